@@ -1,0 +1,79 @@
+/*
+ * workloads.h - the one public header of the workloads folder (prefix wl_).
+ *
+ * Point clouds as the harness sees them: seeded synthetic generators (each a pure function of size,
+ * seed and parameters), readers for recorded scans (PCD, PLY, KITTI/nuScenes .bin, xyz/txt/csv),
+ * writers (PLY binary, .bin), one-point-per-voxel deduplication and resampling to an exact size.
+ * Readers and generators return a status and never exit; points with NaN/Inf coordinates are dropped
+ * and counted, never passed on.
+ */
+#ifndef F3D_WORKLOADS_H
+#define F3D_WORKLOADS_H
+
+#include "harness/harness.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One cloud: n points, xyz interleaved [n*3] float32 (metres). Owns its memory. */
+typedef struct wl_cloud {
+  size_t n;
+  float *xyz;
+  size_t dropped_nonfinite; /* points dropped by a reader because a coordinate was NaN/Inf */
+} wl_cloud;
+
+/* Several clouds concatenated: cloud b spans points [offset[b], offset[b+1]). offset has B+1 entries,
+ * offset[0] = 0, offset[B] = n. Owns its memory. */
+typedef struct wl_batch {
+  uint32_t b;
+  size_t n;
+  float *xyz;      /* [n*3] */
+  size_t *offset;  /* [b+1] */
+} wl_batch;
+
+void wl_cloud_free(wl_cloud *c);
+void wl_batch_free(wl_batch *bt);
+/* Concatenate clouds (copies). On failure *out is left empty. */
+hx_status wl_batch_from_clouds(wl_batch *out, const wl_cloud *clouds, uint32_t count, hx_err *err);
+
+/* ---- generators ---------------------------------------------------------------------------------- */
+typedef enum wl_kind { WL_LIDAR = 0, WL_UNIFORM, WL_INDOOR, WL_CLUSTERS, WL_KIND_COUNT } wl_kind;
+
+const char *wl_kind_name(wl_kind k);
+/* Parse "lidar" | "uniform" | "indoor" | "clusters"; HX_EINVAL for anything else. */
+hx_status wl_kind_parse(const char *name, wl_kind *out);
+
+/* Generate exactly n raw points (before voxel deduplication) as a pure function of (kind, n, seed). */
+hx_status wl_generate(wl_cloud *out, wl_kind kind, size_t n, uint64_t seed, hx_err *err);
+
+/* ---- voxel deduplication and resampling ------------------------------------------------------------ */
+/* Keep the first point of each voxel floor(p / voxel) (input order preserved), as PTv3's GridSample.
+ * *dropped (optional) receives how many points were removed. */
+hx_status wl_voxel_dedup(wl_cloud *out, const wl_cloud *in, double voxel, size_t *dropped, hx_err *err);
+
+/* A workload of exactly n points after one-point-per-voxel deduplication at `voxel`: generated (for a
+ * synthetic kind) or resampled from `source` (a recorded cloud; NULL for synthetic). Larger sources are
+ * subsampled without replacement (seeded); smaller ones are tiled with seeded jitter < voxel/2 per copy
+ * into empty voxels, and *tiled (optional) is set so the caller can warn. */
+hx_status wl_make_exact(wl_cloud *out, wl_kind kind, const wl_cloud *source, size_t n, double voxel,
+                        uint64_t seed, int *tiled, hx_err *err);
+
+/* ---- readers and writers --------------------------------------------------------------------------- */
+typedef enum wl_format {
+  WL_FMT_AUTO = 0, WL_FMT_PCD, WL_FMT_PLY, WL_FMT_BIN4, WL_FMT_BIN5, WL_FMT_XYZ
+} wl_format;
+
+/* Read a cloud; WL_FMT_AUTO picks by extension (.pcd, .ply, .bin = 4 floats, .pcd.bin = 5 floats,
+ * .xyz/.txt/.csv). Malformed or truncated files give HX_EFORMAT with a message naming the file and the
+ * problem; a file with zero finite points is HX_EFORMAT ("empty cloud"). */
+hx_status wl_read(wl_cloud *out, const char *path, wl_format fmt, hx_err *err);
+/* Write binary little-endian PLY (x,y,z float) or .bin (4 floats, intensity 0). Written to a temporary
+ * name and renamed, so a failure never leaves a partial file. */
+hx_status wl_write_ply(const wl_cloud *c, const char *path, hx_err *err);
+hx_status wl_write_bin(const wl_cloud *c, const char *path, hx_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* F3D_WORKLOADS_H */
