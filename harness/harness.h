@@ -85,12 +85,139 @@ static inline HX_HD double hx_rng_unit(uint64_t seed, uint64_t stream, uint64_t 
 /* ==== Sections below are filled in by their modules; keep each section self-contained. ============ */
 
 /* ---- results (harness/results.c) ---- */
+/* One run writes results/<run-id>/ (run-id = UTC timestamp + short git hash, "20261121T224100Z-a711150"):
+ *   results.csv  workload,n_points,batch,pipeline,kernel,variant,metric,value,unit  (one row per metric)
+ *   samples.csv  workload,n_points,batch,pipeline,kernel,variant,metric,sample,value,unit  (raw samples)
+ *   context.csv  key,value  (git commit, device, build, seed, ..., and status = running|complete|...)
+ * Invariant: results.csv and samples.csv exist only for a run that finished; while a run is going (or
+ * after it was interrupted) rows live in "*.csv.partial" files and an INCOMPLETE file names the reason.
+ * Every file that appears under its final name was written to a temporary name, flushed and renamed.
+ * CSV is RFC 4180: fields holding a comma, double quote, CR or LF are quoted, quotes doubled; records
+ * end with LF (not CRLF, so gnuplot and shell tools read the last column cleanly). */
+#define HX_RESULTS_SCHEMA 1
+#define HX_RESULTS_HEADER "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit"
+#define HX_SAMPLES_HEADER "workload,n_points,batch,pipeline,kernel,variant,metric,sample,value,unit"
+
+/* Write one CSV field with RFC 4180 quoting (NULL writes an empty field). Returns 0 or EOF. */
+int hx_csv_field(FILE *f, const char *s);
+/* Split one CSV record (RFC 4180, quoted fields may hold commas, quotes and newlines) read from f.
+ * *fields receives up to cap pointers into buf (NUL-terminated, unquoted); *count the field number.
+ * Returns HX_OK, HX_EIO at end of file (nothing read), HX_EFORMAT for a malformed or too long record. */
+hx_status hx_csv_read(FILE *f, char *buf, size_t buf_size, char **fields, size_t cap, size_t *count,
+                      hx_err *err);
+
+/* run-id for time t (UTC) and a short git hash (NULL or "" gives "nogit"): "YYYYmmddTHHMMSSZ-<hash>".
+ * Returns HX_EINVAL if the buffer is too small or the hash holds anything but [0-9a-zA-Z]. */
+hx_status hx_run_id(char *buf, size_t cap, int64_t unix_time, const char *git_hash, hx_err *err);
+
+/* The identity of one result row (everything but metric, value, unit). Strings must not be NULL. */
+typedef struct hx_key {
+  const char *workload; /* "lidar", "uniform", ... or the stem of a recorded file */
+  uint64_t n_points;    /* points per cloud after voxel deduplication */
+  uint32_t batch;       /* clouds in the batch */
+  const char *pipeline; /* registered sweep pipeline ("workload", "ptv3", "flash3d", ...) */
+  const char *kernel;   /* stage inside the pipeline ("generate", "serialize", "psh", ...) */
+  const char *variant;  /* "cpu" for CPU references, "v0", "v1", ... for GPU variants */
+} hx_key;
+
+typedef struct hx_results hx_results; /* an open run directory; opaque */
+
+/* Create <root>/<run_id>/ (root is created if missing; the run directory must not exist), write
+ * INCOMPLETE and context.csv with status=running, open the partial row files. */
+hx_status hx_results_open(hx_results **out, const char *root, const char *run_id, hx_err *err);
+const char *hx_results_dir(const hx_results *r);
+/* Add or replace a context key (written at open/commit/abort time, in insertion order). */
+hx_status hx_results_context(hx_results *r, const char *key, const char *value, hx_err *err);
+hx_status hx_results_contextf(hx_results *r, hx_err *err, const char *key, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Append one row to results (value printed with %.10g; NaN/Inf are refused with HX_EINVAL). */
+hx_status hx_results_add(hx_results *r, const hx_key *k, const char *metric, double value,
+                         const char *unit, hx_err *err);
+/* Append n raw samples (sample index 0..n-1) of one metric to samples. */
+hx_status hx_results_add_samples(hx_results *r, const hx_key *k, const char *metric,
+                                 const double *v, size_t n, const char *unit, hx_err *err);
+/* Finish: flush and rename the partial files to results.csv / samples.csv, rewrite context.csv with
+ * status=complete, remove INCOMPLETE. On failure the run stays marked incomplete. */
+hx_status hx_results_commit(hx_results *r, hx_err *err);
+/* Give up (error or signal): delete the partial files, write context.csv with status=<status> and
+ * INCOMPLETE holding `reason`. Never leaves a results.csv. */
+hx_status hx_results_abort(hx_results *r, const char *status, const char *reason, hx_err *err);
+/* Free; a run neither committed nor aborted is aborted with status "abandoned". NULL is fine. */
+void hx_results_close(hx_results *r);
+
+/* Write `size` bytes to path atomically: path.tmp.<pid>, fflush + fsync, rename. */
+hx_status hx_write_file_atomic(const char *path, const void *data, size_t size, hx_err *err);
 
 /* ---- timing (harness/timing.c, harness/timing_gpu.cu) ---- */
+/* One interface for CPU and GPU timing. The timed work is a closure: run() does one repetition (on the
+ * given CUDA stream for the GPU clock; stream is NULL for the CPU clock); the optional reset() runs
+ * before every repetition, untimed (restore inputs that run() consumes). `warmup` repetitions run
+ * first and are discarded, then `reps` samples are kept in milliseconds.
+ * CPU clock: CLOCK_MONOTONIC around run(). GPU clock: CUDA events recorded around run() on a
+ * non-default stream (created when the caller passes NULL), elapsed time after the stop event
+ * completes. A CPU-only build returns HX_ENODEV for the GPU clock. The stricter NVBench-style GPU
+ * discipline (L2 flush, blocking kernel, noise target) is layered on this later (issue 6). */
+typedef struct hx_closure {
+  hx_status (*run)(void *arg, void *stream, hx_err *err);
+  hx_status (*reset)(void *arg, hx_err *err); /* optional */
+  void *arg;
+} hx_closure;
+
+typedef enum hx_clock { HX_CLOCK_CPU = 0, HX_CLOCK_GPU } hx_clock;
+
+typedef struct hx_timing_opts {
+  uint32_t warmup; /* discarded repetitions before sampling (default 1, as the paper drops its first) */
+  uint32_t reps;   /* kept samples (default 20, as the paper) */
+} hx_timing_opts;
+#define HX_TIMING_DEFAULT_WARMUP 1u
+#define HX_TIMING_DEFAULT_REPS 20u
+#define HX_TIMING_MAX_REPS 100000u
+
+/* Summary of n samples: median (mean of the middle two for even n), mean, sample standard deviation
+ * (n-1 denominator; 0 for n = 1), min, max. */
+typedef struct hx_summary {
+  size_t n;
+  double median, mean, std, min, max;
+} hx_summary;
+
+hx_timing_opts hx_timing_defaults(void);
+/* Milliseconds from CLOCK_MONOTONIC. */
+double hx_now_ms(void);
+/* Summarise n >= 1 finite samples (HX_EINVAL otherwise). The input is not modified. */
+hx_status hx_summarize(hx_summary *out, const double *x, size_t n, hx_err *err);
+/* Time a closure: samples_ms receives opts->reps values. A failing run()/reset() stops and returns. */
+hx_status hx_time(double *samples_ms, hx_clock clock, const hx_timing_opts *opts, const hx_closure *c,
+                  void *stream, hx_err *err);
+/* The GPU clock on its own (timing_gpu.cu; stub returns HX_ENODEV). */
+hx_status hx_time_gpu(double *samples_ms, const hx_timing_opts *opts, const hx_closure *c, void *stream,
+                      hx_err *err);
 
 /* ---- statistics (harness/stats.c) ---- */
 
 /* ---- device (harness/device.cu or device_stub.c) ---- */
+/* What the context file and `f3dbench info` report about a CUDA device. Clocks are the peak rates
+ * the driver reports (kHz); the SM clock actually reached under load is sampled by issue 6. */
+typedef struct hx_device_info {
+  int index;
+  char name[256];
+  int cc_major, cc_minor;
+  int sm_count;
+  int l2_bytes;
+  size_t mem_bytes;
+  int sm_clock_khz, mem_clock_khz, mem_bus_bits;
+  int driver_version, runtime_version; /* 1000*major + 10*minor, as CUDA reports them */
+  char pci_bus_id[32];
+} hx_device_info;
+
+/* Number of usable CUDA devices. A CPU-only build, a missing driver or zero devices give *count = 0 and
+ * HX_ENODEV with the reason in err (never an abort). */
+hx_status hx_device_count(int *count, hx_err *err);
+hx_status hx_device_query(hx_device_info *out, int index, hx_err *err);
+/* "13.0" style text for a CUDA version number (1000*major + 10*minor). */
+void hx_cuda_version_str(char *buf, size_t cap, int version);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,76 @@
+/*
+ * sweep.c - the pipeline registry and the row helpers of sweep.h.
+ *
+ * f3d_pipelines[] is the only list of pipelines: `f3dbench sweep` iterates it (in order) and
+ * `--pipelines` selects from it by name. f3d_measure is the one path from a timed closure to result
+ * rows, so every pipeline reports the same metrics with the same units.
+ */
+#include "harness/cli/sweep.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const f3d_pipeline f3d_pipelines[] = {
+    {"workload", "workload preparation: generation, voxel dedup, exact-size sampling, file reading (CPU)",
+     f3d_pipe_workload},
+    /* later issues: one line each, e.g. {"ptv3", "...", f3d_pipe_ptv3}, {"flash3d", "...", f3d_pipe_flash3d} */
+};
+const size_t f3d_pipeline_count = sizeof f3d_pipelines / sizeof f3d_pipelines[0];
+
+const char *const f3d_planned_pipelines[] = {"ptv3", "flash3d"};
+const size_t f3d_planned_pipeline_count = sizeof f3d_planned_pipelines / sizeof f3d_planned_pipelines[0];
+
+const f3d_pipeline *f3d_pipeline_find(const char *name) {
+  for (size_t i = 0; i < f3d_pipeline_count; i++)
+    if (strcmp(f3d_pipelines[i].name, name) == 0) return &f3d_pipelines[i];
+  return NULL;
+}
+
+hx_key f3d_key(const f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant) {
+  hx_key k;
+  k.workload = ctx->c.workload;
+  k.n_points = (uint64_t)ctx->c.n_points;
+  k.batch = ctx->c.batch;
+  k.pipeline = pipeline;
+  k.kernel = kernel;
+  k.variant = variant;
+  return k;
+}
+
+hx_status f3d_record(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                     const char *metric, double value, const char *unit, hx_err *err) {
+  hx_key k = f3d_key(ctx, pipeline, kernel, variant);
+  return hx_results_add(ctx->results, &k, metric, value, unit, err);
+}
+
+hx_status f3d_record_times(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                           const double *samples_ms, size_t n, hx_err *err) {
+  hx_summary s;
+  hx_status st = hx_summarize(&s, samples_ms, n, err);
+  if (st != HX_OK) return st;
+  hx_key k = f3d_key(ctx, pipeline, kernel, variant);
+  const struct {
+    const char *metric;
+    double v;
+  } rows[] = {{"time_median", s.median}, {"time_mean", s.mean}, {"time_std", s.std},
+              {"time_min", s.min},       {"time_max", s.max}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    st = hx_results_add(ctx->results, &k, rows[i].metric, rows[i].v, "ms", err);
+    if (st != HX_OK) return st;
+  }
+  st = hx_results_add(ctx->results, &k, "reps", (double)n, "count", err);
+  if (st != HX_OK) return st;
+  return hx_results_add_samples(ctx->results, &k, "time", samples_ms, n, "ms", err);
+}
+
+hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                      hx_clock clock, const hx_closure *c, hx_err *err) {
+  size_t n = ctx->timing.reps;
+  if (n == 0) return hx_errf(err, HX_EINVAL, "%s/%s: zero repetitions", pipeline, kernel);
+  double *samples = malloc(n * sizeof *samples);
+  if (!samples) return hx_errf(err, HX_ENOMEM, "%s/%s: no memory for %zu samples", pipeline, kernel, n);
+  hx_status st = hx_time(samples, clock, &ctx->timing, c, clock == HX_CLOCK_GPU ? ctx->stream : NULL, err);
+  if (st == HX_OK) st = f3d_record_times(ctx, pipeline, kernel, variant, samples, n, err);
+  free(samples);
+  return st;
+}
