@@ -219,6 +219,48 @@ hx_status hx_device_query(hx_device_info *out, int index, hx_err *err);
 /* "13.0" style text for a CUDA version number (1000*major + 10*minor). */
 void hx_cuda_version_str(char *buf, size_t cap, int version);
 
+/* ---- measurement / counters / stats (issue 6: stats.c, measure*.cu, cupti.cpp, nvtx.c, resdir.c, plot.c) ---- */
+/* Statistics (stats.c). Quantiles interpolate linearly between order statistics (type 7: NumPy's and R's
+ * default); std uses n-1. rel_noise = std / |mean|, NVBench's "stdrel" noise. */
+typedef struct hx_stats_desc {
+  size_t n;
+  double mean, std, min, max, median, q1, q3, rel_noise;
+} hx_stats_desc;
+hx_status hx_stats_describe(hx_stats_desc *out, const double *x, size_t n, hx_err *err);
+double hx_stats_median(const double *x, size_t n);                          /* NaN for n = 0 */
+double hx_stats_quantile_sorted(const double *sorted, size_t n, double q);  /* q in [0, 1] */
+
+/* Two-sided Mann-Whitney U test of samples a and b. u_a counts pairs with a_i > b_j (ties one half).
+ * p is exact (null distribution of U) when there are no ties and both samples have at most
+ * HX_MWU_EXACT_MAX values, otherwise the tie-corrected normal approximation with continuity correction
+ * (SciPy's "asymptotic"). z is the uncorrected standard score of u_a. */
+#define HX_MWU_EXACT_MAX 100
+typedef struct hx_stats_mwu_result {
+  size_t n_a, n_b, ties; /* ties: number of groups of equal values */
+  double u_a, u_b, z, p;
+  int exact;
+} hx_stats_mwu_result;
+hx_status hx_stats_mwu(hx_stats_mwu_result *out, const double *a, size_t na, const double *b, size_t nb,
+                       hx_err *err);
+/* Exact two-sided p-value of U = u for sample sizes (m, n) without ties. */
+hx_status hx_stats_mwu_exact_p(double *p_two_sided, size_t m, size_t n, double u, hx_err *err);
+
+/* Regression verdict of `cur` against `base` (lower is better, e.g. times): slower/faster when the U test
+ * gives p < alpha AND the relative change of medians (cur - base) / base is at least min_effect in size;
+ * same otherwise; unknown with fewer than HX_COMPARE_MIN_SAMPLES samples on either side. */
+#define HX_COMPARE_MIN_SAMPLES 3
+typedef enum hx_stats_verdict {
+  HX_VERDICT_SAME = 0,
+  HX_VERDICT_FASTER,
+  HX_VERDICT_SLOWER,
+  HX_VERDICT_UNKNOWN
+} hx_stats_verdict;
+hx_stats_verdict hx_stats_compare(const double *base, size_t nb, const double *cur, size_t nc, double alpha,
+                                  double min_effect, double *rel_change, double *p_value);
+const char *hx_stats_verdict_str(hx_stats_verdict v);
+/* Levenshtein distance (for "did you mean" lists); (size_t)-1 when out of memory. */
+size_t hx_edit_distance(const char *a, const char *b);
+
 #ifdef __cplusplus
 }
 #endif

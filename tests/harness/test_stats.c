@@ -1,0 +1,193 @@
+/*
+ * test_stats.c - statistics of the regression gate against known answers: quantiles, the Mann-Whitney U
+ * statistic and its p-values (SciPy's documented example, published critical-value tables, a hand-worked
+ * tie-corrected normal approximation), no false alarms on identical distributions, a 10% shift detected.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "harness/harness.h"
+
+static void test_describe(void **state) {
+  (void)state;
+  const double x[] = {4.0, 1.0, 3.0, 2.0, 5.0};
+  hx_stats_desc d;
+  assert_int_equal(hx_stats_describe(&d, x, 5, NULL), HX_OK);
+  assert_true(d.n == 5);
+  assert_true(fabs(d.median - 3.0) < 1e-12);
+  assert_true(fabs(d.q1 - 2.0) < 1e-12);
+  assert_true(fabs(d.q3 - 4.0) < 1e-12);
+  assert_true(fabs(d.mean - 3.0) < 1e-12);
+  assert_true(fabs(d.std - sqrt(2.5)) < 1e-12);
+  assert_true(d.min == 1.0 && d.max == 5.0);
+  /* even count: type-7 median is the mean of the middle two; quantile 0.1 of {1,2,3,4} is 1.3 */
+  const double y[] = {4.0, 2.0, 1.0, 3.0};
+  assert_true(fabs(hx_stats_median(y, 4) - 2.5) < 1e-12);
+  const double ys[] = {1.0, 2.0, 3.0, 4.0};
+  assert_true(fabs(hx_stats_quantile_sorted(ys, 4, 0.1) - 1.3) < 1e-12);
+  assert_true(isnan(hx_stats_median(y, 0)));
+  const double bad[] = {1.0, NAN};
+  hx_err e;
+  assert_int_equal(hx_stats_describe(&d, bad, 2, &e), HX_EINVAL);
+}
+
+/* SciPy's mannwhitneyu documentation example: U1 = 17, exact two-sided p = 1/9. */
+static void test_mwu_scipy_example(void **state) {
+  (void)state;
+  const double males[] = {19, 22, 16, 29, 24};
+  const double females[] = {20, 11, 17, 12};
+  hx_stats_mwu_result r;
+  assert_int_equal(hx_stats_mwu(&r, males, 5, females, 4, NULL), HX_OK);
+  assert_true(r.exact);
+  assert_true(fabs(r.u_a - 17.0) < 1e-12);
+  assert_true(fabs(r.u_a + r.u_b - 20.0) < 1e-12);
+  assert_true(fabs(r.p - 1.0 / 9.0) < 1e-12);
+  /* swapping the samples gives the same two-sided p */
+  assert_int_equal(hx_stats_mwu(&r, females, 4, males, 5, NULL), HX_OK);
+  assert_true(fabs(r.u_a - 3.0) < 1e-12);
+  assert_true(fabs(r.p - 1.0 / 9.0) < 1e-12);
+}
+
+/* Published two-tailed critical values of U (reject when U <= crit): the exact p at crit is at most
+ * alpha and at crit + 1 it exceeds alpha. */
+static void test_mwu_critical_tables(void **state) {
+  (void)state;
+  const struct {
+    size_t n1, n2;
+    double alpha;
+    double crit;
+  } t[] = {
+      {5, 5, 0.05, 2},   {5, 5, 0.01, 0},   {8, 8, 0.05, 13},    {8, 8, 0.01, 7},
+      {10, 10, 0.05, 23}, {10, 10, 0.01, 16}, {20, 20, 0.05, 127}, {20, 20, 0.01, 105},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    double p_at, p_above;
+    assert_int_equal(hx_stats_mwu_exact_p(&p_at, t[i].n1, t[i].n2, t[i].crit, NULL), HX_OK);
+    assert_int_equal(hx_stats_mwu_exact_p(&p_above, t[i].n1, t[i].n2, t[i].crit + 1, NULL), HX_OK);
+    assert_true(p_at <= t[i].alpha);
+    assert_true(p_above > t[i].alpha);
+  }
+  /* n1 = n2 = 3: P(U = 0) = 1 / C(6,3) = 1/20, two-sided 0.1; the centre gives p = 1 */
+  double p;
+  assert_int_equal(hx_stats_mwu_exact_p(&p, 3, 3, 0, NULL), HX_OK);
+  assert_true(fabs(p - 0.1) < 1e-12);
+  assert_int_equal(hx_stats_mwu_exact_p(&p, 3, 3, 4.5, NULL), HX_OK);
+  assert_true(fabs(p - 1.0) < 1e-12);
+  assert_int_equal(hx_stats_mwu_exact_p(&p, 101, 3, 0, NULL), HX_EINVAL);
+}
+
+/* Ties: a = {1,2,2,3}, b = {2,3,4,5}. Mid-ranks give R_a = 12.5, U_a = 2.5; tie groups of 3 and 2
+ * give var = 16/12 * (9 - 30/56) = 11.2857; p = erfc((|2.5 - 8| - 0.5) / sqrt(var) / sqrt 2) = 0.136658. */
+static void test_mwu_ties_normal(void **state) {
+  (void)state;
+  const double a[] = {1, 2, 2, 3};
+  const double b[] = {2, 3, 4, 5};
+  hx_stats_mwu_result r;
+  assert_int_equal(hx_stats_mwu(&r, a, 4, b, 4, NULL), HX_OK);
+  assert_false(r.exact);
+  assert_true(r.ties == 2);
+  assert_true(fabs(r.u_a - 2.5) < 1e-12);
+  assert_true(fabs(r.p - 0.13665824773814753) < 1e-9);
+  /* all values equal: no evidence */
+  const double c[] = {1, 1, 1};
+  assert_int_equal(hx_stats_mwu(&r, c, 3, c, 3, NULL), HX_OK);
+  assert_true(fabs(r.p - 1.0) < 1e-12);
+}
+
+/* The normal approximation on large samples (no ties, > HX_MWU_EXACT_MAX values) agrees with the exact
+ * distribution's tail at the largest exact size: check monotone, sane values instead of a table. */
+static void test_mwu_large_samples(void **state) {
+  (void)state;
+  enum { N = 150 };
+  double a[N], b[N];
+  for (int i = 0; i < N; i++) {
+    a[i] = (double)(2 * i);     /* evens */
+    b[i] = (double)(2 * i + 1); /* odds: b_j > a_i in just over half of the pairs */
+  }
+  hx_stats_mwu_result r;
+  assert_int_equal(hx_stats_mwu(&r, a, N, b, N, NULL), HX_OK);
+  assert_false(r.exact);
+  assert_true(r.p > 0.8); /* U_a = N(N-1)/2 vs mean N^2/2: z ~ -0.04 */
+  for (int i = 0; i < N; i++) b[i] += 60.0; /* shift by 30 ranks of 300 */
+  assert_int_equal(hx_stats_mwu(&r, a, N, b, N, NULL), HX_OK);
+  assert_true(r.p < 1e-3);
+}
+
+/* Multiplicative noise of relative size sigma around `centre`: the product of uniform draws, i.e. a
+ * roughly log-normal kernel-time distribution with a right tail. */
+static void draw(double *x, size_t n, double centre, double sigma, uint64_t seed) {
+  for (size_t i = 0; i < n; i++) {
+    double s = 0.0;
+    for (int k = 0; k < 4; k++) s += hx_rng_unit(seed, i, (uint64_t)k) - 0.5;
+    x[i] = centre * exp(sigma * s * sqrt(3.0));
+  }
+}
+
+static void test_no_false_alarm(void **state) {
+  (void)state;
+  enum { N = 20, TRIALS = 400 };
+  double a[N], b[N];
+  int slower = 0, faster = 0, p05 = 0;
+  for (int t = 0; t < TRIALS; t++) {
+    draw(a, N, 1.0, 0.02, 1000u + (uint64_t)t);
+    draw(b, N, 1.0, 0.02, 5000u + (uint64_t)t);
+    double rel, p;
+    hx_stats_verdict v = hx_stats_compare(a, N, b, N, 0.01, 0.03, &rel, &p);
+    slower += v == HX_VERDICT_SLOWER;
+    faster += v == HX_VERDICT_FASTER;
+    p05 += p < 0.05;
+  }
+  assert_int_equal(slower, 0);
+  assert_int_equal(faster, 0);
+  /* the test itself is calibrated: about 5% of p-values fall under 0.05 under the null */
+  assert_true(p05 >= 4 && p05 <= 45);
+}
+
+static void test_shift_detected(void **state) {
+  (void)state;
+  enum { N = 20 };
+  double a[N], b[N];
+  int detected = 0;
+  for (int t = 0; t < 50; t++) {
+    draw(a, N, 1.0, 0.02, 100u + (uint64_t)t);
+    draw(b, N, 1.1, 0.02, 900u + (uint64_t)t);
+    double rel, p;
+    hx_stats_verdict v = hx_stats_compare(a, N, b, N, 0.01, 0.03, &rel, &p);
+    detected += v == HX_VERDICT_SLOWER;
+    if (v == HX_VERDICT_SLOWER) assert_true(rel > 0.05 && rel < 0.15);
+    assert_int_equal(hx_stats_compare(b, N, a, N, 0.01, 0.03, NULL, NULL), HX_VERDICT_FASTER);
+  }
+  assert_int_equal(detected, 50);
+  /* a real but tiny (1%) shift is significant yet under the minimum effect: "same" */
+  draw(a, N, 1.0, 0.001, 7);
+  draw(b, N, 1.01, 0.001, 8);
+  double p;
+  assert_int_equal(hx_stats_compare(a, N, b, N, 0.01, 0.03, NULL, &p), HX_VERDICT_SAME);
+  assert_true(p < 0.01);
+  /* too few samples: unknown */
+  assert_int_equal(hx_stats_compare(a, 2, b, 2, 0.01, 0.03, NULL, NULL), HX_VERDICT_UNKNOWN);
+}
+
+static void test_edit_distance(void **state) {
+  (void)state;
+  assert_true(hx_edit_distance("kitten", "sitting") == 3);
+  assert_true(hx_edit_distance("", "abc") == 3);
+  assert_true(hx_edit_distance("dram__bytes_read.sum", "dram__bytes_read.sum") == 0);
+  assert_true(hx_edit_distance("dram__byte_read.sum", "dram__bytes_read.sum") == 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_describe),          cmocka_unit_test(test_mwu_scipy_example),
+      cmocka_unit_test(test_mwu_critical_tables), cmocka_unit_test(test_mwu_ties_normal),
+      cmocka_unit_test(test_mwu_large_samples), cmocka_unit_test(test_no_false_alarm),
+      cmocka_unit_test(test_shift_detected),    cmocka_unit_test(test_edit_distance),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
