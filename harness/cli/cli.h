@@ -1,0 +1,52 @@
+/*
+ * cli.h - private to the f3dbench program: subcommand entry points and the small helpers they share
+ * (error printing, size and list parsing, git and build context).
+ *
+ * Every subcommand is `int f3d_cmd_<name>(int argc, char **argv)`: argv[0] is the subcommand name,
+ * options are parsed with getopt_long, `--help` prints usage on stdout and returns 0, a usage error
+ * returns 2 and any other failure 1, with "f3dbench: <what>: <why>" on stderr.
+ */
+#ifndef F3D_CLI_H
+#define F3D_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/harness.h"
+
+/* ---- subcommands (one line each; the dispatch table is in f3dbench.c) ---- */
+int f3d_cmd_info(int argc, char **argv);
+int f3d_cmd_gen(int argc, char **argv);
+int f3d_cmd_sweep(int argc, char **argv);
+int f3d_cmd_serialize(int argc, char **argv);
+int f3d_cmd_psh(int argc, char **argv);
+int f3d_cmd_pool(int argc, char **argv);
+int f3d_cmd_attn(int argc, char **argv);
+int f3d_cmd_plot(int argc, char **argv);
+int f3d_cmd_compare(int argc, char **argv);
+int f3d_cmd_merge(int argc, char **argv);
+
+/* Print "f3dbench: <what>: <why>" on stderr. */
+void f3d_fail(const char *what, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Parse a count with an optional k/K (1e3) or M (1e6) suffix: "100k", "1.5M", "250000". 0 on success. */
+int f3d_parse_count(const char *s, uint64_t *out);
+/* Parse an unsigned integer (any base strtoull accepts) fully; 0 on success. */
+int f3d_parse_u64(const char *s, uint64_t *out);
+/* Parse a positive finite double; 0 on success. */
+int f3d_parse_pos_double(const char *s, double *out);
+
+/* Git state of the source tree the program was built from: short hash ("" when unknown) and dirty
+ * flag (-1 unknown, 0 clean, 1 tracked files modified). */
+void f3d_git_state(char *hash, size_t cap, int *dirty);
+
+/* Context keys describing the build (version, build type, compilers, arch, optional features). */
+hx_status f3d_context_build(hx_results *r, hx_err *err);
+/* Context keys describing the host and the CUDA device (dev NULL: "none"). */
+hx_status f3d_context_device(hx_results *r, const hx_device_info *dev, hx_err *err);
+
+#endif /* F3D_CLI_H */

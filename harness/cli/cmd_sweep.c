@@ -1,0 +1,564 @@
+/*
+ * cmd_sweep.c - `f3dbench sweep`: the main job. For every workload x size it builds the host clouds once
+ * (exactly n points per cloud after one-point-per-voxel deduplication, `batch` clouds), runs every selected
+ * pipeline of the registry (sweep.h) on them, and writes results/<run-id>/.
+ *
+ * Invariant: the run directory is committed (results.csv appears) only when every case of every selected
+ * pipeline succeeded; an error or SIGINT/SIGTERM aborts it, so it is left marked INCOMPLETE with a status
+ * in context.csv and no results.csv. Cloud b of a case uses seed + b, so `f3dbench gen --voxel` with the
+ * same kind, size and seed reproduces cloud 0.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "f3d_config.h"
+#include "harness/cli/cli.h"
+#include "harness/cli/sweep.h"
+
+#define MAX_SIZES 64
+#define MAX_WORKLOADS 16
+#define MAX_PIPES 32
+
+/* The only mutable file-scope state of the program: a signal handler can do nothing but set a flag of
+ * this type, and the sweep loop polls it between measurements. */
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+typedef struct workload {
+  char name[128];
+  wl_kind kind;
+  const char *path; /* recorded input, or NULL */
+  wl_cloud source;  /* the recorded cloud as read */
+} workload;
+
+typedef struct sweep_opts {
+  workload wl[MAX_WORKLOADS];
+  size_t nwl;
+  uint64_t sizes[MAX_SIZES];
+  size_t nsizes;
+  uint32_t batch;
+  hx_timing_opts timing;
+  const f3d_pipeline *pipes[MAX_PIPES];
+  size_t npipes;
+  const char *out_dir, *run_id;
+  uint64_t seed;
+  double voxel;
+  int verbose;
+} sweep_opts;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: f3dbench sweep [options]\n"
+          "Run the registered pipelines over workloads x sizes and write results/<run-id>/\n"
+          "(results.csv, samples.csv, context.csv; see results/README.md).\n"
+          "  -w, --workloads LIST  synthetic workloads, comma-separated: lidar, uniform, indoor, clusters\n"
+          "                        (default lidar; none by default when --input is given)\n"
+          "  -i, --input FILE      a recorded cloud (.pcd .ply .bin .pcd.bin .xyz .txt .csv), resampled to\n"
+          "                        each size; repeatable; the workload is named after the file\n"
+          "  -n, --sizes LIST      points per cloud after voxel dedup: 100k,200k or 100k..600k:100k\n"
+          "                        (default 100k..600k:100k)\n"
+          "  -b, --batch B         clouds per batch (default 1)\n"
+          "  -r, --reps N          timed repetitions (default %u); --warmup N discarded first (default %u)\n"
+          "  -p, --pipelines LIST  pipelines to run, comma-separated (default: all registered)\n"
+          "  -o, --out-dir DIR     parent of the run directory (default results)\n"
+          "      --run-id ID       name of the run directory (default UTC time + git hash)\n"
+          "  -s, --seed S          seed (default 1); cloud b of a case uses S + b\n"
+          "  -x, --voxel V         voxel size in metres for deduplication (default 0.05, as PTv3)\n"
+          "  -l, --list-pipelines  list registered and planned pipelines and exit\n"
+          "  -v, --verbose         one line per case on stderr\n"
+          "  -h, --help            this text\n"
+          "Without a CUDA device, pipelines run their CPU references (variant \"cpu\").\n",
+          HX_TIMING_DEFAULT_REPS, HX_TIMING_DEFAULT_WARMUP);
+}
+
+static void list_pipelines(FILE *f) {
+  fprintf(f, "registered pipelines:\n");
+  for (size_t i = 0; i < f3d_pipeline_count; i++)
+    fprintf(f, "  %-10s %s\n", f3d_pipelines[i].name, f3d_pipelines[i].description);
+  int any = 0;
+  for (size_t i = 0; i < f3d_planned_pipeline_count; i++)
+    if (!f3d_pipeline_find(f3d_planned_pipelines[i])) {
+      if (!any) fprintf(f, "planned, not registered yet:\n");
+      any = 1;
+      fprintf(f, "  %s\n", f3d_planned_pipelines[i]);
+    }
+}
+
+/* Split a comma list in place; returns the count or -1 when more than cap. */
+static int split_list(char *s, char **items, int cap) {
+  int n = 0;
+  for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+    if (n == cap) return -1;
+    items[n++] = tok;
+  }
+  return n;
+}
+
+/* "100k,200k" or "A..B:STEP" (inclusive). Appends to o->sizes. */
+static int parse_sizes(sweep_opts *o, char *arg) {
+  char *items[MAX_SIZES];
+  int n = split_list(arg, items, MAX_SIZES);
+  if (n <= 0) return -1;
+  for (int i = 0; i < n; i++) {
+    char *dots = strstr(items[i], "..");
+    if (!dots) {
+      uint64_t v;
+      if (f3d_parse_count(items[i], &v) != 0 || v == 0 || o->nsizes == MAX_SIZES) return -1;
+      o->sizes[o->nsizes++] = v;
+      continue;
+    }
+    *dots = '\0';
+    char *colon = strchr(dots + 2, ':');
+    if (!colon) return -1;
+    *colon = '\0';
+    uint64_t a, b, step;
+    if (f3d_parse_count(items[i], &a) || f3d_parse_count(dots + 2, &b) || f3d_parse_count(colon + 1, &step) ||
+        a == 0 || step == 0 || b < a)
+      return -1;
+    for (uint64_t v = a; v <= b; v += step) {
+      if (o->nsizes == MAX_SIZES) return -1;
+      o->sizes[o->nsizes++] = v;
+    }
+  }
+  return 0;
+}
+
+/* Workload name of a recorded file: its base name without the known extensions. */
+static void stem_of(const char *path, char *out, size_t cap) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  snprintf(out, cap, "%s", base);
+  static const char *const exts[] = {".pcd.bin", ".pcd", ".ply", ".bin", ".xyz", ".txt", ".csv"};
+  size_t len = strlen(out);
+  for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+    size_t e = strlen(exts[i]);
+    if (len > e && strcmp(out + len - e, exts[i]) == 0) {
+      out[len - e] = '\0';
+      return;
+    }
+  }
+}
+
+static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
+  enum { OPT_RUN_ID = 256, OPT_WARMUP };
+  static const struct option longopts[] = {
+      {"workloads", required_argument, NULL, 'w'}, {"input", required_argument, NULL, 'i'},
+      {"sizes", required_argument, NULL, 'n'},     {"batch", required_argument, NULL, 'b'},
+      {"reps", required_argument, NULL, 'r'},      {"warmup", required_argument, NULL, OPT_WARMUP},
+      {"pipelines", required_argument, NULL, 'p'}, {"out-dir", required_argument, NULL, 'o'},
+      {"run-id", required_argument, NULL, OPT_RUN_ID}, {"seed", required_argument, NULL, 's'},
+      {"voxel", required_argument, NULL, 'x'},     {"list-pipelines", no_argument, NULL, 'l'},
+      {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *workloads = NULL;
+  char *pipes = NULL;
+  int c;
+  uint64_t v;
+  *exit_code = 2;
+  while ((c = getopt_long(argc, argv, "w:i:n:b:r:p:o:s:x:lvh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'w':
+      workloads = optarg;
+      break;
+    case 'i':
+      if (o->nwl == MAX_WORKLOADS) {
+        f3d_fail("sweep", "at most %d workloads", MAX_WORKLOADS);
+        return -1;
+      }
+      o->wl[o->nwl].path = optarg;
+      stem_of(optarg, o->wl[o->nwl].name, sizeof o->wl[o->nwl].name);
+      o->nwl++;
+      break;
+    case 'n':
+      if (parse_sizes(o, optarg) != 0) {
+        f3d_fail("sweep", "--sizes: expected counts like 100k,200k or 100k..600k:100k (at most %d)", MAX_SIZES);
+        return -1;
+      }
+      break;
+    case 'b':
+      if (f3d_parse_u64(optarg, &v) || v == 0 || v > 4096) {
+        f3d_fail("sweep", "--batch '%s': expected 1..4096", optarg);
+        return -1;
+      }
+      o->batch = (uint32_t)v;
+      break;
+    case 'r':
+      if (f3d_parse_u64(optarg, &v) || v == 0 || v > HX_TIMING_MAX_REPS) {
+        f3d_fail("sweep", "--reps '%s': expected 1..%u", optarg, HX_TIMING_MAX_REPS);
+        return -1;
+      }
+      o->timing.reps = (uint32_t)v;
+      break;
+    case OPT_WARMUP:
+      if (f3d_parse_u64(optarg, &v) || v > HX_TIMING_MAX_REPS) {
+        f3d_fail("sweep", "--warmup '%s': expected 0..%u", optarg, HX_TIMING_MAX_REPS);
+        return -1;
+      }
+      o->timing.warmup = (uint32_t)v;
+      break;
+    case 'p':
+      pipes = optarg;
+      break;
+    case 'o':
+      o->out_dir = optarg;
+      break;
+    case OPT_RUN_ID:
+      o->run_id = optarg;
+      break;
+    case 's':
+      if (f3d_parse_u64(optarg, &o->seed)) {
+        f3d_fail("sweep", "--seed '%s': expected an unsigned integer", optarg);
+        return -1;
+      }
+      break;
+    case 'x':
+      if (f3d_parse_pos_double(optarg, &o->voxel)) {
+        f3d_fail("sweep", "--voxel '%s': expected a positive size in metres", optarg);
+        return -1;
+      }
+      break;
+    case 'l':
+      list_pipelines(stdout);
+      *exit_code = 0;
+      return -1;
+    case 'v':
+      o->verbose++;
+      break;
+    case 'h':
+      usage(stdout);
+      *exit_code = 0;
+      return -1;
+    default:
+      usage(stderr);
+      return -1;
+    }
+  }
+  if (optind < argc) {
+    f3d_fail("sweep", "unexpected argument '%s'", argv[optind]);
+    return -1;
+  }
+  if (!workloads && o->nwl == 0) workloads = "lidar";
+  if (workloads) {
+    char buf[512], *items[MAX_WORKLOADS];
+    snprintf(buf, sizeof buf, "%s", workloads);
+    int n = split_list(buf, items, MAX_WORKLOADS);
+    if (n <= 0) {
+      f3d_fail("sweep", "--workloads: empty or too long list");
+      return -1;
+    }
+    for (int i = 0; i < n; i++) {
+      if (o->nwl == MAX_WORKLOADS) {
+        f3d_fail("sweep", "at most %d workloads", MAX_WORKLOADS);
+        return -1;
+      }
+      workload *w = &o->wl[o->nwl];
+      if (wl_kind_parse(items[i], &w->kind) != HX_OK) {
+        f3d_fail("sweep", "--workloads: unknown workload '%s' (lidar, uniform, indoor, clusters)", items[i]);
+        return -1;
+      }
+      snprintf(w->name, sizeof w->name, "%s", wl_kind_name(w->kind));
+      w->path = NULL;
+      o->nwl++;
+    }
+  }
+  if (o->nsizes == 0) {
+    char def[] = "100k..600k:100k";
+    parse_sizes(o, def);
+  }
+  if (pipes) {
+    char *items[MAX_PIPES];
+    int n = split_list(pipes, items, MAX_PIPES);
+    if (n <= 0) {
+      f3d_fail("sweep", "--pipelines: empty or too long list");
+      return -1;
+    }
+    for (int i = 0; i < n; i++) {
+      const f3d_pipeline *p = f3d_pipeline_find(items[i]);
+      if (!p) {
+        int planned = 0;
+        for (size_t j = 0; j < f3d_planned_pipeline_count; j++)
+          planned |= strcmp(items[i], f3d_planned_pipelines[j]) == 0;
+        f3d_fail("sweep", "--pipelines: '%s' %s (f3dbench sweep --list-pipelines)", items[i],
+                 planned ? "is planned but not implemented yet" : "is not a pipeline");
+        return -1;
+      }
+      o->pipes[o->npipes++] = p;
+    }
+  } else {
+    for (size_t i = 0; i < f3d_pipeline_count && o->npipes < MAX_PIPES; i++) o->pipes[o->npipes++] = &f3d_pipelines[i];
+  }
+  return 0;
+}
+
+/* Build the `batch` clouds of one case: cloud b = wl_make_exact(kind or source, n, voxel, seed + b). */
+static hx_status build_case(wl_batch *out, const workload *w, size_t n, const sweep_opts *o, hx_err *err) {
+  wl_cloud *clouds = calloc(o->batch, sizeof *clouds);
+  if (!clouds) return hx_errf(err, HX_ENOMEM, "no memory for %u clouds", o->batch);
+  hx_status st = HX_OK;
+  int warned = 0;
+  for (uint32_t b = 0; b < o->batch && st == HX_OK; b++) {
+    int tiled = 0;
+    st = wl_make_exact(&clouds[b], w->kind, w->path ? &w->source : NULL, n, o->voxel, o->seed + b, &tiled, err);
+    if (st == HX_OK && tiled && !warned) {
+      fprintf(stderr, "%sf3dbench: sweep: warning: %s has fewer than %zu voxels at %g m: tiled copies with jitter\n",
+              isatty(STDERR_FILENO) ? "\r\033[K" : "", w->name, n, o->voxel);
+      warned = 1;
+    }
+  }
+  if (st == HX_OK) st = wl_batch_from_clouds(out, clouds, o->batch, err);
+  for (uint32_t b = 0; b < o->batch; b++) wl_cloud_free(&clouds[b]);
+  free(clouds);
+  return st;
+}
+
+static hx_status write_context(hx_results *r, const sweep_opts *o, const hx_device_info *dev, int argc,
+                               char **argv, hx_err *err) {
+  char buf[2048];
+  size_t len = 0;
+  buf[0] = '\0';
+  /* The command line as typed (argv[0] is "sweep"). */
+  len += (size_t)snprintf(buf, sizeof buf, "f3dbench");
+  for (int i = 0; i < argc && len < sizeof buf; i++) len += (size_t)snprintf(buf + len, sizeof buf - len, " %s", argv[i]);
+  HX_TRY(hx_results_context(r, "command_line", buf, err));
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  HX_TRY(hx_results_context(r, "date_utc", buf, err));
+  HX_TRY(f3d_context_build(r, err));
+  HX_TRY(f3d_context_device(r, dev, err));
+  HX_TRY(hx_results_contextf(r, err, "seed", "%llu", (unsigned long long)o->seed));
+  HX_TRY(hx_results_context(r, "seed_rule", "cloud b of a case is generated or resampled with seed + b", err));
+  HX_TRY(hx_results_contextf(r, err, "voxel_m", "%g", o->voxel));
+  HX_TRY(hx_results_contextf(r, err, "batch", "%u", o->batch));
+  HX_TRY(hx_results_contextf(r, err, "reps", "%u", o->timing.reps));
+  HX_TRY(hx_results_contextf(r, err, "warmup", "%u", o->timing.warmup));
+  len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < o->nsizes && len < sizeof buf; i++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%llu", i ? " " : "", (unsigned long long)o->sizes[i]);
+  HX_TRY(hx_results_context(r, "sizes", buf, err));
+  len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < o->nwl && len < sizeof buf; i++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? " " : "", o->wl[i].name);
+  HX_TRY(hx_results_context(r, "workloads", buf, err));
+  for (size_t i = 0; i < o->nwl; i++) {
+    if (!o->wl[i].path) continue;
+    char key[160];
+    snprintf(key, sizeof key, "input_%s", o->wl[i].name);
+    HX_TRY(hx_results_contextf(r, err, key, "%s (%zu finite points, %zu non-finite dropped)", o->wl[i].path,
+                               o->wl[i].source.n, o->wl[i].source.dropped_nonfinite));
+  }
+  len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < o->npipes && len < sizeof buf; i++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? " " : "", o->pipes[i]->name);
+  HX_TRY(hx_results_context(r, "pipelines", buf, err));
+  len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < f3d_planned_pipeline_count && len < sizeof buf; i++)
+    if (!f3d_pipeline_find(f3d_planned_pipelines[i]))
+      len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? " " : "", f3d_planned_pipelines[i]);
+  HX_TRY(hx_results_context(r, "pipelines_missing", buf, err));
+  return HX_OK;
+}
+
+/* Print the time_median/time_std rows of the committed results.csv as a table on stdout. */
+static void print_summary(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/results.csv", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char buf[4096], *fld[16];
+  size_t n;
+  char last_key[1024] = "";
+  double median = 0.0;
+  printf("%-14s %9s %5s %-10s %-14s %-7s %12s %10s\n", "workload", "n_points", "batch", "pipeline", "kernel",
+         "variant", "median_ms", "std_ms");
+  if (hx_csv_read(f, buf, sizeof buf, fld, 16, &n, NULL) != HX_OK) { /* header */
+    fclose(f);
+    return;
+  }
+  while (hx_csv_read(f, buf, sizeof buf, fld, 16, &n, NULL) == HX_OK) {
+    if (n != 9) continue;
+    char key[1024];
+    snprintf(key, sizeof key, "%s|%s|%s|%s|%s|%s", fld[0], fld[1], fld[2], fld[3], fld[4], fld[5]);
+    if (strcmp(fld[6], "time_median") == 0) {
+      median = strtod(fld[7], NULL);
+      snprintf(last_key, sizeof last_key, "%s", key);
+    } else if (strcmp(fld[6], "time_std") == 0 && strcmp(key, last_key) == 0) {
+      printf("%-14s %9s %5s %-10s %-14s %-7s %12.3f %10.3f\n", fld[0], fld[1], fld[2], fld[3], fld[4], fld[5],
+             median, strtod(fld[7], NULL));
+    }
+  }
+  fclose(f);
+}
+
+static const char *signal_status(int sig) { return sig == SIGTERM ? "interrupted (SIGTERM)" : "interrupted (SIGINT)"; }
+
+int f3d_cmd_sweep(int argc, char **argv) {
+  sweep_opts o;
+  memset(&o, 0, sizeof o);
+  o.batch = 1;
+  o.timing = hx_timing_defaults();
+  o.out_dir = "results";
+  o.seed = 1;
+  o.voxel = 0.05;
+  int code = 1;
+  if (parse_args(&o, argc, argv, &code) != 0) return code;
+
+  hx_err err = {HX_OK, ""};
+  hx_results *res = NULL;
+  wl_batch cloud = {0, 0, NULL, NULL};
+  int rc = 1;
+  /* Recorded inputs are read once, before anything is created. */
+  for (size_t i = 0; i < o.nwl; i++) {
+    if (!o.wl[i].path) continue;
+    if (wl_read(&o.wl[i].source, o.wl[i].path, WL_FMT_AUTO, &err) != HX_OK) {
+      f3d_fail("sweep", "%s", err.msg);
+      goto out;
+    }
+    if (o.wl[i].source.dropped_nonfinite)
+      fprintf(stderr, "f3dbench: sweep: note: %s: %zu points with NaN/Inf coordinates dropped\n", o.wl[i].path,
+              o.wl[i].source.dropped_nonfinite);
+  }
+
+  /* The device: none is a normal case (CPU references, variant "cpu"). */
+  hx_device_info dev;
+  int ndev = 0, have_gpu = 0;
+  if (hx_device_count(&ndev, &err) == HX_OK && hx_device_query(&dev, 0, &err) == HX_OK) have_gpu = 1;
+  else
+    fprintf(stderr, "f3dbench: sweep: note: %s: running CPU references only (variant \"cpu\")\n", err.msg);
+
+  char missing[256] = "";
+  for (size_t i = 0, len = 0; i < f3d_planned_pipeline_count; i++)
+    if (!f3d_pipeline_find(f3d_planned_pipelines[i]))
+      len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%s", len ? ", " : "", f3d_planned_pipelines[i]);
+  if (missing[0]) fprintf(stderr, "f3dbench: sweep: note: pipelines not registered yet: %s\n", missing);
+
+  char run_id[256];
+  if (o.run_id) {
+    snprintf(run_id, sizeof run_id, "%s", o.run_id);
+  } else {
+    char hash[64];
+    int dirty;
+    f3d_git_state(hash, sizeof hash, &dirty);
+    if (hx_run_id(run_id, sizeof run_id, (int64_t)time(NULL), hash, &err) != HX_OK) {
+      f3d_fail("sweep", "%s", err.msg);
+      goto out;
+    }
+    /* Two runs in the same second: add -2, -3, ... rather than fail. */
+    char probe[4096];
+    struct stat sb;
+    size_t base_len = strlen(run_id);
+    for (int k = 2; k < 100; k++) {
+      snprintf(probe, sizeof probe, "%s/%s", o.out_dir, run_id);
+      if (stat(probe, &sb) != 0) break;
+      snprintf(run_id + base_len, sizeof run_id - base_len, "-%d", k);
+    }
+  }
+  if (hx_results_open(&res, o.out_dir, run_id, &err) != HX_OK ||
+      write_context(res, &o, have_gpu ? &dev : NULL, argc, argv, &err) != HX_OK) {
+    f3d_fail("sweep", "%s", err.msg);
+    goto out;
+  }
+  if (hx_results_context(res, "run_id", run_id, &err) != HX_OK || hx_results_flush(res, &err) != HX_OK) {
+    f3d_fail("sweep", "%s", err.msg);
+    goto out;
+  }
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  int tty = isatty(STDERR_FILENO);
+  size_t ncases = o.nwl * o.nsizes, icase = 0;
+  double t_start = hx_now_ms();
+  for (size_t w = 0; w < o.nwl; w++) {
+    for (size_t s = 0; s < o.nsizes; s++, icase++) {
+      size_t n = (size_t)o.sizes[s];
+      if (tty)
+        fprintf(stderr, "\r\033[K[%zu/%zu] %s n=%zu batch=%u: preparing clouds", icase + 1, ncases, o.wl[w].name, n,
+                o.batch);
+      if (build_case(&cloud, &o.wl[w], n, &o, &err) != HX_OK) {
+        if (tty) fputs("\r\033[K", stderr);
+        f3d_fail("sweep", "%s n=%zu: %s", o.wl[w].name, n, err.msg);
+        hx_results_abort(res, "failed", err.msg, NULL);
+        goto out;
+      }
+      f3d_ctx ctx;
+      memset(&ctx, 0, sizeof ctx);
+      ctx.results = res;
+      ctx.timing = o.timing;
+      ctx.have_gpu = have_gpu;
+      ctx.dev = have_gpu ? &dev : NULL;
+      ctx.stream = NULL;
+      ctx.seed = o.seed;
+      ctx.verbose = o.verbose;
+      ctx.c.workload = o.wl[w].name;
+      ctx.c.n_points = n;
+      ctx.c.batch = o.batch;
+      ctx.c.voxel = o.voxel;
+      ctx.c.cloud = &cloud;
+      ctx.c.kind = o.wl[w].kind;
+      ctx.c.source = o.wl[w].path ? &o.wl[w].source : NULL;
+      ctx.c.source_path = o.wl[w].path;
+      for (size_t p = 0; p < o.npipes; p++) {
+        if (stop_signal) break;
+        if (tty)
+          fprintf(stderr, "\r\033[K[%zu/%zu] %s n=%zu batch=%u: %s (%.0f s elapsed)", icase + 1, ncases, o.wl[w].name,
+                  n, o.batch, o.pipes[p]->name, (hx_now_ms() - t_start) / 1e3);
+        else if (o.verbose)
+          fprintf(stderr, "[%zu/%zu] %s n=%zu batch=%u: %s\n", icase + 1, ncases, o.wl[w].name, n, o.batch,
+                  o.pipes[p]->name);
+        err.status = HX_OK;
+        err.msg[0] = '\0';
+        if (o.pipes[p]->run(&ctx, &err) != HX_OK) {
+          if (tty) fputs("\r\033[K", stderr);
+          f3d_fail("sweep", "%s n=%zu pipeline %s: %s", o.wl[w].name, n, o.pipes[p]->name,
+                   err.msg[0] ? err.msg : hx_status_str(err.status));
+          hx_results_abort(res, "failed", err.msg, NULL);
+          goto out;
+        }
+      }
+      wl_batch_free(&cloud);
+      if (!stop_signal && hx_results_flush(res, &err) != HX_OK) {
+        f3d_fail("sweep", "%s", err.msg);
+        hx_results_abort(res, "failed", err.msg, NULL);
+        goto out;
+      }
+      if (stop_signal) {
+        if (tty) fputs("\r\033[K", stderr);
+        f3d_fail("sweep", "%s: run left incomplete in %s", signal_status(stop_signal), hx_results_dir(res));
+        hx_results_abort(res, "interrupted", signal_status(stop_signal), NULL);
+        rc = 128 + stop_signal;
+        goto out;
+      }
+    }
+  }
+  if (tty) fputs("\r\033[K", stderr);
+  hx_results_contextf(res, NULL, "duration_s", "%.1f", (hx_now_ms() - t_start) / 1e3);
+  if (hx_results_commit(res, &err) != HX_OK) {
+    f3d_fail("sweep", "%s", err.msg);
+    goto out;
+  }
+  print_summary(hx_results_dir(res));
+  printf("results: %s\n", hx_results_dir(res));
+  rc = 0;
+out:
+  wl_batch_free(&cloud);
+  hx_results_close(res);
+  for (size_t i = 0; i < o.nwl; i++) wl_cloud_free(&o.wl[i].source);
+  return rc;
+}

@@ -1,0 +1,51 @@
+/*
+ * f3dbench.c - the program's entry point: a const table of subcommands and a dispatcher.
+ *
+ * Adding a subcommand: write cmd_<name>.c (see cli.h for the contract), append it to f3dbench_sources
+ * in meson.build and add one line to cmds[] below. Nothing else dispatches on names.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "f3d_config.h"
+#include "harness/cli/cli.h"
+
+typedef struct f3d_cmd {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+  const char *summary;
+} f3d_cmd;
+
+static const f3d_cmd cmds[] = {
+    {"info", f3d_cmd_info, "build configuration and CUDA devices"},
+    {"gen", f3d_cmd_gen, "write a synthetic point cloud (PLY or .bin)"},
+    {"sweep", f3d_cmd_sweep, "run the registered pipelines over workloads x sizes, write results/<run-id>/"},
+    /* later issues add one line each: serialize, psh, pool, attn, plot, compare, merge */
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: f3dbench <command> [options]   (f3dbench <command> --help for its options)\n"
+          "       f3dbench --version\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(name, "--version") == 0) {
+    printf("f3dbench %s (%s build, CUDA %s)\n", F3D_VERSION, F3D_BUILD_TYPE, F3D_HAVE_CUDA ? "on" : "off");
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (strcmp(name, cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
+  f3d_fail(name, "unknown command (f3dbench --help lists them)");
+  return 2;
+}
