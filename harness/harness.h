@@ -139,6 +139,9 @@ hx_status hx_results_add(hx_results *r, const hx_key *k, const char *metric, dou
 /* Append n raw samples (sample index 0..n-1) of one metric to samples. */
 hx_status hx_results_add_samples(hx_results *r, const hx_key *k, const char *metric,
                                  const double *v, size_t n, const char *unit, hx_err *err);
+/* Rewrite context.csv (still status=running) and flush the partial row files, e.g. once the context
+ * is filled in and after every sweep case, so a killed run leaves its context and rows readable. */
+hx_status hx_results_flush(hx_results *r, hx_err *err);
 /* Finish: flush and rename the partial files to results.csv / samples.csv, rewrite context.csv with
  * status=complete, remove INCOMPLETE. On failure the run stays marked incomplete. */
 hx_status hx_results_commit(hx_results *r, hx_err *err);

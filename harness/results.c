@@ -386,3 +386,10 @@ void hx_results_close(hx_results *r) {
   if (r->state == 0) hx_results_abort(r, "abandoned", "closed without commit", NULL);
   results_free(r);
 }
+
+hx_status hx_results_flush(hx_results *r, hx_err *err) {
+  if (!r || r->state != 0) return hx_errf(err, HX_EINVAL, "results: run is not open");
+  if (fflush(r->rows) != 0 || fflush(r->samples) != 0)
+    return hx_errf(err, HX_EIO, "%s: flushing the partial files failed", r->dir);
+  return write_context(r, err);
+}
