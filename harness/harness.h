@@ -264,6 +264,61 @@ const char *hx_stats_verdict_str(hx_stats_verdict v);
 /* Levenshtein distance (for "did you mean" lists); (size_t)-1 when out of memory. */
 size_t hx_edit_distance(const char *a, const char *b);
 
+
+/* Result directories read back (resdir.c): what `compare`, `plot`, `merge` and the JSON export use.
+ * Rows of results.csv have sample = -1; rows of samples.csv carry their sample index. */
+typedef struct hx_run_row {
+  char *workload, *pipeline, *kernel, *variant, *metric, *unit;
+  uint64_t n_points;
+  uint32_t batch;
+  int64_t sample;
+  double value;
+} hx_run_row;
+typedef struct hx_run_group {
+  size_t first, count; /* a run of equal keys in hx_run.samples after hx_run_groups */
+} hx_run_group;
+typedef struct hx_run {
+  char *dir;
+  int incomplete; /* INCOMPLETE marker, status != complete, or read from *.csv.partial */
+  hx_run_row *rows;
+  size_t n_rows;
+  hx_run_row *samples;
+  size_t n_samples;
+  char **ctx_keys, **ctx_vals;
+  size_t n_ctx;
+  hx_run_group *groups; /* filled by hx_run_groups */
+  size_t n_groups;
+} hx_run;
+/* Load dir/{context,results,samples}.csv (samples optional). On failure nothing stays allocated. */
+hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err);
+void hx_run_free(hx_run *r);
+const char *hx_run_context(const hx_run *r, const char *key); /* NULL when absent */
+/* Order: pipeline, kernel, variant, workload, n_points, batch, metric. */
+int hx_run_row_key_cmp(const hx_run_row *a, const hx_run_row *b);
+/* Sort the samples by key and sample index and fill groups (one per key). */
+hx_status hx_run_groups(hx_run *r, hx_err *err);
+/* HX_OK when device and build context keys agree (and git commit too when same_commit); otherwise
+ * HX_EINVAL with the first differing key in err. */
+hx_status hx_run_check_compatible(const hx_run *a, const hx_run *b, int same_commit, hx_err *err);
+hx_status hx_run_write_rows(const char *dir, const hx_run_row *rows, size_t n, int with_sample, hx_err *err);
+hx_status hx_run_write_context(const char *dir, const char *const *keys, const char *const *vals, size_t n,
+                               hx_err *err);
+/* JSON in a schema close to NVBench's: meta{context}, devices[], benchmarks[] (one per pipeline/kernel/
+ * variant) -> states[] (one per workload/n_points/batch) -> summaries[] (one per metric) + raw samples. */
+hx_status hx_run_write_json(hx_run *r, const char *path, hx_err *err);
+/* Join shard outputs into out_dir (created if missing): rows concatenated and sorted; refuses
+ * incomplete runs, different devices/builds/commits, overlapping rows and missing shards (context key
+ * "shard" = "I/N", 0- or 1-based) unless force. */
+hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, hx_err *err);
+
+/* The regression gate (compare.c): every key with raw samples in either run gets one verdict; the table
+ * goes to `out` (NULL: silent). Lower is better for times, higher for rates (unit ending in "/s", or "%"). */
+typedef struct hx_compare_counts {
+  size_t faster, slower, same, unknown;
+} hx_compare_counts;
+hx_status hx_compare_runs(hx_run *base, hx_run *cur, double alpha, double min_effect, FILE *out,
+                          hx_compare_counts *counts, hx_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,663 @@
+/*
+ * resdir.c - reading a finished result directory back (results.csv, samples.csv, context.csv), grouping
+ * raw samples per row key, the compatibility check of two runs, merging shards, and the JSON export in a
+ * schema close to NVBench's (meta, devices, benchmarks -> states -> summaries).
+ *
+ * Invariant: an hx_run owns every string it points to; rows keep the file order; a run whose INCOMPLETE
+ * marker exists (or whose final CSV files are missing) loads from the "*.csv.partial" files and is
+ * flagged incomplete, so callers can refuse it. Groups (hx_run_group) are sorted by key and index the
+ * samples array, which hx_run_groups sorts by (key, sample index) once.
+ */
+#include "harness/harness.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define RD_PATH 4096
+#define RD_LINE 65536
+#define RD_FIELDS 16
+
+static char *dupstr(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+static void row_free(hx_run_row *r) {
+  free(r->workload);
+  free(r->pipeline);
+  free(r->kernel);
+  free(r->variant);
+  free(r->metric);
+  free(r->unit);
+}
+
+void hx_run_free(hx_run *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->n_rows; i++) row_free(&r->rows[i]);
+  for (size_t i = 0; i < r->n_samples; i++) row_free(&r->samples[i]);
+  for (size_t i = 0; i < r->n_ctx; i++) {
+    free(r->ctx_keys[i]);
+    free(r->ctx_vals[i]);
+  }
+  free(r->rows);
+  free(r->samples);
+  free(r->ctx_keys);
+  free(r->ctx_vals);
+  free(r->groups);
+  free(r->dir);
+  memset(r, 0, sizeof *r);
+}
+
+const char *hx_run_context(const hx_run *r, const char *key) {
+  for (size_t i = 0; i < r->n_ctx; i++)
+    if (strcmp(r->ctx_keys[i], key) == 0) return r->ctx_vals[i];
+  return NULL;
+}
+
+static int file_exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0;
+}
+
+static hx_status parse_u64(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || s[0] == '-') return HX_EFORMAT;
+  *out = (uint64_t)v;
+  return HX_OK;
+}
+
+static hx_status parse_double(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end) return HX_EFORMAT;
+  *out = v;
+  return HX_OK;
+}
+
+/* Read one row file. with_sample: the samples layout (a `sample` column before value). */
+static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows, size_t *n, hx_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
+  char *buf = malloc(RD_LINE);
+  if (!buf) {
+    fclose(f);
+    return hx_errf(err, HX_ENOMEM, "%s: no memory", path);
+  }
+  const char *want = with_sample ? HX_SAMPLES_HEADER : HX_RESULTS_HEADER;
+  size_t want_n = with_sample ? 10 : 9;
+  char *fld[RD_FIELDS];
+  size_t nf, cap = 0, line = 1;
+  hx_status st = hx_csv_read(f, buf, RD_LINE, fld, RD_FIELDS, &nf, err);
+  if (st == HX_OK) {
+    /* rebuild the header to compare it with the fixed one */
+    char hdr[256] = "";
+    for (size_t i = 0; i < nf; i++) {
+      if (i) strncat(hdr, ",", sizeof hdr - strlen(hdr) - 1);
+      strncat(hdr, fld[i], sizeof hdr - strlen(hdr) - 1);
+    }
+    if (strcmp(hdr, want) != 0) st = hx_errf(err, HX_EFORMAT, "%s: header is not \"%s\"", path, want);
+  } else {
+    st = hx_errf(err, HX_EFORMAT, "%s: empty file (no header)", path);
+  }
+  while (st == HX_OK) {
+    hx_err e2;
+    st = hx_csv_read(f, buf, RD_LINE, fld, RD_FIELDS, &nf, &e2);
+    line++;
+    if (st == HX_EIO) {
+      st = HX_OK;
+      break;
+    }
+    if (st != HX_OK) {
+      st = hx_errf(err, st, "%s:%zu: %s", path, line, e2.msg);
+      break;
+    }
+    if (nf == 1 && fld[0][0] == '\0') continue; /* blank line */
+    if (nf != want_n) {
+      st = hx_errf(err, HX_EFORMAT, "%s:%zu: %zu fields, expected %zu", path, line, nf, want_n);
+      break;
+    }
+    if (*n == cap) {
+      size_t nc = cap ? 2 * cap : 256;
+      hx_run_row *nr = realloc(*rows, nc * sizeof *nr);
+      if (!nr) {
+        st = hx_errf(err, HX_ENOMEM, "%s: no memory for %zu rows", path, nc);
+        break;
+      }
+      *rows = nr;
+      cap = nc;
+    }
+    hx_run_row *r = &(*rows)[*n];
+    memset(r, 0, sizeof *r);
+    uint64_t batch = 0, sample = 0;
+    size_t vi = with_sample ? 8 : 7;
+    if (parse_u64(fld[1], &r->n_points) != HX_OK || parse_u64(fld[2], &batch) != HX_OK ||
+        batch > UINT32_MAX || (with_sample && parse_u64(fld[7], &sample) != HX_OK) ||
+        parse_double(fld[vi], &r->value) != HX_OK) {
+      st = hx_errf(err, HX_EFORMAT, "%s:%zu: bad number", path, line);
+      break;
+    }
+    r->batch = (uint32_t)batch;
+    r->sample = with_sample ? (int64_t)sample : -1;
+    r->workload = dupstr(fld[0]);
+    r->pipeline = dupstr(fld[3]);
+    r->kernel = dupstr(fld[4]);
+    r->variant = dupstr(fld[5]);
+    r->metric = dupstr(fld[6]);
+    r->unit = dupstr(fld[vi + 1]);
+    (*n)++;
+    if (!r->workload || !r->pipeline || !r->kernel || !r->variant || !r->metric || !r->unit) {
+      st = hx_errf(err, HX_ENOMEM, "%s: no memory", path);
+      break;
+    }
+  }
+  free(buf);
+  fclose(f);
+  return st;
+}
+
+static hx_status read_context(hx_run *r, const char *path, hx_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
+  char *buf = malloc(RD_LINE);
+  if (!buf) {
+    fclose(f);
+    return hx_errf(err, HX_ENOMEM, "%s: no memory", path);
+  }
+  char *fld[RD_FIELDS];
+  size_t nf, cap = 0, line = 0;
+  hx_status st = HX_OK;
+  for (;;) {
+    hx_err e2;
+    st = hx_csv_read(f, buf, RD_LINE, fld, RD_FIELDS, &nf, &e2);
+    line++;
+    if (st == HX_EIO) {
+      st = HX_OK;
+      break;
+    }
+    if (st != HX_OK) {
+      st = hx_errf(err, st, "%s:%zu: %s", path, line, e2.msg);
+      break;
+    }
+    if (nf == 1 && fld[0][0] == '\0') continue;
+    if (nf != 2) {
+      st = hx_errf(err, HX_EFORMAT, "%s:%zu: expected key,value", path, line);
+      break;
+    }
+    if (line == 1 && strcmp(fld[0], "key") == 0) continue; /* header */
+    if (r->n_ctx == cap) {
+      size_t nc = cap ? 2 * cap : 32;
+      char **k = realloc(r->ctx_keys, nc * sizeof *k);
+      if (k) r->ctx_keys = k;
+      char **v = realloc(r->ctx_vals, nc * sizeof *v);
+      if (v) r->ctx_vals = v;
+      if (!k || !v) {
+        st = hx_errf(err, HX_ENOMEM, "%s: no memory", path);
+        break;
+      }
+      cap = nc;
+    }
+    r->ctx_keys[r->n_ctx] = dupstr(fld[0]);
+    r->ctx_vals[r->n_ctx] = dupstr(fld[1]);
+    r->n_ctx++;
+    if (!r->ctx_keys[r->n_ctx - 1] || !r->ctx_vals[r->n_ctx - 1]) {
+      st = hx_errf(err, HX_ENOMEM, "%s: no memory", path);
+      break;
+    }
+  }
+  free(buf);
+  fclose(f);
+  return st;
+}
+
+hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err) {
+  memset(out, 0, sizeof *out);
+  char p[RD_PATH];
+  out->dir = dupstr(dir);
+  if (!out->dir) return hx_errf(err, HX_ENOMEM, "%s: no memory", dir);
+  hx_status st = HX_OK;
+  snprintf(p, sizeof p, "%s/INCOMPLETE", dir);
+  out->incomplete = file_exists(p);
+  snprintf(p, sizeof p, "%s/context.csv", dir);
+  if (file_exists(p)) st = read_context(out, p, err);
+  const char *status = hx_run_context(out, "status");
+  if (status && strcmp(status, "complete") != 0) out->incomplete = 1;
+  const char *names[2] = {"results.csv", "samples.csv"};
+  for (int k = 0; k < 2 && st == HX_OK; k++) {
+    snprintf(p, sizeof p, "%s/%s", dir, names[k]);
+    if (!file_exists(p)) {
+      snprintf(p, sizeof p, "%s/%s.partial", dir, names[k]);
+      if (!file_exists(p)) {
+        if (k == 0) st = hx_errf(err, HX_EIO, "%s: no results.csv (is this a result directory?)", dir);
+        continue; /* a run without raw samples is still readable */
+      }
+      out->incomplete = 1;
+    }
+    st = k == 0 ? read_rows(p, 0, &out->rows, &out->n_rows, err)
+                : read_rows(p, 1, &out->samples, &out->n_samples, err);
+  }
+  if (st != HX_OK) hx_run_free(out);
+  return st;
+}
+
+/* ---- grouping ---------------------------------------------------------------------------------- */
+
+int hx_run_row_key_cmp(const hx_run_row *a, const hx_run_row *b) {
+  int c;
+  if ((c = strcmp(a->pipeline, b->pipeline))) return c;
+  if ((c = strcmp(a->kernel, b->kernel))) return c;
+  if ((c = strcmp(a->variant, b->variant))) return c;
+  if ((c = strcmp(a->workload, b->workload))) return c;
+  if (a->n_points != b->n_points) return a->n_points < b->n_points ? -1 : 1;
+  if (a->batch != b->batch) return a->batch < b->batch ? -1 : 1;
+  return strcmp(a->metric, b->metric);
+}
+
+static int cmp_sample_rows(const void *x, const void *y) {
+  const hx_run_row *a = x, *b = y;
+  int c = hx_run_row_key_cmp(a, b);
+  if (c) return c;
+  return (a->sample > b->sample) - (a->sample < b->sample);
+}
+
+hx_status hx_run_groups(hx_run *r, hx_err *err) {
+  free(r->groups);
+  r->groups = NULL;
+  r->n_groups = 0;
+  if (r->n_samples == 0) return HX_OK;
+  qsort(r->samples, r->n_samples, sizeof *r->samples, cmp_sample_rows);
+  size_t ng = 0;
+  for (size_t i = 0; i < r->n_samples; i++)
+    if (i == 0 || hx_run_row_key_cmp(&r->samples[i - 1], &r->samples[i]) != 0) ng++;
+  r->groups = malloc(ng * sizeof *r->groups);
+  if (!r->groups) return hx_errf(err, HX_ENOMEM, "%s: no memory for %zu groups", r->dir, ng);
+  for (size_t i = 0; i < r->n_samples; i++) {
+    if (i == 0 || hx_run_row_key_cmp(&r->samples[i - 1], &r->samples[i]) != 0) {
+      r->groups[r->n_groups].first = i;
+      r->groups[r->n_groups].count = 0;
+      r->n_groups++;
+    }
+    r->groups[r->n_groups - 1].count++;
+  }
+  return HX_OK;
+}
+
+/* ---- compatibility -------------------------------------------------------------------------------- */
+
+/* Context keys that must agree for two runs to be comparable (or mergeable): the hardware and the
+ * build. The git commit is NOT here for compare (comparing commits is the point), but merge adds it. */
+static const char *const hx_same_device_keys[] = {
+    "device_name", "device", "device_cc", "compute_capability", "sm_count", "device_sm_count",
+    "driver_version", "device_mem_bytes",
+};
+static const char *const hx_same_build_keys[] = {
+    "build_type", "cuda_version", "cuda_runtime", "runtime_version", "c_compiler", "cuda_compiler",
+    "compiler", "gpu_arch", "cuda_arch", "schema_version", "have_cuda",
+};
+
+hx_status hx_run_check_compatible(const hx_run *a, const hx_run *b, int same_commit, hx_err *err) {
+  const char *const *lists[2] = {hx_same_device_keys, hx_same_build_keys};
+  const size_t lens[2] = {sizeof hx_same_device_keys / sizeof *hx_same_device_keys,
+                          sizeof hx_same_build_keys / sizeof *hx_same_build_keys};
+  const char *what[2] = {"different devices", "different builds"};
+  for (int l = 0; l < 2; l++) {
+    for (size_t i = 0; i < lens[l]; i++) {
+      const char *va = hx_run_context(a, lists[l][i]), *vb = hx_run_context(b, lists[l][i]);
+      if (va && vb && strcmp(va, vb) != 0)
+        return hx_errf(err, HX_EINVAL, "%s: %s = \"%s\" in %s but \"%s\" in %s", what[l], lists[l][i], va,
+                       a->dir, vb, b->dir);
+      if ((va == NULL) != (vb == NULL))
+        return hx_errf(err, HX_EINVAL, "%s: %s is set only in %s", what[l], lists[l][i], va ? a->dir : b->dir);
+    }
+  }
+  if (same_commit) {
+    const char *keys[] = {"git_commit", "git_dirty"};
+    for (size_t i = 0; i < 2; i++) {
+      const char *va = hx_run_context(a, keys[i]), *vb = hx_run_context(b, keys[i]);
+      if (va && vb && strcmp(va, vb) != 0)
+        return hx_errf(err, HX_EINVAL, "different builds: %s = \"%s\" in %s but \"%s\" in %s", keys[i], va,
+                       a->dir, vb, b->dir);
+    }
+  }
+  return HX_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------------------------ */
+
+static int put_row(FILE *f, const hx_run_row *r, int with_sample) {
+  int bad = 0;
+  bad |= hx_csv_field(f, r->workload);
+  bad |= fprintf(f, ",%llu,%u,", (unsigned long long)r->n_points, (unsigned)r->batch) < 0;
+  bad |= hx_csv_field(f, r->pipeline);
+  bad |= putc(',', f) == EOF;
+  bad |= hx_csv_field(f, r->kernel);
+  bad |= putc(',', f) == EOF;
+  bad |= hx_csv_field(f, r->variant);
+  bad |= putc(',', f) == EOF;
+  bad |= hx_csv_field(f, r->metric);
+  if (with_sample) bad |= fprintf(f, ",%lld", (long long)r->sample) < 0;
+  bad |= fprintf(f, ",%.10g,", r->value) < 0;
+  bad |= hx_csv_field(f, r->unit);
+  bad |= putc('\n', f) == EOF;
+  return bad;
+}
+
+/* Write a buffer built with open_memstream atomically to dir/name. */
+static hx_status flush_mem(FILE *m, char **mem, size_t *len, const char *dir, const char *name, hx_err *err) {
+  if (fclose(m) != 0) {
+    free(*mem);
+    return hx_errf(err, HX_ENOMEM, "%s/%s: could not build the file in memory", dir, name);
+  }
+  char p[RD_PATH];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  hx_status st = hx_write_file_atomic(p, *mem, *len, err);
+  free(*mem);
+  *mem = NULL;
+  return st;
+}
+
+hx_status hx_run_write_rows(const char *dir, const hx_run_row *rows, size_t n, int with_sample, hx_err *err) {
+  char *mem = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&mem, &len);
+  if (!m) return hx_errf(err, HX_ENOMEM, "%s: open_memstream failed", dir);
+  int bad = fprintf(m, "%s\n", with_sample ? HX_SAMPLES_HEADER : HX_RESULTS_HEADER) < 0;
+  for (size_t i = 0; i < n; i++) bad |= put_row(m, &rows[i], with_sample);
+  if (bad) {
+    fclose(m);
+    free(mem);
+    return hx_errf(err, HX_EIO, "%s: writing rows failed", dir);
+  }
+  return flush_mem(m, &mem, &len, dir, with_sample ? "samples.csv" : "results.csv", err);
+}
+
+hx_status hx_run_write_context(const char *dir, const char *const *keys, const char *const *vals, size_t n,
+                               hx_err *err) {
+  char *mem = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&mem, &len);
+  if (!m) return hx_errf(err, HX_ENOMEM, "%s: open_memstream failed", dir);
+  int bad = fputs("key,value\n", m) < 0;
+  for (size_t i = 0; i < n; i++) {
+    bad |= hx_csv_field(m, keys[i]);
+    bad |= putc(',', m) == EOF;
+    bad |= hx_csv_field(m, vals[i]);
+    bad |= putc('\n', m) == EOF;
+  }
+  if (bad) {
+    fclose(m);
+    free(mem);
+    return hx_errf(err, HX_EIO, "%s: writing context failed", dir);
+  }
+  return flush_mem(m, &mem, &len, dir, "context.csv", err);
+}
+
+/* ---- JSON --------------------------------------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *s) {
+  putc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') {
+      putc('\\', f);
+      putc(*p, f);
+    } else if (*p < 0x20) {
+      fprintf(f, "\\u%04x", *p);
+    } else {
+      putc(*p, f);
+    }
+  }
+  putc('"', f);
+}
+
+static void json_num(FILE *f, double v) {
+  if (isfinite(v))
+    fprintf(f, "%.10g", v);
+  else
+    fputs("null", f);
+}
+
+/* Same benchmark = same (pipeline, kernel, variant); same state = same (workload, n_points, batch). */
+static int same_bench(const hx_run_row *a, const hx_run_row *b) {
+  return !strcmp(a->pipeline, b->pipeline) && !strcmp(a->kernel, b->kernel) && !strcmp(a->variant, b->variant);
+}
+static int same_state(const hx_run_row *a, const hx_run_row *b) {
+  return same_bench(a, b) && !strcmp(a->workload, b->workload) && a->n_points == b->n_points &&
+         a->batch == b->batch;
+}
+
+static int cmp_rows_key(const void *x, const void *y) {
+  return hx_run_row_key_cmp((const hx_run_row *)x, (const hx_run_row *)y);
+}
+
+hx_status hx_run_write_json(hx_run *r, const char *path, hx_err *err) {
+  HX_TRY(hx_run_groups(r, err));
+  hx_run_row *rows = malloc((r->n_rows ? r->n_rows : 1) * sizeof *rows);
+  if (!rows) return hx_errf(err, HX_ENOMEM, "json: no memory");
+  memcpy(rows, r->rows, r->n_rows * sizeof *rows); /* shallow: sort a view, strings stay owned by r */
+  qsort(rows, r->n_rows, sizeof *rows, cmp_rows_key);
+  char *mem = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&mem, &len);
+  if (!f) {
+    free(rows);
+    return hx_errf(err, HX_ENOMEM, "json: open_memstream failed");
+  }
+  fputs("{\n  \"meta\": {\"schema\": \"flash3d-bench/nvbench-like\", \"schema_version\": 1, \"source\": ", f);
+  json_str(f, r->dir);
+  fputs(", \"incomplete\": ", f);
+  fputs(r->incomplete ? "true" : "false", f);
+  fputs(", \"context\": {", f);
+  for (size_t i = 0; i < r->n_ctx; i++) {
+    fputs(i ? ", " : "", f);
+    json_str(f, r->ctx_keys[i]);
+    fputs(": ", f);
+    json_str(f, r->ctx_vals[i]);
+  }
+  fputs("}},\n  \"devices\": [{\"id\": 0", f);
+  /* NVBench device fields we can fill from the context file, when the sweep recorded them. */
+  const char *dev_keys[][2] = {{"name", "device_name"},         {"number_of_sms", "sm_count"},
+                               {"l2_cache_size", "l2_bytes"},   {"global_memory_size", "mem_bytes"},
+                               {"driver_version", "driver_version"}, {"sm_version", "device_cc"}};
+  for (size_t i = 0; i < sizeof dev_keys / sizeof dev_keys[0]; i++) {
+    const char *v = hx_run_context(r, dev_keys[i][1]);
+    if (!v) continue;
+    fprintf(f, ", \"%s\": ", dev_keys[i][0]);
+    json_str(f, v);
+  }
+  fputs("}],\n  \"benchmarks\": [", f);
+  size_t nb = 0, gi = 0;
+  for (size_t i = 0; i < r->n_rows;) {
+    size_t j = i;
+    while (j < r->n_rows && same_bench(&rows[i], &rows[j])) j++;
+    fprintf(f, "%s\n    {\"index\": %zu, \"name\": ", nb ? "," : "", nb);
+    char name[1024];
+    snprintf(name, sizeof name, "%s/%s/%s", rows[i].pipeline, rows[i].kernel, rows[i].variant);
+    json_str(f, name);
+    fputs(", \"devices\": [0], \"axes\": [{\"name\": \"workload\", \"type\": \"string\"}, "
+          "{\"name\": \"n_points\", \"type\": \"int64\"}, {\"name\": \"batch\", \"type\": \"int64\"}],\n"
+          "     \"states\": [",
+          f);
+    size_t ns = 0;
+    for (size_t s = i; s < j;) {
+      size_t t = s;
+      while (t < j && same_state(&rows[s], &rows[t])) t++;
+      fprintf(f, "%s\n      {\"name\": ", ns ? "," : "");
+      snprintf(name, sizeof name, "Device=0 workload=%s n_points=%llu batch=%u", rows[s].workload,
+               (unsigned long long)rows[s].n_points, (unsigned)rows[s].batch);
+      json_str(f, name);
+      fputs(", \"device\": 0, \"axis_values\": [{\"name\": \"workload\", \"type\": \"string\", \"value\": ", f);
+      json_str(f, rows[s].workload);
+      fprintf(f,
+              "}, {\"name\": \"n_points\", \"type\": \"int64\", \"value\": \"%llu\"}, "
+              "{\"name\": \"batch\", \"type\": \"int64\", \"value\": \"%u\"}],\n       \"summaries\": [",
+              (unsigned long long)rows[s].n_points, (unsigned)rows[s].batch);
+      for (size_t k = s; k < t; k++) {
+        fprintf(f, "%s\n        {\"tag\": ", k > s ? "," : "");
+        snprintf(name, sizeof name, "f3d/%s", rows[k].metric);
+        json_str(f, name);
+        fputs(", \"name\": ", f);
+        json_str(f, rows[k].metric);
+        fputs(", \"data\": [{\"name\": \"value\", \"type\": \"float64\", \"value\": ", f);
+        json_num(f, rows[k].value);
+        fputs("}, {\"name\": \"unit\", \"type\": \"string\", \"value\": ", f);
+        json_str(f, rows[k].unit);
+        fputs("}]}", f);
+      }
+      fputs("],\n       \"samples\": {", f);
+      /* raw samples of this state: groups are sorted with the same key order as rows */
+      size_t nsm = 0;
+      for (; gi < r->n_groups; gi++) {
+        const hx_run_row *g = &r->samples[r->groups[gi].first];
+        int c = strcmp(g->pipeline, rows[s].pipeline);
+        if (!c) c = strcmp(g->kernel, rows[s].kernel);
+        if (!c) c = strcmp(g->variant, rows[s].variant);
+        if (!c) c = strcmp(g->workload, rows[s].workload);
+        if (!c) c = (g->n_points > rows[s].n_points) - (g->n_points < rows[s].n_points);
+        if (!c) c = (g->batch > rows[s].batch) - (g->batch < rows[s].batch);
+        if (c > 0) break;
+        if (c < 0) continue; /* samples without summary rows are skipped */
+        fputs(nsm++ ? ", " : "", f);
+        json_str(f, g->metric);
+        fputs(": {\"unit\": ", f);
+        json_str(f, g->unit);
+        fputs(", \"values\": [", f);
+        for (size_t q = 0; q < r->groups[gi].count; q++) {
+          fputs(q ? ", " : "", f);
+          json_num(f, r->samples[r->groups[gi].first + q].value);
+        }
+        fputs("]}", f);
+      }
+      fputs("}}", f);
+      ns++;
+      s = t;
+    }
+    fputs("]}", f);
+    nb++;
+    i = j;
+  }
+  fputs("\n  ]\n}\n", f);
+  free(rows);
+  if (fclose(f) != 0) {
+    free(mem);
+    return hx_errf(err, HX_ENOMEM, "json: could not build the file in memory");
+  }
+  hx_status st = hx_write_file_atomic(path, mem, len, err);
+  free(mem);
+  return st;
+}
+
+/* ---- merge ------------------------------------------------------------------------------------- */
+
+static hx_status parse_shard(const char *s, unsigned *i, unsigned *n) {
+  char *end;
+  unsigned long a = strtoul(s, &end, 10);
+  if (end == s || *end != '/') return HX_EFORMAT;
+  const char *q = end + 1;
+  unsigned long b = strtoul(q, &end, 10);
+  if (end == q || *end || b == 0 || a > b) return HX_EFORMAT;
+  *i = (unsigned)a;
+  *n = (unsigned)b;
+  return HX_OK;
+}
+
+hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, hx_err *err) {
+  if (n == 0) return hx_errf(err, HX_EINVAL, "merge: no input directories");
+  unsigned shard_n = 0;
+  unsigned char seen[4096] = {0};
+  for (size_t k = 0; k < n; k++) {
+    if (runs[k].incomplete && !force)
+      return hx_errf(err, HX_EINVAL, "%s: run is incomplete (use --force to merge it anyway)", runs[k].dir);
+    if (k > 0 && !force) HX_TRY(hx_run_check_compatible(&runs[0], &runs[k], 1, err));
+    const char *sh = hx_run_context(&runs[k], "shard");
+    unsigned si, sn;
+    if (!sh) continue;
+    if (parse_shard(sh, &si, &sn) != HX_OK || sn > 4095)
+      return hx_errf(err, HX_EFORMAT, "%s: shard \"%s\" is not I/N", runs[k].dir, sh);
+    if (shard_n && sn != shard_n && !force)
+      return hx_errf(err, HX_EINVAL, "%s: shard %s is not of the same split as the first (N = %u)", runs[k].dir,
+                     sh, shard_n);
+    shard_n = sn;
+    if (seen[si] && !force) return hx_errf(err, HX_EINVAL, "%s: shard %s given twice", runs[k].dir, sh);
+    seen[si] = 1;
+  }
+  if (shard_n && !force) {
+    /* accept 0-based (0..N-1) or 1-based (1..N) numbering */
+    unsigned have = 0;
+    for (unsigned i = 0; i <= shard_n; i++) have += seen[i];
+    if (have != shard_n)
+      return hx_errf(err, HX_EINVAL, "merge: %u of %u shards given (use --force for a partial merge)", have,
+                     shard_n);
+  }
+  /* concatenate rows (shallow copies; strings stay owned by the runs) and refuse overlaps */
+  size_t nr = 0, ns = 0;
+  for (size_t k = 0; k < n; k++) {
+    nr += runs[k].n_rows;
+    ns += runs[k].n_samples;
+  }
+  hx_run_row *rows = malloc((nr ? nr : 1) * sizeof *rows);
+  hx_run_row *samples = malloc((ns ? ns : 1) * sizeof *samples);
+  if (!rows || !samples) {
+    free(rows);
+    free(samples);
+    return hx_errf(err, HX_ENOMEM, "merge: no memory for %zu rows", nr + ns);
+  }
+  nr = ns = 0;
+  for (size_t k = 0; k < n; k++) {
+    memcpy(rows + nr, runs[k].rows, runs[k].n_rows * sizeof *rows);
+    nr += runs[k].n_rows;
+    memcpy(samples + ns, runs[k].samples, runs[k].n_samples * sizeof *samples);
+    ns += runs[k].n_samples;
+  }
+  hx_status st = HX_OK;
+  qsort(rows, nr, sizeof *rows, cmp_rows_key);
+  for (size_t i = 1; i < nr && st == HX_OK; i++)
+    if (hx_run_row_key_cmp(&rows[i - 1], &rows[i]) == 0 && !force)
+      st = hx_errf(err, HX_EINVAL, "merge: %s/%s/%s %s n=%llu metric %s appears in two inputs (shards overlap)",
+                   rows[i].pipeline, rows[i].kernel, rows[i].variant, rows[i].workload,
+                   (unsigned long long)rows[i].n_points, rows[i].metric);
+  qsort(samples, ns, sizeof *samples, cmp_sample_rows);
+  if (st == HX_OK && mkdir(out_dir, 0777) != 0 && errno != EEXIST)
+    st = hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
+  if (st == HX_OK) st = hx_run_write_rows(out_dir, rows, nr, 0, err);
+  if (st == HX_OK) st = hx_run_write_rows(out_dir, samples, ns, 1, err);
+  if (st == HX_OK) {
+    /* the first run's context without its shard key, plus where the rows came from */
+    size_t nc = runs[0].n_ctx;
+    const char **keys = malloc((nc + 2) * sizeof *keys), **vals = malloc((nc + 2) * sizeof *vals);
+    char *from = NULL;
+    size_t from_len = 1;
+    for (size_t k = 0; k < n; k++) from_len += strlen(runs[k].dir) + 1;
+    from = malloc(from_len);
+    if (!keys || !vals || !from) {
+      st = hx_errf(err, HX_ENOMEM, "merge: no memory");
+    } else {
+      size_t m = 0;
+      for (size_t i = 0; i < nc; i++) {
+        if (!strcmp(runs[0].ctx_keys[i], "shard")) continue;
+        keys[m] = runs[0].ctx_keys[i];
+        vals[m++] = runs[0].ctx_vals[i];
+      }
+      from[0] = '\0';
+      for (size_t k = 0; k < n; k++) {
+        if (k) strcat(from, ";");
+        strcat(from, runs[k].dir);
+      }
+      keys[m] = "merged_from";
+      vals[m++] = from;
+      st = hx_run_write_context(out_dir, keys, vals, m, err);
+    }
+    free((void *)keys);
+    free((void *)vals);
+    free(from);
+  }
+  free(rows);
+  free(samples);
+  return st;
+}

@@ -1,0 +1,201 @@
+/*
+ * test_resdir.c - result directories read back: a run written by hx_results_* loads with the same rows,
+ * samples and context; the regression gate flags a 10% slower kernel and nothing else; runs from
+ * different devices are refused; shards merge into one run and overlaps are refused; the JSON export is
+ * produced with every sample.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/harness.h"
+
+#define N 20
+
+/* A run with two kernels over two sizes; kernel "b" is `slow` times slower, device `dev`. */
+static void make_run(const char *root, const char *id, double slow, const char *dev, const char *shard,
+                     uint64_t seed, int sizes_from) {
+  hx_results *r;
+  hx_err e;
+  assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "device_name", dev, &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "build_type", "release", &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "git_commit", "abc123", &e), HX_OK);
+  if (shard) assert_int_equal(hx_results_context(r, "shard", shard, &e), HX_OK);
+  for (int s = sizes_from; s < 2; s++) {
+    for (int k = 0; k < 2; k++) {
+      hx_key key = {"lidar", (uint64_t)(100000 * (s + 1)), 1, "flash3d", k ? "b,quoted" : "a", "v1"};
+      double x[N];
+      for (int i = 0; i < N; i++) {
+        double u = hx_rng_unit(seed, (uint64_t)(s * 2 + k), (uint64_t)i) - 0.5;
+        x[i] = (1.0 + 0.5 * k) * (1.0 + 0.02 * u) * (k ? slow : 1.0);
+      }
+      hx_stats_desc d;
+      assert_int_equal(hx_stats_describe(&d, x, N, &e), HX_OK);
+      assert_int_equal(hx_results_add(r, &key, "time_median", d.median, "ms", &e), HX_OK);
+      assert_int_equal(hx_results_add(r, &key, "time_mean", d.mean, "ms", &e), HX_OK);
+      assert_int_equal(hx_results_add_samples(r, &key, "time", x, N, "ms", &e), HX_OK);
+    }
+  }
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+}
+
+static char root[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(root, sizeof root, "/tmp/f3d-test-resdir-XXXXXX");
+  return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void path(char *buf, size_t cap, const char *id) { snprintf(buf, cap, "%s/%s", root, id); }
+
+static void test_round_trip(void **state) {
+  (void)state;
+  make_run(root, "rt", 1.0, "NVIDIA H100", NULL, 1, 0);
+  char p[512];
+  path(p, sizeof p, "rt");
+  hx_run r;
+  hx_err e;
+  assert_int_equal(hx_run_load(&r, p, &e), HX_OK);
+  assert_false(r.incomplete);
+  assert_true(r.n_rows == 2 * 2 * 2);
+  assert_true(r.n_samples == 2 * 2 * N);
+  assert_string_equal(hx_run_context(&r, "device_name"), "NVIDIA H100");
+  assert_string_equal(hx_run_context(&r, "status"), "complete");
+  int quoted = 0;
+  for (size_t i = 0; i < r.n_rows; i++) quoted += strcmp(r.rows[i].kernel, "b,quoted") == 0;
+  assert_int_equal(quoted, 4);
+  assert_int_equal(hx_run_groups(&r, &e), HX_OK);
+  assert_true(r.n_groups == 4);
+  for (size_t g = 0; g < r.n_groups; g++) {
+    assert_true(r.groups[g].count == N);
+    for (size_t i = 0; i < N; i++) assert_true(r.samples[r.groups[g].first + i].sample == (int64_t)i);
+  }
+  /* JSON: parse-free checks that every sample and summary is there */
+  char jp[600];
+  snprintf(jp, sizeof jp, "%s/results.json", p);
+  assert_int_equal(hx_run_write_json(&r, jp, &e), HX_OK);
+  FILE *f = fopen(jp, "rb");
+  assert_non_null(f);
+  char *buf = calloc(1, 1 << 20);
+  size_t len = fread(buf, 1, (1 << 20) - 1, f);
+  fclose(f);
+  assert_true(len > 100);
+  assert_non_null(strstr(buf, "\"benchmarks\""));
+  assert_non_null(strstr(buf, "\"name\": \"flash3d/b,quoted/v1\""));
+  assert_non_null(strstr(buf, "\"tag\": \"f3d/time_median\""));
+  size_t nvals = 0;
+  for (char *q = buf; (q = strstr(q, "\"values\": [")) != NULL; q++) nvals++;
+  assert_true(nvals == 4);
+  int braces = 0;
+  for (size_t i = 0; i < len; i++) braces += buf[i] == '{' ? 1 : buf[i] == '}' ? -1 : 0;
+  assert_int_equal(braces, 0);
+  free(buf);
+  hx_run_free(&r);
+  path(p, sizeof p, "does-not-exist");
+  assert_int_equal(hx_run_load(&r, p, &e), HX_EIO);
+}
+
+static void test_gate(void **state) {
+  (void)state;
+  make_run(root, "base", 1.0, "NVIDIA H100", NULL, 11, 0);
+  make_run(root, "same", 1.0, "NVIDIA H100", NULL, 12, 0);
+  make_run(root, "slow", 1.1, "NVIDIA H100", NULL, 13, 0);
+  make_run(root, "other", 1.0, "NVIDIA A100", NULL, 14, 0);
+  char p[512];
+  hx_run base, same, slow, other;
+  hx_err e;
+  path(p, sizeof p, "base");
+  assert_int_equal(hx_run_load(&base, p, &e), HX_OK);
+  path(p, sizeof p, "same");
+  assert_int_equal(hx_run_load(&same, p, &e), HX_OK);
+  path(p, sizeof p, "slow");
+  assert_int_equal(hx_run_load(&slow, p, &e), HX_OK);
+  path(p, sizeof p, "other");
+  assert_int_equal(hx_run_load(&other, p, &e), HX_OK);
+  hx_compare_counts n;
+  assert_int_equal(hx_compare_runs(&base, &same, 0.01, 0.03, NULL, &n, &e), HX_OK);
+  assert_true(n.slower == 0 && n.faster == 0 && n.same == 4 && n.unknown == 0);
+  assert_int_equal(hx_compare_runs(&base, &slow, 0.01, 0.03, NULL, &n, &e), HX_OK);
+  assert_true(n.slower == 2 && n.same == 2);
+  assert_int_equal(hx_compare_runs(&slow, &base, 0.01, 0.03, NULL, &n, &e), HX_OK);
+  assert_true(n.faster == 2 && n.slower == 0);
+  assert_int_equal(hx_run_check_compatible(&base, &slow, 0, &e), HX_OK);
+  assert_int_equal(hx_run_check_compatible(&base, &other, 0, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "different devices"));
+  hx_run_free(&base);
+  hx_run_free(&same);
+  hx_run_free(&slow);
+  hx_run_free(&other);
+}
+
+static void test_merge(void **state) {
+  (void)state;
+  /* shard 0 holds size index 0 only (sizes_from = 1 means size 1 only): build disjoint shards by hand */
+  make_run(root, "s1", 1.0, "NVIDIA H100", "1/2", 21, 1); /* size 200000 */
+  hx_results *r;
+  hx_err e;
+  assert_int_equal(hx_results_open(&r, root, "s0", &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "device_name", "NVIDIA H100", &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "build_type", "release", &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "git_commit", "abc123", &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "shard", "0/2", &e), HX_OK);
+  hx_key key = {"lidar", 100000, 1, "flash3d", "a", "v1"};
+  const double x[3] = {1.0, 1.1, 0.9};
+  assert_int_equal(hx_results_add(r, &key, "time_median", 1.0, "ms", &e), HX_OK);
+  assert_int_equal(hx_results_add_samples(r, &key, "time", x, 3, "ms", &e), HX_OK);
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+
+  hx_run runs[2];
+  char p[512], out[512];
+  path(p, sizeof p, "s0");
+  assert_int_equal(hx_run_load(&runs[0], p, &e), HX_OK);
+  path(p, sizeof p, "s1");
+  assert_int_equal(hx_run_load(&runs[1], p, &e), HX_OK);
+  path(out, sizeof out, "merged");
+  assert_int_equal(hx_run_merge(runs, 2, out, 0, &e), HX_OK);
+  /* one shard alone is refused */
+  path(p, sizeof p, "half");
+  assert_int_equal(hx_run_merge(runs, 1, p, 0, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "1 of 2 shards"));
+  /* the same shard twice is refused */
+  hx_run twice[2] = {runs[1], runs[1]};
+  assert_int_equal(hx_run_merge(twice, 2, p, 0, &e), HX_EINVAL);
+  hx_run m;
+  assert_int_equal(hx_run_load(&m, out, &e), HX_OK);
+  assert_true(m.n_rows == runs[0].n_rows + runs[1].n_rows);
+  assert_true(m.n_samples == runs[0].n_samples + runs[1].n_samples);
+  assert_null(hx_run_context(&m, "shard"));
+  assert_non_null(hx_run_context(&m, "merged_from"));
+  assert_string_equal(hx_run_context(&m, "device_name"), "NVIDIA H100");
+  hx_run_free(&m);
+  hx_run_free(&runs[0]);
+  hx_run_free(&runs[1]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_gate),
+      cmocka_unit_test(test_merge),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
