@@ -59,6 +59,27 @@ hx_status wl_voxel_dedup(wl_cloud *out, const wl_cloud *in, double voxel, size_t
 hx_status wl_make_exact(wl_cloud *out, wl_kind kind, const wl_cloud *source, size_t n, double voxel,
                         uint64_t seed, int *tiled, hx_err *err);
 
+/* Resampling policy of wl_make_exact (documented here because sweeps depend on it):
+ *  1. Synthetic kind (source == NULL): generate m raw points (m starts at n and grows by the observed
+ *     unique fraction, at most 24 rounds), deduplicate; since wl_generate(kind, m, seed) is a prefix of
+ *     wl_generate(kind, m' > m, seed), growing m only adds points at the end.
+ *  2. Recorded source: deduplicate the source (dropping nothing else).
+ *  3. If more than n unique points remain: keep exactly n of them by a seeded selection sample
+ *     (wl_subsample: without replacement, relative order preserved).
+ *  4. If fewer than n remain (recorded source only): append translated copies of the deduplicated source
+ *     on a square grid of tiles (tile pitch = bounding-box extent + 2 voxels, so copies never share a
+ *     voxel with each other), each copy with its own seeded jitter in (-voxel/2, voxel/2) per axis so the
+ *     copies do not repeat the original voxel pattern exactly; deduplicate again, subsample as in 3, set
+ *     *tiled = 1 (the caller warns). The result never contains two points in one voxel. */
+
+/* Keep exactly k of the in->n points, chosen by a seeded selection sample without replacement (Knuth's
+ * algorithm S driven by hx_rng_unit(seed, ...)); relative order preserved. k > in->n is HX_EINVAL. */
+hx_status wl_subsample(wl_cloud *out, const wl_cloud *in, size_t k, uint64_t seed, hx_err *err);
+
+/* Sensor origin (metres) of pose `pose` of the `lidar` generator for `seed`: the scans of wl_generate
+ * accumulate poses 0, 1, 2, ... in order. For tests and for plotting ranges. */
+void wl_lidar_pose(uint64_t seed, uint32_t pose, double origin[3]);
+
 /* ---- readers and writers --------------------------------------------------------------------------- */
 typedef enum wl_format {
   WL_FMT_AUTO = 0, WL_FMT_PCD, WL_FMT_PLY, WL_FMT_BIN4, WL_FMT_BIN5, WL_FMT_XYZ
@@ -72,6 +93,12 @@ hx_status wl_read(wl_cloud *out, const char *path, wl_format fmt, hx_err *err);
  * name and renamed, so a failure never leaves a partial file. */
 hx_status wl_write_ply(const wl_cloud *c, const char *path, hx_err *err);
 hx_status wl_write_bin(const wl_cloud *c, const char *path, hx_err *err);
+
+/* "auto", "pcd", "ply", "bin", "bin5" (alias "pcd.bin"), "xyz" (also "txt", "csv"); HX_EINVAL otherwise. */
+hx_status wl_format_parse(const char *name, wl_format *out);
+const char *wl_format_name(wl_format f);
+/* Allocate a cloud of n points (contents uninitialised); n == 0 gives xyz == NULL. */
+hx_status wl_cloud_alloc(wl_cloud *out, size_t n, hx_err *err);
 
 #ifdef __cplusplus
 }
