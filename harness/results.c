@@ -262,7 +262,8 @@ hx_status hx_results_open(hx_results **out, const char *root, const char *run_id
   *out = NULL;
   if (!root || !*root || !run_id || !*run_id || strchr(run_id, '/'))
     return hx_errf(err, HX_EINVAL, "results: bad root or run id");
-  HX_TRY(make_dirs(root, err));
+  hx_status ms = make_dirs(root, err);
+  if (ms != HX_OK) return ms;
   hx_results *r = calloc(1, sizeof *r);
   if (!r) return hx_errf(err, HX_ENOMEM, "results: no memory");
   int n = snprintf(r->dir, sizeof r->dir, "%s/%s", root, run_id);
@@ -308,7 +309,8 @@ static hx_status check_row(const hx_results *r, const hx_key *k, const char *met
 
 hx_status hx_results_add(hx_results *r, const hx_key *k, const char *metric, double value,
                          const char *unit, hx_err *err) {
-  HX_TRY(check_row(r, k, metric, unit, err));
+  hx_status cs = check_row(r, k, metric, unit, err);
+  if (cs != HX_OK) return cs; /* caller error: reported in err, not traced */
   if (!isfinite(value))
     return hx_errf(err, HX_EINVAL, "results: %s/%s/%s: value is not finite", k->pipeline, k->kernel, metric);
   FILE *f = r->rows;
@@ -320,7 +322,8 @@ hx_status hx_results_add(hx_results *r, const hx_key *k, const char *metric, dou
 
 hx_status hx_results_add_samples(hx_results *r, const hx_key *k, const char *metric, const double *v,
                                  size_t n, const char *unit, hx_err *err) {
-  HX_TRY(check_row(r, k, metric, unit, err));
+  hx_status cs = check_row(r, k, metric, unit, err);
+  if (cs != HX_OK) return cs; /* caller error: reported in err, not traced */
   for (size_t i = 0; i < n; i++)
     if (!isfinite(v[i])) return hx_errf(err, HX_EINVAL, "results: %s: sample %zu is not finite", metric, i);
   FILE *f = r->samples;

@@ -78,7 +78,8 @@ static hx_status time_cpu(double *samples_ms, const hx_timing_opts *o, const hx_
 
 hx_status hx_time(double *samples_ms, hx_clock clock, const hx_timing_opts *opts, const hx_closure *c,
                   void *stream, hx_err *err) {
-  HX_TRY(check_opts(opts, c, err));
+  hx_status cs = check_opts(opts, c, err);
+  if (cs != HX_OK) return cs; /* caller error: reported in err, not traced */
   if (!samples_ms) return hx_errf(err, HX_EINVAL, "timing: no sample buffer");
   if (clock == HX_CLOCK_GPU) return hx_time_gpu(samples_ms, opts, c, stream, err);
   return time_cpu(samples_ms, opts, c, err);
