@@ -1,0 +1,56 @@
+/*
+ * baselines_stub.c - the GPU entry points of baselines.h in a CPU-only build: every launcher returns
+ * HX_ENODEV and the variant tables are empty, so callers and tests take their "no GPU" path.
+ */
+#include "baselines/baselines.h"
+
+hx_status sfc_grid_gpu(uint32_t *d_grid, uint32_t *d_batch, uint32_t *d_max_coord, void *d_scratch,
+                       size_t *scratch_bytes, const float *d_xyz, const size_t *offset, uint32_t B,
+                       double grid_size, struct CUstream_st *stream) {
+  (void)d_grid, (void)d_batch, (void)d_max_coord, (void)d_scratch, (void)scratch_bytes, (void)d_xyz;
+  (void)offset, (void)B, (void)grid_size, (void)stream;
+  return HX_ENODEV;
+}
+hx_status sfc_encode_gpu(uint64_t *d_code, const uint32_t *d_grid, const uint32_t *d_batch, size_t n,
+                         int depth, const sfc_order *orders, int R, struct CUstream_st *stream) {
+  (void)d_code, (void)d_grid, (void)d_batch, (void)n, (void)depth, (void)orders, (void)R, (void)stream;
+  return HX_ENODEV;
+}
+hx_status sfc_sort_gpu(uint32_t *d_order, void *d_scratch, size_t *scratch_bytes, const uint64_t *d_code,
+                       size_t n, int R, int key_bits, struct CUstream_st *stream) {
+  (void)d_order, (void)d_scratch, (void)scratch_bytes, (void)d_code, (void)n, (void)R, (void)key_bits;
+  (void)stream;
+  return HX_ENODEV;
+}
+hx_status sfc_inverse_gpu(uint32_t *d_inverse, const uint32_t *d_order, size_t n, int R,
+                          struct CUstream_st *stream) {
+  (void)d_inverse, (void)d_order, (void)n, (void)R, (void)stream;
+  return HX_ENODEV;
+}
+int sfc_serial_variant_count(void) { return 0; }
+const sfc_serial_variant *sfc_serial_variant_get(int i) {
+  (void)i;
+  return NULL;
+}
+hx_status shuf_padding_gpu(uint32_t *d_pad, uint32_t *d_unpad, int32_t *d_cu_seqlens, const size_t *offset,
+                           uint32_t B, uint32_t K, struct CUstream_st *stream) {
+  (void)d_pad, (void)d_unpad, (void)d_cu_seqlens, (void)offset, (void)B, (void)K, (void)stream;
+  return HX_ENODEV;
+}
+hx_status shuf_compose_gpu(uint32_t *d_order_p, uint32_t *d_inverse_p, const uint32_t *d_order_row,
+                           const uint32_t *d_inverse_row, const uint32_t *d_pad, const uint32_t *d_unpad,
+                           size_t n, size_t sum_p, struct CUstream_st *stream) {
+  (void)d_order_p, (void)d_inverse_p, (void)d_order_row, (void)d_inverse_row, (void)d_pad, (void)d_unpad;
+  (void)n, (void)sum_p, (void)stream;
+  return HX_ENODEV;
+}
+int shuf_gather_variant_count(void) { return 0; }
+const shuf_gather_variant *shuf_gather_variant_get(int i) {
+  (void)i;
+  return NULL;
+}
+hx_status spool_gpu(spool_out *out, void *d_scratch, size_t *scratch_bytes, const spool_in *in,
+                    struct CUstream_st *stream) {
+  (void)out, (void)d_scratch, (void)scratch_bytes, (void)in, (void)stream;
+  return HX_ENODEV;
+}

@@ -1,0 +1,270 @@
+/*
+ * sfc_gpu.cu - CUDA serialization: grid coordinates, curve encode, per-row sort, inverse, and the whole
+ * 4-order serialization as registered variants. Bit-exact against sfc.c (the tests check every variant).
+ *
+ * Variants of the whole serialization (sfc_serial_variants):
+ *   v0 cub-per-order   one encode launch per order, CUB SortPairs per row on 64-bit keys restricted to the
+ *                      bits in use, inverse scatter                       (PTv3's structure, done right)
+ *   v1 fused-narrow    one encode launch for all rows that also writes the sort keys, 32-bit keys when
+ *                      3*depth + batch bits <= 32, CUB per row, inverse scatter
+ *   v2 fused-rowpacked one encode launch writing keys row << key_bits | code, ONE CUB sort of R*n pairs
+ *                      (32-bit keys when the packed key fits), values land directly in d_order
+ * Invariant: after any variant, d_order row r is the stable argsort of d_code row r (CUB's radix sort is
+ * stable and values start as the point index), identical to sfc_sort_cpu.
+ */
+#include <cub/cub.cuh>
+
+#include "baselines/gpu_util.cuh"
+
+/* ---- grid coordinates --------------------------------------------------------------------------- */
+
+typedef struct grid_params {
+  unsigned long long off[SFC_MAX_CLOUDS + 1];
+  uint32_t B;
+  double g;
+} grid_params;
+
+static __device__ uint32_t cloud_of(const grid_params &p, size_t i) {
+  uint32_t lo = 0, hi = p.B - 1; /* largest b with off[b] <= i */
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi + 1) / 2;
+    if (p.off[mid] <= i) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+static __global__ void k_grid_init(long long *mins, uint32_t *maxc, uint32_t B) {
+  const uint32_t t = threadIdx.x;
+  for (uint32_t k = t; k < 3 * B; k += blockDim.x) mins[k] = LLONG_MAX;
+  if (t == 0) *maxc = 0;
+}
+
+static __global__ void k_grid_min(long long *mins, const float *xyz, size_t n, grid_params p) {
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t b = cloud_of(p, i);
+  for (int a = 0; a < 3; a++) atomicMin(&mins[3 * b + a], (long long)floor((double)xyz[3 * i + a] / p.g));
+}
+
+static __global__ void k_grid_apply(uint32_t *grid, uint32_t *batch, uint32_t *maxc, const long long *mins,
+                                    const float *xyz, size_t n, grid_params p) {
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  uint32_t m = 0;
+  if (i < n) {
+    const uint32_t b = cloud_of(p, i);
+    for (int a = 0; a < 3; a++) {
+      const uint32_t g = (uint32_t)((long long)floor((double)xyz[3 * i + a] / p.g) - mins[3 * b + a]);
+      grid[3 * i + a] = g;
+      m = max(m, g);
+    }
+    if (batch) batch[i] = b;
+  }
+  m = __reduce_max_sync(0xFFFFFFFFu, m); /* one atomic per warp, not per point */
+  if ((threadIdx.x & 31) == 0) atomicMax(maxc, m);
+}
+
+extern "C" hx_status sfc_grid_gpu(uint32_t *d_grid, uint32_t *d_batch, uint32_t *d_max_coord, void *d_scratch,
+                                  size_t *scratch_bytes, const float *d_xyz, const size_t *offset, uint32_t B,
+                                  double grid_size, cudaStream_t stream) {
+  if (B == 0 || B > SFC_MAX_CLOUDS || !(grid_size > 0.0)) return HX_EINVAL;
+  bl_carve c = {(char *)d_scratch, 0};
+  long long *mins = (long long *)bl_take(&c, 3 * B * sizeof(long long));
+  if (!d_scratch) {
+    *scratch_bytes = c.used;
+    return HX_OK;
+  }
+  if (*scratch_bytes < c.used) return HX_EINVAL;
+  grid_params p;
+  memset(&p, 0, sizeof p);
+  for (uint32_t b = 0; b <= B; b++) p.off[b] = offset[b];
+  p.B = B;
+  p.g = grid_size;
+  const size_t n = offset[B];
+  k_grid_init<<<1, 256, 0, stream>>>(mins, d_max_coord, B);
+  BL_LAUNCHED("k_grid_init");
+  if (n == 0) return HX_OK;
+  k_grid_min<<<bl_blocks(n, 256), 256, 0, stream>>>(mins, d_xyz, n, p);
+  BL_LAUNCHED("k_grid_min");
+  k_grid_apply<<<bl_blocks(n, 256), 256, 0, stream>>>(d_grid, d_batch, d_max_coord, mins, d_xyz, n, p);
+  BL_LAUNCHED("k_grid_apply");
+  return HX_OK;
+}
+
+/* ---- encode ------------------------------------------------------------------------------------- */
+
+typedef struct enc_params {
+  int R;
+  int depth;
+  int key_bits; /* bits of one row's packed code (row packing shifts the row index above them) */
+  int rowpack;
+  int orders[SFC_MAX_ORDERS];
+} enc_params;
+
+/* code[r*n + i] for every row; keys (optional) get the sort key of the same element, vals the index. */
+template <typename K>
+static __global__ void k_encode(uint64_t *code, K *keys, uint32_t *vals, const uint32_t *grid,
+                                const uint32_t *batch, size_t n, enc_params p) {
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t gx = grid[3 * i], gy = grid[3 * i + 1], gz = grid[3 * i + 2];
+  const uint64_t bb = (batch ? (uint64_t)batch[i] : 0u) << (3 * p.depth);
+#pragma unroll
+  for (int r = 0; r < SFC_MAX_ORDERS; r++) {
+    if (r >= p.R) break;
+    const uint64_t c = bb | sfc_code_fast((sfc_order)p.orders[r], gx, gy, gz, p.depth);
+    const size_t e = (size_t)r * n + i;
+    code[e] = c;
+    if (keys) keys[e] = (K)(p.rowpack ? ((uint64_t)r << p.key_bits | c) : c);
+    if (vals && (p.rowpack || r == 0)) vals[e] = (uint32_t)i;
+  }
+}
+
+static hx_status check_enc(size_t n, int depth, const sfc_order *orders, int R) {
+  if (depth < 1 || depth > SFC_MAX_DEPTH || R < 1 || R > SFC_MAX_ORDERS || n > (size_t)INT_MAX / SFC_MAX_ORDERS)
+    return HX_EINVAL;
+  for (int r = 0; r < R; r++)
+    if ((unsigned)orders[r] >= SFC_ORDER_COUNT) return HX_EINVAL;
+  return HX_OK;
+}
+
+extern "C" hx_status sfc_encode_gpu(uint64_t *d_code, const uint32_t *d_grid, const uint32_t *d_batch, size_t n,
+                                    int depth, const sfc_order *orders, int R, cudaStream_t stream) {
+  HX_TRY(check_enc(n, depth, orders, R));
+  if (n == 0) return HX_OK;
+  enc_params p = {R, depth, 0, 0, {0, 0, 0, 0}};
+  for (int r = 0; r < R; r++) p.orders[r] = (int)orders[r];
+  k_encode<uint64_t><<<bl_blocks(n, 256), 256, 0, stream>>>(d_code, NULL, NULL, d_grid, d_batch, n, p);
+  BL_LAUNCHED("k_encode");
+  return HX_OK;
+}
+
+/* ---- sort and inverse --------------------------------------------------------------------------- */
+
+static __global__ void k_iota(uint32_t *v, size_t n) {
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) v[i] = (uint32_t)i;
+}
+
+static __global__ void k_inverse(uint32_t *inv, const uint32_t *order, size_t n, int R) {
+  const size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= n * (size_t)R) return;
+  const size_t r = e / n, j = e - r * n;
+  inv[r * n + order[e]] = (uint32_t)j;
+}
+
+extern "C" hx_status sfc_inverse_gpu(uint32_t *d_inverse, const uint32_t *d_order, size_t n, int R,
+                                     cudaStream_t stream) {
+  if (n == 0) return HX_OK;
+  k_inverse<<<bl_blocks(n * (size_t)R, 256), 256, 0, stream>>>(d_inverse, d_order, n, R);
+  BL_LAUNCHED("k_inverse");
+  return HX_OK;
+}
+
+/* CUB SortPairs of each row of keys (row r at keys + r*n) with the shared values `vals` (0..n-1). */
+template <typename K>
+static hx_status sort_rows(uint32_t *d_order, void *d_scratch, size_t *scratch_bytes, const K *keys,
+                           const uint32_t *vals, K *keys_out, size_t n, int R, int end_bit, cudaStream_t stream) {
+  size_t temp = 0;
+  BL_CUDA(cub::DeviceRadixSort::SortPairs(NULL, temp, keys, keys_out, vals, d_order, (int)n, 0, end_bit, stream));
+  if (!d_scratch) {
+    *scratch_bytes = temp;
+    return HX_OK;
+  }
+  for (int r = 0; r < R; r++) {
+    BL_CUDA(cub::DeviceRadixSort::SortPairs(d_scratch, temp, keys + (size_t)r * n, keys_out, vals,
+                                            d_order + (size_t)r * n, (int)n, 0, end_bit, stream));
+  }
+  return HX_OK;
+}
+
+extern "C" hx_status sfc_sort_gpu(uint32_t *d_order, void *d_scratch, size_t *scratch_bytes, const uint64_t *d_code,
+                                  size_t n, int R, int key_bits, cudaStream_t stream) {
+  if (n > (size_t)INT_MAX || R < 1 || R > SFC_MAX_ORDERS || key_bits < 0 || key_bits > 64) return HX_EINVAL;
+  if (key_bits == 0) key_bits = 1; /* one point, one cloud: CUB wants begin_bit < end_bit */
+  bl_carve c = {(char *)d_scratch, 0};
+  uint64_t *keys_out = (uint64_t *)bl_take(&c, n * sizeof(uint64_t));
+  uint32_t *vals = (uint32_t *)bl_take(&c, n * sizeof(uint32_t));
+  size_t temp = 0;
+  HX_TRY(sort_rows<uint64_t>(d_order, NULL, &temp, d_code, vals, keys_out, n, R, key_bits, stream));
+  void *cub_temp = bl_take(&c, temp);
+  if (!d_scratch) {
+    *scratch_bytes = c.used;
+    return HX_OK;
+  }
+  if (*scratch_bytes < c.used) return HX_EINVAL;
+  if (n == 0) return HX_OK;
+  k_iota<<<bl_blocks(n, 256), 256, 0, stream>>>(vals, n);
+  BL_LAUNCHED("k_iota");
+  return sort_rows<uint64_t>(d_order, cub_temp, &temp, d_code, vals, keys_out, n, R, key_bits, stream);
+}
+
+/* ---- whole-serialization variants ----------------------------------------------------------------- */
+
+static hx_status check_args(const sfc_serial_args *a) {
+  HX_TRY(check_enc(a->n, a->depth, a->orders, a->R));
+  if (sfc_key_bits(a->depth, a->B) > 63 || a->B == 0) return HX_EINVAL;
+  return HX_OK;
+}
+
+static hx_status serial_v0(void *d_scratch, size_t *scratch_bytes, const sfc_serial_args *a, cudaStream_t stream) {
+  HX_TRY(check_args(a));
+  if (!d_scratch) return sfc_sort_gpu(a->d_order, NULL, scratch_bytes, a->d_code, a->n, a->R, 0, stream);
+  if (a->n == 0) return HX_OK;
+  for (int r = 0; r < a->R; r++)
+    HX_TRY(sfc_encode_gpu(a->d_code + (size_t)r * a->n, a->d_grid, a->d_batch, a->n, a->depth, &a->orders[r], 1, stream));
+  HX_TRY(sfc_sort_gpu(a->d_order, d_scratch, scratch_bytes, a->d_code, a->n, a->R, sfc_key_bits(a->depth, a->B), stream));
+  return sfc_inverse_gpu(a->d_inverse, a->d_order, a->n, a->R, stream);
+}
+
+/* v1 and v2 share this body: K is the key type, rowpack selects one sort over all rows. */
+template <typename K>
+static hx_status serial_fused(void *d_scratch, size_t *scratch_bytes, const sfc_serial_args *a, int rowpack,
+                              cudaStream_t stream) {
+  const size_t n = a->n, R = (size_t)a->R;
+  const int kb = sfc_key_bits(a->depth, a->B);
+  const int end_bit = rowpack ? kb + sfc_bit_length(R - 1) : (kb == 0 ? 1 : kb);
+  const size_t items = rowpack ? n * R : n; /* items of one CUB call */
+  bl_carve c = {(char *)d_scratch, 0};
+  K *keys = (K *)bl_take(&c, n * R * sizeof(K));
+  K *keys_out = (K *)bl_take(&c, items * sizeof(K));
+  uint32_t *vals = (uint32_t *)bl_take(&c, items * sizeof(uint32_t));
+  size_t temp = 0;
+  HX_TRY(sort_rows<K>(a->d_order, NULL, &temp, keys, vals, keys_out, items, 1, end_bit, stream));
+  void *cub_temp = bl_take(&c, temp);
+  if (!d_scratch) {
+    *scratch_bytes = c.used;
+    return HX_OK;
+  }
+  if (*scratch_bytes < c.used) return HX_EINVAL;
+  if (n == 0) return HX_OK;
+  enc_params p = {a->R, a->depth, kb, rowpack, {0, 0, 0, 0}};
+  for (int r = 0; r < a->R; r++) p.orders[r] = (int)a->orders[r];
+  k_encode<K><<<bl_blocks(n, 256), 256, 0, stream>>>(a->d_code, keys, vals, a->d_grid, a->d_batch, n, p);
+  BL_LAUNCHED("k_encode (fused)");
+  HX_TRY(sort_rows<K>(a->d_order, cub_temp, &temp, keys, vals, keys_out, items, rowpack ? 1 : a->R, end_bit, stream));
+  return sfc_inverse_gpu(a->d_inverse, a->d_order, n, a->R, stream);
+}
+
+static hx_status serial_v1(void *d_scratch, size_t *scratch_bytes, const sfc_serial_args *a, cudaStream_t stream) {
+  HX_TRY(check_args(a));
+  if (sfc_key_bits(a->depth, a->B) <= 32) return serial_fused<uint32_t>(d_scratch, scratch_bytes, a, 0, stream);
+  return serial_fused<uint64_t>(d_scratch, scratch_bytes, a, 0, stream);
+}
+
+static hx_status serial_v2(void *d_scratch, size_t *scratch_bytes, const sfc_serial_args *a, cudaStream_t stream) {
+  HX_TRY(check_args(a));
+  if (sfc_key_bits(a->depth, a->B) + sfc_bit_length((uint64_t)a->R - 1) <= 32)
+    return serial_fused<uint32_t>(d_scratch, scratch_bytes, a, 1, stream);
+  return serial_fused<uint64_t>(d_scratch, scratch_bytes, a, 1, stream);
+}
+
+static const sfc_serial_variant sfc_serial_table[] = {
+    {0, "cub-per-order", serial_v0},
+    {1, "fused-narrow", serial_v1},
+    {2, "fused-rowpacked", serial_v2},
+};
+
+extern "C" int sfc_serial_variant_count(void) { return (int)(sizeof sfc_serial_table / sizeof sfc_serial_table[0]); }
+extern "C" const sfc_serial_variant *sfc_serial_variant_get(int i) {
+  return i >= 0 && i < sfc_serial_variant_count() ? &sfc_serial_table[i] : NULL;
+}
