@@ -319,6 +319,51 @@ typedef struct hx_compare_counts {
 hx_status hx_compare_runs(hx_run *base, hx_run *cur, double alpha, double min_effect, FILE *out,
                           hx_compare_counts *counts, hx_err *err);
 
+/* GPU performance counters (cupti.cpp; cupti_stub.c without CUPTI; table in counters.c): CUPTI Range
+ * Profiler with user ranges and user replay, in a pass of its own after timing. Any call may return
+ * HX_EUNSUPPORTED meaning "no counters here" (no permission, another profiler attached, unsupported
+ * device or build) with the reason in err: the caller reports it once and goes on timing-only.
+ * Values are in the metric's unit: % (0..100), B/s, ns. */
+typedef struct hx_metric_info {
+  const char *name;       /* CUPTI metric name */
+  const char *short_name; /* `metric` column of the result rows ("sm_active") */
+  const char *unit;
+  const char *description;
+} hx_metric_info;
+/* The default set (SM active, SM issue, tensor active, DRAM read bandwidth, GPU time): one pass on GA100
+ * and GH100. */
+const char *const *hx_counters_default_names(size_t *n);
+const hx_metric_info *hx_metric_lookup(const char *name_or_short); /* NULL if not in the table */
+/* Split a comma/space separated list in place (short names map to CUPTI names). */
+hx_status hx_counters_split(char *list, const char **names, size_t cap, size_t *n, hx_err *err);
+/* Host-only check (no GPU, no driver needed): every name is a valid metric of `chip` ("GH100", "GA100",
+ * ...; an unknown name is HX_EINVAL listing close names) and *passes receives the replay passes needed. */
+hx_status hx_counters_validate(const char *chip, const char *const *names, size_t n, size_t *passes,
+                               hx_err *err);
+typedef struct hx_counters hx_counters; /* one device, one metric set; opaque */
+/* Open on `device` (made current): checks support, names (for this chip) and builds the configuration.
+ * max_ranges bounds the ranges of one session; nesting_levels > 1 profiles nested ranges (more passes). */
+hx_status hx_counters_open(hx_counters **out, int device, const char *const *names, size_t n,
+                           size_t max_ranges, unsigned nesting_levels, hx_err *err);
+void hx_counters_close(hx_counters *c);
+const char *hx_counters_chip(const hx_counters *c);
+size_t hx_counters_num_passes(const hx_counters *c);
+size_t hx_counters_num_metrics(const hx_counters *c);
+const char *hx_counters_metric(const hx_counters *c, size_t i);
+/* A session: begin; then passes (pass_begin, push/pop ranges around the work, pass_end) repeated with
+ * the same work until *all_passes_done; then end decodes every range. Range i's values (one per metric,
+ * in open order) via hx_counters_range; nested names read "outer/inner". */
+hx_status hx_counters_session_begin(hx_counters *c, hx_err *err);
+hx_status hx_counters_pass_begin(hx_counters *c, hx_err *err);
+hx_status hx_counters_push(hx_counters *c, const char *name, hx_err *err);
+hx_status hx_counters_pop(hx_counters *c, hx_err *err);
+hx_status hx_counters_pass_end(hx_counters *c, int *all_passes_done, hx_err *err);
+hx_status hx_counters_session_end(hx_counters *c, size_t *n_ranges, hx_err *err);
+hx_status hx_counters_range(const hx_counters *c, size_t i, const char **name, double *values, hx_err *err);
+/* One closure as one range, every pass (reset() before each, untimed): values[num_metrics]. */
+hx_status hx_counters_profile(hx_counters *c, const char *range, const hx_closure *work, void *stream,
+                              double *values, hx_err *err);
+
 #ifdef __cplusplus
 }
 #endif
