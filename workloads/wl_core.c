@@ -161,7 +161,7 @@ hx_status wl_sink_finish(wl_sink *s, wl_cloud *out, const char *path, hx_err *er
 hx_status wl_subsample(wl_cloud *out, const wl_cloud *in, size_t k, uint64_t seed, hx_err *err) {
   cloud_clear(out);
   if (k > in->n) return hx_errf(err, HX_EINVAL, "subsample: %zu points requested from %zu", k, in->n);
-  HX_TRY(wl_cloud_alloc(out, k, err));
+  WL_PASS(wl_cloud_alloc(out, k, err));
   /* Algorithm S: point i is taken with probability need/remaining, which yields exactly k points and
    * every k-subset with equal probability; when need == remaining every later point is taken. */
   size_t taken = 0;
@@ -262,7 +262,7 @@ static hx_status make_tiled(wl_cloud *out, const wl_cloud *base, size_t n, doubl
     wl_cloud all, uniq;
     size_t total;
     if (!wl_mul_ok(copies, base->n, &total)) return hx_errf(err, HX_ENOMEM, "tiling: size overflows");
-    HX_TRY(wl_cloud_alloc(&all, total, err));
+    WL_PASS(wl_cloud_alloc(&all, total, err));
     for (size_t c = 0; c < copies; c++) {
       double off[3] = {(double)(c % cols) * pitch_x, (double)(c / cols) * pitch_y, 0.0};
       for (int a = 0; c > 0 && a < 3; a++) /* copy 0 is the source itself */
@@ -293,7 +293,7 @@ hx_status wl_make_exact(wl_cloud *out, wl_kind kind, const wl_cloud *source, siz
   wl_cloud uniq;
   hx_status st;
   if (source) {
-    HX_TRY(wl_voxel_dedup(&uniq, source, voxel, NULL, err));
+    WL_PASS(wl_voxel_dedup(&uniq, source, voxel, NULL, err));
     if (uniq.n == 0) return hx_errf(err, HX_EINVAL, "make_exact: the source cloud is empty");
     if (uniq.n < n) {
       st = make_tiled(out, &uniq, n, voxel, seed, err);
@@ -306,7 +306,7 @@ hx_status wl_make_exact(wl_cloud *out, wl_kind kind, const wl_cloud *source, siz
     size_t m = n, prev_u = 0;
     for (int round = 0;; round++) {
       wl_cloud raw;
-      HX_TRY(wl_generate(&raw, kind, m, seed, err));
+      WL_PASS(wl_generate(&raw, kind, m, seed, err));
       st = wl_voxel_dedup(&uniq, &raw, voxel, NULL, err);
       wl_cloud_free(&raw);
       if (st != HX_OK) return st;

@@ -470,7 +470,7 @@ hx_status wl_generate(wl_cloud *out, wl_kind kind, size_t n, uint64_t seed, hx_e
   out->xyz = NULL;
   out->dropped_nonfinite = 0;
   if ((unsigned)kind >= WL_KIND_COUNT) return hx_errf(err, HX_EINVAL, "generate: unknown kind %d", (int)kind);
-  HX_TRY(wl_cloud_alloc(out, n, err));
+  WL_PASS(wl_cloud_alloc(out, n, err));
   if (n == 0) return HX_OK;
   hx_status st = HX_OK;
   switch (kind) {

@@ -11,6 +11,14 @@
 
 #include <string.h>
 
+/* Propagate a failing status without HX_TRY's trace line: the hx_err already says what went wrong, and a
+ * missing or malformed user file is an expected outcome, not a bug worth a file:line on stderr. */
+#define WL_PASS(expr)                                                                                    \
+  do {                                                                                                   \
+    hx_status wl_pass_s_ = (expr);                                                                       \
+    if (wl_pass_s_ != HX_OK) return wl_pass_s_;                                                          \
+  } while (0)
+
 /* a * b without wrap-around; returns 0 on overflow (result in *r). */
 static inline int wl_mul_ok(size_t a, size_t b, size_t *r) {
   if (a != 0 && b > SIZE_MAX / a) return 0;

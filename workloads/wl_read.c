@@ -449,8 +449,11 @@ static double ply_bin_value(const unsigned char *p, int type, int big) {
   switch (type) {
     case PT_I8: return (double)(int8_t)p[0];
     case PT_U8: return (double)p[0];
-    case PT_I16: { uint16_t u = big ? (uint16_t)(p[0] << 8 | p[1]) : (uint16_t)(p[1] << 8 | p[0]); return (double)(int16_t)u; }
-    case PT_U16: return (double)(big ? (p[0] << 8 | p[1]) : (p[1] << 8 | p[0]));
+    case PT_I16: {
+      uint16_t u = (uint16_t)(big ? ((unsigned)p[0] << 8 | p[1]) : ((unsigned)p[1] << 8 | p[0]));
+      return (double)(int16_t)u;
+    }
+    case PT_U16: return (double)(big ? ((unsigned)p[0] << 8 | p[1]) : ((unsigned)p[1] << 8 | p[0]));
     case PT_I32: return (double)(int32_t)wl_get_u32(p, big);
     case PT_U32: return (double)wl_get_u32(p, big);
     case PT_F32: return wl_get_f32(p, big);
@@ -567,7 +570,7 @@ static hx_status ply_binary(const ply_hdr *h, size_t vi, wl_sink *sk, const unsi
     if (!wl_mul_ok(e->count, minrec, &need) || need > (size_t)(end - p))
       return hx_errf(err, HX_EFORMAT, "%s: truncated: element '%s' needs at least %zu x %zu bytes, %zu left", path,
                      e->name, e->count, minrec, (size_t)(end - p));
-    if (ei == vi) HX_TRY(wl_sink_init(sk, e->count, path, err));
+    if (ei == vi) WL_PASS(wl_sink_init(sk, e->count, path, err));
     int has_list = 0;
     for (size_t k = 0; k < e->nprop; k++) has_list |= e->prop[k].count_type != PT_NONE;
     if (!has_list && ei != vi) { /* fixed-size records: skip at once */
@@ -621,7 +624,7 @@ static hx_status ply_ascii(const ply_hdr *h, size_t vi, wl_sink *sk, const char 
     if (!wl_mul_ok(e->count, 2 * minv, &need) || need > (size_t)(end - p) + 1)
       return hx_errf(err, HX_EFORMAT, "%s: truncated: element '%s' claims %zu records, the file is too short", path,
                      e->name, e->count);
-    if (ei == vi) HX_TRY(wl_sink_init(sk, e->count, path, err));
+    if (ei == vi) WL_PASS(wl_sink_init(sk, e->count, path, err));
     for (size_t r = 0; r < e->count; r++) {
       double v[3] = {0, 0, 0}, x;
       for (size_t k = 0; k < e->nprop; k++) {
@@ -634,7 +637,8 @@ static hx_status ply_ascii(const ply_hdr *h, size_t vi, wl_sink *sk, const char 
         }
         if (!(x >= 0.0 && x <= 2147483647.0) || x != floor(x))
           return hx_errf(err, HX_EFORMAT, "%s: element '%s' record %zu: bad list length", path, e->name, r);
-        for (size_t j = 0; j < (size_t)x; j++)
+        size_t items = (size_t)x;
+        for (size_t j = 0; j < items; j++)
           if (ply_ascii_value(&p, end, &x) <= 0) goto bad;
       }
       if (ei == vi) wl_sink_push(sk, v[0], v[1], v[2]);
@@ -677,7 +681,7 @@ hx_status wl_read_bin(wl_cloud *out, const unsigned char *d, size_t size, size_t
                    rec, nfloat);
   if (size == 0) return hx_errf(err, HX_EFORMAT, "%s: empty cloud (empty file)", path);
   wl_sink sk;
-  HX_TRY(wl_sink_init(&sk, size / rec, path, err));
+  WL_PASS(wl_sink_init(&sk, size / rec, path, err));
   for (size_t i = 0; i < size / rec; i++)
     wl_sink_push(&sk, wl_get_f32(d + i * rec, 0), wl_get_f32(d + i * rec + 4, 0), wl_get_f32(d + i * rec + 8, 0));
   return wl_sink_finish(&sk, out, path, err);
@@ -704,7 +708,7 @@ hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const 
   cur c = {(const char *)d, (const char *)d + size, 0};
   if (size >= 3 && memcmp(d, "\xEF\xBB\xBF", 3) == 0) c.p += 3; /* UTF-8 byte order mark */
   wl_sink sk;
-  HX_TRY(wl_sink_init(&sk, lines, path, err));
+  WL_PASS(wl_sink_init(&sk, lines, path, err));
   const char *s;
   size_t len;
   int first = 1;
@@ -745,7 +749,7 @@ hx_status wl_read(wl_cloud *out, const char *path, wl_format fmt, hx_err *err) {
   if (!path) return hx_errf(err, HX_EINVAL, "read: no path");
   unsigned char *d;
   size_t size;
-  HX_TRY(wl_slurp(path, &d, &size, err));
+  WL_PASS(wl_slurp(path, &d, &size, err));
   if (fmt == WL_FMT_AUTO) {
     if (ends_with(path, ".pcd.bin")) fmt = WL_FMT_BIN5;
     else if (ends_with(path, ".pcd")) fmt = WL_FMT_PCD;

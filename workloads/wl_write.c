@@ -79,9 +79,9 @@ static hx_status check_args(const wl_cloud *c, const char *path, hx_err *err) {
 }
 
 hx_status wl_write_ply(const wl_cloud *c, const char *path, hx_err *err) {
-  HX_TRY(check_args(c, path, err));
+  WL_PASS(check_args(c, path, err));
   tmpfile_ t;
-  HX_TRY(tmp_open(&t, path, err));
+  WL_PASS(tmp_open(&t, path, err));
   int ok = fprintf(t.f,
                    "ply\nformat binary_little_endian 1.0\ncomment flash3d-bench\nelement vertex %zu\n"
                    "property float x\nproperty float y\nproperty float z\nend_header\n",
@@ -93,9 +93,9 @@ hx_status wl_write_ply(const wl_cloud *c, const char *path, hx_err *err) {
 }
 
 hx_status wl_write_bin(const wl_cloud *c, const char *path, hx_err *err) {
-  HX_TRY(check_args(c, path, err));
+  WL_PASS(check_args(c, path, err));
   tmpfile_ t;
-  HX_TRY(tmp_open(&t, path, err));
+  WL_PASS(tmp_open(&t, path, err));
   int ok = write_records(t.f, c, 4);
   if (!ok) hx_errf(err, HX_EIO, "%s: write failed: %s", path, strerror(errno));
   hx_status st = tmp_close(&t, ok, path, err);
