@@ -381,8 +381,14 @@ static void print_summary(const char *dir) {
   size_t n;
   char last_key[1024] = "";
   double median = 0.0;
-  printf("%-14s %9s %5s %-10s %-14s %-7s %12s %10s\n", "workload", "n_points", "batch", "pipeline", "kernel",
-         "variant", "median_ms", "std_ms");
+  /* first pass: column widths of the text columns (recorded workloads have long names) */
+  int w[6] = {8, 8, 5, 8, 6, 7};
+  while (hx_csv_read(f, buf, sizeof buf, fld, 16, &n, NULL) == HX_OK)
+    for (size_t i = 0; i < 6 && n == 9; i++)
+      if ((int)strlen(fld[i]) > w[i]) w[i] = (int)strlen(fld[i]);
+  rewind(f);
+  printf("%-*s %*s %*s %-*s %-*s %-*s %12s %10s\n", w[0], "workload", w[1], "n_points", w[2], "batch", w[3],
+         "pipeline", w[4], "kernel", w[5], "variant", "median_ms", "std_ms");
   if (hx_csv_read(f, buf, sizeof buf, fld, 16, &n, NULL) != HX_OK) { /* header */
     fclose(f);
     return;
@@ -395,8 +401,8 @@ static void print_summary(const char *dir) {
       median = strtod(fld[7], NULL);
       snprintf(last_key, sizeof last_key, "%s", key);
     } else if (strcmp(fld[6], "time_std") == 0 && strcmp(key, last_key) == 0) {
-      printf("%-14s %9s %5s %-10s %-14s %-7s %12.3f %10.3f\n", fld[0], fld[1], fld[2], fld[3], fld[4], fld[5],
-             median, strtod(fld[7], NULL));
+      printf("%-*s %*s %*s %-*s %-*s %-*s %12.3f %10.3f\n", w[0], fld[0], w[1], fld[1], w[2], fld[2], w[3], fld[3],
+             w[4], fld[4], w[5], fld[5], median, strtod(fld[7], NULL));
     }
   }
   fclose(f);
