@@ -44,7 +44,15 @@ const char *wl_kind_name(wl_kind k);
 /* Parse "lidar" | "uniform" | "indoor" | "clusters"; HX_EINVAL for anything else. */
 hx_status wl_kind_parse(const char *name, wl_kind *out);
 
-/* Generate exactly n raw points (before voxel deduplication) as a pure function of (kind, n, seed). */
+/* Generate exactly n raw points (before voxel deduplication) as a pure function of (kind, n, seed);
+ * the result for n is a prefix of the result for any larger n, and the bits are the same on every
+ * IEEE-754 machine (no libm transcendental; see wl_generate.c). Frames, in metres:
+ *   lidar     world frame of an endless street along +x, ground z = 0, sensor 1.84 m up; sweeps from
+ *             poses 4 m apart (wl_lidar_pose) accumulate; 32 beams -30..+10 deg, 1080 columns, 1..70 m.
+ *   uniform   x, y in [-50, 50), z in [0, 8).
+ *   indoor    two storeys (3.3 m apart) of 6 x 4 furnished rooms from the origin, ~35 x 20 x 6 m.
+ *   clusters  24 Gaussian-like blobs (sums of uniforms) centred in the uniform box, sigma 0.6..3 m,
+ *             weights (k+1)^-1.5: the heaviest holds ~45% of the points. */
 hx_status wl_generate(wl_cloud *out, wl_kind kind, size_t n, uint64_t seed, hx_err *err);
 
 /* ---- voxel deduplication and resampling ------------------------------------------------------------ */

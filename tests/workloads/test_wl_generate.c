@@ -120,7 +120,7 @@ static void test_lidar_structure(void **state) {
   for (size_t i = 0; i < c.n; i++) {
     const float *p = c.xyz + 3 * i;
     if (p[2] < -0.1f) below++;
-    if (fabs(p[2]) < 0.08) ground++;
+    if (fabs((double)p[2]) < 0.08) ground++;
     assert_true(p[2] < 25.0f); /* tallest building 24 m */
   }
   assert_true(below < n / 1000);        /* nothing under the ground but range noise */
@@ -167,7 +167,7 @@ static void test_indoor_clusters(void **state) {
   size_t occupied = 0;
   unsigned maxc = 0;
   for (size_t i = 0; i < c.n; i++) {
-    int x = (int)floor(c.xyz[3 * i] + 64.0f), y = (int)floor(c.xyz[3 * i + 1] + 64.0f);
+    int x = (int)floor((double)c.xyz[3 * i] + 64.0), y = (int)floor((double)c.xyz[3 * i + 1] + 64.0);
     if (x < 0 || y < 0 || x >= G || y >= G) continue;
     unsigned v = ++cell[x * G + y];
     if (v == 1) occupied++;
@@ -235,7 +235,7 @@ static void test_dedup(void **state) {
   hx_err err = {0};
   assert_int_equal(wl_voxel_dedup(&again, &in, 0.0, NULL, &err), HX_EINVAL);
   assert_int_equal(wl_voxel_dedup(&again, &in, -1.0, NULL, NULL), HX_EINVAL);
-  assert_int_equal(wl_voxel_dedup(&again, &in, NAN, NULL, NULL), HX_EINVAL);
+  assert_int_equal(wl_voxel_dedup(&again, &in, (double)NAN, NULL, NULL), HX_EINVAL);
   two.xyz[4] = INFINITY;
   assert_int_equal(wl_voxel_dedup(&again, &two, 0.1, NULL, &err), HX_EINVAL);
   assert_null(again.xyz);

@@ -115,8 +115,8 @@ static const double pts[NP][3] = {
 };
 
 static double coord(size_t i, int a, int with_nan) {
-  if (with_nan && i == 3 && a == 1) return NAN;
-  if (with_nan && i == 5 && a == 2) return INFINITY;
+  if (with_nan && i == 3 && a == 1) return (double)NAN;
+  if (with_nan && i == 5 && a == 2) return (double)INFINITY;
   return pts[i][a];
 }
 
