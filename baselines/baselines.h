@@ -90,6 +90,13 @@ hx_status sfc_sort_gpu(uint32_t *d_order, void *d_scratch, size_t *scratch_bytes
 hx_status sfc_inverse_gpu(uint32_t *d_inverse, const uint32_t *d_order, size_t n, int R,
                           struct CUstream_st *stream);
 
+/* Conveniences for tools (never timed): host arrays in and out, device memory allocated, used and freed
+ * inside; results identical to sfc_grid_cpu / sfc_encode_cpu. HX_ENODEV without a device or CUDA. */
+hx_status sfc_grid_host_gpu(uint32_t *grid, uint32_t *max_coord, const float *xyz, const size_t *offset,
+                            uint32_t B, double grid_size, hx_err *err);
+hx_status sfc_encode_host_gpu(uint64_t *code, const uint32_t *grid, const uint32_t *batch, size_t n, int depth,
+                              const sfc_order *orders, int R, hx_err *err);
+
 /* The whole serialization after grid coordinates: codes, order and inverse of R rows. */
 typedef struct sfc_serial_args {
   uint64_t *d_code;        /* [R*n] out */

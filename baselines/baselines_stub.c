@@ -27,6 +27,16 @@ hx_status sfc_inverse_gpu(uint32_t *d_inverse, const uint32_t *d_order, size_t n
   (void)d_inverse, (void)d_order, (void)n, (void)R, (void)stream;
   return HX_ENODEV;
 }
+hx_status sfc_grid_host_gpu(uint32_t *grid, uint32_t *max_coord, const float *xyz, const size_t *offset,
+                            uint32_t B, double grid_size, hx_err *err) {
+  (void)grid, (void)max_coord, (void)xyz, (void)offset, (void)B, (void)grid_size;
+  return hx_errf(err, HX_ENODEV, "this build has no CUDA");
+}
+hx_status sfc_encode_host_gpu(uint64_t *code, const uint32_t *grid, const uint32_t *batch, size_t n, int depth,
+                              const sfc_order *orders, int R, hx_err *err) {
+  (void)code, (void)grid, (void)batch, (void)n, (void)depth, (void)orders, (void)R;
+  return hx_errf(err, HX_ENODEV, "this build has no CUDA");
+}
 int sfc_serial_variant_count(void) { return 0; }
 const sfc_serial_variant *sfc_serial_variant_get(int i) {
   (void)i;

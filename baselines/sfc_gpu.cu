@@ -198,6 +198,77 @@ extern "C" hx_status sfc_sort_gpu(uint32_t *d_order, void *d_scratch, size_t *sc
   return sort_rows<uint64_t>(d_order, cub_temp, &temp, d_code, vals, keys_out, n, R, key_bits, stream);
 }
 
+/* ---- host conveniences (tools) ------------------------------------------------------------------ */
+
+/* Device buffers of one host call; freed on every path by host_free. */
+typedef struct host_bufs {
+  void *p[6];
+} host_bufs;
+
+static void host_free(host_bufs *h) {
+  for (int i = 0; i < 6; i++)
+    if (h->p[i]) cudaFree(h->p[i]);
+}
+
+static hx_status host_cuda(hx_err *err, cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return HX_OK;
+  return hx_errf(err, e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ? HX_ENODEV : HX_ECUDA, "%s: %s",
+                 what, cudaGetErrorString(e));
+}
+
+static hx_status grid_host(host_bufs *h, uint32_t *grid, uint32_t *max_coord, const float *xyz, const size_t *offset,
+                           uint32_t B, double grid_size, hx_err *err) {
+  if (B == 0 || B > SFC_MAX_CLOUDS) return hx_errf(err, HX_EINVAL, "GPU grid: %u clouds (1..%d)", B, SFC_MAX_CLOUDS);
+  const size_t n = offset[B];
+  size_t sb = 0;
+  HX_TRY(sfc_grid_gpu(NULL, NULL, NULL, NULL, &sb, NULL, offset, B, grid_size, NULL));
+  HX_TRY(host_cuda(err, cudaMalloc(&h->p[0], n * 12 + 16), "cudaMalloc"));
+  HX_TRY(host_cuda(err, cudaMalloc(&h->p[1], n * 12 + 16), "cudaMalloc"));
+  HX_TRY(host_cuda(err, cudaMalloc(&h->p[2], 16), "cudaMalloc"));
+  HX_TRY(host_cuda(err, cudaMalloc(&h->p[3], sb), "cudaMalloc"));
+  HX_TRY(host_cuda(err, cudaMemcpy(h->p[0], xyz, n * 12, cudaMemcpyHostToDevice), "upload"));
+  hx_status st = sfc_grid_gpu((uint32_t *)h->p[1], NULL, (uint32_t *)h->p[2], h->p[3], &sb, (const float *)h->p[0],
+                              offset, B, grid_size, NULL);
+  if (st != HX_OK) return hx_errf(err, st, "sfc_grid_gpu failed");
+  HX_TRY(host_cuda(err, cudaMemcpy(grid, h->p[1], n * 12, cudaMemcpyDeviceToHost), "download"));
+  uint32_t m = 0;
+  HX_TRY(host_cuda(err, cudaMemcpy(&m, h->p[2], 4, cudaMemcpyDeviceToHost), "download"));
+  if (max_coord) *max_coord = m;
+  return HX_OK;
+}
+
+extern "C" hx_status sfc_grid_host_gpu(uint32_t *grid, uint32_t *max_coord, const float *xyz, const size_t *offset,
+                                       uint32_t B, double grid_size, hx_err *err) {
+  if (!(grid_size > 0.0)) return hx_errf(err, HX_EINVAL, "grid size %g: must be positive", grid_size);
+  for (uint32_t b = 0; b < B; b++)
+    if (offset[b + 1] <= offset[b]) return hx_errf(err, HX_EINVAL, "cloud %u is empty", b);
+  host_bufs h = {{NULL, NULL, NULL, NULL, NULL, NULL}};
+  const hx_status st = grid_host(&h, grid, max_coord, xyz, offset, B, grid_size, err);
+  host_free(&h);
+  return st;
+}
+
+static hx_status encode_host(host_bufs *h, uint64_t *code, const uint32_t *grid, const uint32_t *batch, size_t n,
+                             int depth, const sfc_order *orders, int R, hx_err *err) {
+  HX_TRY(host_cuda(err, cudaMalloc(&h->p[0], n * 12 + 16), "cudaMalloc"));
+  HX_TRY(host_cuda(err, cudaMalloc(&h->p[1], n * 4 + 16), "cudaMalloc"));
+  HX_TRY(host_cuda(err, cudaMalloc(&h->p[2], n * 8 * (size_t)R + 16), "cudaMalloc"));
+  HX_TRY(host_cuda(err, cudaMemcpy(h->p[0], grid, n * 12, cudaMemcpyHostToDevice), "upload"));
+  if (batch) HX_TRY(host_cuda(err, cudaMemcpy(h->p[1], batch, n * 4, cudaMemcpyHostToDevice), "upload"));
+  const hx_status st = sfc_encode_gpu((uint64_t *)h->p[2], (const uint32_t *)h->p[0],
+                                      batch ? (const uint32_t *)h->p[1] : NULL, n, depth, orders, R, NULL);
+  if (st != HX_OK) return hx_errf(err, st, "sfc_encode_gpu failed (depth %d, %d orders)", depth, R);
+  return host_cuda(err, cudaMemcpy(code, h->p[2], n * 8 * (size_t)R, cudaMemcpyDeviceToHost), "download");
+}
+
+extern "C" hx_status sfc_encode_host_gpu(uint64_t *code, const uint32_t *grid, const uint32_t *batch, size_t n,
+                                         int depth, const sfc_order *orders, int R, hx_err *err) {
+  host_bufs h = {{NULL, NULL, NULL, NULL, NULL, NULL}};
+  const hx_status st = encode_host(&h, code, grid, batch, n, depth, orders, R, err);
+  host_free(&h);
+  return st;
+}
+
 /* ---- whole-serialization variants ----------------------------------------------------------------- */
 
 static hx_status check_args(const sfc_serial_args *a) {

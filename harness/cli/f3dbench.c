@@ -20,6 +20,7 @@ static const f3d_cmd cmds[] = {
     {"info", f3d_cmd_info, "build configuration and CUDA devices"},
     {"gen", f3d_cmd_gen, "write a synthetic point cloud (PLY or .bin)"},
     {"sweep", f3d_cmd_sweep, "run the registered pipelines over workloads x sizes, write results/<run-id>/"},
+    {"serialize", f3d_cmd_serialize, "PTv3 serialization codes (4 orders) of clouds as CSV"},
     /* later issues add one line each: serialize, psh, pool, attn, plot, compare, merge */
 };
 
