@@ -15,6 +15,202 @@ extern "C" {
 /* ==== bucket-swin attention (battn_) ============================================================== */
 
 /* ==== PSH bucketing (psh_) and in-bucket pooling (bpool_) ========================================== */
+/*
+ * PSH bucketing (kernels/psh.c reference, psh.cu variants). A batch is `nclouds` clouds of xyz fp32
+ * points; cloud c spans points [cloud_offset[c], cloud_offset[c+1]). Each cloud owns `nb` buckets of
+ * capacity S (= cap, a multiple of 16); bucket ids are global: g = c * nb + local.
+ *
+ * Voxel frame (per cloud, never across the batch): origin o = per-axis minimum of the cloud's points,
+ * v_d = floor((x_d - o_d) / voxel) in fp32, clamped to [0, 2^21 - 1]; `bits` = bit width of the largest
+ * voxel index of the cloud on any axis (0 when the cloud is one voxel).
+ * Codes (full width, no dropped bits): XOR code = vx ^ vy ^ vz (K = bits wide); Z code = Morton
+ * interleave with x in the high bit of each triple, as PTv3: sum_i x_i<<(3i+2) | y_i<<(3i+1) | z_i<<3i
+ * (K = 3 * bits wide, <= 63). Bucket of a code for any nb:
+ *   mod:  code % nb                                   (64-bit)
+ *   div:  floor(code * nb / 2^K)                      (exact: high 64 bits of (code << (64-K)) * nb; 0 if K=0)
+ * Rebalancing: phase 1 keeps the first S points of each home bucket; phase 2 lets each overflowing point
+ * try up to nprobe perturbed voxels v + probe * step + jitter (probe set: {-2..2}^3 minus the origin plus
+ * (3,3,3), (3,-3,3), (-3,3,-3), (-3,-3,-3), shuffled by the seed; step = 1 for mod hashes, one bucket's
+ * extent in voxels for div hashes; jitter uniform in [-step/2, step/2) from hx_rng_u64(seed, point, probe);
+ * coordinates wrap modulo 2^bits) and takes the first hashed bucket with room; phase 3 (overflow policy,
+ * bounded and deterministic given the residue order) gives the k-th leftover point of a cloud the k-th
+ * free slot of that cloud in bucket order; past the cloud's capacity nb*S, leftover e goes to bucket
+ * e % nb (the only case where a count exceeds S, reported as over_cap_buckets).
+ * Invariant after psh_*: every point has one (bucket, offset); offsets in a bucket are 0..count-1;
+ * count <= S whenever the cloud has n_c <= nb * S; bucket_start is the exclusive scan of bucket_count over
+ * the whole batch (so cloud c's buckets start at row cloud_offset[c]); slot[i] = bucket_start[bucket[i]] +
+ * offset[i] is a permutation of 0..n-1 and perm is its inverse.
+ */
+#define PSH_NPROBE_MAX 128u
+#define PSH_NONE 0xFFFFFFFFu        /* padding rows of a padded layout, unused entries */
+#define PSH_MAX_POINTS (1u << 30)   /* bound on n for one call (4M-point clouds are well inside) */
+
+typedef enum psh_hash { PSH_XOR_MOD = 0, PSH_XOR_DIV, PSH_ZORDER_MOD, PSH_ZORDER_DIV, PSH_HASH_COUNT } psh_hash;
+const char *psh_hash_name(psh_hash h);          /* "xor-mod", "xor-div", "zorder-mod", "zorder-div" */
+hx_status psh_hash_parse(const char *name, psh_hash *out);
+
+typedef struct psh_params {
+  psh_hash hash;
+  uint32_t nb;     /* buckets per cloud, >= 1 */
+  uint32_t cap;    /* S: bucket capacity, a multiple of 16 */
+  float voxel;     /* voxel edge in coordinate units, > 0 */
+  uint32_t nprobe; /* probes tried per overflowing point, 0..PSH_NPROBE_MAX */
+  uint64_t seed;
+} psh_params;
+
+/* Defaults: zorder-div, S = 512, voxel 0.05, 128 probes, seed 3407, nb = 0 (fill in with psh_auto_buckets). */
+void psh_params_default(psh_params *p);
+/* Buckets per cloud as the public code picks them: next power of two >= ceil(n_max / cap) (>= 1). */
+uint32_t psh_auto_buckets(size_t n_max, uint32_t cap);
+/* Check parameters against a batch shape (host cloud_offset, nclouds + 1 entries). HX_EINVAL + message. */
+hx_status psh_params_check(const psh_params *p, const uint32_t *cloud_offset, uint32_t nclouds, hx_err *err);
+
+/* The hash of one voxel (exposed for tests): local bucket in [0, nb). */
+uint64_t psh_morton3(uint32_t vx, uint32_t vy, uint32_t vz);
+uint32_t psh_hash_voxel(psh_hash h, uint32_t vx, uint32_t vy, uint32_t vz, uint32_t bits, uint32_t nb);
+/* The probe offsets in the order the seed gives (first `count` of the shuffled 128; count <= 128). */
+void psh_probe_order(int8_t (*probe)[3], uint32_t count, uint64_t seed);
+
+/* Inputs: host pointers for *_cpu, device pointers for GPU variants. */
+typedef struct psh_in {
+  const float *xyz;            /* [n*3] */
+  const uint32_t *cloud_offset;/* [nclouds+1], cloud_offset[0] = 0, cloud_offset[nclouds] = n */
+  uint32_t nclouds;
+  uint32_t n;
+} psh_in;
+
+/* Outputs (host pointers for *_cpu, device pointers for GPU variants). xyz may be NULL. */
+typedef struct psh_out {
+  uint32_t *bucket;       /* [n] global bucket id */
+  uint32_t *offset;       /* [n] row inside the bucket */
+  uint32_t *bucket_count; /* [nclouds*nb] */
+  uint32_t *bucket_start; /* [nclouds*nb] first packed row (the attention kernel's bucket table) */
+  uint32_t *slot;         /* [n] packed row of point i */
+  uint32_t *perm;         /* [n] point at packed row r */
+  float *xyz;             /* [n*3] coordinates in packed order, or NULL */
+  uint32_t *counters;     /* [PSH_NCOUNTERS]: placed by first hash, by probing, by overflow policy */
+} psh_out;
+#define PSH_NCOUNTERS 4u
+
+/* Balance statistics of one run (psh_stats_compute from host copies of counts and counters). */
+typedef struct psh_stats {
+  uint64_t n, placed_first, placed_probe, placed_overflow;
+  uint32_t buckets, max_count, empty_buckets, over_cap_buckets;
+  double mean_fill; /* n / (buckets * S) */
+} psh_stats;
+void psh_stats_compute(psh_stats *st, const uint32_t *bucket_count, uint32_t nbuckets, const uint32_t *counters,
+                       uint32_t cap);
+
+/* Plain, deterministic C reference of the whole PSH: voxelise, hash, rebalance (phases in point order),
+ * scan, scatter of coordinates. */
+hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p, hx_err *err);
+/* Invariant check on host copies (bucket, offset, bucket_count, bucket_start, slot, perm; xyz_out may be
+ * NULL, else compared with the input rows). HX_ECHECK with a message naming the first violation. */
+hx_status psh_check(const psh_out *h_out, const psh_in *h_in, const psh_params *p, hx_err *err);
+
+/* Padded layout: each bucket g padded to S rows at row g*S; perm_pad[g*S + o] = the point at offset o, or
+ * PSH_NONE for padding; slot_pad[i] = bucket[i]*S + offset[i]. HX_EUNSUPPORTED if some count > S. */
+hx_status psh_pad_cpu(uint32_t *perm_pad, uint32_t *slot_pad, const uint32_t *bucket, const uint32_t *offset,
+                      const uint32_t *bucket_start, const uint32_t *bucket_count, uint32_t nbuckets,
+                      uint32_t n, uint32_t cap, const uint32_t *perm, hx_err *err);
+
+/* Row gather: out[r] = in[src[r]] (row of row_bytes bytes), zero when src[r] == PSH_NONE. With perm this
+ * scatters features (fp32, fp16, bf16 alike: only the row size matters) into packed or padded order. */
+typedef enum psh_dtype { PSH_F32 = 0, PSH_F16, PSH_BF16 } psh_dtype;
+size_t psh_dtype_size(psh_dtype t);
+hx_status psh_gather_rows_cpu(void *out, const void *in, const uint32_t *src, uint32_t rows, size_t row_bytes);
+
+/* GPU variants (CUB style: NULL d_scratch reports *scratch_bytes; out/in hold device pointers; params by
+ * value on the host; stream = cudaStream_t). The GPU assignment differs from psh_run_cpu where racing makes
+ * it order dependent; the invariants and the phase-1 count (v2) are the same. */
+typedef hx_status (*psh_fn)(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                            const psh_params *p, void *stream, hx_err *err);
+typedef struct psh_variant {
+  int id;
+  const char *name;    /* "v1", "v2", ... */
+  const char *summary; /* one line */
+  psh_fn fn;
+} psh_variant;
+const psh_variant *psh_variants(size_t *count); /* a CPU-only build lists them, each returning HX_ENODEV */
+const psh_variant *psh_variant_find(const char *name);
+/* GPU padded layout and row gather (device pointers, stream last). No host round trip, so no count check:
+ * a point with offset >= S (possible only when a cloud exceeds nb*S) gets slot_pad = PSH_NONE. */
+hx_status psh_pad_gpu(uint32_t *d_perm_pad, uint32_t *d_slot_pad, const uint32_t *d_bucket,
+                      const uint32_t *d_offset, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                      uint32_t nbuckets, uint32_t n, uint32_t cap, const uint32_t *d_perm, void *stream,
+                      hx_err *err);
+hx_status psh_gather_rows_gpu(void *d_out, const void *d_in, const uint32_t *d_src, uint32_t rows,
+                              size_t row_bytes, void *stream, hx_err *err);
+
+/* Geometric quality of a grouping: over groups of points (bucket b = packed rows [start, start+count)),
+ * the mean (weighted by group size) and the max of the bounding-box diagonal and of the mean distance to
+ * the group centroid. psh_quality_zorder does the same for PTv3-style patches: points of each cloud sorted
+ * by the Z code of their voxel (PSH voxel frame, PTv3 bit order), cut into patches of `patch` points. */
+typedef struct psh_quality {
+  uint32_t groups;
+  double diag_mean, diag_max, spread_mean, spread_max;
+} psh_quality;
+hx_status psh_quality_buckets(psh_quality *q, const float *xyz_packed, const uint32_t *bucket_start,
+                              const uint32_t *bucket_count, uint32_t nbuckets, hx_err *err);
+hx_status psh_quality_zorder(psh_quality *q, const psh_in *in, float voxel, uint32_t patch, hx_err *err);
+
+/*
+ * In-bucket pooling (kernels/bpool.c reference, bpool.cu). Input: rows in bucket order (packed or padded
+ * PSH output) with the bucket table. Each bucket is cut into tiles of at most 1024 rows; a tile of m rows
+ * forms K = ceil(m / rho) sub-buckets (rho in {2, 4, 8}) in three steps (paper appendix):
+ *   1. initial sub-buckets by hash: Z code of the row's coordinates quantised to 10 bits per axis in the
+ *      tile's cubic bounding box, div-hashed into K slots; rows ordered by (slot, row); each slot's first
+ *      rho*floor(c/rho) rows form full sub-buckets (ids 0..A-1 in slot order), the rest are leftovers
+ *      (list L in the same order);
+ *   2. new sub-bucket allocation: the K - A new sub-buckets are seeded by leftovers L[floor(j*|L|/(K-A))];
+ *   3. find new sub-bucket: every other leftover, in L order, joins the nearest (squared distance to the
+ *      seed, fp32, ties to the lower id) non-full new sub-bucket among the 64 whose seeds are nearest in L
+ *      order, else the first non-full one. Deterministic: the GPU gives the same assignment as the CPU.
+ * Output row r of bucket b = out_start[b] + (1024/rho)*tile + sub-bucket; out_count[b] = ceil(count/rho).
+ * members[r*rho + k] = input rows of sub-bucket r (BPOOL_NONE past its size, size >= 1), parent[row] = its
+ * output row (BPOOL_NONE for rows outside every bucket: the unpool index map), xyz_out = member mean.
+ */
+#define BPOOL_NONE 0xFFFFFFFFu
+#define BPOOL_TILE 1024u
+typedef enum bpool_op { BPOOL_SUM = 0, BPOOL_MEAN, BPOOL_MIN, BPOOL_MAX, BPOOL_OP_COUNT } bpool_op;
+const char *bpool_op_name(bpool_op op);
+hx_status bpool_op_parse(const char *name, bpool_op *out);
+
+/* out_count[b] = ceil(bucket_count[b] / rho), out_start = exclusive scan; *n_out = total output rows. */
+hx_status bpool_plan_cpu(uint32_t *out_start, uint32_t *out_count, uint32_t *n_out, const uint32_t *bucket_count,
+                         uint32_t nbuckets, uint32_t rho, hx_err *err);
+/* Sub-bucket construction. n_rows = input rows (parent has n_rows entries). */
+hx_status bpool_assign_cpu(uint32_t *members, uint32_t *parent, float *xyz_out, const float *xyz_in,
+                           uint32_t n_rows, const uint32_t *bucket_start, const uint32_t *bucket_count,
+                           const uint32_t *out_start, uint32_t nbuckets, uint32_t rho, hx_err *err);
+/* Feature reduction over members, fp32 accumulation in member order: feat_out [n_out, C]. dtype PSH_F32
+ * or PSH_BF16 (bf16 result = fp32 result rounded to nearest even). */
+hx_status bpool_reduce_cpu(void *feat_out, const void *feat_in, const uint32_t *members, uint32_t n_out,
+                           uint32_t rho, uint32_t channels, psh_dtype dt, bpool_op op, hx_err *err);
+/* Unpool: up[row] = down[parent[row]] (+ residual[row] if not NULL), fp32, zero rows where parent is NONE. */
+hx_status bpool_unpool_cpu(float *up, const float *down, const float *residual, const uint32_t *parent,
+                           uint32_t n_rows, uint32_t channels, hx_err *err);
+
+/* GPU (device pointers, stream last). bpool_plan_gpu uses a CUB scan: NULL d_scratch reports the size. */
+hx_status bpool_plan_gpu(void *d_scratch, size_t *scratch_bytes, uint32_t *d_out_start, uint32_t *d_out_count,
+                         const uint32_t *d_bucket_count, uint32_t nbuckets, uint32_t rho, void *stream,
+                         hx_err *err);
+typedef hx_status (*bpool_assign_fn)(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out,
+                                     const float *d_xyz_in, uint32_t n_rows, const uint32_t *d_bucket_start,
+                                     const uint32_t *d_bucket_count, const uint32_t *d_out_start,
+                                     uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err);
+typedef hx_status (*bpool_reduce_fn)(void *d_feat_out, const void *d_feat_in, const uint32_t *d_members,
+                                     uint32_t n_out, uint32_t rho, uint32_t channels, psh_dtype dt,
+                                     bpool_op op, void *stream, hx_err *err);
+typedef struct bpool_variant {
+  int id;
+  const char *name;
+  const char *summary;
+  bpool_assign_fn assign;
+  bpool_reduce_fn reduce;
+} bpool_variant;
+const bpool_variant *bpool_variants(size_t *count);
+const bpool_variant *bpool_variant_find(const char *name);
 
 #ifdef __cplusplus
 }

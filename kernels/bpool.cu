@@ -1,0 +1,336 @@
+/*
+ * bpool.cu - GPU in-bucket pooling (the bpool_ part of kernels.h): the plan (ceil(count/rho) + CUB scan),
+ * the three-step sub-bucket construction and the feature reduction. Same steps, order and float
+ * arithmetic as bpool.c, so the assignment, members, parents and output coordinates equal the CPU's bit
+ * for bit (tests compare them exactly).
+ *
+ * Variants (the table at the bottom):
+ *   v1  assign: one 1024-thread block per bucket, tiles of <= 1024 rows in turn, everything in shared
+ *       memory: cubic box (warp + shared atomicMin on ordered keys), slots, cub::BlockRadixSort on
+ *       (slot, row), three block scans (slot starts, full sub-buckets, leftovers), seeds in parallel,
+ *       step 3 by warp 0 in leftover order (64-wide window: two candidates per lane, shuffle argmin);
+ *       reduce: one thread per (output row, channel), fp32 accumulation in member order.
+ */
+#include "kernels/bpool_internal.h"
+#include "kernels/kernels.h"
+
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cuda_runtime.h>
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+#define BPOOL_LAUNCHED(what)                                                                            \
+  do {                                                                                                 \
+    cudaError_t e_ = cudaGetLastError();                                                               \
+    if (e_ != cudaSuccess) return hx_errf(err, HX_ECUDA, "bpool: launch of %s: %s", what, cudaGetErrorString(e_)); \
+  } while (0)
+#define BPOOL_CUDA(call)                                                                                \
+  do {                                                                                                 \
+    cudaError_t e_ = (call);                                                                           \
+    if (e_ != cudaSuccess) return hx_errf(err, HX_ECUDA, "bpool: %s: %s", #call, cudaGetErrorString(e_)); \
+  } while (0)
+
+namespace {
+
+constexpr int kT = BPOOL_TILE; /* threads per block = rows per tile */
+constexpr int kSlots = kT / 2; /* most sub-buckets of a tile (rho >= 2) */
+
+__global__ void k_plan(uint32_t *out_count, const uint32_t *count, uint32_t nbuckets, uint32_t rho) {
+  const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b < nbuckets) out_count[b] = (count[b] + rho - 1) / rho;
+}
+
+__global__ void k_fill_none(uint32_t *a, uint32_t n) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) a[i] = BPOOL_NONE;
+}
+
+struct AssignSmem {
+  float xyz[kT * 3];
+  uint32_t cnt[kSlots], sbase[kSlots], fullbase[kSlots], leftbase[kSlots]; /* K <= 1024/2 slots */
+  uint32_t lrow[kT], sub[kT], mem[kT], fill[kSlots], seedrow[kSlots];
+  uint32_t memrow[kT + 8];
+  uint32_t key[6];
+  uint32_t agg[3];
+  uint8_t seedflag[kT];
+};
+
+__global__ void __launch_bounds__(kT) k_assign(uint32_t *members, uint32_t *parent, float *xyz_out,
+                                               const float *xyz, const uint32_t *bucket_start,
+                                               const uint32_t *bucket_count, const uint32_t *out_start,
+                                               uint32_t rho) {
+  typedef cub::BlockRadixSort<uint32_t, kT, 1> Sort;
+  typedef cub::BlockScan<uint32_t, kT> Scan;
+  __shared__ union {
+    typename Sort::TempStorage sort;
+    typename Scan::TempStorage scan;
+  } tmp;
+  /* the tile arrays live in dynamic shared memory: with the sort's storage they pass the 48 KB static limit */
+  extern __shared__ __align__(16) unsigned char dyn_smem[];
+  AssignSmem &s = *reinterpret_cast<AssignSmem *>(dyn_smem);
+  const uint32_t b = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+  const uint32_t count = bucket_count[b];
+  for (uint32_t t0 = 0; t0 < count; t0 += kT) {
+    const uint32_t r0 = bucket_start[b] + t0;
+    const uint32_t m = min((uint32_t)kT, count - t0);
+    const uint32_t K = (m + rho - 1) / rho;
+    const uint32_t out_base = out_start[b] + (t0 / kT) * (kT / rho);
+    /* step 1a: load and cubic box */
+    if (tid < 6) s.key[tid] = 0xFFFFFFFFu;
+    uint32_t k6[6] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
+    if (tid < m)
+      for (int d = 0; d < 3; d++) {
+        const float x = xyz[3 * (size_t)(r0 + tid) + d];
+        s.xyz[3 * tid + d] = x;
+        const uint32_t kk = psh_f2key(x);
+        k6[d] = kk;
+        k6[3 + d] = ~kk;
+      }
+    __syncthreads();
+    for (int d = 0; d < 6; d++) {
+      for (int o = 16; o > 0; o >>= 1) k6[d] = min(k6[d], __shfl_xor_sync(0xFFFFFFFFu, k6[d], o));
+      if (lane == 0) atomicMin(&s.key[d], k6[d]);
+    }
+    if (tid < K) s.cnt[tid] = 0;
+    __syncthreads();
+    float lo[3], ext = 0.0f;
+    for (int d = 0; d < 3; d++) {
+      lo[d] = psh_key2f(s.key[d]);
+      const float e = psh_key2f(~s.key[3 + d]) - lo[d];
+      ext = e > ext ? e : ext;
+    }
+    const float scale = ext > 0.0f ? 1024.0f / ext : 0.0f;
+    /* step 1b: slots, order by (slot, row) */
+    uint32_t key[1];
+    key[0] = tid < m ? (bpool_slot(&s.xyz[3 * tid], lo, scale, K) << 10 | tid) : 0xFFFFFu;
+    Sort(tmp.sort).Sort(key, 0, 20);
+    __syncthreads();
+    const uint32_t my_slot = key[0] >> 10, my_t = key[0] & 1023u;
+    if (tid < m) atomicAdd(&s.cnt[my_slot], 1u);
+    __syncthreads();
+    /* three exclusive scans over the K slots */
+    const uint32_t c = tid < K ? s.cnt[tid] : 0;
+    uint32_t v, tot;
+    Scan(tmp.scan).ExclusiveSum(c, v);
+    if (tid < K) s.sbase[tid] = v;
+    __syncthreads();
+    Scan(tmp.scan).ExclusiveSum(c / rho, v, tot);
+    if (tid < K) s.fullbase[tid] = v;
+    if (tid == 0) s.agg[0] = tot;
+    __syncthreads();
+    Scan(tmp.scan).ExclusiveSum(c % rho, v, tot);
+    if (tid < K) s.leftbase[tid] = v;
+    if (tid == 0) s.agg[1] = tot;
+    __syncthreads();
+    const uint32_t A = s.agg[0], L = s.agg[1], nn = K - A;
+    if (tid < m) {
+      const uint32_t rank = tid - s.sbase[my_slot];
+      const uint32_t F = s.cnt[my_slot] / rho * rho;
+      if (rank < F) {
+        s.sub[my_t] = s.fullbase[my_slot] + rank / rho;
+        s.mem[my_t] = rank % rho;
+      } else {
+        s.lrow[s.leftbase[my_slot] + rank - F] = my_t;
+      }
+    }
+    if (tid < L) s.seedflag[tid] = 0;
+    __syncthreads();
+    /* step 2: seeds */
+    if (tid < nn) {
+      const uint32_t l = bpool_seed_l(tid, L, nn), t = s.lrow[l];
+      s.sub[t] = A + tid;
+      s.mem[t] = 0;
+      s.fill[tid] = 1;
+      s.seedrow[tid] = t;
+      s.seedflag[l] = 1;
+    }
+    __syncthreads();
+    /* step 3: warp 0 walks the leftovers in order */
+    if (tid < 32) {
+      uint32_t first_free = 0;
+      for (uint32_t l = 0; l < L; l++) {
+        if (s.seedflag[l]) continue;
+        const uint32_t t = s.lrow[l];
+        const float *x = &s.xyz[3 * t];
+        uint32_t lo_j, hi_j;
+        bpool_window(l, L, nn, &lo_j, &hi_j);
+        /* candidate (bad, d, j), lexicographic minimum: the CPU's "first strictly smaller" */
+        uint32_t bj = 0xFFFFFFFFu;
+        float bd = FLT_MAX;
+        for (uint32_t j = lo_j + lane; j < hi_j; j += 32) {
+          if (s.fill[j] >= rho) continue;
+          const float d = bpool_dist2(x, &s.xyz[3 * s.seedrow[j]]);
+          if (bj == 0xFFFFFFFFu || d < bd) {
+            bj = j;
+            bd = d;
+          }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+          const uint32_t oj = __shfl_xor_sync(0xFFFFFFFFu, bj, o);
+          const float od = __shfl_xor_sync(0xFFFFFFFFu, bd, o);
+          const bool take = oj != 0xFFFFFFFFu && (bj == 0xFFFFFFFFu || od < bd || (od == bd && oj < bj));
+          if (take) {
+            bj = oj;
+            bd = od;
+          }
+        }
+        if (lane == 0) {
+          if (bj == 0xFFFFFFFFu) {
+            while (s.fill[first_free] >= rho) first_free++;
+            bj = first_free;
+          }
+          s.sub[t] = A + bj;
+          s.mem[t] = s.fill[bj]++;
+        }
+        __syncwarp();
+      }
+    }
+    __syncthreads();
+    /* outputs */
+    for (uint32_t k = tid; k < K * rho; k += kT) s.memrow[k] = BPOOL_NONE;
+    __syncthreads();
+    if (tid < m) {
+      s.memrow[s.sub[tid] * rho + s.mem[tid]] = tid;
+      parent[r0 + tid] = out_base + s.sub[tid];
+    }
+    __syncthreads();
+    for (uint32_t k = tid; k < K * rho; k += kT) {
+      const uint32_t t = s.memrow[k];
+      members[(size_t)out_base * rho + k] = t == BPOOL_NONE ? BPOOL_NONE : r0 + t;
+    }
+    if (tid < K) {
+      float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+      uint32_t size = 0;
+      for (uint32_t k = 0; k < rho; k++) {
+        const uint32_t t = s.memrow[tid * rho + k];
+        if (t == BPOOL_NONE) continue;
+        sx = bpool_add(sx, s.xyz[3 * t]);
+        sy = bpool_add(sy, s.xyz[3 * t + 1]);
+        sz = bpool_add(sz, s.xyz[3 * t + 2]);
+        size++;
+      }
+      float *o = xyz_out + 3 * (size_t)(out_base + tid);
+      o[0] = sx / (float)size;
+      o[1] = sy / (float)size;
+      o[2] = sz / (float)size;
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T> struct io;
+template <> struct io<float> {
+  static __device__ __forceinline__ float ld(const float *p) { return __ldg(p); }
+  static __device__ __forceinline__ float st(float x) { return x; }
+};
+template <> struct io<uint16_t> {
+  static __device__ __forceinline__ float ld(const uint16_t *p) { return bpool_bf16_to_f(__ldg(p)); }
+  static __device__ __forceinline__ uint16_t st(float x) { return bpool_f_to_bf16(x); }
+};
+
+template <typename T, int RHO>
+__global__ void k_reduce(T *out, const T *in, const uint32_t *members, uint32_t n_out, uint32_t channels,
+                         bpool_op op) {
+  const size_t total = (size_t)n_out * channels;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
+    const uint32_t r = (uint32_t)(e / channels), ch = (uint32_t)(e % channels);
+    float acc = 0.0f;
+    uint32_t size = 0;
+#pragma unroll
+    for (int k = 0; k < RHO; k++) {
+      const uint32_t row = __ldg(members + (size_t)r * RHO + k);
+      if (row == BPOOL_NONE) continue;
+      const float x = io<T>::ld(in + (size_t)row * channels + ch);
+      acc = size == 0 ? x : bpool_combine(op, acc, x);
+      size++;
+    }
+    if (op == BPOOL_MEAN && size) acc = acc / (float)size;
+    out[e] = io<T>::st(acc);
+  }
+}
+
+template <typename T>
+hx_status launch_reduce(T *out, const T *in, const uint32_t *members, uint32_t n_out, uint32_t rho,
+                        uint32_t channels, bpool_op op, cudaStream_t s, hx_err *err) {
+  const size_t total = (size_t)n_out * channels;
+  const unsigned blocks = (unsigned)((total + 255) / 256 < 16384 ? (total + 255) / 256 + 1 : 16384);
+  switch (rho) {
+  case 2: k_reduce<T, 2><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op); break;
+  case 4: k_reduce<T, 4><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op); break;
+  default: k_reduce<T, 8><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op); break;
+  }
+  BPOOL_LAUNCHED("reduce");
+  return HX_OK;
+}
+
+hx_status assign_v1(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
+                    uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                    const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  cudaStream_t s = (cudaStream_t)stream;
+  if (n_rows) {
+    /* rows outside every bucket (padding) keep parent = NONE */
+    k_fill_none<<<(n_rows + 255) / 256 < 4096 ? (n_rows + 255) / 256 : 4096, 256, 0, s>>>(d_parent, n_rows);
+    BPOOL_LAUNCHED("parent init");
+  }
+  if (nbuckets) {
+    BPOOL_CUDA(cudaFuncSetAttribute(k_assign, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sizeof(AssignSmem)));
+    k_assign<<<nbuckets, kT, sizeof(AssignSmem), s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start, d_bucket_count,
+                                     d_out_start, rho);
+    BPOOL_LAUNCHED("assign");
+  }
+  return HX_OK;
+}
+
+hx_status reduce_v1(void *d_feat_out, const void *d_feat_in, const uint32_t *d_members, uint32_t n_out,
+                    uint32_t rho, uint32_t channels, psh_dtype dt, bpool_op op, void *stream, hx_err *err) {
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
+  if (n_out == 0 || channels == 0) return HX_OK;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (dt == PSH_F32)
+    return launch_reduce<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, n_out, rho, channels, op, s, err);
+  if (dt == PSH_BF16)
+    return launch_reduce<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, n_out, rho,
+                                   channels, op, s, err);
+  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+}
+
+const bpool_variant bpool_table[] = {
+    {1, "v1", "block per bucket, shared-memory three-step sub-buckets; thread per (row, channel) reduce", assign_v1,
+     reduce_v1},
+};
+
+} // namespace
+
+extern "C" const bpool_variant *bpool_variants(size_t *count) {
+  if (count) *count = sizeof bpool_table / sizeof bpool_table[0];
+  return bpool_table;
+}
+
+extern "C" const bpool_variant *bpool_variant_find(const char *name) {
+  for (size_t i = 0; i < sizeof bpool_table / sizeof bpool_table[0]; i++)
+    if (name && strcmp(bpool_table[i].name, name) == 0) return &bpool_table[i];
+  return NULL;
+}
+
+extern "C" hx_status bpool_plan_gpu(void *d_scratch, size_t *scratch_bytes, uint32_t *d_out_start,
+                                    uint32_t *d_out_count, const uint32_t *d_bucket_count, uint32_t nbuckets,
+                                    uint32_t rho, void *stream, hx_err *err) {
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  size_t need = 0;
+  BPOOL_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need, d_out_count, d_out_start, (int)nbuckets));
+  if (!d_scratch) {
+    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "bpool: scratch_bytes is NULL");
+    *scratch_bytes = need;
+    return HX_OK;
+  }
+  if (nbuckets == 0) return HX_OK;
+  cudaStream_t s = (cudaStream_t)stream;
+  k_plan<<<(nbuckets + 255) / 256, 256, 0, s>>>(d_out_count, d_bucket_count, nbuckets, rho);
+  BPOOL_LAUNCHED("plan");
+  BPOOL_CUDA(cub::DeviceScan::ExclusiveSum(d_scratch, need, d_out_count, d_out_start, (int)nbuckets, s));
+  return HX_OK;
+}

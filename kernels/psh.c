@@ -1,0 +1,419 @@
+/*
+ * psh.c - the plain, deterministic C reference of Flash3D's PSH bucketing, its invariant checker, the
+ * padded layout, the row gather (feature scatter), balance statistics and the geometric quality measure.
+ *
+ * Reference algorithm (per cloud, points in index order; kernels.h states the invariant):
+ *   1. frame: per-axis min/max of the cloud's points; voxel v = floor((x - min) / voxel); bits;
+ *   2. phase 1: home bucket h = hash(v); the point takes offset count[h] if count[h] < S;
+ *   3. phase 2: every point that found its home bucket full tries the seeded probes in order and takes
+ *      the first perturbed bucket (different from home) with count < S;
+ *   4. phase 3: the k-th point still without a bucket takes the k-th free slot of its cloud
+ *      (psh_resid_place); bucket_start = exclusive scan of the final counts;
+ *   5. scatter: slot = bucket_start[bucket] + offset, perm = inverse, xyz in packed order.
+ * The GPU variants (psh.cu) compute the same frame, hashes, probes and overflow rule; only the order in
+ * which racing points win slots differs.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/psh_internal.h"
+
+static const char *const psh_hash_names[PSH_HASH_COUNT] = {"xor-mod", "xor-div", "zorder-mod", "zorder-div"};
+
+const char *psh_hash_name(psh_hash h) {
+  return (unsigned)h < PSH_HASH_COUNT ? psh_hash_names[h] : "unknown";
+}
+
+hx_status psh_hash_parse(const char *name, psh_hash *out) {
+  for (int i = 0; i < PSH_HASH_COUNT; i++)
+    if (name && strcmp(name, psh_hash_names[i]) == 0) {
+      *out = (psh_hash)i;
+      return HX_OK;
+    }
+  return HX_EINVAL;
+}
+
+void psh_params_default(psh_params *p) {
+  p->hash = PSH_ZORDER_DIV;
+  p->nb = 0;
+  p->cap = 512;
+  p->voxel = 0.05f;
+  p->nprobe = PSH_NPROBE_MAX;
+  p->seed = 3407;
+}
+
+uint32_t psh_auto_buckets(size_t n_max, uint32_t cap) {
+  if (cap == 0) return 1;
+  size_t need = (n_max + cap - 1) / cap;
+  uint32_t nb = 1;
+  while (nb < need && nb < (1u << 30)) nb <<= 1;
+  return nb;
+}
+
+hx_status psh_params_check(const psh_params *p, const uint32_t *cloud_offset, uint32_t nclouds, hx_err *err) {
+  if ((unsigned)p->hash >= PSH_HASH_COUNT) return hx_errf(err, HX_EINVAL, "psh: unknown hash %d", (int)p->hash);
+  if (p->cap == 0 || p->cap % 16u) return hx_errf(err, HX_EINVAL, "psh: bucket size %u is not a positive multiple of 16", p->cap);
+  if (p->nb == 0) return hx_errf(err, HX_EINVAL, "psh: zero buckets");
+  if (!(p->voxel > 0.0f) || !isfinite(p->voxel)) return hx_errf(err, HX_EINVAL, "psh: voxel size must be positive");
+  if (p->nprobe > PSH_NPROBE_MAX) return hx_errf(err, HX_EINVAL, "psh: %u probes (at most %u)", p->nprobe, PSH_NPROBE_MAX);
+  if (nclouds == 0) return hx_errf(err, HX_EINVAL, "psh: empty batch");
+  if ((uint64_t)nclouds * p->nb >= PSH_RESID_FLAG)
+    return hx_errf(err, HX_EINVAL, "psh: %u clouds x %u buckets exceed 2^31 buckets", nclouds, p->nb);
+  if (!cloud_offset) return HX_OK;
+  if (cloud_offset[0] != 0) return hx_errf(err, HX_EINVAL, "psh: cloud_offset[0] = %u, not 0", cloud_offset[0]);
+  for (uint32_t c = 0; c < nclouds; c++)
+    if (cloud_offset[c + 1] < cloud_offset[c]) return hx_errf(err, HX_EINVAL, "psh: cloud offsets decrease at cloud %u", c);
+  if (cloud_offset[nclouds] > PSH_MAX_POINTS)
+    return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit of %u", cloud_offset[nclouds], PSH_MAX_POINTS);
+  return HX_OK;
+}
+
+uint64_t psh_morton3(uint32_t vx, uint32_t vy, uint32_t vz) { return psh_morton(vx, vy, vz); }
+
+uint32_t psh_hash_voxel(psh_hash h, uint32_t vx, uint32_t vy, uint32_t vz, uint32_t bits, uint32_t nb) {
+  return psh_hash3(h, vx, vy, vz, bits, nb);
+}
+
+void psh_probe_order(int8_t (*probe)[3], uint32_t count, uint64_t seed) {
+  int8_t all[PSH_NPROBE_BASE][3];
+  psh_probe_canonical(all);
+  /* Fisher-Yates from the top, one counter-based draw per position: a pure function of the seed. */
+  for (uint32_t i = PSH_NPROBE_BASE - 1; i > 0; i--) {
+    uint32_t j = (uint32_t)(hx_rng_u64(seed, PSH_STREAM_PROBE, i) % (i + 1u));
+    for (int d = 0; d < 3; d++) {
+      int8_t t = all[i][d];
+      all[i][d] = all[j][d];
+      all[j][d] = t;
+    }
+  }
+  if (count > PSH_NPROBE_BASE) count = PSH_NPROBE_BASE;
+  memcpy(probe, all, (size_t)count * sizeof all[0]);
+}
+
+void psh_stats_compute(psh_stats *st, const uint32_t *bucket_count, uint32_t nbuckets, const uint32_t *counters,
+                       uint32_t cap) {
+  memset(st, 0, sizeof *st);
+  st->buckets = nbuckets;
+  for (uint32_t g = 0; g < nbuckets; g++) {
+    uint32_t c = bucket_count[g];
+    st->n += c;
+    if (c > st->max_count) st->max_count = c;
+    if (c == 0) st->empty_buckets++;
+    if (c > cap) st->over_cap_buckets++;
+  }
+  if (counters) {
+    st->placed_first = counters[PSH_C_FIRST];
+    st->placed_probe = counters[PSH_C_PROBE];
+    st->placed_overflow = counters[PSH_C_OVERFLOW];
+  }
+  st->mean_fill = nbuckets ? (double)st->n / ((double)nbuckets * (double)cap) : 0.0;
+}
+
+/* Per-cloud bounding box of points [lo, hi). */
+static void cloud_bbox(float mn[3], float mx[3], const float *xyz, uint32_t lo, uint32_t hi) {
+  for (int d = 0; d < 3; d++) {
+    mn[d] = FLT_MAX;
+    mx[d] = -FLT_MAX;
+  }
+  for (uint32_t i = lo; i < hi; i++)
+    for (int d = 0; d < 3; d++) {
+      float x = xyz[3 * (size_t)i + (size_t)d];
+      if (x < mn[d]) mn[d] = x;
+      if (x > mx[d]) mx[d] = x;
+    }
+}
+
+hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p, hx_err *err) {
+  HX_TRY(psh_params_check(p, in->cloud_offset, in->nclouds, err));
+  if (in->cloud_offset[in->nclouds] != in->n)
+    return hx_errf(err, HX_EINVAL, "psh: cloud_offset[%u] = %u but n = %u", in->nclouds, in->cloud_offset[in->nclouds], in->n);
+  const uint32_t nb = p->nb, S = p->cap, nbt = in->nclouds * nb;
+  int8_t probe[PSH_NPROBE_BASE][3];
+  psh_probe_order(probe, p->nprobe, p->seed);
+  uint32_t *F = malloc(((size_t)nb + 1) * sizeof *F);
+  uint32_t *ovf = malloc(((size_t)in->n + 1) * sizeof *ovf);
+  if (!F || !ovf) {
+    free(F);
+    free(ovf);
+    return hx_errf(err, HX_ENOMEM, "psh: no memory for %u points", in->n);
+  }
+  uint32_t ctr[PSH_NCOUNTERS] = {0};
+  memset(out->bucket_count, 0, (size_t)nbt * sizeof *out->bucket_count);
+
+  for (uint32_t c = 0; c < in->nclouds; c++) {
+    const uint32_t lo = in->cloud_offset[c], hi = in->cloud_offset[c + 1];
+    uint32_t *cnt = out->bucket_count + (size_t)c * nb;
+    if (lo == hi) continue;
+    float mn[3], mx[3];
+    cloud_bbox(mn, mx, in->xyz, lo, hi);
+    const uint32_t bits = psh_frame_bits(mn, mx, p->voxel);
+    const uint32_t step = psh_probe_step(p->hash, bits, nb);
+    uint32_t novf = 0, resid = 0;
+    /* phase 1: home buckets in point order */
+    for (uint32_t i = lo; i < hi; i++) {
+      const float *x = in->xyz + 3 * (size_t)i;
+      uint32_t h = psh_hash3(p->hash, psh_vox1(x[0], mn[0], p->voxel), psh_vox1(x[1], mn[1], p->voxel),
+                             psh_vox1(x[2], mn[2], p->voxel), bits, nb);
+      if (cnt[h] < S) {
+        out->bucket[i] = c * nb + h;
+        out->offset[i] = cnt[h]++;
+        ctr[PSH_C_FIRST]++;
+      } else {
+        ovf[novf++] = i;
+      }
+    }
+    /* phase 2: probes for the overflowing points, in point order */
+    for (uint32_t t = 0; t < novf; t++) {
+      const uint32_t i = ovf[t];
+      const float *x = in->xyz + 3 * (size_t)i;
+      uint32_t v[3] = {psh_vox1(x[0], mn[0], p->voxel), psh_vox1(x[1], mn[1], p->voxel), psh_vox1(x[2], mn[2], p->voxel)};
+      uint32_t home = psh_hash3(p->hash, v[0], v[1], v[2], bits, nb);
+      int placed = 0;
+      for (uint32_t k = 0; k < p->nprobe && !placed; k++) {
+        uint32_t h = psh_probe_bucket(p->hash, v, probe[k], step, bits, nb, p->seed, i, k);
+        if (h != home && cnt[h] < S) {
+          out->bucket[i] = c * nb + h;
+          out->offset[i] = cnt[h]++;
+          ctr[PSH_C_PROBE]++;
+          placed = 1;
+        }
+      }
+      if (!placed) {
+        out->bucket[i] = PSH_RESID_FLAG | c;
+        out->offset[i] = resid++;
+        ctr[PSH_C_OVERFLOW]++;
+      }
+    }
+    /* phase 3: free-slot scan, final counts, placement of the leftovers */
+    uint32_t acc = 0;
+    for (uint32_t j = 0; j < nb; j++) {
+      F[j] = acc;
+      acc += S - cnt[j];
+    }
+    F[nb] = acc;
+    for (uint32_t j = 0; j < nb; j++)
+      cnt[j] = psh_final_count(cnt[j], F[j], F[j + 1] - F[j], F[nb], resid, j, nb);
+    for (uint32_t t = 0; t < novf && resid; t++) {
+      const uint32_t i = ovf[t];
+      if (!(out->bucket[i] & PSH_RESID_FLAG)) continue;
+      uint32_t local, off;
+      psh_resid_place(F, nb, S, out->offset[i], &local, &off);
+      out->bucket[i] = c * nb + local;
+      out->offset[i] = off;
+    }
+  }
+  /* scan and scatter */
+  uint32_t acc = 0;
+  for (uint32_t g = 0; g < nbt; g++) {
+    out->bucket_start[g] = acc;
+    acc += out->bucket_count[g];
+  }
+  for (uint32_t i = 0; i < in->n; i++) {
+    uint32_t s = out->bucket_start[out->bucket[i]] + out->offset[i];
+    out->slot[i] = s;
+    out->perm[s] = i;
+    if (out->xyz) memcpy(out->xyz + 3 * (size_t)s, in->xyz + 3 * (size_t)i, 3 * sizeof(float));
+  }
+  if (out->counters) memcpy(out->counters, ctr, sizeof ctr);
+  free(F);
+  free(ovf);
+  return HX_OK;
+}
+
+hx_status psh_check(const psh_out *o, const psh_in *in, const psh_params *p, hx_err *err) {
+  const uint32_t nb = p->nb, S = p->cap, nbt = in->nclouds * nb, n = in->n;
+  hx_status st = HX_OK;
+  uint32_t *seen = calloc((size_t)nbt + 1, sizeof *seen);
+  uint8_t *hit = calloc((size_t)n + 1, 1);
+  if (!seen || !hit) {
+    st = hx_errf(err, HX_ENOMEM, "psh_check: no memory");
+    goto done;
+  }
+  /* every point in a bucket of its own cloud, offsets below the count, each (bucket, offset) once
+   * (counted via the slot bijection below) */
+  for (uint32_t c = 0; c < in->nclouds && st == HX_OK; c++)
+    for (uint32_t i = in->cloud_offset[c]; i < in->cloud_offset[c + 1]; i++) {
+      uint32_t g = o->bucket[i];
+      if (g / nb != c || g >= nbt) {
+        st = hx_errf(err, HX_ECHECK, "point %u of cloud %u: bucket %u outside the cloud's [%u, %u)", i, c, g, c * nb, (c + 1) * nb);
+        break;
+      }
+      if (o->offset[i] >= o->bucket_count[g]) {
+        st = hx_errf(err, HX_ECHECK, "point %u: offset %u >= count %u of bucket %u", i, o->offset[i], o->bucket_count[g], g);
+        break;
+      }
+      seen[g]++;
+    }
+  if (st != HX_OK) goto done;
+  uint32_t acc = 0;
+  for (uint32_t g = 0; g < nbt; g++) {
+    if (seen[g] != o->bucket_count[g]) {
+      st = hx_errf(err, HX_ECHECK, "bucket %u: count %u but %u points", g, o->bucket_count[g], seen[g]);
+      goto done;
+    }
+    if (o->bucket_start[g] != acc) {
+      st = hx_errf(err, HX_ECHECK, "bucket %u: start %u, exclusive scan gives %u", g, o->bucket_start[g], acc);
+      goto done;
+    }
+    acc += o->bucket_count[g];
+  }
+  /* capacity: count <= S whenever the cloud fits */
+  for (uint32_t c = 0; c < in->nclouds; c++) {
+    uint64_t nc = in->cloud_offset[c + 1] - in->cloud_offset[c];
+    if (nc > (uint64_t)nb * S) continue;
+    for (uint32_t j = 0; j < nb; j++)
+      if (o->bucket_count[c * nb + j] > S) {
+        st = hx_errf(err, HX_ECHECK, "cloud %u (%llu points <= %u x %u) has bucket %u with %u > S points", c,
+                     (unsigned long long)nc, nb, S, c * nb + j, o->bucket_count[c * nb + j]);
+        goto done;
+      }
+  }
+  /* slot = start + offset is a bijection, perm its inverse (this also proves offsets are distinct) */
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t s = o->bucket_start[o->bucket[i]] + o->offset[i];
+    if (o->slot[i] != s || s >= n || hit[s]) {
+      st = hx_errf(err, HX_ECHECK, "point %u: slot %u (start+offset %u) invalid or taken twice", i, o->slot[i], s);
+      goto done;
+    }
+    hit[s] = 1;
+    if (o->perm[s] != i) {
+      st = hx_errf(err, HX_ECHECK, "perm[%u] = %u, expected %u", s, o->perm[s], i);
+      goto done;
+    }
+    if (o->xyz && memcmp(o->xyz + 3 * (size_t)s, in->xyz + 3 * (size_t)i, 3 * sizeof(float)) != 0) {
+      st = hx_errf(err, HX_ECHECK, "packed row %u does not hold the coordinates of point %u", s, i);
+      goto done;
+    }
+  }
+done:
+  free(seen);
+  free(hit);
+  return st;
+}
+
+hx_status psh_pad_cpu(uint32_t *perm_pad, uint32_t *slot_pad, const uint32_t *bucket, const uint32_t *offset,
+                      const uint32_t *bucket_start, const uint32_t *bucket_count, uint32_t nbuckets,
+                      uint32_t n, uint32_t cap, const uint32_t *perm, hx_err *err) {
+  for (uint32_t g = 0; g < nbuckets; g++)
+    if (bucket_count[g] > cap)
+      return hx_errf(err, HX_EUNSUPPORTED, "psh_pad: bucket %u holds %u > S = %u points", g, bucket_count[g], cap);
+  if ((uint64_t)nbuckets * cap > 0xFFFFFFFFull)
+    return hx_errf(err, HX_EUNSUPPORTED, "psh_pad: %u buckets x %u rows exceed 2^32 rows", nbuckets, cap);
+  for (uint32_t g = 0; g < nbuckets; g++)
+    for (uint32_t o = 0; o < cap; o++)
+      perm_pad[(size_t)g * cap + o] = o < bucket_count[g] ? perm[bucket_start[g] + o] : PSH_NONE;
+  for (uint32_t i = 0; i < n; i++) slot_pad[i] = bucket[i] * cap + offset[i];
+  return HX_OK;
+}
+
+size_t psh_dtype_size(psh_dtype t) { return t == PSH_F32 ? 4u : 2u; }
+
+hx_status psh_gather_rows_cpu(void *out, const void *in, const uint32_t *src, uint32_t rows, size_t row_bytes) {
+  unsigned char *o = out;
+  const unsigned char *s = in;
+  for (uint32_t r = 0; r < rows; r++) {
+    if (src[r] == PSH_NONE) memset(o + (size_t)r * row_bytes, 0, row_bytes);
+    else memcpy(o + (size_t)r * row_bytes, s + (size_t)src[r] * row_bytes, row_bytes);
+  }
+  return HX_OK;
+}
+
+/* ---- geometric quality -------------------------------------------------------------------------- */
+
+/* Accumulate the measures of one group given by an index list (or contiguous rows when idx == NULL). */
+static void quality_group(psh_quality *q, double *wdiag, double *wspread, uint64_t *wn, const float *xyz,
+                          const uint32_t *idx, uint32_t first, uint32_t count) {
+  if (count == 0) return;
+  double mn[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, mx[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX}, cen[3] = {0, 0, 0};
+  for (uint32_t k = 0; k < count; k++) {
+    const float *x = xyz + 3 * (size_t)(idx ? idx[first + k] : first + k);
+    for (int d = 0; d < 3; d++) {
+      double v = (double)x[d];
+      mn[d] = v < mn[d] ? v : mn[d];
+      mx[d] = v > mx[d] ? v : mx[d];
+      cen[d] += v;
+    }
+  }
+  for (int d = 0; d < 3; d++) cen[d] /= (double)count;
+  double spread = 0;
+  for (uint32_t k = 0; k < count; k++) {
+    const float *x = xyz + 3 * (size_t)(idx ? idx[first + k] : first + k);
+    double dx = (double)x[0] - cen[0], dy = (double)x[1] - cen[1], dz = (double)x[2] - cen[2];
+    spread += sqrt(dx * dx + dy * dy + dz * dz);
+  }
+  spread /= (double)count;
+  double diag = sqrt((mx[0] - mn[0]) * (mx[0] - mn[0]) + (mx[1] - mn[1]) * (mx[1] - mn[1]) + (mx[2] - mn[2]) * (mx[2] - mn[2]));
+  q->groups++;
+  *wdiag += diag * count;
+  *wspread += spread * count;
+  *wn += count;
+  if (diag > q->diag_max) q->diag_max = diag;
+  if (spread > q->spread_max) q->spread_max = spread;
+}
+
+hx_status psh_quality_buckets(psh_quality *q, const float *xyz_packed, const uint32_t *bucket_start,
+                              const uint32_t *bucket_count, uint32_t nbuckets, hx_err *err) {
+  (void)err;
+  memset(q, 0, sizeof *q);
+  double wd = 0, ws = 0;
+  uint64_t wn = 0;
+  for (uint32_t g = 0; g < nbuckets; g++)
+    quality_group(q, &wd, &ws, &wn, xyz_packed, NULL, bucket_start[g], bucket_count[g]);
+  if (wn) {
+    q->diag_mean = wd / (double)wn;
+    q->spread_mean = ws / (double)wn;
+  }
+  return HX_OK;
+}
+
+typedef struct zkey {
+  uint64_t code;
+  uint32_t idx;
+} zkey;
+
+static int zkey_cmp(const void *a, const void *b) {
+  const zkey *x = a, *y = b;
+  if (x->code != y->code) return x->code < y->code ? -1 : 1;
+  return x->idx < y->idx ? -1 : (x->idx > y->idx);
+}
+
+hx_status psh_quality_zorder(psh_quality *q, const psh_in *in, float voxel, uint32_t patch, hx_err *err) {
+  memset(q, 0, sizeof *q);
+  if (patch == 0) return hx_errf(err, HX_EINVAL, "psh_quality_zorder: zero patch size");
+  zkey *keys = malloc(((size_t)in->n + 1) * sizeof *keys);
+  uint32_t *idx = malloc(((size_t)in->n + 1) * sizeof *idx);
+  if (!keys || !idx) {
+    free(keys);
+    free(idx);
+    return hx_errf(err, HX_ENOMEM, "psh_quality_zorder: no memory for %u points", in->n);
+  }
+  double wd = 0, ws = 0;
+  uint64_t wn = 0;
+  for (uint32_t c = 0; c < in->nclouds; c++) {
+    uint32_t lo = in->cloud_offset[c], hi = in->cloud_offset[c + 1];
+    if (lo == hi) continue;
+    float mn[3], mx[3];
+    cloud_bbox(mn, mx, in->xyz, lo, hi);
+    for (uint32_t i = lo; i < hi; i++) {
+      const float *x = in->xyz + 3 * (size_t)i;
+      keys[i - lo].code = psh_morton(psh_vox1(x[0], mn[0], voxel), psh_vox1(x[1], mn[1], voxel), psh_vox1(x[2], mn[2], voxel));
+      keys[i - lo].idx = i;
+    }
+    qsort(keys, hi - lo, sizeof *keys, zkey_cmp);
+    for (uint32_t k = 0; k < hi - lo; k++) idx[k] = keys[k].idx;
+    for (uint32_t s = 0; s < hi - lo; s += patch) {
+      uint32_t m = hi - lo - s < patch ? hi - lo - s : patch;
+      quality_group(q, &wd, &ws, &wn, in->xyz, idx, s, m);
+    }
+  }
+  if (wn) {
+    q->diag_mean = wd / (double)wn;
+    q->spread_mean = ws / (double)wn;
+  }
+  free(keys);
+  free(idx);
+  return HX_OK;
+}

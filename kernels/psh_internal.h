@@ -1,0 +1,209 @@
+/*
+ * psh_internal.h - the arithmetic that the PSH reference (psh.c) and the CUDA variants (psh.cu) share, so
+ * that a voxel, a code, a bucket, a probe or an overflow placement is the same bit pattern on both sides.
+ * Everything here is a pure function (HX_HD); private to kernels/.
+ *
+ * Float discipline: the only float operations are (x - o) / voxel and floor, in fp32, with no fused
+ * multiply-add possible, so host (SSE, -std=c11: no contraction) and device (IEEE division by default)
+ * agree bit for bit.
+ */
+#ifndef F3D_PSH_INTERNAL_H
+#define F3D_PSH_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+
+#define PSH_VOX_BITS 21u                          /* per axis: 3 * 21 = 63-bit Morton codes */
+#define PSH_VOX_MAX ((1u << PSH_VOX_BITS) - 1u)
+#define PSH_RESID_FLAG 0x80000000u                /* bucket field of a leftover point: flag | cloud */
+#define PSH_STREAM_PROBE 0x5053485052424Full      /* hx_rng stream of the probe shuffle ("PSHPRBO") */
+#define PSH_NPROBE_BASE 128
+
+/* Counter slots (psh_out.counters). */
+enum { PSH_C_FIRST = 0, PSH_C_PROBE = 1, PSH_C_OVERFLOW = 2, PSH_C_SPARE = 3 };
+
+/* High 64 bits of a 64 x 64 product. */
+static inline HX_HD uint64_t psh_mulhi64(uint64_t a, uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(a, b);
+#elif defined(__SIZEOF_INT128__)
+  __extension__ typedef unsigned __int128 u128; /* GCC/Clang; __extension__ silences -Wpedantic */
+  return (uint64_t)(((u128)a * b) >> 64);
+#else
+  uint64_t a0 = a & 0xFFFFFFFFu, a1 = a >> 32, b0 = b & 0xFFFFFFFFu, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
+  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+#endif
+}
+
+/* Spread the low 21 bits of x so that bit i lands at bit 3i. */
+static inline HX_HD uint64_t psh_spread3(uint32_t v) {
+  uint64_t x = v & 0x1FFFFFu;
+  x = (x | x << 32) & 0x1F00000000FFFFull;
+  x = (x | x << 16) & 0x1F0000FF0000FFull;
+  x = (x | x << 8) & 0x100F00F00F00F00Full;
+  x = (x | x << 4) & 0x10C30C30C30C30C3ull;
+  x = (x | x << 2) & 0x1249249249249249ull;
+  return x;
+}
+
+/* PTv3's bit order: x is the most significant bit of each triple. */
+static inline HX_HD uint64_t psh_morton(uint32_t vx, uint32_t vy, uint32_t vz) {
+  return psh_spread3(vx) << 2 | psh_spread3(vy) << 1 | psh_spread3(vz);
+}
+
+static inline HX_HD int psh_is_zorder(psh_hash h) { return h == PSH_ZORDER_MOD || h == PSH_ZORDER_DIV; }
+static inline HX_HD int psh_is_div(psh_hash h) { return h == PSH_XOR_DIV || h == PSH_ZORDER_DIV; }
+
+/* Width K of the code space of a cloud whose voxel indices have `bits` bits. */
+static inline HX_HD uint32_t psh_code_bits(psh_hash h, uint32_t bits) { return psh_is_zorder(h) ? 3u * bits : bits; }
+
+static inline HX_HD uint32_t psh_bucket_of_code(psh_hash h, uint64_t code, uint32_t kbits, uint32_t nb) {
+  if (!psh_is_div(h)) {
+    /* 32-bit remainder when the code fits: the 64-bit one is a long software sequence on the GPU. */
+    return code <= 0xFFFFFFFFull ? (uint32_t)code % nb : (uint32_t)(code % nb);
+  }
+  if (kbits == 0) return 0;
+  /* floor(code * nb / 2^K) = high word of (code * 2^(64-K)) * nb; code < 2^K so the shift is exact. */
+  return (uint32_t)psh_mulhi64(code << (64u - kbits), (uint64_t)nb);
+}
+
+static inline HX_HD uint32_t psh_hash3(psh_hash h, uint32_t vx, uint32_t vy, uint32_t vz, uint32_t bits,
+                                       uint32_t nb) {
+  uint64_t code = psh_is_zorder(h) ? psh_morton(vx, vy, vz) : (uint64_t)(vx ^ vy ^ vz);
+  return psh_bucket_of_code(h, code, psh_code_bits(h, bits), nb);
+}
+
+/* Bit width of v (0 for 0). */
+static inline HX_HD uint32_t psh_bitwidth(uint32_t v) {
+  uint32_t b = 0;
+  while (v) {
+    b++;
+    v >>= 1;
+  }
+  return b;
+}
+
+/* One voxel index: floor((x - o) / voxel) clamped to [0, PSH_VOX_MAX]. */
+static inline HX_HD uint32_t psh_vox1(float x, float o, float voxel) {
+  float t = floorf((x - o) / voxel);
+  if (!(t > 0.0f)) return 0; /* also catches NaN */
+  if (t >= (float)PSH_VOX_MAX) return PSH_VOX_MAX;
+  return (uint32_t)t;
+}
+
+/* Voxel bits of a cloud from its bounding box. */
+static inline HX_HD uint32_t psh_frame_bits(const float lo[3], const float hi[3], float voxel) {
+  uint32_t m = 0;
+  for (int d = 0; d < 3; d++) {
+    uint32_t v = psh_vox1(hi[d], lo[d], voxel);
+    m = v > m ? v : m;
+  }
+  return psh_bitwidth(m);
+}
+
+/* Probe step in voxels: 1 for mod hashes; for div hashes the extent of one bucket, so that a probe
+ * reaches a neighbouring bucket instead of re-hashing into the full one. XOR-div: a bucket spans
+ * 2^K / nb consecutive XOR codes; Z-div: 2^K / nb Morton codes, a cell of side 2^floor(log2(width)/3). */
+static inline HX_HD uint32_t psh_probe_step(psh_hash h, uint32_t bits, uint32_t nb) {
+  if (!psh_is_div(h)) return 1;
+  uint32_t k = psh_code_bits(h, bits);
+  uint64_t width = (k >= 64u ? 0 : (1ull << k)) / nb;
+  if (width <= 1) return 1;
+  if (h == PSH_XOR_DIV) return (uint32_t)width; /* < 2^21 since k = bits <= 21 */
+  uint32_t lg = 63u;
+  while (!(width >> lg)) lg--;
+  return 1u << (lg / 3u);
+}
+
+/* The local bucket of point `gidx` (global index) at probe number `pi` with offset `probe`. */
+static inline HX_HD uint32_t psh_probe_bucket(psh_hash h, const uint32_t v[3], const int8_t probe[3],
+                                              uint32_t step, uint32_t bits, uint32_t nb, uint64_t seed,
+                                              uint64_t gidx, uint32_t pi) {
+  uint64_t r = hx_rng_u64(seed, gidx, pi);
+  uint32_t mask = bits >= 32u ? 0xFFFFFFFFu : ((1u << bits) - 1u);
+  uint32_t w[3];
+  for (int d = 0; d < 3; d++) {
+    int64_t jit = (int64_t)(((r >> (21 * d)) & 0x1FFFFFull) % step) - (int64_t)(step / 2u);
+    int64_t t = (int64_t)v[d] + (int64_t)probe[d] * (int64_t)step + jit;
+    w[d] = (uint32_t)((uint64_t)t & mask); /* two's complement wrap modulo 2^bits */
+  }
+  return psh_hash3(h, w[0], w[1], w[2], bits, nb);
+}
+
+/* Overflow placement of leftover k of a cloud. F holds the cloud's exclusive scan of free slots
+ * (S - count after probing) over its nb buckets, plus the total at F[nb]. */
+static inline HX_HD void psh_resid_place(const uint32_t *F, uint32_t nb, uint32_t cap, uint32_t k,
+                                         uint32_t *local, uint32_t *off) {
+  uint32_t total = F[nb];
+  if (k < total) {
+    /* last j with F[j] <= k: buckets without free slots share F with their successor, so this is the
+     * bucket whose free range [F[j], F[j+1]) holds k */
+    uint32_t lo = 0, hi = nb; /* invariant: F[lo] <= k < F[hi] (F[nb] = total > k) */
+    while (hi - lo > 1) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (F[mid] <= k) lo = mid;
+      else hi = mid;
+    }
+    uint32_t freej = F[lo + 1] - F[lo];
+    *local = lo;
+    *off = cap - freej + (k - F[lo]);
+  } else {
+    uint32_t e = k - total;
+    *local = e % nb;
+    *off = cap + e / nb;
+  }
+}
+
+/* Final count of bucket j of a cloud with R leftovers (count_before = S - free). */
+static inline HX_HD uint32_t psh_final_count(uint32_t count_before, uint32_t Fj, uint32_t freej, uint32_t total,
+                                             uint32_t R, uint32_t j, uint32_t nb) {
+  uint32_t fill = R > Fj ? (R - Fj < freej ? R - Fj : freej) : 0;
+  uint32_t extra = 0;
+  if (R > total) {
+    uint32_t e = R - total;
+    extra = e > j ? (e - j - 1) / nb + 1 : 0;
+  }
+  return count_before + fill + extra;
+}
+
+/* The canonical probe list before shuffling: {-2..2}^3 without the origin (lexicographic), then the
+ * four far probes of the public code. */
+static inline void psh_probe_canonical(int8_t (*probe)[3]) {
+  int k = 0;
+  for (int a = -2; a <= 2; a++)
+    for (int b = -2; b <= 2; b++)
+      for (int c = -2; c <= 2; c++) {
+        if (a == 0 && b == 0 && c == 0) continue;
+        probe[k][0] = (int8_t)a;
+        probe[k][1] = (int8_t)b;
+        probe[k][2] = (int8_t)c;
+        k++;
+      }
+  static const int8_t extra[4][3] = {{3, 3, 3}, {3, -3, 3}, {-3, 3, -3}, {-3, -3, -3}};
+  for (int i = 0; i < 4; i++, k++)
+    for (int d = 0; d < 3; d++) probe[k][d] = extra[i][d];
+}
+
+/* Order-preserving map of a float to uint32 (for atomicMin-based min/max). */
+static inline HX_HD uint32_t psh_f2key(float f) {
+  union {
+    float f;
+    uint32_t u;
+  } c;
+  c.f = f;
+  return (c.u & 0x80000000u) ? ~c.u : (c.u | 0x80000000u);
+}
+static inline HX_HD float psh_key2f(uint32_t k) {
+  union {
+    float f;
+    uint32_t u;
+  } c;
+  c.u = (k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k;
+  return c.f;
+}
+
+#endif /* F3D_PSH_INTERNAL_H */

@@ -1,0 +1,84 @@
+/*
+ * psh_stub.c - the GPU entry points of PSH bucketing and in-bucket pooling in a CPU-only build: the same
+ * variant names as psh.cu / bpool.cu, each returning HX_ENODEV, so the CLI, sweep and tests can list
+ * them and skip.
+ */
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static hx_status psh_no_gpu(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                            const psh_params *p, void *stream, hx_err *err) {
+  (void)d_scratch, (void)out, (void)in, (void)p, (void)stream;
+  if (scratch_bytes) *scratch_bytes = 0;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+
+static const psh_variant psh_table[] = {
+    {1, "v1", "naive: Alg. 1+2 with global atomics (needs CUDA)", psh_no_gpu},
+    {2, "v2", "two-stage counters + probe kernel (needs CUDA)", psh_no_gpu},
+};
+
+const psh_variant *psh_variants(size_t *count) {
+  if (count) *count = sizeof psh_table / sizeof psh_table[0];
+  return psh_table;
+}
+
+const psh_variant *psh_variant_find(const char *name) {
+  for (size_t i = 0; i < sizeof psh_table / sizeof psh_table[0]; i++)
+    if (name && strcmp(psh_table[i].name, name) == 0) return &psh_table[i];
+  return NULL;
+}
+
+hx_status psh_pad_gpu(uint32_t *d_perm_pad, uint32_t *d_slot_pad, const uint32_t *d_bucket, const uint32_t *d_offset,
+                      const uint32_t *d_bucket_start, const uint32_t *d_bucket_count, uint32_t nbuckets, uint32_t n,
+                      uint32_t cap, const uint32_t *d_perm, void *stream, hx_err *err) {
+  (void)d_perm_pad, (void)d_slot_pad, (void)d_bucket, (void)d_offset, (void)d_bucket_start, (void)d_bucket_count;
+  (void)nbuckets, (void)n, (void)cap, (void)d_perm, (void)stream;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+
+hx_status psh_gather_rows_gpu(void *d_out, const void *d_in, const uint32_t *d_src, uint32_t rows, size_t row_bytes,
+                              void *stream, hx_err *err) {
+  (void)d_out, (void)d_in, (void)d_src, (void)rows, (void)row_bytes, (void)stream;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+
+static hx_status bpool_assign_no_gpu(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
+                                     uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                                     const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream,
+                                     hx_err *err) {
+  (void)d_members, (void)d_parent, (void)d_xyz_out, (void)d_xyz_in, (void)n_rows, (void)d_bucket_start;
+  (void)d_bucket_count, (void)d_out_start, (void)nbuckets, (void)rho, (void)stream;
+  return hx_errf(err, HX_ENODEV, "bpool: this build has no CUDA");
+}
+
+static hx_status bpool_reduce_no_gpu(void *d_feat_out, const void *d_feat_in, const uint32_t *d_members,
+                                     uint32_t n_out, uint32_t rho, uint32_t channels, psh_dtype dt, bpool_op op,
+                                     void *stream, hx_err *err) {
+  (void)d_feat_out, (void)d_feat_in, (void)d_members, (void)n_out, (void)rho, (void)channels, (void)dt, (void)op;
+  (void)stream;
+  return hx_errf(err, HX_ENODEV, "bpool: this build has no CUDA");
+}
+
+static const bpool_variant bpool_table[] = {
+    {1, "v1", "block per bucket, shared-memory sub-buckets (needs CUDA)", bpool_assign_no_gpu, bpool_reduce_no_gpu},
+};
+
+const bpool_variant *bpool_variants(size_t *count) {
+  if (count) *count = sizeof bpool_table / sizeof bpool_table[0];
+  return bpool_table;
+}
+
+const bpool_variant *bpool_variant_find(const char *name) {
+  for (size_t i = 0; i < sizeof bpool_table / sizeof bpool_table[0]; i++)
+    if (name && strcmp(bpool_table[i].name, name) == 0) return &bpool_table[i];
+  return NULL;
+}
+
+hx_status bpool_plan_gpu(void *d_scratch, size_t *scratch_bytes, uint32_t *d_out_start, uint32_t *d_out_count,
+                         const uint32_t *d_bucket_count, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+  (void)d_scratch, (void)d_out_start, (void)d_out_count, (void)d_bucket_count, (void)nbuckets, (void)rho, (void)stream;
+  if (scratch_bytes) *scratch_bytes = 0;
+  return hx_errf(err, HX_ENODEV, "bpool: this build has no CUDA");
+}

@@ -1,0 +1,359 @@
+/*
+ * test_psh_cpu.c - the PSH reference: hash values on hand-computed voxels (full-width codes, any nb),
+ * the probe order, the invariants of psh_run_cpu on random, clustered, planar and adversarial clouds
+ * (one voxel, N < S, N = NB*S, N prime, a batch with an empty cloud, over capacity) under all four hashes,
+ * the phase-1 count against an independent histogram, determinism, the checker's ability to fail, the
+ * padded layout, the row gather and the quality measure.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "tests/kernels/test_psh_util.h"
+
+static void test_hash_values(void **state) {
+  (void)state;
+  assert_int_equal(psh_morton3(1, 0, 0), 4);
+  assert_int_equal(psh_morton3(0, 1, 0), 2);
+  assert_int_equal(psh_morton3(0, 0, 1), 1);
+  /* x=011 y=101 z=110: triples (x_i y_i z_i) from bit 0: 110, 101, 011 -> 6 + 5*8 + 3*64 = 238 */
+  assert_int_equal(psh_morton3(3, 5, 6), 238);
+  /* XOR: 5 ^ 3 ^ 9 = 15 */
+  assert_int_equal(psh_hash_voxel(PSH_XOR_MOD, 5, 3, 9, 4, 4), 15 % 4);
+  assert_int_equal(psh_hash_voxel(PSH_XOR_MOD, 5, 3, 9, 4, 7), 15 % 7);
+  assert_int_equal(psh_hash_voxel(PSH_XOR_DIV, 5, 3, 9, 4, 4), 3);  /* 15*4/16 */
+  assert_int_equal(psh_hash_voxel(PSH_XOR_DIV, 5, 3, 9, 4, 3), 2);  /* 45/16 */
+  assert_int_equal(psh_hash_voxel(PSH_XOR_DIV, 5, 0, 0, 4, 3), 0);  /* 15/16 */
+  assert_int_equal(psh_hash_voxel(PSH_ZORDER_DIV, 3, 5, 6, 3, 2048), 952); /* 238*2048/512 */
+  assert_int_equal(psh_hash_voxel(PSH_ZORDER_DIV, 3, 5, 6, 3, 10), 4);     /* 2380/512 */
+  assert_int_equal(psh_hash_voxel(PSH_ZORDER_MOD, 3, 5, 6, 3, 100), 38);
+  /* full width: no bit dropped at 21 bits per axis, any nb */
+  const uint32_t M = (1u << 21) - 1u;
+  assert_true(psh_morton3(M, M, M) == (1ull << 63) - 1ull);
+  assert_int_equal(psh_hash_voxel(PSH_ZORDER_DIV, M, M, M, 21, 65536), 65535);
+  assert_int_equal(psh_hash_voxel(PSH_ZORDER_DIV, M, M, M, 21, 3), 2);
+  assert_int_equal(psh_hash_voxel(PSH_ZORDER_DIV, 1u << 20, 0, 0, 21, 65536), 32768); /* code 2^62 */
+  assert_int_equal(psh_hash_voxel(PSH_ZORDER_DIV, 0, 1u << 20, 0, 21, 65536), 16384); /* 2^61 */
+  assert_int_equal(psh_hash_voxel(PSH_ZORDER_DIV, 0, 0, 1u << 20, 21, 65536), 8192);  /* 2^60: z MSB kept */
+  assert_int_equal(psh_hash_voxel(PSH_ZORDER_MOD, 0, 0, 1u << 20, 21, 1000003), (uint32_t)((1ull << 60) % 1000003ull));
+  assert_int_equal(psh_hash_voxel(PSH_XOR_DIV, M, 0, 0, 21, 100000), (uint32_t)((uint64_t)M * 100000 >> 21));
+  assert_int_equal(psh_hash_voxel(PSH_XOR_DIV, 0, 0, 0, 0, 7), 0); /* one voxel: K = 0 */
+  /* every bucket in range for odd nb */
+  for (uint32_t i = 0; i < 5000; i++) {
+    uint32_t x = (uint32_t)hx_rng_u64(1, i, 0) & M, y = (uint32_t)hx_rng_u64(1, i, 1) & M, z = (uint32_t)hx_rng_u64(1, i, 2) & M;
+    for (int h = 0; h < PSH_HASH_COUNT; h++) assert_true(psh_hash_voxel((psh_hash)h, x, y, z, 21, 70001) < 70001);
+  }
+}
+
+static void test_hash_names(void **state) {
+  (void)state;
+  for (int h = 0; h < PSH_HASH_COUNT; h++) {
+    psh_hash back;
+    assert_int_equal(psh_hash_parse(psh_hash_name((psh_hash)h), &back), HX_OK);
+    assert_int_equal(back, h);
+  }
+  psh_hash x;
+  assert_int_equal(psh_hash_parse("xor", &x), HX_EINVAL);
+}
+
+static void test_probe_order(void **state) {
+  (void)state;
+  int8_t a[128][3], b[128][3], c[128][3];
+  psh_probe_order(a, 128, 7);
+  psh_probe_order(b, 128, 7);
+  psh_probe_order(c, 128, 8);
+  assert_memory_equal(a, b, sizeof a);
+  assert_true(memcmp(a, c, sizeof a) != 0);
+  int seen[7][7][7];
+  memset(seen, 0, sizeof seen);
+  for (int k = 0; k < 128; k++) {
+    assert_false(a[k][0] == 0 && a[k][1] == 0 && a[k][2] == 0);
+    for (int d = 0; d < 3; d++) assert_true(a[k][d] >= -3 && a[k][d] <= 3);
+    seen[a[k][0] + 3][a[k][1] + 3][a[k][2] + 3]++;
+  }
+  int inner = 0;
+  for (int x = 1; x <= 5; x++)
+    for (int y = 1; y <= 5; y++)
+      for (int z = 1; z <= 5; z++) inner += seen[x][y][z];
+  assert_int_equal(inner, 124);
+  assert_int_equal(seen[6][6][6], 1);
+  assert_int_equal(seen[6][0][6], 1);
+  assert_int_equal(seen[0][6][0], 1);
+  assert_int_equal(seen[0][0][0], 1);
+}
+
+/* Run the reference on a batch, check invariants and counters; returns the stats. */
+static psh_stats run_and_check(const float *xyz, const uint32_t *off, uint32_t nclouds, const psh_params *p) {
+  uint32_t n = off[nclouds];
+  tres r;
+  assert_true(tres_alloc(&r, n, nclouds * p->nb));
+  psh_in in = {xyz, off, nclouds, n};
+  psh_out out = tres_out(&r);
+  hx_err err = {0};
+  hx_status st = psh_run_cpu(&out, &in, p, &err);
+  if (st != HX_OK) fail_msg("psh_run_cpu: %s", err.msg);
+  st = psh_check(&out, &in, p, &err);
+  if (st != HX_OK) fail_msg("psh_check (%s, nb %u, S %u): %s", psh_hash_name(p->hash), p->nb, p->cap, err.msg);
+  psh_stats s;
+  psh_stats_compute(&s, r.count, nclouds * p->nb, r.counters, p->cap);
+  assert_int_equal(s.n, n);
+  assert_int_equal(s.placed_first + s.placed_probe + s.placed_overflow, n);
+  assert_int_equal(s.placed_first, tphase1_expected(xyz, off, nclouds, p));
+  /* determinism: a second run gives the same bits */
+  tres r2;
+  assert_true(tres_alloc(&r2, n, nclouds * p->nb));
+  psh_out out2 = tres_out(&r2);
+  assert_int_equal(psh_run_cpu(&out2, &in, p, &err), HX_OK);
+  assert_memory_equal(r.bucket, r2.bucket, (size_t)n * 4 + 0 * 1);
+  assert_memory_equal(r.offset, r2.offset, (size_t)n * 4);
+  tres_free(&r2);
+  tres_free(&r);
+  return s;
+}
+
+static void params(psh_params *p, psh_hash h, uint32_t nb, uint32_t cap) {
+  psh_params_default(p);
+  p->hash = h;
+  p->nb = nb;
+  p->cap = cap;
+  p->voxel = 0.1f;
+}
+
+static void test_invariants_kinds(void **state) {
+  (void)state;
+  const uint32_t n = 20011; /* prime: not a multiple of anything */
+  float *xyz = malloc((size_t)n * 12);
+  for (int kind = TC_UNIFORM; kind <= TC_PLANE; kind++) {
+    tcloud_fill(xyz, 0, n, (tcloud_kind)kind, 11u + (uint64_t)kind);
+    uint32_t off[2] = {0, n};
+    for (int h = 0; h < PSH_HASH_COUNT; h++) {
+      psh_params p;
+      params(&p, (psh_hash)h, psh_auto_buckets(n, 64), 64);
+      psh_stats s = run_and_check(xyz, off, 1, &p);
+      assert_int_equal(s.over_cap_buckets, 0);
+      assert_true(s.max_count <= 64);
+      if (kind == TC_ONE_VOXEL) {
+        /* one voxel: only S points keep their bucket, every probe re-hashes to the same voxel code 0 */
+        assert_int_equal(s.placed_first, 64);
+        assert_int_equal(s.placed_probe, 0);
+        assert_int_equal(s.placed_overflow, n - 64);
+      }
+    }
+  }
+  free(xyz);
+}
+
+static void test_exact_capacity(void **state) {
+  (void)state;
+  /* N = NB * S exactly: every bucket ends exactly full */
+  const uint32_t nb = 37, S = 48, n = nb * S;
+  float *xyz = malloc((size_t)n * 12);
+  tcloud_fill(xyz, 0, n, TC_CLUSTERED, 5);
+  uint32_t off[2] = {0, n};
+  for (int h = 0; h < PSH_HASH_COUNT; h++) {
+    psh_params p;
+    params(&p, (psh_hash)h, nb, S);
+    psh_stats s = run_and_check(xyz, off, 1, &p);
+    assert_int_equal(s.max_count, S);
+    assert_int_equal(s.empty_buckets, 0);
+  }
+  free(xyz);
+}
+
+static void test_small_and_batch(void **state) {
+  (void)state;
+  /* N < S, a batch with an empty cloud in the middle and one at the end, a single point */
+  const uint32_t sizes[5] = {10, 0, 3001, 1, 0};
+  uint32_t off[6] = {0};
+  for (int c = 0; c < 5; c++) off[c + 1] = off[c] + sizes[c];
+  float *xyz = malloc((size_t)off[5] * 12 + 12);
+  for (int c = 0; c < 5; c++) tcloud_fill(xyz, off[c], sizes[c], TC_UNIFORM, 100u + (uint64_t)c);
+  for (int h = 0; h < PSH_HASH_COUNT; h++) {
+    psh_params p;
+    params(&p, (psh_hash)h, 64, 64);
+    psh_stats s = run_and_check(xyz, off, 5, &p);
+    assert_int_equal(s.over_cap_buckets, 0);
+    /* buckets of the empty clouds stay empty: at least 2 x 64 empty */
+    assert_true(s.empty_buckets >= 128);
+  }
+  free(xyz);
+}
+
+static void test_over_capacity(void **state) {
+  (void)state;
+  /* 1000 points into 4 x 16 slots: the overflow policy spreads the excess round-robin */
+  const uint32_t n = 1000;
+  float *xyz = malloc((size_t)n * 12);
+  tcloud_fill(xyz, 0, n, TC_UNIFORM, 9);
+  uint32_t off[2] = {0, n};
+  psh_params p;
+  params(&p, PSH_XOR_DIV, 4, 16);
+  psh_stats s = run_and_check(xyz, off, 1, &p);
+  assert_int_equal(s.over_cap_buckets, 4);
+  assert_int_equal(s.max_count, 250); /* 1000 / 4: every bucket fills to S, then the excess goes round-robin */
+  free(xyz);
+}
+
+static void test_big_nb(void **state) {
+  (void)state;
+  /* more than 64k buckets, not a power of two */
+  const uint32_t n = 200003;
+  float *xyz = malloc((size_t)n * 12);
+  tcloud_fill(xyz, 0, n, TC_UNIFORM, 21);
+  uint32_t off[2] = {0, n};
+  psh_params p;
+  params(&p, PSH_ZORDER_DIV, 70001, 16);
+  p.voxel = 0.01f;
+  psh_stats s = run_and_check(xyz, off, 1, &p);
+  assert_int_equal(s.over_cap_buckets, 0);
+  assert_true(s.max_count <= 16);
+  free(xyz);
+}
+
+static void test_checker_fails(void **state) {
+  (void)state;
+  const uint32_t n = 500;
+  float *xyz = malloc((size_t)n * 12);
+  tcloud_fill(xyz, 0, n, TC_UNIFORM, 2);
+  uint32_t off[2] = {0, n};
+  psh_params p;
+  params(&p, PSH_XOR_MOD, 8, 64);
+  tres r;
+  assert_true(tres_alloc(&r, n, 8));
+  psh_in in = {xyz, off, 1, n};
+  psh_out out = tres_out(&r);
+  hx_err err = {0};
+  assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
+  assert_int_equal(psh_check(&out, &in, &p, &err), HX_OK);
+  /* two points swapped in perm */
+  uint32_t t = r.perm[0];
+  r.perm[0] = r.perm[1];
+  r.perm[1] = t;
+  assert_int_equal(psh_check(&out, &in, &p, &err), HX_ECHECK);
+  r.perm[1] = r.perm[0];
+  r.perm[0] = t;
+  /* a duplicated offset */
+  uint32_t i = r.perm[0], k = r.perm[1];
+  if (r.bucket[i] == r.bucket[k]) {
+    uint32_t o = r.offset[k];
+    r.offset[k] = r.offset[i];
+    assert_int_equal(psh_check(&out, &in, &p, &err), HX_ECHECK);
+    r.offset[k] = o;
+  }
+  /* a count above S in a cloud that fits */
+  r.count[0] += 100;
+  assert_int_equal(psh_check(&out, &in, &p, &err), HX_ECHECK);
+  tres_free(&r);
+  free(xyz);
+}
+
+static void test_pad_and_gather(void **state) {
+  (void)state;
+  const uint32_t n = 3000, nb = 16, S = 256;
+  float *xyz = malloc((size_t)n * 12);
+  tcloud_fill(xyz, 0, n, TC_CLUSTERED, 4);
+  uint32_t off[2] = {0, n};
+  psh_params p;
+  params(&p, PSH_ZORDER_DIV, nb, S);
+  tres r;
+  assert_true(tres_alloc(&r, n, nb));
+  psh_in in = {xyz, off, 1, n};
+  psh_out out = tres_out(&r);
+  hx_err err = {0};
+  assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
+  uint32_t *perm_pad = malloc((size_t)nb * S * 4), *slot_pad = malloc((size_t)n * 4);
+  assert_int_equal(psh_pad_cpu(perm_pad, slot_pad, r.bucket, r.offset, r.start, r.count, nb, n, S, r.perm, &err), HX_OK);
+  uint32_t real = 0;
+  for (uint32_t row = 0; row < nb * S; row++) {
+    if (perm_pad[row] == PSH_NONE) {
+      assert_true(row % S >= r.count[row / S]);
+      continue;
+    }
+    real++;
+    assert_int_equal(slot_pad[perm_pad[row]], row);
+  }
+  assert_int_equal(real, n);
+  /* features: C = 5 fp32 and C = 3 16-bit rows, packed and padded */
+  const uint32_t C = 5;
+  float *feat = malloc((size_t)n * C * 4), *fp = malloc((size_t)nb * S * C * 4);
+  for (uint32_t i = 0; i < n * C; i++) feat[i] = (float)i;
+  assert_int_equal(psh_gather_rows_cpu(fp, feat, perm_pad, nb * S, C * 4), HX_OK);
+  for (uint32_t row = 0; row < nb * S; row++)
+    for (uint32_t c = 0; c < C; c++)
+      assert_true(fp[row * C + c] == (perm_pad[row] == PSH_NONE ? 0.0f : (float)(perm_pad[row] * C + c)));
+  uint16_t *h = malloc((size_t)n * 3 * 2), *hp = malloc((size_t)n * 3 * 2);
+  for (uint32_t i = 0; i < n * 3; i++) h[i] = (uint16_t)(i * 7u);
+  assert_int_equal(psh_gather_rows_cpu(hp, h, r.perm, n, 6), HX_OK);
+  for (uint32_t row = 0; row < n; row++) assert_int_equal(hp[row * 3 + 2], (uint16_t)((r.perm[row] * 3 + 2) * 7u));
+  /* over capacity refuses the padded layout */
+  r.count[0] = S + 1;
+  assert_int_equal(psh_pad_cpu(perm_pad, slot_pad, r.bucket, r.offset, r.start, r.count, nb, n, S, r.perm, &err), HX_EUNSUPPORTED);
+  free(h), free(hp), free(feat), free(fp), free(perm_pad), free(slot_pad);
+  tres_free(&r);
+  free(xyz);
+}
+
+static void test_quality(void **state) {
+  (void)state;
+  /* two groups: a unit cube's 8 corners and a single point */
+  float xyz[9 * 3];
+  for (int k = 0; k < 8; k++) {
+    xyz[3 * k] = (float)(k & 1);
+    xyz[3 * k + 1] = (float)((k >> 1) & 1);
+    xyz[3 * k + 2] = (float)((k >> 2) & 1);
+  }
+  xyz[24] = 10.0f, xyz[25] = 10.0f, xyz[26] = 10.0f;
+  uint32_t start[2] = {0, 8}, count[2] = {8, 1};
+  psh_quality q;
+  assert_int_equal(psh_quality_buckets(&q, xyz, start, count, 2, NULL), HX_OK);
+  assert_int_equal(q.groups, 2);
+  assert_true(fabs(q.diag_max - sqrt(3.0)) < 1e-9);
+  assert_true(fabs(q.spread_max - sqrt(0.75)) < 1e-9);
+  assert_true(fabs(q.diag_mean - 8.0 * sqrt(3.0) / 9.0) < 1e-9); /* size-weighted */
+  /* z-order patches of a line of 8 points 1 m apart, patch 4: each patch spans 3 m */
+  float line[8 * 3] = {0};
+  for (int k = 0; k < 8; k++) line[3 * (7 - k)] = (float)k; /* reversed input order */
+  uint32_t off[2] = {0, 8};
+  psh_in in = {line, off, 1, 8};
+  assert_int_equal(psh_quality_zorder(&q, &in, 0.5f, 4, NULL), HX_OK);
+  assert_int_equal(q.groups, 2);
+  assert_true(fabs(q.diag_max - 3.0) < 1e-9);
+  assert_true(fabs(q.diag_mean - 3.0) < 1e-9);
+}
+
+static void test_params_check(void **state) {
+  (void)state;
+  psh_params p;
+  uint32_t off[3] = {0, 5, 3};
+  params(&p, PSH_XOR_DIV, 8, 16);
+  hx_err err = {0};
+  assert_int_equal(psh_params_check(&p, off, 2, &err), HX_EINVAL); /* decreasing offsets */
+  off[2] = 9;
+  assert_int_equal(psh_params_check(&p, off, 2, &err), HX_OK);
+  p.cap = 24;
+  assert_int_equal(psh_params_check(&p, off, 2, &err), HX_EINVAL);
+  p.cap = 16;
+  p.nprobe = 129;
+  assert_int_equal(psh_params_check(&p, off, 2, &err), HX_EINVAL);
+  assert_int_equal(psh_auto_buckets(600000, 512), 2048);
+  assert_int_equal(psh_auto_buckets(0, 512), 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_hash_values),    cmocka_unit_test(test_hash_names),
+      cmocka_unit_test(test_probe_order),    cmocka_unit_test(test_invariants_kinds),
+      cmocka_unit_test(test_exact_capacity), cmocka_unit_test(test_small_and_batch),
+      cmocka_unit_test(test_over_capacity),  cmocka_unit_test(test_big_nb),
+      cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
+      cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
