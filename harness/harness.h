@@ -364,6 +364,73 @@ hx_status hx_counters_range(const hx_counters *c, size_t i, const char **name, d
 hx_status hx_counters_profile(hx_counters *c, const char *range, const hx_closure *work, void *stream,
                               double *values, hx_err *err);
 
+/* NVBench-style GPU measurement (measure.cu; measure_stub.c without CUDA; rules in measure_common.c).
+ * Cold sample: reset() (untimed) -> the stream is held by a spinning kernel while the L2 is flushed (a
+ * memset of twice its size), an SM-clock probe, start event, run(), stop event and a second probe are
+ * queued -> released -> elapsed time between the events; so launch latency is not timed and every sample
+ * starts with a cold L2. Samples whose SM clock (globaltimer/clock64 on SM 0 between the probes) is under
+ * throttle_threshold x the device's rated clock are dropped (then a pause of throttle_recovery_s). Hot:
+ * batches of back-to-back runs (no reset, no flush), time per run. Work that synchronizes the host inside
+ * run() would deadlock the held stream: a timeout detects it, the sample is discarded and the rest runs
+ * without the blocking kernel (sync_detected = 1). */
+typedef struct hx_measure_opts {
+  uint32_t warmup;            /* discarded cold runs first (1) */
+  uint32_t min_samples;       /* kept cold samples before the noise rule may stop (10) */
+  uint32_t max_samples;       /* hard cap (1000) */
+  double min_time_s;          /* GPU time accumulated before the noise rule may stop (0.5) */
+  double max_time_s;          /* wall-clock cap for the cold loop (15) */
+  double max_noise;           /* stop when std/mean <= this (0.005); 0 = never stop on noise */
+  double throttle_threshold;  /* fraction of the rated SM clock (0.75) */
+  double throttle_recovery_s; /* pause after a throttled sample (0.05) */
+  double hot_target_s;        /* GPU time of all hot batches together (0.1) */
+  uint32_t hot_batches;       /* hot samples (5) */
+  int flush_l2, blocking, cold, hot; /* all 1 by default */
+  double sync_timeout_s;      /* blocking-kernel timeout that reveals a synchronizing run() (2) */
+} hx_measure_opts;
+hx_measure_opts hx_measure_defaults(void);
+hx_measure_opts hx_measure_paper(void); /* 20 runs, first discarded: warmup 1, 19 kept, no flush/hold/hot */
+
+typedef enum hx_measure_stop {
+  HX_STOP_NO = 0,
+  HX_STOP_NOISE,
+  HX_STOP_MAX_SAMPLES,
+  HX_STOP_MAX_TIME
+} hx_measure_stop;
+hx_measure_stop hx_measure_should_stop(const hx_measure_opts *o, size_t n_kept, double gpu_time_s,
+                                       double wall_s, double rel_noise);
+const char *hx_measure_stop_str(hx_measure_stop s);
+
+typedef struct hx_measurement {
+  double *cold_ms;      /* kept cold samples (ms), n_cold of them */
+  double *cold_sm_mhz;  /* SM clock during each kept sample (MHz; NaN where SM 0 was not probed) */
+  size_t n_cold, n_throttled;
+  double noise;         /* std/mean of the kept cold samples */
+  int noise_reached;    /* 1 when the noise rule stopped sampling */
+  hx_measure_stop stop;
+  double *hot_ms;       /* per-run time of each hot batch (ms), n_hot of them */
+  size_t n_hot, hot_batch_size;
+  double rated_sm_mhz;  /* the device's rated SM clock the throttle rule compares with */
+  double wall_s;
+  int sync_detected;
+} hx_measurement;
+void hx_measurement_free(hx_measurement *r);
+
+typedef struct hx_meter hx_meter; /* device, stream, events, flush buffer, probe memory; opaque */
+hx_status hx_meter_create(hx_meter **out, int device, hx_err *err);
+void hx_meter_destroy(hx_meter *m);
+void *hx_meter_stream(hx_meter *m); /* the non-default stream the work runs on */
+hx_status hx_meter_measure(hx_meter *m, const hx_measure_opts *o, const hx_closure *c, hx_measurement *out,
+                           hx_err *err);
+/* Device memory in use now (total - free from cudaMemGetInfo), for per-stage deltas. */
+hx_status hx_meter_mem_used(hx_meter *m, size_t *bytes, hx_err *err);
+
+/* Ceilings measured at run start (measure_ceilings.cu): what this device really does. */
+typedef struct hx_ceilings {
+  double copy_gbs;      /* device-to-device cudaMemcpy, bytes read + written per second / 1e9 */
+  double gemm_bf16_tflops, gemm_fp16_tflops; /* cuBLAS GEMM, fp32 accumulate, m = n = k = 8192 */
+} hx_ceilings;
+hx_status hx_meter_ceilings(hx_meter *m, hx_ceilings *out, hx_err *err);
+
 #ifdef __cplusplus
 }
 #endif

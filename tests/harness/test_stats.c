@@ -182,12 +182,30 @@ static void test_edit_distance(void **state) {
   assert_true(hx_edit_distance("dram__byte_read.sum", "dram__bytes_read.sum") == 1);
 }
 
+/* The stopping rule of the GPU measurement (host-side, measure_common.c). */
+static void test_stop_rule(void **state) {
+  (void)state;
+  hx_measure_opts o = hx_measure_defaults();
+  assert_int_equal(hx_measure_should_stop(&o, 5, 1.0, 1.0, 0.0001), HX_STOP_NO);     /* < min samples */
+  assert_int_equal(hx_measure_should_stop(&o, 50, 0.1, 1.0, 0.0001), HX_STOP_NO);    /* < min time */
+  assert_int_equal(hx_measure_should_stop(&o, 50, 0.6, 1.0, 0.01), HX_STOP_NO);      /* too noisy */
+  assert_int_equal(hx_measure_should_stop(&o, 50, 0.6, 1.0, 0.004), HX_STOP_NOISE);
+  assert_int_equal(hx_measure_should_stop(&o, 1000, 0.6, 1.0, 0.5), HX_STOP_MAX_SAMPLES);
+  assert_int_equal(hx_measure_should_stop(&o, 50, 0.6, 15.0, 0.5), HX_STOP_MAX_TIME);
+  hx_measure_opts p = hx_measure_paper();
+  assert_true(p.warmup + p.max_samples == 20); /* 20 runs, the first discarded */
+  assert_int_equal(hx_measure_should_stop(&p, 18, 10.0, 1.0, 0.0), HX_STOP_NO); /* never on noise */
+  assert_int_equal(hx_measure_should_stop(&p, 19, 10.0, 1.0, 0.0), HX_STOP_MAX_SAMPLES);
+  assert_string_equal(hx_measure_stop_str(HX_STOP_NOISE), "noise");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_describe),          cmocka_unit_test(test_mwu_scipy_example),
       cmocka_unit_test(test_mwu_critical_tables), cmocka_unit_test(test_mwu_ties_normal),
       cmocka_unit_test(test_mwu_large_samples), cmocka_unit_test(test_no_false_alarm),
       cmocka_unit_test(test_shift_detected),    cmocka_unit_test(test_edit_distance),
+      cmocka_unit_test(test_stop_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
