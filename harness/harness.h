@@ -431,6 +431,19 @@ typedef struct hx_ceilings {
 } hx_ceilings;
 hx_status hx_meter_ceilings(hx_meter *m, hx_ceilings *out, hx_err *err);
 
+/* Named ranges (nvtx.c): NVTX (domain "flash3d") always, plus a CUPTI user range of the same name when
+ * `counters` is set (set it only around a counter pass: between hx_counters_pass_begin and _end). */
+typedef struct hx_ranges {
+  void *domain;          /* nvtxDomainHandle_t, NULL without NVTX */
+  hx_counters *counters; /* NULL: NVTX only */
+  int depth;
+} hx_ranges;
+void hx_ranges_init(hx_ranges *r, const char *domain, hx_counters *counters);
+void hx_ranges_fini(hx_ranges *r);
+hx_status hx_range_push(hx_ranges *r, const char *name, hx_err *err);
+hx_status hx_range_pop(hx_ranges *r, hx_err *err);
+int hx_ranges_have_nvtx(void); /* 1 when NVTX3 was compiled in */
+
 #ifdef __cplusplus
 }
 #endif

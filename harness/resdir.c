@@ -294,12 +294,11 @@ hx_status hx_run_groups(hx_run *r, hx_err *err) {
 /* Context keys that must agree for two runs to be comparable (or mergeable): the hardware and the
  * build. The git commit is NOT here for compare (comparing commits is the point), but merge adds it. */
 static const char *const hx_same_device_keys[] = {
-    "device_name", "device", "device_cc", "compute_capability", "sm_count", "device_sm_count",
-    "driver_version", "device_mem_bytes",
+    "device", "device_name", "device_cc", "device_sm_count", "device_mem_bytes", "cuda_driver_version",
 };
 static const char *const hx_same_build_keys[] = {
-    "build_type", "cuda_version", "cuda_runtime", "runtime_version", "c_compiler", "cuda_compiler",
-    "compiler", "gpu_arch", "cuda_arch", "schema_version", "have_cuda",
+    "build_type", "c_compiler", "cuda_compiler", "gpu_arch", "have_cuda", "cuda_runtime_version",
+    "schema_version",
 };
 
 hx_status hx_run_check_compatible(const hx_run *a, const hx_run *b, int same_commit, hx_err *err) {
@@ -462,9 +461,13 @@ hx_status hx_run_write_json(hx_run *r, const char *path, hx_err *err) {
   }
   fputs("}},\n  \"devices\": [{\"id\": 0", f);
   /* NVBench device fields we can fill from the context file, when the sweep recorded them. */
-  const char *dev_keys[][2] = {{"name", "device_name"},         {"number_of_sms", "sm_count"},
-                               {"l2_cache_size", "l2_bytes"},   {"global_memory_size", "mem_bytes"},
-                               {"driver_version", "driver_version"}, {"sm_version", "device_cc"}};
+  const char *dev_keys[][2] = {{"name", "device"},
+                               {"number_of_sms", "device_sm_count"},
+                               {"l2_cache_size", "device_l2_bytes"},
+                               {"global_memory_size", "device_mem_bytes"},
+                               {"max_sm_clock_rate_khz", "device_sm_clock_khz"},
+                               {"driver_version", "cuda_driver_version"},
+                               {"sm_version", "device_cc"}};
   for (size_t i = 0; i < sizeof dev_keys / sizeof dev_keys[0]; i++) {
     const char *v = hx_run_context(r, dev_keys[i][1]);
     if (!v) continue;
@@ -568,7 +571,7 @@ static hx_status parse_shard(const char *s, unsigned *i, unsigned *n) {
 }
 
 hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, hx_err *err) {
-  if (n == 0) return hx_errf(err, HX_EINVAL, "merge: no input directories");
+  if (n == 0) return hx_errf(err, HX_EINVAL, "no input directories");
   unsigned shard_n = 0;
   unsigned char seen[4096] = {0};
   for (size_t k = 0; k < n; k++) {
@@ -592,7 +595,7 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
     unsigned have = 0;
     for (unsigned i = 0; i <= shard_n; i++) have += seen[i];
     if (have != shard_n)
-      return hx_errf(err, HX_EINVAL, "merge: %u of %u shards given (use --force for a partial merge)", have,
+      return hx_errf(err, HX_EINVAL, "%u of %u shards given (use --force for a partial merge)", have,
                      shard_n);
   }
   /* concatenate rows (shallow copies; strings stay owned by the runs) and refuse overlaps */
@@ -606,7 +609,7 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
   if (!rows || !samples) {
     free(rows);
     free(samples);
-    return hx_errf(err, HX_ENOMEM, "merge: no memory for %zu rows", nr + ns);
+    return hx_errf(err, HX_ENOMEM, "no memory for %zu rows", nr + ns);
   }
   nr = ns = 0;
   for (size_t k = 0; k < n; k++) {
@@ -619,7 +622,7 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
   qsort(rows, nr, sizeof *rows, cmp_rows_key);
   for (size_t i = 1; i < nr && st == HX_OK; i++)
     if (hx_run_row_key_cmp(&rows[i - 1], &rows[i]) == 0 && !force)
-      st = hx_errf(err, HX_EINVAL, "merge: %s/%s/%s %s n=%llu metric %s appears in two inputs (shards overlap)",
+      st = hx_errf(err, HX_EINVAL, "%s/%s/%s %s n=%llu metric %s appears in two inputs (shards overlap)",
                    rows[i].pipeline, rows[i].kernel, rows[i].variant, rows[i].workload,
                    (unsigned long long)rows[i].n_points, rows[i].metric);
   qsort(samples, ns, sizeof *samples, cmp_sample_rows);
@@ -636,7 +639,7 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
     for (size_t k = 0; k < n; k++) from_len += strlen(runs[k].dir) + 1;
     from = malloc(from_len);
     if (!keys || !vals || !from) {
-      st = hx_errf(err, HX_ENOMEM, "merge: no memory");
+      st = hx_errf(err, HX_ENOMEM, "no memory");
     } else {
       size_t m = 0;
       for (size_t i = 0; i < nc; i++) {

@@ -21,6 +21,8 @@ static const f3d_cmd cmds[] = {
     {"gen", f3d_cmd_gen, "write a synthetic point cloud (PLY or .bin)"},
     {"sweep", f3d_cmd_sweep, "run the registered pipelines over workloads x sizes, write results/<run-id>/"},
     {"serialize", f3d_cmd_serialize, "PTv3 serialization codes (4 orders) of clouds as CSV"},
+    {"compare", f3d_cmd_compare, "regression gate: U test of two runs' raw samples, exit 1 if anything is slower"},
+    {"merge", f3d_cmd_merge, "join the result directories of a sharded sweep (--shard I/N)"},
     /* later issues add one line each: serialize, psh, pool, attn, plot, compare, merge */
 };
 

@@ -199,13 +199,29 @@ static void test_stop_rule(void **state) {
   assert_string_equal(hx_measure_stop_str(HX_STOP_NOISE), "noise");
 }
 
+/* NVTX/CUPTI range bookkeeping without a counter pass: pairs must match. */
+static void test_ranges(void **state) {
+  (void)state;
+  hx_ranges r;
+  hx_err e;
+  hx_ranges_init(&r, "flash3d-test", NULL);
+  assert_int_equal(hx_range_push(&r, "case", &e), HX_OK);
+  assert_int_equal(hx_range_push(&r, "stage", &e), HX_OK);
+  assert_int_equal(r.depth, 2);
+  assert_int_equal(hx_range_pop(&r, &e), HX_OK);
+  assert_int_equal(hx_range_pop(&r, &e), HX_OK);
+  assert_int_equal(hx_range_pop(&r, &e), HX_EINVAL);
+  assert_int_equal(r.depth, 0);
+  hx_ranges_fini(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_describe),          cmocka_unit_test(test_mwu_scipy_example),
       cmocka_unit_test(test_mwu_critical_tables), cmocka_unit_test(test_mwu_ties_normal),
       cmocka_unit_test(test_mwu_large_samples), cmocka_unit_test(test_no_false_alarm),
       cmocka_unit_test(test_shift_detected),    cmocka_unit_test(test_edit_distance),
-      cmocka_unit_test(test_stop_rule),
+      cmocka_unit_test(test_stop_rule),         cmocka_unit_test(test_ranges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
