@@ -408,7 +408,7 @@ static void print_summary(const char *dir) {
   fclose(f);
 }
 
-static const char *signal_status(int sig) { return sig == SIGTERM ? "interrupted (SIGTERM)" : "interrupted (SIGINT)"; }
+static const char *signal_status(int sig) { return sig == SIGTERM ? "SIGTERM received" : "SIGINT received"; }
 
 int f3d_cmd_sweep(int argc, char **argv) {
   sweep_opts o;
@@ -484,6 +484,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
+  sa.sa_flags = (int)SA_RESETHAND; /* a second Ctrl-C kills at once (the run stays marked INCOMPLETE) */
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
@@ -520,6 +521,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
       ctx.c.kind = o.wl[w].kind;
       ctx.c.source = o.wl[w].path ? &o.wl[w].source : NULL;
       ctx.c.source_path = o.wl[w].path;
+      ctx.stop = &stop_signal;
       for (size_t p = 0; p < o.npipes; p++) {
         if (stop_signal) break;
         if (tty)
@@ -531,6 +533,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
         err.status = HX_OK;
         err.msg[0] = '\0';
         if (o.pipes[p]->run(&ctx, &err) != HX_OK) {
+          if (stop_signal) break; /* f3d_measure refused to start: reported as interrupted below */
           if (tty) fputs("\r\033[K", stderr);
           f3d_fail("sweep", "%s n=%zu pipeline %s: %s", o.wl[w].name, n, o.pipes[p]->name,
                    err.msg[0] ? err.msg : hx_status_str(err.status));
@@ -546,7 +549,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
       }
       if (stop_signal) {
         if (tty) fputs("\r\033[K", stderr);
-        f3d_fail("sweep", "%s: run left incomplete in %s", signal_status(stop_signal), hx_results_dir(res));
+        f3d_fail("sweep", "interrupted (%s): run left incomplete in %s", signal_status(stop_signal), hx_results_dir(res));
         hx_results_abort(res, "interrupted", signal_status(stop_signal), NULL);
         rc = 128 + stop_signal;
         goto out;

@@ -79,29 +79,36 @@ static hx_status measure_reads(f3d_ctx *ctx, const wl_cloud *cloud0, hx_err *err
 }
 
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err) {
+  /* Errors (including "interrupted" from f3d_measure) are returned as they are, without HX_TRY's
+   * trace: the sweep prints the message once. */
   const f3d_case *c = &ctx->c;
   wl_job j = {JOB_GENERATE, ctx, NULL, NULL, {0, NULL, 0}, 0};
   wl_cloud raw = {0, NULL, 0};
   const wl_cloud *dedup_in = c->source;
+  hx_status st;
   if (c->source) {
     j.what = JOB_READ;
     j.path = c->source_path;
-    HX_TRY(measure(ctx, &j, "read_input", err));
+    st = measure(ctx, &j, "read_input", err);
   } else {
-    HX_TRY(measure(ctx, &j, "generate", err));
-    HX_TRY(wl_generate(&raw, c->kind, c->n_points, ctx->seed, err));
+    st = measure(ctx, &j, "generate", err);
+    if (st == HX_OK) st = wl_generate(&raw, c->kind, c->n_points, ctx->seed, err);
     dedup_in = &raw;
   }
-  j.what = JOB_DEDUP;
-  j.in = dedup_in;
-  hx_status st = measure(ctx, &j, "voxel_dedup", err);
+  if (st == HX_OK) {
+    j.what = JOB_DEDUP;
+    j.in = dedup_in;
+    st = measure(ctx, &j, "voxel_dedup", err);
+  }
   if (st == HX_OK) st = f3d_record(ctx, "workload", "voxel_dedup", "cpu", "points_in", (double)dedup_in->n, "count", err);
   if (st == HX_OK)
     st = f3d_record(ctx, "workload", "voxel_dedup", "cpu", "points_out", (double)(dedup_in->n - j.dropped), "count", err);
   wl_cloud_free(&raw);
-  HX_TRY(st);
-  j.what = JOB_EXACT;
-  HX_TRY(measure(ctx, &j, "make_exact", err));
+  if (st == HX_OK) {
+    j.what = JOB_EXACT;
+    st = measure(ctx, &j, "make_exact", err);
+  }
+  if (st != HX_OK) return st;
   wl_cloud cloud0 = {c->n_points, c->cloud->xyz, 0}; /* a view of cloud 0: not freed here */
   return measure_reads(ctx, &cloud0, err);
 }

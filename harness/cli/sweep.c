@@ -65,6 +65,7 @@ hx_status f3d_record_times(f3d_ctx *ctx, const char *pipeline, const char *kerne
 
 hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
                       hx_clock clock, const hx_closure *c, hx_err *err) {
+  if (ctx->stop && *ctx->stop) return hx_errf(err, HX_EINVAL, "%s/%s: interrupted", pipeline, kernel);
   size_t n = ctx->timing.reps;
   if (n == 0) return hx_errf(err, HX_EINVAL, "%s/%s: zero repetitions", pipeline, kernel);
   double *samples = malloc(n * sizeof *samples);

@@ -25,6 +25,8 @@
 #ifndef F3D_CLI_SWEEP_H
 #define F3D_CLI_SWEEP_H
 
+#include <signal.h>
+
 #include "harness/harness.h"
 #include "workloads/workloads.h"
 
@@ -46,10 +48,14 @@ typedef struct f3d_ctx {
   hx_timing_opts timing;      /* warm-up and repetitions (--reps) */
   int have_gpu;               /* 1 when a CUDA device is usable in this build */
   const hx_device_info *dev;  /* the device used, NULL when have_gpu == 0 */
-  void *stream;               /* a non-default cudaStream_t owned by the sweep (NULL without GPU) */
+  void *stream;               /* NULL for now: the GPU clock then creates a non-default stream per
+                               * measurement and hands it to run(); enqueue timed work on the stream
+                               * run() receives, never on the legacy default stream */
   uint64_t seed;              /* sweep seed (--seed); derive per-stage seeds with hx_rng_u64 */
   int verbose;                /* -v count: 0 quiet; pipelines may print detail on stderr when > 0 */
   f3d_case c;                 /* the case being measured */
+  const volatile sig_atomic_t *stop; /* non-zero once SIGINT/SIGTERM arrived: f3d_measure returns
+                                      * at once, the sweep then marks the run interrupted */
 } f3d_ctx;
 
 typedef hx_status (*f3d_pipe_fn)(f3d_ctx *ctx, hx_err *err);
