@@ -67,6 +67,13 @@ grep -q "^results: $D" "$T/out" || fail "sweep does not name its directory"
 tr -d '\n' <"$T/err" | grep -q "$(printf '\r')" && fail "progress line written to a non-terminal"
 expect 1 "$BIN" sweep --sizes 2k --reps 1 --out-dir "$T/res" --run-id run1 # never rewrites a run
 
+# a recorded input (here a generated PLY) and a batch: workload named after the file, read_input timed
+expect 0 "$BIN" sweep --input "$T/u.ply" --sizes 1000 --batch 2 --reps 2 --out-dir "$T/res" --run-id run3
+grep -q '^u,1000,2,workload,read_input,cpu,time_median,' "$T/res/run3/results.csv" || fail "no read_input row for u.ply"
+grep -q '^input_u,' "$T/res/run3/context.csv" || fail "context does not record the input file"
+expect 1 "$BIN" sweep --input "$T/missing.ply" --sizes 1000 --reps 1 --out-dir "$T/res"
+grep -q '^f3dbench: sweep: .*missing.ply' "$T/err" || fail "missing input error: $(cat "$T/err")"
+
 # SIGINT in the middle of a long sweep: exit 130, INCOMPLETE, status interrupted, no results.csv.
 "$BIN" sweep --sizes 600k,600k,600k,600k,600k --reps 50 --out-dir "$T/res" --run-id run2 >"$T/out" 2>"$T/err" &
 pid=$!
