@@ -13,6 +13,136 @@ extern "C" {
 #endif
 
 /* ==== bucket-swin attention (battn_) ============================================================== */
+/*
+ * Attention over scopes of buckets (kernels/attn.c, attn.cu). Rows are points in bucket order. Bucket b
+ * owns rows [bucket_start[b], bucket_start[b] + bucket_count[b]); rows of a padded layout past a bucket's
+ * count are neither keys nor queries (their O and LSE are left unwritten). The scope table
+ * (uint32 [num_scopes][buckets_per_scope], BATTN_EMPTY for the unused slots of a partial scope) lists the
+ * buckets of each scope; every bucket with rows belongs to exactly one scope, and each query row of a
+ * bucket attends to every valid key row of every bucket of its scope. Scopes therefore partition the
+ * queries, and a swin shift or a stride is only a different scope table (no data moves).
+ * Q, K, V, O are [rows, H, D] with explicit row and head strides in elements (the D elements of one row and
+ * head are contiguous); LSE is fp32 [rows, H] contiguous, natural log. fp16 or bf16, fp32 accumulation.
+ */
+#define BATTN_EMPTY 0xFFFFFFFFu
+#define BATTN_MAX_SCOPE_BUCKETS 4096u /* bound on buckets_per_scope (host builders, validation) */
+
+typedef enum battn_dtype { BATTN_F16 = 0, BATTN_BF16 = 1 } battn_dtype;
+
+/* Everything a forward pass reads, in the flash-attention style: pointers, sizes, strides. For GPU
+ * variants every pointer is a device pointer; for the CPU reference every pointer is a host pointer.
+ * Q/K/V/O hold raw fp16 or bf16 bit patterns (uint16). Validated once by battn_validate; kernels trust it. */
+typedef struct battn_params {
+  const void *q, *k, *v; /* [rows, H, D] */
+  void *o;               /* [rows, H, D], same dtype */
+  float *lse;            /* [rows, H] contiguous, natural log; may be NULL (not written) */
+  int64_t q_row_stride, q_head_stride; /* in elements; all strides multiples of 8, pointers 16-byte aligned */
+  int64_t k_row_stride, k_head_stride;
+  int64_t v_row_stride, v_head_stride;
+  int64_t o_row_stride, o_head_stride;
+  int64_t rows;  /* rows addressable through the strides (every bucket lies inside [0, rows)) */
+  int heads;     /* H >= 1 */
+  int head_dim;  /* D in {16, 32, 64, 128} */
+  battn_dtype dtype;
+  float scale;   /* softmax scale; battn_params_init sets 1/sqrt(D) */
+  /* bucket and scope tables */
+  const uint32_t *bucket_start, *bucket_count; /* [num_buckets] */
+  const uint32_t *scope;                       /* [num_scopes * buckets_per_scope] */
+  uint32_t num_buckets, num_scopes, buckets_per_scope;
+  uint32_t max_bucket_rows; /* >= every bucket_count (grid size of the fused kernel) */
+  uint32_t max_scope_rows;  /* >= valid rows of every scope (buffers of the unfused reference) */
+} battn_params;
+
+/* A host-side plan: bucket table, scope table and the two bounds, owning its arrays (battn_plan_free). */
+typedef struct battn_plan {
+  uint32_t num_buckets, num_scopes, buckets_per_scope;
+  uint32_t *bucket_start, *bucket_count, *scope;
+  uint32_t max_bucket_rows, max_scope_rows;
+} battn_plan;
+
+typedef enum battn_plan_kind { BATTN_PLAN_PLAIN = 0, BATTN_PLAN_SWIN, BATTN_PLAN_STRIDE } battn_plan_kind;
+
+/* Fill shapes, contiguous [rows, H, D] strides, scale 1/sqrt(D) and the tables/bounds of `plan` (which may
+ * be NULL: then the table fields stay zero). Pointers stay NULL. */
+void battn_params_init(battn_params *p, int64_t rows, int heads, int head_dim, battn_dtype dtype,
+                       const battn_plan *plan);
+
+/* Check an attention call. Shapes, dtype, strides and alignment are always checked; when h_plan is not
+ * NULL its host tables (which must equal what p's table pointers hold) are checked too: buckets inside
+ * [0, rows) and not overlapping, counts <= max_bucket_rows, scope entries < num_buckets or BATTN_EMPTY,
+ * every non-empty bucket in exactly one scope, scope rows <= max_scope_rows. HX_EINVAL with a message. */
+hx_status battn_validate(const battn_params *p, const battn_plan *h_plan, hx_err *err);
+
+/* Scope plans from a per-cloud bucket layout. Cloud c owns buckets [cloud_buckets[c], cloud_buckets[c+1])
+ * (cloud_buckets has num_clouds + 1 entries, increasing). K = buckets_per_scope. Numbering the cloud's
+ * buckets 0..n-1, the scopes are (every slot past n left BATTN_EMPTY, a scope with no bucket dropped):
+ *   plain:       {jK, ..., jK+K-1}                                       j = 0, 1, ...
+ *   swin (k):    {0..k-1}, then {k+jK, ..., k+jK+K-1}  (windows shifted by k, 0 <= k < K; not cyclic)
+ *   stride (s):  within each chunk of s*K consecutive buckets starting at c0: {c0+r, c0+r+s, ..., c0+r+(K-1)s}
+ *                for r = 0..s-1 (dilated windows, s >= 1)
+ * Scopes never mix clouds; partial scopes at a cloud's end are kept. The bucket table is copied into
+ * the plan. On failure the plan is left empty (all zero). */
+hx_status battn_plan_build(battn_plan *plan, battn_plan_kind kind, uint32_t shift_or_stride,
+                           uint32_t buckets_per_scope, const uint32_t *bucket_start,
+                           const uint32_t *bucket_count, const uint32_t *cloud_buckets,
+                           uint32_t num_clouds, hx_err *err);
+hx_status battn_plan_plain(battn_plan *plan, uint32_t buckets_per_scope, const uint32_t *bucket_start,
+                           const uint32_t *bucket_count, const uint32_t *cloud_buckets,
+                           uint32_t num_clouds, hx_err *err);
+hx_status battn_plan_swin(battn_plan *plan, uint32_t shift, uint32_t buckets_per_scope,
+                          const uint32_t *bucket_start, const uint32_t *bucket_count,
+                          const uint32_t *cloud_buckets, uint32_t num_clouds, hx_err *err);
+hx_status battn_plan_stride(battn_plan *plan, uint32_t stride, uint32_t buckets_per_scope,
+                            const uint32_t *bucket_start, const uint32_t *bucket_count,
+                            const uint32_t *cloud_buckets, uint32_t num_clouds, hx_err *err);
+/* PTv3 varlen patches: patch i = rows [cu_seqlens[i], cu_seqlens[i+1]) becomes one scope whose buckets
+ * are consecutive pieces of at most bucket_rows rows; buckets_per_scope = the most pieces of any patch. */
+hx_status battn_plan_patches(battn_plan *plan, const int64_t *cu_seqlens, uint32_t num_patches,
+                             uint32_t bucket_rows, hx_err *err);
+/* A uniform layout for benchmarks: `rows` rows in buckets of `bucket_rows` (the last one partial), all in
+ * one cloud, then the plan of `kind`. */
+hx_status battn_plan_uniform(battn_plan *plan, battn_plan_kind kind, uint32_t shift_or_stride,
+                             uint32_t buckets_per_scope, int64_t rows, uint32_t bucket_rows, hx_err *err);
+void battn_plan_free(battn_plan *plan);
+
+/* fp16 / bf16 conversions (round to nearest even) used by references, tests and the CLI. */
+uint16_t battn_from_float(battn_dtype dt, float x);
+float battn_to_float(battn_dtype dt, uint16_t h);
+
+/* Double-precision reference for the listed query rows (all host pointers in p; p->o and p->lse unused).
+ * o_ref is [n_sel, H, D], lse_ref [n_sel, H] (natural log). Rows in no bucket give NaN. Returns HX_EINVAL
+ * through battn_validate(p, plan). `naive` != 0 instead computes the naive same-precision attention
+ * (scores rounded to the dtype, softmax in fp32, P rounded to the dtype, output rounded to the dtype):
+ * the yardstick of the flash-attention tolerance. */
+hx_status battn_reference_rows(const battn_params *p, const battn_plan *plan, const int64_t *sel,
+                               int64_t n_sel, int naive, double *o_ref, double *lse_ref, hx_err *err);
+/* Plain CPU forward: the double reference for every row, written to p->o (dtype) and p->lse (fp32). */
+hx_status battn_forward_cpu(const battn_params *p, const battn_plan *plan, hx_err *err);
+
+/* Compare an output (host copies laid out as p->o / p->lse, dtype bits and fp32) on the rows `sel` with
+ * the double reference: pass when max|o - ref| <= 2 max|naive - ref| + floor and |lse - ref| <= 1e-3 (1 +
+ * |ref|), and every value finite. Fills the report; returns HX_ECHECK with a message on failure. */
+typedef struct battn_check_report {
+  double o_err, o_naive_err, o_tol, lse_err;
+  int64_t rows_checked, nonfinite;
+} battn_check_report;
+hx_status battn_check_rows(const battn_params *p, const battn_plan *plan, const void *h_o,
+                           const float *h_lse, const int64_t *sel, int64_t n_sel,
+                           battn_check_report *rep, hx_err *err);
+
+/* GPU variants: CUB style (NULL d_scratch: report *scratch_bytes and return), device pointers in p,
+ * stream (cudaStream_t) last. v0 unfused cuBLAS reference, v1 fused mma.sync kernel, ... */
+typedef hx_status (*battn_fn)(const battn_params *p, void *d_scratch, size_t *scratch_bytes,
+                              void *stream, hx_err *err);
+typedef struct battn_variant {
+  int id;
+  const char *name;    /* "v0", "v1", ... */
+  const char *summary; /* one line */
+  battn_fn fn;
+} battn_variant;
+/* The const table of this build (a CPU-only build lists the same variants, each returning HX_ENODEV). */
+const battn_variant *battn_variants(size_t *count);
+const battn_variant *battn_variant_find(const char *name);
 
 /* ==== PSH bucketing (psh_) and in-bucket pooling (bpool_) ========================================== */
 /*

@@ -1,0 +1,23 @@
+/*
+ * attn_stub.c - the bucket-swin attention variant table of a CPU-only build: the same names as attn.cu,
+ * each returning HX_ENODEV, so the CLI and tests can list and skip them.
+ */
+#include "kernels/kernels.h"
+
+static hx_status no_gpu(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                        hx_err *err) {
+  (void)p, (void)d_scratch, (void)stream;
+  if (scratch_bytes) *scratch_bytes = 0;
+  return hx_errf(err, HX_ENODEV, "attention: this build has no CUDA");
+}
+
+static const battn_variant battn_table[] = {
+    {0, "v0", "unfused cuBLAS reference (needs CUDA)", no_gpu},
+    {1, "v1", "fused mma.sync kernel (needs CUDA)", no_gpu},
+    {2, "v2", "fused mma.sync kernel, f16x2 exp2 (needs CUDA)", no_gpu},
+};
+
+const battn_variant *battn_variants(size_t *count) {
+  if (count) *count = sizeof battn_table / sizeof battn_table[0];
+  return battn_table;
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# attn-device.sh - build, check and time bucket-swin attention on a GPU machine, standalone (nvcc + gcc
+# straight from kernels/attn*.{c,cu}, harness/status.c, harness/cli/cmd_attn.c and the tests; no Meson,
+# so other folders' work in progress cannot break it).
+#
+# Steps: build (ptxas -v to build.log) -> GPU correctness test (every variant x dtype x head dim x odd
+# shape) -> timing sweep (D 16/32/64/128, fp16/bf16, plans plain/swin/stride/patches, scope 4096 =
+# 8 buckets x 512) -> compute-sanitizer memcheck + racecheck on a small shape -> SASS instruction counts
+# -> .npy round trip through numpy -> a short table last. Logs go to $OUT (or ./attn-out).
+#
+# usage: kernels/dev/attn-device.sh [quick]   (cmocka: carry .attn-carry/ with cmocka.h, libcmocka.so.0)
+set -u
+OUT=${OUT:-$PWD/attn-out}
+mkdir -p "$OUT"
+B=/tmp/attn-build
+mkdir -p $B/cfg
+MODE=${1:-full}
+ARCH=${ATTN_ARCH:-90}
+log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
+  | tee "$OUT/summary.txt"
+date -u | tee -a "$OUT/summary.txt"
+nvcc --version | tail -1 | tee -a "$OUT/summary.txt"
+
+printf '#define F3D_HAVE_CUDA 1\n#define F3D_VERSION "attn-device"\n' > $B/cfg/f3d_config.h
+printf 'int f3d_cmd_attn(int argc, char **argv);\nint main(int argc, char **argv) { return f3d_cmd_attn(argc, argv); }\n' > $B/main.c
+CF="-std=c11 -O2 -Wall -Wextra -Wshadow -Wconversion -D_POSIX_C_SOURCE=200809L -I. -I$B/cfg -I/usr/local/cuda/include"
+{
+  set -x
+  nvcc -O3 -std=c++17 -arch=sm_$ARCH -lineinfo -Xptxas -v -I. -I$B/cfg -c kernels/attn.cu -o $B/attn_cu.o &&
+  gcc $CF -c kernels/attn.c -o $B/attn_c.o &&
+  gcc $CF -c harness/status.c -o $B/status.o &&
+  gcc $CF -c harness/cli/cmd_attn.c -o $B/cmd_attn.o &&
+  gcc $CF -c $B/main.c -o $B/main.o &&
+  nvcc -arch=sm_$ARCH $B/main.o $B/cmd_attn.o $B/attn_c.o $B/attn_cu.o $B/status.o -lcublas -o $B/attn &&
+  gcc $CF -I.attn-carry -c tests/kernels/test_attn_gpu.c -o $B/tg.o &&
+  nvcc -arch=sm_$ARCH $B/tg.o $B/attn_c.o $B/attn_cu.o $B/status.o -lcublas -L.attn-carry -lcmocka \
+    -Xlinker -rpath=$PWD/.attn-carry -o $B/test_attn_gpu
+  set +x
+} > "$OUT/build.log" 2>&1
+if [ ! -x $B/test_attn_gpu ]; then log "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; fi
+awk '/Compiling entry function/ {f=$7} /spill stores/ {sp=$5" B spill"} /Used [0-9]+ registers/ && f ~ /battn_fwd/ {print f, $5, "regs,", sp}' "$OUT/build.log" | sort -u | tee -a "$OUT/summary.txt"
+
+log "correctness: every variant x dtype x head dim x shape"
+timeout 240 $B/test_attn_gpu > "$OUT/test.log" 2>&1
+echo "test rc=$?" | tee -a "$OUT/summary.txt"
+grep -E "FAIL|failed|PASSED" "$OUT/test.log" | head -30 | tee -a "$OUT/summary.txt"
+
+BENCH="$OUT/bench.log"
+: > "$BENCH"
+bench() { timeout 120 $B/attn "$@" --check-rows 48 >> "$BENCH" 2>&1 || echo "FAILED: $*" >> "$BENCH"; }
+if [ "$MODE" = quick ]; then DIMS="16 64"; else DIMS="16 32 64 128"; fi
+log "timing sweep"
+for D in $DIMS; do
+  case $D in 16) R=1048576;; 32) R=524288;; 64) R=262144;; 128) R=131072;; esac
+  for T in fp16 bf16; do
+    V=all; [ $T = bf16 ] && V=v1
+    bench --rows $R --heads 4 --head-dim $D --dtype $T --plan plain --variant $V --reps 20
+    [ $T = fp16 ] || continue
+    for P in swin:4 stride:2 patches; do bench --rows $R --heads 4 --head-dim $D --dtype $T --plan $P --variant v1 --reps 20; done
+    bench --rows $R --heads 4 --head-dim $D --dtype $T --plan plain --variant v1 --reps 20 --packed
+  done
+done
+
+log "compute-sanitizer"
+SAN=compute-sanitizer
+command -v $SAN >/dev/null || SAN=/usr/local/cuda/bin/compute-sanitizer
+for tool in memcheck racecheck; do
+  for D in 16 64; do
+    timeout 150 $SAN --tool $tool --error-exitcode 9 $B/attn --rows 3000 --heads 2 --head-dim $D --bucket-size 300 \
+      --scope-buckets 3 --plan swin:1 --variant all --reps 1 --warmup 0 --check-rows 64 > "$OUT/san_${tool}_$D.txt" 2>&1
+    echo "$tool D=$D rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_$D.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+  done
+done
+cat "$OUT"/san_*.txt > "$OUT/sanitizer.log"; rm -f "$OUT"/san_*.txt
+
+log "SASS of the D=16 fp16 kernels (instruction counts)"
+if command -v cuobjdump >/dev/null; then
+  cuobjdump --dump-sass $B/attn_cu.o > $B/sass.txt 2>/dev/null
+  awk '/Function :/ {f=$3} /MUFU|HMMA|LDSM|FFMA|FMNMX|F2FP|LDGSTS|BAR/ {for (i=1;i<=NF;i++) if ($i ~ /^(MUFU|HMMA|LDSM|FFMA|FMNMX|F2FP|LDGSTS|BAR)/) {split($i,a,"."); c[f" "a[1]]++}} END {for (k in c) print k, c[k]}' $B/sass.txt \
+    | grep -E "Li16ELb" | sort > "$OUT/sass_counts.txt"
+  cat "$OUT/sass_counts.txt" | tee -a "$OUT/summary.txt"
+  grep -m5 "MUFU" $B/sass.txt | tee -a "$OUT/summary.txt"
+fi
+
+log ".npy round trip"
+rm -rf $B/npy
+$B/attn --rows 5000 --heads 2 --head-dim 32 --bucket-size 256 --scope-buckets 4 --plan stride:2 --variant v1 --reps 2 --save $B/npy > /dev/null 2>&1
+python3 - $B/npy <<'EOF' 2>&1 | tee -a "$OUT/summary.txt"
+import sys, numpy as np
+d = sys.argv[1] + '/'
+q, k, v = (np.load(d + n + '.npy').astype(np.float64) for n in 'qkv')
+o, l = np.load(d + 'o.npy').astype(np.float64), np.load(d + 'lse.npy')
+bs, bc, sc = np.load(d + 'bucket_start.npy'), np.load(d + 'bucket_count.npy'), np.load(d + 'scope.npy')
+err = 0.0
+for s in sc:
+    rows = np.concatenate([np.arange(bs[b], bs[b] + bc[b]) for b in s if b != 0xFFFFFFFF])
+    for h in range(q.shape[1]):
+        S = q[rows, h] @ k[rows, h].T / np.sqrt(q.shape[2]); m = S.max(1, keepdims=True)
+        P = np.exp(S - m); L = P.sum(1, keepdims=True)
+        err = max(err, np.abs(P @ v[rows, h] / L - o[rows, h]).max(), np.abs((m + np.log(L))[:, 0] - l[rows, h]).max())
+print('npy: numpy recomputation vs saved o/lse, max abs err %.3e (%s)' % (err, 'ok' if err < 5e-3 else 'FAIL'))
+EOF
+
+log "table (TFLOP/s, counted 4*D*H*sum scope_rows^2)"
+grep -E "^attn (v|cpu)" "$BENCH" | awk '{for(i=1;i<=NF;i++){if($i~/^D=/)d=$i; if($i~/^plan=/)p=$i; if($i=="median")t=$(i+1)} print $2, $3, d, p, t" ms", $(NF-1), ($0 ~ /packed/ ? "packed" : "")}' | tee -a "$OUT/summary.txt"
+grep -E "FAILED|FAIL" "$BENCH" | head | tee -a "$OUT/summary.txt"
