@@ -68,11 +68,16 @@ SAN=compute-sanitizer
 command -v $SAN >/dev/null || SAN=/usr/local/cuda/bin/compute-sanitizer
 for tool in memcheck racecheck; do
   for D in 16 64; do
-    timeout 150 $SAN --tool $tool --error-exitcode 9 $B/attn --rows 3000 --heads 2 --head-dim $D --bucket-size 300 \
-      --scope-buckets 3 --plan swin:1 --variant all --reps 1 --warmup 0 --check-rows 64 > "$OUT/san_${tool}_$D.txt" 2>&1
-    echo "$tool D=$D rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_$D.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+    for V in v1 v2; do
+      timeout 90 $SAN --tool $tool --error-exitcode 9 $B/attn --rows 1500 --heads 2 --head-dim $D --bucket-size 200 \
+        --scope-buckets 3 --plan swin:1 --variant $V --reps 1 --warmup 0 --check-rows 32 > "$OUT/san_${tool}_${D}_$V.txt" 2>&1
+      echo "$tool D=$D $V rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_${D}_$V.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+    done
   done
 done
+timeout 120 $SAN --tool memcheck --error-exitcode 9 $B/attn --rows 1500 --heads 2 --head-dim 32 --bucket-size 200 \
+  --scope-buckets 3 --plan stride:2 --variant v0 --reps 1 --warmup 0 --check-rows 32 > "$OUT/san_memcheck_v0.txt" 2>&1
+echo "memcheck D=32 v0 rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/san_memcheck_v0.txt")" | tee -a "$OUT/summary.txt"
 cat "$OUT"/san_*.txt > "$OUT/sanitizer.log"; rm -f "$OUT"/san_*.txt
 
 log "SASS of the D=16 fp16 kernels (instruction counts)"
