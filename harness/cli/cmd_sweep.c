@@ -471,6 +471,14 @@ int f3d_cmd_sweep(int argc, char **argv) {
       snprintf(run_id + base_len, sizeof run_id - base_len, "-%d", k);
     }
   }
+  /* Handlers first: once the run directory exists, a signal always ends in an orderly abort. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = (int)SA_RESETHAND; /* a second Ctrl-C kills at once (the run stays marked INCOMPLETE) */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   if (hx_results_open(&res, o.out_dir, run_id, &err) != HX_OK ||
       write_context(res, &o, have_gpu ? &dev : NULL, argc, argv, &err) != HX_OK) {
     f3d_fail("sweep", "%s", err.msg);
@@ -481,13 +489,6 @@ int f3d_cmd_sweep(int argc, char **argv) {
     goto out;
   }
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sa.sa_flags = (int)SA_RESETHAND; /* a second Ctrl-C kills at once (the run stays marked INCOMPLETE) */
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
 
   int tty = isatty(STDERR_FILENO);
   size_t ncases = o.nwl * o.nsizes, icase = 0;

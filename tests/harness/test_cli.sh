@@ -77,7 +77,10 @@ grep -q '^f3dbench: sweep: .*missing.ply' "$T/err" || fail "missing input error:
 # SIGINT in the middle of a long sweep: exit 130, INCOMPLETE, status interrupted, no results.csv.
 "$BIN" sweep --sizes 600k,600k,600k,600k,600k --reps 50 --out-dir "$T/res" --run-id run2 >"$T/out" 2>"$T/err" &
 pid=$!
-sleep 2
+# the handlers are installed before the run directory is created: wait for it, then 1 s into the run
+i=0
+while [ ! -f "$T/res/run2/context.csv" ] && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1
 kill -INT "$pid"
 wait "$pid"
 rc=$?
