@@ -444,6 +444,20 @@ hx_status hx_range_push(hx_ranges *r, const char *name, hx_err *err);
 hx_status hx_range_pop(hx_ranges *r, hx_err *err);
 int hx_ranges_have_nvtx(void); /* 1 when NVTX3 was compiled in */
 
+/* Figures and REPORT.md (plot.c) from loaded runs: data files and PNG + SVG under out_dir/plots (scripts
+ * from scripts_dir, i.e. plots/ of the source tree), REPORT.md in out_dir. Several runs (devices) share
+ * each figure, series labelled by device, plus a ratio table. Without gnuplot the report and the data
+ * files are still written and HX_EUNSUPPORTED says "gnuplot not found". */
+hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, hx_err *err);
+hx_status hx_plot_have_gnuplot(hx_err *err);
+/* Squarified treemap of n weights (>= 0) in the box (x, y, w, h): out[i] gets an area proportional to
+ * weights[i]; rectangles tile the box without overlap. HX_EINVAL for negative/non-finite weights. */
+typedef struct hx_rect {
+  double x, y, w, h;
+} hx_rect;
+hx_status hx_treemap_squarify(hx_rect *out, const double *weights, size_t n, double x, double y, double w,
+                              double h);
+
 #ifdef __cplusplus
 }
 #endif

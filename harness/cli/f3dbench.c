@@ -23,6 +23,7 @@ static const f3d_cmd cmds[] = {
     {"serialize", f3d_cmd_serialize, "PTv3 serialization codes (4 orders) of clouds as CSV"},
     {"compare", f3d_cmd_compare, "regression gate: U test of two runs' raw samples, exit 1 if anything is slower"},
     {"merge", f3d_cmd_merge, "join the result directories of a sharded sweep (--shard I/N)"},
+    {"plot", f3d_cmd_plot, "figures (PNG, SVG via gnuplot) and REPORT.md from one or several result directories"},
     {"attn", f3d_cmd_attn, "bucket-swin attention: one configuration, checked, timed (TFLOP/s)"},
     /* later issues add one line each: serialize, psh, pool, attn, plot, compare, merge */
 };

@@ -1,0 +1,27 @@
+# lines.gp - one figure of "metric vs input size", one line per series, optional error bars (mean +- std).
+# Written by f3dbench plot (harness/plot.c); reads only the data file it is given.
+# Parameters (gnuplot -e): datafile, out, fmt ("png"|"svg"), title, ylabel, logy (0|1), errors (0|1).
+# Data file: one block per series, blocks separated by two blank lines; a block starts with a line whose
+# first field is the quoted series title, then rows "n_points value error".
+if (fmt eq "svg") { set terminal svg size 1000,750 dynamic noenhanced font "DejaVu Sans,11" } \
+else { set terminal pngcairo size 1000,750 noenhanced font "DejaVu Sans,11" }
+set output out
+set title title
+set xlabel "points per cloud"
+set ylabel ylabel
+set grid
+set key below left Left reverse maxcols 2 font ",9" spacing 0.9
+set format x "%.0s%c"
+# sizes are linear steps (100k..600k) in the default sweep: a linear axis reads best
+if (logy) { set logscale y }
+set autoscale xfixmin
+set autoscale xfixmax
+set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05
+nblocks = 0
+stats datafile using 1 nooutput
+nblocks = STATS_blocks
+if (errors) {
+  plot for [i=0:nblocks-1] datafile index i using 1:2:3 with yerrorlines lw 1.5 pt 7 ps 0.6 title columnheader(1)
+} else {
+  plot for [i=0:nblocks-1] datafile index i using 1:2 with linespoints lw 1.5 pt 7 ps 0.6 title columnheader(1)
+}

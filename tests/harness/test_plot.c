@@ -1,0 +1,221 @@
+/*
+ * test_plot.c - figures from a small fixture run: the squarified treemap tiles its box with areas
+ * proportional to the weights; `hx_plot` renders non-empty PNG and SVG files for every figure the fixture
+ * has rows for (latency, serialization vs PSH, SM active/issue, tensor, DRAM, memory, stages, treemap) and
+ * a REPORT.md linking them; two runs give one figure with both devices and a ratio table. The rendering
+ * cases are skipped when gnuplot is missing (said so on stdout).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/harness.h"
+
+#ifndef F3D_PLOTS_DIR
+#define F3D_PLOTS_DIR "plots"
+#endif
+
+static double inter(const hx_rect *a, const hx_rect *b) {
+  double w = fmin(a->x + a->w, b->x + b->w) - fmax(a->x, b->x);
+  double h = fmin(a->y + a->h, b->y + b->h) - fmax(a->y, b->y);
+  return w > 0 && h > 0 ? w * h : 0.0;
+}
+
+static void check_treemap(const double *w, size_t n, double bw, double bh) {
+  hx_rect r[16];
+  assert_int_equal(hx_treemap_squarify(r, w, n, 1.0, 2.0, bw, bh), HX_OK);
+  double total = 0.0;
+  for (size_t i = 0; i < n; i++) total += w[i];
+  for (size_t i = 0; i < n; i++) {
+    assert_true(fabs(r[i].w * r[i].h - w[i] / total * bw * bh) < 1e-9 * bw * bh);
+    assert_true(r[i].x >= 1.0 - 1e-12 && r[i].y >= 2.0 - 1e-12);
+    assert_true(r[i].x + r[i].w <= 1.0 + bw + 1e-9 && r[i].y + r[i].h <= 2.0 + bh + 1e-9);
+    for (size_t j = 0; j < i; j++) assert_true(inter(&r[i], &r[j]) < 1e-9);
+  }
+}
+
+static void test_treemap(void **state) {
+  (void)state;
+  const double a[] = {6, 6, 4, 3, 2, 2, 1}; /* the example of Bruls et al. */
+  check_treemap(a, 7, 6.0, 4.0);
+  const double b[] = {1, 50, 0.5, 10, 3};
+  check_treemap(b, 5, 1.0, 1.0);
+  check_treemap(b, 5, 3.0, 0.5);
+  /* four equal weights in a square: four squares */
+  const double c[] = {1, 1, 1, 1};
+  hx_rect r[4];
+  assert_int_equal(hx_treemap_squarify(r, c, 4, 0, 0, 2, 2), HX_OK);
+  for (int i = 0; i < 4; i++) assert_true(fabs(r[i].w - 1.0) < 1e-12 && fabs(r[i].h - 1.0) < 1e-12);
+  /* zero weights get empty rectangles; negative is an error */
+  const double d[] = {0, 2, 0};
+  assert_int_equal(hx_treemap_squarify(r, d, 3, 0, 0, 1, 1), HX_OK);
+  assert_true(r[0].w * r[0].h == 0.0 && fabs(r[1].w * r[1].h - 1.0) < 1e-12);
+  const double e[] = {1, -1};
+  assert_int_equal(hx_treemap_squarify(r, e, 2, 0, 0, 1, 1), HX_EINVAL);
+}
+
+static char root[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(root, sizeof root, "/tmp/f3d-test-plot-XXXXXX");
+  return mkdtemp(root) ? 0 : -1;
+}
+static int teardown(void **state) {
+  (void)state;
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Two pipelines (ptv3: serialize + attention + total; flash3d: psh + attention + total) over three sizes
+ * with counters and memory rows; `speed` scales every time (a second "device"). */
+static void make_fixture(const char *id, const char *device, double speed) {
+  hx_results *r;
+  hx_err e;
+  assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "device", device, &e), HX_OK);
+  static const char *const pipes[2] = {"ptv3", "flash3d"};
+  static const char *const stages[2][2] = {{"serialize", "attention"}, {"psh", "attention"}};
+  for (int n = 1; n <= 3; n++) {
+    for (int p = 0; p < 2; p++) {
+      double total = 0.0;
+      for (int s = 0; s < 2; s++) {
+        hx_key k = {"lidar", (uint64_t)n * 100000u, 1, pipes[p], stages[p][s], "v1"};
+        double t = speed * n * (p ? 0.4 : 1.0) * (s ? 2.0 : 0.7);
+        total += t;
+        assert_int_equal(hx_results_add(r, &k, "time_mean", t, "ms", &e), HX_OK);
+        assert_int_equal(hx_results_add(r, &k, "time_std", 0.05 * t, "ms", &e), HX_OK);
+        assert_int_equal(hx_results_add(r, &k, "sm_active", 40.0 + 10 * s + n, "%", &e), HX_OK);
+        assert_int_equal(hx_results_add(r, &k, "sm_issue", 20.0 + 5 * s, "%", &e), HX_OK);
+        assert_int_equal(hx_results_add(r, &k, "tensor_active", s ? 30.0 + p * 30 : 0.0, "%", &e), HX_OK);
+        assert_int_equal(hx_results_add(r, &k, "dram_read_bw", (1.0 + s) * 1e12 / speed, "B/s", &e), HX_OK);
+      }
+      hx_key k = {"lidar", (uint64_t)n * 100000u, 1, pipes[p], "total", "v1"};
+      assert_int_equal(hx_results_add(r, &k, "time_mean", total, "ms", &e), HX_OK);
+      assert_int_equal(hx_results_add(r, &k, "time_std", 0.03 * total, "ms", &e), HX_OK);
+      assert_int_equal(hx_results_add(r, &k, "mem_peak", (double)n * 64e6 * (p ? 0.5 : 1.0), "B", &e), HX_OK);
+    }
+  }
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+}
+
+static long file_size(const char *dir, const char *name) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  struct stat st;
+  return stat(p, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int has_png_magic(const char *dir, const char *name) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  FILE *f = fopen(p, "rb");
+  unsigned char b[8] = {0};
+  size_t n = f ? fread(b, 1, 8, f) : 0;
+  if (f) fclose(f);
+  return n == 8 && b[0] == 0x89 && b[1] == 'P' && b[2] == 'N' && b[3] == 'G';
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *b = calloc(1, 1 << 20);
+  if (b) (void)fread(b, 1, (1 << 20) - 1, f);
+  fclose(f);
+  return b;
+}
+
+static void test_render_one(void **state) {
+  (void)state;
+  if (hx_plot_have_gnuplot(NULL) != HX_OK) {
+    printf("gnuplot not found: rendering not tested\n");
+    skip();
+  }
+  make_fixture("h100", "NVIDIA H100 80GB HBM3", 1.0);
+  char dir[400], plots[500];
+  snprintf(dir, sizeof dir, "%s/h100", root);
+  snprintf(plots, sizeof plots, "%s/plots", dir);
+  hx_run run;
+  hx_err e;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  hx_status st = hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e);
+  if (st != HX_OK) print_error("%s\n", e.msg);
+  assert_int_equal(st, HX_OK);
+  static const char *const figs[] = {"latency", "serial_psh", "sm", "tensor", "dram", "memory", "stages", "treemap"};
+  for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {
+    char png[64], svg[64];
+    snprintf(png, sizeof png, "%s.png", figs[i]);
+    snprintf(svg, sizeof svg, "%s.svg", figs[i]);
+    assert_true(file_size(plots, png) > 1000);
+    assert_true(has_png_magic(plots, png));
+    assert_true(file_size(plots, svg) > 1000);
+  }
+  char rp[600];
+  snprintf(rp, sizeof rp, "%s/REPORT.md", dir);
+  char *rep = slurp(rp);
+  assert_non_null(rep);
+  assert_non_null(strstr(rep, "![treemap](plots/treemap.png)"));
+  assert_non_null(strstr(rep, "| ptv3/total/v1 | lidar | 300000 | 1 |"));
+  free(rep);
+  /* the latency figure shows the totals only (pipelines that report one): 2 series */
+  snprintf(rp, sizeof rp, "%s/latency.dat", plots);
+  char *dat = slurp(rp);
+  assert_non_null(dat);
+  assert_non_null(strstr(dat, "\"flash3d/total/v1 lidar\""));
+  assert_null(strstr(dat, "attention"));
+  free(dat);
+  hx_run_free(&run);
+}
+
+static void test_render_devices(void **state) {
+  (void)state;
+  if (hx_plot_have_gnuplot(NULL) != HX_OK) skip();
+  make_fixture("a100", "NVIDIA A100-SXM4-80GB", 2.0);
+  make_fixture("h200", "NVIDIA H200", 0.8);
+  hx_run runs[2];
+  hx_err e;
+  char d0[400], d1[400], out[400];
+  snprintf(d0, sizeof d0, "%s/a100", root);
+  snprintf(d1, sizeof d1, "%s/h200", root);
+  snprintf(out, sizeof out, "%s/side-by-side", root);
+  assert_int_equal(hx_run_load(&runs[0], d0, &e), HX_OK);
+  assert_int_equal(hx_run_load(&runs[1], d1, &e), HX_OK);
+  assert_int_equal(hx_plot(runs, 2, F3D_PLOTS_DIR, out, &e), HX_OK);
+  char p[600];
+  snprintf(p, sizeof p, "%s/plots", out);
+  assert_true(has_png_magic(p, "latency.png"));
+  snprintf(p, sizeof p, "%s/REPORT.md", out);
+  char *rep = slurp(p);
+  assert_non_null(rep);
+  assert_non_null(strstr(rep, "## Ratios against NVIDIA A100-SXM4-80GB"));
+  assert_non_null(strstr(rep, "| 0.400 |")); /* 0.8 / 2.0 */
+  free(rep);
+  snprintf(p, sizeof p, "%s/plots/latency.dat", out);
+  char *dat = slurp(p);
+  assert_non_null(dat);
+  assert_non_null(strstr(dat, "(NVIDIA H200)"));
+  assert_non_null(strstr(dat, "(NVIDIA A100-SXM4-80GB)"));
+  free(dat);
+  hx_run_free(&runs[0]);
+  hx_run_free(&runs[1]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_treemap),
+      cmocka_unit_test(test_render_one),
+      cmocka_unit_test(test_render_devices),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
