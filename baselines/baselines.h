@@ -84,7 +84,8 @@ hx_status sfc_grid_gpu(uint32_t *d_grid, uint32_t *d_batch, uint32_t *d_max_coor
                        double grid_size, struct CUstream_st *stream);
 hx_status sfc_encode_gpu(uint64_t *d_code, const uint32_t *d_grid, const uint32_t *d_batch, size_t n,
                          int depth, const sfc_order *orders, int R, struct CUstream_st *stream);
-/* CUB DeviceRadixSort::SortPairs per row over bits [0, key_bits). */
+/* CUB DeviceRadixSort::SortPairs per row over bits [0, key_bits). The scratch size depends on n and on
+ * key_bits (more bits, more radix passes): query with the values of the real call, or larger ones. */
 hx_status sfc_sort_gpu(uint32_t *d_order, void *d_scratch, size_t *scratch_bytes, const uint64_t *d_code,
                        size_t n, int R, int key_bits, struct CUstream_st *stream);
 hx_status sfc_inverse_gpu(uint32_t *d_inverse, const uint32_t *d_order, size_t n, int R,

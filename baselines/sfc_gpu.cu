@@ -279,11 +279,13 @@ static hx_status check_args(const sfc_serial_args *a) {
 
 static hx_status serial_v0(void *d_scratch, size_t *scratch_bytes, const sfc_serial_args *a, cudaStream_t stream) {
   HX_TRY(check_args(a));
-  if (!d_scratch) return sfc_sort_gpu(a->d_order, NULL, scratch_bytes, a->d_code, a->n, a->R, 0, stream);
+  /* CUB's scratch grows with the number of radix passes: query with the bits the sort will use */
+  const int kb = sfc_key_bits(a->depth, a->B);
+  if (!d_scratch) return sfc_sort_gpu(a->d_order, NULL, scratch_bytes, a->d_code, a->n, a->R, kb, stream);
   if (a->n == 0) return HX_OK;
   for (int r = 0; r < a->R; r++)
     HX_TRY(sfc_encode_gpu(a->d_code + (size_t)r * a->n, a->d_grid, a->d_batch, a->n, a->depth, &a->orders[r], 1, stream));
-  HX_TRY(sfc_sort_gpu(a->d_order, d_scratch, scratch_bytes, a->d_code, a->n, a->R, sfc_key_bits(a->depth, a->B), stream));
+  HX_TRY(sfc_sort_gpu(a->d_order, d_scratch, scratch_bytes, a->d_code, a->n, a->R, kb, stream));
   return sfc_inverse_gpu(a->d_inverse, a->d_order, a->n, a->R, stream);
 }
 

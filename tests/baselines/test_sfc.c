@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "baselines/baselines.h"
+#include "baselines/sfc_internal.h" /* the kernels' fast forms, checked here on the host */
 
 typedef struct ref_row {
   int depth;
@@ -278,9 +279,27 @@ static void test_orders_parse_and_row_perm(void **state) {
   assert_int_equal(distinct, 24);
 }
 
+/* The forms the kernels use (magic-number spreading, log-step prefix XOR) equal the bit loops. */
+static void test_fast_forms_match_reference(void **state) {
+  (void)state;
+  for (uint64_t t = 0; t < 200000; t++) {
+    const int d = 1 + (int)(t % 16);
+    const uint32_t m = (1u << d) - 1;
+    const uint32_t x = (uint32_t)hx_rng_u64(3, 0, t) & m, y = (uint32_t)hx_rng_u64(3, 1, t) & m,
+                   z = (uint32_t)hx_rng_u64(3, 2, t) & m;
+    for (int o = 0; o < SFC_ORDER_COUNT; o++)
+      assert_int_equal(sfc_code_fast((sfc_order)o, x, y, z, d), sfc_code_point((sfc_order)o, x, y, z, d));
+  }
+  for (size_t k = 0; k < sizeof ref_rows / sizeof ref_rows[0]; k++)
+    for (int o = 0; o < SFC_ORDER_COUNT; o++)
+      assert_int_equal(sfc_code_fast((sfc_order)o, ref_rows[k].x, ref_rows[k].y, ref_rows[k].z, ref_rows[k].depth),
+                       ref_rows[k].code[o]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_values),
+      cmocka_unit_test(test_fast_forms_match_reference),
       cmocka_unit_test(test_encode_batch_bits),
       cmocka_unit_test(test_bijection_on_cube),
       cmocka_unit_test(test_hierarchy),
