@@ -342,6 +342,27 @@ typedef struct bpool_variant {
 const bpool_variant *bpool_variants(size_t *count);
 const bpool_variant *bpool_variant_find(const char *name);
 
+/* Host conveniences for the CLI, the sweep pipeline and the device bench (kernels/psh_host.cu; a CPU-only
+ * build returns HX_ENODEV). A psh_gpu holds device copies of one batch (xyz, cloud offsets, features of
+ * `channels` columns in fp32 and bf16) and every output and scratch buffer, allocated once, so timed calls
+ * never allocate and never copy to or from the host. */
+typedef struct psh_gpu psh_gpu;
+hx_status psh_gpu_create(psh_gpu **out, const psh_in *h_in, const psh_params *p, uint32_t channels, hx_err *err);
+void psh_gpu_free(psh_gpu *g);
+/* Whole PSH (voxelise + hash + rebalance + scan + scatter of coordinates) with variant v on `stream`. */
+hx_status psh_gpu_run(psh_gpu *g, const psh_variant *v, void *stream, hx_err *err);
+/* Feature scatter into packed order (gather by perm) of the last run: fp32 or bf16 rows of `channels`. */
+hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err);
+/* Pooling of the last run's packed output. psh_gpu_pool_plan (untimed: it waits for the device) fixes
+ * rho and returns the output row count; psh_gpu_pool then runs plan + assign, and the reduction of the
+ * packed features (fp32 or bf16, run psh_gpu_scatter_feat first) when op < BPOOL_OP_COUNT. */
+hx_status psh_gpu_pool_plan(psh_gpu *g, uint32_t rho, uint32_t *n_out, void *stream, hx_err *err);
+hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op op, psh_dtype dt, void *stream, hx_err *err);
+/* Copy the last run's results to host buffers laid out as psh_out (any pointer may be NULL) and, when
+ * not NULL, the pooling outputs: members [n_out*rho], parent [n], xyz_out [n_out*3] and *n_out. */
+hx_status psh_gpu_download(psh_gpu *g, const psh_out *h_out, uint32_t *members, uint32_t *parent, float *xyz_out,
+                           uint32_t *n_out, hx_err *err);
+
 #ifdef __cplusplus
 }
 #endif

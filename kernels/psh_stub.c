@@ -82,3 +82,31 @@ hx_status bpool_plan_gpu(void *d_scratch, size_t *scratch_bytes, uint32_t *d_out
   if (scratch_bytes) *scratch_bytes = 0;
   return hx_errf(err, HX_ENODEV, "bpool: this build has no CUDA");
 }
+
+hx_status psh_gpu_create(psh_gpu **out, const psh_in *h_in, const psh_params *p, uint32_t channels, hx_err *err) {
+  (void)h_in, (void)p, (void)channels;
+  *out = NULL;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+void psh_gpu_free(psh_gpu *g) { (void)g; }
+hx_status psh_gpu_run(psh_gpu *g, const psh_variant *v, void *stream, hx_err *err) {
+  (void)g, (void)v, (void)stream;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err) {
+  (void)g, (void)dt, (void)stream;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+hx_status psh_gpu_pool_plan(psh_gpu *g, uint32_t rho, uint32_t *n_out, void *stream, hx_err *err) {
+  (void)g, (void)rho, (void)n_out, (void)stream;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op op, psh_dtype dt, void *stream, hx_err *err) {
+  (void)g, (void)v, (void)op, (void)dt, (void)stream;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+hx_status psh_gpu_download(psh_gpu *g, const psh_out *h_out, uint32_t *members, uint32_t *parent, float *xyz_out,
+                           uint32_t *n_out, hx_err *err) {
+  (void)g, (void)h_out, (void)members, (void)parent, (void)xyz_out, (void)n_out;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}

@@ -24,6 +24,8 @@ static const f3d_cmd cmds[] = {
     {"compare", f3d_cmd_compare, "regression gate: U test of two runs' raw samples, exit 1 if anything is slower"},
     {"merge", f3d_cmd_merge, "join the result directories of a sharded sweep (--shard I/N)"},
     {"plot", f3d_cmd_plot, "figures (PNG, SVG via gnuplot) and REPORT.md from one or several result directories"},
+    {"psh", f3d_cmd_psh, "PSH bucketing of clouds: CSV of (bucket, offset, slot), balance and locality statistics"},
+    {"pool", f3d_cmd_pool, "PSH then in-bucket pooling (rho 2/4/8): CSV of pooled rows, pooling statistics"},
     {"attn", f3d_cmd_attn, "bucket-swin attention: one configuration, checked, timed (TFLOP/s)"},
     /* later issues add one line each: serialize, psh, pool, attn, plot, compare, merge */
 };

@@ -15,7 +15,7 @@
 typedef enum tcloud_kind { TC_UNIFORM = 0, TC_CLUSTERED, TC_ONE_VOXEL, TC_PLANE } tcloud_kind;
 
 /* n points of one kind, extent about 50 m, appended at xyz + 3*first. */
-static void tcloud_fill(float *xyz, uint32_t first, uint32_t n, tcloud_kind kind, uint64_t seed) {
+static inline void tcloud_fill(float *xyz, uint32_t first, uint32_t n, tcloud_kind kind, uint64_t seed) {
   for (uint32_t i = 0; i < n; i++) {
     float *p = xyz + 3 * (size_t)(first + i);
     double u = hx_rng_unit(seed, i, 0), v = hx_rng_unit(seed, i, 1), w = hx_rng_unit(seed, i, 2);
@@ -55,7 +55,7 @@ typedef struct tres {
   float *xyz;
 } tres;
 
-static int tres_alloc(tres *r, uint32_t n, uint32_t nbt) {
+static inline int tres_alloc(tres *r, uint32_t n, uint32_t nbt) {
   memset(r, 0, sizeof *r);
   r->n = n;
   r->nbt = nbt;
@@ -71,7 +71,7 @@ static int tres_alloc(tres *r, uint32_t n, uint32_t nbt) {
   return r->bucket && r->offset && r->slot && r->perm && r->count && r->start && r->counters && r->xyz;
 }
 
-static void tres_free(tres *r) {
+static inline void tres_free(tres *r) {
   free(r->bucket);
   free(r->offset);
   free(r->slot);
@@ -83,13 +83,13 @@ static void tres_free(tres *r) {
   memset(r, 0, sizeof *r);
 }
 
-static psh_out tres_out(tres *r) {
+static inline psh_out tres_out(tres *r) {
   psh_out o = {r->bucket, r->offset, r->count, r->start, r->slot, r->perm, r->xyz, r->counters};
   return o;
 }
 
 /* Independent phase-1 count: sum over buckets of min(hist, S), with the frame recomputed here. */
-static uint64_t tphase1_expected(const float *xyz, const uint32_t *off, uint32_t nclouds, const psh_params *p) {
+static inline uint64_t tphase1_expected(const float *xyz, const uint32_t *off, uint32_t nclouds, const psh_params *p) {
   uint64_t total = 0;
   uint32_t *hist = calloc(p->nb, 4);
   for (uint32_t c = 0; c < nclouds; c++) {

@@ -1,0 +1,201 @@
+/*
+ * cmd_psh.c - `f3dbench psh`: Flash3D PSH bucketing of a batch of recorded clouds (one INPUT per cloud),
+ * written as CSV `cloud,index,bucket,offset,slot` in input order (bucket = the cloud-local bucket id,
+ * slot = row of the packed output of the whole batch), with the balance statistics and the geometric
+ * quality (bucket vs PTv3-style 1024-point z-order patches) printed on stdout. Every result is checked
+ * with psh_check before anything is written; a failing check exits 1 and writes nothing.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/cli/cli.h"
+#include "kernels/kernels.h"
+#include "workloads/workloads.h"
+
+static void psh_usage(FILE *f) {
+  fprintf(f,
+          "usage: f3dbench psh [--hash xor-mod|xor-div|zorder-mod|zorder-div] [--bucket-size S] [--buckets NB]\n"
+          "                    [--voxel V] [--probes P] [--variant NAME] [--device cpu|gpu] [--seed S]\n"
+          "                    --out FILE INPUT...\n"
+          "  PSH bucketing of a batch (one INPUT per cloud) as CSV cloud,index,bucket,offset,slot in input\n"
+          "  order; balance statistics and bucket locality on stdout.\n"
+          "  --hash H         bucket hash (default zorder-div)\n"
+          "  --bucket-size S  bucket capacity, a multiple of 16 (default 512)\n"
+          "  --buckets NB     buckets per cloud (default 0: next power of two >= largest cloud / S)\n"
+          "  --voxel V        voxel edge in metres (default 0.05)\n"
+          "  --probes P       probe offsets tried per overflowing point, 0..128 (default 128)\n"
+          "  --variant NAME   GPU variant (default v2; see --device gpu)\n"
+          "  --device D       cpu (deterministic reference, default) or gpu\n"
+          "  --seed S         probe order and jitter seed (default 3407)\n"
+          "  --out FILE       output CSV (written to a temporary name, then renamed)\n");
+}
+
+typedef struct psh_cli {
+  wl_cloud *clouds;
+  uint32_t B;
+  wl_batch batch;
+  uint32_t *off;
+  uint32_t *bucket, *offset, *count, *start, *slot, *perm, counters[PSH_NCOUNTERS];
+  float *xyz;
+} psh_cli;
+
+static void psh_cli_free(psh_cli *s) {
+  for (uint32_t b = 0; b < s->B; b++) wl_cloud_free(&s->clouds[b]);
+  free(s->clouds);
+  wl_batch_free(&s->batch);
+  free(s->off), free(s->bucket), free(s->offset), free(s->count), free(s->start), free(s->slot), free(s->perm);
+  free(s->xyz);
+}
+
+static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int gpu, const char *variant,
+                       const char *out_path) {
+  hx_err err = {HX_OK, ""};
+  s->clouds = calloc(B, sizeof *s->clouds);
+  if (!s->clouds) return f3d_fail("psh", "out of memory"), 1;
+  s->B = B;
+  size_t nmax = 0;
+  for (uint32_t b = 0; b < B; b++) {
+    if (wl_read(&s->clouds[b], inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail(inputs[b], "%s", err.msg), 1;
+    if (s->clouds[b].dropped_nonfinite)
+      fprintf(stderr, "f3dbench: %s: %zu points with non-finite coordinates dropped\n", inputs[b],
+              s->clouds[b].dropped_nonfinite);
+    nmax = s->clouds[b].n > nmax ? s->clouds[b].n : nmax;
+  }
+  if (wl_batch_from_clouds(&s->batch, s->clouds, B, &err) != HX_OK) return f3d_fail("psh", "%s", err.msg), 1;
+  if (s->batch.n > PSH_MAX_POINTS) return f3d_fail("psh", "%zu points exceed the limit of %u", s->batch.n, PSH_MAX_POINTS), 1;
+  const uint32_t n = (uint32_t)s->batch.n;
+  if (p->nb == 0) p->nb = psh_auto_buckets(nmax, p->cap);
+  s->off = malloc(((size_t)B + 1) * sizeof *s->off);
+  if (!s->off) return f3d_fail("psh", "out of memory"), 1;
+  for (uint32_t b = 0; b <= B; b++) s->off[b] = (uint32_t)s->batch.offset[b];
+  if (psh_params_check(p, s->off, B, &err) != HX_OK) return f3d_fail("psh", "%s", err.msg), 2;
+  const size_t nbt = (size_t)B * p->nb;
+  s->bucket = malloc((size_t)n * 4 + 4), s->offset = malloc((size_t)n * 4 + 4), s->slot = malloc((size_t)n * 4 + 4);
+  s->perm = malloc((size_t)n * 4 + 4), s->count = malloc(nbt * 4 + 4), s->start = malloc(nbt * 4 + 4);
+  s->xyz = malloc((size_t)n * 12 + 12);
+  if (!s->bucket || !s->offset || !s->slot || !s->perm || !s->count || !s->start || !s->xyz)
+    return f3d_fail("psh", "out of memory for %u points", n), 1;
+  psh_in in = {s->batch.xyz, s->off, B, n};
+  psh_out out = {s->bucket, s->offset, s->count, s->start, s->slot, s->perm, s->xyz, s->counters};
+  const char *label = "cpu";
+  if (!gpu) {
+    if (psh_run_cpu(&out, &in, p, &err) != HX_OK) return f3d_fail("psh", "%s", err.msg), 1;
+  } else {
+    const psh_variant *v = psh_variant_find(variant);
+    if (!v) return f3d_fail("psh", "unknown variant '%s'", variant), 2;
+    label = v->name;
+    psh_gpu *g = NULL;
+    hx_status st = psh_gpu_create(&g, &in, p, 0, &err);
+    if (st == HX_OK) st = psh_gpu_run(g, v, NULL, &err);
+    if (st == HX_OK) st = psh_gpu_download(g, &out, NULL, NULL, NULL, NULL, &err);
+    psh_gpu_free(g);
+    if (st != HX_OK) return f3d_fail("psh: gpu", "%s", err.msg), 1;
+  }
+  if (psh_check(&out, &in, p, &err) != HX_OK) return f3d_fail("psh: check", "%s", err.msg), 1;
+  psh_stats st;
+  psh_stats_compute(&st, s->count, (uint32_t)nbt, s->counters, p->cap);
+  psh_quality qb, qz;
+  if (psh_quality_buckets(&qb, s->xyz, s->start, s->count, (uint32_t)nbt, &err) != HX_OK ||
+      psh_quality_zorder(&qz, &in, p->voxel, 1024, &err) != HX_OK)
+    return f3d_fail("psh: quality", "%s", err.msg), 1;
+  printf("psh: %u points, %u clouds, hash %s, %u buckets/cloud, S %u, voxel %g, %u probes, seed %llu, %s\n", n, B,
+         psh_hash_name(p->hash), p->nb, p->cap, (double)p->voxel, p->nprobe, (unsigned long long)p->seed, label);
+  printf("placed: first hash %llu, probing %llu, overflow policy %llu\n", (unsigned long long)st.placed_first,
+         (unsigned long long)st.placed_probe, (unsigned long long)st.placed_overflow);
+  printf("buckets: fullest %u, empty %u of %u, over capacity %u, mean fill %.3f\n", st.max_count, st.empty_buckets,
+         st.buckets, st.over_cap_buckets, st.mean_fill);
+  printf("locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f, spread %.3f / %.3f\n", qb.diag_mean,
+         qb.diag_max, qb.spread_mean, qb.spread_max);
+  printf("locality of z-order patches of 1024: diag %.3f / %.3f, spread %.3f / %.3f\n", qz.diag_mean, qz.diag_max,
+         qz.spread_mean, qz.spread_max);
+  /* CSV, atomically */
+  size_t cap = strlen(out_path) + 32;
+  char *tmp = malloc(cap);
+  if (!tmp) return f3d_fail("psh", "out of memory"), 1;
+  snprintf(tmp, cap, "%s.tmp.%ld", out_path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    free(tmp);
+    return f3d_fail(out_path, "cannot open for writing"), 1;
+  }
+  int bad = fprintf(f, "cloud,index,bucket,offset,slot\n") < 0;
+  for (uint32_t b = 0; b < B && !bad; b++)
+    for (uint32_t i = s->off[b]; i < s->off[b + 1]; i++)
+      if (fprintf(f, "%u,%u,%u,%u,%u\n", b, i - s->off[b], s->bucket[i] - b * p->nb, s->offset[i], s->slot[i]) < 0) {
+        bad = 1;
+        break;
+      }
+  if (fclose(f) != 0) bad = 1;
+  if (bad || rename(tmp, out_path) != 0) {
+    remove(tmp);
+    free(tmp);
+    return f3d_fail(out_path, "write failed"), 1;
+  }
+  free(tmp);
+  return 0;
+}
+
+int f3d_cmd_psh(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"hash", required_argument, NULL, 'H'},   {"bucket-size", required_argument, NULL, 'S'},
+      {"buckets", required_argument, NULL, 'b'}, {"voxel", required_argument, NULL, 'v'},
+      {"probes", required_argument, NULL, 'p'}, {"variant", required_argument, NULL, 'V'},
+      {"device", required_argument, NULL, 'd'}, {"seed", required_argument, NULL, 's'},
+      {"out", required_argument, NULL, 'o'},    {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  psh_params p;
+  psh_params_default(&p);
+  const char *out_path = NULL, *variant = "v2";
+  int gpu = 0, c;
+  uint64_t u;
+  double d;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "H:S:b:v:p:V:d:s:o:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'H':
+      if (psh_hash_parse(optarg, &p.hash) != HX_OK) return f3d_fail("psh", "unknown hash '%s'", optarg), 2;
+      break;
+    case 'S':
+      if (f3d_parse_u64(optarg, &u) || u == 0 || u % 16 || u > (1u << 20))
+        return f3d_fail("psh", "--bucket-size must be a positive multiple of 16"), 2;
+      p.cap = (uint32_t)u;
+      break;
+    case 'b':
+      if (f3d_parse_count(optarg, &u) || u >= (1u << 31)) return f3d_fail("psh", "bad --buckets '%s'", optarg), 2;
+      p.nb = (uint32_t)u;
+      break;
+    case 'v':
+      if (f3d_parse_pos_double(optarg, &d)) return f3d_fail("psh", "bad --voxel '%s'", optarg), 2;
+      p.voxel = (float)d;
+      break;
+    case 'p':
+      if (f3d_parse_u64(optarg, &u) || u > PSH_NPROBE_MAX) return f3d_fail("psh", "--probes must be 0..128"), 2;
+      p.nprobe = (uint32_t)u;
+      break;
+    case 'V': variant = optarg; break;
+    case 'd':
+      if (strcmp(optarg, "cpu") == 0) gpu = 0;
+      else if (strcmp(optarg, "gpu") == 0) gpu = 1;
+      else return f3d_fail("psh", "--device must be cpu or gpu"), 2;
+      break;
+    case 's':
+      if (f3d_parse_u64(optarg, &u)) return f3d_fail("psh", "bad --seed '%s'", optarg), 2;
+      p.seed = u;
+      break;
+    case 'o': out_path = optarg; break;
+    case 'h': psh_usage(stdout); return 0;
+    default: psh_usage(stderr); return 2;
+    }
+  }
+  if (!out_path) return f3d_fail("psh", "--out FILE is required"), 2;
+  if (optind >= argc) return f3d_fail("psh", "no INPUT given"), 2;
+  if ((size_t)(argc - optind) >= (1u << 16)) return f3d_fail("psh", "too many inputs"), 2;
+  psh_cli s;
+  memset(&s, 0, sizeof s);
+  int rc = psh_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, gpu, variant, out_path);
+  psh_cli_free(&s);
+  return rc;
+}

@@ -1,0 +1,201 @@
+/*
+ * psh_host.cu - host conveniences over the PSH and pooling launchers (psh_gpu_* in kernels.h): device
+ * copies of one batch and every output/scratch buffer allocated once, so that the timed calls (run,
+ * scatter_feat, pool) are pure launch sequences on the caller's stream with no allocation and no host
+ * transfer. Failure leaves nothing allocated (psh_gpu_create) or the buffers intact (the others).
+ */
+#include "kernels/kernels.h"
+
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PG_CUDA(call)                                                                                   \
+  do {                                                                                                 \
+    cudaError_t e_ = (call);                                                                           \
+    if (e_ != cudaSuccess) return hx_errf(err, HX_ECUDA, "psh_gpu: %s: %s", #call, cudaGetErrorString(e_)); \
+  } while (0)
+
+struct psh_gpu {
+  psh_params p;
+  uint32_t n, nclouds, nbt, channels;
+  float *xyz;
+  uint32_t *off;
+  psh_out out;
+  void *scratch;
+  size_t scratch_bytes;
+  float *feat32, *feat32_out;
+  uint16_t *feat16, *feat16_out;
+  /* pooling (sized for rho = 2, the largest output) */
+  uint32_t *pool_start, *pool_count, *members, *parent;
+  float *pool_xyz, *pool_feat;
+  void *pool_scratch;
+  size_t pool_scratch_bytes;
+  uint32_t rho, pooled, n_out;
+};
+
+static void pg_release(psh_gpu *g) {
+  void *ptrs[] = {g->xyz, g->off, g->out.bucket, g->out.offset, g->out.bucket_count, g->out.bucket_start,
+                  g->out.slot, g->out.perm, g->out.xyz, g->out.counters, g->scratch, g->feat32, g->feat32_out,
+                  g->feat16, g->feat16_out, g->pool_start, g->pool_count, g->members, g->parent, g->pool_xyz,
+                  g->pool_feat, g->pool_scratch};
+  for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+    if (ptrs[i]) cudaFree(ptrs[i]);
+  free(g);
+}
+
+template <typename T> static cudaError_t pg_alloc(T **p, size_t count) {
+  return cudaMalloc((void **)p, (count ? count : 1) * sizeof(T));
+}
+
+static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uint32_t channels, hx_err *err) {
+  g->p = *p;
+  g->n = h->n;
+  g->nclouds = h->nclouds;
+  g->nbt = h->nclouds * p->nb;
+  g->channels = channels;
+  const size_t n = h->n, nbt = g->nbt, pool_rows = n / 2 + nbt + 1;
+  PG_CUDA(pg_alloc(&g->xyz, n * 3));
+  PG_CUDA(pg_alloc(&g->off, (size_t)h->nclouds + 1));
+  PG_CUDA(pg_alloc(&g->out.bucket, n));
+  PG_CUDA(pg_alloc(&g->out.offset, n));
+  PG_CUDA(pg_alloc(&g->out.bucket_count, nbt));
+  PG_CUDA(pg_alloc(&g->out.bucket_start, nbt));
+  PG_CUDA(pg_alloc(&g->out.slot, n));
+  PG_CUDA(pg_alloc(&g->out.perm, n));
+  PG_CUDA(pg_alloc(&g->out.xyz, n * 3));
+  PG_CUDA(pg_alloc(&g->out.counters, PSH_NCOUNTERS));
+  if (channels) {
+    PG_CUDA(pg_alloc(&g->feat32, n * channels));
+    PG_CUDA(pg_alloc(&g->feat32_out, n * channels));
+    PG_CUDA(pg_alloc(&g->feat16, n * channels));
+    PG_CUDA(pg_alloc(&g->feat16_out, n * channels));
+    PG_CUDA(pg_alloc(&g->pool_feat, pool_rows * channels));
+  }
+  PG_CUDA(pg_alloc(&g->pool_start, nbt));
+  PG_CUDA(pg_alloc(&g->pool_count, nbt));
+  PG_CUDA(pg_alloc(&g->members, pool_rows * 8));
+  PG_CUDA(pg_alloc(&g->parent, n));
+  PG_CUDA(pg_alloc(&g->pool_xyz, pool_rows * 3));
+  PG_CUDA(cudaMemcpy(g->xyz, h->xyz, n * 12, cudaMemcpyHostToDevice));
+  PG_CUDA(cudaMemcpy(g->off, h->cloud_offset, ((size_t)h->nclouds + 1) * 4, cudaMemcpyHostToDevice));
+  if (channels) {
+    /* deterministic features: fp32 in [-1, 1) and the same values rounded to bf16 */
+    const size_t m = n * channels;
+    float *f = (float *)malloc(m * sizeof(float) + 4);
+    uint16_t *b = (uint16_t *)malloc(m * sizeof(uint16_t) + 2);
+    if (!f || !b) {
+      free(f), free(b);
+      return hx_errf(err, HX_ENOMEM, "psh_gpu: no host memory for %zu features", m);
+    }
+    for (size_t i = 0; i < m; i++) {
+      f[i] = (float)(2.0 * hx_rng_unit(p->seed, 0xFEA7u, i) - 1.0);
+      uint32_t u;
+      memcpy(&u, &f[i], 4);
+      b[i] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    }
+    cudaError_t e1 = cudaMemcpy(g->feat32, f, m * 4, cudaMemcpyHostToDevice);
+    cudaError_t e2 = cudaMemcpy(g->feat16, b, m * 2, cudaMemcpyHostToDevice);
+    free(f), free(b);
+    PG_CUDA(e1);
+    PG_CUDA(e2);
+  }
+  psh_in din = {g->xyz, g->off, g->nclouds, g->n};
+  HX_TRY(psh_variants(NULL)[0].fn(NULL, &g->scratch_bytes, &g->out, &din, p, NULL, err)); /* same layout for all */
+  PG_CUDA(cudaMalloc(&g->scratch, g->scratch_bytes ? g->scratch_bytes : 1));
+  HX_TRY(bpool_plan_gpu(NULL, &g->pool_scratch_bytes, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, 2,
+                        NULL, err));
+  PG_CUDA(cudaMalloc(&g->pool_scratch, g->pool_scratch_bytes ? g->pool_scratch_bytes : 1));
+  return HX_OK;
+}
+
+extern "C" hx_status psh_gpu_create(psh_gpu **out, const psh_in *h_in, const psh_params *p, uint32_t channels,
+                                    hx_err *err) {
+  *out = NULL;
+  HX_TRY(psh_params_check(p, h_in->cloud_offset, h_in->nclouds, err));
+  psh_gpu *g = (psh_gpu *)calloc(1, sizeof *g);
+  if (!g) return hx_errf(err, HX_ENOMEM, "psh_gpu: no memory");
+  hx_status st = pg_create(g, h_in, p, channels, err);
+  if (st != HX_OK) {
+    pg_release(g);
+    return st;
+  }
+  *out = g;
+  return HX_OK;
+}
+
+extern "C" void psh_gpu_free(psh_gpu *g) {
+  if (g) pg_release(g);
+}
+
+extern "C" hx_status psh_gpu_run(psh_gpu *g, const psh_variant *v, void *stream, hx_err *err) {
+  psh_in in = {g->xyz, g->off, g->nclouds, g->n};
+  size_t sb = g->scratch_bytes;
+  g->pooled = 0;
+  g->rho = 0; /* the counts change: plan again */
+  return v->fn(g->scratch, &sb, &g->out, &in, &g->p, stream, err);
+}
+
+extern "C" hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err) {
+  if (!g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu: created without features");
+  if (dt == PSH_F32)
+    return psh_gather_rows_gpu(g->feat32_out, g->feat32, g->out.perm, g->n, (size_t)g->channels * 4, stream, err);
+  return psh_gather_rows_gpu(g->feat16_out, g->feat16, g->out.perm, g->n, (size_t)g->channels * 2, stream, err);
+}
+
+extern "C" hx_status psh_gpu_pool_plan(psh_gpu *g, uint32_t rho, uint32_t *n_out, void *stream, hx_err *err) {
+  size_t sb = g->pool_scratch_bytes;
+  HX_TRY(bpool_plan_gpu(g->pool_scratch, &sb, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, rho,
+                        stream, err));
+  PG_CUDA(cudaStreamSynchronize((cudaStream_t)stream));
+  uint32_t last_start = 0, last_count = 0;
+  if (g->nbt) {
+    PG_CUDA(cudaMemcpy(&last_start, g->pool_start + g->nbt - 1, 4, cudaMemcpyDeviceToHost));
+    PG_CUDA(cudaMemcpy(&last_count, g->pool_count + g->nbt - 1, 4, cudaMemcpyDeviceToHost));
+  }
+  g->rho = rho;
+  g->n_out = last_start + last_count;
+  if (n_out) *n_out = g->n_out;
+  return HX_OK;
+}
+
+extern "C" hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op op, psh_dtype dt, void *stream,
+                                  hx_err *err) {
+  if (!g->rho) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: call psh_gpu_pool_plan first");
+  size_t sb = g->pool_scratch_bytes;
+  HX_TRY(bpool_plan_gpu(g->pool_scratch, &sb, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, g->rho,
+                        stream, err));
+  HX_TRY(v->assign(g->members, g->parent, g->pool_xyz, g->out.xyz, g->n, g->out.bucket_start, g->out.bucket_count,
+                   g->pool_start, g->nbt, g->rho, stream, err));
+  g->pooled = 1;
+  if ((unsigned)op >= BPOOL_OP_COUNT) return HX_OK;
+  if (!g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: created without features");
+  const void *in = dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out;
+  return v->reduce(g->pool_feat, in, g->members, g->n_out, g->rho, g->channels, dt, op, stream, err);
+}
+
+extern "C" hx_status psh_gpu_download(psh_gpu *g, const psh_out *h, uint32_t *members, uint32_t *parent,
+                                      float *xyz_out, uint32_t *n_out, hx_err *err) {
+  PG_CUDA(cudaDeviceSynchronize());
+  const size_t n = g->n, nbt = g->nbt;
+  if (h) {
+    if (h->bucket) PG_CUDA(cudaMemcpy(h->bucket, g->out.bucket, n * 4, cudaMemcpyDeviceToHost));
+    if (h->offset) PG_CUDA(cudaMemcpy(h->offset, g->out.offset, n * 4, cudaMemcpyDeviceToHost));
+    if (h->bucket_count) PG_CUDA(cudaMemcpy(h->bucket_count, g->out.bucket_count, nbt * 4, cudaMemcpyDeviceToHost));
+    if (h->bucket_start) PG_CUDA(cudaMemcpy(h->bucket_start, g->out.bucket_start, nbt * 4, cudaMemcpyDeviceToHost));
+    if (h->slot) PG_CUDA(cudaMemcpy(h->slot, g->out.slot, n * 4, cudaMemcpyDeviceToHost));
+    if (h->perm) PG_CUDA(cudaMemcpy(h->perm, g->out.perm, n * 4, cudaMemcpyDeviceToHost));
+    if (h->xyz) PG_CUDA(cudaMemcpy(h->xyz, g->out.xyz, n * 12, cudaMemcpyDeviceToHost));
+    if (h->counters) PG_CUDA(cudaMemcpy(h->counters, g->out.counters, PSH_NCOUNTERS * 4, cudaMemcpyDeviceToHost));
+  }
+  if (!g->pooled) {
+    if (members || parent || xyz_out || n_out) return hx_errf(err, HX_EINVAL, "psh_gpu: no pooling run to download");
+    return HX_OK;
+  }
+  const uint32_t total = g->n_out;
+  if (n_out) *n_out = total;
+  if (members) PG_CUDA(cudaMemcpy(members, g->members, (size_t)total * g->rho * 4, cudaMemcpyDeviceToHost));
+  if (parent) PG_CUDA(cudaMemcpy(parent, g->parent, n * 4, cudaMemcpyDeviceToHost));
+  if (xyz_out) PG_CUDA(cudaMemcpy(xyz_out, g->pool_xyz, (size_t)total * 12, cudaMemcpyDeviceToHost));
+  return HX_OK;
+}

@@ -1,0 +1,304 @@
+/*
+ * test_psh_gpu.c - every registered PSH and pooling GPU variant against the invariants and the CPU
+ * reference, outputs poisoned (0xAB bytes) before each run. Exits 77 (Meson: SKIP) without CUDA.
+ *
+ * What must match the CPU exactly: the counters' sum (= n), phase-1 placements of v2 (= sum of
+ * min(hist, S), computed independently), every point's bucket when the CPU reference needed no probe
+ * (then no race decides anything), the one-voxel case's counts, the padded layout and row gathers derived
+ * from the GPU's own permutation, and the whole pooling output (bitwise: same steps, same float order).
+ * What may differ (racing): which overflowing point wins which slot; there only psh_check's invariants
+ * are asserted.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "f3d_config.h"
+#include "kernels/kernels.h"
+#include "tests/kernels/test_psh_util.h"
+
+#if F3D_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#define CK(x) assert_int_equal((x), cudaSuccess)
+
+static void *dalloc(size_t bytes) {
+  void *p = NULL;
+  CK(cudaMalloc(&p, bytes ? bytes : 4));
+  CK(cudaMemset(p, 0xAB, bytes ? bytes : 4));
+  return p;
+}
+static void *dup_to_dev(const void *h, size_t bytes) {
+  void *d = dalloc(bytes);
+  if (bytes) CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+static void to_host(void *h, const void *d, size_t bytes) {
+  if (bytes) CK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+}
+
+typedef struct gcase {
+  const char *name;
+  tcloud_kind kind;
+  uint32_t nclouds;
+  uint32_t sizes[5];
+  uint32_t nb, cap; /* nb 0 = auto */
+  float voxel;
+  int no_probe;     /* the CPU places every point by its home bucket: 1 for every hash, 2 for Z-order only */
+} gcase;
+
+static const gcase gcases[] = {
+    {"uniform 100k S=512", TC_UNIFORM, 1, {100000}, 0, 512, 0.05f, 0},
+    {"clustered 50k S=64", TC_CLUSTERED, 1, {50000}, 0, 64, 0.05f, 0},
+    {"one voxel", TC_ONE_VOXEL, 1, {5000}, 0, 64, 0.1f, 0},
+    {"N < S", TC_UNIFORM, 1, {10}, 1, 64, 0.1f, 1},
+    {"N = NB*S", TC_CLUSTERED, 1, {37 * 48}, 37, 48, 0.1f, 0},
+    {"N prime", TC_PLANE, 1, {20011}, 0, 64, 0.1f, 0},
+    {"batch with empty clouds", TC_UNIFORM, 5, {10, 0, 3001, 1, 0}, 64, 64, 0.1f, 0},
+    {"over capacity", TC_UNIFORM, 1, {1000}, 4, 16, 0.1f, 0},
+    {"70001 buckets", TC_UNIFORM, 1, {200003}, 70001, 16, 0.01f, 0},
+    {"sparse (no probes)", TC_UNIFORM, 1, {2000}, 4096, 64, 0.5f, 2},
+    {"batch of 3 x 40k", TC_CLUSTERED, 3, {40000, 40000, 40000}, 0, 128, 0.05f, 0},
+};
+
+static void run_case(const psh_variant *v, const gcase *gc, psh_hash hash) {
+  uint32_t off[6] = {0}, nmax = 0;
+  for (uint32_t c = 0; c < gc->nclouds; c++) {
+    off[c + 1] = off[c] + gc->sizes[c];
+    nmax = gc->sizes[c] > nmax ? gc->sizes[c] : nmax;
+  }
+  const uint32_t n = off[gc->nclouds];
+  float *xyz = malloc((size_t)n * 12 + 12);
+  for (uint32_t c = 0; c < gc->nclouds; c++) tcloud_fill(xyz, off[c], gc->sizes[c], gc->kind, 1000u + c);
+  psh_params p;
+  psh_params_default(&p);
+  p.hash = hash;
+  p.cap = gc->cap;
+  p.voxel = gc->voxel;
+  p.nb = gc->nb ? gc->nb : psh_auto_buckets(nmax, gc->cap);
+  const uint32_t nbt = gc->nclouds * p.nb;
+  /* CPU reference */
+  tres cpu, gpu;
+  assert_true(tres_alloc(&cpu, n, nbt));
+  assert_true(tres_alloc(&gpu, n, nbt));
+  psh_in hin = {xyz, off, gc->nclouds, n};
+  psh_out hout = tres_out(&cpu);
+  hx_err err = {0};
+  assert_int_equal(psh_run_cpu(&hout, &hin, &p, &err), HX_OK);
+  const int no_probe = gc->no_probe == 1 || (gc->no_probe == 2 && (hash == PSH_ZORDER_DIV || hash == PSH_ZORDER_MOD));
+  if (no_probe) assert_int_equal(cpu.counters[0], n);
+  /* GPU */
+  float *d_xyz = dup_to_dev(xyz, (size_t)n * 12);
+  uint32_t *d_off = dup_to_dev(off, (gc->nclouds + 1) * 4u);
+  psh_out dout = {dalloc((size_t)n * 4), dalloc((size_t)n * 4), dalloc((size_t)nbt * 4), dalloc((size_t)nbt * 4),
+                  dalloc((size_t)n * 4), dalloc((size_t)n * 4), dalloc((size_t)n * 12), dalloc(PSH_NCOUNTERS * 4)};
+  psh_in din = {d_xyz, d_off, gc->nclouds, n};
+  size_t scratch = 0;
+  assert_int_equal(v->fn(NULL, &scratch, &dout, &din, &p, NULL, &err), HX_OK);
+  void *d_scratch = dalloc(scratch);
+  hx_status st = v->fn(d_scratch, &scratch, &dout, &din, &p, NULL, &err);
+  if (st != HX_OK) fail_msg("%s: %s", v->name, err.msg);
+  CK(cudaDeviceSynchronize());
+  to_host(gpu.bucket, dout.bucket, (size_t)n * 4);
+  to_host(gpu.offset, dout.offset, (size_t)n * 4);
+  to_host(gpu.count, dout.bucket_count, (size_t)nbt * 4);
+  to_host(gpu.start, dout.bucket_start, (size_t)nbt * 4);
+  to_host(gpu.slot, dout.slot, (size_t)n * 4);
+  to_host(gpu.perm, dout.perm, (size_t)n * 4);
+  to_host(gpu.xyz, dout.xyz, (size_t)n * 12);
+  to_host(gpu.counters, dout.counters, PSH_NCOUNTERS * 4);
+  psh_out gout = tres_out(&gpu);
+  st = psh_check(&gout, &hin, &p, &err);
+  if (st != HX_OK) fail_msg("%s %s [%s]: %s", v->name, gc->name, psh_hash_name(hash), err.msg);
+  assert_int_equal((uint64_t)gpu.counters[0] + gpu.counters[1] + gpu.counters[2], n);
+  if (v->id == 2) assert_int_equal(gpu.counters[0], cpu.counters[0]); /* phase 1 is order free in v2 */
+  if (gc->kind == TC_ONE_VOXEL) {
+    assert_int_equal(gpu.counters[0], gc->cap);
+    assert_int_equal(gpu.counters[2], n - gc->cap);
+    assert_memory_equal(gpu.count, cpu.count, (size_t)nbt * 4);
+  }
+  if (no_probe) {
+    assert_int_equal(gpu.counters[0], n);
+    assert_memory_equal(gpu.bucket, cpu.bucket, (size_t)n * 4); /* same frames and hashes as the CPU */
+    assert_memory_equal(gpu.count, cpu.count, (size_t)nbt * 4);
+  }
+  /* padded layout from the GPU's own permutation vs the CPU's psh_pad_cpu on the same arrays */
+  int fits = 1;
+  for (uint32_t g = 0; g < nbt; g++) fits &= gpu.count[g] <= p.cap;
+  if (fits && (uint64_t)nbt * p.cap <= (1u << 26)) {
+    const size_t rows = (size_t)nbt * p.cap;
+    uint32_t *pp = malloc(rows * 4), *sp = malloc((size_t)n * 4 + 4), *gpp = malloc(rows * 4), *gsp = malloc((size_t)n * 4 + 4);
+    assert_int_equal(psh_pad_cpu(pp, sp, gpu.bucket, gpu.offset, gpu.start, gpu.count, nbt, n, p.cap, gpu.perm, &err), HX_OK);
+    uint32_t *d_pp = dalloc(rows * 4), *d_sp = dalloc((size_t)n * 4);
+    assert_int_equal(psh_pad_gpu(d_pp, d_sp, dout.bucket, dout.offset, dout.bucket_start, dout.bucket_count, nbt, n,
+                                 p.cap, dout.perm, NULL, &err), HX_OK);
+    CK(cudaDeviceSynchronize());
+    to_host(gpp, d_pp, rows * 4);
+    to_host(gsp, d_sp, (size_t)n * 4);
+    assert_memory_equal(pp, gpp, rows * 4);
+    assert_memory_equal(sp, gsp, (size_t)n * 4);
+    cudaFree(d_pp), cudaFree(d_sp);
+    free(pp), free(sp), free(gpp), free(gsp);
+  }
+  cudaFree(d_scratch);
+  cudaFree(d_xyz), cudaFree(d_off);
+  cudaFree(dout.bucket), cudaFree(dout.offset), cudaFree(dout.bucket_count), cudaFree(dout.bucket_start);
+  cudaFree(dout.slot), cudaFree(dout.perm), cudaFree(dout.xyz), cudaFree(dout.counters);
+  tres_free(&cpu);
+  tres_free(&gpu);
+  free(xyz);
+}
+
+static void test_psh_variants(void **state) {
+  (void)state;
+  size_t nv = 0;
+  const psh_variant *vs = psh_variants(&nv);
+  assert_true(nv >= 2);
+  for (size_t k = 0; k < nv; k++)
+    for (size_t c = 0; c < sizeof gcases / sizeof gcases[0]; c++)
+      for (int h = 0; h < PSH_HASH_COUNT; h++) {
+        run_case(&vs[k], &gcases[c], (psh_hash)h);
+      }
+}
+
+static void test_gather(void **state) {
+  (void)state;
+  const uint32_t n = 5000, rows = 6000;
+  uint32_t *src = malloc(rows * 4);
+  for (uint32_t r = 0; r < rows; r++) src[r] = r % 7 == 3 ? PSH_NONE : (uint32_t)(hx_rng_u64(8, r, 0) % n);
+  uint32_t *d_src = dup_to_dev(src, rows * 4);
+  /* row sizes: fp32 C=5 (4-byte path), fp32 C=8 (16-byte), bf16 C=3 (2-byte), fp16 C=512, 1 byte odd */
+  const size_t row_bytes[5] = {20, 32, 6, 1024, 3};
+  for (int k = 0; k < 5; k++) {
+    const size_t rb = row_bytes[k];
+    unsigned char *in = malloc(n * rb), *want = malloc(rows * rb), *got = malloc(rows * rb);
+    for (size_t i = 0; i < n * rb; i++) in[i] = (unsigned char)(hx_rng_u64(9, i, 0) & 0xFF);
+    assert_int_equal(psh_gather_rows_cpu(want, in, src, rows, rb), HX_OK);
+    void *d_in = dup_to_dev(in, n * rb), *d_out = dalloc(rows * rb);
+    assert_int_equal(psh_gather_rows_gpu(d_out, d_in, d_src, rows, rb, NULL, NULL), HX_OK);
+    CK(cudaDeviceSynchronize());
+    to_host(got, d_out, rows * rb);
+    assert_memory_equal(want, got, rows * rb);
+    cudaFree(d_in), cudaFree(d_out);
+    free(in), free(want), free(got);
+  }
+  cudaFree(d_src);
+  free(src);
+}
+
+static void test_bpool_variants(void **state) {
+  (void)state;
+  /* pool the CPU PSH output of a 3-cloud batch plus a padded layout with 1025-row buckets */
+  const uint32_t sizes[3] = {30011, 0, 12000};
+  uint32_t off[4] = {0, 30011, 30011, 42011};
+  const uint32_t n = off[3];
+  float *xyz = malloc((size_t)n * 12);
+  for (int c = 0; c < 3; c++) tcloud_fill(xyz, off[c], sizes[c], TC_CLUSTERED, 40u + (uint64_t)c);
+  psh_params p;
+  psh_params_default(&p);
+  p.nb = 32;
+  p.cap = 1040; /* > one tile: buckets of 1025+ rows cross the 1024-row tile boundary */
+  p.voxel = 0.05f;
+  tres r;
+  assert_true(tres_alloc(&r, n, 3 * p.nb));
+  psh_in in = {xyz, off, 3, n};
+  psh_out out = tres_out(&r);
+  assert_int_equal(psh_run_cpu(&out, &in, &p, NULL), HX_OK);
+  const uint32_t nbt = 3 * p.nb;
+  size_t nv = 0;
+  const bpool_variant *vs = bpool_variants(&nv);
+  assert_true(nv >= 1);
+  for (uint32_t rho = 2; rho <= 8; rho *= 2) {
+    uint32_t *os = malloc(nbt * 4), *oc = malloc(nbt * 4), n_out;
+    assert_int_equal(bpool_plan_cpu(os, oc, &n_out, r.count, nbt, rho, NULL), HX_OK);
+    uint32_t *members = malloc((size_t)n_out * rho * 4), *parent = malloc((size_t)n * 4);
+    float *xo = malloc((size_t)n_out * 12);
+    assert_int_equal(bpool_assign_cpu(members, parent, xo, r.xyz, n, r.start, r.count, os, nbt, rho, NULL), HX_OK);
+    /* device inputs */
+    uint32_t *d_count = dup_to_dev(r.count, nbt * 4), *d_start = dup_to_dev(r.start, nbt * 4);
+    float *d_xyz = dup_to_dev(r.xyz, (size_t)n * 12);
+    uint32_t *d_os = dalloc(nbt * 4), *d_oc = dalloc(nbt * 4);
+    size_t sb = 0;
+    hx_err err = {0};
+    assert_int_equal(bpool_plan_gpu(NULL, &sb, d_os, d_oc, d_count, nbt, rho, NULL, &err), HX_OK);
+    void *d_sc = dalloc(sb);
+    assert_int_equal(bpool_plan_gpu(d_sc, &sb, d_os, d_oc, d_count, nbt, rho, NULL, &err), HX_OK);
+    uint32_t *g_os = malloc(nbt * 4), *g_oc = malloc(nbt * 4);
+    CK(cudaDeviceSynchronize());
+    to_host(g_os, d_os, nbt * 4);
+    to_host(g_oc, d_oc, nbt * 4);
+    assert_memory_equal(os, g_os, nbt * 4);
+    assert_memory_equal(oc, g_oc, nbt * 4);
+    const uint32_t C = 33;
+    float *f = malloc((size_t)n * C * 4);
+    uint16_t *fb = malloc((size_t)n * C * 2);
+    for (uint32_t i = 0; i < n * C; i++) {
+      f[i] = (float)hx_rng_unit(5, i, 0) * 10.0f - 5.0f;
+      fb[i] = (uint16_t)(hx_rng_u64(6, i, 0) & 0x7F7F); /* finite bf16 patterns */
+    }
+    float *d_f = dup_to_dev(f, (size_t)n * C * 4);
+    uint16_t *d_fb = dup_to_dev(fb, (size_t)n * C * 2);
+    for (size_t k = 0; k < nv; k++) {
+      uint32_t *d_m = dalloc((size_t)n_out * rho * 4), *d_p = dalloc((size_t)n * 4);
+      float *d_xo = dalloc((size_t)n_out * 12);
+      hx_status st = vs[k].assign(d_m, d_p, d_xo, d_xyz, n, d_start, d_count, d_os, nbt, rho, NULL, &err);
+      if (st != HX_OK) fail_msg("bpool %s: %s", vs[k].name, err.msg);
+      CK(cudaDeviceSynchronize());
+      uint32_t *gm = malloc((size_t)n_out * rho * 4), *gp = malloc((size_t)n * 4);
+      float *gx = malloc((size_t)n_out * 12);
+      to_host(gm, d_m, (size_t)n_out * rho * 4);
+      to_host(gp, d_p, (size_t)n * 4);
+      to_host(gx, d_xo, (size_t)n_out * 12);
+      assert_memory_equal(members, gm, (size_t)n_out * rho * 4);
+      assert_memory_equal(parent, gp, (size_t)n * 4);
+      assert_memory_equal(xo, gx, (size_t)n_out * 12);
+      for (int op = 0; op < BPOOL_OP_COUNT; op++)
+        for (int dt = 0; dt < 2; dt++) {
+          const psh_dtype t = dt ? PSH_BF16 : PSH_F32;
+          const size_t es = psh_dtype_size(t), bytes = (size_t)n_out * C * es;
+          void *want = malloc(bytes), *got = malloc(bytes), *d_o = dalloc(bytes);
+          assert_int_equal(bpool_reduce_cpu(want, dt ? (const void *)fb : (const void *)f, members, n_out, rho, C, t,
+                                            (bpool_op)op, NULL), HX_OK);
+          st = vs[k].reduce(d_o, dt ? (const void *)d_fb : (const void *)d_f, d_m, n_out, rho, C, t, (bpool_op)op, NULL, &err);
+          if (st != HX_OK) fail_msg("bpool %s reduce: %s", vs[k].name, err.msg);
+          CK(cudaDeviceSynchronize());
+          to_host(got, d_o, bytes);
+          assert_memory_equal(want, got, bytes);
+          cudaFree(d_o);
+          free(want), free(got);
+        }
+      cudaFree(d_m), cudaFree(d_p), cudaFree(d_xo);
+      free(gm), free(gp), free(gx);
+    }
+    cudaFree(d_f), cudaFree(d_fb), cudaFree(d_sc), cudaFree(d_os), cudaFree(d_oc), cudaFree(d_count), cudaFree(d_start), cudaFree(d_xyz);
+    free(f), free(fb), free(g_os), free(g_oc), free(os), free(oc), free(members), free(parent), free(xo);
+  }
+  tres_free(&r);
+  free(xyz);
+}
+
+int main(void) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    fprintf(stderr, "test_psh_gpu: no CUDA device, skipping\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_psh_variants),
+      cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_bpool_variants),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+int main(void) {
+  fprintf(stderr, "test_psh_gpu: built without CUDA, skipping\n");
+  return 77;
+}
+#endif
