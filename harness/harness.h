@@ -458,6 +458,14 @@ typedef struct hx_rect {
 hx_status hx_treemap_squarify(hx_rect *out, const double *weights, size_t n, double x, double y, double w,
                               double h);
 
+/* Result rows of one measurement (measure_common.c), for the sweep: cold samples as time_median, _mean,
+ * _std, _min, _max (ms), reps, time_noise, noise_reached, throttled_dropped, sm_clock (MHz) and raw
+ * samples "time"; hot batches as time_hot_median/_mean/_std, hot_batch and raw samples "time_hot";
+ * sync_detected when it happened. Counter values as rows named by the metric table's short names. */
+hx_status hx_measure_record(hx_results *res, const hx_key *k, const hx_measurement *m, hx_err *err);
+hx_status hx_counters_record(hx_results *res, const hx_key *k, const char *const *names, const double *values,
+                             size_t n, hx_err *err);
+
 #ifdef __cplusplus
 }
 #endif

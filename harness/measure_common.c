@@ -9,6 +9,7 @@
  */
 #include "harness/harness.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 hx_measure_opts hx_measure_defaults(void) {
@@ -75,4 +76,59 @@ void hx_measurement_free(hx_measurement *r) {
   free(r->hot_ms);
   r->cold_ms = r->cold_sm_mhz = r->hot_ms = NULL;
   r->n_cold = r->n_hot = 0;
+}
+
+/* ---- result rows ------------------------------------------------------------------------------------ */
+
+hx_status hx_measure_record(hx_results *res, const hx_key *k, const hx_measurement *m, hx_err *err) {
+  if (m->n_cold > 0) {
+    hx_stats_desc d;
+    HX_TRY(hx_stats_describe(&d, m->cold_ms, m->n_cold, err));
+    const struct {
+      const char *metric;
+      double v;
+      const char *unit;
+    } rows[] = {{"time_median", d.median, "ms"},
+                {"time_mean", d.mean, "ms"},
+                {"time_std", d.std, "ms"},
+                {"time_min", d.min, "ms"},
+                {"time_max", d.max, "ms"},
+                {"reps", (double)m->n_cold, "count"},
+                {"time_noise", m->noise, "ratio"},
+                {"noise_reached", (double)m->noise_reached, "bool"},
+                {"throttled_dropped", (double)m->n_throttled, "count"}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+      HX_TRY(hx_results_add(res, k, rows[i].metric, rows[i].v, rows[i].unit, err));
+    /* SM clock: the median of the samples where SM 0 was probed */
+    double *clk = malloc(m->n_cold * sizeof *clk);
+    if (!clk) return hx_errf(err, HX_ENOMEM, "measure: no memory");
+    size_t nc = 0;
+    for (size_t i = 0; i < m->n_cold; i++)
+      if (isfinite(m->cold_sm_mhz[i])) clk[nc++] = m->cold_sm_mhz[i];
+    hx_status st = HX_OK;
+    if (nc) st = hx_results_add(res, k, "sm_clock", hx_stats_median(clk, nc), "MHz", err);
+    free(clk);
+    HX_TRY(st);
+    HX_TRY(hx_results_add_samples(res, k, "time", m->cold_ms, m->n_cold, "ms", err));
+  }
+  if (m->n_hot > 0) {
+    hx_stats_desc d;
+    HX_TRY(hx_stats_describe(&d, m->hot_ms, m->n_hot, err));
+    HX_TRY(hx_results_add(res, k, "time_hot_median", d.median, "ms", err));
+    HX_TRY(hx_results_add(res, k, "time_hot_mean", d.mean, "ms", err));
+    HX_TRY(hx_results_add(res, k, "time_hot_std", d.std, "ms", err));
+    HX_TRY(hx_results_add(res, k, "hot_batch", (double)m->hot_batch_size, "count", err));
+    HX_TRY(hx_results_add_samples(res, k, "time_hot", m->hot_ms, m->n_hot, "ms", err));
+  }
+  if (m->sync_detected) HX_TRY(hx_results_add(res, k, "sync_detected", 1.0, "bool", err));
+  return HX_OK;
+}
+
+hx_status hx_counters_record(hx_results *res, const hx_key *k, const char *const *names, const double *values,
+                             size_t n, hx_err *err) {
+  for (size_t i = 0; i < n; i++) {
+    const hx_metric_info *mi = hx_metric_lookup(names[i]);
+    HX_TRY(hx_results_add(res, k, mi ? mi->short_name : names[i], values[i], mi ? mi->unit : "", err));
+  }
+  return HX_OK;
 }

@@ -191,11 +191,53 @@ static void test_merge(void **state) {
   hx_run_free(&runs[1]);
 }
 
+/* A hand-made measurement and counter values recorded as rows, read back. */
+static void test_record_measurement(void **state) {
+  (void)state;
+  hx_results *r;
+  hx_err e;
+  assert_int_equal(hx_results_open(&r, root, "rec", &e), HX_OK);
+  double cold[4] = {1.0, 1.2, 1.1, 1.3}, mhz[4] = {1980, NAN, 1970, 1975}, hot[2] = {0.8, 0.9};
+  hx_measurement m = {0};
+  m.cold_ms = cold;
+  m.cold_sm_mhz = mhz;
+  m.n_cold = 4;
+  m.noise = 0.1;
+  m.hot_ms = hot;
+  m.n_hot = 2;
+  m.hot_batch_size = 100;
+  hx_key key = {"lidar", 1000, 1, "flash3d", "psh", "v1"};
+  assert_int_equal(hx_measure_record(r, &key, &m, &e), HX_OK);
+  size_t n;
+  const char *const *names = hx_counters_default_names(&n);
+  double v[5] = {50, 20, 0, 1e12, 12345};
+  assert_int_equal(hx_counters_record(r, &key, names, v, n, &e), HX_OK);
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+  char p[512];
+  path(p, sizeof p, "rec");
+  hx_run run;
+  assert_int_equal(hx_run_load(&run, p, &e), HX_OK);
+  int seen = 0;
+  for (size_t i = 0; i < run.n_rows; i++) {
+    const hx_run_row *w = &run.rows[i];
+    if (!strcmp(w->metric, "time_median")) seen |= 1, assert_true(fabs(w->value - 1.15) < 1e-9);
+    if (!strcmp(w->metric, "sm_clock")) seen |= 2, assert_true(fabs(w->value - 1975) < 1e-9);
+    if (!strcmp(w->metric, "time_hot_mean")) seen |= 4, assert_true(fabs(w->value - 0.85) < 1e-9);
+    if (!strcmp(w->metric, "dram_read_bw")) seen |= 8, assert_string_equal(w->unit, "B/s");
+    if (!strcmp(w->metric, "sm_active")) seen |= 16, assert_string_equal(w->unit, "%");
+  }
+  assert_int_equal(seen, 31);
+  assert_true(run.n_samples == 6); /* 4 cold "time" + 2 "time_hot" */
+  hx_run_free(&run);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_gate),
       cmocka_unit_test(test_merge),
+      cmocka_unit_test(test_record_measurement),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
