@@ -91,10 +91,20 @@ hx_status sfc_sort_gpu(uint32_t *d_order, void *d_scratch, size_t *scratch_bytes
 hx_status sfc_inverse_gpu(uint32_t *d_inverse, const uint32_t *d_order, size_t n, int R,
                           struct CUstream_st *stream);
 
+/* GPU dedup with sfc_dedup_cpu's result: voxels keyed by batch << 3*depth | Morton code (a bijection on
+ * (cloud, voxel) once depth fits), stable radix sort of (key, index), the first index of every run kept,
+ * compacted in input order. d_keep [n] receives the kept indices; offset_out (host, B+1) and *dropped are
+ * read back (one stream synchronisation). d_batch NULL = one cloud. B <= SFC_MAX_CLOUDS. */
+hx_status sfc_dedup_gpu(uint32_t *d_keep, size_t *offset_out, size_t *dropped, void *d_scratch,
+                        size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch,
+                        const size_t *offset, uint32_t B, int depth, struct CUstream_st *stream);
+
 /* Conveniences for tools (never timed): host arrays in and out, device memory allocated, used and freed
  * inside; results identical to sfc_grid_cpu / sfc_encode_cpu. HX_ENODEV without a device or CUDA. */
 hx_status sfc_grid_host_gpu(uint32_t *grid, uint32_t *max_coord, const float *xyz, const size_t *offset,
                             uint32_t B, double grid_size, hx_err *err);
+hx_status sfc_dedup_host_gpu(uint32_t *keep, size_t *offset_out, size_t *dropped, const uint32_t *grid,
+                             const size_t *offset, uint32_t B, int depth, hx_err *err);
 hx_status sfc_encode_host_gpu(uint64_t *code, const uint32_t *grid, const uint32_t *batch, size_t n, int depth,
                               const sfc_order *orders, int R, hx_err *err);
 

@@ -37,6 +37,18 @@ hx_status sfc_encode_host_gpu(uint64_t *code, const uint32_t *grid, const uint32
   (void)code, (void)grid, (void)batch, (void)n, (void)depth, (void)orders, (void)R;
   return hx_errf(err, HX_ENODEV, "this build has no CUDA");
 }
+hx_status sfc_dedup_gpu(uint32_t *d_keep, size_t *offset_out, size_t *dropped, void *d_scratch,
+                        size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch,
+                        const size_t *offset, uint32_t B, int depth, struct CUstream_st *stream) {
+  (void)d_keep, (void)offset_out, (void)dropped, (void)d_scratch, (void)scratch_bytes, (void)d_grid;
+  (void)d_batch, (void)offset, (void)B, (void)depth, (void)stream;
+  return HX_ENODEV;
+}
+hx_status sfc_dedup_host_gpu(uint32_t *keep, size_t *offset_out, size_t *dropped, const uint32_t *grid,
+                             const size_t *offset, uint32_t B, int depth, hx_err *err) {
+  (void)keep, (void)offset_out, (void)dropped, (void)grid, (void)offset, (void)B, (void)depth;
+  return hx_errf(err, HX_ENODEV, "this build has no CUDA");
+}
 int sfc_serial_variant_count(void) { return 0; }
 const sfc_serial_variant *sfc_serial_variant_get(int i) {
   (void)i;

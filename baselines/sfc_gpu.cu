@@ -198,6 +198,84 @@ extern "C" hx_status sfc_sort_gpu(uint32_t *d_order, void *d_scratch, size_t *sc
   return sort_rows<uint64_t>(d_order, cub_temp, &temp, d_code, vals, keys_out, n, R, key_bits, stream);
 }
 
+/* ---- dedup ---------------------------------------------------------------------------------------- */
+
+static __global__ void k_dedup_keys(uint64_t *keys, uint32_t *vals, const uint32_t *grid, const uint32_t *batch,
+                                    size_t n, int depth) {
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  keys[i] = (batch ? (uint64_t)batch[i] : 0u) << (3 * depth) |
+            sfc_z_fast(grid[3 * i], grid[3 * i + 1], grid[3 * i + 2], depth);
+  vals[i] = (uint32_t)i;
+}
+
+/* flag[i] = 1 for the first (smallest) index of every voxel: the head of each run of equal sorted keys,
+ * because the radix sort is stable and the values start in index order. flag starts zeroed. */
+static __global__ void k_dedup_heads(uint32_t *flag, const uint64_t *keys, const uint32_t *vals, size_t n) {
+  const size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  if (j == 0 || keys[j] != keys[j - 1]) flag[vals[j]] = 1u;
+}
+
+static __global__ void k_dedup_compact(uint32_t *keep, const uint32_t *flag, const uint32_t *pos, size_t n) {
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && flag[i]) keep[pos[i]] = (uint32_t)i;
+}
+
+/* offs[b] = kept points before input offset[b] (exclusive scan value; offset[B] = n takes the total). */
+static __global__ void k_dedup_offsets(uint32_t *offs, const uint32_t *flag, const uint32_t *pos, size_t n,
+                                       grid_params p) {
+  const uint32_t b = threadIdx.x;
+  if (b > p.B) return;
+  const size_t i = p.off[b];
+  offs[b] = i < n ? pos[i] : pos[n - 1] + flag[n - 1];
+}
+
+extern "C" hx_status sfc_dedup_gpu(uint32_t *d_keep, size_t *offset_out, size_t *dropped, void *d_scratch,
+                                   size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch,
+                                   const size_t *offset, uint32_t B, int depth, cudaStream_t stream) {
+  if (B == 0 || B > SFC_MAX_CLOUDS || depth < 1 || depth > SFC_MAX_DEPTH) return HX_EINVAL;
+  const size_t n = offset[B];
+  if (n == 0 || n > (size_t)INT_MAX) return HX_EINVAL;
+  const int kb = sfc_key_bits(depth, B);
+  bl_carve c = {(char *)d_scratch, 0};
+  uint64_t *keys = (uint64_t *)bl_take(&c, n * 8), *keys_out = (uint64_t *)bl_take(&c, n * 8);
+  uint32_t *vals = (uint32_t *)bl_take(&c, n * 4), *vals_out = (uint32_t *)bl_take(&c, n * 4);
+  uint32_t *flag = (uint32_t *)bl_take(&c, n * 4), *pos = (uint32_t *)bl_take(&c, n * 4);
+  uint32_t *offs = (uint32_t *)bl_take(&c, (SFC_MAX_CLOUDS + 1) * 4);
+  size_t sort_temp = 0, scan_temp = 0;
+  BL_CUDA(cub::DeviceRadixSort::SortPairs(NULL, sort_temp, keys, keys_out, vals, vals_out, (int)n, 0, kb, stream));
+  BL_CUDA(cub::DeviceScan::ExclusiveSum(NULL, scan_temp, flag, pos, (int)n, stream));
+  size_t temp = sort_temp > scan_temp ? sort_temp : scan_temp;
+  void *cub_temp = bl_take(&c, temp);
+  if (!d_scratch) {
+    *scratch_bytes = c.used;
+    return HX_OK;
+  }
+  if (*scratch_bytes < c.used) return HX_EINVAL;
+  grid_params p;
+  memset(&p, 0, sizeof p);
+  for (uint32_t b = 0; b <= B; b++) p.off[b] = offset[b];
+  p.B = B;
+  k_dedup_keys<<<bl_blocks(n, 256), 256, 0, stream>>>(keys, vals, d_grid, d_batch, n, depth);
+  BL_LAUNCHED("k_dedup_keys");
+  BL_CUDA(cub::DeviceRadixSort::SortPairs(cub_temp, sort_temp, keys, keys_out, vals, vals_out, (int)n, 0, kb, stream));
+  BL_CUDA(cudaMemsetAsync(flag, 0, n * 4, stream));
+  k_dedup_heads<<<bl_blocks(n, 256), 256, 0, stream>>>(flag, keys_out, vals_out, n);
+  BL_LAUNCHED("k_dedup_heads");
+  BL_CUDA(cub::DeviceScan::ExclusiveSum(cub_temp, scan_temp, flag, pos, (int)n, stream));
+  k_dedup_compact<<<bl_blocks(n, 256), 256, 0, stream>>>(d_keep, flag, pos, n);
+  BL_LAUNCHED("k_dedup_compact");
+  k_dedup_offsets<<<1, SFC_MAX_CLOUDS + 1, 0, stream>>>(offs, flag, pos, n, p);
+  BL_LAUNCHED("k_dedup_offsets");
+  uint32_t h[SFC_MAX_CLOUDS + 1];
+  BL_CUDA(cudaMemcpyAsync(h, offs, (B + 1) * 4, cudaMemcpyDeviceToHost, stream));
+  BL_CUDA(cudaStreamSynchronize(stream)); /* the kept count is data dependent */
+  for (uint32_t b = 0; b <= B; b++) offset_out[b] = h[b];
+  if (dropped) *dropped = n - h[B];
+  return HX_OK;
+}
+
 /* ---- host conveniences (tools) ------------------------------------------------------------------ */
 
 /* Device buffers of one host call; freed on every path by host_free. */
@@ -244,6 +322,39 @@ extern "C" hx_status sfc_grid_host_gpu(uint32_t *grid, uint32_t *max_coord, cons
     if (offset[b + 1] <= offset[b]) return hx_errf(err, HX_EINVAL, "cloud %u is empty", b);
   host_bufs h = {{NULL, NULL, NULL, NULL, NULL, NULL}};
   const hx_status st = grid_host(&h, grid, max_coord, xyz, offset, B, grid_size, err);
+  host_free(&h);
+  return st;
+}
+
+static hx_status dedup_host(host_bufs *h, uint32_t *keep, size_t *offset_out, size_t *dropped, const uint32_t *grid,
+                            const size_t *offset, uint32_t B, int depth, hx_err *err) {
+  const size_t n = offset[B];
+  uint32_t *batch = (uint32_t *)malloc(n * 4 + 4);
+  if (!batch) return hx_errf(err, HX_ENOMEM, "dedup: batch index");
+  hx_status st = sfc_batch_index_cpu(batch, offset, B, err);
+  size_t sb = 0;
+  if (st == HX_OK) st = sfc_dedup_gpu(NULL, offset_out, dropped, NULL, &sb, NULL, NULL, offset, B, depth, NULL);
+  if (st == HX_OK) st = host_cuda(err, cudaMalloc(&h->p[0], n * 12 + 16), "cudaMalloc");
+  if (st == HX_OK) st = host_cuda(err, cudaMalloc(&h->p[1], n * 4 + 16), "cudaMalloc");
+  if (st == HX_OK) st = host_cuda(err, cudaMalloc(&h->p[2], n * 4 + 16), "cudaMalloc");
+  if (st == HX_OK) st = host_cuda(err, cudaMalloc(&h->p[3], sb), "cudaMalloc");
+  if (st == HX_OK) st = host_cuda(err, cudaMemcpy(h->p[0], grid, n * 12, cudaMemcpyHostToDevice), "upload");
+  if (st == HX_OK) st = host_cuda(err, cudaMemcpy(h->p[1], batch, n * 4, cudaMemcpyHostToDevice), "upload");
+  free(batch);
+  HX_TRY(st);
+  st = sfc_dedup_gpu((uint32_t *)h->p[2], offset_out, dropped, h->p[3], &sb, (const uint32_t *)h->p[0],
+                     (const uint32_t *)h->p[1], offset, B, depth, NULL);
+  if (st != HX_OK) return hx_errf(err, st, "sfc_dedup_gpu failed");
+  return host_cuda(err, cudaMemcpy(keep, h->p[2], offset_out[B] * 4, cudaMemcpyDeviceToHost), "download");
+}
+
+extern "C" hx_status sfc_dedup_host_gpu(uint32_t *keep, size_t *offset_out, size_t *dropped, const uint32_t *grid,
+                                        const size_t *offset, uint32_t B, int depth, hx_err *err) {
+  if (B == 0 || B > SFC_MAX_CLOUDS) return hx_errf(err, HX_EINVAL, "GPU dedup: %u clouds (1..%d)", B, SFC_MAX_CLOUDS);
+  for (uint32_t b = 0; b < B; b++)
+    if (offset[b + 1] <= offset[b]) return hx_errf(err, HX_EINVAL, "cloud %u is empty", b);
+  host_bufs h = {{NULL, NULL, NULL, NULL, NULL, NULL}};
+  const hx_status st = dedup_host(&h, keep, offset_out, dropped, grid, offset, B, depth, err);
   host_free(&h);
   return st;
 }

@@ -5,8 +5,8 @@
  * (floor(coord / grid) in double, minus the per-cloud minimum), optionally one point per voxel (first
  * kept), depth is PTv3's bit_length(max + 1) over the whole batch, and each requested order's code
  * carries the cloud index at bit 3*depth. One row per (kept) input point in input order; `index` is the
- * point's position in its input file. --device gpu computes grid and codes with the CUDA kernels (dedup
- * stays on the CPU); both paths write byte-identical files (tests compare them).
+ * point's position in its input file. --device gpu computes grid, dedup and codes with the CUDA kernels;
+ * both paths write byte-identical files (tests/baselines/serialize_cli.sh compares them).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -77,13 +77,16 @@ static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const s
   if (st != HX_OK) return f3d_fail("serialize: grid coordinates", "%s", err.msg), 1;
   if (sfc_batch_index_cpu(s->batch_idx, s->batch.offset, B, &err) != HX_OK)
     return f3d_fail("serialize", "%s", err.msg), 1;
-  /* dedup keeps one point of every voxel, so the per-cloud minima and gmax are unchanged */
+  /* dedup keeps one point of every voxel, so the per-cloud minima and gmax (hence depth) are unchanged */
+  int depth = 0;
+  if (sfc_depth(&depth, gmax, B, grid, &err) != HX_OK) return f3d_fail("serialize", "%s", err.msg), 1;
   size_t m = n;
   if (dedup) {
     size_t dropped = 0;
     size_t *off2 = malloc((B + 1) * sizeof *off2);
     if (!off2) return f3d_fail("serialize", "out of memory"), 1;
-    st = sfc_dedup_cpu(s->keep, off2, &dropped, s->grid, s->batch.offset, B, &err);
+    st = gpu ? sfc_dedup_host_gpu(s->keep, off2, &dropped, s->grid, s->batch.offset, B, depth, &err)
+             : sfc_dedup_cpu(s->keep, off2, &dropped, s->grid, s->batch.offset, B, &err);
     free(off2);
     if (st != HX_OK) return f3d_fail("serialize: dedup", "%s", err.msg), 1;
     m = n - dropped;
@@ -99,8 +102,6 @@ static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const s
     memcpy(s->kgrid + 3 * k, s->grid + 3 * (size_t)s->keep[k], 3 * sizeof *s->kgrid);
     s->kbatch[k] = s->batch_idx[s->keep[k]];
   }
-  int depth = 0;
-  if (sfc_depth(&depth, gmax, B, grid, &err) != HX_OK) return f3d_fail("serialize", "%s", err.msg), 1;
   st = gpu ? sfc_encode_host_gpu(s->code, s->kgrid, s->kbatch, m, depth, orders, R, &err)
            : sfc_encode_cpu(s->code, s->kgrid, s->kbatch, m, depth, orders, R, &err);
   if (st != HX_OK) return f3d_fail("serialize: encode", "%s", err.msg), 1;

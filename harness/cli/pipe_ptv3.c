@@ -4,6 +4,8 @@
  *
  * GPU rows (variant "v<id>" of the kernel's table; single-kernel stages are "v0"):
  *   grid                 GridSample coordinates (sfc_grid_gpu)
+ *   dedup                one point per voxel (sfc_dedup_gpu: radix sort of voxel keys, includes one sync;
+ *                        the case clouds are already unique per voxel, so this is the cost of the check)
  *   encode_<order>       one order's codes; encode_all: the four orders in one launch
  *   sort, inverse        CUB radix sort of the 4 rows (bits in use only), inverse scatter
  *   serialize            the whole 4-order serialization after grid (encode + sort + inverse), per variant
@@ -146,6 +148,8 @@ typedef struct gpu_state {
   void *d_in, *d_out, *d_scratch;
   size_t scratch;
   float *d_feat;
+  uint32_t *d_keep;
+  size_t off_kept[SFC_MAX_CLOUDS + 1], dropped;
   spool_out pout;
   /* what the closure runs */
   int what;
@@ -157,7 +161,7 @@ typedef struct gpu_state {
   spool_in pin;
 } gpu_state;
 
-enum { G_GRID, G_ENC1, G_ENC4, G_SORT, G_INV, G_SERIAL, G_PAD, G_GATHER, G_COPY, G_POOL };
+enum { G_GRID, G_DEDUP, G_ENC1, G_ENC4, G_SORT, G_INV, G_SERIAL, G_PAD, G_GATHER, G_COPY, G_POOL };
 
 static hx_status cuda_st(cudaError_t e, const char *what, hx_err *err) {
   return e == cudaSuccess ? HX_OK : hx_errf(err, HX_ECUDA, "ptv3: %s: %s", what, cudaGetErrorString(e));
@@ -174,6 +178,10 @@ static hx_status gpu_run(void *arg, void *stream, hx_err *err) {
     case G_GRID:
       st = sfc_grid_gpu(g->d_grid, g->d_batch, g->d_max, g->d_scratch, &g->scratch, g->d_xyz, h->offset, h->B,
                         h->grid_size, s);
+      break;
+    case G_DEDUP:
+      st = sfc_dedup_gpu(g->d_keep, g->off_kept, &g->dropped, g->d_scratch, &g->scratch, g->d_grid, g->d_batch,
+                         h->offset, h->B, h->depth, s);
       break;
     case G_ENC1: st = sfc_encode_gpu(g->d_code, g->d_grid, g->d_batch, h->n, h->depth, &g->one, 1, s); break;
     case G_ENC4: st = sfc_encode_gpu(g->d_code, g->d_grid, g->d_batch, h->n, h->depth, h->orders, 4, s); break;
@@ -250,6 +258,7 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   HX_TRY(gpu_alloc((void **)&g->d_order_p, h->sum_p * 4, err));
   HX_TRY(gpu_alloc((void **)&g->d_inverse_p, n * 4, err));
   HX_TRY(gpu_alloc((void **)&g->d_cu, h->n_cu * 4, err));
+  HX_TRY(gpu_alloc((void **)&g->d_keep, n * 4, err));
   const size_t wmax = 3 * ptv3_gather_C[1] * 2, rmax = h->sum_p > n ? h->sum_p : n;
   HX_TRY(gpu_alloc(&g->d_in, rmax * wmax, err));
   HX_TRY(gpu_alloc(&g->d_out, rmax * wmax, err));
@@ -265,6 +274,8 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
     HX_TRY(sfc_serial_variant_get(v)->fn(NULL, &sb, &a0, NULL));
     if (sb > need) need = sb;
   }
+  HX_TRY(sfc_dedup_gpu(NULL, g->off_kept, NULL, NULL, &sb, NULL, NULL, h->offset, h->B, h->depth, NULL));
+  if (sb > need) need = sb;
   spool_in pin0 = {NULL, NULL, NULL, NULL, NULL, NULL, n, PTV3_POOL_C, 4, h->depth, h->B, {0, 1, 2, 3}};
   spool_out pout0;
   memset(&pout0, 0, sizeof pout0);
@@ -277,6 +288,17 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   g->what = G_GRID;
   HX_TRY(checked_measure(ctx, g, "grid", "v0", g->d_grid, h->grid, n * 12, err));
   HX_TRY(cuda_st(cudaMemcpy(g->d_batch, h->batch, n * 4, cudaMemcpyHostToDevice), "upload", err));
+  {
+    uint32_t *keep = malloc(n * 4);
+    size_t off2[SFC_MAX_CLOUDS + 1], dropped = 0;
+    hx_status st = keep ? sfc_dedup_cpu(keep, off2, &dropped, h->grid, h->offset, h->B, err)
+                        : hx_errf(err, HX_ENOMEM, "ptv3: dedup reference");
+    g->what = G_DEDUP;
+    if (st == HX_OK) st = checked_measure(ctx, g, "dedup", "v0", g->d_keep, keep, (n - dropped) * 4, err);
+    if (st == HX_OK) st = f3d_record(ctx, "ptv3", "dedup", "v0", "points_dropped", (double)dropped, "count", err);
+    free(keep);
+    HX_TRY(st);
+  }
   for (int r = 0; r < 4; r++) {
     g->what = G_ENC1;
     g->one = h->orders[r];
@@ -398,7 +420,7 @@ static hx_status run_gpu(f3d_ctx *ctx, ptv3_host *h, hx_err *err) {
   g.h = h;
   const hx_status st = run_gpu_body(ctx, &g, err);
   void *ptrs[] = {g.d_xyz, g.d_grid, g.d_batch, g.d_max, g.d_code, g.d_order, g.d_inverse, g.d_pad, g.d_unpad,
-                  g.d_order_p, g.d_inverse_p, g.d_cu, g.d_in, g.d_out, g.d_scratch, g.d_feat};
+                  g.d_order_p, g.d_inverse_p, g.d_cu, g.d_in, g.d_out, g.d_scratch, g.d_feat, g.d_keep};
   for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
     if (ptrs[k]) cudaFree(ptrs[k]);
   void **gf = (void **)&g.pout.cluster;

@@ -95,6 +95,32 @@ static void test_grid_gpu(void **state) {
   free_batch(&b);
 }
 
+/* GPU dedup == CPU dedup on clouds with many points per voxel (and one single-point cloud). */
+static void test_dedup_gpu(void **state) {
+  (void)state;
+  const size_t sizes[3] = {40000, 1, 9000};
+  batch b;
+  make_batch(&b, 3, sizes, 2.0, 0.05, 3); /* ~40^3 voxels: many duplicates */
+  uint32_t *keep = malloc(b.n * 4);
+  size_t off_want[4], off_got[4], dropped_want = 0, dropped_got = 0;
+  assert_int_equal(sfc_dedup_cpu(keep, off_want, &dropped_want, b.grid, b.offset, 3, NULL), HX_OK);
+  assert_true(dropped_want > 0);
+  uint32_t *d_grid = dup_to_dev(b.grid, b.n * 12), *d_bt = dup_to_dev(b.batch, b.n * 4), *d_keep = dalloc(b.n * 4);
+  size_t sb = 0;
+  assert_int_equal(sfc_dedup_gpu(d_keep, off_got, &dropped_got, NULL, &sb, d_grid, d_bt, b.offset, 3, b.depth, NULL),
+                   HX_OK);
+  void *d_s = scratch_alloc(sb);
+  assert_int_equal(sfc_dedup_gpu(d_keep, off_got, &dropped_got, d_s, &sb, d_grid, d_bt, b.offset, 3, b.depth, NULL),
+                   HX_OK);
+  assert_int_equal(dropped_got, dropped_want);
+  for (int k = 0; k < 4; k++) assert_int_equal(off_got[k], off_want[k]);
+  uint32_t *got = dup_to_host(d_keep, (b.n - dropped_want) * 4);
+  assert_memory_equal(got, keep, (b.n - dropped_want) * 4);
+  free(got), free(keep);
+  cudaFree(d_grid), cudaFree(d_bt), cudaFree(d_keep), cudaFree(d_s);
+  free_batch(&b);
+}
+
 static void test_encode_gpu(void **state) {
   (void)state;
   const int depths[6] = {1, 2, 5, 10, 11, 16};
@@ -365,7 +391,8 @@ int main(void) {
   fprintf(stderr, "test_ptv3_gpu: seed %llu (F3D_TEST_SEED=%llu repeats it)\n", (unsigned long long)g_seed,
           (unsigned long long)g_seed);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_grid_gpu),        cmocka_unit_test(test_encode_gpu),
+      cmocka_unit_test(test_grid_gpu),        cmocka_unit_test(test_dedup_gpu),
+      cmocka_unit_test(test_encode_gpu),
       cmocka_unit_test(test_serial_variants), cmocka_unit_test(test_padding_gpu),
       cmocka_unit_test(test_gather_variants), cmocka_unit_test(test_pool_gpu),
   };
