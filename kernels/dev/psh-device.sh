@@ -1,0 +1,103 @@
+#!/bin/sh
+# psh-device.sh - run on the GPU machine from the repository root: builds the PSH / pooling kernels, runs
+# their CPU and GPU tests, the CLI on a generated cloud (cpu vs gpu), and a short timing table, and writes
+# every log under $OUT (default ./psh-device-out).
+#   sh kernels/dev/psh-device.sh        (ARCH=90; SIZES=100000,200000,400000,600000; REPS=20; S=512; C=64)
+# Build: Meson (`meson setup build-dev -Dgpu_arch=$ARCH`, cmocka through PKG_CONFIG_PATH); if that fails,
+# a direct nvcc/gcc build of kernels/psh*, kernels/bpool*, harness/status.c and the two workloads files
+# the bench needs (no generated config needed except for the GPU test, which gets a minimal one).
+# Outputs: summary.txt (PASS/FAIL/SKIP per step), test-*.log, bench.txt (the table: PSH per variant and
+# hash with the first/probe/overflow counts, feature scatter and pooling bandwidth next to a D2D copy),
+# nsys-kernels.txt (per-kernel times of one PSH run of each variant, when nsys exists), build logs.
+set -u
+OUT=${OUT:-$PWD/psh-device-out}
+ARCH=${ARCH:-90}
+SIZES=${SIZES:-100000,200000,400000,600000}
+REPS=${REPS:-20}
+S=${S:-512}
+C=${C:-64}
+BUILD=${BUILD:-build-dev}
+mkdir -p "$OUT"
+SUM="$OUT/summary.txt"
+: > "$SUM"
+note() { echo "$*" | tee -a "$SUM"; }
+step() { # step NAME LOGFILE CMD...: run, record rc (77 = skip)
+  name=$1; logf=$2; shift 2
+  "$@" > "$logf" 2>&1
+  rc=$?
+  case $rc in 0) note "PASS $name";; 77) note "SKIP $name";; *) note "FAIL $name (rc $rc, see $(basename "$logf"))";; esac
+  return $rc
+}
+date -u > "$OUT/date.txt"
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || true
+git rev-parse HEAD > "$OUT/git-head.txt" 2>/dev/null || true
+git status --short > "$OUT/git-status.txt" 2>/dev/null || true
+
+T=""; BENCH=""; F=""
+if [ ! -f "$BUILD/build.ninja" ]; then
+  meson setup "$BUILD" -Dgpu_arch="$ARCH" > "$OUT/meson-setup.log" 2>&1 || true
+fi
+if [ -f "$BUILD/build.ninja" ] &&
+   ninja -C "$BUILD" -j16 tests/kernels/test_psh_cpu tests/kernels/test_bpool_cpu tests/kernels/test_psh_gpu \
+         kernels/psh_bench > "$OUT/build-meson.log" 2>&1; then
+  note "build: meson ($BUILD)"
+  T="$BUILD/tests/kernels"; BENCH="$BUILD/kernels/psh_bench"
+  ninja -C "$BUILD" -j16 harness/cli/f3dbench >> "$OUT/build-meson.log" 2>&1 && F="$BUILD/harness/cli/f3dbench"
+else
+  note "build: meson failed (see build-meson.log / meson-setup.log); direct nvcc build"
+  D=${TMPDIR:-/tmp}/psh-direct
+  mkdir -p "$D/cfg"
+  NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  CUDA=$(dirname "$(dirname "$NVCC")")
+  # the GPU test only needs F3D_HAVE_CUDA from the generated config
+  printf '#define F3D_HAVE_CUDA 1\n#define F3D_HAVE_LZF 0\n#define F3D_HAVE_CUPTI 0\n' > "$D/cfg/f3d_config.h"
+  CF="-std=c11 -O2 -D_POSIX_C_SOURCE=200809L -I$D/cfg -I. -I$CUDA/include"
+  (
+    set -e
+    for f in psh bpool psh_host; do
+      "$NVCC" -O3 -std=c++17 -gencode "arch=compute_$ARCH,code=sm_$ARCH" -lineinfo -I. -c "kernels/$f.cu" -o "$D/${f}_cu.o"
+    done
+    for f in kernels/psh kernels/bpool harness/status workloads/wl_core workloads/wl_generate; do
+      gcc $CF -c "$f.c" -o "$D/$(basename "$f").o"
+    done
+    LIBS="-L$CUDA/lib64 -lcudart_static -ldl -lrt -lpthread -lm"
+    OBJS="$D/psh_cu.o $D/bpool_cu.o $D/psh_host_cu.o $D/psh.o $D/bpool.o $D/status.o"
+    gcc $CF -c kernels/dev/psh_bench.c -o "$D/bench.o"
+    g++ -o "$D/psh_bench" "$D/bench.o" $OBJS "$D/wl_core.o" "$D/wl_generate.o" $LIBS
+    CM=$(pkg-config --cflags --libs cmocka 2>/dev/null || echo -lcmocka)
+    for t in psh_cpu bpool_cpu psh_gpu; do
+      gcc $CF "tests/kernels/test_$t.c" $OBJS -o "$D/test_$t" $CM $LIBS -lstdc++
+    done
+  ) > "$OUT/build-direct.log" 2>&1 && { T="$D"; BENCH="$D/psh_bench"; note "build: direct ok ($D)"; } ||
+    note "FAIL build (see build-direct.log)"
+fi
+
+if [ -n "$T" ]; then
+  step "test_psh_cpu (reference)" "$OUT/test-psh-cpu.log" "$T/test_psh_cpu"
+  step "test_bpool_cpu (reference)" "$OUT/test-bpool-cpu.log" "$T/test_bpool_cpu"
+  step "test_psh_gpu (variants vs invariants and CPU; pooling bitwise)" "$OUT/test-psh-gpu.log" "$T/test_psh_gpu"
+fi
+if [ -n "$F" ]; then
+  "$F" gen --out "$OUT/lidar.ply" --kind lidar --points 200k --seed 1 > /dev/null 2>&1
+  "$F" gen --out "$OUT/indoor.bin" --kind indoor --points 80k --seed 2 > /dev/null 2>&1
+  for dev in cpu gpu; do
+    step "f3dbench psh --device $dev" "$OUT/cli-psh-$dev.log" "$F" psh --device "$dev" --out "$OUT/psh-$dev.csv" \
+      "$OUT/lidar.ply" "$OUT/indoor.bin"
+    step "f3dbench pool --device $dev" "$OUT/cli-pool-$dev.log" "$F" pool --device "$dev" --rho 4 --out "$OUT/pool-$dev.csv" \
+      "$OUT/lidar.ply" "$OUT/indoor.bin"
+  done
+  # the pooled output of the same PSH assignment must agree; the PSH assignment itself may differ (racing)
+  cat "$OUT"/cli-p*-*.log >> "$SUM" 2>/dev/null
+else
+  note "SKIP CLI (f3dbench not built)"
+fi
+if [ -n "$BENCH" ]; then
+  step "bench sizes=$SIZES" "$OUT/bench.txt" "$BENCH" "$SIZES" "$REPS" "$S" "$C"
+  cat "$OUT/bench.txt" >> "$SUM"
+  if command -v nsys > /dev/null 2>&1; then
+    nsys profile -o "$OUT/psh-nsys" --force-overwrite true "$BENCH" 600000 5 "$S" "$C" > "$OUT/nsys-run.log" 2>&1 &&
+      nsys stats --report cuda_gpu_kern_sum "$OUT/psh-nsys.nsys-rep" > "$OUT/nsys-kernels.txt" 2>&1 &&
+      note "nsys per-kernel summary: nsys-kernels.txt" || note "nsys failed (see nsys-run.log)"
+  fi
+fi
+note "logs in $OUT"

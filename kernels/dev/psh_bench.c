@@ -1,0 +1,201 @@
+/*
+ * psh_bench.c - short timing table of Flash3D PSH and in-bucket pooling on one GPU (run by
+ * kernels/dev/psh-device.sh). For each size (default 100k..600k, one synthetic lidar cloud from
+ * wl_generate) and hash: every PSH variant is first run once and checked (psh_check: invariants,
+ * counters sum to n; v2 phase-1 count equal to the CPU reference's), then timed with CUDA events (warm-up
+ * 3, median of REPS). A failing variant is reported and not timed. Then pooling: plan + assign, and the
+ * reduction of C-channel fp32 and bf16 features, with bytes moved and GB/s, next to a device-to-device
+ * copy of the same bytes as the bandwidth yardstick.
+ * Bytes counted for the whole PSH (napkin, per point): bbox read 12, first pass read 12 + write 8, scatter
+ * read 8 + 12, write 8 + 12 (slot, perm, xyz) = 72 B/point (probing traffic of overflow points not counted).
+ * usage: psh_bench [N_LIST (comma, default 100000,200000,400000,600000)] [REPS (20)] [S (512)] [C (64)]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "kernels/kernels.h"
+#include "workloads/workloads.h"
+
+static int cmp_f(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+typedef hx_status (*step_fn)(void *arg, cudaStream_t s, hx_err *err);
+
+/* median of reps event-timed calls, in microseconds; -1 on failure */
+static double time_us(step_fn fn, void *arg, int reps, cudaStream_t s) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  float *t = malloc((size_t)reps * sizeof *t);
+  hx_err err = {0};
+  double med = -1;
+  for (int w = 0; w < 3; w++)
+    if (fn(arg, s, &err) != HX_OK) goto out;
+  for (int r = 0; r < reps; r++) {
+    cudaEventRecord(a, s);
+    if (fn(arg, s, &err) != HX_OK) goto out;
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    cudaEventElapsedTime(&t[r], a, b);
+  }
+  qsort(t, (size_t)reps, sizeof *t, cmp_f);
+  med = 1000.0 * (double)t[reps / 2];
+out:
+  if (med < 0) fprintf(stderr, "psh_bench: %s\n", err.msg);
+  free(t);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return med;
+}
+
+typedef struct run_arg {
+  psh_gpu *g;
+  const psh_variant *v;
+  const bpool_variant *pv;
+  bpool_op op;
+  psh_dtype dt;
+  void *d_src, *d_dst;
+  size_t bytes;
+} run_arg;
+
+static hx_status st_psh(void *arg, cudaStream_t s, hx_err *err) {
+  run_arg *a = arg;
+  return psh_gpu_run(a->g, a->v, s, err);
+}
+static hx_status st_feat(void *arg, cudaStream_t s, hx_err *err) {
+  run_arg *a = arg;
+  return psh_gpu_scatter_feat(a->g, a->dt, s, err);
+}
+static hx_status st_pool(void *arg, cudaStream_t s, hx_err *err) {
+  run_arg *a = arg;
+  return psh_gpu_pool(a->g, a->pv, a->op, a->dt, s, err);
+}
+static hx_status st_copy(void *arg, cudaStream_t s, hx_err *err) {
+  run_arg *a = arg;
+  if (cudaMemcpyAsync(a->d_dst, a->d_src, a->bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess)
+    return hx_errf(err, HX_ECUDA, "copy failed");
+  return HX_OK;
+}
+
+int main(int argc, char **argv) {
+  const char *list = argc > 1 ? argv[1] : "100000,200000,400000,600000";
+  const int reps = argc > 2 ? atoi(argv[2]) : 20;
+  const uint32_t S = argc > 3 ? (uint32_t)atoi(argv[3]) : 512, C = argc > 4 ? (uint32_t)atoi(argv[4]) : 64;
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    fprintf(stderr, "psh_bench: no CUDA device\n");
+    return 77;
+  }
+  struct cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  printf("# device %s, %d SMs; S=%u, C=%u, reps %d (median); times in us\n", prop.name, prop.multiProcessorCount, S, C, reps);
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  size_t nv = 0;
+  const psh_variant *vs = psh_variants(&nv);
+  const bpool_variant *pv = bpool_variant_find("v1");
+  char *dup = strdup(list);
+  int failures = 0;
+  for (char *tok = strtok(dup, ","); tok; tok = strtok(NULL, ",")) {
+    const uint32_t n = (uint32_t)strtoul(tok, NULL, 10);
+    wl_cloud cloud = {0};
+    hx_err err = {0};
+    if (wl_generate(&cloud, WL_LIDAR, n, 1, &err) != HX_OK) {
+      fprintf(stderr, "psh_bench: wl_generate: %s\n", err.msg);
+      return 1;
+    }
+    uint32_t off[2] = {0, n};
+    psh_in hin = {cloud.xyz, off, 1, n};
+    printf("\n## n = %u (lidar, one cloud)\n", n);
+    printf("%-5s %-11s %6s %10s %9s %9s %9s %9s %8s\n", "var", "hash", "nb", "psh_us", "GB/s", "first", "probe",
+           "overflow", "fullest");
+    for (int h = 0; h < PSH_HASH_COUNT; h++) {
+      psh_params p;
+      psh_params_default(&p);
+      p.hash = (psh_hash)h;
+      p.cap = S;
+      p.nb = psh_auto_buckets(n, S);
+      /* CPU reference counters (phase 1 is order free) */
+      uint32_t *hb = malloc((size_t)n * 4), *ho = malloc((size_t)n * 4), *hs = malloc((size_t)n * 4),
+               *hp = malloc((size_t)n * 4), *hc = malloc((size_t)p.nb * 4), *hst = malloc((size_t)p.nb * 4);
+      float *hx = malloc((size_t)n * 12);
+      uint32_t cref[PSH_NCOUNTERS], cg[PSH_NCOUNTERS];
+      psh_out hout = {hb, ho, hc, hst, hs, hp, hx, cref};
+      psh_run_cpu(&hout, &hin, &p, &err);
+      for (size_t k = 0; k < nv; k++) {
+        psh_gpu *g = NULL;
+        if (psh_gpu_create(&g, &hin, &p, C, &err) != HX_OK) {
+          printf("%-5s %-11s create failed: %s\n", vs[k].name, psh_hash_name(p.hash), err.msg);
+          failures++;
+          continue;
+        }
+        run_arg a = {g, &vs[k], pv, BPOOL_MEAN, PSH_F32, NULL, NULL, 0};
+        psh_out gout = {hb, ho, hc, hst, hs, hp, hx, cg};
+        hx_status st = psh_gpu_run(g, &vs[k], s, &err);
+        if (st == HX_OK) st = psh_gpu_download(g, &gout, NULL, NULL, NULL, NULL, &err);
+        if (st == HX_OK) st = psh_check(&gout, &hin, &p, &err);
+        if (st == HX_OK && (uint64_t)cg[0] + cg[1] + cg[2] != n) st = hx_errf(&err, HX_ECHECK, "counters do not sum to n");
+        if (st == HX_OK && vs[k].id == 2 && cg[0] != cref[0])
+          st = hx_errf(&err, HX_ECHECK, "phase-1 count %u, CPU %u", cg[0], cref[0]);
+        if (st != HX_OK) {
+          printf("%-5s %-11s CHECK FAILED (not timed): %s\n", vs[k].name, psh_hash_name(p.hash), err.msg);
+          failures++;
+          psh_gpu_free(g);
+          continue;
+        }
+        psh_stats stt;
+        psh_stats_compute(&stt, hc, p.nb, cg, p.cap);
+        double us = time_us(st_psh, &a, reps, s);
+        printf("%-5s %-11s %6u %10.1f %9.1f %9u %9u %9u %8u\n", vs[k].name, psh_hash_name(p.hash), p.nb, us,
+               us > 0 ? 72.0 * n / (us * 1e3) : 0.0, cg[0], cg[1], cg[2], stt.max_count);
+        if (h == PSH_ZORDER_DIV && k + 1 == nv) {
+          /* features and pooling on this (checked) PSH output */
+          for (int dt = 0; dt < 2; dt++) {
+            a.dt = dt ? PSH_BF16 : PSH_F32;
+            const double es = dt ? 2.0 : 4.0;
+            double fu = time_us(st_feat, &a, reps, s);
+            printf("  scatter features %-4s C=%u: %8.1f us, %7.1f GB/s (read+write %.1f MB + perm)\n", dt ? "bf16" : "fp32",
+                   C, fu, fu > 0 ? (2.0 * es * C + 4.0) * n / (fu * 1e3) : 0.0, 2.0 * es * C * n / 1e6);
+          }
+          a.bytes = (size_t)n * C * 4;
+          cudaMalloc(&a.d_src, a.bytes);
+          cudaMalloc(&a.d_dst, a.bytes);
+          double cu = time_us(st_copy, &a, reps, s);
+          printf("  d2d copy %.1f MB: %8.1f us, %7.1f GB/s (read+write)\n", (double)a.bytes / 1e6, cu, cu > 0 ? 2.0 * (double)a.bytes / (cu * 1e3) : 0.0);
+          cudaFree(a.d_src), cudaFree(a.d_dst);
+          for (uint32_t rho = 2; rho <= 8; rho *= 2) {
+            uint32_t n_out = 0;
+            if (psh_gpu_pool_plan(g, rho, &n_out, s, &err) != HX_OK) {
+              printf("  pool plan failed: %s\n", err.msg);
+              failures++;
+              break;
+            }
+            a.op = BPOOL_OP_COUNT;
+            double au = time_us(st_pool, &a, reps, s);
+            a.op = BPOOL_MEAN;
+            for (int dt = 0; dt < 2; dt++) {
+              a.dt = dt ? PSH_BF16 : PSH_F32;
+              const double es = dt ? 2.0 : 4.0;
+              psh_gpu_scatter_feat(g, a.dt, s, &err);
+              double ru = time_us(st_pool, &a, reps, s);
+              double rb = es * C * ((double)n + n_out) + 4.0 * rho * n_out;
+              printf("  pool rho=%u mean %-4s: assign %8.1f us, assign+reduce %8.1f us, reduce ~%7.1f GB/s (%.1f MB)\n",
+                     rho, dt ? "bf16" : "fp32", au, ru, ru > au ? rb / ((ru - au) * 1e3) : 0.0, rb / 1e6);
+            }
+          }
+        }
+        psh_gpu_free(g);
+      }
+      free(hb), free(ho), free(hs), free(hp), free(hc), free(hst), free(hx);
+    }
+    wl_cloud_free(&cloud);
+  }
+  free(dup);
+  printf("\n# %s\n", failures ? "SOME VARIANTS FAILED THEIR CHECK" : "all variants passed their checks");
+  return failures ? 1 : 0;
+}
