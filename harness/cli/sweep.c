@@ -15,6 +15,8 @@ const f3d_pipeline f3d_pipelines[] = {
      f3d_pipe_workload},
     {"ptv3", "PTv3 serialization (grid, 4 orders, sort, inverse), padding, qkv/output gathers, pooling (GPU variants vs CPU)",
      f3d_pipe_ptv3},
+    {"flash3d", "Flash3D PSH (4 hashes, CPU + GPU variants checked first), feature scatter, in-bucket pooling, locality",
+     f3d_pipe_flash3d},
     /* later issues: one line each, e.g. {"ptv3", "...", f3d_pipe_ptv3}, {"flash3d", "...", f3d_pipe_flash3d} */
 };
 const size_t f3d_pipeline_count = sizeof f3d_pipelines / sizeof f3d_pipelines[0];

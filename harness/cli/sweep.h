@@ -95,6 +95,7 @@ hx_status f3d_record(f3d_ctx *ctx, const char *pipeline, const char *kernel, con
 
 /* ---- pipelines (one declaration per pipe_<name>.c) ---- */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err); /* pipe_workload.c */
+hx_status f3d_pipe_flash3d(f3d_ctx *ctx, hx_err *err);  /* pipe_flash3d.c */
 hx_status f3d_pipe_ptv3(f3d_ctx *ctx, hx_err *err);     /* pipe_ptv3.c */
 
 #endif /* F3D_CLI_SWEEP_H */

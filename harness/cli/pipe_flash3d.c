@@ -1,0 +1,261 @@
+/*
+ * pipe_flash3d.c - the "flash3d" sweep pipeline: Flash3D's PSH bucketing and in-bucket pooling on the
+ * case's batch. Kernels (rows keyed by kernel and variant; "cpu" = the C reference):
+ *   psh.<hash>        whole PSH (voxelise + hash + rebalance + scan + scatter of coordinates), every hash,
+ *                     CPU reference and every GPU variant; plus counts placed_first / placed_probe /
+ *                     placed_overflow, fullest_bucket, empty_buckets, and for the GPU bytes (72 B/point,
+ *                     see kernels/dev/psh_bench.c) and GB/s at the median;
+ *   locality.<hash>   size-weighted mean bounding-box diagonal of the buckets (m), and "zorder1024" the
+ *                     same for PTv3-style 1024-point z-order patches (CPU, once per case);
+ *   scatter_feat      features (C = 64, fp32 and bf16 variants "<v>.f32"/"<v>.bf16") into packed order;
+ *   pool_assign       in-bucket pooling sub-buckets (rho = 2) of the default-hash PSH output;
+ *   pool              assign + mean reduction of the packed fp32 features.
+ * Every GPU variant is checked first (psh_check invariants, counters sum to n, v2's phase-1 count equal
+ * to the CPU's; pooling bitwise equal to bpool_assign_cpu on the same PSH output); a failing variant gets a
+ * row check = 0 and is not timed. check = 1 rows record the passes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli/sweep.h"
+#include "kernels/kernels.h"
+
+#define F3D_FEAT_C 64u
+#define F3D_POOL_RHO 2u
+#define F3D_PSH_BYTES_PER_POINT 72.0
+
+typedef struct f3d_job {
+  const psh_in *in;
+  const psh_params *p;
+  psh_out out;     /* host buffers (CPU runs) */
+  psh_gpu *g;
+  const psh_variant *v;
+  const bpool_variant *pv;
+  bpool_op op;
+  psh_dtype dt;
+} f3d_job;
+
+static hx_status job_cpu(void *arg, void *stream, hx_err *err) {
+  (void)stream;
+  f3d_job *j = arg;
+  return psh_run_cpu(&j->out, j->in, j->p, err);
+}
+static hx_status job_gpu(void *arg, void *stream, hx_err *err) {
+  f3d_job *j = arg;
+  return psh_gpu_run(j->g, j->v, stream, err);
+}
+static hx_status job_feat(void *arg, void *stream, hx_err *err) {
+  f3d_job *j = arg;
+  return psh_gpu_scatter_feat(j->g, j->dt, stream, err);
+}
+static hx_status job_pool(void *arg, void *stream, hx_err *err) {
+  f3d_job *j = arg;
+  return psh_gpu_pool(j->g, j->pv, j->op, j->dt, stream, err);
+}
+
+/* Time a closure, write the time rows, and bytes + GB/s at the median when bytes > 0. */
+static hx_status timed(f3d_ctx *ctx, const char *kernel, const char *variant, hx_clock clock, hx_closure *c,
+                       double bytes, hx_err *err) {
+  size_t n = ctx->timing.reps;
+  double *ms = malloc((n ? n : 1) * sizeof *ms);
+  if (!ms) return hx_errf(err, HX_ENOMEM, "flash3d: no memory for samples");
+  hx_status st = hx_time(ms, clock, &ctx->timing, c, clock == HX_CLOCK_GPU ? ctx->stream : NULL, err);
+  if (st == HX_OK) st = f3d_record_times(ctx, "flash3d", kernel, variant, ms, n, err);
+  hx_summary s;
+  if (st == HX_OK && bytes > 0 && hx_summarize(&s, ms, n, err) == HX_OK && s.median > 0) {
+    st = f3d_record(ctx, "flash3d", kernel, variant, "bytes", bytes, "B", err);
+    if (st == HX_OK) st = f3d_record(ctx, "flash3d", kernel, variant, "bandwidth", bytes / (s.median * 1e6), "GB/s", err);
+  }
+  free(ms);
+  return st;
+}
+
+static hx_status record_stats(f3d_ctx *ctx, const char *kernel, const char *variant, const psh_stats *s, hx_err *err) {
+  const struct {
+    const char *m;
+    double v;
+  } rows[] = {{"placed_first", (double)s->placed_first},       {"placed_probe", (double)s->placed_probe},
+              {"placed_overflow", (double)s->placed_overflow}, {"fullest_bucket", (double)s->max_count},
+              {"empty_buckets", (double)s->empty_buckets},     {"over_cap_buckets", (double)s->over_cap_buckets}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    hx_status st = f3d_record(ctx, "flash3d", kernel, variant, rows[i].m, rows[i].v, "count", err);
+    if (st != HX_OK) return st;
+  }
+  return HX_OK;
+}
+
+typedef struct f3d_bufs {
+  uint32_t *bucket, *offset, *count, *start, *slot, *perm, counters[PSH_NCOUNTERS];
+  float *xyz;
+} f3d_bufs;
+
+static int bufs_alloc(f3d_bufs *b, size_t n, size_t nbt) {
+  memset(b, 0, sizeof *b);
+  b->bucket = malloc(n * 4 + 4), b->offset = malloc(n * 4 + 4), b->slot = malloc(n * 4 + 4);
+  b->perm = malloc(n * 4 + 4), b->count = malloc(nbt * 4 + 4), b->start = malloc(nbt * 4 + 4);
+  b->xyz = malloc(n * 12 + 12);
+  return b->bucket && b->offset && b->slot && b->perm && b->count && b->start && b->xyz;
+}
+static void bufs_free(f3d_bufs *b) {
+  free(b->bucket), free(b->offset), free(b->slot), free(b->perm), free(b->count), free(b->start), free(b->xyz);
+}
+static psh_out bufs_out(f3d_bufs *b) {
+  psh_out o = {b->bucket, b->offset, b->count, b->start, b->slot, b->perm, b->xyz, b->counters};
+  return o;
+}
+
+/* GPU pooling of the last PSH run checked against the CPU reference on the same (downloaded) output. */
+static hx_status check_pool(psh_gpu *g, const bpool_variant *pv, uint32_t n, uint32_t nbt, void *stream, hx_err *err) {
+  f3d_bufs b;
+  uint32_t n_out = 0, n_cpu = 0;
+  hx_status st = HX_OK;
+  uint32_t *os = malloc(nbt * 4 + 4), *oc = malloc(nbt * 4 + 4), *m = NULL, *par = malloc((size_t)n * 4 + 4), *gm = NULL,
+           *gpar = malloc((size_t)n * 4 + 4);
+  float *xo = NULL, *gxo = NULL;
+  if (!bufs_alloc(&b, n, nbt) || !os || !oc || !par || !gpar) st = hx_errf(err, HX_ENOMEM, "flash3d: no memory");
+  if (st == HX_OK) st = psh_gpu_pool_plan(g, F3D_POOL_RHO, &n_out, stream, err);
+  if (st == HX_OK) st = psh_gpu_pool(g, pv, BPOOL_OP_COUNT, PSH_F32, stream, err);
+  if (st == HX_OK) {
+    m = malloc((size_t)n_out * F3D_POOL_RHO * 4 + 4), gm = malloc((size_t)n_out * F3D_POOL_RHO * 4 + 4);
+    xo = malloc((size_t)n_out * 12 + 12), gxo = malloc((size_t)n_out * 12 + 12);
+    if (!m || !gm || !xo || !gxo) st = hx_errf(err, HX_ENOMEM, "flash3d: no memory");
+  }
+  psh_out o = bufs_out(&b);
+  if (st == HX_OK) st = psh_gpu_download(g, &o, gm, gpar, gxo, &n_out, err);
+  if (st == HX_OK) st = bpool_plan_cpu(os, oc, &n_cpu, b.count, nbt, F3D_POOL_RHO, err);
+  if (st == HX_OK && n_cpu != n_out) st = hx_errf(err, HX_ECHECK, "pooling: %u output rows, CPU plan %u", n_out, n_cpu);
+  if (st == HX_OK) st = bpool_assign_cpu(m, par, xo, b.xyz, n, b.start, b.count, os, nbt, F3D_POOL_RHO, err);
+  if (st == HX_OK && (memcmp(m, gm, (size_t)n_out * F3D_POOL_RHO * 4) || memcmp(par, gpar, (size_t)n * 4) ||
+                      memcmp(xo, gxo, (size_t)n_out * 12)))
+    st = hx_errf(err, HX_ECHECK, "pooling %s differs from the CPU reference", pv->name);
+  bufs_free(&b);
+  free(os), free(oc), free(m), free(par), free(gm), free(gpar), free(xo), free(gxo);
+  return st;
+}
+
+static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *err) {
+  const uint32_t n = in->n;
+  const double pts = (double)n;
+  hx_status st = HX_OK;
+  for (int h = 0; h < PSH_HASH_COUNT && st == HX_OK; h++) {
+    psh_params p;
+    psh_params_default(&p);
+    p.hash = (psh_hash)h;
+    p.voxel = (float)ctx->c.voxel;
+    p.nb = psh_auto_buckets(nmax, p.cap);
+    p.seed = hx_rng_u64(ctx->seed, 0xF3D, (uint64_t)h);
+    const uint32_t nbt = in->nclouds * p.nb;
+    const int is_default = p.hash == PSH_ZORDER_DIV;
+    char kernel[64], lkernel[64];
+    snprintf(kernel, sizeof kernel, "psh.%s", psh_hash_name(p.hash));
+    snprintf(lkernel, sizeof lkernel, "locality.%s", psh_hash_name(p.hash));
+    /* CPU reference: timed, statistics, locality */
+    f3d_bufs cb;
+    if (!bufs_alloc(&cb, n, nbt)) return hx_errf(err, HX_ENOMEM, "flash3d: no memory for %u points", n);
+    f3d_job j = {in, &p, bufs_out(&cb), NULL, NULL, NULL, BPOOL_MEAN, PSH_F32};
+    hx_closure c = {job_cpu, NULL, &j};
+    st = timed(ctx, kernel, "cpu", HX_CLOCK_CPU, &c, 0, err);
+    if (st == HX_OK) st = psh_check(&j.out, in, &p, err);
+    psh_stats s;
+    psh_stats_compute(&s, cb.count, nbt, cb.counters, p.cap);
+    if (st == HX_OK) st = record_stats(ctx, kernel, "cpu", &s, err);
+    psh_quality q;
+    if (st == HX_OK) st = psh_quality_buckets(&q, cb.xyz, cb.start, cb.count, nbt, err);
+    if (st == HX_OK) st = f3d_record(ctx, "flash3d", lkernel, "cpu", "diag_mean", q.diag_mean, "m", err);
+    if (st == HX_OK) st = f3d_record(ctx, "flash3d", lkernel, "cpu", "spread_mean", q.spread_mean, "m", err);
+    if (st == HX_OK && is_default) {
+      st = psh_quality_zorder(&q, in, p.voxel, 1024, err);
+      if (st == HX_OK) st = f3d_record(ctx, "flash3d", "locality.zorder1024", "cpu", "diag_mean", q.diag_mean, "m", err);
+      if (st == HX_OK) st = f3d_record(ctx, "flash3d", "locality.zorder1024", "cpu", "spread_mean", q.spread_mean, "m", err);
+    }
+    const uint32_t cpu_first = cb.counters[0];
+    bufs_free(&cb);
+    if (st != HX_OK || !ctx->have_gpu) continue;
+    /* GPU variants: check, then time */
+    size_t nv = 0;
+    const psh_variant *vs = psh_variants(&nv);
+    psh_gpu *g = NULL;
+    st = psh_gpu_create(&g, in, &p, is_default ? F3D_FEAT_C : 0, err);
+    if (st != HX_OK) return st;
+    f3d_bufs gb;
+    if (!bufs_alloc(&gb, n, nbt)) {
+      psh_gpu_free(g);
+      return hx_errf(err, HX_ENOMEM, "flash3d: no memory for %u points", n);
+    }
+    for (size_t k = 0; k < nv && st == HX_OK; k++) {
+      hx_err cerr = {HX_OK, ""};
+      psh_out go = bufs_out(&gb);
+      hx_status cs = psh_gpu_run(g, &vs[k], ctx->stream, &cerr);
+      if (cs == HX_OK) cs = psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &cerr);
+      if (cs == HX_OK) cs = psh_check(&go, in, &p, &cerr);
+      if (cs == HX_OK && (uint64_t)gb.counters[0] + gb.counters[1] + gb.counters[2] != n)
+        cs = hx_errf(&cerr, HX_ECHECK, "counters do not sum to n");
+      if (cs == HX_OK && vs[k].id == 2 && gb.counters[0] != cpu_first)
+        cs = hx_errf(&cerr, HX_ECHECK, "phase-1 count %u, CPU %u", gb.counters[0], cpu_first);
+      st = f3d_record(ctx, "flash3d", kernel, vs[k].name, "check", cs == HX_OK ? 1.0 : 0.0, "bool", err);
+      if (cs != HX_OK) {
+        fprintf(stderr, "f3dbench: flash3d: %s %s failed its check, not timed: %s\n", kernel, vs[k].name, cerr.msg);
+        continue;
+      }
+      psh_stats_compute(&s, gb.count, nbt, gb.counters, p.cap);
+      if (st == HX_OK) st = record_stats(ctx, kernel, vs[k].name, &s, err);
+      f3d_job gj = {in, &p, go, g, &vs[k], NULL, BPOOL_MEAN, PSH_F32};
+      hx_closure gc = {job_gpu, NULL, &gj};
+      if (st == HX_OK) st = timed(ctx, kernel, vs[k].name, HX_CLOCK_GPU, &gc, F3D_PSH_BYTES_PER_POINT * pts, err);
+      if (st != HX_OK || !is_default) continue;
+      /* features and pooling on this variant's (checked) output */
+      for (int dt = 0; dt < 2 && st == HX_OK; dt++) {
+        char var[32];
+        snprintf(var, sizeof var, "%s.%s", vs[k].name, dt ? "bf16" : "f32");
+        gj.dt = dt ? PSH_BF16 : PSH_F32;
+        hx_closure fc = {job_feat, NULL, &gj};
+        st = timed(ctx, "scatter_feat", var, HX_CLOCK_GPU, &fc, (2.0 * (dt ? 2 : 4) * F3D_FEAT_C + 4.0) * pts, err);
+      }
+      const bpool_variant *pv = bpool_variant_find("v1");
+      if (st != HX_OK || !pv) continue;
+      hx_err perr = {HX_OK, ""};
+      hx_status ps = check_pool(g, pv, n, nbt, ctx->stream, &perr);
+      char var[32];
+      snprintf(var, sizeof var, "%s+%s", vs[k].name, pv->name);
+      st = f3d_record(ctx, "flash3d", "pool", var, "check", ps == HX_OK ? 1.0 : 0.0, "bool", err);
+      if (ps != HX_OK) {
+        fprintf(stderr, "f3dbench: flash3d: pooling %s failed its check, not timed: %s\n", var, perr.msg);
+        continue;
+      }
+      uint32_t n_out = 0;
+      if (st == HX_OK) st = psh_gpu_pool_plan(g, F3D_POOL_RHO, &n_out, ctx->stream, err);
+      if (st == HX_OK) st = psh_gpu_scatter_feat(g, PSH_F32, ctx->stream, err);
+      gj.pv = pv;
+      gj.op = BPOOL_OP_COUNT;
+      hx_closure pc = {job_pool, NULL, &gj};
+      /* assign: read xyz, write parent, members, pooled xyz */
+      if (st == HX_OK)
+        st = timed(ctx, "pool_assign", var, HX_CLOCK_GPU, &pc, 12.0 * pts + 4.0 * pts + (4.0 * F3D_POOL_RHO + 12.0) * n_out, err);
+      gj.op = BPOOL_MEAN;
+      gj.dt = PSH_F32;
+      if (st == HX_OK)
+        st = timed(ctx, "pool", var, HX_CLOCK_GPU, &pc,
+                   12.0 * pts + 4.0 * pts + (4.0 * F3D_POOL_RHO + 12.0) * n_out + 4.0 * F3D_FEAT_C * (pts + n_out), err);
+    }
+    bufs_free(&gb);
+    psh_gpu_free(g);
+  }
+  return st;
+}
+
+hx_status f3d_pipe_flash3d(f3d_ctx *ctx, hx_err *err) {
+  const wl_batch *bt = ctx->c.cloud;
+  if (bt->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "flash3d: %zu points exceed the PSH limit", bt->n);
+  uint32_t *off = malloc(((size_t)bt->b + 1) * sizeof *off);
+  if (!off) return hx_errf(err, HX_ENOMEM, "flash3d: no memory");
+  size_t nmax = 0;
+  for (uint32_t b = 0; b <= bt->b; b++) {
+    off[b] = (uint32_t)bt->offset[b];
+    if (b < bt->b && bt->offset[b + 1] - bt->offset[b] > nmax) nmax = bt->offset[b + 1] - bt->offset[b];
+  }
+  psh_in in = {bt->xyz, off, bt->b, (uint32_t)bt->n};
+  hx_status st = run_case(ctx, &in, nmax, err);
+  free(off);
+  return st;
+}
