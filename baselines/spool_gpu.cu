@@ -58,7 +58,12 @@ static __global__ void k_pool_reduce(spool_out o, spool_in in, pool_params p) {
     o.head[k] = head;
     o.batch[k] = in.batch[head];
   }
-  if (lane < (uint32_t)p.R) o.code[lane * p.m + k] = in.code[(size_t)p.perm[lane] * p.n + head] >> 3;
+  /* select perm[lane] without indexing the parameter array by a register (that costs a local copy) */
+  int src = p.perm[0];
+#pragma unroll
+  for (int r = 1; r < SFC_MAX_ORDERS; r++)
+    if (lane == (uint32_t)r) src = p.perm[r];
+  if (lane < (uint32_t)p.R) o.code[lane * p.m + k] = in.code[(size_t)src * p.n + head] >> 3;
 }
 
 extern "C" hx_status spool_gpu(spool_out *out, void *d_scratch, size_t *scratch_bytes, const spool_in *in,

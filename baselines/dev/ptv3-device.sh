@@ -1,7 +1,8 @@
 #!/bin/sh
 # ptv3-device.sh - run on the GPU machine from the repository root: builds the PTv3 baselines, runs their
 # GPU tests and a short timing table, and writes every log under $OUT (default ./ptv3-device-out).
-#   sh baselines/dev/ptv3-device.sh            (ARCH=90 by default; N=600000 points; REPS=20)
+#   sh baselines/dev/ptv3-device.sh   (env: ARCH=90, N=600000 points, REPS=20, SWEEP_TIMEOUT=240 s, OUT)
+# The whole script should stay under ~8 minutes on an H100 (the device tool allows 10 per command).
 # Build: Meson (`meson setup build-dev -Dgpu_arch=$ARCH`, cmocka found through PKG_CONFIG_PATH); if that
 # fails, a direct nvcc/gcc build of just baselines/ + harness/status.c (they need no generated config).
 # Outputs: summary.txt (pass/fail of each step), test-*.log, bench-B1.txt, bench-B4.txt (the timing
@@ -83,5 +84,11 @@ if [ -n "$BENCH" ]; then
   step "bench N=$N B=1" "$OUT/bench-B1.txt" "$BENCH" "$N" 1 "$REPS"
   step "bench N=$N B=4" "$OUT/bench-B4.txt" "$BENCH" "$N" 4 "$REPS"
   grep -h "SERIALIZE\|gather\|copy\|MISMATCH" "$OUT"/bench-B*.txt >> "$S" 2>/dev/null
+fi
+if [ -n "$F" ]; then
+  # the sweep pipeline itself (tidy results under $OUT/results; a short run: 2 sizes, 10 reps)
+  step "sweep -p ptv3 (lidar, 100k and 600k)" "$OUT/sweep-ptv3.log" \
+    timeout "${SWEEP_TIMEOUT:-240}" "$F" sweep -p ptv3 -w lidar -n 100k,600k -r 10 -o "$OUT/results"
+  grep -h ",check,0," "$OUT"/results/*/results.csv >> "$S" 2>/dev/null && note "FAIL some ptv3 variant did not match the CPU"
 fi
 note "logs in $OUT"
