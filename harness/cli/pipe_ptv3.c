@@ -394,6 +394,9 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
     spool_in pin = {h->code, h->order, feat, h->xyz, h->grid, h->batch, n, C, 4, h->depth, h->B, {0, 1, 2, 3}};
     sfc_row_perm(pin.perm, 4, ctx->seed, 1);
     st = spool_cpu(&want, &pin, err);
+    /* inputs from the reference, not from whatever the last timed stage left on the device */
+    if (st == HX_OK) st = cuda_st(cudaMemcpy(g->d_code, h->code, n * 32, cudaMemcpyHostToDevice), "upload", err);
+    if (st == HX_OK) st = cuda_st(cudaMemcpy(g->d_grid, h->grid, n * 12, cudaMemcpyHostToDevice), "upload", err);
     if (st == HX_OK) st = gpu_alloc((void **)&g->d_feat, n * C * 4, err);
     if (st == HX_OK) st = cuda_st(cudaMemcpy(g->d_feat, feat, n * C * 4, cudaMemcpyHostToDevice), "upload", err);
     g->pin = pin;
