@@ -12,7 +12,11 @@
  *               v2: two-stage counters: warp-aggregated increments of a block-local hash table of
  *                   (bucket, count) in shared memory (any nb, no [nb] array per block), one bulk
  *                   atomicAdd per bucket per block, bulk roll-back of the part past S, rebase; points
- *                   past S go to an overflow list; a second grid-stride kernel races them over the probes.
+ *                   past S go to an overflow list; a second grid-stride kernel races them over the probes
+ *                   (one thread per point: up to 128 dependent counter reads in a row);
+ *               v3: v2 with warp-cooperative probing: one warp per overflowing point, 32 probes per
+ *                   round trip, atomics tried in probe order (the tail of points that exhaust all probes
+ *                   costs 4 round trips instead of 128).
  *   finalize  one block per cloud: exclusive scan of free slots (F), final counts with the leftovers
  *             (psh_final_count), exclusive scan of counts -> bucket_start; copies the run counters
  *   scatter   leftovers resolved (psh_resid_place), slot, perm, coordinates in packed order.
@@ -308,6 +312,63 @@ __global__ void __launch_bounds__(kProbeThreads) k_probe(Prm p) {
   }
 }
 
+/* v3 phase 2: one warp per overflowing point; the 32 lanes evaluate 32 probes at once (one round trip to
+ * the counters per 32 probes instead of one per probe), then the candidates with room try their atomic in
+ * probe order, lowest first, so the outcome is the sequential "first probe with room" of Alg. 2. */
+__global__ void __launch_bounds__(kProbeThreads) k_probe_warp(Prm p) {
+  const uint32_t n_ovf = *(volatile uint32_t *)(p.ctr + PSH_C_SPARE);
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t nwarps = gridDim.x * (blockDim.x >> 5);
+  uint32_t n_probed = 0, n_left = 0; /* lane 0's tallies */
+  for (uint32_t t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); t < n_ovf; t += nwarps) {
+    const uint32_t i = p.ovf[t];
+    const uint32_t c = cloud_of(p.cloud_offset, p.nclouds, i);
+    const Frame f = frame_of(p, c);
+    uint32_t v[3];
+    voxel_of(p, f, i, v);
+    const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
+    bool placed = false;
+    for (uint32_t base = 0; base < p.nprobe && !placed; base += 32) {
+      const uint32_t k = base + lane;
+      uint32_t g = 0;
+      bool cand = false;
+      if (k < p.nprobe) {
+        const uint32_t h = psh_probe_bucket((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+        g = c * p.nb + h;
+        cand = h != home && *(volatile uint32_t *)(p.count + g) < p.cap;
+      }
+      uint32_t mask = __ballot_sync(0xFFFFFFFFu, cand);
+      while (mask && !placed) {
+        const int src = __ffs(mask) - 1;
+        int ok = 0;
+        if ((int)lane == src) {
+          const uint32_t old = atomicAdd(p.count + g, 1u);
+          if (old < p.cap) {
+            p.bucket[i] = g;
+            p.offset[i] = old;
+            ok = 1;
+          } else {
+            atomicSub(p.count + g, 1u);
+          }
+        }
+        placed = __shfl_sync(0xFFFFFFFFu, ok, src) != 0;
+        mask &= mask - 1u;
+      }
+    }
+    if (lane == 0) {
+      if (placed) {
+        n_probed++;
+      } else {
+        p.bucket[i] = PSH_RESID_FLAG | c;
+        p.offset[i] = atomicAdd(p.resid + c, 1u);
+        n_left++;
+      }
+    }
+  }
+  if (lane == 0 && n_probed) atomicAdd(p.ctr + PSH_C_PROBE, n_probed);
+  if (lane == 0 && n_left) atomicAdd(p.ctr + PSH_C_OVERFLOW, n_left);
+}
+
 /* One block per cloud: free-slot scan F, final counts, bucket_start. */
 __global__ void __launch_bounds__(kFinalThreads) k_finalize(Prm p) {
   typedef cub::BlockScan<uint32_t, kFinalThreads> Scan;
@@ -384,7 +445,7 @@ size_t layout(Prm *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   return off;
 }
 
-enum Mode { kNaive = 1, kTwoStage = 2 };
+enum Mode { kNaive = 1, kTwoStage = 2, kTwoStageWarp = 3 };
 
 hx_status run(Mode mode, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
               const psh_params *prm, void *stream, hx_err *err) {
@@ -435,8 +496,13 @@ hx_status run(Mode mode, void *d_scratch, size_t *scratch_bytes, const psh_out *
     } else {
       k_first_2stage<<<blocks, kFirstThreads, 0, s>>>(p);
       PSH_LAUNCHED("two-stage bucketing (v2)");
-      k_probe<<<kProbeBlocks, kProbeThreads, 0, s>>>(p);
-      PSH_LAUNCHED("probe racing (v2)");
+      if (mode == kTwoStage) {
+        k_probe<<<kProbeBlocks, kProbeThreads, 0, s>>>(p);
+        PSH_LAUNCHED("probe racing (v2)");
+      } else {
+        k_probe_warp<<<kProbeBlocks, kProbeThreads, 0, s>>>(p);
+        PSH_LAUNCHED("warp probe racing (v3)");
+      }
     }
   }
   k_finalize<<<in->nclouds, kFinalThreads, 0, s>>>(p);
@@ -457,9 +523,15 @@ hx_status run_v2(void *d_scratch, size_t *scratch_bytes, const psh_out *out, con
   return run(kTwoStage, d_scratch, scratch_bytes, out, in, p, stream, err);
 }
 
+hx_status run_v3(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                 const psh_params *p, void *stream, hx_err *err) {
+  return run(kTwoStageWarp, d_scratch, scratch_bytes, out, in, p, stream, err);
+}
+
 const psh_variant psh_table[] = {
     {1, "v1", "naive: Alg. 1+2 with global atomics, one thread per point", run_v1},
     {2, "v2", "two-stage counters (shared hash table, bulk atomicAdd, rebase) + probe kernel", run_v2},
+    {3, "v3", "v2 with warp-cooperative probing (32 probes per counter round trip)", run_v3},
 };
 
 /* ---- padded layout and row gather ---- */

@@ -17,6 +17,7 @@ static hx_status psh_no_gpu(void *d_scratch, size_t *scratch_bytes, const psh_ou
 static const psh_variant psh_table[] = {
     {1, "v1", "naive: Alg. 1+2 with global atomics (needs CUDA)", psh_no_gpu},
     {2, "v2", "two-stage counters + probe kernel (needs CUDA)", psh_no_gpu},
+    {3, "v3", "v2 with warp-cooperative probing (needs CUDA)", psh_no_gpu},
 };
 
 const psh_variant *psh_variants(size_t *count) {
