@@ -83,6 +83,7 @@ fi
 if [ -n "$BENCH" ]; then
   step "bench N=$N B=1" "$OUT/bench-B1.txt" "$BENCH" "$N" 1 "$REPS"
   step "bench N=$N B=4" "$OUT/bench-B4.txt" "$BENCH" "$N" 4 "$REPS"
+  step "bench N=$N B=1 grid 0.1 (depth 10, 32-bit keys)" "$OUT/bench-B1-g01.txt" "$BENCH" "$N" 1 "$REPS" 0.1
   grep -h "SERIALIZE\|gather\|copy\|MISMATCH" "$OUT"/bench-B*.txt >> "$S" 2>/dev/null
 fi
 if [ -n "$F" ]; then

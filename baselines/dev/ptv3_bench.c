@@ -7,7 +7,7 @@
  * (a mismatch is reported and the variant is not timed). Timing: cudaEvents around each call, L2 flushed
  * (256 MB memset) before every repetition, 3 warm-ups, median of REPS. Gathers are reported as achieved
  * bandwidth (read + write bytes / time) next to a device-to-device cudaMemcpy of the same output size.
- * Usage: ptv3_bench [N] [B] [REPS] > table.txt
+ * Usage: ptv3_bench [N] [B] [REPS] [GRID] > table.txt   (GRID 0.1 gives depth 10: 32-bit sort keys)
  */
 #include <math.h>
 #include <stdio.h>
@@ -83,6 +83,7 @@ static double time_ms(bench_fn fn, void *arg) {
 typedef struct st {
   size_t n, offset[SFC_MAX_CLOUDS + 1];
   uint32_t B;
+  double gs;
   int depth;
   float *d_xyz;
   uint32_t *d_grid, *d_batch, *d_max;
@@ -109,7 +110,7 @@ typedef struct st {
 
 static void run_grid(void *p) {
   st *s = p;
-  OK(sfc_grid_gpu(s->d_grid, s->d_batch, s->d_max, s->d_scratch, &s->scratch, s->d_xyz, s->offset, s->B, 0.05, NULL));
+  OK(sfc_grid_gpu(s->d_grid, s->d_batch, s->d_max, s->d_scratch, &s->scratch, s->d_xyz, s->offset, s->B, s->gs, NULL));
 }
 static void run_encode1(void *p) {
   st *s = p;
@@ -167,12 +168,15 @@ int main(int argc, char **argv) {
   s.n = argc > 1 ? strtoull(argv[1], NULL, 10) : 600000;
   s.B = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 1;
   g_reps = argc > 3 ? atoi(argv[3]) : 20;
+  const double gs = argc > 4 ? strtod(argv[4], NULL) : 0.05;
+  if (!(gs > 0.0)) return fprintf(stderr, "bad GRID\n"), 2;
   if (s.B < 1 || s.B > SFC_MAX_CLOUDS || s.n < s.B) return fprintf(stderr, "bad N/B\n"), 2;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) return fprintf(stderr, "no CUDA device\n"), 77;
   struct cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  printf("# ptv3_bench on %s, N=%zu, B=%u, reps=%d (median, L2 flushed)\n", prop.name, s.n, s.B, g_reps);
+  printf("# ptv3_bench on %s, N=%zu, B=%u, grid %g m, reps=%d (median, L2 flushed)\n", prop.name, s.n, s.B, gs, g_reps);
+  s.gs = gs;
   const size_t n = s.n;
   for (uint32_t b = 0; b < s.B; b++) s.offset[b + 1] = n * (b + 1) / s.B;
   float *xyz = malloc(n * 12);
@@ -182,9 +186,9 @@ int main(int argc, char **argv) {
     xyz[3 * i + 2] = (float)(hx_rng_unit(1, 2, i) * 8.0 - 2.0);
   }
   uint32_t *grid = malloc(n * 12), *batch = malloc(n * 4), gmax;
-  OK(sfc_grid_cpu(grid, &gmax, xyz, s.offset, s.B, 0.05, NULL));
+  OK(sfc_grid_cpu(grid, &gmax, xyz, s.offset, s.B, gs, NULL));
   OK(sfc_batch_index_cpu(batch, s.offset, s.B, NULL));
-  OK(sfc_depth(&s.depth, gmax, s.B, 0.05, NULL));
+  OK(sfc_depth(&s.depth, gmax, s.B, gs, NULL));
   printf("# depth %d, key bits %d\n", s.depth, sfc_key_bits(s.depth, s.B));
   const sfc_order orders[4] = {SFC_Z, SFC_Z_TRANS, SFC_HILBERT, SFC_HILBERT_TRANS};
   uint64_t *code = malloc(n * 32);
@@ -201,7 +205,7 @@ int main(int argc, char **argv) {
                           {SFC_Z, SFC_Z_TRANS, SFC_HILBERT, SFC_HILBERT_TRANS}};
   /* scratch: the max over every user */
   size_t sb = 0, need = 0;
-  OK(sfc_grid_gpu(NULL, NULL, NULL, NULL, &sb, NULL, s.offset, s.B, 0.05, NULL));
+  OK(sfc_grid_gpu(NULL, NULL, NULL, NULL, &sb, NULL, s.offset, s.B, gs, NULL));
   need = sb;
   OK(sfc_sort_gpu(NULL, NULL, &sb, NULL, n, 4, 64, NULL));
   if (sb > need) need = sb;
