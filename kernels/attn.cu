@@ -15,6 +15,10 @@
  *       the exp2 domain with scale*log2(e) folded into one FFMA per score, fp32 ex2.approx.
  *   v2  v1 with the probabilities computed by ex2.approx.f16x2 on packed halves and the row sums taken
  *       by the tensor cores (an extra n-tile of ones in P V) instead of FADDs (fp16 only; bf16 runs v1).
+ *       On sm_90 the f16x2 form compiles to two MUFU.EX2.F16 (one per half): no gain, kept as evidence.
+ *   v3  v1 with 128-key tiles (D <= 64) and lazy rescaling (the reference max moves only when a row of
+ *       the warp grows past it by 2^8), removing most alpha exp2s and O/l rescale FMULs.
+ *   v4  v1 with lazy rescaling only (ablation of v3).
  */
 #include "kernels/kernels.h"
 
@@ -115,11 +119,22 @@ static __device__ __forceinline__ void ldsm_x4_t(uint32_t *r, const void *p) {
  * D=16: 2*(32+8+4) = 88; D=32: 2*(32+16+8) = 112; D=64: 2*(32+32+16) = 160; D=128 (MT=1): 32+64+32 = 128.
  * Two query tiles per warp halve the shared-memory reads of K and V per score (each warp reads the whole
  * K/V tile once per MT tiles): at D=16 one 64-key tile costs a warp 4 KB of ldmatrix for 2048 scores. */
-template <int D> struct fwd_traits;
-template <> struct fwd_traits<16> { enum { WARPS = 4, MT = 2, BN = 64, MINB = 3 }; };
-template <> struct fwd_traits<32> { enum { WARPS = 4, MT = 2, BN = 64, MINB = 2 }; };
-template <> struct fwd_traits<64> { enum { WARPS = 4, MT = 2, BN = 64, MINB = 1 }; };
-template <> struct fwd_traits<128> { enum { WARPS = 4, MT = 1, BN = 64, MINB = 2 }; };
+template <int W, int M, int N, int B> struct fwd_tiles {
+  enum { WARPS = W, MT = M, BN = N, MINB = B };
+};
+/* v1, v2, v4: 64-key tiles. */
+template <int D> struct v1_tiles;
+template <> struct v1_tiles<16> : fwd_tiles<4, 2, 64, 3> {};
+template <> struct v1_tiles<32> : fwd_tiles<4, 2, 64, 2> {};
+template <> struct v1_tiles<64> : fwd_tiles<4, 2, 64, 1> {};
+template <> struct v1_tiles<128> : fwd_tiles<4, 1, 64, 2> {};
+/* v3: 128-key tiles where registers allow (S doubles to MT*64 registers): half the per-tile costs
+ * (barriers, max shuffles, rescale checks) per score. D=128 keeps 64 keys (O alone is 64 registers). */
+template <int D> struct v3_tiles;
+template <> struct v3_tiles<16> : fwd_tiles<4, 2, 128, 2> {};
+template <> struct v3_tiles<32> : fwd_tiles<4, 2, 128, 2> {};
+template <> struct v3_tiles<64> : fwd_tiles<8, 1, 128, 1> {}; /* 4 x 2 x 128 spills 140 B */
+template <> struct v3_tiles<128> : fwd_tiles<4, 1, 64, 2> {};
 
 /* Shared-memory layout of a [rows][D] tile in 16-byte chunks (C = D/8 per row), XOR-swizzled so that the
  * 8 row addresses of one ldmatrix phase (8 consecutive rows, same logical chunk) hit 8 distinct 16-byte
@@ -166,10 +181,10 @@ static __device__ __forceinline__ bool walk_next(const battn_params &p, uint32_t
   return true;
 }
 
-template <typename T, int D, bool EXP16>
-__global__ void __launch_bounds__(fwd_traits<D>::WARPS * 32, fwd_traits<D>::MINB)
+template <typename T, int D, typename TR, bool EXP16, bool LAZY>
+__global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     battn_fwd_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
-  constexpr int WARPS = fwd_traits<D>::WARPS, MT = fwd_traits<D>::MT, BN = fwd_traits<D>::BN;
+  constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
   constexpr int NT = WARPS * 32, BM = 16 * MT * WARPS, KS = D / 16, NB = BN / 8, ND = D / 8;
   using ops = dt_ops<T>;
   extern __shared__ uint4 smem_raw[];
@@ -275,26 +290,55 @@ __global__ void __launch_bounds__(fwd_traits<D>::WARPS * 32, fwd_traits<D>::MINB
             if (n * 8 + 2 * (lane & 3) + (e & 1) >= nvalid) s[mt][n][e] = -INFINITY;
     }
 
-    /* online softmax, exp2 domain: p = 2^(s*c - m), m the running max of s*c */
-    uint32_t pa[MT][NB][2];
+    /* online softmax, exp2 domain: p = 2^(s*c - m), m the running reference max of s*c. LAZY keeps
+     * the old reference while no row of the warp has grown past it by more than 2^8 (p <= 256 stays
+     * exact enough in fp16/bf16 and fp32 sums), skipping the alpha exp2 and the O and l rescale, which
+     * at D=64 cost as many FMULs per tile as there are scores. The final O / l and LSE are unchanged. */
+    float mx[MT][2];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
-        float mx = -INFINITY;
+        float x = -INFINITY;
 #pragma unroll
-        for (int n = 0; n < NB; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * hr], s[mt][n][2 * hr + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        float mnew = fmaxf(m[mt][hr], mx * c_log2);
-        float alpha = ex2f(m[mt][hr] - mnew);
-        m[mt][hr] = mnew;
-        float nm = -mnew;
+        for (int n = 0; n < NB; ++n) x = fmaxf(x, fmaxf(s[mt][n][2 * hr], s[mt][n][2 * hr + 1]));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+        mx[mt][hr] = x * c_log2;
+      }
+    bool rescale = true;
+    if (LAZY) {
+      bool need = false;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) need |= (mx[mt][0] > m[mt][0] + 8.f) | (mx[mt][1] > m[mt][1] + 8.f);
+      rescale = __any_sync(0xffffffffu, need);
+    }
+    if (rescale) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          float mnew = fmaxf(m[mt][hr], mx[mt][hr]);
+          float alpha = ex2f(m[mt][hr] - mnew);
+          m[mt][hr] = mnew;
+          l[mt][hr] *= alpha;
+#pragma unroll
+          for (int n = 0; n < ND; ++n) {
+            o[mt][n][2 * hr] *= alpha;
+            o[mt][n][2 * hr + 1] *= alpha;
+          }
+        }
+    }
+    uint32_t pa[MT][NB][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const float nm = -m[mt][hr];
         if (EXP16) {
 #pragma unroll
           for (int n = 0; n < NB; ++n)
             pa[mt][n][hr] = ex2h2(fmaf(s[mt][n][2 * hr], c_log2, nm), fmaf(s[mt][n][2 * hr + 1], c_log2, nm));
-          l[mt][hr] *= alpha;
         } else {
           float sum = 0.f;
 #pragma unroll
@@ -304,15 +348,9 @@ __global__ void __launch_bounds__(fwd_traits<D>::WARPS * 32, fwd_traits<D>::MINB
             sum += p0 + p1;
             pa[mt][n][hr] = ops::pack(p0, p1);
           }
-          l[mt][hr] = l[mt][hr] * alpha + sum;
-        }
-#pragma unroll
-        for (int n = 0; n < ND; ++n) {
-          o[mt][n][2 * hr] *= alpha;
-          o[mt][n][2 * hr + 1] *= alpha;
+          l[mt][hr] += sum;
         }
       }
-    }
 
     /* O += P V: P's C fragments become A fragments without leaving registers */
     float rs[MT][4];
@@ -382,9 +420,9 @@ __global__ void __launch_bounds__(fwd_traits<D>::WARPS * 32, fwd_traits<D>::MINB
     }
 }
 
-template <typename T, int D, bool EXP16>
+template <typename T, int D, typename TR, bool EXP16, bool LAZY>
 static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_err *err) {
-  constexpr int WARPS = fwd_traits<D>::WARPS, MT = fwd_traits<D>::MT, BN = fwd_traits<D>::BN;
+  constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
   constexpr int BM = 16 * MT * WARPS;
   const size_t smem = (size_t)(BM * D + 4 * BN * D) * sizeof(T);
   uint32_t tpb = (p->max_bucket_rows + BM - 1) / BM;
@@ -392,7 +430,7 @@ static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_e
   if (nx == 0) return HX_OK;
   if (nx > 0x7FFFFFFFull) return hx_errf(err, HX_EINVAL, "attention: grid of %llu tiles too large",
                                          (unsigned long long)nx);
-  auto kern = battn_fwd_kernel<T, D, EXP16>;
+  auto kern = battn_fwd_kernel<T, D, TR, EXP16, LAZY>;
   BATTN_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   float c = p->scale * 1.4426950408889634f;
   kern<<<dim3((unsigned)nx, (unsigned)p->heads), WARPS * 32, smem, stream>>>(*p, c, tpb);
@@ -400,22 +438,24 @@ static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_e
   return HX_OK;
 }
 
-template <bool EXP16>
+/* One fused variant: its tile table, whether fp16 uses packed-half exp2, whether the rescale is lazy. */
+template <template <int> class TILES, bool EXP16, bool LAZY>
 static hx_status fused_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                           hx_err *err) {
-  (void)d_scratch;
   HX_TRY(battn_validate(p, NULL, err));
   if (!d_scratch && scratch_bytes) {
     *scratch_bytes = 0;
     return HX_OK;
   }
   cudaStream_t st = (cudaStream_t)stream;
+  typedef __half H;
+  typedef __nv_bfloat16 B;
   bool f16 = p->dtype == BATTN_F16;
   switch (p->head_dim) {
-  case 16: return f16 ? launch_fused_t<__half, 16, EXP16>(p, st, err) : launch_fused_t<__nv_bfloat16, 16, false>(p, st, err);
-  case 32: return f16 ? launch_fused_t<__half, 32, EXP16>(p, st, err) : launch_fused_t<__nv_bfloat16, 32, false>(p, st, err);
-  case 64: return f16 ? launch_fused_t<__half, 64, EXP16>(p, st, err) : launch_fused_t<__nv_bfloat16, 64, false>(p, st, err);
-  default: return f16 ? launch_fused_t<__half, 128, EXP16>(p, st, err) : launch_fused_t<__nv_bfloat16, 128, false>(p, st, err);
+  case 16: return f16 ? launch_fused_t<H, 16, TILES<16>, EXP16, LAZY>(p, st, err) : launch_fused_t<B, 16, TILES<16>, false, LAZY>(p, st, err);
+  case 32: return f16 ? launch_fused_t<H, 32, TILES<32>, EXP16, LAZY>(p, st, err) : launch_fused_t<B, 32, TILES<32>, false, LAZY>(p, st, err);
+  case 64: return f16 ? launch_fused_t<H, 64, TILES<64>, EXP16, LAZY>(p, st, err) : launch_fused_t<B, 64, TILES<64>, false, LAZY>(p, st, err);
+  default: return f16 ? launch_fused_t<H, 128, TILES<128>, EXP16, LAZY>(p, st, err) : launch_fused_t<B, 128, TILES<128>, false, LAZY>(p, st, err);
   }
 }
 
@@ -624,9 +664,13 @@ static hx_status v0_fn(const battn_params *p, void *d_scratch, size_t *scratch_b
 static const battn_variant battn_table[] = {
     {0, "v0", "unfused: gather + cuBLAS batched GEMMs + softmax kernel (materialised scores)", v0_fn},
     {1, "v1", "fused mma.sync FA2-style, scope-table tile redirect, cp.async double buffer, fp32 exp2",
-     fused_fn<false>},
+     fused_fn<v1_tiles, false, false>},
     {2, "v2", "v1 with ex2.approx.f16x2 probabilities and tensor-core row sums (fp16; bf16 = v1)",
-     fused_fn<true>},
+     fused_fn<v1_tiles, true, false>},
+    {3, "v3", "v1 with 128-key tiles (D<=64) and lazy rescale (only when a row max grows past 2^8)",
+     fused_fn<v3_tiles, false, true>},
+    {4, "v4", "v1 with lazy rescale (64-key tiles): ablation of v3's two changes",
+     fused_fn<v1_tiles, false, true>},
 };
 
 extern "C" const battn_variant *battn_variants(size_t *count) {

@@ -52,7 +52,7 @@ static void usage(FILE *f) {
         "  --scope-buckets K   buckets per scope, default 8\n"
         "  --plan P            plain | swin:K | stride:S | patches (default plain)\n"
         "  --dtype T           fp16 | bf16 (default fp16)\n"
-        "  --variant NAME      v0, v1, ..., cpu, or all (default v1)\n"
+        "  --variant LIST      v0, v1, ... (comma-separated), cpu, or all (default v1)\n"
         "  --check / --no-check  compare with the double reference before timing (default --check)\n"
         "  --check-rows N      sampled rows for the check (0 = all rows), default 256\n"
         "  --packed            q, k, v as views of one [rows, 3, H, D] tensor\n"
@@ -389,15 +389,18 @@ int f3d_cmd_attn(int argc, char **argv) {
   int want_cpu = strcmp(o.variant, "cpu") == 0;
   if (strcmp(o.variant, "all") == 0) {
     for (size_t i = 0; i < nv && nrun < 16; ++i) run[nrun++] = &vars[i];
-  } else if (!want_cpu) {
-    const battn_variant *v = battn_variant_find(o.variant);
-    if (!v) {
-      attn_fail("unknown variant '%s'", o.variant);
-      return 2;
+  } else if (!want_cpu) { /* a name or a comma-separated list */
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", o.variant);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && nrun < 16; tok = strtok_r(NULL, ",", &save)) {
+      const battn_variant *v = battn_variant_find(tok);
+      if (!v) {
+        attn_fail("unknown variant '%s'", tok);
+        return 2;
+      }
+      run[nrun++] = v;
     }
-    run[nrun++] = v;
   }
-
   attn_data a;
   memset(&a, 0, sizeof a);
   hx_err e = {HX_OK, ""};

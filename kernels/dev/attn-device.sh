@@ -54,13 +54,15 @@ if [ "$MODE" = quick ]; then DIMS="16 64"; else DIMS="16 32 64 128"; fi
 log "timing sweep"
 for D in $DIMS; do
   case $D in 16) R=1048576;; 32) R=524288;; 64) R=262144;; 128) R=131072;; esac
-  for T in fp16 bf16; do
-    V=all; [ $T = bf16 ] && V=v1
-    bench --rows $R --heads 4 --head-dim $D --dtype $T --plan plain --variant $V --reps 20
-    [ $T = fp16 ] || continue
-    for P in swin:4 stride:2 patches; do bench --rows $R --heads 4 --head-dim $D --dtype $T --plan $P --variant v1 --reps 20; done
-    bench --rows $R --heads 4 --head-dim $D --dtype $T --plan plain --variant v1 --reps 20 --packed
-  done
+  bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant all --reps 20
+  bench --rows $R --heads 4 --head-dim $D --dtype bf16 --plan plain --variant v1,v3,v4 --reps 20
+  for P in swin:4 stride:2 patches; do bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan $P --variant v1,v3,v4 --reps 20; done
+  bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v3,v4 --reps 20 --packed
+done
+# a second plain fp16 run of the fused variants: the spread between two runs of one version is the noise
+for D in $DIMS; do
+  case $D in 16) R=1048576;; 32) R=524288;; 64) R=262144;; 128) R=131072;; esac
+  bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v1,v3,v4 --reps 20 --no-check
 done
 
 log "compute-sanitizer"
@@ -68,8 +70,8 @@ SAN=compute-sanitizer
 command -v $SAN >/dev/null || SAN=/usr/local/cuda/bin/compute-sanitizer
 for tool in memcheck racecheck; do
   for D in 16 64; do
-    for V in v1 v2; do
-      timeout 90 $SAN --tool $tool --error-exitcode 9 $B/attn --rows 1500 --heads 2 --head-dim $D --bucket-size 200 \
+    for V in v1 v2 v3 v4; do
+      timeout 60 $SAN --tool $tool --error-exitcode 9 $B/attn --rows 1500 --heads 2 --head-dim $D --bucket-size 200 \
         --scope-buckets 3 --plan swin:1 --variant $V --reps 1 --warmup 0 --check-rows 32 > "$OUT/san_${tool}_${D}_$V.txt" 2>&1
       echo "$tool D=$D $V rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_${D}_$V.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
     done
