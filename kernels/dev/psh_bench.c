@@ -130,7 +130,8 @@ int main(int argc, char **argv) {
       psh_run_cpu(&hout, &hin, &p, &err);
       for (size_t k = 0; k < nv; k++) {
         psh_gpu *g = NULL;
-        if (psh_gpu_create(&g, &hin, &p, C, &err) != HX_OK) {
+        const int with_pool = h == PSH_ZORDER_DIV && k + 1 == nv; /* features only where they are used */
+        if (psh_gpu_create(&g, &hin, &p, with_pool ? C : 0, &err) != HX_OK) {
           printf("%-5s %-11s create failed: %s\n", vs[k].name, psh_hash_name(p.hash), err.msg);
           failures++;
           continue;
@@ -155,7 +156,7 @@ int main(int argc, char **argv) {
         if (k < 16) t_var[k] = us;
         printf("%-5s %-11s %6u %10.1f %9.1f %9u %9u %9u %8u\n", vs[k].name, psh_hash_name(p.hash), p.nb, us,
                us > 0 ? 72.0 * n / (us * 1e3) : 0.0, cg[0], cg[1], cg[2], stt.max_count);
-        if (h == PSH_ZORDER_DIV && k + 1 == nv) {
+        if (with_pool) {
           /* features and pooling on this (checked) PSH output */
           for (int dt = 0; dt < 2; dt++) {
             a.dt = dt ? PSH_BF16 : PSH_F32;
