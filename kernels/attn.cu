@@ -133,7 +133,7 @@ template <> struct v1_tiles<128> : fwd_tiles<4, 1, 64, 2> {};
 template <int D> struct v3_tiles;
 template <> struct v3_tiles<16> : fwd_tiles<4, 2, 128, 2> {};
 template <> struct v3_tiles<32> : fwd_tiles<4, 2, 128, 2> {};
-template <> struct v3_tiles<64> : fwd_tiles<8, 1, 128, 1> {}; /* 4 x 2 x 128 spills 140 B */
+template <> struct v3_tiles<64> : fwd_tiles<4, 1, 128, 2> {}; /* 4x2x128 spills 140 B, 8x1x128 at 2 CTAs 132 B */
 template <> struct v3_tiles<128> : fwd_tiles<4, 1, 64, 2> {};
 
 /* Shared-memory layout of a [rows][D] tile in 16-byte chunks (C = D/8 per row), XOR-swizzled so that the
