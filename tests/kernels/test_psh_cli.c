@@ -1,0 +1,144 @@
+/*
+ * test_psh_cli.c - `f3dbench psh` and `f3dbench pool` as a user runs them (argv[1] = the program): usage
+ * errors exit 2, a missing input exits 1, a generated lidar cloud plus an indoor cloud give a CSV with
+ * one row per point in input order whose slots are a permutation and whose offsets stay below S, the CPU
+ * output is byte-identical across runs, pool rows point at valid pooled rows; with a GPU the gpu path is
+ * checked for the same invariants (its assignment may differ: racing).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *prog;
+static char dir[256];
+
+static int run(const char *fmt, ...) {
+  char cmd[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  int len = snprintf(cmd, sizeof cmd, "'%s' ", prog);
+  vsnprintf(cmd + len, sizeof cmd - (size_t)len, fmt, ap);
+  va_end(ap);
+  strncat(cmd, " > /dev/null 2>&1", sizeof cmd - strlen(cmd) - 1);
+  int rc = system(cmd);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Read the CSV, check header and invariants; returns the row count. cols = 5 (psh) or 4 (pool). */
+static uint32_t check_csv(const char *path, int cols, uint32_t n_expect) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[256];
+  assert_non_null(fgets(line, sizeof line, f));
+  assert_string_equal(line, cols == 5 ? "cloud,index,bucket,offset,slot\n" : "cloud,index,slot,pooled_row\n");
+  uint8_t *seen = calloc(n_expect + 1, 1), *hit = calloc(n_expect + 1, 1);
+  uint32_t top = 0;
+  uint32_t rows = 0, last_cloud = 0, last_index = 0;
+  unsigned a[5];
+  while (fgets(line, sizeof line, f)) {
+    int k = cols == 5 ? sscanf(line, "%u,%u,%u,%u,%u", &a[0], &a[1], &a[2], &a[3], &a[4])
+                      : sscanf(line, "%u,%u,%u,%u", &a[0], &a[1], &a[2], &a[3]);
+    assert_int_equal(k, cols);
+    /* input order: (cloud, index) increasing */
+    if (rows) assert_true(a[0] > last_cloud || (a[0] == last_cloud && a[1] == last_index + 1));
+    last_cloud = a[0], last_index = a[1];
+    const unsigned slot = cols == 5 ? a[4] : a[2];
+    assert_true(slot < n_expect);
+    assert_int_equal(seen[slot], 0);
+    seen[slot] = 1;
+    if (cols == 5) assert_true(a[3] < 512); /* offset < S */
+    else {
+      assert_true(a[3] < n_expect / 2 + 256); /* n_out <= n/rho + buckets */
+      hit[a[3]] = 1;
+      top = a[3] > top ? a[3] : top;
+    }
+    rows++;
+  }
+  fclose(f);
+  if (cols == 4)
+    for (uint32_t r = 0; r <= top; r++) assert_int_equal(hit[r], 1); /* every pooled row has members */
+  free(seen);
+  free(hit);
+  assert_int_equal(rows, n_expect);
+  return rows;
+}
+
+static int same_file(const char *a, const char *b) {
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+  return system(cmd) == 0;
+}
+
+static void test_usage(void **state) {
+  (void)state;
+  assert_int_equal(run("psh --help"), 0);
+  assert_int_equal(run("pool --help"), 0);
+  assert_int_equal(run("psh %s/a.ply", dir), 2);                          /* no --out */
+  assert_int_equal(run("psh --out %s/x.csv", dir), 2);                    /* no input */
+  assert_int_equal(run("psh --bucket-size 20 --out %s/x.csv %s/a.ply", dir, dir), 2);
+  assert_int_equal(run("psh --hash xor --out %s/x.csv %s/a.ply", dir, dir), 2);
+  assert_int_equal(run("pool --rho 3 --out %s/x.csv %s/a.ply", dir, dir), 2);
+  assert_int_equal(run("psh --out %s/x.csv %s/missing.ply", dir, dir), 1);
+  char x[300];
+  snprintf(x, sizeof x, "%s/x.csv", dir);
+  assert_int_not_equal(access(x, F_OK), 0); /* failures leave no output */
+}
+
+static void test_psh_cpu_and_gpu(void **state) {
+  (void)state;
+  char a[300], b[300];
+  const uint32_t n = 30000 + 8000;
+  const char *hashes[4] = {"xor-mod", "xor-div", "zorder-mod", "zorder-div"};
+  for (int h = 0; h < 4; h++) {
+    snprintf(a, sizeof a, "%s/psh1.csv", dir);
+    snprintf(b, sizeof b, "%s/psh2.csv", dir);
+    assert_int_equal(run("psh --hash %s --out %s %s/a.ply %s/b.bin", hashes[h], a, dir, dir), 0);
+    assert_int_equal(run("psh --hash %s --out %s %s/a.ply %s/b.bin", hashes[h], b, dir, dir), 0);
+    check_csv(a, 5, n);
+    assert_true(same_file(a, b));
+  }
+  assert_int_equal(run("pool --rho 4 --out %s/pool.csv %s/a.ply %s/b.bin", dir, dir, dir), 0);
+  snprintf(a, sizeof a, "%s/pool.csv", dir);
+  check_csv(a, 4, n);
+  /* GPU path when this build and machine have one (exit 1 with "no CUDA" otherwise) */
+  int rc = run("psh --device gpu --out %s/gpu.csv %s/a.ply %s/b.bin", dir, dir, dir);
+  if (rc == 0) {
+    snprintf(a, sizeof a, "%s/gpu.csv", dir);
+    check_csv(a, 5, n);
+    assert_int_equal(run("pool --device gpu --rho 2 --out %s/gpool.csv %s/a.ply %s/b.bin", dir, dir, dir), 0);
+    snprintf(a, sizeof a, "%s/gpool.csv", dir);
+    check_csv(a, 4, n);
+  } else {
+    assert_int_equal(rc, 1);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_psh_cli F3DBENCH\n");
+    return 2;
+  }
+  prog = argv[1];
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/psh-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) return 1;
+  if (run("gen --out %s/a.ply --kind lidar --points 30000 --seed 3", dir) != 0 ||
+      run("gen --out %s/b.bin --kind indoor --points 8000 --seed 4", dir) != 0) {
+    fprintf(stderr, "test_psh_cli: f3dbench gen failed\n");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_usage), cmocka_unit_test(test_psh_cpu_and_gpu)};
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "test_psh_cli: could not remove %s\n", dir);
+  return rc;
+}
