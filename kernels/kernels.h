@@ -351,6 +351,9 @@ hx_status psh_gpu_create(psh_gpu **out, const psh_in *h_in, const psh_params *p,
 void psh_gpu_free(psh_gpu *g);
 /* Whole PSH (voxelise + hash + rebalance + scan + scatter of coordinates) with variant v on `stream`. */
 hx_status psh_gpu_run(psh_gpu *g, const psh_variant *v, void *stream, hx_err *err);
+/* The same as one CUDA graph: captured on `stream` (must not be the legacy default stream) the first time
+ * for v, replayed afterwards; shows the PSH time without the host's per-launch cost. */
+hx_status psh_gpu_run_graph(psh_gpu *g, const psh_variant *v, void *stream, hx_err *err);
 /* Feature scatter into packed order (gather by perm) of the last run: fp32 or bf16 rows of `channels`. */
 hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err);
 /* Pooling of the last run's packed output. psh_gpu_pool_plan (untimed: it waits for the device) fixes

@@ -32,9 +32,12 @@ struct psh_gpu {
   void *pool_scratch;
   size_t pool_scratch_bytes;
   uint32_t rho, pooled, n_out;
+  cudaGraphExec_t graph;          /* captured PSH launch sequence of graph_variant */
+  const psh_variant *graph_variant;
 };
 
 static void pg_release(psh_gpu *g) {
+  if (g->graph) cudaGraphExecDestroy(g->graph);
   void *ptrs[] = {g->xyz, g->off, g->out.bucket, g->out.offset, g->out.bucket_count, g->out.bucket_start,
                   g->out.slot, g->out.perm, g->out.xyz, g->out.counters, g->scratch, g->feat32, g->feat32_out,
                   g->feat16, g->feat16_out, g->pool_start, g->pool_count, g->members, g->parent, g->pool_xyz,
@@ -134,6 +137,35 @@ extern "C" hx_status psh_gpu_run(psh_gpu *g, const psh_variant *v, void *stream,
   g->pooled = 0;
   g->rho = 0; /* the counts change: plan again */
   return v->fn(g->scratch, &sb, &g->out, &in, &g->p, stream, err);
+}
+
+extern "C" hx_status psh_gpu_run_graph(psh_gpu *g, const psh_variant *v, void *stream, hx_err *err) {
+  cudaStream_t s = (cudaStream_t)stream;
+  if (!s) return hx_errf(err, HX_EINVAL, "psh_gpu_run_graph: the legacy default stream cannot be captured");
+  if (g->graph_variant != v) {
+    if (g->graph) cudaGraphExecDestroy(g->graph);
+    g->graph = NULL;
+    g->graph_variant = NULL;
+    PG_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    psh_in in = {g->xyz, g->off, g->nclouds, g->n};
+    size_t sb = g->scratch_bytes;
+    hx_status st = v->fn(g->scratch, &sb, &g->out, &in, &g->p, stream, err);
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(s, &graph);
+    if (st != HX_OK) {
+      if (graph) cudaGraphDestroy(graph);
+      return st;
+    }
+    PG_CUDA(e);
+    e = cudaGraphInstantiate(&g->graph, graph, 0);
+    cudaGraphDestroy(graph);
+    PG_CUDA(e);
+    g->graph_variant = v;
+  }
+  g->pooled = 0;
+  g->rho = 0;
+  PG_CUDA(cudaGraphLaunch(g->graph, s));
+  return HX_OK;
 }
 
 extern "C" hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err) {

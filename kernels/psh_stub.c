@@ -94,6 +94,10 @@ hx_status psh_gpu_run(psh_gpu *g, const psh_variant *v, void *stream, hx_err *er
   (void)g, (void)v, (void)stream;
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
 }
+hx_status psh_gpu_run_graph(psh_gpu *g, const psh_variant *v, void *stream, hx_err *err) {
+  (void)g, (void)v, (void)stream;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
 hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err) {
   (void)g, (void)dt, (void)stream;
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
