@@ -500,8 +500,8 @@ hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const ch
   const char *note = NULL;
   char note_buf[600];
   if (hx_plot_have_gnuplot(&gerr) != HX_OK) {
-    snprintf(note_buf, sizeof note_buf, "**%s** (the data files are written; run `f3dbench plot` again after "
-                                        "installing it).", gerr.msg);
+    snprintf(note_buf, sizeof note_buf, "**%s**: run `f3dbench plot` on this directory again after installing it.",
+             gerr.msg);
     note = note_buf;
   }
   if (!note) {
