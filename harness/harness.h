@@ -466,6 +466,30 @@ hx_status hx_measure_record(hx_results *res, const hx_key *k, const hx_measureme
 hx_status hx_counters_record(hx_results *res, const hx_key *k, const char *const *names, const double *values,
                              size_t n, hx_err *err);
 
+/* One stage of a sweep measured in one call (bench.c): timing pass + rows, then a counter pass + rows.
+ * Counters that cannot run here are reported once on `log` and switched off; --no-counters passes 1.
+ * metrics: NULL for the default set, or a comma list of CUPTI or short names (validated at open).
+ * paper: the paper's protocol (hx_measure_paper) instead of the NVBench discipline. */
+#define HX_BENCH_MAX_METRICS 32
+typedef struct hx_bench {
+  hx_meter *meter;
+  hx_counters *counters; /* NULL: timing only (counters_off says why) */
+  hx_measure_opts opts;  /* may be edited after open */
+  const char *metric_names[HX_BENCH_MAX_METRICS];
+  size_t n_metrics;
+  char metric_buf[2048];
+  char counters_off[512];
+  FILE *log;
+} hx_bench;
+hx_status hx_bench_open(hx_bench *b, int device, const char *metrics, int no_counters, int paper, FILE *log,
+                        hx_err *err);
+void hx_bench_close(hx_bench *b);
+void *hx_bench_stream(hx_bench *b);
+/* Context keys: timing protocol and options, counters on/off and why, and (measure_ceilings) the copy
+ * bandwidth and GEMM rates of this device (ceiling_copy_gbs, ceiling_gemm_bf16_tflops, ..._fp16_...). */
+hx_status hx_bench_context(hx_bench *b, hx_results *res, int measure_ceilings, hx_err *err);
+hx_status hx_bench_stage(hx_bench *b, hx_results *res, const hx_key *k, const hx_closure *c, hx_err *err);
+
 #ifdef __cplusplus
 }
 #endif

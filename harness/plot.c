@@ -405,6 +405,16 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
     fprintf(f, "| %s | %s | %s | %s | %s%s |\n", p->runs[r].dir, p->label[r], c ? c : "?", d ? d : "?",
             s ? s : "?", p->runs[r].incomplete ? " (incomplete)" : "");
   }
+  for (size_t r = 0; r < p->n_runs; r++) {
+    const char *cb = hx_run_context(&p->runs[r], "ceiling_copy_gbs");
+    const char *g1 = hx_run_context(&p->runs[r], "ceiling_gemm_bf16_tflops");
+    const char *g2 = hx_run_context(&p->runs[r], "ceiling_gemm_fp16_tflops");
+    const char *ct = hx_run_context(&p->runs[r], "counters");
+    if (cb || g1 || ct)
+      fprintf(f, "%s%s: measured ceilings: copy %s GB/s (read + write), cuBLAS GEMM bf16 %s / fp16 %s TFLOP/s; "
+                 "counters: %s\n",
+              r ? "" : "\n", p->label[r], cb ? cb : "?", g1 ? g1 : "?", g2 ? g2 : "?", ct ? ct : "?");
+  }
   fputs("\n## Figures\n\n", f);
   if (gnuplot_note) fprintf(f, "%s\n\n", gnuplot_note);
   for (size_t i = 0; i < nf; i++) {

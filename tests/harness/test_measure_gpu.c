@@ -14,6 +14,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "gpu_test_kernels.h"
 #include "harness/harness.h"
@@ -168,6 +170,49 @@ static void test_ceilings(void **state) {
   assert_true(cl.gemm_fp16_tflops > 50.0 && cl.gemm_fp16_tflops < 2500.0);
 }
 
+/* The sweep's one-call stage measurement: timing rows, counter rows (when allowed), context keys. */
+static void test_bench_stage(void **state) {
+  (void)state;
+  hx_meter_destroy(meter); /* one meter at a time keeps the device state simple */
+  meter = NULL;
+  char root[] = "/tmp/f3d-test-bench-XXXXXX";
+  assert_non_null(mkdtemp(root));
+  hx_bench b;
+  hx_err e;
+  assert_int_equal(hx_bench_open(&b, 0, NULL, 0, 0, stdout, &e), HX_OK);
+  b.opts.min_time_s = 0.05;
+  hx_results *res;
+  assert_int_equal(hx_results_open(&res, root, "run", &e), HX_OK);
+  assert_int_equal(hx_bench_context(&b, res, 1, &e), HX_OK);
+  copy_n = (size_t)16 << 20;
+  hx_key k = {"synthetic", 16u << 20, 1, "test", "copy", "v0"};
+  hx_closure c = {run_copy, NULL, NULL};
+  assert_int_equal(hx_bench_stage(&b, res, &k, &c, &e), HX_OK);
+  int counters = b.counters != NULL;
+  assert_int_equal(hx_results_commit(res, &e), HX_OK);
+  hx_results_close(res);
+  hx_bench_close(&b);
+  char dir[64];
+  snprintf(dir, sizeof dir, "%s/run", root);
+  hx_run run;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  int seen = 0;
+  for (size_t i = 0; i < run.n_rows; i++) {
+    if (!strcmp(run.rows[i].metric, "time_median")) seen |= 1;
+    if (!strcmp(run.rows[i].metric, "time_hot_median")) seen |= 2;
+    if (!strcmp(run.rows[i].metric, "dram_read_bw")) seen |= 4;
+  }
+  printf("bench: counters %s, ceilings copy %s GB/s\n", hx_run_context(&run, "counters"),
+         hx_run_context(&run, "ceiling_copy_gbs") ? hx_run_context(&run, "ceiling_copy_gbs") : "?");
+  assert_int_equal(seen, counters ? 7 : 3);
+  assert_non_null(hx_run_context(&run, "ceiling_gemm_bf16_tflops"));
+  assert_true(run.n_samples > 0);
+  hx_run_free(&run);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   if (tk_device_count() == 0) {
     printf("no CUDA device: skipped\n");
@@ -186,6 +231,7 @@ int main(void) {
       cmocka_unit_test(test_spin_accuracy), cmocka_unit_test(test_l2_flush),
       cmocka_unit_test(test_sync_detected), cmocka_unit_test(test_paper_preset),
       cmocka_unit_test(test_counters_do_not_perturb), cmocka_unit_test(test_ceilings),
+      cmocka_unit_test(test_bench_stage), /* last: it releases the shared meter */
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   tk_free(d_a);
