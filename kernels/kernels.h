@@ -155,7 +155,9 @@ const battn_variant *battn_variant_find(const char *name);
  * voxel index of the cloud on any axis (0 when the cloud is one voxel).
  * Codes (full width, no dropped bits): XOR code = vx ^ vy ^ vz (K = bits wide); Z code = Morton
  * interleave with x in the high bit of each triple, as PTv3: sum_i x_i<<(3i+2) | y_i<<(3i+1) | z_i<<3i
- * (K = 3 * bits wide, <= 63). Bucket of a code for any nb:
+ * (K = 3 * bits wide, <= 63). Z-order-div first stretches each axis onto the common 2^bits cube,
+ * v_d << (bits - bits_d) with bits_d the width of the axis's largest index (psh_internal.h says why).
+ * Bucket of a code for any nb:
  *   mod:  code % nb                                   (64-bit)
  *   div:  floor(code * nb / 2^K)                      (exact: high 64 bits of (code << (64-K)) * nb; 0 if K=0)
  * Rebalancing: phase 1 keeps the first S points of each home bucket; phase 2 lets each overflowing point

@@ -150,13 +150,15 @@ hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p,
     float mn[3], mx[3];
     cloud_bbox(mn, mx, in->xyz, lo, hi);
     const uint32_t bits = psh_frame_bits(mn, mx, p->voxel);
+    uint32_t sh[3];
+    psh_frame_shift(p->hash, mn, mx, p->voxel, bits, sh);
     const uint32_t step = psh_probe_step(p->hash, bits, nb);
     uint32_t novf = 0, resid = 0;
     /* phase 1: home buckets in point order */
     for (uint32_t i = lo; i < hi; i++) {
       const float *x = in->xyz + 3 * (size_t)i;
-      uint32_t h = psh_hash3(p->hash, psh_vox1(x[0], mn[0], p->voxel), psh_vox1(x[1], mn[1], p->voxel),
-                             psh_vox1(x[2], mn[2], p->voxel), bits, nb);
+      uint32_t h = psh_hash3(p->hash, psh_vox1(x[0], mn[0], p->voxel) << sh[0], psh_vox1(x[1], mn[1], p->voxel) << sh[1],
+                             psh_vox1(x[2], mn[2], p->voxel) << sh[2], bits, nb);
       if (cnt[h] < S) {
         out->bucket[i] = c * nb + h;
         out->offset[i] = cnt[h]++;
@@ -169,7 +171,8 @@ hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p,
     for (uint32_t t = 0; t < novf; t++) {
       const uint32_t i = ovf[t];
       const float *x = in->xyz + 3 * (size_t)i;
-      uint32_t v[3] = {psh_vox1(x[0], mn[0], p->voxel), psh_vox1(x[1], mn[1], p->voxel), psh_vox1(x[2], mn[2], p->voxel)};
+      uint32_t v[3] = {psh_vox1(x[0], mn[0], p->voxel) << sh[0], psh_vox1(x[1], mn[1], p->voxel) << sh[1],
+                       psh_vox1(x[2], mn[2], p->voxel) << sh[2]};
       uint32_t home = psh_hash3(p->hash, v[0], v[1], v[2], bits, nb);
       int placed = 0;
       for (uint32_t k = 0; k < p->nprobe && !placed; k++) {

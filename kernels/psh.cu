@@ -83,7 +83,7 @@ struct Prm {
 
 struct Frame {
   float lo[3];
-  uint32_t bits, step;
+  uint32_t bits, step, shift[3];
 };
 
 __device__ __forceinline__ uint32_t cloud_of(const uint32_t *off, uint32_t nclouds, uint32_t i) {
@@ -105,11 +105,12 @@ __device__ __forceinline__ Frame frame_of(const Prm &p, uint32_t c) {
   }
   f.bits = psh_frame_bits(f.lo, hi, p.voxel);
   f.step = psh_probe_step((psh_hash)p.hash, f.bits, p.nb);
+  psh_frame_shift((psh_hash)p.hash, f.lo, hi, p.voxel, f.bits, f.shift);
   return f;
 }
 
 __device__ __forceinline__ void voxel_of(const Prm &p, const Frame &f, uint32_t i, uint32_t v[3]) {
-  for (int d = 0; d < 3; d++) v[d] = psh_vox1(__ldg(p.xyz + 3 * (size_t)i + d), f.lo[d], p.voxel);
+  for (int d = 0; d < 3; d++) v[d] = psh_vox1(__ldg(p.xyz + 3 * (size_t)i + d), f.lo[d], p.voxel) << f.shift[d];
 }
 
 __device__ __forceinline__ uint32_t lanemask_lt() {

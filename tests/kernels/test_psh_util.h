@@ -102,11 +102,13 @@ static inline uint64_t tphase1_expected(const float *xyz, const uint32_t *off, u
         lo[d] = x < lo[d] ? x : lo[d];
         hi[d] = x > hi[d] ? x : hi[d];
       }
-    uint32_t maxv = 0;
+    uint32_t maxv = 0, bd[3];
     for (int d = 0; d < 3; d++) {
       float t = floorf((hi[d] - lo[d]) / p->voxel);
       uint32_t v = t > 0 ? (uint32_t)t : 0;
       maxv = v > maxv ? v : maxv;
+      bd[d] = 0;
+      while (v >> bd[d]) bd[d]++;
     }
     uint32_t bits = 0;
     while (maxv >> bits) bits++;
@@ -115,6 +117,7 @@ static inline uint64_t tphase1_expected(const float *xyz, const uint32_t *off, u
       for (int d = 0; d < 3; d++) {
         float t = floorf((xyz[3 * (size_t)i + (size_t)d] - lo[d]) / p->voxel);
         v[d] = t > 0 ? (uint32_t)t : 0;
+        if (p->hash == PSH_ZORDER_DIV) v[d] <<= bits - bd[d]; /* axis stretch of Z-div */
       }
       hist[psh_hash_voxel(p->hash, v[0], v[1], v[2], bits, p->nb)]++;
     }
