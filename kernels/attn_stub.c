@@ -17,6 +17,7 @@ static const battn_variant battn_table[] = {
     {2, "v2", "fused mma.sync kernel, f16x2 exp2 (needs CUDA)", no_gpu},
     {3, "v3", "fused mma.sync kernel, 128-key tiles, lazy rescale (needs CUDA)", no_gpu},
     {4, "v4", "fused mma.sync kernel, lazy rescale (needs CUDA)", no_gpu},
+    {5, "v5", "fused mma.sync kernel, per-head-dim tiles (needs CUDA)", no_gpu},
 };
 
 const battn_variant *battn_variants(size_t *count) {
