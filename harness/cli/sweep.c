@@ -17,7 +17,7 @@ const f3d_pipeline f3d_pipelines[] = {
      f3d_pipe_ptv3},
     {"flash3d", "Flash3D PSH (4 hashes, CPU + GPU variants checked first), feature scatter, in-bucket pooling, locality",
      f3d_pipe_flash3d},
-    /* later issues: one line each, e.g. {"ptv3", "...", f3d_pipe_ptv3}, {"flash3d", "...", f3d_pipe_flash3d} */
+    /* one line per pipeline, in run order */
 };
 const size_t f3d_pipeline_count = sizeof f3d_pipelines / sizeof f3d_pipelines[0];
 
@@ -67,15 +67,34 @@ hx_status f3d_record_times(f3d_ctx *ctx, const char *pipeline, const char *kerne
   return hx_results_add_samples(ctx->results, &k, "time", samples_ms, n, "ms", err);
 }
 
+/* The NVBench-style path: timing pass, counter pass, rows (hx_bench_stage), then the device memory the
+ * stage's pipeline holds, beyond the sweep's starting point. */
+static hx_status measure_bench(f3d_ctx *ctx, const hx_key *k, const hx_closure *c, hx_err *err) {
+  HX_TRY(hx_bench_stage(ctx->bench, ctx->results, k, c, err));
+  size_t used = 0;
+  hx_err e;
+  if (hx_meter_mem_used(ctx->bench->meter, &used, &e) != HX_OK) return HX_OK; /* memory rows are optional */
+  double delta = used > ctx->mem_base ? (double)(used - ctx->mem_base) : 0.0;
+  return hx_results_add(ctx->results, k, "mem_used", delta, "B", err);
+}
+
 hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
                       hx_clock clock, const hx_closure *c, hx_err *err) {
   if (ctx->stop && *ctx->stop) return hx_errf(err, HX_EINVAL, "%s/%s: interrupted", pipeline, kernel);
-  size_t n = ctx->timing.reps;
-  if (n == 0) return hx_errf(err, HX_EINVAL, "%s/%s: zero repetitions", pipeline, kernel);
-  double *samples = malloc(n * sizeof *samples);
-  if (!samples) return hx_errf(err, HX_ENOMEM, "%s/%s: no memory for %zu samples", pipeline, kernel, n);
-  hx_status st = hx_time(samples, clock, &ctx->timing, c, clock == HX_CLOCK_GPU ? ctx->stream : NULL, err);
-  if (st == HX_OK) st = f3d_record_times(ctx, pipeline, kernel, variant, samples, n, err);
-  free(samples);
+  if (ctx->stage_hook) ctx->stage_hook(ctx->stage_hook_arg, ctx, pipeline, kernel, variant, clock, 0);
+  hx_status st;
+  if (clock == HX_CLOCK_GPU && ctx->bench) {
+    hx_key k = f3d_key(ctx, pipeline, kernel, variant);
+    st = measure_bench(ctx, &k, c, err);
+  } else {
+    size_t n = ctx->timing.reps;
+    double *samples = n ? malloc(n * sizeof *samples) : NULL;
+    if (n == 0) st = hx_errf(err, HX_EINVAL, "%s/%s: zero repetitions", pipeline, kernel);
+    else if (!samples) st = hx_errf(err, HX_ENOMEM, "%s/%s: no memory for %zu samples", pipeline, kernel, n);
+    else st = hx_time(samples, clock, &ctx->timing, c, clock == HX_CLOCK_GPU ? ctx->stream : NULL, err);
+    if (st == HX_OK) st = f3d_record_times(ctx, pipeline, kernel, variant, samples, n, err);
+    free(samples);
+  }
+  if (ctx->stage_hook) ctx->stage_hook(ctx->stage_hook_arg, ctx, pipeline, kernel, variant, clock, 1);
   return st;
 }

@@ -21,6 +21,11 @@
  *   struct my_args a = {...};
  *   hx_closure c = {my_run, NULL, &a};   // hx_status my_run(void *arg, void *stream, hx_err *err)
  *   HX_TRY(f3d_measure(ctx, "ptv3", "serialize", "v1", HX_CLOCK_GPU, &c, err));
+ * A GPU closure must enqueue its work on the stream run() receives (never the legacy default stream):
+ * with --timing nvbench that stream is held by a spinning kernel until run() returns, so work queued
+ * elsewhere would be timed wrongly or not at all. run() may be called many times back to back (hot
+ * batches, no reset() in between) and once more per counter pass; a run() that synchronizes the host
+ * works but costs one hold time-out per stage (see hx_measure_opts.sync_timeout_s).
  */
 #ifndef F3D_CLI_SWEEP_H
 #define F3D_CLI_SWEEP_H
@@ -48,14 +53,25 @@ typedef struct f3d_ctx {
   hx_timing_opts timing;      /* warm-up and repetitions (--reps) */
   int have_gpu;               /* 1 when a CUDA device is usable in this build */
   const hx_device_info *dev;  /* the device used, NULL when have_gpu == 0 */
-  void *stream;               /* NULL for now: the GPU clock then creates a non-default stream per
-                               * measurement and hands it to run(); enqueue timed work on the stream
-                               * run() receives, never on the legacy default stream */
+  void *stream;               /* with ctx->bench: the bench's non-default stream (every GPU measurement
+                               * runs on it); otherwise NULL: the GPU clock then creates a non-default
+                               * stream per measurement. Either way run() receives the stream to use:
+                               * enqueue timed work on it, never on the legacy default stream */
   uint64_t seed;              /* sweep seed (--seed); derive per-stage seeds with hx_rng_u64 */
   int verbose;                /* -v count: 0 quiet; pipelines may print detail on stderr when > 0 */
   f3d_case c;                 /* the case being measured */
   const volatile sig_atomic_t *stop; /* non-zero once SIGINT/SIGTERM arrived: f3d_measure returns
                                       * at once, the sweep then marks the run interrupted */
+  hx_bench *bench;            /* --timing nvbench|paper on a GPU: f3d_measure's GPU clock goes through
+                               * hx_bench_stage (cold/hot timing, counters); NULL: hx_time (--timing
+                               * basic, or no GPU). CPU stages always use hx_time. */
+  size_t mem_base;            /* device memory in use when the sweep started (bytes), for mem_used */
+  /* Optional, set by the sweep: f3d_measure calls it before (done = 0) and after (done = 1) each
+   * measurement: progress line, and the time budget, which may lower bench->opts.max_time_s for the
+   * stage about to run. */
+  void (*stage_hook)(void *arg, struct f3d_ctx *ctx, const char *pipeline, const char *kernel,
+                     const char *variant, hx_clock clock, int done);
+  void *stage_hook_arg;
 } f3d_ctx;
 
 typedef hx_status (*f3d_pipe_fn)(f3d_ctx *ctx, hx_err *err);
@@ -78,9 +94,15 @@ const f3d_pipeline *f3d_pipeline_find(const char *name);
 /* A row key for the current case. */
 hx_key f3d_key(const f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant);
 
-/* Time closure c with ctx->timing on the given clock (GPU: on ctx->stream) and write, for
- * (pipeline, kernel, variant): results rows time_median, time_mean, time_std, time_min, time_max (ms)
- * and reps (count), plus every raw sample to samples.csv as metric "time" (ms). */
+/* Measure closure c on the given clock and write its rows for (pipeline, kernel, variant).
+ * CPU clock, or GPU clock without ctx->bench: hx_time with ctx->timing (GPU: on ctx->stream, or a stream
+ * of its own when NULL); rows time_median, time_mean, time_std, time_min, time_max (ms) and reps
+ * (count), raw samples "time" (ms).
+ * GPU clock with ctx->bench: hx_bench_stage (timing pass, then a counter pass of its own): the rows
+ * above over the kept cold samples plus time_noise, noise_reached, throttled_dropped, sm_clock, hot
+ * rows time_hot_median/_mean/_std and hot_batch, raw samples "time" and "time_hot", counter rows
+ * (sm_active, sm_issue, tensor_active, dram_read_bw, gpu_time by default), and mem_used (B): device
+ * memory in use while the stage ran, beyond what was in use when the sweep started. */
 hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
                       hx_clock clock, const hx_closure *c, hx_err *err);
 

@@ -1,7 +1,9 @@
 #!/bin/sh
 # test_cli.sh - f3dbench as a user runs it: exit codes (0 ok, 1 failure, 2 usage), --help on every
-# subcommand, error lines "f3dbench: <what>: <why>", gen, a tiny sweep, and an interrupted sweep that
-# must leave its run directory marked incomplete with no results.csv.
+# subcommand, error lines "f3dbench: <what>: <why>", gen, a tiny sweep, the sweep's measurement flags
+# (usage errors, -vv, --timing paper on the CPU), shards and merge, compare and plot on sweep output,
+# the progress line on a terminal, and an interrupted sweep that must leave its run directory marked
+# incomplete with no results.csv.
 # usage: test_cli.sh PATH/TO/f3dbench
 set -u
 BIN=$1
@@ -66,6 +68,79 @@ grep -q '^seed,1$' "$D/context.csv" || fail "context has no seed"
 grep -q "^results: $D" "$T/out" || fail "sweep does not name its directory"
 tr -d '\n' <"$T/err" | grep -q "$(printf '\r')" && fail "progress line written to a non-terminal"
 expect 1 "$BIN" sweep --sizes 2k --reps 1 --out-dir "$T/res" --run-id run1 # never rewrites a run
+grep -q '^command_line,"f3dbench sweep --workloads uniform,clusters --sizes 2k,3k ' "$D/context.csv" ||
+  fail "command line not recorded as typed: $(grep command_line "$D/context.csv")"
+grep -q '^timing,' "$D/context.csv" || fail "context has no timing key"
+grep -q '^counters,off' "$D/context.csv" || fail "context does not say counters are off without a GPU"
+
+# GPU measurement flags: documented, and usage errors exit 2 before anything is created
+expect 0 "$BIN" sweep --help
+for f in --timing nvbench paper basic --no-counters --metrics --max-time --time-budget --shard; do
+  grep -q -- "$f" "$T/out" || fail "sweep --help does not document $f"
+done
+expect 2 "$BIN" sweep --timing fast
+grep -q "^f3dbench: sweep: --timing 'fast'" "$T/err" || fail "--timing error line: $(cat "$T/err")"
+expect 2 "$BIN" sweep --shard 3/2
+expect 2 "$BIN" sweep --shard 1/0
+expect 2 "$BIN" sweep --shard 1
+expect 2 "$BIN" sweep --max-time 0
+expect 2 "$BIN" sweep --time-budget -5
+expect 2 "$BIN" sweep --timing basic --metrics sm_active
+expect 2 "$BIN" sweep --timing paper --max-time 1
+[ -d "$T/res/run-x" ] && fail "a usage error created a run directory"
+
+# -vv: one line per stage on a non-terminal; --timing paper keeps 19 CPU samples by default
+expect 0 "$BIN" sweep -vv --timing paper --pipelines workload --workloads uniform --sizes 1000 --out-dir "$T/res" \
+  --run-id paper
+grep -q '^\[1/1\] uniform n=1000 batch=1: workload generate cpu$' "$T/err" || fail "-vv per-stage line: $(cat "$T/err")"
+[ "$(grep -c ',workload,generate,cpu,time,' "$T/res/paper/samples.csv")" -eq 19 ] || fail "paper: 19 CPU samples"
+
+# shards: 0/2 and 2/2 (1-based numbering of the same split) partition 2 workloads x 3 sizes; merge
+# joins them into the rows of the unsharded sweep; one shard alone is refused
+for sh in 0/2 2/2 1/2; do
+  expect 0 "$BIN" sweep --workloads uniform,clusters --sizes 1000,1500,2000 --reps 2 --pipelines workload \
+    --out-dir "$T/sh" --run-id "s${sh%/*}" --shard "$sh"
+done
+[ "$(grep '^shard,' "$T/sh/s1/context.csv")" = "shard,1/2" ] || fail "shard context key"
+cases() { sed -n '2,$p' "$1/results.csv" | cut -d, -f1,2 | sort -u; }
+[ "$(cases "$T/sh/s0")" = "$(printf 'clusters,1500\nuniform,1000\nuniform,2000')" ] || fail "shard 0/2 cases: $(cases "$T/sh/s0")"
+[ "$(cases "$T/sh/s1")" = "$(printf 'clusters,1000\nclusters,2000\nuniform,1500')" ] || fail "shard 1/2 cases: $(cases "$T/sh/s1")"
+[ "$(cases "$T/sh/s0")" = "$(cases "$T/sh/s2")" ] || fail "shard 2/2 is not shard 0/2"
+expect 0 "$BIN" merge -o "$T/sh/merged" "$T/sh/s0" "$T/sh/s1"
+[ "$(cases "$T/sh/merged" | wc -l)" -eq 6 ] || fail "merged shards do not hold the 6 cases"
+[ "$(($(wc -l <"$T/sh/s0/results.csv") + $(wc -l <"$T/sh/s1/results.csv") - 1))" -eq "$(wc -l <"$T/sh/merged/results.csv")" ] ||
+  fail "merged rows are not the sum of the shards' rows"
+expect 1 "$BIN" merge -o "$T/sh/half" "$T/sh/s0"
+grep -q 'shards given' "$T/err" || fail "merge of one shard of two: $(cat "$T/err")"
+
+# compare: a run against itself is all "same" (exit 0); two sweeps of the same options give one
+# verdict per key with raw samples (exit 0 or 1: CPU timings on a shared machine may differ)
+expect 0 "$BIN" compare "$T/res/run1" "$T/res/run1"
+grep -q ' 0 slower, ' "$T/out" || fail "self-compare reports something slower: $(tail -n 1 "$T/out")"
+"$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 2 --out-dir "$T/res" --run-id run1b >/dev/null 2>&1 ||
+  fail "second sweep for compare failed"
+"$BIN" compare "$T/res/run1" "$T/res/run1b" >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -le 1 ] || { fail "compare of two sweeps exited $rc"; cat "$T/err"; }
+keys=$(sed -n '2,$p' "$T/res/run1/samples.csv" | cut -d, -f1-7 | sort -u | wc -l)
+tail -n 1 "$T/out" | awk -v k="$keys" '{ if ($1 + $3 + $5 + $7 != k) exit 1 }' ||
+  fail "compare verdicts do not cover the $keys sampled keys: $(tail -n 1 "$T/out")"
+
+# plot --json on a sweep's output: results.json and REPORT.md always, figures when gnuplot exists
+expect 0 "$BIN" plot --json "$T/res/run1"
+[ -s "$T/res/run1/results.json" ] || fail "plot --json wrote no results.json"
+[ -s "$T/res/run1/REPORT.md" ] || fail "plot wrote no REPORT.md"
+if command -v gnuplot >/dev/null 2>&1; then
+  [ -s "$T/res/run1/plots/latency.png" ] || fail "plot wrote no latency.png although gnuplot exists"
+fi
+
+# the progress line goes to a terminal (script(1) gives the sweep one)
+if command -v script >/dev/null 2>&1; then
+  script -qec "'$BIN' sweep --workloads uniform --sizes 1000 --reps 2 --pipelines workload --out-dir '$T/res' --run-id tty" \
+    /dev/null >"$T/tty" 2>&1 </dev/null
+  grep -q "$(printf '\r')"'.*\[1/1\] uniform n=1000 batch=1: workload' "$T/tty" || fail "no progress line on a terminal"
+  [ -f "$T/res/tty/results.csv" ] || fail "sweep under a terminal did not finish"
+fi
 
 # a recorded input (here a generated PLY) and a batch: workload named after the file, read_input timed
 expect 0 "$BIN" sweep --input "$T/u.ply" --sizes 1000 --batch 2 --reps 2 --out-dir "$T/res" --run-id run3

@@ -1,0 +1,90 @@
+#!/bin/sh
+# test_sweep_gpu.sh - the sweep's GPU measurement end to end (suite gpu; exit 77 without a CUDA device):
+# --timing nvbench writes cold and hot rows, noise, raw samples "time" and "time_hot", mem_used, the
+# timing protocol and ceilings in the context, and counter rows when counters are on (or the reason
+# they are off); --no-counters, --timing paper and --timing basic change exactly what they say; a bad
+# --metrics name is refused before a run directory exists (unless counters are unavailable here);
+# GPU shards merge; plot renders the counter figures.
+# usage: test_sweep_gpu.sh PATH/TO/f3dbench
+set -u
+BIN=$1
+"$BIN" info 2>/dev/null | grep -q '^devices: no CUDA device' && { echo "no CUDA device: skipped"; exit 77; }
+"$BIN" info >/dev/null 2>&1 || { echo "f3dbench info failed: skipped"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-sweep-gpu-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+row() { grep -q "^$2" "$1/results.csv" || fail "$(basename "$1"): no row $2"; }
+ctx() { grep -q "^$2" "$1/context.csv" || fail "$(basename "$1"): no context $2"; }
+# small and quick: one size, ptv3 only, short caps
+S="--pipelines ptv3 --workloads uniform --sizes 20k --out-dir $T --max-time 0.3 --time-budget 0"
+
+"$BIN" sweep $S --run-id nv >"$T/out" 2>"$T/err" || { fail "nvbench sweep failed"; cat "$T/err"; }
+D=$T/nv
+ctx "$D" 'timing,nvbench'
+ctx "$D" 'timing_opts,.*max_time_s=0.3 '
+ctx "$D" 'counters,'
+ctx "$D" 'ceiling_copy_gbs,\|ceilings,'
+K='uniform,20000,1,ptv3,copy_qkv_C64,memcpy'
+for m in time_median time_mean time_std time_min time_max reps time_noise noise_reached throttled_dropped \
+  time_hot_median time_hot_mean time_hot_std hot_batch mem_used; do
+  row "$D" "$K,$m,"
+done
+grep -q "^$K,time,0," "$D/samples.csv" || fail "no raw cold samples"
+grep -q "^$K,time_hot,0," "$D/samples.csv" || fail "no raw hot samples"
+row "$D" 'uniform,20000,1,ptv3,serialize,v0,time_hot_median,'
+if grep -q '^counters,on' "$D/context.csv"; then
+  for m in sm_active sm_issue tensor_active dram_read_bw gpu_time; do row "$D" "$K,$m,"; done
+  # a copy never touches the tensor pipe; the serialization kernels keep SMs busy
+  awk -F, -v k="$K,tensor_active," 'index($0, k) == 1 { f = 1; ok = $8 < 1 } END { exit !(f && ok) }' \
+    "$D/results.csv" || fail "copy tensor_active is not near 0"
+  awk -F, -v k='uniform,20000,1,ptv3,serialize,v0,sm_active,' 'index($0, k) == 1 { f = 1; ok = $8 > 0 }
+    END { exit !(f && ok) }' "$D/results.csv" || fail "serialize v0 sm_active is not above 0"
+else
+  echo "note: counters off here: $(grep '^counters,' "$D/context.csv")"
+fi
+grep -q '^status,complete' "$D/context.csv" || fail "nvbench run not complete"
+
+"$BIN" sweep $S --run-id nc --no-counters >/dev/null 2>"$T/err" || { fail "--no-counters sweep failed"; cat "$T/err"; }
+ctx "$T/nc" 'counters,counters: off (--no-counters)'
+grep -q ',sm_active,' "$T/nc/results.csv" && fail "--no-counters wrote counter rows"
+
+"$BIN" sweep --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id paper --timing paper --no-counters \
+  >/dev/null 2>"$T/err" || { fail "--timing paper sweep failed"; cat "$T/err"; }
+ctx "$T/paper" 'timing,paper'
+grep -q "^$K,reps,19,count" "$T/paper/results.csv" || fail "paper: not 19 kept GPU samples"
+grep -q ',time_hot_median,' "$T/paper/results.csv" && fail "paper wrote hot rows"
+
+"$BIN" sweep --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id basic --timing basic --reps 5 \
+  >/dev/null 2>"$T/err" || { fail "--timing basic sweep failed"; cat "$T/err"; }
+ctx "$T/basic" 'timing,basic'
+grep -q "^$K,reps,5,count" "$T/basic/results.csv" || fail "basic: not 5 GPU samples"
+grep -q ',time_noise,' "$T/basic/results.csv" && fail "basic wrote nvbench rows"
+
+"$BIN" sweep $S --run-id badm --metrics sm__no_such_metric.sum >/dev/null 2>"$T/err"
+rc=$?
+if [ "$rc" -eq 2 ]; then
+  grep -q 'close names' "$T/err" || fail "unknown metric error lists no close names: $(cat "$T/err")"
+  [ -d "$T/badm" ] && fail "an unknown metric still created a run directory"
+elif [ "$rc" -ne 0 ] || grep -q '^counters,on' "$T/badm/context.csv"; then
+  fail "unknown metric: exit $rc with counters on"
+fi
+
+for sh in 0/2 1/2; do
+  "$BIN" sweep --pipelines ptv3 --workloads uniform --sizes 20k,30k --out-dir "$T/sh" --run-id "s${sh%/*}" \
+    --shard "$sh" --max-time 0.2 --no-counters >/dev/null 2>"$T/err" || { fail "shard $sh failed"; cat "$T/err"; }
+done
+"$BIN" merge -o "$T/sh/m" "$T/sh/s0" "$T/sh/s1" >/dev/null 2>"$T/err" || { fail "merge of GPU shards"; cat "$T/err"; }
+grep -q '^uniform,30000,1,ptv3,copy_qkv_C64,memcpy,time_hot_median,' "$T/sh/m/results.csv" || fail "merged GPU shards"
+
+"$BIN" plot --json "$D" >/dev/null 2>"$T/err" || { fail "plot of the GPU run"; cat "$T/err"; }
+[ -s "$D/REPORT.md" ] && [ -s "$D/results.json" ] || fail "plot wrote no REPORT.md/results.json"
+if command -v gnuplot >/dev/null 2>&1 && grep -q '^counters,on' "$D/context.csv"; then
+  [ -s "$D/plots/sm.png" ] || fail "no sm.png from a run with counters"
+fi
+
+if [ "$fails" -ne 0 ]; then
+  echo "$fails check(s) failed"
+  exit 1
+fi
+echo "all GPU sweep checks passed"
