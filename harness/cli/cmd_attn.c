@@ -209,6 +209,11 @@ static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, i
   hx_err e = {HX_OK, ""};
   const battn_plan *pl = &a->plan;
   size_t nsc = (size_t)pl->num_scopes * pl->buckets_per_scope;
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    attn_fail("%s: no CUDA device (try --variant cpu)", var->name);
+    return 1;
+  }
   CU(cudaStreamCreate(&stream));
   CU(cudaMalloc(&d_in, a->n_in * 2));
   CU(cudaMalloc(&d_o, a->n_o * 2));
