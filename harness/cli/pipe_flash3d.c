@@ -10,7 +10,12 @@
  *                     same for PTv3-style 1024-point z-order patches (CPU, once per case);
  *   scatter_feat      features (C = 64, fp32 and bf16 variants "<v>.f32"/"<v>.bf16") into packed order;
  *   pool_assign       in-bucket pooling sub-buckets (rho = 2) of the default-hash PSH output;
- *   pool              assign + mean reduction of the packed fp32 features.
+ *   pool              assign + mean reduction of the packed fp32 features;
+ *   attn.plain, attn.swin4, attn.stride2
+ *                     bucket-swin attention (battn v5, and v0 on small cases) in place over the packed
+ *                     rows of the default hash's PSH result (CPU reference: deterministic), scopes of 8
+ *                     buckets, swin shift 4, stride 2; checked on sampled rows first, then timed; tflops
+ *                     and rel_to_plain (pipe_attn.c). GPU only: without one the stage says why it skips.
  * Every GPU variant is checked first (psh_check invariants, counters sum to n, phase-1 count of v2 and later equal
  * to the CPU's; pooling bitwise equal to bpool_assign_cpu on the same PSH output); a failing variant gets a
  * row check = 0 and is not timed. check = 1 rows record the passes.
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/cli/pipe_attn.h"
 #include "harness/cli/sweep.h"
 #include "kernels/kernels.h"
 
@@ -139,17 +145,45 @@ static hx_status check_pool(psh_gpu *g, const bpool_variant *pv, uint32_t n, uin
   return st;
 }
 
+/* PSH parameters of hash h for this case (the attention stage reuses the default hash's). */
+static void case_params(psh_params *p, const f3d_ctx *ctx, psh_hash h, size_t nmax) {
+  psh_params_default(p);
+  p->hash = h;
+  p->voxel = (float)ctx->c.voxel;
+  p->nb = psh_auto_buckets(nmax, p->cap);
+  p->seed = hx_rng_u64(ctx->seed, 0xF3D, (uint64_t)h);
+}
+
+/* Attention in place over the default hash's buckets: the CPU PSH result (deterministic; the GPU
+ * variants satisfy the same invariants) in its packed layout gives the bucket table, the three plans
+ * redirect tiles over it, no row moves. */
+static hx_status run_attention(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *err) {
+  if (!ctx->have_gpu) return f3d_attn_stage(ctx, "flash3d", (int64_t)in->n, NULL, 0, -1, err);
+  psh_params p;
+  case_params(&p, ctx, PSH_ZORDER_DIV, nmax);
+  const uint32_t nbt = in->nclouds * p.nb;
+  f3d_bufs cb;
+  battn_plan plans[F3D_ATTN_NPLANS];
+  memset(plans, 0, sizeof plans);
+  hx_status st = bufs_alloc(&cb, in->n, nbt) ? HX_OK : hx_errf(err, HX_ENOMEM, "flash3d: no memory for %u points", in->n);
+  psh_out o = bufs_out(&cb);
+  if (st == HX_OK) st = psh_run_cpu(&o, in, &p, err);
+  if (st == HX_OK) st = f3d_attn_psh_plans(plans, cb.start, cb.count, in->nclouds, p.nb, err);
+  bufs_free(&cb);
+  f3d_attn_item items[F3D_ATTN_NPLANS];
+  for (int i = 0; i < F3D_ATTN_NPLANS; i++) items[i] = (f3d_attn_item){f3d_attn_plan_kernel(i), &plans[i]};
+  if (st == HX_OK) st = f3d_attn_stage(ctx, "flash3d", (int64_t)in->n, items, F3D_ATTN_NPLANS, F3D_ATTN_PLAIN, err);
+  for (int i = 0; i < F3D_ATTN_NPLANS; i++) battn_plan_free(&plans[i]);
+  return st;
+}
+
 static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *err) {
   const uint32_t n = in->n;
   const double pts = (double)n;
   hx_status st = HX_OK;
   for (int h = 0; h < PSH_HASH_COUNT && st == HX_OK; h++) {
     psh_params p;
-    psh_params_default(&p);
-    p.hash = (psh_hash)h;
-    p.voxel = (float)ctx->c.voxel;
-    p.nb = psh_auto_buckets(nmax, p.cap);
-    p.seed = hx_rng_u64(ctx->seed, 0xF3D, (uint64_t)h);
+    case_params(&p, ctx, (psh_hash)h, nmax);
     const uint32_t nbt = in->nclouds * p.nb;
     const int is_default = p.hash == PSH_ZORDER_DIV;
     char kernel[64], lkernel[64];
@@ -267,6 +301,7 @@ hx_status f3d_pipe_flash3d(f3d_ctx *ctx, hx_err *err) {
   }
   psh_in in = {bt->xyz, off, bt->b, (uint32_t)bt->n};
   hx_status st = run_case(ctx, &in, nmax, err);
+  if (st == HX_OK) st = run_attention(ctx, &in, nmax, err);
   free(off);
   return st;
 }

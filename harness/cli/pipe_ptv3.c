@@ -13,6 +13,13 @@
  *   gather_qkv_C<C>      [sum p, 3C] fp16 rows by order[pad], per gather variant; gather_out_C<C>: [N, C]
  *   copy_qkv_C<C>, copy_out_C<C>  cudaMemcpy D2D of the same output size: the copy bandwidth of this run
  *   pool                 serialized pooling stride 2, C = 64 fp32 features (includes one host sync)
+ *   attn.patch1024       attention over the padded patches the qkv gather wrote (this padding's
+ *                        cu_seqlens, K = 1024: PTv3's default), same engine as flash3d's attn.* (battn v5,
+ *                        and v0 on small cases; fp16, H x D = 4 x 16, packed qkv), each patch one scope of
+ *                        512-row pieces; attn.patch4096 the same with K = 4096 patches, the scope size of
+ *                        flash3d's plans, so the attention work per row matches; rows as in pipe_attn.c.
+ *                        So gather_qkv + attn.patch* + gather_out is PTv3's attention path, to set against
+ *                        flash3d's attn.* in place. GPU only (without one the stage says why it skips).
  * Rows beside the times: bytes (moved per call), bytes_per_row, bandwidth (GB/s at the median), and
  * check = 1 after a variant matched the CPU reference on this case (done before it is timed; a variant
  * that does not match gets check = 0 and is not timed). The check runs on every case, a superset of
@@ -25,6 +32,7 @@
 
 #include "baselines/baselines.h"
 #include "f3d_config.h"
+#include "harness/cli/pipe_attn.h"
 #include "harness/cli/sweep.h"
 
 #if F3D_HAVE_CUDA
@@ -438,6 +446,40 @@ static hx_status run_gpu(f3d_ctx *ctx, ptv3_host *h, hx_err *err) {
 }
 #endif
 
+/* Attention over PTv3's padded patches: this case's padding (K = 1024, cu_seqlens as the gather used
+ * them) and a K = 4096 padding computed the same way (host only: only cu_seqlens is needed). */
+static hx_status ptv3_attention(f3d_ctx *ctx, const ptv3_host *h, hx_err *err) {
+  if (!ctx->have_gpu) return f3d_attn_stage(ctx, "ptv3", (int64_t)h->sum_p, NULL, 0, -1, err);
+  static const uint32_t Ks[2] = {PTV3_K, 4096u};
+  static const char *const names[2] = {"attn.patch1024", "attn.patch4096"};
+  battn_plan plans[2];
+  memset(plans, 0, sizeof plans);
+  f3d_attn_item items[2];
+  size_t rows = 0;
+  hx_status st = HX_OK;
+  for (int i = 0; i < 2 && st == HX_OK; i++) {
+    size_t sum_p = h->sum_p, n_cu = h->n_cu;
+    int32_t *cu = NULL;
+    if (Ks[i] != PTV3_K) {
+      st = shuf_pad_sizes(&sum_p, &n_cu, h->offset, h->B, Ks[i], err);
+      cu = st == HX_OK ? malloc(n_cu * sizeof *cu) : NULL;
+      if (st == HX_OK && !cu) st = hx_errf(err, HX_ENOMEM, "ptv3: cu_seqlens");
+      if (st == HX_OK) st = shuf_padding_cpu(NULL, NULL, cu, h->offset, h->B, Ks[i], err);
+    }
+    const int32_t *src = cu ? cu : h->cu;
+    int64_t *cu64 = st == HX_OK ? malloc(n_cu * sizeof *cu64) : NULL;
+    if (st == HX_OK && !cu64) st = hx_errf(err, HX_ENOMEM, "ptv3: cu_seqlens");
+    for (size_t k = 0; st == HX_OK && k < n_cu; k++) cu64[k] = src[k];
+    if (st == HX_OK) st = battn_plan_patches(&plans[i], cu64, (uint32_t)(n_cu - 1), F3D_ATTN_PIECE_ROWS, err);
+    free(cu), free(cu64);
+    items[i] = (f3d_attn_item){names[i], &plans[i]};
+    if (sum_p > rows) rows = sum_p;
+  }
+  if (st == HX_OK) st = f3d_attn_stage(ctx, "ptv3", (int64_t)rows, items, 2, -1, err);
+  for (int i = 0; i < 2; i++) battn_plan_free(&plans[i]);
+  return st;
+}
+
 hx_status f3d_pipe_ptv3(f3d_ctx *ctx, hx_err *err) {
   ptv3_host h;
   hx_status st = host_prepare(&h, ctx, err);
@@ -446,6 +488,7 @@ hx_status f3d_pipe_ptv3(f3d_ctx *ctx, hx_err *err) {
     st = hx_errf(err, HX_EUNSUPPORTED, "ptv3: %u clouds in a batch, the GPU path takes at most %d", h.B,
                  SFC_MAX_CLOUDS);
   if (st == HX_OK) st = F3D_HAVE_CUDA && ctx->have_gpu ? run_gpu(ctx, &h, err) : run_cpu(ctx, &h, err);
+  if (st == HX_OK) st = ptv3_attention(ctx, &h, err);
   host_free(&h);
   return st;
 }

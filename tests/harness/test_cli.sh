@@ -67,6 +67,14 @@ grep -q '^status,complete$' "$D/context.csv" || fail "context status not complet
 grep -q '^seed,1$' "$D/context.csv" || fail "context has no seed"
 grep -q "^results: $D" "$T/out" || fail "sweep does not name its directory"
 tr -d '\n' <"$T/err" | grep -q "$(printf '\r')" && fail "progress line written to a non-terminal"
+# attention needs a GPU (its only CPU path is the double reference): without one, both pipelines say
+# why on stderr and write no attn.* rows
+if "$BIN" info 2>/dev/null | grep -q '^devices: no CUDA device'; then
+  for p in ptv3 flash3d; do
+    grep -q "^f3dbench: $p: attention skipped (no GPU): " "$T/err" || fail "$p: no attention skip reason: $(cat "$T/err")"
+  done
+  grep -q ',attn\.' "$D/results.csv" && fail "attention rows without a GPU"
+fi
 expect 1 "$BIN" sweep --sizes 2k --reps 1 --out-dir "$T/res" --run-id run1 # never rewrites a run
 grep -q '^command_line,"f3dbench sweep --workloads uniform,clusters --sizes 2k,3k ' "$D/context.csv" ||
   fail "command line not recorded as typed: $(grep command_line "$D/context.csv")"
