@@ -582,6 +582,19 @@ static uint32_t v0_chunk(const battn_params *p, uint32_t L) {
 
 static size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
+/* The one mutable state of this file, and why: creating a cuBLAS handle allocates its workspace and can
+ * synchronise the device, so a v0 that created one per call would time cuBLAS's set-up, not its GEMMs
+ * (a strawman library baseline), and would break stream-held timing. cuBLAS's own advice is one handle
+ * per thread and device, created once: a thread-local table indexed by device, never destroyed (the
+ * process exit releases it). */
+static cublasHandle_t v0_handle(void) {
+  static thread_local cublasHandle_t handles[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return NULL;
+  if (!handles[dev] && cublasCreate(&handles[dev]) != CUBLAS_STATUS_SUCCESS) handles[dev] = NULL;
+  return handles[dev];
+}
+
 template <typename T>
 static hx_status v0_run(const battn_params *p, void *d_scratch, size_t *scratch_bytes, cudaStream_t stream,
                         hx_err *err) {
@@ -619,9 +632,10 @@ static hx_status v0_run(const battn_params *p, void *d_scratch, size_t *scratch_
   base += b_o;
   float *lg = reinterpret_cast<float *>(base);
 
-  cublasHandle_t hnd;
-  if (cublasCreate(&hnd) != CUBLAS_STATUS_SUCCESS) return hx_errf(err, HX_ECUDA, "attention v0: cublasCreate failed");
-  cublasSetStream(hnd, stream);
+  cublasHandle_t hnd = v0_handle();
+  if (!hnd) return hx_errf(err, HX_ECUDA, "attention v0: cublasCreate failed");
+  if (cublasSetStream(hnd, stream) != CUBLAS_STATUS_SUCCESS)
+    return hx_errf(err, HX_ECUDA, "attention v0: cublasSetStream failed");
   const cudaDataType_t ct = p->dtype == BATTN_F16 ? CUDA_R_16F : CUDA_R_16BF;
   hx_status st = HX_OK;
   for (uint32_t s0 = 0; s0 < p->num_scopes && st == HX_OK; s0 += NS) {
@@ -656,7 +670,6 @@ static hx_status v0_run(const battn_params *p, void *d_scratch, size_t *scratch_
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) st = hx_errf(err, HX_ECUDA, "attention v0: launch: %s", cudaGetErrorString(e));
   }
-  cublasDestroy(hnd);
   return st;
 }
 
