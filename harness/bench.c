@@ -9,12 +9,14 @@
  */
 #include "harness/harness.h"
 
+#include <math.h>
 #include <string.h>
 
 hx_status hx_bench_open(hx_bench *b, int device, const char *metrics, int no_counters, int paper, FILE *log,
                         hx_err *err) {
   memset(b, 0, sizeof *b);
   b->log = log;
+  b->last_median_ms = NAN;
   b->opts = paper ? hx_measure_paper() : hx_measure_defaults();
   if (!paper) b->opts.max_time_s = 3.0; /* per stage: a 6-size x 10-stage sweep stays in minutes */
   HX_TRY(hx_meter_create(&b->meter, device, err));
@@ -91,7 +93,10 @@ hx_status hx_bench_context(hx_bench *b, hx_results *res, int measure_ceilings, h
 
 hx_status hx_bench_stage(hx_bench *b, hx_results *res, const hx_key *k, const hx_closure *c, hx_err *err) {
   hx_measurement m;
+  b->last_median_ms = NAN;
   HX_TRY(hx_meter_measure(b->meter, &b->opts, c, &m, err));
+  if (m.n_cold > 0) b->last_median_ms = hx_stats_median(m.cold_ms, m.n_cold);
+  else if (m.n_hot > 0) b->last_median_ms = hx_stats_median(m.hot_ms, m.n_hot);
   hx_status st = hx_measure_record(res, k, &m, err);
   hx_measurement_free(&m);
   HX_TRY(st);

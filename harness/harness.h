@@ -371,8 +371,12 @@ hx_status hx_counters_profile(hx_counters *c, const char *range, const hx_closur
  * starts with a cold L2. Samples whose SM clock (globaltimer/clock64 on SM 0 between the probes) is under
  * throttle_threshold x the device's rated clock are dropped (then a pause of throttle_recovery_s). Hot:
  * batches of back-to-back runs (no reset, no flush), time per run. Work that synchronizes the host inside
- * run() would deadlock the held stream: a timeout detects it, the sample is discarded and the rest runs
- * without the blocking kernel (sync_detected = 1). */
+ * run() would deadlock the held stream: a timeout of a held cold sample detects it, the sample is
+ * discarded and the rest runs without the blocking kernel (sync_detected = 1); the time lost waiting
+ * does not count against max_time_s. Warm-up runs are never held (a kernel's first launch under lazy
+ * module loading waits for the device to idle, which would look like a sync), and a time-out of a held
+ * hot batch is a full launch queue, not a sync. noise is NaN until two samples are kept; the wall-time
+ * cap waits for two. */
 typedef struct hx_measure_opts {
   uint32_t warmup;            /* discarded cold runs first (1) */
   uint32_t min_samples;       /* kept cold samples before the noise rule may stop (10) */
@@ -404,14 +408,14 @@ typedef struct hx_measurement {
   double *cold_ms;      /* kept cold samples (ms), n_cold of them */
   double *cold_sm_mhz;  /* SM clock during each kept sample (MHz; NaN where SM 0 was not probed) */
   size_t n_cold, n_throttled;
-  double noise;         /* std/mean of the kept cold samples */
+  double noise;         /* std/mean of the kept cold samples (NaN with fewer than 2) */
   int noise_reached;    /* 1 when the noise rule stopped sampling */
   hx_measure_stop stop;
   double *hot_ms;       /* per-run time of each hot batch (ms), n_hot of them */
   size_t n_hot, hot_batch_size;
   double rated_sm_mhz;  /* the device's rated SM clock the throttle rule compares with */
   double wall_s;
-  int sync_detected;
+  int sync_detected;    /* run() synchronizes the host: measured without the blocking kernel */
 } hx_measurement;
 void hx_measurement_free(hx_measurement *r);
 
@@ -461,7 +465,10 @@ hx_status hx_treemap_squarify(hx_rect *out, const double *weights, size_t n, dou
 /* Result rows of one measurement (measure_common.c), for the sweep: cold samples as time_median, _mean,
  * _std, _min, _max (ms), reps, time_noise, noise_reached, throttled_dropped, sm_clock (MHz) and raw
  * samples "time"; hot batches as time_hot_median/_mean/_std, hot_batch and raw samples "time_hot";
- * sync_detected when it happened. Counter values as rows named by the metric table's short names. */
+ * sync_detected when it happened. Counter values as rows named by the metric table's short names.
+ * No row carries a non-finite value: an undefined one is left out and noise_undefined (1 kept sample),
+ * rows_undefined or counters_undefined (count of metrics without a value, e.g. a range with no kernel)
+ * says so. */
 hx_status hx_measure_record(hx_results *res, const hx_key *k, const hx_measurement *m, hx_err *err);
 hx_status hx_counters_record(hx_results *res, const hx_key *k, const char *const *names, const double *values,
                              size_t n, hx_err *err);
@@ -480,6 +487,8 @@ typedef struct hx_bench {
   char metric_buf[2048];
   char counters_off[512];
   FILE *log;
+  double last_median_ms; /* set by hx_bench_stage: median of the kept cold samples (of the hot batches
+                          * when there are none), NaN when neither exists; for rates at the median */
 } hx_bench;
 hx_status hx_bench_open(hx_bench *b, int device, const char *metrics, int no_counters, int paper, FILE *log,
                         hx_err *err);

@@ -7,6 +7,13 @@
  * sits behind the spinning kernel until the host releases it, so the start event fires right after the
  * flush and the work's launch overhead is hidden; the spin kernel leaves on release or after
  * sync_timeout_s, and a timeout means run() waited for the stream itself (the sample is discarded).
+ * Lazy module loading (CUDA's default since 11.7) makes the FIRST launch of a kernel wait for the
+ * device to idle, which a spinning hold kernel never does: such a launch behind the hold looks exactly
+ * like a synchronizing run(). So the meter's own kernels are loaded at create, warm-up runs (which load
+ * run()'s kernels) are never held, and only a held cold sample that times out counts as a sync. In the
+ * hot loop a time-out means the launch queue filled up (batches x kernels per run()), not a sync: the
+ * batch is redone without holding and sync_detected stays as the cold loop found it. Time lost waiting
+ * for a time-out does not count against max_time_s, so a synchronizing stage still gets its samples.
  * Napkin math: flushing 2 x 50 MB of H100 L2 at ~3 TB/s costs ~35 us per sample, outside the timed
  * interval; the probes cost one tiny launch each, also outside it.
  */
@@ -97,6 +104,21 @@ extern "C" hx_status hx_meter_create(hx_meter **out, int device, hx_err *err) {
     return st;
   }
   m->rated_sm_mhz = clock_khz / 1000.0;
+  /* load the hold and probe kernels now (lazy loading), so their first launch never sits behind a hold */
+  m->h_flags[0] = 1;
+  m->h_flags[1] = 0;
+  hold_kernel<<<1, 1, 0, m->stream>>>(m->h_flags, 0ull);
+  e = cudaGetLastError();
+  if (e == cudaSuccess) {
+    probe_kernel<<<1, 32, 0, m->stream>>>(m->h_probe);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
+  if (e != cudaSuccess) {
+    st = hx_errf(err, HX_ECUDA, "measure: loading the meter's kernels on device %d: %s", device, cudaGetErrorString(e));
+    hx_meter_destroy(m);
+    return st;
+  }
   *out = m;
   return HX_OK;
 }
@@ -201,23 +223,26 @@ static hx_status measure_impl(hx_meter *m, const hx_measure_opts *o, const hx_cl
   int to;
   CU(cudaSetDevice(m->device), "set device");
   out->rated_sm_mhz = m->rated_sm_mhz;
-  for (uint32_t i = 0; i < o->warmup; i++) {
+  /* Warm-up is never held: it is where run()'s kernels get loaded (see the invariant above). With a
+   * hold and no warm-up asked for, one unheld run still goes first, for the same reason. */
+  uint32_t n_warm = o->warmup ? o->warmup : (hold ? 1u : 0u);
+  for (uint32_t i = 0; i < n_warm; i++) {
     if (c->reset) HX_TRY(c->reset(c->arg, err));
-    HX_TRY(timed(m, o, c, o->flush_l2, hold, 1, &ms, &mhz, &to, err));
-    if (to) {
-      hold = 0;
-      out->sync_detected = 1;
-    }
+    HX_TRY(timed(m, o, c, o->flush_l2, 0, 1, &ms, &mhz, &to, err));
   }
+  /* the cold loop's wall clock starts after the warm-up and leaves out time-outs */
+  double t_cold = wall_now(), lost_s = 0.0;
   size_t cap = 0;
   double gpu_s = 0.0, mean = 0.0, m2 = 0.0;
   hx_measure_stop stop = HX_STOP_NO;
   while (o->cold && stop == HX_STOP_NO) {
     if (c->reset) HX_TRY(c->reset(c->arg, err));
+    double t_sample = wall_now();
     HX_TRY(timed(m, o, c, o->flush_l2, hold, 1, &ms, &mhz, &to, err));
     if (to) { /* run() waited on the held stream: discard, go on without holding */
       hold = 0;
       out->sync_detected = 1;
+      lost_s += wall_now() - t_sample;
       continue;
     }
     gpu_s += ms * 1e-3;
@@ -233,9 +258,11 @@ static hx_status measure_impl(hx_meter *m, const hx_measure_opts *o, const hx_cl
       mean += d / (double)out->n_cold;
       m2 += d * (ms - mean);
     }
-    double sd = out->n_cold > 1 ? sqrt(m2 / (double)(out->n_cold - 1)) : INFINITY;
-    out->noise = mean > 0.0 ? sd / mean : INFINITY;
-    stop = hx_measure_should_stop(o, out->n_cold, gpu_s, wall_now() - t_start, out->noise);
+    /* std/mean needs two samples; until then the noise is unknown (NaN, never recorded as a row) */
+    double sd = out->n_cold > 1 ? sqrt(m2 / (double)(out->n_cold - 1)) : NAN;
+    out->noise = out->n_cold > 1 && mean > 0.0 ? sd / mean : NAN;
+    stop = hx_measure_should_stop(o, out->n_cold, gpu_s, wall_now() - t_cold - lost_s,
+                                  isfinite(out->noise) ? out->noise : INFINITY);
     /* a GPU that throttles all the time must still end */
     if (stop == HX_STOP_NO && out->n_throttled > 4 * (size_t)o->max_samples) stop = HX_STOP_MAX_SAMPLES;
   }
@@ -262,9 +289,11 @@ static hx_status measure_impl(hx_meter *m, const hx_measure_opts *o, const hx_cl
     int hold_hot = hold && batch <= 256;
     for (uint32_t b = 0; b < o->hot_batches; b++) {
       HX_TRY(timed(m, o, c, 0, hold_hot, batch, &ms, &mhz, &to, err));
-      if (to) { /* run() synchronizes (or the queue filled up): redo this batch without holding */
+      if (to) {
+        /* After held cold samples that did not time out, a time-out here is a full launch queue (a
+         * run() of many kernels), not a sync; without a cold loop it may be either. Redo unheld. */
+        if (!o->cold || out->n_cold == 0) out->sync_detected = 1;
         hold = hold_hot = 0;
-        out->sync_detected = 1;
         b--;
         continue;
       }

@@ -5,12 +5,20 @@
  * Stopping rule, checked after every kept cold sample: stop at max_samples or when the wall time passes
  * max_time_s; otherwise stop with "noise reached" once at least min_samples are kept, at least min_time_s
  * of GPU time has been accumulated and the relative noise std/mean is at most max_noise. A preset with
- * max_noise = 0 never stops on noise (fixed count, as the paper's protocol).
+ * max_noise = 0 never stops on noise (fixed count, as the paper's protocol). The wall-time cap waits
+ * for a second kept sample (when max_samples allows one), so a stage slower than the cap still gets a
+ * noise figure.
+ *
+ * Rows never carry a non-finite value (hx_results_add refuses them): a statistic that is undefined
+ * (noise of one sample, a counter of a range without a kernel) is left out and a row says why:
+ * noise_undefined (the noise needs two samples), rows_undefined (any other statistic, counted) or
+ * counters_undefined (how many metrics had no value).
  */
 #include "harness/harness.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 hx_measure_opts hx_measure_defaults(void) {
   hx_measure_opts o;
@@ -52,7 +60,7 @@ hx_measure_opts hx_measure_paper(void) {
 hx_measure_stop hx_measure_should_stop(const hx_measure_opts *o, size_t n_kept, double gpu_time_s,
                                        double wall_s, double rel_noise) {
   if (n_kept >= o->max_samples) return HX_STOP_MAX_SAMPLES;
-  if (wall_s >= o->max_time_s) return HX_STOP_MAX_TIME;
+  if (wall_s >= o->max_time_s && (n_kept >= 2 || o->max_samples < 2)) return HX_STOP_MAX_TIME;
   if (o->max_noise > 0.0 && n_kept >= o->min_samples && n_kept >= 2 && gpu_time_s >= o->min_time_s &&
       rel_noise <= o->max_noise)
     return HX_STOP_NOISE;
@@ -97,8 +105,17 @@ hx_status hx_measure_record(hx_results *res, const hx_key *k, const hx_measureme
                 {"time_noise", m->noise, "ratio"},
                 {"noise_reached", (double)m->noise_reached, "bool"},
                 {"throttled_dropped", (double)m->n_throttled, "count"}};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-      HX_TRY(hx_results_add(res, k, rows[i].metric, rows[i].v, rows[i].unit, err));
+    size_t other_undefined = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+      if (isfinite(rows[i].v)) {
+        HX_TRY(hx_results_add(res, k, rows[i].metric, rows[i].v, rows[i].unit, err));
+      } else if (strcmp(rows[i].metric, "time_noise") == 0) { /* one kept sample: say so instead */
+        HX_TRY(hx_results_add(res, k, "noise_undefined", 1.0, "bool", err));
+      } else {
+        other_undefined++;
+      }
+    }
+    if (other_undefined) HX_TRY(hx_results_add(res, k, "rows_undefined", (double)other_undefined, "count", err));
     /* SM clock: the median of the samples where SM 0 was probed */
     double *clk = malloc(m->n_cold * sizeof *clk);
     if (!clk) return hx_errf(err, HX_ENOMEM, "measure: no memory");
@@ -126,9 +143,15 @@ hx_status hx_measure_record(hx_results *res, const hx_key *k, const hx_measureme
 
 hx_status hx_counters_record(hx_results *res, const hx_key *k, const char *const *names, const double *values,
                              size_t n, hx_err *err) {
+  size_t undefined = 0;
   for (size_t i = 0; i < n; i++) {
+    if (!isfinite(values[i])) { /* e.g. a percentage over a range with no kernel (a copy-only stage) */
+      undefined++;
+      continue;
+    }
     const hx_metric_info *mi = hx_metric_lookup(names[i]);
     HX_TRY(hx_results_add(res, k, mi ? mi->short_name : names[i], values[i], mi ? mi->unit : "", err));
   }
+  if (undefined) HX_TRY(hx_results_add(res, k, "counters_undefined", (double)undefined, "count", err));
   return HX_OK;
 }

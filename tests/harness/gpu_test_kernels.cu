@@ -92,3 +92,16 @@ extern "C" hx_status tk_spin(uint64_t ns, void *stream) {
   spin_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(ns);
   return launched("spin_kernel");
 }
+
+__global__ void spin_fresh_kernel(uint64_t ns) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+extern "C" hx_status tk_spin_fresh(uint64_t ns, void *stream) {
+  spin_fresh_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(ns);
+  return launched("spin_fresh_kernel");
+}

@@ -23,6 +23,9 @@ hx_status tk_copy(float *d_dst, const float *d_src, size_t n, void *stream);
 hx_status tk_mma(float *d_out, int blocks, int iters, void *stream);
 /* One thread spinning on %globaltimer for `ns` nanoseconds: a kernel of known duration. */
 hx_status tk_spin(uint64_t ns, void *stream);
+/* The same spin as a kernel of its own that only the lazy-loading test launches, so that its first
+ * launch (which loads it) happens inside a measurement. */
+hx_status tk_spin_fresh(uint64_t ns, void *stream);
 /* SM count of device 0. */
 int tk_sm_count(void);
 

@@ -22,3 +22,7 @@ hx_status tk_spin(uint64_t ns, void *stream) {
   (void)ns, (void)stream;
   return HX_ENODEV;
 }
+hx_status tk_spin_fresh(uint64_t ns, void *stream) {
+  (void)ns, (void)stream;
+  return HX_ENODEV;
+}

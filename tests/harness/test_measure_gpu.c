@@ -3,7 +3,10 @@
  * blocking kernel hides launch cost) with the noise target reached and a plausible SM clock per sample;
  * an L2-resident copy is faster hot than cold (the flush works); a run() that synchronizes is detected
  * and still measured; the paper preset keeps 19 of 20 runs; a counter pass between two timing passes
- * does not move the timed median by more than the noise; the ceilings are plausible.
+ * does not move the timed median by more than the noise; the ceilings are plausible. No false sync
+ * detection: not for a kernel whose first launch (lazy module loading) happens inside the measurement,
+ * nor for hot batches of many launches; a synchronizing run() still gets >= 2 samples and a finite
+ * noise under a wall-time cap shorter than the hold time-out.
  * Exits 77 without a CUDA device.
  */
 #include <stdarg.h>
@@ -36,6 +39,20 @@ static hx_status run_syncing(void *arg, void *stream, hx_err *err) {
   (void)arg, (void)err;
   hx_status st = tk_spin(20000, stream);
   return st == HX_OK ? tk_sync() : st; /* waits for the stream: would deadlock a held stream */
+}
+
+static hx_status run_spin_fresh(void *arg, void *stream, hx_err *err) {
+  (void)arg, (void)err;
+  return tk_spin_fresh(200000, stream);
+}
+/* 16 launches of ~6 us per run: hot batches of ~200 runs queue ~3200 launches behind the hold */
+static hx_status run_many(void *arg, void *stream, hx_err *err) {
+  (void)arg, (void)err;
+  for (int i = 0; i < 16; i++) {
+    hx_status st = tk_spin(6000, stream);
+    if (st != HX_OK) return st;
+  }
+  return HX_OK;
 }
 
 static void show(const char *what, const hx_measurement *r) {
@@ -106,6 +123,66 @@ static void test_sync_detected(void **state) {
   assert_true(r.n_cold == 5);
   double med = hx_stats_median(r.cold_ms, r.n_cold);
   assert_true(med > 0.019 && med < 0.1); /* the discarded sample (held ~0.2 s) is not among them */
+  hx_measurement_free(&r);
+}
+
+/* Lazy loading makes a kernel's first launch wait for the device to idle, which a held stream never
+ * is: that first launch must not be taken for a synchronizing run(). */
+static void test_first_launch_not_sync(void **state) {
+  (void)state;
+  hx_measure_opts o = hx_measure_defaults();
+  o.min_time_s = 0.02;
+  o.max_noise = 0.01;
+  o.sync_timeout_s = 0.5;
+  hx_closure c = {run_spin_fresh, NULL, NULL};
+  hx_measurement r;
+  hx_err e;
+  assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
+  show("fresh", &r);
+  assert_false(r.sync_detected);
+  double med = hx_stats_median(r.cold_ms, r.n_cold);
+  assert_true(med > 0.199 && med < 0.23);
+  hx_measurement_free(&r);
+}
+
+/* Hot batches of many launches may fill the launch queue behind the hold (a time-out): that is not a
+ * sync; the batches are still measured. */
+static void test_many_launches_not_sync(void **state) {
+  (void)state;
+  hx_measure_opts o = hx_measure_defaults();
+  o.min_time_s = 0.02;
+  o.max_noise = 0.02;
+  o.sync_timeout_s = 0.5;
+  hx_closure c = {run_many, NULL, NULL};
+  hx_measurement r;
+  hx_err e;
+  assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
+  show("16 launches", &r);
+  assert_false(r.sync_detected);
+  assert_true(r.n_hot == o.hot_batches);
+  double hot = hx_stats_median(r.hot_ms, r.n_hot);
+  assert_true(hot > 0.095 && hot < 0.4); /* 16 x 6 us plus the gaps between launches */
+  hx_measurement_free(&r);
+}
+
+/* A syncing run() under a cap shorter than the hold time-out (the sweep's --max-time 0.3 against 2 s):
+ * the time-out does not eat the cap, so >= 2 samples, a finite noise, and rows that record. */
+static void test_sync_short_cap(void **state) {
+  (void)state;
+  hx_measure_opts o = hx_measure_defaults();
+  o.max_time_s = 0.05;
+  o.sync_timeout_s = 0.3;
+  hx_closure c = {run_syncing, NULL, NULL};
+  hx_measurement r;
+  hx_err e;
+  assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
+  show("sync+cap", &r);
+  assert_true(r.sync_detected);
+  assert_true(r.n_cold >= 2);
+  assert_true(isfinite(r.noise));
+  double med = hx_stats_median(r.cold_ms, r.n_cold);
+  assert_true(med > 0.019 && med < 0.1);
+  assert_true(r.n_hot == o.hot_batches);
   hx_measurement_free(&r);
 }
 
@@ -229,7 +306,9 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_spin_accuracy), cmocka_unit_test(test_l2_flush),
-      cmocka_unit_test(test_sync_detected), cmocka_unit_test(test_paper_preset),
+      cmocka_unit_test(test_sync_detected), cmocka_unit_test(test_first_launch_not_sync),
+      cmocka_unit_test(test_many_launches_not_sync), cmocka_unit_test(test_sync_short_cap),
+      cmocka_unit_test(test_paper_preset),
       cmocka_unit_test(test_counters_do_not_perturb), cmocka_unit_test(test_ceilings),
       cmocka_unit_test(test_bench_stage), /* last: it releases the shared meter */
   };

@@ -1,7 +1,8 @@
 /*
  * test_stats.c - statistics of the regression gate against known answers: quantiles, the Mann-Whitney U
  * statistic and its p-values (SciPy's documented example, published critical-value tables, a hand-worked
- * tie-corrected normal approximation), no false alarms on identical distributions, a 10% shift detected.
+ * tie-corrected normal approximation), no false alarms on identical distributions, a 10% shift detected;
+ * the GPU measurement's host-side rules (stopping, rows that never carry a non-finite value).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +11,9 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness/harness.h"
 
@@ -192,11 +195,70 @@ static void test_stop_rule(void **state) {
   assert_int_equal(hx_measure_should_stop(&o, 50, 0.6, 1.0, 0.004), HX_STOP_NOISE);
   assert_int_equal(hx_measure_should_stop(&o, 1000, 0.6, 1.0, 0.5), HX_STOP_MAX_SAMPLES);
   assert_int_equal(hx_measure_should_stop(&o, 50, 0.6, 15.0, 0.5), HX_STOP_MAX_TIME);
+  /* the wall-time cap waits for a second sample (noise needs two), unless one is all it may keep */
+  assert_int_equal(hx_measure_should_stop(&o, 1, 20.0, 20.0, INFINITY), HX_STOP_NO);
+  assert_int_equal(hx_measure_should_stop(&o, 2, 20.0, 20.0, 0.5), HX_STOP_MAX_TIME);
+  hx_measure_opts one = o;
+  one.min_samples = one.max_samples = 1;
+  assert_int_equal(hx_measure_should_stop(&one, 0, 0.0, 20.0, INFINITY), HX_STOP_MAX_TIME);
   hx_measure_opts p = hx_measure_paper();
   assert_true(p.warmup + p.max_samples == 20); /* 20 runs, the first discarded */
   assert_int_equal(hx_measure_should_stop(&p, 18, 10.0, 1.0, 0.0), HX_STOP_NO); /* never on noise */
   assert_int_equal(hx_measure_should_stop(&p, 19, 10.0, 1.0, 0.0), HX_STOP_MAX_SAMPLES);
   assert_string_equal(hx_measure_stop_str(HX_STOP_NOISE), "noise");
+}
+
+/* Rows of one measurement never carry a non-finite value: an undefined statistic is left out and a row
+ * says why (one kept cold sample: noise_undefined; a counter range without a kernel: counters_undefined). */
+static const hx_run_row *find_row(const hx_run *run, const char *kernel, const char *metric) {
+  for (size_t i = 0; i < run->n_rows; i++)
+    if (strcmp(run->rows[i].kernel, kernel) == 0 && strcmp(run->rows[i].metric, metric) == 0) return &run->rows[i];
+  return NULL;
+}
+
+static void test_record_undefined(void **state) {
+  (void)state;
+  char root[] = "/tmp/f3d-test-record-XXXXXX";
+  assert_non_null(mkdtemp(root));
+  hx_results *res = NULL;
+  hx_err e;
+  assert_int_equal(hx_results_open(&res, root, "rec", &e), HX_OK);
+  double one_ms = 0.25, clk = NAN;
+  hx_measurement m;
+  memset(&m, 0, sizeof m);
+  m.cold_ms = &one_ms;
+  m.cold_sm_mhz = &clk;
+  m.n_cold = 1;
+  m.noise = NAN; /* as measure.cu leaves it with one kept sample */
+  m.sync_detected = 1;
+  hx_key k = {"uniform", 1000, 1, "ptv3", "dedup", "v0"};
+  assert_int_equal(hx_measure_record(res, &k, &m, &e), HX_OK);
+  const char *names[] = {"sm_active", "dram_read_bw", "gpu_time"};
+  const double vals[] = {NAN, 1e9, INFINITY};
+  hx_key kc = {"uniform", 1000, 1, "ptv3", "copy", "memcpy"};
+  assert_int_equal(hx_counters_record(res, &kc, names, vals, 3, &e), HX_OK);
+  assert_int_equal(hx_results_commit(res, &e), HX_OK);
+  hx_results_close(res);
+  char dir[sizeof root + 8];
+  snprintf(dir, sizeof dir, "%s/rec", root);
+  hx_run run;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  assert_non_null(find_row(&run, "dedup", "time_median"));
+  assert_null(find_row(&run, "dedup", "time_noise"));
+  assert_non_null(find_row(&run, "dedup", "noise_undefined"));
+  assert_null(find_row(&run, "dedup", "sm_clock")); /* SM 0 never probed */
+  assert_non_null(find_row(&run, "dedup", "sync_detected"));
+  assert_null(find_row(&run, "copy", "sm_active"));
+  assert_null(find_row(&run, "copy", "gpu_time"));
+  assert_non_null(find_row(&run, "copy", "dram_read_bw"));
+  const hx_run_row *u = find_row(&run, "copy", "counters_undefined");
+  assert_non_null(u);
+  assert_true(u->value == 2.0);
+  for (size_t i = 0; i < run.n_rows; i++) assert_true(isfinite(run.rows[i].value));
+  hx_run_free(&run);
+  char cmd[sizeof root + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  assert_int_equal(system(cmd), 0);
 }
 
 /* NVTX/CUPTI range bookkeeping without a counter pass: pairs must match. */
@@ -222,6 +284,7 @@ int main(void) {
       cmocka_unit_test(test_mwu_large_samples), cmocka_unit_test(test_no_false_alarm),
       cmocka_unit_test(test_shift_detected),    cmocka_unit_test(test_edit_distance),
       cmocka_unit_test(test_stop_rule),         cmocka_unit_test(test_ranges),
+      cmocka_unit_test(test_record_undefined),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
