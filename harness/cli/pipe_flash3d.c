@@ -18,8 +18,10 @@
  *                     and rel_to_plain (pipe_attn.c). GPU only: without one the stage says why it skips.
  * Every GPU variant is checked first (psh_check invariants, counters sum to n, phase-1 count of v2 and later equal
  * to the CPU's; pooling bitwise equal to bpool_assign_cpu on the same PSH output); a failing variant gets a
- * row check = 0 and is not timed. check = 1 rows record the passes.
+ * row check = 0 and is not timed. check = 1 rows record the passes. Every stage is timed by f3d_measure,
+ * as in the other pipelines (so --timing and counters apply), bandwidth at the median its rows report.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,20 +67,16 @@ static hx_status job_pool(void *arg, void *stream, hx_err *err) {
   return psh_gpu_pool(j->g, j->pv, j->op, j->dt, stream, err);
 }
 
-/* Time a closure, write the time rows, and bytes + GB/s at the median when bytes > 0. */
+/* Time a closure through the sweep's measurement path (f3d_measure: --timing, counters, progress), then
+ * bytes + GB/s at the median its rows report when bytes > 0. */
 static hx_status timed(f3d_ctx *ctx, const char *kernel, const char *variant, hx_clock clock, hx_closure *c,
                        double bytes, hx_err *err) {
-  size_t n = ctx->timing.reps;
-  double *ms = malloc((n ? n : 1) * sizeof *ms);
-  if (!ms) return hx_errf(err, HX_ENOMEM, "flash3d: no memory for samples");
-  hx_status st = hx_time(ms, clock, &ctx->timing, c, clock == HX_CLOCK_GPU ? ctx->stream : NULL, err);
-  if (st == HX_OK) st = f3d_record_times(ctx, "flash3d", kernel, variant, ms, n, err);
-  hx_summary s;
-  if (st == HX_OK && bytes > 0 && hx_summarize(&s, ms, n, err) == HX_OK && s.median > 0) {
+  double med = NAN;
+  hx_status st = f3d_measure_median(ctx, "flash3d", kernel, variant, clock, c, &med, err);
+  if (st == HX_OK && bytes > 0 && isfinite(med) && med > 0) {
     st = f3d_record(ctx, "flash3d", kernel, variant, "bytes", bytes, "B", err);
-    if (st == HX_OK) st = f3d_record(ctx, "flash3d", kernel, variant, "bandwidth", bytes / (s.median * 1e6), "GB/s", err);
+    if (st == HX_OK) st = f3d_record(ctx, "flash3d", kernel, variant, "bandwidth", bytes / (med * 1e6), "GB/s", err);
   }
-  free(ms);
   return st;
 }
 

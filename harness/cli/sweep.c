@@ -7,6 +7,7 @@
  */
 #include "harness/cli/sweep.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,12 +81,19 @@ static hx_status measure_bench(f3d_ctx *ctx, const hx_key *k, const hx_closure *
 
 hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
                       hx_clock clock, const hx_closure *c, hx_err *err) {
+  return f3d_measure_median(ctx, pipeline, kernel, variant, clock, c, NULL, err);
+}
+
+hx_status f3d_measure_median(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                             hx_clock clock, const hx_closure *c, double *median_ms, hx_err *err) {
+  if (median_ms) *median_ms = NAN;
   if (ctx->stop && *ctx->stop) return hx_errf(err, HX_EINVAL, "%s/%s: interrupted", pipeline, kernel);
   if (ctx->stage_hook) ctx->stage_hook(ctx->stage_hook_arg, ctx, pipeline, kernel, variant, clock, 0);
   hx_status st;
   if (clock == HX_CLOCK_GPU && ctx->bench) {
     hx_key k = f3d_key(ctx, pipeline, kernel, variant);
     st = measure_bench(ctx, &k, c, err);
+    if (st == HX_OK && median_ms) *median_ms = ctx->bench->last_median_ms;
   } else {
     size_t n = ctx->timing.reps;
     double *samples = n ? malloc(n * sizeof *samples) : NULL;
@@ -93,6 +101,7 @@ hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, co
     else if (!samples) st = hx_errf(err, HX_ENOMEM, "%s/%s: no memory for %zu samples", pipeline, kernel, n);
     else st = hx_time(samples, clock, &ctx->timing, c, clock == HX_CLOCK_GPU ? ctx->stream : NULL, err);
     if (st == HX_OK) st = f3d_record_times(ctx, pipeline, kernel, variant, samples, n, err);
+    if (st == HX_OK && median_ms) *median_ms = hx_stats_median(samples, n);
     free(samples);
   }
   if (ctx->stage_hook) ctx->stage_hook(ctx->stage_hook_arg, ctx, pipeline, kernel, variant, clock, 1);

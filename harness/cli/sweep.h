@@ -105,6 +105,11 @@ hx_key f3d_key(const f3d_ctx *ctx, const char *pipeline, const char *kernel, con
  * memory in use while the stage ran, beyond what was in use when the sweep started. */
 hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
                       hx_clock clock, const hx_closure *c, hx_err *err);
+/* f3d_measure that also hands back the median time (ms) its rows report (the cold median with
+ * ctx->bench), for rates at the median (bandwidth, TFLOP/s); *median_ms is NaN when there is none.
+ * median_ms may be NULL. */
+hx_status f3d_measure_median(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                             hx_clock clock, const hx_closure *c, double *median_ms, hx_err *err);
 
 /* Write already collected samples (ms) the same way f3d_measure does (for pipelines that time in
  * their own loop, e.g. several kernels per repetition). */
