@@ -400,7 +400,8 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
   fputs("# flash3d-bench report\n\n", f);
   fputs("| run | device | git commit | date | status |\n|---|---|---|---|---|\n", f);
   for (size_t r = 0; r < p->n_runs; r++) {
-    const char *c = hx_run_context(&p->runs[r], "git_commit"), *d = hx_run_context(&p->runs[r], "date");
+    const char *c = hx_run_context(&p->runs[r], "git_commit"), *d = hx_run_context(&p->runs[r], "date_utc");
+    if (!d) d = hx_run_context(&p->runs[r], "date"); /* runs written before the key was date_utc */
     const char *s = hx_run_context(&p->runs[r], "status");
     fprintf(f, "| %s | %s | %s | %s | %s%s |\n", p->runs[r].dir, p->label[r], c ? c : "?", d ? d : "?",
             s ? s : "?", p->runs[r].incomplete ? " (incomplete)" : "");

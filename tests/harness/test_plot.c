@@ -84,6 +84,9 @@ static void make_fixture(const char *id, const char *device, double speed) {
   hx_err e;
   assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
   assert_int_equal(hx_results_context(r, "device", device, &e), HX_OK);
+  /* the keys the sweep writes (cmd_sweep.c), shown in the report's run table */
+  assert_int_equal(hx_results_context(r, "date_utc", "2026-11-21T22:43:20Z", &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "git_commit", "abc1234", &e), HX_OK);
   static const char *const pipes[2] = {"ptv3", "flash3d"};
   static const char *const stages[2][2] = {{"serialize", "attention"}, {"psh", "attention"}};
   for (int n = 1; n <= 3; n++) {
@@ -167,6 +170,7 @@ static void test_render_one(void **state) {
   assert_non_null(rep);
   assert_non_null(strstr(rep, "![treemap](plots/treemap.png)"));
   assert_non_null(strstr(rep, "| ptv3/total/v1 | lidar | 300000 | 1 |"));
+  assert_non_null(strstr(rep, "| abc1234 | 2026-11-21T22:43:20Z |")); /* run table: commit and date */
   free(rep);
   /* the latency figure shows the totals only (pipelines that report one): 2 series */
   snprintf(rp, sizeof rp, "%s/latency.dat", plots);
