@@ -41,7 +41,8 @@ int f3d_parse_u64(const char *s, uint64_t *out);
 int f3d_parse_pos_double(const char *s, double *out);
 
 /* Git state of the source tree the program was built from: short hash ("" when unknown) and dirty
- * flag (-1 unknown, 0 clean, 1 tracked files modified). */
+ * flag (-1 unknown, 0 clean, 1 tracked files modified). Where git cannot tell (a copy of the tree
+ * without .git), F3D_GIT_COMMIT and F3D_GIT_DIRTY=yes|no from the environment are used instead. */
 void f3d_git_state(char *hash, size_t cap, int *dirty);
 
 /* Context keys describing the build (version, build type, compilers, arch, optional features). */

@@ -79,10 +79,27 @@ static void git_line(const char *args, char *out, size_t cap) {
   if (rc != 0) out[0] = '\0';
 }
 
+/* F3D_GIT_COMMIT (and F3D_GIT_DIRTY=yes|no) from the environment: the commit where the source tree
+ * has no .git (a copy sent to another machine); ./f3d sets them when git works. A value that is not a
+ * plain name (letters, digits, '.', '_', '-', at most 40) is ignored. */
+static void git_from_env(char *hash, size_t cap, int *dirty) {
+  const char *v = getenv("F3D_GIT_COMMIT");
+  size_t len = v ? strlen(v) : 0;
+  if (len == 0 || len > 40 || len >= cap || strspn(v, "0123456789abcdefABCDEF"
+                                                      "ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ._-") != len)
+    return;
+  memcpy(hash, v, len + 1);
+  const char *d = getenv("F3D_GIT_DIRTY");
+  *dirty = d && strcmp(d, "yes") == 0 ? 1 : d && strcmp(d, "no") == 0 ? 0 : -1;
+}
+
 void f3d_git_state(char *hash, size_t cap, int *dirty) {
   git_line("rev-parse --short=7 HEAD", hash, cap);
   *dirty = -1;
-  if (!hash[0]) return;
+  if (!hash[0]) {
+    git_from_env(hash, cap, dirty);
+    return;
+  }
   /* One line of porcelain output is enough to know the tree is dirty; untracked files do not count
    * (build directories, results) since they do not change what was compiled. */
   char line[512];

@@ -3,10 +3,15 @@
 # subcommand, error lines "f3dbench: <what>: <why>", gen, a tiny sweep, the sweep's measurement flags
 # (usage errors, -vv, --timing paper on the CPU), shards and merge, compare and plot on sweep output,
 # the progress line on a terminal, and an interrupted sweep that must leave its run directory marked
-# incomplete with no results.csv.
+# incomplete with no results.csv. Correct with and without a GPU (f3dbench info says which); sweeps that
+# are not about GPU timing use --timing basic and small sizes so the test stays quick on a GPU machine
+# too (the NVBench-style timing is test_sweep_gpu.sh's and test_measure_gpu.c's job).
 # usage: test_cli.sh PATH/TO/f3dbench
 set -u
 BIN=$1
+# GPU=1 when f3dbench sees a CUDA device ("devices: N", N >= 1), 0 for "devices: no CUDA device (...)"
+if "$BIN" info 2>/dev/null | grep -q '^devices: [1-9]'; then GPU=1; else GPU=0; fi
+B="--timing basic"
 T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-cli-XXXXXX")
 trap 'rm -rf "$T"' EXIT
 fails=0
@@ -36,6 +41,15 @@ done
 
 expect 0 "$BIN" info
 grep -q '^devices: ' "$T/out" || fail "info does not report devices"
+# where git cannot see the tree (GIT_DIR pointing nowhere stands in for a copy without .git), the
+# commit comes from F3D_GIT_COMMIT / F3D_GIT_DIRTY; a value that is not a plain name is ignored
+expect 0 env GIT_DIR=/nonexistent F3D_GIT_COMMIT=abc1234 F3D_GIT_DIRTY=yes "$BIN" info
+grep -q '^  git commit     abc1234 (dirty)$' "$T/out" || fail "info ignores F3D_GIT_COMMIT: $(grep 'git commit' "$T/out")"
+expect 0 env GIT_DIR=/nonexistent "F3D_GIT_COMMIT=a;b" "$BIN" info
+grep -q '^  git commit     unknown$' "$T/out" || fail "info took a bad F3D_GIT_COMMIT: $(grep 'git commit' "$T/out")"
+expect 0 env GIT_DIR=/nonexistent F3D_GIT_COMMIT=abc1234 "$BIN" sweep --pipelines workload --workloads uniform \
+  --sizes 1000 --reps 1 $B --out-dir "$T/res" --run-id envcommit
+grep -q '^git_commit,abc1234$' "$T/res/envcommit/context.csv" || fail "context ignores F3D_GIT_COMMIT"
 
 expect 2 "$BIN" gen
 grep -q '^f3dbench: gen: ' "$T/err" || fail "gen without --out: $(cat "$T/err")"
@@ -55,7 +69,7 @@ grep -q "'nosuch' is not a pipeline" "$T/err" || fail "unknown pipeline message:
 expect 0 "$BIN" sweep --list-pipelines
 grep -q '^  workload ' "$T/out" || fail "workload pipeline not listed"
 
-expect 0 "$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 2 --out-dir "$T/res" --run-id run1
+expect 0 "$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 2 $B --out-dir "$T/res" --run-id run1
 D="$T/res/run1"
 [ -f "$D/results.csv" ] || fail "sweep wrote no results.csv"
 [ -f "$D/INCOMPLETE" ] && fail "finished sweep still marked INCOMPLETE"
@@ -69,17 +83,29 @@ grep -q "^results: $D" "$T/out" || fail "sweep does not name its directory"
 tr -d '\n' <"$T/err" | grep -q "$(printf '\r')" && fail "progress line written to a non-terminal"
 # attention needs a GPU (its only CPU path is the double reference): without one, both pipelines say
 # why on stderr and write no attn.* rows
-if "$BIN" info 2>/dev/null | grep -q '^devices: no CUDA device'; then
+if [ "$GPU" -eq 0 ]; then
   for p in ptv3 flash3d; do
     grep -q "^f3dbench: $p: attention skipped (no GPU): " "$T/err" || fail "$p: no attention skip reason: $(cat "$T/err")"
   done
   grep -q ',attn\.' "$D/results.csv" && fail "attention rows without a GPU"
 fi
-expect 1 "$BIN" sweep --sizes 2k --reps 1 --out-dir "$T/res" --run-id run1 # never rewrites a run
+expect 1 "$BIN" sweep --sizes 2k --reps 1 $B --out-dir "$T/res" --run-id run1 # never rewrites a run
 grep -q '^command_line,"f3dbench sweep --workloads uniform,clusters --sizes 2k,3k ' "$D/context.csv" ||
   fail "command line not recorded as typed: $(grep command_line "$D/context.csv")"
 grep -q '^timing,' "$D/context.csv" || fail "context has no timing key"
-grep -q '^counters,off' "$D/context.csv" || fail "context does not say counters are off without a GPU"
+# counters are off either way here, for the reason that applies: no device, or --timing basic (which
+# has no counter pass) on a GPU; GPU stages ran only with a GPU
+if [ "$GPU" -eq 0 ]; then
+  grep -q '^counters,"\{0,1\}off (.*no CUDA device' "$D/context.csv" ||
+    fail "context does not say counters are off without a GPU: $(grep '^counters,' "$D/context.csv")"
+  grep -q ',v[0-9][0-9]*,time_median,' "$D/results.csv" && fail "GPU variant rows without a GPU"
+else
+  grep -q '^counters,"\{0,1\}off (--timing basic)' "$D/context.csv" ||
+    fail "context does not say --timing basic turned counters off: $(grep '^counters,' "$D/context.csv")"
+  grep -q '^timing,basic$' "$D/context.csv" || fail "--timing basic not recorded: $(grep '^timing,' "$D/context.csv")"
+  grep -q '^uniform,3000,1,ptv3,serialize,v0,time_median,' "$D/results.csv" || fail "no GPU rows with a GPU"
+  grep -q ',time_noise,' "$D/results.csv" && fail "--timing basic wrote NVBench-style rows"
+fi
 
 # GPU measurement flags: documented, and usage errors exit 2 before anything is created
 expect 0 "$BIN" sweep --help
@@ -106,7 +132,7 @@ grep -q '^\[1/1\] uniform n=1000 batch=1: workload generate cpu$' "$T/err" || fa
 # shards: 0/2 and 2/2 (1-based numbering of the same split) partition 2 workloads x 3 sizes; merge
 # joins them into the rows of the unsharded sweep; one shard alone is refused
 for sh in 0/2 2/2 1/2; do
-  expect 0 "$BIN" sweep --workloads uniform,clusters --sizes 1000,1500,2000 --reps 2 --pipelines workload \
+  expect 0 "$BIN" sweep --workloads uniform,clusters --sizes 1000,1500,2000 --reps 2 $B --pipelines workload \
     --out-dir "$T/sh" --run-id "s${sh%/*}" --shard "$sh"
 done
 [ "$(grep '^shard,' "$T/sh/s1/context.csv")" = "shard,1/2" ] || fail "shard context key"
@@ -125,7 +151,7 @@ grep -q 'shards given' "$T/err" || fail "merge of one shard of two: $(cat "$T/er
 # verdict per key with raw samples (exit 0 or 1: CPU timings on a shared machine may differ)
 expect 0 "$BIN" compare "$T/res/run1" "$T/res/run1"
 grep -q ' 0 slower, ' "$T/out" || fail "self-compare reports something slower: $(tail -n 1 "$T/out")"
-"$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 2 --out-dir "$T/res" --run-id run1b >/dev/null 2>&1 ||
+"$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 2 $B --out-dir "$T/res" --run-id run1b >/dev/null 2>&1 ||
   fail "second sweep for compare failed"
 "$BIN" compare "$T/res/run1" "$T/res/run1b" >"$T/out" 2>"$T/err"
 rc=$?
@@ -144,21 +170,21 @@ fi
 
 # the progress line goes to a terminal (script(1) gives the sweep one)
 if command -v script >/dev/null 2>&1; then
-  script -qec "'$BIN' sweep --workloads uniform --sizes 1000 --reps 2 --pipelines workload --out-dir '$T/res' --run-id tty" \
+  script -qec "'$BIN' sweep --workloads uniform --sizes 1000 --reps 2 $B --pipelines workload --out-dir '$T/res' --run-id tty" \
     /dev/null >"$T/tty" 2>&1 </dev/null
   grep -q "$(printf '\r')"'.*\[1/1\] uniform n=1000 batch=1: workload' "$T/tty" || fail "no progress line on a terminal"
   [ -f "$T/res/tty/results.csv" ] || fail "sweep under a terminal did not finish"
 fi
 
 # a recorded input (here a generated PLY) and a batch: workload named after the file, read_input timed
-expect 0 "$BIN" sweep --input "$T/u.ply" --sizes 1000 --batch 2 --reps 2 --out-dir "$T/res" --run-id run3
+expect 0 "$BIN" sweep --input "$T/u.ply" --sizes 1000 --batch 2 --reps 2 $B --out-dir "$T/res" --run-id run3
 grep -q '^u,1000,2,workload,read_input,cpu,time_median,' "$T/res/run3/results.csv" || fail "no read_input row for u.ply"
 grep -q '^input_u,' "$T/res/run3/context.csv" || fail "context does not record the input file"
-expect 1 "$BIN" sweep --input "$T/missing.ply" --sizes 1000 --reps 1 --out-dir "$T/res"
+expect 1 "$BIN" sweep --input "$T/missing.ply" --sizes 1000 --reps 1 $B --out-dir "$T/res"
 grep -q '^f3dbench: sweep: .*missing.ply' "$T/err" || fail "missing input error: $(cat "$T/err")"
 
 # SIGINT in the middle of a long sweep: exit 130, INCOMPLETE, status interrupted, no results.csv.
-"$BIN" sweep --sizes 600k,600k,600k,600k,600k --reps 50 --out-dir "$T/res" --run-id run2 >"$T/out" 2>"$T/err" &
+"$BIN" sweep --sizes 600k,600k,600k,600k,600k --reps 50 $B --out-dir "$T/res" --run-id run2 >"$T/out" 2>"$T/err" &
 pid=$!
 # the handlers are installed before the run directory is created: wait for it, then 1 s into the run
 i=0
