@@ -4,7 +4,8 @@
 # timing protocol and ceilings in the context, and counter rows when counters are on (or the reason
 # they are off); --no-counters, --timing paper and --timing basic change exactly what they say; a bad
 # --metrics name is refused before a run directory exists (unless counters are unavailable here);
-# GPU shards merge; plot renders the counter figures.
+# GPU shards merge; plot renders the counter figures. A stage that synchronizes the host (ptv3 dedup)
+# is detected and still measured; a stage that does not is never flagged.
 # usage: test_sweep_gpu.sh PATH/TO/f3dbench
 set -u
 BIN=$1
@@ -34,16 +35,34 @@ grep -q "^$K,time,0," "$D/samples.csv" || fail "no raw cold samples"
 grep -q "^$K,time_hot,0," "$D/samples.csv" || fail "no raw hot samples"
 row "$D" 'uniform,20000,1,ptv3,serialize,v0,time_hot_median,'
 if grep -q '^counters,on' "$D/context.csv"; then
-  for m in sm_active sm_issue tensor_active dram_read_bw gpu_time; do row "$D" "$K,$m,"; done
+  # a metric without a value over the copy's range (NaN, e.g. no kernel in it) is no row, and
+  # counters_undefined counts exactly those
+  missing=0
+  for m in sm_active sm_issue tensor_active dram_read_bw gpu_time; do
+    grep -q "^$K,$m," "$D/results.csv" || missing=$((missing + 1))
+  done
+  undef=$(awk -F, -v k="$K,counters_undefined," 'index($0, k) == 1 { printf "%d", $8 }' "$D/results.csv")
+  [ "$missing" -eq "${undef:-0}" ] || fail "copy: $missing counter rows missing, counters_undefined says ${undef:-0}"
+  [ "$missing" -eq 0 ] || echo "note: copy: $missing counters without a value (counters_undefined)"
   # a copy never touches the tensor pipe; the serialization kernels keep SMs busy
-  awk -F, -v k="$K,tensor_active," 'index($0, k) == 1 { f = 1; ok = $8 < 1 } END { exit !(f && ok) }' \
-    "$D/results.csv" || fail "copy tensor_active is not near 0"
+  if grep -q "^$K,tensor_active," "$D/results.csv"; then
+    awk -F, -v k="$K,tensor_active," 'index($0, k) == 1 { f = 1; ok = $8 < 1 } END { exit !(f && ok) }' \
+      "$D/results.csv" || fail "copy tensor_active is not near 0"
+  fi
   awk -F, -v k='uniform,20000,1,ptv3,serialize,v0,sm_active,' 'index($0, k) == 1 { f = 1; ok = $8 > 0 }
     END { exit !(f && ok) }' "$D/results.csv" || fail "serialize v0 sm_active is not above 0"
 else
   echo "note: counters off here: $(grep '^counters,' "$D/context.csv")"
 fi
 grep -q '^status,complete' "$D/context.csv" || fail "nvbench run not complete"
+# dedup synchronizes the host inside its call: detected, then timed without the hold, with enough
+# samples for a noise figure even under --max-time 0.3 (shorter than the 2 s hold time-out)
+row "$D" 'uniform,20000,1,ptv3,dedup,v0,sync_detected,'
+row "$D" 'uniform,20000,1,ptv3,dedup,v0,time_noise,'
+awk -F, 'index($0, "uniform,20000,1,ptv3,dedup,v0,reps,") == 1 { f = 1; ok = $8 >= 2 } END { exit !(f && ok) }' \
+  "$D/results.csv" || fail "dedup: fewer than 2 kept samples"
+# no false sync: a serialization kernel does not synchronize
+grep -q '^uniform,20000,1,ptv3,serialize,v0,sync_detected,' "$D/results.csv" && fail "serialize v0: false sync_detected"
 
 "$BIN" sweep $S --run-id nc --no-counters >/dev/null 2>"$T/err" || { fail "--no-counters sweep failed"; cat "$T/err"; }
 ctx "$T/nc" 'counters,counters: off (--no-counters)'
