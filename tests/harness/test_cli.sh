@@ -124,7 +124,7 @@ expect 2 "$BIN" sweep --timing paper --max-time 1
 [ -d "$T/res/run-x" ] && fail "a usage error created a run directory"
 
 # -vv: one line per stage on a non-terminal; --timing paper keeps 19 CPU samples by default
-expect 0 "$BIN" sweep -vv --timing paper --pipelines workload --workloads uniform --sizes 1000 --out-dir "$T/res" \
+expect 0 "$BIN" sweep -vv --timing paper --no-counters --pipelines workload --workloads uniform --sizes 1000 --out-dir "$T/res" \
   --run-id paper
 grep -q '^\[1/1\] uniform n=1000 batch=1: workload generate cpu$' "$T/err" || fail "-vv per-stage line: $(cat "$T/err")"
 [ "$(grep -c ',workload,generate,cpu,time,' "$T/res/paper/samples.csv")" -eq 19 ] || fail "paper: 19 CPU samples"
