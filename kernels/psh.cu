@@ -533,6 +533,8 @@ const psh_variant psh_table[] = {
     {1, "v1", "naive: Alg. 1+2 with global atomics, one thread per point", run_v1},
     {2, "v2", "two-stage counters (shared hash table, bulk atomicAdd, rebase) + probe kernel", run_v2},
     {3, "v3", "v2 with warp-cooperative probing (32 probes per counter round trip)", run_v3},
+    {4, "v4", "4 launches: tiled bbox, dense shared counts + bulk commit, probe only on overflow, per-tile scan + scatter (psh_v4.cu)",
+     psh_run_v4},
 };
 
 /* ---- padded layout and row gather ---- */

@@ -104,7 +104,13 @@ static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uin
     PG_CUDA(e2);
   }
   psh_in din = {g->xyz, g->off, g->nclouds, g->n};
-  HX_TRY(psh_variants(NULL)[0].fn(NULL, &g->scratch_bytes, &g->out, &din, p, NULL, err)); /* same layout for all */
+  size_t nv = 0;
+  const psh_variant *vs = psh_variants(&nv);
+  for (size_t k = 0; k < nv; k++) { /* the largest scratch of any variant (v4's layout differs) */
+    size_t b = 0;
+    HX_TRY(vs[k].fn(NULL, &b, &g->out, &din, p, NULL, err));
+    g->scratch_bytes = b > g->scratch_bytes ? b : g->scratch_bytes;
+  }
   PG_CUDA(cudaMalloc(&g->scratch, g->scratch_bytes ? g->scratch_bytes : 1));
   HX_TRY(bpool_plan_gpu(NULL, &g->pool_scratch_bytes, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, 2,
                         NULL, err));

@@ -219,4 +219,14 @@ static inline HX_HD float psh_key2f(uint32_t k) {
   return c.f;
 }
 
+/* Variant v4 (psh_v4.cu), registered in psh.cu's table: a psh_fn. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                     const psh_params *p, void *stream, hx_err *err);
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* F3D_PSH_INTERNAL_H */

@@ -18,6 +18,7 @@ static const psh_variant psh_table[] = {
     {1, "v1", "naive: Alg. 1+2 with global atomics (needs CUDA)", psh_no_gpu},
     {2, "v2", "two-stage counters + probe kernel (needs CUDA)", psh_no_gpu},
     {3, "v3", "v2 with warp-cooperative probing (needs CUDA)", psh_no_gpu},
+    {4, "v4", "4 launches, dense shared counts, per-tile scan + scatter (needs CUDA)", psh_no_gpu},
 };
 
 const psh_variant *psh_variants(size_t *count) {

@@ -1,0 +1,648 @@
+/*
+ * psh_v4.cu - PSH variant v4: the whole PSH (voxelise + hash + rebalance + scan + scatter of coordinates)
+ * in 4 kernels with no host round trip, built for the 600k-point / 30 us target. Same invariants as
+ * v1-v3 (kernels.h): every point one (bucket, offset), offsets 0..count-1, count <= S whenever
+ * n_c <= nb*S, bucket_start = exclusive scan (cloud c's buckets start at cloud_offset[c]), slot and perm
+ * inverse permutations; phase 1 keeps exactly min(hist, S) points per bucket (first-hash count = CPU's).
+ * Which overflowing point wins which slot is scheduling dependent, as in v2/v3.
+ *
+ * ---- Where v2's time goes (H200, lidar, S=512; v2 xor-mod graph 28.4 us at 100k, 77.7 us at 600k with
+ * 599863 of 600000 points placed by the first hash, so not probing) ----
+ *  - 6 dependent kernels per call (init, bbox, first, probe, finalize, scatter). Each costs its launch
+ *    gap (~1 us in a graph, ~3 us direct) plus its own latency chain (a global load ~0.6-0.8 us, an L2
+ *    atomic with return ~1 us, each __syncthreads round, block launch/drain). At 100k every kernel is
+ *    under one wave, so 6 x ~4.5 us = the 28 us measured: launch and latency count, not bytes (the
+ *    bytes move in ~3 us there).
+ *  - probe kernel: 528 blocks launched to read one counter and exit when nothing overflowed (~2 us).
+ *  - finalize: ONE block of 1024 threads per cloud, two CUB block scans and global loads in series
+ *    (~3-4 us on the critical path, the GPU otherwise idle).
+ *  - first (k_first_2stage): 512 points per block -> 1172 blocks at 600k = ~2.2-3 waves (3-4 blocks of
+ *    512 per SM depending on registers); per block: 8 KB table init + sync, bbox + xyz loads, an
+ *    open-addressing CAS per distinct key, sync, then a commit loop whose 2 iterations per thread each
+ *    wait for an atomicAdd with return (~1 us each, in series), sync, stores. ~4-5 us per block x 3
+ *    waves = the ~12-15 us it costs at 600k. Its commits: ~1172 blocks x ~450 distinct buckets = ~530k
+ *    returning atomics on 2048 counters (~260 per counter).
+ *  - hot counter: count_event() does one atomicAdd per warp on ONE address (placed-by-first-hash):
+ *    600k/32 = 18750 same-address atomics per call, serialised at one L2 slice (~0.5-1 ns each: up to
+ *    ~10-19 us of serial work that the kernel cannot finish before).
+ *  - scatter: perm[s] and 3 scalar stores of xyz_out per point at random s: 4 uncoalesced stores per
+ *    point = 32 L1 wavefronts per warp instruction; 2.4M wavefronts / 132 SMs ~ 9 us at 600k (the
+ *    DRAM traffic itself is ~3 us).
+ *  - bbox: 293 blocks, 8 dependent strided loads per thread, 6 atomicMin per block; ~4-5 us.
+ *  - every thread of first/probe recomputes the frame (bbox loads, 3-6 fp32 divisions, bit-width loops)
+ *    and runs a binary search for its cloud: small but per point.
+ *  Sum at 600k: launches ~6-8, bbox ~5, first ~12-15, hot counter overlapped ~5-10, probe ~2, finalize
+ *  ~4, scatter ~9-10 => ~45-55 us of device time plus gaps: the 77 us measured.
+ *
+ * ---- v4 ----
+ * Tiles: a "tile" is the points of ONE cloud inside a chunk of T = 512 * ipt points (ipt = 1..8 points
+ * per thread, chosen so that the tiles fill about two blocks per SM in one wave: 600k -> ipt 5, 235
+ * tiles). Tile id = c + k for chunk k of cloud c: unique and increasing (c + floor(off[c]/T) grows by
+ * >= 1 per cloud), so a grid of nclouds + ceil(n/T) blocks covers every tile; a block whose id matches no
+ * tile exits. Every block therefore serves exactly one cloud: one frame, one dense counter array.
+ *   K1 bbox:    per-tile min/max keys written to slot (c + k) (no atomics, so no init needed); the same
+ *               launch zeroes the counters and writes default bucket_count = 0 / bucket_start =
+ *               cloud_offset[c] (what empty clouds keep).
+ *   K2 count:   each tile reduces its cloud's partial slots (c+k0 .. c+k1: <= 150 at 600k, one L2 round
+ *               trip) to the frame (the cloud's first tile stores it for K3), voxelises + hashes its
+ *               points (xyz loads of all items issued first), ranks them in a dense shared [nb] counter
+ *               array (warp-aggregated by __match_any_sync), then commits with ONE atomicAdd per
+ *               non-empty bucket per tile (all of a thread's atomics issued before any result is used),
+ *               rolls back the part past S, rebases, and writes (bucket, offset) of the points that fit;
+ *               the rest go to the overflow list (one atomic per warp that has any). The first-hash tally
+ *               is reduced per block: one atomic per block, not per warp.
+ *   K3 probe:   reads the overflow length and exits at once when it is 0 (the device-side flag: the host
+ *               never looks). Otherwise one thread per overflowing point races over the probes as v2
+ *               (frame loaded from K2's copy, not recomputed), leftover tickets warp-aggregated per cloud
+ *               (v2 takes one returning same-address atomic per leftover point: 376k in series for
+ *               zorder-div at 600k), tallies one atomic per block.
+ *   K4 scatter: each tile recomputes its cloud's scan in shared memory (free-slot scan F only when the
+ *               cloud has leftovers, final counts, exclusive scan + cloud_offset[c]) instead of a
+ *               one-block finalize kernel: nb = 2048 counters = 8 KB of L2 reads per tile, overlapped with
+ *               the tile's own bucket/offset loads. The cloud's first tile writes bucket_count and
+ *               bucket_start. Then leftovers are resolved against F in shared memory, slot / perm are
+ *               written and xyz is scattered with 2 stores per point (a float2 on the 8-byte aligned half
+ *               and a float) instead of 3. Block 0 copies the run counters.
+ *   Counters live in scratch during the run (bucket_count is written once, final, by K4), so no tile can
+ *   read a count that another tile already replaced by its final value.
+ * Correctness of mixing bulk and single increments: every increment (bulk cnt in K2, 1 in K3) keeps the
+ * part of [old, old+cnt) below S and subtracts the rest itself. With K = offsets kept (always exactly
+ * [0, K)) and P = pending roll-backs, counter = K + P and P > 0 implies K = S (induction over atomics in
+ * any order), so each offset below S is handed out once and the counters end at K <= S. K3 runs after
+ * every K2 commit (separate launch), so phase 1 is exactly min(hist, S) per bucket as on the CPU.
+ * Cross-block dependencies only go through launch boundaries: K2 reads K1's partials, K3 reads K2's
+ * counters / list / frames, K4 reads K3's counters and tickets. Inside a block every shared write/read
+ * pair is separated by __syncthreads (marked below).
+ * Limits: nb <= 4096 (dense counters and the two scans' arrays in static shared memory, 32 KB in K4);
+ * larger nb (e.g. 4M-point clouds at S = 512, or the 70001-bucket test) runs v2 unchanged.
+ * Predicted (H200, graph): 100k ~10-13 us, 600k xor-mod ~17-22 us (4 launch gaps ~4 us, K1 ~3-4 us
+ * (7.2 MB), K2 ~5-6 us, K3 ~1-3 us (137 overflow points), K4 ~5-7 us (random stores)); div hashes stay
+ * dominated by probing: see kernels/dev/PSH_RESULTS.md.
+ *
+ * Div hashes: 376k of 600k zorder-div points try all 128 probes (48M probe evaluations: a counter-based
+ * RNG, three 64-bit remainders, a 63-bit Morton code, and a counter read each), so probing is ALU and
+ * L2-read bound, not launch bound; v4 only removes the same-address leftover ticket and the per-point
+ * frame recomputation there. Warp-cooperative probing (v3) was slower on the device (32 lanes per point
+ * cut the points in flight 32x while the total probe work is the same). The remaining lever, left for a
+ * v5, is a per-block shared snapshot of "bucket full" bits: a counter that reached S never drops below
+ * it again (counter = K + P with K = S), so a snapshot saying "full" is exact and skips the L2 read;
+ * only "room" answers need the atomic, which keeps Alg. 2's invariants.
+ */
+#include "kernels/kernels.h"
+#include "kernels/psh_internal.h"
+
+#include <cub/block/block_scan.cuh>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
+
+#define V4_LAUNCHED(what)                                                                               \
+  do {                                                                                                 \
+    cudaError_t e_ = cudaGetLastError();                                                               \
+    if (e_ != cudaSuccess) return hx_errf(err, HX_ECUDA, "psh v4: launch of %s: %s", what, cudaGetErrorString(e_)); \
+  } while (0)
+
+namespace {
+
+constexpr int kT = 512;                 /* threads of the tile kernels (K1, K2, K4) */
+constexpr int kWarps = kT / 32;
+constexpr int kMaxIpt = 8;              /* points per thread at most: tiles of <= 4096 points */
+constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared counters */
+constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
+constexpr int kProbeT = 256;
+constexpr uint32_t kNone = 0xFFFFFFFFu;
+/* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
+enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
+constexpr int kFrameWords = 8;          /* lo[3] (float bits), bits, step, shift[3] */
+
+struct P4 {
+  const float *xyz;
+  const uint32_t *off;
+  uint32_t nclouds, n, nb, cap, nprobe, hash, tile, ipt;
+  float voxel;
+  int xyz_pair; /* xyz_out is 8-byte aligned: scatter with a float2 + a float */
+  uint64_t seed;
+  int8_t probe[PSH_NPROBE_BASE][3];
+  /* outputs */
+  uint32_t *bucket, *offset, *count_out, *start, *slot, *perm, *counters_out;
+  float *xyz_out;
+  /* scratch */
+  uint32_t *part;  /* [tiles * 6] per-tile bbox keys: min key of x,y,z, then min of ~key (= ~max) */
+  uint32_t *frame; /* [nclouds * kFrameWords] */
+  uint32_t *cnt;   /* [nclouds * nb] counters during the run */
+  uint32_t *resid; /* [nclouds] leftover tickets */
+  uint32_t *ctr;   /* [C_WORDS] */
+  uint32_t *ovf;   /* [n] overflow list */
+};
+
+struct Frame {
+  float lo[3];
+  uint32_t bits, step, shift[3];
+};
+
+struct Tile {
+  uint32_t c, k, lo, hi, k0, k1; /* cloud, chunk, points [lo, hi), the cloud's chunks k0..k1 */
+};
+
+__device__ __forceinline__ uint32_t lanemask_lt() {
+  uint32_t m;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+  return m;
+}
+
+/* The tile of this block (block-uniform). false: the id matches no tile (the block must exit). */
+__device__ __forceinline__ bool tile_of(const P4 &p, Tile &t) {
+  const uint32_t id = blockIdx.x, T = p.tile;
+  uint32_t lo = 0, hi = p.nclouds; /* last c with c + off[c]/T <= id (true for c = 0) */
+  while (hi - lo > 1) {
+    const uint32_t mid = (lo + hi) >> 1;
+    if (mid + __ldg(p.off + mid) / T <= id) lo = mid;
+    else hi = mid;
+  }
+  const uint32_t a = __ldg(p.off + lo), b = __ldg(p.off + lo + 1);
+  t.c = lo;
+  t.k = id - lo;
+  const uint64_t k0p = (uint64_t)t.k * T, k1p = k0p + T;
+  t.lo = (uint32_t)(k0p > a ? (k0p < b ? k0p : b) : a);
+  t.hi = (uint32_t)(k1p < b ? k1p : b);
+  t.k0 = a / T;
+  t.k1 = b > a ? (b - 1) / T : t.k0;
+  return t.lo < t.hi;
+}
+
+__device__ __forceinline__ uint32_t cloud_of(const uint32_t *off, uint32_t nclouds, uint32_t i) {
+  uint32_t lo = 0, hi = nclouds; /* last c with off[c] <= i */
+  while (hi - lo > 1) {
+    const uint32_t mid = (lo + hi) >> 1;
+    if (__ldg(off + mid) <= i) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+__device__ __forceinline__ Frame frame_from_keys(const P4 &p, const uint32_t key[6]) {
+  Frame f;
+  float hi[3];
+  for (int d = 0; d < 3; d++) {
+    f.lo[d] = psh_key2f(key[d]);
+    hi[d] = psh_key2f(~key[3 + d]);
+  }
+  f.bits = psh_frame_bits(f.lo, hi, p.voxel);
+  f.step = psh_probe_step((psh_hash)p.hash, f.bits, p.nb);
+  psh_frame_shift((psh_hash)p.hash, f.lo, hi, p.voxel, f.bits, f.shift);
+  return f;
+}
+
+__device__ __forceinline__ Frame frame_load(const P4 &p, uint32_t c) {
+  const uint32_t *w = p.frame + (size_t)c * kFrameWords;
+  Frame f;
+  for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(w[d]);
+  f.bits = w[3];
+  f.step = w[4];
+  for (int d = 0; d < 3; d++) f.shift[d] = w[5 + d];
+  return f;
+}
+
+__device__ __forceinline__ void voxel3(const P4 &p, const Frame &f, float x, float y, float z, uint32_t v[3]) {
+  v[0] = psh_vox1(x, f.lo[0], p.voxel) << f.shift[0];
+  v[1] = psh_vox1(y, f.lo[1], p.voxel) << f.shift[1];
+  v[2] = psh_vox1(z, f.lo[2], p.voxel) << f.shift[2];
+}
+
+/* Block min of 6 keys per thread; the result is valid in thread 0 only. Ends with a barrier-free
+ * read by thread 0 after the one barrier that separates the warp leaders' writes from it. */
+__device__ __forceinline__ void block_min6(uint32_t k[6], uint32_t (*s_red)[kWarps]) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int e = 0; e < 6; e++) {
+    for (int o = 16; o > 0; o >>= 1) k[e] = min(k[e], __shfl_xor_sync(0xFFFFFFFFu, k[e], o));
+    if (lane == 0) s_red[e][warp] = k[e];
+  }
+  __syncthreads(); /* s_red writes -> thread 0's reads */
+  if (threadIdx.x == 0)
+    for (int e = 0; e < 6; e++)
+      for (int w = 1; w < kWarps; w++) k[e] = min(k[e], s_red[e][w]);
+}
+
+/* K1: zero the run state, default bucket tables, per-tile bbox keys. */
+__global__ void __launch_bounds__(kT) k4_bbox(P4 p) {
+  __shared__ uint32_t s_red[6][kWarps];
+  const uint32_t gt = blockIdx.x * kT + threadIdx.x, gs = gridDim.x * kT;
+  const uint32_t nbt = p.nclouds * p.nb;
+  for (uint32_t g = gt; g < nbt; g += gs) {
+    p.cnt[g] = 0;
+    p.count_out[g] = 0;
+    p.start[g] = __ldg(p.off + g / p.nb); /* kept by empty clouds; K4 rewrites the others */
+  }
+  for (uint32_t c = gt; c < p.nclouds; c += gs) p.resid[c] = 0;
+  if (gt < C_WORDS) p.ctr[gt] = 0;
+  Tile t;
+  if (!tile_of(p, t)) return; /* block-uniform */
+  uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+  for (uint32_t i = t.lo + threadIdx.x; i < t.hi; i += kT)
+    for (int d = 0; d < 3; d++) {
+      const uint32_t key = psh_f2key(__ldg(p.xyz + 3 * (size_t)i + d));
+      k[d] = min(k[d], key);
+      k[3 + d] = min(k[3 + d], ~key);
+    }
+  block_min6(k, s_red);
+  if (threadIdx.x == 0)
+    for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k[e];
+}
+
+/* K2: frame, voxelise + hash, dense shared ranking, bulk commit, placement or overflow list. */
+__global__ void __launch_bounds__(kT, 2) k4_count(P4 p) {
+  __shared__ uint32_t s_cnt[kDense];
+  __shared__ uint32_t s_red[6][kWarps];
+  __shared__ uint32_t s_frame[kFrameWords];
+  __shared__ uint32_t s_first;
+  Tile t;
+  if (!tile_of(p, t)) return; /* block-uniform */
+  const uint32_t nb = p.nb, c = t.c, tid = threadIdx.x;
+  const int lane = (int)(tid & 31u);
+  for (uint32_t j = tid; j < nb; j += kT) s_cnt[j] = 0;
+  if (tid == 0) s_first = 0;
+  /* the cloud's frame from K1's per-tile keys (slots c+k0 .. c+k1) */
+  uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+  const uint32_t pbase = c + t.k0, m = t.k1 - t.k0 + 1;
+  for (uint32_t j = tid; j < m; j += kT)
+    for (int e = 0; e < 6; e++) k[e] = min(k[e], __ldg(p.part + (size_t)(pbase + j) * 6 + e));
+  /* xyz of this thread's items, issued before the reduction's barriers so the loads overlap them */
+  float x[kMaxIpt][3];
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) {
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    if ((uint32_t)it < p.ipt && i < t.hi) {
+      x[it][0] = __ldg(p.xyz + 3 * (size_t)i);
+      x[it][1] = __ldg(p.xyz + 3 * (size_t)i + 1);
+      x[it][2] = __ldg(p.xyz + 3 * (size_t)i + 2);
+    } else {
+      x[it][0] = x[it][1] = x[it][2] = 0.0f;
+    }
+  }
+  block_min6(k, s_red); /* contains a barrier: also orders the s_cnt / s_first zeroing above */
+  if (tid == 0) {
+    const Frame f = frame_from_keys(p, k);
+    uint32_t w[kFrameWords] = {__float_as_uint(f.lo[0]), __float_as_uint(f.lo[1]), __float_as_uint(f.lo[2]),
+                               f.bits, f.step, f.shift[0], f.shift[1], f.shift[2]};
+    for (int e = 0; e < kFrameWords; e++) {
+      s_frame[e] = w[e];
+      if (t.k == t.k0) p.frame[(size_t)c * kFrameWords + e] = w[e]; /* one writer per cloud, for K3 */
+    }
+  }
+  __syncthreads(); /* s_frame written by thread 0 -> read by all */
+  Frame f;
+  for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(s_frame[d]);
+  f.bits = s_frame[3];
+  f.step = s_frame[4];
+  for (int d = 0; d < 3; d++) f.shift[d] = s_frame[5 + d];
+  /* rank every point in its bucket: one shared atomic per distinct bucket per warp */
+  uint32_t hr[kMaxIpt]; /* local bucket << 16 | rank in the tile (nb <= 4096, tile <= 4096 points) */
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) {
+    hr[it] = 0;
+    if ((uint32_t)it >= p.ipt) break; /* block-uniform */
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    const bool valid = i < t.hi;
+    uint32_t h = 0;
+    if (valid) {
+      uint32_t v[3];
+      voxel3(p, f, x[it][0], x[it][1], x[it][2], v);
+      h = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, nb);
+    }
+    const uint32_t active = __ballot_sync(0xFFFFFFFFu, valid);
+    if (valid) {
+      const uint32_t peers = __match_any_sync(active, h);
+      const int leader = __ffs(peers) - 1;
+      uint32_t base = 0;
+      if (lane == leader) base = atomicAdd(&s_cnt[h], (uint32_t)__popc(peers));
+      base = __shfl_sync(active, base, leader);
+      hr[it] = h << 16 | (base + (uint32_t)__popc(peers & lanemask_lt()));
+    }
+  }
+  __syncthreads(); /* s_cnt complete -> commit reads */
+  /* commit: one atomicAdd per non-empty bucket, all issued before any result is used */
+  uint32_t *gcnt = p.cnt + (size_t)c * nb;
+  uint32_t cnt[kPer], old[kPer];
+#pragma unroll
+  for (int q = 0; q < kPer; q++) {
+    const uint32_t j = tid + (uint32_t)q * kT;
+    cnt[q] = j < nb ? s_cnt[j] : 0u;
+    old[q] = 0;
+    if (cnt[q]) old[q] = atomicAdd(gcnt + j, cnt[q]);
+  }
+#pragma unroll
+  for (int q = 0; q < kPer; q++) {
+    const uint32_t j = tid + (uint32_t)q * kT;
+    if (cnt[q]) {
+      const uint32_t keep_to = max(old[q], p.cap);
+      if (old[q] + cnt[q] > keep_to) atomicSub(gcnt + j, old[q] + cnt[q] - keep_to); /* roll back past S */
+      s_cnt[j] = old[q]; /* rebase: slot j is read and written by this thread only */
+    }
+  }
+  __syncthreads(); /* rebased s_cnt -> placement reads */
+  uint32_t nfirst = 0;
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) {
+    if ((uint32_t)it >= p.ipt) break; /* block-uniform */
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    bool over = false;
+    if (i < t.hi) {
+      const uint32_t h = hr[it] >> 16, off = s_cnt[h] + (hr[it] & 0xFFFFu);
+      if (off < p.cap) {
+        p.bucket[i] = c * nb + h;
+        p.offset[i] = off;
+        nfirst++;
+      } else {
+        over = true;
+      }
+    }
+    const uint32_t mo = __ballot_sync(0xFFFFFFFFu, over);
+    if (mo) { /* rare: one list atomic per warp that has overflowing points */
+      const int leader = __ffs(mo) - 1;
+      uint32_t base = 0;
+      if (lane == leader) base = atomicAdd(p.ctr + C_NOVF, (uint32_t)__popc(mo));
+      base = __shfl_sync(0xFFFFFFFFu, base, leader);
+      if (over) p.ovf[base + (uint32_t)__popc(mo & lanemask_lt())] = i;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) nfirst += __shfl_xor_sync(0xFFFFFFFFu, nfirst, o);
+  if (lane == 0 && nfirst) atomicAdd(&s_first, nfirst);
+  __syncthreads(); /* s_first complete -> thread 0 */
+  if (tid == 0 && s_first) atomicAdd(p.ctr + C_FIRST, s_first);
+}
+
+/* K3: the overflow list races over the probes (exits at once when K2 placed every point). */
+__global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
+  __shared__ uint32_t s_tally[2];
+  const uint32_t n_ovf = p.ctr[C_NOVF]; /* written by K2, a previous launch */
+  if (n_ovf == 0) return;                /* block-uniform */
+  if (threadIdx.x == 0) s_tally[0] = s_tally[1] = 0;
+  __syncthreads(); /* s_tally zeroed -> atomics below */
+  const int lane = (int)(threadIdx.x & 31u);
+  uint32_t np = 0, nl = 0;
+  const uint32_t stride = gridDim.x * kProbeT;
+  /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
+  for (uint32_t t0 = blockIdx.x * kProbeT; t0 < n_ovf; t0 += stride) {
+    const uint32_t t = t0 + threadIdx.x;
+    bool left = false;
+    uint32_t i = 0, c = 0;
+    if (t < n_ovf) {
+      i = p.ovf[t];
+      c = cloud_of(p.off, p.nclouds, i);
+      const Frame f = frame_load(p, c);
+      uint32_t v[3];
+      voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
+             v);
+      const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
+      bool placed = false;
+      for (uint32_t k = 0; k < p.nprobe; k++) {
+        const uint32_t h = psh_probe_bucket((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+        if (h == home) continue;
+        const uint32_t g = c * p.nb + h;
+        if (*(volatile uint32_t *)(p.cnt + g) >= p.cap) continue; /* full for good (see header) */
+        const uint32_t o = atomicAdd(p.cnt + g, 1u);
+        if (o < p.cap) {
+          p.bucket[i] = g;
+          p.offset[i] = o;
+          placed = true;
+          break;
+        }
+        atomicSub(p.cnt + g, 1u); /* roll back */
+      }
+      if (placed) np++;
+      else left = true;
+    }
+    /* leftover tickets: one atomic per cloud per warp */
+    const uint32_t lm = __ballot_sync(0xFFFFFFFFu, left);
+    if (left) {
+      const uint32_t peers = __match_any_sync(lm, c);
+      const int leader = __ffs(peers) - 1;
+      uint32_t base = 0;
+      if (lane == leader) base = atomicAdd(p.resid + c, (uint32_t)__popc(peers));
+      base = __shfl_sync(lm, base, leader);
+      p.bucket[i] = PSH_RESID_FLAG | c;
+      p.offset[i] = base + (uint32_t)__popc(peers & lanemask_lt());
+      nl++;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    np += __shfl_xor_sync(0xFFFFFFFFu, np, o);
+    nl += __shfl_xor_sync(0xFFFFFFFFu, nl, o);
+  }
+  if (lane == 0) {
+    if (np) atomicAdd(&s_tally[0], np);
+    if (nl) atomicAdd(&s_tally[1], nl);
+  }
+  __syncthreads(); /* s_tally complete -> thread 0 */
+  if (threadIdx.x == 0) {
+    if (s_tally[0]) atomicAdd(p.ctr + C_PROBE, s_tally[0]);
+    if (s_tally[1]) atomicAdd(p.ctr + C_OVER, s_tally[1]);
+  }
+}
+
+/* K4: the cloud's scans in shared memory, then the tile's scatter. */
+__global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
+  typedef cub::BlockScan<uint32_t, kT> Scan;
+  __shared__ typename Scan::TempStorage tmp;
+  __shared__ uint32_t s_F[kDense + 1];
+  __shared__ uint32_t s_start[kDense];
+  if (blockIdx.x == 0 && threadIdx.x < PSH_NCOUNTERS && p.counters_out)
+    p.counters_out[threadIdx.x] = threadIdx.x < 3 ? p.ctr[threadIdx.x] : 0u; /* K2 and K3 are done */
+  Tile t;
+  if (!tile_of(p, t)) return; /* block-uniform */
+  const uint32_t nb = p.nb, S = p.cap, c = t.c, tid = threadIdx.x;
+  const uint32_t R = p.resid[c];
+  /* the cloud's counters: a contiguous range of <= kPer per thread */
+  const uint32_t per = (nb + kT - 1) / kT;
+  const uint32_t j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
+  const uint32_t *gcnt = p.cnt + (size_t)c * nb;
+  uint32_t cj[kPer]; /* counts after probing (all <= S now), replaced in place by the final counts */
+#pragma unroll
+  for (int q = 0; q < kPer; q++) cj[q] = j0 + (uint32_t)q < j1 ? gcnt[j0 + q] : 0u;
+  if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
+    uint32_t fsum = 0, pre = 0, total = 0;
+#pragma unroll
+    for (int q = 0; q < kPer; q++)
+      if (j0 + (uint32_t)q < j1) fsum += S - cj[q];
+    Scan(tmp).ExclusiveSum(fsum, pre, total);
+    uint32_t run = pre;
+#pragma unroll
+    for (int q = 0; q < kPer; q++) {
+      if (j0 + (uint32_t)q < j1) {
+        const uint32_t j = j0 + (uint32_t)q, freej = S - cj[q];
+        s_F[j] = run;
+        cj[q] = psh_final_count(cj[q], run, freej, total, R, j, nb);
+        run += freej;
+      }
+    }
+    if (tid == 0) s_F[nb] = total;
+    __syncthreads(); /* tmp reuse by the second scan; s_F complete before the scatter */
+  } /* without leftovers the final counts are the counts */
+  uint32_t csum = 0, pre2 = 0;
+#pragma unroll
+  for (int q = 0; q < kPer; q++)
+    if (j0 + (uint32_t)q < j1) csum += cj[q];
+  Scan(tmp).ExclusiveSum(csum, pre2);
+  uint32_t run = __ldg(p.off + c) + pre2;
+  const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
+#pragma unroll
+  for (int q = 0; q < kPer; q++) {
+    if (j0 + (uint32_t)q < j1) {
+      const uint32_t j = j0 + (uint32_t)q;
+      s_start[j] = run;
+      if (writer) {
+        p.start[(size_t)c * nb + j] = run;
+        p.count_out[(size_t)c * nb + j] = cj[q];
+      }
+      run += cj[q];
+    }
+  }
+  __syncthreads(); /* s_start (and s_F) complete -> scatter reads */
+  /* Three unrolled passes so that each pass's loads are all in flight at once (the stores of one item
+   * would otherwise stop the compiler from hoisting the next item's loads): placements, then rows (slot,
+   * perm), then coordinates. */
+  const uint32_t nit = p.ipt;
+  uint32_t pb[kMaxIpt], po[kMaxIpt];
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) {
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    pb[it] = po[it] = 0;
+    if ((uint32_t)it < nit && i < t.hi) {
+      pb[it] = p.bucket[i];
+      po[it] = p.offset[i];
+    }
+  }
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) {
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    if ((uint32_t)it >= nit || i >= t.hi) continue;
+    uint32_t b = pb[it], o = po[it], local;
+    if (b & PSH_RESID_FLAG) {
+      uint32_t off;
+      psh_resid_place(s_F, nb, S, o, &local, &off);
+      b = c * nb + local;
+      o = off;
+      p.bucket[i] = b;
+      p.offset[i] = o;
+    } else {
+      local = b - c * nb;
+    }
+    const uint32_t s = s_start[local] + o;
+    p.slot[i] = s;
+    p.perm[s] = i;
+    pb[it] = s; /* the row, for the coordinate pass */
+  }
+  if (!p.xyz_out) return;
+  float x[kMaxIpt][3];
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) {
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    x[it][0] = x[it][1] = x[it][2] = 0.0f;
+    if ((uint32_t)it < nit && i < t.hi) {
+      x[it][0] = __ldg(p.xyz + 3 * (size_t)i);
+      x[it][1] = __ldg(p.xyz + 3 * (size_t)i + 1);
+      x[it][2] = __ldg(p.xyz + 3 * (size_t)i + 2);
+    }
+  }
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) {
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    if ((uint32_t)it >= nit || i >= t.hi) continue;
+    const uint32_t s = pb[it];
+    float *row = p.xyz_out + 3 * (size_t)s;
+    if (p.xyz_pair) {
+      /* row at byte 12s: for even s its first 8 bytes are 8-byte aligned, for odd s its last 8 */
+      const bool odd = (s & 1u) != 0;
+      float2 *pair = (float2 *)(row + (odd ? 1 : 0));
+      *pair = odd ? make_float2(x[it][1], x[it][2]) : make_float2(x[it][0], x[it][1]);
+      row[odd ? 0 : 2] = odd ? x[it][0] : x[it][2];
+    } else {
+      row[0] = x[it][0];
+      row[1] = x[it][1];
+      row[2] = x[it][2];
+    }
+  }
+}
+
+size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* Scratch layout (tiles bounded with the smallest tile, kT points); returns the total size. */
+size_t layout(P4 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
+  char *b = (char *)base;
+  size_t off = 0;
+  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf};
+  const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
+  const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
+                          (size_t)n + 1};
+  for (int k = 0; k < 6; k++) {
+    if (b) *slots[k] = (uint32_t *)(b + off);
+    off += align256(words[k] * sizeof(uint32_t));
+  }
+  return off;
+}
+
+} // namespace
+
+extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                                const psh_params *prm, void *stream, hx_err *err) {
+  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
+  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
+  if (prm->nb > kDense) { /* dense shared counters do not fit: v2 unchanged */
+    const psh_variant *v2 = psh_variant_find("v2");
+    if (!v2) return hx_errf(err, HX_EINVAL, "psh v4: no v2 to fall back to");
+    return v2->fn(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  }
+  P4 p;
+  memset(&p, 0, sizeof p);
+  const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
+  if (!d_scratch) {
+    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "psh: scratch_bytes is NULL");
+    *scratch_bytes = need;
+    return HX_OK;
+  }
+  if (scratch_bytes && *scratch_bytes < need)
+    return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, need);
+  layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      sms <= 0)
+    return hx_errf(err, HX_ECUDA, "psh v4: cannot read the SM count: %s", cudaGetErrorString(cudaGetLastError()));
+  /* points per thread: about two tiles per SM in one wave, at most kMaxIpt */
+  const uint64_t per_wave = (uint64_t)kT * 2u * (uint64_t)sms;
+  uint64_t ipt = ((uint64_t)in->n + per_wave - 1) / per_wave;
+  ipt = ipt < 1 ? 1 : ipt > kMaxIpt ? kMaxIpt : ipt;
+  p.ipt = (uint32_t)ipt;
+  p.tile = kT * p.ipt;
+  p.xyz = in->xyz;
+  p.off = in->cloud_offset;
+  p.nclouds = in->nclouds;
+  p.n = in->n;
+  p.nb = prm->nb;
+  p.cap = prm->cap;
+  p.nprobe = prm->nprobe;
+  p.hash = (uint32_t)prm->hash;
+  p.voxel = prm->voxel;
+  p.seed = prm->seed;
+  psh_probe_order(p.probe, prm->nprobe, prm->seed);
+  p.bucket = out->bucket;
+  p.offset = out->offset;
+  p.count_out = out->bucket_count;
+  p.start = out->bucket_start;
+  p.slot = out->slot;
+  p.perm = out->perm;
+  p.counters_out = out->counters;
+  p.xyz_out = out->xyz;
+  p.xyz_pair = ((uintptr_t)out->xyz & 7u) == 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  const uint64_t tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + p.tile - 1) / p.tile;
+  if (tiles > 0x7FFFFFFFull) return hx_errf(err, HX_EINVAL, "psh v4: %llu tiles", (unsigned long long)tiles);
+  k4_bbox<<<(unsigned)tiles, kT, 0, s>>>(p);
+  V4_LAUNCHED("bbox + init (v4)");
+  k4_count<<<(unsigned)tiles, kT, 0, s>>>(p);
+  V4_LAUNCHED("count + commit (v4)");
+  k4_probe<<<(unsigned)(4 * sms), kProbeT, 0, s>>>(p);
+  V4_LAUNCHED("probe (v4)");
+  k4_scatter<<<(unsigned)tiles, kT, 0, s>>>(p);
+  V4_LAUNCHED("scan + scatter (v4)");
+  return HX_OK;
+}
