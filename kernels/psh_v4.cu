@@ -110,6 +110,7 @@ constexpr int kMaxIpt = 8;              /* points per thread at most: tiles of <
 constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared counters */
 constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
 constexpr int kProbeT = 256;
+constexpr uint32_t kSnapBits = 16384;   /* K3 keeps a shared "full" bit per bucket up to this many */
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 /* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
 enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
@@ -207,6 +208,26 @@ __device__ __forceinline__ void voxel3(const P4 &p, const Frame &f, float x, flo
   v[0] = psh_vox1(x, f.lo[0], p.voxel) << f.shift[0];
   v[1] = psh_vox1(y, f.lo[1], p.voxel) << f.shift[1];
   v[2] = psh_vox1(z, f.lo[2], p.voxel) << f.shift[2];
+}
+
+/* psh_probe_bucket (psh_internal.h) with 32-bit arithmetic: the jitter operand is < 2^21 and the step
+ * < 2^21, so x % step is the same in 32 bits (a mask when step is a power of two, as for Z-order-div)
+ * instead of three 64-bit remainders, and |v + probe*step + jitter| < 2^24 fits an int32 whose low
+ * `bits` bits are the same two's-complement wrap. Same bucket for every input. */
+__device__ __forceinline__ uint32_t probe_bucket_fast(psh_hash h, const uint32_t v[3], const int8_t probe[3],
+                                                      uint32_t step, uint32_t bits, uint32_t nb, uint64_t seed,
+                                                      uint64_t gidx, uint32_t pi) {
+  const uint64_t r = hx_rng_u64(seed, gidx, pi);
+  const uint32_t mask = bits >= 32u ? 0xFFFFFFFFu : ((1u << bits) - 1u);
+  const bool pow2 = (step & (step - 1u)) == 0u;
+  uint32_t w[3];
+  for (int d = 0; d < 3; d++) {
+    const uint32_t x = (uint32_t)(r >> (21 * d)) & 0x1FFFFFu;
+    const int32_t jit = (int32_t)(pow2 ? (x & (step - 1u)) : x % step) - (int32_t)(step / 2u);
+    const int32_t t = (int32_t)v[d] + (int32_t)probe[d] * (int32_t)step + jit;
+    w[d] = (uint32_t)t & mask;
+  }
+  return psh_hash3(h, w[0], w[1], w[2], bits, nb);
 }
 
 /* Block min of 6 keys per thread; the result is valid in thread 0 only. Ends with a barrier-free
@@ -374,11 +395,21 @@ __global__ void __launch_bounds__(kT, 2) k4_count(P4 p) {
 /* K3: the overflow list races over the probes (exits at once when K2 placed every point). */
 __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
   __shared__ uint32_t s_tally[2];
+  __shared__ uint32_t s_full[kSnapBits / 32]; /* bit g: counter g reached S, so it is full for good */
   const uint32_t n_ovf = p.ctr[C_NOVF]; /* written by K2, a previous launch */
-  if (n_ovf == 0) return;                /* block-uniform */
-  if (threadIdx.x == 0) s_tally[0] = s_tally[1] = 0;
-  __syncthreads(); /* s_tally zeroed -> atomics below */
+  if (blockIdx.x * kProbeT >= n_ovf) return; /* block-uniform: no list entry for this block */
   const int lane = (int)(threadIdx.x & 31u);
+  const uint32_t nbt = p.nclouds * p.nb;
+  const bool snap = nbt <= kSnapBits;
+  if (threadIdx.x == 0) s_tally[0] = s_tally[1] = 0;
+  if (snap) /* each warp builds whole words with a ballot; base is warp-uniform */
+    for (uint32_t base = (threadIdx.x >> 5) * 32u; base < nbt; base += kProbeT) {
+      const uint32_t g = base + (uint32_t)lane;
+      const uint32_t word = __ballot_sync(0xFFFFFFFFu, g < nbt && p.cnt[g] >= p.cap);
+      if (lane == 0) s_full[base >> 5] = word;
+    }
+  __syncthreads(); /* s_tally zeroed, s_full built -> uses below */
+  volatile uint32_t *full = s_full;
   uint32_t np = 0, nl = 0;
   const uint32_t stride = gridDim.x * kProbeT;
   /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
@@ -396,10 +427,14 @@ __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
       const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
       bool placed = false;
       for (uint32_t k = 0; k < p.nprobe; k++) {
-        const uint32_t h = psh_probe_bucket((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
         if (h == home) continue;
         const uint32_t g = c * p.nb + h;
-        if (*(volatile uint32_t *)(p.cnt + g) >= p.cap) continue; /* full for good (see header) */
+        if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
+        if (*(volatile uint32_t *)(p.cnt + g) >= p.cap) { /* full for good (see header) */
+          if (snap) atomicOr(&s_full[g >> 5], 1u << (g & 31u));
+          continue;
+        }
         const uint32_t o = atomicAdd(p.cnt + g, 1u);
         if (o < p.cap) {
           p.bucket[i] = g;
@@ -407,7 +442,8 @@ __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
           placed = true;
           break;
         }
-        atomicSub(p.cnt + g, 1u); /* roll back */
+        atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+        if (snap) atomicOr(&s_full[g >> 5], 1u << (g & 31u));
       }
       if (placed) np++;
       else left = true;
