@@ -79,14 +79,23 @@
  * (7.2 MB), K2 ~5-6 us, K3 ~1-3 us (137 overflow points), K4 ~5-7 us (random stores)); div hashes stay
  * dominated by probing: see kernels/dev/PSH_RESULTS.md.
  *
- * Div hashes: 376k of 600k zorder-div points try all 128 probes (48M probe evaluations: a counter-based
- * RNG, three 64-bit remainders, a 63-bit Morton code, and a counter read each), so probing is ALU and
- * L2-read bound, not launch bound; v4 only removes the same-address leftover ticket and the per-point
- * frame recomputation there. Warp-cooperative probing (v3) was slower on the device (32 lanes per point
- * cut the points in flight 32x while the total probe work is the same). The remaining lever, left for a
- * v5, is a per-block shared snapshot of "bucket full" bits: a counter that reached S never drops below
- * it again (counter = K + P with K = S), so a snapshot saying "full" is exact and skips the L2 read;
- * only "room" answers need the atomic, which keeps Alg. 2's invariants.
+ * Div hashes: 376k of 600k zorder-div points try all 128 probes (48M probe evaluations), so probing is
+ * ALU and L2 bound, not launch bound. v2 spends per probe a counter-based RNG, three 64-bit remainders
+ * (a software routine each), the hash and a dependent L2 read of the counter (~0.6 us: 128 probes in
+ * series are ~80 us of latency per thread), plus one same-address returning atomic per leftover point.
+ * v4's K3 keeps v2's one thread per point (v3's warp per point was slower on the device: the same
+ * total probe work with 32x fewer points in flight) and removes what is not Alg. 2 itself:
+ *   - a shared snapshot of "bucket full" bits (nclouds*nb <= 16384, built with 16-byte loads when >= 2048
+ *     points overflowed): a counter that reached S never holds fewer than S placed points again
+ *     (counter = K + P, P > 0 implies K = S), so a set bit is exact and skips the L2 read; bits are
+ *     added when a read or a failed increment finds a bucket full. Only "room" answers go to L2 and the
+ *     atomic, so the invariants and the "first probe with room" rule are unchanged. Trade-off: one
+ *     extra round trip per block to build it, hence the 2048-point threshold;
+ *   - 32-bit probe arithmetic giving the same bucket as psh_probe_bucket (mask for a power-of-two step);
+ *   - warp-aggregated leftover tickets, per-block tallies, the frame stored once by K2.
+ * What remains is the RNG + Morton + hash per probe (~100-150 instructions): 48M probes ~ 150-250 us
+ * on an H200 for zorder-div at 600k. A further cut would change the algorithm (fewer probes, or probing
+ * whole buckets instead of points), which the invariants allow but which would no longer be Alg. 2.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -111,6 +120,7 @@ constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared
 constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
 constexpr int kProbeT = 256;
 constexpr uint32_t kSnapBits = 16384;   /* K3 keeps a shared "full" bit per bucket up to this many */
+constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 /* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
 enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
@@ -400,13 +410,26 @@ __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
   if (blockIdx.x * kProbeT >= n_ovf) return; /* block-uniform: no list entry for this block */
   const int lane = (int)(threadIdx.x & 31u);
   const uint32_t nbt = p.nclouds * p.nb;
-  const bool snap = nbt <= kSnapBits;
+  /* the snapshot costs one round trip per block: only worth it when many points probe */
+  const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
   if (threadIdx.x == 0) s_tally[0] = s_tally[1] = 0;
-  if (snap) /* each warp builds whole words with a ballot; base is warp-uniform */
-    for (uint32_t base = (threadIdx.x >> 5) * 32u; base < nbt; base += kProbeT) {
-      const uint32_t g = base + (uint32_t)lane;
-      const uint32_t word = __ballot_sync(0xFFFFFFFFu, g < nbt && p.cnt[g] >= p.cap);
-      if (lane == 0) s_full[base >> 5] = word;
+  if (snap)
+    for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += kProbeT) {
+      const uint32_t g0 = w * 32u; /* p.cnt is 256-byte aligned, so cnt + g0 is 16-byte aligned */
+      uint32_t word = 0;
+      if (g0 + 32u <= nbt) {
+        const uint4 *q = (const uint4 *)(p.cnt + g0);
+        uint4 a[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) a[k] = q[k]; /* 8 independent loads in flight */
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+          word |= (uint32_t)(a[k].x >= p.cap) << (4 * k) | (uint32_t)(a[k].y >= p.cap) << (4 * k + 1) |
+                  (uint32_t)(a[k].z >= p.cap) << (4 * k + 2) | (uint32_t)(a[k].w >= p.cap) << (4 * k + 3);
+      } else {
+        for (uint32_t b = 0; g0 + b < nbt; b++) word |= (uint32_t)(p.cnt[g0 + b] >= p.cap) << b;
+      }
+      s_full[w] = word;
     }
   __syncthreads(); /* s_tally zeroed, s_full built -> uses below */
   volatile uint32_t *full = s_full;
@@ -638,6 +661,7 @@ extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const ps
   }
   if (scratch_bytes && *scratch_bytes < need)
     return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, need);
+  if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v4: scratch must be 256-byte aligned (cudaMalloc)");
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
