@@ -12,10 +12,9 @@
  *      of small edge shapes is checked by tests/kernels/test_attn_gpu.c.
  *      Rows check (bool), check_rows (count), check_err and check_tol (max |o - ref| and its bound).
  *      A variant that fails is reported on stderr and not timed.
- *   2. time: f3d_measure (the sweep's timing module: its rows, counters and progress), the closure
- *      enqueueing one forward on the stream it receives.
- *   3. rate: f3d_measure does not hand back its median, so a short event pass (hx_time, ctx->timing
- *      repetitions, on ctx->stream) gives the median these rows use: time_rate_median (ms), flops
+ *   2. time: f3d_measure_median (the sweep's timing module: its rows, counters and progress), the
+ *      closure enqueueing one forward on the stream it receives.
+ *   3. rate, from the same median as the time_median row: flops
  *      (FLOP, 4 * D * H * sum over scopes of rows_s^2: the real scope sizes, partial and empty buckets
  *      included), tflops (TFLOP/s), and rel_to_plain (median / the base plan's median, same variant, same
  *      run) for every plan but the base.
@@ -81,12 +80,11 @@ typedef struct attn_bufs {
   float *d_lse;
   uint32_t *d_start, *d_count, *d_scope;
   cudaStream_t s;
-  double *samples;
   double (*median)[ATTN_NVAR];
 } attn_bufs;
 
 static void attn_free(attn_bufs *b) {
-  free(b->h_qkv), free(b->h_o), free(b->h_lse), free(b->sel), free(b->samples), free(b->median);
+  free(b->h_qkv), free(b->h_o), free(b->h_lse), free(b->sel), free(b->median);
   void *d[] = {b->d_qkv, b->d_o, b->d_scratch, b->d_lse, b->d_start, b->d_count, b->d_scope};
   for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
     if (d[i]) cudaFree(d[i]);
@@ -124,14 +122,12 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
   const int D = F3D_ATTN_HEAD_DIM, H = F3D_ATTN_CHANNELS / F3D_ATTN_HEAD_DIM;
   const size_t hd = (size_t)H * (size_t)D, R = (size_t)rows;
   const int64_t n_sel = rows < F3D_ATTN_CHECK_ROWS ? rows : F3D_ATTN_CHECK_ROWS;
-  const size_t reps = ctx->timing.reps ? ctx->timing.reps : 1;
   b->h_qkv = malloc(3 * R * hd * 2 + 16);
   b->h_o = malloc(R * hd * 2 + 16);
   b->h_lse = malloc(R * (size_t)H * 4 + 4);
   b->sel = malloc((size_t)(n_sel ? n_sel : 1) * sizeof *b->sel);
-  b->samples = malloc(reps * sizeof *b->samples);
   b->median = calloc(n_items ? n_items : 1, sizeof *b->median);
-  if (!b->h_qkv || !b->h_o || !b->h_lse || !b->sel || !b->samples || !b->median)
+  if (!b->h_qkv || !b->h_o || !b->h_lse || !b->sel || !b->median)
     return hx_errf(err, HX_ENOMEM, "%s: attention host buffers for %lld rows", pipeline, (long long)rows);
   /* q, k, v: four 16-bit uniforms per counter-based draw (the draw costs more than the conversion) */
   const uint64_t seed = hx_rng_u64(ctx->seed, 0xA77, 0);
@@ -205,16 +201,13 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
       HX_TRY(attn_check(ctx, pipeline, kernel, b, &r, &hp, pl, n_sel, &ok, err));
       if (!ok) continue;
       hx_closure c = {attn_closure, NULL, &r};
-      HX_TRY(f3d_measure(ctx, pipeline, kernel, r.v->name, HX_CLOCK_GPU, &c, err));
-      HX_TRY(hx_time(b->samples, HX_CLOCK_GPU, &ctx->timing, &c, ctx->stream, err));
-      hx_summary s;
-      HX_TRY(hx_summarize(&s, b->samples, reps, err));
-      b->median[k][vi] = s.median;
-      HX_TRY(f3d_record(ctx, pipeline, kernel, r.v->name, "time_rate_median", s.median, "ms", err));
+      double median = 0.0;
+      HX_TRY(f3d_measure_median(ctx, pipeline, kernel, r.v->name, HX_CLOCK_GPU, &c, &median, err));
+      b->median[k][vi] = median;
       HX_TRY(f3d_record(ctx, pipeline, kernel, r.v->name, "flops", flops, "FLOP", err));
       HX_TRY(f3d_record(ctx, pipeline, kernel, r.v->name, "scopes", (double)pl->num_scopes, "count", err));
-      if (s.median > 0)
-        HX_TRY(f3d_record(ctx, pipeline, kernel, r.v->name, "tflops", flops / (s.median * 1e-3) / 1e12, "TFLOP/s", err));
+      if (median > 0)
+        HX_TRY(f3d_record(ctx, pipeline, kernel, r.v->name, "tflops", flops / (median * 1e-3) / 1e12, "TFLOP/s", err));
     }
   }
   if (rel_base >= 0 && (size_t)rel_base < n_items)
