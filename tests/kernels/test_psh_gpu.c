@@ -65,6 +65,9 @@ static const gcase gcases[] = {
     {"70001 buckets", TC_UNIFORM, 1, {200003}, 70001, 16, 0.01f, 0},
     {"sparse (no probes)", TC_UNIFORM, 1, {2000}, 4096, 64, 0.5f, 2},
     {"batch of 3 x 40k", TC_CLUSTERED, 3, {40000, 40000, 40000}, 0, 128, 0.05f, 0},
+    /* 300k points: v4 puts several points per thread (tiles of 512 x ipt) on any GPU up to ~290 SMs;
+     * tiles cross the cloud boundary at 150001 and skip the empty cloud */
+    {"batch 150001 + 0 + 149999", TC_CLUSTERED, 3, {150001, 0, 149999}, 0, 128, 0.05f, 0},
 };
 
 static void run_case(const psh_variant *v, const gcase *gc, psh_hash hash) {
