@@ -3,7 +3,8 @@
  * kernels/dev/psh-device.sh). For each size (default 100k..600k, one synthetic lidar cloud from
  * wl_generate) and hash: every PSH variant is first run once and checked (psh_check: invariants,
  * counters sum to n; v2 phase-1 count equal to the CPU reference's), then timed with CUDA events (warm-up
- * 3, median of REPS). A failing variant is reported and not timed. Then pooling: plan + assign, and the
+ * 3, median of REPS); the output of the last graph replay is checked again. A failing variant is
+ * reported and not timed. Then pooling: plan + assign, and the
  * reduction of C-channel fp32 and bf16 features, with bytes moved and GB/s, next to a device-to-device
  * copy of the same bytes as the bandwidth yardstick.
  * Bytes counted for the whole PSH (napkin, per point): bbox read 12, first pass read 12 + write 8, scatter
@@ -160,6 +161,16 @@ int main(int argc, char **argv) {
         psh_stats_compute(&stt, hc, p.nb, cg, p.cap);
         double us = time_us(st_psh, &a, reps, s);
         double gus = time_us(st_graph, &a, reps, s);
+        if (gus > 0) { /* the replayed graph's last output must pass the same checks */
+          hx_status gst = psh_gpu_download(g, &gout, NULL, NULL, NULL, NULL, &err);
+          if (gst == HX_OK) gst = psh_check(&gout, &hin, &p, &err);
+          if (gst == HX_OK && (uint64_t)cg[0] + cg[1] + cg[2] != n)
+            gst = hx_errf(&err, HX_ECHECK, "counters do not sum to n");
+          if (gst != HX_OK) {
+            printf("%-5s %-11s GRAPH CHECK FAILED: %s\n", vs[k].name, psh_hash_name(p.hash), err.msg);
+            failures++;
+          }
+        }
         if (k < 16) t_var[k] = gus > 0 ? gus : us;
         printf("%-5s %-11s %6u %10.1f %9.1f %9.1f %9u %9u %9u %8u\n", vs[k].name, psh_hash_name(p.hash), p.nb, us, gus,
                gus > 0 ? 72.0 * n / (gus * 1e3) : 0.0, cg[0], cg[1], cg[2], stt.max_count);
