@@ -1,0 +1,91 @@
+/*
+ * emu.h - a host emulation of the CUDA subset kernels/psh_v4.cu uses, for checking v4's logic on a
+ * machine without a GPU (kernels/dev/emu/run.sh): one std::thread per CUDA thread, the blocks of a launch
+ * in sequence, __syncthreads as a block barrier, warp intrinsics as mask-keyed exchanges among the lanes
+ * of the mask, atomics as GCC __atomic builtins, cub::BlockScan as a shared-array scan. It checks the
+ * algorithm and the barrier placement inside a block; it says nothing about timing, cross-block
+ * scheduling or the memory model of the real device.
+ */
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+#include <algorithm>
+struct dim3 { unsigned x = 1, y = 1, z = 1; };
+struct uint4 { unsigned x, y, z, w; };
+struct float2 { float x, y; };
+inline float2 make_float2(float a, float b) { return {a, b}; }
+extern thread_local dim3 threadIdx, blockIdx;
+extern dim3 blockDim, gridDim;
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+typedef int cudaError_t;
+typedef void *cudaStream_t;
+#define cudaSuccess 0
+enum { cudaDevAttrMultiProcessorCount = 1 };
+inline cudaError_t cudaGetLastError() { return 0; }
+inline const char *cudaGetErrorString(cudaError_t) { return "emu"; }
+inline cudaError_t cudaGetDevice(int *d) { *d = 0; return 0; }
+extern int emu_sms;
+inline cudaError_t cudaDeviceGetAttribute(int *v, int, int) { *v = emu_sms; return 0; }
+template <class T> inline T __ldg(const T *p) { return *p; }
+inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned atomicSub(unsigned *p, unsigned v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned atomicOr(unsigned *p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+void __syncthreads();
+uint64_t emu_exchange(unsigned mask, uint64_t v, uint64_t out[32]);
+inline unsigned __ballot_sync(unsigned mask, int pred) {
+  uint64_t o[32]; emu_exchange(mask, pred ? 1 : 0, o);
+  unsigned r = 0; for (int l = 0; l < 32; l++) if ((mask >> l & 1) && o[l]) r |= 1u << l; return r;
+}
+inline unsigned __match_any_sync(unsigned mask, unsigned v) {
+  uint64_t o[32]; emu_exchange(mask, v, o);
+  unsigned r = 0; for (int l = 0; l < 32; l++) if ((mask >> l & 1) && o[l] == v) r |= 1u << l; return r;
+}
+inline unsigned __shfl_sync(unsigned mask, unsigned v, int src) { uint64_t o[32]; emu_exchange(mask, v, o); return (unsigned)o[src]; }
+inline unsigned __shfl_xor_sync(unsigned mask, unsigned v, int x) {
+  uint64_t o[32]; emu_exchange(mask, v, o); return (unsigned)o[(threadIdx.x & 31) ^ (unsigned)x];
+}
+inline int __shfl_sync(unsigned mask, int v, int src) { return (int)__shfl_sync(mask, (unsigned)v, src); }
+namespace cub {
+template <class T, int N> struct BlockScan {
+  struct TempStorage { T vals[N]; };
+  TempStorage &t;
+  BlockScan(TempStorage &tt) : t(tt) {}
+  void ExclusiveSum(T in, T &out, T &agg) {
+    t.vals[threadIdx.x] = in;
+    __syncthreads();
+    T s = 0, a = 0;
+    for (unsigned i = 0; i < blockDim.x; i++) { if (i < threadIdx.x) s += t.vals[i]; a += t.vals[i]; }
+    out = s; agg = a;
+  }
+  void ExclusiveSum(T in, T &out) { T a; ExclusiveSum(in, out, a); }
+};
+}
+template <class P> void emu_launch(void (*k)(P), unsigned grid, unsigned threads, const P &p);
+template <class P> void emu_launch(void (*k)(P), unsigned grid, unsigned threads, const P &p) {
+  blockDim.x = threads;
+  gridDim.x = grid;
+  for (unsigned b = 0; b < grid; b++) {
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < threads; t++) ts.emplace_back([=] { blockIdx.x = b; threadIdx.x = t; k(p); });
+    for (auto &x : ts) x.join();
+  }
+}
