@@ -427,6 +427,8 @@ hx_status hx_meter_measure(hx_meter *m, const hx_measure_opts *o, const hx_closu
                            hx_err *err);
 /* Device memory in use now (total - free from cudaMemGetInfo), for per-stage deltas. */
 hx_status hx_meter_mem_used(hx_meter *m, size_t *bytes, hx_err *err);
+/* Flush the L2 (the same memset the cold samples use) and wait for it. */
+hx_status hx_meter_flush_l2(hx_meter *m, hx_err *err);
 
 /* Ceilings measured at run start (measure_ceilings.cu): what this device really does. */
 typedef struct hx_ceilings {

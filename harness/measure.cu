@@ -145,6 +145,12 @@ extern "C" hx_status hx_meter_mem_used(hx_meter *m, size_t *bytes, hx_err *err) 
   return HX_OK;
 }
 
+extern "C" hx_status hx_meter_flush_l2(hx_meter *m, hx_err *err) {
+  CU(cudaMemsetAsync(m->d_flush, 0, m->flush_bytes, m->stream), "L2 flush");
+  CU(cudaStreamSynchronize(m->stream), "L2 flush sync");
+  return HX_OK;
+}
+
 static void release(hx_meter *m) {
   m->h_flags[0] = 1;
   __sync_synchronize();

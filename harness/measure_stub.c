@@ -22,6 +22,10 @@ hx_status hx_meter_mem_used(hx_meter *m, size_t *bytes, hx_err *err) {
   *bytes = 0;
   return hx_errf(err, HX_ENODEV, "measure: this build has no CUDA");
 }
+hx_status hx_meter_flush_l2(hx_meter *m, hx_err *err) {
+  (void)m;
+  return hx_errf(err, HX_ENODEV, "measure: this build has no CUDA");
+}
 hx_status hx_meter_ceilings(hx_meter *m, hx_ceilings *out, hx_err *err) {
   (void)m;
   *out = (hx_ceilings){0};
