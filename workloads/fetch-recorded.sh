@@ -5,7 +5,8 @@
 # checking every SHA-256 sum. Idempotent: does nothing when all files are present with the right sums.
 #
 #   table_scene_lms400.pcd               460,400 points, SICK LMS400 laser scan (binary_compressed)
-#   bun0.pcd                             Stanford bunny scan (binary_compressed)
+#   bun0.pcd                             112,586 points; despite the name not the Stanford bunny in this
+#                                        package but a ~29 x 14 x 3 m outdoor scan (binary_compressed)
 #   table_scene_mug_stereo_textured.pcd  organized 640x480 stereo cloud with NaN holes
 #   milk_cartoon_all_small_clorox.pcd    organized 640x480 Kinect cloud with NaN holes
 #   milk.pcd                             small object cloud, x y z rgba (U4 field)
