@@ -77,7 +77,7 @@
  * larger nb (e.g. 4M-point clouds at S = 512, or the 70001-bucket test) runs v2 unchanged.
  * Predicted (H200, graph): 100k ~11-15 us, 600k xor-mod ~20-28 us (4 launch gaps ~4 us, K1 ~4 us
  * (7.2 MB from DRAM), K2 ~5-6 us, K3 ~3 us (137 overflow points, one block), K4 ~7-8 us (1.8M random
- * store requests: the floor of a random scatter)); kernels/dev/PSH_RESULTS.md has the reasoning.
+ * store requests: the floor of a random scatter)); NOTES.md ("PSH analysis and variant v4") has the reasoning.
  *
  * Div hashes: 376k of 600k zorder-div points try all 128 probes (48M probe evaluations), so probing is
  * ALU and L2 bound, not launch bound. v2 spends per probe a counter-based RNG, three 64-bit remainders
