@@ -40,6 +40,26 @@ int f3d_parse_u64(const char *s, uint64_t *out);
 /* Parse a positive finite double; 0 on success. */
 int f3d_parse_pos_double(const char *s, double *out);
 
+/* ---- options and inputs shared by `psh` and `pool` (PSH bucketing of a batch of recorded clouds) ---- */
+struct psh_params;
+struct wl_cloud;
+struct wl_batch;
+/* Apply one getopt_long result c (with its optarg) of the PSH options --hash (H), --bucket-size (S),
+ * --buckets (b), --voxel (v), --probes (p), --variant (V), --device (d), --seed (s), --out (o).
+ * Returns 0 when applied, 2 after printing "f3dbench: <what>: ..." for a bad value, -1 when c is
+ * not one of these options (the caller prints its usage). */
+int f3d_psh_option(int c, const char *arg, const char *what, struct psh_params *p, const char **variant, int *gpu,
+                   const char **out_path);
+/* After option parsing: --out is required and argv[optind..argc) holds 1..65535 INPUTs. 0 when so,
+ * else 2 after printing the reason. */
+int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, int optind_);
+/* Read one cloud per input into a calloc'd *clouds (*nclouds is set to B as soon as it is allocated, so
+ * the caller frees every wl_cloud_free-able entry even on failure) and concatenate them into *batch;
+ * *nmax is the largest cloud. warn_dropped: note dropped non-finite points on stderr. 0 on success,
+ * else 1 after printing "f3dbench: <input or what>: <why>". */
+int f3d_read_batch(struct wl_cloud **clouds, uint32_t *nclouds, struct wl_batch *batch, size_t *nmax, char **inputs,
+                   uint32_t B, const char *what, int warn_dropped);
+
 /* Git state of the source tree the program was built from: short hash ("" when unknown) and dirty
  * flag (-1 unknown, 0 clean, 1 tracked files modified). Where git cannot tell (a copy of the tree
  * without .git), F3D_GIT_COMMIT and F3D_GIT_DIRTY=yes|no from the environment are used instead. */

@@ -1,6 +1,7 @@
 /*
  * cli_util.c - helpers shared by the subcommands (see cli.h): error lines, number parsing, and the
- * build/host/device/git keys every run records in context.csv.
+ * build/host/device/git keys every run records in context.csv, and the options and input reading that
+ * `psh` and `pool` share.
  */
 #include <errno.h>
 #include <math.h>
@@ -12,6 +13,8 @@
 
 #include "f3d_config.h"
 #include "harness/cli/cli.h"
+#include "kernels/kernels.h"
+#include "workloads/workloads.h"
 
 #ifndef F3D_SOURCE_ROOT
 #define F3D_SOURCE_ROOT "."
@@ -60,6 +63,72 @@ int f3d_parse_pos_double(const char *s, double *out) {
   double v = strtod(s, &end);
   if (errno || *end || !isfinite(v) || v <= 0.0) return -1;
   *out = v;
+  return 0;
+}
+
+int f3d_psh_option(int c, const char *arg, const char *what, psh_params *p, const char **variant, int *gpu,
+                   const char **out_path) {
+  uint64_t u;
+  double d;
+  switch (c) {
+  case 'H':
+    if (psh_hash_parse(arg, &p->hash) != HX_OK) return f3d_fail(what, "unknown hash '%s'", arg), 2;
+    return 0;
+  case 'S':
+    if (f3d_parse_u64(arg, &u) || u == 0 || u % 16 || u > (1u << 20))
+      return f3d_fail(what, "--bucket-size must be a positive multiple of 16"), 2;
+    p->cap = (uint32_t)u;
+    return 0;
+  case 'b':
+    if (f3d_parse_count(arg, &u) || u >= (1u << 31)) return f3d_fail(what, "bad --buckets '%s'", arg), 2;
+    p->nb = (uint32_t)u;
+    return 0;
+  case 'v':
+    if (f3d_parse_pos_double(arg, &d)) return f3d_fail(what, "bad --voxel '%s'", arg), 2;
+    p->voxel = (float)d;
+    return 0;
+  case 'p':
+    if (f3d_parse_u64(arg, &u) || u > PSH_NPROBE_MAX) return f3d_fail(what, "--probes must be 0..128"), 2;
+    p->nprobe = (uint32_t)u;
+    return 0;
+  case 'V': *variant = arg; return 0;
+  case 'd':
+    if (strcmp(arg, "cpu") == 0) *gpu = 0;
+    else if (strcmp(arg, "gpu") == 0) *gpu = 1;
+    else return f3d_fail(what, "--device must be cpu or gpu"), 2;
+    return 0;
+  case 's':
+    if (f3d_parse_u64(arg, &u)) return f3d_fail(what, "bad --seed '%s'", arg), 2;
+    p->seed = u;
+    return 0;
+  case 'o': *out_path = arg; return 0;
+  default: return -1;
+  }
+}
+
+int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, int optind_) {
+  if (!out_path) return f3d_fail(what, "--out FILE is required"), 2;
+  if (optind_ >= argc) return f3d_fail(what, "no INPUT given"), 2;
+  if ((size_t)(argc - optind_) >= (1u << 16)) return f3d_fail(what, "too many inputs"), 2;
+  return 0;
+}
+
+int f3d_read_batch(wl_cloud **clouds, uint32_t *nclouds, wl_batch *batch, size_t *nmax, char **inputs, uint32_t B,
+                   const char *what, int warn_dropped) {
+  hx_err err = {HX_OK, ""};
+  *clouds = calloc(B, sizeof **clouds);
+  if (!*clouds) return f3d_fail(what, "out of memory"), 1;
+  *nclouds = B;
+  *nmax = 0;
+  for (uint32_t b = 0; b < B; b++) {
+    wl_cloud *cl = &(*clouds)[b];
+    if (wl_read(cl, inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail(inputs[b], "%s", err.msg), 1;
+    if (warn_dropped && cl->dropped_nonfinite)
+      fprintf(stderr, "f3dbench: %s: %zu points with non-finite coordinates dropped\n", inputs[b],
+              cl->dropped_nonfinite);
+    *nmax = cl->n > *nmax ? cl->n : *nmax;
+  }
+  if (wl_batch_from_clouds(batch, *clouds, B, &err) != HX_OK) return f3d_fail(what, "%s", err.msg), 1;
   return 0;
 }
 

@@ -46,15 +46,8 @@ static void pool_cli_free(pool_cli *s) {
 static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, uint32_t rho, int gpu,
                         const char *variant, const char *out_path) {
   hx_err err = {HX_OK, ""};
-  s->clouds = calloc(B, sizeof *s->clouds);
-  if (!s->clouds) return f3d_fail("pool", "out of memory"), 1;
-  s->B = B;
-  size_t nmax = 0;
-  for (uint32_t b = 0; b < B; b++) {
-    if (wl_read(&s->clouds[b], inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail(inputs[b], "%s", err.msg), 1;
-    nmax = s->clouds[b].n > nmax ? s->clouds[b].n : nmax;
-  }
-  if (wl_batch_from_clouds(&s->batch, s->clouds, B, &err) != HX_OK) return f3d_fail("pool", "%s", err.msg), 1;
+  size_t nmax;
+  if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "pool", 0)) return 1;
   if (s->batch.n > PSH_MAX_POINTS) return f3d_fail("pool", "too many points"), 1;
   const uint32_t n = (uint32_t)s->batch.n;
   if (p->nb == 0) p->nb = psh_auto_buckets(nmax, p->cap);
@@ -174,7 +167,6 @@ int f3d_cmd_pool(int argc, char **argv) {
   int gpu = 0, c;
   uint32_t rho = 2;
   uint64_t u;
-  double d;
   optind = 1;
   while ((c = getopt_long(argc, argv, "r:H:S:b:v:p:V:d:s:o:h", opts, NULL)) != -1) {
     switch (c) {
@@ -182,47 +174,23 @@ int f3d_cmd_pool(int argc, char **argv) {
       if (f3d_parse_u64(optarg, &u) || (u != 2 && u != 4 && u != 8)) return f3d_fail("pool", "--rho must be 2, 4 or 8"), 2;
       rho = (uint32_t)u;
       break;
-    case 'H':
-      if (psh_hash_parse(optarg, &p.hash) != HX_OK) return f3d_fail("pool", "unknown hash '%s'", optarg), 2;
-      break;
-    case 'S':
-      if (f3d_parse_u64(optarg, &u) || u == 0 || u % 16 || u > (1u << 20))
-        return f3d_fail("pool", "--bucket-size must be a positive multiple of 16"), 2;
-      p.cap = (uint32_t)u;
-      break;
-    case 'b':
-      if (f3d_parse_count(optarg, &u) || u >= (1u << 31)) return f3d_fail("pool", "bad --buckets '%s'", optarg), 2;
-      p.nb = (uint32_t)u;
-      break;
-    case 'v':
-      if (f3d_parse_pos_double(optarg, &d)) return f3d_fail("pool", "bad --voxel '%s'", optarg), 2;
-      p.voxel = (float)d;
-      break;
-    case 'p':
-      if (f3d_parse_u64(optarg, &u) || u > PSH_NPROBE_MAX) return f3d_fail("pool", "--probes must be 0..128"), 2;
-      p.nprobe = (uint32_t)u;
-      break;
-    case 'V': variant = optarg; break;
-    case 'd':
-      if (strcmp(optarg, "cpu") == 0) gpu = 0;
-      else if (strcmp(optarg, "gpu") == 0) gpu = 1;
-      else return f3d_fail("pool", "--device must be cpu or gpu"), 2;
-      break;
-    case 's':
-      if (f3d_parse_u64(optarg, &u)) return f3d_fail("pool", "bad --seed '%s'", optarg), 2;
-      p.seed = u;
-      break;
-    case 'o': out_path = optarg; break;
     case 'h': pool_usage(stdout); return 0;
-    default: pool_usage(stderr); return 2;
+    default: {
+      int rc = f3d_psh_option(c, optarg, "pool", &p, &variant, &gpu, &out_path);
+      if (rc < 0) {
+        pool_usage(stderr);
+        return 2;
+      }
+      if (rc) return rc;
+      break;
+    }
     }
   }
-  if (!out_path) return f3d_fail("pool", "--out FILE is required"), 2;
-  if (optind >= argc) return f3d_fail("pool", "no INPUT given"), 2;
-  if ((size_t)(argc - optind) >= (1u << 16)) return f3d_fail("pool", "too many inputs"), 2;
+  int rc = f3d_psh_inputs_check("pool", out_path, argc, optind);
+  if (rc) return rc;
   pool_cli s;
   memset(&s, 0, sizeof s);
-  int rc = pool_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, rho, gpu, variant, out_path);
+  rc = pool_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, rho, gpu, variant, out_path);
   pool_cli_free(&s);
   return rc;
 }

@@ -53,18 +53,8 @@ static void psh_cli_free(psh_cli *s) {
 static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int gpu, const char *variant,
                        const char *out_path) {
   hx_err err = {HX_OK, ""};
-  s->clouds = calloc(B, sizeof *s->clouds);
-  if (!s->clouds) return f3d_fail("psh", "out of memory"), 1;
-  s->B = B;
-  size_t nmax = 0;
-  for (uint32_t b = 0; b < B; b++) {
-    if (wl_read(&s->clouds[b], inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail(inputs[b], "%s", err.msg), 1;
-    if (s->clouds[b].dropped_nonfinite)
-      fprintf(stderr, "f3dbench: %s: %zu points with non-finite coordinates dropped\n", inputs[b],
-              s->clouds[b].dropped_nonfinite);
-    nmax = s->clouds[b].n > nmax ? s->clouds[b].n : nmax;
-  }
-  if (wl_batch_from_clouds(&s->batch, s->clouds, B, &err) != HX_OK) return f3d_fail("psh", "%s", err.msg), 1;
+  size_t nmax;
+  if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "psh", 1)) return 1;
   if (s->batch.n > PSH_MAX_POINTS) return f3d_fail("psh", "%zu points exceed the limit of %u", s->batch.n, PSH_MAX_POINTS), 1;
   const uint32_t n = (uint32_t)s->batch.n;
   if (p->nb == 0) p->nb = psh_auto_buckets(nmax, p->cap);
@@ -150,52 +140,26 @@ int f3d_cmd_psh(int argc, char **argv) {
   psh_params_default(&p);
   const char *out_path = NULL, *variant = "v2";
   int gpu = 0, c;
-  uint64_t u;
-  double d;
   optind = 1;
   while ((c = getopt_long(argc, argv, "H:S:b:v:p:V:d:s:o:h", opts, NULL)) != -1) {
     switch (c) {
-    case 'H':
-      if (psh_hash_parse(optarg, &p.hash) != HX_OK) return f3d_fail("psh", "unknown hash '%s'", optarg), 2;
-      break;
-    case 'S':
-      if (f3d_parse_u64(optarg, &u) || u == 0 || u % 16 || u > (1u << 20))
-        return f3d_fail("psh", "--bucket-size must be a positive multiple of 16"), 2;
-      p.cap = (uint32_t)u;
-      break;
-    case 'b':
-      if (f3d_parse_count(optarg, &u) || u >= (1u << 31)) return f3d_fail("psh", "bad --buckets '%s'", optarg), 2;
-      p.nb = (uint32_t)u;
-      break;
-    case 'v':
-      if (f3d_parse_pos_double(optarg, &d)) return f3d_fail("psh", "bad --voxel '%s'", optarg), 2;
-      p.voxel = (float)d;
-      break;
-    case 'p':
-      if (f3d_parse_u64(optarg, &u) || u > PSH_NPROBE_MAX) return f3d_fail("psh", "--probes must be 0..128"), 2;
-      p.nprobe = (uint32_t)u;
-      break;
-    case 'V': variant = optarg; break;
-    case 'd':
-      if (strcmp(optarg, "cpu") == 0) gpu = 0;
-      else if (strcmp(optarg, "gpu") == 0) gpu = 1;
-      else return f3d_fail("psh", "--device must be cpu or gpu"), 2;
-      break;
-    case 's':
-      if (f3d_parse_u64(optarg, &u)) return f3d_fail("psh", "bad --seed '%s'", optarg), 2;
-      p.seed = u;
-      break;
-    case 'o': out_path = optarg; break;
     case 'h': psh_usage(stdout); return 0;
-    default: psh_usage(stderr); return 2;
+    default: {
+      int rc = f3d_psh_option(c, optarg, "psh", &p, &variant, &gpu, &out_path);
+      if (rc < 0) {
+        psh_usage(stderr);
+        return 2;
+      }
+      if (rc) return rc;
+      break;
+    }
     }
   }
-  if (!out_path) return f3d_fail("psh", "--out FILE is required"), 2;
-  if (optind >= argc) return f3d_fail("psh", "no INPUT given"), 2;
-  if ((size_t)(argc - optind) >= (1u << 16)) return f3d_fail("psh", "too many inputs"), 2;
+  int rc = f3d_psh_inputs_check("psh", out_path, argc, optind);
+  if (rc) return rc;
   psh_cli s;
   memset(&s, 0, sizeof s);
-  int rc = psh_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, gpu, variant, out_path);
+  rc = psh_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, gpu, variant, out_path);
   psh_cli_free(&s);
   return rc;
 }
