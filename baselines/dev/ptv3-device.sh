@@ -9,25 +9,11 @@
 # tables: whole 4-order serialization vs the <= 1 ms target, gathers vs a D2D copy), build logs.
 set -u
 OUT=${OUT:-$PWD/ptv3-device-out}
-ARCH=${ARCH:-90}
 N=${N:-600000}
 REPS=${REPS:-20}
-BUILD=${BUILD:-build-dev}
-mkdir -p "$OUT"
-S="$OUT/summary.txt"
-: > "$S"
-note() { echo "$*" | tee -a "$S"; }
-step() { # step NAME LOGFILE CMD... : run, record rc (77 = skip)
-  name=$1; logf=$2; shift 2
-  "$@" > "$logf" 2>&1
-  rc=$?
-  case $rc in 0) note "PASS $name";; 77) note "SKIP $name";; *) note "FAIL $name (rc $rc, see $(basename "$logf"))";; esac
-  return $rc
-}
-date -u > "$OUT/date.txt"
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || true
-git rev-parse HEAD > "$OUT/git-head.txt" 2>/dev/null || true
-git status --short > "$OUT/git-status.txt" 2>/dev/null || true
+# ARCH, BUILD, $SUM, note, step and the date/nvidia-smi/git records
+# shellcheck source=harness/dev/device-common.sh
+. "$(dirname "$0")/../../harness/dev/device-common.sh"
 
 T=""; F=""; BENCH=""
 if [ ! -f "$BUILD/build.ninja" ]; then
@@ -84,12 +70,12 @@ if [ -n "$BENCH" ]; then
   step "bench N=$N B=1" "$OUT/bench-B1.txt" "$BENCH" "$N" 1 "$REPS"
   step "bench N=$N B=4" "$OUT/bench-B4.txt" "$BENCH" "$N" 4 "$REPS"
   step "bench N=$N B=1 grid 0.1 (depth 10, 32-bit keys)" "$OUT/bench-B1-g01.txt" "$BENCH" "$N" 1 "$REPS" 0.1
-  grep -h "SERIALIZE\|gather\|copy\|MISMATCH" "$OUT"/bench-B*.txt >> "$S" 2>/dev/null
+  grep -h "SERIALIZE\|gather\|copy\|MISMATCH" "$OUT"/bench-B*.txt >> "$SUM" 2>/dev/null
 fi
 if [ -n "$F" ]; then
   # the sweep pipeline itself (tidy results under $OUT/results; a short run: 2 sizes, 10 reps)
   step "sweep -p ptv3 (lidar, 100k and 600k)" "$OUT/sweep-ptv3.log" \
     timeout "${SWEEP_TIMEOUT:-240}" "$F" sweep -p ptv3 -w lidar -n 100k,600k -r 10 -o "$OUT/results"
-  grep -h ",check,0," "$OUT"/results/*/results.csv >> "$S" 2>/dev/null && note "FAIL some ptv3 variant did not match the CPU"
+  grep -h ",check,0," "$OUT"/results/*/results.csv >> "$SUM" 2>/dev/null && note "FAIL some ptv3 variant did not match the CPU"
 fi
 note "logs in $OUT"

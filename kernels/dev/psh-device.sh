@@ -11,27 +11,13 @@
 # nsys-kernels.txt (per-kernel times of one PSH run of each variant, when nsys exists), build logs.
 set -u
 OUT=${OUT:-$PWD/psh-device-out}
-ARCH=${ARCH:-90}
 SIZES=${SIZES:-100000,200000,400000,600000}
 REPS=${REPS:-20}
 S=${S:-512}
 C=${C:-64}
-BUILD=${BUILD:-build-dev}
-mkdir -p "$OUT"
-SUM="$OUT/summary.txt"
-: > "$SUM"
-note() { echo "$*" | tee -a "$SUM"; }
-step() { # step NAME LOGFILE CMD...: run, record rc (77 = skip)
-  name=$1; logf=$2; shift 2
-  "$@" > "$logf" 2>&1
-  rc=$?
-  case $rc in 0) note "PASS $name";; 77) note "SKIP $name";; *) note "FAIL $name (rc $rc, see $(basename "$logf"))";; esac
-  return $rc
-}
-date -u > "$OUT/date.txt"
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || true
-git rev-parse HEAD > "$OUT/git-head.txt" 2>/dev/null || true
-git status --short > "$OUT/git-status.txt" 2>/dev/null || true
+# ARCH, BUILD, $SUM, note, step and the date/nvidia-smi/git records
+# shellcheck source=harness/dev/device-common.sh
+. "$(dirname "$0")/../../harness/dev/device-common.sh"
 
 T=""; BENCH=""; F=""
 if [ ! -f "$BUILD/build.ninja" ]; then
