@@ -29,6 +29,7 @@
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
+#include "kernels/psh_internal.cuh"
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -463,25 +464,9 @@ hx_status run(Mode mode, void *d_scratch, size_t *scratch_bytes, const psh_out *
   if (scratch_bytes && *scratch_bytes < need)
     return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, need);
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
-  p.xyz = in->xyz;
+  psh_kparams_fill(&p, out, in, prm);
   p.cloud_offset = in->cloud_offset;
-  p.nclouds = in->nclouds;
-  p.n = in->n;
-  p.nb = prm->nb;
-  p.cap = prm->cap;
-  p.nprobe = prm->nprobe;
-  p.hash = (uint32_t)prm->hash;
-  p.voxel = prm->voxel;
-  p.seed = prm->seed;
-  psh_probe_order(p.probe, prm->nprobe, prm->seed);
-  p.bucket = out->bucket;
-  p.offset = out->offset;
   p.count = out->bucket_count;
-  p.start = out->bucket_start;
-  p.slot = out->slot;
-  p.perm = out->perm;
-  p.counters_out = out->counters;
-  p.xyz_out = out->xyz;
   cudaStream_t s = (cudaStream_t)stream;
   const uint32_t nbt = in->nclouds * prm->nb;
   const uint32_t init_n = nbt > in->nclouds * 6u ? nbt : in->nclouds * 6u;

@@ -99,6 +99,7 @@
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
+#include "kernels/psh_internal.cuh"
 
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
@@ -673,25 +674,9 @@ extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const ps
   ipt = ipt < 1 ? 1 : ipt > kMaxIpt ? kMaxIpt : ipt;
   p.ipt = (uint32_t)ipt;
   p.tile = kT * p.ipt;
-  p.xyz = in->xyz;
+  psh_kparams_fill(&p, out, in, prm);
   p.off = in->cloud_offset;
-  p.nclouds = in->nclouds;
-  p.n = in->n;
-  p.nb = prm->nb;
-  p.cap = prm->cap;
-  p.nprobe = prm->nprobe;
-  p.hash = (uint32_t)prm->hash;
-  p.voxel = prm->voxel;
-  p.seed = prm->seed;
-  psh_probe_order(p.probe, prm->nprobe, prm->seed);
-  p.bucket = out->bucket;
-  p.offset = out->offset;
   p.count_out = out->bucket_count;
-  p.start = out->bucket_start;
-  p.slot = out->slot;
-  p.perm = out->perm;
-  p.counters_out = out->counters;
-  p.xyz_out = out->xyz;
   p.xyz_pair = ((uintptr_t)out->xyz & 7u) == 0;
   cudaStream_t s = (cudaStream_t)stream;
   const uint64_t tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + p.tile - 1) / p.tile;
