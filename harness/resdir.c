@@ -82,15 +82,44 @@ static hx_status parse_double(const char *s, double *out) {
   return HX_OK;
 }
 
-/* Read one row file. with_sample: the samples layout (a `sample` column before value). */
-static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows, size_t *n, hx_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
-  char *buf = malloc(RD_LINE);
-  if (!buf) {
-    fclose(f);
+/* Open a CSV file for reading with a line buffer of RD_LINE bytes (the caller frees it and closes f). */
+static hx_status csv_open(const char *path, FILE **f, char **buf, hx_err *err) {
+  *f = fopen(path, "rb");
+  if (!*f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
+  *buf = malloc(RD_LINE);
+  if (!*buf) {
+    fclose(*f);
     return hx_errf(err, HX_ENOMEM, "%s: no memory", path);
   }
+  return HX_OK;
+}
+
+/* The next non-blank row of an open CSV file into fld/nf: 1 when there is one; 0 at the end of the
+ * file (*st = HX_OK) or on a read error (*st and err say "path:line: why"). *line counts every line
+ * read, blank ones included, so messages name the line of the file. */
+static int csv_next_row(FILE *f, char *buf, char **fld, size_t *nf, size_t *line, const char *path, hx_status *st,
+                        hx_err *err) {
+  for (;;) {
+    hx_err e2;
+    hx_status rs = hx_csv_read(f, buf, RD_LINE, fld, RD_FIELDS, nf, &e2);
+    ++*line;
+    if (rs == HX_EIO) {
+      *st = HX_OK;
+      return 0;
+    }
+    if (rs != HX_OK) {
+      *st = hx_errf(err, rs, "%s:%zu: %s", path, *line, e2.msg);
+      return 0;
+    }
+    if (!(*nf == 1 && fld[0][0] == '\0')) return 1; /* blank lines are skipped */
+  }
+}
+
+/* Read one row file. with_sample: the samples layout (a `sample` column before value). */
+static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows, size_t *n, hx_err *err) {
+  FILE *f;
+  char *buf;
+  HX_TRY(csv_open(path, &f, &buf, err));
   const char *want = with_sample ? HX_SAMPLES_HEADER : HX_RESULTS_HEADER;
   size_t want_n = with_sample ? 10 : 9;
   char *fld[RD_FIELDS];
@@ -107,19 +136,7 @@ static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows,
   } else {
     st = hx_errf(err, HX_EFORMAT, "%s: empty file (no header)", path);
   }
-  while (st == HX_OK) {
-    hx_err e2;
-    st = hx_csv_read(f, buf, RD_LINE, fld, RD_FIELDS, &nf, &e2);
-    line++;
-    if (st == HX_EIO) {
-      st = HX_OK;
-      break;
-    }
-    if (st != HX_OK) {
-      st = hx_errf(err, st, "%s:%zu: %s", path, line, e2.msg);
-      break;
-    }
-    if (nf == 1 && fld[0][0] == '\0') continue; /* blank line */
+  while (st == HX_OK && csv_next_row(f, buf, fld, &nf, &line, path, &st, err)) {
     if (nf != want_n) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: %zu fields, expected %zu", path, line, nf, want_n);
       break;
@@ -164,29 +181,13 @@ static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows,
 }
 
 static hx_status read_context(hx_run *r, const char *path, hx_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
-  char *buf = malloc(RD_LINE);
-  if (!buf) {
-    fclose(f);
-    return hx_errf(err, HX_ENOMEM, "%s: no memory", path);
-  }
+  FILE *f;
+  char *buf;
+  HX_TRY(csv_open(path, &f, &buf, err));
   char *fld[RD_FIELDS];
   size_t nf, cap = 0, line = 0;
   hx_status st = HX_OK;
-  for (;;) {
-    hx_err e2;
-    st = hx_csv_read(f, buf, RD_LINE, fld, RD_FIELDS, &nf, &e2);
-    line++;
-    if (st == HX_EIO) {
-      st = HX_OK;
-      break;
-    }
-    if (st != HX_OK) {
-      st = hx_errf(err, st, "%s:%zu: %s", path, line, e2.msg);
-      break;
-    }
-    if (nf == 1 && fld[0][0] == '\0') continue;
+  while (csv_next_row(f, buf, fld, &nf, &line, path, &st, err)) {
     if (nf != 2) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: expected key,value", path, line);
       break;
