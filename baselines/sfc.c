@@ -204,13 +204,8 @@ hx_status sfc_encode_cpu(uint64_t *code, const uint32_t *grid, const uint32_t *b
   return HX_OK;
 }
 
-typedef struct key_idx {
-  uint64_t key;
-  uint32_t idx;
-} key_idx;
-
-static int key_idx_cmp(const void *pa, const void *pb) {
-  const key_idx *a = pa, *b = pb;
+int sfc_key_idx_cmp(const void *pa, const void *pb) {
+  const sfc_key_idx *a = pa, *b = pb;
   if (a->key != b->key) return a->key < b->key ? -1 : 1;
   return (a->idx > b->idx) - (a->idx < b->idx);
 }
@@ -219,12 +214,12 @@ hx_status sfc_sort_cpu(uint32_t *order, uint32_t *inverse, const uint64_t *code,
                        hx_err *err) {
   if (n > UINT32_MAX) return hx_errf(err, HX_EINVAL, "%zu points: more than 2^32-1", n);
   if (n == 0) return HX_OK;
-  key_idx *tmp = malloc(n * sizeof *tmp);
+  sfc_key_idx *tmp = malloc(n * sizeof *tmp);
   if (!tmp) return hx_errf(err, HX_ENOMEM, "sort: %zu keys", n);
   for (int r = 0; r < R; r++) {
     const uint64_t *c = code + (size_t)r * n;
-    for (size_t i = 0; i < n; i++) tmp[i] = (key_idx){c[i], (uint32_t)i};
-    qsort(tmp, n, sizeof *tmp, key_idx_cmp);
+    for (size_t i = 0; i < n; i++) tmp[i] = (sfc_key_idx){c[i], (uint32_t)i};
+    qsort(tmp, n, sizeof *tmp, sfc_key_idx_cmp);
     for (size_t j = 0; j < n; j++) {
       order[(size_t)r * n + j] = tmp[j].idx;
       if (inverse) inverse[(size_t)r * n + tmp[j].idx] = (uint32_t)j;

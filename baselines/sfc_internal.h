@@ -126,4 +126,21 @@ static inline HX_HD uint64_t sfc_code_fast(sfc_order o, uint32_t x, uint32_t y, 
 /* Round up to a multiple of 256 bytes (scratch carving). */
 static inline size_t sfc_align256(size_t b) { return (b + 255u) & ~(size_t)255u; }
 
+/* ---- CPU references (sfc.c, spool.c) ------------------------------------------------------------- */
+
+/* A 64-bit key and the row it came from. sfc_key_idx_cmp (qsort) orders by key, then by row, so a
+ * qsort of these gives the order of a stable radix sort of the keys. */
+typedef struct sfc_key_idx {
+  uint64_t key;
+  uint32_t idx;
+} sfc_key_idx;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+int sfc_key_idx_cmp(const void *pa, const void *pb);
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* F3D_SFC_INTERNAL_H */

@@ -8,20 +8,10 @@
  * segment mean (accumulated in double); grid = grid[head] >> 1; batch = batch[head].
  */
 #include "baselines/baselines.h"
+#include "baselines/sfc_internal.h"
 
 #include <float.h>
 #include <stdlib.h>
-
-typedef struct key_idx {
-  uint64_t key;
-  uint32_t idx;
-} key_idx;
-
-static int key_idx_cmp(const void *pa, const void *pb) {
-  const key_idx *a = pa, *b = pb;
-  if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  return (a->idx > b->idx) - (a->idx < b->idx);
-}
 
 hx_status spool_cpu(spool_out *out, const spool_in *in, hx_err *err) {
   const size_t n = in->n, C = in->C;
@@ -30,10 +20,10 @@ hx_status spool_cpu(spool_out *out, const spool_in *in, hx_err *err) {
   if (in->R < 1 || in->R > SFC_MAX_ORDERS) return hx_errf(err, HX_EINVAL, "%d rows, want 1..4", in->R);
   for (int r = 0; r < in->R; r++)
     if (in->perm[r] < 0 || in->perm[r] >= in->R) return hx_errf(err, HX_EINVAL, "bad row permutation");
-  key_idx *t = malloc(n * sizeof *t);
+  sfc_key_idx *t = malloc(n * sizeof *t);
   if (!t) return hx_errf(err, HX_ENOMEM, "pooling: %zu keys", n);
-  for (size_t i = 0; i < n; i++) t[i] = (key_idx){in->code[i] >> 3, (uint32_t)i};
-  qsort(t, n, sizeof *t, key_idx_cmp); /* ties by index: the first child of a run is the smallest */
+  for (size_t i = 0; i < n; i++) t[i] = (sfc_key_idx){in->code[i] >> 3, (uint32_t)i};
+  qsort(t, n, sizeof *t, sfc_key_idx_cmp); /* ties by index: the first child of a run is the smallest */
   size_t k = 0;
   for (size_t j = 0; j < n; j++) {
     if (j == 0 || t[j].key != t[j - 1].key) {
