@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "harness/harness.h"
 
@@ -59,6 +60,14 @@ int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, int o
  * else 1 after printing "f3dbench: <input or what>: <why>". */
 int f3d_read_batch(struct wl_cloud **clouds, uint32_t *nclouds, struct wl_batch *batch, size_t *nmax, char **inputs,
                    uint32_t B, const char *what, int warn_dropped);
+
+/* Write an output file atomically: f3d_out_open opens "<path>.tmp.<pid>" for writing (*tmp: its name,
+ * malloc'd) or returns NULL after printing why (what: the subcommand, for "out of memory"). The caller
+ * writes, ORing any failed write into bad, then f3d_out_close closes the file and renames it to path
+ * (removing it instead when bad or on any failure): 0 on success, else 1 after printing
+ * "f3dbench: <path>: write failed". Either way tmp is freed. */
+FILE *f3d_out_open(const char *what, const char *path, char **tmp);
+int f3d_out_close(FILE *f, char *tmp, const char *path, int bad);
 
 /* Git state of the source tree the program was built from: short hash ("" when unknown) and dirty
  * flag (-1 unknown, 0 clean, 1 tracked files modified). Where git cannot tell (a copy of the tree

@@ -1,7 +1,7 @@
 /*
  * cli_util.c - helpers shared by the subcommands (see cli.h): error lines, number parsing, and the
  * build/host/device/git keys every run records in context.csv, and the options and input reading that
- * `psh` and `pool` share.
+ * `psh` and `pool` share (including the atomic write of their CSV).
  */
 #include <errno.h>
 #include <math.h>
@@ -129,6 +129,31 @@ int f3d_read_batch(wl_cloud **clouds, uint32_t *nclouds, wl_batch *batch, size_t
     *nmax = cl->n > *nmax ? cl->n : *nmax;
   }
   if (wl_batch_from_clouds(batch, *clouds, B, &err) != HX_OK) return f3d_fail(what, "%s", err.msg), 1;
+  return 0;
+}
+
+FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
+  size_t cap = strlen(path) + 32;
+  *tmp = malloc(cap);
+  if (!*tmp) return f3d_fail(what, "out of memory"), NULL;
+  snprintf(*tmp, cap, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(*tmp, "w");
+  if (!f) {
+    free(*tmp);
+    *tmp = NULL;
+    f3d_fail(path, "cannot open for writing");
+  }
+  return f;
+}
+
+int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
+  if (fclose(f) != 0) bad = 1;
+  if (bad || rename(tmp, path) != 0) {
+    remove(tmp);
+    free(tmp);
+    return f3d_fail(path, "write failed"), 1;
+  }
+  free(tmp);
   return 0;
 }
 

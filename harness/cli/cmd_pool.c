@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness/cli/cli.h"
 #include "kernels/kernels.h"
@@ -127,15 +126,9 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
          gpu ? "gpu" : "cpu", (unsigned long long)full, n_out ? 100.0 * (double)full / n_out : 0.0);
   printf("locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f; sub-buckets diag %.4f / %.4f, "
          "spread %.4f / %.4f\n", qb.diag_mean, qb.diag_max, qp.diag_mean, qp.diag_max, qp.spread_mean, qp.spread_max);
-  size_t cap = strlen(out_path) + 32;
-  char *tmp = malloc(cap);
-  if (!tmp) return f3d_fail("pool", "out of memory"), 1;
-  snprintf(tmp, cap, "%s.tmp.%ld", out_path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    free(tmp);
-    return f3d_fail(out_path, "cannot open for writing"), 1;
-  }
+  char *tmp;
+  FILE *f = f3d_out_open("pool", out_path, &tmp);
+  if (!f) return 1;
   int bad = fprintf(f, "cloud,index,slot,pooled_row\n") < 0;
   for (uint32_t b = 0; b < B && !bad; b++)
     for (uint32_t i = s->off[b]; i < s->off[b + 1]; i++)
@@ -143,14 +136,7 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
         bad = 1;
         break;
       }
-  if (fclose(f) != 0) bad = 1;
-  if (bad || rename(tmp, out_path) != 0) {
-    remove(tmp);
-    free(tmp);
-    return f3d_fail(out_path, "write failed"), 1;
-  }
-  free(tmp);
-  return 0;
+  return f3d_out_close(f, tmp, out_path, bad);
 }
 
 int f3d_cmd_pool(int argc, char **argv) {

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness/cli/cli.h"
 #include "kernels/kernels.h"
@@ -102,15 +101,9 @@ static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int
   printf("locality of z-order patches of 1024: diag %.3f / %.3f, spread %.3f / %.3f\n", qz.diag_mean, qz.diag_max,
          qz.spread_mean, qz.spread_max);
   /* CSV, atomically */
-  size_t cap = strlen(out_path) + 32;
-  char *tmp = malloc(cap);
-  if (!tmp) return f3d_fail("psh", "out of memory"), 1;
-  snprintf(tmp, cap, "%s.tmp.%ld", out_path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    free(tmp);
-    return f3d_fail(out_path, "cannot open for writing"), 1;
-  }
+  char *tmp;
+  FILE *f = f3d_out_open("psh", out_path, &tmp);
+  if (!f) return 1;
   int bad = fprintf(f, "cloud,index,bucket,offset,slot\n") < 0;
   for (uint32_t b = 0; b < B && !bad; b++)
     for (uint32_t i = s->off[b]; i < s->off[b + 1]; i++)
@@ -118,14 +111,7 @@ static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int
         bad = 1;
         break;
       }
-  if (fclose(f) != 0) bad = 1;
-  if (bad || rename(tmp, out_path) != 0) {
-    remove(tmp);
-    free(tmp);
-    return f3d_fail(out_path, "write failed"), 1;
-  }
-  free(tmp);
-  return 0;
+  return f3d_out_close(f, tmp, out_path, bad);
 }
 
 int f3d_cmd_psh(int argc, char **argv) {
