@@ -119,7 +119,8 @@ static int csv_next_row(FILE *f, char *buf, char **fld, size_t *nf, size_t *line
 static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows, size_t *n, hx_err *err) {
   FILE *f;
   char *buf;
-  HX_TRY(csv_open(path, &f, &buf, err));
+  const hx_status so = csv_open(path, &f, &buf, err);
+  if (so != HX_OK) return so; /* already says why, with the path */
   const char *want = with_sample ? HX_SAMPLES_HEADER : HX_RESULTS_HEADER;
   size_t want_n = with_sample ? 10 : 9;
   char *fld[RD_FIELDS];
@@ -183,7 +184,8 @@ static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows,
 static hx_status read_context(hx_run *r, const char *path, hx_err *err) {
   FILE *f;
   char *buf;
-  HX_TRY(csv_open(path, &f, &buf, err));
+  const hx_status so = csv_open(path, &f, &buf, err);
+  if (so != HX_OK) return so; /* already says why, with the path */
   char *fld[RD_FIELDS];
   size_t nf, cap = 0, line = 0;
   hx_status st = HX_OK;
