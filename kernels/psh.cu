@@ -456,13 +456,9 @@ hx_status run(Mode mode, void *d_scratch, size_t *scratch_bytes, const psh_out *
   Prm p;
   memset(&p, 0, sizeof p);
   const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
-  if (!d_scratch) {
-    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "psh: scratch_bytes is NULL");
-    *scratch_bytes = need;
-    return HX_OK;
-  }
-  if (scratch_bytes && *scratch_bytes < need)
-    return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, need);
+  int query;
+  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
+  if (sq != HX_OK || query) return sq;
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
   psh_kparams_fill(&p, out, in, prm);
   p.cloud_offset = in->cloud_offset;

@@ -3,6 +3,7 @@
  * psh_v4.cu: v4); private to kernels/. Each launcher passes its kernels one parameter struct by value
  * (Prm, P4); the two differ in scratch and tiling fields, so this fills only the fields they have in
  * common, by name, and leaves the layout of each struct (what the kernels read) untouched.
+ * psh_scratch_check is the CUB-style scratch protocol both launchers follow.
  * Invariant: after psh_kparams_fill, every shared input/parameter/output field equals the matching
  * field of in, prm and out, and probe[] holds the probe order of (prm->nprobe, prm->seed).
  */
@@ -33,6 +34,22 @@ static inline void psh_kparams_fill(P *p, const psh_out *out, const psh_in *in, 
   p->perm = out->perm;
   p->counters_out = out->counters;
   p->xyz_out = out->xyz;
+}
+
+/* The scratch protocol of the PSH launchers: d_scratch NULL asks for the size (written to *scratch_bytes,
+ * *query = 1: the launcher returns HX_OK at once); otherwise *scratch_bytes, when given, must be at least
+ * need (*query = 0: the launcher goes on). */
+static inline hx_status psh_scratch_check(const void *d_scratch, size_t *scratch_bytes, size_t need, int *query,
+                                          hx_err *err) {
+  *query = d_scratch == NULL;
+  if (!d_scratch) {
+    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "psh: scratch_bytes is NULL");
+    *scratch_bytes = need;
+    return HX_OK;
+  }
+  if (scratch_bytes && *scratch_bytes < need)
+    return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, need);
+  return HX_OK;
 }
 
 #endif /* F3D_PSH_INTERNAL_CUH */

@@ -655,13 +655,9 @@ extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const ps
   P4 p;
   memset(&p, 0, sizeof p);
   const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
-  if (!d_scratch) {
-    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "psh: scratch_bytes is NULL");
-    *scratch_bytes = need;
-    return HX_OK;
-  }
-  if (scratch_bytes && *scratch_bytes < need)
-    return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, need);
+  int query;
+  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
+  if (sq != HX_OK || query) return sq;
   if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v4: scratch must be 256-byte aligned (cudaMalloc)");
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
   int dev = 0, sms = 0;
