@@ -39,6 +39,22 @@ static inline void *bl_take(bl_carve *c, size_t bytes) {
   return p;
 }
 
+/* The CUB scratch protocol once every piece is carved out of c: d_scratch NULL asks for the size (written
+ * to *scratch_bytes, *st = HX_OK); a scratch block smaller than c->used is refused (*st = HX_EINVAL).
+ * Returns 1 when the launcher returns *st now, 0 when it goes on to launch. */
+static inline int bl_scratch_answer(const void *d_scratch, const bl_carve *c, size_t *scratch_bytes, hx_status *st) {
+  if (!d_scratch) {
+    *scratch_bytes = c->used;
+    *st = HX_OK;
+    return 1;
+  }
+  if (*scratch_bytes < c->used) {
+    *st = HX_EINVAL;
+    return 1;
+  }
+  return 0;
+}
+
 static inline unsigned bl_blocks(size_t n, unsigned threads) {
   size_t b = (n + threads - 1) / threads;
   return (unsigned)(b == 0 ? 1 : b);

@@ -115,11 +115,8 @@ extern "C" hx_status sfc_grid_gpu(uint32_t *d_grid, uint32_t *d_batch, uint32_t 
   if (B == 0 || B > SFC_MAX_CLOUDS || !(grid_size > 0.0)) return HX_EINVAL;
   bl_carve c = {(char *)d_scratch, 0};
   long long *mins = (long long *)bl_take(&c, 3 * B * sizeof(long long));
-  if (!d_scratch) {
-    *scratch_bytes = c.used;
-    return HX_OK;
-  }
-  if (*scratch_bytes < c.used) return HX_EINVAL;
+  hx_status sst;
+  if (bl_scratch_answer(d_scratch, &c, scratch_bytes, &sst)) return sst;
   grid_params p;
   memset(&p, 0, sizeof p);
   for (uint32_t b = 0; b <= B; b++) p.off[b] = offset[b];
@@ -233,11 +230,8 @@ extern "C" hx_status sfc_sort_gpu(uint32_t *d_order, void *d_scratch, size_t *sc
   size_t temp = 0;
   HX_TRY(sort_rows<uint64_t>(d_order, NULL, &temp, d_code, vals, keys_out, n, R, key_bits, stream));
   void *cub_temp = bl_take(&c, temp);
-  if (!d_scratch) {
-    *scratch_bytes = c.used;
-    return HX_OK;
-  }
-  if (*scratch_bytes < c.used) return HX_EINVAL;
+  hx_status sst;
+  if (bl_scratch_answer(d_scratch, &c, scratch_bytes, &sst)) return sst;
   if (n == 0) return HX_OK;
   k_iota<<<bl_blocks(n, 256), 256, 0, stream>>>(vals, n);
   BL_LAUNCHED("k_iota");
@@ -294,11 +288,8 @@ extern "C" hx_status sfc_dedup_gpu(uint32_t *d_keep, size_t *offset_out, size_t 
   BL_CUDA(cub::DeviceScan::ExclusiveSum(NULL, scan_temp, flag, pos, (int)n, stream));
   size_t temp = sort_temp > scan_temp ? sort_temp : scan_temp;
   void *cub_temp = bl_take(&c, temp);
-  if (!d_scratch) {
-    *scratch_bytes = c.used;
-    return HX_OK;
-  }
-  if (*scratch_bytes < c.used) return HX_EINVAL;
+  hx_status sst;
+  if (bl_scratch_answer(d_scratch, &c, scratch_bytes, &sst)) return sst;
   grid_params p;
   memset(&p, 0, sizeof p);
   for (uint32_t b = 0; b <= B; b++) p.off[b] = offset[b];
@@ -461,11 +452,8 @@ static hx_status serial_fused(void *d_scratch, size_t *scratch_bytes, const sfc_
   size_t temp = 0;
   HX_TRY(sort_rows<K>(a->d_order, NULL, &temp, keys, vals, keys_out, items, 1, end_bit, stream));
   void *cub_temp = bl_take(&c, temp);
-  if (!d_scratch) {
-    *scratch_bytes = c.used;
-    return HX_OK;
-  }
-  if (*scratch_bytes < c.used) return HX_EINVAL;
+  hx_status sst;
+  if (bl_scratch_answer(d_scratch, &c, scratch_bytes, &sst)) return sst;
   if (n == 0) return HX_OK;
   enc_params p = {a->R, a->depth, kb, rowpack, {0, 0, 0, 0}};
   for (int r = 0; r < a->R; r++) p.orders[r] = (int)a->orders[r];

@@ -82,11 +82,8 @@ extern "C" hx_status spool_gpu(spool_out *out, void *d_scratch, size_t *scratch_
   HX_TRY(sfc_sort_gpu(out->order, NULL, &sort_temp, out->code, n, in->R, kb, stream));
   void *scan_scratch = bl_take(&c, scan_temp);
   void *sort_scratch = bl_take(&c, sort_temp);
-  if (!d_scratch) {
-    *scratch_bytes = c.used;
-    return HX_OK;
-  }
-  if (*scratch_bytes < c.used) return HX_EINVAL;
+  hx_status sst;
+  if (bl_scratch_answer(d_scratch, &c, scratch_bytes, &sst)) return sst;
   k_pool_flags<<<bl_blocks(n, 256), 256, 0, stream>>>(flag, in->code, in->order, n);
   BL_LAUNCHED("k_pool_flags");
   BL_CUDA(cub::DeviceScan::InclusiveSum(scan_scratch, scan_temp, flag, seg, (int)n, stream));
