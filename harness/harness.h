@@ -455,6 +455,11 @@ int hx_ranges_have_nvtx(void); /* 1 when NVTX3 was compiled in */
  * each figure, series labelled by device, plus a ratio table. Without gnuplot the report and the data
  * files are still written and HX_EUNSUPPORTED says "gnuplot not found". */
 hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, hx_err *err);
+/* hx_plot with all_series = 0: each figure shows a few headline series (the fastest variant of each main
+ * stage, serialize vs each PSH hash), every series kept in plots/<figure>_all.dat; all_series = 1 draws
+ * every series as recorded. */
+hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, int all_series,
+                      hx_err *err);
 hx_status hx_plot_have_gnuplot(hx_err *err);
 /* Squarified treemap of n weights (>= 0) in the box (x, y, w, h): out[i] gets an area proportional to
  * weights[i]; rectangles tile the box without overlap. HX_EINVAL for negative/non-finite weights. */

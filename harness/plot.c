@@ -115,6 +115,7 @@ typedef struct plot_ctx {
   size_t n_runs;
   const hx_run_row **sorted; /* per run: row pointers sorted by key */
   const char **label;        /* per run: device name or directory */
+  int all;                   /* --all-series: every series, as recorded */
 } plot_ctx;
 
 static int cmp_rowp(const void *x, const void *y) {
@@ -125,6 +126,11 @@ static int same_series(const hx_run_row *a, const hx_run_row *b) {
   return !strcmp(a->pipeline, b->pipeline) && !strcmp(a->kernel, b->kernel) && !strcmp(a->variant, b->variant) &&
          !strcmp(a->workload, b->workload) && a->batch == b->batch;
 }
+/* same (pipeline, kernel, workload, batch): the variants of one kernel compete for one headline series */
+static int same_kernel(const hx_run_row *a, const hx_run_row *b) {
+  return !strcmp(a->pipeline, b->pipeline) && !strcmp(a->kernel, b->kernel) && !strcmp(a->workload, b->workload) &&
+         a->batch == b->batch;
+}
 
 static int metric_match(const char *pattern, const char *metric) {
   size_t n = strlen(pattern);
@@ -132,29 +138,123 @@ static int metric_match(const char *pattern, const char *metric) {
   return strcmp(pattern, metric) == 0;
 }
 
+static int is_cpu_variant(const char *v) { return strncmp(v, "cpu", 3) == 0; }
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* A series' rank among the variants of its kernel: sizes it covers, and the median over those sizes of
+ * its time_median (time_mean where a run has no medians). */
+static double series_score(const hx_run *r, const hx_run_row *k, size_t *n_sizes) {
+  double v[256];
+  size_t n = 0, nm = 0;
+  for (size_t i = 0; i < r->n_rows && n < 256; i++)
+    if (same_series(&r->rows[i], k) && !strcmp(r->rows[i].metric, "time_median")) v[n++] = r->rows[i].value;
+  if (n == 0)
+    for (size_t i = 0; i < r->n_rows && n < 256; i++)
+      if (same_series(&r->rows[i], k) && !strcmp(r->rows[i].metric, "time_mean")) v[n++] = r->rows[i].value;
+  for (size_t i = 0; i < r->n_rows; i++)
+    if (same_series(&r->rows[i], k) && !strcmp(r->rows[i].metric, "time_mean")) nm++;
+  *n_sizes = nm;
+  if (n == 0) return INFINITY;
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The fastest variant of k's kernel: GPU variants before "cpu" ones, then the variant timed at the most
+ * sizes (attention's v0 runs on the small cases only), then the lowest median over sizes. A CUDA-graph
+ * replay and the direct launches of the same variant are two variants here, so the faster one wins.
+ * Returns a time_mean row of the winner, NULL when the kernel has none. */
+static const hx_run_row *best_variant(const hx_run *r, const hx_run_row *k) {
+  const hx_run_row *best = NULL;
+  double best_s = INFINITY;
+  size_t best_n = 0;
+  int best_cpu = 1;
+  const char *done[128];
+  size_t n_done = 0;
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (strcmp(w->metric, "time_mean") != 0 || !same_kernel(w, k)) continue;
+    int seen = 0; /* each variant scored once */
+    for (size_t j = 0; j < n_done && !seen; j++) seen = !strcmp(done[j], w->variant);
+    if (seen) continue;
+    if (n_done < 128) done[n_done++] = w->variant;
+    size_t n;
+    double s = series_score(r, w, &n);
+    int cpu = is_cpu_variant(w->variant);
+    int better = !best || (cpu != best_cpu ? !cpu : n != best_n ? n > best_n : s < best_s);
+    if (better) {
+      best = w;
+      best_s = s;
+      best_n = n;
+      best_cpu = cpu;
+    }
+  }
+  return best;
+}
+static int is_best_variant(const hx_run *r, const hx_run_row *k) {
+  const hx_run_row *b = best_variant(r, k);
+  return b && !strcmp(b->variant, k->variant);
+}
+
+/* The stages that tell a pipeline's story (the paper's figures), in pipeline order; PSH of the default
+ * hash (zorder-div, pipe_flash3d.c). Pipelines not listed here show every kernel but "total". */
+static const char *const ptv3_stages[] = {"serialize", "gather_qkv_C64", "attn.patch1024", "gather_out_C64", "pool"};
+static const char *const flash3d_stages[] = {"psh.zorder-div", "attn.plain", "pool"};
+
+static int has_kernel(const hx_run *r, const char *pipeline, const char *kernel) {
+  for (size_t i = 0; i < r->n_rows; i++)
+    if (!strcmp(r->rows[i].pipeline, pipeline) && !strcmp(r->rows[i].kernel, kernel) &&
+        !strcmp(r->rows[i].metric, "time_mean"))
+      return 1;
+  return 0;
+}
+
+/* Position of k's kernel among its pipeline's main stages, -1 when it is not one. */
+static int main_stage(const hx_run *r, const hx_run_row *k) {
+  const char *const *list = NULL;
+  size_t n = 0;
+  if (!strcmp(k->pipeline, "ptv3")) list = ptv3_stages, n = sizeof ptv3_stages / sizeof *ptv3_stages;
+  if (!strcmp(k->pipeline, "flash3d")) list = flash3d_stages, n = sizeof flash3d_stages / sizeof *flash3d_stages;
+  if (!strcmp(k->pipeline, "workload")) return -1; /* input generation on the host, not a GPU stage */
+  int any = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(list[i], k->kernel)) return (int)i;
+    any |= has_kernel(r, k->pipeline, list[i]);
+  }
+  if (any) return -1;
+  return strcmp(k->kernel, "total") ? 64 : -1; /* unknown pipeline (or none of its stages): every kernel */
+}
+
+static int pipeline_has_total(const hx_run *r, const char *pipeline) { return has_kernel(r, pipeline, "total"); }
+
 typedef int (*series_filter)(const plot_ctx *p, size_t run, const hx_run_row *r);
 
+/* latency: a pipeline's total when it reports one, else its main stages; fastest variant each */
 static int want_latency(const plot_ctx *p, size_t run, const hx_run_row *r) {
-  /* a pipeline that reports a "total" is shown by its total only */
   const hx_run *rr = &p->runs[run];
-  if (!strcmp(r->kernel, "total")) return 1;
-  for (size_t i = 0; i < rr->n_rows; i++)
-    if (!strcmp(rr->rows[i].pipeline, r->pipeline) && !strcmp(rr->rows[i].kernel, "total")) return 0;
-  return 1;
+  if (p->all) return !strcmp(r->kernel, "total") || !pipeline_has_total(rr, r->pipeline);
+  if (!strcmp(r->kernel, "total")) return is_best_variant(rr, r);
+  if (pipeline_has_total(rr, r->pipeline)) return 0;
+  return main_stage(rr, r) >= 0 && is_best_variant(rr, r);
 }
+/* serialization vs PSH: PTv3's serialize and each PSH hash, fastest variant each */
 static int want_serial_psh(const plot_ctx *p, size_t run, const hx_run_row *r) {
-  (void)p, (void)run;
-  return strstr(r->kernel, "serial") != NULL || strstr(r->kernel, "psh") != NULL;
+  if (p->all) return strstr(r->kernel, "serial") != NULL || strstr(r->kernel, "psh") != NULL;
+  int sel = !strcmp(r->kernel, "serialize") || !strncmp(r->kernel, "psh", 3);
+  return sel && is_best_variant(&p->runs[run], r);
 }
-static int want_all(const plot_ctx *p, size_t run, const hx_run_row *r) {
-  (void)p, (void)run, (void)r;
-  return 1;
+/* counters and memory: the main stages (a total is no kernel and has no counters), fastest variant each */
+static int want_stages(const plot_ctx *p, size_t run, const hx_run_row *r) {
+  if (p->all) return 1;
+  return main_stage(&p->runs[run], r) >= 0 && is_best_variant(&p->runs[run], r);
 }
-
 /* Write one gnuplot index block per series holding `metric` (value x scale, error from err_metric).
  * Returns the number of blocks written. */
 static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const char *err_metric, double scale,
-                           const char *suffix, series_filter want) {
+                           const char *suffix, series_filter want, double *lo, double *hi) {
   size_t blocks = 0, off = 0;
   for (size_t r = 0; r < p->n_runs; off += p->runs[r].n_rows, r++) {
     const hx_run_row **rows = p->sorted + off;
@@ -180,7 +280,10 @@ static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const
           double e = 0.0;
           for (size_t t = i; t < j && err_metric; t++)
             if (rows[t]->n_points == rows[q]->n_points && !strcmp(rows[t]->metric, err_metric)) e = rows[t]->value;
-          fprintf(f, "%llu %.10g %.10g\n", (unsigned long long)rows[q]->n_points, rows[q]->value * scale, e * scale);
+          double v = rows[q]->value * scale;
+          fprintf(f, "%llu %.10g %.10g\n", (unsigned long long)rows[q]->n_points, v, e * scale);
+          if (v > 0.0 && v < *lo) *lo = v;
+          if (v > *hi) *hi = v;
         }
         fputs("\n\n", f);
         blocks++;
@@ -189,6 +292,12 @@ static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const
     }
   }
   return blocks;
+}
+
+/* memory: the main stages and a pipeline's total (where the sweep records its peak) */
+static int want_memory(const plot_ctx *p, size_t run, const hx_run_row *r) {
+  if (p->all || want_stages(p, run, r)) return 1;
+  return !strcmp(r->kernel, "total") && is_best_variant(&p->runs[run], r);
 }
 
 /* ---- rendering ------------------------------------------------------------------------------------- */
@@ -227,26 +336,49 @@ static hx_status render(const char *scripts, const char *script, const char *par
   return HX_OK;
 }
 
+/* One "metric vs size" figure: base.dat holds the series drawn (the headline selection, or everything
+ * under --all-series) and, for the headline figure, base_all.dat every series for those who want them.
+ * logy < 0: log scale when the values span more than two decades. Two metrics with the same series
+ * (SM active / issue) share a colour per series, the second dashed. */
 static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char *outdir, const char *base,
                               const char *title, const char *ylabel, int logy, const char *const *metrics,
                               const char *const *errs, const double *scales, size_t nm, series_filter want,
                               int *made, hx_err *err) {
   char path[PL_PATH + 64];
+  *made = 0;
+  if (!p->all) { /* everything, not drawn */
+    plot_ctx every = *p;
+    every.all = 1;
+    snprintf(path, sizeof path, "%s/%s_all.dat", outdir, base);
+    FILE *f = fopen(path, "w");
+    if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
+    size_t blocks = 0;
+    double lo = INFINITY, hi = 0.0;
+    for (size_t m = 0; m < nm; m++)
+      blocks += write_series(f, &every, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL, want, &lo, &hi);
+    fclose(f);
+    if (blocks == 0) remove(path);
+  }
   snprintf(path, sizeof path, "%s/%s.dat", outdir, base);
   FILE *f = fopen(path, "w");
   if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
-  size_t blocks = 0;
-  for (size_t m = 0; m < nm; m++)
-    blocks += write_series(f, p, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL, want);
+  size_t blocks = 0, per[2] = {0, 0};
+  double lo = INFINITY, hi = 0.0;
+  for (size_t m = 0; m < nm; m++) {
+    size_t b = write_series(f, p, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL, want, &lo, &hi);
+    if (m < 2) per[m] = b;
+    blocks += b;
+  }
   fclose(f);
-  *made = 0;
   if (blocks == 0) {
     remove(path);
     return HX_OK;
   }
+  if (logy < 0) logy = hi > 100.0 * lo;
+  size_t paired = nm == 2 && per[0] == per[1] ? per[0] : 0;
   char params[2 * PL_PATH];
-  snprintf(params, sizeof params, "datafile='%s'; title='%s'; ylabel='%s'; logy=%d; errors=%d", path, title, ylabel,
-           logy, errs[0] != NULL);
+  snprintf(params, sizeof params, "datafile='%s'; title='%s'; ylabel='%s'; logy=%d; errors=%d; paired=%zu", path,
+           title, ylabel, logy, errs[0] != NULL, paired);
   HX_TRY(render(scripts, "lines.gp", params, outdir, base, err));
   *made = 1;
   return HX_OK;
@@ -270,9 +402,16 @@ static size_t collect_stages(const plot_ctx *p, size_t run, const char *pipeline
   for (size_t i = 0; i < r->n_rows && out->n < 64; i++) {
     const hx_run_row *w = &r->rows[i];
     if (!strcmp(w->pipeline, pipeline) && !strcmp(w->metric, "time_mean") && w->n_points == nmax && w->batch == 1 &&
-        strcmp(w->kernel, "total") != 0)
+        strcmp(w->kernel, "total") != 0 && (p->all || want_stages(p, run, w)))
       out->rows[out->n++] = w;
   }
+  if (!p->all) /* pipeline order of the main stages (insertion sort: a handful of rows) */
+    for (size_t i = 1; i < out->n; i++)
+      for (size_t j = i; j > 0 && main_stage(r, out->rows[j]) < main_stage(r, out->rows[j - 1]); j--) {
+        const hx_run_row *t = out->rows[j];
+        out->rows[j] = out->rows[j - 1];
+        out->rows[j - 1] = t;
+      }
   return out->n;
 }
 
@@ -287,8 +426,12 @@ static size_t pipelines_of(const hx_run *r, const char **names, size_t cap) {
   return n;
 }
 
-static void stage_label(char *buf, size_t cap, const hx_run_row *w) {
-  snprintf(buf, cap, "%s/%s", w->kernel, w->variant);
+/* one colour per stage name; the variant is in the treemap's value label (and in the name under --all-series) */
+static void stage_label(char *buf, size_t cap, const plot_ctx *p, const hx_run_row *w) {
+  if (p->all)
+    snprintf(buf, cap, "%s/%s", w->kernel, w->variant);
+  else
+    snprintf(buf, cap, "%s", w->kernel);
 }
 
 static hx_status stages_figures(const plot_ctx *p, const char *scripts, const char *outdir, int *made_bars,
@@ -304,7 +447,7 @@ static hx_status stages_figures(const plot_ctx *p, const char *scripts, const ch
       collect_stages(p, r, pipes[k], &s);
       for (size_t i = 0; i < s.n; i++) {
         char l[128];
-        stage_label(l, sizeof l, s.rows[i]);
+        stage_label(l, sizeof l, p, s.rows[i]);
         size_t q = 0;
         while (q < nl && strcmp(labels[q], l)) q++;
         if (q == nl && nl < 128) snprintf(labels[nl++], sizeof labels[0], "%s", l);
@@ -341,7 +484,7 @@ static hx_status stages_figures(const plot_ctx *p, const char *scripts, const ch
         double v = 0.0;
         for (size_t i = 0; i < s.n; i++) {
           char l[128];
-          stage_label(l, sizeof l, s.rows[i]);
+          stage_label(l, sizeof l, p, s.rows[i]);
           if (!strcmp(l, labels[q])) v = s.rows[i]->value;
         }
         fprintf(f, " %.10g", v);
@@ -351,7 +494,7 @@ static hx_status stages_figures(const plot_ctx *p, const char *scripts, const ch
         w[i] = s.rows[i]->value > 0.0 ? s.rows[i]->value : 0.0;
         total += w[i];
         char l[128];
-        stage_label(l, sizeof l, s.rows[i]);
+        stage_label(l, sizeof l, p, s.rows[i]);
         colour[i] = 0;
         while (colour[i] < nl && strcmp(labels[colour[i]], l)) colour[i]++;
       }
@@ -361,9 +504,10 @@ static hx_status stages_figures(const plot_ctx *p, const char *scripts, const ch
                 pipes[k], (unsigned long long)s.rows[0]->n_points, p->n_runs > 1 ? p->label[r] : "");
         for (size_t i = 0; i < s.n; i++) {
           char l[128];
-          stage_label(l, sizeof l, s.rows[i]);
-          fprintf(t, "%.6f %.6f %.6f %.6f %zu \"%s\" \"%.3g ms (%.0f%%)\"\n", rect[i].x, rect[i].x + rect[i].w,
-                  rect[i].y, rect[i].y + rect[i].h, colour[i] + 1, l, s.rows[i]->value, 100.0 * w[i] / total);
+          stage_label(l, sizeof l, p, s.rows[i]);
+          fprintf(t, "%.6f %.6f %.6f %.6f %zu \"%s\" \"%s%s%.3g ms (%.0f%%)\"\n", rect[i].x,
+                  rect[i].x + rect[i].w, rect[i].y, rect[i].y + rect[i].h, colour[i] + 1, l,
+                  p->all ? "" : s.rows[i]->variant, p->all ? "" : " ", s.rows[i]->value, 100.0 * w[i] / total);
         }
         panel += 1.1;
       }
@@ -395,6 +539,157 @@ static double find_value(const hx_run *r, const hx_run_row *k, const char *metri
   return NAN;
 }
 
+/* ---- headline tables ------------------------------------------------------------------------------- */
+
+enum { COL_TIME, COL_VS_FIRST, COL_TFLOPS, COL_GBS };
+typedef struct hcol {
+  const char *pipeline, *kernel;
+} hcol;
+
+/* Kernels of `pipeline` named prefix*, in the order the run recorded them (the sweep's order). */
+static size_t kernels_like(const hx_run *r, const char *pipeline, const char *prefix, hcol *cols, size_t n, size_t cap) {
+  for (size_t i = 0; i < r->n_rows && n < cap; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (strcmp(w->pipeline, pipeline) || strncmp(w->kernel, prefix, strlen(prefix)) || strcmp(w->metric, "time_mean"))
+      continue;
+    size_t k = 0;
+    while (k < n && !(!strcmp(cols[k].pipeline, pipeline) && !strcmp(cols[k].kernel, w->kernel))) k++;
+    if (k == n) cols[n++] = (hcol){w->pipeline, w->kernel};
+  }
+  return n;
+}
+
+/* The value of `metric` of the fastest variant of (pipeline, kernel) at one size; NAN when absent. */
+static double best_value(const hx_run *r, const hcol *c, const char *workload, uint64_t n_points, const char *metric,
+                         const char **variant) {
+  hx_run_row key = {0};
+  key.pipeline = (char *)(uintptr_t)c->pipeline;
+  key.kernel = (char *)(uintptr_t)c->kernel;
+  key.workload = (char *)(uintptr_t)workload;
+  key.batch = 1;
+  const hx_run_row *b = best_variant(r, &key);
+  *variant = b ? b->variant : "";
+  if (!b) return NAN;
+  for (size_t i = 0; i < r->n_rows; i++)
+    if (same_series(&r->rows[i], b) && r->rows[i].n_points == n_points && !strcmp(r->rows[i].metric, metric))
+      return r->rows[i].value;
+  return NAN;
+}
+
+/* One table: a row per size of the workload, a column per kernel (fastest variant, named in the cell). */
+static void headline_table(FILE *f, const hx_run *r, const char *workload, const uint64_t *sizes, size_t ns,
+                           const hcol *cols, size_t nc, int kind, const char *first_head) {
+  if (nc == 0) return;
+  fputs("| n_points |", f);
+  for (size_t c = 0; c < nc; c++)
+    fprintf(f, " %s%s%s |", c == 0 && first_head ? first_head : "", c == 0 && first_head ? " " : "", cols[c].kernel);
+  fputs("\n|---:|", f);
+  for (size_t c = 0; c < nc; c++) fputs("---:|", f);
+  fputc('\n', f);
+  const char *cc = hx_run_context(r, "ceiling_copy_gbs");
+  double ceil_gbs = cc ? strtod(cc, NULL) : (double)NAN;
+  for (size_t s = 0; s < ns; s++) {
+    fprintf(f, "| %llu |", (unsigned long long)sizes[s]);
+    double first = NAN;
+    for (size_t c = 0; c < nc; c++) {
+      const char *v;
+      if (kind == COL_TFLOPS) {
+        double t = best_value(r, &cols[c], workload, sizes[s], "tflops", &v);
+        if (isfinite(t))
+          fprintf(f, " %.1f (%s) |", t, v);
+        else
+          fputs(" - |", f);
+      } else if (kind == COL_GBS) {
+        double t = best_value(r, &cols[c], workload, sizes[s], "time_median", &v);
+        double b = best_value(r, &cols[c], workload, sizes[s], "bytes", &v);
+        double gbs = b / (t * 1e-3) * 1e-9;
+        if (isfinite(gbs) && t > 0.0 && isfinite(ceil_gbs) && ceil_gbs > 0.0)
+          fprintf(f, " %.0f (%.0f%%, %s) |", gbs, 100.0 * gbs / ceil_gbs, v);
+        else if (isfinite(gbs) && t > 0.0)
+          fprintf(f, " %.0f (%s) |", gbs, v);
+        else
+          fputs(" - |", f);
+      } else {
+        double t = best_value(r, &cols[c], workload, sizes[s], "time_mean", &v);
+        if (c == 0) first = t;
+        if (!isfinite(t))
+          fputs(" - |", f);
+        else if (kind == COL_VS_FIRST && c > 0 && isfinite(first) && t > 0.0)
+          fprintf(f, " %.4g (%s, %.2fx) |", t, v, first / t);
+        else
+          fprintf(f, " %.4g (%s) |", t, v);
+      }
+    }
+    fputc('\n', f);
+  }
+  fputc('\n', f);
+}
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* Per run and workload: serialization vs PSH, attention throughput, gather bandwidth; the fastest
+ * variant of each kernel per size (the selection the figures use). */
+static void write_headline(FILE *f, const plot_ctx *p) {
+  fputs("## Headline (fastest variant of each kernel, named in each cell)\n\n", f);
+  for (size_t r = 0; r < p->n_runs; r++) {
+    const hx_run *rr = &p->runs[r];
+    const char *wls[16];
+    size_t nw = 0;
+    for (size_t i = 0; i < rr->n_rows; i++) {
+      const hx_run_row *w = &rr->rows[i];
+      if (strcmp(w->pipeline, "ptv3") && strcmp(w->pipeline, "flash3d")) continue;
+      size_t k = 0;
+      while (k < nw && strcmp(wls[k], w->workload)) k++;
+      if (k == nw && nw < 16) wls[nw++] = w->workload;
+    }
+    for (size_t iw = 0; iw < nw; iw++) {
+      uint64_t sizes[64];
+      size_t ns = 0;
+      for (size_t i = 0; i < rr->n_rows; i++) {
+        const hx_run_row *w = &rr->rows[i];
+        if ((strcmp(w->pipeline, "ptv3") && strcmp(w->pipeline, "flash3d")) || strcmp(w->workload, wls[iw]) ||
+            w->batch != 1 || strcmp(w->metric, "time_mean"))
+          continue;
+        size_t k = 0;
+        while (k < ns && sizes[k] != w->n_points) k++;
+        if (k == ns && ns < 64) sizes[ns++] = w->n_points;
+      }
+      qsort(sizes, ns, sizeof *sizes, cmp_u64);
+      if (p->n_runs > 1 || nw > 1) fprintf(f, "### %s, %s\n\n", p->label[r], wls[iw]);
+      hcol cols[16];
+      size_t nc = kernels_like(rr, "ptv3", "serialize", cols, 0, 16);
+      size_t n0 = nc;
+      nc = kernels_like(rr, "flash3d", "psh", cols, nc, 16);
+      if (n0 > 0 && nc > n0) {
+        fputs("PTv3 serialization vs Flash3D PSH per hash: time_mean (ms), and PTv3 serialize / PSH "
+              "(> 1: PSH faster).\n\n",
+              f);
+        headline_table(f, rr, wls[iw], sizes, ns, cols, nc, COL_VS_FIRST, "PTv3");
+      }
+      nc = kernels_like(rr, "flash3d", "attn.", cols, 0, 16);
+      nc = kernels_like(rr, "ptv3", "attn.", cols, nc, 16);
+      if (nc > 0) {
+        const char *g = hx_run_context(rr, "ceiling_gemm_fp16_tflops");
+        fprintf(f, "Attention throughput (TFLOP/s; flash3d in place over PSH buckets, ptv3 over padded patches; "
+                   "cuBLAS fp16 GEMM ceiling %s).\n\n",
+                g ? g : "?");
+        headline_table(f, rr, wls[iw], sizes, ns, cols, nc, COL_TFLOPS, NULL);
+      }
+      nc = kernels_like(rr, "ptv3", "gather_", cols, 0, 16);
+      if (nc > 0) {
+        const char *cb = hx_run_context(rr, "ceiling_copy_gbs");
+        fprintf(f, "PTv3 gathers: bytes moved / median time (GB/s) and %% of the measured copy ceiling "
+                   "(%s GB/s).\n\n",
+                cb ? cb : "?");
+        headline_table(f, rr, wls[iw], sizes, ns, cols, nc, COL_GBS, NULL);
+      }
+    }
+  }
+}
+
 static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, const int *made, const char *const *what,
                          size_t nf, const char *gnuplot_note) {
   fputs("# flash3d-bench report\n\n", f);
@@ -416,7 +711,9 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
                  "counters: %s\n",
               r ? "" : "\n", p->label[r], cb ? cb : "?", g1 ? g1 : "?", g2 ? g2 : "?", ct ? ct : "?");
   }
-  fputs("\n## Figures\n\n", f);
+  fputc('\n', f);
+  write_headline(f, p);
+  fputs("## Figures\n\n", f);
   if (gnuplot_note) fprintf(f, "%s\n\n", gnuplot_note);
   for (size_t i = 0; i < nf; i++) {
     if (made[i])
@@ -424,7 +721,7 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
     else if (!gnuplot_note)
       fprintf(f, "### %s\n\nno rows for this figure in the run(s).\n\n", what[i]);
   }
-  fputs("## Latency (time_mean +- time_std, ms)\n\n", f);
+  fputs("## All rows: latency (time_mean +- time_std, ms)\n\n", f);
   for (size_t r = 0; r < p->n_runs; r++) {
     if (p->n_runs > 1) fprintf(f, "### %s\n\n", p->label[r]);
     fputs("| pipeline/kernel/variant | workload | n_points | batch | mean (ms) | std (ms) | median (ms) |\n"
@@ -467,6 +764,11 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
 }
 
 hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, hx_err *err) {
+  return hx_plot_sel(runs, n_runs, scripts_dir, out_dir, 0, err);
+}
+
+hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, int all_series,
+                      hx_err *err) {
   if (n_runs == 0) return hx_errf(err, HX_EINVAL, "plot: no result directories");
   if (!safe_for_shell(scripts_dir) || !safe_for_shell(out_dir))
     return hx_errf(err, HX_EINVAL, "plot: paths with quote characters are not supported");
@@ -474,7 +776,7 @@ hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const ch
   snprintf(plots, sizeof plots, "%s/plots", out_dir);
   if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
   if (mkdir(plots, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", plots, strerror(errno));
-  plot_ctx p = {runs, n_runs, NULL, NULL};
+  plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0};
   size_t total = 0;
   for (size_t r = 0; r < n_runs; r++) total += runs[r].n_rows;
   p.sorted = malloc((total ? total : 1) * sizeof *p.sorted);
@@ -500,7 +802,7 @@ hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const ch
   const char *figs[NF] = {"latency", "serial_psh", "sm", "tensor", "dram", "memory", "stages", "treemap"};
   const char *what[NF] = {"Latency vs size (mean +- std)",
                           "PTv3 serialization vs Flash3D PSH (log scale)",
-                          "SM active and SM issue vs size",
+                          "SM active (solid) and SM issue (dashed) vs size",
                           "TensorCore active vs size",
                           "DRAM read bandwidth vs size",
                           "Device memory vs size",
@@ -520,21 +822,22 @@ hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const ch
     const double s1[] = {1.0, 1.0}, sg[] = {1e-9}, smib[] = {1.0 / 1048576.0};
     const char *msm[] = {"sm_active", "sm_issue"}, *mt[] = {"tensor_active"}, *md[] = {"dram_read_bw"},
                *mm[] = {"mem*"};
-    st = lines_figure(&p, scripts_dir, plots, "latency", what[0], "time (ms)", 1, m1, e1, s1, 1, want_latency,
+    st = lines_figure(&p, scripts_dir, plots, "latency", what[0], "time (ms)", p.all ? 1 : -1, m1, e1, s1, 1,
+                      want_latency,
                       &made[0], err);
     if (st == HX_OK)
       st = lines_figure(&p, scripts_dir, plots, "serial_psh", what[1], "time (ms)", 1, m1, e1, s1, 1,
                         want_serial_psh, &made[1], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "sm", what[2], "% of peak", 0, msm, e0, s1, 2, want_all, &made[2],
+      st = lines_figure(&p, scripts_dir, plots, "sm", what[2], "% of peak", 0, msm, e0, s1, 2, want_stages, &made[2],
                         err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "tensor", what[3], "% of peak", 0, mt, e0, s1, 1, want_all,
+      st = lines_figure(&p, scripts_dir, plots, "tensor", what[3], "% of peak", 0, mt, e0, s1, 1, want_stages,
                         &made[3], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "dram", what[4], "GB/s", 0, md, e0, sg, 1, want_all, &made[4], err);
+      st = lines_figure(&p, scripts_dir, plots, "dram", what[4], "GB/s", 0, md, e0, sg, 1, want_stages, &made[4], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "memory", what[5], "MiB", 0, mm, e0, smib, 1, want_all, &made[5],
+      st = lines_figure(&p, scripts_dir, plots, "memory", what[5], "MiB", 0, mm, e0, smib, 1, want_memory, &made[5],
                         err);
     if (st == HX_OK) st = stages_figures(&p, scripts_dir, plots, &made[6], &made[7], err);
   }

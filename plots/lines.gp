@@ -1,6 +1,8 @@
 # lines.gp - one figure of "metric vs input size", one line per series, optional error bars (mean +- std).
 # Written by f3dbench plot (harness/plot.c); reads only the data file it is given.
-# Parameters (gnuplot -e): datafile, out, fmt ("png"|"svg"), title, ylabel, logy (0|1), errors (0|1).
+# Parameters (gnuplot -e): datafile, out, fmt ("png"|"svg"), title, ylabel, logy (0|1), errors (0|1),
+# paired (optional, N > 0: blocks i and N+i are two metrics of one series: same colour, the second dashed
+# and left out of the legend).
 # Data file: one block per series, blocks separated by two blank lines; a block starts with a line whose
 # first field is the quoted series title, then rows "n_points value error".
 if (fmt eq "svg") { set terminal svg size 1000,750 dynamic noenhanced font "DejaVu Sans,11" } \
@@ -10,18 +12,25 @@ set title title
 set xlabel "points per cloud"
 set ylabel ylabel
 set grid
-set key below left Left reverse maxcols 2 font ",9" spacing 0.9
+# the legend below the plot, never over it (the harness keeps the series few)
+set key below left Left reverse maxcols 2 font ",10" spacing 1.1 width 2
 set format x "%.0s%c"
 # sizes are linear steps (100k..600k) in the default sweep: a linear axis reads best
 if (logy) { set logscale y }
 set autoscale xfixmin
 set autoscale xfixmax
 set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05
+if (!exists("paired")) { paired = 0 }
 nblocks = 0
 stats datafile using 1 nooutput
 nblocks = STATS_blocks
-if (errors) {
+if (paired > 0) {
+  plot for [i=0:paired-1] datafile index i using 1:2 with linespoints lw 1.8 pt 7 ps 0.6 lc i+1 dt 1 \
+         title columnheader(1), \
+       for [i=paired:nblocks-1] datafile index i using 1:2 with linespoints lw 1.8 pt 6 ps 0.6 lc i-paired+1 dt 2 \
+         notitle
+} else { if (errors) {
   plot for [i=0:nblocks-1] datafile index i using 1:2:3 with yerrorlines lw 1.5 pt 7 ps 0.6 title columnheader(1)
 } else {
   plot for [i=0:nblocks-1] datafile index i using 1:2 with linespoints lw 1.5 pt 7 ps 0.6 title columnheader(1)
-}
+} }

@@ -1,8 +1,8 @@
 /*
  * cmd_plot.c - `f3dbench plot RESULTS_DIR...`: the paper's figures (PNG + SVG via gnuplot) and REPORT.md
  * from one run, or the same figures with one series per device plus a ratio table from several runs
- * (hx_plot). Figures go to OUT/plots/, the report to OUT/REPORT.md; OUT is the run directory itself for
- * one run. Without gnuplot the report is still written and the command says so (exit 0).
+ * (hx_plot_sel: by default a few headline series per figure, --all-series every one). Figures go to
+ * OUT/plots/, the report to OUT/REPORT.md; OUT is the run directory itself for one run. Without gnuplot the report is still written and the command says so (exit 0).
  */
 #include "harness/cli/cli.h"
 
@@ -25,6 +25,9 @@ static void usage(FILE *f) {
         "                       one, required for several)\n"
         "  -s, --scripts DIR    gnuplot scripts (default " F3D_SOURCE_ROOT "/plots)\n"
         "  -j, --json           also write results.json (NVBench-like schema) into each run directory\n"
+        "  -a, --all-series     draw every recorded series (every variant of every kernel); by default each\n"
+        "                       figure shows the fastest variant of each main stage (all series stay in\n"
+        "                       plots/<figure>_all.dat)\n"
         "  -h, --help           this text\n",
         f);
 }
@@ -33,16 +36,18 @@ int f3d_cmd_plot(int argc, char **argv) {
   static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
                                        {"scripts", required_argument, NULL, 's'},
                                        {"json", no_argument, NULL, 'j'},
+                                       {"all-series", no_argument, NULL, 'a'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   const char *out = NULL, *scripts = F3D_SOURCE_ROOT "/plots";
-  int json = 0, c;
+  int json = 0, all = 0, c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "o:s:jh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:s:jah", opts, NULL)) != -1) {
     switch (c) {
     case 'o': out = optarg; break;
     case 's': scripts = optarg; break;
     case 'j': json = 1; break;
+    case 'a': all = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -86,7 +91,7 @@ int f3d_cmd_plot(int argc, char **argv) {
     }
   }
   if (rc == 0) {
-    hx_status st = hx_plot(runs, n, scripts, out, &err);
+    hx_status st = hx_plot_sel(runs, n, scripts, out, all, &err);
     if (st == HX_EUNSUPPORTED) {
       fprintf(stderr, "f3dbench: plot: %s; wrote %s/REPORT.md without figures\n", err.msg, out);
     } else if (st != HX_OK) {
