@@ -2,7 +2,8 @@
  * test_plot.c - figures from a small fixture run: the squarified treemap tiles its box with areas
  * proportional to the weights; `hx_plot` renders non-empty PNG and SVG files for every figure the fixture
  * has rows for (latency, serialization vs PSH, SM active/issue, tensor, DRAM, memory, stages, treemap) and
- * a REPORT.md linking them; two runs give one figure with both devices and a ratio table. The rendering
+ * a REPORT.md linking them; two runs give one figure with both devices and a ratio table; the headline
+ * selection keeps one series per kernel (fastest GPU variant), all series in <figure>_all.dat. The rendering
  * cases are skipped when gnuplot is missing (said so on stdout).
  */
 #include <stdarg.h>
@@ -215,11 +216,80 @@ static void test_render_devices(void **state) {
   hx_run_free(&runs[1]);
 }
 
+/* Selection: ptv3 serialize with a cpu variant (fastest, but a GPU variant exists) and three GPU
+ * variants (v1 fastest), flash3d PSH direct and ".graph" (graph faster), no totals: the latency figure
+ * shows one series per kernel, the fastest GPU variant; every series stays in latency_all.dat. */
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *q = strstr(hay, needle); q; q = strstr(q + 1, needle)) n++;
+  return n;
+}
+
+static void test_select(void **state) {
+  (void)state;
+  if (hx_plot_have_gnuplot(NULL) != HX_OK) skip();
+  hx_results *r;
+  hx_err e;
+  assert_int_equal(hx_results_open(&r, root, "sel", &e), HX_OK);
+  static const char *const sv[4] = {"cpu", "v0", "v1", "v2"};
+  static const double st[4] = {0.1, 3.0, 1.0, 2.0};
+  static const char *const pv[2] = {"v4", "v4.graph"};
+  static const double pt[2] = {0.9, 0.7};
+  for (int n = 1; n <= 3; n++) {
+    for (int v = 0; v < 4; v++) {
+      hx_key k = {"lidar", (uint64_t)n * 100000u, 1, "ptv3", "serialize", sv[v]};
+      assert_int_equal(hx_results_add(r, &k, "time_mean", st[v] * n, "ms", &e), HX_OK);
+      assert_int_equal(hx_results_add(r, &k, "time_median", st[v] * n, "ms", &e), HX_OK);
+    }
+    for (int v = 0; v < 2; v++) {
+      hx_key k = {"lidar", (uint64_t)n * 100000u, 1, "flash3d", "psh.zorder-div", pv[v]};
+      assert_int_equal(hx_results_add(r, &k, "time_mean", pt[v] * n, "ms", &e), HX_OK);
+      assert_int_equal(hx_results_add(r, &k, "time_median", pt[v] * n, "ms", &e), HX_OK);
+    }
+  }
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+  char dir[400], p[600];
+  snprintf(dir, sizeof dir, "%s/sel", root);
+  hx_run run;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
+  snprintf(p, sizeof p, "%s/plots/latency.dat", dir);
+  char *dat = slurp(p);
+  assert_non_null(dat);
+  assert_int_equal(count(dat, "\"ptv3/serialize/"), 1);
+  assert_non_null(strstr(dat, "\"ptv3/serialize/v1 lidar\""));
+  assert_int_equal(count(dat, "\"flash3d/psh.zorder-div/"), 1);
+  assert_non_null(strstr(dat, "\"flash3d/psh.zorder-div/v4.graph lidar\""));
+  assert_null(strstr(dat, "/cpu"));
+  free(dat);
+  snprintf(p, sizeof p, "%s/plots/latency_all.dat", dir);
+  dat = slurp(p);
+  assert_non_null(dat);
+  assert_int_equal(count(dat, "\"ptv3/serialize/"), 4);
+  free(dat);
+  snprintf(p, sizeof p, "%s/REPORT.md", dir); /* headline: serialize v1 vs PSH v4.graph, ratio 1/0.7 */
+  dat = slurp(p);
+  assert_non_null(dat);
+  assert_non_null(strstr(dat, "| 100000 | 1 (v1) | 0.7 (v4.graph, 1.43x) |"));
+  free(dat);
+  hx_run_free(&run);
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK); /* --all-series: every variant drawn */
+  assert_int_equal(hx_plot_sel(&run, 1, F3D_PLOTS_DIR, dir, 1, &e), HX_OK);
+  snprintf(p, sizeof p, "%s/plots/latency.dat", dir);
+  dat = slurp(p);
+  assert_non_null(dat);
+  assert_int_equal(count(dat, "\"ptv3/serialize/"), 4);
+  free(dat);
+  hx_run_free(&run);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_treemap),
       cmocka_unit_test(test_render_one),
       cmocka_unit_test(test_render_devices),
+      cmocka_unit_test(test_select),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
