@@ -34,6 +34,11 @@ void f3d_fail(const char *what, const char *fmt, ...)
 #endif
     ;
 
+/* Load the result directories dirs[0..n) (for plot and merge). On failure prints
+ * "f3dbench: <what>: <why>", frees whatever was loaded and returns NULL. Free with f3d_runs_free. */
+hx_run *f3d_runs_load(const char *what, char *const *dirs, size_t n);
+void f3d_runs_free(hx_run *runs, size_t n);
+
 /* Parse a count with an optional k/K (1e3) or M (1e6) suffix: "100k", "1.5M", "250000". 0 on success. */
 int f3d_parse_count(const char *s, uint64_t *out);
 /* Parse an unsigned integer (any base strtoull accepts) fully; 0 on success. */

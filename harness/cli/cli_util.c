@@ -270,3 +270,26 @@ hx_status f3d_context_device(hx_results *r, const hx_device_info *dev, hx_err *e
   HX_TRY(hx_results_context(r, "cuda_runtime_version", rt, err));
   return HX_OK;
 }
+
+hx_run *f3d_runs_load(const char *what, char *const *dirs, size_t n) {
+  hx_run *runs = calloc(n ? n : 1, sizeof *runs);
+  if (!runs) {
+    f3d_fail(what, "out of memory");
+    return NULL;
+  }
+  hx_err err;
+  for (size_t i = 0; i < n; i++) {
+    if (hx_run_load(&runs[i], dirs[i], &err) != HX_OK) {
+      f3d_fail(what, "%s", err.msg);
+      f3d_runs_free(runs, i);
+      return NULL;
+    }
+  }
+  return runs;
+}
+
+void f3d_runs_free(hx_run *runs, size_t n) {
+  if (!runs) return;
+  for (size_t i = 0; i < n; i++) hx_run_free(&runs[i]);
+  free(runs);
+}

@@ -44,21 +44,10 @@ int f3d_cmd_merge(int argc, char **argv) {
     return 2;
   }
   size_t n = (size_t)(argc - optind);
-  hx_run *runs = calloc(n, sizeof *runs);
-  if (!runs) {
-    f3d_fail("merge", "out of memory");
-    return 1;
-  }
+  hx_run *runs = f3d_runs_load("merge", argv + optind, n);
+  if (!runs) return 1;
   hx_err err;
   int rc = 0;
-  size_t loaded = 0;
-  for (; loaded < n; loaded++) {
-    if (hx_run_load(&runs[loaded], argv[optind + (int)loaded], &err) != HX_OK) {
-      f3d_fail("merge", "%s", err.msg);
-      rc = 1;
-      break;
-    }
-  }
   if (rc == 0 && hx_run_merge(runs, n, out, force, &err) != HX_OK) {
     f3d_fail("merge", "%s", err.msg);
     rc = 1;
@@ -75,7 +64,6 @@ int f3d_cmd_merge(int argc, char **argv) {
     }
     hx_run_free(&m);
   }
-  for (size_t i = 0; i < loaded; i++) hx_run_free(&runs[i]);
-  free(runs);
+  f3d_runs_free(runs, n);
   return rc;
 }

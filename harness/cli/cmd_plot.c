@@ -63,23 +63,12 @@ int f3d_cmd_plot(int argc, char **argv) {
     return 2;
   }
   if (!out) out = argv[optind];
-  hx_run *runs = calloc(n, sizeof *runs);
-  if (!runs) {
-    f3d_fail("plot", "out of memory");
-    return 1;
-  }
+  hx_run *runs = f3d_runs_load("plot", argv + optind, n);
+  if (!runs) return 1;
   hx_err err;
   int rc = 0;
-  size_t loaded = 0;
-  for (; loaded < n; loaded++) {
-    if (hx_run_load(&runs[loaded], argv[optind + (int)loaded], &err) != HX_OK) {
-      f3d_fail("plot", "%s", err.msg);
-      rc = 1;
-      break;
-    }
-    if (runs[loaded].incomplete)
-      fprintf(stderr, "f3dbench: plot: warning: %s is an incomplete run\n", runs[loaded].dir);
-  }
+  for (size_t i = 0; i < n; i++)
+    if (runs[i].incomplete) fprintf(stderr, "f3dbench: plot: warning: %s is an incomplete run\n", runs[i].dir);
   if (rc == 0 && json) {
     for (size_t i = 0; i < n && rc == 0; i++) {
       char path[4096];
@@ -101,7 +90,6 @@ int f3d_cmd_plot(int argc, char **argv) {
       printf("figures in %s/plots, report %s/REPORT.md\n", out, out);
     }
   }
-  for (size_t i = 0; i < loaded; i++) hx_run_free(&runs[i]);
-  free(runs);
+  f3d_runs_free(runs, n);
   return rc;
 }
