@@ -200,14 +200,28 @@ hx_status bpool_reduce_cpu(void *feat_out, const void *feat_in, const uint32_t *
   return HX_OK;
 }
 
-hx_status bpool_unpool_cpu(float *up, const float *down, const float *residual, const uint32_t *parent,
-                           uint32_t n_rows, uint32_t channels, hx_err *err) {
-  (void)err;
+hx_status bpool_unpool_dt_cpu(void *up, const void *down, const void *residual, const uint32_t *parent,
+                              uint32_t n_rows, uint32_t channels, psh_dtype dt, hx_err *err) {
+  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
   for (uint32_t r = 0; r < n_rows; r++)
     for (uint32_t ch = 0; ch < channels; ch++) {
-      const size_t o = (size_t)r * channels + ch;
-      float v = parent[r] == BPOOL_NONE ? 0.0f : down[(size_t)parent[r] * channels + ch];
-      up[o] = residual ? v + residual[o] : v;
+      const size_t o = (size_t)r * channels + ch, d = (size_t)parent[r] * channels + ch;
+      float v = 0.0f, res = 0.0f;
+      if (dt == PSH_F32) {
+        if (parent[r] != BPOOL_NONE) v = ((const float *)down)[d];
+        if (residual) res = ((const float *)residual)[o];
+      } else {
+        if (parent[r] != BPOOL_NONE) v = bpool_bf16_to_f(((const uint16_t *)down)[d]);
+        if (residual) res = bpool_bf16_to_f(((const uint16_t *)residual)[o]);
+      }
+      if (residual) v = bpool_add(v, res);
+      if (dt == PSH_F32) ((float *)up)[o] = v;
+      else ((uint16_t *)up)[o] = bpool_f_to_bf16(v);
     }
   return HX_OK;
+}
+
+hx_status bpool_unpool_cpu(float *up, const float *down, const float *residual, const uint32_t *parent,
+                           uint32_t n_rows, uint32_t channels, hx_err *err) {
+  return bpool_unpool_dt_cpu(up, down, residual, parent, n_rows, channels, PSH_F32, err);
 }

@@ -5,6 +5,7 @@
  * for bit (tests compare them exactly).
  *
  * Variants (the table at the bottom):
+ *   v1  unpool: one thread per 16 bytes of a row (per element when the row is not 16-byte divisible).
  *   v1  assign: one 1024-thread block per bucket, tiles of <= 1024 rows in turn, everything in shared
  *       memory: cubic box (warp + shared atomicMin on ordered keys), slots, cub::BlockRadixSort on
  *       (slot, row), three block scans (slot starts, full sub-buckets, leftovers), seeds in parallel,
@@ -223,10 +224,12 @@ __global__ void __launch_bounds__(kT) k_assign(uint32_t *members, uint32_t *pare
 template <typename T> struct io;
 template <> struct io<float> {
   static __device__ __forceinline__ float ld(const float *p) { return __ldg(p); }
+  static __device__ __forceinline__ float f(float x) { return x; }
   static __device__ __forceinline__ float st(float x) { return x; }
 };
 template <> struct io<uint16_t> {
   static __device__ __forceinline__ float ld(const uint16_t *p) { return bpool_bf16_to_f(__ldg(p)); }
+  static __device__ __forceinline__ float f(uint16_t x) { return bpool_bf16_to_f(x); }
   static __device__ __forceinline__ uint16_t st(float x) { return bpool_f_to_bf16(x); }
 };
 
@@ -265,6 +268,64 @@ hx_status launch_reduce(T *out, const T *in, const uint32_t *members, uint32_t n
   return HX_OK;
 }
 
+/* Unpool: one thread per VEC consecutive channels of a row (VEC = 16 bytes when the row and the pointers
+ * allow 16-byte access, else 1); the fp32 sum and the rounding are bpool_unpool_dt_cpu's. */
+template <typename T, int VEC>
+__global__ void k_unpool(T *up, const T *down, const T *residual, const uint32_t *parent, uint32_t n_rows,
+                         uint32_t channels) {
+  const uint32_t per_row = channels / VEC;
+  const size_t total = (size_t)n_rows * per_row;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
+    const uint32_t r = (uint32_t)(e / per_row), q = (uint32_t)(e % per_row);
+    const uint32_t par = __ldg(parent + r);
+    const size_t o = (size_t)r * channels + (size_t)q * VEC, d = (size_t)par * channels + (size_t)q * VEC;
+    T a[VEC], b[VEC];
+    if (VEC == 1) {
+      a[0] = par == BPOOL_NONE ? T(0) : __ldg(down + d);
+      if (residual) b[0] = __ldg(residual + o);
+    } else {
+      if (par == BPOOL_NONE) *(uint4 *)a = make_uint4(0, 0, 0, 0);
+      else *(uint4 *)a = __ldg((const uint4 *)(down + d));
+      if (residual) *(uint4 *)b = __ldcs((const uint4 *)(residual + o)); /* read once: streaming */
+    }
+#pragma unroll
+    for (int k = 0; k < VEC; k++) {
+      float v = io<T>::f(a[k]);
+      if (residual) v = bpool_add(v, io<T>::f(b[k]));
+      a[k] = io<T>::st(v);
+    }
+    if (VEC == 1) up[o] = a[0];
+    else __stcs((uint4 *)(up + o), *(uint4 *)a);
+  }
+}
+
+template <typename T>
+hx_status launch_unpool(T *up, const T *down, const T *residual, const uint32_t *parent, uint32_t n_rows,
+                        uint32_t channels, cudaStream_t s, hx_err *err) {
+  constexpr int V = 16 / (int)sizeof(T);
+  const bool vec = channels % V == 0 && ((uintptr_t)up & 15u) == 0 && ((uintptr_t)down & 15u) == 0 &&
+                   ((uintptr_t)residual & 15u) == 0;
+  const size_t total = (size_t)n_rows * (vec ? channels / V : channels);
+  const unsigned blocks = (unsigned)((total + 255) / 256 < 16384 ? (total + 255) / 256 + 1 : 16384);
+  if (vec) k_unpool<T, V><<<blocks, 256, 0, s>>>(up, down, residual, parent, n_rows, channels);
+  else k_unpool<T, 1><<<blocks, 256, 0, s>>>(up, down, residual, parent, n_rows, channels);
+  BPOOL_LAUNCHED("unpool");
+  return HX_OK;
+}
+
+hx_status unpool_v1(void *d_up, const void *d_down, const void *d_residual, const uint32_t *d_parent, uint32_t n_rows,
+                    uint32_t channels, psh_dtype dt, void *stream, hx_err *err) {
+  if (n_rows == 0 || channels == 0) return HX_OK;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (dt == PSH_F32)
+    return launch_unpool<float>((float *)d_up, (const float *)d_down, (const float *)d_residual, d_parent, n_rows,
+                                channels, s, err);
+  if (dt == PSH_BF16)
+    return launch_unpool<uint16_t>((uint16_t *)d_up, (const uint16_t *)d_down, (const uint16_t *)d_residual, d_parent,
+                                   n_rows, channels, s, err);
+  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+}
+
 hx_status assign_v1(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
                     uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
                     const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
@@ -300,7 +361,7 @@ hx_status reduce_v1(void *d_feat_out, const void *d_feat_in, const uint32_t *d_m
 
 const bpool_variant bpool_table[] = {
     {1, "v1", "block per bucket, shared-memory three-step sub-buckets; thread per (row, channel) reduce", assign_v1,
-     reduce_v1},
+     reduce_v1, unpool_v1},
 };
 
 } // namespace

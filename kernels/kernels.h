@@ -322,6 +322,10 @@ hx_status bpool_reduce_cpu(void *feat_out, const void *feat_in, const uint32_t *
 /* Unpool: up[row] = down[parent[row]] (+ residual[row] if not NULL), fp32, zero rows where parent is NONE. */
 hx_status bpool_unpool_cpu(float *up, const float *down, const float *residual, const uint32_t *parent,
                            uint32_t n_rows, uint32_t channels, hx_err *err);
+/* The same for fp32 or bf16 rows (PSH_F32 / PSH_BF16): the sum is taken in fp32 and a bf16 result is that
+ * fp32 value rounded to nearest even; bpool_unpool_cpu is the PSH_F32 case. */
+hx_status bpool_unpool_dt_cpu(void *up, const void *down, const void *residual, const uint32_t *parent,
+                              uint32_t n_rows, uint32_t channels, psh_dtype dt, hx_err *err);
 
 /* GPU (device pointers, stream last). bpool_plan_gpu uses a CUB scan: NULL d_scratch reports the size. */
 hx_status bpool_plan_gpu(void *d_scratch, size_t *scratch_bytes, uint32_t *d_out_start, uint32_t *d_out_count,
@@ -334,12 +338,16 @@ typedef hx_status (*bpool_assign_fn)(uint32_t *d_members, uint32_t *d_parent, fl
 typedef hx_status (*bpool_reduce_fn)(void *d_feat_out, const void *d_feat_in, const uint32_t *d_members,
                                      uint32_t n_out, uint32_t rho, uint32_t channels, psh_dtype dt,
                                      bpool_op op, void *stream, hx_err *err);
+/* GPU unpool (bpool_unpool_dt_cpu's contract, device pointers; d_residual may be NULL). */
+typedef hx_status (*bpool_unpool_fn)(void *d_up, const void *d_down, const void *d_residual, const uint32_t *d_parent,
+                                     uint32_t n_rows, uint32_t channels, psh_dtype dt, void *stream, hx_err *err);
 typedef struct bpool_variant {
   int id;
   const char *name;
   const char *summary;
   bpool_assign_fn assign;
   bpool_reduce_fn reduce;
+  bpool_unpool_fn unpool;
 } bpool_variant;
 const bpool_variant *bpool_variants(size_t *count);
 const bpool_variant *bpool_variant_find(const char *name);

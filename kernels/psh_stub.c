@@ -63,8 +63,15 @@ static hx_status bpool_reduce_no_gpu(void *d_feat_out, const void *d_feat_in, co
   return hx_errf(err, HX_ENODEV, "bpool: this build has no CUDA");
 }
 
+static hx_status bpool_unpool_no_gpu(void *d_up, const void *d_down, const void *d_residual, const uint32_t *d_parent,
+                                     uint32_t n_rows, uint32_t channels, psh_dtype dt, void *stream, hx_err *err) {
+  (void)d_up, (void)d_down, (void)d_residual, (void)d_parent, (void)n_rows, (void)channels, (void)dt, (void)stream;
+  return hx_errf(err, HX_ENODEV, "bpool: this build has no CUDA");
+}
+
 static const bpool_variant bpool_table[] = {
-    {1, "v1", "block per bucket, shared-memory sub-buckets (needs CUDA)", bpool_assign_no_gpu, bpool_reduce_no_gpu},
+    {1, "v1", "block per bucket, shared-memory sub-buckets (needs CUDA)", bpool_assign_no_gpu, bpool_reduce_no_gpu,
+     bpool_unpool_no_gpu},
 };
 
 const bpool_variant *bpool_variants(size_t *count) {

@@ -201,6 +201,28 @@ static void test_reduce(void **state) {
         float want = parent[r] == BPOOL_NONE ? f[(size_t)r * C + c] : out[BPOOL_MAX][(size_t)parent[r] * C + c] + f[(size_t)r * C + c];
         assert_true(up[(size_t)r * C + c] == want);
       }
+    /* bf16 unpool = the fp32 unpool of the same (bf16-representable) values, rounded to nearest even; rows
+     * outside every bucket get the residual alone */
+    uint16_t *ob = malloc((size_t)L.n_out * C * 2), *upb = malloc((size_t)L.n_rows * C * 2);
+    for (uint32_t e = 0; e < L.n_out * C; e++) {
+      uint32_t u;
+      memcpy(&u, &out[BPOOL_MIN][e], 4);
+      ob[e] = (uint16_t)(u >> 16);
+      u &= 0xFFFF0000u;
+      memcpy(&out[BPOOL_MIN][e], &u, 4); /* now bf16-representable too */
+    }
+    assert_int_equal(bpool_unpool_cpu(up, out[BPOOL_MIN], f, parent, L.n_rows, C, NULL), HX_OK);
+    assert_int_equal(bpool_unpool_dt_cpu(upb, ob, fb, parent, L.n_rows, C, PSH_BF16, NULL), HX_OK);
+    uint32_t outside = 0;
+    for (uint32_t e = 0; e < L.n_rows * C; e++) {
+      uint32_t u;
+      memcpy(&u, &up[e], 4);
+      assert_int_equal(upb[e], (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16));
+      outside += parent[e / C] == BPOOL_NONE;
+    }
+    assert_true(outside > 0); /* the layout has padding rows, so the NONE path is exercised */
+    assert_int_equal(bpool_unpool_dt_cpu(upb, ob, fb, parent, L.n_rows, C, PSH_F16, NULL), HX_EUNSUPPORTED);
+    free(ob), free(upb);
     free(up);
     for (int op = 0; op < BPOOL_OP_COUNT; op++) free(out[op]);
     free(f), free(fb), free(members), free(parent), free(xo);

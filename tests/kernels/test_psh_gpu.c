@@ -276,6 +276,36 @@ static void test_bpool_variants(void **state) {
           cudaFree(d_o);
           free(want), free(got);
         }
+      /* unpool of random pooled rows through the CPU parent map, fp32 and bf16, with and without a residual;
+       * C = 33 takes the per-element path, C = 64 the 16-byte one */
+      const uint32_t uc[2] = {33, 64};
+      uint32_t *d_par = dup_to_dev(parent, (size_t)n * 4);
+      for (int ci = 0; ci < 2; ci++)
+        for (int dt = 0; dt < 2; dt++)
+          for (int with_res = 0; with_res < 2; with_res++) {
+            const psh_dtype t = dt ? PSH_BF16 : PSH_F32;
+            const uint32_t CU = uc[ci];
+            const size_t es = psh_dtype_size(t), nd = (size_t)n_out * CU, nu = (size_t)n * CU;
+            unsigned char *down = malloc(nd * es), *res = malloc(nu * es), *want = malloc(nu * es), *got = malloc(nu * es);
+            for (size_t i = 0; i < nd; i++) {
+              if (dt) ((uint16_t *)down)[i] = (uint16_t)(hx_rng_u64(11, i, 0) & 0x7F7F);
+              else ((float *)down)[i] = (float)hx_rng_unit(11, i, 0) * 4.0f - 2.0f;
+            }
+            for (size_t i = 0; i < nu; i++) {
+              if (dt) ((uint16_t *)res)[i] = (uint16_t)(hx_rng_u64(12, i, 0) & 0x7F7F);
+              else ((float *)res)[i] = (float)hx_rng_unit(12, i, 0) * 4.0f - 2.0f;
+            }
+            assert_int_equal(bpool_unpool_dt_cpu(want, down, with_res ? res : NULL, parent, n, CU, t, NULL), HX_OK);
+            void *d_down = dup_to_dev(down, nd * es), *d_res = dup_to_dev(res, nu * es), *d_up = dalloc(nu * es);
+            st = vs[k].unpool(d_up, d_down, with_res ? d_res : NULL, d_par, n, CU, t, NULL, &err);
+            if (st != HX_OK) fail_msg("bpool %s unpool: %s", vs[k].name, err.msg);
+            CK(cudaDeviceSynchronize());
+            to_host(got, d_up, nu * es);
+            assert_memory_equal(want, got, nu * es);
+            cudaFree(d_down), cudaFree(d_res), cudaFree(d_up);
+            free(down), free(res), free(want), free(got);
+          }
+      cudaFree(d_par);
       cudaFree(d_m), cudaFree(d_p), cudaFree(d_xo);
       free(gm), free(gp), free(gx);
     }
