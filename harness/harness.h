@@ -430,6 +430,67 @@ hx_status hx_meter_mem_used(hx_meter *m, size_t *bytes, hx_err *err);
 /* Flush the L2 (the same memset the cold samples use) and wait for it. */
 hx_status hx_meter_flush_l2(hx_meter *m, hx_err *err);
 
+/* Device memory arena (arena.c: bookkeeping, plain C; arena_gpu.cu / arena_stub.c: the cudaMalloc backend).
+ * A pipeline allocates its device buffers through one arena, which keeps the numbers behind the mem_peak
+ * rows: bytes in use, the high-water mark since init/reset (the pipeline's peak) and the high-water mark
+ * since the last hx_arena_mark (one stage: what was held when it started plus whatever it allocated).
+ * Every request is accounted rounded up to HX_ARENA_ALIGN (cudaMalloc's alignment, and what a
+ * sub-allocator carving one block would need), and the backend must return pointers aligned to it.
+ * capacity > 0 bounds bytes in use: a request that would pass it fails with HX_ENOMEM naming the request
+ * and what is in use, before the backend is called. Memory a library allocates on its own (a create
+ * function of kernels/) is entered with hx_arena_note, keyed by its handle, and leaves with hx_arena_free
+ * of that handle (the backend is not called for it). The accounting never calls CUDA: tests run it on a
+ * host backend; the device backend is the only GPU part (its stub returns HX_ENODEV). */
+#define HX_ARENA_ALIGN 256u
+typedef struct hx_arena_backend {
+  hx_status (*alloc)(void *ctx, void **p, size_t bytes, hx_err *err); /* bytes: a multiple of HX_ARENA_ALIGN */
+  void (*release)(void *ctx, void *p);
+  void *ctx;
+} hx_arena_backend;
+/* cudaMalloc / cudaFree on the current device; device out-of-memory is HX_ECUDA with the request named. */
+hx_arena_backend hx_arena_device_backend(void);
+/* Device memory in use now on the current device (total - free from cudaMemGetInfo; the driver hands
+ * out memory in pages of about 2 MiB, so deltas of this are that coarse). */
+hx_status hx_device_mem_used(size_t *bytes, hx_err *err);
+
+typedef struct hx_arena_entry {
+  const void *p;   /* the allocation, or the handle of a noted one */
+  size_t bytes;    /* accounted (rounded) size */
+  int external;    /* 1: entered with hx_arena_note, not allocated here */
+  char label[48];
+} hx_arena_entry;
+typedef struct hx_arena {
+  hx_arena_backend be;
+  size_t capacity;  /* 0: no limit but the backend's */
+  size_t in_use, peak, mark_peak;
+  size_t n_allocs;  /* allocations and notes since init/reset */
+  hx_arena_entry *live;
+  size_t n_live, cap_live;
+  char name[32];
+} hx_arena;
+/* be == NULL: the device backend. Never fails; the entry table grows on the first allocation. */
+void hx_arena_init(hx_arena *a, const char *name, size_t capacity, const hx_arena_backend *be);
+/* Free everything still live and the table. */
+void hx_arena_destroy(hx_arena *a);
+/* bytes is rounded up to HX_ARENA_ALIGN (0 counts as one unit); *p is NULL on failure, and the
+ * accounting is unchanged. */
+hx_status hx_arena_alloc(hx_arena *a, void **p, size_t bytes, const char *label, hx_err *err);
+/* Enter `bytes` that `handle` holds on the device (allocated elsewhere): accounted as an allocation. */
+hx_status hx_arena_note(hx_arena *a, const void *handle, size_t bytes, const char *label, hx_err *err);
+/* Free an allocation (backend) or drop a note. NULL is a no-op; an unknown pointer is HX_EINVAL. */
+hx_status hx_arena_free(hx_arena *a, const void *p, hx_err *err);
+/* Free every live allocation and note (in_use = 0); the peaks stay. */
+void hx_arena_release_all(hx_arena *a);
+/* release_all, then the peaks, the mark and the allocation count start again from 0. */
+void hx_arena_reset(hx_arena *a);
+/* Start a stage: its high-water mark starts at the bytes in use now. */
+void hx_arena_mark(hx_arena *a);
+size_t hx_arena_in_use(const hx_arena *a);
+size_t hx_arena_peak(const hx_arena *a);      /* since init/reset */
+size_t hx_arena_mark_peak(const hx_arena *a); /* since the last mark (or init/reset) */
+size_t hx_arena_count(const hx_arena *a);     /* allocations and notes since init/reset */
+size_t hx_arena_live(const hx_arena *a);      /* live entries */
+
 /* Ceilings measured at run start (measure_ceilings.cu): what this device really does. */
 typedef struct hx_ceilings {
   double copy_gbs;      /* device-to-device cudaMemcpy, bytes read + written per second / 1e9 */
