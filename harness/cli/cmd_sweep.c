@@ -631,6 +631,10 @@ int f3d_cmd_sweep(int argc, char **argv) {
   hx_results *res = NULL;
   wl_batch cloud = {0, 0, NULL, NULL};
   hx_bench bench_store, *bench = NULL;
+  /* the pipelines' device memory (mem_peak rows): reset before each pipeline; no device memory is
+   * touched until a pipeline allocates */
+  hx_arena arena;
+  hx_arena_init(&arena, "sweep", 0, NULL);
   int rc = 1;
   /* Recorded inputs are read once, before anything is created. */
   for (size_t i = 0; i < o.nwl; i++) {
@@ -802,6 +806,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
       ctx.bench = bench;
       ctx.stream = bench ? hx_bench_stream(bench) : NULL;
       ctx.mem_base = mem_base;
+      ctx.arena = have_gpu ? &arena : NULL;
       ctx.stage_hook = stage_hook;
       ctx.stage_hook_arg = &run;
       ctx.seed = o.seed;
@@ -820,7 +825,19 @@ int f3d_cmd_sweep(int argc, char **argv) {
         progress(&run, &ctx, o.pipes[p]->name, NULL, NULL);
         err.status = HX_OK;
         err.msg[0] = '\0';
-        if (o.pipes[p]->run(&ctx, &err) != HX_OK) {
+        hx_arena_reset(&arena);
+        snprintf(arena.name, sizeof arena.name, "%s", o.pipes[p]->name);
+        ctx.mem_used_max = 0;
+        hx_status pst = o.pipes[p]->run(&ctx, &err);
+        if (pst == HX_OK) pst = f3d_record_mem_total(&ctx, o.pipes[p]->name, &err);
+        if (pst == HX_OK && hx_arena_live(&arena) > 0) {
+          /* a pipeline frees what it allocates (sweep.h); say so, and free it here so the next starts clean */
+          clear_line(&run);
+          fprintf(stderr, "f3dbench: sweep: note: pipeline %s left %zu B in %zu device allocations (freed)\n",
+                  o.pipes[p]->name, hx_arena_in_use(&arena), hx_arena_live(&arena));
+        }
+        hx_arena_release_all(&arena);
+        if (pst != HX_OK) {
           if (stop_signal) break; /* f3d_measure refused to start: reported as interrupted below */
           clear_line(&run);
           f3d_fail("sweep", "%s n=%zu pipeline %s: %s", o.wl[w].name, n, o.pipes[p]->name,
@@ -858,6 +875,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
   printf("results: %s\n", hx_results_dir(res));
   rc = 0;
 out:
+  hx_arena_destroy(&arena);
   wl_batch_free(&cloud);
   hx_results_close(res);
   if (bench) hx_bench_close(bench);

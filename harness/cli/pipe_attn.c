@@ -20,6 +20,8 @@
  *      run) for every plan but the base.
  * Inputs: packed qkv [rows, 3, H, D] fp16 (what a qkv projection writes and PTv3's gather produces),
  * uniform random (q, k in [-2, 2), v in [-1, 1)) from the sweep seed; O [rows, H, D]; LSE fp32.
+ * Device buffers come from the sweep's arena (ctx->arena: the mem_peak rows); v0's cuBLAS handle and its
+ * workspace are created inside kernels/attn.cu, once per device, and are not in the arena.
  */
 #include "harness/cli/pipe_attn.h"
 
@@ -81,13 +83,13 @@ typedef struct attn_bufs {
   uint32_t *d_start, *d_count, *d_scope;
   cudaStream_t s;
   double (*median)[ATTN_NVAR];
+  hx_arena *arena; /* the device buffers above come from the sweep's arena (mem_peak rows) */
 } attn_bufs;
 
 static void attn_free(attn_bufs *b) {
   free(b->h_qkv), free(b->h_o), free(b->h_lse), free(b->sel), free(b->median);
   void *d[] = {b->d_qkv, b->d_o, b->d_scratch, b->d_lse, b->d_start, b->d_count, b->d_scope};
-  for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
-    if (d[i]) cudaFree(d[i]);
+  for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) hx_arena_free(b->arena, d[i], NULL);
   if (b->s) cudaStreamDestroy(b->s);
 }
 
@@ -148,12 +150,12 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
     if (pl->num_scopes * pl->buckets_per_scope > max_ns) max_ns = pl->num_scopes * pl->buckets_per_scope;
   }
   HX_TRY(cu(cudaStreamCreateWithFlags(&b->s, cudaStreamNonBlocking), "stream", err));
-  HX_TRY(cu(cudaMalloc(&b->d_qkv, 3 * R * hd * 2 + 16), "cudaMalloc", err));
-  HX_TRY(cu(cudaMalloc(&b->d_o, R * hd * 2 + 16), "cudaMalloc", err));
-  HX_TRY(cu(cudaMalloc((void **)&b->d_lse, R * (size_t)H * 4 + 4), "cudaMalloc", err));
-  HX_TRY(cu(cudaMalloc((void **)&b->d_start, (size_t)max_nb * 4), "cudaMalloc", err));
-  HX_TRY(cu(cudaMalloc((void **)&b->d_count, (size_t)max_nb * 4), "cudaMalloc", err));
-  HX_TRY(cu(cudaMalloc((void **)&b->d_scope, (size_t)max_ns * 4), "cudaMalloc", err));
+  HX_TRY(hx_arena_alloc(b->arena, &b->d_qkv, 3 * R * hd * 2 + 16, "attention qkv", err));
+  HX_TRY(hx_arena_alloc(b->arena, &b->d_o, R * hd * 2 + 16, "attention o", err));
+  HX_TRY(hx_arena_alloc(b->arena, (void **)&b->d_lse, R * (size_t)H * 4 + 4, "attention lse", err));
+  HX_TRY(hx_arena_alloc(b->arena, (void **)&b->d_start, (size_t)max_nb * 4, "attention bucket_start", err));
+  HX_TRY(hx_arena_alloc(b->arena, (void **)&b->d_count, (size_t)max_nb * 4, "attention bucket_count", err));
+  HX_TRY(hx_arena_alloc(b->arena, (void **)&b->d_scope, (size_t)max_ns * 4, "attention scopes", err));
   HX_TRY(cu(cudaMemcpy(b->d_qkv, b->h_qkv, 3 * R * hd * 2, cudaMemcpyHostToDevice), "upload", err));
   /* host params (reference) and device params share shapes and strides: packed [rows, 3, H, D] */
   battn_params hp;
@@ -175,7 +177,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
       HX_TRY(vars[vi]->fn(&p, NULL, &need, b->s, err));
       if (need > scratch) scratch = need;
     }
-  HX_TRY(cu(cudaMalloc(&b->d_scratch, scratch), "cudaMalloc", err));
+  HX_TRY(hx_arena_alloc(b->arena, &b->d_scratch, scratch, "attention scratch", err));
 
   for (size_t k = 0; k < n_items; k++) {
     const battn_plan *pl = items[k].plan;
@@ -237,6 +239,8 @@ hx_status f3d_attn_stage(f3d_ctx *ctx, const char *pipeline, int64_t rows, const
 #if F3D_HAVE_CUDA
   attn_bufs b;
   memset(&b, 0, sizeof b);
+  b.arena = ctx->arena;
+  if (!b.arena) return hx_errf(err, HX_EINVAL, "%s: attention: no device memory arena in the sweep context", pipeline);
   hx_status st = attn_gpu(ctx, pipeline, rows, items, n_items, rel_base, &b, err);
   attn_free(&b);
   return st;

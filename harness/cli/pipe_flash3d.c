@@ -20,6 +20,8 @@
  * to the CPU's; pooling bitwise equal to bpool_assign_cpu on the same PSH output); a failing variant gets a
  * row check = 0 and is not timed. check = 1 rows record the passes. Every stage is timed by f3d_measure,
  * as in the other pipelines (so --timing and counters apply), bandwidth at the median its rows report.
+ * Device memory (mem_peak rows): psh_gpu allocates on its own and is noted in the sweep's arena by its
+ * cudaMemGetInfo delta (gpu_create below); the attention stage allocates through the arena.
  */
 #include <math.h>
 #include <stdio.h>
@@ -143,6 +145,30 @@ static hx_status check_pool(psh_gpu *g, const bpool_variant *pv, uint32_t n, uin
   return st;
 }
 
+/* psh_gpu_create allocates its device buffers itself (kernels/psh_host.cu: inputs, outputs, features,
+ * pooling buffers and scratch) and does not report their size, so the arena notes the cudaMemGetInfo
+ * delta around the call, keyed by the handle. The driver hands out device memory in pages of ~2 MiB, so
+ * the note is that coarse (a few percent at 100k points: ~1 KB per point with C = 64 features); memory
+ * that psh_gpu_run_graph allocates later for its CUDA graph is not in it. */
+static hx_status gpu_create(f3d_ctx *ctx, psh_gpu **g, const psh_in *in, const psh_params *p, uint32_t channels,
+                            hx_err *err) {
+  size_t before = 0, after = 0;
+  hx_err e;
+  const int probe = ctx->arena && hx_device_mem_used(&before, &e) == HX_OK;
+  hx_status st = psh_gpu_create(g, in, p, channels, err);
+  if (st != HX_OK || !probe || hx_device_mem_used(&after, &e) != HX_OK) return st;
+  st = hx_arena_note(ctx->arena, *g, after > before ? after - before : 0, "psh_gpu (cudaMemGetInfo delta)", err);
+  if (st != HX_OK) {
+    psh_gpu_free(*g);
+    *g = NULL;
+  }
+  return st;
+}
+static void gpu_free(f3d_ctx *ctx, psh_gpu *g) {
+  if (ctx->arena && g) hx_arena_free(ctx->arena, g, NULL); /* the note, when there is one */
+  psh_gpu_free(g);
+}
+
 /* PSH parameters of hash h for this case (the attention stage reuses the default hash's). */
 static void case_params(psh_params *p, const f3d_ctx *ctx, psh_hash h, size_t nmax) {
   psh_params_default(p);
@@ -213,11 +239,11 @@ static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *e
     size_t nv = 0;
     const psh_variant *vs = psh_variants(&nv);
     psh_gpu *g = NULL;
-    st = psh_gpu_create(&g, in, &p, is_default ? F3D_FEAT_C : 0, err);
+    st = gpu_create(ctx, &g, in, &p, is_default ? F3D_FEAT_C : 0, err);
     if (st != HX_OK) return st;
     f3d_bufs gb;
     if (!bufs_alloc(&gb, n, nbt)) {
-      psh_gpu_free(g);
+      gpu_free(ctx, g);
       return hx_errf(err, HX_ENOMEM, "flash3d: no memory for %u points", n);
     }
     for (size_t k = 0; k < nv && st == HX_OK; k++) {
@@ -282,7 +308,7 @@ static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *e
                    12.0 * pts + 4.0 * pts + (4.0 * F3D_POOL_RHO + 12.0) * n_out + 4.0 * F3D_FEAT_C * (pts + n_out), err);
     }
     bufs_free(&gb);
-    psh_gpu_free(g);
+    gpu_free(ctx, g);
   }
   return st;
 }

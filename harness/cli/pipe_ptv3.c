@@ -25,6 +25,10 @@
  * that does not match gets check = 0 and is not timed). The check runs on every case, a superset of
  * "the first size of each workload", because a pipeline keeps no state between cases.
  * Without a GPU: CPU references only (variant "cpu"): grid, encode_all, sort, padding, gather C=64.
+ * Device buffers come from the sweep's arena (ctx->arena), allocated by phase: serialization buffers and
+ * the largest scratch any stage asks for first, padding tables before padding, the gather source and
+ * destination per C (freed after its gathers), pooling outputs before pooling; so a stage's mem_peak is
+ * what the PTv3 path holds when that stage runs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +152,7 @@ static hx_status run_cpu(f3d_ctx *ctx, ptv3_host *h, hx_err *err) {
 
 typedef struct gpu_state {
   ptv3_host *h;
+  hx_arena *arena; /* every device buffer below comes from it (the sweep's mem_peak rows) */
   float *d_xyz;
   uint32_t *d_grid, *d_batch, *d_max, *d_order, *d_inverse;
   uint64_t *d_code;
@@ -240,8 +245,8 @@ static hx_status checked_measure(f3d_ctx *ctx, gpu_state *g, const char *kernel,
   return f3d_measure(ctx, "ptv3", kernel, variant, HX_CLOCK_GPU, &c, err);
 }
 
-static hx_status gpu_alloc(void **p, size_t bytes, hx_err *err) {
-  return cuda_st(cudaMalloc(p, bytes ? bytes : 16), "cudaMalloc", err);
+static hx_status gpu_alloc(gpu_state *g, void **p, size_t bytes, const char *what, hx_err *err) {
+  return hx_arena_alloc(g->arena, p, bytes ? bytes : 16, what, err);
 }
 
 static hx_status record_bw(f3d_ctx *ctx, const char *kernel, const char *variant, double bytes, double per_row,
@@ -254,22 +259,16 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   ptv3_host *h = g->h;
   const size_t n = h->n;
   char var[16], kernel[64];
-  HX_TRY(gpu_alloc((void **)&g->d_xyz, n * 12, err));
-  HX_TRY(gpu_alloc((void **)&g->d_grid, n * 12, err));
-  HX_TRY(gpu_alloc((void **)&g->d_batch, n * 4, err));
-  HX_TRY(gpu_alloc((void **)&g->d_max, 4, err));
-  HX_TRY(gpu_alloc((void **)&g->d_code, n * 32, err));
-  HX_TRY(gpu_alloc((void **)&g->d_order, n * 16, err));
-  HX_TRY(gpu_alloc((void **)&g->d_inverse, n * 16, err));
-  HX_TRY(gpu_alloc((void **)&g->d_pad, h->sum_p * 4, err));
-  HX_TRY(gpu_alloc((void **)&g->d_unpad, n * 4, err));
-  HX_TRY(gpu_alloc((void **)&g->d_order_p, h->sum_p * 4, err));
-  HX_TRY(gpu_alloc((void **)&g->d_inverse_p, n * 4, err));
-  HX_TRY(gpu_alloc((void **)&g->d_cu, h->n_cu * 4, err));
-  HX_TRY(gpu_alloc((void **)&g->d_keep, n * 4, err));
-  const size_t wmax = 3 * ptv3_gather_C[1] * 2, rmax = h->sum_p > n ? h->sum_p : n;
-  HX_TRY(gpu_alloc(&g->d_in, rmax * wmax, err));
-  HX_TRY(gpu_alloc(&g->d_out, rmax * wmax, err));
+  /* Buffers are allocated by phase (serialization, padding, gathers per C, pooling), so each stage's
+   * mem_peak is what PTv3's path holds up to that stage, not what later stages will need. */
+  HX_TRY(gpu_alloc(g, (void **)&g->d_xyz, n * 12, "ptv3 xyz", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_grid, n * 12, "ptv3 grid", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_batch, n * 4, "ptv3 batch", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_max, 4, "ptv3 grid max", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_code, n * 32, "ptv3 code", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_order, n * 16, "ptv3 order", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_inverse, n * 16, "ptv3 inverse", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_keep, n * 4, "ptv3 dedup keep", err));
   HX_TRY(cuda_st(cudaMemcpy(g->d_xyz, h->xyz, n * 12, cudaMemcpyHostToDevice), "upload", err));
   /* scratch: the largest any stage asks for */
   size_t need = 0, sb = 0;
@@ -289,7 +288,7 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   memset(&pout0, 0, sizeof pout0);
   HX_TRY(spool_gpu(&pout0, NULL, &sb, &pin0, NULL));
   if (sb > need) need = sb;
-  HX_TRY(gpu_alloc(&g->d_scratch, need, err));
+  HX_TRY(gpu_alloc(g, &g->d_scratch, need, "ptv3 scratch", err));
   g->scratch = need;
 
   /* serialization stages */
@@ -346,11 +345,20 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   /* leave the reference order/inverse on the device for the shuffle stages */
   HX_TRY(cuda_st(cudaMemcpy(g->d_order, h->order, n * 16, cudaMemcpyHostToDevice), "upload", err));
   HX_TRY(cuda_st(cudaMemcpy(g->d_inverse, h->inverse, n * 16, cudaMemcpyHostToDevice), "upload", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_pad, h->sum_p * 4, "ptv3 pad", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_unpad, n * 4, "ptv3 unpad", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_order_p, h->sum_p * 4, "ptv3 order[pad]", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_inverse_p, n * 4, "ptv3 unpad[inverse]", err));
+  HX_TRY(gpu_alloc(g, (void **)&g->d_cu, h->n_cu * 4, "ptv3 cu_seqlens", err));
   g->what = G_PAD;
   HX_TRY(checked_measure(ctx, g, "padding", "v0", g->d_order_p, h->order_p, h->sum_p * 4, err));
 
   /* gathers: qkv [sum_p, 3C] by order_p, output [N, C] by inverse_p; random fp16 bits */
+  const size_t rmax = h->sum_p > n ? h->sum_p : n;
   for (int ci = 0; ci < 2; ci++) {
+    /* source and destination of this C's gathers: qkv rows (3C fp16) are the widest */
+    HX_TRY(gpu_alloc(g, &g->d_in, rmax * 3 * ptv3_gather_C[ci] * 2, "ptv3 gather source", err));
+    HX_TRY(gpu_alloc(g, &g->d_out, rmax * 3 * ptv3_gather_C[ci] * 2, "ptv3 gather destination", err));
     for (int which = 0; which < 2; which++) {
       const size_t C = ptv3_gather_C[ci];
       g->width = which == 0 ? 3 * C : C;
@@ -383,6 +391,9 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
       free(hin), free(want);
       HX_TRY(st);
     }
+    HX_TRY(hx_arena_free(g->arena, g->d_in, err));
+    HX_TRY(hx_arena_free(g->arena, g->d_out, err));
+    g->d_in = g->d_out = NULL;
   }
 
   /* pooling: C = 64 fp32 features, row permutation drawn like PTv3's per-pooling randperm */
@@ -396,7 +407,7 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   for (int k = 0; k < 10 && st == HX_OK; k++)
     if (!(wf[k] = malloc(sizes[k]))) st = hx_errf(err, HX_ENOMEM, "ptv3: pooling reference");
   void **gf = (void **)&g->pout.cluster;
-  for (int k = 0; k < 10 && st == HX_OK; k++) st = gpu_alloc(&gf[k], sizes[k], err);
+  for (int k = 0; k < 10 && st == HX_OK; k++) st = gpu_alloc(g, &gf[k], sizes[k], "ptv3 pooling output", err);
   if (st == HX_OK) {
     for (size_t k = 0; k < n * C; k++) feat[k] = (float)hx_rng_unit(ctx->seed, 78, k);
     spool_in pin = {h->code, h->order, feat, h->xyz, h->grid, h->batch, n, C, 4, h->depth, h->B, {0, 1, 2, 3}};
@@ -405,7 +416,7 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
     /* inputs from the reference, not from whatever the last timed stage left on the device */
     if (st == HX_OK) st = cuda_st(cudaMemcpy(g->d_code, h->code, n * 32, cudaMemcpyHostToDevice), "upload", err);
     if (st == HX_OK) st = cuda_st(cudaMemcpy(g->d_grid, h->grid, n * 12, cudaMemcpyHostToDevice), "upload", err);
-    if (st == HX_OK) st = gpu_alloc((void **)&g->d_feat, n * C * 4, err);
+    if (st == HX_OK) st = gpu_alloc(g, (void **)&g->d_feat, n * C * 4, "ptv3 pooling features", err);
     if (st == HX_OK) st = cuda_st(cudaMemcpy(g->d_feat, feat, n * C * 4, cudaMemcpyHostToDevice), "upload", err);
     g->pin = pin;
     g->pin.code = g->d_code, g->pin.order = g->d_order, g->pin.feat = g->d_feat, g->pin.coord = g->d_xyz;
@@ -429,14 +440,14 @@ static hx_status run_gpu(f3d_ctx *ctx, ptv3_host *h, hx_err *err) {
   gpu_state g;
   memset(&g, 0, sizeof g);
   g.h = h;
+  g.arena = ctx->arena;
+  if (!g.arena) return hx_errf(err, HX_EINVAL, "ptv3: no device memory arena in the sweep context");
   const hx_status st = run_gpu_body(ctx, &g, err);
   void *ptrs[] = {g.d_xyz, g.d_grid, g.d_batch, g.d_max, g.d_code, g.d_order, g.d_inverse, g.d_pad, g.d_unpad,
                   g.d_order_p, g.d_inverse_p, g.d_cu, g.d_in, g.d_out, g.d_scratch, g.d_feat, g.d_keep};
-  for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
-    if (ptrs[k]) cudaFree(ptrs[k]);
+  for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++) hx_arena_free(g.arena, ptrs[k], NULL);
   void **gf = (void **)&g.pout.cluster;
-  for (int k = 0; k < 10; k++)
-    if (gf[k]) cudaFree(gf[k]);
+  for (int k = 0; k < 10; k++) hx_arena_free(g.arena, gf[k], NULL);
   return st;
 }
 #else

@@ -75,8 +75,22 @@ static hx_status measure_bench(f3d_ctx *ctx, const hx_key *k, const hx_closure *
   size_t used = 0;
   hx_err e;
   if (hx_meter_mem_used(ctx->bench->meter, &used, &e) != HX_OK) return HX_OK; /* memory rows are optional */
-  double delta = used > ctx->mem_base ? (double)(used - ctx->mem_base) : 0.0;
-  return hx_results_add(ctx->results, k, "mem_used", delta, "B", err);
+  size_t delta = used > ctx->mem_base ? used - ctx->mem_base : 0;
+  if (delta > ctx->mem_used_max) ctx->mem_used_max = delta;
+  return hx_results_add(ctx->results, k, "mem_used", (double)delta, "B", err);
+}
+
+hx_status f3d_record_mem(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant, hx_err *err) {
+  if (!ctx->arena || hx_arena_count(ctx->arena) == 0) return HX_OK;
+  return f3d_record(ctx, pipeline, kernel, variant, "mem_peak", (double)hx_arena_mark_peak(ctx->arena), "B", err);
+}
+
+hx_status f3d_record_mem_total(f3d_ctx *ctx, const char *pipeline, hx_err *err) {
+  if (!ctx->arena || hx_arena_count(ctx->arena) == 0) return HX_OK;
+  hx_status st = f3d_record(ctx, pipeline, "total", "all", "mem_peak", (double)hx_arena_peak(ctx->arena), "B", err);
+  if (st == HX_OK && ctx->mem_used_max > 0)
+    st = f3d_record(ctx, pipeline, "total", "all", "mem_used", (double)ctx->mem_used_max, "B", err);
+  return st;
 }
 
 hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
@@ -90,6 +104,7 @@ hx_status f3d_measure_median(f3d_ctx *ctx, const char *pipeline, const char *ker
   if (ctx->stop && *ctx->stop) return hx_errf(err, HX_EINVAL, "%s/%s: interrupted", pipeline, kernel);
   if (ctx->stage_hook) ctx->stage_hook(ctx->stage_hook_arg, ctx, pipeline, kernel, variant, clock, 0);
   hx_status st;
+  if (clock == HX_CLOCK_GPU && ctx->arena) hx_arena_mark(ctx->arena);
   if (clock == HX_CLOCK_GPU && ctx->bench) {
     hx_key k = f3d_key(ctx, pipeline, kernel, variant);
     st = measure_bench(ctx, &k, c, err);
@@ -104,6 +119,7 @@ hx_status f3d_measure_median(f3d_ctx *ctx, const char *pipeline, const char *ker
     if (st == HX_OK && median_ms) *median_ms = hx_stats_median(samples, n);
     free(samples);
   }
+  if (st == HX_OK && clock == HX_CLOCK_GPU) st = f3d_record_mem(ctx, pipeline, kernel, variant, err);
   if (ctx->stage_hook) ctx->stage_hook(ctx->stage_hook_arg, ctx, pipeline, kernel, variant, clock, 1);
   return st;
 }

@@ -66,6 +66,13 @@ typedef struct f3d_ctx {
                                * hx_bench_stage (cold/hot timing, counters); NULL: hx_time (--timing
                                * basic, or no GPU). CPU stages always use hx_time. */
   size_t mem_base;            /* device memory in use when the sweep started (bytes), for mem_used */
+  hx_arena *arena;            /* with a GPU: the pipeline's device memory arena, NULL without one. Allocate
+                               * every device buffer through it (hx_arena_alloc / hx_arena_free; memory a
+                               * kernels/ or baselines/ create function allocates itself: hx_arena_note).
+                               * The sweep resets it before each pipeline; f3d_measure marks it before each
+                               * GPU stage and writes that stage's mem_peak; after the pipeline the sweep
+                               * writes its total (f3d_record_mem_total) and frees what was left */
+  size_t mem_used_max;        /* largest mem_used row of the pipeline so far (for its total); 0 = none */
   /* Optional, set by the sweep: f3d_measure calls it before (done = 0) and after (done = 1) each
    * measurement: progress line, and the time budget, which may lower bench->opts.max_time_s for the
    * stage about to run. */
@@ -102,7 +109,8 @@ hx_key f3d_key(const f3d_ctx *ctx, const char *pipeline, const char *kernel, con
  * above over the kept cold samples plus time_noise, noise_reached, throttled_dropped, sm_clock, hot
  * rows time_hot_median/_mean/_std and hot_batch, raw samples "time" and "time_hot", counter rows
  * (sm_active, sm_issue, tensor_active, dram_read_bw, gpu_time by default), and mem_used (B): device
- * memory in use while the stage ran, beyond what was in use when the sweep started. */
+ * memory in use while the stage ran, beyond what was in use when the sweep started.
+ * Every GPU stage (any timing) with ctx->arena: mem_peak (B), see f3d_record_mem. */
 hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
                       hx_clock clock, const hx_closure *c, hx_err *err);
 /* f3d_measure that also hands back the median time (ms) its rows report (the cold median with
@@ -115,6 +123,16 @@ hx_status f3d_measure_median(f3d_ctx *ctx, const char *pipeline, const char *ker
  * their own loop, e.g. several kernels per repetition). */
 hx_status f3d_record_times(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
                            const double *samples_ms, size_t n, hx_err *err);
+
+/* Device memory rows (B) of one GPU stage, written by f3d_measure after the stage: mem_peak = the
+ * arena's high-water mark since the stage started (the buffers the pipeline held while it ran, plus any
+ * it allocated meanwhile). Nothing when ctx->arena is NULL or the pipeline has not allocated through it
+ * in this case (a pipeline that does not use the arena gets no misleading 0). */
+hx_status f3d_record_mem(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant, hx_err *err);
+/* The pipeline's totals, kernel "total", variant "all": mem_peak (the arena's high-water mark over the
+ * whole pipeline on this case) and mem_used (the largest mem_used of its stages, cudaMemGetInfo, when
+ * there was one). Same condition as f3d_record_mem. */
+hx_status f3d_record_mem_total(f3d_ctx *ctx, const char *pipeline, hx_err *err);
 
 /* One extra row for the current case (counts, bytes, checks): metric, value, unit. */
 hx_status f3d_record(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,

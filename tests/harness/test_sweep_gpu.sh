@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_sweep_gpu.sh - the sweep's GPU measurement end to end (suite gpu; exit 77 without a CUDA device):
-# --timing nvbench writes cold and hot rows, noise, raw samples "time" and "time_hot", mem_used, the
+# --timing nvbench writes cold and hot rows, noise, raw samples "time" and "time_hot", mem_used and the
+# arena's mem_peak (per stage and per pipeline total, also with --timing basic), the
 # timing protocol and ceilings in the context, and counter rows when counters are on (or the reason
 # they are off); --no-counters, --timing paper and --timing basic change exactly what they say; a bad
 # --metrics name is refused before a run directory exists (unless counters are unavailable here);
@@ -32,6 +33,16 @@ for m in time_median time_mean time_std time_min time_max reps time_noise noise_
   row "$D" "$K,$m,"
 done
 grep -q "^$K,time,0," "$D/samples.csv" || fail "no raw cold samples"
+# device memory from the pipeline's arena: per stage, and the total with cudaMemGetInfo's figure beside it;
+# ptv3 allocates by phase, so the C = 256 gathers hold more than grid and no stage exceeds the total
+row "$D" "$K,mem_peak,"
+row "$D" 'uniform,20000,1,ptv3,total,all,mem_peak,'
+row "$D" 'uniform,20000,1,ptv3,total,all,mem_used,'
+awk -F, '$4 == "ptv3" && $7 == "mem_peak" { if ($5 == "total") t = $8; else if ($8 > s) s = $8
+           if ($5 == "grid") g = $8; if ($5 == "gather_qkv_C256") q = $8 }
+         END { exit !(t > 0 && s == t && g > 0 && q > g) }' "$D/results.csv" ||
+  fail "ptv3 mem_peak: want 0 < grid < gather_qkv_C256 and the largest stage equal to the total"
+grep -q 'left .* device allocations' "$T/err" && fail "a pipeline left device memory in the arena: $(grep 'left' "$T/err")"
 grep -q "^$K,time_hot,0," "$D/samples.csv" || fail "no raw hot samples"
 row "$D" 'uniform,20000,1,ptv3,serialize,v0,time_hot_median,'
 if grep -q '^counters,on' "$D/context.csv"; then
@@ -79,6 +90,7 @@ grep -q ',time_hot_median,' "$T/paper/results.csv" && fail "paper wrote hot rows
 ctx "$T/basic" 'timing,basic'
 grep -q "^$K,reps,5,count" "$T/basic/results.csv" || fail "basic: not 5 GPU samples"
 grep -q ',time_noise,' "$T/basic/results.csv" && fail "basic wrote nvbench rows"
+grep -q "^$K,mem_peak," "$T/basic/results.csv" || fail "basic: no mem_peak row (the arena does not need nvbench)"
 
 "$BIN" sweep $S --run-id badm --metrics sm__no_such_metric.sum >/dev/null 2>"$T/err"
 rc=$?
