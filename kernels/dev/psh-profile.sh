@@ -2,7 +2,7 @@
 # psh-profile.sh - per-kernel profile of PSH (all variants; v4 in detail) and pooling on the GPU machine, plus
 # compute-sanitizer memcheck/racecheck of the PSH GPU test. Run from the repository root with .deps carried
 # (cmocka debs): sh kernels/dev/psh-profile.sh. Logs go to $OUT (default ./psh-profile-out), packed into
-# profile.tar.gz except summary.txt.
+# profile.tar.gz except summary.txt. PARTS=bench,metrics,full,sanitizer (default: all) picks the steps.
 #   metrics.csv      every PSH/pool kernel of `psh_bench 600000 1` (4 hashes x v1..v4, pooling): duration,
 #                    SM / DRAM throughput, occupancy, grid, registers (ncu --metrics, --csv)
 #   v4-<hash>-details.txt / -source.txt  ncu --set full of v4's four kernels (second run, direct launch)
@@ -31,14 +31,16 @@ t0=$(date +%s)
 note "build $(( $(date +%s) - t0 )) s"
 BENCH=$B/kernels/psh_bench
 NCU="ncu --clock-control none"
-timeout 120 $BENCH 100000,600000 20 512 64 > "$OUT/bench.txt" 2>&1; note "bench rc=$?"
+PARTS=${PARTS:-bench,metrics,full,sanitizer}
+has() { case ",$PARTS," in *",$1,"*) return 0;; esac; return 1; }
+if has bench; then timeout 120 $BENCH 100000,600000 20 512 64 > "$OUT/bench.txt" 2>&1; note "bench rc=$?"; fi
 t0=$(date +%s)
-timeout 200 $NCU --kernel-name regex:'^k' --csv --metrics \
+has metrics && timeout 200 $NCU --kernel-name regex:'^k' --csv --metrics \
 gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_op_atom.sum,lts__t_sectors_op_red.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__block_size,launch__registers_per_thread,smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum \
   $BENCH 600000 1 512 64 > "$OUT/metrics.csv" 2> "$OUT/metrics.err"
-note "ncu metrics rc=$? $(( $(date +%s) - t0 )) s, $(grep -c '^"' "$OUT/metrics.csv") rows"
+has metrics && note "ncu metrics rc=$? $(( $(date +%s) - t0 )) s, $(grep -c '^"' "$OUT/metrics.csv") rows"
 h=0
-for hash in xor-mod xor-div zorder-mod zorder-div; do
+has full && for hash in xor-mod xor-div zorder-mod zorder-div; do
   if [ "$hash" = xor-mod ] || [ "$hash" = zorder-div ]; then
     t0=$(date +%s)
     timeout 120 $NCU --set full --import-source yes --kernel-name regex:'^k4_' --launch-skip $((36 * h + 4)) --launch-count 4 \
@@ -50,15 +52,19 @@ for hash in xor-mod xor-div zorder-mod zorder-div; do
   fi
   h=$((h + 1))
 done
-timeout 90 $NCU --set full --import-source yes --kernel-name regex:'k_assign' --launch-count 1 -o "$OUT/assign" -f \
-  $BENCH 600000 1 512 64 > "$OUT/ncu-assign.log" 2>&1
-note "ncu assign rc=$?"
-$NCU --import "$OUT/assign.ncu-rep" --page details > "$OUT/assign-details.txt" 2>&1
-for tool in memcheck racecheck; do
+if has full; then
+  timeout 90 $NCU --set full --import-source yes --kernel-name regex:'k_assign' --launch-count 1 -o "$OUT/assign" -f \
+    $BENCH 600000 1 512 64 > "$OUT/ncu-assign.log" 2>&1
+  note "ncu assign rc=$?"
+  $NCU --import "$OUT/assign.ncu-rep" --page details > "$OUT/assign-details.txt" 2>&1
+fi
+has sanitizer && for tool in memcheck racecheck; do
   t0=$(date +%s)
   timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/kernels/test_psh_gpu > "$OUT/$tool.log" 2>&1
   note "$tool test_psh_gpu rc=$? $(( $(date +%s) - t0 )) s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|HAZARD' "$OUT/$tool.log" | sort | uniq -c | head -5 | tr '\n' ' ')"
 done
-cd "$OUT" && tar czf profile.tar.gz --exclude=summary.txt --exclude=profile.tar.gz . && find . -mindepth 1 ! -name summary.txt ! -name profile.tar.gz -delete
+# packed outside $OUT first: tar reading the folder it writes into fails ("file changed as we read it")
+cd "$OUT" && tar czf /tmp/profile.tar.gz --exclude=summary.txt . && find . -mindepth 1 ! -name summary.txt -delete &&
+  mv /tmp/profile.tar.gz "$OUT/"
 cat "$SUM"
 tar xzf profile.tar.gz -O ./bench.txt 2>/dev/null | tail -40
