@@ -20,8 +20,12 @@
  *       the warp grows past it by 2^8), removing most alpha exp2s and O/l rescale FMULs.
  *   v4  v1 with lazy rescaling only (ablation of v3).
  *   v5  per head dim the best tiles measured among v1/v3/v4, with 8-warp CTAs at D=64 and D=128.
+ *   v6  Hopper wgmma (sm_90a only; kernels/attn_wgmma.cu): 2 warpgroups x 64 query rows, 128-key tiles in
+ *       the wgmma swizzled layouts, S = Q K^T and P V asynchronous with the softmax between them
+ *       (FlashAttention-3 style); HX_EUNSUPPORTED unless the device runs its sm_90a image.
  */
 #include "kernels/kernels.h"
+#include "kernels/attn_internal.h"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -695,6 +699,8 @@ static const battn_variant battn_table[] = {
      fused_fn<v1_tiles, false, true>},
     {5, "v5", "per-head-dim best of v1/v3/v4 tiles, 8-warp CTAs at D=64/128 (lazy rescale from D=32)",
      fused_fn<v5_tiles, false, false>},
+    {6, "v6", "wgmma (sm_90a): 2 warpgroups x 64 rows, 128-key tiles, S and P V async around the softmax",
+     battn_v6_fn},
 };
 
 extern "C" const battn_variant *battn_variants(size_t *count) {

@@ -18,6 +18,7 @@ static const battn_variant battn_table[] = {
     {3, "v3", "fused mma.sync kernel, 128-key tiles, lazy rescale (needs CUDA)", no_gpu},
     {4, "v4", "fused mma.sync kernel, lazy rescale (needs CUDA)", no_gpu},
     {5, "v5", "fused mma.sync kernel, per-head-dim tiles (needs CUDA)", no_gpu},
+    {6, "v6", "fused wgmma kernel, sm_90a (needs CUDA)", no_gpu},
 };
 
 const battn_variant *battn_variants(size_t *count) {

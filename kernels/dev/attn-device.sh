@@ -8,7 +8,10 @@
 # 8 buckets x 512) -> compute-sanitizer memcheck + racecheck on a small shape -> SASS instruction counts
 # -> .npy round trip through numpy -> a short table last. Logs go to $OUT (or ./attn-out).
 #
-# usage: kernels/dev/attn-device.sh [quick]   (cmocka: carry .attn-carry/ with cmocka.h, libcmocka.so.0)
+# usage: kernels/dev/attn-device.sh [quick|v6]   (cmocka: carry .attn-carry/ with cmocka.h, libcmocka.so.0)
+#   quick: D 16/64 only; v6: the wgmma variant next to v5 only (test, every plan, sanitizers), D 16..128.
+# kernels/attn_wgmma.cu (v6) is compiled for sm_90 and sm_90a as Meson does (ATTN_V6_GENCODE overrides);
+# if the driver then runs its sm_90 image (v6 reports "skipped"), it is rebuilt for sm_90a alone.
 set -u
 OUT=${OUT:-$PWD/attn-out}
 mkdir -p "$OUT"
@@ -25,68 +28,96 @@ nvcc --version | tail -1 | tee -a "$OUT/summary.txt"
 
 printf '#define F3D_HAVE_CUDA 1\n#define F3D_VERSION "attn-device"\n' > $B/cfg/f3d_config.h
 printf 'int f3d_cmd_attn(int argc, char **argv);\nint main(int argc, char **argv) { return f3d_cmd_attn(argc, argv); }\n' > $B/main.c
+if [ "$ARCH" = 90 ]; then
+  V6GEN=${ATTN_V6_GENCODE:-"-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90a,code=sm_90a"}
+else
+  V6GEN="-arch=sm_$ARCH"
+fi
 CF="-std=c11 -O2 -Wall -Wextra -Wshadow -Wconversion -D_POSIX_C_SOURCE=200809L -I. -I$B/cfg -I/usr/local/cuda/include"
 {
   set -x
   nvcc -O3 -std=c++17 -arch=sm_$ARCH -lineinfo -Xptxas -v -I. -I$B/cfg -c kernels/attn.cu -o $B/attn_cu.o &&
+  nvcc -O3 -std=c++17 $V6GEN -lineinfo -Xptxas -v -I. -I$B/cfg -c kernels/attn_wgmma.cu -o $B/attn_wgmma.o &&
   gcc $CF -c kernels/attn.c -o $B/attn_c.o &&
   gcc $CF -c harness/status.c -o $B/status.o &&
   gcc $CF -c harness/cli/cmd_attn.c -o $B/cmd_attn.o &&
   gcc $CF -c $B/main.c -o $B/main.o &&
-  nvcc -arch=sm_$ARCH $B/main.o $B/cmd_attn.o $B/attn_c.o $B/attn_cu.o $B/status.o -lcublas -o $B/attn &&
+  nvcc -arch=sm_$ARCH $B/main.o $B/cmd_attn.o $B/attn_c.o $B/attn_cu.o $B/attn_wgmma.o $B/status.o -lcublas -o $B/attn &&
   gcc $CF -I.attn-carry -c tests/kernels/test_attn_gpu.c -o $B/tg.o &&
-  nvcc -arch=sm_$ARCH $B/tg.o $B/attn_c.o $B/attn_cu.o $B/status.o -lcublas -L.attn-carry -lcmocka \
+  nvcc -arch=sm_$ARCH $B/tg.o $B/attn_c.o $B/attn_cu.o $B/attn_wgmma.o $B/status.o -lcublas -L.attn-carry -lcmocka \
     -Xlinker -rpath=$PWD/.attn-carry -o $B/test_attn_gpu
   set +x
 } > "$OUT/build.log" 2>&1
 if [ ! -x $B/test_attn_gpu ]; then log "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; fi
-awk '/Compiling entry function/ {f=$7} /spill stores/ {sp=$5" B spill"} /Used [0-9]+ registers/ && f ~ /battn_fwd/ {print f, $5, "regs,", sp}' "$OUT/build.log" | sort -u | tee -a "$OUT/summary.txt"
+awk '/Compiling entry function/ {f=$7" "$9} /spill stores/ {sp=$5" B spill"} /Used [0-9]+ registers/ && f ~ /battn_(fwd|v6)/ {print f, $5, "regs,", sp}' "$OUT/build.log" | sort -u | tee -a "$OUT/summary.txt"
+grep -E "C75[0-9][0-9]" "$OUT/build.log" | sort -u | head -5 | tee -a "$OUT/summary.txt"
+# which image of attn_wgmma.cu does the driver run? (v6 says "skipped" when not sm_90a)
+if [ "$ARCH" = 90 ] && $B/attn --rows 600 --heads 1 --head-dim 16 --variant v6 --reps 1 --warmup 0 | grep -q skipped; then
+  log "v6 skipped with [$V6GEN]: rebuilding attn_wgmma.cu for sm_90a alone"
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -lineinfo -I. -I$B/cfg -c kernels/attn_wgmma.cu -o $B/attn_wgmma.o &&
+  nvcc -arch=sm_$ARCH $B/main.o $B/cmd_attn.o $B/attn_c.o $B/attn_cu.o $B/attn_wgmma.o $B/status.o -lcublas -o $B/attn &&
+  nvcc -arch=sm_$ARCH $B/tg.o $B/attn_c.o $B/attn_cu.o $B/attn_wgmma.o $B/status.o -lcublas -L.attn-carry -lcmocka \
+    -Xlinker -rpath=$PWD/.attn-carry -o $B/test_attn_gpu >> "$OUT/build.log" 2>&1
+fi
 
 log "correctness: every variant x dtype x head dim x shape"
+if [ "$MODE" = v6 ]; then export BATTN_TEST_VARIANTS=${BATTN_TEST_VARIANTS:-v5,v6}; fi
 timeout 240 $B/test_attn_gpu > "$OUT/test.log" 2>&1
 echo "test rc=$?" | tee -a "$OUT/summary.txt"
-grep -E "FAIL|failed|PASSED" "$OUT/test.log" | head -30 | tee -a "$OUT/summary.txt"
+grep -E "FAIL|failed|PASSED|skipped" "$OUT/test.log" | head -30 | tee -a "$OUT/summary.txt"
 
 BENCH="$OUT/bench.log"
 : > "$BENCH"
 bench() { timeout 120 $B/attn "$@" --check-rows 48 >> "$BENCH" 2>&1 || echo "FAILED: $*" >> "$BENCH"; }
 if [ "$MODE" = quick ]; then DIMS="16 64"; else DIMS="16 32 64 128"; fi
 log "timing sweep"
+if [ "$MODE" = v6 ]; then
+  for D in $DIMS; do
+    case $D in 16) R=1048576;; 32) R=524288;; 64) R=262144;; 128) R=131072;; esac
+    bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v5,v6 --reps 20
+    bench --rows $R --heads 4 --head-dim $D --dtype bf16 --plan plain --variant v5,v6 --reps 20
+    for P in swin:4 stride:2 patches; do bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan $P --variant v5,v6 --reps 20; done
+    bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v5,v6 --reps 20 --packed
+    bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v6,v5 --reps 20 --no-check
+  done
+else
 for D in $DIMS; do
   case $D in 16) R=1048576;; 32) R=524288;; 64) R=262144;; 128) R=131072;; esac
   bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant all --reps 20
-  bench --rows $R --heads 4 --head-dim $D --dtype bf16 --plan plain --variant v1,v4,v5 --reps 20
-  for P in swin:4 stride:2 patches; do bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan $P --variant v1,v5 --reps 20; done
-  bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v5 --reps 20 --packed
+  bench --rows $R --heads 4 --head-dim $D --dtype bf16 --plan plain --variant v1,v4,v5,v6 --reps 20
+  for P in swin:4 stride:2 patches; do bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan $P --variant v1,v5,v6 --reps 20; done
+  bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v5,v6 --reps 20 --packed
 done
 # a second plain fp16 run of the fused variants: the spread between two runs of one version is the noise
 for D in $DIMS; do
   case $D in 16) R=1048576;; 32) R=524288;; 64) R=262144;; 128) R=131072;; esac
-  bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v1,v3,v4,v5 --reps 20 --no-check
+  bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v1,v3,v4,v5,v6 --reps 20 --no-check
 done
+fi
 
 log "compute-sanitizer"
 SAN=compute-sanitizer
 command -v $SAN >/dev/null || SAN=/usr/local/cuda/bin/compute-sanitizer
 for tool in memcheck racecheck; do
   for D in 16 64 128; do
-    for V in ${SAN_VARIANTS:-v1 v5}; do
+    if [ "$MODE" = v6 ]; then SV=${SAN_VARIANTS:-v6}; else SV=${SAN_VARIANTS:-v1 v5 v6}; fi
+    for V in $SV; do
       timeout 60 $SAN --tool $tool --error-exitcode 9 $B/attn --rows 1500 --heads 2 --head-dim $D --bucket-size 200 \
         --scope-buckets 3 --plan swin:1 --variant $V --reps 1 --warmup 0 --check-rows 32 > "$OUT/san_${tool}_${D}_$V.txt" 2>&1
       echo "$tool D=$D $V rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_${D}_$V.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
     done
   done
 done
-timeout 120 $SAN --tool memcheck --error-exitcode 9 $B/attn --rows 1500 --heads 2 --head-dim 32 --bucket-size 200 \
+[ "$MODE" = v6 ] || timeout 120 $SAN --tool memcheck --error-exitcode 9 $B/attn --rows 1500 --heads 2 --head-dim 32 --bucket-size 200 \
   --scope-buckets 3 --plan stride:2 --variant v0 --reps 1 --warmup 0 --check-rows 32 > "$OUT/san_memcheck_v0.txt" 2>&1
 echo "memcheck D=32 v0 rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/san_memcheck_v0.txt")" | tee -a "$OUT/summary.txt"
 cat "$OUT"/san_*.txt > "$OUT/sanitizer.log"; rm -f "$OUT"/san_*.txt
 
-log "SASS of the D=16 fp16 kernels (instruction counts)"
+log "SASS of the D=16 (and v6 D=64) fp16 kernels (instruction counts)"
 if command -v cuobjdump >/dev/null; then
-  cuobjdump --dump-sass $B/attn_cu.o > $B/sass.txt 2>/dev/null
-  awk '/Function :/ {f=$3} /MUFU|HMMA|LDSM|FFMA|FMNMX|F2FP|LDGSTS|BAR/ {for (i=1;i<=NF;i++) if ($i ~ /^(MUFU|HMMA|LDSM|FFMA|FMNMX|F2FP|LDGSTS|BAR)/) {split($i,a,"."); c[f" "a[1]]++}} END {for (k in c) print k, c[k]}' $B/sass.txt \
-    | grep -E "Li16E" | sort > "$OUT/sass_counts.txt"
+  { cuobjdump --dump-sass $B/attn_cu.o; cuobjdump --dump-sass $B/attn_wgmma.o; } > $B/sass.txt 2>/dev/null
+  awk '/Function :/ {f=$3} /MUFU|HMMA|HGMMA|WARPGROUP|LDSM|FFMA|FMNMX|F2FP|LDGSTS|BAR/ {for (i=1;i<=NF;i++) if ($i ~ /^(MUFU|HMMA|HGMMA|WARPGROUP|LDSM|FFMA|FMNMX|F2FP|LDGSTS|BAR)/) {split($i,a,"."); c[f" "a[1]]++}} END {for (k in c) print k, c[k]}' $B/sass.txt \
+    | grep -E "Li16E|v6_kernelI6__halfLi64E" | sort > "$OUT/sass_counts.txt"
   cat "$OUT/sass_counts.txt" | tee -a "$OUT/summary.txt"
   grep -m5 "MUFU" $B/sass.txt | tee -a "$OUT/summary.txt"
 fi

@@ -1,0 +1,23 @@
+/*
+ * attn_internal.h - private to kernels/: the attention variants that live outside attn.cu, for its variant
+ * table. v6 (attn_wgmma.cu) is built in its own library with the sm_90a target added.
+ */
+#ifndef F3D_ATTN_INTERNAL_H
+#define F3D_ATTN_INTERNAL_H
+
+#include "kernels/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* v6: wgmma (sm_90a) FlashAttention-3-style kernel. HX_EUNSUPPORTED (also for the scratch-size query)
+ * unless the device is compute capability 9.0 and runs this file's sm_90a image. */
+hx_status battn_v6_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                      hx_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,629 @@
+/*
+ * attn_wgmma.cu - bucket-swin attention variant v6: Hopper warpgroup MMA (wgmma), built for sm_90a only.
+ *
+ * Computes exactly what attn.cu's variants compute (kernels.h, battn_ section): for every scope s, query
+ * row i of a bucket of s and head h, O[i,h,:] = softmax_j(scale <Q_i, K_j>) V_j over the valid key rows of
+ * the buckets of s, and LSE[i,h]. Invariant (battn_validate): scopes partition the non-empty buckets, so
+ * each O row of a bucket is written once and rows past a bucket's count never are.
+ *
+ * Design (FlashAttention-3 style, without a producer warpgroup): one CTA = 2 warpgroups x 64 query rows of
+ * one bucket and one head. K/V tiles of BN = 128 keys are found through the scope table (as in attn.cu)
+ * and copied by every thread with cp.async (zero fill past a bucket's count) into a STAGES-slot ring laid
+ * out in the wgmma swizzled layouts (32/64/128-byte swizzle for D = 16/32/>=64 rows; D = 128 as two
+ * 64-column blocks). Per tile j each warpgroup issues S_j = Q K_j^T (A = Q and B = K from shared memory,
+ * K-major) and, asynchronously behind it, O += P_{j-1} V_{j-1} (A = P from registers, B = V from shared
+ * memory, MN-major), runs the online softmax of S_j while P_{j-1} V_{j-1} is on the tensor cores, then
+ * waits, rescales O and packs P_j. fp32 accumulators, exp2 domain with scale*log2(e) folded in one FFMA.
+ *
+ * Gating: the wgmma code exists only in the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); the sm_80/sm_90
+ * images of this file hold empty kernels. The launcher refuses (HX_EUNSUPPORTED) unless the device is
+ * compute capability 9.0 and a probe kernel of this file reports that the image the driver loaded was
+ * built with the sm_90a feature macro.
+ */
+#include "kernels/attn_internal.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define V6_WGMMA 1
+#else
+#define V6_WGMMA 0
+#endif
+
+#define V6_CUDA(call)                                                                                  \
+  do {                                                                                                 \
+    cudaError_t e_ = (call);                                                                           \
+    if (e_ != cudaSuccess)                                                                             \
+      return hx_errf(err, HX_ECUDA, "attention v6: %s: %s (%s:%d)", #call, cudaGetErrorString(e_),     \
+                     __FILE__, __LINE__);                                                              \
+  } while (0)
+
+/* Tiles: NWG warpgroups of 64 query rows (BM = 64 NWG), BN keys per K/V tile, STAGES ring slots (the slot
+ * of tile j-1 is read by P V while tile j is computed, so STAGES - 2 tiles are in flight ahead).
+ * Registers per thread: S BN/2 + P BN/4 + O D/2 (+ ~40): D=128: 64 + 32 + 64. Shared memory: Q BM*D*2 +
+ * STAGES * 2 * BN*D*2: D=128: 32 KB + 3 x 64 KB. */
+template <int W, int N, int S> struct v6_cfg {
+  enum { NWG = W, BN = N, STAGES = S };
+};
+template <int D> struct v6_tiles;
+template <> struct v6_tiles<16> : v6_cfg<2, 128, 4> {};
+template <> struct v6_tiles<32> : v6_cfg<2, 128, 4> {};
+template <> struct v6_tiles<64> : v6_cfg<2, 128, 4> {};
+template <> struct v6_tiles<128> : v6_cfg<2, 128, 3> {};
+
+template <typename T> struct v6_pack;
+template <> struct v6_pack<__half> {
+  static __device__ __forceinline__ uint32_t pack(float a, float b) {
+    __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<uint32_t *>(&h);
+  }
+};
+template <> struct v6_pack<__nv_bfloat16> {
+  static __device__ __forceinline__ uint32_t pack(float a, float b) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<uint32_t *>(&h);
+  }
+};
+
+#if V6_WGMMA
+/* ---- sm_90a device code --------------------------------------------------------------------------- */
+
+static __device__ __forceinline__ uint32_t smem_u32(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+static __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+/* cp.async writes are generic-proxy writes; wgmma reads through the async proxy. */
+static __device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+static __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+static __device__ __forceinline__ void wg_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> static __device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Pins a register at this point of the instruction stream: accumulators of an in-flight wgmma must not be
+ * read (or moved) by the compiler before the wait that completes it. */
+static __device__ __forceinline__ void pin(float &x) { asm volatile("" : "+f"(x)::"memory"); }
+
+static __device__ __forceinline__ float ex2f(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/* Shared-memory matrix descriptor: start address, leading and stride byte offsets (16-byte units), swizzle
+ * mode in bits 62-63 (1 = 128 B, 2 = 64 B, 3 = 32 B). */
+static __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo, int mode) {
+  return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFFu) << 16) |
+         ((uint64_t)((sbo >> 4) & 0x3FFFu) << 32) | ((uint64_t)mode << 62);
+}
+
+/* Tile layout of ROWS rows x D elements in 16-byte chunks: rows of RB = min(D, 64) * 2 bytes in the
+ * swizzle of that width (chunk c of row r at c ^ ((r * RB / 128) % (RB / 16)), i.e. the hardware's XOR of
+ * address bits [7, 10) into [4, 7) for 128 B, [7, 9) into [4, 6) for 64 B, bit 7 into bit 4 for 32 B);
+ * D = 128 is two such 64-column blocks one after the other. Element offset of chunk c of row r. */
+template <int D, int ROWS> static __device__ __forceinline__ int v6_off(int r, int c) {
+  constexpr int CB = (D < 64 ? D : 64) / 8; /* chunks per atom row */
+  constexpr int RPL = 8 / CB;                /* rows per 128-byte line */
+  const int kb = c / CB, cc = c % CB;
+  return kb * ROWS * 64 + r * CB * 8 + ((cc ^ ((r / RPL) % CB)) << 3);
+}
+template <int D> struct v6_sw {
+  enum {
+    RB = (D < 64 ? D : 64) * 2,              /* bytes per atom row */
+    MODE = D >= 64 ? 1 : D == 32 ? 2 : 3,    /* descriptor swizzle mode */
+    SBO = 8 * RB                             /* 8-row group stride */
+  };
+};
+
+/* Copy rows [r0, r0 + rows_valid) (zeros past rows_valid) into a ROWS-row tile at shared address s. */
+template <typename T, int D, int ROWS, int NT>
+static __device__ __forceinline__ void v6_load(uint32_t s, const T *g, int64_t row_stride, int64_t r0,
+                                               int rows_valid, int tid) {
+  constexpr int C = D / 8;
+#pragma unroll
+  for (int idx = tid; idx < ROWS * C; idx += NT) {
+    const int r = idx / C, c = idx % C;
+    const bool ok = r < rows_valid;
+    const T *src = g + (ok ? (r0 + r) * row_stride : 0) + c * 8;
+    cp_async16(s + 2u * (uint32_t)v6_off<D, ROWS>(r, c), src, ok ? 16 : 0);
+  }
+}
+
+/* The K/V tile walk of one scope (same order as attn.cu): slot by slot, BN rows at a time. */
+struct v6_walk {
+  int slot;
+  uint32_t off, start, count;
+};
+template <int BN> static __device__ __forceinline__ bool v6_next(const battn_params &p, uint32_t scope, v6_walk &w) {
+  w.off += BN;
+  while (w.off >= w.count) {
+    if (++w.slot >= (int)p.buckets_per_scope) return false;
+    const uint32_t b = __ldg(p.scope + (size_t)scope * p.buckets_per_scope + w.slot);
+    w.off = 0;
+    if (b == BATTN_EMPTY) {
+      w.count = 0;
+      continue;
+    }
+    w.start = __ldg(p.bucket_start + b);
+    w.count = __ldg(p.bucket_count + b);
+  }
+  return true;
+}
+
+template <typename T, int N> __device__ __forceinline__ void wg_ss(float *d, uint64_t da, uint64_t db, int scale_d);
+template <typename T, int N>
+__device__ __forceinline__ void wg_rs(float *d, const uint32_t *a, uint64_t db, int scale_d);
+
+/* generated: wgmma wrappers (SS: A and B from shared memory, K-major; RS: A from registers, B MN-major) */
+template <> __device__ __forceinline__ void wg_ss<__half, 64>(float *d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+               "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_ss<__half, 128>(float *d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+               "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_rs<__half, 16>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7"
+               "}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_rs<__half, 32>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+               "}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_rs<__half, 64>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+               "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_rs<__half, 128>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+               "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_ss<__nv_bfloat16, 64>(float *d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+               "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_ss<__nv_bfloat16, 128>(float *d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+               "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_rs<__nv_bfloat16, 16>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7"
+               "}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_rs<__nv_bfloat16, 32>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+               "}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_rs<__nv_bfloat16, 64>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+               "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+template <> __device__ __forceinline__ void wg_rs<__nv_bfloat16, 128>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+               "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+
+template <typename T, int D, typename TR>
+__global__ void __launch_bounds__(TR::NWG * 128, 1)
+    battn_v6_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+  constexpr int NWG = TR::NWG, BN = TR::BN, ST = TR::STAGES;
+  constexpr int NT = NWG * 128, BM = 64 * NWG, KS = D / 16, NB = BN / 8, ND = D / 8;
+  constexpr uint32_t QBYTES = BM * D * 2, TBYTES = BN * D * 2;
+  using sw = v6_sw<D>;
+  static_assert(ST >= 3, "the slot of tile j-1 is busy while tile j is computed");
+  extern __shared__ uint4 smem_raw[];
+  /* swizzle atoms repeat every 1024 bytes of address: align the tiles to that */
+  const uint32_t s0 = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const uint32_t sQ = s0, sKV = s0 + QBYTES; /* slot i: K at sKV + 2 i TBYTES, V after it */
+
+  const int tid = threadIdx.x, lane = tid & 31, wg = tid >> 7, wq = (tid >> 5) & 3;
+  const int h = blockIdx.y;
+  uint32_t flat = blockIdx.x;
+  const uint32_t qtile = flat % tiles_per_bucket;
+  flat /= tiles_per_bucket;
+  const uint32_t K = p.buckets_per_scope;
+  const uint32_t qslot = flat % K, scope = flat / K;
+  const uint32_t qb = __ldg(p.scope + (size_t)scope * K + qslot);
+  if (qb == BATTN_EMPTY) return;
+  const uint32_t qcount = __ldg(p.bucket_count + qb);
+  if (qtile * BM >= qcount) return; /* uniform over the CTA, before any barrier */
+  const int64_t qrow0 = (int64_t)__ldg(p.bucket_start + qb) + qtile * BM;
+  const int qn = (int)min((uint32_t)BM, qcount - qtile * BM);
+
+  const T *gq = static_cast<const T *>(p.q) + (int64_t)h * p.q_head_stride;
+  const T *gk = static_cast<const T *>(p.k) + (int64_t)h * p.k_head_stride;
+  const T *gv = static_cast<const T *>(p.v) + (int64_t)h * p.v_head_stride;
+
+  /* prologue: Q and tiles 0 .. ST-3 (one commit group per tile; Q rides in the first) */
+  v6_load<T, D, BM, NT>(sQ, gq, p.q_row_stride, qrow0, qn, tid);
+  v6_walk lw = {-1, 0, 0, 0}, cw;
+  bool lhave = v6_next<BN>(p, scope, lw); /* true: the query bucket is in its own scope */
+  cw = lw;
+#pragma unroll
+  for (int i = 0; i < ST - 2; ++i) {
+    if (lhave) {
+      const int nv = (int)min((uint32_t)BN, lw.count - lw.off);
+      const uint32_t sk = sKV + 2u * i * TBYTES;
+      v6_load<T, D, BN, NT>(sk, gk, p.k_row_stride, (int64_t)lw.start + lw.off, nv, tid);
+      v6_load<T, D, BN, NT>(sk + TBYTES, gv, p.v_row_stride, (int64_t)lw.start + lw.off, nv, tid);
+      lhave = v6_next<BN>(p, scope, lw);
+    }
+    cp_async_commit();
+  }
+
+  float o[ND][4];
+#pragma unroll
+  for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float s[NB][4];
+  uint32_t pa[BN / 16][4]; /* P of the previous tile as A fragments (m64k16 per 16 keys) */
+
+  /* descriptors: this warpgroup's 64 Q rows; K-major k-steps of 16 elements = 32 bytes within an atom
+   * row, the next 64-column block (D = 128) ROWS * 128 bytes further */
+  const uint32_t qbase = sQ + (uint32_t)wg * 64u * sw::RB;
+
+  /* Top of tile j: its copies landed (own cp.async, proxy fence, barrier: everyone's), and everyone is
+   * past tile j-1, whose P V has been waited; so the slot of tile j-2 is free for tile j + ST - 2. */
+  auto tile_start = [&](int jj) {
+    cp_async_wait<ST - 3>();
+    fence_proxy_async();
+    __syncthreads();
+    if (lhave) {
+      const int nv = (int)min((uint32_t)BN, lw.count - lw.off);
+      const uint32_t sk = sKV + 2u * (uint32_t)((jj + ST - 2) % ST) * TBYTES;
+      v6_load<T, D, BN, NT>(sk, gk, p.k_row_stride, (int64_t)lw.start + lw.off, nv, tid);
+      v6_load<T, D, BN, NT>(sk + TBYTES, gv, p.v_row_stride, (int64_t)lw.start + lw.off, nv, tid);
+      lhave = v6_next<BN>(p, scope, lw);
+    }
+    cp_async_commit();
+  };
+  /* S = Q K^T of the tile in `slot` (K-major k-steps of 16 elements = 32 bytes inside an atom row; the
+   * second 64-column block of D = 128 lies ROWS * 128 bytes further) */
+  auto issue_s = [&](int slot) {
+    const uint32_t kbase = sKV + 2u * (uint32_t)slot * TBYTES;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const uint32_t koff = (uint32_t)(ks & 3) * 32u, kblk = (uint32_t)(ks >> 2) * 128u;
+      const uint64_t da = wg_desc(qbase + kblk * BM + koff, 16, sw::SBO, sw::MODE);
+      const uint64_t db = wg_desc(kbase + kblk * BN + koff, 16, sw::SBO, sw::MODE);
+      wg_ss<T, BN>(&s[0][0], da, db, ks > 0);
+    }
+  };
+  /* O += P V of the tile in `slot` (V MN-major: 16 keys = 16 atom rows per k-step; the 64-column blocks
+   * of D = 128 BN * 128 bytes apart) */
+  auto issue_pv = [&](int slot) {
+    const uint32_t vbase = sKV + 2u * (uint32_t)slot * TBYTES + TBYTES;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint64_t db = wg_desc(vbase + (uint32_t)kk * 16u * sw::RB, BN * 128, sw::SBO, sw::MODE);
+      wg_rs<T, D>(&o[0][0], pa[kk], db, 1);
+    }
+  };
+  auto pin_s = [&]() {
+#pragma unroll
+    for (int n = 0; n < NB; ++n) pin(s[n][0]), pin(s[n][1]), pin(s[n][2]), pin(s[n][3]);
+  };
+  auto pin_o = [&]() {
+#pragma unroll
+    for (int n = 0; n < ND; ++n) pin(o[n][0]), pin(o[n][1]), pin(o[n][2]), pin(o[n][3]);
+  };
+  /* mask, online softmax in the exp2 domain (p overwrites s), new running max m and row sum l */
+  auto softmax = [&](int nvalid, float *alpha) {
+    if (nvalid < BN) { /* partial tile at a bucket's end: masked keys */
+#pragma unroll
+      for (int n = 0; n < NB; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (n * 8 + 2 * (lane & 3) + (e & 1) >= nvalid) s[n][e] = -INFINITY;
+    }
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float x = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < NB; ++n) x = fmaxf(x, fmaxf(s[n][2 * hr], s[n][2 * hr + 1]));
+      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+      const float mnew = fmaxf(m[hr], x * c_log2);
+      alpha[hr] = ex2f(m[hr] - mnew);
+      m[hr] = mnew;
+      const float nm = -mnew;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < NB; ++n) {
+        s[n][2 * hr] = ex2f(fmaf(s[n][2 * hr], c_log2, nm));
+        s[n][2 * hr + 1] = ex2f(fmaf(s[n][2 * hr + 1], c_log2, nm));
+        sum += s[n][2 * hr] + s[n][2 * hr + 1];
+      }
+      l[hr] = l[hr] * alpha[hr] + sum;
+    }
+  };
+  /* P as A fragments: the m64 accumulator rows of a thread are exactly its A-fragment rows */
+  auto pack_p = [&]() {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      pa[kk][0] = v6_pack<T>::pack(s[2 * kk][0], s[2 * kk][1]);
+      pa[kk][1] = v6_pack<T>::pack(s[2 * kk][2], s[2 * kk][3]);
+      pa[kk][2] = v6_pack<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pa[kk][3] = v6_pack<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+  };
+
+  /* tile 0: S, softmax, P (O is still zero: no rescale) */
+  float alpha[2];
+  tile_start(0);
+  pin_s();
+  wg_fence();
+  issue_s(0);
+  wg_commit();
+  wg_wait<0>();
+  pin_s();
+  softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
+  pack_p();
+  int prev_slot = 0;
+  /* tiles 1, 2, ...: S_j and P_{j-1} V_{j-1} in flight together; softmax of S_j under the P V */
+  for (int j = 1; v6_next<BN>(p, scope, cw); ++j) {
+    tile_start(j);
+    const int slot = j % ST;
+    pin_s();
+    pin_o();
+    wg_fence();
+    issue_s(slot);
+    wg_commit();
+    issue_pv(prev_slot);
+    wg_commit();
+    wg_wait<1>();
+    pin_s();
+    softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
+    wg_wait<0>();
+    pin_o();
+#pragma unroll
+    for (int n = 0; n < ND; ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+    pack_p();
+    prev_slot = slot;
+  }
+  /* the last tile's P V (its slot is not overwritten: no loads are left) */
+  pin_o();
+  wg_fence();
+  issue_pv(prev_slot);
+  wg_commit();
+  wg_wait<0>();
+  pin_o();
+
+  /* finish: row sums across the quad, normalise, write O and LSE for valid rows */
+  T *go = static_cast<T *>(p.o) + (int64_t)h * p.o_head_stride;
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float sum = l[hr];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.f / sum;
+    const int r = wg * 64 + wq * 16 + (lane >> 2) + hr * 8;
+    if (r < qn) {
+      T *orow = go + (qrow0 + r) * p.o_row_stride;
+#pragma unroll
+      for (int n = 0; n < ND; ++n) {
+        const uint32_t v = v6_pack<T>::pack(o[n][2 * hr] * inv, o[n][2 * hr + 1] * inv);
+        *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * (lane & 3)) = v;
+      }
+      if (p.lse && (lane & 3) == 0)
+        p.lse[(qrow0 + r) * p.heads + h] = (m[hr] + __log2f(sum)) * 0.69314718055994531f;
+    }
+  }
+}
+
+#else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
+
+template <typename T, int D, typename TR>
+__global__ void __launch_bounds__(TR::NWG * 128, 1) battn_v6_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+  (void)p, (void)c_log2, (void)tiles_per_bucket;
+}
+
+#endif /* V6_WGMMA */
+
+/* ---- host side ------------------------------------------------------------------------------------- */
+
+/* Writes 1 when the image running it was compiled for sm_90a (the feature macro), else 0. */
+static __global__ void battn_v6_probe(int *out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+/* Whether this device runs v6's sm_90a image: compute capability 9.0 and the probe says so. The one
+ * mutable state of this file, and why: the probe is a launch plus a synchronous copy; run per call it
+ * would serialise every timed launch on the host. The answer is fixed per device and process, so it is
+ * cached per thread and device (0 = not probed, 1 = yes, 2 = no), like v0's cuBLAS handle in attn.cu. */
+static hx_status v6_supported(hx_err *err) {
+  static thread_local signed char cache[64];
+  int dev = 0;
+  V6_CUDA(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= 64) return hx_errf(err, HX_EUNSUPPORTED, "attention v6: device %d out of range", dev);
+  if (!cache[dev]) {
+    int major = 0, minor = 0;
+    V6_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    V6_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    int ok = 0;
+    if (major == 9 && minor == 0) {
+      int *d_flag = NULL;
+      V6_CUDA(cudaMalloc((void **)&d_flag, sizeof(int)));
+      battn_v6_probe<<<1, 1>>>(d_flag);
+      cudaError_t e = cudaGetLastError();
+      if (e == cudaSuccess) e = cudaMemcpy(&ok, d_flag, sizeof ok, cudaMemcpyDeviceToHost);
+      cudaFree(d_flag);
+      if (e != cudaSuccess)
+        return hx_errf(err, HX_ECUDA, "attention v6: sm_90a probe: %s", cudaGetErrorString(e));
+    }
+    cache[dev] = ok == 1 ? 1 : 2;
+    if (ok != 1)
+      return hx_errf(err, HX_EUNSUPPORTED,
+                     "attention v6: needs an sm_90a image on a compute capability 9.0 device (this is %d.%d%s)",
+                     major, minor, major == 9 && minor == 0 ? ", but the loaded image is not sm_90a" : "");
+  }
+  if (cache[dev] != 1)
+    return hx_errf(err, HX_EUNSUPPORTED, "attention v6: needs an sm_90a image on a compute capability 9.0 device");
+  return HX_OK;
+}
+
+template <typename T, int D>
+static hx_status v6_launch(const battn_params *p, cudaStream_t stream, hx_err *err) {
+  typedef v6_tiles<D> TR;
+  constexpr int BM = 64 * TR::NWG;
+  const size_t smem = 1024 + (size_t)BM * D * 2 + (size_t)TR::STAGES * 2 * TR::BN * D * 2;
+  const uint32_t tpb = (p->max_bucket_rows + BM - 1) / BM;
+  const uint64_t nx = (uint64_t)p->num_scopes * p->buckets_per_scope * tpb;
+  if (nx == 0) return HX_OK;
+  if (nx > 0x7FFFFFFFull)
+    return hx_errf(err, HX_EINVAL, "attention v6: grid of %llu tiles too large", (unsigned long long)nx);
+  auto kern = battn_v6_kernel<T, D, TR>;
+  V6_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  const float c = p->scale * 1.4426950408889634f;
+  kern<<<dim3((unsigned)nx, (unsigned)p->heads), TR::NWG * 128, smem, stream>>>(*p, c, tpb);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "attention v6: launch: %s", cudaGetErrorString(e));
+  return HX_OK;
+}
+
+extern "C" hx_status battn_v6_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                 hx_err *err) {
+  HX_TRY(battn_validate(p, NULL, err));
+  HX_TRY(v6_supported(err));
+  if (!d_scratch && scratch_bytes) {
+    *scratch_bytes = 0;
+    return HX_OK;
+  }
+  cudaStream_t st = (cudaStream_t)stream;
+  const bool f16 = p->dtype == BATTN_F16;
+  switch (p->head_dim) {
+  case 16: return f16 ? v6_launch<__half, 16>(p, st, err) : v6_launch<__nv_bfloat16, 16>(p, st, err);
+  case 32: return f16 ? v6_launch<__half, 32>(p, st, err) : v6_launch<__nv_bfloat16, 32>(p, st, err);
+  case 64: return f16 ? v6_launch<__half, 64>(p, st, err) : v6_launch<__nv_bfloat16, 64>(p, st, err);
+  default: return f16 ? v6_launch<__half, 128>(p, st, err) : v6_launch<__nv_bfloat16, 128>(p, st, err);
+  }
+}
