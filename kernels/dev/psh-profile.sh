@@ -46,9 +46,9 @@ has full && for hash in xor-mod xor-div zorder-mod zorder-div; do
     timeout 120 $NCU --set full --import-source yes --kernel-name regex:'^k4_' --launch-skip $((36 * h + 4)) --launch-count 4 \
       -o "$OUT/v4-$hash" -f $BENCH 600000 1 512 64 > "$OUT/ncu-$hash.log" 2>&1
     note "ncu full v4 $hash rc=$? $(( $(date +%s) - t0 )) s"
-    $NCU --import "$OUT/v4-$hash.ncu-rep" --page details > "$OUT/v4-$hash-details.txt" 2>&1
-    $NCU --import "$OUT/v4-$hash.ncu-rep" --page source --csv --print-source sass > "$OUT/v4-$hash-source.txt" 2>&1 ||
-      $NCU --import "$OUT/v4-$hash.ncu-rep" --page source --csv > "$OUT/v4-$hash-source.txt" 2>&1
+    ncu --import "$OUT/v4-$hash.ncu-rep" --page details > "$OUT/v4-$hash-details.txt" 2>&1
+    ncu --import "$OUT/v4-$hash.ncu-rep" --page source --csv --print-source sass > "$OUT/v4-$hash-source.txt" 2>&1 ||
+      ncu --import "$OUT/v4-$hash.ncu-rep" --page source --csv > "$OUT/v4-$hash-source.txt" 2>&1
   fi
   h=$((h + 1))
 done
@@ -56,7 +56,7 @@ if has full; then
   timeout 90 $NCU --set full --import-source yes --kernel-name regex:'k_assign' --launch-count 1 -o "$OUT/assign" -f \
     $BENCH 600000 1 512 64 > "$OUT/ncu-assign.log" 2>&1
   note "ncu assign rc=$?"
-  $NCU --import "$OUT/assign.ncu-rep" --page details > "$OUT/assign-details.txt" 2>&1
+  ncu --import "$OUT/assign.ncu-rep" --page details > "$OUT/assign-details.txt" 2>&1
 fi
 has sanitizer && for tool in memcheck racecheck; do
   t0=$(date +%s)
