@@ -8,9 +8,14 @@
  *                a pipeline reports one)
  *   serial_psh   PTv3 serialization vs Flash3D PSH, log scale (kernels named *serial* or *psh*)
  *   sm           sm_active and sm_issue (%) vs n_points          tensor   tensor_active (%) vs n_points
- *   dram         dram_read_bw (GB/s) vs n_points                  memory   mem* rows (MiB) vs n_points
+ *   dram         dram_read_bw (GB/s) vs n_points                  memory   mem_peak (arena, solid) and
+ *                                                                         mem_used (cudaMemGetInfo, dashed),
+ *                                                                         MiB, of each pipeline's total
  *   stages       stacked time_mean per stage at the largest size  treemap  the same as squarified areas
  * Several runs: every series is labelled with its run's device, so the same figure compares devices.
+ * Data files name each series in full (pipeline/kernel/variant workload), legends by a short title
+ * ("PSH v4 xor-mod", "serialize v2", "PTv3 pool v0"). A linear y axis of non-negative values starts at 0.
+ * REPORT.md's headline adds the peak device memory per pipeline and PTv3 / Flash3D.
  * The treemap layout is the squarified algorithm of Bruls, Huizing and van Wijk: rows of rectangles
  * along the shorter side, a row closed when adding the next (largest remaining) item would worsen its
  * worst aspect ratio. Invariant: rectangle i has area proportional to weight i and all lie inside the
@@ -116,6 +121,8 @@ typedef struct plot_ctx {
   const hx_run_row **sorted; /* per run: row pointers sorted by key */
   const char **label;        /* per run: device name or directory */
   int all;                   /* --all-series: every series, as recorded */
+  int *mem_totals;           /* per run: 1 when it has pipeline totals of mem_peak (the arena) */
+  int many_workloads;        /* rows of more than one workload: legends name it */
 } plot_ctx;
 
 static int cmp_rowp(const void *x, const void *y) {
@@ -230,6 +237,53 @@ static int main_stage(const hx_run *r, const hx_run_row *k) {
 
 static int pipeline_has_total(const hx_run *r, const char *pipeline) { return has_kernel(r, pipeline, "total"); }
 
+/* A kernel family (the name up to its first '.': "pool", "total", "attn" of attn.plain and attn.patch1024)
+ * that more than one pipeline of these runs uses: the legend names the pipeline too. */
+static int kernel_shared(const plot_ctx *p, const hx_run_row *k) {
+  const char *dot = strchr(k->kernel, '.');
+  const size_t n = dot ? (size_t)(dot - k->kernel) : strlen(k->kernel);
+  for (size_t r = 0; r < p->n_runs; r++)
+    for (size_t i = 0; i < p->runs[r].n_rows; i++) {
+      const hx_run_row *w = &p->runs[r].rows[i];
+      if (strcmp(w->pipeline, k->pipeline) && !strncmp(w->kernel, k->kernel, n) && (w->kernel[n] == '\0' || w->kernel[n] == '.'))
+        return 1;
+    }
+  return 0;
+}
+
+static const char *pipeline_display(const char *pipeline) {
+  if (!strcmp(pipeline, "ptv3")) return "PTv3";
+  if (!strcmp(pipeline, "flash3d")) return "Flash3D";
+  return pipeline;
+}
+
+/* What a legend shows for a series (the data files keep the full pipeline/kernel/variant name):
+ * "PSH v4 xor-mod", "serialize v2", "attn plain v5", "gather qkv C64 v3", "PTv3 pool v0", "Flash3D total";
+ * the workload only when the runs have several, the batch when it is not 1, the device with several runs. */
+static void short_title(char *buf, size_t cap, const plot_ctx *p, size_t run, const hx_run_row *k,
+                        const char *suffix) {
+  char kern[160], var[64] = "";
+  const int total = !strcmp(k->kernel, "total");
+  if (!strncmp(k->kernel, "psh.", 4)) {
+    snprintf(kern, sizeof kern, "PSH %s %s", k->variant, k->kernel + 4);
+  } else {
+    snprintf(kern, sizeof kern, "%s", k->kernel);
+    for (char *c = kern; *c; c++)
+      if (*c == '_' || *c == '.') *c = ' ';
+    if (!total && strcmp(k->variant, "all")) snprintf(var, sizeof var, " %s", k->variant);
+  }
+  const int prefix = total || kernel_shared(p, k);
+  char batch[32] = "", dev[160] = "";
+  if (k->batch != 1) snprintf(batch, sizeof batch, " batch %u", (unsigned)k->batch);
+  if (p->n_runs > 1) {
+    const char *d = p->label[run];
+    if (!strncmp(d, "NVIDIA ", 7)) d += 7;
+    snprintf(dev, sizeof dev, " (%s)", d);
+  }
+  snprintf(buf, cap, "%s%s%s%s%s%s%s%s%s", prefix ? pipeline_display(k->pipeline) : "", prefix ? " " : "", kern, var,
+           p->many_workloads ? " " : "", p->many_workloads ? k->workload : "", batch, suffix ? suffix : "", dev);
+}
+
 typedef int (*series_filter)(const plot_ctx *p, size_t run, const hx_run_row *r);
 
 /* latency: a pipeline's total when it reports one, else its main stages; fastest variant each */
@@ -251,10 +305,13 @@ static int want_stages(const plot_ctx *p, size_t run, const hx_run_row *r) {
   if (p->all) return 1;
   return main_stage(&p->runs[run], r) >= 0 && is_best_variant(&p->runs[run], r);
 }
-/* Write one gnuplot index block per series holding `metric` (value x scale, error from err_metric).
- * Returns the number of blocks written. */
+/* Write one gnuplot index block per series holding `metric` (value x scale, error from err_metric);
+ * *lo and *hi track the smallest positive and the largest value, *neg is set when a value is negative.
+ * Each block opens with two quoted fields: the full series name and the legend's short one (short_suffix
+ * after it). Returns the number of blocks written. */
 static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const char *err_metric, double scale,
-                           const char *suffix, series_filter want, double *lo, double *hi) {
+                           const char *suffix, const char *short_suffix, series_filter want, double *lo, double *hi,
+                           int *neg) {
   size_t blocks = 0, off = 0;
   for (size_t r = 0; r < p->n_runs; off += p->runs[r].n_rows, r++) {
     const hx_run_row **rows = p->sorted + off;
@@ -272,9 +329,13 @@ static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const
         snprintf(title, sizeof title, "%s/%s/%s %s%s%s%s%s%s%s", k->pipeline, k->kernel, k->variant, k->workload,
                  batch, suffix ? " " : "", suffix ? suffix : "", p->n_runs > 1 ? " (" : "",
                  p->n_runs > 1 ? p->label[r] : "", p->n_runs > 1 ? ")" : "");
+        char stitle[512];
+        short_title(stitle, sizeof stitle, p, r, k, short_suffix);
         for (char *c = title; *c; c++)
-          if (*c == '"') *c = '\''; /* keep the quoted field well formed */
-        fprintf(f, "\"%s\"\n", title);
+          if (*c == '"') *c = '\''; /* keep the quoted fields well formed */
+        for (char *c = stitle; *c; c++)
+          if (*c == '"') *c = '\'';
+        fprintf(f, "\"%s\" \"%s\"\n", title, stitle);
         for (size_t q = i; q < j; q++) {
           if (!metric_match(metric, rows[q]->metric)) continue;
           double e = 0.0;
@@ -282,6 +343,7 @@ static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const
             if (rows[t]->n_points == rows[q]->n_points && !strcmp(rows[t]->metric, err_metric)) e = rows[t]->value;
           double v = rows[q]->value * scale;
           fprintf(f, "%llu %.10g %.10g\n", (unsigned long long)rows[q]->n_points, v, e * scale);
+          if (v < 0.0) *neg = 1;
           if (v > 0.0 && v < *lo) *lo = v;
           if (v > *hi) *hi = v;
         }
@@ -294,10 +356,12 @@ static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const
   return blocks;
 }
 
-/* memory: the main stages and a pipeline's total (where the sweep records its peak) */
+/* memory: each pipeline's total where the sweep recorded it (the arena's peak over the pipeline, the
+ * paper's comparison; every stage stays in memory_all.dat), else the main stages as for the counters */
 static int want_memory(const plot_ctx *p, size_t run, const hx_run_row *r) {
-  if (p->all || want_stages(p, run, r)) return 1;
-  return !strcmp(r->kernel, "total") && is_best_variant(&p->runs[run], r);
+  if (p->all) return 1;
+  if (p->mem_totals[run]) return !strcmp(r->kernel, "total");
+  return want_stages(p, run, r);
 }
 
 /* ---- rendering ------------------------------------------------------------------------------------- */
@@ -342,8 +406,8 @@ static hx_status render(const char *scripts, const char *script, const char *par
  * (SM active / issue) share a colour per series, the second dashed. */
 static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char *outdir, const char *base,
                               const char *title, const char *ylabel, int logy, const char *const *metrics,
-                              const char *const *errs, const double *scales, size_t nm, series_filter want,
-                              int *made, hx_err *err) {
+                              const char *const *errs, const double *scales, const char *const *short_suffix,
+                              size_t nm, series_filter want, int *made, hx_err *err) {
   char path[PL_PATH + 64];
   *made = 0;
   if (!p->all) { /* everything, not drawn */
@@ -354,8 +418,10 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
     if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
     size_t blocks = 0;
     double lo = INFINITY, hi = 0.0;
+    int neg = 0;
     for (size_t m = 0; m < nm; m++)
-      blocks += write_series(f, &every, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL, want, &lo, &hi);
+      blocks += write_series(f, &every, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL,
+                             nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg);
     fclose(f);
     if (blocks == 0) remove(path);
   }
@@ -364,8 +430,10 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
   if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
   size_t blocks = 0, per[2] = {0, 0};
   double lo = INFINITY, hi = 0.0;
+  int neg = 0;
   for (size_t m = 0; m < nm; m++) {
-    size_t b = write_series(f, p, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL, want, &lo, &hi);
+    size_t b = write_series(f, p, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL,
+                            nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg);
     if (m < 2) per[m] = b;
     blocks += b;
   }
@@ -376,9 +444,13 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
   }
   if (logy < 0) logy = hi > 100.0 * lo;
   size_t paired = nm == 2 && per[0] == per[1] ? per[0] : 0;
+  /* every metric drawn here is a time, a percentage, a rate or a size: a linear axis starts at 0 (gnuplot's
+   * autoscale with the margins of lines.gp went below it, to -200 GB/s on a real run) */
+  const int ymin0 = !logy && !neg;
   char params[2 * PL_PATH];
-  snprintf(params, sizeof params, "datafile='%s'; title='%s'; ylabel='%s'; logy=%d; errors=%d; paired=%zu", path,
-           title, ylabel, logy, errs[0] != NULL, paired);
+  snprintf(params, sizeof params,
+           "datafile='%s'; title='%s'; ylabel='%s'; logy=%d; errors=%d; paired=%zu; ymin0=%d", path, title, ylabel,
+           logy, errs[0] != NULL, paired, ymin0);
   HX_TRY(render(scripts, "lines.gp", params, outdir, base, err));
   *made = 1;
   return HX_OK;
@@ -625,6 +697,76 @@ static void headline_table(FILE *f, const hx_run *r, const char *workload, const
   fputc('\n', f);
 }
 
+/* The value of a pipeline total (kernel "total") at one size; NAN when absent. */
+static double total_value(const hx_run *r, const char *pipeline, const char *workload, uint64_t n_points,
+                          const char *metric) {
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (!strcmp(w->kernel, "total") && !strcmp(w->pipeline, pipeline) && !strcmp(w->workload, workload) &&
+        w->n_points == n_points && w->batch == 1 && !strcmp(w->metric, metric))
+      return w->value;
+  }
+  return NAN;
+}
+
+/* Peak device memory per pipeline (MiB): the arena's high-water mark (mem_peak of kernel "total"), PTv3 /
+ * Flash3D where both ran (the paper reports 2.4x less memory for Flash3D, for a whole network in training;
+ * these are the benchmark pipelines' own buffers), and cudaMemGetInfo's figure (mem_used) beside it. */
+static void memory_table(FILE *f, const hx_run *r, const char *workload, const uint64_t *sizes, size_t ns) {
+  const char *pipes[8];
+  size_t np = 0;
+  for (size_t i = 0; i < r->n_rows && np < 8; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (strcmp(w->kernel, "total") || strcmp(w->metric, "mem_peak") || strcmp(w->workload, workload)) continue;
+    size_t k = 0;
+    while (k < np && strcmp(pipes[k], w->pipeline)) k++;
+    if (k == np) pipes[np++] = w->pipeline;
+  }
+  if (np == 0) return;
+  int has_p = 0, has_f = 0, used = 0;
+  for (size_t k = 0; k < np; k++) has_p |= !strcmp(pipes[k], "ptv3"), has_f |= !strcmp(pipes[k], "flash3d");
+  for (size_t s = 0; s < ns && !used; s++)
+    for (size_t k = 0; k < np && !used; k++) used = isfinite(total_value(r, pipes[k], workload, sizes[s], "mem_used"));
+  const int ratio = has_p && has_f;
+  const size_t nu = used ? np : 0; /* cudaMemGetInfo columns (nvbench/paper timing only) */
+  fputs("Peak device memory per pipeline (MiB): the arena's high-water mark over the pipeline (its own "
+        "buffers; Flash3D's PSH buffers by their cudaMemGetInfo delta)",
+        f);
+  if (ratio) fputs(", PTv3 / Flash3D of those peaks", f);
+  if (used)
+    fputs(", and the most cudaMemGetInfo showed in use after a stage beyond the sweep's start (CUDA context, "
+          "libraries, caches included)",
+          f);
+  fputs(".\n\n| n_points |", f);
+  for (size_t k = 0; k < np; k++) fprintf(f, " %s peak |", pipeline_display(pipes[k]));
+  if (ratio) fputs(" PTv3 / Flash3D |", f);
+  for (size_t k = 0; k < nu; k++) fprintf(f, " %s cudaMemGetInfo |", pipeline_display(pipes[k]));
+  fputs("\n|---:|", f);
+  for (size_t k = 0; k < np + nu + (size_t)ratio; k++) fputs("---:|", f);
+  fputc('\n', f);
+  for (size_t s = 0; s < ns; s++) {
+    fprintf(f, "| %llu |", (unsigned long long)sizes[s]);
+    for (size_t k = 0; k < np; k++) {
+      double v = total_value(r, pipes[k], workload, sizes[s], "mem_peak");
+      if (isfinite(v)) fprintf(f, " %.1f |", v / 1048576.0);
+      else fputs(" - |", f);
+    }
+    if (ratio) {
+      double a = total_value(r, "ptv3", workload, sizes[s], "mem_peak");
+      double b = total_value(r, "flash3d", workload, sizes[s], "mem_peak");
+      if (isfinite(a) && isfinite(b) && b > 0.0) fprintf(f, " %.2fx |", a / b);
+      else fputs(" - |", f);
+    }
+    for (size_t k = 0; k < nu; k++) {
+      double v = total_value(r, pipes[k], workload, sizes[s], "mem_used");
+      if (isfinite(v)) fprintf(f, " %.1f |", v / 1048576.0);
+      else fputs(" - |", f);
+    }
+    fputc('\n', f);
+  }
+  fputc('\n', f);
+}
+
 static int cmp_u64(const void *x, const void *y) {
   uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
   return (a > b) - (a < b);
@@ -686,6 +828,7 @@ static void write_headline(FILE *f, const plot_ctx *p) {
                 cb ? cb : "?");
         headline_table(f, rr, wls[iw], sizes, ns, cols, nc, COL_GBS, NULL);
       }
+      if (ns > 0) memory_table(f, rr, wls[iw], sizes, ns);
     }
   }
 }
@@ -776,18 +919,29 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
   snprintf(plots, sizeof plots, "%s/plots", out_dir);
   if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
   if (mkdir(plots, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", plots, strerror(errno));
-  plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0};
+  plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0};
   size_t total = 0;
   for (size_t r = 0; r < n_runs; r++) total += runs[r].n_rows;
   p.sorted = malloc((total ? total : 1) * sizeof *p.sorted);
   p.label = malloc(n_runs * sizeof *p.label);
-  if (!p.sorted || !p.label) {
+  p.mem_totals = calloc(n_runs, sizeof *p.mem_totals);
+  if (!p.sorted || !p.label || !p.mem_totals) {
     free(p.sorted);
     free((void *)p.label);
+    free(p.mem_totals);
     return hx_errf(err, HX_ENOMEM, "plot: no memory");
   }
   size_t off = 0;
+  int any_mem_peak = 0;
+  const char *wl0 = NULL;
   for (size_t r = 0; r < n_runs; r++) {
+    for (size_t i = 0; i < runs[r].n_rows; i++) {
+      const hx_run_row *w = &runs[r].rows[i];
+      if (!strcmp(w->metric, "mem_peak")) any_mem_peak = 1;
+      if (!strcmp(w->metric, "mem_peak") && !strcmp(w->kernel, "total")) p.mem_totals[r] = 1;
+      if (!wl0) wl0 = w->workload;
+      else if (strcmp(wl0, w->workload)) p.many_workloads = 1;
+    }
     for (size_t i = 0; i < runs[r].n_rows; i++) p.sorted[off + i] = &runs[r].rows[i];
     qsort(p.sorted + off, runs[r].n_rows, sizeof *p.sorted, cmp_rowp);
     off += runs[r].n_rows;
@@ -805,7 +959,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
                           "SM active (solid) and SM issue (dashed) vs size",
                           "TensorCore active vs size",
                           "DRAM read bandwidth vs size",
-                          "Device memory vs size",
+                          "Device memory vs size",  /* replaced below by what the runs hold */
                           "Per-stage breakdown (stacked)",
                           "Per-stage breakdown (treemap)"};
   int made[NF] = {0};
@@ -821,24 +975,30 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
     const char *m1[] = {"time_mean"}, *e1[] = {"time_std"}, *e0[] = {NULL, NULL};
     const double s1[] = {1.0, 1.0}, sg[] = {1e-9}, smib[] = {1.0 / 1048576.0};
     const char *msm[] = {"sm_active", "sm_issue"}, *mt[] = {"tensor_active"}, *md[] = {"dram_read_bw"},
-               *mm[] = {"mem*"};
-    st = lines_figure(&p, scripts_dir, plots, "latency", what[0], "time (ms)", p.all ? 1 : -1, m1, e1, s1, 1,
-                      want_latency,
-                      &made[0], err);
+               *mm[] = {"mem_peak", "mem_used"}, *mm_old[] = {"mem_used"};
+    const char *ssm[] = {" active", " issue"}, *smem[] = {" arena peak", " cudaMemGetInfo"}, *snone[] = {NULL, NULL};
+    const double smib2[] = {1.0 / 1048576.0, 1.0 / 1048576.0};
+    /* memory: the arena's peak (solid) with cudaMemGetInfo (dashed) beside it; runs from before the
+     * arena only have the latter */
+    what[5] = any_mem_peak ? "Device memory vs size: arena peak (solid), cudaMemGetInfo in use (dashed)"
+                           : "Device memory vs size (cudaMemGetInfo in use; these runs have no arena rows)";
+    st = lines_figure(&p, scripts_dir, plots, "latency", what[0], "time (ms)", p.all ? 1 : -1, m1, e1, s1, snone, 1,
+                      want_latency, &made[0], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "serial_psh", what[1], "time (ms)", 1, m1, e1, s1, 1,
+      st = lines_figure(&p, scripts_dir, plots, "serial_psh", what[1], "time (ms)", 1, m1, e1, s1, snone, 1,
                         want_serial_psh, &made[1], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "sm", what[2], "% of peak", 0, msm, e0, s1, 2, want_stages, &made[2],
-                        err);
+      st = lines_figure(&p, scripts_dir, plots, "sm", what[2], "% of peak", 0, msm, e0, s1, ssm, 2, want_stages,
+                        &made[2], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "tensor", what[3], "% of peak", 0, mt, e0, s1, 1, want_stages,
+      st = lines_figure(&p, scripts_dir, plots, "tensor", what[3], "% of peak", 0, mt, e0, s1, snone, 1, want_stages,
                         &made[3], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "dram", what[4], "GB/s", 0, md, e0, sg, 1, want_stages, &made[4], err);
+      st = lines_figure(&p, scripts_dir, plots, "dram", what[4], "GB/s", 0, md, e0, sg, snone, 1, want_stages,
+                        &made[4], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "memory", what[5], "MiB", 0, mm, e0, smib, 1, want_memory, &made[5],
-                        err);
+      st = lines_figure(&p, scripts_dir, plots, "memory", what[5], "MiB", 0, any_mem_peak ? mm : mm_old, e0,
+                        any_mem_peak ? smib2 : smib, smem, any_mem_peak ? 2 : 1, want_memory, &made[5], err);
     if (st == HX_OK) st = stages_figures(&p, scripts_dir, plots, &made[6], &made[7], err);
   }
   if (st == HX_OK) {
@@ -860,6 +1020,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
   }
   free(p.sorted);
   free((void *)p.label);
+  free(p.mem_totals);
   if (st == HX_OK && note) return hx_errf(err, HX_EUNSUPPORTED, "%s", gerr.msg);
   return st;
 }

@@ -2,9 +2,11 @@
 # Written by f3dbench plot (harness/plot.c); reads only the data file it is given.
 # Parameters (gnuplot -e): datafile, out, fmt ("png"|"svg"), title, ylabel, logy (0|1), errors (0|1),
 # paired (optional, N > 0: blocks i and N+i are two metrics of one series: same colour, the second dashed
-# and left out of the legend).
-# Data file: one block per series, blocks separated by two blank lines; a block starts with a line whose
-# first field is the quoted series title, then rows "n_points value error".
+# and left out of the legend), ymin0 (optional, 1: the y axis starts at 0; for non-negative metrics on a
+# linear axis, where the bottom margin below would otherwise reach into negative values).
+# Data file: one block per series, blocks separated by two blank lines; a block starts with a line of two
+# quoted fields, the full series name (pipeline/kernel/variant workload) and the short legend title, then
+# rows "n_points value error".
 if (fmt eq "svg") { set terminal svg size 1000,750 dynamic noenhanced font "DejaVu Sans,11" } \
 else { set terminal pngcairo size 1000,750 noenhanced font "DejaVu Sans,11" }
 set output out
@@ -17,20 +19,23 @@ set key below left Left reverse maxcols 2 font ",10" spacing 1.1 width 2
 set format x "%.0s%c"
 # sizes are linear steps (100k..600k) in the default sweep: a linear axis reads best
 if (logy) { set logscale y }
+if (!exists("ymin0")) { ymin0 = 0 }
+# margins around the data; none below a y axis that starts at 0 (gnuplot widens even a fixed minimum by it)
+if (ymin0 && !logy) { set yrange [0:*]; set offsets graph 0.03, graph 0.03, graph 0.05, 0 } \
+else { set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05 }
 set autoscale xfixmin
 set autoscale xfixmax
-set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05
 if (!exists("paired")) { paired = 0 }
 nblocks = 0
 stats datafile using 1 nooutput
 nblocks = STATS_blocks
 if (paired > 0) {
   plot for [i=0:paired-1] datafile index i using 1:2 with linespoints lw 1.8 pt 7 ps 0.6 lc i+1 dt 1 \
-         title columnheader(1), \
+         title columnheader(2), \
        for [i=paired:nblocks-1] datafile index i using 1:2 with linespoints lw 1.8 pt 6 ps 0.6 lc i-paired+1 dt 2 \
          notitle
 } else { if (errors) {
-  plot for [i=0:nblocks-1] datafile index i using 1:2:3 with yerrorlines lw 1.5 pt 7 ps 0.6 title columnheader(1)
+  plot for [i=0:nblocks-1] datafile index i using 1:2:3 with yerrorlines lw 1.5 pt 7 ps 0.6 title columnheader(2)
 } else {
-  plot for [i=0:nblocks-1] datafile index i using 1:2 with linespoints lw 1.5 pt 7 ps 0.6 title columnheader(1)
+  plot for [i=0:nblocks-1] datafile index i using 1:2 with linespoints lw 1.5 pt 7 ps 0.6 title columnheader(2)
 } }

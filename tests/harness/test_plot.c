@@ -3,7 +3,9 @@
  * proportional to the weights; `hx_plot` renders non-empty PNG and SVG files for every figure the fixture
  * has rows for (latency, serialization vs PSH, SM active/issue, tensor, DRAM, memory, stages, treemap) and
  * a REPORT.md linking them; two runs give one figure with both devices and a ratio table; the headline
- * selection keeps one series per kernel (fastest GPU variant), all series in <figure>_all.dat. The rendering
+ * selection keeps one series per kernel (fastest GPU variant), all series in <figure>_all.dat; the report's
+ * peak memory table (arena totals, PTv3 / Flash3D) and the memory figure's totals; a linear y axis of
+ * small positive values starts at 0; legends use short names, data files full ones. The rendering
  * cases are skipped when gnuplot is missing (said so on stdout).
  */
 #include <stdarg.h>
@@ -172,7 +174,19 @@ static void test_render_one(void **state) {
   assert_non_null(strstr(rep, "![treemap](plots/treemap.png)"));
   assert_non_null(strstr(rep, "| ptv3/total/v1 | lidar | 300000 | 1 |"));
   assert_non_null(strstr(rep, "| abc1234 | 2026-11-21T22:43:20Z |")); /* run table: commit and date */
+  /* peak memory per pipeline and PTv3 / Flash3D: 64e6 B and 32e6 B per 100k points */
+  assert_non_null(strstr(rep, "| n_points | PTv3 peak | Flash3D peak | PTv3 / Flash3D |\n"));
+  assert_non_null(strstr(rep, "| 100000 | 61.0 | 30.5 | 2.00x |\n"));
+  assert_non_null(strstr(rep, "| 300000 | 183.1 | 91.6 | 2.00x |\n"));
   free(rep);
+  /* the memory figure: the pipeline totals of the arena's peak (MiB), not the stages */
+  snprintf(rp, sizeof rp, "%s/memory.dat", plots);
+  char *mem = slurp(rp);
+  assert_non_null(mem);
+  assert_non_null(strstr(mem, "\"ptv3/total/v1 lidar mem_peak\" \"PTv3 total arena peak\"\n100000 61.03515625 0\n"));
+  assert_non_null(strstr(mem, "\"flash3d/total/v1 lidar mem_peak\""));
+  assert_null(strstr(mem, "serialize"));
+  free(mem);
   /* the latency figure shows the totals only (pipelines that report one): 2 series */
   snprintf(rp, sizeof rp, "%s/latency.dat", plots);
   char *dat = slurp(rp);
@@ -284,12 +298,76 @@ static void test_select(void **state) {
   hx_run_free(&run);
 }
 
+/* The y tick labels of a gnuplot SVG (right-aligned texts left of the axis): their smallest value and
+ * how many there are. */
+static size_t y_ticks(const char *svg, double *lowest) {
+  size_t n = 0;
+  *lowest = INFINITY;
+  const char *key = "text-anchor=\"end\">";
+  for (const char *q = strstr(svg, key); q; q = strstr(q + 1, key)) {
+    const char *t = strstr(q, "<text>");
+    if (!t) break;
+    char *end;
+    double v = strtod(t + 6, &end);
+    if (end == t + 6 || *end != '<') continue; /* not a number */
+    if (v < *lowest) *lowest = v;
+    n++;
+  }
+  return n;
+}
+
+/* Small positive values on a linear axis (DRAM read bandwidth of 0.2 to 0.5 GB/s, and one series that
+ * stays at ~0 as PSH did on the H200): the y axis starts at 0, never below it (a real run showed -200
+ * GB/s), and a negative metric would still get its own range. Legends use the short names, the data
+ * file keeps the full ones. */
+static void test_yrange(void **state) {
+  (void)state;
+  if (hx_plot_have_gnuplot(NULL) != HX_OK) skip();
+  hx_results *r;
+  hx_err e;
+  assert_int_equal(hx_results_open(&r, root, "small", &e), HX_OK);
+  for (int n = 1; n <= 3; n++) {
+    hx_key k = {"lidar", (uint64_t)n * 100000u, 1, "flash3d", "psh.xor-mod", "v4"};
+    assert_int_equal(hx_results_add(r, &k, "time_mean", 1.0, "ms", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &k, "dram_read_bw", (0.2 + 0.15 * (n - 1)) * 1e9, "B/s", &e), HX_OK);
+    hx_key k2 = {"lidar", (uint64_t)n * 100000u, 1, "ptv3", "serialize", "v2"};
+    assert_int_equal(hx_results_add(r, &k2, "time_mean", 2.0, "ms", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &k2, "dram_read_bw", 0.25e9 + 0.01e9 * n, "B/s", &e), HX_OK);
+  }
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+  char dir[400], p[600];
+  snprintf(dir, sizeof dir, "%s/small", root);
+  hx_run run;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
+  snprintf(p, sizeof p, "%s/plots/dram.svg", dir);
+  char *svg = slurp(p);
+  assert_non_null(svg);
+  double lowest;
+  assert_true(y_ticks(svg, &lowest) >= 3);
+  assert_true(lowest == 0.0);
+  /* short legend names in the figure, full names in its data file */
+  assert_non_null(strstr(svg, "PSH v4 xor-mod"));
+  assert_non_null(strstr(svg, "serialize v2"));
+  assert_null(strstr(svg, "flash3d/psh.xor-mod/v4"));
+  free(svg);
+  snprintf(p, sizeof p, "%s/plots/dram.dat", dir);
+  char *dat = slurp(p);
+  assert_non_null(dat);
+  assert_non_null(strstr(dat, "\"flash3d/psh.xor-mod/v4 lidar\" \"PSH v4 xor-mod\"\n"));
+  assert_non_null(strstr(dat, "\"ptv3/serialize/v2 lidar\" \"serialize v2\"\n"));
+  free(dat);
+  hx_run_free(&run);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_treemap),
       cmocka_unit_test(test_render_one),
       cmocka_unit_test(test_render_devices),
       cmocka_unit_test(test_select),
+      cmocka_unit_test(test_yrange),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
