@@ -16,6 +16,9 @@
  * CPU reference and "v0", "v1", ... for GPU variants (the numbers of the kernel's variant table). When
  * ctx->have_gpu is 0 (no device, or a CPU-only build) a pipeline runs its CPU references only, labelled
  * "cpu", or returns HX_OK after adding nothing; it never fails just because there is no GPU.
+ * Device buffers come from ctx->arena (hx_arena_alloc / hx_arena_free), so the sweep can write each GPU
+ * stage's mem_peak and the pipeline's total; a pipeline frees them before returning (the sweep frees and
+ * reports what is left).
  *
  * Typical stage, with the helper below doing warm-up, repetitions, summary and raw samples in one call:
  *   struct my_args a = {...};
