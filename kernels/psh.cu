@@ -516,6 +516,9 @@ const psh_variant psh_table[] = {
     {3, "v3", "v2 with warp-cooperative probing (32 probes per counter round trip)", run_v3},
     {4, "v4", "4 launches: tiled bbox, dense shared counts + bulk commit, probe only on overflow, per-tile scan + scatter (psh_v4.cu)",
      psh_run_v4},
+    {5, "v5", "one cooperative launch: v4's tiles as 4 phases with grid barriers, placements in registers (psh_v5.cu)",
+     psh_run_v5},
+    {6, "v6", "v5 with the coordinates gathered after one more grid barrier (coalesced stores) (psh_v5.cu)", psh_run_v6},
 };
 
 /* ---- padded layout and row gather ---- */

@@ -79,6 +79,9 @@ static inline HX_HD uint32_t psh_hash3(psh_hash h, uint32_t vx, uint32_t vy, uin
 
 /* Bit width of v (0 for 0). */
 static inline HX_HD uint32_t psh_bitwidth(uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return 32u - (uint32_t)__clz(v); /* one instruction: this sits on each tile's serial frame computation */
+#endif
   uint32_t b = 0;
   while (v) {
     b++;
@@ -219,11 +222,17 @@ static inline HX_HD float psh_key2f(uint32_t k) {
   return c.f;
 }
 
-/* Variant v4 (psh_v4.cu), registered in psh.cu's table: a psh_fn. */
+/* Variants v4 and v5 (psh_v4.cu, psh_v5.cu), registered in psh.cu's table: psh_fns. */
 #ifdef __cplusplus
 extern "C" {
 #endif
 hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                     const psh_params *p, void *stream, hx_err *err);
+/* Variants v5 and v6 (psh_v5.cu): one cooperative launch (v6 gathers the coordinates instead of scattering
+ * them); both fall back to v4 where they cannot run. */
+hx_status psh_run_v5(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                     const psh_params *p, void *stream, hx_err *err);
+hx_status psh_run_v6(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
 #ifdef __cplusplus
 }

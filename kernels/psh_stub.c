@@ -19,6 +19,8 @@ static const psh_variant psh_table[] = {
     {2, "v2", "two-stage counters + probe kernel (needs CUDA)", psh_no_gpu},
     {3, "v3", "v2 with warp-cooperative probing (needs CUDA)", psh_no_gpu},
     {4, "v4", "4 launches, dense shared counts, per-tile scan + scatter (needs CUDA)", psh_no_gpu},
+    {5, "v5", "one cooperative launch, phases with grid barriers (needs CUDA)", psh_no_gpu},
+    {6, "v6", "v5 with the coordinates gathered (needs CUDA)", psh_no_gpu},
 };
 
 const psh_variant *psh_variants(size_t *count) {

@@ -2,7 +2,8 @@
 # psh-device.sh - run on the GPU machine from the repository root: builds the PSH / pooling kernels, runs
 # their CPU and GPU tests, the CLI on a generated cloud (cpu vs gpu), and a short timing table, and writes
 # every log under $OUT (default ./psh-device-out).
-#   sh kernels/dev/psh-device.sh        (ARCH=90; SIZES=100000,200000,400000,600000; REPS=20; S=512; C=64)
+#   sh kernels/dev/psh-device.sh        (ARCH=90; SIZES=100000,200000,400000,600000; REPS=20; S=512; C=64;
+#                                        SAN=v5,v6: compute-sanitizer memcheck + racecheck of those variants)
 # Build: Meson (`meson setup build-dev -Dgpu_arch=$ARCH`, cmocka through PKG_CONFIG_PATH); if that fails,
 # a direct nvcc/gcc build of kernels/psh*, kernels/bpool*, harness/status.c and the two workloads files
 # the bench needs (no generated config needed except for the GPU test, which gets a minimal one).
@@ -40,14 +41,14 @@ else
   CF="-std=c11 -O2 -D_POSIX_C_SOURCE=200809L -I$D/cfg -I. -I$CUDA/include"
   (
     set -e
-    for f in psh psh_v4 bpool psh_host; do
+    for f in psh psh_v4 psh_v5 bpool psh_host; do
       "$NVCC" -O3 -std=c++17 -gencode "arch=compute_$ARCH,code=sm_$ARCH" -lineinfo -I. -c "kernels/$f.cu" -o "$D/${f}_cu.o"
     done
     for f in kernels/psh kernels/bpool harness/status workloads/wl_core workloads/wl_generate; do
       gcc $CF -c "$f.c" -o "$D/$(basename "$f").o"
     done
     LIBS="-L$CUDA/lib64 -lcudart_static -ldl -lrt -lpthread -lm"
-    OBJS="$D/psh_cu.o $D/psh_v4_cu.o $D/bpool_cu.o $D/psh_host_cu.o $D/psh.o $D/bpool.o $D/status.o"
+    OBJS="$D/psh_cu.o $D/psh_v4_cu.o $D/psh_v5_cu.o $D/bpool_cu.o $D/psh_host_cu.o $D/psh.o $D/bpool.o $D/status.o"
     gcc $CF -c kernels/dev/psh_bench.c -o "$D/bench.o"
     g++ -o "$D/psh_bench" "$D/bench.o" $OBJS "$D/wl_core.o" "$D/wl_generate.o" $LIBS
     CM=$(pkg-config --cflags --libs cmocka 2>/dev/null || echo -lcmocka)
@@ -76,6 +77,14 @@ if [ -n "$F" ]; then
   cat "$OUT"/cli-p*-*.log >> "$SUM" 2>/dev/null
 else
   note "SKIP CLI (f3dbench not built)"
+fi
+if [ -n "$T" ] && [ -n "${SAN:-}" ] && command -v compute-sanitizer > /dev/null 2>&1; then
+  # compute-sanitizer on the variants named in SAN (e.g. SAN=v5,v6): memcheck and racecheck of the GPU test
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer $tool test_psh_gpu ($SAN)" "$OUT/san-$tool.log" env F3D_PSH_VARIANTS="$SAN" \
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$T/test_psh_gpu"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san-$tool.log" >> "$SUM" 2>/dev/null
+  done
 fi
 if [ -n "$BENCH" ]; then
   step "bench sizes=$SIZES" "$OUT/bench.txt" "$BENCH" "$SIZES" "$REPS" "$S" "$C"

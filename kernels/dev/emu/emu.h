@@ -22,6 +22,8 @@ struct dim3 { unsigned x = 1, y = 1, z = 1; };
 struct uint4 { unsigned x, y, z, w; };
 struct float2 { float x, y; };
 inline float2 make_float2(float a, float b) { return {a, b}; }
+struct float4 { float x, y, z, w; };
+inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 extern thread_local dim3 threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
 #define __global__
@@ -40,6 +42,18 @@ inline cudaError_t cudaGetDevice(int *d) { *d = 0; return 0; }
 extern int emu_sms;
 inline cudaError_t cudaDeviceGetAttribute(int *v, int, int) { *v = emu_sms; return 0; }
 template <class T> inline T __ldg(const T *p) { return *p; }
+template <class T> inline T __ldcg(const T *p) { return *p; }
+enum { cudaDevAttrCooperativeLaunch = 2 };
+/* v5: a cooperative launch runs every block at once; occupancy is fixed at 2 blocks per SM */
+template <class F> inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F, int, size_t) {
+  *n = 2;
+  return 0;
+}
+void emu_grid_sync();
+extern int emu_fallbacks; /* v5 calls that ran v4 instead (counted by the rewritten launcher) */
+/* per-block instance of a kernel's shared-memory struct (v5 declares all its shared memory as one) */
+void *emu_smem_get(size_t bytes);
+template <class T> inline T &emu_smem() { return *(T *)emu_smem_get(sizeof(T)); }
 inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
@@ -80,6 +94,15 @@ template <class T, int N> struct BlockScan {
 };
 }
 template <class P> void emu_launch(void (*k)(P), unsigned grid, unsigned threads, const P &p);
+void emu_run_all(unsigned grid, unsigned threads, void (*body)(void *), void *arg);
+template <class P> struct EmuCoop { void (*k)(P); const P *p; };
+template <class P> void emu_coop_body(void *a) { EmuCoop<P> *c = (EmuCoop<P> *)a; c->k(*c->p); }
+/* all blocks concurrently (grid barriers need every block resident), small thread stacks */
+template <class P> cudaError_t emu_launch_coop(void (*k)(P), unsigned grid, unsigned threads, const P &p) {
+  EmuCoop<P> c{k, &p};
+  emu_run_all(grid, threads, emu_coop_body<P>, &c);
+  return 0;
+}
 template <class P> void emu_launch(void (*k)(P), unsigned grid, unsigned threads, const P &p) {
   blockDim.x = threads;
   gridDim.x = grid;

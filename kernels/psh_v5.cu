@@ -1,0 +1,698 @@
+/*
+ * psh_v5.cu - PSH variant v5: the whole PSH (voxelise + hash + rebalance + scan + scatter of coordinates)
+ * in ONE cooperative launch, four phases separated by grid-wide barriers. Same invariants as v1-v4
+ * (kernels.h): every point one (bucket, offset), offsets 0..count-1, count <= S whenever n_c <= nb*S,
+ * bucket_start = exclusive scan (cloud c's buckets start at cloud_offset[c]), slot and perm inverse
+ * permutations; phase 1 keeps exactly min(hist, S) points per bucket (first-hash count = CPU's). Which
+ * overflowing point wins which slot is scheduling dependent, as in v2-v4.
+ *
+ * Why: v4 (4 launches) took 56 us at 600k xor-mod on the H200 against a ~20-28 us prediction; its four
+ * kernels are each one wave of ~236 blocks whose time is mostly latency chains, and between them the
+ * graph pays a drain + launch + ramp per kernel, plus two re-reads of xyz and one of bucket/offset.
+ * v5 keeps v4's tiles and per-tile algorithm (the reasoning and the correctness argument are v4's, see
+ * psh_v4.cu and NOTES.md) but runs them as phases of one persistent kernel whose grid is exactly the
+ * tiles (cooperative launch: all blocks resident, or the launch fails and v4 runs instead):
+ *   A  zero the run state, default bucket tables; the tile's xyz into registers; per-tile bbox keys.
+ *   -- grid barrier --
+ *   B  the cloud's frame from the tiles' keys; voxelise + hash from the registers; dense shared ranking,
+ *      one atomicAdd per non-empty bucket per tile, roll back past S, rebase; placements stay in
+ *      registers; overflowing points go to the overflow list.
+ *   -- grid barrier --
+ *   C  only when the list is not empty (the count is read after the barrier, so every block takes the
+ *      same branch): all blocks race the listed points over the probes as v4's K3 (the "full" snapshot,
+ *      32-bit probe arithmetic, warp-aggregated leftover tickets), then one more grid barrier.
+ *   D  per tile, the cloud's scans in shared memory (free-slot scan only with leftovers), the first tile
+ *      publishes bucket_count / bucket_start; (bucket, offset) from the registers, or from phase C's
+ *      stores for the points that probed; slot, perm and the scattered xyz.
+ * Blocks whose id matches no tile do no tile work but take part in every barrier and in phase C.
+ * Memory ordering: every datum one block writes and another reads in the same launch (tile keys, frames,
+ * counters, tickets, overflow list, run counters, probed placements) is read after a grid barrier
+ * (cooperative_groups grid sync: a release/acquire across the grid) and read with ld.global.cg (L2, not
+ * the SM's L1, which is not coherent) or with atomics. Counters are only touched by atomics and .cg
+ * loads while they change. Inside a block every shared write/read pair is separated by __syncthreads or
+ * by a grid barrier (which synchronises the block too). Limits: nb <= 4096 (v4's dense shared arrays),
+ * tiles <= resident blocks (one wave: ~1.08M points on an H200 with 2 blocks/SM and 8 points per
+ * thread); otherwise the call runs v4, which runs v2 past nb = 4096.
+ */
+#include "kernels/kernels.h"
+#include "kernels/psh_internal.h"
+#include "kernels/psh_internal.cuh"
+
+#include <cooperative_groups.h>
+#include <cub/block/block_scan.cuh>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
+
+#define V5_CUDA(what, call)                                                                             \
+  do {                                                                                                 \
+    cudaError_t e_ = (call);                                                                           \
+    if (e_ != cudaSuccess) return hx_errf(err, HX_ECUDA, "psh v5: %s: %s", what, cudaGetErrorString(e_)); \
+  } while (0)
+
+namespace {
+
+constexpr int kT = 512;                 /* threads per block (one block per tile) */
+constexpr int kWarps = kT / 32;
+constexpr int kMaxIpt = 8;              /* points per thread at most: tiles of <= 4096 points */
+constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared counters */
+constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
+constexpr uint32_t kSnapBits = 16384;   /* phase C keeps a shared "full" bit per bucket up to this many */
+constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
+constexpr uint32_t kNone = 0xFFFFFFFFu;
+/* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
+enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
+constexpr uint32_t kOffBits = 20;       /* a placement in one word: local bucket (< 4096) << 20 | offset */
+constexpr uint32_t kOffMask = (1u << kOffBits) - 1u;
+constexpr uint32_t kMaxCap = 1u << kOffBits; /* larger S runs v4 */
+constexpr int kFrameWords = 8;          /* lo[3] (float bits), bits, step, shift[3] */
+
+struct P5 {
+  const float *xyz;
+  const uint32_t *off;
+  uint32_t nclouds, n, nb, cap, nprobe, hash, tile, ipt;
+  float voxel;
+  int xyz_pair; /* xyz_out alignment: 1 = 8 bytes (scatter: a float2 + a float), 2 = 16 bytes (gather: float4) */
+  uint64_t seed;
+  int8_t probe[PSH_NPROBE_BASE][3];
+  /* outputs */
+  uint32_t *bucket, *offset, *count_out, *start, *slot, *perm, *counters_out;
+  float *xyz_out;
+  /* scratch */
+  uint32_t *part;  /* [tiles * 6] per-tile bbox keys: min key of x,y,z, then min of ~key (= ~max) */
+  uint32_t *frame; /* [nclouds * kFrameWords] */
+  uint32_t *cnt;   /* [nclouds * nb] counters during the run */
+  uint32_t *resid; /* [nclouds] leftover tickets */
+  uint32_t *ctr;   /* [C_WORDS] */
+  uint32_t *ovf;   /* [n] overflow list */
+};
+
+struct Frame {
+  float lo[3];
+  uint32_t bits, step, shift[3];
+};
+
+struct Tile {
+  uint32_t c, k, lo, hi, k0, k1; /* cloud, chunk, points [lo, hi), the cloud's chunks k0..k1 */
+};
+
+__device__ __forceinline__ uint32_t lanemask_lt() {
+  uint32_t m;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+  return m;
+}
+
+/* The tile of this block (block-uniform). false: the id matches no tile (the block must exit). */
+__device__ __forceinline__ bool tile_of(const P5 &p, Tile &t) {
+  const uint32_t id = blockIdx.x, T = p.tile;
+  uint32_t lo = 0, hi = p.nclouds; /* last c with c + off[c]/T <= id (true for c = 0) */
+  while (hi - lo > 1) {
+    const uint32_t mid = (lo + hi) >> 1;
+    if (mid + __ldg(p.off + mid) / T <= id) lo = mid;
+    else hi = mid;
+  }
+  const uint32_t a = __ldg(p.off + lo), b = __ldg(p.off + lo + 1);
+  t.c = lo;
+  t.k = id - lo;
+  const uint64_t k0p = (uint64_t)t.k * T, k1p = k0p + T;
+  t.lo = (uint32_t)(k0p > a ? (k0p < b ? k0p : b) : a);
+  t.hi = (uint32_t)(k1p < b ? k1p : b);
+  t.k0 = a / T;
+  t.k1 = b > a ? (b - 1) / T : t.k0;
+  return t.lo < t.hi;
+}
+
+__device__ __forceinline__ uint32_t cloud_of(const uint32_t *off, uint32_t nclouds, uint32_t i) {
+  uint32_t lo = 0, hi = nclouds; /* last c with off[c] <= i */
+  while (hi - lo > 1) {
+    const uint32_t mid = (lo + hi) >> 1;
+    if (__ldg(off + mid) <= i) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+__device__ __forceinline__ Frame frame_from_keys(const P5 &p, const uint32_t key[6]) {
+  Frame f;
+  float hi[3];
+  for (int d = 0; d < 3; d++) {
+    f.lo[d] = psh_key2f(key[d]);
+    hi[d] = psh_key2f(~key[3 + d]);
+  }
+  f.bits = psh_frame_bits(f.lo, hi, p.voxel);
+  f.step = psh_probe_step((psh_hash)p.hash, f.bits, p.nb);
+  psh_frame_shift((psh_hash)p.hash, f.lo, hi, p.voxel, f.bits, f.shift);
+  return f;
+}
+
+__device__ __forceinline__ Frame frame_load(const P5 &p, uint32_t c) {
+  const uint32_t *w = p.frame + (size_t)c * kFrameWords; /* written by another block of this launch: L2 */
+  Frame f;
+  for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(__ldcg(w + d));
+  f.bits = __ldcg(w + 3);
+  f.step = __ldcg(w + 4);
+  for (int d = 0; d < 3; d++) f.shift[d] = __ldcg(w + 5 + d);
+  return f;
+}
+
+__device__ __forceinline__ void voxel3(const P5 &p, const Frame &f, float x, float y, float z, uint32_t v[3]) {
+  v[0] = psh_vox1(x, f.lo[0], p.voxel) << f.shift[0];
+  v[1] = psh_vox1(y, f.lo[1], p.voxel) << f.shift[1];
+  v[2] = psh_vox1(z, f.lo[2], p.voxel) << f.shift[2];
+}
+
+/* psh_probe_bucket (psh_internal.h) with 32-bit arithmetic: the jitter operand is < 2^21 and the step
+ * < 2^21, so x % step is the same in 32 bits (a mask when step is a power of two, as for Z-order-div)
+ * instead of three 64-bit remainders, and |v + probe*step + jitter| < 2^24 fits an int32 whose low
+ * `bits` bits are the same two's-complement wrap. Same bucket for every input. */
+__device__ __forceinline__ uint32_t probe_bucket_fast(psh_hash h, const uint32_t v[3], const int8_t probe[3],
+                                                      uint32_t step, uint32_t bits, uint32_t nb, uint64_t seed,
+                                                      uint64_t gidx, uint32_t pi) {
+  const uint64_t r = hx_rng_u64(seed, gidx, pi);
+  const uint32_t mask = bits >= 32u ? 0xFFFFFFFFu : ((1u << bits) - 1u);
+  const bool pow2 = (step & (step - 1u)) == 0u;
+  uint32_t w[3];
+  for (int d = 0; d < 3; d++) {
+    const uint32_t x = (uint32_t)(r >> (21 * d)) & 0x1FFFFFu;
+    const int32_t jit = (int32_t)(pow2 ? (x & (step - 1u)) : x % step) - (int32_t)(step / 2u);
+    const int32_t t = (int32_t)v[d] + (int32_t)probe[d] * (int32_t)step + jit;
+    w[d] = (uint32_t)t & mask;
+  }
+  return psh_hash3(h, w[0], w[1], w[2], bits, nb);
+}
+
+/* Block min of 6 keys per thread; the result is valid in thread 0 only. Ends with a barrier-free
+ * read by thread 0 after the one barrier that separates the warp leaders' writes from it. */
+__device__ __forceinline__ void block_min6(uint32_t k[6], uint32_t (*s_red)[kWarps]) { /* as v4 */
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int e = 0; e < 6; e++) {
+    for (int o = 16; o > 0; o >>= 1) k[e] = min(k[e], __shfl_xor_sync(0xFFFFFFFFu, k[e], o));
+    if (lane == 0) s_red[e][warp] = k[e];
+  }
+  __syncthreads(); /* s_red writes -> thread 0's reads */
+  if (threadIdx.x == 0)
+    for (int e = 0; e < 6; e++)
+      for (int w = 1; w < kWarps; w++) k[e] = min(k[e], s_red[e][w]);
+}
+
+__device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
+
+typedef cub::BlockScan<uint32_t, kT> Scan;
+
+/* Shared memory of one block: the phases reuse one union (a grid barrier separates them). */
+struct Smem {
+  union {
+    uint32_t cnt[kDense];                    /* B: dense per-bucket ranks, then rebased bases */
+    struct {
+      uint32_t F[kDense + 1];                /* D: free-slot scan (with leftovers) */
+      uint32_t start[kDense];                /* D: first packed row of each local bucket */
+    } d;
+    uint32_t full[kSnapBits / 32];           /* C: bit g = counter g reached S */
+  } u;
+  typename Scan::TempStorage scan;
+  uint32_t red[6][kWarps];
+  uint32_t frame[kFrameWords];
+  uint32_t first, tally[2];
+};
+
+/* Phase C: the overflow list races over the probes (v4's K3 with blocks of kT threads). */
+__device__ __forceinline__ void phase_probe(const P5 &p, Smem &sm, uint32_t n_ovf) {
+  const int lane = (int)(threadIdx.x & 31u);
+  const uint32_t nbt = p.nclouds * p.nb;
+  const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
+  if (threadIdx.x == 0) sm.tally[0] = sm.tally[1] = 0;
+  if (snap)
+    for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += kT) {
+      const uint32_t g0 = w * 32u; /* p.cnt is 256-byte aligned, so cnt + g0 is 16-byte aligned */
+      uint32_t word = 0;
+      if (g0 + 32u <= nbt) {
+        const uint4 *q = (const uint4 *)(p.cnt + g0);
+        uint4 a[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) a[k] = __ldcg(q + k); /* 8 independent loads in flight */
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+          word |= (uint32_t)(a[k].x >= p.cap) << (4 * k) | (uint32_t)(a[k].y >= p.cap) << (4 * k + 1) |
+                  (uint32_t)(a[k].z >= p.cap) << (4 * k + 2) | (uint32_t)(a[k].w >= p.cap) << (4 * k + 3);
+      } else {
+        for (uint32_t b = 0; g0 + b < nbt; b++) word |= (uint32_t)(__ldcg(p.cnt + g0 + b) >= p.cap) << b;
+      }
+      sm.u.full[w] = word;
+    }
+  __syncthreads(); /* tally zeroed, snapshot built -> uses below */
+  volatile uint32_t *full = sm.u.full;
+  uint32_t np = 0, nl = 0;
+  const uint32_t stride = gridDim.x * kT;
+  /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
+  for (uint32_t t0 = blockIdx.x * kT; t0 < n_ovf; t0 += stride) {
+    const uint32_t t = t0 + threadIdx.x;
+    bool left = false;
+    uint32_t i = 0, c = 0;
+    if (t < n_ovf) {
+      i = __ldcg(p.ovf + t);
+      c = cloud_of(p.off, p.nclouds, i);
+      const Frame f = frame_load(p, c);
+      uint32_t v[3];
+      voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
+             v);
+      const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
+      bool placed = false;
+      for (uint32_t k = 0; k < p.nprobe; k++) {
+        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+        if (h == home) continue;
+        const uint32_t g = c * p.nb + h;
+        if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
+        if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
+          if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
+          continue;
+        }
+        const uint32_t o = atomicAdd(p.cnt + g, 1u);
+        if (o < p.cap) {
+          p.bucket[i] = g;
+          p.offset[i] = o;
+          placed = true;
+          break;
+        }
+        atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+        if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
+      }
+      if (placed) np++;
+      else left = true;
+    }
+    /* leftover tickets: one atomic per cloud per warp */
+    const uint32_t lm = __ballot_sync(0xFFFFFFFFu, left);
+    if (left) {
+      const uint32_t peers = __match_any_sync(lm, c);
+      const int leader = __ffs(peers) - 1;
+      uint32_t base = 0;
+      if (lane == leader) base = atomicAdd(p.resid + c, (uint32_t)__popc(peers));
+      base = __shfl_sync(lm, base, leader);
+      p.bucket[i] = PSH_RESID_FLAG | c;
+      p.offset[i] = base + (uint32_t)__popc(peers & lanemask_lt());
+      nl++;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    np += __shfl_xor_sync(0xFFFFFFFFu, np, o);
+    nl += __shfl_xor_sync(0xFFFFFFFFu, nl, o);
+  }
+  if (lane == 0) {
+    if (np) atomicAdd(&sm.tally[0], np);
+    if (nl) atomicAdd(&sm.tally[1], nl);
+  }
+  __syncthreads(); /* tally complete -> thread 0 */
+  if (threadIdx.x == 0) {
+    if (sm.tally[0]) atomicAdd(p.ctr + C_PROBE, sm.tally[0]);
+    if (sm.tally[1]) atomicAdd(p.ctr + C_OVER, sm.tally[1]);
+  }
+}
+
+/* Phase D: the cloud's scans, then the tile's rows (and, with kScatter, its coordinates). */
+template <bool kScatter>
+__device__ __forceinline__ void phase_rows(const P5 &p, Smem &sm, const Tile &t, const uint32_t (&pl)[kMaxIpt]) {
+  const uint32_t tid = threadIdx.x, nb = p.nb, c = t.c;
+  const uint32_t S = p.cap;
+  const uint32_t R = __ldcg(p.resid + c);
+  const uint32_t per = (nb + kT - 1) / kT;
+  const uint32_t j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
+  const uint32_t *gcnt = p.cnt + (size_t)c * nb;
+  uint32_t cj[kPer]; /* counts after probing (all <= S now), replaced in place by the final counts */
+#pragma unroll
+  for (int q = 0; q < kPer; q++) cj[q] = j0 + (uint32_t)q < j1 ? __ldcg(gcnt + j0 + q) : 0u;
+  if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
+    uint32_t fsum = 0, pre = 0, total = 0;
+#pragma unroll
+    for (int q = 0; q < kPer; q++)
+      if (j0 + (uint32_t)q < j1) fsum += S - cj[q];
+    Scan(sm.scan).ExclusiveSum(fsum, pre, total);
+    uint32_t run = pre;
+#pragma unroll
+    for (int q = 0; q < kPer; q++) {
+      if (j0 + (uint32_t)q < j1) {
+        const uint32_t j = j0 + (uint32_t)q, freej = S - cj[q];
+        sm.u.d.F[j] = run;
+        cj[q] = psh_final_count(cj[q], run, freej, total, R, j, nb);
+        run += freej;
+      }
+    }
+    if (tid == 0) sm.u.d.F[nb] = total;
+    __syncthreads(); /* scan storage reuse by the second scan; F complete before the scatter */
+  } /* without leftovers the final counts are the counts */
+  uint32_t csum = 0, pre2 = 0;
+#pragma unroll
+  for (int q = 0; q < kPer; q++)
+    if (j0 + (uint32_t)q < j1) csum += cj[q];
+  Scan(sm.scan).ExclusiveSum(csum, pre2);
+  uint32_t run = __ldg(p.off + c) + pre2;
+  const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
+#pragma unroll
+  for (int q = 0; q < kPer; q++) {
+    if (j0 + (uint32_t)q < j1) {
+      const uint32_t j = j0 + (uint32_t)q;
+      sm.u.d.start[j] = run;
+      if (writer) {
+        p.start[(size_t)c * nb + j] = run;
+        p.count_out[(size_t)c * nb + j] = cj[q];
+      }
+      run += cj[q];
+    }
+  }
+  __syncthreads(); /* start (and F) complete -> scatter reads */
+  const uint32_t nit = p.ipt;
+  uint32_t pb[kMaxIpt], po[kMaxIpt];
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) { /* points that probed: phase C's stores (L2) */
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    pb[it] = po[it] = 0;
+    if ((uint32_t)it < nit && i < t.hi && pl[it] == kNone) {
+      pb[it] = __ldcg(p.bucket + i); /* global id, or RESID_FLAG | cloud */
+      po[it] = __ldcg(p.offset + i);
+    }
+  }
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) {
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    if ((uint32_t)it >= nit || i >= t.hi) continue;
+    uint32_t b = pb[it], o = po[it], local;
+    if (pl[it] == kNone) {
+      if (b & PSH_RESID_FLAG) {
+        uint32_t off;
+        psh_resid_place(sm.u.d.F, nb, S, o, &local, &off);
+        o = off;
+        p.bucket[i] = c * nb + local;
+        p.offset[i] = o;
+      } else {
+        local = b - c * nb; /* phase C already wrote bucket/offset */
+      }
+    } else {
+      local = pl[it] >> kOffBits;
+      o = pl[it] & kOffMask;
+      p.bucket[i] = c * nb + local;
+      p.offset[i] = o;
+    }
+    const uint32_t s = sm.u.d.start[local] + o;
+    p.slot[i] = s;
+    p.perm[s] = i;
+    pb[it] = s; /* the row, for the coordinate pass */
+  }
+  if (kScatter && p.xyz_out) {
+    float x[kMaxIpt][3];
+    /* this tile's xyz again (L1/L2: phases A and B read the same lines), all loads before any store */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool v = (uint32_t)it < nit && i < t.hi;
+      for (int d = 0; d < 3; d++) x[it][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
+    }
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      if ((uint32_t)it >= nit || i >= t.hi) continue;
+      const uint32_t s = pb[it];
+      float *row = p.xyz_out + 3 * (size_t)s;
+      if (p.xyz_pair >= 1) {
+        /* row at byte 12s: for even s its first 8 bytes are 8-byte aligned, for odd s its last 8 */
+        const bool odd = (s & 1u) != 0;
+        float2 *pair = (float2 *)(row + (odd ? 1 : 0));
+        *pair = odd ? make_float2(x[it][1], x[it][2]) : make_float2(x[it][0], x[it][1]);
+        row[odd ? 0 : 2] = odd ? x[it][0] : x[it][2];
+      } else {
+        row[0] = x[it][0];
+        row[1] = x[it][1];
+        row[2] = x[it][2];
+      }
+    }
+  }
+}
+
+/* kGather: coordinates are not scattered by phase D (two random stores per point) but gathered after one
+ * more grid barrier, xyz_out[r] = xyz[perm[r]]: coalesced 16-byte stores, one random 12-byte read per row
+ * (variant v6). */
+template <bool kGather>
+__global__ void __launch_bounds__(kT, 2) k5_psh(P5 p) {
+  __shared__ Smem sm;
+  const uint32_t tid = threadIdx.x;
+  const int lane = (int)(tid & 31u);
+  /* ---- A: run state, defaults, the tile's xyz, tile bbox keys ---- */
+  {
+    const uint32_t gt = blockIdx.x * kT + tid, gs = gridDim.x * kT;
+    const uint32_t nbt = p.nclouds * p.nb;
+    for (uint32_t g = gt; g < nbt; g += gs) {
+      p.cnt[g] = 0;
+      p.count_out[g] = 0;
+      p.start[g] = __ldg(p.off + g / p.nb); /* kept by empty clouds; phase D rewrites the others */
+    }
+    for (uint32_t c = gt; c < p.nclouds; c += gs) p.resid[c] = 0;
+    if (gt < C_WORDS) p.ctr[gt] = 0;
+  }
+  Tile t;
+  const bool has = tile_of(p, t); /* block-uniform */
+  float x[kMaxIpt][3];
+  if (has) {
+    /* the loads of all items first (the read-only path: phases B and D read the same lines again) */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool v = (uint32_t)it < p.ipt && i < t.hi;
+      for (int d = 0; d < 3; d++) x[it][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
+    }
+    uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      if ((uint32_t)it < p.ipt && i < t.hi)
+        for (int d = 0; d < 3; d++) {
+          const uint32_t key = psh_f2key(x[it][d]);
+          k[d] = min(k[d], key);
+          k[3 + d] = min(k[3 + d], ~key);
+        }
+    }
+    block_min6(k, sm.red);
+    if (tid == 0)
+      for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k[e];
+  }
+  grid_sync(); /* zeroed state, defaults, tile keys -> phase B */
+  /* ---- B: frame, hash, rank, bulk commit; placements stay in registers ---- */
+  const uint32_t nb = p.nb, c = t.c;
+  /* placement of each item: local bucket << kOffBits | offset; kNone: probed in phase C (or no item) */
+  uint32_t pl[kMaxIpt];
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) pl[it] = kNone;
+  if (has) {
+    for (uint32_t j = tid; j < nb; j += kT) sm.u.cnt[j] = 0;
+    if (tid == 0) sm.first = 0;
+    uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+    const uint32_t pbase = c + t.k0, m = t.k1 - t.k0 + 1;
+    for (uint32_t j = tid; j < m; j += kT)
+      for (int e = 0; e < 6; e++) k[e] = min(k[e], __ldcg(p.part + (size_t)(pbase + j) * 6 + e));
+    /* xyz again, issued before the reduction's barriers so the loads overlap them */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool v = (uint32_t)it < p.ipt && i < t.hi;
+      for (int d = 0; d < 3; d++) x[it][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
+    }
+    block_min6(k, sm.red); /* contains a barrier: also orders the cnt / first zeroing above */
+    if (tid == 0) {
+      const Frame f = frame_from_keys(p, k);
+      uint32_t w[kFrameWords] = {__float_as_uint(f.lo[0]), __float_as_uint(f.lo[1]), __float_as_uint(f.lo[2]),
+                                 f.bits, f.step, f.shift[0], f.shift[1], f.shift[2]};
+      for (int e = 0; e < kFrameWords; e++) {
+        sm.frame[e] = w[e];
+        if (t.k == t.k0) p.frame[(size_t)c * kFrameWords + e] = w[e]; /* one writer per cloud, for phase C */
+      }
+    }
+    __syncthreads(); /* frame written by thread 0 -> read by all */
+    Frame f;
+    for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(sm.frame[d]);
+    f.bits = sm.frame[3];
+    f.step = sm.frame[4];
+    for (int d = 0; d < 3; d++) f.shift[d] = sm.frame[5 + d];
+    uint32_t hr[kMaxIpt]; /* local bucket << 16 | rank in the tile (nb <= 4096, tile <= 4096 points) */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      hr[it] = 0;
+      if ((uint32_t)it >= p.ipt) break; /* block-uniform */
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool valid = i < t.hi;
+      uint32_t h = 0;
+      if (valid) {
+        uint32_t v[3];
+        voxel3(p, f, x[it][0], x[it][1], x[it][2], v);
+        h = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, nb);
+      }
+      const uint32_t active = __ballot_sync(0xFFFFFFFFu, valid);
+      if (valid) {
+        const uint32_t peers = __match_any_sync(active, h);
+        const int leader = __ffs(peers) - 1;
+        uint32_t base = 0;
+        if (lane == leader) base = atomicAdd(&sm.u.cnt[h], (uint32_t)__popc(peers));
+        base = __shfl_sync(active, base, leader);
+        hr[it] = h << 16 | (base + (uint32_t)__popc(peers & lanemask_lt()));
+      }
+    }
+    __syncthreads(); /* cnt complete -> commit reads */
+    uint32_t *gcnt = p.cnt + (size_t)c * nb;
+    uint32_t cnt[kPer], old[kPer];
+#pragma unroll
+    for (int q = 0; q < kPer; q++) {
+      const uint32_t j = tid + (uint32_t)q * kT;
+      cnt[q] = j < nb ? sm.u.cnt[j] : 0u;
+      old[q] = 0;
+      if (cnt[q]) old[q] = atomicAdd(gcnt + j, cnt[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < kPer; q++) {
+      const uint32_t j = tid + (uint32_t)q * kT;
+      if (cnt[q]) {
+        const uint32_t keep_to = max(old[q], p.cap);
+        if (old[q] + cnt[q] > keep_to) atomicSub(gcnt + j, old[q] + cnt[q] - keep_to); /* roll back past S */
+        sm.u.cnt[j] = old[q]; /* rebase: slot j is read and written by this thread only */
+      }
+    }
+    __syncthreads(); /* rebased cnt -> placement reads */
+    uint32_t nfirst = 0;
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      if ((uint32_t)it >= p.ipt) break; /* block-uniform */
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      bool over = false;
+      if (i < t.hi) {
+        const uint32_t h = hr[it] >> 16, off = sm.u.cnt[h] + (hr[it] & 0xFFFFu);
+        if (off < p.cap) {
+          pl[it] = h << kOffBits | off;
+          nfirst++;
+        } else {
+          over = true;
+        }
+      }
+      const uint32_t mo = __ballot_sync(0xFFFFFFFFu, over);
+      if (mo) { /* rare: one list atomic per warp that has overflowing points */
+        const int leader = __ffs(mo) - 1;
+        uint32_t base = 0;
+        if (lane == leader) base = atomicAdd(p.ctr + C_NOVF, (uint32_t)__popc(mo));
+        base = __shfl_sync(0xFFFFFFFFu, base, leader);
+        if (over) p.ovf[base + (uint32_t)__popc(mo & lanemask_lt())] = i;
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) nfirst += __shfl_xor_sync(0xFFFFFFFFu, nfirst, o);
+    if (lane == 0 && nfirst) atomicAdd(&sm.first, nfirst);
+    __syncthreads(); /* first complete -> thread 0 */
+    if (tid == 0 && sm.first) atomicAdd(p.ctr + C_FIRST, sm.first);
+  }
+  grid_sync(); /* every commit, the list and its length -> phase C */
+  /* ---- C: probing, only when something overflowed (same answer in every block) ---- */
+  const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF);
+  if (n_ovf > 0) {
+    phase_probe(p, sm, n_ovf);
+    grid_sync(); /* probed counters, tickets, placements, tallies -> phase D */
+  }
+  if (blockIdx.x == 0 && tid < PSH_NCOUNTERS && p.counters_out)
+    p.counters_out[tid] = tid < 3 ? __ldcg(p.ctr + tid) : 0u; /* every tally is in */
+  if (has) phase_rows<!kGather>(p, sm, t, pl);
+  if (!kGather || !p.xyz_out) return; /* uniform */
+  grid_sync(); /* every perm entry -> the gather */
+  /* ---- E: xyz_out[r] = xyz[perm[r]], 4 rows (48 bytes, 3 float4 stores) per thread when aligned ---- */
+  const uint32_t gt = blockIdx.x * kT + tid, gs = gridDim.x * kT;
+  if (p.xyz_pair == 2) {
+    const uint32_t quads = p.n / 4u;
+    for (uint32_t q = gt; q < quads; q += gs) {
+      const uint4 pm = __ldcg((const uint4 *)p.perm + q);
+      const uint32_t src[4] = {pm.x, pm.y, pm.z, pm.w};
+      float v[12];
+#pragma unroll
+      for (int k = 0; k < 4; k++)
+#pragma unroll
+        for (int d = 0; d < 3; d++) v[3 * k + d] = __ldg(p.xyz + 3 * (size_t)src[k] + d);
+      float4 *o = (float4 *)(p.xyz_out + 12 * (size_t)q);
+      o[0] = make_float4(v[0], v[1], v[2], v[3]);
+      o[1] = make_float4(v[4], v[5], v[6], v[7]);
+      o[2] = make_float4(v[8], v[9], v[10], v[11]);
+    }
+    for (uint32_t r = quads * 4u + gt; r < p.n; r += gs) {
+      const uint32_t i = __ldcg(p.perm + r);
+      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)r + d] = __ldg(p.xyz + 3 * (size_t)i + d);
+    }
+  } else {
+    for (uint32_t r = gt; r < p.n; r += gs) {
+      const uint32_t i = __ldcg(p.perm + r);
+      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)r + d] = __ldg(p.xyz + 3 * (size_t)i + d);
+    }
+  }
+}
+
+size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* Scratch layout (tiles bounded with the smallest tile, kT points); returns the total size. */
+size_t layout(P5 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
+  char *b = (char *)base;
+  size_t off = 0;
+  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf};
+  const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
+  const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
+                          (size_t)n + 1};
+  for (int k = 0; k < 6; k++) {
+    if (b) *slots[k] = (uint32_t *)(b + off);
+    off += align256(words[k] * sizeof(uint32_t));
+  }
+  return off;
+}
+
+template <bool kGather>
+hx_status run5(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
+               void *stream, hx_err *err) {
+  void (*kern)(P5) = k5_psh<kGather>;
+  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
+  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
+  if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 4096) */
+    return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  /* v4's scratch layout is the same as ours (same tiles bound, same arrays), so one size serves both */
+  P5 p;
+  memset(&p, 0, sizeof p);
+  const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
+  int query;
+  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
+  if (sq != HX_OK || query) return sq;
+  if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v5: scratch must be 256-byte aligned (cudaMalloc)");
+  int dev = 0, sms = 0, coop = 0, per_sm = 0;
+  V5_CUDA("device", cudaGetDevice(&dev));
+  V5_CUDA("SM count", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  V5_CUDA("cooperative launch attribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  V5_CUDA("occupancy", cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kT, 0));
+  if (!coop || per_sm < 1 || sms < 1) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  /* points per thread: the tiles fill the resident blocks in one wave, at most kMaxIpt */
+  const uint64_t resident = (uint64_t)per_sm * (uint64_t)sms;
+  const uint64_t per_wave = (uint64_t)kT * resident;
+  uint64_t ipt = ((uint64_t)in->n + per_wave - 1) / per_wave;
+  ipt = ipt < 1 ? 1 : ipt > kMaxIpt ? kMaxIpt : ipt;
+  uint64_t tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + kT * ipt - 1) / (kT * ipt);
+  while (tiles > resident && ipt < kMaxIpt) { /* the +nclouds of the tile bound can spill a wave */
+    ipt++;
+    tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + kT * ipt - 1) / (kT * ipt);
+  }
+  if (tiles > resident) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
+  p.ipt = (uint32_t)ipt;
+  p.tile = kT * p.ipt;
+  psh_kparams_fill(&p, out, in, prm);
+  p.off = in->cloud_offset;
+  p.count_out = out->bucket_count;
+  /* 1: float2 + float scatter stores possible (8-byte aligned); 2: also 16-byte aligned (gather's float4) */
+  p.xyz_pair = ((uintptr_t)out->xyz & 15u) == 0 ? 2 : ((uintptr_t)out->xyz & 7u) == 0 ? 1 : 0;
+  void *args[] = {&p};
+  V5_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT), args,
+                                                            0, (cudaStream_t)stream));
+  return HX_OK;
+}
+
+} // namespace
+
+extern "C" hx_status psh_run_v5(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                                const psh_params *prm, void *stream, hx_err *err) {
+  return run5<false>(d_scratch, scratch_bytes, out, in, prm, stream, err);
+}
+
+extern "C" hx_status psh_run_v6(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                                const psh_params *prm, void *stream, hx_err *err) {
+  return run5<true>(d_scratch, scratch_bytes, out, in, prm, stream, err);
+}
