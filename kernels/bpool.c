@@ -48,7 +48,7 @@ hx_status bpool_plan_cpu(uint32_t *out_start, uint32_t *out_count, uint32_t *n_o
 typedef struct tile_ws {
   uint32_t cnt[BPOOL_TILE], sbase[BPOOL_TILE], fullbase[BPOOL_TILE], leftbase[BPOOL_TILE];
   uint32_t order[BPOOL_TILE], lrow[BPOOL_TILE], sub[BPOOL_TILE], mem[BPOOL_TILE], slot[BPOOL_TILE];
-  uint32_t fill[BPOOL_TILE], seedrow[BPOOL_TILE], memrow[BPOOL_TILE + 8];
+  uint32_t fill[BPOOL_TILE], seedrow[BPOOL_TILE], memrow[BPOOL_TILE + 8], q[BPOOL_TILE];
   uint8_t seedflag[BPOOL_TILE];
 } tile_ws;
 
@@ -68,7 +68,8 @@ static void assign_tile(tile_ws *w, uint32_t *members, uint32_t *parent, float *
   const float scale = ext > 0.0f ? 1024.0f / ext : 0.0f;
   memset(w->cnt, 0, K * sizeof w->cnt[0]);
   for (uint32_t t = 0; t < m; t++) {
-    w->slot[t] = bpool_slot(xyz + 3 * (size_t)(r0 + t), lo, scale, K);
+    w->q[t] = bpool_qpack(xyz + 3 * (size_t)(r0 + t), lo, scale);
+    w->slot[t] = bpool_qslot(w->q[t], K);
     w->cnt[w->slot[t]]++;
   }
   uint32_t a0 = 0, a1 = 0, a2 = 0;
@@ -110,13 +111,11 @@ static void assign_tile(tile_ws *w, uint32_t *members, uint32_t *parent, float *
   for (uint32_t l = 0; l < L; l++) {
     if (w->seedflag[l]) continue;
     const uint32_t t = w->lrow[l];
-    const float *x = xyz + 3 * (size_t)(r0 + t);
-    uint32_t lo_j, hi_j, best = UINT32_MAX;
-    float bd = 0.0f;
+    uint32_t lo_j, hi_j, best = UINT32_MAX, bd = 0;
     bpool_window(l, L, nn, &lo_j, &hi_j);
     for (uint32_t j = lo_j; j < hi_j; j++) {
       if (w->fill[j] >= rho) continue;
-      float d = bpool_dist2(x, xyz + 3 * (size_t)(r0 + w->seedrow[j]));
+      const uint32_t d = bpool_qdist2(w->q[t], w->q[w->seedrow[j]]);
       if (best == UINT32_MAX || d < bd) {
         best = j;
         bd = d;

@@ -11,6 +11,8 @@
  *       (slot, row), three block scans (slot starts, full sub-buckets, leftovers), seeds in parallel,
  *       step 3 by warp 0 in leftover order (64-wide window: two candidates per lane, shuffle argmin);
  *       reduce: one thread per (output row, channel), fp32 accumulation in member order.
+ *   v2  assign: 128-thread blocks, 8 per SM; step 3 with fill counts in registers and one warp
+ *       min-reduction per leftover (see the v2 section); reduce: 16 bytes per thread; unpool: v1's.
  */
 #include "kernels/bpool_internal.h"
 #include "kernels/kernels.h"
@@ -105,7 +107,7 @@ __global__ void __launch_bounds__(kT) k_assign(uint32_t *members, uint32_t *pare
     const float scale = ext > 0.0f ? 1024.0f / ext : 0.0f;
     /* step 1b: slots, order by (slot, row) */
     uint32_t key[1];
-    key[0] = tid < m ? (bpool_slot(&s.xyz[3 * tid], lo, scale, K) << 10 | tid) : 0xFFFFFu;
+    key[0] = tid < m ? (bpool_qslot(bpool_qpack(&s.xyz[3 * tid], lo, scale), K) << 10 | tid) : 0xFFFFFu;
     Sort(tmp.sort).Sort(key, 0, 20);
     __syncthreads();
     const uint32_t my_slot = key[0] >> 10, my_t = key[0] & 1023u;
@@ -154,15 +156,14 @@ __global__ void __launch_bounds__(kT) k_assign(uint32_t *members, uint32_t *pare
       for (uint32_t l = 0; l < L; l++) {
         if (s.seedflag[l]) continue;
         const uint32_t t = s.lrow[l];
-        const float *x = &s.xyz[3 * t];
+        const uint32_t xq = bpool_qpack(&s.xyz[3 * t], lo, scale);
         uint32_t lo_j, hi_j;
         bpool_window(l, L, nn, &lo_j, &hi_j);
         /* candidate (bad, d, j), lexicographic minimum: the CPU's "first strictly smaller" */
-        uint32_t bj = 0xFFFFFFFFu;
-        float bd = FLT_MAX;
+        uint32_t bj = 0xFFFFFFFFu, bd = 0xFFFFFFFFu;
         for (uint32_t j = lo_j + lane; j < hi_j; j += 32) {
           if (s.fill[j] >= rho) continue;
-          const float d = bpool_dist2(x, &s.xyz[3 * s.seedrow[j]]);
+          const uint32_t d = bpool_qdist2(xq, bpool_qpack(&s.xyz[3 * s.seedrow[j]], lo, scale));
           if (bj == 0xFFFFFFFFu || d < bd) {
             bj = j;
             bd = d;
@@ -170,7 +171,7 @@ __global__ void __launch_bounds__(kT) k_assign(uint32_t *members, uint32_t *pare
         }
         for (int o = 16; o > 0; o >>= 1) {
           const uint32_t oj = __shfl_xor_sync(0xFFFFFFFFu, bj, o);
-          const float od = __shfl_xor_sync(0xFFFFFFFFu, bd, o);
+          const uint32_t od = __shfl_xor_sync(0xFFFFFFFFu, bd, o);
           const bool take = oj != 0xFFFFFFFFu && (bj == 0xFFFFFFFFu || od < bd || (od == bd && oj < bj));
           if (take) {
             bj = oj;
@@ -313,6 +314,257 @@ hx_status launch_unpool(T *up, const T *down, const T *residual, const uint32_t 
   return HX_OK;
 }
 
+/* ---- v2 ------------------------------------------------------------------------------------------------
+ * assign: 128-thread blocks (8 rows per thread), about 27 KB of shared memory, so 8 blocks share an SM
+ * (v1: 2); step 3, the only serial part, keeps every new sub-bucket's fill in registers (4-bit fields of
+ * one 64-bit word per lane, lane = sub-bucket mod 32, which is also the lane that sees that sub-bucket as a
+ * candidate, since a window is at most 64 wide), packs (integer distance, window offset) into one 32-bit
+ * key and takes the lexicographic minimum with one __reduce_min_sync: no shared-memory round trip and
+ * no shuffle tree on the chain from one leftover to the next. Same steps and result as bpool_assign_cpu.
+ * reduce: 16 bytes per thread (4 fp32 or 8 bf16 channels) when rows and pointers allow, else v1's. */
+constexpr int kT2 = 128;
+constexpr int kI2 = BPOOL_TILE / kT2;
+
+struct AssignSmem2 {
+  uint32_t q[BPOOL_TILE]; /* packed quantised coordinates of each tile row */
+  union {
+    uint32_t lq[BPOOL_TILE];       /* packed coordinates of each leftover, in L order (steps 1-3) */
+    uint16_t memrow[BPOOL_TILE];   /* tile row of each (sub-bucket, member) slot (outputs) */
+  } u;
+  uint32_t cnt[kSlots];    /* rows per slot */
+  uint32_t base[kSlots];   /* exclusive scans, packed: slot start | full sub-buckets << 11 | leftovers << 21 */
+  uint32_t seedq[kSlots];  /* packed coordinates of each new sub-bucket's seed */
+  uint16_t lrow[BPOOL_TILE], sub[BPOOL_TILE];
+  uint8_t mem[BPOOL_TILE], seedflag[BPOOL_TILE];
+  uint32_t key[6];
+};
+
+__global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t *parent, float *xyz_out,
+                                                     const float *xyz, const uint32_t *bucket_start,
+                                                     const uint32_t *bucket_count, const uint32_t *out_start,
+                                                     uint32_t rho) {
+  typedef cub::BlockRadixSort<uint32_t, kT2, kI2> Sort;
+  typedef cub::BlockScan<uint32_t, kT2> Scan;
+  constexpr int kS = kSlots / kT2; /* slots per thread in the scan */
+  __shared__ union {
+    typename Sort::TempStorage sort;
+    typename Scan::TempStorage scan;
+  } tmp;
+  __shared__ AssignSmem2 s;
+  const uint32_t b = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+  const uint32_t count = bucket_count[b];
+  for (uint32_t t0 = 0; t0 < count; t0 += BPOOL_TILE) {
+    const uint32_t r0 = bucket_start[b] + t0;
+    const uint32_t m = min(BPOOL_TILE, count - t0);
+    const uint32_t K = (m + rho - 1) / rho;
+    const uint32_t out_base = out_start[b] + (t0 / BPOOL_TILE) * (BPOOL_TILE / rho);
+    /* step 1a: rows tid + i*kT2 into registers, cubic box by ordered keys */
+    float x[kI2][3];
+    uint32_t k6[6] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
+    if (tid < 6) s.key[tid] = 0xFFFFFFFFu;
+#pragma unroll
+    for (int i = 0; i < kI2; i++) {
+      const uint32_t row = tid + (uint32_t)i * kT2;
+#pragma unroll
+      for (int d = 0; d < 3; d++) {
+        x[i][d] = row < m ? xyz[3 * (size_t)(r0 + row) + d] : 0.0f;
+        if (row < m) {
+          const uint32_t kk = psh_f2key(x[i][d]);
+          k6[d] = min(k6[d], kk);
+          k6[3 + d] = min(k6[3 + d], ~kk);
+        }
+      }
+    }
+    for (uint32_t k = tid; k < kSlots; k += kT2) s.cnt[k] = 0;
+    __syncthreads(); /* s.key initialised before the atomics */
+#pragma unroll
+    for (int d = 0; d < 6; d++) {
+      for (int o = 16; o > 0; o >>= 1) k6[d] = min(k6[d], __shfl_xor_sync(0xFFFFFFFFu, k6[d], o));
+      if (lane == 0) atomicMin(&s.key[d], k6[d]);
+    }
+    __syncthreads(); /* box complete */
+    float lo[3], ext = 0.0f;
+    for (int d = 0; d < 3; d++) {
+      lo[d] = psh_key2f(s.key[d]);
+      const float e = psh_key2f(~s.key[3 + d]) - lo[d];
+      ext = e > ext ? e : ext;
+    }
+    const float scale = ext > 0.0f ? 1024.0f / ext : 0.0f;
+    /* step 1b: packed coordinates, slots, rows ordered by (slot, row) */
+    uint32_t keys[kI2];
+#pragma unroll
+    for (int i = 0; i < kI2; i++) {
+      const uint32_t row = tid + (uint32_t)i * kT2;
+      keys[i] = 0xFFFFFu;
+      if (row < m) {
+        const uint32_t qq = bpool_qpack(x[i], lo, scale);
+        s.q[row] = qq;
+        keys[i] = bpool_qslot(qq, K) << 10 | row;
+      }
+    }
+    Sort(tmp.sort).Sort(keys, 0, 20); /* blocked: thread tid holds sorted positions tid*kI2 .. +kI2-1 */
+#pragma unroll
+    for (int i = 0; i < kI2; i++)
+      if (tid * kI2 + (uint32_t)i < m) atomicAdd(&s.cnt[keys[i] >> 10], 1u);
+    __syncthreads(); /* counts complete; the sort's storage is free for the scan */
+    /* the three exclusive scans of step 1 as one scan of packed fields (totals 1024, 512, 1024 fit 11/10/11 bits) */
+    uint32_t pk[kS], tot;
+#pragma unroll
+    for (int j = 0; j < kS; j++) {
+      const uint32_t sl = tid * kS + (uint32_t)j, c = sl < K ? s.cnt[sl] : 0;
+      pk[j] = c | (c / rho) << 11 | (c % rho) << 21;
+    }
+    Scan(tmp.scan).ExclusiveSum(pk, pk, tot);
+#pragma unroll
+    for (int j = 0; j < kS; j++) s.base[tid * kS + (uint32_t)j] = pk[j];
+    __syncthreads(); /* bases visible */
+    const uint32_t A = (tot >> 11) & 1023u, L = tot >> 21, nn = K - A;
+#pragma unroll
+    for (int i = 0; i < kI2; i++) {
+      const uint32_t p = tid * kI2 + (uint32_t)i;
+      if (p >= m) continue;
+      const uint32_t sl = keys[i] >> 10, row = keys[i] & 1023u, bs = s.base[sl];
+      const uint32_t rank = p - (bs & 2047u), F = s.cnt[sl] / rho * rho;
+      if (rank < F) {
+        s.sub[row] = (uint16_t)(((bs >> 11) & 1023u) + rank / rho);
+        s.mem[row] = (uint8_t)(rank % rho);
+      } else {
+        const uint32_t l = (bs >> 21) + rank - F;
+        s.lrow[l] = (uint16_t)row;
+        s.u.lq[l] = s.q[row];
+        s.seedflag[l] = 0;
+      }
+    }
+    __syncthreads(); /* leftover list complete */
+    /* step 2: seeds */
+    for (uint32_t j = tid; j < nn; j += kT2) {
+      const uint32_t l = bpool_seed_l(j, L, nn), t = s.lrow[l];
+      s.sub[t] = (uint16_t)(A + j);
+      s.mem[t] = 0;
+      s.seedq[j] = s.u.lq[l];
+      s.seedflag[l] = 1;
+    }
+    __syncthreads(); /* seeds visible to warp 0 */
+    /* step 3: warp 0 walks the leftovers in order; fill of new sub-bucket j lives in lane j % 32, bits
+     * 4*(j/32) .. +3 of fillw (nn <= 512: 16 fields; fill <= rho <= 8) */
+    if (tid < 32) {
+      uint64_t fillw = 0;
+      for (uint32_t k = 0; k < 16; k++)
+        if (32 * k + lane < nn) fillw |= 1ull << (4 * k);
+      for (uint32_t l = 0; l < L; l++) {
+        if (s.seedflag[l]) continue;
+        const uint32_t xq = s.u.lq[l];
+        uint32_t lo_j, hi_j;
+        bpool_window(l, L, nn, &lo_j, &hi_j);
+        uint32_t key = 0xFFFFFFFFu; /* (distance << 6 | offset in the window): the CPU's "first strictly smaller" */
+        for (uint32_t j = lo_j + ((lane - lo_j) & 31u); j < hi_j; j += 32)
+          if (((uint32_t)(fillw >> (4 * (j >> 5))) & 15u) < rho) key = min(key, bpool_qdist2(xq, s.seedq[j]) << 6 | (j - lo_j));
+        const uint32_t best = __reduce_min_sync(0xFFFFFFFFu, key);
+        uint32_t jb = best != 0xFFFFFFFFu ? lo_j + (best & 63u) : 0xFFFFFFFFu;
+        for (uint32_t k = 0; k < 16 && jb == 0xFFFFFFFFu; k++) { /* whole window full: first non-full one */
+          const unsigned bal = __ballot_sync(0xFFFFFFFFu, 32 * k + lane < nn && ((uint32_t)(fillw >> (4 * k)) & 15u) < rho);
+          if (bal) jb = 32 * k + (uint32_t)(__ffs((int)bal) - 1);
+        }
+        if ((jb & 31u) == lane) {
+          const uint32_t sh = 4 * (jb >> 5), t = s.lrow[l];
+          s.sub[t] = (uint16_t)(A + jb);
+          s.mem[t] = (uint8_t)((fillw >> sh) & 15u);
+          fillw += 1ull << sh;
+        }
+      }
+    }
+    __syncthreads(); /* assignment complete; lq no longer needed (memrow shares its storage) */
+    for (uint32_t k = tid; k < K * rho; k += kT2) s.u.memrow[k] = 0xFFFFu;
+    __syncthreads();
+    for (uint32_t row = tid; row < m; row += kT2) {
+      s.u.memrow[s.sub[row] * rho + s.mem[row]] = (uint16_t)row;
+      parent[r0 + row] = out_base + s.sub[row];
+    }
+    __syncthreads();
+    for (uint32_t k = tid; k < K * rho; k += kT2) {
+      const uint32_t t = s.u.memrow[k];
+      members[(size_t)out_base * rho + k] = t == 0xFFFFu ? BPOOL_NONE : r0 + t;
+    }
+    for (uint32_t sb = tid; sb < K; sb += kT2) {
+      float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+      uint32_t size = 0;
+      for (uint32_t k = 0; k < rho; k++) {
+        const uint32_t t = s.u.memrow[sb * rho + k];
+        if (t == 0xFFFFu) continue;
+        const float *xr = xyz + 3 * (size_t)(r0 + t);
+        sx = bpool_add(sx, xr[0]);
+        sy = bpool_add(sy, xr[1]);
+        sz = bpool_add(sz, xr[2]);
+        size++;
+      }
+      float *o = xyz_out + 3 * (size_t)(out_base + sb);
+      o[0] = sx / (float)size;
+      o[1] = sy / (float)size;
+      o[2] = sz / (float)size;
+    }
+    __syncthreads(); /* the next tile reuses the shared arrays */
+  }
+}
+
+hx_status assign_v2(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
+                    uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                    const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  cudaStream_t s = (cudaStream_t)stream;
+  if (n_rows) {
+    k_fill_none<<<(n_rows + 255) / 256 < 4096 ? (n_rows + 255) / 256 : 4096, 256, 0, s>>>(d_parent, n_rows);
+    BPOOL_LAUNCHED("parent init");
+  }
+  if (nbuckets) {
+    k_assign2<<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start, d_bucket_count,
+                                       d_out_start, rho);
+    BPOOL_LAUNCHED("assign v2");
+  }
+  return HX_OK;
+}
+
+/* 16 bytes of features per thread: VEC channels of one output row, members read once per chunk. */
+template <typename T, int RHO, int VEC>
+__global__ void k_reduce_vec(T *out, const T *in, const uint32_t *members, uint32_t n_out, uint32_t channels,
+                             bpool_op op) {
+  const uint32_t per_row = channels / VEC;
+  const size_t total = (size_t)n_out * per_row;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
+    const uint32_t r = (uint32_t)(e / per_row), q = (uint32_t)(e % per_row);
+    float acc[VEC] = {};
+    uint32_t size = 0;
+#pragma unroll
+    for (int k = 0; k < RHO; k++) {
+      const uint32_t row = __ldg(members + (size_t)r * RHO + k);
+      if (row == BPOOL_NONE) continue;
+      T v[VEC];
+      *(uint4 *)v = __ldg((const uint4 *)(in + (size_t)row * channels) + q);
+#pragma unroll
+      for (int c = 0; c < VEC; c++) acc[c] = size == 0 ? io<T>::f(v[c]) : bpool_combine(op, acc[c], io<T>::f(v[c]));
+      size++;
+    }
+    T o[VEC];
+#pragma unroll
+    for (int c = 0; c < VEC; c++) o[c] = io<T>::st(op == BPOOL_MEAN && size ? acc[c] / (float)size : acc[c]);
+    *((uint4 *)(out + (size_t)r * channels) + q) = *(uint4 *)o;
+  }
+}
+
+template <typename T>
+hx_status launch_reduce_vec(T *out, const T *in, const uint32_t *members, uint32_t n_out, uint32_t rho,
+                            uint32_t channels, bpool_op op, cudaStream_t s, hx_err *err) {
+  constexpr int V = 16 / (int)sizeof(T);
+  const size_t total = (size_t)n_out * (channels / V);
+  const unsigned blocks = (unsigned)((total + 255) / 256 < 65536 ? (total + 255) / 256 : 65536);
+  switch (rho) {
+  case 2: k_reduce_vec<T, 2, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op); break;
+  case 4: k_reduce_vec<T, 4, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op); break;
+  default: k_reduce_vec<T, 8, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op); break;
+  }
+  BPOOL_LAUNCHED("reduce v2");
+  return HX_OK;
+}
+
 hx_status unpool_v1(void *d_up, const void *d_down, const void *d_residual, const uint32_t *d_parent, uint32_t n_rows,
                     uint32_t channels, psh_dtype dt, void *stream, hx_err *err) {
   if (n_rows == 0 || channels == 0) return HX_OK;
@@ -359,9 +611,29 @@ hx_status reduce_v1(void *d_feat_out, const void *d_feat_in, const uint32_t *d_m
   return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
 }
 
+hx_status reduce_v2(void *d_feat_out, const void *d_feat_in, const uint32_t *d_members, uint32_t n_out,
+                    uint32_t rho, uint32_t channels, psh_dtype dt, bpool_op op, void *stream, hx_err *err) {
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
+  if (n_out == 0 || channels == 0) return HX_OK;
+  const size_t es = psh_dtype_size(dt);
+  const bool vec = es && channels % (16 / es) == 0 && ((uintptr_t)d_feat_out & 15u) == 0 &&
+                   ((uintptr_t)d_feat_in & 15u) == 0;
+  if (!vec) return reduce_v1(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
+  cudaStream_t s = (cudaStream_t)stream;
+  if (dt == PSH_F32)
+    return launch_reduce_vec<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, n_out, rho, channels, op, s, err);
+  if (dt == PSH_BF16)
+    return launch_reduce_vec<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, n_out, rho,
+                                       channels, op, s, err);
+  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+}
+
 const bpool_variant bpool_table[] = {
     {1, "v1", "block per bucket, shared-memory three-step sub-buckets; thread per (row, channel) reduce", assign_v1,
      reduce_v1, unpool_v1},
+    {2, "v2", "128-thread blocks (8 per SM), step 3 with register fill counts and one warp min-reduction per leftover; 16-byte reduce",
+     assign_v2, reduce_v2, unpool_v1},
 };
 
 } // namespace

@@ -2,7 +2,8 @@
  * bpool_internal.h - arithmetic shared by the in-bucket pooling reference (bpool.c) and its CUDA kernels
  * (bpool.cu), written so both produce the same bits: quantisation (x - lo) * scale with scale =
  * 1024 / extent computed once, squared distances with explicitly rounded multiplies and adds (the device
- * would otherwise fuse them into FMAs), the sub-bucket window of step 3. Private to kernels/.
+ * would otherwise fuse them into FMAs), integer distances on the packed quantised coordinates, the
+ * sub-bucket window of step 3. Private to kernels/.
  */
 #ifndef F3D_BPOOL_INTERNAL_H
 #define F3D_BPOOL_INTERNAL_H
@@ -39,15 +40,23 @@ static inline HX_HD uint32_t bpool_q(float x, float lo, float scale) {
   return (uint32_t)t;
 }
 
-/* Slot of step 1: Z code (30 bits) div-hashed into K slots. */
-static inline HX_HD uint32_t bpool_slot(const float *x, const float lo[3], float scale, uint32_t K) {
-  uint64_t code = psh_morton(bpool_q(x[0], lo[0], scale), bpool_q(x[1], lo[1], scale), bpool_q(x[2], lo[2], scale));
+/* The three 10-bit quantised coordinates of a row packed in one word (x | y << 10 | z << 20). Step 3
+ * measures distances on these integers: exact on both sides (no float rounding to keep in step), one
+ * 4-byte shared word per row on the device, and a squared distance below 2^22, so the GPU can pack
+ * (distance, candidate) into one 32-bit key and take the lexicographic minimum with one warp reduction. */
+static inline HX_HD uint32_t bpool_qpack(const float *x, const float lo[3], float scale) {
+  return bpool_q(x[0], lo[0], scale) | bpool_q(x[1], lo[1], scale) << 10 | bpool_q(x[2], lo[2], scale) << 20;
+}
+/* Slot of step 1: Z code (30 bits) of the packed row, div-hashed into K slots. */
+static inline HX_HD uint32_t bpool_qslot(uint32_t q, uint32_t K) {
+  uint64_t code = psh_morton(q & 1023u, (q >> 10) & 1023u, q >> 20);
   return (uint32_t)((code * K) >> (3u * BPOOL_QBITS));
 }
-
-static inline HX_HD float bpool_dist2(const float *a, const float *b) {
-  float dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
-  return bpool_add(bpool_add(bpool_mul(dx, dx), bpool_mul(dy, dy)), bpool_mul(dz, dz));
+/* Squared distance of two packed rows, < 3 * 1023^2 < 2^22. */
+static inline HX_HD uint32_t bpool_qdist2(uint32_t a, uint32_t b) {
+  int dx = (int)(a & 1023u) - (int)(b & 1023u), dy = (int)((a >> 10) & 1023u) - (int)((b >> 10) & 1023u),
+      dz = (int)(a >> 20) - (int)(b >> 20);
+  return (uint32_t)(dx * dx + dy * dy + dz * dz);
 }
 
 /* Step 3 window [*lo, *hi) of new sub-buckets for leftover l of L, nn new sub-buckets. */
