@@ -297,7 +297,8 @@ hx_status psh_quality_zorder(psh_quality *q, const psh_in *in, float voxel, uint
  *   2. new sub-bucket allocation: the K - A new sub-buckets are seeded by leftovers L[floor(j*|L|/(K-A))];
  *   3. find new sub-bucket: every other leftover, in L order, joins the nearest (squared distance to the
  *      seed on the 10-bit quantised coordinates of step 1, an exact integer; ties to the lower id) non-full
- *      new sub-bucket among the 64 whose seeds are nearest in L order, else the first non-full one. Deterministic: the GPU gives the same assignment as the CPU.
+ *      new sub-bucket among the 64 whose seeds are nearest in L order, else the first non-full one.
+ *      Deterministic: the GPU gives the same assignment as the CPU.
  * Output row r of bucket b = out_start[b] + (1024/rho)*tile + sub-bucket; out_count[b] = ceil(count/rho).
  * members[r*rho + k] = input rows of sub-bucket r (BPOOL_NONE past its size, size >= 1), parent[row] = its
  * output row (BPOOL_NONE for rows outside every bucket: the unpool index map), xyz_out = member mean.
