@@ -3,7 +3,8 @@
 # their CPU and GPU tests, the CLI on a generated cloud (cpu vs gpu), and a short timing table, and writes
 # every log under $OUT (default ./psh-device-out).
 #   sh kernels/dev/psh-device.sh        (ARCH=90; SIZES=100000,200000,400000,600000; REPS=20; S=512; C=64;
-#                                        SAN=v5,v6: compute-sanitizer memcheck + racecheck of those variants)
+#                                        SAN=v5,v6: compute-sanitizer memcheck + racecheck of those variants,
+#                                        after the bench; NCU=kernel-regex,...: ncu --set full of one launch each)
 # Build: Meson (`meson setup build-dev -Dgpu_arch=$ARCH`, cmocka through PKG_CONFIG_PATH); if that fails,
 # a direct nvcc/gcc build of kernels/psh*, kernels/bpool*, harness/status.c and the two workloads files
 # the bench needs (no generated config needed except for the GPU test, which gets a minimal one).
@@ -78,14 +79,6 @@ if [ -n "$F" ]; then
 else
   note "SKIP CLI (f3dbench not built)"
 fi
-if [ -n "$T" ] && [ -n "${SAN:-}" ] && command -v compute-sanitizer > /dev/null 2>&1; then
-  # compute-sanitizer on the variants named in SAN (e.g. SAN=v5,v6): memcheck and racecheck of the GPU test
-  for tool in memcheck racecheck; do
-    step "compute-sanitizer $tool test_psh_gpu ($SAN)" "$OUT/san-$tool.log" env F3D_PSH_VARIANTS="$SAN" \
-      compute-sanitizer --tool "$tool" --error-exitcode 9 "$T/test_psh_gpu"
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san-$tool.log" >> "$SUM" 2>/dev/null
-  done
-fi
 if [ -n "$BENCH" ]; then
   step "bench sizes=$SIZES" "$OUT/bench.txt" "$BENCH" "$SIZES" "$REPS" "$S" "$C"
   cat "$OUT/bench.txt" >> "$SUM"
@@ -94,5 +87,24 @@ if [ -n "$BENCH" ]; then
       nsys stats --report cuda_gpu_kern_sum "$OUT/psh-nsys.nsys-rep" > "$OUT/nsys-kernels.txt" 2>&1 &&
       note "nsys per-kernel summary: nsys-kernels.txt" || note "nsys failed (see nsys-run.log)"
   fi
+fi
+if [ -n "$T" ] && [ -n "${SAN:-}" ] && command -v compute-sanitizer > /dev/null 2>&1; then
+  # compute-sanitizer on the variants named in SAN (e.g. SAN=v5,v6): memcheck and racecheck of the GPU test
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer $tool test_psh_gpu ($SAN)" "$OUT/san-$tool.log" env F3D_PSH_VARIANTS="$SAN" \
+      timeout "${SAN_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$T/test_psh_gpu"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san-$tool.log" >> "$SUM" 2>/dev/null
+  done
+fi
+if [ -n "$BENCH" ] && [ -n "${NCU:-}" ] && command -v ncu > /dev/null 2>&1; then
+  # NCU=k5_psh<false>,k5_psh<true>: ncu --set full of the first launch of each named kernel (600k, first hash)
+  echo "$NCU" | tr ',' '\n' | while read -r k; do
+    f=$(echo "$k" | tr -c 'A-Za-z0-9_\n' '_')
+    timeout "${NCU_TIMEOUT:-90}" ncu --clock-control none --set full --import-source yes --kernel-name-base demangled \
+      --kernel-name "regex:$k" --launch-count 1 -o "$OUT/ncu-$f" -f "$BENCH" 600000 1 "$S" "$C" > "$OUT/ncu-$f.log" 2>&1
+    note "ncu $k rc=$?"
+    ncu --import "$OUT/ncu-$f.ncu-rep" --page details > "$OUT/ncu-$f-details.txt" 2>&1
+    ncu --import "$OUT/ncu-$f.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu-$f-source.csv" 2>&1
+  done
 fi
 note "logs in $OUT"
