@@ -254,15 +254,16 @@ static void test_bpool_variants(void **state) {
     to_host(g_oc, d_oc, nbt * 4);
     assert_memory_equal(os, g_os, nbt * 4);
     assert_memory_equal(oc, g_oc, nbt * 4);
-    const uint32_t C = 33;
-    float *f = malloc((size_t)n * C * 4);
-    uint16_t *fb = malloc((size_t)n * C * 2);
-    for (uint32_t i = 0; i < n * C; i++) {
+    /* features [n, C] for C = 33 (per-element reduce paths) and C = 64 (16-byte paths), in one buffer */
+    const uint32_t CMAX = 64, CS[2] = {33, 64};
+    float *f = malloc((size_t)n * CMAX * 4);
+    uint16_t *fb = malloc((size_t)n * CMAX * 2);
+    for (uint32_t i = 0; i < n * CMAX; i++) {
       f[i] = (float)hx_rng_unit(5, i, 0) * 10.0f - 5.0f;
       fb[i] = (uint16_t)(hx_rng_u64(6, i, 0) & 0x7F7F); /* finite bf16 patterns */
     }
-    float *d_f = dup_to_dev(f, (size_t)n * C * 4);
-    uint16_t *d_fb = dup_to_dev(fb, (size_t)n * C * 2);
+    float *d_f = dup_to_dev(f, (size_t)n * CMAX * 4);
+    uint16_t *d_fb = dup_to_dev(fb, (size_t)n * CMAX * 2);
     for (size_t k = 0; k < nv; k++) {
       uint32_t *d_m = dalloc((size_t)n_out * rho * 4), *d_p = dalloc((size_t)n * 4);
       float *d_xo = dalloc((size_t)n_out * 12);
@@ -277,15 +278,17 @@ static void test_bpool_variants(void **state) {
       assert_memory_equal(members, gm, (size_t)n_out * rho * 4);
       assert_memory_equal(parent, gp, (size_t)n * 4);
       assert_memory_equal(xo, gx, (size_t)n_out * 12);
+      for (int ci = 0; ci < 2; ci++)
       for (int op = 0; op < BPOOL_OP_COUNT; op++)
         for (int dt = 0; dt < 2; dt++) {
+          const uint32_t C = CS[ci];
           const psh_dtype t = dt ? PSH_BF16 : PSH_F32;
           const size_t es = psh_dtype_size(t), bytes = (size_t)n_out * C * es;
           void *want = malloc(bytes), *got = malloc(bytes), *d_o = dalloc(bytes);
           assert_int_equal(bpool_reduce_cpu(want, dt ? (const void *)fb : (const void *)f, members, n_out, rho, C, t,
                                             (bpool_op)op, NULL), HX_OK);
           st = vs[k].reduce(d_o, dt ? (const void *)d_fb : (const void *)d_f, d_m, n_out, rho, C, t, (bpool_op)op, NULL, &err);
-          if (st != HX_OK) fail_msg("bpool %s reduce: %s", vs[k].name, err.msg);
+          if (st != HX_OK) fail_msg("bpool %s reduce (C=%u): %s", vs[k].name, C, err.msg);
           CK(cudaDeviceSynchronize());
           to_host(got, d_o, bytes);
           assert_memory_equal(want, got, bytes);
