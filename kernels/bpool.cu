@@ -50,6 +50,17 @@ __global__ void k_fill_none(uint32_t *a, uint32_t n) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) a[i] = BPOOL_NONE;
 }
 
+/* The start of every assign variant: rho checked, parent = NONE for all rows (rows outside every bucket,
+ * such as padding, keep it: the unpool index map). */
+hx_status assign_begin(uint32_t *d_parent, uint32_t n_rows, uint32_t rho, cudaStream_t s, hx_err *err) {
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  if (n_rows) {
+    k_fill_none<<<(n_rows + 255) / 256 < 4096 ? (n_rows + 255) / 256 : 4096, 256, 0, s>>>(d_parent, n_rows);
+    BPOOL_LAUNCHED("parent init");
+  }
+  return HX_OK;
+}
+
 struct AssignSmem {
   float xyz[kT * 3];
   uint32_t cnt[kSlots], sbase[kSlots], fullbase[kSlots], leftbase[kSlots]; /* K <= 1024/2 slots */
@@ -509,12 +520,8 @@ __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t 
 hx_status assign_v2(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
                     uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
                     const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
-  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
   cudaStream_t s = (cudaStream_t)stream;
-  if (n_rows) {
-    k_fill_none<<<(n_rows + 255) / 256 < 4096 ? (n_rows + 255) / 256 : 4096, 256, 0, s>>>(d_parent, n_rows);
-    BPOOL_LAUNCHED("parent init");
-  }
+  HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (nbuckets) {
     k_assign2<<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start, d_bucket_count,
                                        d_out_start, rho);
@@ -581,13 +588,8 @@ hx_status unpool_v1(void *d_up, const void *d_down, const void *d_residual, cons
 hx_status assign_v1(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
                     uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
                     const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
-  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
   cudaStream_t s = (cudaStream_t)stream;
-  if (n_rows) {
-    /* rows outside every bucket (padding) keep parent = NONE */
-    k_fill_none<<<(n_rows + 255) / 256 < 4096 ? (n_rows + 255) / 256 : 4096, 256, 0, s>>>(d_parent, n_rows);
-    BPOOL_LAUNCHED("parent init");
-  }
+  HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (nbuckets) {
     BPOOL_CUDA(cudaFuncSetAttribute(k_assign, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sizeof(AssignSmem)));
     k_assign<<<nbuckets, kT, sizeof(AssignSmem), s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start, d_bucket_count,
