@@ -63,7 +63,8 @@ fi
 if [ -n "$T" ]; then
   step "test_psh_cpu (reference)" "$OUT/test-psh-cpu.log" "$T/test_psh_cpu"
   step "test_bpool_cpu (reference)" "$OUT/test-bpool-cpu.log" "$T/test_bpool_cpu"
-  step "test_psh_gpu (variants vs invariants and CPU; pooling bitwise)" "$OUT/test-psh-gpu.log" "$T/test_psh_gpu"
+  step "test_psh_gpu (variants vs invariants and CPU; pooling bitwise)" "$OUT/test-psh-gpu.log" \
+    timeout "${TEST_TIMEOUT:-200}" "$T/test_psh_gpu"
 fi
 if [ -n "$F" ]; then
   "$F" gen --out "$OUT/lidar.ply" --kind lidar --points 200k --seed 1 > /dev/null 2>&1
@@ -80,7 +81,7 @@ else
   note "SKIP CLI (f3dbench not built)"
 fi
 if [ -n "$BENCH" ]; then
-  step "bench sizes=$SIZES" "$OUT/bench.txt" "$BENCH" "$SIZES" "$REPS" "$S" "$C"
+  step "bench sizes=$SIZES" "$OUT/bench.txt" timeout "${BENCH_TIMEOUT:-200}" "$BENCH" "$SIZES" "$REPS" "$S" "$C"
   cat "$OUT/bench.txt" >> "$SUM"
   if command -v nsys > /dev/null 2>&1; then
     nsys profile -o "$OUT/psh-nsys" --force-overwrite true "$BENCH" 600000 5 "$S" "$C" > "$OUT/nsys-run.log" 2>&1 &&
