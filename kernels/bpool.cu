@@ -350,6 +350,25 @@ struct AssignSmem2 {
   uint32_t key[6];
 };
 
+/* Step 3 of v2, one leftover as one lane sees it: its flag and row, the window start, the lane's first
+ * candidate j1 (j1 = lane mod 32) and the keys (distance << 6 | offset in the window) of j1 and j1 + 32,
+ * all-ones where the candidate is outside the window. The fill test is applied later, on the chain. */
+struct Step3Cand {
+  uint32_t seed, t, lo, j1, k1, k2;
+};
+__device__ __forceinline__ Step3Cand step3_load(const AssignSmem2 &s, uint32_t l, uint32_t c, uint32_t nn, uint32_t lane) {
+  Step3Cand x;
+  uint32_t hi;
+  x.seed = s.seedflag[l];
+  x.t = s.lrow[l];
+  const uint32_t xq = s.u.lq[l];
+  bpool_window_at(c, nn, &x.lo, &hi);
+  x.j1 = x.lo + ((lane - x.lo) & 31u);
+  x.k1 = x.j1 < hi ? bpool_qdist2(xq, s.seedq[x.j1]) << 6 | (x.j1 - x.lo) : 0xFFFFFFFFu;
+  x.k2 = x.j1 + 32 < hi ? bpool_qdist2(xq, s.seedq[x.j1 + 32]) << 6 | (x.j1 + 32 - x.lo) : 0xFFFFFFFFu;
+  return x;
+}
+
 __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t *parent, float *xyz_out,
                                                      const float *xyz, const uint32_t *bucket_start,
                                                      const uint32_t *bucket_count, const uint32_t *out_start,
@@ -462,26 +481,37 @@ __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t 
       uint64_t fillw = 0;
       for (uint32_t k = 0; k < 16; k++)
         if (32 * k + lane < nn) fillw |= 1ull << (4 * k);
+      /* The candidates' distances do not depend on the fills, so leftover l + 1's loads and distances are
+       * issued before leftover l's reduction (software pipelining by one): the chain from one leftover to
+       * the next is the fill test, one min, the warp reduction and the owner's field update. The window
+       * centre floor(l * nn / L) advances without a division (nn <= L: at most one step per leftover). */
+      uint32_t c = 0, num = 0;
+      Step3Cand cur = L ? step3_load(s, 0, 0, nn, lane) : Step3Cand{};
       for (uint32_t l = 0; l < L; l++) {
-        if (s.seedflag[l]) continue;
-        const uint32_t xq = s.u.lq[l];
-        uint32_t lo_j, hi_j;
-        bpool_window(l, L, nn, &lo_j, &hi_j);
-        uint32_t key = 0xFFFFFFFFu; /* (distance << 6 | offset in the window): the CPU's "first strictly smaller" */
-        for (uint32_t j = lo_j + ((lane - lo_j) & 31u); j < hi_j; j += 32)
-          if (((uint32_t)(fillw >> (4 * (j >> 5))) & 15u) < rho) key = min(key, bpool_qdist2(xq, s.seedq[j]) << 6 | (j - lo_j));
-        const uint32_t best = __reduce_min_sync(0xFFFFFFFFu, key);
-        uint32_t jb = best != 0xFFFFFFFFu ? lo_j + (best & 63u) : 0xFFFFFFFFu;
-        for (uint32_t k = 0; k < 16 && jb == 0xFFFFFFFFu; k++) { /* whole window full: first non-full one */
-          const unsigned bal = __ballot_sync(0xFFFFFFFFu, 32 * k + lane < nn && ((uint32_t)(fillw >> (4 * k)) & 15u) < rho);
-          if (bal) jb = 32 * k + (uint32_t)(__ffs((int)bal) - 1);
+        num += nn;
+        if (num >= L) {
+          num -= L;
+          c++;
         }
-        if ((jb & 31u) == lane) {
-          const uint32_t sh = 4 * (jb >> 5), t = s.lrow[l];
-          s.sub[t] = (uint16_t)(A + jb);
-          s.mem[t] = (uint8_t)((fillw >> sh) & 15u);
-          fillw += 1ull << sh;
+        const Step3Cand nxt = l + 1 < L ? step3_load(s, l + 1, c, nn, lane) : cur;
+        if (!cur.seed) {
+          const uint32_t f1 = (uint32_t)(fillw >> ((4 * (cur.j1 >> 5)) & 63u)) & 15u;
+          const uint32_t f2 = (uint32_t)(fillw >> ((4 * ((cur.j1 + 32) >> 5)) & 63u)) & 15u;
+          const uint32_t key = min(f1 < rho ? cur.k1 : 0xFFFFFFFFu, f2 < rho ? cur.k2 : 0xFFFFFFFFu);
+          const uint32_t best = __reduce_min_sync(0xFFFFFFFFu, key);
+          uint32_t jb = best != 0xFFFFFFFFu ? cur.lo + (best & 63u) : 0xFFFFFFFFu;
+          for (uint32_t k = 0; k < 16 && jb == 0xFFFFFFFFu; k++) { /* whole window full: first non-full one */
+            const unsigned bal = __ballot_sync(0xFFFFFFFFu, 32 * k + lane < nn && ((uint32_t)(fillw >> (4 * k)) & 15u) < rho);
+            if (bal) jb = 32 * k + (uint32_t)(__ffs((int)bal) - 1);
+          }
+          if ((jb & 31u) == lane) {
+            const uint32_t sh = 4 * (jb >> 5);
+            s.sub[cur.t] = (uint16_t)(A + jb);
+            s.mem[cur.t] = (uint8_t)((fillw >> sh) & 15u);
+            fillw += 1ull << sh;
+          }
         }
+        cur = nxt;
       }
     }
     __syncthreads(); /* assignment complete; lq no longer needed (memrow shares its storage) */

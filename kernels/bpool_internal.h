@@ -59,9 +59,8 @@ static inline HX_HD uint32_t bpool_qdist2(uint32_t a, uint32_t b) {
   return (uint32_t)(dx * dx + dy * dy + dz * dz);
 }
 
-/* Step 3 window [*lo, *hi) of new sub-buckets for leftover l of L, nn new sub-buckets. */
-static inline HX_HD void bpool_window(uint32_t l, uint32_t L, uint32_t nn, uint32_t *lo, uint32_t *hi) {
-  uint32_t c = (uint32_t)((uint64_t)l * nn / L);
+/* Step 3 window [*lo, *hi) of new sub-buckets around centre c (of nn new sub-buckets). */
+static inline HX_HD void bpool_window_at(uint32_t c, uint32_t nn, uint32_t *lo, uint32_t *hi) {
   uint32_t a = c > BPOOL_WINDOW / 2 ? c - BPOOL_WINDOW / 2 : 0;
   uint32_t b = a + BPOOL_WINDOW < nn ? a + BPOOL_WINDOW : nn;
   a = b > BPOOL_WINDOW ? b - BPOOL_WINDOW : 0;
@@ -69,9 +68,16 @@ static inline HX_HD void bpool_window(uint32_t l, uint32_t L, uint32_t nn, uint3
   *hi = b;
 }
 
-/* Leftover index of the seed of new sub-bucket j. */
+/* The window of leftover l of L: centre floor(l * nn / L). A tile has at most 1024 rows, so L <= 1024
+ * and nn <= 512: the product stays below 2^19 and 32-bit arithmetic is exact (a 64-bit division is a
+ * long software routine on the GPU, on step 3's serial chain). */
+static inline HX_HD void bpool_window(uint32_t l, uint32_t L, uint32_t nn, uint32_t *lo, uint32_t *hi) {
+  bpool_window_at(l * nn / L, nn, lo, hi);
+}
+
+/* Leftover index of the seed of new sub-bucket j (j < nn <= 512, L <= 1024: exact in 32 bits). */
 static inline HX_HD uint32_t bpool_seed_l(uint32_t j, uint32_t L, uint32_t nn) {
-  return (uint32_t)((uint64_t)j * L / nn);
+  return j * L / nn;
 }
 
 /* fp32 <-> bf16 (round to nearest even; NaN kept quiet). */
