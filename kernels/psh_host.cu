@@ -5,6 +5,7 @@
  * transfer. Failure leaves nothing allocated (psh_gpu_create) or the buffers intact (the others).
  */
 #include "kernels/kernels.h"
+#include "kernels/psh_internal.h"
 
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ struct psh_gpu {
   uint16_t *feat16, *feat16_out;
   /* pooling (sized for rho = 2, the largest output) */
   uint32_t *pool_start, *pool_count, *members, *parent;
-  float *pool_xyz, *pool_feat;
+  float *pool_xyz, *pool_feat, *unpool_xyz;
   void *pool_scratch;
   size_t pool_scratch_bytes;
   uint32_t rho, pooled, n_out;
@@ -41,7 +42,7 @@ static void pg_release(psh_gpu *g) {
   void *ptrs[] = {g->xyz, g->off, g->out.bucket, g->out.offset, g->out.bucket_count, g->out.bucket_start,
                   g->out.slot, g->out.perm, g->out.xyz, g->out.counters, g->scratch, g->feat32, g->feat32_out,
                   g->feat16, g->feat16_out, g->pool_start, g->pool_count, g->members, g->parent, g->pool_xyz,
-                  g->pool_feat, g->pool_scratch};
+                  g->pool_feat, g->pool_scratch, g->unpool_xyz};
   for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
     if (ptrs[i]) cudaFree(ptrs[i]);
   free(g);
@@ -80,6 +81,7 @@ static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uin
   PG_CUDA(pg_alloc(&g->members, pool_rows * 8));
   PG_CUDA(pg_alloc(&g->parent, n));
   PG_CUDA(pg_alloc(&g->pool_xyz, pool_rows * 3));
+  PG_CUDA(pg_alloc(&g->unpool_xyz, n * 3));
   PG_CUDA(cudaMemcpy(g->xyz, h->xyz, n * 12, cudaMemcpyHostToDevice));
   PG_CUDA(cudaMemcpy(g->off, h->cloud_offset, ((size_t)h->nclouds + 1) * 4, cudaMemcpyHostToDevice));
   if (channels) {
@@ -172,6 +174,20 @@ extern "C" hx_status psh_gpu_run_graph(psh_gpu *g, const psh_variant *v, void *s
   g->rho = 0;
   PG_CUDA(cudaGraphLaunch(g->graph, s));
   return HX_OK;
+}
+
+extern "C" hx_status psh_gpu_unpool_xyz(psh_gpu *g, const bpool_variant *v, float *h_up, hx_err *err) {
+  if (!g->pooled) return hx_errf(err, HX_EINVAL, "psh_gpu: no pooling run to unpool");
+  HX_TRY(v->unpool(g->unpool_xyz, g->pool_xyz, NULL, g->parent, g->n, 3, PSH_F32, NULL, err));
+  PG_CUDA(cudaDeviceSynchronize());
+  PG_CUDA(cudaMemcpy(h_up, g->unpool_xyz, (size_t)g->n * 12, cudaMemcpyDeviceToHost));
+  return HX_OK;
+}
+
+extern "C" hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[6], hx_err *err) {
+  if (v->id != 5 && v->id != 6) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no phase trace for %s", v->name);
+  PG_CUDA(cudaDeviceSynchronize());
+  return psh_v5_trace(phase_us, g->scratch, g->nclouds, g->p.nb, g->n, err);
 }
 
 extern "C" hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err) {

@@ -234,6 +234,13 @@ hx_status psh_run_v5(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
                      const psh_params *p, void *stream, hx_err *err);
 hx_status psh_run_v6(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
+/* Phase timestamps of the last v5/v6 run whose scratch is d_scratch (same batch shape and nb), us after the
+ * kernel's start as block 0 saw them: [0] barrier 1 (bbox done), [1] barrier 2 (commit done), [2] barrier 3
+ * (probing done; = [1] without probing), [3] block 0's rows done, [4] gather barrier (v6; -1 in v5), [5]
+ * the last block's end. Synchronous (cudaMemcpy); for the device bench. */
+#define PSH_V5_TRACE 6
+hx_status psh_v5_trace(double phase_us[PSH_V5_TRACE], const void *d_scratch, uint32_t nclouds, uint32_t nb,
+                       uint32_t n, hx_err *err);
 #ifdef __cplusplus
 }
 #endif

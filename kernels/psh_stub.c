@@ -108,6 +108,14 @@ hx_status psh_gpu_run_graph(psh_gpu *g, const psh_variant *v, void *stream, hx_e
   (void)g, (void)v, (void)stream;
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
 }
+hx_status psh_gpu_unpool_xyz(psh_gpu *g, const bpool_variant *v, float *h_up, hx_err *err) {
+  (void)g, (void)v, (void)h_up;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[6], hx_err *err) {
+  (void)g, (void)v, (void)phase_us;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
 hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err) {
   (void)g, (void)dt, (void)stream;
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");

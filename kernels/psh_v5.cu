@@ -65,7 +65,10 @@ enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
 constexpr uint32_t kOffBits = 20;       /* a placement in one word: local bucket (< 4096) << 20 | offset */
 constexpr uint32_t kOffMask = (1u << kOffBits) - 1u;
 constexpr uint32_t kMaxCap = 1u << kOffBits; /* larger S runs v4 */
-constexpr int kFrameWords = 8;          /* lo[3] (float bits), bits, step, shift[3] */
+constexpr int kFrameWords = 8;
+/* trace slots: 0 start (block 0), 1-3 after grid barriers 1-3 (3 = 2 without probing), 4 end of block 0's
+ * phase D, 5 after the gather's barrier (v6; 0 in v5), 6 the last block's end (atomicMax) */
+enum { kTrace = 8 };          /* lo[3] (float bits), bits, step, shift[3] */
 
 struct P5 {
   const float *xyz;
@@ -85,6 +88,7 @@ struct P5 {
   uint32_t *resid; /* [nclouds] leftover tickets */
   uint32_t *ctr;   /* [C_WORDS] */
   uint32_t *ovf;   /* [n] overflow list */
+  unsigned long long *trace; /* [kTrace] %globaltimer (ns) at the phase boundaries, see psh_v5_trace */
 };
 
 struct Frame {
@@ -196,6 +200,12 @@ __device__ __forceinline__ void block_min6(uint32_t k[6], uint32_t (*s_red)[kWar
 }
 
 __device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
+
+__device__ __forceinline__ unsigned long long gtimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 typedef cub::BlockScan<uint32_t, kT> Scan;
 
@@ -434,6 +444,11 @@ __global__ void __launch_bounds__(kT, 2) k5_psh(P5 p) {
   const uint32_t tid = threadIdx.x;
   const int lane = (int)(tid & 31u);
   /* ---- A: run state, defaults, the tile's xyz, tile bbox keys ---- */
+  const bool tr = blockIdx.x == 0 && tid == 0; /* the phase timestamps: one thread */
+  if (tr) {
+    p.trace[0] = gtimer();
+    p.trace[5] = p.trace[6] = 0; /* every block's atomicMax on [6] comes after barrier 1 */
+  }
   {
     const uint32_t gt = blockIdx.x * kT + tid, gs = gridDim.x * kT;
     const uint32_t nbt = p.nclouds * p.nb;
@@ -472,6 +487,7 @@ __global__ void __launch_bounds__(kT, 2) k5_psh(P5 p) {
       for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k[e];
   }
   grid_sync(); /* zeroed state, defaults, tile keys -> phase B */
+  if (tr) p.trace[1] = gtimer();
   /* ---- B: frame, hash, rank, bulk commit; placements stay in registers ---- */
   const uint32_t nb = p.nb, c = t.c;
   /* placement of each item: local bucket << kOffBits | offset; kNone: probed in phase C (or no item) */
@@ -581,17 +597,25 @@ __global__ void __launch_bounds__(kT, 2) k5_psh(P5 p) {
     if (tid == 0 && sm.first) atomicAdd(p.ctr + C_FIRST, sm.first);
   }
   grid_sync(); /* every commit, the list and its length -> phase C */
+  if (tr) p.trace[2] = p.trace[3] = gtimer();
   /* ---- C: probing, only when something overflowed (same answer in every block) ---- */
   const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF);
   if (n_ovf > 0) {
     phase_probe(p, sm, n_ovf);
     grid_sync(); /* probed counters, tickets, placements, tallies -> phase D */
+    if (tr) p.trace[3] = gtimer();
   }
   if (blockIdx.x == 0 && tid < PSH_NCOUNTERS && p.counters_out)
     p.counters_out[tid] = tid < 3 ? __ldcg(p.ctr + tid) : 0u; /* every tally is in */
   if (has) phase_rows<!kGather>(p, sm, t, pl);
-  if (!kGather || !p.xyz_out) return; /* uniform */
+  if (tr) p.trace[4] = gtimer();
+  if (!kGather || !p.xyz_out) {
+    __syncthreads(); /* the block's stores are issued -> its end time */
+    if (tid == 0) atomicMax(p.trace + 6, gtimer());
+    return; /* uniform */
+  }
   grid_sync(); /* every perm entry -> the gather */
+  if (tr) p.trace[5] = gtimer();
   /* ---- E: xyz_out[r] = xyz[perm[r]], 4 rows (48 bytes, 3 float4 stores) per thread when aligned ---- */
   const uint32_t gt = blockIdx.x * kT + tid, gs = gridDim.x * kT;
   if (p.xyz_pair == 2) {
@@ -619,6 +643,8 @@ __global__ void __launch_bounds__(kT, 2) k5_psh(P5 p) {
       for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)r + d] = __ldg(p.xyz + 3 * (size_t)i + d);
     }
   }
+  __syncthreads(); /* the block's stores are issued -> its end time */
+  if (tid == 0) atomicMax(p.trace + 6, gtimer());
 }
 
 size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
@@ -627,14 +653,16 @@ size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 size_t layout(P5 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   char *b = (char *)base;
   size_t off = 0;
-  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf};
+  uint32_t *tw = NULL;
+  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf, &tw};
   const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
   const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
-                          (size_t)n + 1};
-  for (int k = 0; k < 6; k++) {
+                          (size_t)n + 1, 2 * (size_t)kTrace};
+  for (int k = 0; k < 7; k++) {
     if (b) *slots[k] = (uint32_t *)(b + off);
     off += align256(words[k] * sizeof(uint32_t));
   }
+  q->trace = (unsigned long long *)tw; /* 256-byte aligned */
   return off;
 }
 
@@ -695,4 +723,15 @@ extern "C" hx_status psh_run_v5(void *d_scratch, size_t *scratch_bytes, const ps
 extern "C" hx_status psh_run_v6(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {
   return run5<true>(d_scratch, scratch_bytes, out, in, prm, stream, err);
+}
+
+extern "C" hx_status psh_v5_trace(double phase_us[PSH_V5_TRACE], const void *d_scratch, uint32_t nclouds, uint32_t nb,
+                                  uint32_t n, hx_err *err) {
+  P5 p;
+  memset(&p, 0, sizeof p);
+  layout(&p, (void *)d_scratch, nclouds, nb, n);
+  unsigned long long t[kTrace];
+  V5_CUDA("trace copy", cudaMemcpy(t, p.trace, sizeof t, cudaMemcpyDeviceToHost));
+  for (int k = 0; k < PSH_V5_TRACE; k++) phase_us[k] = t[k + 1] ? (double)(t[k + 1] - t[0]) * 1e-3 : -1.0;
+  return HX_OK;
 }

@@ -4,8 +4,12 @@
  * of the point's sub-bucket, the unpool index map); pooling statistics and the locality of the pooled
  * groups on stdout. The PSH result is checked with psh_check and the pooling result against the
  * sub-bucket invariants (every row in exactly one output row of its bucket, 1..rho members) first.
+ * Unpooling the pooled coordinates back onto the rows (bpool unpool; on the GPU path the GPU kernel, checked
+ * bit for bit against bpool_unpool_cpu on the same parent map) gives each point's distance to the
+ * coordinate of its pooled row, reported as mean / max: what a pooling ratio costs in position.
  */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +35,7 @@ typedef struct pool_cli {
   wl_batch batch;
   uint32_t *off, *bucket, *offset, *count, *start, *slot, *perm, *ostart, *ocount, *members, *parent;
   uint32_t counters[PSH_NCOUNTERS];
-  float *xyz, *pxyz;
+  float *xyz, *pxyz, *up;
 } pool_cli;
 
 static void pool_cli_free(pool_cli *s) {
@@ -39,7 +43,7 @@ static void pool_cli_free(pool_cli *s) {
   free(s->clouds);
   wl_batch_free(&s->batch);
   free(s->off), free(s->bucket), free(s->offset), free(s->count), free(s->start), free(s->slot), free(s->perm);
-  free(s->ostart), free(s->ocount), free(s->members), free(s->parent), free(s->xyz), free(s->pxyz);
+  free(s->ostart), free(s->ocount), free(s->members), free(s->parent), free(s->xyz), free(s->pxyz), free(s->up);
 }
 
 static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, uint32_t rho, int gpu,
@@ -59,8 +63,9 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
   s->perm = malloc((size_t)n * 4 + 4), s->count = malloc(nbt * 4 + 4), s->start = malloc(nbt * 4 + 4);
   s->ostart = malloc(nbt * 4 + 4), s->ocount = malloc(nbt * 4 + 4), s->parent = malloc((size_t)n * 4 + 4);
   s->members = malloc(max_out * rho * 4), s->xyz = malloc((size_t)n * 12 + 12), s->pxyz = malloc(max_out * 12);
+  s->up = malloc((size_t)n * 12 + 12);
   if (!s->bucket || !s->offset || !s->slot || !s->perm || !s->count || !s->start || !s->ostart || !s->ocount ||
-      !s->parent || !s->members || !s->xyz || !s->pxyz)
+      !s->parent || !s->members || !s->xyz || !s->pxyz || !s->up)
     return f3d_fail("pool", "out of memory for %u points", n), 1;
   psh_in in = {s->batch.xyz, s->off, B, n};
   psh_out out = {s->bucket, s->offset, s->count, s->start, s->slot, s->perm, s->xyz, s->counters};
@@ -81,12 +86,23 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
     if (st == HX_OK) st = psh_gpu_pool_plan(g, rho, &n_out, NULL, &err);
     if (st == HX_OK) st = psh_gpu_pool(g, pv, BPOOL_OP_COUNT, PSH_F32, NULL, &err);
     if (st == HX_OK) st = psh_gpu_download(g, &out, s->members, s->parent, s->pxyz, &n_out, &err);
+    if (st == HX_OK) st = psh_gpu_unpool_xyz(g, pv, s->up, &err);
     psh_gpu_free(g);
     if (st != HX_OK) return f3d_fail("pool: gpu", "%s", err.msg), 1;
     if (bpool_plan_cpu(s->ostart, s->ocount, &n_out, s->count, (uint32_t)nbt, rho, &err) != HX_OK)
       return f3d_fail("pool", "%s", err.msg), 1;
   }
   if (psh_check(&out, &in, p, &err) != HX_OK) return f3d_fail("pool: psh check", "%s", err.msg), 1;
+  /* unpool of the pooled coordinates: the CPU reference, and on the GPU path the kernel's result against it */
+  {
+    float *ref = gpu ? malloc((size_t)n * 12 + 12) : s->up;
+    if (!ref) return f3d_fail("pool", "out of memory"), 1;
+    hx_status ust = bpool_unpool_cpu(ref, s->pxyz, NULL, s->parent, n, 3, &err);
+    const int same = ust == HX_OK && (!gpu || memcmp(ref, s->up, (size_t)n * 12) == 0);
+    if (gpu) free(ref);
+    if (ust != HX_OK) return f3d_fail("pool: unpool", "%s", err.msg), 1;
+    if (!same) return f3d_fail("pool: unpool check", "the GPU unpool differs from bpool_unpool_cpu"), 1;
+  }
   /* sub-bucket invariants */
   uint64_t full = 0;
   for (uint32_t g = 0; g < nbt; g++)
@@ -102,6 +118,17 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
       if (size == 0) return f3d_fail("pool: check", "output row %u is empty", r), 1;
       full += size == rho;
     }
+  double ud_sum = 0.0, ud_max = 0.0;
+  for (uint32_t r = 0; r < n; r++) {
+    double d2 = 0.0;
+    for (size_t d = 0; d < 3; d++) {
+      const double e = (double)s->xyz[3 * (size_t)r + d] - (double)s->up[3 * (size_t)r + d];
+      d2 += e * e;
+    }
+    const double dist = sqrt(d2);
+    ud_sum += dist;
+    ud_max = dist > ud_max ? dist : ud_max;
+  }
   psh_quality qb, qp;
   if (psh_quality_buckets(&qb, s->xyz, s->start, s->count, (uint32_t)nbt, &err) != HX_OK) return 1;
   /* pooled groups: members of each output row, measured through a gather into member order */
@@ -126,6 +153,8 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
          gpu ? "gpu" : "cpu", (unsigned long long)full, n_out ? 100.0 * (double)full / n_out : 0.0);
   printf("locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f; sub-buckets diag %.4f / %.4f, "
          "spread %.4f / %.4f\n", qb.diag_mean, qb.diag_max, qp.diag_mean, qp.diag_max, qp.spread_mean, qp.spread_max);
+  printf("unpool (%s): distance of a point to its pooled coordinate, mean / max %.4f / %.4f metres\n",
+         gpu ? "gpu, equal to the cpu reference" : "cpu", n ? ud_sum / n : 0.0, ud_max);
   char *tmp;
   FILE *f = f3d_out_open("pool", out_path, &tmp);
   if (!f) return 1;

@@ -11,7 +11,8 @@
  * Bytes counted for the whole PSH (napkin, per point): bbox read 12, first pass read 12 + write 8, scatter
  * read 8 + 12, write 8 + 12 (slot, perm, xyz) = 72 B/point (probing traffic of overflow points not counted).
  * psh_us: the launch sequence from the host each time; graph_us: the same captured as one CUDA graph
- * (GB/s and the naive/two-stage ratios use the graph time).
+ * (GB/s and the naive/two-stage ratios use the graph time). For v5/v6 (one cooperative kernel) a second
+ * line gives the phase boundaries of the last graph run from the kernel's own %globaltimer stamps.
  * usage: psh_bench [N_LIST (comma, default 100000,200000,400000,600000)] [REPS (20)] [S (512)] [C (64)]
  */
 #include <stdio.h>
@@ -175,6 +176,10 @@ int main(int argc, char **argv) {
         if (k < 16) t_var[k] = gus > 0 ? gus : us;
         printf("%-5s %-11s %6u %10.1f %9.1f %9.1f %9u %9u %9u %8u\n", vs[k].name, psh_hash_name(p.hash), p.nb, us, gus,
                gus > 0 ? 72.0 * n / (gus * 1e3) : 0.0, cg[0], cg[1], cg[2], stt.max_count);
+        double ph[6];
+        if (vs[k].id >= 5 && psh_gpu_phase_trace(g, &vs[k], ph, &err) == HX_OK) /* the last (graph) run's phases */
+          printf("  %s phases, us from start (block 0): bbox %.1f, commit %.1f, probe %.1f, rows %.1f, gather-barrier "
+                 "%.1f, last block done %.1f\n", vs[k].name, ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
         if (with_pool) {
           /* features and pooling on this (checked) PSH output */
           for (int dt = 0; dt < 2; dt++) {

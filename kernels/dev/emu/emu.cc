@@ -1,11 +1,16 @@
 /* emu.cc - the barriers, warp exchanges, per-block shared memory and cooperative launches of emu.h (see
  * there). Barriers and warps are keyed by block, so concurrent blocks (emu_launch_coop) do not mix. */
 #include "emu.h"
+#include <chrono>
 #include <pthread.h>
 thread_local dim3 threadIdx, blockIdx;
 dim3 blockDim, gridDim;
 int emu_sms = 2;
 int emu_fallbacks = 0;
+unsigned long long emu_clock_ns() {
+  return (unsigned long long)std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 constexpr unsigned kEmuBlocks = 64; /* blocks resident at once in a cooperative launch, at most */
 struct Bar { std::mutex m; std::condition_variable cv; unsigned arrived = 0, gen = 0; };
 static Bar bars[kEmuBlocks], gbar;

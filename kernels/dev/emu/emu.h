@@ -39,6 +39,8 @@ enum { cudaDevAttrMultiProcessorCount = 1 };
 inline cudaError_t cudaGetLastError() { return 0; }
 inline const char *cudaGetErrorString(cudaError_t) { return "emu"; }
 inline cudaError_t cudaGetDevice(int *d) { *d = 0; return 0; }
+enum { cudaMemcpyDeviceToHost = 2 };
+inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int) { memcpy(d, s, n); return 0; }
 extern int emu_sms;
 inline cudaError_t cudaDeviceGetAttribute(int *v, int, int) { *v = emu_sms; return 0; }
 template <class T> inline T __ldg(const T *p) { return *p; }
@@ -61,6 +63,13 @@ inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned atomicSub(unsigned *p, unsigned v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned atomicOr(unsigned *p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned long long atomicMax(unsigned long long *p, unsigned long long v) {
+  unsigned long long o = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return o;
+}
+unsigned long long emu_clock_ns(); /* %globaltimer */
 inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 void __syncthreads();

@@ -27,6 +27,8 @@ s, k2 = re.subn(r'__shared__ Smem sm;', 'Smem &sm = emu_smem<Smem>();', s)
 s, k3 = re.subn(r'cudaLaunchCooperativeKernel\(\(const void \*\)(\w+), dim3\((.*?)\), dim3\((\w+)\), args,\s*0, \(cudaStream_t\)stream\)',
                 r'emu_launch_coop(\1, \2, \3, p)', s, flags=re.S)
 s, k4 = re.subn(r'return psh_run_v4\(d_scratch', 'return emu_fallbacks++, psh_run_v4(d_scratch', s)
+s, k5 = re.subn(r'asm volatile\("mov.u64 %0, %%globaltimer;" : "=l"\(t\)\);', 't = emu_clock_ns();', s)
+assert k5 == 1, k5
 assert (k1, k2, k3) == (1, 1, 1) and k4 >= 3, (k1, k2, k3, k4)
 open(d + '/v5emu.cc', 'w').write(s)
 PY
