@@ -33,6 +33,9 @@
  * by a grid barrier (which synchronises the block too). Limits: nb <= 4096 (v4's dense shared arrays),
  * tiles <= resident blocks (one wave: ~1.08M points on an H200 with 2 blocks/SM and 8 points per
  * thread); otherwise the call runs v4, which runs v2 past nb = 4096.
+ * Measured (H200, 2026-11-22, NOTES.md "Session 2"): NOT faster than v4 (600k xor-mod graph: v4 56.4,
+ * v5 59.5, v6 55.9 us; 100k: 20.8 / 20.4 / 24.0), so v4's time is inside its kernels' bodies, not in
+ * the launches this variant removes. Kept as a checked variant and for its phase trace (psh_v5_trace).
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
