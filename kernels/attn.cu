@@ -22,7 +22,11 @@
  *   v5  per head dim the best tiles measured among v1/v3/v4, with 8-warp CTAs at D=64 and D=128.
  *   v6  Hopper wgmma (sm_90a only; kernels/attn_wgmma.cu): 2 warpgroups x 64 query rows, 128-key tiles in
  *       the wgmma swizzled layouts, S = Q K^T and P V asynchronous with the softmax between them
- *       (FlashAttention-3 style); HX_EUNSUPPORTED unless the device runs its sm_90a image.
+ *       (FlashAttention-3 style) at D=64/128, v5's kernels at D=16/32; HX_EUNSUPPORTED unless the device
+ *       runs its sm_90a image.
+ *   v7  v6's wgmma kernel without the fence that keeps the softmax above the P V wait, every head dim
+ *       (the first measured version; ablation).
+ *   v8  v6's wgmma kernel at every head dim (ablation of v6's D=16/32 choice).
  */
 #include "kernels/kernels.h"
 #include "kernels/attn_internal.h"
@@ -472,6 +476,12 @@ static hx_status fused_fn(const battn_params *p, void *d_scratch, size_t *scratc
   }
 }
 
+/* v5 by name, for v6 (attn_wgmma.cu) at the head dims where it runs v5's kernels. */
+extern "C" hx_status battn_v5_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                 hx_err *err) {
+  return fused_fn<v5_tiles, false, false>(p, d_scratch, scratch_bytes, stream, err);
+}
+
 /* ---- v0: unfused cuBLAS reference ---------------------------------------------------------------- */
 
 /* Row map of a chunk of scopes: rowmap[s][i] = the i-th valid row of scope s0+s, -1 past its end;
@@ -699,8 +709,11 @@ static const battn_variant battn_table[] = {
      fused_fn<v1_tiles, false, true>},
     {5, "v5", "per-head-dim best of v1/v3/v4 tiles, 8-warp CTAs at D=64/128 (lazy rescale from D=32)",
      fused_fn<v5_tiles, false, false>},
-    {6, "v6", "wgmma (sm_90a): 2 warpgroups x 64 rows, 128-key tiles, S and P V async around the softmax",
+    {6, "v6", "wgmma (sm_90a) at D=64/128: 2 warpgroups x 64 rows, 128-key tiles, S and P V async around "
+              "the softmax; v5's kernels at D=16/32",
      battn_v6_fn},
+    {7, "v7", "v6's wgmma kernel without the softmax/wait fence, at every head dim (ablation)", battn_v7_fn},
+    {8, "v8", "v6's wgmma kernel at every head dim (ablation of v6 running v5 at D=16/32)", battn_v8_fn},
 };
 
 extern "C" const battn_variant *battn_variants(size_t *count) {

@@ -11,9 +11,17 @@
 extern "C" {
 #endif
 
+/* v5 (attn.cu), for v6 to run at the head dims where wgmma does not pay. */
+hx_status battn_v5_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                      hx_err *err);
 /* v6: wgmma (sm_90a) FlashAttention-3-style kernel. HX_EUNSUPPORTED (also for the scratch-size query)
  * unless the device is compute capability 9.0 and runs this file's sm_90a image. */
 hx_status battn_v6_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                      hx_err *err);
+/* v7: v6's kernel without the softmax/wait fence; v8: v6's kernel at every head dim (same gate). */
+hx_status battn_v7_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                      hx_err *err);
+hx_status battn_v8_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                       hx_err *err);
 
 #ifdef __cplusplus

@@ -19,6 +19,8 @@ static const battn_variant battn_table[] = {
     {4, "v4", "fused mma.sync kernel, lazy rescale (needs CUDA)", no_gpu},
     {5, "v5", "fused mma.sync kernel, per-head-dim tiles (needs CUDA)", no_gpu},
     {6, "v6", "fused wgmma kernel, sm_90a (needs CUDA)", no_gpu},
+    {7, "v7", "fused wgmma kernel without the softmax fence, sm_90a (needs CUDA)", no_gpu},
+    {8, "v8", "fused wgmma kernel at every head dim, sm_90a (needs CUDA)", no_gpu},
 };
 
 const battn_variant *battn_variants(size_t *count) {

@@ -46,14 +46,15 @@
  * of tile j-1 is read by P V while tile j is computed, so STAGES - 2 tiles are in flight ahead).
  * Registers per thread: S BN/2 + P BN/4 + O D/2 (+ ~40): D=128: 64 + 32 + 64. Shared memory: Q BM*D*2 +
  * STAGES * 2 * BN*D*2: D=128: 32 KB + 3 x 64 KB. */
-template <int W, int N, int S> struct v6_cfg {
-  enum { NWG = W, BN = N, STAGES = S };
+template <int W, int N, int S, int F> struct v6_cfg {
+  /* FENCE: a warpgroup barrier between the softmax and the P V wait (see the loop) */
+  enum { NWG = W, BN = N, STAGES = S, FENCE = F };
 };
-template <int D> struct v6_tiles;
-template <> struct v6_tiles<16> : v6_cfg<2, 128, 4> {};
-template <> struct v6_tiles<32> : v6_cfg<2, 128, 4> {};
-template <> struct v6_tiles<64> : v6_cfg<2, 128, 4> {};
-template <> struct v6_tiles<128> : v6_cfg<2, 128, 3> {};
+/* v6 (and v8): 2 warpgroups share each K/V tile (half the L2 -> shared bytes per score); 4 slots (2 tiles
+ * in flight ahead), 3 at D=128 (3 x 64 KB + 32 KB of Q fill shared memory). */
+template <int D> struct v6_tiles : v6_cfg<2, 128, D == 128 ? 3 : 4, 1> {};
+/* v7: the same without the fence: the first measured version (the softmax after P V in the SASS). */
+template <int D> struct v7_tiles : v6_cfg<2, 128, D == 128 ? 3 : 4, 0> {};
 
 template <typename T> struct v6_pack;
 template <> struct v6_pack<__half> {
@@ -97,6 +98,14 @@ template <int N> static __device__ __forceinline__ void wg_wait() {
  * read (or moved) by the compiler before the wait that completes it. */
 static __device__ __forceinline__ void pin(float &x) { asm volatile("" : "+f"(x)::"memory"); }
 
+/* max of t[0..N) by halving (compile-time indices only: a run-time width put t in local memory) */
+template <int N> static __device__ __forceinline__ float tree_max(float *t) {
+#pragma unroll
+  for (int n = 0; n < N / 2; ++n) t[n] = fmaxf(t[n], t[n + N / 2]);
+  return tree_max<N / 2>(t);
+}
+template <> __device__ __forceinline__ float tree_max<1>(float *t) { return t[0]; }
+
 static __device__ __forceinline__ float ex2f(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -133,9 +142,10 @@ template <typename T, int D, int ROWS, int NT>
 static __device__ __forceinline__ void v6_load(uint32_t s, const T *g, int64_t row_stride, int64_t r0,
                                                int rows_valid, int tid) {
   constexpr int C = D / 8;
+  static_assert((ROWS * C) % NT == 0, "every thread copies the same number of chunks");
 #pragma unroll
-  for (int idx = tid; idx < ROWS * C; idx += NT) {
-    const int r = idx / C, c = idx % C;
+  for (int i = 0; i < ROWS * C / NT; ++i) {
+    const int idx = tid + i * NT, r = idx / C, c = idx % C;
     const bool ok = r < rows_valid;
     const T *src = g + (ok ? (r0 + r) * row_stride : 0) + c * 8;
     cp_async16(s + 2u * (uint32_t)v6_off<D, ROWS>(r, c), src, ok ? 16 : 0);
@@ -330,11 +340,14 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
   constexpr int NT = NWG * 128, BM = 64 * NWG, KS = D / 16, NB = BN / 8, ND = D / 8;
   constexpr uint32_t QBYTES = BM * D * 2, TBYTES = BN * D * 2;
   using sw = v6_sw<D>;
-  static_assert(ST >= 3, "the slot of tile j-1 is busy while tile j is computed");
+  /* slots held back from the loads: tile j-1 (its P V runs while tile j is computed) and tile j */
+  constexpr int LAG = 2;
+  static_assert(ST >= LAG + 1, "at least one tile in flight");
   extern __shared__ uint4 smem_raw[];
   /* swizzle atoms repeat every 1024 bytes of address: align the tiles to that */
   const uint32_t s0 = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t sQ = s0, sKV = s0 + QBYTES; /* slot i: K at sKV + 2 i TBYTES, V after it */
+  const uint32_t sFence = sKV + 2u * ST * TBYTES; /* NT floats, written only to order the schedule */
 
   const int tid = threadIdx.x, lane = tid & 31, wg = tid >> 7, wq = (tid >> 5) & 3;
   const int h = blockIdx.y;
@@ -354,13 +367,13 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
   const T *gk = static_cast<const T *>(p.k) + (int64_t)h * p.k_head_stride;
   const T *gv = static_cast<const T *>(p.v) + (int64_t)h * p.v_head_stride;
 
-  /* prologue: Q and tiles 0 .. ST-3 (one commit group per tile; Q rides in the first) */
+  /* prologue: Q and tiles 0 .. ST-LAG-1 (one commit group per tile; Q rides in the first) */
   v6_load<T, D, BM, NT>(sQ, gq, p.q_row_stride, qrow0, qn, tid);
   v6_walk lw = {-1, 0, 0, 0}, cw;
   bool lhave = v6_next<BN>(p, scope, lw); /* true: the query bucket is in its own scope */
   cw = lw;
 #pragma unroll
-  for (int i = 0; i < ST - 2; ++i) {
+  for (int i = 0; i < ST - LAG; ++i) {
     if (lhave) {
       const int nv = (int)min((uint32_t)BN, lw.count - lw.off);
       const uint32_t sk = sKV + 2u * i * TBYTES;
@@ -382,15 +395,15 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
    * row, the next 64-column block (D = 128) ROWS * 128 bytes further */
   const uint32_t qbase = sQ + (uint32_t)wg * 64u * sw::RB;
 
-  /* Top of tile j: its copies landed (own cp.async, proxy fence, barrier: everyone's), and everyone is
-   * past tile j-1, whose P V has been waited; so the slot of tile j-2 is free for tile j + ST - 2. */
+  /* Top of tile j: its copies landed (own cp.async, proxy fence, barrier: everyone's), and everyone has
+   * waited for the P V of tile j-LAG; so that tile's slot is free for tile j + ST - LAG. */
   auto tile_start = [&](int jj) {
-    cp_async_wait<ST - 3>();
+    cp_async_wait<ST - LAG - 1>();
     fence_proxy_async();
     __syncthreads();
     if (lhave) {
       const int nv = (int)min((uint32_t)BN, lw.count - lw.off);
-      const uint32_t sk = sKV + 2u * (uint32_t)((jj + ST - 2) % ST) * TBYTES;
+      const uint32_t sk = sKV + 2u * (uint32_t)((jj + ST - LAG) % ST) * TBYTES;
       v6_load<T, D, BN, NT>(sk, gk, p.k_row_stride, (int64_t)lw.start + lw.off, nv, tid);
       v6_load<T, D, BN, NT>(sk + TBYTES, gv, p.v_row_stride, (int64_t)lw.start + lw.off, nv, tid);
       lhave = v6_next<BN>(p, scope, lw);
@@ -428,6 +441,7 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
     for (int n = 0; n < ND; ++n) pin(o[n][0]), pin(o[n][1]), pin(o[n][2]), pin(o[n][3]);
   };
   /* mask, online softmax in the exp2 domain (p overwrites s), new running max m and row sum l */
+  /* mask, online softmax in the exp2 domain (p overwrites s), new running max m and row sum l */
   auto softmax = [&](int nvalid, float *alpha) {
     if (nvalid < BN) { /* partial tile at a bucket's end: masked keys */
 #pragma unroll
@@ -438,23 +452,25 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
     }
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
-      float x = -INFINITY;
+      /* tree reductions: with 2 warps per scheduler a 2*NB-long dependent chain is not hidden */
+      float t[NB];
 #pragma unroll
-      for (int n = 0; n < NB; ++n) x = fmaxf(x, fmaxf(s[n][2 * hr], s[n][2 * hr + 1]));
+      for (int n = 0; n < NB; ++n) t[n] = fmaxf(s[n][2 * hr], s[n][2 * hr + 1]);
+      float x = tree_max<NB>(t);
       x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
       x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
       const float mnew = fmaxf(m[hr], x * c_log2);
       alpha[hr] = ex2f(m[hr] - mnew);
       m[hr] = mnew;
       const float nm = -mnew;
-      float sum = 0.f;
+      float ps[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int n = 0; n < NB; ++n) {
         s[n][2 * hr] = ex2f(fmaf(s[n][2 * hr], c_log2, nm));
         s[n][2 * hr + 1] = ex2f(fmaf(s[n][2 * hr + 1], c_log2, nm));
-        sum += s[n][2 * hr] + s[n][2 * hr + 1];
+        ps[n & 3] += s[n][2 * hr] + s[n][2 * hr + 1];
       }
-      l[hr] = l[hr] * alpha[hr] + sum;
+      l[hr] = l[hr] * alpha[hr] + ((ps[0] + ps[1]) + (ps[2] + ps[3]));
     }
   };
   /* P as A fragments: the m64 accumulator rows of a thread are exactly its A-fragment rows */
@@ -480,7 +496,9 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
   softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
   pack_p();
   int prev_slot = 0;
-  /* tiles 1, 2, ...: S_j and P_{j-1} V_{j-1} in flight together; softmax of S_j under the P V */
+  /* Tiles 1, 2, ...: S_j and P_{j-1} V_{j-1} issued together, the wait for S_j only, the softmax under
+   * P V (FA3's intra-warpgroup overlap, kept in the SASS by the fence below), the wait for P V, the O
+   * rescale and P_j. */
   for (int j = 1; v6_next<BN>(p, scope, cw); ++j) {
     tile_start(j);
     const int slot = j % ST;
@@ -494,6 +512,14 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
     wg_wait<1>();
     pin_s();
     softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
+    if (TR::FENCE) {
+      /* ptxas schedules a wgmma wait as early as it may (in the SASS of the plain loop it lands after the
+       * first max shuffle, before every exp2) and sinks arithmetic below barriers. A shared store of the
+       * row sums (which depend on every exp2 of the tile) followed by a barrier of this warpgroup's 128
+       * threads (named barrier 1 + wg) pins the softmax above the wait, so it runs under P V. */
+      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sFence + 4u * (uint32_t)tid), "f"(l[0] + l[1]) : "memory");
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+    }
     wg_wait<0>();
     pin_o();
 #pragma unroll
@@ -539,7 +565,8 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
 #else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
 
 template <typename T, int D, typename TR>
-__global__ void __launch_bounds__(TR::NWG * 128, 1) battn_v6_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+__global__ void __launch_bounds__(TR::NWG * 128, 1)
+    battn_v6_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
   (void)p, (void)c_log2, (void)tiles_per_bucket;
 }
 
@@ -591,11 +618,10 @@ static hx_status v6_supported(hx_err *err) {
   return HX_OK;
 }
 
-template <typename T, int D>
+template <typename T, int D, typename TR>
 static hx_status v6_launch(const battn_params *p, cudaStream_t stream, hx_err *err) {
-  typedef v6_tiles<D> TR;
   constexpr int BM = 64 * TR::NWG;
-  const size_t smem = 1024 + (size_t)BM * D * 2 + (size_t)TR::STAGES * 2 * TR::BN * D * 2;
+  const size_t smem = 1024 + (size_t)BM * D * 2 + (size_t)TR::STAGES * 2 * TR::BN * D * 2 + (size_t)BM * 2 * 4;
   const uint32_t tpb = (p->max_bucket_rows + BM - 1) / BM;
   const uint64_t nx = (uint64_t)p->num_scopes * p->buckets_per_scope * tpb;
   if (nx == 0) return HX_OK;
@@ -610,8 +636,9 @@ static hx_status v6_launch(const battn_params *p, cudaStream_t stream, hx_err *e
   return HX_OK;
 }
 
-extern "C" hx_status battn_v6_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
-                                 hx_err *err) {
+template <template <int> class TILES>
+static hx_status v6_run(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                        hx_err *err) {
   HX_TRY(battn_validate(p, NULL, err));
   HX_TRY(v6_supported(err));
   if (!d_scratch && scratch_bytes) {
@@ -619,11 +646,32 @@ extern "C" hx_status battn_v6_fn(const battn_params *p, void *d_scratch, size_t 
     return HX_OK;
   }
   cudaStream_t st = (cudaStream_t)stream;
+  typedef __half H;
+  typedef __nv_bfloat16 B;
   const bool f16 = p->dtype == BATTN_F16;
   switch (p->head_dim) {
-  case 16: return f16 ? v6_launch<__half, 16>(p, st, err) : v6_launch<__nv_bfloat16, 16>(p, st, err);
-  case 32: return f16 ? v6_launch<__half, 32>(p, st, err) : v6_launch<__nv_bfloat16, 32>(p, st, err);
-  case 64: return f16 ? v6_launch<__half, 64>(p, st, err) : v6_launch<__nv_bfloat16, 64>(p, st, err);
-  default: return f16 ? v6_launch<__half, 128>(p, st, err) : v6_launch<__nv_bfloat16, 128>(p, st, err);
+  case 16: return f16 ? v6_launch<H, 16, TILES<16>>(p, st, err) : v6_launch<B, 16, TILES<16>>(p, st, err);
+  case 32: return f16 ? v6_launch<H, 32, TILES<32>>(p, st, err) : v6_launch<B, 32, TILES<32>>(p, st, err);
+  case 64: return f16 ? v6_launch<H, 64, TILES<64>>(p, st, err) : v6_launch<B, 64, TILES<64>>(p, st, err);
+  default: return f16 ? v6_launch<H, 128, TILES<128>>(p, st, err) : v6_launch<B, 128, TILES<128>>(p, st, err);
   }
+}
+
+/* v6: the wgmma kernel where it wins (D = 64, 128); v5's mma.sync kernels at D = 16 and 32, where the
+ * softmax, not the tensor cores, sets the pace and v5's 12 warps/SM beat 8 (see NOTES.md). */
+extern "C" hx_status battn_v6_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                 hx_err *err) {
+  if (p && p->head_dim <= 32) {
+    HX_TRY(v6_supported(err)); /* one contract for the whole variant: sm_90a or nothing */
+    return battn_v5_fn(p, d_scratch, scratch_bytes, stream, err);
+  }
+  return v6_run<v6_tiles>(p, d_scratch, scratch_bytes, stream, err);
+}
+extern "C" hx_status battn_v7_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                 hx_err *err) {
+  return v6_run<v7_tiles>(p, d_scratch, scratch_bytes, stream, err);
+}
+extern "C" hx_status battn_v8_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                 hx_err *err) {
+  return v6_run<v6_tiles>(p, d_scratch, scratch_bytes, stream, err);
 }

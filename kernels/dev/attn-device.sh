@@ -61,7 +61,10 @@ if [ "$ARCH" = 90 ] && $B/attn --rows 600 --heads 1 --head-dim 16 --variant v6 -
 fi
 
 log "correctness: every variant x dtype x head dim x shape"
-if [ "$MODE" = v6 ]; then export BATTN_TEST_VARIANTS=${BATTN_TEST_VARIANTS:-v5,v6}; fi
+# v6 mode: the wgmma variants next to v5 (VSET overrides)
+VSET=${VSET:-v5,v6,v7,v8}
+VPLAN=${VPLAN:-v5,v6} # bf16, plans, packed: these only
+if [ "$MODE" = v6 ]; then export BATTN_TEST_VARIANTS=${BATTN_TEST_VARIANTS:-$VSET}; fi
 timeout 240 $B/test_attn_gpu > "$OUT/test.log" 2>&1
 echo "test rc=$?" | tee -a "$OUT/summary.txt"
 grep -E "FAIL|failed|PASSED|skipped" "$OUT/test.log" | head -30 | tee -a "$OUT/summary.txt"
@@ -72,13 +75,16 @@ bench() { timeout 120 $B/attn "$@" --check-rows 48 >> "$BENCH" 2>&1 || echo "FAI
 if [ "$MODE" = quick ]; then DIMS="16 64"; else DIMS="16 32 64 128"; fi
 log "timing sweep"
 if [ "$MODE" = v6 ]; then
+  for D in $DIMS; do # the headline first (plain fp16), then the rest per head dim
+    case $D in 16) R=1048576;; 32) R=524288;; 64) R=262144;; 128) R=131072;; esac
+    bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant $VSET --reps 20
+  done
   for D in $DIMS; do
     case $D in 16) R=1048576;; 32) R=524288;; 64) R=262144;; 128) R=131072;; esac
-    bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v5,v6 --reps 20
-    bench --rows $R --heads 4 --head-dim $D --dtype bf16 --plan plain --variant v5,v6 --reps 20
-    for P in swin:4 stride:2 patches; do bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan $P --variant v5,v6 --reps 20; done
-    bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v5,v6 --reps 20 --packed
-    bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant v6,v5 --reps 20 --no-check
+    bench --rows $R --heads 4 --head-dim $D --dtype bf16 --plan plain --variant $VPLAN --reps 20
+    for P in swin:4 stride:2 patches; do bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan $P --variant $VPLAN --reps 20; done
+    bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant $VPLAN --reps 20 --packed
+    bench --rows $R --heads 4 --head-dim $D --dtype fp16 --plan plain --variant $(echo $VSET | tr ',' '\n' | tac | paste -sd,) --reps 20 --no-check
   done
 else
 for D in $DIMS; do
@@ -100,7 +106,7 @@ SAN=compute-sanitizer
 command -v $SAN >/dev/null || SAN=/usr/local/cuda/bin/compute-sanitizer
 for tool in memcheck racecheck; do
   for D in 16 64 128; do
-    if [ "$MODE" = v6 ]; then SV=${SAN_VARIANTS:-v6}; else SV=${SAN_VARIANTS:-v1 v5 v6}; fi
+    if [ "$MODE" = v6 ]; then SV=${SAN_VARIANTS:-$(echo $VSET | tr ',' ' ' | sed 's/v5 *//')}; else SV=${SAN_VARIANTS:-v1 v5 v6}; fi
     for V in $SV; do
       timeout 60 $SAN --tool $tool --error-exitcode 9 $B/attn --rows 1500 --heads 2 --head-dim $D --bucket-size 200 \
         --scope-buckets 3 --plan swin:1 --variant $V --reps 1 --warmup 0 --check-rows 32 > "$OUT/san_${tool}_${D}_$V.txt" 2>&1
@@ -112,6 +118,17 @@ done
   --scope-buckets 3 --plan stride:2 --variant v0 --reps 1 --warmup 0 --check-rows 32 > "$OUT/san_memcheck_v0.txt" 2>&1
 echo "memcheck D=32 v0 rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/san_memcheck_v0.txt")" | tee -a "$OUT/summary.txt"
 cat "$OUT"/san_*.txt > "$OUT/sanitizer.log"; rm -f "$OUT"/san_*.txt
+
+if [ "$MODE" = v6 ] && command -v ncu >/dev/null; then
+  log "ncu: variants at D=64 fp16 (one launch each; clocks left alone)"
+  for V in ${NCU_VARIANTS:-$(echo $VSET | tr ',' ' ')}; do
+    timeout 90 ncu --clock-control none --launch-skip 1 --launch-count 1 --kernel-name regex:battn \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
+      $B/attn --rows 65536 --heads 4 --head-dim 64 --variant $V --reps 1 --warmup 1 --no-check > "$OUT/ncu_$V.txt" 2>&1
+    echo "ncu $V rc=$?" | tee -a "$OUT/summary.txt"
+  done
+  cat "$OUT"/ncu_*.txt > "$OUT/ncu.log"; rm -f "$OUT"/ncu_*.txt
+fi
 
 log "SASS of the D=16 (and v6 D=64) fp16 kernels (instruction counts)"
 if command -v cuobjdump >/dev/null; then
