@@ -207,9 +207,9 @@ static int is_best_variant(const hx_run *r, const hx_run_row *k) {
 }
 
 /* The stages that tell a pipeline's story (the paper's figures), in pipeline order; PSH of the default
- * hash (zorder-div, pipe_flash3d.c). Pipelines not listed here show every kernel but "total". */
+ * hash (xor-div, psh_params_default; pipe_flash3d.c). Pipelines not listed here show every kernel but "total". */
 static const char *const ptv3_stages[] = {"serialize", "gather_qkv_C64", "attn.patch1024", "gather_out_C64", "pool"};
-static const char *const flash3d_stages[] = {"psh.zorder-div", "attn.plain", "pool"};
+static const char *const flash3d_stages[] = {"psh.xor-div", "attn.plain", "pool"};
 
 static int has_kernel(const hx_run *r, const char *pipeline, const char *kernel) {
   for (size_t i = 0; i < r->n_rows; i++)

@@ -37,7 +37,7 @@ hx_status psh_hash_parse(const char *name, psh_hash *out) {
 }
 
 void psh_params_default(psh_params *p) {
-  p->hash = PSH_ZORDER_DIV;
+  p->hash = PSH_XOR_DIV; /* the official code's shipped config and test (hash_op = 2) */
   p->nb = 0;
   p->cap = 512;
   p->voxel = 0.05f;

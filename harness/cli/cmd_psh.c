@@ -21,7 +21,7 @@ static void psh_usage(FILE *f) {
           "                    --out FILE INPUT...\n"
           "  PSH bucketing of a batch (one INPUT per cloud) as CSV cloud,index,bucket,offset,slot in input\n"
           "  order; balance statistics and bucket locality on stdout.\n"
-          "  --hash H         bucket hash (default zorder-div)\n"
+          "  --hash H         bucket hash (default xor-div, as the official code's config)\n"
           "  --bucket-size S  bucket capacity, a multiple of 16 (default 512)\n"
           "  --buckets NB     buckets per cloud (default 0: next power of two >= largest cloud / S)\n"
           "  --voxel V        voxel edge in metres (default 0.05)\n"

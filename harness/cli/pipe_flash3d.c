@@ -170,6 +170,13 @@ static void gpu_free(f3d_ctx *ctx, psh_gpu *g) {
   psh_gpu_free(g);
 }
 
+/* The hash whose buckets feed features, pooling and attention: psh_params_default's. */
+static psh_hash default_hash(void) {
+  psh_params d;
+  psh_params_default(&d);
+  return d.hash;
+}
+
 /* PSH parameters of hash h for this case (the attention stage reuses the default hash's). */
 static void case_params(psh_params *p, const f3d_ctx *ctx, psh_hash h, size_t nmax) {
   psh_params_default(p);
@@ -185,7 +192,7 @@ static void case_params(psh_params *p, const f3d_ctx *ctx, psh_hash h, size_t nm
 static hx_status run_attention(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *err) {
   if (!ctx->have_gpu) return f3d_attn_stage(ctx, "flash3d", (int64_t)in->n, NULL, 0, -1, err);
   psh_params p;
-  case_params(&p, ctx, PSH_ZORDER_DIV, nmax);
+  case_params(&p, ctx, default_hash(), nmax);
   const uint32_t nbt = in->nclouds * p.nb;
   f3d_bufs cb;
   battn_plan plans[F3D_ATTN_NPLANS];
@@ -210,7 +217,7 @@ static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *e
     psh_params p;
     case_params(&p, ctx, (psh_hash)h, nmax);
     const uint32_t nbt = in->nclouds * p.nb;
-    const int is_default = p.hash == PSH_ZORDER_DIV;
+    const int is_default = p.hash == default_hash();
     char kernel[64], lkernel[64];
     snprintf(kernel, sizeof kernel, "psh.%s", psh_hash_name(p.hash));
     snprintf(lkernel, sizeof lkernel, "locality.%s", psh_hash_name(p.hash));

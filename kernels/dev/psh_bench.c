@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
       psh_run_cpu(&hout, &hin, &p, &err);
       for (size_t k = 0; k < nv; k++) {
         psh_gpu *g = NULL;
-        const int with_pool = h == PSH_ZORDER_DIV && k + 1 == nv; /* features only where they are used */
+        const int with_pool = h == PSH_XOR_DIV && k + 1 == nv; /* features only where they are used */
         if (psh_gpu_create(&g, &hin, &p, with_pool ? C : 0, &err) != HX_OK) {
           printf("%-5s %-11s create failed: %s\n", vs[k].name, psh_hash_name(p.hash), err.msg);
           failures++;

@@ -256,7 +256,7 @@ static void test_select(void **state) {
       assert_int_equal(hx_results_add(r, &k, "time_median", st[v] * n, "ms", &e), HX_OK);
     }
     for (int v = 0; v < 2; v++) {
-      hx_key k = {"lidar", (uint64_t)n * 100000u, 1, "flash3d", "psh.zorder-div", pv[v]};
+      hx_key k = {"lidar", (uint64_t)n * 100000u, 1, "flash3d", "psh.xor-div", pv[v]};
       assert_int_equal(hx_results_add(r, &k, "time_mean", pt[v] * n, "ms", &e), HX_OK);
       assert_int_equal(hx_results_add(r, &k, "time_median", pt[v] * n, "ms", &e), HX_OK);
     }
@@ -273,8 +273,8 @@ static void test_select(void **state) {
   assert_non_null(dat);
   assert_int_equal(count(dat, "\"ptv3/serialize/"), 1);
   assert_non_null(strstr(dat, "\"ptv3/serialize/v1 lidar\""));
-  assert_int_equal(count(dat, "\"flash3d/psh.zorder-div/"), 1);
-  assert_non_null(strstr(dat, "\"flash3d/psh.zorder-div/v4.graph lidar\""));
+  assert_int_equal(count(dat, "\"flash3d/psh.xor-div/"), 1);
+  assert_non_null(strstr(dat, "\"flash3d/psh.xor-div/v4.graph lidar\""));
   assert_null(strstr(dat, "/cpu"));
   free(dat);
   snprintf(p, sizeof p, "%s/plots/latency_all.dat", dir);
