@@ -190,7 +190,8 @@ typedef struct psh_params {
   uint64_t seed;
 } psh_params;
 
-/* Defaults: xor-div (the official code's shipped config), S = 512, voxel 0.05, 128 probes, seed 3407, nb = 0 (fill in with psh_auto_buckets). */
+/* Defaults: xor-div (the official code's shipped config), S = 512, voxel 0.05, 128 probes, seed 3407,
+ * nb = 0 (fill in with psh_auto_buckets). */
 void psh_params_default(psh_params *p);
 /* Buckets per cloud as the public code picks them: next power of two >= ceil(n_max / cap) (>= 1). */
 uint32_t psh_auto_buckets(size_t n_max, uint32_t cap);
