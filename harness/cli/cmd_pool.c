@@ -21,11 +21,12 @@
 static void pool_usage(FILE *f) {
   fprintf(f,
           "usage: f3dbench pool [--rho 2|4|8] [--hash H] [--bucket-size S] [--buckets NB] [--voxel V] [--probes P]\n"
-          "                     [--variant NAME] [--device cpu|gpu] [--seed S] --out FILE INPUT...\n"
+          "                     [--variant NAME] [--pool-variant NAME] [--device cpu|gpu] [--seed S] --out FILE INPUT...\n"
           "  PSH bucketing then in-bucket pooling of a batch (one INPUT per cloud); CSV\n"
           "  cloud,index,slot,pooled_row in input order; pooling statistics on stdout.\n"
           "  --rho R          sub-bucket capacity (pooling ratio): 2 (default), 4 or 8\n"
-          "  --variant NAME   GPU variant of PSH (default v2); pooling uses bpool v1\n"
+          "  --variant NAME   GPU variant of PSH (default v2)\n"
+          "  --pool-variant NAME  GPU variant of pooling (default v2; v1 is the one-block-per-bucket kernel)\n"
           "  other options as in `f3dbench psh --help`\n");
 }
 
@@ -47,7 +48,7 @@ static void pool_cli_free(pool_cli *s) {
 }
 
 static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, uint32_t rho, int gpu,
-                        const char *variant, const char *out_path) {
+                        const char *variant, const char *pool_variant, const char *out_path) {
   hx_err err = {HX_OK, ""};
   size_t nmax;
   if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "pool", 0)) return 1;
@@ -78,8 +79,9 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
       return f3d_fail("pool", "%s", err.msg), 1;
   } else {
     const psh_variant *v = psh_variant_find(variant);
-    const bpool_variant *pv = bpool_variant_find("v1");
-    if (!v || !pv) return f3d_fail("pool", "unknown variant '%s'", variant), 2;
+    const bpool_variant *pv = bpool_variant_find(pool_variant);
+    if (!v) return f3d_fail("pool", "unknown PSH variant '%s'", variant), 2;
+    if (!pv) return f3d_fail("pool", "unknown pooling variant '%s'", pool_variant), 2;
     psh_gpu *g = NULL;
     hx_status st = psh_gpu_create(&g, &in, p, 0, &err);
     if (st == HX_OK) st = psh_gpu_run(g, v, NULL, &err);
@@ -175,20 +177,22 @@ int f3d_cmd_pool(int argc, char **argv) {
       {"voxel", required_argument, NULL, 'v'},   {"probes", required_argument, NULL, 'p'},
       {"variant", required_argument, NULL, 'V'}, {"device", required_argument, NULL, 'd'},
       {"seed", required_argument, NULL, 's'},    {"out", required_argument, NULL, 'o'},
+      {"pool-variant", required_argument, NULL, 'P'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   psh_params p;
   psh_params_default(&p);
-  const char *out_path = NULL, *variant = "v2";
+  const char *out_path = NULL, *variant = "v2", *pool_variant = "v2";
   int gpu = 0, c;
   uint32_t rho = 2;
   uint64_t u;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "r:H:S:b:v:p:V:d:s:o:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "r:H:S:b:v:p:V:P:d:s:o:h", opts, NULL)) != -1) {
     switch (c) {
     case 'r':
       if (f3d_parse_u64(optarg, &u) || (u != 2 && u != 4 && u != 8)) return f3d_fail("pool", "--rho must be 2, 4 or 8"), 2;
       rho = (uint32_t)u;
       break;
+    case 'P': pool_variant = optarg; break;
     case 'h': pool_usage(stdout); return 0;
     default: {
       int rc = f3d_psh_option(c, optarg, "pool", &p, &variant, &gpu, &out_path);
@@ -205,7 +209,7 @@ int f3d_cmd_pool(int argc, char **argv) {
   if (rc) return rc;
   pool_cli s;
   memset(&s, 0, sizeof s);
-  rc = pool_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, rho, gpu, variant, out_path);
+  rc = pool_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, rho, gpu, variant, pool_variant, out_path);
   pool_cli_free(&s);
   return rc;
 }
