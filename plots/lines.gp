@@ -14,8 +14,9 @@ set title title
 set xlabel "points per cloud"
 set ylabel ylabel
 set grid
-# the legend below the plot, never over it (the harness keeps the series few)
-set key below left Left reverse maxcols 2 font ",10" spacing 1.1 width 2
+# the legend below the plot, never over it (the harness keeps the series few); "height 2" keeps its first
+# row clear of the x label, which gnuplot otherwise draws on top of it
+set key below left Left reverse maxcols 2 font ",10" spacing 1.1 width 2 height 2
 set format x "%.0s%c"
 # sizes are linear steps (100k..600k) in the default sweep: a linear axis reads best
 if (logy) { set logscale y }
