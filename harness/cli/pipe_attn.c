@@ -1,8 +1,10 @@
 /*
  * pipe_attn.c - the attention stage of the sweep pipelines (declared in pipe_attn.h).
  *
- * For each plan (kernel row label "attn.<plan>") and each variant (v5, the best of the battn table; v0,
- * the unfused cuBLAS library baseline, only up to F3D_ATTN_V0_MAX_ROWS rows):
+ * For each plan (kernel row label "attn.<plan>") and each variant (the fused one: v6, the Hopper wgmma
+ * kernel, which runs v5's mma.sync kernels at D = 16/32 itself, or v5 where v6 answers HX_EUNSUPPORTED
+ * (not an sm_90a device or build); v0, the unfused cuBLAS library baseline, only up to
+ * F3D_ATTN_V0_MAX_ROWS rows):
  *   1. check: outputs poisoned (NaN), one launch, o and lse downloaded, battn_check_rows on
  *      F3D_ATTN_CHECK_ROWS sampled rows (row 0, the last row, the rest uniform random) against the double
  *      reference with the flash-attention tolerance. The full reference is out of reach here: at 600k
@@ -40,7 +42,8 @@
 
 #if F3D_HAVE_CUDA
 
-static const char *const attn_variant_names[2] = {"v5", "v0"};
+/* Slot 0: the first of these the device runs; slot 1: the library baseline. */
+static const char *const attn_fused_names[2] = {"v6", "v5"};
 #define ATTN_NVAR 2
 
 static double plan_flops(const battn_plan *pl, int H, int D) {
@@ -163,10 +166,18 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
   hp.q_row_stride = hp.k_row_stride = hp.v_row_stride = (int64_t)(3 * hd);
   const battn_variant *vars[ATTN_NVAR];
   size_t scratch = 16;
-  for (int vi = 0; vi < ATTN_NVAR; vi++) {
-    vars[vi] = battn_variant_find(attn_variant_names[vi]);
-    if (vi > 0 && rows > F3D_ATTN_V0_MAX_ROWS) vars[vi] = NULL;
+  vars[0] = NULL;
+  for (int fi = 0; fi < 2 && !vars[0]; fi++) { /* the first fused variant that runs here */
+    const battn_variant *v = battn_variant_find(attn_fused_names[fi]);
+    battn_params p;
+    battn_params_init(&p, rows, H, D, BATTN_F16, items[0].plan);
+    p.q_row_stride = p.k_row_stride = p.v_row_stride = (int64_t)(3 * hd);
+    size_t need = 0;
+    hx_err e;
+    if (v && v->fn(&p, NULL, &need, b->s, &e) == HX_OK) vars[0] = v;
   }
+  if (!vars[0]) return hx_errf(err, HX_EUNSUPPORTED, "%s: attention: neither v6 nor v5 runs on this device", pipeline);
+  vars[1] = rows > F3D_ATTN_V0_MAX_ROWS ? NULL : battn_variant_find("v0");
   for (size_t k = 0; k < n_items; k++) /* scratch: the most any variant asks for on any plan */
     for (int vi = 0; vi < ATTN_NVAR; vi++) {
       if (!vars[vi]) continue;
