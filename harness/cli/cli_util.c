@@ -173,9 +173,10 @@ static void git_line(const char *args, char *out, size_t cap) {
   if (rc != 0) out[0] = '\0';
 }
 
-/* F3D_GIT_COMMIT (and F3D_GIT_DIRTY=yes|no) from the environment: the commit where the source tree
- * has no .git (a copy sent to another machine); ./f3d sets them when git works. A value that is not a
- * plain name (letters, digits, '.', '_', '-', at most 40) is ignored. */
+/* F3D_GIT_COMMIT (and F3D_GIT_DIRTY=yes|no) from the environment: the commit of a source tree whose own
+ * git cannot tell it (a copy sent to another machine, with no .git or with a stale one); ./f3d sets them
+ * from git when git works and the caller did not. A value that is not a plain name (letters, digits,
+ * '.', '_', '-', at most 40) is ignored. */
 static void git_from_env(char *hash, size_t cap, int *dirty) {
   const char *v = getenv("F3D_GIT_COMMIT");
   size_t len = v ? strlen(v) : 0;
@@ -188,12 +189,15 @@ static void git_from_env(char *hash, size_t cap, int *dirty) {
 }
 
 void f3d_git_state(char *hash, size_t cap, int *dirty) {
-  git_line("rev-parse --short=7 HEAD", hash, cap);
+  /* An explicit F3D_GIT_COMMIT wins over git: a tree copied to a GPU machine can carry a .git of an
+   * older commit (seen on the device machines: HEAD of the day's first copy, "dirty"), which would
+   * name the wrong source. */
+  hash[0] = '\0';
   *dirty = -1;
-  if (!hash[0]) {
-    git_from_env(hash, cap, dirty);
-    return;
-  }
+  git_from_env(hash, cap, dirty);
+  if (hash[0]) return;
+  git_line("rev-parse --short=7 HEAD", hash, cap);
+  if (!hash[0]) return;
   /* One line of porcelain output is enough to know the tree is dirty; untracked files do not count
    * (build directories, results) since they do not change what was compiled. */
   char line[512];

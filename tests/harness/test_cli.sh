@@ -6,9 +6,10 @@
 # incomplete with no results.csv. Correct with and without a GPU (f3dbench info says which); sweeps that
 # are not about GPU timing use --timing basic and small sizes so the test stays quick on a GPU machine
 # too (the NVBench-style timing is test_sweep_gpu.sh's and test_measure_gpu.c's job).
-# usage: test_cli.sh PATH/TO/f3dbench
+# usage: test_cli.sh PATH/TO/f3dbench [SOURCE_ROOT]
 set -u
 BIN=$1
+SRC=${2:-}
 # GPU=1 when f3dbench sees a CUDA device ("devices: N", N >= 1), 0 for "devices: no CUDA device (...)"
 if "$BIN" info 2>/dev/null | grep -q '^devices: [1-9]'; then GPU=1; else GPU=0; fi
 B="--timing basic"
@@ -50,6 +51,14 @@ grep -q '^  git commit     unknown$' "$T/out" || fail "info took a bad F3D_GIT_C
 expect 0 env GIT_DIR=/nonexistent F3D_GIT_COMMIT=abc1234 "$BIN" sweep --pipelines workload --workloads uniform \
   --sizes 1000 --reps 1 $B --out-dir "$T/res" --run-id envcommit
 grep -q '^git_commit,abc1234$' "$T/res/envcommit/context.csv" || fail "context ignores F3D_GIT_COMMIT"
+# an explicit F3D_GIT_COMMIT also wins where git does see a checkout (a copied tree can carry a stale
+# .git); without it, info reports git's own commit of the source tree when there is one
+expect 0 env F3D_GIT_COMMIT=def5678 F3D_GIT_DIRTY=no "$BIN" info
+grep -q '^  git commit     def5678$' "$T/out" || fail "git overrode F3D_GIT_COMMIT: $(grep 'git commit' "$T/out")"
+if [ -n "$SRC" ] && own=$(git -C "$SRC" rev-parse --short=7 HEAD 2>/dev/null) && [ -n "$own" ]; then
+  expect 0 env -u F3D_GIT_COMMIT "$BIN" info
+  grep -q "^  git commit     $own" "$T/out" || fail "info without F3D_GIT_COMMIT: $(grep 'git commit' "$T/out"), git says $own"
+fi
 
 expect 2 "$BIN" gen
 grep -q '^f3dbench: gen: ' "$T/err" || fail "gen without --out: $(cat "$T/err")"
