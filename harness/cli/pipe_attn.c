@@ -165,7 +165,6 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
   battn_params_init(&hp, rows, H, D, BATTN_F16, NULL);
   hp.q_row_stride = hp.k_row_stride = hp.v_row_stride = (int64_t)(3 * hd);
   const battn_variant *vars[ATTN_NVAR];
-  size_t scratch = 16;
   vars[0] = NULL;
   for (int fi = 0; fi < 2 && !vars[0]; fi++) { /* the first fused variant that runs here */
     const battn_variant *v = battn_variant_find(attn_fused_names[fi]);
@@ -178,9 +177,14 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
   }
   if (!vars[0]) return hx_errf(err, HX_EUNSUPPORTED, "%s: attention: neither v6 nor v5 runs on this device", pipeline);
   vars[1] = rows > F3D_ATTN_V0_MAX_ROWS ? NULL : battn_variant_find("v0");
-  for (size_t k = 0; k < n_items; k++) /* scratch: the most any variant asks for on any plan */
-    for (int vi = 0; vi < ATTN_NVAR; vi++) {
-      if (!vars[vi]) continue;
+
+  /* Variant by variant, each with its own scratch (the most it asks for on any plan), held only while it
+   * runs: a stage's mem_peak then holds its own scratch, not the unfused baseline's (v0 materialises the
+   * scores in chunks of up to 1 GiB). */
+  for (int vi = 0; vi < ATTN_NVAR; vi++) {
+    if (!vars[vi]) continue;
+    size_t scratch = 16;
+    for (size_t k = 0; k < n_items; k++) {
       battn_params p;
       battn_params_init(&p, rows, H, D, BATTN_F16, items[k].plan);
       p.q_row_stride = p.k_row_stride = p.v_row_stride = (int64_t)(3 * hd);
@@ -188,23 +192,20 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
       HX_TRY(vars[vi]->fn(&p, NULL, &need, b->s, err));
       if (need > scratch) scratch = need;
     }
-  HX_TRY(hx_arena_alloc(b->arena, &b->d_scratch, scratch, "attention scratch", err));
-
-  for (size_t k = 0; k < n_items; k++) {
-    const battn_plan *pl = items[k].plan;
-    const char *kernel = items[k].kernel;
-    battn_params_init(&hp, rows, H, D, BATTN_F16, pl);
-    hp.q_row_stride = hp.k_row_stride = hp.v_row_stride = (int64_t)(3 * hd);
-    hp.q = b->h_qkv, hp.k = b->h_qkv + hd, hp.v = b->h_qkv + 2 * hd;
-    hp.o = b->h_o, hp.lse = b->h_lse;
-    HX_TRY(battn_validate(&hp, pl, err)); /* the plan against the layout, once, on the host tables */
-    const size_t nsc = (size_t)pl->num_scopes * pl->buckets_per_scope;
-    HX_TRY(cu(cudaMemcpy(b->d_start, pl->bucket_start, (size_t)pl->num_buckets * 4, cudaMemcpyHostToDevice), "upload", err));
-    HX_TRY(cu(cudaMemcpy(b->d_count, pl->bucket_count, (size_t)pl->num_buckets * 4, cudaMemcpyHostToDevice), "upload", err));
-    HX_TRY(cu(cudaMemcpy(b->d_scope, pl->scope, nsc * 4, cudaMemcpyHostToDevice), "upload", err));
-    const double flops = plan_flops(pl, H, D);
-    for (int vi = 0; vi < ATTN_NVAR; vi++) {
-      if (!vars[vi]) continue;
+    HX_TRY(hx_arena_alloc(b->arena, &b->d_scratch, scratch, "attention scratch", err));
+    for (size_t k = 0; k < n_items; k++) {
+      const battn_plan *pl = items[k].plan;
+      const char *kernel = items[k].kernel;
+      battn_params_init(&hp, rows, H, D, BATTN_F16, pl);
+      hp.q_row_stride = hp.k_row_stride = hp.v_row_stride = (int64_t)(3 * hd);
+      hp.q = b->h_qkv, hp.k = b->h_qkv + hd, hp.v = b->h_qkv + 2 * hd;
+      hp.o = b->h_o, hp.lse = b->h_lse;
+      HX_TRY(battn_validate(&hp, pl, err)); /* the plan against the layout, on the host tables */
+      const size_t nsc = (size_t)pl->num_scopes * pl->buckets_per_scope;
+      HX_TRY(cu(cudaMemcpy(b->d_start, pl->bucket_start, (size_t)pl->num_buckets * 4, cudaMemcpyHostToDevice), "upload", err));
+      HX_TRY(cu(cudaMemcpy(b->d_count, pl->bucket_count, (size_t)pl->num_buckets * 4, cudaMemcpyHostToDevice), "upload", err));
+      HX_TRY(cu(cudaMemcpy(b->d_scope, pl->scope, nsc * 4, cudaMemcpyHostToDevice), "upload", err));
+      const double flops = plan_flops(pl, H, D);
       attn_run r = {vars[vi], hp, b->d_scratch, scratch};
       const uint16_t *dq = b->d_qkv;
       r.p.q = dq, r.p.k = dq + hd, r.p.v = dq + 2 * hd;
@@ -222,6 +223,8 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
       if (median > 0)
         HX_TRY(f3d_record(ctx, pipeline, kernel, r.v->name, "tflops", flops / (median * 1e-3) / 1e12, "TFLOP/s", err));
     }
+    HX_TRY(hx_arena_free(b->arena, b->d_scratch, err));
+    b->d_scratch = NULL;
   }
   if (rel_base >= 0 && (size_t)rel_base < n_items)
     for (size_t k = 0; k < n_items; k++)

@@ -298,6 +298,48 @@ static void test_select(void **state) {
   hx_run_free(&run);
 }
 
+/* Peak memory in REPORT.md is taken from the fastest variant of each headline stage: a slow baseline
+ * that holds far more (the unfused attention v0 and its GiB of scores) does not count there, only in
+ * the "all variants" columns, which are the pipeline totals. */
+static void test_memory_fastest(void **state) {
+  (void)state;
+  hx_results *r;
+  hx_err e;
+  assert_int_equal(hx_results_open(&r, root, "mem", &e), HX_OK);
+  static const struct {
+    const char *pipe, *kernel, *variant;
+    double ms, bytes;
+  } rows[] = {
+      {"ptv3", "serialize", "v2", 1.0, 100e6},   {"ptv3", "serialize", "v0", 5.0, 900e6},
+      {"flash3d", "psh.xor-div", "v4", 0.5, 50e6}, {"flash3d", "attn.plain", "v6", 2.0, 80e6},
+      {"flash3d", "attn.plain", "v0", 9.0, 700e6},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    hx_key k = {"lidar", 100000u, 1, rows[i].pipe, rows[i].kernel, rows[i].variant};
+    assert_int_equal(hx_results_add(r, &k, "time_mean", rows[i].ms, "ms", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &k, "mem_peak", rows[i].bytes, "B", &e), HX_OK);
+  }
+  hx_key t1 = {"lidar", 100000u, 1, "ptv3", "total", "all"}, t2 = {"lidar", 100000u, 1, "flash3d", "total", "all"};
+  assert_int_equal(hx_results_add(r, &t1, "mem_peak", 900e6, "B", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, &t2, "mem_peak", 700e6, "B", &e), HX_OK);
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+  char dir[400], p[600];
+  snprintf(dir, sizeof dir, "%s/mem", root);
+  hx_run run;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
+  snprintf(p, sizeof p, "%s/REPORT.md", dir);
+  char *rep = slurp(p);
+  assert_non_null(rep);
+  assert_non_null(strstr(rep, "| n_points | PTv3 peak | Flash3D peak | PTv3 / Flash3D | PTv3 all variants | "
+                              "Flash3D all variants |\n"));
+  /* 100e6 B (serialize v2) and 80e6 B (attn.plain v6) peaks, 900e6 and 700e6 over every variant */
+  assert_non_null(strstr(rep, "| 100000 | 95.4 | 76.3 | 1.25x | 858.3 | 667.6 |\n"));
+  free(rep);
+  hx_run_free(&run);
+}
+
 /* The y tick labels of a gnuplot SVG (right-aligned texts left of the axis): their smallest value and
  * how many there are. */
 static size_t y_ticks(const char *svg, double *lowest) {
@@ -368,6 +410,7 @@ int main(void) {
       cmocka_unit_test(test_render_devices),
       cmocka_unit_test(test_select),
       cmocka_unit_test(test_yrange),
+      cmocka_unit_test(test_memory_fastest),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
