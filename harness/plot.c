@@ -309,9 +309,34 @@ static int want_stages(const plot_ctx *p, size_t run, const hx_run_row *r) {
  * *lo and *hi track the smallest positive and the largest value, *neg is set when a value is negative.
  * Each block opens with two quoted fields: the full series name and the legend's short one (short_suffix
  * after it). Returns the number of blocks written. */
+/* Line styles of a figure with several runs (devices): one colour per series key (pipeline/kernel and
+ * metric, whatever variant won on each device) and one dash and point type per run, so the same stage on
+ * two GPUs reads as one colour, solid and dashed, instead of colours recycled at random. Space-separated
+ * per block, for lines.gp (word(cols, i+1)). */
+typedef struct block_style {
+  char cols[2048], dts[1024], pts[1024];
+  char keys[64][160];
+  size_t nkeys;
+} block_style;
+
+/* Appends one block's style; returns its colour. */
+static size_t style_add(block_style *st, const hx_run_row *k, const char *suffix, size_t run) {
+  static const int pt_of_run[5] = {7, 5, 9, 11, 13}; /* filled circle, square, triangles, diamond */
+  char key[160];
+  snprintf(key, sizeof key, "%s/%s/%s %s", k->pipeline, k->kernel, k->workload, suffix ? suffix : "");
+  size_t c = 0;
+  while (c < st->nkeys && strcmp(st->keys[c], key)) c++;
+  if (c == st->nkeys && st->nkeys < 64) snprintf(st->keys[st->nkeys++], sizeof st->keys[0], "%s", key);
+  size_t n = strlen(st->cols), m = strlen(st->dts), q = strlen(st->pts);
+  snprintf(st->cols + n, sizeof st->cols - n, "%zu ", c % 64 + 1);
+  snprintf(st->dts + m, sizeof st->dts - m, "%zu ", run % 5 + 1);
+  snprintf(st->pts + q, sizeof st->pts - q, "%d ", pt_of_run[run % 5]);
+  return c % 64 + 1;
+}
+
 static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const char *err_metric, double scale,
                            const char *suffix, const char *short_suffix, series_filter want, double *lo, double *hi,
-                           int *neg) {
+                           int *neg, block_style *st) {
   size_t blocks = 0, off = 0;
   for (size_t r = 0; r < p->n_runs; off += p->runs[r].n_rows, r++) {
     const hx_run_row **rows = p->sorted + off;
@@ -336,6 +361,10 @@ static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const
         for (char *c = stitle; *c; c++)
           if (*c == '"') *c = '\'';
         fprintf(f, "\"%s\" \"%s\"\n", title, stitle);
+        if (st) { /* a comment line: gnuplot skips it, readers and tests see the style */
+          const size_t colour = style_add(st, k, suffix, r);
+          fprintf(f, "# colour %zu dash %zu\n", colour, r % 5 + 1);
+        }
         for (size_t q = i; q < j; q++) {
           if (!metric_match(metric, rows[q]->metric)) continue;
           double e = 0.0;
@@ -421,7 +450,7 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
     int neg = 0;
     for (size_t m = 0; m < nm; m++)
       blocks += write_series(f, &every, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL,
-                             nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg);
+                             nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg, NULL);
     fclose(f);
     if (blocks == 0) remove(path);
   }
@@ -431,15 +460,17 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
   size_t blocks = 0, per[2] = {0, 0};
   double lo = INFINITY, hi = 0.0;
   int neg = 0;
+  block_style *st = p->n_runs > 1 ? calloc(1, sizeof *st) : NULL; /* ~13 KB: not on the stack */
   for (size_t m = 0; m < nm; m++) {
     size_t b = write_series(f, p, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL,
-                            nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg);
+                            nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg, st);
     if (m < 2) per[m] = b;
     blocks += b;
   }
   fclose(f);
   if (blocks == 0) {
     remove(path);
+    free(st);
     return HX_OK;
   }
   if (logy < 0) logy = hi > 100.0 * lo;
@@ -447,10 +478,13 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
   /* every metric drawn here is a time, a percentage, a rate or a size: a linear axis starts at 0 (gnuplot's
    * autoscale with the margins of lines.gp went below it, to -200 GB/s on a real run) */
   const int ymin0 = !logy && !neg;
-  char params[2 * PL_PATH];
-  snprintf(params, sizeof params,
-           "datafile='%s'; title='%s'; ylabel='%s'; logy=%d; errors=%d; paired=%zu; ymin0=%d", path, title, ylabel,
-           logy, errs[0] != NULL, paired, ymin0);
+  char params[2 * PL_PATH + 4096];
+  int at = snprintf(params, sizeof params,
+                    "datafile='%s'; title='%s'; ylabel='%s'; logy=%d; errors=%d; paired=%zu; ymin0=%d", path, title,
+                    ylabel, logy, errs[0] != NULL, paired, ymin0);
+  if (st && !paired && at > 0 && (size_t)at < sizeof params)
+    snprintf(params + at, sizeof params - (size_t)at, "; cols='%s'; dts='%s'; pts='%s'", st->cols, st->dts, st->pts);
+  free(st);
   HX_TRY(render(scripts, "lines.gp", params, outdir, base, err));
   *made = 1;
   return HX_OK;

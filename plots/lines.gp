@@ -6,7 +6,8 @@
 # linear axis, where the bottom margin below would otherwise reach into negative values).
 # Data file: one block per series, blocks separated by two blank lines; a block starts with a line of two
 # quoted fields, the full series name (pipeline/kernel/variant workload) and the short legend title, then
-# rows "n_points value error".
+# rows "n_points value error". Optional cols, dts, pts (several runs): per block, in order, its colour,
+# dash type and point type (space-separated numbers).
 if (fmt eq "svg") { set terminal svg size 1000,750 dynamic noenhanced font "DejaVu Sans,11" } \
 else { set terminal pngcairo size 1000,750 noenhanced font "DejaVu Sans,11" }
 set output out
@@ -27,16 +28,29 @@ else { set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05 }
 set autoscale xfixmin
 set autoscale xfixmax
 if (!exists("paired")) { paired = 0 }
+if (!exists("cols")) { cols = "" }
+styled = strlen(cols) > 0
 nblocks = 0
 stats datafile using 1 nooutput
 nblocks = STATS_blocks
+# stats counts one block more than the file holds (its trailing blank lines); the styles name each real one
+if (styled && words(cols) < nblocks) { nblocks = words(cols) }
 if (paired > 0) {
   plot for [i=0:paired-1] datafile index i using 1:2 with linespoints lw 1.8 pt 7 ps 0.6 lc i+1 dt 1 \
          title columnheader(2), \
        for [i=paired:nblocks-1] datafile index i using 1:2 with linespoints lw 1.8 pt 6 ps 0.6 lc i-paired+1 dt 2 \
          notitle
+} else { if (styled) {
+  # several runs (devices): colour per series, dash and point type per device (cols/dts/pts: one word per block)
+  if (errors) {
+    plot for [i=0:nblocks-1] datafile index i using 1:2:3 with yerrorlines lw 1.5 ps 0.7 \
+      lc int(word(cols, i+1)) dt int(word(dts, i+1)) pt int(word(pts, i+1)) title columnheader(2)
+  } else {
+    plot for [i=0:nblocks-1] datafile index i using 1:2 with linespoints lw 1.5 ps 0.7 \
+      lc int(word(cols, i+1)) dt int(word(dts, i+1)) pt int(word(pts, i+1)) title columnheader(2)
+  }
 } else { if (errors) {
   plot for [i=0:nblocks-1] datafile index i using 1:2:3 with yerrorlines lw 1.5 pt 7 ps 0.6 title columnheader(2)
 } else {
   plot for [i=0:nblocks-1] datafile index i using 1:2 with linespoints lw 1.5 pt 7 ps 0.6 title columnheader(2)
-} }
+} } }

@@ -197,6 +197,8 @@ static void test_render_one(void **state) {
   hx_run_free(&run);
 }
 
+static size_t count(const char *hay, const char *needle);
+
 static void test_render_devices(void **state) {
   (void)state;
   if (hx_plot_have_gnuplot(NULL) != HX_OK) skip();
@@ -225,6 +227,12 @@ static void test_render_devices(void **state) {
   assert_non_null(dat);
   assert_non_null(strstr(dat, "(NVIDIA H200)"));
   assert_non_null(strstr(dat, "(NVIDIA A100-SXM4-80GB)"));
+  /* one colour per series across devices, one dash per device: the two totals on two GPUs */
+  assert_int_equal(count(dat, "# colour "), 4);
+  assert_non_null(strstr(dat, "# colour 1 dash 1\n"));
+  assert_non_null(strstr(dat, "# colour 1 dash 2\n"));
+  assert_non_null(strstr(dat, "# colour 2 dash 1\n"));
+  assert_non_null(strstr(dat, "# colour 2 dash 2\n"));
   free(dat);
   hx_run_free(&runs[0]);
   hx_run_free(&runs[1]);
