@@ -789,12 +789,11 @@ static void memory_table(FILE *f, const hx_run *r, const char *workload, const u
   const size_t na = staged ? np : 0; /* every-variant columns */
   if (staged)
     fputs("Peak device memory per pipeline (MiB), built from its fastest variants: the most the arena held while "
-          "the fastest variant of one of its headline stages ran (its own buffers; Flash3D's PSH buffers by their "
-          "cudaMemGetInfo delta)",
+          "the fastest variant of one of its headline stages ran (its own buffers)",
           f);
   else
     fputs("Peak device memory per pipeline (MiB): the arena's high-water mark over the pipeline (its own "
-          "buffers; Flash3D's PSH buffers by their cudaMemGetInfo delta)",
+          "buffers)",
           f);
   if (ratio) fputs(", PTv3 / Flash3D of those peaks", f);
   if (staged)

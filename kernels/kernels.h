@@ -361,6 +361,9 @@ const bpool_variant *bpool_variant_find(const char *name);
 typedef struct psh_gpu psh_gpu;
 hx_status psh_gpu_create(psh_gpu **out, const psh_in *h_in, const psh_params *p, uint32_t channels, hx_err *err);
 void psh_gpu_free(psh_gpu *g);
+/* Device bytes the handle's buffers hold (each allocation rounded up to 256 B; the CUDA graph that
+ * psh_gpu_run_graph instantiates later is not in it). 0 for NULL. */
+size_t psh_gpu_device_bytes(const psh_gpu *g);
 /* Whole PSH (voxelise + hash + rebalance + scan + scatter of coordinates) with variant v on `stream`. */
 hx_status psh_gpu_run(psh_gpu *g, const psh_variant *v, void *stream, hx_err *err);
 /* The same as one CUDA graph: captured on `stream` (must not be the legacy default stream) the first time

@@ -33,6 +33,7 @@ struct psh_gpu {
   void *pool_scratch;
   size_t pool_scratch_bytes;
   uint32_t rho, pooled, n_out;
+  size_t device_bytes;            /* every cudaMalloc above, each rounded up to 256 B (psh_gpu_device_bytes) */
   cudaGraphExec_t graph;          /* captured PSH launch sequence of graph_variant */
   const psh_variant *graph_variant;
 };
@@ -48,8 +49,15 @@ static void pg_release(psh_gpu *g) {
   free(g);
 }
 
-template <typename T> static cudaError_t pg_alloc(T **p, size_t count) {
-  return cudaMalloc((void **)p, (count ? count : 1) * sizeof(T));
+/* cudaMalloc that keeps the count of device bytes the handle holds (rounded as the harness's arena
+ * rounds, to 256 B, so the sweep's memory rows add up the same way). */
+static cudaError_t pg_malloc(psh_gpu *g, void **p, size_t bytes) {
+  cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+  if (e == cudaSuccess) g->device_bytes += ((bytes ? bytes : 1) + 255) / 256 * 256;
+  return e;
+}
+template <typename T> static cudaError_t pg_alloc(psh_gpu *g, T **p, size_t count) {
+  return pg_malloc(g, (void **)p, (count ? count : 1) * sizeof(T));
 }
 
 static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uint32_t channels, hx_err *err) {
@@ -59,29 +67,29 @@ static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uin
   g->nbt = h->nclouds * p->nb;
   g->channels = channels;
   const size_t n = h->n, nbt = g->nbt, pool_rows = n / 2 + nbt + 1;
-  PG_CUDA(pg_alloc(&g->xyz, n * 3));
-  PG_CUDA(pg_alloc(&g->off, (size_t)h->nclouds + 1));
-  PG_CUDA(pg_alloc(&g->out.bucket, n));
-  PG_CUDA(pg_alloc(&g->out.offset, n));
-  PG_CUDA(pg_alloc(&g->out.bucket_count, nbt));
-  PG_CUDA(pg_alloc(&g->out.bucket_start, nbt));
-  PG_CUDA(pg_alloc(&g->out.slot, n));
-  PG_CUDA(pg_alloc(&g->out.perm, n));
-  PG_CUDA(pg_alloc(&g->out.xyz, n * 3));
-  PG_CUDA(pg_alloc(&g->out.counters, PSH_NCOUNTERS));
+  PG_CUDA(pg_alloc(g, &g->xyz, n * 3));
+  PG_CUDA(pg_alloc(g, &g->off, (size_t)h->nclouds + 1));
+  PG_CUDA(pg_alloc(g, &g->out.bucket, n));
+  PG_CUDA(pg_alloc(g, &g->out.offset, n));
+  PG_CUDA(pg_alloc(g, &g->out.bucket_count, nbt));
+  PG_CUDA(pg_alloc(g, &g->out.bucket_start, nbt));
+  PG_CUDA(pg_alloc(g, &g->out.slot, n));
+  PG_CUDA(pg_alloc(g, &g->out.perm, n));
+  PG_CUDA(pg_alloc(g, &g->out.xyz, n * 3));
+  PG_CUDA(pg_alloc(g, &g->out.counters, PSH_NCOUNTERS));
   if (channels) {
-    PG_CUDA(pg_alloc(&g->feat32, n * channels));
-    PG_CUDA(pg_alloc(&g->feat32_out, n * channels));
-    PG_CUDA(pg_alloc(&g->feat16, n * channels));
-    PG_CUDA(pg_alloc(&g->feat16_out, n * channels));
-    PG_CUDA(pg_alloc(&g->pool_feat, pool_rows * channels));
+    PG_CUDA(pg_alloc(g, &g->feat32, n * channels));
+    PG_CUDA(pg_alloc(g, &g->feat32_out, n * channels));
+    PG_CUDA(pg_alloc(g, &g->feat16, n * channels));
+    PG_CUDA(pg_alloc(g, &g->feat16_out, n * channels));
+    PG_CUDA(pg_alloc(g, &g->pool_feat, pool_rows * channels));
   }
-  PG_CUDA(pg_alloc(&g->pool_start, nbt));
-  PG_CUDA(pg_alloc(&g->pool_count, nbt));
-  PG_CUDA(pg_alloc(&g->members, pool_rows * 8));
-  PG_CUDA(pg_alloc(&g->parent, n));
-  PG_CUDA(pg_alloc(&g->pool_xyz, pool_rows * 3));
-  PG_CUDA(pg_alloc(&g->unpool_xyz, n * 3));
+  PG_CUDA(pg_alloc(g, &g->pool_start, nbt));
+  PG_CUDA(pg_alloc(g, &g->pool_count, nbt));
+  PG_CUDA(pg_alloc(g, &g->members, pool_rows * 8));
+  PG_CUDA(pg_alloc(g, &g->parent, n));
+  PG_CUDA(pg_alloc(g, &g->pool_xyz, pool_rows * 3));
+  PG_CUDA(pg_alloc(g, &g->unpool_xyz, n * 3));
   PG_CUDA(cudaMemcpy(g->xyz, h->xyz, n * 12, cudaMemcpyHostToDevice));
   PG_CUDA(cudaMemcpy(g->off, h->cloud_offset, ((size_t)h->nclouds + 1) * 4, cudaMemcpyHostToDevice));
   if (channels) {
@@ -113,10 +121,10 @@ static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uin
     HX_TRY(vs[k].fn(NULL, &b, &g->out, &din, p, NULL, err));
     g->scratch_bytes = b > g->scratch_bytes ? b : g->scratch_bytes;
   }
-  PG_CUDA(cudaMalloc(&g->scratch, g->scratch_bytes ? g->scratch_bytes : 1));
+  PG_CUDA(pg_malloc(g, &g->scratch, g->scratch_bytes));
   HX_TRY(bpool_plan_gpu(NULL, &g->pool_scratch_bytes, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, 2,
                         NULL, err));
-  PG_CUDA(cudaMalloc(&g->pool_scratch, g->pool_scratch_bytes ? g->pool_scratch_bytes : 1));
+  PG_CUDA(pg_malloc(g, &g->pool_scratch, g->pool_scratch_bytes));
   return HX_OK;
 }
 
@@ -134,6 +142,8 @@ extern "C" hx_status psh_gpu_create(psh_gpu **out, const psh_in *h_in, const psh
   *out = g;
   return HX_OK;
 }
+
+extern "C" size_t psh_gpu_device_bytes(const psh_gpu *g) { return g ? g->device_bytes : 0; }
 
 extern "C" void psh_gpu_free(psh_gpu *g) {
   if (g) pg_release(g);

@@ -100,6 +100,10 @@ hx_status psh_gpu_create(psh_gpu **out, const psh_in *h_in, const psh_params *p,
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
 }
 void psh_gpu_free(psh_gpu *g) { (void)g; }
+size_t psh_gpu_device_bytes(const psh_gpu *g) {
+  (void)g;
+  return 0;
+}
 hx_status psh_gpu_run(psh_gpu *g, const psh_variant *v, void *stream, hx_err *err) {
   (void)g, (void)v, (void)stream;
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");

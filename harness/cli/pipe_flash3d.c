@@ -21,8 +21,8 @@
  * to the CPU's; pooling bitwise equal to bpool_assign_cpu on the same PSH output); a failing variant gets a
  * row check = 0 and is not timed. check = 1 rows record the passes. Every stage is timed by f3d_measure,
  * as in the other pipelines (so --timing and counters apply), bandwidth at the median its rows report.
- * Device memory (mem_peak rows): psh_gpu allocates on its own and is noted in the sweep's arena by its
- * cudaMemGetInfo delta (gpu_create below); the attention stage allocates through the arena.
+ * Device memory (mem_peak rows): psh_gpu allocates on its own and is noted in the sweep's arena at the
+ * size it reports (gpu_create below); the attention stage allocates through the arena.
  */
 #include <math.h>
 #include <stdio.h>
@@ -147,18 +147,14 @@ static hx_status check_pool(psh_gpu *g, const bpool_variant *pv, uint32_t n, uin
 }
 
 /* psh_gpu_create allocates its device buffers itself (kernels/psh_host.cu: inputs, outputs, features,
- * pooling buffers and scratch) and does not report their size, so the arena notes the cudaMemGetInfo
- * delta around the call, keyed by the handle. The driver hands out device memory in pages of ~2 MiB, so
- * the note is that coarse (a few percent at 100k points: ~1 KB per point with C = 64 features); memory
- * that psh_gpu_run_graph allocates later for its CUDA graph is not in it. */
+ * pooling buffers and scratch); the arena notes them, keyed by the handle, at the size the handle reports
+ * (psh_gpu_device_bytes: each allocation rounded up to 256 B, as the arena rounds). The CUDA graph that
+ * psh_gpu_run_graph instantiates later is not in it. */
 static hx_status gpu_create(f3d_ctx *ctx, psh_gpu **g, const psh_in *in, const psh_params *p, uint32_t channels,
                             hx_err *err) {
-  size_t before = 0, after = 0;
-  hx_err e;
-  const int probe = ctx->arena && hx_device_mem_used(&before, &e) == HX_OK;
   hx_status st = psh_gpu_create(g, in, p, channels, err);
-  if (st != HX_OK || !probe || hx_device_mem_used(&after, &e) != HX_OK) return st;
-  st = hx_arena_note(ctx->arena, *g, after > before ? after - before : 0, "psh_gpu (cudaMemGetInfo delta)", err);
+  if (st != HX_OK || !ctx->arena) return st;
+  st = hx_arena_note(ctx->arena, *g, psh_gpu_device_bytes(*g), "psh_gpu buffers", err);
   if (st != HX_OK) {
     psh_gpu_free(*g);
     *g = NULL;
