@@ -848,6 +848,39 @@ static int cmp_u64(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
+/* Time ratios of the other runs against the first (time_mean, per key and size). headline: only the
+ * pipeline totals and the main stages, each by the variant that is fastest in the first run (what the
+ * figures draw), under its own heading near the top; otherwise every timed key. */
+static void ratio_table(FILE *f, const plot_ctx *p, int headline) {
+  const hx_run *b = &p->runs[0];
+  if (headline)
+    fprintf(f, "## Devices: headline stages against %s (time_mean of the other run / this one; < 1 = faster; "
+            "every kernel at the end of this report)\n\n| key | n_points |", p->label[0]);
+  else
+    fprintf(f, "## Ratios against %s, every kernel (time_mean of the other run / this one; < 1 = faster)\n\n"
+            "| key | n_points |", p->label[0]);
+  for (size_t r = 1; r < p->n_runs; r++) fprintf(f, " %s |", p->label[r]);
+  fputs("\n|---|---:|", f);
+  for (size_t r = 1; r < p->n_runs; r++) fputs("---:|", f);
+  fputc('\n', f);
+  for (size_t i = 0; i < b->n_rows; i++) {
+    const hx_run_row *w = &b->rows[i];
+    if (strcmp(w->metric, "time_mean") != 0) continue;
+    if (headline && !((!strcmp(w->kernel, "total") || main_stage(b, w) >= 0) && is_best_variant(b, w))) continue;
+    fprintf(f, "| %s/%s/%s %s | %llu |", w->pipeline, w->kernel, w->variant, w->workload,
+            (unsigned long long)w->n_points);
+    for (size_t r = 1; r < p->n_runs; r++) {
+      double v = find_value(&p->runs[r], w, "time_mean");
+      if (isfinite(v) && w->value > 0.0)
+        fprintf(f, " %.3f |", v / w->value);
+      else
+        fputs(" - |", f);
+    }
+    fputc('\n', f);
+  }
+  fputc('\n', f);
+}
+
 /* Per run and workload: serialization vs PSH, attention throughput, gather bandwidth; the fastest
  * variant of each kernel per size (the selection the figures use). */
 static void write_headline(FILE *f, const plot_ctx *p) {
@@ -932,6 +965,7 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
   }
   fputc('\n', f);
   write_headline(f, p);
+  if (p->n_runs > 1) ratio_table(f, p, 1);
   fputs("## Figures\n\n", f);
   if (gnuplot_note) fprintf(f, "%s\n\n", gnuplot_note);
   for (size_t i = 0; i < nf; i++) {
@@ -956,30 +990,7 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
     }
     fputc('\n', f);
   }
-  if (p->n_runs > 1) {
-    fprintf(f, "## Ratios against %s (time_mean of the other run / this one; < 1 = faster)\n\n| key | n_points |",
-            p->label[0]);
-    for (size_t r = 1; r < p->n_runs; r++) fprintf(f, " %s |", p->label[r]);
-    fputs("\n|---|---:|", f);
-    for (size_t r = 1; r < p->n_runs; r++) fputs("---:|", f);
-    fputc('\n', f);
-    const hx_run *b = &p->runs[0];
-    for (size_t i = 0; i < b->n_rows; i++) {
-      const hx_run_row *w = &b->rows[i];
-      if (strcmp(w->metric, "time_mean") != 0) continue;
-      fprintf(f, "| %s/%s/%s %s | %llu |", w->pipeline, w->kernel, w->variant, w->workload,
-              (unsigned long long)w->n_points);
-      for (size_t r = 1; r < p->n_runs; r++) {
-        double v = find_value(&p->runs[r], w, "time_mean");
-        if (isfinite(v) && w->value > 0.0)
-          fprintf(f, " %.3f |", v / w->value);
-        else
-          fputs(" - |", f);
-      }
-      fputc('\n', f);
-    }
-    fputc('\n', f);
-  }
+  if (p->n_runs > 1) ratio_table(f, p, 0);
 }
 
 hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, hx_err *err) {

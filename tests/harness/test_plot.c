@@ -221,6 +221,15 @@ static void test_render_devices(void **state) {
   assert_non_null(rep);
   assert_non_null(strstr(rep, "## Ratios against NVIDIA A100-SXM4-80GB"));
   assert_non_null(strstr(rep, "| 0.400 |")); /* 0.8 / 2.0 */
+  /* the headline device table comes before the figures and holds the totals */
+  const char *hl = strstr(rep, "## Devices: headline stages against NVIDIA A100-SXM4-80GB");
+  const char *figs = strstr(rep, "## Figures");
+  assert_non_null(hl);
+  assert_non_null(figs);
+  assert_true(hl < figs);
+  const char *tot = strstr(hl, "| flash3d/total/v1 lidar | 100000 | 0.400 |");
+  assert_non_null(tot);
+  assert_true(tot < figs);
   free(rep);
   snprintf(p, sizeof p, "%s/plots/latency.dat", out);
   char *dat = slurp(p);
