@@ -1,6 +1,6 @@
 #!/bin/sh
-# run.sh - check the logic of PSH v4, v5 and v6 without a GPU: rewrite kernels/psh_v4.cu and psh_v5.cu onto the
-# host emulation in emu.h (drop the CUB / cooperative-groups includes, lanemask from threadIdx, v4's
+# run.sh - check the logic of PSH v4, v5 and v6 without a GPU: rewrite kernels/psh_v4.cu, psh_v5.cu and their
+# shared kernels/psh_tiles.cuh onto the host emulation in emu.h (drop the CUB / cooperative-groups includes, lanemask from threadIdx, v4's
 # <<<...>>> launches as emu_launch (blocks in turn), v5's cooperative launch as emu_launch_coop (every
 # block at once, grid barriers real), v5's one shared struct per block), build them with the driver
 # against a CPU-only build's libraries, and run the driver for v4, v5 and v6 (v5's launcher with the gather).
@@ -17,6 +17,11 @@ d = sys.argv[1]
 def common(s):
     s = s.replace('#include <cub/block/block_scan.cuh>\n', '').replace('#include <cuda_runtime.h>', '#include "emu.h"')
     return s.replace('asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));', 'm = (1u << (threadIdx.x & 31u)) - 1u;')
+import os
+os.makedirs(d + '/kernels', exist_ok=True)  # the shared tile helpers, rewritten like the .cu files
+h = common(open('kernels/psh_tiles.cuh').read())
+assert 'lanemask_lt;' not in h
+open(d + '/kernels/psh_tiles.cuh', 'w').write(h)
 s = common(open('kernels/psh_v4.cu').read())
 s, k = re.subn(r'(\w+)<<<(.*?), (\w+), 0, s>>>\(p\);', r'emu_launch(\1, \2, \3, p);', s)
 assert k == 4, k
@@ -32,7 +37,7 @@ assert k5 == 1, k5
 assert (k1, k2, k3) == (1, 1, 1) and k4 >= 3, (k1, k2, k3, k4)
 open(d + '/v5emu.cc', 'w').write(s)
 PY
-CXX="g++ -std=c++17 -O1 -g -Ikernels/dev/emu -I. -I$B"
+CXX="g++ -std=c++17 -O1 -g -Ikernels/dev/emu -I$D -I. -I$B"  # $D first: its psh_tiles.cuh
 $CXX -w -c "$D/v4emu.cc" -o "$D/v4emu.o"
 $CXX -w -c "$D/v5emu.cc" -o "$D/v5emu.o"
 $CXX -c kernels/dev/emu/emu.cc -o "$D/emu.o"
