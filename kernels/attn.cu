@@ -27,6 +27,12 @@
  *   v7  v6's wgmma kernel without the fence that keeps the softmax above the P V wait, every head dim
  *       (the first measured version; ablation).
  *   v8  v6's wgmma kernel at every head dim (ablation of v6's D=16/32 choice).
+ *   v9  warp-specialised wgmma kernel (kernels/attn_wgmma.cu, FlashAttention-3 style): a producer warpgroup
+ *       (setmaxnreg down) fills the K/V ring with cp.async and signals per-slot "full" mbarriers, two
+ *       consumer warpgroups (setmaxnreg up) compute as v6 and free slots through "empty" mbarriers, with
+ *       ping-pong named barriers between them and no CTA-wide barrier in the loop; D=64/128, v5's kernels
+ *       at D=16/32. Written offline (2026-11-22), not yet run on a GPU.
+ *   v10 v9's kernel at every head dim; v11 v10 without the ping-pong (ablations).
  */
 #include "kernels/kernels.h"
 #include "kernels/attn_internal.h"
@@ -714,6 +720,14 @@ static const battn_variant battn_table[] = {
      battn_v6_fn},
     {7, "v7", "v6's wgmma kernel without the softmax/wait fence, at every head dim (ablation)", battn_v7_fn},
     {8, "v8", "v6's wgmma kernel at every head dim (ablation of v6 running v5 at D=16/32)", battn_v8_fn},
+    {9, "v9", "warp-specialised wgmma (sm_90a) at D=64/128: producer warpgroup (cp.async + mbarrier full/empty "
+              "ring, setmaxnreg), 2 ping-pong consumer warpgroups, no CTA barrier in the loop; v5's kernels at "
+              "D=16/32; not yet run on a GPU (written 2026-11-22 offline)",
+     battn_v9_fn},
+    {10, "v10", "v9's kernel at every head dim (ablation of v9 running v5 at D=16/32); not yet run on a GPU",
+     battn_v10_fn},
+    {11, "v11", "v9's kernel without the ping-pong, every head dim (ablation); not yet run on a GPU",
+     battn_v11_fn},
 };
 
 extern "C" const battn_variant *battn_variants(size_t *count) {

@@ -23,6 +23,15 @@ hx_status battn_v7_fn(const battn_params *p, void *d_scratch, size_t *scratch_by
                       hx_err *err);
 hx_status battn_v8_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                       hx_err *err);
+/* v9: warp-specialised wgmma kernel (producer warpgroup, mbarrier full/empty ring, ping-pong consumers)
+ * at D = 64/128, v5 at D = 16/32; v10: v9's kernel at every head dim; v11: v10 without the ping-pong.
+ * Same gate as v6. */
+hx_status battn_v9_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                      hx_err *err);
+hx_status battn_v10_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                       hx_err *err);
+hx_status battn_v11_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                       hx_err *err);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /*
- * attn_wgmma.cu - bucket-swin attention variant v6: Hopper warpgroup MMA (wgmma), built for sm_90a only.
+ * attn_wgmma.cu - bucket-swin attention variants v6..v11: Hopper warpgroup MMA (wgmma), sm_90a only.
  *
  * Computes exactly what attn.cu's variants compute (kernels.h, battn_ section): for every scope s, query
  * row i of a bucket of s and head h, O[i,h,:] = softmax_j(scale <Q_i, K_j>) V_j over the valid key rows of
@@ -14,6 +14,10 @@
  * K-major) and, asynchronously behind it, O += P_{j-1} V_{j-1} (A = P from registers, B = V from shared
  * memory, MN-major), runs the online softmax of S_j while P_{j-1} V_{j-1} is on the tensor cores, then
  * waits, rescales O and packs P_j. fp32 accumulators, exp2 domain with scale*log2(e) folded in one FFMA.
+ *
+ * v9 (battn_v9_kernel, below v6's): the same tile arithmetic, warp-specialised: a producer warpgroup fills
+ * the K/V ring (cp.async + per-slot full/empty mbarriers, setmaxnreg), two consumer warpgroups ping-pong
+ * their wgmmas; no CTA-wide barrier in the loop. Written offline, not yet run on a GPU (NOTES.md).
  *
  * Gating: the wgmma code exists only in the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); the sm_80/sm_90
  * images of this file hold empty kernels. The launcher refuses (HX_EUNSUPPORTED) unless the device is
@@ -55,6 +59,24 @@ template <int W, int N, int S, int F> struct v6_cfg {
 template <int D> struct v6_tiles : v6_cfg<2, 128, D == 128 ? 3 : 4, 1> {};
 /* v7: the same without the fence: the first measured version (the softmax after P V in the SASS). */
 template <int D> struct v7_tiles : v6_cfg<2, 128, D == 128 ? 3 : 4, 0> {};
+/* v9 (warp-specialised, see its kernel): NWG consumer warpgroups + 1 producer warpgroup, BN-key tiles,
+ * STAGES ring slots (shared memory as v6), setmaxnreg PREG for the producer and CREG for the consumers:
+ * 128 x 24 + 256 x 240 = 128 x 40 + 256 x 232 = 384 x 168, the allocation at entry under
+ * __launch_bounds__(384, 1), so the consumers' increase is exactly covered by the producer's release.
+ * D = 128 needs 240 (v6's kernel: 239); below, the producer gets 40. PING: FA3's ping-pong between the
+ * two consumers (v9 on, v11 off). */
+template <int D, int PP> struct v9_cfg {
+  enum {
+    NWG = 2,
+    BN = 128,
+    STAGES = D == 128 ? 3 : 4,
+    PREG = D == 128 ? 24 : 40,
+    CREG = D == 128 ? 240 : 232,
+    PING = PP
+  };
+};
+template <int D> struct v9_tiles : v9_cfg<D, 1> {};
+template <int D> struct v11_tiles : v9_cfg<D, 0> {};
 
 template <typename T> struct v6_pack;
 template <> struct v6_pack<__half> {
@@ -562,11 +584,341 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
   }
 }
 
+
+/* The producer's copy of rows [0, rows_valid) of a ROWS-row tile (zeros past rows_valid) from g (row 0)
+ * into shared address s, by 128 threads. Same layout as v6_load, but each thread keeps one chunk column c
+ * and steps by RSTEP rows: both the global address (RSTEP row strides) and the swizzled shared offset
+ * (RSTEP rows: the XOR term depends on r / RPL mod CB, unchanged by the step) advance by constants, so a
+ * copy costs a 64-bit add and a compare instead of v6_load's index arithmetic, which at setmaxnreg 24
+ * spilled (ptxas hoists the per-chunk row offsets out of the tile loop). NSRC = 2: K (g0) and V (g1)
+ * tiles in one loop, sharing the row tests, the V tile TB bytes after the K tile. */
+template <typename T, int D, int ROWS, int NSRC>
+static __device__ __forceinline__ void v9_load(uint32_t s, const T *g0, int64_t stride0, const T *g1,
+                                               int64_t stride1, int rows_valid, int tid) {
+  constexpr int C = D / 8, RSTEP = 128 / C, CB = (D < 64 ? D : 64) / 8, RPL = 8 / CB;
+  constexpr uint32_t TB = ROWS * D * 2; /* the second tile (V) right after the first (K) */
+  static_assert(ROWS % RSTEP == 0 && (RSTEP / RPL) % CB == 0, "the swizzle is invariant under the row step");
+  const int r0 = tid / C, c = tid % C;
+  const int lim = rows_valid - r0; /* row r0 + i RSTEP is valid iff i RSTEP < lim: an immediate compare */
+  const uint32_t d0 = s + 2u * (uint32_t)v6_off<D, ROWS>(r0, c);
+  const T *src0 = g0 + r0 * stride0 + c * 8;
+  const T *src1 = NSRC > 1 ? g1 + r0 * stride1 + c * 8 : g0;
+#pragma unroll
+  for (int i = 0; i < ROWS / RSTEP; ++i) {
+    const bool ok = i * RSTEP < lim;
+    const uint32_t d = d0 + (uint32_t)(i * RSTEP * CB * 16);
+    cp_async16(d, ok ? (const void *)src0 : (const void *)g0, ok ? 16 : 0);
+    src0 += RSTEP * stride0;
+    if (NSRC > 1) {
+      cp_async16(d + TB, ok ? (const void *)src1 : (const void *)g1, ok ? 16 : 0);
+      src1 += RSTEP * stride1;
+    }
+  }
+}
+
+/* ---- v9: warp-specialised (FlashAttention-3 style) ---------------------------------------------------
+ * 3 warpgroups: warpgroup 0 is the producer (setmaxnreg down), warpgroups 1 and 2 the consumers (64 query
+ * rows each, setmaxnreg up). The producer copies Q and the K/V tiles with cp.async (zero fill past a
+ * bucket's count, the swizzled layouts of v6) and hands each slot over with cp.async.mbarrier.arrive.noinc
+ * on the slot's "full" mbarrier (128 arrivals: one per producer thread, each firing once all of that
+ * thread's earlier copies have landed). Consumers wait on "full", compute as v6 does, and after the wgmma
+ * wait that retires the slot's last reader (P V of that tile) one lane per consumer warp arrives on the
+ * slot's "empty" mbarrier (8 arrivals); the producer waits on "empty" before refilling. There is no
+ * CTA-wide barrier after the set-up, so the two consumer warpgroups may drift apart by up to the ring.
+ * PP: FA3's ping-pong. Named barrier 3 + w means "consumer w may issue its wgmmas"; each consumer waits on
+ * its own before issuing and arrives on the other's after, so the tensor work of one runs under the
+ * other's softmax.
+ *
+ * Ring protocol (tile t in slot t % ST, use u = t / ST of that slot): "full" completes phase u when the
+ * 128 copies of tile t have landed, so the consumer waits for parity u & 1. "empty" completes phase u when
+ * both consumers have retired tile t; the producer fills tile t after waiting for parity (u & 1) ^ 1, i.e.
+ * for the phase of tile t - ST (for u = 0 the parity-1 wait returns at once: the "previous" phase of a
+ * fresh mbarrier counts as complete). The producer and consumers walk the same tile list (v6_next on the
+ * same scope), so every tile is filled once and consumed once by each consumer. */
+
+static __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/* Blocks until the phase of parity `parity` of the mbarrier has completed (acquire, CTA scope). */
+static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile("{\n.reg .pred P1;\nV9_WAIT:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+               "@P1 bra V9_DONE;\nbra V9_WAIT;\nV9_DONE:\n}\n" ::"r"(bar),
+               "r"(parity)
+               : "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+/* one arrival on `bar` once every earlier cp.async of this thread has completed (counted in the init) */
+static __device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+static __device__ __forceinline__ void named_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+static __device__ __forceinline__ void named_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+template <int N> static __device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> static __device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+template <typename T, int D, typename TR>
+__global__ void __launch_bounds__((TR::NWG + 1) * 128, 1)
+    battn_v9_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+  constexpr int NWG = TR::NWG, BN = TR::BN, ST = TR::STAGES;
+  constexpr int NC = NWG * 128, BM = 64 * NWG, KS = D / 16, NB = BN / 8, ND = D / 8;
+  constexpr uint32_t QBYTES = BM * D * 2, TBYTES = BN * D * 2;
+  using sw = v6_sw<D>;
+  static_assert(ST >= 3, "consumers hold two slots (tiles j-1 and j); at least one more for the producer");
+  extern __shared__ uint4 smem_raw[];
+  const uint32_t s0 = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const uint32_t sQ = s0, sKV = s0 + QBYTES;
+  const uint32_t sFence = sKV + 2u * ST * TBYTES; /* NC floats */
+  const uint32_t sFull = sFence + 4u * NC, sEmpty = sFull + 8u * ST; /* ST mbarriers each */
+
+  const int tid = threadIdx.x, wg = tid >> 7;
+  const int h = blockIdx.y;
+  uint32_t flat = blockIdx.x;
+  const uint32_t qtile = flat % tiles_per_bucket;
+  flat /= tiles_per_bucket;
+  const uint32_t K = p.buckets_per_scope;
+  const uint32_t qslot = flat % K, scope = flat / K;
+  const uint32_t qb = __ldg(p.scope + (size_t)scope * K + qslot);
+  if (qb == BATTN_EMPTY) return;
+  const uint32_t qcount = __ldg(p.bucket_count + qb);
+  if (qtile * BM >= qcount) return; /* uniform over the CTA, before any barrier */
+  const int64_t qrow0 = (int64_t)__ldg(p.bucket_start + qb) + qtile * BM;
+  const int qn = (int)min((uint32_t)BM, qcount - qtile * BM);
+
+  if (tid == 0) {
+#pragma unroll
+    for (int i = 0; i < ST; ++i) {
+      mbar_init(sFull + 8u * i, 128);        /* one cp.async arrival per producer thread */
+      mbar_init(sEmpty + 8u * i, NWG * 4);   /* one arrival per consumer warp */
+    }
+  }
+  /* the inits visible to every thread (and to the async arrivals) before anyone uses the mbarriers; the
+   * last CTA-wide barrier of the kernel */
+  __syncthreads();
+
+  if (wg == 0) {
+    /* ---- producer warpgroup ---- */
+    setmaxnreg_dec<TR::PREG>();
+    const T *gq = static_cast<const T *>(p.q) + (int64_t)h * p.q_head_stride;
+    const T *gk = static_cast<const T *>(p.k) + (int64_t)h * p.k_head_stride;
+    const T *gv = static_cast<const T *>(p.v) + (int64_t)h * p.v_head_stride;
+    /* Q rides with tile 0: the first "full" arrival of each thread also covers its Q copies */
+    v9_load<T, D, BM, 1>(sQ, gq + qrow0 * p.q_row_stride, p.q_row_stride, gq, 0, qn, tid);
+    v6_walk lw = {-1, 0, 0, 0};
+    int slot = 0;
+    uint32_t ph = 0; /* parity of the current use of `slot` */
+#pragma unroll 1 /* one copy of the body: at setmaxnreg 24 (D = 128) an unrolled ring spilled */
+    for (bool have = v6_next<BN>(p, scope, lw); have; have = v6_next<BN>(p, scope, lw)) {
+      mbar_wait(sEmpty + 8u * slot, ph ^ 1u); /* consumers have retired the slot's previous tile */
+      const int nv = (int)min((uint32_t)BN, lw.count - lw.off);
+      const uint32_t sk = sKV + 2u * (uint32_t)slot * TBYTES;
+      const int64_t r = (int64_t)lw.start + lw.off;
+      v9_load<T, D, BN, 2>(sk, gk + r * p.k_row_stride, p.k_row_stride, gv + r * p.v_row_stride, p.v_row_stride,
+                           nv, tid);
+      cp_async_arrive_noinc(sFull + 8u * slot);
+      if (++slot == ST) slot = 0, ph ^= 1u;
+    }
+    /* leave no copy of this thread in flight when it exits (the consumers still wait on their "full") */
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    return;
+  }
+
+  /* ---- consumer warpgroups 1 .. NWG ---- */
+  setmaxnreg_inc<TR::CREG>();
+  const int cwg = wg - 1, ctid = tid - 128, lane = tid & 31, wq = (tid >> 5) & 3;
+  const int pp_own = 3 + cwg, pp_other = 3 + (cwg ^ 1);
+
+  float o[ND][4];
+#pragma unroll
+  for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float s[NB][4];
+  uint32_t pa[BN / 16][4];
+  const uint32_t qbase = sQ + (uint32_t)cwg * 64u * sw::RB;
+
+  auto issue_s = [&](int slot_) {
+    const uint32_t kbase = sKV + 2u * (uint32_t)slot_ * TBYTES;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const uint32_t koff = (uint32_t)(ks & 3) * 32u, kblk = (uint32_t)(ks >> 2) * 128u;
+      const uint64_t da = wg_desc(qbase + kblk * BM + koff, 16, sw::SBO, sw::MODE);
+      const uint64_t db = wg_desc(kbase + kblk * BN + koff, 16, sw::SBO, sw::MODE);
+      wg_ss<T, BN>(&s[0][0], da, db, ks > 0);
+    }
+  };
+  auto issue_pv = [&](int slot_) {
+    const uint32_t vbase = sKV + 2u * (uint32_t)slot_ * TBYTES + TBYTES;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint64_t db = wg_desc(vbase + (uint32_t)kk * 16u * sw::RB, BN * 128, sw::SBO, sw::MODE);
+      wg_rs<T, D>(&o[0][0], pa[kk], db, 1);
+    }
+  };
+  auto pin_s = [&]() {
+#pragma unroll
+    for (int n = 0; n < NB; ++n) pin(s[n][0]), pin(s[n][1]), pin(s[n][2]), pin(s[n][3]);
+  };
+  auto pin_o = [&]() {
+#pragma unroll
+    for (int n = 0; n < ND; ++n) pin(o[n][0]), pin(o[n][1]), pin(o[n][2]), pin(o[n][3]);
+  };
+  auto softmax = [&](int nvalid, float *alpha) {
+    if (nvalid < BN) { /* partial tile at a bucket's end: masked keys (their K/V rows are zero-filled) */
+#pragma unroll
+      for (int n = 0; n < NB; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (n * 8 + 2 * (lane & 3) + (e & 1) >= nvalid) s[n][e] = -INFINITY;
+    }
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float t[NB];
+#pragma unroll
+      for (int n = 0; n < NB; ++n) t[n] = fmaxf(s[n][2 * hr], s[n][2 * hr + 1]);
+      float x = tree_max<NB>(t);
+      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+      const float mnew = fmaxf(m[hr], x * c_log2);
+      alpha[hr] = ex2f(m[hr] - mnew);
+      m[hr] = mnew;
+      const float nm = -mnew;
+      float ps[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int n = 0; n < NB; ++n) {
+        s[n][2 * hr] = ex2f(fmaf(s[n][2 * hr], c_log2, nm));
+        s[n][2 * hr + 1] = ex2f(fmaf(s[n][2 * hr + 1], c_log2, nm));
+        ps[n & 3] += s[n][2 * hr] + s[n][2 * hr + 1];
+      }
+      l[hr] = l[hr] * alpha[hr] + ((ps[0] + ps[1]) + (ps[2] + ps[3]));
+    }
+  };
+  auto pack_p = [&]() {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      pa[kk][0] = v6_pack<T>::pack(s[2 * kk][0], s[2 * kk][1]);
+      pa[kk][1] = v6_pack<T>::pack(s[2 * kk][2], s[2 * kk][3]);
+      pa[kk][2] = v6_pack<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pa[kk][3] = v6_pack<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+  };
+  /* tile landed: its "full" phase; then the proxy fence (cp.async writes are generic-proxy writes, wgmma
+   * reads through the async proxy) */
+  auto wait_full = [&](int slot_, uint32_t ph_) {
+    mbar_wait(sFull + 8u * (uint32_t)slot_, ph_);
+    fence_proxy_async();
+  };
+  /* the slot's last reader (this warpgroup's P V of it) has completed: one arrival per warp */
+  auto release = [&](int slot_) {
+    if (lane == 0) mbar_arrive(sEmpty + 8u * (uint32_t)slot_);
+  };
+  /* ping-pong: wait for our turn to issue wgmmas; after issuing, hand the turn to the other consumer.
+   * Consumer 1 grants consumer 0 the first turn. Both issue the same number of times (tile 0, tiles 1..n-1,
+   * the final P V); consumer 1 skips its last grant so that no arrival is left pending at exit. */
+  if (TR::PING && cwg == 1) named_arrive(pp_other, 2 * 128); /* consumer 0's first turn */
+
+  v6_walk cw = {-1, 0, 0, 0};
+  v6_next<BN>(p, scope, cw); /* true: the query bucket is in its own scope */
+  int slot = 0;
+  uint32_t ph = 0;
+  float alpha[2];
+  /* tile 0: S, softmax, P (O is still zero: no rescale) */
+  wait_full(slot, ph);
+  if (TR::PING) named_sync(pp_own, 2 * 128);
+  pin_s();
+  wg_fence();
+  issue_s(slot);
+  wg_commit();
+  if (TR::PING) named_arrive(pp_other, 2 * 128);
+  wg_wait<0>();
+  pin_s();
+  softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
+  pack_p();
+  int prev_slot = slot;
+  if (++slot == ST) slot = 0, ph ^= 1u;
+  while (v6_next<BN>(p, scope, cw)) {
+    wait_full(slot, ph);
+    if (TR::PING) named_sync(pp_own, 2 * 128);
+    pin_s();
+    pin_o();
+    wg_fence();
+    issue_s(slot);
+    wg_commit();
+    issue_pv(prev_slot);
+    wg_commit();
+    if (TR::PING) named_arrive(pp_other, 2 * 128);
+    wg_wait<1>();
+    pin_s();
+    softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
+    /* v6's fence: the row sums (which depend on every exp2) stored, then a barrier of this warpgroup, so
+     * that ptxas keeps the softmax above the P V wait (named barrier 1 + consumer) */
+    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sFence + 4u * (uint32_t)ctid), "f"(l[0] + l[1]) : "memory");
+    named_sync(1 + cwg, 128);
+    wg_wait<0>();
+    pin_o();
+    release(prev_slot); /* S of this tile and P V of the previous one are done: the previous slot is free */
+#pragma unroll
+    for (int n = 0; n < ND; ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+    pack_p();
+    prev_slot = slot;
+    if (++slot == ST) slot = 0, ph ^= 1u;
+  }
+  /* the last tile's P V; its slot is not released: the producer has nothing left to load */
+  if (TR::PING) named_sync(pp_own, 2 * 128);
+  pin_o();
+  wg_fence();
+  issue_pv(prev_slot);
+  wg_commit();
+  if (TR::PING && cwg == 0) named_arrive(pp_other, 2 * 128);
+  wg_wait<0>();
+  pin_o();
+
+  T *go = static_cast<T *>(p.o) + (int64_t)h * p.o_head_stride;
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float sum = l[hr];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.f / sum;
+    const int r = cwg * 64 + wq * 16 + (lane >> 2) + hr * 8;
+    if (r < qn) {
+      T *orow = go + (qrow0 + r) * p.o_row_stride;
+#pragma unroll
+      for (int n = 0; n < ND; ++n) {
+        const uint32_t v = v6_pack<T>::pack(o[n][2 * hr] * inv, o[n][2 * hr + 1] * inv);
+        *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * (lane & 3)) = v;
+      }
+      if (p.lse && (lane & 3) == 0)
+        p.lse[(qrow0 + r) * p.heads + h] = (m[hr] + __log2f(sum)) * 0.69314718055994531f;
+    }
+  }
+}
+
 #else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
 
 template <typename T, int D, typename TR>
 __global__ void __launch_bounds__(TR::NWG * 128, 1)
     battn_v6_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+  (void)p, (void)c_log2, (void)tiles_per_bucket;
+}
+
+template <typename T, int D, typename TR>
+__global__ void __launch_bounds__((TR::NWG + 1) * 128, 1)
+    battn_v9_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
   (void)p, (void)c_log2, (void)tiles_per_bucket;
 }
 
@@ -657,6 +1009,48 @@ static hx_status v6_run(const battn_params *p, void *d_scratch, size_t *scratch_
   }
 }
 
+/* v9's launch: (NWG + 1) warpgroups; shared memory as v6 plus 2 x STAGES mbarriers (D = 128: 231472 of
+ * the 232448 bytes a block may have). */
+template <typename T, int D, typename TR>
+static hx_status v9_launch(const battn_params *p, cudaStream_t stream, hx_err *err) {
+  constexpr int BM = 64 * TR::NWG;
+  const size_t smem = 1024 + (size_t)BM * D * 2 + (size_t)TR::STAGES * 2 * TR::BN * D * 2 +
+                      (size_t)TR::NWG * 128 * 4 + (size_t)TR::STAGES * 2 * 8;
+  const uint32_t tpb = (p->max_bucket_rows + BM - 1) / BM;
+  const uint64_t nx = (uint64_t)p->num_scopes * p->buckets_per_scope * tpb;
+  if (nx == 0) return HX_OK;
+  if (nx > 0x7FFFFFFFull)
+    return hx_errf(err, HX_EINVAL, "attention v9: grid of %llu tiles too large", (unsigned long long)nx);
+  auto kern = battn_v9_kernel<T, D, TR>;
+  V6_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  const float c = p->scale * 1.4426950408889634f;
+  kern<<<dim3((unsigned)nx, (unsigned)p->heads), (TR::NWG + 1) * 128, smem, stream>>>(*p, c, tpb);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "attention v9: launch: %s", cudaGetErrorString(e));
+  return HX_OK;
+}
+
+template <template <int> class TILES>
+static hx_status v9_run(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                        hx_err *err) {
+  HX_TRY(battn_validate(p, NULL, err));
+  HX_TRY(v6_supported(err));
+  if (!d_scratch && scratch_bytes) {
+    *scratch_bytes = 0;
+    return HX_OK;
+  }
+  cudaStream_t st = (cudaStream_t)stream;
+  typedef __half H;
+  typedef __nv_bfloat16 B;
+  const bool f16 = p->dtype == BATTN_F16;
+  switch (p->head_dim) {
+  case 16: return f16 ? v9_launch<H, 16, TILES<16>>(p, st, err) : v9_launch<B, 16, TILES<16>>(p, st, err);
+  case 32: return f16 ? v9_launch<H, 32, TILES<32>>(p, st, err) : v9_launch<B, 32, TILES<32>>(p, st, err);
+  case 64: return f16 ? v9_launch<H, 64, TILES<64>>(p, st, err) : v9_launch<B, 64, TILES<64>>(p, st, err);
+  default: return f16 ? v9_launch<H, 128, TILES<128>>(p, st, err) : v9_launch<B, 128, TILES<128>>(p, st, err);
+  }
+}
+
 /* v6: the wgmma kernel where it wins (D = 64, 128); v5's mma.sync kernels at D = 16 and 32, where the
  * softmax, not the tensor cores, sets the pace and v5's 12 warps/SM beat 8 (see NOTES.md). */
 extern "C" hx_status battn_v6_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
@@ -674,4 +1068,23 @@ extern "C" hx_status battn_v7_fn(const battn_params *p, void *d_scratch, size_t 
 extern "C" hx_status battn_v8_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                                  hx_err *err) {
   return v6_run<v6_tiles>(p, d_scratch, scratch_bytes, stream, err);
+}
+/* v9: the warp-specialised kernel (producer warpgroup, mbarrier ring, ping-pong) at D = 64, 128; v5's
+ * kernels at D = 16, 32 as v6 (v10 measures the v9 kernel there). Not yet run on a GPU. */
+extern "C" hx_status battn_v9_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                 hx_err *err) {
+  if (p && p->head_dim <= 32) {
+    HX_TRY(v6_supported(err));
+    return battn_v5_fn(p, d_scratch, scratch_bytes, stream, err);
+  }
+  return v9_run<v9_tiles>(p, d_scratch, scratch_bytes, stream, err);
+}
+/* v10: v9's kernel at every head dim; v11: v9's kernel without the ping-pong, every head dim (ablations) */
+extern "C" hx_status battn_v10_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                  hx_err *err) {
+  return v9_run<v9_tiles>(p, d_scratch, scratch_bytes, stream, err);
+}
+extern "C" hx_status battn_v11_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                  hx_err *err) {
+  return v9_run<v11_tiles>(p, d_scratch, scratch_bytes, stream, err);
 }

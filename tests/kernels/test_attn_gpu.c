@@ -191,7 +191,7 @@ static int name_listed(const char *list, const char *name) {
 
 static void test_all_variants(void **state) {
   (void)state;
-  enum { NCASES = 9 };
+  enum { NCASES = 10 };
   gcase cs[NCASES];
   int n = 0;
   gcase g1 = {"one-row", {0}, 1, 2, 0, 0};
@@ -219,6 +219,12 @@ static void test_all_variants(void **state) {
   gcase g9 = {"ptv3-patches", {0}, 600, 2, 0, 0};
   assert_int_equal(battn_plan_patches(&g9.plan, cu, 4, 128, NULL), HX_OK);
   cs[n++] = g9;
+  /* one scope of 6 buckets of 136 rows: 12 key tiles of 128 (every second one holds 8 valid keys), so the
+   * K/V ring of the wgmma kernels (3 or 4 slots) wraps 3-4 times: slot reuse, mbarrier parity flips
+   * (v9..v11), and query tiles of 8 rows (the second consumer warpgroup without a valid row) */
+  gcase g10 = {"long-scope-6x136", {0}, 816, 1, 0, 0};
+  assert_int_equal(battn_plan_uniform(&g10.plan, BATTN_PLAN_PLAIN, 0, 6, 816, 136, NULL), HX_OK);
+  cs[n++] = g10;
 
   size_t nv = 0;
   const battn_variant *vars = battn_variants(&nv);
