@@ -8,8 +8,10 @@
 # 8 buckets x 512) -> compute-sanitizer memcheck + racecheck on a small shape -> SASS instruction counts
 # -> .npy round trip through numpy -> a short table last. Logs go to $OUT (or ./attn-out).
 #
-# usage: kernels/dev/attn-device.sh [quick|v6]   (cmocka: carry .attn-carry/ with cmocka.h, libcmocka.so.0)
-#   quick: D 16/64 only; v6: the wgmma variant next to v5 only (test, every plan, sanitizers), D 16..128.
+# usage: kernels/dev/attn-device.sh [quick|v6|v9]   (cmocka: carry .attn-carry/ with cmocka.h, libcmocka.so.0)
+#   quick: D 16/64 only; v6: the wgmma variant next to v5 only (test, every plan, sanitizers), D 16..128;
+#   v9: as v6 with VSET v6,v9,v10,v11 and VPLAN v6,v9 (the warp-specialised kernel next to v6; its SASS
+#   counts and ncu next to v6's too).
 # kernels/attn_wgmma.cu (v6) is compiled for sm_90 and sm_90a as Meson does (ATTN_V6_GENCODE overrides);
 # if the driver then runs its sm_90 image (v6 reports "skipped"), it is rebuilt for sm_90a alone.
 set -u
@@ -49,7 +51,7 @@ CF="-std=c11 -O2 -Wall -Wextra -Wshadow -Wconversion -D_POSIX_C_SOURCE=200809L -
   set +x
 } > "$OUT/build.log" 2>&1
 if [ ! -x $B/test_attn_gpu ]; then log "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; fi
-awk '/Compiling entry function/ {f=$7" "$9} /spill stores/ {sp=$5" B spill"} /Used [0-9]+ registers/ && f ~ /battn_(fwd|v6)/ {print f, $5, "regs,", sp}' "$OUT/build.log" | sort -u | tee -a "$OUT/summary.txt"
+awk '/Compiling entry function/ {f=$7" "$9} /spill stores/ {sp=$5" B spill"} /Used [0-9]+ registers/ && f ~ /battn_(fwd|v6|v9)/ {print f, $5, "regs,", sp}' "$OUT/build.log" | sort -u | tee -a "$OUT/summary.txt"
 grep -E "C75[0-9][0-9]" "$OUT/build.log" | sort -u | head -5 | tee -a "$OUT/summary.txt"
 # which image of attn_wgmma.cu does the driver run? (v6 says "skipped" when not sm_90a)
 if [ "$ARCH" = 90 ] && $B/attn --rows 600 --heads 1 --head-dim 16 --variant v6 --reps 1 --warmup 0 | grep -q skipped; then
@@ -62,6 +64,28 @@ fi
 
 log "correctness: every variant x dtype x head dim x shape"
 # v6 mode: the wgmma variants next to v5 (VSET overrides)
+if [ "$MODE" = v9 ]; then # v9 mode = v6 mode over the warp-specialised variants
+  MODE=v6
+  VSET=${VSET:-v6,v9,v10,v11}
+  VPLAN=${VPLAN:-v6,v9}
+  # hang guard (v9..v11 were written offline): one small checked run per variant and ring depth, 20 s
+  # each; a variant that hangs, fails its check or errors is dropped from the rest of the call
+  for V in v9 v10 v11; do
+    for D in 16 64 128; do
+      [ $V = v9 ] && [ $D = 16 ] && continue # v9 runs v5 there
+      timeout 20 $B/attn --rows 3000 --heads 2 --head-dim $D --bucket-size 200 --scope-buckets 6 --variant $V \
+        --reps 2 --warmup 1 --check-rows 64 > "$OUT/guard_${V}_$D.txt" 2>&1
+      rc=$?
+      echo "guard $V D=$D rc=$rc $(grep -E '^attn' "$OUT/guard_${V}_$D.txt" | head -1)" | tee -a "$OUT/summary.txt"
+      if [ $rc != 0 ]; then
+        log "guard: dropping $V (rc=$rc; 124 = hang)"; tail -5 "$OUT/guard_${V}_$D.txt" | tee -a "$OUT/summary.txt"
+        VSET=$(echo $VSET | tr ',' '\n' | grep -vx $V | paste -sd,)
+        VPLAN=$(echo $VPLAN | tr ',' '\n' | grep -vx $V | paste -sd,)
+        break
+      fi
+    done
+  done
+fi
 VSET=${VSET:-v5,v6,v7,v8}
 VPLAN=${VPLAN:-v5,v6} # bf16, plans, packed: these only
 if [ "$MODE" = v6 ]; then export BATTN_TEST_VARIANTS=${BATTN_TEST_VARIANTS:-$VSET}; fi
@@ -134,7 +158,7 @@ log "SASS of the D=16 (and v6 D=64) fp16 kernels (instruction counts)"
 if command -v cuobjdump >/dev/null; then
   { cuobjdump --dump-sass $B/attn_cu.o; cuobjdump --dump-sass $B/attn_wgmma.o; } > $B/sass.txt 2>/dev/null
   awk '/Function :/ {f=$3} /MUFU|HMMA|HGMMA|WARPGROUP|LDSM|FFMA|FMNMX|F2FP|LDGSTS|BAR/ {for (i=1;i<=NF;i++) if ($i ~ /^(MUFU|HMMA|HGMMA|WARPGROUP|LDSM|FFMA|FMNMX|F2FP|LDGSTS|BAR)/) {split($i,a,"."); c[f" "a[1]]++}} END {for (k in c) print k, c[k]}' $B/sass.txt \
-    | grep -E "Li16E|v6_kernelI6__halfLi64E" | sort > "$OUT/sass_counts.txt"
+    | grep -E "Li16E|v6_kernelI6__halfLi64E|v9_kernelI6__halfLi64E" | sort > "$OUT/sass_counts.txt"
   cat "$OUT/sass_counts.txt" | tee -a "$OUT/summary.txt"
   grep -m5 "MUFU" $B/sass.txt | tee -a "$OUT/summary.txt"
 fi
