@@ -234,7 +234,11 @@ hx_status psh_run_v5(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
                      const psh_params *p, void *stream, hx_err *err);
 hx_status psh_run_v6(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
-/* Phase timestamps of the last v5/v6 run whose scratch is d_scratch (same batch shape and nb), us after the
+/* Variant v7 (psh_v7.cu): v6 with a shared-atomic rank, warp-per-point probing of short overflow lists and
+ * a chunked row gather; same scratch layout prefix as v5/v6, so psh_v5_trace reads its stamps too. */
+hx_status psh_run_v7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                     const psh_params *p, void *stream, hx_err *err);
+/* Phase timestamps of the last v5/v6/v7 run whose scratch is d_scratch (same batch shape and nb), us after the
  * kernel's start as block 0 saw them: [0] barrier 1 (bbox done), [1] barrier 2 (commit done), [2] barrier 3
  * (probing done; = [1] without probing), [3] block 0's rows done, [4] gather barrier (v6; -1 in v5), [5]
  * the last block's end. Synchronous (cudaMemcpy); for the device bench. */

@@ -1,0 +1,683 @@
+/*
+ * psh_v7.cu - PSH variant v7: v6 (one cooperative launch, phases separated by grid barriers, coordinates
+ * gathered after the rows; psh_v5.cu) with the three costs its phase trace measured at 600k xor-mod on the
+ * H200 (NOTES.md, "Phase split of v5/v6") attacked where they are. Same invariants as v1-v6 (kernels.h):
+ * every point one (bucket, offset), offsets 0..count-1, count <= S whenever n_c <= nb*S, bucket_start =
+ * exclusive scan from cloud_offset[c], slot and perm inverse permutations; phase 1 keeps exactly
+ * min(hist, S) points per bucket (first-hash count = CPU's). Which overflowing point wins which slot is
+ * scheduling dependent, as in v2-v6.
+ *   B  rank inside the tile's dense shared counters with one shared atomicAdd per point (its return value is
+ *      the rank) instead of __match_any_sync + popc + shfl (ncu: MATCH.ANY's short-scoreboard wait was K2's
+ *      top stall); the first-hash points store bucket/offset here (coalesced, overlapping the barrier
+ *      wait) instead of in phase D.
+ *   C  a short overflow list (<= one point per warp of the grid; 137 points at 600k xor-mod) is probed with
+ *      one WARP per point: 32 probes computed at once, their 32 counters read in one round trip, then the
+ *      candidates with room tried with atomicAdd in probe order (v5's path: one thread per point, up to
+ *      128 dependent round trips). "First probe with room wins" is kept exactly: a counter read >= S is
+ *      full for good (counter = kept + pending roll-backs, pending > 0 only when kept = S; psh_v4.cu), so
+ *      skipping it is what the serial loop does, and the candidates are tried lowest probe first, each
+ *      failed increment rolled back. Long lists (div hashes) keep v5's thread-per-point phase C.
+ *   D  rows as v6 (slot, perm), then the gather xyz_out[r] = xyz[perm[r]] with 16-byte loads of the aligned
+ *      chunks holding the row (1.5 loads per row on average instead of 3 scalar ones: each is one random
+ *      L2 request, the quantity the scatter model of NOTES.md charges ~12 ns of GPU throughput for).
+ * Everything else (tiles, phases A and the commit of B, the correctness argument, memory ordering through
+ * grid barriers and ld.global.cg, the fall-back to v4) is v5's; see psh_v5.cu. The scratch layout starts
+ * with v5's arrays in v5's order, so psh_v5_trace reads v7's phase stamps (same slot meanings as v6).
+ * Not yet run on a GPU (written 2026-11-22 offline; checked in the host emulation, kernels/dev/emu).
+ */
+#include "kernels/kernels.h"
+#include "kernels/psh_internal.h"
+#include "kernels/psh_internal.cuh"
+
+#include <cooperative_groups.h>
+#include <cub/block/block_scan.cuh>
+#include <cuda_runtime.h>
+
+#include "kernels/psh_tiles.cuh"
+#include <stdint.h>
+#include <string.h>
+
+#define V7_CUDA(what, call)                                                                             \
+  do {                                                                                                 \
+    cudaError_t e_ = (call);                                                                           \
+    if (e_ != cudaSuccess) return hx_errf(err, HX_ECUDA, "psh v7: %s: %s", what, cudaGetErrorString(e_)); \
+  } while (0)
+
+namespace {
+
+using namespace psh_tiles;
+
+constexpr int kT = 512;                 /* threads per block (one block per tile) */
+constexpr int kWarps = kT / 32;
+constexpr int kMaxIpt = 8;              /* points per thread at most: tiles of <= 4096 points */
+constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared counters */
+constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
+constexpr uint32_t kSnapBits = 16384;   /* phase C keeps a shared "full" bit per bucket up to this many */
+constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
+constexpr uint32_t kNone = 0xFFFFFFFFu;
+/* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
+enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
+constexpr uint32_t kOffBits = 20;       /* a placement in one word: local bucket (< 4096) << 20 | offset */
+constexpr uint32_t kOffMask = (1u << kOffBits) - 1u;
+constexpr uint32_t kMaxCap = 1u << kOffBits; /* larger S runs v4 */
+constexpr int kFrameWords = 8;
+/* trace slots: 0 start (block 0), 1-3 after grid barriers 1-3 (3 = 2 without probing), 4 end of block 0's
+ * phase D, 5 after the gather's barrier (v6; 0 in v5), 6 the last block's end (atomicMax) */
+enum { kTrace = 8 };          /* lo[3] (float bits), bits, step, shift[3] */
+
+struct P5 {
+  const float *xyz;
+  const uint32_t *off;
+  uint32_t nclouds, n, nb, cap, nprobe, hash, tile, ipt;
+  float voxel;
+  int xyz_pair; /* xyz_out alignment: 2 = 16 bytes (the gather's float4 stores), else scalar stores */
+  int xyz_in16; /* xyz 16-byte aligned: the gather loads a row as one or two aligned float4 chunks */
+  uint64_t seed;
+  int8_t probe[PSH_NPROBE_BASE][3];
+  /* outputs */
+  uint32_t *bucket, *offset, *count_out, *start, *slot, *perm, *counters_out;
+  float *xyz_out;
+  /* scratch */
+  uint32_t *part;  /* [tiles * 6] per-tile bbox keys: min key of x,y,z, then min of ~key (= ~max) */
+  uint32_t *frame; /* [nclouds * kFrameWords] */
+  uint32_t *cnt;   /* [nclouds * nb] counters during the run */
+  uint32_t *resid; /* [nclouds] leftover tickets */
+  uint32_t *ctr;   /* [C_WORDS] */
+  uint32_t *ovf;   /* [n] overflow list */
+  unsigned long long *trace; /* [kTrace] %globaltimer (ns) at the phase boundaries, see psh_v5_trace */
+};
+
+__device__ __forceinline__ Frame frame_load(const P5 &p, uint32_t c) {
+  const uint32_t *w = p.frame + (size_t)c * kFrameWords; /* written by another block of this launch: L2 */
+  Frame f;
+  for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(__ldcg(w + d));
+  f.bits = __ldcg(w + 3);
+  f.step = __ldcg(w + 4);
+  for (int d = 0; d < 3; d++) f.shift[d] = __ldcg(w + 5 + d);
+  return f;
+}
+
+__device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
+
+__device__ __forceinline__ unsigned long long gtimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+typedef cub::BlockScan<uint32_t, kT> Scan;
+
+/* Shared memory of one block: the phases reuse one union (a grid barrier separates them). */
+struct Smem {
+  union {
+    uint32_t cnt[kDense];                    /* B: dense per-bucket ranks, then rebased bases */
+    struct {
+      uint32_t F[kDense + 1];                /* D: free-slot scan (with leftovers) */
+      uint32_t start[kDense];                /* D: first packed row of each local bucket */
+    } d;
+    uint32_t full[kSnapBits / 32];           /* C: bit g = counter g reached S */
+  } u;
+  typename Scan::TempStorage scan;
+  uint32_t red[6][kWarps];
+  uint32_t frame[kFrameWords];
+  uint32_t first, tally[2];
+};
+
+/* Phase C: the overflow list races over the probes (v4's K3 with blocks of kT threads). */
+__device__ __forceinline__ void phase_probe(const P5 &p, Smem &sm, uint32_t n_ovf) {
+  const int lane = (int)(threadIdx.x & 31u);
+  const uint32_t nbt = p.nclouds * p.nb;
+  const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
+  if (threadIdx.x == 0) sm.tally[0] = sm.tally[1] = 0;
+  if (snap)
+    for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += kT) {
+      const uint32_t g0 = w * 32u; /* p.cnt is 256-byte aligned, so cnt + g0 is 16-byte aligned */
+      uint32_t word = 0;
+      if (g0 + 32u <= nbt) {
+        const uint4 *q = (const uint4 *)(p.cnt + g0);
+        uint4 a[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) a[k] = __ldcg(q + k); /* 8 independent loads in flight */
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+          word |= (uint32_t)(a[k].x >= p.cap) << (4 * k) | (uint32_t)(a[k].y >= p.cap) << (4 * k + 1) |
+                  (uint32_t)(a[k].z >= p.cap) << (4 * k + 2) | (uint32_t)(a[k].w >= p.cap) << (4 * k + 3);
+      } else {
+        for (uint32_t b = 0; g0 + b < nbt; b++) word |= (uint32_t)(__ldcg(p.cnt + g0 + b) >= p.cap) << b;
+      }
+      sm.u.full[w] = word;
+    }
+  __syncthreads(); /* tally zeroed, snapshot built -> uses below */
+  volatile uint32_t *full = sm.u.full;
+  uint32_t np = 0, nl = 0;
+  const uint32_t stride = gridDim.x * kT;
+  /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
+  for (uint32_t t0 = blockIdx.x * kT; t0 < n_ovf; t0 += stride) {
+    const uint32_t t = t0 + threadIdx.x;
+    bool left = false;
+    uint32_t i = 0, c = 0;
+    if (t < n_ovf) {
+      i = __ldcg(p.ovf + t);
+      c = cloud_of(p.off, p.nclouds, i);
+      const Frame f = frame_load(p, c);
+      uint32_t v[3];
+      voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
+             v);
+      const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
+      bool placed = false;
+      for (uint32_t k = 0; k < p.nprobe; k++) {
+        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+        if (h == home) continue;
+        const uint32_t g = c * p.nb + h;
+        if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
+        if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
+          if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
+          continue;
+        }
+        const uint32_t o = atomicAdd(p.cnt + g, 1u);
+        if (o < p.cap) {
+          p.bucket[i] = g;
+          p.offset[i] = o;
+          placed = true;
+          break;
+        }
+        atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+        if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
+      }
+      if (placed) np++;
+      else left = true;
+    }
+    /* leftover tickets: one atomic per cloud per warp */
+    const uint32_t lm = __ballot_sync(0xFFFFFFFFu, left);
+    if (left) {
+      const uint32_t peers = __match_any_sync(lm, c);
+      const int leader = __ffs(peers) - 1;
+      uint32_t base = 0;
+      if (lane == leader) base = atomicAdd(p.resid + c, (uint32_t)__popc(peers));
+      base = __shfl_sync(lm, base, leader);
+      p.bucket[i] = PSH_RESID_FLAG | c;
+      p.offset[i] = base + (uint32_t)__popc(peers & lanemask_lt());
+      nl++;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    np += __shfl_xor_sync(0xFFFFFFFFu, np, o);
+    nl += __shfl_xor_sync(0xFFFFFFFFu, nl, o);
+  }
+  if (lane == 0) {
+    if (np) atomicAdd(&sm.tally[0], np);
+    if (nl) atomicAdd(&sm.tally[1], nl);
+  }
+  __syncthreads(); /* tally complete -> thread 0 */
+  if (threadIdx.x == 0) {
+    if (sm.tally[0]) atomicAdd(p.ctr + C_PROBE, sm.tally[0]);
+    if (sm.tally[1]) atomicAdd(p.ctr + C_OVER, sm.tally[1]);
+  }
+}
+
+/* Phase C for a short list (n_ovf <= warps in the grid; grid-uniform choice): one warp per overflowing
+ * point. Lane k computes probe k0 + k and reads its counter: 32 probes per L2 round trip instead of one. The
+ * candidates (not the home bucket, counter read < S) are then tried in probe order with a returning
+ * atomicAdd by their lane, each failure rolled back: the same outcome as v5's serial loop, which skips a
+ * probe whose counter reads >= S (full for good) and takes the first increment that lands below S. */
+__device__ __forceinline__ void phase_probe_warps(const P5 &p, Smem &sm, uint32_t n_ovf) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t t = blockIdx.x * (uint32_t)kWarps + (threadIdx.x >> 5); /* the warp's point: warp-uniform */
+  if (threadIdx.x == 0) sm.tally[0] = sm.tally[1] = 0;
+  __syncthreads(); /* tally zeroed -> lane 0's adds below */
+  if (t < n_ovf) {
+    const uint32_t i = __ldcg(p.ovf + t);
+    const uint32_t c = cloud_of(p.off, p.nclouds, i);
+    const Frame f = frame_load(p, c);
+    uint32_t v[3];
+    voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
+           v);
+    const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
+    bool placed = false;
+    for (uint32_t k0 = 0; k0 < p.nprobe && !placed; k0 += 32u) { /* warp-uniform: placed is broadcast */
+      const uint32_t k = k0 + lane;
+      uint32_t g = 0;
+      bool room = false;
+      if (k < p.nprobe) {
+        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+        g = c * p.nb + h;
+        room = h != home && __ldcg(p.cnt + g) < p.cap;
+      }
+      uint32_t cand = __ballot_sync(0xFFFFFFFFu, room);
+      while (cand) { /* lowest probe first */
+        const int leader = __ffs(cand) - 1;
+        uint32_t o = 0;
+        if ((int)lane == leader) {
+          o = atomicAdd(p.cnt + g, 1u);
+          if (o < p.cap) {
+            p.bucket[i] = g;
+            p.offset[i] = o;
+          } else {
+            atomicSub(p.cnt + g, 1u); /* roll back; full for good */
+          }
+        }
+        o = __shfl_sync(0xFFFFFFFFu, o, leader);
+        if (o < p.cap) {
+          placed = true;
+          break;
+        }
+        cand &= cand - 1u;
+      }
+    }
+    if (lane == 0) {
+      if (!placed) { /* leftover ticket (a handful of points: one atomic each) */
+        p.bucket[i] = PSH_RESID_FLAG | c;
+        p.offset[i] = atomicAdd(p.resid + c, 1u);
+      }
+      atomicAdd(&sm.tally[placed ? 0 : 1], 1u);
+    }
+  }
+  __syncthreads(); /* tally complete -> thread 0 */
+  if (threadIdx.x == 0) {
+    if (sm.tally[0]) atomicAdd(p.ctr + C_PROBE, sm.tally[0]);
+    if (sm.tally[1]) atomicAdd(p.ctr + C_OVER, sm.tally[1]);
+  }
+}
+
+/* Phase D: the cloud's scans, then the tile's rows: slot (coalesced) and perm (one random store per point).
+ * bucket/offset were stored by phase B (first hash) or C (probed); only leftovers are stored here. */
+__device__ __forceinline__ void phase_rows(const P5 &p, Smem &sm, const Tile &t, const uint32_t (&pl)[kMaxIpt]) {
+  const uint32_t tid = threadIdx.x, nb = p.nb, c = t.c;
+  const uint32_t S = p.cap;
+  const uint32_t R = __ldcg(p.resid + c);
+  const uint32_t per = (nb + kT - 1) / kT;
+  const uint32_t j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
+  const uint32_t *gcnt = p.cnt + (size_t)c * nb;
+  const uint32_t nit = p.ipt;
+  uint32_t cj[kPer]; /* counts after probing (all <= S now), replaced in place by the final counts */
+#pragma unroll
+  for (int q = 0; q < kPer; q++) cj[q] = j0 + (uint32_t)q < j1 ? __ldcg(gcnt + j0 + q) : 0u;
+  if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
+    uint32_t fsum = 0, pre = 0, total = 0;
+#pragma unroll
+    for (int q = 0; q < kPer; q++)
+      if (j0 + (uint32_t)q < j1) fsum += S - cj[q];
+    Scan(sm.scan).ExclusiveSum(fsum, pre, total);
+    uint32_t run = pre;
+#pragma unroll
+    for (int q = 0; q < kPer; q++) {
+      if (j0 + (uint32_t)q < j1) {
+        const uint32_t j = j0 + (uint32_t)q, freej = S - cj[q];
+        sm.u.d.F[j] = run;
+        cj[q] = psh_final_count(cj[q], run, freej, total, R, j, nb);
+        run += freej;
+      }
+    }
+    if (tid == 0) sm.u.d.F[nb] = total;
+    __syncthreads(); /* scan storage reuse by the second scan; F complete before the rows */
+  } /* without leftovers the final counts are the counts */
+  uint32_t csum = 0, pre2 = 0;
+#pragma unroll
+  for (int q = 0; q < kPer; q++)
+    if (j0 + (uint32_t)q < j1) csum += cj[q];
+  Scan(sm.scan).ExclusiveSum(csum, pre2);
+  uint32_t run = __ldg(p.off + c) + pre2;
+  const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
+#pragma unroll
+  for (int q = 0; q < kPer; q++) {
+    if (j0 + (uint32_t)q < j1) {
+      const uint32_t j = j0 + (uint32_t)q;
+      sm.u.d.start[j] = run;
+      if (writer) {
+        p.start[(size_t)c * nb + j] = run;
+        p.count_out[(size_t)c * nb + j] = cj[q];
+      }
+      run += cj[q];
+    }
+  }
+  __syncthreads(); /* start (and F) complete -> row reads */
+  uint32_t pb[kMaxIpt], po[kMaxIpt];
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) { /* points that probed: phase C's stores (L2) (loaded after the scans: held across them they spill) */
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    pb[it] = po[it] = 0;
+    if ((uint32_t)it < nit && i < t.hi && pl[it] == kNone) {
+      pb[it] = __ldcg(p.bucket + i); /* global id, or RESID_FLAG | cloud */
+      po[it] = __ldcg(p.offset + i);
+    }
+  }
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) {
+    const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+    if ((uint32_t)it >= nit || i >= t.hi) continue;
+    uint32_t local, o;
+    if (pl[it] == kNone) {
+      o = po[it];
+      if (pb[it] & PSH_RESID_FLAG) {
+        uint32_t off;
+        psh_resid_place(sm.u.d.F, nb, S, o, &local, &off);
+        o = off;
+        p.bucket[i] = c * nb + local;
+        p.offset[i] = o;
+      } else {
+        local = pb[it] - c * nb; /* phase C already wrote bucket/offset */
+      }
+    } else {
+      local = pl[it] >> kOffBits; /* phase B already wrote bucket/offset */
+      o = pl[it] & kOffMask;
+    }
+    const uint32_t s = sm.u.d.start[local] + o;
+    p.slot[i] = s;
+    p.perm[s] = i;
+  }
+}
+
+/* Row r of the gather: xyz[3i..3i+2] as the one or two 16-byte aligned chunks that hold it (row byte 12i
+ * starts at chunk offset 0, 12, 8 or 4: one chunk for offsets 0 and 4, two for 8 and 12), so 1.5 random
+ * requests per row instead of 3 scalar ones. A row whose chunks would read past the array (the last one or
+ * two rows) is loaded with scalar loads. vec: xyz is 16-byte aligned. */
+struct RowLd {
+  float4 a, b;
+  uint32_t sh; /* 4-byte offset of the row in chunk a, or 4: scalar (a.x..a.z hold it) */
+};
+__device__ __forceinline__ void row_issue(RowLd &r, const float *xyz, uint32_t n, uint32_t i, bool vec) {
+  const size_t byte = 12 * (size_t)i, a = byte & ~(size_t)15;
+  r.sh = (uint32_t)(byte - a) >> 2;
+  const bool two = r.sh >= 2u;
+  if (vec && a + (two ? 32u : 16u) <= 12 * (size_t)n) {
+    const float4 *q = (const float4 *)((const char *)xyz + a);
+    r.a = __ldg(q);
+    r.b = two ? __ldg(q + 1) : r.a;
+  } else {
+    r.sh = 4u;
+    r.a = make_float4(__ldg(xyz + 3 * (size_t)i), __ldg(xyz + 3 * (size_t)i + 1), __ldg(xyz + 3 * (size_t)i + 2), 0.0f);
+    r.b = r.a;
+  }
+}
+__device__ __forceinline__ void row_take(const RowLd &r, float &x, float &y, float &z) {
+  switch (r.sh) { /* selects, no local-memory array */
+  case 0u: x = r.a.x, y = r.a.y, z = r.a.z; break;
+  case 1u: x = r.a.y, y = r.a.z, z = r.a.w; break;
+  case 2u: x = r.a.z, y = r.a.w, z = r.b.x; break;
+  case 3u: x = r.a.w, y = r.b.x, z = r.b.y; break;
+  default: x = r.a.x, y = r.a.y, z = r.a.z; break;
+  }
+}
+
+/* The whole PSH: phases A-D as v5/v6 (psh_v5.cu), then the gather of the coordinates after one more grid
+ * barrier, xyz_out[r] = xyz[perm[r]] (v6) with chunked row loads. */
+__global__ void __launch_bounds__(kT, 2) k7_psh(P5 p) {
+  __shared__ Smem sm;
+  const uint32_t tid = threadIdx.x;
+  const int lane = (int)(tid & 31u);
+  /* ---- A: run state, defaults, the tile's xyz, tile bbox keys ---- */
+  const bool tr = blockIdx.x == 0 && tid == 0; /* the phase timestamps: one thread */
+  if (tr) {
+    p.trace[0] = gtimer();
+    p.trace[5] = p.trace[6] = 0; /* every block's atomicMax on [6] comes after barrier 1 */
+  }
+  {
+    const uint32_t gt = blockIdx.x * kT + tid, gs = gridDim.x * kT;
+    const uint32_t nbt = p.nclouds * p.nb;
+    for (uint32_t g = gt; g < nbt; g += gs) {
+      p.cnt[g] = 0;
+      p.count_out[g] = 0;
+      p.start[g] = __ldg(p.off + g / p.nb); /* kept by empty clouds; phase D rewrites the others */
+    }
+    for (uint32_t c = gt; c < p.nclouds; c += gs) p.resid[c] = 0;
+    if (gt < C_WORDS) p.ctr[gt] = 0;
+  }
+  Tile t;
+  const bool has = tile_of(p, t); /* block-uniform */
+  float x[kMaxIpt][3];
+  if (has) {
+    /* the loads of all items first (the read-only path: phases B and D read the same lines again) */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool v = (uint32_t)it < p.ipt && i < t.hi;
+      for (int d = 0; d < 3; d++) x[it][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
+    }
+    uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      if ((uint32_t)it < p.ipt && i < t.hi)
+        for (int d = 0; d < 3; d++) {
+          const uint32_t key = psh_f2key(x[it][d]);
+          k[d] = min(k[d], key);
+          k[3 + d] = min(k[3 + d], ~key);
+        }
+    }
+    block_min6(k, sm.red);
+    if (tid == 0)
+      for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k[e];
+  }
+  grid_sync(); /* zeroed state, defaults, tile keys -> phase B */
+  if (tr) p.trace[1] = gtimer();
+  /* ---- B: frame, hash, rank, bulk commit; placements stay in registers ---- */
+  const uint32_t nb = p.nb, c = t.c;
+  /* placement of each item: local bucket << kOffBits | offset; kNone: probed in phase C (or no item) */
+  uint32_t pl[kMaxIpt];
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) pl[it] = kNone;
+  if (has) {
+    for (uint32_t j = tid; j < nb; j += kT) sm.u.cnt[j] = 0;
+    if (tid == 0) sm.first = 0;
+    uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+    const uint32_t pbase = c + t.k0, m = t.k1 - t.k0 + 1;
+    for (uint32_t j = tid; j < m; j += kT)
+      for (int e = 0; e < 6; e++) k[e] = min(k[e], __ldcg(p.part + (size_t)(pbase + j) * 6 + e));
+    /* xyz again, issued before the reduction's barriers so the loads overlap them */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool v = (uint32_t)it < p.ipt && i < t.hi;
+      for (int d = 0; d < 3; d++) x[it][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
+    }
+    block_min6(k, sm.red); /* contains a barrier: also orders the cnt / first zeroing above */
+    if (tid == 0) {
+      const Frame f = frame_from_keys(p, k);
+      uint32_t w[kFrameWords] = {__float_as_uint(f.lo[0]), __float_as_uint(f.lo[1]), __float_as_uint(f.lo[2]),
+                                 f.bits, f.step, f.shift[0], f.shift[1], f.shift[2]};
+      for (int e = 0; e < kFrameWords; e++) {
+        sm.frame[e] = w[e];
+        if (t.k == t.k0) p.frame[(size_t)c * kFrameWords + e] = w[e]; /* one writer per cloud, for phase C */
+      }
+    }
+    __syncthreads(); /* frame written by thread 0 -> read by all */
+    Frame f;
+    for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(sm.frame[d]);
+    f.bits = sm.frame[3];
+    f.step = sm.frame[4];
+    for (int d = 0; d < 3; d++) f.shift[d] = sm.frame[5 + d];
+    uint32_t hr[kMaxIpt]; /* local bucket << 16 | rank in the tile (nb <= 4096, tile <= 4096 points) */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      hr[it] = 0;
+      if ((uint32_t)it >= p.ipt) break; /* block-uniform */
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool valid = i < t.hi;
+      uint32_t h = 0;
+      if (valid) {
+        uint32_t v[3];
+        voxel3(p, f, x[it][0], x[it][1], x[it][2], v);
+        h = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, nb);
+      }
+      /* the rank is the shared counter's old value: one ATOMS per point, no warp match (v5's MATCH.ANY
+       * stall); ranks within a bucket are unique, which is all the rebase below needs */
+      if (valid) hr[it] = h << 16 | atomicAdd(&sm.u.cnt[h], 1u);
+    }
+    __syncthreads(); /* cnt complete -> commit reads */
+    uint32_t *gcnt = p.cnt + (size_t)c * nb;
+    uint32_t cnt[kPer], old[kPer];
+#pragma unroll
+    for (int q = 0; q < kPer; q++) {
+      const uint32_t j = tid + (uint32_t)q * kT;
+      cnt[q] = j < nb ? sm.u.cnt[j] : 0u;
+      old[q] = 0;
+      if (cnt[q]) old[q] = atomicAdd(gcnt + j, cnt[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < kPer; q++) {
+      const uint32_t j = tid + (uint32_t)q * kT;
+      if (cnt[q]) {
+        const uint32_t keep_to = max(old[q], p.cap);
+        if (old[q] + cnt[q] > keep_to) atomicSub(gcnt + j, old[q] + cnt[q] - keep_to); /* roll back past S */
+        sm.u.cnt[j] = old[q]; /* rebase: slot j is read and written by this thread only */
+      }
+    }
+    __syncthreads(); /* rebased cnt -> placement reads */
+    uint32_t nfirst = 0;
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      if ((uint32_t)it >= p.ipt) break; /* block-uniform */
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      bool over = false;
+      if (i < t.hi) {
+        const uint32_t h = hr[it] >> 16, off = sm.u.cnt[h] + (hr[it] & 0xFFFFu);
+        if (off < p.cap) {
+          pl[it] = h << kOffBits | off;
+          p.bucket[i] = c * nb + h; /* final: coalesced, issued while the grid barrier is pending */
+          p.offset[i] = off;
+          nfirst++;
+        } else {
+          over = true;
+        }
+      }
+      const uint32_t mo = __ballot_sync(0xFFFFFFFFu, over);
+      if (mo) { /* rare: one list atomic per warp that has overflowing points */
+        const int leader = __ffs(mo) - 1;
+        uint32_t base = 0;
+        if (lane == leader) base = atomicAdd(p.ctr + C_NOVF, (uint32_t)__popc(mo));
+        base = __shfl_sync(0xFFFFFFFFu, base, leader);
+        if (over) p.ovf[base + (uint32_t)__popc(mo & lanemask_lt())] = i;
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) nfirst += __shfl_xor_sync(0xFFFFFFFFu, nfirst, o);
+    if (lane == 0 && nfirst) atomicAdd(&sm.first, nfirst);
+    __syncthreads(); /* first complete -> thread 0 */
+    if (tid == 0 && sm.first) atomicAdd(p.ctr + C_FIRST, sm.first);
+  }
+  grid_sync(); /* every commit, the list and its length -> phase C */
+  if (tr) p.trace[2] = p.trace[3] = gtimer();
+  /* ---- C: probing, only when something overflowed (same answer in every block) ---- */
+  const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF);
+  if (n_ovf > 0) {
+    if (n_ovf <= gridDim.x * (uint32_t)kWarps) phase_probe_warps(p, sm, n_ovf); /* grid-uniform choice */
+    else phase_probe(p, sm, n_ovf);
+    grid_sync(); /* probed counters, tickets, placements, tallies -> phase D */
+    if (tr) p.trace[3] = gtimer();
+  }
+  if (blockIdx.x == 0 && tid < PSH_NCOUNTERS && p.counters_out)
+    p.counters_out[tid] = tid < 3 ? __ldcg(p.ctr + tid) : 0u; /* every tally is in */
+  if (has) phase_rows(p, sm, t, pl);
+  if (tr) p.trace[4] = gtimer();
+  if (!p.xyz_out) {
+    __syncthreads(); /* the block's stores are issued -> its end time */
+    if (tid == 0) atomicMax(p.trace + 6, gtimer());
+    return; /* uniform */
+  }
+  grid_sync(); /* every perm entry -> the gather */
+  if (tr) p.trace[5] = gtimer();
+  /* ---- E: xyz_out[r] = xyz[perm[r]], 4 rows (48 bytes, 3 float4 stores) per thread when aligned ---- */
+  const uint32_t gt = blockIdx.x * kT + tid, gs = gridDim.x * kT;
+  const bool vec = p.xyz_in16 != 0;
+  if (p.xyz_pair == 2) {
+    const uint32_t quads = p.n / 4u;
+    for (uint32_t q = gt; q < quads; q += gs) {
+      const uint4 pm = __ldcg((const uint4 *)p.perm + q);
+      const uint32_t src[4] = {pm.x, pm.y, pm.z, pm.w};
+      RowLd r[4];
+#pragma unroll
+      for (int k = 0; k < 4; k++) row_issue(r[k], p.xyz, p.n, src[k], vec); /* all loads before any use */
+      float v[12];
+#pragma unroll
+      for (int k = 0; k < 4; k++) row_take(r[k], v[3 * k], v[3 * k + 1], v[3 * k + 2]);
+      float4 *o = (float4 *)(p.xyz_out + 12 * (size_t)q);
+      o[0] = make_float4(v[0], v[1], v[2], v[3]);
+      o[1] = make_float4(v[4], v[5], v[6], v[7]);
+      o[2] = make_float4(v[8], v[9], v[10], v[11]);
+    }
+    for (uint32_t rr = quads * 4u + gt; rr < p.n; rr += gs) {
+      const uint32_t i = __ldcg(p.perm + rr);
+      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)rr + d] = __ldg(p.xyz + 3 * (size_t)i + d);
+    }
+  } else {
+    for (uint32_t rr = gt; rr < p.n; rr += gs) {
+      const uint32_t i = __ldcg(p.perm + rr);
+      RowLd r;
+      row_issue(r, p.xyz, p.n, i, vec);
+      row_take(r, p.xyz_out[3 * (size_t)rr], p.xyz_out[3 * (size_t)rr + 1], p.xyz_out[3 * (size_t)rr + 2]);
+    }
+  }
+  __syncthreads(); /* the block's stores are issued -> its end time */
+  if (tid == 0) atomicMax(p.trace + 6, gtimer());
+}
+
+size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* Scratch layout (tiles bounded with the smallest tile, kT points); returns the total size. */
+size_t layout(P5 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
+  char *b = (char *)base;
+  size_t off = 0;
+  uint32_t *tw = NULL;
+  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf, &tw};
+  const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
+  const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
+                          (size_t)n + 1, 2 * (size_t)kTrace};
+  for (int k = 0; k < 7; k++) {
+    if (b) *slots[k] = (uint32_t *)(b + off);
+    off += align256(words[k] * sizeof(uint32_t));
+  }
+  q->trace = (unsigned long long *)tw; /* 256-byte aligned */
+  return off;
+}
+
+hx_status run7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
+               void *stream, hx_err *err) {
+  void (*kern)(P5) = k7_psh;
+  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
+  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
+  if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 4096) */
+    return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  /* v4's scratch layout is the same as ours (same tiles bound, same arrays), so one size serves both */
+  P5 p;
+  memset(&p, 0, sizeof p);
+  const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
+  int query;
+  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
+  if (sq != HX_OK || query) return sq;
+  if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v7: scratch must be 256-byte aligned (cudaMalloc)");
+  int dev = 0, sms = 0, coop = 0, per_sm = 0;
+  V7_CUDA("device", cudaGetDevice(&dev));
+  V7_CUDA("SM count", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  V7_CUDA("cooperative launch attribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  V7_CUDA("occupancy", cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kT, 0));
+  if (!coop || per_sm < 1 || sms < 1) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  /* points per thread: the tiles fill the resident blocks in one wave, at most kMaxIpt */
+  const uint64_t resident = (uint64_t)per_sm * (uint64_t)sms;
+  const uint64_t per_wave = (uint64_t)kT * resident;
+  uint64_t ipt = ((uint64_t)in->n + per_wave - 1) / per_wave;
+  ipt = ipt < 1 ? 1 : ipt > kMaxIpt ? kMaxIpt : ipt;
+  uint64_t tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + kT * ipt - 1) / (kT * ipt);
+  while (tiles > resident && ipt < kMaxIpt) { /* the +nclouds of the tile bound can spill a wave */
+    ipt++;
+    tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + kT * ipt - 1) / (kT * ipt);
+  }
+  if (tiles > resident) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
+  p.ipt = (uint32_t)ipt;
+  p.tile = kT * p.ipt;
+  psh_kparams_fill(&p, out, in, prm);
+  p.off = in->cloud_offset;
+  p.count_out = out->bucket_count;
+  p.xyz_pair = ((uintptr_t)out->xyz & 15u) == 0 ? 2 : 0; /* 2: the gather's float4 stores */
+  p.xyz_in16 = ((uintptr_t)in->xyz & 15u) == 0;
+  void *args[] = {&p};
+  V7_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT), args,
+                                                            0, (cudaStream_t)stream));
+  return HX_OK;
+}
+
+} // namespace
+
+extern "C" hx_status psh_run_v7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                                const psh_params *prm, void *stream, hx_err *err) {
+  return run7(d_scratch, scratch_bytes, out, in, prm, stream, err);
+}
