@@ -3,7 +3,9 @@
  * clustered, one voxel, N < S, empty clouds, over capacity, several points per thread, 4096 buckets,
  * S = 4096) for every hash, and checks what test_psh_gpu.c checks: psh_check's invariants, counters
  * summing to n, first-hash count equal to the CPU's, CPU buckets where the CPU needed no probe, the
- * one-voxel counts. Exit status 1 on any failure.
+ * one-voxel counts. Exit status 1 on any failure. EMU_MISALIGN (v7's second run): the coordinates in and
+ * out start 4 or 8 bytes past a 16-byte boundary for some hashes, so the scalar fall-backs of the gather
+ * run too.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -39,6 +41,7 @@ int main() {
       {"N < S", 0, {10}, 1, 64, 0.1f, 1},
       {"batch with empty", 0, {10, 0, 3001, 1, 0}, 64, 64, 0.1f, 1},
       {"over capacity", 0, {1000}, 4, 16, 0.1f, 1},
+      {"over capacity short", 0, {70}, 4, 16, 0.1f, 1}, /* a short overflow list with leftovers */
       {"batch 2 x 2500 + 0", 1, {2501, 0, 2499}, 0, 16, 0.05f, 1},
       {"plane 4097", 3, {4097}, 0, 32, 0.05f, 1},
       {"sparse nb 4096", 0, {2000}, 4096, 64, 0.5f, 1},
@@ -54,19 +57,26 @@ int main() {
     uint32_t nmax = 0;
     for (auto s : cs.sizes) { off.push_back(off.back() + s); nmax = s > nmax ? s : nmax; }
     const uint32_t n = off.back(), nc = (uint32_t)cs.sizes.size();
-    std::vector<float> xyz((size_t)n * 3 + 3);
-    for (uint32_t c = 0; c < nc; c++) fill(xyz.data() + 3 * (size_t)off[c], cs.sizes[c], cs.kind, 1000 + c);
+    std::vector<float> xyzv((size_t)n * 3 + 8);
     for (int h = 0; h < 4; h++) {
+#ifdef EMU_MISALIGN
+      const size_t shin = h == 1 || h == 3 ? 1 : 0, shout = h == 1 || h == 3 ? 1 : h == 2 ? 2 : 0;
+#else
+      const size_t shin = 0, shout = 0;
+#endif
+      float *xyz = xyzv.data() + shin; /* vector storage is 16-byte aligned */
+      for (uint32_t c = 0; c < nc; c++) fill(xyz + 3 * (size_t)off[c], cs.sizes[c], cs.kind, 1000 + c);
       psh_params p; psh_params_default(&p);
       p.hash = (psh_hash)h; p.cap = cs.cap; p.voxel = cs.voxel; p.nb = cs.nb ? cs.nb : psh_auto_buckets(nmax, cs.cap);
       const uint32_t nbt = nc * p.nb;
       auto mk = [](size_t k) { std::vector<uint32_t> v(k + 1); memset(v.data(), 0xAB, v.size() * 4); return v; };
       auto cb = mk(n), co = mk(n), cc = mk(nbt), cst = mk(nbt), csl = mk(n), cpe = mk(n), cct = mk(4);
       auto gb = mk(n), go = mk(n), gc = mk(nbt), gst = mk(nbt), gsl = mk(n), gpe = mk(n), gct = mk(4);
-      std::vector<float> cx((size_t)n * 3 + 3), gx((size_t)n * 3 + 3, -7.0f);
-      psh_in in = {xyz.data(), off.data(), nc, n};
+      std::vector<float> cx((size_t)n * 3 + 3), gxv((size_t)n * 3 + 8, -7.0f);
+      float *gx = gxv.data() + shout;
+      psh_in in = {xyz, off.data(), nc, n};
       psh_out co_ = {cb.data(), co.data(), cc.data(), cst.data(), csl.data(), cpe.data(), cx.data(), cct.data()};
-      psh_out go_ = {gb.data(), go.data(), gc.data(), gst.data(), gsl.data(), gpe.data(), gx.data(), gct.data()};
+      psh_out go_ = {gb.data(), go.data(), gc.data(), gst.data(), gsl.data(), gpe.data(), gx, gct.data()};
       hx_err err = {};
       if (psh_run_cpu(&co_, &in, &p, &err) != HX_OK) { printf("cpu fail %s\n", err.msg); return 1; }
       size_t sb = 0;
