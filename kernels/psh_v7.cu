@@ -17,12 +17,16 @@
  *      full for good (counter = kept + pending roll-backs, pending > 0 only when kept = S; psh_v4.cu), so
  *      skipping it is what the serial loop does, and the candidates are tried lowest probe first, each
  *      failed increment rolled back. Long lists (div hashes) keep v5's thread-per-point phase C.
- *   D  rows as v6 (slot, perm), then the gather xyz_out[r] = xyz[perm[r]] with 16-byte loads of the aligned
- *      chunks holding the row (1.5 loads per row on average instead of 3 scalar ones: each is one random
- *      L2 request, the quantity the scatter model of NOTES.md charges ~12 ns of GPU throughput for).
+ *   D  rows (slot, coalesced), and ONE random store per point: the 16-byte record (i, x, y, z) at its row of
+ *      a scratch array (one L2 sector); after one more grid barrier every row's perm and xyz_out are copied
+ *      from the records in row order, coalesced. v6 made 2.25 random requests per point here (perm's
+ *      store, the gather's 12-byte read), v5 ~3; the scatter model of NOTES.md charges each ~12 ns of the
+ *      GPU's throughput (~7.5 us per 600k). Costs 16 bytes of scratch per point. Without coordinates
+ *      (xyz_out NULL) phase D stores perm directly and there is no gather.
  * Everything else (tiles, phases A and the commit of B, the correctness argument, memory ordering through
  * grid barriers and ld.global.cg, the fall-back to v4) is v5's; see psh_v5.cu. The scratch layout starts
- * with v5's arrays in v5's order, so psh_v5_trace reads v7's phase stamps (same slot meanings as v6).
+ * with v5's arrays in v5's order (the records come after), so psh_v5_trace reads v7's phase stamps (same
+ * slot meanings as v6).
  * Not yet run on a GPU (written 2026-11-22 offline; checked in the host emulation, kernels/dev/emu).
  */
 #include "kernels/kernels.h"
@@ -70,8 +74,7 @@ struct P5 {
   const uint32_t *off;
   uint32_t nclouds, n, nb, cap, nprobe, hash, tile, ipt;
   float voxel;
-  int xyz_pair; /* xyz_out alignment: 2 = 16 bytes (the gather's float4 stores), else scalar stores */
-  int xyz_in16; /* xyz 16-byte aligned: the gather loads a row as one or two aligned float4 chunks */
+  int vec16; /* xyz_out and perm 16-byte aligned: the gather's stores are float4 / uint4 */
   uint64_t seed;
   int8_t probe[PSH_NPROBE_BASE][3];
   /* outputs */
@@ -85,6 +88,8 @@ struct P5 {
   uint32_t *ctr;   /* [C_WORDS] */
   uint32_t *ovf;   /* [n] overflow list */
   unsigned long long *trace; /* [kTrace] %globaltimer (ns) at the phase boundaries, see psh_v5_trace */
+  uint4 *stage;    /* [n] row r's record (perm, x, y, z bits): one random 16-byte store per point in phase D,
+                      read in row order by the gather */
 };
 
 __device__ __forceinline__ Frame frame_load(const P5 &p, uint32_t c) {
@@ -333,7 +338,8 @@ __device__ __forceinline__ void phase_rows(const P5 &p, Smem &sm, const Tile &t,
   __syncthreads(); /* start (and F) complete -> row reads */
   uint32_t pb[kMaxIpt], po[kMaxIpt];
 #pragma unroll
-  for (int it = 0; it < kMaxIpt; it++) { /* points that probed: phase C's stores (L2) (loaded after the scans: held across them they spill) */
+  for (int it = 0; it < kMaxIpt; it++) { /* points that probed: phase C's stores (L2); loaded after the scans
+                                          * (held across them they spill) */
     const uint32_t i = t.lo + (uint32_t)it * kT + tid;
     pb[it] = po[it] = 0;
     if ((uint32_t)it < nit && i < t.hi && pl[it] == kNone) {
@@ -363,44 +369,38 @@ __device__ __forceinline__ void phase_rows(const P5 &p, Smem &sm, const Tile &t,
     }
     const uint32_t s = sm.u.d.start[local] + o;
     p.slot[i] = s;
-    p.perm[s] = i;
+    if (p.xyz_out) pb[it] = s; /* the row, for the record below */
+    else p.perm[s] = i;        /* no coordinates: perm is the only random store */
+  }
+  if (p.xyz_out) {
+    /* this tile's xyz again (L1/L2: phases A and B read the same lines), in two groups of 4 items whose
+     * loads all precede their stores (all 8 at once spill) */
+    constexpr int kG = kMaxIpt / 2;
+#pragma unroll
+    for (int g0 = 0; g0 < kMaxIpt; g0 += kG) {
+      if ((uint32_t)g0 >= nit) break; /* block-uniform */
+      float x[kG][3];
+#pragma unroll
+      for (int u = 0; u < kG; u++) {
+        const uint32_t i = t.lo + (uint32_t)(g0 + u) * kT + tid;
+        const bool v = (uint32_t)(g0 + u) < nit && i < t.hi;
+        for (int d = 0; d < 3; d++) x[u][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kG; u++) {
+        const uint32_t i = t.lo + (uint32_t)(g0 + u) * kT + tid;
+        if ((uint32_t)(g0 + u) >= nit || i >= t.hi) continue;
+        /* one aligned 16-byte store (one L2 sector) at the random row instead of perm's 4-byte store plus
+         * the gather's 12-byte random read */
+        p.stage[pb[g0 + u]] = make_uint4(i, __float_as_uint(x[u][0]), __float_as_uint(x[u][1]), __float_as_uint(x[u][2]));
+      }
+    }
   }
 }
 
-/* Row r of the gather: xyz[3i..3i+2] as the one or two 16-byte aligned chunks that hold it (row byte 12i
- * starts at chunk offset 0, 12, 8 or 4: one chunk for offsets 0 and 4, two for 8 and 12), so 1.5 random
- * requests per row instead of 3 scalar ones. A row whose chunks would read past the array (the last one or
- * two rows) is loaded with scalar loads. vec: xyz is 16-byte aligned. */
-struct RowLd {
-  float4 a, b;
-  uint32_t sh; /* 4-byte offset of the row in chunk a, or 4: scalar (a.x..a.z hold it) */
-};
-__device__ __forceinline__ void row_issue(RowLd &r, const float *xyz, uint32_t n, uint32_t i, bool vec) {
-  const size_t byte = 12 * (size_t)i, a = byte & ~(size_t)15;
-  r.sh = (uint32_t)(byte - a) >> 2;
-  const bool two = r.sh >= 2u;
-  if (vec && a + (two ? 32u : 16u) <= 12 * (size_t)n) {
-    const float4 *q = (const float4 *)((const char *)xyz + a);
-    r.a = __ldg(q);
-    r.b = two ? __ldg(q + 1) : r.a;
-  } else {
-    r.sh = 4u;
-    r.a = make_float4(__ldg(xyz + 3 * (size_t)i), __ldg(xyz + 3 * (size_t)i + 1), __ldg(xyz + 3 * (size_t)i + 2), 0.0f);
-    r.b = r.a;
-  }
-}
-__device__ __forceinline__ void row_take(const RowLd &r, float &x, float &y, float &z) {
-  switch (r.sh) { /* selects, no local-memory array */
-  case 0u: x = r.a.x, y = r.a.y, z = r.a.z; break;
-  case 1u: x = r.a.y, y = r.a.z, z = r.a.w; break;
-  case 2u: x = r.a.z, y = r.a.w, z = r.b.x; break;
-  case 3u: x = r.a.w, y = r.b.x, z = r.b.y; break;
-  default: x = r.a.x, y = r.a.y, z = r.a.z; break;
-  }
-}
-
-/* The whole PSH: phases A-D as v5/v6 (psh_v5.cu), then the gather of the coordinates after one more grid
- * barrier, xyz_out[r] = xyz[perm[r]] (v6) with chunked row loads. */
+/* The whole PSH: phases A-D as v5/v6 (psh_v5.cu); with coordinates, phase D stores one record per point at
+ * its row and, after one more grid barrier, every row's perm and xyz_out are copied from the records in row
+ * order (coalesced loads and stores only). */
 __global__ void __launch_bounds__(kT, 2) k7_psh(P5 p) {
   __shared__ Smem sm;
   const uint32_t tid = threadIdx.x;
@@ -575,36 +575,25 @@ __global__ void __launch_bounds__(kT, 2) k7_psh(P5 p) {
   }
   grid_sync(); /* every perm entry -> the gather */
   if (tr) p.trace[5] = gtimer();
-  /* ---- E: xyz_out[r] = xyz[perm[r]], 4 rows (48 bytes, 3 float4 stores) per thread when aligned ---- */
+  /* ---- E: perm[r], xyz_out[r] from the record of row r, 4 rows per thread (64 bytes in, 16 + 48 out) ---- */
   const uint32_t gt = blockIdx.x * kT + tid, gs = gridDim.x * kT;
-  const bool vec = p.xyz_in16 != 0;
-  if (p.xyz_pair == 2) {
-    const uint32_t quads = p.n / 4u;
-    for (uint32_t q = gt; q < quads; q += gs) {
-      const uint4 pm = __ldcg((const uint4 *)p.perm + q);
-      const uint32_t src[4] = {pm.x, pm.y, pm.z, pm.w};
-      RowLd r[4];
+  const uint32_t quads = p.vec16 ? p.n / 4u : 0u;
+  for (uint32_t q = gt; q < quads; q += gs) {
+    uint4 r[4];
 #pragma unroll
-      for (int k = 0; k < 4; k++) row_issue(r[k], p.xyz, p.n, src[k], vec); /* all loads before any use */
-      float v[12];
-#pragma unroll
-      for (int k = 0; k < 4; k++) row_take(r[k], v[3 * k], v[3 * k + 1], v[3 * k + 2]);
-      float4 *o = (float4 *)(p.xyz_out + 12 * (size_t)q);
-      o[0] = make_float4(v[0], v[1], v[2], v[3]);
-      o[1] = make_float4(v[4], v[5], v[6], v[7]);
-      o[2] = make_float4(v[8], v[9], v[10], v[11]);
-    }
-    for (uint32_t rr = quads * 4u + gt; rr < p.n; rr += gs) {
-      const uint32_t i = __ldcg(p.perm + rr);
-      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)rr + d] = __ldg(p.xyz + 3 * (size_t)i + d);
-    }
-  } else {
-    for (uint32_t rr = gt; rr < p.n; rr += gs) {
-      const uint32_t i = __ldcg(p.perm + rr);
-      RowLd r;
-      row_issue(r, p.xyz, p.n, i, vec);
-      row_take(r, p.xyz_out[3 * (size_t)rr], p.xyz_out[3 * (size_t)rr + 1], p.xyz_out[3 * (size_t)rr + 2]);
-    }
+    for (int k = 0; k < 4; k++) r[k] = __ldcg(p.stage + 4 * (size_t)q + k); /* written by other blocks: L2 */
+    ((uint4 *)p.perm)[q] = make_uint4(r[0].x, r[1].x, r[2].x, r[3].x);
+    float4 *o = (float4 *)(p.xyz_out + 12 * (size_t)q);
+    o[0] = make_float4(__uint_as_float(r[0].y), __uint_as_float(r[0].z), __uint_as_float(r[0].w), __uint_as_float(r[1].y));
+    o[1] = make_float4(__uint_as_float(r[1].z), __uint_as_float(r[1].w), __uint_as_float(r[2].y), __uint_as_float(r[2].z));
+    o[2] = make_float4(__uint_as_float(r[2].w), __uint_as_float(r[3].y), __uint_as_float(r[3].z), __uint_as_float(r[3].w));
+  }
+  for (uint32_t rr = quads * 4u + gt; rr < p.n; rr += gs) { /* the tail, or everything when unaligned */
+    const uint4 r = __ldcg(p.stage + rr);
+    p.perm[rr] = r.x;
+    p.xyz_out[3 * (size_t)rr] = __uint_as_float(r.y);
+    p.xyz_out[3 * (size_t)rr + 1] = __uint_as_float(r.z);
+    p.xyz_out[3 * (size_t)rr + 2] = __uint_as_float(r.w);
   }
   __syncthreads(); /* the block's stores are issued -> its end time */
   if (tid == 0) atomicMax(p.trace + 6, gtimer());
@@ -617,15 +606,18 @@ size_t layout(P5 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   char *b = (char *)base;
   size_t off = 0;
   uint32_t *tw = NULL;
-  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf, &tw};
+  uint32_t *sw = NULL;
+  /* v5's arrays in v5's order (psh_v5_trace reads the stamps), then the records */
+  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf, &tw, &sw};
   const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
   const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
-                          (size_t)n + 1, 2 * (size_t)kTrace};
-  for (int k = 0; k < 7; k++) {
+                          (size_t)n + 1, 2 * (size_t)kTrace, 4 * (size_t)n};
+  for (int k = 0; k < 8; k++) {
     if (b) *slots[k] = (uint32_t *)(b + off);
     off += align256(words[k] * sizeof(uint32_t));
   }
   q->trace = (unsigned long long *)tw; /* 256-byte aligned */
+  q->stage = (uint4 *)sw;
   return off;
 }
 
@@ -636,7 +628,7 @@ hx_status run7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const
   if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
   if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 4096) */
     return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
-  /* v4's scratch layout is the same as ours (same tiles bound, same arrays), so one size serves both */
+  /* v4's scratch layout is v5's without the records: v7's size also serves the v4 fall-back */
   P5 p;
   memset(&p, 0, sizeof p);
   const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
@@ -667,8 +659,7 @@ hx_status run7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const
   psh_kparams_fill(&p, out, in, prm);
   p.off = in->cloud_offset;
   p.count_out = out->bucket_count;
-  p.xyz_pair = ((uintptr_t)out->xyz & 15u) == 0 ? 2 : 0; /* 2: the gather's float4 stores */
-  p.xyz_in16 = ((uintptr_t)in->xyz & 15u) == 0;
+  p.vec16 = (((uintptr_t)out->xyz | (uintptr_t)out->perm) & 15u) == 0;
   void *args[] = {&p};
   V7_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT), args,
                                                             0, (cudaStream_t)stream));
