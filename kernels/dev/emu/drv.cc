@@ -4,8 +4,8 @@
  * S = 4096) for every hash, and checks what test_psh_gpu.c checks: psh_check's invariants, counters
  * summing to n, first-hash count equal to the CPU's, CPU buckets where the CPU needed no probe, the
  * one-voxel counts. Exit status 1 on any failure. EMU_MISALIGN (v7's second run): the coordinates in and
- * out start 4 or 8 bytes past a 16-byte boundary for some hashes, so the scalar fall-backs of the gather
- * run too.
+ * out start 4 or 8 bytes past a 16-byte boundary for some hashes (perm 4 bytes for the last), so the
+ * gather's scalar fall-back runs too.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -60,9 +60,9 @@ int main() {
     std::vector<float> xyzv((size_t)n * 3 + 8);
     for (int h = 0; h < 4; h++) {
 #ifdef EMU_MISALIGN
-      const size_t shin = h == 1 || h == 3 ? 1 : 0, shout = h == 1 || h == 3 ? 1 : h == 2 ? 2 : 0;
+      const size_t shin = h == 1 || h == 3 ? 1 : 0, shout = h == 1 || h == 3 ? 1 : h == 2 ? 2 : 0, shperm = h == 3;
 #else
-      const size_t shin = 0, shout = 0;
+      const size_t shin = 0, shout = 0, shperm = 0;
 #endif
       float *xyz = xyzv.data() + shin; /* vector storage is 16-byte aligned */
       for (uint32_t c = 0; c < nc; c++) fill(xyz + 3 * (size_t)off[c], cs.sizes[c], cs.kind, 1000 + c);
@@ -76,7 +76,7 @@ int main() {
       float *gx = gxv.data() + shout;
       psh_in in = {xyz, off.data(), nc, n};
       psh_out co_ = {cb.data(), co.data(), cc.data(), cst.data(), csl.data(), cpe.data(), cx.data(), cct.data()};
-      psh_out go_ = {gb.data(), go.data(), gc.data(), gst.data(), gsl.data(), gpe.data(), gx, gct.data()};
+      psh_out go_ = {gb.data(), go.data(), gc.data(), gst.data(), gsl.data(), gpe.data() + shperm, gx, gct.data()};
       hx_err err = {};
       if (psh_run_cpu(&co_, &in, &p, &err) != HX_OK) { printf("cpu fail %s\n", err.msg); return 1; }
       size_t sb = 0;

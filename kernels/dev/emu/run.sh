@@ -62,5 +62,5 @@ case "$WHICH" in all|v4) echo "== v4"; "$D/drv4" || rc=1;; esac
 case "$WHICH" in all|v5) echo "== v5"; "$D/drv5" || rc=1;; esac
 case "$WHICH" in all|v6) echo "== v6"; "$D/drv6" || rc=1;; esac
 case "$WHICH" in all|v7) echo "== v7"; "$D/drv7" || rc=1
-  echo "== v7, coordinates 4/8 bytes off 16-byte alignment (hashes 1-3)"; "$D/drv7u" || rc=1;; esac
+  echo "== v7, coordinates (and perm) 4/8 bytes off 16-byte alignment (hashes 1-3)"; "$D/drv7u" || rc=1;; esac
 exit $rc
