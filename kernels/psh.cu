@@ -519,8 +519,9 @@ const psh_variant psh_table[] = {
     {5, "v5", "one cooperative launch: v4's tiles as 4 phases with grid barriers, placements in registers (psh_v5.cu)",
      psh_run_v5},
     {6, "v6", "v5 with the coordinates gathered after one more grid barrier (coalesced stores) (psh_v5.cu)", psh_run_v6},
-    {7, "v7", "v6 with a shared-atomic rank, one warp per overflow point on short lists, chunked row gather (psh_v7.cu); "
-              "not yet run on a GPU (written 2026-11-22 offline)",
+    {7, "v7",
+     "v6 with a shared-atomic rank, one warp per overflow point on short lists, one 16-B record per row + "
+     "coalesced gather (psh_v7.cu); not yet run on a GPU (written 2026-11-22 offline)",
      psh_run_v7},
 };
 

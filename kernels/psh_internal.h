@@ -235,7 +235,8 @@ hx_status psh_run_v5(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
 hx_status psh_run_v6(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
 /* Variant v7 (psh_v7.cu): v6 with a shared-atomic rank, warp-per-point probing of short overflow lists and
- * a chunked row gather; same scratch layout prefix as v5/v6, so psh_v5_trace reads its stamps too. */
+ * one 16-byte record per row (one random store) copied out by a coalesced gather; same scratch layout
+ * prefix as v5/v6, so psh_v5_trace reads its stamps too. */
 hx_status psh_run_v7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
 /* Phase timestamps of the last v5/v6/v7 run whose scratch is d_scratch (same batch shape and nb), us after the

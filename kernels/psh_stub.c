@@ -21,7 +21,7 @@ static const psh_variant psh_table[] = {
     {4, "v4", "4 launches, dense shared counts, per-tile scan + scatter (needs CUDA)", psh_no_gpu},
     {5, "v5", "one cooperative launch, phases with grid barriers (needs CUDA)", psh_no_gpu},
     {6, "v6", "v5 with the coordinates gathered (needs CUDA)", psh_no_gpu},
-    {7, "v7", "v6 with shared-atomic ranks, warp probing, chunked gather (needs CUDA)", psh_no_gpu},
+    {7, "v7", "v6 with shared-atomic ranks, warp probing, row records (needs CUDA)", psh_no_gpu},
 };
 
 const psh_variant *psh_variants(size_t *count) {

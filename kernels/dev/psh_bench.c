@@ -11,7 +11,7 @@
  * Bytes counted for the whole PSH (napkin, per point): bbox read 12, first pass read 12 + write 8, scatter
  * read 8 + 12, write 8 + 12 (slot, perm, xyz) = 72 B/point (probing traffic of overflow points not counted).
  * psh_us: the launch sequence from the host each time; graph_us: the same captured as one CUDA graph
- * (GB/s and the naive/two-stage ratios use the graph time). For v5/v6 (one cooperative kernel) a second
+ * (GB/s and the naive/two-stage ratios use the graph time). For v5-v7 (one cooperative kernel) a second
  * line gives the phase boundaries of the last graph run from the kernel's own %globaltimer stamps.
  * usage: psh_bench [N_LIST (comma, default 100000,200000,400000,600000)] [REPS (20)] [S (512)] [C (64)]
  */
