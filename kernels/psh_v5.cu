@@ -82,7 +82,7 @@ struct P5 {
   const uint32_t *off;
   uint32_t nclouds, n, nb, cap, nprobe, hash, tile, ipt;
   float voxel;
-  int xyz_pair; /* xyz_out alignment: 1 = 8 bytes (scatter: a float2 + a float), 2 = 16 bytes (gather: float4) */
+  int xyz_pair; /* xyz_out alignment: 1 = 8 bytes (scatter: a float2 + a float), 2 = 16 bytes and perm too (gather) */
   uint64_t seed;
   int8_t probe[PSH_NPROBE_BASE][3];
   /* outputs */
@@ -614,8 +614,11 @@ hx_status run5(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const
   psh_kparams_fill(&p, out, in, prm);
   p.off = in->cloud_offset;
   p.count_out = out->bucket_count;
-  /* 1: float2 + float scatter stores possible (8-byte aligned); 2: also 16-byte aligned (gather's float4) */
-  p.xyz_pair = ((uintptr_t)out->xyz & 15u) == 0 ? 2 : ((uintptr_t)out->xyz & 7u) == 0 ? 1 : 0;
+  /* 1: float2 + float scatter stores possible (8-byte aligned); 2: also 16-byte aligned, and perm too
+   * (v6's gather reads perm as uint4 and stores float4s; a caller's perm need not be 16-byte aligned) */
+  p.xyz_pair = ((uintptr_t)out->xyz & 15u) == 0 && ((uintptr_t)out->perm & 15u) == 0 ? 2
+               : ((uintptr_t)out->xyz & 7u) == 0                                     ? 1
+                                                                                     : 0;
   void *args[] = {&p};
   V5_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT), args,
                                                             0, (cudaStream_t)stream));
