@@ -59,6 +59,12 @@ static double plan_flops(const battn_plan *pl, int H, int D) {
   return 4.0 * f * H * D;
 }
 
+/* Parameters of one forward over packed qkv [rows, 3, H, D] fp16 (the stage's only layout). */
+static void packed_params(battn_params *p, int64_t rows, int H, int D, const battn_plan *plan) {
+  battn_params_init(p, rows, H, D, BATTN_F16, plan);
+  p->q_row_stride = p->k_row_stride = p->v_row_stride = (int64_t)3 * H * D;
+}
+
 typedef struct attn_run {
   const battn_variant *v;
   battn_params p; /* device pointers */
@@ -161,16 +167,13 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
   HX_TRY(hx_arena_alloc(b->arena, (void **)&b->d_scope, (size_t)max_ns * 4, "attention scopes", err));
   HX_TRY(cu(cudaMemcpy(b->d_qkv, b->h_qkv, 3 * R * hd * 2, cudaMemcpyHostToDevice), "upload", err));
   /* host params (reference) and device params share shapes and strides: packed [rows, 3, H, D] */
-  battn_params hp;
-  battn_params_init(&hp, rows, H, D, BATTN_F16, NULL);
-  hp.q_row_stride = hp.k_row_stride = hp.v_row_stride = (int64_t)(3 * hd);
+  battn_params hp; /* set per plan below */
   const battn_variant *vars[ATTN_NVAR];
   vars[0] = NULL;
   for (int fi = 0; fi < 2 && !vars[0]; fi++) { /* the first fused variant that runs here */
     const battn_variant *v = battn_variant_find(attn_fused_names[fi]);
     battn_params p;
-    battn_params_init(&p, rows, H, D, BATTN_F16, items[0].plan);
-    p.q_row_stride = p.k_row_stride = p.v_row_stride = (int64_t)(3 * hd);
+    packed_params(&p, rows, H, D, items[0].plan);
     size_t need = 0;
     hx_err e;
     if (v && v->fn(&p, NULL, &need, b->s, &e) == HX_OK) vars[0] = v;
@@ -186,8 +189,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
     size_t scratch = 16;
     for (size_t k = 0; k < n_items; k++) {
       battn_params p;
-      battn_params_init(&p, rows, H, D, BATTN_F16, items[k].plan);
-      p.q_row_stride = p.k_row_stride = p.v_row_stride = (int64_t)(3 * hd);
+      packed_params(&p, rows, H, D, items[k].plan);
       size_t need = 0;
       HX_TRY(vars[vi]->fn(&p, NULL, &need, b->s, err));
       if (need > scratch) scratch = need;
@@ -196,8 +198,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
     for (size_t k = 0; k < n_items; k++) {
       const battn_plan *pl = items[k].plan;
       const char *kernel = items[k].kernel;
-      battn_params_init(&hp, rows, H, D, BATTN_F16, pl);
-      hp.q_row_stride = hp.k_row_stride = hp.v_row_stride = (int64_t)(3 * hd);
+      packed_params(&hp, rows, H, D, pl);
       hp.q = b->h_qkv, hp.k = b->h_qkv + hd, hp.v = b->h_qkv + 2 * hd;
       hp.o = b->h_o, hp.lse = b->h_lse;
       HX_TRY(battn_validate(&hp, pl, err)); /* the plan against the layout, on the host tables */
