@@ -21,7 +21,7 @@ static const battn_variant battn_table[] = {
     {6, "v6", "fused wgmma kernel, sm_90a (needs CUDA)", no_gpu},
     {7, "v7", "fused wgmma kernel without the softmax fence, sm_90a (needs CUDA)", no_gpu},
     {8, "v8", "fused wgmma kernel at every head dim, sm_90a (needs CUDA)", no_gpu},
-    {9, "v9", "warp-specialised wgmma kernel, sm_90a (needs CUDA)", no_gpu},
+    {9, "v9", "warp-specialised wgmma kernel, sm_90a, recommended there (needs CUDA)", no_gpu},
     {10, "v10", "warp-specialised wgmma kernel at every head dim, sm_90a (needs CUDA)", no_gpu},
     {11, "v11", "warp-specialised wgmma kernel without ping-pong, sm_90a (needs CUDA)", no_gpu},
 };

@@ -17,7 +17,7 @@
  *
  * v9 (battn_v9_kernel, below v6's): the same tile arithmetic, warp-specialised: a producer warpgroup fills
  * the K/V ring (cp.async + per-slot full/empty mbarriers, setmaxnreg), two consumer warpgroups ping-pong
- * their wgmmas; no CTA-wide barrier in the loop. Written offline, not yet run on a GPU (NOTES.md).
+ * their wgmmas; no CTA-wide barrier in the loop. 1.4-1.5x v6 at D = 64/128 on the H200 (NOTES.md).
  *
  * Gating: the wgmma code exists only in the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); the sm_80/sm_90
  * images of this file hold empty kernels. The launcher refuses (HX_EUNSUPPORTED) unless the device is
@@ -1069,11 +1069,13 @@ extern "C" hx_status battn_v8_fn(const battn_params *p, void *d_scratch, size_t 
                                  hx_err *err) {
   return v6_run<v6_tiles>(p, d_scratch, scratch_bytes, stream, err);
 }
-/* v9: the warp-specialised kernel (producer warpgroup, mbarrier ring, ping-pong) at D = 64, 128; v5's
- * kernels at D = 16, 32 as v6 (v10 measures the v9 kernel there). Not yet run on a GPU. */
+/* v9: the warp-specialised kernel (producer warpgroup, mbarrier ring, ping-pong) at D = 32, 64, 128; v5's
+ * kernel at D = 16, where 12 warps of mma.sync per SM keep more exponentials in flight than the two
+ * consumer warpgroups do (H200, 2026-11-22, scope 4096 fp16: D = 16 v5 142 vs v10 128 TFLOP/s; D = 32
+ * v5 207 vs v10 255). */
 extern "C" hx_status battn_v9_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                                  hx_err *err) {
-  if (p && p->head_dim <= 32) {
+  if (p && p->head_dim <= 16) {
     HX_TRY(v6_supported(err));
     return battn_v5_fn(p, d_scratch, scratch_bytes, stream, err);
   }

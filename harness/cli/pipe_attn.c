@@ -1,9 +1,9 @@
 /*
  * pipe_attn.c - the attention stage of the sweep pipelines (declared in pipe_attn.h).
  *
- * For each plan (kernel row label "attn.<plan>") and each variant (the fused one: v6, the Hopper wgmma
- * kernel, which runs v5's mma.sync kernels at D = 16/32 itself, or v5 where v6 answers HX_EUNSUPPORTED
- * (not an sm_90a device or build); v0, the unfused cuBLAS library baseline, only up to
+ * For each plan (kernel row label "attn.<plan>") and each variant (the fused one: v9, the warp-specialised
+ * Hopper wgmma kernel, which runs v5's mma.sync kernel at D = 16 itself, or v5 where v9 answers
+ * HX_EUNSUPPORTED (not an sm_90a device or build); v0, the unfused cuBLAS library baseline, only up to
  * F3D_ATTN_V0_MAX_ROWS rows):
  *   1. check: outputs poisoned (NaN), one launch, o and lse downloaded, battn_check_rows on
  *      F3D_ATTN_CHECK_ROWS sampled rows (row 0, the last row, the rest uniform random) against the double
@@ -42,8 +42,9 @@
 
 #if F3D_HAVE_CUDA
 
-/* Slot 0: the first of these the device runs; slot 1: the library baseline. */
-static const char *const attn_fused_names[2] = {"v6", "v5"};
+/* Slot 0 runs the first of these fused variants that this device runs (v9: the sm_90a wgmma kernel, which
+ * runs v5's kernel itself at D = 16; v5 elsewhere); slot 1: the library baseline v0. */
+static const char *const attn_fused_names[2] = {"v9", "v5"};
 #define ATTN_NVAR 2
 
 static double plan_flops(const battn_plan *pl, int H, int D) {
@@ -178,7 +179,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
     hx_err e;
     if (v && v->fn(&p, NULL, &need, b->s, &e) == HX_OK) vars[0] = v;
   }
-  if (!vars[0]) return hx_errf(err, HX_EUNSUPPORTED, "%s: attention: neither v6 nor v5 runs on this device", pipeline);
+  if (!vars[0]) return hx_errf(err, HX_EUNSUPPORTED, "%s: attention: neither v9 nor v5 runs on this device", pipeline);
   vars[1] = rows > F3D_ATTN_V0_MAX_ROWS ? NULL : battn_variant_find("v0");
 
   /* Variant by variant, each with its own scratch (the most it asks for on any plan), held only while it
