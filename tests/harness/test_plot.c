@@ -345,7 +345,13 @@ static void test_memory_fastest(void **state) {
   snprintf(dir, sizeof dir, "%s/mem", root);
   hx_run run;
   assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
+  /* REPORT.md's tables do not need gnuplot: without it hx_plot still writes them and says why the
+   * figures are missing (HX_EUNSUPPORTED) */
+  hx_status ps = hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e);
+  if (hx_plot_have_gnuplot(NULL) == HX_OK)
+    assert_int_equal(ps, HX_OK);
+  else
+    assert_int_equal(ps, HX_EUNSUPPORTED);
   snprintf(p, sizeof p, "%s/REPORT.md", dir);
   char *rep = slurp(p);
   assert_non_null(rep);
