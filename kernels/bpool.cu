@@ -13,6 +13,8 @@
  *       reduce: one thread per (output row, channel), fp32 accumulation in member order.
  *   v2  assign: 128-thread blocks, 8 per SM; step 3 with fill counts in registers and one warp
  *       min-reduction per leftover (see the v2 section); reduce: 16 bytes per thread; unpool: v1's.
+ *   v3  v2 with step 1's order (each row's rank within its slot) from __match_any_sync over 32-row chunks
+ *       and per-warp slot counts instead of v2's block radix sort (see WarpCounts); reduce, unpool: v2's.
  */
 #include "kernels/bpool_internal.h"
 #include "kernels/kernels.h"
@@ -24,6 +26,8 @@
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <type_traits>
 
 #define BPOOL_LAUNCHED(what)                                                                            \
   do {                                                                                                 \
@@ -369,6 +373,16 @@ __device__ __forceinline__ Step3Cand step3_load(const AssignSmem2 &s, uint32_t l
   return x;
 }
 
+/* Step 1's order within a slot (rank = rows of the same slot before this one, in row order), v3's way: each
+ * of the kW warps takes a contiguous run of 32-row chunks in row order; per chunk, lanes of one slot find
+ * each other with __match_any_sync, the lowest of them advances the warp's count of that slot, and the
+ * per-slot counts of the warps are turned into prefixes afterwards. No sort: v2's 1024-key radix sort over
+ * 20 bits was 58% of its instructions (ncu, H200, 600k xor-div, rho 2) while a bucket averages ~300 rows. */
+struct WarpCounts {
+  uint16_t wc[kT2 / 32][kSlots]; /* rows of each slot in each warp's run, then the exclusive prefix over warps */
+};
+
+template <bool kMatch>
 __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t *parent, float *xyz_out,
                                                      const float *xyz, const uint32_t *bucket_start,
                                                      const uint32_t *bucket_count, const uint32_t *out_start,
@@ -376,29 +390,40 @@ __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t 
   typedef cub::BlockRadixSort<uint32_t, kT2, kI2> Sort;
   typedef cub::BlockScan<uint32_t, kT2> Scan;
   constexpr int kS = kSlots / kT2; /* slots per thread in the scan */
+  constexpr uint32_t kW = kT2 / 32, kNone = 0xFFFFFFFFu;
+  /* v2: the sort's storage, reused by the scan; v3 has no sort, so none of its (~4 KB) storage, which keeps
+   * v3 at 8 blocks per SM with WarpCounts */
+  struct NoSort {};
   __shared__ union {
-    typename Sort::TempStorage sort;
+    typename std::conditional<kMatch, NoSort, typename Sort::TempStorage>::type sort;
     typename Scan::TempStorage scan;
   } tmp;
   __shared__ AssignSmem2 s;
-  const uint32_t b = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+  __shared__ WarpCounts wcs; /* v3 only (not in tmp: the prefixes outlive the scan) */
+  const uint32_t b = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const uint32_t count = bucket_count[b];
   for (uint32_t t0 = 0; t0 < count; t0 += BPOOL_TILE) {
     const uint32_t r0 = bucket_start[b] + t0;
     const uint32_t m = min(BPOOL_TILE, count - t0);
     const uint32_t K = (m + rho - 1) / rho;
     const uint32_t out_base = out_start[b] + (t0 / BPOOL_TILE) * (BPOOL_TILE / rho);
-    /* step 1a: rows tid + i*kT2 into registers, cubic box by ordered keys */
+    /* the rows this thread holds: v2 rows tid + i*kT2 (the sort's input); v3 the lane's row of each chunk of
+     * its warp's run (cpw <= kI2 chunks of 32 rows) */
+    const uint32_t cpw = ((m + 31) / 32 + kW - 1) / kW;
+    auto row_of = [&](int i) { return kMatch ? 32 * (warp * cpw + (uint32_t)i) + lane : tid + (uint32_t)i * kT2; };
+    auto held = [&](int i) { return (!kMatch || (uint32_t)i < cpw) && row_of(i) < m; };
+    /* step 1a: the rows into registers, cubic box by ordered keys */
     float x[kI2][3];
     uint32_t k6[6] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
     if (tid < 6) s.key[tid] = 0xFFFFFFFFu;
 #pragma unroll
     for (int i = 0; i < kI2; i++) {
-      const uint32_t row = tid + (uint32_t)i * kT2;
+      const uint32_t row = row_of(i);
+      const bool h = held(i);
 #pragma unroll
       for (int d = 0; d < 3; d++) {
-        x[i][d] = row < m ? xyz[3 * (size_t)(r0 + row) + d] : 0.0f;
-        if (row < m) {
+        x[i][d] = h ? xyz[3 * (size_t)(r0 + row) + d] : 0.0f;
+        if (h) {
           const uint32_t kk = psh_f2key(x[i][d]);
           k6[d] = min(k6[d], kk);
           k6[3 + d] = min(k6[3 + d], ~kk);
@@ -406,6 +431,8 @@ __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t 
       }
     }
     for (uint32_t k = tid; k < kSlots; k += kT2) s.cnt[k] = 0;
+    if (kMatch)
+      for (uint32_t k = tid; k < kW * kSlots; k += kT2) (&wcs.wc[0][0])[k] = 0;
     __syncthreads(); /* s.key initialised before the atomics */
 #pragma unroll
     for (int d = 0; d < 6; d++) {
@@ -420,22 +447,51 @@ __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t 
       ext = e > ext ? e : ext;
     }
     const float scale = ext > 0.0f ? 1024.0f / ext : 0.0f;
-    /* step 1b: packed coordinates, slots, rows ordered by (slot, row) */
-    uint32_t keys[kI2];
+    /* step 1b: packed coordinates and slots; v2: rows ordered by (slot, row) with a block radix sort,
+     * v3: each row's rank within its slot directly (WarpCounts) */
+    uint32_t keys[kI2]; /* v2: slot << 10 | row, sorted (blocked: sorted positions tid*kI2 ..); v3: slot or kNone */
+    uint32_t rk[kI2];   /* v3: rank within the slot among the warp's rows */
 #pragma unroll
     for (int i = 0; i < kI2; i++) {
-      const uint32_t row = tid + (uint32_t)i * kT2;
-      keys[i] = 0xFFFFFu;
-      if (row < m) {
+      const uint32_t row = row_of(i);
+      keys[i] = kMatch ? kNone : 0xFFFFFu;
+      rk[i] = 0;
+      if (held(i)) {
         const uint32_t qq = bpool_qpack(x[i], lo, scale);
         s.q[row] = qq;
-        keys[i] = bpool_qslot(qq, K) << 10 | row;
+        keys[i] = kMatch ? bpool_qslot(qq, K) : bpool_qslot(qq, K) << 10 | row;
       }
     }
-    Sort(tmp.sort).Sort(keys, 0, 20); /* blocked: thread tid holds sorted positions tid*kI2 .. +kI2-1 */
+    if constexpr (kMatch) {
+      uint32_t lt;
+      asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
 #pragma unroll
-    for (int i = 0; i < kI2; i++)
-      if (tid * kI2 + (uint32_t)i < m) atomicAdd(&s.cnt[keys[i] >> 10], 1u);
+      for (int i = 0; i < kI2; i++) {
+        if ((uint32_t)i >= cpw) break; /* warp-uniform */
+        const uint32_t peers = __match_any_sync(0xFFFFFFFFu, keys[i]);
+        const uint32_t base = keys[i] != kNone ? wcs.wc[warp][keys[i]] : 0;
+        rk[i] = base + (uint32_t)__popc(peers & lt);
+        __syncwarp(); /* every lane of the slot has read the count before its lowest lane advances it */
+        if (keys[i] != kNone && (peers & lt) == 0) wcs.wc[warp][keys[i]] = (uint16_t)(base + (uint32_t)__popc(peers));
+        __syncwarp();
+      }
+      __syncthreads(); /* every warp's counts complete */
+      for (uint32_t k = tid; k < K; k += kT2) {
+        uint32_t run = 0;
+#pragma unroll
+        for (uint32_t w = 0; w < kW; w++) {
+          const uint32_t t = wcs.wc[w][k];
+          wcs.wc[w][k] = (uint16_t)run;
+          run += t;
+        }
+        s.cnt[k] = run;
+      }
+    } else {
+      Sort(tmp.sort).Sort(keys, 0, 20); /* blocked: thread tid holds sorted positions tid*kI2 .. +kI2-1 */
+#pragma unroll
+      for (int i = 0; i < kI2; i++)
+        if (tid * kI2 + (uint32_t)i < m) atomicAdd(&s.cnt[keys[i] >> 10], 1u);
+    }
     __syncthreads(); /* counts complete; the sort's storage is free for the scan */
     /* the three exclusive scans of step 1 as one scan of packed fields (totals 1024, 512, 1024 fit 11/10/11 bits) */
     uint32_t pk[kS], tot;
@@ -451,10 +507,20 @@ __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t 
     const uint32_t A = (tot >> 11) & 1023u, L = tot >> 21, nn = K - A;
 #pragma unroll
     for (int i = 0; i < kI2; i++) {
-      const uint32_t p = tid * kI2 + (uint32_t)i;
-      if (p >= m) continue;
-      const uint32_t sl = keys[i] >> 10, row = keys[i] & 1023u, bs = s.base[sl];
-      const uint32_t rank = p - (bs & 2047u), F = s.cnt[sl] / rho * rho;
+      uint32_t sl, row, rank;
+      if (kMatch) {
+        if (!held(i)) continue;
+        sl = keys[i];
+        row = row_of(i);
+        rank = rk[i] + wcs.wc[warp][sl];
+      } else {
+        const uint32_t p = tid * kI2 + (uint32_t)i;
+        if (p >= m) continue;
+        sl = keys[i] >> 10;
+        row = keys[i] & 1023u;
+        rank = p - (s.base[sl] & 2047u);
+      }
+      const uint32_t bs = s.base[sl], F = s.cnt[sl] / rho * rho;
       if (rank < F) {
         s.sub[row] = (uint16_t)(((bs >> 11) & 1023u) + rank / rho);
         s.mem[row] = (uint8_t)(rank % rho);
@@ -553,9 +619,22 @@ hx_status assign_v2(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, c
   cudaStream_t s = (cudaStream_t)stream;
   HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (nbuckets) {
-    k_assign2<<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start, d_bucket_count,
-                                       d_out_start, rho);
+    k_assign2<false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                              d_bucket_count, d_out_start, rho);
     BPOOL_LAUNCHED("assign v2");
+  }
+  return HX_OK;
+}
+
+hx_status assign_v3(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
+                    uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                    const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+  cudaStream_t s = (cudaStream_t)stream;
+  HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
+  if (nbuckets) {
+    k_assign2<true><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                             d_bucket_count, d_out_start, rho);
+    BPOOL_LAUNCHED("assign v3");
   }
   return HX_OK;
 }
@@ -666,6 +745,8 @@ const bpool_variant bpool_table[] = {
      reduce_v1, unpool_v1},
     {2, "v2", "128-thread blocks (8 per SM), step 3 with register fill counts and one warp min-reduction per leftover; 16-byte reduce",
      assign_v2, reduce_v2, unpool_v1},
+    {3, "v3", "v2 with step 1's order from warp match ranking (no block radix sort); 16-byte reduce", assign_v3,
+     reduce_v2, unpool_v1},
 };
 
 } // namespace
