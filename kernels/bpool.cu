@@ -15,6 +15,9 @@
  *       min-reduction per leftover (see the v2 section); reduce: 16 bytes per thread; unpool: v1's.
  *   v3  v2 with step 1's order (each row's rank within its slot) from __match_any_sync over 32-row chunks
  *       and per-warp slot counts instead of v2's block radix sort (see WarpCounts); reduce, unpool: v2's.
+ *   v4  v3 with the reduction fused (bpool_variant.pool): each block reduces its tile's sub-buckets right
+ *       after assigning them, members read from shared memory (Feat, feat_tile); assign, reduce alone and
+ *       unpool are v3's. Same outputs as assign followed by reduce, bit for bit.
  */
 #include "kernels/bpool_internal.h"
 #include "kernels/kernels.h"
@@ -373,6 +376,60 @@ __device__ __forceinline__ Step3Cand step3_load(const AssignSmem2 &s, uint32_t l
   return x;
 }
 
+/* One pooled row's VEC channels from q * VEC on: fp32 accumulation over the member rows in member order
+ * (BPOOL_NONE skipped), the mean divided once at the end, rounded to T: bpool_reduce_cpu's arithmetic. VEC
+ * = 16 / sizeof(T) reads and writes 16 bytes (row and pointers 16-byte aligned), VEC = 1 one element.
+ * Shared by the standalone reduction (k_reduce_vec) and the fused one (v4's k_assign2 epilogue). */
+template <typename T, int RHO, int VEC>
+__device__ __forceinline__ void reduce_chunk(T *out_row, const T *in, const uint32_t (&rows)[RHO], uint32_t q,
+                                             uint32_t channels, bpool_op op) {
+  float acc[VEC] = {};
+  uint32_t size = 0;
+#pragma unroll
+  for (int k = 0; k < RHO; k++) {
+    if (rows[k] == BPOOL_NONE) continue;
+    T v[VEC];
+    if (VEC == 1) v[0] = __ldg(in + (size_t)rows[k] * channels + q);
+    else *(uint4 *)v = __ldg((const uint4 *)(in + (size_t)rows[k] * channels) + q);
+#pragma unroll
+    for (int c = 0; c < VEC; c++) acc[c] = size == 0 ? io<T>::f(v[c]) : bpool_combine(op, acc[c], io<T>::f(v[c]));
+    size++;
+  }
+  T o[VEC];
+#pragma unroll
+  for (int c = 0; c < VEC; c++) o[c] = io<T>::st(op == BPOOL_MEAN && size ? acc[c] / (float)size : acc[c]);
+  if (VEC == 1) out_row[q] = o[0];
+  else *((uint4 *)out_row + q) = *(uint4 *)o;
+}
+
+/* What k_assign2 does with features after a tile's assignment: nothing (v2, v3), or v4's fused reduction
+ * of the tile's sub-buckets while their member rows are still in shared memory. */
+struct NoFeat {
+  static constexpr bool kOn = false;
+};
+template <typename T, int VEC> struct Feat {
+  static constexpr bool kOn = true;
+  T *out;         /* pooled features [n_out, channels] */
+  const T *in;    /* features [n_rows, channels] in the rows' order */
+  uint32_t channels;
+  bpool_op op;
+};
+template <int RHO, typename T, int VEC>
+__device__ __forceinline__ void feat_tile(const Feat<T, VEC> &f, const uint16_t *memrow, uint32_t r0, uint32_t out_base,
+                                          uint32_t K, uint32_t tid) {
+  const uint32_t per_row = f.channels / VEC;
+  for (uint32_t e = tid; e < K * per_row; e += kT2) {
+    const uint32_t sb = e / per_row, q = e % per_row;
+    uint32_t rows[RHO];
+#pragma unroll
+    for (int k = 0; k < RHO; k++) {
+      const uint32_t t = memrow[sb * RHO + (uint32_t)k];
+      rows[k] = t == 0xFFFFu ? BPOOL_NONE : r0 + t;
+    }
+    reduce_chunk<T, RHO, VEC>(f.out + (size_t)(out_base + sb) * f.channels, f.in, rows, q, f.channels, f.op);
+  }
+}
+
 /* Step 1's order within a slot (rank = rows of the same slot before this one, in row order), v3's way: each
  * of the kW warps takes a contiguous run of 32-row chunks in row order; per chunk, lanes of one slot find
  * each other with __match_any_sync, the lowest of them advances the warp's count of that slot, and the
@@ -382,11 +439,11 @@ struct WarpCounts {
   uint16_t wc[kT2 / 32][kSlots]; /* rows of each slot in each warp's run, then the exclusive prefix over warps */
 };
 
-template <bool kMatch>
+template <bool kMatch, typename FeatT>
 __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t *parent, float *xyz_out,
                                                      const float *xyz, const uint32_t *bucket_start,
                                                      const uint32_t *bucket_count, const uint32_t *out_start,
-                                                     uint32_t rho) {
+                                                     uint32_t rho, FeatT feat) {
   typedef cub::BlockRadixSort<uint32_t, kT2, kI2> Sort;
   typedef cub::BlockScan<uint32_t, kT2> Scan;
   constexpr int kS = kSlots / kT2; /* slots per thread in the scan */
@@ -609,6 +666,11 @@ __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t 
       o[1] = sy / (float)size;
       o[2] = sz / (float)size;
     }
+    if constexpr (FeatT::kOn) { /* v4: the features of the tile's sub-buckets, members still in s.u.memrow */
+      if (rho == 2) feat_tile<2>(feat, s.u.memrow, r0, out_base, K, tid);
+      else if (rho == 4) feat_tile<4>(feat, s.u.memrow, r0, out_base, K, tid);
+      else feat_tile<8>(feat, s.u.memrow, r0, out_base, K, tid);
+    }
     __syncthreads(); /* the next tile reuses the shared arrays */
   }
 }
@@ -620,7 +682,7 @@ hx_status assign_v2(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, c
   HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (nbuckets) {
     k_assign2<false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                              d_bucket_count, d_out_start, rho);
+                                              d_bucket_count, d_out_start, rho, NoFeat{});
     BPOOL_LAUNCHED("assign v2");
   }
   return HX_OK;
@@ -633,10 +695,51 @@ hx_status assign_v3(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, c
   HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (nbuckets) {
     k_assign2<true><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                             d_bucket_count, d_out_start, rho);
+                                             d_bucket_count, d_out_start, rho, NoFeat{});
     BPOOL_LAUNCHED("assign v3");
   }
   return HX_OK;
+}
+
+/* v4: v3's assignment with the reduction fused into it: one launch (after the parent fill) instead of
+ * two, no members round trip through L2, and the latency-bound assignment of some blocks overlaps the
+ * feature traffic of others on the same SM (8 blocks per SM). */
+template <typename T>
+hx_status launch_pool4(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, void *d_feat_out,
+                       const float *d_xyz_in, const void *d_feat_in, uint32_t channels, bpool_op op,
+                       const uint32_t *d_bucket_start, const uint32_t *d_bucket_count, const uint32_t *d_out_start,
+                       uint32_t nbuckets, uint32_t rho, cudaStream_t s, hx_err *err) {
+  constexpr int V = 16 / (int)sizeof(T);
+  const bool vec = channels % V == 0 && ((uintptr_t)d_feat_out & 15u) == 0 && ((uintptr_t)d_feat_in & 15u) == 0;
+  if (vec)
+    k_assign2<true><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start, d_bucket_count,
+                                             d_out_start, rho,
+                                             Feat<T, V>{(T *)d_feat_out, (const T *)d_feat_in, channels, op});
+  else
+    k_assign2<true><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start, d_bucket_count,
+                                             d_out_start, rho,
+                                             Feat<T, 1>{(T *)d_feat_out, (const T *)d_feat_in, channels, op});
+  BPOOL_LAUNCHED("pool v4");
+  return HX_OK;
+}
+
+hx_status pool_v4(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, void *d_feat_out, const float *d_xyz_in,
+                  const void *d_feat_in, uint32_t n_rows, uint32_t channels, psh_dtype dt, bpool_op op,
+                  const uint32_t *d_bucket_start, const uint32_t *d_bucket_count, const uint32_t *d_out_start,
+                  uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+  if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
+  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (channels == 0)
+    return assign_v3(d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count, d_out_start,
+                     nbuckets, rho, stream, err);
+  cudaStream_t s = (cudaStream_t)stream;
+  HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
+  if (!nbuckets) return HX_OK;
+  if (dt == PSH_F32)
+    return launch_pool4<float>(d_members, d_parent, d_xyz_out, d_feat_out, d_xyz_in, d_feat_in, channels, op,
+                               d_bucket_start, d_bucket_count, d_out_start, nbuckets, rho, s, err);
+  return launch_pool4<uint16_t>(d_members, d_parent, d_xyz_out, d_feat_out, d_xyz_in, d_feat_in, channels, op,
+                                d_bucket_start, d_bucket_count, d_out_start, nbuckets, rho, s, err);
 }
 
 /* 16 bytes of features per thread: VEC channels of one output row, members read once per chunk. */
@@ -647,22 +750,10 @@ __global__ void k_reduce_vec(T *out, const T *in, const uint32_t *members, uint3
   const size_t total = (size_t)n_out * per_row;
   for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
     const uint32_t r = (uint32_t)(e / per_row), q = (uint32_t)(e % per_row);
-    float acc[VEC] = {};
-    uint32_t size = 0;
+    uint32_t rows[RHO];
 #pragma unroll
-    for (int k = 0; k < RHO; k++) {
-      const uint32_t row = __ldg(members + (size_t)r * RHO + k);
-      if (row == BPOOL_NONE) continue;
-      T v[VEC];
-      *(uint4 *)v = __ldg((const uint4 *)(in + (size_t)row * channels) + q);
-#pragma unroll
-      for (int c = 0; c < VEC; c++) acc[c] = size == 0 ? io<T>::f(v[c]) : bpool_combine(op, acc[c], io<T>::f(v[c]));
-      size++;
-    }
-    T o[VEC];
-#pragma unroll
-    for (int c = 0; c < VEC; c++) o[c] = io<T>::st(op == BPOOL_MEAN && size ? acc[c] / (float)size : acc[c]);
-    *((uint4 *)(out + (size_t)r * channels) + q) = *(uint4 *)o;
+    for (int k = 0; k < RHO; k++) rows[k] = __ldg(members + (size_t)r * RHO + k);
+    reduce_chunk<T, RHO, VEC>(out + (size_t)r * channels, in, rows, q, channels, op);
   }
 }
 
@@ -742,11 +833,13 @@ hx_status reduce_v2(void *d_feat_out, const void *d_feat_in, const uint32_t *d_m
 
 const bpool_variant bpool_table[] = {
     {1, "v1", "block per bucket, shared-memory three-step sub-buckets; thread per (row, channel) reduce", assign_v1,
-     reduce_v1, unpool_v1},
+     reduce_v1, unpool_v1, NULL},
     {2, "v2", "128-thread blocks (8 per SM), step 3 with register fill counts and one warp min-reduction per leftover; 16-byte reduce",
-     assign_v2, reduce_v2, unpool_v1},
+     assign_v2, reduce_v2, unpool_v1, NULL},
     {3, "v3", "v2 with step 1's order from warp match ranking (no block radix sort); 16-byte reduce", assign_v3,
-     reduce_v2, unpool_v1},
+     reduce_v2, unpool_v1, NULL},
+    {4, "v4", "v3 with the reduction fused into the assignment (one launch, members read from shared memory)",
+     assign_v3, reduce_v2, unpool_v1, pool_v4},
 };
 
 } // namespace

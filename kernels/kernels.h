@@ -343,6 +343,13 @@ typedef hx_status (*bpool_reduce_fn)(void *d_feat_out, const void *d_feat_in, co
 /* GPU unpool (bpool_unpool_dt_cpu's contract, device pointers; d_residual may be NULL). */
 typedef hx_status (*bpool_unpool_fn)(void *d_up, const void *d_down, const void *d_residual, const uint32_t *d_parent,
                                      uint32_t n_rows, uint32_t channels, psh_dtype dt, void *stream, hx_err *err);
+/* Assignment and reduction in one pass (op < BPOOL_OP_COUNT, features of `channels` columns in the rows'
+ * order): the outputs of assign followed by reduce, bit for bit. NULL in variants without it. */
+typedef hx_status (*bpool_pool_fn)(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, void *d_feat_out,
+                                   const float *d_xyz_in, const void *d_feat_in, uint32_t n_rows, uint32_t channels,
+                                   psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start,
+                                   const uint32_t *d_bucket_count, const uint32_t *d_out_start, uint32_t nbuckets,
+                                   uint32_t rho, void *stream, hx_err *err);
 typedef struct bpool_variant {
   int id;
   const char *name;
@@ -350,6 +357,7 @@ typedef struct bpool_variant {
   bpool_assign_fn assign;
   bpool_reduce_fn reduce;
   bpool_unpool_fn unpool;
+  bpool_pool_fn pool; /* may be NULL: then pooling is assign + reduce */
 } bpool_variant;
 const bpool_variant *bpool_variants(size_t *count);
 const bpool_variant *bpool_variant_find(const char *name);
@@ -373,7 +381,8 @@ hx_status psh_gpu_run_graph(psh_gpu *g, const psh_variant *v, void *stream, hx_e
 hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err);
 /* Pooling of the last run's packed output. psh_gpu_pool_plan (untimed: it waits for the device) fixes
  * rho and returns the output row count; psh_gpu_pool then runs plan + assign, and the reduction of the
- * packed features (fp32 or bf16, run psh_gpu_scatter_feat first) when op < BPOOL_OP_COUNT. */
+ * packed features (fp32 or bf16, run psh_gpu_scatter_feat first) when op < BPOOL_OP_COUNT: through the
+ * variant's fused pool when it has one, else assign then reduce. */
 hx_status psh_gpu_pool_plan(psh_gpu *g, uint32_t rho, uint32_t *n_out, void *stream, hx_err *err);
 hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op op, psh_dtype dt, void *stream, hx_err *err);
 /* Unpool of the last pooling run's output coordinates with v's GPU unpool: h_up[row] = pooled xyz of the
@@ -386,6 +395,10 @@ hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[
  * not NULL, the pooling outputs: members [n_out*rho], parent [n], xyz_out [n_out*3] and *n_out. */
 hx_status psh_gpu_download(psh_gpu *g, const psh_out *h_out, uint32_t *members, uint32_t *parent, float *xyz_out,
                            uint32_t *n_out, hx_err *err);
+/* Copy the packed features of dtype dt (psh_gpu_scatter_feat's output, [n, channels]) and the pooled
+ * features of the last pooling run with a reduction ([n_out, channels] of dt) to the host; either pointer
+ * may be NULL. Waits. */
+hx_status psh_gpu_download_feat(psh_gpu *g, psh_dtype dt, void *h_packed, void *h_pooled, hx_err *err);
 
 #ifdef __cplusplus
 }

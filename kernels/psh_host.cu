@@ -229,13 +229,34 @@ extern "C" hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op o
   size_t sb = g->pool_scratch_bytes;
   HX_TRY(bpool_plan_gpu(g->pool_scratch, &sb, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, g->rho,
                         stream, err));
+  if ((unsigned)op < BPOOL_OP_COUNT && !g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: created without features");
+  const void *in = dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out;
+  if (v->pool && (unsigned)op < BPOOL_OP_COUNT) { /* assignment and reduction in one pass */
+    HX_TRY(v->pool(g->members, g->parent, g->pool_xyz, g->pool_feat, g->out.xyz, in, g->n, g->channels, dt, op,
+                   g->out.bucket_start, g->out.bucket_count, g->pool_start, g->nbt, g->rho, stream, err));
+    g->pooled = 1;
+    return HX_OK;
+  }
   HX_TRY(v->assign(g->members, g->parent, g->pool_xyz, g->out.xyz, g->n, g->out.bucket_start, g->out.bucket_count,
                    g->pool_start, g->nbt, g->rho, stream, err));
   g->pooled = 1;
   if ((unsigned)op >= BPOOL_OP_COUNT) return HX_OK;
-  if (!g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: created without features");
-  const void *in = dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out;
   return v->reduce(g->pool_feat, in, g->members, g->n_out, g->rho, g->channels, dt, op, stream, err);
+}
+
+extern "C" hx_status psh_gpu_download_feat(psh_gpu *g, psh_dtype dt, void *h_packed, void *h_pooled, hx_err *err) {
+  if (!g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu: created without features");
+  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EINVAL, "psh_gpu: features are fp32 or bf16");
+  const size_t es = psh_dtype_size(dt);
+  PG_CUDA(cudaDeviceSynchronize());
+  if (h_packed)
+    PG_CUDA(cudaMemcpy(h_packed, dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out,
+                       (size_t)g->n * g->channels * es, cudaMemcpyDeviceToHost));
+  if (h_pooled) {
+    if (!g->pooled) return hx_errf(err, HX_EINVAL, "psh_gpu: no pooling run to download");
+    PG_CUDA(cudaMemcpy(h_pooled, g->pool_feat, (size_t)g->n_out * g->channels * es, cudaMemcpyDeviceToHost));
+  }
+  return HX_OK;
 }
 
 extern "C" hx_status psh_gpu_download(psh_gpu *g, const psh_out *h, uint32_t *members, uint32_t *parent,

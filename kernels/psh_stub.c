@@ -74,11 +74,13 @@ static hx_status bpool_unpool_no_gpu(void *d_up, const void *d_down, const void 
 
 static const bpool_variant bpool_table[] = {
     {1, "v1", "block per bucket, shared-memory sub-buckets (needs CUDA)", bpool_assign_no_gpu, bpool_reduce_no_gpu,
-     bpool_unpool_no_gpu},
+     bpool_unpool_no_gpu, NULL},
     {2, "v2", "128-thread blocks, register fill counts in step 3 (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu},
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL},
     {3, "v3", "v2 with warp match ranking instead of a block sort (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu},
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL},
+    {4, "v4", "v3 with the reduction fused into the assignment (needs CUDA)", bpool_assign_no_gpu,
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL},
 };
 
 const bpool_variant *bpool_variants(size_t *count) {
@@ -140,5 +142,10 @@ hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op op, psh_dtyp
 hx_status psh_gpu_download(psh_gpu *g, const psh_out *h_out, uint32_t *members, uint32_t *parent, float *xyz_out,
                            uint32_t *n_out, hx_err *err) {
   (void)g, (void)h_out, (void)members, (void)parent, (void)xyz_out, (void)n_out;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+
+hx_status psh_gpu_download_feat(psh_gpu *g, psh_dtype dt, void *h_packed, void *h_pooled, hx_err *err) {
+  (void)g, (void)dt, (void)h_packed, (void)h_pooled;
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
 }

@@ -18,7 +18,7 @@
  *                     buckets, swin shift 4, stride 2; checked on sampled rows first, then timed; tflops
  *                     and rel_to_plain (pipe_attn.c). GPU only: without one the stage says why it skips.
  * Every GPU variant is checked first (psh_check invariants, counters sum to n, phase-1 count of v2 and later equal
- * to the CPU's; pooling bitwise equal to bpool_assign_cpu on the same PSH output); a failing variant gets a
+ * to the CPU's; pooling bitwise equal to bpool_assign_cpu and bpool_reduce_cpu on the same PSH output); a failing variant gets a
  * row check = 0 and is not timed. check = 1 rows record the passes. Every stage is timed by f3d_measure,
  * as in the other pipelines (so --timing and counters apply), bandwidth at the median its rows report.
  * Device memory (mem_peak rows): psh_gpu allocates on its own and is noted in the sweep's arena at the
@@ -117,7 +117,8 @@ static psh_out bufs_out(f3d_bufs *b) {
   return o;
 }
 
-/* GPU pooling of the last PSH run checked against the CPU reference on the same (downloaded) output. */
+/* GPU pooling of the last PSH run checked against the CPU reference on the same (downloaded) output: the
+ * assignment (members, parents, pooled xyz) and the reduction of the features (mean, fp32). */
 static hx_status check_pool(psh_gpu *g, const bpool_variant *pv, uint32_t n, uint32_t nbt, void *stream, hx_err *err) {
   f3d_bufs b;
   uint32_t n_out = 0, n_cpu = 0;
@@ -141,6 +142,23 @@ static hx_status check_pool(psh_gpu *g, const bpool_variant *pv, uint32_t n, uin
   if (st == HX_OK && (memcmp(m, gm, (size_t)n_out * F3D_POOL_RHO * 4) || memcmp(par, gpar, (size_t)n * 4) ||
                       memcmp(xo, gxo, (size_t)n_out * 12)))
     st = hx_errf(err, HX_ECHECK, "pooling %s differs from the CPU reference", pv->name);
+  /* the reduction the "pool" rows time (mean of fp32 features; a fused variant's own pass): pooled features
+   * equal to bpool_reduce_cpu over the packed features the GPU read, members equal to the CPU's again */
+  const size_t fin = (size_t)n * F3D_FEAT_C * 4, fout = (size_t)n_out * F3D_FEAT_C * 4;
+  float *pk = st == HX_OK ? malloc(fin + 4) : NULL, *want = st == HX_OK ? malloc(fout + 4) : NULL,
+        *got = st == HX_OK ? malloc(fout + 4) : NULL;
+  if (st == HX_OK && (!pk || !want || !got)) st = hx_errf(err, HX_ENOMEM, "flash3d: no memory");
+  if (st == HX_OK) st = psh_gpu_scatter_feat(g, PSH_F32, stream, err);
+  if (st == HX_OK) {
+    memset(gm, 0xFF, (size_t)n_out * F3D_POOL_RHO * 4); /* poisoned: the pass below must write them */
+    st = psh_gpu_pool(g, pv, BPOOL_MEAN, PSH_F32, stream, err);
+  }
+  if (st == HX_OK) st = psh_gpu_download(g, NULL, gm, NULL, NULL, NULL, err);
+  if (st == HX_OK) st = psh_gpu_download_feat(g, PSH_F32, pk, got, err);
+  if (st == HX_OK) st = bpool_reduce_cpu(want, pk, m, n_out, F3D_POOL_RHO, F3D_FEAT_C, PSH_F32, BPOOL_MEAN, err);
+  if (st == HX_OK && (memcmp(m, gm, (size_t)n_out * F3D_POOL_RHO * 4) || memcmp(want, got, fout)))
+    st = hx_errf(err, HX_ECHECK, "pooling %s: pooled features differ from the CPU reduction", pv->name);
+  free(pk), free(want), free(got);
   bufs_free(&b);
   free(os), free(oc), free(m), free(par), free(gm), free(gpar), free(xo), free(gxo);
   return st;

@@ -295,6 +295,37 @@ static void test_bpool_variants(void **state) {
           cudaFree(d_o);
           free(want), free(got);
         }
+      /* the fused pass (assign and reduce in one): every output poisoned first, then equal to the CPU's
+       * assign followed by reduce, for both feature paths (C = 33, 64), every reduction and dtype */
+      if (vs[k].pool)
+        for (int ci = 0; ci < 2; ci++)
+          for (int op = 0; op < BPOOL_OP_COUNT; op++)
+            for (int dt = 0; dt < 2; dt++) {
+              const uint32_t C = CS[ci];
+              const psh_dtype t = dt ? PSH_BF16 : PSH_F32;
+              const size_t es = psh_dtype_size(t), bytes = (size_t)n_out * C * es;
+              void *want = malloc(bytes), *got = malloc(bytes), *d_o = dalloc(bytes);
+              assert_int_equal(bpool_reduce_cpu(want, dt ? (const void *)fb : (const void *)f, members, n_out, rho, C,
+                                                t, (bpool_op)op, NULL), HX_OK);
+              CK(cudaMemset(d_o, 0xFF, bytes));
+              CK(cudaMemset(d_m, 0xFF, (size_t)n_out * rho * 4));
+              CK(cudaMemset(d_p, 0xFF, (size_t)n * 4));
+              CK(cudaMemset(d_xo, 0xFF, (size_t)n_out * 12));
+              st = vs[k].pool(d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f, n, C, t,
+                              (bpool_op)op, d_start, d_count, d_os, nbt, rho, NULL, &err);
+              if (st != HX_OK) fail_msg("bpool %s pool (C=%u): %s", vs[k].name, C, err.msg);
+              CK(cudaDeviceSynchronize());
+              to_host(got, d_o, bytes);
+              to_host(gm, d_m, (size_t)n_out * rho * 4);
+              to_host(gp, d_p, (size_t)n * 4);
+              to_host(gx, d_xo, (size_t)n_out * 12);
+              assert_memory_equal(want, got, bytes);
+              assert_memory_equal(members, gm, (size_t)n_out * rho * 4);
+              assert_memory_equal(parent, gp, (size_t)n * 4);
+              assert_memory_equal(xo, gx, (size_t)n_out * 12);
+              cudaFree(d_o);
+              free(want), free(got);
+            }
       /* unpool of random pooled rows through the CPU parent map, fp32 and bf16, with and without a residual;
        * C = 33 takes the per-element path, C = 64 the 16-byte one */
       const uint32_t uc[2] = {33, 64};
