@@ -183,28 +183,6 @@ static __device__ __forceinline__ void load_tile(T *s, const T *g, int64_t row_s
   }
 }
 
-/* The K/V tile walk of one scope: slot by slot, BN rows at a time, skipping empty slots and buckets. */
-struct tile_walk {
-  int slot;
-  uint32_t off, start, count;
-};
-template <int BN>
-static __device__ __forceinline__ bool walk_next(const battn_params &p, uint32_t scope, tile_walk &w) {
-  w.off += BN;
-  while (w.off >= w.count) {
-    if (++w.slot >= (int)p.buckets_per_scope) return false;
-    uint32_t b = __ldg(p.scope + (size_t)scope * p.buckets_per_scope + w.slot);
-    w.off = 0;
-    if (b == BATTN_EMPTY) {
-      w.count = 0;
-      continue;
-    }
-    w.start = __ldg(p.bucket_start + b);
-    w.count = __ldg(p.bucket_count + b);
-  }
-  return true;
-}
-
 template <typename T, int D, typename TR, bool EXP16, bool LAZY>
 __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     battn_fwd_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
@@ -239,7 +217,7 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
   tile_walk cur = {-1, 0, 0, 0};
   bool have = walk_next<BN>(p, scope, cur); /* always true: the query bucket is in its own scope */
   if (have) {
-    int nv = (int)min((uint32_t)BN, cur.count - cur.off);
+    int nv = walk_rows<BN>(cur);
     load_tile<T, D, BN, NT>(sK, gk, p.k_row_stride, (int64_t)cur.start + cur.off, nv, tid);
     load_tile<T, D, BN, NT>(sV, gv, p.v_row_stride, (int64_t)cur.start + cur.off, nv, tid);
   }
@@ -284,7 +262,7 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     __syncthreads();
 
     const T *tK = sK + stage * BN * D, *tV = sV + stage * BN * D;
-    const int nvalid = (int)min((uint32_t)BN, cur.count - cur.off);
+    const int nvalid = walk_rows<BN>(cur);
 
     float s[MT][NB][4];
 #pragma unroll

@@ -15,9 +15,10 @@
  * memory, MN-major), runs the online softmax of S_j while P_{j-1} V_{j-1} is on the tensor cores, then
  * waits, rescales O and packs P_j. fp32 accumulators, exp2 domain with scale*log2(e) folded in one FFMA.
  *
- * v9 (battn_v9_kernel, below v6's): the same tile arithmetic, warp-specialised: a producer warpgroup fills
- * the K/V ring (cp.async + per-slot full/empty mbarriers, setmaxnreg), two consumer warpgroups ping-pong
- * their wgmmas; no CTA-wide barrier in the loop. 1.4-1.5x v6 at D = 64/128 on the H200 (NOTES.md).
+ * v9 (battn_v9_kernel, below v6's): the same tile arithmetic (v6_wg, which both kernels call), warp-
+ * specialised: a producer warpgroup fills the K/V ring (cp.async + per-slot full/empty mbarriers,
+ * setmaxnreg), two consumer warpgroups ping-pong their wgmmas; no CTA-wide barrier in the loop. 1.4-1.5x
+ * v6 at D = 64/128 on the H200 (NOTES.md).
  *
  * Gating: the wgmma code exists only in the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); the sm_80/sm_90
  * images of this file hold empty kernels. The launcher refuses (HX_EUNSUPPORTED) unless the device is
@@ -174,192 +175,297 @@ static __device__ __forceinline__ void v6_load(uint32_t s, const T *g, int64_t r
   }
 }
 
-/* The K/V tile walk of one scope (same order as attn.cu): slot by slot, BN rows at a time. */
-struct v6_walk {
-  int slot;
-  uint32_t off, start, count;
-};
-template <int BN> static __device__ __forceinline__ bool v6_next(const battn_params &p, uint32_t scope, v6_walk &w) {
-  w.off += BN;
-  while (w.off >= w.count) {
-    if (++w.slot >= (int)p.buckets_per_scope) return false;
-    const uint32_t b = __ldg(p.scope + (size_t)scope * p.buckets_per_scope + w.slot);
-    w.off = 0;
-    if (b == BATTN_EMPTY) {
-      w.count = 0;
-      continue;
-    }
-    w.start = __ldg(p.bucket_start + b);
-    w.count = __ldg(p.bucket_count + b);
-  }
-  return true;
-}
-
 template <typename T, int N> __device__ __forceinline__ void wg_ss(float *d, uint64_t da, uint64_t db, int scale_d);
 template <typename T, int N>
 __device__ __forceinline__ void wg_rs(float *d, const uint32_t *a, uint64_t db, int scale_d);
 
-/* generated: wgmma wrappers (SS: A and B from shared memory, K-major; RS: A from registers, B MN-major) */
-template <> __device__ __forceinline__ void wg_ss<__half, 64>(float *d, uint64_t da, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-               "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-               : "l"(da), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_ss<__half, 128>(float *d, uint64_t da, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-               "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "l"(da), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_rs<__half, 16>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7"
-               "}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_rs<__half, 32>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-               "}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_rs<__half, 64>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-               "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_rs<__half, 128>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-               "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_ss<__nv_bfloat16, 64>(float *d, uint64_t da, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-               "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-               : "l"(da), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_ss<__nv_bfloat16, 128>(float *d, uint64_t da, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-               "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "l"(da), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_rs<__nv_bfloat16, 16>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7"
-               "}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_rs<__nv_bfloat16, 32>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-               "}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_rs<__nv_bfloat16, 64>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-               "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wg_rs<__nv_bfloat16, 128>(float *d, const uint32_t *a, uint64_t db, int scale_d) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-               "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
-}
+/* wgmma wrappers, m64nNk16 with fp32 accumulators d (N / 2 per thread): SS (A and B from shared memory,
+ * K-major; descriptors da, db) and RS (A from registers a[0..3], B MN-major); scale_d = 0: d = A B, else
+ * d += A B. One macro per shape, stamped for fp16 and bf16 (PT: the PTX type, their only difference). */
+#define WG_D8(i)                                                                                                      \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]),         \
+      "+f"(d[i + 7])
+#define WG_D16(i) WG_D8(i), WG_D8(i + 8)
+#define WG_D32(i) WG_D16(i), WG_D16(i + 16)
+#define WG_D64 WG_D32(0), WG_D32(32)
+#define WG_SS_64(TY, PT)                                                                                              \
+  template <> __device__ __forceinline__ void wg_ss<TY, 64>(float *d, uint64_t da, uint64_t db, int scale_d) {        \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                         \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." PT "." PT " {"                                         \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                             \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                     \
+                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                   \
+                 : WG_D32(0)                                                                                          \
+                 : "l"(da), "l"(db), "r"(scale_d));                                                                   \
+  }
+#define WG_SS_128(TY, PT)                                                                                             \
+  template <> __device__ __forceinline__ void wg_ss<TY, 128>(float *d, uint64_t da, uint64_t db, int scale_d) {       \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                         \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." PT "." PT " {"                                        \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                             \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                   \
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                   \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                     \
+                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"                                                                   \
+                 : WG_D64                                                                                             \
+                 : "l"(da), "l"(db), "r"(scale_d));                                                                   \
+  }
+#define WG_RS_16(TY, PT)                                                                                              \
+  template <> __device__ __forceinline__ void wg_rs<TY, 16>(float *d, const uint32_t *a, uint64_t db, int scale_d) {  \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"                                                         \
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32." PT "." PT " {"                                         \
+                 "%0, %1, %2, %3, %4, %5, %6, %7"                                                                     \
+                 "}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"                                                       \
+                 : WG_D8(0)                                                                                           \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));                                \
+  }
+#define WG_RS_32(TY, PT)                                                                                              \
+  template <> __device__ __forceinline__ void wg_rs<TY, 32>(float *d, const uint32_t *a, uint64_t db, int scale_d) {  \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"                                                         \
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." PT "." PT " {"                                         \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"                               \
+                 "}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"                                                     \
+                 : WG_D16(0)                                                                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));                                \
+  }
+#define WG_RS_64(TY, PT)                                                                                              \
+  template <> __device__ __forceinline__ void wg_rs<TY, 64>(float *d, const uint32_t *a, uint64_t db, int scale_d) {  \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                         \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." PT "." PT " {"                                         \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                             \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                     \
+                 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                                                     \
+                 : WG_D32(0)                                                                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));                                \
+  }
+#define WG_RS_128(TY, PT)                                                                                             \
+  template <> __device__ __forceinline__ void wg_rs<TY, 128>(float *d, const uint32_t *a, uint64_t db, int scale_d) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                         \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." PT "." PT " {"                                        \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                             \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                   \
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                   \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                     \
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                                     \
+                 : WG_D64                                                                                             \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));                                \
+  }
+WG_SS_64(__half, "f16")
+WG_SS_128(__half, "f16")
+WG_RS_16(__half, "f16")
+WG_RS_32(__half, "f16")
+WG_RS_64(__half, "f16")
+WG_RS_128(__half, "f16")
+WG_SS_64(__nv_bfloat16, "bf16")
+WG_SS_128(__nv_bfloat16, "bf16")
+WG_RS_16(__nv_bfloat16, "bf16")
+WG_RS_32(__nv_bfloat16, "bf16")
+WG_RS_64(__nv_bfloat16, "bf16")
+WG_RS_128(__nv_bfloat16, "bf16")
+#undef WG_SS_64
+#undef WG_SS_128
+#undef WG_RS_16
+#undef WG_RS_32
+#undef WG_RS_64
+#undef WG_RS_128
+#undef WG_D64
+#undef WG_D32
+#undef WG_D16
+#undef WG_D8
+
+/* ---- one consumer warpgroup's tile arithmetic (v6 and v9) ---------------------------------------------
+ * The register state of a thread of a 64-query-row warpgroup and the steps both kernels run on it, in the
+ * same order; each kernel keeps only its own control around them (v6: the cp.async ring and __syncthreads;
+ * v9: the "full"/"empty" mbarriers and the ping-pong). A thread holds two rows of the m64 accumulators
+ * (lane / 4 and lane / 4 + 8 of its warp's 16) and per row a running max m (exp2 domain, scale folded in)
+ * and a row sum l over its own columns (the quad's four are added at the end). Tile j: issue_next (S_j and
+ * P_{j-1} V_{j-1}, two commit groups), softmax_next (waits for S_j only: the softmax runs while P V is on
+ * the tensor cores), the kernel's fence, wait_pv, rescale_pack; tile 0 has no P V (issue_first,
+ * finish_first) and the last P V follows the loop (issue_last, wait_pv).
+ * The arrays are the kernel's locals, held here by reference as the kernels' lambdas once captured them:
+ * arrays owned by a struct compile to the same instructions, but the phis of the loop are numbered in
+ * another order, and the PTX is kept identical to the measured one. Only compile-time indices reach them,
+ * so once inlined they live in registers. */
+template <typename T, int D, int BM, int BN> struct v6_wg {
+  static constexpr int KS = D / 16, NB = BN / 8, ND = D / 8;
+  static constexpr uint32_t TBYTES = BN * D * 2; /* one K or V tile; ring slot i: K at sKV + 2 i TBYTES, V after */
+  using sw = v6_sw<D>;
+  float (&o)[ND][4];          /* O accumulator (m64nD) */
+  float (&m)[2], (&l)[2];
+  float (&s)[NB][4];          /* S, then P, of the current tile (m64nBN) */
+  uint32_t (&pa)[BN / 16][4]; /* P of the previous tile as A fragments (m64k16 per 16 keys) */
+
+  __device__ __forceinline__ void init() {
+#pragma unroll
+    for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.f;
+  }
+  /* S = Q K^T of the tile in ring slot `slot` (qbase: this warpgroup's 64 Q rows; K-major k-steps of 16
+   * elements = 32 bytes inside an atom row; the second 64-column block of D = 128 lies ROWS * 128 bytes
+   * further) */
+  __device__ __forceinline__ void issue_s(uint32_t qbase, uint32_t sKV, int slot) {
+    const uint32_t kbase = sKV + 2u * (uint32_t)slot * TBYTES;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const uint32_t koff = (uint32_t)(ks & 3) * 32u, kblk = (uint32_t)(ks >> 2) * 128u;
+      const uint64_t da = wg_desc(qbase + kblk * BM + koff, 16, sw::SBO, sw::MODE);
+      const uint64_t db = wg_desc(kbase + kblk * BN + koff, 16, sw::SBO, sw::MODE);
+      wg_ss<T, BN>(&s[0][0], da, db, ks > 0);
+    }
+  }
+  /* O += P V of the tile in `slot` (V MN-major: 16 keys = 16 atom rows per k-step; the 64-column blocks
+   * of D = 128 BN * 128 bytes apart) */
+  __device__ __forceinline__ void issue_pv(uint32_t sKV, int slot) {
+    const uint32_t vbase = sKV + 2u * (uint32_t)slot * TBYTES + TBYTES;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint64_t db = wg_desc(vbase + (uint32_t)kk * 16u * sw::RB, BN * 128, sw::SBO, sw::MODE);
+      wg_rs<T, D>(&o[0][0], pa[kk], db, 1);
+    }
+  }
+  __device__ __forceinline__ void pin_s() {
+#pragma unroll
+    for (int n = 0; n < NB; ++n) pin(s[n][0]), pin(s[n][1]), pin(s[n][2]), pin(s[n][3]);
+  }
+  __device__ __forceinline__ void pin_o() {
+#pragma unroll
+    for (int n = 0; n < ND; ++n) pin(o[n][0]), pin(o[n][1]), pin(o[n][2]), pin(o[n][3]);
+  }
+  /* mask, online softmax in the exp2 domain (p overwrites s), new running max m and row sum l */
+  __device__ __forceinline__ void softmax(int nvalid, float c_log2, int lane, float *alpha) {
+    if (nvalid < BN) { /* partial tile at a bucket's end: masked keys (their K/V rows are zero-filled) */
+#pragma unroll
+      for (int n = 0; n < NB; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (n * 8 + 2 * (lane & 3) + (e & 1) >= nvalid) s[n][e] = -INFINITY;
+    }
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      /* tree reductions: with 2 warps per scheduler a 2*NB-long dependent chain is not hidden */
+      float t[NB];
+#pragma unroll
+      for (int n = 0; n < NB; ++n) t[n] = fmaxf(s[n][2 * hr], s[n][2 * hr + 1]);
+      float x = tree_max<NB>(t);
+      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+      const float mnew = fmaxf(m[hr], x * c_log2);
+      alpha[hr] = ex2f(m[hr] - mnew);
+      m[hr] = mnew;
+      const float nm = -mnew;
+      float ps[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int n = 0; n < NB; ++n) {
+        s[n][2 * hr] = ex2f(fmaf(s[n][2 * hr], c_log2, nm));
+        s[n][2 * hr + 1] = ex2f(fmaf(s[n][2 * hr + 1], c_log2, nm));
+        ps[n & 3] += s[n][2 * hr] + s[n][2 * hr + 1];
+      }
+      l[hr] = l[hr] * alpha[hr] + ((ps[0] + ps[1]) + (ps[2] + ps[3]));
+    }
+  }
+  /* P as A fragments: the m64 accumulator rows of a thread are exactly its A-fragment rows */
+  __device__ __forceinline__ void pack_p() {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      pa[kk][0] = v6_pack<T>::pack(s[2 * kk][0], s[2 * kk][1]);
+      pa[kk][1] = v6_pack<T>::pack(s[2 * kk][2], s[2 * kk][3]);
+      pa[kk][2] = v6_pack<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pa[kk][3] = v6_pack<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+  }
+
+  /* tile 0: S only (O is still zero: no P V, no rescale) */
+  __device__ __forceinline__ void issue_first(uint32_t qbase, uint32_t sKV, int slot) {
+    pin_s();
+    wg_fence();
+    issue_s(qbase, sKV, slot);
+    wg_commit();
+  }
+  __device__ __forceinline__ void finish_first(const tile_walk &w, float c_log2, int lane, float *alpha) {
+    wg_wait<0>();
+    pin_s();
+    softmax(walk_rows<BN>(w), c_log2, lane, alpha);
+    pack_p();
+  }
+  /* tile j >= 1: S_j and P_{j-1} V_{j-1} issued together (one commit group each) */
+  __device__ __forceinline__ void issue_next(uint32_t qbase, uint32_t sKV, int slot, int prev_slot) {
+    pin_s();
+    pin_o();
+    wg_fence();
+    issue_s(qbase, sKV, slot);
+    wg_commit();
+    issue_pv(sKV, prev_slot);
+    wg_commit();
+  }
+  /* the wait for S_j only, and its softmax while P_{j-1} V_{j-1} runs (FA3's intra-warpgroup overlap);
+   * w: the walk at tile j (the nvalid argument is read after the wait, as the PTX was measured) */
+  __device__ __forceinline__ void softmax_next(const tile_walk &w, float c_log2, int lane, float *alpha) {
+    wg_wait<1>();
+    pin_s();
+    softmax(walk_rows<BN>(w), c_log2, lane, alpha);
+  }
+  /* The row-sum fence, first half (the kernel adds the barrier of this warpgroup's 128 threads): ptxas
+   * schedules a wgmma wait as early as it may (in the SASS of the plain loop it lands after the first max
+   * shuffle, before every exp2) and sinks arithmetic below barriers. A shared store of the row sums (which
+   * depend on every exp2 of the tile) to `addr` (a word of this thread's own), then the barrier, pins the
+   * softmax above the P V wait, so it runs under P V. */
+  __device__ __forceinline__ void fence_store(uint32_t addr) {
+    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(l[0] + l[1]) : "memory");
+  }
+  /* the wait for every wgmma of this warpgroup (P V the last) */
+  __device__ __forceinline__ void wait_pv() {
+    wg_wait<0>();
+    pin_o();
+  }
+  __device__ __forceinline__ void rescale_pack(const float *alpha) {
+#pragma unroll
+    for (int n = 0; n < ND; ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+    pack_p();
+  }
+  /* the last tile's P V (wait_pv follows) */
+  __device__ __forceinline__ void issue_last(uint32_t sKV, int slot) {
+    pin_o();
+    wg_fence();
+    issue_pv(sKV, slot);
+    wg_commit();
+  }
+  /* finish: row sums across the quad, normalise, write O and LSE for the valid rows (qn from row0; w: the
+   * warpgroup, wq: the warp in it) */
+  __device__ __forceinline__ void store(const battn_params &p, int h, int64_t row0, int qn, int w, int wq,
+                                        int lane) const {
+    T *go = static_cast<T *>(p.o) + (int64_t)h * p.o_head_stride;
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float sum = l[hr];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = 1.f / sum;
+      const int r = w * 64 + wq * 16 + (lane >> 2) + hr * 8;
+      if (r < qn) {
+        T *orow = go + (row0 + r) * p.o_row_stride;
+#pragma unroll
+        for (int n = 0; n < ND; ++n) {
+          const uint32_t v = v6_pack<T>::pack(o[n][2 * hr] * inv, o[n][2 * hr + 1] * inv);
+          *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * (lane & 3)) = v;
+        }
+        if (p.lse && (lane & 3) == 0)
+          p.lse[(row0 + r) * p.heads + h] = (m[hr] + __log2f(sum)) * 0.69314718055994531f;
+      }
+    }
+  }
+};
 
 template <typename T, int D, typename TR>
 __global__ void __launch_bounds__(TR::NWG * 128, 1)
     battn_v6_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
   constexpr int NWG = TR::NWG, BN = TR::BN, ST = TR::STAGES;
-  constexpr int NT = NWG * 128, BM = 64 * NWG, KS = D / 16, NB = BN / 8, ND = D / 8;
+  constexpr int NT = NWG * 128, BM = 64 * NWG;
   constexpr uint32_t QBYTES = BM * D * 2, TBYTES = BN * D * 2;
   using sw = v6_sw<D>;
   /* slots held back from the loads: tile j-1 (its P V runs while tile j is computed) and tile j */
@@ -391,30 +497,26 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
 
   /* prologue: Q and tiles 0 .. ST-LAG-1 (one commit group per tile; Q rides in the first) */
   v6_load<T, D, BM, NT>(sQ, gq, p.q_row_stride, qrow0, qn, tid);
-  v6_walk lw = {-1, 0, 0, 0}, cw;
-  bool lhave = v6_next<BN>(p, scope, lw); /* true: the query bucket is in its own scope */
+  tile_walk lw = {-1, 0, 0, 0}, cw;
+  bool lhave = walk_next<BN>(p, scope, lw); /* true: the query bucket is in its own scope */
   cw = lw;
 #pragma unroll
   for (int i = 0; i < ST - LAG; ++i) {
     if (lhave) {
-      const int nv = (int)min((uint32_t)BN, lw.count - lw.off);
+      const int nv = walk_rows<BN>(lw);
       const uint32_t sk = sKV + 2u * i * TBYTES;
       v6_load<T, D, BN, NT>(sk, gk, p.k_row_stride, (int64_t)lw.start + lw.off, nv, tid);
       v6_load<T, D, BN, NT>(sk + TBYTES, gv, p.v_row_stride, (int64_t)lw.start + lw.off, nv, tid);
-      lhave = v6_next<BN>(p, scope, lw);
+      lhave = walk_next<BN>(p, scope, lw);
     }
     cp_async_commit();
   }
 
-  float o[ND][4];
-#pragma unroll
-  for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  float s[NB][4];
-  uint32_t pa[BN / 16][4]; /* P of the previous tile as A fragments (m64k16 per 16 keys) */
-
-  /* descriptors: this warpgroup's 64 Q rows; K-major k-steps of 16 elements = 32 bytes within an atom
-   * row, the next 64-column block (D = 128) ROWS * 128 bytes further */
+  using wgs = v6_wg<T, D, BM, BN>;
+  float o[wgs::ND][4], m[2], l[2], s[wgs::NB][4];
+  uint32_t pa[BN / 16][4];
+  wgs a = {o, m, l, s, pa};
+  a.init();
   const uint32_t qbase = sQ + (uint32_t)wg * 64u * sw::RB;
 
   /* Top of tile j: its copies landed (own cp.async, proxy fence, barrier: everyone's), and everyone has
@@ -424,166 +526,42 @@ __global__ void __launch_bounds__(TR::NWG * 128, 1)
     fence_proxy_async();
     __syncthreads();
     if (lhave) {
-      const int nv = (int)min((uint32_t)BN, lw.count - lw.off);
+      const int nv = walk_rows<BN>(lw);
       const uint32_t sk = sKV + 2u * (uint32_t)((jj + ST - LAG) % ST) * TBYTES;
       v6_load<T, D, BN, NT>(sk, gk, p.k_row_stride, (int64_t)lw.start + lw.off, nv, tid);
       v6_load<T, D, BN, NT>(sk + TBYTES, gv, p.v_row_stride, (int64_t)lw.start + lw.off, nv, tid);
-      lhave = v6_next<BN>(p, scope, lw);
+      lhave = walk_next<BN>(p, scope, lw);
     }
     cp_async_commit();
   };
-  /* S = Q K^T of the tile in `slot` (K-major k-steps of 16 elements = 32 bytes inside an atom row; the
-   * second 64-column block of D = 128 lies ROWS * 128 bytes further) */
-  auto issue_s = [&](int slot) {
-    const uint32_t kbase = sKV + 2u * (uint32_t)slot * TBYTES;
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-      const uint32_t koff = (uint32_t)(ks & 3) * 32u, kblk = (uint32_t)(ks >> 2) * 128u;
-      const uint64_t da = wg_desc(qbase + kblk * BM + koff, 16, sw::SBO, sw::MODE);
-      const uint64_t db = wg_desc(kbase + kblk * BN + koff, 16, sw::SBO, sw::MODE);
-      wg_ss<T, BN>(&s[0][0], da, db, ks > 0);
-    }
-  };
-  /* O += P V of the tile in `slot` (V MN-major: 16 keys = 16 atom rows per k-step; the 64-column blocks
-   * of D = 128 BN * 128 bytes apart) */
-  auto issue_pv = [&](int slot) {
-    const uint32_t vbase = sKV + 2u * (uint32_t)slot * TBYTES + TBYTES;
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const uint64_t db = wg_desc(vbase + (uint32_t)kk * 16u * sw::RB, BN * 128, sw::SBO, sw::MODE);
-      wg_rs<T, D>(&o[0][0], pa[kk], db, 1);
-    }
-  };
-  auto pin_s = [&]() {
-#pragma unroll
-    for (int n = 0; n < NB; ++n) pin(s[n][0]), pin(s[n][1]), pin(s[n][2]), pin(s[n][3]);
-  };
-  auto pin_o = [&]() {
-#pragma unroll
-    for (int n = 0; n < ND; ++n) pin(o[n][0]), pin(o[n][1]), pin(o[n][2]), pin(o[n][3]);
-  };
-  /* mask, online softmax in the exp2 domain (p overwrites s), new running max m and row sum l */
-  /* mask, online softmax in the exp2 domain (p overwrites s), new running max m and row sum l */
-  auto softmax = [&](int nvalid, float *alpha) {
-    if (nvalid < BN) { /* partial tile at a bucket's end: masked keys */
-#pragma unroll
-      for (int n = 0; n < NB; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (n * 8 + 2 * (lane & 3) + (e & 1) >= nvalid) s[n][e] = -INFINITY;
-    }
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      /* tree reductions: with 2 warps per scheduler a 2*NB-long dependent chain is not hidden */
-      float t[NB];
-#pragma unroll
-      for (int n = 0; n < NB; ++n) t[n] = fmaxf(s[n][2 * hr], s[n][2 * hr + 1]);
-      float x = tree_max<NB>(t);
-      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-      const float mnew = fmaxf(m[hr], x * c_log2);
-      alpha[hr] = ex2f(m[hr] - mnew);
-      m[hr] = mnew;
-      const float nm = -mnew;
-      float ps[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int n = 0; n < NB; ++n) {
-        s[n][2 * hr] = ex2f(fmaf(s[n][2 * hr], c_log2, nm));
-        s[n][2 * hr + 1] = ex2f(fmaf(s[n][2 * hr + 1], c_log2, nm));
-        ps[n & 3] += s[n][2 * hr] + s[n][2 * hr + 1];
-      }
-      l[hr] = l[hr] * alpha[hr] + ((ps[0] + ps[1]) + (ps[2] + ps[3]));
-    }
-  };
-  /* P as A fragments: the m64 accumulator rows of a thread are exactly its A-fragment rows */
-  auto pack_p = [&]() {
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      pa[kk][0] = v6_pack<T>::pack(s[2 * kk][0], s[2 * kk][1]);
-      pa[kk][1] = v6_pack<T>::pack(s[2 * kk][2], s[2 * kk][3]);
-      pa[kk][2] = v6_pack<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pa[kk][3] = v6_pack<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
-  };
 
-  /* tile 0: S, softmax, P (O is still zero: no rescale) */
+  /* tile 0: S, softmax, P */
   float alpha[2];
   tile_start(0);
-  pin_s();
-  wg_fence();
-  issue_s(0);
-  wg_commit();
-  wg_wait<0>();
-  pin_s();
-  softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
-  pack_p();
+  a.issue_first(qbase, sKV, 0);
+  a.finish_first(cw, c_log2, lane, alpha);
   int prev_slot = 0;
   /* Tiles 1, 2, ...: S_j and P_{j-1} V_{j-1} issued together, the wait for S_j only, the softmax under
    * P V (FA3's intra-warpgroup overlap, kept in the SASS by the fence below), the wait for P V, the O
    * rescale and P_j. */
-  for (int j = 1; v6_next<BN>(p, scope, cw); ++j) {
+  for (int j = 1; walk_next<BN>(p, scope, cw); ++j) {
     tile_start(j);
     const int slot = j % ST;
-    pin_s();
-    pin_o();
-    wg_fence();
-    issue_s(slot);
-    wg_commit();
-    issue_pv(prev_slot);
-    wg_commit();
-    wg_wait<1>();
-    pin_s();
-    softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
-    if (TR::FENCE) {
-      /* ptxas schedules a wgmma wait as early as it may (in the SASS of the plain loop it lands after the
-       * first max shuffle, before every exp2) and sinks arithmetic below barriers. A shared store of the
-       * row sums (which depend on every exp2 of the tile) followed by a barrier of this warpgroup's 128
-       * threads (named barrier 1 + wg) pins the softmax above the wait, so it runs under P V. */
-      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sFence + 4u * (uint32_t)tid), "f"(l[0] + l[1]) : "memory");
+    a.issue_next(qbase, sKV, slot, prev_slot);
+    a.softmax_next(cw, c_log2, lane, alpha);
+    if (TR::FENCE) { /* the row-sum fence (v6_wg::fence_store): named barrier 1 + wg */
+      a.fence_store(sFence + 4u * (uint32_t)tid);
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
     }
-    wg_wait<0>();
-    pin_o();
-#pragma unroll
-    for (int n = 0; n < ND; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
-    }
-    pack_p();
+    a.wait_pv();
+    a.rescale_pack(alpha);
     prev_slot = slot;
   }
   /* the last tile's P V (its slot is not overwritten: no loads are left) */
-  pin_o();
-  wg_fence();
-  issue_pv(prev_slot);
-  wg_commit();
-  wg_wait<0>();
-  pin_o();
-
-  /* finish: row sums across the quad, normalise, write O and LSE for valid rows */
-  T *go = static_cast<T *>(p.o) + (int64_t)h * p.o_head_stride;
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    float sum = l[hr];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = 1.f / sum;
-    const int r = wg * 64 + wq * 16 + (lane >> 2) + hr * 8;
-    if (r < qn) {
-      T *orow = go + (qrow0 + r) * p.o_row_stride;
-#pragma unroll
-      for (int n = 0; n < ND; ++n) {
-        const uint32_t v = v6_pack<T>::pack(o[n][2 * hr] * inv, o[n][2 * hr + 1] * inv);
-        *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * (lane & 3)) = v;
-      }
-      if (p.lse && (lane & 3) == 0)
-        p.lse[(qrow0 + r) * p.heads + h] = (m[hr] + __log2f(sum)) * 0.69314718055994531f;
-    }
-  }
+  a.issue_last(sKV, prev_slot);
+  a.wait_pv();
+  a.store(p, h, qrow0, qn, wg, wq, lane);
 }
-
 
 /* The producer's copy of rows [0, rows_valid) of a ROWS-row tile (zeros past rows_valid) from g (row 0)
  * into shared address s, by 128 threads. Same layout as v6_load, but each thread keeps one chunk column c
@@ -633,7 +611,7 @@ static __device__ __forceinline__ void v9_load(uint32_t s, const T *g0, int64_t 
  * 128 copies of tile t have landed, so the consumer waits for parity u & 1. "empty" completes phase u when
  * both consumers have retired tile t; the producer fills tile t after waiting for parity (u & 1) ^ 1, i.e.
  * for the phase of tile t - ST (for u = 0 the parity-1 wait returns at once: the "previous" phase of a
- * fresh mbarrier counts as complete). The producer and consumers walk the same tile list (v6_next on the
+ * fresh mbarrier counts as complete). The producer and consumers walk the same tile list (walk_next on the
  * same scope), so every tile is filled once and consumed once by each consumer. */
 
 static __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
@@ -671,7 +649,7 @@ template <typename T, int D, typename TR>
 __global__ void __launch_bounds__((TR::NWG + 1) * 128, 1)
     battn_v9_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
   constexpr int NWG = TR::NWG, BN = TR::BN, ST = TR::STAGES;
-  constexpr int NC = NWG * 128, BM = 64 * NWG, KS = D / 16, NB = BN / 8, ND = D / 8;
+  constexpr int NC = NWG * 128, BM = 64 * NWG;
   constexpr uint32_t QBYTES = BM * D * 2, TBYTES = BN * D * 2;
   using sw = v6_sw<D>;
   static_assert(ST >= 3, "consumers hold two slots (tiles j-1 and j); at least one more for the producer");
@@ -714,13 +692,13 @@ __global__ void __launch_bounds__((TR::NWG + 1) * 128, 1)
     const T *gv = static_cast<const T *>(p.v) + (int64_t)h * p.v_head_stride;
     /* Q rides with tile 0: the first "full" arrival of each thread also covers its Q copies */
     v9_load<T, D, BM, 1>(sQ, gq + qrow0 * p.q_row_stride, p.q_row_stride, gq, 0, qn, tid);
-    v6_walk lw = {-1, 0, 0, 0};
+    tile_walk lw = {-1, 0, 0, 0};
     int slot = 0;
     uint32_t ph = 0; /* parity of the current use of `slot` */
 #pragma unroll 1 /* one copy of the body: at setmaxnreg 24 (D = 128) an unrolled ring spilled */
-    for (bool have = v6_next<BN>(p, scope, lw); have; have = v6_next<BN>(p, scope, lw)) {
+    for (bool have = walk_next<BN>(p, scope, lw); have; have = walk_next<BN>(p, scope, lw)) {
       mbar_wait(sEmpty + 8u * slot, ph ^ 1u); /* consumers have retired the slot's previous tile */
-      const int nv = (int)min((uint32_t)BN, lw.count - lw.off);
+      const int nv = walk_rows<BN>(lw);
       const uint32_t sk = sKV + 2u * (uint32_t)slot * TBYTES;
       const int64_t r = (int64_t)lw.start + lw.off;
       v9_load<T, D, BN, 2>(sk, gk + r * p.k_row_stride, p.k_row_stride, gv + r * p.v_row_stride, p.v_row_stride,
@@ -738,79 +716,14 @@ __global__ void __launch_bounds__((TR::NWG + 1) * 128, 1)
   const int cwg = wg - 1, ctid = tid - 128, lane = tid & 31, wq = (tid >> 5) & 3;
   const int pp_own = 3 + cwg, pp_other = 3 + (cwg ^ 1);
 
-  float o[ND][4];
-#pragma unroll
-  for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  float s[NB][4];
+
+  using wgs = v6_wg<T, D, BM, BN>;
+  float o[wgs::ND][4], m[2], l[2], s[wgs::NB][4];
   uint32_t pa[BN / 16][4];
+  wgs a = {o, m, l, s, pa};
+  a.init();
   const uint32_t qbase = sQ + (uint32_t)cwg * 64u * sw::RB;
 
-  auto issue_s = [&](int slot_) {
-    const uint32_t kbase = sKV + 2u * (uint32_t)slot_ * TBYTES;
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-      const uint32_t koff = (uint32_t)(ks & 3) * 32u, kblk = (uint32_t)(ks >> 2) * 128u;
-      const uint64_t da = wg_desc(qbase + kblk * BM + koff, 16, sw::SBO, sw::MODE);
-      const uint64_t db = wg_desc(kbase + kblk * BN + koff, 16, sw::SBO, sw::MODE);
-      wg_ss<T, BN>(&s[0][0], da, db, ks > 0);
-    }
-  };
-  auto issue_pv = [&](int slot_) {
-    const uint32_t vbase = sKV + 2u * (uint32_t)slot_ * TBYTES + TBYTES;
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const uint64_t db = wg_desc(vbase + (uint32_t)kk * 16u * sw::RB, BN * 128, sw::SBO, sw::MODE);
-      wg_rs<T, D>(&o[0][0], pa[kk], db, 1);
-    }
-  };
-  auto pin_s = [&]() {
-#pragma unroll
-    for (int n = 0; n < NB; ++n) pin(s[n][0]), pin(s[n][1]), pin(s[n][2]), pin(s[n][3]);
-  };
-  auto pin_o = [&]() {
-#pragma unroll
-    for (int n = 0; n < ND; ++n) pin(o[n][0]), pin(o[n][1]), pin(o[n][2]), pin(o[n][3]);
-  };
-  auto softmax = [&](int nvalid, float *alpha) {
-    if (nvalid < BN) { /* partial tile at a bucket's end: masked keys (their K/V rows are zero-filled) */
-#pragma unroll
-      for (int n = 0; n < NB; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (n * 8 + 2 * (lane & 3) + (e & 1) >= nvalid) s[n][e] = -INFINITY;
-    }
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      float t[NB];
-#pragma unroll
-      for (int n = 0; n < NB; ++n) t[n] = fmaxf(s[n][2 * hr], s[n][2 * hr + 1]);
-      float x = tree_max<NB>(t);
-      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-      const float mnew = fmaxf(m[hr], x * c_log2);
-      alpha[hr] = ex2f(m[hr] - mnew);
-      m[hr] = mnew;
-      const float nm = -mnew;
-      float ps[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int n = 0; n < NB; ++n) {
-        s[n][2 * hr] = ex2f(fmaf(s[n][2 * hr], c_log2, nm));
-        s[n][2 * hr + 1] = ex2f(fmaf(s[n][2 * hr + 1], c_log2, nm));
-        ps[n & 3] += s[n][2 * hr] + s[n][2 * hr + 1];
-      }
-      l[hr] = l[hr] * alpha[hr] + ((ps[0] + ps[1]) + (ps[2] + ps[3]));
-    }
-  };
-  auto pack_p = [&]() {
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      pa[kk][0] = v6_pack<T>::pack(s[2 * kk][0], s[2 * kk][1]);
-      pa[kk][1] = v6_pack<T>::pack(s[2 * kk][2], s[2 * kk][3]);
-      pa[kk][2] = v6_pack<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pa[kk][3] = v6_pack<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
-  };
   /* tile landed: its "full" phase; then the proxy fence (cp.async writes are generic-proxy writes, wgmma
    * reads through the async proxy) */
   auto wait_full = [&](int slot_, uint32_t ph_) {
@@ -826,86 +739,40 @@ __global__ void __launch_bounds__((TR::NWG + 1) * 128, 1)
    * the final P V); consumer 1 skips its last grant so that no arrival is left pending at exit. */
   if (TR::PING && cwg == 1) named_arrive(pp_other, 2 * 128); /* consumer 0's first turn */
 
-  v6_walk cw = {-1, 0, 0, 0};
-  v6_next<BN>(p, scope, cw); /* true: the query bucket is in its own scope */
+  tile_walk cw = {-1, 0, 0, 0};
+  walk_next<BN>(p, scope, cw); /* true: the query bucket is in its own scope */
   int slot = 0;
   uint32_t ph = 0;
   float alpha[2];
-  /* tile 0: S, softmax, P (O is still zero: no rescale) */
+  /* tile 0: S, softmax, P */
   wait_full(slot, ph);
   if (TR::PING) named_sync(pp_own, 2 * 128);
-  pin_s();
-  wg_fence();
-  issue_s(slot);
-  wg_commit();
+  a.issue_first(qbase, sKV, slot);
   if (TR::PING) named_arrive(pp_other, 2 * 128);
-  wg_wait<0>();
-  pin_s();
-  softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
-  pack_p();
+  a.finish_first(cw, c_log2, lane, alpha);
   int prev_slot = slot;
   if (++slot == ST) slot = 0, ph ^= 1u;
-  while (v6_next<BN>(p, scope, cw)) {
+  while (walk_next<BN>(p, scope, cw)) {
     wait_full(slot, ph);
     if (TR::PING) named_sync(pp_own, 2 * 128);
-    pin_s();
-    pin_o();
-    wg_fence();
-    issue_s(slot);
-    wg_commit();
-    issue_pv(prev_slot);
-    wg_commit();
+    a.issue_next(qbase, sKV, slot, prev_slot);
     if (TR::PING) named_arrive(pp_other, 2 * 128);
-    wg_wait<1>();
-    pin_s();
-    softmax((int)min((uint32_t)BN, cw.count - cw.off), alpha);
-    /* v6's fence: the row sums (which depend on every exp2) stored, then a barrier of this warpgroup, so
-     * that ptxas keeps the softmax above the P V wait (named barrier 1 + consumer) */
-    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sFence + 4u * (uint32_t)ctid), "f"(l[0] + l[1]) : "memory");
+    a.softmax_next(cw, c_log2, lane, alpha);
+    /* v6's row-sum fence (v6_wg::fence_store): named barrier 1 + consumer */
+    a.fence_store(sFence + 4u * (uint32_t)ctid);
     named_sync(1 + cwg, 128);
-    wg_wait<0>();
-    pin_o();
+    a.wait_pv();
     release(prev_slot); /* S of this tile and P V of the previous one are done: the previous slot is free */
-#pragma unroll
-    for (int n = 0; n < ND; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
-    }
-    pack_p();
+    a.rescale_pack(alpha);
     prev_slot = slot;
     if (++slot == ST) slot = 0, ph ^= 1u;
   }
   /* the last tile's P V; its slot is not released: the producer has nothing left to load */
   if (TR::PING) named_sync(pp_own, 2 * 128);
-  pin_o();
-  wg_fence();
-  issue_pv(prev_slot);
-  wg_commit();
+  a.issue_last(sKV, prev_slot);
   if (TR::PING && cwg == 0) named_arrive(pp_other, 2 * 128);
-  wg_wait<0>();
-  pin_o();
-
-  T *go = static_cast<T *>(p.o) + (int64_t)h * p.o_head_stride;
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    float sum = l[hr];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = 1.f / sum;
-    const int r = cwg * 64 + wq * 16 + (lane >> 2) + hr * 8;
-    if (r < qn) {
-      T *orow = go + (qrow0 + r) * p.o_row_stride;
-#pragma unroll
-      for (int n = 0; n < ND; ++n) {
-        const uint32_t v = v6_pack<T>::pack(o[n][2 * hr] * inv, o[n][2 * hr + 1] * inv);
-        *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * (lane & 3)) = v;
-      }
-      if (p.lse && (lane & 3) == 0)
-        p.lse[(qrow0 + r) * p.heads + h] = (m[hr] + __log2f(sum)) * 0.69314718055994531f;
-    }
-  }
+  a.wait_pv();
+  a.store(p, h, qrow0, qn, cwg, wq, lane);
 }
 
 #else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
@@ -970,69 +837,35 @@ static hx_status v6_supported(hx_err *err) {
   return HX_OK;
 }
 
-template <typename T, int D, typename TR>
-static hx_status v6_launch(const battn_params *p, cudaStream_t stream, hx_err *err) {
+/* One launcher for both kernels. WS = 0: v6's kernel, NWG warpgroups; shared memory: 1 KB of alignment
+ * slack, Q, the K/V ring and the fence floats. WS = 1: v9's, (NWG + 1) warpgroups; shared memory as v6's
+ * plus 2 x STAGES mbarriers (D = 128: 231472 of the 232448 bytes a block may have). */
+template <typename T, int D, typename TR, bool WS>
+static hx_status wg_launch(const battn_params *p, cudaStream_t stream, hx_err *err) {
   constexpr int BM = 64 * TR::NWG;
-  const size_t smem = 1024 + (size_t)BM * D * 2 + (size_t)TR::STAGES * 2 * TR::BN * D * 2 + (size_t)BM * 2 * 4;
-  const uint32_t tpb = (p->max_bucket_rows + BM - 1) / BM;
-  const uint64_t nx = (uint64_t)p->num_scopes * p->buckets_per_scope * tpb;
-  if (nx == 0) return HX_OK;
-  if (nx > 0x7FFFFFFFull)
-    return hx_errf(err, HX_EINVAL, "attention v6: grid of %llu tiles too large", (unsigned long long)nx);
-  auto kern = battn_v6_kernel<T, D, TR>;
-  V6_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  const float c = p->scale * 1.4426950408889634f;
-  kern<<<dim3((unsigned)nx, (unsigned)p->heads), TR::NWG * 128, smem, stream>>>(*p, c, tpb);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "attention v6: launch: %s", cudaGetErrorString(e));
-  return HX_OK;
-}
-
-template <template <int> class TILES>
-static hx_status v6_run(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
-                        hx_err *err) {
-  HX_TRY(battn_validate(p, NULL, err));
-  HX_TRY(v6_supported(err));
-  if (!d_scratch && scratch_bytes) {
-    *scratch_bytes = 0;
-    return HX_OK;
-  }
-  cudaStream_t st = (cudaStream_t)stream;
-  typedef __half H;
-  typedef __nv_bfloat16 B;
-  const bool f16 = p->dtype == BATTN_F16;
-  switch (p->head_dim) {
-  case 16: return f16 ? v6_launch<H, 16, TILES<16>>(p, st, err) : v6_launch<B, 16, TILES<16>>(p, st, err);
-  case 32: return f16 ? v6_launch<H, 32, TILES<32>>(p, st, err) : v6_launch<B, 32, TILES<32>>(p, st, err);
-  case 64: return f16 ? v6_launch<H, 64, TILES<64>>(p, st, err) : v6_launch<B, 64, TILES<64>>(p, st, err);
-  default: return f16 ? v6_launch<H, 128, TILES<128>>(p, st, err) : v6_launch<B, 128, TILES<128>>(p, st, err);
-  }
-}
-
-/* v9's launch: (NWG + 1) warpgroups; shared memory as v6 plus 2 x STAGES mbarriers (D = 128: 231472 of
- * the 232448 bytes a block may have). */
-template <typename T, int D, typename TR>
-static hx_status v9_launch(const battn_params *p, cudaStream_t stream, hx_err *err) {
-  constexpr int BM = 64 * TR::NWG;
+  const char *name = WS ? "attention v9" : "attention v6";
   const size_t smem = 1024 + (size_t)BM * D * 2 + (size_t)TR::STAGES * 2 * TR::BN * D * 2 +
-                      (size_t)TR::NWG * 128 * 4 + (size_t)TR::STAGES * 2 * 8;
+                      (size_t)TR::NWG * 128 * 4 + (WS ? (size_t)TR::STAGES * 2 * 8 : 0);
   const uint32_t tpb = (p->max_bucket_rows + BM - 1) / BM;
   const uint64_t nx = (uint64_t)p->num_scopes * p->buckets_per_scope * tpb;
   if (nx == 0) return HX_OK;
   if (nx > 0x7FFFFFFFull)
-    return hx_errf(err, HX_EINVAL, "attention v9: grid of %llu tiles too large", (unsigned long long)nx);
-  auto kern = battn_v9_kernel<T, D, TR>;
+    return hx_errf(err, HX_EINVAL, "%s: grid of %llu tiles too large", name, (unsigned long long)nx);
+  void (*kern)(const battn_params, float, uint32_t);
+  if constexpr (WS)
+    kern = battn_v9_kernel<T, D, TR>;
+  else
+    kern = battn_v6_kernel<T, D, TR>;
   V6_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const float c = p->scale * 1.4426950408889634f;
-  kern<<<dim3((unsigned)nx, (unsigned)p->heads), (TR::NWG + 1) * 128, smem, stream>>>(*p, c, tpb);
+  kern<<<dim3((unsigned)nx, (unsigned)p->heads), (TR::NWG + (WS ? 1 : 0)) * 128, smem, stream>>>(*p, c, tpb);
   cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "attention v9: launch: %s", cudaGetErrorString(e));
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: launch: %s", name, cudaGetErrorString(e));
   return HX_OK;
 }
 
-template <template <int> class TILES>
-static hx_status v9_run(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
-                        hx_err *err) {
+template <template <int> class TILES, bool WS>
+static hx_status wg_run(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream, hx_err *err) {
   HX_TRY(battn_validate(p, NULL, err));
   HX_TRY(v6_supported(err));
   if (!d_scratch && scratch_bytes) {
@@ -1044,10 +877,11 @@ static hx_status v9_run(const battn_params *p, void *d_scratch, size_t *scratch_
   typedef __nv_bfloat16 B;
   const bool f16 = p->dtype == BATTN_F16;
   switch (p->head_dim) {
-  case 16: return f16 ? v9_launch<H, 16, TILES<16>>(p, st, err) : v9_launch<B, 16, TILES<16>>(p, st, err);
-  case 32: return f16 ? v9_launch<H, 32, TILES<32>>(p, st, err) : v9_launch<B, 32, TILES<32>>(p, st, err);
-  case 64: return f16 ? v9_launch<H, 64, TILES<64>>(p, st, err) : v9_launch<B, 64, TILES<64>>(p, st, err);
-  default: return f16 ? v9_launch<H, 128, TILES<128>>(p, st, err) : v9_launch<B, 128, TILES<128>>(p, st, err);
+  case 16: return f16 ? wg_launch<H, 16, TILES<16>, WS>(p, st, err) : wg_launch<B, 16, TILES<16>, WS>(p, st, err);
+  case 32: return f16 ? wg_launch<H, 32, TILES<32>, WS>(p, st, err) : wg_launch<B, 32, TILES<32>, WS>(p, st, err);
+  case 64: return f16 ? wg_launch<H, 64, TILES<64>, WS>(p, st, err) : wg_launch<B, 64, TILES<64>, WS>(p, st, err);
+  default:
+    return f16 ? wg_launch<H, 128, TILES<128>, WS>(p, st, err) : wg_launch<B, 128, TILES<128>, WS>(p, st, err);
   }
 }
 
@@ -1059,15 +893,15 @@ extern "C" hx_status battn_v6_fn(const battn_params *p, void *d_scratch, size_t 
     HX_TRY(v6_supported(err)); /* one contract for the whole variant: sm_90a or nothing */
     return battn_v5_fn(p, d_scratch, scratch_bytes, stream, err);
   }
-  return v6_run<v6_tiles>(p, d_scratch, scratch_bytes, stream, err);
+  return wg_run<v6_tiles, false>(p, d_scratch, scratch_bytes, stream, err);
 }
 extern "C" hx_status battn_v7_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                                  hx_err *err) {
-  return v6_run<v7_tiles>(p, d_scratch, scratch_bytes, stream, err);
+  return wg_run<v7_tiles, false>(p, d_scratch, scratch_bytes, stream, err);
 }
 extern "C" hx_status battn_v8_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                                  hx_err *err) {
-  return v6_run<v6_tiles>(p, d_scratch, scratch_bytes, stream, err);
+  return wg_run<v6_tiles, false>(p, d_scratch, scratch_bytes, stream, err);
 }
 /* v9: the warp-specialised kernel (producer warpgroup, mbarrier ring, ping-pong) at D = 32, 64, 128; v5's
  * kernel at D = 16, where 12 warps of mma.sync per SM keep more exponentials in flight than the two
@@ -1079,14 +913,14 @@ extern "C" hx_status battn_v9_fn(const battn_params *p, void *d_scratch, size_t 
     HX_TRY(v6_supported(err));
     return battn_v5_fn(p, d_scratch, scratch_bytes, stream, err);
   }
-  return v9_run<v9_tiles>(p, d_scratch, scratch_bytes, stream, err);
+  return wg_run<v9_tiles, true>(p, d_scratch, scratch_bytes, stream, err);
 }
 /* v10: v9's kernel at every head dim; v11: v9's kernel without the ping-pong, every head dim (ablations) */
 extern "C" hx_status battn_v10_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                                   hx_err *err) {
-  return v9_run<v9_tiles>(p, d_scratch, scratch_bytes, stream, err);
+  return wg_run<v9_tiles, true>(p, d_scratch, scratch_bytes, stream, err);
 }
 extern "C" hx_status battn_v11_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                                   hx_err *err) {
-  return v9_run<v11_tiles>(p, d_scratch, scratch_bytes, stream, err);
+  return wg_run<v11_tiles, true>(p, d_scratch, scratch_bytes, stream, err);
 }
