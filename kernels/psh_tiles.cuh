@@ -1,18 +1,79 @@
 /*
- * psh_tiles.cuh - device helpers shared by the tiled PSH variants: v4 (psh_v4.cu, four launches) and
- * v5/v6 (psh_v5.cu, one cooperative launch). A tile is the points of one cloud inside one chunk of
- * `tile` points; a block serves one tile and its cloud's frame. Templates take the variant's parameter
- * struct (fields off, nclouds, tile, voxel, hash, nb). Private to kernels/; include it after
- * <cuda_runtime.h> (the host emulation in kernels/dev/emu rewrites it with the two .cu files).
+ * psh_tiles.cuh - what the tiled PSH variants share: v4 (psh_v4.cu, four launches), v5/v6 (psh_v5.cu, one
+ * cooperative launch) and v7 (psh_v7.cu, v6 reworked). A tile is the points of one cloud inside one chunk
+ * of `tile` points; a block serves one tile and its cloud's frame. Here: the sizes, the kernel parameter
+ * struct Prm (v5 and v7 derive theirs and only append fields), the device helpers (Frame, Tile, tile_of,
+ * cloud_of, frame_from_keys, frame_load, voxel3, probe_bucket_fast, block_min6, lanemask_lt), the run-state
+ * zeroing of v4's K1 and phase A, the scratch layout and parameter set-up of the launchers, and for the
+ * one-launch variants their shared-memory struct, the thread-per-point probe phase (phase C) and the
+ * one-wave tiling. Each variant file keeps what is its own.
+ * Constraint: these variants were measured and checked on an H200, so moving code here must leave each
+ * file's PTX as it was (checked with nvcc -ptx before and after). Code that compiles differently once it
+ * is a function (v4's K2 against phase B, v4's K3 against phase C, phase A, the scans) stays in the
+ * variant files, although it reads the same.
+ * Private to kernels/; include it after <cuda_runtime.h> (the host emulation in kernels/dev/emu rewrites
+ * it with the .cu files).
  */
 #ifndef F3D_PSH_TILES_CUH
 #define F3D_PSH_TILES_CUH
 
+#include <cub/block/block_scan.cuh>
 #include <stdint.h>
 
+#include "kernels/psh_internal.cuh"
 #include "kernels/psh_internal.h"
 
 namespace psh_tiles {
+
+constexpr int kT = 512;                 /* threads of a tile block (v4's K1, K2, K4; every v5/v7 block) */
+constexpr int kWarps = kT / 32;
+constexpr int kMaxIpt = 8;              /* points per thread at most: tiles of <= 4096 points */
+constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared counters */
+constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
+constexpr uint32_t kSnapBits = 16384;   /* the probe phase keeps a shared "full" bit per bucket up to this many */
+constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
+constexpr uint32_t kNone = 0xFFFFFFFFu;
+/* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
+enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
+constexpr int kFrameWords = 8;          /* lo[3] (float bits), bits, step, shift[3] */
+
+typedef cub::BlockScan<uint32_t, kT> Scan;
+
+/* The kernel parameters of every tiled variant, passed by value. v5 and v7 derive their structs from it and
+ * only append fields, so these offsets are the same in all of them. */
+struct Prm {
+  const float *xyz;
+  const uint32_t *off;
+  uint32_t nclouds, n, nb, cap, nprobe, hash, tile, ipt;
+  float voxel;
+  union {         /* the output alignment, as each variant's launcher encodes it: */
+    int xyz_pair; /* v4: 1 = xyz_out 8-byte aligned (scatter: a float2 + a float); v5/v6: the same, or 2 = 16
+                     bytes and perm too (v6's gather) */
+    int vec16;    /* v7: xyz_out and perm 16-byte aligned: the gather's stores are float4 / uint4 */
+  };
+  uint64_t seed;
+  int8_t probe[PSH_NPROBE_BASE][3];
+  /* outputs */
+  uint32_t *bucket, *offset, *count_out, *start, *slot, *perm, *counters_out;
+  float *xyz_out;
+  /* scratch */
+  uint32_t *part;  /* [tiles * 6] per-tile bbox keys: min key of x,y,z, then min of ~key (= ~max) */
+  uint32_t *frame; /* [nclouds * kFrameWords] */
+  uint32_t *cnt;   /* [nclouds * nb] counters during the run */
+  uint32_t *resid; /* [nclouds] leftover tickets */
+  uint32_t *ctr;   /* [C_WORDS] */
+  uint32_t *ovf;   /* [n] overflow list */
+};
+
+/* How a kernel reads what other blocks wrote (frame_load's Ld): LdPrev for data of an earlier launch (plain
+ * loads: v4), LdL2 for data of another block of the same launch, read after a grid barrier: ld.global.cg (L2,
+ * since the SM's L1 is not coherent; v5/v6, v7). */
+struct LdPrev {
+  template <class T> static __device__ __forceinline__ T ld(const T *a) { return *a; }
+};
+struct LdL2 {
+  template <class T> static __device__ __forceinline__ T ld(const T *a) { return __ldcg(a); }
+};
 
 struct Frame {
   float lo[3];
@@ -22,6 +83,17 @@ struct Frame {
 struct Tile {
   uint32_t c, k, lo, hi, k0, k1; /* cloud, chunk, points [lo, hi), the cloud's chunks k0..k1 */
 };
+
+/* Cloud c's frame, stored by the count phase (v4's K2, phase B: the cloud's first tile) for the probe phase. */
+template <class Ld> __device__ __forceinline__ Frame frame_load(const uint32_t *frame, uint32_t c) {
+  const uint32_t *w = frame + (size_t)c * kFrameWords;
+  Frame f;
+  for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(Ld::ld(w + d));
+  f.bits = Ld::ld(w + 3);
+  f.step = Ld::ld(w + 4);
+  for (int d = 0; d < 3; d++) f.shift[d] = Ld::ld(w + 5 + d);
+  return f;
+}
 
 __device__ __forceinline__ uint32_t lanemask_lt() {
   uint32_t m;
@@ -111,6 +183,213 @@ template <int WARPS> __device__ __forceinline__ void block_min6(uint32_t k[6], u
   if (threadIdx.x == 0)
     for (int e = 0; e < 6; e++)
       for (int w = 1; w < WARPS; w++) k[e] = min(k[e], s_red[e][w]);
+}
+
+/* ---- device code of every variant ---- */
+
+/* Zero the run state (counters, tickets, run counters) and write the default bucket tables over the grid
+ * (v4's K1, phase A); no block reads them before the next launch or grid barrier. */
+template <class P> __device__ __forceinline__ void init_run_state(const P &p) {
+  const uint32_t gt = blockIdx.x * kT + threadIdx.x, gs = gridDim.x * kT;
+  const uint32_t nbt = p.nclouds * p.nb;
+  for (uint32_t g = gt; g < nbt; g += gs) {
+    p.cnt[g] = 0;
+    p.count_out[g] = 0;
+    p.start[g] = __ldg(p.off + g / p.nb); /* kept by empty clouds; the scan phase rewrites the others */
+  }
+  for (uint32_t c = gt; c < p.nclouds; c += gs) p.resid[c] = 0;
+  if (gt < C_WORDS) p.ctr[gt] = 0;
+}
+
+/* ---- host side: scratch layout and parameters ---- */
+
+static inline size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* Scratch layout of the tiled variants (tiles bounded with the smallest tile, kT points): part, frame, cnt,
+ * resid, ctr, ovf, then nx more arrays of xwords[k] words at *xslots[k] (v5's phase stamps, v7's records),
+ * each 256-byte aligned. base NULL: pointers untouched. Returns the total size. */
+static inline size_t tiles_layout(Prm *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n, int nx,
+                                  uint32_t **const *xslots, const size_t *xwords) {
+  char *b = (char *)base;
+  size_t off = 0;
+  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf};
+  const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
+  const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
+                          (size_t)n + 1};
+  for (int k = 0; k < 6 + nx; k++) {
+    if (b) *(k < 6 ? slots[k] : xslots[k - 6]) = (uint32_t *)(b + off);
+    off += align256((k < 6 ? words[k] : xwords[k - 6]) * sizeof(uint32_t));
+  }
+  return off;
+}
+
+/* What every tiled launcher sets from the call (psh_kparams_fill) and its tiling (ipt points per thread). */
+template <class P>
+static inline void tiles_params_fill(P *p, const psh_out *out, const psh_in *in, const psh_params *prm, uint32_t ipt) {
+  p->ipt = ipt;
+  p->tile = kT * p->ipt;
+  psh_kparams_fill(p, out, in, prm);
+  p->off = in->cloud_offset;
+  p->count_out = out->bucket_count;
+}
+
+/* ---- the one-launch variants (v5/v6, v7) ---- */
+
+constexpr uint32_t kOffBits = 20;            /* a placement in one word: local bucket (< 4096) << 20 | offset */
+constexpr uint32_t kOffMask = (1u << kOffBits) - 1u;
+constexpr uint32_t kMaxCap = 1u << kOffBits; /* larger S runs v4 */
+/* trace slots: 0 start (block 0), 1-3 after grid barriers 1-3 (3 = 2 without probing), 4 end of block 0's
+ * phase D, 5 after the gather's barrier (v6, v7; 0 in v5), 6 the last block's end (atomicMax) */
+enum { kTrace = 8 };
+
+/* Shared memory of one block: the phases reuse one union (a grid barrier separates them). */
+struct Smem {
+  union {
+    uint32_t cnt[kDense];                    /* B: dense per-bucket ranks, then rebased bases */
+    struct {
+      uint32_t F[kDense + 1];                /* D: free-slot scan (with leftovers) */
+      uint32_t start[kDense];                /* D: first packed row of each local bucket */
+    } d;
+    uint32_t full[kSnapBits / 32];           /* C: bit g = counter g reached S */
+  } u;
+  Scan::TempStorage scan;
+  uint32_t red[6][kWarps];
+  uint32_t frame[kFrameWords];
+  uint32_t first, tally[2];
+};
+
+/* Phase C: the overflow list races over the probes, one thread per point (v4's K3 with blocks of kT threads
+ * and L2 loads; psh_v4.cu's header has the reasoning: the "full" snapshot, 32-bit probe arithmetic,
+ * warp-aggregated leftover tickets, one tally atomic per block). */
+template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {
+  const int lane = (int)(threadIdx.x & 31u);
+  const uint32_t nbt = p.nclouds * p.nb;
+  const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
+  if (threadIdx.x == 0) sm.tally[0] = sm.tally[1] = 0;
+  if (snap)
+    for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += kT) {
+      const uint32_t g0 = w * 32u; /* p.cnt is 256-byte aligned, so cnt + g0 is 16-byte aligned */
+      uint32_t word = 0;
+      if (g0 + 32u <= nbt) {
+        const uint4 *q = (const uint4 *)(p.cnt + g0);
+        uint4 a[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) a[k] = __ldcg(q + k); /* 8 independent loads in flight */
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+          word |= (uint32_t)(a[k].x >= p.cap) << (4 * k) | (uint32_t)(a[k].y >= p.cap) << (4 * k + 1) |
+                  (uint32_t)(a[k].z >= p.cap) << (4 * k + 2) | (uint32_t)(a[k].w >= p.cap) << (4 * k + 3);
+      } else {
+        for (uint32_t b = 0; g0 + b < nbt; b++) word |= (uint32_t)(__ldcg(p.cnt + g0 + b) >= p.cap) << b;
+      }
+      sm.u.full[w] = word;
+    }
+  __syncthreads(); /* tally zeroed, snapshot built -> uses below */
+  volatile uint32_t *full = sm.u.full;
+  uint32_t np = 0, nl = 0;
+  const uint32_t stride = gridDim.x * kT;
+  /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
+  for (uint32_t t0 = blockIdx.x * kT; t0 < n_ovf; t0 += stride) {
+    const uint32_t t = t0 + threadIdx.x;
+    bool left = false;
+    uint32_t i = 0, c = 0;
+    if (t < n_ovf) {
+      i = __ldcg(p.ovf + t);
+      c = cloud_of(p.off, p.nclouds, i);
+      const Frame f = frame_load<LdL2>(p.frame, c);
+      uint32_t v[3];
+      voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
+             v);
+      const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
+      bool placed = false;
+      for (uint32_t k = 0; k < p.nprobe; k++) {
+        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+        if (h == home) continue;
+        const uint32_t g = c * p.nb + h;
+        if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
+        if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
+          if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
+          continue;
+        }
+        const uint32_t o = atomicAdd(p.cnt + g, 1u);
+        if (o < p.cap) {
+          p.bucket[i] = g;
+          p.offset[i] = o;
+          placed = true;
+          break;
+        }
+        atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+        if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
+      }
+      if (placed) np++;
+      else left = true;
+    }
+    /* leftover tickets: one atomic per cloud per warp */
+    const uint32_t lm = __ballot_sync(0xFFFFFFFFu, left);
+    if (left) {
+      const uint32_t peers = __match_any_sync(lm, c);
+      const int leader = __ffs(peers) - 1;
+      uint32_t base = 0;
+      if (lane == leader) base = atomicAdd(p.resid + c, (uint32_t)__popc(peers));
+      base = __shfl_sync(lm, base, leader);
+      p.bucket[i] = PSH_RESID_FLAG | c;
+      p.offset[i] = base + (uint32_t)__popc(peers & lanemask_lt());
+      nl++;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    np += __shfl_xor_sync(0xFFFFFFFFu, np, o);
+    nl += __shfl_xor_sync(0xFFFFFFFFu, nl, o);
+  }
+  if (lane == 0) {
+    if (np) atomicAdd(&sm.tally[0], np);
+    if (nl) atomicAdd(&sm.tally[1], nl);
+  }
+  __syncthreads(); /* tally complete -> thread 0 */
+  if (threadIdx.x == 0) {
+    if (sm.tally[0]) atomicAdd(p.ctr + C_PROBE, sm.tally[0]);
+    if (sm.tally[1]) atomicAdd(p.ctr + C_OVER, sm.tally[1]);
+  }
+}
+
+/* Blocks of kern (kT threads each) resident at once on the device; 0 when it cannot launch cooperatively
+ * (the caller runs v4 instead). who names the variant in errors. */
+template <class K> static inline hx_status coop_resident(K kern, const char *who, uint64_t *resident, hx_err *err) {
+  int dev = 0, sms = 0, coop = 0, per_sm = 0;
+  const char *what = "device";
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) {
+    what = "SM count";
+    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  }
+  if (e == cudaSuccess) {
+    what = "cooperative launch attribute";
+    e = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev);
+  }
+  if (e == cudaSuccess) {
+    what = "occupancy";
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kT, 0);
+  }
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: %s: %s", who, what, cudaGetErrorString(e));
+  *resident = coop && per_sm >= 1 && sms >= 1 ? (uint64_t)per_sm * (uint64_t)sms : 0u;
+  return HX_OK;
+}
+
+/* Points per thread so that the tiles fill the resident blocks in one wave, at most kMaxIpt. false: even
+ * kMaxIpt needs more tiles than there are resident blocks (the caller runs v4). */
+static inline bool coop_tiling(uint32_t n, uint32_t nclouds, uint64_t resident, uint64_t *ipt_out,
+                               uint64_t *tiles_out) {
+  const uint64_t per_wave = (uint64_t)kT * resident;
+  uint64_t ipt = ((uint64_t)n + per_wave - 1) / per_wave;
+  ipt = ipt < 1 ? 1 : ipt > kMaxIpt ? kMaxIpt : ipt;
+  uint64_t tiles = (uint64_t)nclouds + ((uint64_t)n + kT * ipt - 1) / (kT * ipt);
+  while (tiles > resident && ipt < kMaxIpt) { /* the +nclouds of the tile bound can spill a wave */
+    ipt++;
+    tiles = (uint64_t)nclouds + ((uint64_t)n + kT * ipt - 1) / (kT * ipt);
+  }
+  *ipt_out = ipt;
+  *tiles_out = tiles;
+  return tiles <= resident;
 }
 
 } // namespace psh_tiles

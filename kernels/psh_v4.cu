@@ -93,6 +93,10 @@
  *     extra round trip per block to build it, hence the 2048-point threshold;
  *   - 32-bit probe arithmetic giving the same bucket as psh_probe_bucket (mask for a power-of-two step);
  *   - warp-aggregated leftover tickets, per-block tallies, the frame stored once by K2.
+ * v5/v6 and v7 run the same probe loop as their phase C (phase_probe in psh_tiles.cuh, with L2 loads); K3
+ * keeps its own copy because, as a function, the loop compiles to different code here (sharing it would
+ * change this kernel's PTX, measured as it is). The sizes, the parameter struct, the run-state zeroing, the
+ * frame load and the scratch layout come from psh_tiles.cuh.
  * What remains is the RNG + Morton + hash per probe (~100-150 instructions): 48M probes ~ 150-250 us
  * on an H200 for zorder-div at 600k. A further cut would change the algorithm (fewer probes, or probing
  * whole buckets instead of points), which the invariants allow but which would no longer be Alg. 2.
@@ -101,7 +105,6 @@
 #include "kernels/psh_internal.h"
 #include "kernels/psh_internal.cuh"
 
-#include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
 
 #include "kernels/psh_tiles.cuh"
@@ -118,61 +121,14 @@ namespace {
 
 using namespace psh_tiles;
 
-constexpr int kT = 512;                 /* threads of the tile kernels (K1, K2, K4) */
-constexpr int kWarps = kT / 32;
-constexpr int kMaxIpt = 8;              /* points per thread at most: tiles of <= 4096 points */
-constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared counters */
-constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
-constexpr int kProbeT = 256;
-constexpr uint32_t kSnapBits = 16384;   /* K3 keeps a shared "full" bit per bucket up to this many */
-constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
-constexpr uint32_t kNone = 0xFFFFFFFFu;
-/* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
-enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
-constexpr int kFrameWords = 8;          /* lo[3] (float bits), bits, step, shift[3] */
+constexpr int kProbeT = 256; /* threads of K3 (K1, K2 and K4 run kT) */
 
-struct P4 {
-  const float *xyz;
-  const uint32_t *off;
-  uint32_t nclouds, n, nb, cap, nprobe, hash, tile, ipt;
-  float voxel;
-  int xyz_pair; /* xyz_out is 8-byte aligned: scatter with a float2 + a float */
-  uint64_t seed;
-  int8_t probe[PSH_NPROBE_BASE][3];
-  /* outputs */
-  uint32_t *bucket, *offset, *count_out, *start, *slot, *perm, *counters_out;
-  float *xyz_out;
-  /* scratch */
-  uint32_t *part;  /* [tiles * 6] per-tile bbox keys: min key of x,y,z, then min of ~key (= ~max) */
-  uint32_t *frame; /* [nclouds * kFrameWords] */
-  uint32_t *cnt;   /* [nclouds * nb] counters during the run */
-  uint32_t *resid; /* [nclouds] leftover tickets */
-  uint32_t *ctr;   /* [C_WORDS] */
-  uint32_t *ovf;   /* [n] overflow list */
-};
-
-__device__ __forceinline__ Frame frame_load(const P4 &p, uint32_t c) {
-  const uint32_t *w = p.frame + (size_t)c * kFrameWords;
-  Frame f;
-  for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(w[d]);
-  f.bits = w[3];
-  f.step = w[4];
-  for (int d = 0; d < 3; d++) f.shift[d] = w[5 + d];
-  return f;
-}
+typedef Prm P4; /* v4 needs no field beyond the shared ones */
 
 /* K1: zero the run state, default bucket tables, per-tile bbox keys. */
 __global__ void __launch_bounds__(kT) k4_bbox(P4 p) {
   __shared__ uint32_t s_red[6][kWarps];
-  const uint32_t gt = blockIdx.x * kT + threadIdx.x, gs = gridDim.x * kT;
-  const uint32_t nbt = p.nclouds * p.nb;
-  for (uint32_t g = gt; g < nbt; g += gs) {
-    p.cnt[g] = 0;
-    p.count_out[g] = 0;
-    p.start[g] = __ldg(p.off + g / p.nb); /* kept by empty clouds; K4 rewrites the others */
-  }
-  for (uint32_t c = gt; c < p.nclouds; c += gs) p.resid[c] = 0;
-  if (gt < C_WORDS) p.ctr[gt] = 0;
+  init_run_state(p);
   Tile t;
   if (!tile_of(p, t)) return; /* block-uniform */
   uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
@@ -350,7 +306,7 @@ __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
     if (t < n_ovf) {
       i = p.ovf[t];
       c = cloud_of(p.off, p.nclouds, i);
-      const Frame f = frame_load(p, c);
+      const Frame f = frame_load<LdPrev>(p.frame, c);
       uint32_t v[3];
       voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
              v);
@@ -408,7 +364,6 @@ __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
 
 /* K4: the cloud's scans in shared memory, then the tile's scatter. */
 __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
-  typedef cub::BlockScan<uint32_t, kT> Scan;
   __shared__ typename Scan::TempStorage tmp;
   __shared__ uint32_t s_F[kDense + 1];
   __shared__ uint32_t s_start[kDense];
@@ -530,21 +485,8 @@ __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
   }
 }
 
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
-
-/* Scratch layout (tiles bounded with the smallest tile, kT points); returns the total size. */
 size_t layout(P4 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
-  char *b = (char *)base;
-  size_t off = 0;
-  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf};
-  const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
-  const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
-                          (size_t)n + 1};
-  for (int k = 0; k < 6; k++) {
-    if (b) *slots[k] = (uint32_t *)(b + off);
-    off += align256(words[k] * sizeof(uint32_t));
-  }
-  return off;
+  return tiles_layout(q, base, nclouds, nb, n, 0, NULL, NULL);
 }
 
 } // namespace
@@ -574,11 +516,7 @@ extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const ps
   const uint64_t per_wave = (uint64_t)kT * 2u * (uint64_t)sms;
   uint64_t ipt = ((uint64_t)in->n + per_wave - 1) / per_wave;
   ipt = ipt < 1 ? 1 : ipt > kMaxIpt ? kMaxIpt : ipt;
-  p.ipt = (uint32_t)ipt;
-  p.tile = kT * p.ipt;
-  psh_kparams_fill(&p, out, in, prm);
-  p.off = in->cloud_offset;
-  p.count_out = out->bucket_count;
+  tiles_params_fill(&p, out, in, prm, (uint32_t)ipt);
   p.xyz_pair = ((uintptr_t)out->xyz & 7u) == 0;
   cudaStream_t s = (cudaStream_t)stream;
   const uint64_t tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + p.tile - 1) / p.tile;

@@ -36,13 +36,15 @@
  * Measured (H200, 2026-11-22, NOTES.md "Session 2"): NOT faster than v4 (600k xor-mod graph: v4 56.4,
  * v5 59.5, v6 55.9 us; 100k: 20.8 / 20.4 / 24.0), so v4's time is inside its kernels' bodies, not in
  * the launches this variant removes. Kept as a checked variant and for its phase trace (psh_v5_trace).
+ * Shared with v7 (psh_tiles.cuh): the shared-memory struct, phase C (phase_probe), the run-state zeroing,
+ * the parameter struct, the scratch layout and the one-wave tiling; phases A, B and D stay here (as functions
+ * they compile to different code, and this PTX is the one that was measured).
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
 #include "kernels/psh_internal.cuh"
 
 #include <cooperative_groups.h>
-#include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
 
 #include "kernels/psh_tiles.cuh"
@@ -59,54 +61,11 @@ namespace {
 
 using namespace psh_tiles;
 
-constexpr int kT = 512;                 /* threads per block (one block per tile) */
-constexpr int kWarps = kT / 32;
-constexpr int kMaxIpt = 8;              /* points per thread at most: tiles of <= 4096 points */
-constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared counters */
-constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
-constexpr uint32_t kSnapBits = 16384;   /* phase C keeps a shared "full" bit per bucket up to this many */
-constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
-constexpr uint32_t kNone = 0xFFFFFFFFu;
-/* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
-enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
-constexpr uint32_t kOffBits = 20;       /* a placement in one word: local bucket (< 4096) << 20 | offset */
-constexpr uint32_t kOffMask = (1u << kOffBits) - 1u;
-constexpr uint32_t kMaxCap = 1u << kOffBits; /* larger S runs v4 */
-constexpr int kFrameWords = 8;
-/* trace slots: 0 start (block 0), 1-3 after grid barriers 1-3 (3 = 2 without probing), 4 end of block 0's
- * phase D, 5 after the gather's barrier (v6; 0 in v5), 6 the last block's end (atomicMax) */
-enum { kTrace = 8 };          /* lo[3] (float bits), bits, step, shift[3] */
-
-struct P5 {
-  const float *xyz;
-  const uint32_t *off;
-  uint32_t nclouds, n, nb, cap, nprobe, hash, tile, ipt;
-  float voxel;
-  int xyz_pair; /* xyz_out alignment: 1 = 8 bytes (scatter: a float2 + a float), 2 = 16 bytes and perm too (gather) */
-  uint64_t seed;
-  int8_t probe[PSH_NPROBE_BASE][3];
-  /* outputs */
-  uint32_t *bucket, *offset, *count_out, *start, *slot, *perm, *counters_out;
-  float *xyz_out;
-  /* scratch */
-  uint32_t *part;  /* [tiles * 6] per-tile bbox keys: min key of x,y,z, then min of ~key (= ~max) */
-  uint32_t *frame; /* [nclouds * kFrameWords] */
-  uint32_t *cnt;   /* [nclouds * nb] counters during the run */
-  uint32_t *resid; /* [nclouds] leftover tickets */
-  uint32_t *ctr;   /* [C_WORDS] */
-  uint32_t *ovf;   /* [n] overflow list */
+/* v4's fields (Prm; xyz_pair: 0, 1 = 8-byte aligned xyz_out, 2 = 16-byte aligned xyz_out and perm) and the
+ * phase stamps */
+struct P5 : Prm {
   unsigned long long *trace; /* [kTrace] %globaltimer (ns) at the phase boundaries, see psh_v5_trace */
 };
-
-__device__ __forceinline__ Frame frame_load(const P5 &p, uint32_t c) {
-  const uint32_t *w = p.frame + (size_t)c * kFrameWords; /* written by another block of this launch: L2 */
-  Frame f;
-  for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(__ldcg(w + d));
-  f.bits = __ldcg(w + 3);
-  f.step = __ldcg(w + 4);
-  for (int d = 0; d < 3; d++) f.shift[d] = __ldcg(w + 5 + d);
-  return f;
-}
 
 __device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
 
@@ -114,116 +73,6 @@ __device__ __forceinline__ unsigned long long gtimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
-}
-
-typedef cub::BlockScan<uint32_t, kT> Scan;
-
-/* Shared memory of one block: the phases reuse one union (a grid barrier separates them). */
-struct Smem {
-  union {
-    uint32_t cnt[kDense];                    /* B: dense per-bucket ranks, then rebased bases */
-    struct {
-      uint32_t F[kDense + 1];                /* D: free-slot scan (with leftovers) */
-      uint32_t start[kDense];                /* D: first packed row of each local bucket */
-    } d;
-    uint32_t full[kSnapBits / 32];           /* C: bit g = counter g reached S */
-  } u;
-  typename Scan::TempStorage scan;
-  uint32_t red[6][kWarps];
-  uint32_t frame[kFrameWords];
-  uint32_t first, tally[2];
-};
-
-/* Phase C: the overflow list races over the probes (v4's K3 with blocks of kT threads). */
-__device__ __forceinline__ void phase_probe(const P5 &p, Smem &sm, uint32_t n_ovf) {
-  const int lane = (int)(threadIdx.x & 31u);
-  const uint32_t nbt = p.nclouds * p.nb;
-  const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
-  if (threadIdx.x == 0) sm.tally[0] = sm.tally[1] = 0;
-  if (snap)
-    for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += kT) {
-      const uint32_t g0 = w * 32u; /* p.cnt is 256-byte aligned, so cnt + g0 is 16-byte aligned */
-      uint32_t word = 0;
-      if (g0 + 32u <= nbt) {
-        const uint4 *q = (const uint4 *)(p.cnt + g0);
-        uint4 a[8];
-#pragma unroll
-        for (int k = 0; k < 8; k++) a[k] = __ldcg(q + k); /* 8 independent loads in flight */
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-          word |= (uint32_t)(a[k].x >= p.cap) << (4 * k) | (uint32_t)(a[k].y >= p.cap) << (4 * k + 1) |
-                  (uint32_t)(a[k].z >= p.cap) << (4 * k + 2) | (uint32_t)(a[k].w >= p.cap) << (4 * k + 3);
-      } else {
-        for (uint32_t b = 0; g0 + b < nbt; b++) word |= (uint32_t)(__ldcg(p.cnt + g0 + b) >= p.cap) << b;
-      }
-      sm.u.full[w] = word;
-    }
-  __syncthreads(); /* tally zeroed, snapshot built -> uses below */
-  volatile uint32_t *full = sm.u.full;
-  uint32_t np = 0, nl = 0;
-  const uint32_t stride = gridDim.x * kT;
-  /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
-  for (uint32_t t0 = blockIdx.x * kT; t0 < n_ovf; t0 += stride) {
-    const uint32_t t = t0 + threadIdx.x;
-    bool left = false;
-    uint32_t i = 0, c = 0;
-    if (t < n_ovf) {
-      i = __ldcg(p.ovf + t);
-      c = cloud_of(p.off, p.nclouds, i);
-      const Frame f = frame_load(p, c);
-      uint32_t v[3];
-      voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
-             v);
-      const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
-      bool placed = false;
-      for (uint32_t k = 0; k < p.nprobe; k++) {
-        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
-        if (h == home) continue;
-        const uint32_t g = c * p.nb + h;
-        if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
-        if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
-          if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
-          continue;
-        }
-        const uint32_t o = atomicAdd(p.cnt + g, 1u);
-        if (o < p.cap) {
-          p.bucket[i] = g;
-          p.offset[i] = o;
-          placed = true;
-          break;
-        }
-        atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
-        if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
-      }
-      if (placed) np++;
-      else left = true;
-    }
-    /* leftover tickets: one atomic per cloud per warp */
-    const uint32_t lm = __ballot_sync(0xFFFFFFFFu, left);
-    if (left) {
-      const uint32_t peers = __match_any_sync(lm, c);
-      const int leader = __ffs(peers) - 1;
-      uint32_t base = 0;
-      if (lane == leader) base = atomicAdd(p.resid + c, (uint32_t)__popc(peers));
-      base = __shfl_sync(lm, base, leader);
-      p.bucket[i] = PSH_RESID_FLAG | c;
-      p.offset[i] = base + (uint32_t)__popc(peers & lanemask_lt());
-      nl++;
-    }
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    np += __shfl_xor_sync(0xFFFFFFFFu, np, o);
-    nl += __shfl_xor_sync(0xFFFFFFFFu, nl, o);
-  }
-  if (lane == 0) {
-    if (np) atomicAdd(&sm.tally[0], np);
-    if (nl) atomicAdd(&sm.tally[1], nl);
-  }
-  __syncthreads(); /* tally complete -> thread 0 */
-  if (threadIdx.x == 0) {
-    if (sm.tally[0]) atomicAdd(p.ctr + C_PROBE, sm.tally[0]);
-    if (sm.tally[1]) atomicAdd(p.ctr + C_OVER, sm.tally[1]);
-  }
 }
 
 /* Phase D: the cloud's scans, then the tile's rows (and, with kScatter, its coordinates). */
@@ -358,17 +207,7 @@ __global__ void __launch_bounds__(kT, 2) k5_psh(P5 p) {
     p.trace[0] = gtimer();
     p.trace[5] = p.trace[6] = 0; /* every block's atomicMax on [6] comes after barrier 1 */
   }
-  {
-    const uint32_t gt = blockIdx.x * kT + tid, gs = gridDim.x * kT;
-    const uint32_t nbt = p.nclouds * p.nb;
-    for (uint32_t g = gt; g < nbt; g += gs) {
-      p.cnt[g] = 0;
-      p.count_out[g] = 0;
-      p.start[g] = __ldg(p.off + g / p.nb); /* kept by empty clouds; phase D rewrites the others */
-    }
-    for (uint32_t c = gt; c < p.nclouds; c += gs) p.resid[c] = 0;
-    if (gt < C_WORDS) p.ctr[gt] = 0;
-  }
+  init_run_state(p);
   Tile t;
   const bool has = tile_of(p, t); /* block-uniform */
   float x[kMaxIpt][3];
@@ -556,21 +395,11 @@ __global__ void __launch_bounds__(kT, 2) k5_psh(P5 p) {
   if (tid == 0) atomicMax(p.trace + 6, gtimer());
 }
 
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
-
-/* Scratch layout (tiles bounded with the smallest tile, kT points); returns the total size. */
 size_t layout(P5 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
-  char *b = (char *)base;
-  size_t off = 0;
   uint32_t *tw = NULL;
-  uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf, &tw};
-  const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
-  const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
-                          (size_t)n + 1, 2 * (size_t)kTrace};
-  for (int k = 0; k < 7; k++) {
-    if (b) *slots[k] = (uint32_t *)(b + off);
-    off += align256(words[k] * sizeof(uint32_t));
-  }
+  uint32_t **const xslots[] = {&tw};
+  const size_t xwords[] = {2 * (size_t)kTrace};
+  const size_t off = tiles_layout(q, base, nclouds, nb, n, 1, xslots, xwords);
   q->trace = (unsigned long long *)tw; /* 256-byte aligned */
   return off;
 }
@@ -591,29 +420,14 @@ hx_status run5(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const
   const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
   if (sq != HX_OK || query) return sq;
   if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v5: scratch must be 256-byte aligned (cudaMalloc)");
-  int dev = 0, sms = 0, coop = 0, per_sm = 0;
-  V5_CUDA("device", cudaGetDevice(&dev));
-  V5_CUDA("SM count", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  V5_CUDA("cooperative launch attribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-  V5_CUDA("occupancy", cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kT, 0));
-  if (!coop || per_sm < 1 || sms < 1) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  uint64_t resident = 0, ipt = 0, tiles = 0;
+  HX_TRY(coop_resident(kern, "psh v5", &resident, err));
+  if (!resident) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
   /* points per thread: the tiles fill the resident blocks in one wave, at most kMaxIpt */
-  const uint64_t resident = (uint64_t)per_sm * (uint64_t)sms;
-  const uint64_t per_wave = (uint64_t)kT * resident;
-  uint64_t ipt = ((uint64_t)in->n + per_wave - 1) / per_wave;
-  ipt = ipt < 1 ? 1 : ipt > kMaxIpt ? kMaxIpt : ipt;
-  uint64_t tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + kT * ipt - 1) / (kT * ipt);
-  while (tiles > resident && ipt < kMaxIpt) { /* the +nclouds of the tile bound can spill a wave */
-    ipt++;
-    tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + kT * ipt - 1) / (kT * ipt);
-  }
-  if (tiles > resident) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  if (!coop_tiling(in->n, in->nclouds, resident, &ipt, &tiles))
+    return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
-  p.ipt = (uint32_t)ipt;
-  p.tile = kT * p.ipt;
-  psh_kparams_fill(&p, out, in, prm);
-  p.off = in->cloud_offset;
-  p.count_out = out->bucket_count;
+  tiles_params_fill(&p, out, in, prm, (uint32_t)ipt);
   /* 1: float2 + float scatter stores possible (8-byte aligned); 2: also 16-byte aligned, and perm too
    * (v6's gather reads perm as uint4 and stores float4s; a caller's perm need not be 16-byte aligned) */
   p.xyz_pair = ((uintptr_t)out->xyz & 15u) == 0 && ((uintptr_t)out->perm & 15u) == 0 ? 2
