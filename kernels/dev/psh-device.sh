@@ -4,7 +4,8 @@
 # every log under $OUT (default ./psh-device-out).
 #   sh kernels/dev/psh-device.sh        (ARCH=90; SIZES=100000,200000,400000,600000; REPS=20; S=512; C=64;
 #                                        SAN=v5,v6: compute-sanitizer memcheck + racecheck of those variants,
-#                                        after the bench; NCU=kernel-regex,...: ncu --set full of one launch each)
+#                                        after the bench; NCU=kernel-regex,...: ncu --set full of one launch each;
+#                                        NCUT=kernel-regex: every launch's duration, ncut-N.csv)
 # Build: Meson (`meson setup build-dev -Dgpu_arch=$ARCH`, cmocka through PKG_CONFIG_PATH); if that fails,
 # a direct nvcc/gcc build of kernels/psh*, kernels/bpool*, harness/status.c and the two workloads files
 # the bench needs (no generated config needed except for the GPU test, which gets a minimal one).
@@ -107,6 +108,16 @@ if [ -n "$BENCH" ] && [ -n "${NCU:-}" ] && command -v ncu > /dev/null 2>&1; then
     note "ncu $k rc=$?"
     ncu --import "$OUT/ncu-$f.ncu-rep" --page details > "$OUT/ncu-$f-details.txt" 2>&1
     ncu --import "$OUT/ncu-$f.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu-$f-source.csv" 2>&1
+  done
+fi
+if [ -n "$BENCH" ] && [ -n "${NCUT:-}" ] && command -v ncu > /dev/null 2>&1; then
+  # NCUT=kernel-regex: every launch's duration (gpu__time_duration) of the kernels the regex names in one
+  # short bench run per size of SIZES (reps 1), as CSV: the per-kernel split of a launch sequence (nsys is
+  # not on the device image)
+  for n in $(echo "$SIZES" | tr ',' ' '); do
+    timeout "${NCU_TIMEOUT:-120}" ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+      --kernel-name-base demangled --kernel-name "regex:$NCUT" "$BENCH" "$n" 1 "$S" "$C" > "$OUT/ncut-$n.csv" 2>&1
+    note "ncu durations $NCUT n=$n rc=$?"
   done
 fi
 note "logs in $OUT"
