@@ -21,6 +21,9 @@
  *       assign + reduce (H200: 118 vs 105 us at 600k, rho 2, fp32): at 8 blocks of 4 warps per SM the
  *       fused loads are latency-bound, and keeping more of them in flight spills under the 64-register cap
  *       the 8 blocks need. Kept as the measured answer to "does fusing pay?".
+ *   v5  v3's assignment in 64-thread blocks of <= 512 rows (16 per SM: a 600k cloud's buckets in one wave),
+ *       larger buckets by v3's kernel in a second launch; assign_plan (bpool_variant.assign_plan) does the
+ *       plan and the parent fill inside the first kernel (no plan, scan or fill launches). See the v5 section.
  */
 #include "kernels/bpool_internal.h"
 #include "kernels/kernels.h"
@@ -343,20 +346,30 @@ hx_status launch_unpool(T *up, const T *down, const T *residual, const uint32_t 
  * key and takes the lexicographic minimum with one __reduce_min_sync: no shared-memory round trip and
  * no shuffle tree on the chain from one leftover to the next. Same steps and result as bpool_assign_cpu.
  * reduce: 16 bytes per thread (4 fp32 or 8 bf16 channels) when rows and pointers allow, else v1's. */
-constexpr int kT2 = 128;
-constexpr int kI2 = BPOOL_TILE / kT2;
+/* Block shape of the k_assign2 family: threads, the most rows of a tile it holds (<= BPOOL_TILE: the
+ * tile the algorithm defines stays BPOOL_TILE; a shape with fewer rows leaves larger buckets to a second
+ * launch), rows per thread, most sub-buckets (rho >= 2) and the blocks per SM it is built for. */
+template <int kThreads, int kRows, int kMinBlocks> struct Shape {
+  static constexpr int kT = kThreads, kTile = kRows, kI = kRows / kThreads, kSl = kRows / 2;
+  static constexpr int kBlocks = kMinBlocks;
+  static_assert(kRows <= (int)BPOOL_TILE && kI == 8 && kSl % kThreads == 0, "k_assign2 holds 8 rows per thread");
+};
+using Shape2 = Shape<128, BPOOL_TILE, 8>;     /* v2-v4: any tile, 8 blocks of 4 warps per SM */
+using Shape5 = Shape<64, BPOOL_TILE / 2, 16>; /* v5: buckets of <= 512 rows, 16 blocks of 2 warps per SM */
+constexpr int kT2 = Shape2::kT;
 
-struct AssignSmem2 {
-  uint32_t q[BPOOL_TILE]; /* packed quantised coordinates of each tile row */
+template <typename Sh> struct AssignSmem2 {
+  uint32_t q[Sh::kTile]; /* packed quantised coordinates of each tile row */
   union {
-    uint32_t lq[BPOOL_TILE];       /* packed coordinates of each leftover, in L order (steps 1-3) */
-    uint16_t memrow[BPOOL_TILE];   /* tile row of each (sub-bucket, member) slot (outputs) */
+    uint32_t lq[Sh::kTile];     /* packed coordinates of each leftover, in L order (steps 1-3) */
+    uint16_t memrow[Sh::kTile]; /* tile row of each (sub-bucket, member) slot (outputs; K*rho < m + 8 entries
+                                   stay inside lq's larger storage) */
   } u;
-  uint32_t cnt[kSlots];    /* rows per slot */
-  uint32_t base[kSlots];   /* exclusive scans, packed: slot start | full sub-buckets << 11 | leftovers << 21 */
-  uint32_t seedq[kSlots];  /* packed coordinates of each new sub-bucket's seed */
-  uint16_t lrow[BPOOL_TILE], sub[BPOOL_TILE];
-  uint8_t mem[BPOOL_TILE], seedflag[BPOOL_TILE];
+  uint32_t cnt[Sh::kSl];   /* rows per slot */
+  uint32_t base[Sh::kSl];  /* exclusive scans, packed: slot start | full sub-buckets << 11 | leftovers << 21 */
+  uint32_t seedq[Sh::kSl]; /* packed coordinates of each new sub-bucket's seed */
+  uint16_t lrow[Sh::kTile], sub[Sh::kTile];
+  uint8_t mem[Sh::kTile], seedflag[Sh::kTile];
   uint32_t key[6];
 };
 
@@ -366,7 +379,8 @@ struct AssignSmem2 {
 struct Step3Cand {
   uint32_t seed, t, lo, j1, k1, k2;
 };
-__device__ __forceinline__ Step3Cand step3_load(const AssignSmem2 &s, uint32_t l, uint32_t c, uint32_t nn, uint32_t lane) {
+template <typename Sh>
+__device__ __forceinline__ Step3Cand step3_load(const AssignSmem2<Sh> &s, uint32_t l, uint32_t c, uint32_t nn, uint32_t lane) {
   Step3Cand x;
   uint32_t hi;
   x.seed = s.seedflag[l];
@@ -438,15 +452,95 @@ __device__ __forceinline__ void feat_tile(const Feat<T, VEC> &f, const uint16_t 
  * each other with __match_any_sync, the lowest of them advances the warp's count of that slot, and the
  * per-slot counts of the warps are turned into prefixes afterwards. No sort: v2's 1024-key radix sort over
  * 20 bits was 58% of its instructions (ncu, H200, 600k xor-div, rho 2) while a bucket averages ~300 rows. */
-struct WarpCounts {
-  uint16_t wc[kT2 / 32][kSlots]; /* rows of each slot in each warp's run, then the exclusive prefix over warps */
+template <typename Sh> struct WarpCounts {
+  uint16_t wc[Sh::kT / 32][Sh::kSl]; /* rows of each slot in each warp's run, then the exclusive prefix over warps */
 };
 
-template <bool kMatch, typename FeatT>
-__global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t *parent, float *xyz_out,
+/* The in-kernel plan of v5 (kPlan): every block reads all nbuckets counts (8 KB at 2048 buckets, from L2)
+ * and takes its own exclusive prefix of ceil(count / rho), the sum bpool_plan_gpu's CUB scan would give
+ * it, so the plan needs no launch of its own; block b stores out_start[b] and out_count[b]. The same
+ * pass sums the counts: when they add up to n_rows the buckets (which never overlap) cover every row
+ * and no parent needs the NONE fill; otherwise (padded layouts) a non-empty bucket also fills the rows
+ * from its end to the next non-empty bucket's start (the first one from row 0 too; block 0 every row
+ * when no bucket has rows). Those rows lie in no bucket, so no other block writes them.
+ * O(nbuckets) reads per block: the host uses it up to kPlanMaxBuckets buckets. */
+constexpr uint32_t kPlanMaxBuckets = 4096;
+
+template <int kT>
+__device__ __forceinline__ uint32_t block_sum(uint32_t v, uint32_t *red) {
+  v = __reduce_add_sync(0xFFFFFFFFu, v);
+  __syncthreads(); /* red free (an earlier reduction's readers are done) */
+  if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  uint32_t t = 0;
+#pragma unroll
+  for (int w = 0; w < kT / 32; w++) t += red[w];
+  return t;
+}
+template <int kT>
+__device__ __forceinline__ uint32_t block_min(uint32_t v, uint32_t *red) {
+  v = __reduce_min_sync(0xFFFFFFFFu, v);
+  __syncthreads();
+  if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  uint32_t t = 0xFFFFFFFFu;
+#pragma unroll
+  for (int w = 0; w < kT / 32; w++) t = min(t, red[w]);
+  return t;
+}
+
+template <int kT>
+__device__ uint32_t plan_in_block(uint32_t *out_start, uint32_t *out_count, uint32_t *parent,
+                                  const uint32_t *bucket_start, const uint32_t *bucket_count, uint32_t nbuckets,
+                                  uint32_t n_rows, uint32_t rho, uint32_t b, uint32_t count, uint32_t *red) {
+  uint32_t pre = 0, tot = 0;
+  for (uint32_t k = threadIdx.x; k < nbuckets; k += kT) {
+    const uint32_t c = __ldg(bucket_count + k);
+    tot += c;
+    if (k < b) pre += (c + rho - 1) / rho;
+  }
+  pre = block_sum<kT>(pre, red);
+  tot = block_sum<kT>(tot, red);
+  if (threadIdx.x == 0) {
+    out_start[b] = pre;
+    out_count[b] = (count + rho - 1) / rho;
+  }
+  if (tot != n_rows) { /* block-uniform: some rows lie in no bucket */
+    const uint32_t start = count ? bucket_start[b] : 0, end = start + count;
+    uint32_t first = 0xFFFFFFFFu, next = 0xFFFFFFFFu; /* least non-empty start; least one >= end */
+    for (uint32_t k = threadIdx.x; k < nbuckets; k += kT)
+      if (__ldg(bucket_count + k)) {
+        const uint32_t sk = __ldg(bucket_start + k);
+        first = min(first, sk);
+        if (count && sk >= end) next = min(next, sk);
+      }
+    first = min(block_min<kT>(first, red), n_rows);
+    next = min(block_min<kT>(next, red), n_rows);
+    uint32_t lo = 0, hi = 0, lo2 = 0, hi2 = 0;
+    if (count) {
+      lo = end, hi = next;
+      if (start == first) lo2 = 0, hi2 = start;
+    } else if (b == 0 && first == n_rows) {
+      lo = 0, hi = n_rows;
+    }
+    for (uint32_t r = lo + threadIdx.x; r < hi; r += kT) parent[r] = BPOOL_NONE;
+    for (uint32_t r = lo2 + threadIdx.x; r < hi2; r += kT) parent[r] = BPOOL_NONE;
+  }
+  return pre;
+}
+
+/* kPlan: v5's in-kernel plan and parent fill (plan_in_block writes plan_start/plan_count; out_start unread).
+ * skip_upto: buckets of at most that many rows are left alone (v5's second launch takes the buckets the
+ * 512-row shape cannot hold); a shape with fewer rows than BPOOL_TILE leaves larger buckets alone. */
+template <typename Sh, bool kMatch, bool kPlan, typename FeatT>
+__global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *members, uint32_t *parent, float *xyz_out,
                                                      const float *xyz, const uint32_t *bucket_start,
                                                      const uint32_t *bucket_count, const uint32_t *out_start,
-                                                     uint32_t rho, FeatT feat) {
+                                                     uint32_t *plan_start, uint32_t *plan_count,
+                                                     uint32_t nbuckets, uint32_t n_rows,
+                                                     uint32_t skip_upto, uint32_t rho, FeatT feat) {
+  constexpr int kT2 = Sh::kT, kI2 = Sh::kI, kSlots = Sh::kSl;
+  static_assert(!FeatT::kOn || Sh::kT == Shape2::kT, "feat_tile strides by Shape2's threads");
   typedef cub::BlockRadixSort<uint32_t, kT2, kI2> Sort;
   typedef cub::BlockScan<uint32_t, kT2> Scan;
   constexpr int kS = kSlots / kT2; /* slots per thread in the scan */
@@ -458,15 +552,25 @@ __global__ void __launch_bounds__(kT2, 8) k_assign2(uint32_t *members, uint32_t 
     typename std::conditional<kMatch, NoSort, typename Sort::TempStorage>::type sort;
     typename Scan::TempStorage scan;
   } tmp;
-  __shared__ AssignSmem2 s;
-  __shared__ WarpCounts wcs; /* v3 only (not in tmp: the prefixes outlive the scan) */
+  __shared__ AssignSmem2<Sh> s;
+  __shared__ WarpCounts<Sh> wcs; /* v3 only (not in tmp: the prefixes outlive the scan) */
   const uint32_t b = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const uint32_t count = bucket_count[b];
+  uint32_t ostart;
+  if constexpr (kPlan) {
+    __shared__ uint32_t red[kW];
+    ostart = plan_in_block<kT2>(plan_start, plan_count, parent, bucket_start, bucket_count, nbuckets, n_rows, rho, b,
+                                count, red);
+  } else {
+    if (count <= skip_upto) return; /* block-uniform */
+    ostart = out_start[b];
+  }
+  if (count > (uint32_t)Sh::kTile) return; /* left to Shape2's launch (block-uniform) */
   for (uint32_t t0 = 0; t0 < count; t0 += BPOOL_TILE) {
     const uint32_t r0 = bucket_start[b] + t0;
     const uint32_t m = min(BPOOL_TILE, count - t0);
     const uint32_t K = (m + rho - 1) / rho;
-    const uint32_t out_base = out_start[b] + (t0 / BPOOL_TILE) * (BPOOL_TILE / rho);
+    const uint32_t out_base = ostart + (t0 / BPOOL_TILE) * (BPOOL_TILE / rho);
     /* the rows this thread holds: v2 rows tid + i*kT2 (the sort's input); v3 the lane's row of each chunk of
      * its warp's run (cpw <= kI2 chunks of 32 rows) */
     const uint32_t cpw = ((m + 31) / 32 + kW - 1) / kW;
@@ -684,8 +788,9 @@ hx_status assign_v2(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, c
   cudaStream_t s = (cudaStream_t)stream;
   HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (nbuckets) {
-    k_assign2<false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                              d_bucket_count, d_out_start, rho, NoFeat{});
+    k_assign2<Shape2, false, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                                             d_bucket_count, d_out_start, NULL, NULL, nbuckets, n_rows,
+                                                             0, rho, NoFeat{});
     BPOOL_LAUNCHED("assign v2");
   }
   return HX_OK;
@@ -697,11 +802,71 @@ hx_status assign_v3(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, c
   cudaStream_t s = (cudaStream_t)stream;
   HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (nbuckets) {
-    k_assign2<true><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                             d_bucket_count, d_out_start, rho, NoFeat{});
+    k_assign2<Shape2, true, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                                            d_bucket_count, d_out_start, NULL, NULL, nbuckets, n_rows,
+                                                            0, rho, NoFeat{});
     BPOOL_LAUNCHED("assign v3");
   }
   return HX_OK;
+}
+
+/* ---- v5 ------------------------------------------------------------------------------------------------
+ * v3's algorithm and arithmetic (same outputs bit for bit) in 64-thread blocks that hold buckets of at
+ * most 512 rows (Shape5: ~11 KB of shared memory, <= 64 registers, 16 blocks per SM), so the 2048 buckets
+ * of a 600k cloud run in ONE wave of 132 x 16 resident blocks instead of v3's two (ncu, H100, 600k:
+ * v3's k_assign2 24.5 us is two waves of a block's ~11.4 us latency, the figure of the one-wave 100k
+ * case). Larger buckets are left to Shape2 in a second launch whose other blocks exit at once. assign_plan
+ * also does the plan and the parent fill inside the first kernel (plan_in_block): v3's plan kernel, CUB
+ * scan (two launches) and fill, ~12-14 us of its 42.7 us assignment at 600k in the same ncu run, are gone. */
+hx_status launch_assign5(bool plan, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
+                         uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                         const uint32_t *d_out_start, uint32_t *d_plan_start, uint32_t *d_plan_count, uint32_t nbuckets,
+                         uint32_t rho, cudaStream_t s, hx_err *err) {
+  if (plan)
+    k_assign2<Shape5, true, true><<<nbuckets, Shape5::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
+                                                                  d_bucket_start, d_bucket_count, NULL, d_plan_start,
+                                                                  d_plan_count, nbuckets, n_rows, 0, rho, NoFeat{});
+  else
+    k_assign2<Shape5, true, false><<<nbuckets, Shape5::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
+                                                                   d_bucket_start, d_bucket_count, d_out_start, NULL,
+                                                                   NULL, nbuckets, n_rows, 0, rho, NoFeat{});
+  BPOOL_LAUNCHED("assign v5");
+  /* buckets of more than 512 rows (their start is in the plan the first launch wrote or was given) */
+  k_assign2<Shape2, true, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                                          d_bucket_count, plan ? d_plan_start : d_out_start, NULL,
+                                                          NULL, nbuckets, n_rows, (uint32_t)Shape5::kTile, rho,
+                                                          NoFeat{});
+  BPOOL_LAUNCHED("assign v5 (buckets > 512 rows)");
+  return HX_OK;
+}
+
+hx_status assign_v5(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
+                    uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                    const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+  cudaStream_t s = (cudaStream_t)stream;
+  HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
+  if (!nbuckets) return HX_OK;
+  return launch_assign5(false, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count,
+                        d_out_start, NULL, NULL, nbuckets, rho, s, err);
+}
+
+hx_status assign_plan_v5(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent,
+                         float *d_xyz_out, const float *d_xyz_in, uint32_t n_rows, const uint32_t *d_bucket_start,
+                         const uint32_t *d_bucket_count, uint32_t *d_out_start, uint32_t *d_out_count,
+                         uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+  /* the scratch contract is bpool_plan_gpu's, whose path the many-bucket case takes */
+  if (!d_scratch || nbuckets > kPlanMaxBuckets) {
+    HX_TRY(bpool_plan_gpu(d_scratch, scratch_bytes, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream,
+                          err));
+    if (!d_scratch) return HX_OK;
+    return assign_v5(d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count, d_out_start,
+                     nbuckets, rho, stream, err);
+  }
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  cudaStream_t s = (cudaStream_t)stream;
+  if (!nbuckets) return assign_begin(d_parent, n_rows, rho, s, err); /* every row outside every bucket */
+  return launch_assign5(true, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count,
+                        NULL, d_out_start, d_out_count, nbuckets, rho, s, err);
 }
 
 /* v4: v3's assignment with the reduction fused into it: one launch (after the parent fill) instead of
@@ -715,12 +880,12 @@ hx_status launch_pool4(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out
   constexpr int V = 16 / (int)sizeof(T);
   const bool vec = channels % V == 0 && ((uintptr_t)d_feat_out & 15u) == 0 && ((uintptr_t)d_feat_in & 15u) == 0;
   if (vec)
-    k_assign2<true><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start, d_bucket_count,
-                                             d_out_start, rho,
+    k_assign2<Shape2, true, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                                            d_bucket_count, d_out_start, NULL, NULL, nbuckets, 0, 0, rho,
                                              Feat<T, V>{(T *)d_feat_out, (const T *)d_feat_in, channels, op});
   else
-    k_assign2<true><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start, d_bucket_count,
-                                             d_out_start, rho,
+    k_assign2<Shape2, true, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                                            d_bucket_count, d_out_start, NULL, NULL, nbuckets, 0, 0, rho,
                                              Feat<T, 1>{(T *)d_feat_out, (const T *)d_feat_in, channels, op});
   BPOOL_LAUNCHED("pool v4");
   return HX_OK;
@@ -836,13 +1001,15 @@ hx_status reduce_v2(void *d_feat_out, const void *d_feat_in, const uint32_t *d_m
 
 const bpool_variant bpool_table[] = {
     {1, "v1", "block per bucket, shared-memory three-step sub-buckets; thread per (row, channel) reduce", assign_v1,
-     reduce_v1, unpool_v1, NULL},
+     reduce_v1, unpool_v1, NULL, NULL},
     {2, "v2", "128-thread blocks (8 per SM), step 3 with register fill counts and one warp min-reduction per leftover; 16-byte reduce",
-     assign_v2, reduce_v2, unpool_v1, NULL},
+     assign_v2, reduce_v2, unpool_v1, NULL, NULL},
     {3, "v3", "v2 with step 1's order from warp match ranking (no block radix sort); 16-byte reduce", assign_v3,
-     reduce_v2, unpool_v1, NULL},
+     reduce_v2, unpool_v1, NULL, NULL},
     {4, "v4", "v3 with the reduction fused into the assignment (ablation: slower than v3's two kernels)",
-     assign_v3, reduce_v2, unpool_v1, pool_v4},
+     assign_v3, reduce_v2, unpool_v1, pool_v4, NULL},
+    {5, "v5", "v3 in 64-thread blocks of <= 512 rows (16 per SM, one wave at 600k) with the plan and parent fill in the same kernel",
+     assign_v5, reduce_v2, unpool_v1, NULL, assign_plan_v5},
 };
 
 } // namespace

@@ -350,6 +350,13 @@ typedef hx_status (*bpool_pool_fn)(uint32_t *d_members, uint32_t *d_parent, floa
                                    psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start,
                                    const uint32_t *d_bucket_count, const uint32_t *d_out_start, uint32_t nbuckets,
                                    uint32_t rho, void *stream, hx_err *err);
+/* Plan and assignment in one call: bpool_plan_gpu (d_out_start, d_out_count written; its scratch contract:
+ * NULL d_scratch reports *scratch_bytes) followed by assign, the same outputs. NULL in variants without it. */
+typedef hx_status (*bpool_assign_plan_fn)(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent,
+                                          float *d_xyz_out, const float *d_xyz_in, uint32_t n_rows,
+                                          const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                                          uint32_t *d_out_start, uint32_t *d_out_count, uint32_t nbuckets, uint32_t rho,
+                                          void *stream, hx_err *err);
 typedef struct bpool_variant {
   int id;
   const char *name;
@@ -357,7 +364,8 @@ typedef struct bpool_variant {
   bpool_assign_fn assign;
   bpool_reduce_fn reduce;
   bpool_unpool_fn unpool;
-  bpool_pool_fn pool; /* may be NULL: then pooling is assign + reduce */
+  bpool_pool_fn pool;               /* may be NULL: then pooling is assign + reduce */
+  bpool_assign_plan_fn assign_plan; /* may be NULL: then the plan is bpool_plan_gpu, then assign */
 } bpool_variant;
 const bpool_variant *bpool_variants(size_t *count);
 const bpool_variant *bpool_variant_find(const char *name);

@@ -227,9 +227,18 @@ extern "C" hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op o
                                   hx_err *err) {
   if (!g->rho) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: call psh_gpu_pool_plan first");
   size_t sb = g->pool_scratch_bytes;
+  if ((unsigned)op < BPOOL_OP_COUNT && !g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: created without features");
+  if (v->assign_plan && !(v->pool && (unsigned)op < BPOOL_OP_COUNT)) { /* plan and assignment in one call */
+    HX_TRY(v->assign_plan(g->pool_scratch, &sb, g->members, g->parent, g->pool_xyz, g->out.xyz, g->n,
+                          g->out.bucket_start, g->out.bucket_count, g->pool_start, g->pool_count, g->nbt, g->rho,
+                          stream, err));
+    g->pooled = 1;
+    if ((unsigned)op >= BPOOL_OP_COUNT) return HX_OK;
+    const void *fin = dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out;
+    return v->reduce(g->pool_feat, fin, g->members, g->n_out, g->rho, g->channels, dt, op, stream, err);
+  }
   HX_TRY(bpool_plan_gpu(g->pool_scratch, &sb, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, g->rho,
                         stream, err));
-  if ((unsigned)op < BPOOL_OP_COUNT && !g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: created without features");
   const void *in = dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out;
   if (v->pool && (unsigned)op < BPOOL_OP_COUNT) { /* assignment and reduction in one pass */
     HX_TRY(v->pool(g->members, g->parent, g->pool_xyz, g->pool_feat, g->out.xyz, in, g->n, g->channels, dt, op,

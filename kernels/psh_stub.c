@@ -74,13 +74,15 @@ static hx_status bpool_unpool_no_gpu(void *d_up, const void *d_down, const void 
 
 static const bpool_variant bpool_table[] = {
     {1, "v1", "block per bucket, shared-memory sub-buckets (needs CUDA)", bpool_assign_no_gpu, bpool_reduce_no_gpu,
-     bpool_unpool_no_gpu, NULL},
+     bpool_unpool_no_gpu, NULL, NULL},
     {2, "v2", "128-thread blocks, register fill counts in step 3 (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL},
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
     {3, "v3", "v2 with warp match ranking instead of a block sort (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL},
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
     {4, "v4", "v3 with the reduction fused into the assignment (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL},
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
+    {5, "v5", "v3 in 64-thread blocks, one wave at 600k, plan and fill in the kernel (needs CUDA)", bpool_assign_no_gpu,
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
 };
 
 const bpool_variant *bpool_variants(size_t *count) {

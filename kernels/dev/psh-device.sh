@@ -5,7 +5,8 @@
 #   sh kernels/dev/psh-device.sh        (ARCH=90; SIZES=100000,200000,400000,600000; REPS=20; S=512; C=64;
 #                                        SAN=v5,v6: compute-sanitizer memcheck + racecheck of those variants,
 #                                        after the bench; NCU=kernel-regex,...: ncu --set full of one launch each;
-#                                        NCUT=kernel-regex: every launch's duration, ncut-N.csv)
+#                                        NCUT=kernel-regex: every launch's duration, ncut-N.csv;
+#                                        SANPOOL=1: compute-sanitizer memcheck + racecheck of the pooling tests)
 # Build: Meson (`meson setup build-dev -Dgpu_arch=$ARCH`, cmocka through PKG_CONFIG_PATH); if that fails,
 # a direct nvcc/gcc build of kernels/psh*, kernels/bpool*, harness/status.c and the two workloads files
 # the bench needs (no generated config needed except for the GPU test, which gets a minimal one).
@@ -96,6 +97,14 @@ if [ -n "$T" ] && [ -n "${SAN:-}" ] && command -v compute-sanitizer > /dev/null 
     step "compute-sanitizer $tool test_psh_gpu ($SAN)" "$OUT/san-$tool.log" env F3D_PSH_VARIANTS="$SAN" \
       timeout "${SAN_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$T/test_psh_gpu"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san-$tool.log" >> "$SUM" 2>/dev/null
+  done
+fi
+if [ -n "$T" ] && [ -n "${SANPOOL:-}" ] && command -v compute-sanitizer > /dev/null 2>&1; then
+  # SANPOOL=1: memcheck and racecheck of the pooling tests alone (every pooling variant, every layout)
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer $tool test_psh_gpu (pooling)" "$OUT/sanpool-$tool.log" env F3D_BPOOL_ONLY=1 \
+      timeout "${SAN_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$T/test_psh_gpu"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanpool-$tool.log" >> "$SUM" 2>/dev/null
   done
 fi
 if [ -n "$BENCH" ] && [ -n "${NCU:-}" ] && command -v ncu > /dev/null 2>&1; then

@@ -7,7 +7,7 @@
  * reported and not timed. Then pooling, every pooling variant (bitwise checks: test_psh_gpu and the sweep):
  * plan + assign, and the reduction of C-channel fp32 and bf16 features, with bytes moved and GB/s of the
  * whole (assign + reduce) and of the reduction alone, next to a device-to-device copy of the same bytes
- * as the bandwidth yardstick.
+ * as the bandwidth yardstick; each pooling figure both as launched from the host and as one CUDA graph.
  * Bytes counted for the whole PSH (napkin, per point): bbox read 12, first pass read 12 + write 8, scatter
  * read 8 + 12, write 8 + 12 (slot, perm, xyz) = 72 B/point (probing traffic of overflow points not counted).
  * psh_us: the launch sequence from the host each time; graph_us: the same captured as one CUDA graph
@@ -55,6 +55,42 @@ out:
   free(t);
   cudaEventDestroy(a);
   cudaEventDestroy(b);
+  return med;
+}
+
+/* the same for fn captured once as a CUDA graph and replayed: the device time without the host's per-launch
+ * cost (fn must be capturable: no host round trip); -1 on failure */
+static double time_graph_us(step_fn fn, void *arg, int reps, cudaStream_t s) {
+  cudaGraph_t gr = NULL;
+  cudaGraphExec_t ex = NULL;
+  hx_err err = {0};
+  double med = -1;
+  float *t = malloc((size_t)reps * sizeof *t);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) goto out;
+  hx_status st = fn(arg, s, &err);
+  if (cudaStreamEndCapture(s, &gr) != cudaSuccess || st != HX_OK) goto out;
+  if (cudaGraphInstantiate(&ex, gr, 0) != cudaSuccess) goto out;
+  for (int w = 0; w < 3; w++) cudaGraphLaunch(ex, s);
+  for (int r = 0; r < reps; r++) {
+    cudaEventRecord(a, s);
+    cudaGraphLaunch(ex, s);
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    cudaEventElapsedTime(&t[r], a, b);
+  }
+  if (cudaGetLastError() != cudaSuccess) goto out;
+  qsort(t, (size_t)reps, sizeof *t, cmp_f);
+  med = 1000.0 * (double)t[reps / 2];
+out:
+  if (med < 0) fprintf(stderr, "psh_bench: graph timing failed %s\n", err.msg);
+  if (ex) cudaGraphExecDestroy(ex);
+  if (gr) cudaGraphDestroy(gr);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  free(t);
   return med;
 }
 
@@ -207,18 +243,22 @@ int main(int argc, char **argv) {
                 break;
               }
               a.op = BPOOL_OP_COUNT;
-              double au = time_us(st_pool, &a, reps, s);
+              double au = time_us(st_pool, &a, reps, s), ag = time_graph_us(st_pool, &a, reps, s);
               a.op = BPOOL_MEAN;
               for (int dt = 0; dt < 2; dt++) {
                 a.dt = dt ? PSH_BF16 : PSH_F32;
                 const double es = dt ? 2.0 : 4.0;
                 psh_gpu_scatter_feat(g, a.dt, s, &err);
-                double ru = time_us(st_pool, &a, reps, s);
+                double ru = time_us(st_pool, &a, reps, s), rg = time_graph_us(st_pool, &a, reps, s);
                 /* features read + pooled features written + members; the whole (assign + reduce) rate is
                  * what issue 4's ">= 50% of copy bandwidth" refers to */
                 double rb = es * C * ((double)n + n_out) + 4.0 * rho * n_out;
-                printf("  pool %s rho=%u mean %-4s: assign %7.1f us, assign+reduce %7.1f us, whole %7.1f GB/s, reduce ~%7.1f GB/s (%.1f MB)\n",
-                       pvs[q].name, rho, dt ? "bf16" : "fp32", au, ru, ru > 0 ? rb / (ru * 1e3) : 0.0,
+                printf("  pool %s rho=%u mean %-4s: assign %6.1f us (graph %6.1f), assign+reduce %6.1f us (graph %6.1f), "
+                       "whole %6.1f GB/s = %4.1f%% of copy (graph %6.1f GB/s = %4.1f%%), reduce ~%6.1f GB/s (%.1f MB)\n",
+                       pvs[q].name, rho, dt ? "bf16" : "fp32", au, ag, ru, rg, ru > 0 ? rb / (ru * 1e3) : 0.0,
+                       ru > 0 && cu > 0 ? 100.0 * rb / (ru * 1e3) / (2.0 * (double)a.bytes / (cu * 1e3)) : 0.0,
+                       rg > 0 ? rb / (rg * 1e3) : 0.0,
+                       rg > 0 && cu > 0 ? 100.0 * rb / (rg * 1e3) / (2.0 * (double)a.bytes / (cu * 1e3)) : 0.0,
                        ru > au ? rb / ((ru - au) * 1e3) : 0.0, rb / 1e6);
               }
             }

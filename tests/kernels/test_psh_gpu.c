@@ -5,7 +5,9 @@
  * What must match the CPU exactly: the counters' sum (= n), phase-1 placements of v2 (= sum of
  * min(hist, S), computed independently), every point's bucket when the CPU reference needed no probe
  * (then no race decides anything), the one-voxel case's counts, the padded layout and row gathers derived
- * from the GPU's own permutation, and the whole pooling output (bitwise: same steps, same float order).
+ * from the GPU's own permutation, and the whole pooling output (bitwise: same steps, same float order),
+ * on packed, spread-out (rows in no bucket), many-bucket and empty bucket tables, through assign and
+ * through the plan-and-assign call where a variant has one.
  * What may differ (racing): which overflowing point wins which slot; there only psh_check's invariants
  * are asserted.
  */
@@ -366,6 +368,123 @@ static void test_bpool_variants(void **state) {
   free(xyz);
 }
 
+/* Every pooling variant's assignment, and its plan-and-assign call where it has one, against the CPU on one
+ * bucket layout (host arrays), rho 2/4/8, every output (members, parent, pooled xyz, and the plan of
+ * assign_plan) poisoned first. */
+static void check_assign_layout(const char *what, const float *xyz, uint32_t n, const uint32_t *start,
+                                const uint32_t *count, uint32_t nbt) {
+  size_t nv = 0;
+  const bpool_variant *vs = bpool_variants(&nv);
+  uint32_t *d_count = dup_to_dev(count, (size_t)nbt * 4), *d_start = dup_to_dev(start, (size_t)nbt * 4);
+  float *d_xyz = dup_to_dev(xyz, (size_t)n * 12);
+  for (uint32_t rho = 2; rho <= 8; rho *= 2) {
+    uint32_t *os = malloc((size_t)nbt * 4 + 4), *oc = malloc((size_t)nbt * 4 + 4), n_out = 0;
+    assert_int_equal(bpool_plan_cpu(os, oc, &n_out, count, nbt, rho, NULL), HX_OK);
+    uint32_t *members = malloc((size_t)n_out * rho * 4 + 4), *parent = malloc((size_t)n * 4 + 4);
+    float *xo = malloc((size_t)n_out * 12 + 4);
+    assert_int_equal(bpool_assign_cpu(members, parent, xo, xyz, n, start, count, os, nbt, rho, NULL), HX_OK);
+    uint32_t *gm = malloc((size_t)n_out * rho * 4 + 4), *gp = malloc((size_t)n * 4 + 4);
+    uint32_t *gos = malloc((size_t)nbt * 4 + 4), *goc = malloc((size_t)nbt * 4 + 4);
+    float *gx = malloc((size_t)n_out * 12 + 4);
+    uint32_t *d_os = dup_to_dev(os, (size_t)nbt * 4);
+    for (size_t k = 0; k < nv; k++)
+      for (int planned = 0; planned < 2; planned++) {
+        if (planned && !vs[k].assign_plan) continue;
+        uint32_t *d_m = dalloc((size_t)n_out * rho * 4), *d_p = dalloc((size_t)n * 4);
+        uint32_t *d_os2 = dalloc((size_t)nbt * 4), *d_oc2 = dalloc((size_t)nbt * 4);
+        float *d_xo = dalloc((size_t)n_out * 12);
+        hx_err err = {0};
+        hx_status st;
+        void *d_sc = NULL;
+        if (planned) {
+          size_t sb = 0;
+          st = vs[k].assign_plan(NULL, &sb, d_m, d_p, d_xo, d_xyz, n, d_start, d_count, d_os2, d_oc2, nbt, rho, NULL,
+                                 &err);
+          if (st != HX_OK) fail_msg("bpool %s assign_plan size (%s): %s", vs[k].name, what, err.msg);
+          d_sc = dalloc(sb);
+          st = vs[k].assign_plan(d_sc, &sb, d_m, d_p, d_xo, d_xyz, n, d_start, d_count, d_os2, d_oc2, nbt, rho, NULL,
+                                 &err);
+        } else {
+          st = vs[k].assign(d_m, d_p, d_xo, d_xyz, n, d_start, d_count, d_os, nbt, rho, NULL, &err);
+        }
+        if (st != HX_OK) fail_msg("bpool %s %s (%s): %s", vs[k].name, planned ? "assign_plan" : "assign", what, err.msg);
+        CK(cudaDeviceSynchronize());
+        to_host(gm, d_m, (size_t)n_out * rho * 4);
+        to_host(gp, d_p, (size_t)n * 4);
+        to_host(gx, d_xo, (size_t)n_out * 12);
+        if (memcmp(members, gm, (size_t)n_out * rho * 4) || memcmp(parent, gp, (size_t)n * 4) ||
+            memcmp(xo, gx, (size_t)n_out * 12))
+          fail_msg("bpool %s %s (%s, rho %u): members/parent/xyz differ from the CPU", vs[k].name,
+                   planned ? "assign_plan" : "assign", what, rho);
+        if (planned) {
+          to_host(gos, d_os2, (size_t)nbt * 4);
+          to_host(goc, d_oc2, (size_t)nbt * 4);
+          if (memcmp(os, gos, (size_t)nbt * 4) || memcmp(oc, goc, (size_t)nbt * 4))
+            fail_msg("bpool %s assign_plan (%s, rho %u): plan differs from bpool_plan_cpu", vs[k].name, what, rho);
+        }
+        cudaFree(d_m), cudaFree(d_p), cudaFree(d_os2), cudaFree(d_oc2), cudaFree(d_xo), cudaFree(d_sc);
+      }
+    cudaFree(d_os);
+    free(os), free(oc), free(members), free(parent), free(xo), free(gm), free(gp), free(gos), free(goc), free(gx);
+  }
+  cudaFree(d_count), cudaFree(d_start), cudaFree(d_xyz);
+}
+
+/* Layouts for the assignment: the packed PSH output of a 3-cloud batch (buckets of up to 1040 rows, so
+ * both of v5's shapes run; every row in a bucket), the same buckets spread out with rows in no bucket
+ * before, between and after them (a padded layout: parent NONE there), 5000 small buckets (past v5's
+ * in-kernel plan limit) with 3 rows in no bucket at the end, and no bucket at all. */
+static void test_bpool_layouts(void **state) {
+  (void)state;
+  const uint32_t sizes[3] = {30011, 0, 12000};
+  uint32_t off[4] = {0, 30011, 30011, 42011};
+  const uint32_t n = off[3];
+  float *xyz = malloc((size_t)n * 12);
+  for (int c = 0; c < 3; c++) tcloud_fill(xyz, off[c], sizes[c], TC_CLUSTERED, 70u + (uint64_t)c);
+  psh_params p;
+  psh_params_default(&p);
+  p.nb = 32;
+  p.cap = 1040;
+  tres r;
+  assert_true(tres_alloc(&r, n, 3 * p.nb));
+  psh_in in = {xyz, off, 3, n};
+  psh_out out = tres_out(&r);
+  assert_int_equal(psh_run_cpu(&out, &in, &p, NULL), HX_OK);
+  const uint32_t nbt = 3 * p.nb;
+  check_assign_layout("packed", r.xyz, n, r.start, r.count, nbt);
+
+  /* spread: bucket b at row 7 + 1050 b, 11 rows after the last; the rows in no bucket hold other points */
+  const uint32_t pitch = 1050, n2 = 7 + nbt * pitch + 11;
+  float *x2 = malloc((size_t)n2 * 12);
+  uint32_t *s2 = malloc(nbt * 4);
+  for (uint32_t i = 0; i < n2 * 3; i++) x2[i] = (float)hx_rng_unit(71, i, 0) * 20.0f - 10.0f;
+  for (uint32_t b = 0; b < nbt; b++) {
+    s2[b] = 7 + b * pitch;
+    memcpy(x2 + 3 * (size_t)s2[b], r.xyz + 3 * (size_t)r.start[b], (size_t)r.count[b] * 12);
+  }
+  check_assign_layout("spread", x2, n2, s2, r.count, nbt);
+
+  /* many small buckets: 5000 buckets of 0..9 rows, packed, 3 rows in no bucket at the end */
+  const uint32_t nb3 = 5000;
+  uint32_t *s3 = malloc(nb3 * 4), *c3 = malloc(nb3 * 4), n3 = 0;
+  for (uint32_t b = 0; b < nb3; b++) {
+    c3[b] = (uint32_t)(hx_rng_u64(72, b, 0) % 10);
+    s3[b] = n3;
+    n3 += c3[b];
+  }
+  n3 += 3;
+  float *x3 = malloc((size_t)n3 * 12);
+  for (uint32_t i = 0; i < n3 * 3; i++) x3[i] = (float)hx_rng_unit(73, i, 0) * 5.0f;
+  check_assign_layout("5000 small buckets", x3, n3, s3, c3, nb3);
+
+  /* no bucket: every row's parent is NONE */
+  check_assign_layout("no bucket", x3, 100, s3, c3, 0);
+
+  free(x2), free(s2), free(s3), free(c3), free(x3);
+  tres_free(&r);
+  free(xyz);
+}
+
 int main(void) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -376,7 +495,12 @@ int main(void) {
       cmocka_unit_test(test_psh_variants),
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_bpool_variants),
+      cmocka_unit_test(test_bpool_layouts),
   };
+  if (getenv("F3D_BPOOL_ONLY")) { /* a sanitizer run of the pooling variants: the pooling tests only */
+    const struct CMUnitTest only[] = {cmocka_unit_test(test_bpool_variants), cmocka_unit_test(test_bpool_layouts)};
+    return cmocka_run_group_tests(only, NULL, NULL);
+  }
   if (getenv("F3D_PSH_VARIANTS")) { /* a sanitizer run of chosen PSH variants: the PSH test only */
     const struct CMUnitTest only[] = {cmocka_unit_test(test_psh_variants)};
     return cmocka_run_group_tests(only, NULL, NULL);
