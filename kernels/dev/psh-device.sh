@@ -127,6 +127,7 @@ if [ -n "$BENCH" ] && [ -n "${NCUT:-}" ] && command -v ncu > /dev/null 2>&1; the
     timeout "${NCU_TIMEOUT:-120}" ncu --clock-control none --metrics gpu__time_duration.sum --csv \
       --kernel-name-base demangled --kernel-name "regex:$NCUT" "$BENCH" "$n" 1 "$S" "$C" > "$OUT/ncut-$n.csv" 2>&1
     note "ncu durations $NCUT n=$n rc=$?"
+    python3 "$(dirname "$0")/ncu_durations.py" "$OUT/ncut-$n.csv" > "$OUT/ncut-$n.txt" 2>&1 && sed "s/^/  n=$n /" "$OUT/ncut-$n.txt" >> "$SUM"
   done
 fi
 note "logs in $OUT"
