@@ -447,6 +447,37 @@ __device__ __forceinline__ void feat_tile(const Feat<T, VEC> &f, const uint16_t 
   }
 }
 
+/* Pooled coordinates of one sub-bucket: the mean of its member rows (memrow: RHO tile rows, 0xFFFF past its
+ * size) added in member order from 0, as bpool_assign_cpu does. Every member's three loads are issued
+ * before the first add: a loop that adds as it loads waits for each row in turn, which was ~20% of v5's
+ * stall samples (ncu, H100, 600k). */
+template <int RHO>
+__device__ __forceinline__ void mean_out(float *o, const float *xyz, const uint16_t *memrow, uint32_t r0) {
+  float v[RHO][3];
+  bool in[RHO];
+  uint32_t size = 0;
+#pragma unroll
+  for (int k = 0; k < RHO; k++) {
+    const uint32_t t = memrow[k];
+    in[k] = t != 0xFFFFu;
+    const float *xr = xyz + 3 * (size_t)(r0 + (in[k] ? t : 0u));
+#pragma unroll
+    for (int d = 0; d < 3; d++) v[k][d] = in[k] ? xr[d] : 0.0f;
+    size += in[k] ? 1u : 0u;
+  }
+  float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+#pragma unroll
+  for (int k = 0; k < RHO; k++)
+    if (in[k]) {
+      sx = bpool_add(sx, v[k][0]);
+      sy = bpool_add(sy, v[k][1]);
+      sz = bpool_add(sz, v[k][2]);
+    }
+  o[0] = sx / (float)size;
+  o[1] = sy / (float)size;
+  o[2] = sz / (float)size;
+}
+
 /* Step 1's order within a slot (rank = rows of the same slot before this one, in row order), v3's way: each
  * of the kW warps takes a contiguous run of 32-row chunks in row order; per chunk, lanes of one slot find
  * each other with __match_any_sync, the lowest of them advances the warp's count of that slot, and the
@@ -494,17 +525,38 @@ __device__ uint32_t plan_in_block(uint32_t *out_start, uint32_t *out_count, uint
                                   const uint32_t *bucket_start, const uint32_t *bucket_count, uint32_t nbuckets,
                                   uint32_t n_rows, uint32_t rho, uint32_t b, uint32_t count, uint32_t *red) {
   /* 8 independent loads per thread in flight (a plain loop waits for each: 32 L2 round trips in series at
-   * 2048 buckets and 64 threads, ~10 us, measured on the H100 as v5's first version) */
+   * 2048 buckets and 64 threads, ~10 us, measured on the H100 as v5's first version), 16 bytes each where
+   * the array allows, and a shift for ceil(c / rho) (a division was 14% of v5's instructions, ncu) */
   constexpr uint32_t kU = 8;
-  uint32_t pre = 0, tot = 0;
-  for (uint32_t k0 = threadIdx.x; k0 < nbuckets; k0 += kU * kT) {
+  const uint32_t sh = 31u - (uint32_t)__clz((int)rho); /* rho is 2, 4 or 8 */
+  uint32_t pre = 0, tot = 0, k_vec = 0;
+  if (((uintptr_t)bucket_count & 15u) == 0) {
+    const uint4 *c4 = (const uint4 *)bucket_count;
+    const uint32_t n4 = nbuckets / 4;
+    for (uint32_t q0 = threadIdx.x; q0 < n4; q0 += kU * kT) {
+      uint4 v[kU];
+#pragma unroll
+      for (uint32_t j = 0; j < kU; j++) v[j] = q0 + j * kT < n4 ? __ldg(c4 + q0 + j * kT) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (uint32_t j = 0; j < kU; j++) {
+        const uint32_t k = 4 * (q0 + j * kT), c[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+        for (uint32_t e = 0; e < 4; e++) { /* a zero count past the end adds nothing to either sum */
+          tot += c[e];
+          if (k + e < b) pre += (c[e] + rho - 1) >> sh;
+        }
+      }
+    }
+    k_vec = 4 * n4;
+  }
+  for (uint32_t k0 = k_vec + threadIdx.x; k0 < nbuckets; k0 += kU * kT) {
     uint32_t c[kU];
 #pragma unroll
     for (uint32_t j = 0; j < kU; j++) c[j] = k0 + j * kT < nbuckets ? __ldg(bucket_count + k0 + j * kT) : 0;
 #pragma unroll
     for (uint32_t j = 0; j < kU; j++) {
       tot += c[j];
-      if (k0 + j * kT < b) pre += (c[j] + rho - 1) / rho;
+      if (k0 + j * kT < b) pre += (c[j] + rho - 1) >> sh;
     }
   }
   pre = block_sum<kT>(pre, red);
@@ -774,21 +826,10 @@ __global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *membe
       members[(size_t)out_base * rho + k] = t == 0xFFFFu ? BPOOL_NONE : r0 + t;
     }
     for (uint32_t sb = tid; sb < K; sb += kT2) {
-      float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-      uint32_t size = 0;
-      for (uint32_t k = 0; k < rho; k++) {
-        const uint32_t t = s.u.memrow[sb * rho + k];
-        if (t == 0xFFFFu) continue;
-        const float *xr = xyz + 3 * (size_t)(r0 + t);
-        sx = bpool_add(sx, xr[0]);
-        sy = bpool_add(sy, xr[1]);
-        sz = bpool_add(sz, xr[2]);
-        size++;
-      }
       float *o = xyz_out + 3 * (size_t)(out_base + sb);
-      o[0] = sx / (float)size;
-      o[1] = sy / (float)size;
-      o[2] = sz / (float)size;
+      if (rho == 2) mean_out<2>(o, xyz, s.u.memrow + sb * 2, r0);
+      else if (rho == 4) mean_out<4>(o, xyz, s.u.memrow + sb * 4, r0);
+      else mean_out<8>(o, xyz, s.u.memrow + sb * 8, r0);
     }
     if constexpr (FeatT::kOn) { /* v4: the features of the tile's sub-buckets, members still in s.u.memrow */
       if (rho == 2) feat_tile<2>(feat, s.u.memrow, r0, out_base, K, tid);

@@ -117,6 +117,9 @@ if [ -n "$BENCH" ] && [ -n "${NCU:-}" ] && command -v ncu > /dev/null 2>&1; then
     note "ncu $k rc=$?"
     ncu --import "$OUT/ncu-$f.ncu-rep" --page details > "$OUT/ncu-$f-details.txt" 2>&1
     ncu --import "$OUT/ncu-$f.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu-$f-source.csv" 2>&1
+    ncu --import "$OUT/ncu-$f.ncu-rep" --page source --csv --print-source cuda > "$OUT/ncu-$f-cuda.csv" 2>&1
+    { python3 "$(dirname "$0")/ncu_source_top.py" "$OUT/ncu-$f-cuda.csv" 40
+      python3 "$(dirname "$0")/ncu_source_top.py" "$OUT/ncu-$f-source.csv" 25; } > "$OUT/ncu-$f-top.txt" 2>&1
   done
 fi
 if [ -n "$BENCH" ] && [ -n "${NCUT:-}" ] && command -v ncu > /dev/null 2>&1; then
