@@ -24,6 +24,8 @@
  *   v5  v3's assignment in 64-thread blocks of <= 512 rows (16 per SM: a 600k cloud's buckets in one wave),
  *       larger buckets by v3's kernel in a second launch; assign_plan (bpool_variant.assign_plan) does the
  *       plan and the parent fill inside the first kernel (no plan, scan or fill launches). See the v5 section.
+ *   v6  pooling (bpool_variant.pool) as v5's assignment in two halves, the second half's assignment on an
+ *       auxiliary stream overlapping the first half's reduction. See the v6 section.
  */
 #include "kernels/bpool_internal.h"
 #include "kernels/kernels.h"
@@ -607,7 +609,7 @@ __global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *membe
                                                      const uint32_t *bucket_count, const uint32_t *out_start,
                                                      uint32_t *plan_start, uint32_t *plan_count,
                                                      uint32_t nbuckets, uint32_t n_rows,
-                                                     uint32_t skip_upto, uint32_t rho, FeatT feat) {
+                                                     uint32_t skip_upto, uint32_t b_lo, uint32_t rho, FeatT feat) {
   constexpr int kT2 = Sh::kT, kI2 = Sh::kI, kSlots = Sh::kSl;
   static_assert(!FeatT::kOn || Sh::kT == Shape2::kT, "feat_tile strides by Shape2's threads");
   typedef cub::BlockRadixSort<uint32_t, kT2, kI2> Sort;
@@ -623,7 +625,7 @@ __global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *membe
   } tmp;
   __shared__ AssignSmem2<Sh> s;
   __shared__ WarpCounts<Sh> wcs; /* v3 only (not in tmp: the prefixes outlive the scan) */
-  const uint32_t b = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const uint32_t b = b_lo + blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5; /* b_lo: v6's halves */
   const uint32_t count = bucket_count[b];
   uint32_t ostart;
   if constexpr (kPlan) {
@@ -848,7 +850,7 @@ hx_status assign_v2(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, c
   if (nbuckets) {
     k_assign2<Shape2, false, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
                                                              d_bucket_count, d_out_start, NULL, NULL, nbuckets, n_rows,
-                                                             0, rho, NoFeat{});
+                                                             0, 0, rho, NoFeat{});
     BPOOL_LAUNCHED("assign v2");
   }
   return HX_OK;
@@ -862,7 +864,7 @@ hx_status assign_v3(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, c
   if (nbuckets) {
     k_assign2<Shape2, true, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
                                                             d_bucket_count, d_out_start, NULL, NULL, nbuckets, n_rows,
-                                                            0, rho, NoFeat{});
+                                                            0, 0, rho, NoFeat{});
     BPOOL_LAUNCHED("assign v3");
   }
   return HX_OK;
@@ -876,24 +878,27 @@ hx_status assign_v3(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, c
  * case). Larger buckets are left to Shape2 in a second launch whose other blocks exit at once. assign_plan
  * also does the plan and the parent fill inside the first kernel (plan_in_block): v3's plan kernel, CUB
  * scan (two launches) and fill, ~12-14 us of its 42.7 us assignment at 600k in the same ncu run, are gone. */
+/* Buckets [b_lo, b_hi) of nbuckets (v6 assigns two halves; v5 all of them). */
 hx_status launch_assign5(bool plan, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
                          uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
                          const uint32_t *d_out_start, uint32_t *d_plan_start, uint32_t *d_plan_count, uint32_t nbuckets,
-                         uint32_t rho, cudaStream_t s, hx_err *err) {
+                         uint32_t b_lo, uint32_t b_hi, uint32_t rho, cudaStream_t s, hx_err *err) {
+  if (b_hi <= b_lo) return HX_OK;
+  const uint32_t nblk = b_hi - b_lo;
   if (plan)
-    k_assign2<Shape5, true, true><<<nbuckets, Shape5::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
-                                                                  d_bucket_start, d_bucket_count, NULL, d_plan_start,
-                                                                  d_plan_count, nbuckets, n_rows, 0, rho, NoFeat{});
+    k_assign2<Shape5, true, true><<<nblk, Shape5::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
+                                                              d_bucket_start, d_bucket_count, NULL, d_plan_start,
+                                                              d_plan_count, nbuckets, n_rows, 0, b_lo, rho, NoFeat{});
   else
-    k_assign2<Shape5, true, false><<<nbuckets, Shape5::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
-                                                                   d_bucket_start, d_bucket_count, d_out_start, NULL,
-                                                                   NULL, nbuckets, n_rows, 0, rho, NoFeat{});
+    k_assign2<Shape5, true, false><<<nblk, Shape5::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
+                                                               d_bucket_start, d_bucket_count, d_out_start, NULL,
+                                                               NULL, nbuckets, n_rows, 0, b_lo, rho, NoFeat{});
   BPOOL_LAUNCHED("assign v5");
   /* buckets of more than 512 rows (their start is in the plan the first launch wrote or was given) */
-  k_assign2<Shape2, true, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                                          d_bucket_count, plan ? d_plan_start : d_out_start, NULL,
-                                                          NULL, nbuckets, n_rows, (uint32_t)Shape5::kTile, rho,
-                                                          NoFeat{});
+  k_assign2<Shape2, true, false><<<nblk, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                                      d_bucket_count, plan ? d_plan_start : d_out_start, NULL,
+                                                      NULL, nbuckets, n_rows, (uint32_t)Shape5::kTile, b_lo, rho,
+                                                      NoFeat{});
   BPOOL_LAUNCHED("assign v5 (buckets > 512 rows)");
   return HX_OK;
 }
@@ -905,7 +910,7 @@ hx_status assign_v5(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, c
   HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (!nbuckets) return HX_OK;
   return launch_assign5(false, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count,
-                        d_out_start, NULL, NULL, nbuckets, rho, s, err);
+                        d_out_start, NULL, NULL, nbuckets, 0, nbuckets, rho, s, err);
 }
 
 hx_status assign_plan_v5(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent,
@@ -924,7 +929,7 @@ hx_status assign_plan_v5(void *d_scratch, size_t *scratch_bytes, uint32_t *d_mem
   cudaStream_t s = (cudaStream_t)stream;
   if (!nbuckets) return assign_begin(d_parent, n_rows, rho, s, err); /* every row outside every bucket */
   return launch_assign5(true, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count,
-                        NULL, d_out_start, d_out_count, nbuckets, rho, s, err);
+                        NULL, d_out_start, d_out_count, nbuckets, 0, nbuckets, rho, s, err);
 }
 
 /* v4: v3's assignment with the reduction fused into it: one launch (after the parent fill) instead of
@@ -939,20 +944,24 @@ hx_status launch_pool4(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out
   const bool vec = channels % V == 0 && ((uintptr_t)d_feat_out & 15u) == 0 && ((uintptr_t)d_feat_in & 15u) == 0;
   if (vec)
     k_assign2<Shape2, true, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                                            d_bucket_count, d_out_start, NULL, NULL, nbuckets, 0, 0, rho,
+                                                            d_bucket_count, d_out_start, NULL, NULL, nbuckets, 0, 0, 0, rho,
                                              Feat<T, V>{(T *)d_feat_out, (const T *)d_feat_in, channels, op});
   else
     k_assign2<Shape2, true, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                                            d_bucket_count, d_out_start, NULL, NULL, nbuckets, 0, 0, rho,
+                                                            d_bucket_count, d_out_start, NULL, NULL, nbuckets, 0, 0, 0, rho,
                                              Feat<T, 1>{(T *)d_feat_out, (const T *)d_feat_in, channels, op});
   BPOOL_LAUNCHED("pool v4");
   return HX_OK;
 }
 
-hx_status pool_v4(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, void *d_feat_out, const float *d_xyz_in,
-                  const void *d_feat_in, uint32_t n_rows, uint32_t channels, psh_dtype dt, bpool_op op,
-                  const uint32_t *d_bucket_start, const uint32_t *d_bucket_count, const uint32_t *d_out_start,
-                  uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+hx_status pool_v4(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out,
+                  void *d_feat_out, const float *d_xyz_in, const void *d_feat_in, uint32_t n_rows, uint32_t channels,
+                  psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                  uint32_t *d_out_start, uint32_t *d_out_count, uint32_t nbuckets, uint32_t rho, uint32_t n_out,
+                  const bpool_aux *aux, void *stream, hx_err *err) {
+  (void)n_out, (void)aux;
+  HX_TRY(bpool_plan_gpu(d_scratch, scratch_bytes, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err));
+  if (!d_scratch) return HX_OK;
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
   if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
   if (channels == 0)
@@ -969,12 +978,21 @@ hx_status pool_v4(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, voi
 }
 
 /* 16 bytes of features per thread: VEC channels of one output row, members read once per chunk. */
+/* Output rows [lo, hi): lo = 0 and hi = n_out, or, for v6's halves, read on the device from the plan: a bound
+ * given as (start, count) pointers is start[0] + count[0], the first row past that bucket's rows. */
+struct RowRange {
+  const uint32_t *lo_start, *lo_count; /* NULL: lo = 0 */
+  const uint32_t *hi_start, *hi_count; /* NULL: hi = n_out */
+};
 template <typename T, int RHO, int VEC>
 __global__ void k_reduce_vec(T *out, const T *in, const uint32_t *members, uint32_t n_out, uint32_t channels,
-                             bpool_op op) {
+                             bpool_op op, RowRange rr) {
   const uint32_t per_row = channels / VEC;
-  const size_t total = (size_t)n_out * per_row;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
+  const uint32_t lo = rr.lo_start ? rr.lo_start[0] + rr.lo_count[0] : 0u;
+  const uint32_t hi = rr.hi_start ? rr.hi_start[0] + rr.hi_count[0] : n_out;
+  const size_t total = (size_t)hi * per_row;
+  for (size_t e = (size_t)lo * per_row + blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+       e += (size_t)gridDim.x * blockDim.x) {
     const uint32_t r = (uint32_t)(e / per_row), q = (uint32_t)(e % per_row);
     uint32_t rows[RHO];
 #pragma unroll
@@ -983,16 +1001,18 @@ __global__ void k_reduce_vec(T *out, const T *in, const uint32_t *members, uint3
   }
 }
 
+/* n_out: the rows (or, with a device-side range, a bound on them, for the grid only) */
 template <typename T>
 hx_status launch_reduce_vec(T *out, const T *in, const uint32_t *members, uint32_t n_out, uint32_t rho,
-                            uint32_t channels, bpool_op op, cudaStream_t s, hx_err *err) {
+                            uint32_t channels, bpool_op op, cudaStream_t s, hx_err *err, RowRange rr = RowRange{}) {
   constexpr int V = 16 / (int)sizeof(T);
   const size_t total = (size_t)n_out * (channels / V);
   const unsigned blocks = (unsigned)((total + 255) / 256 < 65536 ? (total + 255) / 256 : 65536);
+  if (!blocks) return HX_OK;
   switch (rho) {
-  case 2: k_reduce_vec<T, 2, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op); break;
-  case 4: k_reduce_vec<T, 4, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op); break;
-  default: k_reduce_vec<T, 8, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op); break;
+  case 2: k_reduce_vec<T, 2, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op, rr); break;
+  case 4: k_reduce_vec<T, 4, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op, rr); break;
+  default: k_reduce_vec<T, 8, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op, rr); break;
   }
   BPOOL_LAUNCHED("reduce v2");
   return HX_OK;
@@ -1057,6 +1077,60 @@ hx_status reduce_v2(void *d_feat_out, const void *d_feat_in, const uint32_t *d_m
   return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
 }
 
+/* ---- v6 ------------------------------------------------------------------------------------------------
+ * v5's plan-and-assign in two halves of the buckets, so that the latency-bound assignment of the second
+ * half runs while the bandwidth-bound reduction of the first half streams features: half 1's assignment
+ * (main stream), then half 2's assignment on the auxiliary stream (higher priority, so its blocks are
+ * placed first while half 1's reduction fills the rest of the SMs), half 1's reduction on the main stream
+ * over the output rows [0, first row past bucket split-1) read from the plan on the device, and after
+ * the join half 2's rows. Same outputs as v5's assign + reduce, bit for bit. Without an auxiliary stream,
+ * with features the 16-byte reduction cannot take, or past v5's in-kernel plan limit, it runs v5's
+ * assign_plan and the reduction in sequence. */
+hx_status pool_v6(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out,
+                  void *d_feat_out, const float *d_xyz_in, const void *d_feat_in, uint32_t n_rows, uint32_t channels,
+                  psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                  uint32_t *d_out_start, uint32_t *d_out_count, uint32_t nbuckets, uint32_t rho, uint32_t n_out,
+                  const bpool_aux *aux, void *stream, hx_err *err) {
+  if (!d_scratch)
+    return bpool_plan_gpu(NULL, scratch_bytes, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err);
+  if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
+  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  const size_t es = psh_dtype_size(dt);
+  const bool vec = channels && channels % (16 / es) == 0 && ((uintptr_t)d_feat_out & 15u) == 0 &&
+                   ((uintptr_t)d_feat_in & 15u) == 0;
+  if (!aux || !aux->stream || !vec || nbuckets < 2 || nbuckets > kPlanMaxBuckets) {
+    HX_TRY(assign_plan_v5(d_scratch, scratch_bytes, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
+                          d_bucket_count, d_out_start, d_out_count, nbuckets, rho, stream, err));
+    return reduce_v2(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
+  }
+  cudaStream_t s = (cudaStream_t)stream, a = (cudaStream_t)aux->stream;
+  cudaEvent_t fork = (cudaEvent_t)aux->ev_fork, join = (cudaEvent_t)aux->ev_join;
+  const uint32_t split = nbuckets / 2;
+  HX_TRY(launch_assign5(true, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count, NULL,
+                        d_out_start, d_out_count, nbuckets, 0, split, rho, s, err));
+  BPOOL_CUDA(cudaEventRecord(fork, s));
+  BPOOL_CUDA(cudaStreamWaitEvent(a, fork, 0));
+  HX_TRY(launch_assign5(true, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count, NULL,
+                        d_out_start, d_out_count, nbuckets, split, nbuckets, rho, a, err));
+  BPOOL_CUDA(cudaEventRecord(join, a));
+  const RowRange first = {NULL, NULL, d_out_start + split - 1, d_out_count + split - 1};
+  const RowRange second = {d_out_start + split - 1, d_out_count + split - 1, NULL, NULL};
+  const uint32_t grid_rows = n_out / 2 + 1; /* the grid only: each half's rows come from the plan */
+  if (dt == PSH_F32)
+    HX_TRY(launch_reduce_vec<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, grid_rows, rho, channels,
+                                    op, s, err, first));
+  else
+    HX_TRY(launch_reduce_vec<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, grid_rows, rho,
+                                       channels, op, s, err, first));
+  BPOOL_CUDA(cudaStreamWaitEvent(s, join, 0));
+  if (dt == PSH_F32)
+    return launch_reduce_vec<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, n_out, rho, channels, op,
+                                    s, err, second);
+  return launch_reduce_vec<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, n_out, rho,
+                                     channels, op, s, err, second);
+}
+
 const bpool_variant bpool_table[] = {
     {1, "v1", "block per bucket, shared-memory three-step sub-buckets; thread per (row, channel) reduce", assign_v1,
      reduce_v1, unpool_v1, NULL, NULL},
@@ -1068,6 +1142,8 @@ const bpool_variant bpool_table[] = {
      assign_v3, reduce_v2, unpool_v1, pool_v4, NULL},
     {5, "v5", "v3 in 64-thread blocks of <= 512 rows (16 per SM, one wave at 600k) with the plan and parent fill in the same kernel",
      assign_v5, reduce_v2, unpool_v1, NULL, assign_plan_v5},
+    {6, "v6", "v5 in two halves of the buckets: the second half's assignment overlaps the first half's reduction (two streams)",
+     assign_v5, reduce_v2, unpool_v1, pool_v6, assign_plan_v5},
 };
 
 } // namespace

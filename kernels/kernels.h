@@ -343,13 +343,25 @@ typedef hx_status (*bpool_reduce_fn)(void *d_feat_out, const void *d_feat_in, co
 /* GPU unpool (bpool_unpool_dt_cpu's contract, device pointers; d_residual may be NULL). */
 typedef hx_status (*bpool_unpool_fn)(void *d_up, const void *d_down, const void *d_residual, const uint32_t *d_parent,
                                      uint32_t n_rows, uint32_t channels, psh_dtype dt, void *stream, hx_err *err);
-/* Assignment and reduction in one pass (op < BPOOL_OP_COUNT, features of `channels` columns in the rows'
- * order): the outputs of assign followed by reduce, bit for bit. NULL in variants without it. */
-typedef hx_status (*bpool_pool_fn)(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, void *d_feat_out,
-                                   const float *d_xyz_in, const void *d_feat_in, uint32_t n_rows, uint32_t channels,
-                                   psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start,
-                                   const uint32_t *d_bucket_count, const uint32_t *d_out_start, uint32_t nbuckets,
-                                   uint32_t rho, void *stream, hx_err *err);
+/* A second stream and two events (cudaEventDisableTiming) that the caller owns, for variants that overlap
+ * two launches (pooling v6): the stream should have a higher priority than the main one, so that its
+ * blocks are placed first. Work forked onto it is joined back into the main stream before the call
+ * returns, so the pair can be captured in a CUDA graph from the main stream. */
+typedef struct bpool_aux {
+  void *stream;          /* cudaStream_t */
+  void *ev_fork, *ev_join; /* cudaEvent_t */
+} bpool_aux;
+/* Plan, assignment and reduction in one call (op < BPOOL_OP_COUNT, features of `channels` columns in the
+ * rows' order): the outputs of bpool_plan_gpu (d_out_start, d_out_count; its scratch contract: NULL d_scratch
+ * reports *scratch_bytes and returns), assign and reduce, bit for bit. n_out = the plan's output rows (the
+ * caller's bpool_plan_cpu or psh_gpu_pool_plan figure). aux may be NULL (then one stream). NULL in variants
+ * without it. */
+typedef hx_status (*bpool_pool_fn)(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent,
+                                   float *d_xyz_out, void *d_feat_out, const float *d_xyz_in, const void *d_feat_in,
+                                   uint32_t n_rows, uint32_t channels, psh_dtype dt, bpool_op op,
+                                   const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                                   uint32_t *d_out_start, uint32_t *d_out_count, uint32_t nbuckets, uint32_t rho,
+                                   uint32_t n_out, const bpool_aux *aux, void *stream, hx_err *err);
 /* Plan and assignment in one call: bpool_plan_gpu (d_out_start, d_out_count written; its scratch contract:
  * NULL d_scratch reports *scratch_bytes) followed by assign, the same outputs. NULL in variants without it. */
 typedef hx_status (*bpool_assign_plan_fn)(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent,

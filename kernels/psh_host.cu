@@ -35,11 +35,16 @@ struct psh_gpu {
   uint32_t rho, pooled, n_out;
   size_t device_bytes;            /* every cudaMalloc above, each rounded up to 256 B (psh_gpu_device_bytes) */
   cudaGraphExec_t graph;          /* captured PSH launch sequence of graph_variant */
+  cudaStream_t aux_stream;        /* pooling variants that overlap two launches (bpool_aux): highest priority */
+  cudaEvent_t ev_fork, ev_join;
   const psh_variant *graph_variant;
 };
 
 static void pg_release(psh_gpu *g) {
   if (g->graph) cudaGraphExecDestroy(g->graph);
+  if (g->aux_stream) cudaStreamDestroy(g->aux_stream);
+  if (g->ev_fork) cudaEventDestroy(g->ev_fork);
+  if (g->ev_join) cudaEventDestroy(g->ev_join);
   void *ptrs[] = {g->xyz, g->off, g->out.bucket, g->out.offset, g->out.bucket_count, g->out.bucket_start,
                   g->out.slot, g->out.perm, g->out.xyz, g->out.counters, g->scratch, g->feat32, g->feat32_out,
                   g->feat16, g->feat16_out, g->pool_start, g->pool_count, g->members, g->parent, g->pool_xyz,
@@ -125,6 +130,11 @@ static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uin
   HX_TRY(bpool_plan_gpu(NULL, &g->pool_scratch_bytes, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, 2,
                         NULL, err));
   PG_CUDA(pg_malloc(g, &g->pool_scratch, g->pool_scratch_bytes));
+  int least = 0, greatest = 0;
+  PG_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  PG_CUDA(cudaStreamCreateWithPriority(&g->aux_stream, cudaStreamNonBlocking, greatest));
+  PG_CUDA(cudaEventCreateWithFlags(&g->ev_fork, cudaEventDisableTiming));
+  PG_CUDA(cudaEventCreateWithFlags(&g->ev_join, cudaEventDisableTiming));
   return HX_OK;
 }
 
@@ -227,29 +237,29 @@ extern "C" hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op o
                                   hx_err *err) {
   if (!g->rho) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: call psh_gpu_pool_plan first");
   size_t sb = g->pool_scratch_bytes;
-  if ((unsigned)op < BPOOL_OP_COUNT && !g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: created without features");
-  if (v->assign_plan && !(v->pool && (unsigned)op < BPOOL_OP_COUNT)) { /* plan and assignment in one call */
-    HX_TRY(v->assign_plan(g->pool_scratch, &sb, g->members, g->parent, g->pool_xyz, g->out.xyz, g->n,
-                          g->out.bucket_start, g->out.bucket_count, g->pool_start, g->pool_count, g->nbt, g->rho,
-                          stream, err));
-    g->pooled = 1;
-    if ((unsigned)op >= BPOOL_OP_COUNT) return HX_OK;
-    const void *fin = dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out;
-    return v->reduce(g->pool_feat, fin, g->members, g->n_out, g->rho, g->channels, dt, op, stream, err);
-  }
-  HX_TRY(bpool_plan_gpu(g->pool_scratch, &sb, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, g->rho,
-                        stream, err));
+  const int with_feat = (unsigned)op < BPOOL_OP_COUNT;
+  if (with_feat && !g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: created without features");
   const void *in = dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out;
-  if (v->pool && (unsigned)op < BPOOL_OP_COUNT) { /* assignment and reduction in one pass */
-    HX_TRY(v->pool(g->members, g->parent, g->pool_xyz, g->pool_feat, g->out.xyz, in, g->n, g->channels, dt, op,
-                   g->out.bucket_start, g->out.bucket_count, g->pool_start, g->nbt, g->rho, stream, err));
+  if (v->pool && with_feat) { /* plan, assignment and reduction in one call */
+    const bpool_aux aux = {g->aux_stream, g->ev_fork, g->ev_join};
+    HX_TRY(v->pool(g->pool_scratch, &sb, g->members, g->parent, g->pool_xyz, g->pool_feat, g->out.xyz, in, g->n,
+                   g->channels, dt, op, g->out.bucket_start, g->out.bucket_count, g->pool_start, g->pool_count, g->nbt,
+                   g->rho, g->n_out, &aux, stream, err));
     g->pooled = 1;
     return HX_OK;
   }
-  HX_TRY(v->assign(g->members, g->parent, g->pool_xyz, g->out.xyz, g->n, g->out.bucket_start, g->out.bucket_count,
-                   g->pool_start, g->nbt, g->rho, stream, err));
+  if (v->assign_plan) { /* plan and assignment in one call */
+    HX_TRY(v->assign_plan(g->pool_scratch, &sb, g->members, g->parent, g->pool_xyz, g->out.xyz, g->n,
+                          g->out.bucket_start, g->out.bucket_count, g->pool_start, g->pool_count, g->nbt, g->rho,
+                          stream, err));
+  } else {
+    HX_TRY(bpool_plan_gpu(g->pool_scratch, &sb, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, g->rho,
+                          stream, err));
+    HX_TRY(v->assign(g->members, g->parent, g->pool_xyz, g->out.xyz, g->n, g->out.bucket_start, g->out.bucket_count,
+                     g->pool_start, g->nbt, g->rho, stream, err));
+  }
   g->pooled = 1;
-  if ((unsigned)op >= BPOOL_OP_COUNT) return HX_OK;
+  if (!with_feat) return HX_OK;
   return v->reduce(g->pool_feat, in, g->members, g->n_out, g->rho, g->channels, dt, op, stream, err);
 }
 

@@ -72,7 +72,8 @@ static double time_graph_us(step_fn fn, void *arg, int reps, cudaStream_t s) {
   if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) goto out;
   hx_status st = fn(arg, s, &err);
   if (cudaStreamEndCapture(s, &gr) != cudaSuccess || st != HX_OK) goto out;
-  if (cudaGraphInstantiate(&ex, gr, 0) != cudaSuccess) goto out;
+  /* node priorities kept: pooling v6 puts one half's assignment on a higher-priority stream */
+  if (cudaGraphInstantiateWithFlags(&ex, gr, cudaGraphInstantiateFlagUseNodePriority) != cudaSuccess) goto out;
   for (int w = 0; w < 3; w++) cudaGraphLaunch(ex, s);
   for (int r = 0; r < reps; r++) {
     cudaEventRecord(a, s);

@@ -297,9 +297,11 @@ static void test_bpool_variants(void **state) {
           cudaFree(d_o);
           free(want), free(got);
         }
-      /* the fused pass (assign and reduce in one): every output poisoned first, then equal to the CPU's
-       * assign followed by reduce, for both feature paths (C = 33, 64), every reduction and dtype */
+      /* the one-call pooling (plan, assign and reduce): every output poisoned first, the plan included, then
+       * equal to the CPU's plan, assign and reduce, for both feature paths (C = 33, 64), every reduction and
+       * dtype; once on one stream and once with an auxiliary stream (v6 overlaps two launches there) */
       if (vs[k].pool)
+        for (int with_aux = 0; with_aux < 2; with_aux++)
         for (int ci = 0; ci < 2; ci++)
           for (int op = 0; op < BPOOL_OP_COUNT; op++)
             for (int dt = 0; dt < 2; dt++) {
@@ -309,23 +311,54 @@ static void test_bpool_variants(void **state) {
               void *want = malloc(bytes), *got = malloc(bytes), *d_o = dalloc(bytes);
               assert_int_equal(bpool_reduce_cpu(want, dt ? (const void *)fb : (const void *)f, members, n_out, rho, C,
                                                 t, (bpool_op)op, NULL), HX_OK);
+              uint32_t *d_os2 = dalloc(nbt * 4), *d_oc2 = dalloc(nbt * 4);
               CK(cudaMemset(d_o, 0xFF, bytes));
               CK(cudaMemset(d_m, 0xFF, (size_t)n_out * rho * 4));
               CK(cudaMemset(d_p, 0xFF, (size_t)n * 4));
               CK(cudaMemset(d_xo, 0xFF, (size_t)n_out * 12));
-              st = vs[k].pool(d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f, n, C, t,
-                              (bpool_op)op, d_start, d_count, d_os, nbt, rho, NULL, &err);
+              cudaStream_t main_s = NULL, aux_s = NULL;
+              cudaEvent_t e1 = NULL, e2 = NULL;
+              bpool_aux aux = {0};
+              if (with_aux) {
+                int least = 0, greatest = 0;
+                CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+                CK(cudaStreamCreateWithFlags(&main_s, cudaStreamNonBlocking));
+                CK(cudaStreamCreateWithPriority(&aux_s, cudaStreamNonBlocking, greatest));
+                CK(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming));
+                CK(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
+                aux.stream = aux_s, aux.ev_fork = e1, aux.ev_join = e2;
+              }
+              size_t psb = 0;
+              st = vs[k].pool(NULL, &psb, d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f, n,
+                              C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
+                              with_aux ? &aux : NULL, main_s, &err);
+              if (st != HX_OK) fail_msg("bpool %s pool size: %s", vs[k].name, err.msg);
+              void *d_psc = dalloc(psb);
+              st = vs[k].pool(d_psc, &psb, d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f,
+                              n, C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
+                              with_aux ? &aux : NULL, main_s, &err);
               if (st != HX_OK) fail_msg("bpool %s pool (C=%u): %s", vs[k].name, C, err.msg);
+              if (main_s) CK(cudaStreamSynchronize(main_s));
               CK(cudaDeviceSynchronize());
               to_host(got, d_o, bytes);
               to_host(gm, d_m, (size_t)n_out * rho * 4);
               to_host(gp, d_p, (size_t)n * 4);
               to_host(gx, d_xo, (size_t)n_out * 12);
+              to_host(g_os, d_os2, nbt * 4);
+              to_host(g_oc, d_oc2, nbt * 4);
               assert_memory_equal(want, got, bytes);
               assert_memory_equal(members, gm, (size_t)n_out * rho * 4);
               assert_memory_equal(parent, gp, (size_t)n * 4);
               assert_memory_equal(xo, gx, (size_t)n_out * 12);
-              cudaFree(d_o);
+              assert_memory_equal(os, g_os, nbt * 4);
+              assert_memory_equal(oc, g_oc, nbt * 4);
+              if (with_aux) {
+                CK(cudaStreamDestroy(main_s));
+                CK(cudaStreamDestroy(aux_s));
+                CK(cudaEventDestroy(e1));
+                CK(cudaEventDestroy(e2));
+              }
+              cudaFree(d_o), cudaFree(d_os2), cudaFree(d_oc2), cudaFree(d_psc);
               free(want), free(got);
             }
       /* unpool of random pooled rows through the CPU parent map, fp32 and bf16, with and without a residual;
