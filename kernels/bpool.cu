@@ -25,7 +25,8 @@
  *       larger buckets by v3's kernel in a second launch; assign_plan (bpool_variant.assign_plan) does the
  *       plan and the parent fill inside the first kernel (no plan, scan or fill launches). See the v5 section.
  *   v6  pooling (bpool_variant.pool) as v5's assignment in two halves, the second half's assignment on an
- *       auxiliary stream overlapping the first half's reduction. See the v6 section.
+ *       auxiliary stream overlapping the first half's reduction. Measured slower than v5 (ablation). See the
+ *       v6 section.
  */
 #include "kernels/bpool_internal.h"
 #include "kernels/kernels.h"
@@ -1085,7 +1086,11 @@ hx_status reduce_v2(void *d_feat_out, const void *d_feat_in, const uint32_t *d_m
  * over the output rows [0, first row past bucket split-1) read from the plan on the device, and after
  * the join half 2's rows. Same outputs as v5's assign + reduce, bit for bit. Without an auxiliary stream,
  * with features the 16-byte reduction cannot take, or past v5's in-kernel plan limit, it runs v5's
- * assign_plan and the reduction in sequence. */
+ * assign_plan and the reduction in sequence.
+ * Measured (H100, 2026-11-22, 600k, graph): slower than v5's assign + reduce, 79.8 vs 73.9 us at rho 2 bf16,
+ * and 33.6 vs 22.8 at 100k, where each half's assignment costs a whole one's latency: the halves' kernels
+ * did not overlap enough to hide the second assignment. Kept as the measured answer to "does a
+ * two-stream pipeline pay?". */
 hx_status pool_v6(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out,
                   void *d_feat_out, const float *d_xyz_in, const void *d_feat_in, uint32_t n_rows, uint32_t channels,
                   psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
@@ -1142,7 +1147,7 @@ const bpool_variant bpool_table[] = {
      assign_v3, reduce_v2, unpool_v1, pool_v4, NULL},
     {5, "v5", "v3 in 64-thread blocks of <= 512 rows (16 per SM, one wave at 600k) with the plan and parent fill in the same kernel",
      assign_v5, reduce_v2, unpool_v1, NULL, assign_plan_v5},
-    {6, "v6", "v5 in two halves of the buckets: the second half's assignment overlaps the first half's reduction (two streams)",
+    {6, "v6", "v5 in two halves, the second half's assignment on a second stream beside the first half's reduction (ablation: slower than v5)",
      assign_v5, reduce_v2, unpool_v1, pool_v6, assign_plan_v5},
 };
 

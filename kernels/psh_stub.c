@@ -83,7 +83,7 @@ static const bpool_variant bpool_table[] = {
      bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
     {5, "v5", "v3 in 64-thread blocks, one wave at 600k, plan and fill in the kernel (needs CUDA)", bpool_assign_no_gpu,
      bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
-    {6, "v6", "v5 in two halves, assignment overlapping the reduction (needs CUDA)", bpool_assign_no_gpu,
+    {6, "v6", "v5 in two halves on two streams (ablation; needs CUDA)", bpool_assign_no_gpu,
      bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
 };
 
