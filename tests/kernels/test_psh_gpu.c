@@ -328,12 +328,15 @@ static void test_bpool_variants(void **state) {
                 CK(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
                 aux.stream = aux_s, aux.ev_fork = e1, aux.ev_join = e2;
               }
+              /* the poison (legacy stream) must land before work on a non-blocking stream starts */
+              CK(cudaDeviceSynchronize());
               size_t psb = 0;
               st = vs[k].pool(NULL, &psb, d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f, n,
                               C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
                               with_aux ? &aux : NULL, main_s, &err);
               if (st != HX_OK) fail_msg("bpool %s pool size: %s", vs[k].name, err.msg);
               void *d_psc = dalloc(psb);
+              CK(cudaDeviceSynchronize());
               st = vs[k].pool(d_psc, &psb, d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f,
                               n, C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
                               with_aux ? &aux : NULL, main_s, &err);
