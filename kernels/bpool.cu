@@ -843,33 +843,24 @@ __global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *membe
   }
 }
 
-hx_status assign_v2(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
-                    uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
-                    const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+/* v2 (kMatch false: block radix sort) and v3 (kMatch true: warp match ranking): the parent fill, then one
+ * Shape2 block per bucket. */
+template <bool kMatch>
+hx_status assign_shape2(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
+                        uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                        const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
   cudaStream_t s = (cudaStream_t)stream;
   HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (nbuckets) {
-    k_assign2<Shape2, false, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                                             d_bucket_count, d_out_start, NULL, NULL, nbuckets, n_rows,
-                                                             0, 0, rho, NoFeat{});
-    BPOOL_LAUNCHED("assign v2");
+    k_assign2<Shape2, kMatch, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                                              d_bucket_count, d_out_start, NULL, NULL, nbuckets, n_rows,
+                                                              0, 0, rho, NoFeat{});
+    BPOOL_LAUNCHED(kMatch ? "assign v3" : "assign v2");
   }
   return HX_OK;
 }
-
-hx_status assign_v3(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
-                    uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
-                    const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
-  cudaStream_t s = (cudaStream_t)stream;
-  HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
-  if (nbuckets) {
-    k_assign2<Shape2, true, false><<<nbuckets, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                                            d_bucket_count, d_out_start, NULL, NULL, nbuckets, n_rows,
-                                                            0, 0, rho, NoFeat{});
-    BPOOL_LAUNCHED("assign v3");
-  }
-  return HX_OK;
-}
+constexpr bpool_assign_fn assign_v2 = assign_shape2<false>;
+constexpr bpool_assign_fn assign_v3 = assign_shape2<true>;
 
 /* ---- v5 ------------------------------------------------------------------------------------------------
  * v3's algorithm and arithmetic (same outputs bit for bit) in 64-thread blocks that hold buckets of at

@@ -213,25 +213,32 @@ static void test_gather(void **state) {
   free(src);
 }
 
-static void test_bpool_variants(void **state) {
-  (void)state;
-  /* pool the CPU PSH output of a 3-cloud batch plus a padded layout with 1025-row buckets */
+/* The pooling tests' input: the CPU PSH output (packed) of a 3-cloud clustered batch (30011, 0 and 12000
+ * points) in 32 buckets of capacity 1040 per cloud, so buckets of 1025+ rows cross the 1024-row tile
+ * boundary. Fills *r (free with tres_free) and returns the bucket count; n = 42011. */
+static uint32_t pool_input(tres *r, uint64_t seed) {
   const uint32_t sizes[3] = {30011, 0, 12000};
   uint32_t off[4] = {0, 30011, 30011, 42011};
   const uint32_t n = off[3];
   float *xyz = malloc((size_t)n * 12);
-  for (int c = 0; c < 3; c++) tcloud_fill(xyz, off[c], sizes[c], TC_CLUSTERED, 40u + (uint64_t)c);
+  for (int c = 0; c < 3; c++) tcloud_fill(xyz, off[c], sizes[c], TC_CLUSTERED, seed + (uint64_t)c);
   psh_params p;
   psh_params_default(&p);
   p.nb = 32;
-  p.cap = 1040; /* > one tile: buckets of 1025+ rows cross the 1024-row tile boundary */
+  p.cap = 1040;
   p.voxel = 0.05f;
-  tres r;
-  assert_true(tres_alloc(&r, n, 3 * p.nb));
+  assert_true(tres_alloc(r, n, 3 * p.nb));
   psh_in in = {xyz, off, 3, n};
-  psh_out out = tres_out(&r);
+  psh_out out = tres_out(r);
   assert_int_equal(psh_run_cpu(&out, &in, &p, NULL), HX_OK);
-  const uint32_t nbt = 3 * p.nb;
+  free(xyz);
+  return 3 * p.nb;
+}
+
+static void test_bpool_variants(void **state) {
+  (void)state;
+  tres r;
+  const uint32_t n = 42011, nbt = pool_input(&r, 40);
   size_t nv = 0;
   const bpool_variant *vs = bpool_variants(&nv);
   assert_true(nv >= 1);
@@ -401,7 +408,6 @@ static void test_bpool_variants(void **state) {
     free(f), free(fb), free(g_os), free(g_oc), free(os), free(oc), free(members), free(parent), free(xo);
   }
   tres_free(&r);
-  free(xyz);
 }
 
 /* Every pooling variant's assignment, and its plan-and-assign call where it has one, against the CPU on one
@@ -472,21 +478,8 @@ static void check_assign_layout(const char *what, const float *xyz, uint32_t n, 
  * in-kernel plan limit) with 3 rows in no bucket at the end, and no bucket at all. */
 static void test_bpool_layouts(void **state) {
   (void)state;
-  const uint32_t sizes[3] = {30011, 0, 12000};
-  uint32_t off[4] = {0, 30011, 30011, 42011};
-  const uint32_t n = off[3];
-  float *xyz = malloc((size_t)n * 12);
-  for (int c = 0; c < 3; c++) tcloud_fill(xyz, off[c], sizes[c], TC_CLUSTERED, 70u + (uint64_t)c);
-  psh_params p;
-  psh_params_default(&p);
-  p.nb = 32;
-  p.cap = 1040;
   tres r;
-  assert_true(tres_alloc(&r, n, 3 * p.nb));
-  psh_in in = {xyz, off, 3, n};
-  psh_out out = tres_out(&r);
-  assert_int_equal(psh_run_cpu(&out, &in, &p, NULL), HX_OK);
-  const uint32_t nbt = 3 * p.nb;
+  const uint32_t n = 42011, nbt = pool_input(&r, 70);
   check_assign_layout("packed", r.xyz, n, r.start, r.count, nbt);
 
   /* spread: bucket b at row 7 + 1050 b, 11 rows after the last; the rows in no bucket hold other points */
@@ -518,7 +511,6 @@ static void test_bpool_layouts(void **state) {
 
   free(x2), free(s2), free(s3), free(c3), free(x3);
   tres_free(&r);
-  free(xyz);
 }
 
 int main(void) {
