@@ -493,8 +493,8 @@ template <typename Sh> struct WarpCounts {
 /* The in-kernel plan of v5 (kPlan): every block reads all nbuckets counts (8 KB at 2048 buckets, from L2)
  * and takes its own exclusive prefix of ceil(count / rho), the sum bpool_plan_gpu's CUB scan would give
  * it, so the plan needs no launch of its own; block b stores out_start[b] and out_count[b]. The same
- * pass sums the counts: when they add up to n_rows the buckets (which never overlap) cover every row
- * and no parent needs the NONE fill; otherwise (padded layouts) a non-empty bucket also fills the rows
+ * pass sums the counts: when they add up to n_rows the buckets (which never overlap and lie inside
+ * [0, n_rows), as every bucket table must) cover every row and no parent needs the NONE fill; otherwise (padded layouts) a non-empty bucket also fills the rows
  * from its end to the next non-empty bucket's start (the first one from row 0 too; block 0 every row
  * when no bucket has rows). Those rows lie in no bucket, so no other block writes them.
  * O(nbuckets) reads per block: the host uses it up to kPlanMaxBuckets buckets. */
@@ -1107,19 +1107,25 @@ hx_status pool_v6(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
                         d_out_start, d_out_count, nbuckets, 0, split, rho, s, err));
   BPOOL_CUDA(cudaEventRecord(fork, s));
   BPOOL_CUDA(cudaStreamWaitEvent(a, fork, 0));
-  HX_TRY(launch_assign5(true, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count, NULL,
-                        d_out_start, d_out_count, nbuckets, split, nbuckets, rho, a, err));
-  BPOOL_CUDA(cudaEventRecord(join, a));
+  /* from the fork on, every path joins the auxiliary stream back before returning (an unjoined fork breaks
+   * the caller's graph capture and leaves work behind), so errors are collected, not returned at once */
+  hx_status st = launch_assign5(true, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
+                                d_bucket_count, NULL, d_out_start, d_out_count, nbuckets, split, nbuckets, rho, a, err);
+  const cudaError_t ej = cudaEventRecord(join, a);
   const RowRange first = {NULL, NULL, d_out_start + split - 1, d_out_count + split - 1};
   const RowRange second = {d_out_start + split - 1, d_out_count + split - 1, NULL, NULL};
   const uint32_t grid_rows = n_out / 2 + 1; /* the grid only: each half's rows come from the plan */
-  if (dt == PSH_F32)
-    HX_TRY(launch_reduce_vec<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, grid_rows, rho, channels,
-                                    op, s, err, first));
-  else
-    HX_TRY(launch_reduce_vec<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, grid_rows, rho,
-                                       channels, op, s, err, first));
-  BPOOL_CUDA(cudaStreamWaitEvent(s, join, 0));
+  if (st == HX_OK && ej == cudaSuccess) {
+    if (dt == PSH_F32)
+      st = launch_reduce_vec<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, grid_rows, rho, channels,
+                                    op, s, err, first);
+    else
+      st = launch_reduce_vec<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, grid_rows, rho,
+                                       channels, op, s, err, first);
+  }
+  if (ej == cudaSuccess) BPOOL_CUDA(cudaStreamWaitEvent(s, join, 0));
+  else if (st == HX_OK) return hx_errf(err, HX_ECUDA, "bpool: join of v6's streams: %s", cudaGetErrorString(ej));
+  HX_TRY(st);
   if (dt == PSH_F32)
     return launch_reduce_vec<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, n_out, rho, channels, op,
                                     s, err, second);

@@ -320,9 +320,9 @@ static void test_bpool_variants(void **state) {
                                                 t, (bpool_op)op, NULL), HX_OK);
               uint32_t *d_os2 = dalloc(nbt * 4), *d_oc2 = dalloc(nbt * 4);
               CK(cudaMemset(d_o, 0xFF, bytes));
-              CK(cudaMemset(d_m, 0xFF, (size_t)n_out * rho * 4));
-              CK(cudaMemset(d_p, 0xFF, (size_t)n * 4));
-              CK(cudaMemset(d_xo, 0xFF, (size_t)n_out * 12));
+              CK(cudaMemset(d_m, 0xAB, (size_t)n_out * rho * 4)); /* 0xAB: never BPOOL_NONE */
+              CK(cudaMemset(d_p, 0xAB, (size_t)n * 4));
+              CK(cudaMemset(d_xo, 0xAB, (size_t)n_out * 12));
               cudaStream_t main_s = NULL, aux_s = NULL;
               cudaEvent_t e1 = NULL, e2 = NULL;
               bpool_aux aux = {0};
@@ -410,77 +410,116 @@ static void test_bpool_variants(void **state) {
   tres_free(&r);
 }
 
-/* Every pooling variant's assignment, and its plan-and-assign call where it has one, against the CPU on one
- * bucket layout (host arrays), rho 2/4/8, every output (members, parent, pooled xyz, and the plan of
- * assign_plan) poisoned first. */
+/* Every pooling variant against the CPU on one bucket layout (host arrays), rho 2/4/8, through its three
+ * entry points: assign (given the CPU's plan), assign_plan and the one-call pool where it has them (pool
+ * with fp32 features of 64 channels, mean, on the legacy stream with an auxiliary stream pair, which v6
+ * forks onto). Every output (members, parent, pooled xyz, features, and the plan where the call makes it)
+ * is poisoned with 0xAB first (never BPOOL_NONE). misalign: the count and start arrays sit one word past a
+ * 16-byte boundary on the device (the in-kernel plan's scalar path). */
 static void check_assign_layout(const char *what, const float *xyz, uint32_t n, const uint32_t *start,
-                                const uint32_t *count, uint32_t nbt) {
+                                const uint32_t *count, uint32_t nbt, int misalign) {
   size_t nv = 0;
   const bpool_variant *vs = bpool_variants(&nv);
-  uint32_t *d_count = dup_to_dev(count, (size_t)nbt * 4), *d_start = dup_to_dev(start, (size_t)nbt * 4);
+  const uint32_t sh = misalign ? 1u : 0u, C = 64;
+  uint32_t *d_count0 = dalloc(((size_t)nbt + sh) * 4), *d_start0 = dalloc(((size_t)nbt + sh) * 4);
+  uint32_t *d_count = d_count0 + sh, *d_start = d_start0 + sh;
+  if (nbt) {
+    CK(cudaMemcpy(d_count, count, (size_t)nbt * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_start, start, (size_t)nbt * 4, cudaMemcpyHostToDevice));
+  }
   float *d_xyz = dup_to_dev(xyz, (size_t)n * 12);
+  float *f = malloc((size_t)n * C * 4 + 4);
+  for (size_t i = 0; i < (size_t)n * C; i++) f[i] = (float)hx_rng_unit(74, i, 0) * 8.0f - 4.0f;
+  float *d_f = dup_to_dev(f, (size_t)n * C * 4);
+  int least = 0, greatest = 0;
+  CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t aux_s;
+  cudaEvent_t e1, e2;
+  CK(cudaStreamCreateWithPriority(&aux_s, cudaStreamNonBlocking, greatest));
+  CK(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming));
+  CK(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
+  const bpool_aux aux = {aux_s, e1, e2};
   for (uint32_t rho = 2; rho <= 8; rho *= 2) {
     uint32_t *os = malloc((size_t)nbt * 4 + 4), *oc = malloc((size_t)nbt * 4 + 4), n_out = 0;
     assert_int_equal(bpool_plan_cpu(os, oc, &n_out, count, nbt, rho, NULL), HX_OK);
     uint32_t *members = malloc((size_t)n_out * rho * 4 + 4), *parent = malloc((size_t)n * 4 + 4);
-    float *xo = malloc((size_t)n_out * 12 + 4);
+    float *xo = malloc((size_t)n_out * 12 + 4), *fo = malloc((size_t)n_out * C * 4 + 4);
     assert_int_equal(bpool_assign_cpu(members, parent, xo, xyz, n, start, count, os, nbt, rho, NULL), HX_OK);
+    assert_int_equal(bpool_reduce_cpu(fo, f, members, n_out, rho, C, PSH_F32, BPOOL_MEAN, NULL), HX_OK);
     uint32_t *gm = malloc((size_t)n_out * rho * 4 + 4), *gp = malloc((size_t)n * 4 + 4);
     uint32_t *gos = malloc((size_t)nbt * 4 + 4), *goc = malloc((size_t)nbt * 4 + 4);
-    float *gx = malloc((size_t)n_out * 12 + 4);
+    float *gx = malloc((size_t)n_out * 12 + 4), *gf = malloc((size_t)n_out * C * 4 + 4);
     uint32_t *d_os = dup_to_dev(os, (size_t)nbt * 4);
     for (size_t k = 0; k < nv; k++)
-      for (int planned = 0; planned < 2; planned++) {
-        if (planned && !vs[k].assign_plan) continue;
+      for (int mode = 0; mode < 3; mode++) { /* 0 assign, 1 assign_plan, 2 pool */
+        if ((mode == 1 && !vs[k].assign_plan) || (mode == 2 && !vs[k].pool)) continue;
+        static const char *const mname[3] = {"assign", "assign_plan", "pool"};
         uint32_t *d_m = dalloc((size_t)n_out * rho * 4), *d_p = dalloc((size_t)n * 4);
         uint32_t *d_os2 = dalloc((size_t)nbt * 4), *d_oc2 = dalloc((size_t)nbt * 4);
-        float *d_xo = dalloc((size_t)n_out * 12);
+        float *d_xo = dalloc((size_t)n_out * 12), *d_fo = dalloc((size_t)n_out * C * 4);
         hx_err err = {0};
-        hx_status st;
+        hx_status st = HX_OK;
         void *d_sc = NULL;
-        if (planned) {
-          size_t sb = 0;
-          st = vs[k].assign_plan(NULL, &sb, d_m, d_p, d_xo, d_xyz, n, d_start, d_count, d_os2, d_oc2, nbt, rho, NULL,
-                                 &err);
-          if (st != HX_OK) fail_msg("bpool %s assign_plan size (%s): %s", vs[k].name, what, err.msg);
+        size_t sb = 0;
+        if (mode == 1 && (st = vs[k].assign_plan(NULL, &sb, d_m, d_p, d_xo, d_xyz, n, d_start, d_count, d_os2, d_oc2,
+                                                 nbt, rho, NULL, &err)) == HX_OK) {
           d_sc = dalloc(sb);
+          CK(cudaDeviceSynchronize());
           st = vs[k].assign_plan(d_sc, &sb, d_m, d_p, d_xo, d_xyz, n, d_start, d_count, d_os2, d_oc2, nbt, rho, NULL,
                                  &err);
-        } else {
+        } else if (mode == 2 && (st = vs[k].pool(NULL, &sb, d_m, d_p, d_xo, d_fo, d_xyz, d_f, n, C, PSH_F32,
+                                                 BPOOL_MEAN, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out, &aux,
+                                                 NULL, &err)) == HX_OK) {
+          d_sc = dalloc(sb);
+          CK(cudaDeviceSynchronize());
+          st = vs[k].pool(d_sc, &sb, d_m, d_p, d_xo, d_fo, d_xyz, d_f, n, C, PSH_F32, BPOOL_MEAN, d_start, d_count,
+                          d_os2, d_oc2, nbt, rho, n_out, &aux, NULL, &err);
+        } else if (mode == 0) {
           st = vs[k].assign(d_m, d_p, d_xo, d_xyz, n, d_start, d_count, d_os, nbt, rho, NULL, &err);
         }
-        if (st != HX_OK) fail_msg("bpool %s %s (%s): %s", vs[k].name, planned ? "assign_plan" : "assign", what, err.msg);
+        if (st != HX_OK) fail_msg("bpool %s %s (%s): %s", vs[k].name, mname[mode], what, err.msg);
         CK(cudaDeviceSynchronize());
         to_host(gm, d_m, (size_t)n_out * rho * 4);
         to_host(gp, d_p, (size_t)n * 4);
         to_host(gx, d_xo, (size_t)n_out * 12);
         if (memcmp(members, gm, (size_t)n_out * rho * 4) || memcmp(parent, gp, (size_t)n * 4) ||
             memcmp(xo, gx, (size_t)n_out * 12))
-          fail_msg("bpool %s %s (%s, rho %u): members/parent/xyz differ from the CPU", vs[k].name,
-                   planned ? "assign_plan" : "assign", what, rho);
-        if (planned) {
+          fail_msg("bpool %s %s (%s, rho %u): members/parent/xyz differ from the CPU", vs[k].name, mname[mode], what,
+                   rho);
+        if (mode >= 1) {
           to_host(gos, d_os2, (size_t)nbt * 4);
           to_host(goc, d_oc2, (size_t)nbt * 4);
           if (memcmp(os, gos, (size_t)nbt * 4) || memcmp(oc, goc, (size_t)nbt * 4))
-            fail_msg("bpool %s assign_plan (%s, rho %u): plan differs from bpool_plan_cpu", vs[k].name, what, rho);
+            fail_msg("bpool %s %s (%s, rho %u): plan differs from bpool_plan_cpu", vs[k].name, mname[mode], what, rho);
         }
-        cudaFree(d_m), cudaFree(d_p), cudaFree(d_os2), cudaFree(d_oc2), cudaFree(d_xo), cudaFree(d_sc);
+        if (mode == 2) {
+          to_host(gf, d_fo, (size_t)n_out * C * 4);
+          if (memcmp(fo, gf, (size_t)n_out * C * 4))
+            fail_msg("bpool %s pool (%s, rho %u): features differ from bpool_reduce_cpu", vs[k].name, what, rho);
+        }
+        cudaFree(d_m), cudaFree(d_p), cudaFree(d_os2), cudaFree(d_oc2), cudaFree(d_xo), cudaFree(d_fo), cudaFree(d_sc);
       }
     cudaFree(d_os);
-    free(os), free(oc), free(members), free(parent), free(xo), free(gm), free(gp), free(gos), free(goc), free(gx);
+    free(os), free(oc), free(members), free(parent), free(xo), free(fo);
+    free(gm), free(gp), free(gos), free(goc), free(gx), free(gf);
   }
-  cudaFree(d_count), cudaFree(d_start), cudaFree(d_xyz);
+  CK(cudaStreamDestroy(aux_s));
+  CK(cudaEventDestroy(e1));
+  CK(cudaEventDestroy(e2));
+  cudaFree(d_count0), cudaFree(d_start0), cudaFree(d_xyz), cudaFree(d_f);
+  free(f);
 }
 
 /* Layouts for the assignment: the packed PSH output of a 3-cloud batch (buckets of up to 1040 rows, so
  * both of v5's shapes run; every row in a bucket), the same buckets spread out with rows in no bucket
- * before, between and after them (a padded layout: parent NONE there), 5000 small buckets (past v5's
- * in-kernel plan limit) with 3 rows in no bucket at the end, and no bucket at all. */
+ * before, between and after them (a padded layout: parent NONE there), also with the tables off 16-byte
+ * alignment, 5000 small buckets (past v5's in-kernel plan limit) with 3 rows in no bucket at the end, 2051
+ * of them (inside the limit), no bucket at all, and ten buckets without rows. */
 static void test_bpool_layouts(void **state) {
   (void)state;
   tres r;
   const uint32_t n = 42011, nbt = pool_input(&r, 70);
-  check_assign_layout("packed", r.xyz, n, r.start, r.count, nbt);
+  check_assign_layout("packed", r.xyz, n, r.start, r.count, nbt, 0);
 
   /* spread: bucket b at row 7 + 1050 b, 11 rows after the last; the rows in no bucket hold other points */
   const uint32_t pitch = 1050, n2 = 7 + nbt * pitch + 11;
@@ -491,7 +530,8 @@ static void test_bpool_layouts(void **state) {
     s2[b] = 7 + b * pitch;
     memcpy(x2 + 3 * (size_t)s2[b], r.xyz + 3 * (size_t)r.start[b], (size_t)r.count[b] * 12);
   }
-  check_assign_layout("spread", x2, n2, s2, r.count, nbt);
+  check_assign_layout("spread", x2, n2, s2, r.count, nbt, 0);
+  check_assign_layout("spread, arrays off 16-byte alignment", x2, n2, s2, r.count, nbt, 1);
 
   /* many small buckets: 5000 buckets of 0..9 rows, packed, 3 rows in no bucket at the end */
   const uint32_t nb3 = 5000;
@@ -504,10 +544,16 @@ static void test_bpool_layouts(void **state) {
   n3 += 3;
   float *x3 = malloc((size_t)n3 * 12);
   for (uint32_t i = 0; i < n3 * 3; i++) x3[i] = (float)hx_rng_unit(73, i, 0) * 5.0f;
-  check_assign_layout("5000 small buckets", x3, n3, s3, c3, nb3);
+  check_assign_layout("5000 small buckets", x3, n3, s3, c3, nb3, 0);
 
-  /* no bucket: every row's parent is NONE */
-  check_assign_layout("no bucket", x3, 100, s3, c3, 0);
+  /* 2051 of those buckets (in-kernel plan: several count loads per thread and a scalar tail), packed, no
+   * row outside them */
+  check_assign_layout("2051 small buckets", x3, s3[2050] + c3[2050], s3, c3, 2051, 0);
+
+  /* no bucket, and ten buckets without rows: every row's parent is NONE */
+  check_assign_layout("no bucket", x3, 100, s3, c3, 0, 0);
+  uint32_t zc[10] = {0}, zs[10] = {0, 5, 5, 99, 100, 0, 7, 7, 50, 3};
+  check_assign_layout("ten empty buckets", x3, 100, zs, zc, 10, 0);
 
   free(x2), free(s2), free(s3), free(c3), free(x3);
   tres_free(&r);
