@@ -500,26 +500,17 @@ template <typename Sh> struct WarpCounts {
  * O(nbuckets) reads per block: the host uses it up to kPlanMaxBuckets buckets. */
 constexpr uint32_t kPlanMaxBuckets = 4096;
 
-template <int kT>
-__device__ __forceinline__ uint32_t block_sum(uint32_t v, uint32_t *red) {
-  v = __reduce_add_sync(0xFFFFFFFFu, v);
+/* Sum (kMin false) or minimum (kMin true) of v over the block's kT threads, in every thread; red holds one
+ * word per warp and may be reused by the next call (the first barrier waits for this call's readers). */
+template <int kT, bool kMin>
+__device__ __forceinline__ uint32_t block_reduce(uint32_t v, uint32_t *red) {
+  v = kMin ? __reduce_min_sync(0xFFFFFFFFu, v) : __reduce_add_sync(0xFFFFFFFFu, v);
   __syncthreads(); /* red free (an earlier reduction's readers are done) */
   if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = v;
   __syncthreads();
-  uint32_t t = 0;
+  uint32_t t = kMin ? 0xFFFFFFFFu : 0u;
 #pragma unroll
-  for (int w = 0; w < kT / 32; w++) t += red[w];
-  return t;
-}
-template <int kT>
-__device__ __forceinline__ uint32_t block_min(uint32_t v, uint32_t *red) {
-  v = __reduce_min_sync(0xFFFFFFFFu, v);
-  __syncthreads();
-  if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = v;
-  __syncthreads();
-  uint32_t t = 0xFFFFFFFFu;
-#pragma unroll
-  for (int w = 0; w < kT / 32; w++) t = min(t, red[w]);
+  for (int w = 0; w < kT / 32; w++) t = kMin ? min(t, red[w]) : t + red[w];
   return t;
 }
 
@@ -562,8 +553,8 @@ __device__ uint32_t plan_in_block(uint32_t *out_start, uint32_t *out_count, uint
       if (k0 + j * kT < b) pre += (c[j] + rho - 1) >> sh;
     }
   }
-  pre = block_sum<kT>(pre, red);
-  tot = block_sum<kT>(tot, red);
+  pre = block_reduce<kT, false>(pre, red);
+  tot = block_reduce<kT, false>(tot, red);
   if (threadIdx.x == 0) {
     out_start[b] = pre;
     out_count[b] = (count + rho - 1) / rho;
@@ -586,8 +577,8 @@ __device__ uint32_t plan_in_block(uint32_t *out_start, uint32_t *out_count, uint
           if (count && sk[j] >= end) next = min(next, sk[j]);
         }
     }
-    first = min(block_min<kT>(first, red), n_rows);
-    next = min(block_min<kT>(next, red), n_rows);
+    first = min(block_reduce<kT, true>(first, red), n_rows);
+    next = min(block_reduce<kT, true>(next, red), n_rows);
     uint32_t lo = 0, hi = 0, lo2 = 0, hi2 = 0;
     if (count) {
       lo = end, hi = next;
@@ -1010,6 +1001,22 @@ hx_status launch_reduce_vec(T *out, const T *in, const uint32_t *members, uint32
   return HX_OK;
 }
 
+/* The 16-byte reduction takes fp32 / bf16 rows whose size and pointers are 16-byte multiples. */
+bool reduce_vec_ok(psh_dtype dt, uint32_t channels, const void *d_out, const void *d_in) {
+  const size_t es = psh_dtype_size(dt);
+  return es && channels && channels % (16 / es) == 0 && ((uintptr_t)d_out & 15u) == 0 && ((uintptr_t)d_in & 15u) == 0;
+}
+hx_status launch_reduce_vec_dt(void *d_out, const void *d_in, const uint32_t *d_members, uint32_t n_out, uint32_t rho,
+                               uint32_t channels, psh_dtype dt, bpool_op op, cudaStream_t s, hx_err *err,
+                               RowRange rr = RowRange{}) {
+  if (dt == PSH_F32)
+    return launch_reduce_vec<float>((float *)d_out, (const float *)d_in, d_members, n_out, rho, channels, op, s, err, rr);
+  if (dt == PSH_BF16)
+    return launch_reduce_vec<uint16_t>((uint16_t *)d_out, (const uint16_t *)d_in, d_members, n_out, rho, channels, op,
+                                       s, err, rr);
+  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+}
+
 hx_status unpool_v1(void *d_up, const void *d_down, const void *d_residual, const uint32_t *d_parent, uint32_t n_rows,
                     uint32_t channels, psh_dtype dt, void *stream, hx_err *err) {
   if (n_rows == 0 || channels == 0) return HX_OK;
@@ -1056,17 +1063,10 @@ hx_status reduce_v2(void *d_feat_out, const void *d_feat_in, const uint32_t *d_m
   if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
   if (n_out == 0 || channels == 0) return HX_OK;
-  const size_t es = psh_dtype_size(dt);
-  const bool vec = es && channels % (16 / es) == 0 && ((uintptr_t)d_feat_out & 15u) == 0 &&
-                   ((uintptr_t)d_feat_in & 15u) == 0;
-  if (!vec) return reduce_v1(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
-  cudaStream_t s = (cudaStream_t)stream;
-  if (dt == PSH_F32)
-    return launch_reduce_vec<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, n_out, rho, channels, op, s, err);
-  if (dt == PSH_BF16)
-    return launch_reduce_vec<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, n_out, rho,
-                                       channels, op, s, err);
-  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (!reduce_vec_ok(dt, channels, d_feat_out, d_feat_in))
+    return reduce_v1(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
+  return launch_reduce_vec_dt(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, (cudaStream_t)stream,
+                              err);
 }
 
 /* ---- v6 ------------------------------------------------------------------------------------------------
@@ -1092,10 +1092,8 @@ hx_status pool_v6(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
   if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
   if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
-  const size_t es = psh_dtype_size(dt);
-  const bool vec = channels && channels % (16 / es) == 0 && ((uintptr_t)d_feat_out & 15u) == 0 &&
-                   ((uintptr_t)d_feat_in & 15u) == 0;
-  if (!aux || !aux->stream || !vec || nbuckets < 2 || nbuckets > kPlanMaxBuckets) {
+  if (!aux || !aux->stream || !reduce_vec_ok(dt, channels, d_feat_out, d_feat_in) || nbuckets < 2 ||
+      nbuckets > kPlanMaxBuckets) {
     HX_TRY(assign_plan_v5(d_scratch, scratch_bytes, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
                           d_bucket_count, d_out_start, d_out_count, nbuckets, rho, stream, err));
     return reduce_v2(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
@@ -1115,22 +1113,12 @@ hx_status pool_v6(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   const RowRange first = {NULL, NULL, d_out_start + split - 1, d_out_count + split - 1};
   const RowRange second = {d_out_start + split - 1, d_out_count + split - 1, NULL, NULL};
   const uint32_t grid_rows = n_out / 2 + 1; /* the grid only: each half's rows come from the plan */
-  if (st == HX_OK && ej == cudaSuccess) {
-    if (dt == PSH_F32)
-      st = launch_reduce_vec<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, grid_rows, rho, channels,
-                                    op, s, err, first);
-    else
-      st = launch_reduce_vec<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, grid_rows, rho,
-                                       channels, op, s, err, first);
-  }
+  if (st == HX_OK && ej == cudaSuccess)
+    st = launch_reduce_vec_dt(d_feat_out, d_feat_in, d_members, grid_rows, rho, channels, dt, op, s, err, first);
   if (ej == cudaSuccess) BPOOL_CUDA(cudaStreamWaitEvent(s, join, 0));
   else if (st == HX_OK) return hx_errf(err, HX_ECUDA, "bpool: join of v6's streams: %s", cudaGetErrorString(ej));
   HX_TRY(st);
-  if (dt == PSH_F32)
-    return launch_reduce_vec<float>((float *)d_feat_out, (const float *)d_feat_in, d_members, n_out, rho, channels, op,
-                                    s, err, second);
-  return launch_reduce_vec<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, n_out, rho,
-                                     channels, op, s, err, second);
+  return launch_reduce_vec_dt(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, s, err, second);
 }
 
 const bpool_variant bpool_table[] = {

@@ -91,21 +91,19 @@ if [ -n "$BENCH" ]; then
       note "nsys per-kernel summary: nsys-kernels.txt" || note "nsys failed (see nsys-run.log)"
   fi
 fi
-if [ -n "$T" ] && [ -n "${SAN:-}" ] && command -v compute-sanitizer > /dev/null 2>&1; then
-  # compute-sanitizer on the variants named in SAN (e.g. SAN=v5,v6): memcheck and racecheck of the GPU test
+# sanitize LABEL LOGPREFIX VAR=VALUE: memcheck and racecheck of test_psh_gpu with that variable set
+sanitize() {
   for tool in memcheck racecheck; do
-    step "compute-sanitizer $tool test_psh_gpu ($SAN)" "$OUT/san-$tool.log" env F3D_PSH_VARIANTS="$SAN" \
+    step "compute-sanitizer $tool test_psh_gpu ($1)" "$OUT/$2-$tool.log" env "$3" \
       timeout "${SAN_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$T/test_psh_gpu"
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san-$tool.log" >> "$SUM" 2>/dev/null
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$2-$tool.log" >> "$SUM" 2>/dev/null
   done
-fi
-if [ -n "$T" ] && [ -n "${SANPOOL:-}" ] && command -v compute-sanitizer > /dev/null 2>&1; then
-  # SANPOOL=1: memcheck and racecheck of the pooling tests alone (every pooling variant, every layout)
-  for tool in memcheck racecheck; do
-    step "compute-sanitizer $tool test_psh_gpu (pooling)" "$OUT/sanpool-$tool.log" env F3D_BPOOL_ONLY=1 \
-      timeout "${SAN_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$T/test_psh_gpu"
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanpool-$tool.log" >> "$SUM" 2>/dev/null
-  done
+}
+if [ -n "$T" ] && command -v compute-sanitizer > /dev/null 2>&1; then
+  # SAN=v5,v6: the PSH test restricted to those variants; SANPOOL=1: the pooling tests alone (every pooling
+  # variant, every layout)
+  [ -n "${SAN:-}" ] && sanitize "$SAN" san "F3D_PSH_VARIANTS=$SAN"
+  [ -n "${SANPOOL:-}" ] && sanitize pooling sanpool F3D_BPOOL_ONLY=1
 fi
 if [ -n "$BENCH" ] && [ -n "${NCU:-}" ] && command -v ncu > /dev/null 2>&1; then
   # NCU=k5_psh,k4_count: ncu --set full of the first launch of each kernel the regex names (600k, first hash);

@@ -58,40 +58,28 @@ out:
   return med;
 }
 
-/* the same for fn captured once as a CUDA graph and replayed: the device time without the host's per-launch
+static hx_status st_launch_graph(void *arg, cudaStream_t s, hx_err *err) {
+  if (cudaGraphLaunch(*(cudaGraphExec_t *)arg, s) != cudaSuccess) return hx_errf(err, HX_ECUDA, "graph launch failed");
+  return HX_OK;
+}
+
+/* time_us for fn captured once as a CUDA graph and replayed: the device time without the host's per-launch
  * cost (fn must be capturable: no host round trip); -1 on failure */
 static double time_graph_us(step_fn fn, void *arg, int reps, cudaStream_t s) {
   cudaGraph_t gr = NULL;
   cudaGraphExec_t ex = NULL;
   hx_err err = {0};
   double med = -1;
-  float *t = malloc((size_t)reps * sizeof *t);
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
   if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) goto out;
   hx_status st = fn(arg, s, &err);
   if (cudaStreamEndCapture(s, &gr) != cudaSuccess || st != HX_OK) goto out;
   /* node priorities kept: pooling v6 puts one half's assignment on a higher-priority stream */
   if (cudaGraphInstantiateWithFlags(&ex, gr, cudaGraphInstantiateFlagUseNodePriority) != cudaSuccess) goto out;
-  for (int w = 0; w < 3; w++) cudaGraphLaunch(ex, s);
-  for (int r = 0; r < reps; r++) {
-    cudaEventRecord(a, s);
-    cudaGraphLaunch(ex, s);
-    cudaEventRecord(b, s);
-    cudaEventSynchronize(b);
-    cudaEventElapsedTime(&t[r], a, b);
-  }
-  if (cudaGetLastError() != cudaSuccess) goto out;
-  qsort(t, (size_t)reps, sizeof *t, cmp_f);
-  med = 1000.0 * (double)t[reps / 2];
+  med = time_us(st_launch_graph, &ex, reps, s);
 out:
   if (med < 0) fprintf(stderr, "psh_bench: graph timing failed %s\n", err.msg);
   if (ex) cudaGraphExecDestroy(ex);
   if (gr) cudaGraphDestroy(gr);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  free(t);
   return med;
 }
 
@@ -230,7 +218,8 @@ int main(int argc, char **argv) {
           cudaMalloc(&a.d_src, a.bytes);
           cudaMalloc(&a.d_dst, a.bytes);
           double cu = time_us(st_copy, &a, reps, s);
-          printf("  d2d copy %.1f MB: %8.1f us, %7.1f GB/s (read+write)\n", (double)a.bytes / 1e6, cu, cu > 0 ? 2.0 * (double)a.bytes / (cu * 1e3) : 0.0);
+          const double copy_gbs = cu > 0 ? 2.0 * (double)a.bytes / (cu * 1e3) : 0.0; /* read + write */
+          printf("  d2d copy %.1f MB: %8.1f us, %7.1f GB/s (read+write)\n", (double)a.bytes / 1e6, cu, copy_gbs);
           cudaFree(a.d_src), cudaFree(a.d_dst);
           size_t npv = 0;
           const bpool_variant *pvs = bpool_variants(&npv);
@@ -254,13 +243,11 @@ int main(int argc, char **argv) {
                 /* features read + pooled features written + members; the whole (assign + reduce) rate is
                  * what issue 4's ">= 50% of copy bandwidth" refers to */
                 double rb = es * C * ((double)n + n_out) + 4.0 * rho * n_out;
+                const double wd = ru > 0 ? rb / (ru * 1e3) : 0.0, wg = rg > 0 ? rb / (rg * 1e3) : 0.0; /* GB/s */
                 printf("  pool %s rho=%u mean %-4s: assign %6.1f us (graph %6.1f), assign+reduce %6.1f us (graph %6.1f), "
                        "whole %6.1f GB/s = %4.1f%% of copy (graph %6.1f GB/s = %4.1f%%), reduce ~%6.1f GB/s (%.1f MB)\n",
-                       pvs[q].name, rho, dt ? "bf16" : "fp32", au, ag, ru, rg, ru > 0 ? rb / (ru * 1e3) : 0.0,
-                       ru > 0 && cu > 0 ? 100.0 * rb / (ru * 1e3) / (2.0 * (double)a.bytes / (cu * 1e3)) : 0.0,
-                       rg > 0 ? rb / (rg * 1e3) : 0.0,
-                       rg > 0 && cu > 0 ? 100.0 * rb / (rg * 1e3) / (2.0 * (double)a.bytes / (cu * 1e3)) : 0.0,
-                       ru > au ? rb / ((ru - au) * 1e3) : 0.0, rb / 1e6);
+                       pvs[q].name, rho, dt ? "bf16" : "fp32", au, ag, ru, rg, wd, copy_gbs > 0 ? 100.0 * wd / copy_gbs : 0.0,
+                       wg, copy_gbs > 0 ? 100.0 * wg / copy_gbs : 0.0, ru > au ? rb / ((ru - au) * 1e3) : 0.0, rb / 1e6);
               }
             }
           a.pv = pv;

@@ -213,6 +213,24 @@ static void test_gather(void **state) {
   free(src);
 }
 
+/* An auxiliary stream of the highest priority and its two events, as psh_gpu makes them (bpool_aux). */
+static bpool_aux aux_pair_create(void) {
+  int least = 0, greatest = 0;
+  cudaStream_t st;
+  cudaEvent_t e1, e2;
+  CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  CK(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, greatest));
+  CK(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming));
+  CK(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
+  const bpool_aux a = {st, e1, e2};
+  return a;
+}
+static void aux_pair_destroy(const bpool_aux *a) {
+  CK(cudaStreamDestroy((cudaStream_t)a->stream));
+  CK(cudaEventDestroy((cudaEvent_t)a->ev_fork));
+  CK(cudaEventDestroy((cudaEvent_t)a->ev_join));
+}
+
 /* The pooling tests' input: the CPU PSH output (packed) of a 3-cloud clustered batch (30011, 0 and 12000
  * points) in 32 buckets of capacity 1040 per cloud, so buckets of 1025+ rows cross the 1024-row tile
  * boundary. Fills *r (free with tres_free) and returns the bucket count; n = 42011. */
@@ -239,6 +257,9 @@ static void test_bpool_variants(void **state) {
   (void)state;
   tres r;
   const uint32_t n = 42011, nbt = pool_input(&r, 40);
+  const bpool_aux aux = aux_pair_create(); /* the one-call pooling runs once on a non-blocking main stream */
+  cudaStream_t main_s;                     /* with this pair and once on the legacy stream without it */
+  CK(cudaStreamCreateWithFlags(&main_s, cudaStreamNonBlocking));
   size_t nv = 0;
   const bpool_variant *vs = bpool_variants(&nv);
   assert_true(nv >= 1);
@@ -323,32 +344,20 @@ static void test_bpool_variants(void **state) {
               CK(cudaMemset(d_m, 0xAB, (size_t)n_out * rho * 4)); /* 0xAB: never BPOOL_NONE */
               CK(cudaMemset(d_p, 0xAB, (size_t)n * 4));
               CK(cudaMemset(d_xo, 0xAB, (size_t)n_out * 12));
-              cudaStream_t main_s = NULL, aux_s = NULL;
-              cudaEvent_t e1 = NULL, e2 = NULL;
-              bpool_aux aux = {0};
-              if (with_aux) {
-                int least = 0, greatest = 0;
-                CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-                CK(cudaStreamCreateWithFlags(&main_s, cudaStreamNonBlocking));
-                CK(cudaStreamCreateWithPriority(&aux_s, cudaStreamNonBlocking, greatest));
-                CK(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming));
-                CK(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
-                aux.stream = aux_s, aux.ev_fork = e1, aux.ev_join = e2;
-              }
               /* the poison (legacy stream) must land before work on a non-blocking stream starts */
               CK(cudaDeviceSynchronize());
               size_t psb = 0;
               st = vs[k].pool(NULL, &psb, d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f, n,
                               C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
-                              with_aux ? &aux : NULL, main_s, &err);
+                              with_aux ? &aux : NULL, with_aux ? main_s : NULL, &err);
               if (st != HX_OK) fail_msg("bpool %s pool size: %s", vs[k].name, err.msg);
               void *d_psc = dalloc(psb);
               CK(cudaDeviceSynchronize());
               st = vs[k].pool(d_psc, &psb, d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f,
                               n, C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
-                              with_aux ? &aux : NULL, main_s, &err);
+                              with_aux ? &aux : NULL, with_aux ? main_s : NULL, &err);
               if (st != HX_OK) fail_msg("bpool %s pool (C=%u): %s", vs[k].name, C, err.msg);
-              if (main_s) CK(cudaStreamSynchronize(main_s));
+              if (with_aux) CK(cudaStreamSynchronize(main_s));
               CK(cudaDeviceSynchronize());
               to_host(got, d_o, bytes);
               to_host(gm, d_m, (size_t)n_out * rho * 4);
@@ -362,12 +371,6 @@ static void test_bpool_variants(void **state) {
               assert_memory_equal(xo, gx, (size_t)n_out * 12);
               assert_memory_equal(os, g_os, nbt * 4);
               assert_memory_equal(oc, g_oc, nbt * 4);
-              if (with_aux) {
-                CK(cudaStreamDestroy(main_s));
-                CK(cudaStreamDestroy(aux_s));
-                CK(cudaEventDestroy(e1));
-                CK(cudaEventDestroy(e2));
-              }
               cudaFree(d_o), cudaFree(d_os2), cudaFree(d_oc2), cudaFree(d_psc);
               free(want), free(got);
             }
@@ -407,6 +410,8 @@ static void test_bpool_variants(void **state) {
     cudaFree(d_f), cudaFree(d_fb), cudaFree(d_sc), cudaFree(d_os), cudaFree(d_oc), cudaFree(d_count), cudaFree(d_start), cudaFree(d_xyz);
     free(f), free(fb), free(g_os), free(g_oc), free(os), free(oc), free(members), free(parent), free(xo);
   }
+  aux_pair_destroy(&aux);
+  CK(cudaStreamDestroy(main_s));
   tres_free(&r);
 }
 
@@ -431,14 +436,7 @@ static void check_assign_layout(const char *what, const float *xyz, uint32_t n, 
   float *f = malloc((size_t)n * C * 4 + 4);
   for (size_t i = 0; i < (size_t)n * C; i++) f[i] = (float)hx_rng_unit(74, i, 0) * 8.0f - 4.0f;
   float *d_f = dup_to_dev(f, (size_t)n * C * 4);
-  int least = 0, greatest = 0;
-  CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  cudaStream_t aux_s;
-  cudaEvent_t e1, e2;
-  CK(cudaStreamCreateWithPriority(&aux_s, cudaStreamNonBlocking, greatest));
-  CK(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming));
-  CK(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
-  const bpool_aux aux = {aux_s, e1, e2};
+  const bpool_aux aux = aux_pair_create();
   for (uint32_t rho = 2; rho <= 8; rho *= 2) {
     uint32_t *os = malloc((size_t)nbt * 4 + 4), *oc = malloc((size_t)nbt * 4 + 4), n_out = 0;
     assert_int_equal(bpool_plan_cpu(os, oc, &n_out, count, nbt, rho, NULL), HX_OK);
@@ -503,9 +501,7 @@ static void check_assign_layout(const char *what, const float *xyz, uint32_t n, 
     free(os), free(oc), free(members), free(parent), free(xo), free(fo);
     free(gm), free(gp), free(gos), free(goc), free(gx), free(gf);
   }
-  CK(cudaStreamDestroy(aux_s));
-  CK(cudaEventDestroy(e1));
-  CK(cudaEventDestroy(e2));
+  aux_pair_destroy(&aux);
   cudaFree(d_count0), cudaFree(d_start0), cudaFree(d_xyz), cudaFree(d_f);
   free(f);
 }
