@@ -521,8 +521,12 @@ const psh_variant psh_table[] = {
     {6, "v6", "v5 with the coordinates gathered after one more grid barrier (coalesced stores) (psh_v5.cu)", psh_run_v6},
     {7, "v7",
      "v6 with a shared-atomic rank, one warp per overflow point on short lists, one 16-B record per row + "
-     "coalesced gather (psh_v7.cu); not yet run on a GPU (written 2026-11-22 offline)",
+     "coalesced gather (psh_v7.cu)",
      psh_run_v7},
+    {8, "v8",
+     "1024-thread tiles kept in shared memory, 2 grid barriers: short overflow lists resolved in every block, "
+     "perm/xyz written in bucket order (psh_v8.cu)",
+     psh_run_v8},
 };
 
 /* ---- padded layout and row gather ---- */

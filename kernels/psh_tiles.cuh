@@ -258,16 +258,18 @@ struct Smem {
   uint32_t first, tally[2];
 };
 
-/* Phase C: the overflow list races over the probes, one thread per point (v4's K3 with blocks of kT threads
+/* Phase C: the overflow list races over the probes, one thread per point (v4's K3 with blocks of NT threads
  * and L2 loads; psh_v4.cu's header has the reasoning: the "full" snapshot, 32-bit probe arithmetic,
- * warp-aggregated leftover tickets, one tally atomic per block). */
-template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {
+ * warp-aggregated leftover tickets, one tally atomic per block). full: kSnapBits / 32 shared words, tally: 2
+ * shared words. v5/v7 run it through phase_probe (NT = kT), v8 with its 1024-thread blocks. */
+template <int NT, class P>
+__device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *tally, uint32_t n_ovf) {
   const int lane = (int)(threadIdx.x & 31u);
   const uint32_t nbt = p.nclouds * p.nb;
   const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
-  if (threadIdx.x == 0) sm.tally[0] = sm.tally[1] = 0;
+  if (threadIdx.x == 0) tally[0] = tally[1] = 0;
   if (snap)
-    for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += kT) {
+    for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += NT) {
       const uint32_t g0 = w * 32u; /* p.cnt is 256-byte aligned, so cnt + g0 is 16-byte aligned */
       uint32_t word = 0;
       if (g0 + 32u <= nbt) {
@@ -282,14 +284,14 @@ template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem 
       } else {
         for (uint32_t b = 0; g0 + b < nbt; b++) word |= (uint32_t)(__ldcg(p.cnt + g0 + b) >= p.cap) << b;
       }
-      sm.u.full[w] = word;
+      full_w[w] = word;
     }
   __syncthreads(); /* tally zeroed, snapshot built -> uses below */
-  volatile uint32_t *full = sm.u.full;
+  volatile uint32_t *full = full_w;
   uint32_t np = 0, nl = 0;
-  const uint32_t stride = gridDim.x * kT;
+  const uint32_t stride = gridDim.x * NT;
   /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
-  for (uint32_t t0 = blockIdx.x * kT; t0 < n_ovf; t0 += stride) {
+  for (uint32_t t0 = blockIdx.x * NT; t0 < n_ovf; t0 += stride) {
     const uint32_t t = t0 + threadIdx.x;
     bool left = false;
     uint32_t i = 0, c = 0;
@@ -308,7 +310,7 @@ template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem 
         const uint32_t g = c * p.nb + h;
         if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
         if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
-          if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
+          if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
           continue;
         }
         const uint32_t o = atomicAdd(p.cnt + g, 1u);
@@ -319,7 +321,7 @@ template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem 
           break;
         }
         atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
-        if (snap) atomicOr(&sm.u.full[g >> 5], 1u << (g & 31u));
+        if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
       }
       if (placed) np++;
       else left = true;
@@ -342,14 +344,17 @@ template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem 
     nl += __shfl_xor_sync(0xFFFFFFFFu, nl, o);
   }
   if (lane == 0) {
-    if (np) atomicAdd(&sm.tally[0], np);
-    if (nl) atomicAdd(&sm.tally[1], nl);
+    if (np) atomicAdd(&tally[0], np);
+    if (nl) atomicAdd(&tally[1], nl);
   }
   __syncthreads(); /* tally complete -> thread 0 */
   if (threadIdx.x == 0) {
-    if (sm.tally[0]) atomicAdd(p.ctr + C_PROBE, sm.tally[0]);
-    if (sm.tally[1]) atomicAdd(p.ctr + C_OVER, sm.tally[1]);
+    if (tally[0]) atomicAdd(p.ctr + C_PROBE, tally[0]);
+    if (tally[1]) atomicAdd(p.ctr + C_OVER, tally[1]);
   }
+}
+template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {
+  phase_probe_nt<kT>(p, sm.u.full, sm.tally, n_ovf);
 }
 
 /* Blocks of kern (kT threads each) resident at once on the device; 0 when it cannot launch cooperatively

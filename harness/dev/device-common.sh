@@ -17,6 +17,15 @@ step() { # step NAME LOGFILE CMD...: run, record rc (77 = skip)
   case $rc in 0) note "PASS $name";; 77) note "SKIP $name";; *) note "FAIL $name (rc $rc, see $(basename "$logf"))";; esac
   return $rc
 }
+# cmocka / liblzf from the carried .deps/*.deb (the device image has neither and no package registry): unpacked
+# into /tmp/deps and found through pkg-config's sysroot (cmocka and liblzf are the only pkg-config
+# dependencies of meson.build, so the sysroot prefix touches nothing else); a build dir configured before
+# this existed keeps its own settings.
+if ! pkg-config --exists cmocka 2>/dev/null && ls .deps/*.deb > /dev/null 2>&1; then
+  for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+  export PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=/tmp/deps
+  export LD_LIBRARY_PATH="/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 date -u > "$OUT/date.txt"
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || true
 git rev-parse HEAD > "$OUT/git-head.txt" 2>/dev/null || true

@@ -44,14 +44,14 @@ else
   CF="-std=c11 -O2 -D_POSIX_C_SOURCE=200809L -I$D/cfg -I. -I$CUDA/include"
   (
     set -e
-    for f in psh psh_v4 psh_v5 psh_v7 bpool psh_host; do
+    for f in psh psh_v4 psh_v5 psh_v7 psh_v8 bpool psh_host; do
       "$NVCC" -O3 -std=c++17 -gencode "arch=compute_$ARCH,code=sm_$ARCH" -lineinfo -I. -c "kernels/$f.cu" -o "$D/${f}_cu.o"
     done
     for f in kernels/psh kernels/bpool harness/status workloads/wl_core workloads/wl_generate; do
       gcc $CF -c "$f.c" -o "$D/$(basename "$f").o"
     done
     LIBS="-L$CUDA/lib64 -lcudart_static -ldl -lrt -lpthread -lm"
-    OBJS="$D/psh_cu.o $D/psh_v4_cu.o $D/psh_v5_cu.o $D/psh_v7_cu.o $D/bpool_cu.o $D/psh_host_cu.o $D/psh.o $D/bpool.o $D/status.o"
+    OBJS="$D/psh_cu.o $D/psh_v4_cu.o $D/psh_v5_cu.o $D/psh_v7_cu.o $D/psh_v8_cu.o $D/bpool_cu.o $D/psh_host_cu.o $D/psh.o $D/bpool.o $D/status.o"
     gcc $CF -c kernels/dev/psh_bench.c -o "$D/bench.o"
     g++ -o "$D/psh_bench" "$D/bench.o" $OBJS "$D/wl_core.o" "$D/wl_generate.o" $LIBS
     CM=$(pkg-config --cflags --libs cmocka 2>/dev/null || echo -lcmocka)

@@ -21,6 +21,21 @@ static void bar_wait(Bar &b, unsigned n) {
   else b.cv.wait(lk, [&] { return b.gen != g; });
 }
 void __syncthreads() { bar_wait(bars[blockIdx.x % kEmuBlocks], blockDim.x); }
+/* two barriers around a per-block sum: every thread adds, reads the total after the first barrier, and the
+ * last one to leave the second barrier region resets it (the next call starts after that barrier) */
+static std::atomic<int> cnt_sum[kEmuBlocks], cnt_left[kEmuBlocks];
+int __syncthreads_count(int pred) {
+  const unsigned b = blockIdx.x % kEmuBlocks;
+  if (pred) cnt_sum[b].fetch_add(1);
+  __syncthreads();
+  const int total = cnt_sum[b].load();
+  if ((unsigned)cnt_left[b].fetch_add(1) + 1 == blockDim.x) {
+    cnt_left[b].store(0);
+    cnt_sum[b].store(0);
+  }
+  __syncthreads();
+  return total;
+}
 void emu_grid_sync() { bar_wait(gbar, blockDim.x * gridDim.x); }
 static std::mutex smm;
 static std::map<unsigned, std::vector<unsigned char>> smem;

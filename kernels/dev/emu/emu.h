@@ -33,6 +33,7 @@ extern dim3 blockDim, gridDim;
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __align__(x)
 typedef int cudaError_t;
 typedef void *cudaStream_t;
 #define cudaSuccess 0
@@ -43,10 +44,13 @@ inline cudaError_t cudaGetDevice(int *d) { *d = 0; return 0; }
 enum { cudaMemcpyDeviceToHost = 2 };
 inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int) { memcpy(d, s, n); return 0; }
 extern int emu_sms;
-inline cudaError_t cudaDeviceGetAttribute(int *v, int, int) { *v = emu_sms; return 0; }
+inline cudaError_t cudaDeviceGetAttribute(int *v, int a, int) { *v = a == 3 ? 232448 : a == 2 ? 1 : emu_sms; return 0; }
 template <class T> inline T __ldg(const T *p) { return *p; }
 template <class T> inline T __ldcg(const T *p) { return *p; }
-enum { cudaDevAttrCooperativeLaunch = 2 };
+enum { cudaDevAttrCooperativeLaunch = 2, cudaDevAttrMaxSharedMemoryPerBlockOptin = 3 };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+/* v8: dynamic shared memory (227 KB, as an H100/H200 grants one block); the attribute call is accepted */
+inline cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int) { return 0; }
 /* v5: a cooperative launch runs every block at once; occupancy is fixed at 2 blocks per SM */
 template <class F> inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F, int, size_t) {
   *n = 2;
@@ -74,6 +78,8 @@ unsigned long long emu_clock_ns(); /* %globaltimer */
 inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 void __syncthreads();
+int __syncthreads_count(int pred); /* barrier + number of threads with pred != 0 */
+inline int __syncthreads_or(int pred) { return __syncthreads_count(pred) != 0; }
 uint64_t emu_exchange(unsigned mask, uint64_t v, uint64_t out[32]);
 inline unsigned __ballot_sync(unsigned mask, int pred) {
   uint64_t o[32]; emu_exchange(mask, pred ? 1 : 0, o);

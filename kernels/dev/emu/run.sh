@@ -1,14 +1,15 @@
 #!/bin/sh
-# run.sh - check the logic of PSH v4, v5, v6 and v7 without a GPU: rewrite kernels/psh_v4.cu, psh_v5.cu, psh_v7.cu and their
+# run.sh - check the logic of PSH v4, v5, v6, v7 and v8 without a GPU: rewrite kernels/psh_v4.cu, psh_v5.cu, psh_v7.cu and their
 # shared kernels/psh_tiles.cuh onto the host emulation in emu.h (drop the CUB / cooperative-groups includes, lanemask from threadIdx, v4's
 # <<<...>>> launches as emu_launch (blocks in turn), v5's cooperative launch as emu_launch_coop (every
 # block at once, grid barriers real), v5's one shared struct per block; v7 is rewritten as v5), build them
 # with the driver against a CPU-only build's libraries, and run the driver for v4, v5, v6 (v5's launcher with
-# the gather) and v7 (twice: aligned, and with misaligned coordinates for its scalar gather paths).
-#   sh kernels/dev/emu/run.sh BUILD_CPU [v4|v5|v6|v7|all]  (BUILD_CPU: a `meson setup ... -Dcuda=disabled` build, built)
+# the gather), v7 (twice: aligned, and with misaligned coordinates for its scalar gather paths) and v8 (its
+# dynamic shared memory as a per-block buffer; 1024-thread blocks, falling back to v7 where v8 does).
+#   sh kernels/dev/emu/run.sh BUILD_CPU [v4|v5|v6|v7|v8|all]  (BUILD_CPU: a `meson setup ... -Dcuda=disabled` build, built)
 # Run from the repository root. A few minutes on 2 cores (thousands of threads per launch).
 set -eu
-B=${1:?usage: run.sh BUILD_CPU [v4|v5|v6|v7|all]}
+B=${1:?usage: run.sh BUILD_CPU [v4|v5|v6|v7|v8|all]}
 WHICH=${2:-all}
 D=${TMPDIR:-/tmp}/psh-v4-emu
 mkdir -p "$D"
@@ -40,27 +41,43 @@ def coop(src, dst):
   open(dst, 'w').write(s)
 coop('kernels/psh_v5.cu', d + '/v5emu.cc')
 coop('kernels/psh_v7.cu', d + '/v7emu.cc')
+def coop8(src, dst):  # v8: dynamic shared memory, 1024-thread blocks, falls back to v7
+  s = common(open(src).read()).replace('#include <cooperative_groups.h>\n', '')
+  s, k1 = re.subn(r'cooperative_groups::this_grid\(\)\.sync\(\)', 'emu_grid_sync()', s)
+  s, k2 = re.subn(r'extern __shared__ __align__\(16\) unsigned char smraw\[\];',
+                  'unsigned char *smraw = (unsigned char *)emu_smem_get(p.smem_bytes);', s)
+  s, k3 = re.subn(r'cudaLaunchCooperativeKernel\(\(const void \*\)(\w+), dim3\((.*?)\), dim3\((\w+)\), args,\s*smem, \(cudaStream_t\)stream\)',
+                  r'emu_launch_coop(\1, \2, \3, p)', s, flags=re.S)
+  s, k4 = re.subn(r'return psh_run_v7\(d_scratch', 'return emu_fallbacks++, psh_run_v7(d_scratch', s)
+  s, k5 = re.subn(r'asm volatile\("mov.u64 %0, %%globaltimer;" : "=l"\(t\)\);', 't = emu_clock_ns();', s)
+  assert (k1, k2, k3, k5) == (1, 1, 1, 1) and k4 >= 2, (k1, k2, k3, k4, k5)
+  open(dst, 'w').write(s)
+coop8('kernels/psh_v8.cu', d + '/v8emu.cc')
 PY
 CXX="g++ -std=c++17 -O1 -g -Ikernels/dev/emu -I$D -I. -I$B"  # $D first: its psh_tiles.cuh
 $CXX -w -c "$D/v4emu.cc" -o "$D/v4emu.o"
 $CXX -w -c "$D/v5emu.cc" -o "$D/v5emu.o"
 $CXX -w -c "$D/v7emu.cc" -o "$D/v7emu.o"
+$CXX -w -c "$D/v8emu.cc" -o "$D/v8emu.o"
 $CXX -c kernels/dev/emu/emu.cc -o "$D/emu.o"
 $CXX -c kernels/dev/emu/drv.cc -o "$D/drv4.o"
 $CXX -DEMU_RUN=psh_run_v5 -DEMU_SMS_MUL=4 -c kernels/dev/emu/drv.cc -o "$D/drv5.o"
 $CXX -DEMU_RUN=psh_run_v6 -DEMU_SMS_MUL=4 -c kernels/dev/emu/drv.cc -o "$D/drv6.o"
 $CXX -DEMU_RUN=psh_run_v7 -DEMU_SMS_MUL=4 -c kernels/dev/emu/drv.cc -o "$D/drv7.o"
 $CXX -DEMU_RUN=psh_run_v7 -DEMU_SMS_MUL=4 -DEMU_MISALIGN -c kernels/dev/emu/drv.cc -o "$D/drv7u.o"
+$CXX -DEMU_RUN=psh_run_v8 -DEMU_SMS_MUL=6 -c kernels/dev/emu/drv.cc -o "$D/drv8.o"
 LIBS="$B/kernels/libkernels.a $B/harness/libharness.a -lpthread -lm"
 g++ -o "$D/drv4" "$D/drv4.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 g++ -o "$D/drv5" "$D/drv5.o" "$D/v5emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 g++ -o "$D/drv6" "$D/drv6.o" "$D/v5emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 g++ -o "$D/drv7" "$D/drv7.o" "$D/v7emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 g++ -o "$D/drv7u" "$D/drv7u.o" "$D/v7emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
+g++ -o "$D/drv8" "$D/drv8.o" "$D/v8emu.o" "$D/v7emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 rc=0
 case "$WHICH" in all|v4) echo "== v4"; "$D/drv4" || rc=1;; esac
 case "$WHICH" in all|v5) echo "== v5"; "$D/drv5" || rc=1;; esac
 case "$WHICH" in all|v6) echo "== v6"; "$D/drv6" || rc=1;; esac
 case "$WHICH" in all|v7) echo "== v7"; "$D/drv7" || rc=1
   echo "== v7, coordinates (and perm) 4/8 bytes off 16-byte alignment (hashes 1-3)"; "$D/drv7u" || rc=1;; esac
+case "$WHICH" in all|v8) echo "== v8"; "$D/drv8" || rc=1;; esac
 exit $rc

@@ -1,0 +1,579 @@
+/*
+ * psh_v8.cu - PSH variant v8: one cooperative launch of 1024-thread blocks (one per SM, a tile of up to 16
+ * points per thread), two grid barriers on the common path instead of v7's four, and no random scatter
+ * pass of its own. Same invariants as v1-v7 (kernels.h): every point one (bucket, offset), offsets
+ * 0..count-1, count <= S whenever n_c <= nb*S, bucket_start = exclusive scan from cloud_offset[c], slot and
+ * perm inverse permutations; phase 1 keeps exactly min(hist, S) points per bucket (first-hash count =
+ * CPU's). Which point of a bucket gets which offset is scheduling dependent (shared and global atomics),
+ * as in v2-v7, so the tests check the invariants and the first-hash count, not the CPU's assignment.
+ *
+ * Why (v7's phase split, H100, 600k lidar xor-mod, NOTES.md): probing 137 points cost 6.5 us because it
+ * needs its own grid barrier, and the records + gather barrier + gather cost 12.5 us. v8:
+ *   1  tile xyz -> shared memory (kept there for every later phase: no re-reads), tile bbox keys.
+ *      grid barrier 1.
+ *   2  frame from the cloud's tile keys; voxel + hash from shared memory; rank = a shared atomicAdd per
+ *      point; one returning global atomicAdd per non-empty (tile, bucket) (1024-point-thread tiles: half of
+ *      v7's 480k at 600k), roll back past S (so counters = points kept, min(hist, S)); the tile's points
+ *      are also counting-sorted by bucket in shared memory (local exclusive scan + rank). First-hash points
+ *      store bucket/offset (coalesced); the others go to the overflow list. grid barrier 2.
+ *   3  short overflow list (<= kShort points in the batch, grid-uniform test): EVERY block resolves the
+ *      whole list of its cloud itself, from the same list and the same counters, so no third barrier is
+ *      needed. The resolution is deterministic given the list order (every block of a cloud computes the
+ *      same placement): in rounds, each unplaced point takes its first probe (not the home bucket) whose
+ *      bucket still has room; the points choosing one bucket are ranked in list order and the first
+ *      `room` of them are placed; the others find it full in the next round and go on with their next
+ *      probe. That is a linearisation of Alg. 2's racing (a point only skips buckets that are full at the
+ *      moment it is placed), so "first probe with room" holds per point. Points that exhaust the probes
+ *      are the cloud's leftovers, numbered in list order (the overflow policy of kernels.h). Each block
+ *      writes the placements of its own tile's listed points.
+ *      Long list (div hashes, Z-order-mod on lidar): v5's thread-per-point phase C (psh_tiles.cuh) on the
+ *      global counters, then grid barrier 3, then leftovers from the tickets as v7.
+ *   4  the cloud's scans (free slots when there are leftovers, then the bucket starts) in every block; the
+ *      cloud's first tile publishes bucket_start / bucket_count; slot (coalesced); perm and xyz_out written
+ *      in the tile's bucket order: consecutive positions of the sorted tile are consecutive rows of one
+ *      bucket, so a warp's stores form runs (xyz_out as 96 consecutive floats per warp instruction, spread
+ *      over the runs) instead of 32 random rows. Listed (non-first-hash) points are written one by one.
+ * Shared memory (dynamic, sized by the launcher): the tile's xyz (12 B/point), placements (4), sorted order
+ * (2), five bucket arrays (4 nb each) and the short list's candidates; at 600k (tile 5120, nb 2048) ~136 KB.
+ * Falls back to v7 where it cannot run (nb > 4096, S > 2^20, no cooperative launch, too many points for one
+ * wave of tiles that fit in shared memory).
+ * Written 2026-11-25 offline; checked in the host emulation (kernels/dev/emu) before any GPU run.
+ */
+#include "kernels/kernels.h"
+#include "kernels/psh_internal.h"
+#include "kernels/psh_internal.cuh"
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include "kernels/psh_tiles.cuh"
+#include <stdint.h>
+#include <string.h>
+
+#define V8_CUDA(what, call)                                                                             \
+  do {                                                                                                 \
+    cudaError_t e_ = (call);                                                                           \
+    if (e_ != cudaSuccess) return hx_errf(err, HX_ECUDA, "psh v8: %s: %s", what, cudaGetErrorString(e_)); \
+  } while (0)
+
+namespace {
+
+using namespace psh_tiles;
+
+constexpr int kT8 = 1024;                  /* threads of every block */
+constexpr int kW8 = kT8 / 32;
+constexpr uint32_t kMaxIpt8 = 16;          /* points per thread at most: sorted order fits 16 bits */
+constexpr uint32_t kShort = kT8;           /* lists up to this many points are resolved in every block */
+constexpr int kPer8 = (int)kDense / kT8;   /* bucket entries per thread in the scans and the commit */
+constexpr uint32_t kPlBits = 20;           /* placement: local bucket << 20 | offset (S <= 2^20) */
+constexpr uint32_t kPlMask = (1u << kPlBits) - 1u;
+
+typedef cub::BlockScan<uint32_t, kT8> Scan8;
+
+struct P8 : Prm {
+  unsigned long long *trace; /* [kTrace] %globaltimer stamps, psh_v5_trace's layout (slot 5 unused: 0) */
+  uint32_t smem_bytes;       /* dynamic shared memory of one block (the emulation sizes its buffer by it) */
+};
+
+/* The fixed part of the dynamic shared memory. */
+struct Sm8 {
+  Scan8::TempStorage scan;
+  uint32_t red[6][kW8];
+  uint32_t frame[kFrameWords];
+  uint32_t tally[2];
+  uint32_t full[kSnapBits / 32]; /* long path: phase_probe_nt's "full" snapshot */
+};
+
+/* The arrays after it: A, B, C: per-bucket words whose meaning changes by phase (see the kernel), F the
+ * free-slot scan (nb + 1), E the short list's candidates, pl the tile's placements, xs its xyz, so its
+ * sorted order (local indices). */
+struct Arr8 {
+  uint32_t *A, *B, *C, *F, *E, *pl;
+  float *xs;
+  uint16_t *so;
+};
+
+__host__ __device__ inline size_t al16(size_t x) { return (x + 15u) & ~(size_t)15u; }
+
+/* Carve the arrays out of base (NULL: sizes only); returns the bytes used. Host and device agree. */
+__host__ __device__ inline size_t carve8(unsigned char *base, uint32_t nb, uint32_t tile, Arr8 *a) {
+  size_t off = al16(sizeof(Sm8));
+  uint32_t **w[] = {&a->A, &a->B, &a->C, &a->F, &a->E, &a->pl};
+  const size_t words[] = {nb, nb, nb, (size_t)nb + 1, kShort, tile};
+  for (int k = 0; k < 6; k++) {
+    if (base) *w[k] = (uint32_t *)(base + off);
+    off = al16(off + words[k] * 4u);
+  }
+  if (base) a->xs = (float *)(base + off);
+  off = al16(off + (size_t)tile * 12u);
+  if (base) a->so = (uint16_t *)(base + off);
+  off = al16(off + (size_t)tile * 2u);
+  return off;
+}
+
+__device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
+
+__device__ __forceinline__ unsigned long long gtimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/* Exclusive scan of v[0..nb) into out[0..nb) (out may be v), starting at base; each thread owns a contiguous
+ * run of ceil(nb / kT8) <= kPer8 entries. Returns the total (every thread). The caller separates the
+ * writes of v from this call, and this call from the next use of sm.scan or of out, by barriers. */
+__device__ __forceinline__ uint32_t scan_nb(Sm8 &sm, const uint32_t *v, uint32_t *out, uint32_t nb, uint32_t base) {
+  const uint32_t per = (nb + kT8 - 1) / kT8;
+  const uint32_t j0 = min(nb, threadIdx.x * per), j1 = min(nb, j0 + per);
+  uint32_t x[kPer8], sum = 0;
+#pragma unroll
+  for (int q = 0; q < kPer8; q++) {
+    x[q] = j0 + (uint32_t)q < j1 ? v[j0 + q] : 0u;
+    sum += x[q];
+  }
+  uint32_t pre = 0, total = 0;
+  Scan8(sm.scan).ExclusiveSum(sum, pre, total);
+  uint32_t run = base + pre;
+#pragma unroll
+  for (int q = 0; q < kPer8; q++)
+    if (j0 + (uint32_t)q < j1) {
+      out[j0 + q] = run;
+      run += x[q];
+    }
+  return total;
+}
+
+/* Zero the run state and write the default bucket tables (init_run_state with this block size). */
+__device__ __forceinline__ void init_state8(const P8 &p) {
+  const uint32_t gt = blockIdx.x * kT8 + threadIdx.x, gs = gridDim.x * kT8;
+  const uint32_t nbt = p.nclouds * p.nb;
+  for (uint32_t g = gt; g < nbt; g += gs) {
+    p.cnt[g] = 0;
+    p.count_out[g] = 0;
+    p.start[g] = __ldg(p.off + g / p.nb); /* kept by empty clouds; phase 4 rewrites the others */
+  }
+  for (uint32_t c = gt; c < p.nclouds; c += gs) p.resid[c] = 0;
+  if (gt < C_WORDS) p.ctr[gt] = 0;
+  if (gt < PSH_NCOUNTERS && p.counters_out) p.counters_out[gt] = 0; /* phase 3 adds after barrier 2 */
+}
+
+/* Phase 3, short list: resolve the whole overflow list of cloud c in this block (module header). On entry
+ * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2. On exit a.A[j]
+ * = count after probing and the leftovers' placements; a.F holds the free-slot scan when R > 0; the listed
+ * points of this tile have bucket/offset stored (visible to the block after its next barrier). Returns R,
+ * the cloud's leftover count (block-uniform). */
+__device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, const Frame &f, uint32_t n_ovf) {
+  const uint32_t tid = threadIdx.x, nb = p.nb, c = t.c, S = p.cap;
+  /* one list entry per thread, in list order; entries of other clouds take no part */
+  bool mine = false;
+  uint32_t i = 0, v[3] = {0, 0, 0}, home = 0;
+  if (tid < n_ovf) {
+    i = __ldcg(p.ovf + tid);
+    mine = p.nclouds == 1 || cloud_of(p.off, p.nclouds, i) == c;
+    if (mine) {
+      voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2), v);
+      home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, nb);
+    }
+  }
+  for (uint32_t j = tid; j < nb; j += kT8) a.B[j] = 0; /* candidate counts per bucket */
+  uint32_t k = 0, cand = 0, off = 0;
+  int state = mine ? 0 : 3; /* 0 unplaced, 1 placed, 2 leftover, 3 no entry */
+  __syncthreads(); /* B zeroed, A loaded (by the caller) -> the rounds */
+  for (;;) {
+    /* advance: the first probe from k on whose bucket has room now (A is stable during this step) */
+    if (state == 0) {
+      for (; k < p.nprobe; k++) {
+        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, nb, p.seed, i, k);
+        if (h != home && a.A[h] > 0) {
+          cand = h;
+          break;
+        }
+      }
+      if (k == p.nprobe) state = 2;
+    }
+    const bool act = state == 0;
+    a.E[tid] = act ? cand : kNone;
+    if (act) atomicAdd(&a.B[cand], 1u);
+    __syncthreads(); /* E, B complete; A unchanged -> ranking */
+    bool acc = false;
+    if (act) {
+      uint32_t rank = 0;
+      if (a.B[cand] > 1u) /* rare: several points chose one bucket this round: rank in list order */
+        for (uint32_t e = 0; e < tid; e++) rank += a.E[e] == cand;
+      const uint32_t room = a.A[cand];
+      acc = rank < room;
+      off = S - room + rank;
+    }
+    __syncthreads(); /* every read of A and B done -> updates */
+    if (act) {
+      a.B[cand] = 0;
+      if (acc) {
+        atomicSub(&a.A[cand], 1u);
+        state = 1;
+      } /* else: the bucket is full now; the next round moves past it */
+    }
+    if (!__syncthreads_or(state == 0)) break; /* also orders the updates before the next round's reads */
+  }
+  /* leftovers: numbered in list order (the same numbers in every block of the cloud) */
+  const uint32_t lf = state == 2, pl = state == 1;
+  uint32_t lrank = 0, R = 0;
+  Scan8(sm.scan).ExclusiveSum(lf, lrank, R);
+  const uint32_t nprobed = (uint32_t)__syncthreads_count(pl); /* also frees sm.scan */
+  /* A: room -> count after probing */
+  for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
+  if (R > 0) {
+    __syncthreads(); /* counts complete -> the free-slot scan */
+    uint32_t fr[kPer8];
+    const uint32_t per = (nb + kT8 - 1) / kT8, j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
+#pragma unroll
+    for (int q = 0; q < kPer8; q++) fr[q] = j0 + (uint32_t)q < j1 ? S - a.A[j0 + q] : 0u;
+    uint32_t fsum = 0;
+#pragma unroll
+    for (int q = 0; q < kPer8; q++) fsum += fr[q];
+    uint32_t pre = 0, total = 0;
+    Scan8(sm.scan).ExclusiveSum(fsum, pre, total);
+    uint32_t run = pre;
+#pragma unroll
+    for (int q = 0; q < kPer8; q++)
+      if (j0 + (uint32_t)q < j1) {
+        a.F[j0 + q] = run;
+        run += fr[q];
+      }
+    if (tid == 0) a.F[nb] = total;
+    __syncthreads(); /* F complete -> leftover placement and final counts */
+#pragma unroll
+    for (int q = 0; q < kPer8; q++)
+      if (j0 + (uint32_t)q < j1) {
+        const uint32_t j = j0 + (uint32_t)q;
+        a.A[j] = psh_final_count(a.A[j], a.F[j], fr[q], total, R, j, nb);
+      }
+    if (lf) psh_resid_place(a.F, nb, S, lrank, &cand, &off);
+  }
+  if ((state == 1 || state == 2) && i >= t.lo && i < t.hi) { /* this tile's listed points */
+    p.bucket[i] = c * nb + cand;
+    p.offset[i] = off;
+  }
+  if (t.k == t.k0 && tid == 0 && p.counters_out) { /* the cloud's first tile adds its cloud's tallies */
+    if (nprobed) atomicAdd(p.counters_out + 1, nprobed);
+    if (R) atomicAdd(p.counters_out + 2, R);
+  }
+  return R;
+}
+
+/* The whole PSH in one cooperative launch (module header for the phases). */
+__global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
+  extern __shared__ __align__(16) unsigned char smraw[];
+  Sm8 &sm = *(Sm8 *)smraw;
+  Arr8 a;
+  carve8(smraw, p.nb, p.tile, &a);
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, nb = p.nb, S = p.cap;
+  const bool tr = blockIdx.x == 0 && tid == 0;
+  if (tr) {
+    p.trace[0] = gtimer();
+    p.trace[5] = p.trace[6] = 0;
+  }
+  /* ---- 1: run state, the tile's xyz into shared memory, tile bbox keys ---- */
+  init_state8(p);
+  Tile t;
+  const bool has = tile_of(p, t); /* block-uniform */
+  const uint32_t cnt_t = has ? t.hi - t.lo : 0u;
+  if (has) {
+    for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = 0;
+    uint32_t k6[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+    /* four items per round, all loads of a round before their first use */
+    for (uint32_t k0 = 0; k0 < p.ipt; k0 += 4) {
+      float x[4][3];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const uint32_t q = (k0 + u) * kT8 + tid;
+        const bool ok = k0 + u < p.ipt && q < cnt_t;
+        for (int d = 0; d < 3; d++) x[u][d] = ok ? __ldg(p.xyz + 3 * ((size_t)t.lo + q) + d) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const uint32_t q = (k0 + u) * kT8 + tid;
+        if (k0 + u < p.ipt && q < cnt_t)
+          for (int d = 0; d < 3; d++) {
+            a.xs[3 * q + d] = x[u][d];
+            const uint32_t key = psh_f2key(x[u][d]);
+            k6[d] = min(k6[d], key);
+            k6[3 + d] = min(k6[3 + d], ~key);
+          }
+      }
+    }
+    block_min6<kW8>(k6, sm.red);
+    if (tid == 0)
+      for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k6[e];
+  }
+  grid_sync(); /* run state, tile keys -> phase 2 (also a block barrier: xs, A zeroed) */
+  if (tr) p.trace[1] = gtimer();
+  /* ---- 2: frame, hash, rank, bulk commit, local counting sort ---- */
+  const uint32_t c = t.c;
+  uint32_t *gcnt = p.cnt + (size_t)c * nb;
+  Frame f;
+  if (has) {
+    uint32_t k6[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+    const uint32_t pbase = c + t.k0, m = t.k1 - t.k0 + 1;
+    for (uint32_t j = tid; j < m; j += kT8)
+      for (int e = 0; e < 6; e++) k6[e] = min(k6[e], __ldcg(p.part + (size_t)(pbase + j) * 6 + e));
+    block_min6<kW8>(k6, sm.red);
+    if (tid == 0) {
+      const Frame f0 = frame_from_keys(p, k6);
+      const uint32_t w[kFrameWords] = {__float_as_uint(f0.lo[0]), __float_as_uint(f0.lo[1]), __float_as_uint(f0.lo[2]),
+                                       f0.bits, f0.step, f0.shift[0], f0.shift[1], f0.shift[2]};
+      for (int e = 0; e < kFrameWords; e++) {
+        sm.frame[e] = w[e];
+        if (t.k == t.k0) p.frame[(size_t)c * kFrameWords + e] = w[e]; /* the long path's probe phase reads it */
+      }
+    }
+    __syncthreads(); /* frame -> everyone */
+    for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(sm.frame[d]);
+    f.bits = sm.frame[3];
+    f.step = sm.frame[4];
+    for (int d = 0; d < 3; d++) f.shift[d] = sm.frame[5 + d];
+    /* hash and rank: pl[q] = bucket << 16 | rank among the tile's points of that bucket */
+#pragma unroll 4
+    for (uint32_t k = 0; k < p.ipt; k++) {
+      const uint32_t q = k * kT8 + tid;
+      if (q < cnt_t) {
+        uint32_t v[3];
+        voxel3(p, f, a.xs[3 * q], a.xs[3 * q + 1], a.xs[3 * q + 2], v);
+        const uint32_t h = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, nb);
+        a.pl[q] = h << 16 | atomicAdd(&a.A[h], 1u);
+      }
+    }
+    __syncthreads(); /* A = the tile's histogram -> commit and local scan */
+    {
+      const uint32_t per = (nb + kT8 - 1) / kT8, j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
+      uint32_t h[kPer8], old[kPer8];
+#pragma unroll
+      for (int q = 0; q < kPer8; q++) {
+        h[q] = j0 + (uint32_t)q < j1 ? a.A[j0 + q] : 0u;
+        old[q] = 0;
+        if (h[q]) old[q] = atomicAdd(gcnt + j0 + q, h[q]); /* all issued before any result is used */
+      }
+      uint32_t hs = 0;
+#pragma unroll
+      for (int q = 0; q < kPer8; q++) hs += h[q];
+      uint32_t pre = 0;
+      Scan8(sm.scan).ExclusiveSum(hs, pre);
+#pragma unroll
+      for (int q = 0; q < kPer8; q++)
+        if (j0 + (uint32_t)q < j1) {
+          const uint32_t j = j0 + (uint32_t)q;
+          a.B[j] = pre; /* the tile's sorted order: first position of bucket j */
+          pre += h[q];
+          a.C[j] = old[q]; /* the tile's first offset in bucket j */
+          const uint32_t keep_to = max(old[q], S);
+          if (h[q] && old[q] + h[q] > keep_to) atomicSub(gcnt + j, old[q] + h[q] - keep_to); /* roll back past S */
+        }
+    }
+    __syncthreads(); /* B, C -> placements */
+#pragma unroll 4
+    for (uint32_t k = 0; k < p.ipt; k++) { /* block-uniform trip count: warps stay whole for the ballot */
+      const uint32_t q = k * kT8 + tid, i = t.lo + q;
+      bool over = false;
+      if (q < cnt_t) {
+        const uint32_t h = a.pl[q] >> 16, r = a.pl[q] & 0xFFFFu, o = a.C[h] + r;
+        a.so[a.B[h] + r] = (uint16_t)q;
+        if (o < S) {
+          a.pl[q] = h << kPlBits | o;
+          p.bucket[i] = c * nb + h; /* final: coalesced, drains during the barrier */
+          p.offset[i] = o;
+        } else {
+          a.pl[q] = kNone;
+          over = true;
+        }
+      }
+      const uint32_t mo = __ballot_sync(0xFFFFFFFFu, over);
+      if (mo) { /* one list atomic per warp with overflowing points */
+        const int leader = __ffs(mo) - 1;
+        uint32_t base = 0;
+        if ((int)lane == leader) base = atomicAdd(p.ctr + C_NOVF, (uint32_t)__popc(mo));
+        base = __shfl_sync(0xFFFFFFFFu, base, leader);
+        if (over) p.ovf[base + (uint32_t)__popc(mo & lanemask_lt())] = i;
+      }
+    }
+  }
+  grid_sync(); /* every commit and roll-back, the list and its length -> phase 3 */
+  if (tr) p.trace[2] = p.trace[3] = gtimer();
+  /* ---- 3: the overflow list ---- */
+  const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF); /* grid-uniform */
+  uint32_t R = 0;
+  if (n_ovf > kShort) {
+    phase_probe_nt<kT8>(p, sm.full, sm.tally, n_ovf);
+    grid_sync(); /* probed counters, tickets, placements, tallies -> phase 4 */
+    if (tr) p.trace[3] = gtimer();
+    if (blockIdx.x == 0 && tid < PSH_NCOUNTERS && p.counters_out)
+      p.counters_out[tid] = tid == 0 ? p.n - n_ovf : tid < 3 ? __ldcg(p.ctr + tid) : 0u;
+    if (has) {
+      R = __ldcg(p.resid + c);
+      for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = __ldcg(gcnt + j); /* counts after probing, <= S */
+      if (R > 0) { /* free-slot scan and final counts, as v7's phase D */
+        __syncthreads(); /* A -> scan */
+        uint32_t fr[kPer8];
+        const uint32_t per = (nb + kT8 - 1) / kT8, j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
+        uint32_t fsum = 0;
+#pragma unroll
+        for (int q = 0; q < kPer8; q++) {
+          fr[q] = j0 + (uint32_t)q < j1 ? S - a.A[j0 + q] : 0u;
+          fsum += fr[q];
+        }
+        uint32_t pre = 0, total = 0;
+        Scan8(sm.scan).ExclusiveSum(fsum, pre, total);
+        uint32_t run = pre;
+#pragma unroll
+        for (int q = 0; q < kPer8; q++)
+          if (j0 + (uint32_t)q < j1) {
+            const uint32_t j = j0 + (uint32_t)q;
+            a.F[j] = run;
+            a.A[j] = psh_final_count(a.A[j], run, fr[q], total, R, j, nb);
+            run += fr[q];
+          }
+        if (tid == 0) a.F[nb] = total;
+      }
+    }
+  } else if (has) {
+    if (blockIdx.x == 0 && tid == 0 && p.counters_out) p.counters_out[0] = p.n - n_ovf;
+    for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - __ldcg(gcnt + j); /* room */
+    if (n_ovf > 0) {
+      R = resolve_short(p, sm, a, t, f, n_ovf);
+    } else {
+      __syncthreads(); /* room complete */
+      for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
+    }
+  } else if (blockIdx.x == 0 && tid == 0 && p.counters_out) {
+    p.counters_out[0] = p.n - n_ovf;
+  }
+  if (!has) {
+    if (tid == 0) atomicMax(p.trace + 6, gtimer());
+    return; /* block-uniform; no barrier follows */
+  }
+  /* ---- 4: bucket starts, rows, perm and coordinates in bucket order ---- */
+  __syncthreads(); /* final counts in A (and F, the listed placements) -> the start scan */
+  scan_nb(sm, a.A, a.C, nb, __ldg(p.off + c));
+  __syncthreads(); /* C = first row of each local bucket */
+  if (t.k == t.k0)
+    for (uint32_t j = tid; j < nb; j += kT8) {
+      p.start[(size_t)c * nb + j] = a.C[j];
+      p.count_out[(size_t)c * nb + j] = a.A[j];
+    }
+  /* points of the list (not placed by the first hash): slot, perm, xyz one by one */
+  for (uint32_t k = 0; k < p.ipt; k++) {
+    const uint32_t q = k * kT8 + tid, i = t.lo + q;
+    if (q >= cnt_t || a.pl[q] != kNone) continue;
+    uint32_t b = __ldcg(p.bucket + i), o = __ldcg(p.offset + i), local;
+    if (b & PSH_RESID_FLAG) { /* long path: a leftover ticket -> its slot in the free-slot order */
+      psh_resid_place(a.F, nb, S, o, &local, &o);
+      p.bucket[i] = c * nb + local;
+      p.offset[i] = o;
+    } else {
+      local = b - c * nb;
+    }
+    const uint32_t s = a.C[local] + o;
+    p.slot[i] = s;
+    p.perm[s] = i;
+    if (p.xyz_out)
+      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)s + d] = a.xs[3 * q + d];
+  }
+  /* first-hash points: slot in input order (coalesced) */
+  for (uint32_t k = 0; k < p.ipt; k++) {
+    const uint32_t q = k * kT8 + tid;
+    if (q < cnt_t && a.pl[q] != kNone) p.slot[t.lo + q] = a.C[a.pl[q] >> kPlBits] + (a.pl[q] & kPlMask);
+  }
+  /* ... and perm / xyz_out in the tile's bucket order: a warp takes 32 consecutive sorted positions */
+  const uint32_t warp = tid >> 5;
+  for (uint32_t b0 = warp * 32u; b0 < cnt_t; b0 += kT8) { /* warp-uniform */
+    const uint32_t pos = b0 + lane;
+    uint32_t q = 0, row = 0;
+    bool ok = false;
+    if (pos < cnt_t) {
+      q = a.so[pos];
+      const uint32_t w = a.pl[q];
+      ok = w != kNone;
+      if (ok) {
+        row = a.C[w >> kPlBits] + (w & kPlMask);
+        p.perm[row] = t.lo + q;
+      }
+    }
+    if (p.xyz_out) {
+      /* the warp's 96 floats in order: float e is coordinate e % 3 of position e / 3 */
+#pragma unroll
+      for (int m = 0; m < 3; m++) {
+        const uint32_t e = lane + 32u * (uint32_t)m, src = e / 3u, d = e - 3u * src;
+        const uint32_t rq = __shfl_sync(0xFFFFFFFFu, q, (int)src), rr = __shfl_sync(0xFFFFFFFFu, row, (int)src);
+        const bool rok = __shfl_sync(0xFFFFFFFFu, (uint32_t)ok, (int)src) != 0u;
+        if (rok) p.xyz_out[3 * (size_t)rr + d] = a.xs[3 * rq + d];
+      }
+    }
+  }
+  if (tr) p.trace[4] = gtimer();
+  __syncthreads(); /* the block's stores are issued -> its end time */
+  if (tid == 0) atomicMax(p.trace + 6, gtimer());
+}
+
+size_t layout(P8 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
+  uint32_t *tw = NULL;
+  uint32_t **const xslots[] = {&tw};
+  const size_t xwords[] = {2 * (size_t)kTrace};
+  const size_t off = tiles_layout(q, base, nclouds, nb, n, 1, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
+  q->trace = (unsigned long long *)tw;
+  return off;
+}
+
+hx_status run8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
+               void *stream, hx_err *err) {
+  void (*kern)(P8) = k8_psh;
+  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
+  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
+  if (prm->nb > kDense || prm->cap > kMaxCap) /* v7 (which runs v4, then v2, past these) */
+    return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  /* scratch: the larger of v8's and v7's, so the fall-back below always has enough */
+  P8 p;
+  memset(&p, 0, sizeof p);
+  size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n), need7 = 0;
+  HX_TRY(psh_run_v7(NULL, &need7, out, in, prm, stream, err));
+  need = need > need7 ? need : need7;
+  int query;
+  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
+  if (sq != HX_OK || query) return sq;
+  if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v8: scratch must be 256-byte aligned (cudaMalloc)");
+  int dev = 0, sms = 0, coop = 0, smem_max = 0;
+  V8_CUDA("device", cudaGetDevice(&dev));
+  V8_CUDA("SM count", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  V8_CUDA("cooperative launch attribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  V8_CUDA("shared memory limit", cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  /* the fewest points per thread whose tiles fit one wave (one block per SM) and whose arrays fit */
+  uint32_t ipt = 0;
+  uint64_t tiles = 0;
+  size_t smem = 0;
+  for (uint32_t k = 1; coop && k <= kMaxIpt8; k++) {
+    Arr8 a;
+    const size_t sm_k = carve8(NULL, prm->nb, kT8 * k, &a);
+    if (sm_k > (size_t)smem_max) break;
+    const uint64_t tl = (uint64_t)in->nclouds + ((uint64_t)in->n + kT8 * k - 1) / (kT8 * k);
+    if (tl > (uint64_t)sms) continue;
+    V8_CUDA("shared memory attribute", cudaFuncSetAttribute((const void *)kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm_k));
+    int per_sm = 0;
+    V8_CUDA("occupancy", cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kT8, sm_k));
+    if (per_sm < 1) break;
+    ipt = k, tiles = tl, smem = sm_k;
+    break;
+  }
+  if (!ipt) return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
+  tiles_params_fill(&p, out, in, prm, ipt);
+  p.tile = kT8 * ipt; /* tiles_params_fill assumed v5's block size */
+  p.smem_bytes = (uint32_t)smem;
+  void *args[] = {&p};
+  V8_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT8), args,
+                                                            smem, (cudaStream_t)stream));
+  return HX_OK;
+}
+
+} // namespace
+
+extern "C" hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                                const psh_params *prm, void *stream, hx_err *err) {
+  return run8(d_scratch, scratch_bytes, out, in, prm, stream, err);
+}
