@@ -67,11 +67,15 @@ constexpr uint32_t kShort = kT8;           /* lists up to this many points are r
 constexpr int kPer8 = (int)kDense / kT8;   /* bucket entries per thread in the scans and the commit */
 constexpr uint32_t kPlBits = 20;           /* placement: local bucket << 20 | offset (S <= 2^20) */
 constexpr uint32_t kPlMask = (1u << kPlBits) - 1u;
+constexpr uint32_t kCand = 8;              /* probe candidates stored with a short-list entry in phase 2 */
+constexpr uint32_t kNoCand = 0xFFFFu;      /* an unused candidate slot */
 
 typedef cub::BlockScan<uint32_t, kT8> Scan8;
 
 struct P8 : Prm {
   unsigned long long *trace; /* [kTrace] %globaltimer stamps, psh_v5_trace's layout (slot 5 unused: 0) */
+  uint4 *ovc;                /* [kShort] list entry e's first kCand probe buckets (16-bit, h != home, probe order) */
+  uint32_t *ovk;             /* [kShort] the probe index after them (where the rounds go on computing probes) */
   uint32_t smem_bytes;       /* dynamic shared memory of one block (the emulation sizes its buffer by it) */
 };
 
@@ -104,8 +108,8 @@ __host__ __device__ inline size_t carve8(unsigned char *base, uint32_t nb, uint3
     if (base) *w[k] = (uint32_t *)(base + off);
     off = al16(off + words[k] * 4u);
   }
-  if (base) a->xs = (float *)(base + off);
-  off = al16(off + (size_t)tile * 12u);
+  if (base) a->xs = (float *)(base + off); /* the kernel shifts it by 0-3 words: see tile_xyz */
+  off = al16(off + (size_t)tile * 12u + 16u);
   if (base) a->so = (uint16_t *)(base + off);
   off = al16(off + (size_t)tile * 2u);
   return off;
@@ -143,6 +147,74 @@ __device__ __forceinline__ uint32_t scan_nb(Sm8 &sm, const uint32_t *v, uint32_t
   return total;
 }
 
+/* psh_hash3 with a mask instead of the remainder for the mod hashes when nb is a power of two (the buckets
+ * psh_auto_buckets picks): code % nb == code & (nb - 1), the same bucket. */
+__device__ __forceinline__ uint32_t hash8(const P8 &p, const Frame &f, const uint32_t v[3]) {
+  if (p.hash == PSH_XOR_MOD && (p.nb & (p.nb - 1u)) == 0u) return (v[0] ^ v[1] ^ v[2]) & (p.nb - 1u);
+  return psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
+}
+
+/* Fold coordinate word x of axis ax (word w of the tile is axis w % 3) into the bbox keys k6. */
+__device__ __forceinline__ void key1(uint32_t k6[6], uint32_t ax, float x) {
+  const uint32_t key = psh_f2key(x);
+  /* selects, not k6[ax]: a run-time index would put k6 in local memory */
+  k6[0] = ax == 0 ? min(k6[0], key) : k6[0];
+  k6[1] = ax == 1 ? min(k6[1], key) : k6[1];
+  k6[2] = ax == 2 ? min(k6[2], key) : k6[2];
+  k6[3] = ax == 0 ? min(k6[3], ~key) : k6[3];
+  k6[4] = ax == 1 ? min(k6[4], ~key) : k6[4];
+  k6[5] = ax == 2 ? min(k6[5], ~key) : k6[5];
+}
+/* The same for the 4 consecutive words w .. w + 3. */
+__device__ __forceinline__ void keys4(uint32_t k6[6], uint32_t w, float4 x) {
+  const uint32_t a0 = w % 3u, a1 = a0 == 2 ? 0u : a0 + 1u, a2 = a1 == 2 ? 0u : a1 + 1u;
+  key1(k6, a0, x.x);
+  key1(k6, a1, x.y);
+  key1(k6, a2, x.z);
+  key1(k6, a0, x.w);
+}
+
+/* Phase 1's copy of the tile's coordinates (3 * cnt words from xyz + 3 * lo) into shared memory with 16-byte
+ * loads, all of a thread's loads in flight at once (up to 4 per round), and the tile's bbox keys from the
+ * same registers. xs is the carved array shifted by 0-3 words so that xs[w] and the global word w share their
+ * 16-byte alignment phase: the body is 16-byte loads and stores; the 0-3 head words and the 0-3 tail words go
+ * one by one. Returns the shifted xs (every later phase indexes it as xs[3 q + d]). */
+__device__ __forceinline__ float *tile_xyz(const float *g, uint32_t cnt, float *xs_carved, uint32_t k6[6]) {
+  const uint32_t tid = threadIdx.x, W = 3u * cnt;
+  const uint32_t head = (uint32_t)((16u - ((uintptr_t)g & 15u)) & 15u) >> 2; /* words before a 16-byte boundary */
+  float *xs = xs_carved + ((4u - head) & 3u);
+  const uint32_t hw = min(head, W), nq = (W - hw) / 4u, t0 = hw + 4u * nq;
+  if (tid < hw) {
+    const float x = __ldg(g + tid);
+    xs[tid] = x;
+    key1(k6, tid % 3u, x);
+  }
+  if (tid < W - t0) {
+    const float x = __ldg(g + t0 + tid);
+    xs[t0 + tid] = x;
+    key1(k6, (t0 + tid) % 3u, x);
+  }
+  const float4 *g4 = (const float4 *)(g + hw);
+  float4 *x4 = (float4 *)(xs + hw);
+  for (uint32_t f0 = tid; f0 < nq; f0 += 4u * kT8) {
+    float4 r[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const uint32_t f = f0 + (uint32_t)u * kT8;
+      r[u] = f < nq ? __ldg(g4 + f) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const uint32_t f = f0 + (uint32_t)u * kT8;
+      if (f < nq) {
+        x4[f] = r[u];
+        keys4(k6, hw + 4u * f, r[u]);
+      }
+    }
+  }
+  return xs;
+}
+
 /* Zero the run state and write the default bucket tables (init_run_state with this block size). */
 __device__ __forceinline__ void init_state8(const P8 &p) {
   const uint32_t gt = blockIdx.x * kT8 + threadIdx.x, gs = gridDim.x * kT8;
@@ -157,39 +229,65 @@ __device__ __forceinline__ void init_state8(const P8 &p) {
   if (gt < PSH_NCOUNTERS && p.counters_out) p.counters_out[gt] = 0; /* phase 3 adds after barrier 2 */
 }
 
+/* A short-list entry as phase 3 reads it (list position = thread): loaded speculatively together with the
+ * list length, so one L2 round trip serves both. */
+struct Entry {
+  uint32_t i;    /* point */
+  uint4 cand;    /* kCand 16-bit probe buckets (kNoCand past the last) */
+  uint32_t nk;   /* probe index after them */
+};
+
 /* Phase 3, short list: resolve the whole overflow list of cloud c in this block (module header). On entry
- * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2. On exit a.A[j]
- * = count after probing and the leftovers' placements; a.F holds the free-slot scan when R > 0; the listed
- * points of this tile have bucket/offset stored (visible to the block after its next barrier). Returns R,
- * the cloud's leftover count (block-uniform). */
-__device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, const Frame &f, uint32_t n_ovf) {
+ * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2, and en = this
+ * thread's list entry (valid when tid < n_ovf). On exit a.A[j] = count after probing and the leftovers'
+ * placements; a.F holds the free-slot scan when R > 0; the listed points of this tile have bucket/offset
+ * stored (visible to the block after its next barrier). Returns R, the cloud's leftover count (uniform).
+ * The probes come from the candidates phase 2 stored with the entry (first kCand probe buckets that are
+ * not the home bucket, in probe order); past them the probes are computed here from ovk on, which needs
+ * the point's voxel (loaded then). */
+__device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, const Frame &f,
+                                                  uint32_t n_ovf, const Entry &en) {
   const uint32_t tid = threadIdx.x, nb = p.nb, c = t.c, S = p.cap;
   /* one list entry per thread, in list order; entries of other clouds take no part */
-  bool mine = false;
-  uint32_t i = 0, v[3] = {0, 0, 0}, home = 0;
-  if (tid < n_ovf) {
-    i = __ldcg(p.ovf + tid);
-    mine = p.nclouds == 1 || cloud_of(p.off, p.nclouds, i) == c;
-    if (mine) {
-      voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2), v);
-      home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, nb);
-    }
-  }
+  const bool mine = tid < n_ovf && (p.nclouds == 1 || cloud_of(p.off, p.nclouds, en.i) == c);
+  const uint32_t i = en.i;
+  const uint32_t cw[4] = {en.cand.x, en.cand.y, en.cand.z, en.cand.w};
   for (uint32_t j = tid; j < nb; j += kT8) a.B[j] = 0; /* candidate counts per bucket */
-  uint32_t k = 0, cand = 0, off = 0;
+  uint32_t jc = 0, k = en.nk, cand = 0, off = 0, home = 0, v[3] = {0, 0, 0};
+  bool have_v = false;
   int state = mine ? 0 : 3; /* 0 unplaced, 1 placed, 2 leftover, 3 no entry */
   __syncthreads(); /* B zeroed, A loaded (by the caller) -> the rounds */
   for (;;) {
-    /* advance: the first probe from k on whose bucket has room now (A is stable during this step) */
+    /* advance: the first candidate from jc on whose bucket has room now, then the computed probes from k on
+     * (A is stable during this step) */
     if (state == 0) {
-      for (; k < p.nprobe; k++) {
-        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, nb, p.seed, i, k);
-        if (h != home && a.A[h] > 0) {
+      bool found = false;
+#pragma unroll
+      for (uint32_t jj = 0; jj < kCand; jj++) { /* compile-time indices: cw stays in registers */
+        const uint32_t h = jj & 1u ? cw[jj >> 1] >> 16 : cw[jj >> 1] & 0xFFFFu;
+        if (!found && jj >= jc && h != kNoCand && a.A[h] > 0) {
+          found = true;
           cand = h;
-          break;
+          jc = jj;
         }
       }
-      if (k == p.nprobe) state = 2;
+      if (!found) {
+        jc = kCand;
+        if (!have_v && k < p.nprobe) { /* rare: every stored candidate is full */
+          voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2), v);
+          home = hash8(p, f, v);
+          have_v = true;
+        }
+        for (; k < p.nprobe; k++) {
+          const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, nb, p.seed, i, k);
+          if (h != home && a.A[h] > 0) {
+            cand = h;
+            found = true;
+            break;
+          }
+        }
+        if (!found) state = 2;
+      }
     }
     const bool act = state == 0;
     a.E[tid] = act ? cand : kNone;
@@ -198,8 +296,14 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
     bool acc = false;
     if (act) {
       uint32_t rank = 0;
-      if (a.B[cand] > 1u) /* rare: several points chose one bucket this round: rank in list order */
-        for (uint32_t e = 0; e < tid; e++) rank += a.E[e] == cand;
+      if (a.B[cand] > 1u) { /* rare: several points chose one bucket this round: rank in list order */
+        const uint4 *E4 = (const uint4 *)a.E;
+        for (uint32_t e4 = 0; e4 < tid / 4u; e4++) {
+          const uint4 x = E4[e4];
+          rank += (x.x == cand) + (x.y == cand) + (x.z == cand) + (x.w == cand);
+        }
+        for (uint32_t e = tid & ~3u; e < tid; e++) rank += a.E[e] == cand;
+      }
       const uint32_t room = a.A[cand];
       acc = rank < room;
       off = S - room + rank;
@@ -214,15 +318,15 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
     }
     if (!__syncthreads_or(state == 0)) break; /* also orders the updates before the next round's reads */
   }
-  /* leftovers: numbered in list order (the same numbers in every block of the cloud) */
-  const uint32_t lf = state == 2, pl = state == 1;
-  uint32_t lrank = 0, R = 0;
-  Scan8(sm.scan).ExclusiveSum(lf, lrank, R);
-  const uint32_t nprobed = (uint32_t)__syncthreads_count(pl); /* also frees sm.scan */
+  const uint32_t lf = state == 2;
+  const uint32_t nprobed = (uint32_t)__syncthreads_count(state == 1);
+  const uint32_t R = (uint32_t)__syncthreads_count(lf);
   /* A: room -> count after probing */
   for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
-  if (R > 0) {
-    __syncthreads(); /* counts complete -> the free-slot scan */
+  if (R > 0) { /* leftovers: numbered in list order (the same numbers in every block of the cloud) */
+    uint32_t lrank = 0;
+    Scan8(sm.scan).ExclusiveSum(lf, lrank); /* contains a barrier: also completes the counts above */
+    __syncthreads(); /* sm.scan free; counts complete -> the free-slot scan */
     uint32_t fr[kPer8];
     const uint32_t per = (nb + kT8 - 1) / kT8, j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
 #pragma unroll
@@ -277,30 +381,11 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   Tile t;
   const bool has = tile_of(p, t); /* block-uniform */
   const uint32_t cnt_t = has ? t.hi - t.lo : 0u;
+  float *xs = a.xs;
   if (has) {
     for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = 0;
     uint32_t k6[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
-    /* four items per round, all loads of a round before their first use */
-    for (uint32_t k0 = 0; k0 < p.ipt; k0 += 4) {
-      float x[4][3];
-#pragma unroll
-      for (int u = 0; u < 4; u++) {
-        const uint32_t q = (k0 + u) * kT8 + tid;
-        const bool ok = k0 + u < p.ipt && q < cnt_t;
-        for (int d = 0; d < 3; d++) x[u][d] = ok ? __ldg(p.xyz + 3 * ((size_t)t.lo + q) + d) : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < 4; u++) {
-        const uint32_t q = (k0 + u) * kT8 + tid;
-        if (k0 + u < p.ipt && q < cnt_t)
-          for (int d = 0; d < 3; d++) {
-            a.xs[3 * q + d] = x[u][d];
-            const uint32_t key = psh_f2key(x[u][d]);
-            k6[d] = min(k6[d], key);
-            k6[3 + d] = min(k6[3 + d], ~key);
-          }
-      }
-    }
+    xs = tile_xyz(p.xyz + 3 * (size_t)t.lo, cnt_t, a.xs, k6);
     block_min6<kW8>(k6, sm.red);
     if (tid == 0)
       for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k6[e];
@@ -337,8 +422,8 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
       const uint32_t q = k * kT8 + tid;
       if (q < cnt_t) {
         uint32_t v[3];
-        voxel3(p, f, a.xs[3 * q], a.xs[3 * q + 1], a.xs[3 * q + 2], v);
-        const uint32_t h = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, nb);
+        voxel3(p, f, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
+        const uint32_t h = hash8(p, f, v);
         a.pl[q] = h << 16 | atomicAdd(&a.A[h], 1u);
       }
     }
@@ -373,8 +458,10 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     for (uint32_t k = 0; k < p.ipt; k++) { /* block-uniform trip count: warps stay whole for the ballot */
       const uint32_t q = k * kT8 + tid, i = t.lo + q;
       bool over = false;
+      uint32_t h = 0;
       if (q < cnt_t) {
-        const uint32_t h = a.pl[q] >> 16, r = a.pl[q] & 0xFFFFu, o = a.C[h] + r;
+        h = a.pl[q] >> 16;
+        const uint32_t r = a.pl[q] & 0xFFFFu, o = a.C[h] + r;
         a.so[a.B[h] + r] = (uint16_t)q;
         if (o < S) {
           a.pl[q] = h << kPlBits | o;
@@ -392,13 +479,40 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
         if ((int)lane == leader) base = atomicAdd(p.ctr + C_NOVF, (uint32_t)__popc(mo));
         base = __shfl_sync(0xFFFFFFFFu, base, leader);
         if (over) p.ovf[base + (uint32_t)__popc(mo & lanemask_lt())] = i;
+        /* each overflowing point of a short list gets its first kCand probe buckets (not the home bucket,
+         * probe order) stored with its entry, computed by the whole warp (lane k: probe k), so that phase 3
+         * in every block starts from them instead of the RNG, voxel and hash of each probe */
+        for (uint32_t m = mo; m; m &= m - 1u) { /* warp-uniform */
+          const int src = __ffs(m) - 1;
+          const uint32_t pos = base + (uint32_t)__popc(mo & ((1u << src) - 1u));
+          if (pos >= kShort) break; /* later lanes have later positions: past the short list too */
+          const uint32_t qs = __shfl_sync(0xFFFFFFFFu, q, src), hs = __shfl_sync(0xFFFFFFFFu, h, src);
+          uint32_t v[3];
+          voxel3(p, f, xs[3 * qs], xs[3 * qs + 1], xs[3 * qs + 2], v);
+          const bool in = lane < p.nprobe;
+          const uint32_t hk = in ? probe_bucket_fast((psh_hash)p.hash, v, p.probe[lane], f.step, f.bits, nb, p.seed,
+                                                     t.lo + qs, lane)
+                                 : hs;
+          const uint32_t cm = __ballot_sync(0xFFFFFFFFu, in && hk != hs);
+          const uint32_t r = (uint32_t)__popc(cm & lanemask_lt()), nc = (uint32_t)__popc(cm);
+          uint16_t *slots = (uint16_t *)(p.ovc + pos);
+          if ((cm >> lane & 1u) && r < kCand) slots[r] = (uint16_t)hk;
+          if ((cm >> lane & 1u) && r == kCand - 1u) p.ovk[pos] = lane + 1u; /* go on after the kCand-th */
+          if (nc < kCand && lane >= nc && lane < kCand) slots[lane] = (uint16_t)kNoCand;
+          if (nc < kCand && lane == 0) p.ovk[pos] = min(32u, p.nprobe); /* every computed probe is stored */
+        }
       }
     }
   }
   grid_sync(); /* every commit and roll-back, the list and its length -> phase 3 */
   if (tr) p.trace[2] = p.trace[3] = gtimer();
   /* ---- 3: the overflow list ---- */
+  /* the list length, and this thread's entry of a short list read at the same time (unused if past it) */
   const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF); /* grid-uniform */
+  Entry en;
+  en.i = tid <= p.n ? __ldcg(p.ovf + tid) : 0u; /* ovf has n + 1 words */
+  en.cand = __ldcg(p.ovc + tid);
+  en.nk = __ldcg(p.ovk + tid);
   uint32_t R = 0;
   if (n_ovf > kShort) {
     phase_probe_nt<kT8>(p, sm.full, sm.tally, n_ovf);
@@ -437,7 +551,8 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     if (blockIdx.x == 0 && tid == 0 && p.counters_out) p.counters_out[0] = p.n - n_ovf;
     for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - __ldcg(gcnt + j); /* room */
     if (n_ovf > 0) {
-      R = resolve_short(p, sm, a, t, f, n_ovf);
+      R = resolve_short(p, sm, a, t, f, n_ovf, en);
+      if (tr) p.trace[3] = gtimer(); /* the short list resolved (block 0) */
     } else {
       __syncthreads(); /* room complete */
       for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
@@ -474,7 +589,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     p.slot[i] = s;
     p.perm[s] = i;
     if (p.xyz_out)
-      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)s + d] = a.xs[3 * q + d];
+      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)s + d] = xs[3 * q + d];
   }
   /* first-hash points: slot in input order (coalesced) */
   for (uint32_t k = 0; k < p.ipt; k++) {
@@ -503,7 +618,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
         const uint32_t e = lane + 32u * (uint32_t)m, src = e / 3u, d = e - 3u * src;
         const uint32_t rq = __shfl_sync(0xFFFFFFFFu, q, (int)src), rr = __shfl_sync(0xFFFFFFFFu, row, (int)src);
         const bool rok = __shfl_sync(0xFFFFFFFFu, (uint32_t)ok, (int)src) != 0u;
-        if (rok) p.xyz_out[3 * (size_t)rr + d] = a.xs[3 * rq + d];
+        if (rok) p.xyz_out[3 * (size_t)rr + d] = xs[3 * rq + d];
       }
     }
   }
@@ -513,11 +628,13 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
 }
 
 size_t layout(P8 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
-  uint32_t *tw = NULL;
-  uint32_t **const xslots[] = {&tw};
-  const size_t xwords[] = {2 * (size_t)kTrace};
-  const size_t off = tiles_layout(q, base, nclouds, nb, n, 1, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
+  uint32_t *tw = NULL, *cw = NULL, *kw = NULL;
+  uint32_t **const xslots[] = {&tw, &cw, &kw};
+  const size_t xwords[] = {2 * (size_t)kTrace, 4 * (size_t)kShort, kShort};
+  const size_t off = tiles_layout(q, base, nclouds, nb, n, 3, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
   q->trace = (unsigned long long *)tw;
+  q->ovc = (uint4 *)cw; /* 256-byte aligned */
+  q->ovk = kw;
   return off;
 }
 

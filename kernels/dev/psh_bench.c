@@ -14,6 +14,8 @@
  * (GB/s and the naive/two-stage ratios use the graph time). For v5-v7 (one cooperative kernel) a second
  * line gives the phase boundaries of the last graph run from the kernel's own %globaltimer stamps.
  * usage: psh_bench [N_LIST (comma, default 100000,200000,400000,600000)] [REPS (20)] [S (512)] [C (64)]
+ * Environment: F3D_PSH_VARIANTS=v1,v8 times only those PSH variants (v1 stays the ratios' base when listed);
+ * F3D_BENCH_POOL=0 skips the feature scatter and pooling lines.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,18 @@
 
 #include "kernels/kernels.h"
 #include "workloads/workloads.h"
+
+/* name is one of the comma-separated entries of list */
+static int name_listed(const char *list, const char *name) {
+  const size_t len = strlen(name);
+  for (const char *q = list; *q;) {
+    const char *e = strchr(q, ',');
+    const size_t l = e ? (size_t)(e - q) : strlen(q);
+    if (l == len && strncmp(q, name, len) == 0) return 1;
+    q += l + (e ? 1 : 0);
+  }
+  return 0;
+}
 
 static int cmp_f(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
@@ -132,6 +146,9 @@ int main(int argc, char **argv) {
   cudaStreamCreate(&s);
   size_t nv = 0;
   const psh_variant *vs = psh_variants(&nv);
+  const char *only = getenv("F3D_PSH_VARIANTS");
+  const char *pool_env = getenv("F3D_BENCH_POOL");
+  const int pool_on = !(pool_env && strcmp(pool_env, "0") == 0);
   const bpool_variant *pv = bpool_variant_find("v1");
   char *dup = strdup(list);
   int failures = 0;
@@ -163,8 +180,10 @@ int main(int argc, char **argv) {
       double t_var[16] = {0};
       psh_run_cpu(&hout, &hin, &p, &err);
       for (size_t k = 0; k < nv; k++) {
+        if (only && !name_listed(only, vs[k].name)) continue;
         psh_gpu *g = NULL;
-        const int with_pool = h == PSH_XOR_DIV && k + 1 == nv; /* features only where they are used */
+        /* features only where they are used */
+        const int with_pool = pool_on && h == PSH_XOR_DIV && k + 1 == nv;
         if (psh_gpu_create(&g, &hin, &p, with_pool ? C : 0, &err) != HX_OK) {
           printf("%-5s %-11s create failed: %s\n", vs[k].name, psh_hash_name(p.hash), err.msg);
           failures++;
