@@ -67,15 +67,13 @@ constexpr uint32_t kShort = kT8;           /* lists up to this many points are r
 constexpr int kPer8 = (int)kDense / kT8;   /* bucket entries per thread in the scans and the commit */
 constexpr uint32_t kPlBits = 20;           /* placement: local bucket << 20 | offset (S <= 2^20) */
 constexpr uint32_t kPlMask = (1u << kPlBits) - 1u;
-constexpr uint32_t kCand = 8;              /* probe candidates stored with a short-list entry in phase 2 */
-constexpr uint32_t kNoCand = 0xFFFFu;      /* an unused candidate slot */
+constexpr uint32_t kGroup = 8;             /* lanes that search one short-list entry's probes together */
+constexpr uint32_t kGroups = kT8 / kGroup; /* entries searched per pass */
 
 typedef cub::BlockScan<uint32_t, kT8> Scan8;
 
 struct P8 : Prm {
   unsigned long long *trace; /* [kTrace] %globaltimer stamps, psh_v5_trace's layout (slot 5 unused: 0) */
-  uint4 *ovc;                /* [kShort] list entry e's first kCand probe buckets (16-bit, h != home, probe order) */
-  uint32_t *ovk;             /* [kShort] the probe index after them (where the rounds go on computing probes) */
   uint32_t smem_bytes;       /* dynamic shared memory of one block (the emulation sizes its buffer by it) */
 };
 
@@ -89,10 +87,11 @@ struct Sm8 {
 };
 
 /* The arrays after it: A, B, C: per-bucket words whose meaning changes by phase (see the kernel), F the
- * free-slot scan (nb + 1), E the short list's candidates, pl the tile's placements, xs its xyz, so its
- * sorted order (local indices). */
+ * free-slot scan (nb + 1); the short list's entries: E candidate bucket, Es state, Ek probe index, Ei point,
+ * Ev (vx, vy, vz, home); pl the tile's placements, xs its xyz, so its sorted order (local indices). */
 struct Arr8 {
-  uint32_t *A, *B, *C, *F, *E, *pl;
+  uint32_t *A, *B, *C, *F, *E, *Es, *Ek, *Ei, *pl;
+  uint4 *Ev;
   float *xs;
   uint16_t *so;
 };
@@ -102,9 +101,9 @@ __host__ __device__ inline size_t al16(size_t x) { return (x + 15u) & ~(size_t)1
 /* Carve the arrays out of base (NULL: sizes only); returns the bytes used. Host and device agree. */
 __host__ __device__ inline size_t carve8(unsigned char *base, uint32_t nb, uint32_t tile, Arr8 *a) {
   size_t off = al16(sizeof(Sm8));
-  uint32_t **w[] = {&a->A, &a->B, &a->C, &a->F, &a->E, &a->pl};
-  const size_t words[] = {nb, nb, nb, (size_t)nb + 1, kShort, tile};
-  for (int k = 0; k < 6; k++) {
+  uint32_t **w[] = {&a->A, &a->B, &a->C, &a->F, &a->E, &a->Es, &a->Ek, &a->Ei, (uint32_t **)&a->Ev, &a->pl};
+  const size_t words[] = {nb, nb, nb, (size_t)nb + 1, kShort, kShort, kShort, kShort, 4 * (size_t)kShort, tile};
+  for (int k = 0; k < 10; k++) {
     if (base) *w[k] = (uint32_t *)(base + off);
     off = al16(off + words[k] * 4u);
   }
@@ -154,46 +153,18 @@ __device__ __forceinline__ uint32_t hash8(const P8 &p, const Frame &f, const uin
   return psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
 }
 
-/* Fold coordinate word x of axis ax (word w of the tile is axis w % 3) into the bbox keys k6. */
-__device__ __forceinline__ void key1(uint32_t k6[6], uint32_t ax, float x) {
-  const uint32_t key = psh_f2key(x);
-  /* selects, not k6[ax]: a run-time index would put k6 in local memory */
-  k6[0] = ax == 0 ? min(k6[0], key) : k6[0];
-  k6[1] = ax == 1 ? min(k6[1], key) : k6[1];
-  k6[2] = ax == 2 ? min(k6[2], key) : k6[2];
-  k6[3] = ax == 0 ? min(k6[3], ~key) : k6[3];
-  k6[4] = ax == 1 ? min(k6[4], ~key) : k6[4];
-  k6[5] = ax == 2 ? min(k6[5], ~key) : k6[5];
-}
-/* The same for the 4 consecutive words w .. w + 3. */
-__device__ __forceinline__ void keys4(uint32_t k6[6], uint32_t w, float4 x) {
-  const uint32_t a0 = w % 3u, a1 = a0 == 2 ? 0u : a0 + 1u, a2 = a1 == 2 ? 0u : a1 + 1u;
-  key1(k6, a0, x.x);
-  key1(k6, a1, x.y);
-  key1(k6, a2, x.z);
-  key1(k6, a0, x.w);
-}
-
-/* Phase 1's copy of the tile's coordinates (3 * cnt words from xyz + 3 * lo) into shared memory with 16-byte
- * loads, all of a thread's loads in flight at once (up to 4 per round), and the tile's bbox keys from the
- * same registers. xs is the carved array shifted by 0-3 words so that xs[w] and the global word w share their
- * 16-byte alignment phase: the body is 16-byte loads and stores; the 0-3 head words and the 0-3 tail words go
- * one by one. Returns the shifted xs (every later phase indexes it as xs[3 q + d]). */
-__device__ __forceinline__ float *tile_xyz(const float *g, uint32_t cnt, float *xs_carved, uint32_t k6[6]) {
+/* Phase 1's copy of the tile's coordinates (3 * cnt words from g) into shared memory with 16-byte loads, all of
+ * a thread's loads in flight at once (up to 4 per round). xs is the carved array shifted by 0-3 words so that
+ * xs[w] and the global word w share their 16-byte alignment phase: the body is 16-byte loads and stores; the
+ * 0-3 head words and the 0-3 tail words go one by one. Returns the shifted xs (every later phase indexes it as
+ * xs[3 q + d]); the caller's barrier publishes it. */
+__device__ __forceinline__ float *tile_xyz(const float *g, uint32_t cnt, float *xs_carved) {
   const uint32_t tid = threadIdx.x, W = 3u * cnt;
   const uint32_t head = (uint32_t)((16u - ((uintptr_t)g & 15u)) & 15u) >> 2; /* words before a 16-byte boundary */
   float *xs = xs_carved + ((4u - head) & 3u);
   const uint32_t hw = min(head, W), nq = (W - hw) / 4u, t0 = hw + 4u * nq;
-  if (tid < hw) {
-    const float x = __ldg(g + tid);
-    xs[tid] = x;
-    key1(k6, tid % 3u, x);
-  }
-  if (tid < W - t0) {
-    const float x = __ldg(g + t0 + tid);
-    xs[t0 + tid] = x;
-    key1(k6, (t0 + tid) % 3u, x);
-  }
+  if (tid < hw) xs[tid] = __ldg(g + tid);
+  if (tid < W - t0) xs[t0 + tid] = __ldg(g + t0 + tid);
   const float4 *g4 = (const float4 *)(g + hw);
   float4 *x4 = (float4 *)(xs + hw);
   for (uint32_t f0 = tid; f0 < nq; f0 += 4u * kT8) {
@@ -204,13 +175,8 @@ __device__ __forceinline__ float *tile_xyz(const float *g, uint32_t cnt, float *
       r[u] = f < nq ? __ldg(g4 + f) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
 #pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const uint32_t f = f0 + (uint32_t)u * kT8;
-      if (f < nq) {
-        x4[f] = r[u];
-        keys4(k6, hw + 4u * f, r[u]);
-      }
-    }
+    for (int u = 0; u < 4; u++)
+      if (f0 + (uint32_t)u * kT8 < nq) x4[f0 + (uint32_t)u * kT8] = r[u];
   }
   return xs;
 }
@@ -229,74 +195,84 @@ __device__ __forceinline__ void init_state8(const P8 &p) {
   if (gt < PSH_NCOUNTERS && p.counters_out) p.counters_out[gt] = 0; /* phase 3 adds after barrier 2 */
 }
 
-/* A short-list entry as phase 3 reads it (list position = thread): loaded speculatively together with the
- * list length, so one L2 round trip serves both. */
-struct Entry {
-  uint32_t i;    /* point */
-  uint4 cand;    /* kCand 16-bit probe buckets (kNoCand past the last) */
-  uint32_t nk;   /* probe index after them */
-};
-
 /* Phase 3, short list: resolve the whole overflow list of cloud c in this block (module header). On entry
- * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2, and en = this
- * thread's list entry (valid when tid < n_ovf). On exit a.A[j] = count after probing and the leftovers'
- * placements; a.F holds the free-slot scan when R > 0; the listed points of this tile have bucket/offset
- * stored (visible to the block after its next barrier). Returns R, the cloud's leftover count (uniform).
- * The probes come from the candidates phase 2 stored with the entry (first kCand probe buckets that are
- * not the home bucket, in probe order); past them the probes are computed here from ovk on, which needs
- * the point's voxel (loaded then). */
+ * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2, and i_e = list
+ * entry tid (read with the list length; meaningful when tid < n_ovf). On exit a.A[j] = count after probing and
+ * the leftovers' placements; a.F holds the free-slot scan when R > 0; the listed points of this tile have
+ * bucket/offset stored (visible to the block after its next barrier). Returns R, the cloud's leftover count.
+ * Each round: every searching entry finds its first probe with room from its probe index on, kGroup lanes per
+ * entry evaluating kGroup probes at once (the lowest with room wins: the serial rule); then thread e ranks
+ * entry e among the entries that chose the same bucket, in list order, and the first `room` are placed.
+ * States (Es): 0 searching, 1 candidate chosen, 2 leftover, 3 no entry (past the list, or another cloud's),
+ * 4 placed. */
 __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, const Frame &f,
-                                                  uint32_t n_ovf, const Entry &en) {
-  const uint32_t tid = threadIdx.x, nb = p.nb, c = t.c, S = p.cap;
-  /* one list entry per thread, in list order; entries of other clouds take no part */
-  const bool mine = tid < n_ovf && (p.nclouds == 1 || cloud_of(p.off, p.nclouds, en.i) == c);
-  const uint32_t i = en.i;
-  const uint32_t cw[4] = {en.cand.x, en.cand.y, en.cand.z, en.cand.w};
+                                                  uint32_t n_ovf, uint32_t i_e) {
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, nb = p.nb, c = t.c, S = p.cap;
+  /* entry tid: its voxel and home bucket, once */
+  uint32_t st = 3;
+  if (tid < n_ovf && (p.nclouds == 1 || cloud_of(p.off, p.nclouds, i_e) == c)) {
+    uint32_t v[3];
+    voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i_e), __ldg(p.xyz + 3 * (size_t)i_e + 1), __ldg(p.xyz + 3 * (size_t)i_e + 2), v);
+    a.Ev[tid] = make_uint4(v[0], v[1], v[2], hash8(p, f, v));
+    a.Ei[tid] = i_e;
+    st = 0;
+  }
+  a.Es[tid] = st; /* kShort == kT8: one entry slot per thread */
+  a.Ek[tid] = 0;
+  a.E[tid] = kNone;
   for (uint32_t j = tid; j < nb; j += kT8) a.B[j] = 0; /* candidate counts per bucket */
-  uint32_t jc = 0, k = en.nk, cand = 0, off = 0, home = 0, v[3] = {0, 0, 0};
-  bool have_v = false;
-  int state = mine ? 0 : 3; /* 0 unplaced, 1 placed, 2 leftover, 3 no entry */
-  __syncthreads(); /* B zeroed, A loaded (by the caller) -> the rounds */
+  const uint32_t passes = (n_ovf + kGroups - 1) / kGroups;
+  uint32_t cand = 0, off = 0;
+  __syncthreads(); /* entries, B zeroed, A loaded (by the caller) -> the rounds */
   for (;;) {
-    /* advance: the first candidate from jc on whose bucket has room now, then the computed probes from k on
-     * (A is stable during this step) */
-    if (state == 0) {
-      bool found = false;
-#pragma unroll
-      for (uint32_t jj = 0; jj < kCand; jj++) { /* compile-time indices: cw stays in registers */
-        const uint32_t h = jj & 1u ? cw[jj >> 1] >> 16 : cw[jj >> 1] & 0xFFFFu;
-        if (!found && jj >= jc && h != kNoCand && a.A[h] > 0) {
-          found = true;
-          cand = h;
-          jc = jj;
-        }
+    /* search (A is stable during it): group g of kGroup lanes takes entry ps * kGroups + g */
+    for (uint32_t ps = 0; ps < passes; ps++) { /* block-uniform */
+      const uint32_t e = ps * kGroups + tid / kGroup, l = tid % kGroup;
+      bool need = e < n_ovf && a.Es[e] == 0;
+      uint32_t k0 = 0, i = 0, v[3] = {0, 0, 0}, home = 0;
+      if (need) {
+        const uint4 ev = a.Ev[e];
+        v[0] = ev.x, v[1] = ev.y, v[2] = ev.z, home = ev.w;
+        k0 = a.Ek[e];
+        i = a.Ei[e];
       }
-      if (!found) {
-        jc = kCand;
-        if (!have_v && k < p.nprobe) { /* rare: every stored candidate is full */
-          voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2), v);
-          home = hash8(p, f, v);
-          have_v = true;
+      while (__any_sync(0xFFFFFFFFu, need)) { /* warp-uniform */
+        const uint32_t kk = k0 + l;
+        bool room = false;
+        uint32_t h = 0;
+        if (need && kk < p.nprobe) {
+          h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[kk], f.step, f.bits, nb, p.seed, i, kk);
+          room = h != home && a.A[h] > 0;
         }
-        for (; k < p.nprobe; k++) {
-          const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, nb, p.seed, i, k);
-          if (h != home && a.A[h] > 0) {
-            cand = h;
-            found = true;
-            break;
+        const uint32_t gm = __ballot_sync(0xFFFFFFFFu, room) >> (lane & ~(kGroup - 1u)) & ((1u << kGroup) - 1u);
+        if (need) {
+          if (gm) {
+            if (l == (uint32_t)__ffs(gm) - 1u) { /* the lowest probe with room */
+              a.E[e] = h;
+              a.Ek[e] = kk;
+              a.Es[e] = 1;
+            }
+            need = false;
+          } else if (k0 + kGroup >= p.nprobe) {
+            if (l == 0) a.Es[e] = 2; /* no probe left: a leftover */
+            need = false;
+          } else {
+            k0 += kGroup;
           }
         }
-        if (!found) state = 2;
       }
     }
-    const bool act = state == 0;
-    a.E[tid] = act ? cand : kNone;
-    if (act) atomicAdd(&a.B[cand], 1u);
-    __syncthreads(); /* E, B complete; A unchanged -> ranking */
+    __syncthreads(); /* E, Es complete -> ranking, thread e = entry e */
+    const bool act = a.Es[tid] == 1u; /* every thread reads its own entry (tid < kShort) */
+    if (act) {
+      cand = a.E[tid];
+      atomicAdd(&a.B[cand], 1u);
+    }
+    __syncthreads(); /* B complete; A unchanged */
     bool acc = false;
     if (act) {
       uint32_t rank = 0;
-      if (a.B[cand] > 1u) { /* rare: several points chose one bucket this round: rank in list order */
+      if (a.B[cand] > 1u) { /* rare: several entries chose one bucket this round: rank in list order */
         const uint4 *E4 = (const uint4 *)a.E;
         for (uint32_t e4 = 0; e4 < tid / 4u; e4++) {
           const uint4 x = E4[e4];
@@ -308,18 +284,17 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
       acc = rank < room;
       off = S - room + rank;
     }
-    __syncthreads(); /* every read of A and B done -> updates */
+    __syncthreads(); /* every read of A, B and E done -> updates */
     if (act) {
       a.B[cand] = 0;
-      if (acc) {
-        atomicSub(&a.A[cand], 1u);
-        state = 1;
-      } /* else: the bucket is full now; the next round moves past it */
+      a.E[tid] = kNone;
+      if (acc) atomicSub(&a.A[cand], 1u);
+      a.Es[tid] = acc ? 4u : 0u; /* rejected: the bucket is full now; the next search moves past it */
     }
-    if (!__syncthreads_or(state == 0)) break; /* also orders the updates before the next round's reads */
+    if (!__syncthreads_or(act && !acc)) break; /* also orders the updates before the next search */
   }
-  const uint32_t lf = state == 2;
-  const uint32_t nprobed = (uint32_t)__syncthreads_count(state == 1);
+  const uint32_t est = a.Es[tid], lf = est == 2u;
+  const uint32_t nprobed = (uint32_t)__syncthreads_count(est == 4u);
   const uint32_t R = (uint32_t)__syncthreads_count(lf);
   /* A: room -> count after probing */
   for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
@@ -353,9 +328,9 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
       }
     if (lf) psh_resid_place(a.F, nb, S, lrank, &cand, &off);
   }
-  if ((state == 1 || state == 2) && i >= t.lo && i < t.hi) { /* this tile's listed points */
-    p.bucket[i] = c * nb + cand;
-    p.offset[i] = off;
+  if ((est == 4u || lf) && i_e >= t.lo && i_e < t.hi) { /* this tile's listed points */
+    p.bucket[i_e] = c * nb + cand;
+    p.offset[i_e] = off;
   }
   if (t.k == t.k0 && tid == 0 && p.counters_out) { /* the cloud's first tile adds its cloud's tallies */
     if (nprobed) atomicAdd(p.counters_out + 1, nprobed);
@@ -384,8 +359,15 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   float *xs = a.xs;
   if (has) {
     for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = 0;
+    xs = tile_xyz(p.xyz + 3 * (size_t)t.lo, cnt_t, a.xs);
+    __syncthreads(); /* xs complete -> the bbox keys */
     uint32_t k6[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
-    xs = tile_xyz(p.xyz + 3 * (size_t)t.lo, cnt_t, a.xs, k6);
+    for (uint32_t q = tid; q < cnt_t; q += kT8)
+      for (int d = 0; d < 3; d++) {
+        const uint32_t key = psh_f2key(xs[3 * q + d]);
+        k6[d] = min(k6[d], key);
+        k6[3 + d] = min(k6[3 + d], ~key);
+      }
     block_min6<kW8>(k6, sm.red);
     if (tid == 0)
       for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k6[e];
@@ -479,28 +461,6 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
         if ((int)lane == leader) base = atomicAdd(p.ctr + C_NOVF, (uint32_t)__popc(mo));
         base = __shfl_sync(0xFFFFFFFFu, base, leader);
         if (over) p.ovf[base + (uint32_t)__popc(mo & lanemask_lt())] = i;
-        /* each overflowing point of a short list gets its first kCand probe buckets (not the home bucket,
-         * probe order) stored with its entry, computed by the whole warp (lane k: probe k), so that phase 3
-         * in every block starts from them instead of the RNG, voxel and hash of each probe */
-        for (uint32_t m = mo; m; m &= m - 1u) { /* warp-uniform */
-          const int src = __ffs(m) - 1;
-          const uint32_t pos = base + (uint32_t)__popc(mo & ((1u << src) - 1u));
-          if (pos >= kShort) break; /* later lanes have later positions: past the short list too */
-          const uint32_t qs = __shfl_sync(0xFFFFFFFFu, q, src), hs = __shfl_sync(0xFFFFFFFFu, h, src);
-          uint32_t v[3];
-          voxel3(p, f, xs[3 * qs], xs[3 * qs + 1], xs[3 * qs + 2], v);
-          const bool in = lane < p.nprobe;
-          const uint32_t hk = in ? probe_bucket_fast((psh_hash)p.hash, v, p.probe[lane], f.step, f.bits, nb, p.seed,
-                                                     t.lo + qs, lane)
-                                 : hs;
-          const uint32_t cm = __ballot_sync(0xFFFFFFFFu, in && hk != hs);
-          const uint32_t r = (uint32_t)__popc(cm & lanemask_lt()), nc = (uint32_t)__popc(cm);
-          uint16_t *slots = (uint16_t *)(p.ovc + pos);
-          if ((cm >> lane & 1u) && r < kCand) slots[r] = (uint16_t)hk;
-          if ((cm >> lane & 1u) && r == kCand - 1u) p.ovk[pos] = lane + 1u; /* go on after the kCand-th */
-          if (nc < kCand && lane >= nc && lane < kCand) slots[lane] = (uint16_t)kNoCand;
-          if (nc < kCand && lane == 0) p.ovk[pos] = min(32u, p.nprobe); /* every computed probe is stored */
-        }
       }
     }
   }
@@ -509,10 +469,13 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   /* ---- 3: the overflow list ---- */
   /* the list length, and this thread's entry of a short list read at the same time (unused if past it) */
   const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF); /* grid-uniform */
-  Entry en;
-  en.i = tid <= p.n ? __ldcg(p.ovf + tid) : 0u; /* ovf has n + 1 words */
-  en.cand = __ldcg(p.ovc + tid);
-  en.nk = __ldcg(p.ovk + tid);
+  const uint32_t i_e = tid <= p.n ? __ldcg(p.ovf + tid) : 0u; /* ovf has n + 1 words */
+  uint32_t rl[kPer8]; /* the room of this thread's buckets, loaded before the branch (the short path uses it) */
+#pragma unroll
+  for (int q = 0; q < kPer8; q++) {
+    const uint32_t j = tid + (uint32_t)q * kT8;
+    rl[q] = has && j < nb ? __ldcg(gcnt + j) : 0u;
+  }
   uint32_t R = 0;
   if (n_ovf > kShort) {
     phase_probe_nt<kT8>(p, sm.full, sm.tally, n_ovf);
@@ -549,9 +512,13 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     }
   } else if (has) {
     if (blockIdx.x == 0 && tid == 0 && p.counters_out) p.counters_out[0] = p.n - n_ovf;
-    for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - __ldcg(gcnt + j); /* room */
+#pragma unroll
+    for (int q = 0; q < kPer8; q++) { /* room */
+      const uint32_t j = tid + (uint32_t)q * kT8;
+      if (j < nb) a.A[j] = S - rl[q];
+    }
     if (n_ovf > 0) {
-      R = resolve_short(p, sm, a, t, f, n_ovf, en);
+      R = resolve_short(p, sm, a, t, f, n_ovf, i_e);
       if (tr) p.trace[3] = gtimer(); /* the short list resolved (block 0) */
     } else {
       __syncthreads(); /* room complete */
@@ -628,13 +595,11 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
 }
 
 size_t layout(P8 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
-  uint32_t *tw = NULL, *cw = NULL, *kw = NULL;
-  uint32_t **const xslots[] = {&tw, &cw, &kw};
-  const size_t xwords[] = {2 * (size_t)kTrace, 4 * (size_t)kShort, kShort};
-  const size_t off = tiles_layout(q, base, nclouds, nb, n, 3, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
+  uint32_t *tw = NULL;
+  uint32_t **const xslots[] = {&tw};
+  const size_t xwords[] = {2 * (size_t)kTrace};
+  const size_t off = tiles_layout(q, base, nclouds, nb, n, 1, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
   q->trace = (unsigned long long *)tw;
-  q->ovc = (uint4 *)cw; /* 256-byte aligned */
-  q->ovk = kw;
   return off;
 }
 

@@ -85,6 +85,7 @@ inline unsigned __ballot_sync(unsigned mask, int pred) {
   uint64_t o[32]; emu_exchange(mask, pred ? 1 : 0, o);
   unsigned r = 0; for (int l = 0; l < 32; l++) if ((mask >> l & 1) && o[l]) r |= 1u << l; return r;
 }
+inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
 inline unsigned __match_any_sync(unsigned mask, unsigned v) {
   uint64_t o[32]; emu_exchange(mask, v, o);
   unsigned r = 0; for (int l = 0; l < 32; l++) if ((mask >> l & 1) && o[l] == v) r |= 1u << l; return r;
