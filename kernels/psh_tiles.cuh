@@ -155,19 +155,23 @@ __device__ __forceinline__ void voxel3(const P &p, const Frame &f, float x, floa
  * < 2^21, so x % step is the same in 32 bits (a mask when step is a power of two, as for Z-order-div)
  * instead of three 64-bit remainders, and |v + probe*step + jitter| < 2^24 fits an int32 whose low
  * `bits` bits are the same two's-complement wrap. Same bucket for every input. */
-__device__ __forceinline__ uint32_t probe_bucket_fast(psh_hash h, const uint32_t v[3], const int8_t probe[3],
-                                                      uint32_t step, uint32_t bits, uint32_t nb, uint64_t seed,
-                                                      uint64_t gidx, uint32_t pi) {
-  const uint64_t r = hx_rng_u64(seed, gidx, pi);
+/* The perturbed voxel w of probe `probe` given its random word r = hx_rng_u64(seed, point, probe index). */
+__device__ __forceinline__ void probe_voxel(const uint32_t v[3], const int8_t probe[3], uint32_t step, uint32_t bits,
+                                            uint64_t r, uint32_t w[3]) {
   const uint32_t mask = bits >= 32u ? 0xFFFFFFFFu : ((1u << bits) - 1u);
   const bool pow2 = (step & (step - 1u)) == 0u;
-  uint32_t w[3];
   for (int d = 0; d < 3; d++) {
     const uint32_t x = (uint32_t)(r >> (21 * d)) & 0x1FFFFFu;
     const int32_t jit = (int32_t)(pow2 ? (x & (step - 1u)) : x % step) - (int32_t)(step / 2u);
     const int32_t t = (int32_t)v[d] + (int32_t)probe[d] * (int32_t)step + jit;
     w[d] = (uint32_t)t & mask;
   }
+}
+__device__ __forceinline__ uint32_t probe_bucket_fast(psh_hash h, const uint32_t v[3], const int8_t probe[3],
+                                                      uint32_t step, uint32_t bits, uint32_t nb, uint64_t seed,
+                                                      uint64_t gidx, uint32_t pi) {
+  uint32_t w[3];
+  probe_voxel(v, probe, step, bits, hx_rng_u64(seed, gidx, pi), w);
   return psh_hash3(h, w[0], w[1], w[2], bits, nb);
 }
 

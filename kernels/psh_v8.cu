@@ -74,6 +74,7 @@ typedef cub::BlockScan<uint32_t, kT8> Scan8;
 
 struct P8 : Prm {
   unsigned long long *trace; /* [kTrace] %globaltimer stamps, psh_v5_trace's layout (slot 5 unused: 0) */
+  uint4 *ove;                /* [2 kShort] short-list entry e: (point, vx, vy, vz), (home, RNG base lo, hi, 0) */
   uint32_t smem_bytes;       /* dynamic shared memory of one block (the emulation sizes its buffer by it) */
 };
 
@@ -87,11 +88,11 @@ struct Sm8 {
 };
 
 /* The arrays after it: A, B, C: per-bucket words whose meaning changes by phase (see the kernel), F the
- * free-slot scan (nb + 1); the short list's entries: E candidate bucket, Es state, Ek probe index, Ei point,
- * Ev (vx, vy, vz, home); pl the tile's placements, xs its xyz, so its sorted order (local indices). */
+ * free-slot scan (nb + 1); the short list's entries: E candidate bucket, Es state, Ek probe index, Ev and Eb
+ * the entry's two records (ove); pl the tile's placements, xs its xyz, so its sorted order (local indices). */
 struct Arr8 {
-  uint32_t *A, *B, *C, *F, *E, *Es, *Ek, *Ei, *pl;
-  uint4 *Ev;
+  uint32_t *A, *B, *C, *F, *E, *Es, *Ek, *pl;
+  uint4 *Ev, *Eb;
   float *xs;
   uint16_t *so;
 };
@@ -101,8 +102,8 @@ __host__ __device__ inline size_t al16(size_t x) { return (x + 15u) & ~(size_t)1
 /* Carve the arrays out of base (NULL: sizes only); returns the bytes used. Host and device agree. */
 __host__ __device__ inline size_t carve8(unsigned char *base, uint32_t nb, uint32_t tile, Arr8 *a) {
   size_t off = al16(sizeof(Sm8));
-  uint32_t **w[] = {&a->A, &a->B, &a->C, &a->F, &a->E, &a->Es, &a->Ek, &a->Ei, (uint32_t **)&a->Ev, &a->pl};
-  const size_t words[] = {nb, nb, nb, (size_t)nb + 1, kShort, kShort, kShort, kShort, 4 * (size_t)kShort, tile};
+  uint32_t **w[] = {&a->A, &a->B, &a->C, &a->F, &a->E, &a->Es, &a->Ek, (uint32_t **)&a->Ev, (uint32_t **)&a->Eb, &a->pl};
+  const size_t words[] = {nb, nb, nb, (size_t)nb + 1, kShort, kShort, kShort, 4 * (size_t)kShort, 4 * (size_t)kShort, tile};
   for (int k = 0; k < 10; k++) {
     if (base) *w[k] = (uint32_t *)(base + off);
     off = al16(off + words[k] * 4u);
@@ -153,6 +154,12 @@ __device__ __forceinline__ uint32_t hash8(const P8 &p, const Frame &f, const uin
   return psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
 }
 
+/* hx_rng_u64(seed, stream, counter) = hx_mix64(base + counter) with this per-point base: the probes of one point
+ * then cost one mix each (harness.h's definition, split). */
+__device__ __forceinline__ uint64_t rng_base(uint64_t seed, uint64_t stream) {
+  return hx_mix64(seed ^ hx_mix64(stream + 0x632BE59BD9B4E019ull));
+}
+
 /* Phase 1's copy of the tile's coordinates (3 * cnt words from g) into shared memory with 16-byte loads, all of
  * a thread's loads in flight at once (up to 4 per round). xs is the carved array shifted by 0-3 words so that
  * xs[w] and the global word w share their 16-byte alignment phase: the body is 16-byte loads and stores; the
@@ -196,8 +203,8 @@ __device__ __forceinline__ void init_state8(const P8 &p) {
 }
 
 /* Phase 3, short list: resolve the whole overflow list of cloud c in this block (module header). On entry
- * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2, and i_e = list
- * entry tid (read with the list length; meaningful when tid < n_ovf). On exit a.A[j] = count after probing and
+ * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2, and r0, r1 = list
+ * entry tid's records (P8::ove, read with the list length; meaningful when tid < n_ovf). On exit a.A[j] = count after probing and
  * the leftovers' placements; a.F holds the free-slot scan when R > 0; the listed points of this tile have
  * bucket/offset stored (visible to the block after its next barrier). Returns R, the cloud's leftover count.
  * Each round: every searching entry finds its first probe with room from its probe index on, kGroup lanes per
@@ -206,15 +213,14 @@ __device__ __forceinline__ void init_state8(const P8 &p) {
  * States (Es): 0 searching, 1 candidate chosen, 2 leftover, 3 no entry (past the list, or another cloud's),
  * 4 placed. */
 __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, const Frame &f,
-                                                  uint32_t n_ovf, uint32_t i_e) {
+                                                  uint32_t n_ovf, uint4 r0, uint4 r1) {
   const uint32_t tid = threadIdx.x, lane = tid & 31u, nb = p.nb, c = t.c, S = p.cap;
-  /* entry tid: its voxel and home bucket, once */
+  const uint32_t i_e = r0.x;
+  /* entry tid: its records (point, voxel, home, RNG base), written by the point's own thread in phase 2 */
   uint32_t st = 3;
   if (tid < n_ovf && (p.nclouds == 1 || cloud_of(p.off, p.nclouds, i_e) == c)) {
-    uint32_t v[3];
-    voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i_e), __ldg(p.xyz + 3 * (size_t)i_e + 1), __ldg(p.xyz + 3 * (size_t)i_e + 2), v);
-    a.Ev[tid] = make_uint4(v[0], v[1], v[2], hash8(p, f, v));
-    a.Ei[tid] = i_e;
+    a.Ev[tid] = r0;
+    a.Eb[tid] = r1;
     st = 0;
   }
   a.Es[tid] = st; /* kShort == kT8: one entry slot per thread */
@@ -229,19 +235,22 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
     for (uint32_t ps = 0; ps < passes; ps++) { /* block-uniform */
       const uint32_t e = ps * kGroups + tid / kGroup, l = tid % kGroup;
       bool need = e < n_ovf && a.Es[e] == 0;
-      uint32_t k0 = 0, i = 0, v[3] = {0, 0, 0}, home = 0;
+      uint32_t k0 = 0, v[3] = {0, 0, 0}, home = 0;
+      uint64_t base = 0;
       if (need) {
-        const uint4 ev = a.Ev[e];
-        v[0] = ev.x, v[1] = ev.y, v[2] = ev.z, home = ev.w;
+        const uint4 ev = a.Ev[e], eb = a.Eb[e];
+        v[0] = ev.y, v[1] = ev.z, v[2] = ev.w, home = eb.x;
+        base = (uint64_t)eb.z << 32 | eb.y;
         k0 = a.Ek[e];
-        i = a.Ei[e];
       }
       while (__any_sync(0xFFFFFFFFu, need)) { /* warp-uniform */
         const uint32_t kk = k0 + l;
         bool room = false;
         uint32_t h = 0;
         if (need && kk < p.nprobe) {
-          h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[kk], f.step, f.bits, nb, p.seed, i, kk);
+          uint32_t w[3];
+          probe_voxel(v, p.probe[kk], f.step, f.bits, hx_mix64(base + kk), w); /* = hx_rng_u64(seed, i, kk) */
+          h = hash8(p, f, w);
           room = h != home && a.A[h] > 0;
         }
         const uint32_t gm = __ballot_sync(0xFFFFFFFFu, room) >> (lane & ~(kGroup - 1u)) & ((1u << kGroup) - 1u);
@@ -251,6 +260,7 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
               a.E[e] = h;
               a.Ek[e] = kk;
               a.Es[e] = 1;
+              atomicAdd(&a.B[h], 1u); /* entries choosing h this round */
             }
             need = false;
           } else if (k0 + kGroup >= p.nprobe) {
@@ -262,13 +272,9 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
         }
       }
     }
-    __syncthreads(); /* E, Es complete -> ranking, thread e = entry e */
+    __syncthreads(); /* E, Es, B complete; A unchanged -> ranking, thread e = entry e */
     const bool act = a.Es[tid] == 1u; /* every thread reads its own entry (tid < kShort) */
-    if (act) {
-      cand = a.E[tid];
-      atomicAdd(&a.B[cand], 1u);
-    }
-    __syncthreads(); /* B complete; A unchanged */
+    if (act) cand = a.E[tid];
     bool acc = false;
     if (act) {
       uint32_t rank = 0;
@@ -460,7 +466,15 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
         uint32_t base = 0;
         if ((int)lane == leader) base = atomicAdd(p.ctr + C_NOVF, (uint32_t)__popc(mo));
         base = __shfl_sync(0xFFFFFFFFu, base, leader);
-        if (over) p.ovf[base + (uint32_t)__popc(mo & lanemask_lt())] = i;
+        const uint32_t pos = base + (uint32_t)__popc(mo & lanemask_lt());
+        if (over) p.ovf[pos] = i;
+        if (over && pos < kShort) { /* a short list's records: phase 3 then needs no load of this point */
+          uint32_t v[3];
+          voxel3(p, f, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
+          const uint64_t rb = rng_base(p.seed, i);
+          p.ove[2 * pos] = make_uint4(i, v[0], v[1], v[2]);
+          p.ove[2 * pos + 1] = make_uint4(h, (uint32_t)rb, (uint32_t)(rb >> 32), 0u);
+        }
       }
     }
   }
@@ -469,7 +483,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   /* ---- 3: the overflow list ---- */
   /* the list length, and this thread's entry of a short list read at the same time (unused if past it) */
   const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF); /* grid-uniform */
-  const uint32_t i_e = tid <= p.n ? __ldcg(p.ovf + tid) : 0u; /* ovf has n + 1 words */
+  const uint4 r0 = __ldcg(p.ove + 2 * tid), r1 = __ldcg(p.ove + 2 * tid + 1); /* entry tid's records (if any) */
   uint32_t rl[kPer8]; /* the room of this thread's buckets, loaded before the branch (the short path uses it) */
 #pragma unroll
   for (int q = 0; q < kPer8; q++) {
@@ -518,7 +532,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
       if (j < nb) a.A[j] = S - rl[q];
     }
     if (n_ovf > 0) {
-      R = resolve_short(p, sm, a, t, f, n_ovf, i_e);
+      R = resolve_short(p, sm, a, t, f, n_ovf, r0, r1);
       if (tr) p.trace[3] = gtimer(); /* the short list resolved (block 0) */
     } else {
       __syncthreads(); /* room complete */
@@ -595,11 +609,12 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
 }
 
 size_t layout(P8 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
-  uint32_t *tw = NULL;
-  uint32_t **const xslots[] = {&tw};
-  const size_t xwords[] = {2 * (size_t)kTrace};
-  const size_t off = tiles_layout(q, base, nclouds, nb, n, 1, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
+  uint32_t *tw = NULL, *ew = NULL;
+  uint32_t **const xslots[] = {&tw, &ew};
+  const size_t xwords[] = {2 * (size_t)kTrace, 8 * (size_t)kShort};
+  const size_t off = tiles_layout(q, base, nclouds, nb, n, 2, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
   q->trace = (unsigned long long *)tw;
+  q->ove = (uint4 *)ew; /* 256-byte aligned */
   return off;
 }
 
