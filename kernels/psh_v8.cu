@@ -89,8 +89,9 @@ struct Sm8 {
 
 /* The arrays after it: A, B, C: per-bucket words whose meaning changes by phase (see the kernel), F the
  * free-slot scan (nb + 1); the short list's entries: E candidate bucket, Es state, Ek probe index, Ev and Eb
- * the entry's two records (ove); pl the tile's placements, sr the row of each sorted position (phase 4), xs
- * its xyz, so its sorted order (local index at each position) and sp the inverse (position of each point). */
+ * the entry's two records (ove), all five only in phase 3; sr the row of each sorted position, only in phase 4
+ * (it shares their bytes); pl the tile's placements, xs its xyz (in input order until the end of phase 2,
+ * then in the tile's bucket order), so its sorted order (local index at each position) and sp the inverse. */
 struct Arr8 {
   uint32_t *A, *B, *C, *F, *E, *Es, *Ek, *pl, *sr;
   uint4 *Ev, *Eb;
@@ -103,14 +104,18 @@ __host__ __device__ inline size_t al16(size_t x) { return (x + 15u) & ~(size_t)1
 /* Carve the arrays out of base (NULL: sizes only); returns the bytes used. Host and device agree. */
 __host__ __device__ inline size_t carve8(unsigned char *base, uint32_t nb, uint32_t tile, Arr8 *a) {
   size_t off = al16(sizeof(Sm8));
-  uint32_t **w[] = {&a->A, &a->B, &a->C, &a->F, &a->E, &a->Es, &a->Ek, (uint32_t **)&a->Ev, (uint32_t **)&a->Eb, &a->pl,
-                    &a->sr};
-  const size_t words[] = {nb, nb, nb, (size_t)nb + 1, kShort, kShort, kShort, 4 * (size_t)kShort, 4 * (size_t)kShort, tile,
-                          tile};
-  for (int k = 0; k < 11; k++) {
+  uint32_t **w[] = {&a->A, &a->B, &a->C, &a->F, &a->E, &a->Es, &a->Ek, (uint32_t **)&a->Ev, (uint32_t **)&a->Eb};
+  const size_t words[] = {nb, nb, nb, (size_t)nb + 1, kShort, kShort, kShort, 4 * (size_t)kShort, 4 * (size_t)kShort};
+  size_t u0 = 0; /* where the phase-3 entry arrays start ... */
+  for (int k = 0; k < 9; k++) {
+    if (k == 4) u0 = off;
     if (base) *w[k] = (uint32_t *)(base + off);
     off = al16(off + words[k] * 4u);
   }
+  if (base) a->sr = (uint32_t *)(base + u0); /* ... and phase 4's row array reuses their bytes */
+  off = off > al16(u0 + (size_t)tile * 4u) ? off : al16(u0 + (size_t)tile * 4u);
+  if (base) a->pl = (uint32_t *)(base + off);
+  off = al16(off + (size_t)tile * 4u);
   if (base) a->xs = (float *)(base + off); /* the kernel shifts it by 0-3 words: see tile_xyz */
   off = al16(off + (size_t)tile * 12u + 16u);
   if (base) a->so = (uint16_t *)(base + off);
@@ -484,7 +489,20 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
       }
     }
   }
-  grid_sync(); /* every commit and roll-back, the list and its length -> phase 3 */
+  if (has) {
+    __syncthreads(); /* so/sp complete, and every read of xs in input order (hash, records) done */
+    /* xs -> the tile's bucket order, from L2 (phase 1 read the same lines), so that phase 4 stores the
+     * coordinates from consecutive shared words */
+    for (uint32_t k = 0; k < p.ipt; k++) {
+      const uint32_t q = k * kT8 + tid;
+      if (q >= cnt_t) break;
+      const size_t g = 3 * ((size_t)t.lo + q);
+      const float x0 = __ldg(p.xyz + g), x1 = __ldg(p.xyz + g + 1), x2 = __ldg(p.xyz + g + 2);
+      const uint32_t pos = a.sp[q];
+      xs[3 * pos] = x0, xs[3 * pos + 1] = x1, xs[3 * pos + 2] = x2;
+    }
+  }
+  grid_sync(); /* every commit and roll-back, the list and its length -> phase 3 (xs sorted) */
   if (tr) p.trace[2] = p.trace[3] = gtimer();
   /* ---- 3: the overflow list ---- */
   /* the list length, and this thread's entry of a short list read at the same time (unused if past it) */
@@ -576,7 +594,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     p.slot[i] = s;
     p.perm[s] = i;
     if (p.xyz_out)
-      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)s + d] = xs[3 * q + d];
+      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)s + d] = xs[3 * a.sp[q] + d]; /* xs is sorted now */
   }
   /* first-hash points: slot in input order (coalesced), and the row of each sorted position (kNone: a listed
    * point, written above) */
@@ -589,15 +607,27 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     a.sr[a.sp[q]] = row;
   }
   __syncthreads(); /* sr complete */
-  /* ... and perm / xyz_out in the tile's bucket order: consecutive threads take consecutive sorted positions,
-   * which are consecutive rows of a bucket (runs); two independent shared loads per position, no shuffles
-   * (ncu: the shuffled 96-float layout of the first cut was bound by MIO/shared-memory waits, not by stores) */
-  for (uint32_t pos = tid; pos < cnt_t; pos += kT8) {
-    const uint32_t row = a.sr[pos], q = a.so[pos];
-    if (row == kNone) continue;
-    p.perm[row] = t.lo + q;
+  /* ... and perm / xyz_out in the tile's bucket order: a warp takes 32 consecutive sorted positions, which are
+   * consecutive rows of a bucket (runs); its coordinates are 96 consecutive shared words (xs is sorted), stored
+   * as 3 x 32 consecutive output floats per run, so the stores touch few lines per instruction. ncu: one
+   * thread per position with 3 strided stores doubled the store wavefronts (L1TEX, shared with the shared
+   * loads); shuffles instead of the sorted copy cost MIO throughput. */
+  const uint32_t warp = tid >> 5;
+  for (uint32_t b0 = warp * 32u; b0 < cnt_t; b0 += kT8) { /* warp-uniform */
+    const uint32_t pos = b0 + lane;
+    if (pos < cnt_t) {
+      const uint32_t row = a.sr[pos];
+      if (row != kNone) p.perm[row] = t.lo + a.so[pos];
+    }
     if (p.xyz_out)
-      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)row + d] = xs[3 * q + d];
+#pragma unroll
+      for (uint32_t m = 0; m < 3; m++) { /* float e of the warp's run: coordinate e % 3 of position b0 + e / 3 */
+        const uint32_t e = lane + 32u * m, pe = b0 + e / 3u;
+        if (pe < cnt_t) {
+          const uint32_t row = a.sr[pe];
+          if (row != kNone) p.xyz_out[3 * (size_t)row + (e - 3u * (e / 3u))] = xs[3 * b0 + e];
+        }
+      }
   }
   if (tr) p.trace[4] = gtimer();
   __syncthreads(); /* the block's stores are issued -> its end time */
