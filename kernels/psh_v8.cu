@@ -90,8 +90,8 @@ struct Sm8 {
 /* The arrays after it: A, B, C: per-bucket words whose meaning changes by phase (see the kernel), F the
  * free-slot scan (nb + 1); the short list's entries: E candidate bucket, Es state, Ek probe index, Ev and Eb
  * the entry's two records (ove), all five only in phase 3; sr the row of each sorted position, only in phase 4
- * (it shares their bytes); pl the tile's placements, xs its xyz (in input order until the end of phase 2,
- * then in the tile's bucket order), so its sorted order (local index at each position) and sp the inverse. */
+ * (it shares their bytes); pl the tile's placements, xs its xyz, so its sorted order (local index at each
+ * position) and sp the inverse. */
 struct Arr8 {
   uint32_t *A, *B, *C, *F, *E, *Es, *Ek, *pl, *sr;
   uint4 *Ev, *Eb;
@@ -489,20 +489,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
       }
     }
   }
-  if (has) {
-    __syncthreads(); /* so/sp complete, and every read of xs in input order (hash, records) done */
-    /* xs -> the tile's bucket order, from L2 (phase 1 read the same lines), so that phase 4 stores the
-     * coordinates from consecutive shared words */
-    for (uint32_t k = 0; k < p.ipt; k++) {
-      const uint32_t q = k * kT8 + tid;
-      if (q >= cnt_t) break;
-      const size_t g = 3 * ((size_t)t.lo + q);
-      const float x0 = __ldg(p.xyz + g), x1 = __ldg(p.xyz + g + 1), x2 = __ldg(p.xyz + g + 2);
-      const uint32_t pos = a.sp[q];
-      xs[3 * pos] = x0, xs[3 * pos + 1] = x1, xs[3 * pos + 2] = x2;
-    }
-  }
-  grid_sync(); /* every commit and roll-back, the list and its length -> phase 3 (xs sorted) */
+  grid_sync(); /* every commit and roll-back, the list and its length -> phase 3 */
   if (tr) p.trace[2] = p.trace[3] = gtimer();
   /* ---- 3: the overflow list ---- */
   /* the list length, and this thread's entry of a short list read at the same time (unused if past it) */
@@ -594,7 +581,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     p.slot[i] = s;
     p.perm[s] = i;
     if (p.xyz_out)
-      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)s + d] = xs[3 * a.sp[q] + d]; /* xs is sorted now */
+      for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)s + d] = xs[3 * q + d];
   }
   /* first-hash points: slot in input order (coalesced), and the row of each sorted position (kNone: a listed
    * point, written above) */
@@ -608,26 +595,37 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   }
   __syncthreads(); /* sr complete */
   /* ... and perm / xyz_out in the tile's bucket order: a warp takes 32 consecutive sorted positions, which are
-   * consecutive rows of a bucket (runs); its coordinates are 96 consecutive shared words (xs is sorted), stored
-   * as 3 x 32 consecutive output floats per run, so the stores touch few lines per instruction. ncu: one
-   * thread per position with 3 strided stores doubled the store wavefronts (L1TEX, shared with the shared
-   * loads); shuffles instead of the sorted copy cost MIO throughput. */
+   * consecutive rows of a bucket (runs), and stores their coordinates as 96 consecutive output floats per run
+   * (float e: coordinate e % 3 of position b0 + e / 3), so its stores touch few lines (one thread per position
+   * with 3 strided stores doubled the store wavefronts, which share the L1TEX unit with the shared loads). All
+   * shared loads of an iteration are issued before its first store: the compiler does not move shared loads
+   * above global stores, and a load -> store -> load chain left the loop waiting on each load (ncu). */
   const uint32_t warp = tid >> 5;
+  uint32_t dm[3], em[3];
+#pragma unroll
+  for (uint32_t m = 0; m < 3; m++) {
+    const uint32_t e = lane + 32u * m;
+    em[m] = e / 3u;
+    dm[m] = e - 3u * em[m];
+  }
   for (uint32_t b0 = warp * 32u; b0 < cnt_t; b0 += kT8) { /* warp-uniform */
     const uint32_t pos = b0 + lane;
-    if (pos < cnt_t) {
-      const uint32_t row = a.sr[pos];
-      if (row != kNone) p.perm[row] = t.lo + a.so[pos];
+    const uint32_t row = pos < cnt_t ? a.sr[pos] : kNone, q = pos < cnt_t ? a.so[pos] : 0u;
+    uint32_t rm[3], qm[3];
+#pragma unroll
+    for (int m = 0; m < 3; m++) {
+      const uint32_t pe = b0 + em[m];
+      rm[m] = pe < cnt_t ? a.sr[pe] : kNone;
+      qm[m] = pe < cnt_t ? a.so[pe] : 0u;
     }
+    float xm[3];
+#pragma unroll
+    for (int m = 0; m < 3; m++) xm[m] = xs[3 * qm[m] + dm[m]];
+    if (row != kNone) p.perm[row] = t.lo + q;
     if (p.xyz_out)
 #pragma unroll
-      for (uint32_t m = 0; m < 3; m++) { /* float e of the warp's run: coordinate e % 3 of position b0 + e / 3 */
-        const uint32_t e = lane + 32u * m, pe = b0 + e / 3u;
-        if (pe < cnt_t) {
-          const uint32_t row = a.sr[pe];
-          if (row != kNone) p.xyz_out[3 * (size_t)row + (e - 3u * (e / 3u))] = xs[3 * b0 + e];
-        }
-      }
+      for (int m = 0; m < 3; m++)
+        if (rm[m] != kNone) p.xyz_out[3 * (size_t)rm[m] + dm[m]] = xm[m];
   }
   if (tr) p.trace[4] = gtimer();
   __syncthreads(); /* the block's stores are issued -> its end time */
