@@ -25,19 +25,28 @@
  *      probe. That is a linearisation of Alg. 2's racing (a point only skips buckets that are full at the
  *      moment it is placed), so "first probe with room" holds per point. Points that exhaust the probes
  *      are the cloud's leftovers, numbered in list order (the overflow policy of kernels.h). Each block
- *      writes the placements of its own tile's listed points.
+ *      writes the placements of its own tile's listed points. The probes of an entry are searched by 8
+ *      lanes at once; each entry carries records written by its own thread in phase 2 (voxel, home
+ *      bucket, the per-point half of the probe RNG), read with the list length.
  *      Long list (div hashes, Z-order-mod on lidar): v5's thread-per-point phase C (psh_tiles.cuh) on the
  *      global counters, then grid barrier 3, then leftovers from the tickets as v7.
  *   4  the cloud's scans (free slots when there are leftovers, then the bucket starts) in every block; the
- *      cloud's first tile publishes bucket_start / bucket_count; slot (coalesced) and the row of each sorted
- *      position (shared memory); perm and xyz_out written in the tile's bucket order: consecutive positions
- *      of the sorted tile are consecutive rows of one bucket, so a warp's stores form runs instead of 32
- *      random rows. Listed (non-first-hash) points are written one by one.
+ *      cloud's first tile publishes bucket_start / bucket_count; slot (coalesced); perm and xyz_out written
+ *      in the tile's bucket order: consecutive positions of the sorted tile are consecutive rows of one
+ *      bucket, so a warp's stores form runs (xyz_out as 96 consecutive floats per warp instruction, spread
+ *      over the runs) instead of 32 random rows. Listed (non-first-hash) points are written one by one.
  * Shared memory (dynamic, sized by the launcher): the tile's xyz (12 B/point), placements (4), sorted order
- * (2), five bucket arrays (4 nb each) and the short list's candidates; at 600k (tile 5120, nb 2048) ~136 KB.
- * Falls back to v7 where it cannot run (nb > 4096, S > 2^20, no cooperative launch, too many points for one
- * wave of tiles that fit in shared memory).
- * Written 2026-11-25 offline; checked in the host emulation (kernels/dev/emu) before any GPU run.
+ * (2), the bucket arrays (4 nb words each) and the short list's entries; ~177 KB at 600k (tile 5120, nb
+ * 2048). Falls back to v7 where it cannot run (nb > 4096, S > 2^20, no cooperative launch, more points than
+ * one wave of tiles that fit in shared memory: about 0.9M per cloud batch at nb 2048 on 132 SMs).
+ * Measured (NOTES.md, session 5, 2026-11-25; this is the "fourth cut", commit e0b3f42): 600k lidar xor-mod
+ * 36.2 us graph on the H100 (v7 54.4) and ~36 on the H200 (v7 50.6); the fastest PSH there and on xor-div
+ * and zorder-div (probing dominates those). Phases at 600k xor-mod (H100): bbox 5.5, commit 10.3,
+ * resolution 7.3, rows 8.8 us. Tried after it and measured slower or no faster, then reverted (NOTES.md):
+ * one thread per sorted position in phase 4 (store wavefronts doubled), a bucket-ordered copy of xs before
+ * barrier 2 (+2 us), hoisted shared loads in phase 4 (phase 4 is L1TEX-throughput bound: MIO 47%), and a
+ * cheaper list-order ranking (-1.5 us in phase 3) whose build spilled into the long-list probe loop (+39%
+ * on xor-div). Written 2026-11-25 offline; every cut checked in the host emulation (kernels/dev/emu) first.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -89,14 +98,12 @@ struct Sm8 {
 
 /* The arrays after it: A, B, C: per-bucket words whose meaning changes by phase (see the kernel), F the
  * free-slot scan (nb + 1); the short list's entries: E candidate bucket, Es state, Ek probe index, Ev and Eb
- * the entry's two records (ove), all five only in phase 3; sr the row of each sorted position, only in phase 4
- * (it shares their bytes); pl the tile's placements, xs its xyz, so its sorted order (local index at each
- * position) and sp the inverse. */
+ * the entry's two records (ove); pl the tile's placements, xs its xyz, so its sorted order (local indices). */
 struct Arr8 {
-  uint32_t *A, *B, *C, *F, *E, *Es, *Ek, *pl, *sr;
+  uint32_t *A, *B, *C, *F, *E, *Es, *Ek, *pl;
   uint4 *Ev, *Eb;
   float *xs;
-  uint16_t *so, *sp;
+  uint16_t *so;
 };
 
 __host__ __device__ inline size_t al16(size_t x) { return (x + 15u) & ~(size_t)15u; }
@@ -104,23 +111,15 @@ __host__ __device__ inline size_t al16(size_t x) { return (x + 15u) & ~(size_t)1
 /* Carve the arrays out of base (NULL: sizes only); returns the bytes used. Host and device agree. */
 __host__ __device__ inline size_t carve8(unsigned char *base, uint32_t nb, uint32_t tile, Arr8 *a) {
   size_t off = al16(sizeof(Sm8));
-  uint32_t **w[] = {&a->A, &a->B, &a->C, &a->F, &a->E, &a->Es, &a->Ek, (uint32_t **)&a->Ev, (uint32_t **)&a->Eb};
-  const size_t words[] = {nb, nb, nb, (size_t)nb + 1, kShort, kShort, kShort, 4 * (size_t)kShort, 4 * (size_t)kShort};
-  size_t u0 = 0; /* where the phase-3 entry arrays start ... */
-  for (int k = 0; k < 9; k++) {
-    if (k == 4) u0 = off;
+  uint32_t **w[] = {&a->A, &a->B, &a->C, &a->F, &a->E, &a->Es, &a->Ek, (uint32_t **)&a->Ev, (uint32_t **)&a->Eb, &a->pl};
+  const size_t words[] = {nb, nb, nb, (size_t)nb + 1, kShort, kShort, kShort, 4 * (size_t)kShort, 4 * (size_t)kShort, tile};
+  for (int k = 0; k < 10; k++) {
     if (base) *w[k] = (uint32_t *)(base + off);
     off = al16(off + words[k] * 4u);
   }
-  if (base) a->sr = (uint32_t *)(base + u0); /* ... and phase 4's row array reuses their bytes */
-  off = off > al16(u0 + (size_t)tile * 4u) ? off : al16(u0 + (size_t)tile * 4u);
-  if (base) a->pl = (uint32_t *)(base + off);
-  off = al16(off + (size_t)tile * 4u);
   if (base) a->xs = (float *)(base + off); /* the kernel shifts it by 0-3 words: see tile_xyz */
   off = al16(off + (size_t)tile * 12u + 16u);
   if (base) a->so = (uint16_t *)(base + off);
-  off = al16(off + (size_t)tile * 2u);
-  if (base) a->sp = (uint16_t *)(base + off);
   off = al16(off + (size_t)tile * 2u);
   return off;
 }
@@ -236,10 +235,7 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
   a.Es[tid] = st; /* kShort == kT8: one entry slot per thread */
   a.Ek[tid] = 0;
   a.E[tid] = kNone;
-  for (uint32_t j = tid; j < nb; j += kT8) { /* per bucket: entries choosing it this round, the first of them */
-    a.B[j] = 0;
-    a.C[j] = kNone; /* C's phase-2 bases are no longer needed */
-  }
+  for (uint32_t j = tid; j < nb; j += kT8) a.B[j] = 0; /* candidate counts per bucket */
   const uint32_t passes = (n_ovf + kGroups - 1) / kGroups;
   uint32_t cand = 0, off = 0;
   __syncthreads(); /* entries, B zeroed, A loaded (by the caller) -> the rounds */
@@ -274,7 +270,6 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
               a.Ek[e] = kk;
               a.Es[e] = 1;
               atomicAdd(&a.B[h], 1u); /* entries choosing h this round */
-              atomicMin(&a.C[h], e);  /* and the first of them in list order */
             }
             need = false;
           } else if (k0 + kGroup >= p.nprobe) {
@@ -292,9 +287,14 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
     bool acc = false;
     if (act) {
       uint32_t rank = 0;
-      if (a.B[cand] > 1u) /* several entries chose one bucket this round: rank in list order, counting from the
-                           * first of them (entries of one dense bucket were appended together: usually close) */
-        for (uint32_t e = a.C[cand]; e < tid; e++) rank += a.E[e] == cand;
+      if (a.B[cand] > 1u) { /* rare: several entries chose one bucket this round: rank in list order */
+        const uint4 *E4 = (const uint4 *)a.E;
+        for (uint32_t e4 = 0; e4 < tid / 4u; e4++) {
+          const uint4 x = E4[e4];
+          rank += (x.x == cand) + (x.y == cand) + (x.z == cand) + (x.w == cand);
+        }
+        for (uint32_t e = tid & ~3u; e < tid; e++) rank += a.E[e] == cand;
+      }
       const uint32_t room = a.A[cand];
       acc = rank < room;
       off = S - room + rank;
@@ -302,7 +302,6 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
     __syncthreads(); /* every read of A, B and E done -> updates */
     if (act) {
       a.B[cand] = 0;
-      a.C[cand] = kNone;
       a.E[tid] = kNone;
       if (acc) atomicSub(&a.A[cand], 1u);
       a.Es[tid] = acc ? 4u : 0u; /* rejected: the bucket is full now; the next search moves past it */
@@ -461,7 +460,6 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
         h = a.pl[q] >> 16;
         const uint32_t r = a.pl[q] & 0xFFFFu, o = a.C[h] + r;
         a.so[a.B[h] + r] = (uint16_t)q;
-        a.sp[q] = (uint16_t)(a.B[h] + r);
         if (o < S) {
           a.pl[q] = h << kPlBits | o;
           p.bucket[i] = c * nb + h; /* final: coalesced, drains during the barrier */
@@ -583,49 +581,36 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     if (p.xyz_out)
       for (int d = 0; d < 3; d++) p.xyz_out[3 * (size_t)s + d] = xs[3 * q + d];
   }
-  /* first-hash points: slot in input order (coalesced), and the row of each sorted position (kNone: a listed
-   * point, written above) */
+  /* first-hash points: slot in input order (coalesced) */
   for (uint32_t k = 0; k < p.ipt; k++) {
     const uint32_t q = k * kT8 + tid;
-    if (q >= cnt_t) break;
-    const uint32_t w = a.pl[q];
-    const uint32_t row = w != kNone ? a.C[w >> kPlBits] + (w & kPlMask) : kNone;
-    if (w != kNone) p.slot[t.lo + q] = row;
-    a.sr[a.sp[q]] = row;
+    if (q < cnt_t && a.pl[q] != kNone) p.slot[t.lo + q] = a.C[a.pl[q] >> kPlBits] + (a.pl[q] & kPlMask);
   }
-  __syncthreads(); /* sr complete */
-  /* ... and perm / xyz_out in the tile's bucket order: a warp takes 32 consecutive sorted positions, which are
-   * consecutive rows of a bucket (runs), and stores their coordinates as 96 consecutive output floats per run
-   * (float e: coordinate e % 3 of position b0 + e / 3), so its stores touch few lines (one thread per position
-   * with 3 strided stores doubled the store wavefronts, which share the L1TEX unit with the shared loads). All
-   * shared loads of an iteration are issued before its first store: the compiler does not move shared loads
-   * above global stores, and a load -> store -> load chain left the loop waiting on each load (ncu). */
+  /* ... and perm / xyz_out in the tile's bucket order: a warp takes 32 consecutive sorted positions */
   const uint32_t warp = tid >> 5;
-  uint32_t dm[3], em[3];
-#pragma unroll
-  for (uint32_t m = 0; m < 3; m++) {
-    const uint32_t e = lane + 32u * m;
-    em[m] = e / 3u;
-    dm[m] = e - 3u * em[m];
-  }
   for (uint32_t b0 = warp * 32u; b0 < cnt_t; b0 += kT8) { /* warp-uniform */
     const uint32_t pos = b0 + lane;
-    const uint32_t row = pos < cnt_t ? a.sr[pos] : kNone, q = pos < cnt_t ? a.so[pos] : 0u;
-    uint32_t rm[3], qm[3];
-#pragma unroll
-    for (int m = 0; m < 3; m++) {
-      const uint32_t pe = b0 + em[m];
-      rm[m] = pe < cnt_t ? a.sr[pe] : kNone;
-      qm[m] = pe < cnt_t ? a.so[pe] : 0u;
+    uint32_t q = 0, row = 0;
+    bool ok = false;
+    if (pos < cnt_t) {
+      q = a.so[pos];
+      const uint32_t w = a.pl[q];
+      ok = w != kNone;
+      if (ok) {
+        row = a.C[w >> kPlBits] + (w & kPlMask);
+        p.perm[row] = t.lo + q;
+      }
     }
-    float xm[3];
+    if (p.xyz_out) {
+      /* the warp's 96 floats in order: float e is coordinate e % 3 of position e / 3 */
 #pragma unroll
-    for (int m = 0; m < 3; m++) xm[m] = xs[3 * qm[m] + dm[m]];
-    if (row != kNone) p.perm[row] = t.lo + q;
-    if (p.xyz_out)
-#pragma unroll
-      for (int m = 0; m < 3; m++)
-        if (rm[m] != kNone) p.xyz_out[3 * (size_t)rm[m] + dm[m]] = xm[m];
+      for (int m = 0; m < 3; m++) {
+        const uint32_t e = lane + 32u * (uint32_t)m, src = e / 3u, d = e - 3u * src;
+        const uint32_t rq = __shfl_sync(0xFFFFFFFFu, q, (int)src), rr = __shfl_sync(0xFFFFFFFFu, row, (int)src);
+        const bool rok = __shfl_sync(0xFFFFFFFFu, (uint32_t)ok, (int)src) != 0u;
+        if (rok) p.xyz_out[3 * (size_t)rr + d] = xs[3 * rq + d];
+      }
+    }
   }
   if (tr) p.trace[4] = gtimer();
   __syncthreads(); /* the block's stores are issued -> its end time */
