@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,6 +64,20 @@ hx_status hx_trace(hx_status s, const char *file, int line, const char *expr);
     hx_status hx_try_s_ = (expr);                                                                        \
     if (hx_try_s_ != HX_OK) return hx_trace(hx_try_s_, __FILE__, __LINE__, #expr);                       \
   } while (0)
+
+/* ---- Name lists ----------------------------------------------------------------------------------- */
+/* 1 when name is one of the comma-separated entries of list ("v5,v8"), else 0 (environment filters of the
+ * test and bench programs). */
+static inline int hx_name_listed(const char *list, const char *name) {
+  const size_t len = strlen(name);
+  for (const char *q = list; *q;) {
+    const char *e = strchr(q, ',');
+    const size_t l = e ? (size_t)(e - q) : strlen(q);
+    if (l == len && strncmp(q, name, len) == 0) return 1;
+    q += l + (e ? 1 : 0);
+  }
+  return 0;
+}
 
 /* ---- Counter-based randomness -------------------------------------------------------------------- */
 /* A pure function of (seed, stream, counter): the same value on CPU and GPU, in any order, with no

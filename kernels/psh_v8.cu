@@ -211,6 +211,35 @@ __device__ __forceinline__ void init_state8(const P8 &p) {
   if (gt < PSH_NCOUNTERS && p.counters_out) p.counters_out[gt] = 0; /* phase 3 adds after barrier 2 */
 }
 
+/* The cloud's free-slot scan F (nb + 1 words: F[j] = free slots of the buckets before j, F[nb] = their sum)
+ * and its final counts with R > 0 leftovers placed by the overflow policy (psh_internal.h), in place of the
+ * counts after probing in a.A (all <= S). The caller's barrier must separate the writes of a.A from this
+ * call; F and the final counts are complete after the call's last barrier. Both phase-3 paths use it. */
+__device__ __forceinline__ void leftover_counts(Sm8 &sm, const Arr8 &a, uint32_t nb, uint32_t S, uint32_t R) {
+  const uint32_t tid = threadIdx.x;
+  uint32_t fr[kPer8];
+  const uint32_t per = (nb + kT8 - 1) / kT8, j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
+  uint32_t fsum = 0;
+#pragma unroll
+  for (int q = 0; q < kPer8; q++) {
+    fr[q] = j0 + (uint32_t)q < j1 ? S - a.A[j0 + q] : 0u;
+    fsum += fr[q];
+  }
+  uint32_t pre = 0, total = 0;
+  Scan8(sm.scan).ExclusiveSum(fsum, pre, total);
+  uint32_t run = pre;
+#pragma unroll
+  for (int q = 0; q < kPer8; q++)
+    if (j0 + (uint32_t)q < j1) {
+      const uint32_t j = j0 + (uint32_t)q;
+      a.F[j] = run;
+      a.A[j] = psh_final_count(a.A[j], run, fr[q], total, R, j, nb);
+      run += fr[q];
+    }
+  if (tid == 0) a.F[nb] = total;
+  __syncthreads(); /* F and the final counts complete */
+}
+
 /* Phase 3, short list: resolve the whole overflow list of cloud c in this block (module header). On entry
  * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2, and r0, r1 = list
  * entry tid's records (P8::ove, read with the list length; meaningful when tid < n_ovf). On exit a.A[j] = count after probing and
@@ -317,30 +346,7 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
     uint32_t lrank = 0;
     Scan8(sm.scan).ExclusiveSum(lf, lrank); /* contains a barrier: also completes the counts above */
     __syncthreads(); /* sm.scan free; counts complete -> the free-slot scan */
-    uint32_t fr[kPer8];
-    const uint32_t per = (nb + kT8 - 1) / kT8, j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
-#pragma unroll
-    for (int q = 0; q < kPer8; q++) fr[q] = j0 + (uint32_t)q < j1 ? S - a.A[j0 + q] : 0u;
-    uint32_t fsum = 0;
-#pragma unroll
-    for (int q = 0; q < kPer8; q++) fsum += fr[q];
-    uint32_t pre = 0, total = 0;
-    Scan8(sm.scan).ExclusiveSum(fsum, pre, total);
-    uint32_t run = pre;
-#pragma unroll
-    for (int q = 0; q < kPer8; q++)
-      if (j0 + (uint32_t)q < j1) {
-        a.F[j0 + q] = run;
-        run += fr[q];
-      }
-    if (tid == 0) a.F[nb] = total;
-    __syncthreads(); /* F complete -> leftover placement and final counts */
-#pragma unroll
-    for (int q = 0; q < kPer8; q++)
-      if (j0 + (uint32_t)q < j1) {
-        const uint32_t j = j0 + (uint32_t)q;
-        a.A[j] = psh_final_count(a.A[j], a.F[j], fr[q], total, R, j, nb);
-      }
+    leftover_counts(sm, a, nb, S, R);
     if (lf) psh_resid_place(a.F, nb, S, lrank, &cand, &off);
   }
   if ((est == 4u || lf) && i_e >= t.lo && i_e < t.hi) { /* this tile's listed points */
@@ -511,26 +517,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
       for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = __ldcg(gcnt + j); /* counts after probing, <= S */
       if (R > 0) { /* free-slot scan and final counts, as v7's phase D */
         __syncthreads(); /* A -> scan */
-        uint32_t fr[kPer8];
-        const uint32_t per = (nb + kT8 - 1) / kT8, j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
-        uint32_t fsum = 0;
-#pragma unroll
-        for (int q = 0; q < kPer8; q++) {
-          fr[q] = j0 + (uint32_t)q < j1 ? S - a.A[j0 + q] : 0u;
-          fsum += fr[q];
-        }
-        uint32_t pre = 0, total = 0;
-        Scan8(sm.scan).ExclusiveSum(fsum, pre, total);
-        uint32_t run = pre;
-#pragma unroll
-        for (int q = 0; q < kPer8; q++)
-          if (j0 + (uint32_t)q < j1) {
-            const uint32_t j = j0 + (uint32_t)q;
-            a.F[j] = run;
-            a.A[j] = psh_final_count(a.A[j], run, fr[q], total, R, j, nb);
-            run += fr[q];
-          }
-        if (tid == 0) a.F[nb] = total;
+        leftover_counts(sm, a, nb, S, R);
       }
     }
   } else if (has) {

@@ -26,18 +26,6 @@
 #include "kernels/kernels.h"
 #include "workloads/workloads.h"
 
-/* name is one of the comma-separated entries of list */
-static int name_listed(const char *list, const char *name) {
-  const size_t len = strlen(name);
-  for (const char *q = list; *q;) {
-    const char *e = strchr(q, ',');
-    const size_t l = e ? (size_t)(e - q) : strlen(q);
-    if (l == len && strncmp(q, name, len) == 0) return 1;
-    q += l + (e ? 1 : 0);
-  }
-  return 0;
-}
-
 static int cmp_f(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
   return (x > y) - (x < y);
@@ -180,7 +168,7 @@ int main(int argc, char **argv) {
       double t_var[16] = {0};
       psh_run_cpu(&hout, &hin, &p, &err);
       for (size_t k = 0; k < nv; k++) {
-        if (only && !name_listed(only, vs[k].name)) continue;
+        if (only && !hx_name_listed(only, vs[k].name)) continue;
         psh_gpu *g = NULL;
         /* features only where they are used */
         const int with_pool = pool_on && h == PSH_XOR_DIV && k + 1 == nv;

@@ -160,18 +160,6 @@ static void run_case(const psh_variant *v, const gcase *gc, psh_hash hash) {
   free(xyz);
 }
 
-/* name is one of the comma-separated entries of list */
-static int name_listed(const char *list, const char *name) {
-  const size_t len = strlen(name);
-  for (const char *q = list; *q;) {
-    const char *e = strchr(q, ',');
-    const size_t l = e ? (size_t)(e - q) : strlen(q);
-    if (l == len && strncmp(q, name, len) == 0) return 1;
-    q += l + (e ? 1 : 0);
-  }
-  return 0;
-}
-
 static void test_psh_variants(void **state) {
   (void)state;
   size_t nv = 0;
@@ -180,7 +168,7 @@ static void test_psh_variants(void **state) {
   /* F3D_PSH_VARIANTS=v5,v6 limits the run to those variants (compute-sanitizer runs, which are slow) */
   const char *only = getenv("F3D_PSH_VARIANTS");
   for (size_t k = 0; k < nv; k++) {
-    if (only && !name_listed(only, vs[k].name)) continue;
+    if (only && !hx_name_listed(only, vs[k].name)) continue;
     for (size_t c = 0; c < sizeof gcases / sizeof gcases[0]; c++)
       for (int h = 0; h < PSH_HASH_COUNT; h++) {
         run_case(&vs[k], &gcases[c], (psh_hash)h);
