@@ -37,6 +37,7 @@
 #include <cuda_runtime.h>
 #include <float.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <type_traits>
@@ -399,20 +400,18 @@ __device__ __forceinline__ Step3Cand step3_load(const AssignSmem2<Sh> &s, uint32
 /* One pooled row's VEC channels from q * VEC on: fp32 accumulation over the member rows in member order
  * (BPOOL_NONE skipped), the mean divided once at the end, rounded to T: bpool_reduce_cpu's arithmetic. VEC
  * = 16 / sizeof(T) reads and writes 16 bytes (row and pointers 16-byte aligned), VEC = 1 one element.
- * Shared by the standalone reduction (k_reduce_vec) and the fused one (v4's k_assign2 epilogue). */
+ * Shared by the standalone reduction (k_reduce_vec), the fused one (v4's k_assign2 epilogue) and v7's
+ * reducers, which load several chunks before combining any (load_chunk, then combine_chunk). */
 template <typename T, int RHO, int VEC>
-__device__ __forceinline__ void reduce_chunk(T *out_row, const T *in, const uint32_t (&rows)[RHO], uint32_t q,
-                                             uint32_t channels, bpool_op op) {
+__device__ __forceinline__ void combine_chunk(T *out_row, const T (&v)[RHO][VEC], const uint32_t (&rows)[RHO],
+                                              uint32_t q, bpool_op op) {
   float acc[VEC] = {};
   uint32_t size = 0;
 #pragma unroll
   for (int k = 0; k < RHO; k++) {
     if (rows[k] == BPOOL_NONE) continue;
-    T v[VEC];
-    if (VEC == 1) v[0] = __ldg(in + (size_t)rows[k] * channels + q);
-    else *(uint4 *)v = __ldg((const uint4 *)(in + (size_t)rows[k] * channels) + q);
 #pragma unroll
-    for (int c = 0; c < VEC; c++) acc[c] = size == 0 ? io<T>::f(v[c]) : bpool_combine(op, acc[c], io<T>::f(v[c]));
+    for (int c = 0; c < VEC; c++) acc[c] = size == 0 ? io<T>::f(v[k][c]) : bpool_combine(op, acc[c], io<T>::f(v[k][c]));
     size++;
   }
   T o[VEC];
@@ -420,6 +419,21 @@ __device__ __forceinline__ void reduce_chunk(T *out_row, const T *in, const uint
   for (int c = 0; c < VEC; c++) o[c] = io<T>::st(op == BPOOL_MEAN && size ? acc[c] / (float)size : acc[c]);
   if (VEC == 1) out_row[q] = o[0];
   else *((uint4 *)out_row + q) = *(uint4 *)o;
+}
+/* One member row's VEC channels from q * VEC on (nothing for BPOOL_NONE: combine_chunk skips it). */
+template <typename T, int VEC>
+__device__ __forceinline__ void load_chunk(T (&v)[VEC], const T *in, uint32_t row, uint32_t q, uint32_t channels) {
+  if (row == BPOOL_NONE) return;
+  if (VEC == 1) v[0] = __ldg(in + (size_t)row * channels + q);
+  else *(uint4 *)v = __ldg((const uint4 *)(in + (size_t)row * channels) + q);
+}
+template <typename T, int RHO, int VEC>
+__device__ __forceinline__ void reduce_chunk(T *out_row, const T *in, const uint32_t (&rows)[RHO], uint32_t q,
+                                             uint32_t channels, bpool_op op) {
+  T v[RHO][VEC];
+#pragma unroll
+  for (int k = 0; k < RHO; k++) load_chunk<T, VEC>(v[k], in, rows[k], q, channels);
+  combine_chunk<T, RHO, VEC>(out_row, v, rows, q, op);
 }
 
 /* What k_assign2 does with features after a tile's assignment: nothing (v2, v3), or v4's fused reduction
@@ -514,6 +528,44 @@ __device__ __forceinline__ uint32_t block_reduce(uint32_t v, uint32_t *red) {
   return t;
 }
 
+/* The parent = NONE fill of the rows between bucket b's end and the next non-empty bucket's start (and
+ * from row 0 to the first non-empty bucket; every row when no bucket has rows, by block 0): the rows of
+ * a padded layout that lie in no bucket, so no other block writes them. Called only when the counts do
+ * not add up to n_rows. O(nbuckets) reads per block. */
+template <int kT>
+__device__ void fill_gaps(uint32_t *parent, const uint32_t *bucket_start, const uint32_t *bucket_count,
+                          uint32_t nbuckets, uint32_t n_rows, uint32_t b, uint32_t count, uint32_t *red) {
+  constexpr uint32_t kU = 8;
+  const uint32_t start = count ? bucket_start[b] : 0, end = start + count;
+  uint32_t first = 0xFFFFFFFFu, next = 0xFFFFFFFFu; /* least non-empty start; least one >= end */
+  for (uint32_t k0 = threadIdx.x; k0 < nbuckets; k0 += kU * kT) {
+    uint32_t c[kU], sk[kU];
+#pragma unroll
+    for (uint32_t j = 0; j < kU; j++) {
+      const bool in = k0 + j * kT < nbuckets;
+      c[j] = in ? __ldg(bucket_count + k0 + j * kT) : 0;
+      sk[j] = in ? __ldg(bucket_start + k0 + j * kT) : 0;
+    }
+#pragma unroll
+    for (uint32_t j = 0; j < kU; j++)
+      if (c[j]) {
+        first = min(first, sk[j]);
+        if (count && sk[j] >= end) next = min(next, sk[j]);
+      }
+  }
+  first = min(block_reduce<kT, true>(first, red), n_rows);
+  next = min(block_reduce<kT, true>(next, red), n_rows);
+  uint32_t lo = 0, hi = 0, lo2 = 0, hi2 = 0;
+  if (count) {
+    lo = end, hi = next;
+    if (start == first) lo2 = 0, hi2 = start;
+  } else if (b == 0 && first == n_rows) {
+    lo = 0, hi = n_rows;
+  }
+  for (uint32_t r = lo + threadIdx.x; r < hi; r += kT) parent[r] = BPOOL_NONE;
+  for (uint32_t r = lo2 + threadIdx.x; r < hi2; r += kT) parent[r] = BPOOL_NONE;
+}
+
 template <int kT>
 __device__ uint32_t plan_in_block(uint32_t *out_start, uint32_t *out_count, uint32_t *parent,
                                   const uint32_t *bucket_start, const uint32_t *bucket_count, uint32_t nbuckets,
@@ -559,49 +611,27 @@ __device__ uint32_t plan_in_block(uint32_t *out_start, uint32_t *out_count, uint
     out_start[b] = pre;
     out_count[b] = (count + rho - 1) / rho;
   }
-  if (tot != n_rows) { /* block-uniform: some rows lie in no bucket */
-    const uint32_t start = count ? bucket_start[b] : 0, end = start + count;
-    uint32_t first = 0xFFFFFFFFu, next = 0xFFFFFFFFu; /* least non-empty start; least one >= end */
-    for (uint32_t k0 = threadIdx.x; k0 < nbuckets; k0 += kU * kT) {
-      uint32_t c[kU], sk[kU];
-#pragma unroll
-      for (uint32_t j = 0; j < kU; j++) {
-        const bool in = k0 + j * kT < nbuckets;
-        c[j] = in ? __ldg(bucket_count + k0 + j * kT) : 0;
-        sk[j] = in ? __ldg(bucket_start + k0 + j * kT) : 0;
-      }
-#pragma unroll
-      for (uint32_t j = 0; j < kU; j++)
-        if (c[j]) {
-          first = min(first, sk[j]);
-          if (count && sk[j] >= end) next = min(next, sk[j]);
-        }
-    }
-    first = min(block_reduce<kT, true>(first, red), n_rows);
-    next = min(block_reduce<kT, true>(next, red), n_rows);
-    uint32_t lo = 0, hi = 0, lo2 = 0, hi2 = 0;
-    if (count) {
-      lo = end, hi = next;
-      if (start == first) lo2 = 0, hi2 = start;
-    } else if (b == 0 && first == n_rows) {
-      lo = 0, hi = n_rows;
-    }
-    for (uint32_t r = lo + threadIdx.x; r < hi; r += kT) parent[r] = BPOOL_NONE;
-    for (uint32_t r = lo2 + threadIdx.x; r < hi2; r += kT) parent[r] = BPOOL_NONE;
-  }
+  if (tot != n_rows) fill_gaps<kT>(parent, bucket_start, bucket_count, nbuckets, n_rows, b, count, red); /* block-uniform */
   return pre;
 }
 
 /* kPlan: v5's in-kernel plan and parent fill (plan_in_block writes plan_start/plan_count; out_start unread).
  * skip_upto: buckets of at most that many rows are left alone (v5's second launch takes the buckets the
  * 512-row shape cannot hold); a shape with fewer rows than BPOOL_TILE leaves larger buckets alone. */
-template <typename Sh, bool kMatch, bool kPlan, typename FeatT>
-__global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *members, uint32_t *parent, float *xyz_out,
-                                                     const float *xyz, const uint32_t *bucket_start,
-                                                     const uint32_t *bucket_count, const uint32_t *out_start,
-                                                     uint32_t *plan_start, uint32_t *plan_count,
-                                                     uint32_t nbuckets, uint32_t n_rows,
-                                                     uint32_t skip_upto, uint32_t b_lo, uint32_t rho, FeatT feat) {
+/* The first output row of a bucket, as assign_bucket asks for it (once per tile, after step 3): known
+ * when the block starts (v2-v6), or read from the plan once its block has published it (v7, PlanWait). */
+struct KnownStart {
+  uint32_t v;
+  __device__ __forceinline__ uint32_t operator()() const { return v; }
+};
+
+/* One bucket's assignment, tile by tile (and v4's fused reduction of each tile): rows [r_start, r_start +
+ * count), output rows from ostart on. Every thread of the block calls it: it synchronises the block, and it
+ * ends with a barrier, so a caller may reuse the shared arrays or publish the bucket right after it. */
+template <typename Sh, bool kMatch, typename FeatT, typename OStart>
+__device__ __forceinline__ void assign_bucket(uint32_t *members, uint32_t *parent, float *xyz_out, const float *xyz,
+                                              uint32_t r_start, uint32_t count, const OStart &ostart, uint32_t rho,
+                                              const FeatT &feat) {
   constexpr int kT2 = Sh::kT, kI2 = Sh::kI, kSlots = Sh::kSl;
   static_assert(!FeatT::kOn || Sh::kT == Shape2::kT, "feat_tile strides by Shape2's threads");
   typedef cub::BlockRadixSort<uint32_t, kT2, kI2> Sort;
@@ -617,23 +647,11 @@ __global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *membe
   } tmp;
   __shared__ AssignSmem2<Sh> s;
   __shared__ WarpCounts<Sh> wcs; /* v3 only (not in tmp: the prefixes outlive the scan) */
-  const uint32_t b = b_lo + blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5; /* b_lo: v6's halves */
-  const uint32_t count = bucket_count[b];
-  uint32_t ostart;
-  if constexpr (kPlan) {
-    __shared__ uint32_t red[kW];
-    ostart = plan_in_block<kT2>(plan_start, plan_count, parent, bucket_start, bucket_count, nbuckets, n_rows, rho, b,
-                                count, red);
-  } else {
-    if (count <= skip_upto) return; /* block-uniform */
-    ostart = out_start[b];
-  }
-  if (Sh::kTile < (int)BPOOL_TILE && count > (uint32_t)Sh::kTile) return; /* left to Shape2 (block-uniform) */
+  const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   for (uint32_t t0 = 0; t0 < count; t0 += BPOOL_TILE) {
-    const uint32_t r0 = bucket_start[b] + t0;
+    const uint32_t r0 = r_start + t0;
     const uint32_t m = min(BPOOL_TILE, count - t0);
     const uint32_t K = (m + rho - 1) / rho;
-    const uint32_t out_base = ostart + (t0 / BPOOL_TILE) * (BPOOL_TILE / rho);
     /* the rows this thread holds: v2 rows tid + i*kT2 (the sort's input); v3 the lane's row of each chunk of
      * its warp's run (cpw <= kI2 chunks of 32 rows) */
     const uint32_t cpw = ((m + 31) / 32 + kW - 1) / kW;
@@ -808,6 +826,7 @@ __global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *membe
       }
     }
     __syncthreads(); /* assignment complete; lq no longer needed (memrow shares its storage) */
+    const uint32_t out_base = ostart() + (t0 / BPOOL_TILE) * (BPOOL_TILE / rho);
     for (uint32_t k = tid; k < K * rho; k += kT2) s.u.memrow[k] = 0xFFFFu;
     __syncthreads();
     for (uint32_t row = tid; row < m; row += kT2) {
@@ -832,6 +851,31 @@ __global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *membe
     }
     __syncthreads(); /* the next tile reuses the shared arrays */
   }
+}
+
+template <typename Sh, bool kMatch, bool kPlan, typename FeatT>
+__global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *members, uint32_t *parent, float *xyz_out,
+                                                     const float *xyz, const uint32_t *bucket_start,
+                                                     const uint32_t *bucket_count, const uint32_t *out_start,
+                                                     uint32_t *plan_start, uint32_t *plan_count,
+                                                     uint32_t nbuckets, uint32_t n_rows,
+                                                     uint32_t skip_upto, uint32_t b_lo, uint32_t rho, FeatT feat) {
+  constexpr int kT2 = Sh::kT;
+  constexpr uint32_t kW = kT2 / 32;
+  const uint32_t b = b_lo + blockIdx.x; /* b_lo: v6's halves */
+  const uint32_t count = bucket_count[b];
+  uint32_t ostart;
+  if constexpr (kPlan) {
+    __shared__ uint32_t red[kW];
+    ostart = plan_in_block<kT2>(plan_start, plan_count, parent, bucket_start, bucket_count, nbuckets, n_rows, rho, b,
+                                count, red);
+  } else {
+    if (count <= skip_upto) return; /* block-uniform */
+    ostart = out_start[b];
+  }
+  if (Sh::kTile < (int)BPOOL_TILE && count > (uint32_t)Sh::kTile) return; /* left to Shape2 (block-uniform) */
+  assign_bucket<Sh, kMatch>(members, parent, xyz_out, xyz, count ? bucket_start[b] : 0u, count, KnownStart{ostart}, rho,
+                            feat);
 }
 
 /* v2 (kMatch false: block radix sort) and v3 (kMatch true: warp match ranking): the parent fill, then one
@@ -1121,6 +1165,234 @@ hx_status pool_v6(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   return launch_reduce_vec_dt(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, s, err, second);
 }
 
+/* ---- v7 ------------------------------------------------------------------------------------------------
+ * Plan, assignment and reduction in ONE cooperative launch whose blocks overlap the latency-bound
+ * assignment with the bandwidth-bound reduction. v4 fused them per block and v6 per half of the buckets;
+ * both lost (above) because every block assigns at the same time and reduces at the same time. Here the
+ * roles are split inside each SM: of the 8 co-resident 128-thread blocks on an SM, the first
+ * `assign_per_sm` to arrive are assigners (v3's k_assign2 body, Shape2, so buckets of any size), the
+ * others reducers, and assigners join the reducers when no bucket is left to assign.
+ *  - Assigners take buckets in order from a counter, run assign_bucket, and publish ready[b] (release).
+ *  - Reducers take buckets in the same order from another counter, wait for ready[b] (acquire) and reduce
+ *    the bucket's output rows, each thread with 8 member rows' 16-byte chunks in flight (8 / rho chunks).
+ *  - The plan (exclusive scan of ceil(count / rho)) is computed by the first block to arrive, while the
+ *    assigners run steps 1-3 of their first buckets; assign_bucket waits for it only before its outputs.
+ * Deadlock-free: a cooperative launch makes every block resident, assigners wait only for the plan
+ * (computed first by a block that waits for nothing), every bucket is claimed by an assigner before any
+ * assigner turns reducer, and a reducer waits only for a claimed bucket. Same outputs as v5's assign_plan
+ * followed by the reduction, bit for bit (same assign_bucket, same combine_chunk arithmetic). Falls back to
+ * v5 + the 16-byte reduction where it cannot run: no cooperative launch, more than kPlanMaxBuckets buckets,
+ * features the 16-byte path cannot take, fewer than 2 blocks per SM. The control words (counters, the
+ * plan flag, per-SM arrival counts, ready flags) live in the scratch and are zeroed by one memset per call. */
+constexpr uint32_t kCtlSm = 1024; /* per-SM arrival counters, indexed by %smid mod kCtlSm */
+enum : uint32_t { kC7Reduce = 0, kC7Assign, kC7Arrive, kC7Plan, kC7Tot, kC7Sm, kC7Ready = kC7Sm + kCtlSm };
+constexpr uint32_t kAssignPerSm7 = 4; /* of Shape2's 8 blocks per SM; F3D_POOL7_ASSIGN overrides (bench) */
+
+__device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(uint32_t *p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void wait_flag(const uint32_t *p) {
+  while (ld_acquire(p) == 0) __nanosleep(64);
+}
+
+/* assign_bucket's first output row for v7: the plan, once the planning block has published it (each
+ * thread acquires the flag itself; `have` skips that after the block's first bucket). */
+struct PlanWait {
+  const uint32_t *flag, *plan_start;
+  uint32_t b;
+  bool have;
+  __device__ __forceinline__ uint32_t operator()() const {
+    if (!have) wait_flag(flag);
+    return __ldcg(plan_start + b);
+  }
+};
+
+struct P7 {
+  uint32_t *members, *parent, *plan_start, *plan_count, *ctl;
+  float *xyz_out;
+  void *feat_out;
+  const float *xyz;
+  const void *feat_in;
+  const uint32_t *bucket_start, *bucket_count;
+  uint32_t nbuckets, n_rows, channels, rho, assign_per_sm;
+  bpool_op op;
+};
+
+/* The plan by one block: plan_count[b] = ceil(count / rho), plan_start = its exclusive scan (<=
+ * kPlanMaxBuckets buckets, kPer consecutive ones per thread), and the sum of the counts (for the gap fill). */
+template <int kT>
+__device__ void plan7(const P7 &p, uint32_t *red) {
+  constexpr uint32_t kPer = kPlanMaxBuckets / kT;
+  const uint32_t sh = 31u - (uint32_t)__clz((int)p.rho), i0 = threadIdx.x * kPer, lane = threadIdx.x & 31u;
+  uint32_t sum = 0, tot = 0;
+#pragma unroll
+  for (uint32_t j = 0; j < kPer; j++) {
+    const uint32_t c = i0 + j < p.nbuckets ? __ldg(p.bucket_count + i0 + j) : 0u;
+    sum += (c + p.rho - 1) >> sh;
+    tot += c;
+  }
+  uint32_t inc = sum; /* inclusive warp scan, then the warps before this one */
+#pragma unroll
+  for (uint32_t o = 1; o < 32; o <<= 1) {
+    const uint32_t t = __shfl_up_sync(0xFFFFFFFFu, inc, o);
+    if (lane >= o) inc += t;
+  }
+  if (lane == 31) red[threadIdx.x >> 5] = inc;
+  __syncthreads();
+  uint32_t run = inc - sum;
+  for (uint32_t w = 0; w < (threadIdx.x >> 5); w++) run += red[w];
+  tot = block_reduce<kT, false>(tot, red); /* its first barrier: every warp has read red */
+  for (uint32_t j = 0; j < kPer && i0 + j < p.nbuckets; j++) {
+    const uint32_t k = (__ldg(p.bucket_count + i0 + j) + p.rho - 1) >> sh;
+    p.plan_start[i0 + j] = run;
+    p.plan_count[i0 + j] = k;
+    run += k;
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    p.ctl[kC7Tot] = tot;
+    st_release(p.ctl + kC7Plan, 1u);
+  }
+}
+
+/* A reducer's share of one bucket: output rows [r_lo, r_lo + nrows), one 16-byte chunk of one row per
+ * thread and step, U = 8 / RHO chunks (8 member rows) loaded before any is combined. Members are read
+ * through L2 (__ldcg): they were written during this launch, by another SM. */
+template <typename T, int RHO, int VEC>
+__device__ __forceinline__ void reduce_rows7(const P7 &p, uint32_t r_lo, uint32_t nrows) {
+  constexpr int U = 8 / RHO;
+  T *out = (T *)p.feat_out;
+  const T *in = (const T *)p.feat_in;
+  const uint32_t per_row = p.channels / VEC, total = nrows * per_row;
+  for (uint32_t e0 = threadIdx.x; e0 < total; e0 += U * blockDim.x) {
+    uint32_t rows[U][RHO], r[U], q[U];
+    T v[U][RHO][VEC];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const uint32_t e = e0 + (uint32_t)u * blockDim.x;
+      r[u] = r_lo + e / per_row, q[u] = e % per_row;
+#pragma unroll
+      for (int k = 0; k < RHO; k++) rows[u][k] = e < total ? __ldcg(p.members + (size_t)r[u] * RHO + k) : BPOOL_NONE;
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+      for (int k = 0; k < RHO; k++) load_chunk<T, VEC>(v[u][k], in, rows[u][k], q[u], p.channels);
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (e0 + (uint32_t)u * blockDim.x < total) combine_chunk<T, RHO, VEC>(out + (size_t)r[u] * p.channels, v[u], rows[u], q[u], p.op);
+  }
+}
+
+template <typename T, int RHO>
+__global__ void __launch_bounds__(Shape2::kT, Shape2::kBlocks) k_pool7(P7 p) {
+  constexpr int kT7 = Shape2::kT, VEC = 16 / (int)sizeof(T);
+  __shared__ uint32_t red[kT7 / 32];
+  __shared__ uint32_t role, item;
+  const uint32_t tid = threadIdx.x;
+  uint32_t *ready = p.ctl + kC7Ready;
+  if (tid == 0) {
+    uint32_t smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    const uint32_t slot = atomicAdd(p.ctl + kC7Sm + (smid & (kCtlSm - 1)), 1u);
+    role = (atomicAdd(p.ctl + kC7Arrive, 1u) == 0 ? 1u : 0u) | (slot < p.assign_per_sm ? 2u : 0u);
+  }
+  __syncthreads();
+  const uint32_t my_role = role;
+  if (my_role & 1u) plan7<kT7>(p, red); /* the first block to arrive */
+  if (my_role & 2u) { /* assigner until every bucket is claimed */
+    bool have = false;
+    uint32_t tot = 0;
+    for (;;) {
+      if (tid == 0) item = atomicAdd(p.ctl + kC7Assign, 1u);
+      __syncthreads();
+      const uint32_t b = item;
+      if (b >= p.nbuckets) break; /* block-uniform */
+      const uint32_t count = __ldg(p.bucket_count + b);
+      assign_bucket<Shape2, true>(p.members, p.parent, p.xyz_out, p.xyz, count ? __ldg(p.bucket_start + b) : 0u, count,
+                                  PlanWait{p.ctl + kC7Plan, p.plan_start, b, have}, p.rho, NoFeat{});
+      if (!have) { /* a bucket without rows never asked for the plan */
+        wait_flag(p.ctl + kC7Plan);
+        tot = __ldcg(p.ctl + kC7Tot);
+        have = true;
+      }
+      if (tot != p.n_rows) fill_gaps<kT7>(p.parent, p.bucket_start, p.bucket_count, p.nbuckets, p.n_rows, b, count, red);
+      __threadfence(); /* this thread's members, parents, pooled xyz before the flag */
+      __syncthreads();
+      if (tid == 0) st_release(ready + b, 1u);
+    }
+  }
+  for (;;) { /* reducer */
+    __syncthreads(); /* item free */
+    if (tid == 0) {
+      const uint32_t b = atomicAdd(p.ctl + kC7Reduce, 1u);
+      if (b < p.nbuckets) wait_flag(ready + b);
+      item = b;
+    }
+    __syncthreads();
+    const uint32_t b = item;
+    if (b >= p.nbuckets) break; /* block-uniform */
+    const uint32_t nrows = (__ldg(p.bucket_count + b) + p.rho - 1) / p.rho;
+    if (nrows) reduce_rows7<T, RHO, VEC>(p, __ldcg(p.plan_start + b), nrows);
+  }
+}
+
+template <typename T>
+const void *pool7_kernel(uint32_t rho) {
+  return rho == 2 ? (const void *)k_pool7<T, 2> : rho == 4 ? (const void *)k_pool7<T, 4> : (const void *)k_pool7<T, 8>;
+}
+
+hx_status pool_v7(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out,
+                  void *d_feat_out, const float *d_xyz_in, const void *d_feat_in, uint32_t n_rows, uint32_t channels,
+                  psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                  uint32_t *d_out_start, uint32_t *d_out_count, uint32_t nbuckets, uint32_t rho, uint32_t n_out,
+                  const bpool_aux *aux, void *stream, hx_err *err) {
+  (void)aux;
+  size_t need = 0;
+  HX_TRY(bpool_plan_gpu(NULL, &need, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err));
+  const size_t ctl_bytes = ((size_t)kC7Ready + nbuckets) * 4;
+  need = need > ctl_bytes ? need : ctl_bytes; /* the fall-back's plan scratch or v7's control words */
+  if (!d_scratch) {
+    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "bpool: scratch_bytes is NULL");
+    *scratch_bytes = need;
+    return HX_OK;
+  }
+  if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
+  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  if (scratch_bytes && *scratch_bytes < need)
+    return hx_errf(err, HX_EINVAL, "bpool v7: scratch of %zu bytes, %zu needed", *scratch_bytes, need);
+  cudaStream_t s = (cudaStream_t)stream;
+  const void *kern = dt == PSH_F32 ? pool7_kernel<float>(rho) : pool7_kernel<uint16_t>(rho);
+  int dev = 0, sms = 0, coop = 0, per_sm = 0;
+  BPOOL_CUDA(cudaGetDevice(&dev));
+  BPOOL_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  BPOOL_CUDA(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  BPOOL_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kT2, 0));
+  if (!coop || per_sm < 2 || nbuckets == 0 || nbuckets > kPlanMaxBuckets ||
+      !reduce_vec_ok(dt, channels, d_feat_out, d_feat_in)) { /* v5's assign_plan, then the reduction */
+    HX_TRY(assign_plan_v5(d_scratch, scratch_bytes, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
+                          d_bucket_count, d_out_start, d_out_count, nbuckets, rho, stream, err));
+    return reduce_v2(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
+  }
+  uint32_t per = kAssignPerSm7;
+  const char *env = getenv("F3D_POOL7_ASSIGN"); /* a measurement knob of the device bench, 1 .. per_sm - 1 */
+  if (env && atoi(env) >= 1 && atoi(env) < per_sm) per = (uint32_t)atoi(env);
+  if (per >= (uint32_t)per_sm) per = (uint32_t)per_sm / 2;
+  P7 p = {d_members, d_parent, d_out_start, d_out_count, (uint32_t *)d_scratch, d_xyz_out, d_feat_out, d_xyz_in,
+          d_feat_in, d_bucket_start, d_bucket_count, nbuckets, n_rows, channels, rho, per, op};
+  BPOOL_CUDA(cudaMemsetAsync(d_scratch, 0, ctl_bytes, s));
+  void *args[] = {&p};
+  BPOOL_CUDA(cudaLaunchCooperativeKernel(kern, dim3((unsigned)(per_sm * sms)), dim3(kT2), args, 0, s));
+  return HX_OK;
+}
+
 const bpool_variant bpool_table[] = {
     {1, "v1", "block per bucket, shared-memory three-step sub-buckets; thread per (row, channel) reduce", assign_v1,
      reduce_v1, unpool_v1, NULL, NULL},
@@ -1134,6 +1406,8 @@ const bpool_variant bpool_table[] = {
      assign_v5, reduce_v2, unpool_v1, NULL, assign_plan_v5},
     {6, "v6", "v5 in two halves, the second half's assignment on a second stream beside the first half's reduction (ablation: slower than v5)",
      assign_v5, reduce_v2, unpool_v1, pool_v6, assign_plan_v5},
+    {7, "v7", "plan, assignment and reduction in one cooperative launch: assigner and reducer blocks share each SM, reducers follow per-bucket ready flags",
+     assign_v5, reduce_v2, unpool_v1, pool_v7, assign_plan_v5},
 };
 
 } // namespace

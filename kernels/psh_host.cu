@@ -129,6 +129,16 @@ static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uin
   PG_CUDA(pg_malloc(g, &g->scratch, g->scratch_bytes));
   HX_TRY(bpool_plan_gpu(NULL, &g->pool_scratch_bytes, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, 2,
                         NULL, err));
+  size_t npv = 0;
+  const bpool_variant *pvs = bpool_variants(&npv);
+  for (size_t k = 0; k < npv; k++) { /* the one-call poolings may need more (v7's control words) */
+    size_t b = 0;
+    if (!pvs[k].pool) continue;
+    HX_TRY(pvs[k].pool(NULL, &b, NULL, NULL, NULL, NULL, NULL, NULL, g->n, g->channels, PSH_F32, BPOOL_MEAN,
+                       g->out.bucket_start, g->out.bucket_count, g->pool_start, g->pool_count, g->nbt, 2, 0, NULL,
+                       NULL, err));
+    g->pool_scratch_bytes = b > g->pool_scratch_bytes ? b : g->pool_scratch_bytes;
+  }
   PG_CUDA(pg_malloc(g, &g->pool_scratch, g->pool_scratch_bytes));
   int least = 0, greatest = 0;
   PG_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));

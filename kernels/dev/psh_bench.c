@@ -15,7 +15,8 @@
  * line gives the phase boundaries of the last graph run from the kernel's own %globaltimer stamps.
  * usage: psh_bench [N_LIST (comma, default 100000,200000,400000,600000)] [REPS (20)] [S (512)] [C (64)]
  * Environment: F3D_PSH_VARIANTS=v1,v8 times only those PSH variants (v1 stays the ratios' base when listed);
- * F3D_BENCH_POOL=0 skips the feature scatter and pooling lines.
+ * F3D_BENCH_POOL=0 skips the feature scatter and pooling lines; F3D_POOL_VARIANTS=v5,v7 times only those
+ * pooling variants (F3D_POOL7_ASSIGN=N sets pooling v7's assigner blocks per SM, default 4 of 8).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,8 +231,10 @@ int main(int argc, char **argv) {
           cudaFree(a.d_src), cudaFree(a.d_dst);
           size_t npv = 0;
           const bpool_variant *pvs = bpool_variants(&npv);
+          const char *ponly = getenv("F3D_POOL_VARIANTS");
           for (size_t q = 0; q < npv; q++)
             for (uint32_t rho = 2; rho <= 8; rho *= 2) {
+              if (ponly && !hx_name_listed(ponly, pvs[q].name)) break;
               uint32_t n_out = 0;
               a.pv = &pvs[q];
               if (psh_gpu_pool_plan(g, rho, &n_out, s, &err) != HX_OK) {
