@@ -1212,21 +1212,22 @@ struct PlanWait {
   }
 };
 
-struct P7 {
+/* Arguments of pooling v7 and v8 (one struct: a cooperative launch takes an argument array). */
+struct PoolP {
   uint32_t *members, *parent, *plan_start, *plan_count, *ctl;
   float *xyz_out;
   void *feat_out;
   const float *xyz;
   const void *feat_in;
   const uint32_t *bucket_start, *bucket_count;
-  uint32_t nbuckets, n_rows, channels, rho, assign_per_sm;
+  uint32_t nbuckets, n_rows, channels, rho, assign_per_sm; /* assign_per_sm: v7 only */
   bpool_op op;
 };
 
 /* The plan by one block: plan_count[b] = ceil(count / rho), plan_start = its exclusive scan (<=
  * kPlanMaxBuckets buckets, kPer consecutive ones per thread), and the sum of the counts (for the gap fill). */
 template <int kT>
-__device__ void plan7(const P7 &p, uint32_t *red) {
+__device__ void plan7(const PoolP &p, uint32_t *red) {
   constexpr uint32_t kPer = kPlanMaxBuckets / kT;
   const uint32_t sh = 31u - (uint32_t)__clz((int)p.rho), i0 = threadIdx.x * kPer, lane = threadIdx.x & 31u;
   uint32_t sum = 0, tot = 0;
@@ -1261,11 +1262,12 @@ __device__ void plan7(const P7 &p, uint32_t *red) {
   }
 }
 
-/* A reducer's share of one bucket: output rows [r_lo, r_lo + nrows), one 16-byte chunk of one row per
- * thread and step, U = 8 / RHO chunks (8 member rows) loaded before any is combined. Members are read
- * through L2 (__ldcg): they were written during this launch, by another SM. */
+/* A reducer's share of one bucket (v7, v8): output rows [r_lo, r_lo + nrows), one 16-byte chunk of one row
+ * per thread and step, U = 8 / RHO chunks (8 member rows) loaded before any is combined. Members are read
+ * through L2 (__ldcg): another SM wrote them while this kernel ran, and a line this SM's L1 holds from a
+ * neighbouring bucket may predate them. */
 template <typename T, int RHO, int VEC>
-__device__ __forceinline__ void reduce_rows7(const P7 &p, uint32_t r_lo, uint32_t nrows) {
+__device__ __forceinline__ void reduce_rows(const PoolP &p, uint32_t r_lo, uint32_t nrows) {
   constexpr int U = 8 / RHO;
   T *out = (T *)p.feat_out;
   const T *in = (const T *)p.feat_in;
@@ -1291,7 +1293,7 @@ __device__ __forceinline__ void reduce_rows7(const P7 &p, uint32_t r_lo, uint32_
 }
 
 template <typename T, int RHO>
-__global__ void __launch_bounds__(Shape2::kT, Shape2::kBlocks) k_pool7(P7 p) {
+__global__ void __launch_bounds__(Shape2::kT, Shape2::kBlocks) k_pool7(PoolP p) {
   constexpr int kT7 = Shape2::kT, VEC = 16 / (int)sizeof(T);
   __shared__ uint32_t red[kT7 / 32];
   __shared__ uint32_t role, item;
@@ -1339,7 +1341,7 @@ __global__ void __launch_bounds__(Shape2::kT, Shape2::kBlocks) k_pool7(P7 p) {
     const uint32_t b = item;
     if (b >= p.nbuckets) break; /* block-uniform */
     const uint32_t nrows = (__ldg(p.bucket_count + b) + p.rho - 1) / p.rho;
-    if (nrows) reduce_rows7<T, RHO, VEC>(p, __ldcg(p.plan_start + b), nrows);
+    if (nrows) reduce_rows<T, RHO, VEC>(p, __ldcg(p.plan_start + b), nrows);
   }
 }
 
@@ -1385,11 +1387,133 @@ hx_status pool_v7(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   const char *env = getenv("F3D_POOL7_ASSIGN"); /* a measurement knob of the device bench, 1 .. per_sm - 1 */
   if (env && atoi(env) >= 1 && atoi(env) < per_sm) per = (uint32_t)atoi(env);
   if (per >= (uint32_t)per_sm) per = (uint32_t)per_sm / 2;
-  P7 p = {d_members, d_parent, d_out_start, d_out_count, (uint32_t *)d_scratch, d_xyz_out, d_feat_out, d_xyz_in,
+  PoolP p = {d_members, d_parent, d_out_start, d_out_count, (uint32_t *)d_scratch, d_xyz_out, d_feat_out, d_xyz_in,
           d_feat_in, d_bucket_start, d_bucket_count, nbuckets, n_rows, channels, rho, per, op};
   BPOOL_CUDA(cudaMemsetAsync(d_scratch, 0, ctl_bytes, s));
   void *args[] = {&p};
   BPOOL_CUDA(cudaLaunchCooperativeKernel(kern, dim3((unsigned)(per_sm * sms)), dim3(kT2), args, 0, s));
+  return HX_OK;
+}
+
+/* ---- v8 ------------------------------------------------------------------------------------------------
+ * v5's assignment kernel and the reduction overlapped through programmatic dependent launch (sm_90): v7
+ * showed that the assignment needs v5's one wave of 16 blocks per SM (fewer, longer-lived assigners made
+ * it proportionally slower), so v8 keeps that wave whole and lets the reduction take over each SM slot
+ * as soon as an assignment block leaves it, instead of waiting for the last one (ncu, H100, 600k: v5's
+ * kernel averages 33% achieved occupancy against 50% possible, a long tail of finishing blocks).
+ *  - k_assign8 (Shape5, one block per bucket, v5's in-kernel plan) lets the next launch start at once
+ *    (griddepcontrol.launch_dependents) and publishes flag[b] (release): kF8Done once bucket b is
+ *    assigned, kF8Plan for a bucket of more than 512 rows, whose plan only it writes.
+ *  - k_reduce8 (one 128-thread block per bucket, launched with the programmatic-serialization attribute,
+ *    so its blocks are placed while k_assign8's still run) waits for flag[b] (acquire), assigns a bucket
+ *    of more than 512 rows itself with v3's Shape2 body (this is why it has Shape2's shared memory), then
+ *    reduces the bucket's output rows (reduce_rows). The last block to finish waits for k_assign8's
+ *    completion (griddepcontrol.wait), so the pair completes as one launch would.
+ * Deadlock-free: a secondary launch is placed only after every block of the primary has started, so every
+ * flag a reducer waits for belongs to a running (or finished) block. Without programmatic launch (sm_80)
+ * the two kernels run in turn, flags already set. Same outputs as v5 + the reduction, bit for bit. The
+ * flags and the done counter are zeroed by one memset per call. Falls back to v5 + the reduction where the
+ * 16-byte reduction cannot take the features or past kPlanMaxBuckets buckets. */
+enum : uint32_t { kF8Plan = 1, kF8Done = 2, kC8Done = 0, kC8Flags = 1 };
+
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__global__ void __launch_bounds__(Shape5::kT, Shape5::kBlocks) k_assign8(PoolP p) {
+  pdl_trigger(); /* the reduction's blocks may be placed as soon as every block here has started */
+  __shared__ uint32_t red[Shape5::kT / 32];
+  const uint32_t b = blockIdx.x, count = p.bucket_count[b];
+  const uint32_t ostart = plan_in_block<Shape5::kT>(p.plan_start, p.plan_count, p.parent, p.bucket_start,
+                                                    p.bucket_count, p.nbuckets, p.n_rows, p.rho, b, count, red);
+  const bool mine = count <= (uint32_t)Shape5::kTile; /* block-uniform; larger buckets: k_reduce8 */
+  if (mine)
+    assign_bucket<Shape5, true>(p.members, p.parent, p.xyz_out, p.xyz, count ? p.bucket_start[b] : 0u, count,
+                                KnownStart{ostart}, p.rho, NoFeat{});
+  __threadfence(); /* this thread's plan, parents, members and pooled xyz before the flag */
+  __syncthreads();
+  if (threadIdx.x == 0) st_release(p.ctl + kC8Flags + b, mine ? kF8Done : kF8Plan);
+}
+
+template <typename T, int RHO>
+__global__ void __launch_bounds__(Shape2::kT, Shape2::kBlocks) k_reduce8(PoolP p) {
+  constexpr int VEC = 16 / (int)sizeof(T);
+  __shared__ uint32_t last;
+  const uint32_t b = blockIdx.x, count = __ldg(p.bucket_count + b);
+  if (threadIdx.x == 0) wait_flag(p.ctl + kC8Flags + b);
+  __syncthreads();
+  const uint32_t ostart = __ldcg(p.plan_start + b);
+  if (count > (uint32_t)Shape5::kTile) /* block-uniform: k_assign8 only planned it */
+    assign_bucket<Shape2, true>(p.members, p.parent, p.xyz_out, p.xyz, __ldg(p.bucket_start + b), count,
+                                KnownStart{ostart}, p.rho, NoFeat{}); /* ends with a barrier: members visible */
+  const uint32_t nrows = (count + p.rho - 1) / p.rho;
+  if (nrows) reduce_rows<T, RHO, VEC>(p, ostart, nrows);
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(p.ctl + kC8Done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (last) pdl_wait(); /* the launch completes after k_assign8 has (its last blocks only exit by then) */
+}
+
+template <typename T>
+const void *reduce8_kernel(uint32_t rho) {
+  return rho == 2 ? (const void *)k_reduce8<T, 2> : rho == 4 ? (const void *)k_reduce8<T, 4> : (const void *)k_reduce8<T, 8>;
+}
+
+hx_status pool_v8(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out,
+                  void *d_feat_out, const float *d_xyz_in, const void *d_feat_in, uint32_t n_rows, uint32_t channels,
+                  psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                  uint32_t *d_out_start, uint32_t *d_out_count, uint32_t nbuckets, uint32_t rho, uint32_t n_out,
+                  const bpool_aux *aux, void *stream, hx_err *err) {
+  (void)aux;
+  size_t need = 0;
+  HX_TRY(bpool_plan_gpu(NULL, &need, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err));
+  const size_t ctl_bytes = ((size_t)kC8Flags + nbuckets) * 4;
+  need = need > ctl_bytes ? need : ctl_bytes; /* the fall-back's plan scratch or v8's flags */
+  if (!d_scratch) {
+    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "bpool: scratch_bytes is NULL");
+    *scratch_bytes = need;
+    return HX_OK;
+  }
+  if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
+  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  if (scratch_bytes && *scratch_bytes < need)
+    return hx_errf(err, HX_EINVAL, "bpool v8: scratch of %zu bytes, %zu needed", *scratch_bytes, need);
+  if (nbuckets == 0 || nbuckets > kPlanMaxBuckets || !reduce_vec_ok(dt, channels, d_feat_out, d_feat_in)) {
+    HX_TRY(assign_plan_v5(d_scratch, scratch_bytes, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
+                          d_bucket_count, d_out_start, d_out_count, nbuckets, rho, stream, err));
+    return reduce_v2(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
+  }
+  cudaStream_t s = (cudaStream_t)stream;
+  int dev = 0, major = 0;
+  BPOOL_CUDA(cudaGetDevice(&dev));
+  BPOOL_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  PoolP p = {d_members, d_parent, d_out_start, d_out_count, (uint32_t *)d_scratch, d_xyz_out, d_feat_out, d_xyz_in,
+             d_feat_in, d_bucket_start, d_bucket_count, nbuckets, n_rows, channels, rho, 0, op};
+  BPOOL_CUDA(cudaMemsetAsync(d_scratch, 0, ctl_bytes, s));
+  k_assign8<<<nbuckets, Shape5::kT, 0, s>>>(p);
+  BPOOL_LAUNCHED("pool v8 (assign)");
+  cudaLaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDim = dim3(nbuckets);
+  cfg.blockDim = dim3(kT2);
+  cfg.stream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = major >= 9 ? 1 : 0; /* programmatic launch: sm_90 on; before it, the kernels run in turn */
+  void *args[] = {&p};
+  const void *kern = dt == PSH_F32 ? reduce8_kernel<float>(rho) : reduce8_kernel<uint16_t>(rho);
+  BPOOL_CUDA(cudaLaunchKernelExC(&cfg, kern, args));
   return HX_OK;
 }
 
@@ -1408,6 +1532,8 @@ const bpool_variant bpool_table[] = {
      assign_v5, reduce_v2, unpool_v1, pool_v6, assign_plan_v5},
     {7, "v7", "plan, assignment and reduction in one cooperative launch: assigner and reducer blocks share each SM, reducers follow per-bucket ready flags",
      assign_v5, reduce_v2, unpool_v1, pool_v7, assign_plan_v5},
+    {8, "v8", "v5's assignment wave with the reduction launched behind it (programmatic dependent launch, per-bucket ready flags): reduction blocks take each SM slot an assignment block leaves",
+     assign_v5, reduce_v2, unpool_v1, pool_v8, assign_plan_v5},
 };
 
 } // namespace
