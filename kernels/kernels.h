@@ -411,6 +411,10 @@ hx_status psh_gpu_unpool_xyz(psh_gpu *g, const bpool_variant *v, float *h_up, hx
 /* Phase timestamps of the last run of v (v5 to v8 only, HX_EUNSUPPORTED otherwise): 6 values in us after the
  * kernel's start (bbox, commit, probing, rows of block 0, gather barrier or -1, last block's end). Waits. */
 hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[6], hx_err *err);
+/* Every block's phase stamps of the last v8 run (HX_EUNSUPPORTED for other variants): st[k] = {min, median,
+ * max, block of the max} in us after the first block's start, for the 16 stamps psh_internal.h lists under
+ * psh_v8_block_trace (-1 where no block reached one); *nblocks = the launch's blocks. Waits. */
+hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks, hx_err *err);
 /* Copy the last run's results to host buffers laid out as psh_out (any pointer may be NULL) and, when
  * not NULL, the pooling outputs: members [n_out*rho], parent [n], xyz_out [n_out*3] and *n_out. */
 hx_status psh_gpu_download(psh_gpu *g, const psh_out *h_out, uint32_t *members, uint32_t *parent, float *xyz_out,

@@ -220,6 +220,13 @@ extern "C" hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, doubl
   return psh_v5_trace(phase_us, g->scratch, g->nclouds, g->p.nb, g->n, err);
 }
 
+extern "C" hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks,
+                                        hx_err *err) {
+  if (v->id != 8) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no block trace for %s", v->name);
+  PG_CUDA(cudaDeviceSynchronize());
+  return psh_v8_block_trace(st, nblocks, g->scratch, g->nclouds, g->p.nb, g->n, err);
+}
+
 extern "C" hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err) {
   if (!g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu: created without features");
   if (dt == PSH_F32)

@@ -251,6 +251,15 @@ hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
 #define PSH_V5_TRACE 6
 hx_status psh_v5_trace(double phase_us[PSH_V5_TRACE], const void *d_scratch, uint32_t nclouds, uint32_t nb,
                        uint32_t n, hx_err *err);
+/* Every block's stamps of the last v8 run whose scratch is d_scratch (same batch shape and nb), us after the
+ * first block's start: st[k] = {min, median, max over the blocks that reached stamp k, the block with the max}
+ * (all -1 where none did); *nblocks = the launch's blocks. Stamps: 0 start, 1 tile xyz loaded, 2 bbox keys
+ * stored (into grid barrier 1), 3 out of barrier 1, 4 frame, 5 tile histogram, 6 commit + local scan, 7 into
+ * grid barrier 2, 8 out of it, 9 overflow list resolved, 10 start scan, 11 listed points and slot written,
+ * 12 end (stores issued). Synchronous (cudaMemcpy); for the device bench. */
+#define PSH_V8_BT 16
+hx_status psh_v8_block_trace(double st[PSH_V8_BT][4], uint32_t *nblocks, const void *d_scratch, uint32_t nclouds,
+                             uint32_t nb, uint32_t n, hx_err *err);
 #ifdef __cplusplus
 }
 #endif

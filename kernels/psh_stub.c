@@ -132,6 +132,10 @@ hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[
   (void)g, (void)v, (void)phase_us;
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
 }
+hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks, hx_err *err) {
+  (void)g, (void)v, (void)st, (void)nblocks;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
 hx_status psh_gpu_scatter_feat(psh_gpu *g, psh_dtype dt, void *stream, hx_err *err) {
   (void)g, (void)dt, (void)stream;
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");

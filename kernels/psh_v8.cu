@@ -57,6 +57,7 @@
 
 #include "kernels/psh_tiles.cuh"
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define V8_CUDA(what, call)                                                                             \
@@ -78,11 +79,13 @@ constexpr uint32_t kPlBits = 20;           /* placement: local bucket << 20 | of
 constexpr uint32_t kPlMask = (1u << kPlBits) - 1u;
 constexpr uint32_t kGroup = 8;             /* lanes that search one short-list entry's probes together */
 constexpr uint32_t kGroups = kT8 / kGroup; /* entries searched per pass */
+constexpr uint32_t kBtBlocks = 1024;       /* blocks whose stamps are kept (a launch has <= one per SM) */
 
 typedef cub::BlockScan<uint32_t, kT8> Scan8;
 
 struct P8 : Prm {
   unsigned long long *trace; /* [kTrace] %globaltimer stamps, psh_v5_trace's layout (slot 5 unused: 0) */
+  unsigned long long *bt;    /* [kBtBlocks][PSH_V8_BT] every block's stamps (psh_v8_block_trace) */
   uint4 *ove;                /* [2 kShort] short-list entry e: (point, vx, vy, vz), (home, RNG base lo, hi, 0) */
   uint32_t smem_bytes;       /* dynamic shared memory of one block (the emulation sizes its buffer by it) */
 };
@@ -130,6 +133,12 @@ __device__ __forceinline__ unsigned long long gtimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+}
+
+/* Stamp k of this block's trace (thread 0; psh_v8_block_trace reads them): where the time goes block by block,
+ * which block 0's stamps (P8::trace) cannot show, e.g. the last block into a grid barrier. */
+template <bool kBT> __device__ __forceinline__ void bstamp(const P8 &p, int k) {
+  if (kBT && threadIdx.x == 0 && blockIdx.x < kBtBlocks) p.bt[(size_t)blockIdx.x * PSH_V8_BT + k] = gtimer();
 }
 
 /* Exclusive scan of v[0..nb) into out[0..nb) (out may be v), starting at base; each thread owns a contiguous
@@ -361,7 +370,7 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
 }
 
 /* The whole PSH in one cooperative launch (module header for the phases). */
-__global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
+template <bool kBT> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];
   Sm8 &sm = *(Sm8 *)smraw;
   Arr8 a;
@@ -371,7 +380,11 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   if (tr) {
     p.trace[0] = gtimer();
     p.trace[5] = p.trace[6] = 0;
+    p.trace[7] = kBT ? gridDim.x : 0u; /* psh_v8_block_trace reads this many blocks' stamps */
   }
+  if (kBT && tid == 0 && blockIdx.x < kBtBlocks)
+    for (int k = 1; k < PSH_V8_BT; k++) p.bt[(size_t)blockIdx.x * PSH_V8_BT + k] = 0; /* stamps a block skips */
+  bstamp<kBT>(p, 0);
   /* ---- 1: run state, the tile's xyz into shared memory, tile bbox keys ---- */
   init_state8(p);
   Tile t;
@@ -382,6 +395,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = 0;
     xs = tile_xyz(p.xyz + 3 * (size_t)t.lo, cnt_t, a.xs);
     __syncthreads(); /* xs complete -> the bbox keys */
+    bstamp<kBT>(p, 1);
     uint32_t k6[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
     for (uint32_t q = tid; q < cnt_t; q += kT8)
       for (int d = 0; d < 3; d++) {
@@ -393,7 +407,9 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     if (tid == 0)
       for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k6[e];
   }
+  bstamp<kBT>(p, 2);
   grid_sync(); /* run state, tile keys -> phase 2 (also a block barrier: xs, A zeroed) */
+  bstamp<kBT>(p, 3);
   if (tr) p.trace[1] = gtimer();
   /* ---- 2: frame, hash, rank, bulk commit, local counting sort ---- */
   const uint32_t c = t.c;
@@ -415,6 +431,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
       }
     }
     __syncthreads(); /* frame -> everyone */
+    bstamp<kBT>(p, 4);
     for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(sm.frame[d]);
     f.bits = sm.frame[3];
     f.step = sm.frame[4];
@@ -431,6 +448,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
       }
     }
     __syncthreads(); /* A = the tile's histogram -> commit and local scan */
+    bstamp<kBT>(p, 5);
     {
       const uint32_t per = (nb + kT8 - 1) / kT8, j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
       uint32_t h[kPer8], old[kPer8];
@@ -457,6 +475,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
         }
     }
     __syncthreads(); /* B, C -> placements */
+    bstamp<kBT>(p, 6);
 #pragma unroll 4
     for (uint32_t k = 0; k < p.ipt; k++) { /* block-uniform trip count: warps stay whole for the ballot */
       const uint32_t q = k * kT8 + tid, i = t.lo + q;
@@ -493,7 +512,9 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
       }
     }
   }
+  bstamp<kBT>(p, 7);
   grid_sync(); /* every commit and roll-back, the list and its length -> phase 3 */
+  bstamp<kBT>(p, 8);
   if (tr) p.trace[2] = p.trace[3] = gtimer();
   /* ---- 3: the overflow list ---- */
   /* the list length, and this thread's entry of a short list read at the same time (unused if past it) */
@@ -543,8 +564,10 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   }
   /* ---- 4: bucket starts, rows, perm and coordinates in bucket order ---- */
   __syncthreads(); /* final counts in A (and F, the listed placements) -> the start scan */
+  bstamp<kBT>(p, 9);
   scan_nb(sm, a.A, a.C, nb, __ldg(p.off + c));
   __syncthreads(); /* C = first row of each local bucket */
+  bstamp<kBT>(p, 10);
   if (t.k == t.k0)
     for (uint32_t j = tid; j < nb; j += kT8) {
       p.start[(size_t)c * nb + j] = a.C[j];
@@ -573,6 +596,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     const uint32_t q = k * kT8 + tid;
     if (q < cnt_t && a.pl[q] != kNone) p.slot[t.lo + q] = a.C[a.pl[q] >> kPlBits] + (a.pl[q] & kPlMask);
   }
+  bstamp<kBT>(p, 11);
   /* ... and perm / xyz_out in the tile's bucket order: a warp takes 32 consecutive sorted positions */
   const uint32_t warp = tid >> 5;
   for (uint32_t b0 = warp * 32u; b0 < cnt_t; b0 += kT8) { /* warp-uniform */
@@ -601,22 +625,27 @@ __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   }
   if (tr) p.trace[4] = gtimer();
   __syncthreads(); /* the block's stores are issued -> its end time */
+  bstamp<kBT>(p, 12);
   if (tid == 0) atomicMax(p.trace + 6, gtimer());
 }
 
 size_t layout(P8 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
-  uint32_t *tw = NULL, *ew = NULL;
-  uint32_t **const xslots[] = {&tw, &ew};
-  const size_t xwords[] = {2 * (size_t)kTrace, 8 * (size_t)kShort};
-  const size_t off = tiles_layout(q, base, nclouds, nb, n, 2, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
+  uint32_t *tw = NULL, *ew = NULL, *bw = NULL;
+  uint32_t **const xslots[] = {&tw, &ew, &bw};
+  const size_t xwords[] = {2 * (size_t)kTrace, 8 * (size_t)kShort, 2 * (size_t)kBtBlocks * PSH_V8_BT};
+  const size_t off = tiles_layout(q, base, nclouds, nb, n, 3, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
   q->trace = (unsigned long long *)tw;
   q->ove = (uint4 *)ew; /* 256-byte aligned */
+  q->bt = (unsigned long long *)bw;
   return off;
 }
 
 hx_status run8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
                void *stream, hx_err *err) {
-  void (*kern)(P8) = k8_psh;
+  /* F3D_PSH_V8_BT=1 (a measurement knob of the device bench): the build of the kernel that stamps every
+   * block's phases (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched */
+  const char *bt_env = getenv("F3D_PSH_V8_BT");
+  void (*kern)(P8) = bt_env && bt_env[0] == '1' ? k8_psh<true> : k8_psh<false>;
   HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
   if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
   if (prm->nb > kDense || prm->cap > kMaxCap) /* v7 (which runs v4, then v2, past these) */
@@ -665,6 +694,55 @@ hx_status run8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const
 }
 
 } // namespace
+
+static int cmp_d(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+extern "C" hx_status psh_v8_block_trace(double st[PSH_V8_BT][4], uint32_t *nblocks, const void *d_scratch,
+                                        uint32_t nclouds, uint32_t nb, uint32_t n, hx_err *err) {
+  P8 p;
+  memset(&p, 0, sizeof p);
+  layout(&p, (void *)d_scratch, nclouds, nb, n);
+  unsigned long long tr[kTrace];
+  V8_CUDA("trace copy", cudaMemcpy(tr, p.trace, sizeof tr, cudaMemcpyDeviceToHost));
+  const uint32_t nbk = tr[7] < kBtBlocks ? (uint32_t)tr[7] : kBtBlocks;
+  *nblocks = nbk;
+  const size_t words = (size_t)nbk * PSH_V8_BT;
+  unsigned long long *t = (unsigned long long *)malloc(words * sizeof *t + 1);
+  double *v = (double *)malloc(nbk * sizeof *v + 1);
+  if (!t || !v) {
+    free(t), free(v);
+    return hx_errf(err, HX_ENOMEM, "psh v8: block trace buffers");
+  }
+  const cudaError_t e = cudaMemcpy(t, p.bt, words * sizeof *t, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) {
+    free(t), free(v);
+    return hx_errf(err, HX_ECUDA, "psh v8: block trace copy: %s", cudaGetErrorString(e));
+  }
+  unsigned long long t0 = ~0ull;
+  for (uint32_t b = 0; b < nbk; b++)
+    if (t[(size_t)b * PSH_V8_BT] && t[(size_t)b * PSH_V8_BT] < t0) t0 = t[(size_t)b * PSH_V8_BT];
+  for (int k = 0; k < PSH_V8_BT; k++) {
+    uint32_t m = 0, arg = 0;
+    double mx = -1.0;
+    for (uint32_t b = 0; b < nbk; b++) {
+      const unsigned long long x = t[(size_t)b * PSH_V8_BT + k];
+      if (!x || x < t0) continue;
+      v[m++] = (double)(x - t0) * 1e-3;
+      if (v[m - 1] > mx) mx = v[m - 1], arg = b;
+    }
+    if (!m) {
+      st[k][0] = st[k][1] = st[k][2] = st[k][3] = -1.0;
+      continue;
+    }
+    qsort(v, m, sizeof *v, cmp_d);
+    st[k][0] = v[0], st[k][1] = v[m / 2], st[k][2] = v[m - 1], st[k][3] = (double)arg;
+  }
+  free(t), free(v);
+  return HX_OK;
+}
 
 extern "C" hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {

@@ -6,7 +6,9 @@
 #                                        SAN=v5,v6: compute-sanitizer memcheck + racecheck of those variants,
 #                                        after the bench; NCU=kernel-regex,...: ncu --set full of one launch each;
 #                                        NCUT=kernel-regex: every launch's duration, ncut-N.csv;
-#                                        SANPOOL=1: compute-sanitizer memcheck + racecheck of the pooling tests)
+#                                        SANPOOL=1: compute-sanitizer memcheck + racecheck of the pooling tests;
+#                                        SANTOOLS="memcheck": the sanitizer tools SAN and SANPOOL run;
+#                                        F3D_PSH_V8_BT=1: the bench times PSH v8's per-block-stamped build)
 # Build: Meson (`meson setup build-dev -Dgpu_arch=$ARCH`, cmocka through PKG_CONFIG_PATH); if that fails,
 # a direct nvcc/gcc build of kernels/psh*, kernels/bpool*, harness/status.c and the two workloads files
 # the bench needs (no generated config needed except for the GPU test, which gets a minimal one).
@@ -93,7 +95,7 @@ if [ -n "$BENCH" ]; then
 fi
 # sanitize LABEL LOGPREFIX VAR=VALUE: memcheck and racecheck of test_psh_gpu with that variable set
 sanitize() {
-  for tool in memcheck racecheck; do
+  for tool in ${SANTOOLS:-memcheck racecheck}; do
     step "compute-sanitizer $tool test_psh_gpu ($1)" "$OUT/$2-$tool.log" env "$3" \
       timeout "${SAN_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$T/test_psh_gpu"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$2-$tool.log" >> "$SUM" 2>/dev/null

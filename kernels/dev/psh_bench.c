@@ -213,6 +213,18 @@ int main(int argc, char **argv) {
         if (vs[k].id >= 5 && psh_gpu_phase_trace(g, &vs[k], ph, &err) == HX_OK) /* the last (graph) run's phases */
           printf("  %s phases, us from start (block 0): bbox %.1f, commit %.1f, probe %.1f, rows %.1f, gather-barrier "
                  "%.1f, last block done %.1f\n", vs[k].name, ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
+        double bt[16][4];
+        uint32_t nbk = 0;
+        if (vs[k].id == 8 && psh_gpu_block_trace(g, &vs[k], bt, &nbk, &err) == HX_OK) {
+          static const char *const stn[13] = {"start", "xyz loaded", "into barrier 1", "out of barrier 1", "frame",
+                                              "histogram", "commit+scan", "into barrier 2", "out of barrier 2",
+                                              "list resolved", "start scan", "listed+slot", "end"};
+          printf("  %s every block's stamps (%u blocks), us after the first start: min / median / max (block)\n",
+                 vs[k].name, nbk);
+          for (int e = 0; e < 13; e++)
+            if (bt[e][0] >= 0)
+              printf("    %2d %-16s %7.2f %7.2f %7.2f (%.0f)\n", e, stn[e], bt[e][0], bt[e][1], bt[e][2], bt[e][3]);
+        }
         if (with_pool) {
           /* features and pooling on this (checked) PSH output */
           for (int dt = 0; dt < 2; dt++) {
