@@ -527,6 +527,10 @@ const psh_variant psh_table[] = {
      "1024-thread tiles kept in shared memory, 2 grid barriers: short overflow lists resolved in every block, "
      "perm/xyz written in bucket order (psh_v8.cu)",
      psh_run_v8},
+    {9, "v9",
+     "v8 with the short overflow list walked by one warp in list order (no block barriers), redux.sync minima, "
+     "first-hash stores after barrier 2 (psh_v8.cu)",
+     psh_run_v9},
 };
 
 /* ---- padded layout and row gather ---- */

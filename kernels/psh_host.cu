@@ -215,14 +215,14 @@ extern "C" hx_status psh_gpu_unpool_xyz(psh_gpu *g, const bpool_variant *v, floa
 }
 
 extern "C" hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[6], hx_err *err) {
-  if (v->id < 5 || v->id > 8) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no phase trace for %s", v->name);
+  if (v->id < 5 || v->id > 9) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no phase trace for %s", v->name);
   PG_CUDA(cudaDeviceSynchronize());
   return psh_v5_trace(phase_us, g->scratch, g->nclouds, g->p.nb, g->n, err);
 }
 
 extern "C" hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks,
                                         hx_err *err) {
-  if (v->id != 8) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no block trace for %s", v->name);
+  if (v->id != 8 && v->id != 9) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no block trace for %s", v->name);
   PG_CUDA(cudaDeviceSynchronize());
   return psh_v8_block_trace(st, nblocks, g->scratch, g->nclouds, g->p.nb, g->n, err);
 }

@@ -244,6 +244,11 @@ hx_status psh_run_v7(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
  * prefix, so psh_v5_trace reads its stamps (slot [4] is -1: no gather barrier). Falls back to v7. */
 hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
+/* Variant v9 (psh_v8.cu, v8's kernel with kW): the tile and frame minima by redux.sync, the short overflow
+ * list walked by one warp in list order (no block barriers), the first-hash bucket/offset stores after
+ * barrier 2. Same scratch, trace and fall-back as v8. */
+hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                     const psh_params *p, void *stream, hx_err *err);
 /* Phase timestamps of the last v5/v6/v7 run whose scratch is d_scratch (same batch shape and nb), us after the
  * kernel's start as block 0 saw them: [0] barrier 1 (bbox done), [1] barrier 2 (commit done), [2] barrier 3
  * (probing done; = [1] without probing), [3] block 0's rows done, [4] gather barrier (v6; -1 in v5), [5]

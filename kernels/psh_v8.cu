@@ -369,8 +369,122 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
   return R;
 }
 
-/* The whole PSH in one cooperative launch (module header for the phases). */
-template <bool kBT> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
+/* v9: block_min6 (psh_tiles.cuh) with each warp's minima in one redux.sync instead of 5 shuffle rounds, and
+ * the second level in warp 0 instead of thread 0's 6 x 31 serial shared loads: with 32 warps, block_min6 took
+ * ~2 us per use (v8's block stamps, H100: 1.95 -> 3.94 us for the tile bbox). Result in every lane of warp 0. */
+__device__ __forceinline__ void block_min6r(uint32_t k[6], uint32_t (*s_red)[kW8]) {
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int e = 0; e < 6; e++) {
+    k[e] = __reduce_min_sync(0xFFFFFFFFu, k[e]);
+    if (lane == 0) s_red[e][warp] = k[e];
+  }
+  __syncthreads(); /* s_red -> warp 0 */
+  if (warp == 0)
+#pragma unroll
+    for (int e = 0; e < 6; e++) k[e] = __reduce_min_sync(0xFFFFFFFFu, s_red[e][lane]); /* kW8 == 32 lanes */
+}
+
+/* v9's phase 3 for a short list: the same contract as resolve_short (on entry a.A = room, r0/r1 = entry tid's
+ * records; on exit a.A = counts after probing, the listed points of this tile stored, returns R), but the
+ * list is walked by warp 0 alone, 32 entries at a time in list order, with no block barrier inside: each
+ * lane searches its entry's probes one by one from where it stopped (the first bucket with room, never the
+ * home bucket); lanes that chose the same bucket are ranked by lane (= list order, __match_any_sync) and the
+ * first `room` of them placed; the others go on searching (the bucket is full now). A chunk is finished
+ * before the next begins. This is another linearisation of Alg. 2's racing ("first probe with room" holds
+ * for every point at the moment it is placed), deterministic given the list, so every block of a cloud
+ * computes the same placement. Why: v8's rounds over the whole block cost ~8 us at 600k xor-mod (137 entries;
+ * block stamps, H100): ~10 barrier-gated steps, each as long as its slowest warp. The entries of one
+ * overflowing voxel share their candidates (mod hashes: probe step 1, no jitter), so a chunk mostly needs one
+ * or two search steps. With step 1 the jitter is 0 whatever the random word, so no mix is computed (the
+ * same bucket as probe_voxel). */
+__device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, const Frame &f,
+                                                    uint32_t n_ovf, uint4 r0, uint4 r1) {
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, nb = p.nb, c = t.c, S = p.cap;
+  const uint32_t i_e = r0.x;
+  uint32_t st = 3; /* states as resolve_short: 0 searching, 2 leftover, 3 no entry, 4 placed */
+  if (tid < n_ovf && (p.nclouds == 1 || cloud_of(p.off, p.nclouds, i_e) == c)) {
+    a.Ev[tid] = r0;
+    a.Eb[tid] = r1;
+    st = 0;
+  }
+  a.Es[tid] = st; /* kShort == kT8: one entry slot per thread */
+  __syncthreads(); /* entries, room (the caller's) -> warp 0's walk */
+  if (tid < 32u) {
+    const bool step1 = f.step == 1u;
+    const uint32_t vmask = f.bits >= 32u ? 0xFFFFFFFFu : ((1u << f.bits) - 1u);
+    for (uint32_t e0 = 0; e0 < n_ovf; e0 += 32u) { /* warp-uniform */
+      const uint32_t e = e0 + lane;
+      bool act = e < n_ovf && a.Es[e] == 0u;
+      uint32_t v[3] = {0, 0, 0}, home = 0, k = 0, h = kNone;
+      uint64_t base = 0;
+      if (act) {
+        const uint4 ev = a.Ev[e], eb = a.Eb[e];
+        v[0] = ev.y, v[1] = ev.z, v[2] = ev.w, home = eb.x;
+        base = (uint64_t)eb.z << 32 | eb.y;
+      }
+      while (__any_sync(0xFFFFFFFFu, act)) { /* warp-uniform */
+        if (act) { /* this entry's first probe from k on whose bucket has room */
+          for (; k < p.nprobe; k++) {
+            uint32_t w[3];
+            if (step1) {
+              for (int d = 0; d < 3; d++) w[d] = (uint32_t)((int32_t)v[d] + (int32_t)p.probe[k][d]) & vmask;
+            } else {
+              probe_voxel(v, p.probe[k], f.step, f.bits, hx_mix64(base + k), w); /* = hx_rng_u64(seed, i, k) */
+            }
+            h = hash8(p, f, w);
+            if (h != home && a.A[h] > 0u) break;
+          }
+          if (k >= p.nprobe) { /* no probe left: a leftover */
+            a.Es[e] = 2u;
+            act = false;
+          }
+        }
+        const uint32_t peers = __match_any_sync(0xFFFFFFFFu, act ? h : kNone);
+        const uint32_t room = act ? a.A[h] : 0u; /* read by every lane of a group before its leader writes */
+        __syncwarp();
+        if (act) {
+          const uint32_t rank = (uint32_t)__popc(peers & lanemask_lt()), cnt = (uint32_t)__popc(peers);
+          if (rank == 0u) a.A[h] = room - min(cnt, room);
+          if (rank < room) {
+            a.E[e] = h;
+            a.Ek[e] = S - room + rank;
+            a.Es[e] = 4u;
+            act = false;
+          } /* else: h is full now; the next search moves past it */
+        }
+        __syncwarp(); /* room updates -> the next search */
+      }
+    }
+  }
+  __syncthreads(); /* placements, states -> every thread's own entry */
+  const uint32_t est = a.Es[tid], lf = est == 2u;
+  uint32_t cand = est == 4u ? a.E[tid] : 0u, off = est == 4u ? a.Ek[tid] : 0u;
+  const uint32_t nprobed = (uint32_t)__syncthreads_count(est == 4u);
+  const uint32_t R = (uint32_t)__syncthreads_count(lf);
+  /* A: room -> count after probing */
+  for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
+  if (R > 0) { /* leftovers: numbered in list order (the same numbers in every block of the cloud) */
+    uint32_t lrank = 0;
+    Scan8(sm.scan).ExclusiveSum(lf, lrank); /* contains a barrier: also completes the counts above */
+    __syncthreads(); /* sm.scan free; counts complete -> the free-slot scan */
+    leftover_counts(sm, a, nb, S, R);
+    if (lf) psh_resid_place(a.F, nb, S, lrank, &cand, &off);
+  }
+  if ((est == 4u || lf) && i_e >= t.lo && i_e < t.hi) { /* this tile's listed points */
+    p.bucket[i_e] = c * nb + cand;
+    p.offset[i_e] = off;
+  }
+  if (t.k == t.k0 && tid == 0 && p.counters_out) { /* the cloud's first tile adds its cloud's tallies */
+    if (nprobed) atomicAdd(p.counters_out + 1, nprobed);
+    if (R) atomicAdd(p.counters_out + 2, R);
+  }
+  return R;
+}
+
+/* The whole PSH in one cooperative launch (module header for the phases). kW: v9's changes (the redux
+ * minima, resolve_short_w, the first-hash bucket/offset stores after barrier 2). */
+template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];
   Sm8 &sm = *(Sm8 *)smraw;
   Arr8 a;
@@ -403,7 +517,8 @@ template <bool kBT> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
         k6[d] = min(k6[d], key);
         k6[3 + d] = min(k6[3 + d], ~key);
       }
-    block_min6<kW8>(k6, sm.red);
+    if (kW) block_min6r(k6, sm.red);
+    else block_min6<kW8>(k6, sm.red);
     if (tid == 0)
       for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k6[e];
   }
@@ -420,7 +535,8 @@ template <bool kBT> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     const uint32_t pbase = c + t.k0, m = t.k1 - t.k0 + 1;
     for (uint32_t j = tid; j < m; j += kT8)
       for (int e = 0; e < 6; e++) k6[e] = min(k6[e], __ldcg(p.part + (size_t)(pbase + j) * 6 + e));
-    block_min6<kW8>(k6, sm.red);
+    if (kW) block_min6r(k6, sm.red);
+    else block_min6<kW8>(k6, sm.red);
     if (tid == 0) {
       const Frame f0 = frame_from_keys(p, k6);
       const uint32_t w[kFrameWords] = {__float_as_uint(f0.lo[0]), __float_as_uint(f0.lo[1]), __float_as_uint(f0.lo[2]),
@@ -487,8 +603,10 @@ template <bool kBT> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
         a.so[a.B[h] + r] = (uint16_t)q;
         if (o < S) {
           a.pl[q] = h << kPlBits | o;
-          p.bucket[i] = c * nb + h; /* final: coalesced, drains during the barrier */
-          p.offset[i] = o;
+          if (!kW) { /* v9 stores them after barrier 2 */
+            p.bucket[i] = c * nb + h; /* final: coalesced, drains during the barrier */
+            p.offset[i] = o;
+          }
         } else {
           a.pl[q] = kNone;
           over = true;
@@ -526,6 +644,16 @@ template <bool kBT> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
     const uint32_t j = tid + (uint32_t)q * kT8;
     rl[q] = has && j < nb ? __ldcg(gcnt + j) : 0u;
   }
+  if (kW && has) /* the first-hash placements: stored here, they drain during phase 3 instead of delaying
+                  * barrier 2 (its exit came ~2 us after the last block's arrival in v8, against ~1 us at
+                  * barrier 1, which follows few stores) */
+    for (uint32_t k = 0; k < p.ipt; k++) {
+      const uint32_t q = k * kT8 + tid;
+      if (q < cnt_t && a.pl[q] != kNone) {
+        p.bucket[t.lo + q] = c * nb + (a.pl[q] >> kPlBits);
+        p.offset[t.lo + q] = a.pl[q] & kPlMask;
+      }
+    }
   uint32_t R = 0;
   if (n_ovf > kShort) {
     phase_probe_nt<kT8>(p, sm.full, sm.tally, n_ovf);
@@ -549,7 +677,7 @@ template <bool kBT> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
       if (j < nb) a.A[j] = S - rl[q];
     }
     if (n_ovf > 0) {
-      R = resolve_short(p, sm, a, t, f, n_ovf, r0, r1);
+      R = kW ? resolve_short_w(p, sm, a, t, f, n_ovf, r0, r1) : resolve_short(p, sm, a, t, f, n_ovf, r0, r1);
       if (tr) p.trace[3] = gtimer(); /* the short list resolved (block 0) */
     } else {
       __syncthreads(); /* room complete */
@@ -640,12 +768,13 @@ size_t layout(P8 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   return off;
 }
 
-hx_status run8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
-               void *stream, hx_err *err) {
+hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+               const psh_params *prm, void *stream, hx_err *err) {
   /* F3D_PSH_V8_BT=1 (a measurement knob of the device bench): the build of the kernel that stamps every
    * block's phases (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched */
   const char *bt_env = getenv("F3D_PSH_V8_BT");
-  void (*kern)(P8) = bt_env && bt_env[0] == '1' ? k8_psh<true> : k8_psh<false>;
+  const bool bt = bt_env && bt_env[0] == '1';
+  void (*kern)(P8) = w ? (bt ? k8_psh<true, true> : k8_psh<false, true>) : (bt ? k8_psh<true, false> : k8_psh<false, false>);
   HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
   if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
   if (prm->nb > kDense || prm->cap > kMaxCap) /* v7 (which runs v4, then v2, past these) */
@@ -746,5 +875,10 @@ extern "C" hx_status psh_v8_block_trace(double st[PSH_V8_BT][4], uint32_t *nbloc
 
 extern "C" hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {
-  return run8(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  return run8(false, d_scratch, scratch_bytes, out, in, prm, stream, err);
+}
+
+extern "C" hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                                const psh_params *prm, void *stream, hx_err *err) {
+  return run8(true, d_scratch, scratch_bytes, out, in, prm, stream, err);
 }

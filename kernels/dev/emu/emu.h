@@ -101,6 +101,11 @@ inline unsigned __shfl_xor_sync(unsigned mask, unsigned v, int x) {
   uint64_t o[32]; emu_exchange(mask, v, o); return (unsigned)o[(threadIdx.x & 31) ^ (unsigned)x];
 }
 inline int __shfl_sync(unsigned mask, int v, int src) { return (int)__shfl_sync(mask, (unsigned)v, src); }
+inline unsigned __reduce_min_sync(unsigned mask, unsigned v) {
+  uint64_t o[32]; emu_exchange(mask, v, o);
+  unsigned r = 0xFFFFFFFFu; for (int l = 0; l < 32; l++) if ((mask >> l & 1) && (unsigned)o[l] < r) r = (unsigned)o[l]; return r;
+}
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) { uint64_t o[32]; emu_exchange(mask, 0, o); }
 namespace cub {
 template <class T, int N> struct BlockScan {
   struct TempStorage { T vals[N]; };

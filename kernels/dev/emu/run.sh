@@ -5,11 +5,12 @@
 # block at once, grid barriers real), v5's one shared struct per block; v7 is rewritten as v5), build them
 # with the driver against a CPU-only build's libraries, and run the driver for v4, v5, v6 (v5's launcher with
 # the gather), v7 (twice: aligned, and with misaligned coordinates for its scalar gather paths) and v8 (its
-# dynamic shared memory as a per-block buffer; 1024-thread blocks, falling back to v7 where v8 does).
-#   sh kernels/dev/emu/run.sh BUILD_CPU [v4|v5|v6|v7|v8|all]  (BUILD_CPU: a `meson setup ... -Dcuda=disabled` build, built)
+# dynamic shared memory as a per-block buffer; 1024-thread blocks, falling back to v7 where v8 does) and v9
+# (v8's kernel with its kW changes: warp intrinsics __match_any_sync, __reduce_min_sync, __syncwarp).
+#   sh kernels/dev/emu/run.sh BUILD_CPU [v4|v5|v6|v7|v8|v9|all]  (BUILD_CPU: a `meson setup ... -Dcuda=disabled` build, built)
 # Run from the repository root. A few minutes on 2 cores (thousands of threads per launch).
 set -eu
-B=${1:?usage: run.sh BUILD_CPU [v4|v5|v6|v7|v8|all]}
+B=${1:?usage: run.sh BUILD_CPU [v4|v5|v6|v7|v8|v9|all]}
 WHICH=${2:-all}
 D=${TMPDIR:-/tmp}/psh-v4-emu
 mkdir -p "$D"
@@ -66,6 +67,7 @@ $CXX -DEMU_RUN=psh_run_v6 -DEMU_SMS_MUL=4 -c kernels/dev/emu/drv.cc -o "$D/drv6.
 $CXX -DEMU_RUN=psh_run_v7 -DEMU_SMS_MUL=4 -c kernels/dev/emu/drv.cc -o "$D/drv7.o"
 $CXX -DEMU_RUN=psh_run_v7 -DEMU_SMS_MUL=4 -DEMU_MISALIGN -c kernels/dev/emu/drv.cc -o "$D/drv7u.o"
 $CXX -DEMU_RUN=psh_run_v8 -DEMU_SMS_MUL=6 -c kernels/dev/emu/drv.cc -o "$D/drv8.o"
+$CXX -DEMU_RUN=psh_run_v9 -DEMU_SMS_MUL=6 -c kernels/dev/emu/drv.cc -o "$D/drv9.o"
 LIBS="$B/kernels/libkernels.a $B/harness/libharness.a -lpthread -lm"
 g++ -o "$D/drv4" "$D/drv4.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 g++ -o "$D/drv5" "$D/drv5.o" "$D/v5emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
@@ -73,6 +75,7 @@ g++ -o "$D/drv6" "$D/drv6.o" "$D/v5emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 g++ -o "$D/drv7" "$D/drv7.o" "$D/v7emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 g++ -o "$D/drv7u" "$D/drv7u.o" "$D/v7emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 g++ -o "$D/drv8" "$D/drv8.o" "$D/v8emu.o" "$D/v7emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
+g++ -o "$D/drv9" "$D/drv9.o" "$D/v8emu.o" "$D/v7emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 rc=0
 case "$WHICH" in all|v4) echo "== v4"; "$D/drv4" || rc=1;; esac
 case "$WHICH" in all|v5) echo "== v5"; "$D/drv5" || rc=1;; esac
@@ -80,4 +83,5 @@ case "$WHICH" in all|v6) echo "== v6"; "$D/drv6" || rc=1;; esac
 case "$WHICH" in all|v7) echo "== v7"; "$D/drv7" || rc=1
   echo "== v7, coordinates (and perm) 4/8 bytes off 16-byte alignment (hashes 1-3)"; "$D/drv7u" || rc=1;; esac
 case "$WHICH" in all|v8) echo "== v8"; "$D/drv8" || rc=1;; esac
+case "$WHICH" in all|v9) echo "== v9"; "$D/drv9" || rc=1;; esac
 exit $rc
