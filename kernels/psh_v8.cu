@@ -79,6 +79,7 @@ constexpr uint32_t kPlBits = 20;           /* placement: local bucket << 20 | of
 constexpr uint32_t kPlMask = (1u << kPlBits) - 1u;
 constexpr uint32_t kGroup = 8;             /* lanes that search one short-list entry's probes together */
 constexpr uint32_t kGroups = kT8 / kGroup; /* entries searched per pass */
+constexpr uint32_t kStage8 = 4 * kShort;   /* v9: overflowing points staged per block (in Arr8::Ev) */
 constexpr uint32_t kBtBlocks = 1024;       /* blocks whose stamps are kept (a launch has <= one per SM) */
 
 typedef cub::BlockScan<uint32_t, kT8> Scan8;
@@ -385,23 +386,72 @@ __device__ __forceinline__ void block_min6r(uint32_t k[6], uint32_t (*s_red)[kW8
     for (int e = 0; e < 6; e++) k[e] = __reduce_min_sync(0xFFFFFFFFu, s_red[e][lane]); /* kW8 == 32 lanes */
 }
 
+/* psh_vox1 (floorf((x - o) / voxel), clamped) with a multiplication by inv = 1 / voxel (rounded) instead of
+ * the IEEE division, exact: q = (x - o) * inv is within 1.5 * 2^-23 |q| of the rounded quotient that psh_vox1
+ * floors, so the two floors can differ only if an integer lies that close to q; then (fr or 1 - fr below
+ * |q| * 2^-20) the division decides. The same voxel as psh_vox1 for every input (NaN: 0, +Inf: the clamp). */
+__device__ __forceinline__ uint32_t vox1_fast(float x, float o, float voxel, float inv) {
+  const float q = __fmul_rn(x - o, inv), t = floorf(q), fr = __fsub_rn(q, t), e = fabsf(q) * 0x1p-20f;
+  if (fr <= e || fr >= 1.0f - e) return psh_vox1(x, o, voxel);
+  if (!(t > 0.0f)) return 0;
+  if (t >= (float)PSH_VOX_MAX) return PSH_VOX_MAX;
+  return (uint32_t)t;
+}
+/* voxel3 (psh_tiles.cuh) through vox1_fast */
+__device__ __forceinline__ void voxel3f(const P8 &p, const Frame &f, float inv, float x, float y, float z, uint32_t v[3]) {
+  v[0] = vox1_fast(x, f.lo[0], p.voxel, inv) << f.shift[0];
+  v[1] = vox1_fast(y, f.lo[1], p.voxel, inv) << f.shift[1];
+  v[2] = vox1_fast(z, f.lo[2], p.voxel, inv) << f.shift[2];
+}
+
+/* A point's overflow-list entry at position pos: its index, and below kShort the records phase 3 reads
+ * (point, voxel; home bucket, the per-point half of the probe RNG), so phase 3 loads nothing of the point. */
+__device__ __forceinline__ void list_entry(const P8 &p, const Frame &f, const float *xs, uint32_t q, uint32_t i,
+                                           uint32_t h, uint32_t pos) {
+  p.ovf[pos] = i;
+  if (pos < kShort) {
+    uint32_t v[3];
+    voxel3(p, f, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
+    const uint64_t rb = rng_base(p.seed, i);
+    p.ove[2 * pos] = make_uint4(i, v[0], v[1], v[2]);
+    p.ove[2 * pos + 1] = make_uint4(h, (uint32_t)rb, (uint32_t)(rb >> 32), 0u);
+  }
+}
+
+/* The bucket of probe k of a point at voxel v (home excluded by the caller): probe_voxel + hash8; with probe
+ * step 1 (the mod hashes) the jitter is 0 whatever the random word, so no mix is computed (same bucket). */
+__device__ __forceinline__ uint32_t probe_hash(const P8 &p, const Frame &f, const uint32_t v[3], uint32_t k,
+                                               uint64_t base, uint32_t vmask) {
+  uint32_t w[3];
+  if (f.step == 1u) {
+    for (int d = 0; d < 3; d++) w[d] = (uint32_t)((int32_t)v[d] + (int32_t)p.probe[k][d]) & vmask;
+  } else {
+    probe_voxel(v, p.probe[k], f.step, f.bits, hx_mix64(base + k), w); /* = hx_rng_u64(seed, i, k) */
+  }
+  return hash8(p, f, w);
+}
+
 /* v9's phase 3 for a short list: the same contract as resolve_short (on entry a.A = room, r0/r1 = entry tid's
- * records; on exit a.A = counts after probing, the listed points of this tile stored, returns R), but the
- * list is walked by warp 0 alone, 32 entries at a time in list order, with no block barrier inside: each
- * lane searches its entry's probes one by one from where it stopped (the first bucket with room, never the
- * home bucket); lanes that chose the same bucket are ranked by lane (= list order, __match_any_sync) and the
- * first `room` of them placed; the others go on searching (the bucket is full now). A chunk is finished
- * before the next begins. This is another linearisation of Alg. 2's racing ("first probe with room" holds
- * for every point at the moment it is placed), deterministic given the list, so every block of a cloud
- * computes the same placement. Why: v8's rounds over the whole block cost ~8 us at 600k xor-mod (137 entries;
- * block stamps, H100): ~10 barrier-gated steps, each as long as its slowest warp. The entries of one
- * overflowing voxel share their candidates (mod hashes: probe step 1, no jitter), so a chunk mostly needs one
- * or two search steps. With step 1 the jitter is 0 whatever the random word, so no mix is computed (the
- * same bucket as probe_voxel). */
+ * records; on exit a.A = counts after probing, the listed points of this tile stored, returns R), in two
+ * steps instead of v8's rounds over the block (~10 barrier-gated steps, each as long as its slowest warp:
+ * ~6.5 us at 600k xor-mod, 137 entries; v8's block stamps, H100):
+ *  A  (every warp, one entry at a time) each entry's first 32-probe step that holds a probe whose bucket has
+ *     room, and the mask of those probes (E = mask, Ek = the step's first probe; no step: a leftover). Room
+ *     only shrinks, so a probe without room now never has room later: B only looks at the mask's probes.
+ *  B  (warp 0 alone, no block barrier) the list in order, 32 entries at a time: each lane takes its entry's
+ *     next mask probe whose bucket still has room (a fresh 32-probe step, computed by the lane alone, when
+ *     the mask runs out); lanes that chose the same bucket are ranked by lane (= list order,
+ *     __match_any_sync) and the first `room` placed; the others go on (the bucket is full now). A chunk is
+ *     finished before the next begins.
+ * So every point takes its first probe with room at the moment it is placed, in list order: a linearisation
+ * of Alg. 2's racing, deterministic given the list, the same in every block of a cloud. (A first version
+ * walked each lane's probes one by one in B: 6.1 us at 600k, because the overflowing points of a dense
+ * region find most neighbouring buckets full.) */
 __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, const Frame &f,
                                                     uint32_t n_ovf, uint4 r0, uint4 r1) {
-  const uint32_t tid = threadIdx.x, lane = tid & 31u, nb = p.nb, c = t.c, S = p.cap;
-  const uint32_t i_e = r0.x;
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5, nb = p.nb, c = t.c, S = p.cap;
+  const uint32_t i_e = r0.x, np = p.nprobe;
+  const uint32_t vmask = f.bits >= 32u ? 0xFFFFFFFFu : ((1u << f.bits) - 1u);
   uint32_t st = 3; /* states as resolve_short: 0 searching, 2 leftover, 3 no entry, 4 placed */
   if (tid < n_ovf && (p.nclouds == 1 || cloud_of(p.off, p.nclouds, i_e) == c)) {
     a.Ev[tid] = r0;
@@ -409,33 +459,61 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
     st = 0;
   }
   a.Es[tid] = st; /* kShort == kT8: one entry slot per thread */
-  __syncthreads(); /* entries, room (the caller's) -> warp 0's walk */
-  if (tid < 32u) {
-    const bool step1 = f.step == 1u;
-    const uint32_t vmask = f.bits >= 32u ? 0xFFFFFFFFu : ((1u << f.bits) - 1u);
+  __syncthreads(); /* entries, room (the caller's) -> A */
+  for (uint32_t e = warp; e < n_ovf; e += kW8) { /* A; warp-uniform */
+    if (a.Es[e] != 0u) continue;
+    const uint4 ev = a.Ev[e], eb = a.Eb[e];
+    const uint32_t v[3] = {ev.y, ev.z, ev.w}, home = eb.x;
+    const uint64_t base = (uint64_t)eb.z << 32 | eb.y;
+    uint32_t k0 = 0, m = 0;
+    for (; k0 < np; k0 += 32u) {
+      bool room = false;
+      if (k0 + lane < np) {
+        const uint32_t h = probe_hash(p, f, v, k0 + lane, base, vmask);
+        room = h != home && a.A[h] > 0u;
+      }
+      m = __ballot_sync(0xFFFFFFFFu, room);
+      if (m) break;
+    }
+    if (lane == 0) {
+      a.Ek[e] = k0;
+      a.E[e] = m;
+    }
+  }
+  __syncthreads(); /* masks -> B */
+  if (warp == 0) {
     for (uint32_t e0 = 0; e0 < n_ovf; e0 += 32u) { /* warp-uniform */
       const uint32_t e = e0 + lane;
       bool act = e < n_ovf && a.Es[e] == 0u;
-      uint32_t v[3] = {0, 0, 0}, home = 0, k = 0, h = kNone;
+      uint32_t v[3] = {0, 0, 0}, home = 0, k0 = np, m = 0, h = kNone;
       uint64_t base = 0;
       if (act) {
         const uint4 ev = a.Ev[e], eb = a.Eb[e];
         v[0] = ev.y, v[1] = ev.z, v[2] = ev.w, home = eb.x;
         base = (uint64_t)eb.z << 32 | eb.y;
+        k0 = a.Ek[e], m = a.E[e];
       }
       while (__any_sync(0xFFFFFFFFu, act)) { /* warp-uniform */
-        if (act) { /* this entry's first probe from k on whose bucket has room */
-          for (; k < p.nprobe; k++) {
-            uint32_t w[3];
-            if (step1) {
-              for (int d = 0; d < 3; d++) w[d] = (uint32_t)((int32_t)v[d] + (int32_t)p.probe[k][d]) & vmask;
-            } else {
-              probe_voxel(v, p.probe[k], f.step, f.bits, hx_mix64(base + k), w); /* = hx_rng_u64(seed, i, k) */
+        if (act) { /* this entry's next probe whose bucket has room */
+          bool found = false;
+          while (k0 < np) {
+            if (!m) { /* the mask ran out: the next step, by this lane alone (rare) */
+              k0 += 32u;
+              for (uint32_t b = 0; b < 32u && k0 + b < np; b++) {
+                const uint32_t hb = probe_hash(p, f, v, k0 + b, base, vmask);
+                if (hb != home && a.A[hb] > 0u) m |= 1u << b;
+              }
+              continue;
             }
-            h = hash8(p, f, w);
-            if (h != home && a.A[h] > 0u) break;
+            const uint32_t b = (uint32_t)__ffs(m) - 1u;
+            m &= m - 1u;
+            h = probe_hash(p, f, v, k0 + b, base, vmask); /* != home: the mask holds no home probe */
+            if (a.A[h] > 0u) {
+              found = true;
+              break;
+            }
           }
-          if (k >= p.nprobe) { /* no probe left: a leftover */
+          if (!found) { /* no probe left: a leftover */
             a.Es[e] = 2u;
             act = false;
           }
@@ -552,17 +630,20 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
     f.bits = sm.frame[3];
     f.step = sm.frame[4];
     for (int d = 0; d < 3; d++) f.shift[d] = sm.frame[5 + d];
+    const float vinv = 1.0f / p.voxel; /* v9's voxel3f */
     /* hash and rank: pl[q] = bucket << 16 | rank among the tile's points of that bucket */
 #pragma unroll 4
     for (uint32_t k = 0; k < p.ipt; k++) {
       const uint32_t q = k * kT8 + tid;
       if (q < cnt_t) {
         uint32_t v[3];
-        voxel3(p, f, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
+        if (kW) voxel3f(p, f, vinv, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
+        else voxel3(p, f, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
         const uint32_t h = hash8(p, f, v);
         a.pl[q] = h << 16 | atomicAdd(&a.A[h], 1u);
       }
     }
+    if (kW && tid == 0) sm.tally[0] = 0; /* v9's list stage count (phase_probe_nt re-zeroes it) */
     __syncthreads(); /* A = the tile's histogram -> commit and local scan */
     bstamp<kBT>(p, 5);
     {
@@ -612,6 +693,14 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
           over = true;
         }
       }
+      if (kW) {
+        if (over) { /* staged in shared memory: one list atomic per block after the loop */
+          const uint32_t s8 = atomicAdd(&sm.tally[0], 1u);
+          if (s8 < kStage8) ((uint32_t *)a.Ev)[s8] = q | h << 16;
+          else list_entry(p, f, xs, q, i, h, atomicAdd(p.ctr + C_NOVF, 1u)); /* past the stage: one by one */
+        }
+        continue;
+      }
       const uint32_t mo = __ballot_sync(0xFFFFFFFFu, over);
       if (mo) { /* one list atomic per warp with overflowing points */
         const int leader = __ffs(mo) - 1;
@@ -626,6 +715,20 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
           const uint64_t rb = rng_base(p.seed, i);
           p.ove[2 * pos] = make_uint4(i, v[0], v[1], v[2]);
           p.ove[2 * pos + 1] = make_uint4(h, (uint32_t)rb, (uint32_t)(rb >> 32), 0u);
+        }
+      }
+    }
+    if (kW) { /* the staged list entries: one returning global atomic per block instead of one per warp and
+               * round (the block with the list's points arrived at barrier 2 ~1.6 us after the median) */
+      __syncthreads(); /* the stage and its count */
+      const uint32_t nst = min(sm.tally[0], kStage8);
+      if (nst) { /* block-uniform */
+        if (tid == 0) sm.tally[1] = atomicAdd(p.ctr + C_NOVF, nst);
+        __syncthreads(); /* the block's first list position */
+        const uint32_t gb = sm.tally[1];
+        for (uint32_t s8 = tid; s8 < nst; s8 += kT8) {
+          const uint32_t w = ((const uint32_t *)a.Ev)[s8], q = w & 0xFFFFu;
+          list_entry(p, f, xs, q, t.lo + q, w >> 16, gb + s8);
         }
       }
     }

@@ -215,7 +215,7 @@ int main(int argc, char **argv) {
                  "%.1f, last block done %.1f\n", vs[k].name, ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]);
         double bt[16][4];
         uint32_t nbk = 0;
-        if (vs[k].id >= 8 && psh_gpu_block_trace(g, &vs[k], bt, &nbk, &err) == HX_OK) {
+        if (vs[k].id >= 8 && psh_gpu_block_trace(g, &vs[k], bt, &nbk, &err) == HX_OK && nbk > 0) {
           static const char *const stn[13] = {"start", "xyz loaded", "into barrier 1", "out of barrier 1", "frame",
                                               "histogram", "commit+scan", "into barrier 2", "out of barrier 2",
                                               "list resolved", "start scan", "listed+slot", "end"};

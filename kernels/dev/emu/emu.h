@@ -106,6 +106,8 @@ inline unsigned __reduce_min_sync(unsigned mask, unsigned v) {
   unsigned r = 0xFFFFFFFFu; for (int l = 0; l < 32; l++) if ((mask >> l & 1) && (unsigned)o[l] < r) r = (unsigned)o[l]; return r;
 }
 inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) { uint64_t o[32]; emu_exchange(mask, 0, o); }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 namespace cub {
 template <class T, int N> struct BlockScan {
   struct TempStorage { T vals[N]; };

@@ -51,7 +51,10 @@ def coop8(src, dst):  # v8: dynamic shared memory, 1024-thread blocks, falls bac
                   r'emu_launch_coop(\1, \2, \3, p)', s, flags=re.S)
   s, k4 = re.subn(r'return psh_run_v7\(d_scratch', 'return emu_fallbacks++, psh_run_v7(d_scratch', s)
   s, k5 = re.subn(r'asm volatile\("mov.u64 %0, %%globaltimer;" : "=l"\(t\)\);', 't = emu_clock_ns();', s)
-  assert (k1, k2, k3, k5) == (1, 1, 1, 1) and k4 >= 2, (k1, k2, k3, k4, k5)
+  # v9 stages up to 4096 list entries per block in shared memory and appends the rest one by one: a stage of
+  # 8 makes the small emulated clouds take both paths
+  s, k6 = re.subn(r'constexpr uint32_t kStage8 = 4 \* kShort;', 'constexpr uint32_t kStage8 = 8;', s)
+  assert (k1, k2, k3, k5, k6) == (1, 1, 1, 1, 1) and k4 >= 2, (k1, k2, k3, k4, k5, k6)
   open(dst, 'w').write(s)
 coop8('kernels/psh_v8.cu', d + '/v8emu.cc')
 PY
