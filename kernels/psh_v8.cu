@@ -89,6 +89,8 @@ struct P8 : Prm {
   unsigned long long *bt;    /* [kBtBlocks][PSH_V8_BT] every block's stamps (psh_v8_block_trace) */
   uint4 *ove;                /* [2 kShort] short-list entry e: (point, vx, vy, vz), (home, RNG base lo, hi, 0) */
   uint32_t smem_bytes;       /* dynamic shared memory of one block (the emulation sizes its buffer by it) */
+  uint32_t res;              /* v9's short-list resolution: 2 (default) resolve_short_w with step A, 1 without
+                              * it, 0 v8's resolve_short (F3D_PSH_V9_RES, a measurement knob) */
 };
 
 /* The fixed part of the dynamic shared memory. */
@@ -460,7 +462,7 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
   }
   a.Es[tid] = st; /* kShort == kT8: one entry slot per thread */
   __syncthreads(); /* entries, room (the caller's) -> A */
-  for (uint32_t e = warp; e < n_ovf; e += kW8) { /* A; warp-uniform */
+  for (uint32_t e = warp; p.res == 2u && e < n_ovf; e += kW8) { /* A; warp-uniform */
     if (a.Es[e] != 0u) continue;
     const uint4 ev = a.Ev[e], eb = a.Eb[e];
     const uint32_t v[3] = {ev.y, ev.z, ev.w}, home = eb.x;
@@ -485,32 +487,35 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
     for (uint32_t e0 = 0; e0 < n_ovf; e0 += 32u) { /* warp-uniform */
       const uint32_t e = e0 + lane;
       bool act = e < n_ovf && a.Es[e] == 0u;
-      uint32_t v[3] = {0, 0, 0}, home = 0, k0 = np, m = 0, h = kNone;
+      /* search state: with mv, the mask m of step A (probes k0 + bit); then probes k, k + 1, ... one by one */
+      uint32_t v[3] = {0, 0, 0}, home = 0, k0 = np, m = 0, k = 0, h = kNone;
+      bool mv = p.res == 2u;
       uint64_t base = 0;
       if (act) {
         const uint4 ev = a.Ev[e], eb = a.Eb[e];
         v[0] = ev.y, v[1] = ev.z, v[2] = ev.w, home = eb.x;
         base = (uint64_t)eb.z << 32 | eb.y;
-        k0 = a.Ek[e], m = a.E[e];
+        if (mv) k0 = a.Ek[e], m = a.E[e];
       }
       while (__any_sync(0xFFFFFFFFu, act)) { /* warp-uniform */
         if (act) { /* this entry's next probe whose bucket has room */
           bool found = false;
-          while (k0 < np) {
-            if (!m) { /* the mask ran out: the next step, by this lane alone (rare) */
-              k0 += 32u;
-              for (uint32_t b = 0; b < 32u && k0 + b < np; b++) {
-                const uint32_t hb = probe_hash(p, f, v, k0 + b, base, vmask);
-                if (hb != home && a.A[hb] > 0u) m |= 1u << b;
+          while (!found) {
+            if (mv) {
+              if (m) {
+                const uint32_t b = (uint32_t)__ffs(m) - 1u;
+                m &= m - 1u;
+                h = probe_hash(p, f, v, k0 + b, base, vmask); /* != home: the mask holds no home probe */
+                found = a.A[h] > 0u;
+              } else { /* the mask ran out: on one by one after its step */
+                mv = false;
+                k = k0 + 32u;
               }
-              continue;
-            }
-            const uint32_t b = (uint32_t)__ffs(m) - 1u;
-            m &= m - 1u;
-            h = probe_hash(p, f, v, k0 + b, base, vmask); /* != home: the mask holds no home probe */
-            if (a.A[h] > 0u) {
-              found = true;
-              break;
+            } else {
+              if (k >= np) break;
+              h = probe_hash(p, f, v, k, base, vmask);
+              k++;
+              found = h != home && a.A[h] > 0u;
             }
           }
           if (!found) { /* no probe left: a leftover */
@@ -780,7 +785,7 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
       if (j < nb) a.A[j] = S - rl[q];
     }
     if (n_ovf > 0) {
-      R = kW ? resolve_short_w(p, sm, a, t, f, n_ovf, r0, r1) : resolve_short(p, sm, a, t, f, n_ovf, r0, r1);
+      R = kW && p.res ? resolve_short_w(p, sm, a, t, f, n_ovf, r0, r1) : resolve_short(p, sm, a, t, f, n_ovf, r0, r1);
       if (tr) p.trace[3] = gtimer(); /* the short list resolved (block 0) */
     } else {
       __syncthreads(); /* room complete */
@@ -919,6 +924,8 @@ hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *ou
   tiles_params_fill(&p, out, in, prm, ipt);
   p.tile = kT8 * ipt; /* tiles_params_fill assumed v5's block size */
   p.smem_bytes = (uint32_t)smem;
+  const char *res_env = getenv("F3D_PSH_V9_RES");
+  p.res = res_env && (res_env[0] == '0' || res_env[0] == '1') ? (uint32_t)(res_env[0] - '0') : 2u;
   void *args[] = {&p};
   V8_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT8), args,
                                                             smem, (cudaStream_t)stream));
