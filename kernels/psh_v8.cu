@@ -422,15 +422,28 @@ __device__ __forceinline__ void list_entry(const P8 &p, const Frame &f, const fl
 
 /* The bucket of probe k of a point at voxel v (home excluded by the caller): probe_voxel + hash8; with probe
  * step 1 (the mod hashes) the jitter is 0 whatever the random word, so no mix is computed (same bucket). */
-__device__ __forceinline__ uint32_t probe_hash(const P8 &p, const Frame &f, const uint32_t v[3], uint32_t k,
-                                               uint64_t base, uint32_t vmask) {
+__device__ __forceinline__ uint32_t probe_hash(const P8 &p, const Frame &f, const uint32_t *ptab, const uint32_t v[3],
+                                               uint32_t k, uint64_t base, uint32_t vmask) {
   uint32_t w[3];
+  const uint32_t pk = ptab[k]; /* probe k's offsets, one signed byte per axis (probe_table) */
+  const int8_t o[3] = {(int8_t)(pk & 0xFFu), (int8_t)(pk >> 8 & 0xFFu), (int8_t)(pk >> 16 & 0xFFu)};
   if (f.step == 1u) {
-    for (int d = 0; d < 3; d++) w[d] = (uint32_t)((int32_t)v[d] + (int32_t)p.probe[k][d]) & vmask;
+    for (int d = 0; d < 3; d++) w[d] = (uint32_t)((int32_t)v[d] + (int32_t)o[d]) & vmask;
   } else {
-    probe_voxel(v, p.probe[k], f.step, f.bits, hx_mix64(base + k), w); /* = hx_rng_u64(seed, i, k) */
+    probe_voxel(v, o, f.step, f.bits, hx_mix64(base + k), w); /* = hx_rng_u64(seed, i, k) */
   }
   return hash8(p, f, w);
+}
+
+/* v9: the probe offsets packed one word per probe into shared memory (Sm8::full, which only the long path
+ * uses, after barrier 2, for its own snapshot): p.probe lives in the kernel's parameter (constant) bank, whose
+ * cache serves one address per warp instruction, so lanes at different probes serialised (ncu on v9's second
+ * cut, H100: the three LDC.S8 of p.probe[k] were the top stall sites of the resolution). Issued at the
+ * kernel's start, behind the tile's loads; the first use is after two barriers. */
+static_assert(kSnapBits / 32 >= PSH_NPROBE_MAX, "Sm8::full holds v9's probe table");
+__device__ __forceinline__ void probe_table(const P8 &p, uint32_t *ptab) {
+  for (uint32_t k = threadIdx.x; k < p.nprobe; k += kT8)
+    ptab[k] = (uint32_t)(uint8_t)p.probe[k][0] | (uint32_t)(uint8_t)p.probe[k][1] << 8 | (uint32_t)(uint8_t)p.probe[k][2] << 16;
 }
 
 /* v9's phase 3 for a short list: the same contract as resolve_short (on entry a.A = room, r0/r1 = entry tid's
@@ -471,7 +484,7 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
     for (; k0 < np; k0 += 32u) {
       bool room = false;
       if (k0 + lane < np) {
-        const uint32_t h = probe_hash(p, f, v, k0 + lane, base, vmask);
+        const uint32_t h = probe_hash(p, f, sm.full, v, k0 + lane, base, vmask);
         room = h != home && a.A[h] > 0u;
       }
       m = __ballot_sync(0xFFFFFFFFu, room);
@@ -505,7 +518,7 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
               if (m) {
                 const uint32_t b = (uint32_t)__ffs(m) - 1u;
                 m &= m - 1u;
-                h = probe_hash(p, f, v, k0 + b, base, vmask); /* != home: the mask holds no home probe */
+                h = probe_hash(p, f, sm.full, v, k0 + b, base, vmask); /* != home: the mask holds no home probe */
                 found = a.A[h] > 0u;
               } else { /* the mask ran out: on one by one after its step */
                 mv = false;
@@ -513,7 +526,7 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
               }
             } else {
               if (k >= np) break;
-              h = probe_hash(p, f, v, k, base, vmask);
+              h = probe_hash(p, f, sm.full, v, k, base, vmask);
               k++;
               found = h != home && a.A[h] > 0u;
             }
@@ -584,6 +597,7 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
   bstamp<kBT>(p, 0);
   /* ---- 1: run state, the tile's xyz into shared memory, tile bbox keys ---- */
   init_state8(p);
+  if (kW) probe_table(p, sm.full);
   Tile t;
   const bool has = tile_of(p, t); /* block-uniform */
   const uint32_t cnt_t = has ? t.hi - t.lo : 0u;
