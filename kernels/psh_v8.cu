@@ -175,6 +175,18 @@ __device__ __forceinline__ uint32_t hash8(const P8 &p, const Frame &f, const uin
   return psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
 }
 
+/* v9: hash8 with everything but the XOR-mask case out of line. The kernel's phases are straight-line code
+ * that each block runs once, so their instructions are fetched cold (ncu on v9, H100: "no instruction"
+ * stalls in the list resolution and the rows phase); psh_hash3 inlined at every call site (four hash
+ * functions, the Morton spreads) made up most of those bytes. */
+__device__ __noinline__ uint32_t hash9_general(uint32_t hash, uint32_t x, uint32_t y, uint32_t z, uint32_t bits, uint32_t nb) {
+  return psh_hash3((psh_hash)hash, x, y, z, bits, nb);
+}
+__device__ __forceinline__ uint32_t hash9(const P8 &p, const Frame &f, const uint32_t v[3]) {
+  if (p.hash == PSH_XOR_MOD && (p.nb & (p.nb - 1u)) == 0u) return (v[0] ^ v[1] ^ v[2]) & (p.nb - 1u);
+  return hash9_general(p.hash, v[0], v[1], v[2], f.bits, p.nb);
+}
+
 /* hx_rng_u64(seed, stream, counter) = hx_mix64(base + counter) with this per-point base: the probes of one point
  * then cost one mix each (harness.h's definition, split). */
 __device__ __forceinline__ uint64_t rng_base(uint64_t seed, uint64_t stream) {
@@ -420,19 +432,24 @@ __device__ __forceinline__ void list_entry(const P8 &p, const Frame &f, const fl
   }
 }
 
+/* probe_hash's case of a probe step > 1 (the div hashes: a random jitter per probe), out of line (hash9) */
+__device__ __noinline__ uint32_t probe_hash_jitter(const P8 &p, const Frame &f, const uint32_t v[3], uint32_t pk,
+                                                   uint32_t k, uint64_t base) {
+  const int8_t o[3] = {(int8_t)(pk & 0xFFu), (int8_t)(pk >> 8 & 0xFFu), (int8_t)(pk >> 16 & 0xFFu)};
+  uint32_t w[3];
+  probe_voxel(v, o, f.step, f.bits, hx_mix64(base + k), w); /* = hx_rng_u64(seed, i, k) */
+  return hash9_general(p.hash, w[0], w[1], w[2], f.bits, p.nb);
+}
+
 /* The bucket of probe k of a point at voxel v (home excluded by the caller): probe_voxel + hash8; with probe
  * step 1 (the mod hashes) the jitter is 0 whatever the random word, so no mix is computed (same bucket). */
 __device__ __forceinline__ uint32_t probe_hash(const P8 &p, const Frame &f, const uint32_t *ptab, const uint32_t v[3],
                                                uint32_t k, uint64_t base, uint32_t vmask) {
-  uint32_t w[3];
   const uint32_t pk = ptab[k]; /* probe k's offsets, one signed byte per axis (probe_table) */
-  const int8_t o[3] = {(int8_t)(pk & 0xFFu), (int8_t)(pk >> 8 & 0xFFu), (int8_t)(pk >> 16 & 0xFFu)};
-  if (f.step == 1u) {
-    for (int d = 0; d < 3; d++) w[d] = (uint32_t)((int32_t)v[d] + (int32_t)o[d]) & vmask;
-  } else {
-    probe_voxel(v, o, f.step, f.bits, hx_mix64(base + k), w); /* = hx_rng_u64(seed, i, k) */
-  }
-  return hash8(p, f, w);
+  if (f.step != 1u) return probe_hash_jitter(p, f, v, pk, k, base);
+  uint32_t w[3];
+  for (int d = 0; d < 3; d++) w[d] = (uint32_t)((int32_t)v[d] + (int32_t)(int8_t)(pk >> 8 * d & 0xFFu)) & vmask;
+  return hash9(p, f, w);
 }
 
 /* v9: the probe offsets packed one word per probe into shared memory (Sm8::full, which only the long path
@@ -658,7 +675,7 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
         uint32_t v[3];
         if (kW) voxel3f(p, f, vinv, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
         else voxel3(p, f, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
-        const uint32_t h = hash8(p, f, v);
+        const uint32_t h = kW ? hash9(p, f, v) : hash8(p, f, v);
         a.pl[q] = h << 16 | atomicAdd(&a.A[h], 1u);
       }
     }
