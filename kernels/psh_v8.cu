@@ -47,6 +47,18 @@
  * barrier 2 (+2 us), hoisted shared loads in phase 4 (phase 4 is L1TEX-throughput bound: MIO 47%), and a
  * cheaper list-order ranking (-1.5 us in phase 3) whose build spilled into the long-list probe loop (+39%
  * on xor-div). Written 2026-11-25 offline; every cut checked in the host emulation (kernels/dev/emu) first.
+ *
+ * v9 (psh_run_v9) is this kernel with the template flag kW (session 7, NOTES.md): v8's block stamps (the
+ * instance with kBT, F3D_PSH_V8_BT=1) showed 7.8 us of the 36 in the short-list resolution, ~2 us in each
+ * block minimum and barrier 2's exit waiting on the bucket/offset stores. kW: the minima by redux.sync
+ * (block_min6r); the first-hash bucket/offset stores after barrier 2; the list entries staged per block and
+ * appended with one atomic; the voxel index by an exact multiplication (vox1_fast); the short list walked by
+ * warp 0 alone (resolve_short_w) with the probe offsets in shared memory and the general hashes out of line
+ * (the lone warp waited on constant-cache serialisation and instruction fetches). Measured on the H100,
+ * 600k xor-mod, graph: 33.2 us (v8 35.5 in the same run); the resolution 4.6 us (v8 7.5-7.9). What bounds it
+ * now: the scattered perm / xyz_out stores of phase 4 drain for ~5 us after the last block's stores are
+ * issued (the L2's rate for partial-sector writes), and the issue-bound hash loop (~0.5 us per point per
+ * thread).
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -89,8 +101,6 @@ struct P8 : Prm {
   unsigned long long *bt;    /* [kBtBlocks][PSH_V8_BT] every block's stamps (psh_v8_block_trace) */
   uint4 *ove;                /* [2 kShort] short-list entry e: (point, vx, vy, vz), (home, RNG base lo, hi, 0) */
   uint32_t smem_bytes;       /* dynamic shared memory of one block (the emulation sizes its buffer by it) */
-  uint32_t res;              /* v9's short-list resolution: 2 (default) resolve_short_w with step A, 1 without
-                              * it, 0 v8's resolve_short (F3D_PSH_V9_RES, a measurement knob) */
 };
 
 /* The fixed part of the dynamic shared memory. */
@@ -464,24 +474,21 @@ __device__ __forceinline__ void probe_table(const P8 &p, uint32_t *ptab) {
 }
 
 /* v9's phase 3 for a short list: the same contract as resolve_short (on entry a.A = room, r0/r1 = entry tid's
- * records; on exit a.A = counts after probing, the listed points of this tile stored, returns R), in two
- * steps instead of v8's rounds over the block (~10 barrier-gated steps, each as long as its slowest warp:
- * ~6.5 us at 600k xor-mod, 137 entries; v8's block stamps, H100):
- *  A  (every warp, one entry at a time) each entry's first 32-probe step that holds a probe whose bucket has
- *     room, and the mask of those probes (E = mask, Ek = the step's first probe; no step: a leftover). Room
- *     only shrinks, so a probe without room now never has room later: B only looks at the mask's probes.
- *  B  (warp 0 alone, no block barrier) the list in order, 32 entries at a time: each lane takes its entry's
- *     next mask probe whose bucket still has room (a fresh 32-probe step, computed by the lane alone, when
- *     the mask runs out); lanes that chose the same bucket are ranked by lane (= list order,
- *     __match_any_sync) and the first `room` placed; the others go on (the bucket is full now). A chunk is
- *     finished before the next begins.
- * So every point takes its first probe with room at the moment it is placed, in list order: a linearisation
- * of Alg. 2's racing, deterministic given the list, the same in every block of a cloud. (A first version
- * walked each lane's probes one by one in B: 6.1 us at 600k, because the overflowing points of a dense
- * region find most neighbouring buckets full.) */
+ * records; on exit a.A = counts after probing, the listed points of this tile stored, returns R), but the
+ * list is walked by warp 0 alone, with no block barrier inside, 32 entries at a time in list order: each lane
+ * searches its entry's probes one by one from where it stopped (the first bucket with room, never the home
+ * bucket); lanes that chose the same bucket are ranked by lane (= list order, __match_any_sync) and the first
+ * `room` of them placed; the others go on searching (the bucket is full now). A chunk is finished before the
+ * next begins. Every point takes its first probe with room at the moment it is placed: a linearisation of
+ * Alg. 2's racing, deterministic given the list, so every block of a cloud computes the same placement.
+ * Measured (NOTES.md, session 7, H100, 600k lidar xor-mod, 137 entries): 4.6 us against 7.5-7.9 for v8's
+ * rounds over the whole block (~10 barrier-gated steps). Tried and dropped: a first step in which every warp
+ * computed each entry's 32-probe room mask (6.2 us). What made the difference: probe offsets from shared
+ * memory (probe_table) and compact code (hash9), since a lone warp running once-executed code waits on
+ * instruction fetches and on the parameter bank's one-address-per-instruction constant cache. */
 __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, const Frame &f,
                                                     uint32_t n_ovf, uint4 r0, uint4 r1) {
-  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5, nb = p.nb, c = t.c, S = p.cap;
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, nb = p.nb, c = t.c, S = p.cap;
   const uint32_t i_e = r0.x, np = p.nprobe;
   const uint32_t vmask = f.bits >= 32u ? 0xFFFFFFFFu : ((1u << f.bits) - 1u);
   uint32_t st = 3; /* states as resolve_short: 0 searching, 2 leftover, 3 no entry, 4 placed */
@@ -491,62 +498,24 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
     st = 0;
   }
   a.Es[tid] = st; /* kShort == kT8: one entry slot per thread */
-  __syncthreads(); /* entries, room (the caller's) -> A */
-  for (uint32_t e = warp; p.res == 2u && e < n_ovf; e += kW8) { /* A; warp-uniform */
-    if (a.Es[e] != 0u) continue;
-    const uint4 ev = a.Ev[e], eb = a.Eb[e];
-    const uint32_t v[3] = {ev.y, ev.z, ev.w}, home = eb.x;
-    const uint64_t base = (uint64_t)eb.z << 32 | eb.y;
-    uint32_t k0 = 0, m = 0;
-    for (; k0 < np; k0 += 32u) {
-      bool room = false;
-      if (k0 + lane < np) {
-        const uint32_t h = probe_hash(p, f, sm.full, v, k0 + lane, base, vmask);
-        room = h != home && a.A[h] > 0u;
-      }
-      m = __ballot_sync(0xFFFFFFFFu, room);
-      if (m) break;
-    }
-    if (lane == 0) {
-      a.Ek[e] = k0;
-      a.E[e] = m;
-    }
-  }
-  __syncthreads(); /* masks -> B */
-  if (warp == 0) {
+  __syncthreads(); /* entries, room (the caller's) -> warp 0's walk */
+  if (tid < 32u) {
     for (uint32_t e0 = 0; e0 < n_ovf; e0 += 32u) { /* warp-uniform */
       const uint32_t e = e0 + lane;
       bool act = e < n_ovf && a.Es[e] == 0u;
-      /* search state: with mv, the mask m of step A (probes k0 + bit); then probes k, k + 1, ... one by one */
-      uint32_t v[3] = {0, 0, 0}, home = 0, k0 = np, m = 0, k = 0, h = kNone;
-      bool mv = p.res == 2u;
+      uint32_t v[3] = {0, 0, 0}, home = 0, k = 0, h = kNone;
       uint64_t base = 0;
       if (act) {
         const uint4 ev = a.Ev[e], eb = a.Eb[e];
         v[0] = ev.y, v[1] = ev.z, v[2] = ev.w, home = eb.x;
         base = (uint64_t)eb.z << 32 | eb.y;
-        if (mv) k0 = a.Ek[e], m = a.E[e];
       }
       while (__any_sync(0xFFFFFFFFu, act)) { /* warp-uniform */
-        if (act) { /* this entry's next probe whose bucket has room */
+        if (act) { /* this entry's first probe from k on whose bucket has room */
           bool found = false;
-          while (!found) {
-            if (mv) {
-              if (m) {
-                const uint32_t b = (uint32_t)__ffs(m) - 1u;
-                m &= m - 1u;
-                h = probe_hash(p, f, sm.full, v, k0 + b, base, vmask); /* != home: the mask holds no home probe */
-                found = a.A[h] > 0u;
-              } else { /* the mask ran out: on one by one after its step */
-                mv = false;
-                k = k0 + 32u;
-              }
-            } else {
-              if (k >= np) break;
-              h = probe_hash(p, f, sm.full, v, k, base, vmask);
-              k++;
-              found = h != home && a.A[h] > 0u;
-            }
+          for (; k < np && !found; k++) {
+            h = probe_hash(p, f, sm.full, v, k, base, vmask);
+            found = h != home && a.A[h] > 0u;
           }
           if (!found) { /* no probe left: a leftover */
             a.Es[e] = 2u;
@@ -564,7 +533,7 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
             a.Ek[e] = S - room + rank;
             a.Es[e] = 4u;
             act = false;
-          } /* else: h is full now; the next search moves past it */
+          } /* else: h is full now; the search goes on after it (k is past it already) */
         }
         __syncwarp(); /* room updates -> the next search */
       }
@@ -816,7 +785,7 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
       if (j < nb) a.A[j] = S - rl[q];
     }
     if (n_ovf > 0) {
-      R = kW && p.res ? resolve_short_w(p, sm, a, t, f, n_ovf, r0, r1) : resolve_short(p, sm, a, t, f, n_ovf, r0, r1);
+      R = kW ? resolve_short_w(p, sm, a, t, f, n_ovf, r0, r1) : resolve_short(p, sm, a, t, f, n_ovf, r0, r1);
       if (tr) p.trace[3] = gtimer(); /* the short list resolved (block 0) */
     } else {
       __syncthreads(); /* room complete */
@@ -955,8 +924,6 @@ hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *ou
   tiles_params_fill(&p, out, in, prm, ipt);
   p.tile = kT8 * ipt; /* tiles_params_fill assumed v5's block size */
   p.smem_bytes = (uint32_t)smem;
-  const char *res_env = getenv("F3D_PSH_V9_RES");
-  p.res = res_env && (res_env[0] == '0' || res_env[0] == '1') ? (uint32_t)(res_env[0] - '0') : 2u;
   void *args[] = {&p};
   V8_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT8), args,
                                                             smem, (cudaStream_t)stream));
