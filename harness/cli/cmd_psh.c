@@ -26,10 +26,13 @@ static void psh_usage(FILE *f) {
           "  --buckets NB     buckets per cloud (default 0: next power of two >= largest cloud / S)\n"
           "  --voxel V        voxel edge in metres (default 0.05)\n"
           "  --probes P       probe offsets tried per overflowing point, 0..128 (default 128)\n"
-          "  --variant NAME   GPU variant (default v2; see --device gpu)\n"
           "  --device D       cpu (deterministic reference, default) or gpu\n"
           "  --seed S         probe order and jitter seed (default 3407)\n"
-          "  --out FILE       output CSV (written to a temporary name, then renamed)\n");
+          "  --out FILE       output CSV (written to a temporary name, then renamed)\n"
+          "  --variant NAME   GPU variant with --device gpu (default v9, the fastest at 600k on the H100), one of:\n");
+  size_t nv = 0;
+  const psh_variant *vs = psh_variants(&nv);
+  for (size_t k = 0; k < nv; k++) fprintf(f, "                     %s  %s\n", vs[k].name, vs[k].summary);
 }
 
 typedef struct psh_cli {
@@ -124,7 +127,7 @@ int f3d_cmd_psh(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   psh_params p;
   psh_params_default(&p);
-  const char *out_path = NULL, *variant = "v2";
+  const char *out_path = NULL, *variant = "v9";
   int gpu = 0, c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "H:S:b:v:p:V:d:s:o:h", opts, NULL)) != -1) {
