@@ -274,6 +274,36 @@ __device__ __forceinline__ void leftover_counts(Sm8 &sm, const Arr8 &a, uint32_t
   __syncthreads(); /* F and the final counts complete */
 }
 
+/* The end of phase 3 on a short list, after either resolution: thread e's entry is in state a.Es[e] (4 placed
+ * at (cand, off), 2 a leftover) and a.A holds the room left. Turns the room into counts after probing, places
+ * the leftovers (numbered in list order, the same in every block of the cloud) by the overflow policy with
+ * the free-slot scan, stores this tile's listed points, adds the cloud's tallies once; returns R. */
+__device__ __forceinline__ uint32_t finish_short(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, uint32_t i_e,
+                                                 uint32_t cand, uint32_t off) {
+  const uint32_t tid = threadIdx.x, nb = p.nb, c = t.c, S = p.cap;
+  const uint32_t est = a.Es[tid], lf = est == 2u;
+  const uint32_t nprobed = (uint32_t)__syncthreads_count(est == 4u);
+  const uint32_t R = (uint32_t)__syncthreads_count(lf);
+  /* A: room -> count after probing */
+  for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
+  if (R > 0) { /* leftovers: numbered in list order (the same numbers in every block of the cloud) */
+    uint32_t lrank = 0;
+    Scan8(sm.scan).ExclusiveSum(lf, lrank); /* contains a barrier: also completes the counts above */
+    __syncthreads(); /* sm.scan free; counts complete -> the free-slot scan */
+    leftover_counts(sm, a, nb, S, R);
+    if (lf) psh_resid_place(a.F, nb, S, lrank, &cand, &off);
+  }
+  if ((est == 4u || lf) && i_e >= t.lo && i_e < t.hi) { /* this tile's listed points */
+    p.bucket[i_e] = c * nb + cand;
+    p.offset[i_e] = off;
+  }
+  if (t.k == t.k0 && tid == 0 && p.counters_out) { /* the cloud's first tile adds its cloud's tallies */
+    if (nprobed) atomicAdd(p.counters_out + 1, nprobed);
+    if (R) atomicAdd(p.counters_out + 2, R);
+  }
+  return R;
+}
+
 /* Phase 3, short list: resolve the whole overflow list of cloud c in this block (module header). On entry
  * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2, and r0, r1 = list
  * entry tid's records (P8::ove, read with the list length; meaningful when tid < n_ovf). On exit a.A[j] = count after probing and
@@ -371,27 +401,7 @@ __device__ __forceinline__ uint32_t resolve_short(const P8 &p, Sm8 &sm, const Ar
     }
     if (!__syncthreads_or(act && !acc)) break; /* also orders the updates before the next search */
   }
-  const uint32_t est = a.Es[tid], lf = est == 2u;
-  const uint32_t nprobed = (uint32_t)__syncthreads_count(est == 4u);
-  const uint32_t R = (uint32_t)__syncthreads_count(lf);
-  /* A: room -> count after probing */
-  for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
-  if (R > 0) { /* leftovers: numbered in list order (the same numbers in every block of the cloud) */
-    uint32_t lrank = 0;
-    Scan8(sm.scan).ExclusiveSum(lf, lrank); /* contains a barrier: also completes the counts above */
-    __syncthreads(); /* sm.scan free; counts complete -> the free-slot scan */
-    leftover_counts(sm, a, nb, S, R);
-    if (lf) psh_resid_place(a.F, nb, S, lrank, &cand, &off);
-  }
-  if ((est == 4u || lf) && i_e >= t.lo && i_e < t.hi) { /* this tile's listed points */
-    p.bucket[i_e] = c * nb + cand;
-    p.offset[i_e] = off;
-  }
-  if (t.k == t.k0 && tid == 0 && p.counters_out) { /* the cloud's first tile adds its cloud's tallies */
-    if (nprobed) atomicAdd(p.counters_out + 1, nprobed);
-    if (R) atomicAdd(p.counters_out + 2, R);
-  }
-  return R;
+  return finish_short(p, sm, a, t, i_e, cand, off);
 }
 
 /* v9: block_min6 (psh_tiles.cuh) with each warp's minima in one redux.sync instead of 5 shuffle rounds, and
@@ -488,7 +498,7 @@ __device__ __forceinline__ void probe_table(const P8 &p, uint32_t *ptab) {
  * instruction fetches and on the parameter bank's one-address-per-instruction constant cache. */
 __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const Arr8 &a, const Tile &t, const Frame &f,
                                                     uint32_t n_ovf, uint4 r0, uint4 r1) {
-  const uint32_t tid = threadIdx.x, lane = tid & 31u, nb = p.nb, c = t.c, S = p.cap;
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, c = t.c, S = p.cap;
   const uint32_t i_e = r0.x, np = p.nprobe;
   const uint32_t vmask = f.bits >= 32u ? 0xFFFFFFFFu : ((1u << f.bits) - 1u);
   uint32_t st = 3; /* states as resolve_short: 0 searching, 2 leftover, 3 no entry, 4 placed */
@@ -540,28 +550,8 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
     }
   }
   __syncthreads(); /* placements, states -> every thread's own entry */
-  const uint32_t est = a.Es[tid], lf = est == 2u;
-  uint32_t cand = est == 4u ? a.E[tid] : 0u, off = est == 4u ? a.Ek[tid] : 0u;
-  const uint32_t nprobed = (uint32_t)__syncthreads_count(est == 4u);
-  const uint32_t R = (uint32_t)__syncthreads_count(lf);
-  /* A: room -> count after probing */
-  for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
-  if (R > 0) { /* leftovers: numbered in list order (the same numbers in every block of the cloud) */
-    uint32_t lrank = 0;
-    Scan8(sm.scan).ExclusiveSum(lf, lrank); /* contains a barrier: also completes the counts above */
-    __syncthreads(); /* sm.scan free; counts complete -> the free-slot scan */
-    leftover_counts(sm, a, nb, S, R);
-    if (lf) psh_resid_place(a.F, nb, S, lrank, &cand, &off);
-  }
-  if ((est == 4u || lf) && i_e >= t.lo && i_e < t.hi) { /* this tile's listed points */
-    p.bucket[i_e] = c * nb + cand;
-    p.offset[i_e] = off;
-  }
-  if (t.k == t.k0 && tid == 0 && p.counters_out) { /* the cloud's first tile adds its cloud's tallies */
-    if (nprobed) atomicAdd(p.counters_out + 1, nprobed);
-    if (R) atomicAdd(p.counters_out + 2, R);
-  }
-  return R;
+  const bool placed = a.Es[tid] == 4u;
+  return finish_short(p, sm, a, t, i_e, placed ? a.E[tid] : 0u, placed ? a.Ek[tid] : 0u);
 }
 
 /* The whole PSH in one cooperative launch (module header for the phases). kW: v9's changes (the redux
