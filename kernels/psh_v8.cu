@@ -55,7 +55,7 @@
  * appended with one atomic; the voxel index by an exact multiplication (vox1_fast); the short list walked by
  * warp 0 alone (resolve_short_w) with the probe offsets in shared memory and the general hashes out of line
  * (the lone warp waited on constant-cache serialisation and instruction fetches). Measured on the H100,
- * 600k xor-mod, graph: 33.2 us (v8 35.5 in the same run); the resolution 4.6 us (v8 7.5-7.9). What bounds it
+ * 600k xor-mod, psh_bench graph: 32.2-32.6 us (v8 35.9-36.6 in the same runs); the resolution 4.6 us (v8 7.5-7.9). What bounds it
  * now: the scattered perm / xyz_out stores of phase 4 drain for ~5 us after the last block's stores are
  * issued (the L2's rate for partial-sector writes), and the issue-bound hash loop (~0.5 us per point per
  * thread).
@@ -461,7 +461,7 @@ __device__ __noinline__ uint32_t probe_hash_jitter(const P8 &p, const Frame &f, 
   return hash9_general(p.hash, w[0], w[1], w[2], f.bits, p.nb);
 }
 
-/* The bucket of probe k of a point at voxel v (home excluded by the caller): probe_voxel + hash8; with probe
+/* The bucket of probe k of a point at voxel v (home excluded by the caller): probe_voxel + hash9; with probe
  * step 1 (the mod hashes) the jitter is 0 whatever the random word, so no mix is computed (same bucket). */
 __device__ __forceinline__ uint32_t probe_hash(const P8 &p, const Frame &f, const uint32_t *ptab, const uint32_t v[3],
                                                uint32_t k, uint64_t base, uint32_t vmask) {
