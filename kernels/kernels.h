@@ -408,7 +408,7 @@ hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op op, psh_dtyp
 /* Unpool of the last pooling run's output coordinates with v's GPU unpool: h_up[row] = pooled xyz of the
  * row's sub-bucket (zero for rows outside every bucket), [n*3] fp32, copied to the host. Waits. */
 hx_status psh_gpu_unpool_xyz(psh_gpu *g, const bpool_variant *v, float *h_up, hx_err *err);
-/* Phase timestamps of the last run of v (v5 to v8 only, HX_EUNSUPPORTED otherwise): 6 values in us after the
+/* Phase timestamps of the last run of v (v5 to v9 only, HX_EUNSUPPORTED otherwise): 6 values in us after the
  * kernel's start (bbox, commit, probing, rows of block 0, gather barrier or -1, last block's end). Waits. */
 hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[6], hx_err *err);
 /* Every block's phase stamps of the last v8 run (HX_EUNSUPPORTED for other variants): st[k] = {min, median,

@@ -554,8 +554,8 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
   return finish_short(p, sm, a, t, i_e, placed ? a.E[tid] : 0u, placed ? a.Ek[tid] : 0u);
 }
 
-/* The whole PSH in one cooperative launch (module header for the phases). kW: v9's changes (the redux
- * minima, resolve_short_w, the first-hash bucket/offset stores after barrier 2). */
+/* The whole PSH in one cooperative launch (module header for the phases). kW: v9's changes (the module
+ * header lists them); kBT: every block's phase stamps (psh_v8_block_trace). */
 template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];
   Sm8 &sm = *(Sm8 *)smraw;
