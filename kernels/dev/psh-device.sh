@@ -6,7 +6,8 @@
 #                                        SAN=v5,v6: compute-sanitizer memcheck + racecheck of those variants,
 #                                        after the bench; NCU=kernel-regex,...: ncu --set full of one launch each;
 #                                        NCUT=kernel-regex: every launch's duration, ncut-N.csv;
-#                                        SANPOOL=1: compute-sanitizer memcheck + racecheck of the pooling tests;
+#                                        SANPOOL=1: compute-sanitizer memcheck + racecheck of the pooling tests
+#                                        (SANPOOL=v5,v9: of those pooling variants only);
 #                                        SANTOOLS="memcheck": the sanitizer tools SAN and SANPOOL run;
 #                                        F3D_PSH_V8_BT=1: the bench times PSH v8's per-block-stamped build)
 # Build: Meson (`meson setup build-dev -Dgpu_arch=$ARCH`, cmocka through PKG_CONFIG_PATH); if that fails,
@@ -105,7 +106,11 @@ if [ -n "$T" ] && command -v compute-sanitizer > /dev/null 2>&1; then
   # SAN=v5,v6: the PSH test restricted to those variants; SANPOOL=1: the pooling tests alone (every pooling
   # variant, every layout)
   [ -n "${SAN:-}" ] && sanitize "$SAN" san "F3D_PSH_VARIANTS=$SAN"
-  [ -n "${SANPOOL:-}" ] && sanitize pooling sanpool F3D_BPOOL_ONLY=1
+  if [ -n "${SANPOOL:-}" ]; then
+    [ "$SANPOOL" != 1 ] && export F3D_BPOOL_VARIANTS="$SANPOOL"
+    sanitize "pooling $SANPOOL" sanpool F3D_BPOOL_ONLY=1
+    unset F3D_BPOOL_VARIANTS
+  fi
 fi
 if [ -n "$BENCH" ] && [ -n "${NCU:-}" ] && command -v ncu > /dev/null 2>&1; then
   # NCU=k5_psh,k4_count: ncu --set full of the first launch of each kernel the regex names (600k, first hash);

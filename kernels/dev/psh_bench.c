@@ -16,7 +16,9 @@
  * usage: psh_bench [N_LIST (comma, default 100000,200000,400000,600000)] [REPS (20)] [S (512)] [C (64)]
  * Environment: F3D_PSH_VARIANTS=v1,v8 times only those PSH variants (v1 stays the ratios' base when listed);
  * F3D_BENCH_POOL=0 skips the feature scatter and pooling lines; F3D_POOL_VARIANTS=v5,v7 times only those
- * pooling variants (F3D_POOL7_ASSIGN=N sets pooling v7's assigner blocks per SM, default 4 of 8).
+ * pooling variants (F3D_POOL7_ASSIGN=N sets pooling v7's assigner blocks per SM, default 4 of 8);
+ * F3D_BENCH_HASHES=xor-mod,xor-div times only those hashes (pooling runs on the xor-div buckets, so keep it
+ * listed for the pooling lines); F3D_POOL_RHOS=8 times only those pooling rhos (default 2,4,8).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +140,7 @@ int main(int argc, char **argv) {
   const char *only = getenv("F3D_PSH_VARIANTS");
   const char *pool_env = getenv("F3D_BENCH_POOL");
   const int pool_on = !(pool_env && strcmp(pool_env, "0") == 0);
+  const char *hashes = getenv("F3D_BENCH_HASHES"), *rhos = getenv("F3D_POOL_RHOS");
   const bpool_variant *pv = bpool_variant_find("v1");
   char *dup = strdup(list);
   int failures = 0;
@@ -155,6 +158,7 @@ int main(int argc, char **argv) {
     printf("%-5s %-11s %6s %10s %9s %9s %9s %9s %9s %8s\n", "var", "hash", "nb", "psh_us", "graph_us", "GB/s", "first",
            "probe", "overflow", "fullest");
     for (int h = 0; h < PSH_HASH_COUNT; h++) {
+      if (hashes && !hx_name_listed(hashes, psh_hash_name((psh_hash)h))) continue;
       psh_params p;
       psh_params_default(&p);
       p.hash = (psh_hash)h;
@@ -247,6 +251,8 @@ int main(int argc, char **argv) {
           for (size_t q = 0; q < npv; q++)
             for (uint32_t rho = 2; rho <= 8; rho *= 2) {
               if (ponly && !hx_name_listed(ponly, pvs[q].name)) break;
+              const char rname[2] = {(char)('0' + rho), 0};
+              if (rhos && !hx_name_listed(rhos, rname)) continue;
               uint32_t n_out = 0;
               a.pv = &pvs[q];
               if (psh_gpu_pool_plan(g, rho, &n_out, s, &err) != HX_OK) {
