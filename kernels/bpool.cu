@@ -27,6 +27,10 @@
  *   v6  pooling (bpool_variant.pool) as v5's assignment in two halves, the second half's assignment on an
  *       auxiliary stream overlapping the first half's reduction. Measured slower than v5 (ablation). See the
  *       v6 section.
+ *   v7, v8  two more overlaps of assignment and reduction (one cooperative launch; a programmatic dependent
+ *       launch), both slower than v5 (ablations; see their sections).
+ *   v9  v5 with step 3 by lanes (step3_lanes) wherever a tile has <= 32 new sub-buckets: 32 leftovers at a
+ *       time, one per lane, in rounds instead of one warp-wide reduction per leftover. Same outputs.
  */
 #include "kernels/bpool_internal.h"
 #include "kernels/kernels.h"
@@ -353,13 +357,18 @@ hx_status launch_unpool(T *up, const T *down, const T *residual, const uint32_t 
 /* Block shape of the k_assign2 family: threads, the most rows of a tile it holds (<= BPOOL_TILE: the
  * tile the algorithm defines stays BPOOL_TILE; a shape with fewer rows leaves larger buckets to a second
  * launch), rows per thread, most sub-buckets (rho >= 2) and the blocks per SM it is built for. */
-template <int kThreads, int kRows, int kMinBlocks> struct Shape {
+/* kLanesStep3: step 3 by lanes (step3_lanes) where a tile's new sub-buckets fit one warp (v9), else by
+ * leftovers one at a time (v2-v8). */
+template <int kThreads, int kRows, int kMinBlocks, bool kLanesStep3 = false> struct Shape {
   static constexpr int kT = kThreads, kTile = kRows, kI = kRows / kThreads, kSl = kRows / 2;
   static constexpr int kBlocks = kMinBlocks;
+  static constexpr bool kLanes = kLanesStep3;
   static_assert(kRows <= (int)BPOOL_TILE && kI == 8 && kSl % kThreads == 0, "k_assign2 holds 8 rows per thread");
 };
 using Shape2 = Shape<128, BPOOL_TILE, 8>;     /* v2-v4: any tile, 8 blocks of 4 warps per SM */
 using Shape5 = Shape<64, BPOOL_TILE / 2, 16>; /* v5: buckets of <= 512 rows, 16 blocks of 2 warps per SM */
+using Shape9 = Shape<64, BPOOL_TILE / 2, 16, true>; /* v9: Shape5 with step 3 by lanes */
+using Shape9L = Shape<128, BPOOL_TILE, 8, true>;    /* v9's buckets of more than 512 rows */
 constexpr int kT2 = Shape2::kT;
 
 template <typename Sh> struct AssignSmem2 {
@@ -375,6 +384,7 @@ template <typename Sh> struct AssignSmem2 {
   uint16_t lrow[Sh::kTile], sub[Sh::kTile];
   uint8_t mem[Sh::kTile], seedflag[Sh::kTile];
   uint32_t key[6];
+  uint8_t fill[Sh::kLanes ? 32 : 1]; /* step3_lanes: members of each new sub-bucket so far */
 };
 
 /* Step 3 of v2, one leftover as one lane sees it: its flag and row, the window start, the lane's first
@@ -395,6 +405,56 @@ __device__ __forceinline__ Step3Cand step3_load(const AssignSmem2<Sh> &s, uint32
   x.k1 = x.j1 < hi ? bpool_qdist2(xq, s.seedq[x.j1]) << 6 | (x.j1 - x.lo) : 0xFFFFFFFFu;
   x.k2 = x.j1 + 32 < hi ? bpool_qdist2(xq, s.seedq[x.j1 + 32]) << 6 | (x.j1 + 32 - x.lo) : 0xFFFFFFFFu;
   return x;
+}
+
+/* Step 3 of v9 where a tile has nn <= 32 new sub-buckets (bpool_window then spans all of them: rho 8 at
+ * 600k averages ~3), run by warp 0. The serial walk (bpool_assign_cpu, and v2-v8's loop below) spends a
+ * warp-wide min-reduction and ~100 instructions on each leftover although it compares only nn candidates;
+ * ncu (H100, 600k xor-div, rho 8) put 41% of v5's block time in it. Here each lane takes one leftover of a
+ * 32-entry chunk of L, in rounds: an active lane picks the nearest non-full sub-bucket (ties to the lower
+ * id) under the fills committed so far, and lanes that picked the same one are ranked in list order
+ * (__match_any_sync). A pick with fill + rank < rho is the one the serial walk makes: fills only grow, so
+ * the sub-buckets non-full at the lane's turn are a subset of those it chose from, and its pick is among
+ * them. Every lane before the first failed pick commits (member slot = fill + rank); the others pick again
+ * next round. The first active lane always succeeds (rank 0, non-full), so each round commits at least
+ * one leftover; a second round happens only when a sub-bucket fills up inside the chunk. A non-full
+ * sub-bucket always exists: nn = ceil(L / rho) gives room for every leftover. Same result as the serial walk. */
+template <typename Sh>
+__device__ __forceinline__ void step3_lanes(AssignSmem2<Sh> &s, uint32_t L, uint32_t nn, uint32_t A, uint32_t rho,
+                                            uint32_t lane) {
+  static_assert(Sh::kLanes, "step3_lanes needs the fill array");
+  constexpr uint32_t kAll = 0xFFFFFFFFu;
+  uint32_t lt;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+  if (lane < nn) s.fill[lane] = 1; /* the seed */
+  __syncwarp();
+  uint32_t full = 0; /* bit j: new sub-bucket j holds rho members (none yet: rho >= 2) */
+  for (uint32_t c0 = 0; c0 < L; c0 += 32) {
+    const uint32_t l = c0 + lane;
+    bool active = l < L && !s.seedflag[l];
+    const uint32_t t = active ? s.lrow[l] : 0u, xq = active ? s.u.lq[l] : 0u;
+    while (__any_sync(kAll, active)) {
+      uint32_t best = kAll;
+      for (uint32_t j = 0; j < nn; j++) /* warp-uniform; the seeds' coordinates are broadcast reads */
+        if (!((full >> j) & 1u)) best = min(best, bpool_qdist2(xq, s.seedq[j]) << 6 | j);
+      const uint32_t cj = active ? best & 31u : kAll; /* inactive lanes form their own group */
+      const uint32_t peers = __match_any_sync(kAll, cj);
+      const uint32_t rank = (uint32_t)__popc(peers & lt), f = active ? s.fill[cj] : 0u;
+      const uint32_t bad = __ballot_sync(kAll, active && f + rank >= rho);
+      const uint32_t before = bad ? (1u << (__ffs((int)bad) - 1)) - 1u : kAll; /* lanes before the first failure */
+      const bool commit = active && ((before >> lane) & 1u);
+      __syncwarp(); /* every fill read before any is advanced */
+      if (commit) {
+        s.sub[t] = (uint16_t)(A + cj);
+        s.mem[t] = (uint8_t)(f + rank);
+        const uint32_t done = peers & before; /* this sub-bucket's committed lanes: the lowest ranks */
+        if ((done >> lane) == 1u) s.fill[cj] = (uint8_t)(f + (uint32_t)__popc(done)); /* the last of them */
+      }
+      active = active && !commit;
+      __syncwarp();
+      full = __ballot_sync(kAll, lane < nn && s.fill[lane] >= rho);
+    }
+  }
 }
 
 /* One pooled row's VEC channels from q * VEC on: fp32 accumulation over the member rows in member order
@@ -788,7 +848,12 @@ __device__ __forceinline__ void assign_bucket(uint32_t *members, uint32_t *paren
     __syncthreads(); /* seeds visible to warp 0 */
     /* step 3: warp 0 walks the leftovers in order; fill of new sub-bucket j lives in lane j % 32, bits
      * 4*(j/32) .. +3 of fillw (nn <= 512: 16 fields; fill <= rho <= 8) */
-    if (tid < 32) {
+    bool by_lanes = false; /* block-uniform */
+    if constexpr (Sh::kLanes) {
+      by_lanes = nn <= 32;
+      if (by_lanes && tid < 32) step3_lanes(s, L, nn, A, rho, lane);
+    }
+    if (!by_lanes && tid < 32) {
       uint64_t fillw = 0;
       for (uint32_t k = 0; k < 16; k++)
         if (32 * k + lane < nn) fillw |= 1ull << (4 * k);
@@ -905,42 +970,49 @@ constexpr bpool_assign_fn assign_v3 = assign_shape2<true>;
  * case). Larger buckets are left to Shape2 in a second launch whose other blocks exit at once. assign_plan
  * also does the plan and the parent fill inside the first kernel (plan_in_block): v3's plan kernel, CUB
  * scan (two launches) and fill, ~12-14 us of its 42.7 us assignment at 600k in the same ncu run, are gone. */
-/* Buckets [b_lo, b_hi) of nbuckets (v6 assigns two halves; v5 all of them). */
+/* Buckets [b_lo, b_hi) of nbuckets (v6 assigns two halves; v5 all of them). ShS: the shape of buckets of
+ * <= 512 rows, ShL: of the larger ones (v5: Shape5 and Shape2; v9: Shape9 and Shape9L). */
+template <typename ShS = Shape5, typename ShL = Shape2>
 hx_status launch_assign5(bool plan, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
                          uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
                          const uint32_t *d_out_start, uint32_t *d_plan_start, uint32_t *d_plan_count, uint32_t nbuckets,
                          uint32_t b_lo, uint32_t b_hi, uint32_t rho, cudaStream_t s, hx_err *err) {
   if (b_hi <= b_lo) return HX_OK;
   const uint32_t nblk = b_hi - b_lo;
+  static_assert(ShS::kTile == Shape5::kTile && ShL::kTile == Shape2::kTile, "the small shape takes <= 512 rows");
   if (plan)
-    k_assign2<Shape5, true, true><<<nblk, Shape5::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
-                                                              d_bucket_start, d_bucket_count, NULL, d_plan_start,
-                                                              d_plan_count, nbuckets, n_rows, 0, b_lo, rho, NoFeat{});
+    k_assign2<ShS, true, true><<<nblk, ShS::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
+                                                        d_bucket_start, d_bucket_count, NULL, d_plan_start,
+                                                        d_plan_count, nbuckets, n_rows, 0, b_lo, rho, NoFeat{});
   else
-    k_assign2<Shape5, true, false><<<nblk, Shape5::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
-                                                               d_bucket_start, d_bucket_count, d_out_start, NULL,
-                                                               NULL, nbuckets, n_rows, 0, b_lo, rho, NoFeat{});
-  BPOOL_LAUNCHED("assign v5");
+    k_assign2<ShS, true, false><<<nblk, ShS::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in,
+                                                         d_bucket_start, d_bucket_count, d_out_start, NULL,
+                                                         NULL, nbuckets, n_rows, 0, b_lo, rho, NoFeat{});
+  BPOOL_LAUNCHED("assign (buckets <= 512 rows)");
   /* buckets of more than 512 rows (their start is in the plan the first launch wrote or was given) */
-  k_assign2<Shape2, true, false><<<nblk, kT2, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                                      d_bucket_count, plan ? d_plan_start : d_out_start, NULL,
-                                                      NULL, nbuckets, n_rows, (uint32_t)Shape5::kTile, b_lo, rho,
-                                                      NoFeat{});
-  BPOOL_LAUNCHED("assign v5 (buckets > 512 rows)");
+  k_assign2<ShL, true, false><<<nblk, ShL::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                                       d_bucket_count, plan ? d_plan_start : d_out_start, NULL,
+                                                       NULL, nbuckets, n_rows, (uint32_t)ShS::kTile, b_lo, rho,
+                                                       NoFeat{});
+  BPOOL_LAUNCHED("assign (buckets > 512 rows)");
   return HX_OK;
 }
 
-hx_status assign_v5(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
-                    uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
-                    const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
+template <typename ShS = Shape5, typename ShL = Shape2>
+hx_status assign_pair(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
+                      uint32_t n_rows, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                      const uint32_t *d_out_start, uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
   cudaStream_t s = (cudaStream_t)stream;
   HX_TRY(assign_begin(d_parent, n_rows, rho, s, err));
   if (!nbuckets) return HX_OK;
-  return launch_assign5(false, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count,
-                        d_out_start, NULL, NULL, nbuckets, 0, nbuckets, rho, s, err);
+  return launch_assign5<ShS, ShL>(false, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
+                                  d_bucket_count, d_out_start, NULL, NULL, nbuckets, 0, nbuckets, rho, s, err);
 }
+constexpr bpool_assign_fn assign_v5 = assign_pair<Shape5, Shape2>;
+constexpr bpool_assign_fn assign_v9 = assign_pair<Shape9, Shape9L>;
 
-hx_status assign_plan_v5(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent,
+template <typename ShS = Shape5, typename ShL = Shape2>
+hx_status assign_plan_pair(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent,
                          float *d_xyz_out, const float *d_xyz_in, uint32_t n_rows, const uint32_t *d_bucket_start,
                          const uint32_t *d_bucket_count, uint32_t *d_out_start, uint32_t *d_out_count,
                          uint32_t nbuckets, uint32_t rho, void *stream, hx_err *err) {
@@ -949,15 +1021,17 @@ hx_status assign_plan_v5(void *d_scratch, size_t *scratch_bytes, uint32_t *d_mem
     HX_TRY(bpool_plan_gpu(d_scratch, scratch_bytes, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream,
                           err));
     if (!d_scratch) return HX_OK;
-    return assign_v5(d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count, d_out_start,
-                     nbuckets, rho, stream, err);
+    return assign_pair<ShS, ShL>(d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count,
+                                 d_out_start, nbuckets, rho, stream, err);
   }
   if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
   cudaStream_t s = (cudaStream_t)stream;
   if (!nbuckets) return assign_begin(d_parent, n_rows, rho, s, err); /* every row outside every bucket */
-  return launch_assign5(true, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count,
-                        NULL, d_out_start, d_out_count, nbuckets, 0, nbuckets, rho, s, err);
+  return launch_assign5<ShS, ShL>(true, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
+                                  d_bucket_count, NULL, d_out_start, d_out_count, nbuckets, 0, nbuckets, rho, s, err);
 }
+constexpr bpool_assign_plan_fn assign_plan_v5 = assign_plan_pair<Shape5, Shape2>;
+constexpr bpool_assign_plan_fn assign_plan_v9 = assign_plan_pair<Shape9, Shape9L>;
 
 /* v4: v3's assignment with the reduction fused into it: one launch (after the parent fill) instead of
  * two, no members round trip through L2, and the latency-bound assignment of some blocks overlaps the
@@ -1534,6 +1608,8 @@ const bpool_variant bpool_table[] = {
      assign_v5, reduce_v2, unpool_v1, pool_v7, assign_plan_v5},
     {8, "v8", "v5's assignment wave with the reduction launched behind it (programmatic dependent launch, per-bucket ready flags): reduction blocks take each SM slot an assignment block leaves",
      assign_v5, reduce_v2, unpool_v1, pool_v8, assign_plan_v5},
+    {9, "v9", "v5 with step 3 by lanes: 32 leftovers at a time, picks ranked per sub-bucket, where a tile has <= 32 new sub-buckets",
+     assign_v9, reduce_v2, unpool_v1, NULL, assign_plan_v9},
 };
 
 } // namespace

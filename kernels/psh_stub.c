@@ -87,6 +87,12 @@ static const bpool_variant bpool_table[] = {
      bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
     {6, "v6", "v5 in two halves on two streams (ablation; needs CUDA)", bpool_assign_no_gpu,
      bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
+    {7, "v7", "assignment and reduction in one cooperative launch (ablation; needs CUDA)", bpool_assign_no_gpu,
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
+    {8, "v8", "v5 with the reduction behind it by programmatic launch (ablation; needs CUDA)", bpool_assign_no_gpu,
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
+    {9, "v9", "v5 with step 3 by lanes, 32 leftovers at a time (needs CUDA)", bpool_assign_no_gpu,
+     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
 };
 
 const bpool_variant *bpool_variants(size_t *count) {

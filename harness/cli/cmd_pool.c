@@ -26,7 +26,7 @@ static void pool_usage(FILE *f) {
           "  cloud,index,slot,pooled_row in input order; pooling statistics on stdout.\n"
           "  --rho R          sub-bucket capacity (pooling ratio): 2 (default), 4 or 8\n"
           "  --variant NAME   GPU variant of PSH (default v9; `f3dbench psh --help` lists them)\n"
-          "  --pool-variant NAME  GPU variant of pooling (default v5, the fastest at 600k on the H100), one of:\n");
+          "  --pool-variant NAME  GPU variant of pooling (default v9, the fastest at 600k on the H100), one of:\n");
   size_t nv = 0;
   const bpool_variant *vs = bpool_variants(&nv);
   for (size_t k = 0; k < nv; k++) fprintf(f, "                     %s  %s\n", vs[k].name, vs[k].summary);
@@ -184,7 +184,7 @@ int f3d_cmd_pool(int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   psh_params p;
   psh_params_default(&p);
-  const char *out_path = NULL, *variant = "v9", *pool_variant = "v5";
+  const char *out_path = NULL, *variant = "v9", *pool_variant = "v9";
   int gpu = 0, c;
   uint32_t rho = 2;
   uint64_t u;
