@@ -30,7 +30,9 @@
  *   v7, v8  two more overlaps of assignment and reduction (one cooperative launch; a programmatic dependent
  *       launch), both slower than v5 (ablations; see their sections).
  *   v9  v5 with step 3 by lanes (step3_lanes) wherever a tile has <= 32 new sub-buckets: 32 leftovers at a
- *       time, one per lane, in rounds instead of one warp-wide reduction per leftover. Same outputs.
+ *       time, one per lane, in rounds instead of one warp-wide reduction per leftover; the launch for buckets
+ *       of more than 512 rows and, in the one-call pooling (pool_v9), the reduction are launched
+ *       programmatically behind the launch before them. Same outputs.
  */
 #include "kernels/bpool_internal.h"
 #include "kernels/kernels.h"
@@ -61,6 +63,36 @@ namespace {
 
 constexpr int kT = BPOOL_TILE; /* threads per block = rows per tile */
 constexpr int kSlots = kT / 2; /* most sub-buckets of a tile (rho >= 2) */
+
+/* Programmatic dependent launch (sm_90): let the next launch in the stream be placed now / wait until the
+ * previous launch has completed and its writes are visible. Both are no-ops without such a launch. */
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+/* The launch attribute that makes a launch programmatic where the device has it (sm_90 on), else none. */
+hx_status pdl_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, dim3 grid, dim3 block, cudaStream_t s,
+                     hx_err *err) {
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+    return hx_errf(err, HX_ECUDA, "bpool: device query for a programmatic launch: %s", cudaGetErrorString(cudaGetLastError()));
+  *attr = cudaLaunchAttribute{};
+  attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr->val.programmaticStreamSerializationAllowed = 1;
+  *cfg = cudaLaunchConfig_t{};
+  cfg->gridDim = grid;
+  cfg->blockDim = block;
+  cfg->stream = s;
+  cfg->attrs = attr;
+  cfg->numAttrs = major >= 9 ? 1 : 0;
+  return HX_OK;
+}
 
 __global__ void k_plan(uint32_t *out_count, const uint32_t *count, uint32_t nbuckets, uint32_t rho) {
   const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
@@ -363,6 +395,9 @@ template <int kThreads, int kRows, int kMinBlocks, bool kLanesStep3 = false> str
   static constexpr int kT = kThreads, kTile = kRows, kI = kRows / kThreads, kSl = kRows / 2;
   static constexpr int kBlocks = kMinBlocks;
   static constexpr bool kLanes = kLanesStep3;
+  /* v9's shapes also chain their launches programmatically (pool_v9): each block lets the next launch be
+   * placed at once and waits for the previous one (a no-op for a plain launch) */
+  static constexpr bool kPdl = kLanesStep3;
   static_assert(kRows <= (int)BPOOL_TILE && kI == 8 && kSl % kThreads == 0, "k_assign2 holds 8 rows per thread");
 };
 using Shape2 = Shape<128, BPOOL_TILE, 8>;     /* v2-v4: any tile, 8 blocks of 4 warps per SM */
@@ -927,6 +962,10 @@ __global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *membe
                                                      uint32_t skip_upto, uint32_t b_lo, uint32_t rho, FeatT feat) {
   constexpr int kT2 = Sh::kT;
   constexpr uint32_t kW = kT2 / 32;
+  if constexpr (Sh::kPdl) { /* v9: the next launch may be placed; the previous one's outputs before any read */
+    pdl_trigger();
+    pdl_wait();
+  }
   const uint32_t b = b_lo + blockIdx.x; /* b_lo: v6's halves */
   const uint32_t count = bucket_count[b];
   uint32_t ostart;
@@ -989,11 +1028,22 @@ hx_status launch_assign5(bool plan, uint32_t *d_members, uint32_t *d_parent, flo
                                                          d_bucket_start, d_bucket_count, d_out_start, NULL,
                                                          NULL, nbuckets, n_rows, 0, b_lo, rho, NoFeat{});
   BPOOL_LAUNCHED("assign (buckets <= 512 rows)");
-  /* buckets of more than 512 rows (their start is in the plan the first launch wrote or was given) */
-  k_assign2<ShL, true, false><<<nblk, ShL::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
-                                                       d_bucket_count, plan ? d_plan_start : d_out_start, NULL,
-                                                       NULL, nbuckets, n_rows, (uint32_t)ShS::kTile, b_lo, rho,
-                                                       NoFeat{});
+  /* buckets of more than 512 rows (their start is in the plan the first launch wrote or was given); v9
+   * launches it programmatically: its blocks, which mostly exit at once, take the SM slots the first launch's
+   * blocks leave instead of waiting for the whole launch to end and this one to start */
+  const uint32_t *os = plan ? d_plan_start : d_out_start;
+  if constexpr (ShL::kPdl) {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    HX_TRY(pdl_config(&cfg, &attr, dim3(nblk), dim3(ShL::kT), s, err));
+    BPOOL_CUDA(cudaLaunchKernelEx(&cfg, k_assign2<ShL, true, false, NoFeat>, d_members, d_parent, d_xyz_out, d_xyz_in,
+                                  d_bucket_start, d_bucket_count, os, (uint32_t *)NULL, (uint32_t *)NULL, nbuckets,
+                                  n_rows, (uint32_t)ShS::kTile, b_lo, rho, NoFeat{}));
+  } else {
+    k_assign2<ShL, true, false><<<nblk, ShL::kT, 0, s>>>(d_members, d_parent, d_xyz_out, d_xyz_in, d_bucket_start,
+                                                         d_bucket_count, os, NULL, NULL, nbuckets, n_rows,
+                                                         (uint32_t)ShS::kTile, b_lo, rho, NoFeat{});
+  }
   BPOOL_LAUNCHED("assign (buckets > 512 rows)");
   return HX_OK;
 }
@@ -1085,9 +1135,10 @@ struct RowRange {
   const uint32_t *lo_start, *lo_count; /* NULL: lo = 0 */
   const uint32_t *hi_start, *hi_count; /* NULL: hi = n_out */
 };
-template <typename T, int RHO, int VEC>
+template <typename T, int RHO, int VEC, bool kWait = false>
 __global__ void k_reduce_vec(T *out, const T *in, const uint32_t *members, uint32_t n_out, uint32_t channels,
                              bpool_op op, RowRange rr) {
+  if (kWait) pdl_wait(); /* v9: launched programmatically behind the assignment */
   const uint32_t per_row = channels / VEC;
   const uint32_t lo = rr.lo_start ? rr.lo_start[0] + rr.lo_count[0] : 0u;
   const uint32_t hi = rr.hi_start ? rr.hi_start[0] + rr.hi_count[0] : n_out;
@@ -1105,11 +1156,25 @@ __global__ void k_reduce_vec(T *out, const T *in, const uint32_t *members, uint3
 /* n_out: the rows (or, with a device-side range, a bound on them, for the grid only) */
 template <typename T>
 hx_status launch_reduce_vec(T *out, const T *in, const uint32_t *members, uint32_t n_out, uint32_t rho,
-                            uint32_t channels, bpool_op op, cudaStream_t s, hx_err *err, RowRange rr = RowRange{}) {
+                            uint32_t channels, bpool_op op, cudaStream_t s, hx_err *err, RowRange rr = RowRange{},
+                            bool pdl = false) {
   constexpr int V = 16 / (int)sizeof(T);
   const size_t total = (size_t)n_out * (channels / V);
   const unsigned blocks = (unsigned)((total + 255) / 256 < 65536 ? (total + 255) / 256 : 65536);
   if (!blocks) return HX_OK;
+  if (pdl) { /* v9: a programmatic launch whose blocks wait for the assignment (k_reduce_vec's kWait) */
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    HX_TRY(pdl_config(&cfg, &attr, dim3(blocks), dim3(256), s, err));
+    cudaError_t e = cudaSuccess;
+    switch (rho) {
+    case 2: e = cudaLaunchKernelEx(&cfg, k_reduce_vec<T, 2, V, true>, out, in, members, n_out, channels, op, rr); break;
+    case 4: e = cudaLaunchKernelEx(&cfg, k_reduce_vec<T, 4, V, true>, out, in, members, n_out, channels, op, rr); break;
+    default: e = cudaLaunchKernelEx(&cfg, k_reduce_vec<T, 8, V, true>, out, in, members, n_out, channels, op, rr); break;
+    }
+    if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "bpool: programmatic launch of the reduction: %s", cudaGetErrorString(e));
+    return HX_OK;
+  }
   switch (rho) {
   case 2: k_reduce_vec<T, 2, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op, rr); break;
   case 4: k_reduce_vec<T, 4, V><<<blocks, 256, 0, s>>>(out, in, members, n_out, channels, op, rr); break;
@@ -1126,12 +1191,13 @@ bool reduce_vec_ok(psh_dtype dt, uint32_t channels, const void *d_out, const voi
 }
 hx_status launch_reduce_vec_dt(void *d_out, const void *d_in, const uint32_t *d_members, uint32_t n_out, uint32_t rho,
                                uint32_t channels, psh_dtype dt, bpool_op op, cudaStream_t s, hx_err *err,
-                               RowRange rr = RowRange{}) {
+                               RowRange rr = RowRange{}, bool pdl = false) {
   if (dt == PSH_F32)
-    return launch_reduce_vec<float>((float *)d_out, (const float *)d_in, d_members, n_out, rho, channels, op, s, err, rr);
+    return launch_reduce_vec<float>((float *)d_out, (const float *)d_in, d_members, n_out, rho, channels, op, s, err, rr,
+                                    pdl);
   if (dt == PSH_BF16)
     return launch_reduce_vec<uint16_t>((uint16_t *)d_out, (const uint16_t *)d_in, d_members, n_out, rho, channels, op,
-                                       s, err, rr);
+                                       s, err, rr, pdl);
   return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
 }
 
@@ -1490,16 +1556,6 @@ hx_status pool_v7(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
  * 16-byte reduction cannot take the features or past kPlanMaxBuckets buckets. */
 enum : uint32_t { kF8Plan = 1, kF8Done = 2, kC8Done = 0, kC8Flags = 1 };
 
-__device__ __forceinline__ void pdl_trigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
 
 __global__ void __launch_bounds__(Shape5::kT, Shape5::kBlocks) k_assign8(PoolP p) {
   pdl_trigger(); /* the reduction's blocks may be placed as soon as every block here has started */
@@ -1591,6 +1647,32 @@ hx_status pool_v8(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   return HX_OK;
 }
 
+/* ---- v9 ------------------------------------------------------------------------------------------------
+ * Pooling in one call: v9's plan-and-assign (Shape9 blocks with step 3 by lanes, then the Shape9L launch for
+ * buckets of more than 512 rows) and the 16-byte reduction, each launch programmatic behind the one before
+ * (sm_90): the launch gaps go, and every kernel waits (griddepcontrol.wait) for the previous one's outputs
+ * before reading them, so the order of the results is the stream's. Same outputs as assign_plan_v9 + reduce_v2
+ * bit for bit. Features the 16-byte reduction cannot take, and more than kPlanMaxBuckets buckets, take the
+ * plain launches. */
+hx_status pool_v9(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out,
+                  void *d_feat_out, const float *d_xyz_in, const void *d_feat_in, uint32_t n_rows, uint32_t channels,
+                  psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
+                  uint32_t *d_out_start, uint32_t *d_out_count, uint32_t nbuckets, uint32_t rho, uint32_t n_out,
+                  const bpool_aux *aux, void *stream, hx_err *err) {
+  (void)aux;
+  if (d_scratch) { /* the arguments, before anything is launched */
+    if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
+    if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  }
+  HX_TRY(assign_plan_v9(d_scratch, scratch_bytes, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
+                        d_bucket_count, d_out_start, d_out_count, nbuckets, rho, stream, err));
+  if (!d_scratch || n_out == 0 || channels == 0) return HX_OK;
+  if (nbuckets == 0 || nbuckets > kPlanMaxBuckets || !reduce_vec_ok(dt, channels, d_feat_out, d_feat_in))
+    return reduce_v2(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
+  return launch_reduce_vec_dt(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, (cudaStream_t)stream,
+                              err, RowRange{}, true);
+}
+
 const bpool_variant bpool_table[] = {
     {1, "v1", "block per bucket, shared-memory three-step sub-buckets; thread per (row, channel) reduce", assign_v1,
      reduce_v1, unpool_v1, NULL, NULL},
@@ -1609,7 +1691,7 @@ const bpool_variant bpool_table[] = {
     {8, "v8", "v5's assignment wave with the reduction launched behind it (programmatic dependent launch, per-bucket ready flags): reduction blocks take each SM slot an assignment block leaves",
      assign_v5, reduce_v2, unpool_v1, pool_v8, assign_plan_v5},
     {9, "v9", "v5 with step 3 by lanes: 32 leftovers at a time, picks ranked per sub-bucket, where a tile has <= 32 new sub-buckets",
-     assign_v9, reduce_v2, unpool_v1, NULL, assign_plan_v9},
+     assign_v9, reduce_v2, unpool_v1, pool_v9, assign_plan_v9},
 };
 
 } // namespace

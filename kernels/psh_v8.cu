@@ -58,7 +58,8 @@
  * 600k xor-mod, psh_bench graph: 32.2-32.6 us (v8 35.9-36.6 in the same runs); the resolution 4.6 us (v8 7.5-7.9). What bounds it
  * now: the scattered perm / xyz_out stores of phase 4 drain for ~5 us after the last block's stores are
  * issued (the L2's rate for partial-sector writes), and the issue-bound hash loop (~0.5 us per point per
- * thread).
+ * thread). Since session 8 v9 also sizes its tiles to use every SM (any multiple of 32 points, at least
+ * kMinTile9): 600k, 131 tiles of up to 4608 points instead of 118 of 5120; 31.4 us (v8 35.7-36.5) on the H100.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -93,6 +94,7 @@ constexpr uint32_t kGroup = 8;             /* lanes that search one short-list e
 constexpr uint32_t kGroups = kT8 / kGroup; /* entries searched per pass */
 constexpr uint32_t kStage8 = 4 * kShort;   /* v9: overflowing points staged per block (in Arr8::Ev) */
 constexpr uint32_t kBtBlocks = 1024;       /* blocks whose stamps are kept (a launch has <= one per SM) */
+constexpr uint32_t kMinTile9 = 512;        /* v9's smallest tile: below it per-block fixed costs dominate */
 
 typedef cub::BlockScan<uint32_t, kT8> Scan8;
 
@@ -909,10 +911,29 @@ hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *ou
     ipt = k, tiles = tl, smem = sm_k;
     break;
   }
+  uint32_t tile = kT8 * ipt;
+  if (w && ipt && (uint32_t)sms > in->nclouds) {
+    /* v9: tiles of any multiple of 32 points, so that a wave uses every SM (v8's 1024 * ipt left 14 of the
+     * H100's 132 idle at 600k: 118 tiles of 5120); the per-block phases shrink with the tile (600k: 131
+     * tiles of 4608, the last of a thread's ipt points on half the threads) */
+    const uint64_t slots = (uint64_t)sms - in->nclouds;
+    uint64_t tt = ((uint64_t)in->n + slots - 1) / slots;
+    tt = (tt + 31u) & ~(uint64_t)31u;
+    if (tt < kMinTile9) tt = kMinTile9;
+    if (tt < tile) {
+      Arr8 a;
+      const size_t sm_t = carve8(NULL, prm->nb, (uint32_t)tt, &a); /* smaller than the 1024 * ipt tile's */
+      V8_CUDA("shared memory attribute", cudaFuncSetAttribute((const void *)kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm_t));
+      tile = (uint32_t)tt;
+      ipt = (tile + kT8 - 1) / kT8;
+      tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + tile - 1) / tile;
+      smem = sm_t;
+    }
+  }
   if (!ipt) return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
   tiles_params_fill(&p, out, in, prm, ipt);
-  p.tile = kT8 * ipt; /* tiles_params_fill assumed v5's block size */
+  p.tile = tile; /* tiles_params_fill assumed v5's block size */
   p.smem_bytes = (uint32_t)smem;
   void *args[] = {&p};
   V8_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT8), args,
