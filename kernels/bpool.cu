@@ -1622,25 +1622,14 @@ hx_status pool_v8(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
     return reduce_v2(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
   }
   cudaStream_t s = (cudaStream_t)stream;
-  int dev = 0, major = 0;
-  BPOOL_CUDA(cudaGetDevice(&dev));
-  BPOOL_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   PoolP p = {d_members, d_parent, d_out_start, d_out_count, (uint32_t *)d_scratch, d_xyz_out, d_feat_out, d_xyz_in,
              d_feat_in, d_bucket_start, d_bucket_count, nbuckets, n_rows, channels, rho, 0, op};
   BPOOL_CUDA(cudaMemsetAsync(d_scratch, 0, ctl_bytes, s));
   k_assign8<<<nbuckets, Shape5::kT, 0, s>>>(p);
   BPOOL_LAUNCHED("pool v8 (assign)");
+  cudaLaunchConfig_t cfg; /* programmatic launch: sm_90 on; before it, the kernels run in turn */
   cudaLaunchAttribute attr;
-  memset(&attr, 0, sizeof attr);
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.gridDim = dim3(nbuckets);
-  cfg.blockDim = dim3(kT2);
-  cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = major >= 9 ? 1 : 0; /* programmatic launch: sm_90 on; before it, the kernels run in turn */
+  HX_TRY(pdl_config(&cfg, &attr, dim3(nbuckets), dim3(kT2), s, err));
   void *args[] = {&p};
   const void *kern = dt == PSH_F32 ? reduce8_kernel<float>(rho) : reduce8_kernel<uint16_t>(rho);
   BPOOL_CUDA(cudaLaunchKernelExC(&cfg, kern, args));

@@ -5,8 +5,9 @@
  * struct Prm (v5 and v7 derive theirs and only append fields), the device helpers (Frame, Tile, tile_of,
  * cloud_of, frame_from_keys, frame_load, voxel3, probe_bucket_fast, block_min6, lanemask_lt), the run-state
  * zeroing of v4's K1 and phase A, the scratch layout and parameter set-up of the launchers, and for the
- * one-launch variants their shared-memory struct, the thread-per-point probe phase (phase C) and the
- * one-wave tiling. Each variant file keeps what is its own.
+ * one-launch variants (v5-v9; v8/v9 in psh_v8.cu) their shared-memory struct, grid barrier (grid_sync) and
+ * phase stamp (gtimer), the thread-per-point probe phase (phase C) and the one-wave tiling. Each variant file
+ * keeps what is its own.
  * Constraint: these variants were measured and checked on an H200, so moving code here must leave each
  * file's PTX as it was (checked with nvcc -ptx before and after). Code that compiles differently once it
  * is a function (v4's K2 against phase B, v4's K3 against phase C, phase A, the scans) stays in the
@@ -17,6 +18,7 @@
 #ifndef F3D_PSH_TILES_CUH
 #define F3D_PSH_TILES_CUH
 
+#include <cooperative_groups.h>
 #include <cub/block/block_scan.cuh>
 #include <stdint.h>
 
@@ -245,6 +247,14 @@ constexpr uint32_t kMaxCap = 1u << kOffBits; /* larger S runs v4 */
 /* trace slots: 0 start (block 0), 1-3 after grid barriers 1-3 (3 = 2 without probing), 4 end of block 0's
  * phase D, 5 after the gather's barrier (v6, v7; 0 in v5), 6 the last block's end (atomicMax) */
 enum { kTrace = 8 };
+
+/* The grid barrier of the cooperative launches and the %globaltimer stamp of their phase traces (v5-v9). */
+__device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
+__device__ __forceinline__ unsigned long long gtimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 /* Shared memory of one block: the phases reuse one union (a grid barrier separates them). */
 struct Smem {

@@ -44,7 +44,6 @@
 #include "kernels/psh_internal.h"
 #include "kernels/psh_internal.cuh"
 
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include "kernels/psh_tiles.cuh"
@@ -66,14 +65,6 @@ using namespace psh_tiles;
 struct P5 : Prm {
   unsigned long long *trace; /* [kTrace] %globaltimer (ns) at the phase boundaries, see psh_v5_trace */
 };
-
-__device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
-
-__device__ __forceinline__ unsigned long long gtimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 /* Phase D: the cloud's scans, then the tile's rows (and, with kScatter, its coordinates). */
 template <bool kScatter>

@@ -37,7 +37,6 @@
 #include "kernels/psh_internal.h"
 #include "kernels/psh_internal.cuh"
 
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include "kernels/psh_tiles.cuh"
@@ -60,14 +59,6 @@ struct P5 : Prm {
   uint4 *stage;    /* [n] row r's record (perm, x, y, z bits): one random 16-byte store per point in phase D,
                       read in row order by the gather */
 };
-
-__device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
-
-__device__ __forceinline__ unsigned long long gtimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 /* Phase C for a short list (n_ovf <= warps in the grid; grid-uniform choice): one warp per overflowing
  * point. Lane k computes probe k0 + k and reads its counter: 32 probes per L2 round trip instead of one. The

@@ -65,7 +65,6 @@
 #include "kernels/psh_internal.h"
 #include "kernels/psh_internal.cuh"
 
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include "kernels/psh_tiles.cuh"
@@ -140,14 +139,6 @@ __host__ __device__ inline size_t carve8(unsigned char *base, uint32_t nb, uint3
   if (base) a->so = (uint16_t *)(base + off);
   off = al16(off + (size_t)tile * 2u);
   return off;
-}
-
-__device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
-
-__device__ __forceinline__ unsigned long long gtimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
 }
 
 /* Stamp k of this block's trace (thread 0; psh_v8_block_trace reads them): where the time goes block by block,
