@@ -17,6 +17,8 @@
  * Environment: F3D_PSH_VARIANTS=v1,v8 times only those PSH variants (v1 stays the ratios' base when listed);
  * F3D_BENCH_POOL=0 skips the feature scatter and pooling lines; F3D_POOL_VARIANTS=v5,v7 times only those
  * pooling variants (F3D_POOL7_ASSIGN=N sets pooling v7's assigner blocks per SM, default 4 of 8);
+ * F3D_BENCH_COLD=1 also times each PSH graph with the L2 flushed before every replay (a memset of twice the L2,
+ * the sweep's cold protocol, launch latency included here) and prints the phase stamps of that cold run;
  * F3D_BENCH_HASHES=xor-mod,xor-div times only those hashes (pooling runs on the xor-div buckets, so keep it
  * listed for the pooling lines); F3D_POOL_RHOS=8 times only those pooling rhos (default 2,4,8).
  */
@@ -36,8 +38,10 @@ static int cmp_f(const void *a, const void *b) {
 
 typedef hx_status (*step_fn)(void *arg, cudaStream_t s, hx_err *err);
 
-/* median of reps event-timed calls, in microseconds; -1 on failure */
-static double time_us(step_fn fn, void *arg, int reps, cudaStream_t s) {
+/* median of reps event-timed calls, in microseconds; -1 on failure. flush != NULL: before each call (outside
+ * the timed events) the L2 is flushed by a memset of flush_bytes on the stream, as the sweep's cold samples do
+ * (which leaves the L2 full of dirty lines that the timed call's writes evict) */
+static double time_us_f(step_fn fn, void *arg, int reps, cudaStream_t s, void *flush, size_t flush_bytes) {
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
@@ -47,6 +51,7 @@ static double time_us(step_fn fn, void *arg, int reps, cudaStream_t s) {
   for (int w = 0; w < 3; w++)
     if (fn(arg, s, &err) != HX_OK) goto out;
   for (int r = 0; r < reps; r++) {
+    if (flush) cudaMemsetAsync(flush, r & 0xFF, flush_bytes, s);
     cudaEventRecord(a, s);
     if (fn(arg, s, &err) != HX_OK) goto out;
     cudaEventRecord(b, s);
@@ -62,6 +67,8 @@ out:
   cudaEventDestroy(b);
   return med;
 }
+
+static double time_us(step_fn fn, void *arg, int reps, cudaStream_t s) { return time_us_f(fn, arg, reps, s, NULL, 0); }
 
 static hx_status st_launch_graph(void *arg, cudaStream_t s, hx_err *err) {
   if (cudaGraphLaunch(*(cudaGraphExec_t *)arg, s) != cudaSuccess) return hx_errf(err, HX_ECUDA, "graph launch failed");
@@ -141,6 +148,13 @@ int main(int argc, char **argv) {
   const char *pool_env = getenv("F3D_BENCH_POOL");
   const int pool_on = !(pool_env && strcmp(pool_env, "0") == 0);
   const char *hashes = getenv("F3D_BENCH_HASHES"), *rhos = getenv("F3D_POOL_RHOS");
+  const char *cold_env = getenv("F3D_BENCH_COLD");
+  void *d_flush = NULL;
+  const size_t flush_bytes = 2 * (size_t)(prop.l2CacheSize > 0 ? prop.l2CacheSize : 64 << 20);
+  if (cold_env && strcmp(cold_env, "1") == 0 && cudaMalloc(&d_flush, flush_bytes) != cudaSuccess) {
+    fprintf(stderr, "psh_bench: no memory for the %zu-byte L2 flush buffer\n", flush_bytes);
+    return 1;
+  }
   const bpool_variant *pv = bpool_variant_find("v1");
   char *dup = strdup(list);
   int failures = 0;
@@ -213,6 +227,9 @@ int main(int argc, char **argv) {
         if (k < 16) t_var[k] = gus > 0 ? gus : us;
         printf("%-5s %-11s %6u %10.1f %9.1f %9.1f %9u %9u %9u %8u\n", vs[k].name, psh_hash_name(p.hash), p.nb, us, gus,
                gus > 0 ? 72.0 * n / (gus * 1e3) : 0.0, cg[0], cg[1], cg[2], stt.max_count);
+        if (d_flush) /* last, so the stamps below are a cold run's */
+          printf("  %s cold graph (L2 flushed before each replay): %.1f us\n", vs[k].name,
+                 time_us_f(st_graph, &a, reps, s, d_flush, flush_bytes));
         double ph[6];
         if (vs[k].id >= 5 && psh_gpu_phase_trace(g, &vs[k], ph, &err) == HX_OK) /* the last (graph) run's phases */
           printf("  %s phases, us from start (block 0): bbox %.1f, commit %.1f, probe %.1f, rows %.1f, gather-barrier "
@@ -290,6 +307,7 @@ int main(int argc, char **argv) {
     wl_cloud_free(&cloud);
   }
   free(dup);
+  if (d_flush) cudaFree(d_flush);
   printf("\n# %s\n", failures ? "SOME VARIANTS FAILED THEIR CHECK" : "all variants passed their checks");
   return failures ? 1 : 0;
 }
