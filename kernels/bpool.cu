@@ -80,8 +80,9 @@ __device__ __forceinline__ void pdl_wait() {
 hx_status pdl_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, dim3 grid, dim3 block, cudaStream_t s,
                      hx_err *err) {
   int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
-    return hx_errf(err, HX_ECUDA, "bpool: device query for a programmatic launch: %s", cudaGetErrorString(cudaGetLastError()));
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "bpool: device query for a programmatic launch: %s", cudaGetErrorString(e));
   *attr = cudaLaunchAttribute{};
   attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr->val.programmaticStreamSerializationAllowed = 1;

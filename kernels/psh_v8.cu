@@ -94,6 +94,7 @@ constexpr uint32_t kGroups = kT8 / kGroup; /* entries searched per pass */
 constexpr uint32_t kStage8 = 4 * kShort;   /* v9: overflowing points staged per block (in Arr8::Ev) */
 constexpr uint32_t kBtBlocks = 1024;       /* blocks whose stamps are kept (a launch has <= one per SM) */
 constexpr uint32_t kMinTile9 = 512;        /* v9's smallest tile: below it per-block fixed costs dominate */
+static_assert(kMinTile9 >= (uint32_t)kT, "tiles_layout sizes the tile keys (part) for tiles of at least kT points");
 
 typedef cub::BlockScan<uint32_t, kT8> Scan8;
 

@@ -18,7 +18,8 @@
  * F3D_BENCH_POOL=0 skips the feature scatter and pooling lines; F3D_POOL_VARIANTS=v5,v7 times only those
  * pooling variants (F3D_POOL7_ASSIGN=N sets pooling v7's assigner blocks per SM, default 4 of 8);
  * F3D_BENCH_COLD=1 also times each PSH graph with the L2 flushed before every replay (a memset of twice the L2,
- * the sweep's cold protocol, launch latency included here) and prints the phase stamps of that cold run;
+ * the sweep's cold protocol: the host submits the replay while the flush runs, so its launch cost is mostly
+ * hidden there, unlike in the hot figure) and prints the phase stamps of that cold run;
  * F3D_BENCH_HASHES=xor-mod,xor-div times only those hashes (pooling runs on the xor-div buckets, so keep it
  * listed for the pooling lines); F3D_POOL_RHOS=8 times only those pooling rhos (default 2,4,8).
  */
@@ -51,7 +52,10 @@ static double time_us_f(step_fn fn, void *arg, int reps, cudaStream_t s, void *f
   for (int w = 0; w < 3; w++)
     if (fn(arg, s, &err) != HX_OK) goto out;
   for (int r = 0; r < reps; r++) {
-    if (flush) cudaMemsetAsync(flush, r & 0xFF, flush_bytes, s);
+    if (flush && cudaMemsetAsync(flush, r & 0xFF, flush_bytes, s) != cudaSuccess) {
+      hx_errf(&err, HX_ECUDA, "L2 flush (memset of %zu bytes) failed", flush_bytes);
+      goto out;
+    }
     cudaEventRecord(a, s);
     if (fn(arg, s, &err) != HX_OK) goto out;
     cudaEventRecord(b, s);
