@@ -1642,8 +1642,8 @@ hx_status pool_v8(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
  * buckets of more than 512 rows) and the 16-byte reduction, each launch programmatic behind the one before
  * (sm_90): the launch gaps go, and every kernel waits (griddepcontrol.wait) for the previous one's outputs
  * before reading them, so the order of the results is the stream's. Same outputs as assign_plan_v9 + reduce_v2
- * bit for bit. Features the 16-byte reduction cannot take, and more than kPlanMaxBuckets buckets, take the
- * plain launches. */
+ * bit for bit. Features the 16-byte reduction cannot take, and more than kPlanMaxBuckets buckets (whose plan
+ * is CUB's scan), are reduced by a plain launch. */
 hx_status pool_v9(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out,
                   void *d_feat_out, const float *d_xyz_in, const void *d_feat_in, uint32_t n_rows, uint32_t channels,
                   psh_dtype dt, bpool_op op, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,

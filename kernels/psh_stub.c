@@ -74,26 +74,20 @@ static hx_status bpool_unpool_no_gpu(void *d_up, const void *d_down, const void 
   return hx_errf(err, HX_ENODEV, "bpool: this build has no CUDA");
 }
 
+/* the CUDA build's pooling variants, each returning HX_ENODEV here */
+#define BPOOL_STUB(id, name, summary) {id, name, summary, bpool_assign_no_gpu, bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL}
 static const bpool_variant bpool_table[] = {
-    {1, "v1", "block per bucket, shared-memory sub-buckets (needs CUDA)", bpool_assign_no_gpu, bpool_reduce_no_gpu,
-     bpool_unpool_no_gpu, NULL, NULL},
-    {2, "v2", "128-thread blocks, register fill counts in step 3 (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
-    {3, "v3", "v2 with warp match ranking instead of a block sort (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
-    {4, "v4", "v3 with the reduction fused into the assignment (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
-    {5, "v5", "v3 in 64-thread blocks, one wave at 600k, plan and fill in the kernel (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
-    {6, "v6", "v5 in two halves on two streams (ablation; needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
-    {7, "v7", "assignment and reduction in one cooperative launch (ablation; needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
-    {8, "v8", "v5 with the reduction behind it by programmatic launch (ablation; needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
-    {9, "v9", "v5 with step 3 by lanes, 32 leftovers at a time (needs CUDA)", bpool_assign_no_gpu,
-     bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
+    BPOOL_STUB(1, "v1", "block per bucket, shared-memory sub-buckets (needs CUDA)"),
+    BPOOL_STUB(2, "v2", "128-thread blocks, register fill counts in step 3 (needs CUDA)"),
+    BPOOL_STUB(3, "v3", "v2 with warp match ranking instead of a block sort (needs CUDA)"),
+    BPOOL_STUB(4, "v4", "v3 with the reduction fused into the assignment (needs CUDA)"),
+    BPOOL_STUB(5, "v5", "v3 in 64-thread blocks, one wave at 600k, plan and fill in the kernel (needs CUDA)"),
+    BPOOL_STUB(6, "v6", "v5 in two halves on two streams (ablation; needs CUDA)"),
+    BPOOL_STUB(7, "v7", "assignment and reduction in one cooperative launch (ablation; needs CUDA)"),
+    BPOOL_STUB(8, "v8", "v5 with the reduction behind it by programmatic launch (ablation; needs CUDA)"),
+    BPOOL_STUB(9, "v9", "v5 with step 3 by lanes, 32 leftovers at a time (needs CUDA)"),
 };
+#undef BPOOL_STUB
 
 const bpool_variant *bpool_variants(size_t *count) {
   if (count) *count = sizeof bpool_table / sizeof bpool_table[0];

@@ -913,9 +913,8 @@ hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *ou
     tt = (tt + 31u) & ~(uint64_t)31u;
     if (tt < kMinTile9) tt = kMinTile9;
     if (tt < tile) {
-      Arr8 a;
-      const size_t sm_t = carve8(NULL, prm->nb, (uint32_t)tt, &a); /* smaller than the 1024 * ipt tile's */
-      V8_CUDA("shared memory attribute", cudaFuncSetAttribute((const void *)kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm_t));
+      Arr8 a; /* its shared memory is below the 1024 * ipt tile's, for which the limit is already raised */
+      const size_t sm_t = carve8(NULL, prm->nb, (uint32_t)tt, &a);
       tile = (uint32_t)tt;
       ipt = (tile + kT8 - 1) / kT8;
       tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + tile - 1) / tile;
