@@ -114,7 +114,8 @@ if [ -n "$T" ] && command -v compute-sanitizer > /dev/null 2>&1; then
 fi
 if [ -n "$BENCH" ] && [ -n "${NCU:-}" ] && command -v ncu > /dev/null 2>&1; then
   # NCU=k5_psh,k4_count: ncu --set full of the first launch of each kernel the regex names (600k, first hash);
-  # demangled names are matched, e.g. k5_psh<(bool)0> is v5's kernel, k5_psh<(bool)1> v6's, k7_psh v7's
+  # demangled names are matched, e.g. k5_psh<(bool)0> is v5's kernel, k5_psh<(bool)1> v6's, k7_psh v7's,
+  # k8_psh<(bool)0, (bool)0> v8's and k8_psh<(bool)0, (bool)1> v9's (regex: k8_psh<.bool.0, .bool.1>)
   echo "$NCU" | tr ',' '\n' | while read -r k; do
     f=$(echo "$k" | tr -c 'A-Za-z0-9_\n' '_')
     timeout "${NCU_TIMEOUT:-90}" ncu --clock-control none --set full --import-source yes --kernel-name-base demangled \
