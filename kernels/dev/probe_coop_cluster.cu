@@ -9,6 +9,16 @@
 #include <cstdlib>
 namespace cg = cooperative_groups;
 
+/* the setup calls: a failure here must not read as "clusters not accepted" below */
+#define PROBE_CHECK(call)                                                                  \
+  do {                                                                                     \
+    const cudaError_t e_ = (call);                                                         \
+    if (e_ != cudaSuccess) {                                                               \
+      fprintf(stderr, "probe: %s: %s\n", #call, cudaGetErrorString(e_));                  \
+      return 1;                                                                            \
+    }                                                                                      \
+  } while (0)
+
 __global__ void __launch_bounds__(1024, 1) k(unsigned *out, unsigned rounds) {
   extern __shared__ unsigned sm[];
   cg::grid_group g = cg::this_grid();
@@ -28,13 +38,13 @@ __global__ void __launch_bounds__(1024, 1) k(unsigned *out, unsigned rounds) {
 int main(int argc, char **argv) {
   const int only = argc > 1 ? atoi(argv[1]) : 0; /* one cluster size per process: a failed launch poisons the context */
   int dev = 0, sms = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  PROBE_CHECK(cudaGetDevice(&dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const size_t smem = 200 * 1024;
-  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  PROBE_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  PROBE_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   unsigned *d = nullptr;
-  cudaMalloc(&d, 4096 * 4);
+  PROBE_CHECK(cudaMalloc(&d, 4096 * 4));
   for (int cs = 1; cs <= 4; cs *= 2) {
     if (only && cs != only) continue;
     cudaLaunchConfig_t cfg = {};
