@@ -19,6 +19,7 @@ static void cloud_clear(wl_cloud *c) {
   c->n = 0;
   c->xyz = NULL;
   c->dropped_nonfinite = 0;
+  c->src = NULL;
 }
 
 hx_status wl_cloud_alloc(wl_cloud *out, size_t n, hx_err *err) {
@@ -36,6 +37,7 @@ hx_status wl_cloud_alloc(wl_cloud *out, size_t n, hx_err *err) {
 void wl_cloud_free(wl_cloud *c) {
   if (!c) return;
   free(c->xyz);
+  free(c->src);
   cloud_clear(c);
 }
 
@@ -124,6 +126,7 @@ hx_status wl_sink_init(wl_sink *s, size_t cap, const char *path, hx_err *err) {
     return hx_errf(err, HX_ENOMEM, "%s: cannot allocate %zu points", path, cap);
   s->cap = cap;
   s->c.n = 0;
+  s->src_failed = 0;
   return HX_OK;
 }
 
@@ -131,9 +134,17 @@ void wl_sink_push(wl_sink *s, double x, double y, double z) {
   float fx = (float)x, fy = (float)y, fz = (float)z;
   /* finite in double but out of float range becomes Inf: dropped as well */
   if (!isfinite(fx) || !isfinite(fy) || !isfinite(fz)) {
+    /* from the first drop on, kept points carry their file position (wl_cloud.src); allocated only then,
+     * since most files have no NaN/Inf points */
+    if (!s->c.src && !s->src_failed) {
+      s->c.src = malloc((s->cap ? s->cap : 1) * sizeof *s->c.src);
+      if (!s->c.src) s->src_failed = 1;
+      for (size_t i = 0; s->c.src && i < s->c.n; i++) s->c.src[i] = i;
+    }
     s->c.dropped_nonfinite++;
     return;
   }
+  if (s->c.src) s->c.src[s->c.n] = s->c.n + s->c.dropped_nonfinite;
   float *p = s->c.xyz + 3 * s->c.n++;
   p[0] = fx;
   p[1] = fy;
@@ -146,6 +157,10 @@ void wl_sink_free(wl_sink *s) {
 }
 
 hx_status wl_sink_finish(wl_sink *s, wl_cloud *out, const char *path, hx_err *err) {
+  if (s->src_failed) {
+    wl_sink_free(s);
+    return hx_errf(err, HX_ENOMEM, "%s: out of memory for the file positions of the points kept", path);
+  }
   if (s->c.n == 0) {
     size_t dropped = s->c.dropped_nonfinite;
     wl_sink_free(s);

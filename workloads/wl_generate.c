@@ -469,6 +469,7 @@ hx_status wl_generate(wl_cloud *out, wl_kind kind, size_t n, uint64_t seed, hx_e
   out->n = 0;
   out->xyz = NULL;
   out->dropped_nonfinite = 0;
+  out->src = NULL;
   if ((unsigned)kind >= WL_KIND_COUNT) return hx_errf(err, HX_EINVAL, "generate: unknown kind %d", (int)kind);
   WL_PASS(wl_cloud_alloc(out, n, err));
   if (n == 0) return HX_OK;

@@ -60,6 +60,7 @@ static inline void wl_put_f32le(unsigned char *p, float f) {
 typedef struct wl_sink {
   wl_cloud c;
   size_t cap;
+  int src_failed; /* c.src could not be allocated at the first drop: wl_sink_finish reports it */
 } wl_sink;
 
 hx_status wl_sink_init(wl_sink *s, size_t cap, const char *path, hx_err *err);

@@ -7,7 +7,9 @@
  * bytes that are actually there (a point needs at least its record size in binary, two characters
  * per value in text), so a header claiming 10^12 points fails as truncated instead of allocating.
  * On any failure the output cloud is left empty and nothing is leaked; the message names the file and
- * the problem. Points with a NaN/Inf coordinate are dropped and counted in dropped_nonfinite.
+ * the problem. Points with a NaN/Inf coordinate are dropped and counted in dropped_nonfinite, and then
+ * every kept point's position in the file is in src. A PLY file whose data outlasts its header's element
+ * counts is refused (the counts, and so the points, would be wrong).
  */
 #include "workloads/wl_internal.h"
 #include "f3d_config.h"
@@ -279,7 +281,7 @@ hx_status wl_read_pcd(wl_cloud *out, const unsigned char *d, size_t size, const 
   pcd_hdr *h = calloc(1, sizeof *h);
   if (!h) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
   cur c = {(const char *)d, (const char *)d + size, 0};
-  wl_sink sk = {{0, NULL, 0}, 0};
+  wl_sink sk = {{0, NULL, 0, NULL}, 0, 0};
   unsigned char *raw = NULL;
   hx_status st = pcd_header(h, &c, path, err);
   if (st != HX_OK) goto fail;
@@ -602,6 +604,11 @@ static hx_status ply_binary(const ply_hdr *h, size_t vi, wl_sink *sk, const unsi
       return hx_errf(err, HX_EFORMAT, "%s: truncated in element '%s' record %zu of %zu", path, e->name, r, e->count);
     }
   }
+  /* data the header does not account for: its counts are wrong (e.g. a vertex count below the records
+   * present), so the points read may not be the file's */
+  if (p != end)
+    return hx_errf(err, HX_EFORMAT, "%s: %zu bytes after the last element: the header's element counts do not match the data",
+                   path, (size_t)(end - p));
   return HX_OK;
 }
 
@@ -648,6 +655,10 @@ static hx_status ply_ascii(const ply_hdr *h, size_t vi, wl_sink *sk, const char 
                      e->name, r, e->count);
     }
   }
+  while (p < end && is_space(*p)) p++;
+  if (p != end) /* values past the last record: the header's counts are wrong, as in ply_binary */
+    return hx_errf(err, HX_EFORMAT, "%s: values after the last element: the header's element counts do not match the data",
+                   path);
   return HX_OK;
 }
 
@@ -655,7 +666,7 @@ hx_status wl_read_ply(wl_cloud *out, const unsigned char *d, size_t size, const 
   ply_hdr *h = calloc(1, sizeof *h);
   if (!h) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
   cur c = {(const char *)d, (const char *)d + size, 0};
-  wl_sink sk = {{0, NULL, 0}, 0};
+  wl_sink sk = {{0, NULL, 0, NULL}, 0, 0};
   size_t vi = 0;
   hx_status st = ply_header(h, &c, path, err);
   if (st == HX_OK) st = ply_vertex(h, &vi, path, err);
@@ -746,6 +757,7 @@ hx_status wl_read(wl_cloud *out, const char *path, wl_format fmt, hx_err *err) {
   out->n = 0;
   out->xyz = NULL;
   out->dropped_nonfinite = 0;
+  out->src = NULL;
   if (!path) return hx_errf(err, HX_EINVAL, "read: no path");
   unsigned char *d;
   size_t size;

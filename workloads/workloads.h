@@ -21,7 +21,11 @@ typedef struct wl_cloud {
   size_t n;
   float *xyz;
   size_t dropped_nonfinite; /* points dropped by a reader because a coordinate was NaN/Inf */
+  size_t *src;              /* [n] point i's position in the file when a reader dropped points, else NULL */
 } wl_cloud;
+/* Position in its source file of point i of c (i itself unless a reader dropped NaN/Inf points before it):
+ * what a tool prints as the point's index, so that rows can be joined back to the file. */
+static inline size_t wl_cloud_src_index(const wl_cloud *c, size_t i) { return c->src ? c->src[i] : i; }
 
 /* Several clouds concatenated: cloud b spans points [offset[b], offset[b+1]). offset has B+1 entries,
  * offset[0] = 0, offset[B] = n. Owns its memory. */

@@ -89,7 +89,7 @@ int f3d_cmd_gen(int argc, char **argv) {
     f3d_fail("gen", "%s: unknown extension (use .ply or .bin)", out);
     return 2;
   }
-  wl_cloud cloud = {0, NULL, 0};
+  wl_cloud cloud = {0, NULL, 0, NULL};
   hx_err err = {HX_OK, ""};
   int tiled = 0;
   hx_status st = voxel > 0.0 ? wl_make_exact(&cloud, kind, NULL, (size_t)points, voxel, seed, &tiled, &err)

@@ -67,7 +67,7 @@ static hx_status measure_reads(f3d_ctx *ctx, const wl_cloud *cloud0, hx_err *err
   if (!mkdtemp(dir)) return hx_errf(err, HX_EIO, "%s: cannot create a temporary directory", dir);
   snprintf(ply, sizeof ply, "%s/cloud.ply", dir);
   snprintf(bin, sizeof bin, "%s/cloud.bin", dir);
-  wl_job j = {JOB_READ, ctx, NULL, NULL, {0, NULL, 0}, 0};
+  wl_job j = {JOB_READ, ctx, NULL, NULL, {0, NULL, 0, NULL}, 0};
   hx_status st = wl_write_ply(cloud0, ply, err);
   if (st == HX_OK) st = wl_write_bin(cloud0, bin, err);
   if (st == HX_OK) j.path = ply, st = measure(ctx, &j, "read_ply", err);
@@ -82,8 +82,8 @@ hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err) {
   /* Errors (including "interrupted" from f3d_measure) are returned as they are, without HX_TRY's
    * trace: the sweep prints the message once. */
   const f3d_case *c = &ctx->c;
-  wl_job j = {JOB_GENERATE, ctx, NULL, NULL, {0, NULL, 0}, 0};
-  wl_cloud raw = {0, NULL, 0};
+  wl_job j = {JOB_GENERATE, ctx, NULL, NULL, {0, NULL, 0, NULL}, 0};
+  wl_cloud raw = {0, NULL, 0, NULL};
   const wl_cloud *dedup_in = c->source;
   hx_status st;
   if (c->source) {
@@ -109,6 +109,6 @@ hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err) {
     st = measure(ctx, &j, "make_exact", err);
   }
   if (st != HX_OK) return st;
-  wl_cloud cloud0 = {c->n_points, c->cloud->xyz, 0}; /* a view of cloud 0: not freed here */
+  wl_cloud cloud0 = {c->n_points, c->cloud->xyz, 0, NULL}; /* a view of cloud 0: not freed here */
   return measure_reads(ctx, &cloud0, err);
 }

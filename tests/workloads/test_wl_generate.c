@@ -229,7 +229,7 @@ static void test_dedup(void **state) {
   assert_memory_equal(again.xyz, out.xyz, out.n * 3 * sizeof(float));
   wl_cloud_free(&again);
   /* edges: empty cloud, bad voxel sizes, non-finite coordinates */
-  wl_cloud empty = {0, NULL, 0};
+  wl_cloud empty = {0, NULL, 0, NULL};
   assert_int_equal(wl_voxel_dedup(&again, &empty, 0.05, NULL, NULL), HX_OK);
   assert_int_equal(again.n, 0);
   hx_err err = {0};
@@ -329,7 +329,7 @@ static void test_make_exact_source(void **state) {
   assert_unique(&out, 0.05);
   wl_cloud_free(&out);
   /* empty source */
-  wl_cloud empty = {0, NULL, 0};
+  wl_cloud empty = {0, NULL, 0, NULL};
   assert_int_equal(wl_make_exact(&out, WL_LIDAR, &empty, 10, 0.05, 3, NULL, NULL), HX_EINVAL);
   wl_cloud_free(&src);
   wl_cloud_free(&dsrc);

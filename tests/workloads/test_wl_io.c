@@ -131,10 +131,13 @@ static void check_cloud(const wl_cloud *c, int with_nan) {
     if (with_nan && (i == 3 || i == 5)) continue;
     assert_true(j < c->n);
     for (int a = 0; a < 3; a++) assert_true(c->xyz[3 * j + (size_t)a] == (float)pts[i][a]);
+    assert_int_equal(wl_cloud_src_index(c, j), i); /* the file position, past the dropped points */
     j++;
   }
   assert_int_equal(c->n, j);
   assert_int_equal(c->dropped_nonfinite, with_nan ? 2 : 0);
+  if (with_nan) assert_non_null(c->src);
+  else assert_null(c->src); /* no drop, no map */
 }
 
 static void read_ok(const char *name, wl_format fmt, int with_nan) {
@@ -356,6 +359,15 @@ static void test_ply_roundtrip(void **state) {
     for (int a = 0; a < 3; a++) c.xyz[3 * i + (size_t)a] = (float)pts[i][a];
   assert_int_equal(wl_write_ply(&c, tpath("w.ply"), NULL), HX_OK);
   read_ok("w.ply", WL_FMT_AUTO, 0);
+  { /* the same file with one record more than its header counts: refused, not read short */
+    FILE *f = fopen(tpath("w.ply"), "rb");
+    assert_non_null(f);
+    unsigned char d[4096];
+    size_t m = fread(d, 1, sizeof d - 12, f);
+    fclose(f);
+    memcpy(d + m, d + m - 12, 12);
+    expect_fail("w_extra.ply", d, m + 12, WL_FMT_AUTO, HX_EFORMAT, "12 bytes after the last element");
+  }
   /* overwrite keeps working and replaces the content */
   c.n = 2;
   assert_int_equal(wl_write_ply(&c, tpath("w.ply"), NULL), HX_OK);
@@ -468,6 +480,7 @@ static void test_malformed(void **state) {
       {"magic.ply", "plx\nformat ascii 1.0\nelement vertex 1\nproperty float x\nend_header\n1\n", HX_EFORMAT, "bad magic"},
       {"fmt.ply", "ply\nformat binary_middle_endian 1.0\nelement vertex 1\nend_header\n", HX_EFORMAT, "unknown format"},
       {"nofmt.ply", "ply\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 3\n", HX_EFORMAT, "no format"},
+      {"extra.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 3\n4 5 6\n", HX_EFORMAT, "more records than the header counts"},
       {"noend.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n", HX_EFORMAT, "no end_header"},
       {"novert.ply", "ply\nformat ascii 1.0\nelement face 0\nproperty list uchar int v\nend_header\n", HX_EFORMAT, "no vertex"},
       {"noz.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\nend_header\n1 2\n", HX_EFORMAT, "no z"},
