@@ -176,6 +176,8 @@ const battn_variant *battn_variant_find(const char *name);
 #define PSH_NPROBE_MAX 128u
 #define PSH_NONE 0xFFFFFFFFu        /* padding rows of a padded layout, unused entries */
 #define PSH_MAX_POINTS (1u << 30)   /* bound on n for one call (4M-point clouds are well inside) */
+#define PSH_NB_MAX (1u << 24)       /* bound on buckets per cloud: 16M (the issue asks for >= 64k); beyond it
+                                     * the per-bucket arrays alone would take gigabytes */
 
 typedef enum psh_hash { PSH_XOR_MOD = 0, PSH_XOR_DIV, PSH_ZORDER_MOD, PSH_ZORDER_DIV, PSH_HASH_COUNT } psh_hash;
 const char *psh_hash_name(psh_hash h);          /* "xor-mod", "xor-div", "zorder-mod", "zorder-div" */

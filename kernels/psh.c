@@ -57,6 +57,7 @@ hx_status psh_params_check(const psh_params *p, const uint32_t *cloud_offset, ui
   if ((unsigned)p->hash >= PSH_HASH_COUNT) return hx_errf(err, HX_EINVAL, "psh: unknown hash %d", (int)p->hash);
   if (p->cap == 0 || p->cap % 16u) return hx_errf(err, HX_EINVAL, "psh: bucket size %u is not a positive multiple of 16", p->cap);
   if (p->nb == 0) return hx_errf(err, HX_EINVAL, "psh: zero buckets");
+  if (p->nb > PSH_NB_MAX) return hx_errf(err, HX_EINVAL, "psh: %u buckets per cloud exceed the limit of %u", p->nb, PSH_NB_MAX);
   if (!(p->voxel > 0.0f) || !isfinite(p->voxel)) return hx_errf(err, HX_EINVAL, "psh: voxel size must be positive");
   if (p->nprobe > PSH_NPROBE_MAX) return hx_errf(err, HX_EINVAL, "psh: %u probes (at most %u)", p->nprobe, PSH_NPROBE_MAX);
   if (nclouds == 0) return hx_errf(err, HX_EINVAL, "psh: empty batch");

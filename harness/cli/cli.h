@@ -33,6 +33,12 @@ void f3d_fail(const char *what, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* f3d_fail for a library message (hx_err.msg): "f3dbench: <msg>" when msg already starts with "<what>:"
+ * (the module or file it names), else "f3dbench: <what>: <msg>". */
+void f3d_fail_msg(const char *what, const char *msg);
+/* Note on stderr that a reader dropped n points of input with NaN/Inf coordinates (not an error: scans mark
+ * missing returns so; the CSV indices stay the file's positions). */
+void f3d_warn_dropped(const char *input, size_t n);
 
 /* Load the result directories dirs[0..n) (for plot and merge). On failure prints
  * "f3dbench: <what>: <why>", frees whatever was loaded and returns NULL. Free with f3d_runs_free. */
@@ -41,9 +47,9 @@ void f3d_runs_free(hx_run *runs, size_t n);
 
 /* Parse a count with an optional k/K (1e3) or M (1e6) suffix: "100k", "1.5M", "250000". 0 on success. */
 int f3d_parse_count(const char *s, uint64_t *out);
-/* Parse an unsigned integer (any base strtoull accepts) fully; 0 on success. */
+/* Parse an unsigned decimal integer fully (digits only: no blank, sign, octal or hex); 0 on success. */
 int f3d_parse_u64(const char *s, uint64_t *out);
-/* Parse a positive finite double; 0 on success. */
+/* Parse a positive finite decimal double (starting with a digit or '.'); 0 on success. */
 int f3d_parse_pos_double(const char *s, double *out);
 
 /* ---- options and inputs shared by `psh` and `pool` (PSH bucketing of a batch of recorded clouds) ---- */
@@ -61,16 +67,16 @@ int f3d_psh_option(int c, const char *arg, const char *what, struct psh_params *
 int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, int optind_);
 /* Read one cloud per input into a calloc'd *clouds (*nclouds is set to B as soon as it is allocated, so
  * the caller frees every wl_cloud_free-able entry even on failure) and concatenate them into *batch;
- * *nmax is the largest cloud. warn_dropped: note dropped non-finite points on stderr. 0 on success,
- * else 1 after printing "f3dbench: <input or what>: <why>". */
+ * *nmax is the largest cloud. Dropped non-finite points are noted on stderr (f3d_warn_dropped). 0 on
+ * success, else 1 after printing "f3dbench: <input or what>: <why>". */
 int f3d_read_batch(struct wl_cloud **clouds, uint32_t *nclouds, struct wl_batch *batch, size_t *nmax, char **inputs,
-                   uint32_t B, const char *what, int warn_dropped);
+                   uint32_t B, const char *what);
 
 /* Write an output file atomically: f3d_out_open opens "<path>.tmp.<pid>" for writing (*tmp: its name,
  * malloc'd) or returns NULL after printing why (what: the subcommand, for "out of memory"). The caller
  * writes, ORing any failed write into bad, then f3d_out_close closes the file and renames it to path
  * (removing it instead when bad or on any failure): 0 on success, else 1 after printing
- * "f3dbench: <path>: write failed". Either way tmp is freed. */
+ * "f3dbench: <path>: <step> failed: <strerror>". Either way tmp is freed. */
 FILE *f3d_out_open(const char *what, const char *path, char **tmp);
 int f3d_out_close(FILE *f, char *tmp, const char *path, int bad);
 

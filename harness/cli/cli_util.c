@@ -4,6 +4,7 @@
  * `psh` and `pool` share (including the atomic write of their CSV).
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,18 +30,29 @@ void f3d_fail(const char *what, const char *fmt, ...) {
   fputc('\n', stderr);
 }
 
+void f3d_fail_msg(const char *what, const char *msg) {
+  const size_t k = strlen(what);
+  /* library messages already start with their module or file ("psh: ...", "a.ply: ..."): not twice */
+  if (strncmp(msg, what, k) == 0 && msg[k] == ':') fprintf(stderr, "f3dbench: %s\n", msg);
+  else fprintf(stderr, "f3dbench: %s: %s\n", what, msg);
+}
+
+/* Numbers are decimal digits only: strtoull and strtod would also take leading blanks, a sign (" -1" wraps
+ * to 2^64 - 1), octal ("010" = 8) and hexadecimal, none of which a user means. */
+static int starts_decimal(const char *s, int dot) { return s && ((*s >= '0' && *s <= '9') || (dot && *s == '.')); }
+
 int f3d_parse_u64(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return -1;
+  if (!starts_decimal(s, 0)) return -1;
   char *end = NULL;
   errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
+  unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end) return -1;
   *out = (uint64_t)v;
   return 0;
 }
 
 int f3d_parse_count(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return -1;
+  if (!starts_decimal(s, 1) || strpbrk(s, "xXpP")) return -1; /* no hexadecimal floats either */
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
@@ -57,7 +69,7 @@ int f3d_parse_count(const char *s, uint64_t *out) {
 }
 
 int f3d_parse_pos_double(const char *s, double *out) {
-  if (!s || !*s) return -1;
+  if (!starts_decimal(s, 1) || strpbrk(s, "xXpP")) return -1;
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
@@ -80,18 +92,25 @@ int f3d_psh_option(int c, const char *arg, const char *what, psh_params *p, cons
     p->cap = (uint32_t)u;
     return 0;
   case 'b':
-    if (f3d_parse_count(arg, &u) || u >= (1u << 31)) return f3d_fail(what, "bad --buckets '%s'", arg), 2;
+    if (f3d_parse_count(arg, &u)) return f3d_fail(what, "bad --buckets '%s'", arg), 2;
+    if (u > PSH_NB_MAX) return f3d_fail(what, "--buckets %s exceeds the limit of %u per cloud", arg, PSH_NB_MAX), 2;
     p->nb = (uint32_t)u;
     return 0;
   case 'v':
     if (f3d_parse_pos_double(arg, &d)) return f3d_fail(what, "bad --voxel '%s'", arg), 2;
     p->voxel = (float)d;
+    if (!(p->voxel > 0.0f) || isinf(p->voxel)) /* the kernels use it as a float */
+      return f3d_fail(what, "--voxel %s is outside the range of a float (%g to %g)", arg, (double)FLT_TRUE_MIN,
+                      (double)FLT_MAX), 2;
     return 0;
   case 'p':
     if (f3d_parse_u64(arg, &u) || u > PSH_NPROBE_MAX) return f3d_fail(what, "--probes must be 0..128"), 2;
     p->nprobe = (uint32_t)u;
     return 0;
-  case 'V': *variant = arg; return 0;
+  case 'V':
+    if (!psh_variant_find(arg)) return f3d_fail(what, "unknown PSH variant '%s' (--help lists them)", arg), 2;
+    *variant = arg;
+    return 0;
   case 'd':
     if (strcmp(arg, "cpu") == 0) *gpu = 0;
     else if (strcmp(arg, "gpu") == 0) *gpu = 1;
@@ -113,8 +132,12 @@ int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, int o
   return 0;
 }
 
+void f3d_warn_dropped(const char *input, size_t n) {
+  fprintf(stderr, "f3dbench: %s: %zu point%s with non-finite coordinates dropped\n", input, n, n == 1 ? "" : "s");
+}
+
 int f3d_read_batch(wl_cloud **clouds, uint32_t *nclouds, wl_batch *batch, size_t *nmax, char **inputs, uint32_t B,
-                   const char *what, int warn_dropped) {
+                   const char *what) {
   hx_err err = {HX_OK, ""};
   *clouds = calloc(B, sizeof **clouds);
   if (!*clouds) return f3d_fail(what, "out of memory"), 1;
@@ -122,13 +145,11 @@ int f3d_read_batch(wl_cloud **clouds, uint32_t *nclouds, wl_batch *batch, size_t
   *nmax = 0;
   for (uint32_t b = 0; b < B; b++) {
     wl_cloud *cl = &(*clouds)[b];
-    if (wl_read(cl, inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail(inputs[b], "%s", err.msg), 1;
-    if (warn_dropped && cl->dropped_nonfinite)
-      fprintf(stderr, "f3dbench: %s: %zu points with non-finite coordinates dropped\n", inputs[b],
-              cl->dropped_nonfinite);
+    if (wl_read(cl, inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail_msg(inputs[b], err.msg), 1;
+    if (cl->dropped_nonfinite) f3d_warn_dropped(inputs[b], cl->dropped_nonfinite);
     *nmax = cl->n > *nmax ? cl->n : *nmax;
   }
-  if (wl_batch_from_clouds(batch, *clouds, B, &err) != HX_OK) return f3d_fail(what, "%s", err.msg), 1;
+  if (wl_batch_from_clouds(batch, *clouds, B, &err) != HX_OK) return f3d_fail_msg(what, err.msg), 1;
   return 0;
 }
 
@@ -139,19 +160,23 @@ FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
   snprintf(*tmp, cap, "%s.tmp.%ld", path, (long)getpid());
   FILE *f = fopen(*tmp, "w");
   if (!f) {
+    f3d_fail(path, "cannot open %s for writing: %s", *tmp, strerror(errno));
     free(*tmp);
     *tmp = NULL;
-    f3d_fail(path, "cannot open for writing");
   }
   return f;
 }
 
 int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
-  if (fclose(f) != 0) bad = 1;
-  if (bad || rename(tmp, path) != 0) {
+  /* the reason of the first failure: a write (ferror, e.g. ENOSPC), the flush in fclose, or the rename */
+  int e = bad && ferror(f) ? errno : 0;
+  if (fclose(f) != 0 && !e) e = errno, bad = 1;
+  const char *step = "write";
+  if (!bad && rename(tmp, path) != 0) e = errno, bad = 1, step = "rename of the finished file";
+  if (bad) {
     remove(tmp);
     free(tmp);
-    return f3d_fail(path, "write failed"), 1;
+    return f3d_fail(path, "%s failed%s%s (nothing written)", step, e ? ": " : "", e ? strerror(e) : ""), 1;
   }
   free(tmp);
   return 0;

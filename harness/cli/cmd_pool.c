@@ -54,14 +54,14 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
                         const char *variant, const char *pool_variant, const char *out_path) {
   hx_err err = {HX_OK, ""};
   size_t nmax;
-  if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "pool", 0)) return 1;
-  if (s->batch.n > PSH_MAX_POINTS) return f3d_fail("pool", "too many points"), 1;
+  if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "pool")) return 1;
+  if (s->batch.n > PSH_MAX_POINTS) return f3d_fail("pool", "%zu points exceed the limit of %u", s->batch.n, PSH_MAX_POINTS), 1;
   const uint32_t n = (uint32_t)s->batch.n;
   if (p->nb == 0) p->nb = psh_auto_buckets(nmax, p->cap);
   s->off = malloc(((size_t)B + 1) * 4);
   if (!s->off) return f3d_fail("pool", "out of memory"), 1;
   for (uint32_t b = 0; b <= B; b++) s->off[b] = (uint32_t)s->batch.offset[b];
-  if (psh_params_check(p, s->off, B, &err) != HX_OK) return f3d_fail("pool", "%s", err.msg), 2;
+  if (psh_params_check(p, s->off, B, &err) != HX_OK) return f3d_fail_msg("pool", err.msg), 2;
   const size_t nbt = (size_t)B * p->nb, max_out = (size_t)n / 2 + nbt + 1;
   s->bucket = malloc((size_t)n * 4 + 4), s->offset = malloc((size_t)n * 4 + 4), s->slot = malloc((size_t)n * 4 + 4);
   s->perm = malloc((size_t)n * 4 + 4), s->count = malloc(nbt * 4 + 4), s->start = malloc(nbt * 4 + 4);
@@ -70,7 +70,7 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
   s->up = malloc((size_t)n * 12 + 12);
   if (!s->bucket || !s->offset || !s->slot || !s->perm || !s->count || !s->start || !s->ostart || !s->ocount ||
       !s->parent || !s->members || !s->xyz || !s->pxyz || !s->up)
-    return f3d_fail("pool", "out of memory for %u points", n), 1;
+    return f3d_fail("pool", "out of memory for %u points and %zu buckets", n, nbt), 1;
   psh_in in = {s->batch.xyz, s->off, B, n};
   psh_out out = {s->bucket, s->offset, s->count, s->start, s->slot, s->perm, s->xyz, s->counters};
   uint32_t n_out = 0;
@@ -135,7 +135,8 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
     ud_max = dist > ud_max ? dist : ud_max;
   }
   psh_quality qb, qp;
-  if (psh_quality_buckets(&qb, s->xyz, s->start, s->count, (uint32_t)nbt, &err) != HX_OK) return 1;
+  if (psh_quality_buckets(&qb, s->xyz, s->start, s->count, (uint32_t)nbt, &err) != HX_OK)
+    return f3d_fail_msg("pool: quality", err.msg), 1;
   /* pooled groups: members of each output row, measured through a gather into member order */
   float *mx = malloc((size_t)n * 12 + 12);
   uint32_t *gs = malloc((size_t)n_out * 4 + 4), *gc = malloc((size_t)n_out * 4 + 4);
@@ -152,8 +153,9 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
     }
     gc[r] = row - gs[r];
   }
-  psh_quality_buckets(&qp, mx, gs, gc, n_out, &err);
+  const hx_status qst = psh_quality_buckets(&qp, mx, gs, gc, n_out, &err);
   free(mx), free(gs), free(gc);
+  if (qst != HX_OK) return f3d_fail_msg("pool: quality", err.msg), 1;
   printf("pool: %u points -> %u rows (rho %u, %s), full sub-buckets %llu (%.1f%%)\n", n, n_out, rho,
          gpu ? "gpu" : "cpu", (unsigned long long)full, n_out ? 100.0 * (double)full / n_out : 0.0);
   printf("locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f; sub-buckets diag %.4f / %.4f, "
@@ -166,7 +168,8 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
   int bad = fprintf(f, "cloud,index,slot,pooled_row\n") < 0;
   for (uint32_t b = 0; b < B && !bad; b++)
     for (uint32_t i = s->off[b]; i < s->off[b + 1]; i++)
-      if (fprintf(f, "%u,%u,%u,%u\n", b, i - s->off[b], s->slot[i], s->parent[s->slot[i]]) < 0) {
+      if (fprintf(f, "%u,%zu,%u,%u\n", b, wl_cloud_src_index(&s->clouds[b], i - s->off[b]), s->slot[i],
+                  s->parent[s->slot[i]]) < 0) {
         bad = 1;
         break;
       }
@@ -195,7 +198,11 @@ int f3d_cmd_pool(int argc, char **argv) {
       if (f3d_parse_u64(optarg, &u) || (u != 2 && u != 4 && u != 8)) return f3d_fail("pool", "--rho must be 2, 4 or 8"), 2;
       rho = (uint32_t)u;
       break;
-    case 'P': pool_variant = optarg; break;
+    case 'P':
+      if (!bpool_variant_find(optarg))
+        return f3d_fail("pool", "unknown pooling variant '%s' (--help lists them)", optarg), 2;
+      pool_variant = optarg;
+      break;
     case 'h': pool_usage(stdout); return 0;
     default: {
       int rc = f3d_psh_option(c, optarg, "pool", &p, &variant, &gpu, &out_path);

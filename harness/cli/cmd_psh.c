@@ -1,6 +1,7 @@
 /*
  * cmd_psh.c - `f3dbench psh`: Flash3D PSH bucketing of a batch of recorded clouds (one INPUT per cloud),
- * written as CSV `cloud,index,bucket,offset,slot` in input order (bucket = the cloud-local bucket id,
+ * written as CSV `cloud,index,bucket,offset,slot` in input order (index = the point's position in its file,
+ * also past points dropped for NaN/Inf coordinates; bucket = the cloud-local bucket id,
  * slot = row of the packed output of the whole batch), with the balance statistics and the geometric
  * quality (bucket vs PTv3-style 1024-point z-order patches) printed on stdout. Every result is checked
  * with psh_check before anything is written; a failing check exits 1 and writes nothing.
@@ -56,28 +57,28 @@ static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int
                        const char *out_path) {
   hx_err err = {HX_OK, ""};
   size_t nmax;
-  if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "psh", 1)) return 1;
+  if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "psh")) return 1;
   if (s->batch.n > PSH_MAX_POINTS) return f3d_fail("psh", "%zu points exceed the limit of %u", s->batch.n, PSH_MAX_POINTS), 1;
   const uint32_t n = (uint32_t)s->batch.n;
   if (p->nb == 0) p->nb = psh_auto_buckets(nmax, p->cap);
   s->off = malloc(((size_t)B + 1) * sizeof *s->off);
   if (!s->off) return f3d_fail("psh", "out of memory"), 1;
   for (uint32_t b = 0; b <= B; b++) s->off[b] = (uint32_t)s->batch.offset[b];
-  if (psh_params_check(p, s->off, B, &err) != HX_OK) return f3d_fail("psh", "%s", err.msg), 2;
+  if (psh_params_check(p, s->off, B, &err) != HX_OK) return f3d_fail_msg("psh", err.msg), 2;
   const size_t nbt = (size_t)B * p->nb;
   s->bucket = malloc((size_t)n * 4 + 4), s->offset = malloc((size_t)n * 4 + 4), s->slot = malloc((size_t)n * 4 + 4);
   s->perm = malloc((size_t)n * 4 + 4), s->count = malloc(nbt * 4 + 4), s->start = malloc(nbt * 4 + 4);
   s->xyz = malloc((size_t)n * 12 + 12);
   if (!s->bucket || !s->offset || !s->slot || !s->perm || !s->count || !s->start || !s->xyz)
-    return f3d_fail("psh", "out of memory for %u points", n), 1;
+    return f3d_fail("psh", "out of memory for %u points and %zu buckets", n, nbt), 1;
   psh_in in = {s->batch.xyz, s->off, B, n};
   psh_out out = {s->bucket, s->offset, s->count, s->start, s->slot, s->perm, s->xyz, s->counters};
   const char *label = "cpu";
   if (!gpu) {
-    if (psh_run_cpu(&out, &in, p, &err) != HX_OK) return f3d_fail("psh", "%s", err.msg), 1;
+    if (psh_run_cpu(&out, &in, p, &err) != HX_OK) return f3d_fail_msg("psh", err.msg), 1;
   } else {
     const psh_variant *v = psh_variant_find(variant);
-    if (!v) return f3d_fail("psh", "unknown variant '%s'", variant), 2;
+    if (!v) return f3d_fail("psh", "unknown PSH variant '%s'", variant), 2; /* f3d_psh_option checked it */
     label = v->name;
     psh_gpu *g = NULL;
     hx_status st = psh_gpu_create(&g, &in, p, 0, &err);
@@ -110,7 +111,8 @@ static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int
   int bad = fprintf(f, "cloud,index,bucket,offset,slot\n") < 0;
   for (uint32_t b = 0; b < B && !bad; b++)
     for (uint32_t i = s->off[b]; i < s->off[b + 1]; i++)
-      if (fprintf(f, "%u,%u,%u,%u,%u\n", b, i - s->off[b], s->bucket[i] - b * p->nb, s->offset[i], s->slot[i]) < 0) {
+      if (fprintf(f, "%u,%zu,%u,%u,%u\n", b, wl_cloud_src_index(&s->clouds[b], i - s->off[b]), s->bucket[i] - b * p->nb,
+                  s->offset[i], s->slot[i]) < 0) {
         bad = 1;
         break;
       }

@@ -5,7 +5,7 @@
  * (floor(coord / grid) in double, minus the per-cloud minimum), optionally one point per voxel (first
  * kept), depth is PTv3's bit_length(max + 1) over the whole batch, and each requested order's code
  * carries the cloud index at bit 3*depth. One row per (kept) input point in input order; `index` is the
- * point's position in its input file. --device gpu computes grid, dedup and codes with the CUDA kernels;
+ * point's position in its input file (also past points dropped for NaN/Inf coordinates: wl_cloud.src). --device gpu computes grid, dedup and codes with the CUDA kernels;
  * both paths write byte-identical files (tests/baselines/serialize_cli.sh compares them).
  */
 #include <getopt.h>
@@ -59,11 +59,8 @@ static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const s
   if (!s->clouds) return f3d_fail("serialize", "out of memory"), 1;
   s->B = B;
   for (uint32_t b = 0; b < B; b++) {
-    if (wl_read(&s->clouds[b], inputs[b], WL_FMT_AUTO, &err) != HX_OK)
-      return f3d_fail(inputs[b], "%s", err.msg), 1;
-    if (s->clouds[b].dropped_nonfinite)
-      fprintf(stderr, "f3dbench: %s: %zu points with non-finite coordinates dropped\n", inputs[b],
-              s->clouds[b].dropped_nonfinite);
+    if (wl_read(&s->clouds[b], inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail_msg(inputs[b], err.msg), 1;
+    if (s->clouds[b].dropped_nonfinite) f3d_warn_dropped(inputs[b], s->clouds[b].dropped_nonfinite);
   }
   if (wl_batch_from_clouds(&s->batch, s->clouds, B, &err) != HX_OK) return f3d_fail("serialize", "%s", err.msg), 1;
   const size_t n = s->batch.n;
@@ -118,7 +115,8 @@ static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const s
   for (size_t k = 0; k < m; k++) {
     const uint32_t b = s->kbatch[k];
     const uint32_t *g = s->kgrid + 3 * k;
-    fprintf(s->out, "%u,%zu,%u,%u,%u,%d", b, (size_t)s->keep[k] - s->batch.offset[b], g[0], g[1], g[2], depth);
+    fprintf(s->out, "%u,%zu,%u,%u,%u,%d", b, wl_cloud_src_index(&s->clouds[b], (size_t)s->keep[k] - s->batch.offset[b]),
+            g[0], g[1], g[2], depth);
     for (int r = 0; r < R; r++) fprintf(s->out, ",%" PRIu64, s->code[(size_t)r * m + k]);
     fputc('\n', s->out);
   }

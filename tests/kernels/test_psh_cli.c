@@ -3,7 +3,8 @@
  * errors exit 2, a missing input exits 1, a generated lidar cloud plus an indoor cloud give a CSV with
  * one row per point in input order whose slots are a permutation and whose offsets stay below S, the CPU
  * output is byte-identical across runs, pool rows point at valid pooled rows; with a GPU the gpu path is
- * checked for the same invariants (its assignment may differ: racing).
+ * checked for the same invariants (its assignment may differ: racing). Bad option values exit 2 before any
+ * work; points with NaN/Inf coordinates are dropped with a note and the CSV index stays the file position.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +89,63 @@ static void test_usage(void **state) {
   assert_int_equal(run("psh --hash xor --out %s/x.csv %s/a.ply", dir, dir), 2);
   assert_int_equal(run("pool --rho 3 --out %s/x.csv %s/a.ply", dir, dir), 2);
   assert_int_equal(run("psh --out %s/x.csv %s/missing.ply", dir, dir), 1);
+  /* every option value is checked before any work, whatever the device */
+  assert_int_equal(run("psh --variant bogus --out %s/x.csv %s/a.ply", dir, dir), 2);
+  assert_int_equal(run("pool --pool-variant bogus --out %s/x.csv %s/a.ply", dir, dir), 2);
+  assert_int_equal(run("psh --seed ' -1' --out %s/x.csv %s/a.ply", dir, dir), 2);  /* would wrap to 2^64 - 1 */
+  assert_int_equal(run("psh --buckets 0x10 --out %s/x.csv %s/a.ply", dir, dir), 2); /* decimal only */
+  assert_int_equal(run("psh --buckets 2147483647 --out %s/x.csv %s/a.ply", dir, dir), 2); /* not gigabytes */
+  assert_int_equal(run("pool --buckets 16777217 --out %s/x.csv %s/a.ply", dir, dir), 2);
+  assert_int_equal(run("psh --voxel 1e-300 --out %s/x.csv %s/a.ply", dir, dir), 2); /* 0 as a float */
+  assert_int_equal(run("psh --out %s/nodir/x.csv %s/a.ply", dir, dir), 1);
   char x[300];
   snprintf(x, sizeof x, "%s/x.csv", dir);
   assert_int_not_equal(access(x, F_OK), 0); /* failures leave no output */
+}
+
+/* A .bin cloud of 100 points with NaN/Inf coordinates at points 5, 7 and 50: both commands drop them, say so,
+ * and keep `index` = the position in the file (97 rows: 0..99 without 5, 7, 50). */
+static void test_nonfinite_indices(void **state) {
+  (void)state;
+  char path[300], csv[300];
+  snprintf(path, sizeof path, "%s/nan.bin", dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  for (int i = 0; i < 100; i++) {
+    float r[4] = {(float)(i % 10) * 0.3f, (float)(i / 10) * 0.3f, (float)i * 0.01f, 0.0f};
+    if (i == 5) r[0] = NAN;
+    if (i == 7) r[1] = INFINITY;
+    if (i == 50) r[2] = -INFINITY;
+    assert_int_equal(fwrite(r, sizeof r, 1, f), 1);
+  }
+  assert_int_equal(fclose(f), 0);
+  for (int cmd = 0; cmd < 2; cmd++) {
+    snprintf(csv, sizeof csv, "%s/nan%d.csv", dir, cmd);
+    char err[300];
+    snprintf(err, sizeof err, "%s/nan%d.err", dir, cmd);
+    char line[2048];
+    snprintf(line, sizeof line, "'%s' %s --bucket-size 16 --out '%s' '%s' 2> '%s' > /dev/null", prog, cmd ? "pool" : "psh",
+             csv, path, err);
+    assert_int_equal(system(line), 0);
+    FILE *e = fopen(err, "r");
+    assert_non_null(e);
+    assert_non_null(fgets(line, sizeof line, e));
+    fclose(e);
+    assert_non_null(strstr(line, "3 points with non-finite coordinates dropped"));
+    FILE *c = fopen(csv, "r");
+    assert_non_null(c);
+    assert_non_null(fgets(line, sizeof line, c)); /* header */
+    int want = 0, rows = 0;
+    unsigned cl, idx;
+    while (fgets(line, sizeof line, c)) {
+      assert_int_equal(sscanf(line, "%u,%u,", &cl, &idx), 2);
+      while (want == 5 || want == 7 || want == 50) want++;
+      assert_int_equal(idx, want);
+      want++, rows++;
+    }
+    fclose(c);
+    assert_int_equal(rows, 97);
+  }
 }
 
 static void test_psh_cpu_and_gpu(void **state) {
@@ -135,7 +191,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "test_psh_cli: f3dbench gen failed\n");
     return 1;
   }
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_usage), cmocka_unit_test(test_psh_cpu_and_gpu)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_usage), cmocka_unit_test(test_nonfinite_indices),
+                                     cmocka_unit_test(test_psh_cpu_and_gpu)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

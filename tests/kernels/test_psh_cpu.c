@@ -342,6 +342,12 @@ static void test_params_check(void **state) {
   p.cap = 16;
   p.nprobe = 129;
   assert_int_equal(psh_params_check(&p, off, 2, &err), HX_EINVAL);
+  p.nprobe = 128;
+  p.nb = PSH_NB_MAX;
+  assert_int_equal(psh_params_check(&p, off, 2, &err), HX_OK);
+  p.nb = PSH_NB_MAX + 1; /* a typo'd --buckets must not allocate gigabytes */
+  assert_int_equal(psh_params_check(&p, off, 2, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "limit"));
   assert_int_equal(psh_auto_buckets(600000, 512), 2048);
   assert_int_equal(psh_auto_buckets(0, 512), 1);
 }
