@@ -79,6 +79,10 @@ int f3d_read_batch(struct wl_cloud **clouds, uint32_t *nclouds, struct wl_batch 
  * "f3dbench: <path>: <step> failed: <strerror>". Either way tmp is freed. */
 FILE *f3d_out_open(const char *what, const char *path, char **tmp);
 int f3d_out_close(FILE *f, char *tmp, const char *path, int bad);
+/* Give up on an output opened by f3d_out_open after a failure (already reported): close it, remove the
+ * temporary file, free tmp; returns rc. Opening first and discarding on failure lets a command refuse an
+ * unwritable path before its work rather than after. */
+int f3d_out_discard(FILE *f, char *tmp, int rc);
 
 /* Git state of the source tree the program was built from: short hash ("" when unknown) and dirty
  * flag (-1 unknown, 0 clean, 1 tracked files modified). Where git cannot tell (a copy of the tree

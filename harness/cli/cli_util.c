@@ -167,6 +167,13 @@ FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
   return f;
 }
 
+int f3d_out_discard(FILE *f, char *tmp, int rc) {
+  fclose(f);
+  remove(tmp);
+  free(tmp);
+  return rc;
+}
+
 int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
   /* the reason of the first failure: a write (ferror, e.g. ENOSPC), the flush in fclose, or the rename */
   int e = bad && ferror(f) ? errno : 0;

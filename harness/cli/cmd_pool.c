@@ -50,8 +50,9 @@ static void pool_cli_free(pool_cli *s) {
   free(s->ostart), free(s->ocount), free(s->members), free(s->parent), free(s->xyz), free(s->pxyz), free(s->up);
 }
 
+/* psh_cli_run's contract (cmd_psh.c): the CSV rows go to f, opened by the caller before any work. */
 static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, uint32_t rho, int gpu,
-                        const char *variant, const char *pool_variant, const char *out_path) {
+                        const char *variant, const char *pool_variant, FILE *f, int *bad) {
   hx_err err = {HX_OK, ""};
   size_t nmax;
   if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "pool")) return 1;
@@ -162,18 +163,15 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
          "spread %.4f / %.4f\n", qb.diag_mean, qb.diag_max, qp.diag_mean, qp.diag_max, qp.spread_mean, qp.spread_max);
   printf("unpool (%s): distance of a point to its pooled coordinate, mean / max %.4f / %.4f metres\n",
          gpu ? "gpu, equal to the cpu reference" : "cpu", n ? ud_sum / n : 0.0, ud_max);
-  char *tmp;
-  FILE *f = f3d_out_open("pool", out_path, &tmp);
-  if (!f) return 1;
-  int bad = fprintf(f, "cloud,index,slot,pooled_row\n") < 0;
-  for (uint32_t b = 0; b < B && !bad; b++)
+  *bad = fprintf(f, "cloud,index,slot,pooled_row\n") < 0;
+  for (uint32_t b = 0; b < B && !*bad; b++)
     for (uint32_t i = s->off[b]; i < s->off[b + 1]; i++)
       if (fprintf(f, "%u,%zu,%u,%u\n", b, wl_cloud_src_index(&s->clouds[b], i - s->off[b]), s->slot[i],
                   s->parent[s->slot[i]]) < 0) {
-        bad = 1;
+        *bad = 1;
         break;
       }
-  return f3d_out_close(f, tmp, out_path, bad);
+  return 0;
 }
 
 int f3d_cmd_pool(int argc, char **argv) {
@@ -217,9 +215,13 @@ int f3d_cmd_pool(int argc, char **argv) {
   }
   int rc = f3d_psh_inputs_check("pool", out_path, argc, optind);
   if (rc) return rc;
+  char *tmp;
+  FILE *f = f3d_out_open("pool", out_path, &tmp);
+  if (!f) return 1;
   pool_cli s;
   memset(&s, 0, sizeof s);
-  rc = pool_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, rho, gpu, variant, pool_variant, out_path);
+  int bad = 0;
+  rc = pool_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, rho, gpu, variant, pool_variant, f, &bad);
   pool_cli_free(&s);
-  return rc;
+  return rc ? f3d_out_discard(f, tmp, rc) : f3d_out_close(f, tmp, out_path, bad);
 }

@@ -53,8 +53,10 @@ static void psh_cli_free(psh_cli *s) {
   free(s->xyz);
 }
 
-static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int gpu, const char *variant,
-                       const char *out_path) {
+/* Runs and checks the PSH, then writes the CSV rows to f (opened by the caller before any work, so that an
+ * unwritable --out fails at once): 0, or 1/2 after printing why; *bad = a row write failed. */
+static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int gpu, const char *variant, FILE *f,
+                       int *bad) {
   hx_err err = {HX_OK, ""};
   size_t nmax;
   if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "psh")) return 1;
@@ -104,19 +106,16 @@ static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int
          qb.diag_max, qb.spread_mean, qb.spread_max);
   printf("locality of z-order patches of 1024: diag %.3f / %.3f, spread %.3f / %.3f\n", qz.diag_mean, qz.diag_max,
          qz.spread_mean, qz.spread_max);
-  /* CSV, atomically */
-  char *tmp;
-  FILE *f = f3d_out_open("psh", out_path, &tmp);
-  if (!f) return 1;
-  int bad = fprintf(f, "cloud,index,bucket,offset,slot\n") < 0;
-  for (uint32_t b = 0; b < B && !bad; b++)
+  /* CSV (the caller renames it into place) */
+  *bad = fprintf(f, "cloud,index,bucket,offset,slot\n") < 0;
+  for (uint32_t b = 0; b < B && !*bad; b++)
     for (uint32_t i = s->off[b]; i < s->off[b + 1]; i++)
       if (fprintf(f, "%u,%zu,%u,%u,%u\n", b, wl_cloud_src_index(&s->clouds[b], i - s->off[b]), s->bucket[i] - b * p->nb,
                   s->offset[i], s->slot[i]) < 0) {
-        bad = 1;
+        *bad = 1;
         break;
       }
-  return f3d_out_close(f, tmp, out_path, bad);
+  return 0;
 }
 
 int f3d_cmd_psh(int argc, char **argv) {
@@ -148,9 +147,13 @@ int f3d_cmd_psh(int argc, char **argv) {
   }
   int rc = f3d_psh_inputs_check("psh", out_path, argc, optind);
   if (rc) return rc;
+  char *tmp;
+  FILE *f = f3d_out_open("psh", out_path, &tmp);
+  if (!f) return 1;
   psh_cli s;
   memset(&s, 0, sizeof s);
-  rc = psh_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, gpu, variant, out_path);
+  int bad = 0;
+  rc = psh_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, gpu, variant, f, &bad);
   psh_cli_free(&s);
-  return rc;
+  return rc ? f3d_out_discard(f, tmp, rc) : f3d_out_close(f, tmp, out_path, bad);
 }
