@@ -581,6 +581,9 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
     if (runs[k].incomplete && !force)
       return hx_errf(err, HX_EINVAL, "%s: run is incomplete (use --force to merge it anyway)", runs[k].dir);
     if (k > 0 && !force) HX_TRY(hx_run_check_compatible(&runs[0], &runs[k], 1, err));
+    if (runs[k].n_rows && !runs[k].n_samples && !force) /* a sweep writes both: samples.csv is missing */
+      return hx_errf(err, HX_EINVAL, "%s: no raw samples (samples.csv missing?): merging would lose them (use --force)",
+                     runs[k].dir);
     const char *sh = hx_run_context(&runs[k], "shard");
     unsigned si, sn;
     if (!sh) continue;
@@ -629,8 +632,10 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
                    rows[i].pipeline, rows[i].kernel, rows[i].variant, rows[i].workload,
                    (unsigned long long)rows[i].n_points, rows[i].metric);
   qsort(samples, ns, sizeof *samples, cmp_sample_rows);
-  if (st == HX_OK && mkdir(out_dir, 0777) != 0 && errno != EEXIST)
-    st = hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
+  /* a new directory only, --force or not: an existing one may be an input or another run */
+  if (st == HX_OK && mkdir(out_dir, 0777) != 0)
+    st = errno == EEXIST ? hx_errf(err, HX_EINVAL, "%s already exists: merge writes a new directory", out_dir)
+                         : hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
   if (st == HX_OK) st = hx_run_write_rows(out_dir, rows, nr, 0, err);
   if (st == HX_OK) st = hx_run_write_rows(out_dir, samples, ns, 1, err);
   if (st == HX_OK) {

@@ -2,7 +2,8 @@
  * cmd_compare.c - `f3dbench compare BASE NEW`: the CI regression gate over two result directories.
  *
  * Exit status: 0 nothing slower; 1 at least one key slower; 2 usage or input error (including runs from
- * different devices or builds, or incomplete runs, unless --force). The verdict logic is hx_compare_runs.
+ * different devices or builds, or incomplete runs, unless --force, and runs of which no key could be
+ * tested: a gate that tested nothing must not pass). The verdict logic is hx_compare_runs.
  */
 #include "harness/cli/cli.h"
 
@@ -16,7 +17,7 @@ static void usage(FILE *f) {
         "Compare the raw samples of two result directories key by key (pipeline, kernel, variant,\n"
         "workload, n_points, batch, metric) with a two-sided Mann-Whitney U test and a minimum relative\n"
         "change of the medians. Prints faster / slower / same / unknown per key.\n"
-        "Exit status: 0 nothing slower, 1 something slower, 2 error.\n"
+        "Exit status: 0 nothing slower, 1 something slower, 2 error (also: no key could be tested).\n"
         "  -a, --alpha P         significance level of the U test (default 0.01)\n"
         "  -e, --min-effect F    minimum relative change of the medians (default 0.03 = 3%)\n"
         "  -f, --force           compare runs from different devices or builds, or incomplete runs\n"
@@ -26,6 +27,7 @@ static void usage(FILE *f) {
 }
 
 static int parse_fraction(const char *s, double *out) {
+  if (!((*s >= '0' && *s <= '9') || *s == '.') || strpbrk(s, "xXpP")) return -1; /* decimal, no blank or sign */
   char *end;
   double v = strtod(s, &end);
   if (end == s || *end || !(v >= 0.0 && v < 1.0)) return -1;
@@ -108,6 +110,11 @@ int f3d_cmd_compare(int argc, char **argv) {
       if (quiet)
         printf("%zu faster, %zu slower, %zu same, %zu unknown\n", n.faster, n.slower, n.same, n.unknown);
       rc = n.slower > 0 ? 1 : 0;
+      if (n.faster + n.slower + n.same == 0) {
+        fprintf(stderr, "f3dbench: compare: no key could be tested (%zu unknown: no shared keys with raw samples); "
+                        "the gate does not pass\n", n.unknown);
+        rc = 2;
+      }
     }
   }
   hx_run_free(&base);

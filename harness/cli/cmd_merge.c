@@ -14,9 +14,9 @@ static void usage(FILE *f) {
   fputs("usage: f3dbench merge -o OUT_DIR [--force] SHARD_DIR...\n"
         "Join the result directories of a sharded sweep (sweep --shard I/N) into OUT_DIR: rows and raw\n"
         "samples concatenated, the first shard's context without its shard key plus merged_from, and a\n"
-        "results.json. Refuses incomplete shards, different devices/builds/commits, overlapping rows and\n"
-        "missing shards unless --force.\n"
-        "  -o, --output DIR   the merged run directory (created)\n"
+        "results.json. Refuses incomplete shards, different devices/builds/commits, shards without\n"
+        "samples.csv, overlapping rows and missing shards unless --force.\n"
+        "  -o, --output DIR   the merged run directory (created: an existing one is refused, even with --force)\n"
         "  -f, --force        merge anyway\n"
         "  -h, --help         this text\n",
         f);

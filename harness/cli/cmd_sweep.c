@@ -32,11 +32,27 @@
 #define MAX_WORKLOADS 16
 #define MAX_PIPES 32
 
-/* The only mutable file-scope state of the program: a signal handler can do nothing but set a flag of
- * this type, and the sweep loop polls it between measurements. */
-static volatile sig_atomic_t stop_signal = 0;
+/* The only mutable file-scope state of the program: a signal handler can do nothing but set flags of
+ * this type, and the sweep loop polls stop_signal between measurements. stop_sec: CLOCK_MONOTONIC
+ * seconds of the first signal. */
+static volatile sig_atomic_t stop_signal = 0, stop_sec = 0;
 
-static void on_signal(int sig) { stop_signal = sig; }
+/* The first SIGINT/SIGTERM asks for an orderly stop; a second one at least 2 s later (a user pressing
+ * Ctrl-C again) kills at once, the run staying marked INCOMPLETE. Repeats within that window are the same
+ * request: `timeout -s INT` and a terminal's Ctrl-C signal the process and then its group, so one stop
+ * arrives twice in the same instant (with SA_RESETHAND the second one killed the run mid-write, leaving it
+ * "running" with its .partial files). clock_gettime, signal and raise are async-signal-safe. */
+static void on_signal(int sig) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  if (!stop_signal) {
+    stop_sec = (sig_atomic_t)ts.tv_sec;
+    stop_signal = sig;
+  } else if ((sig_atomic_t)ts.tv_sec - stop_sec >= 2) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+}
 
 typedef struct workload {
   char name[128];
@@ -723,7 +739,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
-  sa.sa_flags = (int)SA_RESETHAND; /* a second Ctrl-C kills at once (the run stays marked INCOMPLETE) */
+  sa.sa_flags = 0; /* on_signal decides what a second signal means */
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);

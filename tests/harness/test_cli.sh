@@ -78,14 +78,14 @@ grep -q "'nosuch' is not a pipeline" "$T/err" || fail "unknown pipeline message:
 expect 0 "$BIN" sweep --list-pipelines
 grep -q '^  workload ' "$T/out" || fail "workload pipeline not listed"
 
-expect 0 "$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 2 $B --out-dir "$T/res" --run-id run1
+expect 0 "$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 3 $B --out-dir "$T/res" --run-id run1
 D="$T/res/run1"
 [ -f "$D/results.csv" ] || fail "sweep wrote no results.csv"
 [ -f "$D/INCOMPLETE" ] && fail "finished sweep still marked INCOMPLETE"
 [ "$(head -n 1 "$D/results.csv")" = "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit" ] ||
   fail "results.csv header"
 grep -q '^clusters,3000,1,workload,make_exact,cpu,time_median,' "$D/results.csv" || fail "no make_exact row"
-[ "$(grep -c ',workload,generate,cpu,time,' "$D/samples.csv")" -eq 8 ] || fail "samples: 2 workloads x 2 sizes x 2 reps"
+[ "$(grep -c ',workload,generate,cpu,time,' "$D/samples.csv")" -eq 12 ] || fail "samples: 2 workloads x 2 sizes x 3 reps"
 grep -q '^status,complete$' "$D/context.csv" || fail "context status not complete"
 grep -q '^seed,1$' "$D/context.csv" || fail "context has no seed"
 grep -q "^results: $D" "$T/out" || fail "sweep does not name its directory"
@@ -155,12 +155,18 @@ expect 0 "$BIN" merge -o "$T/sh/merged" "$T/sh/s0" "$T/sh/s1"
   fail "merged rows are not the sum of the shards' rows"
 expect 1 "$BIN" merge -o "$T/sh/half" "$T/sh/s0"
 grep -q 'shards given' "$T/err" || fail "merge of one shard of two: $(cat "$T/err")"
+expect 1 "$BIN" merge -o "$T/sh/s0" "$T/sh/s0" "$T/sh/s1" # never over an existing directory (here an input)
+grep -q 'already exists' "$T/err" || fail "merge into an input: $(cat "$T/err")"
 
 # compare: a run against itself is all "same" (exit 0); two sweeps of the same options give one
 # verdict per key with raw samples (exit 0 or 1: CPU timings on a shared machine may differ)
 expect 0 "$BIN" compare "$T/res/run1" "$T/res/run1"
 grep -q ' 0 slower, ' "$T/out" || fail "self-compare reports something slower: $(tail -n 1 "$T/out")"
-"$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 2 $B --out-dir "$T/res" --run-id run1b >/dev/null 2>&1 ||
+# ... but a comparison that could test no key (samples.csv missing) must not pass the gate
+cp -r "$T/res/run1" "$T/res/run1ns" && rm "$T/res/run1ns/samples.csv"
+expect 2 "$BIN" compare "$T/res/run1" "$T/res/run1ns"
+grep -q 'no key could be tested' "$T/err" || fail "compare without samples: $(cat "$T/err")"
+"$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 3 $B --out-dir "$T/res" --run-id run1b >/dev/null 2>&1 ||
   fail "second sweep for compare failed"
 "$BIN" compare "$T/res/run1" "$T/res/run1b" >"$T/out" 2>"$T/err"
 rc=$?
@@ -208,6 +214,15 @@ D="$T/res/run2"
 [ -f "$D/results.csv" ] && fail "interrupted run has a results.csv"
 ls "$D" | grep -q partial && fail "interrupted run left partial files: $(ls "$D")"
 grep -q '^status,interrupted$' "$D/context.csv" || fail "context status of interrupted run: $(grep status "$D/context.csv")"
+
+# The same stop delivered twice at once (`timeout -s INT` signals the sweep, then its process group, as a
+# terminal's Ctrl-C does) is one orderly stop, not a kill that leaves the run "running" with .partial files.
+timeout -s INT 4 "$BIN" sweep --sizes 600k,600k,600k,600k,600k --reps 50 $B --out-dir "$T/res" --run-id run4 \
+  >"$T/out" 2>"$T/err"
+D="$T/res/run4"
+[ -f "$D/context.csv" ] || fail "the sweep under timeout did not start its run within 4 s"
+ls "$D" | grep -q partial && fail "sweep interrupted by timeout -s INT left partial files: $(ls "$D")"
+grep -q '^status,interrupted$' "$D/context.csv" || fail "context status after timeout -s INT: $(grep status "$D/context.csv")"
 
 if [ "$fails" -ne 0 ]; then
   echo "$fails check(s) failed"

@@ -172,6 +172,17 @@ static void test_merge(void **state) {
   assert_int_equal(hx_run_load(&runs[1], p, &e), HX_OK);
   path(out, sizeof out, "merged");
   assert_int_equal(hx_run_merge(runs, 2, out, 0, &e), HX_OK);
+  /* never into an existing directory (an input, another run), even with --force */
+  assert_int_equal(hx_run_merge(runs, 2, out, 1, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "already exists"));
+  path(p, sizeof p, "s0");
+  assert_int_equal(hx_run_merge(runs, 2, p, 0, &e), HX_EINVAL);
+  /* a shard whose samples.csv is missing would lose its samples */
+  hx_run nosamp[2] = {runs[0], runs[1]};
+  nosamp[1].n_samples = 0;
+  path(p, sizeof p, "merged2");
+  assert_int_equal(hx_run_merge(nosamp, 2, p, 0, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "samples"));
   /* one shard alone is refused */
   path(p, sizeof p, "half");
   assert_int_equal(hx_run_merge(runs, 1, p, 0, &e), HX_EINVAL);
