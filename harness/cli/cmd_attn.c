@@ -62,17 +62,9 @@ static void usage(FILE *f) {
         f);
 }
 
-static int parse_count(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || v < 0) return -1;
-  if (*end == 'k' || *end == 'K') v *= 1e3, end++;
-  else if (*end == 'M') v *= 1e6, end++;
-  if (*end || v > 9e18) return -1;
-  *out = (uint64_t)v;
-  return 0;
-}
+/* Counts as every subcommand reads them (f3d_parse_count: decimal digits, an optional k/M suffix, whole
+ * numbers only: no sign, blank, hex, NaN or fraction). */
+static int parse_count(const char *s, uint64_t *out) { return f3d_parse_count(s, out); }
 
 /* ---- .npy (format 1.0, little endian) ---------------------------------------------------------------- */
 
@@ -360,9 +352,9 @@ int f3d_cmd_attn(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     int bad = 0;
     switch (c) {
-    case O_ROWS: bad = parse_count(optarg, &o.rows) || o.rows > INT32_MAX; break;
+    case O_ROWS: bad = parse_count(optarg, &o.rows) || o.rows < 1 || o.rows > INT32_MAX; break;
     case O_HEADS: bad = parse_count(optarg, &u) || u < 1 || u > 65535, o.heads = (int)u; break;
-    case O_HD: bad = parse_count(optarg, &u) || u > 1024, o.head_dim = (int)u; break;
+    case O_HD: bad = parse_count(optarg, &u) || u < 1 || u > 1024, o.head_dim = (int)u; break;
     case O_BS: bad = parse_count(optarg, &u) || u < 1 || u > (1u << 30), o.bucket = (int)u; break;
     case O_SB: bad = parse_count(optarg, &u) || u < 1 || u > BATTN_MAX_SCOPE_BUCKETS, o.scope_buckets = (int)u; break;
     case O_PLAN: o.plan = optarg; break;
@@ -374,7 +366,7 @@ int f3d_cmd_attn(int argc, char **argv) {
     case O_VAR: o.variant = optarg; break;
     case O_CHECK: o.check = 1; break;
     case O_NOCHECK: o.check = 0; break;
-    case O_CROWS: bad = parse_count(optarg, &u), o.check_rows = (int64_t)u; break;
+    case O_CROWS: bad = parse_count(optarg, &u) || u > INT32_MAX, o.check_rows = (int64_t)u; break;
     case O_PACKED: o.packed = 1; break;
     case O_REPS: bad = parse_count(optarg, &u) || u < 1 || u > 100000, o.reps = (int)u; break;
     case O_WARM: bad = parse_count(optarg, &u) || u > 100000, o.warmup = (int)u; break;
@@ -406,10 +398,15 @@ int f3d_cmd_attn(int argc, char **argv) {
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && nrun < 16; tok = strtok_r(NULL, ",", &save)) {
       const battn_variant *v = battn_variant_find(tok);
       if (!v) {
-        attn_fail("unknown variant '%s'", tok);
+        if (strcmp(tok, "cpu") == 0 || strcmp(tok, "all") == 0) attn_fail("'%s' runs alone (--variant %s), not in a list", tok, tok);
+        else attn_fail("unknown variant '%s' (--help lists them)", tok);
         return 2;
       }
       run[nrun++] = v;
+    }
+    if (nrun == 0) {
+      attn_fail("--variant '%s' names no variant", o.variant);
+      return 2;
     }
   }
   attn_data a;

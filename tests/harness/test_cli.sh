@@ -40,6 +40,14 @@ for c in $cmds; do
   expect 2 "$BIN" "$c" --no-such-option
 done
 
+# attn: values that would run nothing, or check nothing, are refused before any work
+expect 2 "$BIN" attn --variant ''
+expect 2 "$BIN" attn --variant cpu,v1
+expect 2 "$BIN" attn --variant cpu --rows 0
+expect 2 "$BIN" attn --variant cpu --rows 0x10
+expect 2 "$BIN" attn --variant cpu --check-rows nan
+grep -q "bad value 'nan' for --check-rows" "$T/err" || fail "attn --check-rows nan: $(cat "$T/err")"
+
 expect 0 "$BIN" info
 grep -q '^devices: ' "$T/out" || fail "info does not report devices"
 # where git cannot see the tree (GIT_DIR pointing nowhere stands in for a copy without .git), the
