@@ -411,6 +411,27 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
   } else {
     for (size_t i = 0; i < f3d_pipeline_count && o->npipes < MAX_PIPES; i++) o->pipes[o->npipes++] = &f3d_pipelines[i];
   }
+  /* A repeated size, workload or pipeline would record every key twice (compare would pool them
+   * unawares); two --input files with one stem would share a workload name. */
+  for (size_t i = 0; i < o->nsizes; i++)
+    for (size_t j = 0; j < i; j++)
+      if (o->sizes[i] == o->sizes[j]) {
+        f3d_fail("sweep", "--sizes: %llu points given twice", (unsigned long long)o->sizes[i]);
+        return -1;
+      }
+  for (size_t i = 0; i < o->nwl; i++)
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(o->wl[i].name, o->wl[j].name) == 0) {
+        f3d_fail("sweep", "workload '%s' given twice%s", o->wl[i].name,
+                 o->wl[i].path ? " (two --input files with one name: rename one)" : "");
+        return -1;
+      }
+  for (size_t i = 0; i < o->npipes; i++)
+    for (size_t j = 0; j < i; j++)
+      if (o->pipes[i] == o->pipes[j]) {
+        f3d_fail("sweep", "--pipelines: '%s' given twice", o->pipes[i]->name);
+        return -1;
+      }
   return 0;
 }
 

@@ -40,6 +40,12 @@ for c in $cmds; do
   expect 2 "$BIN" "$c" --no-such-option
 done
 
+# sweep: a repeated size, workload or pipeline would record every key twice
+expect 2 "$BIN" sweep --sizes 2k,2k --reps 1 $B --out-dir "$T/res"
+grep -q 'given twice' "$T/err" || fail "sweep with a repeated size: $(cat "$T/err")"
+expect 2 "$BIN" sweep --workloads lidar,lidar --sizes 2k --reps 1 $B --out-dir "$T/res"
+expect 2 "$BIN" sweep --pipelines workload,workload --sizes 2k --reps 1 $B --out-dir "$T/res"
+
 # attn: values that would run nothing, or check nothing, are refused before any work
 expect 2 "$BIN" attn --variant ''
 expect 2 "$BIN" attn --variant cpu,v1
@@ -207,7 +213,7 @@ expect 1 "$BIN" sweep --input "$T/missing.ply" --sizes 1000 --reps 1 $B --out-di
 grep -q '^f3dbench: sweep: .*missing.ply' "$T/err" || fail "missing input error: $(cat "$T/err")"
 
 # SIGINT in the middle of a long sweep: exit 130, INCOMPLETE, status interrupted, no results.csv.
-"$BIN" sweep --sizes 600k,600k,600k,600k,600k --reps 50 $B --out-dir "$T/res" --run-id run2 >"$T/out" 2>"$T/err" &
+"$BIN" sweep --sizes 600k,601k,602k,603k,604k --reps 50 $B --out-dir "$T/res" --run-id run2 >"$T/out" 2>"$T/err" &
 pid=$!
 # the handlers are installed before the run directory is created: wait for it, then 1 s into the run
 i=0
@@ -225,7 +231,7 @@ grep -q '^status,interrupted$' "$D/context.csv" || fail "context status of inter
 
 # The same stop delivered twice at once (`timeout -s INT` signals the sweep, then its process group, as a
 # terminal's Ctrl-C does) is one orderly stop, not a kill that leaves the run "running" with .partial files.
-timeout -s INT 4 "$BIN" sweep --sizes 600k,600k,600k,600k,600k --reps 50 $B --out-dir "$T/res" --run-id run4 \
+timeout -s INT 4 "$BIN" sweep --sizes 600k,601k,602k,603k,604k --reps 50 $B --out-dir "$T/res" --run-id run4 \
   >"$T/out" 2>"$T/err"
 D="$T/res/run4"
 [ -f "$D/context.csv" ] || fail "the sweep under timeout did not start its run within 4 s"
