@@ -55,7 +55,8 @@ hx_status hx_errf(hx_err *err, hx_status status, const char *fmt, ...)
 #endif
     ;
 
-/* Log "file:line: expr: status" on stderr (for HX_TRY) and return the status unchanged. */
+/* Return the status unchanged (for HX_TRY); with F3D_TRACE=1 in the environment also log
+ * "file:line: expr: status" on stderr, so a developer sees the path an error took. */
 hx_status hx_trace(hx_status s, const char *file, int line, const char *expr);
 
 /* Propagate a failing status, logging where it came from. */

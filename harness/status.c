@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 
 const char *hx_status_str(hx_status s) {
   static const char *const names[] = {
@@ -31,6 +32,9 @@ hx_status hx_errf(hx_err *err, hx_status status, const char *fmt, ...) {
 }
 
 hx_status hx_trace(hx_status s, const char *file, int line, const char *expr) {
-  fprintf(stderr, "%s:%d: %s: %s\n", file, line, expr, hx_status_str(s));
+  /* for developers only: a user's first line of stderr must be the cause (the caller's message), not
+   * the path an error took through the library */
+  const char *on = getenv("F3D_TRACE");
+  if (on && *on && strcmp(on, "0") != 0) fprintf(stderr, "%s:%d: %s: %s\n", file, line, expr, hx_status_str(s));
   return s;
 }
