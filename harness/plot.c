@@ -23,11 +23,13 @@
  */
 #include "harness/harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define PL_PATH 4096
 
@@ -993,6 +995,37 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
   if (p->n_runs > 1) ratio_table(f, p, 0);
 }
 
+/* Remove a directory of plain files (a figures directory: no subdirectories). Best effort. */
+static void remove_flat_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    char path[PL_PATH + 300];
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      remove(path);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+/* Put the finished figures directory tmp in place of final: the old one (if any) is moved aside first and
+ * removed only once tmp is in place, so a failure at any step leaves the previous figures whole. */
+static hx_status swap_dir(const char *tmp, const char *final, hx_err *err) {
+  char old[PL_PATH + 64];
+  snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
+  const int had = rename(final, old) == 0;
+  if (!had && errno != ENOENT) return hx_errf(err, HX_EIO, "%s: cannot move the previous figures aside: %s", final, strerror(errno));
+  if (rename(tmp, final) != 0) {
+    const int e = errno;
+    if (had) rename(old, final);
+    return hx_errf(err, HX_EIO, "%s: cannot put the new figures in place: %s", final, strerror(e));
+  }
+  if (had) remove_flat_dir(old);
+  return HX_OK;
+}
+
 hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, hx_err *err) {
   return hx_plot_sel(runs, n_runs, scripts_dir, out_dir, 0, err);
 }
@@ -1002,10 +1035,13 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
   if (n_runs == 0) return hx_errf(err, HX_EINVAL, "plot: no result directories");
   if (!safe_for_shell(scripts_dir) || !safe_for_shell(out_dir))
     return hx_errf(err, HX_EINVAL, "plot: paths with quote characters are not supported");
-  char plots[PL_PATH];
-  snprintf(plots, sizeof plots, "%s/plots", out_dir);
+  /* figures are drawn into plots.tmp.<pid> and replace plots/ only when every one was made: a failed
+   * plot (a bad --scripts, a gnuplot error) leaves the previous figures as they were, not half overwritten */
+  char plots[PL_PATH], plots_final[PL_PATH];
+  snprintf(plots_final, sizeof plots_final, "%s/plots", out_dir);
+  snprintf(plots, sizeof plots, "%s/plots.tmp.%ld", out_dir, (long)getpid());
   if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
-  if (mkdir(plots, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", plots, strerror(errno));
+  if (mkdir(plots, 0777) != 0) return hx_errf(err, HX_EIO, "%s: %s", plots, strerror(errno));
   plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0};
   size_t total = 0;
   for (size_t r = 0; r < n_runs; r++) total += runs[r].n_rows;
@@ -1016,6 +1052,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
     free(p.sorted);
     free((void *)p.label);
     free(p.mem_totals);
+    rmdir(plots);
     return hx_errf(err, HX_ENOMEM, "plot: no memory");
   }
   size_t off = 0;
@@ -1087,7 +1124,9 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
       st = lines_figure(&p, scripts_dir, plots, "memory", what[5], "MiB", 0, any_mem_peak ? mm : mm_old, e0,
                         any_mem_peak ? smib2 : smib, smem, any_mem_peak ? 2 : 1, want_memory, &made[5], err);
     if (st == HX_OK) st = stages_figures(&p, scripts_dir, plots, &made[6], &made[7], err);
+    if (st == HX_OK) st = swap_dir(plots, plots_final, err);
   }
+  if (st != HX_OK || note) remove_flat_dir(plots); /* failed, or no gnuplot: the previous figures stay */
   if (st == HX_OK) {
     char path[PL_PATH + 64];
     snprintf(path, sizeof path, "%s/REPORT.md", out_dir);

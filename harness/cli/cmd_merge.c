@@ -49,7 +49,7 @@ int f3d_cmd_merge(int argc, char **argv) {
   hx_err err;
   int rc = 0;
   if (rc == 0 && hx_run_merge(runs, n, out, force, &err) != HX_OK) {
-    f3d_fail("merge", "%s", err.msg);
+    f3d_fail_msg("merge", err.msg);
     rc = 1;
   }
   if (rc == 0) {
@@ -57,7 +57,7 @@ int f3d_cmd_merge(int argc, char **argv) {
     char path[4096];
     snprintf(path, sizeof path, "%s/results.json", out);
     if (hx_run_load(&m, out, &err) != HX_OK || hx_run_write_json(&m, path, &err) != HX_OK) {
-      f3d_fail("merge", "%s", err.msg);
+      f3d_fail_msg("merge", err.msg);
       rc = 1;
     } else {
       printf("merged %zu directories into %s (%zu rows, %zu samples)\n", n, out, m.n_rows, m.n_samples);

@@ -74,7 +74,7 @@ int f3d_cmd_plot(int argc, char **argv) {
       char path[4096];
       snprintf(path, sizeof path, "%s/results.json", runs[i].dir);
       if (hx_run_write_json(&runs[i], path, &err) != HX_OK) {
-        f3d_fail("plot", "%s", err.msg);
+        f3d_fail_msg("plot", err.msg);
         rc = 1;
       }
     }
@@ -84,7 +84,7 @@ int f3d_cmd_plot(int argc, char **argv) {
     if (st == HX_EUNSUPPORTED) {
       fprintf(stderr, "f3dbench: plot: %s; wrote %s/REPORT.md without figures\n", err.msg, out);
     } else if (st != HX_OK) {
-      f3d_fail("plot", "%s", err.msg);
+      f3d_fail_msg("plot", err.msg);
       rc = 1;
     } else {
       printf("figures in %s/plots, report %s/REPORT.md\n", out, out);

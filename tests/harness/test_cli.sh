@@ -195,6 +195,12 @@ expect 0 "$BIN" plot --json "$T/res/run1"
 [ -s "$T/res/run1/REPORT.md" ] || fail "plot wrote no REPORT.md"
 if command -v gnuplot >/dev/null 2>&1; then
   [ -s "$T/res/run1/plots/latency.png" ] || fail "plot wrote no latency.png although gnuplot exists"
+  # a failed plot (scripts missing) keeps the previous figures whole and leaves no temporary directory
+  before=$(cksum <"$T/res/run1/plots/latency.dat")
+  expect 1 "$BIN" plot -a --scripts "$T/no-such-scripts" "$T/res/run1"
+  head -n 1 "$T/err" | grep -q '^f3dbench: plot: gnuplot failed' || fail "plot failure's first line: $(head -n 1 "$T/err")"
+  [ "$(cksum <"$T/res/run1/plots/latency.dat")" = "$before" ] || fail "a failed plot changed the previous figures"
+  ls "$T/res/run1" | grep -q 'plots\.' && fail "a failed plot left $(ls "$T/res/run1" | grep 'plots\.')"
 fi
 
 # the progress line goes to a terminal (script(1) gives the sweep one)
