@@ -260,8 +260,10 @@ static void results_free(hx_results *r) {
 
 hx_status hx_results_open(hx_results **out, const char *root, const char *run_id, hx_err *err) {
   *out = NULL;
-  if (!root || !*root || !run_id || !*run_id || strchr(run_id, '/'))
-    return hx_errf(err, HX_EINVAL, "results: bad root or run id");
+  if (!root || !*root) return hx_errf(err, HX_EINVAL, "results: empty output directory");
+  if (!run_id || !*run_id || strchr(run_id, '/') || !strcmp(run_id, ".") || !strcmp(run_id, ".."))
+    return hx_errf(err, HX_EINVAL, "run id '%s': must be a plain directory name (no '/', not empty, '.' or '..')",
+                   run_id ? run_id : "");
   hx_status ms = make_dirs(root, err);
   if (ms != HX_OK) return ms;
   hx_results *r = calloc(1, sizeof *r);

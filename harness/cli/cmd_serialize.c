@@ -8,6 +8,7 @@
  * point's position in its input file (also past points dropped for NaN/Inf coordinates: wl_cloud.src). --device gpu computes grid, dedup and codes with the CUDA kernels;
  * both paths write byte-identical files (tests/baselines/serialize_cli.sh compares them).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -108,7 +109,7 @@ static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const s
   if (!s->tmp_path) return f3d_fail("serialize", "out of memory"), 1;
   snprintf(s->tmp_path, plen, "%s.tmp", out_path);
   s->out = fopen(s->tmp_path, "w");
-  if (!s->out) return f3d_fail(s->tmp_path, "cannot open for writing"), 1;
+  if (!s->out) return f3d_fail(s->tmp_path, "cannot open for writing: %s", strerror(errno)), 1;
   fprintf(s->out, "cloud,index,gx,gy,gz,depth");
   for (int r = 0; r < R; r++) fprintf(s->out, ",%s", sfc_order_name(orders[r]));
   fputc('\n', s->out);
@@ -123,7 +124,7 @@ static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const s
   const int bad = ferror(s->out);
   const int cl = fclose(s->out);
   s->out = NULL;
-  if (bad || cl != 0) return f3d_fail(s->tmp_path, "write failed"), 1;
+  if (bad || cl != 0) return f3d_fail(s->tmp_path, "write failed: %s", strerror(errno)), 1;
   if (rename(s->tmp_path, out_path) != 0) return f3d_fail(out_path, "cannot rename %s into place", s->tmp_path), 1;
   free(s->tmp_path);
   s->tmp_path = NULL;

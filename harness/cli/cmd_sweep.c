@@ -288,12 +288,13 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       }
       break;
     case OPT_BUDGET: {
-      char *end;
-      o->time_budget = strtod(optarg, &end);
-      if (end == optarg || *end || !(o->time_budget >= 0.0) || o->time_budget > 1e9) {
+      double tb = 0.0;
+      const int zero = strspn(optarg, "0.") == strlen(optarg) && strchr(optarg, '0'); /* "0", "0.0": no budget */
+      if ((!zero && f3d_parse_pos_double(optarg, &tb)) || tb > 1e9) {
         f3d_fail("sweep", "--time-budget '%s': expected seconds >= 0 (0 = no budget)", optarg);
         return -1;
       }
+      o->time_budget = tb;
       break;
     }
     case OPT_SHARD: {
