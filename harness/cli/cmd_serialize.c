@@ -56,6 +56,9 @@ static void ser_free(ser_state *s) {
 static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const sfc_order *orders, int R,
                    int dedup, int gpu, const char *out_path) {
   hx_err err = {HX_OK, ""};
+  int ndev = 0;
+  if (gpu && hx_device_count(&ndev, &err) != HX_OK) /* "no CUDA device (<reason>)" up front, not from a kernel */
+    return f3d_fail_msg("serialize: gpu", err.msg), 1;
   s->clouds = calloc(B, sizeof *s->clouds);
   if (!s->clouds) return f3d_fail("serialize", "out of memory"), 1;
   s->B = B;
