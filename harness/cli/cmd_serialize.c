@@ -5,10 +5,10 @@
  * (floor(coord / grid) in double, minus the per-cloud minimum), optionally one point per voxel (first
  * kept), depth is PTv3's bit_length(max + 1) over the whole batch, and each requested order's code
  * carries the cloud index at bit 3*depth. One row per (kept) input point in input order; `index` is the
- * point's position in its input file (also past points dropped for NaN/Inf coordinates: wl_cloud.src). --device gpu computes grid, dedup and codes with the CUDA kernels;
- * both paths write byte-identical files (tests/baselines/serialize_cli.sh compares them).
+ * point's position in its input file (also past points dropped for NaN/Inf coordinates: wl_cloud.src).
+ * --device gpu computes grid, dedup and codes with the CUDA kernels; both paths write byte-identical files
+ * (tests/baselines/serialize_cli.sh compares them).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -39,8 +39,6 @@ typedef struct ser_state {
   wl_batch batch;
   uint32_t *grid, *batch_idx, *keep, *kgrid, *kbatch;
   uint64_t *code;
-  char *tmp_path;
-  FILE *out;
 } ser_state;
 
 static void ser_free(ser_state *s) {
@@ -48,9 +46,6 @@ static void ser_free(ser_state *s) {
   free(s->clouds);
   wl_batch_free(&s->batch);
   free(s->grid), free(s->batch_idx), free(s->keep), free(s->kgrid), free(s->kbatch), free(s->code);
-  if (s->out) fclose(s->out);
-  if (s->tmp_path) remove(s->tmp_path);
-  free(s->tmp_path);
 }
 
 static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const sfc_order *orders, int R,
@@ -59,14 +54,8 @@ static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const s
   int ndev = 0;
   if (gpu && hx_device_count(&ndev, &err) != HX_OK) /* "no CUDA device (<reason>)" up front, not from a kernel */
     return f3d_fail_msg("serialize: gpu", err.msg), 1;
-  s->clouds = calloc(B, sizeof *s->clouds);
-  if (!s->clouds) return f3d_fail("serialize", "out of memory"), 1;
-  s->B = B;
-  for (uint32_t b = 0; b < B; b++) {
-    if (wl_read(&s->clouds[b], inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail_msg(inputs[b], err.msg), 1;
-    if (s->clouds[b].dropped_nonfinite) f3d_warn_dropped(inputs[b], s->clouds[b].dropped_nonfinite);
-  }
-  if (wl_batch_from_clouds(&s->batch, s->clouds, B, &err) != HX_OK) return f3d_fail("serialize", "%s", err.msg), 1;
+  size_t nmax;
+  if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "serialize")) return 1;
   const size_t n = s->batch.n;
   s->grid = malloc(n * 3 * sizeof *s->grid);
   s->batch_idx = malloc(n * sizeof *s->batch_idx);
@@ -107,31 +96,21 @@ static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const s
            : sfc_encode_cpu(s->code, s->kgrid, s->kbatch, m, depth, orders, R, &err);
   if (st != HX_OK) return f3d_fail("serialize: encode", "%s", err.msg), 1;
 
-  const size_t plen = strlen(out_path) + 16;
-  s->tmp_path = malloc(plen);
-  if (!s->tmp_path) return f3d_fail("serialize", "out of memory"), 1;
-  snprintf(s->tmp_path, plen, "%s.tmp", out_path);
-  s->out = fopen(s->tmp_path, "w");
-  if (!s->out) return f3d_fail(s->tmp_path, "cannot open for writing: %s", strerror(errno)), 1;
-  fprintf(s->out, "cloud,index,gx,gy,gz,depth");
-  for (int r = 0; r < R; r++) fprintf(s->out, ",%s", sfc_order_name(orders[r]));
-  fputc('\n', s->out);
+  char *tmp; /* written to a temporary name and renamed, as psh and pool */
+  FILE *out = f3d_out_open("serialize", out_path, &tmp);
+  if (!out) return 1;
+  fprintf(out, "cloud,index,gx,gy,gz,depth");
+  for (int r = 0; r < R; r++) fprintf(out, ",%s", sfc_order_name(orders[r]));
+  fputc('\n', out);
   for (size_t k = 0; k < m; k++) {
     const uint32_t b = s->kbatch[k];
     const uint32_t *g = s->kgrid + 3 * k;
-    fprintf(s->out, "%u,%zu,%u,%u,%u,%d", b, wl_cloud_src_index(&s->clouds[b], (size_t)s->keep[k] - s->batch.offset[b]),
+    fprintf(out, "%u,%zu,%u,%u,%u,%d", b, wl_cloud_src_index(&s->clouds[b], (size_t)s->keep[k] - s->batch.offset[b]),
             g[0], g[1], g[2], depth);
-    for (int r = 0; r < R; r++) fprintf(s->out, ",%" PRIu64, s->code[(size_t)r * m + k]);
-    fputc('\n', s->out);
+    for (int r = 0; r < R; r++) fprintf(out, ",%" PRIu64, s->code[(size_t)r * m + k]);
+    fputc('\n', out);
   }
-  const int bad = ferror(s->out);
-  const int cl = fclose(s->out);
-  s->out = NULL;
-  if (bad || cl != 0) return f3d_fail(s->tmp_path, "write failed: %s", strerror(errno)), 1;
-  if (rename(s->tmp_path, out_path) != 0) return f3d_fail(out_path, "cannot rename %s into place", s->tmp_path), 1;
-  free(s->tmp_path);
-  s->tmp_path = NULL;
-  return 0;
+  return f3d_out_close(out, tmp, out_path, ferror(out) != 0);
 }
 
 int f3d_cmd_serialize(int argc, char **argv) {
