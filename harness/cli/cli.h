@@ -49,7 +49,9 @@ void f3d_runs_free(hx_run *runs, size_t n);
 int f3d_parse_count(const char *s, uint64_t *out);
 /* Parse an unsigned decimal integer fully (digits only: no blank, sign, octal or hex); 0 on success. */
 int f3d_parse_u64(const char *s, uint64_t *out);
-/* Parse a positive finite decimal double (starting with a digit or '.'); 0 on success. */
+/* Parse a finite decimal double >= 0 (starting with a digit or '.': no blank, sign or hex); 0 on success. */
+int f3d_parse_nonneg_double(const char *s, double *out);
+/* The same, > 0. */
 int f3d_parse_pos_double(const char *s, double *out);
 
 /* ---- options and inputs shared by `psh` and `pool` (PSH bucketing of a batch of recorded clouds) ---- */

@@ -68,12 +68,19 @@ int f3d_parse_count(const char *s, uint64_t *out) {
   return 0;
 }
 
-int f3d_parse_pos_double(const char *s, double *out) {
+int f3d_parse_nonneg_double(const char *s, double *out) {
   if (!starts_decimal(s, 1) || strpbrk(s, "xXpP")) return -1;
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || *end || !isfinite(v) || v <= 0.0) return -1;
+  if (errno || *end || !isfinite(v)) return -1; /* no sign is possible: v >= 0 */
+  *out = v;
+  return 0;
+}
+
+int f3d_parse_pos_double(const char *s, double *out) {
+  double v;
+  if (f3d_parse_nonneg_double(s, &v) || v <= 0.0) return -1;
   *out = v;
   return 0;
 }

@@ -62,10 +62,6 @@ static void usage(FILE *f) {
         f);
 }
 
-/* Counts as every subcommand reads them (f3d_parse_count: decimal digits, an optional k/M suffix, whole
- * numbers only: no sign, blank, hex, NaN or fraction). */
-static int parse_count(const char *s, uint64_t *out) { return f3d_parse_count(s, out); }
-
 /* ---- .npy (format 1.0, little endian) ---------------------------------------------------------------- */
 
 static hx_status npy_write(const char *dir, const char *name, const char *descr, const uint64_t *shape,
@@ -352,11 +348,11 @@ int f3d_cmd_attn(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     int bad = 0;
     switch (c) {
-    case O_ROWS: bad = parse_count(optarg, &o.rows) || o.rows < 1 || o.rows > INT32_MAX; break;
-    case O_HEADS: bad = parse_count(optarg, &u) || u < 1 || u > 65535, o.heads = (int)u; break;
-    case O_HD: bad = parse_count(optarg, &u) || u < 1 || u > 1024, o.head_dim = (int)u; break;
-    case O_BS: bad = parse_count(optarg, &u) || u < 1 || u > (1u << 30), o.bucket = (int)u; break;
-    case O_SB: bad = parse_count(optarg, &u) || u < 1 || u > BATTN_MAX_SCOPE_BUCKETS, o.scope_buckets = (int)u; break;
+    case O_ROWS: bad = f3d_parse_count(optarg, &o.rows) || o.rows < 1 || o.rows > INT32_MAX; break;
+    case O_HEADS: bad = f3d_parse_count(optarg, &u) || u < 1 || u > 65535, o.heads = (int)u; break;
+    case O_HD: bad = f3d_parse_count(optarg, &u) || u < 1 || u > 1024, o.head_dim = (int)u; break;
+    case O_BS: bad = f3d_parse_count(optarg, &u) || u < 1 || u > (1u << 30), o.bucket = (int)u; break;
+    case O_SB: bad = f3d_parse_count(optarg, &u) || u < 1 || u > BATTN_MAX_SCOPE_BUCKETS, o.scope_buckets = (int)u; break;
     case O_PLAN: o.plan = optarg; break;
     case O_DT:
       if (strcmp(optarg, "fp16") == 0) o.dtype = BATTN_F16;
@@ -366,11 +362,11 @@ int f3d_cmd_attn(int argc, char **argv) {
     case O_VAR: o.variant = optarg; break;
     case O_CHECK: o.check = 1; break;
     case O_NOCHECK: o.check = 0; break;
-    case O_CROWS: bad = parse_count(optarg, &u) || u > INT32_MAX, o.check_rows = (int64_t)u; break;
+    case O_CROWS: bad = f3d_parse_count(optarg, &u) || u > INT32_MAX, o.check_rows = (int64_t)u; break;
     case O_PACKED: o.packed = 1; break;
-    case O_REPS: bad = parse_count(optarg, &u) || u < 1 || u > 100000, o.reps = (int)u; break;
-    case O_WARM: bad = parse_count(optarg, &u) || u > 100000, o.warmup = (int)u; break;
-    case O_SEED: bad = parse_count(optarg, &o.seed); break;
+    case O_REPS: bad = f3d_parse_count(optarg, &u) || u < 1 || u > 100000, o.reps = (int)u; break;
+    case O_WARM: bad = f3d_parse_count(optarg, &u) || u > 100000, o.warmup = (int)u; break;
+    case O_SEED: bad = f3d_parse_count(optarg, &o.seed); break;
     case O_SAVE: o.save = optarg; break;
     case O_HELP: usage(stdout); return 0;
     default: usage(stderr); return 2;

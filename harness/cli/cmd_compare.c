@@ -27,10 +27,8 @@ static void usage(FILE *f) {
 }
 
 static int parse_fraction(const char *s, double *out) {
-  if (!((*s >= '0' && *s <= '9') || *s == '.') || strpbrk(s, "xXpP")) return -1; /* decimal, no blank or sign */
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || *end || !(v >= 0.0 && v < 1.0)) return -1;
+  double v;
+  if (f3d_parse_nonneg_double(s, &v) || v >= 1.0) return -1;
   *out = v;
   return 0;
 }

@@ -289,8 +289,7 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       break;
     case OPT_BUDGET: {
       double tb = 0.0;
-      const int zero = strspn(optarg, "0.") == strlen(optarg) && strchr(optarg, '0'); /* "0", "0.0": no budget */
-      if ((!zero && f3d_parse_pos_double(optarg, &tb)) || tb > 1e9) {
+      if (f3d_parse_nonneg_double(optarg, &tb) || tb > 1e9) {
         f3d_fail("sweep", "--time-budget '%s': expected seconds >= 0 (0 = no budget)", optarg);
         return -1;
       }
