@@ -15,7 +15,7 @@
 /* RNG streams (hx_rng_u64's `stream`) owned by this file; generators use streams below 0x100. */
 enum { WL_STREAM_SUBSAMPLE = 0x1001, WL_STREAM_TILE_JITTER = 0x1002 };
 
-static void cloud_clear(wl_cloud *c) {
+void wl_cloud_clear(wl_cloud *c) {
   c->n = 0;
   c->xyz = NULL;
   c->dropped_nonfinite = 0;
@@ -24,7 +24,7 @@ static void cloud_clear(wl_cloud *c) {
 
 hx_status wl_cloud_alloc(wl_cloud *out, size_t n, hx_err *err) {
   size_t bytes;
-  cloud_clear(out);
+  wl_cloud_clear(out);
   if (n == 0) return HX_OK;
   if (!wl_mul_ok(n, 3 * sizeof(float), &bytes))
     return hx_errf(err, HX_ENOMEM, "cloud of %zu points: size overflows", n);
@@ -38,7 +38,7 @@ void wl_cloud_free(wl_cloud *c) {
   if (!c) return;
   free(c->xyz);
   free(c->src);
-  cloud_clear(c);
+  wl_cloud_clear(c);
 }
 
 void wl_batch_free(wl_batch *bt) {
@@ -167,14 +167,14 @@ hx_status wl_sink_finish(wl_sink *s, wl_cloud *out, const char *path, hx_err *er
     return hx_errf(err, HX_EFORMAT, "%s: empty cloud (no finite points; %zu NaN/Inf dropped)", path, dropped);
   }
   *out = s->c;
-  cloud_clear(&s->c);
+  wl_cloud_clear(&s->c);
   s->cap = 0;
   return HX_OK;
 }
 
 /* ---- subsampling ---------------------------------------------------------------------------------- */
 hx_status wl_subsample(wl_cloud *out, const wl_cloud *in, size_t k, uint64_t seed, hx_err *err) {
-  cloud_clear(out);
+  wl_cloud_clear(out);
   if (k > in->n) return hx_errf(err, HX_EINVAL, "subsample: %zu points requested from %zu", k, in->n);
   WL_PASS(wl_cloud_alloc(out, k, err));
   /* Algorithm S: point i is taken with probability need/remaining, which yields exactly k points and
@@ -197,7 +197,7 @@ static uint64_t voxel_hash(const int64_t *k) {
 }
 
 hx_status wl_voxel_dedup(wl_cloud *out, const wl_cloud *in, double voxel, size_t *dropped, hx_err *err) {
-  cloud_clear(out);
+  wl_cloud_clear(out);
   if (dropped) *dropped = 0;
   if (!(voxel > 0.0) || !isfinite(voxel)) return hx_errf(err, HX_EINVAL, "voxel size %g is not positive", voxel);
   if (in->n == 0) return HX_OK;
@@ -301,7 +301,7 @@ static hx_status make_tiled(wl_cloud *out, const wl_cloud *base, size_t n, doubl
 
 hx_status wl_make_exact(wl_cloud *out, wl_kind kind, const wl_cloud *source, size_t n, double voxel,
                         uint64_t seed, int *tiled, hx_err *err) {
-  cloud_clear(out);
+  wl_cloud_clear(out);
   if (tiled) *tiled = 0;
   if (!(voxel > 0.0) || !isfinite(voxel)) return hx_errf(err, HX_EINVAL, "voxel size %g is not positive", voxel);
   if (n == 0) return HX_OK;

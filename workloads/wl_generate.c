@@ -466,10 +466,7 @@ static hx_status gen_lidar(float *xyz, size_t n, uint64_t seed, hx_err *err) {
 
 /* ---- entry point ----------------------------------------------------------------------------------- */
 hx_status wl_generate(wl_cloud *out, wl_kind kind, size_t n, uint64_t seed, hx_err *err) {
-  out->n = 0;
-  out->xyz = NULL;
-  out->dropped_nonfinite = 0;
-  out->src = NULL;
+  wl_cloud_clear(out);
   if ((unsigned)kind >= WL_KIND_COUNT) return hx_errf(err, HX_EINVAL, "generate: unknown kind %d", (int)kind);
   WL_PASS(wl_cloud_alloc(out, n, err));
   if (n == 0) return HX_OK;

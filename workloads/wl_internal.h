@@ -57,6 +57,10 @@ static inline void wl_put_f32le(unsigned char *p, float f) {
 
 /* Points accumulated by a reader: `cap` is fixed up front from a bound the file size guarantees, so a
  * header claiming 10^12 points is refused before anything is allocated. NaN/Inf points are counted. */
+/* An empty cloud (n = 0, no arrays), without freeing anything: the state every function leaves its output
+ * in before it fills it or when it fails. */
+void wl_cloud_clear(wl_cloud *c);
+
 typedef struct wl_sink {
   wl_cloud c;
   size_t cap;

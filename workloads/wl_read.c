@@ -754,10 +754,7 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 hx_status wl_read(wl_cloud *out, const char *path, wl_format fmt, hx_err *err) {
-  out->n = 0;
-  out->xyz = NULL;
-  out->dropped_nonfinite = 0;
-  out->src = NULL;
+  wl_cloud_clear(out);
   if (!path) return hx_errf(err, HX_EINVAL, "read: no path");
   unsigned char *d;
   size_t size;
