@@ -73,11 +73,13 @@ static hx_status parse_u64(const char *s, uint64_t *out) {
   return HX_OK;
 }
 
+/* A finite decimal number: the writer refuses NaN and infinities (README, results/README.md), so one in a
+ * file is damage or a hand edit, and it would poison every mean, ratio and test computed from it. */
 static hx_status parse_double(const char *s, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || *end) return HX_EFORMAT;
+  if (errno || end == s || *end || !isfinite(v)) return HX_EFORMAT;
   *out = v;
   return HX_OK;
 }
@@ -159,7 +161,7 @@ static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows,
     if (parse_u64(fld[1], &r->n_points) != HX_OK || parse_u64(fld[2], &batch) != HX_OK ||
         batch > UINT32_MAX || (with_sample && parse_u64(fld[7], &sample) != HX_OK) ||
         parse_double(fld[vi], &r->value) != HX_OK) {
-      st = hx_errf(err, HX_EFORMAT, "%s:%zu: bad number", path, line);
+      st = hx_errf(err, HX_EFORMAT, "%s:%zu: bad number (n_points, batch and sample are decimal counts; value is a finite number)", path, line);
       break;
     }
     r->batch = (uint32_t)batch;
@@ -226,11 +228,23 @@ hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err) {
   out->dir = dupstr(dir);
   if (!out->dir) return hx_errf(err, HX_ENOMEM, "%s: no memory", dir);
   hx_status st = HX_OK;
+  struct stat ds;
+  if (stat(dir, &ds) != 0) st = hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
+  else if (!S_ISDIR(ds.st_mode)) st = hx_errf(err, HX_EIO, "%s: not a directory", dir);
+  if (st != HX_OK) {
+    hx_run_free(out);
+    return st;
+  }
   snprintf(p, sizeof p, "%s/INCOMPLETE", dir);
   out->incomplete = file_exists(p);
+  /* Every run directory has a context.csv with a status key from its first moment (hx_results_open).
+   * Without it the device/build checks of compare and merge would compare nothing against something
+   * and blame "different devices"; say what is wrong instead. */
   snprintf(p, sizeof p, "%s/context.csv", dir);
-  if (file_exists(p)) st = read_context(out, p, err);
+  if (!file_exists(p)) st = hx_errf(err, HX_EFORMAT, "%s: no context.csv (is this a result directory?)", dir);
+  if (st == HX_OK) st = read_context(out, p, err);
   const char *status = hx_run_context(out, "status");
+  if (st == HX_OK && !status) st = hx_errf(err, HX_EFORMAT, "%s: context.csv has no status key (damaged or written by hand)", dir);
   if (status && strcmp(status, "complete") != 0) out->incomplete = 1;
   const char *names[2] = {"results.csv", "samples.csv"};
   for (int k = 0; k < 2 && st == HX_OK; k++) {

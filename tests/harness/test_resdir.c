@@ -2,7 +2,7 @@
  * test_resdir.c - result directories read back: a run written by hx_results_* loads with the same rows,
  * samples and context; the regression gate flags a 10% slower kernel and nothing else; runs from
  * different devices are refused; shards merge into one run and overlaps are refused; the JSON export is
- * produced with every sample.
+ * produced with every sample; damaged directories (no context, no status, non-finite values) are refused.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -243,12 +243,70 @@ static void test_record_measurement(void **state) {
   hx_run_free(&run);
 }
 
+/* Replace the file dir/name with text. */
+static void put_file(const char *dir, const char *name, const char *text) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  FILE *f = fopen(p, "wb");
+  assert_non_null(f);
+  assert_true(fputs(text, f) >= 0);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* A damaged run directory is refused with a message that names what is wrong: no context.csv, a
+ * context.csv without its status key, a NaN or infinite value in results.csv or samples.csv. Before, the
+ * first two loaded as complete runs (compare then blamed "different devices") and NaN values were taken. */
+static void test_damaged_runs(void **state) {
+  (void)state;
+  char p[512], q[600];
+  hx_run r;
+  hx_err e;
+  make_run(root, "dmg-ctx", 1.0, "NVIDIA H100", NULL, 21, 0);
+  path(p, sizeof p, "dmg-ctx");
+  assert_int_equal(hx_run_load(&r, p, &e), HX_OK); /* whole, it loads */
+  hx_run_free(&r);
+  snprintf(q, sizeof q, "%s/context.csv", p);
+  assert_int_equal(unlink(q), 0);
+  assert_int_equal(hx_run_load(&r, p, &e), HX_EFORMAT);
+  assert_non_null(strstr(e.msg, "no context.csv"));
+  put_file(p, "context.csv", "");
+  assert_int_equal(hx_run_load(&r, p, &e), HX_EFORMAT);
+  assert_non_null(strstr(e.msg, "no status key"));
+  put_file(p, "context.csv", "key,value\ndevice_name,NVIDIA H100\n");
+  assert_int_equal(hx_run_load(&r, p, &e), HX_EFORMAT);
+  assert_non_null(strstr(e.msg, "no status key"));
+
+  const char *bad[] = {"nan", "NaN", "inf", "-inf", "1e999"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char id[32], row[256];
+    snprintf(id, sizeof id, "dmg-val%zu", i);
+    make_run(root, id, 1.0, "NVIDIA H100", NULL, 22 + i, 0);
+    path(p, sizeof p, id);
+    snprintf(row, sizeof row, "%s\nlidar,100000,1,flash3d,a,v1,time_median,%s,ms\n", HX_RESULTS_HEADER, bad[i]);
+    put_file(p, "results.csv", row);
+    assert_int_equal(hx_run_load(&r, p, &e), HX_EFORMAT);
+    assert_non_null(strstr(e.msg, "results.csv:2: bad number"));
+    snprintf(row, sizeof row, "%s\nlidar,100000,1,flash3d,a,v1,time_median,1.5,ms\n", HX_RESULTS_HEADER);
+    put_file(p, "results.csv", row);
+    assert_int_equal(hx_run_load(&r, p, &e), HX_OK); /* the same file with a finite value loads */
+    hx_run_free(&r);
+    snprintf(row, sizeof row, "%s\nlidar,100000,1,flash3d,a,v1,time,0,%s,ms\n", HX_SAMPLES_HEADER, bad[i]);
+    put_file(p, "samples.csv", row);
+    assert_int_equal(hx_run_load(&r, p, &e), HX_EFORMAT);
+    assert_non_null(strstr(e.msg, "samples.csv:2: bad number"));
+  }
+  path(p, sizeof p, "dmg-val0/results.csv"); /* a file, not a directory */
+  assert_int_equal(hx_run_load(&r, p, &e), HX_EIO);
+  assert_non_null(strstr(e.msg, "not a directory"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_gate),
       cmocka_unit_test(test_merge),
       cmocka_unit_test(test_record_measurement),
+      cmocka_unit_test(test_damaged_runs),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
