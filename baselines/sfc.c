@@ -48,7 +48,7 @@ hx_status sfc_orders_parse(const char *list, sfc_order *orders, int *count, hx_e
     if (k == SFC_MAX_ORDERS) return hx_errf(err, HX_EINVAL, "orders: more than %d", SFC_MAX_ORDERS);
     orders[k++] = o;
     p += len;
-    if (*p == ',') p++;
+    if (*p == ',' && *++p == '\0') return hx_errf(err, HX_EINVAL, "orders '%s': empty name after the last comma", list);
   }
   if (k == 0) return hx_errf(err, HX_EINVAL, "orders: empty list");
   *count = k;

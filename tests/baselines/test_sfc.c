@@ -261,6 +261,11 @@ static void test_orders_parse_and_row_perm(void **state) {
   assert_int_equal(sfc_orders_parse("z,z", o, &k, NULL), HX_EINVAL);
   assert_int_equal(sfc_orders_parse("peano", o, &k, NULL), HX_EINVAL);
   assert_int_equal(sfc_orders_parse("", o, &k, NULL), HX_EINVAL);
+  /* an empty name anywhere, the last one included, is a typo, not a shorter list */
+  assert_int_equal(sfc_orders_parse("z,", o, &k, NULL), HX_EINVAL);
+  assert_int_equal(sfc_orders_parse(",z", o, &k, NULL), HX_EINVAL);
+  assert_int_equal(sfc_orders_parse("z,,hilbert", o, &k, NULL), HX_EINVAL);
+  assert_int_equal(sfc_orders_parse(",", o, &k, NULL), HX_EINVAL);
   assert_string_equal(sfc_order_name(SFC_Z_TRANS), "z-trans");
   /* every perm of 4 shows up over 2000 seeds, each is a permutation, and a seed reproduces its perm */
   int seen[256] = {0}, distinct = 0;
