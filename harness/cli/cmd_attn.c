@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "f3d_config.h"
 #include "harness/cli/cli.h"
@@ -58,7 +59,8 @@ static void usage(FILE *f) {
         "  --packed            q, k, v as views of one [rows, 3, H, D] tensor\n"
         "  --reps N            timed launches (default 30), --warmup N (default 5)\n"
         "  --seed N            input seed (default 1)\n"
-        "  --save DIR          write q, k, v, o, lse, bucket_start, bucket_count, scope as .npy\n",
+        "  --save DIR          write q, k, v, o, lse, bucket_start, bucket_count, scope as .npy (DIR, or its\n"
+        "                      parent, must exist: checked before the run)\n",
         f);
 }
 
@@ -104,9 +106,9 @@ static hx_status build_plan(const attn_opts *o, battn_plan *pl, hx_err *err) {
                               (uint32_t)o->bucket, err);
   if (strncmp(p, "swin:", 5) == 0 || strncmp(p, "stride:", 7) == 0) {
     int swin = p[1] == 'w';
-    char *end;
-    unsigned long a = strtoul(p + (swin ? 5 : 7), &end, 10);
-    if (*end || end == p + (swin ? 5 : 7)) return hx_errf(err, HX_EINVAL, "bad plan '%s'", p);
+    uint64_t a; /* decimal only: strtoul took "-1" as 2^64-1 and cut 2^32+1 down to 1 */
+    if (f3d_parse_count(p + (swin ? 5 : 7), &a) || a > UINT32_MAX)
+      return hx_errf(err, HX_EINVAL, "bad plan '%s' (%s takes a decimal count)", p, swin ? "swin:K" : "stride:S");
     return battn_plan_uniform(pl, swin ? BATTN_PLAN_SWIN : BATTN_PLAN_STRIDE, (uint32_t)a,
                               (uint32_t)o->scope_buckets, (int64_t)o->rows, (uint32_t)o->bucket, err);
   }
@@ -296,6 +298,30 @@ done:
 }
 #endif
 
+/* --save's directory must exist and be writable, or be creatable: its parent an existing writable directory.
+ * Checked before any work, so a typo in the path costs no run (save_all creates it at the end). */
+static hx_status save_dir_check(const char *dir, hx_err *err) {
+  struct stat st;
+  if (stat(dir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return hx_errf(err, HX_EINVAL, "%s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
+    return HX_OK;
+  }
+  if (errno != ENOENT) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%s", dir);
+  size_t n = strlen(parent);
+  while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0'; /* "out/" names "out" */
+  char *slash = strrchr(parent, '/');
+  if (!slash) snprintf(parent, sizeof parent, ".");
+  else if (slash == parent) parent[1] = '\0';
+  else *slash = '\0';
+  if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+    return hx_errf(err, HX_EIO, "%s: its parent %s is not an existing directory", dir, parent);
+  if (access(parent, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", dir, parent, strerror(errno));
+  return HX_OK;
+}
+
 static hx_status save_all(const attn_opts *o, attn_data *a, hx_err *err) {
   if (mkdir(o->save, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", o->save, strerror(errno));
   const char *dt = o->dtype == BATTN_F16 ? "<f2" : "<u2"; /* numpy has no bf16: raw bits as uint16 */
@@ -408,6 +434,10 @@ int f3d_cmd_attn(int argc, char **argv) {
   attn_data a;
   memset(&a, 0, sizeof a);
   hx_err e = {HX_OK, ""};
+  if (o.save && save_dir_check(o.save, &e) != HX_OK) { /* before the run, not after it */
+    attn_fail("--save: %s", e.msg);
+    return 2;
+  }
   if (build_plan(&o, &a.plan, &e) != HX_OK) {
     attn_fail("%s", e.msg);
     return 2;

@@ -53,6 +53,14 @@ expect 2 "$BIN" attn --variant cpu --rows 0
 expect 2 "$BIN" attn --variant cpu --rows 0x10
 expect 2 "$BIN" attn --variant cpu --check-rows nan
 grep -q "bad value 'nan' for --check-rows" "$T/err" || fail "attn --check-rows nan: $(cat "$T/err")"
+# a plan argument is a decimal count (strtoul wrapped -1, and cut 2^32+1 down to a valid 1)
+expect 2 "$BIN" attn --variant cpu --rows 64 --plan swin:-1
+expect 2 "$BIN" attn --variant cpu --rows 64 --plan swin:4294967297
+grep -q "bad plan 'swin:4294967297'" "$T/err" || fail "attn --plan swin:4294967297: $(cat "$T/err")"
+# --save's directory is checked before the run, not after it
+expect 2 "$BIN" attn --variant cpu --rows 64 --save "$T/no-such-dir/npy"
+grep -q "is not an existing directory" "$T/err" || fail "attn --save into a missing directory: $(cat "$T/err")"
+grep -q '^attn cpu' "$T/out" && fail "attn --save into a missing directory ran first"
 
 expect 0 "$BIN" info
 grep -q '^devices: ' "$T/out" || fail "info does not report devices"
