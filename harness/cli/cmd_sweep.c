@@ -694,6 +694,9 @@ int f3d_cmd_sweep(int argc, char **argv) {
   } else {
     fprintf(stderr, "f3dbench: sweep: note: %s: running CPU references only (variant \"cpu\")\n", err.msg);
     snprintf(counters_off, sizeof counters_off, "off (%s)", err.msg);
+    /* Names can only be checked against a device's counters; say that they were not, rather than let a
+     * typo pass for a checked list. */
+    if (o.metrics) fprintf(stderr, "f3dbench: sweep: note: --metrics '%s' not checked and not used: no GPU counters\n", o.metrics);
   }
 
   /* The GPU measurement, opened before the run directory exists so that a bad --metrics name stops

@@ -159,6 +159,14 @@ expect 0 "$BIN" sweep -vv --timing paper --no-counters --pipelines workload --wo
   --run-id paper
 grep -q '^\[1/1\] uniform n=1000 batch=1: workload generate cpu$' "$T/err" || fail "-vv per-stage line: $(cat "$T/err")"
 [ "$(grep -c ',workload,generate,cpu,time,' "$T/res/paper/samples.csv")" -eq 19 ] || fail "paper: 19 CPU samples"
+# without a GPU, --metrics cannot be checked: the sweep says so instead of taking a typo silently (with
+# a GPU, an unknown name is a usage error: test_sweep_gpu.sh)
+if [ "$GPU" -eq 0 ]; then
+  expect 0 "$BIN" sweep --timing paper --metrics bogus_metric --pipelines workload --workloads uniform --sizes 1000 \
+    --reps 1 --out-dir "$T/res" --run-id metrics-nogpu
+  grep -q "^f3dbench: sweep: note: --metrics 'bogus_metric' not checked and not used" "$T/err" ||
+    fail "--metrics without a GPU: no note: $(cat "$T/err")"
+fi
 
 # shards: 0/2 and 2/2 (1-based numbering of the same split) partition 2 workloads x 3 sizes; merge
 # joins them into the rows of the unsharded sweep; one shard alone is refused
