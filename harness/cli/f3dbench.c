@@ -4,6 +4,7 @@
  * Adding a subcommand: write cmd_<name>.c (see cli.h for the contract), append it to f3dbench_sources
  * in meson.build and add one line to cmds[] below. Nothing else dispatches on names.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +38,17 @@ static void usage(FILE *f) {
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
 }
 
+/* Every command's status is final only once its standard output is written: `f3dbench info > /dev/full`,
+ * a full disk or a closed pipe must not end with status 0 and a truncated report. */
+static int finish(int rc) {
+  int bad = ferror(stdout), e = 0;
+  errno = 0;
+  if (fflush(stdout) != 0) bad = 1, e = errno;
+  if (!bad) return rc;
+  fprintf(stderr, "f3dbench: standard output: write error%s%s\n", e ? ": " : "", e ? strerror(e) : "");
+  return rc ? rc : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -45,14 +57,14 @@ int main(int argc, char **argv) {
   const char *name = argv[1];
   if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
     usage(stdout);
-    return 0;
+    return finish(0);
   }
   if (strcmp(name, "--version") == 0) {
     printf("f3dbench %s (%s build, CUDA %s)\n", F3D_VERSION, F3D_BUILD_TYPE, F3D_HAVE_CUDA ? "on" : "off");
-    return 0;
+    return finish(0);
   }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (strcmp(name, cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
+    if (strcmp(name, cmds[i].name) == 0) return finish(cmds[i].fn(argc - 1, argv + 1));
   f3d_fail(name, "unknown command (f3dbench --help lists them)");
   return 2;
 }

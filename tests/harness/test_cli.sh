@@ -64,6 +64,16 @@ grep -q '^attn cpu' "$T/out" && fail "attn --save into a missing directory ran f
 
 expect 0 "$BIN" info
 grep -q '^devices: ' "$T/out" || fail "info does not report devices"
+# a failed write of standard output is a failure, not a truncated report with status 0
+if [ -w /dev/full ]; then
+  for args in "info" "--help" "gen --help"; do
+    # shellcheck disable=SC2086  # args is split into words on purpose
+    "$BIN" $args >/dev/full 2>"$T/err"
+    rc=$?
+    [ "$rc" -eq 1 ] || fail "f3dbench $args >/dev/full exited $rc, expected 1"
+    grep -q '^f3dbench: standard output: write error' "$T/err" || fail "f3dbench $args >/dev/full: $(cat "$T/err")"
+  done
+fi
 # where git cannot see the tree (GIT_DIR pointing nowhere stands in for a copy without .git), the
 # commit comes from F3D_GIT_COMMIT / F3D_GIT_DIRTY; a value that is not a plain name is ignored
 expect 0 env GIT_DIR=/nonexistent F3D_GIT_COMMIT=abc1234 F3D_GIT_DIRTY=yes "$BIN" info
