@@ -217,6 +217,40 @@ static void test_big_nb(void **state) {
   free(xyz);
 }
 
+static void test_4m_points(void **state) {
+  (void)state;
+  /* the issue's largest cloud: 4M points in one cloud at S = 512, 8192 buckets (psh_auto_buckets), 95% full.
+   * Z-order-mod: its 3 * bits wide code reaches every bucket (an XOR code is only bits wide: at 0.1 m this
+   * 50 m cloud has bits = 9, so XOR-mod reaches 512 of the 8192 buckets, probes included, and the overflow
+   * policy places the rest; XOR-div spreads its 2^bits codes over all buckets). test_psh_gpu runs every hash at this size against every GPU variant. One CPU run plus the
+   * checker, not run_and_check's two, to spare CI's two cores. */
+  const uint32_t n = 4000000;
+  float *xyz = malloc((size_t)n * 12);
+  assert_non_null(xyz);
+  tcloud_fill(xyz, 0, n, TC_UNIFORM, 1000);
+  uint32_t off[2] = {0, n};
+  psh_params p;
+  params(&p, PSH_ZORDER_MOD, psh_auto_buckets(n, 512), 512);
+  assert_int_equal(p.nb, 8192);
+  tres r;
+  assert_true(tres_alloc(&r, n, p.nb));
+  psh_in in = {xyz, off, 1, n};
+  psh_out out = tres_out(&r);
+  hx_err err = {0};
+  assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
+  if (psh_check(&out, &in, &p, &err) != HX_OK) fail_msg("psh_check at 4M: %s", err.msg);
+  psh_stats s;
+  psh_stats_compute(&s, r.count, p.nb, r.counters, p.cap);
+  assert_int_equal(s.placed_first + s.placed_probe + s.placed_overflow, n);
+  assert_int_equal(s.placed_first, tphase1_expected(xyz, off, 1, &p));
+  assert_true(s.placed_first > n / 2); /* the first hash places most points */
+  assert_true(s.placed_probe > 0);     /* at 95% some first choices are full, and probing finds room */
+  assert_int_equal(s.over_cap_buckets, 0);
+  assert_int_equal(s.max_count, 512);
+  tres_free(&r);
+  free(xyz);
+}
+
 static void test_checker_fails(void **state) {
   (void)state;
   const uint32_t n = 500;
@@ -358,6 +392,7 @@ int main(void) {
       cmocka_unit_test(test_probe_order),    cmocka_unit_test(test_invariants_kinds),
       cmocka_unit_test(test_exact_capacity), cmocka_unit_test(test_small_and_batch),
       cmocka_unit_test(test_over_capacity),  cmocka_unit_test(test_big_nb),
+      cmocka_unit_test(test_4m_points),
       cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
   };
