@@ -214,8 +214,28 @@ extern "C" hx_status psh_gpu_unpool_xyz(psh_gpu *g, const bpool_variant *v, floa
   return HX_OK;
 }
 
+/* HX_EUNSUPPORTED unless v ran its own cooperative kernel on g's batch: after a fall-back (4M points, more than
+ * 4096 buckets, ...) the scratch holds an earlier variant's layout, and reading stamps from it copied from
+ * beyond the allocation (a failed cudaMemcpy whose error the next CUB call in the process then reported). */
+static hx_status trace_own(const psh_gpu *g, const psh_variant *v, hx_err *err) {
+  int own = 0;
+  const uint32_t n = g->n, nc = g->nclouds, nb = g->p.nb, cap = g->p.cap;
+  switch (v->id) {
+  case 5:
+  case 6: HX_TRY(psh_v5_runs_own(v->id == 6, n, nc, nb, cap, &own, err)); break;
+  case 7: HX_TRY(psh_v7_runs_own(n, nc, nb, cap, &own, err)); break;
+  case 8:
+  case 9: HX_TRY(psh_v8_runs_own(v->id == 9, n, nc, nb, cap, &own, err)); break;
+  default: return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no phase trace for %s", v->name);
+  }
+  if (!own)
+    return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: %s fell back to an earlier variant for %u points, %u buckets, S %u: no trace of its own",
+                   v->name, n, nb, cap);
+  return HX_OK;
+}
+
 extern "C" hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[6], hx_err *err) {
-  if (v->id < 5 || v->id > 9) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no phase trace for %s", v->name);
+  HX_TRY(trace_own(g, v, err));
   PG_CUDA(cudaDeviceSynchronize());
   return psh_v5_trace(phase_us, g->scratch, g->nclouds, g->p.nb, g->n, err);
 }
@@ -223,6 +243,7 @@ extern "C" hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, doubl
 extern "C" hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks,
                                         hx_err *err) {
   if (v->id != 8 && v->id != 9) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no block trace for %s", v->name);
+  HX_TRY(trace_own(g, v, err));
   PG_CUDA(cudaDeviceSynchronize());
   return psh_v8_block_trace(st, nblocks, g->scratch, g->nclouds, g->p.nb, g->n, err);
 }

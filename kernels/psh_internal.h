@@ -249,6 +249,14 @@ hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
  * barrier 2. Same scratch, trace and fall-back as v8. */
 hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
+/* Whether v5/v6 (gather 0/1), v7 and v8/v9 (w 0/1) run their own cooperative kernel for this batch shape
+ * (*own = 1) or fall back to an earlier variant (0: nb > 4096 or S > 2^20, no cooperative launch, more
+ * tiles than one wave; v8/v9 also when the tile's arrays exceed the shared memory). The launchers make the
+ * same decision through the same code; the trace readers below are only meaningful when *own = 1 (after
+ * a fall-back the scratch holds another variant's layout). Device queries only, nothing launched. */
+hx_status psh_v5_runs_own(int gather, uint32_t n, uint32_t nclouds, uint32_t nb, uint32_t cap, int *own, hx_err *err);
+hx_status psh_v7_runs_own(uint32_t n, uint32_t nclouds, uint32_t nb, uint32_t cap, int *own, hx_err *err);
+hx_status psh_v8_runs_own(int w, uint32_t n, uint32_t nclouds, uint32_t nb, uint32_t cap, int *own, hx_err *err);
 /* Phase timestamps of the last v5/v6/v7 run whose scratch is d_scratch (same batch shape and nb), us after the
  * kernel's start as block 0 saw them: [0] barrier 1 (bbox done), [1] barrier 2 (commit done), [2] barrier 3
  * (probing done; = [1] without probing), [3] block 0's rows done, [4] gather barrier (v6; -1 in v5), [5]

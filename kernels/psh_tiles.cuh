@@ -411,6 +411,22 @@ static inline bool coop_tiling(uint32_t n, uint32_t nclouds, uint64_t resident, 
   return tiles <= resident;
 }
 
+/* The cooperative variants' (v5-v7) choice for a launch, in one place so that their launchers and the phase
+ * trace's "did it run?" (psh_v5_runs_own, psh_v7_runs_own) agree: *own = the variant's own kernel runs, in
+ * *tiles blocks of *ipt points per thread; false = it runs v4 instead (nb or S beyond the dense shared arrays,
+ * no cooperative launch, or more tiles than one wave of resident blocks). */
+template <class K>
+static inline hx_status coop_plan(K kern, const char *who, uint32_t n, uint32_t nclouds, uint32_t nb, uint32_t cap,
+                                  uint64_t *ipt, uint64_t *tiles, bool *own, hx_err *err) {
+  *own = false;
+  *ipt = *tiles = 0;
+  if (nb > kDense || cap > kMaxCap) return HX_OK;
+  uint64_t resident = 0;
+  HX_TRY(coop_resident(kern, who, &resident, err));
+  if (resident) *own = coop_tiling(n, nclouds, resident, ipt, tiles);
+  return HX_OK;
+}
+
 } // namespace psh_tiles
 
 #endif /* F3D_PSH_TILES_CUH */

@@ -455,12 +455,10 @@ hx_status run7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const
   const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
   if (sq != HX_OK || query) return sq;
   if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v7: scratch must be 256-byte aligned (cudaMalloc)");
-  uint64_t resident = 0, ipt = 0, tiles = 0;
-  HX_TRY(coop_resident(kern, "psh v7", &resident, err));
-  if (!resident) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
-  /* points per thread: the tiles fill the resident blocks in one wave, at most kMaxIpt */
-  if (!coop_tiling(in->n, in->nclouds, resident, &ipt, &tiles))
-    return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  uint64_t ipt = 0, tiles = 0; /* points per thread: the tiles fill the resident blocks in one wave */
+  bool own = false;
+  HX_TRY(coop_plan(kern, "psh v7", in->n, in->nclouds, prm->nb, prm->cap, &ipt, &tiles, &own, err));
+  if (!own) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
   tiles_params_fill(&p, out, in, prm, (uint32_t)ipt);
   p.vec16 = (((uintptr_t)out->xyz | (uintptr_t)out->perm) & 15u) == 0;
@@ -471,6 +469,14 @@ hx_status run7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const
 }
 
 } // namespace
+
+extern "C" hx_status psh_v7_runs_own(uint32_t n, uint32_t nclouds, uint32_t nb, uint32_t cap, int *own, hx_err *err) {
+  uint64_t ipt = 0, tiles = 0;
+  bool o = false;
+  HX_TRY(coop_plan(k7_psh, "psh v7", n, nclouds, nb, cap, &ipt, &tiles, &o, err));
+  *own = o;
+  return HX_OK;
+}
 
 extern "C" hx_status psh_run_v7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {

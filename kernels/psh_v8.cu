@@ -860,13 +860,71 @@ size_t layout(P8 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   return off;
 }
 
-hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
-               const psh_params *prm, void *stream, hx_err *err) {
+/* How v8/v9 launch for a batch shape: the fewest points per thread whose tiles fit one wave (one block per SM)
+ * and whose arrays fit the shared memory; ipt = 0: v8's kernel cannot run it (no cooperative launch, or not
+ * one wave) and the launcher runs v7. One function for the launcher and psh_v8_runs_own, so they agree. */
+struct Plan8 {
+  uint32_t ipt, tile;
+  uint64_t tiles;
+  size_t smem;
+};
+
+void (*kern8(bool w))(P8) {
   /* F3D_PSH_V8_BT=1 (a measurement knob of the device bench): the build of the kernel that stamps every
    * block's phases (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched */
   const char *bt_env = getenv("F3D_PSH_V8_BT");
   const bool bt = bt_env && bt_env[0] == '1';
-  void (*kern)(P8) = w ? (bt ? k8_psh<true, true> : k8_psh<false, true>) : (bt ? k8_psh<true, false> : k8_psh<false, false>);
+  return w ? (bt ? k8_psh<true, true> : k8_psh<false, true>) : (bt ? k8_psh<true, false> : k8_psh<false, false>);
+}
+
+hx_status plan8(bool w, void (*kern)(P8), uint32_t n, uint32_t nclouds, uint32_t nb, Plan8 *pl, hx_err *err) {
+  memset(pl, 0, sizeof *pl);
+  int dev = 0, sms = 0, coop = 0, smem_max = 0;
+  V8_CUDA("device", cudaGetDevice(&dev));
+  V8_CUDA("SM count", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  V8_CUDA("cooperative launch attribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  V8_CUDA("shared memory limit", cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  uint32_t ipt = 0;
+  uint64_t tiles = 0;
+  size_t smem = 0;
+  for (uint32_t k = 1; coop && k <= kMaxIpt8; k++) {
+    Arr8 a;
+    const size_t sm_k = carve8(NULL, nb, kT8 * k, &a);
+    if (sm_k > (size_t)smem_max) break;
+    const uint64_t tl = (uint64_t)nclouds + ((uint64_t)n + kT8 * k - 1) / (kT8 * k);
+    if (tl > (uint64_t)sms) continue;
+    V8_CUDA("shared memory attribute", cudaFuncSetAttribute((const void *)kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm_k));
+    int per_sm = 0;
+    V8_CUDA("occupancy", cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kT8, sm_k));
+    if (per_sm < 1) break;
+    ipt = k, tiles = tl, smem = sm_k;
+    break;
+  }
+  uint32_t tile = kT8 * ipt;
+  if (w && ipt && (uint32_t)sms > nclouds) {
+    /* v9: tiles of any multiple of 32 points, so that a wave uses every SM (v8's 1024 * ipt left 14 of the
+     * H100's 132 idle at 600k: 118 tiles of 5120); the per-block phases shrink with the tile (600k: 131
+     * tiles of 4608, the last of a thread's ipt points on half the threads) */
+    const uint64_t slots = (uint64_t)sms - nclouds;
+    uint64_t tt = ((uint64_t)n + slots - 1) / slots;
+    tt = (tt + 31u) & ~(uint64_t)31u;
+    if (tt < kMinTile9) tt = kMinTile9;
+    if (tt < tile) {
+      Arr8 a; /* its shared memory is below the 1024 * ipt tile's, for which the limit is already raised */
+      const size_t sm_t = carve8(NULL, nb, (uint32_t)tt, &a);
+      tile = (uint32_t)tt;
+      ipt = (tile + kT8 - 1) / kT8;
+      tiles = (uint64_t)nclouds + ((uint64_t)n + tile - 1) / tile;
+      smem = sm_t;
+    }
+  }
+  pl->ipt = ipt, pl->tile = tile, pl->tiles = tiles, pl->smem = smem;
+  return HX_OK;
+}
+
+hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+               const psh_params *prm, void *stream, hx_err *err) {
+  void (*kern)(P8) = kern8(w);
   HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
   if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
   if (prm->nb > kDense || prm->cap > kMaxCap) /* v7 (which runs v4, then v2, past these) */
@@ -881,54 +939,16 @@ hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *ou
   const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
   if (sq != HX_OK || query) return sq;
   if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v8: scratch must be 256-byte aligned (cudaMalloc)");
-  int dev = 0, sms = 0, coop = 0, smem_max = 0;
-  V8_CUDA("device", cudaGetDevice(&dev));
-  V8_CUDA("SM count", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  V8_CUDA("cooperative launch attribute", cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-  V8_CUDA("shared memory limit", cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  /* the fewest points per thread whose tiles fit one wave (one block per SM) and whose arrays fit */
-  uint32_t ipt = 0;
-  uint64_t tiles = 0;
-  size_t smem = 0;
-  for (uint32_t k = 1; coop && k <= kMaxIpt8; k++) {
-    Arr8 a;
-    const size_t sm_k = carve8(NULL, prm->nb, kT8 * k, &a);
-    if (sm_k > (size_t)smem_max) break;
-    const uint64_t tl = (uint64_t)in->nclouds + ((uint64_t)in->n + kT8 * k - 1) / (kT8 * k);
-    if (tl > (uint64_t)sms) continue;
-    V8_CUDA("shared memory attribute", cudaFuncSetAttribute((const void *)kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm_k));
-    int per_sm = 0;
-    V8_CUDA("occupancy", cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kT8, sm_k));
-    if (per_sm < 1) break;
-    ipt = k, tiles = tl, smem = sm_k;
-    break;
-  }
-  uint32_t tile = kT8 * ipt;
-  if (w && ipt && (uint32_t)sms > in->nclouds) {
-    /* v9: tiles of any multiple of 32 points, so that a wave uses every SM (v8's 1024 * ipt left 14 of the
-     * H100's 132 idle at 600k: 118 tiles of 5120); the per-block phases shrink with the tile (600k: 131
-     * tiles of 4608, the last of a thread's ipt points on half the threads) */
-    const uint64_t slots = (uint64_t)sms - in->nclouds;
-    uint64_t tt = ((uint64_t)in->n + slots - 1) / slots;
-    tt = (tt + 31u) & ~(uint64_t)31u;
-    if (tt < kMinTile9) tt = kMinTile9;
-    if (tt < tile) {
-      Arr8 a; /* its shared memory is below the 1024 * ipt tile's, for which the limit is already raised */
-      const size_t sm_t = carve8(NULL, prm->nb, (uint32_t)tt, &a);
-      tile = (uint32_t)tt;
-      ipt = (tile + kT8 - 1) / kT8;
-      tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + tile - 1) / tile;
-      smem = sm_t;
-    }
-  }
-  if (!ipt) return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  Plan8 pl;
+  HX_TRY(plan8(w, kern, in->n, in->nclouds, prm->nb, &pl, err));
+  if (!pl.ipt) return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
-  tiles_params_fill(&p, out, in, prm, ipt);
-  p.tile = tile; /* tiles_params_fill assumed v5's block size */
-  p.smem_bytes = (uint32_t)smem;
+  tiles_params_fill(&p, out, in, prm, pl.ipt);
+  p.tile = pl.tile; /* tiles_params_fill assumed v5's block size */
+  p.smem_bytes = (uint32_t)pl.smem;
   void *args[] = {&p};
-  V8_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT8), args,
-                                                            smem, (cudaStream_t)stream));
+  V8_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)pl.tiles), dim3(kT8), args,
+                                                            pl.smem, (cudaStream_t)stream));
   return HX_OK;
 }
 
@@ -980,6 +1000,16 @@ extern "C" hx_status psh_v8_block_trace(double st[PSH_V8_BT][4], uint32_t *nbloc
     st[k][0] = v[0], st[k][1] = v[m / 2], st[k][2] = v[m - 1], st[k][3] = (double)arg;
   }
   free(t), free(v);
+  return HX_OK;
+}
+
+extern "C" hx_status psh_v8_runs_own(int w, uint32_t n, uint32_t nclouds, uint32_t nb, uint32_t cap, int *own,
+                                     hx_err *err) {
+  *own = 0;
+  if (nb > kDense || cap > kMaxCap) return HX_OK;
+  Plan8 pl;
+  HX_TRY(plan8(w != 0, kern8(w != 0), n, nclouds, nb, &pl, err));
+  *own = pl.ipt != 0;
   return HX_OK;
 }
 

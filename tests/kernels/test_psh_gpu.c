@@ -72,33 +72,61 @@ static const gcase gcases[] = {
     {"batch 150001 + 0 + 149999", TC_CLUSTERED, 3, {150001, 0, 149999}, 0, 128, 0.05f, 0},
 };
 
-static void run_case(const psh_variant *v, const gcase *gc, psh_hash hash) {
-  uint32_t off[6] = {0}, nmax = 0;
+/* One case and hash with its CPU reference, made once and checked against every variant. */
+typedef struct prepared {
+  const gcase *gc;
+  uint32_t off[6], n, nbt;
+  float *xyz;
+  psh_params p;
+  tres cpu;
+  int no_probe;
+} prepared;
+
+static void prepare(prepared *pr, const gcase *gc, psh_hash hash) {
+  memset(pr, 0, sizeof *pr);
+  pr->gc = gc;
+  uint32_t nmax = 0;
   for (uint32_t c = 0; c < gc->nclouds; c++) {
-    off[c + 1] = off[c] + gc->sizes[c];
+    pr->off[c + 1] = pr->off[c] + gc->sizes[c];
     nmax = gc->sizes[c] > nmax ? gc->sizes[c] : nmax;
   }
-  const uint32_t n = off[gc->nclouds];
-  float *xyz = malloc((size_t)n * 12 + 12);
-  for (uint32_t c = 0; c < gc->nclouds; c++) tcloud_fill(xyz, off[c], gc->sizes[c], gc->kind, 1000u + c);
-  psh_params p;
-  psh_params_default(&p);
-  p.hash = hash;
-  p.cap = gc->cap;
-  p.voxel = gc->voxel;
-  p.nb = gc->nb ? gc->nb : psh_auto_buckets(nmax, gc->cap);
-  const uint32_t nbt = gc->nclouds * p.nb;
-  /* CPU reference */
-  tres cpu, gpu;
-  assert_true(tres_alloc(&cpu, n, nbt));
+  const uint32_t n = pr->n = pr->off[gc->nclouds];
+  pr->xyz = malloc((size_t)n * 12 + 12);
+  assert_non_null(pr->xyz);
+  for (uint32_t c = 0; c < gc->nclouds; c++) tcloud_fill(pr->xyz, pr->off[c], gc->sizes[c], gc->kind, 1000u + c);
+  psh_params_default(&pr->p);
+  pr->p.hash = hash;
+  pr->p.cap = gc->cap;
+  pr->p.voxel = gc->voxel;
+  pr->p.nb = gc->nb ? gc->nb : psh_auto_buckets(nmax, gc->cap);
+  pr->nbt = gc->nclouds * pr->p.nb;
+  assert_true(tres_alloc(&pr->cpu, n, pr->nbt));
+  psh_in hin = {pr->xyz, pr->off, gc->nclouds, n};
+  psh_out hout = tres_out(&pr->cpu);
+  hx_err err = {0};
+  assert_int_equal(psh_run_cpu(&hout, &hin, &pr->p, &err), HX_OK);
+  pr->no_probe = gc->no_probe == 1 || (gc->no_probe == 2 && (hash == PSH_ZORDER_DIV || hash == PSH_ZORDER_MOD));
+  if (pr->no_probe) assert_int_equal(pr->cpu.counters[0], n);
+}
+
+static void prepared_free(prepared *pr) {
+  tres_free(&pr->cpu);
+  free(pr->xyz);
+}
+
+static void run_prepared(const psh_variant *v, const prepared *pr) {
+  const gcase *gc = pr->gc;
+  const uint32_t *off = pr->off;
+  const uint32_t n = pr->n, nbt = pr->nbt;
+  const float *xyz = pr->xyz;
+  const psh_params p = pr->p;
+  const tres cpu = pr->cpu;
+  const int no_probe = pr->no_probe;
+  const psh_hash hash = (psh_hash)p.hash;
+  tres gpu;
   assert_true(tres_alloc(&gpu, n, nbt));
   psh_in hin = {xyz, off, gc->nclouds, n};
-  psh_out hout = tres_out(&cpu);
   hx_err err = {0};
-  assert_int_equal(psh_run_cpu(&hout, &hin, &p, &err), HX_OK);
-  const int no_probe = gc->no_probe == 1 || (gc->no_probe == 2 && (hash == PSH_ZORDER_DIV || hash == PSH_ZORDER_MOD));
-  if (no_probe) assert_int_equal(cpu.counters[0], n);
-  /* GPU */
   float *d_xyz = dup_to_dev(xyz, (size_t)n * 12);
   uint32_t *d_off = dup_to_dev(off, (gc->nclouds + 1) * 4u);
   psh_out dout = {dalloc((size_t)n * 4), dalloc((size_t)n * 4), dalloc((size_t)nbt * 4), dalloc((size_t)nbt * 4),
@@ -155,9 +183,14 @@ static void run_case(const psh_variant *v, const gcase *gc, psh_hash hash) {
   cudaFree(d_xyz), cudaFree(d_off);
   cudaFree(dout.bucket), cudaFree(dout.offset), cudaFree(dout.bucket_count), cudaFree(dout.bucket_start);
   cudaFree(dout.slot), cudaFree(dout.perm), cudaFree(dout.xyz), cudaFree(dout.counters);
-  tres_free(&cpu);
   tres_free(&gpu);
-  free(xyz);
+}
+
+static void run_case(const psh_variant *v, const gcase *gc, psh_hash hash) {
+  prepared pr;
+  prepare(&pr, gc, hash);
+  run_prepared(v, &pr);
+  prepared_free(&pr);
 }
 
 static void test_psh_variants(void **state) {
@@ -174,6 +207,73 @@ static void test_psh_variants(void **state) {
         run_case(&vs[k], &gcases[c], (psh_hash)h);
       }
   }
+}
+
+/* The issue's largest cloud: 4M points in one cloud at S = 512 (8192 buckets, 95% full), every hash, every
+ * variant (the one-wave variants fall back to the ones that take any size: v8/v9 -> v7 -> v4 -> v2 past
+ * 4096 buckets). The CPU reference runs once per hash. */
+static const gcase big_case = {"uniform 4M S=512", TC_UNIFORM, 1, {4000000}, 0, 512, 0.05f, 0};
+
+static void test_psh_4m(void **state) {
+  (void)state;
+  size_t nv = 0;
+  const psh_variant *vs = psh_variants(&nv);
+  const char *only = getenv("F3D_PSH_VARIANTS");
+  for (int h = 0; h < PSH_HASH_COUNT; h++) {
+    prepared pr;
+    prepare(&pr, &big_case, (psh_hash)h);
+    assert_int_equal(pr.p.nb, 8192);
+    for (size_t k = 0; k < nv; k++)
+      if (!only || hx_name_listed(only, vs[k].name)) run_prepared(&vs[k], &pr);
+    prepared_free(&pr);
+  }
+}
+
+/* The phase traces of v5-v9 are only read where the variant ran its own kernel. With 8192 buckets every one of
+ * them falls back (to v4, then v2), and the trace is refused instead of being copied from another variant's
+ * scratch layout: before, that copy failed and left an error behind that the next handle's CUB call
+ * reported ("create failed: ... invalid device ordinal" in psh_bench at 4M points). */
+static void test_phase_trace(void **state) {
+  (void)state;
+  const uint32_t n = 60000;
+  float *xyz = malloc((size_t)n * 12);
+  assert_non_null(xyz);
+  tcloud_fill(xyz, 0, n, TC_UNIFORM, 77);
+  uint32_t off[2] = {0, n};
+  psh_in hin = {xyz, off, 1, n};
+  size_t nv = 0;
+  const psh_variant *vs = psh_variants(&nv);
+  for (int big = 0; big < 2; big++) {
+    psh_params p;
+    psh_params_default(&p);
+    p.hash = PSH_XOR_MOD;
+    p.cap = 16;
+    p.nb = big ? 8192 : 4096; /* 4096: every cooperative variant runs its own kernel (one wave at 60k points) */
+    for (size_t k = 0; k < nv; k++) {
+      if (vs[k].id < 5) continue;
+      psh_gpu *g = NULL;
+      hx_err err = {0};
+      if (psh_gpu_create(&g, &hin, &p, 0, &err) != HX_OK) fail_msg("%s nb %u: create: %s", vs[k].name, p.nb, err.msg);
+      assert_int_equal(psh_gpu_run(g, &vs[k], NULL, &err), HX_OK);
+      double ph[6];
+      const hx_status st = psh_gpu_phase_trace(g, &vs[k], ph, &err);
+      if (big) {
+        assert_int_equal(st, HX_EUNSUPPORTED);
+        assert_non_null(strstr(err.msg, "fell back"));
+      } else {
+        if (st != HX_OK) fail_msg("%s: phase trace: %s", vs[k].name, err.msg);
+        assert_true(ph[0] > 0.0 && ph[1] >= ph[0] && ph[5] >= ph[1]); /* barrier 1 <= barrier 2 <= end */
+      }
+      if (vs[k].id == 8 || vs[k].id == 9) {
+        double bt[16][4];
+        uint32_t nbk = 0;
+        assert_int_equal(psh_gpu_block_trace(g, &vs[k], bt, &nbk, &err), big ? HX_EUNSUPPORTED : HX_OK);
+      }
+      assert_int_equal(cudaGetLastError(), cudaSuccess); /* nothing left behind for the next call */
+      psh_gpu_free(g);
+    }
+  }
+  free(xyz);
 }
 
 static void test_gather(void **state) {
@@ -559,6 +659,8 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_psh_variants),
+      cmocka_unit_test(test_psh_4m),
+      cmocka_unit_test(test_phase_trace),
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_bpool_variants),
       cmocka_unit_test(test_bpool_layouts),
