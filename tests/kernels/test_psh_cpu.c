@@ -221,8 +221,8 @@ static void test_4m_points(void **state) {
   (void)state;
   /* the issue's largest cloud: 4M points in one cloud at S = 512, 8192 buckets (psh_auto_buckets), 95% full.
    * Z-order-mod: its 3 * bits wide code reaches every bucket (an XOR code is only bits wide: at 0.1 m this
-   * 50 m cloud has bits = 9, so XOR-mod reaches 512 of the 8192 buckets, probes included, and the overflow
-   * policy places the rest; XOR-div spreads its 2^bits codes over all buckets). test_psh_gpu runs every hash at this size against every GPU variant. One CPU run plus the
+   * 50 m cloud has bits = 9, so the XOR hashes reach 512 of the 8192 buckets, probes included, and the
+   * overflow policy places the rest). test_psh_gpu runs every hash at this size against every GPU variant. One CPU run plus the
    * checker, not run_and_check's two, to spare CI's two cores. */
   const uint32_t n = 4000000;
   float *xyz = malloc((size_t)n * 12);
@@ -248,6 +248,32 @@ static void test_4m_points(void **state) {
   assert_int_equal(s.over_cap_buckets, 0);
   assert_int_equal(s.max_count, 512);
   tres_free(&r);
+  free(xyz);
+}
+
+static void test_xor_reach(void **state) {
+  (void)state;
+  /* An XOR code is as wide as one voxel index (bits), and probes wrap modulo 2^bits: the XOR hashes reach
+   * only 2^bits buckets, and the overflow policy places what those cannot hold (README, "Pipelines"). A
+   * 50 x 50 x 4 m cloud at 0.5 m: indices below 100, bits = 7, 128 codes; 2048 buckets of 16. */
+  const uint32_t n = 20000;
+  float *xyz = malloc((size_t)n * 12);
+  tcloud_fill(xyz, 0, n, TC_UNIFORM, 5);
+  uint32_t off[2] = {0, n};
+  for (int h = 0; h < PSH_HASH_COUNT; h++) {
+    psh_params p;
+    params(&p, (psh_hash)h, 2048, 16);
+    p.voxel = 0.5f;
+    psh_stats s = run_and_check(xyz, off, 1, &p);
+    const uint64_t hashed = s.placed_first + s.placed_probe;
+    if (h == PSH_XOR_MOD || h == PSH_XOR_DIV) {
+      assert_int_equal(hashed, 128 * 16); /* every reachable bucket full, nothing more */
+      assert_int_equal(s.placed_overflow, n - 128 * 16);
+    } else {
+      assert_true(hashed > n / 2); /* Z-order codes are 21 bits wide here: most points hash */
+    }
+    assert_int_equal(s.over_cap_buckets, 0);
+  }
   free(xyz);
 }
 
@@ -392,7 +418,7 @@ int main(void) {
       cmocka_unit_test(test_probe_order),    cmocka_unit_test(test_invariants_kinds),
       cmocka_unit_test(test_exact_capacity), cmocka_unit_test(test_small_and_batch),
       cmocka_unit_test(test_over_capacity),  cmocka_unit_test(test_big_nb),
-      cmocka_unit_test(test_4m_points),
+      cmocka_unit_test(test_4m_points),      cmocka_unit_test(test_xor_reach),
       cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
   };
