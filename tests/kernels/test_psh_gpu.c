@@ -24,6 +24,9 @@
 #include "f3d_config.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/test_psh_util.h"
+#include "workloads/workloads.h"
+
+#include <unistd.h>
 
 #if F3D_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -82,7 +85,8 @@ typedef struct prepared {
   int no_probe;
 } prepared;
 
-static void prepare(prepared *pr, const gcase *gc, psh_hash hash) {
+/* src: the cloud's coordinates (one cloud, gc->sizes[0] points), or NULL to generate gc's clouds. */
+static void prepare_from(prepared *pr, const gcase *gc, psh_hash hash, const float *src) {
   memset(pr, 0, sizeof *pr);
   pr->gc = gc;
   uint32_t nmax = 0;
@@ -93,7 +97,9 @@ static void prepare(prepared *pr, const gcase *gc, psh_hash hash) {
   const uint32_t n = pr->n = pr->off[gc->nclouds];
   pr->xyz = malloc((size_t)n * 12 + 12);
   assert_non_null(pr->xyz);
-  for (uint32_t c = 0; c < gc->nclouds; c++) tcloud_fill(pr->xyz, pr->off[c], gc->sizes[c], gc->kind, 1000u + c);
+  if (src) memcpy(pr->xyz, src, (size_t)n * 12);
+  else
+    for (uint32_t c = 0; c < gc->nclouds; c++) tcloud_fill(pr->xyz, pr->off[c], gc->sizes[c], gc->kind, 1000u + c);
   psh_params_default(&pr->p);
   pr->p.hash = hash;
   pr->p.cap = gc->cap;
@@ -108,6 +114,8 @@ static void prepare(prepared *pr, const gcase *gc, psh_hash hash) {
   pr->no_probe = gc->no_probe == 1 || (gc->no_probe == 2 && (hash == PSH_ZORDER_DIV || hash == PSH_ZORDER_MOD));
   if (pr->no_probe) assert_int_equal(pr->cpu.counters[0], n);
 }
+
+static void prepare(prepared *pr, const gcase *gc, psh_hash hash) { prepare_from(pr, gc, hash, NULL); }
 
 static void prepared_free(prepared *pr) {
   tres_free(&pr->cpu);
@@ -227,6 +235,45 @@ static void test_psh_4m(void **state) {
       if (!only || hx_name_listed(only, vs[k].name)) run_prepared(&vs[k], &pr);
     prepared_free(&pr);
   }
+}
+
+/* Recorded clouds (workloads/fetch-recorded.sh; skipped when absent): every variant and hash on each PCL scan as
+ * read (NaN points of the organised scans dropped), at 5 mm voxels (the scans are table-top to room sized:
+ * at the sweep's 5 cm only 40 to 28k voxels are occupied) and S = 64, so that real surfaces (dense, planar,
+ * unevenly sampled) overflow and probe as no generator does. */
+static void test_psh_recorded(void **state) {
+  (void)state;
+  static const char *const names[] = {"table_scene_lms400.pcd", "bun0.pcd", "table_scene_mug_stereo_textured.pcd",
+                                      "milk_cartoon_all_small_clorox.pcd", "milk.pcd", "lamppost.pcd"};
+  size_t nv = 0;
+  const psh_variant *vs = psh_variants(&nv);
+  const char *only = getenv("F3D_PSH_VARIANTS");
+  int found = 0;
+  for (size_t r = 0; r < sizeof names / sizeof *names; r++) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/workloads/recorded/%s", F3D_SOURCE_ROOT, names[r]);
+    wl_cloud cl;
+    hx_err err = {0};
+    const hx_status st = wl_read(&cl, path, WL_FMT_AUTO, &err);
+    if (st == HX_EIO && access(path, R_OK) != 0) continue; /* not fetched */
+    if (st == HX_EUNSUPPORTED) continue;                    /* binary_compressed without liblzf */
+    if (st != HX_OK) fail_msg("%s: %s", names[r], err.msg);
+    found++;
+    const gcase gc = {names[r], TC_UNIFORM, 1, {(uint32_t)cl.n}, 0, 64, 0.005f, 0};
+    uint64_t probed = 0;
+    for (int h = 0; h < PSH_HASH_COUNT; h++) {
+      prepared pr;
+      prepare_from(&pr, &gc, (psh_hash)h, cl.xyz);
+      probed += pr.cpu.counters[1];
+      for (size_t k = 0; k < nv; k++)
+        if (!only || hx_name_listed(only, vs[k].name)) run_prepared(&vs[k], &pr);
+      prepared_free(&pr);
+    }
+    print_message("recorded %-36s %7zu points: every variant and hash checked (%llu probe placements on the CPU)\n",
+                  names[r], cl.n, (unsigned long long)probed);
+    wl_cloud_free(&cl);
+  }
+  if (!found) skip(); /* run workloads/fetch-recorded.sh to enable */
 }
 
 /* The phase traces of v5-v9 are only read where the variant ran its own kernel. With 8192 buckets every one of
@@ -660,6 +707,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_psh_variants),
       cmocka_unit_test(test_psh_4m),
+      cmocka_unit_test(test_psh_recorded),
       cmocka_unit_test(test_phase_trace),
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_bpool_variants),
