@@ -6,12 +6,13 @@
  * cloud_of, frame_from_keys, frame_load, voxel3, probe_bucket_fast, block_min6, lanemask_lt), the run-state
  * zeroing of v4's K1 and phase A, the scratch layout and parameter set-up of the launchers, and for the
  * one-launch variants (v5-v9; v8/v9 in psh_v8.cu) their shared-memory struct, grid barrier (grid_sync) and
- * phase stamp (gtimer), the thread-per-point probe phase (phase C) and the one-wave tiling. Each variant file
- * keeps what is its own.
+ * phase stamp (gtimer), phases A and B of v5/v6/v7 (phases_ab), the thread-per-point probe phase (phase C),
+ * the one-wave tiling and launch plan (coop_plan). Each variant file keeps what is its own.
  * Constraint: these variants were measured and checked on an H200, so moving code here must leave each
- * file's PTX as it was (checked with nvcc -ptx before and after). Code that compiles differently once it
- * is a function (v4's K2 against phase B, v4's K3 against phase C, phase A, the scans) stays in the
- * variant files, although it reads the same.
+ * file's PTX as it was (checked with nvcc -ptx before and after; phases_ab left the same instructions, one
+ * commutative or.b64 per Z-order code placed differently). Code that compiles differently once it is a
+ * function (v4's K2 against phase B, v4's K3 against phase C, the scans) stays in the variant files,
+ * although it reads the same.
  * Private to kernels/; include it after <cuda_runtime.h> (the host emulation in kernels/dev/emu rewrites
  * it with the .cu files).
  */
@@ -369,6 +370,171 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
 }
 template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {
   phase_probe_nt<kT>(p, sm.u.full, sm.tally, n_ovf);
+}
+
+/* Phases A and B of the one-launch variants v5/v6 (psh_v5.cu) and v7 (psh_v7.cu): one body, as they differ in
+ * two places only. A: run state zeroed, the tile's xyz into registers, its bbox keys; grid barrier 1. B: the
+ * cloud's frame from the tiles' keys, voxel + hash from the registers, each point ranked in the tile's dense
+ * shared counters (kMatchRank: v5's __match_any_sync groups, one shared atomic per group; else v7's one
+ * shared atomicAdd per point, whose old value is the rank), one returning atomicAdd per non-empty bucket,
+ * roll back past S, rebase; the placements stay in pl (kNone: listed for phase C, or no item) and
+ * overflowing points go to the overflow list (kStoreFirst: v7 also stores the first-hash bucket/offset
+ * here). Ends before grid barrier 2, which the kernel takes. lane: threadIdx.x & 31 (the caller's, so that the
+ * kernels compile as they did before this body was shared); tr: this thread stamps trace[0] and [1]. */
+template <bool kMatchRank, bool kStoreFirst, class P>
+__device__ __forceinline__ void phases_ab(const P &p, Smem &sm, const int lane, const bool tr, Tile &t, bool &has,
+                                          uint32_t (&pl)[kMaxIpt]) {
+  const uint32_t tid = threadIdx.x;
+  /* ---- A: run state, defaults, the tile's xyz, tile bbox keys ---- */
+  if (tr) {
+    p.trace[0] = gtimer();
+    p.trace[5] = p.trace[6] = 0; /* every block's atomicMax on [6] comes after barrier 1 */
+  }
+  init_run_state(p);
+  has = tile_of(p, t); /* block-uniform */
+  float x[kMaxIpt][3];
+  if (has) {
+    /* the loads of all items first (the read-only path: phases B and D read the same lines again) */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool v = (uint32_t)it < p.ipt && i < t.hi;
+      for (int d = 0; d < 3; d++) x[it][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
+    }
+    uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      if ((uint32_t)it < p.ipt && i < t.hi)
+        for (int d = 0; d < 3; d++) {
+          const uint32_t key = psh_f2key(x[it][d]);
+          k[d] = min(k[d], key);
+          k[3 + d] = min(k[3 + d], ~key);
+        }
+    }
+    block_min6(k, sm.red);
+    if (tid == 0)
+      for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k[e];
+  }
+  grid_sync(); /* zeroed state, defaults, tile keys -> phase B */
+  if (tr) p.trace[1] = gtimer();
+  /* ---- B: frame, hash, rank, bulk commit; placements stay in registers ---- */
+  const uint32_t nb = p.nb, c = t.c;
+  /* placement of each item: local bucket << kOffBits | offset; kNone: probed in phase C (or no item) */
+#pragma unroll
+  for (int it = 0; it < kMaxIpt; it++) pl[it] = kNone;
+  if (has) {
+    for (uint32_t j = tid; j < nb; j += kT) sm.u.cnt[j] = 0;
+    if (tid == 0) sm.first = 0;
+    uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
+    const uint32_t pbase = c + t.k0, m = t.k1 - t.k0 + 1;
+    for (uint32_t j = tid; j < m; j += kT)
+      for (int e = 0; e < 6; e++) k[e] = min(k[e], __ldcg(p.part + (size_t)(pbase + j) * 6 + e));
+    /* xyz again, issued before the reduction's barriers so the loads overlap them */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool v = (uint32_t)it < p.ipt && i < t.hi;
+      for (int d = 0; d < 3; d++) x[it][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
+    }
+    block_min6(k, sm.red); /* contains a barrier: also orders the cnt / first zeroing above */
+    if (tid == 0) {
+      const Frame f = frame_from_keys(p, k);
+      uint32_t w[kFrameWords] = {__float_as_uint(f.lo[0]), __float_as_uint(f.lo[1]), __float_as_uint(f.lo[2]),
+                                 f.bits, f.step, f.shift[0], f.shift[1], f.shift[2]};
+      for (int e = 0; e < kFrameWords; e++) {
+        sm.frame[e] = w[e];
+        if (t.k == t.k0) p.frame[(size_t)c * kFrameWords + e] = w[e]; /* one writer per cloud, for phase C */
+      }
+    }
+    __syncthreads(); /* frame written by thread 0 -> read by all */
+    Frame f;
+    for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(sm.frame[d]);
+    f.bits = sm.frame[3];
+    f.step = sm.frame[4];
+    for (int d = 0; d < 3; d++) f.shift[d] = sm.frame[5 + d];
+    uint32_t hr[kMaxIpt]; /* local bucket << 16 | rank in the tile (nb <= 4096, tile <= 4096 points) */
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      hr[it] = 0;
+      if ((uint32_t)it >= p.ipt) break; /* block-uniform */
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      const bool valid = i < t.hi;
+      uint32_t h = 0;
+      if (valid) {
+        uint32_t v[3];
+        voxel3(p, f, x[it][0], x[it][1], x[it][2], v);
+        h = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, nb);
+      }
+      if (kMatchRank) { /* v5: one shared atomic per group of lanes with the same bucket */
+        const uint32_t active = __ballot_sync(0xFFFFFFFFu, valid);
+        if (valid) {
+          const uint32_t peers = __match_any_sync(active, h);
+          const int leader = __ffs(peers) - 1;
+          uint32_t base = 0;
+          if (lane == leader) base = atomicAdd(&sm.u.cnt[h], (uint32_t)__popc(peers));
+          base = __shfl_sync(active, base, leader);
+          hr[it] = h << 16 | (base + (uint32_t)__popc(peers & lanemask_lt()));
+        }
+      } else {
+        /* v7: the rank is the shared counter's old value: one ATOMS per point, no warp match (v5's MATCH.ANY
+         * stall); ranks within a bucket are unique, which is all the rebase below needs */
+        if (valid) hr[it] = h << 16 | atomicAdd(&sm.u.cnt[h], 1u);
+      }
+    }
+    __syncthreads(); /* cnt complete -> commit reads */
+    uint32_t *gcnt = p.cnt + (size_t)c * nb;
+    uint32_t cnt[kPer], old[kPer];
+#pragma unroll
+    for (int q = 0; q < kPer; q++) {
+      const uint32_t j = tid + (uint32_t)q * kT;
+      cnt[q] = j < nb ? sm.u.cnt[j] : 0u;
+      old[q] = 0;
+      if (cnt[q]) old[q] = atomicAdd(gcnt + j, cnt[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < kPer; q++) {
+      const uint32_t j = tid + (uint32_t)q * kT;
+      if (cnt[q]) {
+        const uint32_t keep_to = max(old[q], p.cap);
+        if (old[q] + cnt[q] > keep_to) atomicSub(gcnt + j, old[q] + cnt[q] - keep_to); /* roll back past S */
+        sm.u.cnt[j] = old[q]; /* rebase: slot j is read and written by this thread only */
+      }
+    }
+    __syncthreads(); /* rebased cnt -> placement reads */
+    uint32_t nfirst = 0;
+#pragma unroll
+    for (int it = 0; it < kMaxIpt; it++) {
+      if ((uint32_t)it >= p.ipt) break; /* block-uniform */
+      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
+      bool over = false;
+      if (i < t.hi) {
+        const uint32_t h = hr[it] >> 16, off = sm.u.cnt[h] + (hr[it] & 0xFFFFu);
+        if (off < p.cap) {
+          pl[it] = h << kOffBits | off;
+          if (kStoreFirst) { /* v7: final, coalesced, issued while the grid barrier is pending */
+            p.bucket[i] = c * nb + h;
+            p.offset[i] = off;
+          }
+          nfirst++;
+        } else {
+          over = true;
+        }
+      }
+      const uint32_t mo = __ballot_sync(0xFFFFFFFFu, over);
+      if (mo) { /* rare: one list atomic per warp that has overflowing points */
+        const int leader = __ffs(mo) - 1;
+        uint32_t base = 0;
+        if (lane == leader) base = atomicAdd(p.ctr + C_NOVF, (uint32_t)__popc(mo));
+        base = __shfl_sync(0xFFFFFFFFu, base, leader);
+        if (over) p.ovf[base + (uint32_t)__popc(mo & lanemask_lt())] = i;
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) nfirst += __shfl_xor_sync(0xFFFFFFFFu, nfirst, o);
+    if (lane == 0 && nfirst) atomicAdd(&sm.first, nfirst);
+    __syncthreads(); /* first complete -> thread 0 */
+    if (tid == 0 && sm.first) atomicAdd(p.ctr + C_FIRST, sm.first);
+  }
 }
 
 /* Blocks of kern (kT threads each) resident at once on the device; 0 when it cannot launch cooperatively

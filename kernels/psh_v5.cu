@@ -36,9 +36,11 @@
  * Measured (H200, 2026-11-22, NOTES.md "Session 2"): NOT faster than v4 (600k xor-mod graph: v4 56.4,
  * v5 59.5, v6 55.9 us; 100k: 20.8 / 20.4 / 24.0), so v4's time is inside its kernels' bodies, not in
  * the launches this variant removes. Kept as a checked variant and for its phase trace (psh_v5_trace).
- * Shared with v7 (psh_tiles.cuh): the shared-memory struct, phase C (phase_probe), the run-state zeroing,
- * the parameter struct, the scratch layout and the one-wave tiling; phases A, B and D stay here (as functions
- * they compile to different code, and this PTX is the one that was measured).
+ * Shared with v7 (psh_tiles.cuh): the shared-memory struct, phases A and B (phases_ab; v7's rank and its
+ * first-hash stores are template flags), phase C (phase_probe), the run-state zeroing, the parameter struct,
+ * the scratch layout and the one-wave tiling; phase D stays here. Since phases_ab (2026-11-25, session 11)
+ * this file's PTX has the same instructions as the measured one, one commutative or.b64 per Z-order code
+ * placed a few instructions later (nvcc -ptx, registers renumbered).
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -192,149 +194,11 @@ __global__ void __launch_bounds__(kT, 2) k5_psh(P5 p) {
   __shared__ Smem sm;
   const uint32_t tid = threadIdx.x;
   const int lane = (int)(tid & 31u);
-  /* ---- A: run state, defaults, the tile's xyz, tile bbox keys ---- */
   const bool tr = blockIdx.x == 0 && tid == 0; /* the phase timestamps: one thread */
-  if (tr) {
-    p.trace[0] = gtimer();
-    p.trace[5] = p.trace[6] = 0; /* every block's atomicMax on [6] comes after barrier 1 */
-  }
-  init_run_state(p);
   Tile t;
-  const bool has = tile_of(p, t); /* block-uniform */
-  float x[kMaxIpt][3];
-  if (has) {
-    /* the loads of all items first (the read-only path: phases B and D read the same lines again) */
-#pragma unroll
-    for (int it = 0; it < kMaxIpt; it++) {
-      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
-      const bool v = (uint32_t)it < p.ipt && i < t.hi;
-      for (int d = 0; d < 3; d++) x[it][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
-    }
-    uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
-#pragma unroll
-    for (int it = 0; it < kMaxIpt; it++) {
-      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
-      if ((uint32_t)it < p.ipt && i < t.hi)
-        for (int d = 0; d < 3; d++) {
-          const uint32_t key = psh_f2key(x[it][d]);
-          k[d] = min(k[d], key);
-          k[3 + d] = min(k[3 + d], ~key);
-        }
-    }
-    block_min6(k, sm.red);
-    if (tid == 0)
-      for (int e = 0; e < 6; e++) p.part[(size_t)blockIdx.x * 6 + e] = k[e];
-  }
-  grid_sync(); /* zeroed state, defaults, tile keys -> phase B */
-  if (tr) p.trace[1] = gtimer();
-  /* ---- B: frame, hash, rank, bulk commit; placements stay in registers ---- */
-  const uint32_t nb = p.nb, c = t.c;
-  /* placement of each item: local bucket << kOffBits | offset; kNone: probed in phase C (or no item) */
-  uint32_t pl[kMaxIpt];
-#pragma unroll
-  for (int it = 0; it < kMaxIpt; it++) pl[it] = kNone;
-  if (has) {
-    for (uint32_t j = tid; j < nb; j += kT) sm.u.cnt[j] = 0;
-    if (tid == 0) sm.first = 0;
-    uint32_t k[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
-    const uint32_t pbase = c + t.k0, m = t.k1 - t.k0 + 1;
-    for (uint32_t j = tid; j < m; j += kT)
-      for (int e = 0; e < 6; e++) k[e] = min(k[e], __ldcg(p.part + (size_t)(pbase + j) * 6 + e));
-    /* xyz again, issued before the reduction's barriers so the loads overlap them */
-#pragma unroll
-    for (int it = 0; it < kMaxIpt; it++) {
-      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
-      const bool v = (uint32_t)it < p.ipt && i < t.hi;
-      for (int d = 0; d < 3; d++) x[it][d] = v ? __ldg(p.xyz + 3 * (size_t)i + d) : 0.0f;
-    }
-    block_min6(k, sm.red); /* contains a barrier: also orders the cnt / first zeroing above */
-    if (tid == 0) {
-      const Frame f = frame_from_keys(p, k);
-      uint32_t w[kFrameWords] = {__float_as_uint(f.lo[0]), __float_as_uint(f.lo[1]), __float_as_uint(f.lo[2]),
-                                 f.bits, f.step, f.shift[0], f.shift[1], f.shift[2]};
-      for (int e = 0; e < kFrameWords; e++) {
-        sm.frame[e] = w[e];
-        if (t.k == t.k0) p.frame[(size_t)c * kFrameWords + e] = w[e]; /* one writer per cloud, for phase C */
-      }
-    }
-    __syncthreads(); /* frame written by thread 0 -> read by all */
-    Frame f;
-    for (int d = 0; d < 3; d++) f.lo[d] = __uint_as_float(sm.frame[d]);
-    f.bits = sm.frame[3];
-    f.step = sm.frame[4];
-    for (int d = 0; d < 3; d++) f.shift[d] = sm.frame[5 + d];
-    uint32_t hr[kMaxIpt]; /* local bucket << 16 | rank in the tile (nb <= 4096, tile <= 4096 points) */
-#pragma unroll
-    for (int it = 0; it < kMaxIpt; it++) {
-      hr[it] = 0;
-      if ((uint32_t)it >= p.ipt) break; /* block-uniform */
-      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
-      const bool valid = i < t.hi;
-      uint32_t h = 0;
-      if (valid) {
-        uint32_t v[3];
-        voxel3(p, f, x[it][0], x[it][1], x[it][2], v);
-        h = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, nb);
-      }
-      const uint32_t active = __ballot_sync(0xFFFFFFFFu, valid);
-      if (valid) {
-        const uint32_t peers = __match_any_sync(active, h);
-        const int leader = __ffs(peers) - 1;
-        uint32_t base = 0;
-        if (lane == leader) base = atomicAdd(&sm.u.cnt[h], (uint32_t)__popc(peers));
-        base = __shfl_sync(active, base, leader);
-        hr[it] = h << 16 | (base + (uint32_t)__popc(peers & lanemask_lt()));
-      }
-    }
-    __syncthreads(); /* cnt complete -> commit reads */
-    uint32_t *gcnt = p.cnt + (size_t)c * nb;
-    uint32_t cnt[kPer], old[kPer];
-#pragma unroll
-    for (int q = 0; q < kPer; q++) {
-      const uint32_t j = tid + (uint32_t)q * kT;
-      cnt[q] = j < nb ? sm.u.cnt[j] : 0u;
-      old[q] = 0;
-      if (cnt[q]) old[q] = atomicAdd(gcnt + j, cnt[q]);
-    }
-#pragma unroll
-    for (int q = 0; q < kPer; q++) {
-      const uint32_t j = tid + (uint32_t)q * kT;
-      if (cnt[q]) {
-        const uint32_t keep_to = max(old[q], p.cap);
-        if (old[q] + cnt[q] > keep_to) atomicSub(gcnt + j, old[q] + cnt[q] - keep_to); /* roll back past S */
-        sm.u.cnt[j] = old[q]; /* rebase: slot j is read and written by this thread only */
-      }
-    }
-    __syncthreads(); /* rebased cnt -> placement reads */
-    uint32_t nfirst = 0;
-#pragma unroll
-    for (int it = 0; it < kMaxIpt; it++) {
-      if ((uint32_t)it >= p.ipt) break; /* block-uniform */
-      const uint32_t i = t.lo + (uint32_t)it * kT + tid;
-      bool over = false;
-      if (i < t.hi) {
-        const uint32_t h = hr[it] >> 16, off = sm.u.cnt[h] + (hr[it] & 0xFFFFu);
-        if (off < p.cap) {
-          pl[it] = h << kOffBits | off;
-          nfirst++;
-        } else {
-          over = true;
-        }
-      }
-      const uint32_t mo = __ballot_sync(0xFFFFFFFFu, over);
-      if (mo) { /* rare: one list atomic per warp that has overflowing points */
-        const int leader = __ffs(mo) - 1;
-        uint32_t base = 0;
-        if (lane == leader) base = atomicAdd(p.ctr + C_NOVF, (uint32_t)__popc(mo));
-        base = __shfl_sync(0xFFFFFFFFu, base, leader);
-        if (over) p.ovf[base + (uint32_t)__popc(mo & lanemask_lt())] = i;
-      }
-    }
-    for (int o = 16; o > 0; o >>= 1) nfirst += __shfl_xor_sync(0xFFFFFFFFu, nfirst, o);
-    if (lane == 0 && nfirst) atomicAdd(&sm.first, nfirst);
-    __syncthreads(); /* first complete -> thread 0 */
-    if (tid == 0 && sm.first) atomicAdd(p.ctr + C_FIRST, sm.first);
-  }
+  bool has;
+  uint32_t pl[kMaxIpt]; /* placement of each item: local bucket << kOffBits | offset; kNone: probed, or none */
+  phases_ab<true, false>(p, sm, lane, tr, t, has, pl); /* A, grid barrier 1, B (psh_tiles.cuh) */
   grid_sync(); /* every commit, the list and its length -> phase C */
   if (tr) p.trace[2] = p.trace[3] = gtimer();
   /* ---- C: probing, only when something overflowed (same answer in every block) ---- */
