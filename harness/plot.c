@@ -685,25 +685,27 @@ static double best_value(const hx_run *r, const hcol *c, const char *workload, u
 }
 
 /* The per-stage figures stack the paper's configurations: PTv3 attends within patches of 1024 points, Flash3D
- * within scopes of 8 buckets (up to 4096 rows), so their attention rows are different amounts of work. Say so
- * under the attention table with the run's own numbers at the largest size, and give the like-for-like pair
- * (PTv3 at Flash3D's scope, attn.patch4096) when the run has it. Nothing when a row is missing. */
-static void scope_note(FILE *f, const hx_run *r, const char *workload, uint64_t n) {
+ * within scopes of PSH buckets (the sweep's: 8 buckets of S = 512, up to 4096 rows), so their attention rows are
+ * different amounts of work. Say so under the attention table with the run's own numbers at size n, and give
+ * the like-for-like pair (PTv3 at Flash3D's scope, attn.patch4096) when the run has it. Returns 0 (and writes
+ * nothing) when a row is missing at n. */
+static int scope_note(FILE *f, const hx_run *r, const char *workload, uint64_t n) {
   const hcol fl = {"flash3d", "attn.plain"}, p1 = {"ptv3", "attn.patch1024"}, p4 = {"ptv3", "attn.patch4096"};
   const char *v1, *v2, *v3;
   const double tf = best_value(r, &fl, workload, n, "time_mean", &v1), ff = best_value(r, &fl, workload, n, "flops", &v1);
   const double t1 = best_value(r, &p1, workload, n, "time_mean", &v2), f1 = best_value(r, &p1, workload, n, "flops", &v2);
   const double t4 = best_value(r, &p4, workload, n, "time_mean", &v3);
-  if (!(isfinite(tf) && isfinite(ff) && isfinite(t1) && isfinite(f1)) || f1 <= 0.0) return;
-  fprintf(f, "The attention rows are not the same work: at %llu points Flash3D's `attn.plain` (scopes of 8 buckets, up "
-             "to 4096 rows) counts %.3g GFLOP in %.4g ms, PTv3's `attn.patch1024` %.3g GFLOP in %.4g ms (%.2fx the "
-             "FLOPs). The per-stage figures stack these, the paper's configurations.",
+  if (!(isfinite(tf) && isfinite(ff) && isfinite(t1) && isfinite(f1)) || f1 <= 0.0) return 0;
+  fprintf(f, "The attention rows are not the same work: at %llu points Flash3D's `attn.plain` (scopes of PSH buckets, "
+             "up to 4096 rows in the sweep) counts %.3g GFLOP in %.4g ms, PTv3's `attn.patch1024` %.3g GFLOP in "
+             "%.4g ms (%.2fx the FLOPs). The per-stage figures stack these, the paper's configurations.",
           (unsigned long long)n, ff / 1e9, tf, f1 / 1e9, t1, ff / f1);
   if (isfinite(t4) && t4 > 0.0)
     fprintf(f, " At Flash3D's scope PTv3's attention (`attn.patch4096`, after its gather) takes %.4g ms: Flash3D / PTv3 "
                "%.2f.",
             t4, tf / t4);
   fputs("\n\n", f);
+  return 1;
 }
 
 /* One table: a row per size of the workload, a column per kernel (fastest variant, named in the cell). */
@@ -952,7 +954,8 @@ static void write_headline(FILE *f, const plot_ctx *p) {
                    "cuBLAS fp16 GEMM ceiling %s).\n\n",
                 g ? g : "?");
         headline_table(f, rr, wls[iw], sizes, ns, cols, nc, COL_TFLOPS, NULL);
-        if (ns > 0) scope_note(f, rr, wls[iw], sizes[ns - 1]);
+        for (size_t k = ns; k > 0; k--) /* the largest size that has the rows */
+          if (scope_note(f, rr, wls[iw], sizes[k - 1])) break;
       }
       nc = kernels_like(rr, "ptv3", "gather_", cols, 0, 16);
       if (nc > 0) {

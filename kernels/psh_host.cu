@@ -216,7 +216,10 @@ extern "C" hx_status psh_gpu_unpool_xyz(psh_gpu *g, const bpool_variant *v, floa
 
 /* HX_EUNSUPPORTED unless v ran its own cooperative kernel on g's batch: after a fall-back (4M points, more than
  * 4096 buckets, ...) the scratch holds an earlier variant's layout, and reading stamps from it copied from
- * beyond the allocation (a failed cudaMemcpy whose error the next CUB call in the process then reported). */
+ * beyond the allocation (a failed cudaMemcpy whose error the next CUB call in the process then reported).
+ * The decision is made again with the launcher's own planning code and the same inputs (g's batch, the same
+ * device, the F3D_PSH_V8_BT knob read from the environment), rather than recorded by psh_gpu_run, which is
+ * timed and so should not make device queries. */
 static hx_status trace_own(const psh_gpu *g, const psh_variant *v, hx_err *err) {
   int own = 0;
   const uint32_t n = g->n, nc = g->nclouds, nb = g->p.nb, cap = g->p.cap;

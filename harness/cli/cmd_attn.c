@@ -106,9 +106,9 @@ static hx_status build_plan(const attn_opts *o, battn_plan *pl, hx_err *err) {
                               (uint32_t)o->bucket, err);
   if (strncmp(p, "swin:", 5) == 0 || strncmp(p, "stride:", 7) == 0) {
     int swin = p[1] == 'w';
-    uint64_t a; /* decimal only: strtoul took "-1" as 2^64-1 and cut 2^32+1 down to 1 */
+    uint64_t a; /* f3d_parse_count (decimal, 4k style): strtoul took "-1" as 2^64-1 and cut 2^32+1 down to 1 */
     if (f3d_parse_count(p + (swin ? 5 : 7), &a) || a > UINT32_MAX)
-      return hx_errf(err, HX_EINVAL, "bad plan '%s' (%s takes a decimal count)", p, swin ? "swin:K" : "stride:S");
+      return hx_errf(err, HX_EINVAL, "bad plan '%s' (%s takes a count of buckets)", p, swin ? "swin:K" : "stride:S");
     return battn_plan_uniform(pl, swin ? BATTN_PLAN_SWIN : BATTN_PLAN_STRIDE, (uint32_t)a,
                               (uint32_t)o->scope_buckets, (int64_t)o->rows, (uint32_t)o->bucket, err);
   }
@@ -302,12 +302,14 @@ done:
  * Checked before any work, so a typo in the path costs no run (save_all creates it at the end). */
 static hx_status save_dir_check(const char *dir, hx_err *err) {
   struct stat st;
+  if (!dir[0]) return hx_errf(err, HX_EINVAL, "an empty directory name");
   if (stat(dir, &st) == 0) {
     if (!S_ISDIR(st.st_mode)) return hx_errf(err, HX_EINVAL, "%s: not a directory", dir);
     if (access(dir, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
     return HX_OK;
   }
   if (errno != ENOENT) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
+  if (lstat(dir, &st) == 0) return hx_errf(err, HX_EINVAL, "%s: a link to nothing (mkdir would fail)", dir);
   char parent[4096];
   snprintf(parent, sizeof parent, "%s", dir);
   size_t n = strlen(parent);

@@ -38,8 +38,9 @@ static void usage(FILE *f) {
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
 }
 
-/* Every command's status is final only once its standard output is written: `f3dbench info > /dev/full`,
- * a full disk or a closed pipe must not end with status 0 and a truncated report. */
+/* Every command's status is final only once its standard output is written: `f3dbench info > /dev/full` or
+ * a full disk must not end with status 0 and a truncated report. (A closed pipe kills the process with
+ * SIGPIPE before this runs, which the shell reports as such.) */
 static int finish(int rc) {
   int bad = ferror(stdout), e = 0;
   errno = 0;

@@ -61,6 +61,10 @@ grep -q "bad plan 'swin:4294967297'" "$T/err" || fail "attn --plan swin:42949672
 expect 2 "$BIN" attn --variant cpu --rows 64 --save "$T/no-such-dir/npy"
 grep -q "is not an existing directory" "$T/err" || fail "attn --save into a missing directory: $(cat "$T/err")"
 grep -q '^attn cpu' "$T/out" && fail "attn --save into a missing directory ran first"
+expect 2 "$BIN" attn --variant cpu --rows 64 --save ''
+ln -s "$T/nowhere" "$T/dangling"
+expect 2 "$BIN" attn --variant cpu --rows 64 --save "$T/dangling"
+grep -q "a link to nothing" "$T/err" || fail "attn --save to a dangling link: $(cat "$T/err")"
 
 expect 0 "$BIN" info
 grep -q '^devices: ' "$T/out" || fail "info does not report devices"

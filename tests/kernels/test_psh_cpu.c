@@ -258,6 +258,7 @@ static void test_xor_reach(void **state) {
    * 50 x 50 x 4 m cloud at 0.5 m: indices below 100, bits = 7, 128 codes; 2048 buckets of 16. */
   const uint32_t n = 20000;
   float *xyz = malloc((size_t)n * 12);
+  assert_non_null(xyz);
   tcloud_fill(xyz, 0, n, TC_UNIFORM, 5);
   uint32_t off[2] = {0, n};
   for (int h = 0; h < PSH_HASH_COUNT; h++) {

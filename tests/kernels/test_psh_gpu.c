@@ -271,41 +271,49 @@ static void test_psh_recorded(void **state) {
     }
     print_message("recorded %-36s %7zu points: every variant and hash checked (%llu probe placements on the CPU)\n",
                   names[r], cl.n, (unsigned long long)probed);
+    assert_true(probed > 0); /* real surfaces overflow their first choice at S = 64: the probe paths ran */
     wl_cloud_free(&cl);
   }
   if (!found) skip(); /* run workloads/fetch-recorded.sh to enable */
 }
 
-/* The phase traces of v5-v9 are only read where the variant ran its own kernel. With 8192 buckets every one of
- * them falls back (to v4, then v2), and the trace is refused instead of being copied from another variant's
- * scratch layout: before, that copy failed and left an error behind that the next handle's CUB call
- * reported ("create failed: ... invalid device ordinal" in psh_bench at 4M points). */
+/* The phase traces of v5-v9 are only read where the variant ran its own kernel; after a fall-back the trace is
+ * refused instead of being copied from another variant's scratch layout (before, that copy failed and left an
+ * error behind that the next handle's CUB call reported: "create failed: ... invalid device ordinal" in
+ * psh_bench at 4M points). Three batches: 60k points at 4096 buckets (every cooperative variant runs its own
+ * kernel), 60k at 8192 buckets (all fall back: past the dense shared counters) and 3M at 4096 buckets, S =
+ * 1024 (all fall back through the launchers' planning code: more tiles than one wave), so the trace's
+ * decision is checked against the launchers' on both of their paths. */
 static void test_phase_trace(void **state) {
   (void)state;
-  const uint32_t n = 60000;
-  float *xyz = malloc((size_t)n * 12);
-  assert_non_null(xyz);
-  tcloud_fill(xyz, 0, n, TC_UNIFORM, 77);
-  uint32_t off[2] = {0, n};
-  psh_in hin = {xyz, off, 1, n};
+  static const struct {
+    uint32_t n, nb, cap;
+    int own;
+  } cases[] = {{60000, 4096, 16, 1}, {60000, 8192, 16, 0}, {3000000, 4096, 1024, 0}};
   size_t nv = 0;
   const psh_variant *vs = psh_variants(&nv);
-  for (int big = 0; big < 2; big++) {
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    const uint32_t n = cases[c].n;
+    float *xyz = malloc((size_t)n * 12);
+    assert_non_null(xyz);
+    tcloud_fill(xyz, 0, n, TC_UNIFORM, 77);
+    uint32_t off[2] = {0, n};
+    psh_in hin = {xyz, off, 1, n};
     psh_params p;
     psh_params_default(&p);
     p.hash = PSH_XOR_MOD;
-    p.cap = 16;
-    p.nb = big ? 8192 : 4096; /* 4096: every cooperative variant runs its own kernel (one wave at 60k points) */
+    p.cap = cases[c].cap;
+    p.nb = cases[c].nb;
     for (size_t k = 0; k < nv; k++) {
       if (vs[k].id < 5) continue;
       psh_gpu *g = NULL;
       hx_err err = {0};
-      if (psh_gpu_create(&g, &hin, &p, 0, &err) != HX_OK) fail_msg("%s nb %u: create: %s", vs[k].name, p.nb, err.msg);
+      if (psh_gpu_create(&g, &hin, &p, 0, &err) != HX_OK) fail_msg("%s n %u nb %u: create: %s", vs[k].name, n, p.nb, err.msg);
       assert_int_equal(psh_gpu_run(g, &vs[k], NULL, &err), HX_OK);
       double ph[6];
       const hx_status st = psh_gpu_phase_trace(g, &vs[k], ph, &err);
-      if (big) {
-        assert_int_equal(st, HX_EUNSUPPORTED);
+      if (!cases[c].own) {
+        if (st != HX_EUNSUPPORTED) fail_msg("%s n %u nb %u: a trace after a fall-back (status %d)", vs[k].name, n, p.nb, (int)st);
         assert_non_null(strstr(err.msg, "fell back"));
       } else {
         if (st != HX_OK) fail_msg("%s: phase trace: %s", vs[k].name, err.msg);
@@ -314,13 +322,13 @@ static void test_phase_trace(void **state) {
       if (vs[k].id == 8 || vs[k].id == 9) {
         double bt[16][4];
         uint32_t nbk = 0;
-        assert_int_equal(psh_gpu_block_trace(g, &vs[k], bt, &nbk, &err), big ? HX_EUNSUPPORTED : HX_OK);
+        assert_int_equal(psh_gpu_block_trace(g, &vs[k], bt, &nbk, &err), cases[c].own ? HX_OK : HX_EUNSUPPORTED);
       }
       assert_int_equal(cudaGetLastError(), cudaSuccess); /* nothing left behind for the next call */
       psh_gpu_free(g);
     }
+    free(xyz);
   }
-  free(xyz);
 }
 
 static void test_gather(void **state) {
