@@ -239,6 +239,12 @@ void psh_stats_compute(psh_stats *st, const uint32_t *bucket_count, uint32_t nbu
 /* Plain, deterministic C reference of the whole PSH: voxelise, hash, rebalance (phases in point order),
  * scan, scatter of coordinates. */
 hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p, hx_err *err);
+/* How many of its nb buckets cloud c's hash can reach, probes included: the codes of a cloud whose voxel indices
+ * are `bits` wide (psh_frame_bits of its bounding box) take 2^bits values for the XOR hashes and 2^(3 bits) for
+ * Z-order, so min(nb, that). Below nb, the rest of the cloud's capacity is filled only by the overflow policy
+ * (in bucket order, without locality): on metric voxels, XOR hashes on a small or coarse cloud. *bits_out may
+ * be NULL. Host reference, deterministic; 0 for an empty cloud. */
+uint32_t psh_reachable_buckets(const psh_in *in, const psh_params *p, uint32_t c, uint32_t *bits_out);
 /* Invariant check on host copies (bucket, offset, bucket_count, bucket_start, slot, perm; xyz_out may be
  * NULL, else compared with the input rows). HX_ECHECK with a message naming the first violation. */
 hx_status psh_check(const psh_out *h_out, const psh_in *h_in, const psh_params *p, hx_err *err);

@@ -127,6 +127,18 @@ static void cloud_bbox(float mn[3], float mx[3], const float *xyz, uint32_t lo, 
     }
 }
 
+uint32_t psh_reachable_buckets(const psh_in *in, const psh_params *p, uint32_t c, uint32_t *bits_out) {
+  const uint32_t lo = in->cloud_offset[c], hi = in->cloud_offset[c + 1];
+  if (bits_out) *bits_out = 0;
+  if (lo >= hi) return 0;
+  float mn[3], mx[3];
+  cloud_bbox(mn, mx, in->xyz, lo, hi);
+  const uint32_t bits = psh_frame_bits(mn, mx, p->voxel);
+  if (bits_out) *bits_out = bits;
+  const uint32_t k = psh_code_bits(p->hash, bits); /* <= 63 */
+  return k >= 32u || (1u << k) >= p->nb ? p->nb : 1u << k;
+}
+
 hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p, hx_err *err) {
   HX_TRY(psh_params_check(p, in->cloud_offset, in->nclouds, err));
   if (in->cloud_offset[in->nclouds] != in->n)

@@ -67,6 +67,11 @@ int f3d_psh_option(int c, const char *arg, const char *what, struct psh_params *
 /* After option parsing: --out is required and argv[optind..argc) holds 1..65535 INPUTs. 0 when so,
  * else 2 after printing the reason. */
 int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, int optind_);
+struct psh_in;
+/* A note on stderr when a cloud's hash cannot reach all of its buckets (psh_reachable_buckets): the cloud
+ * with the fewest reachable, its voxel bits, and how many points the overflow policy placed (`placed_overflow`,
+ * from the run's counters). Nothing when every bucket is reachable. */
+void f3d_psh_reach_note(const char *what, const struct psh_in *in, const struct psh_params *p, uint64_t placed_overflow);
 /* Read one cloud per input into a calloc'd *clouds (*nclouds is set to B as soon as it is allocated, so
  * the caller frees every wl_cloud_free-able entry even on failure) and concatenate them into *batch;
  * *nmax is the largest cloud. Dropped non-finite points are noted on stderr (f3d_warn_dropped). 0 on

@@ -85,6 +85,22 @@ int f3d_parse_pos_double(const char *s, double *out) {
   return 0;
 }
 
+void f3d_psh_reach_note(const char *what, const psh_in *in, const psh_params *p, uint64_t placed_overflow) {
+  uint32_t worst = 0, reach = p->nb, bits = 0;
+  for (uint32_t c = 0; c < in->nclouds; c++) {
+    uint32_t b = 0;
+    const uint32_t r = psh_reachable_buckets(in, p, c, &b);
+    if (in->cloud_offset[c] < in->cloud_offset[c + 1] && r < reach) worst = c, reach = r, bits = b;
+  }
+  if (reach >= p->nb) return;
+  fprintf(stderr,
+          "f3dbench: %s: note: cloud %u's voxel indices are %u bits wide at --voxel %g, so %s reaches %u of its %u "
+          "buckets, probes included; the overflow policy placed %llu points in all, in bucket order, without "
+          "locality (%s or a finer --voxel reaches more)\n",
+          what, worst, bits, (double)p->voxel, psh_hash_name(p->hash), reach, p->nb, (unsigned long long)placed_overflow,
+          p->hash == PSH_XOR_MOD || p->hash == PSH_XOR_DIV ? "a Z-order hash" : "fewer --buckets");
+}
+
 int f3d_psh_option(int c, const char *arg, const char *what, psh_params *p, const char **variant, int *gpu,
                    const char **out_path) {
   uint64_t u;

@@ -159,6 +159,9 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
   if (qst != HX_OK) return f3d_fail_msg("pool: quality", err.msg), 1;
   printf("pool: %u points -> %u rows (rho %u, %s), full sub-buckets %llu (%.1f%%)\n", n, n_out, rho,
          gpu ? "gpu" : "cpu", (unsigned long long)full, n_out ? 100.0 * (double)full / n_out : 0.0);
+  psh_stats pst; /* the PSH under the pooling: its overflow count for the note */
+  psh_stats_compute(&pst, s->count, B * p->nb, s->counters, p->cap);
+  f3d_psh_reach_note("pool", &in, p, pst.placed_overflow);
   printf("locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f; sub-buckets diag %.4f / %.4f, "
          "spread %.4f / %.4f\n", qb.diag_mean, qb.diag_max, qp.diag_mean, qp.diag_max, qp.spread_mean, qp.spread_max);
   printf("unpool (%s): distance of a point to its pooled coordinate, mean / max %.4f / %.4f metres\n",

@@ -100,6 +100,7 @@ static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int
          psh_hash_name(p->hash), p->nb, p->cap, (double)p->voxel, p->nprobe, (unsigned long long)p->seed, label);
   printf("placed: first hash %llu, probing %llu, overflow policy %llu\n", (unsigned long long)st.placed_first,
          (unsigned long long)st.placed_probe, (unsigned long long)st.placed_overflow);
+  f3d_psh_reach_note("psh", &in, p, st.placed_overflow);
   printf("buckets: fullest %u, empty %u of %u, over capacity %u, mean fill %.3f\n", st.max_count, st.empty_buckets,
          st.buckets, st.over_cap_buckets, st.mean_fill);
   printf("locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f, spread %.3f / %.3f\n", qb.diag_mean,

@@ -148,6 +148,46 @@ static void test_nonfinite_indices(void **state) {
   }
 }
 
+/* run() with stderr kept in dir/err.txt (stdout discarded). */
+static int run_err(const char *fmt, ...) {
+  char cmd[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  int len = snprintf(cmd, sizeof cmd, "'%s' ", prog);
+  vsnprintf(cmd + len, sizeof cmd - (size_t)len, fmt, ap);
+  va_end(ap);
+  snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " > /dev/null 2>'%s/err.txt'", dir);
+  int rc = system(cmd);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Whether file path contains text. */
+static int file_has(const char *path, const char *text) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  char buf[8192];
+  const size_t k = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[k] = '\0';
+  return strstr(buf, text) != NULL;
+}
+
+/* At 1 m voxels cloud a's indices are a few bits wide: psh and pool say on stderr that an XOR hash reaches only
+ * 2^bits of the 4096 buckets (psh_reachable_buckets); Z-order reaches them all and gets no note. */
+static void test_reach_note(void **state) {
+  (void)state;
+  char err[300];
+  snprintf(err, sizeof err, "%s/err.txt", dir);
+  const char *opts = "--voxel 1 --bucket-size 16 --buckets 4096";
+  assert_int_equal(run_err("psh --hash xor-mod %s --out %s/r.csv %s/a.ply", opts, dir, dir), 0);
+  assert_true(file_has(err, "f3dbench: psh: note: cloud 0's voxel indices are "));
+  assert_true(file_has(err, "so xor-mod reaches "));
+  assert_int_equal(run_err("pool --hash xor-div %s --out %s/r.csv %s/a.ply", opts, dir, dir), 0);
+  assert_true(file_has(err, "f3dbench: pool: note: "));
+  assert_int_equal(run_err("psh --hash zorder-mod %s --out %s/r.csv %s/a.ply", opts, dir, dir), 0);
+  assert_false(file_has(err, "note: cloud"));
+}
+
 static void test_psh_cpu_and_gpu(void **state) {
   (void)state;
   char a[300], b[300];
@@ -192,7 +232,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_usage), cmocka_unit_test(test_nonfinite_indices),
-                                     cmocka_unit_test(test_psh_cpu_and_gpu)};
+                                     cmocka_unit_test(test_reach_note), cmocka_unit_test(test_psh_cpu_and_gpu)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -267,6 +267,11 @@ static void test_xor_reach(void **state) {
     p.voxel = 0.5f;
     psh_stats s = run_and_check(xyz, off, 1, &p);
     const uint64_t hashed = s.placed_first + s.placed_probe;
+    psh_in in = {xyz, off, 1, n};
+    uint32_t bits = 99;
+    const uint32_t reach = psh_reachable_buckets(&in, &p, 0, &bits);
+    assert_int_equal(bits, 7);
+    assert_int_equal(reach, h == PSH_XOR_MOD || h == PSH_XOR_DIV ? 128 : 2048);
     if (h == PSH_XOR_MOD || h == PSH_XOR_DIV) {
       assert_int_equal(hashed, 128 * 16); /* every reachable bucket full, nothing more */
       assert_int_equal(s.placed_overflow, n - 128 * 16);
@@ -275,6 +280,13 @@ static void test_xor_reach(void **state) {
     }
     assert_int_equal(s.over_cap_buckets, 0);
   }
+  /* an empty cloud reaches nothing; one voxel (bits 0) one bucket */
+  uint32_t off2[3] = {0, 0, 1};
+  psh_in in2 = {xyz, off2, 2, 1};
+  psh_params p;
+  params(&p, PSH_ZORDER_MOD, 64, 16);
+  assert_int_equal(psh_reachable_buckets(&in2, &p, 0, NULL), 0);
+  assert_int_equal(psh_reachable_buckets(&in2, &p, 1, NULL), 1);
   free(xyz);
 }
 
