@@ -3,7 +3,8 @@
  * case's batch. Kernels (rows keyed by kernel and variant; "cpu" = the C reference):
  *   psh.<hash>        whole PSH (voxelise + hash + rebalance + scan + scatter of coordinates), every hash,
  *                     CPU reference and every GPU variant; plus counts placed_first / placed_probe /
- *                     placed_overflow, fullest_bucket, empty_buckets, and for the GPU bytes (72 B/point,
+ *                     placed_overflow, fullest_bucket, empty_buckets (and, on the cpu row, reachable_buckets:
+ *                     psh_reachable_buckets over the batch), and for the GPU bytes (72 B/point,
  *                     see kernels/dev/psh_bench.c) and GB/s at the median; variant "<v>.graph" is the
  *                     same launch sequence replayed as one CUDA graph;
  *   locality.<hash>   size-weighted mean bounding-box diagonal of the buckets (m), and "zorder1024" the
@@ -245,6 +246,9 @@ static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *e
     psh_stats s;
     psh_stats_compute(&s, cb.count, nbt, cb.counters, p.cap);
     if (st == HX_OK) st = record_stats(ctx, kernel, "cpu", &s, err);
+    uint64_t reach = 0; /* of the batch's buckets, those its hash can reach (a property of input and parameters) */
+    for (uint32_t cl = 0; cl < in->nclouds; cl++) reach += psh_reachable_buckets(in, &p, cl, NULL);
+    if (st == HX_OK) st = f3d_record(ctx, "flash3d", kernel, "cpu", "reachable_buckets", (double)reach, "count", err);
     psh_quality q;
     if (st == HX_OK) st = psh_quality_buckets(&q, cb.xyz, cb.start, cb.count, nbt, err);
     if (st == HX_OK) st = f3d_record(ctx, "flash3d", lkernel, "cpu", "diag_mean", q.diag_mean, "m", err);

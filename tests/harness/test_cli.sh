@@ -121,6 +121,9 @@ D="$T/res/run1"
 [ "$(head -n 1 "$D/results.csv")" = "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit" ] ||
   fail "results.csv header"
 grep -q '^clusters,3000,1,workload,make_exact,cpu,time_median,' "$D/results.csv" || fail "no make_exact row"
+# the buckets each hash can reach: 3000 points at S = 512 make 8 buckets, all reachable (2^bits >= 8)
+grep -q '^uniform,3000,1,flash3d,psh.xor-mod,cpu,reachable_buckets,8,count$' "$D/results.csv" ||
+  fail "no reachable_buckets row: $(grep reachable "$D/results.csv" | head -3)"
 [ "$(grep -c ',workload,generate,cpu,time,' "$D/samples.csv")" -eq 12 ] || fail "samples: 2 workloads x 2 sizes x 3 reps"
 grep -q '^status,complete$' "$D/context.csv" || fail "context status not complete"
 grep -q '^seed,1$' "$D/context.csv" || fail "context has no seed"
