@@ -22,16 +22,22 @@
 static const char *prog;
 static char dir[256];
 
-static int run(const char *fmt, ...) {
+/* Run prog with the formatted arguments and the shell redirection `tail`; its exit status, -1 if killed. */
+static int vrun(const char *tail, const char *fmt, va_list ap) {
   char cmd[2048];
-  va_list ap;
-  va_start(ap, fmt);
   int len = snprintf(cmd, sizeof cmd, "'%s' ", prog);
   vsnprintf(cmd + len, sizeof cmd - (size_t)len, fmt, ap);
-  va_end(ap);
-  strncat(cmd, " > /dev/null 2>&1", sizeof cmd - strlen(cmd) - 1);
+  strncat(cmd, tail, sizeof cmd - strlen(cmd) - 1);
   int rc = system(cmd);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int run(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const int rc = vrun(" > /dev/null 2>&1", fmt, ap);
+  va_end(ap);
+  return rc;
 }
 
 /* Read the CSV, check header and invariants; returns the row count. cols = 5 (psh) or 4 (pool). */
@@ -150,15 +156,13 @@ static void test_nonfinite_indices(void **state) {
 
 /* run() with stderr kept in dir/err.txt (stdout discarded). */
 static int run_err(const char *fmt, ...) {
-  char cmd[2048];
+  char tail[400];
+  snprintf(tail, sizeof tail, " > /dev/null 2>'%s/err.txt'", dir);
   va_list ap;
   va_start(ap, fmt);
-  int len = snprintf(cmd, sizeof cmd, "'%s' ", prog);
-  vsnprintf(cmd + len, sizeof cmd - (size_t)len, fmt, ap);
+  const int rc = vrun(tail, fmt, ap);
   va_end(ap);
-  snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " > /dev/null 2>'%s/err.txt'", dir);
-  int rc = system(cmd);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return rc;
 }
 
 /* Whether file path contains text. */
