@@ -73,8 +73,10 @@
  * Cross-block dependencies only go through launch boundaries: K2 reads K1's partials, K3 reads K2's
  * counters / list / frames, K4 reads K3's counters and tickets. Inside a block every shared write/read
  * pair is separated by __syncthreads (marked below).
- * Limits: nb <= 4096 (dense counters and the two scans' arrays in static shared memory, 32 KB in K4);
- * larger nb (e.g. 4M-point clouds at S = 512, or the 70001-bucket test) runs v2 unchanged.
+ * Limits: nb <= 4096 with the dense counters and the two scans' arrays in static shared memory (32 KB in K4);
+ * up to kDenseBig = 16384 (e.g. a 4M-point cloud at S = 512: 8192) the same kernels with those arrays in dynamic
+ * shared memory (since 2026-11-26; before, v2 ran there, and the 128-probe searches without the snapshot made a
+ * 4M cloud ~1 ms on xor-mod); larger nb (the 70001-bucket test) runs v2 unchanged.
  * Predicted (H200, graph): 100k ~11-15 us, 600k xor-mod ~20-28 us (4 launch gaps ~4 us, K1 ~4 us
  * (7.2 MB from DRAM), K2 ~5-6 us, K3 ~3 us (137 overflow points, one block), K4 ~7-8 us (1.8M random
  * store requests: the floor of a random scatter)); NOTES.md ("PSH analysis and variant v4") has the reasoning.
@@ -122,6 +124,12 @@ namespace {
 using namespace psh_tiles;
 
 constexpr int kProbeT = 256; /* threads of K3 (K1, K2 and K4 run kT) */
+/* Past kDense buckets per cloud (a 4M-point cloud at S = 512 has 8192) K2 and K4 keep their per-bucket arrays in
+ * dynamic shared memory: 4 nb bytes in K2, 8 nb + 4 in K4 (128 KB at 16384, one K4 block per SM), and each thread
+ * holds kPerBig counters in the commit and the scans; K3's "full" snapshot covers them (kSnapBits). */
+constexpr uint32_t kDenseBig = 16384;
+constexpr int kPerBig = (int)kDenseBig / kT;
+static_assert(kDenseBig <= kSnapBits && kDenseBig <= 65536u, "K3's snapshot and K2's 16-bit bucket field cover v4's buckets");
 
 typedef Prm P4; /* v4 needs no field beyond the shared ones */
 
@@ -144,8 +152,11 @@ __global__ void __launch_bounds__(kT) k4_bbox(P4 p) {
 }
 
 /* K2: frame, voxelise + hash, dense shared ranking, bulk commit, placement or overflow list. */
-__global__ void __launch_bounds__(kT, 2) k4_count(P4 p) {
-  __shared__ uint32_t s_cnt[kDense];
+template <int PER> __global__ void __launch_bounds__(kT, 2) k4_count(P4 p) {
+  constexpr bool kBig = PER > kPer; /* nb up to kDenseBig: the counters in dynamic shared memory */
+  __shared__ uint32_t s_cnt_st[kBig ? 1 : kDense];
+  extern __shared__ uint32_t s_dyn4[];
+  uint32_t *const s_cnt = kBig ? s_dyn4 : s_cnt_st;
   __shared__ uint32_t s_red[6][kWarps];
   __shared__ uint32_t s_frame[kFrameWords];
   __shared__ uint32_t s_first;
@@ -214,23 +225,27 @@ __global__ void __launch_bounds__(kT, 2) k4_count(P4 p) {
     }
   }
   __syncthreads(); /* s_cnt complete -> commit reads */
-  /* commit: one atomicAdd per non-empty bucket, all issued before any result is used */
+  /* commit: one atomicAdd per non-empty bucket, all of a chunk of kPer issued before any result is used (one
+   * chunk up to kDense buckets; kBig: PER / kPer chunks, so that the counters stay in registers) */
   uint32_t *gcnt = p.cnt + (size_t)c * nb;
-  uint32_t cnt[kPer], old[kPer];
+#pragma unroll 1
+  for (int q0 = 0; q0 < PER; q0 += kPer) {
+    uint32_t cnt[kPer], old[kPer];
 #pragma unroll
-  for (int q = 0; q < kPer; q++) {
-    const uint32_t j = tid + (uint32_t)q * kT;
-    cnt[q] = j < nb ? s_cnt[j] : 0u;
-    old[q] = 0;
-    if (cnt[q]) old[q] = atomicAdd(gcnt + j, cnt[q]);
-  }
+    for (int q = 0; q < kPer; q++) {
+      const uint32_t j = tid + (uint32_t)(q0 + q) * kT;
+      cnt[q] = j < nb ? s_cnt[j] : 0u;
+      old[q] = 0;
+      if (cnt[q]) old[q] = atomicAdd(gcnt + j, cnt[q]);
+    }
 #pragma unroll
-  for (int q = 0; q < kPer; q++) {
-    const uint32_t j = tid + (uint32_t)q * kT;
-    if (cnt[q]) {
-      const uint32_t keep_to = max(old[q], p.cap);
-      if (old[q] + cnt[q] > keep_to) atomicSub(gcnt + j, old[q] + cnt[q] - keep_to); /* roll back past S */
-      s_cnt[j] = old[q]; /* rebase: slot j is read and written by this thread only */
+    for (int q = 0; q < kPer; q++) {
+      const uint32_t j = tid + (uint32_t)(q0 + q) * kT;
+      if (cnt[q]) {
+        const uint32_t keep_to = max(old[q], p.cap);
+        if (old[q] + cnt[q] > keep_to) atomicSub(gcnt + j, old[q] + cnt[q] - keep_to); /* roll back past S */
+        s_cnt[j] = old[q]; /* rebase: slot j is read and written by this thread only */
+      }
     }
   }
   __syncthreads(); /* rebased s_cnt -> placement reads */
@@ -363,59 +378,96 @@ __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
 }
 
 /* K4: the cloud's scans in shared memory, then the tile's scatter. */
-__global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
+template <int PER> __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
+  constexpr bool kBig = PER > kPer; /* nb up to kDenseBig: F and the starts in dynamic shared memory */
   __shared__ typename Scan::TempStorage tmp;
-  __shared__ uint32_t s_F[kDense + 1];
-  __shared__ uint32_t s_start[kDense];
+  __shared__ uint32_t s_F_st[kBig ? 1 : kDense + 1];
+  __shared__ uint32_t s_start_st[kBig ? 1 : kDense];
+  extern __shared__ uint32_t s_dyn4[];
+  uint32_t *const s_F = kBig ? s_dyn4 : s_F_st;
+  uint32_t *const s_start = kBig ? s_dyn4 + p.nb + 1 : s_start_st;
   if (blockIdx.x == 0 && threadIdx.x < PSH_NCOUNTERS && p.counters_out)
     p.counters_out[threadIdx.x] = threadIdx.x < 3 ? p.ctr[threadIdx.x] : 0u; /* K2 and K3 are done */
   Tile t;
   if (!tile_of(p, t)) return; /* block-uniform */
   const uint32_t nb = p.nb, S = p.cap, c = t.c, tid = threadIdx.x;
   const uint32_t R = p.resid[c];
-  /* the cloud's counters: a contiguous range of <= kPer per thread */
+  /* the cloud's counters: a contiguous range of <= PER per thread */
   const uint32_t per = (nb + kT - 1) / kT;
   const uint32_t j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
   const uint32_t *gcnt = p.cnt + (size_t)c * nb;
-  uint32_t cj[kPer]; /* counts after probing (all <= S now), replaced in place by the final counts */
-#pragma unroll
-  for (int q = 0; q < kPer; q++) cj[q] = j0 + (uint32_t)q < j1 ? gcnt[j0 + q] : 0u;
-  if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
-    uint32_t fsum = 0, pre = 0, total = 0;
-#pragma unroll
-    for (int q = 0; q < kPer; q++)
-      if (j0 + (uint32_t)q < j1) fsum += S - cj[q];
-    Scan(tmp).ExclusiveSum(fsum, pre, total);
-    uint32_t run = pre;
-#pragma unroll
-    for (int q = 0; q < kPer; q++) {
+  if constexpr (!kBig) {
+    uint32_t cj[PER]; /* counts after probing (all <= S now), replaced in place by the final counts */
+  #pragma unroll
+    for (int q = 0; q < PER; q++) cj[q] = j0 + (uint32_t)q < j1 ? gcnt[j0 + q] : 0u;
+    if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
+      uint32_t fsum = 0, pre = 0, total = 0;
+  #pragma unroll
+      for (int q = 0; q < PER; q++)
+        if (j0 + (uint32_t)q < j1) fsum += S - cj[q];
+      Scan(tmp).ExclusiveSum(fsum, pre, total);
+      uint32_t run = pre;
+  #pragma unroll
+      for (int q = 0; q < PER; q++) {
+        if (j0 + (uint32_t)q < j1) {
+          const uint32_t j = j0 + (uint32_t)q, freej = S - cj[q];
+          s_F[j] = run;
+          cj[q] = psh_final_count(cj[q], run, freej, total, R, j, nb);
+          run += freej;
+        }
+      }
+      if (tid == 0) s_F[nb] = total;
+      __syncthreads(); /* tmp reuse by the second scan; s_F complete before the scatter */
+    } /* without leftovers the final counts are the counts */
+    uint32_t csum = 0, pre2 = 0;
+  #pragma unroll
+    for (int q = 0; q < PER; q++)
+      if (j0 + (uint32_t)q < j1) csum += cj[q];
+    Scan(tmp).ExclusiveSum(csum, pre2);
+    uint32_t run = __ldg(p.off + c) + pre2;
+    const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
+  #pragma unroll
+    for (int q = 0; q < PER; q++) {
       if (j0 + (uint32_t)q < j1) {
-        const uint32_t j = j0 + (uint32_t)q, freej = S - cj[q];
-        s_F[j] = run;
-        cj[q] = psh_final_count(cj[q], run, freej, total, R, j, nb);
-        run += freej;
+        const uint32_t j = j0 + (uint32_t)q;
+        s_start[j] = run;
+        if (writer) {
+          p.start[(size_t)c * nb + j] = run;
+          p.count_out[(size_t)c * nb + j] = cj[q];
+        }
+        run += cj[q];
       }
     }
-    if (tid == 0) s_F[nb] = total;
-    __syncthreads(); /* tmp reuse by the second scan; s_F complete before the scatter */
-  } /* without leftovers the final counts are the counts */
-  uint32_t csum = 0, pre2 = 0;
-#pragma unroll
-  for (int q = 0; q < kPer; q++)
-    if (j0 + (uint32_t)q < j1) csum += cj[q];
-  Scan(tmp).ExclusiveSum(csum, pre2);
-  uint32_t run = __ldg(p.off + c) + pre2;
-  const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
-#pragma unroll
-  for (int q = 0; q < kPer; q++) {
-    if (j0 + (uint32_t)q < j1) {
-      const uint32_t j = j0 + (uint32_t)q;
+  } else { /* kBig: the counts wait in s_start (this thread's range only) until they become the starts */
+#pragma unroll 8
+    for (uint32_t j = j0; j < j1; j++) s_start[j] = gcnt[j];
+    if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
+      uint32_t fsum = 0, pre = 0, total = 0;
+      for (uint32_t j = j0; j < j1; j++) fsum += S - s_start[j];
+      Scan(tmp).ExclusiveSum(fsum, pre, total);
+      uint32_t run = pre;
+      for (uint32_t j = j0; j < j1; j++) {
+        const uint32_t freej = S - s_start[j];
+        s_F[j] = run;
+        s_start[j] = psh_final_count(s_start[j], run, freej, total, R, j, nb);
+        run += freej;
+      }
+      if (tid == 0) s_F[nb] = total;
+      __syncthreads(); /* tmp reuse by the second scan; s_F complete before the scatter */
+    }
+    uint32_t csum = 0, pre2 = 0;
+    for (uint32_t j = j0; j < j1; j++) csum += s_start[j];
+    Scan(tmp).ExclusiveSum(csum, pre2);
+    uint32_t run = __ldg(p.off + c) + pre2;
+    const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
+    for (uint32_t j = j0; j < j1; j++) {
+      const uint32_t fc = s_start[j];
       s_start[j] = run;
       if (writer) {
         p.start[(size_t)c * nb + j] = run;
-        p.count_out[(size_t)c * nb + j] = cj[q];
+        p.count_out[(size_t)c * nb + j] = fc;
       }
-      run += cj[q];
+      run += fc;
     }
   }
   __syncthreads(); /* s_start (and s_F) complete -> scatter reads */
@@ -495,7 +547,7 @@ extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const ps
                                 const psh_params *prm, void *stream, hx_err *err) {
   HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
   if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
-  if (prm->nb > kDense) { /* dense shared counters do not fit: v2 unchanged */
+  if (prm->nb > kDenseBig) { /* dense shared counters do not fit: v2 unchanged */
     const psh_variant *v2 = psh_variant_find("v2");
     if (!v2) return hx_errf(err, HX_EINVAL, "psh v4: no v2 to fall back to");
     return v2->fn(d_scratch, scratch_bytes, out, in, prm, stream, err);
@@ -523,11 +575,32 @@ extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const ps
   if (tiles > 0x7FFFFFFFull) return hx_errf(err, HX_EINVAL, "psh v4: %llu tiles", (unsigned long long)tiles);
   k4_bbox<<<(unsigned)tiles, kT, 0, s>>>(p);
   V4_LAUNCHED("bbox + init (v4)");
-  k4_count<<<(unsigned)tiles, kT, 0, s>>>(p);
-  V4_LAUNCHED("count + commit (v4)");
+  if (prm->nb <= kDense) {
+    k4_count<kPer><<<(unsigned)tiles, kT, 0, s>>>(p);
+    V4_LAUNCHED("count + commit (v4)");
+    k4_probe<<<(unsigned)(4 * sms), kProbeT, 0, s>>>(p);
+    V4_LAUNCHED("probe (v4)");
+    k4_scatter<kPer><<<(unsigned)tiles, kT, 0, s>>>(p);
+    V4_LAUNCHED("scan + scatter (v4)");
+    return HX_OK;
+  }
+  const size_t sm2 = 4u * (size_t)prm->nb, sm4 = 4u * (2u * (size_t)prm->nb + 1u);
+  int smem_max = 0;
+  if (cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+    return hx_errf(err, HX_ECUDA, "psh v4: cannot read the shared memory limit: %s", cudaGetErrorString(cudaGetLastError()));
+  if (sm4 + sizeof(Scan::TempStorage) > (size_t)smem_max) { /* a small-memory device: v2 unchanged */
+    const psh_variant *v2 = psh_variant_find("v2");
+    if (!v2) return hx_errf(err, HX_EINVAL, "psh v4: no v2 to fall back to");
+    return v2->fn(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  }
+  if (cudaFuncSetAttribute((const void *)k4_count<kPerBig>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm2) != cudaSuccess ||
+      cudaFuncSetAttribute((const void *)k4_scatter<kPerBig>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm4) != cudaSuccess)
+    return hx_errf(err, HX_ECUDA, "psh v4: shared memory for %u buckets: %s", prm->nb, cudaGetErrorString(cudaGetLastError()));
+  k4_count<kPerBig><<<(unsigned)tiles, kT, sm2, s>>>(p);
+  V4_LAUNCHED("count + commit (v4, dynamic shared memory)");
   k4_probe<<<(unsigned)(4 * sms), kProbeT, 0, s>>>(p);
   V4_LAUNCHED("probe (v4)");
-  k4_scatter<<<(unsigned)tiles, kT, 0, s>>>(p);
-  V4_LAUNCHED("scan + scatter (v4)");
+  k4_scatter<kPerBig><<<(unsigned)tiles, kT, sm4, s>>>(p);
+  V4_LAUNCHED("scan + scatter (v4, dynamic shared memory)");
   return HX_OK;
 }

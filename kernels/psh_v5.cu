@@ -32,7 +32,7 @@
  * loads while they change. Inside a block every shared write/read pair is separated by __syncthreads or
  * by a grid barrier (which synchronises the block too). Limits: nb <= 4096 (v4's dense shared arrays),
  * tiles <= resident blocks (one wave: ~1.08M points on an H200 with 2 blocks/SM and 8 points per
- * thread); otherwise the call runs v4, which runs v2 past nb = 4096.
+ * thread); otherwise the call runs v4, which runs v2 past nb = 16384.
  * Measured (H200, 2026-11-22, NOTES.md "Session 2"): NOT faster than v4 (600k xor-mod graph: v4 56.4,
  * v5 59.5, v6 55.9 us; 100k: 20.8 / 20.4 / 24.0), so v4's time is inside its kernels' bodies, not in
  * the launches this variant removes. Kept as a checked variant and for its phase trace (psh_v5_trace).
@@ -265,7 +265,7 @@ hx_status run5(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const
   void (*kern)(P5) = k5_psh<kGather>;
   HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
   if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
-  if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 4096) */
+  if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 16384) */
     return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
   /* v4's scratch layout is the same as ours (same tiles bound, same arrays), so one size serves both */
   P5 p;

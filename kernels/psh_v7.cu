@@ -312,7 +312,7 @@ hx_status run7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const
   void (*kern)(P5) = k7_psh;
   HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
   if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
-  if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 4096) */
+  if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 16384) */
     return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
   /* v4's scratch layout is v5's without the records: v7's size also serves the v4 fall-back */
   P5 p;

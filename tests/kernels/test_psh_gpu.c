@@ -68,6 +68,10 @@ static const gcase gcases[] = {
     {"batch with empty clouds", TC_UNIFORM, 5, {10, 0, 3001, 1, 0}, 64, 64, 0.1f, 0},
     {"over capacity", TC_UNIFORM, 1, {1000}, 4, 16, 0.1f, 0},
     {"70001 buckets", TC_UNIFORM, 1, {200003}, 70001, 16, 0.01f, 0},
+    /* past 4096 buckets v4-v9 run v4's kernels with their arrays in dynamic shared memory (up to 16384): a
+     * clustered cloud over capacity (probes and leftovers), and a batch at the 16384 limit */
+    {"8192 buckets over capacity", TC_CLUSTERED, 1, {140000}, 8192, 16, 0.05f, 0},
+    {"16384 buckets, batch", TC_UNIFORM, 3, {30000, 0, 20000}, 16384, 16, 0.05f, 0},
     {"sparse (no probes)", TC_UNIFORM, 1, {2000}, 4096, 64, 0.5f, 2},
     {"batch of 3 x 40k", TC_CLUSTERED, 3, {40000, 40000, 40000}, 0, 128, 0.05f, 0},
     /* 300k points: v4 puts several points per thread (tiles of 512 x ipt) on any GPU up to ~290 SMs;
@@ -218,8 +222,8 @@ static void test_psh_variants(void **state) {
 }
 
 /* The issue's largest cloud: 4M points in one cloud at S = 512 (8192 buckets, 95% full), every hash, every
- * variant (the one-wave variants fall back to the ones that take any size: v8/v9 -> v7 -> v4 -> v2 past
- * 4096 buckets). The CPU reference runs once per hash. */
+ * variant (the one-wave variants fall back to the ones that take any size: v8/v9 -> v7 -> v4, whose kernels
+ * take up to 16384 buckets with their arrays in dynamic shared memory). The CPU reference runs once per hash. */
 static const gcase big_case = {"uniform 4M S=512", TC_UNIFORM, 1, {4000000}, 0, 512, 0.05f, 0};
 
 static void test_psh_4m(void **state) {
