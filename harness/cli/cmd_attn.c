@@ -53,7 +53,8 @@ static void usage(FILE *f) {
         "  --scope-buckets K   buckets per scope, default 8\n"
         "  --plan P            plain | swin:K | stride:S | patches (default plain)\n"
         "  --dtype T           fp16 | bf16 (default fp16)\n"
-        "  --variant LIST      v0, v1, ... (comma-separated), cpu, or all (default v1)\n"
+        "  --variant LIST      v0, v1, ... (comma-separated), cpu, all, or auto (default): v9, the fastest\n"
+        "                      measured on H100/H200, or v5 where v9 cannot run (no sm_90a image)\n"
         "  --check / --no-check  compare with the double reference before timing (default --check)\n"
         "  --check-rows N      sampled rows for the check (0 = all rows), default 256\n"
         "  --packed            q, k, v as views of one [rows, 3, H, D] tensor\n"
@@ -189,7 +190,8 @@ static int cmp_double(const void *a, const void *b) {
     }                                                                                                  \
   } while (0)
 
-static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, int last) {
+/* One GPU variant: check, time, report; *skipped = 1 when the variant cannot run here (HX_EUNSUPPORTED). */
+static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, int last, int *skipped) {
   int rc = 1;
   void *d_in = NULL, *d_o = NULL, *d_s = NULL;
   float *d_l = NULL, *ms = NULL;
@@ -228,6 +230,7 @@ static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, i
   hx_status s0 = var->fn(&p, NULL, &scratch, stream, &e);
   if (s0 == HX_EUNSUPPORTED) { /* e.g. v6 off an sm_90a image: skip this variant, not an error */
     printf("attn %-3s skipped: %s\n", var->name, e.msg);
+    *skipped = 1;
     rc = 0;
     goto done;
   }
@@ -357,7 +360,7 @@ static hx_status save_all(const attn_opts *o, attn_data *a, hx_err *err) {
 }
 
 int f3d_cmd_attn(int argc, char **argv) {
-  attn_opts o = {1048576, 1, 4, 16, 512, 8, 30, 5, 1, 0, 256, BATTN_F16, "plain", "v1", NULL};
+  attn_opts o = {1048576, 1, 4, 16, 512, 8, 30, 5, 1, 0, 256, BATTN_F16, "plain", "auto", NULL};
   enum { O_ROWS = 256, O_HEADS, O_HD, O_BS, O_SB, O_PLAN, O_DT, O_VAR, O_CHECK, O_NOCHECK, O_CROWS,
          O_PACKED, O_REPS, O_WARM, O_SEED, O_SAVE, O_HELP };
   static const struct option lo[] = {
@@ -414,7 +417,17 @@ int f3d_cmd_attn(int argc, char **argv) {
   const battn_variant *run[16];
   size_t nrun = 0;
   int want_cpu = strcmp(o.variant, "cpu") == 0;
-  if (strcmp(o.variant, "all") == 0) {
+  /* auto: the recommended variant (README), v9, and v5 in its place where v9 reports it cannot run; a user
+   * who does not name a variant gets the fastest one, not the first kernel written */
+  const int autov = strcmp(o.variant, "auto") == 0;
+  if (autov) {
+    run[nrun++] = battn_variant_find("v9");
+    run[nrun++] = battn_variant_find("v5");
+    if (!run[0] || !run[1]) {
+      attn_fail("--variant auto: v9 or v5 is missing from the variant table");
+      return 1;
+    }
+  } else if (strcmp(o.variant, "all") == 0) {
     for (size_t i = 0; i < nv && nrun < 16; ++i) run[nrun++] = &vars[i];
   } else if (!want_cpu) { /* a name or a comma-separated list */
     char buf[256];
@@ -422,7 +435,8 @@ int f3d_cmd_attn(int argc, char **argv) {
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && nrun < 16; tok = strtok_r(NULL, ",", &save)) {
       const battn_variant *v = battn_variant_find(tok);
       if (!v) {
-        if (strcmp(tok, "cpu") == 0 || strcmp(tok, "all") == 0) attn_fail("'%s' runs alone (--variant %s), not in a list", tok, tok);
+        if (strcmp(tok, "cpu") == 0 || strcmp(tok, "all") == 0 || strcmp(tok, "auto") == 0)
+          attn_fail("'%s' runs alone (--variant %s), not in a list", tok, tok);
         else attn_fail("unknown variant '%s' (--help lists them)", tok);
         return 2;
       }
@@ -495,7 +509,12 @@ int f3d_cmd_attn(int argc, char **argv) {
     }
   }
 #if F3D_HAVE_CUDA
-  for (size_t i = 0; i < nrun; ++i) rc |= run_gpu(&o, &a, run[i], i + 1 == nrun);
+  for (size_t i = 0; i < nrun; ++i) {
+    int skipped = 0;
+    rc |= run_gpu(&o, &a, run[i], autov || i + 1 == nrun, &skipped);
+    if (autov && !skipped) break; /* v9 ran (or failed): v5 was only its stand-in */
+    if (autov && skipped) printf("attn: --variant auto: running v5 instead\n");
+  }
 #else
   if (nrun) {
     attn_fail("%s: this build has no CUDA (try --variant cpu)", run[0]->name);
