@@ -125,8 +125,9 @@ using namespace psh_tiles;
 
 constexpr int kProbeT = 256; /* threads of K3 (K1, K2 and K4 run kT) */
 /* Past kDense buckets per cloud (a 4M-point cloud at S = 512 has 8192) K2 and K4 keep their per-bucket arrays in
- * dynamic shared memory: 4 nb bytes in K2, 8 nb + 4 in K4 (128 KB at 16384, one K4 block per SM), and each thread
- * holds kPerBig counters in the commit and the scans; K3's "full" snapshot covers them (kSnapBits). */
+ * dynamic shared memory: 4 nb bytes in K2, 8 nb + nb / 8 + 4 in K4 (130 KB at 16384, one K4 block per SM); K2
+ * commits in chunks of kPer counters and K4 scans them in shared memory; K3's "full" snapshot covers them when
+ * nclouds * nb <= kSnapBits (one cloud at 16384, two at 8192). */
 constexpr uint32_t kDenseBig = 16384;
 constexpr int kPerBig = (int)kDenseBig / kT;
 static_assert(kDenseBig <= kSnapBits && kDenseBig <= 65536u, "K3's snapshot and K2's 16-bit bucket field cover v4's buckets");
@@ -201,7 +202,7 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_count(P4 p) {
   f.step = s_frame[4];
   for (int d = 0; d < 3; d++) f.shift[d] = s_frame[5 + d];
   /* rank every point in its bucket: one shared atomic per distinct bucket per warp */
-  uint32_t hr[kMaxIpt]; /* local bucket << 16 | rank in the tile (nb <= 4096, tile <= 4096 points) */
+  uint32_t hr[kMaxIpt]; /* local bucket << 16 | rank in the tile (nb <= kDenseBig, tile <= 4096 points) */
 #pragma unroll
   for (int it = 0; it < kMaxIpt; it++) {
     hr[it] = 0;
@@ -380,12 +381,17 @@ __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
 /* K4: the cloud's scans in shared memory, then the tile's scatter. */
 template <int PER> __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
   constexpr bool kBig = PER > kPer; /* nb up to kDenseBig: F and the starts in dynamic shared memory */
+  /* kBig: the starts at j + j / 32 (sp), so that the lanes of a warp, each on its own run of per = nb / kT
+   * consecutive buckets in the scans, hit different banks (unpadded, per = 16 or 32 words apart: a 16- or
+   * 32-way conflict on every access; a copy of the loops on the H200, 978 blocks at nb 8192: 170 us
+   * unpadded, 35 padded). F keeps the plain index: psh_resid_place searches it. */
   __shared__ typename Scan::TempStorage tmp;
   __shared__ uint32_t s_F_st[kBig ? 1 : kDense + 1];
   __shared__ uint32_t s_start_st[kBig ? 1 : kDense];
   extern __shared__ uint32_t s_dyn4[];
   uint32_t *const s_F = kBig ? s_dyn4 : s_F_st;
   uint32_t *const s_start = kBig ? s_dyn4 + p.nb + 1 : s_start_st;
+  auto sp = [](uint32_t j) { return kBig ? j + (j >> 5) : j; };
   if (blockIdx.x == 0 && threadIdx.x < PSH_NCOUNTERS && p.counters_out)
     p.counters_out[threadIdx.x] = threadIdx.x < 3 ? p.ctr[threadIdx.x] : 0u; /* K2 and K3 are done */
   Tile t;
@@ -440,29 +446,29 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
     }
   } else { /* kBig: the counts wait in s_start (this thread's range only) until they become the starts */
 #pragma unroll 8
-    for (uint32_t j = j0; j < j1; j++) s_start[j] = gcnt[j];
+    for (uint32_t j = j0; j < j1; j++) s_start[sp(j)] = gcnt[j];
     if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
       uint32_t fsum = 0, pre = 0, total = 0;
-      for (uint32_t j = j0; j < j1; j++) fsum += S - s_start[j];
+      for (uint32_t j = j0; j < j1; j++) fsum += S - s_start[sp(j)];
       Scan(tmp).ExclusiveSum(fsum, pre, total);
       uint32_t run = pre;
       for (uint32_t j = j0; j < j1; j++) {
-        const uint32_t freej = S - s_start[j];
+        const uint32_t freej = S - s_start[sp(j)];
         s_F[j] = run;
-        s_start[j] = psh_final_count(s_start[j], run, freej, total, R, j, nb);
+        s_start[sp(j)] = psh_final_count(s_start[sp(j)], run, freej, total, R, j, nb);
         run += freej;
       }
       if (tid == 0) s_F[nb] = total;
       __syncthreads(); /* tmp reuse by the second scan; s_F complete before the scatter */
     }
     uint32_t csum = 0, pre2 = 0;
-    for (uint32_t j = j0; j < j1; j++) csum += s_start[j];
+    for (uint32_t j = j0; j < j1; j++) csum += s_start[sp(j)];
     Scan(tmp).ExclusiveSum(csum, pre2);
     uint32_t run = __ldg(p.off + c) + pre2;
     const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
     for (uint32_t j = j0; j < j1; j++) {
-      const uint32_t fc = s_start[j];
-      s_start[j] = run;
+      const uint32_t fc = s_start[sp(j)];
+      s_start[sp(j)] = run;
       if (writer) {
         p.start[(size_t)c * nb + j] = run;
         p.count_out[(size_t)c * nb + j] = fc;
@@ -500,7 +506,7 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
     } else {
       local = b - c * nb;
     }
-    const uint32_t s = s_start[local] + o;
+    const uint32_t s = s_start[sp(local)] + o;
     p.slot[i] = s;
     p.perm[s] = i;
     pb[it] = s; /* the row, for the coordinate pass */
@@ -573,9 +579,29 @@ extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const ps
   cudaStream_t s = (cudaStream_t)stream;
   const uint64_t tiles = (uint64_t)in->nclouds + ((uint64_t)in->n + p.tile - 1) / p.tile;
   if (tiles > 0x7FFFFFFFull) return hx_errf(err, HX_EINVAL, "psh v4: %llu tiles", (unsigned long long)tiles);
+  /* past kDense buckets: the dynamic shared memory, checked before anything is launched (a device that cannot
+   * give it runs v2, as every nb past kDenseBig does) */
+  const bool big = prm->nb > kDense;
+  const size_t sm2 = big ? 4u * (size_t)prm->nb : 0u;
+  const size_t sm4 = big ? 4u * (2u * (size_t)prm->nb + prm->nb / 32u + 1u) : 0u; /* F, padded starts */
+  if (big) {
+    int smem_max = 0;
+    cudaFuncAttributes fa4;
+    if (cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+        cudaFuncGetAttributes(&fa4, (const void *)k4_scatter<kPerBig>) != cudaSuccess)
+      return hx_errf(err, HX_ECUDA, "psh v4: cannot read the shared memory limits: %s", cudaGetErrorString(cudaGetLastError()));
+    if (sm4 + fa4.sharedSizeBytes > (size_t)smem_max ||
+        cudaFuncSetAttribute((const void *)k4_count<kPerBig>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm2) != cudaSuccess ||
+        cudaFuncSetAttribute((const void *)k4_scatter<kPerBig>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm4) != cudaSuccess) {
+      (void)cudaGetLastError(); /* a refused attribute is not an error of this call: v2 serves it */
+      const psh_variant *v2 = psh_variant_find("v2");
+      if (!v2) return hx_errf(err, HX_EINVAL, "psh v4: no v2 to fall back to");
+      return v2->fn(d_scratch, scratch_bytes, out, in, prm, stream, err);
+    }
+  }
   k4_bbox<<<(unsigned)tiles, kT, 0, s>>>(p);
   V4_LAUNCHED("bbox + init (v4)");
-  if (prm->nb <= kDense) {
+  if (!big) {
     k4_count<kPer><<<(unsigned)tiles, kT, 0, s>>>(p);
     V4_LAUNCHED("count + commit (v4)");
     k4_probe<<<(unsigned)(4 * sms), kProbeT, 0, s>>>(p);
@@ -584,18 +610,6 @@ extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const ps
     V4_LAUNCHED("scan + scatter (v4)");
     return HX_OK;
   }
-  const size_t sm2 = 4u * (size_t)prm->nb, sm4 = 4u * (2u * (size_t)prm->nb + 1u);
-  int smem_max = 0;
-  if (cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-    return hx_errf(err, HX_ECUDA, "psh v4: cannot read the shared memory limit: %s", cudaGetErrorString(cudaGetLastError()));
-  if (sm4 + sizeof(Scan::TempStorage) > (size_t)smem_max) { /* a small-memory device: v2 unchanged */
-    const psh_variant *v2 = psh_variant_find("v2");
-    if (!v2) return hx_errf(err, HX_EINVAL, "psh v4: no v2 to fall back to");
-    return v2->fn(d_scratch, scratch_bytes, out, in, prm, stream, err);
-  }
-  if (cudaFuncSetAttribute((const void *)k4_count<kPerBig>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm2) != cudaSuccess ||
-      cudaFuncSetAttribute((const void *)k4_scatter<kPerBig>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm4) != cudaSuccess)
-    return hx_errf(err, HX_ECUDA, "psh v4: shared memory for %u buckets: %s", prm->nb, cudaGetErrorString(cudaGetLastError()));
   k4_count<kPerBig><<<(unsigned)tiles, kT, sm2, s>>>(p);
   V4_LAUNCHED("count + commit (v4, dynamic shared memory)");
   k4_probe<<<(unsigned)(4 * sms), kProbeT, 0, s>>>(p);

@@ -508,12 +508,20 @@ int f3d_cmd_attn(int argc, char **argv) {
       rc = s != HX_OK;
     }
   }
+  int saveable = nrun == 0; /* the host output buffers hold the result that --save writes */
 #if F3D_HAVE_CUDA
+  size_t ran = 0;
   for (size_t i = 0; i < nrun; ++i) {
     int skipped = 0;
-    rc |= run_gpu(&o, &a, run[i], autov || i + 1 == nrun, &skipped);
+    const int last = autov || i + 1 == nrun;
+    rc |= run_gpu(&o, &a, run[i], last, &skipped);
+    if (!skipped) ran++, saveable = last;
     if (autov && !skipped) break; /* v9 ran (or failed): v5 was only its stand-in */
-    if (autov && skipped) printf("attn: --variant auto: running v5 instead\n");
+    if (autov && i + 1 < nrun) printf("attn: --variant auto: running %s instead\n", run[i + 1]->name);
+  }
+  if (nrun && !ran && rc == 0) { /* every variant skipped: nothing was checked or timed */
+    attn_fail("no variant could run on this device (see 'skipped' above)");
+    rc = 1;
   }
 #else
   if (nrun) {
@@ -521,6 +529,10 @@ int f3d_cmd_attn(int argc, char **argv) {
     rc = 1;
   }
 #endif
+  if (rc == 0 && o.save && !saveable) { /* e.g. --variant v1,v6 --save off sm_90a: v6's output was never made */
+    attn_fail("--save: the last variant did not run here; nothing saved");
+    rc = 1;
+  }
   if (rc == 0 && o.save) {
     if (save_all(&o, &a, &e) != HX_OK) {
       attn_fail("--save: %s", e.msg);

@@ -72,6 +72,7 @@ static const gcase gcases[] = {
      * clustered cloud over capacity (probes and leftovers), and a batch at the 16384 limit */
     {"8192 buckets over capacity", TC_CLUSTERED, 1, {140000}, 8192, 16, 0.05f, 0},
     {"16384 buckets, batch", TC_UNIFORM, 3, {30000, 0, 20000}, 16384, 16, 0.05f, 0},
+    {"16384 buckets over capacity", TC_CLUSTERED, 1, {300000}, 16384, 16, 0.05f, 0}, /* probes, leftovers, snapshot */
     {"sparse (no probes)", TC_UNIFORM, 1, {2000}, 4096, 64, 0.5f, 2},
     {"batch of 3 x 40k", TC_CLUSTERED, 3, {40000, 40000, 40000}, 0, 128, 0.05f, 0},
     /* 300k points: v4 puts several points per thread (tiles of 512 x ipt) on any GPU up to ~290 SMs;

@@ -52,6 +52,8 @@ enum { cudaDevAttrCooperativeLaunch = 2, cudaDevAttrMaxSharedMemoryPerBlockOptin
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 /* v8: dynamic shared memory (227 KB, as an H100/H200 grants one block); the attribute call is accepted */
 inline cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int) { return 0; }
+struct cudaFuncAttributes { size_t sharedSizeBytes; };
+inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, const void *) { a->sharedSizeBytes = 2208; return 0; }
 /* v5: a cooperative launch runs every block at once; occupancy is fixed at 2 blocks per SM */
 template <class F> inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F, int, size_t) {
   *n = 2;
