@@ -45,6 +45,23 @@ void *emu_smem_get(size_t bytes) {
   if (v.size() < bytes) v.assign(bytes, 0xEE); /* garbage, as on the device */
   return v.data();
 }
+/* emu_launch_dyn's buffer (blocks run in turn there, so one buffer serves the launch) */
+static std::vector<unsigned char> dyn;
+static size_t dyn_bytes;
+constexpr size_t kCanary = 256;
+void emu_dyn_begin(size_t bytes) {
+  dyn_bytes = bytes;
+  dyn.assign(bytes + kCanary, 0xEE);
+  for (size_t i = 0; i < kCanary; i++) dyn[bytes + i] = (unsigned char)(0xA5 ^ i);
+}
+void emu_dyn_end_block(unsigned b) {
+  for (size_t i = 0; i < kCanary; i++)
+    if (dyn[dyn_bytes + i] != (unsigned char)(0xA5 ^ i)) {
+      fprintf(stderr, "block %u wrote byte %zu past its %zu bytes of dynamic shared memory\n", b, i, dyn_bytes);
+      abort();
+    }
+}
+void *emu_dyn_smem() { return dyn.data(); }
 struct Slot { int phase = 0; unsigned arrived = 0, departed = 0; uint64_t val[32]; };
 struct Warp { std::mutex m; std::condition_variable cv; std::map<unsigned, Slot> slots; };
 static Warp warps[kEmuBlocks * 32];

@@ -145,3 +145,20 @@ template <class P> void emu_launch(void (*k)(P), unsigned grid, unsigned threads
     for (auto &x : ts) x.join();
   }
 }
+/* A launch with `bytes` of dynamic shared memory (emu_dyn_smem inside the kernel): each block gets a buffer of
+ * exactly that size, poisoned (0xEE, as garbage on the device), followed by a canary; a block that writes past
+ * its size aborts the emulation with the kernel's launch size and the first overwritten byte. */
+void emu_dyn_begin(size_t bytes);
+void emu_dyn_end_block(unsigned b);
+void *emu_dyn_smem();
+template <class P> void emu_launch_dyn(void (*k)(P), unsigned grid, unsigned threads, size_t bytes, const P &p) {
+  blockDim.x = threads;
+  gridDim.x = grid;
+  for (unsigned b = 0; b < grid; b++) {
+    emu_dyn_begin(bytes);
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < threads; t++) ts.emplace_back([=] { blockIdx.x = b; threadIdx.x = t; k(p); });
+    for (auto &x : ts) x.join();
+    emu_dyn_end_block(b);
+  }
+}

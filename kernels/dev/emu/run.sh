@@ -29,10 +29,10 @@ h, k5 = re.subn(r'asm volatile\("mov.u64 %0, %%globaltimer;" : "=l"\(t\)\);', 't
 assert (k1, k5) == (1, 1), (k1, k5)  # grid_sync and gtimer of every cooperative variant
 open(d + '/kernels/psh_tiles.cuh', 'w').write(h)
 s = common(open('kernels/psh_v4.cu').read())
-# launches (K2, K3 and K4 twice: static arrays up to kDense buckets, dynamic shared memory past it), and the dynamic
-# arrays as a per-block buffer of the largest size
-s, k = re.subn(r'([\w<>]+)<<<(.*?), (\w+), (\w+), s>>>\(p\);', r'emu_launch(\1, \2, \3, p);', s)
-s, kd = re.subn(r'extern __shared__ uint32_t s_dyn4\[\];', 'uint32_t *s_dyn4 = (uint32_t *)emu_smem_get(4u * (2u * kDenseBig + kDenseBig / 32u + 1u));', s)
+# launches (K2, K3 and K4 twice: static arrays up to kDense buckets, dynamic shared memory past it) with their
+# dynamic size, and the dynamic arrays as a buffer of exactly that size, poisoned per block, with a canary
+s, k = re.subn(r'([\w<>]+)<<<(.*?), (\w+), (\w+), s>>>\(p\);', r'emu_launch_dyn(\1, \2, \3, \4, p);', s)
+s, kd = re.subn(r'extern __shared__ uint32_t s_dyn4\[\];', 'uint32_t *s_dyn4 = (uint32_t *)emu_dyn_smem();', s)
 assert (k, kd) == (7, 2), (k, kd)
 open(d + '/v4emu.cc', 'w').write(s)
 def coop(src, dst):
