@@ -404,16 +404,16 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
   const uint32_t *gcnt = p.cnt + (size_t)c * nb;
   if constexpr (!kBig) {
     uint32_t cj[PER]; /* counts after probing (all <= S now), replaced in place by the final counts */
-  #pragma unroll
+#pragma unroll
     for (int q = 0; q < PER; q++) cj[q] = j0 + (uint32_t)q < j1 ? gcnt[j0 + q] : 0u;
     if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
       uint32_t fsum = 0, pre = 0, total = 0;
-  #pragma unroll
+#pragma unroll
       for (int q = 0; q < PER; q++)
         if (j0 + (uint32_t)q < j1) fsum += S - cj[q];
       Scan(tmp).ExclusiveSum(fsum, pre, total);
       uint32_t run = pre;
-  #pragma unroll
+#pragma unroll
       for (int q = 0; q < PER; q++) {
         if (j0 + (uint32_t)q < j1) {
           const uint32_t j = j0 + (uint32_t)q, freej = S - cj[q];
@@ -426,13 +426,13 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
       __syncthreads(); /* tmp reuse by the second scan; s_F complete before the scatter */
     } /* without leftovers the final counts are the counts */
     uint32_t csum = 0, pre2 = 0;
-  #pragma unroll
+#pragma unroll
     for (int q = 0; q < PER; q++)
       if (j0 + (uint32_t)q < j1) csum += cj[q];
     Scan(tmp).ExclusiveSum(csum, pre2);
     uint32_t run = __ldg(p.off + c) + pre2;
     const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
-  #pragma unroll
+#pragma unroll
     for (int q = 0; q < PER; q++) {
       if (j0 + (uint32_t)q < j1) {
         const uint32_t j = j0 + (uint32_t)q;
@@ -547,17 +547,21 @@ size_t layout(P4 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   return tiles_layout(q, base, nclouds, nb, n, 0, NULL, NULL);
 }
 
+/* v2 unchanged, for what v4's dense shared arrays cannot hold */
+hx_status run_v2(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
+                 void *stream, hx_err *err) {
+  const psh_variant *v2 = psh_variant_find("v2");
+  if (!v2) return hx_errf(err, HX_EINVAL, "psh v4: no v2 to fall back to");
+  return v2->fn(d_scratch, scratch_bytes, out, in, prm, stream, err);
+}
+
 } // namespace
 
 extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {
   HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
   if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
-  if (prm->nb > kDenseBig) { /* dense shared counters do not fit: v2 unchanged */
-    const psh_variant *v2 = psh_variant_find("v2");
-    if (!v2) return hx_errf(err, HX_EINVAL, "psh v4: no v2 to fall back to");
-    return v2->fn(d_scratch, scratch_bytes, out, in, prm, stream, err);
-  }
+  if (prm->nb > kDenseBig) return run_v2(d_scratch, scratch_bytes, out, in, prm, stream, err); /* arrays do not fit */
   P4 p;
   memset(&p, 0, sizeof p);
   const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
@@ -594,27 +598,18 @@ extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const ps
         cudaFuncSetAttribute((const void *)k4_count<kPerBig>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm2) != cudaSuccess ||
         cudaFuncSetAttribute((const void *)k4_scatter<kPerBig>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm4) != cudaSuccess) {
       (void)cudaGetLastError(); /* a refused attribute is not an error of this call: v2 serves it */
-      const psh_variant *v2 = psh_variant_find("v2");
-      if (!v2) return hx_errf(err, HX_EINVAL, "psh v4: no v2 to fall back to");
-      return v2->fn(d_scratch, scratch_bytes, out, in, prm, stream, err);
+      return run_v2(d_scratch, scratch_bytes, out, in, prm, stream, err);
     }
   }
+  void (*const count)(P4) = big ? k4_count<kPerBig> : k4_count<kPer>;
+  void (*const scatter)(P4) = big ? k4_scatter<kPerBig> : k4_scatter<kPer>;
   k4_bbox<<<(unsigned)tiles, kT, 0, s>>>(p);
   V4_LAUNCHED("bbox + init (v4)");
-  if (!big) {
-    k4_count<kPer><<<(unsigned)tiles, kT, 0, s>>>(p);
-    V4_LAUNCHED("count + commit (v4)");
-    k4_probe<<<(unsigned)(4 * sms), kProbeT, 0, s>>>(p);
-    V4_LAUNCHED("probe (v4)");
-    k4_scatter<kPer><<<(unsigned)tiles, kT, 0, s>>>(p);
-    V4_LAUNCHED("scan + scatter (v4)");
-    return HX_OK;
-  }
-  k4_count<kPerBig><<<(unsigned)tiles, kT, sm2, s>>>(p);
-  V4_LAUNCHED("count + commit (v4, dynamic shared memory)");
+  count<<<(unsigned)tiles, kT, sm2, s>>>(p);
+  V4_LAUNCHED("count + commit (v4)");
   k4_probe<<<(unsigned)(4 * sms), kProbeT, 0, s>>>(p);
   V4_LAUNCHED("probe (v4)");
-  k4_scatter<kPerBig><<<(unsigned)tiles, kT, sm4, s>>>(p);
-  V4_LAUNCHED("scan + scatter (v4, dynamic shared memory)");
+  scatter<<<(unsigned)tiles, kT, sm4, s>>>(p);
+  V4_LAUNCHED("scan + scatter (v4)");
   return HX_OK;
 }

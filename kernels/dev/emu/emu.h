@@ -126,7 +126,6 @@ template <class T, int N> struct BlockScan {
   void ExclusiveSum(T in, T &out) { T a; ExclusiveSum(in, out, a); }
 };
 }
-template <class P> void emu_launch(void (*k)(P), unsigned grid, unsigned threads, const P &p);
 void emu_run_all(unsigned grid, unsigned threads, void (*body)(void *), void *arg);
 template <class P> struct EmuCoop { void (*k)(P); const P *p; };
 template <class P> void emu_coop_body(void *a) { EmuCoop<P> *c = (EmuCoop<P> *)a; c->k(*c->p); }
@@ -136,18 +135,9 @@ template <class P> cudaError_t emu_launch_coop(void (*k)(P), unsigned grid, unsi
   emu_run_all(grid, threads, emu_coop_body<P>, &c);
   return 0;
 }
-template <class P> void emu_launch(void (*k)(P), unsigned grid, unsigned threads, const P &p) {
-  blockDim.x = threads;
-  gridDim.x = grid;
-  for (unsigned b = 0; b < grid; b++) {
-    std::vector<std::thread> ts;
-    for (unsigned t = 0; t < threads; t++) ts.emplace_back([=] { blockIdx.x = b; threadIdx.x = t; k(p); });
-    for (auto &x : ts) x.join();
-  }
-}
-/* A launch with `bytes` of dynamic shared memory (emu_dyn_smem inside the kernel): each block gets a buffer of
- * exactly that size, poisoned (0xEE, as garbage on the device), followed by a canary; a block that writes past
- * its size aborts the emulation with the kernel's launch size and the first overwritten byte. */
+/* A launch, blocks in turn, with `bytes` of dynamic shared memory (emu_dyn_smem inside the kernel): each block
+ * gets a buffer of exactly that size, poisoned (0xEE, as garbage on the device), followed by a canary; a block
+ * that writes past its size aborts the emulation with the kernel's launch size and the first overwritten byte. */
 void emu_dyn_begin(size_t bytes);
 void emu_dyn_end_block(unsigned b);
 void *emu_dyn_smem();

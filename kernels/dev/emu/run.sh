@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh - check the logic of PSH v4, v5, v6, v7 and v8 without a GPU: rewrite kernels/psh_v4.cu, psh_v5.cu, psh_v7.cu and their
 # shared kernels/psh_tiles.cuh onto the host emulation in emu.h (drop the CUB / cooperative-groups includes, lanemask from threadIdx, v4's
-# <<<...>>> launches as emu_launch (blocks in turn), v5's cooperative launch as emu_launch_coop (every
+# <<<...>>> launches as emu_launch_dyn (blocks in turn), v5's cooperative launch as emu_launch_coop (every
 # block at once, grid barriers real), v5's one shared struct per block; v7 is rewritten as v5), build them
 # with the driver against a CPU-only build's libraries, and run the driver for v4, v5, v6 (v5's launcher with
 # the gather), v7 (twice: aligned, and with misaligned coordinates for its scalar gather paths) and v8 (its
@@ -29,11 +29,11 @@ h, k5 = re.subn(r'asm volatile\("mov.u64 %0, %%globaltimer;" : "=l"\(t\)\);', 't
 assert (k1, k5) == (1, 1), (k1, k5)  # grid_sync and gtimer of every cooperative variant
 open(d + '/kernels/psh_tiles.cuh', 'w').write(h)
 s = common(open('kernels/psh_v4.cu').read())
-# launches (K2, K3 and K4 twice: static arrays up to kDense buckets, dynamic shared memory past it) with their
-# dynamic size, and the dynamic arrays as a buffer of exactly that size, poisoned per block, with a canary
+# the four launches with their dynamic size (K2 and K4: 0 up to kDense buckets, their arrays in dynamic shared
+# memory past it), and the dynamic arrays as a buffer of exactly that size, poisoned per block, with a canary
 s, k = re.subn(r'([\w<>]+)<<<(.*?), (\w+), (\w+), s>>>\(p\);', r'emu_launch_dyn(\1, \2, \3, \4, p);', s)
 s, kd = re.subn(r'extern __shared__ uint32_t s_dyn4\[\];', 'uint32_t *s_dyn4 = (uint32_t *)emu_dyn_smem();', s)
-assert (k, kd) == (7, 2), (k, kd)
+assert (k, kd) == (4, 2), (k, kd)
 open(d + '/v4emu.cc', 'w').write(s)
 def coop(src, dst):
   s = common(open(src).read())
