@@ -6,13 +6,14 @@
  * cloud_of, frame_from_keys, frame_load, voxel3, probe_bucket_fast, block_min6, lanemask_lt), the run-state
  * zeroing of v4's K1 and phase A, the scratch layout and parameter set-up of the launchers, and for the
  * one-launch variants (v5-v9; v8/v9 in psh_v8.cu) their shared-memory struct, grid barrier (grid_sync) and
- * phase stamp (gtimer), phases A and B of v5/v6/v7 (phases_ab), the thread-per-point probe phase (phase C),
- * the one-wave tiling and launch plan (coop_plan). Each variant file keeps what is its own.
- * Constraint: these variants were measured and checked on an H200, so moving code here must leave each
- * file's PTX as it was (checked with nvcc -ptx before and after; phases_ab left the same instructions, one
- * commutative or.b64 per Z-order code placed differently). Code that compiles differently once it is a
- * function (v4's K2 against phase B, v4's K3 against phase C, the scans) stays in the variant files,
- * although it reads the same.
+ * phase stamp (gtimer), phases A and B of v5/v6/v7 (phases_ab), the thread-per-point probe phase (phase C,
+ * also v4's K3), the cloud's scans (cloud_scans: v4's K4, phase D of v5/v6/v7), the one-wave tiling and
+ * launch plan (coop_plan). Each variant file keeps what is its own.
+ * Constraint: these variants were measured and checked on an H200, so code moved here must leave each
+ * file's PTX as it was (nvcc -ptx before and after), or be timed against the old code in one run on a GPU
+ * before it is kept (phases_ab: the same instructions, one commutative or.b64 per Z-order code placed
+ * differently; phase_probe_nt and cloud_scans: see NOTES.md, session 13). v4's K2 against phase B still
+ * reads the same and stays apart.
  * Private to kernels/; include it after <cuda_runtime.h> (the host emulation in kernels/dev/emu rewrites
  * it with the .cu files).
  */
@@ -273,11 +274,14 @@ struct Smem {
   uint32_t first, tally[2];
 };
 
-/* Phase C: the overflow list races over the probes, one thread per point (v4's K3 with blocks of NT threads
- * and L2 loads; psh_v4.cu's header has the reasoning: the "full" snapshot, 32-bit probe arithmetic,
- * warp-aggregated leftover tickets, one tally atomic per block). full: kSnapBits / 32 shared words, tally: 2
- * shared words. v5/v7 run it through phase_probe (NT = kT), v8 with its 1024-thread blocks. */
-template <int NT, class P>
+/* Phase C: the overflow list races over the probes, one thread per point, in blocks of NT threads
+ * (psh_v4.cu's header has the reasoning: the "full" snapshot, 32-bit probe arithmetic, warp-aggregated
+ * leftover tickets, one tally atomic per block). Ld reads the list, the frames and the snapshot's counters:
+ * LdPrev in v4's K3 (K2, an earlier launch, wrote them), LdL2 in the one-launch variants. The live check of a
+ * counter that other blocks are changing always goes to L2 (ld.global.cg). full: kSnapBits / 32 shared
+ * words, tally: 2 shared words. v4's K3 runs it with NT = kProbeT, v5/v7 through phase_probe (NT = kT), v8
+ * with its 1024-thread blocks. */
+template <int NT, class Ld = LdL2, class P>
 __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *tally, uint32_t n_ovf) {
   const int lane = (int)(threadIdx.x & 31u);
   const uint32_t nbt = p.nclouds * p.nb;
@@ -291,13 +295,13 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
         const uint4 *q = (const uint4 *)(p.cnt + g0);
         uint4 a[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) a[k] = __ldcg(q + k); /* 8 independent loads in flight */
+        for (int k = 0; k < 8; k++) a[k] = Ld::ld(q + k); /* 8 independent loads in flight */
 #pragma unroll
         for (int k = 0; k < 8; k++)
           word |= (uint32_t)(a[k].x >= p.cap) << (4 * k) | (uint32_t)(a[k].y >= p.cap) << (4 * k + 1) |
                   (uint32_t)(a[k].z >= p.cap) << (4 * k + 2) | (uint32_t)(a[k].w >= p.cap) << (4 * k + 3);
       } else {
-        for (uint32_t b = 0; g0 + b < nbt; b++) word |= (uint32_t)(__ldcg(p.cnt + g0 + b) >= p.cap) << b;
+        for (uint32_t b = 0; g0 + b < nbt; b++) word |= (uint32_t)(Ld::ld(p.cnt + g0 + b) >= p.cap) << b;
       }
       full_w[w] = word;
     }
@@ -311,9 +315,9 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
     bool left = false;
     uint32_t i = 0, c = 0;
     if (t < n_ovf) {
-      i = __ldcg(p.ovf + t);
+      i = Ld::ld(p.ovf + t);
       c = cloud_of(p.off, p.nclouds, i);
-      const Frame f = frame_load<LdL2>(p.frame, c);
+      const Frame f = frame_load<Ld>(p.frame, c);
       uint32_t v[3];
       voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
              v);
@@ -370,6 +374,75 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
 }
 template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {
   phase_probe_nt<kT>(p, sm.u.full, sm.tally, n_ovf);
+}
+
+/* The cloud's scans before a tile's rows (v4's K4, phase D of v5/v6 and v7): thread tid owns the cloud's
+ * buckets [j0, j1), j0 = tid * ceil(nb / kT), at most PER of them. gcnt: the cloud's counters after probing
+ * (all <= S), read with Ld. With leftovers (R > 0, block-uniform) the free-slot scan F[j] (F[nb] = total) and
+ * the final counts (psh_final_count); then start[sp(j)] = base[0] + exclusive scan of the final counts, the
+ * first packed row of bucket j. The cloud's first tile (writer) also publishes the starts and final counts
+ * to g_start[j] / g_count[j]. A thread's counts stay in registers, or with kBig (PER past kPer: v4's dynamic
+ * shared memory) in its own start entries until they become the starts; sp pads those entries against bank
+ * conflicts (psh_v4.cu's K4). F keeps the plain index: psh_resid_place searches it. Ends without a barrier:
+ * the caller's __syncthreads orders start and F before their reads. */
+template <int PER, bool kBig, class Ld, class Sp>
+__device__ __forceinline__ void cloud_scans(const uint32_t *gcnt, uint32_t nb, uint32_t S, uint32_t R,
+                                            const uint32_t *base, bool writer, uint32_t *g_start,
+                                            uint32_t *g_count, uint32_t *F, uint32_t *start, Sp sp,
+                                            Scan::TempStorage &tmp) {
+  const uint32_t tid = threadIdx.x;
+  const uint32_t per = (nb + kT - 1) / kT;
+  const uint32_t j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
+  /* kBig: a runtime trip count (per = nb / kT is below PER = 32 up to nb 8192; guarded iterations to PER cost
+   * 2% at 4M points, H200) and less unrolling (32 counters' loads hoisted at once spill 424 bytes) */
+  constexpr int kU = kBig ? 8 : PER;
+  const int nq = kBig ? (int)(j1 - j0) : PER;
+  auto has = [&](int q) { return kBig || j0 + (uint32_t)q < j1; };
+  uint32_t cj[kBig ? 1 : PER]; /* counts after probing, replaced in place by the final counts */
+  auto cnt = [&](int q) -> uint32_t & {
+    if constexpr (kBig) return start[sp(j0 + (uint32_t)q)];
+    else return cj[q];
+  };
+#pragma unroll(kU)
+  for (int q = 0; q < nq; q++)
+    cnt(q) = has(q) ? Ld::ld(gcnt + j0 + q) : 0u;
+  if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
+    uint32_t fsum = 0, pre = 0, total = 0;
+#pragma unroll(kU)
+    for (int q = 0; q < nq; q++)
+      if (has(q)) fsum += S - cnt(q);
+    Scan(tmp).ExclusiveSum(fsum, pre, total);
+    uint32_t run = pre;
+#pragma unroll(kU)
+    for (int q = 0; q < nq; q++) {
+      if (has(q)) {
+        const uint32_t j = j0 + (uint32_t)q, freej = S - cnt(q);
+        F[j] = run;
+        cnt(q) = psh_final_count(cnt(q), run, freej, total, R, j, nb);
+        run += freej;
+      }
+    }
+    if (tid == 0) F[nb] = total;
+    __syncthreads(); /* tmp reuse by the second scan; F complete before the rows */
+  } /* without leftovers the final counts are the counts */
+  uint32_t csum = 0, pre2 = 0;
+#pragma unroll(kU)
+  for (int q = 0; q < nq; q++)
+    if (has(q)) csum += cnt(q);
+  Scan(tmp).ExclusiveSum(csum, pre2);
+  uint32_t run = __ldg(base) + pre2;
+#pragma unroll(kU)
+  for (int q = 0; q < nq; q++) {
+    if (has(q)) {
+      const uint32_t j = j0 + (uint32_t)q, fc = cnt(q);
+      start[sp(j)] = run;
+      if (writer) {
+        g_start[j] = run;
+        g_count[j] = fc;
+      }
+      run += fc;
+    }
+  }
 }
 
 /* Phases A and B of the one-launch variants v5/v6 (psh_v5.cu) and v7 (psh_v7.cu): one body, as they differ in

@@ -95,10 +95,9 @@
  *     extra round trip per block to build it, hence the 2048-point threshold;
  *   - 32-bit probe arithmetic giving the same bucket as psh_probe_bucket (mask for a power-of-two step);
  *   - warp-aggregated leftover tickets, per-block tallies, the frame stored once by K2.
- * v5/v6 and v7 run the same probe loop as their phase C (phase_probe in psh_tiles.cuh, with L2 loads); K3
- * keeps its own copy because, as a function, the loop compiles to different code here (sharing it would
- * change this kernel's PTX, measured as it is). The sizes, the parameter struct, the run-state zeroing, the
- * frame load and the scratch layout come from psh_tiles.cuh.
+ * K3 is the probe phase of v5-v9 (phase_probe_nt in psh_tiles.cuh) with plain loads of what K2 wrote, and
+ * K4's scans are their phase D's (cloud_scans). The sizes, the parameter struct, the run-state zeroing, the
+ * frame load and the scratch layout come from psh_tiles.cuh too.
  * What remains is the RNG + Morton + hash per probe (~100-150 instructions): 48M probes ~ 150-250 us
  * on an H200 for zorder-div at 600k. A further cut would change the algorithm (fewer probes, or probing
  * whole buckets instead of points), which the invariants allow but which would no longer be Alg. 2.
@@ -287,95 +286,7 @@ __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
   __shared__ uint32_t s_full[kSnapBits / 32]; /* bit g: counter g reached S, so it is full for good */
   const uint32_t n_ovf = p.ctr[C_NOVF]; /* written by K2, a previous launch */
   if (blockIdx.x * kProbeT >= n_ovf) return; /* block-uniform: no list entry for this block */
-  const int lane = (int)(threadIdx.x & 31u);
-  const uint32_t nbt = p.nclouds * p.nb;
-  /* the snapshot costs one round trip per block: only worth it when many points probe */
-  const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
-  if (threadIdx.x == 0) s_tally[0] = s_tally[1] = 0;
-  if (snap)
-    for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += kProbeT) {
-      const uint32_t g0 = w * 32u; /* p.cnt is 256-byte aligned, so cnt + g0 is 16-byte aligned */
-      uint32_t word = 0;
-      if (g0 + 32u <= nbt) {
-        const uint4 *q = (const uint4 *)(p.cnt + g0);
-        uint4 a[8];
-#pragma unroll
-        for (int k = 0; k < 8; k++) a[k] = q[k]; /* 8 independent loads in flight */
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-          word |= (uint32_t)(a[k].x >= p.cap) << (4 * k) | (uint32_t)(a[k].y >= p.cap) << (4 * k + 1) |
-                  (uint32_t)(a[k].z >= p.cap) << (4 * k + 2) | (uint32_t)(a[k].w >= p.cap) << (4 * k + 3);
-      } else {
-        for (uint32_t b = 0; g0 + b < nbt; b++) word |= (uint32_t)(p.cnt[g0 + b] >= p.cap) << b;
-      }
-      s_full[w] = word;
-    }
-  __syncthreads(); /* s_tally zeroed, s_full built -> uses below */
-  volatile uint32_t *full = s_full;
-  uint32_t np = 0, nl = 0;
-  const uint32_t stride = gridDim.x * kProbeT;
-  /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
-  for (uint32_t t0 = blockIdx.x * kProbeT; t0 < n_ovf; t0 += stride) {
-    const uint32_t t = t0 + threadIdx.x;
-    bool left = false;
-    uint32_t i = 0, c = 0;
-    if (t < n_ovf) {
-      i = p.ovf[t];
-      c = cloud_of(p.off, p.nclouds, i);
-      const Frame f = frame_load<LdPrev>(p.frame, c);
-      uint32_t v[3];
-      voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
-             v);
-      const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
-      bool placed = false;
-      for (uint32_t k = 0; k < p.nprobe; k++) {
-        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
-        if (h == home) continue;
-        const uint32_t g = c * p.nb + h;
-        if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
-        if (*(volatile uint32_t *)(p.cnt + g) >= p.cap) { /* full for good (see header) */
-          if (snap) atomicOr(&s_full[g >> 5], 1u << (g & 31u));
-          continue;
-        }
-        const uint32_t o = atomicAdd(p.cnt + g, 1u);
-        if (o < p.cap) {
-          p.bucket[i] = g;
-          p.offset[i] = o;
-          placed = true;
-          break;
-        }
-        atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
-        if (snap) atomicOr(&s_full[g >> 5], 1u << (g & 31u));
-      }
-      if (placed) np++;
-      else left = true;
-    }
-    /* leftover tickets: one atomic per cloud per warp */
-    const uint32_t lm = __ballot_sync(0xFFFFFFFFu, left);
-    if (left) {
-      const uint32_t peers = __match_any_sync(lm, c);
-      const int leader = __ffs(peers) - 1;
-      uint32_t base = 0;
-      if (lane == leader) base = atomicAdd(p.resid + c, (uint32_t)__popc(peers));
-      base = __shfl_sync(lm, base, leader);
-      p.bucket[i] = PSH_RESID_FLAG | c;
-      p.offset[i] = base + (uint32_t)__popc(peers & lanemask_lt());
-      nl++;
-    }
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    np += __shfl_xor_sync(0xFFFFFFFFu, np, o);
-    nl += __shfl_xor_sync(0xFFFFFFFFu, nl, o);
-  }
-  if (lane == 0) {
-    if (np) atomicAdd(&s_tally[0], np);
-    if (nl) atomicAdd(&s_tally[1], nl);
-  }
-  __syncthreads(); /* s_tally complete -> thread 0 */
-  if (threadIdx.x == 0) {
-    if (s_tally[0]) atomicAdd(p.ctr + C_PROBE, s_tally[0]);
-    if (s_tally[1]) atomicAdd(p.ctr + C_OVER, s_tally[1]);
-  }
+  phase_probe_nt<kProbeT, LdPrev>(p, s_full, s_tally, n_ovf);
 }
 
 /* K4: the cloud's scans in shared memory, then the tile's scatter. */
@@ -384,7 +295,7 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
   /* kBig: the starts at j + j / 32 (sp), so that the lanes of a warp, each on its own run of per = nb / kT
    * consecutive buckets in the scans, hit different banks (unpadded, per = 16 or 32 words apart: a 16- or
    * 32-way conflict on every access; a copy of the loops on the H200, 978 blocks at nb 8192: 170 us
-   * unpadded, 35 padded). F keeps the plain index: psh_resid_place searches it. */
+   * unpadded, 35 padded). */
   __shared__ typename Scan::TempStorage tmp;
   __shared__ uint32_t s_F_st[kBig ? 1 : kDense + 1];
   __shared__ uint32_t s_start_st[kBig ? 1 : kDense];
@@ -398,84 +309,8 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_scatter(P4 p) {
   if (!tile_of(p, t)) return; /* block-uniform */
   const uint32_t nb = p.nb, S = p.cap, c = t.c, tid = threadIdx.x;
   const uint32_t R = p.resid[c];
-  /* the cloud's counters: a contiguous range of <= PER per thread */
-  const uint32_t per = (nb + kT - 1) / kT;
-  const uint32_t j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
-  const uint32_t *gcnt = p.cnt + (size_t)c * nb;
-  if constexpr (!kBig) {
-    uint32_t cj[PER]; /* counts after probing (all <= S now), replaced in place by the final counts */
-#pragma unroll
-    for (int q = 0; q < PER; q++) cj[q] = j0 + (uint32_t)q < j1 ? gcnt[j0 + q] : 0u;
-    if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
-      uint32_t fsum = 0, pre = 0, total = 0;
-#pragma unroll
-      for (int q = 0; q < PER; q++)
-        if (j0 + (uint32_t)q < j1) fsum += S - cj[q];
-      Scan(tmp).ExclusiveSum(fsum, pre, total);
-      uint32_t run = pre;
-#pragma unroll
-      for (int q = 0; q < PER; q++) {
-        if (j0 + (uint32_t)q < j1) {
-          const uint32_t j = j0 + (uint32_t)q, freej = S - cj[q];
-          s_F[j] = run;
-          cj[q] = psh_final_count(cj[q], run, freej, total, R, j, nb);
-          run += freej;
-        }
-      }
-      if (tid == 0) s_F[nb] = total;
-      __syncthreads(); /* tmp reuse by the second scan; s_F complete before the scatter */
-    } /* without leftovers the final counts are the counts */
-    uint32_t csum = 0, pre2 = 0;
-#pragma unroll
-    for (int q = 0; q < PER; q++)
-      if (j0 + (uint32_t)q < j1) csum += cj[q];
-    Scan(tmp).ExclusiveSum(csum, pre2);
-    uint32_t run = __ldg(p.off + c) + pre2;
-    const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
-#pragma unroll
-    for (int q = 0; q < PER; q++) {
-      if (j0 + (uint32_t)q < j1) {
-        const uint32_t j = j0 + (uint32_t)q;
-        s_start[j] = run;
-        if (writer) {
-          p.start[(size_t)c * nb + j] = run;
-          p.count_out[(size_t)c * nb + j] = cj[q];
-        }
-        run += cj[q];
-      }
-    }
-  } else { /* kBig: the counts wait in s_start (this thread's range only) until they become the starts */
-#pragma unroll 8
-    for (uint32_t j = j0; j < j1; j++) s_start[sp(j)] = gcnt[j];
-    if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
-      uint32_t fsum = 0, pre = 0, total = 0;
-      for (uint32_t j = j0; j < j1; j++) fsum += S - s_start[sp(j)];
-      Scan(tmp).ExclusiveSum(fsum, pre, total);
-      uint32_t run = pre;
-      for (uint32_t j = j0; j < j1; j++) {
-        const uint32_t freej = S - s_start[sp(j)];
-        s_F[j] = run;
-        s_start[sp(j)] = psh_final_count(s_start[sp(j)], run, freej, total, R, j, nb);
-        run += freej;
-      }
-      if (tid == 0) s_F[nb] = total;
-      __syncthreads(); /* tmp reuse by the second scan; s_F complete before the scatter */
-    }
-    uint32_t csum = 0, pre2 = 0;
-    for (uint32_t j = j0; j < j1; j++) csum += s_start[sp(j)];
-    Scan(tmp).ExclusiveSum(csum, pre2);
-    uint32_t run = __ldg(p.off + c) + pre2;
-    const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
-    for (uint32_t j = j0; j < j1; j++) {
-      const uint32_t fc = s_start[sp(j)];
-      s_start[sp(j)] = run;
-      if (writer) {
-        p.start[(size_t)c * nb + j] = run;
-        p.count_out[(size_t)c * nb + j] = fc;
-      }
-      run += fc;
-    }
-  }
+  cloud_scans<PER, kBig, LdPrev>(p.cnt + (size_t)c * nb, nb, S, R, p.off + c, t.k == t.k0, p.start + (size_t)c * nb,
+                                 p.count_out + (size_t)c * nb, s_F, s_start, sp, tmp);
   __syncthreads(); /* s_start (and s_F) complete -> scatter reads */
   /* Three unrolled passes so that each pass's loads are all in flight at once (the stores of one item
    * would otherwise stop the compiler from hoisting the next item's loads): placements, then rows (slot,

@@ -38,9 +38,11 @@
  * the launches this variant removes. Kept as a checked variant and for its phase trace (psh_v5_trace).
  * Shared with v7 (psh_tiles.cuh): the shared-memory struct, phases A and B (phases_ab; v7's rank and its
  * first-hash stores are template flags), phase C (phase_probe), the run-state zeroing, the parameter struct,
- * the scratch layout and the one-wave tiling; phase D stays here. Since phases_ab (2026-11-25, session 11)
- * this file's PTX has the same instructions as the measured one, one commutative or.b64 per Z-order code
- * placed a few instructions later (nvcc -ptx, registers renumbered).
+ * the scratch layout, the one-wave tiling and phase D's scans (cloud_scans); phase D's rows stay here. Since
+ * phases_ab (2026-11-25, session 11) this file's PTX has the same instructions as the measured one, one
+ * commutative or.b64 per Z-order code placed a few instructions later (nvcc -ptx, registers renumbered);
+ * cloud_scans (session 13) moved a few address computations, timed against the old code on the H200 in one
+ * run: the same within noise (NOTES.md, session 13).
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -74,50 +76,9 @@ __device__ __forceinline__ void phase_rows(const P5 &p, Smem &sm, const Tile &t,
   const uint32_t tid = threadIdx.x, nb = p.nb, c = t.c;
   const uint32_t S = p.cap;
   const uint32_t R = __ldcg(p.resid + c);
-  const uint32_t per = (nb + kT - 1) / kT;
-  const uint32_t j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
-  const uint32_t *gcnt = p.cnt + (size_t)c * nb;
-  uint32_t cj[kPer]; /* counts after probing (all <= S now), replaced in place by the final counts */
-#pragma unroll
-  for (int q = 0; q < kPer; q++) cj[q] = j0 + (uint32_t)q < j1 ? __ldcg(gcnt + j0 + q) : 0u;
-  if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
-    uint32_t fsum = 0, pre = 0, total = 0;
-#pragma unroll
-    for (int q = 0; q < kPer; q++)
-      if (j0 + (uint32_t)q < j1) fsum += S - cj[q];
-    Scan(sm.scan).ExclusiveSum(fsum, pre, total);
-    uint32_t run = pre;
-#pragma unroll
-    for (int q = 0; q < kPer; q++) {
-      if (j0 + (uint32_t)q < j1) {
-        const uint32_t j = j0 + (uint32_t)q, freej = S - cj[q];
-        sm.u.d.F[j] = run;
-        cj[q] = psh_final_count(cj[q], run, freej, total, R, j, nb);
-        run += freej;
-      }
-    }
-    if (tid == 0) sm.u.d.F[nb] = total;
-    __syncthreads(); /* scan storage reuse by the second scan; F complete before the scatter */
-  } /* without leftovers the final counts are the counts */
-  uint32_t csum = 0, pre2 = 0;
-#pragma unroll
-  for (int q = 0; q < kPer; q++)
-    if (j0 + (uint32_t)q < j1) csum += cj[q];
-  Scan(sm.scan).ExclusiveSum(csum, pre2);
-  uint32_t run = __ldg(p.off + c) + pre2;
-  const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
-#pragma unroll
-  for (int q = 0; q < kPer; q++) {
-    if (j0 + (uint32_t)q < j1) {
-      const uint32_t j = j0 + (uint32_t)q;
-      sm.u.d.start[j] = run;
-      if (writer) {
-        p.start[(size_t)c * nb + j] = run;
-        p.count_out[(size_t)c * nb + j] = cj[q];
-      }
-      run += cj[q];
-    }
-  }
+  cloud_scans<kPer, false, LdL2>(p.cnt + (size_t)c * nb, nb, S, R, p.off + c, t.k == t.k0, p.start + (size_t)c * nb,
+                                 p.count_out + (size_t)c * nb, sm.u.d.F, sm.u.d.start, [](uint32_t j) { return j; },
+                                 sm.scan);
   __syncthreads(); /* start (and F) complete -> scatter reads */
   const uint32_t nit = p.ipt;
   uint32_t pb[kMaxIpt], po[kMaxIpt];

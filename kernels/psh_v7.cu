@@ -27,7 +27,8 @@
  * grid barriers and ld.global.cg, the fall-back to v4) is v5's; see psh_v5.cu. v5's phase C for long lists,
  * the shared-memory struct, the sizes, the launch set-up and phases A and B (phases_ab<false, true>: the
  * shared-atomic rank and the first-hash stores above; same PTX instructions as before it was shared, one
- * or.b64 per Z-order code moved) are shared code (psh_tiles.cuh). The scratch layout starts
+ * or.b64 per Z-order code moved) and phase D's scans (cloud_scans, session 13: timed the same as before on the
+ * H200) are shared code (psh_tiles.cuh). The scratch layout starts
  * with v5's arrays in v5's order (the records come after), so psh_v5_trace reads v7's phase stamps (same
  * slot meanings as v6).
  * Written offline and checked in the host emulation (kernels/dev/emu); measured on the H200 (2026-11-22,
@@ -131,51 +132,10 @@ __device__ __forceinline__ void phase_rows(const P5 &p, Smem &sm, const Tile &t,
   const uint32_t tid = threadIdx.x, nb = p.nb, c = t.c;
   const uint32_t S = p.cap;
   const uint32_t R = __ldcg(p.resid + c);
-  const uint32_t per = (nb + kT - 1) / kT;
-  const uint32_t j0 = min(nb, tid * per), j1 = min(nb, j0 + per);
-  const uint32_t *gcnt = p.cnt + (size_t)c * nb;
   const uint32_t nit = p.ipt;
-  uint32_t cj[kPer]; /* counts after probing (all <= S now), replaced in place by the final counts */
-#pragma unroll
-  for (int q = 0; q < kPer; q++) cj[q] = j0 + (uint32_t)q < j1 ? __ldcg(gcnt + j0 + q) : 0u;
-  if (R > 0) { /* block-uniform: free-slot scan F and final counts with the leftovers */
-    uint32_t fsum = 0, pre = 0, total = 0;
-#pragma unroll
-    for (int q = 0; q < kPer; q++)
-      if (j0 + (uint32_t)q < j1) fsum += S - cj[q];
-    Scan(sm.scan).ExclusiveSum(fsum, pre, total);
-    uint32_t run = pre;
-#pragma unroll
-    for (int q = 0; q < kPer; q++) {
-      if (j0 + (uint32_t)q < j1) {
-        const uint32_t j = j0 + (uint32_t)q, freej = S - cj[q];
-        sm.u.d.F[j] = run;
-        cj[q] = psh_final_count(cj[q], run, freej, total, R, j, nb);
-        run += freej;
-      }
-    }
-    if (tid == 0) sm.u.d.F[nb] = total;
-    __syncthreads(); /* scan storage reuse by the second scan; F complete before the rows */
-  } /* without leftovers the final counts are the counts */
-  uint32_t csum = 0, pre2 = 0;
-#pragma unroll
-  for (int q = 0; q < kPer; q++)
-    if (j0 + (uint32_t)q < j1) csum += cj[q];
-  Scan(sm.scan).ExclusiveSum(csum, pre2);
-  uint32_t run = __ldg(p.off + c) + pre2;
-  const bool writer = t.k == t.k0; /* the cloud's first tile publishes the bucket table */
-#pragma unroll
-  for (int q = 0; q < kPer; q++) {
-    if (j0 + (uint32_t)q < j1) {
-      const uint32_t j = j0 + (uint32_t)q;
-      sm.u.d.start[j] = run;
-      if (writer) {
-        p.start[(size_t)c * nb + j] = run;
-        p.count_out[(size_t)c * nb + j] = cj[q];
-      }
-      run += cj[q];
-    }
-  }
+  cloud_scans<kPer, false, LdL2>(p.cnt + (size_t)c * nb, nb, S, R, p.off + c, t.k == t.k0, p.start + (size_t)c * nb,
+                                 p.count_out + (size_t)c * nb, sm.u.d.F, sm.u.d.start, [](uint32_t j) { return j; },
+                                 sm.scan);
   __syncthreads(); /* start (and F) complete -> row reads */
   uint32_t pb[kMaxIpt], po[kMaxIpt];
 #pragma unroll
