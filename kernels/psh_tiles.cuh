@@ -8,7 +8,7 @@
  * one-launch variants (v5-v9; v8/v9 in psh_v8.cu) their shared-memory struct, grid barrier (grid_sync) and
  * phase stamp (gtimer), phases A and B of v5/v6/v7 (phases_ab), the thread-per-point probe phase (phase C,
  * also v4's K3), the cloud's scans (cloud_scans: v4's K4, phase D of v5/v6/v7), the one-wave tiling and
- * launch plan (coop_plan). Each variant file keeps what is its own.
+ * launch plan (coop_plan) and the host launcher of v5/v6 and v7 (coop_run). Each variant file keeps what is its own.
  * Constraint: these variants were measured and checked on an H200, so code moved here must leave each
  * file's PTX as it was (nvcc -ptx before and after), or be timed against the old code in one run on a GPU
  * before it is kept (phases_ab: the same instructions, one commutative or.b64 per Z-order code placed
@@ -23,6 +23,7 @@
 #include <cooperative_groups.h>
 #include <cub/block/block_scan.cuh>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/psh_internal.cuh"
 #include "kernels/psh_internal.h"
@@ -663,6 +664,39 @@ static inline hx_status coop_plan(K kern, const char *who, uint32_t n, uint32_t 
   uint64_t resident = 0;
   HX_TRY(coop_resident(kern, who, &resident, err));
   if (resident) *own = coop_tiling(n, nclouds, resident, ipt, tiles);
+  return HX_OK;
+}
+
+/* The launcher of v5/v6 and v7 (host): the parameter checks, v4 where the variant cannot run (coop_plan), the
+ * scratch query (v4's layout is a prefix of the variant's, so the variant's size serves both), the parameters
+ * and the cooperative launch of kern in one wave of tiles. layout(q, base, nclouds, nb, n): the variant's
+ * scratch layout (NULL base: the size); align(&p, out): its output-alignment field (Prm's union). */
+template <class P, class Layout, class Align>
+static inline hx_status coop_run(void (*kern)(P), const char *who, Layout layout, Align align, void *d_scratch,
+                                 size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
+                                 void *stream, hx_err *err) {
+  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
+  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
+  if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 16384) */
+    return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  P p;
+  memset(&p, 0, sizeof p);
+  const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
+  int query;
+  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
+  if (sq != HX_OK || query) return sq;
+  if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "%s: scratch must be 256-byte aligned (cudaMalloc)", who);
+  uint64_t ipt = 0, tiles = 0; /* points per thread: the tiles fill the resident blocks in one wave */
+  bool own = false;
+  HX_TRY(coop_plan(kern, who, in->n, in->nclouds, prm->nb, prm->cap, &ipt, &tiles, &own, err));
+  if (!own) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
+  tiles_params_fill(&p, out, in, prm, (uint32_t)ipt);
+  align(&p, out);
+  void *args[] = {&p};
+  const cudaError_t e =
+      cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT), args, 0, (cudaStream_t)stream);
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: cooperative launch: %s", who, cudaGetErrorString(e));
   return HX_OK;
 }
 

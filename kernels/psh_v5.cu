@@ -223,34 +223,14 @@ size_t layout(P5 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
 template <bool kGather>
 hx_status run5(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
                void *stream, hx_err *err) {
-  void (*kern)(P5) = k5_psh<kGather>;
-  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
-  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
-  if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 16384) */
-    return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
-  /* v4's scratch layout is the same as ours (same tiles bound, same arrays), so one size serves both */
-  P5 p;
-  memset(&p, 0, sizeof p);
-  const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
-  int query;
-  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
-  if (sq != HX_OK || query) return sq;
-  if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v5: scratch must be 256-byte aligned (cudaMalloc)");
-  uint64_t ipt = 0, tiles = 0; /* points per thread: the tiles fill the resident blocks in one wave */
-  bool own = false;
-  HX_TRY(coop_plan(kern, "psh v5", in->n, in->nclouds, prm->nb, prm->cap, &ipt, &tiles, &own, err));
-  if (!own) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
-  layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
-  tiles_params_fill(&p, out, in, prm, (uint32_t)ipt);
   /* 1: float2 + float scatter stores possible (8-byte aligned); 2: also 16-byte aligned, and perm too
    * (v6's gather reads perm as uint4 and stores float4s; a caller's perm need not be 16-byte aligned) */
-  p.xyz_pair = ((uintptr_t)out->xyz & 15u) == 0 && ((uintptr_t)out->perm & 15u) == 0 ? 2
-               : ((uintptr_t)out->xyz & 7u) == 0                                     ? 1
-                                                                                     : 0;
-  void *args[] = {&p};
-  V5_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT), args,
-                                                            0, (cudaStream_t)stream));
-  return HX_OK;
+  auto align = [](P5 *p, const psh_out *o) {
+    p->xyz_pair = ((uintptr_t)o->xyz & 15u) == 0 && ((uintptr_t)o->perm & 15u) == 0 ? 2
+                  : ((uintptr_t)o->xyz & 7u) == 0                                   ? 1
+                                                                                    : 0;
+  };
+  return coop_run(k5_psh<kGather>, "psh v5", layout, align, d_scratch, scratch_bytes, out, in, prm, stream, err);
 }
 
 } // namespace

@@ -43,13 +43,6 @@
 
 #include "kernels/psh_tiles.cuh"
 #include <stdint.h>
-#include <string.h>
-
-#define V7_CUDA(what, call)                                                                             \
-  do {                                                                                                 \
-    cudaError_t e_ = (call);                                                                           \
-    if (e_ != cudaSuccess) return hx_errf(err, HX_ECUDA, "psh v7: %s: %s", what, cudaGetErrorString(e_)); \
-  } while (0)
 
 namespace {
 
@@ -269,30 +262,9 @@ size_t layout(P5 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
 
 hx_status run7(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
                void *stream, hx_err *err) {
-  void (*kern)(P5) = k7_psh;
-  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
-  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
-  if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 16384) */
-    return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
   /* v4's scratch layout is v5's without the records: v7's size also serves the v4 fall-back */
-  P5 p;
-  memset(&p, 0, sizeof p);
-  const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);
-  int query;
-  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
-  if (sq != HX_OK || query) return sq;
-  if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v7: scratch must be 256-byte aligned (cudaMalloc)");
-  uint64_t ipt = 0, tiles = 0; /* points per thread: the tiles fill the resident blocks in one wave */
-  bool own = false;
-  HX_TRY(coop_plan(kern, "psh v7", in->n, in->nclouds, prm->nb, prm->cap, &ipt, &tiles, &own, err));
-  if (!own) return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
-  layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
-  tiles_params_fill(&p, out, in, prm, (uint32_t)ipt);
-  p.vec16 = (((uintptr_t)out->xyz | (uintptr_t)out->perm) & 15u) == 0;
-  void *args[] = {&p};
-  V7_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)tiles), dim3(kT), args,
-                                                            0, (cudaStream_t)stream));
-  return HX_OK;
+  auto align = [](P5 *p, const psh_out *o) { p->vec16 = (((uintptr_t)o->xyz | (uintptr_t)o->perm) & 15u) == 0; };
+  return coop_run(k7_psh, "psh v7", layout, align, d_scratch, scratch_bytes, out, in, prm, stream, err);
 }
 
 } // namespace
