@@ -8,7 +8,8 @@
  * one-launch variants (v5-v9; v8/v9 in psh_v8.cu) their shared-memory struct, grid barrier (grid_sync) and
  * phase stamp (gtimer), phases A and B of v5/v6/v7 (phases_ab), the thread-per-point probe phase (phase C,
  * also v4's K3), the cloud's scans (cloud_scans: v4's K4, phase D of v5/v6/v7), the one-wave tiling and
- * launch plan (coop_plan) and the host launcher of v5/v6 and v7 (coop_run). Each variant file keeps what is its own.
+ * launch plan (coop_plan) and the host launcher of v5/v6 and v7 (coop_run). Each variant file keeps what is
+ * its own.
  * Constraint: these variants were measured and checked on an H200, so code moved here must leave each
  * file's PTX as it was (nvcc -ptx before and after), or be timed against the old code in one run on a GPU
  * before it is kept (phases_ab: the same instructions, one commutative or.b64 per Z-order code placed
@@ -685,7 +686,8 @@ static inline hx_status coop_run(void (*kern)(P), const char *who, Layout layout
   int query;
   const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
   if (sq != HX_OK || query) return sq;
-  if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "%s: scratch must be 256-byte aligned (cudaMalloc)", who);
+  if ((uintptr_t)d_scratch & 255u)
+    return hx_errf(err, HX_EINVAL, "%s: scratch must be 256-byte aligned (cudaMalloc)", who);
   uint64_t ipt = 0, tiles = 0; /* points per thread: the tiles fill the resident blocks in one wave */
   bool own = false;
   HX_TRY(coop_plan(kern, who, in->n, in->nclouds, prm->nb, prm->cap, &ipt, &tiles, &own, err));
