@@ -1486,6 +1486,31 @@ __global__ void __launch_bounds__(Shape2::kT, Shape2::kBlocks) k_pool7(PoolP p) 
   }
 }
 
+/* The host prologue of the fused calls v7 and v8: the scratch they need, the larger of the fall-back's plan
+ * scratch (v5's assignment) and the variant's ctl_bytes of control words, reported when d_scratch is NULL
+ * (*query = 1); else the checks of the arguments and of the scratch size, before anything is launched. */
+static hx_status fused_prologue(const char *who, size_t ctl_bytes, void *d_scratch, size_t *scratch_bytes,
+                                uint32_t *d_out_start, uint32_t *d_out_count, const uint32_t *d_bucket_count,
+                                uint32_t nbuckets, uint32_t rho, psh_dtype dt, bpool_op op, void *stream, int *query,
+                                hx_err *err) {
+  *query = 0;
+  size_t need = 0;
+  HX_TRY(bpool_plan_gpu(NULL, &need, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err));
+  need = need > ctl_bytes ? need : ctl_bytes;
+  if (!d_scratch) {
+    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "bpool: scratch_bytes is NULL");
+    *scratch_bytes = need;
+    *query = 1;
+    return HX_OK;
+  }
+  if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
+  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
+  if (scratch_bytes && *scratch_bytes < need)
+    return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, *scratch_bytes, need);
+  return HX_OK;
+}
+
 template <typename T>
 const void *pool7_kernel(uint32_t rho) {
   return rho == 2 ? (const void *)k_pool7<T, 2> : rho == 4 ? (const void *)k_pool7<T, 4> : (const void *)k_pool7<T, 8>;
@@ -1497,20 +1522,11 @@ hx_status pool_v7(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
                   uint32_t *d_out_start, uint32_t *d_out_count, uint32_t nbuckets, uint32_t rho, uint32_t n_out,
                   const bpool_aux *aux, void *stream, hx_err *err) {
   (void)aux;
-  size_t need = 0;
-  HX_TRY(bpool_plan_gpu(NULL, &need, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err));
   const size_t ctl_bytes = ((size_t)kC7Ready + nbuckets) * 4;
-  need = need > ctl_bytes ? need : ctl_bytes; /* the fall-back's plan scratch or v7's control words */
-  if (!d_scratch) {
-    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "bpool: scratch_bytes is NULL");
-    *scratch_bytes = need;
-    return HX_OK;
-  }
-  if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
-  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
-  if (scratch_bytes && *scratch_bytes < need)
-    return hx_errf(err, HX_EINVAL, "bpool v7: scratch of %zu bytes, %zu needed", *scratch_bytes, need);
+  int query = 0;
+  HX_TRY(fused_prologue("bpool v7", ctl_bytes, d_scratch, scratch_bytes, d_out_start, d_out_count, d_bucket_count,
+                        nbuckets, rho, dt, op, stream, &query, err));
+  if (query) return HX_OK;
   cudaStream_t s = (cudaStream_t)stream;
   const void *kern = dt == PSH_F32 ? pool7_kernel<float>(rho) : pool7_kernel<uint16_t>(rho);
   int dev = 0, sms = 0, coop = 0, per_sm = 0;
@@ -1603,20 +1619,11 @@ hx_status pool_v8(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
                   uint32_t *d_out_start, uint32_t *d_out_count, uint32_t nbuckets, uint32_t rho, uint32_t n_out,
                   const bpool_aux *aux, void *stream, hx_err *err) {
   (void)aux;
-  size_t need = 0;
-  HX_TRY(bpool_plan_gpu(NULL, &need, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err));
   const size_t ctl_bytes = ((size_t)kC8Flags + nbuckets) * 4;
-  need = need > ctl_bytes ? need : ctl_bytes; /* the fall-back's plan scratch or v8's flags */
-  if (!d_scratch) {
-    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "bpool: scratch_bytes is NULL");
-    *scratch_bytes = need;
-    return HX_OK;
-  }
-  if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
-  if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
-  if (scratch_bytes && *scratch_bytes < need)
-    return hx_errf(err, HX_EINVAL, "bpool v8: scratch of %zu bytes, %zu needed", *scratch_bytes, need);
+  int query = 0;
+  HX_TRY(fused_prologue("bpool v8", ctl_bytes, d_scratch, scratch_bytes, d_out_start, d_out_count, d_bucket_count,
+                        nbuckets, rho, dt, op, stream, &query, err));
+  if (query) return HX_OK;
   if (nbuckets == 0 || nbuckets > kPlanMaxBuckets || !reduce_vec_ok(dt, channels, d_feat_out, d_feat_in)) {
     HX_TRY(assign_plan_v5(d_scratch, scratch_bytes, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
                           d_bucket_count, d_out_start, d_out_count, nbuckets, rho, stream, err));
