@@ -451,8 +451,7 @@ enum Mode { kNaive = 1, kTwoStage = 2, kTwoStageWarp = 3 };
 
 hx_status run(Mode mode, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
               const psh_params *prm, void *stream, hx_err *err) {
-  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
-  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
+  HX_TRY(psh_call_check(prm, in, err));
   Prm p;
   memset(&p, 0, sizeof p);
   const size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n);

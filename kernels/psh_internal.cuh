@@ -3,7 +3,8 @@
  * psh_v4.cu: v4); private to kernels/. Each launcher passes its kernels one parameter struct by value
  * (Prm, P4); the two differ in scratch and tiling fields, so this fills only the fields they have in
  * common, by name, and leaves the layout of each struct (what the kernels read) untouched.
- * psh_scratch_check is the CUB-style scratch protocol both launchers follow.
+ * psh_scratch_check is the CUB-style scratch protocol the launchers follow, psh_call_check the checks of a
+ * call they all make first.
  * Invariant: after psh_kparams_fill, every shared input/parameter/output field equals the matching
  * field of in, prm and out, and probe[] holds the probe order of (prm->nprobe, prm->seed).
  */
@@ -49,6 +50,15 @@ static inline hx_status psh_scratch_check(const void *d_scratch, size_t *scratch
   }
   if (scratch_bytes && *scratch_bytes < need)
     return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, need);
+  return HX_OK;
+}
+
+/* What every GPU launcher checks of a call before it sizes anything: the parameters against the batch, and
+ * the point count against the bound of one call (the cloud offsets stay on the device, so psh_params_check
+ * cannot see n). */
+static inline hx_status psh_call_check(const psh_params *prm, const psh_in *in, hx_err *err) {
+  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
+  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
   return HX_OK;
 }
 

@@ -676,8 +676,7 @@ template <class P, class Layout, class Align>
 static inline hx_status coop_run(void (*kern)(P), const char *who, Layout layout, Align align, void *d_scratch,
                                  size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
                                  void *stream, hx_err *err) {
-  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
-  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
+  HX_TRY(psh_call_check(prm, in, err));
   if (prm->nb > kDense || prm->cap > kMaxCap) /* v4 (which runs v2 past nb = 16384) */
     return psh_run_v4(d_scratch, scratch_bytes, out, in, prm, stream, err);
   P p;

@@ -394,8 +394,7 @@ hx_status run_v2(void *d_scratch, size_t *scratch_bytes, const psh_out *out, con
 
 extern "C" hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {
-  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
-  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
+  HX_TRY(psh_call_check(prm, in, err));
   if (prm->nb > kDenseBig) return run_v2(d_scratch, scratch_bytes, out, in, prm, stream, err); /* arrays do not fit */
   P4 p;
   memset(&p, 0, sizeof p);

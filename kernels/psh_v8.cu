@@ -925,8 +925,7 @@ hx_status plan8(bool w, void (*kern)(P8), uint32_t n, uint32_t nclouds, uint32_t
 hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                const psh_params *prm, void *stream, hx_err *err) {
   void (*kern)(P8) = kern8(w);
-  HX_TRY(psh_params_check(prm, NULL, in->nclouds, err));
-  if (in->n > PSH_MAX_POINTS) return hx_errf(err, HX_EINVAL, "psh: %u points exceed the limit", in->n);
+  HX_TRY(psh_call_check(prm, in, err));
   if (prm->nb > kDense || prm->cap > kMaxCap) /* v7 (which runs v4, then v2, past these) */
     return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
   /* scratch: the larger of v8's and v7's, so the fall-back below always has enough */

@@ -1,12 +1,14 @@
 #!/bin/sh
-# run.sh - check the logic of PSH v4, v5, v6, v7 and v8 without a GPU: rewrite kernels/psh_v4.cu, psh_v5.cu, psh_v7.cu and their
-# shared kernels/psh_tiles.cuh onto the host emulation in emu.h (drop the CUB / cooperative-groups includes, lanemask from threadIdx, v4's
-# <<<...>>> launches as emu_launch_dyn (blocks in turn), v5's and v7's cooperative launch (coop_run in
-# psh_tiles.cuh) as emu_launch_coop (every block at once, grid barriers real), v5's one shared struct per block; v7 is rewritten as v5), build them
-# with the driver against a CPU-only build's libraries, and run the driver for v4, v5, v6 (v5's launcher with
-# the gather), v7 (twice: aligned, and with misaligned coordinates for its scalar gather paths) and v8 (its
-# dynamic shared memory as a per-block buffer; 1024-thread blocks, falling back to v7 where v8 does) and v9
-# (v8's kernel with its kW changes: warp intrinsics __match_any_sync, __reduce_min_sync, __syncwarp).
+# run.sh - check the logic of PSH v4, v5, v6, v7, v8 and v9 without a GPU: rewrite kernels/psh_v4.cu,
+# psh_v5.cu, psh_v7.cu, psh_v8.cu and their shared kernels/psh_tiles.cuh onto the host emulation in emu.h
+# (drop the CUB / cooperative-groups includes, lanemask from threadIdx; v4's <<<...>>> launches as
+# emu_launch_dyn (blocks in turn); the cooperative launches of v5/v7 (coop_run in psh_tiles.cuh) and v8 as
+# emu_launch_coop (every block at once, grid barriers real); v5's one shared struct per block; v7 is rewritten
+# as v5), build them with the driver against a CPU-only build's libraries, and run the driver for v4, v5, v6
+# (v5's launcher with the gather), v7 (twice: aligned, and with misaligned coordinates for its scalar gather
+# paths), v8 (its dynamic shared memory as a per-block buffer; 1024-thread blocks, falling back to v7 where v8
+# does) and v9 (v8's kernel with its kW changes: warp intrinsics __match_any_sync, __reduce_min_sync,
+# __syncwarp).
 #   sh kernels/dev/emu/run.sh BUILD_CPU [v4|v5|v6|v7|v8|v9|all]  (BUILD_CPU: a `meson setup ... -Dcuda=disabled` build, built)
 # Run from the repository root. A few minutes on 2 cores (thousands of threads per launch).
 set -eu
