@@ -150,6 +150,77 @@ static inline HX_HD uint32_t psh_probe_bucket(psh_hash h, const uint32_t v[3], c
   return psh_hash3(h, w[0], w[1], w[2], bits, nb);
 }
 
+/* Largest |component| of a probe offset: the four far probes of psh_probe_canonical. */
+#define PSH_PROBE_REACH 3
+
+/* Where the probes of an XOR hash can land, for a cheap proof that probing cannot place a point (the GPU
+ * probe phase skips the rest of a point's probes when every bucket here is full; NOTES.md, session 14).
+ * A probe of voxel v lands at w_d = v_d + p_d step + jitter_d (mod 2^bits) with |p_d| <= 3 and jitter in
+ * [-floor(step/2), step - 1 - floor(step/2)]: per axis an interval of 7 step voxels, so inside at most two
+ * aligned blocks of 2^u codes once 2^u >= 7 step. The XOR of three codes taken from aligned blocks A, B
+ * and C lies in block A ^ B ^ C, so every probe's XOR code lies in one of at most 8 blocks. Returns u
+ * (<= bits; u = bits: the whole code space, block 0) and per axis the two block indices (equal when the
+ * interval is in one block). */
+static inline HX_HD uint32_t psh_xor_reach_blocks(const uint32_t v[3], uint32_t step, uint32_t bits, uint32_t a[3][2]) {
+  const uint64_t span = (2u * PSH_PROBE_REACH + 1u) * (uint64_t)step;
+  uint32_t u = 0;
+  while (u < bits && (1ull << u) < span) u++;
+  const uint64_t mask = (1ull << bits) - 1u; /* bits <= 21 */
+  for (int d = 0; d < 3; d++) {
+    const int64_t lo = (int64_t)v[d] - PSH_PROBE_REACH * (int64_t)step - (int64_t)(step / 2u);
+    a[d][0] = (uint32_t)(((uint64_t)lo & mask) >> u);
+    a[d][1] = (uint32_t)(((uint64_t)(lo + (int64_t)span - 1) & mask) >> u);
+  }
+  return u;
+}
+
+/* The local buckets of the XOR codes of block D (codes D 2^u .. D 2^u + 2^u - 1): one range [r[0], r[1]],
+ * or two ([r[0], r[1]] and [r[2], r[3]]) where a mod hash wraps past nb - 1. The div hash is monotone in
+ * the code, so its block is one range. Returns the number of ranges. */
+static inline HX_HD uint32_t psh_xor_block_buckets(psh_hash h, uint32_t D, uint32_t u, uint32_t bits, uint32_t nb,
+                                                   uint32_t r[4]) {
+  const uint64_t lo = (uint64_t)D << u, hi = lo + (1ull << u) - 1u;
+  if (psh_is_div(h)) {
+    r[0] = psh_bucket_of_code(h, lo, bits, nb);
+    r[1] = psh_bucket_of_code(h, hi, bits, nb);
+    return 1;
+  }
+  if ((1ull << u) >= nb) {
+    r[0] = 0;
+    r[1] = nb - 1u;
+    return 1;
+  }
+  r[0] = (uint32_t)(lo % nb);
+  r[1] = (uint32_t)(hi % nb);
+  if (r[0] <= r[1]) return 1;
+  r[2] = 0;
+  r[3] = r[1];
+  r[1] = nb - 1u;
+  return 2;
+}
+
+/* The reach in bytes of the bucket bitmap, where it takes that form: nb a power of two >= 8 and 2^u = 8 step,
+ * i.e. XOR-mod (step 1, u = 3) with bits >= 3 and XOR-div (step = 2^(bits - log2 nb)) with bits >= log2 nb.
+ * Each code block's buckets are then one aligned group of 8: block D holds buckets 8D..8D+7 (div, D < nb/8) or
+ * the same modulo nb (mod). Writes the 8 groups (local bucket / 8, duplicates possible) and returns 1, or
+ * returns 0 (use psh_xor_reach_blocks). Same buckets as psh_xor_block_buckets over psh_xor_reach_blocks. */
+static inline HX_HD int psh_xor_reach_bytes(psh_hash h, const uint32_t v[3], uint32_t step, uint32_t bits, uint32_t nb,
+                                            uint32_t group[8]) {
+  if (nb < 8u || (nb & (nb - 1u))) return 0;
+  uint32_t m = 0;
+  while ((1u << m) < nb) m++;
+  if (psh_is_div(h) ? bits < m : bits < 3u) return 0;
+  const uint32_t u = psh_is_div(h) ? bits + 3u - m : 3u, mask = (1u << bits) - 1u;
+  const uint32_t back = PSH_PROBE_REACH * step + step / 2u, span = (2u * PSH_PROBE_REACH + 1u) * step;
+  uint32_t a[3][2];
+  for (int d = 0; d < 3; d++) { /* 32-bit wrap: the same low `bits` bits as psh_xor_reach_blocks' 64-bit one */
+    a[d][0] = ((v[d] - back) & mask) >> u;
+    a[d][1] = ((v[d] - back + span - 1u) & mask) >> u;
+  }
+  for (int q = 0; q < 8; q++) group[q] = (a[0][q & 1] ^ a[1][(q >> 1) & 1] ^ a[2][q >> 2]) & (nb / 8u - 1u);
+  return 1;
+}
+
 /* Overflow placement of leftover k of a cloud. F holds the cloud's exclusive scan of free slots
  * (S - count after probing) over its nb buckets, plus the total at F[nb]. */
 static inline HX_HD void psh_resid_place(const uint32_t *F, uint32_t nb, uint32_t cap, uint32_t k,

@@ -38,6 +38,8 @@ constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared
 constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
 constexpr uint32_t kSnapBits = 16384;   /* the probe phase keeps a shared "full" bit per bucket up to this many */
 constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
+constexpr uint32_t kReachAt = 2;        /* probes before phase C asks xor_reach_full (NOTES.md, session 14) */
+/* phase C's queue for the second pass: 2 NT entries per block (psh_v4.cu's K3, v5/v7's Smem, v8's Arr8::Ev) */
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 /* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
 enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
@@ -181,6 +183,53 @@ __device__ __forceinline__ uint32_t probe_bucket_fast(psh_hash h, const uint32_t
   return psh_hash3(h, w[0], w[1], w[2], bits, nb);
 }
 
+/* Bits a..b of a shared bitmap all set. */
+__device__ __forceinline__ bool bits_all_set(const volatile uint32_t *bm, uint32_t a, uint32_t b) {
+  for (uint32_t w = a >> 5; w <= b >> 5; w++) {
+    const uint32_t lo = w == a >> 5 ? a & 31u : 0u, hi = w == b >> 5 ? b & 31u : 31u;
+    const uint32_t m = (0xFFFFFFFFu >> (31u - hi)) & (0xFFFFFFFFu << lo);
+    if ((bm[w] & m) != m) return false;
+  }
+  return true;
+}
+
+/* True when every bucket that a probe of voxel (v0, v1, v2) can reach under an XOR hash (the <= 8 code
+ * blocks of psh_xor_reach_blocks) has its bit set in the shared "full" bitmap (bit gb + local bucket): then
+ * no probe can place the point. A bit is only ever set for a counter that reached S, which stays there, so
+ * the answer holds for the rest of the phase. Any nb and width; first the byte form (psh_xor_reach_bytes), which
+ * a lidar cloud's points take (600k: ~170k calls). Out of line: the probe loop that calls it is at the
+ * register cap in v9, and inlined it raised v9's spills (NOTES.md, session 14). */
+static __device__ __noinline__ bool xor_reach_full(const uint32_t *full, uint32_t c, psh_hash h, uint32_t v0,
+                                                   uint32_t v1, uint32_t v2, uint32_t step, uint32_t bits, uint32_t nb) {
+  const uint32_t v[3] = {v0, v1, v2};
+  uint32_t grp[8];
+  if (psh_xor_reach_bytes(h, v, step, bits, nb, grp)) { /* 8 groups of 8 buckets: byte-aligned, nb % 8 = 0 */
+    const volatile uint8_t *by = (const volatile uint8_t *)full + c * (nb / 8u);
+    uint32_t all = 0xFFu;
+#pragma unroll
+    for (int q = 0; q < 8; q++) all &= by[grp[q]]; /* eight independent loads, no branch */
+    return all == 0xFFu;
+  }
+  const uint32_t gb = c * nb;
+  uint32_t a[3][2];
+  const uint32_t u = psh_xor_reach_blocks(v, step, bits, a);
+  const volatile uint32_t *bm = full;
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+      for (int k = 0; k < 2; k++) {
+        if ((i && a[0][1] == a[0][0]) || (j && a[1][1] == a[1][0]) || (k && a[2][1] == a[2][0])) continue;
+        uint32_t r[4];
+        const uint32_t nr = psh_xor_block_buckets(h, a[0][i] ^ a[1][j] ^ a[2][k], u, bits, nb, r);
+        if (!bits_all_set(bm, gb + r[0], gb + r[1])) return false;
+        if (nr > 1 && !bits_all_set(bm, gb + r[2], gb + r[3])) return false;
+      }
+  return true;
+}
+
+
 /* Block min of 6 keys per thread; the result is valid in thread 0 only. Ends with a barrier-free
  * read by thread 0 after the one barrier that separates the warp leaders' writes from it. */
 template <int WARPS> __device__ __forceinline__ void block_min6(uint32_t k[6], uint32_t (*s_red)[WARPS]) {
@@ -268,27 +317,103 @@ struct Smem {
       uint32_t F[kDense + 1];                /* D: free-slot scan (with leftovers) */
       uint32_t start[kDense];                /* D: first packed row of each local bucket */
     } d;
-    uint32_t full[kSnapBits / 32];           /* C: bit g = counter g reached S */
+    struct {
+      uint32_t full[kSnapBits / 32];         /* C: bit g = counter g reached S */
+      uint32_t defer[2 * kT];                /* C: the block's queue for its second pass */
+    } c;
   } u;
   Scan::TempStorage scan;
   uint32_t red[6][kWarps];
   uint32_t frame[kFrameWords];
-  uint32_t first, tally[2];
+  uint32_t first, tally[3];
 };
+
+/* What probe_point did with a point. */
+enum { kPlaced = 0, kLeft = 1, kDeferred = 2 };
+
+/* Probes k0.. of listed point i (cloud c, frame f, voxel v, home bucket home) on the live counters; returns
+ * kPlaced (bucket/offset stored), kLeft (no probe can place it) or, with mayDefer, kDeferred once kReachAt
+ * probes have failed and the XOR reach is not known full (the caller queues it for its block's second
+ * pass). reach: the XOR reach applies (snapshot on, XOR hash). */
+template <class P>
+__device__ __forceinline__ int probe_point(const P &p, uint32_t *full_w, bool snap, bool reach, uint32_t i, uint32_t c, const Frame &f, const uint32_t v[3],
+                                           uint32_t home, uint32_t k0, bool mayDefer) {
+  volatile uint32_t *full = full_w;
+  for (uint32_t k = k0; k < p.nprobe; k++) {
+    if (reach && k == kReachAt) {
+      if (xor_reach_full(full_w, c, (psh_hash)p.hash, v[0], v[1], v[2], f.step, f.bits, p.nb))
+        return kLeft; /* every bucket a probe can reach is full for good */
+      if (mayDefer) return kDeferred;
+    }
+    const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+    if (h == home) continue;
+    const uint32_t g = c * p.nb + h;
+    if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
+    if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
+      if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+      continue;
+    }
+    const uint32_t o = atomicAdd(p.cnt + g, 1u);
+    if (o < p.cap) {
+      p.bucket[i] = g;
+      p.offset[i] = o;
+      return kPlaced;
+    }
+    atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+    if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+  }
+  return kLeft;
+}
+
+/* Listed point i's cloud, voxel and home bucket. */
+template <class Ld, class P>
+__device__ __forceinline__ void listed_point(const P &p, uint32_t i, uint32_t &c, Frame &f, uint32_t v[3],
+                                             uint32_t &home) {
+  c = cloud_of(p.off, p.nclouds, i);
+  f = frame_load<Ld>(p.frame, c);
+  voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2), v);
+  home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
+}
+
+/* Leftover tickets of a warp's points with `left` set: one atomic per cloud per warp. Warp-uniform call. */
+template <class P>
+__device__ __forceinline__ void leftover_tickets(const P &p, bool left, uint32_t i, uint32_t c, int lane, uint32_t &nl) {
+  const uint32_t lm = __ballot_sync(0xFFFFFFFFu, left);
+  if (left) {
+    const uint32_t peers = __match_any_sync(lm, c);
+    const int leader = __ffs(peers) - 1;
+    uint32_t base = 0;
+    if (lane == leader) base = atomicAdd(p.resid + c, (uint32_t)__popc(peers));
+    base = __shfl_sync(lm, base, leader);
+    p.bucket[i] = PSH_RESID_FLAG | c;
+    p.offset[i] = base + (uint32_t)__popc(peers & lanemask_lt());
+    nl++;
+  }
+}
 
 /* Phase C: the overflow list races over the probes, one thread per point, in blocks of NT threads
  * (psh_v4.cu's header has the reasoning: the "full" snapshot, 32-bit probe arithmetic, warp-aggregated
  * leftover tickets, one tally atomic per block). Ld reads the list, the frames and the snapshot's counters:
  * LdPrev in v4's K3 (K2, an earlier launch, wrote them), LdL2 in the one-launch variants. The live check of a
  * counter that other blocks are changing always goes to L2 (ld.global.cg). full: kSnapBits / 32 shared
- * words, tally: 2 shared words. v4's K3 runs it with NT = kProbeT, v5/v7 through phase_probe (NT = kT), v8
- * with its 1024-thread blocks. */
+ * words, tally: 3 shared words, defer: 2 NT shared words. v4's K3 runs it with NT = kProbeT, v5/v7
+ * through phase_probe (NT = kT), v8 with its 1024-thread blocks.
+ * XOR hashes with the snapshot (session 14, NOTES.md): a point that kReachAt probes did not place either has
+ * its whole probe reach full (xor_reach_full: it is a leftover at once, instead of trying the other 126
+ * probes) or is queued in shared memory for a second pass of the block over its queued points, run whenever
+ * the queue holds NT (so it never holds more than 2 NT) and after the block's last round. One thread per
+ * point in grid-stride rounds put each hopeless or slow point's 128 probes on a warp of points that were
+ * done after one; on the 600k lidar cloud 89% of the ~140k hopeless points are proven so, and the second
+ * pass gives the rest dense warps (xor-div: v9 -47%, v4 at 4M -59%, H100). The Z-order hashes keep the
+ * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof). */
 template <int NT, class Ld = LdL2, class P>
-__device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *tally, uint32_t n_ovf) {
+__device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *tally, uint32_t *defer,
+                                               uint32_t n_ovf) {
   const int lane = (int)(threadIdx.x & 31u);
   const uint32_t nbt = p.nclouds * p.nb;
   const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
-  if (threadIdx.x == 0) tally[0] = tally[1] = 0;
+  const bool reach = snap && !psh_is_zorder((psh_hash)p.hash); /* xor_reach_full applies */
+  if (threadIdx.x == 0) tally[0] = tally[1] = tally[2] = 0;
   if (snap)
     for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += NT) {
       const uint32_t g0 = w * 32u; /* p.cnt is 256-byte aligned, so cnt + g0 is 16-byte aligned */
@@ -308,57 +433,62 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       full_w[w] = word;
     }
   __syncthreads(); /* tally zeroed, snapshot built -> uses below */
-  volatile uint32_t *full = full_w;
   uint32_t np = 0, nl = 0;
   const uint32_t stride = gridDim.x * NT;
-  /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
+  if (!reach) { /* the one-pass loop of before session 14 (sharing the two-pass loop's code cost Z-order 2-3%) */
+    for (uint32_t t0 = blockIdx.x * NT; t0 < n_ovf; t0 += stride) {
+      const uint32_t t = t0 + threadIdx.x;
+      bool left = false;
+      uint32_t i = 0, c = 0;
+      if (t < n_ovf) {
+        i = Ld::ld(p.ovf + t);
+        Frame f;
+        uint32_t v[3], home;
+        listed_point<Ld>(p, i, c, f, v, home);
+        const int r = probe_point(p, full_w, snap, false, i, c, f, v, home, 0, false);
+        np += r == kPlaced;
+        left = r == kLeft;
+      }
+      leftover_tickets(p, left, i, c, lane, nl);
+    }
+  } else /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
   for (uint32_t t0 = blockIdx.x * NT; t0 < n_ovf; t0 += stride) {
     const uint32_t t = t0 + threadIdx.x;
     bool left = false;
     uint32_t i = 0, c = 0;
     if (t < n_ovf) {
       i = Ld::ld(p.ovf + t);
-      c = cloud_of(p.off, p.nclouds, i);
-      const Frame f = frame_load<Ld>(p.frame, c);
-      uint32_t v[3];
-      voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
-             v);
-      const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
-      bool placed = false;
-      for (uint32_t k = 0; k < p.nprobe; k++) {
-        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
-        if (h == home) continue;
-        const uint32_t g = c * p.nb + h;
-        if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
-        if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
-          if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
-          continue;
-        }
-        const uint32_t o = atomicAdd(p.cnt + g, 1u);
-        if (o < p.cap) {
-          p.bucket[i] = g;
-          p.offset[i] = o;
-          placed = true;
-          break;
-        }
-        atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
-        if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+      Frame f;
+      uint32_t v[3], home;
+      listed_point<Ld>(p, i, c, f, v, home);
+      const int r = probe_point(p, full_w, snap, reach, i, c, f, v, home, 0, true);
+      if (r == kDeferred) defer[atomicAdd(&tally[2], 1u)] = i; /* < 2 NT: the queue is drained from NT on */
+      np += r == kPlaced;
+      left = r == kLeft;
+    }
+    leftover_tickets(p, left, i, c, lane, nl);
+    if (!reach) continue; /* block-uniform: nothing is ever queued */
+    __syncthreads(); /* the round's pushes -> the count */
+    const uint32_t nd = tally[2];
+    __syncthreads(); /* every thread has the count -> the reset and the next round's pushes */
+    if (nd < NT && t0 + stride < n_ovf) continue; /* block-uniform */
+    if (threadIdx.x == 0) tally[2] = 0; /* read again only after the next round's pushes and barriers */
+    for (uint32_t e0 = 0; e0 < nd; e0 += NT) { /* the second pass over the queue */
+      const uint32_t e = e0 + threadIdx.x;
+      bool left2 = false;
+      uint32_t i2 = 0, c2 = 0;
+      if (e < nd) {
+        i2 = defer[e];
+        Frame f;
+        uint32_t v[3], home;
+        listed_point<Ld>(p, i2, c2, f, v, home);
+        const int r = probe_point(p, full_w, snap, reach, i2, c2, f, v, home, kReachAt, false);
+        np += r == kPlaced;
+        left2 = r == kLeft;
       }
-      if (placed) np++;
-      else left = true;
+      leftover_tickets(p, left2, i2, c2, lane, nl);
     }
-    /* leftover tickets: one atomic per cloud per warp */
-    const uint32_t lm = __ballot_sync(0xFFFFFFFFu, left);
-    if (left) {
-      const uint32_t peers = __match_any_sync(lm, c);
-      const int leader = __ffs(peers) - 1;
-      uint32_t base = 0;
-      if (lane == leader) base = atomicAdd(p.resid + c, (uint32_t)__popc(peers));
-      base = __shfl_sync(lm, base, leader);
-      p.bucket[i] = PSH_RESID_FLAG | c;
-      p.offset[i] = base + (uint32_t)__popc(peers & lanemask_lt());
-      nl++;
-    }
+    __syncthreads(); /* the second pass's queue reads -> the next round's pushes */
   }
   for (int o = 16; o > 0; o >>= 1) {
     np += __shfl_xor_sync(0xFFFFFFFFu, np, o);
@@ -375,7 +505,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   }
 }
 template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {
-  phase_probe_nt<kT>(p, sm.u.full, sm.tally, n_ovf);
+  phase_probe_nt<kT>(p, sm.u.c.full, sm.tally, sm.u.c.defer, n_ovf);
 }
 
 /* The cloud's scans before a tile's rows (v4's K4, phase D of v5/v6 and v7): thread tid owns the cloud's

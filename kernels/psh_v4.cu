@@ -282,11 +282,12 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_count(P4 p) {
 
 /* K3: the overflow list races over the probes (exits at once when K2 placed every point). */
 __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
-  __shared__ uint32_t s_tally[2];
+  __shared__ uint32_t s_tally[3];
   __shared__ uint32_t s_full[kSnapBits / 32]; /* bit g: counter g reached S, so it is full for good */
+  __shared__ uint32_t s_defer[2 * kProbeT];     /* the second pass's queue (phase_probe_nt) */
   const uint32_t n_ovf = p.ctr[C_NOVF]; /* written by K2, a previous launch */
   if (blockIdx.x * kProbeT >= n_ovf) return; /* block-uniform: no list entry for this block */
-  phase_probe_nt<kProbeT, LdPrev>(p, s_full, s_tally, n_ovf);
+  phase_probe_nt<kProbeT, LdPrev>(p, s_full, s_tally, s_defer, n_ovf);
 }
 
 /* K4: the cloud's scans in shared memory, then the tile's scatter. */

@@ -3,7 +3,9 @@
  * the probe order, the invariants of psh_run_cpu on random, clustered, planar and adversarial clouds
  * (one voxel, N < S, N = NB*S, N prime, a batch with an empty cloud, over capacity) under all four hashes,
  * the phase-1 count against an independent histogram, determinism, the checker's ability to fail, the
- * padded layout, the row gather and the quality measure.
+ * padded layout, the row gather and the quality measure; the XOR hashes' probe reach (psh_xor_reach_blocks
+ * and its byte form psh_xor_reach_bytes), which the GPU probe phase uses to stop probing a point that cannot
+ * be placed.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/psh_internal.h"
 #include "tests/kernels/test_psh_util.h"
 
 static void test_hash_values(void **state) {
@@ -285,6 +288,93 @@ static void test_xor_reach(void **state) {
   free(xyz);
 }
 
+/* Is local bucket g in the ranges of psh_xor_reach_blocks / psh_xor_block_buckets for voxel v? Also checks
+ * that every range lies in [0, nb) and adds the ranges' sizes to *total. */
+static int in_xor_reach(psh_hash h, const uint32_t v[3], uint32_t step, uint32_t bits, uint32_t nb, uint32_t g,
+                        uint64_t *total) {
+  uint32_t a[3][2];
+  const uint32_t u = psh_xor_reach_blocks(v, step, bits, a);
+  assert_true(u <= bits);
+  int hit = 0;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      for (int k = 0; k < 2; k++) {
+        if ((i && a[0][1] == a[0][0]) || (j && a[1][1] == a[1][0]) || (k && a[2][1] == a[2][0])) continue;
+        uint32_t r[4];
+        const uint32_t nr = psh_xor_block_buckets(h, a[0][i] ^ a[1][j] ^ a[2][k], u, bits, nb, r);
+        assert_true(nr == 1 || nr == 2);
+        for (uint32_t m = 0; m < nr; m++) {
+          assert_true(r[2 * m] <= r[2 * m + 1]);
+          assert_true(r[2 * m + 1] < nb);
+          if (total) *total += r[2 * m + 1] - r[2 * m] + 1;
+          hit |= g >= r[2 * m] && g <= r[2 * m + 1];
+        }
+      }
+  return hit;
+}
+
+static void test_xor_probe_reach(void **state) {
+  (void)state;
+  /* The GPU probe phase gives up on a point once every bucket in its XOR reach is full (psh_tiles.cuh,
+   * xor_reach_full), which is only right if every probe bucket lies in that reach: check it for all 128
+   * probes of random voxels, including the edges where probes wrap modulo 2^bits, over widths, bucket
+   * counts (powers of two and not) and seeds. */
+  int8_t probe[PSH_NPROBE_MAX][3];
+  int far = 0;
+  psh_probe_order(probe, PSH_NPROBE_MAX, 11);
+  for (uint32_t k = 0; k < PSH_NPROBE_MAX; k++)
+    for (int d = 0; d < 3; d++) {
+      assert_true(abs(probe[k][d]) <= PSH_PROBE_REACH);
+      far |= abs(probe[k][d]) == PSH_PROBE_REACH;
+    }
+  assert_true(far);
+  static const uint32_t widths[] = {0, 1, 2, 3, 5, 9, 13, 17, 21};
+  static const uint32_t nbs[] = {1, 7, 64, 100, 2048, 3000, 65536};
+  uint64_t rng = 0x9E3779B97F4A7C15ull, checked = 0, bytes_checked = 0;
+  for (int h = PSH_XOR_MOD; h <= PSH_XOR_DIV; h++)
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+      for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+        const uint32_t bits = widths[wi], nb = nbs[ni], step = psh_probe_step((psh_hash)h, bits, nb);
+        const uint32_t vmax = bits ? (1u << bits) - 1u : 0u;
+        for (int t = 0; t < 24; t++) {
+          const uint64_t seed = hx_mix64(rng += 0x9E3779B97F4A7C15ull);
+          uint32_t v[3];
+          for (int d = 0; d < 3; d++) /* edges first, then random voxels */
+            v[d] = t == 0 ? 0u : t == 1 ? vmax : (uint32_t)(hx_mix64(seed + (uint64_t)d) & vmax);
+          psh_probe_order(probe, PSH_NPROBE_MAX, seed);
+          uint32_t grp[8];
+          const int bytes = psh_xor_reach_bytes((psh_hash)h, v, step, bits, nb, grp);
+          /* the byte form applies exactly where kernels.h's conditions say */
+          const int pow2 = nb >= 8 && !(nb & (nb - 1));
+          const uint32_t lg = pow2 ? (uint32_t)__builtin_ctz(nb) : 0;
+          assert_int_equal(bytes, pow2 && (h == PSH_XOR_DIV ? bits >= lg : bits >= 3));
+          bytes_checked += (uint64_t)bytes;
+          for (uint32_t k = 0; k < PSH_NPROBE_MAX; k++) {
+            const uint32_t g = psh_probe_bucket((psh_hash)h, v, probe[k], step, bits, nb, seed, seed >> 7, k);
+            if (!in_xor_reach((psh_hash)h, v, step, bits, nb, g, NULL))
+              fail_msg("hash %d bits %u nb %u step %u voxel (%u %u %u) probe %u: bucket %u outside the reach", h,
+                       bits, nb, step, v[0], v[1], v[2], k, g);
+            int in_grp = !bytes;
+            for (int q = 0; q < 8 && bytes; q++) in_grp |= g / 8 == grp[q];
+            if (!in_grp)
+              fail_msg("hash %d bits %u nb %u voxel (%u %u %u) probe %u: bucket %u outside the byte reach", h, bits, nb,
+                       v[0], v[1], v[2], k, g);
+            checked++;
+          }
+        }
+      }
+  assert_true(checked > 60000);
+  assert_true(bytes_checked > 200); /* the byte form was exercised */
+  /* and the reach is small enough to be worth checking: a 13-bit cloud at 2048 buckets (600k lidar points at
+   * 5 cm) reaches at most 8 blocks of 8 buckets with either XOR hash, against 2048 */
+  for (int h = PSH_XOR_MOD; h <= PSH_XOR_DIV; h++) {
+    const uint32_t v[3] = {4000, 123, 7777}, step = psh_probe_step((psh_hash)h, 13, 2048);
+    uint64_t total = 0;
+    in_xor_reach((psh_hash)h, v, step, 13, 2048, 0, &total);
+    assert_true(total >= 8 && total <= 64);
+  }
+}
+
 static void test_checker_fails(void **state) {
   (void)state;
   const uint32_t n = 500;
@@ -426,7 +516,7 @@ int main(void) {
       cmocka_unit_test(test_probe_order),    cmocka_unit_test(test_invariants_kinds),
       cmocka_unit_test(test_exact_capacity), cmocka_unit_test(test_small_and_batch),
       cmocka_unit_test(test_over_capacity),  cmocka_unit_test(test_big_nb),
-      cmocka_unit_test(test_4m_points),      cmocka_unit_test(test_xor_reach),
+      cmocka_unit_test(test_4m_points),      cmocka_unit_test(test_xor_reach), cmocka_unit_test(test_xor_probe_reach),
       cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
   };
