@@ -38,8 +38,8 @@ constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared
 constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
 constexpr uint32_t kSnapBits = 16384;   /* the probe phase keeps a shared "full" bit per bucket up to this many */
 constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
-constexpr uint32_t kReachAt = 2;        /* probes before phase C asks xor_reach_full (NOTES.md, session 14) */
-/* phase C's queue for the second pass: 2 NT entries per block (psh_v4.cu's K3, v5/v7's Smem, v8's Arr8::Ev) */
+constexpr uint32_t kReachAt = 2;        /* probes before phase C asks xor_reach_full (NOTES.md, session 14); its
+                                         * queue holds 2 NT points (v4's K3, v5/v7's Smem, v8/v9's Arr8::Ev) */
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 /* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
 enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };

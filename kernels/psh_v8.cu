@@ -29,7 +29,8 @@
  *      lanes at once; each entry carries records written by its own thread in phase 2 (voxel, home
  *      bucket, the per-point half of the probe RNG), read with the list length.
  *      Long list (div hashes, Z-order-mod on lidar): v5's thread-per-point phase C (psh_tiles.cuh) on the
- *      global counters, then grid barrier 3, then leftovers from the tickets as v7.
+ *      global counters (for the XOR hashes with session 14's reach proof and second-pass queue, the queue in
+ *      Arr8::Ev), then grid barrier 3, then leftovers from the tickets as v7.
  *   4  the cloud's scans (free slots when there are leftovers, then the bucket starts) in every block; the
  *      cloud's first tile publishes bucket_start / bucket_count; slot (coalesced); perm and xyz_out written
  *      in the tile's bucket order: consecutive positions of the sorted tile are consecutive rows of one
