@@ -67,12 +67,9 @@ __device__ __forceinline__ void phase_probe_warps(const P5 &p, Smem &sm, uint32_
   __syncthreads(); /* tally zeroed -> lane 0's adds below */
   if (t < n_ovf) {
     const uint32_t i = __ldcg(p.ovf + t);
-    const uint32_t c = cloud_of(p.off, p.nclouds, i);
-    const Frame f = frame_load<LdL2>(p.frame, c);
-    uint32_t v[3];
-    voxel3(p, f, __ldg(p.xyz + 3 * (size_t)i), __ldg(p.xyz + 3 * (size_t)i + 1), __ldg(p.xyz + 3 * (size_t)i + 2),
-           v);
-    const uint32_t home = psh_hash3((psh_hash)p.hash, v[0], v[1], v[2], f.bits, p.nb);
+    uint32_t c, v[3], home;
+    Frame f;
+    listed_point<LdL2>(p, i, c, f, v, home);
     bool placed = false;
     for (uint32_t k0 = 0; k0 < p.nprobe && !placed; k0 += 32u) { /* warp-uniform: placed is broadcast */
       const uint32_t k = k0 + lane;
