@@ -406,7 +406,7 @@ __device__ __forceinline__ void leftover_tickets(const P &p, bool left, uint32_t
  * done after one; on the 600k lidar cloud 89% of the ~140k hopeless points are proven so, and the second
  * pass gives the rest dense warps (xor-div: v9 -47%, v4 at 4M -59%, H100). The Z-order hashes keep the
  * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof). */
-template <int NT, class Ld = LdL2, class P>
+template <int NT, class Ld = LdL2, bool kShare = true, class P>
 __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *tally, uint32_t *defer,
                                                uint32_t n_ovf) {
   const int lane = (int)(threadIdx.x & 31u);
@@ -434,13 +434,22 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
     }
   __syncthreads(); /* tally zeroed, snapshot built -> uses below */
   uint32_t np = 0, nl = 0;
-  const uint32_t stride = gridDim.x * NT;
+  /* The block's list entries [first, end) in rounds of NT: with kShare an equal contiguous share per block,
+   * else chunks of NT in grid-stride rounds (first = blockIdx.x NT, step = grid NT). In grid-stride rounds a
+   * list just past a multiple of the grid's threads leaves a last round on a few blocks while the other SMs
+   * idle (ncu on v4's K3, Z-order-div 100k: the busiest SM +35%, the idlest -80% of the mean active cycles);
+   * equal shares keep every block busy and each block's entries neighbours in list order (tile order).
+   * Session 15, H100, same call: v9 xor-div 100k -9% / 600k -2%, zorder-div -9%, v7 xor-div 100k -7%; v4's K3
+   * (four 256-thread blocks per SM) lost at 4M (xor-mod +9%), so it keeps the grid-stride chunks. */
+  const uint32_t per = kShare ? (n_ovf + gridDim.x - 1u) / gridDim.x : 0u;
+  const uint32_t first = kShare ? min(n_ovf, blockIdx.x * per) : blockIdx.x * NT;
+  const uint32_t end = kShare ? min(n_ovf, first + per) : n_ovf, step = kShare ? NT : gridDim.x * NT;
   if (!reach) { /* the one-pass loop of before session 14 (sharing the two-pass loop's code cost Z-order 2-3%) */
-    for (uint32_t t0 = blockIdx.x * NT; t0 < n_ovf; t0 += stride) {
+    for (uint32_t t0 = first; t0 < end; t0 += step) {
       const uint32_t t = t0 + threadIdx.x;
       bool left = false;
       uint32_t i = 0, c = 0;
-      if (t < n_ovf) {
+      if (t < end) {
         i = Ld::ld(p.ovf + t);
         Frame f;
         uint32_t v[3], home;
@@ -452,11 +461,11 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       leftover_tickets(p, left, i, c, lane, nl);
     }
   } else /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
-  for (uint32_t t0 = blockIdx.x * NT; t0 < n_ovf; t0 += stride) {
+  for (uint32_t t0 = first; t0 < end; t0 += step) {
     const uint32_t t = t0 + threadIdx.x;
     bool left = false;
     uint32_t i = 0, c = 0;
-    if (t < n_ovf) {
+    if (t < end) {
       i = Ld::ld(p.ovf + t);
       Frame f;
       uint32_t v[3], home;
@@ -471,7 +480,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
     __syncthreads(); /* the round's pushes -> the count */
     const uint32_t nd = tally[2];
     __syncthreads(); /* every thread has the count -> the reset and the next round's pushes */
-    if (nd < NT && t0 + stride < n_ovf) continue; /* block-uniform */
+    if (nd < NT && t0 + step < end) continue; /* block-uniform */
     if (threadIdx.x == 0) tally[2] = 0; /* read again only after the next round's pushes and barriers */
     for (uint32_t e0 = 0; e0 < nd; e0 += NT) { /* the second pass over the queue */
       const uint32_t e = e0 + threadIdx.x;
