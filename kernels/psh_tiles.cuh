@@ -435,12 +435,14 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   __syncthreads(); /* tally zeroed, snapshot built -> uses below */
   uint32_t np = 0, nl = 0;
   /* The block's list entries [first, end) in rounds of NT: with kShare an equal contiguous share per block,
-   * else chunks of NT in grid-stride rounds (first = blockIdx.x NT, step = grid NT). In grid-stride rounds a
-   * list just past a multiple of the grid's threads leaves a last round on a few blocks while the other SMs
-   * idle (ncu on v4's K3, Z-order-div 100k: the busiest SM +35%, the idlest -80% of the mean active cycles);
-   * equal shares keep every block busy and each block's entries neighbours in list order (tile order).
+   * else chunks of NT in grid-stride rounds (first = blockIdx.x NT, step = grid NT). Chunks of NT leave the
+   * last (or only) round to the blocks that reach the list's end while the other SMs idle (ncu on v4's K3,
+   * Z-order-div 100k, whose 93k entries fill 363 of 528 blocks: the busiest SM +35%, the idlest -80% of the mean
+   * active cycles); equal shares keep every block busy, and each block's entries stay neighbours in list
+   * order (warps append their tile's overflowing points together).
    * Session 15, H100, same call: v9 xor-div 100k -9% / 600k -2%, zorder-div -9%, v7 xor-div 100k -7%; v4's K3
-   * (four 256-thread blocks per SM) lost at 4M (xor-mod +9%), so it keeps the grid-stride chunks. */
+   * (four 256-thread blocks per SM) lost at 4M (xor-mod +9%), so it keeps the grid-stride chunks (kShare =
+   * false). */
   const uint32_t per = kShare ? (n_ovf + gridDim.x - 1u) / gridDim.x : 0u;
   const uint32_t first = kShare ? min(n_ovf, blockIdx.x * per) : blockIdx.x * NT;
   const uint32_t end = kShare ? min(n_ovf, first + per) : n_ovf, step = kShare ? NT : gridDim.x * NT;

@@ -95,7 +95,8 @@
  *     extra round trip per block to build it, hence the 2048-point threshold;
  *   - 32-bit probe arithmetic giving the same bucket as psh_probe_bucket (mask for a power-of-two step);
  *   - warp-aggregated leftover tickets, per-block tallies, the frame stored once by K2.
- * K3 is the probe phase of v5-v9 (phase_probe_nt in psh_tiles.cuh) with plain loads of what K2 wrote, and
+ * K3 is the probe phase of v5-v9 (phase_probe_nt in psh_tiles.cuh) with plain loads of what K2 wrote and
+ * grid-stride chunks of the list (kShare = false: v5-v9 give each block an equal share; session 15), and
  * K4's scans are their phase D's (cloud_scans). The sizes, the parameter struct, the run-state zeroing, the
  * frame load and the scratch layout come from psh_tiles.cuh too.
  * What remains is the RNG + Morton + hash per probe (~100-150 instructions): 48M probes ~ 150-250 us
