@@ -221,6 +221,15 @@ static inline HX_HD int psh_xor_reach_bytes(psh_hash h, const uint32_t v[3], uin
   return 1;
 }
 
+/* Block b's share [*first, *end) of an overflow list of n entries cut into equal contiguous shares over g
+ * blocks (phase C of v5-v9, psh_tiles.cuh): ceil(n / g) entries a share, the last shares shorter or empty.
+ * The shares partition [0, n) while n + g - 1 fits in 32 bits (b * per < n + g). */
+static inline HX_HD void psh_list_share(uint32_t n, uint32_t g, uint32_t b, uint32_t *first, uint32_t *end) {
+  const uint32_t per = (n + g - 1u) / g, f = b * per < n ? b * per : n;
+  *first = f;
+  *end = f + per < n ? f + per : n;
+}
+
 /* Overflow placement of leftover k of a cloud. F holds the cloud's exclusive scan of free slots
  * (S - count after probing) over its nb buckets, plus the total at F[nb]. */
 static inline HX_HD void psh_resid_place(const uint32_t *F, uint32_t nb, uint32_t cap, uint32_t k,

@@ -443,9 +443,9 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
    * Session 15, H100, same call: v9 xor-div 100k -9% / 600k -2%, zorder-div -9%, v7 xor-div 100k -7%; v4's K3
    * (four 256-thread blocks per SM) lost at 4M (xor-mod +9%), so it keeps the grid-stride chunks (kShare =
    * false). */
-  const uint32_t per = kShare ? (n_ovf + gridDim.x - 1u) / gridDim.x : 0u;
-  const uint32_t first = kShare ? min(n_ovf, blockIdx.x * per) : blockIdx.x * NT;
-  const uint32_t end = kShare ? min(n_ovf, first + per) : n_ovf, step = kShare ? NT : gridDim.x * NT;
+  uint32_t first = blockIdx.x * NT, end = n_ovf;
+  if (kShare) psh_list_share(n_ovf, gridDim.x, blockIdx.x, &first, &end);
+  const uint32_t step = kShare ? NT : gridDim.x * NT;
   if (!reach) { /* the one-pass loop of before session 14 (sharing the two-pass loop's code cost Z-order 2-3%) */
     for (uint32_t t0 = first; t0 < end; t0 += step) {
       const uint32_t t = t0 + threadIdx.x;
