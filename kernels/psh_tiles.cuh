@@ -229,7 +229,6 @@ static __device__ __noinline__ bool xor_reach_full(const uint32_t *full, uint32_
   return true;
 }
 
-
 /* Block min of 6 keys per thread; the result is valid in thread 0 only. Ends with a barrier-free
  * read by thread 0 after the one barrier that separates the warp leaders' writes from it. */
 template <int WARPS> __device__ __forceinline__ void block_min6(uint32_t k[6], uint32_t (*s_red)[WARPS]) {
@@ -478,7 +477,6 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       left = r == kLeft;
     }
     leftover_tickets(p, left, i, c, lane, nl);
-    if (!reach) continue; /* block-uniform: nothing is ever queued */
     __syncthreads(); /* the round's pushes -> the count */
     const uint32_t nd = tally[2];
     __syncthreads(); /* every thread has the count -> the reset and the next round's pushes */

@@ -313,28 +313,6 @@ static int in_xor_reach(psh_hash h, const uint32_t v[3], uint32_t step, uint32_t
   return hit;
 }
 
-/* phase C's equal shares (psh_list_share): for every grid and list length, the blocks' shares are contiguous,
- * in block order, cover [0, n) exactly once, and none holds more than ceil(n / g) entries, so no entry is
- * probed twice or never (the GPU variants v5-v9 take their list entries this way). */
-static void test_list_share(void **state) {
-  (void)state;
-  static const uint32_t big[] = {1u << 20, 4000000u, 0x7FFFFFFFu, 0xFFFFFFFFu - 4096u};
-  for (uint32_t g = 1; g <= 1100; g += g < 40 ? 1 : 37)
-    for (uint32_t q = 0; q < 2100 + 4; q += q < 2100 ? 1 + q / 300 : 1) {
-      const uint32_t n = q < 2100 ? q : big[q - 2100];
-      const uint32_t per = (uint32_t)(((uint64_t)n + g - 1) / g);
-      uint32_t next = 0;
-      for (uint32_t b = 0; b < g; b++) {
-        uint32_t f = 0xDEADBEEFu, e = 0xDEADBEEFu;
-        psh_list_share(n, g, b, &f, &e);
-        assert_int_equal(f, next); /* contiguous, in block order: nothing skipped, nothing twice */
-        assert_true(e >= f && e - f <= per);
-        next = e;
-      }
-      assert_int_equal(next, n); /* the last share ends at the list's end */
-    }
-}
-
 static void test_xor_probe_reach(void **state) {
   (void)state;
   /* The GPU probe phase gives up on a point once every bucket in its XOR reach is full (psh_tiles.cuh,
@@ -395,6 +373,28 @@ static void test_xor_probe_reach(void **state) {
     in_xor_reach((psh_hash)h, v, step, 13, 2048, 0, &total);
     assert_true(total >= 8 && total <= 64);
   }
+}
+
+/* phase C's equal shares (psh_list_share): for every grid and list length, the blocks' shares are contiguous,
+ * in block order, cover [0, n) exactly once, and none holds more than ceil(n / g) entries, so no entry is
+ * probed twice or never (the GPU variants v5-v9 take their list entries this way). */
+static void test_list_share(void **state) {
+  (void)state;
+  static const uint32_t big[] = {1u << 20, 4000000u, 0x7FFFFFFFu, 0xFFFFFFFFu - 4096u};
+  for (uint32_t g = 1; g <= 1100; g += g < 40 ? 1 : 37)
+    for (uint32_t q = 0; q < 2100 + 4; q += q < 2100 ? 1 + q / 300 : 1) {
+      const uint32_t n = q < 2100 ? q : big[q - 2100];
+      const uint32_t per = (uint32_t)(((uint64_t)n + g - 1) / g);
+      uint32_t next = 0;
+      for (uint32_t b = 0; b < g; b++) {
+        uint32_t f = 0xDEADBEEFu, e = 0xDEADBEEFu;
+        psh_list_share(n, g, b, &f, &e);
+        assert_int_equal(f, next); /* contiguous, in block order: nothing skipped, nothing twice */
+        assert_true(e >= f && e - f <= per);
+        next = e;
+      }
+      assert_int_equal(next, n); /* the last share ends at the list's end */
+    }
 }
 
 static void test_checker_fails(void **state) {
