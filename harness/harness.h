@@ -90,8 +90,13 @@ static inline HX_HD uint64_t hx_mix64(uint64_t z) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+/* The part of hx_rng_u64 that depends on (seed, stream) only: a caller drawing many counters of one stream
+ * (a point's probes) computes it once and pays one mix per draw. */
+static inline HX_HD uint64_t hx_rng_base(uint64_t seed, uint64_t stream) {
+  return hx_mix64(seed ^ hx_mix64(stream + 0x632BE59BD9B4E019ull));
+}
 static inline HX_HD uint64_t hx_rng_u64(uint64_t seed, uint64_t stream, uint64_t counter) {
-  return hx_mix64(hx_mix64(seed ^ hx_mix64(stream + 0x632BE59BD9B4E019ull)) + counter);
+  return hx_mix64(hx_rng_base(seed, stream) + counter);
 }
 /* Uniform double in [0, 1) with 53 random bits. */
 static inline HX_HD double hx_rng_unit(uint64_t seed, uint64_t stream, uint64_t counter) {

@@ -150,6 +150,26 @@ static inline HX_HD uint32_t psh_probe_bucket(psh_hash h, const uint32_t v[3], c
   return psh_hash3(h, w[0], w[1], w[2], bits, nb);
 }
 
+/* Where psh_probe_bucket_pow2 applies: an XOR hash with nb and the probe step powers of two (the step is one
+ * whenever nb is: 1 for XOR-mod, 2^bits / nb or 1 for XOR-div) and bits <= 31. */
+static inline HX_HD int psh_probe_pow2(psh_hash h, uint32_t step, uint32_t bits, uint32_t nb) {
+  return !psh_is_zorder(h) && nb && !(nb & (nb - 1u)) && step && !(step & (step - 1u)) && bits <= 31u;
+}
+/* psh_probe_bucket where psh_probe_pow2 holds, given r = hx_rng_u64(seed, gidx, pi): the same bucket for every
+ * input (test_psh_cpu: test_probe_pow2), with masks and shifts where psh_probe_bucket has remainders, the
+ * 64-bit high product and the hash dispatch. The GPU probe phase runs it once per probe: a lone lane's chain
+ * of up to 126 of them sets that phase's end (NOTES.md, session 16). */
+static inline HX_HD uint32_t psh_probe_bucket_pow2(psh_hash h, const uint32_t v[3], const int8_t probe[3],
+                                                   uint32_t step, uint32_t bits, uint32_t nb, uint64_t r) {
+  const uint32_t ls = psh_bitwidth(step) - 1u, lnb = psh_bitwidth(nb) - 1u;
+  const uint32_t mask = (1u << bits) - 1u, half = step / 2u;
+  uint32_t code = 0;
+  for (int d = 0; d < 3; d++) /* the jitter's x mod step is x's low bits (step <= 2^21) */
+    code ^= (v[d] + ((uint32_t)(int32_t)probe[d] << ls) + ((uint32_t)(r >> (21 * d)) & (step - 1u)) - half) & mask;
+  if (h != PSH_XOR_DIV) return code & (nb - 1u); /* XOR-mod: code mod nb */
+  return bits >= lnb ? code >> (bits - lnb) : code << (lnb - bits); /* floor(code nb / 2^bits), code < 2^bits */
+}
+
 /* Largest |component| of a probe offset: the four far probes of psh_probe_canonical. */
 #define PSH_PROBE_REACH 3
 

@@ -192,11 +192,6 @@ __device__ __forceinline__ uint32_t hash9(const P8 &p, const Frame &f, const uin
   return hash9_general(p.hash, v[0], v[1], v[2], f.bits, p.nb);
 }
 
-/* hx_rng_u64(seed, stream, counter) = hx_mix64(base + counter) with this per-point base: the probes of one point
- * then cost one mix each (harness.h's definition, split). */
-__device__ __forceinline__ uint64_t rng_base(uint64_t seed, uint64_t stream) {
-  return hx_mix64(seed ^ hx_mix64(stream + 0x632BE59BD9B4E019ull));
-}
 
 /* Phase 1's copy of the tile's coordinates (3 * cnt words from g) into shared memory with 16-byte loads, all of
  * a thread's loads in flight at once (up to 4 per round). xs is the carved array shifted by 0-3 words so that
@@ -441,7 +436,7 @@ __device__ __forceinline__ void list_entry(const P8 &p, const Frame &f, const fl
   if (pos < kShort) {
     uint32_t v[3];
     voxel3(p, f, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
-    const uint64_t rb = rng_base(p.seed, i);
+    const uint64_t rb = hx_rng_base(p.seed, i);
     p.ove[2 * pos] = make_uint4(i, v[0], v[1], v[2]);
     p.ove[2 * pos + 1] = make_uint4(h, (uint32_t)rb, (uint32_t)(rb >> 32), 0u);
   }
@@ -703,7 +698,7 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
         if (over && pos < kShort) { /* a short list's records: phase 3 then needs no load of this point */
           uint32_t v[3];
           voxel3(p, f, xs[3 * q], xs[3 * q + 1], xs[3 * q + 2], v);
-          const uint64_t rb = rng_base(p.seed, i);
+          const uint64_t rb = hx_rng_base(p.seed, i);
           p.ove[2 * pos] = make_uint4(i, v[0], v[1], v[2]);
           p.ove[2 * pos + 1] = make_uint4(h, (uint32_t)rb, (uint32_t)(rb >> 32), 0u);
         }

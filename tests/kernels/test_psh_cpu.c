@@ -313,6 +313,44 @@ static int in_xor_reach(psh_hash h, const uint32_t v[3], uint32_t step, uint32_t
   return hit;
 }
 
+static void test_probe_pow2(void **state) {
+  (void)state;
+  /* The GPU probe phase computes an XOR hash's probe buckets with psh_probe_bucket_pow2 whenever nb is a power
+   * of two (psh_tiles.cuh, probe_point): it must give psh_probe_bucket's bucket for every probe of every point,
+   * or the probing would silently differ from Alg. 2 while every invariant still held. All 128 probes of random
+   * and edge voxels, over widths, bucket counts (powers of two and not) and seeds; and where it applies. */
+  static const uint32_t widths[] = {0, 1, 2, 3, 5, 9, 13, 17, 20, 21};
+  static const uint32_t nbs[] = {1, 2, 7, 8, 64, 100, 2048, 3000, 4096, 65536};
+  int8_t probe[PSH_NPROBE_MAX][3];
+  uint64_t rng = 0xD1B54A32D192ED03ull, checked = 0;
+  for (int h = PSH_XOR_MOD; h <= PSH_ZORDER_DIV; h++)
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+      for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+        const uint32_t bits = widths[wi], nb = nbs[ni], step = psh_probe_step((psh_hash)h, bits, nb);
+        const int pow2 = !(nb & (nb - 1u)), xor_hash = h == PSH_XOR_MOD || h == PSH_XOR_DIV;
+        assert_int_equal(psh_probe_pow2((psh_hash)h, step, bits, nb), xor_hash && pow2);
+        if (!psh_probe_pow2((psh_hash)h, step, bits, nb)) continue;
+        const uint32_t vmax = bits ? (1u << bits) - 1u : 0u;
+        for (int t = 0; t < 16; t++) {
+          const uint64_t seed = hx_mix64(rng += 0x9E3779B97F4A7C15ull), gidx = seed >> 9;
+          uint32_t v[3];
+          for (int d = 0; d < 3; d++) /* edges first (probes wrap modulo 2^bits there), then random voxels */
+            v[d] = t == 0 ? 0u : t == 1 ? vmax : (uint32_t)(hx_mix64(seed + (uint64_t)d) & vmax);
+          psh_probe_order(probe, PSH_NPROBE_MAX, seed);
+          for (uint32_t k = 0; k < PSH_NPROBE_MAX; k++) {
+            const uint32_t want = psh_probe_bucket((psh_hash)h, v, probe[k], step, bits, nb, seed, gidx, k);
+            const uint32_t got = psh_probe_bucket_pow2((psh_hash)h, v, probe[k], step, bits, nb,
+                                                       hx_rng_u64(seed, gidx, k));
+            if (got != want)
+              fail_msg("hash %d bits %u nb %u step %u voxel (%u %u %u) probe %u: bucket %u, psh_probe_bucket %u", h,
+                       bits, nb, step, v[0], v[1], v[2], k, got, want);
+            checked++;
+          }
+        }
+      }
+  assert_true(checked >= 100000); /* 2 hashes x 10 widths x 6 bucket counts x 16 voxels x 128 probes */
+}
+
 static void test_xor_probe_reach(void **state) {
   (void)state;
   /* The GPU probe phase gives up on a point once every bucket in its XOR reach is full (psh_tiles.cuh,
@@ -539,6 +577,7 @@ int main(void) {
       cmocka_unit_test(test_exact_capacity), cmocka_unit_test(test_small_and_batch),
       cmocka_unit_test(test_over_capacity),  cmocka_unit_test(test_big_nb),
       cmocka_unit_test(test_4m_points),      cmocka_unit_test(test_xor_reach), cmocka_unit_test(test_xor_probe_reach),
+      cmocka_unit_test(test_probe_pow2),
       cmocka_unit_test(test_list_share),
       cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
