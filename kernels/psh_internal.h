@@ -151,9 +151,10 @@ static inline HX_HD uint32_t psh_probe_bucket(psh_hash h, const uint32_t v[3], c
 }
 
 /* Where psh_probe_bucket_pow2 applies: an XOR hash with nb and the probe step powers of two (the step is one
- * whenever nb is: 1 for XOR-mod, 2^bits / nb or 1 for XOR-div) and bits <= 31. */
+ * whenever nb is: 1 for XOR-mod, 2^bits / nb or 1 for XOR-div) and bits <= PSH_VOX_BITS, as every frame has
+ * (psh_frame_bits); that bounds the step by 2^21, the width of the jitter's random field. */
 static inline HX_HD int psh_probe_pow2(psh_hash h, uint32_t step, uint32_t bits, uint32_t nb) {
-  return !psh_is_zorder(h) && nb && !(nb & (nb - 1u)) && step && !(step & (step - 1u)) && bits <= 31u;
+  return !psh_is_zorder(h) && nb && !(nb & (nb - 1u)) && step && !(step & (step - 1u)) && bits <= PSH_VOX_BITS;
 }
 /* psh_probe_bucket where psh_probe_pow2 holds, given r = hx_rng_u64(seed, gidx, pi): the same bucket for every
  * input (test_psh_cpu: test_probe_pow2), with masks and shifts where psh_probe_bucket has remainders, the

@@ -192,7 +192,6 @@ __device__ __forceinline__ uint32_t hash9(const P8 &p, const Frame &f, const uin
   return hash9_general(p.hash, v[0], v[1], v[2], f.bits, p.nb);
 }
 
-
 /* Phase 1's copy of the tile's coordinates (3 * cnt words from g) into shared memory with 16-byte loads, all of
  * a thread's loads in flight at once (up to 4 per round). xs is the carved array shifted by 0-3 words so that
  * xs[w] and the global word w share their 16-byte alignment phase: the body is 16-byte loads and stores; the

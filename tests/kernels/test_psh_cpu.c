@@ -318,7 +318,8 @@ static void test_probe_pow2(void **state) {
   /* The GPU probe phase computes an XOR hash's probe buckets with psh_probe_bucket_pow2 whenever nb is a power
    * of two (psh_tiles.cuh, probe_point): it must give psh_probe_bucket's bucket for every probe of every point,
    * or the probing would silently differ from Alg. 2 while every invariant still held. All 128 probes of random
-   * and edge voxels, over widths, bucket counts (powers of two and not) and seeds; and where it applies. */
+   * and edge voxels, over widths, bucket counts (powers of two and not) and seeds; and where it applies. The
+   * largest step it can observe is 2^20 (bits 21, nb 2): with step 2^21 (nb 1) every bucket is 0. */
   static const uint32_t widths[] = {0, 1, 2, 3, 5, 9, 13, 17, 20, 21};
   static const uint32_t nbs[] = {1, 2, 7, 8, 64, 100, 2048, 3000, 4096, 65536};
   int8_t probe[PSH_NPROBE_MAX][3];
@@ -348,7 +349,10 @@ static void test_probe_pow2(void **state) {
           }
         }
       }
-  assert_true(checked >= 100000); /* 2 hashes x 10 widths x 6 bucket counts x 16 voxels x 128 probes */
+  assert_int_equal(checked, 2 * 10 * 7 * 16 * 128); /* hashes x widths x power-of-two counts x voxels x probes */
+  /* wider than a frame can be: the step could pass 2^21, the jitter field's width, so the form does not apply
+   * (from bits 23 on, XOR-div with nb = 2, its bucket would differ) */
+  assert_false(psh_probe_pow2(PSH_XOR_DIV, psh_probe_step(PSH_XOR_DIV, PSH_VOX_BITS + 1u, 2u), PSH_VOX_BITS + 1u, 2u));
 }
 
 static void test_xor_probe_reach(void **state) {
