@@ -40,11 +40,9 @@ constexpr uint32_t kSnapBits = 16384;   /* the probe phase keeps a shared "full"
 constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
 constexpr uint32_t kReachAt = 2;        /* probes before phase C asks xor_reach_full (NOTES.md, session 14); its
                                          * queue holds 2 NT points (v4's K3, v5/v7's Smem, v8/v9's Arr8::Ev) */
-constexpr uint32_t kQueueMaxG = 16; /* lanes per queued point at most (queue_pass) */
-constexpr uint32_t kQueueSetup = 3; /* a queued point's set-up (its loads, the reach proof) in probes of time */
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 /* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
-enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_GQ = 4, C_WORDS = 8 }; /* C_GQ: phase C's grid queue */
+enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
 constexpr int kFrameWords = 8;          /* lo[3] (float bits), bits, step, shift[3] */
 
 typedef cub::BlockScan<uint32_t, kT> Scan;
@@ -275,7 +273,7 @@ static inline size_t tiles_layout(Prm *q, void *base, uint32_t nclouds, uint32_t
   uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf};
   const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
   const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
-                          2 * (size_t)n + 1}; /* ovf: the list, then phase C's grid queue from ovf + n + 1 */
+                          (size_t)n + 1};
   for (int k = 0; k < 6 + nx; k++) {
     if (b) *(k < 6 ? slots[k] : xslots[k - 6]) = (uint32_t *)(b + off);
     off += align256((k < 6 ? words[k] : xwords[k - 6]) * sizeof(uint32_t));
@@ -321,7 +319,6 @@ struct Smem {
     struct {
       uint32_t full[kSnapBits / 32];         /* C: bit g = counter g reached S */
       uint32_t defer[2 * kT];                /* C: the block's queue for its second pass */
-      uint32_t ptab[PSH_NPROBE_MAX];         /* C: the queue pass's probe table */
     } c;
   } u;
   Scan::TempStorage scan;
@@ -401,93 +398,6 @@ __device__ __forceinline__ void leftover_tickets(const P &p, bool left, uint32_t
   }
 }
 
-/* The queue pass of the grid's queue (phase_probe_nt with kGridQ) over one chunk, defer[0, nd): probes
- * kReachAt.. of each queued point, split over G lanes, G a power of two <= kQueueMaxG chosen for the shortest
- * chain (block-uniform; each group of G lanes takes every (NT / G)-th point). Why: a queued point that no probe
- * places runs all its ~126 probes, and with one lane per point that lane's chain of dependent hash arithmetic
- * set the pass's length (~37 us of v9's 124 at 600k xor-div, H100, session 16) while most of the block's lanes
- * idled. Lane j of a group runs probes kReachAt + j,
- * + j + G, ... of the group's points on its own, as probe_point does with all of them; the lanes of a point
- * race, so the point takes the first probe with room in one lane's share rather than in the whole order (the
- * assignment was already order-dependent: other points race for the same counters). Lockstep rounds, where the
- * group tried its candidates in probe order, coupled the groups of a warp at every L2 access and lost
- * (NOTES.md, session 17). The queue entry is the point's state: kClaimMark while a lane holds the counter
- * attempt (the others wait on that probe), kPlacedMark once it is placed, both set and cleared by atomics and
- * read with volatile loads (as the "full" bitmap); queue_drain draws the leftover tickets from the entries
- * without kPlacedMark, in one pass, as the groups finish at different times and a ticket atomic each on the
- * cloud's one counter would queue at that address. */
-constexpr uint32_t kPlacedMark = 0x80000000u, kClaimMark = 0x40000000u; /* above every point index (< 2^30) */
-template <int NT, class Ld, class P>
-__device__ __forceinline__ void queue_pass(const P &p, uint32_t *full_w, const uint32_t *ptab, uint32_t *defer, uint32_t nd,
-                                           uint32_t &np) {
-  volatile uint32_t *full = full_w, *st = defer;
-  /* G: the shortest chain, (points per group) x (kQueueSetup + probes per lane); block-uniform */
-  const uint32_t nk = p.nprobe > kReachAt ? p.nprobe - kReachAt : 0u;
-  uint32_t lg = 0, best = 0xFFFFFFFFu;
-  for (uint32_t l = 0; (1u << l) <= kQueueMaxG; l++) {
-    const uint32_t cost = ((nd << l) + NT - 1u) / NT * (kQueueSetup + ((nk + (1u << l) - 1u) >> l));
-    if (cost < best) best = cost, lg = l;
-  }
-  const uint32_t G = 1u << lg, gl = threadIdx.x & (G - 1u);
-  for (uint32_t e = threadIdx.x >> lg; e < nd; e += (uint32_t)NT >> lg) {
-    const uint32_t i = st[e] & ~(kPlacedMark | kClaimMark);
-    uint32_t c, home, v[3];
-    Frame f;
-    listed_point<Ld>(p, i, c, f, v, home);
-    if (xor_reach_full(full_w, c, (psh_hash)p.hash, v[0], v[1], v[2], f.step, f.bits, p.nb)) continue; /* left */
-    const bool xp = psh_probe_pow2((psh_hash)p.hash, f.step, f.bits, p.nb);
-    const uint64_t rb = hx_rng_base(p.seed, i); /* hx_rng_u64(seed, i, k) = hx_mix64(rb + k) */
-    for (uint32_t k = kReachAt + gl; k < p.nprobe; k += G) {
-      const uint32_t pk = ptab[k]; /* shared: the lanes are at different probes (p.probe's bank would serialise) */
-      const int8_t pr[3] = {(int8_t)(pk & 0xFFu), (int8_t)(pk >> 8 & 0xFFu), (int8_t)(pk >> 16 & 0xFFu)};
-      const uint32_t h = xp ? psh_probe_bucket_pow2((psh_hash)p.hash, v, pr, f.step, f.bits, p.nb, hx_mix64(rb + k))
-                            : probe_bucket_fast((psh_hash)p.hash, v, pr, f.step, f.bits, p.nb, p.seed, i, k);
-      const uint32_t s0 = st[e];
-      if (s0 & kPlacedMark) break; /* another lane placed it */
-      if (h == home) continue;
-      const uint32_t g = c * p.nb + h;
-      if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */
-      if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
-        atomicOr(&full_w[g >> 5], 1u << (g & 31u));
-        continue;
-      }
-      const uint32_t s1 = atomicCAS(&defer[e], i, i | kClaimMark);
-      if (s1 & kPlacedMark) break;
-      if (s1 != i) { /* another lane's attempt is in flight: this probe again */
-        k -= G;
-        continue;
-      }
-      const uint32_t o = atomicAdd(p.cnt + g, 1u);
-      if (o < p.cap) {
-        p.bucket[i] = g;
-        p.offset[i] = o;
-        atomicOr(&defer[e], kPlacedMark); /* atomics for every write of the state, volatile reads (as full) */
-        np++;
-        break;
-      }
-      atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
-      atomicOr(&full_w[g >> 5], 1u << (g & 31u));
-      atomicAnd(&defer[e], ~kClaimMark); /* released */
-    }
-  }
-}
-
-/* The queue pass over defer[0, nd) and the leftover tickets of its unplaced points (block-uniform call; ends
- * with a barrier, after which defer may be refilled). */
-template <int NT, class Ld, class P>
-__device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const uint32_t *ptab, uint32_t *defer,
-                                            uint32_t nd, int lane, uint32_t &np, uint32_t &nl) {
-  queue_pass<NT, Ld>(p, full_w, ptab, defer, nd, np);
-  __syncthreads(); /* its marks -> the leftover tickets, one pass */
-  for (uint32_t e0 = 0; e0 < nd; e0 += NT) {
-    const uint32_t e = e0 + threadIdx.x, w = e < nd ? defer[e] : kPlacedMark;
-    const bool left = !(w & kPlacedMark);
-    const uint32_t i = w & ~(kPlacedMark | kClaimMark), c = left ? cloud_of(p.off, p.nclouds, i) : 0u;
-    leftover_tickets(p, left, i, c, lane, nl);
-  }
-  __syncthreads(); /* the queue's reads -> the next pushes */
-}
-
 /* Phase C: the overflow list races over the probes, one thread per point, in blocks of NT threads
  * (psh_v4.cu's header has the reasoning: the "full" snapshot, 32-bit probe arithmetic, warp-aggregated
  * leftover tickets, one tally atomic per block). Ld reads the list, the frames and the snapshot's counters:
@@ -502,18 +412,10 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * point in grid-stride rounds put each hopeless or slow point's 128 probes on a warp of points that were
  * done after one; on the 600k lidar cloud 89% of the ~140k hopeless points are proven so, and the second
  * pass gives the rest dense warps (xor-div: v9 -47%, v4 at 4M -59%, H100). The Z-order hashes keep the
- * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof).
- * kGridQ (the cooperative variants v5-v9; session 17): the queued points go to one grid-wide queue (ovf + n + 1,
- * one atomic per warp) instead of each block's, and after a grid barrier every block takes an equal share of
- * it through queue_pass (G lanes per point). The blocks' list shares are contiguous in list order, so the
- * clusters of hard points had landed in a few blocks' queues: the slowest block's queue pass (~40-50 us at 600k
- * xor-div, H100) set the phase's end, against a mean of ~21 us with the lanes split. v9 xor-div 600k -12%,
- * 100k -14%. v4's K3 (kGridQ = false: separate launches, no grid barrier) keeps its per-block queue and the
- * thread-per-point second pass, whose PTX is as before (the lane split alone cost it 3-7%). ptab: the probe
- * table in shared memory for queue_pass (128 words; kGridQ only). */
-template <int NT, class Ld = LdL2, bool kShare = true, bool kGridQ = true, class P>
-__device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *ptab, uint32_t *tally,
-                                               uint32_t *defer, uint32_t n_ovf) {
+ * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof). */
+template <int NT, class Ld = LdL2, bool kShare = true, class P>
+__device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *tally, uint32_t *defer,
+                                               uint32_t n_ovf) {
   const int lane = (int)(threadIdx.x & 31u);
   const uint32_t nbt = p.nclouds * p.nb;
   const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
@@ -537,10 +439,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       }
       full_w[w] = word;
     }
-  if (kGridQ && reach) /* the queue pass's probe table (queue_pass) */
-    for (uint32_t k = threadIdx.x; k < p.nprobe; k += NT)
-      ptab[k] = (uint32_t)(uint8_t)p.probe[k][0] | (uint32_t)(uint8_t)p.probe[k][1] << 8 | (uint32_t)(uint8_t)p.probe[k][2] << 16;
-  __syncthreads(); /* tally zeroed, snapshot and probe table built -> uses below */
+  __syncthreads(); /* tally zeroed, snapshot built -> uses below */
   uint32_t np = 0, nl = 0;
   /* The block's list entries [first, end) in rounds of NT: with kShare an equal contiguous share per block,
    * else chunks of NT in grid-stride rounds (first = blockIdx.x NT, step = grid NT). Chunks of NT leave the
@@ -573,7 +472,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   } else /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
   for (uint32_t t0 = first; t0 < end; t0 += step) {
     const uint32_t t = t0 + threadIdx.x;
-    bool left = false, dfr = false;
+    bool left = false;
     uint32_t i = 0, c = 0;
     if (t < end) {
       i = Ld::ld(p.ovf + t);
@@ -581,23 +480,11 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       uint32_t v[3], home;
       listed_point<Ld>(p, i, c, f, v, home);
       const int r = probe_point<true>(p, full_w, snap, reach, i, c, f, v, home, 0, true);
-      dfr = r == kDeferred;
-      if (!kGridQ && dfr) defer[atomicAdd(&tally[2], 1u)] = i; /* < 2 NT: the queue is drained from NT on */
+      if (r == kDeferred) defer[atomicAdd(&tally[2], 1u)] = i; /* < 2 NT: the queue is drained from NT on */
       np += r == kPlaced;
       left = r == kLeft;
     }
     leftover_tickets(p, left, i, c, lane, nl);
-    if (kGridQ) { /* the grid's queue, one atomic per warp */
-      const uint32_t dm = __ballot_sync(0xFFFFFFFFu, dfr);
-      if (dm) {
-        const int leader = __ffs(dm) - 1;
-        uint32_t base = 0;
-        if (lane == leader) base = atomicAdd(p.ctr + C_GQ, (uint32_t)__popc(dm));
-        base = __shfl_sync(0xFFFFFFFFu, base, leader);
-        if (dfr) p.ovf[p.n + 1u + base + (uint32_t)__popc(dm & lanemask_lt())] = i;
-      }
-      continue;
-    }
     __syncthreads(); /* the round's pushes -> the count */
     const uint32_t nd = tally[2];
     __syncthreads(); /* every thread has the count -> the reset and the next round's pushes */
@@ -620,18 +507,6 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
     }
     __syncthreads(); /* the second pass's queue reads -> the next round's pushes */
   }
-  if (kGridQ && reach) { /* the grid's queue in equal shares, after every block's pushes */
-    grid_sync();
-    const uint32_t nq = __ldcg(p.ctr + C_GQ);
-    uint32_t q0 = 0, q1 = 0;
-    psh_list_share(nq, gridDim.x, blockIdx.x, &q0, &q1);
-    for (uint32_t c0 = q0; c0 < q1; c0 += 2u * NT) { /* the shared queue holds 2 NT */
-      const uint32_t nd = min(2u * NT, q1 - c0);
-      for (uint32_t e = threadIdx.x; e < nd; e += NT) defer[e] = __ldcg(p.ovf + p.n + 1u + c0 + e);
-      __syncthreads(); /* the chunk -> the pass */
-      queue_drain<NT, Ld>(p, full_w, ptab, defer, nd, lane, np, nl);
-    }
-  }
   for (int o = 16; o > 0; o >>= 1) {
     np += __shfl_xor_sync(0xFFFFFFFFu, np, o);
     nl += __shfl_xor_sync(0xFFFFFFFFu, nl, o);
@@ -647,7 +522,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   }
 }
 template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {
-  phase_probe_nt<kT>(p, sm.u.c.full, sm.u.c.ptab, sm.tally, sm.u.c.defer, n_ovf);
+  phase_probe_nt<kT>(p, sm.u.c.full, sm.tally, sm.u.c.defer, n_ovf);
 }
 
 /* The cloud's scans before a tile's rows (v4's K4, phase D of v5/v6 and v7): thread tid owns the cloud's
