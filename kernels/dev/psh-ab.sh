@@ -57,4 +57,4 @@ for f in "$OUT"/*-old-*.txt "$OUT"/*-new-*.txt; do
 done | awk '{k=$1" n="$2" "$3" "$4" "$6; a[k, $5] = a[k, $5] " " $7; if ($7 != "FAILED") {s[k, $5] += $7; c[k, $5]++} keys[k] = 1}
   END {for (k in keys) {d = (c[k, "old"] && c[k, "new"]) ? sprintf("%+.1f%%", 100 * (s[k, "new"] / c[k, "new"]) / (s[k, "old"] / c[k, "old"]) - 100) : "-";
        printf "%-44s old%s | new%s | %s\n", k, a[k, "old"], a[k, "new"], d}}' | sort > "$OUT/ab.txt"
-cat "$OUT/ab.txt" | tee -a "$SUM"
+tee -a "$SUM" < "$OUT/ab.txt"
