@@ -9,7 +9,7 @@
 #   CLOUDS="sweep"       (F3D_BENCH_CLOUD: sweep = the sweep's deduplicated cloud, raw = wl_generate's)
 #   COLD=1               (also the cold graph: L2 flushed before each replay)
 #   FLAGS="-DX=1"        (NVCC_APPEND_FLAGS for the new tree's build only: a define variant of it)
-# Why: session 17 measured a phase C change 8-16% faster in psh_bench with one seed and 8-20% slower in the
+# Why: session 17 measured a phase C change 7-16% faster in psh_bench with one seed and 8-20% slower in the
 # sweep with another on the same cloud (NOTES.md); a phase C change is judged on several seeds, both trees
 # in the same call. Output: $OUT (default ./psh-ab-out) holds every psh_bench log and ab.txt, one line per
 # (cloud, seed, n, variant, hash): old and new graph medians per round, the change of their means in %,

@@ -26,7 +26,7 @@
  * points after one-point-per-voxel dedup at 0.05 m, seed 1), the cloud of the README's figures.
  * F3D_BENCH_SEED=S sets the PSH seed (the probe order); the default is the sweep's per-hash seed,
  * hx_rng_u64(1, 0xF3D, hash) (pipe_flash3d.c), with the sweep's cloud, and psh_params_default's 3407 with the raw
- * cloud. Session 17's grid-wide queue won 8-16% here with seed 3407 on both clouds but lost 8-20% in the sweep
+ * cloud. Session 17's grid-wide queue won 7-16% here with seed 3407 on both clouds but lost 8-20% in the sweep
  * on the same cloud, whose seed differs; the probe order is the likely cause, not yet checked (NOTES.md).
  */
 #include <stdio.h>
