@@ -8,7 +8,8 @@
 #   SEEDS="sweep 3407"   (psh_bench's F3D_BENCH_SEED per run; "sweep" = the sweep's per-hash seed)
 #   CLOUDS="sweep"       (F3D_BENCH_CLOUD: sweep = the sweep's deduplicated cloud, raw = wl_generate's)
 #   COLD=1               (also the cold graph: L2 flushed before each replay)
-#   FLAGS="-DX=1"        (NVCC_APPEND_FLAGS for the new tree's build only: a define variant of it)
+#   FLAGS="-DX=1"        (NVCC_APPEND_FLAGS for the new tree's build only: a define variant of it; a warm
+#                        machine keeps build-ab-dev, so touch the .cu files when FLAGS changes between calls)
 # Why: session 17 measured a phase C change 7-16% faster in psh_bench with one seed and 8-20% slower in the
 # sweep with another on the same cloud (NOTES.md); a phase C change is judged on several seeds, both trees
 # in the same call. Output: $OUT (default ./psh-ab-out) holds every psh_bench log and ab.txt, one line per
@@ -23,7 +24,7 @@ REPS=${REPS:-10}; ROUNDS=${ROUNDS:-2}; SEEDS=${SEEDS:-sweep 3407}; CLOUDS=${CLOU
 . "$(dirname "$0")/../../harness/dev/device-common.sh"
 [ -f "$OLD/meson.build" ] || { note "FAIL: $OLD is not a copy of the repository"; exit 2; }
 bld() { # bld TREE LABEL FLAGS
-  ( cd "$1" && NVCC_APPEND_FLAGS="$3" meson setup build-ab-dev -Dgpu_arch="$ARCH" > "$OUT/setup-$2.log" 2>&1 &&
+  ( cd "$1" && { [ -f build-ab-dev/build.ninja ] || meson setup build-ab-dev -Dgpu_arch="$ARCH" > "$OUT/setup-$2.log" 2>&1; } &&
     NVCC_APPEND_FLAGS="$3" ninja -C build-ab-dev kernels/psh_bench > "$OUT/build-$2.log" 2>&1 )
 }
 bld . new "${FLAGS:-}" & p1=$!
