@@ -1,8 +1,9 @@
 /*
  * psh_bench.c - short timing table of Flash3D PSH and in-bucket pooling on one GPU (run by
- * kernels/dev/psh-device.sh). For each size (default 100k..600k, one synthetic lidar cloud) and hash: every PSH variant is first run once and checked (psh_check: invariants,
- * counters sum to n; v2 phase-1 count equal to the CPU reference's), then timed with CUDA events (warm-up
- * 3, median of REPS); the output of the last graph replay is checked again. A failing variant is
+ * kernels/dev/psh-device.sh). For each size (default 100k..600k, one synthetic lidar cloud) and hash:
+ * every PSH variant is first run once and checked (psh_check: invariants, counters sum to n; v2 phase-1
+ * count equal to the CPU reference's), then timed with CUDA events (warm-up 3, median of REPS); the output
+ * of the last graph replay is checked again. A failing variant is
  * reported and not timed. Then pooling, every pooling variant (bitwise checks: test_psh_gpu and the sweep):
  * plan + assign, and the reduction of C-channel fp32 and bf16 features, with bytes moved and GB/s of the
  * whole (assign + reduce) and of the reduction alone, next to a device-to-device copy of the same bytes
@@ -161,6 +162,12 @@ int main(int argc, char **argv) {
   const char *cold_env = getenv("F3D_BENCH_COLD"), *cloud_env = getenv("F3D_BENCH_CLOUD");
   const int raw = cloud_env && strcmp(cloud_env, "raw") == 0;
   const char *seed_env = getenv("F3D_BENCH_SEED");
+  char *seed_end = NULL;
+  const unsigned long long seed_val = seed_env ? strtoull(seed_env, &seed_end, 0) : 0;
+  if (seed_env && (!*seed_env || *seed_end)) {
+    fprintf(stderr, "psh_bench: F3D_BENCH_SEED must be an unsigned integer, not '%s'\n", seed_env);
+    return 2;
+  }
   if (cloud_env && !raw && strcmp(cloud_env, "sweep") != 0) {
     fprintf(stderr, "psh_bench: F3D_BENCH_CLOUD must be raw or sweep, not '%s'\n", cloud_env);
     return 2;
@@ -195,7 +202,7 @@ int main(int argc, char **argv) {
       psh_params p;
       psh_params_default(&p);
       p.hash = (psh_hash)h;
-      if (seed_env) p.seed = strtoull(seed_env, NULL, 0);
+      if (seed_env) p.seed = seed_val;
       else if (!raw) p.seed = hx_rng_u64(1, 0xF3D, (uint64_t)h); /* the sweep's (pipe_flash3d.c, case_params) */
       p.cap = S;
       p.nb = psh_auto_buckets(n, S);
