@@ -37,14 +37,9 @@ r=1
 while [ $r -le "$ROUNDS" ]; do
   for cl in $CLOUDS; do for sd in $SEEDS; do for t in old new; do
     b=./build-ab-dev/kernels/psh_bench; [ $t = old ] && b="$OLD/build-ab-dev/kernels/psh_bench"
-    f="$OUT/$cl-$sd-$t-$r.txt"
-    if [ "$sd" = sweep ]; then
-      F3D_BENCH_CLOUD=$cl F3D_BENCH_POOL=0 F3D_PSH_VARIANTS=$VARIANTS F3D_BENCH_HASHES=$HASHES F3D_BENCH_COLD=${COLD:-0} \
-        "$b" "$SIZES" "$REPS" > "$f" 2>&1
-    else
-      F3D_BENCH_SEED=$sd F3D_BENCH_CLOUD=$cl F3D_BENCH_POOL=0 F3D_PSH_VARIANTS=$VARIANTS F3D_BENCH_HASHES=$HASHES \
-        F3D_BENCH_COLD=${COLD:-0} "$b" "$SIZES" "$REPS" > "$f" 2>&1
-    fi
+    if [ "$sd" = sweep ]; then unset F3D_BENCH_SEED; else export F3D_BENCH_SEED="$sd"; fi
+    F3D_BENCH_CLOUD=$cl F3D_BENCH_POOL=0 F3D_PSH_VARIANTS=$VARIANTS F3D_BENCH_HASHES=$HASHES F3D_BENCH_COLD=${COLD:-0} \
+      "$b" "$SIZES" "$REPS" > "$OUT/$cl-$sd-$t-$r.txt" 2>&1
     echo "round $r: $cl cloud, seed $sd, $t: rc $?"
   done; done; done
   r=$((r + 1))

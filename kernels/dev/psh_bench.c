@@ -1,13 +1,13 @@
 /*
  * psh_bench.c - short timing table of Flash3D PSH and in-bucket pooling on one GPU (run by
- * kernels/dev/psh-device.sh). For each size (default 100k..600k, one synthetic lidar cloud) and hash:
- * every PSH variant is first run once and checked (psh_check: invariants, counters sum to n; v2 phase-1
- * count equal to the CPU reference's), then timed with CUDA events (warm-up 3, median of REPS); the output
- * of the last graph replay is checked again. A failing variant is
- * reported and not timed. Then pooling, every pooling variant (bitwise checks: test_psh_gpu and the sweep):
- * plan + assign, and the reduction of C-channel fp32 and bf16 features, with bytes moved and GB/s of the
- * whole (assign + reduce) and of the reduction alone, next to a device-to-device copy of the same bytes
- * as the bandwidth yardstick; each pooling figure both as launched from the host and as one CUDA graph.
+ * kernels/dev/psh-device.sh). For each size (default 100k..600k, one synthetic lidar cloud) and hash: every PSH
+ * variant is first run once and checked (psh_check: invariants, counters sum to n; v2 phase-1 count equal to the
+ * CPU reference's), then timed with CUDA events (warm-up 3, median of REPS); the output of the last graph replay
+ * is checked again. A failing variant is reported and not timed. Then pooling, every pooling variant (bitwise
+ * checks: test_psh_gpu and the sweep): plan + assign, and the reduction of C-channel fp32 and bf16 features,
+ * with bytes moved and GB/s of the whole (assign + reduce) and of the reduction alone, next to a
+ * device-to-device copy of the same bytes as the bandwidth yardstick; each pooling figure both as launched from
+ * the host and as one CUDA graph.
  * Bytes counted for the whole PSH (napkin, per point): bbox read 12, first pass read 12 + write 8, scatter
  * read 8 + 12, write 8 + 12 (slot, perm, xyz) = 72 B/point (probing traffic of overflow points not counted).
  * psh_us: the launch sequence from the host each time; graph_us: the same captured as one CUDA graph
