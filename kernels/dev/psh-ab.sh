@@ -1,9 +1,10 @@
 #!/bin/sh
-# psh-ab.sh - A/B of the PSH kernels of two trees in one device call: the working tree ("new") against
-# another copy of the repository ("old", e.g. `git archive <commit> | tar -x -C build-ab/old`, a git-ignored
+# psh-ab.sh - A/B of the PSH kernels of two trees in one device call: the working tree, or NEW, ("new")
+# against another copy of the repository ("old", e.g. `git archive <commit> | tar -x -C build-ab/old`, a git-ignored
 # folder named in the device call's carry), both built here with Meson, psh_bench run in alternating
 # rounds over the PSH seeds and clouds given. Run on the GPU machine from the repository root, .deps carried.
 #   OLD=build-ab/old sh kernels/dev/psh-ab.sh
+#   NEW=build-ab/x       (the "new" tree, default the working tree: two pairs in one call, each its own OUT)
 #   VARIANTS=v4,v9  HASHES=xor-div  SIZES=100000,600000  REPS=10  ROUNDS=2
 #   SEEDS="sweep 3407"   (psh_bench's F3D_BENCH_SEED per run; "sweep" = the sweep's per-hash seed)
 #   CLOUDS="sweep"       (F3D_BENCH_CLOUD: sweep = the sweep's deduplicated cloud, raw = wl_generate's)
@@ -18,16 +19,17 @@
 set -u
 OUT=${OUT:-$PWD/psh-ab-out}
 OLD=${OLD:?set OLD to the other tree (a folder holding a copy of the repository)}
+NEW=${NEW:-.}
 VARIANTS=${VARIANTS:-v4,v9}; HASHES=${HASHES:-xor-div}; SIZES=${SIZES:-100000,600000}
 REPS=${REPS:-10}; ROUNDS=${ROUNDS:-2}; SEEDS=${SEEDS:-sweep 3407}; CLOUDS=${CLOUDS:-sweep}
 # shellcheck source=harness/dev/device-common.sh
 . "$(dirname "$0")/../../harness/dev/device-common.sh"
-[ -f "$OLD/meson.build" ] || { note "FAIL: $OLD is not a copy of the repository"; exit 2; }
+for t in "$OLD" "$NEW"; do [ -f "$t/meson.build" ] || { note "FAIL: $t is not a copy of the repository"; exit 2; }; done
 bld() { # bld TREE LABEL FLAGS
   ( cd "$1" && { [ -f build-ab-dev/build.ninja ] || meson setup build-ab-dev -Dgpu_arch="$ARCH" > "$OUT/setup-$2.log" 2>&1; } &&
     NVCC_APPEND_FLAGS="$3" ninja -C build-ab-dev kernels/psh_bench > "$OUT/build-$2.log" 2>&1 )
 }
-bld . new "${FLAGS:-}" & p1=$!
+bld "$NEW" new "${FLAGS:-}" & p1=$!
 bld "$OLD" old "" & p2=$!
 ok=1
 wait $p1 || { note "FAIL build new (build-new.log)"; ok=0; }
@@ -36,7 +38,7 @@ wait $p2 || { note "FAIL build old (build-old.log)"; ok=0; }
 r=1
 while [ $r -le "$ROUNDS" ]; do
   for cl in $CLOUDS; do for sd in $SEEDS; do for t in old new; do
-    b=./build-ab-dev/kernels/psh_bench; [ $t = old ] && b="$OLD/build-ab-dev/kernels/psh_bench"
+    b="$NEW/build-ab-dev/kernels/psh_bench"; [ $t = old ] && b="$OLD/build-ab-dev/kernels/psh_bench"
     if [ "$sd" = sweep ]; then unset F3D_BENCH_SEED; else export F3D_BENCH_SEED="$sd"; fi
     F3D_BENCH_CLOUD=$cl F3D_BENCH_POOL=0 F3D_PSH_VARIANTS=$VARIANTS F3D_BENCH_HASHES=$HASHES F3D_BENCH_COLD=${COLD:-0} \
       "$b" "$SIZES" "$REPS" > "$OUT/$cl-$sd-$t-$r.txt" 2>&1
