@@ -40,9 +40,13 @@ constexpr uint32_t kSnapBits = 16384;   /* the probe phase keeps a shared "full"
 constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
 constexpr uint32_t kReachAt = 2;        /* probes before phase C asks xor_reach_full (NOTES.md, session 14); its
                                          * queue holds 2 NT points (v4's K3, v5/v7's Smem, v8/v9's Arr8::Ev) */
+constexpr uint32_t kSolo = 2;       /* probes after kReachAt in the block's second pass; the rest go to the grid's
+                                    * queue (kGridQ, phase_probe_nt) */
+constexpr uint32_t kQueueMaxG = 16; /* lanes per point of the grid's queue at most (queue_pass) */
+constexpr uint32_t kQueueSetup = 3; /* a queued point's set-up (its loads, the reach proof) in probes of time */
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 /* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
-enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_WORDS = 8 };
+enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_GQ = 4, C_WORDS = 8 }; /* C_GQ: phase C's grid queue */
 constexpr int kFrameWords = 8;          /* lo[3] (float bits), bits, step, shift[3] */
 
 typedef cub::BlockScan<uint32_t, kT> Scan;
@@ -175,11 +179,12 @@ __device__ __forceinline__ void probe_voxel(const uint32_t v[3], const int8_t pr
     w[d] = (uint32_t)t & mask;
   }
 }
+/* r = hx_rng_u64(seed, point, probe index); the callers pass hx_mix64(hx_rng_base(seed, point) + k) with the
+ * base computed once per point, which saves two of the three 64-bit mixes per probe. */
 __device__ __forceinline__ uint32_t probe_bucket_fast(psh_hash h, const uint32_t v[3], const int8_t probe[3],
-                                                      uint32_t step, uint32_t bits, uint32_t nb, uint64_t seed,
-                                                      uint64_t gidx, uint32_t pi) {
+                                                      uint32_t step, uint32_t bits, uint32_t nb, uint64_t r) {
   uint32_t w[3];
-  probe_voxel(v, probe, step, bits, hx_rng_u64(seed, gidx, pi), w);
+  probe_voxel(v, probe, step, bits, r, w);
   return psh_hash3(h, w[0], w[1], w[2], bits, nb);
 }
 
@@ -273,7 +278,7 @@ static inline size_t tiles_layout(Prm *q, void *base, uint32_t nclouds, uint32_t
   uint32_t **slots[] = {&q->part, &q->frame, &q->cnt, &q->resid, &q->ctr, &q->ovf};
   const size_t tiles = (size_t)nclouds + ((size_t)n + kT - 1) / kT;
   const size_t words[] = {tiles * 6, (size_t)nclouds * kFrameWords, (size_t)nclouds * nb, nclouds, C_WORDS,
-                          (size_t)n + 1};
+                          2 * (size_t)n + 1}; /* ovf: the list, then phase C's grid queue from ovf + n + 1 */
   for (int k = 0; k < 6 + nx; k++) {
     if (b) *(k < 6 ? slots[k] : xslots[k - 6]) = (uint32_t *)(b + off);
     off += align256((k < 6 ? words[k] : xwords[k - 6]) * sizeof(uint32_t));
@@ -319,6 +324,7 @@ struct Smem {
     struct {
       uint32_t full[kSnapBits / 32];         /* C: bit g = counter g reached S */
       uint32_t defer[2 * kT];                /* C: the block's queue for its second pass */
+      uint32_t ptab[PSH_NPROBE_MAX];         /* C: the queue pass's probe table */
     } c;
   } u;
   Scan::TempStorage scan;
@@ -352,7 +358,7 @@ __device__ __forceinline__ int probe_point(const P &p, uint32_t *full_w, bool sn
       if (mayDefer) return kDeferred;
     }
     const uint32_t h = xp ? psh_probe_bucket_pow2((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k))
-                          : probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+                          : probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
     if (h == home) continue;
     const uint32_t g = c * p.nb + h;
     if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
@@ -398,6 +404,137 @@ __device__ __forceinline__ void leftover_tickets(const P &p, bool left, uint32_t
   }
 }
 
+/* The queue pass of the grid's queue (phase_probe_nt with kGridQ) over one chunk, defer[0, nd): probes
+ * kReachAt + kSolo.. of each queued point (the block's second pass tried the ones before), split over G lanes,
+ * G a power of two <= kQueueMaxG chosen for the shortest chain (block-uniform; each group of G lanes takes every
+ * (NT / G)-th point). Why: a queued point that no probe places runs all its ~124 probes, and with one lane per
+ * point that lane's chain of dependent hash arithmetic set the pass's length (~37 us of v9's 124 at 600k
+ * xor-div, H100, session 16) while most of the block's lanes idled. Lane j of a group runs probes
+ * kReachAt + kSolo + j, + j + G, ... of the group's points on its own, as probe_point does with all of them; the
+ * lanes of a point race, so the point takes the first probe with room in one lane's share rather than in the
+ * whole order (the assignment was already order-dependent: other points race for the same counters). Lockstep
+ * rounds, where the group tried its candidates in probe order, coupled the groups of a warp at every L2 access
+ * and lost (NOTES.md, session 17). The queue entry is the point's state: kClaimMark while a lane holds the
+ * counter attempt (the others retry that probe), kPlacedMark once it is placed, both set and cleared by atomics
+ * and read with volatile loads (as the "full" bitmap). The claim makes lanes of one warp wait on each other, so
+ * it is cheap only when claims are rare: hence the hard points only (phase_probe_nt); waiting on the state
+ * word in a tight loop instead was 87% slower on a seed with many claims, as lanes starved the holder (session
+ * 18). queue_drain draws the leftover tickets from the entries without kPlacedMark, in one pass, as the groups
+ * finish at different times and a ticket atomic each on the cloud's one counter would queue at that address. */
+/* The bucket of probe k of point i from the shared probe table (ptab[k]: the three offsets as bytes); xp: the
+ * power-of-two probe arithmetic applies (psh_probe_pow2), rb = hx_rng_base(seed, i). */
+template <class P>
+__device__ __forceinline__ uint32_t ptab_bucket(const P &p, const Frame &f, const uint32_t v[3], uint32_t pk, bool xp,
+                                                uint64_t rb, uint32_t k) {
+  const int8_t pr[3] = {(int8_t)(pk & 0xFFu), (int8_t)(pk >> 8 & 0xFFu), (int8_t)(pk >> 16 & 0xFFu)};
+  return xp ? psh_probe_bucket_pow2((psh_hash)p.hash, v, pr, f.step, f.bits, p.nb, hx_mix64(rb + k))
+            : probe_bucket_fast((psh_hash)p.hash, v, pr, f.step, f.bits, p.nb, hx_mix64(rb + k));
+}
+
+/* The block's second pass over a queued point with the grid's queue (kGridQ): kLeft when its XOR reach is full
+ * for good, else probes kReachAt .. kReachAt + kSolo - 1 by this lane alone (kPlaced), else kDeferred (the grid's
+ * queue takes the rest). What probe_point does from k0 = kReachAt, stopped early; a copy of its loop, with the
+ * probe table read from shared memory, because the second instance of probe_point's loop raised v9's spills
+ * from 16 to 88 bytes (ptxas, sm_90) and cost it 3-5% on xor-mod (session 18). */
+template <class P>
+__device__ __forceinline__ int solo_probes(const P &p, uint32_t *full_w, const uint32_t *ptab, uint32_t i, uint32_t c,
+                                           const Frame &f, const uint32_t v[3], uint32_t home) {
+  volatile uint32_t *full = full_w;
+  if (xor_reach_full(full_w, c, (psh_hash)p.hash, v[0], v[1], v[2], f.step, f.bits, p.nb)) return kLeft;
+  const bool xp = psh_probe_pow2((psh_hash)p.hash, f.step, f.bits, p.nb);
+  const uint64_t rb = hx_rng_base(p.seed, i);
+  const uint32_t k1 = min(p.nprobe, kReachAt + kSolo);
+  for (uint32_t k = kReachAt; k < k1; k++) {
+    const uint32_t h = ptab_bucket(p, f, v, ptab[k], xp, rb, k);
+    if (h == home) continue;
+    const uint32_t g = c * p.nb + h;
+    if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */
+    if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
+      atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+      continue;
+    }
+    const uint32_t o = atomicAdd(p.cnt + g, 1u);
+    if (o < p.cap) {
+      p.bucket[i] = g;
+      p.offset[i] = o;
+      return kPlaced;
+    }
+    atomicSub(p.cnt + g, 1u); /* roll back */
+    atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+  }
+  return k1 < p.nprobe ? kDeferred : kLeft;
+}
+constexpr uint32_t kPlacedMark = 0x80000000u, kClaimMark = 0x40000000u; /* above every point index (< 2^30) */
+template <int NT, class Ld, class P>
+__device__ __forceinline__ void queue_pass(const P &p, uint32_t *full_w, const uint32_t *ptab, uint32_t *defer, uint32_t nd,
+                                           uint32_t &np) {
+  volatile uint32_t *full = full_w, *st = defer;
+  /* G: the shortest chain, (points per group) x (kQueueSetup + probes per lane); block-uniform */
+  const uint32_t kS = min(p.nprobe, kReachAt + kSolo); /* the block-local pass tried kReachAt .. kS - 1 */
+  const uint32_t nk = p.nprobe > kS ? p.nprobe - kS : 0u;
+  uint32_t lg = 0, best = 0xFFFFFFFFu;
+  for (uint32_t l = 0; (1u << l) <= kQueueMaxG; l++) {
+    const uint32_t cost = ((nd << l) + NT - 1u) / NT * (kQueueSetup + ((nk + (1u << l) - 1u) >> l));
+    if (cost < best) best = cost, lg = l;
+  }
+  const uint32_t G = 1u << lg, gl = threadIdx.x & (G - 1u);
+  for (uint32_t e = threadIdx.x >> lg; e < nd; e += (uint32_t)NT >> lg) {
+    const uint32_t i = st[e] & ~(kPlacedMark | kClaimMark);
+    uint32_t c, home, v[3];
+    Frame f;
+    listed_point<Ld>(p, i, c, f, v, home);
+    if (xor_reach_full(full_w, c, (psh_hash)p.hash, v[0], v[1], v[2], f.step, f.bits, p.nb)) continue; /* left */
+    const bool xp = psh_probe_pow2((psh_hash)p.hash, f.step, f.bits, p.nb);
+    const uint64_t rb = hx_rng_base(p.seed, i); /* hx_rng_u64(seed, i, k) = hx_mix64(rb + k) */
+    for (uint32_t k = kS + gl; k < p.nprobe; k += G) {
+      /* ptab in shared memory: the lanes are at different probes (p.probe's constant bank would serialise) */
+      const uint32_t h = ptab_bucket(p, f, v, ptab[k], xp, rb, k);
+      const uint32_t s0 = st[e];
+      if (s0 & kPlacedMark) break; /* another lane placed it */
+      if (h == home) continue;
+      const uint32_t g = c * p.nb + h;
+      if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */
+      if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
+        atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+        continue;
+      }
+      const uint32_t s1 = atomicCAS(&defer[e], i, i | kClaimMark);
+      if (s1 & kPlacedMark) break;
+      if (s1 != i) { /* another lane's attempt is in flight: this probe again */
+        k -= G;
+        continue;
+      }
+      const uint32_t o = atomicAdd(p.cnt + g, 1u);
+      if (o < p.cap) {
+        p.bucket[i] = g;
+        p.offset[i] = o;
+        atomicOr(&defer[e], kPlacedMark); /* atomics for every write of the state, volatile reads (as full) */
+        np++;
+        break;
+      }
+      atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+      atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+      atomicAnd(&defer[e], ~kClaimMark); /* released */
+    }
+  }
+}
+
+/* The queue pass over defer[0, nd) and the leftover tickets of its unplaced points (block-uniform call; ends
+ * with a barrier, after which defer may be refilled). */
+template <int NT, class Ld, class P>
+__device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const uint32_t *ptab, uint32_t *defer,
+                                            uint32_t nd, int lane, uint32_t &np, uint32_t &nl) {
+  queue_pass<NT, Ld>(p, full_w, ptab, defer, nd, np);
+  __syncthreads(); /* its marks -> the leftover tickets, one pass */
+  for (uint32_t e0 = 0; e0 < nd; e0 += NT) {
+    const uint32_t e = e0 + threadIdx.x, w = e < nd ? defer[e] : kPlacedMark;
+    const bool left = !(w & kPlacedMark);
+    const uint32_t i = w & ~(kPlacedMark | kClaimMark), c = left ? cloud_of(p.off, p.nclouds, i) : 0u;
+    leftover_tickets(p, left, i, c, lane, nl);
+  }
+  __syncthreads(); /* the queue's reads -> the next pushes */
+}
+
 /* Phase C: the overflow list races over the probes, one thread per point, in blocks of NT threads
  * (psh_v4.cu's header has the reasoning: the "full" snapshot, 32-bit probe arithmetic, warp-aggregated
  * leftover tickets, one tally atomic per block). Ld reads the list, the frames and the snapshot's counters:
@@ -412,10 +549,24 @@ __device__ __forceinline__ void leftover_tickets(const P &p, bool left, uint32_t
  * point in grid-stride rounds put each hopeless or slow point's 128 probes on a warp of points that were
  * done after one; on the 600k lidar cloud 89% of the ~140k hopeless points are proven so, and the second
  * pass gives the rest dense warps (xor-div: v9 -47%, v4 at 4M -59%, H100). The Z-order hashes keep the
- * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof). */
-template <int NT, class Ld = LdL2, bool kShare = true, class P>
-__device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *tally, uint32_t *defer,
-                                               uint32_t n_ovf) {
+ * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof).
+ * kGridQ (the cooperative variants v5-v9; sessions 17-18): the block's second pass tries only probes kReachAt
+ * .. kReachAt + kSolo - 1 of its queued points, one thread each, and pushes the points still unplaced (and not
+ * proven hopeless) to one grid-wide queue (ovf + n + 1, one atomic per warp); after a grid barrier every block
+ * takes an equal share of that queue through queue_pass (G lanes per point). Why both steps:
+ * - The blocks' list shares are contiguous in list order, so the clusters of hard points land in a few blocks'
+ *   queues, and the slowest block's thread-per-point pass (~40-50 us at 600k xor-div, H100) set the phase's end.
+ * - Many queued points are easy: for some PSH seeds (the sweep's among them) their probes kReachAt.. have room
+ *   at once. Sent straight to the grid's queue (d0f16b2), up to 88k of them at 600k (against 12-20k for other
+ *   seeds) raced their G lanes for the same claim, and the seed decided between -20% and +20% (session 18,
+ *   8 seeds, NOTES.md). Two probes per point in the block first leave the grid's queue to the hard points.
+ * H100, v9 xor-div, 6 seeds, same calls: 100k -5 to -13%, 600k -2 to -21% (the sweep's seed: -11%, -21%).
+ * v4's K3 (kGridQ = false: separate launches, no grid barrier) keeps its per-block queue and the
+ * thread-per-point second pass over every remaining probe (the lane split alone cost it 3-7%). ptab: the probe
+ * table in shared memory for queue_pass (128 words; kGridQ only). */
+template <int NT, class Ld = LdL2, bool kShare = true, bool kGridQ = true, class P>
+__device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *ptab, uint32_t *tally,
+                                               uint32_t *defer, uint32_t n_ovf) {
   const int lane = (int)(threadIdx.x & 31u);
   const uint32_t nbt = p.nclouds * p.nb;
   const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
@@ -439,7 +590,10 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       }
       full_w[w] = word;
     }
-  __syncthreads(); /* tally zeroed, snapshot built -> uses below */
+  if (kGridQ && reach) /* the queue pass's probe table (queue_pass) */
+    for (uint32_t k = threadIdx.x; k < p.nprobe; k += NT)
+      ptab[k] = (uint32_t)(uint8_t)p.probe[k][0] | (uint32_t)(uint8_t)p.probe[k][1] << 8 | (uint32_t)(uint8_t)p.probe[k][2] << 16;
+  __syncthreads(); /* tally zeroed, snapshot and probe table built -> uses below */
   uint32_t np = 0, nl = 0;
   /* The block's list entries [first, end) in rounds of NT: with kShare an equal contiguous share per block,
    * else chunks of NT in grid-stride rounds (first = blockIdx.x NT, step = grid NT). Chunks of NT leave the
@@ -472,7 +626,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   } else /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
   for (uint32_t t0 = first; t0 < end; t0 += step) {
     const uint32_t t = t0 + threadIdx.x;
-    bool left = false;
+    bool left = false, dfr = false;
     uint32_t i = 0, c = 0;
     if (t < end) {
       i = Ld::ld(p.ovf + t);
@@ -480,7 +634,8 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       uint32_t v[3], home;
       listed_point<Ld>(p, i, c, f, v, home);
       const int r = probe_point<true>(p, full_w, snap, reach, i, c, f, v, home, 0, true);
-      if (r == kDeferred) defer[atomicAdd(&tally[2], 1u)] = i; /* < 2 NT: the queue is drained from NT on */
+      dfr = r == kDeferred;
+      if (dfr) defer[atomicAdd(&tally[2], 1u)] = i; /* < 2 NT: the queue is drained from NT on */
       np += r == kPlaced;
       left = r == kLeft;
     }
@@ -492,20 +647,44 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
     if (threadIdx.x == 0) tally[2] = 0; /* read again only after the next round's pushes and barriers */
     for (uint32_t e0 = 0; e0 < nd; e0 += NT) { /* the second pass over the queue */
       const uint32_t e = e0 + threadIdx.x;
-      bool left2 = false;
+      bool left2 = false, dfr2 = false;
       uint32_t i2 = 0, c2 = 0;
       if (e < nd) {
         i2 = defer[e];
         Frame f;
         uint32_t v[3], home;
         listed_point<Ld>(p, i2, c2, f, v, home);
-        const int r = probe_point<true>(p, full_w, snap, reach, i2, c2, f, v, home, kReachAt, false);
+        const int r = kGridQ ? solo_probes(p, full_w, ptab, i2, c2, f, v, home)
+                             : probe_point<true>(p, full_w, snap, reach, i2, c2, f, v, home, kReachAt, false);
         np += r == kPlaced;
         left2 = r == kLeft;
+        dfr2 = r == kDeferred; /* kGridQ: kSolo probes here, the rest in the grid's queue */
       }
       leftover_tickets(p, left2, i2, c2, lane, nl);
+      if (kGridQ) { /* the grid's queue, one atomic per warp */
+        const uint32_t dm = __ballot_sync(0xFFFFFFFFu, dfr2);
+        if (dm) {
+          const int leader = __ffs(dm) - 1;
+          uint32_t base = 0;
+          if (lane == leader) base = atomicAdd(p.ctr + C_GQ, (uint32_t)__popc(dm));
+          base = __shfl_sync(0xFFFFFFFFu, base, leader);
+          if (dfr2) p.ovf[p.n + 1u + base + (uint32_t)__popc(dm & lanemask_lt())] = i2;
+        }
+      }
     }
     __syncthreads(); /* the second pass's queue reads -> the next round's pushes */
+  }
+  if (kGridQ && reach) { /* the grid's queue in equal shares, after every block's pushes */
+    grid_sync();
+    const uint32_t nq = __ldcg(p.ctr + C_GQ);
+    uint32_t q0 = 0, q1 = 0;
+    psh_list_share(nq, gridDim.x, blockIdx.x, &q0, &q1);
+    for (uint32_t c0 = q0; c0 < q1; c0 += 2u * NT) { /* the shared queue holds 2 NT */
+      const uint32_t nd = min(2u * NT, q1 - c0);
+      for (uint32_t e = threadIdx.x; e < nd; e += NT) defer[e] = __ldcg(p.ovf + p.n + 1u + c0 + e);
+      __syncthreads(); /* the chunk -> the pass */
+      queue_drain<NT, Ld>(p, full_w, ptab, defer, nd, lane, np, nl);
+    }
   }
   for (int o = 16; o > 0; o >>= 1) {
     np += __shfl_xor_sync(0xFFFFFFFFu, np, o);
@@ -522,7 +701,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   }
 }
 template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {
-  phase_probe_nt<kT>(p, sm.u.c.full, sm.tally, sm.u.c.defer, n_ovf);
+  phase_probe_nt<kT>(p, sm.u.c.full, sm.u.c.ptab, sm.tally, sm.u.c.defer, n_ovf);
 }
 
 /* The cloud's scans before a tile's rows (v4's K4, phase D of v5/v6 and v7): thread tid owns the cloud's

@@ -288,7 +288,7 @@ __global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
   __shared__ uint32_t s_defer[2 * kProbeT];     /* the second pass's queue (phase_probe_nt) */
   const uint32_t n_ovf = p.ctr[C_NOVF]; /* written by K2, a previous launch */
   if (blockIdx.x * kProbeT >= n_ovf) return; /* block-uniform: no list entry for this block */
-  phase_probe_nt<kProbeT, LdPrev, false>(p, s_full, s_tally, s_defer, n_ovf); /* grid-stride chunks (see there) */
+  phase_probe_nt<kProbeT, LdPrev, false, false>(p, s_full, nullptr, s_tally, s_defer, n_ovf); /* grid-stride chunks (see there) */
 }
 
 /* K4: the cloud's scans in shared memory, then the tile's scatter. */

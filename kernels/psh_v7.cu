@@ -70,13 +70,14 @@ __device__ __forceinline__ void phase_probe_warps(const P5 &p, Smem &sm, uint32_
     uint32_t c, v[3], home;
     Frame f;
     listed_point<LdL2>(p, i, c, f, v, home);
+    const uint64_t rb = hx_rng_base(p.seed, i); /* hx_rng_u64(seed, i, k) = hx_mix64(rb + k) */
     bool placed = false;
     for (uint32_t k0 = 0; k0 < p.nprobe && !placed; k0 += 32u) { /* warp-uniform: placed is broadcast */
       const uint32_t k = k0 + lane;
       uint32_t g = 0;
       bool room = false;
       if (k < p.nprobe) {
-        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, p.seed, i, k);
+        const uint32_t h = probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
         g = c * p.nb + h;
         room = h != home && __ldcg(p.cnt + g) < p.cap;
       }

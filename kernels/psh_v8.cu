@@ -468,6 +468,7 @@ __device__ __forceinline__ uint32_t probe_hash(const P8 &p, const Frame &f, cons
  * kernel's start, behind the tile's loads; the first use is after two barriers. */
 static_assert(kSnapBits / 32 >= PSH_NPROBE_MAX, "Sm8::full holds v9's probe table");
 static_assert(2 * kT8 <= 4 * kShort, "Arr8::Ev holds phase_probe_nt's queue on the long path");
+static_assert(kShort >= PSH_NPROBE_MAX, "Arr8::E holds phase_probe_nt's probe table on the long path");
 __device__ __forceinline__ void probe_table(const P8 &p, uint32_t *ptab) {
   for (uint32_t k = threadIdx.x; k < p.nprobe; k += kT8)
     ptab[k] = (uint32_t)(uint8_t)p.probe[k][0] | (uint32_t)(uint8_t)p.probe[k][1] << 8 | (uint32_t)(uint8_t)p.probe[k][2] << 16;
@@ -744,7 +745,7 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
     }
   uint32_t R = 0;
   if (n_ovf > kShort) {
-    phase_probe_nt<kT8>(p, sm.full, sm.tally, (uint32_t *)a.Ev, n_ovf); /* Ev: free on the long path */
+    phase_probe_nt<kT8>(p, sm.full, a.E, sm.tally, (uint32_t *)a.Ev, n_ovf); /* E, Ev: free on the long path */
     grid_sync(); /* probed counters, tickets, placements, tallies -> phase 4 */
     if (tr) p.trace[3] = gtimer();
     if (blockIdx.x == 0 && tid < PSH_NCOUNTERS && p.counters_out)
