@@ -315,6 +315,50 @@ static void test_select(void **state) {
   hx_run_free(&run);
 }
 
+/* Selection across sizes by the geometric mean of the medians: v8 is 1-2% faster than v9 at 100k and 16% slower
+ * at 600k (the H100 sweep of d6da59e, PSH xor-div); the median over three sizes picked v8, by its 100k figure
+ * alone. The figure and the headline must show v9. */
+static void test_select_geomean(void **state) {
+  (void)state;
+  if (hx_plot_have_gnuplot(NULL) != HX_OK) skip();
+  hx_results *r;
+  hx_err e;
+  assert_int_equal(hx_results_open(&r, root, "selg", &e), HX_OK);
+  static const char *const vv[2] = {"v8", "v9"};
+  static const double t[2][3] = {{0.0800, 0.0556, 0.1182}, {0.0814, 0.0525, 0.1019}};
+  for (int n = 0; n < 3; n++) {
+    const uint64_t np = n ? 300000u * (uint64_t)n : 100000u;
+    for (int v = 0; v < 2; v++) {
+      hx_key k = {"lidar", np, 1, "flash3d", "psh.xor-div", vv[v]};
+      assert_int_equal(hx_results_add(r, &k, "time_mean", t[v][n], "ms", &e), HX_OK);
+      assert_int_equal(hx_results_add(r, &k, "time_median", t[v][n], "ms", &e), HX_OK);
+    }
+    hx_key ks = {"lidar", np, 1, "ptv3", "serialize", "v2"}; /* the headline table's first column */
+    assert_int_equal(hx_results_add(r, &ks, "time_mean", 0.3, "ms", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &ks, "time_median", 0.3, "ms", &e), HX_OK);
+  }
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+  char dir[400], p[600];
+  snprintf(dir, sizeof dir, "%s/selg", root);
+  hx_run run;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
+  snprintf(p, sizeof p, "%s/plots/latency.dat", dir);
+  char *dat = slurp(p);
+  assert_non_null(dat);
+  assert_int_equal(count(dat, "\"flash3d/psh.xor-div/"), 1);
+  assert_non_null(strstr(dat, "\"flash3d/psh.xor-div/v9 lidar\""));
+  free(dat);
+  snprintf(p, sizeof p, "%s/REPORT.md", dir);
+  dat = slurp(p);
+  assert_non_null(dat);
+  assert_non_null(strstr(dat, "| 600000 | 0.3 (v2) | 0.1019 (v9, 2.94x) |"));
+  assert_null(strstr(dat, "(v8"));
+  free(dat);
+  hx_run_free(&run);
+}
+
 /* Peak memory in REPORT.md is taken from the fastest variant of each headline stage: a slow baseline
  * that holds far more (the unfused attention v0 and its GiB of scores) does not count there, only in
  * the "all variants" columns, which are the pipeline totals. */
@@ -483,6 +527,7 @@ int main(void) {
       cmocka_unit_test(test_render_devices),
       cmocka_unit_test(test_select),
       cmocka_unit_test(test_yrange),
+      cmocka_unit_test(test_select_geomean),
       cmocka_unit_test(test_memory_fastest),
       cmocka_unit_test(test_scope_note),
   };
