@@ -336,6 +336,27 @@ struct Smem {
 /* What probe_point did with a point. */
 enum { kPlaced = 0, kLeft = 1, kDeferred = 2 };
 
+/* One attempt of point i on counter g (snap: the shared "full" bitmap is on): skipped when known full, else a
+ * slot taken by an optimistic increment, rolled back on overflow. True: bucket/offset stored. */
+template <class P>
+__device__ __forceinline__ bool take_slot(const P &p, uint32_t *full_w, bool snap, uint32_t i, uint32_t g) {
+  const volatile uint32_t *full = full_w;
+  if (snap && (full[g >> 5] >> (g & 31u) & 1u)) return false; /* known full: no L2 read */
+  if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
+    if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+    return false;
+  }
+  const uint32_t o = atomicAdd(p.cnt + g, 1u);
+  if (o < p.cap) {
+    p.bucket[i] = g;
+    p.offset[i] = o;
+    return true;
+  }
+  atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+  if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+  return false;
+}
+
 /* Probes k0.. of listed point i (cloud c, frame f, voxel v, home bucket home) on the live counters; returns
  * kPlaced (bucket/offset stored), kLeft (no probe can place it) or, with mayDefer, kDeferred once kReachAt
  * probes have failed and the XOR reach is not known full (the caller queues it for its block's second
@@ -344,7 +365,6 @@ template <bool kPow2, class P>
 __device__ __forceinline__ int probe_point(const P &p, uint32_t *full_w, bool snap, bool reach, uint32_t i, uint32_t c,
                                            const Frame &f, const uint32_t v[3], uint32_t home, uint32_t k0,
                                            bool mayDefer) {
-  volatile uint32_t *full = full_w;
   /* kPow2 and an XOR hash with nb a power of two (the default hash's case): psh_probe_bucket_pow2, about half
    * the instructions per probe of probe_bucket_fast. A uniform branch, so that the loop exists once (two
    * copies raised v9's spills); kPow2 = false keeps the one-pass loop, which the Z-order hashes take, as it
@@ -361,19 +381,7 @@ __device__ __forceinline__ int probe_point(const P &p, uint32_t *full_w, bool sn
                           : probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
     if (h == home) continue;
     const uint32_t g = c * p.nb + h;
-    if (snap && (full[g >> 5] >> (g & 31u) & 1u)) continue; /* known full: no L2 read */
-    if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
-      if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
-      continue;
-    }
-    const uint32_t o = atomicAdd(p.cnt + g, 1u);
-    if (o < p.cap) {
-      p.bucket[i] = g;
-      p.offset[i] = o;
-      return kPlaced;
-    }
-    atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
-    if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+    if (take_slot(p, full_w, snap, i, g)) return kPlaced;
   }
   return kLeft;
 }
@@ -439,7 +447,6 @@ __device__ __forceinline__ uint32_t ptab_bucket(const P &p, const Frame &f, cons
 template <class P>
 __device__ __forceinline__ int solo_probes(const P &p, uint32_t *full_w, const uint32_t *ptab, uint32_t i, uint32_t c,
                                            const Frame &f, const uint32_t v[3], uint32_t home) {
-  volatile uint32_t *full = full_w;
   if (xor_reach_full(full_w, c, (psh_hash)p.hash, v[0], v[1], v[2], f.step, f.bits, p.nb)) return kLeft;
   const bool xp = psh_probe_pow2((psh_hash)p.hash, f.step, f.bits, p.nb);
   const uint64_t rb = hx_rng_base(p.seed, i);
@@ -448,19 +455,7 @@ __device__ __forceinline__ int solo_probes(const P &p, uint32_t *full_w, const u
     const uint32_t h = ptab_bucket(p, f, v, ptab[k], xp, rb, k);
     if (h == home) continue;
     const uint32_t g = c * p.nb + h;
-    if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */
-    if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
-      atomicOr(&full_w[g >> 5], 1u << (g & 31u));
-      continue;
-    }
-    const uint32_t o = atomicAdd(p.cnt + g, 1u);
-    if (o < p.cap) {
-      p.bucket[i] = g;
-      p.offset[i] = o;
-      return kPlaced;
-    }
-    atomicSub(p.cnt + g, 1u); /* roll back */
-    atomicOr(&full_w[g >> 5], 1u << (g & 31u));
+    if (take_slot(p, full_w, true, i, g)) return kPlaced;
   }
   return k1 < p.nprobe ? kDeferred : kLeft;
 }
