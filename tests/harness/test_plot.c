@@ -256,6 +256,32 @@ static size_t count(const char *hay, const char *needle) {
   return n;
 }
 
+/* Commits r as run `name` under root, loads it into *run and plots it (gnuplot required); dir gets its folder. */
+static void commit_and_plot(hx_results *r, const char *name, char *dir, size_t dir_size, hx_run *run) {
+  hx_err e;
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+  snprintf(dir, dir_size, "%s/%s", root, name);
+  assert_int_equal(hx_run_load(run, dir, &e), HX_OK);
+  assert_int_equal(hx_plot(run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
+}
+
+/* The file dir/rel, which must exist (free it). */
+static char *slurp_at(const char *dir, const char *rel) {
+  char p[700];
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  char *d = slurp(p);
+  assert_non_null(d);
+  return d;
+}
+
+/* A timing row: time_mean and time_median both t. */
+static void add_time(hx_results *r, const hx_key *k, double t) {
+  hx_err e;
+  assert_int_equal(hx_results_add(r, k, "time_mean", t, "ms", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, k, "time_median", t, "ms", &e), HX_OK);
+}
+
 static void test_select(void **state) {
   (void)state;
   if (hx_plot_have_gnuplot(NULL) != HX_OK) skip();
@@ -269,22 +295,16 @@ static void test_select(void **state) {
   for (int n = 1; n <= 3; n++) {
     for (int v = 0; v < 4; v++) {
       hx_key k = {"lidar", (uint64_t)n * 100000u, 1, "ptv3", "serialize", sv[v]};
-      assert_int_equal(hx_results_add(r, &k, "time_mean", st[v] * n, "ms", &e), HX_OK);
-      assert_int_equal(hx_results_add(r, &k, "time_median", st[v] * n, "ms", &e), HX_OK);
+      add_time(r, &k, st[v] * n);
     }
     for (int v = 0; v < 2; v++) {
       hx_key k = {"lidar", (uint64_t)n * 100000u, 1, "flash3d", "psh.xor-div", pv[v]};
-      assert_int_equal(hx_results_add(r, &k, "time_mean", pt[v] * n, "ms", &e), HX_OK);
-      assert_int_equal(hx_results_add(r, &k, "time_median", pt[v] * n, "ms", &e), HX_OK);
+      add_time(r, &k, pt[v] * n);
     }
   }
-  assert_int_equal(hx_results_commit(r, &e), HX_OK);
-  hx_results_close(r);
   char dir[400], p[600];
-  snprintf(dir, sizeof dir, "%s/sel", root);
   hx_run run;
-  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
+  commit_and_plot(r, "sel", dir, sizeof dir, &run);
   snprintf(p, sizeof p, "%s/plots/latency.dat", dir);
   char *dat = slurp(p);
   assert_non_null(dat);
@@ -330,29 +350,19 @@ static void test_select_geomean(void **state) {
     const uint64_t np = n ? 300000u * (uint64_t)n : 100000u;
     for (int v = 0; v < 2; v++) {
       hx_key k = {"lidar", np, 1, "flash3d", "psh.xor-div", vv[v]};
-      assert_int_equal(hx_results_add(r, &k, "time_mean", t[v][n], "ms", &e), HX_OK);
-      assert_int_equal(hx_results_add(r, &k, "time_median", t[v][n], "ms", &e), HX_OK);
+      add_time(r, &k, t[v][n]);
     }
     hx_key ks = {"lidar", np, 1, "ptv3", "serialize", "v2"}; /* the headline table's first column */
-    assert_int_equal(hx_results_add(r, &ks, "time_mean", 0.3, "ms", &e), HX_OK);
-    assert_int_equal(hx_results_add(r, &ks, "time_median", 0.3, "ms", &e), HX_OK);
+    add_time(r, &ks, 0.3);
   }
-  assert_int_equal(hx_results_commit(r, &e), HX_OK);
-  hx_results_close(r);
-  char dir[400], p[600];
-  snprintf(dir, sizeof dir, "%s/selg", root);
+  char dir[400];
   hx_run run;
-  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
-  snprintf(p, sizeof p, "%s/plots/latency.dat", dir);
-  char *dat = slurp(p);
-  assert_non_null(dat);
+  commit_and_plot(r, "selg", dir, sizeof dir, &run);
+  char *dat = slurp_at(dir, "plots/latency.dat");
   assert_int_equal(count(dat, "\"flash3d/psh.xor-div/"), 1);
   assert_non_null(strstr(dat, "\"flash3d/psh.xor-div/v9 lidar\""));
   free(dat);
-  snprintf(p, sizeof p, "%s/REPORT.md", dir);
-  dat = slurp(p);
-  assert_non_null(dat);
+  dat = slurp_at(dir, "REPORT.md");
   assert_non_null(strstr(dat, "| 600000 | 0.3 (v2) | 0.1019 (v9, 2.94x) |"));
   assert_null(strstr(dat, "(v8"));
   free(dat);
