@@ -324,7 +324,7 @@ struct Smem {
     struct {
       uint32_t full[kSnapBits / 32];         /* C: bit g = counter g reached S */
       uint32_t defer[2 * kT];                /* C: the block's queue for its second pass */
-      uint32_t ptab[PSH_NPROBE_MAX];         /* C: the queue pass's probe table */
+      uint32_t ptab[PSH_NPROBE_MAX];         /* C: the probe table of solo_probes and queue_pass */
     } c;
   } u;
   Scan::TempStorage scan;
@@ -422,9 +422,10 @@ __device__ __forceinline__ void leftover_tickets(const P &p, bool left, uint32_t
  * lanes of a point race, so the point takes the first probe with room in one lane's share rather than in the
  * whole order (the assignment was already order-dependent: other points race for the same counters). Lockstep
  * rounds, where the group tried its candidates in probe order, coupled the groups of a warp at every L2 access
- * and lost (NOTES.md, session 17). The queue entry is the point's state: kClaimMark while a lane holds the
- * counter attempt (the others retry that probe), kPlacedMark once it is placed, both set and cleared by atomics
- * and read with volatile loads (as the "full" bitmap). The claim makes lanes of one warp wait on each other, so
+ * and lost (NOTES.md, session 17). The queue entry is the point's state, written only by atomics and read
+ * with volatile loads (as the "full" bitmap): kClaimMark set by the lane that makes the counter attempt (the
+ * others retry that probe) and cleared if the attempt overflows; kPlacedMark added on success, after which the
+ * entry never equals the bare index again, so no later claim succeeds. The claim makes lanes of one warp wait on each other, so
  * it is cheap only when claims are rare: hence the hard points only (phase_probe_nt); waiting on the state
  * word in a tight loop instead was 87% slower on a seed with many claims, as lanes starved the holder (session
  * 18). queue_drain draws the leftover tickets from the entries without kPlacedMark, in one pass, as the groups
@@ -441,7 +442,7 @@ __device__ __forceinline__ uint32_t ptab_bucket(const P &p, const Frame &f, cons
 
 /* The block's second pass over a queued point with the grid's queue (kGridQ): kLeft when its XOR reach is full
  * for good, else probes kReachAt .. kReachAt + kSolo - 1 by this lane alone (kPlaced), else kDeferred (the grid's
- * queue takes the rest). What probe_point does from k0 = kReachAt, stopped early; a copy of its loop, with the
+ * queue takes the rest), or kLeft when no probes remain (nprobe <= kReachAt + kSolo). What probe_point does from k0 = kReachAt, stopped early; a copy of its loop, with the
  * probe table read from shared memory, because the second instance of probe_point's loop raised v9's spills
  * from 16 to 88 bytes (ptxas, sm_90) and cost it 3-5% on xor-mod (session 18). */
 template <class P>
@@ -558,7 +559,7 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * H100, v9 xor-div, 6 seeds, same calls: 100k -5 to -13%, 600k -2 to -21% (the sweep's seed: -11%, -21%).
  * v4's K3 (kGridQ = false: separate launches, no grid barrier) keeps its per-block queue and the
  * thread-per-point second pass over every remaining probe (the lane split alone cost it 3-7%). ptab: the probe
- * table in shared memory for queue_pass (128 words; kGridQ only). */
+ * table in shared memory for solo_probes and queue_pass (128 words; kGridQ only). */
 template <int NT, class Ld = LdL2, bool kShare = true, bool kGridQ = true, class P>
 __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *ptab, uint32_t *tally,
                                                uint32_t *defer, uint32_t n_ovf) {
@@ -585,7 +586,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       }
       full_w[w] = word;
     }
-  if (kGridQ && reach) /* the queue pass's probe table (queue_pass) */
+  if (kGridQ && reach) /* the probe table of solo_probes and queue_pass */
     for (uint32_t k = threadIdx.x; k < p.nprobe; k += NT)
       ptab[k] = (uint32_t)(uint8_t)p.probe[k][0] | (uint32_t)(uint8_t)p.probe[k][1] << 8 | (uint32_t)(uint8_t)p.probe[k][2] << 16;
   __syncthreads(); /* tally zeroed, snapshot and probe table built -> uses below */
@@ -621,7 +622,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   } else /* t0 is block-uniform, so whole warps stay in the loop together for the warp intrinsics */
   for (uint32_t t0 = first; t0 < end; t0 += step) {
     const uint32_t t = t0 + threadIdx.x;
-    bool left = false, dfr = false;
+    bool left = false;
     uint32_t i = 0, c = 0;
     if (t < end) {
       i = Ld::ld(p.ovf + t);
@@ -629,8 +630,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       uint32_t v[3], home;
       listed_point<Ld>(p, i, c, f, v, home);
       const int r = probe_point<true>(p, full_w, snap, reach, i, c, f, v, home, 0, true);
-      dfr = r == kDeferred;
-      if (dfr) defer[atomicAdd(&tally[2], 1u)] = i; /* < 2 NT: the queue is drained from NT on */
+      if (r == kDeferred) defer[atomicAdd(&tally[2], 1u)] = i; /* < 2 NT: the queue is drained from NT on */
       np += r == kPlaced;
       left = r == kLeft;
     }
