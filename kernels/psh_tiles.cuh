@@ -336,6 +336,14 @@ struct Smem {
 /* What probe_point did with a point. */
 enum { kPlaced = 0, kLeft = 1, kDeferred = 2 };
 
+/* The probe offsets packed one word per probe (one signed byte per axis) into shared memory, by a block of NT
+ * threads: p.probe lives in the kernel's parameter (constant) bank, whose cache serves one address per warp
+ * instruction, so lanes at different probes would serialise there (psh_v8.cu, v9's probe table). */
+template <int NT, class P> __device__ __forceinline__ void probe_table(const P &p, uint32_t *ptab) {
+  for (uint32_t k = threadIdx.x; k < p.nprobe; k += NT)
+    ptab[k] = (uint32_t)(uint8_t)p.probe[k][0] | (uint32_t)(uint8_t)p.probe[k][1] << 8 | (uint32_t)(uint8_t)p.probe[k][2] << 16;
+}
+
 /* One attempt of point i on counter g (snap: the shared "full" bitmap is on): skipped when known full, else a
  * slot taken by an optimistic increment, rolled back on overflow. True: bucket/offset stored. */
 template <class P>
@@ -586,9 +594,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       }
       full_w[w] = word;
     }
-  if (kGridQ && reach) /* the probe table of solo_probes and queue_pass */
-    for (uint32_t k = threadIdx.x; k < p.nprobe; k += NT)
-      ptab[k] = (uint32_t)(uint8_t)p.probe[k][0] | (uint32_t)(uint8_t)p.probe[k][1] << 8 | (uint32_t)(uint8_t)p.probe[k][2] << 16;
+  if (kGridQ && reach) probe_table<NT>(p, ptab); /* for solo_probes and queue_pass */
   __syncthreads(); /* tally zeroed, snapshot and probe table built -> uses below */
   uint32_t np = 0, nl = 0;
   /* The block's list entries [first, end) in rounds of NT: with kShare an equal contiguous share per block,

@@ -469,10 +469,6 @@ __device__ __forceinline__ uint32_t probe_hash(const P8 &p, const Frame &f, cons
 static_assert(kSnapBits / 32 >= PSH_NPROBE_MAX, "Sm8::full holds v9's probe table");
 static_assert(2 * kT8 <= 4 * kShort, "Arr8::Ev holds phase_probe_nt's queue on the long path");
 static_assert(kShort >= PSH_NPROBE_MAX, "Arr8::E holds phase_probe_nt's probe table on the long path");
-__device__ __forceinline__ void probe_table(const P8 &p, uint32_t *ptab) {
-  for (uint32_t k = threadIdx.x; k < p.nprobe; k += kT8)
-    ptab[k] = (uint32_t)(uint8_t)p.probe[k][0] | (uint32_t)(uint8_t)p.probe[k][1] << 8 | (uint32_t)(uint8_t)p.probe[k][2] << 16;
-}
 
 /* v9's phase 3 for a short list: the same contract as resolve_short (on entry a.A = room, r0/r1 = entry tid's
  * records; on exit a.A = counts after probing, the listed points of this tile stored, returns R), but the
@@ -564,7 +560,7 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
   bstamp<kBT>(p, 0);
   /* ---- 1: run state, the tile's xyz into shared memory, tile bbox keys ---- */
   init_state8(p);
-  if (kW) probe_table(p, sm.full);
+  if (kW) probe_table<kT8>(p, sm.full);
   Tile t;
   const bool has = tile_of(p, t); /* block-uniform */
   const uint32_t cnt_t = has ? t.hi - t.lo : 0u;
