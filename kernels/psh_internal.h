@@ -242,6 +242,40 @@ static inline HX_HD int psh_xor_reach_bytes(psh_hash h, const uint32_t v[3], uin
   return 1;
 }
 
+/* Z-order-div's probe cells, for a cheap proof that one probe cannot place a point (the GPU probe phase skips
+ * such a probe without its random word or its Morton code; NOTES.md, session 19). With nb a power of two and
+ * a frame of `bits` bits per axis whose Morton width K = 3 bits is at least log2 nb, the probe step is 2^s
+ * (psh_probe_step: s = floor((K - log2 nb) / 3)), and the 2^bits cube cuts into C = 2^m cells of side 2^s per
+ * axis, m = bits - s = ceil(log2 nb / 3) whatever the bits. A cell's codes are one aligned block of 2^(3s)
+ * Morton codes inside one bucket: bucket = (Morton code of the cell's coordinates) >> r, r = K - log2 nb - 3s
+ * in {0, 1, 2}. A probe of voxel v with offset p lands per axis in a window of 2^s voxels that starts at
+ * v_d + p_d 2^s - floor(2^s / 2) (its jitter's range, psh_probe_bucket), so in cell b_d + p_d or b_d + p_d + 1
+ * (mod C), b_d = psh_zcell_base: when the 8 cells of that 2 x 2 x 2 block lie in full buckets, no jitter
+ * places the point there. Returns 1 and m, s, r where this holds (m >= 2: a cloud's table is whole 32-bit
+ * words), else 0. */
+static inline HX_HD int psh_zcell_geom(psh_hash h, uint32_t bits, uint32_t nb, uint32_t *m, uint32_t *s, uint32_t *r) {
+  if (h != PSH_ZORDER_DIV || nb < 16u || (nb & (nb - 1u)) || bits == 0 || bits > PSH_VOX_BITS) return 0;
+  const uint32_t lg = psh_bitwidth(nb) - 1u, k = 3u * bits;
+  if (k < lg) return 0;
+  *s = (k - lg) / 3u;
+  *m = bits - *s;
+  *r = k - lg - 3u * *s;
+  return 1;
+}
+/* Axis d's base cell b_d of a voxel coordinate x (psh_zcell_geom): the cell of its probe window's first voxel
+ * at offset 0, x - floor(2^s / 2) modulo 2^bits. */
+static inline HX_HD uint32_t psh_zcell_base(uint32_t x, uint32_t bits, uint32_t s) {
+  return ((x - (1u << s) / 2u) & ((1u << bits) - 1u)) >> s;
+}
+/* A cell's bit in a cloud's table: x-major, then y, then z (m bits each). */
+static inline HX_HD uint32_t psh_zcell_index(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t m) {
+  return cx << (2u * m) | cy << m | cz;
+}
+/* The local bucket of cell (cx, cy, cz) (psh_zcell_geom's r). */
+static inline HX_HD uint32_t psh_zcell_bucket(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t r) {
+  return (uint32_t)(psh_morton(cx, cy, cz) >> r);
+}
+
 /* Block b's share [*first, *end) of an overflow list of n entries cut into equal contiguous shares over g
  * blocks (phase C of v5-v9, psh_tiles.cuh): ceil(n / g) entries a share, the last shares shorter or empty.
  * The shares partition [0, n) while n + g - 1 fits in 32 bits (b * per < n + g). */

@@ -44,6 +44,8 @@ constexpr uint32_t kSolo = 2;       /* probes after kReachAt in the block's seco
                                     * queue (kGridQ, phase_probe_nt) */
 constexpr uint32_t kQueueMaxG = 16; /* lanes per point of the grid's queue at most (queue_pass) */
 constexpr uint32_t kQueueSetup = 3; /* a queued point's set-up (its loads, the reach proof) in probes of time */
+constexpr uint32_t kCellBits = 32768;   /* Z-order-div's cell tables: C^3 bits a cloud, at most this many a batch */
+constexpr uint32_t kCellWords = 2u * kCellBits / 32u; /* the "full" cells, then the full 2 x 2 x 2 blocks */
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 /* run counters in scratch: first, probe, overflow (psh_out order), overflow-list length */
 enum { C_FIRST = 0, C_PROBE = 1, C_OVER = 2, C_NOVF = 3, C_GQ = 4, C_WORDS = 8 }; /* C_GQ: phase C's grid queue */
@@ -325,6 +327,7 @@ struct Smem {
       uint32_t full[kSnapBits / 32];         /* C: bit g = counter g reached S */
       uint32_t defer[2 * kT];                /* C: the block's queue for its second pass */
       uint32_t ptab[PSH_NPROBE_MAX];         /* C: the probe table of solo_probes and queue_pass */
+      uint32_t cells[kCellWords];            /* C: Z-order-div's cell tables (probe_point_z) */
     } c;
   } u;
   Scan::TempStorage scan;
@@ -390,6 +393,148 @@ __device__ __forceinline__ int probe_point(const P &p, uint32_t *full_w, bool sn
     if (h == home) continue;
     const uint32_t g = c * p.nb + h;
     if (take_slot(p, full_w, snap, i, g)) return kPlaced;
+  }
+  return kLeft;
+}
+
+/* Z-order-div's cell tables (psh_zcell_geom, psh_internal.h; NOTES.md, session 19), kCellWords shared words:
+ * cf, bit (cloud c, cell): every code of the cell lies in a bucket whose "full" bit is set; bf, the same bit
+ * index for the 2 x 2 x 2 block of cells whose lowest corner it is (per axis modulo C): all 8 cells in cf. A
+ * probe whose block is in bf cannot place its point (test_zcell_probe), so probe_point_z skips it before the
+ * random word and the Morton code, about 90 of its ~100 instructions. Why: on the 600k lidar cloud ~560k of
+ * 600k points overflow their Z-order-div bucket and 350k of them try all 128 probes; 99.6% of the 53M probe
+ * evaluations end on a full bucket, and 99.5% of them lie in a block of full cells once the buckets have
+ * filled (CPU, this cloud). The bits follow this block's own "full" bitmap: zc_build from the snapshot, then
+ * zc_mark for each bucket the block finds full. Bits are only ever set, each for cells whose counters reached S
+ * for good. Two threads marking neighbour cells at once may each miss the other's cell and leave a block's bf
+ * bit unset: a probe evaluated that could have been skipped, never a wrong skip. */
+struct ZCell {
+  uint32_t m, lg; /* cells per axis 2^m (the same for every cloud), log2 nb */
+};
+/* Cloud frame f's s and r (psh_zcell_geom); false where the cloud's table stays empty. */
+__device__ __forceinline__ bool zc_frame(const ZCell &z, const Frame &f, uint32_t &s, uint32_t &r) {
+  const uint32_t k = 3u * f.bits;
+  if (f.bits == 0u || k < z.lg) return false;
+  s = (uint32_t)__ffs((int)f.step) - 1u;
+  r = k - z.lg - 3u * s;
+  return true;
+}
+/* Row (x, y) of a cloud's table (base: the cloud's first bit): the C = 2^m bits of cells (x, y, 0..C-1), one
+ * word or part of one (C <= 32 as m <= 5, kCellBits). */
+__device__ __forceinline__ uint32_t zc_row(const volatile uint32_t *t, uint32_t base, uint32_t x, uint32_t y, uint32_t m) {
+  const uint32_t b = base + psh_zcell_index(x, y, 0u, m), c = 1u << m;
+  return (t[b >> 5] >> (b & 31u)) & (c == 32u ? 0xFFFFFFFFu : (1u << c) - 1u);
+}
+/* Row (x, y) of bf as cf gives it: bit z set when the 8 cells (x..x+1, y..y+1, z..z+1), modulo C, are in cf. */
+__device__ __forceinline__ uint32_t zc_block_row(const volatile uint32_t *cf, uint32_t base, uint32_t x, uint32_t y,
+                                                 uint32_t m) {
+  const uint32_t cm = (1u << m) - 1u, x1 = (x + 1u) & cm, y1 = (y + 1u) & cm;
+  const uint32_t a = zc_row(cf, base, x, y, m) & zc_row(cf, base, x1, y, m) & zc_row(cf, base, x, y1, m) &
+                     zc_row(cf, base, x1, y1, m);
+  return a & (a >> 1 | (a & 1u) << cm); /* and cell z + 1 modulo C */
+}
+/* Builds cf and bf from the block's "full" bitmap (block-uniform; two barriers, the last one after bf). */
+template <int NT, class Ld, class P>
+__device__ __forceinline__ void zc_build(const P &p, const uint32_t *full_w, uint32_t *cw, const ZCell &z) {
+  const uint32_t lc = 3u * z.m, cm = (1u << z.m) - 1u, words = (p.nclouds << lc) / 32u;
+  uint32_t *cf = cw, *bf = cw + kCellBits / 32u;
+  for (uint32_t w = threadIdx.x; w < words; w += NT) {
+    const uint32_t c = (w << 5) >> lc;
+    uint32_t s, r, word = 0;
+    if (zc_frame(z, frame_load<Ld>(p.frame, c), s, r))
+      for (uint32_t b = 0; b < 32u; b++) {
+        const uint32_t q = ((w << 5) + b) & ((1u << lc) - 1u);
+        const uint32_t g = c * p.nb + psh_zcell_bucket(q >> 2u * z.m, q >> z.m & cm, q & cm, r);
+        word |= (full_w[g >> 5] >> (g & 31u) & 1u) << b;
+      }
+    cf[w] = word;
+  }
+  __syncthreads(); /* cf -> bf */
+  for (uint32_t w = threadIdx.x; w < words; w += NT) {
+    uint32_t word = 0;
+    for (uint32_t b = 0; b < 32u; b += 1u << z.m) { /* the rows in word w */
+      const uint32_t q = (w << 5) + b, base = q & ~((1u << lc) - 1u), cell = q & ((1u << lc) - 1u);
+      word |= zc_block_row(cf, base, cell >> 2u * z.m, cell >> z.m & cm, z.m) << b;
+    }
+    bf[w] = word;
+  }
+  __syncthreads(); /* bf -> the probes */
+}
+/* Local bucket h of cloud c (frame bits, step) found full by this block: its 2^r cells into cf, then the bf rows
+ * of the blocks that hold one of them, whole rows at a time (any bit zc_block_row sets is a block whose 8 cells
+ * are in cf). Out of line: a rare path (a bucket is found full once per block), kept off the probe loop's
+ * registers. Rows rather than cells: the first form, 64 single-bit reads per cell, made Z-order-div at 100k
+ * 10-45% slower on the H100 (session 19), as a lane's call stalls its warp and each block finds most buckets
+ * full itself. */
+static __device__ __noinline__ void zc_mark(uint32_t *cw, ZCell z, uint32_t c, uint32_t h, uint32_t bits, uint32_t step) {
+  Frame f;
+  f.bits = bits;
+  f.step = step;
+  uint32_t s, r;
+  if (!zc_frame(z, f, s, r)) return;
+  const uint32_t cm = (1u << z.m) - 1u, base = c << (3u * z.m);
+  volatile uint32_t *cf = cw, *bf = cw + kCellBits / 32u;
+  for (uint32_t j = 0; j < (1u << r); j++) { /* the bucket's cells: Morton codes (h << r) + j */
+    const uint32_t q = (h << r) + j;
+    uint32_t x = 0, y = 0, zz = 0;
+    for (uint32_t i = 0; i < z.m; i++) { /* psh_morton's order: x is the high bit of each triple */
+      x |= (q >> (3u * i + 2u) & 1u) << i;
+      y |= (q >> (3u * i + 1u) & 1u) << i;
+      zz |= (q >> (3u * i) & 1u) << i;
+    }
+    const uint32_t t = base + psh_zcell_index(x, y, zz, z.m);
+    atomicOr((uint32_t *)&cf[t >> 5], 1u << (t & 31u));
+    for (uint32_t e = 0; e < 4u; e++) { /* rows whose blocks hold (x, y, .): corners x - 0/1, y - 0/1 */
+      const uint32_t bx = (x - (e & 1u)) & cm, by = (y - (e >> 1)) & cm;
+      const uint32_t row = zc_block_row(cf, base, bx, by, z.m), b = base + psh_zcell_index(bx, by, 0u, z.m);
+      if (row) atomicOr((uint32_t *)&bf[b >> 5], row << (b & 31u));
+    }
+  }
+}
+/* probe_point's one-pass loop for Z-order-div with the cell tables (phase_probe_nt): the same probes in the
+ * same order with the same outcome, each first looked up in bf. Every bucket this block finds full also goes
+ * through zc_mark. */
+template <class P>
+__device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint32_t *cw, const ZCell &z, uint32_t i,
+                                             uint32_t c, const Frame &f, const uint32_t v[3], uint32_t home) {
+  const volatile uint32_t *full = full_w, *bf = cw + kCellBits / 32u + (c << (3u * z.m - 5u));
+  uint32_t s, r;
+  const bool on = zc_frame(z, f, s, r);
+  const uint32_t cm = (1u << z.m) - 1u;
+  const uint32_t b0 = on ? psh_zcell_base(v[0], f.bits, s) : 0u, b1 = on ? psh_zcell_base(v[1], f.bits, s) : 0u,
+                 b2 = on ? psh_zcell_base(v[2], f.bits, s) : 0u;
+  const uint64_t rb = hx_rng_base(p.seed, i); /* hx_rng_u64(seed, i, k) = hx_mix64(rb + k) */
+  for (uint32_t k = 0; k < p.nprobe; k++) {
+    if (on) {
+      const uint32_t t = psh_zcell_index((b0 + (uint32_t)(int32_t)p.probe[k][0]) & cm,
+                                         (b1 + (uint32_t)(int32_t)p.probe[k][1]) & cm,
+                                         (b2 + (uint32_t)(int32_t)p.probe[k][2]) & cm, z.m);
+      if (bf[t >> 5] >> (t & 31u) & 1u) { /* its 8 cells are full: no random word, no hash */
+#ifdef PSH_ZC_VERIFY /* check builds (kernels/dev/emu, psh-ab.sh FLAGS): the skipped probe had no room */
+        const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
+        if (hv != home && __ldcg(p.cnt + c * p.nb + hv) < p.cap)
+          printf("psh_zc_verify: FAIL point %u probe %u skipped, bucket %u has room\n", i, k, hv);
+        else if (k == 64u && i % 256u == 0u) /* a sample, to show that the skips run */
+          printf("psh_zc_verify: ok point %u probe %u skipped, bucket %u full\n", i, k, hv);
+#endif
+        continue;
+      }
+    }
+    const uint32_t h = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
+    if (h == home) continue;
+    const uint32_t g = c * p.nb + h;
+    if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */
+    if (__ldcg(p.cnt + g) < p.cap) {
+      const uint32_t o = atomicAdd(p.cnt + g, 1u);
+      if (o < p.cap) {
+        p.bucket[i] = g;
+        p.offset[i] = o;
+        return kPlaced;
+      }
+      atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+    }
+    /* full for good (see psh_v4.cu): the bitmap, and the cells where this block is the first to know */
+    if (!(atomicOr(&full_w[g >> 5], 1u << (g & 31u)) >> (g & 31u) & 1u)) zc_mark(cw, z, c, h, f.bits, f.step);
   }
   return kLeft;
 }
@@ -553,7 +698,8 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * point in grid-stride rounds put each hopeless or slow point's 128 probes on a warp of points that were
  * done after one; on the 600k lidar cloud 89% of the ~140k hopeless points are proven so, and the second
  * pass gives the rest dense warps (xor-div: v9 -47%, v4 at 4M -59%, H100). The Z-order hashes keep the
- * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof).
+ * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof for the whole point); with cells
+ * (kCellWords shared words, or nullptr) Z-order-div proves it per probe instead (probe_point_z).
  * kGridQ (the cooperative variants v5-v9; sessions 17-18): the block's second pass tries only probes kReachAt
  * .. kReachAt + kSolo - 1 of its queued points, one thread each, and pushes the points still unplaced (and not
  * proven hopeless) to one grid-wide queue (ovf + n + 1, one atomic per warp); after a grid barrier every block
@@ -570,7 +716,7 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * table in shared memory for solo_probes and queue_pass (128 words; kGridQ only). */
 template <int NT, class Ld = LdL2, bool kShare = true, bool kGridQ = true, class P>
 __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *ptab, uint32_t *tally,
-                                               uint32_t *defer, uint32_t n_ovf) {
+                                               uint32_t *defer, uint32_t n_ovf, uint32_t *cells) {
   const int lane = (int)(threadIdx.x & 31u);
   const uint32_t nbt = p.nclouds * p.nb;
   const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
@@ -595,7 +741,16 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       full_w[w] = word;
     }
   if (kGridQ && reach) probe_table<NT>(p, ptab); /* for solo_probes and queue_pass */
+  /* Z-order-div with the snapshot: the cell tables (probe_point_z), where the batch's fit in kCellBits */
+  ZCell zc = {0u, 0u};
+  bool zon = false;
+  if (cells && snap && p.hash == PSH_ZORDER_DIV && p.nb >= 16u && !(p.nb & (p.nb - 1u))) {
+    zc.lg = (uint32_t)__ffs((int)p.nb) - 1u;
+    zc.m = (zc.lg + 2u) / 3u;
+    zon = (p.nclouds << (3u * zc.m)) <= kCellBits; /* snap: nclouds nb <= kSnapBits, so no overflow */
+  }
   __syncthreads(); /* tally zeroed, snapshot and probe table built -> uses below */
+  if (zon) zc_build<NT, Ld>(p, full_w, cells, zc);
   uint32_t np = 0, nl = 0;
   /* The block's list entries [first, end) in rounds of NT: with kShare an equal contiguous share per block,
    * else chunks of NT in grid-stride rounds (first = blockIdx.x NT, step = grid NT). Chunks of NT leave the
@@ -619,7 +774,8 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
         Frame f;
         uint32_t v[3], home;
         listed_point<Ld>(p, i, c, f, v, home);
-        const int r = probe_point<false>(p, full_w, snap, false, i, c, f, v, home, 0, false);
+        const int r = zon ? probe_point_z(p, full_w, cells, zc, i, c, f, v, home)
+                          : probe_point<false>(p, full_w, snap, false, i, c, f, v, home, 0, false);
         np += r == kPlaced;
         left = r == kLeft;
       }
@@ -702,7 +858,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   }
 }
 template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {
-  phase_probe_nt<kT>(p, sm.u.c.full, sm.u.c.ptab, sm.tally, sm.u.c.defer, n_ovf);
+  phase_probe_nt<kT>(p, sm.u.c.full, sm.u.c.ptab, sm.tally, sm.u.c.defer, n_ovf, sm.u.c.cells);
 }
 
 /* The cloud's scans before a tile's rows (v4's K4, phase D of v5/v6 and v7): thread tid owns the cloud's

@@ -469,6 +469,7 @@ __device__ __forceinline__ uint32_t probe_hash(const P8 &p, const Frame &f, cons
 static_assert(kSnapBits / 32 >= PSH_NPROBE_MAX, "Sm8::full holds v9's probe table");
 static_assert(2 * kT8 <= 4 * kShort, "Arr8::Ev holds phase_probe_nt's queue on the long path");
 static_assert(kShort >= PSH_NPROBE_MAX, "Arr8::E holds phase_probe_nt's probe table on the long path");
+static_assert(4 * kShort >= kCellWords, "Arr8::Eb holds phase_probe_nt's cell tables on the long path");
 
 /* v9's phase 3 for a short list: the same contract as resolve_short (on entry a.A = room, r0/r1 = entry tid's
  * records; on exit a.A = counts after probing, the listed points of this tile stored, returns R), but the
@@ -741,7 +742,7 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
     }
   uint32_t R = 0;
   if (n_ovf > kShort) {
-    phase_probe_nt<kT8>(p, sm.full, a.E, sm.tally, (uint32_t *)a.Ev, n_ovf); /* E, Ev: free on the long path */
+    phase_probe_nt<kT8>(p, sm.full, a.E, sm.tally, (uint32_t *)a.Ev, n_ovf, (uint32_t *)a.Eb); /* E, Ev, Eb: free on the long path */
     grid_sync(); /* probed counters, tickets, placements, tallies -> phase 4 */
     if (tr) p.trace[3] = gtimer();
     if (blockIdx.x == 0 && tid < PSH_NCOUNTERS && p.counters_out)

@@ -355,6 +355,79 @@ static void test_probe_pow2(void **state) {
   assert_false(psh_probe_pow2(PSH_XOR_DIV, psh_probe_step(PSH_XOR_DIV, PSH_VOX_BITS + 1u, 2u), PSH_VOX_BITS + 1u, 2u));
 }
 
+static void test_zcell_probe(void **state) {
+  (void)state;
+  /* The GPU probe phase skips a Z-order-div probe, without its random word or Morton code, when the 2 x 2 x 2
+   * block of cells at psh_zcell_base + offset lies in buckets known full (psh_tiles.cuh, probe_point_z). That is
+   * only right if (1) every code of a cell hashes to psh_zcell_bucket and (2) every probe's bucket is the bucket
+   * of one of the 8 cells of its block: both checked here for all 128 probes of random and edge voxels, over
+   * widths, bucket counts and seeds; and where the geometry applies. The far cell (+1) must be needed somewhere,
+   * so a table that checked the base cell alone would fail this test. */
+  static const uint32_t widths[] = {1, 2, 3, 4, 5, 7, 9, 13, 17, 21};
+  static const uint32_t nbs[] = {1, 7, 8, 16, 64, 100, 2048, 4096, 16384, 65536};
+  int8_t probe[PSH_NPROBE_MAX][3];
+  uint64_t rng = 0xA0761D6478BD642Full, checked = 0, far = 0;
+  for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+    for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+      const uint32_t bits = widths[wi], nb = nbs[ni], step = psh_probe_step(PSH_ZORDER_DIV, bits, nb);
+      const int pow2 = !(nb & (nb - 1u));
+      const uint32_t lg = pow2 ? (uint32_t)__builtin_ctz(nb) : 0u;
+      uint32_t m = 0, s = 0, r = 0;
+      const int on = psh_zcell_geom(PSH_ZORDER_DIV, bits, nb, &m, &s, &r);
+      assert_int_equal(on, pow2 && nb >= 16 && 3 * bits >= lg);
+      assert_false(psh_zcell_geom(PSH_ZORDER_MOD, bits, nb, &m, &s, &r) || psh_zcell_geom(PSH_XOR_DIV, bits, nb, &m, &s, &r));
+      if (!on) continue;
+      psh_zcell_geom(PSH_ZORDER_DIV, bits, nb, &m, &s, &r);
+      assert_int_equal(step, 1u << s);
+      assert_int_equal(m, (lg + 2u) / 3u);
+      assert_true(r <= 2u && m + s == bits);
+      const uint32_t C = 1u << m, cm = C - 1u;
+      for (uint32_t q = 0; q < 64; q++) { /* (1): both ends of random cells' code blocks */
+        const uint64_t z = hx_mix64(rng += 0x9E3779B97F4A7C15ull);
+        const uint32_t cx = (uint32_t)z & cm, cy = (uint32_t)(z >> 20) & cm, cz = (uint32_t)(z >> 40) & cm;
+        const uint64_t lo = psh_morton(cx << s, cy << s, cz << s), hi = lo + (1ull << (3u * s)) - 1u;
+        assert_int_equal(psh_bucket_of_code(PSH_ZORDER_DIV, lo, 3u * bits, nb), psh_zcell_bucket(cx, cy, cz, r));
+        assert_int_equal(psh_bucket_of_code(PSH_ZORDER_DIV, hi, 3u * bits, nb), psh_zcell_bucket(cx, cy, cz, r));
+      }
+      const uint32_t vmax = (1u << bits) - 1u;
+      for (int t = 0; t < 16; t++) { /* (2) */
+        const uint64_t seed = hx_mix64(rng += 0x9E3779B97F4A7C15ull), gidx = seed >> 9;
+        uint32_t v[3], b[3];
+        for (int d = 0; d < 3; d++) {
+          v[d] = t == 0 ? 0u : t == 1 ? vmax : (uint32_t)(hx_mix64(seed + (uint64_t)d) & vmax);
+          b[d] = psh_zcell_base(v[d], bits, s);
+        }
+        psh_probe_order(probe, PSH_NPROBE_MAX, seed);
+        for (uint32_t k = 0; k < PSH_NPROBE_MAX; k++) {
+          const uint32_t g = psh_probe_bucket(PSH_ZORDER_DIV, v, probe[k], step, bits, nb, seed, gidx, k);
+          int in = 0, in_base = 0;
+          for (uint32_t q = 0; q < 8; q++) {
+            uint32_t c[3];
+            for (uint32_t d = 0; d < 3; d++) {
+              const int32_t pd = probe[k][d];
+              c[d] = (b[d] + (uint32_t)pd + (q >> d & 1u)) & cm;
+            }
+            const int hit = psh_zcell_bucket(c[0], c[1], c[2], r) == g;
+            in |= hit;
+            in_base |= hit && q == 0;
+          }
+          if (!in)
+            fail_msg("bits %u nb %u voxel (%u %u %u) probe %u: bucket %u outside its 8 cells", bits, nb, v[0], v[1], v[2],
+                     k, g);
+          far += !in_base;
+          checked++;
+        }
+      }
+    }
+  assert_int_equal(checked, 16u * 128u * 43u); /* voxels x probes x (width, count) pairs where it applies */
+  assert_true(far > 1000);
+  /* the 600k lidar cloud's geometry (13 bits, 2048 buckets: NOTES.md, session 19): 16 cells per axis of 512
+   * voxels, two cells a bucket */
+  uint32_t m, s, r;
+  assert_true(psh_zcell_geom(PSH_ZORDER_DIV, 13, 2048, &m, &s, &r));
+  assert_true(m == 4 && s == 9 && r == 1);
+}
+
 static void test_xor_probe_reach(void **state) {
   (void)state;
   /* The GPU probe phase gives up on a point once every bucket in its XOR reach is full (psh_tiles.cuh,
@@ -581,7 +654,7 @@ int main(void) {
       cmocka_unit_test(test_exact_capacity), cmocka_unit_test(test_small_and_batch),
       cmocka_unit_test(test_over_capacity),  cmocka_unit_test(test_big_nb),
       cmocka_unit_test(test_4m_points),      cmocka_unit_test(test_xor_reach), cmocka_unit_test(test_xor_probe_reach),
-      cmocka_unit_test(test_probe_pow2),
+      cmocka_unit_test(test_probe_pow2),     cmocka_unit_test(test_zcell_probe),
       cmocka_unit_test(test_list_share),
       cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),

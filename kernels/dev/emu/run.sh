@@ -63,7 +63,7 @@ def coop8(src, dst):  # v8: dynamic shared memory, 1024-thread blocks, falls bac
   open(dst, 'w').write(s)
 coop8('kernels/psh_v8.cu', d + '/v8emu.cc')
 PY
-CXX="g++ -std=c++17 -O1 -g -Ikernels/dev/emu -I$D -I. -I$B"  # $D first: its psh_tiles.cuh
+CXX="g++ -std=c++17 -O1 -g ${EMU_FLAGS:-} -Ikernels/dev/emu -I$D -I. -I$B"  # $D first: its psh_tiles.cuh; EMU_FLAGS: e.g. -DPSH_ZC_VERIFY
 $CXX -w -c "$D/v4emu.cc" -o "$D/v4emu.o"
 $CXX -w -c "$D/v5emu.cc" -o "$D/v5emu.o"
 $CXX -w -c "$D/v7emu.cc" -o "$D/v7emu.o"
