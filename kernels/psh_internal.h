@@ -254,7 +254,8 @@ static inline HX_HD int psh_xor_reach_bytes(psh_hash h, const uint32_t v[3], uin
  * places the point there. Returns 1 and m, s, r where this holds (m >= 2: a cloud's table is whole 32-bit
  * words), else 0. */
 static inline HX_HD int psh_zcell_geom(psh_hash h, uint32_t bits, uint32_t nb, uint32_t *m, uint32_t *s, uint32_t *r) {
-  if (h != PSH_ZORDER_DIV || nb < 16u || (nb & (nb - 1u)) || bits == 0 || bits > PSH_VOX_BITS) return 0;
+  if (h != PSH_ZORDER_DIV || nb < 16u || nb > (1u << 24) || (nb & (nb - 1u)) || bits == 0 || bits > PSH_VOX_BITS)
+    return 0; /* nb <= 2^24 (PSH_NB_MAX): m <= 8, so psh_zcell_bucket's 32-bit spread holds a cell */
   const uint32_t lg = psh_bitwidth(nb) - 1u, k = 3u * bits;
   if (k < lg) return 0;
   *s = (k - lg) / 3u;
@@ -271,9 +272,17 @@ static inline HX_HD uint32_t psh_zcell_base(uint32_t x, uint32_t bits, uint32_t 
 static inline HX_HD uint32_t psh_zcell_index(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t m) {
   return cx << (2u * m) | cy << m | cz;
 }
-/* The local bucket of cell (cx, cy, cz) (psh_zcell_geom's r). */
+/* psh_spread3 of x < 256 in 32-bit arithmetic (three steps instead of five 64-bit ones): bit i to bit 3i. */
+static inline HX_HD uint32_t psh_spread3_8(uint32_t x) {
+  x &= 0xFFu;
+  x = (x | x << 8) & 0x0300F00Fu;
+  x = (x | x << 4) & 0x030C30C3u;
+  return (x | x << 2) & 0x09249249u;
+}
+/* The local bucket of cell (cx, cy, cz) (psh_zcell_geom's m <= 8 and r): psh_morton's bit order. The GPU probe
+ * phase computes a Z-order-div probe's bucket this way, from the probe voxel's cell (NOTES.md, session 19). */
 static inline HX_HD uint32_t psh_zcell_bucket(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t r) {
-  return (uint32_t)(psh_morton(cx, cy, cz) >> r);
+  return (psh_spread3_8(cx) << 2 | psh_spread3_8(cy) << 1 | psh_spread3_8(cz)) >> r;
 }
 
 /* Block b's share [*first, *end) of an overflow list of n entries cut into equal contiguous shares over g

@@ -492,12 +492,16 @@ static __device__ __noinline__ void zc_mark(uint32_t *cw, ZCell z, uint32_t c, u
   }
 }
 /* probe_point's one-pass loop for Z-order-div with the cell tables (phase_probe_nt): the same probes in the
- * same order with the same outcome, each first looked up in bf. Every bucket this block finds full also goes
- * through zc_mark. */
+ * same order with the same outcome. A probe is first looked up in bf (its 8 possible cells full: skipped before
+ * the random word); else its voxel's cell, from the random word, in cf (its bucket known full: skipped, as the
+ * "full" bitmap would); else its bucket is the cell's (psh_zcell_bucket: a 32-bit spread of m-bit cell
+ * coordinates instead of three 64-bit spreads of 21-bit voxels and a 64-bit high product). Every bucket this
+ * block finds full also goes through zc_mark. */
 template <class P>
 __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint32_t *cw, const ZCell &z, uint32_t i,
                                              uint32_t c, const Frame &f, const uint32_t v[3], uint32_t home) {
-  const volatile uint32_t *full = full_w, *bf = cw + kCellBits / 32u + (c << (3u * z.m - 5u));
+  const uint32_t cbase = c << (3u * z.m);
+  const volatile uint32_t *full = full_w, *cf = cw, *bf = cw + kCellBits / 32u;
   uint32_t s, r;
   const bool on = zc_frame(z, f, s, r);
   const uint32_t cm = (1u << z.m) - 1u;
@@ -505,10 +509,11 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
                  b2 = on ? psh_zcell_base(v[2], f.bits, s) : 0u;
   const uint64_t rb = hx_rng_base(p.seed, i); /* hx_rng_u64(seed, i, k) = hx_mix64(rb + k) */
   for (uint32_t k = 0; k < p.nprobe; k++) {
+    uint32_t h;
     if (on) {
-      const uint32_t t = psh_zcell_index((b0 + (uint32_t)(int32_t)p.probe[k][0]) & cm,
-                                         (b1 + (uint32_t)(int32_t)p.probe[k][1]) & cm,
-                                         (b2 + (uint32_t)(int32_t)p.probe[k][2]) & cm, z.m);
+      const uint32_t t = cbase + psh_zcell_index((b0 + (uint32_t)(int32_t)p.probe[k][0]) & cm,
+                                                 (b1 + (uint32_t)(int32_t)p.probe[k][1]) & cm,
+                                                 (b2 + (uint32_t)(int32_t)p.probe[k][2]) & cm, z.m);
       if (bf[t >> 5] >> (t & 31u) & 1u) { /* its 8 cells are full: no random word, no hash */
 #ifdef PSH_ZC_VERIFY /* check builds (kernels/dev/emu, psh-ab.sh FLAGS): the skipped probe had no room */
         const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
@@ -519,8 +524,18 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
 #endif
         continue;
       }
+      uint32_t w[3];
+      probe_voxel(v, p.probe[k], f.step, f.bits, hx_mix64(rb + k), w);
+      const uint32_t x = w[0] >> s, y = w[1] >> s, zz = w[2] >> s, u = cbase + psh_zcell_index(x, y, zz, z.m);
+      h = psh_zcell_bucket(x, y, zz, r);
+#ifdef PSH_ZC_VERIFY
+      const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
+      if (hv != h) printf("psh_zc_verify: FAIL point %u probe %u: cell bucket %u, hash %u\n", i, k, h, hv);
+#endif
+      if (cf[u >> 5] >> (u & 31u) & 1u) continue; /* its cell's bucket is known full */
+    } else {
+      h = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
     }
-    const uint32_t h = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
     if (h == home) continue;
     const uint32_t g = c * p.nb + h;
     if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */

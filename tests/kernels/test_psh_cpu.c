@@ -367,6 +367,7 @@ static void test_zcell_probe(void **state) {
   static const uint32_t nbs[] = {1, 7, 8, 16, 64, 100, 2048, 4096, 16384, 65536};
   int8_t probe[PSH_NPROBE_MAX][3];
   uint64_t rng = 0xA0761D6478BD642Full, checked = 0, far = 0;
+  for (uint32_t x = 0; x < 256; x++) assert_int_equal(psh_spread3_8(x), psh_spread3(x)); /* psh_zcell_bucket's */
   for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
     for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
       const uint32_t bits = widths[wi], nb = nbs[ni], step = psh_probe_step(PSH_ZORDER_DIV, bits, nb);
@@ -375,6 +376,7 @@ static void test_zcell_probe(void **state) {
       uint32_t m = 0, s = 0, r = 0;
       const int on = psh_zcell_geom(PSH_ZORDER_DIV, bits, nb, &m, &s, &r);
       assert_int_equal(on, pow2 && nb >= 16 && 3 * bits >= lg);
+      assert_true(!on || m <= 8u); /* psh_zcell_bucket's range */
       assert_false(psh_zcell_geom(PSH_ZORDER_MOD, bits, nb, &m, &s, &r) || psh_zcell_geom(PSH_XOR_DIV, bits, nb, &m, &s, &r));
       if (!on) continue;
       psh_zcell_geom(PSH_ZORDER_DIV, bits, nb, &m, &s, &r);
@@ -426,6 +428,9 @@ static void test_zcell_probe(void **state) {
   uint32_t m, s, r;
   assert_true(psh_zcell_geom(PSH_ZORDER_DIV, 13, 2048, &m, &s, &r));
   assert_true(m == 4 && s == 9 && r == 1);
+  /* the largest bucket count PSH takes (PSH_NB_MAX = 2^24): m = 8, the spread's limit; one more is refused */
+  assert_true(psh_zcell_geom(PSH_ZORDER_DIV, 21, 1u << 24, &m, &s, &r) && m == 8);
+  assert_false(psh_zcell_geom(PSH_ZORDER_DIV, 21, 1u << 25, &m, &s, &r));
 }
 
 static void test_xor_probe_reach(void **state) {
