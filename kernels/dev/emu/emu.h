@@ -67,6 +67,9 @@ template <class T> inline T &emu_smem() { return *(T *)emu_smem_get(sizeof(T)); 
 inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+/* The lanes converged here: the emulation runs no two lanes together, so only this one (the GPU may group more,
+ * and code that aggregates over __activemask() must be right for any grouping). */
+inline unsigned __activemask() { return 1u << (threadIdx.x & 31u); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned atomicSub(unsigned *p, unsigned v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
