@@ -285,6 +285,25 @@ static inline HX_HD uint32_t psh_zcell_bucket(uint32_t cx, uint32_t cy, uint32_t
   return (psh_spread3_8(cx) << 2 | psh_spread3_8(cy) << 1 | psh_spread3_8(cz)) >> r;
 }
 
+/* Where psh_probe_bucket_zmod applies: Z-order-mod with nb a power of two <= 2^24 (PSH_NB_MAX) and bits <=
+ * PSH_VOX_BITS, as every frame has. */
+static inline HX_HD int psh_probe_zmod(psh_hash h, uint32_t bits, uint32_t nb) {
+  return h == PSH_ZORDER_MOD && nb && !(nb & (nb - 1u)) && nb <= (1u << 24) && bits <= PSH_VOX_BITS;
+}
+/* psh_probe_bucket where psh_probe_zmod holds: the same bucket for every input (test_psh_cpu: test_probe_zmod),
+ * without the random word (a mod hash's probe step is 1, so its jitter is 0 whatever the word) and in 32 bits: the
+ * code mod nb is the Morton code's low log2 nb <= 24 bits, which come from the low 8 bits of each coordinate
+ * (psh_spread3_8). About 20 instructions where psh_probe_bucket takes ~200 (a 64-bit mix, three 64-bit spreads
+ * and a 64-bit remainder once the code passes 32 bits); Z-order-mod's hopeless points run all their probes one
+ * after another in one lane, and that chain set its probe phase's end (NOTES.md, session 20). */
+static inline HX_HD uint32_t psh_probe_bucket_zmod(const uint32_t v[3], const int8_t probe[3], uint32_t bits,
+                                                   uint32_t nb) {
+  const uint32_t mask = (1u << bits) - 1u; /* bits <= 21 */
+  const uint32_t x = (v[0] + (uint32_t)(int32_t)probe[0]) & mask, y = (v[1] + (uint32_t)(int32_t)probe[1]) & mask,
+                 z = (v[2] + (uint32_t)(int32_t)probe[2]) & mask; /* two's complement wrap modulo 2^bits */
+  return (psh_spread3_8(x) << 2 | psh_spread3_8(y) << 1 | psh_spread3_8(z)) & (nb - 1u);
+}
+
 /* Block b's share [*first, *end) of an overflow list of n entries cut into equal contiguous shares over g
  * blocks (phase C of v5-v9, psh_tiles.cuh): ceil(n / g) entries a share, the last shares shorter or empty.
  * The shares partition [0, n) while n + g - 1 fits in 32 bits (b * per < n + g). */

@@ -281,8 +281,10 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_count(P4 p) {
   if (tid == 0 && s_first) atomicAdd(p.ctr + C_FIRST, s_first);
 }
 
-/* K3: the overflow list races over the probes (exits at once when K2 placed every point). */
-__global__ void __launch_bounds__(kProbeT) k4_probe(P4 p) {
+/* K3: the overflow list races over the probes (exits at once when K2 placed every point). Four blocks per SM, as
+ * launched, so at most 64 registers: left to itself ptxas took 77 once Z-order-mod's probe loop joined (session 20),
+ * three blocks fitted an SM, and the 4-per-SM grid ran in two waves (600k xor-div +10-20%, H200). */
+__global__ void __launch_bounds__(kProbeT, 4) k4_probe(P4 p) {
   __shared__ uint32_t s_tally[3];
   __shared__ uint32_t s_full[kSnapBits / 32]; /* bit g: counter g reached S, so it is full for good */
   __shared__ uint32_t s_defer[2 * kProbeT];     /* the second pass's queue (phase_probe_nt) */

@@ -313,6 +313,46 @@ static int in_xor_reach(psh_hash h, const uint32_t v[3], uint32_t step, uint32_t
   return hit;
 }
 
+static void test_probe_zmod(void **state) {
+  (void)state;
+  /* The GPU probe phase computes Z-order-mod's probe buckets with psh_probe_bucket_zmod where psh_probe_zmod holds
+   * (psh_tiles.cuh, probe_point_zm): it must give psh_probe_bucket's bucket for every probe, or the probing would
+   * differ from Alg. 2 while every invariant held. All 128 probes of edge and random voxels, over widths (codes
+   * past 32 bits from 11 on), bucket counts (powers of two up to 2^24 and not) and seeds; and where it applies. */
+  static const uint32_t widths[] = {0, 1, 2, 3, 5, 8, 9, 13, 17, 20, 21};
+  static const uint32_t nbs[] = {1, 2, 7, 8, 64, 100, 2048, 3000, 4096, 65536, 1u << 24};
+  int8_t probe[PSH_NPROBE_MAX][3];
+  uint64_t rng = 0x8CB92BA72F3D8DD7ull, checked = 0;
+  for (int h = PSH_XOR_MOD; h <= PSH_ZORDER_DIV; h++)
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+      for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+        const uint32_t bits = widths[wi], nb = nbs[ni], step = psh_probe_step((psh_hash)h, bits, nb);
+        const int pow2 = !(nb & (nb - 1u));
+        assert_int_equal(psh_probe_zmod((psh_hash)h, bits, nb), h == PSH_ZORDER_MOD && pow2);
+        if (!psh_probe_zmod((psh_hash)h, bits, nb)) continue;
+        const uint32_t vmax = bits ? (1u << bits) - 1u : 0u;
+        for (int t = 0; t < 16; t++) {
+          const uint64_t seed = hx_mix64(rng += 0x9E3779B97F4A7C15ull), gidx = seed >> 7;
+          uint32_t v[3];
+          for (int d = 0; d < 3; d++) /* edges first (probes wrap modulo 2^bits there), then random voxels */
+            v[d] = t == 0 ? 0u : t == 1 ? vmax : (uint32_t)(hx_mix64(seed + (uint64_t)d) & vmax);
+          psh_probe_order(probe, PSH_NPROBE_MAX, seed);
+          for (uint32_t k = 0; k < PSH_NPROBE_MAX; k++) {
+            const uint32_t want = psh_probe_bucket((psh_hash)h, v, probe[k], step, bits, nb, seed, gidx, k);
+            const uint32_t got = psh_probe_bucket_zmod(v, probe[k], bits, nb);
+            if (got != want)
+              fail_msg("bits %u nb %u voxel (%u %u %u) probe %u: bucket %u, psh_probe_bucket %u", bits, nb, v[0],
+                       v[1], v[2], k, got, want);
+            checked++;
+          }
+        }
+      }
+  assert_int_equal(checked, 11 * 8 * 16 * 128); /* widths x power-of-two counts x voxels x probes */
+  /* past 2^24 buckets the low 8 bits of each coordinate no longer give the bucket */
+  assert_false(psh_probe_zmod(PSH_ZORDER_MOD, 21u, 1u << 25));
+  assert_false(psh_probe_zmod(PSH_ZORDER_MOD, PSH_VOX_BITS + 1u, 2048u));
+}
+
 static void test_probe_pow2(void **state) {
   (void)state;
   /* The GPU probe phase computes an XOR hash's probe buckets with psh_probe_bucket_pow2 whenever nb is a power
@@ -659,7 +699,8 @@ int main(void) {
       cmocka_unit_test(test_exact_capacity), cmocka_unit_test(test_small_and_batch),
       cmocka_unit_test(test_over_capacity),  cmocka_unit_test(test_big_nb),
       cmocka_unit_test(test_4m_points),      cmocka_unit_test(test_xor_reach), cmocka_unit_test(test_xor_probe_reach),
-      cmocka_unit_test(test_probe_pow2),     cmocka_unit_test(test_zcell_probe),
+      cmocka_unit_test(test_probe_pow2),     cmocka_unit_test(test_probe_zmod),
+      cmocka_unit_test(test_zcell_probe),
       cmocka_unit_test(test_list_share),
       cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
