@@ -43,6 +43,7 @@ constexpr uint32_t kReachAt = 2;        /* probes before phase C asks xor_reach_
 constexpr uint32_t kSolo = 2;       /* probes after kReachAt in the block's second pass; the rest go to the grid's
                                     * queue (kGridQ, phase_probe_nt) */
 constexpr uint32_t kQueueMaxG = 16; /* lanes per point of the grid's queue at most (queue_pass) */
+constexpr uint32_t kSpreadLog = 5;  /* phase C's spread counters (pc_at): 32 words, a counter per 128-byte line */
 constexpr uint32_t kQueueSetup = 3; /* a queued point's set-up (its loads, the reach proof) in probes of time */
 constexpr uint32_t kCellBits = 32768;   /* Z-order-div's cell tables: C^3 bits a cloud, at most this many a batch */
 constexpr uint32_t kCellWords = 2u * kCellBits / 32u; /* the "full" cells, then the full 2 x 2 x 2 blocks */
@@ -77,6 +78,8 @@ struct Prm {
   uint32_t *resid; /* [nclouds] leftover tickets */
   uint32_t *ctr;   /* [C_WORDS] */
   uint32_t *ovf;   /* [n] overflow list */
+  uint32_t *pcnt;  /* phase C's counters in the one-launch variants (pc_at): word g << pshift; p.cnt, 0 if none */
+  uint32_t pshift;
 };
 
 /* How a kernel reads what other blocks wrote (frame_load's Ld): LdPrev for data of an earlier launch (plain
@@ -285,7 +288,24 @@ static inline size_t tiles_layout(Prm *q, void *base, uint32_t nclouds, uint32_t
     if (b) *(k < 6 ? slots[k] : xslots[k - 6]) = (uint32_t *)(b + off);
     off += align256((k < 6 ? words[k] : xwords[k - 6]) * sizeof(uint32_t));
   }
+  if (b) { /* phase C on p.cnt itself unless the variant's layout gives the spread copy (spread_set) */
+    q->pcnt = q->cnt;
+    q->pshift = 0;
+  }
   return off;
+}
+
+/* Phase C's counters spread one per 128-byte line (pc_at), for the one-launch variants: the words of that copy for
+ * a batch (a layout's last extra array), nclouds nb <= kSnapBits buckets (<= 2 MB), else none; spread_set points
+ * pcnt at it after the layout. */
+static inline size_t spread_words(uint32_t nclouds, uint32_t nb) {
+  const size_t nbt = (size_t)nclouds * nb;
+  return nbt <= kSnapBits ? nbt << kSpreadLog : 0u;
+}
+static inline void spread_set(Prm *q, uint32_t *pw, uint32_t nclouds, uint32_t nb) {
+  if (!pw || spread_words(nclouds, nb) == 0) return; /* sizing only, or no room: p.cnt */
+  q->pcnt = pw;
+  q->pshift = kSpreadLog;
 }
 
 /* What every tiled launcher sets from the call (psh_kparams_fill) and its tiling (ipt points per thread). */
@@ -347,23 +367,43 @@ template <int NT, class P> __device__ __forceinline__ void probe_table(const P &
     ptab[k] = (uint32_t)(uint8_t)p.probe[k][0] | (uint32_t)(uint8_t)p.probe[k][1] << 8 | (uint32_t)(uint8_t)p.probe[k][2] << 16;
 }
 
+/* Phase C's counter of bucket g. kSp (phase_probe_nt's kGridQ: the one-launch variants): word g << pshift of pcnt
+ * where the layout made room (spread_set: one counter per 128-byte line), else p.cnt itself (pshift 0). Why: the L2
+ * serves the atomics and reads of one line one after another, and phase C's attempts land on the few lines of a
+ * few hundred counters (kernels/dev/probe_l2_atomics.cu, H200: 256 counters packed 2.3k read+atomic attempts per
+ * us, one per line 16.9k; 2048 counters 8.3k and 42k). phase_probe_nt copies p.cnt into it at its start, behind one
+ * grid barrier; v5/v7 get the counts back into p.cnt behind another, v8/v9 read them with pc_final. Filling each
+ * word at its first touch instead (a CAS from a mark stored in phase 1) saved the barrier but its phase-1 stores
+ * cost xor-mod's short path 0.7-1 us hot. H200, v9, same call (session 20): 100k xor-div -14%, zorder-div -31%,
+ * zorder-mod -37 to -43%; 600k xor-div -5 to -6%, zorder-mod -29 to -34%, zorder-div -3 to +1%; but 300k xor-div
+ * +7 to +8% (its list is mostly points the reach proof settles without an attempt: the barrier is all cost). */
+template <bool kSp, class P> __device__ __forceinline__ uint32_t *pc_at(const P &p, uint32_t g) {
+  return kSp ? p.pcnt + (g << p.pshift) : p.cnt + g;
+}
+/* Bucket g's count after phase C, after the grid barrier that ends it, for callers of phase_probe_nt with kBack
+ * false (v8/v9). */
+template <class P> __device__ __forceinline__ uint32_t pc_final(const P &p, uint32_t g) {
+  return __ldcg(p.pcnt + (g << p.pshift));
+}
+
 /* One attempt of point i on counter g (snap: the shared "full" bitmap is on): skipped when known full, else a
  * slot taken by an optimistic increment, rolled back on overflow. True: bucket/offset stored. */
-template <class P>
+template <bool kSp, class P>
 __device__ __forceinline__ bool take_slot(const P &p, uint32_t *full_w, bool snap, uint32_t i, uint32_t g) {
   const volatile uint32_t *full = full_w;
   if (snap && (full[g >> 5] >> (g & 31u) & 1u)) return false; /* known full: no L2 read */
-  if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
+  uint32_t *const cg = pc_at<kSp>(p, g);
+  if (__ldcg(cg) >= p.cap) { /* full for good (see psh_v4.cu) */
     if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
     return false;
   }
-  const uint32_t o = atomicAdd(p.cnt + g, 1u);
+  const uint32_t o = atomicAdd(cg, 1u);
   if (o < p.cap) {
     p.bucket[i] = g;
     p.offset[i] = o;
     return true;
   }
-  atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+  atomicSub(cg, 1u); /* roll back; o >= S means S points are placed there for good */
   if (snap) atomicOr(&full_w[g >> 5], 1u << (g & 31u));
   return false;
 }
@@ -372,7 +412,7 @@ __device__ __forceinline__ bool take_slot(const P &p, uint32_t *full_w, bool sna
  * kPlaced (bucket/offset stored), kLeft (no probe can place it) or, with mayDefer, kDeferred once kReachAt
  * probes have failed and the XOR reach is not known full (the caller queues it for its block's second
  * pass). reach: the XOR reach applies (snapshot on, XOR hash). */
-template <bool kPow2, class P>
+template <bool kPow2, bool kSp, class P>
 __device__ __forceinline__ int probe_point(const P &p, uint32_t *full_w, bool snap, bool reach, uint32_t i, uint32_t c,
                                            const Frame &f, const uint32_t v[3], uint32_t home, uint32_t k0,
                                            bool mayDefer) {
@@ -392,7 +432,7 @@ __device__ __forceinline__ int probe_point(const P &p, uint32_t *full_w, bool sn
                           : probe_bucket_fast((psh_hash)p.hash, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
     if (h == home) continue;
     const uint32_t g = c * p.nb + h;
-    if (take_slot(p, full_w, snap, i, g)) return kPlaced;
+    if (take_slot<kSp>(p, full_w, snap, i, g)) return kPlaced;
   }
   return kLeft;
 }
@@ -404,13 +444,13 @@ __device__ __forceinline__ int probe_point(const P &p, uint32_t *full_w, bool sn
  * seed 3407) each run all 128 probes one after another in one lane, ~200 instructions a probe, while the rest of the
  * block waits. H200, same call: Z-order-mod -12 to -22% at 100k, -35 to -51% at 300k, -42 to -56% at 600k, -59% at
  * 4M; the XOR hashes within 2% but for v8 (-2 to -6%: its spills fell from 152 to 60 bytes). */
-template <class P>
+template <bool kSp, class P>
 __device__ __forceinline__ int probe_point_zm(const P &p, uint32_t *full_w, bool snap, uint32_t i, uint32_t c,
                                               const Frame &f, const uint32_t v[3], uint32_t home) {
   for (uint32_t k = 0; k < p.nprobe; k++) {
     const uint32_t h = psh_probe_bucket_zmod(v, p.probe[k], f.bits, p.nb);
     if (h == home) continue;
-    if (take_slot(p, full_w, snap, i, c * p.nb + h)) return kPlaced;
+    if (take_slot<kSp>(p, full_w, snap, i, c * p.nb + h)) return kPlaced;
   }
   return kLeft;
 }
@@ -525,7 +565,7 @@ static __device__ __noinline__ void zc_mark(uint32_t *cw, ZCell z, uint32_t c, u
  * same call: 100k -30 to -44%, 600k -6 to -23%, 4M +2%; v8 pays 2-4% on the XOR hashes (spills 60 -> 152 bytes).
  * A warp-synchronous form (every lane stepping the probes together, two votes a step) won as much at 100k but
  * lost 10-15% at 600k and 28% at 4M. The group's last slot leaves the bucket full, so the group marks it. */
-template <class P>
+template <bool kSp, class P>
 __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint32_t *cw, const ZCell &z, uint32_t i,
                                              uint32_t c, const Frame &f, const uint32_t v[3], uint32_t home) {
   const uint32_t cbase = c << (3u * z.m);
@@ -545,7 +585,7 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
       if (bf[t >> 5] >> (t & 31u) & 1u) { /* its 8 cells are full: no random word, no hash */
 #ifdef PSH_ZC_VERIFY /* check builds (kernels/dev/emu, psh-ab.sh FLAGS): the skipped probe had no room */
         const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
-        if (hv != home && __ldcg(p.cnt + c * p.nb + hv) < p.cap)
+        if (hv != home && __ldcg(pc_at<kSp>(p, c * p.nb + hv)) < p.cap)
           printf("psh_zc_verify: FAIL point %u probe %u skipped, bucket %u has room\n", i, k, hv);
         else if (k == 64u && i % 256u == 0u) /* a sample, to show that the skips run */
           printf("psh_zc_verify: ok point %u probe %u skipped, bucket %u full\n", i, k, hv);
@@ -573,9 +613,10 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
     const int lane = (int)(threadIdx.x & 31u), leader = __ffs((int)peers) - 1;
     const uint32_t n = (uint32_t)__popc(peers);
     uint32_t o = p.cap;
-    if (lane == leader && __ldcg(p.cnt + g) < p.cap) {
-      o = atomicAdd(p.cnt + g, n);
-      if (o + n > p.cap) atomicSub(p.cnt + g, o >= p.cap ? n : o + n - p.cap); /* o >= S: S placed for good */
+    uint32_t *const cg = pc_at<kSp>(p, g);
+    if (lane == leader && __ldcg(cg) < p.cap) {
+      o = atomicAdd(cg, n);
+      if (o + n > p.cap) atomicSub(cg, o >= p.cap ? n : o + n - p.cap); /* o >= S: S placed for good */
     }
     o = __shfl_sync(act, o, leader);
     const uint32_t slot = o + (uint32_t)__popc(peers & lanemask_lt());
@@ -661,7 +702,7 @@ __device__ __forceinline__ int solo_probes(const P &p, uint32_t *full_w, const u
     const uint32_t h = ptab_bucket(p, f, v, ptab[k], xp, rb, k);
     if (h == home) continue;
     const uint32_t g = c * p.nb + h;
-    if (take_slot(p, full_w, true, i, g)) return kPlaced;
+    if (take_slot<true>(p, full_w, true, i, g)) return kPlaced; /* kGridQ only */
   }
   return k1 < p.nprobe ? kDeferred : kLeft;
 }
@@ -695,7 +736,8 @@ __device__ __forceinline__ void queue_pass(const P &p, uint32_t *full_w, const u
       if (h == home) continue;
       const uint32_t g = c * p.nb + h;
       if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */
-      if (__ldcg(p.cnt + g) >= p.cap) { /* full for good (see psh_v4.cu) */
+      uint32_t *const cg = pc_at<true>(p, g); /* kGridQ only */
+      if (__ldcg(cg) >= p.cap) { /* full for good (see psh_v4.cu) */
         atomicOr(&full_w[g >> 5], 1u << (g & 31u));
         continue;
       }
@@ -705,7 +747,7 @@ __device__ __forceinline__ void queue_pass(const P &p, uint32_t *full_w, const u
         k -= G;
         continue;
       }
-      const uint32_t o = atomicAdd(p.cnt + g, 1u);
+      const uint32_t o = atomicAdd(cg, 1u);
       if (o < p.cap) {
         p.bucket[i] = g;
         p.offset[i] = o;
@@ -713,7 +755,7 @@ __device__ __forceinline__ void queue_pass(const P &p, uint32_t *full_w, const u
         np++;
         break;
       }
-      atomicSub(p.cnt + g, 1u); /* roll back; o >= S means S points are placed there for good */
+      atomicSub(cg, 1u); /* roll back; o >= S means S points are placed there for good */
       atomicOr(&full_w[g >> 5], 1u << (g & 31u));
       atomicAnd(&defer[e], ~kClaimMark); /* released */
     }
@@ -766,7 +808,7 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * v4's K3 (kGridQ = false: separate launches, no grid barrier) keeps its per-block queue and the
  * thread-per-point second pass over every remaining probe (the lane split alone cost it 3-7%). ptab: the probe
  * table in shared memory for solo_probes and queue_pass (128 words; kGridQ only). */
-template <int NT, class Ld = LdL2, bool kShare = true, bool kGridQ = true, class P>
+template <int NT, class Ld = LdL2, bool kShare = true, bool kGridQ = true, bool kBack = true, class P>
 __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *ptab, uint32_t *tally,
                                                uint32_t *defer, uint32_t n_ovf, uint32_t *cells) {
   const int lane = (int)(threadIdx.x & 31u);
@@ -774,6 +816,11 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   const bool snap = nbt <= kSnapBits && n_ovf >= kSnapMinList;
   const bool reach = snap && !psh_is_zorder((psh_hash)p.hash); /* xor_reach_full applies */
   if (threadIdx.x == 0) tally[0] = tally[1] = tally[2] = 0;
+  /* kGridQ with the spread copy (pc_at): the counts into it, ordered before any attempt by the grid barrier below.
+   * The snapshot reads p.cnt, which no attempt changes. */
+  const bool spread = kGridQ && p.pshift != 0u; /* grid-uniform */
+  if (spread)
+    for (uint32_t g = blockIdx.x * NT + threadIdx.x; g < nbt; g += gridDim.x * NT) p.pcnt[g << p.pshift] = Ld::ld(p.cnt + g);
   if (snap)
     for (uint32_t w = threadIdx.x; w < (nbt + 31u) / 32u; w += NT) {
       const uint32_t g0 = w * 32u; /* p.cnt is 256-byte aligned, so cnt + g0 is 16-byte aligned */
@@ -802,7 +849,8 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
     zon = (p.nclouds << (3u * zc.m)) <= kCellBits; /* snap: nclouds nb <= kSnapBits, so no overflow */
   }
   const bool zm = psh_probe_zmod((psh_hash)p.hash, 0u, p.nb); /* and each cloud's bits <= PSH_VOX_BITS, below */
-  __syncthreads(); /* tally zeroed, snapshot and probe table built -> uses below */
+  if (spread) grid_sync(); /* every block's share of the copy, and this block's tally, snapshot, probe table -> uses */
+  else __syncthreads();     /* tally zeroed, snapshot and probe table built -> uses below */
   if (zon) zc_build<NT, Ld>(p, full_w, cells, zc);
   uint32_t np = 0, nl = 0;
   /* The block's list entries [first, end) in rounds of NT: with kShare an equal contiguous share per block,
@@ -827,9 +875,9 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
         Frame f;
         uint32_t v[3], home;
         listed_point<Ld>(p, i, c, f, v, home);
-        const int r = zon                           ? probe_point_z(p, full_w, cells, zc, i, c, f, v, home)
-                      : zm && f.bits <= PSH_VOX_BITS ? probe_point_zm(p, full_w, snap, i, c, f, v, home)
-                                                     : probe_point<false>(p, full_w, snap, false, i, c, f, v, home, 0, false);
+        const int r = zon                           ? probe_point_z<kGridQ>(p, full_w, cells, zc, i, c, f, v, home)
+                      : zm && f.bits <= PSH_VOX_BITS ? probe_point_zm<kGridQ>(p, full_w, snap, i, c, f, v, home)
+                                                     : probe_point<false, kGridQ>(p, full_w, snap, false, i, c, f, v, home, 0, false);
         np += r == kPlaced;
         left = r == kLeft;
       }
@@ -845,7 +893,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       Frame f;
       uint32_t v[3], home;
       listed_point<Ld>(p, i, c, f, v, home);
-      const int r = probe_point<true>(p, full_w, snap, reach, i, c, f, v, home, 0, true);
+      const int r = probe_point<true, kGridQ>(p, full_w, snap, reach, i, c, f, v, home, 0, true);
       if (r == kDeferred) defer[atomicAdd(&tally[2], 1u)] = i; /* < 2 NT: the queue is drained from NT on */
       np += r == kPlaced;
       left = r == kLeft;
@@ -866,7 +914,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
         uint32_t v[3], home;
         listed_point<Ld>(p, i2, c2, f, v, home);
         const int r = kGridQ ? solo_probes(p, full_w, ptab, i2, c2, f, v, home)
-                             : probe_point<true>(p, full_w, snap, reach, i2, c2, f, v, home, kReachAt, false);
+                             : probe_point<true, kGridQ>(p, full_w, snap, reach, i2, c2, f, v, home, kReachAt, false);
         np += r == kPlaced;
         left2 = r == kLeft;
         dfr2 = r == kDeferred; /* kGridQ: kSolo probes here, the rest in the grid's queue */
@@ -909,6 +957,11 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   if (threadIdx.x == 0) {
     if (tally[0]) atomicAdd(p.ctr + C_PROBE, tally[0]);
     if (tally[1]) atomicAdd(p.ctr + C_OVER, tally[1]);
+  }
+  if (spread && kBack) { /* the counts back into p.cnt, for callers that read it after their grid barrier (v5, v7;
+                          * v8 reads them with pc_final instead) */
+    grid_sync(); /* every attempt -> the copy back */
+    for (uint32_t g = blockIdx.x * NT + threadIdx.x; g < nbt; g += gridDim.x * NT) p.cnt[g] = __ldcg(p.pcnt + (g << p.pshift));
   }
 }
 template <class P> __device__ __forceinline__ void phase_probe(const P &p, Smem &sm, uint32_t n_ovf) {

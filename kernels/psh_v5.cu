@@ -212,11 +212,12 @@ __global__ void __launch_bounds__(kT, 2) k5_psh(P5 p) {
 }
 
 size_t layout(P5 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
-  uint32_t *tw = NULL;
-  uint32_t **const xslots[] = {&tw};
-  const size_t xwords[] = {2 * (size_t)kTrace};
-  const size_t off = tiles_layout(q, base, nclouds, nb, n, 1, xslots, xwords);
+  uint32_t *tw = NULL, *pw = NULL;
+  uint32_t **const xslots[] = {&tw, &pw};
+  const size_t xwords[] = {2 * (size_t)kTrace, spread_words(nclouds, nb)};
+  const size_t off = tiles_layout(q, base, nclouds, nb, n, 2, xslots, xwords);
   q->trace = (unsigned long long *)tw; /* 256-byte aligned */
+  spread_set(q, pw, nclouds, nb);
   return off;
 }
 

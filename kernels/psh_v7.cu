@@ -248,13 +248,14 @@ __global__ void __launch_bounds__(kT, 2) k7_psh(P5 p) {
 }
 
 size_t layout(P5 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
-  uint32_t *tw = NULL, *sw = NULL;
-  /* v5's arrays in v5's order (psh_v5_trace reads the stamps), then the records */
-  uint32_t **const xslots[] = {&tw, &sw};
-  const size_t xwords[] = {2 * (size_t)kTrace, 4 * (size_t)n};
-  const size_t off = tiles_layout(q, base, nclouds, nb, n, 2, xslots, xwords);
+  uint32_t *tw = NULL, *sw = NULL, *pw = NULL;
+  /* v5's arrays in v5's order (psh_v5_trace reads the stamps), then the records, then phase C's spread counters */
+  uint32_t **const xslots[] = {&tw, &sw, &pw};
+  const size_t xwords[] = {2 * (size_t)kTrace, 4 * (size_t)n, spread_words(nclouds, nb)};
+  const size_t off = tiles_layout(q, base, nclouds, nb, n, 3, xslots, xwords);
   q->trace = (unsigned long long *)tw; /* 256-byte aligned */
   q->stage = (uint4 *)sw;
+  spread_set(q, pw, nclouds, nb);
   return off;
 }
 

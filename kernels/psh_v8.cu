@@ -742,14 +742,15 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
     }
   uint32_t R = 0;
   if (n_ovf > kShort) {
-    phase_probe_nt<kT8>(p, sm.full, a.E, sm.tally, (uint32_t *)a.Ev, n_ovf, (uint32_t *)a.Eb); /* E, Ev, Eb: free on the long path */
+    /* E, Ev, Eb: free on the long path; the counts stay in phase C's spread copy (pc_final below) */
+    phase_probe_nt<kT8, LdL2, true, true, false>(p, sm.full, a.E, sm.tally, (uint32_t *)a.Ev, n_ovf, (uint32_t *)a.Eb);
     grid_sync(); /* probed counters, tickets, placements, tallies -> phase 4 */
     if (tr) p.trace[3] = gtimer();
     if (blockIdx.x == 0 && tid < PSH_NCOUNTERS && p.counters_out)
       p.counters_out[tid] = tid == 0 ? p.n - n_ovf : tid < 3 ? __ldcg(p.ctr + tid) : 0u;
     if (has) {
       R = __ldcg(p.resid + c);
-      for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = __ldcg(gcnt + j); /* counts after probing, <= S */
+      for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = pc_final(p, c * nb + j); /* counts after probing, <= S */
       if (R > 0) { /* free-slot scan and final counts, as v7's phase D */
         __syncthreads(); /* A -> scan */
         leftover_counts(sm, a, nb, S, R);
@@ -844,13 +845,15 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
 }
 
 size_t layout(P8 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
-  uint32_t *tw = NULL, *ew = NULL, *bw = NULL;
-  uint32_t **const xslots[] = {&tw, &ew, &bw};
-  const size_t xwords[] = {2 * (size_t)kTrace, 8 * (size_t)kShort, 2 * (size_t)kBtBlocks * PSH_V8_BT};
-  const size_t off = tiles_layout(q, base, nclouds, nb, n, 3, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
+  uint32_t *tw = NULL, *ew = NULL, *bw = NULL, *pw = NULL;
+  uint32_t **const xslots[] = {&tw, &ew, &bw, &pw};
+  const size_t xwords[] = {2 * (size_t)kTrace, 8 * (size_t)kShort, 2 * (size_t)kBtBlocks * PSH_V8_BT,
+                           spread_words(nclouds, nb)};
+  const size_t off = tiles_layout(q, base, nclouds, nb, n, 4, xslots, xwords); /* v5's prefix: psh_v5_trace reads it */
   q->trace = (unsigned long long *)tw;
   q->ove = (uint4 *)ew; /* 256-byte aligned */
   q->bt = (unsigned long long *)bw;
+  spread_set(q, pw, nclouds, nb);
   return off;
 }
 

@@ -9,6 +9,7 @@
 #   SEEDS="sweep 3407"   (psh_bench's F3D_BENCH_SEED per run; "sweep" = the sweep's per-hash seed)
 #   CLOUDS="sweep"       (F3D_BENCH_CLOUD: sweep = the sweep's deduplicated cloud, raw = wl_generate's)
 #   COLD=1               (also the cold graph: L2 flushed before each replay)
+#   RUN_TIMEOUT=600      (seconds per psh_bench run: a hung kernel costs that run, not the whole call)
 #   FLAGS="-DX=1"        (NVCC_APPEND_FLAGS for the new tree's build only: a define variant of it; a warm
 #                        machine keeps build-ab-dev, so touch the .cu files when FLAGS changes between calls)
 # Why: session 17 measured a phase C change 7-16% faster in psh_bench with one seed and 8-20% slower in the
@@ -41,7 +42,7 @@ while [ $r -le "$ROUNDS" ]; do
     b="$NEW/build-ab-dev/kernels/psh_bench"; [ $t = old ] && b="$OLD/build-ab-dev/kernels/psh_bench"
     if [ "$sd" = sweep ]; then unset F3D_BENCH_SEED; else export F3D_BENCH_SEED="$sd"; fi
     F3D_BENCH_CLOUD=$cl F3D_BENCH_POOL=0 F3D_PSH_VARIANTS=$VARIANTS F3D_BENCH_HASHES=$HASHES F3D_BENCH_COLD=${COLD:-0} \
-      "$b" "$SIZES" "$REPS" > "$OUT/$cl-$sd-$t-$r.txt" 2>&1
+      timeout "${RUN_TIMEOUT:-600}" "$b" "$SIZES" "$REPS" > "$OUT/$cl-$sd-$t-$r.txt" 2>&1
     echo "round $r: $cl cloud, seed $sd, $t: rc $?"
   done; done; done
   r=$((r + 1))
