@@ -285,6 +285,9 @@ static inline HX_HD uint32_t psh_zcell_bucket(uint32_t cx, uint32_t cy, uint32_t
   return (psh_spread3_8(cx) << 2 | psh_spread3_8(cy) << 1 | psh_spread3_8(cz)) >> r;
 }
 
+/* A probe offset's two's complement as a 32-bit word (a function: inside an addition gcc's -Wsign-conversion
+ * flags the same cast). */
+static inline HX_HD uint32_t psh_s8_u32(int8_t x) { return (uint32_t)(int32_t)x; }
 /* Where psh_probe_bucket_zmod applies: Z-order-mod with nb a power of two <= 2^24 (PSH_NB_MAX) and bits <=
  * PSH_VOX_BITS, as every frame has. */
 static inline HX_HD int psh_probe_zmod(psh_hash h, uint32_t bits, uint32_t nb) {
@@ -299,8 +302,8 @@ static inline HX_HD int psh_probe_zmod(psh_hash h, uint32_t bits, uint32_t nb) {
 static inline HX_HD uint32_t psh_probe_bucket_zmod(const uint32_t v[3], const int8_t probe[3], uint32_t bits,
                                                    uint32_t nb) {
   const uint32_t mask = (1u << bits) - 1u; /* bits <= 21 */
-  const uint32_t x = (v[0] + (uint32_t)(int32_t)probe[0]) & mask, y = (v[1] + (uint32_t)(int32_t)probe[1]) & mask,
-                 z = (v[2] + (uint32_t)(int32_t)probe[2]) & mask; /* two's complement wrap modulo 2^bits */
+  const uint32_t x = (v[0] + psh_s8_u32(probe[0])) & mask, y = (v[1] + psh_s8_u32(probe[1])) & mask,
+                 z = (v[2] + psh_s8_u32(probe[2])) & mask; /* two's complement wrap modulo 2^bits */
   return (psh_spread3_8(x) << 2 | psh_spread3_8(y) << 1 | psh_spread3_8(z)) & (nb - 1u);
 }
 

@@ -313,64 +313,30 @@ static int in_xor_reach(psh_hash h, const uint32_t v[3], uint32_t step, uint32_t
   return hit;
 }
 
-static void test_probe_zmod(void **state) {
-  (void)state;
-  /* The GPU probe phase computes Z-order-mod's probe buckets with psh_probe_bucket_zmod where psh_probe_zmod holds
-   * (psh_tiles.cuh, probe_point_zm): it must give psh_probe_bucket's bucket for every probe, or the probing would
-   * differ from Alg. 2 while every invariant held. All 128 probes of edge and random voxels, over widths (codes
-   * past 32 bits from 11 on), bucket counts (powers of two up to 2^24 and not) and seeds; and where it applies. */
-  static const uint32_t widths[] = {0, 1, 2, 3, 5, 8, 9, 13, 17, 20, 21};
-  static const uint32_t nbs[] = {1, 2, 7, 8, 64, 100, 2048, 3000, 4096, 65536, 1u << 24};
-  int8_t probe[PSH_NPROBE_MAX][3];
-  uint64_t rng = 0x8CB92BA72F3D8DD7ull, checked = 0;
-  for (int h = PSH_XOR_MOD; h <= PSH_ZORDER_DIV; h++)
-    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
-      for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
-        const uint32_t bits = widths[wi], nb = nbs[ni], step = psh_probe_step((psh_hash)h, bits, nb);
-        const int pow2 = !(nb & (nb - 1u));
-        assert_int_equal(psh_probe_zmod((psh_hash)h, bits, nb), h == PSH_ZORDER_MOD && pow2);
-        if (!psh_probe_zmod((psh_hash)h, bits, nb)) continue;
-        const uint32_t vmax = bits ? (1u << bits) - 1u : 0u;
-        for (int t = 0; t < 16; t++) {
-          const uint64_t seed = hx_mix64(rng += 0x9E3779B97F4A7C15ull), gidx = seed >> 7;
-          uint32_t v[3];
-          for (int d = 0; d < 3; d++) /* edges first (probes wrap modulo 2^bits there), then random voxels */
-            v[d] = t == 0 ? 0u : t == 1 ? vmax : (uint32_t)(hx_mix64(seed + (uint64_t)d) & vmax);
-          psh_probe_order(probe, PSH_NPROBE_MAX, seed);
-          for (uint32_t k = 0; k < PSH_NPROBE_MAX; k++) {
-            const uint32_t want = psh_probe_bucket((psh_hash)h, v, probe[k], step, bits, nb, seed, gidx, k);
-            const uint32_t got = psh_probe_bucket_zmod(v, probe[k], bits, nb);
-            if (got != want)
-              fail_msg("bits %u nb %u voxel (%u %u %u) probe %u: bucket %u, psh_probe_bucket %u", bits, nb, v[0],
-                       v[1], v[2], k, got, want);
-            checked++;
-          }
-        }
-      }
-  assert_int_equal(checked, 11 * 8 * 16 * 128); /* widths x power-of-two counts x voxels x probes */
-  /* past 2^24 buckets the low 8 bits of each coordinate no longer give the bucket */
-  assert_false(psh_probe_zmod(PSH_ZORDER_MOD, 21u, 1u << 25));
-  assert_false(psh_probe_zmod(PSH_ZORDER_MOD, PSH_VOX_BITS + 1u, 2048u));
-}
+/* A fast form of psh_probe_bucket for the GPU probe phase, as the two tests below check it: where it applies to
+ * (hash, step, width, count), and the bucket it gives for probe offsets o of voxel v with random word r. */
+typedef struct fast_probe {
+  const char *name;
+  int (*applies)(psh_hash h, uint32_t step, uint32_t bits, uint32_t nb);
+  uint32_t (*bucket)(psh_hash h, const uint32_t v[3], const int8_t o[3], uint32_t step, uint32_t bits, uint32_t nb,
+                     uint64_t r);
+} fast_probe;
 
-static void test_probe_pow2(void **state) {
-  (void)state;
-  /* The GPU probe phase computes an XOR hash's probe buckets with psh_probe_bucket_pow2 whenever nb is a power
-   * of two (psh_tiles.cuh, probe_point): it must give psh_probe_bucket's bucket for every probe of every point,
-   * or the probing would silently differ from Alg. 2 while every invariant still held. All 128 probes of random
-   * and edge voxels, over widths, bucket counts (powers of two and not) and seeds; and where it applies. The
-   * largest step it can observe is 2^20 (bits 21, nb 2): with step 2^21 (nb 1) every bucket is 0. */
-  static const uint32_t widths[] = {0, 1, 2, 3, 5, 9, 13, 17, 20, 21};
-  static const uint32_t nbs[] = {1, 2, 7, 8, 64, 100, 2048, 3000, 4096, 65536};
+/* Every probe of edge and random voxels (16 per case, all 128 probes each) over every hash, width and bucket
+ * count given: where fp applies (it must apply exactly where want_applies says), its bucket must be
+ * psh_probe_bucket's. Returns the number of probes compared. */
+static uint64_t check_fast_probe(const fast_probe *fp, int (*want_applies)(psh_hash h, uint32_t nb), const uint32_t *widths,
+                                 size_t nw, const uint32_t *nbs, size_t nn, uint64_t rng) {
   int8_t probe[PSH_NPROBE_MAX][3];
-  uint64_t rng = 0xD1B54A32D192ED03ull, checked = 0;
+  uint64_t checked = 0;
   for (int h = PSH_XOR_MOD; h <= PSH_ZORDER_DIV; h++)
-    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
-      for (size_t ni = 0; ni < sizeof nbs / sizeof *nbs; ni++) {
+    for (size_t wi = 0; wi < nw; wi++)
+      for (size_t ni = 0; ni < nn; ni++) {
         const uint32_t bits = widths[wi], nb = nbs[ni], step = psh_probe_step((psh_hash)h, bits, nb);
-        const int pow2 = !(nb & (nb - 1u)), xor_hash = h == PSH_XOR_MOD || h == PSH_XOR_DIV;
-        assert_int_equal(psh_probe_pow2((psh_hash)h, step, bits, nb), xor_hash && pow2);
-        if (!psh_probe_pow2((psh_hash)h, step, bits, nb)) continue;
+        const int on = fp->applies((psh_hash)h, step, bits, nb);
+        if (on != want_applies((psh_hash)h, nb))
+          fail_msg("%s: applies %d for hash %d bits %u nb %u", fp->name, on, h, bits, nb);
+        if (!on) continue;
         const uint32_t vmax = bits ? (1u << bits) - 1u : 0u;
         for (int t = 0; t < 16; t++) {
           const uint64_t seed = hx_mix64(rng += 0x9E3779B97F4A7C15ull), gidx = seed >> 9;
@@ -380,16 +346,57 @@ static void test_probe_pow2(void **state) {
           psh_probe_order(probe, PSH_NPROBE_MAX, seed);
           for (uint32_t k = 0; k < PSH_NPROBE_MAX; k++) {
             const uint32_t want = psh_probe_bucket((psh_hash)h, v, probe[k], step, bits, nb, seed, gidx, k);
-            const uint32_t got = psh_probe_bucket_pow2((psh_hash)h, v, probe[k], step, bits, nb,
-                                                       hx_rng_u64(seed, gidx, k));
+            const uint32_t got = fp->bucket((psh_hash)h, v, probe[k], step, bits, nb, hx_rng_u64(seed, gidx, k));
             if (got != want)
-              fail_msg("hash %d bits %u nb %u step %u voxel (%u %u %u) probe %u: bucket %u, psh_probe_bucket %u", h,
-                       bits, nb, step, v[0], v[1], v[2], k, got, want);
+              fail_msg("%s: hash %d bits %u nb %u step %u voxel (%u %u %u) probe %u: bucket %u, psh_probe_bucket %u",
+                       fp->name, h, bits, nb, step, v[0], v[1], v[2], k, got, want);
             checked++;
           }
         }
       }
-  assert_int_equal(checked, 2 * 10 * 7 * 16 * 128); /* hashes x widths x power-of-two counts x voxels x probes */
+  return checked;
+}
+
+static int zmod_applies(psh_hash h, uint32_t step, uint32_t bits, uint32_t nb) {
+  (void)step;
+  return psh_probe_zmod(h, bits, nb);
+}
+static uint32_t zmod_bucket(psh_hash h, const uint32_t v[3], const int8_t o[3], uint32_t step, uint32_t bits, uint32_t nb,
+                            uint64_t r) {
+  (void)h, (void)step, (void)r; /* no random word: a mod hash's step is 1 */
+  return psh_probe_bucket_zmod(v, o, bits, nb);
+}
+static int want_zmod(psh_hash h, uint32_t nb) { return h == PSH_ZORDER_MOD && !(nb & (nb - 1u)); }
+static int want_pow2(psh_hash h, uint32_t nb) { return (h == PSH_XOR_MOD || h == PSH_XOR_DIV) && !(nb & (nb - 1u)); }
+
+static void test_probe_zmod(void **state) {
+  (void)state;
+  /* The GPU probe phase computes Z-order-mod's probe buckets with psh_probe_bucket_zmod where psh_probe_zmod holds
+   * (psh_tiles.cuh, probe_point_zm): it must give psh_probe_bucket's bucket for every probe, or the probing would
+   * differ from Alg. 2 while every invariant held. Widths with codes past 32 bits from 11 on; bucket counts up to
+   * 2^24, powers of two and not. */
+  static const uint32_t widths[] = {0, 1, 2, 3, 5, 8, 9, 13, 17, 20, 21};
+  static const uint32_t nbs[] = {1, 2, 7, 8, 64, 100, 2048, 3000, 4096, 65536, 1u << 24};
+  const fast_probe fp = {"psh_probe_bucket_zmod", zmod_applies, zmod_bucket};
+  assert_int_equal(check_fast_probe(&fp, want_zmod, widths, 11, nbs, 11, 0x8CB92BA72F3D8DD7ull),
+                   11 * 8 * 16 * 128); /* widths x power-of-two counts x voxels x probes */
+  /* past 2^24 buckets the low 8 bits of each coordinate no longer give the bucket */
+  assert_false(psh_probe_zmod(PSH_ZORDER_MOD, 21u, 1u << 25));
+  assert_false(psh_probe_zmod(PSH_ZORDER_MOD, PSH_VOX_BITS + 1u, 2048u));
+}
+
+static void test_probe_pow2(void **state) {
+  (void)state;
+  /* The GPU probe phase computes an XOR hash's probe buckets with psh_probe_bucket_pow2 whenever nb is a power
+   * of two (psh_tiles.cuh, probe_point): it must give psh_probe_bucket's bucket for every probe of every point,
+   * or the probing would silently differ from Alg. 2 while every invariant still held. Widths and bucket counts
+   * (powers of two and not). The largest step it can observe is 2^20 (bits 21, nb 2): with step 2^21 (nb 1)
+   * every bucket is 0. */
+  static const uint32_t widths[] = {0, 1, 2, 3, 5, 9, 13, 17, 20, 21};
+  static const uint32_t nbs[] = {1, 2, 7, 8, 64, 100, 2048, 3000, 4096, 65536};
+  const fast_probe fp = {"psh_probe_bucket_pow2", psh_probe_pow2, psh_probe_bucket_pow2};
+  assert_int_equal(check_fast_probe(&fp, want_pow2, widths, 10, nbs, 10, 0xD1B54A32D192ED03ull),
+                   2 * 10 * 7 * 16 * 128); /* hashes x widths x power-of-two counts x voxels x probes */
   /* wider than a frame can be: the step could pass 2^21, the jitter field's width, so the form does not apply
    * (from bits 23 on, XOR-div with nb = 2, its bucket would differ) */
   assert_false(psh_probe_pow2(PSH_XOR_DIV, psh_probe_step(PSH_XOR_DIV, PSH_VOX_BITS + 1u, 2u), PSH_VOX_BITS + 1u, 2u));
