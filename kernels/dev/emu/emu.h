@@ -71,6 +71,7 @@ inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
  * and code that aggregates over __activemask() must be right for any grouping). */
 inline unsigned __activemask() { return 1u << (threadIdx.x & 31u); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned atomicSub(unsigned *p, unsigned v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned atomicOr(unsigned *p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
