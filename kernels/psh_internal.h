@@ -279,10 +279,14 @@ static inline HX_HD uint32_t psh_spread3_8(uint32_t x) {
   x = (x | x << 4) & 0x030C30C3u;
   return (x | x << 2) & 0x09249249u;
 }
+/* psh_morton's low 24 bits: the Morton code of the low 8 bits of each coordinate, in 32-bit arithmetic. */
+static inline HX_HD uint32_t psh_morton8(uint32_t x, uint32_t y, uint32_t z) {
+  return psh_spread3_8(x) << 2 | psh_spread3_8(y) << 1 | psh_spread3_8(z);
+}
 /* The local bucket of cell (cx, cy, cz) (psh_zcell_geom's m <= 8 and r): psh_morton's bit order. The GPU probe
  * phase computes a Z-order-div probe's bucket this way, from the probe voxel's cell (NOTES.md, session 19). */
 static inline HX_HD uint32_t psh_zcell_bucket(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t r) {
-  return (psh_spread3_8(cx) << 2 | psh_spread3_8(cy) << 1 | psh_spread3_8(cz)) >> r;
+  return psh_morton8(cx, cy, cz) >> r;
 }
 
 /* A probe offset's two's complement as a 32-bit word (a function: inside an addition gcc's -Wsign-conversion
@@ -296,7 +300,7 @@ static inline HX_HD int psh_probe_zmod(psh_hash h, uint32_t bits, uint32_t nb) {
 /* psh_probe_bucket where psh_probe_zmod holds: the same bucket for every input (test_psh_cpu: test_probe_zmod),
  * without the random word (a mod hash's probe step is 1, so its jitter is 0 whatever the word) and in 32 bits: the
  * code mod nb is the Morton code's low log2 nb <= 24 bits, which come from the low 8 bits of each coordinate
- * (psh_spread3_8). About 20 instructions where psh_probe_bucket takes ~200 (a 64-bit mix, three 64-bit spreads
+ * (psh_morton8). About 20 instructions where psh_probe_bucket takes ~200 (a 64-bit mix, three 64-bit spreads
  * and a 64-bit remainder once the code passes 32 bits); Z-order-mod's hopeless points run all their probes one
  * after another in one lane, and that chain set its probe phase's end (NOTES.md, session 20). */
 static inline HX_HD uint32_t psh_probe_bucket_zmod(const uint32_t v[3], const int8_t probe[3], uint32_t bits,
@@ -304,7 +308,7 @@ static inline HX_HD uint32_t psh_probe_bucket_zmod(const uint32_t v[3], const in
   const uint32_t mask = (1u << bits) - 1u; /* bits <= 21 */
   const uint32_t x = (v[0] + psh_s8_u32(probe[0])) & mask, y = (v[1] + psh_s8_u32(probe[1])) & mask,
                  z = (v[2] + psh_s8_u32(probe[2])) & mask; /* two's complement wrap modulo 2^bits */
-  return (psh_spread3_8(x) << 2 | psh_spread3_8(y) << 1 | psh_spread3_8(z)) & (nb - 1u);
+  return psh_morton8(x, y, z) & (nb - 1u);
 }
 
 /* Block b's share [*first, *end) of an overflow list of n entries cut into equal contiguous shares over g

@@ -383,7 +383,7 @@ template <bool kSp, class P> __device__ __forceinline__ uint32_t *pc_at(const P 
 /* Bucket g's count after phase C, after the grid barrier that ends it, for callers of phase_probe_nt with kBack
  * false (v8/v9). */
 template <class P> __device__ __forceinline__ uint32_t pc_final(const P &p, uint32_t g) {
-  return __ldcg(p.pcnt + (g << p.pshift));
+  return __ldcg(pc_at<true>(p, g));
 }
 
 /* One attempt of point i on counter g (snap: the shared "full" bitmap is on): skipped when known full, else a
