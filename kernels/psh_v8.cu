@@ -744,6 +744,7 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
   if (n_ovf > kShort) {
     /* E, Ev, Eb: free on the long path; the counts stay in phase C's spread copy (pc_final below) */
     phase_probe_nt<kT8, LdL2, true, true, false>(p, sm.full, a.E, sm.tally, (uint32_t *)a.Ev, n_ovf, (uint32_t *)a.Eb);
+    bstamp<kBT>(p, 13); /* this block's part of phase C done (the long path only) */
     grid_sync(); /* probed counters, tickets, placements, tallies -> phase 4 */
     if (tr) p.trace[3] = gtimer();
     if (blockIdx.x == 0 && tid < PSH_NCOUNTERS && p.counters_out)
