@@ -22,9 +22,12 @@ set format x "%.0s%c"
 # sizes are linear steps (100k..600k) in the default sweep: a linear axis reads best
 if (logy) { set logscale y }
 if (!exists("ymin0")) { ymin0 = 0 }
-# margins around the data; none below a y axis that starts at 0 (gnuplot widens even a fixed minimum by it)
+# margins around the data; none below a y axis that starts at 0 (gnuplot widens even a fixed minimum by it), and
+# none above or below on a log axis, whose range already ends at the decades around the data (vertical margins
+# there were applied after that extension and widened the range by one more decade at each end)
 if (ymin0 && !logy) { set yrange [0:*]; set offsets graph 0.03, graph 0.03, graph 0.05, 0 } \
-else { set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05 }
+else { if (logy) { set offsets graph 0.03, graph 0.03, 0, 0 } \
+else { set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05 } }
 set autoscale xfixmin
 set autoscale xfixmax
 if (!exists("paired")) { paired = 0 }
