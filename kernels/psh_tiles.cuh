@@ -632,6 +632,111 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
   return kLeft;
 }
 
+/* probe_point_z for a whole warp (every lane calls it; act: the lane has listed point i) with the probes that bf
+ * skips found once per base cell instead of once per point and probe. The bf test of probe k depends only on the
+ * point's cloud and base cell (b0, b1, b2), so the warp takes each distinct (cloud, cell) of its lanes in turn and
+ * its 32 lanes test probes lane, lane + 32, ... at once: four ballots give that cell's candidate mask. Each lane
+ * then visits only its mask's probes, in order, through probe_point_z's other tests (bf again, as it may have
+ * grown; cf; the "full" bitmap; the grouped attempt). bf only gains bits, so a probe outside the mask would have
+ * been skipped by probe_point_z at its turn: the same probes are attempted in the same order, with the same
+ * outcome. Why: at 600k ~350k of ~560k listed Z-order-div points are leftovers that step through all 128 probes,
+ * almost all skipped by bf, and a warp's points (neighbours in list order) mostly share one or two cells of
+ * 2^(bits - m) voxels a side. ptab: the probe table (probe_table). Lanes whose cloud has no table (zc_frame false)
+ * take probe_point_z. H100, psh_bench, old and new in one call, seeds sweep and 1 (session 21): Z-order-div at 600k
+ * v9 -16 / -17%, v8 -15%, v5 -8 / -9%; 300k v8 -9%, v9 -6% / +5% (one noisy round), v5 -3%; 100k v8/v9 -2 to -5%,
+ * v5 +8 to +10%; the XOR hashes within noise, though v9's spills grew from 28/20 to 72/140 bytes. v4's K3 (no
+ * probe table) keeps probe_point_z. */
+template <bool kSp, class P>
+__device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32_t *cw, const uint32_t *ptab,
+                                            const ZCell &z, bool act, uint32_t i, uint32_t c, const Frame &f,
+                                            const uint32_t v[3], uint32_t home) {
+  const int lane = (int)(threadIdx.x & 31u);
+  const volatile uint32_t *full = full_w, *cf = cw, *bf = cw + kCellBits / 32u;
+  uint32_t s = 0, r = 0;
+  const bool on = act && zc_frame(z, f, s, r);
+  const uint32_t cm = (1u << z.m) - 1u, cbase = c << (3u * z.m);
+  const uint32_t b0 = on ? psh_zcell_base(v[0], f.bits, s) : 0u, b1 = on ? psh_zcell_base(v[1], f.bits, s) : 0u,
+                 b2 = on ? psh_zcell_base(v[2], f.bits, s) : 0u;
+  const uint32_t key = on ? cbase + psh_zcell_index(b0, b1, b2, z.m) : kNone;
+  uint32_t mk[4] = {0u, 0u, 0u, 0u}; /* probes 32 j + l not skipped by bf: bit l of mk[j] */
+  for (uint32_t todo = __ballot_sync(0xFFFFFFFFu, on); todo;) { /* warp-uniform */
+    const int src = __ffs((int)todo) - 1;
+    const uint32_t kk = __shfl_sync(0xFFFFFFFFu, key, src), x0 = __shfl_sync(0xFFFFFFFFu, b0, src),
+                   y0 = __shfl_sync(0xFFFFFFFFu, b1, src), z0 = __shfl_sync(0xFFFFFFFFu, b2, src),
+                   cb = __shfl_sync(0xFFFFFFFFu, cbase, src);
+#pragma unroll
+    for (uint32_t j = 0; j < 4u; j++) {
+      const uint32_t k = 32u * j + (uint32_t)lane;
+      bool cand = false;
+      if (k < p.nprobe) {
+        const uint32_t pw = ptab[k];
+        const uint32_t t = cb + psh_zcell_index((x0 + (uint32_t)(int32_t)(int8_t)pw) & cm,
+                                                (y0 + (uint32_t)(int32_t)(int8_t)(pw >> 8)) & cm,
+                                                (z0 + (uint32_t)(int32_t)(int8_t)(pw >> 16)) & cm, z.m);
+        cand = !(bf[t >> 5] >> (t & 31u) & 1u);
+      }
+      const uint32_t w = __ballot_sync(0xFFFFFFFFu, cand);
+      if (key == kk) mk[j] = w;
+    }
+    todo &= ~__ballot_sync(0xFFFFFFFFu, key == kk);
+  }
+  if (!act) return kLeft; /* the caller ignores it */
+  if (!on) return probe_point_z<kSp>(p, full_w, cw, z, i, c, f, v, home);
+#ifdef PSH_ZC_VERIFY /* check builds: every probe outside the mask had no room */
+  for (uint32_t k = 0; k < p.nprobe; k++)
+    if (!(mk[k >> 5] >> (k & 31u) & 1u)) {
+      const uint64_t rv = hx_rng_base(p.seed, i);
+      const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rv + k));
+      if (hv != home && __ldcg(pc_at<kSp>(p, c * p.nb + hv)) < p.cap)
+        printf("psh_zc_verify: FAIL point %u probe %u outside the mask, bucket %u has room\n", i, k, hv);
+      else if (k == 64u && i % 256u == 0u)
+        printf("psh_zc_verify: ok point %u probe %u outside the mask, bucket %u full\n", i, k, hv);
+    }
+#endif
+  const uint64_t rb = hx_rng_base(p.seed, i); /* hx_rng_u64(seed, i, k) = hx_mix64(rb + k) */
+  for (uint32_t j = 0; j < 4u; j++)
+    for (uint32_t wm = mk[j]; wm; wm &= wm - 1u) {
+      const uint32_t k = 32u * j + (uint32_t)(__ffs((int)wm) - 1);
+      const uint32_t pw = ptab[k];
+      const int8_t pr[3] = {(int8_t)pw, (int8_t)(pw >> 8), (int8_t)(pw >> 16)};
+      const uint32_t t = cbase + psh_zcell_index((b0 + (uint32_t)(int32_t)pr[0]) & cm, (b1 + (uint32_t)(int32_t)pr[1]) & cm,
+                                                 (b2 + (uint32_t)(int32_t)pr[2]) & cm, z.m);
+      if (bf[t >> 5] >> (t & 31u) & 1u) continue; /* bf has grown since the mask */
+      uint32_t w[3];
+      probe_voxel(v, pr, f.step, f.bits, hx_mix64(rb + k), w);
+      const uint32_t x = w[0] >> s, y = w[1] >> s, zz = w[2] >> s, u = cbase + psh_zcell_index(x, y, zz, z.m);
+      const uint32_t h = psh_zcell_bucket(x, y, zz, r);
+#ifdef PSH_ZC_VERIFY
+      const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, pr, f.step, f.bits, p.nb, hx_mix64(rb + k));
+      if (hv != h) printf("psh_zc_verify: FAIL point %u probe %u: cell bucket %u, hash %u\n", i, k, h, hv);
+#endif
+      if (cf[u >> 5] >> (u & 31u) & 1u) continue; /* its cell's bucket is known full */
+      if (h == home) continue;
+      const uint32_t g = c * p.nb + h;
+      if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */
+      /* the grouped attempt of probe_point_z (the lanes here now that want bucket g, at any probe index) */
+      const uint32_t act2 = __activemask(), peers = __match_any_sync(act2, g);
+      const int leader = __ffs((int)peers) - 1;
+      const uint32_t n = (uint32_t)__popc(peers);
+      uint32_t o = p.cap;
+      uint32_t *const cg = pc_at<kSp>(p, g);
+      if (lane == leader && __ldcg(cg) < p.cap) {
+        o = atomicAdd(cg, n);
+        if (o + n > p.cap) atomicSub(cg, o >= p.cap ? n : o + n - p.cap); /* o >= S: S placed for good */
+      }
+      o = __shfl_sync(act2, o, leader);
+      const uint32_t slot = o + (uint32_t)__popc(peers & lanemask_lt());
+      if (slot < p.cap) {
+        p.bucket[i] = g;
+        p.offset[i] = slot;
+        return kPlaced;
+      }
+      if (o + n >= p.cap && !(atomicOr(&full_w[g >> 5], 1u << (g & 31u)) >> (g & 31u) & 1u))
+        zc_mark(cw, z, c, h, f.bits, f.step);
+    }
+  return kLeft;
+}
+
 /* Listed point i's cloud, voxel and home bucket. */
 template <class Ld, class P>
 __device__ __forceinline__ void listed_point(const P &p, uint32_t i, uint32_t &c, Frame &f, uint32_t v[3],
@@ -793,7 +898,8 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * done after one; on the 600k lidar cloud 89% of the ~140k hopeless points are proven so, and the second
  * pass gives the rest dense warps (xor-div: v9 -47%, v4 at 4M -59%, H100). The Z-order hashes keep the
  * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof for the whole point); with cells
- * (kCellWords shared words, or nullptr) Z-order-div proves it per probe instead (probe_point_z).
+ * (kCellWords shared words, or nullptr) Z-order-div proves it per probe instead (probe_point_z; in the one-launch
+ * variants per base cell and warp, probe_warp_z).
  * kGridQ (the cooperative variants v5-v9; sessions 17-18): the block's second pass tries only probes kReachAt
  * .. kReachAt + kSolo - 1 of its queued points, one thread each, and pushes the points still unplaced (and not
  * proven hopeless) to one grid-wide queue (ovf + n + 1, one atomic per warp); after a grid barrier every block
@@ -839,7 +945,6 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       }
       full_w[w] = word;
     }
-  if (kGridQ && reach) probe_table<NT>(p, ptab); /* for solo_probes and queue_pass */
   /* Z-order-div with the snapshot: the cell tables (probe_point_z), where the batch's fit in kCellBits */
   ZCell zc = {0u, 0u};
   bool zon = false;
@@ -848,6 +953,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
     zc.m = (zc.lg + 2u) / 3u;
     zon = (p.nclouds << (3u * zc.m)) <= kCellBits; /* snap: nclouds nb <= kSnapBits, so no overflow */
   }
+  if (kGridQ && (reach || zon)) probe_table<NT>(p, ptab); /* solo_probes and queue_pass; probe_warp_z */
   const bool zm = psh_probe_zmod((psh_hash)p.hash, 0u, p.nb); /* and each cloud's bits <= PSH_VOX_BITS, below */
   if (spread) grid_sync(); /* every block's share of the copy, and this block's tally, snapshot, probe table -> uses */
   else __syncthreads();     /* tally zeroed, snapshot and probe table built -> uses below */
@@ -865,7 +971,20 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   uint32_t first = blockIdx.x * NT, end = n_ovf;
   if (kShare) psh_list_share(n_ovf, gridDim.x, blockIdx.x, &first, &end);
   const uint32_t step = kShare ? NT : gridDim.x * NT;
-  if (!reach) { /* the one-pass loop of before session 14 (sharing the two-pass loop's code cost Z-order 2-3%) */
+  if (kGridQ && zon) { /* t0 is block-uniform, so whole warps call probe_warp_z */
+    for (uint32_t t0 = first; t0 < end; t0 += step) {
+      const uint32_t t = t0 + threadIdx.x;
+      uint32_t i = 0, c = 0, v[3] = {0u, 0u, 0u}, home = 0;
+      Frame f = {};
+      if (t < end) {
+        i = Ld::ld(p.ovf + t);
+        listed_point<Ld>(p, i, c, f, v, home);
+      }
+      const int r = probe_warp_z<kGridQ>(p, full_w, cells, ptab, zc, t < end, i, c, f, v, home);
+      np += t < end && r == kPlaced;
+      leftover_tickets(p, t < end && r == kLeft, i, c, lane, nl);
+    }
+  } else if (!reach) { /* the one-pass loop of before session 14 (sharing the two-pass loop's code cost Z-order 2-3%) */
     for (uint32_t t0 = first; t0 < end; t0 += step) {
       const uint32_t t = t0 + threadIdx.x;
       bool left = false;
