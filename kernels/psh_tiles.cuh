@@ -549,6 +549,39 @@ static __device__ __noinline__ void zc_mark(uint32_t *cw, ZCell z, uint32_t c, u
     }
   }
 }
+/* The counter attempt of a Z-order-div probe of point i (cloud c) on local bucket h, after the cell tests: skipped
+ * when the block's "full" bitmap has it; else the lanes here now that want the same bucket (at the same probe index
+ * in probe_point_z, whose loop keeps the warp together; at any in probe_warp_z) make one read and one atomic for
+ * all of them, take the slots in lane order and roll back those past S; a group that fills the bucket marks it in
+ * the bitmap and, where this block is the first to know, in the cell tables (zc_mark). True: bucket/offset
+ * stored. */
+template <bool kSp, class P>
+__device__ __forceinline__ bool zc_attempt(const P &p, uint32_t *full_w, uint32_t *cw, const ZCell &z, uint32_t i,
+                                           uint32_t c, uint32_t h, const Frame &f) {
+  const volatile uint32_t *full = full_w;
+  const uint32_t g = c * p.nb + h;
+  if (full[g >> 5] >> (g & 31u) & 1u) return false; /* known full: no L2 read */
+  const uint32_t act = __activemask(), peers = __match_any_sync(act, g);
+  const int lane = (int)(threadIdx.x & 31u), leader = __ffs((int)peers) - 1;
+  const uint32_t n = (uint32_t)__popc(peers);
+  uint32_t o = p.cap;
+  uint32_t *const cg = pc_at<kSp>(p, g);
+  if (lane == leader && __ldcg(cg) < p.cap) {
+    o = atomicAdd(cg, n);
+    if (o + n > p.cap) atomicSub(cg, o >= p.cap ? n : o + n - p.cap); /* o >= S: S placed for good */
+  }
+  o = __shfl_sync(act, o, leader);
+  const uint32_t slot = o + (uint32_t)__popc(peers & lanemask_lt());
+  if (slot < p.cap) {
+    p.bucket[i] = g;
+    p.offset[i] = slot;
+    return true;
+  }
+  /* full for good (see psh_v4.cu): the bitmap, and the cells where this block is the first to know */
+  if (o + n >= p.cap && !(atomicOr(&full_w[g >> 5], 1u << (g & 31u)) >> (g & 31u) & 1u))
+    zc_mark(cw, z, c, h, f.bits, f.step);
+  return false;
+}
 /* probe_point's one-pass loop for Z-order-div with the cell tables (phase_probe_nt): the same probes in the
  * same order with the same outcome. A probe is first looked up in bf (its 8 possible cells full: skipped before
  * the random word); else its voxel's cell, from the random word, in cf (its bucket known full: skipped, as the
@@ -569,7 +602,7 @@ template <bool kSp, class P>
 __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint32_t *cw, const ZCell &z, uint32_t i,
                                              uint32_t c, const Frame &f, const uint32_t v[3], uint32_t home) {
   const uint32_t cbase = c << (3u * z.m);
-  const volatile uint32_t *full = full_w, *cf = cw, *bf = cw + kCellBits / 32u;
+  const volatile uint32_t *cf = cw, *bf = cw + kCellBits / 32u;
   uint32_t s, r;
   const bool on = zc_frame(z, f, s, r);
   const uint32_t cm = (1u << z.m) - 1u;
@@ -605,29 +638,7 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
       h = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
     }
     if (h == home) continue;
-    const uint32_t g = c * p.nb + h;
-    if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */
-    /* the lanes here now (this probe index: the loop keeps the warp together) that want the same bucket: one
-     * read and one atomic for all of them, slots taken in lane order, those past S rolled back */
-    const uint32_t act = __activemask(), peers = __match_any_sync(act, g);
-    const int lane = (int)(threadIdx.x & 31u), leader = __ffs((int)peers) - 1;
-    const uint32_t n = (uint32_t)__popc(peers);
-    uint32_t o = p.cap;
-    uint32_t *const cg = pc_at<kSp>(p, g);
-    if (lane == leader && __ldcg(cg) < p.cap) {
-      o = atomicAdd(cg, n);
-      if (o + n > p.cap) atomicSub(cg, o >= p.cap ? n : o + n - p.cap); /* o >= S: S placed for good */
-    }
-    o = __shfl_sync(act, o, leader);
-    const uint32_t slot = o + (uint32_t)__popc(peers & lanemask_lt());
-    if (slot < p.cap) {
-      p.bucket[i] = g;
-      p.offset[i] = slot;
-      return kPlaced;
-    }
-    /* full for good (see psh_v4.cu): the bitmap, and the cells where this block is the first to know */
-    if (o + n >= p.cap && !(atomicOr(&full_w[g >> 5], 1u << (g & 31u)) >> (g & 31u) & 1u))
-      zc_mark(cw, z, c, h, f.bits, f.step);
+    if (zc_attempt<kSp>(p, full_w, cw, z, i, c, h, f)) return kPlaced;
   }
   return kLeft;
 }
@@ -651,7 +662,7 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
                                             const ZCell &z, bool act, uint32_t i, uint32_t c, const Frame &f,
                                             const uint32_t v[3], uint32_t home) {
   const int lane = (int)(threadIdx.x & 31u);
-  const volatile uint32_t *full = full_w, *cf = cw, *bf = cw + kCellBits / 32u;
+  const volatile uint32_t *cf = cw, *bf = cw + kCellBits / 32u;
   uint32_t s = 0, r = 0;
   const bool on = act && zc_frame(z, f, s, r);
   const uint32_t cm = (1u << z.m) - 1u, cbase = c << (3u * z.m);
@@ -712,27 +723,7 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
 #endif
       if (cf[u >> 5] >> (u & 31u) & 1u) continue; /* its cell's bucket is known full */
       if (h == home) continue;
-      const uint32_t g = c * p.nb + h;
-      if (full[g >> 5] >> (g & 31u) & 1u) continue; /* known full: no L2 read */
-      /* the grouped attempt of probe_point_z (the lanes here now that want bucket g, at any probe index) */
-      const uint32_t act2 = __activemask(), peers = __match_any_sync(act2, g);
-      const int leader = __ffs((int)peers) - 1;
-      const uint32_t n = (uint32_t)__popc(peers);
-      uint32_t o = p.cap;
-      uint32_t *const cg = pc_at<kSp>(p, g);
-      if (lane == leader && __ldcg(cg) < p.cap) {
-        o = atomicAdd(cg, n);
-        if (o + n > p.cap) atomicSub(cg, o >= p.cap ? n : o + n - p.cap); /* o >= S: S placed for good */
-      }
-      o = __shfl_sync(act2, o, leader);
-      const uint32_t slot = o + (uint32_t)__popc(peers & lanemask_lt());
-      if (slot < p.cap) {
-        p.bucket[i] = g;
-        p.offset[i] = slot;
-        return kPlaced;
-      }
-      if (o + n >= p.cap && !(atomicOr(&full_w[g >> 5], 1u << (g & 31u)) >> (g & 31u) & 1u))
-        zc_mark(cw, z, c, h, f.bits, f.step);
+      if (zc_attempt<kSp>(p, full_w, cw, z, i, c, h, f)) return kPlaced;
     }
   return kLeft;
 }
