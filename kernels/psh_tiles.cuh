@@ -597,7 +597,8 @@ __device__ __forceinline__ bool zc_attempt(const P &p, uint32_t *full_w, uint32_
  * samples on the counter read and the atomic; without the read, so with more atomics, 20-66% slower). H100,
  * same call: 100k -30 to -44%, 600k -6 to -23%, 4M +2%; v8 pays 2-4% on the XOR hashes (spills 60 -> 152 bytes).
  * A warp-synchronous form (every lane stepping the probes together, two votes a step) won as much at 100k but
- * lost 10-15% at 600k and 28% at 4M. The group's last slot leaves the bucket full, so the group marks it. */
+ * lost 10-15% at 600k and 28% at 4M. A group whose attempt overflows the bucket marks it full; one that takes
+ * exactly its last slot leaves the mark to the next attempt's read (zc_attempt). */
 template <bool kSp, class P>
 __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint32_t *cw, const ZCell &z, uint32_t i,
                                              uint32_t c, const Frame &f, const uint32_t v[3], uint32_t home) {
@@ -694,9 +695,9 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
   if (!act) return kLeft; /* the caller ignores it */
   if (!on) return probe_point_z<kSp>(p, full_w, cw, z, i, c, f, v, home);
 #ifdef PSH_ZC_VERIFY /* check builds: every probe outside the mask had no room */
+  const uint64_t rv = hx_rng_base(p.seed, i);
   for (uint32_t k = 0; k < p.nprobe; k++)
     if (!(mk[k >> 5] >> (k & 31u) & 1u)) {
-      const uint64_t rv = hx_rng_base(p.seed, i);
       const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rv + k));
       if (hv != home && __ldcg(pc_at<kSp>(p, c * p.nb + hv)) < p.cap)
         printf("psh_zc_verify: FAIL point %u probe %u outside the mask, bucket %u has room\n", i, k, hv);
@@ -712,7 +713,14 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
       const int8_t pr[3] = {(int8_t)pw, (int8_t)(pw >> 8), (int8_t)(pw >> 16)};
       const uint32_t t = cbase + psh_zcell_index((b0 + (uint32_t)(int32_t)pr[0]) & cm, (b1 + (uint32_t)(int32_t)pr[1]) & cm,
                                                  (b2 + (uint32_t)(int32_t)pr[2]) & cm, z.m);
-      if (bf[t >> 5] >> (t & 31u) & 1u) continue; /* bf has grown since the mask */
+      if (bf[t >> 5] >> (t & 31u) & 1u) { /* bf has grown since the mask */
+#ifdef PSH_ZC_VERIFY
+        const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, pr, f.step, f.bits, p.nb, hx_mix64(rb + k));
+        if (hv != home && __ldcg(pc_at<kSp>(p, c * p.nb + hv)) < p.cap)
+          printf("psh_zc_verify: FAIL point %u probe %u skipped in the walk, bucket %u has room\n", i, k, hv);
+#endif
+        continue;
+      }
       uint32_t w[3];
       probe_voxel(v, pr, f.step, f.bits, hx_mix64(rb + k), w);
       const uint32_t x = w[0] >> s, y = w[1] >> s, zz = w[2] >> s, u = cbase + psh_zcell_index(x, y, zz, z.m);
