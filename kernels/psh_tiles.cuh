@@ -582,6 +582,17 @@ __device__ __forceinline__ bool zc_attempt(const P &p, uint32_t *full_w, uint32_
     zc_mark(cw, z, c, h, f.bits, f.step);
   return false;
 }
+#ifdef PSH_ZC_VERIFY /* check builds (kernels/dev/emu, psh-ab.sh FLAGS): a probe skipped as full had no room */
+template <bool kSp, class P>
+__device__ void zc_verify_skip(const P &p, const uint32_t v[3], const int8_t pr[3], const Frame &f, uint64_t rw,
+                               uint32_t home, uint32_t c, uint32_t i, uint32_t k, const char *how) {
+  const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, pr, f.step, f.bits, p.nb, rw);
+  if (hv != home && __ldcg(pc_at<kSp>(p, c * p.nb + hv)) < p.cap)
+    printf("psh_zc_verify: FAIL point %u probe %u %s, bucket %u has room\n", i, k, how, hv);
+  else if (k == 64u && i % 256u == 0u) /* a sample, to show that the skips run */
+    printf("psh_zc_verify: ok point %u probe %u %s, bucket %u full\n", i, k, how, hv);
+}
+#endif
 /* probe_point's one-pass loop for Z-order-div with the cell tables (phase_probe_nt): the same probes in the
  * same order with the same outcome. A probe is first looked up in bf (its 8 possible cells full: skipped before
  * the random word); else its voxel's cell, from the random word, in cf (its bucket known full: skipped, as the
@@ -617,12 +628,8 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
                                                  (b1 + (uint32_t)(int32_t)p.probe[k][1]) & cm,
                                                  (b2 + (uint32_t)(int32_t)p.probe[k][2]) & cm, z.m);
       if (bf[t >> 5] >> (t & 31u) & 1u) { /* its 8 cells are full: no random word, no hash */
-#ifdef PSH_ZC_VERIFY /* check builds (kernels/dev/emu, psh-ab.sh FLAGS): the skipped probe had no room */
-        const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rb + k));
-        if (hv != home && __ldcg(pc_at<kSp>(p, c * p.nb + hv)) < p.cap)
-          printf("psh_zc_verify: FAIL point %u probe %u skipped, bucket %u has room\n", i, k, hv);
-        else if (k == 64u && i % 256u == 0u) /* a sample, to show that the skips run */
-          printf("psh_zc_verify: ok point %u probe %u skipped, bucket %u full\n", i, k, hv);
+#ifdef PSH_ZC_VERIFY
+        zc_verify_skip<kSp>(p, v, p.probe[k], f, hx_mix64(rb + k), home, c, i, k, "skipped");
 #endif
         continue;
       }
@@ -694,18 +701,12 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
   }
   if (!act) return kLeft; /* the caller ignores it */
   if (!on) return probe_point_z<kSp>(p, full_w, cw, z, i, c, f, v, home);
-#ifdef PSH_ZC_VERIFY /* check builds: every probe outside the mask had no room */
-  const uint64_t rv = hx_rng_base(p.seed, i);
-  for (uint32_t k = 0; k < p.nprobe; k++)
-    if (!(mk[k >> 5] >> (k & 31u) & 1u)) {
-      const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, p.probe[k], f.step, f.bits, p.nb, hx_mix64(rv + k));
-      if (hv != home && __ldcg(pc_at<kSp>(p, c * p.nb + hv)) < p.cap)
-        printf("psh_zc_verify: FAIL point %u probe %u outside the mask, bucket %u has room\n", i, k, hv);
-      else if (k == 64u && i % 256u == 0u)
-        printf("psh_zc_verify: ok point %u probe %u outside the mask, bucket %u full\n", i, k, hv);
-    }
-#endif
   const uint64_t rb = hx_rng_base(p.seed, i); /* hx_rng_u64(seed, i, k) = hx_mix64(rb + k) */
+#ifdef PSH_ZC_VERIFY /* check builds: every probe outside the mask had no room */
+  for (uint32_t k = 0; k < p.nprobe; k++)
+    if (!(mk[k >> 5] >> (k & 31u) & 1u))
+      zc_verify_skip<kSp>(p, v, p.probe[k], f, hx_mix64(rb + k), home, c, i, k, "outside the mask");
+#endif
   for (uint32_t j = 0; j < 4u; j++)
     for (uint32_t wm = mk[j]; wm; wm &= wm - 1u) {
       const uint32_t k = 32u * j + (uint32_t)(__ffs((int)wm) - 1);
@@ -715,9 +716,7 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
                                                  (b2 + (uint32_t)(int32_t)pr[2]) & cm, z.m);
       if (bf[t >> 5] >> (t & 31u) & 1u) { /* bf has grown since the mask */
 #ifdef PSH_ZC_VERIFY
-        const uint32_t hv = probe_bucket_fast(PSH_ZORDER_DIV, v, pr, f.step, f.bits, p.nb, hx_mix64(rb + k));
-        if (hv != home && __ldcg(pc_at<kSp>(p, c * p.nb + hv)) < p.cap)
-          printf("psh_zc_verify: FAIL point %u probe %u skipped in the walk, bucket %u has room\n", i, k, hv);
+        zc_verify_skip<kSp>(p, v, pr, f, hx_mix64(rb + k), home, c, i, k, "skipped in the walk");
 #endif
         continue;
       }

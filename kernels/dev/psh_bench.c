@@ -265,12 +265,12 @@ int main(int argc, char **argv) {
         double bt[16][4];
         uint32_t nbk = 0;
         if (vs[k].id >= 8 && psh_gpu_block_trace(g, &vs[k], bt, &nbk, &err) == HX_OK && nbk > 0) {
-          static const char *const stn[14] = {"start", "xyz loaded", "into barrier 1", "out of barrier 1", "frame",
+          static const char *const stn[] = {"start", "xyz loaded", "into barrier 1", "out of barrier 1", "frame",
                                               "histogram", "commit+scan", "into barrier 2", "out of barrier 2",
                                               "list resolved", "start scan", "listed+slot", "end", "phase C done"};
           printf("  %s every block's stamps (%u blocks), us after the first start: min / median / max (block)\n",
                  vs[k].name, nbk);
-          for (int e = 0; e < 14; e++)
+          for (int e = 0; e < (int)(sizeof stn / sizeof *stn); e++)
             if (bt[e][0] >= 0)
               printf("    %2d %-16s %7.2f %7.2f %7.2f (%.0f)\n", e, stn[e], bt[e][0], bt[e][1], bt[e][2], bt[e][3]);
         }
