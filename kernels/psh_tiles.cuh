@@ -663,8 +663,9 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
  * 2^(bits - m) voxels a side. ptab: the probe table (probe_table). Lanes whose cloud has no table (zc_frame false)
  * take probe_point_z. H100, psh_bench, old and new in one call, seeds sweep and 1 (session 21): Z-order-div at 600k
  * v9 -16 / -17%, v8 -15%, v5 -8 / -9%; 300k v8 -9%, v9 -6% / +5% (one noisy round), v5 -3%; 100k v8/v9 -2 to -5%,
- * v5 +8 to +10%; the XOR hashes within noise, though v9's spills grew from 28/20 to 72/140 bytes. v4's K3 (no
- * probe table) keeps probe_point_z. */
+ * v5 +8 to +10%; the XOR hashes within noise, though v9's spills grew from 28/20 to 72/140 bytes. v4's K3 too
+ * (kWarpZ, with a probe table of its own; session 22, H200, same call): Z-order-div 600k -6 to -10%, 4M -18%,
+ * 100k +7 to +12% (v9 is the variant there), the XOR hashes within 2%. */
 template <bool kSp, class P>
 __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32_t *cw, const uint32_t *ptab,
                                             const ZCell &z, bool act, uint32_t i, uint32_t c, const Frame &f,
@@ -896,8 +897,8 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * done after one; on the 600k lidar cloud 89% of the ~140k hopeless points are proven so, and the second
  * pass gives the rest dense warps (xor-div: v9 -47%, v4 at 4M -59%, H100). The Z-order hashes keep the
  * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof for the whole point); with cells
- * (kCellWords shared words, or nullptr) Z-order-div proves it per probe instead (probe_point_z; in the one-launch
- * variants per base cell and warp, probe_warp_z).
+ * (kCellWords shared words, or nullptr) Z-order-div proves it per probe instead (probe_point_z; with kWarpZ per
+ * base cell and warp, probe_warp_z).
  * kGridQ (the cooperative variants v5-v9; sessions 17-18): the block's second pass tries only probes kReachAt
  * .. kReachAt + kSolo - 1 of its queued points, one thread each, and pushes the points still unplaced (and not
  * proven hopeless) to one grid-wide queue (ovf + n + 1, one atomic per warp); after a grid barrier every block
@@ -910,9 +911,11 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  *   8 seeds, NOTES.md). Two probes per point in the block first leave the grid's queue to the hard points.
  * H100, v9 xor-div, 6 seeds, same calls: 100k -5 to -13%, 600k -2 to -21% (the sweep's seed: -11%, -21%).
  * v4's K3 (kGridQ = false: separate launches, no grid barrier) keeps its per-block queue and the
- * thread-per-point second pass over every remaining probe (the lane split alone cost it 3-7%). ptab: the probe
- * table in shared memory for solo_probes and queue_pass (128 words; kGridQ only). */
-template <int NT, class Ld = LdL2, bool kShare = true, bool kGridQ = true, bool kBack = true, class P>
+ * thread-per-point second pass over every remaining probe (the lane split alone cost it 3-7%). kWarpZ: Z-order-div
+ * through probe_warp_z (the default in v5-v9; v4's K3 sets it too). ptab: the probe table in shared memory for
+ * solo_probes and queue_pass (kGridQ) and probe_warp_z (kWarpZ), 128 words. */
+template <int NT, class Ld = LdL2, bool kShare = true, bool kGridQ = true, bool kBack = true, bool kWarpZ = kGridQ,
+          class P>
 __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *ptab, uint32_t *tally,
                                                uint32_t *defer, uint32_t n_ovf, uint32_t *cells) {
   const int lane = (int)(threadIdx.x & 31u);
@@ -951,7 +954,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
     zc.m = (zc.lg + 2u) / 3u;
     zon = (p.nclouds << (3u * zc.m)) <= kCellBits; /* snap: nclouds nb <= kSnapBits, so no overflow */
   }
-  if (kGridQ && (reach || zon)) probe_table<NT>(p, ptab); /* solo_probes and queue_pass; probe_warp_z */
+  if ((kGridQ && reach) || (kWarpZ && zon)) probe_table<NT>(p, ptab); /* solo_probes and queue_pass; probe_warp_z */
   const bool zm = psh_probe_zmod((psh_hash)p.hash, 0u, p.nb); /* and each cloud's bits <= PSH_VOX_BITS, below */
   if (spread) grid_sync(); /* every block's share of the copy, and this block's tally, snapshot, probe table -> uses */
   else __syncthreads();     /* tally zeroed, snapshot and probe table built -> uses below */
@@ -969,7 +972,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   uint32_t first = blockIdx.x * NT, end = n_ovf;
   if (kShare) psh_list_share(n_ovf, gridDim.x, blockIdx.x, &first, &end);
   const uint32_t step = kShare ? NT : gridDim.x * NT;
-  if (kGridQ && zon) { /* t0 is block-uniform, so whole warps call probe_warp_z */
+  if (kWarpZ && zon) { /* t0 is block-uniform, so whole warps call probe_warp_z */
     for (uint32_t t0 = first; t0 < end; t0 += step) {
       const uint32_t t = t0 + threadIdx.x;
       uint32_t i = 0, c = 0, v[3] = {0u, 0u, 0u}, home = 0;

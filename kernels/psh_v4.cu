@@ -289,9 +289,10 @@ __global__ void __launch_bounds__(kProbeT, 4) k4_probe(P4 p) {
   __shared__ uint32_t s_full[kSnapBits / 32]; /* bit g: counter g reached S, so it is full for good */
   __shared__ uint32_t s_defer[2 * kProbeT];     /* the second pass's queue (phase_probe_nt) */
   __shared__ uint32_t s_cells[kCellWords];      /* Z-order-div's cell tables (phase_probe_nt) */
+  __shared__ uint32_t s_ptab[PSH_NPROBE_BASE];  /* the probe table of probe_warp_z (Z-order-div) */
   const uint32_t n_ovf = p.ctr[C_NOVF]; /* written by K2, a previous launch */
   if (blockIdx.x * kProbeT >= n_ovf) return; /* block-uniform: no list entry for this block */
-  phase_probe_nt<kProbeT, LdPrev, false, false>(p, s_full, nullptr, s_tally, s_defer, n_ovf, s_cells); /* grid-stride chunks (see there) */
+  phase_probe_nt<kProbeT, LdPrev, false, false, true, true>(p, s_full, s_ptab, s_tally, s_defer, n_ovf, s_cells); /* grid-stride chunks (see there) */
 }
 
 /* K4: the cloud's scans in shared memory, then the tile's scatter. */
