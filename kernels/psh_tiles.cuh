@@ -593,6 +593,15 @@ __device__ void zc_verify_skip(const P &p, const uint32_t v[3], const int8_t pr[
     printf("psh_zc_verify: ok point %u probe %u %s, bucket %u full\n", i, k, how, hv);
 }
 #endif
+/* Whether bf (the cell tables' block words) holds the 2 x 2 x 2 block of cells that probe row pr can reach from
+ * base cell (b0, b1, b2) of the cloud whose cells start at cbase (m bits a side, cm = 2^m - 1): then no voxel of that
+ * probe has room. The test of probe_point_z and probe_warp_z's walk (its mask loop writes it out). */
+__device__ __forceinline__ bool zc_block_full(const volatile uint32_t *bf, uint32_t m, uint32_t cm, uint32_t cbase,
+                                              uint32_t b0, uint32_t b1, uint32_t b2, const int8_t pr[3]) {
+  const uint32_t t = cbase + psh_zcell_index((b0 + (uint32_t)(int32_t)pr[0]) & cm, (b1 + (uint32_t)(int32_t)pr[1]) & cm,
+                                             (b2 + (uint32_t)(int32_t)pr[2]) & cm, m);
+  return bf[t >> 5] >> (t & 31u) & 1u;
+}
 /* probe_point's one-pass loop for Z-order-div with the cell tables (phase_probe_nt): the same probes in the
  * same order with the same outcome. A probe is first looked up in bf (its 8 possible cells full: skipped before
  * the random word); else its voxel's cell, from the random word, in cf (its bucket known full: skipped, as the
@@ -624,10 +633,8 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
   for (uint32_t k = 0; k < p.nprobe; k++) {
     uint32_t h;
     if (on) {
-      const uint32_t t = cbase + psh_zcell_index((b0 + (uint32_t)(int32_t)p.probe[k][0]) & cm,
-                                                 (b1 + (uint32_t)(int32_t)p.probe[k][1]) & cm,
-                                                 (b2 + (uint32_t)(int32_t)p.probe[k][2]) & cm, z.m);
-      if (bf[t >> 5] >> (t & 31u) & 1u) { /* its 8 cells are full: no random word, no hash */
+      if (zc_block_full(bf, z.m, cm, cbase, b0, b1, b2, p.probe[k])) {
+        /* its 8 cells are full: no random word, no hash */
 #ifdef PSH_ZC_VERIFY
         zc_verify_skip<kSp>(p, v, p.probe[k], f, hx_mix64(rb + k), home, c, i, k, "skipped");
 #endif
@@ -689,7 +696,8 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
       const uint32_t k = 32u * j + (uint32_t)lane;
       bool cand = false;
       if (k < p.nprobe) {
-        const uint32_t pw = ptab[k];
+        const uint32_t pw = ptab[k]; /* zc_block_full's test, written out: through it (a row unpacked from pw)
+                                       * the PTX of every variant changed (session 22) */
         const uint32_t t = cb + psh_zcell_index((x0 + (uint32_t)(int32_t)(int8_t)pw) & cm,
                                                 (y0 + (uint32_t)(int32_t)(int8_t)(pw >> 8)) & cm,
                                                 (z0 + (uint32_t)(int32_t)(int8_t)(pw >> 16)) & cm, z.m);
@@ -713,9 +721,7 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
       const uint32_t k = 32u * j + (uint32_t)(__ffs((int)wm) - 1);
       const uint32_t pw = ptab[k];
       const int8_t pr[3] = {(int8_t)pw, (int8_t)(pw >> 8), (int8_t)(pw >> 16)};
-      const uint32_t t = cbase + psh_zcell_index((b0 + (uint32_t)(int32_t)pr[0]) & cm, (b1 + (uint32_t)(int32_t)pr[1]) & cm,
-                                                 (b2 + (uint32_t)(int32_t)pr[2]) & cm, z.m);
-      if (bf[t >> 5] >> (t & 31u) & 1u) { /* bf has grown since the mask */
+      if (zc_block_full(bf, z.m, cm, cbase, b0, b1, b2, pr)) { /* bf has grown since the mask */
 #ifdef PSH_ZC_VERIFY
         zc_verify_skip<kSp>(p, v, pr, f, hx_mix64(rb + k), home, c, i, k, "skipped in the walk");
 #endif
