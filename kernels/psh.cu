@@ -530,6 +530,10 @@ const psh_variant psh_table[] = {
      "v8 with the short overflow list walked by one warp in list order (no block barriers), redux.sync minima, "
      "first-hash stores after barrier 2 (psh_v8.cu)",
      psh_run_v9},
+    {10, "v10",
+     "v9 with perm's and xyz_out's lines prefetched into the L2 by the TMA unit during phase 2 (sm_90+): faster "
+     "from a cold, dirty L2 on short overflow lists (psh_v8.cu)",
+     psh_run_v10},
 };
 
 /* ---- padded layout and row gather ---- */

@@ -228,7 +228,8 @@ static hx_status trace_own(const psh_gpu *g, const psh_variant *v, hx_err *err) 
   case 6: HX_TRY(psh_v5_runs_own(v->id == 6, n, nc, nb, cap, &own, err)); break;
   case 7: HX_TRY(psh_v7_runs_own(n, nc, nb, cap, &own, err)); break;
   case 8:
-  case 9: HX_TRY(psh_v8_runs_own(v->id == 9, n, nc, nb, cap, &own, err)); break;
+  case 9:
+  case 10: HX_TRY(psh_v8_runs_own(v->id - 8, n, nc, nb, cap, &own, err)); break;
   default: return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no phase trace for %s", v->name);
   }
   if (!own)
@@ -245,7 +246,7 @@ extern "C" hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, doubl
 
 extern "C" hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks,
                                         hx_err *err) {
-  if (v->id != 8 && v->id != 9) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no block trace for %s", v->name);
+  if (v->id < 8 || v->id > 10) return hx_errf(err, HX_EUNSUPPORTED, "psh_gpu: no block trace for %s", v->name);
   HX_TRY(trace_own(g, v, err));
   PG_CUDA(cudaDeviceSynchronize());
   return psh_v8_block_trace(st, nblocks, g->scratch, g->nclouds, g->p.nb, g->n, err);

@@ -419,9 +419,13 @@ hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
  * barrier 2. Same scratch, trace and fall-back as v8. */
 hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
-/* Whether v5/v6 (gather 0/1), v7 and v8/v9 (w 0/1) run their own cooperative kernel for this batch shape
+/* Variant v10 (psh_v8.cu): v9's kernel that also prefetches perm's and xyz_out's lines into the L2 (TMA,
+ * sm_90+) during phase 2. Same scratch, trace and fall-back as v9. */
+hx_status psh_run_v10(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                      const psh_params *p, void *stream, hx_err *err);
+/* Whether v5/v6 (gather 0/1), v7 and v8/v9/v10 (w 0/1/2) run their own cooperative kernel for this batch shape
  * (*own = 1) or fall back to an earlier variant (0: nb > 4096 or S > 2^20, no cooperative launch, more
- * tiles than one wave; v8/v9 also when the tile's arrays exceed the shared memory). The launchers make the
+ * tiles than one wave; v8-v10 also when the tile's arrays exceed the shared memory). The launchers make the
  * same decision through the same code; the trace readers below are only meaningful when *own = 1 (after
  * a fall-back the scratch holds another variant's layout). Device queries only, nothing launched (v8/v9 also
  * raise their kernel's dynamic shared memory limit, cudaFuncSetAttribute, as their launcher does). */

@@ -61,6 +61,17 @@
  * issued (the L2's rate for partial-sector writes), and the issue-bound hash loop (~0.5 us per point per
  * thread). Since session 8 v9 also sizes its tiles to use every SM (any multiple of 32 points, at least
  * kMinTile9): 600k, 131 tiles of up to 4608 points instead of 118 of 5120; 31.4 us (v8 35.7-36.5) on the H100.
+ *
+ * v10 (psh_run_v10) is v9's kernel with the template flag kPF: while thread 0 builds the frame in phase 2, one lane of
+ * every block asks the TMA unit to prefetch the block's share of perm's and xyz_out's lines into the L2
+ * (l2_prefetch_share; sm_90 on, a no-op before). Why (NOTES.md, session 23): in the cold protocol the L2 is
+ * full of the flush's dirty lines, and each output line's first store in phase 4 evicts one, so phase 4
+ * drains ~2.5 us longer than hot; the prefetch moves those evictions (and fills) into phases 2-3, where the
+ * DRAM idles. Session 9's cut A did it with poison stores and lost on the LSU queue and a grid flag; the TMA
+ * unit needs neither. Measured on the H200 (psh_bench, 600k lidar): xor-mod cold -7% (31.1 -> 29.0 us), hot
+ * +0.7%; but +2% at 100k and 300k and +1.5-2% cold on the long path (xor-div), where phase 4 is not the
+ * end of the kernel and the prefetch slows phase 2's shared atomics. A variant of its own, so the sweep
+ * measures both side by side instead of one trade-off being picked for every case.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -218,6 +229,29 @@ __device__ __forceinline__ float *tile_xyz(const float *g, uint32_t cnt, float *
       if (f0 + (uint32_t)u * kT8 < nq) x4[f0 + (uint32_t)u * kT8] = r[u];
   }
   return xs;
+}
+
+/* v10: this block's share (1/gridDim.x) of one output array of `bytes` bytes prefetched into the L2 by the TMA
+ * unit (cp.async.bulk.prefetch.L2, sm_90 on; nothing on older GPUs and in the host emulation). A hint: the
+ * results do not depend on it. Shares are 16-byte aligned (the bulk copy's unit) and tile
+ * [ceil16(base), floor16(base + bytes)); the 0-15 bytes at either end are left out. Chunks of 32 KB (one
+ * instruction per array measured no faster, NOTES.md, session 23). */
+__device__ __forceinline__ void l2_prefetch_share(const void *base, size_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const uintptr_t a0 = ((uintptr_t)base + 15u) & ~(uintptr_t)15u, a1 = ((uintptr_t)base + bytes) & ~(uintptr_t)15u;
+  if (a1 <= a0) return;
+  const uintptr_t len = a1 - a0, G = gridDim.x, b = blockIdx.x;
+  uintptr_t lo = a0 + ((len * b / G + 15u) & ~(uintptr_t)15u), hi = a0 + ((len * (b + 1u) / G + 15u) & ~(uintptr_t)15u);
+  hi = hi < a1 ? hi : a1;
+  constexpr uintptr_t kChunk = 32768;
+  for (; lo < hi; lo += kChunk) {
+    const uint32_t sz = (uint32_t)(hi - lo < kChunk ? hi - lo : kChunk);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"(sz) : "memory");
+  }
+#else
+  (void)base;
+  (void)bytes;
+#endif
 }
 
 /* Zero the run state and write the default bucket tables (init_run_state with this block size). */
@@ -543,8 +577,9 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
 }
 
 /* The whole PSH in one cooperative launch (module header for the phases). kW: v9's changes (the module
- * header lists them); kBT: every block's phase stamps (psh_v8_block_trace). */
-template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
+ * header lists them); kPF (with kW): v10's prefetch; kBT: every block's phase stamps (psh_v8_block_trace). kPF
+ * is a template flag, not a field, so that v9's code stays as measured (a runtime flag cost v9 ~1%, session 23). */
+template <bool kBT, bool kW, bool kPF = false> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];
   Sm8 &sm = *(Sm8 *)smraw;
   Arr8 a;
@@ -598,6 +633,11 @@ template <bool kBT, bool kW> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8
       for (int e = 0; e < 6; e++) k6[e] = min(k6[e], __ldcg(p.part + (size_t)(pbase + j) * 6 + e));
     if (kW) block_min6r(k6, sm.red);
     else block_min6<kW8>(k6, sm.red);
+    if (kW && kPF && tid == kT8 - 32u) { /* v10: perm's and xyz_out's lines into the L2 (l2_prefetch_share), from
+                                            * a lane that waits here while thread 0 builds the frame */
+      l2_prefetch_share(p.perm, (size_t)p.n * 4u);
+      if (p.xyz_out) l2_prefetch_share(p.xyz_out, (size_t)p.n * 12u);
+    }
     if (tid == 0) {
       const Frame f0 = frame_from_keys(p, k6);
       const uint32_t w[kFrameWords] = {__float_as_uint(f0.lo[0]), __float_as_uint(f0.lo[1]), __float_as_uint(f0.lo[2]),
@@ -867,11 +907,12 @@ struct Plan8 {
   size_t smem;
 };
 
-void (*kern8(bool w))(P8) {
+void (*kern8(bool w, bool pf = false))(P8) {
   /* F3D_PSH_V8_BT=1 (a measurement knob of the device bench): the build of the kernel that stamps every
    * block's phases (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched */
   const char *bt_env = getenv("F3D_PSH_V8_BT");
   const bool bt = bt_env && bt_env[0] == '1';
+  if (w && pf) return bt ? k8_psh<true, true, true> : k8_psh<false, true, true>;
   return w ? (bt ? k8_psh<true, true> : k8_psh<false, true>) : (bt ? k8_psh<true, false> : k8_psh<false, false>);
 }
 
@@ -920,9 +961,9 @@ hx_status plan8(bool w, void (*kern)(P8), uint32_t n, uint32_t nclouds, uint32_t
   return HX_OK;
 }
 
-hx_status run8(bool w, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+hx_status run8(bool w, bool pf, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                const psh_params *prm, void *stream, hx_err *err) {
-  void (*kern)(P8) = kern8(w);
+  void (*kern)(P8) = kern8(w, pf);
   HX_TRY(psh_call_check(prm, in, err));
   if (prm->nb > kDense || prm->cap > kMaxCap) /* v7 (which runs v4, then v2, past these) */
     return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
@@ -1005,17 +1046,22 @@ extern "C" hx_status psh_v8_runs_own(int w, uint32_t n, uint32_t nclouds, uint32
   *own = 0;
   if (nb > kDense || cap > kMaxCap) return HX_OK;
   Plan8 pl;
-  HX_TRY(plan8(w != 0, kern8(w != 0), n, nclouds, nb, &pl, err));
+  HX_TRY(plan8(w != 0, kern8(w != 0, w == 2), n, nclouds, nb, &pl, err));
   *own = pl.ipt != 0;
   return HX_OK;
 }
 
 extern "C" hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {
-  return run8(false, d_scratch, scratch_bytes, out, in, prm, stream, err);
+  return run8(false, false, d_scratch, scratch_bytes, out, in, prm, stream, err);
 }
 
 extern "C" hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {
-  return run8(true, d_scratch, scratch_bytes, out, in, prm, stream, err);
+  return run8(true, false, d_scratch, scratch_bytes, out, in, prm, stream, err);
+}
+
+extern "C" hx_status psh_run_v10(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                                 const psh_params *prm, void *stream, hx_err *err) {
+  return run8(true, true, d_scratch, scratch_bytes, out, in, prm, stream, err);
 }
