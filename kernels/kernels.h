@@ -416,11 +416,11 @@ hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op op, psh_dtyp
 /* Unpool of the last pooling run's output coordinates with v's GPU unpool: h_up[row] = pooled xyz of the
  * row's sub-bucket (zero for rows outside every bucket), [n*3] fp32, copied to the host. Waits. */
 hx_status psh_gpu_unpool_xyz(psh_gpu *g, const bpool_variant *v, float *h_up, hx_err *err);
-/* Phase timestamps of the last run of v (v5 to v9 only, HX_EUNSUPPORTED otherwise, and also where v fell back
+/* Phase timestamps of the last run of v (v5 to v10 only, HX_EUNSUPPORTED otherwise, and also where v fell back
  * to an earlier variant for g's batch, e.g. more than 4096 buckets): 6 values in us after the kernel's start
  * (bbox, commit, probing, rows of block 0, gather barrier or -1, last block's end). Waits. */
 hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[6], hx_err *err);
-/* Every block's phase stamps of the last v8/v9 run (HX_EUNSUPPORTED for other variants or a fall-back): st[k] = {min, median,
+/* Every block's phase stamps of the last v8-v10 run (HX_EUNSUPPORTED for other variants or a fall-back): st[k] = {min, median,
  * max, block of the max} in us after the first block's start, for the 16 stamps psh_internal.h lists under
  * psh_v8_block_trace (-1 where no block reached one); *nblocks = the launch's blocks. Waits. */
 hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks, hx_err *err);

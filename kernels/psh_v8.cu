@@ -68,10 +68,11 @@
  * full of the flush's dirty lines, and each output line's first store in phase 4 evicts one, so phase 4
  * drains ~2.5 us longer than hot; the prefetch moves those evictions (and fills) into phases 2-3, where the
  * DRAM idles. Session 9's cut A did it with poison stores and lost on the LSU queue and a grid flag; the TMA
- * unit needs neither. Measured on the H200 (psh_bench, 600k lidar): xor-mod cold -7% (31.1 -> 29.0 us), hot
- * +0.7%; but +2% at 100k and 300k and +1.5-2% cold on the long path (xor-div), where phase 4 is not the
- * end of the kernel and the prefetch slows phase 2's shared atomics. A variant of its own, so the sweep
- * measures both side by side instead of one trade-off being picked for every case.
+ * unit needs neither. Measured (600k lidar xor-mod, the sweep's cold medians on 51f43ed): 33.2 -> 29.4 us on
+ * the H200, 34.3 -> 31.4 on the H100, hot +1.4% / +2.4%; but +1-5% at 100k and 300k, and -4% to +2% on the
+ * long-path hashes at 600k, where phase 4 does not end the kernel and the prefetch slows phase 2's histogram
+ * step. A variant of its own, so the sweep measures both side by side instead of one trade-off being picked
+ * for every case.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
