@@ -234,16 +234,13 @@ __device__ __forceinline__ float *tile_xyz(const float *g, uint32_t cnt, float *
 
 /* v10: this block's share (1/gridDim.x) of one output array of `bytes` bytes prefetched into the L2 by the TMA
  * unit (cp.async.bulk.prefetch.L2, sm_90 on; nothing on older GPUs and in the host emulation). A hint: the
- * results do not depend on it. Shares are 16-byte aligned (the bulk copy's unit) and tile
- * [ceil16(base), floor16(base + bytes)); the 0-15 bytes at either end are left out. Chunks of 32 KB (one
- * instruction per array measured no faster, NOTES.md, session 23). */
+ * results do not depend on it. The shares: psh_prefetch_share (16-byte units, test_psh_cpu checks that they
+ * tile the array's interior). Chunks of 32 KB (one instruction per array measured no faster, NOTES.md,
+ * session 23). */
 __device__ __forceinline__ void l2_prefetch_share(const void *base, size_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const uintptr_t a0 = ((uintptr_t)base + 15u) & ~(uintptr_t)15u, a1 = ((uintptr_t)base + bytes) & ~(uintptr_t)15u;
-  if (a1 <= a0) return;
-  const uintptr_t len = a1 - a0, G = gridDim.x, b = blockIdx.x;
-  uintptr_t lo = a0 + ((len * b / G + 15u) & ~(uintptr_t)15u), hi = a0 + ((len * (b + 1u) / G + 15u) & ~(uintptr_t)15u);
-  hi = hi < a1 ? hi : a1;
+  uintptr_t lo, hi;
+  if (!psh_prefetch_share((uintptr_t)base, bytes, blockIdx.x, gridDim.x, &lo, &hi)) return;
   constexpr uintptr_t kChunk = 32768;
   for (; lo < hi; lo += kChunk) {
     const uint32_t sz = (uint32_t)(hi - lo < kChunk ? hi - lo : kChunk);

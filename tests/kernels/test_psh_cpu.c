@@ -542,6 +542,44 @@ static void test_xor_probe_reach(void **state) {
   }
 }
 
+/* v10's L2 prefetch shares (psh_prefetch_share): the bulk prefetch needs 16-byte addresses and sizes, and one
+ * past the array could touch an unmapped page, so for every alignment of the array, size and grid the shares
+ * must be 16-byte aligned, lie inside the array, follow each other in block order without gap or overlap, and
+ * cover exactly its 16-byte interior [ceil16(base), floor16(base + bytes)); an interior too small to hold a
+ * 16-byte unit must give no share at all. */
+static void test_prefetch_share(void **state) {
+  (void)state;
+  static const size_t sizes[] = {0, 1, 15, 16, 17, 31, 32, 33, 48, 100, 4096, 2400000, 7200004};
+  static const uint32_t grids[] = {1, 2, 3, 7, 131, 132, 1024};
+  uint64_t checked = 0;
+  for (uint32_t mis = 0; mis < 16; mis++)
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+      for (size_t gi = 0; gi < sizeof grids / sizeof *grids; gi++) {
+        const uintptr_t base = (uintptr_t)0x7f3a12340000ull + mis; /* every byte alignment */
+        const size_t bytes = sizes[si];
+        const uint32_t G = grids[gi];
+        const uintptr_t a0 = (base + 15u) / 16u * 16u, a1 = (base + bytes) / 16u * 16u;
+        uintptr_t lo = 0, hi = 0;
+        if (a1 <= a0) {
+          for (uint32_t b = 0; b < G; b++) assert_int_equal(psh_prefetch_share(base, bytes, b, G, &lo, &hi), 0);
+          continue;
+        }
+        uintptr_t next = a0, covered = 0;
+        for (uint32_t b = 0; b < G; b++) {
+          assert_int_equal(psh_prefetch_share(base, bytes, b, G, &lo, &hi), 1);
+          if (lo % 16u || hi % 16u || lo != next || hi < lo || lo < base || hi > base + bytes)
+            fail_msg("base +%u, %zu bytes, block %u of %u: share [%+lld, %+lld), expected to start at %+lld",
+                     (unsigned)(base & 15u), bytes, b, G, (long long)(lo - base), (long long)(hi - base),
+                     (long long)(next - base));
+          covered += hi - lo;
+          next = hi;
+          checked++;
+        }
+        assert_true(next == a1 && covered == a1 - a0);
+      }
+  assert_true(checked > 0);
+}
+
 /* phase C's equal shares (psh_list_share): for every grid and list length, the blocks' shares are contiguous,
  * in block order, cover [0, n) exactly once, and none holds more than ceil(n / g) entries, so no entry is
  * probed twice or never (the GPU variants v5-v9 take their list entries this way). */
@@ -708,7 +746,7 @@ int main(void) {
       cmocka_unit_test(test_4m_points),      cmocka_unit_test(test_xor_reach), cmocka_unit_test(test_xor_probe_reach),
       cmocka_unit_test(test_probe_pow2),     cmocka_unit_test(test_probe_zmod),
       cmocka_unit_test(test_zcell_probe),
-      cmocka_unit_test(test_list_share),
+      cmocka_unit_test(test_list_share),     cmocka_unit_test(test_prefetch_share),
       cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
   };
