@@ -29,7 +29,7 @@ static void pool_usage(FILE *f) {
           "  --pool-variant NAME  GPU variant of pooling (default v9, the fastest at 600k on the H100), one of:\n");
   size_t nv = 0;
   const bpool_variant *vs = bpool_variants(&nv);
-  for (size_t k = 0; k < nv; k++) fprintf(f, "                     %s  %s\n", vs[k].name, vs[k].summary);
+  for (size_t k = 0; k < nv; k++) fprintf(f, "                     %-3s  %s\n", vs[k].name, vs[k].summary);
   fprintf(f, "  other options as in `f3dbench psh --help`\n");
 }
 
