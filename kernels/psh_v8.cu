@@ -905,13 +905,14 @@ struct Plan8 {
   size_t smem;
 };
 
-void (*kern8(bool w, bool pf = false))(P8) {
+/* form: 0 v8, 1 v9 (kW), 2 v10 (kW and kPF), as psh_v8_runs_own takes it */
+void (*kern8(int form))(P8) {
   /* F3D_PSH_V8_BT=1 (a measurement knob of the device bench): the build of the kernel that stamps every
    * block's phases (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched */
   const char *bt_env = getenv("F3D_PSH_V8_BT");
   const bool bt = bt_env && bt_env[0] == '1';
-  if (w && pf) return bt ? k8_psh<true, true, true> : k8_psh<false, true, true>;
-  return w ? (bt ? k8_psh<true, true> : k8_psh<false, true>) : (bt ? k8_psh<true, false> : k8_psh<false, false>);
+  if (form == 2) return bt ? k8_psh<true, true, true> : k8_psh<false, true, true>;
+  return form ? (bt ? k8_psh<true, true> : k8_psh<false, true>) : (bt ? k8_psh<true, false> : k8_psh<false, false>);
 }
 
 hx_status plan8(bool w, void (*kern)(P8), uint32_t n, uint32_t nclouds, uint32_t nb, Plan8 *pl, hx_err *err) {
@@ -959,9 +960,9 @@ hx_status plan8(bool w, void (*kern)(P8), uint32_t n, uint32_t nclouds, uint32_t
   return HX_OK;
 }
 
-hx_status run8(bool w, bool pf, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                const psh_params *prm, void *stream, hx_err *err) {
-  void (*kern)(P8) = kern8(w, pf);
+  void (*kern)(P8) = kern8(form);
   HX_TRY(psh_call_check(prm, in, err));
   if (prm->nb > kDense || prm->cap > kMaxCap) /* v7 (which runs v4, then v2, past these) */
     return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
@@ -976,7 +977,7 @@ hx_status run8(bool w, bool pf, void *d_scratch, size_t *scratch_bytes, const ps
   if (sq != HX_OK || query) return sq;
   if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v8: scratch must be 256-byte aligned (cudaMalloc)");
   Plan8 pl;
-  HX_TRY(plan8(w, kern, in->n, in->nclouds, prm->nb, &pl, err));
+  HX_TRY(plan8(form != 0, kern, in->n, in->nclouds, prm->nb, &pl, err));
   if (!pl.ipt) return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
   tiles_params_fill(&p, out, in, prm, pl.ipt);
@@ -1044,22 +1045,22 @@ extern "C" hx_status psh_v8_runs_own(int w, uint32_t n, uint32_t nclouds, uint32
   *own = 0;
   if (nb > kDense || cap > kMaxCap) return HX_OK;
   Plan8 pl;
-  HX_TRY(plan8(w != 0, kern8(w != 0, w == 2), n, nclouds, nb, &pl, err));
+  HX_TRY(plan8(w != 0, kern8(w), n, nclouds, nb, &pl, err));
   *own = pl.ipt != 0;
   return HX_OK;
 }
 
 extern "C" hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {
-  return run8(false, false, d_scratch, scratch_bytes, out, in, prm, stream, err);
+  return run8(0, d_scratch, scratch_bytes, out, in, prm, stream, err);
 }
 
 extern "C" hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {
-  return run8(true, false, d_scratch, scratch_bytes, out, in, prm, stream, err);
+  return run8(1, d_scratch, scratch_bytes, out, in, prm, stream, err);
 }
 
 extern "C" hx_status psh_run_v10(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                  const psh_params *prm, void *stream, hx_err *err) {
-  return run8(true, true, d_scratch, scratch_bytes, out, in, prm, stream, err);
+  return run8(2, d_scratch, scratch_bytes, out, in, prm, stream, err);
 }
