@@ -531,8 +531,8 @@ const psh_variant psh_table[] = {
      "first-hash stores after barrier 2 (psh_v8.cu)",
      psh_run_v9},
     {10, "v10",
-     "v9 with perm's and xyz_out's lines prefetched into the L2 by the TMA unit during phase 2 (sm_90+): faster "
-     "from a cold, dirty L2 on short overflow lists (psh_v8.cu)",
+     "v9 with xyz_out's lines prefetched into the L2 by the TMA unit during phase 2 (sm_90+): faster from a "
+     "cold, dirty L2 on short overflow lists (psh_v8.cu)",
      psh_run_v10},
 };
 

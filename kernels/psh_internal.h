@@ -435,7 +435,7 @@ hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
  * barrier 2. Same scratch, trace and fall-back as v8. */
 hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
-/* Variant v10 (psh_v8.cu): v9's kernel that also prefetches perm's and xyz_out's lines into the L2 (TMA,
+/* Variant v10 (psh_v8.cu): v9's kernel that also prefetches xyz_out's lines into the L2 (TMA,
  * sm_90+) during phase 2. Same scratch, trace and fall-back as v9. */
 hx_status psh_run_v10(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                       const psh_params *p, void *stream, hx_err *err);

@@ -24,7 +24,7 @@ static const psh_variant psh_table[] = {
     {7, "v7", "v6 with shared-atomic ranks, warp probing, row records (needs CUDA)", psh_no_gpu},
     {8, "v8", "2 grid barriers, short lists resolved per block, bucket-ordered writes (needs CUDA)", psh_no_gpu},
     {9, "v9", "v8 with the short list walked by one warp, redux minima, staged list entries (needs CUDA)", psh_no_gpu},
-    {10, "v10", "v9 with the outputs' lines prefetched into the L2 (needs CUDA)", psh_no_gpu},
+    {10, "v10", "v9 with xyz_out's lines prefetched into the L2 (needs CUDA)", psh_no_gpu},
 };
 
 const psh_variant *psh_variants(size_t *count) {

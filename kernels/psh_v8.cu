@@ -63,15 +63,17 @@
  * kMinTile9): 600k, 131 tiles of up to 4608 points instead of 118 of 5120; 31.4 us (v8 35.7-36.5) on the H100.
  *
  * v10 (psh_run_v10) is v9's kernel with the template flag kPF: while thread 0 builds the frame in phase 2, one lane of
- * every block asks the TMA unit to prefetch the block's share of perm's and xyz_out's lines into the L2
- * (l2_prefetch_share; sm_90 on, a no-op before). Why (NOTES.md, session 23): in the cold protocol the L2 is
+ * every block asks the TMA unit to prefetch the block's share of xyz_out's lines into the L2 (l2_prefetch_share;
+ * sm_90 on, a no-op before). Why (NOTES.md, session 23): in the cold protocol the L2 is
  * full of the flush's dirty lines, and each output line's first store in phase 4 evicts one, so phase 4
  * drains ~2.5 us longer than hot; the prefetch moves those evictions (and fills) into phases 2-3, where the
  * DRAM idles. Session 9's cut A did it with poison stores and lost on the LSU queue and a grid flag; the TMA
  * unit needs neither. Measured (600k lidar xor-mod, the sweep's cold medians on 51f43ed): 33.2 -> 29.4 us on
  * the H200, 34.3 -> 31.4 on the H100, hot +1.4% / +2.4%; but +1-5% at 100k and 300k, and -4% to +2% on the
  * long-path hashes at 600k, where phase 4 does not end the kernel and the prefetch slows phase 2's histogram
- * step. A variant of its own, so the sweep measures both side by side instead of one trade-off being picked
+ * step. Session 24 left perm out (xyz_out alone, 7.2 of the 9.6 MB at 600k): psh_bench on the H100, against the
+ * first form in the same call, 600k xor-mod cold -2.4%, hot -1.6%, 100k and 300k -1.5 to -2.1%, xor-div -1 to
+ * -2%. A variant of its own, so the sweep measures both side by side instead of one trade-off being picked
  * for every case.
  */
 #include "kernels/kernels.h"
@@ -631,11 +633,9 @@ template <bool kBT, bool kW, bool kPF = false> __global__ void __launch_bounds__
       for (int e = 0; e < 6; e++) k6[e] = min(k6[e], __ldcg(p.part + (size_t)(pbase + j) * 6 + e));
     if (kW) block_min6r(k6, sm.red);
     else block_min6<kW8>(k6, sm.red);
-    if (kW && kPF && tid == kT8 - 32u) { /* v10: perm's and xyz_out's lines into the L2 (l2_prefetch_share), from
-                                            * a lane that waits here while thread 0 builds the frame */
-      l2_prefetch_share(p.perm, (size_t)p.n * 4u);
-      if (p.xyz_out) l2_prefetch_share(p.xyz_out, (size_t)p.n * 12u);
-    }
+    /* v10: xyz_out's lines into the L2 (l2_prefetch_share), from a lane that waits here while thread 0 builds the
+     * frame. perm's lines too cost more than they gain (NOTES.md, session 24) */
+    if (kW && kPF && tid == kT8 - 32u && p.xyz_out) l2_prefetch_share(p.xyz_out, (size_t)p.n * 12u);
     if (tid == 0) {
       const Frame f0 = frame_from_keys(p, k6);
       const uint32_t w[kFrameWords] = {__float_as_uint(f0.lo[0]), __float_as_uint(f0.lo[1]), __float_as_uint(f0.lo[2]),
