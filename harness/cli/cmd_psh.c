@@ -31,7 +31,7 @@ static void psh_usage(FILE *f) {
           "  --seed S         probe order and jitter seed (default 3407)\n"
           "  --out FILE       output CSV (written to a temporary name, then renamed)\n"
           "  --variant NAME   GPU variant with --device gpu (default v9, the fastest from a warm L2; v10 is faster\n"
-          "                   from a cold one at 600k, slower at 100k-300k), one of:\n");
+          "                   from a cold one at 600k, within a few %% of v9 at 100k-300k), one of:\n");
   size_t nv = 0;
   const psh_variant *vs = psh_variants(&nv);
   for (size_t k = 0; k < nv; k++) fprintf(f, "                     %-3s  %s\n", vs[k].name, vs[k].summary);
