@@ -68,13 +68,14 @@
  * full of the flush's dirty lines, and each output line's first store in phase 4 evicts one, so phase 4
  * drains ~2.5 us longer than hot; the prefetch moves those evictions (and fills) into phases 2-3, where the
  * DRAM idles. Session 9's cut A did it with poison stores and lost on the LSU queue and a grid flag; the TMA
- * unit needs neither. Measured (600k lidar xor-mod, the sweep's cold medians on 51f43ed): 33.2 -> 29.4 us on
- * the H200, 34.3 -> 31.4 on the H100, hot +1.4% / +2.4%; but +1-5% at 100k and 300k, and -4% to +2% on the
- * long-path hashes at 600k, where phase 4 does not end the kernel and the prefetch slows phase 2's histogram
- * step. Session 24 left perm out (xyz_out alone, 7.2 of the 9.6 MB at 600k): psh_bench on the H100, against the
- * first form in the same call, 600k xor-mod cold -2.4%, hot -1.6%, 100k and 300k -1.5 to -2.1%, xor-div -1 to
- * -2%. A variant of its own, so the sweep measures both side by side instead of one trade-off being picked
- * for every case.
+ * unit needs neither. The first form (session 23) also prefetched perm's lines: in the sweep (600k lidar
+ * xor-mod, cold medians, 51f43ed) 33.2 -> 29.4 us on the H200 and 34.3 -> 31.4 on the H100, but +1-5% at 100k
+ * and 300k, because the prefetches in flight slow phase 2's histogram step. xyz_out alone (session 24; 7.2 of
+ * the 9.6 MB at 600k) against that form in one psh_bench call on the H100: 600k xor-mod cold -2.4%, hot -1.6%,
+ * 100k and 300k -1.5 to -2.1%, xor-div -1 to -2%; in the sweep, v9 -> v10 at 600k xor-mod cold 32.8 -> 28.9 us
+ * (H200, 7a049a8) and 35.4 -> 31.0 (H100, cbb7180), within 1% of v9 at 100k and 300k, up to +4% on the
+ * long-list hashes at 100k. A variant of its own, so the sweep measures both side by side instead of one
+ * trade-off being picked for every case.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
