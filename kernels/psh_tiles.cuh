@@ -921,7 +921,7 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * through probe_warp_z (the default in v5-v9; v4's K3 sets it too). ptab: the probe table in shared memory for
  * solo_probes and queue_pass (kGridQ) and probe_warp_z (kWarpZ), 128 words. */
 template <int NT, class Ld = LdL2, bool kShare = true, bool kGridQ = true, bool kBack = true, bool kWarpZ = kGridQ,
-          class P>
+          bool kDeal = false, class P>
 __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uint32_t *ptab, uint32_t *tally,
                                                uint32_t *defer, uint32_t n_ovf, uint32_t *cells) {
   const int lane = (int)(threadIdx.x & 31u);
@@ -975,21 +975,37 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
    * Session 15, H100, same call: v9 xor-div 100k -9% / 600k -2%, zorder-div -9%, v7 xor-div 100k -7%; v4's K3
    * (four 256-thread blocks per SM) lost at 4M (xor-mod +9%), so it keeps the grid-stride chunks (kShare =
    * false). */
+  /* kDeal (v9/v10's Z-order-div instances, psh_v8.cu): the list in chunks of 32 entries dealt round-robin over
+   * the grid's warps (chunk ch to block ch % G, then to the block's warps in turn) instead of equal contiguous
+   * shares; first, end and step then count this warp's chunks. A warp's 32 entries stay neighbours in list order
+   * (probe_warp_z shares their cells), while every block samples the whole list, so the blocks holding the
+   * clusters of hard points no longer end the phase (they ended it between 150 and 240 us at 600k, session 21).
+   * H100, psh_bench, old and new in one call, two seeds (session 24): v9 and v10 zorder-div -2 to -14% at 100k,
+   * -11 to -13% at 300k and 600k; v5 and v7 within +-2%, Z-order-mod +1% (so it keeps its shares). The three
+   * loop words are reused, not added (a form with three more spilled twice as much); still, in the one kernel
+   * of v9/v10 the deal's code cost xor-mod and xor-div 1-3%, so it is a template flag and those hashes run an
+   * instance without it. */
+  const bool deal = kDeal && kShare && kWarpZ && zon; /* grid-uniform */
   uint32_t first = blockIdx.x * NT, end = n_ovf;
-  if (kShare) psh_list_share(n_ovf, gridDim.x, blockIdx.x, &first, &end);
-  const uint32_t step = kShare ? NT : gridDim.x * NT;
-  if (kWarpZ && zon) { /* t0 is block-uniform, so whole warps call probe_warp_z */
+  if (deal) {
+    first = blockIdx.x + gridDim.x * (threadIdx.x >> 5);
+    end = n_ovf / 32u + ((n_ovf & 31u) != 0u); /* chunks; ch < end keeps ch * 32 + 31 < 2^32 */
+  } else if (kShare) {
+    psh_list_share(n_ovf, gridDim.x, blockIdx.x, &first, &end);
+  }
+  const uint32_t step = deal ? gridDim.x * (uint32_t)(NT / 32) : kShare ? NT : gridDim.x * NT;
+  if (kWarpZ && zon) { /* t0 is block-uniform (warp-uniform with the deal), so whole warps call probe_warp_z */
     for (uint32_t t0 = first; t0 < end; t0 += step) {
-      const uint32_t t = t0 + threadIdx.x;
+      const uint32_t t = deal ? t0 * 32u + (uint32_t)lane : t0 + threadIdx.x, tend = deal ? n_ovf : end;
       uint32_t i = 0, c = 0, v[3] = {0u, 0u, 0u}, home = 0;
       Frame f = {};
-      if (t < end) {
+      if (t < tend) {
         i = Ld::ld(p.ovf + t);
         listed_point<Ld>(p, i, c, f, v, home);
       }
-      const int r = probe_warp_z<kGridQ>(p, full_w, cells, ptab, zc, t < end, i, c, f, v, home);
-      np += t < end && r == kPlaced;
-      leftover_tickets(p, t < end && r == kLeft, i, c, lane, nl);
+      const int r = probe_warp_z<kGridQ>(p, full_w, cells, ptab, zc, t < tend, i, c, f, v, home);
+      np += t < tend && r == kPlaced;
+      leftover_tickets(p, t < tend && r == kLeft, i, c, lane, nl);
     }
   } else if (!reach) { /* the one-pass loop of before session 14 (sharing the two-pass loop's code cost Z-order 2-3%) */
     for (uint32_t t0 = first; t0 < end; t0 += step) {

@@ -580,7 +580,7 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
 /* The whole PSH in one cooperative launch (module header for the phases). kW: v9's changes (the module
  * header lists them); kPF (with kW): v10's prefetch; kBT: every block's phase stamps (psh_v8_block_trace). kPF
  * is a template flag, not a field, so that v9's code stays as measured (a runtime flag cost v9 ~1%, session 23). */
-template <bool kBT, bool kW, bool kPF = false> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
+template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];
   Sm8 &sm = *(Sm8 *)smraw;
   Arr8 a;
@@ -782,7 +782,7 @@ template <bool kBT, bool kW, bool kPF = false> __global__ void __launch_bounds__
   uint32_t R = 0;
   if (n_ovf > kShort) {
     /* E, Ev, Eb: free on the long path; the counts stay in phase C's spread copy (pc_final below) */
-    phase_probe_nt<kT8, LdL2, true, true, false>(p, sm.full, a.E, sm.tally, (uint32_t *)a.Ev, n_ovf, (uint32_t *)a.Eb);
+    phase_probe_nt<kT8, LdL2, true, true, false, true, kDeal>(p, sm.full, a.E, sm.tally, (uint32_t *)a.Ev, n_ovf, (uint32_t *)a.Eb);
     bstamp<kBT>(p, 13); /* this block's part of phase C done (the long path only) */
     grid_sync(); /* probed counters, tickets, placements, tallies -> phase 4 */
     if (tr) p.trace[3] = gtimer();
@@ -906,12 +906,17 @@ struct Plan8 {
   size_t smem;
 };
 
-/* form: 0 v8, 1 v9 (kW), 2 v10 (kW and kPF), as psh_v8_runs_own takes it */
-void (*kern8(int form))(P8) {
+/* form: 0 v8, 1 v9 (kW), 2 v10 (kW and kPF), as psh_v8_runs_own takes it. v9 and v10 run Z-order-div through
+ * an instance with phase C's deal (kDeal, phase_probe_nt), which costs the other hashes 1-3% when it shares
+ * their kernel (session 24). */
+void (*kern8(int form, psh_hash hash))(P8) {
   /* F3D_PSH_V8_BT=1 (a measurement knob of the device bench): the build of the kernel that stamps every
-   * block's phases (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched */
+   * block's phases (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched. The
+   * stamped instances have no deal. */
   const char *bt_env = getenv("F3D_PSH_V8_BT");
   const bool bt = bt_env && bt_env[0] == '1';
+  if (form != 0 && hash == PSH_ZORDER_DIV && !bt)
+    return form == 2 ? k8_psh<false, true, true, true> : k8_psh<false, true, false, true>;
   if (form == 2) return bt ? k8_psh<true, true, true> : k8_psh<false, true, true>;
   return form ? (bt ? k8_psh<true, true> : k8_psh<false, true>) : (bt ? k8_psh<true, false> : k8_psh<false, false>);
 }
@@ -963,7 +968,7 @@ hx_status plan8(bool w, void (*kern)(P8), uint32_t n, uint32_t nclouds, uint32_t
 
 hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                const psh_params *prm, void *stream, hx_err *err) {
-  void (*kern)(P8) = kern8(form);
+  void (*kern)(P8) = kern8(form, prm->hash);
   HX_TRY(psh_call_check(prm, in, err));
   if (prm->nb > kDense || prm->cap > kMaxCap) /* v7 (which runs v4, then v2, past these) */
     return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
@@ -1046,7 +1051,7 @@ extern "C" hx_status psh_v8_runs_own(int w, uint32_t n, uint32_t nclouds, uint32
   *own = 0;
   if (nb > kDense || cap > kMaxCap) return HX_OK;
   Plan8 pl;
-  HX_TRY(plan8(w != 0, kern8(w), n, nclouds, nb, &pl, err));
+  HX_TRY(plan8(w != 0, kern8(w, PSH_XOR_DIV), n, nclouds, nb, &pl, err)); /* every instance: one block per SM */
   *own = pl.ipt != 0;
   return HX_OK;
 }
