@@ -76,6 +76,10 @@
  * (H200, 7a049a8) and 35.4 -> 31.0 (H100, cbb7180), within 1% of v9 at 100k and 300k, up to +4% on the
  * long-list hashes at 100k. A variant of its own, so the sweep measures both side by side instead of one
  * trade-off being picked for every case.
+ *
+ * v9 and v10 run Z-order-div through instances with kDeal: phase C deals its list in 32-entry chunks over the
+ * grid's warps (phase_probe_nt, psh_tiles.cuh; session 24, H100: Z-order-div -12 to -14% at 300k and 600k). The
+ * deal's code in the shared kernel cost the other hashes 1-3%, so they keep the instances without it (kern8).
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
