@@ -989,7 +989,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
   uint32_t first = blockIdx.x * NT, end = n_ovf;
   if (deal) {
     first = blockIdx.x + gridDim.x * (threadIdx.x >> 5);
-    end = n_ovf / 32u + ((n_ovf & 31u) != 0u); /* chunks; ch < end keeps ch * 32 + 31 < 2^32 */
+    end = n_ovf / 32u + ((n_ovf & 31u) != 0u); /* chunks; v8's one wave bounds n_ovf by 2^24, so ch * 32 + 31 fits */
   } else if (kShare) {
     psh_list_share(n_ovf, gridDim.x, blockIdx.x, &first, &end);
   }
