@@ -980,16 +980,17 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
    * shares; first, end and step then count this warp's chunks. A warp's 32 entries stay neighbours in list order
    * (probe_warp_z shares their cells), while every block samples the whole list, so the blocks holding the
    * clusters of hard points no longer end the phase (they ended it between 150 and 240 us at 600k, session 21).
-   * H100, psh_bench, old and new in one call, two seeds (session 24): v9 and v10 zorder-div -2 to -14% at 100k,
-   * -11 to -13% at 300k and 600k; v5 and v7 within +-2%, Z-order-mod +1% (so it keeps its shares). The three
-   * loop words are reused, not added (a form with three more spilled twice as much); still, in the one kernel
-   * of v9/v10 the deal's code cost xor-mod and xor-div 1-3%, so it is a template flag and those hashes run an
-   * instance without it. */
+   * It applies where probe_warp_z does (zon: Z-order-div with its cell tables); otherwise the shares stay.
+   * H100, psh_bench, old and new in one call, two seeds (session 24, cfb7c9d): v9 and v10 zorder-div -4 to -11%
+   * at 100k, -12 to -14% at 300k and 600k; v5 and v7 within +-2% with it, and a form that also dealt
+   * Z-order-mod's one-pass loop gained nothing there (+1%), so neither takes it. The three loop words are reused,
+   * not added (a form with three more spilled twice as much); still, in the one kernel of v9/v10 the deal's
+   * code cost xor-mod and xor-div 1-3%, so it is a template flag and those hashes run an instance without it. */
   const bool deal = kDeal && kShare && kWarpZ && zon; /* grid-uniform */
   uint32_t first = blockIdx.x * NT, end = n_ovf;
   if (deal) {
     first = blockIdx.x + gridDim.x * (threadIdx.x >> 5);
-    end = n_ovf / 32u + ((n_ovf & 31u) != 0u); /* chunks; v8's one wave bounds n_ovf by 2^24, so ch * 32 + 31 fits */
+    end = n_ovf / 32u + ((n_ovf & 31u) != 0u); /* chunks, <= 2^27, so t0 < end keeps t0 * 32 + 31 < 2^32 */
   } else if (kShare) {
     psh_list_share(n_ovf, gridDim.x, blockIdx.x, &first, &end);
   }

@@ -78,8 +78,10 @@
  * trade-off being picked for every case.
  *
  * v9 and v10 run Z-order-div through instances with kDeal: phase C deals its list in 32-entry chunks over the
- * grid's warps (phase_probe_nt, psh_tiles.cuh; session 24, H100: Z-order-div -12 to -14% at 300k and 600k). The
- * deal's code in the shared kernel cost the other hashes 1-3%, so they keep the instances without it (kern8).
+ * grid's warps where its cell tables apply (phase_probe_nt, psh_tiles.cuh; session 24, H100: Z-order-div -12 to
+ * -14% at 300k and 600k). The deal's code in the shared kernel cost the other hashes 1-3%, so they keep the
+ * instances without it (kern8). The stamped instances (F3D_PSH_V8_BT=1) have no deal, so Z-order-div's stamps
+ * describe the kernel before it.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
