@@ -443,7 +443,7 @@ hx_status psh_run_v10(void *d_scratch, size_t *scratch_bytes, const psh_out *out
  * (*own = 1) or fall back to an earlier variant (0: nb > 4096 or S > 2^20, no cooperative launch, more
  * tiles than one wave; v8-v10 also when the tile's arrays exceed the shared memory). The launchers make the
  * same decision through the same code; the trace readers below are only meaningful when *own = 1 (after
- * a fall-back the scratch holds another variant's layout). Device queries only, nothing launched (v8/v9 also
+ * a fall-back the scratch holds another variant's layout). Device queries only, nothing launched (v8-v10 also
  * raise their kernel's dynamic shared memory limit, cudaFuncSetAttribute, as their launcher does). */
 hx_status psh_v5_runs_own(int gather, uint32_t n, uint32_t nclouds, uint32_t nb, uint32_t cap, int *own, hx_err *err);
 hx_status psh_v7_runs_own(uint32_t n, uint32_t nclouds, uint32_t nb, uint32_t cap, int *own, hx_err *err);
