@@ -768,7 +768,14 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
   /* ---- 3: the overflow list ---- */
   /* the list length, and this thread's entry of a short list read at the same time (unused if past it) */
   const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF); /* grid-uniform */
-  const uint4 r0 = __ldcg(p.ove + 2 * tid), r1 = __ldcg(p.ove + 2 * tid + 1); /* entry tid's records (if any) */
+  /* entry tid's records (if any): v8 reads them with the list length; v9 only on a short list, where they are
+   * used (kLazy, session 25: every block reading all 32 KB of them was 4.2 MB of L2 reads of the same 256 lines
+   * at barrier 2's exit, on the paths that never use them; H100, 600k lidar xor-mod without a list, the stamps
+   * from barrier 2's exit to phase 4's scan 1.9 -> 1.5 us, v10 cold -1%, 100k/300k -1 to -4%; with a 137-entry
+   * short list (the raw cloud) +0.3 to +1.4% at 600k, the records' load now after the list length's) */
+  constexpr bool kLazy = kW;
+  uint4 r0 = make_uint4(0u, 0u, 0u, 0u), r1 = r0;
+  if (!kLazy) r0 = __ldcg(p.ove + 2 * tid), r1 = __ldcg(p.ove + 2 * tid + 1);
   uint32_t rl[kPer8]; /* the room of this thread's buckets, loaded before the branch (the short path uses it) */
 #pragma unroll
   for (int q = 0; q < kPer8; q++) {
@@ -805,11 +812,14 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
   } else if (has) {
     if (blockIdx.x == 0 && tid == 0 && p.counters_out) p.counters_out[0] = p.n - n_ovf;
 #pragma unroll
-    for (int q = 0; q < kPer8; q++) { /* room */
+    for (int q = 0; q < kPer8; q++) { /* room (v9 without a list: the counts, which phase 4 reads) */
       const uint32_t j = tid + (uint32_t)q * kT8;
-      if (j < nb) a.A[j] = S - rl[q];
+      if (j < nb) a.A[j] = kLazy && n_ovf == 0u ? rl[q] : S - rl[q];
     }
-    if (n_ovf > 0) {
+    if (kLazy && n_ovf == 0u) {
+      /* the counts are in A (each thread wrote its own j): phase 4's barrier orders them */
+    } else if (n_ovf > 0) {
+      if (kLazy && tid < n_ovf) r0 = __ldcg(p.ove + 2 * tid), r1 = __ldcg(p.ove + 2 * tid + 1);
       R = kW ? resolve_short_w(p, sm, a, t, f, n_ovf, r0, r1) : resolve_short(p, sm, a, t, f, n_ovf, r0, r1);
       if (tr) p.trace[3] = gtimer(); /* the short list resolved (block 0) */
     } else {
