@@ -643,6 +643,7 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
     /* v10: xyz_out's lines into the L2 (l2_prefetch_share), from a lane that waits here while thread 0 builds the
      * frame. perm's lines too cost more than they gain (NOTES.md, session 24) */
     if (kW && kPF && tid == kT8 - 32u && p.xyz_out) l2_prefetch_share(p.xyz_out, (size_t)p.n * 12u);
+    bstamp<kBT>(p, 14); /* the tiles' keys loaded and reduced (session 25: 1.15 us after barrier 1's exit) */
     if (tid == 0) {
       const Frame f0 = frame_from_keys(p, k6);
       const uint32_t w[kFrameWords] = {__float_as_uint(f0.lo[0]), __float_as_uint(f0.lo[1]), __float_as_uint(f0.lo[2]),
@@ -651,6 +652,8 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
         sm.frame[e] = w[e];
         if (t.k == t.k0) p.frame[(size_t)c * kFrameWords + e] = w[e]; /* the long path's probe phase reads it */
       }
+      if (kBT) asm volatile("" ::: "memory"); /* the stamp after the frame's stores */
+      bstamp<kBT>(p, 15); /* thread 0's frame built and stored (session 25: 0.4 us of the step's 1.6) */
     }
     __syncthreads(); /* frame -> everyone */
     bstamp<kBT>(p, 4);

@@ -267,7 +267,8 @@ int main(int argc, char **argv) {
         if (vs[k].id >= 8 && psh_gpu_block_trace(g, &vs[k], bt, &nbk, &err) == HX_OK && nbk > 0) {
           static const char *const stn[] = {"start", "xyz loaded", "into barrier 1", "out of barrier 1", "frame",
                                               "histogram", "commit+scan", "into barrier 2", "out of barrier 2",
-                                              "list resolved", "start scan", "listed+slot", "end", "phase C done"};
+                                              "list resolved", "start scan", "listed+slot", "end", "phase C done",
+                                              "keys reduced", "frame built"};
           printf("  %s every block's stamps (%u blocks), us after the first start: min / median / max (block)\n",
                  vs[k].name, nbk);
           for (int e = 0; e < (int)(sizeof stn / sizeof *stn); e++)
