@@ -150,22 +150,6 @@ static inline HX_HD uint32_t psh_probe_bucket(psh_hash h, const uint32_t v[3], c
   return psh_hash3(h, w[0], w[1], w[2], bits, nb);
 }
 
-/* Block b's share of G of the 16-byte units of [base, base + bytes) (v10's L2 prefetch, psh_v8.cu: the bulk
- * prefetch's address and size must be multiples of 16). The shares tile [ceil16(base), floor16(base + bytes))
- * without overlap, in block order, each starting and ending on a 16-byte boundary; the 0-15 bytes at either
- * end belong to none (a prefetch past the array's end could touch an unmapped page). Returns 0 when that
- * interior is empty (lo, hi untouched); a share may be empty (*lo >= *hi) otherwise. */
-static inline HX_HD int psh_prefetch_share(uintptr_t base, size_t bytes, uint32_t b, uint32_t G, uintptr_t *lo,
-                                           uintptr_t *hi) {
-  const uintptr_t a0 = (base + 15u) & ~(uintptr_t)15u, a1 = (base + bytes) & ~(uintptr_t)15u;
-  if (a1 <= a0) return 0;
-  const uintptr_t len = a1 - a0, g = G, k = b;
-  const uintptr_t l = a0 + ((len * k / g + 15u) & ~(uintptr_t)15u), h = a0 + ((len * (k + 1u) / g + 15u) & ~(uintptr_t)15u);
-  *lo = l;
-  *hi = h < a1 ? h : a1;
-  return 1;
-}
-
 /* Where psh_probe_bucket_pow2 applies: an XOR hash with nb and the probe step powers of two (the step is one
  * whenever nb is: 1 for XOR-mod, 2^bits / nb or 1 for XOR-div) and bits <= PSH_VOX_BITS, as every frame has
  * (psh_frame_bits); that bounds the step by 2^21, the width of the jitter's random field. */
@@ -334,6 +318,23 @@ static inline HX_HD void psh_list_share(uint32_t n, uint32_t g, uint32_t b, uint
   const uint32_t per = (n + g - 1u) / g, f = b * per < n ? b * per : n;
   *first = f;
   *end = f + per < n ? f + per : n;
+}
+
+/* Block b's share of G of the 16-byte units of [base, base + bytes) (v10's L2 prefetch, psh_v8.cu: the bulk
+ * prefetch's address and size must be multiples of 16): psh_list_share over the units of the interior
+ * [ceil16(base), floor16(base + bytes)), so the shares tile it without overlap, in block order, each starting
+ * and ending on a 16-byte boundary; the 0-15 bytes at either end belong to none (a prefetch past the array's
+ * end could touch an unmapped page). Returns 0 when that interior is empty or holds 2^32 - G units or more
+ * (64 GB: lo, hi untouched); a share may be empty (*lo >= *hi) otherwise. */
+static inline HX_HD int psh_prefetch_share(uintptr_t base, size_t bytes, uint32_t b, uint32_t G, uintptr_t *lo,
+                                           uintptr_t *hi) {
+  const uintptr_t a0 = (base + 15u) & ~(uintptr_t)15u, a1 = (base + bytes) & ~(uintptr_t)15u;
+  if (a1 <= a0 || (a1 - a0) / 16u > (uintptr_t)(0xFFFFFFFFu - G)) return 0;
+  uint32_t first, end;
+  psh_list_share((uint32_t)((a1 - a0) / 16u), G, b, &first, &end);
+  *lo = a0 + 16u * (uintptr_t)first;
+  *hi = a0 + 16u * (uintptr_t)end;
+  return 1;
 }
 
 /* Overflow placement of leftover k of a cloud. F holds the cloud's exclusive scan of free slots
