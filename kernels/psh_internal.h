@@ -462,7 +462,7 @@ hx_status psh_v5_trace(double phase_us[PSH_V5_TRACE], const void *d_scratch, uin
  * stored (into grid barrier 1), 3 out of barrier 1, 4 frame, 5 tile histogram, 6 commit + local scan, 7 into
  * grid barrier 2, 8 out of it, 9 overflow list resolved, 10 start scan, 11 listed points and slot written,
  * 12 end (stores issued), 13 phase C done (the long path), 14 the tiles' keys loaded and reduced, 15 thread 0's
- * frame stored (14 and 15 split stamp 4's step). Synchronous (cudaMemcpy); for the device bench. */
+ * frame built and its stores issued (14 and 15 split stamp 4's step). Synchronous (cudaMemcpy); for the device bench. */
 #define PSH_V8_BT 16
 hx_status psh_v8_block_trace(double st[PSH_V8_BT][4], uint32_t *nblocks, const void *d_scratch, uint32_t nclouds,
                              uint32_t nb, uint32_t n, hx_err *err);

@@ -27,7 +27,8 @@
  *      are the cloud's leftovers, numbered in list order (the overflow policy of kernels.h). Each block
  *      writes the placements of its own tile's listed points. The probes of an entry are searched by 8
  *      lanes at once; each entry carries records written by its own thread in phase 2 (voxel, home
- *      bucket, the per-point half of the probe RNG), read with the list length.
+ *      bucket, the per-point half of the probe RNG), read with the list length (v9/v10: after it, by the threads
+ *      with an entry).
  *      Long list (div hashes, Z-order-mod on lidar): v5's thread-per-point phase C (psh_tiles.cuh) on the
  *      global counters (for the XOR hashes with session 14's reach proof and second-pass queue, the queue in
  *      Arr8::Ev), then grid barrier 3, then leftovers from the tickets as v7.
@@ -336,7 +337,8 @@ __device__ __forceinline__ uint32_t finish_short(const P8 &p, Sm8 &sm, const Arr
 
 /* Phase 3, short list: resolve the whole overflow list of cloud c in this block (module header). On entry
  * a.A[j] = room of local bucket j (S - points kept), read from the counters after barrier 2, and r0, r1 = list
- * entry tid's records (P8::ove, read with the list length; meaningful when tid < n_ovf). On exit a.A[j] = count after probing and
+ * entry tid's records (P8::ove; v8 reads them with the list length, v9 after it, for tid < n_ovf only; meaningful
+ * when tid < n_ovf). On exit a.A[j] = count after probing and
  * the leftovers' placements; a.F holds the free-slot scan when R > 0; the listed points of this tile have
  * bucket/offset stored (visible to the block after its next barrier). Returns R, the cloud's leftover count.
  * Each round: every searching entry finds its first probe with room from its probe index on, kGroup lanes per
@@ -653,7 +655,7 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
         if (t.k == t.k0) p.frame[(size_t)c * kFrameWords + e] = w[e]; /* the long path's probe phase reads it */
       }
       if (kBT) asm volatile("" ::: "memory"); /* the stamp after the frame's stores */
-      bstamp<kBT>(p, 15); /* thread 0's frame built and stored (session 25: 0.4 us of the step's 1.6) */
+      bstamp<kBT>(p, 15); /* thread 0's frame built, its stores issued (session 25: 0.4 us of the step's 1.6) */
     }
     __syncthreads(); /* frame -> everyone */
     bstamp<kBT>(p, 4);
@@ -769,7 +771,7 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
   bstamp<kBT>(p, 8);
   if (tr) p.trace[2] = p.trace[3] = gtimer();
   /* ---- 3: the overflow list ---- */
-  /* the list length, and this thread's entry of a short list read at the same time (unused if past it) */
+  /* the list length (and, below, this thread's entry of a short list) */
   const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF); /* grid-uniform */
   /* entry tid's records (if any): v8 reads them with the list length; v9 only on a short list, where they are
    * used (kLazy, session 25: every block reading all 32 KB of them was 4.2 MB of L2 reads of the same 256 lines

@@ -1,14 +1,16 @@
-/* launch_floor.cu - the fixed costs under PSH v9/v10's whole-PSH time, measured in the sweep's two protocols:
- * what an empty launch of v10's shape costs (one 1024-thread block per SM, ~177 KB of dynamic shared memory,
- * cooperative), what each grid barrier adds, and what reading the input (12 B per point into shared memory,
- * as v10's phase 1) adds, and what writing PSH's 28 B of outputs per point adds (coalesced: a lower bound on the
- * real kernel's scattered stores). Why (NOTES.md, session 25): the ">= 20x over the serialization" target needs the whole
- * PSH at 600k in ~15.5 us; earlier sessions estimated these parts from block stamps against graph times (launch
- * and completion ~3 us); this measures them, on the same GPU and protocol, as a floor.
- *   nvcc -O3 -arch=sm_90 -o launch_floor kernels/dev/launch_floor.cu && ./launch_floor [n_points] [reps]
- * Cold: a memset of twice the L2 before every sample (outside the events; the sweep and psh_bench's protocol);
- * hot: batches of 20 launches back to back (per launch). Median and min/max of reps event-timed samples, us.
- * A dev probe: no CPU reference (it computes nothing); it checks its own launches and the data it read. */
+/* launch_floor.cu - the fixed costs under PSH v9/v10's whole-PSH time: what an empty launch of v10's shape costs
+ * (one wave of 1024-thread blocks, one per SM but one, 177 KiB of dynamic shared memory, cooperative), what each
+ * grid barrier adds, what reading the input (12 B per point into shared memory, as v10's phase 1) adds, and what
+ * writing PSH's 28 B of outputs per point adds (coalesced: less than the real kernel's scattered stores cost).
+ * A floor for kernels of this shape (cooperative-groups grid barriers, outputs written after the last one), not
+ * for every design. Why (NOTES.md, session 25): the ">= 20x over the serialization" target needs the whole PSH at
+ * 600k in ~15.5 us; earlier sessions estimated these parts from block stamps against graph times.
+ *   nvcc -O3 -arch=sm_90 -std=c++17 -o launch_floor kernels/dev/launch_floor.cu && ./launch_floor [n_points] [reps]
+ * Cold: a memset of twice the L2 before every sample, outside the events, as psh_bench does (the sweep also
+ * queues its samples behind a spinning hold kernel; here the flush gives the host time to queue the launch).
+ * Hot: batches of 20 launches submitted back to back, per launch; for the shortest cases the host's submission
+ * may set that pace. Median and min/max of reps event-timed samples, us. The SM clock is not recorded.
+ * A dev probe: no CPU reference (it computes nothing); it checks its launches and the coordinates it moved. */
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -45,7 +47,7 @@ __global__ void __launch_bounds__(1024, 1) k_coop(const float *xyz, uint32_t n, 
     const float4 *src = (const float4 *)(xyz + 3 * lo); /* tile is a multiple of 32 points: 16-byte aligned */
     for (uint32_t j = threadIdx.x; j < nv; j += blockDim.x) ((float4 *)sm)[j] = __ldg(src + j);
     __syncthreads();
-    acc = sm[threadIdx.x % (nv ? 4 * nv : 1)];
+    acc = nv ? sm[threadIdx.x % (4 * nv)] : 1.0f; /* a tile of < 2 points has no whole float4 */
   }
   for (int s = 0; s < kSync; s++) cg::this_grid().sync();
   if (kWrite) {
@@ -64,7 +66,7 @@ struct Case {
   bool coop;
   int threads;
   size_t smem;
-  bool grid_full; /* one block per SM, else one block */
+  bool grid_full; /* one wave (a block per SM but one, v9's tiling of one cloud), else one block */
 };
 
 int main(int argc, char **argv) {
@@ -90,7 +92,7 @@ int main(int argc, char **argv) {
   uint32_t tile = (n + (uint32_t)sms - 2u) / (uint32_t)(sms - 1);
   tile = (tile + 31u) & ~31u;
   const int blocks = (int)((n + tile - 1) / tile);
-  const size_t smem = 177u * 1024u; /* v10's at 600k (tile 4608, nb 2048): NOTES.md */
+  const size_t smem = 177u * 1024u; /* 177 KiB, v10's at 600k (tile 4608, nb 2048): NOTES.md */
   if ((size_t)tile * 12 > smem || (int)smem > smem_max) {
     fprintf(stderr, "launch_floor: a tile of %u points does not fit %zu bytes of shared memory\n", tile, smem);
     return 1;
@@ -111,9 +113,9 @@ int main(int argc, char **argv) {
   }
   const Case cases[] = {
       {"empty, 1 block of 32", (const void *)k_empty, false, 32, 0, false},
-      {"empty, 1024 x SMs, no smem", (const void *)k_empty, false, 1024, 0, true},
-      {"empty, 1024 x SMs, 177 KB smem", (const void *)k_coop<0, false, false>, false, 1024, smem, true},
-      {"cooperative, 177 KB, no barrier", (const void *)k_coop<0, false, false>, true, 1024, smem, true},
+      {"empty, one wave of 1024, no smem", (const void *)k_empty, false, 1024, 0, true},
+      {"empty, one wave, 177 KiB smem", (const void *)k_coop<0, false, false>, false, 1024, smem, true},
+      {"cooperative, 177 KiB, no barrier", (const void *)k_coop<0, false, false>, true, 1024, smem, true},
       {"cooperative, 1 grid barrier", (const void *)k_coop<1, false, false>, true, 1024, smem, true},
       {"cooperative, 2 grid barriers", (const void *)k_coop<2, false, false>, true, 1024, smem, true},
       {"cooperative, xyz read, 0 barriers", (const void *)k_coop<0, true, false>, true, 1024, smem, true},

@@ -578,6 +578,21 @@ static void test_prefetch_share(void **state) {
         assert_true(next == a1 && covered == a1 - a0);
       }
   assert_true(checked > 0);
+  /* the shares count 16-byte units in 32 bits: an interior of 2^32 - G units or more (64 GB) gets no share
+   * rather than a wrapped one; one unit fewer still tiles */
+  if (sizeof(uintptr_t) >= 8)
+    for (size_t gi = 0; gi < sizeof grids / sizeof *grids; gi++) {
+      const uint32_t G = grids[gi];
+      const uintptr_t base = (uintptr_t)0x100000000000ull, units = (uintptr_t)0xFFFFFFFFu - G;
+      uintptr_t lo = 0, hi = 0, next = base;
+      for (uint32_t b = 0; b < G; b++) assert_int_equal(psh_prefetch_share(base, (size_t)(16u * (units + 1u)), b, G, &lo, &hi), 0);
+      for (uint32_t b = 0; b < G; b++) {
+        assert_int_equal(psh_prefetch_share(base, (size_t)(16u * units), b, G, &lo, &hi), 1);
+        assert_true(lo == next && hi >= lo && lo % 16u == 0 && hi % 16u == 0);
+        next = hi;
+      }
+      assert_true(next == base + 16u * units);
+    }
 }
 
 /* phase C's equal shares (psh_list_share): for every grid and list length, the blocks' shares are contiguous,
