@@ -821,13 +821,12 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
       const uint32_t j = tid + (uint32_t)q * kT8;
       if (j < nb) a.A[j] = kLazy && n_ovf == 0u ? rl[q] : S - rl[q];
     }
-    if (kLazy && n_ovf == 0u) {
-      /* the counts are in A (each thread wrote its own j): phase 4's barrier orders them */
-    } else if (n_ovf > 0) {
+    if (n_ovf > 0) {
       if (kLazy && tid < n_ovf) r0 = __ldcg(p.ove + 2 * tid), r1 = __ldcg(p.ove + 2 * tid + 1);
       R = kW ? resolve_short_w(p, sm, a, t, f, n_ovf, r0, r1) : resolve_short(p, sm, a, t, f, n_ovf, r0, r1);
       if (tr) p.trace[3] = gtimer(); /* the short list resolved (block 0) */
-    } else {
+    } else if (!kLazy) { /* v8, kept as measured: room back to counts (v9 wrote the counts above, each thread its
+                          * own j, which phase 4's barrier orders) */
       __syncthreads(); /* room complete */
       for (uint32_t j = tid; j < nb; j += kT8) a.A[j] = S - a.A[j];
     }
