@@ -274,6 +274,17 @@ typedef struct psh_variant {
 } psh_variant;
 const psh_variant *psh_variants(size_t *count); /* a CPU-only build lists them, each returning HX_ENODEV */
 const psh_variant *psh_variant_find(const char *name);
+/* The data-movement floor of the one-launch variants v9/v10, measured beside them: v10's launch (one wave of
+ * 1024-thread tiles, its dynamic shared memory, cooperative) that reads each tile's coordinates into shared
+ * memory, passes two grid barriers and writes 28 B of outputs per point coalesced, computing nothing. Every
+ * PSH of that shape takes at least this long on the device. Not a PSH (its outputs meet no invariant), so
+ * not in psh_variants() and not found by name; its outputs are psh_floor_cpu's. Run it like a variant
+ * (psh_gpu_run, psh_gpu_run_graph; no scratch). HX_EUNSUPPORTED where v10 has no launch of its own. */
+#define PSH_FLOOR_ID 100
+const psh_variant *psh_floor_variant(void);
+/* What the floor writes: bucket[i] = offset[i] = slot[i] = perm[i] = i and xyz_out = xyz for the batch's n
+ * points (count, start and counters untouched). out->xyz may be NULL. */
+hx_status psh_floor_cpu(const psh_out *out, const psh_in *in, hx_err *err);
 /* GPU padded layout and row gather (device pointers, stream last). No host round trip, so no count check:
  * a point with offset >= S (possible only when a cloud exceeds nb*S) gets slot_pad = PSH_NONE. */
 hx_status psh_pad_gpu(uint32_t *d_perm_pad, uint32_t *d_slot_pad, const uint32_t *d_bucket,
@@ -424,6 +435,9 @@ hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[
  * max, block of the max} in us after the first block's start, for the 16 stamps psh_internal.h lists under
  * psh_v8_block_trace (-1 where no block reached one); *nblocks = the launch's blocks. Waits. */
 hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks, hx_err *err);
+/* Fill the PSH outputs (bucket, offset, count, start, slot, perm, xyz, counters) with 0xFF bytes on `stream`, so
+ * that a check after the next run sees only what that run wrote. */
+hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err);
 /* Copy the last run's results to host buffers laid out as psh_out (any pointer may be NULL) and, when
  * not NULL, the pooling outputs: members [n_out*rho], parent [n], xyz_out [n_out*3] and *n_out. */
 hx_status psh_gpu_download(psh_gpu *g, const psh_out *h_out, uint32_t *members, uint32_t *parent, float *xyz_out,

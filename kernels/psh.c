@@ -239,6 +239,14 @@ hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p,
   return HX_OK;
 }
 
+hx_status psh_floor_cpu(const psh_out *out, const psh_in *in, hx_err *err) {
+  if (!out || !in || !out->bucket || !out->offset || !out->slot || !out->perm || (in->n && !in->xyz))
+    return hx_errf(err, HX_EINVAL, "psh_floor_cpu: an input or a required output is NULL");
+  for (uint32_t i = 0; i < in->n; i++) out->bucket[i] = out->offset[i] = out->slot[i] = out->perm[i] = i;
+  if (out->xyz && in->n) memcpy(out->xyz, in->xyz, (size_t)in->n * 3 * sizeof *in->xyz);
+  return HX_OK;
+}
+
 hx_status psh_check(const psh_out *o, const psh_in *in, const psh_params *p, hx_err *err) {
   const uint32_t nb = p->nb, S = p->cap, nbt = in->nclouds * nb, n = in->n;
   hx_status st = HX_OK;

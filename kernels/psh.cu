@@ -570,6 +570,15 @@ extern "C" const psh_variant *psh_variants(size_t *count) {
   return psh_table;
 }
 
+extern "C" const psh_variant *psh_floor_variant(void) {
+  static const psh_variant floor = {
+      PSH_FLOOR_ID, "floor",
+      "not a PSH: v10's launch that only reads the coordinates, passes two grid barriers and writes 28 B/point "
+      "coalesced (psh_v8.cu)",
+      psh_run_floor};
+  return &floor;
+}
+
 extern "C" const psh_variant *psh_variant_find(const char *name) {
   for (size_t i = 0; i < sizeof psh_table / sizeof psh_table[0]; i++)
     if (name && strcmp(psh_table[i].name, name) == 0) return &psh_table[i];

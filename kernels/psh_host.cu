@@ -320,6 +320,20 @@ extern "C" hx_status psh_gpu_download_feat(psh_gpu *g, psh_dtype dt, void *h_pac
   return HX_OK;
 }
 
+extern "C" hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err) {
+  cudaStream_t s = (cudaStream_t)stream;
+  const size_t n = g->n, nbt = g->nbt;
+  PG_CUDA(cudaMemsetAsync(g->out.bucket, 0xFF, n * 4, s));
+  PG_CUDA(cudaMemsetAsync(g->out.offset, 0xFF, n * 4, s));
+  PG_CUDA(cudaMemsetAsync(g->out.bucket_count, 0xFF, nbt * 4, s));
+  PG_CUDA(cudaMemsetAsync(g->out.bucket_start, 0xFF, nbt * 4, s));
+  PG_CUDA(cudaMemsetAsync(g->out.slot, 0xFF, n * 4, s));
+  PG_CUDA(cudaMemsetAsync(g->out.perm, 0xFF, n * 4, s));
+  if (g->out.xyz) PG_CUDA(cudaMemsetAsync(g->out.xyz, 0xFF, n * 12, s));
+  PG_CUDA(cudaMemsetAsync(g->out.counters, 0xFF, PSH_NCOUNTERS * 4, s));
+  return HX_OK;
+}
+
 extern "C" hx_status psh_gpu_download(psh_gpu *g, const psh_out *h, uint32_t *members, uint32_t *parent,
                                       float *xyz_out, uint32_t *n_out, hx_err *err) {
   PG_CUDA(cudaDeviceSynchronize());

@@ -440,6 +440,10 @@ hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
  * sm_90+) during phase 2. Same scratch, trace and fall-back as v9. */
 hx_status psh_run_v10(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                       const psh_params *p, void *stream, hx_err *err);
+/* The data-movement floor of v9/v10 (psh_v8.cu, k8_floor; psh_floor_variant in kernels.h): v10's launch reading
+ * the coordinates, passing two grid barriers and writing psh_floor_cpu's outputs. No scratch (0 bytes). */
+hx_status psh_run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                        const psh_params *p, void *stream, hx_err *err);
 /* Whether v5/v6 (gather 0/1), v7 and v8/v9/v10 (w 0/1/2) run their own cooperative kernel for this batch shape
  * (*own = 1) or fall back to an earlier variant (0: nb > 4096 or S > 2^20, no cooperative launch, more
  * tiles than one wave; v8-v10 also when the tile's arrays exceed the shared memory). The launchers make the

@@ -32,6 +32,11 @@ const psh_variant *psh_variants(size_t *count) {
   return psh_table;
 }
 
+const psh_variant *psh_floor_variant(void) {
+  static const psh_variant floor = {PSH_FLOOR_ID, "floor", "not a PSH: v10's data-movement floor (needs CUDA)", psh_no_gpu};
+  return &floor;
+}
+
 const psh_variant *psh_variant_find(const char *name) {
   for (size_t i = 0; i < sizeof psh_table / sizeof psh_table[0]; i++)
     if (name && strcmp(psh_table[i].name, name) == 0) return &psh_table[i];
@@ -150,6 +155,11 @@ hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op op, psh_dtyp
   (void)g, (void)v, (void)op, (void)dt, (void)stream;
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
 }
+hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err) {
+  (void)g, (void)stream;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
+}
+
 hx_status psh_gpu_download(psh_gpu *g, const psh_out *h_out, uint32_t *members, uint32_t *parent, float *xyz_out,
                            uint32_t *n_out, hx_err *err) {
   (void)g, (void)h_out, (void)members, (void)parent, (void)xyz_out, (void)n_out;

@@ -904,6 +904,36 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
   if (tid == 0) atomicMax(p.trace + 6, gtimer());
 }
 
+/* The data-movement floor of v9/v10 (psh_floor_variant, psh_run_floor): v10's launch (its tiles, block size,
+ * dynamic shared memory, cooperative launch) doing only what any PSH of this shape must: each tile's coordinates
+ * read into shared memory (tile_xyz, v10's phase 1), two grid barriers (the bounding box's and the counts'
+ * dependencies across the grid), then 28 B of outputs per point written coalesced (bucket, offset, slot, perm
+ * = the point's index, xyz_out = its coordinates from shared memory: psh_floor_cpu). No keys, frame, hash,
+ * counts or scatter: every PSH of this shape takes at least this long, and the real kernel's scattered perm and
+ * xyz_out stores cost more than these. Why (NOTES.md, session 25, kernels/dev/launch_floor.cu): the sweep
+ * reports it beside every PSH so a reader sees how much of a PSH's time is movement and launch on that device. */
+__global__ void __launch_bounds__(kT8, 1) k8_floor(P8 p) {
+  extern __shared__ __align__(16) unsigned char smraw[];
+  Arr8 a;
+  carve8(smraw, p.nb, p.tile, &a);
+  Tile t;
+  const bool has = tile_of(p, t); /* block-uniform */
+  const uint32_t cnt_t = has ? t.hi - t.lo : 0u, tid = threadIdx.x;
+  const float *xs = has ? tile_xyz(p.xyz + 3 * (size_t)t.lo, cnt_t, a.xs) : a.xs;
+  grid_sync(); /* v9/v10: run state, the tiles' keys (also the block barrier that publishes xs) */
+  grid_sync(); /* v9/v10: every commit, the list */
+  if (!has) return;
+  for (uint32_t q = tid; q < cnt_t; q += kT8) {
+    const uint32_t i = t.lo + q;
+    p.bucket[i] = i;
+    p.offset[i] = i;
+    p.slot[i] = i;
+    p.perm[i] = i;
+  }
+  if (p.xyz_out)
+    for (uint32_t w = tid; w < 3u * cnt_t; w += kT8) p.xyz_out[3 * (size_t)t.lo + w] = xs[w];
+}
+
 size_t layout(P8 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   uint32_t *tw = NULL, *ew = NULL, *bw = NULL, *pw = NULL;
   uint32_t **const xslots[] = {&tw, &ew, &bw, &pw};
@@ -1015,6 +1045,33 @@ hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *
   return HX_OK;
 }
 
+
+/* v10's launch plan and shape for k8_floor; HX_EUNSUPPORTED where v10 would not run its own kernel (it falls back
+ * to v7 there, whose shape this is not). No scratch. */
+hx_status run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
+                    void *stream, hx_err *err) {
+  HX_TRY(psh_call_check(prm, in, err));
+  int query;
+  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, 0, &query, err);
+  if (sq != HX_OK || query) return sq;
+  if (!out->bucket || !out->offset || !out->slot || !out->perm)
+    return hx_errf(err, HX_EINVAL, "psh floor: bucket, offset, slot and perm outputs are required");
+  Plan8 pl = {0, 0, 0, 0};
+  if (prm->nb <= kDense && prm->cap <= kMaxCap) HX_TRY(plan8(true, k8_floor, in->n, in->nclouds, prm->nb, &pl, err));
+  if (!pl.ipt)
+    return hx_errf(err, HX_EUNSUPPORTED, "psh floor: v10 has no one-wave launch of its own for %u points, %u clouds, "
+                   "%u buckets, S %u", in->n, in->nclouds, prm->nb, prm->cap);
+  P8 p;
+  memset(&p, 0, sizeof p);
+  tiles_params_fill(&p, out, in, prm, pl.ipt);
+  p.tile = pl.tile;
+  p.smem_bytes = (uint32_t)pl.smem;
+  void *args[] = {&p};
+  V8_CUDA("floor launch", cudaLaunchCooperativeKernel((const void *)k8_floor, dim3((unsigned)pl.tiles), dim3(kT8), args,
+                                                      pl.smem, (cudaStream_t)stream));
+  return HX_OK;
+}
+
 } // namespace
 
 static int cmp_d(const void *a, const void *b) {
@@ -1084,6 +1141,11 @@ extern "C" hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const ps
 extern "C" hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                                 const psh_params *prm, void *stream, hx_err *err) {
   return run8(1, d_scratch, scratch_bytes, out, in, prm, stream, err);
+}
+
+extern "C" hx_status psh_run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                                   const psh_params *prm, void *stream, hx_err *err) {
+  return run_floor(d_scratch, scratch_bytes, out, in, prm, stream, err);
 }
 
 extern "C" hx_status psh_run_v10(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,

@@ -7,6 +7,11 @@
  *                     psh_reachable_buckets over the batch), and for the GPU bytes (72 B/point,
  *                     see kernels/dev/psh_bench.c) and GB/s at the median; variant "<v>.graph" is the
  *                     same launch sequence replayed as one CUDA graph;
+ *   psh.floor         the data-movement floor of the one-launch PSH variants (psh_floor_variant: v10's launch
+ *                     reading the coordinates, two grid barriers, 28 B/point written coalesced, nothing
+ *                     computed), variants "movement" and "movement.graph", once per case beside the PSH rows,
+ *                     bytes 40 B/point; checked bit for bit against psh_floor_cpu on poisoned outputs first;
+ *                     a case v10 does not launch itself (it falls back to v7) has no floor row;
  *   locality.<hash>   size-weighted mean bounding-box diagonal of the buckets (m), and "zorder1024" the
  *                     same for PTv3-style 1024-point z-order patches (CPU, once per case);
  *   scatter_feat      features (C = 64, fp32 and bf16 variants "<v>.f32"/"<v>.bf16") into packed order;
@@ -37,6 +42,7 @@
 #define F3D_FEAT_C 64u
 #define F3D_POOL_RHO 2u
 #define F3D_PSH_BYTES_PER_POINT 72.0
+#define F3D_FLOOR_BYTES_PER_POINT 40.0 /* 12 B of coordinates read, 4 x 4 B + 12 B of outputs written */
 
 typedef struct f3d_job {
   const psh_in *in;
@@ -185,6 +191,46 @@ static void gpu_free(f3d_ctx *ctx, psh_gpu *g) {
   psh_gpu_free(g);
 }
 
+/* The floor under the one-launch variants (psh_floor_variant) on this case: outputs poisoned, one run checked bit
+ * for bit against psh_floor_cpu, then timed like a variant, plainly and as a graph. A shape v10 does not launch
+ * itself records nothing (said once on stderr); a failed check records check = 0 and no time, as for a variant. */
+static hx_status measure_floor(f3d_ctx *ctx, psh_gpu *g, const psh_in *in, f3d_bufs *gb, hx_err *err) {
+  const psh_variant *fv = psh_floor_variant();
+  const uint32_t n = in->n;
+  hx_err cerr = {HX_OK, ""};
+  psh_out go = bufs_out(gb);
+  hx_status cs = psh_gpu_poison(g, ctx->stream, &cerr);
+  if (cs == HX_OK) cs = psh_gpu_run(g, fv, ctx->stream, &cerr);
+  if (cs == HX_EUNSUPPORTED) {
+    fprintf(stderr, "f3dbench: flash3d: no floor row: %s\n", cerr.msg);
+    return HX_OK;
+  }
+  if (cs == HX_OK) cs = psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &cerr);
+  uint32_t *want = cs == HX_OK ? malloc((size_t)n * 4 + 4) : NULL;
+  float *wx = cs == HX_OK ? malloc((size_t)n * 12 + 12) : NULL;
+  if (cs == HX_OK && (!want || !wx)) cs = hx_errf(&cerr, HX_ENOMEM, "flash3d: no memory");
+  if (cs == HX_OK) {
+    psh_out wo = {want, want, NULL, NULL, want, want, wx, NULL}; /* every index array holds i */
+    cs = psh_floor_cpu(&wo, in, &cerr);
+  }
+  const uint32_t *got[] = {gb->bucket, gb->offset, gb->slot, gb->perm};
+  for (int k = 0; k < 4 && cs == HX_OK; k++)
+    if (memcmp(got[k], want, (size_t)n * 4)) cs = hx_errf(&cerr, HX_ECHECK, "floor: index array %d differs from psh_floor_cpu", k);
+  if (cs == HX_OK && memcmp(gb->xyz, wx, (size_t)n * 12)) cs = hx_errf(&cerr, HX_ECHECK, "floor: xyz_out differs from the input");
+  free(want), free(wx);
+  hx_status st = f3d_record(ctx, "flash3d", "psh.floor", "movement", "check", cs == HX_OK ? 1.0 : 0.0, "bool", err);
+  if (cs != HX_OK) {
+    fprintf(stderr, "f3dbench: flash3d: psh.floor failed its check, not timed: %s\n", cerr.msg);
+    return st;
+  }
+  f3d_job fj = {in, NULL, go, g, fv, NULL, BPOOL_MEAN, PSH_F32};
+  hx_closure fc = {job_gpu, NULL, &fj}, fg = {job_graph, NULL, &fj};
+  const double bytes = F3D_FLOOR_BYTES_PER_POINT * (double)n;
+  if (st == HX_OK) st = timed(ctx, "psh.floor", "movement", HX_CLOCK_GPU, &fc, bytes, err);
+  if (st == HX_OK && ctx->stream) st = timed(ctx, "psh.floor", "movement.graph", HX_CLOCK_GPU, &fg, bytes, err);
+  return st;
+}
+
 /* The hash whose buckets feed features, pooling and attention: psh_params_default's. */
 static psh_hash default_hash(void) {
   psh_params d;
@@ -273,6 +319,7 @@ static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *e
       gpu_free(ctx, g);
       return hx_errf(err, HX_ENOMEM, "flash3d: no memory for %u points", n);
     }
+    if (h == 0) st = measure_floor(ctx, g, in, &gb, err); /* once per case, before the variants' runs */
     for (size_t k = 0; k < nv && st == HX_OK; k++) {
       hx_err cerr = {HX_OK, ""};
       psh_out go = bufs_out(&gb);

@@ -728,6 +728,49 @@ static void test_quality(void **state) {
   assert_true(fabs(q.diag_mean - 3.0) < 1e-9);
 }
 
+/* psh_floor_cpu, the reference of the sweep's floor row: each index array holds i, xyz_out is the input bit for
+ * bit, count/start/counters stay as they were (poison kept), a NULL xyz_out is allowed, a NULL index array is
+ * refused; the floor is no PSH variant: not in the table, not found by name. */
+static void test_floor_cpu(void **state) {
+  (void)state;
+  const uint32_t n = 3001;
+  tres r;
+  assert_true(tres_alloc(&r, n, 8));
+  float *xyz = malloc((size_t)n * 12);
+  assert_non_null(xyz);
+  tcloud_fill(xyz, 0, n, TC_CLUSTERED, 4242);
+  uint32_t off[2] = {0, n};
+  psh_in in = {xyz, off, 1, n};
+  memset(r.bucket, 0xAB, (size_t)n * 4), memset(r.offset, 0xAB, (size_t)n * 4), memset(r.slot, 0xAB, (size_t)n * 4);
+  memset(r.perm, 0xAB, (size_t)n * 4), memset(r.count, 0xAB, 8 * 4), memset(r.start, 0xAB, 8 * 4);
+  memset(r.xyz, 0xAB, (size_t)n * 12);
+  psh_out o = tres_out(&r);
+  hx_err err = {0};
+  assert_int_equal(psh_floor_cpu(&o, &in, &err), HX_OK);
+  for (uint32_t i = 0; i < n; i++) {
+    assert_int_equal(r.bucket[i], i);
+    assert_int_equal(r.offset[i], i);
+    assert_int_equal(r.slot[i], i);
+    assert_int_equal(r.perm[i], i);
+  }
+  assert_memory_equal(r.xyz, xyz, (size_t)n * 12);
+  for (int j = 0; j < 8; j++) assert_int_equal(r.count[j] & r.start[j], 0xABABABABu);
+  o.xyz = NULL;
+  assert_int_equal(psh_floor_cpu(&o, &in, &err), HX_OK);
+  o.perm = NULL;
+  assert_int_equal(psh_floor_cpu(&o, &in, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "NULL"));
+  const psh_variant *fv = psh_floor_variant();
+  assert_non_null(fv);
+  assert_int_equal(fv->id, PSH_FLOOR_ID);
+  assert_null(psh_variant_find(fv->name));
+  size_t nv = 0;
+  const psh_variant *vs = psh_variants(&nv);
+  for (size_t k = 0; k < nv; k++) assert_true(vs[k].id != PSH_FLOOR_ID && strcmp(vs[k].name, fv->name));
+  free(xyz);
+  tres_free(&r);
+}
+
 static void test_params_check(void **state) {
   (void)state;
   psh_params p;
@@ -764,6 +807,7 @@ int main(void) {
       cmocka_unit_test(test_list_share),     cmocka_unit_test(test_prefetch_share),
       cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
+      cmocka_unit_test(test_floor_cpu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -336,6 +336,72 @@ static void test_phase_trace(void **state) {
   }
 }
 
+/* The floor (psh_floor_variant): where v10 runs its own kernel (its block trace exists), the floor's outputs after
+ * poisoning equal psh_floor_cpu's bit for bit, plainly and as a CUDA graph, and count/start keep the poison (it
+ * computes nothing); where v10 falls back, the floor refuses with HX_EUNSUPPORTED and launches nothing. Cases:
+ * a batch with empty clouds and tiles across cloud boundaries, N prime, one voxel, 600k points (the sweep's
+ * size), and 8192 buckets (v10 falls back). */
+static void test_floor(void **state) {
+  (void)state;
+  static const gcase fcases[] = {
+      {"batch 150001 + 0 + 149999", TC_CLUSTERED, 3, {150001, 0, 149999}, 0, 128, 0.05f, 0},
+      {"batch with empty clouds", TC_UNIFORM, 5, {10, 0, 3001, 1, 0}, 64, 64, 0.1f, 0},
+      {"N prime", TC_PLANE, 1, {20011}, 0, 64, 0.1f, 0},
+      {"one voxel", TC_ONE_VOXEL, 1, {5000}, 0, 64, 0.1f, 0},
+      {"600k", TC_UNIFORM, 1, {600000}, 0, 512, 0.05f, 0},
+      {"8192 buckets", TC_CLUSTERED, 1, {140000}, 8192, 16, 0.05f, 0},
+  };
+  const psh_variant *fv = psh_floor_variant(), *v10 = psh_variant_find("v10");
+  assert_non_null(v10);
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (size_t c = 0; c < sizeof fcases / sizeof *fcases; c++) {
+    const gcase *gc = &fcases[c];
+    prepared pr;
+    prepare(&pr, gc, PSH_XOR_MOD);
+    const uint32_t n = pr.n;
+    psh_in hin = {pr.xyz, pr.off, gc->nclouds, n};
+    psh_gpu *g = NULL;
+    hx_err err = {0};
+    if (psh_gpu_create(&g, &hin, &pr.p, 0, &err) != HX_OK) fail_msg("%s: create: %s", gc->name, err.msg);
+    assert_int_equal(psh_gpu_run(g, v10, s, &err), HX_OK);
+    double bt[16][4];
+    uint32_t nbk = 0;
+    const int own = psh_gpu_block_trace(g, v10, bt, &nbk, &err) == HX_OK;
+    assert_int_equal(own, gc->nb != 8192);
+    tres want, got;
+    assert_true(tres_alloc(&want, n, pr.nbt));
+    assert_true(tres_alloc(&got, n, pr.nbt));
+    psh_out wo = tres_out(&want), go = tres_out(&got);
+    assert_int_equal(psh_floor_cpu(&wo, &hin, &err), HX_OK);
+    for (int graph = 0; graph < 2; graph++) {
+      assert_int_equal(psh_gpu_poison(g, s, &err), HX_OK);
+      const hx_status st = graph ? psh_gpu_run_graph(g, fv, s, &err) : psh_gpu_run(g, fv, s, &err);
+      if (!own) {
+        if (st != HX_EUNSUPPORTED) fail_msg("%s: the floor ran where v10 falls back (status %d)", gc->name, (int)st);
+        assert_non_null(strstr(err.msg, "no one-wave launch"));
+        CK(cudaStreamSynchronize(s));
+        assert_int_equal(psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &err), HX_OK);
+        for (uint32_t i = 0; i < n; i++) assert_int_equal(got.bucket[i], 0xFFFFFFFFu); /* nothing launched */
+        break;
+      }
+      if (st != HX_OK) fail_msg("%s (graph %d): floor: %s", gc->name, graph, err.msg);
+      CK(cudaStreamSynchronize(s));
+      assert_int_equal(psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &err), HX_OK);
+      if (memcmp(got.bucket, want.bucket, (size_t)n * 4) || memcmp(got.offset, want.offset, (size_t)n * 4) ||
+          memcmp(got.slot, want.slot, (size_t)n * 4) || memcmp(got.perm, want.perm, (size_t)n * 4) ||
+          memcmp(got.xyz, want.xyz, (size_t)n * 12))
+        fail_msg("%s (graph %d): the floor's outputs differ from psh_floor_cpu", gc->name, graph);
+      for (uint32_t j = 0; j < pr.nbt; j++) assert_int_equal(got.count[j] & got.start[j], 0xFFFFFFFFu);
+    }
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+    tres_free(&want), tres_free(&got);
+    psh_gpu_free(g);
+    prepared_free(&pr);
+  }
+  CK(cudaStreamDestroy(s));
+}
+
 static void test_gather(void **state) {
   (void)state;
   const uint32_t n = 5000, rows = 6000;
@@ -722,6 +788,7 @@ int main(void) {
       cmocka_unit_test(test_psh_4m),
       cmocka_unit_test(test_psh_recorded),
       cmocka_unit_test(test_phase_trace),
+      cmocka_unit_test(test_floor),
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_bpool_variants),
       cmocka_unit_test(test_bpool_layouts),
