@@ -420,6 +420,54 @@ static void test_memory_fastest(void **state) {
 /* REPORT.md says under the attention table that Flash3D's and PTv3's attention rows are different work (scope
  * 4096 against patches of 1024), with the FLOP ratio and the like-for-like pair, from the run's own rows at the
  * largest size that has them; a run without PTv3's attention rows gets no such note. */
+/* The floor row (psh.floor) in the headline: recorded first (the sweep measures it before the hashes), its
+ * column comes after every PSH hash's; the note names the fastest PSH at the largest size and its multiple of the
+ * floor (xor-mod v10 0.030 ms against 0.015: 2.00x, not xor-div's); the series says it is no PSH. Without a
+ * floor row there is no note. The report is written with or without gnuplot. */
+static void test_floor_report(void **state) {
+  (void)state;
+  for (int with_floor = 0; with_floor < 2; with_floor++) {
+    hx_results *r;
+    hx_err e;
+    const char *id = with_floor ? "floor" : "no-floor";
+    assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
+    for (uint64_t n = 100000; n <= 600000; n += 500000) {
+      const double sc = n == 600000 ? 1.0 : 0.5;
+      hx_key ks = {"lidar", n, 1, "ptv3", "serialize", "v2"};
+      add_time(r, &ks, 0.3 * sc);
+      if (with_floor) {
+        hx_key kf = {"lidar", n, 1, "flash3d", "psh.floor", "movement"};
+        add_time(r, &kf, 0.015 * sc);
+      }
+      hx_key km = {"lidar", n, 1, "flash3d", "psh.xor-mod", "v10"};
+      add_time(r, &km, 0.030 * sc);
+      hx_key kd = {"lidar", n, 1, "flash3d", "psh.xor-div", "v10"};
+      add_time(r, &kd, 0.090 * sc);
+    }
+    assert_int_equal(hx_results_commit(r, &e), HX_OK);
+    hx_results_close(r);
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/%s", root, id);
+    hx_run run;
+    assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+    (void)hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e);
+    char *rep = slurp_at(dir, "REPORT.md");
+    if (with_floor) {
+      assert_non_null(strstr(rep, "| n_points | PTv3 serialize | psh.xor-mod | psh.xor-div | psh.floor |"));
+      assert_non_null(strstr(rep, "| 600000 | 0.3 (v2) | 0.03 (v10, 10.00x) | 0.09 (v10, 3.33x) | 0.015 (movement, 20.00x) |"));
+      assert_non_null(strstr(rep, "At 600000 points the fastest PSH (`psh.xor-mod` v10) takes 2.00x the floor."));
+      char *dat = slurp_at(dir, "plots/serial_psh.dat");
+      assert_non_null(strstr(dat, "\"flash3d/psh.floor/movement lidar\" \"floor (v10's launch, data movement only)\""));
+      free(dat);
+    } else {
+      assert_null(strstr(rep, "psh.floor"));
+      assert_null(strstr(rep, "the floor"));
+    }
+    free(rep);
+    hx_run_free(&run);
+  }
+}
+
 static void test_scope_note(void **state) {
   (void)state;
   /* with_ptv3: 0 none, 1 at both sizes, 2 only at the smaller size (the note then takes that one) */
@@ -540,6 +588,7 @@ int main(void) {
       cmocka_unit_test(test_select_geomean),
       cmocka_unit_test(test_memory_fastest),
       cmocka_unit_test(test_scope_note),
+      cmocka_unit_test(test_floor_report),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
