@@ -5,7 +5,8 @@
 # rounds over the PSH seeds and clouds given. Run on the GPU machine from the repository root, .deps carried.
 #   OLD=build-ab/old sh kernels/dev/psh-ab.sh
 #   NEW=build-ab/x       (the "new" tree, default the working tree: two pairs in one call, each its own OUT)
-#   VARIANTS=v4,v9  HASHES=xor-div  SIZES=100000,600000  REPS=10  ROUNDS=2
+#   VARIANTS=v4,v9  HASHES=xor-div  SIZES=100000,600000  REPS=10  ROUNDS=2   (VARIANTS=floor,v10: also
+#                        psh_bench's floor line, v10's launch with nothing computed, hash "-")
 #   SEEDS="sweep 3407"   (psh_bench's F3D_BENCH_SEED per run; "sweep" = the sweep's per-hash seed)
 #   CLOUDS="sweep"       (F3D_BENCH_CLOUD: sweep = the sweep's deduplicated cloud, raw = wl_generate's)
 #   COLD=1               (also the cold graph: L2 flushed before each replay)
@@ -51,7 +52,7 @@ done
 for f in "$OUT"/*-old-*.txt "$OUT"/*-new-*.txt; do
   [ -f "$f" ] || continue
   base=$(basename "$f" .txt); t=$(echo "$base" | awk -F- '{print $(NF-1)}'); key=$(echo "$base" | sed "s/-$t-[0-9]*\$//")
-  awk -v t="$t" -v key="$key" '/^## n =/{n=$4} /^v[0-9]/{v=$1; h=$2; if (tolower($0) ~ /failed/) print key, n, v, h, t, "graph", "FAILED"; else print key, n, v, h, t, "graph", $5}
+  awk -v t="$t" -v key="$key" '/^## n =/{n=$4} /^(v[0-9]|floor )/{v=$1; h=$2; if (tolower($0) ~ /failed/) print key, n, v, h, t, "graph", "FAILED"; else if ($5 ~ /^[0-9.]+$/) print key, n, v, h, t, "graph", $5}
     /cold graph/{print key, n, v, h, t, "cold", $(NF-1)}' "$f"
 done | awk '{k=$1" n="$2" "$3" "$4" "$6; a[k, $5] = a[k, $5] " " $7; if ($7 != "FAILED") {s[k, $5] += $7; c[k, $5]++} keys[k] = 1}
   END {for (k in keys) {d = (c[k, "old"] && c[k, "new"]) ? sprintf("%+.1f%%", 100 * (s[k, "new"] / c[k, "new"]) / (s[k, "old"] / c[k, "old"]) - 100) : "-";

@@ -25,6 +25,10 @@
  * F3D_BENCH_CLOUD=raw times wl_generate's raw cloud (several points per 5 cm voxel), the cloud of every psh_bench
  * figure in NOTES.md up to session 17; the default, "sweep", is the sweep's own cloud (wl_make_exact: exactly n
  * points after one-point-per-voxel dedup at 0.05 m, seed 1), the cloud of the README's figures.
+ * Before the hashes of each size, a "floor" line (psh_floor_variant: v10's launch reading the coordinates, two grid
+ * barriers, 28 B/point written coalesced, nothing computed; checked bit for bit against psh_floor_cpu on poisoned
+ * outputs first) with the same columns and, with F3D_BENCH_COLD=1, its cold graph: the sweep's psh.floor row, in
+ * the same call as the variants; F3D_PSH_VARIANTS without "floor" leaves it out.
  * F3D_BENCH_SEED=S sets the PSH seed (the probe order); the default is the sweep's per-hash seed,
  * hx_rng_u64(1, 0xF3D, hash) (pipe_flash3d.c), with the sweep's cloud, and psh_params_default's 3407 with the raw
  * cloud. Session 17's grid-wide queue won 7-16% here with seed 3407 on both clouds but lost 8-20% in the sweep
@@ -106,7 +110,16 @@ out:
   return med;
 }
 
-typedef struct run_arg {
+typedef struct run_arg run_arg;
+static hx_status st_graph(void *arg, cudaStream_t s, hx_err *err);
+static hx_status st_psh(void *arg, cudaStream_t s, hx_err *err);
+
+/* The floor line of one size (see the header): 0 when it was timed or v10 has no launch of its own here (said),
+ * 1 when it failed. nb as the hashes' (the shared memory v10 takes depends on it). */
+static int bench_floor(const psh_in *hin, uint32_t nb, uint32_t S, int reps, cudaStream_t s, void *d_flush,
+                       size_t flush_bytes);
+
+struct run_arg {
   psh_gpu *g;
   const psh_variant *v;
   const bpool_variant *pv;
@@ -114,7 +127,7 @@ typedef struct run_arg {
   psh_dtype dt;
   void *d_src, *d_dst;
   size_t bytes;
-} run_arg;
+};
 
 static hx_status st_psh(void *arg, cudaStream_t s, hx_err *err) {
   run_arg *a = arg;
@@ -132,6 +145,61 @@ static hx_status st_pool(void *arg, cudaStream_t s, hx_err *err) {
   run_arg *a = arg;
   return psh_gpu_pool(a->g, a->pv, a->op, a->dt, s, err);
 }
+static int bench_floor(const psh_in *hin, uint32_t nb, uint32_t S, int reps, cudaStream_t s, void *d_flush,
+                       size_t flush_bytes) {
+  const uint32_t n = hin->n;
+  psh_params p;
+  psh_params_default(&p);
+  p.cap = S;
+  p.nb = nb;
+  psh_gpu *g = NULL;
+  hx_err err = {0};
+  if (psh_gpu_create(&g, hin, &p, 0, &err) != HX_OK) {
+    printf("%-5s create failed: %s\n", "floor", err.msg);
+    return 1;
+  }
+  const psh_variant *fv = psh_floor_variant();
+  uint32_t *want = malloc((size_t)n * 4 + 4), *got[4];
+  float *wx = malloc((size_t)n * 12 + 12), *gx = malloc((size_t)n * 12 + 12);
+  for (int k = 0; k < 4; k++) got[k] = malloc((size_t)n * 4 + 4);
+  int bad = !want || !wx || !gx || !got[0] || !got[1] || !got[2] || !got[3];
+  psh_out wo = {want, want, NULL, NULL, want, want, wx, NULL}, go = {got[0], got[1], NULL, NULL, got[2], got[3], gx, NULL};
+  hx_status st = bad ? hx_errf(&err, HX_ENOMEM, "no host memory") : psh_floor_cpu(&wo, hin, &err);
+  run_arg a = {g, fv, NULL, BPOOL_MEAN, PSH_F32, NULL, NULL, 0};
+  for (int graph = 0; graph < 2 && st == HX_OK; graph++) { /* one plain run, then the graph timing's last replay */
+    double us = 0, gus = 0;
+    if (!graph) {
+      st = psh_gpu_poison(g, s, &err);
+      if (st == HX_OK) st = psh_gpu_run(g, fv, s, &err);
+    } else { /* poisoned between the two timings: the check below sees the last graph replay's outputs */
+      us = time_us(st_psh, &a, reps, s);
+      st = psh_gpu_poison(g, s, &err);
+      gus = st == HX_OK ? time_us(st_graph, &a, reps, s) : 0;
+    }
+    if (st == HX_EUNSUPPORTED) {
+      printf("%-5s %-11s not timed: %s\n", "floor", "-", err.msg);
+      st = HX_OK;
+      break;
+    }
+    if (st == HX_OK) st = psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &err);
+    for (int k = 0; k < 4 && st == HX_OK; k++)
+      if (memcmp(got[k], want, (size_t)n * 4)) st = hx_errf(&err, HX_ECHECK, "index array %d differs from psh_floor_cpu", k);
+    if (st == HX_OK && memcmp(gx, wx, (size_t)n * 12)) st = hx_errf(&err, HX_ECHECK, "xyz_out differs from the input");
+    if (st == HX_OK && graph) {
+      printf("%-5s %-11s %6u %10.1f %9.1f %9.1f (v10's launch, data movement only: 40 B/point)\n", "floor", "-", nb, us,
+             gus, gus > 0 ? 40.0 * n / (gus * 1e3) : 0.0);
+      if (d_flush)
+        printf("  floor cold graph (L2 flushed before each replay): %.1f us\n",
+               time_us_f(st_graph, &a, reps, s, d_flush, flush_bytes));
+    }
+  }
+  if (st != HX_OK) printf("%-5s CHECK FAILED (not timed): %s\n", "floor", err.msg);
+  free(want), free(wx), free(gx);
+  for (int k = 0; k < 4; k++) free(got[k]);
+  psh_gpu_free(g);
+  return st != HX_OK;
+}
+
 static hx_status st_copy(void *arg, cudaStream_t s, hx_err *err) {
   run_arg *a = arg;
   if (cudaMemcpyAsync(a->d_dst, a->d_src, a->bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess)
@@ -197,6 +265,8 @@ int main(int argc, char **argv) {
            seed_env ? seed_env : raw ? "3407" : "the sweep's per hash");
     printf("%-5s %-11s %6s %10s %9s %9s %9s %9s %9s %8s\n", "var", "hash", "nb", "psh_us", "graph_us", "GB/s", "first",
            "probe", "overflow", "fullest");
+    if (!only || hx_name_listed(only, "floor"))
+      failures += bench_floor(&hin, psh_auto_buckets(n, S), S, reps, s, d_flush, flush_bytes);
     for (int h = 0; h < PSH_HASH_COUNT; h++) {
       if (hashes && !hx_name_listed(hashes, psh_hash_name((psh_hash)h))) continue;
       psh_params p;
