@@ -710,9 +710,9 @@ static int scope_note(FILE *f, const hx_run *r, const char *workload, uint64_t n
   return 1;
 }
 
-/* The floor row (psh.floor, pipe_flash3d.c) is no PSH: its column goes after every hash's, and a note says what it
- * is and, at the largest size that has both, how far the fastest PSH is above it. Returns 1 when it wrote one. */
-static size_t floor_last(hcol *cols, size_t n) {
+/* The floor row (psh.floor, pipe_flash3d.c) is no PSH: its column goes after every hash's (the sweep records it
+ * first). */
+static void floor_last(hcol *cols, size_t n) {
   for (size_t k = 0; k + 1 < n; k++)
     if (!strcmp(cols[k].kernel, "psh.floor")) {
       const hcol fl = cols[k];
@@ -720,12 +720,13 @@ static size_t floor_last(hcol *cols, size_t n) {
       cols[n - 1] = fl;
       break;
     }
-  return n;
 }
+/* Under the table: what the floor is and, at size n, how far the fastest PSH is above it. Returns 1 when it wrote
+ * the note (the run has a floor row at n). */
 static int floor_note(FILE *f, const hx_run *r, const char *workload, const hcol *cols, size_t nc, uint64_t n) {
   const hcol fl = {"flash3d", "psh.floor"};
   const char *fv = NULL, *bv = NULL, *bk = NULL;
-  const double tf = best_value(r, &fl, workload, n, "time_mean", &fv);
+  const double tf = best_value(r, &fl, workload, n, "time_mean", &fv); /* fv: its variant, unused */
   if (!isfinite(tf) || tf <= 0.0) return 0;
   double best = NAN;
   for (size_t c = 0; c < nc; c++) {
@@ -736,9 +737,10 @@ static int floor_note(FILE *f, const hx_run *r, const char *workload, const hcol
     if (isfinite(t) && (!isfinite(best) || t < best)) best = t, bv = v, bk = cols[c].kernel;
   }
   fputs("`psh.floor` is not a PSH: the one-launch variants' launch (v10's tiles, shared memory and cooperative "
-        "launch) reading the coordinates, passing two grid barriers and writing the 28 B of outputs per point "
-        "coalesced, with nothing computed. No PSH of that shape beats it, so its ratio is the most such a PSH can "
-        "gain over the serialization on this device.",
+        "launch) reading the coordinates, passing two grid barriers and then writing the 28 B of outputs per point "
+        "coalesced, with nothing computed. No PSH of that shape (outputs stored after the second barrier, as v9 and "
+        "v10 do) beats it, so its column's ratio is the most such a PSH can gain over the serialization on this "
+        "device.",
         f);
   if (isfinite(best))
     fprintf(f, " At %llu points the fastest PSH (`%s` %s) takes %.2fx the floor.", (unsigned long long)n, bk, bv,
@@ -983,9 +985,9 @@ static void write_headline(FILE *f, const plot_ctx *p) {
         fputs("PTv3 serialization vs Flash3D PSH per hash: time_mean (ms), and PTv3 serialize / PSH "
               "(> 1: PSH faster).\n\n",
               f);
-        nc = floor_last(cols, nc);
+        floor_last(cols, nc);
         headline_table(f, rr, wls[iw], sizes, ns, cols, nc, COL_VS_FIRST, "PTv3");
-        for (size_t k = ns; k > 0; k--) /* the largest size that has the rows */
+        for (size_t k = ns; k > 0; k--) /* the largest size with a floor row */
           if (floor_note(f, rr, wls[iw], cols, nc, sizes[k - 1])) break;
       }
       nc = kernels_like(rr, "flash3d", "attn.", cols, 0, 16);

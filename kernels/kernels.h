@@ -274,12 +274,14 @@ typedef struct psh_variant {
 } psh_variant;
 const psh_variant *psh_variants(size_t *count); /* a CPU-only build lists them, each returning HX_ENODEV */
 const psh_variant *psh_variant_find(const char *name);
-/* The data-movement floor of the one-launch variants v9/v10, measured beside them: v10's launch (one wave of
- * 1024-thread tiles, its dynamic shared memory, cooperative) that reads each tile's coordinates into shared
- * memory, passes two grid barriers and writes 28 B of outputs per point coalesced, computing nothing. Every
- * PSH of that shape takes at least this long on the device. Not a PSH (its outputs meet no invariant), so
- * not in psh_variants() and not found by name; its outputs are psh_floor_cpu's. Run it like a variant
- * (psh_gpu_run, psh_gpu_run_graph; no scratch). HX_EUNSUPPORTED where v10 has no launch of its own. */
+/* The data-movement floor of the one-launch variants v9/v10, measured beside them: v10's launch plan (one wave
+ * of 1024-thread tiles, its dynamic shared memory, cooperative) running a kernel that reads each tile's
+ * coordinates into shared memory, passes two grid barriers and then writes 28 B of outputs per point
+ * coalesced, computing nothing. A PSH of that shape (every output stored after the second barrier, as v9/v10
+ * do) takes at least this long on the device. Not a PSH (its outputs meet no invariant), so not in
+ * psh_variants() and not found by name; its outputs are psh_floor_cpu's. Run it like a variant (psh_gpu_run,
+ * psh_gpu_run_graph); its scratch size is 0, but the scratch protocol holds: a NULL d_scratch only asks the
+ * size. HX_EUNSUPPORTED where v10 has no launch of its own. */
 #define PSH_FLOOR_ID 100
 const psh_variant *psh_floor_variant(void);
 /* What the floor writes: bucket[i] = offset[i] = slot[i] = perm[i] = i and xyz_out = xyz for the batch's n
@@ -436,7 +438,7 @@ hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[
  * psh_v8_block_trace (-1 where no block reached one); *nblocks = the launch's blocks. Waits. */
 hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks, hx_err *err);
 /* Fill the PSH outputs (bucket, offset, count, start, slot, perm, xyz, counters) with 0xFF bytes on `stream`, so
- * that a check after the next run sees only what that run wrote. */
+ * that a check after the next run sees only what that run wrote; like a run, it drops the pooling plan. */
 hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err);
 /* Copy the last run's results to host buffers laid out as psh_out (any pointer may be NULL) and, when
  * not NULL, the pooling outputs: members [n_out*rho], parent [n], xyz_out [n_out*3] and *n_out. */

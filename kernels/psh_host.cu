@@ -322,6 +322,8 @@ extern "C" hx_status psh_gpu_download_feat(psh_gpu *g, psh_dtype dt, void *h_pac
 
 extern "C" hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err) {
   cudaStream_t s = (cudaStream_t)stream;
+  g->pooled = 0;
+  g->rho = 0; /* the bucket tables are gone: plan the pooling again */
   const size_t n = g->n, nbt = g->nbt;
   PG_CUDA(cudaMemsetAsync(g->out.bucket, 0xFF, n * 4, s));
   PG_CUDA(cudaMemsetAsync(g->out.offset, 0xFF, n * 4, s));

@@ -329,6 +329,11 @@ enum { kTrace = 8 };
 
 /* The grid barrier of the cooperative launches and the %globaltimer stamp of their phase traces (v5-v9). */
 __device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
+/* The same barrier in two halves (cooperative groups' barrier_arrive / barrier_wait; the host emulation waits
+ * in grid_wait): work between them overlaps the barrier's latency, and must not be read by other blocks after
+ * it. v9/v10's barrier 2 (psh_v8.cu). */
+__device__ __forceinline__ unsigned int grid_arrive() { return cooperative_groups::this_grid().barrier_arrive(); }
+__device__ __forceinline__ void grid_wait(unsigned int tok) { cooperative_groups::this_grid().barrier_wait(static_cast<unsigned int &&>(tok)); }
 __device__ __forceinline__ unsigned long long gtimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

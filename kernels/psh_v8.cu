@@ -62,6 +62,11 @@
  * issued (the L2's rate for partial-sector writes), and the issue-bound hash loop (~0.5 us per point per
  * thread). Since session 8 v9 also sizes its tiles to use every SM (any multiple of 32 points, at least
  * kMinTile9): 600k, 131 tiles of up to 4608 points instead of 118 of 5120; 31.4 us (v8 35.7-36.5) on the H100.
+ * Since session 26 a v9/v10 block none of whose points ranked past S (so it appends nothing to the overflow list)
+ * arrives at barrier 2 right after its commit (grid_arrive) and waits after its placement loop (grid_wait): that
+ * loop is ~1.9 us of conflicted shared-memory work per block at 600k, now under the barrier's ~1 us latency.
+ * H100, psh_bench, old and new in one call, two seeds: 600k xor-mod cold -1.7 to -2.4%, hot -2 to -4%, 100k
+ * -1 to -2.4%; the long-list hashes (few blocks without overflow) within noise (NOTES.md, session 26).
  *
  * v10 (psh_run_v10) is v9's kernel with the template flag kPF: while thread 0 builds the frame in phase 2, one lane of
  * every block asks the TMA unit to prefetch the block's share of xyz_out's lines into the L2 (l2_prefetch_share;
@@ -635,6 +640,10 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
   const uint32_t c = t.c;
   uint32_t *gcnt = p.cnt + (size_t)c * nb;
   Frame f;
+  /* v9/v10 (session 26): a block none of whose points ranked past S appends nothing to the list, so it arrives at
+   * barrier 2 before its placement loop (shared memory only) and waits after it: the loop overlaps the barrier */
+  bool early = false, any_over = false;
+  unsigned int tok2 = 0;
   if (has) {
     uint32_t k6[6] = {kNone, kNone, kNone, kNone, kNone, kNone};
     const uint32_t pbase = c + t.k0, m = t.k1 - t.k0 + 1;
@@ -691,6 +700,8 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
       uint32_t hs = 0;
 #pragma unroll
       for (int q = 0; q < kPer8; q++) hs += h[q];
+#pragma unroll
+      for (int q = 0; q < kPer8; q++) any_over |= kW && h[q] && old[q] + h[q] > S; /* points ranked past S */
       uint32_t pre = 0;
       Scan8(sm.scan).ExclusiveSum(hs, pre);
 #pragma unroll
@@ -704,7 +715,12 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
           if (h[q] && old[q] + h[q] > keep_to) atomicSub(gcnt + j, old[q] + h[q] - keep_to); /* roll back past S */
         }
     }
-    __syncthreads(); /* B, C -> placements */
+    if (kW) {
+      early = !__syncthreads_or(any_over); /* B, C -> placements; block-uniform */
+      if (early) tok2 = grid_arrive(); /* the commits and roll-backs are this block's part of barrier 2 */
+    } else {
+      __syncthreads(); /* B, C -> placements */
+    }
     bstamp<kBT>(p, 6);
 #pragma unroll 4
     for (uint32_t k = 0; k < p.ipt; k++) { /* block-uniform trip count: warps stay whole for the ballot */
@@ -767,7 +783,8 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
     }
   }
   bstamp<kBT>(p, 7);
-  grid_sync(); /* every commit and roll-back, the list and its length -> phase 3 */
+  if (early) grid_wait(tok2); /* arrived after the commit (above) */
+  else grid_sync();           /* every commit and roll-back, the list and its length -> phase 3 */
   bstamp<kBT>(p, 8);
   if (tr) p.trace[2] = p.trace[3] = gtimer();
   /* ---- 3: the overflow list ---- */
@@ -908,9 +925,10 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
  * dynamic shared memory, cooperative launch) doing only what any PSH of this shape must: each tile's coordinates
  * read into shared memory (tile_xyz, v10's phase 1), two grid barriers (the bounding box's and the counts'
  * dependencies across the grid), then 28 B of outputs per point written coalesced (bucket, offset, slot, perm
- * = the point's index, xyz_out = its coordinates from shared memory: psh_floor_cpu). No keys, frame, hash,
- * counts or scatter: every PSH of this shape takes at least this long, and the real kernel's scattered perm and
- * xyz_out stores cost more than these. Why (NOTES.md, session 25, kernels/dev/launch_floor.cu): the sweep
+ * = the point's index, xyz_out = its coordinates from shared memory: psh_floor_cpu), all after barrier 2 as v9/v10
+ * store theirs. No keys, frame, hash, counts or scatter: a PSH of this shape (v9/v10's: every output stored after
+ * the second barrier) takes at least this long, and the real kernel's scattered perm and xyz_out stores cost more
+ * than these. (v8 stores bucket and offset before barrier 2; a design that did so would have a lower floor.) Why (NOTES.md, session 25, kernels/dev/launch_floor.cu): the sweep
  * reports it beside every PSH so a reader sees how much of a PSH's time is movement and launch on that device. */
 __global__ void __launch_bounds__(kT8, 1) k8_floor(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];
@@ -1045,9 +1063,9 @@ hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *
   return HX_OK;
 }
 
-
-/* v10's launch plan and shape for k8_floor; HX_EUNSUPPORTED where v10 would not run its own kernel (it falls back
- * to v7 there, whose shape this is not). No scratch. */
+/* k8_floor on v10's own launch plan (plan8 with v10's kernel for this hash, as run8 computes it: the same tiles,
+ * block count and dynamic shared memory); HX_EUNSUPPORTED where v10 would not run its own kernel (it falls back to
+ * v7 there, whose shape this is not). Scratch: 0 bytes (the query protocol still applies: NULL asks the size). */
 hx_status run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
                     void *stream, hx_err *err) {
   HX_TRY(psh_call_check(prm, in, err));
@@ -1057,10 +1075,11 @@ hx_status run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, 
   if (!out->bucket || !out->offset || !out->slot || !out->perm)
     return hx_errf(err, HX_EINVAL, "psh floor: bucket, offset, slot and perm outputs are required");
   Plan8 pl = {0, 0, 0, 0};
-  if (prm->nb <= kDense && prm->cap <= kMaxCap) HX_TRY(plan8(true, k8_floor, in->n, in->nclouds, prm->nb, &pl, err));
+  if (prm->nb <= kDense && prm->cap <= kMaxCap) HX_TRY(plan8(true, kern8(2, prm->hash), in->n, in->nclouds, prm->nb, &pl, err));
   if (!pl.ipt)
     return hx_errf(err, HX_EUNSUPPORTED, "psh floor: v10 has no one-wave launch of its own for %u points, %u clouds, "
                    "%u buckets, S %u", in->n, in->nclouds, prm->nb, prm->cap);
+  V8_CUDA("floor shared memory attribute", cudaFuncSetAttribute((const void *)k8_floor, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pl.smem));
   P8 p;
   memset(&p, 0, sizeof p);
   tiles_params_fill(&p, out, in, prm, pl.ipt);

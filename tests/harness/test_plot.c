@@ -417,9 +417,6 @@ static void test_memory_fastest(void **state) {
   hx_run_free(&run);
 }
 
-/* REPORT.md says under the attention table that Flash3D's and PTv3's attention rows are different work (scope
- * 4096 against patches of 1024), with the FLOP ratio and the like-for-like pair, from the run's own rows at the
- * largest size that has them; a run without PTv3's attention rows gets no such note. */
 /* The floor row (psh.floor) in the headline: recorded first (the sweep measures it before the hashes), its
  * column comes after every PSH hash's; the note names the fastest PSH at the largest size and its multiple of the
  * floor (xor-mod v10 0.030 ms against 0.015: 2.00x, not xor-div's); the series says it is no PSH. Without a
@@ -468,6 +465,9 @@ static void test_floor_report(void **state) {
   }
 }
 
+/* REPORT.md says under the attention table that Flash3D's and PTv3's attention rows are different work (scope
+ * 4096 against patches of 1024), with the FLOP ratio and the like-for-like pair, from the run's own rows at the
+ * largest size that has them; a run without PTv3's attention rows gets no such note. */
 static void test_scope_note(void **state) {
   (void)state;
   /* with_ptv3: 0 none, 1 at both sizes, 2 only at the smaller size (the note then takes that one) */
