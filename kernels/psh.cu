@@ -528,7 +528,7 @@ const psh_variant psh_table[] = {
      psh_run_v8},
     {9, "v9",
      "v8 with the short overflow list walked by one warp in list order (no block barriers), redux.sync minima, "
-     "first-hash stores after barrier 2 (psh_v8.cu)",
+     "first-hash stores after barrier 2, blocks without overflow arriving at barrier 2 early (psh_v8.cu)",
      psh_run_v9},
     {10, "v10",
      "v9 with xyz_out's lines prefetched into the L2 by the TMA unit during phase 2 (sm_90+): faster from a "
