@@ -333,7 +333,9 @@ __device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sy
  * in grid_wait): work between them overlaps the barrier's latency, and must not be read by other blocks after
  * it. v9/v10's barrier 2 (psh_v8.cu). */
 __device__ __forceinline__ unsigned int grid_arrive() { return cooperative_groups::this_grid().barrier_arrive(); }
-__device__ __forceinline__ void grid_wait(unsigned int tok) { cooperative_groups::this_grid().barrier_wait(static_cast<unsigned int &&>(tok)); }
+__device__ __forceinline__ void grid_wait(unsigned int tok) {
+  cooperative_groups::this_grid().barrier_wait(static_cast<unsigned int &&>(tok));
+}
 __device__ __forceinline__ unsigned long long gtimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

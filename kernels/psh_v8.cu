@@ -928,8 +928,9 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
  * = the point's index, xyz_out = its coordinates from shared memory: psh_floor_cpu), all after barrier 2 as v9/v10
  * store theirs. No keys, frame, hash, counts or scatter: a PSH of this shape (v9/v10's: every output stored after
  * the second barrier) takes at least this long, and the real kernel's scattered perm and xyz_out stores cost more
- * than these. (v8 stores bucket and offset before barrier 2; a design that did so would have a lower floor.) Why (NOTES.md, session 25, kernels/dev/launch_floor.cu): the sweep
- * reports it beside every PSH so a reader sees how much of a PSH's time is movement and launch on that device. */
+ * than these. (v8 stores bucket and offset before barrier 2; a design that did so would have a lower floor.)
+ * Why (NOTES.md, sessions 25-26, kernels/dev/launch_floor.cu): the sweep reports it beside every PSH so that a
+ * reader sees how much of a PSH's time is movement and launch on that device. */
 __global__ void __launch_bounds__(kT8, 1) k8_floor(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];
   Arr8 a;
@@ -1075,11 +1076,13 @@ hx_status run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, 
   if (!out->bucket || !out->offset || !out->slot || !out->perm)
     return hx_errf(err, HX_EINVAL, "psh floor: bucket, offset, slot and perm outputs are required");
   Plan8 pl = {0, 0, 0, 0};
-  if (prm->nb <= kDense && prm->cap <= kMaxCap) HX_TRY(plan8(true, kern8(2, prm->hash), in->n, in->nclouds, prm->nb, &pl, err));
+  if (prm->nb <= kDense && prm->cap <= kMaxCap)
+    HX_TRY(plan8(true, kern8(2, prm->hash), in->n, in->nclouds, prm->nb, &pl, err));
   if (!pl.ipt)
     return hx_errf(err, HX_EUNSUPPORTED, "psh floor: v10 has no one-wave launch of its own for %u points, %u clouds, "
                    "%u buckets, S %u", in->n, in->nclouds, prm->nb, prm->cap);
-  V8_CUDA("floor shared memory attribute", cudaFuncSetAttribute((const void *)k8_floor, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pl.smem));
+  V8_CUDA("floor shared memory attribute",
+          cudaFuncSetAttribute((const void *)k8_floor, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pl.smem));
   P8 p;
   memset(&p, 0, sizeof p);
   tiles_params_fill(&p, out, in, prm, pl.ipt);
