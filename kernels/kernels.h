@@ -287,6 +287,9 @@ const psh_variant *psh_floor_variant(void);
 /* What the floor writes: bucket[i] = offset[i] = slot[i] = perm[i] = i and xyz_out = xyz for the batch's n
  * points (count, start and counters untouched). out->xyz may be NULL. */
 hx_status psh_floor_cpu(const psh_out *out, const psh_in *in, hx_err *err);
+/* Whether host copies of the floor's outputs (bucket, offset, slot, perm; xyz when not NULL) equal
+ * psh_floor_cpu's, bit for bit: HX_ECHECK naming the first array that differs, HX_ENOMEM, HX_EINVAL. */
+hx_status psh_floor_check(const psh_out *got, const psh_in *in, hx_err *err);
 /* GPU padded layout and row gather (device pointers, stream last). No host round trip, so no count check:
  * a point with offset >= S (possible only when a cloud exceeds nb*S) gets slot_pad = PSH_NONE. */
 hx_status psh_pad_gpu(uint32_t *d_perm_pad, uint32_t *d_slot_pad, const uint32_t *d_bucket,

@@ -247,6 +247,27 @@ hx_status psh_floor_cpu(const psh_out *out, const psh_in *in, hx_err *err) {
   return HX_OK;
 }
 
+hx_status psh_floor_check(const psh_out *got, const psh_in *in, hx_err *err) {
+  if (!got || !in) return hx_errf(err, HX_EINVAL, "psh_floor_check: NULL output or input");
+  const size_t n = in->n;
+  uint32_t *want = malloc(n * sizeof *want + 4);
+  float *wx = got->xyz ? malloc(n * 3 * sizeof *wx + 4) : NULL;
+  psh_out w = {want, want, NULL, NULL, want, want, wx, NULL}; /* every index array holds the same pattern */
+  hx_status st = !want || (got->xyz && !wx) ? hx_errf(err, HX_ENOMEM, "psh_floor_check: no memory for %zu points", n)
+                                            : psh_floor_cpu(&w, in, err);
+  const uint32_t *const g[] = {got->bucket, got->offset, got->slot, got->perm};
+  static const char *const name[] = {"bucket", "offset", "slot", "perm"};
+  for (int k = 0; k < 4 && st == HX_OK; k++) {
+    if (!g[k]) st = hx_errf(err, HX_EINVAL, "psh_floor_check: %s is NULL", name[k]);
+    else if (memcmp(g[k], want, n * sizeof *want))
+      st = hx_errf(err, HX_ECHECK, "psh floor: %s differs from psh_floor_cpu", name[k]);
+  }
+  if (st == HX_OK && got->xyz && memcmp(got->xyz, wx, n * 3 * sizeof *wx))
+    st = hx_errf(err, HX_ECHECK, "psh floor: xyz_out differs from the input");
+  free(want), free(wx);
+  return st;
+}
+
 hx_status psh_check(const psh_out *o, const psh_in *in, const psh_params *p, hx_err *err) {
   const uint32_t nb = p->nb, S = p->cap, nbt = in->nclouds * nb, n = in->n;
   hx_status st = HX_OK;

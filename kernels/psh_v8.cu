@@ -1035,6 +1035,19 @@ hx_status plan8(bool w, void (*kern)(P8), uint32_t n, uint32_t nclouds, uint32_t
   return HX_OK;
 }
 
+/* The cooperative launch of a plan (kern: a k8_psh instance or k8_floor): p's scratch pointers set by the caller
+ * (layout; none for the floor), the inputs, outputs and tiling filled here. */
+hx_status launch8(void (*kern)(P8), const Plan8 &pl, P8 &p, const psh_out *out, const psh_in *in, const psh_params *prm,
+                  void *stream, hx_err *err) {
+  tiles_params_fill(&p, out, in, prm, pl.ipt);
+  p.tile = pl.tile; /* tiles_params_fill assumed v5's block size */
+  p.smem_bytes = (uint32_t)pl.smem;
+  void *args[] = {&p};
+  V8_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)pl.tiles), dim3(kT8), args,
+                                                            pl.smem, (cudaStream_t)stream));
+  return HX_OK;
+}
+
 hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                const psh_params *prm, void *stream, hx_err *err) {
   void (*kern)(P8) = kern8(form, prm->hash);
@@ -1055,13 +1068,7 @@ hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *
   HX_TRY(plan8(form != 0, kern, in->n, in->nclouds, prm->nb, &pl, err));
   if (!pl.ipt) return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
-  tiles_params_fill(&p, out, in, prm, pl.ipt);
-  p.tile = pl.tile; /* tiles_params_fill assumed v5's block size */
-  p.smem_bytes = (uint32_t)pl.smem;
-  void *args[] = {&p};
-  V8_CUDA("cooperative launch", cudaLaunchCooperativeKernel((const void *)kern, dim3((unsigned)pl.tiles), dim3(kT8), args,
-                                                            pl.smem, (cudaStream_t)stream));
-  return HX_OK;
+  return launch8(kern, pl, p, out, in, prm, stream, err);
 }
 
 /* k8_floor on v10's own launch plan (plan8 with v10's kernel for this hash, as run8 computes it: the same tiles,
@@ -1085,13 +1092,7 @@ hx_status run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, 
           cudaFuncSetAttribute((const void *)k8_floor, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pl.smem));
   P8 p;
   memset(&p, 0, sizeof p);
-  tiles_params_fill(&p, out, in, prm, pl.ipt);
-  p.tile = pl.tile;
-  p.smem_bytes = (uint32_t)pl.smem;
-  void *args[] = {&p};
-  V8_CUDA("floor launch", cudaLaunchCooperativeKernel((const void *)k8_floor, dim3((unsigned)pl.tiles), dim3(kT8), args,
-                                                      pl.smem, (cudaStream_t)stream));
-  return HX_OK;
+  return launch8(k8_floor, pl, p, out, in, prm, stream, err);
 }
 
 } // namespace

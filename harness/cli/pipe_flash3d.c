@@ -206,18 +206,7 @@ static hx_status measure_floor(f3d_ctx *ctx, psh_gpu *g, const psh_in *in, f3d_b
     return HX_OK;
   }
   if (cs == HX_OK) cs = psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &cerr);
-  uint32_t *want = cs == HX_OK ? malloc((size_t)n * 4 + 4) : NULL;
-  float *wx = cs == HX_OK ? malloc((size_t)n * 12 + 12) : NULL;
-  if (cs == HX_OK && (!want || !wx)) cs = hx_errf(&cerr, HX_ENOMEM, "flash3d: no memory");
-  if (cs == HX_OK) {
-    psh_out wo = {want, want, NULL, NULL, want, want, wx, NULL}; /* every index array holds i */
-    cs = psh_floor_cpu(&wo, in, &cerr);
-  }
-  const uint32_t *got[] = {gb->bucket, gb->offset, gb->slot, gb->perm};
-  for (int k = 0; k < 4 && cs == HX_OK; k++)
-    if (memcmp(got[k], want, (size_t)n * 4)) cs = hx_errf(&cerr, HX_ECHECK, "floor: index array %d differs from psh_floor_cpu", k);
-  if (cs == HX_OK && memcmp(gb->xyz, wx, (size_t)n * 12)) cs = hx_errf(&cerr, HX_ECHECK, "floor: xyz_out differs from the input");
-  free(want), free(wx);
+  if (cs == HX_OK) cs = psh_floor_check(&go, in, &cerr);
   hx_status st = f3d_record(ctx, "flash3d", "psh.floor", "movement", "check", cs == HX_OK ? 1.0 : 0.0, "bool", err);
   if (cs != HX_OK) {
     fprintf(stderr, "f3dbench: flash3d: psh.floor failed its check, not timed: %s\n", cerr.msg);

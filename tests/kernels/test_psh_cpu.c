@@ -730,7 +730,8 @@ static void test_quality(void **state) {
 
 /* psh_floor_cpu, the reference of the sweep's floor row: each index array holds i, xyz_out is the input bit for
  * bit, count/start/counters stay as they were (poison kept), a NULL xyz_out is allowed, a NULL index array is
- * refused; the floor is no PSH variant: not in the table, not found by name. */
+ * refused; psh_floor_check passes on it and names the array a one-bit change lands in; the floor is no PSH
+ * variant: not in the table, not found by name. */
 static void test_floor_cpu(void **state) {
   (void)state;
   const uint32_t n = 3001;
@@ -755,9 +756,21 @@ static void test_floor_cpu(void **state) {
   }
   assert_memory_equal(r.xyz, xyz, (size_t)n * 12);
   for (int j = 0; j < 8; j++) assert_int_equal(r.count[j] & r.start[j], 0xABABABABu);
-  o.xyz = NULL;
+  /* psh_floor_check, the checker of the GPU floor: passes on the reference, names the first array that differs by
+   * one element or one bit */
+  assert_int_equal(psh_floor_check(&o, &in, &err), HX_OK);
+  r.slot[n - 1] ^= 1u;
+  assert_int_equal(psh_floor_check(&o, &in, &err), HX_ECHECK);
+  assert_non_null(strstr(err.msg, "slot"));
+  r.slot[n - 1] ^= 1u;
+  r.xyz[1] = -r.xyz[1];
+  assert_int_equal(psh_floor_check(&o, &in, &err), HX_ECHECK);
+  assert_non_null(strstr(err.msg, "xyz_out"));
+  o.xyz = NULL; /* not checked without it */
+  assert_int_equal(psh_floor_check(&o, &in, &err), HX_OK);
   assert_int_equal(psh_floor_cpu(&o, &in, &err), HX_OK);
   o.perm = NULL;
+  assert_int_equal(psh_floor_check(&o, &in, &err), HX_EINVAL);
   assert_int_equal(psh_floor_cpu(&o, &in, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "NULL"));
   const psh_variant *fv = psh_floor_variant();

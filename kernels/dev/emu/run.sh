@@ -63,7 +63,7 @@ def coop8(src, dst):  # v8: dynamic shared memory, 1024-thread blocks, falls bac
   # v9 stages up to 4096 list entries per block in shared memory and appends the rest one by one: a stage of
   # 8 makes the small emulated clouds take both paths
   s, k6 = re.subn(r'constexpr uint32_t kStage8 = 4 \* kShort;', 'constexpr uint32_t kStage8 = 8;', s)
-  assert (k2, k3, k6) == (2, 2, 1) and k4 >= 2, (k2, k3, k4, k6)  # k8_psh and k8_floor (its launch not driven here)
+  assert (k2, k3, k6) == (2, 1, 1) and k4 >= 2, (k2, k3, k4, k6)  # k8_psh and k8_floor (not driven here); launch8
   open(dst, 'w').write(s)
 coop8('kernels/psh_v8.cu', d + '/v8emu.cc')
 PY
