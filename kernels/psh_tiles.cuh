@@ -647,6 +647,8 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
 #endif
         continue;
       }
+      /* the same tail as probe_warp_z's walk (they must attempt the same buckets in the same order); one helper
+       * for both doubled v9/v10's spills (NOTES.md, session 27) */
       uint32_t w[3];
       probe_voxel(v, p.probe[k], f.step, f.bits, hx_mix64(rb + k), w);
       const uint32_t x = w[0] >> s, y = w[1] >> s, zz = w[2] >> s, u = cbase + psh_zcell_index(x, y, zz, z.m);
@@ -734,7 +736,7 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
 #endif
         continue;
       }
-      uint32_t w[3];
+      uint32_t w[3]; /* probe_point_z's tail, written out here too (see there) */
       probe_voxel(v, pr, f.step, f.bits, hx_mix64(rb + k), w);
       const uint32_t x = w[0] >> s, y = w[1] >> s, zz = w[2] >> s, u = cbase + psh_zcell_index(x, y, zz, z.m);
       const uint32_t h = psh_zcell_bucket(x, y, zz, r);
