@@ -578,6 +578,28 @@ static void test_yrange(void **state) {
   hx_run_free(&run);
 }
 
+/* Arguments hx_plot refuses before it touches the file system: no runs, no output directory (a NULL path:
+ * found by a -fsanitize=address,undefined build, whose analysis saw the NULL reach snprintf's %s), and quotes,
+ * which the gnuplot command line cannot carry. Each names its problem; none creates the directory. */
+static void test_plot_args(void **state) {
+  (void)state;
+  hx_run run;
+  memset(&run, 0, sizeof run);
+  hx_err e;
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/args-q'uote", root);
+  assert_int_equal(hx_plot(&run, 0, F3D_PLOTS_DIR, root, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "no result directories"));
+  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, NULL, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "output directory"));
+  assert_int_equal(hx_plot_sel(&run, 1, NULL, root, 1, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "scripts"));
+  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "quote"));
+  struct stat st;
+  assert_int_not_equal(stat(dir, &st), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_treemap),
@@ -589,6 +611,7 @@ int main(void) {
       cmocka_unit_test(test_memory_fastest),
       cmocka_unit_test(test_scope_note),
       cmocka_unit_test(test_floor_report),
+      cmocka_unit_test(test_plot_args),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
