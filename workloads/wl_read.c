@@ -318,7 +318,10 @@ hx_status wl_read_pcd(wl_cloud *out, const unsigned char *d, size_t size, const 
         double x;
         const char *q;
         if (!parse_num(p, e, &x, &q) || *q == ',') {
-          st = hx_errf(err, HX_EFORMAT, "%s: line %zu: value %zu is not a number", path, c.line, k + 1);
+          const char *t = p; /* the token, quoted (at most 24 bytes), so the user sees what broke */
+          while (t < e && !is_space(*t) && t - p < 24) t++;
+          st = hx_errf(err, HX_EFORMAT, "%s: line %zu: value %zu ('%.*s') is not a number", path, c.line, k + 1,
+                       (int)(t - p), p);
           goto fail;
         }
         for (int a = 0; a < 3; a++)

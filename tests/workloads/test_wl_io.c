@@ -537,6 +537,11 @@ static void test_malformed(void **state) {
   /* missing file and a folder */
   hx_err err = {0};
   wl_cloud c;
+  /* a word where a number belongs: the message quotes it (word.pcd above: "1 two 3") */
+  const char *word = "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nDATA ascii\n1 two 3\n";
+  write_file("word.pcd", word, strlen(word));
+  assert_int_equal(wl_read(&c, tpath("word.pcd"), WL_FMT_AUTO, &err), HX_EFORMAT);
+  assert_non_null(strstr(err.msg, "value 2 ('two') is not a number"));
   assert_int_equal(wl_read(&c, tpath("does-not-exist.pcd"), WL_FMT_AUTO, &err), HX_EIO);
   assert_non_null(strstr(err.msg, "does-not-exist.pcd"));
   assert_int_equal(wl_read(&c, g_dir, WL_FMT_PCD, &err), HX_EIO);
