@@ -535,7 +535,8 @@ int hx_ranges_have_nvtx(void); /* 1 when NVTX3 was compiled in */
 /* Figures and REPORT.md (plot.c) from loaded runs: data files and PNG + SVG under out_dir/plots (scripts
  * from scripts_dir, i.e. plots/ of the source tree), REPORT.md in out_dir. Several runs (devices) share
  * each figure, series labelled by device, plus a ratio table. Without gnuplot the report and the data
- * files are still written and HX_EUNSUPPORTED says "gnuplot not found". */
+ * files are still written and HX_EUNSUPPORTED says "gnuplot not found". HX_EINVAL, before anything is
+ * created: no runs, a NULL directory, or a path with a quote character (the gnuplot command line). */
 hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, hx_err *err);
 /* hx_plot with all_series = 0: each figure shows a few headline series (the fastest variant of each main
  * stage, serialize vs each PSH hash), every series kept in plots/<figure>_all.dat; all_series = 1 draws

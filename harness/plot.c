@@ -1103,7 +1103,8 @@ hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const ch
 hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, int all_series,
                       hx_err *err) {
   if (n_runs == 0) return hx_errf(err, HX_EINVAL, "plot: no result directories");
-  if (!scripts_dir || !out_dir) return hx_errf(err, HX_EINVAL, "plot: no scripts or output directory");
+  if (!scripts_dir) return hx_errf(err, HX_EINVAL, "plot: no scripts directory");
+  if (!out_dir) return hx_errf(err, HX_EINVAL, "plot: no output directory");
   if (!safe_for_shell(scripts_dir) || !safe_for_shell(out_dir))
     return hx_errf(err, HX_EINVAL, "plot: paths with quote characters are not supported");
   /* figures are drawn into plots.tmp.<pid> and replace plots/ only when every one was made: a failed

@@ -318,10 +318,12 @@ hx_status wl_read_pcd(wl_cloud *out, const unsigned char *d, size_t size, const 
         double x;
         const char *q;
         if (!parse_num(p, e, &x, &q) || *q == ',') {
-          const char *t = p; /* the token, quoted (at most 24 bytes), so the user sees what broke */
-          while (t < e && !is_space(*t) && t - p < 24) t++;
-          st = hx_errf(err, HX_EFORMAT, "%s: line %zu: value %zu ('%.*s') is not a number", path, c.line, k + 1,
-                       (int)(t - p), p);
+          const char *t = p; /* the token, quoted (at most 24 bytes, unprintable ones as '?'), so the user sees
+                              * what broke; "..." when it was cut */
+          while (t < e && !is_space(*t)) t++;
+          char b1[25];
+          st = hx_errf(err, HX_EFORMAT, "%s: line %zu: value %zu ('%s%s') is not a number", path, c.line, k + 1,
+                       tok_str(b1, sizeof b1, p, (size_t)(t - p)), t - p > 24 ? "..." : "");
           goto fail;
         }
         for (int a = 0; a < 3; a++)

@@ -586,18 +586,20 @@ static void test_plot_args(void **state) {
   hx_run run;
   memset(&run, 0, sizeof run);
   hx_err e;
-  char dir[400];
-  snprintf(dir, sizeof dir, "%s/args-q'uote", root);
-  assert_int_equal(hx_plot(&run, 0, F3D_PLOTS_DIR, root, &e), HX_EINVAL);
+  char out[400], quoted[400];
+  snprintf(out, sizeof out, "%s/args", root);
+  snprintf(quoted, sizeof quoted, "%s/args-q'uote", root);
+  assert_int_equal(hx_plot(&run, 0, F3D_PLOTS_DIR, out, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "no result directories"));
   assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, NULL, &e), HX_EINVAL);
-  assert_non_null(strstr(e.msg, "output directory"));
-  assert_int_equal(hx_plot_sel(&run, 1, NULL, root, 1, &e), HX_EINVAL);
-  assert_non_null(strstr(e.msg, "scripts"));
-  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "no output directory"));
+  assert_int_equal(hx_plot_sel(&run, 1, NULL, out, 1, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "no scripts directory"));
+  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, quoted, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "quote"));
   struct stat st;
-  assert_int_not_equal(stat(dir, &st), 0);
+  assert_int_not_equal(stat(out, &st), 0);
+  assert_int_not_equal(stat(quoted, &st), 0);
 }
 
 int main(void) {

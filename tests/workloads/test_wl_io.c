@@ -534,14 +534,22 @@ static void test_malformed(void **state) {
     free(b.p);
   }
 #endif
-  /* missing file and a folder */
   hx_err err = {0};
   wl_cloud c;
-  /* a word where a number belongs: the message quotes it (word.pcd above: "1 two 3") */
-  const char *word = "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nDATA ascii\n1 two 3\n";
-  write_file("word.pcd", word, strlen(word));
-  assert_int_equal(wl_read(&c, tpath("word.pcd"), WL_FMT_AUTO, &err), HX_EFORMAT);
-  assert_non_null(strstr(err.msg, "value 2 ('two') is not a number"));
+  /* a word where a number belongs: the message quotes it, unprintable bytes as '?', at most 24 bytes then "..." */
+  static const struct {
+    const char *line, *want;
+  } words[] = {{"1 two 3\n", "value 2 ('two') is not a number"},
+               {"1 2 \033[31mred\n", "value 3 ('?[31mred') is not a number"},
+               {"abcdefghijklmnopqrstuvwxyz0123 2 3\n", "value 1 ('abcdefghijklmnopqrstuvwx...') is not a number"}};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nDATA ascii\n%s", words[i].line);
+    write_file("word.pcd", text, strlen(text));
+    assert_int_equal(wl_read(&c, tpath("word.pcd"), WL_FMT_AUTO, &err), HX_EFORMAT);
+    if (!strstr(err.msg, words[i].want)) fail_msg("%s: got '%s'", words[i].want, err.msg);
+  }
+  /* missing file and a folder */
   assert_int_equal(wl_read(&c, tpath("does-not-exist.pcd"), WL_FMT_AUTO, &err), HX_EIO);
   assert_non_null(strstr(err.msg, "does-not-exist.pcd"));
   assert_int_equal(wl_read(&c, g_dir, WL_FMT_PCD, &err), HX_EIO);
