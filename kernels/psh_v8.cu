@@ -975,6 +975,11 @@ struct Plan8 {
   size_t smem;
 };
 
+/* Whether v8's kernels take this shape at all: its per-bucket arrays hold up to kDense buckets and a placement
+ * word up to kMaxCap offsets (past these v7 runs, which runs v4, then v2). The launcher, psh_v8_runs_own and the
+ * floor ask it before planning. */
+bool shape8(uint32_t nb, uint32_t cap) { return nb <= kDense && cap <= kMaxCap; }
+
 /* form: 0 v8, 1 v9 (kW), 2 v10 (kW and kPF), as psh_v8_runs_own takes it. v9 and v10 run Z-order-div through
  * an instance with phase C's deal (kDeal, phase_probe_nt), which costs the other hashes 1-3% when it shares
  * their kernel (session 24). */
@@ -1052,7 +1057,7 @@ hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *
                const psh_params *prm, void *stream, hx_err *err) {
   void (*kern)(P8) = kern8(form, prm->hash);
   HX_TRY(psh_call_check(prm, in, err));
-  if (prm->nb > kDense || prm->cap > kMaxCap) /* v7 (which runs v4, then v2, past these) */
+  if (!shape8(prm->nb, prm->cap)) /* v7 (which runs v4, then v2, past these) */
     return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
   /* scratch: the larger of v8's and v7's, so the fall-back below always has enough */
   P8 p;
@@ -1083,7 +1088,7 @@ hx_status run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, 
   if (!out->bucket || !out->offset || !out->slot || !out->perm)
     return hx_errf(err, HX_EINVAL, "psh floor: bucket, offset, slot and perm outputs are required");
   Plan8 pl = {0, 0, 0, 0};
-  if (prm->nb <= kDense && prm->cap <= kMaxCap)
+  if (shape8(prm->nb, prm->cap))
     HX_TRY(plan8(true, kern8(2, prm->hash), in->n, in->nclouds, prm->nb, &pl, err));
   if (!pl.ipt)
     return hx_errf(err, HX_EUNSUPPORTED, "psh floor: v10 has no one-wave launch of its own for %u points, %u clouds, "
@@ -1149,7 +1154,7 @@ extern "C" hx_status psh_v8_block_trace(double st[PSH_V8_BT][4], uint32_t *nbloc
 extern "C" hx_status psh_v8_runs_own(int w, uint32_t n, uint32_t nclouds, uint32_t nb, uint32_t cap, int *own,
                                      hx_err *err) {
   *own = 0;
-  if (nb > kDense || cap > kMaxCap) return HX_OK;
+  if (!shape8(nb, cap)) return HX_OK;
   Plan8 pl;
   HX_TRY(plan8(w != 0, kern8(w, PSH_XOR_DIV), n, nclouds, nb, &pl, err)); /* every instance: one block per SM */
   *own = pl.ipt != 0;
