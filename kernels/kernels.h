@@ -214,10 +214,14 @@ typedef struct psh_in {
   uint32_t n;
 } psh_in;
 
-/* Outputs (host pointers for *_cpu, device pointers for GPU variants). xyz may be NULL. */
+/* Outputs (host pointers for *_cpu, device pointers for GPU variants). xyz may be NULL. So may bucket and offset
+ * together (the GPU variants only): the per-point pair is then not an output, since slot and the bucket table
+ * imply it (psh_bo_from_slot_cpu); a variant keeps what it needs of it in its scratch (8 B per point more), and
+ * v9/v10 skip the stores of their first-hash points' pairs (4.8 MB less to write at 600k). psh_gpu runs every
+ * variant so. */
 typedef struct psh_out {
-  uint32_t *bucket;       /* [n] global bucket id */
-  uint32_t *offset;       /* [n] row inside the bucket */
+  uint32_t *bucket;       /* [n] global bucket id, or NULL (GPU, with offset) */
+  uint32_t *offset;       /* [n] row inside the bucket, or NULL (GPU, with bucket) */
   uint32_t *bucket_count; /* [nclouds*nb] */
   uint32_t *bucket_start; /* [nclouds*nb] first packed row (the attention kernel's bucket table) */
   uint32_t *slot;         /* [n] packed row of point i */
@@ -249,6 +253,14 @@ uint32_t psh_reachable_buckets(const psh_in *in, const psh_params *p, uint32_t c
  * NULL, else compared with the input rows). HX_ECHECK with a message naming the first violation. */
 hx_status psh_check(const psh_out *h_out, const psh_in *h_in, const psh_params *p, hx_err *err);
 
+/* (bucket, offset) of every point from its packed row: bucket[i] = the bucket g whose rows [bucket_start[g],
+ * bucket_start[g] + bucket_count[g]) hold slot[i], offset[i] = slot[i] - bucket_start[g]. For outputs that skip the
+ * per-point pair (psh_out.bucket/offset NULL on the GPU): the pair is the packed layout read backwards, so
+ * psh_check of the result still tests counts, starts, capacity, the slot bijection, perm and xyz_out. HX_ECHECK
+ * if the buckets' rows do not tile [0, n) without overlap (a gap is found through the slot that falls in it),
+ * HX_ENOMEM. Host, O(n + nbuckets). */
+hx_status psh_bo_from_slot_cpu(uint32_t *bucket, uint32_t *offset, const uint32_t *slot, const uint32_t *bucket_start,
+                               const uint32_t *bucket_count, uint32_t nbuckets, uint32_t n, hx_err *err);
 /* Padded layout: each bucket g padded to S rows at row g*S; perm_pad[g*S + o] = the point at offset o, or
  * PSH_NONE for padding; slot_pad[i] = bucket[i]*S + offset[i]. HX_EUNSUPPORTED if some count > S. */
 hx_status psh_pad_cpu(uint32_t *perm_pad, uint32_t *slot_pad, const uint32_t *bucket, const uint32_t *offset,
@@ -276,22 +288,24 @@ const psh_variant *psh_variants(size_t *count); /* a CPU-only build lists them, 
 const psh_variant *psh_variant_find(const char *name);
 /* The data-movement floor of the one-launch variants v9/v10, measured beside them: v10's launch plan (one wave
  * of 1024-thread tiles, its dynamic shared memory, cooperative) running a kernel that reads each tile's
- * coordinates into shared memory, passes two grid barriers and then writes 28 B of outputs per point
- * coalesced, computing nothing. A PSH of that shape (every output stored after the second barrier, as v9/v10
+ * coordinates into shared memory, passes two grid barriers and then writes its outputs coalesced (28 B per
+ * point with the pair, 20 B without), computing nothing. A PSH of that shape (every output stored after the second barrier, as v9/v10
  * do) takes at least this long on the device. Not a PSH (its outputs meet no invariant), so not in
  * psh_variants() and not found by name; its outputs are psh_floor_cpu's. Run it like a variant (psh_gpu_run,
  * psh_gpu_run_graph); its scratch size is 0, but the scratch protocol holds: a NULL d_scratch only asks the
  * size. HX_EUNSUPPORTED where v10 has no launch of its own. */
 #define PSH_FLOOR_ID 100
 const psh_variant *psh_floor_variant(void);
-/* What the floor writes: bucket[i] = offset[i] = slot[i] = perm[i] = i and xyz_out = xyz for the batch's n
- * points (count, start and counters untouched). out->xyz may be NULL. */
+/* What the floor writes: slot[i] = perm[i] = i, bucket[i] = offset[i] = i when given (both or neither: psh_gpu
+ * gives neither, so 20 B of outputs per point) and xyz_out = xyz for the batch's n points (count, start and
+ * counters untouched). out->xyz may be NULL. */
 hx_status psh_floor_cpu(const psh_out *out, const psh_in *in, hx_err *err);
-/* Whether host copies of the floor's outputs (bucket, offset, slot, perm; xyz when not NULL) equal
+/* Whether host copies of the floor's outputs (slot, perm; bucket, offset and xyz when not NULL) equal
  * psh_floor_cpu's, bit for bit: HX_ECHECK naming the first array that differs, HX_ENOMEM, HX_EINVAL. */
 hx_status psh_floor_check(const psh_out *got, const psh_in *in, hx_err *err);
 /* GPU padded layout and row gather (device pointers, stream last). No host round trip, so no count check:
- * a point with offset >= S (possible only when a cloud exceeds nb*S) gets slot_pad = PSH_NONE. */
+ * a point with offset >= S (possible only when a cloud exceeds nb*S) gets slot_pad = PSH_NONE. psh_pad_gpu reads
+ * the per-point pair: run the PSH with bucket and offset given. */
 hx_status psh_pad_gpu(uint32_t *d_perm_pad, uint32_t *d_slot_pad, const uint32_t *d_bucket,
                       const uint32_t *d_offset, const uint32_t *d_bucket_start, const uint32_t *d_bucket_count,
                       uint32_t nbuckets, uint32_t n, uint32_t cap, const uint32_t *d_perm, void *stream,
@@ -440,11 +454,13 @@ hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[
  * max, block of the max} in us after the first block's start, for the 16 stamps psh_internal.h lists under
  * psh_v8_block_trace (-1 where no block reached one); *nblocks = the launch's blocks. Waits. */
 hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks, hx_err *err);
-/* Fill the PSH outputs (bucket, offset, count, start, slot, perm, xyz, counters) with 0xFF bytes on `stream`, so
+/* Fill the PSH outputs (count, start, slot, perm, xyz, counters) with 0xFF bytes on `stream`, so
  * that a check after the next run sees only what that run wrote; like a run, it drops the pooling plan. */
 hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err);
-/* Copy the last run's results to host buffers laid out as psh_out (any pointer may be NULL) and, when
- * not NULL, the pooling outputs: members [n_out*rho], parent [n], xyz_out [n_out*3] and *n_out. */
+/* Copy the last run's results to host buffers laid out as psh_out (any pointer may be NULL; bucket and offset are
+ * rebuilt from slot and the bucket table by psh_bo_from_slot_cpu, HX_ECHECK if those are not a packed layout, e.g.
+ * after the floor, which writes no table) and, when not NULL, the pooling outputs: members [n_out*rho], parent [n],
+ * xyz_out [n_out*3] and *n_out. */
 hx_status psh_gpu_download(psh_gpu *g, const psh_out *h_out, uint32_t *members, uint32_t *parent, float *xyz_out,
                            uint32_t *n_out, hx_err *err);
 /* Copy the packed features of dtype dt (psh_gpu_scatter_feat's output, [n, channels]) and the pooled

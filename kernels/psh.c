@@ -240,9 +240,11 @@ hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p,
 }
 
 hx_status psh_floor_cpu(const psh_out *out, const psh_in *in, hx_err *err) {
-  if (!out || !in || !out->bucket || !out->offset || !out->slot || !out->perm || (in->n && !in->xyz))
-    return hx_errf(err, HX_EINVAL, "psh_floor_cpu: an input or a required output is NULL");
-  for (uint32_t i = 0; i < in->n; i++) out->bucket[i] = out->offset[i] = out->slot[i] = out->perm[i] = i;
+  if (!out || !in || !out->slot || !out->perm || !out->bucket != !out->offset || (in->n && !in->xyz))
+    return hx_errf(err, HX_EINVAL, "psh_floor_cpu: an input or a required output is NULL (or one of bucket, offset)");
+  for (uint32_t i = 0; i < in->n; i++) out->slot[i] = out->perm[i] = i;
+  if (out->bucket)
+    for (uint32_t i = 0; i < in->n; i++) out->bucket[i] = out->offset[i] = i;
   if (out->xyz && in->n) memcpy(out->xyz, in->xyz, (size_t)in->n * 3 * sizeof *in->xyz);
   return HX_OK;
 }
@@ -255,11 +257,12 @@ hx_status psh_floor_check(const psh_out *got, const psh_in *in, hx_err *err) {
   psh_out w = {want, want, NULL, NULL, want, want, wx, NULL}; /* every index array holds the same pattern */
   hx_status st = !want || (got->xyz && !wx) ? hx_errf(err, HX_ENOMEM, "psh_floor_check: no memory for %zu points", n)
                                             : psh_floor_cpu(&w, in, err);
-  const uint32_t *const g[] = {got->bucket, got->offset, got->slot, got->perm};
-  static const char *const name[] = {"bucket", "offset", "slot", "perm"};
+  const uint32_t *const g[] = {got->slot, got->perm, got->bucket, got->offset};
+  static const char *const name[] = {"slot", "perm", "bucket", "offset"};
   for (int k = 0; k < 4 && st == HX_OK; k++) {
-    if (!g[k]) st = hx_errf(err, HX_EINVAL, "psh_floor_check: %s is NULL", name[k]);
-    else if (memcmp(g[k], want, n * sizeof *want))
+    if (!g[k]) {
+      if (k < 2) st = hx_errf(err, HX_EINVAL, "psh_floor_check: %s is NULL", name[k]);
+    } else if (memcmp(g[k], want, n * sizeof *want))
       st = hx_errf(err, HX_ECHECK, "psh floor: %s differs from psh_floor_cpu", name[k]);
   }
   if (st == HX_OK && got->xyz && memcmp(got->xyz, wx, n * 3 * sizeof *wx))
@@ -336,6 +339,67 @@ hx_status psh_check(const psh_out *o, const psh_in *in, const psh_params *p, hx_
 done:
   free(seen);
   free(hit);
+  return st;
+}
+
+size_t psh_pair_bytes(uint32_t n) { return ((size_t)n * 8u + 255u) & ~(size_t)255u; }
+
+/* Host code only, here rather than in psh.cu so that the host emulation of the kernels (kernels/dev/emu), which
+ * links a CPU-only build, has it too. The scratch protocol is psh_scratch_check's (psh_internal.cuh). */
+hx_status psh_run_paired(psh_fn fn, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                         const psh_params *p, void *stream, hx_err *err) {
+  if (out->bucket && out->offset) return fn(d_scratch, scratch_bytes, out, in, p, stream, err);
+  if (out->bucket || out->offset) return hx_errf(err, HX_EINVAL, "psh: bucket and offset outputs: both or neither");
+  const size_t pb = psh_pair_bytes(in->n);
+  size_t inner = 0;
+  HX_TRY(fn(NULL, &inner, out, in, p, stream, err)); /* a size query reads no output pointer */
+  inner = (inner + 255u) & ~(size_t)255u;
+  if (!d_scratch) {
+    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "psh: scratch_bytes is NULL");
+    *scratch_bytes = pb + inner;
+    return HX_OK;
+  }
+  if (scratch_bytes && *scratch_bytes < pb + inner)
+    return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, pb + inner);
+  psh_out o = *out;
+  o.bucket = (uint32_t *)((unsigned char *)d_scratch + inner);
+  o.offset = o.bucket + in->n;
+  return fn(d_scratch, &inner, &o, in, p, stream, err);
+}
+
+hx_status psh_bo_from_slot_cpu(uint32_t *bucket, uint32_t *offset, const uint32_t *slot, const uint32_t *bucket_start,
+                               const uint32_t *bucket_count, uint32_t nbuckets, uint32_t n, hx_err *err) {
+  /* row -> bucket map from the bucket table; its rows must tile [0, n) exactly, else the table is not a
+   * packed layout and no (bucket, offset) follows from a slot */
+  uint32_t *own = malloc((size_t)n * sizeof *own + 4);
+  if (!own) return hx_errf(err, HX_ENOMEM, "psh_bo_from_slot: no memory for %u rows", n);
+  for (uint32_t r = 0; r < n; r++) own[r] = PSH_NONE;
+  hx_status st = HX_OK;
+  for (uint32_t g = 0; g < nbuckets && st == HX_OK; g++) {
+    const uint64_t lo = bucket_start[g], hi = lo + bucket_count[g];
+    if (hi > n) {
+      st = hx_errf(err, HX_ECHECK, "bucket %u: rows [%llu, %llu) pass the %u rows", g, (unsigned long long)lo,
+                   (unsigned long long)hi, n);
+      break;
+    }
+    for (uint64_t r = lo; r < hi; r++) {
+      if (own[r] != PSH_NONE) {
+        st = hx_errf(err, HX_ECHECK, "row %llu is in buckets %u and %u", (unsigned long long)r, own[r], g);
+        break;
+      }
+      own[r] = g;
+    }
+  }
+  for (uint32_t i = 0; i < n && st == HX_OK; i++) {
+    const uint32_t s = slot[i];
+    if (s >= n || own[s] == PSH_NONE) {
+      st = hx_errf(err, HX_ECHECK, "point %u: slot %u is in no bucket's rows", i, s);
+      break;
+    }
+    bucket[i] = own[s];
+    offset[i] = s - bucket_start[own[s]];
+  }
+  free(own);
   return st;
 }
 

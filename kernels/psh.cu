@@ -509,19 +509,27 @@ hx_status run_v3(void *d_scratch, size_t *scratch_bytes, const psh_out *out, con
   return run(kTwoStageWarp, d_scratch, scratch_bytes, out, in, p, stream, err);
 }
 
+/* v1-v7 keep the pair as working state: without the caller's, a scratch copy (psh_run_paired). v8-v10's
+ * launcher (run8) carves its own, so that v9/v10 can skip the first-hash pairs' stores. */
+template <psh_fn F>
+hx_status paired(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *p,
+                 void *stream, hx_err *err) {
+  return psh_run_paired(F, d_scratch, scratch_bytes, out, in, p, stream, err);
+}
+
 const psh_variant psh_table[] = {
-    {1, "v1", "naive: Alg. 1+2 with global atomics, one thread per point", run_v1},
-    {2, "v2", "two-stage counters (shared hash table, bulk atomicAdd, rebase) + probe kernel", run_v2},
-    {3, "v3", "v2 with warp-cooperative probing (32 probes per counter round trip)", run_v3},
+    {1, "v1", "naive: Alg. 1+2 with global atomics, one thread per point", paired<run_v1>},
+    {2, "v2", "two-stage counters (shared hash table, bulk atomicAdd, rebase) + probe kernel", paired<run_v2>},
+    {3, "v3", "v2 with warp-cooperative probing (32 probes per counter round trip)", paired<run_v3>},
     {4, "v4", "4 launches: tiled bbox, dense shared counts + bulk commit, probe only on overflow, per-tile scan + scatter (psh_v4.cu)",
-     psh_run_v4},
+     paired<psh_run_v4>},
     {5, "v5", "one cooperative launch: v4's tiles as 4 phases with grid barriers, placements in registers (psh_v5.cu)",
-     psh_run_v5},
-    {6, "v6", "v5 with the coordinates gathered after one more grid barrier (coalesced stores) (psh_v5.cu)", psh_run_v6},
+     paired<psh_run_v5>},
+    {6, "v6", "v5 with the coordinates gathered after one more grid barrier (coalesced stores) (psh_v5.cu)", paired<psh_run_v6>},
     {7, "v7",
      "v6 with a shared-atomic rank, one warp per overflow point on short lists, one 16-B record per row + "
      "coalesced gather (psh_v7.cu)",
-     psh_run_v7},
+     paired<psh_run_v7>},
     {8, "v8",
      "1024-thread tiles kept in shared memory, 2 grid barriers: short overflow lists resolved in every block, "
      "perm/xyz written in bucket order (psh_v8.cu)",
@@ -573,8 +581,8 @@ extern "C" const psh_variant *psh_variants(size_t *count) {
 extern "C" const psh_variant *psh_floor_variant(void) {
   static const psh_variant floor = {
       PSH_FLOOR_ID, "floor",
-      "not a PSH: v10's launch that only reads the coordinates, passes two grid barriers and writes 28 B/point "
-      "coalesced (psh_v8.cu)",
+      "not a PSH: v10's launch that only reads the coordinates, passes two grid barriers and writes slot, perm "
+      "and xyz_out (20 B/point; 28 with the pair) coalesced (psh_v8.cu)",
       psh_run_floor};
   return &floor;
 }

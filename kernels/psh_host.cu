@@ -74,8 +74,8 @@ static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uin
   const size_t n = h->n, nbt = g->nbt, pool_rows = n / 2 + nbt + 1;
   PG_CUDA(pg_alloc(g, &g->xyz, n * 3));
   PG_CUDA(pg_alloc(g, &g->off, (size_t)h->nclouds + 1));
-  PG_CUDA(pg_alloc(g, &g->out.bucket, n));
-  PG_CUDA(pg_alloc(g, &g->out.offset, n));
+  /* no per-point (bucket, offset) on the device: slot and the bucket table imply them (psh_gpu_download
+   * rebuilds them on the host); the variants keep what they need of them in their scratch */
   PG_CUDA(pg_alloc(g, &g->out.bucket_count, nbt));
   PG_CUDA(pg_alloc(g, &g->out.bucket_start, nbt));
   PG_CUDA(pg_alloc(g, &g->out.slot, n));
@@ -325,8 +325,6 @@ extern "C" hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err) {
   g->pooled = 0;
   g->rho = 0; /* the bucket tables are gone: plan the pooling again */
   const size_t n = g->n, nbt = g->nbt;
-  PG_CUDA(cudaMemsetAsync(g->out.bucket, 0xFF, n * 4, s));
-  PG_CUDA(cudaMemsetAsync(g->out.offset, 0xFF, n * 4, s));
   PG_CUDA(cudaMemsetAsync(g->out.bucket_count, 0xFF, nbt * 4, s));
   PG_CUDA(cudaMemsetAsync(g->out.bucket_start, 0xFF, nbt * 4, s));
   PG_CUDA(cudaMemsetAsync(g->out.slot, 0xFF, n * 4, s));
@@ -336,13 +334,31 @@ extern "C" hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err) {
   return HX_OK;
 }
 
+/* The per-point pair of the last run, rebuilt on the host from slot and the bucket table (psh_bo_from_slot_cpu)
+ * into h->bucket / h->offset, either may be NULL; HX_ECHECK when slot and the table are not a packed layout. */
+static hx_status pg_pair(const psh_gpu *g, const psh_out *h, hx_err *err) {
+  const size_t n = g->n, nbt = g->nbt;
+  uint32_t *sl = (uint32_t *)malloc(n * 4 + 4), *st = (uint32_t *)malloc(nbt * 4 + 4), *ct = (uint32_t *)malloc(nbt * 4 + 4);
+  uint32_t *bk = h->bucket ? h->bucket : (uint32_t *)malloc(n * 4 + 4), *of = h->offset ? h->offset : (uint32_t *)malloc(n * 4 + 4);
+  hx_status r = sl && st && ct && bk && of ? HX_OK : hx_errf(err, HX_ENOMEM, "psh_gpu: no host memory for %zu points' pairs", n);
+  cudaError_t e = cudaSuccess;
+  if (r == HX_OK) e = cudaMemcpy(sl, g->out.slot, n * 4, cudaMemcpyDeviceToHost);
+  if (r == HX_OK && e == cudaSuccess) e = cudaMemcpy(st, g->out.bucket_start, nbt * 4, cudaMemcpyDeviceToHost);
+  if (r == HX_OK && e == cudaSuccess) e = cudaMemcpy(ct, g->out.bucket_count, nbt * 4, cudaMemcpyDeviceToHost);
+  if (r == HX_OK && e != cudaSuccess) r = hx_errf(err, HX_ECUDA, "psh_gpu: pair download: %s", cudaGetErrorString(e));
+  if (r == HX_OK) r = psh_bo_from_slot_cpu(bk, of, sl, st, ct, g->nbt, g->n, err);
+  free(sl), free(st), free(ct);
+  if (!h->bucket) free(bk);
+  if (!h->offset) free(of);
+  return r;
+}
+
 extern "C" hx_status psh_gpu_download(psh_gpu *g, const psh_out *h, uint32_t *members, uint32_t *parent,
                                       float *xyz_out, uint32_t *n_out, hx_err *err) {
   PG_CUDA(cudaDeviceSynchronize());
   const size_t n = g->n, nbt = g->nbt;
   if (h) {
-    if (h->bucket) PG_CUDA(cudaMemcpy(h->bucket, g->out.bucket, n * 4, cudaMemcpyDeviceToHost));
-    if (h->offset) PG_CUDA(cudaMemcpy(h->offset, g->out.offset, n * 4, cudaMemcpyDeviceToHost));
+    if (h->bucket || h->offset) HX_TRY(pg_pair(g, h, err));
     if (h->bucket_count) PG_CUDA(cudaMemcpy(h->bucket_count, g->out.bucket_count, nbt * 4, cudaMemcpyDeviceToHost));
     if (h->bucket_start) PG_CUDA(cudaMemcpy(h->bucket_start, g->out.bucket_start, nbt * 4, cudaMemcpyDeviceToHost));
     if (h->slot) PG_CUDA(cudaMemcpy(h->slot, g->out.slot, n * 4, cudaMemcpyDeviceToHost));

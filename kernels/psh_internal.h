@@ -413,6 +413,16 @@ static inline HX_HD float psh_key2f(uint32_t k) {
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* A psh_out without the per-point pair (bucket and offset both NULL: kernels.h) still needs one as working state
+ * in every variant but v9/v10's first-hash points: the launchers keep it at the end of their scratch,
+ * psh_pair_bytes(n) bytes after their own layout (rounded up to 256 B), which keeps its addresses (and the trace
+ * readers below theirs). psh_run_paired does this for a launcher that needs the pair: fn as it is when the
+ * caller gives the pair, else the scratch protocol over fn's need + the pair and fn with the pair in scratch;
+ * HX_EINVAL when only one of bucket and offset is NULL. psh.c. Why at the end: with the pair in front, v9/v10's
+ * long-list hashes (Z-order-mod) ran 2.5-4.7% slower at 600k (H100, session 28), the layout's addresses moved. */
+size_t psh_pair_bytes(uint32_t n);
+hx_status psh_run_paired(psh_fn fn, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                         const psh_params *p, void *stream, hx_err *err);
 hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
 /* Variants v5 and v6 (psh_v5.cu): one cooperative launch (v6 gathers the coordinates instead of scattering

@@ -131,6 +131,9 @@ struct P8 : Prm {
   unsigned long long *bt;    /* [kBtBlocks][PSH_V8_BT] every block's stamps (psh_v8_block_trace) */
   uint4 *ove;                /* [2 kShort] short-list entry e: (point, vx, vy, vz), (home, RNG base lo, hi, 0) */
   uint32_t smem_bytes;       /* dynamic shared memory of one block (the emulation sizes its buffer by it) */
+  uint32_t pair_out;         /* v9/v10: 1 = the caller asked for (bucket, offset): the first-hash points' pairs are
+                              * stored; 0 = it did not (psh_out's NULL pair): only the list's points write theirs,
+                              * into the launcher's scratch copy, as working state for phase 4 */
 };
 
 /* The fixed part of the dynamic shared memory. */
@@ -804,9 +807,10 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
     const uint32_t j = tid + (uint32_t)q * kT8;
     rl[q] = has && j < nb ? __ldcg(gcnt + j) : 0u;
   }
-  if (kW && has) /* the first-hash placements: stored here, they drain during phase 3 instead of delaying
-                  * barrier 2 (its exit came ~2 us after the last block's arrival in v8, against ~1 us at
-                  * barrier 1, which follows few stores) */
+  if (kW && p.pair_out && has) /* the first-hash placements: stored here, they drain during phase 3 instead of
+                  * delaying barrier 2 (its exit came ~2 us after the last block's arrival in v8, against ~1 us at
+                  * barrier 1, which follows few stores). Not at all when the caller wants no pair: 4.8 MB less
+                  * to write at 600k, v10 xor-mod -1.7% cold, -2.0% hot (H100, session 28) */
     for (uint32_t k = 0; k < p.ipt; k++) {
       const uint32_t q = k * kT8 + tid;
       if (q < cnt_t && a.pl[q] != kNone) {
@@ -924,10 +928,11 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
 /* The data-movement floor of v9/v10 (psh_floor_variant, psh_run_floor): v10's launch (its tiles, block size,
  * dynamic shared memory, cooperative launch) doing only what any PSH of this shape must: each tile's coordinates
  * read into shared memory (tile_xyz, v10's phase 1), two grid barriers (the bounding box's and the counts'
- * dependencies across the grid), then 28 B of outputs per point written coalesced (bucket, offset, slot, perm
- * = the point's index, xyz_out = its coordinates from shared memory: psh_floor_cpu), all after barrier 2 as v9/v10
- * store theirs. No keys, frame, hash, counts or scatter: a PSH of this shape (v9/v10's: every output stored after
- * the second barrier) takes at least this long, and the real kernel's scattered perm and xyz_out stores cost more
+ * dependencies across the grid), then the outputs written coalesced (slot, perm = the point's index, xyz_out = its
+ * coordinates from shared memory, and bucket = offset = the index when the caller asked for the pair: psh_floor_cpu;
+ * 20 B per point without the pair, as psh_gpu runs it, 28 with it), all after barrier 2 as v9/v10 store theirs.
+ * No keys, frame, hash, counts or scatter: a PSH of this shape (v9/v10's: every output stored after the second
+ * barrier) takes at least this long, and the real kernel's scattered perm and xyz_out stores cost more
  * than these. (v8 stores bucket and offset before barrier 2; a design that did so would have a lower floor.)
  * Why (NOTES.md, sessions 25-26, kernels/dev/launch_floor.cu): the sweep reports it beside every PSH so that a
  * reader sees how much of a PSH's time is movement and launch on that device. */
@@ -944,8 +949,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_floor(P8 p) {
   if (!has) return;
   for (uint32_t q = tid; q < cnt_t; q += kT8) {
     const uint32_t i = t.lo + q;
-    p.bucket[i] = i;
-    p.offset[i] = i;
+    if (p.bucket) p.bucket[i] = i, p.offset[i] = i; /* block-uniform: a PSH without the pair writes neither */
     p.slot[i] = i;
     p.perm[i] = i;
   }
@@ -1057,23 +1061,30 @@ hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *
                const psh_params *prm, void *stream, hx_err *err) {
   void (*kern)(P8) = kern8(form, prm->hash);
   HX_TRY(psh_call_check(prm, in, err));
+  if (!out->bucket != !out->offset) return hx_errf(err, HX_EINVAL, "psh: bucket and offset outputs: both or neither");
   if (!shape8(prm->nb, prm->cap)) /* v7 (which runs v4, then v2, past these) */
-    return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
-  /* scratch: the larger of v8's and v7's, so the fall-back below always has enough */
+    return psh_run_paired(psh_run_v7, d_scratch, scratch_bytes, out, in, prm, stream, err);
+  /* scratch: the larger of v8's and v7's, so the fall-back below always has enough, then the pair's working copy
+   * when the caller wants no pair (psh_pair_bytes; after the layout, so that the layout's addresses are the same
+   * either way) */
   P8 p;
   memset(&p, 0, sizeof p);
+  const size_t pb = out->bucket ? 0 : psh_pair_bytes(in->n);
   size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n), need7 = 0;
   HX_TRY(psh_run_v7(NULL, &need7, out, in, prm, stream, err));
-  need = need > need7 ? need : need7;
+  need = ((need > need7 ? need : need7) + 255u) & ~(size_t)255u;
   int query;
-  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need, &query, err);
+  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need + pb, &query, err);
   if (sq != HX_OK || query) return sq;
   if ((uintptr_t)d_scratch & 255u) return hx_errf(err, HX_EINVAL, "psh v8: scratch must be 256-byte aligned (cudaMalloc)");
+  psh_out o = *out;
+  if (pb) o.bucket = (uint32_t *)((unsigned char *)d_scratch + need), o.offset = o.bucket + in->n;
   Plan8 pl;
   HX_TRY(plan8(form != 0, kern, in->n, in->nclouds, prm->nb, &pl, err));
-  if (!pl.ipt) return psh_run_v7(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  if (!pl.ipt) return psh_run_v7(d_scratch, &need, &o, in, prm, stream, err);
   layout(&p, d_scratch, in->nclouds, prm->nb, in->n);
-  return launch8(kern, pl, p, out, in, prm, stream, err);
+  p.pair_out = pb == 0;
+  return launch8(kern, pl, p, &o, in, prm, stream, err);
 }
 
 /* k8_floor on v10's own launch plan (plan8 with v10's kernel for this hash, as run8 computes it: the same tiles,
@@ -1085,8 +1096,8 @@ hx_status run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, 
   int query;
   const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, 0, &query, err);
   if (sq != HX_OK || query) return sq;
-  if (!out->bucket || !out->offset || !out->slot || !out->perm)
-    return hx_errf(err, HX_EINVAL, "psh floor: bucket, offset, slot and perm outputs are required");
+  if (!out->slot || !out->perm || !out->bucket != !out->offset)
+    return hx_errf(err, HX_EINVAL, "psh floor: slot and perm outputs are required, bucket and offset both or neither");
   Plan8 pl = {0, 0, 0, 0};
   if (shape8(prm->nb, prm->cap))
     HX_TRY(plan8(true, kern8(2, prm->hash), in->n, in->nclouds, prm->nb, &pl, err));

@@ -8,9 +8,9 @@
  *                     see kernels/dev/psh_bench.c) and GB/s at the median; variant "<v>.graph" is the
  *                     same launch sequence replayed as one CUDA graph;
  *   psh.floor         the data-movement floor of the one-launch PSH variants (psh_floor_variant: v10's launch
- *                     reading the coordinates, two grid barriers, 28 B/point written coalesced, nothing
+ *                     reading the coordinates, two grid barriers, 20 B/point written coalesced, nothing
  *                     computed), variants "movement" and "movement.graph", once per case beside the PSH rows,
- *                     bytes 40 B/point; checked bit for bit against psh_floor_cpu on poisoned outputs first;
+ *                     bytes 32 B/point; checked bit for bit against psh_floor_cpu on poisoned outputs first;
  *                     a case v10 does not launch itself (it falls back to v7) has no floor row;
  *   locality.<hash>   size-weighted mean bounding-box diagonal of the buckets (m), and "zorder1024" the
  *                     same for PTv3-style 1024-point z-order patches (CPU, once per case);
@@ -23,7 +23,8 @@
  *                     rows of the default hash's PSH result (CPU reference: deterministic), scopes of 8
  *                     buckets, swin shift 4, stride 2; checked on sampled rows first, then timed; tflops
  *                     and rel_to_plain (pipe_attn.c). GPU only: without one the stage says why it skips.
- * Every GPU variant is checked first (psh_check invariants, counters sum to n, phase-1 count of v2 and later equal
+ * Every GPU variant is checked first, on poisoned outputs (psh_check invariants on the pair that psh_gpu_download
+ * rebuilds from slot and the bucket table: psh_gpu asks no variant for the per-point pair; counters sum to n, phase-1 count of v2 and later equal
  * to the CPU's; pooling bitwise equal to bpool_assign_cpu and bpool_reduce_cpu on the same PSH output); a failing variant gets a
  * row check = 0 and is not timed. check = 1 rows record the passes. Every stage is timed by f3d_measure,
  * as in the other pipelines (so --timing and counters apply), bandwidth at the median its rows report.
@@ -42,7 +43,7 @@
 #define F3D_FEAT_C 64u
 #define F3D_POOL_RHO 2u
 #define F3D_PSH_BYTES_PER_POINT 72.0
-#define F3D_FLOOR_BYTES_PER_POINT 40.0 /* 12 B of coordinates read, 4 x 4 B + 12 B of outputs written */
+#define F3D_FLOOR_BYTES_PER_POINT 32.0 /* 12 B of coordinates read; slot, perm (4 B each) and 12 B of xyz written */
 
 typedef struct f3d_job {
   const psh_in *in;
@@ -199,6 +200,7 @@ static hx_status measure_floor(f3d_ctx *ctx, psh_gpu *g, const psh_in *in, f3d_b
   const uint32_t n = in->n;
   hx_err cerr = {HX_OK, ""};
   psh_out go = bufs_out(gb);
+  go.bucket = go.offset = NULL; /* the floor writes no bucket table, so no pair follows from its slots */
   hx_status cs = psh_gpu_poison(g, ctx->stream, &cerr);
   if (cs == HX_OK) cs = psh_gpu_run(g, fv, ctx->stream, &cerr);
   if (cs == HX_EUNSUPPORTED) {
@@ -312,7 +314,9 @@ static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *e
     for (size_t k = 0; k < nv && st == HX_OK; k++) {
       hx_err cerr = {HX_OK, ""};
       psh_out go = bufs_out(&gb);
-      hx_status cs = psh_gpu_run(g, &vs[k], ctx->stream, &cerr);
+      /* poisoned first, so that the check sees only what this variant wrote, not the last one's output */
+      hx_status cs = psh_gpu_poison(g, ctx->stream, &cerr);
+      if (cs == HX_OK) cs = psh_gpu_run(g, &vs[k], ctx->stream, &cerr);
       if (cs == HX_OK) cs = psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &cerr);
       if (cs == HX_OK) cs = psh_check(&go, in, &p, &cerr);
       if (cs == HX_OK && (uint64_t)gb.counters[0] + gb.counters[1] + gb.counters[2] != n)

@@ -34,9 +34,10 @@ __global__ void k_empty() {}
 
 /* kSync grid barriers; kLoad: the block's tile of xyz (tile points, 12 B each) into shared memory first, and
  * one word of it out (so the loads cannot be dropped); kWrite: after the barriers, the block's tile of PSH's
- * outputs, 28 B per point (bucket, offset, slot, perm: 4 B each; xyz_out: 12 B), all coalesced in input order.
+ * outputs, 28 B per point (bucket, offset, slot, perm: 4 B each; xyz_out: 12 B), all coalesced in input order;
+ * kWords = 2: without the per-point (bucket, offset), which slot and the bucket table imply (20 B per point).
  * The real kernel scatters perm and xyz_out (runs of ~2 rows), so this is a lower bound on its stores. */
-template <int kSync, bool kLoad, bool kWrite>
+template <int kSync, bool kLoad, bool kWrite, int kWords = 4>
 __global__ void __launch_bounds__(1024, 1) k_coop(const float *xyz, uint32_t n, uint32_t tile, float *out, uint32_t *w4,
                                                   float *xyz_out) {
   extern __shared__ float sm[];
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(1024, 1) k_coop(const float *xyz, uint32_t n, 
   if (kWrite) {
     const uint32_t a = __float_as_uint(acc);
     for (uint32_t q = threadIdx.x; q < cnt; q += blockDim.x) /* four words per point, four arrays of n */
-      for (int k = 0; k < 4; k++) w4[(size_t)k * n + lo + q] = a + q + (uint32_t)k;
+      for (int k = 0; k < kWords; k++) w4[(size_t)k * n + lo + q] = a + q + (uint32_t)k;
     float4 *dst = (float4 *)(xyz_out + 3 * lo);
     for (uint32_t j = threadIdx.x; j < nv; j += blockDim.x) dst[j] = kLoad ? ((const float4 *)sm)[j] : make_float4(acc, acc, acc, acc);
   }
@@ -123,6 +124,7 @@ int main(int argc, char **argv) {
       {"outputs written (28 B/pt), no read", (const void *)k_coop<0, false, true>, false, 1024, smem, true},
       {"xyz read, 1 barrier, outputs", (const void *)k_coop<1, true, true>, true, 1024, smem, true},
       {"xyz read, 2 barriers, outputs", (const void *)k_coop<2, true, true>, true, 1024, smem, true},
+      {"xyz read, 2 barriers, 20 B/pt out", (const void *)k_coop<2, true, true, 2>, true, 1024, smem, true},
   };
   const int nc = (int)(sizeof cases / sizeof cases[0]);
   for (int c = 0; c < nc; c++)

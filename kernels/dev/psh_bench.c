@@ -26,7 +26,7 @@
  * figure in NOTES.md up to session 17; the default, "sweep", is the sweep's own cloud (wl_make_exact: exactly n
  * points after one-point-per-voxel dedup at 0.05 m, seed 1), the cloud of the README's figures.
  * Before the hashes of each size, a "floor" line (psh_floor_variant: v10's launch reading the coordinates, two grid
- * barriers, 28 B/point written coalesced, nothing computed; checked bit for bit against psh_floor_cpu on poisoned
+ * barriers, 20 B/point written coalesced (slot, perm, xyz_out), nothing computed; checked bit for bit against psh_floor_cpu on poisoned
  * outputs first) with the same columns and, with F3D_BENCH_COLD=1, its cold graph: the sweep's psh.floor row, in
  * the same call as the variants; F3D_PSH_VARIANTS without "floor" leaves it out.
  * F3D_BENCH_SEED=S sets the PSH seed (the probe order); the default is the sweep's per-hash seed,
@@ -152,13 +152,13 @@ static int bench_floor(const psh_in *hin, uint32_t nb, uint32_t S, int reps, cud
     return 1;
   }
   const psh_variant *fv = psh_floor_variant();
-  uint32_t *got[4];
-  for (int k = 0; k < 4; k++) got[k] = malloc((size_t)n * 4 + 4);
+  uint32_t *got[2];
+  for (int k = 0; k < 2; k++) got[k] = malloc((size_t)n * 4 + 4);
   float *gx = malloc((size_t)n * 12 + 12);
-  psh_out go = {got[0], got[1], NULL, NULL, got[2], got[3], gx, NULL};
+  psh_out go = {NULL, NULL, NULL, NULL, got[0], got[1], gx, NULL}; /* no bucket table: no pair */
   run_arg a = {g, fv, NULL, BPOOL_MEAN, PSH_F32, NULL, NULL, 0};
   double us = 0, gus = 0;
-  hx_status st = got[0] && got[1] && got[2] && got[3] && gx ? HX_OK : hx_errf(&err, HX_ENOMEM, "no host memory");
+  hx_status st = got[0] && got[1] && gx ? HX_OK : hx_errf(&err, HX_ENOMEM, "no host memory");
   /* one plain run checked, then the last graph replay of the timing checked (outputs poisoned before each) */
   if (st == HX_OK) st = psh_gpu_poison(g, s, &err);
   if (st == HX_OK) st = psh_gpu_run(g, fv, s, &err);
@@ -172,8 +172,8 @@ static int bench_floor(const psh_in *hin, uint32_t nb, uint32_t S, int reps, cud
   if (st == HX_OK) st = psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &err);
   if (st == HX_OK) st = psh_floor_check(&go, hin, &err);
   if (st == HX_OK) {
-    printf("%-5s %-11s %6u %10.1f %9.1f %9.1f (v10's launch, data movement only: 40 B/point)\n", "floor", "-", nb, us,
-           gus, gus > 0 ? 40.0 * n / (gus * 1e3) : 0.0);
+    printf("%-5s %-11s %6u %10.1f %9.1f %9.1f (v10's launch, data movement only: 32 B/point)\n", "floor", "-", nb, us,
+           gus, gus > 0 ? 32.0 * n / (gus * 1e3) : 0.0);
     if (d_flush)
       printf("  floor cold graph (L2 flushed before each replay): %.1f us\n",
              time_us_f(st_graph, &a, reps, s, d_flush, flush_bytes));
@@ -182,7 +182,7 @@ static int bench_floor(const psh_in *hin, uint32_t nb, uint32_t S, int reps, cud
   } else {
     printf("%-5s CHECK FAILED (not timed): %s\n", "floor", err.msg);
   }
-  for (int k = 0; k < 4; k++) free(got[k]);
+  for (int k = 0; k < 2; k++) free(got[k]);
   free(gx);
   psh_gpu_free(g);
   return st != HX_OK && st != HX_EUNSUPPORTED;

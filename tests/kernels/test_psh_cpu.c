@@ -3,7 +3,8 @@
  * the probe order, the invariants of psh_run_cpu on random, clustered, planar and adversarial clouds
  * (one voxel, N < S, N = NB*S, N prime, a batch with an empty cloud, over capacity) under all four hashes,
  * the phase-1 count against an independent histogram, determinism, the checker's ability to fail, the
- * padded layout, the row gather and the quality measure; the XOR hashes' probe reach (psh_xor_reach_blocks
+ * padded layout, the row gather and the quality measure; the per-point pair rebuilt from slot and the bucket
+ * table; the XOR hashes' probe reach (psh_xor_reach_blocks
  * and its byte form psh_xor_reach_bytes), which the GPU probe phase uses to stop probing a point that cannot
  * be placed.
  */
@@ -654,6 +655,58 @@ static void test_checker_fails(void **state) {
   free(xyz);
 }
 
+/* psh_bo_from_slot_cpu, which rebuilds the per-point pair of a PSH run that stored none (the GPU's NULL pair):
+ * equal to the reference's own pair on a two-cloud batch with an empty cloud between (buckets without points, a
+ * cloud without rows), and refusing a table whose rows overlap, leave a gap or pass n, and a slot past n. */
+static void test_pair_from_slot(void **state) {
+  (void)state;
+  const uint32_t n1 = 1700, n = 2900, nb = 16, nbt = 3 * nb;
+  float *xyz = malloc((size_t)n * 12);
+  assert_non_null(xyz);
+  tcloud_fill(xyz, 0, n1, TC_CLUSTERED, 77);
+  tcloud_fill(xyz, n1, n - n1, TC_UNIFORM, 78);
+  uint32_t off[4] = {0, n1, n1, n};
+  psh_params p;
+  params(&p, PSH_XOR_DIV, nb, 128);
+  tres r;
+  assert_true(tres_alloc(&r, n, nbt));
+  psh_in in = {xyz, off, 3, n};
+  psh_out out = tres_out(&r);
+  hx_err err = {0};
+  assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
+  uint32_t *bk = malloc((size_t)n * 4), *of = malloc((size_t)n * 4);
+  assert_true(bk && of);
+  memset(bk, 0xAB, (size_t)n * 4), memset(of, 0xAB, (size_t)n * 4);
+  assert_int_equal(psh_bo_from_slot_cpu(bk, of, r.slot, r.start, r.count, nbt, n, &err), HX_OK);
+  assert_memory_equal(bk, r.bucket, (size_t)n * 4);
+  assert_memory_equal(of, r.offset, (size_t)n * 4);
+  uint32_t g = 0; /* a bucket with at least 2 points, and the next bucket with points after it */
+  while (r.count[g] < 2) g++;
+  uint32_t h = g + 1;
+  while (r.count[h] == 0) h++;
+  r.count[g]++; /* overlaps the next bucket's first row */
+  assert_int_equal(psh_bo_from_slot_cpu(bk, of, r.slot, r.start, r.count, nbt, n, &err), HX_ECHECK);
+  assert_non_null(strstr(err.msg, "is in buckets"));
+  r.count[g] -= 2; /* leaves its last row in no bucket: the slot that points there is refused */
+  assert_int_equal(psh_bo_from_slot_cpu(bk, of, r.slot, r.start, r.count, nbt, n, &err), HX_ECHECK);
+  assert_non_null(strstr(err.msg, "in no bucket"));
+  r.count[g]++;
+  r.start[h] = n - 1; /* bucket h's rows pass n */
+  if (r.count[h] > 1) {
+    assert_int_equal(psh_bo_from_slot_cpu(bk, of, r.slot, r.start, r.count, nbt, n, &err), HX_ECHECK);
+    assert_non_null(strstr(err.msg, "pass the"));
+  }
+  assert_int_equal(psh_check(&out, &in, &p, &err), HX_ECHECK); /* the checker also sees the bad start */
+  r.start[h] = r.start[g] + r.count[g];
+  for (uint32_t j = g + 1; j < h; j++) assert_int_equal(r.count[j], 0);
+  assert_int_equal(psh_bo_from_slot_cpu(bk, of, r.slot, r.start, r.count, nbt, n, &err), HX_OK);
+  r.slot[5] = n; /* a slot past the rows */
+  assert_int_equal(psh_bo_from_slot_cpu(bk, of, r.slot, r.start, r.count, nbt, n, &err), HX_ECHECK);
+  assert_non_null(strstr(err.msg, "point 5"));
+  free(bk), free(of), free(xyz);
+  tres_free(&r);
+}
+
 static void test_pad_and_gather(void **state) {
   (void)state;
   const uint32_t n = 3000, nb = 16, S = 256;
@@ -769,6 +822,19 @@ static void test_floor_cpu(void **state) {
   o.xyz = NULL; /* not checked without it */
   assert_int_equal(psh_floor_check(&o, &in, &err), HX_OK);
   assert_int_equal(psh_floor_cpu(&o, &in, &err), HX_OK);
+  /* without the pair (psh_gpu's floor: 20 B per point): checked without it, refused with one half of it */
+  r.offset[7] ^= 4u;
+  assert_int_equal(psh_floor_check(&o, &in, &err), HX_ECHECK);
+  assert_non_null(strstr(err.msg, "offset"));
+  o.bucket = o.offset = NULL;
+  assert_int_equal(psh_floor_check(&o, &in, &err), HX_OK);
+  memset(r.slot, 0xAB, (size_t)n * 4);
+  assert_int_equal(psh_floor_cpu(&o, &in, &err), HX_OK);
+  assert_int_equal(r.slot[n - 1], n - 1);
+  assert_int_equal(r.offset[7], 7u ^ 4u); /* untouched */
+  o.offset = r.offset;
+  assert_int_equal(psh_floor_cpu(&o, &in, &err), HX_EINVAL);
+  o.bucket = r.bucket;
   o.perm = NULL;
   assert_int_equal(psh_floor_check(&o, &in, &err), HX_EINVAL);
   assert_int_equal(psh_floor_cpu(&o, &in, &err), HX_EINVAL);
@@ -818,7 +884,7 @@ int main(void) {
       cmocka_unit_test(test_probe_pow2),     cmocka_unit_test(test_probe_zmod),
       cmocka_unit_test(test_zcell_probe),
       cmocka_unit_test(test_list_share),     cmocka_unit_test(test_prefetch_share),
-      cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather),
+      cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather), cmocka_unit_test(test_pair_from_slot),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
       cmocka_unit_test(test_floor_cpu),
   };

@@ -1,6 +1,8 @@
 /*
  * test_psh_gpu.c - every registered PSH and pooling GPU variant against the invariants and the CPU
- * reference, outputs poisoned (0xAB bytes) before each run. Exits 77 (Meson: SKIP) without CUDA.
+ * reference, outputs poisoned (0xAB bytes) before each run, each variant asked for the per-point (bucket, offset)
+ * and not (NULL: the pair rebuilt on the host from slot and the bucket table, psh_gpu's way). Exits 77 (Meson:
+ * SKIP) without CUDA.
  *
  * What must match the CPU exactly: the counters' sum (= n), phase-1 placements of v2 (= sum of
  * min(hist, S), computed independently), every point's bucket when the CPU reference needed no probe
@@ -127,7 +129,9 @@ static void prepared_free(prepared *pr) {
   free(pr->xyz);
 }
 
-static void run_prepared(const psh_variant *v, const prepared *pr) {
+/* pair 0: the variant is asked for no per-point (bucket, offset) (psh_gpu's way, NULL in psh_out); the host rebuilds
+ * the pair from slot and the bucket table before the same checks. */
+static void run_prepared_as(const psh_variant *v, const prepared *pr, int pair) {
   const gcase *gc = pr->gc;
   const uint32_t *off = pr->off;
   const uint32_t n = pr->n, nbt = pr->nbt;
@@ -142,8 +146,9 @@ static void run_prepared(const psh_variant *v, const prepared *pr) {
   hx_err err = {0};
   float *d_xyz = dup_to_dev(xyz, (size_t)n * 12);
   uint32_t *d_off = dup_to_dev(off, (gc->nclouds + 1) * 4u);
-  psh_out dout = {dalloc((size_t)n * 4), dalloc((size_t)n * 4), dalloc((size_t)nbt * 4), dalloc((size_t)nbt * 4),
-                  dalloc((size_t)n * 4), dalloc((size_t)n * 4), dalloc((size_t)n * 12), dalloc(PSH_NCOUNTERS * 4)};
+  psh_out dout = {pair ? dalloc((size_t)n * 4) : NULL, pair ? dalloc((size_t)n * 4) : NULL, dalloc((size_t)nbt * 4),
+                  dalloc((size_t)nbt * 4), dalloc((size_t)n * 4), dalloc((size_t)n * 4), dalloc((size_t)n * 12),
+                  dalloc(PSH_NCOUNTERS * 4)};
   psh_in din = {d_xyz, d_off, gc->nclouds, n};
   size_t scratch = 0;
   assert_int_equal(v->fn(NULL, &scratch, &dout, &din, &p, NULL, &err), HX_OK);
@@ -151,17 +156,22 @@ static void run_prepared(const psh_variant *v, const prepared *pr) {
   hx_status st = v->fn(d_scratch, &scratch, &dout, &din, &p, NULL, &err);
   if (st != HX_OK) fail_msg("%s: %s", v->name, err.msg);
   CK(cudaDeviceSynchronize());
-  to_host(gpu.bucket, dout.bucket, (size_t)n * 4);
-  to_host(gpu.offset, dout.offset, (size_t)n * 4);
   to_host(gpu.count, dout.bucket_count, (size_t)nbt * 4);
   to_host(gpu.start, dout.bucket_start, (size_t)nbt * 4);
   to_host(gpu.slot, dout.slot, (size_t)n * 4);
+  if (pair) {
+    to_host(gpu.bucket, dout.bucket, (size_t)n * 4);
+    to_host(gpu.offset, dout.offset, (size_t)n * 4);
+  } else {
+    st = psh_bo_from_slot_cpu(gpu.bucket, gpu.offset, gpu.slot, gpu.start, gpu.count, nbt, n, &err);
+    if (st != HX_OK) fail_msg("%s %s [%s], no pair: %s", v->name, gc->name, psh_hash_name(hash), err.msg);
+  }
   to_host(gpu.perm, dout.perm, (size_t)n * 4);
   to_host(gpu.xyz, dout.xyz, (size_t)n * 12);
   to_host(gpu.counters, dout.counters, PSH_NCOUNTERS * 4);
   psh_out gout = tres_out(&gpu);
   st = psh_check(&gout, &hin, &p, &err);
-  if (st != HX_OK) fail_msg("%s %s [%s]: %s", v->name, gc->name, psh_hash_name(hash), err.msg);
+  if (st != HX_OK) fail_msg("%s %s [%s]%s: %s", v->name, gc->name, psh_hash_name(hash), pair ? "" : ", no pair", err.msg);
   assert_int_equal((uint64_t)gpu.counters[0] + gpu.counters[1] + gpu.counters[2], n);
   if (v->id >= 2) assert_int_equal(gpu.counters[0], cpu.counters[0]); /* phase 1 is order free from v2 on */
   if (gc->kind == TC_ONE_VOXEL) {
@@ -177,7 +187,7 @@ static void run_prepared(const psh_variant *v, const prepared *pr) {
   /* padded layout from the GPU's own permutation vs the CPU's psh_pad_cpu on the same arrays */
   int fits = 1;
   for (uint32_t g = 0; g < nbt; g++) fits &= gpu.count[g] <= p.cap;
-  if (fits && (uint64_t)nbt * p.cap <= (1u << 26)) {
+  if (pair && fits && (uint64_t)nbt * p.cap <= (1u << 26)) { /* psh_pad_gpu takes the device pair */
     const size_t rows = (size_t)nbt * p.cap;
     uint32_t *pp = malloc(rows * 4), *sp = malloc((size_t)n * 4 + 4), *gpp = malloc(rows * 4), *gsp = malloc((size_t)n * 4 + 4);
     assert_int_equal(psh_pad_cpu(pp, sp, gpu.bucket, gpu.offset, gpu.start, gpu.count, nbt, n, p.cap, gpu.perm, &err), HX_OK);
@@ -194,15 +204,20 @@ static void run_prepared(const psh_variant *v, const prepared *pr) {
   }
   cudaFree(d_scratch);
   cudaFree(d_xyz), cudaFree(d_off);
-  cudaFree(dout.bucket), cudaFree(dout.offset), cudaFree(dout.bucket_count), cudaFree(dout.bucket_start);
+  if (pair) cudaFree(dout.bucket), cudaFree(dout.offset);
+  cudaFree(dout.bucket_count), cudaFree(dout.bucket_start);
   cudaFree(dout.slot), cudaFree(dout.perm), cudaFree(dout.xyz), cudaFree(dout.counters);
   tres_free(&gpu);
 }
 
+static void run_prepared(const psh_variant *v, const prepared *pr) { run_prepared_as(v, pr, 0); }
+
+/* Both ways of asking: with the pair as an output, and without (psh_gpu's, the sweep's). */
 static void run_case(const psh_variant *v, const gcase *gc, psh_hash hash) {
   prepared pr;
   prepare(&pr, gc, hash);
-  run_prepared(v, &pr);
+  run_prepared_as(v, &pr, 1);
+  run_prepared_as(v, &pr, 0);
   prepared_free(&pr);
 }
 
@@ -236,8 +251,8 @@ static void test_psh_4m(void **state) {
     prepared pr;
     prepare(&pr, &big_case, (psh_hash)h);
     assert_int_equal(pr.p.nb, 8192);
-    for (size_t k = 0; k < nv; k++)
-      if (!only || hx_name_listed(only, vs[k].name)) run_prepared(&vs[k], &pr);
+    for (size_t k = 0; k < nv; k++) /* with the pair on two hashes, without it on the other two */
+      if (!only || hx_name_listed(only, vs[k].name)) run_prepared_as(&vs[k], &pr, h % 2);
     prepared_free(&pr);
   }
 }
@@ -372,6 +387,7 @@ static void test_floor(void **state) {
     tres got;
     assert_true(tres_alloc(&got, n, pr.nbt));
     psh_out go = tres_out(&got);
+    go.bucket = go.offset = NULL; /* the floor writes no bucket table, so no pair follows from its slots */
     for (int graph = 0; graph < 2; graph++) {
       assert_int_equal(psh_gpu_poison(g, s, &err), HX_OK);
       const hx_status st = graph ? psh_gpu_run_graph(g, fv, s, &err) : psh_gpu_run(g, fv, s, &err);
@@ -380,7 +396,7 @@ static void test_floor(void **state) {
         assert_non_null(strstr(err.msg, "no one-wave launch"));
         CK(cudaStreamSynchronize(s));
         assert_int_equal(psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &err), HX_OK);
-        for (uint32_t i = 0; i < n; i++) assert_int_equal(got.bucket[i], 0xFFFFFFFFu); /* nothing launched */
+        for (uint32_t i = 0; i < n; i++) assert_int_equal(got.slot[i], 0xFFFFFFFFu); /* nothing launched */
         break;
       }
       if (st != HX_OK) fail_msg("%s (graph %d): floor: %s", gc->name, graph, err.msg);

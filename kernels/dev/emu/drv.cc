@@ -5,7 +5,9 @@
  * summing to n, first-hash count equal to the CPU's, CPU buckets where the CPU needed no probe, the
  * one-voxel counts. Exit status 1 on any failure. EMU_MISALIGN (v7's second run): the coordinates in and
  * out start 4 or 8 bytes past a 16-byte boundary for some hashes (perm 4 bytes for the last), so the
- * gather's scalar fall-back runs too.
+ * gather's scalar fall-back runs too. EMU_NOPAIR=1 in the environment: the launcher is asked for no per-point
+ * (bucket, offset) (psh_out's NULL pair; v8/v9's launcher, EMU_OWN_PAIR, carves its own copy, the others run
+ * through psh_run_paired) and the pair is rebuilt from slot and the bucket table before the checks.
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -32,7 +34,14 @@ static void fill(float *x, uint32_t n, int kind, uint64_t seed) {
     }
   }
 }
+#ifdef EMU_OWN_PAIR /* the launcher takes a NULL pair itself */
+#define RUN(...) EMU_RUN(__VA_ARGS__)
+#else
+#define RUN(...) psh_run_paired(EMU_RUN, __VA_ARGS__)
+#endif
 int main() {
+  const char *np = getenv("EMU_NOPAIR");
+  const bool nopair = np && np[0] == '1';
   std::vector<Case> cases = {
 #ifndef ONLY_NEW
       {"uniform 3000 S=64", 0, {3000}, 0, 64, 0.1f, 2},
@@ -81,11 +90,14 @@ int main() {
       psh_out go_ = {gb.data(), go.data(), gc.data(), gst.data(), gsl.data(), gpe.data() + shperm, gx, gct.data()};
       hx_err err = {};
       if (psh_run_cpu(&co_, &in, &p, &err) != HX_OK) { printf("cpu fail %s\n", err.msg); return 1; }
+      psh_out gr_ = go_; /* what the launcher is given */
+      if (nopair) gr_.bucket = gr_.offset = NULL;
       size_t sb = 0;
-      if (EMU_RUN(NULL, &sb, &go_, &in, &p, NULL, &err) != HX_OK) { printf("size fail %s\n", err.msg); return 1; }
+      if (RUN(NULL, &sb, &gr_, &in, &p, NULL, &err) != HX_OK) { printf("size fail %s\n", err.msg); return 1; }
       void *scr = aligned_alloc(256, (sb + 255) / 256 * 256);
       memset(scr, 0xCD, sb);
-      hx_status st = EMU_RUN(scr, &sb, &go_, &in, &p, NULL, &err);
+      hx_status st = RUN(scr, &sb, &gr_, &in, &p, NULL, &err);
+      if (st == HX_OK && nopair) st = psh_bo_from_slot_cpu(gb.data(), go.data(), gsl.data(), gst.data(), gc.data(), nbt, n, &err);
       if (st == HX_OK) st = psh_check(&go_, &in, &p, &err);
       if (st == HX_OK && (uint64_t)gct[0] + gct[1] + gct[2] != n) st = hx_errf(&err, HX_ECHECK, "counters sum %u %u %u", gct[0], gct[1], gct[2]);
       if (st == HX_OK && gct[0] != cct[0]) st = hx_errf(&err, HX_ECHECK, "first %u cpu %u", gct[0], cct[0]);

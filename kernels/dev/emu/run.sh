@@ -9,7 +9,7 @@
 # paths), v8 (its dynamic shared memory as a per-block buffer; 1024-thread blocks, falling back to v7 where v8
 # does) and v9 (v8's kernel with its kW changes: warp intrinsics __match_any_sync, __reduce_min_sync,
 # __syncwarp).
-#   sh kernels/dev/emu/run.sh BUILD_CPU [v4|v5|v6|v7|v8|v9|all]  (BUILD_CPU: a `meson setup ... -Dcuda=disabled` build, built)
+#   [EMU_NOPAIR=1] sh kernels/dev/emu/run.sh BUILD_CPU [v4|v5|v6|v7|v8|v9|all]  (EMU_NOPAIR: see drv.cc; BUILD_CPU: a `meson setup ... -Dcuda=disabled` build, built)
 # Run from the repository root. A few minutes on 2 cores (thousands of threads per launch).
 set -eu
 B=${1:?usage: run.sh BUILD_CPU [v4|v5|v6|v7|v8|v9|all]}
@@ -59,7 +59,7 @@ def coop8(src, dst):  # v8: dynamic shared memory, 1024-thread blocks, falls bac
                   'unsigned char *smraw = (unsigned char *)emu_smem_get(p.smem_bytes);', s)
   s, k3 = re.subn(r'cudaLaunchCooperativeKernel\(\(const void \*\)(\w+), dim3\((.*?)\), dim3\((\w+)\), args,\s*pl\.smem, \(cudaStream_t\)stream\)',
                   r'emu_launch_coop(\1, \2, \3, p)', s, flags=re.S)
-  s, k4 = re.subn(r'return psh_run_v7\(d_scratch', 'return emu_fallbacks++, psh_run_v7(d_scratch', s)
+  s, k4 = re.subn(r'return (psh_run_v7\(d_scratch|psh_run_paired\(psh_run_v7)', r'return emu_fallbacks++, \1', s)
   # v9 stages up to 4096 list entries per block in shared memory and appends the rest one by one: a stage of
   # 8 makes the small emulated clouds take both paths
   s, k6 = re.subn(r'constexpr uint32_t kStage8 = 4 \* kShort;', 'constexpr uint32_t kStage8 = 8;', s)
@@ -78,8 +78,8 @@ $CXX -DEMU_RUN=psh_run_v5 -DEMU_SMS_MUL=4 -c kernels/dev/emu/drv.cc -o "$D/drv5.
 $CXX -DEMU_RUN=psh_run_v6 -DEMU_SMS_MUL=4 -c kernels/dev/emu/drv.cc -o "$D/drv6.o"
 $CXX -DEMU_RUN=psh_run_v7 -DEMU_SMS_MUL=4 -c kernels/dev/emu/drv.cc -o "$D/drv7.o"
 $CXX -DEMU_RUN=psh_run_v7 -DEMU_SMS_MUL=4 -DEMU_MISALIGN -c kernels/dev/emu/drv.cc -o "$D/drv7u.o"
-$CXX -DEMU_RUN=psh_run_v8 -DEMU_SMS_MUL=6 -c kernels/dev/emu/drv.cc -o "$D/drv8.o"
-$CXX -DEMU_RUN=psh_run_v9 -DEMU_SMS_MUL=6 -c kernels/dev/emu/drv.cc -o "$D/drv9.o"
+$CXX -DEMU_RUN=psh_run_v8 -DEMU_SMS_MUL=6 -DEMU_OWN_PAIR -c kernels/dev/emu/drv.cc -o "$D/drv8.o"
+$CXX -DEMU_RUN=psh_run_v9 -DEMU_SMS_MUL=6 -DEMU_OWN_PAIR -c kernels/dev/emu/drv.cc -o "$D/drv9.o"
 LIBS="$B/kernels/libkernels.a $B/harness/libharness.a -lpthread -lm"
 g++ -o "$D/drv4" "$D/drv4.o" "$D/v4emu.o" "$D/emu.o" $LIBS
 g++ -o "$D/drv5" "$D/drv5.o" "$D/v5emu.o" "$D/v4emu.o" "$D/emu.o" $LIBS
