@@ -215,10 +215,11 @@ typedef struct psh_in {
 } psh_in;
 
 /* Outputs (host pointers for *_cpu, device pointers for GPU variants). xyz may be NULL. So may bucket and offset
- * together (the GPU variants only): the per-point pair is then not an output, since slot and the bucket table
- * imply it (psh_bo_from_slot_cpu); a variant keeps what it needs of it in its scratch (8 B per point more), and
- * v9/v10 skip the stores of their first-hash points' pairs (4.8 MB less to write at 600k). psh_gpu runs every
- * variant so. */
+ * together for the GPU variants and the floor (psh_run_cpu and psh_check need them): the per-point pair is then
+ * not an output, since slot and the bucket table imply it (psh_bo_from_slot_cpu); a variant keeps what it needs of
+ * it in its scratch (8 B per point more), and v9/v10 skip the stores of their first-hash points' pairs (up to 4.8
+ * MB less to write at 600k: all of it on xor-mod, where nearly every point is placed by its first hash; about
+ * half on the div hashes). psh_gpu runs every variant so. */
 typedef struct psh_out {
   uint32_t *bucket;       /* [n] global bucket id, or NULL (GPU, with offset) */
   uint32_t *offset;       /* [n] row inside the bucket, or NULL (GPU, with bucket) */
@@ -274,7 +275,8 @@ size_t psh_dtype_size(psh_dtype t);
 hx_status psh_gather_rows_cpu(void *out, const void *in, const uint32_t *src, uint32_t rows, size_t row_bytes);
 
 /* GPU variants (CUB style: NULL d_scratch reports *scratch_bytes; out/in hold device pointers; params by
- * value on the host; stream = cudaStream_t). The GPU assignment differs from psh_run_cpu where racing makes
+ * value on the host; stream = cudaStream_t). The size depends on out too (a NULL pair adds its working copy,
+ * 8 B per point): ask with the out you will run with. The GPU assignment differs from psh_run_cpu where racing makes
  * it order dependent; the invariants and the phase-1 count (v2) are the same. */
 typedef hx_status (*psh_fn)(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                             const psh_params *p, void *stream, hx_err *err);
@@ -454,7 +456,8 @@ hx_status psh_gpu_phase_trace(psh_gpu *g, const psh_variant *v, double phase_us[
  * max, block of the max} in us after the first block's start, for the 16 stamps psh_internal.h lists under
  * psh_v8_block_trace (-1 where no block reached one); *nblocks = the launch's blocks. Waits. */
 hx_status psh_gpu_block_trace(psh_gpu *g, const psh_variant *v, double st[16][4], uint32_t *nblocks, hx_err *err);
-/* Fill the PSH outputs (count, start, slot, perm, xyz, counters) with 0xFF bytes on `stream`, so
+/* Fill the PSH outputs (count, start, slot, perm, xyz, counters) and the variants' scratch (where they keep the
+ * pair's working copy) with 0xFF bytes on `stream`, so
  * that a check after the next run sees only what that run wrote; like a run, it drops the pooling plan. */
 hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err);
 /* Copy the last run's results to host buffers laid out as psh_out (any pointer may be NULL; bucket and offset are

@@ -141,6 +141,8 @@ uint32_t psh_reachable_buckets(const psh_in *in, const psh_params *p, uint32_t c
 
 hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p, hx_err *err) {
   HX_TRY(psh_params_check(p, in->cloud_offset, in->nclouds, err));
+  if (!out->bucket || !out->offset || !out->slot || !out->perm || !out->bucket_count || !out->bucket_start)
+    return hx_errf(err, HX_EINVAL, "psh_run_cpu: bucket, offset, slot, perm, count and start outputs are required");
   if (in->cloud_offset[in->nclouds] != in->n)
     return hx_errf(err, HX_EINVAL, "psh: cloud_offset[%u] = %u but n = %u", in->nclouds, in->cloud_offset[in->nclouds], in->n);
   const uint32_t nb = p->nb, S = p->cap, nbt = in->nclouds * nb;
@@ -273,6 +275,9 @@ hx_status psh_floor_check(const psh_out *got, const psh_in *in, hx_err *err) {
 
 hx_status psh_check(const psh_out *o, const psh_in *in, const psh_params *p, hx_err *err) {
   const uint32_t nb = p->nb, S = p->cap, nbt = in->nclouds * nb, n = in->n;
+  if (!o->bucket || !o->offset || !o->slot || !o->perm || !o->bucket_count || !o->bucket_start)
+    return hx_errf(err, HX_EINVAL, "psh_check: bucket, offset, slot, perm, count and start are required (rebuild a "
+                                   "missing pair with psh_bo_from_slot_cpu)");
   hx_status st = HX_OK;
   uint32_t *seen = calloc((size_t)nbt + 1, sizeof *seen);
   uint8_t *hit = calloc((size_t)n + 1, 1);
@@ -372,7 +377,7 @@ hx_status psh_bo_from_slot_cpu(uint32_t *bucket, uint32_t *offset, const uint32_
   /* row -> bucket map from the bucket table; its rows must tile [0, n) exactly, else the table is not a
    * packed layout and no (bucket, offset) follows from a slot */
   uint32_t *own = malloc((size_t)n * sizeof *own + 4);
-  if (!own) return hx_errf(err, HX_ENOMEM, "psh_bo_from_slot: no memory for %u rows", n);
+  if (!own) return hx_errf(err, HX_ENOMEM, "psh_bo_from_slot_cpu: no memory for %u rows", n);
   for (uint32_t r = 0; r < n; r++) own[r] = PSH_NONE;
   hx_status st = HX_OK;
   for (uint32_t g = 0; g < nbuckets && st == HX_OK; g++) {

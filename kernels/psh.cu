@@ -503,6 +503,14 @@ hx_status run_v2(void *d_scratch, size_t *scratch_bytes, const psh_out *out, con
                  const psh_params *p, void *stream, hx_err *err) {
   return run(kTwoStage, d_scratch, scratch_bytes, out, in, p, stream, err);
 }
+} // namespace
+
+extern "C" hx_status psh_run_v2(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                                const psh_params *p, void *stream, hx_err *err) {
+  return run_v2(d_scratch, scratch_bytes, out, in, p, stream, err);
+}
+
+namespace {
 
 hx_status run_v3(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                  const psh_params *p, void *stream, hx_err *err) {
@@ -597,6 +605,8 @@ extern "C" hx_status psh_pad_gpu(uint32_t *d_perm_pad, uint32_t *d_slot_pad, con
                                  const uint32_t *d_offset, const uint32_t *d_bucket_start,
                                  const uint32_t *d_bucket_count, uint32_t nbuckets, uint32_t n, uint32_t cap,
                                  const uint32_t *d_perm, void *stream, hx_err *err) {
+  if (n && (!d_bucket || !d_offset))
+    return hx_errf(err, HX_EINVAL, "psh_pad: needs the per-point (bucket, offset): run the PSH with them");
   if ((uint64_t)nbuckets * cap > 0xFFFFFFFFull)
     return hx_errf(err, HX_EUNSUPPORTED, "psh_pad: %u buckets x %u rows exceed 2^32 rows", nbuckets, cap);
   const size_t work = (size_t)nbuckets * cap > n ? (size_t)nbuckets * cap : n;

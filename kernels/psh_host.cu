@@ -45,7 +45,7 @@ static void pg_release(psh_gpu *g) {
   if (g->aux_stream) cudaStreamDestroy(g->aux_stream);
   if (g->ev_fork) cudaEventDestroy(g->ev_fork);
   if (g->ev_join) cudaEventDestroy(g->ev_join);
-  void *ptrs[] = {g->xyz, g->off, g->out.bucket, g->out.offset, g->out.bucket_count, g->out.bucket_start,
+  void *ptrs[] = {g->xyz, g->off, g->out.bucket_count, g->out.bucket_start,
                   g->out.slot, g->out.perm, g->out.xyz, g->out.counters, g->scratch, g->feat32, g->feat32_out,
                   g->feat16, g->feat16_out, g->pool_start, g->pool_count, g->members, g->parent, g->pool_xyz,
                   g->pool_feat, g->pool_scratch, g->unpool_xyz};
@@ -331,6 +331,9 @@ extern "C" hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err) {
   PG_CUDA(cudaMemsetAsync(g->out.perm, 0xFF, n * 4, s));
   if (g->out.xyz) PG_CUDA(cudaMemsetAsync(g->out.xyz, 0xFF, n * 12, s));
   PG_CUDA(cudaMemsetAsync(g->out.counters, 0xFF, PSH_NCOUNTERS * 4, s));
+  /* and the scratch, where the variants keep the pair's working copy: a v9/v10 that read a first-hash point's
+   * pair it never stored would otherwise find the last variant's (v8's) right one */
+  PG_CUDA(cudaMemsetAsync(g->scratch, 0xFF, g->scratch_bytes, s));
   return HX_OK;
 }
 
@@ -338,9 +341,12 @@ extern "C" hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err) {
  * into h->bucket / h->offset, either may be NULL; HX_ECHECK when slot and the table are not a packed layout. */
 static hx_status pg_pair(const psh_gpu *g, const psh_out *h, hx_err *err) {
   const size_t n = g->n, nbt = g->nbt;
-  uint32_t *sl = (uint32_t *)malloc(n * 4 + 4), *st = (uint32_t *)malloc(nbt * 4 + 4), *ct = (uint32_t *)malloc(nbt * 4 + 4);
-  uint32_t *bk = h->bucket ? h->bucket : (uint32_t *)malloc(n * 4 + 4), *of = h->offset ? h->offset : (uint32_t *)malloc(n * 4 + 4);
-  hx_status r = sl && st && ct && bk && of ? HX_OK : hx_errf(err, HX_ENOMEM, "psh_gpu: no host memory for %zu points' pairs", n);
+  uint32_t *sl = (uint32_t *)malloc(n * 4 + 4), *st = (uint32_t *)malloc(nbt * 4 + 4);
+  uint32_t *ct = (uint32_t *)malloc(nbt * 4 + 4);
+  uint32_t *bk = h->bucket ? h->bucket : (uint32_t *)malloc(n * 4 + 4);
+  uint32_t *of = h->offset ? h->offset : (uint32_t *)malloc(n * 4 + 4);
+  hx_status r = sl && st && ct && bk && of ? HX_OK
+                                           : hx_errf(err, HX_ENOMEM, "psh_gpu: no host memory for %zu points' pairs", n);
   cudaError_t e = cudaSuccess;
   if (r == HX_OK) e = cudaMemcpy(sl, g->out.slot, n * 4, cudaMemcpyDeviceToHost);
   if (r == HX_OK && e == cudaSuccess) e = cudaMemcpy(st, g->out.bucket_start, nbt * 4, cudaMemcpyDeviceToHost);
@@ -358,13 +364,13 @@ extern "C" hx_status psh_gpu_download(psh_gpu *g, const psh_out *h, uint32_t *me
   PG_CUDA(cudaDeviceSynchronize());
   const size_t n = g->n, nbt = g->nbt;
   if (h) {
-    if (h->bucket || h->offset) HX_TRY(pg_pair(g, h, err));
     if (h->bucket_count) PG_CUDA(cudaMemcpy(h->bucket_count, g->out.bucket_count, nbt * 4, cudaMemcpyDeviceToHost));
     if (h->bucket_start) PG_CUDA(cudaMemcpy(h->bucket_start, g->out.bucket_start, nbt * 4, cudaMemcpyDeviceToHost));
     if (h->slot) PG_CUDA(cudaMemcpy(h->slot, g->out.slot, n * 4, cudaMemcpyDeviceToHost));
     if (h->perm) PG_CUDA(cudaMemcpy(h->perm, g->out.perm, n * 4, cudaMemcpyDeviceToHost));
     if (h->xyz) PG_CUDA(cudaMemcpy(h->xyz, g->out.xyz, n * 12, cudaMemcpyDeviceToHost));
     if (h->counters) PG_CUDA(cudaMemcpy(h->counters, g->out.counters, PSH_NCOUNTERS * 4, cudaMemcpyDeviceToHost));
+    if (h->bucket || h->offset) HX_TRY(pg_pair(g, h, err)); /* last: the other outputs are there on a failure */
   }
   if (!g->pooled) {
     if (members || parent || xyz_out || n_out) return hx_errf(err, HX_EINVAL, "psh_gpu: no pooling run to download");

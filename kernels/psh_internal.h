@@ -409,20 +409,24 @@ static inline HX_HD float psh_key2f(uint32_t k) {
   return c.f;
 }
 
-/* Variants v4 and v5 (psh_v4.cu, psh_v5.cu), registered in psh.cu's table: psh_fns. */
 #ifdef __cplusplus
 extern "C" {
 #endif
 /* A psh_out without the per-point pair (bucket and offset both NULL: kernels.h) still needs one as working state
- * in every variant but v9/v10's first-hash points: the launchers keep it at the end of their scratch,
- * psh_pair_bytes(n) bytes after their own layout (rounded up to 256 B), which keeps its addresses (and the trace
- * readers below theirs). psh_run_paired does this for a launcher that needs the pair: fn as it is when the
+ * in every variant but v9/v10's first-hash points: the launchers keep it at the end of their scratch, after
+ * their own layout (rounded up to 256 B), in psh_pair_bytes(n) bytes; so the layout keeps its addresses (and the
+ * trace readers below theirs), and a size query depends on whether the pair is given. psh_run_paired does this for a launcher that needs the pair: fn as it is when the
  * caller gives the pair, else the scratch protocol over fn's need + the pair and fn with the pair in scratch;
  * HX_EINVAL when only one of bucket and offset is NULL. psh.c. Why at the end: with the pair in front, v9/v10's
  * long-list hashes (Z-order-mod) ran 2.5-4.7% slower at 600k (H100, session 28), the layout's addresses moved. */
 size_t psh_pair_bytes(uint32_t n);
 hx_status psh_run_paired(psh_fn fn, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                          const psh_params *p, void *stream, hx_err *err);
+/* The launchers below (v4's fall-back psh_run_v2 too; psh.cu, a stub in a CPU-only build) need the pair: psh.cu's
+ * table reaches v4-v7 through psh_run_paired; v8-v10 take a NULL pair themselves. */
+hx_status psh_run_v2(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                     const psh_params *p, void *stream, hx_err *err);
+/* Variants v4 and v5 (psh_v4.cu, psh_v5.cu), registered in psh.cu's table: psh_fns. */
 hx_status psh_run_v4(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
 /* Variants v5 and v6 (psh_v5.cu): one cooperative launch (v6 gathers the coordinates instead of scattering
@@ -443,7 +447,7 @@ hx_status psh_run_v8(void *d_scratch, size_t *scratch_bytes, const psh_out *out,
                      const psh_params *p, void *stream, hx_err *err);
 /* Variant v9 (psh_v8.cu, v8's kernel with kW): the tile and frame minima by redux.sync, the short overflow
  * list walked by one warp in list order (no block barriers), the first-hash bucket/offset stores after
- * barrier 2. Same scratch, trace and fall-back as v8. */
+ * barrier 2 (when the caller asks for the pair). Same scratch, trace and fall-back as v8. */
 hx_status psh_run_v9(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                      const psh_params *p, void *stream, hx_err *err);
 /* Variant v10 (psh_v8.cu): v9's kernel that also prefetches xyz_out's lines into the L2 (TMA,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/psh_internal.h"
 
 static hx_status psh_no_gpu(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                             const psh_params *p, void *stream, hx_err *err) {
@@ -26,6 +27,11 @@ static const psh_variant psh_table[] = {
     {9, "v9", "v8 with the short list walked by one warp, redux minima, staged list entries (needs CUDA)", psh_no_gpu},
     {10, "v10", "v9 with xyz_out's lines prefetched into the L2 (needs CUDA)", psh_no_gpu},
 };
+
+hx_status psh_run_v2(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *p,
+                     void *stream, hx_err *err) {
+  return psh_no_gpu(d_scratch, scratch_bytes, out, in, p, stream, err);
+}
 
 const psh_variant *psh_variants(size_t *count) {
   if (count) *count = sizeof psh_table / sizeof psh_table[0];

@@ -388,12 +388,11 @@ size_t layout(P4 *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   return tiles_layout(q, base, nclouds, nb, n, 0, NULL, NULL);
 }
 
-/* v2 unchanged, for what v4's dense shared arrays cannot hold */
+/* v2 unchanged, for what v4's dense shared arrays cannot hold: its launcher itself, not the table's entry, which
+ * would add a second copy of the pair to a size query made without one (v4 runs with the pair it is given) */
 hx_status run_v2(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *prm,
                  void *stream, hx_err *err) {
-  const psh_variant *v2 = psh_variant_find("v2");
-  if (!v2) return hx_errf(err, HX_EINVAL, "psh v4: no v2 to fall back to");
-  return v2->fn(d_scratch, scratch_bytes, out, in, prm, stream, err);
+  return psh_run_v2(d_scratch, scratch_bytes, out, in, prm, stream, err);
 }
 
 } // namespace

@@ -53,7 +53,8 @@
  * v9 (psh_run_v9) is this kernel with the template flag kW (session 7, NOTES.md): v8's block stamps (the
  * instance with kBT, F3D_PSH_V8_BT=1) showed 7.8 us of the 36 in the short-list resolution, ~2 us in each
  * block minimum and barrier 2's exit waiting on the bucket/offset stores. kW: the minima by redux.sync
- * (block_min6r); the first-hash bucket/offset stores after barrier 2; the list entries staged per block and
+ * (block_min6r); the first-hash bucket/offset stores after barrier 2 (none since session 28 when the caller asks
+ * for no pair: P8::pair_out); the list entries staged per block and
  * appended with one atomic; the voxel index by an exact multiplication (vox1_fast); the short list walked by
  * warp 0 alone (resolve_short_w) with the probe offsets in shared memory and the general hashes out of line
  * (the lone warp waited on constant-cache serialisation and instruction fetches). Measured on the H100,
@@ -949,7 +950,7 @@ __global__ void __launch_bounds__(kT8, 1) k8_floor(P8 p) {
   if (!has) return;
   for (uint32_t q = tid; q < cnt_t; q += kT8) {
     const uint32_t i = t.lo + q;
-    if (p.bucket) p.bucket[i] = i, p.offset[i] = i; /* block-uniform: a PSH without the pair writes neither */
+    if (p.bucket) p.bucket[i] = i, p.offset[i] = i; /* launch-uniform: a run without the pair writes neither */
     p.slot[i] = i;
     p.perm[i] = i;
   }

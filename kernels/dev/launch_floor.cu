@@ -1,7 +1,8 @@
 /* launch_floor.cu - the fixed costs under PSH v9/v10's whole-PSH time: what an empty launch of v10's shape costs
  * (one wave of 1024-thread blocks, one per SM but one, 177 KiB of dynamic shared memory, cooperative), what each
  * grid barrier adds, what reading the input (12 B per point into shared memory, as v10's phase 1) adds, and what
- * writing PSH's 28 B of outputs per point adds (coalesced: less than the real kernel's scattered stores cost).
+ * writing PSH's 28 B of outputs per point adds (coalesced: less than the real kernel's scattered stores cost), and
+ * 20 B without the per-point (bucket, offset), as the sweep has run PSH since session 28.
  * A floor for kernels of this shape (cooperative-groups grid barriers, outputs written after the last one), not
  * for every design. Why (NOTES.md, session 25): the ">= 20x over the serialization" target needs the whole PSH at
  * 600k in ~15.5 us; earlier sessions estimated these parts from block stamps against graph times.

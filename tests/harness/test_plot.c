@@ -435,6 +435,9 @@ static void test_floor_report(void **state) {
       if (with_floor) {
         hx_key kf = {"lidar", n, 1, "flash3d", "psh.floor", "movement"};
         add_time(r, &kf, 0.015 * sc);
+        hx_err eb;
+        if (n == 600000) /* the outputs' size comes from the row's bytes: 32 B moved, 12 of them read */
+          assert_int_equal(hx_results_add(r, &kf, "bytes", 32.0 * (double)n, "B", &eb), HX_OK);
       }
       hx_key km = {"lidar", n, 1, "flash3d", "psh.xor-mod", "v10"};
       add_time(r, &km, 0.030 * sc);
@@ -453,6 +456,7 @@ static void test_floor_report(void **state) {
       assert_non_null(strstr(rep, "| n_points | PTv3 serialize | psh.xor-mod | psh.xor-div | psh.floor |"));
       assert_non_null(strstr(rep, "| 600000 | 0.3 (v2) | 0.03 (v10, 10.00x) | 0.09 (v10, 3.33x) | 0.015 (movement, 20.00x) |"));
       assert_non_null(strstr(rep, "At 600000 points the fastest PSH (`psh.xor-mod` v10) takes 2.00x the floor."));
+      assert_non_null(strstr(rep, "then writing the 20 B of outputs per point coalesced"));
       char *dat = slurp_at(dir, "plots/serial_psh.dat");
       assert_non_null(strstr(dat, "\"flash3d/psh.floor/movement lidar\" \"floor (v10's launch, data movement only)\""));
       free(dat);

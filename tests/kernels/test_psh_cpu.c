@@ -656,7 +656,7 @@ static void test_checker_fails(void **state) {
 }
 
 /* psh_bo_from_slot_cpu, which rebuilds the per-point pair of a PSH run that stored none (the GPU's NULL pair):
- * equal to the reference's own pair on a two-cloud batch with an empty cloud between (buckets without points, a
+ * equal to the reference's own pair on a batch of three clouds, the middle one empty (buckets without points, a
  * cloud without rows), and refusing a table whose rows overlap, leave a gap or pass n, and a slot past n. */
 static void test_pair_from_slot(void **state) {
   (void)state;
@@ -705,6 +705,70 @@ static void test_pair_from_slot(void **state) {
   assert_non_null(strstr(err.msg, "point 5"));
   free(bk), free(of), free(xyz);
   tres_free(&r);
+}
+
+/* psh_run_paired, the launchers' handling of a NULL pair, with a launcher that only records what it was given:
+ * the pair passes through when given; without it the size is the launcher's (rounded to 256 B) plus the pair's,
+ * and the launcher gets the pair at the end of the scratch; one half of a pair, or too little scratch, is refused. */
+typedef struct fake_call {
+  int calls;
+  const void *scratch;
+  size_t bytes;
+  const uint32_t *bucket, *offset;
+} fake_call;
+static fake_call fake_seen; /* a psh_fn has no user pointer; tests of this file run one at a time */
+static hx_status fake_launcher(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
+                               const psh_params *p, void *stream, hx_err *err) {
+  (void)in, (void)p, (void)stream, (void)err;
+  fake_seen.calls++;
+  fake_seen.scratch = d_scratch, fake_seen.bytes = scratch_bytes ? *scratch_bytes : 0;
+  fake_seen.bucket = out->bucket, fake_seen.offset = out->offset;
+  if (!d_scratch) *scratch_bytes = 1000; /* not a multiple of 256 */
+  return HX_OK;
+}
+static void test_run_paired(void **state) {
+  (void)state;
+  const uint32_t n = 777;
+  uint32_t b[4], o[4], sl[4], pe[4];
+  psh_out out = {b, o, NULL, NULL, sl, pe, NULL, NULL};
+  psh_in in = {NULL, NULL, 1, n};
+  psh_params p;
+  psh_params_default(&p);
+  hx_err err = {0};
+  size_t sb = 0;
+  memset(&fake_seen, 0, sizeof fake_seen);
+  assert_int_equal(psh_run_paired(fake_launcher, NULL, &sb, &out, &in, &p, NULL, &err), HX_OK);
+  assert_int_equal(sb, 1000); /* with the pair: the launcher's own answer */
+  assert_ptr_equal(fake_seen.bucket, b);
+  out.bucket = out.offset = NULL;
+  assert_int_equal(psh_pair_bytes(n), 6400); /* 8 x 777 = 6216, rounded up to 256 */
+  assert_int_equal(psh_run_paired(fake_launcher, NULL, &sb, &out, &in, &p, NULL, &err), HX_OK);
+  assert_int_equal(sb, 1024 + 6400);
+  unsigned char *scr = malloc(sb);
+  assert_non_null(scr);
+  fake_seen.calls = 0;
+  assert_int_equal(psh_run_paired(fake_launcher, scr, &sb, &out, &in, &p, NULL, &err), HX_OK);
+  assert_int_equal(fake_seen.calls, 2); /* its size, then the run */
+  assert_ptr_equal(fake_seen.scratch, scr);
+  assert_int_equal(fake_seen.bytes, 1024);
+  assert_ptr_equal(fake_seen.bucket, (const uint32_t *)(scr + 1024));
+  assert_ptr_equal(fake_seen.offset, fake_seen.bucket + n);
+  size_t small = sb - 1;
+  assert_int_equal(psh_run_paired(fake_launcher, scr, &small, &out, &in, &p, NULL, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "scratch"));
+  out.offset = o;
+  assert_int_equal(psh_run_paired(fake_launcher, scr, &sb, &out, &in, &p, NULL, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "both or neither"));
+  free(scr);
+  /* the CPU reference and the checker need the pair */
+  float xyz[3] = {1, 2, 3};
+  uint32_t off[2] = {0, 1}, cnt[16], st[16];
+  psh_in in1 = {xyz, off, 1, 1};
+  params(&p, PSH_XOR_MOD, 16, 16);
+  psh_out o1 = {NULL, NULL, cnt, st, sl, pe, NULL, NULL};
+  assert_int_equal(psh_run_cpu(&o1, &in1, &p, &err), HX_EINVAL);
+  assert_int_equal(psh_check(&o1, &in1, &p, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "psh_bo_from_slot_cpu"));
 }
 
 static void test_pad_and_gather(void **state) {
@@ -885,6 +949,7 @@ int main(void) {
       cmocka_unit_test(test_zcell_probe),
       cmocka_unit_test(test_list_share),     cmocka_unit_test(test_prefetch_share),
       cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather), cmocka_unit_test(test_pair_from_slot),
+      cmocka_unit_test(test_run_paired),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
       cmocka_unit_test(test_floor_cpu),
   };

@@ -351,6 +351,76 @@ static void test_phase_trace(void **state) {
   }
 }
 
+/* psh_gpu asks the variants for no pair and rebuilds it on download (psh_bo_from_slot_cpu): every variant through
+ * the handle, its outputs poisoned first, downloaded with the pair into host buffers full of 0xAB, then psh_check
+ * (and the CPU's buckets where the CPU needed no probe). After the floor, which writes no bucket table, a download
+ * that asks for the pair fails with HX_ECHECK; the floor's own launch given a device pair writes it (the bucket =
+ * offset = index branch of k8_floor, which psh_gpu never takes). */
+static void test_handle_pair(void **state) {
+  (void)state;
+  static const gcase hc[] = {
+      {"batch 30001 + 0 + 29999", TC_CLUSTERED, 3, {30001, 0, 29999}, 0, 64, 0.05f, 0},
+      {"uniform 50000", TC_UNIFORM, 1, {50000}, 0, 512, 0.05f, 0},
+  };
+  size_t nv = 0;
+  const psh_variant *vs = psh_variants(&nv), *fv = psh_floor_variant();
+  const char *only = getenv("F3D_PSH_VARIANTS");
+  for (size_t c = 0; c < sizeof hc / sizeof *hc; c++) {
+    prepared pr;
+    prepare(&pr, &hc[c], PSH_XOR_MOD);
+    const uint32_t n = pr.n;
+    psh_in hin = {pr.xyz, pr.off, hc[c].nclouds, n};
+    psh_gpu *g = NULL;
+    hx_err err = {0};
+    if (psh_gpu_create(&g, &hin, &pr.p, 0, &err) != HX_OK) fail_msg("%s: create: %s", hc[c].name, err.msg);
+    tres got;
+    assert_true(tres_alloc(&got, n, pr.nbt));
+    psh_out go = tres_out(&got);
+    for (size_t k = 0; k < nv; k++) {
+      if (only && !hx_name_listed(only, vs[k].name)) continue;
+      memset(got.bucket, 0xAB, (size_t)n * 4), memset(got.offset, 0xAB, (size_t)n * 4);
+      assert_int_equal(psh_gpu_poison(g, NULL, &err), HX_OK);
+      if (psh_gpu_run(g, &vs[k], NULL, &err) != HX_OK) fail_msg("%s %s: %s", vs[k].name, hc[c].name, err.msg);
+      if (psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &err) != HX_OK)
+        fail_msg("%s %s: download: %s", vs[k].name, hc[c].name, err.msg);
+      if (psh_check(&go, &hin, &pr.p, &err) != HX_OK) fail_msg("%s %s: %s", vs[k].name, hc[c].name, err.msg);
+      if (pr.no_probe) assert_memory_equal(got.bucket, pr.cpu.bucket, (size_t)n * 4);
+    }
+    /* the floor: no table (the poison stays), so no pair follows; given a device pair, it writes bucket = offset =
+     * index. (Without the poison the last variant's table is still there, and the floor's slots, 0..n-1, fit it.) */
+    assert_int_equal(psh_gpu_poison(g, NULL, &err), HX_OK);
+    if (psh_gpu_run(g, fv, NULL, &err) == HX_OK) {
+      assert_int_equal(psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &err), HX_ECHECK);
+      float *d_xyz = dup_to_dev(pr.xyz, (size_t)n * 12);
+      uint32_t *d_off = dup_to_dev(pr.off, (hc[c].nclouds + 1) * 4u);
+      psh_out dout = {dalloc((size_t)n * 4), dalloc((size_t)n * 4), NULL, NULL, dalloc((size_t)n * 4),
+                      dalloc((size_t)n * 4), dalloc((size_t)n * 12), NULL};
+      psh_in din = {d_xyz, d_off, hc[c].nclouds, n};
+      size_t sb = 0;
+      assert_int_equal(fv->fn(NULL, &sb, &dout, &din, &pr.p, NULL, &err), HX_OK);
+      assert_int_equal(sb, 0);
+      /* it needs no scratch, but a NULL one only asks the size: any device pointer will do */
+      if (fv->fn((void *)dout.slot, &sb, &dout, &din, &pr.p, NULL, &err) != HX_OK) fail_msg("floor: %s", err.msg);
+      CK(cudaDeviceSynchronize());
+      to_host(got.bucket, dout.bucket, (size_t)n * 4);
+      to_host(got.offset, dout.offset, (size_t)n * 4);
+      to_host(got.slot, dout.slot, (size_t)n * 4);
+      to_host(got.perm, dout.perm, (size_t)n * 4);
+      to_host(got.xyz, dout.xyz, (size_t)n * 12);
+      if (psh_floor_check(&go, &hin, &err) != HX_OK) fail_msg("floor with the pair: %s", err.msg);
+      uint32_t *d_offset = dout.offset;
+      dout.offset = NULL; /* one half of a pair */
+      assert_int_equal(fv->fn((void *)dout.slot, &sb, &dout, &din, &pr.p, NULL, &err), HX_EINVAL);
+      cudaFree(dout.bucket), cudaFree(d_offset), cudaFree(dout.slot), cudaFree(dout.perm), cudaFree(dout.xyz);
+      cudaFree(d_xyz), cudaFree(d_off);
+    }
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+    tres_free(&got);
+    psh_gpu_free(g);
+    prepared_free(&pr);
+  }
+}
+
 /* The floor (psh_floor_variant): where v10 runs its own kernel (its block trace exists), the floor's outputs after
  * poisoning equal psh_floor_cpu's bit for bit (psh_floor_check), plainly and as a CUDA graph, and count/start keep the poison (it
  * computes nothing); where v10 falls back, the floor refuses with HX_EUNSUPPORTED and launches nothing. Cases:
@@ -800,6 +870,7 @@ int main(void) {
       cmocka_unit_test(test_psh_recorded),
       cmocka_unit_test(test_phase_trace),
       cmocka_unit_test(test_floor),
+      cmocka_unit_test(test_handle_pair),
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_bpool_variants),
       cmocka_unit_test(test_bpool_layouts),
