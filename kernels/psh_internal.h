@@ -414,11 +414,12 @@ extern "C" {
 #endif
 /* A psh_out without the per-point pair (bucket and offset both NULL: kernels.h) still needs one as working state
  * in every variant but v9/v10's first-hash points: the launchers keep it at the end of their scratch, after
- * their own layout (rounded up to 256 B), in psh_pair_bytes(n) bytes; so the layout keeps its addresses (and the
- * trace readers below theirs), and a size query depends on whether the pair is given. psh_run_paired does this for a launcher that needs the pair: fn as it is when the
- * caller gives the pair, else the scratch protocol over fn's need + the pair and fn with the pair in scratch;
- * HX_EINVAL when only one of bucket and offset is NULL. psh.c. Why at the end: with the pair in front, v9/v10's
- * long-list hashes (Z-order-mod) ran 2.5-4.7% slower at 600k (H100, session 28), the layout's addresses moved. */
+ * their own layout (rounded up to 256 B), in psh_pair_bytes(n) bytes; so a size query depends on whether the pair
+ * is given. psh_run_paired does this for a launcher that needs the pair: fn as it is when the caller gives the
+ * pair, else the scratch protocol over fn's need + the pair and fn with the pair in scratch; HX_EINVAL when only
+ * one of bucket and offset is NULL. psh.c. Why at the end: the layouts keep their addresses (and the trace readers
+ * below theirs); in front, Z-order-mod at 600k ran 2.5-4.7% slower in v9/v10, at the end 1.5-3.5% (H100, session
+ * 28; cause unknown, NOTES.md). */
 size_t psh_pair_bytes(uint32_t n);
 hx_status psh_run_paired(psh_fn fn, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                          const psh_params *p, void *stream, hx_err *err);
