@@ -347,10 +347,10 @@ done:
   return st;
 }
 
-size_t psh_pair_bytes(uint32_t n) { return ((size_t)n * 8u + 255u) & ~(size_t)255u; }
+size_t psh_pair_bytes(uint32_t n) { return psh_align256((size_t)n * 8u); }
 
 /* Host code only, here rather than in psh.cu so that the host emulation of the kernels (kernels/dev/emu), which
- * links a CPU-only build, has it too. The scratch protocol is psh_scratch_check's (psh_internal.cuh). */
+ * links a CPU-only build, has it too. */
 hx_status psh_run_paired(psh_fn fn, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                          const psh_params *p, void *stream, hx_err *err) {
   if (out->bucket && out->offset) return fn(d_scratch, scratch_bytes, out, in, p, stream, err);
@@ -358,14 +358,10 @@ hx_status psh_run_paired(psh_fn fn, void *d_scratch, size_t *scratch_bytes, cons
   const size_t pb = psh_pair_bytes(in->n);
   size_t inner = 0;
   HX_TRY(fn(NULL, &inner, out, in, p, stream, err)); /* a size query reads no output pointer */
-  inner = (inner + 255u) & ~(size_t)255u;
-  if (!d_scratch) {
-    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "psh: scratch_bytes is NULL");
-    *scratch_bytes = pb + inner;
-    return HX_OK;
-  }
-  if (scratch_bytes && *scratch_bytes < pb + inner)
-    return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, pb + inner);
+  inner = psh_align256(inner);
+  int query;
+  const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, pb + inner, &query, err);
+  if (sq != HX_OK || query) return sq;
   psh_out o = *out;
   o.bucket = (uint32_t *)((unsigned char *)d_scratch + inner);
   o.offset = o.bucket + in->n;

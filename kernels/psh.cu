@@ -432,8 +432,6 @@ __global__ void __launch_bounds__(kScatterThreads) k_scatter(Prm p) {
   }
 }
 
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
-
 /* Scratch layout; returns the total size. */
 size_t layout(Prm *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   char *b = (char *)base;
@@ -442,7 +440,7 @@ size_t layout(Prm *q, void *base, uint32_t nclouds, uint32_t nb, uint32_t n) {
   const size_t words[] = {(size_t)nclouds * 6, nclouds, PSH_NCOUNTERS, (size_t)nclouds * ((size_t)nb + 1), (size_t)n + 1};
   for (int k = 0; k < 5; k++) {
     if (b) *slots[k] = (uint32_t *)(b + off);
-    off += align256(words[k] * sizeof(uint32_t));
+    off += psh_align256(words[k] * sizeof(uint32_t));
   }
   return off;
 }

@@ -338,22 +338,29 @@ extern "C" hx_status psh_gpu_poison(psh_gpu *g, void *stream, hx_err *err) {
 }
 
 /* The per-point pair of the last run, rebuilt on the host from slot and the bucket table (psh_bo_from_slot_cpu)
- * into h->bucket / h->offset, either may be NULL; HX_ECHECK when slot and the table are not a packed layout. */
+ * into h->bucket / h->offset, either may be NULL; HX_ECHECK when slot and the table are not a packed layout.
+ * Called after the other outputs' copies: slot and the table come from h's buffers when the caller asked for
+ * them too, else from temporary ones. */
 static hx_status pg_pair(const psh_gpu *g, const psh_out *h, hx_err *err) {
   const size_t n = g->n, nbt = g->nbt;
-  uint32_t *sl = (uint32_t *)malloc(n * 4 + 4), *st = (uint32_t *)malloc(nbt * 4 + 4);
-  uint32_t *ct = (uint32_t *)malloc(nbt * 4 + 4);
+  uint32_t *sl = h->slot ? h->slot : (uint32_t *)malloc(n * 4 + 4);
+  uint32_t *st = h->bucket_start ? h->bucket_start : (uint32_t *)malloc(nbt * 4 + 4);
+  uint32_t *ct = h->bucket_count ? h->bucket_count : (uint32_t *)malloc(nbt * 4 + 4);
   uint32_t *bk = h->bucket ? h->bucket : (uint32_t *)malloc(n * 4 + 4);
   uint32_t *of = h->offset ? h->offset : (uint32_t *)malloc(n * 4 + 4);
   hx_status r = sl && st && ct && bk && of ? HX_OK
                                            : hx_errf(err, HX_ENOMEM, "psh_gpu: no host memory for %zu points' pairs", n);
   cudaError_t e = cudaSuccess;
-  if (r == HX_OK) e = cudaMemcpy(sl, g->out.slot, n * 4, cudaMemcpyDeviceToHost);
-  if (r == HX_OK && e == cudaSuccess) e = cudaMemcpy(st, g->out.bucket_start, nbt * 4, cudaMemcpyDeviceToHost);
-  if (r == HX_OK && e == cudaSuccess) e = cudaMemcpy(ct, g->out.bucket_count, nbt * 4, cudaMemcpyDeviceToHost);
+  if (r == HX_OK && !h->slot) e = cudaMemcpy(sl, g->out.slot, n * 4, cudaMemcpyDeviceToHost);
+  if (r == HX_OK && e == cudaSuccess && !h->bucket_start)
+    e = cudaMemcpy(st, g->out.bucket_start, nbt * 4, cudaMemcpyDeviceToHost);
+  if (r == HX_OK && e == cudaSuccess && !h->bucket_count)
+    e = cudaMemcpy(ct, g->out.bucket_count, nbt * 4, cudaMemcpyDeviceToHost);
   if (r == HX_OK && e != cudaSuccess) r = hx_errf(err, HX_ECUDA, "psh_gpu: pair download: %s", cudaGetErrorString(e));
   if (r == HX_OK) r = psh_bo_from_slot_cpu(bk, of, sl, st, ct, g->nbt, g->n, err);
-  free(sl), free(st), free(ct);
+  if (!h->slot) free(sl);
+  if (!h->bucket_start) free(st);
+  if (!h->bucket_count) free(ct);
   if (!h->bucket) free(bk);
   if (!h->offset) free(of);
   return r;

@@ -3,8 +3,8 @@
  * psh_v4.cu: v4); private to kernels/. Each launcher passes its kernels one parameter struct by value
  * (Prm, P4); the two differ in scratch and tiling fields, so this fills only the fields they have in
  * common, by name, and leaves the layout of each struct (what the kernels read) untouched.
- * psh_scratch_check is the CUB-style scratch protocol the launchers follow, psh_call_check the checks of a
- * call they all make first.
+ * psh_call_check is the checks of a call they all make first (their scratch protocol, psh_scratch_check, is in
+ * psh_internal.h, where the host-only psh_run_paired in psh.c uses it too).
  * Invariant: after psh_kparams_fill, every shared input/parameter/output field equals the matching
  * field of in, prm and out, and probe[] holds the probe order of (prm->nprobe, prm->seed).
  */
@@ -35,22 +35,6 @@ static inline void psh_kparams_fill(P *p, const psh_out *out, const psh_in *in, 
   p->perm = out->perm;
   p->counters_out = out->counters;
   p->xyz_out = out->xyz;
-}
-
-/* The scratch protocol of the PSH launchers: d_scratch NULL asks for the size (written to *scratch_bytes,
- * *query = 1: the launcher returns HX_OK at once); otherwise *scratch_bytes, when given, must be at least
- * need (*query = 0: the launcher goes on). */
-static inline hx_status psh_scratch_check(const void *d_scratch, size_t *scratch_bytes, size_t need, int *query,
-                                          hx_err *err) {
-  *query = d_scratch == NULL;
-  if (!d_scratch) {
-    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "psh: scratch_bytes is NULL");
-    *scratch_bytes = need;
-    return HX_OK;
-  }
-  if (scratch_bytes && *scratch_bytes < need)
-    return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, need);
-  return HX_OK;
 }
 
 /* What every GPU launcher checks of a call before it sizes anything: the parameters against the batch, and

@@ -409,6 +409,24 @@ static inline HX_HD float psh_key2f(uint32_t k) {
   return c.f;
 }
 
+/* The launchers' scratch parts start at cudaMalloc's 256-byte alignment. */
+static inline size_t psh_align256(size_t x) { return (x + 255u) & ~(size_t)255u; }
+/* The scratch protocol of the PSH launchers: d_scratch NULL asks for the size (written to *scratch_bytes,
+ * *query = 1: the launcher returns HX_OK at once); otherwise *scratch_bytes, when given, must be at least
+ * need (*query = 0: the launcher goes on). */
+static inline hx_status psh_scratch_check(const void *d_scratch, size_t *scratch_bytes, size_t need, int *query,
+                                          hx_err *err) {
+  *query = d_scratch == NULL;
+  if (!d_scratch) {
+    if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "psh: scratch_bytes is NULL");
+    *scratch_bytes = need;
+    return HX_OK;
+  }
+  if (scratch_bytes && *scratch_bytes < need)
+    return hx_errf(err, HX_EINVAL, "psh: scratch of %zu bytes, need %zu", *scratch_bytes, need);
+  return HX_OK;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -271,8 +271,6 @@ template <class P> __device__ __forceinline__ void init_run_state(const P &p) {
 
 /* ---- host side: scratch layout and parameters ---- */
 
-static inline size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
-
 /* Scratch layout of the tiled variants (tiles bounded with the smallest tile, kT points): part, frame, cnt,
  * resid, ctr, ovf, then nx more arrays of xwords[k] words at *xslots[k] (v5's phase stamps, v7's records),
  * each 256-byte aligned. base NULL: pointers untouched. Returns the total size. */
@@ -286,7 +284,7 @@ static inline size_t tiles_layout(Prm *q, void *base, uint32_t nclouds, uint32_t
                           2 * (size_t)n + 1}; /* ovf: the list, then phase C's grid queue from ovf + n + 1 */
   for (int k = 0; k < 6 + nx; k++) {
     if (b) *(k < 6 ? slots[k] : xslots[k - 6]) = (uint32_t *)(b + off);
-    off += align256((k < 6 ? words[k] : xwords[k - 6]) * sizeof(uint32_t));
+    off += psh_align256((k < 6 ? words[k] : xwords[k - 6]) * sizeof(uint32_t));
   }
   if (b) { /* phase C on p.cnt itself unless the variant's layout gives the spread copy (spread_set) */
     q->pcnt = q->cnt;

@@ -1073,7 +1073,7 @@ hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *
   const size_t pb = out->bucket ? 0 : psh_pair_bytes(in->n);
   size_t need = layout(&p, NULL, in->nclouds, prm->nb, in->n), need7 = 0;
   HX_TRY(psh_run_v7(NULL, &need7, out, in, prm, stream, err));
-  need = ((need > need7 ? need : need7) + 255u) & ~(size_t)255u;
+  need = psh_align256(need > need7 ? need : need7);
   int query;
   const hx_status sq = psh_scratch_check(d_scratch, scratch_bytes, need + pb, &query, err);
   if (sq != HX_OK || query) return sq;
