@@ -251,7 +251,11 @@ hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p,
  * be NULL. Host reference, deterministic; 0 for an empty cloud. */
 uint32_t psh_reachable_buckets(const psh_in *in, const psh_params *p, uint32_t c, uint32_t *bits_out);
 /* Invariant check on host copies (bucket, offset, bucket_count, bucket_start, slot, perm; xyz_out may be
- * NULL, else compared with the input rows). HX_ECHECK with a message naming the first violation. */
+ * NULL, else compared with the input rows), and the placement rule in every cloud within its capacity: a point
+ * outside its home bucket has a full home, and sits in one of its probes' buckets or, placed by the overflow
+ * policy, finds every probe's bucket full (which probe won is not checked: GPU lanes race; psh.c says why);
+ * with counters given and every cloud within capacity, the three kinds of placement equal them. HX_ECHECK with a
+ * message naming the first violation. */
 hx_status psh_check(const psh_out *h_out, const psh_in *h_in, const psh_params *p, hx_err *err);
 
 /* (bucket, offset) of every point from its packed row: bucket[i] = the bucket g whose rows [bucket_start[g],

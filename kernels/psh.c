@@ -127,13 +127,34 @@ static void cloud_bbox(float mn[3], float mx[3], const float *xyz, uint32_t lo, 
     }
 }
 
+/* A cloud's voxel frame as psh_run_cpu and psh_check see it: the bounding box's low corner, the code width, the
+ * per-axis shift (Z-order-div only) and the probe step. */
+typedef struct cloud_frame {
+  float mn[3];
+  uint32_t bits, sh[3], step;
+} cloud_frame;
+
+static void frame_of(cloud_frame *f, const psh_in *in, const psh_params *p, uint32_t lo, uint32_t hi) {
+  float mx[3];
+  cloud_bbox(f->mn, mx, in->xyz, lo, hi);
+  f->bits = psh_frame_bits(f->mn, mx, p->voxel);
+  psh_frame_shift(p->hash, f->mn, mx, p->voxel, f->bits, f->sh);
+  f->step = psh_probe_step(p->hash, f->bits, p->nb);
+}
+
+/* The voxel (v, shifted) and home bucket (local) of the point at x. */
+static uint32_t frame_home(const cloud_frame *f, const psh_params *p, const float *x, uint32_t v[3]) {
+  for (int d = 0; d < 3; d++) v[d] = psh_vox1(x[d], f->mn[d], p->voxel) << f->sh[d];
+  return psh_hash3(p->hash, v[0], v[1], v[2], f->bits, p->nb);
+}
+
 uint32_t psh_reachable_buckets(const psh_in *in, const psh_params *p, uint32_t c, uint32_t *bits_out) {
   const uint32_t lo = in->cloud_offset[c], hi = in->cloud_offset[c + 1];
   if (bits_out) *bits_out = 0;
   if (lo >= hi) return 0;
-  float mn[3], mx[3];
-  cloud_bbox(mn, mx, in->xyz, lo, hi);
-  const uint32_t bits = psh_frame_bits(mn, mx, p->voxel);
+  cloud_frame f;
+  frame_of(&f, in, p, lo, hi);
+  const uint32_t bits = f.bits;
   if (bits_out) *bits_out = bits;
   const uint32_t k = psh_code_bits(p->hash, bits); /* <= 63 */
   return k >= 32u || (1u << k) >= p->nb ? p->nb : 1u << k;
@@ -162,18 +183,13 @@ hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p,
     const uint32_t lo = in->cloud_offset[c], hi = in->cloud_offset[c + 1];
     uint32_t *cnt = out->bucket_count + (size_t)c * nb;
     if (lo == hi) continue;
-    float mn[3], mx[3];
-    cloud_bbox(mn, mx, in->xyz, lo, hi);
-    const uint32_t bits = psh_frame_bits(mn, mx, p->voxel);
-    uint32_t sh[3];
-    psh_frame_shift(p->hash, mn, mx, p->voxel, bits, sh);
-    const uint32_t step = psh_probe_step(p->hash, bits, nb);
+    cloud_frame f;
+    frame_of(&f, in, p, lo, hi);
     uint32_t novf = 0, resid = 0;
     /* phase 1: home buckets in point order */
     for (uint32_t i = lo; i < hi; i++) {
-      const float *x = in->xyz + 3 * (size_t)i;
-      uint32_t h = psh_hash3(p->hash, psh_vox1(x[0], mn[0], p->voxel) << sh[0], psh_vox1(x[1], mn[1], p->voxel) << sh[1],
-                             psh_vox1(x[2], mn[2], p->voxel) << sh[2], bits, nb);
+      uint32_t v[3];
+      const uint32_t h = frame_home(&f, p, in->xyz + 3 * (size_t)i, v);
       if (cnt[h] < S) {
         out->bucket[i] = c * nb + h;
         out->offset[i] = cnt[h]++;
@@ -185,13 +201,11 @@ hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p,
     /* phase 2: probes for the overflowing points, in point order */
     for (uint32_t t = 0; t < novf; t++) {
       const uint32_t i = ovf[t];
-      const float *x = in->xyz + 3 * (size_t)i;
-      uint32_t v[3] = {psh_vox1(x[0], mn[0], p->voxel) << sh[0], psh_vox1(x[1], mn[1], p->voxel) << sh[1],
-                       psh_vox1(x[2], mn[2], p->voxel) << sh[2]};
-      uint32_t home = psh_hash3(p->hash, v[0], v[1], v[2], bits, nb);
+      uint32_t v[3];
+      const uint32_t home = frame_home(&f, p, in->xyz + 3 * (size_t)i, v);
       int placed = 0;
       for (uint32_t k = 0; k < p->nprobe && !placed; k++) {
-        uint32_t h = psh_probe_bucket(p->hash, v, probe[k], step, bits, nb, p->seed, i, k);
+        uint32_t h = psh_probe_bucket(p->hash, v, probe[k], f.step, f.bits, nb, p->seed, i, k);
         if (h != home && cnt[h] < S) {
           out->bucket[i] = c * nb + h;
           out->offset[i] = cnt[h]++;
@@ -273,6 +287,64 @@ hx_status psh_floor_check(const psh_out *got, const psh_in *in, hx_err *err) {
   return st;
 }
 
+/* Where each point was placed, against the rule every variant follows (kernels.h): its home bucket; else, home
+ * being full, the bucket of one of its probes; else, by the overflow policy, a bucket none of its probes reaches,
+ * every probe's bucket being full. A bucket's count never falls once it is full (racing variants keep the first S
+ * claims and roll back only claims past S), so "full when the point tried it" implies "full at the end", and the
+ * final counts decide this whatever order the points raced in. Which probe a point took is not checked: the
+ * reference takes the first with room, but the cooperative variants' queue pass splits a point's probes over
+ * lanes that race (psh_tiles.cuh, queue_pass), so a later probe may win while an earlier one still has room.
+ * Why it is needed: a pair rebuilt from slot (psh_bo_from_slot_cpu) always satisfies slot = start + offset, so
+ * without this a variant that put points in wrong buckets consistently (a wrong frame, hash, probe set or jitter)
+ * would pass psh_check. Clouds past their capacity (n_c > nb * S) are left out: there the overflow policy also
+ * fills full buckets. With counters given and every cloud within capacity, the three kinds must equal them. */
+static hx_status check_placement(const psh_out *o, const psh_in *in, const psh_params *p, hx_err *err) {
+  const uint32_t nb = p->nb, S = p->cap;
+  int8_t probe[PSH_NPROBE_BASE][3];
+  psh_probe_order(probe, p->nprobe, p->seed);
+  uint64_t kind[3] = {0, 0, 0}; /* first hash, probe, overflow policy: as PSH_C_FIRST.. */
+  int all_fit = 1;
+  for (uint32_t c = 0; c < in->nclouds; c++) {
+    const uint32_t lo = in->cloud_offset[c], hi = in->cloud_offset[c + 1];
+    if (hi - lo > (uint64_t)nb * S) all_fit = 0;
+    if (lo == hi || hi - lo > (uint64_t)nb * S) continue;
+    const uint32_t *cnt = o->bucket_count + (size_t)c * nb;
+    cloud_frame f;
+    frame_of(&f, in, p, lo, hi);
+    for (uint32_t i = lo; i < hi; i++) {
+      uint32_t v[3];
+      const uint32_t home = frame_home(&f, p, in->xyz + 3 * (size_t)i, v), b = o->bucket[i] - c * nb;
+      if (b == home) {
+        kind[PSH_C_FIRST]++;
+        continue;
+      }
+      if (cnt[home] < S)
+        return hx_errf(err, HX_ECHECK, "point %u (cloud %u) is in bucket %u, not its home bucket %u, which has room (%u < S = %u)",
+                       i, c, o->bucket[i], c * nb + home, cnt[home], S);
+      uint32_t k = 0, room = PSH_NONE; /* room: the first probe whose bucket has room at the end */
+      for (; k < p->nprobe; k++) {
+        const uint32_t h = psh_probe_bucket(p->hash, v, probe[k], f.step, f.bits, nb, p->seed, i, k);
+        if (h == home) continue;
+        if (h == b) break;
+        if (room == PSH_NONE && cnt[h] < S) room = k;
+      }
+      if (k == p->nprobe && room != PSH_NONE) {
+        const uint32_t h = psh_probe_bucket(p->hash, v, probe[room], f.step, f.bits, nb, p->seed, i, room);
+        return hx_errf(err, HX_ECHECK, "point %u (cloud %u) is in bucket %u, which none of its probes reaches, though its "
+                       "probe %u's bucket %u has room (%u < S = %u)", i, c, o->bucket[i], room, c * nb + h, cnt[h], S);
+      }
+      kind[k < p->nprobe ? PSH_C_PROBE : PSH_C_OVERFLOW]++;
+    }
+  }
+  if (o->counters && all_fit && (kind[0] != o->counters[PSH_C_FIRST] || kind[1] != o->counters[PSH_C_PROBE] ||
+                                 kind[2] != o->counters[PSH_C_OVERFLOW]))
+    return hx_errf(err, HX_ECHECK, "counters say %u / %u / %u points placed by first hash / probing / overflow; the placement "
+                   "gives %llu / %llu / %llu", o->counters[PSH_C_FIRST], o->counters[PSH_C_PROBE],
+                   o->counters[PSH_C_OVERFLOW], (unsigned long long)kind[0], (unsigned long long)kind[1],
+                   (unsigned long long)kind[2]);
+  return HX_OK;
+}
+
 hx_status psh_check(const psh_out *o, const psh_in *in, const psh_params *p, hx_err *err) {
   const uint32_t nb = p->nb, S = p->cap, nbt = in->nclouds * nb, n = in->n;
   if (!o->bucket || !o->offset || !o->slot || !o->perm || !o->bucket_count || !o->bucket_start)
@@ -341,6 +413,7 @@ hx_status psh_check(const psh_out *o, const psh_in *in, const psh_params *p, hx_
       goto done;
     }
   }
+  st = check_placement(o, in, p, err);
 done:
   free(seen);
   free(hit);

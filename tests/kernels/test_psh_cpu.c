@@ -655,6 +655,131 @@ static void test_checker_fails(void **state) {
   free(xyz);
 }
 
+/* Home bucket and probe buckets (local, probe order) of point i of a one-cloud batch [0, n), XOR hashes, the frame
+ * recomputed here as tphase1_expected does. */
+static uint32_t tprobes(const float *xyz, uint32_t n, const psh_params *p, uint32_t i, uint32_t *pb) {
+  float lo[3] = {1e30f, 1e30f, 1e30f}, hi[3] = {-1e30f, -1e30f, -1e30f};
+  for (uint32_t j = 0; j < n; j++)
+    for (int d = 0; d < 3; d++) {
+      lo[d] = fminf(lo[d], xyz[3 * (size_t)j + (size_t)d]);
+      hi[d] = fmaxf(hi[d], xyz[3 * (size_t)j + (size_t)d]);
+    }
+  uint32_t maxv = 0, v[3], bits = 0;
+  for (int d = 0; d < 3; d++) {
+    const float t = floorf((hi[d] - lo[d]) / p->voxel);
+    maxv = t > (float)maxv ? (uint32_t)t : maxv;
+    const float x = floorf((xyz[3 * (size_t)i + (size_t)d] - lo[d]) / p->voxel);
+    v[d] = x > 0 ? (uint32_t)x : 0;
+  }
+  while (maxv >> bits) bits++;
+  int8_t pr[128][3];
+  psh_probe_order(pr, p->nprobe, p->seed);
+  const uint32_t step = psh_probe_step(p->hash, bits, p->nb);
+  for (uint32_t k = 0; k < p->nprobe; k++) pb[k] = psh_probe_bucket(p->hash, v, pr[k], step, bits, p->nb, p->seed, i, k);
+  return psh_hash_voxel(p->hash, v[0], v[1], v[2], bits, p->nb);
+}
+
+/* The rest of a one-cloud PSH output from r->bucket alone: counts, starts, offsets in point order, slot, perm,
+ * packed coordinates (what a variant with other placements would write). */
+static void tassemble(tres *r, const float *xyz, uint32_t n, uint32_t nb) {
+  memset(r->count, 0, (size_t)nb * 4);
+  for (uint32_t i = 0; i < n; i++) r->offset[i] = r->count[r->bucket[i]]++;
+  for (uint32_t g = 0, acc = 0; g < nb; acc += r->count[g++]) r->start[g] = acc;
+  for (uint32_t i = 0; i < n; i++) {
+    r->slot[i] = r->start[r->bucket[i]] + r->offset[i];
+    r->perm[r->slot[i]] = i;
+    memcpy(r->xyz + 3 * (size_t)r->slot[i], xyz + 3 * (size_t)i, 12);
+  }
+}
+
+/* psh_check's placement rule on pairs rebuilt from slot, where slot = start + offset holds by construction. It
+ * passes the run itself and a point moved to a later probe's bucket while an earlier one has room (the lanes of
+ * the GPU queue pass race: psh_check in psh.c); it refuses counters that disagree with the placement, a probed
+ * point moved to a bucket none of its probes reaches while one of them has room, a run of another hash (every
+ * home differs), and a point moved from its full home, which leaves the home with room. Each of the rule's three
+ * tests is needed for some case here (checked by removing each in turn). */
+static void test_checker_placement(void **state) {
+  (void)state;
+  const uint32_t n = 3000, nb = 32, S = 128; /* within capacity (4096), clustered: probes and overflow happen */
+  float *xyz = malloc((size_t)n * 12);
+  assert_non_null(xyz);
+  tcloud_fill(xyz, 0, n, TC_CLUSTERED, 91);
+  uint32_t off[2] = {0, n}, pb[128];
+  psh_in in = {xyz, off, 1, n};
+  psh_params p, q;
+  params(&p, PSH_XOR_DIV, nb, S);
+  tres r;
+  assert_true(tres_alloc(&r, n, nb));
+  psh_out out = tres_out(&r);
+  hx_err err = {0};
+  /* rebuild the pair from slot as psh_gpu does, then check it against the params pp */
+#define REBUILT_CHECK(pp)                                                                                           \
+  (assert_int_equal(psh_bo_from_slot_cpu(r.bucket, r.offset, r.slot, r.start, r.count, nb, n, &err), HX_OK), \
+   psh_check(&out, &in, (pp), &err))
+  assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
+  assert_true(r.counters[PSH_C_PROBE] > 0 && r.counters[PSH_C_OVERFLOW] > 0);
+  assert_int_equal(REBUILT_CHECK(&p), HX_OK);
+  /* counters that disagree (the sum still n) */
+  r.counters[PSH_C_FIRST]--, r.counters[PSH_C_PROBE]++;
+  assert_int_equal(REBUILT_CHECK(&p), HX_ECHECK);
+  assert_non_null(strstr(err.msg, "counters say"));
+  r.counters[PSH_C_FIRST]++, r.counters[PSH_C_PROBE]--;
+  /* a probed point i moved to a later probe's bucket with room, an earlier probe's bucket (its own) left with room */
+  uint32_t i = 0, k = 0, k2 = 0;
+  for (; i < n; i++) {
+    const uint32_t home = tprobes(xyz, n, &p, i, pb);
+    if (r.bucket[i] == home) continue;
+    for (k = 0; k < p.nprobe && pb[k] != r.bucket[i]; k++) {
+    }
+    for (k2 = k + 1; k2 < p.nprobe && (pb[k2] == home || pb[k2] == r.bucket[i] || r.count[pb[k2]] >= S); k2++) {
+    }
+    if (k < p.nprobe && k2 < p.nprobe) break;
+  }
+  assert_true(i < n);
+  const uint32_t was = r.bucket[i];
+  r.bucket[i] = pb[k2];
+  tassemble(&r, xyz, n, nb);
+  assert_int_equal(REBUILT_CHECK(&p), HX_OK);
+  /* the same point moved to a bucket none of its probes reaches, its own probe's bucket now with room */
+  uint32_t t = 0;
+  for (; t < nb; t++) {
+    int reached = t == tprobes(xyz, n, &p, i, pb);
+    for (uint32_t j = 0; j < p.nprobe; j++) reached |= pb[j] == t;
+    if (!reached && r.count[t] < S) break;
+  }
+  assert_true(t < nb); /* (deterministic: this cloud and seed have such a bucket) */
+  r.bucket[i] = t;
+  tassemble(&r, xyz, n, nb);
+  assert_int_equal(REBUILT_CHECK(&p), HX_ECHECK);
+  assert_non_null(strstr(err.msg, "none of its probes"));
+  r.bucket[i] = was;
+  tassemble(&r, xyz, n, nb);
+  assert_int_equal(REBUILT_CHECK(&p), HX_OK);
+  /* a run of another hash: the homes differ */
+  q = p, q.hash = PSH_XOR_MOD;
+  assert_int_equal(psh_run_cpu(&out, &in, &q, &err), HX_OK);
+  assert_int_equal(REBUILT_CHECK(&q), HX_OK);
+  assert_int_equal(REBUILT_CHECK(&p), HX_ECHECK);
+  out.counters = NULL; /* the rule alone, without the counters' help */
+  assert_int_equal(REBUILT_CHECK(&p), HX_ECHECK);
+  /* a point at its (full) home moved to one of its probes' buckets with room: its home now has room */
+  assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
+  for (i = 0; i < n; i++) {
+    const uint32_t home = tprobes(xyz, n, &p, i, pb);
+    for (k = 0; k < p.nprobe && (pb[k] == home || r.count[pb[k]] >= S); k++) {
+    }
+    if (r.bucket[i] == home && k < p.nprobe) break;
+  }
+  assert_true(i < n);
+  r.bucket[i] = pb[k];
+  tassemble(&r, xyz, n, nb);
+  assert_int_equal(REBUILT_CHECK(&p), HX_ECHECK); /* counters NULL: only the home rule sees it */
+  assert_non_null(strstr(err.msg, "not its home bucket"));
+#undef REBUILT_CHECK
+  tres_free(&r);
+  free(xyz);
+}
+
 /* psh_bo_from_slot_cpu, which rebuilds the per-point pair of a PSH run that stored none (the GPU's NULL pair):
  * equal to the reference's own pair on a batch of three clouds, the middle one empty (buckets without points, a
  * cloud without rows), and refusing a table whose rows overlap, leave a gap or pass n, and a slot past n. */
@@ -948,7 +1073,8 @@ int main(void) {
       cmocka_unit_test(test_probe_pow2),     cmocka_unit_test(test_probe_zmod),
       cmocka_unit_test(test_zcell_probe),
       cmocka_unit_test(test_list_share),     cmocka_unit_test(test_prefetch_share),
-      cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_pad_and_gather), cmocka_unit_test(test_pair_from_slot),
+      cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_checker_placement),
+      cmocka_unit_test(test_pad_and_gather), cmocka_unit_test(test_pair_from_slot),
       cmocka_unit_test(test_run_paired),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
       cmocka_unit_test(test_floor_cpu),
