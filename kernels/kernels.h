@@ -255,7 +255,8 @@ uint32_t psh_reachable_buckets(const psh_in *in, const psh_params *p, uint32_t c
  * outside its home bucket has a full home, and sits in one of its probes' buckets or, placed by the overflow
  * policy, finds every probe's bucket full (which probe won is not checked: GPU lanes race; psh.c says why);
  * with counters given and every cloud within capacity, the three kinds of placement equal them. HX_ECHECK with a
- * message naming the first violation. */
+ * message naming the first violation (in point order), HX_ENOMEM. The placement test runs all probes of every
+ * overflow point, so it splits the points over up to 16 threads (one per 64k points, at most one per CPU). */
 hx_status psh_check(const psh_out *h_out, const psh_in *h_in, const psh_params *p, hx_err *err);
 
 /* (bucket, offset) of every point from its packed row: bucket[i] = the bucket g whose rows [bucket_start[g],

@@ -15,8 +15,10 @@
  */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
@@ -204,8 +206,9 @@ hx_status psh_run_cpu(const psh_out *out, const psh_in *in, const psh_params *p,
       uint32_t v[3];
       const uint32_t home = frame_home(&f, p, in->xyz + 3 * (size_t)i, v);
       int placed = 0;
+      const uint64_t rb = hx_rng_base(p->seed, i); /* hx_rng_u64(seed, i, k) = hx_mix64(rb + k) */
       for (uint32_t k = 0; k < p->nprobe && !placed; k++) {
-        uint32_t h = psh_probe_bucket(p->hash, v, probe[k], f.step, f.bits, nb, p->seed, i, k);
+        uint32_t h = psh_probe_bucket_r(p->hash, v, probe[k], f.step, f.bits, nb, hx_mix64(rb + k));
         if (h != home && cnt[h] < S) {
           out->bucket[i] = c * nb + h;
           out->offset[i] = cnt[h]++;
@@ -297,44 +300,102 @@ hx_status psh_floor_check(const psh_out *got, const psh_in *in, hx_err *err) {
  * Why it is needed: a pair rebuilt from slot (psh_bo_from_slot_cpu) always satisfies slot = start + offset, so
  * without this a variant that put points in wrong buckets consistently (a wrong frame, hash, probe set or jitter)
  * would pass psh_check. Clouds past their capacity (n_c > nb * S) are left out: there the overflow policy also
- * fills full buckets. With counters given and every cloud within capacity, the three kinds must equal them. */
+ * fills full buckets. With counters given and every cloud within capacity, the three kinds must equal them.
+ * Cost: all nprobe probes of every overflow point (3.4M points x 128 at 4M on Z-order-div, ~6 s on one core), so
+ * the points are split over threads; each share stops at its first violation and the lowest one is reported, as
+ * one thread would. */
+typedef struct place_share {
+  const psh_out *o;
+  const psh_in *in;
+  const psh_params *p;
+  const int8_t (*probe)[3];
+  const cloud_frame *fr; /* per cloud; bits = PSH_NONE: empty or past its capacity, not checked */
+  uint32_t a, b;         /* points [a, b) */
+  uint64_t kind[3];      /* first hash, probe, overflow policy: as PSH_C_FIRST.. */
+  hx_err err;            /* status HX_OK, or the share's first violation */
+} place_share;
+
+static void *place_run(void *arg) {
+  place_share *sh = arg;
+  const psh_params *p = sh->p;
+  const uint32_t nb = p->nb, S = p->cap;
+  uint32_t c = 0;
+  for (uint32_t i = sh->a; i < sh->b; i++) {
+    while (sh->in->cloud_offset[c + 1] <= i) c++;
+    const cloud_frame *f = &sh->fr[c];
+    if (f->bits == PSH_NONE) continue;
+    const uint32_t *cnt = sh->o->bucket_count + (size_t)c * nb;
+    uint32_t v[3];
+    const uint32_t home = frame_home(f, p, sh->in->xyz + 3 * (size_t)i, v), b = sh->o->bucket[i] - c * nb;
+    if (b == home) {
+      sh->kind[PSH_C_FIRST]++;
+      continue;
+    }
+    if (cnt[home] < S) {
+      hx_errf(&sh->err, HX_ECHECK, "point %u (cloud %u) is in bucket %u, not its home bucket %u, which has room (%u < S = %u)",
+              i, c, sh->o->bucket[i], c * nb + home, cnt[home], S);
+      return NULL;
+    }
+    uint32_t k = 0, room = PSH_NONE; /* room: the first probe whose bucket has room at the end */
+    const uint64_t rb = hx_rng_base(p->seed, i);
+    for (; k < p->nprobe; k++) {
+      const uint32_t h = psh_probe_bucket_r(p->hash, v, sh->probe[k], f->step, f->bits, nb, hx_mix64(rb + k));
+      if (h == home) continue;
+      if (h == b) break;
+      if (room == PSH_NONE && cnt[h] < S) room = k;
+    }
+    if (k == p->nprobe && room != PSH_NONE) {
+      const uint32_t h = psh_probe_bucket_r(p->hash, v, sh->probe[room], f->step, f->bits, nb, hx_mix64(rb + room));
+      hx_errf(&sh->err, HX_ECHECK, "point %u (cloud %u) is in bucket %u, which none of its probes reaches, though its "
+              "probe %u's bucket %u has room (%u < S = %u)", i, c, sh->o->bucket[i], room, c * nb + h, cnt[h], S);
+      return NULL;
+    }
+    sh->kind[k < p->nprobe ? PSH_C_PROBE : PSH_C_OVERFLOW]++;
+  }
+  return NULL;
+}
+
+#define PSH_CHECK_THREADS 16u          /* at most */
+#define PSH_CHECK_POINTS_PER_THREAD 65536u /* below this a thread costs more than it saves */
+
 static hx_status check_placement(const psh_out *o, const psh_in *in, const psh_params *p, hx_err *err) {
   const uint32_t nb = p->nb, S = p->cap;
   int8_t probe[PSH_NPROBE_BASE][3];
   psh_probe_order(probe, p->nprobe, p->seed);
-  uint64_t kind[3] = {0, 0, 0}; /* first hash, probe, overflow policy: as PSH_C_FIRST.. */
+  cloud_frame *fr = malloc(((size_t)in->nclouds + 1) * sizeof *fr);
+  if (!fr) return hx_errf(err, HX_ENOMEM, "psh_check: no memory for %u clouds' frames", in->nclouds);
   int all_fit = 1;
   for (uint32_t c = 0; c < in->nclouds; c++) {
     const uint32_t lo = in->cloud_offset[c], hi = in->cloud_offset[c + 1];
     if (hi - lo > (uint64_t)nb * S) all_fit = 0;
-    if (lo == hi || hi - lo > (uint64_t)nb * S) continue;
-    const uint32_t *cnt = o->bucket_count + (size_t)c * nb;
-    cloud_frame f;
-    frame_of(&f, in, p, lo, hi);
-    for (uint32_t i = lo; i < hi; i++) {
-      uint32_t v[3];
-      const uint32_t home = frame_home(&f, p, in->xyz + 3 * (size_t)i, v), b = o->bucket[i] - c * nb;
-      if (b == home) {
-        kind[PSH_C_FIRST]++;
-        continue;
-      }
-      if (cnt[home] < S)
-        return hx_errf(err, HX_ECHECK, "point %u (cloud %u) is in bucket %u, not its home bucket %u, which has room (%u < S = %u)",
-                       i, c, o->bucket[i], c * nb + home, cnt[home], S);
-      uint32_t k = 0, room = PSH_NONE; /* room: the first probe whose bucket has room at the end */
-      for (; k < p->nprobe; k++) {
-        const uint32_t h = psh_probe_bucket(p->hash, v, probe[k], f.step, f.bits, nb, p->seed, i, k);
-        if (h == home) continue;
-        if (h == b) break;
-        if (room == PSH_NONE && cnt[h] < S) room = k;
-      }
-      if (k == p->nprobe && room != PSH_NONE) {
-        const uint32_t h = psh_probe_bucket(p->hash, v, probe[room], f.step, f.bits, nb, p->seed, i, room);
-        return hx_errf(err, HX_ECHECK, "point %u (cloud %u) is in bucket %u, which none of its probes reaches, though its "
-                       "probe %u's bucket %u has room (%u < S = %u)", i, c, o->bucket[i], room, c * nb + h, cnt[h], S);
-      }
-      kind[k < p->nprobe ? PSH_C_PROBE : PSH_C_OVERFLOW]++;
+    if (lo == hi || hi - lo > (uint64_t)nb * S) fr[c].bits = PSH_NONE;
+    else frame_of(&fr[c], in, p, lo, hi);
+  }
+  const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  uint32_t nt = in->n / PSH_CHECK_POINTS_PER_THREAD + 1u;
+  if (nt > PSH_CHECK_THREADS) nt = PSH_CHECK_THREADS;
+  if (ncpu > 0 && nt > (uint32_t)ncpu) nt = (uint32_t)ncpu;
+  place_share sh[PSH_CHECK_THREADS];
+  pthread_t tid[PSH_CHECK_THREADS];
+  int started[PSH_CHECK_THREADS] = {0};
+  for (uint32_t t = 0; t < nt; t++) {
+    sh[t] = (place_share){o, in, p, (const int8_t(*)[3])probe, fr, (uint32_t)((uint64_t)in->n * t / nt),
+                          (uint32_t)((uint64_t)in->n * (t + 1) / nt), {0, 0, 0}, {HX_OK, ""}};
+    if (t > 0) started[t] = pthread_create(&tid[t], NULL, place_run, &sh[t]) == 0;
+  }
+  place_run(&sh[0]);
+  for (uint32_t t = 1; t < nt; t++) {
+    if (started[t]) pthread_join(tid[t], NULL);
+    else place_run(&sh[t]); /* no thread: this share here */
+  }
+  free(fr);
+  uint64_t kind[3] = {0, 0, 0};
+  for (uint32_t t = 0; t < nt; t++) {
+    if (sh[t].err.status != HX_OK) { /* the lowest share's first violation: the one a single pass meets first */
+      *err = sh[t].err;
+      return err->status;
     }
+    for (int k = 0; k < 3; k++) kind[k] += sh[t].kind[k];
   }
   if (o->counters && all_fit && (kind[0] != o->counters[PSH_C_FIRST] || kind[1] != o->counters[PSH_C_PROBE] ||
                                  kind[2] != o->counters[PSH_C_OVERFLOW]))

@@ -63,6 +63,9 @@ static inline HX_HD uint32_t psh_code_bits(psh_hash h, uint32_t bits) { return p
 
 static inline HX_HD uint32_t psh_bucket_of_code(psh_hash h, uint64_t code, uint32_t kbits, uint32_t nb) {
   if (!psh_is_div(h)) {
+#if !defined(__CUDA_ARCH__)
+    if (!(nb & (nb - 1u))) return (uint32_t)(code & (nb - 1u)); /* host: a mask for a power of two (see above) */
+#endif
     /* 32-bit remainder when the code fits: the 64-bit one is a long software sequence on the GPU. */
     return code <= 0xFFFFFFFFull ? (uint32_t)code % nb : (uint32_t)(code % nb);
   }
@@ -135,19 +138,32 @@ static inline HX_HD uint32_t psh_probe_step(psh_hash h, uint32_t bits, uint32_t 
   return 1u << (lg / 3u);
 }
 
-/* The local bucket of point `gidx` (global index) at probe number `pi` with offset `probe`. */
-static inline HX_HD uint32_t psh_probe_bucket(psh_hash h, const uint32_t v[3], const int8_t probe[3],
-                                              uint32_t step, uint32_t bits, uint32_t nb, uint64_t seed,
-                                              uint64_t gidx, uint32_t pi) {
-  uint64_t r = hx_rng_u64(seed, gidx, pi);
+/* psh_probe_bucket given its random word r = hx_rng_u64(seed, gidx, pi) = hx_mix64(hx_rng_base(seed, gidx) + pi):
+ * a caller running many probes of one point computes hx_rng_base once (one mix per probe instead of three). */
+static inline HX_HD uint32_t psh_probe_bucket_r(psh_hash h, const uint32_t v[3], const int8_t probe[3], uint32_t step,
+                                                uint32_t bits, uint32_t nb, uint64_t r) {
   uint32_t mask = bits >= 32u ? 0xFFFFFFFFu : ((1u << bits) - 1u);
   uint32_t w[3];
   for (int d = 0; d < 3; d++) {
-    int64_t jit = (int64_t)(((r >> (21 * d)) & 0x1FFFFFull) % step) - (int64_t)(step / 2u);
+    const uint64_t x = (r >> (21 * d)) & 0x1FFFFFull;
+#if defined(__CUDA_ARCH__)
+    const uint64_t q = x % step; /* the device code v1/v2 were measured with (faster probes: psh_probe_bucket_pow2) */
+#else
+    /* the host's 64-bit divisions were ~40% of psh_check's placement test (a probe per bucket tried, 128 for each
+     * overflow point); the step is a power of two on every hash but XOR-div with nb not one */
+    const uint64_t q = step & (step - 1u) ? x % step : x & (step - 1u);
+#endif
+    int64_t jit = (int64_t)q - (int64_t)(step / 2u);
     int64_t t = (int64_t)v[d] + (int64_t)probe[d] * (int64_t)step + jit;
     w[d] = (uint32_t)((uint64_t)t & mask); /* two's complement wrap modulo 2^bits */
   }
   return psh_hash3(h, w[0], w[1], w[2], bits, nb);
+}
+/* The local bucket of point `gidx` (global index) at probe number `pi` with offset `probe`. */
+static inline HX_HD uint32_t psh_probe_bucket(psh_hash h, const uint32_t v[3], const int8_t probe[3],
+                                              uint32_t step, uint32_t bits, uint32_t nb, uint64_t seed,
+                                              uint64_t gidx, uint32_t pi) {
+  return psh_probe_bucket_r(h, v, probe, step, bits, nb, hx_rng_u64(seed, gidx, pi));
 }
 
 /* Where psh_probe_bucket_pow2 applies: an XOR hash with nb and the probe step powers of two (the step is one

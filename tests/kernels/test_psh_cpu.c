@@ -655,28 +655,40 @@ static void test_checker_fails(void **state) {
   free(xyz);
 }
 
-/* Home bucket and probe buckets (local, probe order) of point i of a one-cloud batch [0, n), XOR hashes, the frame
- * recomputed here as tphase1_expected does. */
-static uint32_t tprobes(const float *xyz, uint32_t n, const psh_params *p, uint32_t i, uint32_t *pb) {
-  float lo[3] = {1e30f, 1e30f, 1e30f}, hi[3] = {-1e30f, -1e30f, -1e30f};
+/* The frame of a one-cloud batch [0, n) as tphase1_expected computes it (XOR hashes: no axis shift). */
+typedef struct tframe {
+  float lo[3];
+  uint32_t bits, step;
+} tframe;
+static tframe tframe_of(const float *xyz, uint32_t n, const psh_params *p) {
+  tframe f = {{1e30f, 1e30f, 1e30f}, 0, 0};
+  float hi[3] = {-1e30f, -1e30f, -1e30f};
   for (uint32_t j = 0; j < n; j++)
     for (int d = 0; d < 3; d++) {
-      lo[d] = fminf(lo[d], xyz[3 * (size_t)j + (size_t)d]);
+      f.lo[d] = fminf(f.lo[d], xyz[3 * (size_t)j + (size_t)d]);
       hi[d] = fmaxf(hi[d], xyz[3 * (size_t)j + (size_t)d]);
     }
-  uint32_t maxv = 0, v[3], bits = 0;
+  uint32_t maxv = 0;
   for (int d = 0; d < 3; d++) {
-    const float t = floorf((hi[d] - lo[d]) / p->voxel);
+    const float t = floorf((hi[d] - f.lo[d]) / p->voxel);
     maxv = t > (float)maxv ? (uint32_t)t : maxv;
-    const float x = floorf((xyz[3 * (size_t)i + (size_t)d] - lo[d]) / p->voxel);
+  }
+  while (maxv >> f.bits) f.bits++;
+  f.step = psh_probe_step(p->hash, f.bits, p->nb);
+  return f;
+}
+
+/* Home bucket (returned) and probe buckets pb[0, nprobe) (local, probe order) of point i, frame f. */
+static uint32_t tprobes(const tframe *f, const float *xyz, const psh_params *p, uint32_t i, uint32_t *pb) {
+  uint32_t v[3];
+  for (int d = 0; d < 3; d++) {
+    const float x = floorf((xyz[3 * (size_t)i + (size_t)d] - f->lo[d]) / p->voxel);
     v[d] = x > 0 ? (uint32_t)x : 0;
   }
-  while (maxv >> bits) bits++;
   int8_t pr[128][3];
   psh_probe_order(pr, p->nprobe, p->seed);
-  const uint32_t step = psh_probe_step(p->hash, bits, p->nb);
-  for (uint32_t k = 0; k < p->nprobe; k++) pb[k] = psh_probe_bucket(p->hash, v, pr[k], step, bits, p->nb, p->seed, i, k);
-  return psh_hash_voxel(p->hash, v[0], v[1], v[2], bits, p->nb);
+  for (uint32_t k = 0; k < p->nprobe; k++) pb[k] = psh_probe_bucket(p->hash, v, pr[k], f->step, f->bits, p->nb, p->seed, i, k);
+  return psh_hash_voxel(p->hash, v[0], v[1], v[2], f->bits, p->nb);
 }
 
 /* The rest of a one-cloud PSH output from r->bucket alone: counts, starts, offsets in point order, slot, perm,
@@ -708,6 +720,7 @@ static void test_checker_placement(void **state) {
   psh_in in = {xyz, off, 1, n};
   psh_params p, q;
   params(&p, PSH_XOR_DIV, nb, S);
+  const tframe tf = tframe_of(xyz, n, &p);
   tres r;
   assert_true(tres_alloc(&r, n, nb));
   psh_out out = tres_out(&r);
@@ -727,7 +740,7 @@ static void test_checker_placement(void **state) {
   /* a probed point i moved to a later probe's bucket with room, an earlier probe's bucket (its own) left with room */
   uint32_t i = 0, k = 0, k2 = 0;
   for (; i < n; i++) {
-    const uint32_t home = tprobes(xyz, n, &p, i, pb);
+    const uint32_t home = tprobes(&tf, xyz, &p, i, pb);
     if (r.bucket[i] == home) continue;
     for (k = 0; k < p.nprobe && pb[k] != r.bucket[i]; k++) {
     }
@@ -743,7 +756,7 @@ static void test_checker_placement(void **state) {
   /* the same point moved to a bucket none of its probes reaches, its own probe's bucket now with room */
   uint32_t t = 0;
   for (; t < nb; t++) {
-    int reached = t == tprobes(xyz, n, &p, i, pb);
+    int reached = t == tprobes(&tf, xyz, &p, i, pb);
     for (uint32_t j = 0; j < p.nprobe; j++) reached |= pb[j] == t;
     if (!reached && r.count[t] < S) break;
   }
@@ -765,7 +778,7 @@ static void test_checker_placement(void **state) {
   /* a point at its (full) home moved to one of its probes' buckets with room: its home now has room */
   assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
   for (i = 0; i < n; i++) {
-    const uint32_t home = tprobes(xyz, n, &p, i, pb);
+    const uint32_t home = tprobes(&tf, xyz, &p, i, pb);
     for (k = 0; k < p.nprobe && (pb[k] == home || r.count[pb[k]] >= S); k++) {
     }
     if (r.bucket[i] == home && k < p.nprobe) break;
@@ -776,6 +789,50 @@ static void test_checker_placement(void **state) {
   assert_int_equal(REBUILT_CHECK(&p), HX_ECHECK); /* counters NULL: only the home rule sees it */
   assert_non_null(strstr(err.msg, "not its home bucket"));
 #undef REBUILT_CHECK
+  tres_free(&r);
+  free(xyz);
+}
+
+/* psh_check splits the placement rule's points over threads (psh.c): with a violation in the first half of a
+ * 200k-point cloud and one in the second, the report names a point no later than the first (what one pass meets
+ * first), never the second; and the untouched run passes with its counters (every share's kinds summed once). */
+static void test_checker_shares(void **state) {
+  (void)state;
+  const uint32_t n = 200000, nb = 256, S = 1024; /* 9-bit voxel codes: all 256 buckets reachable */
+  float *xyz = malloc((size_t)n * 12);
+  assert_non_null(xyz);
+  tcloud_fill(xyz, 0, n, TC_CLUSTERED, 93);
+  uint32_t off[2] = {0, n}, pb[128], at[2] = {0, 0};
+  psh_in in = {xyz, off, 1, n};
+  psh_params p;
+  params(&p, PSH_XOR_DIV, nb, S);
+  const tframe tf = tframe_of(xyz, n, &p);
+  tres r;
+  assert_true(tres_alloc(&r, n, nb));
+  psh_out out = tres_out(&r);
+  hx_err err = {0};
+  assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
+  assert_int_equal(psh_check(&out, &in, &p, &err), HX_OK);
+  /* a point at its home in each half, moved to one of its probes' buckets with room: its home then has room */
+  for (int half = 0; half < 2; half++) {
+    uint32_t i = half ? n / 2 + 1000 : 1000, k = 0;
+    for (; i < n; i++) {
+      const uint32_t home = tprobes(&tf, xyz, &p, i, pb);
+      for (k = 0; k < p.nprobe && (pb[k] == home || r.count[pb[k]] >= S); k++) {
+      }
+      if (r.bucket[i] == home && k < p.nprobe) break;
+    }
+    assert_true(i < (half ? n : n / 2));
+    at[half] = i;
+    r.bucket[i] = pb[k];
+  }
+  tassemble(&r, xyz, n, nb);
+  out.counters = NULL;
+  assert_int_equal(psh_check(&out, &in, &p, &err), HX_ECHECK);
+  const char *pt = strstr(err.msg, "point ");
+  assert_non_null(pt);
+  const unsigned long named = strtoul(pt + 6, NULL, 10);
+  if (named > at[0]) fail_msg("psh_check named point %lu, after the first violation (%u): %s", named, at[0], err.msg);
   tres_free(&r);
   free(xyz);
 }
@@ -1073,7 +1130,7 @@ int main(void) {
       cmocka_unit_test(test_probe_pow2),     cmocka_unit_test(test_probe_zmod),
       cmocka_unit_test(test_zcell_probe),
       cmocka_unit_test(test_list_share),     cmocka_unit_test(test_prefetch_share),
-      cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_checker_placement),
+      cmocka_unit_test(test_checker_fails),  cmocka_unit_test(test_checker_placement), cmocka_unit_test(test_checker_shares),
       cmocka_unit_test(test_pad_and_gather), cmocka_unit_test(test_pair_from_slot),
       cmocka_unit_test(test_run_paired),
       cmocka_unit_test(test_quality),        cmocka_unit_test(test_params_check),
