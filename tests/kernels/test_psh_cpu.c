@@ -691,6 +691,23 @@ static uint32_t tprobes(const tframe *f, const float *xyz, const psh_params *p, 
   return psh_hash_voxel(p->hash, v[0], v[1], v[2], f->bits, p->nb);
 }
 
+/* From point i0 on, the first point at its home bucket with a probe (other than home) whose bucket has room in r;
+ * returns it (n if none) and that bucket in *to: moving the point there leaves its home with room. */
+static uint32_t tfind_home_mover(const tframe *tf, const float *xyz, uint32_t n, const psh_params *p, const tres *r,
+                                 uint32_t i0, uint32_t *to) {
+  uint32_t pb[128];
+  for (uint32_t i = i0; i < n; i++) {
+    const uint32_t home = tprobes(tf, xyz, p, i, pb);
+    uint32_t k = 0;
+    while (k < p->nprobe && (pb[k] == home || r->count[pb[k]] >= p->cap)) k++;
+    if (r->bucket[i] == home && k < p->nprobe) {
+      *to = pb[k];
+      return i;
+    }
+  }
+  return n;
+}
+
 /* The rest of a one-cloud PSH output from r->bucket alone: counts, starts, offsets in point order, slot, perm,
  * packed coordinates (what a variant with other placements would write). */
 static void tassemble(tres *r, const float *xyz, uint32_t n, uint32_t nb) {
@@ -777,14 +794,10 @@ static void test_checker_placement(void **state) {
   assert_int_equal(REBUILT_CHECK(&p), HX_ECHECK);
   /* a point at its (full) home moved to one of its probes' buckets with room: its home now has room */
   assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
-  for (i = 0; i < n; i++) {
-    const uint32_t home = tprobes(&tf, xyz, &p, i, pb);
-    for (k = 0; k < p.nprobe && (pb[k] == home || r.count[pb[k]] >= S); k++) {
-    }
-    if (r.bucket[i] == home && k < p.nprobe) break;
-  }
+  uint32_t to = 0;
+  i = tfind_home_mover(&tf, xyz, n, &p, &r, 0, &to);
   assert_true(i < n);
-  r.bucket[i] = pb[k];
+  r.bucket[i] = to;
   tassemble(&r, xyz, n, nb);
   assert_int_equal(REBUILT_CHECK(&p), HX_ECHECK); /* counters NULL: only the home rule sees it */
   assert_non_null(strstr(err.msg, "not its home bucket"));
@@ -802,7 +815,7 @@ static void test_checker_shares(void **state) {
   float *xyz = malloc((size_t)n * 12);
   assert_non_null(xyz);
   tcloud_fill(xyz, 0, n, TC_CLUSTERED, 93);
-  uint32_t off[2] = {0, n}, pb[128], at[2] = {0, 0};
+  uint32_t off[2] = {0, n}, at[2] = {0, 0};
   psh_in in = {xyz, off, 1, n};
   psh_params p;
   params(&p, PSH_XOR_DIV, nb, S);
@@ -815,16 +828,11 @@ static void test_checker_shares(void **state) {
   assert_int_equal(psh_check(&out, &in, &p, &err), HX_OK);
   /* a point at its home in each half, moved to one of its probes' buckets with room: its home then has room */
   for (int half = 0; half < 2; half++) {
-    uint32_t i = half ? n / 2 + 1000 : 1000, k = 0;
-    for (; i < n; i++) {
-      const uint32_t home = tprobes(&tf, xyz, &p, i, pb);
-      for (k = 0; k < p.nprobe && (pb[k] == home || r.count[pb[k]] >= S); k++) {
-      }
-      if (r.bucket[i] == home && k < p.nprobe) break;
-    }
+    uint32_t to = 0;
+    const uint32_t i = tfind_home_mover(&tf, xyz, n, &p, &r, half ? n / 2 + 1000 : 1000, &to);
     assert_true(i < (half ? n : n / 2));
     at[half] = i;
-    r.bucket[i] = pb[k];
+    r.bucket[i] = to;
   }
   tassemble(&r, xyz, n, nb);
   out.counters = NULL;
