@@ -411,6 +411,8 @@ hx_status psh_check(const psh_out *o, const psh_in *in, const psh_params *p, hx_
   if (!o->bucket || !o->offset || !o->slot || !o->perm || !o->bucket_count || !o->bucket_start)
     return hx_errf(err, HX_EINVAL, "psh_check: bucket, offset, slot, perm, count and start are required (rebuild a "
                                    "missing pair with psh_bo_from_slot_cpu)");
+  if (in->cloud_offset[in->nclouds] != n) /* the walks over clouds below stop there */
+    return hx_errf(err, HX_EINVAL, "psh_check: cloud_offset[%u] = %u but n = %u", in->nclouds, in->cloud_offset[in->nclouds], n);
   hx_status st = HX_OK;
   uint32_t *seen = calloc((size_t)nbt + 1, sizeof *seen);
   uint8_t *hit = calloc((size_t)n + 1, 1);

@@ -648,6 +648,11 @@ static void test_checker_fails(void **state) {
     assert_int_equal(psh_check(&out, &in, &p, &err), HX_ECHECK);
     r.offset[k] = o;
   }
+  /* a batch whose last cloud offset is not n (the clouds' walks would read past the table) */
+  off[1] = n - 1;
+  assert_int_equal(psh_check(&out, &in, &p, &err), HX_EINVAL);
+  off[1] = n;
+  assert_int_equal(psh_check(&out, &in, &p, &err), HX_OK);
   /* a count above S in a cloud that fits */
   r.count[0] += 100;
   assert_int_equal(psh_check(&out, &in, &p, &err), HX_ECHECK);
