@@ -726,6 +726,18 @@ static void tassemble(tres *r, const float *xyz, uint32_t n, uint32_t nb) {
   }
 }
 
+/* The set-up of the placement tests: a clustered one-cloud batch of n points (seed), XOR-div with nb buckets of S,
+ * its frame and the result buffers; returns the coordinates (free them, and tres_free r). */
+static float *tplace_setup(uint32_t n, uint32_t nb, uint32_t S, uint64_t seed, psh_params *p, tframe *tf, tres *r) {
+  float *xyz = malloc((size_t)n * 12);
+  assert_non_null(xyz);
+  tcloud_fill(xyz, 0, n, TC_CLUSTERED, seed);
+  params(p, PSH_XOR_DIV, nb, S);
+  *tf = tframe_of(xyz, n, p);
+  assert_true(tres_alloc(r, n, nb));
+  return xyz;
+}
+
 /* psh_check's placement rule on pairs rebuilt from slot, where slot = start + offset holds by construction. It
  * passes the run itself and a point moved to a later probe's bucket while an earlier one has room (the lanes of
  * the GPU queue pass race: psh_check in psh.c); it refuses counters that disagree with the placement, a probed
@@ -735,16 +747,12 @@ static void tassemble(tres *r, const float *xyz, uint32_t n, uint32_t nb) {
 static void test_checker_placement(void **state) {
   (void)state;
   const uint32_t n = 3000, nb = 32, S = 128; /* within capacity (4096), clustered: probes and overflow happen */
-  float *xyz = malloc((size_t)n * 12);
-  assert_non_null(xyz);
-  tcloud_fill(xyz, 0, n, TC_CLUSTERED, 91);
+  psh_params p, q;
+  tframe tf;
+  tres r;
+  float *xyz = tplace_setup(n, nb, S, 91, &p, &tf, &r);
   uint32_t off[2] = {0, n}, pb[128];
   psh_in in = {xyz, off, 1, n};
-  psh_params p, q;
-  params(&p, PSH_XOR_DIV, nb, S);
-  const tframe tf = tframe_of(xyz, n, &p);
-  tres r;
-  assert_true(tres_alloc(&r, n, nb));
   psh_out out = tres_out(&r);
   hx_err err = {0};
   /* rebuild the pair from slot as psh_gpu does, then check it against the params pp */
@@ -817,16 +825,12 @@ static void test_checker_placement(void **state) {
 static void test_checker_shares(void **state) {
   (void)state;
   const uint32_t n = 200000, nb = 256, S = 1024; /* 9-bit voxel codes: all 256 buckets reachable */
-  float *xyz = malloc((size_t)n * 12);
-  assert_non_null(xyz);
-  tcloud_fill(xyz, 0, n, TC_CLUSTERED, 93);
+  psh_params p;
+  tframe tf;
+  tres r;
+  float *xyz = tplace_setup(n, nb, S, 93, &p, &tf, &r);
   uint32_t off[2] = {0, n}, at[2] = {0, 0};
   psh_in in = {xyz, off, 1, n};
-  psh_params p;
-  params(&p, PSH_XOR_DIV, nb, S);
-  const tframe tf = tframe_of(xyz, n, &p);
-  tres r;
-  assert_true(tres_alloc(&r, n, nb));
   psh_out out = tres_out(&r);
   hx_err err = {0};
   assert_int_equal(psh_run_cpu(&out, &in, &p, &err), HX_OK);
