@@ -12,7 +12,7 @@
 #ifndef F3D_BASELINES_H
 #define F3D_BASELINES_H
 
-#include "harness/harness.h"
+#include "base/base.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -6,7 +6,7 @@
 #ifndef F3D_KERNELS_H
 #define F3D_KERNELS_H
 
-#include "harness/harness.h"
+#include "base/base.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -485,7 +485,7 @@ done:
 
 size_t psh_pair_bytes(uint32_t n) { return psh_align256((size_t)n * 8u); }
 
-/* Host code only, here rather than in psh.cu so that the host emulation of the kernels (kernels/dev/emu), which
+/* Host code only, here rather than in psh.cu so that the host emulation of the kernels (lab/kernels/emu), which
  * links a CPU-only build, has it too. */
 hx_status psh_run_paired(psh_fn fn, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                          const psh_params *p, void *stream, hx_err *err) {

@@ -15,7 +15,7 @@
  * before it is kept (phases_ab: the same instructions, one commutative or.b64 per Z-order code placed
  * differently; phase_probe_nt and cloud_scans: see NOTES.md, session 13). v4's K2 against phase B still
  * reads the same and stays apart.
- * Private to kernels/; include it after <cuda_runtime.h> (the host emulation in kernels/dev/emu rewrites
+ * Private to kernels/; include it after <cuda_runtime.h> (the host emulation in lab/kernels/emu rewrites
  * it with the .cu files).
  */
 #ifndef F3D_PSH_TILES_CUH
@@ -375,7 +375,7 @@ template <int NT, class P> __device__ __forceinline__ void probe_table(const P &
 /* Phase C's counter of bucket g. kSp (phase_probe_nt's kGridQ: the one-launch variants): word g << pshift of pcnt
  * where the layout made room (spread_set: one counter per 128-byte line), else p.cnt itself (pshift 0). Why: the L2
  * serves the atomics and reads of one line one after another, and phase C's attempts land on the few lines of a
- * few hundred counters (kernels/dev/probe_l2_atomics.cu, H200: 256 counters packed 2.3k read+atomic attempts per
+ * few hundred counters (lab/kernels/probe_l2_atomics.cu, H200: 256 counters packed 2.3k read+atomic attempts per
  * us, one per line 16.9k; 2048 counters 8.3k and 42k). phase_probe_nt copies p.cnt into it at its start, behind one
  * grid barrier; v5/v7 get the counts back into p.cnt behind another, v8/v9 read them with pc_final. Filling each
  * word at its first touch instead (a CAS from a mark stored in phase 1) saved the barrier but its phase-1 stores
@@ -587,7 +587,7 @@ __device__ __forceinline__ bool zc_attempt(const P &p, uint32_t *full_w, uint32_
     zc_mark(cw, z, c, h, f.bits, f.step);
   return false;
 }
-#ifdef PSH_ZC_VERIFY /* check builds (kernels/dev/emu, psh-ab.sh FLAGS): a probe skipped as full had no room */
+#ifdef PSH_ZC_VERIFY /* check builds (lab/kernels/emu, psh-ab.sh FLAGS): a probe skipped as full had no room */
 template <bool kSp, class P>
 __device__ void zc_verify_skip(const P &p, const uint32_t v[3], const int8_t pr[3], const Frame &f, uint64_t rw,
                                uint32_t home, uint32_t c, uint32_t i, uint32_t k, const char *how) {

@@ -31,7 +31,7 @@
  * H200) are shared code (psh_tiles.cuh). The scratch layout starts
  * with v5's arrays in v5's order (the records come after), so psh_v5_trace reads v7's phase stamps (same
  * slot meanings as v6).
- * Written offline and checked in the host emulation (kernels/dev/emu); measured on the H200 (2026-11-22,
+ * Written offline and checked in the host emulation (lab/kernels/emu); measured on the H200 (2026-11-22,
  * NOTES.md "Session 3"): 600k xor-mod 50.2 us graph (v4 56.2, v5 59.1), the fastest PSH on xor-mod and
  * zorder-mod; v4 stays faster on xor-div and v5 on zorder-div (probing dominates there).
  */

@@ -48,7 +48,7 @@
  * one thread per sorted position in phase 4 (store wavefronts doubled), a bucket-ordered copy of xs before
  * barrier 2 (+2 us), hoisted shared loads in phase 4 (phase 4 is L1TEX-throughput bound: MIO 47%), and a
  * cheaper list-order ranking (-1.5 us in phase 3) whose build spilled into the long-list probe loop (+39%
- * on xor-div). Written 2026-11-25 offline; every cut checked in the host emulation (kernels/dev/emu) first.
+ * on xor-div). Written 2026-11-25 offline; every cut checked in the host emulation (lab/kernels/emu) first.
  *
  * v9 (psh_run_v9) is this kernel with the template flag kW (session 7, NOTES.md): v8's block stamps (the
  * instance with kBT, F3D_PSH_V8_BT=1) showed 7.8 us of the 36 in the short-list resolution, ~2 us in each
@@ -935,7 +935,7 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
  * No keys, frame, hash, counts or scatter: a PSH of this shape (v9/v10's: every output stored after the second
  * barrier) takes at least this long, and the real kernel's scattered perm and xyz_out stores cost more
  * than these. (v8 stores bucket and offset before barrier 2; a design that did so would have a lower floor.)
- * Why (NOTES.md, sessions 25-26, kernels/dev/launch_floor.cu): the sweep reports it beside every PSH so that a
+ * Why (NOTES.md, sessions 25-26, lab/kernels/launch_floor.cu): the sweep reports it beside every PSH so that a
  * reader sees how much of a PSH's time is movement and launch on that device. */
 __global__ void __launch_bounds__(kT8, 1) k8_floor(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];

@@ -10,7 +10,7 @@
 #ifndef F3D_WORKLOADS_H
 #define F3D_WORKLOADS_H
 
-#include "harness/harness.h"
+#include "base/base.h"
 
 #ifdef __cplusplus
 extern "C" {

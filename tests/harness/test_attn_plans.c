@@ -1,5 +1,5 @@
 /*
- * test_attn_plans.c - the flash3d pipeline's attention plans from a PSH result (harness/cli/attn_plans.c):
+ * test_attn_plans.c - the flash3d pipeline's attention plans from a PSH result (app/attn_plans.c):
  * psh_run_cpu on a batch of two clouds of different sizes -> packed bucket table -> plain, swin:4 and
  * stride:2 plans with 8 buckets per scope; each plan passes battn_validate against the packed layout,
  * keeps the PSH bucket table, never mixes clouds, covers every point once, and has the shape its kind
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/cli/pipe_attn.h"
+#include "app/pipe_attn.h"
 
 typedef struct psh_case {
   uint32_t n, nclouds, nb;

@@ -1,5 +1,5 @@
 /*
- * test_sweep_mem.c - the sweep's device memory rows (harness/cli/sweep.c) from an arena on a host backend,
+ * test_sweep_mem.c - the sweep's device memory rows (app/sweep.c) from an arena on a host backend,
  * written into a real run directory and read back: a stage's mem_peak is the arena's high-water mark
  * since the stage's mark (buffers held plus temporaries), the pipeline total is the arena's peak
  * (kernel "total", variant "all") with the largest mem_used beside it when there was one; a pipeline that
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/cli/sweep.h"
+#include "app/sweep.h"
 
 /* the registry in sweep.c names these; nothing runs them here */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err) { return (void)ctx, (void)err, HX_OK; }

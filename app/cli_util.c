@@ -1,0 +1,354 @@
+/*
+ * cli_util.c - helpers shared by the subcommands (see cli.h): error lines, number parsing, and the
+ * build/host/device/git keys every run records in context.csv, and the options and input reading that
+ * `psh` and `pool` share (including the atomic write of their CSV).
+ */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "f3d_config.h"
+#include "app/cli.h"
+#include "kernels/kernels.h"
+#include "workloads/workloads.h"
+
+#ifndef F3D_SOURCE_ROOT
+#define F3D_SOURCE_ROOT "."
+#endif
+
+void f3d_fail(const char *what, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "f3dbench: %s: ", what);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+void f3d_fail_msg(const char *what, const char *msg) {
+  const size_t k = strlen(what);
+  /* library messages already start with their module or file ("psh: ...", "a.ply: ..."): not twice */
+  if (strncmp(msg, what, k) == 0 && msg[k] == ':') fprintf(stderr, "f3dbench: %s\n", msg);
+  else fprintf(stderr, "f3dbench: %s: %s\n", what, msg);
+}
+
+/* Numbers are decimal digits only: strtoull and strtod would also take leading blanks, a sign (" -1" wraps
+ * to 2^64 - 1), octal ("010" = 8) and hexadecimal, none of which a user means. */
+static int starts_decimal(const char *s, int dot) { return s && ((*s >= '0' && *s <= '9') || (dot && *s == '.')); }
+
+int f3d_parse_u64(const char *s, uint64_t *out) {
+  if (!starts_decimal(s, 0)) return -1;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end) return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+int f3d_parse_count(const char *s, uint64_t *out) {
+  if (!starts_decimal(s, 1) || strpbrk(s, "xXpP")) return -1; /* no hexadecimal floats either */
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s) return -1;
+  double scale = 1.0;
+  if (*end == 'k' || *end == 'K') scale = 1e3, end++;
+  else if (*end == 'M' || *end == 'm') scale = 1e6, end++;
+  if (*end) return -1;
+  v *= scale;
+  /* Only whole counts: "1.5k" is 1500, "1.2345k" is refused rather than silently rounded. */
+  if (!isfinite(v) || v < 0.0 || v > 1e15 || v != floor(v)) return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+int f3d_parse_nonneg_double(const char *s, double *out) {
+  if (!starts_decimal(s, 1) || strpbrk(s, "xXpP")) return -1;
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || !isfinite(v)) return -1; /* no sign is possible: v >= 0 */
+  *out = v;
+  return 0;
+}
+
+int f3d_parse_pos_double(const char *s, double *out) {
+  double v;
+  if (f3d_parse_nonneg_double(s, &v) || v <= 0.0) return -1;
+  *out = v;
+  return 0;
+}
+
+void f3d_psh_reach_note(const char *what, const psh_in *in, const psh_params *p, uint64_t placed_overflow) {
+  uint32_t worst = 0, reach = p->nb, bits = 0;
+  for (uint32_t c = 0; c < in->nclouds; c++) {
+    uint32_t b = 0;
+    const uint32_t r = psh_reachable_buckets(in, p, c, &b);
+    if (in->cloud_offset[c] < in->cloud_offset[c + 1] && r < reach) worst = c, reach = r, bits = b;
+  }
+  if (reach >= p->nb) return;
+  fprintf(stderr,
+          "f3dbench: %s: note: cloud %u's voxel indices are %u bits wide at --voxel %g, so %s reaches %u of its %u "
+          "buckets, probes included; the overflow policy placed %llu points in all, in bucket order, without "
+          "locality (%s or a finer --voxel reaches more)\n",
+          what, worst, bits, (double)p->voxel, psh_hash_name(p->hash), reach, p->nb, (unsigned long long)placed_overflow,
+          p->hash == PSH_XOR_MOD || p->hash == PSH_XOR_DIV ? "a Z-order hash" : "fewer --buckets");
+}
+
+int f3d_psh_option(int c, const char *arg, const char *what, psh_params *p, const char **variant, int *gpu,
+                   const char **out_path) {
+  uint64_t u;
+  double d;
+  switch (c) {
+  case 'H':
+    if (psh_hash_parse(arg, &p->hash) != HX_OK) return f3d_fail(what, "unknown hash '%s'", arg), 2;
+    return 0;
+  case 'S':
+    if (f3d_parse_u64(arg, &u) || u == 0 || u % 16 || u > (1u << 20))
+      return f3d_fail(what, "--bucket-size must be a positive multiple of 16"), 2;
+    p->cap = (uint32_t)u;
+    return 0;
+  case 'b':
+    if (f3d_parse_count(arg, &u)) return f3d_fail(what, "bad --buckets '%s'", arg), 2;
+    if (u > PSH_NB_MAX) return f3d_fail(what, "--buckets %s exceeds the limit of %u per cloud", arg, PSH_NB_MAX), 2;
+    p->nb = (uint32_t)u;
+    return 0;
+  case 'v':
+    if (f3d_parse_pos_double(arg, &d)) return f3d_fail(what, "bad --voxel '%s'", arg), 2;
+    p->voxel = (float)d;
+    if (!(p->voxel > 0.0f) || isinf(p->voxel)) /* the kernels use it as a float */
+      return f3d_fail(what, "--voxel %s is outside the range of a float (%g to %g)", arg, (double)FLT_TRUE_MIN,
+                      (double)FLT_MAX), 2;
+    return 0;
+  case 'p':
+    if (f3d_parse_u64(arg, &u) || u > PSH_NPROBE_MAX) return f3d_fail(what, "--probes must be 0..128"), 2;
+    p->nprobe = (uint32_t)u;
+    return 0;
+  case 'V':
+    if (!psh_variant_find(arg)) return f3d_fail(what, "unknown PSH variant '%s' (--help lists them)", arg), 2;
+    *variant = arg;
+    return 0;
+  case 'd':
+    if (strcmp(arg, "cpu") == 0) *gpu = 0;
+    else if (strcmp(arg, "gpu") == 0) *gpu = 1;
+    else return f3d_fail(what, "--device must be cpu or gpu"), 2;
+    return 0;
+  case 's':
+    if (f3d_parse_u64(arg, &u)) return f3d_fail(what, "bad --seed '%s'", arg), 2;
+    p->seed = u;
+    return 0;
+  case 'o': *out_path = arg; return 0;
+  default: return -1;
+  }
+}
+
+int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, int optind_) {
+  if (!out_path) return f3d_fail(what, "--out FILE is required"), 2;
+  if (optind_ >= argc) return f3d_fail(what, "no INPUT given"), 2;
+  if ((size_t)(argc - optind_) >= (1u << 16)) return f3d_fail(what, "too many inputs"), 2;
+  return 0;
+}
+
+void f3d_warn_dropped(const char *input, size_t n) {
+  fprintf(stderr, "f3dbench: %s: %zu point%s with non-finite coordinates dropped\n", input, n, n == 1 ? "" : "s");
+}
+
+int f3d_read_batch(wl_cloud **clouds, uint32_t *nclouds, wl_batch *batch, size_t *nmax, char **inputs, uint32_t B,
+                   const char *what) {
+  hx_err err = {HX_OK, ""};
+  *clouds = calloc(B, sizeof **clouds);
+  if (!*clouds) return f3d_fail(what, "out of memory"), 1;
+  *nclouds = B;
+  *nmax = 0;
+  for (uint32_t b = 0; b < B; b++) {
+    wl_cloud *cl = &(*clouds)[b];
+    if (wl_read(cl, inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail_msg(inputs[b], err.msg), 1;
+    if (cl->dropped_nonfinite) f3d_warn_dropped(inputs[b], cl->dropped_nonfinite);
+    *nmax = cl->n > *nmax ? cl->n : *nmax;
+  }
+  if (wl_batch_from_clouds(batch, *clouds, B, &err) != HX_OK) return f3d_fail_msg(what, err.msg), 1;
+  return 0;
+}
+
+FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
+  size_t cap = strlen(path) + 32;
+  *tmp = malloc(cap);
+  if (!*tmp) return f3d_fail(what, "out of memory"), NULL;
+  snprintf(*tmp, cap, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(*tmp, "w");
+  if (!f) {
+    f3d_fail(path, "cannot open %s for writing: %s", *tmp, strerror(errno));
+    free(*tmp);
+    *tmp = NULL;
+  }
+  return f;
+}
+
+int f3d_out_discard(FILE *f, char *tmp, int rc) {
+  fclose(f);
+  remove(tmp);
+  free(tmp);
+  return rc;
+}
+
+int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
+  /* the reason of the first failure: a write (ferror, e.g. ENOSPC), the flush in fclose, or the rename */
+  int e = bad && ferror(f) ? errno : 0;
+  if (fclose(f) != 0 && !e) e = errno, bad = 1;
+  const char *step = "write";
+  if (!bad && rename(tmp, path) != 0) e = errno, bad = 1, step = "rename of the finished file";
+  if (bad) {
+    remove(tmp);
+    free(tmp);
+    return f3d_fail(path, "%s failed%s%s (nothing written)", step, e ? ": " : "", e ? strerror(e) : ""), 1;
+  }
+  free(tmp);
+  return 0;
+}
+
+/* Run a git command in the source tree and return its first output line ("" on any failure). */
+static void git_line(const char *args, char *out, size_t cap) {
+  char cmd[4096];
+  out[0] = '\0';
+  snprintf(cmd, sizeof cmd, "git -C '%s' %s 2>/dev/null", F3D_SOURCE_ROOT, args);
+  FILE *p = popen(cmd, "r");
+  if (!p) return;
+  if (!fgets(out, (int)cap, p)) out[0] = '\0';
+  int c;
+  while ((c = fgetc(p)) != EOF) /* drain so git is not killed by SIGPIPE */
+    ;
+  int rc = pclose(p);
+  out[strcspn(out, "\r\n")] = '\0';
+  if (rc != 0) out[0] = '\0';
+}
+
+/* F3D_GIT_COMMIT (and F3D_GIT_DIRTY=yes|no) from the environment: the commit of a source tree whose own
+ * git cannot tell it (a copy sent to another machine, with no .git or with a stale one); ./f3d sets them
+ * from git when git works and the caller did not. A value that is not a plain name (letters, digits,
+ * '.', '_', '-', at most 40) is ignored. */
+static void git_from_env(char *hash, size_t cap, int *dirty) {
+  const char *v = getenv("F3D_GIT_COMMIT");
+  size_t len = v ? strlen(v) : 0;
+  if (len == 0 || len > 40 || len >= cap || strspn(v, "0123456789abcdefABCDEF"
+                                                      "ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ._-") != len)
+    return;
+  memcpy(hash, v, len + 1);
+  const char *d = getenv("F3D_GIT_DIRTY");
+  *dirty = d && strcmp(d, "yes") == 0 ? 1 : d && strcmp(d, "no") == 0 ? 0 : -1;
+}
+
+void f3d_git_state(char *hash, size_t cap, int *dirty) {
+  /* An explicit F3D_GIT_COMMIT wins over git: a tree copied to a GPU machine can carry a .git of an
+   * older commit (seen on the device machines: HEAD of the day's first copy, "dirty"), which would
+   * name the wrong source. */
+  hash[0] = '\0';
+  *dirty = -1;
+  git_from_env(hash, cap, dirty);
+  if (hash[0]) return;
+  git_line("rev-parse --short=7 HEAD", hash, cap);
+  if (!hash[0]) return;
+  /* One line of porcelain output is enough to know the tree is dirty; untracked files do not count
+   * (build directories, results) since they do not change what was compiled. */
+  char line[512];
+  char check[64];
+  git_line("rev-parse --is-inside-work-tree", check, sizeof check);
+  if (strcmp(check, "true") != 0) return;
+  git_line("status --porcelain --untracked-files=no", line, sizeof line);
+  *dirty = line[0] ? 1 : 0;
+}
+
+hx_status f3d_context_build(hx_results *r, hx_err *err) {
+  char hash[64];
+  int dirty;
+  f3d_git_state(hash, sizeof hash, &dirty);
+  HX_TRY(hx_results_context(r, "f3d_version", F3D_VERSION, err));
+  HX_TRY(hx_results_context(r, "git_commit", hash[0] ? hash : "unknown", err));
+  HX_TRY(hx_results_context(r, "git_dirty", dirty < 0 ? "unknown" : dirty ? "yes" : "no", err));
+  HX_TRY(hx_results_context(r, "build_type", F3D_BUILD_TYPE, err));
+  HX_TRY(hx_results_context(r, "c_compiler", F3D_C_COMPILER, err));
+  HX_TRY(hx_results_context(r, "cuda_compiler", F3D_CUDA_COMPILER, err));
+  HX_TRY(hx_results_context(r, "gpu_arch", F3D_HAVE_CUDA ? F3D_CUDA_ARCH : "none", err));
+  HX_TRY(hx_results_context(r, "have_cuda", F3D_HAVE_CUDA ? "yes" : "no", err));
+  HX_TRY(hx_results_context(r, "have_lzf", F3D_HAVE_LZF ? "yes" : "no", err));
+  HX_TRY(hx_results_context(r, "have_cupti", F3D_HAVE_CUPTI ? "yes" : "no", err));
+  return HX_OK;
+}
+
+/* The CPU model from /proc/cpuinfo (Linux), or "unknown". */
+static void cpu_model(char *out, size_t cap) {
+  snprintf(out, cap, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) != 0) continue;
+    char *v = strchr(line, ':');
+    if (v) {
+      v++;
+      while (*v == ' ' || *v == '\t') v++;
+      v[strcspn(v, "\r\n")] = '\0';
+      snprintf(out, cap, "%s", v);
+    }
+    break;
+  }
+  fclose(f);
+}
+
+hx_status f3d_context_device(hx_results *r, const hx_device_info *dev, hx_err *err) {
+  char host[256] = "unknown", cpu[256];
+  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+  host[sizeof host - 1] = '\0';
+  cpu_model(cpu, sizeof cpu);
+  HX_TRY(hx_results_context(r, "hostname", host, err));
+  HX_TRY(hx_results_context(r, "cpu_model", cpu, err));
+  HX_TRY(hx_results_contextf(r, err, "cpu_count", "%ld", sysconf(_SC_NPROCESSORS_ONLN)));
+  if (!dev) {
+    HX_TRY(hx_results_context(r, "device", "none", err));
+    return HX_OK;
+  }
+  char drv[32], rt[32];
+  hx_cuda_version_str(drv, sizeof drv, dev->driver_version);
+  hx_cuda_version_str(rt, sizeof rt, dev->runtime_version);
+  HX_TRY(hx_results_context(r, "device", dev->name, err));
+  HX_TRY(hx_results_contextf(r, err, "device_index", "%d", dev->index));
+  HX_TRY(hx_results_contextf(r, err, "device_cc", "%d.%d", dev->cc_major, dev->cc_minor));
+  HX_TRY(hx_results_contextf(r, err, "device_sm_count", "%d", dev->sm_count));
+  HX_TRY(hx_results_contextf(r, err, "device_l2_bytes", "%d", dev->l2_bytes));
+  HX_TRY(hx_results_contextf(r, err, "device_mem_bytes", "%zu", dev->mem_bytes));
+  HX_TRY(hx_results_contextf(r, err, "device_sm_clock_khz", "%d", dev->sm_clock_khz));
+  HX_TRY(hx_results_contextf(r, err, "device_mem_clock_khz", "%d", dev->mem_clock_khz));
+  HX_TRY(hx_results_contextf(r, err, "device_mem_bus_bits", "%d", dev->mem_bus_bits));
+  HX_TRY(hx_results_context(r, "device_pci_bus_id", dev->pci_bus_id, err));
+  HX_TRY(hx_results_context(r, "cuda_driver_version", drv, err));
+  HX_TRY(hx_results_context(r, "cuda_runtime_version", rt, err));
+  return HX_OK;
+}
+
+hx_run *f3d_runs_load(const char *what, char *const *dirs, size_t n) {
+  hx_run *runs = calloc(n ? n : 1, sizeof *runs);
+  if (!runs) {
+    f3d_fail(what, "out of memory");
+    return NULL;
+  }
+  hx_err err;
+  for (size_t i = 0; i < n; i++) {
+    if (hx_run_load(&runs[i], dirs[i], &err) != HX_OK) {
+      f3d_fail(what, "%s", err.msg);
+      f3d_runs_free(runs, i);
+      return NULL;
+    }
+  }
+  return runs;
+}
+
+void f3d_runs_free(hx_run *runs, size_t n) {
+  if (!runs) return;
+  for (size_t i = 0; i < n; i++) hx_run_free(&runs[i]);
+  free(runs);
+}

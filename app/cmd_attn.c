@@ -1,0 +1,548 @@
+/*
+ * cmd_attn.c - `f3dbench attn`: one bucket-swin attention configuration, checked against the double
+ * reference on sampled rows and then timed.
+ *
+ * Layout: `rows` rows in buckets of --bucket-size rows (the last partial), one cloud; the scope plan is
+ * plain, swin:K, stride:S, or patches (PTv3's varlen path: cu_seqlens patches of bucket-size x
+ * scope-buckets rows, each patch one scope of its bucket-size pieces). Inputs are uniform random
+ * (q, k in [-2, 2), v in [-1, 1)). A variant that fails --check (the default) gets no timing: the command
+ * prints the failure and exits 1. Timing: CUDA events around each launch after warm-up, median and
+ * min/max of --reps launches. TFLOP/s counts 4 * D * H * sum over scopes of rows_s^2 (= 4 * rows *
+ * scope_rows * D * H for full scopes). Only the timing uses the GPU clock; the check is a CPU double
+ * reference on --check-rows sampled rows (all rows when --check-rows 0).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "f3d_config.h"
+#include "app/cli.h"
+#include "kernels/kernels.h"
+
+#if F3D_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+static void attn_fail(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void attn_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("f3dbench: attn: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static void usage(FILE *f) {
+  fputs("usage: f3dbench attn [options]\n"
+        "  --rows N            rows (points), default 1048576 (k/M suffixes allowed)\n"
+        "  --heads H           heads, default 4\n"
+        "  --head-dim D        16, 32, 64 or 128 (default 16)\n"
+        "  --bucket-size S     rows per bucket, default 512\n"
+        "  --scope-buckets K   buckets per scope, default 8\n"
+        "  --plan P            plain | swin:K | stride:S | patches (default plain)\n"
+        "  --dtype T           fp16 | bf16 (default fp16)\n"
+        "  --variant LIST      v0, v1, ... (comma-separated), cpu, all, or auto (default): v9, the fastest\n"
+        "                      measured on H100/H200, or v5 where v9 cannot run (no sm_90a image)\n"
+        "  --check / --no-check  compare with the double reference before timing (default --check)\n"
+        "  --check-rows N      sampled rows for the check (0 = all rows), default 256\n"
+        "  --packed            q, k, v as views of one [rows, 3, H, D] tensor\n"
+        "  --reps N            timed launches (default 30), --warmup N (default 5)\n"
+        "  --seed N            input seed (default 1)\n"
+        "  --save DIR          write q, k, v, o, lse, bucket_start, bucket_count, scope as .npy (DIR, or its\n"
+        "                      parent, must exist: checked before the run)\n",
+        f);
+}
+
+/* ---- .npy (format 1.0, little endian) ---------------------------------------------------------------- */
+
+static hx_status npy_write(const char *dir, const char *name, const char *descr, const uint64_t *shape,
+                           int ndim, const void *data, size_t bytes, hx_err *err) {
+  char path[1024], hdr[256], dims[160] = "";
+  snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+  size_t dl = 0;
+  for (int i = 0; i < ndim; ++i)
+    dl += (size_t)snprintf(dims + dl, sizeof dims - dl, "%llu,%s", (unsigned long long)shape[i],
+                           (ndim > 1 && i < ndim - 1) ? " " : "");
+  if (ndim > 1) dims[dl - 1] = '\0'; /* drop the trailing comma of a multi-dim tuple */
+  int n = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
+  size_t total = 10 + (size_t)n + 1;
+  size_t pad = (64 - total % 64) % 64;
+  FILE *f = fopen(path, "wb");
+  if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
+  uint16_t hl = (uint16_t)((size_t)n + pad + 1);
+  unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xFF), (unsigned char)(hl >> 8)};
+  int ok = fwrite(magic, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)n, f) == (size_t)n;
+  for (size_t i = 0; i < pad && ok; ++i) ok = fputc(' ', f) != EOF;
+  ok = ok && fputc('\n', f) != EOF && fwrite(data, 1, bytes, f) == bytes;
+  if (fclose(f) != 0) ok = 0;
+  return ok ? HX_OK : hx_errf(err, HX_EIO, "%s: write failed", path);
+}
+
+/* ---- configuration -------------------------------------------------------------------------------- */
+
+typedef struct attn_opts {
+  uint64_t rows, seed;
+  int heads, head_dim, bucket, scope_buckets, reps, warmup, check, packed;
+  int64_t check_rows;
+  battn_dtype dtype;
+  const char *plan, *variant, *save;
+} attn_opts;
+
+static hx_status build_plan(const attn_opts *o, battn_plan *pl, hx_err *err) {
+  const char *p = o->plan;
+  if (strcmp(p, "plain") == 0)
+    return battn_plan_uniform(pl, BATTN_PLAN_PLAIN, 0, (uint32_t)o->scope_buckets, (int64_t)o->rows,
+                              (uint32_t)o->bucket, err);
+  if (strncmp(p, "swin:", 5) == 0 || strncmp(p, "stride:", 7) == 0) {
+    int swin = p[1] == 'w';
+    uint64_t a; /* f3d_parse_count (decimal, 4k style): strtoul took "-1" as 2^64-1 and cut 2^32+1 down to 1 */
+    if (f3d_parse_count(p + (swin ? 5 : 7), &a) || a > UINT32_MAX)
+      return hx_errf(err, HX_EINVAL, "bad plan '%s' (%s takes a count of buckets)", p, swin ? "swin:K" : "stride:S");
+    return battn_plan_uniform(pl, swin ? BATTN_PLAN_SWIN : BATTN_PLAN_STRIDE, (uint32_t)a,
+                              (uint32_t)o->scope_buckets, (int64_t)o->rows, (uint32_t)o->bucket, err);
+  }
+  if (strcmp(p, "patches") == 0) {
+    uint64_t P = (uint64_t)o->bucket * (uint64_t)o->scope_buckets;
+    uint64_t np = (o->rows + P - 1) / P;
+    int64_t *cu = malloc((np + 1) * sizeof *cu);
+    if (!cu) return hx_errf(err, HX_ENOMEM, "no memory");
+    for (uint64_t i = 0; i <= np; ++i) cu[i] = (int64_t)(i * P < o->rows ? i * P : o->rows);
+    hx_status s = battn_plan_patches(pl, cu, (uint32_t)np, (uint32_t)o->bucket, err);
+    free(cu);
+    return s;
+  }
+  return hx_errf(err, HX_EINVAL, "unknown plan '%s' (plain, swin:K, stride:S, patches)", p);
+}
+
+static double plan_flops(const battn_plan *pl, int H, int D) {
+  double f = 0.0;
+  for (uint32_t s = 0; s < pl->num_scopes; ++s) {
+    double r = 0.0;
+    for (uint32_t j = 0; j < pl->buckets_per_scope; ++j) {
+      uint32_t b = pl->scope[(size_t)s * pl->buckets_per_scope + j];
+      if (b != BATTN_EMPTY) r += pl->bucket_count[b];
+    }
+    f += r * r;
+  }
+  return 4.0 * f * H * D;
+}
+
+
+/* ---- one variant ------------------------------------------------------------------------------------ */
+
+typedef struct attn_data {
+  battn_params hp;       /* host pointers */
+  battn_plan plan;
+  uint16_t *h_in, *h_o;  /* h_in: q,k,v (one buffer, packed or three blocks) */
+  float *h_lse;
+  size_t n_in, n_o;
+  int64_t *sel;
+  int64_t n_sel;
+} attn_data;
+
+static void report_check(const char *vname, const battn_check_report *r, hx_status s, const hx_err *e) {
+  printf("check %-4s rows %lld: max|o-ref| %.3e naive %.3e tol %.3e lse %.2e -> %s\n", vname,
+         (long long)r->rows_checked, r->o_err, r->o_naive_err, r->o_tol, r->lse_err, s == HX_OK ? "pass" : "FAIL");
+  if (s != HX_OK) attn_fail("%s: %s", vname, e->msg);
+}
+
+static int run_cpu(const attn_opts *o, attn_data *a) {
+  hx_err e = {HX_OK, ""};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (battn_forward_cpu(&a->hp, &a->plan, &e) != HX_OK) {
+    attn_fail("cpu: %s", e.msg);
+    return 1;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+  double fl = plan_flops(&a->plan, o->heads, o->head_dim);
+  printf("attn cpu  %s D=%d H=%d rows=%llu plan=%s: %.3f ms, %.4f TFLOP/s (one run, double reference)\n",
+         o->dtype == BATTN_F16 ? "fp16" : "bf16", o->head_dim, o->heads, (unsigned long long)o->rows, o->plan,
+         ms, fl / (ms * 1e-3) / 1e12);
+  return 0;
+}
+
+#if F3D_HAVE_CUDA
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+#define CU(call)                                                                                       \
+  do {                                                                                                 \
+    cudaError_t ce_ = (call);                                                                          \
+    if (ce_ != cudaSuccess) {                                                                          \
+      attn_fail("%s: %s", #call, cudaGetErrorString(ce_));                                             \
+      goto done;                                                                                       \
+    }                                                                                                  \
+  } while (0)
+
+/* One GPU variant: check, time, report; *skipped = 1 when the variant cannot run here (HX_EUNSUPPORTED). */
+static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, int last, int *skipped) {
+  int rc = 1;
+  void *d_in = NULL, *d_o = NULL, *d_s = NULL;
+  float *d_l = NULL, *ms = NULL;
+  uint32_t *d_st = NULL, *d_ct = NULL, *d_sc = NULL;
+  cudaEvent_t ev[2] = {NULL, NULL};
+  cudaStream_t stream = NULL;
+  hx_err e = {HX_OK, ""};
+  const battn_plan *pl = &a->plan;
+  size_t nsc = (size_t)pl->num_scopes * pl->buckets_per_scope;
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    attn_fail("%s: no CUDA device (try --variant cpu)", var->name);
+    return 1;
+  }
+  CU(cudaStreamCreate(&stream));
+  CU(cudaMalloc(&d_in, a->n_in * 2));
+  CU(cudaMalloc(&d_o, a->n_o * 2));
+  CU(cudaMalloc((void **)&d_l, (size_t)o->rows * (size_t)o->heads * 4 + 4));
+  CU(cudaMalloc((void **)&d_st, (size_t)pl->num_buckets * 4 + 4));
+  CU(cudaMalloc((void **)&d_ct, (size_t)pl->num_buckets * 4 + 4));
+  CU(cudaMalloc((void **)&d_sc, nsc * 4 + 4));
+  CU(cudaMemcpy(d_in, a->h_in, a->n_in * 2, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(d_st, pl->bucket_start, (size_t)pl->num_buckets * 4, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(d_ct, pl->bucket_count, (size_t)pl->num_buckets * 4, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(d_sc, pl->scope, nsc * 4, cudaMemcpyHostToDevice));
+  CU(cudaMemset(d_o, 0xFF, a->n_o * 2)); /* poison: NaN in fp16 and bf16 */
+  CU(cudaMemset(d_l, 0xFF, (size_t)o->rows * (size_t)o->heads * 4));
+  battn_params p = a->hp;
+  const uint16_t *base = d_in;
+  p.q = base + ((const uint16_t *)a->hp.q - a->h_in);
+  p.k = base + ((const uint16_t *)a->hp.k - a->h_in);
+  p.v = base + ((const uint16_t *)a->hp.v - a->h_in);
+  p.o = d_o, p.lse = d_l;
+  p.bucket_start = d_st, p.bucket_count = d_ct, p.scope = d_sc;
+  size_t scratch = 0;
+  hx_status s0 = var->fn(&p, NULL, &scratch, stream, &e);
+  if (s0 == HX_EUNSUPPORTED) { /* e.g. v6 off an sm_90a image: skip this variant, not an error */
+    printf("attn %-3s skipped: %s\n", var->name, e.msg);
+    *skipped = 1;
+    rc = 0;
+    goto done;
+  }
+  if (s0 != HX_OK) {
+    attn_fail("%s: %s", var->name, e.msg);
+    goto done;
+  }
+  if (scratch) CU(cudaMalloc(&d_s, scratch));
+  void *sp = d_s ? d_s : (void *)d_in; /* any non-NULL pointer: the variant needs no scratch */
+  if (var->fn(&p, sp, &scratch, stream, &e) != HX_OK) {
+    attn_fail("%s: %s", var->name, e.msg);
+    goto done;
+  }
+  CU(cudaStreamSynchronize(stream));
+  if (o->check || (o->save && last)) {
+    CU(cudaMemcpy(a->h_o, d_o, a->n_o * 2, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(a->h_lse, d_l, (size_t)o->rows * (size_t)o->heads * 4, cudaMemcpyDeviceToHost));
+  }
+  if (o->check) {
+    battn_check_report r;
+    hx_status s = battn_check_rows(&a->hp, pl, a->h_o, a->h_lse, a->sel, a->n_sel, &r, &e);
+    report_check(var->name, &r, s, &e);
+    if (s != HX_OK) goto done; /* no timing for a variant that computes the wrong thing */
+  }
+  ms = malloc((size_t)o->reps * sizeof *ms);
+  double *sorted = malloc((size_t)o->reps * sizeof *sorted);
+  if (!ms || !sorted) {
+    free(sorted);
+    attn_fail("no memory");
+    goto done;
+  }
+  CU(cudaEventCreate(&ev[0]));
+  CU(cudaEventCreate(&ev[1]));
+  for (int i = 0; i < o->warmup; ++i) var->fn(&p, sp, &scratch, stream, &e);
+  for (int i = 0; i < o->reps; ++i) {
+    CU(cudaEventRecord(ev[0], stream));
+    if (var->fn(&p, sp, &scratch, stream, &e) != HX_OK) {
+      attn_fail("%s: %s", var->name, e.msg);
+      free(sorted);
+      goto done;
+    }
+    CU(cudaEventRecord(ev[1], stream));
+    CU(cudaEventSynchronize(ev[1]));
+    CU(cudaEventElapsedTime(&ms[i], ev[0], ev[1]));
+    sorted[i] = (double)ms[i];
+  }
+  qsort(sorted, (size_t)o->reps, sizeof *sorted, cmp_double);
+  double med = o->reps % 2 ? sorted[o->reps / 2] : 0.5 * (sorted[o->reps / 2 - 1] + sorted[o->reps / 2]);
+  double fl = plan_flops(pl, o->heads, o->head_dim);
+  struct cudaDeviceProp prop;
+  int dev = 0;
+  cudaGetDevice(&dev);
+  cudaGetDeviceProperties(&prop, dev);
+  printf("attn %-3s %s D=%-3d H=%d rows=%llu bucket=%d scope=%d plan=%-9s%s %s: median %.4f ms "
+         "[min %.4f max %.4f, %d reps] %.1f TFLOP/s\n",
+         var->name, o->dtype == BATTN_F16 ? "fp16" : "bf16", o->head_dim, o->heads,
+         (unsigned long long)o->rows, o->bucket, o->scope_buckets, o->plan, o->packed ? " packed" : "", prop.name, med, sorted[0],
+         sorted[o->reps - 1], o->reps, fl / (med * 1e-3) / 1e12);
+  free(sorted);
+  rc = 0;
+done:
+  if (ev[0]) cudaEventDestroy(ev[0]);
+  if (ev[1]) cudaEventDestroy(ev[1]);
+  if (stream) cudaStreamDestroy(stream);
+  cudaFree(d_in), cudaFree(d_o), cudaFree(d_l), cudaFree(d_st), cudaFree(d_ct), cudaFree(d_sc), cudaFree(d_s);
+  free(ms);
+  return rc;
+}
+#endif
+
+/* --save's directory must exist and be writable, or be creatable: its parent an existing writable directory.
+ * Checked before any work, so a typo in the path costs no run (save_all creates it at the end). */
+static hx_status save_dir_check(const char *dir, hx_err *err) {
+  struct stat st;
+  if (!dir[0]) return hx_errf(err, HX_EINVAL, "an empty directory name");
+  if (stat(dir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return hx_errf(err, HX_EINVAL, "%s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
+    return HX_OK;
+  }
+  if (errno != ENOENT) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
+  if (lstat(dir, &st) == 0) return hx_errf(err, HX_EINVAL, "%s: a link to nothing (mkdir would fail)", dir);
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%s", dir);
+  size_t n = strlen(parent);
+  while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0'; /* "out/" names "out" */
+  char *slash = strrchr(parent, '/');
+  if (!slash) snprintf(parent, sizeof parent, ".");
+  else if (slash == parent) parent[1] = '\0';
+  else *slash = '\0';
+  if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+    return hx_errf(err, HX_EIO, "%s: its parent %s is not an existing directory", dir, parent);
+  if (access(parent, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", dir, parent, strerror(errno));
+  return HX_OK;
+}
+
+static hx_status save_all(const attn_opts *o, attn_data *a, hx_err *err) {
+  if (mkdir(o->save, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", o->save, strerror(errno));
+  const char *dt = o->dtype == BATTN_F16 ? "<f2" : "<u2"; /* numpy has no bf16: raw bits as uint16 */
+  uint64_t R = o->rows, H = (uint64_t)o->heads, D = (uint64_t)o->head_dim;
+  size_t blk = (size_t)(R * H * D);
+  uint16_t *tmp = malloc(blk * 2 + 2);
+  if (!tmp) return hx_errf(err, HX_ENOMEM, "no memory");
+  const void *srcs[3] = {a->hp.q, a->hp.k, a->hp.v};
+  const int64_t rs[3] = {a->hp.q_row_stride, a->hp.k_row_stride, a->hp.v_row_stride};
+  const char *names[3] = {"q", "k", "v"};
+  uint64_t shape[3] = {R, H, D};
+  for (int t = 0; t < 3; ++t) {
+    for (uint64_t r = 0; r < R; ++r)
+      memcpy(tmp + r * H * D, (const uint16_t *)srcs[t] + (int64_t)r * rs[t], H * D * 2);
+    hx_status s = npy_write(o->save, names[t], dt, shape, 3, tmp, blk * 2, err);
+    if (s != HX_OK) {
+      free(tmp);
+      return s;
+    }
+  }
+  free(tmp);
+  HX_TRY(npy_write(o->save, "o", dt, shape, 3, a->h_o, blk * 2, err));
+  uint64_t ls[2] = {R, H};
+  HX_TRY(npy_write(o->save, "lse", "<f4", ls, 2, a->h_lse, (size_t)(R * H) * 4, err));
+  uint64_t nb[1] = {a->plan.num_buckets};
+  HX_TRY(npy_write(o->save, "bucket_start", "<u4", nb, 1, a->plan.bucket_start, (size_t)nb[0] * 4, err));
+  HX_TRY(npy_write(o->save, "bucket_count", "<u4", nb, 1, a->plan.bucket_count, (size_t)nb[0] * 4, err));
+  uint64_t ss[2] = {a->plan.num_scopes, a->plan.buckets_per_scope};
+  HX_TRY(npy_write(o->save, "scope", "<u4", ss, 2, a->plan.scope, (size_t)(ss[0] * ss[1]) * 4, err));
+  return HX_OK;
+}
+
+int f3d_cmd_attn(int argc, char **argv) {
+  attn_opts o = {1048576, 1, 4, 16, 512, 8, 30, 5, 1, 0, 256, BATTN_F16, "plain", "auto", NULL};
+  enum { O_ROWS = 256, O_HEADS, O_HD, O_BS, O_SB, O_PLAN, O_DT, O_VAR, O_CHECK, O_NOCHECK, O_CROWS,
+         O_PACKED, O_REPS, O_WARM, O_SEED, O_SAVE, O_HELP };
+  static const struct option lo[] = {
+      {"rows", required_argument, 0, O_ROWS},        {"heads", required_argument, 0, O_HEADS},
+      {"head-dim", required_argument, 0, O_HD},      {"bucket-size", required_argument, 0, O_BS},
+      {"scope-buckets", required_argument, 0, O_SB}, {"plan", required_argument, 0, O_PLAN},
+      {"dtype", required_argument, 0, O_DT},         {"variant", required_argument, 0, O_VAR},
+      {"check", no_argument, 0, O_CHECK},            {"no-check", no_argument, 0, O_NOCHECK},
+      {"check-rows", required_argument, 0, O_CROWS}, {"packed", no_argument, 0, O_PACKED},
+      {"reps", required_argument, 0, O_REPS},        {"warmup", required_argument, 0, O_WARM},
+      {"seed", required_argument, 0, O_SEED},        {"save", required_argument, 0, O_SAVE},
+      {"help", no_argument, 0, O_HELP},              {0, 0, 0, 0}};
+  optind = 1;
+  int c;
+  uint64_t u;
+  while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    int bad = 0;
+    switch (c) {
+    case O_ROWS: bad = f3d_parse_count(optarg, &o.rows) || o.rows < 1 || o.rows > INT32_MAX; break;
+    case O_HEADS: bad = f3d_parse_count(optarg, &u) || u < 1 || u > 65535, o.heads = (int)u; break;
+    case O_HD: bad = f3d_parse_count(optarg, &u) || u < 1 || u > 1024, o.head_dim = (int)u; break;
+    case O_BS: bad = f3d_parse_count(optarg, &u) || u < 1 || u > (1u << 30), o.bucket = (int)u; break;
+    case O_SB: bad = f3d_parse_count(optarg, &u) || u < 1 || u > BATTN_MAX_SCOPE_BUCKETS, o.scope_buckets = (int)u; break;
+    case O_PLAN: o.plan = optarg; break;
+    case O_DT:
+      if (strcmp(optarg, "fp16") == 0) o.dtype = BATTN_F16;
+      else if (strcmp(optarg, "bf16") == 0) o.dtype = BATTN_BF16;
+      else bad = 1;
+      break;
+    case O_VAR: o.variant = optarg; break;
+    case O_CHECK: o.check = 1; break;
+    case O_NOCHECK: o.check = 0; break;
+    case O_CROWS: bad = f3d_parse_count(optarg, &u) || u > INT32_MAX, o.check_rows = (int64_t)u; break;
+    case O_PACKED: o.packed = 1; break;
+    case O_REPS: bad = f3d_parse_count(optarg, &u) || u < 1 || u > 100000, o.reps = (int)u; break;
+    case O_WARM: bad = f3d_parse_count(optarg, &u) || u > 100000, o.warmup = (int)u; break;
+    case O_SEED: bad = f3d_parse_count(optarg, &o.seed); break;
+    case O_SAVE: o.save = optarg; break;
+    case O_HELP: usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+    if (bad) {
+      attn_fail("bad value '%s' for --%s", optarg, lo[c - O_ROWS].name);
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    attn_fail("unexpected argument '%s'", argv[optind]);
+    return 2;
+  }
+  /* the variants to run */
+  size_t nv = 0;
+  const battn_variant *vars = battn_variants(&nv);
+  const battn_variant *run[16];
+  size_t nrun = 0;
+  int want_cpu = strcmp(o.variant, "cpu") == 0;
+  /* auto: the recommended variant (README), v9, and v5 in its place where v9 reports it cannot run; a user
+   * who does not name a variant gets the fastest one, not the first kernel written */
+  const int autov = strcmp(o.variant, "auto") == 0;
+  if (autov) {
+    run[nrun++] = battn_variant_find("v9");
+    run[nrun++] = battn_variant_find("v5");
+    if (!run[0] || !run[1]) {
+      attn_fail("--variant auto: v9 or v5 is missing from the variant table");
+      return 1;
+    }
+  } else if (strcmp(o.variant, "all") == 0) {
+    for (size_t i = 0; i < nv && nrun < 16; ++i) run[nrun++] = &vars[i];
+  } else if (!want_cpu) { /* a name or a comma-separated list */
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", o.variant);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && nrun < 16; tok = strtok_r(NULL, ",", &save)) {
+      const battn_variant *v = battn_variant_find(tok);
+      if (!v) {
+        if (strcmp(tok, "cpu") == 0 || strcmp(tok, "all") == 0 || strcmp(tok, "auto") == 0)
+          attn_fail("'%s' runs alone (--variant %s), not in a list", tok, tok);
+        else attn_fail("unknown variant '%s' (--help lists them)", tok);
+        return 2;
+      }
+      run[nrun++] = v;
+    }
+    if (nrun == 0) {
+      attn_fail("--variant '%s' names no variant", o.variant);
+      return 2;
+    }
+  }
+  attn_data a;
+  memset(&a, 0, sizeof a);
+  hx_err e = {HX_OK, ""};
+  if (o.save && save_dir_check(o.save, &e) != HX_OK) { /* before the run, not after it */
+    attn_fail("--save: %s", e.msg);
+    return 2;
+  }
+  if (build_plan(&o, &a.plan, &e) != HX_OK) {
+    attn_fail("%s", e.msg);
+    return 2;
+  }
+  const size_t hd = (size_t)o.heads * (size_t)o.head_dim, R = (size_t)o.rows;
+  a.n_in = 3 * R * hd;
+  a.n_o = R * hd;
+  a.h_in = malloc(a.n_in * 2 + 16);
+  a.h_o = malloc(a.n_o * 2 + 16);
+  a.h_lse = malloc(R * (size_t)o.heads * 4 + 4);
+  int64_t ns = o.check_rows == 0 || o.check_rows > (int64_t)R ? (int64_t)R : o.check_rows;
+  a.sel = malloc((size_t)(ns ? ns : 1) * sizeof *a.sel);
+  int rc = 1;
+  if (!a.h_in || !a.h_o || !a.h_lse || !a.sel) {
+    attn_fail("no host memory for %llu rows", (unsigned long long)o.rows);
+    goto out;
+  }
+  battn_params_init(&a.hp, (int64_t)R, o.heads, o.head_dim, o.dtype, &a.plan);
+  if (o.packed) { /* [rows, 3, H, D] */
+    a.hp.q = a.h_in, a.hp.k = a.h_in + hd, a.hp.v = a.h_in + 2 * hd;
+    a.hp.q_row_stride = a.hp.k_row_stride = a.hp.v_row_stride = (int64_t)(3 * hd);
+  } else {
+    a.hp.q = a.h_in, a.hp.k = a.h_in + R * hd, a.hp.v = a.h_in + 2 * R * hd;
+  }
+  a.hp.o = a.h_o, a.hp.lse = a.h_lse;
+  if (battn_validate(&a.hp, &a.plan, &e) != HX_OK) {
+    attn_fail("%s", e.msg);
+    rc = 2;
+    goto out;
+  }
+  for (size_t r = 0; r < R; ++r)
+    for (size_t t = 0; t < 3; ++t) {
+      uint16_t *dst = (uint16_t *)(t == 0 ? a.hp.q : t == 1 ? a.hp.k : a.hp.v) + (int64_t)r * a.hp.q_row_stride;
+      double amp = t == 2 ? 1.0 : 2.0;
+      for (size_t i = 0; i < hd; ++i)
+        dst[i] = battn_from_float(o.dtype, (float)(amp * (2.0 * hx_rng_unit(o.seed, t, r * hd + i) - 1.0)));
+    }
+  /* sampled rows: first, last, and a spread of random rows */
+  for (int64_t i = 0; i < ns; ++i)
+    a.sel[i] = ns == (int64_t)R ? i : i == 0 ? 0 : i == 1 ? (int64_t)R - 1 : (int64_t)(hx_rng_u64(o.seed, 99, (uint64_t)i) % R);
+  a.n_sel = ns;
+  printf("attn: rows %llu, %u buckets, %u scopes of %u buckets (max %u rows), plan %s, %.3g GFLOP counted\n",
+         (unsigned long long)o.rows, a.plan.num_buckets, a.plan.num_scopes, a.plan.buckets_per_scope,
+         a.plan.max_scope_rows, o.plan, plan_flops(&a.plan, o.heads, o.head_dim) / 1e9);
+  rc = 0;
+  if (want_cpu) {
+    rc = run_cpu(&o, &a);
+    if (rc == 0 && o.check) {
+      battn_check_report r;
+      hx_status s = battn_check_rows(&a.hp, &a.plan, a.h_o, a.h_lse, a.sel, a.n_sel, &r, &e);
+      report_check("cpu", &r, s, &e);
+      rc = s != HX_OK;
+    }
+  }
+  int saveable = nrun == 0; /* the host output buffers hold the result that --save writes */
+#if F3D_HAVE_CUDA
+  size_t ran = 0;
+  for (size_t i = 0; i < nrun; ++i) {
+    int skipped = 0;
+    const int last = autov || i + 1 == nrun;
+    rc |= run_gpu(&o, &a, run[i], last, &skipped);
+    if (!skipped) ran++, saveable = last;
+    if (autov && !skipped) break; /* v9 ran (or failed): v5 was only its stand-in */
+    if (autov && i + 1 < nrun) printf("attn: --variant auto: running %s instead\n", run[i + 1]->name);
+  }
+  if (nrun && !ran && rc == 0) { /* every variant skipped: nothing was checked or timed */
+    attn_fail("no variant could run on this device (see 'skipped' above)");
+    rc = 1;
+  }
+#else
+  if (nrun) {
+    attn_fail("%s: this build has no CUDA (try --variant cpu)", run[0]->name);
+    rc = 1;
+  }
+#endif
+  if (rc == 0 && o.save && !saveable) { /* e.g. --variant v1,v6 --save off sm_90a: v6's output was never made */
+    attn_fail("--save: the last variant did not run here; nothing saved");
+    rc = 1;
+  }
+  if (rc == 0 && o.save) {
+    if (save_all(&o, &a, &e) != HX_OK) {
+      attn_fail("--save: %s", e.msg);
+      rc = 1;
+    } else {
+      printf("attn: wrote .npy files to %s\n", o.save);
+    }
+  }
+out:
+  battn_plan_free(&a.plan);
+  free(a.h_in), free(a.h_o), free(a.h_lse), free(a.sel);
+  return rc;
+}

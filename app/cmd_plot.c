@@ -1,0 +1,95 @@
+/*
+ * cmd_plot.c - `f3dbench plot RESULTS_DIR...`: the paper's figures (PNG + SVG via gnuplot) and REPORT.md
+ * from one run, or the same figures with one series per device plus a ratio table from several runs
+ * (hx_plot_sel: by default a few headline series per figure, --all-series every one). Figures go to
+ * OUT/plots/, the report to OUT/REPORT.md; OUT is the run directory itself for one run. Without gnuplot the report is still written and the command says so (exit 0).
+ */
+#include "app/cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef F3D_SOURCE_ROOT
+#define F3D_SOURCE_ROOT "."
+#endif
+
+static void usage(FILE *f) {
+  fputs("usage: f3dbench plot [options] RESULTS_DIR...\n"
+        "Figures (latency, serialization vs PSH, SM active/issue, tensor active, DRAM read bandwidth,\n"
+        "memory, per-stage stacked bars and treemap) as PNG and SVG, and REPORT.md. With several result\n"
+        "directories (e.g. A100, H100, H200 runs) every figure shows each device and the report adds a\n"
+        "ratio table against the first.\n"
+        "  -o, --out DIR        where plots/ and REPORT.md go (default: the run directory when there is\n"
+        "                       one, required for several)\n"
+        "  -s, --scripts DIR    gnuplot scripts (default " F3D_SOURCE_ROOT "/plots)\n"
+        "  -j, --json           also write results.json (NVBench-like schema) into each run directory\n"
+        "  -a, --all-series     draw every recorded series (every variant of every kernel); by default each\n"
+        "                       figure shows the fastest variant of each main stage (all series stay in\n"
+        "                       plots/<figure>_all.dat)\n"
+        "  -h, --help           this text\n",
+        f);
+}
+
+int f3d_cmd_plot(int argc, char **argv) {
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+                                       {"scripts", required_argument, NULL, 's'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"all-series", no_argument, NULL, 'a'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *out = NULL, *scripts = F3D_SOURCE_ROOT "/plots";
+  int json = 0, all = 0, c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:s:jah", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o': out = optarg; break;
+    case 's': scripts = optarg; break;
+    case 'j': json = 1; break;
+    case 'a': all = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  size_t n = (size_t)(argc - optind);
+  if (n == 0) {
+    f3d_fail("plot", "no result directory given");
+    usage(stderr);
+    return 2;
+  }
+  if (n > 1 && !out) {
+    f3d_fail("plot", "several result directories need -o OUT_DIR");
+    return 2;
+  }
+  if (!out) out = argv[optind];
+  hx_run *runs = f3d_runs_load("plot", argv + optind, n);
+  if (!runs) return 1;
+  hx_err err;
+  int rc = 0;
+  for (size_t i = 0; i < n; i++)
+    if (runs[i].incomplete) fprintf(stderr, "f3dbench: plot: warning: %s is an incomplete run\n", runs[i].dir);
+  if (rc == 0 && json) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/results.json", runs[i].dir);
+      if (hx_run_write_json(&runs[i], path, &err) != HX_OK) {
+        f3d_fail_msg("plot", err.msg);
+        rc = 1;
+      }
+    }
+  }
+  if (rc == 0) {
+    hx_status st = hx_plot_sel(runs, n, scripts, out, all, &err);
+    if (st == HX_EUNSUPPORTED) {
+      fprintf(stderr, "f3dbench: plot: %s; wrote %s/REPORT.md without figures\n", err.msg, out);
+    } else if (st != HX_OK) {
+      f3d_fail_msg("plot", err.msg);
+      rc = 1;
+    } else {
+      printf("figures in %s/plots, report %s/REPORT.md\n", out, out);
+    }
+  }
+  f3d_runs_free(runs, n);
+  return rc;
+}

@@ -1,0 +1,924 @@
+/*
+ * cmd_sweep.c - `f3dbench sweep`: the main job. For every workload x size it builds the host clouds once
+ * (exactly n points per cloud after one-point-per-voxel deduplication, `batch` clouds), runs every selected
+ * pipeline of the registry (sweep.h) on them, and writes results/<run-id>/.
+ *
+ * GPU stages are measured through hx_bench (--timing nvbench, the default, or paper): cold/hot timing,
+ * then a counter pass of their own; --timing basic keeps the foundation's hx_time. With nvbench timing a
+ * time budget (--time-budget, default 540 s) lowers the per-stage sampling cap (hx_measure_opts
+ * max_time_s) once the stages left, estimated from the cases done, would not fit; the context records
+ * the smallest cap used. --shard I/N runs the cases whose index (workload-major, in the order given) is
+ * I modulo N, so N shards together run every case once (`f3dbench merge` joins them).
+ *
+ * Invariant: the run directory is committed (results.csv appears) only when every case of every selected
+ * pipeline succeeded; an error or SIGINT/SIGTERM aborts it, so it is left marked INCOMPLETE with a status
+ * in context.csv and no results.csv. Cloud b of a case uses seed + b, so `f3dbench gen --voxel` with the
+ * same kind, size and seed reproduces cloud 0.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "f3d_config.h"
+#include "app/cli.h"
+#include "app/sweep.h"
+
+#define MAX_SIZES 64
+#define MAX_WORKLOADS 16
+#define MAX_PIPES 32
+
+/* The only mutable file-scope state of the program: a signal handler can do nothing but set flags of
+ * this type, and the sweep loop polls stop_signal between measurements. stop_sec: CLOCK_MONOTONIC
+ * seconds of the first signal. */
+static volatile sig_atomic_t stop_signal = 0, stop_sec = 0;
+
+/* The first SIGINT/SIGTERM asks for an orderly stop; a second one at least 2 s later (a user pressing
+ * Ctrl-C again) kills at once, the run staying marked INCOMPLETE. Repeats within that window are the same
+ * request: `timeout -s INT` and a terminal's Ctrl-C signal the process and then its group, so one stop
+ * arrives twice in the same instant (with SA_RESETHAND the second one killed the run mid-write, leaving it
+ * "running" with its .partial files). clock_gettime, signal and raise are async-signal-safe. */
+static void on_signal(int sig) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  if (!stop_signal) {
+    stop_sec = (sig_atomic_t)ts.tv_sec;
+    stop_signal = sig;
+  } else if ((sig_atomic_t)ts.tv_sec - stop_sec >= 2) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+}
+
+typedef struct workload {
+  char name[128];
+  wl_kind kind;
+  const char *path; /* recorded input, or NULL */
+  wl_cloud source;  /* the recorded cloud as read */
+} workload;
+
+typedef enum timing_mode { TIMING_NVBENCH = 0, TIMING_PAPER, TIMING_BASIC } timing_mode;
+static const char *const timing_names[] = {"nvbench", "paper", "basic"};
+
+#define DEFAULT_TIME_BUDGET_S 540.0 /* 9 minutes: a default run with counters stays under 10 */
+#define MIN_STAGE_CAP_S 0.05        /* the budget never cuts a stage's sampling below this */
+
+typedef struct sweep_opts {
+  workload wl[MAX_WORKLOADS];
+  size_t nwl;
+  uint64_t sizes[MAX_SIZES];
+  size_t nsizes;
+  uint32_t batch;
+  hx_timing_opts timing;
+  int reps_set, warmup_set; /* given on the command line (they then also shape GPU sampling) */
+  const f3d_pipeline *pipes[MAX_PIPES];
+  size_t npipes;
+  const char *out_dir, *run_id;
+  uint64_t seed;
+  double voxel;
+  int verbose;
+  timing_mode mode;
+  int no_counters;
+  const char *metrics;
+  double max_time;    /* per-stage cold sampling cap (s); 0: the bench's default */
+  double time_budget; /* whole sweep (s); 0: none; < 0: default */
+  unsigned shard_i, shard_n; /* shard_n == 0: no sharding */
+} sweep_opts;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: f3dbench sweep [options]\n"
+          "Run the registered pipelines over workloads x sizes and write results/<run-id>/\n"
+          "(results.csv, samples.csv, context.csv; see results/README.md).\n"
+          "  -w, --workloads LIST  synthetic workloads, comma-separated: lidar, uniform, indoor, clusters\n"
+          "                        (default lidar; none by default when --input is given)\n"
+          "  -i, --input FILE      a recorded cloud (.pcd .ply .bin .pcd.bin .xyz .txt .csv), resampled to\n"
+          "                        each size; repeatable; the workload is named after the file\n"
+          "  -n, --sizes LIST      points per cloud after voxel dedup: 100k,200k or 100k..600k:100k\n"
+          "                        (default 100k..600k:100k)\n"
+          "  -b, --batch B         clouds per batch (default 1)\n"
+          "  -r, --reps N          timed repetitions of CPU stages and of --timing basic (default %u);\n"
+          "                        --warmup N discarded first (default %u). With --timing paper: kept GPU\n"
+          "                        samples (default 19) and CPU reps (default 19 then); with nvbench: the\n"
+          "                        minimum of kept cold samples (default 10)\n"
+          "  -p, --pipelines LIST  pipelines to run, comma-separated (default: all registered)\n"
+          "  -o, --out-dir DIR     parent of the run directory (default results)\n"
+          "      --run-id ID       name of the run directory (default UTC time + git hash)\n"
+          "  -s, --seed S          seed (default 1); cloud b of a case uses S + b\n"
+          "  -x, --voxel V         voxel size in metres for deduplication (default 0.05, as PTv3)\n"
+          "  -l, --list-pipelines  list registered and planned pipelines and exit\n"
+          "  -v, --verbose         one line per pipeline and case on stderr (-vv: per stage)\n"
+          "  -h, --help            this text\n"
+          "GPU measurement (see README.md, \"Timing\"):\n"
+          "  -t, --timing MODE     nvbench (default): warm-up, cold samples with the L2 flushed behind a\n"
+          "                        blocking kernel until the noise (std/mean) is under 0.5%% or a cap, SM\n"
+          "                        clock per sample with throttled samples dropped, then hot back-to-back\n"
+          "                        batches; paper: 20 runs, first discarded (mean, std of 19); basic: CUDA\n"
+          "                        events around --reps runs, no counters\n"
+          "      --no-counters     no CUPTI counter pass (timing only)\n"
+          "      --metrics LIST    counters, comma-separated CUPTI or short names (default sm_active,\n"
+          "                        sm_issue, tensor_active, dram_read_bw, gpu_time); an unknown name is\n"
+          "                        an error listing close names\n"
+          "      --max-time S      nvbench: per-stage cap on cold sampling, seconds (default 3)\n"
+          "      --time-budget S   nvbench: whole-sweep budget in seconds (default %.0f; 0 = none); when\n"
+          "                        the stages left would not fit, their sampling caps are lowered\n"
+          "      --shard I/N       run only the cases whose index is I modulo N (I = 0..N-1; N/N means\n"
+          "                        0/N, for 1-based job arrays); f3dbench merge joins the shards\n"
+          "Without a CUDA device, pipelines run their CPU references (variant \"cpu\"), timed on the CPU.\n",
+          HX_TIMING_DEFAULT_REPS, HX_TIMING_DEFAULT_WARMUP, DEFAULT_TIME_BUDGET_S);
+}
+
+static void list_pipelines(FILE *f) {
+  fprintf(f, "registered pipelines:\n");
+  for (size_t i = 0; i < f3d_pipeline_count; i++)
+    fprintf(f, "  %-10s %s\n", f3d_pipelines[i].name, f3d_pipelines[i].description);
+  int any = 0;
+  for (size_t i = 0; i < f3d_planned_pipeline_count; i++)
+    if (!f3d_pipeline_find(f3d_planned_pipelines[i])) {
+      if (!any) fprintf(f, "planned, not registered yet:\n");
+      any = 1;
+      fprintf(f, "  %s\n", f3d_planned_pipelines[i]);
+    }
+}
+
+/* Split a comma list in place; returns the count or -1 when more than cap. */
+static int split_list(char *s, char **items, int cap) {
+  int n = 0;
+  for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+    if (n == cap) return -1;
+    items[n++] = tok;
+  }
+  return n;
+}
+
+/* "100k,200k" or "A..B:STEP" (inclusive). Appends to o->sizes. arg is not modified (argv is recorded
+ * in the context as typed). */
+static int parse_sizes(sweep_opts *o, const char *arg) {
+  char buf[1024], *items[MAX_SIZES];
+  if (strlen(arg) >= sizeof buf) return -1;
+  snprintf(buf, sizeof buf, "%s", arg);
+  int n = split_list(buf, items, MAX_SIZES);
+  if (n <= 0) return -1;
+  for (int i = 0; i < n; i++) {
+    char *dots = strstr(items[i], "..");
+    if (!dots) {
+      uint64_t v;
+      if (f3d_parse_count(items[i], &v) != 0 || v == 0 || o->nsizes == MAX_SIZES) return -1;
+      o->sizes[o->nsizes++] = v;
+      continue;
+    }
+    *dots = '\0';
+    char *colon = strchr(dots + 2, ':');
+    if (!colon) return -1;
+    *colon = '\0';
+    uint64_t a, b, step;
+    if (f3d_parse_count(items[i], &a) || f3d_parse_count(dots + 2, &b) || f3d_parse_count(colon + 1, &step) ||
+        a == 0 || step == 0 || b < a)
+      return -1;
+    for (uint64_t v = a; v <= b; v += step) {
+      if (o->nsizes == MAX_SIZES) return -1;
+      o->sizes[o->nsizes++] = v;
+    }
+  }
+  return 0;
+}
+
+/* Workload name of a recorded file: its base name without the known extensions. */
+static void stem_of(const char *path, char *out, size_t cap) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  snprintf(out, cap, "%s", base);
+  static const char *const exts[] = {".pcd.bin", ".pcd", ".ply", ".bin", ".xyz", ".txt", ".csv"};
+  size_t len = strlen(out);
+  for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+    size_t e = strlen(exts[i]);
+    if (len > e && strcmp(out + len - e, exts[i]) == 0) {
+      out[len - e] = '\0';
+      return;
+    }
+  }
+}
+
+static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
+  enum { OPT_RUN_ID = 256, OPT_WARMUP, OPT_NO_COUNTERS, OPT_METRICS, OPT_MAX_TIME, OPT_BUDGET, OPT_SHARD };
+  static const struct option longopts[] = {
+      {"workloads", required_argument, NULL, 'w'}, {"input", required_argument, NULL, 'i'},
+      {"sizes", required_argument, NULL, 'n'},     {"batch", required_argument, NULL, 'b'},
+      {"reps", required_argument, NULL, 'r'},      {"warmup", required_argument, NULL, OPT_WARMUP},
+      {"pipelines", required_argument, NULL, 'p'}, {"out-dir", required_argument, NULL, 'o'},
+      {"run-id", required_argument, NULL, OPT_RUN_ID}, {"seed", required_argument, NULL, 's'},
+      {"voxel", required_argument, NULL, 'x'},     {"list-pipelines", no_argument, NULL, 'l'},
+      {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, 'h'},
+      {"timing", required_argument, NULL, 't'},    {"no-counters", no_argument, NULL, OPT_NO_COUNTERS},
+      {"metrics", required_argument, NULL, OPT_METRICS}, {"max-time", required_argument, NULL, OPT_MAX_TIME},
+      {"time-budget", required_argument, NULL, OPT_BUDGET}, {"shard", required_argument, NULL, OPT_SHARD},
+      {NULL, 0, NULL, 0}};
+  const char *workloads = NULL;
+  char *pipes = NULL;
+  int c;
+  uint64_t v;
+  *exit_code = 2;
+  while ((c = getopt_long(argc, argv, "w:i:n:b:r:p:o:s:x:t:lvh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'w':
+      workloads = optarg;
+      break;
+    case 'i':
+      if (o->nwl == MAX_WORKLOADS) {
+        f3d_fail("sweep", "at most %d workloads", MAX_WORKLOADS);
+        return -1;
+      }
+      o->wl[o->nwl].path = optarg;
+      stem_of(optarg, o->wl[o->nwl].name, sizeof o->wl[o->nwl].name);
+      o->nwl++;
+      break;
+    case 'n':
+      if (parse_sizes(o, optarg) != 0) {
+        f3d_fail("sweep", "--sizes: expected counts like 100k,200k or 100k..600k:100k (at most %d)", MAX_SIZES);
+        return -1;
+      }
+      break;
+    case 'b':
+      if (f3d_parse_u64(optarg, &v) || v == 0 || v > 4096) {
+        f3d_fail("sweep", "--batch '%s': expected 1..4096", optarg);
+        return -1;
+      }
+      o->batch = (uint32_t)v;
+      break;
+    case 'r':
+      if (f3d_parse_u64(optarg, &v) || v == 0 || v > HX_TIMING_MAX_REPS) {
+        f3d_fail("sweep", "--reps '%s': expected 1..%u", optarg, HX_TIMING_MAX_REPS);
+        return -1;
+      }
+      o->timing.reps = (uint32_t)v;
+      o->reps_set = 1;
+      break;
+    case OPT_WARMUP:
+      if (f3d_parse_u64(optarg, &v) || v > HX_TIMING_MAX_REPS) {
+        f3d_fail("sweep", "--warmup '%s': expected 0..%u", optarg, HX_TIMING_MAX_REPS);
+        return -1;
+      }
+      o->timing.warmup = (uint32_t)v;
+      o->warmup_set = 1;
+      break;
+    case 't': {
+      int found = 0;
+      for (int m = 0; m < 3; m++)
+        if (strcmp(optarg, timing_names[m]) == 0) o->mode = (timing_mode)m, found = 1;
+      if (!found) {
+        f3d_fail("sweep", "--timing '%s': expected nvbench, paper or basic", optarg);
+        return -1;
+      }
+      break;
+    }
+    case OPT_NO_COUNTERS:
+      o->no_counters = 1;
+      break;
+    case OPT_METRICS:
+      o->metrics = optarg;
+      break;
+    case OPT_MAX_TIME:
+      if (f3d_parse_pos_double(optarg, &o->max_time)) {
+        f3d_fail("sweep", "--max-time '%s': expected a positive number of seconds", optarg);
+        return -1;
+      }
+      break;
+    case OPT_BUDGET: {
+      double tb = 0.0;
+      if (f3d_parse_nonneg_double(optarg, &tb) || tb > 1e9) {
+        f3d_fail("sweep", "--time-budget '%s': expected seconds >= 0 (0 = no budget)", optarg);
+        return -1;
+      }
+      o->time_budget = tb;
+      break;
+    }
+    case OPT_SHARD: {
+      uint64_t si, sn;
+      char buf[64];
+      snprintf(buf, sizeof buf, "%s", optarg);
+      char *slash = strchr(buf, '/');
+      if (slash) *slash = '\0';
+      if (!slash || f3d_parse_u64(buf, &si) || f3d_parse_u64(slash + 1, &sn) || sn == 0 || sn > 4095 || si > sn) {
+        f3d_fail("sweep", "--shard '%s': expected I/N with 0 <= I < N <= 4095 (N/N = 0/N)", optarg);
+        return -1;
+      }
+      o->shard_i = (unsigned)si;
+      o->shard_n = (unsigned)sn;
+      break;
+    }
+    case 'p':
+      pipes = optarg;
+      break;
+    case 'o':
+      o->out_dir = optarg;
+      break;
+    case OPT_RUN_ID:
+      o->run_id = optarg;
+      break;
+    case 's':
+      if (f3d_parse_u64(optarg, &o->seed)) {
+        f3d_fail("sweep", "--seed '%s': expected an unsigned integer", optarg);
+        return -1;
+      }
+      break;
+    case 'x':
+      if (f3d_parse_pos_double(optarg, &o->voxel)) {
+        f3d_fail("sweep", "--voxel '%s': expected a positive size in metres", optarg);
+        return -1;
+      }
+      break;
+    case 'l':
+      list_pipelines(stdout);
+      *exit_code = 0;
+      return -1;
+    case 'v':
+      o->verbose++;
+      break;
+    case 'h':
+      usage(stdout);
+      *exit_code = 0;
+      return -1;
+    default:
+      usage(stderr);
+      return -1;
+    }
+  }
+  if (optind < argc) {
+    f3d_fail("sweep", "unexpected argument '%s'", argv[optind]);
+    return -1;
+  }
+  if (o->mode == TIMING_BASIC && o->metrics) {
+    f3d_fail("sweep", "--metrics needs --timing nvbench or paper (basic has no counter pass)");
+    return -1;
+  }
+  if (o->mode != TIMING_NVBENCH && o->max_time > 0.0) {
+    f3d_fail("sweep", "--max-time applies to --timing nvbench only");
+    return -1;
+  }
+  if (o->mode == TIMING_PAPER) { /* the paper's protocol on the CPU too: 20 runs, first discarded */
+    if (!o->reps_set) o->timing.reps = 19;
+    if (!o->warmup_set) o->timing.warmup = 1;
+  }
+  if (!workloads && o->nwl == 0) workloads = "lidar";
+  if (workloads) {
+    char buf[512], *items[MAX_WORKLOADS];
+    snprintf(buf, sizeof buf, "%s", workloads);
+    int n = split_list(buf, items, MAX_WORKLOADS);
+    if (n <= 0) {
+      f3d_fail("sweep", "--workloads: empty or too long list");
+      return -1;
+    }
+    for (int i = 0; i < n; i++) {
+      if (o->nwl == MAX_WORKLOADS) {
+        f3d_fail("sweep", "at most %d workloads", MAX_WORKLOADS);
+        return -1;
+      }
+      workload *w = &o->wl[o->nwl];
+      if (wl_kind_parse(items[i], &w->kind) != HX_OK) {
+        f3d_fail("sweep", "--workloads: unknown workload '%s' (lidar, uniform, indoor, clusters)", items[i]);
+        return -1;
+      }
+      snprintf(w->name, sizeof w->name, "%s", wl_kind_name(w->kind));
+      w->path = NULL;
+      o->nwl++;
+    }
+  }
+  if (o->nsizes == 0) parse_sizes(o, "100k..600k:100k");
+  if (pipes) {
+    char pbuf[1024], *items[MAX_PIPES];
+    snprintf(pbuf, sizeof pbuf, "%s", pipes);
+    int n = split_list(pbuf, items, MAX_PIPES);
+    if (n <= 0) {
+      f3d_fail("sweep", "--pipelines: empty or too long list");
+      return -1;
+    }
+    for (int i = 0; i < n; i++) {
+      const f3d_pipeline *p = f3d_pipeline_find(items[i]);
+      if (!p) {
+        int planned = 0;
+        for (size_t j = 0; j < f3d_planned_pipeline_count; j++)
+          planned |= strcmp(items[i], f3d_planned_pipelines[j]) == 0;
+        f3d_fail("sweep", "--pipelines: '%s' %s (f3dbench sweep --list-pipelines)", items[i],
+                 planned ? "is planned but not implemented yet" : "is not a pipeline");
+        return -1;
+      }
+      o->pipes[o->npipes++] = p;
+    }
+  } else {
+    for (size_t i = 0; i < f3d_pipeline_count && o->npipes < MAX_PIPES; i++) o->pipes[o->npipes++] = &f3d_pipelines[i];
+  }
+  /* A repeated size, workload or pipeline would record every key twice (compare would pool them
+   * unawares); two --input files with one stem would share a workload name. */
+  for (size_t i = 0; i < o->nsizes; i++)
+    for (size_t j = 0; j < i; j++)
+      if (o->sizes[i] == o->sizes[j]) {
+        f3d_fail("sweep", "--sizes: %llu points given twice", (unsigned long long)o->sizes[i]);
+        return -1;
+      }
+  for (size_t i = 0; i < o->nwl; i++)
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(o->wl[i].name, o->wl[j].name) == 0) {
+        f3d_fail("sweep", "workload '%s' given twice%s", o->wl[i].name,
+                 o->wl[i].path ? " (two --input files with one name: rename one)" : "");
+        return -1;
+      }
+  for (size_t i = 0; i < o->npipes; i++)
+    for (size_t j = 0; j < i; j++)
+      if (o->pipes[i] == o->pipes[j]) {
+        f3d_fail("sweep", "--pipelines: '%s' given twice", o->pipes[i]->name);
+        return -1;
+      }
+  return 0;
+}
+
+/* Build the `batch` clouds of one case: cloud b = wl_make_exact(kind or source, n, voxel, seed + b). */
+static hx_status build_case(wl_batch *out, const workload *w, size_t n, const sweep_opts *o, hx_err *err) {
+  wl_cloud *clouds = calloc(o->batch, sizeof *clouds);
+  if (!clouds) return hx_errf(err, HX_ENOMEM, "no memory for %u clouds", o->batch);
+  hx_status st = HX_OK;
+  int warned = 0;
+  for (uint32_t b = 0; b < o->batch && st == HX_OK; b++) {
+    int tiled = 0;
+    st = wl_make_exact(&clouds[b], w->kind, w->path ? &w->source : NULL, n, o->voxel, o->seed + b, &tiled, err);
+    if (st == HX_OK && tiled && !warned) {
+      fprintf(stderr, "%sf3dbench: sweep: warning: %s has fewer than %zu voxels at %g m: tiled copies with jitter\n",
+              isatty(STDERR_FILENO) ? "\r\033[K" : "", w->name, n, o->voxel);
+      warned = 1;
+    }
+  }
+  if (st == HX_OK) st = wl_batch_from_clouds(out, clouds, o->batch, err);
+  for (uint32_t b = 0; b < o->batch; b++) wl_cloud_free(&clouds[b]);
+  free(clouds);
+  return st;
+}
+
+static hx_status write_context(hx_results *r, const sweep_opts *o, const hx_device_info *dev, int argc,
+                               char **argv, hx_err *err) {
+  char buf[2048];
+  size_t len = 0;
+  buf[0] = '\0';
+  /* The command line as typed (argv[0] is "sweep"). */
+  len += (size_t)snprintf(buf, sizeof buf, "f3dbench");
+  for (int i = 0; i < argc && len < sizeof buf; i++) len += (size_t)snprintf(buf + len, sizeof buf - len, " %s", argv[i]);
+  HX_TRY(hx_results_context(r, "command_line", buf, err));
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  HX_TRY(hx_results_context(r, "date_utc", buf, err));
+  HX_TRY(f3d_context_build(r, err));
+  HX_TRY(f3d_context_device(r, dev, err));
+  HX_TRY(hx_results_contextf(r, err, "seed", "%llu", (unsigned long long)o->seed));
+  HX_TRY(hx_results_context(r, "seed_rule", "cloud b of a case is generated or resampled with seed + b", err));
+  HX_TRY(hx_results_contextf(r, err, "voxel_m", "%g", o->voxel));
+  HX_TRY(hx_results_contextf(r, err, "batch", "%u", o->batch));
+  HX_TRY(hx_results_contextf(r, err, "reps", "%u", o->timing.reps));
+  HX_TRY(hx_results_contextf(r, err, "warmup", "%u", o->timing.warmup));
+  len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < o->nsizes && len < sizeof buf; i++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%llu", i ? " " : "", (unsigned long long)o->sizes[i]);
+  HX_TRY(hx_results_context(r, "sizes", buf, err));
+  len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < o->nwl && len < sizeof buf; i++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? " " : "", o->wl[i].name);
+  HX_TRY(hx_results_context(r, "workloads", buf, err));
+  for (size_t i = 0; i < o->nwl; i++) {
+    if (!o->wl[i].path) continue;
+    char key[160];
+    snprintf(key, sizeof key, "input_%s", o->wl[i].name);
+    HX_TRY(hx_results_contextf(r, err, key, "%s (%zu finite points, %zu non-finite dropped)", o->wl[i].path,
+                               o->wl[i].source.n, o->wl[i].source.dropped_nonfinite));
+  }
+  len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < o->npipes && len < sizeof buf; i++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? " " : "", o->pipes[i]->name);
+  HX_TRY(hx_results_context(r, "pipelines", buf, err));
+  len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < f3d_planned_pipeline_count && len < sizeof buf; i++)
+    if (!f3d_pipeline_find(f3d_planned_pipelines[i]))
+      len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? " " : "", f3d_planned_pipelines[i]);
+  HX_TRY(hx_results_context(r, "pipelines_missing", buf, err));
+  if (o->shard_n) HX_TRY(hx_results_contextf(r, err, "shard", "%u/%u", o->shard_i, o->shard_n));
+  return HX_OK;
+}
+
+/* ---- the run: progress line and time budget (called by f3d_measure around every stage) ----------- */
+
+typedef struct sweep_run {
+  const sweep_opts *o;
+  int tty;
+  double t_start_ms;
+  size_t case_no, ncases; /* 1-based number of the case running, among this shard's cases */
+  double budget_s;        /* 0: none */
+  double cap_user_s;      /* the per-stage cap the budget may lower, never raise */
+  double cap_min_used_s;  /* smallest cap given to a stage (reported in the context) */
+  int budget_noted;
+  /* estimates for the budget, from finished cases */
+  size_t gpu_stages_case, gpu_stages_max;
+  double case_start_ms, gpu_ms_case, other_ms_max; /* time outside GPU stages, per case */
+  double stage_start_ms, stage_cap_s;
+  double over_sum_s; /* sum over GPU stages that ran past their cap of (wall - cap): hot runs, counter
+                      * pass, warm-up; over_n of them */
+  size_t over_n;
+  double last_case_stage_s; /* mean wall time of a GPU stage in the last finished case */
+} sweep_run;
+
+static void clear_line(const sweep_run *r) {
+  if (r->tty) fputs("\r\033[K", stderr);
+}
+
+static void progress(const sweep_run *r, const f3d_ctx *ctx, const char *what1, const char *what2,
+                     const char *what3) {
+  if (r->tty)
+    fprintf(stderr, "\r\033[K[%zu/%zu] %s n=%zu batch=%u: %s%s%s%s%s (%.0f s elapsed)", r->case_no, r->ncases,
+            ctx->c.workload, ctx->c.n_points, ctx->c.batch, what1, what2 ? " " : "", what2 ? what2 : "",
+            what3 ? " " : "", what3 ? what3 : "", (hx_now_ms() - r->t_start_ms) / 1e3);
+  else if (r->o->verbose >= (what2 ? 2 : 1))
+    fprintf(stderr, "[%zu/%zu] %s n=%zu batch=%u: %s%s%s%s%s\n", r->case_no, r->ncases, ctx->c.workload,
+            ctx->c.n_points, ctx->c.batch, what1, what2 ? " " : "", what2 ? what2 : "", what3 ? " " : "",
+            what3 ? what3 : "");
+}
+
+/* The cap for the next GPU stage. What is left of the budget, less the CPU-side time the cases left will
+ * take (the largest seen per case), is what the GPU stages left (as many per case as the largest
+ * finished case had) may use. While they fit at the pace of the last finished case (mean stage wall
+ * time, with a 15% margin) the user's cap stands; otherwise each gets an equal share, less the
+ * measured per-stage time outside cold sampling (hot runs, counter pass), as if every stage ran to its
+ * cap. Before the first case finishes nothing is known: the user's cap. */
+static double stage_cap(sweep_run *r) {
+  double cap = r->cap_user_s;
+  if (r->budget_s <= 0.0 || r->gpu_stages_max == 0) return cap;
+  const double now_s = (hx_now_ms() - r->t_start_ms) / 1e3;
+  const size_t cases_left = r->ncases - r->case_no + 1; /* the running one included */
+  double left_s = r->budget_s - now_s - r->other_ms_max / 1e3 * (double)(cases_left - 1);
+  double stages = (double)r->gpu_stages_max * (double)cases_left - (double)r->gpu_stages_case;
+  if (stages < 1.0) stages = 1.0;
+  if (r->last_case_stage_s * stages <= 0.85 * left_s) return cap;
+  double over = r->over_n ? r->over_sum_s / (double)r->over_n : 0.2;
+  if (over < 0.1) over = 0.1;
+  double fit = 0.85 * left_s / stages - over;
+  if (fit < cap) cap = fit;
+  return cap < MIN_STAGE_CAP_S ? MIN_STAGE_CAP_S : cap;
+}
+
+static void stage_hook(void *arg, f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                       hx_clock clock, int done) {
+  sweep_run *r = arg;
+  const double now = hx_now_ms();
+  if (done) {
+    if (r->stage_start_ms > 0.0) {
+      double wall_s = (now - r->stage_start_ms) / 1e3;
+      r->gpu_ms_case += now - r->stage_start_ms;
+      if (wall_s > r->stage_cap_s) r->over_sum_s += wall_s - r->stage_cap_s, r->over_n++;
+      r->stage_start_ms = 0.0;
+    }
+    return;
+  }
+  progress(r, ctx, pipeline, kernel, variant);
+  if (clock != HX_CLOCK_GPU || !ctx->bench) return;
+  r->gpu_stages_case++;
+  r->stage_start_ms = now;
+  r->stage_cap_s = ctx->bench->opts.max_time_s;
+  if (r->o->mode != TIMING_NVBENCH) return;
+  double cap = stage_cap(r);
+  ctx->bench->opts.max_time_s = cap;
+  r->stage_cap_s = cap;
+  if (cap < r->cap_min_used_s) r->cap_min_used_s = cap;
+  if (cap < r->cap_user_s && !r->budget_noted) {
+    clear_line(r);
+    fprintf(stderr,
+            "f3dbench: sweep: note: time budget %.0f s: GPU stages now sample for at most %.2f s (instead of "
+            "%.2f s); --time-budget 0 turns the budget off\n",
+            r->budget_s, cap, r->cap_user_s);
+    r->budget_noted = 1;
+  }
+}
+
+/* A case ended: its GPU stage count and its time outside GPU stages feed the budget's estimates. */
+static void case_done(sweep_run *r) {
+  const double now = hx_now_ms();
+  if (r->gpu_stages_case > r->gpu_stages_max) r->gpu_stages_max = r->gpu_stages_case;
+  if (r->gpu_stages_case) r->last_case_stage_s = r->gpu_ms_case / 1e3 / (double)r->gpu_stages_case;
+  double other = now - r->case_start_ms - r->gpu_ms_case;
+  if (other > r->other_ms_max) r->other_ms_max = other;
+  r->gpu_stages_case = 0;
+  r->gpu_ms_case = 0.0;
+}
+
+/* Print the time_median/time_std rows of the committed results.csv as a table on stdout. */
+static void print_summary(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/results.csv", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char buf[4096], *fld[16];
+  size_t n;
+  char last_key[1024] = "";
+  double median = 0.0;
+  /* first pass: column widths of the text columns (recorded workloads have long names) */
+  int w[6] = {8, 8, 5, 8, 6, 7};
+  while (hx_csv_read(f, buf, sizeof buf, fld, 16, &n, NULL) == HX_OK)
+    for (size_t i = 0; i < 6 && n == 9; i++)
+      if ((int)strlen(fld[i]) > w[i]) w[i] = (int)strlen(fld[i]);
+  rewind(f);
+  printf("%-*s %*s %*s %-*s %-*s %-*s %12s %10s\n", w[0], "workload", w[1], "n_points", w[2], "batch", w[3],
+         "pipeline", w[4], "kernel", w[5], "variant", "median_ms", "std_ms");
+  if (hx_csv_read(f, buf, sizeof buf, fld, 16, &n, NULL) != HX_OK) { /* header */
+    fclose(f);
+    return;
+  }
+  while (hx_csv_read(f, buf, sizeof buf, fld, 16, &n, NULL) == HX_OK) {
+    if (n != 9) continue;
+    char key[1024];
+    snprintf(key, sizeof key, "%s|%s|%s|%s|%s|%s", fld[0], fld[1], fld[2], fld[3], fld[4], fld[5]);
+    if (strcmp(fld[6], "time_median") == 0) {
+      median = strtod(fld[7], NULL);
+      snprintf(last_key, sizeof last_key, "%s", key);
+    } else if (strcmp(fld[6], "time_std") == 0 && strcmp(key, last_key) == 0) {
+      printf("%-*s %*s %*s %-*s %-*s %-*s %12.3f %10.3f\n", w[0], fld[0], w[1], fld[1], w[2], fld[2], w[3], fld[3],
+             w[4], fld[4], w[5], fld[5], median, strtod(fld[7], NULL));
+    }
+  }
+  fclose(f);
+}
+
+static const char *signal_status(int sig) { return sig == SIGTERM ? "SIGTERM received" : "SIGINT received"; }
+
+int f3d_cmd_sweep(int argc, char **argv) {
+  sweep_opts o;
+  memset(&o, 0, sizeof o);
+  o.batch = 1;
+  o.timing = hx_timing_defaults();
+  o.out_dir = "results";
+  o.seed = 1;
+  o.voxel = 0.05;
+  o.time_budget = -1.0;
+  int code = 1;
+  if (parse_args(&o, argc, argv, &code) != 0) return code;
+
+  hx_err err = {HX_OK, ""};
+  hx_results *res = NULL;
+  wl_batch cloud = {0, 0, NULL, NULL};
+  hx_bench bench_store, *bench = NULL;
+  /* the pipelines' device memory (mem_peak rows): reset before each pipeline; no device memory is
+   * touched until a pipeline allocates */
+  hx_arena arena;
+  hx_arena_init(&arena, "sweep", 0, NULL);
+  int rc = 1;
+  /* Recorded inputs are read once, before anything is created. */
+  for (size_t i = 0; i < o.nwl; i++) {
+    if (!o.wl[i].path) continue;
+    if (wl_read(&o.wl[i].source, o.wl[i].path, WL_FMT_AUTO, &err) != HX_OK) {
+      f3d_fail("sweep", "%s", err.msg);
+      goto out;
+    }
+    if (o.wl[i].source.dropped_nonfinite)
+      fprintf(stderr, "f3dbench: sweep: note: %s: %zu points with NaN/Inf coordinates dropped\n", o.wl[i].path,
+              o.wl[i].source.dropped_nonfinite);
+  }
+
+  /* The device: none is a normal case (CPU references, variant "cpu"). */
+  hx_device_info dev;
+  int ndev = 0, have_gpu = 0;
+  char counters_off[600] = "";
+  if (hx_device_count(&ndev, &err) == HX_OK && hx_device_query(&dev, 0, &err) == HX_OK) {
+    have_gpu = 1;
+  } else {
+    fprintf(stderr, "f3dbench: sweep: note: %s: running CPU references only (variant \"cpu\")\n", err.msg);
+    snprintf(counters_off, sizeof counters_off, "off (%s)", err.msg);
+    /* Names can only be checked against a device's counters; say that they were not, rather than let a
+     * typo pass for a checked list. */
+    if (o.metrics) fprintf(stderr, "f3dbench: sweep: note: --metrics '%s' not checked and not used: no GPU counters\n", o.metrics);
+  }
+
+  /* The GPU measurement, opened before the run directory exists so that a bad --metrics name stops
+   * here. No device or a CPU-only build: no bench, GPU stages do not run anyway. */
+  if (have_gpu && o.mode != TIMING_BASIC) {
+    hx_status bs = hx_bench_open(&bench_store, dev.index, o.metrics, o.no_counters, o.mode == TIMING_PAPER, stderr,
+                                 &err);
+    if (bs == HX_OK) {
+      bench = &bench_store;
+    } else if (bs == HX_ENODEV) {
+      fprintf(stderr, "f3dbench: sweep: note: %s: GPU stages timed with --timing basic\n", err.msg);
+      snprintf(counters_off, sizeof counters_off, "off (%s)", err.msg);
+    } else {
+      f3d_fail("sweep", "%s", err.msg);
+      rc = bs == HX_EINVAL ? 2 : 1;
+      goto out;
+    }
+  } else if (have_gpu) {
+    snprintf(counters_off, sizeof counters_off, "off (--timing basic)");
+  }
+  if (bench) {
+    hx_measure_opts *mo = &bench->opts;
+    if (o.mode == TIMING_NVBENCH && o.max_time > 0.0) mo->max_time_s = o.max_time;
+    if (o.warmup_set) mo->warmup = o.timing.warmup;
+    if (o.reps_set) {
+      mo->min_samples = o.timing.reps;
+      if (o.mode == TIMING_PAPER || mo->max_samples < mo->min_samples) mo->max_samples = o.timing.reps;
+    }
+  }
+
+  char missing[256] = "";
+  for (size_t i = 0, len = 0; i < f3d_planned_pipeline_count; i++)
+    if (!f3d_pipeline_find(f3d_planned_pipelines[i]))
+      len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%s", len ? ", " : "", f3d_planned_pipelines[i]);
+  if (missing[0]) fprintf(stderr, "f3dbench: sweep: note: pipelines not registered yet: %s\n", missing);
+
+  char run_id[256];
+  if (o.run_id) {
+    snprintf(run_id, sizeof run_id, "%s", o.run_id);
+  } else {
+    char hash[64];
+    int dirty;
+    f3d_git_state(hash, sizeof hash, &dirty);
+    if (hx_run_id(run_id, sizeof run_id, (int64_t)time(NULL), hash, &err) != HX_OK) {
+      f3d_fail("sweep", "%s", err.msg);
+      goto out;
+    }
+    /* shards of one sweep often start in the same second on a shared file system */
+    if (o.shard_n) {
+      size_t l = strlen(run_id);
+      snprintf(run_id + l, sizeof run_id - l, "-shard%uof%u", o.shard_i, o.shard_n);
+    }
+    /* Two runs in the same second: add -2, -3, ... rather than fail. */
+    char probe[4096];
+    struct stat sb;
+    size_t base_len = strlen(run_id);
+    for (int k = 2; k < 100; k++) {
+      snprintf(probe, sizeof probe, "%s/%s", o.out_dir, run_id);
+      if (stat(probe, &sb) != 0) break;
+      snprintf(run_id + base_len, sizeof run_id - base_len, "-%d", k);
+    }
+  }
+  /* Handlers first: once the run directory exists, a signal always ends in an orderly abort. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = 0; /* on_signal decides what a second signal means */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  if (hx_results_open(&res, o.out_dir, run_id, &err) != HX_OK ||
+      write_context(res, &o, have_gpu ? &dev : NULL, argc, argv, &err) != HX_OK) {
+    f3d_fail("sweep", "%s", err.msg);
+    goto out;
+  }
+  if (hx_results_context(res, "run_id", run_id, &err) != HX_OK) {
+    f3d_fail("sweep", "%s", err.msg);
+    goto out;
+  }
+
+  sweep_run run;
+  memset(&run, 0, sizeof run);
+  run.o = &o;
+  run.tty = isatty(STDERR_FILENO);
+  run.t_start_ms = hx_now_ms();
+  const int tty = run.tty;
+  size_t ncases = 0;
+  for (size_t i = 0; i < o.nwl * o.nsizes; i++) ncases += !o.shard_n || i % o.shard_n == o.shard_i % o.shard_n;
+  run.ncases = ncases;
+  size_t mem_base = 0;
+  /* Timing protocol, counters (on, or off and why) and the ceilings of this device, in the context. */
+  if (bench) {
+    if (tty) fputs("measuring ceilings (copy bandwidth, cuBLAS GEMM)", stderr);
+    hx_status cs = hx_bench_context(bench, res, 1, &err);
+    clear_line(&run);
+    if (cs != HX_OK) {
+      f3d_fail("sweep", "%s", err.msg);
+      hx_results_abort(res, "failed", err.msg, NULL);
+      goto out;
+    }
+    hx_err e;
+    if (hx_meter_mem_used(bench->meter, &mem_base, &e) != HX_OK) mem_base = 0;
+    run.budget_s = o.mode == TIMING_NVBENCH ? (o.time_budget < 0.0 ? DEFAULT_TIME_BUDGET_S : o.time_budget) : 0.0;
+    run.cap_user_s = run.cap_min_used_s = bench->opts.max_time_s;
+    if (run.budget_s > 0.0 && hx_results_contextf(res, &err, "time_budget_s", "%g", run.budget_s) != HX_OK) {
+      f3d_fail("sweep", "%s", err.msg);
+      hx_results_abort(res, "failed", err.msg, NULL);
+      goto out;
+    }
+  } else if (hx_results_context(res, "timing", "basic", &err) != HX_OK ||
+             hx_results_context(res, "counters", counters_off, &err) != HX_OK) {
+    f3d_fail("sweep", "%s", err.msg);
+    hx_results_abort(res, "failed", err.msg, NULL);
+    goto out;
+  }
+  if (hx_results_flush(res, &err) != HX_OK) {
+    f3d_fail("sweep", "%s", err.msg);
+    hx_results_abort(res, "failed", err.msg, NULL);
+    goto out;
+  }
+  if (o.shard_n)
+    fprintf(stderr, "f3dbench: sweep: shard %u/%u: %zu of %zu cases\n", o.shard_i, o.shard_n, ncases,
+            o.nwl * o.nsizes);
+
+  size_t icase = 0;
+  for (size_t w = 0; w < o.nwl; w++) {
+    for (size_t s = 0; s < o.nsizes; s++, icase++) {
+      if (o.shard_n && icase % o.shard_n != o.shard_i % o.shard_n) continue;
+      run.case_no++;
+      run.case_start_ms = hx_now_ms();
+      size_t n = (size_t)o.sizes[s];
+      if (tty)
+        fprintf(stderr, "\r\033[K[%zu/%zu] %s n=%zu batch=%u: preparing clouds", run.case_no, ncases, o.wl[w].name,
+                n, o.batch);
+      if (build_case(&cloud, &o.wl[w], n, &o, &err) != HX_OK) {
+        clear_line(&run);
+        f3d_fail("sweep", "%s n=%zu: %s", o.wl[w].name, n, err.msg);
+        hx_results_abort(res, "failed", err.msg, NULL);
+        goto out;
+      }
+      f3d_ctx ctx;
+      memset(&ctx, 0, sizeof ctx);
+      ctx.results = res;
+      ctx.timing = o.timing;
+      ctx.have_gpu = have_gpu;
+      ctx.dev = have_gpu ? &dev : NULL;
+      ctx.bench = bench;
+      ctx.stream = bench ? hx_bench_stream(bench) : NULL;
+      ctx.mem_base = mem_base;
+      ctx.arena = have_gpu ? &arena : NULL;
+      ctx.stage_hook = stage_hook;
+      ctx.stage_hook_arg = &run;
+      ctx.seed = o.seed;
+      ctx.verbose = o.verbose;
+      ctx.c.workload = o.wl[w].name;
+      ctx.c.n_points = n;
+      ctx.c.batch = o.batch;
+      ctx.c.voxel = o.voxel;
+      ctx.c.cloud = &cloud;
+      ctx.c.kind = o.wl[w].kind;
+      ctx.c.source = o.wl[w].path ? &o.wl[w].source : NULL;
+      ctx.c.source_path = o.wl[w].path;
+      ctx.stop = &stop_signal;
+      for (size_t p = 0; p < o.npipes; p++) {
+        if (stop_signal) break;
+        progress(&run, &ctx, o.pipes[p]->name, NULL, NULL);
+        err.status = HX_OK;
+        err.msg[0] = '\0';
+        hx_arena_reset(&arena);
+        snprintf(arena.name, sizeof arena.name, "%s", o.pipes[p]->name);
+        ctx.mem_used_max = 0;
+        hx_status pst = o.pipes[p]->run(&ctx, &err);
+        if (pst == HX_OK) pst = f3d_record_mem_total(&ctx, o.pipes[p]->name, &err);
+        if (pst == HX_OK && hx_arena_live(&arena) > 0) {
+          /* a pipeline frees what it allocates (sweep.h); say so, and free it here so the next starts clean */
+          clear_line(&run);
+          fprintf(stderr, "f3dbench: sweep: note: pipeline %s left %zu B in %zu device allocations (freed)\n",
+                  o.pipes[p]->name, hx_arena_in_use(&arena), hx_arena_live(&arena));
+        }
+        hx_arena_release_all(&arena);
+        if (pst != HX_OK) {
+          if (stop_signal) break; /* f3d_measure refused to start: reported as interrupted below */
+          clear_line(&run);
+          f3d_fail("sweep", "%s n=%zu pipeline %s: %s", o.wl[w].name, n, o.pipes[p]->name,
+                   err.msg[0] ? err.msg : hx_status_str(err.status));
+          hx_results_abort(res, "failed", err.msg, NULL);
+          goto out;
+        }
+      }
+      case_done(&run);
+      wl_batch_free(&cloud);
+      if (!stop_signal && hx_results_flush(res, &err) != HX_OK) {
+        f3d_fail("sweep", "%s", err.msg);
+        hx_results_abort(res, "failed", err.msg, NULL);
+        goto out;
+      }
+      if (stop_signal) {
+        clear_line(&run);
+        f3d_fail("sweep", "interrupted (%s): run left incomplete in %s", signal_status(stop_signal), hx_results_dir(res));
+        hx_results_abort(res, "interrupted", signal_status(stop_signal), NULL);
+        rc = 128 + stop_signal;
+        goto out;
+      }
+    }
+  }
+  clear_line(&run);
+  hx_results_contextf(res, NULL, "duration_s", "%.1f", (hx_now_ms() - run.t_start_ms) / 1e3);
+  if (bench && o.mode == TIMING_NVBENCH)
+    hx_results_contextf(res, NULL, "stage_max_time_min_s", "%.3g", run.cap_min_used_s);
+  if (bench) hx_results_context(res, "counters_final", bench->counters ? "on" : bench->counters_off, NULL);
+  if (hx_results_commit(res, &err) != HX_OK) {
+    f3d_fail("sweep", "%s", err.msg);
+    goto out;
+  }
+  print_summary(hx_results_dir(res));
+  printf("results: %s\n", hx_results_dir(res));
+  rc = 0;
+out:
+  hx_arena_destroy(&arena);
+  wl_batch_free(&cloud);
+  hx_results_close(res);
+  if (bench) hx_bench_close(bench);
+  for (size_t i = 0; i < o.nwl; i++) wl_cloud_free(&o.wl[i].source);
+  return rc;
+}

@@ -1,0 +1,125 @@
+/*
+ * sweep.c - the pipeline registry and the row helpers of sweep.h.
+ *
+ * f3d_pipelines[] is the only list of pipelines: `f3dbench sweep` iterates it (in order) and
+ * `--pipelines` selects from it by name. f3d_measure is the one path from a timed closure to result
+ * rows, so every pipeline reports the same metrics with the same units.
+ */
+#include "app/sweep.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const f3d_pipeline f3d_pipelines[] = {
+    {"workload", "workload preparation: generation, voxel dedup, exact-size sampling, file reading (CPU)",
+     f3d_pipe_workload},
+    {"ptv3", "PTv3 serialization (grid, 4 orders, sort, inverse), padding, qkv/output gathers, pooling (GPU variants vs CPU)",
+     f3d_pipe_ptv3},
+    {"flash3d", "Flash3D PSH (4 hashes, CPU + GPU variants checked first), feature scatter, in-bucket pooling, locality",
+     f3d_pipe_flash3d},
+    /* one line per pipeline, in run order */
+};
+const size_t f3d_pipeline_count = sizeof f3d_pipelines / sizeof f3d_pipelines[0];
+
+const char *const f3d_planned_pipelines[] = {"ptv3", "flash3d"};
+const size_t f3d_planned_pipeline_count = sizeof f3d_planned_pipelines / sizeof f3d_planned_pipelines[0];
+
+const f3d_pipeline *f3d_pipeline_find(const char *name) {
+  for (size_t i = 0; i < f3d_pipeline_count; i++)
+    if (strcmp(f3d_pipelines[i].name, name) == 0) return &f3d_pipelines[i];
+  return NULL;
+}
+
+hx_key f3d_key(const f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant) {
+  hx_key k;
+  k.workload = ctx->c.workload;
+  k.n_points = (uint64_t)ctx->c.n_points;
+  k.batch = ctx->c.batch;
+  k.pipeline = pipeline;
+  k.kernel = kernel;
+  k.variant = variant;
+  return k;
+}
+
+hx_status f3d_record(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                     const char *metric, double value, const char *unit, hx_err *err) {
+  hx_key k = f3d_key(ctx, pipeline, kernel, variant);
+  return hx_results_add(ctx->results, &k, metric, value, unit, err);
+}
+
+hx_status f3d_record_times(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                           const double *samples_ms, size_t n, hx_err *err) {
+  hx_summary s;
+  hx_status st = hx_summarize(&s, samples_ms, n, err);
+  if (st != HX_OK) return st;
+  hx_key k = f3d_key(ctx, pipeline, kernel, variant);
+  const struct {
+    const char *metric;
+    double v;
+  } rows[] = {{"time_median", s.median}, {"time_mean", s.mean}, {"time_std", s.std},
+              {"time_min", s.min},       {"time_max", s.max}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    st = hx_results_add(ctx->results, &k, rows[i].metric, rows[i].v, "ms", err);
+    if (st != HX_OK) return st;
+  }
+  st = hx_results_add(ctx->results, &k, "reps", (double)n, "count", err);
+  if (st != HX_OK) return st;
+  return hx_results_add_samples(ctx->results, &k, "time", samples_ms, n, "ms", err);
+}
+
+/* The NVBench-style path: timing pass, counter pass, rows (hx_bench_stage), then the device memory the
+ * stage's pipeline holds, beyond the sweep's starting point. */
+static hx_status measure_bench(f3d_ctx *ctx, const hx_key *k, const hx_closure *c, hx_err *err) {
+  HX_TRY(hx_bench_stage(ctx->bench, ctx->results, k, c, err));
+  size_t used = 0;
+  hx_err e;
+  if (hx_meter_mem_used(ctx->bench->meter, &used, &e) != HX_OK) return HX_OK; /* memory rows are optional */
+  size_t delta = used > ctx->mem_base ? used - ctx->mem_base : 0;
+  if (delta > ctx->mem_used_max) ctx->mem_used_max = delta;
+  return hx_results_add(ctx->results, k, "mem_used", (double)delta, "B", err);
+}
+
+hx_status f3d_record_mem(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant, hx_err *err) {
+  if (!ctx->arena || hx_arena_count(ctx->arena) == 0) return HX_OK;
+  return f3d_record(ctx, pipeline, kernel, variant, "mem_peak", (double)hx_arena_mark_peak(ctx->arena), "B", err);
+}
+
+hx_status f3d_record_mem_total(f3d_ctx *ctx, const char *pipeline, hx_err *err) {
+  if (!ctx->arena || hx_arena_count(ctx->arena) == 0) return HX_OK;
+  hx_status st = f3d_record(ctx, pipeline, "total", "all", "mem_peak", (double)hx_arena_peak(ctx->arena), "B", err);
+  if (st == HX_OK && ctx->mem_used_max > 0)
+    st = f3d_record(ctx, pipeline, "total", "all", "mem_used", (double)ctx->mem_used_max, "B", err);
+  return st;
+}
+
+hx_status f3d_measure(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                      hx_clock clock, const hx_closure *c, hx_err *err) {
+  return f3d_measure_median(ctx, pipeline, kernel, variant, clock, c, NULL, err);
+}
+
+hx_status f3d_measure_median(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
+                             hx_clock clock, const hx_closure *c, double *median_ms, hx_err *err) {
+  if (median_ms) *median_ms = NAN;
+  if (ctx->stop && *ctx->stop) return hx_errf(err, HX_EINVAL, "%s/%s: interrupted", pipeline, kernel);
+  if (ctx->stage_hook) ctx->stage_hook(ctx->stage_hook_arg, ctx, pipeline, kernel, variant, clock, 0);
+  hx_status st;
+  if (clock == HX_CLOCK_GPU && ctx->arena) hx_arena_mark(ctx->arena);
+  if (clock == HX_CLOCK_GPU && ctx->bench) {
+    hx_key k = f3d_key(ctx, pipeline, kernel, variant);
+    st = measure_bench(ctx, &k, c, err);
+    if (st == HX_OK && median_ms) *median_ms = ctx->bench->last_median_ms;
+  } else {
+    size_t n = ctx->timing.reps;
+    double *samples = n ? malloc(n * sizeof *samples) : NULL;
+    if (n == 0) st = hx_errf(err, HX_EINVAL, "%s/%s: zero repetitions", pipeline, kernel);
+    else if (!samples) st = hx_errf(err, HX_ENOMEM, "%s/%s: no memory for %zu samples", pipeline, kernel, n);
+    else st = hx_time(samples, clock, &ctx->timing, c, clock == HX_CLOCK_GPU ? ctx->stream : NULL, err);
+    if (st == HX_OK) st = f3d_record_times(ctx, pipeline, kernel, variant, samples, n, err);
+    if (st == HX_OK && median_ms) *median_ms = hx_stats_median(samples, n);
+    free(samples);
+  }
+  if (st == HX_OK && clock == HX_CLOCK_GPU) st = f3d_record_mem(ctx, pipeline, kernel, variant, err);
+  if (ctx->stage_hook) ctx->stage_hook(ctx->stage_hook_arg, ctx, pipeline, kernel, variant, clock, 1);
+  return st;
+}

@@ -1,0 +1,302 @@
+/*
+ * nets.h - the one public header of the networks folder: whole inference backbones (PTv3-m1 and Flash3D)
+ * and the layers they are made of. Prefixes: nl_ (dense layers), spc_ (submanifold sparse convolution),
+ * stf_ (safetensors files), net_ (models: configurations, parameters, forward passes).
+ *
+ * Floors: nets/ sits on the leaves (kernels/, baselines/, workloads/: their public headers only) and base/;
+ * it never includes harness/ or app/ (tests/check_includes.sh). Timing, NVTX and counters reach a forward
+ * only through the net_hooks callbacks below, which the program fills in.
+ *
+ * Conventions (every routine):
+ *  - activations are row-major [rows, C]; on the GPU fp16 or bf16 (net_dtype) with fp32 accumulation; the
+ *    CPU references are plain fp32 C;
+ *  - Linear weights are PyTorch's [out, in] (y = x W^T + b); sparse-convolution weights are spconv 2's
+ *    [out, k, k, k, in] (offset order below); everything a network holds is a named fp32 host tensor
+ *    (net_tensor), uploaded to the device in the activation dtype (biases and norm parameters in fp32);
+ *  - GPU entry points take device pointers (d_ prefix), return hx_status with err filled, take the stream
+ *    last, never synchronise the host unless their comment says so, and report scratch sizes when given a
+ *    NULL scratch pointer (CUB's protocol);
+ *  - all validation happens once at the API boundary; kernels trust their params.
+ */
+#ifndef F3D_NETS_H
+#define F3D_NETS_H
+
+#include "base/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct CUstream_st;
+
+typedef enum net_dtype { NET_F16 = 0, NET_BF16 = 1 } net_dtype;
+const char *net_dtype_name(net_dtype t);
+hx_status net_dtype_parse(const char *name, net_dtype *out, hx_err *err);
+/* fp32 <-> fp16 / bf16 bit patterns, round to nearest even (host; what the tests and uploads use). */
+uint16_t net_from_float(net_dtype t, float x);
+float net_to_float(net_dtype t, uint16_t h);
+
+/* ==== Dense layers (nl_: nets/layers.c CPU references, nets/layers.cu GPU) ========================== */
+/*
+ * A cuBLASLt context: one handle, one workspace, the matmul descriptors cached per shape. Created once per
+ * forward object (never inside a timed region). nl_linear_gpu computes
+ *     Y[rows, out] (+)= act(X[rows, in] W^T + b)
+ * with the bias, GELU and accumulate-into-Y (residual add: beta = 1) fused into cuBLASLt's epilogue where
+ * it offers them. GELU: NL_ACT_GELU is the exact erf form of torch.nn.GELU in the CPU reference; cuBLASLt's
+ * fused epilogue is the tanh approximation (|difference| < 1e-3 for |x| < 10), documented in docs/nets.md
+ * and covered by the stated tolerance.
+ */
+typedef enum nl_act { NL_ACT_NONE = 0, NL_ACT_GELU = 1 } nl_act;
+
+typedef struct nl_blas nl_blas; /* opaque */
+hx_status nl_blas_create(nl_blas **out, hx_err *err);
+void nl_blas_destroy(nl_blas *b);
+
+/* CPU reference: y[rows, out] = act(x W^T + b) (+ y when accumulate). b may be NULL. */
+hx_status nl_linear_cpu(float *y, const float *x, const float *w, const float *b, size_t rows, size_t in,
+                        size_t out, nl_act act, int accumulate, hx_err *err);
+/* GPU: d_x [rows, in] and d_y [rows, out] in dtype, d_w [out, in] in dtype, d_b fp32 [out] or NULL.
+ * in and out multiples of 8 (cuBLASLt's 16-byte rule for half types); rows may be 0 (nothing done). */
+hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const float *d_b, size_t rows,
+                        size_t in, size_t out, nl_act act, int accumulate, net_dtype dt, struct CUstream_st *stream,
+                        hx_err *err);
+
+/* LayerNorm over the last dim (eps as given; PyTorch's default 1e-5): y = (x - mean) / sqrt(var + eps) * g + b.
+ * y may equal x (in place). */
+hx_status nl_layernorm_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
+                           float eps, hx_err *err);
+hx_status nl_layernorm_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
+                           float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+
+/* Inference BatchNorm folded to one affine per channel, then an optional GELU:
+ *     y = act(x * scale + shift),  scale = gamma / sqrt(var + eps),  shift = beta - mean * scale.
+ * nl_bn_fold computes scale/shift (C floats each) from the four BatchNorm1d tensors. y may equal x. */
+void nl_bn_fold(float *scale, float *shift, const float *gamma, const float *beta, const float *mean,
+                const float *var, size_t C, float eps);
+hx_status nl_affine_act_cpu(float *y, const float *x, const float *scale, const float *shift, size_t rows, size_t C,
+                            nl_act act, hx_err *err);
+hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, const float *d_shift, size_t rows,
+                            size_t C, nl_act act, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+
+/* SwiGLU of TransformerEngine's LayerNormMLP: x [rows, 2H] holds (a | b) halves, y [rows, H] = silu(a) * b. */
+hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err);
+hx_status nl_swiglu_gpu(void *d_y, const void *d_x, size_t rows, size_t H, net_dtype dt, struct CUstream_st *stream,
+                        hx_err *err);
+
+/* y += x (residual add), elementwise over n values. */
+hx_status nl_add_cpu(float *y, const float *x, size_t n, hx_err *err);
+hx_status nl_add_gpu(void *d_y, const void *d_x, size_t n, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+
+/* Row gather y[i] = x[idx[i]] (C values a row) and the conversions in and out of the activation dtype. */
+hx_status nl_gather_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t rows, size_t C, net_dtype dt,
+                             struct CUstream_st *stream, hx_err *err);
+hx_status nl_from_f32_gpu(void *d_y, const float *d_x, size_t n, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+hx_status nl_to_f32_gpu(float *d_y, const void *d_x, size_t n, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+
+/* Segment max over rows: y[s] = max over x[idx[j]] for j in [ptr[s], ptr[s+1]) (PTv3's pooling reduce of
+ * projected features, torch_scatter.segment_csr "max"). */
+hx_status nl_segment_max_cpu(float *y, const float *x, const uint32_t *idx, const uint32_t *ptr, size_t segments,
+                             size_t C, hx_err *err);
+hx_status nl_segment_max_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, const uint32_t *d_ptr,
+                             size_t segments, size_t C, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+
+/* ==== Submanifold sparse 3D convolution (spc_: nets/spconv.c CPU, nets/spconv.cu GPU) =============== */
+/*
+ * Active voxels are (batch, x, y, z) with x, y, z in [0, 2^18) and batch < 2^10 (spc_pack_key; larger is
+ * HX_EINVAL at the boundary). For a kernel of
+ * side k (3 or 5; r = k / 2), offset index o = ((dx + r) * k + (dy + r)) * k + (dz + r) over dx, dy, dz in
+ * [-r, r]: spconv 2's weight [out, k, k, k, in] read as [out][o][in]. The kernel map of a point set holds, for
+ * every output row i and offset o, the input row j whose voxel is voxel(i) + (dx, dy, dz) in the same cloud,
+ * or -1: nbr[i * K + o] (K = k^3). Submanifold: outputs exactly at the inputs, so the centre offset maps i to i.
+ * A map is built once per level and shared by every convolution of that level, encoder and decoder (PTv3's
+ * indice_key). The GPU build is a hash table of the active voxels (open addressing on the packed key) and
+ * K lookups per point; it must give exactly the CPU map.
+ *     y[i] = b + sum_o sum_{c} W[:, o, c] * x[nbr[i*K+o], c]
+ */
+static inline HX_HD uint64_t spc_pack_key(uint32_t b, uint32_t x, uint32_t y, uint32_t z) {
+  return ((uint64_t)(b & 0x3FFu) << 54) | ((uint64_t)(x & 0x3FFFFu) << 36) | ((uint64_t)(y & 0x3FFFFu) << 18) |
+         (uint64_t)(z & 0x3FFFFu);
+}
+
+typedef struct spc_map {
+  uint32_t n;      /* rows */
+  uint32_t k;      /* kernel side (3 or 5) */
+  uint32_t K;      /* k^3 */
+  int32_t *nbr;    /* [n * K], host or device (whoever built it) */
+  uint64_t pairs;  /* entries != -1: the real neighbour pairs (FLOPs of a conv = 2 * pairs * in * out) */
+} spc_map;
+
+/* CPU reference map. grid [n*3] (x, y, z per row), batch [n] (NULL: one cloud). nbr is allocated (free with
+ * spc_map_free_host). Duplicate voxels in one cloud are HX_EINVAL. */
+hx_status spc_map_cpu(spc_map *m, const uint32_t *grid, const uint32_t *batch, uint32_t n, uint32_t k, hx_err *err);
+void spc_map_free_host(spc_map *m);
+/* GPU map into caller memory: d_nbr [n * k^3]; scratch by CUB's protocol (NULL asks the size). m->pairs is
+ * filled only when count_pairs (one stream synchronisation). */
+hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, void *d_scratch, size_t *scratch_bytes, const uint32_t *d_grid,
+                      const uint32_t *d_batch, uint32_t n, uint32_t k, int count_pairs, struct CUstream_st *stream,
+                      hx_err *err);
+
+/* CPU reference convolution: y [n, out] = conv(x [n, in]); w [out, K, in]; b [out] or NULL. */
+hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b, const spc_map *m, size_t in,
+                       size_t out, hx_err *err);
+/* GPU variants (device map, dtype activations, weights re-laid out by spc_weights_upload). */
+typedef struct spc_weights {
+  void *d_w;      /* the variant's layout, dtype */
+  float *d_b;     /* [out] fp32 or NULL */
+  size_t in, out;
+  uint32_t K;
+} spc_weights;
+typedef hx_status (*spc_conv_fn)(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                                 size_t *scratch_bytes, nl_blas *blas, net_dtype dt, struct CUstream_st *stream,
+                                 hx_err *err);
+typedef struct spc_variant {
+  int id;           /* v0: gather-GEMM-scatter per offset through cuBLAS; v1: fused implicit GEMM */
+  const char *name;
+  spc_conv_fn fn;
+} spc_variant;
+int spc_variant_count(void);
+const spc_variant *spc_variant_get(int i);
+/* The best variant for (in, out) on this build (the main path's one entry). */
+const spc_variant *spc_variant_best(size_t in, size_t out);
+
+/* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */
+/*
+ * Reader and writer of the safetensors format: 8-byte little-endian header length, a JSON header
+ * {"name": {"dtype": "F32"|"F16"|"BF16", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}},
+ * then raw little-endian data. Every malformed header, offset outside the file, overlap, shape/size mismatch or
+ * unsupported dtype is HX_EFORMAT naming the file and the tensor; never a crash.
+ */
+typedef struct stf_tensor {
+  char name[128];
+  int ndim;
+  int64_t shape[8];
+  float *data; /* converted to fp32 */
+} stf_tensor;
+typedef struct stf_file {
+  stf_tensor *t;
+  size_t n;
+} stf_file;
+hx_status stf_read(stf_file *out, const char *path, hx_err *err);
+void stf_free(stf_file *f);
+/* fp32 tensors, written atomically (temporary name, rename). */
+hx_status stf_write(const char *path, const stf_tensor *t, size_t n, hx_err *err);
+
+/* ==== Models (net_: nets/net.c registry and parameters, net_ptv3*.c / net_flash3d*.c) ================ */
+
+typedef struct net_tensor {
+  char name[128]; /* PyTorch state_dict key, e.g. "backbone.enc.enc0.block0.attn.qkv.weight" */
+  int ndim;
+  int64_t shape[5];
+  float *data;    /* host fp32, owned by the net_params */
+  int counted;    /* 1: a learnable parameter (counts toward net_params_count); 0: a buffer (BN running stats) */
+} net_tensor;
+
+typedef struct net_params {
+  net_tensor *t;
+  size_t n, cap;
+} net_params;
+hx_status net_params_add(net_params *p, const char *name, int ndim, const int64_t *shape, int counted,
+                         net_tensor **out, hx_err *err);
+const net_tensor *net_params_find(const net_params *p, const char *name);
+uint64_t net_params_count(const net_params *p);
+void net_params_free(net_params *p);
+/* Replace every tensor's values with those of a safetensors file: every expected name present with its exact
+ * shape, no extra names (HX_EFORMAT naming the first missing, extra or mis-shaped tensor), and no NaN/Inf. */
+hx_status net_params_load(net_params *p, const char *path, hx_err *err);
+hx_status net_params_save(const net_params *p, const char *path, hx_err *err);
+
+/* One input batch: B clouds concatenated; cloud c owns rows [offset[c], offset[c+1]). feat = (x, y, z,
+ * intensity) as both models take it (in_channels 4). Host pointers for the CPU forward; the GPU forward
+ * uploads them itself. */
+typedef struct net_input {
+  const float *xyz;      /* [n*3] */
+  const float *feat;     /* [n*C_in] */
+  const size_t *offset;  /* [B+1] */
+  uint32_t B;
+  size_t n;
+  double grid_size;      /* voxel size (m): PTv3's GridSample grid and Flash3D's PSH voxel */
+  uint64_t seed;         /* order shuffles (PTv3), PSH seeds (Flash3D) */
+} net_input;
+
+/* What a forward hands back (host, fp32): logits [n, classes] in input row order, and optionally every level's
+ * output (encoder levels after their blocks, decoder levels after theirs) for --save. */
+#define NET_MAX_LEVELS 8
+typedef struct net_output {
+  float *logits;                      /* [n * classes] */
+  size_t n, classes;
+  float *level[2 * NET_MAX_LEVELS];   /* NULL where not asked for */
+  size_t level_rows[2 * NET_MAX_LEVELS], level_C[2 * NET_MAX_LEVELS];
+  char level_name[2 * NET_MAX_LEVELS][32]; /* "enc0".."enc4", "dec3".."dec0" */
+  size_t n_levels;
+} net_output;
+void net_output_free(net_output *o);
+
+/* Timing and profiling reach a forward only through these callbacks (all optional; NULL hooks = none).
+ * range(ctx, name, 1) before and range(ctx, name, 0) after each named piece of work, on the forward's stream;
+ * names nest: "enc2", "enc2/block1", and every innermost range is one component whose category is its last
+ * path element's prefix before '.', from the fixed list NET_COMPONENTS (e.g. "enc2/block1/attn"). The hook
+ * records events, pushes NVTX or CUPTI ranges; it must not synchronise when capture is set. */
+#define NET_COMPONENTS "serialize,psh,cpe,norm,qkv,attn,gather,proj,mlp,pool,unpool,embed,head"
+typedef struct net_hooks {
+  void (*range)(void *ctx, const char *name, int begin, struct CUstream_st *stream);
+  void *ctx;
+} net_hooks;
+
+/* A device allocator the forward draws every buffer from (the program passes its arena through it). */
+typedef struct net_alloc {
+  hx_status (*alloc)(void *ctx, void **p, size_t bytes, const char *label, hx_err *err);
+  void (*release)(void *ctx, void *p);
+  void *ctx;
+} net_alloc;
+
+/* A model: named configuration, its parameters, CPU and GPU forwards. */
+typedef struct net_config {
+  char name[32];         /* "ptv3", "ptv3-tiny", "flash3d-public", "flash3d-46m", "flash3d-129m", "flash3d-tiny" */
+  int kind;              /* 0 PTv3-m1, 1 Flash3D */
+  int levels;            /* encoder levels */
+  int enc_depth[NET_MAX_LEVELS], enc_channels[NET_MAX_LEVELS], enc_heads[NET_MAX_LEVELS];
+  int dec_depth[NET_MAX_LEVELS], dec_channels[NET_MAX_LEVELS], dec_heads[NET_MAX_LEVELS];
+  int in_channels, classes, mlp_ratio;
+  int patch;             /* PTv3: patch size (1024) */
+  int bucket, scope;     /* Flash3D: bucket rows (512), buckets per scope (8) */
+  int rehash;            /* Flash3D: 1 = each encoder level runs a PSH of its own pooled points */
+} net_config;
+
+hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */
+const char *const *net_config_names(size_t *n);
+
+/* Parameters with the configuration's exact names and shapes, seeded random values (PyTorch's default init
+ * ranges; BatchNorm statistics drawn near mean 0, var 1 so the fold is exercised). */
+hx_status net_params_init(net_params *p, const net_config *cfg, uint64_t seed, hx_err *err);
+
+/* Full fp32 CPU forward (the reference every GPU forward is checked against). */
+hx_status net_forward_cpu(net_output *out, const net_config *cfg, const net_params *p, const net_input *in,
+                          int keep_levels, hx_err *err);
+
+/* GPU forward object: device weights in dtype, a cuBLASLt context, and the level plans of the last input. */
+typedef struct net_gpu net_gpu;
+hx_status net_gpu_create(net_gpu **out, const net_config *cfg, const net_params *p, net_dtype dt,
+                         const net_alloc *alloc, hx_err *err);
+void net_gpu_destroy(net_gpu *g);
+/* Bytes the forward of `in` would hold at its peak (weights included), computed on the host before any
+ * allocation: what the program compares with cudaMemGetInfo to refuse an input that cannot fit. */
+hx_status net_gpu_bytes(size_t *bytes, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err);
+/* net_gpu_prepare uploads the input and runs the data-dependent structure once (serialization or PSH, pooled
+ * sizes of every level, kernel maps) to learn every size, then allocates every buffer: untimed. net_gpu_forward
+ * is the timed forward, everything from the uploaded points to the logits: serialization / PSH, kernel maps,
+ * pooling, every layer, re-run from the input each call, with the sizes prepare found; no allocation, and no
+ * host synchronisation, so it can be captured in a CUDA graph (a step that cannot avoid one says so in
+ * net_gpu_graphable and docs/nets.md). net_gpu_download fetches logits (and levels when keep_levels) in input
+ * row order. */
+hx_status net_gpu_prepare(net_gpu *g, const net_input *in, struct CUstream_st *stream, hx_err *err);
+hx_status net_gpu_forward(net_gpu *g, const net_hooks *hooks, struct CUstream_st *stream, hx_err *err);
+hx_status net_gpu_download(net_gpu *g, net_output *out, int keep_levels, struct CUstream_st *stream, hx_err *err);
+/* 1 when net_gpu_forward never synchronises the host (it may then be captured in a CUDA graph). */
+int net_gpu_graphable(const net_gpu *g);
+/* Bytes the forward object holds after prepare (weights, plans, activations): the arena's view. */
+size_t net_gpu_held_bytes(const net_gpu *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* F3D_NETS_H */
