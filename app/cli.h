@@ -26,6 +26,7 @@ int f3d_cmd_attn(int argc, char **argv);
 int f3d_cmd_plot(int argc, char **argv);
 int f3d_cmd_compare(int argc, char **argv);
 int f3d_cmd_merge(int argc, char **argv);
+int f3d_cmd_net(int argc, char **argv);
 
 /* Print "f3dbench: <what>: <why>" on stderr. */
 void f3d_fail(const char *what, const char *fmt, ...)

@@ -28,6 +28,7 @@ static const f3d_cmd cmds[] = {
     {"psh", f3d_cmd_psh, "PSH bucketing of clouds: CSV of (bucket, offset, slot), balance and locality statistics"},
     {"pool", f3d_cmd_pool, "PSH then in-bucket pooling (rho 2/4/8): CSV of pooled rows, pooling statistics"},
     {"attn", f3d_cmd_attn, "bucket-swin attention: one configuration, checked, timed (TFLOP/s)"},
+    {"net", f3d_cmd_net, "one backbone forward (PTv3-m1 or Flash3D): checked, timed, memory, time per component"},
     /* one line per subcommand (and one declaration in cli.h); `f3dbench --help` lists them in this order */
 };
 

@@ -34,7 +34,19 @@ typedef struct net_gpu_ops {
   hx_status (*download)(void *impl, net_output *out, int keep_levels, struct CUstream_st *stream, hx_err *err);
   int (*graphable)(const void *impl);
   size_t (*held_bytes)(const void *impl);
+  /* The fp32 CPU forward on the same structure as the last GPU forward (for Flash3D: the bucket layouts the GPU
+   * PSH produced, which may differ from psh_run_cpu's where threads race); NULL: net_forward_cpu is the same. */
+  hx_status (*cpu_reference)(const void *impl, net_output *out, const net_params *p, const net_input *in,
+                             int keep_levels, hx_err *err);
 } net_gpu_ops;
+/* The object behind net_gpu (net.c creates it; net_check.c reads it). */
+struct net_gpu {
+  const net_gpu_ops *ops;
+  void *impl;
+  net_config cfg;
+  net_dtype dt;
+};
+
 /* NULL in a CPU-only build (net_gpu_create then returns HX_ENODEV). */
 const net_gpu_ops *net_ptv3_gpu_ops(void);
 const net_gpu_ops *net_flash3d_gpu_ops(void);

@@ -1,0 +1,377 @@
+/*
+ * cmd_net.c - `f3dbench net`: one backbone forward (PTv3-m1 or Flash3D, nets/), checked against the fp32 CPU
+ * forward, then timed; prints latency, peak memory, parameters and the time per component.
+ *
+ * Order of work: every argument is validated before anything is read or built; the model and weights come
+ * next (an unknown model or a bad weight file fails before any cloud is made); the input is refused before any
+ * device allocation when its forward cannot fit (net_gpu_bytes against cudaMemGetInfo). The check runs on a
+ * cloud small enough for the CPU forward (the input itself when it has at most --check-points points per
+ * cloud, else the first --check-points points of each of its clouds), on its own forward object, and a failing
+ * check exits 1 before any timing. --save writes .npy files (input, every level, logits) of the timed input.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "app/cli.h"
+#include "app/net_run.h"
+#include "f3d_config.h"
+
+#if F3D_HAVE_CUDA
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#include <cuda_runtime_api.h>
+#pragma GCC diagnostic pop
+#endif
+
+static void net_usage(FILE *f) {
+  size_t n = 0;
+  const char *const *names = net_config_names(&n);
+  fprintf(f,
+          "usage: f3dbench net --model NAME [--points N | --input FILE] [--batch B] [--dtype fp16|bf16]\n"
+          "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
+          "                    [--reps R] [--check-points N] [--device gpu|cpu]\n"
+          "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
+          "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
+          "  --model NAME       one of:");
+  for (size_t i = 0; i < n; i++) fprintf(f, " %s", names[i]);
+  fprintf(f,
+          "\n"
+          "  --points N         points per cloud after one-point-per-voxel deduplication (synthetic lidar;\n"
+          "                     default 100k; k/M suffixes)\n"
+          "  --input FILE       a recorded cloud instead (PCD, PLY, .bin, xyz), deduplicated at --voxel\n"
+          "  --batch B          clouds in the batch, 1..16 (default 1; with --input the file is repeated)\n"
+          "  --dtype T          activations fp16 (default) or bf16; fp32 accumulation either way\n"
+          "  --weights FILE     safetensors with the PyTorch module names (default: seeded random weights)\n"
+          "  --save DIR         write input_xyz.npy, input_feat.npy, offset.txt, <level>.npy and logits.npy\n"
+          "  --graph            also time the forward replayed as one CUDA graph (when it never syncs the host)\n"
+          "  --voxel V          grid / voxel size in metres (default 0.05)\n"
+          "  --seed S           cloud, intensity, weight and order-shuffle seed (default 3407)\n"
+          "  --reps R           timed forwards (default 20)\n"
+          "  --check-points N   points per cloud of the check against the CPU forward (default 3000)\n"
+          "  --device D         gpu (default when built with CUDA) or cpu (the fp32 reference forward alone)\n");
+}
+
+typedef struct net_cli {
+  const char *model, *input, *weights, *save;
+  uint64_t points, batch, reps, check_points, seed;
+  double voxel;
+  net_dtype dt;
+  int graph, cpu;
+} net_cli;
+
+/* Clouds of the run: B synthetic lidar clouds of exactly `points` unique voxels each (seed + c), or the file's
+ * deduplicated cloud B times. */
+static int make_batch(wl_batch *bt, const net_cli *o) {
+  hx_err err = {HX_OK, ""};
+  wl_cloud *cl = calloc(o->batch, sizeof *cl);
+  if (!cl) return f3d_fail("net", "out of memory"), 1;
+  int rc = 0;
+  if (o->input) {
+    wl_cloud raw = {0};
+    if (wl_read(&raw, o->input, WL_FMT_AUTO, &err) != HX_OK) rc = (f3d_fail_msg(o->input, err.msg), 1);
+    if (!rc && raw.dropped_nonfinite) f3d_warn_dropped(o->input, raw.dropped_nonfinite);
+    if (!rc && wl_voxel_dedup(&cl[0], &raw, o->voxel, NULL, &err) != HX_OK) rc = (f3d_fail_msg(o->input, err.msg), 1);
+    wl_cloud_free(&raw);
+    for (uint64_t c = 1; !rc && c < o->batch; c++) {
+      if (wl_cloud_alloc(&cl[c], cl[0].n, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
+      else memcpy(cl[c].xyz, cl[0].xyz, cl[0].n * 3 * sizeof(float));
+    }
+  } else {
+    for (uint64_t c = 0; !rc && c < o->batch; c++)
+      if (wl_make_exact(&cl[c], WL_LIDAR, NULL, (size_t)o->points, o->voxel, o->seed + c, NULL, &err) != HX_OK)
+        rc = (f3d_fail_msg("net", err.msg), 1);
+  }
+  if (!rc && wl_batch_from_clouds(bt, cl, (uint32_t)o->batch, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
+  for (uint64_t c = 0; c < o->batch; c++) wl_cloud_free(&cl[c]);
+  free(cl);
+  return rc;
+}
+
+/* The first k points of each cloud of bt (their voxels stay unique). */
+static int prefix_batch(wl_batch *out, const wl_batch *bt, size_t k) {
+  hx_err err = {HX_OK, ""};
+  wl_cloud *cl = calloc(bt->b, sizeof *cl);
+  if (!cl) return f3d_fail("net", "out of memory"), 1;
+  int rc = 0;
+  for (uint32_t c = 0; !rc && c < bt->b; c++) {
+    size_t m = bt->offset[c + 1] - bt->offset[c];
+    if (m > k) m = k;
+    if (wl_cloud_alloc(&cl[c], m, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
+    else memcpy(cl[c].xyz, bt->xyz + bt->offset[c] * 3, m * 3 * sizeof(float));
+  }
+  if (!rc && wl_batch_from_clouds(out, cl, bt->b, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
+  for (uint32_t c = 0; c < bt->b; c++) wl_cloud_free(&cl[c]);
+  free(cl);
+  return rc;
+}
+
+static int save_outputs(const char *dir, const net_input *in, const net_output *o) {
+  hx_err err = {HX_OK, ""};
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) return f3d_fail(dir, "cannot create: %s", strerror(errno)), 1;
+  struct stat sb;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return f3d_fail(dir, "not a directory"), 1;
+  char path[4096];
+  size_t shape[2] = {in->n, 3};
+  snprintf(path, sizeof path, "%s/input_xyz.npy", dir);
+  if (f3d_npy_write(path, in->xyz, 2, shape, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
+  shape[1] = 4;
+  snprintf(path, sizeof path, "%s/input_feat.npy", dir);
+  if (f3d_npy_write(path, in->feat, 2, shape, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
+  for (size_t l = 0; l < o->n_levels; l++) {
+    if (!o->level[l]) continue;
+    snprintf(path, sizeof path, "%s/%s.npy", dir, o->level_name[l]);
+    size_t s2[2] = {o->level_rows[l], o->level_C[l]};
+    if (f3d_npy_write(path, o->level[l], 2, s2, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
+  }
+  snprintf(path, sizeof path, "%s/logits.npy", dir);
+  size_t s3[2] = {o->n, o->classes};
+  if (f3d_npy_write(path, o->logits, 2, s3, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
+  char text[64 * 17];
+  int len = 0;
+  for (uint32_t c = 0; c <= in->B; c++) len += snprintf(text + len, sizeof text - (size_t)len, "%zu\n", in->offset[c]);
+  snprintf(path, sizeof path, "%s/offset.txt", dir);
+  if (hx_write_file_atomic(path, text, (size_t)len, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
+  printf("saved: %s (input, %zu level outputs, logits)\n", dir, o->n_levels);
+  return 0;
+}
+
+static int run_cpu(const net_cli *o, const net_config *cfg, const net_params *p, const net_input *in) {
+  hx_err err = {HX_OK, ""};
+  net_output out = {0};
+  const double t0 = hx_now_ms();
+  if (net_forward_cpu(&out, cfg, p, in, o->save != NULL, &err) != HX_OK) return f3d_fail_msg("net: cpu", err.msg), 1;
+  printf("cpu fp32 forward: %.1f ms (one run; the reference, not a benchmark)\n", hx_now_ms() - t0);
+  int rc = o->save ? save_outputs(o->save, in, &out) : 0;
+  net_output_free(&out);
+  return rc;
+}
+
+#if F3D_HAVE_CUDA
+typedef struct fwd_job {
+  net_gpu *g;
+  cudaGraphExec_t exec;
+} fwd_job;
+static hx_status fwd_run(void *arg, void *stream, hx_err *err) {
+  fwd_job *j = arg;
+  return net_gpu_forward(j->g, NULL, (struct CUstream_st *)stream, err);
+}
+static hx_status graph_run(void *arg, void *stream, hx_err *err) {
+  fwd_job *j = arg;
+  cudaError_t e = cudaGraphLaunch(j->exec, (cudaStream_t)stream);
+  return e == cudaSuccess ? HX_OK : hx_errf(err, HX_ECUDA, "net: graph launch: %s", cudaGetErrorString(e));
+}
+
+static int report_times(const char *label, const double *ms, size_t n) {
+  hx_stats_desc d;
+  hx_err err = {HX_OK, ""};
+  if (hx_stats_describe(&d, ms, n, &err) != HX_OK) return f3d_fail_msg("net", err.msg), 1;
+  printf("%-8s median %.3f ms  (min %.3f, q1 %.3f, q3 %.3f, max %.3f, std %.3f; %zu runs)\n", label, d.median, d.min,
+         d.q1, d.q3, d.max, d.std, d.n);
+  return 0;
+}
+
+/* Check on a small cloud: its own forward object, prepared, run, compared with the fp32 CPU forward. */
+static int gpu_check(const net_cli *o, const net_config *cfg, const net_params *p, const wl_batch *bt, cudaStream_t s) {
+  hx_err err = {HX_OK, ""};
+  wl_batch small = {0};
+  const wl_batch *use = bt;
+  size_t nmax = 0;
+  for (uint32_t c = 0; c < bt->b; c++)
+    if (bt->offset[c + 1] - bt->offset[c] > nmax) nmax = bt->offset[c + 1] - bt->offset[c];
+  if (o->check_points && nmax > o->check_points) {
+    if (prefix_batch(&small, bt, (size_t)o->check_points)) return 1;
+    use = &small;
+  }
+  net_input in;
+  float *feat = NULL;
+  hx_arena arena;
+  hx_arena_init(&arena, "net-check", 0, NULL);
+  net_alloc al = f3d_net_arena(&arena);
+  net_gpu *g = NULL;
+  net_check_report rep;
+  hx_status st = f3d_net_input(&in, &feat, use, o->voxel, o->seed, &err);
+  if (st == HX_OK) st = net_gpu_create(&g, cfg, p, o->dt, &al, &err);
+  if (st == HX_OK) st = net_gpu_prepare(g, &in, (struct CUstream_st *)s, &err);
+  if (st == HX_OK) st = net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err);
+  if (st == HX_OK) st = net_gpu_check(&rep, g, p, &in, (struct CUstream_st *)s, &err);
+  if (st == HX_OK)
+    printf("check: %zu points, relative L2 error of the logits %.2e (tolerance %.1e), max |diff| %.3g: pass\n", in.n,
+           rep.rel_l2, rep.tol, rep.max_abs);
+  net_gpu_destroy(g);
+  hx_arena_destroy(&arena);
+  free(feat);
+  wl_batch_free(&small);
+  if (st != HX_OK) return f3d_fail_msg("net: check", err.msg), 1;
+  return 0;
+}
+
+static int run_gpu(const net_cli *o, const net_config *cfg, const net_params *p, const wl_batch *bt,
+                   const net_input *in) {
+  hx_err err = {HX_OK, ""};
+  size_t need = 0;
+  if (f3d_net_fits(&need, cfg, in, o->dt, &err) != HX_OK) return f3d_fail_msg("net", err.msg), 1;
+  cudaStream_t s = NULL;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return f3d_fail("net", "cannot create a stream"), 1;
+  int rc = gpu_check(o, cfg, p, bt, s);
+  hx_arena arena;
+  hx_arena_init(&arena, "net", 0, NULL);
+  net_alloc al = f3d_net_arena(&arena);
+  net_gpu *g = NULL;
+  double *ms = NULL;
+  fwd_job j = {NULL, NULL};
+  cudaGraph_t graph = NULL;
+  size_t used0 = 0, used1 = 0;
+  if (!rc) {
+    hx_status st = hx_device_mem_used(&used0, &err);
+    if (st == HX_OK) st = net_gpu_create(&g, cfg, p, o->dt, &al, &err);
+    if (st == HX_OK) st = net_gpu_prepare(g, in, (struct CUstream_st *)s, &err);
+    if (st == HX_OK) st = hx_device_mem_used(&used1, &err);
+    j.g = g;
+    ms = calloc(o->reps, sizeof *ms);
+    if (st == HX_OK && !ms) st = hx_errf(&err, HX_ENOMEM, "net: samples");
+    hx_timing_opts t = {3, (uint32_t)o->reps};
+    hx_closure c = {.run = fwd_run, .arg = &j};
+    if (st == HX_OK) st = hx_time(ms, HX_CLOCK_GPU, &t, &c, s, &err);
+    if (st == HX_OK) rc = report_times("forward", ms, o->reps);
+    if (st == HX_OK && !rc && o->graph) {
+      if (!net_gpu_graphable(g)) {
+        printf("graph    not timed: this forward synchronises the host (see docs/nets.md)\n");
+      } else {
+        cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+        if (e == cudaSuccess) {
+          st = net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err);
+          cudaError_t e2 = cudaStreamEndCapture(s, &graph);
+          if (st == HX_OK && e2 != cudaSuccess) e = e2;
+        }
+        if (st == HX_OK && e == cudaSuccess) e = cudaGraphInstantiate(&j.exec, graph, 0);
+        if (st == HX_OK && e != cudaSuccess) st = hx_errf(&err, HX_ECUDA, "net: graph capture: %s", cudaGetErrorString(e));
+        hx_closure cg = {.run = graph_run, .arg = &j};
+        if (st == HX_OK) st = hx_time(ms, HX_CLOCK_GPU, &t, &cg, s, &err);
+        if (st == HX_OK) rc = report_times("graph", ms, o->reps);
+      }
+    }
+    f3d_net_breakdown bd;
+    if (st == HX_OK && !rc) st = f3d_net_breakdown_run(&bd, g, s, &err);
+    if (st == HX_OK && !rc) {
+      double sum = 0;
+      for (size_t i = 0; i < bd.n; i++) sum += bd.ms[i];
+      printf("components (one forward with events at every range: %.3f ms end to end):\n", bd.total_ms);
+      for (size_t i = 0; i < bd.n; i++)
+        printf("  %-10s %9.3f ms  %5.1f%%  (%u ranges)\n", bd.name[i], bd.ms[i], sum > 0 ? 100.0 * bd.ms[i] / sum : 0.0,
+               bd.calls[i]);
+    }
+    if (st == HX_OK && !rc)
+      printf("memory: arena peak %.1f MiB (the forward's buffers and weights), device in use after prepare +%.1f MiB "
+             "(cudaMemGetInfo, includes the CUDA libraries' workspaces), estimate before allocation %.1f MiB\n",
+             (double)hx_arena_peak(&arena) / 1048576.0, (double)(used1 - (used1 > used0 ? used0 : used1)) / 1048576.0,
+             (double)need / 1048576.0);
+    if (st == HX_OK && !rc && o->save) {
+      net_output out = {0};
+      st = net_gpu_download(g, &out, 1, (struct CUstream_st *)s, &err);
+      if (st == HX_OK) rc = save_outputs(o->save, in, &out);
+      net_output_free(&out);
+    }
+    if (st != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
+  }
+  if (j.exec) cudaGraphExecDestroy(j.exec);
+  if (graph) cudaGraphDestroy(graph);
+  free(ms);
+  net_gpu_destroy(g);
+  hx_arena_destroy(&arena);
+  cudaStreamDestroy(s);
+  return rc;
+}
+#endif
+
+int f3d_cmd_net(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"model", required_argument, NULL, 'm'},  {"points", required_argument, NULL, 'n'},
+      {"input", required_argument, NULL, 'i'},  {"batch", required_argument, NULL, 'B'},
+      {"dtype", required_argument, NULL, 't'},  {"weights", required_argument, NULL, 'w'},
+      {"save", required_argument, NULL, 'o'},   {"graph", no_argument, NULL, 'g'},
+      {"voxel", required_argument, NULL, 'v'},  {"seed", required_argument, NULL, 's'},
+      {"reps", required_argument, NULL, 'r'},   {"check-points", required_argument, NULL, 'c'},
+      {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA};
+  int points_given = 0, c;
+  hx_err err = {HX_OK, ""};
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'h': net_usage(stdout); return 0;
+    case 'm': o.model = optarg; break;
+    case 'n':
+      if (f3d_parse_count(optarg, &o.points) || o.points == 0 || o.points > 50000000)
+        return f3d_fail("net", "--points '%s': a count from 1 to 50M", optarg), 2;
+      points_given = 1;
+      break;
+    case 'i': o.input = optarg; break;
+    case 'B':
+      if (f3d_parse_u64(optarg, &o.batch) || o.batch == 0 || o.batch > 16)
+        return f3d_fail("net", "--batch '%s': 1 to 16 clouds", optarg), 2;
+      break;
+    case 't':
+      if (net_dtype_parse(optarg, &o.dt, &err) != HX_OK) return f3d_fail("net", "--dtype '%s': fp16 or bf16", optarg), 2;
+      break;
+    case 'w': o.weights = optarg; break;
+    case 'o': o.save = optarg; break;
+    case 'g': o.graph = 1; break;
+    case 'v':
+      if (f3d_parse_pos_double(optarg, &o.voxel)) return f3d_fail("net", "--voxel '%s': a size > 0 in metres", optarg), 2;
+      break;
+    case 's':
+      if (f3d_parse_u64(optarg, &o.seed)) return f3d_fail("net", "--seed '%s': an unsigned integer", optarg), 2;
+      break;
+    case 'r':
+      if (f3d_parse_u64(optarg, &o.reps) || o.reps < 1 || o.reps > 10000)
+        return f3d_fail("net", "--reps '%s': 1 to 10000", optarg), 2;
+      break;
+    case 'c':
+      if (f3d_parse_count(optarg, &o.check_points) || o.check_points == 0 || o.check_points > 200000)
+        return f3d_fail("net", "--check-points '%s': 1 to 200k (the CPU forward checks them)", optarg), 2;
+      break;
+    case 'd':
+      if (strcmp(optarg, "cpu") == 0) o.cpu = 1;
+      else if (strcmp(optarg, "gpu") == 0) o.cpu = 0;
+      else return f3d_fail("net", "--device '%s': gpu or cpu", optarg), 2;
+      break;
+    default: net_usage(stderr); return 2;
+    }
+  }
+  if (optind < argc) return f3d_fail("net", "unexpected argument '%s'", argv[optind]), 2;
+  if (!o.model) return f3d_fail("net", "--model is required (f3dbench net --help lists the models)"), 2;
+  if (o.input && points_given) return f3d_fail("net", "--points and --input exclude each other"), 2;
+  net_config cfg;
+  if (net_config_named(&cfg, o.model, &err) != HX_OK) return f3d_fail_msg("net", err.msg), 2;
+  if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
+
+  net_params p = {0};
+  wl_batch bt = {0};
+  net_input in;
+  float *feat = NULL;
+  int rc = 0;
+  if (net_params_init(&p, &cfg, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
+  if (!rc && o.weights && net_params_load(&p, o.weights, &err) != HX_OK) rc = (f3d_fail_msg(o.weights, err.msg), 1);
+  if (!rc) rc = make_batch(&bt, &o);
+  if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
+  if (!rc) {
+    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s\n", cfg.name,
+           (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
+           o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random");
+    fflush(stdout);
+#if F3D_HAVE_CUDA
+    rc = o.cpu ? run_cpu(&o, &cfg, &p, &in) : run_gpu(&o, &cfg, &p, &bt, &in);
+#else
+    rc = run_cpu(&o, &cfg, &p, &in);
+#endif
+  }
+  free(feat);
+  wl_batch_free(&bt);
+  net_params_free(&p);
+  return rc;
+}

@@ -1,0 +1,222 @@
+/*
+ * net_run.c - helpers around a backbone forward shared by `f3dbench net` and the ptv3-net / flash3d-net sweep
+ * pipelines (net_run.h).
+ */
+#include "app/net_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "f3d_config.h"
+
+#if F3D_HAVE_CUDA
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic" /* the CUDA headers have stray semicolons */
+#include <cuda_runtime_api.h>
+#pragma GCC diagnostic pop
+#endif
+
+hx_status f3d_net_input(net_input *in, float **feat, const wl_batch *bt, double grid_size, uint64_t seed, hx_err *err) {
+  memset(in, 0, sizeof *in);
+  *feat = NULL;
+  if (!bt || bt->n == 0 || bt->b == 0) return hx_errf(err, HX_EINVAL, "net: empty cloud (no points to run)");
+  for (uint32_t c = 0; c < bt->b; c++)
+    if (bt->offset[c + 1] <= bt->offset[c]) return hx_errf(err, HX_EINVAL, "net: cloud %u of the batch is empty", c);
+  for (size_t i = 0; i < bt->n * 3; i++)
+    if (!(bt->xyz[i] == bt->xyz[i]) || bt->xyz[i] > 3.0e38f || bt->xyz[i] < -3.0e38f)
+      return hx_errf(err, HX_EINVAL, "net: point %zu has a non-finite coordinate", i / 3);
+  float *f = malloc(bt->n * 4 * sizeof *f);
+  if (!f) return hx_errf(err, HX_ENOMEM, "net: features of %zu points", bt->n);
+  for (size_t i = 0; i < bt->n; i++) {
+    f[i * 4 + 0] = bt->xyz[i * 3 + 0];
+    f[i * 4 + 1] = bt->xyz[i * 3 + 1];
+    f[i * 4 + 2] = bt->xyz[i * 3 + 2];
+    f[i * 4 + 3] = (float)hx_rng_unit(seed, 0x1D, i);
+  }
+  in->xyz = bt->xyz;
+  in->feat = f;
+  in->offset = bt->offset;
+  in->B = bt->b;
+  in->n = bt->n;
+  in->grid_size = grid_size;
+  in->seed = seed;
+  *feat = f;
+  return HX_OK;
+}
+
+static hx_status arena_alloc(void *ctx, void **p, size_t bytes, const char *label, hx_err *err) {
+  return hx_arena_alloc((hx_arena *)ctx, p, bytes, label, err);
+}
+static void arena_release(void *ctx, void *p) { (void)hx_arena_free((hx_arena *)ctx, p, NULL); }
+
+net_alloc f3d_net_arena(hx_arena *a) {
+  net_alloc n = {arena_alloc, arena_release, a};
+  return n;
+}
+
+hx_status f3d_net_fits(size_t *need, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
+  size_t bytes = 0;
+  HX_TRY(net_gpu_bytes(&bytes, cfg, in, dt, err));
+  if (need) *need = bytes;
+#if F3D_HAVE_CUDA
+  size_t free_b = 0, total_b = 0;
+  cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "net: cudaMemGetInfo: %s", cudaGetErrorString(e));
+  if (bytes > free_b)
+    return hx_errf(err, HX_ENOMEM,
+                   "net: %s on %zu points needs %.2f GiB of device memory, %.2f GiB free of %.2f GiB: refused "
+                   "before any allocation",
+                   cfg->name, in->n, (double)bytes / 1073741824.0, (double)free_b / 1073741824.0,
+                   (double)total_b / 1073741824.0);
+  return HX_OK;
+#else
+  return hx_errf(err, HX_ENODEV, "net: built without CUDA");
+#endif
+}
+
+/* ---- per-component breakdown ----------------------------------------------------------------------- */
+#define BD_MAX_EVENTS 8192
+#define BD_MAX_DEPTH 16
+
+typedef struct bd_span {
+  int begin, end;   /* event indices */
+  int comp;         /* index into the breakdown's names */
+} bd_span;
+
+typedef struct bd_ctx {
+  f3d_net_breakdown *out;
+#if F3D_HAVE_CUDA
+  cudaEvent_t *ev;
+#endif
+  int n_ev;
+  int stack[BD_MAX_DEPTH];
+  int child[BD_MAX_DEPTH]; /* 1 once a range at this depth opened a nested one */
+  char name[BD_MAX_DEPTH][64];
+  int depth;
+  bd_span *spans;
+  int n_spans;
+  int overflow;
+} bd_ctx;
+
+/* "enc2/block1/attn" -> "attn"; "enc2/pool" -> "pool"; a suffix after '.' is dropped ("attn.v5" -> "attn"). */
+static int bd_component(f3d_net_breakdown *b, const char *path) {
+  const char *leaf = strrchr(path, '/');
+  leaf = leaf ? leaf + 1 : path;
+  char key[16];
+  size_t k = 0;
+  while (leaf[k] && leaf[k] != '.' && k + 1 < sizeof key) key[k] = leaf[k], k++;
+  key[k] = 0;
+  for (size_t i = 0; i < b->n; i++)
+    if (strcmp(b->name[i], key) == 0) return (int)i;
+  if (b->n == F3D_NET_MAX_COMPONENTS) return -1;
+  memcpy(b->name[b->n], key, k + 1);
+  b->ms[b->n] = 0;
+  b->calls[b->n] = 0;
+  return (int)b->n++;
+}
+
+#if F3D_HAVE_CUDA
+static void bd_range(void *vctx, const char *name, int begin, struct CUstream_st *stream) {
+  bd_ctx *c = vctx;
+  if (c->overflow) return;
+  if (c->n_ev >= BD_MAX_EVENTS || (begin && c->depth >= BD_MAX_DEPTH) || (!begin && c->depth == 0)) {
+    c->overflow = 1;
+    return;
+  }
+  const int e = c->n_ev++;
+  cudaEventRecord(c->ev[e], (cudaStream_t)stream);
+  if (begin) {
+    if (c->depth > 0) c->child[c->depth - 1] = 1;
+    c->stack[c->depth] = e;
+    c->child[c->depth] = 0;
+    snprintf(c->name[c->depth], sizeof c->name[0], "%s", name);
+    c->depth++;
+  } else {
+    c->depth--;
+    if (!c->child[c->depth] && c->n_spans < BD_MAX_EVENTS / 2) {
+      const int comp = bd_component(c->out, c->name[c->depth]);
+      if (comp >= 0) c->spans[c->n_spans++] = (bd_span){c->stack[c->depth], e, comp};
+    }
+  }
+}
+#endif
+
+hx_status f3d_net_breakdown_run(f3d_net_breakdown *out, net_gpu *g, void *stream, hx_err *err) {
+  memset(out, 0, sizeof *out);
+#if F3D_HAVE_CUDA
+  bd_ctx c;
+  memset(&c, 0, sizeof c);
+  c.out = out;
+  c.ev = calloc(BD_MAX_EVENTS, sizeof *c.ev);
+  c.spans = calloc(BD_MAX_EVENTS / 2, sizeof *c.spans);
+  hx_status st = c.ev && c.spans ? HX_OK : hx_errf(err, HX_ENOMEM, "net breakdown: event table");
+  int made = 0;
+  for (; st == HX_OK && made < BD_MAX_EVENTS; made++) {
+    cudaError_t e = cudaEventCreate(&c.ev[made]);
+    if (e != cudaSuccess) st = hx_errf(err, HX_ECUDA, "net breakdown: cudaEventCreate: %s", cudaGetErrorString(e));
+  }
+  if (st == HX_OK) {
+    net_hooks h = {bd_range, &c};
+    st = net_gpu_forward(g, &h, (struct CUstream_st *)stream, err);
+  }
+  if (st == HX_OK) {
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+    if (e != cudaSuccess) st = hx_errf(err, HX_ECUDA, "net breakdown: forward: %s", cudaGetErrorString(e));
+  }
+  if (st == HX_OK && (c.overflow || c.depth != 0))
+    st = hx_errf(err, HX_EINVAL, "net breakdown: the forward's ranges do not nest (or exceed %d events)", BD_MAX_EVENTS);
+  for (int i = 0; st == HX_OK && i < c.n_spans; i++) {
+    float ms = 0;
+    cudaError_t e = cudaEventElapsedTime(&ms, c.ev[c.spans[i].begin], c.ev[c.spans[i].end]);
+    if (e != cudaSuccess) st = hx_errf(err, HX_ECUDA, "net breakdown: elapsed time: %s", cudaGetErrorString(e));
+    out->ms[c.spans[i].comp] += ms;
+    out->calls[c.spans[i].comp]++;
+  }
+  if (st == HX_OK && c.n_ev >= 2) {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, c.ev[0], c.ev[c.n_ev - 1]) == cudaSuccess) out->total_ms = ms;
+  }
+  for (int i = 0; i < made && c.ev; i++) cudaEventDestroy(c.ev[i]);
+  free(c.ev);
+  free(c.spans);
+  return st;
+#else
+  (void)g, (void)stream;
+  return hx_errf(err, HX_ENODEV, "net breakdown: built without CUDA");
+#endif
+}
+
+/* ---- .npy ------------------------------------------------------------------------------------------ */
+hx_status f3d_npy_write(const char *path, const float *data, int ndim, const size_t *shape, hx_err *err) {
+  if (ndim < 1 || ndim > 4) return hx_errf(err, HX_EINVAL, "%s: %d dimensions (1..4 supported)", path, ndim);
+  char dict[256];
+  int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+  size_t count = 1;
+  for (int d = 0; d < ndim; d++) {
+    len += snprintf(dict + len, sizeof dict - (size_t)len, "%zu,%s", shape[d], d + 1 < ndim ? " " : "");
+    count *= shape[d];
+  }
+  len += snprintf(dict + len, sizeof dict - (size_t)len, "), }");
+  /* magic (6) + version (2) + header length (2) + dict padded with spaces and a final '\n' to a multiple of 64 */
+  const size_t head = ((10 + (size_t)len + 1 + 63) / 64) * 64;
+  const size_t total = head + count * 4;
+  unsigned char *buf = malloc(total);
+  if (!buf) return hx_errf(err, HX_ENOMEM, "%s: %zu bytes", path, total);
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  const size_t hl = head - 10;
+  buf[8] = (unsigned char)(hl & 0xFF);
+  buf[9] = (unsigned char)(hl >> 8);
+  memset(buf + 10, ' ', hl);
+  memcpy(buf + 10, dict, (size_t)len);
+  buf[head - 1] = '\n';
+  for (size_t i = 0; i < count; i++) { /* little-endian float32 */
+    uint32_t u;
+    memcpy(&u, &data[i], 4);
+    unsigned char *q = buf + head + i * 4;
+    q[0] = (unsigned char)u, q[1] = (unsigned char)(u >> 8), q[2] = (unsigned char)(u >> 16), q[3] = (unsigned char)(u >> 24);
+  }
+  hx_status st = hx_write_file_atomic(path, buf, total, err);
+  free(buf);
+  return st;
+}

@@ -1,0 +1,41 @@
+/*
+ * net_run.h - private to the f3dbench program: what `f3dbench net` and the sweep's ptv3-net / flash3d-net
+ * pipelines share around a backbone forward (nets/): the input built from a batch of clouds, the arena behind
+ * the forward's allocator, the fit check before any allocation, and the per-component breakdown (CUDA events
+ * at the forward's hook ranges).
+ */
+#ifndef F3D_APP_NET_RUN_H
+#define F3D_APP_NET_RUN_H
+
+#include "harness/harness.h"
+#include "nets/nets.h"
+#include "workloads/workloads.h"
+
+/* The forward's input for a batch: feat = (x, y, z, intensity). The readers and generators keep xyz only, so
+ * intensity is a seeded uniform value in [0, 1) per point (hx_rng_unit(seed, 0x1D, i)): a stand-in with the
+ * range of normalised lidar strength. *feat is malloc'd [n * 4] (free it); in points into bt and *feat. */
+hx_status f3d_net_input(net_input *in, float **feat, const wl_batch *bt, double grid_size, uint64_t seed, hx_err *err);
+
+/* A net_alloc over an hx_arena (every device buffer of a forward is an arena allocation, labelled). */
+net_alloc f3d_net_arena(hx_arena *a);
+
+/* Refuse, before any allocation, an input whose forward cannot fit: compares net_gpu_bytes with the device's
+ * free memory (cudaMemGetInfo) and fails with HX_ENOMEM naming both. *need receives the bytes asked. */
+hx_status f3d_net_fits(size_t *need, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err);
+
+/* Time per component of one forward: CUDA events at every innermost hook range, summed by component (the last
+ * path element up to any '.', from NET_COMPONENTS); total_ms = first event to last. One extra forward is run. */
+#define F3D_NET_MAX_COMPONENTS 24
+typedef struct f3d_net_breakdown {
+  size_t n;
+  char name[F3D_NET_MAX_COMPONENTS][16];
+  double ms[F3D_NET_MAX_COMPONENTS];
+  unsigned calls[F3D_NET_MAX_COMPONENTS];
+  double total_ms;
+} f3d_net_breakdown;
+hx_status f3d_net_breakdown_run(f3d_net_breakdown *out, net_gpu *g, void *stream, hx_err *err);
+
+/* Write a float32 array as a NumPy .npy file (shape of ndim <= 4), atomically (temporary name, rename). */
+hx_status f3d_npy_write(const char *path, const float *data, int ndim, const size_t *shape, hx_err *err);
+
+#endif /* F3D_APP_NET_RUN_H */
