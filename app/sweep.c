@@ -50,8 +50,8 @@ hx_status f3d_record(f3d_ctx *ctx, const char *pipeline, const char *kernel, con
 
 hx_status f3d_record_times(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
                            const double *samples_ms, size_t n, hx_err *err) {
-  hx_summary s;
-  hx_status st = hx_summarize(&s, samples_ms, n, err);
+  hx_stats_desc s;
+  hx_status st = hx_stats_describe(&s, samples_ms, n, err);
   if (st != HX_OK) return st;
   hx_key k = f3d_key(ctx, pipeline, kernel, variant);
   const struct {
@@ -116,7 +116,10 @@ hx_status f3d_measure_median(f3d_ctx *ctx, const char *pipeline, const char *ker
     else if (!samples) st = hx_errf(err, HX_ENOMEM, "%s/%s: no memory for %zu samples", pipeline, kernel, n);
     else st = hx_time(samples, clock, &ctx->timing, c, clock == HX_CLOCK_GPU ? ctx->stream : NULL, err);
     if (st == HX_OK) st = f3d_record_times(ctx, pipeline, kernel, variant, samples, n, err);
-    if (st == HX_OK && median_ms) *median_ms = hx_stats_median(samples, n);
+    const double med = st == HX_OK ? hx_stats_median(samples, n) : (double)NAN;
+    hx_key k = f3d_key(ctx, pipeline, kernel, variant);
+    if (st == HX_OK) st = hx_rates_record(ctx->results, &k, c, med, err); /* the closure's bytes/FLOPs at med */
+    if (st == HX_OK && median_ms) *median_ms = med;
     free(samples);
   }
   if (st == HX_OK && clock == HX_CLOCK_GPU) st = f3d_record_mem(ctx, pipeline, kernel, variant, err);

@@ -1,6 +1,7 @@
 /*
  * bench.c - the measurement of one sweep stage in one call, for the sweep and the subcommands: the
- * NVBench-style timing pass (hx_meter_measure), its rows (hx_measure_record), then a counter pass of its
+ * NVBench-style timing pass (hx_meter_measure), its rows (hx_measure_record) and the rate rows of the
+ * closure's declared bytes and FLOPs at the median (hx_rates_record), then a counter pass of its
  * own (hx_counters_profile on the same closure, range "pipeline/kernel/variant") and its rows. When
  * counters are unavailable (no CUPTI, no permission, another profiler attached, unsupported device) the
  * reason is printed once on the log stream, recorded in the context, and every later stage is timed only.
@@ -111,12 +112,14 @@ static hx_status counter_prep_reset(void *arg, hx_err *err) {
 hx_status hx_bench_stage(hx_bench *b, hx_results *res, const hx_key *k, const hx_closure *c, hx_err *err) {
   hx_measurement m;
   b->last_median_ms = NAN;
+  HX_TRY(hx_closure_check(c, err)); /* a bad declaration stops before the stage is timed */
   HX_TRY(hx_meter_measure(b->meter, &b->opts, c, &m, err));
   if (m.n_cold > 0) b->last_median_ms = hx_stats_median(m.cold_ms, m.n_cold);
   else if (m.n_hot > 0) b->last_median_ms = hx_stats_median(m.hot_ms, m.n_hot);
   hx_status st = hx_measure_record(res, k, &m, err);
   hx_measurement_free(&m);
   HX_TRY(st);
+  HX_TRY(hx_rates_record(res, k, c, b->last_median_ms, err));
   if (!b->counters) return HX_OK;
   char range[256];
   snprintf(range, sizeof range, "%s/%s/%s", k->pipeline, k->kernel, k->variant);
@@ -125,7 +128,7 @@ hx_status hx_bench_stage(hx_bench *b, hx_results *res, const hx_key *k, const hx
   /* The counter pass sees what a cold sample sees: the stage's reset, then the L2 flushed, so DRAM
    * figures of stages whose working set fits in L2 are not those of a warm cache. */
   counter_prep prep = {c, b->meter};
-  hx_closure cc = {counter_prep_run, counter_prep_reset, &prep};
+  hx_closure cc = {counter_prep_run, counter_prep_reset, &prep, 0.0, 0.0};
   st = hx_counters_profile(b->counters, range, &cc, hx_meter_stream(b->meter), v, &e);
   if (st == HX_EUNSUPPORTED) { /* e.g. a profiler attached mid-run: say so once, keep timing */
     snprintf(b->counters_off, sizeof b->counters_off, "%s", e.msg);

@@ -93,17 +93,25 @@ hx_status hx_write_file_atomic(const char *path, const void *data, size_t size, 
 /* ---- timing (harness/timing.c, harness/timing_gpu.cu) ---- */
 /* One interface for CPU and GPU timing. The timed work is a closure: run() does one repetition (on the
  * given CUDA stream for the GPU clock; stream is NULL for the CPU clock); the optional reset() runs
- * before every repetition, untimed (restore inputs that run() consumes). `warmup` repetitions run
- * first and are discarded, then `reps` samples are kept in milliseconds.
+ * before every repetition, untimed (restore inputs that run() consumes, or queue an L2 flush on the
+ * stream the caller times on: it is ordered before the start event). `warmup` repetitions run first
+ * and are discarded, then `reps` samples are kept in milliseconds.
  * CPU clock: CLOCK_MONOTONIC around run(). GPU clock: CUDA events recorded around run() on a
  * non-default stream (created when the caller passes NULL), elapsed time after the stop event
  * completes. A CPU-only build returns HX_ENODEV for the GPU clock. The stricter NVBench-style GPU
- * discipline (L2 flush, blocking kernel, noise target) is layered on this later (issue 6). */
+ * discipline (L2 flush, blocking kernel, noise target) is hx_meter_measure below.
+ * A closure may declare the work of one run() (napkin math, counted by the caller): bytes moved and
+ * floating-point operations; 0 declares nothing. The measurement layer then writes the rate rows at the
+ * median time itself (hx_rates_record): no median has to travel back up to the caller. */
 typedef struct hx_closure {
   hx_status (*run)(void *arg, void *stream, hx_err *err);
   hx_status (*reset)(void *arg, hx_err *err); /* optional */
   void *arg;
+  double bytes; /* bytes one run() reads + writes; 0: not declared */
+  double flops; /* floating-point operations of one run(); 0: not declared */
 } hx_closure;
+/* HX_OK when c can be timed: run is set, bytes and flops finite and >= 0 (HX_EINVAL naming the field). */
+hx_status hx_closure_check(const hx_closure *c, hx_err *err);
 
 typedef enum hx_clock { HX_CLOCK_CPU = 0, HX_CLOCK_GPU } hx_clock;
 
@@ -115,18 +123,9 @@ typedef struct hx_timing_opts {
 #define HX_TIMING_DEFAULT_REPS 20u
 #define HX_TIMING_MAX_REPS 100000u
 
-/* Summary of n samples: median (mean of the middle two for even n), mean, sample standard deviation
- * (n-1 denominator; 0 for n = 1), min, max. */
-typedef struct hx_summary {
-  size_t n;
-  double median, mean, std, min, max;
-} hx_summary;
-
 hx_timing_opts hx_timing_defaults(void);
 /* Milliseconds from CLOCK_MONOTONIC. */
 double hx_now_ms(void);
-/* Summarise n >= 1 finite samples (HX_EINVAL otherwise). The input is not modified. */
-hx_status hx_summarize(hx_summary *out, const double *x, size_t n, hx_err *err);
 /* Time a closure: samples_ms receives opts->reps values. A failing run()/reset() stops and returns. */
 hx_status hx_time(double *samples_ms, hx_clock clock, const hx_timing_opts *opts, const hx_closure *c,
                   void *stream, hx_err *err);
@@ -135,6 +134,7 @@ hx_status hx_time_gpu(double *samples_ms, const hx_timing_opts *opts, const hx_c
                       hx_err *err);
 
 /* ---- statistics (harness/stats.c) ---- */
+/* The one summary of samples is hx_stats_describe (below, with the measurement's statistics). */
 
 /* ---- device (harness/device.cu or device_stub.c) ---- */
 /* What the context file and `f3dbench info` report about a CUDA device. Clocks are the peak rates
@@ -165,6 +165,9 @@ typedef struct hx_stats_desc {
   size_t n;
   double mean, std, min, max, median, q1, q3, rel_noise;
 } hx_stats_desc;
+/* The summary of n >= 1 finite samples (HX_EINVAL otherwise, naming the first bad sample); the input is
+ * not modified. median = the mean of the middle two for even n; std 0 for n = 1; rel_noise 0 when the
+ * mean is 0. Every published summary (result rows, the lab benches, `f3dbench attn`) comes from here. */
 hx_status hx_stats_describe(hx_stats_desc *out, const double *x, size_t n, hx_err *err);
 double hx_stats_median(const double *x, size_t n);                          /* NaN for n = 0 */
 double hx_stats_quantile_sorted(const double *sorted, size_t n, double q);  /* q in [0, 1] */
@@ -477,6 +480,12 @@ hx_status hx_treemap_squarify(hx_rect *out, const double *weights, size_t n, dou
 hx_status hx_measure_record(hx_results *res, const hx_key *k, const hx_measurement *m, hx_err *err);
 hx_status hx_counters_record(hx_results *res, const hx_key *k, const char *const *names, const double *values,
                              size_t n, hx_err *err);
+/* The rate rows of a closure that declares its work, at the median time median_ms of its samples (the
+ * time_median row's value): bytes (B) and bandwidth (GB/s = bytes / median) when c->bytes > 0, flops (FLOP)
+ * and tflops (TFLOP/s) when c->flops > 0. A rate needs a finite median > 0, else only the declaration is
+ * written. Nothing for a closure that declares nothing; HX_EINVAL (no row) for a negative or non-finite
+ * declaration. hx_bench_stage and the sweep's f3d_measure call it after the time rows. */
+hx_status hx_rates_record(hx_results *res, const hx_key *k, const hx_closure *c, double median_ms, hx_err *err);
 
 /* One stage of a sweep measured in one call (bench.c): timing pass + rows, then a counter pass + rows.
  * Counters that cannot run here are reported once on `log` and switched off; --no-counters passes 1.
@@ -493,7 +502,7 @@ typedef struct hx_bench {
   char counters_off[512];
   FILE *log;
   double last_median_ms; /* set by hx_bench_stage: median of the kept cold samples (of the hot batches
-                          * when there are none), NaN when neither exists; for rates at the median */
+                          * when there are none), NaN when neither exists; the median its rate rows use */
 } hx_bench;
 hx_status hx_bench_open(hx_bench *b, int device, const char *metrics, int no_counters, int paper, FILE *log,
                         hx_err *err);
@@ -502,6 +511,8 @@ void *hx_bench_stream(hx_bench *b);
 /* Context keys: timing protocol and options, counters on/off and why, and (measure_ceilings) the copy
  * bandwidth and GEMM rates of this device (ceiling_copy_gbs, ceiling_gemm_bf16_tflops, ..._fp16_...). */
 hx_status hx_bench_context(hx_bench *b, hx_results *res, int measure_ceilings, hx_err *err);
+/* Timing pass and its rows (hx_measure_record), the rate rows of the closure's declared bytes and FLOPs at
+ * last_median_ms (hx_rates_record), then the counter pass and its rows. */
 hx_status hx_bench_stage(hx_bench *b, hx_results *res, const hx_key *k, const hx_closure *c, hx_err *err);
 
 #ifdef __cplusplus

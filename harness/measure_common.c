@@ -13,6 +13,10 @@
  * (noise of one sample, a counter of a range without a kernel) is left out and a row says why:
  * noise_undefined (the noise needs two samples), rows_undefined (any other statistic, counted) or
  * counters_undefined (how many metrics had no value).
+ *
+ * Rates are written here, not by the caller: a closure declares the bytes and FLOPs of one run() and
+ * hx_rates_record divides them by the median time the time_median row reports (GB/s = B / (ms * 1e6),
+ * TFLOP/s = FLOP / (ms * 1e-3) / 1e12), so a rate and the time it is computed from cannot disagree.
  */
 #include "harness/harness.h"
 
@@ -153,5 +157,20 @@ hx_status hx_counters_record(hx_results *res, const hx_key *k, const char *const
     HX_TRY(hx_results_add(res, k, mi ? mi->short_name : names[i], values[i], mi ? mi->unit : "", err));
   }
   if (undefined) HX_TRY(hx_results_add(res, k, "counters_undefined", (double)undefined, "count", err));
+  return HX_OK;
+}
+
+hx_status hx_rates_record(hx_results *res, const hx_key *k, const hx_closure *c, double median_ms, hx_err *err) {
+  if (!c) return hx_errf(err, HX_EINVAL, "rates: no closure");
+  HX_TRY(hx_closure_check(c, err)); /* a negative or NaN declaration writes no row at all */
+  const int rate = isfinite(median_ms) && median_ms > 0.0;
+  if (c->bytes > 0.0) {
+    HX_TRY(hx_results_add(res, k, "bytes", c->bytes, "B", err));
+    if (rate) HX_TRY(hx_results_add(res, k, "bandwidth", c->bytes / (median_ms * 1e6), "GB/s", err));
+  }
+  if (c->flops > 0.0) {
+    HX_TRY(hx_results_add(res, k, "flops", c->flops, "FLOP", err));
+    if (rate) HX_TRY(hx_results_add(res, k, "tflops", c->flops / (median_ms * 1e-3) / 1e12, "TFLOP/s", err));
+  }
   return HX_OK;
 }

@@ -1,5 +1,6 @@
 /*
- * timing.c - the CPU clock of the timing module and the sample summary (see harness.h, timing).
+ * timing.c - the CPU clock of the timing module and the closure check (see harness.h, timing). The
+ * summary of samples is hx_stats_describe (stats.c).
  *
  * hx_time runs `warmup` discarded repetitions, then `reps` timed ones, each preceded by the optional
  * untimed reset(). Invariant: on HX_OK every one of the reps entries of samples_ms holds a finite,
@@ -8,8 +9,6 @@
 #include "harness.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 hx_timing_opts hx_timing_defaults(void) {
@@ -23,37 +22,19 @@ double hx_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-hx_status hx_summarize(hx_summary *out, const double *x, size_t n, hx_err *err) {
-  if (!out || !x || n == 0) return hx_errf(err, HX_EINVAL, "summary of an empty sample");
-  for (size_t i = 0; i < n; i++)
-    if (!isfinite(x[i])) return hx_errf(err, HX_EINVAL, "summary: sample %zu is not finite", i);
-  double *s = malloc(n * sizeof *s);
-  if (!s) return hx_errf(err, HX_ENOMEM, "summary: no memory for %zu samples", n);
-  memcpy(s, x, n * sizeof *s);
-  qsort(s, n, sizeof *s, cmp_double);
-  /* Two-pass mean and variance: samples are close together, so the naive sum of squares would lose
-   * the variance to cancellation. */
-  double sum = 0.0;
-  for (size_t i = 0; i < n; i++) sum += s[i];
-  double mean = sum / (double)n, ss = 0.0;
-  for (size_t i = 0; i < n; i++) ss += (s[i] - mean) * (s[i] - mean);
-  out->n = n;
-  out->mean = mean;
-  out->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
-  out->min = s[0];
-  out->max = s[n - 1];
-  out->median = (n % 2) ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  free(s);
+hx_status hx_closure_check(const hx_closure *c, hx_err *err) {
+  if (!c || !c->run) return hx_errf(err, HX_EINVAL, "timing: missing closure");
+  if (!(c->bytes >= 0.0) || !isfinite(c->bytes))
+    return hx_errf(err, HX_EINVAL, "closure declares %g bytes (must be finite and >= 0; 0 = not declared)", c->bytes);
+  if (!(c->flops >= 0.0) || !isfinite(c->flops))
+    return hx_errf(err, HX_EINVAL, "closure declares %g FLOP (must be finite and >= 0; 0 = not declared)", c->flops);
   return HX_OK;
 }
 
 static hx_status check_opts(const hx_timing_opts *o, const hx_closure *c, hx_err *err) {
-  if (!o || !c || !c->run) return hx_errf(err, HX_EINVAL, "timing: missing options or closure");
+  if (!o) return hx_errf(err, HX_EINVAL, "timing: missing options");
+  const hx_status cs = hx_closure_check(c, err);
+  if (cs != HX_OK) return cs;
   if (o->reps == 0 || o->reps > HX_TIMING_MAX_REPS)
     return hx_errf(err, HX_EINVAL, "timing: repetitions must be 1..%u (got %u)", HX_TIMING_MAX_REPS, o->reps);
   if (o->warmup > HX_TIMING_MAX_REPS)

@@ -41,7 +41,7 @@ static void print_values(const char *what, const double *v) {
 static void test_copy(void **state) {
   (void)state;
   double v[N_METRICS];
-  hx_closure c = {run_copy, NULL, NULL};
+  hx_closure c = {run_copy, NULL, NULL, 0.0, 0.0};
   hx_err e;
   hx_status st = hx_counters_profile(counters, "copy", &c, NULL, v, &e);
   if (st != HX_OK) print_error("%s\n", e.msg);
@@ -56,7 +56,7 @@ static void test_copy(void **state) {
 static void test_mma(void **state) {
   (void)state;
   double v[N_METRICS];
-  hx_closure c = {run_mma, NULL, NULL};
+  hx_closure c = {run_mma, NULL, NULL, 0.0, 0.0};
   hx_err e;
   hx_status st = hx_counters_profile(counters, "mma", &c, NULL, v, &e);
   if (st != HX_OK) print_error("%s\n", e.msg);

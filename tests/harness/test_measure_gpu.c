@@ -71,7 +71,7 @@ static void test_spin_accuracy(void **state) {
   hx_measure_opts o = hx_measure_defaults();
   o.min_time_s = 0.05;
   o.max_noise = 0.01;
-  hx_closure c = {run_spin, NULL, NULL};
+  hx_closure c = {run_spin, NULL, NULL, 0.0, 0.0};
   hx_measurement r;
   hx_err e;
   assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
@@ -97,7 +97,7 @@ static void test_l2_flush(void **state) {
   hx_measure_opts o = hx_measure_defaults();
   o.min_time_s = 0.02;
   o.max_noise = 0.02;
-  hx_closure c = {run_copy, NULL, NULL};
+  hx_closure c = {run_copy, NULL, NULL, 0.0, 0.0};
   hx_measurement r;
   hx_err e;
   assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
@@ -114,7 +114,7 @@ static void test_sync_detected(void **state) {
   o.max_samples = 5;
   o.sync_timeout_s = 0.2;
   o.hot = 0;
-  hx_closure c = {run_syncing, NULL, NULL};
+  hx_closure c = {run_syncing, NULL, NULL, 0.0, 0.0};
   hx_measurement r;
   hx_err e;
   assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
@@ -134,7 +134,7 @@ static void test_first_launch_not_sync(void **state) {
   o.min_time_s = 0.02;
   o.max_noise = 0.01;
   o.sync_timeout_s = 0.5;
-  hx_closure c = {run_spin_fresh, NULL, NULL};
+  hx_closure c = {run_spin_fresh, NULL, NULL, 0.0, 0.0};
   hx_measurement r;
   hx_err e;
   assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
@@ -153,7 +153,7 @@ static void test_many_launches_not_sync(void **state) {
   o.min_time_s = 0.02;
   o.max_noise = 0.02;
   o.sync_timeout_s = 0.5;
-  hx_closure c = {run_many, NULL, NULL};
+  hx_closure c = {run_many, NULL, NULL, 0.0, 0.0};
   hx_measurement r;
   hx_err e;
   assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
@@ -172,7 +172,7 @@ static void test_sync_short_cap(void **state) {
   hx_measure_opts o = hx_measure_defaults();
   o.max_time_s = 0.05;
   o.sync_timeout_s = 0.3;
-  hx_closure c = {run_syncing, NULL, NULL};
+  hx_closure c = {run_syncing, NULL, NULL, 0.0, 0.0};
   hx_measurement r;
   hx_err e;
   assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
@@ -189,7 +189,7 @@ static void test_sync_short_cap(void **state) {
 static void test_paper_preset(void **state) {
   (void)state;
   hx_measure_opts o = hx_measure_paper();
-  hx_closure c = {run_spin, NULL, NULL};
+  hx_closure c = {run_spin, NULL, NULL, 0.0, 0.0};
   hx_measurement r;
   hx_err e;
   assert_int_equal(hx_meter_measure(meter, &o, &c, &r, &e), HX_OK);
@@ -216,7 +216,7 @@ static void test_counters_do_not_perturb(void **state) {
   hx_measure_opts o = hx_measure_defaults();
   o.min_time_s = 0.1;
   o.hot = 0;
-  hx_closure c = {run_copy, NULL, NULL};
+  hx_closure c = {run_copy, NULL, NULL, 0.0, 0.0};
   hx_measurement r1, r2;
   assert_int_equal(hx_meter_measure(meter, &o, &c, &r1, &e), HX_OK);
   double v[8];
@@ -263,7 +263,7 @@ static void test_bench_stage(void **state) {
   assert_int_equal(hx_bench_context(&b, res, 1, &e), HX_OK);
   copy_n = (size_t)16 << 20;
   hx_key k = {"synthetic", 16u << 20, 1, "test", "copy", "v0"};
-  hx_closure c = {run_copy, NULL, NULL};
+  hx_closure c = {run_copy, NULL, NULL, 0.0, 0.0};
   assert_int_equal(hx_bench_stage(&b, res, &k, &c, &e), HX_OK);
   int counters = b.counters != NULL;
   assert_int_equal(hx_results_commit(res, &e), HX_OK);

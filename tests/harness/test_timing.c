@@ -1,7 +1,8 @@
 /*
- * test_timing.c - the timing module on the CPU clock: summary statistics on samples with known answers,
- * warm-up and repetition counts, reset() outside the timed region, error propagation, and the GPU
- * clock refusing cleanly when there is no device.
+ * test_timing.c - the timing module on the CPU clock: the one summary (hx_stats_describe) on samples with
+ * known answers, warm-up and repetition counts, reset() outside the timed region, error propagation, a
+ * closure's declared bytes and FLOPs checked before anything is timed, and the GPU clock refusing
+ * cleanly when there is no device.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,9 +19,9 @@
 
 static void test_summary_known(void **state) {
   (void)state;
-  hx_summary s;
+  hx_stats_desc s;
   const double even[] = {4.0, 1.0, 3.0, 2.0};
-  assert_int_equal(hx_summarize(&s, even, 4, NULL), HX_OK);
+  assert_int_equal(hx_stats_describe(&s, even, 4, NULL), HX_OK);
   assert_int_equal(s.n, 4);
   assert_true(fabs(s.median - 2.5) < 1e-12);
   assert_true(fabs(s.mean - 2.5) < 1e-12);
@@ -28,27 +29,27 @@ static void test_summary_known(void **state) {
   assert_true(s.min == 1.0 && s.max == 4.0);
   assert_true(even[0] == 4.0 && even[1] == 1.0); /* input not sorted in place */
   const double odd[] = {5.0, 1.0, 3.0};
-  assert_int_equal(hx_summarize(&s, odd, 3, NULL), HX_OK);
+  assert_int_equal(hx_stats_describe(&s, odd, 3, NULL), HX_OK);
   assert_true(s.median == 3.0 && fabs(s.std - 2.0) < 1e-12);
   const double one[] = {7.25};
-  assert_int_equal(hx_summarize(&s, one, 1, NULL), HX_OK);
+  assert_int_equal(hx_stats_describe(&s, one, 1, NULL), HX_OK);
   assert_true(s.median == 7.25 && s.mean == 7.25 && s.std == 0.0 && s.min == 7.25 && s.max == 7.25);
   /* large offset, tiny spread: the two-pass variance keeps it (naive sum of squares gives 0 or junk) */
   const double off[] = {1e9 + 1.0, 1e9 + 2.0, 1e9 + 3.0};
-  assert_int_equal(hx_summarize(&s, off, 3, NULL), HX_OK);
+  assert_int_equal(hx_stats_describe(&s, off, 3, NULL), HX_OK);
   assert_true(fabs(s.std - 1.0) < 1e-6);
 }
 
 static void test_summary_invalid(void **state) {
   (void)state;
-  hx_summary s;
+  hx_stats_desc s;
   const double bad[] = {1.0, NAN, 2.0};
   hx_err err = {HX_OK, ""};
-  assert_int_equal(hx_summarize(&s, bad, 3, &err), HX_EINVAL);
+  assert_int_equal(hx_stats_describe(&s, bad, 3, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "sample 1"));
   const double inf[] = {INFINITY};
-  assert_int_equal(hx_summarize(&s, inf, 1, NULL), HX_EINVAL);
-  assert_int_equal(hx_summarize(&s, bad, 0, NULL), HX_EINVAL);
+  assert_int_equal(hx_stats_describe(&s, inf, 1, NULL), HX_EINVAL);
+  assert_int_equal(hx_stats_describe(&s, bad, 0, NULL), HX_EINVAL);
 }
 
 typedef struct counter {
@@ -82,7 +83,7 @@ static hx_status count_run(void *arg, void *stream, hx_err *err) {
 static void test_time_cpu_counts(void **state) {
   (void)state;
   counter c = {0, 0, 0, 2.0, 0, 1};
-  hx_closure cl = {count_run, count_reset, &c};
+  hx_closure cl = {count_run, count_reset, &c, 0.0, 0.0};
   hx_timing_opts o = {3, 5};
   double samples[5];
   assert_int_equal(hx_time(samples, HX_CLOCK_CPU, &o, &cl, NULL, NULL), HX_OK);
@@ -99,7 +100,7 @@ static void test_time_cpu_counts(void **state) {
 static void test_time_defaults_no_reset(void **state) {
   (void)state;
   counter c = {0, 0, 0, 0.0, 0, 1};
-  hx_closure cl = {count_run, NULL, &c};
+  hx_closure cl = {count_run, NULL, &c, 0.0, 0.0};
   hx_timing_opts o = hx_timing_defaults();
   assert_int_equal(o.reps, 20);
   assert_int_equal(o.warmup, 1);
@@ -123,7 +124,7 @@ static hx_status empty_run(void *arg, void *stream, hx_err *err) {
 
 static void test_time_reset_not_timed(void **state) {
   (void)state;
-  hx_closure cl = {empty_run, slow_reset, NULL};
+  hx_closure cl = {empty_run, slow_reset, NULL, 0.0, 0.0};
   hx_timing_opts o = {0, 3};
   double samples[3];
   assert_int_equal(hx_time(samples, HX_CLOCK_CPU, &o, &cl, NULL, NULL), HX_OK);
@@ -133,7 +134,7 @@ static void test_time_reset_not_timed(void **state) {
 static void test_time_errors(void **state) {
   (void)state;
   counter c = {0, 0, 4, 0.0, 0, 1};
-  hx_closure cl = {count_run, count_reset, &c};
+  hx_closure cl = {count_run, count_reset, &c, 0.0, 0.0};
   hx_timing_opts o = {1, 10};
   double samples[10];
   hx_err err = {HX_OK, ""};
@@ -142,8 +143,33 @@ static void test_time_errors(void **state) {
   assert_int_equal(c.runs, 4); /* stops at the failure */
   hx_timing_opts zero = {1, 0};
   assert_int_equal(hx_time(samples, HX_CLOCK_CPU, &zero, &cl, NULL, NULL), HX_EINVAL);
-  hx_closure none = {NULL, NULL, NULL};
+  hx_closure none = {NULL, NULL, NULL, 0.0, 0.0};
   assert_int_equal(hx_time(samples, HX_CLOCK_CPU, &o, &none, NULL, NULL), HX_EINVAL);
+}
+
+/* A declaration of bytes or FLOPs that is negative or not finite is refused before the first run (it would
+ * give a rate row of nonsense after the whole measurement); 0 declares nothing, any positive value passes. */
+static void test_closure_declaration(void **state) {
+  (void)state;
+  counter c = {0, 0, 0, 0.0, 0, 1};
+  hx_closure cl = {count_run, count_reset, &c, 72e6, 1e9};
+  hx_timing_opts o = {1, 2};
+  double samples[2];
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(hx_closure_check(&cl, &err), HX_OK);
+  assert_int_equal(hx_time(samples, HX_CLOCK_CPU, &o, &cl, NULL, &err), HX_OK);
+  assert_int_equal(c.runs, 3);
+  const double bad[] = {-1.0, NAN, INFINITY};
+  for (int field = 0; field < 2; field++)
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      hx_closure b = cl;
+      if (field) b.flops = bad[i];
+      else b.bytes = bad[i];
+      c.runs = 0;
+      assert_int_equal(hx_time(samples, HX_CLOCK_CPU, &o, &b, NULL, &err), HX_EINVAL);
+      assert_non_null(strstr(err.msg, field ? "FLOP" : "bytes"));
+      assert_int_equal(c.runs, 0); /* nothing ran */
+    }
 }
 
 static void test_time_gpu_without_device(void **state) {
@@ -151,7 +177,7 @@ static void test_time_gpu_without_device(void **state) {
   int n = 0;
   if (hx_device_count(&n, NULL) == HX_OK) skip(); /* covered by test_timing_gpu on a GPU machine */
   assert_int_equal(n, 0);
-  hx_closure cl = {empty_run, NULL, NULL};
+  hx_closure cl = {empty_run, NULL, NULL, 0.0, 0.0};
   hx_timing_opts o = {1, 2};
   double samples[2];
   hx_err err = {HX_OK, ""};
@@ -178,6 +204,7 @@ int main(void) {
       cmocka_unit_test(test_time_cpu_counts),        cmocka_unit_test(test_time_defaults_no_reset),
       cmocka_unit_test(test_time_reset_not_timed),   cmocka_unit_test(test_time_errors),
       cmocka_unit_test(test_time_gpu_without_device), cmocka_unit_test(test_now_monotonic),
+      cmocka_unit_test(test_closure_declaration),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,7 +44,7 @@ static hx_status record_stream(void *arg, void *stream, hx_err *err) {
 static void test_gpu_clock(void **state) {
   (void)state;
   spin s = {0, NULL};
-  hx_closure cl = {record_stream, NULL, &s};
+  hx_closure cl = {record_stream, NULL, &s, 0.0, 0.0};
   hx_timing_opts o = {2, 7};
   double samples[7];
   assert_int_equal(hx_time(samples, HX_CLOCK_GPU, &o, &cl, NULL, NULL), HX_OK);
