@@ -1,3 +1,297 @@
-/* net.c: placeholder, filled in by its owner. */
-#include "nets/nets.h"
-typedef int nets_placeholder_net_c;
+/*
+ * net.c - what every model shares: the parameter store (named fp32 host tensors), its safetensors load and
+ * save, the registry of configuration names, and the dispatch of net_* calls to the model files (cfg->kind:
+ * 0 PTv3-m1 -> net_ptv3_*, 1 Flash3D -> net_flash3d_*; the GPU forward through the model's net_gpu_ops,
+ * which is NULL in a CPU-only build).
+ *
+ * Invariants: names in a net_params are unique, 1..127 bytes; every tensor's data holds exactly its
+ * shape's element count (never NULL, zero-filled at net_params_add). net_params_load checks the whole file
+ * against the store before it copies a value, so on failure the store is unchanged.
+ */
+#include "nets/nets_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define NET_MAX_DIMS 5 /* net_tensor.shape */
+
+/* ---- parameter store ----------------------------------------------------------------------------------- */
+static uint64_t tensor_numel(const net_tensor *t) {
+  uint64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= (uint64_t)t->shape[d];
+  return n;
+}
+
+const net_tensor *net_params_find(const net_params *p, const char *name) {
+  if (!p || !name) return NULL;
+  for (size_t i = 0; i < p->n; i++)
+    if (strcmp(p->t[i].name, name) == 0) return &p->t[i];
+  return NULL;
+}
+
+/* Adds a zero-filled tensor. *out (may be NULL) points into p->t: valid until the next net_params_add. */
+hx_status net_params_add(net_params *p, const char *name, int ndim, const int64_t *shape, int counted,
+                         net_tensor **out, hx_err *err) {
+  if (out) *out = NULL;
+  if (!p || !name || (ndim > 0 && !shape)) return hx_errf(err, HX_EINVAL, "net_params_add: missing argument");
+  const size_t len = strlen(name);
+  if (len == 0 || len >= sizeof p->t[0].name)
+    return hx_errf(err, HX_EINVAL, "net_params_add: name of %zu bytes (1..127 allowed): %.60s", len, name);
+  if (ndim < 0 || ndim > NET_MAX_DIMS)
+    return hx_errf(err, HX_EINVAL, "net_params_add: %s: %d dimensions (0..5 allowed)", name, ndim);
+  uint64_t numel = 1;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 0) return hx_errf(err, HX_EINVAL, "net_params_add: %s: negative dimension %lld", name,
+                                     (long long)shape[d]);
+    if (shape[d] > 0 && numel > ((uint64_t)SIZE_MAX / sizeof(float)) / (uint64_t)shape[d])
+      return hx_errf(err, HX_EINVAL, "net_params_add: %s: element count overflows", name);
+    numel *= (uint64_t)shape[d];
+  }
+  if (net_params_find(p, name)) return hx_errf(err, HX_EINVAL, "net_params_add: %s: duplicate name", name);
+  if (p->n == p->cap) {
+    size_t nc = p->cap ? 2 * p->cap : 64;
+    net_tensor *g = realloc(p->t, nc * sizeof *g);
+    if (!g) return hx_errf(err, HX_ENOMEM, "net_params_add: out of memory for %zu tensors", nc);
+    p->t = g;
+    p->cap = nc;
+  }
+  net_tensor *t = &p->t[p->n];
+  memset(t, 0, sizeof *t);
+  memcpy(t->name, name, len + 1);
+  t->ndim = ndim;
+  for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+  t->counted = counted ? 1 : 0;
+  t->data = calloc(numel ? (size_t)numel : 1u, sizeof(float));
+  if (!t->data) return hx_errf(err, HX_ENOMEM, "net_params_add: %s: out of memory for %llu values", name,
+                               (unsigned long long)numel);
+  p->n++;
+  if (out) *out = t;
+  return HX_OK;
+}
+
+uint64_t net_params_count(const net_params *p) {
+  uint64_t n = 0;
+  for (size_t i = 0; p && i < p->n; i++)
+    if (p->t[i].counted) n += tensor_numel(&p->t[i]);
+  return n;
+}
+
+void net_params_free(net_params *p) {
+  if (!p) return;
+  for (size_t i = 0; i < p->n; i++) free(p->t[i].data);
+  free(p->t);
+  p->t = NULL;
+  p->n = p->cap = 0;
+}
+
+static int cmp_stf_name(const void *a, const void *b) {
+  return strcmp((*(const stf_tensor *const *)a)->name, (*(const stf_tensor *const *)b)->name);
+}
+
+static int cmp_key_stf(const void *key, const void *elem) {
+  return strcmp((const char *)key, (*(const stf_tensor *const *)elem)->name);
+}
+
+static void shape_str(char *s, size_t cap, int ndim, const int64_t *shape) {
+  size_t k = (size_t)snprintf(s, cap, "[");
+  for (int d = 0; d < ndim && k < cap; d++)
+    k += (size_t)snprintf(s + k, cap - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+  if (k < cap) snprintf(s + k, cap - k, "]");
+}
+
+/* match[i] = the file's tensor for p->t[i], after checking names, shapes and values (see net_params_load). */
+static hx_status match_file(const stf_tensor **match, const net_params *p, const stf_file *f, const char *path,
+                            hx_err *err) {
+  const stf_tensor **ix = malloc((f->n ? f->n : 1) * sizeof *ix);
+  if (!ix) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
+  for (size_t i = 0; i < f->n; i++) ix[i] = &f->t[i];
+  qsort(ix, f->n, sizeof *ix, cmp_stf_name);
+  hx_status st = HX_OK;
+  for (size_t i = 0; i < p->n && st == HX_OK; i++) {
+    const net_tensor *t = &p->t[i];
+    const stf_tensor *const *hit = f->n ? bsearch(t->name, ix, f->n, sizeof *ix, cmp_key_stf) : NULL;
+    match[i] = hit ? *hit : NULL;
+    if (!hit) {
+      st = hx_errf(err, HX_EFORMAT, "%s: tensor %s missing (the model expects %zu tensors, the file holds %zu)", path,
+                   t->name, p->n, f->n);
+      break;
+    }
+    int same = (*hit)->ndim == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = (*hit)->shape[d] == t->shape[d];
+    if (!same) {
+      char want[96], got[160];
+      shape_str(want, sizeof want, t->ndim, t->shape);
+      shape_str(got, sizeof got, (*hit)->ndim, (*hit)->shape);
+      st = hx_errf(err, HX_EFORMAT, "%s: tensor %s has shape %s, the model expects %s", path, t->name, got, want);
+    }
+  }
+  /* every name of p is in the file (unique on both sides), so there is an extra one exactly when the counts
+   * differ; name the first in file order */
+  for (size_t i = 0; i < f->n && st == HX_OK && f->n != p->n; i++)
+    if (!net_params_find(p, f->t[i].name))
+      st = hx_errf(err, HX_EFORMAT, "%s: tensor %s is not a parameter of the model (extra name)", path, f->t[i].name);
+  for (size_t i = 0; i < p->n && st == HX_OK; i++) {
+    const uint64_t m = tensor_numel(&p->t[i]);
+    for (uint64_t k = 0; k < m; k++)
+      if (!isfinite(match[i]->data[k])) {
+        st = hx_errf(err, HX_EFORMAT, "%s: tensor %s: value %llu is %s", path, p->t[i].name, (unsigned long long)k,
+                     isnan(match[i]->data[k]) ? "NaN" : "infinite");
+        break;
+      }
+  }
+  free(ix);
+  return st;
+}
+
+hx_status net_params_load(net_params *p, const char *path, hx_err *err) {
+  if (!p || !path) return hx_errf(err, HX_EINVAL, "net_params_load: missing parameters or path");
+  stf_file f = {0};
+  HX_TRY(stf_read(&f, path, err));
+  const stf_tensor **match = malloc((p->n ? p->n : 1) * sizeof *match);
+  hx_status st = match ? match_file(match, p, &f, path, err) : hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
+  for (size_t i = 0; i < p->n && st == HX_OK; i++)
+    memcpy(p->t[i].data, match[i]->data, (size_t)tensor_numel(&p->t[i]) * sizeof(float));
+  free(match);
+  stf_free(&f);
+  return st;
+}
+
+hx_status net_params_save(const net_params *p, const char *path, hx_err *err) {
+  if (!p || !path) return hx_errf(err, HX_EINVAL, "net_params_save: missing parameters or path");
+  stf_tensor *t = calloc(p->n ? p->n : 1, sizeof *t);
+  if (!t) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
+  for (size_t i = 0; i < p->n; i++) {
+    memcpy(t[i].name, p->t[i].name, sizeof t[i].name);
+    t[i].ndim = p->t[i].ndim;
+    for (int d = 0; d < p->t[i].ndim; d++) t[i].shape[d] = p->t[i].shape[d];
+    t[i].data = p->t[i].data; /* borrowed: stf_write only reads it */
+  }
+  hx_status st = stf_write(path, t, p->n, err);
+  free(t);
+  return st;
+}
+
+void net_output_free(net_output *o) {
+  if (!o) return;
+  free(o->logits);
+  for (size_t i = 0; i < 2 * NET_MAX_LEVELS; i++) free(o->level[i]);
+  memset(o, 0, sizeof *o);
+}
+
+/* ---- configurations ------------------------------------------------------------------------------------ */
+/* Every name the model files accept (a model file that adds a configuration adds its name here). */
+static const char *const net_names[] = {"ptv3", "ptv3-tiny", "flash3d-public", "flash3d-46m", "flash3d-129m",
+                                        "flash3d-tiny", NULL};
+
+const char *const *net_config_names(size_t *n) {
+  if (n) *n = sizeof net_names / sizeof net_names[0] - 1;
+  return net_names;
+}
+
+static hx_status unknown_name(const char *name, hx_err *err) {
+  char list[256];
+  size_t k = 0;
+  list[0] = 0;
+  for (size_t i = 0; net_names[i] && k < sizeof list; i++)
+    k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", net_names[i]);
+  return hx_errf(err, HX_EINVAL, "unknown network '%s' (valid: %s)", name, list);
+}
+
+hx_status net_config_named(net_config *cfg, const char *name, hx_err *err) {
+  if (!cfg || !name) return hx_errf(err, HX_EINVAL, "net_config_named: missing configuration or name");
+  int listed = 0;
+  for (size_t i = 0; net_names[i]; i++) listed |= strcmp(net_names[i], name) == 0;
+  if (!listed) return unknown_name(name, err);
+  memset(cfg, 0, sizeof *cfg);
+  if (strncmp(name, "ptv3", 4) == 0) return net_ptv3_config(cfg, name, err);
+  if (strncmp(name, "flash3d", 7) == 0) return net_flash3d_config(cfg, name, err);
+  return unknown_name(name, err);
+}
+
+/* ---- dispatch to the model files ------------------------------------------------------------------------- */
+static hx_status check_kind(const net_config *cfg, const char *what, hx_err *err) {
+  if (!cfg) return hx_errf(err, HX_EINVAL, "%s: missing configuration", what);
+  if (cfg->kind != 0 && cfg->kind != 1)
+    return hx_errf(err, HX_EINVAL, "%s: configuration %.32s has unknown kind %d (0 PTv3, 1 Flash3D)", what, cfg->name,
+                   cfg->kind);
+  return HX_OK;
+}
+
+hx_status net_params_init(net_params *p, const net_config *cfg, uint64_t seed, hx_err *err) {
+  HX_TRY(check_kind(cfg, "net_params_init", err));
+  if (!p) return hx_errf(err, HX_EINVAL, "net_params_init: missing parameters");
+  return cfg->kind == 0 ? net_ptv3_params_init(p, cfg, seed, err) : net_flash3d_params_init(p, cfg, seed, err);
+}
+
+hx_status net_forward_cpu(net_output *out, const net_config *cfg, const net_params *p, const net_input *in,
+                          int keep_levels, hx_err *err) {
+  HX_TRY(check_kind(cfg, "net_forward_cpu", err));
+  if (!out || !p || !in) return hx_errf(err, HX_EINVAL, "net_forward_cpu: missing output, parameters or input");
+  return cfg->kind == 0 ? net_ptv3_forward_cpu(out, cfg, p, in, keep_levels, err)
+                        : net_flash3d_forward_cpu(out, cfg, p, in, keep_levels, err);
+}
+
+/* ---- GPU forward objects (struct net_gpu: nets_internal.h) -------------------------------------------------- */
+/* The model's vtable, or HX_ENODEV in a CPU-only build. */
+static hx_status gpu_ops(const net_gpu_ops **ops, const net_config *cfg, const char *what, hx_err *err) {
+  HX_TRY(check_kind(cfg, what, err));
+  *ops = cfg->kind == 0 ? net_ptv3_gpu_ops() : net_flash3d_gpu_ops();
+  if (!*ops) return hx_errf(err, HX_ENODEV, "%s: %.32s: built without CUDA", what, cfg->name);
+  return HX_OK;
+}
+
+hx_status net_gpu_create(net_gpu **out, const net_config *cfg, const net_params *p, net_dtype dt,
+                         const net_alloc *alloc, hx_err *err) {
+  if (!out) return hx_errf(err, HX_EINVAL, "net_gpu_create: missing output");
+  *out = NULL;
+  const net_gpu_ops *ops = NULL;
+  HX_TRY(gpu_ops(&ops, cfg, "net_gpu_create", err));
+  if (!p) return hx_errf(err, HX_EINVAL, "net_gpu_create: missing parameters");
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "net_gpu_create: unknown dtype %d", (int)dt);
+  net_gpu *g = calloc(1, sizeof *g);
+  if (!g) return hx_errf(err, HX_ENOMEM, "net_gpu_create: out of memory");
+  g->ops = ops;
+  g->cfg = *cfg;
+  g->dt = dt;
+  hx_status st = ops->create(&g->impl, cfg, p, dt, alloc, err);
+  if (st != HX_OK) {
+    free(g);
+    return st;
+  }
+  *out = g;
+  return HX_OK;
+}
+
+void net_gpu_destroy(net_gpu *g) {
+  if (!g) return;
+  if (g->impl) g->ops->destroy(g->impl);
+  free(g);
+}
+
+hx_status net_gpu_bytes(size_t *bytes, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
+  if (!bytes || !in) return hx_errf(err, HX_EINVAL, "net_gpu_bytes: missing output or input");
+  *bytes = 0;
+  const net_gpu_ops *ops = NULL;
+  HX_TRY(gpu_ops(&ops, cfg, "net_gpu_bytes", err));
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "net_gpu_bytes: unknown dtype %d", (int)dt);
+  return ops->bytes(bytes, cfg, in, dt, err);
+}
+
+hx_status net_gpu_prepare(net_gpu *g, const net_input *in, struct CUstream_st *stream, hx_err *err) {
+  if (!g || !in) return hx_errf(err, HX_EINVAL, "net_gpu_prepare: missing forward object or input");
+  return g->ops->prepare(g->impl, in, stream, err);
+}
+
+hx_status net_gpu_forward(net_gpu *g, const net_hooks *hooks, struct CUstream_st *stream, hx_err *err) {
+  if (!g) return hx_errf(err, HX_EINVAL, "net_gpu_forward: missing forward object");
+  return g->ops->forward(g->impl, hooks, stream, err);
+}
+
+hx_status net_gpu_download(net_gpu *g, net_output *out, int keep_levels, struct CUstream_st *stream, hx_err *err) {
+  if (!g || !out) return hx_errf(err, HX_EINVAL, "net_gpu_download: missing forward object or output");
+  return g->ops->download(g->impl, out, keep_levels, stream, err);
+}
+
+int net_gpu_graphable(const net_gpu *g) { return g ? g->ops->graphable(g->impl) : 0; }
+
+size_t net_gpu_held_bytes(const net_gpu *g) { return g ? g->ops->held_bytes(g->impl) : 0; }
