@@ -227,7 +227,8 @@ static void test_dtypes(void **state) {
   /* F16 [7] at 0..14, a 2-byte gap, BF16 [5] at 16..26, F64 [2] at 32..48; unknown fields and a nested
    * metadata object (arrays, numbers, literals, escapes) are accepted and skipped; names use \u escapes */
   const char *hdr =
-      "{ \"__metadata__\" : {\"format\":\"pt\", \"nested\": [1, -2.5e3, true, false, null, {\"k\": \"v\\\"\\u00e9\"}]},\n"
+      "{ \"__metadata__\" : {\"format\":\"pt\",\n"
+      "    \"nested\": [1, -2.5e3, true, false, null, {\"k\": \"v\\\"\\u00e9\"}]},\n"
       "  \"h\\u00e9\": {\"dtype\": \"F16\", \"shape\": [7], \"data_offsets\": [0, 14], \"extra\": [1, {\"x\": 2}]},\n"
       "  \"b\\ud83d\\ude00\": {\"shape\": [5, 1], \"dtype\": \"BF16\", \"data_offsets\": [16, 26]},\n"
       "  \"d\": {\"dtype\": \"F64\", \"shape\": [2], \"data_offsets\": [32, 48]}\t}    ";
