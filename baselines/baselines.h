@@ -217,6 +217,11 @@ hx_status spool_cpu(spool_out *out, const spool_in *in, hx_err *err);
  * synchronisation, as torch.unique does) and stores it in out->n_out. */
 hx_status spool_gpu(spool_out *out, void *d_scratch, size_t *scratch_bytes, const spool_in *in,
                     struct CUstream_st *stream);
+/* The same with the pooled size given (what spool_gpu returned for this input, e.g. in an untimed prepare): no
+ * read-back and no host synchronisation, so it can be captured in a CUDA graph. n_out must be exact (1..n): it
+ * cannot be checked without the read-back, and a wrong value gives wrong outputs. HX_EINVAL for 0 or > n. */
+hx_status spool_gpu_sized(spool_out *out, void *d_scratch, size_t *scratch_bytes, const spool_in *in, size_t n_out,
+                          struct CUstream_st *stream);
 
 #ifdef __cplusplus
 }

@@ -76,3 +76,8 @@ hx_status spool_gpu(spool_out *out, void *d_scratch, size_t *scratch_bytes, cons
   (void)out, (void)d_scratch, (void)scratch_bytes, (void)in, (void)stream;
   return HX_ENODEV;
 }
+hx_status spool_gpu_sized(spool_out *out, void *d_scratch, size_t *scratch_bytes, const spool_in *in, size_t n_out,
+                          struct CUstream_st *stream) {
+  (void)out, (void)d_scratch, (void)scratch_bytes, (void)in, (void)n_out, (void)stream;
+  return HX_ENODEV;
+}

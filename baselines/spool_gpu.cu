@@ -7,6 +7,8 @@
  * inclusive scan of the flags gives the cluster of each position, and no sort is needed. Then one warp per
  * cluster reduces its <= 8 children (max of features, mean of coordinates, smallest child index = head)
  * and the R rows of head codes >> 3 are sorted again with CUB (sfc_sort_gpu) and inverted.
+ * spool_gpu reads the pooled size back (one host synchronisation); spool_gpu_sized takes it from the caller
+ * (what spool_gpu returned for the same input) and launches the same work without synchronising.
  */
 #include <cub/cub.cuh>
 
@@ -66,10 +68,12 @@ static __global__ void k_pool_reduce(spool_out o, spool_in in, pool_params p) {
   if (lane < (uint32_t)p.R) o.code[lane * p.m + k] = in.code[(size_t)src * p.n + head] >> 3;
 }
 
-extern "C" hx_status spool_gpu(spool_out *out, void *d_scratch, size_t *scratch_bytes, const spool_in *in,
-                               cudaStream_t stream) {
+/* known_m = 0: read the pooled size back (one stream synchronisation); else trust it (spool_gpu_sized). */
+static hx_status spool_run(spool_out *out, void *d_scratch, size_t *scratch_bytes, const spool_in *in,
+                           size_t known_m, cudaStream_t stream) {
   const size_t n = in->n;
   if (n == 0 || n > (size_t)INT_MAX || in->depth < 1 || in->R < 1 || in->R > SFC_MAX_ORDERS) return HX_EINVAL;
+  if (known_m > n) return HX_EINVAL;
   for (int r = 0; r < in->R; r++)
     if (in->perm[r] < 0 || in->perm[r] >= in->R) return HX_EINVAL;
   const int kb = sfc_key_bits(in->depth - 1, in->B);
@@ -87,9 +91,11 @@ extern "C" hx_status spool_gpu(spool_out *out, void *d_scratch, size_t *scratch_
   k_pool_flags<<<bl_blocks(n, 256), 256, 0, stream>>>(flag, in->code, in->order, n);
   BL_LAUNCHED("k_pool_flags");
   BL_CUDA(cub::DeviceScan::InclusiveSum(scan_scratch, scan_temp, flag, seg, (int)n, stream));
-  uint32_t m32 = 0;
-  BL_CUDA(cudaMemcpyAsync(&m32, seg + n - 1, sizeof m32, cudaMemcpyDeviceToHost, stream));
-  BL_CUDA(cudaStreamSynchronize(stream)); /* the pooled size is data dependent (torch.unique syncs too) */
+  uint32_t m32 = (uint32_t)known_m;
+  if (!known_m) {
+    BL_CUDA(cudaMemcpyAsync(&m32, seg + n - 1, sizeof m32, cudaMemcpyDeviceToHost, stream));
+    BL_CUDA(cudaStreamSynchronize(stream)); /* the pooled size is data dependent (torch.unique syncs too) */
+  }
   const size_t m = m32;
   k_pool_scatter<<<bl_blocks(n, 256), 256, 0, stream>>>(out->cluster, out->idx_ptr, seg, in->order, n);
   BL_LAUNCHED("k_pool_scatter");
@@ -102,4 +108,15 @@ extern "C" hx_status spool_gpu(spool_out *out, void *d_scratch, size_t *scratch_
   out->n_out = m;
   out->depth = in->depth - 1;
   return HX_OK;
+}
+
+extern "C" hx_status spool_gpu(spool_out *out, void *d_scratch, size_t *scratch_bytes, const spool_in *in,
+                               cudaStream_t stream) {
+  return spool_run(out, d_scratch, scratch_bytes, in, 0, stream);
+}
+
+extern "C" hx_status spool_gpu_sized(spool_out *out, void *d_scratch, size_t *scratch_bytes, const spool_in *in,
+                                     size_t n_out, cudaStream_t stream) {
+  if (n_out == 0) return HX_EINVAL;
+  return spool_run(out, d_scratch, scratch_bytes, in, n_out, stream);
 }

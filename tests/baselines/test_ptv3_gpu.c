@@ -378,29 +378,43 @@ static void test_pool_gpu(void **state) {
     size_t sb = 0;
     assert_int_equal(spool_gpu(&got, NULL, &sb, &din, NULL), HX_OK);
     void *d_s = scratch_alloc(sb);
-    assert_int_equal(spool_gpu(&got, d_s, &sb, &din, NULL), HX_OK);
-    assert_int_equal(got.n_out, m);
-    assert_int_equal(got.depth, want.depth);
+    /* pass 0: spool_gpu reads n_out back; pass 1: spool_gpu_sized is given it (outputs poisoned first) */
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass == 0) {
+        assert_int_equal(spool_gpu(&got, d_s, &sb, &din, NULL), HX_OK);
+      } else {
+        void **pf = (void **)&got.cluster;
+        const size_t pz[10] = {n * 4, n * 4, n * 4 + 4, n * 32, n * 16, n * 16, n * C * 4, n * 12, n * 12, n * 4};
+        for (int k = 0; k < 10; k++) assert_int_equal(cudaMemset(pf[k], 0xFF, pz[k]), cudaSuccess);
+        got.n_out = 0, got.depth = 0;
+        assert_int_equal(spool_gpu_sized(&got, d_s, &sb, &din, 0, NULL), HX_EINVAL);
+        assert_int_equal(spool_gpu_sized(&got, d_s, &sb, &din, n + 1, NULL), HX_EINVAL);
+        assert_int_equal(spool_gpu_sized(&got, d_s, &sb, &din, m, NULL), HX_OK);
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+      }
+      assert_int_equal(got.n_out, m);
+      assert_int_equal(got.depth, want.depth);
 #define CMP(field, bytes)                                      \
   do {                                                         \
     void *h_ = dup_to_host(got.field, bytes);                  \
     assert_memory_equal(h_, want.field, bytes);                \
     free(h_);                                                  \
   } while (0)
-    CMP(cluster, n * 4);
-    CMP(head, m * 4);
-    CMP(idx_ptr, (m + 1) * 4);
-    CMP(code, (size_t)R * m * 8);
-    CMP(order, (size_t)R * m * 4);
-    CMP(inverse, (size_t)R * m * 4);
-    CMP(feat, m * C * 4);
-    CMP(grid, m * 12);
-    CMP(batch, m * 4);
+      CMP(cluster, n * 4);
+      CMP(head, m * 4);
+      CMP(idx_ptr, (m + 1) * 4);
+      CMP(code, (size_t)R * m * 8);
+      CMP(order, (size_t)R * m * 4);
+      CMP(inverse, (size_t)R * m * 4);
+      CMP(feat, m * C * 4);
+      CMP(grid, m * 12);
+      CMP(batch, m * 4);
 #undef CMP
-    float *gco = dup_to_host(got.coord, m * 12);
-    for (size_t k = 0; k < m * 3; k++)
-      assert_true(fabsf(gco[k] - want.coord[k]) <= 1e-6f * (1.0f + fabsf(want.coord[k])));
-    free(gco);
+      float *gco = dup_to_host(got.coord, m * 12);
+      for (size_t k = 0; k < m * 3; k++)
+        assert_true(fabsf(gco[k] - want.coord[k]) <= 1e-6f * (1.0f + fabsf(want.coord[k])));
+      free(gco);
+    }
     void **wf = (void **)&want.cluster, **gf = (void **)&got.cluster;
     for (int k = 0; k < 10; k++) free(wf[k]), cudaFree(gf[k]);
     cudaFree((void *)din.code), cudaFree((void *)din.order), cudaFree((void *)din.feat);
