@@ -17,6 +17,81 @@ hx_status net_ptv3_params_init(net_params *p, const net_config *cfg, uint64_t se
 hx_status net_ptv3_forward_cpu(net_output *out, const net_config *cfg, const net_params *p, const net_input *in,
                                int keep_levels, hx_err *err);
 
+/* PTv3 internals shared by net_ptv3.c and net_ptv3_gpu.c. */
+#define NET_PTV3_ORDERS 4       /* z, z-trans, hilbert, hilbert-trans, shuffled per serialization */
+#define NET_PTV3_MAX_DEPTH 8    /* blocks per level */
+#define NET_PTV3_PIECE_ROWS 512u /* a patch is cut into attention buckets of at most this many rows */
+#define NET_PTV3_BN_EPS 1e-3f
+#define NET_PTV3_LN_EPS 1e-5f
+
+/* The parameters of a configuration, looked up by name (pointers into a net_params' host data). */
+typedef struct net_ptv3_lin { const float *w, *b; size_t in, out; } net_ptv3_lin;
+typedef struct net_ptv3_norm { const float *w, *b, *mean, *var; size_t C; } net_ptv3_norm; /* LN: mean = var = NULL */
+typedef struct net_ptv3_conv { const float *w, *b; size_t in, out; uint32_t k; } net_ptv3_conv;
+typedef struct net_ptv3_block {
+  net_ptv3_conv cpe_conv;
+  net_ptv3_lin cpe_lin;
+  net_ptv3_norm cpe_norm, norm1, norm2;
+  net_ptv3_lin qkv, proj, fc1, fc2;
+  int C, H;
+} net_ptv3_block;
+typedef struct net_ptv3_view {
+  net_ptv3_lin head;
+  net_ptv3_conv stem;
+  net_ptv3_norm stem_bn;
+  net_ptv3_lin down[NET_MAX_LEVELS];        /* [s], s >= 1: pooling into level s */
+  net_ptv3_norm down_bn[NET_MAX_LEVELS];
+  net_ptv3_lin up_proj[NET_MAX_LEVELS], up_skip[NET_MAX_LEVELS]; /* [s], s < levels - 1: unpooling into level s */
+  net_ptv3_norm up_bn[NET_MAX_LEVELS], skip_bn[NET_MAX_LEVELS];
+  net_ptv3_block enc[NET_MAX_LEVELS][NET_PTV3_MAX_DEPTH], dec[NET_MAX_LEVELS][NET_PTV3_MAX_DEPTH];
+} net_ptv3_view;
+/* Every tensor of cfg found in p with its exact shape (HX_EINVAL naming the first missing or mis-shaped one). */
+hx_status net_ptv3_view_get(net_ptv3_view *v, const net_config *cfg, const net_params *p, hx_err *err);
+
+/* The data-dependent structure of one input, level by level (host, exact: the GPU recomputes the same). */
+typedef struct net_ptv3_level {
+  size_t n;              /* points */
+  size_t *off;           /* [B+1] per-cloud offsets (clouds stay contiguous at every level) */
+  int depth;             /* serialization depth (level 0: bit_length(max grid + 1); -1 per pooling) */
+  uint32_t *grid, *batch; /* [n*3], [n] */
+  float *coord;          /* [n*3] (level 0: the input xyz; pooled: segment means) */
+  uint64_t *code;        /* [4*n] rows in shuffled order */
+  uint32_t *order, *inverse; /* [4*n] */
+  uint32_t *cluster;     /* s >= 1: [n_{s-1}] point of level s-1 -> its parent here (pooling_inverse) */
+  uint32_t *idx_ptr;     /* s >= 1: [n+1] children of parent c are children[idx_ptr[c] .. idx_ptr[c+1]) */
+  uint32_t *children;    /* s >= 1: [n_{s-1}] points of level s-1 grouped by parent, ascending in each group */
+  size_t sum_p, n_cu;    /* padded slots, cu_seqlens entries (patches + 1) */
+  uint32_t *pad, *unpad; /* [sum_p], [n] */
+  int32_t *cu;           /* [n_cu] */
+  spc_map map;           /* k = 3 kernel map of the level (CPU forward only) */
+} net_ptv3_level;
+typedef struct net_ptv3_struct {
+  int L;
+  uint32_t B;
+  size_t n;
+  net_ptv3_level lv[NET_MAX_LEVELS];
+  spc_map stem_map;      /* k = 5 (CPU forward only) */
+} net_ptv3_struct;
+/* Serialization of the input (grid, depth, 4 orders shuffled by sfc_row_perm(seed, 0)), pooling into every level
+ * (level s shuffled by sfc_row_perm(seed, s)), patch padding per level, and with maps != 0 the kernel maps.
+ * Refuses (HX_EINVAL, with the reason) a malformed batch, an empty cloud, two points of one cloud in one voxel,
+ * and an input too small to pool into every level. On failure s is left freed. */
+hx_status net_ptv3_struct_build(net_ptv3_struct *s, const net_config *cfg, const net_input *in, int maps,
+                                hx_err *err);
+void net_ptv3_struct_free(net_ptv3_struct *s);
+/* Element counts of the forward's work buffers, the largest over all levels (CPU and GPU use the same). */
+typedef struct net_ptv3_work {
+  size_t nc;    /* rows x C: norm outputs, conv outputs, gathered attention outputs, projections */
+  size_t big;   /* rows x max(3C, mlp_ratio C, C of the next level): qkv, MLP hidden, pooling projection */
+  size_t pc3;   /* padded slots x 3C: gathered qkv */
+  size_t pc;    /* padded slots x C: attention output */
+  size_t slots; /* padded slots (order[pad]) */
+} net_ptv3_work;
+void net_ptv3_work_sizes(net_ptv3_work *w, const net_config *cfg, const net_ptv3_struct *s);
+/* fp32 attention over PTv3 patches: patch i = slots [cu[i], cu[i+1]); qkv [slots, 3, H, D], o [slots, H, D]. */
+hx_status net_ptv3_patch_attn_cpu(float *o, const float *qkv, const int32_t *cu, size_t n_patches, int H, int D,
+                                  float scale, hx_err *err);
+
 /* ---- Flash3D (net_flash3d.c, net_flash3d_gpu.c) ---- */
 hx_status net_flash3d_config(net_config *cfg, const char *name, hx_err *err);
 hx_status net_flash3d_params_init(net_params *p, const net_config *cfg, uint64_t seed, hx_err *err);
