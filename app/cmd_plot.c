@@ -1,10 +1,12 @@
 /*
  * cmd_plot.c - `f3dbench plot RESULTS_DIR...`: the paper's figures (PNG + SVG via gnuplot) and REPORT.md
  * from one run, or the same figures with one series per device plus a ratio table from several runs
- * (hx_plot_sel: by default a few headline series per figure, --all-series every one). Figures go to
+ * (hx_plot_sel with the study's tables, app/study.c: by default a few headline series per figure,
+ * --all-series every one). Figures go to
  * OUT/plots/, the report to OUT/REPORT.md; OUT is the run directory itself for one run. Without gnuplot the report is still written and the command says so (exit 0).
  */
 #include "app/cli.h"
+#include "app/study.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -80,7 +82,7 @@ int f3d_cmd_plot(int argc, char **argv) {
     }
   }
   if (rc == 0) {
-    hx_status st = hx_plot_sel(runs, n, scripts, out, all, &err);
+    hx_status st = hx_plot_sel(runs, n, f3d_study(), scripts, out, all, &err);
     if (st == HX_EUNSUPPORTED) {
       fprintf(stderr, "f3dbench: plot: %s; wrote %s/REPORT.md without figures\n", err.msg, out);
     } else if (st != HX_OK) {

@@ -450,17 +450,98 @@ hx_status hx_range_push(hx_ranges *r, const char *name, hx_err *err);
 hx_status hx_range_pop(hx_ranges *r, hx_err *err);
 int hx_ranges_have_nvtx(void); /* 1 when NVTX3 was compiled in */
 
+/* What a study tells the plotting code (plot.c), as data: plot.c knows the sweep's conventions (metrics
+ * such as time_mean and mem_peak, the kernel "total", "cpu" variants) but no pipeline, stage or hash name.
+ * The program's tables are app/study.c. A NULL study: every kernel of every pipeline is a stage, default
+ * legends, no comparison figure and no headline table. */
+typedef struct hx_study_pipeline {
+  const char *name;          /* the pipeline column */
+  const char *display;       /* legends and table heads; NULL: the name */
+  const char *const *stages; /* its headline stages (kernel names) in pipeline order; with n_stages 0, or when
+                              * a run holds none of them, every kernel but "total" is one */
+  size_t n_stages;
+  int host_only;             /* 1: host work (input preparation): none of its kernels is a stage */
+} hx_study_pipeline;
+/* A legend rule: the first rule whose kernel matches names the series. label: "{v}" stands for the variant,
+ * "{k}" for the kernel past the prefix; tag is appended when the variant contains variant_has. Without a
+ * rule: the kernel with '_' and '.' as spaces, then the variant (not for a total or variant "all"). */
+typedef struct hx_study_legend {
+  const char *kernel; /* a kernel name, or a prefix ending in '*' */
+  const char *label;
+  const char *variant_has, *tag; /* optional */
+} hx_study_legend;
+/* A comparison figure (time_mean +- time_std vs size, log scale), drawn after the latency figure: series
+ * chosen by fnmatch(3) patterns of "pipeline/kernel", the fastest variant of each kernel (every variant
+ * of the all_series patterns under --all-series, and in <name>_all.dat). */
+typedef struct hx_study_figure {
+  const char *name;  /* file base */
+  const char *title; /* REPORT.md heading and figure title */
+  const char *const *series;
+  size_t n_series;
+  const char *const *all_series;
+  size_t n_all;
+} hx_study_figure;
+/* A headline table's cells (fastest variant of each column's kernel, named in the cell). */
+typedef enum hx_study_cell {
+  HX_CELL_TIME = 0, /* time_mean (ms) */
+  HX_CELL_VS_FIRST, /* time_mean and, past the first column, first / this (x) */
+  HX_CELL_TFLOPS,   /* the tflops row */
+  HX_CELL_GBS       /* bytes / time_median (GB/s) and % of the run's ceiling_copy_gbs */
+} hx_study_cell;
+typedef struct hx_study_col {
+  const char *pipeline, *kernel;
+} hx_study_col;
+/* One headline table per run and workload: a row per size (batch 1), a column per kernel of each group
+ * (the kernels of group.pipeline whose name starts with group.kernel, in the order the run recorded
+ * them). The workloads and sizes are those of the pipelines the tables name. */
+typedef struct hx_study_table {
+  const hx_study_col *groups;
+  size_t n_groups;
+  int every_group;        /* 1: written only when every group has a column; 0: when any has */
+  const char *last;       /* a kernel whose column goes last (a reference, not a contender), or NULL */
+  hx_study_cell cell;
+  const char *first_head; /* written before the first column's kernel name, or NULL */
+  const char *intro;      /* the paragraph above the table; "{ctx}" takes the run's context value of
+                           * intro_key ("?" when absent) */
+  const char *intro_key;
+  /* optional, below the table: tried from the largest size down until it writes (returns 1) */
+  int (*note)(FILE *f, const hx_run *r, const char *workload, uint64_t n_points, const hx_study_col *cols,
+              size_t n_cols);
+} hx_study_table;
+#define HX_STUDY_MAX_FIGURES 8
+typedef struct hx_study {
+  const char *title; /* REPORT.md's first heading */
+  const hx_study_pipeline *pipelines;
+  size_t n_pipelines;
+  const hx_study_legend *legends;
+  size_t n_legends;
+  const hx_study_figure *figures; /* at most HX_STUDY_MAX_FIGURES */
+  size_t n_figures;
+  const hx_study_table *tables;
+  size_t n_tables;
+  const char *mem_ratio[2]; /* peak memory table: the pipelines compared as mem_ratio[0] / mem_ratio[1] */
+  const char *mem_all;      /* what its every-variant columns include (a parenthesis), or NULL */
+} hx_study;
+
 /* Figures and REPORT.md (plot.c) from loaded runs: data files and PNG + SVG under out_dir/plots (scripts
  * from scripts_dir, i.e. plots/ of the source tree), REPORT.md in out_dir. Several runs (devices) share
  * each figure, series labelled by device, plus a ratio table. Without gnuplot the report and the data
  * files are still written and HX_EUNSUPPORTED says "gnuplot not found". HX_EINVAL, before anything is
- * created: no runs, a NULL directory, or a path with a quote character (the gnuplot command line). */
-hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, hx_err *err);
+ * created: no runs, a NULL directory, a path with a quote character (the gnuplot command line), or a
+ * study with more than HX_STUDY_MAX_FIGURES figures. */
+hx_status hx_plot(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir, const char *out_dir,
+                  hx_err *err);
 /* hx_plot with all_series = 0: each figure shows a few headline series (the fastest variant of each main
- * stage, serialize vs each PSH hash), every series kept in plots/<figure>_all.dat; all_series = 1 draws
- * every series as recorded. */
-hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, int all_series,
-                      hx_err *err);
+ * stage; the study's comparison figures by their patterns), every series kept in plots/<figure>_all.dat;
+ * all_series = 1 draws every series as recorded. */
+hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir,
+                      const char *out_dir, int all_series, hx_err *err);
+/* The value of `metric` at n_points of the fastest variant of (pipeline, kernel) among a run's rows of
+ * `workload` at batch 1 (the variant the figures draw: GPU before "cpu" variants, then the one timed at
+ * the most sizes, then the lowest geometric mean of time_median over sizes). NAN when absent; *variant
+ * names the winner ("" when there is none). For a study's notes. */
+double hx_plot_best_value(const hx_run *r, const char *pipeline, const char *kernel, const char *workload,
+                          uint64_t n_points, const char *metric, const char **variant);
 hx_status hx_plot_have_gnuplot(hx_err *err);
 /* Squarified treemap of n weights (>= 0) in the box (x, y, w, h): out[i] gets an area proportional to
  * weights[i]; rectangles tile the box without overlap. HX_EINVAL for negative/non-finite weights. */

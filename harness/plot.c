@@ -1,21 +1,25 @@
 /*
  * plot.c - figures and REPORT.md from result directories only (never from stdout): data files for the
  * gnuplot scripts in plots/ (lines.gp, stacked.gp, treemap.gp), PNG and SVG rendered by gnuplot, and a
- * markdown report with the figures, a summary table and, for several runs (devices), a ratio table.
+ * markdown report with the figures, headline tables, a summary table and, for several runs (devices), a
+ * ratio table. What is specific to a study (its pipelines and their headline stages, legends, comparison
+ * figures, headline tables and their notes) comes in as data (hx_study, harness.h); this file knows only
+ * the sweep's conventions: the metrics, the kernel "total", variant "all" and "cpu" variants.
  *
  * Figures (each skipped, and said so in the report, when the runs hold no rows for it):
  *   latency      time_mean +- time_std vs n_points per pipeline/kernel/variant (kernel "total" only when
  *                a pipeline reports one)
- *   serial_psh   PTv3 serialization vs Flash3D PSH, log scale (kernels named *serial* or *psh*)
+ *   <study>      each comparison figure of the study: time vs n_points of the series its patterns select,
+ *                log scale
  *   sm           sm_active and sm_issue (%) vs n_points          tensor   tensor_active (%) vs n_points
  *   dram         dram_read_bw (GB/s) vs n_points                  memory   mem_peak (arena, solid) and
  *                                                                         mem_used (cudaMemGetInfo, dashed),
  *                                                                         MiB, of each pipeline's total
  *   stages       stacked time_mean per stage at the largest size  treemap  the same as squarified areas
  * Several runs: every series is labelled with its run's device, so the same figure compares devices.
- * Data files name each series in full (pipeline/kernel/variant workload), legends by a short title
- * ("PSH v4 xor-mod", "serialize v2", "PTv3 pool v0"). A linear y axis of non-negative values starts at 0.
- * REPORT.md's headline adds the peak device memory per pipeline and PTv3 / Flash3D.
+ * Data files name each series in full (pipeline/kernel/variant workload), legends by a short title (the
+ * study's legend rules). A linear y axis of non-negative values starts at 0.
+ * REPORT.md's headline adds the peak device memory per pipeline and the study's ratio of two of them.
  * The treemap layout is the squarified algorithm of Bruls, Huizing and van Wijk: rows of rectangles
  * along the shorter side, a row closed when adding the next (largest remaining) item would worsen its
  * worst aspect ratio. Invariant: rectangle i has area proportional to weight i and all lie inside the
@@ -23,8 +27,10 @@
  */
 #include "harness/harness.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +131,8 @@ typedef struct plot_ctx {
   int all;                   /* --all-series: every series, as recorded */
   int *mem_totals;           /* per run: 1 when it has pipeline totals of mem_peak (the arena) */
   int many_workloads;        /* rows of more than one workload: legends name it */
+  const hx_study *study;     /* never NULL (an empty study stands in) */
+  const hx_study_figure *fig; /* the comparison figure being drawn (want_figure) */
 } plot_ctx;
 
 static int cmp_rowp(const void *x, const void *y) {
@@ -173,7 +181,7 @@ static double series_score(const hx_run *r, const hx_run_row *k, size_t *n_sizes
 }
 
 /* The fastest variant of k's kernel: GPU variants before "cpu" ones, then the variant timed at the most
- * sizes (attention's v0 runs on the small cases only), then the lowest median over sizes. A CUDA-graph
+ * sizes (a baseline run on the small cases only ranks after one run on all), then the lowest median over sizes. A CUDA-graph
  * replay and the direct launches of the same variant are two variants here, so the faster one wins.
  * Returns a time_mean row of the winner, NULL when the kernel has none. */
 static const hx_run_row *best_variant(const hx_run *r, const hx_run_row *k) {
@@ -208,10 +216,11 @@ static int is_best_variant(const hx_run *r, const hx_run_row *k) {
   return b && !strcmp(b->variant, k->variant);
 }
 
-/* The stages that tell a pipeline's story (the paper's figures), in pipeline order; PSH of the default
- * hash (xor-div, psh_params_default; pipe_flash3d.c). Pipelines not listed here show every kernel but "total". */
-static const char *const ptv3_stages[] = {"serialize", "gather_qkv_C64", "attn.patch1024", "gather_out_C64", "pool"};
-static const char *const flash3d_stages[] = {"psh.xor-div", "attn.plain", "pool"};
+static const hx_study_pipeline *study_pipeline(const plot_ctx *p, const char *name) {
+  for (size_t i = 0; i < p->study->n_pipelines; i++)
+    if (!strcmp(p->study->pipelines[i].name, name)) return &p->study->pipelines[i];
+  return NULL;
+}
 
 static int has_kernel(const hx_run *r, const char *pipeline, const char *kernel) {
   for (size_t i = 0; i < r->n_rows; i++)
@@ -221,13 +230,12 @@ static int has_kernel(const hx_run *r, const char *pipeline, const char *kernel)
   return 0;
 }
 
-/* Position of k's kernel among its pipeline's main stages, -1 when it is not one. */
-static int main_stage(const hx_run *r, const hx_run_row *k) {
-  const char *const *list = NULL;
-  size_t n = 0;
-  if (!strcmp(k->pipeline, "ptv3")) list = ptv3_stages, n = sizeof ptv3_stages / sizeof *ptv3_stages;
-  if (!strcmp(k->pipeline, "flash3d")) list = flash3d_stages, n = sizeof flash3d_stages / sizeof *flash3d_stages;
-  if (!strcmp(k->pipeline, "workload")) return -1; /* input generation on the host, not a GPU stage */
+/* Position of k's kernel among its pipeline's main stages (the study's list), -1 when it is not one. */
+static int main_stage(const plot_ctx *p, const hx_run *r, const hx_run_row *k) {
+  const hx_study_pipeline *sp = study_pipeline(p, k->pipeline);
+  if (sp && sp->host_only) return -1; /* host work, not a stage of the figures */
+  const char *const *list = sp ? sp->stages : NULL;
+  const size_t n = list ? sp->n_stages : 0;
   int any = 0;
   for (size_t i = 0; i < n; i++) {
     if (!strcmp(list[i], k->kernel)) return (int)i;
@@ -239,8 +247,8 @@ static int main_stage(const hx_run *r, const hx_run_row *k) {
 
 static int pipeline_has_total(const hx_run *r, const char *pipeline) { return has_kernel(r, pipeline, "total"); }
 
-/* A kernel family (the name up to its first '.': "pool", "total", "attn" of attn.plain and attn.patch1024)
- * that more than one pipeline of these runs uses: the legend names the pipeline too. */
+/* A kernel family (the name up to its first '.': "total", or "a" of "a.x" and "a.y") that more than one
+ * pipeline of these runs uses: the legend names the pipeline too. */
 static int kernel_shared(const plot_ctx *p, const hx_run_row *k) {
   const char *dot = strchr(k->kernel, '.');
   const size_t n = dot ? (size_t)(dot - k->kernel) : strlen(k->kernel);
@@ -253,23 +261,56 @@ static int kernel_shared(const plot_ctx *p, const hx_run_row *k) {
   return 0;
 }
 
-static const char *pipeline_display(const char *pipeline) {
-  if (!strcmp(pipeline, "ptv3")) return "PTv3";
-  if (!strcmp(pipeline, "flash3d")) return "Flash3D";
-  return pipeline;
+static const char *pipeline_display(const plot_ctx *p, const char *pipeline) {
+  const hx_study_pipeline *sp = study_pipeline(p, pipeline);
+  return sp && sp->display ? sp->display : pipeline;
 }
 
-/* What a legend shows for a series (the data files keep the full pipeline/kernel/variant name):
- * "PSH v4 xor-mod", "serialize v2", "attn plain v5", "gather qkv C64 v3", "PTv3 pool v0", "Flash3D total";
- * the workload only when the runs have several, the batch when it is not 1, the device with several runs. */
+/* A legend rule's label for k: "{v}" the variant, "{k}" the kernel past the rule's prefix (plen bytes). */
+static void legend_label(char *buf, size_t cap, const hx_study_legend *l, size_t plen, const hx_run_row *k) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (const char *c = l->label; *c && n + 1 < cap; c++) {
+    const char *ins = NULL;
+    if (c[0] == '{' && (c[1] == 'v' || c[1] == 'k') && c[2] == '}') ins = c[1] == 'v' ? k->variant : k->kernel + plen;
+    if (ins) {
+      n += (size_t)snprintf(buf + n, cap - n, "%s", ins);
+      if (n >= cap) n = cap - 1;
+      c += 2;
+    } else {
+      buf[n++] = *c;
+      buf[n] = '\0';
+    }
+  }
+  if (l->variant_has && l->tag && strstr(k->variant, l->variant_has) && n < cap)
+    snprintf(buf + n, cap - n, "%s", l->tag);
+}
+
+/* The study's first legend rule for k's kernel, NULL when none; *plen = the length of its prefix. */
+static const hx_study_legend *legend_rule(const plot_ctx *p, const hx_run_row *k, size_t *plen) {
+  for (size_t i = 0; i < p->study->n_legends; i++) {
+    const hx_study_legend *l = &p->study->legends[i];
+    const size_t n = strlen(l->kernel);
+    if (n && l->kernel[n - 1] == '*' ? !strncmp(l->kernel, k->kernel, n - 1) : !strcmp(l->kernel, k->kernel)) {
+      *plen = n && l->kernel[n - 1] == '*' ? n - 1 : strlen(k->kernel);
+      return l;
+    }
+  }
+  return NULL;
+}
+
+/* What a legend shows for a series (the data files keep the full pipeline/kernel/variant name): the study's
+ * legend rule, else the kernel with spaces and the variant ("a b C64 v3"); the pipeline's display name before
+ * a total and a kernel family two pipelines share; the workload only when the runs have several, the batch
+ * when it is not 1, the device with several runs. */
 static void short_title(char *buf, size_t cap, const plot_ctx *p, size_t run, const hx_run_row *k,
                         const char *suffix) {
   char kern[160], var[64] = "";
   const int total = !strcmp(k->kernel, "total");
-  if (!strcmp(k->kernel, "psh.floor")) { /* no PSH: say what it is (pipe_flash3d.c) */
-    snprintf(kern, sizeof kern, "floor (v10's launch, data movement only)%s", strstr(k->variant, ".graph") ? " graph" : "");
-  } else if (!strncmp(k->kernel, "psh.", 4)) {
-    snprintf(kern, sizeof kern, "PSH %s %s", k->variant, k->kernel + 4);
+  size_t plen = 0;
+  const hx_study_legend *rule = legend_rule(p, k, &plen);
+  if (rule) {
+    legend_label(kern, sizeof kern, rule, plen, k);
   } else {
     snprintf(kern, sizeof kern, "%s", k->kernel);
     for (char *c = kern; *c; c++)
@@ -284,7 +325,7 @@ static void short_title(char *buf, size_t cap, const plot_ctx *p, size_t run, co
     if (!strncmp(d, "NVIDIA ", 7)) d += 7;
     snprintf(dev, sizeof dev, " (%s)", d);
   }
-  snprintf(buf, cap, "%s%s%s%s%s%s%s%s%s", prefix ? pipeline_display(k->pipeline) : "", prefix ? " " : "", kern, var,
+  snprintf(buf, cap, "%s%s%s%s%s%s%s%s%s", prefix ? pipeline_display(p, k->pipeline) : "", prefix ? " " : "", kern, var,
            p->many_workloads ? " " : "", p->many_workloads ? k->workload : "", batch, suffix ? suffix : "", dev);
 }
 
@@ -296,18 +337,25 @@ static int want_latency(const plot_ctx *p, size_t run, const hx_run_row *r) {
   if (p->all) return !strcmp(r->kernel, "total") || !pipeline_has_total(rr, r->pipeline);
   if (!strcmp(r->kernel, "total")) return is_best_variant(rr, r);
   if (pipeline_has_total(rr, r->pipeline)) return 0;
-  return main_stage(rr, r) >= 0 && is_best_variant(rr, r);
+  return main_stage(p, rr, r) >= 0 && is_best_variant(rr, r);
 }
-/* serialization vs PSH: PTv3's serialize and each PSH hash, fastest variant each */
-static int want_serial_psh(const plot_ctx *p, size_t run, const hx_run_row *r) {
-  if (p->all) return strstr(r->kernel, "serial") != NULL || strstr(r->kernel, "psh") != NULL;
-  int sel = !strcmp(r->kernel, "serialize") || !strncmp(r->kernel, "psh", 3);
-  return sel && is_best_variant(&p->runs[run], r);
+/* 1 when "pipeline/kernel" of r matches one of n fnmatch patterns. */
+static int key_matches(const char *const *patterns, size_t n, const hx_run_row *r) {
+  char key[512];
+  snprintf(key, sizeof key, "%s/%s", r->pipeline, r->kernel);
+  for (size_t i = 0; i < n; i++)
+    if (fnmatch(patterns[i], key, 0) == 0) return 1;
+  return 0;
+}
+/* a study's comparison figure (p->fig): the kernels its patterns select, fastest variant each */
+static int want_figure(const plot_ctx *p, size_t run, const hx_run_row *r) {
+  if (p->all) return key_matches(p->fig->all_series, p->fig->n_all, r);
+  return key_matches(p->fig->series, p->fig->n_series, r) && is_best_variant(&p->runs[run], r);
 }
 /* counters and memory: the main stages (a total is no kernel and has no counters), fastest variant each */
 static int want_stages(const plot_ctx *p, size_t run, const hx_run_row *r) {
   if (p->all) return 1;
-  return main_stage(&p->runs[run], r) >= 0 && is_best_variant(&p->runs[run], r);
+  return main_stage(p, &p->runs[run], r) >= 0 && is_best_variant(&p->runs[run], r);
 }
 /* Write one gnuplot index block per series holding `metric` (value x scale, error from err_metric);
  * *lo and *hi track the smallest positive and the largest value, *neg is set when a value is negative.
@@ -517,7 +565,7 @@ static size_t collect_stages(const plot_ctx *p, size_t run, const char *pipeline
   }
   if (!p->all) /* pipeline order of the main stages (insertion sort: a handful of rows) */
     for (size_t i = 1; i < out->n; i++)
-      for (size_t j = i; j > 0 && main_stage(r, out->rows[j]) < main_stage(r, out->rows[j - 1]); j--) {
+      for (size_t j = i; j > 0 && main_stage(p, r, out->rows[j]) < main_stage(p, r, out->rows[j - 1]); j--) {
         const hx_run_row *t = out->rows[j];
         out->rows[j] = out->rows[j - 1];
         out->rows[j - 1] = t;
@@ -651,30 +699,25 @@ static double find_value(const hx_run *r, const hx_run_row *k, const char *metri
 
 /* ---- headline tables ------------------------------------------------------------------------------- */
 
-enum { COL_TIME, COL_VS_FIRST, COL_TFLOPS, COL_GBS };
-typedef struct hcol {
-  const char *pipeline, *kernel;
-} hcol;
-
 /* Kernels of `pipeline` named prefix*, in the order the run recorded them (the sweep's order). */
-static size_t kernels_like(const hx_run *r, const char *pipeline, const char *prefix, hcol *cols, size_t n, size_t cap) {
+static size_t kernels_like(const hx_run *r, const char *pipeline, const char *prefix, hx_study_col *cols, size_t n,
+                           size_t cap) {
   for (size_t i = 0; i < r->n_rows && n < cap; i++) {
     const hx_run_row *w = &r->rows[i];
     if (strcmp(w->pipeline, pipeline) || strncmp(w->kernel, prefix, strlen(prefix)) || strcmp(w->metric, "time_mean"))
       continue;
     size_t k = 0;
     while (k < n && !(!strcmp(cols[k].pipeline, pipeline) && !strcmp(cols[k].kernel, w->kernel))) k++;
-    if (k == n) cols[n++] = (hcol){w->pipeline, w->kernel};
+    if (k == n) cols[n++] = (hx_study_col){w->pipeline, w->kernel};
   }
   return n;
 }
 
-/* The value of `metric` of the fastest variant of (pipeline, kernel) at one size; NAN when absent. */
-static double best_value(const hx_run *r, const hcol *c, const char *workload, uint64_t n_points, const char *metric,
-                         const char **variant) {
+double hx_plot_best_value(const hx_run *r, const char *pipeline, const char *kernel, const char *workload,
+                          uint64_t n_points, const char *metric, const char **variant) {
   hx_run_row key = {0};
-  key.pipeline = (char *)(uintptr_t)c->pipeline;
-  key.kernel = (char *)(uintptr_t)c->kernel;
+  key.pipeline = (char *)(uintptr_t)pipeline;
+  key.kernel = (char *)(uintptr_t)kernel;
   key.workload = (char *)(uintptr_t)workload;
   key.batch = 1;
   const hx_run_row *b = best_variant(r, &key);
@@ -686,79 +729,37 @@ static double best_value(const hx_run *r, const hcol *c, const char *workload, u
   return NAN;
 }
 
-/* The per-stage figures stack the paper's configurations: PTv3 attends within patches of 1024 points, Flash3D
- * within scopes of PSH buckets (the sweep's: 8 buckets of S = 512, up to 4096 rows), so their attention rows are
- * different amounts of work. Say so under the attention table with the run's own numbers at size n, and give
- * the like-for-like pair (PTv3 at Flash3D's scope, attn.patch4096) when the run has it. Returns 0 (and writes
- * nothing) when a row is missing at n. */
-static int scope_note(FILE *f, const hx_run *r, const char *workload, uint64_t n) {
-  const hcol fl = {"flash3d", "attn.plain"}, p1 = {"ptv3", "attn.patch1024"}, p4 = {"ptv3", "attn.patch4096"};
-  const char *v1, *v2, *v3;
-  const double tf = best_value(r, &fl, workload, n, "time_mean", &v1), ff = best_value(r, &fl, workload, n, "flops", &v1);
-  const double t1 = best_value(r, &p1, workload, n, "time_mean", &v2), f1 = best_value(r, &p1, workload, n, "flops", &v2);
-  const double t4 = best_value(r, &p4, workload, n, "time_mean", &v3);
-  if (!(isfinite(tf) && isfinite(ff) && isfinite(t1) && isfinite(f1)) || f1 <= 0.0) return 0;
-  fprintf(f, "The attention rows are not the same work: at %llu points Flash3D's `attn.plain` (scopes of PSH buckets, "
-             "up to 4096 rows in the sweep) counts %.3g GFLOP in %.4g ms, PTv3's `attn.patch1024` %.3g GFLOP in "
-             "%.4g ms (%.2fx the FLOPs). The per-stage figures stack these, the paper's configurations.",
-          (unsigned long long)n, ff / 1e9, tf, f1 / 1e9, t1, ff / f1);
-  if (isfinite(t4) && t4 > 0.0)
-    fprintf(f, " At Flash3D's scope PTv3's attention (`attn.patch4096`, after its gather) takes %.4g ms: Flash3D / PTv3 "
-               "%.2f.",
-            t4, tf / t4);
-  fputs("\n\n", f);
-  return 1;
+static double best_value(const hx_run *r, const hx_study_col *c, const char *workload, uint64_t n_points,
+                         const char *metric, const char **variant) {
+  return hx_plot_best_value(r, c->pipeline, c->kernel, workload, n_points, metric, variant);
 }
 
-/* The floor row (psh.floor, pipe_flash3d.c) is no PSH: its column goes after every hash's (the sweep records it
- * first). */
-static void floor_last(hcol *cols, size_t n) {
+/* The column of kernel `last` (a reference, not a contender: the run may record it first) goes after the others. */
+static void column_last(hx_study_col *cols, size_t n, const char *last) {
   for (size_t k = 0; k + 1 < n; k++)
-    if (!strcmp(cols[k].kernel, "psh.floor")) {
-      const hcol fl = cols[k];
+    if (!strcmp(cols[k].kernel, last)) {
+      const hx_study_col c = cols[k];
       memmove(cols + k, cols + k + 1, (n - k - 1) * sizeof *cols);
-      cols[n - 1] = fl;
+      cols[n - 1] = c;
       break;
     }
 }
-/* Under the table: what the floor is and, at size n, how far the fastest PSH is above it. Returns 1 when it wrote
- * the note (the run has a floor row at n). */
-static int floor_note(FILE *f, const hx_run *r, const char *workload, const hcol *cols, size_t nc, uint64_t n) {
-  const hcol fl = {"flash3d", "psh.floor"};
-  const char *fv = NULL, *bv = NULL, *bk = NULL;
-  const double tf = best_value(r, &fl, workload, n, "time_mean", &fv); /* fv: its variant, unused */
-  if (!isfinite(tf) || tf <= 0.0) return 0;
-  double best = NAN;
-  for (size_t c = 0; c < nc; c++) {
-    const char *v = NULL;
-    if (strcmp(cols[c].pipeline, "flash3d") || strncmp(cols[c].kernel, "psh.", 4) || !strcmp(cols[c].kernel, "psh.floor"))
-      continue;
-    const double t = best_value(r, &cols[c], workload, n, "time_mean", &v);
-    if (isfinite(t) && (!isfinite(best) || t < best)) best = t, bv = v, bk = cols[c].kernel;
+
+/* text with each "{ctx}" replaced by value */
+static void put_with(FILE *f, const char *text, const char *value) {
+  for (const char *c = text; *c; c++) {
+    if (!strncmp(c, "{ctx}", 5)) {
+      fputs(value, f);
+      c += 4;
+    } else {
+      fputc(*c, f);
+    }
   }
-  /* the outputs' size from the row's own bytes (12 B of coordinates read per point): 28 B per point up to
-   * session 27, 20 B since psh_gpu asks for no per-point (bucket, offset) */
-  const char *bytes_v = NULL;
-  const double by = best_value(r, &fl, workload, n, "bytes", &bytes_v);
-  char outs[64] = "its outputs";
-  if (isfinite(by) && n > 0 && by > 12.0 * (double)n)
-    snprintf(outs, sizeof outs, "the %.0f B of outputs per point", by / (double)n - 12.0);
-  fprintf(f,
-          "`psh.floor` is not a PSH: the one-launch variants' launch (v10's tiles, shared memory and cooperative "
-          "launch) reading the coordinates, passing two grid barriers and then writing %s coalesced, with nothing "
-          "computed. No PSH of that shape (outputs stored after the second barrier, as v9 and v10 do) beats it, so "
-          "its column's ratio is the most such a PSH can gain over the serialization on this device.",
-          outs);
-  if (isfinite(best))
-    fprintf(f, " At %llu points the fastest PSH (`%s` %s) takes %.2fx the floor.", (unsigned long long)n, bk, bv,
-            best / tf);
-  fputs("\n\n", f);
-  return 1;
 }
 
 /* One table: a row per size of the workload, a column per kernel (fastest variant, named in the cell). */
 static void headline_table(FILE *f, const hx_run *r, const char *workload, const uint64_t *sizes, size_t ns,
-                           const hcol *cols, size_t nc, int kind, const char *first_head) {
+                           const hx_study_col *cols, size_t nc, hx_study_cell kind, const char *first_head) {
   if (nc == 0) return;
   fputs("| n_points |", f);
   for (size_t c = 0; c < nc; c++)
@@ -773,13 +774,13 @@ static void headline_table(FILE *f, const hx_run *r, const char *workload, const
     double first = NAN;
     for (size_t c = 0; c < nc; c++) {
       const char *v;
-      if (kind == COL_TFLOPS) {
+      if (kind == HX_CELL_TFLOPS) {
         double t = best_value(r, &cols[c], workload, sizes[s], "tflops", &v);
         if (isfinite(t))
           fprintf(f, " %.1f (%s) |", t, v);
         else
           fputs(" - |", f);
-      } else if (kind == COL_GBS) {
+      } else if (kind == HX_CELL_GBS) {
         double t = best_value(r, &cols[c], workload, sizes[s], "time_median", &v);
         double b = best_value(r, &cols[c], workload, sizes[s], "bytes", &v);
         double gbs = b / (t * 1e-3) * 1e-9;
@@ -794,7 +795,7 @@ static void headline_table(FILE *f, const hx_run *r, const char *workload, const
         if (c == 0) first = t;
         if (!isfinite(t))
           fputs(" - |", f);
-        else if (kind == COL_VS_FIRST && c > 0 && isfinite(first) && t > 0.0)
+        else if (kind == HX_CELL_VS_FIRST && c > 0 && isfinite(first) && t > 0.0)
           fprintf(f, " %.4g (%s, %.2fx) |", t, v, first / t);
         else
           fprintf(f, " %.4g (%s) |", t, v);
@@ -821,26 +822,26 @@ static double total_value(const hx_run *r, const char *pipeline, const char *wor
  * mem_peak row of a headline stage (main_stage) run by its fastest variant shows. Each such row is the
  * arena's high-water mark while that stage ran, what earlier stages still held included. NAN when the
  * run has no per-stage memory rows for the pipeline (older runs: the pipeline total stands in). */
-static double stages_peak(const hx_run *r, const char *pipeline, const char *workload, uint64_t n_points) {
+static double stages_peak(const plot_ctx *p, const hx_run *r, const char *pipeline, const char *workload,
+                          uint64_t n_points) {
   double best = NAN;
   for (size_t i = 0; i < r->n_rows; i++) {
     const hx_run_row *w = &r->rows[i];
     if (strcmp(w->metric, "mem_peak") || strcmp(w->pipeline, pipeline) || strcmp(w->workload, workload) ||
         w->n_points != n_points || w->batch != 1 || !strcmp(w->kernel, "total"))
       continue;
-    if (main_stage(r, w) < 0 || !is_best_variant(r, w)) continue;
+    if (main_stage(p, r, w) < 0 || !is_best_variant(r, w)) continue;
     if (!(w->value <= best)) best = w->value; /* also takes the first value over NAN */
   }
   return best;
 }
 
 /* Peak device memory per pipeline (MiB): with the fastest variant of each headline stage (stages_peak;
- * the pipeline total where a run has no per-stage rows), PTv3 / Flash3D where both ran (the paper reports
- * 2.4x less memory for Flash3D, for a whole network in training; these are the benchmark pipelines' own
- * buffers), the high-water mark over everything the sweep ran in the pipeline (every variant, baselines
- * such as the unfused attention v0 and its GiB of scores included) when that differs, and cudaMemGetInfo's
- * figure (mem_used) beside them. */
-static void memory_table(FILE *f, const hx_run *r, const char *workload, const uint64_t *sizes, size_t ns) {
+ * the pipeline total where a run has no per-stage rows), the study's ratio of two pipelines' peaks where
+ * both ran, the high-water mark over everything the sweep ran in the pipeline (every variant, slow
+ * baselines included) when that differs, and cudaMemGetInfo's figure (mem_used) beside them. */
+static void memory_table(FILE *f, const plot_ctx *p, const hx_run *r, const char *workload, const uint64_t *sizes,
+                         size_t ns) {
   const char *pipes[8];
   size_t np = 0;
   for (size_t i = 0; i < r->n_rows && np < 8; i++) {
@@ -851,14 +852,20 @@ static void memory_table(FILE *f, const hx_run *r, const char *workload, const u
     if (k == np) pipes[np++] = w->pipeline;
   }
   if (np == 0) return;
-  int has_p = 0, has_f = 0, used = 0, staged = 0;
-  for (size_t k = 0; k < np; k++) has_p |= !strcmp(pipes[k], "ptv3"), has_f |= !strcmp(pipes[k], "flash3d");
+  const char *const *rp = p->study->mem_ratio; /* the pair compared, [0] / [1] */
+  int has_num = 0, has_den = 0, used = 0, staged = 0;
+  for (size_t k = 0; k < np; k++) {
+    has_num |= rp[0] && !strcmp(pipes[k], rp[0]);
+    has_den |= rp[1] && !strcmp(pipes[k], rp[1]);
+  }
   for (size_t s = 0; s < ns; s++)
     for (size_t k = 0; k < np; k++) {
       used |= isfinite(total_value(r, pipes[k], workload, sizes[s], "mem_used"));
-      staged |= isfinite(stages_peak(r, pipes[k], workload, sizes[s]));
+      staged |= isfinite(stages_peak(p, r, pipes[k], workload, sizes[s]));
     }
-  const int ratio = has_p && has_f;
+  const int ratio = has_num && has_den;
+  char ratio_head[160] = "";
+  if (ratio) snprintf(ratio_head, sizeof ratio_head, "%s / %s", pipeline_display(p, rp[0]), pipeline_display(p, rp[1]));
   const size_t nu = used ? np : 0;   /* cudaMemGetInfo columns (nvbench/paper timing only) */
   const size_t na = staged ? np : 0; /* every-variant columns */
   if (staged)
@@ -869,20 +876,20 @@ static void memory_table(FILE *f, const hx_run *r, const char *workload, const u
     fputs("Peak device memory per pipeline (MiB): the arena's high-water mark over the pipeline (its own "
           "buffers)",
           f);
-  if (ratio) fputs(", PTv3 / Flash3D of those peaks", f);
-  if (staged)
-    fputs(", the arena's high-water mark over every variant the sweep ran in the pipeline (baselines such as "
-          "the unfused attention v0 included)",
-          f);
+  if (ratio) fprintf(f, ", %s of those peaks", ratio_head);
+  if (staged) {
+    fputs(", the arena's high-water mark over every variant the sweep ran in the pipeline", f);
+    if (p->study->mem_all) fprintf(f, " (%s)", p->study->mem_all);
+  }
   if (used)
     fputs(", and the most cudaMemGetInfo showed in use after a stage beyond the sweep's start (CUDA context, "
           "libraries, caches included)",
           f);
   fputs(".\n\n| n_points |", f);
-  for (size_t k = 0; k < np; k++) fprintf(f, " %s peak |", pipeline_display(pipes[k]));
-  if (ratio) fputs(" PTv3 / Flash3D |", f);
-  for (size_t k = 0; k < na; k++) fprintf(f, " %s all variants |", pipeline_display(pipes[k]));
-  for (size_t k = 0; k < nu; k++) fprintf(f, " %s cudaMemGetInfo |", pipeline_display(pipes[k]));
+  for (size_t k = 0; k < np; k++) fprintf(f, " %s peak |", pipeline_display(p, pipes[k]));
+  if (ratio) fprintf(f, " %s |", ratio_head);
+  for (size_t k = 0; k < na; k++) fprintf(f, " %s all variants |", pipeline_display(p, pipes[k]));
+  for (size_t k = 0; k < nu; k++) fprintf(f, " %s cudaMemGetInfo |", pipeline_display(p, pipes[k]));
   fputs("\n|---:|", f);
   for (size_t k = 0; k < np + na + nu + (size_t)ratio; k++) fputs("---:|", f);
   fputc('\n', f);
@@ -890,7 +897,7 @@ static void memory_table(FILE *f, const hx_run *r, const char *workload, const u
     fprintf(f, "| %llu |", (unsigned long long)sizes[s]);
     double pk[8];
     for (size_t k = 0; k < np; k++) {
-      pk[k] = stages_peak(r, pipes[k], workload, sizes[s]);
+      pk[k] = stages_peak(p, r, pipes[k], workload, sizes[s]);
       if (!isfinite(pk[k])) pk[k] = total_value(r, pipes[k], workload, sizes[s], "mem_peak");
       if (isfinite(pk[k])) fprintf(f, " %.1f |", pk[k] / 1048576.0);
       else fputs(" - |", f);
@@ -898,8 +905,8 @@ static void memory_table(FILE *f, const hx_run *r, const char *workload, const u
     if (ratio) {
       double a = NAN, b = NAN;
       for (size_t k = 0; k < np; k++) {
-        if (!strcmp(pipes[k], "ptv3")) a = pk[k];
-        if (!strcmp(pipes[k], "flash3d")) b = pk[k];
+        if (!strcmp(pipes[k], rp[0])) a = pk[k];
+        if (!strcmp(pipes[k], rp[1])) b = pk[k];
       }
       if (isfinite(a) && isfinite(b) && b > 0.0) fprintf(f, " %.2fx |", a / b);
       else fputs(" - |", f);
@@ -940,7 +947,7 @@ static void ratio_table(FILE *f, const plot_ctx *p, int headline) {
   for (size_t i = 0; i < b->n_rows; i++) {
     const hx_run_row *w = &b->rows[i];
     if (strcmp(w->metric, "time_mean") != 0) continue;
-    if (headline && !((!strcmp(w->kernel, "total") || main_stage(b, w) >= 0) && is_best_variant(b, w))) continue;
+    if (headline && !((!strcmp(w->kernel, "total") || main_stage(p, b, w) >= 0) && is_best_variant(b, w))) continue;
     fprintf(f, "| %s/%s/%s %s | %llu |", w->pipeline, w->kernel, w->variant, w->workload,
             (unsigned long long)w->n_points);
     for (size_t r = 1; r < p->n_runs; r++) {
@@ -955,8 +962,41 @@ static void ratio_table(FILE *f, const plot_ctx *p, int headline) {
   fputc('\n', f);
 }
 
-/* Per run and workload: serialization vs PSH, attention throughput, gather bandwidth; the fastest
- * variant of each kernel per size (the selection the figures use). */
+/* 1 when a headline table of the study names the pipeline: its rows give the workloads and sizes. */
+static int table_pipeline(const plot_ctx *p, const char *pipeline) {
+  for (size_t t = 0; t < p->study->n_tables; t++)
+    for (size_t g = 0; g < p->study->tables[t].n_groups; g++)
+      if (!strcmp(p->study->tables[t].groups[g].pipeline, pipeline)) return 1;
+  return 0;
+}
+
+/* One study table for a run and workload (see hx_study_table). */
+static void study_table(FILE *f, const hx_run *rr, const hx_study_table *t, const char *workload, const uint64_t *sizes,
+                        size_t ns) {
+  hx_study_col cols[16];
+  size_t nc = 0;
+  int every = 1, any = 0;
+  for (size_t g = 0; g < t->n_groups; g++) {
+    const size_t before = nc;
+    nc = kernels_like(rr, t->groups[g].pipeline, t->groups[g].kernel, cols, nc, 16);
+    every &= nc > before;
+    any |= nc > before;
+  }
+  if (!(t->every_group ? every : any)) return;
+  const char *v = t->intro_key ? hx_run_context(rr, t->intro_key) : NULL;
+  if (t->intro) {
+    put_with(f, t->intro, v ? v : "?");
+    fputs("\n\n", f);
+  }
+  if (t->last) column_last(cols, nc, t->last);
+  headline_table(f, rr, workload, sizes, ns, cols, nc, t->cell, t->first_head);
+  if (t->note)
+    for (size_t k = ns; k > 0; k--) /* the largest size the note has its rows at */
+      if (t->note(f, rr, workload, sizes[k - 1], cols, nc)) break;
+}
+
+/* Per run and workload: the study's headline tables, then the peak memory table; the fastest variant of
+ * each kernel per size (the selection the figures use). */
 static void write_headline(FILE *f, const plot_ctx *p) {
   fputs("## Headline (fastest variant of each kernel, named in each cell)\n\n", f);
   for (size_t r = 0; r < p->n_runs; r++) {
@@ -965,7 +1005,7 @@ static void write_headline(FILE *f, const plot_ctx *p) {
     size_t nw = 0;
     for (size_t i = 0; i < rr->n_rows; i++) {
       const hx_run_row *w = &rr->rows[i];
-      if (strcmp(w->pipeline, "ptv3") && strcmp(w->pipeline, "flash3d")) continue;
+      if (!table_pipeline(p, w->pipeline)) continue;
       size_t k = 0;
       while (k < nw && strcmp(wls[k], w->workload)) k++;
       if (k == nw && nw < 16) wls[nw++] = w->workload;
@@ -975,8 +1015,8 @@ static void write_headline(FILE *f, const plot_ctx *p) {
       size_t ns = 0;
       for (size_t i = 0; i < rr->n_rows; i++) {
         const hx_run_row *w = &rr->rows[i];
-        if ((strcmp(w->pipeline, "ptv3") && strcmp(w->pipeline, "flash3d")) || strcmp(w->workload, wls[iw]) ||
-            w->batch != 1 || strcmp(w->metric, "time_mean"))
+        if (!table_pipeline(p, w->pipeline) || strcmp(w->workload, wls[iw]) || w->batch != 1 ||
+            strcmp(w->metric, "time_mean"))
           continue;
         size_t k = 0;
         while (k < ns && sizes[k] != w->n_points) k++;
@@ -984,46 +1024,15 @@ static void write_headline(FILE *f, const plot_ctx *p) {
       }
       qsort(sizes, ns, sizeof *sizes, cmp_u64);
       if (p->n_runs > 1 || nw > 1) fprintf(f, "### %s, %s\n\n", p->label[r], wls[iw]);
-      hcol cols[16];
-      size_t nc = kernels_like(rr, "ptv3", "serialize", cols, 0, 16);
-      size_t n0 = nc;
-      nc = kernels_like(rr, "flash3d", "psh", cols, nc, 16);
-      if (n0 > 0 && nc > n0) {
-        fputs("PTv3 serialization vs Flash3D PSH per hash: time_mean (ms), and PTv3 serialize / PSH "
-              "(> 1: PSH faster).\n\n",
-              f);
-        floor_last(cols, nc);
-        headline_table(f, rr, wls[iw], sizes, ns, cols, nc, COL_VS_FIRST, "PTv3");
-        for (size_t k = ns; k > 0; k--) /* the largest size with a floor row */
-          if (floor_note(f, rr, wls[iw], cols, nc, sizes[k - 1])) break;
-      }
-      nc = kernels_like(rr, "flash3d", "attn.", cols, 0, 16);
-      nc = kernels_like(rr, "ptv3", "attn.", cols, nc, 16);
-      if (nc > 0) {
-        const char *g = hx_run_context(rr, "ceiling_gemm_fp16_tflops");
-        fprintf(f, "Attention throughput (TFLOP/s; flash3d in place over PSH buckets, ptv3 over padded patches; "
-                   "cuBLAS fp16 GEMM ceiling %s).\n\n",
-                g ? g : "?");
-        headline_table(f, rr, wls[iw], sizes, ns, cols, nc, COL_TFLOPS, NULL);
-        for (size_t k = ns; k > 0; k--) /* the largest size that has the rows */
-          if (scope_note(f, rr, wls[iw], sizes[k - 1])) break;
-      }
-      nc = kernels_like(rr, "ptv3", "gather_", cols, 0, 16);
-      if (nc > 0) {
-        const char *cb = hx_run_context(rr, "ceiling_copy_gbs");
-        fprintf(f, "PTv3 gathers: bytes moved / median time (GB/s) and %% of the measured copy ceiling "
-                   "(%s GB/s).\n\n",
-                cb ? cb : "?");
-        headline_table(f, rr, wls[iw], sizes, ns, cols, nc, COL_GBS, NULL);
-      }
-      if (ns > 0) memory_table(f, rr, wls[iw], sizes, ns);
+      for (size_t t = 0; t < p->study->n_tables; t++) study_table(f, rr, &p->study->tables[t], wls[iw], sizes, ns);
+      if (ns > 0) memory_table(f, p, rr, wls[iw], sizes, ns);
     }
   }
 }
 
 static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, const int *made, const char *const *what,
                          size_t nf, const char *gnuplot_note) {
-  fputs("# flash3d-bench report\n\n", f);
+  fprintf(f, "# %s\n\n", p->study->title ? p->study->title : "report");
   fputs("| run | device | git commit | date | status |\n|---|---|---|---|---|\n", f);
   for (size_t r = 0; r < p->n_runs; r++) {
     const char *c = hx_run_context(&p->runs[r], "git_commit"), *d = hx_run_context(&p->runs[r], "date_utc");
@@ -1103,12 +1112,28 @@ static hx_status swap_dir(const char *tmp, const char *final, hx_err *err) {
   return HX_OK;
 }
 
-hx_status hx_plot(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, hx_err *err) {
-  return hx_plot_sel(runs, n_runs, scripts_dir, out_dir, 0, err);
+hx_status hx_plot(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir, const char *out_dir,
+                  hx_err *err) {
+  return hx_plot_sel(runs, n_runs, study, scripts_dir, out_dir, 0, err);
 }
 
-hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, const char *out_dir, int all_series,
-                      hx_err *err) {
+hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir,
+                      const char *out_dir, int all_series, hx_err *err) {
+  static const hx_study no_study = {NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, {NULL, NULL}, NULL};
+  if (!study) study = &no_study;
+  if (study->n_figures > HX_STUDY_MAX_FIGURES)
+    return hx_errf(err, HX_EINVAL, "plot: the study has %zu comparison figures (at most %d)", study->n_figures,
+                   HX_STUDY_MAX_FIGURES);
+  for (size_t i = 0; i < study->n_figures; i++) { /* names become file names, titles go on gnuplot's command line */
+    const hx_study_figure *fg = &study->figures[i];
+    static const char *const taken[] = {"latency", "sm", "tensor", "dram", "memory", "stages", "treemap"};
+    int ok = fg->name && fg->name[0] && fg->title && safe_for_shell(fg->title) && fg->series && fg->all_series;
+    for (const char *c = ok ? fg->name : ""; *c; c++) ok &= isalnum((unsigned char)*c) || *c == '_' || *c == '-';
+    for (size_t t = 0; ok && t < sizeof taken / sizeof *taken; t++) ok = strcmp(fg->name, taken[t]) != 0;
+    if (!ok)
+      return hx_errf(err, HX_EINVAL, "plot: study figure %zu ('%s'): needs a name of [A-Za-z0-9_-] that no built-in "
+                     "figure has, a title without quotes and its series patterns", i, fg->name ? fg->name : "(null)");
+  }
   if (n_runs == 0) return hx_errf(err, HX_EINVAL, "plot: no result directories");
   if (!scripts_dir) return hx_errf(err, HX_EINVAL, "plot: no scripts directory");
   if (!out_dir) return hx_errf(err, HX_EINVAL, "plot: no output directory");
@@ -1121,7 +1146,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
   snprintf(plots, sizeof plots, "%s/plots.tmp.%ld", out_dir, (long)getpid());
   if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
   if (mkdir(plots, 0777) != 0) return hx_errf(err, HX_EIO, "%s: %s", plots, strerror(errno));
-  plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0};
+  plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0, study, NULL};
   size_t total = 0;
   for (size_t r = 0; r < n_runs; r++) total += runs[r].n_rows;
   p.sorted = malloc((total ? total : 1) * sizeof *p.sorted);
@@ -1155,16 +1180,20 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
       if (!strcmp(p.label[q], d)) p.label[r] = runs[r].dir;
   }
   hx_status st = HX_OK;
-  enum { NF = 8 };
-  const char *figs[NF] = {"latency", "serial_psh", "sm", "tensor", "dram", "memory", "stages", "treemap"};
-  const char *what[NF] = {"Latency vs size (mean +- std)",
-                          "PTv3 serialization vs Flash3D PSH (log scale)",
-                          "SM active (solid) and SM issue (dashed) vs size",
-                          "TensorCore active vs size",
-                          "DRAM read bandwidth vs size",
-                          "Device memory vs size",  /* replaced below by what the runs hold */
-                          "Per-stage breakdown (stacked)",
-                          "Per-stage breakdown (treemap)"};
+  /* latency, the study's comparison figures, then the counters, memory and stage figures */
+  enum { NF = 7 + HX_STUDY_MAX_FIGURES };
+  const size_t ns = study->n_figures, nf = 7 + ns;
+  const char *figs[NF] = {"latency"}, *what[NF] = {"Latency vs size (mean +- std)"};
+  for (size_t i = 0; i < ns; i++) figs[1 + i] = study->figures[i].name, what[1 + i] = study->figures[i].title;
+  static const char *const gen_figs[6] = {"sm", "tensor", "dram", "memory", "stages", "treemap"};
+  static const char *const gen_what[6] = {"SM active (solid) and SM issue (dashed) vs size",
+                                          "TensorCore active vs size",
+                                          "DRAM read bandwidth vs size",
+                                          "Device memory vs size", /* replaced below by what the runs hold */
+                                          "Per-stage breakdown (stacked)",
+                                          "Per-stage breakdown (treemap)"};
+  for (size_t i = 0; i < 6; i++) figs[1 + ns + i] = gen_figs[i], what[1 + ns + i] = gen_what[i];
+  const size_t F_SM = 1 + ns, F_TENSOR = F_SM + 1, F_DRAM = F_SM + 2, F_MEM = F_SM + 3, F_STAGES = F_SM + 4;
   int made[NF] = {0};
   hx_err gerr;
   const char *note = NULL;
@@ -1183,26 +1212,28 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
     const double smib2[] = {1.0 / 1048576.0, 1.0 / 1048576.0};
     /* memory: the arena's peak (solid) with cudaMemGetInfo (dashed) beside it; runs from before the
      * arena only have the latter */
-    what[5] = any_mem_peak ? "Device memory vs size: arena peak (solid), cudaMemGetInfo in use (dashed)"
-                           : "Device memory vs size (cudaMemGetInfo in use; these runs have no arena rows)";
+    what[F_MEM] = any_mem_peak ? "Device memory vs size: arena peak (solid), cudaMemGetInfo in use (dashed)"
+                               : "Device memory vs size (cudaMemGetInfo in use; these runs have no arena rows)";
     st = lines_figure(&p, scripts_dir, plots, "latency", what[0], "time (ms)", p.all ? 1 : -1, m1, e1, s1, snone, 1,
                       want_latency, &made[0], err);
+    for (size_t i = 0; i < ns && st == HX_OK; i++) {
+      p.fig = &study->figures[i];
+      st = lines_figure(&p, scripts_dir, plots, figs[1 + i], what[1 + i], "time (ms)", 1, m1, e1, s1, snone, 1,
+                        want_figure, &made[1 + i], err);
+    }
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "serial_psh", what[1], "time (ms)", 1, m1, e1, s1, snone, 1,
-                        want_serial_psh, &made[1], err);
+      st = lines_figure(&p, scripts_dir, plots, "sm", what[F_SM], "% of peak", 0, msm, e0, s1, ssm, 2, want_stages,
+                        &made[F_SM], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "sm", what[2], "% of peak", 0, msm, e0, s1, ssm, 2, want_stages,
-                        &made[2], err);
+      st = lines_figure(&p, scripts_dir, plots, "tensor", what[F_TENSOR], "% of peak", 0, mt, e0, s1, snone, 1,
+                        want_stages, &made[F_TENSOR], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "tensor", what[3], "% of peak", 0, mt, e0, s1, snone, 1, want_stages,
-                        &made[3], err);
+      st = lines_figure(&p, scripts_dir, plots, "dram", what[F_DRAM], "GB/s", 0, md, e0, sg, snone, 1, want_stages,
+                        &made[F_DRAM], err);
     if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "dram", what[4], "GB/s", 0, md, e0, sg, snone, 1, want_stages,
-                        &made[4], err);
-    if (st == HX_OK)
-      st = lines_figure(&p, scripts_dir, plots, "memory", what[5], "MiB", 0, any_mem_peak ? mm : mm_old, e0,
-                        any_mem_peak ? smib2 : smib, smem, any_mem_peak ? 2 : 1, want_memory, &made[5], err);
-    if (st == HX_OK) st = stages_figures(&p, scripts_dir, plots, &made[6], &made[7], err);
+      st = lines_figure(&p, scripts_dir, plots, "memory", what[F_MEM], "MiB", 0, any_mem_peak ? mm : mm_old, e0,
+                        any_mem_peak ? smib2 : smib, smem, any_mem_peak ? 2 : 1, want_memory, &made[F_MEM], err);
+    if (st == HX_OK) st = stages_figures(&p, scripts_dir, plots, &made[F_STAGES], &made[F_STAGES + 1], err);
     if (st == HX_OK) st = swap_dir(plots, plots_final, err);
   }
   if (st != HX_OK || note) remove_flat_dir(plots); /* failed, or no gnuplot: the previous figures stay */
@@ -1215,7 +1246,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const char *scripts_dir, cons
     if (!f) {
       st = hx_errf(err, HX_ENOMEM, "plot: open_memstream failed");
     } else {
-      write_report(f, &p, figs, made, what, NF, note);
+      write_report(f, &p, figs, made, what, nf, note);
       if (fclose(f) != 0)
         st = hx_errf(err, HX_ENOMEM, "plot: report too large");
       else

@@ -5,7 +5,8 @@
  * a REPORT.md linking them; two runs give one figure with both devices and a ratio table; the headline
  * selection keeps one series per kernel (fastest GPU variant), all series in <figure>_all.dat; the report's
  * peak memory table (arena totals, PTv3 / Flash3D) and the memory figure's totals; a linear y axis of
- * small positive values starts at 0; legends use short names, data files full ones. The rendering
+ * small positive values starts at 0; legends use short names, data files full ones; everything specific to
+ * the study comes from the tables handed in (app/study.c here, none, or a made-up one). The rendering
  * cases are skipped when gnuplot is missing (said so on stdout).
  */
 #include <stdarg.h>
@@ -21,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/harness.h"
+#include "app/study.h"
 
 #ifndef F3D_PLOTS_DIR
 #define F3D_PLOTS_DIR "plots"
@@ -155,7 +156,7 @@ static void test_render_one(void **state) {
   hx_run run;
   hx_err e;
   assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-  hx_status st = hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e);
+  hx_status st = hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e);
   if (st != HX_OK) print_error("%s\n", e.msg);
   assert_int_equal(st, HX_OK);
   static const char *const figs[] = {"latency", "serial_psh", "sm", "tensor", "dram", "memory", "stages", "treemap"};
@@ -212,7 +213,7 @@ static void test_render_devices(void **state) {
   snprintf(out, sizeof out, "%s/side-by-side", root);
   assert_int_equal(hx_run_load(&runs[0], d0, &e), HX_OK);
   assert_int_equal(hx_run_load(&runs[1], d1, &e), HX_OK);
-  assert_int_equal(hx_plot(runs, 2, F3D_PLOTS_DIR, out, &e), HX_OK);
+  assert_int_equal(hx_plot(runs, 2, f3d_study(), F3D_PLOTS_DIR, out, &e), HX_OK);
   char p[600];
   snprintf(p, sizeof p, "%s/plots", out);
   assert_true(has_png_magic(p, "latency.png"));
@@ -263,7 +264,7 @@ static void commit_and_plot(hx_results *r, const char *name, char *dir, size_t d
   hx_results_close(r);
   snprintf(dir, dir_size, "%s/%s", root, name);
   assert_int_equal(hx_run_load(run, dir, &e), HX_OK);
-  assert_int_equal(hx_plot(run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
+  assert_int_equal(hx_plot(run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e), HX_OK);
 }
 
 /* The file dir/rel, which must exist (free it). */
@@ -326,7 +327,7 @@ static void test_select(void **state) {
   free(dat);
   hx_run_free(&run);
   assert_int_equal(hx_run_load(&run, dir, &e), HX_OK); /* --all-series: every variant drawn */
-  assert_int_equal(hx_plot_sel(&run, 1, F3D_PLOTS_DIR, dir, 1, &e), HX_OK);
+  assert_int_equal(hx_plot_sel(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, 1, &e), HX_OK);
   snprintf(p, sizeof p, "%s/plots/latency.dat", dir);
   dat = slurp(p);
   assert_non_null(dat);
@@ -401,7 +402,7 @@ static void test_memory_fastest(void **state) {
   assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
   /* REPORT.md's tables do not need gnuplot: without it hx_plot still writes them and says why the
    * figures are missing (HX_EUNSUPPORTED) */
-  hx_status ps = hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e);
+  hx_status ps = hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e);
   if (hx_plot_have_gnuplot(NULL) == HX_OK)
     assert_int_equal(ps, HX_OK);
   else
@@ -451,7 +452,7 @@ static void test_floor_report(void **state) {
     snprintf(dir, sizeof dir, "%s/%s", root, id);
     hx_run run;
     assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-    (void)hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e);
+    (void)hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e);
     char *rep = slurp_at(dir, "REPORT.md");
     if (with_floor) {
       assert_non_null(strstr(rep, "| n_points | PTv3 serialize | psh.xor-mod | psh.xor-div | psh.floor |"));
@@ -502,7 +503,7 @@ static void test_scope_note(void **state) {
     snprintf(dir, sizeof dir, "%s/%s", root, id);
     hx_run run;
     assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-    (void)hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e); /* the report is written with or without gnuplot */
+    (void)hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e); /* the report is written with or without gnuplot */
     snprintf(p, sizeof p, "%s/REPORT.md", dir);
     char *rep = slurp(p);
     assert_non_null(rep);
@@ -564,7 +565,7 @@ static void test_yrange(void **state) {
   snprintf(dir, sizeof dir, "%s/small", root);
   hx_run run;
   assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, dir, &e), HX_OK);
+  assert_int_equal(hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e), HX_OK);
   snprintf(p, sizeof p, "%s/plots/dram.svg", dir);
   char *svg = slurp(p);
   assert_non_null(svg);
@@ -596,17 +597,107 @@ static void test_plot_args(void **state) {
   char out[400], quoted[400];
   snprintf(out, sizeof out, "%s/args", root);
   snprintf(quoted, sizeof quoted, "%s/args-q'uote", root);
-  assert_int_equal(hx_plot(&run, 0, F3D_PLOTS_DIR, out, &e), HX_EINVAL);
+  assert_int_equal(hx_plot(&run, 0, f3d_study(), F3D_PLOTS_DIR, out, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "no result directories"));
-  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, NULL, &e), HX_EINVAL);
+  assert_int_equal(hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, NULL, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "no output directory"));
-  assert_int_equal(hx_plot_sel(&run, 1, NULL, out, 1, &e), HX_EINVAL);
+  assert_int_equal(hx_plot_sel(&run, 1, f3d_study(), NULL, out, 1, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "no scripts directory"));
-  assert_int_equal(hx_plot(&run, 1, F3D_PLOTS_DIR, quoted, &e), HX_EINVAL);
+  assert_int_equal(hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, quoted, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "quote"));
   struct stat st;
   assert_int_not_equal(stat(out, &st), 0);
   assert_int_not_equal(stat(quoted, &st), 0);
+}
+
+/* The study is data: the same fixture plotted without one (every kernel a stage, default legends, no
+ * comparison figure, no headline table, no memory ratio) and with a made-up one (its title, display names,
+ * legend rule, comparison figure, table with a context value in its intro and a note at the largest size,
+ * memory ratio) shows that plot.c takes all of it from the tables it is handed. */
+static int note_calls;
+static int test_note(FILE *f, const hx_run *r, const char *workload, uint64_t n, const hx_study_col *cols, size_t nc) {
+  (void)r;
+  note_calls++;
+  if (n != 300000u) return 0; /* the largest size: the note must be tried there first */
+  fprintf(f, "NOTE %s %llu %zu %s\n\n", workload, (unsigned long long)n, nc, nc ? cols[0].kernel : "-");
+  return 1;
+}
+
+static void test_study_data(void **state) {
+  (void)state;
+  make_fixture("study", "NVIDIA H100 80GB HBM3", 1.0);
+  char dir[400], out[400];
+  snprintf(dir, sizeof dir, "%s/study", root);
+  hx_run run;
+  hx_err e;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  const int gp = hx_plot_have_gnuplot(NULL) == HX_OK;
+  /* no study */
+  snprintf(out, sizeof out, "%s/study-none", root);
+  assert_int_equal(hx_plot(&run, 1, NULL, F3D_PLOTS_DIR, out, &e), gp ? HX_OK : HX_EUNSUPPORTED);
+  char *rep = slurp_at(out, "REPORT.md");
+  assert_true(strncmp(rep, "# report\n", 9) == 0);
+  assert_null(strstr(rep, "serial_psh"));
+  assert_null(strstr(rep, "PTv3"));
+  assert_null(strstr(rep, "\n| n_points |")); /* no headline or memory table */
+  assert_non_null(strstr(rep, "| ptv3/total/v1 | lidar | 300000 | 1 |"));
+  free(rep);
+  /* a made-up study over the same rows */
+  static const char *const a_stages[] = {"attention"};
+  static const hx_study_pipeline pipes[] = {{"ptv3", "Alpha", a_stages, 1, 0}, {"flash3d", "Beta", NULL, 0, 0}};
+  static const hx_study_legend legs[] = {{"attent*", "att{k} {v}!", "v1", " (first)"}};
+  static const char *const cmp_series[] = {"*/attention"}, *const cmp_all[] = {"*/*"};
+  static const hx_study_figure figs[] = {{"cmp", "Custom comparison", cmp_series, 1, cmp_all, 1}};
+  static const hx_study_col cols[] = {{"ptv3", "ser"}, {"flash3d", "nothing-like-this"}};
+  static const hx_study_table tabs[] = {
+      {cols, 2, 1, NULL, HX_CELL_TIME, NULL, "never written", NULL, NULL}, /* every group: the second has none */
+      {cols, 2, 0, NULL, HX_CELL_TIME, "First", "intro on {ctx}.", "device", test_note},
+  };
+  static const hx_study custom = {"custom title", pipes, 2, legs, 1, figs, 1, tabs, 2, {"flash3d", "ptv3"}, NULL};
+  snprintf(out, sizeof out, "%s/study-custom", root);
+  note_calls = 0;
+  assert_int_equal(hx_plot(&run, 1, &custom, F3D_PLOTS_DIR, out, &e), gp ? HX_OK : HX_EUNSUPPORTED);
+  rep = slurp_at(out, "REPORT.md");
+  assert_true(strncmp(rep, "# custom title\n", 15) == 0);
+  assert_null(strstr(rep, "never written"));
+  assert_non_null(strstr(rep, "intro on NVIDIA H100 80GB HBM3.\n\n| n_points | First serialize |"));
+  assert_non_null(strstr(rep, "| 100000 | 0.7 (v1) |"));
+  assert_non_null(strstr(rep, "NOTE lidar 300000 1 serialize"));
+  assert_int_equal(note_calls, 1);
+  assert_non_null(strstr(rep, "| n_points | Alpha peak | Beta peak | Beta / Alpha |"));
+  assert_non_null(strstr(rep, "| 100000 | 61.0 | 30.5 | 0.50x |"));
+  if (gp) {
+    assert_non_null(strstr(rep, "### Custom comparison\n\n![cmp](plots/cmp.png)"));
+    assert_null(strstr(rep, "serial_psh"));
+    char *dat = slurp_at(out, "plots/cmp.dat");
+    assert_non_null(strstr(dat, "\"ptv3/attention/v1 lidar\" \"Alpha attion v1! (first)\"\n"));
+    assert_non_null(strstr(dat, "\"flash3d/attention/v1 lidar\" \"Beta attion v1! (first)\"\n"));
+    assert_null(strstr(dat, "serialize")); /* only the pattern's kernels */
+    free(dat);
+    dat = slurp_at(out, "plots/cmp_all.dat");
+    assert_non_null(strstr(dat, "\"ptv3/serialize/v1 lidar\""));
+    free(dat);
+    dat = slurp_at(out, "plots/stages.dat"); /* Alpha's one stage; Beta has no list: every kernel but total */
+    assert_non_null(strstr(dat, "pipeline \"attention\" \"psh\"\n"));
+    free(dat);
+  }
+  free(rep);
+  /* figures whose names or titles cannot be used: refused before anything is written */
+  hx_study_figure bad = figs[0];
+  hx_study broken = custom;
+  broken.figures = &bad;
+  const char *names[] = {"latency", "a/b", "", "x'y"};
+  for (size_t i = 0; i < 4; i++) {
+    bad.name = names[i];
+    snprintf(out, sizeof out, "%s/study-bad", root);
+    assert_int_equal(hx_plot(&run, 1, &broken, F3D_PLOTS_DIR, out, &e), HX_EINVAL);
+    assert_non_null(strstr(e.msg, "study figure 0"));
+  }
+  bad.name = "ok", bad.title = "it's";
+  assert_int_equal(hx_plot(&run, 1, &broken, F3D_PLOTS_DIR, out, &e), HX_EINVAL);
+  struct stat st;
+  assert_int_not_equal(stat(out, &st), 0);
+  hx_run_free(&run);
 }
 
 int main(void) {
@@ -621,6 +712,7 @@ int main(void) {
       cmocka_unit_test(test_scope_note),
       cmocka_unit_test(test_floor_report),
       cmocka_unit_test(test_plot_args),
+      cmocka_unit_test(test_study_data),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
