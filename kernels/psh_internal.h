@@ -175,7 +175,7 @@ static inline HX_HD int psh_probe_pow2(psh_hash h, uint32_t step, uint32_t bits,
 /* psh_probe_bucket where psh_probe_pow2 holds, given r = hx_rng_u64(seed, gidx, pi): the same bucket for every
  * input (test_psh_cpu: test_probe_pow2), with masks and shifts where psh_probe_bucket has remainders, the
  * 64-bit high product and the hash dispatch. The GPU probe phase runs it once per probe: a lone lane's chain
- * of up to 126 of them sets that phase's end (NOTES.md, session 16). */
+ * of up to 126 of them sets that phase's end (docs/psh.md, "Phase C"). */
 static inline HX_HD uint32_t psh_probe_bucket_pow2(psh_hash h, const uint32_t v[3], const int8_t probe[3],
                                                    uint32_t step, uint32_t bits, uint32_t nb, uint64_t r) {
   const uint32_t ls = psh_bitwidth(step) - 1u, lnb = psh_bitwidth(nb) - 1u;
@@ -191,7 +191,7 @@ static inline HX_HD uint32_t psh_probe_bucket_pow2(psh_hash h, const uint32_t v[
 #define PSH_PROBE_REACH 3
 
 /* Where the probes of an XOR hash can land, for a cheap proof that probing cannot place a point (the GPU
- * probe phase skips the rest of a point's probes when every bucket here is full; NOTES.md, session 14).
+ * probe phase skips the rest of a point's probes when every bucket here is full; docs/psh.md).
  * A probe of voxel v lands at w_d = v_d + p_d step + jitter_d (mod 2^bits) with |p_d| <= 3 and jitter in
  * [-floor(step/2), step - 1 - floor(step/2)]: per axis an interval of 7 step voxels, so inside at most two
  * aligned blocks of 2^u codes once 2^u >= 7 step. The XOR of three codes taken from aligned blocks A, B
@@ -259,7 +259,7 @@ static inline HX_HD int psh_xor_reach_bytes(psh_hash h, const uint32_t v[3], uin
 }
 
 /* Z-order-div's probe cells, for a cheap proof that one probe cannot place a point (the GPU probe phase skips
- * such a probe without its random word or its Morton code; NOTES.md, session 19). With nb a power of two and
+ * such a probe without its random word or its Morton code; docs/psh.md). With nb a power of two and
  * a frame of `bits` bits per axis whose Morton width K = 3 bits is at least log2 nb, the probe step is 2^s
  * (psh_probe_step: s = floor((K - log2 nb) / 3)), and the 2^bits cube cuts into C = 2^m cells of side 2^s per
  * axis, m = bits - s = ceil(log2 nb / 3) whatever the bits. A cell's codes are one aligned block of 2^(3s)
@@ -300,7 +300,7 @@ static inline HX_HD uint32_t psh_morton8(uint32_t x, uint32_t y, uint32_t z) {
   return psh_spread3_8(x) << 2 | psh_spread3_8(y) << 1 | psh_spread3_8(z);
 }
 /* The local bucket of cell (cx, cy, cz) (psh_zcell_geom's m <= 8 and r): psh_morton's bit order. The GPU probe
- * phase computes a Z-order-div probe's bucket this way, from the probe voxel's cell (NOTES.md, session 19). */
+ * phase computes a Z-order-div probe's bucket this way, from the probe voxel's cell (docs/psh.md). */
 static inline HX_HD uint32_t psh_zcell_bucket(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t r) {
   return psh_morton8(cx, cy, cz) >> r;
 }
@@ -318,7 +318,7 @@ static inline HX_HD int psh_probe_zmod(psh_hash h, uint32_t bits, uint32_t nb) {
  * code mod nb is the Morton code's low log2 nb <= 24 bits, which come from the low 8 bits of each coordinate
  * (psh_morton8). About 20 instructions where psh_probe_bucket takes ~200 (a 64-bit mix, three 64-bit spreads
  * and a 64-bit remainder once the code passes 32 bits); Z-order-mod's hopeless points run all their probes one
- * after another in one lane, and that chain set its probe phase's end (NOTES.md, session 20). */
+ * after another in one lane, and that chain set its probe phase's end (docs/psh.md). */
 static inline HX_HD uint32_t psh_probe_bucket_zmod(const uint32_t v[3], const int8_t probe[3], uint32_t bits,
                                                    uint32_t nb) {
   const uint32_t mask = (1u << bits) - 1u; /* bits <= 21 */
@@ -452,8 +452,8 @@ extern "C" {
  * is given. psh_run_paired does this for a launcher that needs the pair: fn as it is when the caller gives the
  * pair, else the scratch protocol over fn's need + the pair and fn with the pair in scratch; HX_EINVAL when only
  * one of bucket and offset is NULL. psh.c. Why at the end: the layouts keep their addresses (and the trace readers
- * below theirs); in front, Z-order-mod at 600k ran 2.5-4.7% slower in v9/v10, at the end 1.5-3.5% (H100, session
- * 28; cause unknown, NOTES.md). */
+ * below theirs); in front, Z-order-mod at 600k ran 2.5-4.7% slower in v9/v10, at the end 1.5-3.5% (H100,
+ * 2026-11-27, 8633e87; cause unknown, docs/psh.md). */
 size_t psh_pair_bytes(uint32_t n);
 hx_status psh_run_paired(psh_fn fn, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                          const psh_params *p, void *stream, hx_err *err);

@@ -79,7 +79,7 @@
  * 4M cloud ~1 ms on xor-mod); larger nb (the 70001-bucket test) runs v2 unchanged.
  * Predicted (H200, graph): 100k ~11-15 us, 600k xor-mod ~20-28 us (4 launch gaps ~4 us, K1 ~4 us
  * (7.2 MB from DRAM), K2 ~5-6 us, K3 ~3 us (137 overflow points, one block), K4 ~7-8 us (1.8M random
- * store requests: the floor of a random scatter)); NOTES.md ("PSH analysis and variant v4") has the reasoning.
+ * store requests: the floor of a random scatter)). Measured 20.6 / 56.3 us (H200, e7b8084; docs/psh.md).
  *
  * Div hashes: 376k of 600k zorder-div points try all 128 probes (48M probe evaluations), so probing is
  * ALU and L2 bound, not launch bound. v2 spends per probe a counter-based RNG, three 64-bit remainders
@@ -96,7 +96,7 @@
  *   - 32-bit probe arithmetic giving the same bucket as psh_probe_bucket (mask for a power-of-two step);
  *   - warp-aggregated leftover tickets, per-block tallies, the frame stored once by K2.
  * K3 is the probe phase of v5-v9 (phase_probe_nt in psh_tiles.cuh) with plain loads of what K2 wrote and
- * grid-stride chunks of the list (kShare = false: v5-v9 give each block an equal share; session 15), and
+ * grid-stride chunks of the list (kShare = false: equal shares measured +9% at 4M here, 4e0a2eb), and
  * K4's scans are their phase D's (cloud_scans). The sizes, the parameter struct, the run-state zeroing, the
  * frame load and the scratch layout come from psh_tiles.cuh too.
  * What remains is the RNG + Morton + hash per probe (~100-150 instructions): 48M probes ~ 150-250 us
@@ -282,7 +282,7 @@ template <int PER> __global__ void __launch_bounds__(kT, 2) k4_count(P4 p) {
 }
 
 /* K3: the overflow list races over the probes (exits at once when K2 placed every point). Four blocks per SM, as
- * launched, so at most 64 registers: left to itself ptxas took 77 once Z-order-mod's probe loop joined (session 20),
+ * launched, so at most 64 registers: left to itself ptxas took 77 once Z-order-mod's probe loop joined (de86c97),
  * three blocks fitted an SM, and the 4-per-SM grid ran in two waves (600k xor-div +10-20%, H200). */
 __global__ void __launch_bounds__(kProbeT, 4) k4_probe(P4 p) {
   __shared__ uint32_t s_tally[3];

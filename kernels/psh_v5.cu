@@ -10,7 +10,7 @@
  * kernels are each one wave of ~236 blocks whose time is mostly latency chains, and between them the
  * graph pays a drain + launch + ramp per kernel, plus two re-reads of xyz and one of bucket/offset.
  * v5 keeps v4's tiles and per-tile algorithm (the reasoning and the correctness argument are v4's, see
- * psh_v4.cu and NOTES.md) but runs them as phases of one persistent kernel whose grid is exactly the
+ * psh_v4.cu and docs/psh.md) but runs them as phases of one persistent kernel whose grid is exactly the
  * tiles (cooperative launch: all blocks resident, or the launch fails and v4 runs instead):
  *   A  zero the run state, default bucket tables; the tile's xyz into registers; per-tile bbox keys.
  *   -- grid barrier --
@@ -33,16 +33,16 @@
  * by a grid barrier (which synchronises the block too). Limits: nb <= 4096 (v4's dense shared arrays),
  * tiles <= resident blocks (one wave: ~1.08M points on an H200 with 2 blocks/SM and 8 points per
  * thread); otherwise the call runs v4, which runs v2 past nb = 16384.
- * Measured (H200, 2026-11-22, NOTES.md "Session 2"): NOT faster than v4 (600k xor-mod graph: v4 56.4,
+ * Measured (H200, 2026-11-22, 88eb6a3): NOT faster than v4 (600k xor-mod graph: v4 56.4,
  * v5 59.5, v6 55.9 us; 100k: 20.8 / 20.4 / 24.0), so v4's time is inside its kernels' bodies, not in
  * the launches this variant removes. Kept as a checked variant and for its phase trace (psh_v5_trace).
  * Shared with v7 (psh_tiles.cuh): the shared-memory struct, phases A and B (phases_ab; v7's rank and its
  * first-hash stores are template flags), phase C (phase_probe), the run-state zeroing, the parameter struct,
  * the scratch layout, the one-wave tiling and phase D's scans (cloud_scans); phase D's rows stay here. Since
- * phases_ab (2026-11-25, session 11) this file's PTX has the same instructions as the measured one, one
+ * phases_ab (2026-11-25, aa09687) this file's PTX has the same instructions as the measured one, one
  * commutative or.b64 per Z-order code placed a few instructions later (nvcc -ptx, registers renumbered);
- * cloud_scans (session 13) moved a few address computations, timed against the old code on the H200 in one
- * run: the same within noise (NOTES.md, session 13).
+ * cloud_scans (84a7161) moved a few address computations, timed against the old code on the H200 in one
+ * run: the same within noise (2026-11-26).
  */
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"

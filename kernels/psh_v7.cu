@@ -1,7 +1,7 @@
 /*
  * psh_v7.cu - PSH variant v7: v6 (one cooperative launch, phases separated by grid barriers, coordinates
  * gathered after the rows; psh_v5.cu) with the three costs its phase trace measured at 600k xor-mod on the
- * H200 (NOTES.md, "Phase split of v5/v6") attacked where they are. Same invariants as v1-v6 (kernels.h):
+ * H200 (2026-11-22, de4ea26) attacked where they are. Same invariants as v1-v6 (kernels.h):
  * every point one (bucket, offset), offsets 0..count-1, count <= S whenever n_c <= nb*S, bucket_start =
  * exclusive scan from cloud_offset[c], slot and perm inverse permutations; phase 1 keeps exactly
  * min(hist, S) points per bucket (first-hash count = CPU's). Which overflowing point wins which slot is
@@ -20,19 +20,19 @@
  *   D  rows (slot, coalesced), and ONE random store per point: the 16-byte record (i, x, y, z) at its row of
  *      a scratch array (one L2 sector); after one more grid barrier every row's perm and xyz_out are copied
  *      from the records in row order, coalesced. v6 made 2.25 random requests per point here (perm's
- *      store, the gather's 12-byte read), v5 ~3; the scatter model of NOTES.md charges each ~12 ns of the
+ *      store, the gather's 12-byte read), v5 ~3; a model fitted to v1-v6's scatter times charges each ~12 ns of the
  *      GPU's throughput (~7.5 us per 600k). Costs 16 bytes of scratch per point. Without coordinates
  *      (xyz_out NULL) phase D stores perm directly and there is no gather.
  * Everything else (tiles, phases A and the commit of B, the correctness argument, memory ordering through
  * grid barriers and ld.global.cg, the fall-back to v4) is v5's; see psh_v5.cu. v5's phase C for long lists,
  * the shared-memory struct, the sizes, the launch set-up and phases A and B (phases_ab<false, true>: the
  * shared-atomic rank and the first-hash stores above; same PTX instructions as before it was shared, one
- * or.b64 per Z-order code moved) and phase D's scans (cloud_scans, session 13: timed the same as before on the
+ * or.b64 per Z-order code moved) and phase D's scans (cloud_scans, 84a7161: timed the same as before on the
  * H200) are shared code (psh_tiles.cuh). The scratch layout starts
  * with v5's arrays in v5's order (the records come after), so psh_v5_trace reads v7's phase stamps (same
  * slot meanings as v6).
- * Written offline and checked in the host emulation (lab/kernels/emu); measured on the H200 (2026-11-22,
- * NOTES.md "Session 3"): 600k xor-mod 50.2 us graph (v4 56.2, v5 59.1), the fastest PSH on xor-mod and
+ * Written offline and checked in a host emulation (removed in e7df985); measured on the H200 (2026-11-22,
+ * af776f7): 600k xor-mod 50.2 us graph (v4 56.2, v5 59.1), the fastest PSH on xor-mod and
  * zorder-mod; v4 stays faster on xor-div and v5 on zorder-div (probing dominates there).
  */
 #include "kernels/kernels.h"
