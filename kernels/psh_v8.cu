@@ -7,7 +7,7 @@
  * CPU's). Which point of a bucket gets which offset is scheduling dependent (shared and global atomics),
  * as in v2-v7, so the tests check the invariants and the first-hash count, not the CPU's assignment.
  *
- * Why (v7's phase split, H100, 600k lidar xor-mod, NOTES.md): probing 137 points cost 6.5 us because it
+ * Why (v7's phase split, H100, 600k lidar xor-mod, 2026-11-22): probing 137 points cost 6.5 us because it
  * needs its own grid barrier, and the records + gather barrier + gather cost 12.5 us. v8:
  *   1  tile xyz -> shared memory (kept there for every later phase: no re-reads), tile bbox keys.
  *      grid barrier 1.
@@ -30,7 +30,7 @@
  *      bucket, the per-point half of the probe RNG), read with the list length (v9/v10: after it, by the threads
  *      with an entry).
  *      Long list (div hashes, Z-order-mod on lidar): v5's thread-per-point phase C (psh_tiles.cuh) on the
- *      global counters (for the XOR hashes with session 14's reach proof and second-pass queue, the queue in
+ *      global counters (for the XOR hashes with the reach proof and second-pass queue of c1fb0e7, the queue in
  *      Arr8::Ev), then grid barrier 3, then leftovers from the tickets as v7.
  *   4  the cloud's scans (free slots when there are leftovers, then the bucket starts) in every block; the
  *      cloud's first tile publishes bucket_start / bucket_count; slot (coalesced); perm and xyz_out written
@@ -41,19 +41,19 @@
  * (2), the bucket arrays (4 nb words each) and the short list's entries; ~177 KB at 600k (tile 5120, nb
  * 2048). Falls back to v7 where it cannot run (nb > 4096, S > 2^20, no cooperative launch, more points than
  * one wave of tiles that fit in shared memory: about 0.9M per cloud batch at nb 2048 on 132 SMs).
- * Measured (NOTES.md, session 5, 2026-11-25; this is the "fourth cut", commit e0b3f42): 600k lidar xor-mod
+ * Measured (2026-11-25; this is the "fourth cut", commit e0b3f42): 600k lidar xor-mod
  * 36.2 us graph on the H100 (v7 54.4) and ~36 on the H200 (v7 50.6); the fastest PSH there and on xor-div
  * and zorder-div (probing dominates those). Phases at 600k xor-mod (H100): bbox 5.5, commit 10.3,
- * resolution 7.3, rows 8.8 us. Tried after it and measured slower or no faster, then reverted (NOTES.md):
+ * resolution 7.3, rows 8.8 us. Tried after it and measured slower or no faster, then reverted (docs/psh.md):
  * one thread per sorted position in phase 4 (store wavefronts doubled), a bucket-ordered copy of xs before
  * barrier 2 (+2 us), hoisted shared loads in phase 4 (phase 4 is L1TEX-throughput bound: MIO 47%), and a
  * cheaper list-order ranking (-1.5 us in phase 3) whose build spilled into the long-list probe loop (+39%
- * on xor-div). Written 2026-11-25 offline; every cut checked in the host emulation (lab/kernels/emu) first.
+ * on xor-div). Written 2026-11-25 offline; every cut checked first in a host emulation (removed in e7df985).
  *
- * v9 (psh_run_v9) is this kernel with the template flag kW (session 7, NOTES.md): v8's block stamps (the
+ * v9 (psh_run_v9) is this kernel with the template flag kW (d1ccccf, 2026-11-25): v8's block stamps (the
  * instance with kBT, F3D_PSH_V8_BT=1) showed 7.8 us of the 36 in the short-list resolution, ~2 us in each
  * block minimum and barrier 2's exit waiting on the bucket/offset stores. kW: the minima by redux.sync
- * (block_min6r); the first-hash bucket/offset stores after barrier 2 (none since session 28 when the caller asks
+ * (block_min6r); the first-hash bucket/offset stores after barrier 2 (none since 8633e87 when the caller asks
  * for no pair: P8::pair_out); the list entries staged per block and
  * appended with one atomic; the voxel index by an exact multiplication (vox1_fast); the short list walked by
  * warp 0 alone (resolve_short_w) with the probe offsets in shared memory and the general hashes out of line
@@ -61,23 +61,23 @@
  * 600k xor-mod, psh_bench graph: 32.2-32.6 us (v8 35.9-36.6 in the same runs); the resolution 4.6 us (v8 7.5-7.9). What bounds it
  * now: the scattered perm / xyz_out stores of phase 4 drain for ~5 us after the last block's stores are
  * issued (the L2's rate for partial-sector writes), and the issue-bound hash loop (~0.5 us per point per
- * thread). Since session 8 v9 also sizes its tiles to use every SM (any multiple of 32 points, at least
+ * thread). Since 37db642 v9 also sizes its tiles to use every SM (any multiple of 32 points, at least
  * kMinTile9): 600k, 131 tiles of up to 4608 points instead of 118 of 5120; 31.4 us (v8 35.7-36.5) on the H100.
- * Since session 26 a v9/v10 block none of whose points ranked past S (so it appends nothing to the overflow list)
+ * Since 694c883 a v9/v10 block none of whose points ranked past S (so it appends nothing to the overflow list)
  * arrives at barrier 2 right after its commit (grid_arrive) and waits after its placement loop (grid_wait): that
  * loop is ~1.9 us of conflicted shared-memory work per block at 600k, now under the barrier's ~1 us latency.
  * H100, psh_bench, old and new in one call, two seeds: 600k xor-mod cold -1.7 to -2.4%, hot -2 to -4%, 100k
- * -1 to -2.4%; the long-list hashes (few blocks without overflow) within noise (NOTES.md, session 26).
+ * -1 to -2.4%; the long-list hashes (few blocks without overflow) within noise (2026-11-27).
  *
  * v10 (psh_run_v10) is v9's kernel with the template flag kPF: while thread 0 builds the frame in phase 2, one lane of
  * every block asks the TMA unit to prefetch the block's share of xyz_out's lines into the L2 (l2_prefetch_share;
- * sm_90 on, a no-op before). Why (NOTES.md, session 23): in the cold protocol the L2 is
+ * sm_90 on, a no-op before). Why (51f43ed, docs/psh.md): in the cold protocol the L2 is
  * full of the flush's dirty lines, and each output line's first store in phase 4 evicts one, so phase 4
  * drains ~2.5 us longer than hot; the prefetch moves those evictions (and fills) into phases 2-3, where the
- * DRAM idles. Session 9's cut A did it with poison stores and lost on the LSU queue and a grid flag; the TMA
- * unit needs neither. The first form (session 23) also prefetched perm's lines: in the sweep (600k lidar
+ * DRAM idles. Poison stores did it before (dd05b0a) and lost on the LSU queue and a grid flag; the TMA
+ * unit needs neither. The first form (51f43ed) also prefetched perm's lines: in the sweep (600k lidar
  * xor-mod, cold medians, 51f43ed) 33.2 -> 29.4 us on the H200 and 34.3 -> 31.4 on the H100, but +1-5% at 100k
- * and 300k, because the prefetches in flight slow phase 2's histogram step. xyz_out alone (session 24; 7.2 of
+ * and 300k, because the prefetches in flight slow phase 2's histogram step. xyz_out alone (cbb7180; 7.2 of
  * the 9.6 MB at 600k) against that form in one psh_bench call on the H100: 600k xor-mod cold -2.4%, hot -1.6%,
  * 100k and 300k -1.5 to -2.1%, xor-div -1 to -2%; in the sweep, v9 -> v10 at 600k xor-mod cold 32.8 -> 28.9 us
  * (H200, 7a049a8) and 35.4 -> 31.0 (H100, cbb7180), within 1% of v9 at 100k and 300k, up to +4% on the
@@ -85,7 +85,7 @@
  * trade-off being picked for every case.
  *
  * v9 and v10 run Z-order-div through instances with kDeal: phase C deals its list in 32-entry chunks over the
- * grid's warps where its cell tables apply (phase_probe_nt, psh_tiles.cuh; session 24, H100: Z-order-div -12 to
+ * grid's warps where its cell tables apply (phase_probe_nt, psh_tiles.cuh; cfb7c9d, H100: Z-order-div -12 to
  * -14% at 300k and 600k). The deal's code in the shared kernel cost the other hashes 1-3%, so they keep the
  * instances without it (kern8). The stamped instances (F3D_PSH_V8_BT=1) have no deal, so Z-order-div's stamps
  * describe the kernel before it.
@@ -131,7 +131,7 @@ struct P8 : Prm {
   unsigned long long *trace; /* [kTrace] %globaltimer stamps, psh_v5_trace's layout (slot 5 unused: 0) */
   unsigned long long *bt;    /* [kBtBlocks][PSH_V8_BT] every block's stamps (psh_v8_block_trace) */
   uint4 *ove;                /* [2 kShort] short-list entry e: (point, vx, vy, vz), (home, RNG base lo, hi, 0) */
-  uint32_t smem_bytes;       /* dynamic shared memory of one block (the emulation sizes its buffer by it) */
+  uint32_t smem_bytes;       /* dynamic shared memory of one block, as launched */
   uint32_t pair_out;         /* v9/v10: 1 = the caller asked for (bucket, offset): the first-hash points' pairs are
                               * stored; 0 = it did not (psh_out's NULL pair): only the list's points write theirs,
                               * into the launcher's scratch copy, as working state for phase 4 */
@@ -252,10 +252,10 @@ __device__ __forceinline__ float *tile_xyz(const float *g, uint32_t cnt, float *
 }
 
 /* v10: this block's share (1/gridDim.x) of one output array of `bytes` bytes prefetched into the L2 by the TMA
- * unit (cp.async.bulk.prefetch.L2, sm_90 on; nothing on older GPUs and in the host emulation). A hint: the
+ * unit (cp.async.bulk.prefetch.L2, sm_90 on; nothing on older GPUs). A hint: the
  * results do not depend on it. The shares: psh_prefetch_share (16-byte units, test_psh_cpu checks that they
- * tile the array's interior). Chunks of 32 KB (one instruction per array measured no faster, NOTES.md,
- * session 23). */
+ * tile the array's interior). Chunks of 32 KB (one instruction per array measured no faster, a2de831,
+ * docs/psh.md). */
 __device__ __forceinline__ void l2_prefetch_share(const void *base, size_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uintptr_t lo, hi;
@@ -531,7 +531,7 @@ static_assert(4 * kShort >= kCellWords, "Arr8::Eb holds phase_probe_nt's cell ta
  * `room` of them placed; the others go on searching (the bucket is full now). A chunk is finished before the
  * next begins. Every point takes its first probe with room at the moment it is placed: a linearisation of
  * Alg. 2's racing, deterministic given the list, so every block of a cloud computes the same placement.
- * Measured (NOTES.md, session 7, H100, 600k lidar xor-mod, 137 entries): 4.6 us against 7.5-7.9 for v8's
+ * Measured (H100, 2026-11-25, d1ccccf, 600k lidar xor-mod, 137 entries): 4.6 us against 7.5-7.9 for v8's
  * rounds over the whole block (~10 barrier-gated steps). Tried and dropped: a first step in which every warp
  * computed each entry's 32-probe room mask (6.2 us). What made the difference: probe offsets from shared
  * memory (probe_table) and compact code (hash9), since a lone warp running once-executed code waits on
@@ -596,7 +596,7 @@ __device__ __forceinline__ uint32_t resolve_short_w(const P8 &p, Sm8 &sm, const 
 
 /* The whole PSH in one cooperative launch (module header for the phases). kW: v9's changes (the module
  * header lists them); kPF (with kW): v10's prefetch; kBT: every block's phase stamps (psh_v8_block_trace). kPF
- * is a template flag, not a field, so that v9's code stays as measured (a runtime flag cost v9 ~1%, session 23). */
+ * is a template flag, not a field, so that v9's code stays as measured (a runtime flag cost v9 ~1%, a2de831). */
 template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ void __launch_bounds__(kT8, 1) k8_psh(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];
   Sm8 &sm = *(Sm8 *)smraw;
@@ -644,7 +644,7 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
   const uint32_t c = t.c;
   uint32_t *gcnt = p.cnt + (size_t)c * nb;
   Frame f;
-  /* v9/v10 (session 26): a block none of whose points ranked past S appends nothing to the list, so it arrives at
+  /* v9/v10 (694c883): a block none of whose points ranked past S appends nothing to the list, so it arrives at
    * barrier 2 before its placement loop (shared memory only) and waits after it: the loop overlaps the barrier */
   bool early = false, any_over = false;
   unsigned int tok2 = 0;
@@ -656,9 +656,9 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
     if (kW) block_min6r(k6, sm.red);
     else block_min6<kW8>(k6, sm.red);
     /* v10: xyz_out's lines into the L2 (l2_prefetch_share), from a lane that waits here while thread 0 builds the
-     * frame. perm's lines too cost more than they gain (NOTES.md, session 24) */
+     * frame. perm's lines too cost more than they gain (cbb7180, docs/psh.md) */
     if (kW && kPF && tid == kT8 - 32u && p.xyz_out) l2_prefetch_share(p.xyz_out, (size_t)p.n * 12u);
-    bstamp<kBT>(p, 14); /* the tiles' keys loaded and reduced (session 25: 1.15 us after barrier 1's exit) */
+    bstamp<kBT>(p, 14); /* the tiles' keys loaded and reduced (H100, 2026-11-27: 1.15 us after barrier 1's exit) */
     if (tid == 0) {
       const Frame f0 = frame_from_keys(p, k6);
       const uint32_t w[kFrameWords] = {__float_as_uint(f0.lo[0]), __float_as_uint(f0.lo[1]), __float_as_uint(f0.lo[2]),
@@ -668,7 +668,7 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
         if (t.k == t.k0) p.frame[(size_t)c * kFrameWords + e] = w[e]; /* the long path's probe phase reads it */
       }
       if (kBT) asm volatile("" ::: "memory"); /* the stamp after the frame's stores */
-      bstamp<kBT>(p, 15); /* thread 0's frame built, its stores issued (session 25: 0.4 us of the step's 1.6) */
+      bstamp<kBT>(p, 15); /* thread 0's frame built, its stores issued (H100, 2026-11-27: 0.4 us of the step's 1.6) */
     }
     __syncthreads(); /* frame -> everyone */
     bstamp<kBT>(p, 4);
@@ -795,7 +795,7 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
   /* the list length (and, below, this thread's entry of a short list) */
   const uint32_t n_ovf = __ldcg(p.ctr + C_NOVF); /* grid-uniform */
   /* entry tid's records (if any): v8 reads them with the list length; v9 only on a short list, where they are
-   * used (kLazy, session 25: every block reading all 32 KB of them was 4.2 MB of L2 reads of the same 256 lines
+   * used (kLazy, 48bc18e: every block reading all 32 KB of them was 4.2 MB of L2 reads of the same 256 lines
    * at barrier 2's exit, on the paths that never use them; H100, 600k lidar xor-mod without a list, the stamps
    * from barrier 2's exit to phase 4's scan 1.9 -> 1.5 us, v10 cold -1%, 100k/300k -1 to -4%; with a 137-entry
    * short list (the raw cloud) +0.3 to +1.4% at 600k, the records' load now after the list length's) */
@@ -811,7 +811,7 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
   if (kW && p.pair_out && has) /* the first-hash placements: stored here, they drain during phase 3 instead of
                   * delaying barrier 2 (its exit came ~2 us after the last block's arrival in v8, against ~1 us at
                   * barrier 1, which follows few stores). Not at all when the caller wants no pair: 4.8 MB less
-                  * to write at 600k, v10 xor-mod -1.7% cold, -2.0% hot (H100, session 28) */
+                  * to write at 600k, v10 xor-mod -1.7% cold, -2.0% hot (H100, 2026-11-27, 8633e87) */
     for (uint32_t k = 0; k < p.ipt; k++) {
       const uint32_t q = k * kT8 + tid;
       if (q < cnt_t && a.pl[q] != kNone) {
@@ -935,7 +935,7 @@ template <bool kBT, bool kW, bool kPF = false, bool kDeal = false> __global__ vo
  * No keys, frame, hash, counts or scatter: a PSH of this shape (v9/v10's: every output stored after the second
  * barrier) takes at least this long, and the real kernel's scattered perm and xyz_out stores cost more
  * than these. (v8 stores bucket and offset before barrier 2; a design that did so would have a lower floor.)
- * Why (NOTES.md, sessions 25-26, lab/kernels/launch_floor.cu): the sweep reports it beside every PSH so that a
+ * Why (9c8a33b, docs/psh.md, lab/kernels/launch_floor.cu): the sweep reports it beside every PSH so that a
  * reader sees how much of a PSH's time is movement and launch on that device. */
 __global__ void __launch_bounds__(kT8, 1) k8_floor(P8 p) {
   extern __shared__ __align__(16) unsigned char smraw[];
@@ -987,7 +987,7 @@ bool shape8(uint32_t nb, uint32_t cap) { return nb <= kDense && cap <= kMaxCap; 
 
 /* form: 0 v8, 1 v9 (kW), 2 v10 (kW and kPF), as psh_v8_runs_own takes it. v9 and v10 run Z-order-div through
  * an instance with phase C's deal (kDeal, phase_probe_nt), which costs the other hashes 1-3% when it shares
- * their kernel (session 24). */
+ * their kernel (cfb7c9d). */
 void (*kern8(int form, psh_hash hash))(P8) {
   /* F3D_PSH_V8_BT=1 (a measurement knob of the device bench): the build of the kernel that stamps every
    * block's phases (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched. The
