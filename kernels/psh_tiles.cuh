@@ -13,10 +13,10 @@
  * Constraint: these variants were measured and checked on an H200, so code moved here must leave each
  * file's PTX as it was (nvcc -ptx before and after), or be timed against the old code in one run on a GPU
  * before it is kept (phases_ab: the same instructions, one commutative or.b64 per Z-order code placed
- * differently; phase_probe_nt and cloud_scans: see NOTES.md, session 13). v4's K2 against phase B still
+ * differently; phase_probe_nt and cloud_scans: timed the same on an H200, 84a7161). v4's K2 against phase B still
  * reads the same and stays apart.
- * Private to kernels/; include it after <cuda_runtime.h> (the host emulation in lab/kernels/emu rewrites
- * it with the .cu files).
+ * Private to kernels/; include it after <cuda_runtime.h> (cooperative_groups and the device intrinsics
+ * below need it).
  */
 #ifndef F3D_PSH_TILES_CUH
 #define F3D_PSH_TILES_CUH
@@ -38,7 +38,7 @@ constexpr uint32_t kDense = 4096;       /* largest nb served by the dense shared
 constexpr int kPer = (int)kDense / kT;  /* counters per thread in the commit and the scans */
 constexpr uint32_t kSnapBits = 16384;   /* the probe phase keeps a shared "full" bit per bucket up to this many */
 constexpr uint32_t kSnapMinList = 2048; /* ... when at least this many points overflowed */
-constexpr uint32_t kReachAt = 2;        /* probes before phase C asks xor_reach_full (NOTES.md, session 14); its
+constexpr uint32_t kReachAt = 2;        /* probes before phase C asks xor_reach_full (1 and 3 no better, 9cf0719); its
                                          * queue holds 2 NT points (v4's K3, v5/v7's Smem, v8/v9's Arr8::Ev) */
 constexpr uint32_t kSolo = 2;       /* probes after kReachAt in the block's second pass; the rest go to the grid's
                                     * queue (kGridQ, phase_probe_nt) */
@@ -208,7 +208,7 @@ __device__ __forceinline__ bool bits_all_set(const volatile uint32_t *bm, uint32
  * no probe can place the point. A bit is only ever set for a counter that reached S, which stays there, so
  * the answer holds for the rest of the phase. Any nb and width; first the byte form (psh_xor_reach_bytes), which
  * a lidar cloud's points take (600k: ~170k calls). Out of line: the probe loop that calls it is at the
- * register cap in v9, and inlined it raised v9's spills (NOTES.md, session 14). */
+ * register cap in v9, and inlined it raised v9's spills (c1fb0e7). */
 static __device__ __noinline__ bool xor_reach_full(const uint32_t *full, uint32_t c, psh_hash h, uint32_t v0,
                                                    uint32_t v1, uint32_t v2, uint32_t step, uint32_t bits, uint32_t nb) {
   const uint32_t v[3] = {v0, v1, v2};
@@ -327,8 +327,8 @@ enum { kTrace = 8 };
 
 /* The grid barrier of the cooperative launches and the %globaltimer stamp of their phase traces (v5-v9). */
 __device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
-/* The same barrier in two halves (cooperative groups' barrier_arrive / barrier_wait; the host emulation waits
- * in grid_wait): work between them overlaps the barrier's latency, and must not be read by other blocks after
+/* The same barrier in two halves (cooperative groups' barrier_arrive / barrier_wait; grid_wait does the
+ * waiting): work between them overlaps the barrier's latency, and must not be read by other blocks after
  * it. v9/v10's barrier 2 (psh_v8.cu). */
 __device__ __forceinline__ unsigned int grid_arrive() { return cooperative_groups::this_grid().barrier_arrive(); }
 __device__ __forceinline__ void grid_wait(unsigned int tok) {
@@ -379,7 +379,7 @@ template <int NT, class P> __device__ __forceinline__ void probe_table(const P &
  * us, one per line 16.9k; 2048 counters 8.3k and 42k). phase_probe_nt copies p.cnt into it at its start, behind one
  * grid barrier; v5/v7 get the counts back into p.cnt behind another, v8/v9 read them with pc_final. Filling each
  * word at its first touch instead (a CAS from a mark stored in phase 1) saved the barrier but its phase-1 stores
- * cost xor-mod's short path 0.7-1 us hot. H200, v9, same call (session 20): 100k xor-div -14%, zorder-div -31%,
+ * cost xor-mod's short path 0.7-1 us hot. H200, v9, same call (43fb629): 100k xor-div -14%, zorder-div -31%,
  * zorder-mod -37 to -43%; 600k xor-div -5 to -6%, zorder-mod -29 to -34%, zorder-div -3 to +1%; but 300k xor-div
  * +7 to +8% (its list is mostly points the reach proof settles without an attempt: the barrier is all cost). */
 template <bool kSp, class P> __device__ __forceinline__ uint32_t *pc_at(const P &p, uint32_t g) {
@@ -424,7 +424,7 @@ __device__ __forceinline__ int probe_point(const P &p, uint32_t *full_w, bool sn
   /* kPow2 and an XOR hash with nb a power of two (the default hash's case): psh_probe_bucket_pow2, about half
    * the instructions per probe of probe_bucket_fast. A uniform branch, so that the loop exists once (two
    * copies raised v9's spills); kPow2 = false keeps the one-pass loop, which the Z-order hashes take, as it
-   * was (with the branch there v4's K3 lost 12-25% on Z-order-div, session 16). */
+   * was (with the branch there v4's K3 lost 12-25% on Z-order-div, a643943). */
   const bool xp = kPow2 && psh_probe_pow2((psh_hash)p.hash, f.step, f.bits, p.nb);
   const uint64_t rb = hx_rng_base(p.seed, i); /* hx_rng_u64(seed, i, k) = hx_mix64(rb + k) */
   for (uint32_t k = k0; k < p.nprobe; k++) {
@@ -460,7 +460,7 @@ __device__ __forceinline__ int probe_point_zm(const P &p, uint32_t *full_w, bool
   return kLeft;
 }
 
-/* Z-order-div's cell tables (psh_zcell_geom, psh_internal.h; NOTES.md, session 19), kCellWords shared words:
+/* Z-order-div's cell tables (psh_zcell_geom, psh_internal.h; docs/psh.md), kCellWords shared words:
  * cf, bit (cloud c, cell): every code of the cell lies in a bucket whose "full" bit is set; bf, the same bit
  * index for the 2 x 2 x 2 block of cells whose lowest corner it is (per axis modulo C): all 8 cells in cf. A
  * probe whose block is in bf cannot place its point (test_zcell_probe), so probe_point_z skips it before the
@@ -527,7 +527,7 @@ __device__ __forceinline__ void zc_build(const P &p, const uint32_t *full_w, uin
  * of the blocks that hold one of them, whole rows at a time (any bit zc_block_row sets is a block whose 8 cells
  * are in cf). Out of line: a rare path (a bucket is found full once per block), kept off the probe loop's
  * registers. Rows rather than cells: the first form, 64 single-bit reads per cell, made Z-order-div at 100k
- * 10-45% slower on the H100 (session 19), as a lane's call stalls its warp and each block finds most buckets
+ * 10-45% slower on the H100 (f54cd9e), as a lane's call stalls its warp and each block finds most buckets
  * full itself. */
 static __device__ __noinline__ void zc_mark(uint32_t *cw, ZCell z, uint32_t c, uint32_t h, uint32_t bits, uint32_t step) {
   Frame f;
@@ -587,7 +587,7 @@ __device__ __forceinline__ bool zc_attempt(const P &p, uint32_t *full_w, uint32_
     zc_mark(cw, z, c, h, f.bits, f.step);
   return false;
 }
-#ifdef PSH_ZC_VERIFY /* check builds (lab/kernels/emu, psh-ab.sh FLAGS): a probe skipped as full had no room */
+#ifdef PSH_ZC_VERIFY /* check builds (psh-ab.sh FLAGS=-DPSH_ZC_VERIFY): a probe skipped as full had no room */
 template <bool kSp, class P>
 __device__ void zc_verify_skip(const P &p, const uint32_t v[3], const int8_t pr[3], const Frame &f, uint64_t rw,
                                uint32_t home, uint32_t c, uint32_t i, uint32_t k, const char *how) {
@@ -616,9 +616,9 @@ __device__ __forceinline__ bool zc_block_full(const volatile uint32_t *bf, uint3
  * The counter attempt is aggregated over the lanes that reach it together and want the same bucket
  * (__activemask, __match_any_sync): one of them reads the counter and takes the group's slots with one atomic,
  * rolling back those past S, and the lanes take the slots in lane order; the same outcome as one attempt each in
- * that order, for any grouping (groups of one in the host emulation). Why: a warp's points are neighbours in
+ * that order, for any grouping (groups of one included). Why: a warp's points are neighbours in
  * list order and its lanes step through the same probe order, so at one probe index they often want the same
- * bucket, and the counters' L2 traffic set this phase's length (ncu, session 19: at 100k 35% of the stall
+ * bucket, and the counters' L2 traffic set this phase's length (ncu, H100, 2026-11-26: at 100k 35% of the stall
  * samples on the counter read and the atomic; without the read, so with more atomics, 20-66% slower). H100,
  * same call: 100k -30 to -44%, 600k -6 to -23%, 4M +2%; v8 pays 2-4% on the XOR hashes (spills 60 -> 152 bytes).
  * A warp-synchronous form (every lane stepping the probes together, two votes a step) won as much at 100k but
@@ -646,7 +646,7 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
         continue;
       }
       /* the same tail as probe_warp_z's walk (they must attempt the same buckets in the same order); one helper
-       * for both doubled v9/v10's spills (NOTES.md, session 27) */
+       * for both doubled v9/v10's spills (f9bab7b) */
       uint32_t w[3];
       probe_voxel(v, p.probe[k], f.step, f.bits, hx_mix64(rb + k), w);
       const uint32_t x = w[0] >> s, y = w[1] >> s, zz = w[2] >> s, u = cbase + psh_zcell_index(x, y, zz, z.m);
@@ -675,10 +675,10 @@ __device__ __forceinline__ int probe_point_z(const P &p, uint32_t *full_w, uint3
  * outcome. Why: at 600k ~350k of ~560k listed Z-order-div points are leftovers that step through all 128 probes,
  * almost all skipped by bf, and a warp's points (neighbours in list order) mostly share one or two cells of
  * 2^(bits - m) voxels a side. ptab: the probe table (probe_table). Lanes whose cloud has no table (zc_frame false)
- * take probe_point_z. H100, psh_bench, old and new in one call, seeds sweep and 1 (session 21): Z-order-div at 600k
+ * take probe_point_z. H100, psh_bench, old and new in one call, seeds sweep and 1 (860f9f0): Z-order-div at 600k
  * v9 -16 / -17%, v8 -15%, v5 -8 / -9%; 300k v8 -9%, v9 -6% / +5% (one noisy round), v5 -3%; 100k v8/v9 -2 to -5%,
  * v5 +8 to +10%; the XOR hashes within noise, though v9's spills grew from 28/20 to 72/140 bytes. v4's K3 too
- * (kWarpZ, with a probe table of its own; session 22, H200, same call): Z-order-div 600k -6 to -10%, 4M -18%,
+ * (kWarpZ, with a probe table of its own; af0da13, H200, same call): Z-order-div 600k -6 to -10%, 4M -18%,
  * 100k +7 to +12% (v9 is the variant there), the XOR hashes within 2%. */
 template <bool kSp, class P>
 __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32_t *cw, const uint32_t *ptab,
@@ -704,7 +704,7 @@ __device__ __forceinline__ int probe_warp_z(const P &p, uint32_t *full_w, uint32
       bool cand = false;
       if (k < p.nprobe) {
         const uint32_t pw = ptab[k]; /* zc_block_full's test, written out: through it (a row unpacked from pw)
-                                       * the PTX of every variant changed (session 22) */
+                                       * the PTX of every variant changed (5641217) */
         const uint32_t t = cb + psh_zcell_index((x0 + (uint32_t)(int32_t)(int8_t)pw) & cm,
                                                 (y0 + (uint32_t)(int32_t)(int8_t)(pw >> 8)) & cm,
                                                 (z0 + (uint32_t)(int32_t)(int8_t)(pw >> 16)) & cm, z.m);
@@ -780,12 +780,12 @@ __device__ __forceinline__ void leftover_tickets(const P &p, bool left, uint32_t
  * G a power of two <= kQueueMaxG chosen for the shortest chain (block-uniform; each group of G lanes takes every
  * (NT / G)-th point). Why: a queued point that no probe places runs all its ~124 probes, and with one lane per
  * point that lane's chain of dependent hash arithmetic set the pass's length (~37 us of v9's 124 at 600k
- * xor-div, H100, session 16) while most of the block's lanes idled. Lane j of a group runs probes
+ * xor-div, H100, a643943) while most of the block's lanes idled. Lane j of a group runs probes
  * kReachAt + kSolo + j, + j + G, ... of the group's points on its own, as probe_point does with all of them; the
  * lanes of a point race, so the point takes the first probe with room in one lane's share rather than in the
  * whole order (the assignment was already order-dependent: other points race for the same counters). Lockstep
  * rounds, where the group tried its candidates in probe order, coupled the groups of a warp at every L2 access
- * and lost (NOTES.md, session 17). The queue entry is the point's state, written only by atomics and read
+ * and lost (a356b24, docs/psh.md). The queue entry is the point's state, written only by atomics and read
  * with volatile loads (as the "full" bitmap): kClaimMark set by the lane that makes the counter attempt (the
  * others retry that probe) and cleared if the attempt overflows; kPlacedMark added on success, after which the
  * entry never equals the bare index again, so no later claim succeeds. The claim makes lanes of one warp wait on each other, so
@@ -807,7 +807,7 @@ __device__ __forceinline__ uint32_t ptab_bucket(const P &p, const Frame &f, cons
  * for good, else probes kReachAt .. kReachAt + kSolo - 1 by this lane alone (kPlaced), else kDeferred (the grid's
  * queue takes the rest), or kLeft when no probes remain (nprobe <= kReachAt + kSolo). What probe_point does from k0 = kReachAt, stopped early; a copy of its loop, with the
  * probe table read from shared memory, because the second instance of probe_point's loop raised v9's spills
- * from 16 to 88 bytes (ptxas, sm_90) and cost it 3-5% on xor-mod (session 18). */
+ * from 16 to 88 bytes (ptxas, sm_90) and cost it 3-5% on xor-mod (4574d68). */
 template <class P>
 __device__ __forceinline__ int solo_probes(const P &p, uint32_t *full_w, const uint32_t *ptab, uint32_t i, uint32_t c,
                                            const Frame &f, const uint32_t v[3], uint32_t home) {
@@ -902,7 +902,7 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * counter that other blocks are changing always goes to L2 (ld.global.cg). full: kSnapBits / 32 shared
  * words, tally: 3 shared words, defer: 2 NT shared words. v4's K3 runs it with NT = kProbeT, v5/v7
  * through phase_probe (NT = kT), v8 with its 1024-thread blocks.
- * XOR hashes with the snapshot (session 14, NOTES.md): a point that kReachAt probes did not place either has
+ * XOR hashes with the snapshot (c1fb0e7, docs/psh.md): a point that kReachAt probes did not place either has
  * its whole probe reach full (xor_reach_full: it is a leftover at once, instead of trying the other 126
  * probes) or is queued in shared memory for a second pass of the block over its queued points, run whenever
  * the queue holds NT (so it never holds more than 2 NT) and after the block's last round. One thread per
@@ -912,7 +912,7 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  * one-pass loop (their reach is a box of up to 512 buckets: no cheap proof for the whole point); with cells
  * (kCellWords shared words, or nullptr) Z-order-div proves it per probe instead (probe_point_z; with kWarpZ per
  * base cell and warp, probe_warp_z).
- * kGridQ (the cooperative variants v5-v9; sessions 17-18): the block's second pass tries only probes kReachAt
+ * kGridQ (the cooperative variants v5-v9; d6da59e): the block's second pass tries only probes kReachAt
  * .. kReachAt + kSolo - 1 of its queued points, one thread each, and pushes the points still unplaced (and not
  * proven hopeless) to one grid-wide queue (ovf + n + 1, one atomic per warp); after a grid barrier every block
  * takes an equal share of that queue through queue_pass (G lanes per point). Why both steps:
@@ -920,8 +920,8 @@ __device__ __forceinline__ void queue_drain(const P &p, uint32_t *full_w, const 
  *   queues, and the slowest block's thread-per-point pass (~40-50 us at 600k xor-div, H100) set the phase's end.
  * - Many queued points are easy: for some PSH seeds (the sweep's among them) their probes kReachAt.. have room
  *   at once. Sent straight to the grid's queue (d0f16b2), up to 88k of them at 600k (against 12-20k for other
- *   seeds) raced their G lanes for the same claim, and the seed decided between -20% and +20% (session 18,
- *   8 seeds, NOTES.md). Two probes per point in the block first leave the grid's queue to the hard points.
+ *   seeds) raced their G lanes for the same claim, and the seed decided between -20% and +20% (H100,
+ *   8 seeds, 4574d68). Two probes per point in the block first leave the grid's queue to the hard points.
  * H100, v9 xor-div, 6 seeds, same calls: 100k -5 to -13%, 600k -2 to -21% (the sweep's seed: -11%, -21%).
  * v4's K3 (kGridQ = false: separate launches, no grid barrier) keeps its per-block queue and the
  * thread-per-point second pass over every remaining probe (the lane split alone cost it 3-7%). kWarpZ: Z-order-div
@@ -979,16 +979,16 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
    * Z-order-div 100k, whose 93k entries fill 363 of 528 blocks: the busiest SM +35%, the idlest -80% of the mean
    * active cycles); equal shares keep every block busy, and each block's entries stay neighbours in list
    * order (warps append their tile's overflowing points together).
-   * Session 15, H100, same call: v9 xor-div 100k -9% / 600k -2%, zorder-div -9%, v7 xor-div 100k -7%; v4's K3
+   * 4e0a2eb, H100, same call: v9 xor-div 100k -9% / 600k -2%, zorder-div -9%, v7 xor-div 100k -7%; v4's K3
    * (four 256-thread blocks per SM) lost at 4M (xor-mod +9%), so it keeps the grid-stride chunks (kShare =
    * false). */
   /* kDeal (v9/v10's Z-order-div instances, psh_v8.cu): the list in chunks of 32 entries dealt round-robin over
    * the grid's warps (chunk ch to block ch % G, then to the block's warps in turn) instead of equal contiguous
    * shares; first, end and step then count this warp's chunks. A warp's 32 entries stay neighbours in list order
    * (probe_warp_z shares their cells), while every block samples the whole list, so the blocks holding the
-   * clusters of hard points no longer end the phase (they ended it between 150 and 240 us at 600k, session 21).
+   * clusters of hard points no longer end the phase (they ended it between 150 and 240 us at 600k, H100, 2026-11-27).
    * It applies where probe_warp_z does (zon: Z-order-div with its cell tables); otherwise the shares stay.
-   * H100, psh_bench, old and new in one call, two seeds (session 24, cfb7c9d): v9 and v10 zorder-div -4 to -11%
+   * H100, psh_bench, old and new in one call, two seeds (cfb7c9d): v9 and v10 zorder-div -4 to -11%
    * at 100k, -12 to -14% at 300k and 600k; v5 and v7 within +-2% with it, and a form that also dealt
    * Z-order-mod's one-pass loop gained nothing there (+1%), so neither takes it. The three loop words are reused,
    * not added (a form with three more spilled twice as much); still, in the one kernel of v9/v10 the deal's
@@ -1015,7 +1015,7 @@ __device__ __forceinline__ void phase_probe_nt(const P &p, uint32_t *full_w, uin
       np += t < tend && r == kPlaced;
       leftover_tickets(p, t < tend && r == kLeft, i, c, lane, nl);
     }
-  } else if (!reach) { /* the one-pass loop of before session 14 (sharing the two-pass loop's code cost Z-order 2-3%) */
+  } else if (!reach) { /* the one-pass loop of before c1fb0e7 (sharing the two-pass loop's code cost Z-order 2-3%) */
     for (uint32_t t0 = first; t0 < end; t0 += step) {
       const uint32_t t = t0 + threadIdx.x;
       bool left = false;
