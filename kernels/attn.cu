@@ -32,7 +32,7 @@
  *       consumer warpgroups (setmaxnreg up) compute as v6 and free slots through "empty" mbarriers, with
  *       ping-pong named barriers between them and no CTA-wide barrier in the loop; D=32/64/128, v5's kernel
  *       at D=16 (where the softmax, not the data movement, sets the pace). The recommended variant on
- *       sm_90a (H200, 2026-11-22: 142/255/421/587 TFLOP/s at D=16/32/64/128, NOTES.md).
+ *       sm_90a (H200, 2026-11-22: 142/255/421/587 TFLOP/s at D=16/32/64/128, af776f7; docs/attention.md).
  *   v10 v9's kernel at every head dim; v11 v10 without the ping-pong (ablations).
  */
 #include "kernels/kernels.h"

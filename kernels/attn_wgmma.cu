@@ -18,7 +18,7 @@
  * v9 (battn_v9_kernel, below v6's): the same tile arithmetic (v6_wg, which both kernels call), warp-
  * specialised: a producer warpgroup fills the K/V ring (cp.async + per-slot full/empty mbarriers,
  * setmaxnreg), two consumer warpgroups ping-pong their wgmmas; no CTA-wide barrier in the loop. 1.4-1.5x
- * v6 at D = 64/128 on the H200 (NOTES.md).
+ * v6 at D = 64/128 on the H200 (2026-11-22, af776f7; docs/attention.md).
  *
  * Gating: the wgmma code exists only in the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); the sm_80/sm_90
  * images of this file hold empty kernels. The launcher refuses (HX_EUNSUPPORTED) unless the device is
@@ -886,7 +886,7 @@ static hx_status wg_run(const battn_params *p, void *d_scratch, size_t *scratch_
 }
 
 /* v6: the wgmma kernel where it wins (D = 64, 128); v5's mma.sync kernels at D = 16 and 32, where the
- * softmax, not the tensor cores, sets the pace and v5's 12 warps/SM beat 8 (see NOTES.md). */
+ * softmax, not the tensor cores, sets the pace and v5's 12 warps/SM beat 8 (docs/attention.md). */
 extern "C" hx_status battn_v6_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                                  hx_err *err) {
   if (p && p->head_dim <= 32) {

@@ -485,8 +485,8 @@ done:
 
 size_t psh_pair_bytes(uint32_t n) { return psh_align256((size_t)n * 8u); }
 
-/* Host code only, here rather than in psh.cu so that the host emulation of the kernels (lab/kernels/emu), which
- * links a CPU-only build, has it too. */
+/* Host code only, here rather than in psh.cu so that a CPU-only build has it too (test_psh_cpu's
+ * test_run_paired tests it there). */
 hx_status psh_run_paired(psh_fn fn, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                          const psh_params *p, void *stream, hx_err *err) {
   if (out->bucket && out->offset) return fn(d_scratch, scratch_bytes, out, in, p, stream, err);
