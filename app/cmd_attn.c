@@ -6,8 +6,10 @@
  * plain, swin:K, stride:S, or patches (PTv3's varlen path: cu_seqlens patches of bucket-size x
  * scope-buckets rows, each patch one scope of its bucket-size pieces). Inputs are uniform random
  * (q, k in [-2, 2), v in [-1, 1)). A variant that fails --check (the default) gets no timing: the command
- * prints the failure and exits 1. Timing: CUDA events around each launch after warm-up, median and
- * min/max of --reps launches. TFLOP/s counts 4 * D * H * sum over scopes of rows_s^2 (= 4 * rows *
+ * prints the failure and exits 1. Timing: the harness's clocks (hx_time), the one path every published
+ * number takes: on the GPU, CUDA events around each launch on the command's stream after --warmup
+ * discarded launches, and median, min and max of the --reps kept ones (hx_stats_describe); the CPU
+ * reference is one run on the CPU clock. TFLOP/s counts 4 * D * H * sum over scopes of rows_s^2 (= 4 * rows *
  * scope_rows * D * H for full scopes). Only the timing uses the GPU clock; the check is a CPU double
  * reference on --check-rows sampled rows (all rows when --check-rows 0).
  */
@@ -19,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "f3d_config.h"
@@ -158,16 +159,21 @@ static void report_check(const char *vname, const battn_check_report *r, hx_stat
   if (s != HX_OK) attn_fail("%s: %s", vname, e->msg);
 }
 
+static hx_status cpu_forward(void *arg, void *stream, hx_err *err) {
+  (void)stream;
+  attn_data *a = arg;
+  return battn_forward_cpu(&a->hp, &a->plan, err);
+}
+
 static int run_cpu(const attn_opts *o, attn_data *a) {
   hx_err e = {HX_OK, ""};
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (battn_forward_cpu(&a->hp, &a->plan, &e) != HX_OK) {
+  const hx_closure c = {cpu_forward, NULL, a, 0.0, 0.0};
+  const hx_timing_opts one = {0, 1}; /* the double reference is slow: one run, none discarded */
+  double ms = 0.0;
+  if (hx_time(&ms, HX_CLOCK_CPU, &one, &c, NULL, &e) != HX_OK) {
     attn_fail("cpu: %s", e.msg);
     return 1;
   }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
   double fl = plan_flops(&a->plan, o->heads, o->head_dim);
   printf("attn cpu  %s D=%d H=%d rows=%llu plan=%s: %.3f ms, %.4f TFLOP/s (one run, double reference)\n",
          o->dtype == BATTN_F16 ? "fp16" : "bf16", o->head_dim, o->heads, (unsigned long long)o->rows, o->plan,
@@ -176,9 +182,17 @@ static int run_cpu(const attn_opts *o, attn_data *a) {
 }
 
 #if F3D_HAVE_CUDA
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
+/* One launch of a variant, for the harness's GPU clock (it records the events around run() on `stream`). */
+typedef struct attn_launch {
+  const battn_variant *var;
+  const battn_params *p;
+  void *scratch;
+  size_t *scratch_bytes;
+} attn_launch;
+
+static hx_status attn_launch_run(void *arg, void *stream, hx_err *err) {
+  const attn_launch *l = arg;
+  return l->var->fn(l->p, l->scratch, l->scratch_bytes, stream, err);
 }
 
 #define CU(call)                                                                                       \
@@ -194,9 +208,9 @@ static int cmp_double(const void *a, const void *b) {
 static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, int last, int *skipped) {
   int rc = 1;
   void *d_in = NULL, *d_o = NULL, *d_s = NULL;
-  float *d_l = NULL, *ms = NULL;
+  float *d_l = NULL;
+  double *ms = NULL;
   uint32_t *d_st = NULL, *d_ct = NULL, *d_sc = NULL;
-  cudaEvent_t ev[2] = {NULL, NULL};
   cudaStream_t stream = NULL;
   hx_err e = {HX_OK, ""};
   const battn_plan *pl = &a->plan;
@@ -256,29 +270,18 @@ static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, i
     if (s != HX_OK) goto done; /* no timing for a variant that computes the wrong thing */
   }
   ms = malloc((size_t)o->reps * sizeof *ms);
-  double *sorted = malloc((size_t)o->reps * sizeof *sorted);
-  if (!ms || !sorted) {
-    free(sorted);
+  if (!ms) {
     attn_fail("no memory");
     goto done;
   }
-  CU(cudaEventCreate(&ev[0]));
-  CU(cudaEventCreate(&ev[1]));
-  for (int i = 0; i < o->warmup; ++i) var->fn(&p, sp, &scratch, stream, &e);
-  for (int i = 0; i < o->reps; ++i) {
-    CU(cudaEventRecord(ev[0], stream));
-    if (var->fn(&p, sp, &scratch, stream, &e) != HX_OK) {
-      attn_fail("%s: %s", var->name, e.msg);
-      free(sorted);
-      goto done;
-    }
-    CU(cudaEventRecord(ev[1], stream));
-    CU(cudaEventSynchronize(ev[1]));
-    CU(cudaEventElapsedTime(&ms[i], ev[0], ev[1]));
-    sorted[i] = (double)ms[i];
+  const attn_launch launch = {var, &p, sp, &scratch};
+  const hx_closure c = {attn_launch_run, NULL, (void *)&launch, 0.0, 0.0};
+  const hx_timing_opts to = {(uint32_t)o->warmup, (uint32_t)o->reps};
+  hx_stats_desc d;
+  if (hx_time(ms, HX_CLOCK_GPU, &to, &c, stream, &e) != HX_OK || hx_stats_describe(&d, ms, (size_t)o->reps, &e) != HX_OK) {
+    attn_fail("%s: %s", var->name, e.msg);
+    goto done;
   }
-  qsort(sorted, (size_t)o->reps, sizeof *sorted, cmp_double);
-  double med = o->reps % 2 ? sorted[o->reps / 2] : 0.5 * (sorted[o->reps / 2 - 1] + sorted[o->reps / 2]);
   double fl = plan_flops(pl, o->heads, o->head_dim);
   struct cudaDeviceProp prop;
   int dev = 0;
@@ -287,13 +290,10 @@ static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, i
   printf("attn %-3s %s D=%-3d H=%d rows=%llu bucket=%d scope=%d plan=%-9s%s %s: median %.4f ms "
          "[min %.4f max %.4f, %d reps] %.1f TFLOP/s\n",
          var->name, o->dtype == BATTN_F16 ? "fp16" : "bf16", o->head_dim, o->heads,
-         (unsigned long long)o->rows, o->bucket, o->scope_buckets, o->plan, o->packed ? " packed" : "", prop.name, med, sorted[0],
-         sorted[o->reps - 1], o->reps, fl / (med * 1e-3) / 1e12);
-  free(sorted);
+         (unsigned long long)o->rows, o->bucket, o->scope_buckets, o->plan, o->packed ? " packed" : "", prop.name, d.median,
+         d.min, d.max, o->reps, fl / (d.median * 1e-3) / 1e12);
   rc = 0;
 done:
-  if (ev[0]) cudaEventDestroy(ev[0]);
-  if (ev[1]) cudaEventDestroy(ev[1]);
   if (stream) cudaStreamDestroy(stream);
   cudaFree(d_in), cudaFree(d_o), cudaFree(d_l), cudaFree(d_st), cudaFree(d_ct), cudaFree(d_sc), cudaFree(d_s);
   free(ms);

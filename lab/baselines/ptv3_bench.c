@@ -4,9 +4,14 @@
  *
  * Input: N random points (default 600k) in a 100 x 100 x 8 m box, grid 0.05 m (depth 11, like nuScenes),
  * B clouds of N/B points. Every GPU variant is first checked against the CPU reference on this input
- * (a mismatch is reported and the variant is not timed). Timing: cudaEvents around each call, L2 flushed
- * (256 MB memset) before every repetition, 3 warm-ups, median of REPS. Gathers are reported as achieved
- * bandwidth (read + write bytes / time) next to a device-to-device cudaMemcpy of the same output size.
+ * (a mismatch is reported and the variant is not timed). Timing: the harness's GPU clock (hx_time, the one
+ * path of every published number: CUDA events around each call on the bench's stream), the L2 flushed (a
+ * 256 MB memset queued by the closure's reset, before the start event) before every repetition, 3 warm-ups
+ * discarded, the median of REPS (hx_stats_describe: the mean of the middle two for an even REPS; this table
+ * printed the upper middle one before). Every stage runs on one stream created with cudaStreamCreate, which
+ * keeps the legacy default stream's ordering with the synchronous copies and memsets of the checks. Gathers
+ * are reported as achieved bandwidth (read + write bytes / time) next to a device-to-device cudaMemcpy of the
+ * same output size.
  * Usage: ptv3_bench [N] [B] [REPS] [GRID] > table.txt   (GRID 0.1 gives depth 10: 32-bit sort keys)
  */
 #include <math.h>
@@ -15,6 +20,7 @@
 #include <string.h>
 
 #include "baselines/baselines.h"
+#include "harness/harness.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpedantic" /* the CUDA headers have stray semicolons */
@@ -44,41 +50,6 @@ static void *dmalloc(size_t b) {
   return p;
 }
 
-typedef void (*bench_fn)(void *arg);
-
-static void *g_flush;
-static int g_reps = 20;
-
-static int cmp_d(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median time (ms) of fn(arg) over g_reps, L2 flushed before each. */
-static double time_ms(bench_fn fn, void *arg) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  double t[200];
-  const int reps = g_reps > 200 ? 200 : g_reps;
-  for (int i = 0; i < 3; i++) fn(arg);
-  for (int i = 0; i < reps; i++) {
-    CK(cudaMemsetAsync(g_flush, i & 0xFF, 256u << 20, 0));
-    CK(cudaEventRecord(a, 0));
-    fn(arg);
-    CK(cudaEventRecord(b, 0));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t[i] = ms;
-  }
-  CK(cudaGetLastError());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  qsort(t, (size_t)reps, sizeof t[0], cmp_d);
-  return t[reps / 2];
-}
-
 /* ---- the benchmark state ---- */
 typedef struct st {
   size_t n, offset[SFC_MAX_CLOUDS + 1];
@@ -106,52 +77,103 @@ typedef struct st {
   /* pooling */
   spool_in pin;
   spool_out pout;
+  /* timing */
+  cudaStream_t stream;
+  void *d_flush;    /* 256 MB: the L2 flush before every repetition */
+  unsigned flushes; /* the flush byte changes every time */
+  uint32_t reps;
 } st;
 
-static void run_grid(void *p) {
-  st *s = p;
-  OK(sfc_grid_gpu(s->d_grid, s->d_batch, s->d_max, s->d_scratch, &s->scratch, s->d_xyz, s->offset, s->B, s->gs, NULL));
+typedef hx_status (*bench_fn)(void *arg, void *stream, hx_err *err);
+
+/* A library status with the stage's name (the baselines return a status and no message). */
+static hx_status named(hx_status s, const char *what, hx_err *err) {
+  return s == HX_OK ? HX_OK : hx_errf(err, s, "%s: %s", what, hx_status_str(s));
 }
-static void run_encode1(void *p) {
-  st *s = p;
-  OK(sfc_encode_gpu(s->d_code, s->d_grid, s->d_batch, s->n, s->depth, &s->one, 1, NULL));
+
+/* The closure's reset: queue the flush on the bench's stream, so it lands before the start event. */
+static hx_status flush_l2(void *arg, hx_err *err) {
+  st *s = arg;
+  const cudaError_t e = cudaMemsetAsync(s->d_flush, (int)(s->flushes++ & 0xFF), 256u << 20, s->stream);
+  return e == cudaSuccess ? HX_OK : hx_errf(err, HX_ECUDA, "L2 flush: %s", cudaGetErrorString(e));
 }
-static void run_encode4(void *p) {
-  st *s = p;
-  OK(sfc_encode_gpu(s->d_code, s->d_grid, s->d_batch, s->n, s->depth, s->a.orders, 4, NULL));
+
+/* Median time (ms) of fn over s->reps repetitions, L2 flushed before each, 3 warm-ups (hx_time). */
+static double time_ms(bench_fn fn, st *s) {
+  const hx_closure c = {fn, flush_l2, s, 0.0, 0.0};
+  const hx_timing_opts o = {3, s->reps};
+  double *t = malloc(s->reps * sizeof *t);
+  hx_stats_desc d;
+  hx_err err = {HX_OK, ""};
+  if (!t || hx_time(t, HX_CLOCK_GPU, &o, &c, s->stream, &err) != HX_OK || hx_stats_describe(&d, t, s->reps, &err) != HX_OK) {
+    fprintf(stderr, "ptv3_bench: timing failed: %s\n", t ? err.msg : "no memory");
+    exit(1);
+  }
+  free(t);
+  return d.median;
 }
-static void run_sort(void *p) {
+
+static hx_status run_grid(void *p, void *stream, hx_err *err) {
   st *s = p;
-  OK(sfc_sort_gpu(s->d_order, s->d_scratch, &s->scratch, s->d_code, s->n, 4, sfc_key_bits(s->depth, s->B), NULL));
+  return named(sfc_grid_gpu(s->d_grid, s->d_batch, s->d_max, s->d_scratch, &s->scratch, s->d_xyz, s->offset, s->B, s->gs,
+                            stream),
+               "grid", err);
 }
-static void run_inverse(void *p) {
+static hx_status run_encode1(void *p, void *stream, hx_err *err) {
   st *s = p;
-  OK(sfc_inverse_gpu(s->d_inv, s->d_order, s->n, 4, NULL));
+  return named(sfc_encode_gpu(s->d_code, s->d_grid, s->d_batch, s->n, s->depth, &s->one, 1, stream), "encode", err);
 }
-static void run_serial(void *p) {
+static hx_status run_encode4(void *p, void *stream, hx_err *err) {
   st *s = p;
-  OK(s->var->fn(s->d_scratch, &s->scratch, &s->a, NULL));
+  return named(sfc_encode_gpu(s->d_code, s->d_grid, s->d_batch, s->n, s->depth, s->a.orders, 4, stream), "encode", err);
 }
-static void run_serial_grid(void *p) {
-  run_grid(p);
-  run_serial(p);
-}
-static void run_padding(void *p) {
+static hx_status run_sort(void *p, void *stream, hx_err *err) {
   st *s = p;
-  OK(shuf_padding_gpu(s->d_pad, s->d_unpad, s->d_cu, s->offset, s->B, 1024, NULL));
-  OK(shuf_compose_gpu(s->d_order_p, s->d_inverse_p, s->d_order, s->d_inv, s->d_pad, s->d_unpad, s->n, s->sum_p, NULL));
+  return named(sfc_sort_gpu(s->d_order, s->d_scratch, &s->scratch, s->d_code, s->n, 4, sfc_key_bits(s->depth, s->B),
+                            stream),
+               "sort", err);
 }
-static void run_gather(void *p) {
+static hx_status run_inverse(void *p, void *stream, hx_err *err) {
   st *s = p;
-  OK(s->gv->fn(s->d_out, s->d_in, s->d_idx, s->rows, s->width, SHUF_F16, NULL));
+  return named(sfc_inverse_gpu(s->d_inv, s->d_order, s->n, 4, stream), "inverse", err);
 }
-static void run_copy(void *p) {
+static hx_status run_serial(void *p, void *stream, hx_err *err) {
   st *s = p;
-  CK(cudaMemcpyAsync(s->d_out, s->d_in, s->copy_bytes, cudaMemcpyDeviceToDevice, 0));
+  return named(s->var->fn(s->d_scratch, &s->scratch, &s->a, stream), s->var->name, err);
 }
-static void run_pool(void *p) {
+static hx_status run_serial_grid(void *p, void *stream, hx_err *err) {
+  HX_TRY(run_grid(p, stream, err));
+  return run_serial(p, stream, err);
+}
+static hx_status run_padding(void *p, void *stream, hx_err *err) {
   st *s = p;
-  OK(spool_gpu(&s->pout, s->d_scratch, &s->scratch, &s->pin, NULL));
+  HX_TRY(named(shuf_padding_gpu(s->d_pad, s->d_unpad, s->d_cu, s->offset, s->B, 1024, stream), "padding", err));
+  return named(shuf_compose_gpu(s->d_order_p, s->d_inverse_p, s->d_order, s->d_inv, s->d_pad, s->d_unpad, s->n, s->sum_p,
+                                stream),
+               "compose", err);
+}
+static hx_status run_gather(void *p, void *stream, hx_err *err) {
+  st *s = p;
+  return named(s->gv->fn(s->d_out, s->d_in, s->d_idx, s->rows, s->width, SHUF_F16, stream), s->gv->name, err);
+}
+static hx_status run_copy(void *p, void *stream, hx_err *err) {
+  st *s = p;
+  const cudaError_t e = cudaMemcpyAsync(s->d_out, s->d_in, s->copy_bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
+  return e == cudaSuccess ? HX_OK : hx_errf(err, HX_ECUDA, "copy: %s", cudaGetErrorString(e));
+}
+static hx_status run_pool(void *p, void *stream, hx_err *err) {
+  st *s = p;
+  return named(spool_gpu(&s->pout, s->d_scratch, &s->scratch, &s->pin, stream), "pool", err);
+}
+
+/* One untimed run of a stage (the check before its timing) on the bench's stream, then a device sync. */
+static void run_once(bench_fn fn, st *s) {
+  hx_err err = {HX_OK, ""};
+  if (fn(s, s->stream, &err) != HX_OK) {
+    fprintf(stderr, "ptv3_bench: %s\n", err.msg);
+    exit(1);
+  }
+  CK(cudaDeviceSynchronize());
 }
 
 static int same(const void *d, const void *h, size_t bytes) {
@@ -167,7 +189,9 @@ int main(int argc, char **argv) {
   memset(&s, 0, sizeof s);
   s.n = argc > 1 ? strtoull(argv[1], NULL, 10) : 600000;
   s.B = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 1;
-  g_reps = argc > 3 ? atoi(argv[3]) : 20;
+  const long reps = argc > 3 ? strtol(argv[3], NULL, 10) : 20;
+  if (reps < 1 || reps > (long)HX_TIMING_MAX_REPS) return fprintf(stderr, "bad REPS (1..%u)\n", HX_TIMING_MAX_REPS), 2;
+  s.reps = (uint32_t)reps;
   const double gs = argc > 4 ? strtod(argv[4], NULL) : 0.05;
   if (!(gs > 0.0)) return fprintf(stderr, "bad GRID\n"), 2;
   if (s.B < 1 || s.B > SFC_MAX_CLOUDS || s.n < s.B) return fprintf(stderr, "bad N/B\n"), 2;
@@ -175,7 +199,7 @@ int main(int argc, char **argv) {
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) return fprintf(stderr, "no CUDA device\n"), 77;
   struct cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  printf("# ptv3_bench on %s, N=%zu, B=%u, grid %g m, reps=%d (median, L2 flushed)\n", prop.name, s.n, s.B, gs, g_reps);
+  printf("# ptv3_bench on %s, N=%zu, B=%u, grid %g m, reps=%u (median, L2 flushed)\n", prop.name, s.n, s.B, gs, s.reps);
   s.gs = gs;
   const size_t n = s.n;
   for (uint32_t b = 0; b < s.B; b++) s.offset[b + 1] = n * (b + 1) / s.B;
@@ -196,7 +220,8 @@ int main(int argc, char **argv) {
   OK(sfc_encode_cpu(code, grid, batch, n, s.depth, orders, 4, NULL));
   OK(sfc_sort_cpu(order, inv, code, n, 4, NULL));
 
-  CK(cudaMalloc(&g_flush, 256u << 20));
+  CK(cudaMalloc(&s.d_flush, 256u << 20));
+  CK(cudaStreamCreate(&s.stream)); /* blocking: ordered with the legacy stream's copies and memsets below */
   s.d_xyz = dmalloc(n * 12);
   CK(cudaMemcpy(s.d_xyz, xyz, n * 12, cudaMemcpyHostToDevice));
   s.d_grid = dmalloc(n * 12), s.d_batch = dmalloc(n * 4), s.d_max = dmalloc(4);
@@ -217,33 +242,27 @@ int main(int argc, char **argv) {
   s.scratch = need;
 
   printf("%-34s %10s %s\n", "stage", "ms", "note");
-  run_grid(&s);
-  CK(cudaDeviceSynchronize());
+  run_once(run_grid, &s);
   printf("%-34s %10.4f %s\n", "grid", time_ms(run_grid, &s), same(s.d_grid, grid, n * 12) ? "ok" : "MISMATCH");
   for (int o = 0; o < 4; o++) {
     s.one = orders[o];
     char name[64];
     snprintf(name, sizeof name, "encode %s", sfc_order_name(orders[o]));
-    run_encode1(&s);
-    CK(cudaDeviceSynchronize());
+    run_once(run_encode1, &s);
     const int ok = same(s.d_code, code + (size_t)o * n, n * 8);
     printf("%-34s %10.4f %s\n", name, time_ms(run_encode1, &s), ok ? "ok" : "MISMATCH");
   }
-  run_encode4(&s);
-  CK(cudaDeviceSynchronize());
+  run_once(run_encode4, &s);
   printf("%-34s %10.4f %s\n", "encode 4 orders (one launch)", time_ms(run_encode4, &s),
          same(s.d_code, code, n * 32) ? "ok" : "MISMATCH");
-  run_sort(&s);
-  CK(cudaDeviceSynchronize());
+  run_once(run_sort, &s);
   printf("%-34s %10.4f %s\n", "sort 4 rows (CUB, u64)", time_ms(run_sort, &s), same(s.d_order, order, n * 16) ? "ok" : "MISMATCH");
-  run_inverse(&s);
-  CK(cudaDeviceSynchronize());
+  run_once(run_inverse, &s);
   printf("%-34s %10.4f %s\n", "inverse 4 rows", time_ms(run_inverse, &s), same(s.d_inv, inv, n * 16) ? "ok" : "MISMATCH");
   for (int v = 0; v < sfc_serial_variant_count(); v++) {
     s.var = sfc_serial_variant_get(v);
     CK(cudaMemset(s.d_order, 0xFF, n * 16));
-    run_serial(&s);
-    CK(cudaDeviceSynchronize());
+    run_once(run_serial, &s);
     const int ok = same(s.d_code, code, n * 32) && same(s.d_order, order, n * 16) && same(s.d_inv, inv, n * 16);
     char name[80];
     snprintf(name, sizeof name, "SERIALIZE v%d %s", s.var->id, s.var->name);
@@ -290,8 +309,7 @@ int main(int argc, char **argv) {
       for (int v = 0; v < shuf_gather_variant_count(); v++) {
         s.gv = shuf_gather_variant_get(v);
         CK(cudaMemset(s.d_out, 0xFF, s.rows * s.width * 2));
-        run_gather(&s);
-        CK(cudaDeviceSynchronize());
+        run_once(run_gather, &s);
         char name[96];
         snprintf(name, sizeof name, "gather %s C=%zu v%d %s", which == 0 ? "qkv" : "out", C, s.gv->id, s.gv->name);
         if (!same(s.d_out, hwant, s.rows * s.width * 2)) {
@@ -329,8 +347,7 @@ int main(int argc, char **argv) {
     s.d_scratch = dmalloc(sb);
     s.scratch = sb;
   }
-  run_pool(&s);
-  CK(cudaDeviceSynchronize());
+  run_once(run_pool, &s);
   const int pok = s.pout.n_out == want.n_out && same(s.pout.order, want.order, want.n_out * 16) &&
                   same(s.pout.feat, want.feat, want.n_out * C * 4);
   printf("%-34s %10.4f %s (%zu -> %zu points, includes one sync)\n", "pooling stride 2 (C=64 fp32)",
