@@ -2,10 +2,10 @@
  * (one wave of 1024-thread blocks, one per SM but one, 177 KiB of dynamic shared memory, cooperative), what each
  * grid barrier adds, what reading the input (12 B per point into shared memory, as v10's phase 1) adds, and what
  * writing PSH's 28 B of outputs per point adds (coalesced: less than the real kernel's scattered stores cost), and
- * 20 B without the per-point (bucket, offset), as the sweep has run PSH since session 28.
+ * 20 B without the per-point (bucket, offset), as the sweep has run PSH since 8633e87.
  * A floor for kernels of this shape (cooperative-groups grid barriers, outputs written after the last one), not
- * for every design. Why (NOTES.md, session 25): the ">= 20x over the serialization" target needs the whole PSH at
- * 600k in ~15.5 us; earlier sessions estimated these parts from block stamps against graph times.
+ * for every design. Why (48bc18e, docs/psh.md): the ">= 20x over the serialization" target needs the whole PSH at
+ * 600k in ~15.5 us; before this probe these parts were estimated from block stamps against graph times.
  *   nvcc -O3 -arch=sm_90 -std=c++17 -o launch_floor lab/kernels/launch_floor.cu && ./launch_floor [n_points] [reps]
  * Cold: a memset of twice the L2 before every sample, outside the events, as psh_bench does (the sweep also
  * queues its samples behind a spinning hold kernel; here the flush gives the host time to queue the launch).
@@ -94,7 +94,7 @@ int main(int argc, char **argv) {
   uint32_t tile = (n + (uint32_t)sms - 2u) / (uint32_t)(sms - 1);
   tile = (tile + 31u) & ~31u;
   const int blocks = (int)((n + tile - 1) / tile);
-  const size_t smem = 177u * 1024u; /* 177 KiB, v10's at 600k (tile 4608, nb 2048): NOTES.md */
+  const size_t smem = 177u * 1024u; /* 177 KiB, v10's at 600k (tile 4608, nb 2048) */
   if ((size_t)tile * 12 > smem || (int)smem > smem_max) {
     fprintf(stderr, "launch_floor: a tile of %u points does not fit %zu bytes of shared memory\n", tile, smem);
     return 1;

@@ -2,7 +2,7 @@
  * (grid barrier + cluster barrier + DSMEM in one kernel), with PSH v9's block shape (1024 threads, ~200 KB of
  * dynamic shared memory, one block per SM)? A one-off feasibility check for a cluster-merged PSH phase 4.
  *   nvcc -arch=sm_90 -o probe lab/kernels/probe_coop_cluster.cu && for c in 1 2 4; do ./probe $c; done
- * H100 (2026-11-25, NOTES.md session 9): clusters of 2 run all 132 blocks (66 clusters); clusters of 4 at most
+ * H100 (2026-11-25, dd05b0a): clusters of 2 run all 132 blocks (66 clusters); clusters of 4 at most
  * 120 blocks (30 clusters), "too many blocks in cooperative launch" at 132. */
 #include <cooperative_groups.h>
 #include <cstdio>

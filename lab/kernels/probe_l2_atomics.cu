@@ -1,6 +1,6 @@
 /* probe_l2_atomics.cu - how fast can one GPU's threads take slots on a few hundred bucket counters, as PSH's probe
  * phase does (a read, then a returning atomicAdd), and does it matter how the counters are laid out? A one-off
- * measurement for the "counters spread over more cache lines" lead (NOTES.md, sessions 19-20): Z-order-div at
+ * measurement for the "counters spread over more cache lines" lead (43fb629, docs/psh.md): Z-order-div at
  * 100k places ~90k points into 256 buckets whose 4-byte counters share 8 cache lines.
  *   nvcc -O3 -arch=sm_90 -o /tmp/pla lab/kernels/probe_l2_atomics.cu && /tmp/pla
  * Every thread of one wave of 1024-thread blocks (one per SM) runs `iters` dependent attempts: bucket g from a

@@ -13,8 +13,8 @@
 #   RUN_TIMEOUT=600      (seconds per psh_bench run: a hung kernel costs that run, not the whole call)
 #   FLAGS="-DX=1"        (NVCC_APPEND_FLAGS for the new tree's build only: a define variant of it; a warm
 #                        machine keeps build-ab-dev, so touch the .cu files when FLAGS changes between calls)
-# Why: session 17 measured a phase C change 7-16% faster in psh_bench with one seed and 8-20% slower in the
-# sweep with another on the same cloud (NOTES.md); a phase C change is judged on several seeds, both trees
+# Why: a phase C change (d0f16b2) measured 7-16% faster in psh_bench with one seed and 8-20% slower in the
+# sweep with another on the same cloud (docs/measurement.md); a phase C change is judged on several seeds, both trees
 # in the same call. Output: $OUT (default ./psh-ab-out) holds every psh_bench log and ab.txt, one line per
 # (cloud, seed, n, variant, hash): old and new graph medians per round, the change of their means in %,
 # and with COLD=1 the same for the cold figure. A variant that failed its check prints FAILED and no time.

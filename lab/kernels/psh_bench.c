@@ -23,16 +23,16 @@
  * F3D_BENCH_HASHES=xor-mod,xor-div times only those hashes (pooling runs on the xor-div buckets, so keep it
  * listed for the pooling lines); F3D_POOL_RHOS=8 times only those pooling rhos (default 2,4,8);
  * F3D_BENCH_CLOUD=raw times wl_generate's raw cloud (several points per 5 cm voxel), the cloud of every psh_bench
- * figure in NOTES.md up to session 17; the default, "sweep", is the sweep's own cloud (wl_make_exact: exactly n
- * points after one-point-per-voxel dedup at 0.05 m, seed 1), the cloud of the README's figures.
+ * figure before a356b24; the default, "sweep", is the sweep's own cloud (wl_make_exact: exactly n
+ * points after one-point-per-voxel dedup at 0.05 m, seed 1), the cloud of the README's and docs/' figures.
  * Before the hashes of each size, a "floor" line (psh_floor_variant: v10's launch reading the coordinates, two grid
  * barriers, 20 B/point written coalesced (slot, perm, xyz_out), nothing computed; checked bit for bit against psh_floor_cpu on poisoned
  * outputs first) with the same columns and, with F3D_BENCH_COLD=1, its cold graph: the sweep's psh.floor row, in
  * the same call as the variants; F3D_PSH_VARIANTS without "floor" leaves it out.
  * F3D_BENCH_SEED=S sets the PSH seed (the probe order); the default is the sweep's per-hash seed,
  * hx_rng_u64(1, 0xF3D, hash) (pipe_flash3d.c), with the sweep's cloud, and psh_params_default's 3407 with the raw
- * cloud. Session 17's grid-wide queue won 7-16% here with seed 3407 on both clouds but lost 8-20% in the sweep
- * on the same cloud, whose seed differs; the probe order is the likely cause, not yet checked (NOTES.md).
+ * cloud. A grid-wide queue (d0f16b2) won 7-16% here with seed 3407 on both clouds but lost 8-20% in the sweep
+ * on the same cloud, whose seed differs: with the sweep's seed here it lost too (4574d68, docs/measurement.md).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,7 +373,7 @@ int main(int argc, char **argv) {
                 psh_gpu_scatter_feat(g, a.dt, s, &err);
                 double ru = time_us(st_pool, &a, reps, s), rg = time_graph_us(st_pool, &a, reps, s);
                 /* features read + pooled features written + members; the whole (assign + reduce) rate is
-                 * what issue 4's ">= 50% of copy bandwidth" refers to */
+                 * what the ">= 50% of copy bandwidth" target refers to */
                 double rb = es * C * ((double)n + n_out) + 4.0 * rho * n_out;
                 const double wd = ru > 0 ? rb / (ru * 1e3) : 0.0, wg = rg > 0 ? rb / (rg * 1e3) : 0.0; /* GB/s */
                 printf("  pool %s rho=%u mean %-4s: assign %6.1f us (graph %6.1f), assign+reduce %6.1f us (graph %6.1f), "

@@ -471,7 +471,7 @@ static void test_zcell_probe(void **state) {
     }
   assert_int_equal(checked, 16u * 128u * 43u); /* voxels x probes x (width, count) pairs where it applies */
   assert_true(far > 1000);
-  /* the 600k lidar cloud's geometry (13 bits, 2048 buckets: NOTES.md, session 19): 16 cells per axis of 512
+  /* the 600k lidar cloud's geometry (13 bits, 2048 buckets; docs/psh.md): 16 cells per axis of 512
    * voxels, two cells a bucket */
   uint32_t m, s, r;
   assert_true(psh_zcell_geom(PSH_ZORDER_DIV, 13, 2048, &m, &s, &r));
