@@ -253,7 +253,7 @@ static void test_4m_points(void **state) {
 static void test_xor_reach(void **state) {
   (void)state;
   /* An XOR code is as wide as one voxel index (bits), and probes wrap modulo 2^bits: the XOR hashes reach
-   * only 2^bits buckets, and the overflow policy places what those cannot hold (README, "Pipelines"). A
+   * only 2^bits buckets, and the overflow policy places what those cannot hold (docs/psh.md). A
    * 50 x 50 x 4 m cloud at 0.5 m: indices below 100, bits = 7, 128 codes; 2048 buckets of 16. */
   const uint32_t n = 20000;
   float *xyz = malloc((size_t)n * 12);
