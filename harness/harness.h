@@ -138,7 +138,8 @@ hx_status hx_time_gpu(double *samples_ms, const hx_timing_opts *opts, const hx_c
 
 /* ---- device (harness/device.cu or device_stub.c) ---- */
 /* What the context file and `f3dbench info` report about a CUDA device. Clocks are the peak rates
- * the driver reports (kHz); the SM clock actually reached under load is sampled by issue 6. */
+ * the driver reports (kHz); the SM clock actually reached under load is sampled per cold sample by
+ * hx_meter_measure (hx_measurement.cold_sm_mhz). */
 typedef struct hx_device_info {
   int index;
   char name[256];
@@ -158,7 +159,7 @@ hx_status hx_device_query(hx_device_info *out, int index, hx_err *err);
 /* "13.0" style text for a CUDA version number (1000*major + 10*minor). */
 void hx_cuda_version_str(char *buf, size_t cap, int version);
 
-/* ---- measurement / counters / stats (issue 6: stats.c, measure*.cu, cupti.cpp, nvtx.c, resdir.c, plot.c) ---- */
+/* ---- measurement / counters / stats (stats.c, measure*.cu, cupti.cpp, nvtx.c, resdir.c, plot.c) ---- */
 /* Statistics (stats.c). Quantiles interpolate linearly between order statistics (type 7: NumPy's and R's
  * default); std uses n-1. rel_noise = std / |mean|, NVBench's "stdrel" noise. */
 typedef struct hx_stats_desc {

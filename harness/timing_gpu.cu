@@ -5,7 +5,7 @@
  * Each repetition: reset() on the host (untimed), event start, run() enqueues work on the stream,
  * event stop, wait for stop, elapsed = cudaEventElapsedTime. Invariant: every timed interval contains
  * exactly the work run() enqueued; nothing else runs on our stream. Launch overhead of the first
- * kernel is included (issue 6 adds the blocking-kernel discipline that removes it).
+ * kernel is included (hx_meter_measure's blocking kernel is the discipline that removes it).
  */
 #include "harness.h"
 
