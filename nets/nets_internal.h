@@ -5,6 +5,7 @@
 #ifndef F3D_NETS_INTERNAL_H
 #define F3D_NETS_INTERNAL_H
 
+#include "kernels/kernels.h" /* psh_params, battn_plan (the Flash3D section) */
 #include "nets/nets.h"
 
 #ifdef __cplusplus
@@ -97,6 +98,92 @@ hx_status net_flash3d_config(net_config *cfg, const char *name, hx_err *err);
 hx_status net_flash3d_params_init(net_params *p, const net_config *cfg, uint64_t seed, hx_err *err);
 hx_status net_flash3d_forward_cpu(net_output *out, const net_config *cfg, const net_params *p, const net_input *in,
                                   int keep_levels, hx_err *err);
+
+/* Flash3D internals shared by net_flash3d.c and net_flash3d_gpu.c (net_flash3d.c's header says why each is so). */
+#define NET_F3D_MAX_DEPTH 8     /* blocks per level and side */
+#define NET_F3D_RHO 2u          /* in-bucket pooling ratio */
+#define NET_F3D_BN_EPS 1e-3f
+#define NET_F3D_LN_EPS 1e-5f    /* te.LayerNorm and LayerNormMLP's default */
+
+/* The parameters of a configuration, looked up by name (pointers into a net_params' host data). */
+typedef struct net_f3d_lin { const float *w, *b; size_t in, out; } net_f3d_lin;
+typedef struct net_f3d_norm { const float *w, *b, *mean, *var; size_t C; } net_f3d_norm; /* LN: mean = var = NULL */
+typedef struct net_f3d_block {
+  net_f3d_norm norm, mlp_norm; /* XFMR.norm; LayerNormMLP's layer_norm_{weight,bias} */
+  net_f3d_lin qkv, proj, fc1, fc2; /* fc1 [2 * ratio * C, C] (SwiGLU halves a | b), fc2 [C, ratio * C] */
+  int C, H;
+} net_f3d_block;
+typedef struct net_f3d_view {
+  net_f3d_lin embed, head, leaf;                               /* psh_scatter.lin, seg_head, last level's middle */
+  net_f3d_lin pool[NET_MAX_LEVELS];                            /* [l], l < L-1: pooling out of level l */
+  net_f3d_norm pool_bn[NET_MAX_LEVELS];
+  net_f3d_lin up[NET_MAX_LEVELS], up_skip[NET_MAX_LEVELS];     /* [l], l < L-1: unpooling into level l */
+  net_f3d_norm up_bn[NET_MAX_LEVELS], skip_bn[NET_MAX_LEVELS];
+  net_f3d_block enc[NET_MAX_LEVELS][NET_F3D_MAX_DEPTH], dec[NET_MAX_LEVELS][NET_F3D_MAX_DEPTH];
+} net_f3d_view;
+/* Every tensor of cfg found in p with its exact shape (HX_EINVAL naming the first missing or mis-shaped one). */
+hx_status net_flash3d_view_get(net_f3d_view *v, const net_config *cfg, const net_params *p, hx_err *err);
+/* Parameter count of a configuration by arithmetic (equals net_params_count of its net_params_init). */
+uint64_t net_flash3d_count(const net_config *cfg);
+
+/* The input-size-dependent shape of every level, the same on CPU and GPU: which levels run a PSH, its parameters,
+ * buckets per cloud, the attention scope, and the bound on each level's rows that the GPU allocates for (the
+ * real count depends on bucket parities, which the GPU PSH's races can change between runs). */
+typedef struct net_f3d_level_shape {
+  int hashed;            /* 1: a PSH of the level's own points (level 0; every level when cfg->rehash) */
+  psh_params psh;        /* hashed levels: hash, nb, cap, voxel, nprobe, seed */
+  uint32_t nb;           /* buckets per cloud */
+  uint32_t scope;        /* buckets per attention scope */
+  uint32_t shift_scale;  /* a schedule's swin shift is multiplied by this (2^k k levels below a hashed one) */
+  uint32_t max_bucket;   /* bound on one bucket's rows */
+  size_t bound_rows;     /* sum over clouds of the rows bound: the GPU's rows of the level (exact at level 0) */
+  size_t max_cloud;      /* the largest cloud's bound */
+} net_f3d_level_shape;
+typedef struct net_f3d_shape {
+  int L;
+  uint32_t B;
+  size_t n;
+  net_f3d_level_shape lv[NET_MAX_LEVELS];
+} net_f3d_shape;
+/* Validates cfg and the batch (offsets, grid, finite coordinates and features) and fills s. */
+hx_status net_flash3d_shape_get(net_f3d_shape *s, const net_config *cfg, const net_input *in, hx_err *err);
+/* The attention plan of block `block` of level `level` (dec = 0 encoder, 1 decoder): kind and shift or stride,
+ * already scaled to the level's scope. */
+void net_flash3d_block_plan(const net_config *cfg, const net_f3d_level_shape *ls, int dec, int level, int block,
+                            battn_plan_kind *kind, uint32_t *value);
+
+/* Bucket layouts, level by level: what the forward's result depends on beyond the input and the weights. Level l's
+ * rows are its points in "pool order" (level 0: the input rows; level l+1: the pooling output rows of level l's
+ * layout); the layout puts them in bucket order: packed row r holds pool row perm[r], and cloud c's buckets are
+ * [c * nb, (c+1) * nb) (bucket_start is the exclusive scan over the batch, so cloud c's rows stay in its range).
+ * A level without a PSH of its own (rehash = 0) has perm = identity and the pooling plan's tables. */
+typedef struct net_f3d_layout {
+  uint32_t rows, nb;
+  uint32_t *perm;                        /* [rows] */
+  uint32_t *bucket_start, *bucket_count; /* [B * nb] */
+} net_f3d_layout;
+typedef struct net_f3d_layouts {
+  int L;
+  uint32_t B;
+  net_f3d_layout lv[NET_MAX_LEVELS];
+} net_f3d_layouts;
+void net_flash3d_layouts_free(net_f3d_layouts *l);
+/* The layouts psh_run_cpu gives (what net_flash3d_forward_cpu runs on). */
+hx_status net_flash3d_layouts_cpu(net_f3d_layouts *l, const net_config *cfg, const net_input *in, hx_err *err);
+/* The CPU forward on given layouts (NULL: psh_run_cpu's, i.e. net_flash3d_forward_cpu). Hashed levels take the
+ * given layout after checking it (rows, buckets per cloud, perm a permutation keeping clouds, tables tiling each
+ * cloud's rows with counts <= max_bucket: HX_EINVAL naming the level); other levels must equal the pooling plan's
+ * (HX_ECHECK). Pooling is recomputed (bpool's assignment is deterministic and bit-exact on the GPU). */
+hx_status net_flash3d_forward_cpu_layouts(net_output *out, const net_config *cfg, const net_params *p,
+                                          const net_input *in, const net_f3d_layouts *lay, int keep_levels,
+                                          hx_err *err);
+/* The layouts of the last GPU forward of a Flash3D forward object (net_gpu's impl): waits for the device. A CPU-only
+ * build returns HX_ENODEV. */
+hx_status net_flash3d_gpu_layouts(const void *impl, net_f3d_layouts *l, hx_err *err);
+/* fp32 bucket-swin attention (the CPU reference of battn's kernels): qkv [rows, 3, H, D] (q | k | v, torch.chunk's
+ * order), o [rows, H * D]; every row in one of the plan's buckets; rows in no bucket get zeros. */
+hx_status net_flash3d_attn_cpu(float *o, const float *qkv, size_t rows, int H, int D, const battn_plan *pl,
+                               hx_err *err);
 
 /* ---- GPU forward objects: one vtable per model (net.c's net_gpu_* call through it) ---- */
 typedef struct net_gpu_ops {

@@ -1,2 +1,453 @@
-/* test_net_flash3d.c: placeholder (exit 77 = skipped) until its owner writes it. */
-int main(void) { return 77; }
+/*
+ * test_net_flash3d.c - Flash3D (nets/net_flash3d.c): parameter counts of the named configurations (public: a
+ * constant; 46m and 129m within 1% of their targets by the one widening rule), names and shapes of the public
+ * code's state_dict keys, the fp32 bucket-swin attention against the kernels' double reference, the per-level
+ * shape (hash cycle, row bounds that hold), and the "flash3d-tiny" CPU forward on two clouds: shapes,
+ * finiteness, determinism for a seed, the layouts mechanism (forward on psh_run_cpu's layouts equals the plain
+ * forward bit for bit; a broken layout is refused), rehash on and off, every level live (a changed weight deep
+ * in the tree changes the logits), bad inputs refused.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "nets/nets_internal.h"
+
+#define PUBLIC_COUNT 19332784ull /* flash3d-public with the 4-input embedding and the 16-class head */
+
+/* ---- inputs ----------------------------------------------------------------------------------------------- */
+
+/* B lidar-like clouds: points in a 24 x 24 x 3 m box (shifted per cloud), features (x, y, z, intensity). */
+typedef struct cloud {
+  float *xyz, *feat;
+  size_t *offset;
+  size_t n;
+  uint32_t B;
+} cloud;
+
+static void cloud_make(cloud *c, const size_t *sizes, uint32_t B, uint64_t seed) {
+  memset(c, 0, sizeof *c);
+  c->B = B;
+  c->offset = calloc(B + 1, sizeof *c->offset);
+  assert_non_null(c->offset);
+  for (uint32_t b = 0; b < B; b++) c->offset[b + 1] = c->offset[b] + sizes[b];
+  c->n = c->offset[B];
+  c->xyz = malloc(c->n * 3 * sizeof *c->xyz);
+  c->feat = malloc(c->n * 4 * sizeof *c->feat);
+  assert_non_null(c->xyz), assert_non_null(c->feat);
+  const double ext[3] = {24.0, 24.0, 3.0};
+  for (uint32_t b = 0; b < B; b++)
+    for (size_t i = c->offset[b]; i < c->offset[b + 1]; i++) {
+      for (int a = 0; a < 3; a++) {
+        c->xyz[3 * i + (size_t)a] = (float)(ext[a] * hx_rng_unit(seed, b, 3 * i + (uint64_t)a) + 5.0 * b - 10.0);
+        c->feat[4 * i + (size_t)a] = c->xyz[3 * i + (size_t)a];
+      }
+      c->feat[4 * i + 3] = (float)hx_rng_unit(seed, 100 + b, i);
+    }
+}
+
+static void cloud_free(cloud *c) { free(c->xyz), free(c->feat), free(c->offset); }
+
+static net_input cloud_input(const cloud *c, uint64_t seed) {
+  net_input in = {c->xyz, c->feat, c->offset, c->B, c->n, 0.05, seed};
+  return in;
+}
+
+/* ---- configurations and parameters ------------------------------------------------------------------------- */
+
+static void expect_shape(const net_params *p, const char *name, int ndim, const int64_t *shape, int counted) {
+  const net_tensor *t = net_params_find(p, name);
+  if (!t) fail_msg("missing %s", name);
+  assert_int_equal(t->ndim, ndim);
+  for (int d = 0; d < ndim; d++) assert_int_equal(t->shape[d], shape[d]);
+  assert_int_equal(t->counted, counted);
+}
+
+static void test_counts(void **state) {
+  (void)state;
+  hx_err err;
+  net_config cfg;
+  net_params p = {0};
+  /* public: the constant, by arithmetic and by the parameter set */
+  assert_int_equal(net_flash3d_config(&cfg, "flash3d-public", &err), HX_OK);
+  assert_int_equal(net_flash3d_count(&cfg), PUBLIC_COUNT);
+  assert_int_equal(net_flash3d_params_init(&p, &cfg, 1, &err), HX_OK);
+  assert_int_equal(net_params_count(&p), PUBLIC_COUNT);
+  net_params_free(&p);
+  /* tiny: arithmetic = parameter set */
+  assert_int_equal(net_flash3d_config(&cfg, "flash3d-tiny", &err), HX_OK);
+  assert_int_equal(net_flash3d_params_init(&p, &cfg, 1, &err), HX_OK);
+  assert_int_equal(net_params_count(&p), net_flash3d_count(&cfg));
+  net_params_free(&p);
+  /* the widened ones: within 1% of the targets, whole heads of 16, the public depths */
+  const struct {
+    const char *name;
+    double target;
+    int init;
+  } wide[2] = {{"flash3d-46m", 46159312.0, 1}, {"flash3d-129m", 129.4e6, 0}};
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(net_flash3d_config(&cfg, wide[k].name, &err), HX_OK);
+    const double c = (double)net_flash3d_count(&cfg);
+    printf("%s: %.0f parameters (%+.2f%% of %.0f)\n", wide[k].name, c, 100.0 * (c / wide[k].target - 1.0),
+           wide[k].target);
+    assert_true(fabs(c / wide[k].target - 1.0) < 0.01);
+    assert_int_equal(cfg.levels, 5);
+    for (int l = 0; l < 5; l++) {
+      assert_int_equal(cfg.enc_channels[l] % 16, 0), assert_int_equal(cfg.enc_heads[l] * 16, cfg.enc_channels[l]);
+      assert_int_equal(cfg.dec_channels[l] % 16, 0), assert_int_equal(cfg.dec_heads[l] * 16, cfg.dec_channels[l]);
+    }
+    assert_int_equal(cfg.enc_depth[3], 6);
+    if (wide[k].init) { /* the arithmetic is the parameter set's count here too */
+      assert_int_equal(net_flash3d_params_init(&p, &cfg, 1, &err), HX_OK);
+      assert_int_equal(net_params_count(&p), net_flash3d_count(&cfg));
+      net_params_free(&p);
+    }
+  }
+  assert_int_equal(net_flash3d_config(&cfg, "flash3d-huge", &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "flash3d-tiny"));
+}
+
+static void test_names(void **state) {
+  (void)state;
+  hx_err err;
+  net_config cfg;
+  net_params p = {0};
+  assert_int_equal(net_flash3d_config(&cfg, "flash3d-public", &err), HX_OK);
+  assert_int_equal(net_flash3d_params_init(&p, &cfg, 7, &err), HX_OK);
+#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+  const char *M = "module_tree.";
+  char q[256];
+  expect_shape(&p, "seg_head.weight", 2, SHAPE(16, 64), 1);
+  expect_shape(&p, "psh_scatter.lin.weight", 2, SHAPE(32, 4), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.bwa.qkv.weight", M), expect_shape(&p, q, 2, SHAPE(96, 32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.1.bwa.proj.bias", M), expect_shape(&p, q, 1, SHAPE(32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.norm.weight", M), expect_shape(&p, q, 1, SHAPE(32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.mlp.mlp.layer_norm_weight", M), expect_shape(&p, q, 1, SHAPE(32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.mlp.mlp.fc1_weight", M), expect_shape(&p, q, 2, SHAPE(256, 32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.mlp.mlp.fc2_weight", M), expect_shape(&p, q, 2, SHAPE(32, 128), 1);
+  snprintf(q, sizeof q, "%sdecoder_blocks.1.mlp.mlp.fc1_bias", M), expect_shape(&p, q, 1, SHAPE(512), 1);
+  snprintf(q, sizeof q, "%smiddle.pooling.proj.weight", M), expect_shape(&p, q, 2, SHAPE(64, 32), 1);
+  snprintf(q, sizeof q, "%smiddle.pooling.norm.running_var", M), expect_shape(&p, q, 1, SHAPE(64), 0);
+  snprintf(q, sizeof q, "%smiddle.unpooling.proj.0.weight", M), expect_shape(&p, q, 2, SHAPE(64, 64), 1);
+  snprintf(q, sizeof q, "%smiddle.unpooling.proj_skip.0.weight", M), expect_shape(&p, q, 2, SHAPE(64, 64), 1);
+  snprintf(q, sizeof q, "%smiddle.unpooling.proj.norm.running_mean", M), expect_shape(&p, q, 1, SHAPE(64), 0);
+  /* level 3 (6 encoder blocks of 256; its decoder 128, fed by level 4's decoder of 256) */
+  snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.encoder_blocks.5.bwa.qkv.weight", M);
+  expect_shape(&p, q, 2, SHAPE(768, 256), 1);
+  snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.middle.unpooling.proj.0.weight", M);
+  expect_shape(&p, q, 2, SHAPE(128, 256), 1);
+  snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.middle.unpooling.proj_skip.0.weight", M);
+  expect_shape(&p, q, 2, SHAPE(128, 512), 1);
+  /* the leaf: Linear(512, 256) */
+  snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.middle.submodule.middle.proj.weight", M);
+  expect_shape(&p, q, 2, SHAPE(256, 512), 1);
+  snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.middle.submodule.decoder_blocks.1.norm.bias", M);
+  expect_shape(&p, q, 1, SHAPE(256), 1);
+#undef SHAPE
+  snprintf(q, sizeof q, "%sencoder_blocks.2.norm.weight", M);
+  assert_null(net_params_find(&p, q));
+  /* the view finds everything; a missing tensor is named */
+  net_f3d_view *v = malloc(sizeof *v);
+  assert_non_null(v);
+  assert_int_equal(net_flash3d_view_get(v, &cfg, &p, &err), HX_OK);
+  assert_int_equal(v->enc[3][5].C, 256);
+  assert_int_equal(v->leaf.in, 512), assert_int_equal(v->leaf.out, 256);
+  snprintf(p.t[p.n - 1].name, sizeof p.t[p.n - 1].name, "renamed");
+  assert_int_equal(net_flash3d_view_get(v, &cfg, &p, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "missing"));
+  free(v);
+  net_params_free(&p);
+}
+
+/* ---- attention ---------------------------------------------------------------------------------------------- */
+
+/* The fp32 attention against battn's double reference on the same fp16-rounded inputs, swin and stride plans
+ * over two clouds with empty and partial buckets. */
+static void test_attention(void **state) {
+  (void)state;
+  hx_err err;
+  const uint32_t counts[10] = {5, 0, 17, 9, 1, 12, 3, 0, 8, 16}, cb[3] = {0, 6, 10};
+  uint32_t start[10], rows = 0;
+  for (int b = 0; b < 10; b++) start[b] = rows, rows += counts[b];
+  const int H = 2, D = 16, C = H * D;
+  uint16_t *h = malloc((size_t)rows * 3 * (size_t)C * 2), *ho = malloc((size_t)rows * (size_t)C * 2);
+  float *f = malloc((size_t)rows * 3 * (size_t)C * 4), *o = malloc((size_t)rows * (size_t)C * 4);
+  float *lse = malloc((size_t)rows * (size_t)H * 4);
+  assert_true(h && ho && f && o && lse);
+  for (size_t i = 0; i < (size_t)rows * 3 * (size_t)C; i++) {
+    h[i] = battn_from_float(BATTN_F16, (float)(4.0 * hx_rng_unit(5, 0, i) - 2.0));
+    f[i] = battn_to_float(BATTN_F16, h[i]);
+  }
+  const battn_plan_kind kinds[2] = {BATTN_PLAN_SWIN, BATTN_PLAN_STRIDE};
+  const uint32_t vals[2] = {1, 2};
+  for (int k = 0; k < 2; k++) {
+    battn_plan pl;
+    assert_int_equal(battn_plan_build(&pl, kinds[k], vals[k], 3, start, counts, cb, 2, &err), HX_OK);
+    battn_params p;
+    battn_params_init(&p, rows, H, D, BATTN_F16, &pl);
+    p.q = h, p.k = h + C, p.v = h + 2 * C, p.o = ho, p.lse = lse;
+    p.q_row_stride = p.k_row_stride = p.v_row_stride = 3 * C;
+    p.bucket_start = pl.bucket_start, p.bucket_count = pl.bucket_count, p.scope = pl.scope;
+    assert_int_equal(battn_forward_cpu(&p, &pl, &err), HX_OK);
+    assert_int_equal(net_flash3d_attn_cpu(o, f, rows, H, D, &pl, &err), HX_OK);
+    double worst = 0;
+    for (size_t i = 0; i < (size_t)rows * (size_t)C; i++) {
+      const double d = fabs((double)o[i] - (double)battn_to_float(BATTN_F16, ho[i]));
+      worst = d > worst ? d : worst;
+    }
+    assert_true(worst < 2e-3); /* the reference's output is rounded to fp16 (|o| <= 2: half an ulp 1e-3) */
+    battn_plan_free(&pl);
+  }
+  free(h), free(ho), free(f), free(o), free(lse);
+}
+
+/* ---- shapes --------------------------------------------------------------------------------------------- */
+
+static void test_shape(void **state) {
+  (void)state;
+  hx_err err;
+  net_config cfg;
+  cloud c;
+  const size_t sizes[2] = {1500, 2600};
+  cloud_make(&c, sizes, 2, 3);
+  net_input in = cloud_input(&c, 9);
+  assert_int_equal(net_flash3d_config(&cfg, "flash3d-public", &err), HX_OK);
+  net_f3d_shape s;
+  assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
+  const psh_hash want[5] = {PSH_XOR_DIV, PSH_XOR_MOD, PSH_ZORDER_DIV, PSH_ZORDER_MOD, PSH_XOR_DIV};
+  for (int l = 0; l < 5; l++) {
+    assert_true(s.lv[l].hashed);
+    assert_int_equal(s.lv[l].psh.hash, want[l]);
+    assert_true(s.lv[l].psh.voxel > 0.0499f * (float)(1u << l) && s.lv[l].psh.voxel < 0.0501f * (float)(1u << l));
+  }
+  assert_int_equal(s.lv[0].bound_rows, 4100), assert_int_equal(s.lv[0].nb, 8); /* ceil(2600 / 512) -> 8 */
+  cfg.rehash = 0;
+  assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
+  assert_false(s.lv[1].hashed);
+  assert_int_equal(s.lv[2].nb, 8), assert_int_equal(s.lv[2].scope, 32), assert_int_equal(s.lv[2].max_bucket, 128);
+  battn_plan_kind kind;
+  uint32_t value;
+  net_flash3d_block_plan(&cfg, &s.lv[2], 0, 2, 1, &kind, &value); /* level 2 encoder block 1: swin 5, scaled */
+  assert_int_equal(kind, BATTN_PLAN_SWIN), assert_int_equal(value, 20);
+  net_flash3d_block_plan(&cfg, &s.lv[0], 0, 0, 1, &kind, &value);
+  assert_int_equal(kind, BATTN_PLAN_STRIDE), assert_int_equal(value, 2);
+  /* the bounds hold for the real rows, both ways */
+  assert_int_equal(net_flash3d_config(&cfg, "flash3d-tiny", &err), HX_OK);
+  for (int rh = 0; rh < 2; rh++) {
+    cfg.rehash = rh;
+    net_f3d_layouts lay;
+    assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
+    assert_int_equal(net_flash3d_layouts_cpu(&lay, &cfg, &in, &err), HX_OK);
+    assert_int_equal(lay.L, 3), assert_int_equal(lay.B, 2);
+    for (int l = 0; l < 3; l++) {
+      assert_true(lay.lv[l].rows <= s.lv[l].bound_rows);
+      assert_true(lay.lv[l].rows > 0);
+      assert_int_equal(lay.lv[l].nb, s.lv[l].nb);
+      for (uint32_t g = 0; g < 2 * lay.lv[l].nb; g++) assert_true(lay.lv[l].bucket_count[g] <= s.lv[l].max_bucket);
+      if (l > 0 && !rh)
+        for (uint32_t r = 0; r < lay.lv[l].rows; r++) assert_int_equal(lay.lv[l].perm[r], r);
+    }
+    assert_int_equal(lay.lv[0].rows, 4100);
+    net_flash3d_layouts_free(&lay);
+  }
+  cloud_free(&c);
+}
+
+/* ---- the tiny forward ------------------------------------------------------------------------------------- */
+
+typedef struct tiny {
+  net_config cfg;
+  net_params p;
+  cloud c;
+} tiny;
+
+static int tiny_setup(void **state) {
+  tiny *t = calloc(1, sizeof *t);
+  hx_err err;
+  if (!t || net_flash3d_config(&t->cfg, "flash3d-tiny", &err) != HX_OK ||
+      net_flash3d_params_init(&t->p, &t->cfg, 11, &err) != HX_OK)
+    return -1;
+  const size_t sizes[2] = {1200, 2000};
+  cloud_make(&t->c, sizes, 2, 3);
+  *state = t;
+  return 0;
+}
+
+static int tiny_teardown(void **state) {
+  tiny *t = *state;
+  net_params_free(&t->p);
+  cloud_free(&t->c);
+  free(t);
+  return 0;
+}
+
+static int outputs_equal(const net_output *a, const net_output *b) {
+  if (a->n != b->n || a->classes != b->classes || a->n_levels != b->n_levels) return 0;
+  if (memcmp(a->logits, b->logits, a->n * a->classes * sizeof(float))) return 0;
+  for (size_t k = 0; k < a->n_levels; k++)
+    if (a->level_rows[k] != b->level_rows[k] || a->level_C[k] != b->level_C[k] ||
+        memcmp(a->level[k], b->level[k], a->level_rows[k] * a->level_C[k] * sizeof(float)))
+      return 0;
+  return 1;
+}
+
+static void expect_finite(const float *x, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(x[i])) fail_msg("value %zu is %g", i, (double)x[i]);
+}
+
+static void test_tiny_forward(void **state) {
+  tiny *t = *state;
+  hx_err err;
+  net_input in = cloud_input(&t->c, 9);
+  net_output a, b;
+  assert_int_equal(net_flash3d_forward_cpu(&a, &t->cfg, &t->p, &in, 1, &err), HX_OK);
+  assert_int_equal(a.n, t->c.n), assert_int_equal(a.classes, 16);
+  expect_finite(a.logits, a.n * a.classes);
+  assert_int_equal(a.n_levels, 6);
+  const char *names[6] = {"enc0", "enc1", "enc2", "dec2", "dec1", "dec0"};
+  const int chans[6] = {16, 32, 64, 64, 32, 32};
+  for (int k = 0; k < 6; k++) {
+    assert_string_equal(a.level_name[k], names[k]);
+    assert_int_equal(a.level_C[k], chans[k]);
+    expect_finite(a.level[k], a.level_rows[k] * a.level_C[k]);
+  }
+  assert_int_equal(a.level_rows[0], t->c.n), assert_int_equal(a.level_rows[5], t->c.n);
+  assert_true(a.level_rows[1] >= t->c.n / 2 && a.level_rows[1] < t->c.n);
+  assert_int_equal(a.level_rows[2], a.level_rows[3]);
+  double ss = 0; /* logits are not degenerate */
+  for (size_t i = 0; i < a.n * a.classes; i++) ss += (double)a.logits[i] * (double)a.logits[i];
+  assert_true(ss / (double)(a.n * a.classes) > 1e-4);
+  /* deterministic for a seed */
+  assert_int_equal(net_flash3d_forward_cpu(&b, &t->cfg, &t->p, &in, 1, &err), HX_OK);
+  assert_true(outputs_equal(&a, &b));
+  net_output_free(&b);
+  /* another PSH seed: other buckets, other logits */
+  net_input in2 = cloud_input(&t->c, 10);
+  assert_int_equal(net_flash3d_forward_cpu(&b, &t->cfg, &t->p, &in2, 0, &err), HX_OK);
+  assert_true(memcmp(a.logits, b.logits, a.n * a.classes * sizeof(float)) != 0);
+  net_output_free(&b);
+  net_output_free(&a);
+}
+
+/* The forward on psh_run_cpu's layouts is the plain forward, bit for bit; broken layouts are refused. */
+static void test_tiny_layouts(void **state) {
+  tiny *t = *state;
+  hx_err err;
+  net_input in = cloud_input(&t->c, 9);
+  for (int rh = 0; rh < 2; rh++) {
+    t->cfg.rehash = rh;
+    net_f3d_layouts lay;
+    net_output a, b;
+    assert_int_equal(net_flash3d_layouts_cpu(&lay, &t->cfg, &in, &err), HX_OK);
+    assert_int_equal(net_flash3d_forward_cpu(&a, &t->cfg, &t->p, &in, 1, &err), HX_OK);
+    assert_int_equal(net_flash3d_forward_cpu_layouts(&b, &t->cfg, &t->p, &in, &lay, 1, &err), HX_OK);
+    assert_true(outputs_equal(&a, &b));
+    net_output_free(&b);
+    /* a perm that repeats a row */
+    net_f3d_layout *l1 = &lay.lv[rh ? 1 : 0];
+    const uint32_t keep = l1->perm[1];
+    l1->perm[1] = l1->perm[0];
+    assert_int_equal(net_flash3d_forward_cpu_layouts(&b, &t->cfg, &t->p, &in, &lay, 0, &err), HX_EINVAL);
+    assert_non_null(strstr(err.msg, "perm"));
+    l1->perm[1] = keep;
+    /* a bucket over capacity (rows moved between the first two buckets of cloud 0) */
+    l1->bucket_count[0] += 64, l1->bucket_count[1] -= 64, l1->bucket_start[1] += 64;
+    assert_int_equal(net_flash3d_forward_cpu_layouts(&b, &t->cfg, &t->p, &in, &lay, 0, &err), HX_EINVAL);
+    l1->bucket_count[0] -= 64, l1->bucket_count[1] += 64, l1->bucket_start[1] -= 64;
+    /* a level without a PSH of its own that disagrees with the pooling plan */
+    if (!rh) {
+      lay.lv[2].perm[0] = 1, lay.lv[2].perm[1] = 0;
+      assert_int_equal(net_flash3d_forward_cpu_layouts(&b, &t->cfg, &t->p, &in, &lay, 0, &err), HX_ECHECK);
+      lay.lv[2].perm[0] = 0, lay.lv[2].perm[1] = 1;
+    }
+    /* another valid layout of level 0 (two rows of one bucket swapped): runs, and is not the same forward */
+    const uint32_t g = lay.lv[0].bucket_start[0];
+    assert_true(lay.lv[0].bucket_count[0] >= 2);
+    const uint32_t x0 = lay.lv[0].perm[g];
+    lay.lv[0].perm[g] = lay.lv[0].perm[g + 1], lay.lv[0].perm[g + 1] = x0;
+    assert_int_equal(net_flash3d_forward_cpu_layouts(&b, &t->cfg, &t->p, &in, &lay, 0, &err), HX_OK);
+    expect_finite(b.logits, b.n * b.classes);
+    net_output_free(&b);
+    net_output_free(&a);
+    net_flash3d_layouts_free(&lay);
+  }
+  t->cfg.rehash = 1;
+}
+
+/* Rehash off runs and differs from rehash on; every level is live: the deepest weights and a BN statistic move
+ * the logits. */
+static void test_tiny_rehash_and_depth(void **state) {
+  tiny *t = *state;
+  hx_err err;
+  net_input in = cloud_input(&t->c, 9);
+  net_output a, b;
+  assert_int_equal(net_flash3d_forward_cpu(&a, &t->cfg, &t->p, &in, 0, &err), HX_OK);
+  t->cfg.rehash = 0;
+  assert_int_equal(net_flash3d_forward_cpu(&b, &t->cfg, &t->p, &in, 0, &err), HX_OK);
+  t->cfg.rehash = 1;
+  expect_finite(b.logits, b.n * b.classes);
+  assert_true(memcmp(a.logits, b.logits, a.n * a.classes * sizeof(float)) != 0);
+  net_output_free(&b);
+  const char *deep[3] = {"module_tree.middle.submodule.middle.submodule.middle.proj.weight",
+                         "module_tree.middle.submodule.middle.submodule.encoder_blocks.1.mlp.mlp.fc2_weight",
+                         "module_tree.middle.unpooling.proj_skip.norm.running_var"};
+  for (int k = 0; k < 3; k++) {
+    net_tensor *w = (net_tensor *)net_params_find(&t->p, deep[k]);
+    if (!w) fail_msg("missing %s", deep[k]);
+    const float keep = w->data[0];
+    w->data[0] = keep * 1.5f + 0.25f;
+    assert_int_equal(net_flash3d_forward_cpu(&b, &t->cfg, &t->p, &in, 0, &err), HX_OK);
+    w->data[0] = keep;
+    assert_true(memcmp(a.logits, b.logits, a.n * a.classes * sizeof(float)) != 0);
+    net_output_free(&b);
+  }
+  net_output_free(&a);
+}
+
+static void test_tiny_bad_inputs(void **state) {
+  tiny *t = *state;
+  hx_err err;
+  net_output o;
+  net_input in = cloud_input(&t->c, 9);
+  in.grid_size = 0;
+  assert_int_equal(net_flash3d_forward_cpu(&o, &t->cfg, &t->p, &in, 0, &err), HX_EINVAL);
+  in = cloud_input(&t->c, 9);
+  const float keep = t->c.xyz[7];
+  t->c.xyz[7] = NAN;
+  assert_int_equal(net_flash3d_forward_cpu(&o, &t->cfg, &t->p, &in, 0, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "point 2"));
+  t->c.xyz[7] = keep;
+  size_t off[3] = {0, 2000, 4000}; /* does not end at n */
+  in.offset = off;
+  assert_int_equal(net_flash3d_forward_cpu(&o, &t->cfg, &t->p, &in, 0, &err), HX_EINVAL);
+  in = cloud_input(&t->c, 9);
+  net_config bad = t->cfg;
+  bad.enc_heads[1] = 3;
+  assert_int_equal(net_flash3d_forward_cpu(&o, &bad, &t->p, &in, 0, &err), HX_EINVAL);
+  net_config ptv3;
+  assert_int_equal(net_config_named(&ptv3, "ptv3-tiny", &err), HX_OK);
+  assert_int_equal(net_flash3d_forward_cpu(&o, &ptv3, &t->p, &in, 0, &err), HX_EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_counts),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_attention),
+      cmocka_unit_test(test_shape),
+      cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_layouts, tiny_setup, tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_rehash_and_depth, tiny_setup, tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_bad_inputs, tiny_setup, tiny_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
