@@ -790,8 +790,8 @@ __device__ __forceinline__ void leftover_tickets(const P &p, bool left, uint32_t
  * others retry that probe) and cleared if the attempt overflows; kPlacedMark added on success, after which the
  * entry never equals the bare index again, so no later claim succeeds. The claim makes lanes of one warp wait on each other, so
  * it is cheap only when claims are rare: hence the hard points only (phase_probe_nt); waiting on the state
- * word in a tight loop instead was 87% slower on a seed with many claims, as lanes starved the holder (session
- * 18). queue_drain draws the leftover tickets from the entries without kPlacedMark, in one pass, as the groups
+ * word in a tight loop instead was 87% slower on a seed with many claims, as lanes starved the holder
+ * (4574d68). queue_drain draws the leftover tickets from the entries without kPlacedMark, in one pass, as the groups
  * finish at different times and a ticket atomic each on the cloud's one counter would queue at that address. */
 /* The bucket of probe k of point i from the shared probe table (ptab[k]: the three offsets as bytes); xp: the
  * power-of-two probe arithmetic applies (psh_probe_pow2), rb = hx_rng_base(seed, i). */
