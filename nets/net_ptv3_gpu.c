@@ -1,3 +1,932 @@
-/* net_ptv3_gpu.c: placeholder, filled in by its owner. */
-#include "nets/nets.h"
-typedef int nets_placeholder_net_ptv3_gpu_c;
+/*
+ * net_ptv3_gpu.c - the PTv3-m1 forward on the GPU (net_ptv3_gpu_ops, the vtable of nets_internal.h): the same
+ * model as net_ptv3.c's fp32 reference, with fp16 (or bf16) activations and fp32 accumulation, composed from the
+ * nets layers (nl_*, spc_*), PTv3's own serialization, padding, gathers and pooling (baselines/: sfc_, shuf_,
+ * spool_) and the attention kernels (kernels/: battn_, v5 over PTv3's patches).
+ *
+ * Per call:
+ *   create    weights uploaded once: Linear weights in the dtype, their biases, LayerNorm parameters and the
+ *             folded BatchNorms (scale, shift) in fp32, all in one net_alloc block; the SubMConv3d weights through
+ *             spc_weights_upload (its own cudaMalloc, in the layout of the spconv variant); a cuBLASLt context
+ *             (nl_blas) and the spconv context.
+ *   prepare   the host structure of the input (net_ptv3_struct_build: the exact level sizes, per-cloud offsets and
+ *             patch layout of every level), the attention plans of the patches (battn_plan_patches, pieces of
+ *             NET_PTV3_PIECE_ROWS rows) uploaded, every buffer allocated, the input uploaded (xyz, features fp32),
+ *             then the structure run once on the device with the read-backs the forward must not do: spool_gpu's
+ *             pooled size (checked against the host structure) and the kernel maps' per-offset pair counts
+ *             (spc_map_gpu with count_pairs, which also checks the voxels).
+ *   forward   everything from the uploaded points: grid coordinates, the 4-order serialization (sfc variant v2),
+ *             the stem map and convolution, per level the pooling (spool_gpu_sized: the pooled size from prepare,
+ *             no read-back), kernel map, padding, and every layer; no allocation, no host synchronisation:
+ *             graphable. The serialization depth is prepare's (PTv3 reads grid_coord.max() back each forward;
+ *             the input is the one prepared, so the depth is the same).
+ *   download  logits (converted to fp32 on the device in the head) and, with keep_levels, every level's output
+ *             (dtype bits converted on the host).
+ *
+ * Buffer policy (every device buffer but the conv weights comes from net_alloc, in prepare):
+ *   per level, persistent: the structure (grid, batch, coordinates, codes/order/inverse of 4 rows, pooling
+ *     cluster/head/idx_ptr, pad/unpad/cu_seqlens, kernel map and rulebook, attention plan tables) and two
+ *     activations: the encoder output (the level's running activation, then the skip its decoder reads) and the
+ *     decoder output (kept for the next unpooling and for keep_levels);
+ *   shared work buffers, each sized for the largest level (net_ptv3_work): t and u [rows, C] (norm, conv and
+ *     projection outputs, gathered attention output), big [rows, max(3C, 4C)] (qkv, MLP hidden, pooling
+ *     projection), pc3 [slots, 3C] (gathered qkv), pc [slots, C] (attention output), order_p / inverse_p
+ *     (composed indices), and one scratch block, the largest any launcher asks for (all run in stream order);
+ *   the stem's k = 5 map and the input (xyz, fp32 and dtype features), the logits in the dtype and in fp32.
+ *
+ * Ranges on the hooks (NET_COMPONENTS): "serialize"; "embed" (feature conversion, stem map, conv, BN, GELU);
+ * "encS" around a level with "encS/pool" (projection, pooling structure, segment max, BN, GELU) and blocks
+ * "encS/blockB" holding "cpe" (the level's kernel map in the first block that runs on it, conv, Linear, LN,
+ * residual add), "norm.1", "qkv", "gather.qkv" (the level's padding in its first block, order[pad] and
+ * unpad[inverse] composition, the qkv gather), "attn", "gather.out", "proj" (with the residual add), "norm.2",
+ * "mlp" (fc1 + GELU, fc2 + residual add); "decS" with "decS/unpool" and its blocks; "head" (Linear, fp32).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baselines/baselines.h"
+#include "kernels/kernels.h"
+#include "nets/nets_internal.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic" /* the CUDA headers have stray semicolons */
+#include <cuda_runtime_api.h>
+#pragma GCC diagnostic pop
+
+#define G_L NET_MAX_LEVELS
+#define G_D NET_PTV3_MAX_DEPTH
+#define G_SERIAL_VARIANT 2 /* fused-rowpacked: the fastest PTv3 serialization measured (docs/serialization.md) */
+#define G_GATHER_VARIANT 3 /* group-16B-cs: the fastest gather measured; v0 where it refuses */
+
+typedef struct g_lin { void *w; float *b; size_t in, out; } g_lin;
+typedef struct g_aff { float *scale, *shift; size_t C; } g_aff; /* folded BatchNorm */
+typedef struct g_ln { float *g, *b; size_t C; } g_ln;
+typedef struct g_block {
+  spc_weights conv;
+  g_lin cpe_lin, qkv, proj, fc1, fc2;
+  g_ln cpe_norm, norm1, norm2;
+  int C, H;
+} g_block;
+
+typedef struct g_level {
+  size_t n, sum_p, n_cu;
+  size_t off[SFC_MAX_CLOUDS + 1];
+  int depth;
+  int perm[NET_PTV3_ORDERS]; /* level >= 1: the pooling's row shuffle */
+  uint32_t *grid, *batch, *order, *inverse, *cluster, *head, *idx_ptr, *pad, *unpad;
+  float *coord;
+  uint64_t *code;
+  int32_t *cu, *nbr, *rule;
+  spc_map map;
+  battn_plan plan;
+  uint32_t *bstart, *bcount, *scope;
+  const battn_variant *attn;
+  void *enc, *dec;
+} g_level;
+
+typedef struct p3g {
+  net_config cfg;
+  net_dtype dt;
+  net_alloc alloc;
+  int have_alloc;
+  nl_blas *blas;
+  spc_ctx *sctx;
+  const sfc_serial_variant *serial;
+  const shuf_gather_variant *gather, *gather0;
+  /* weights */
+  void *wblock;
+  size_t wbytes, conv_bytes;
+  spc_weights stem;
+  g_aff stem_bn;
+  g_lin down[G_L], up_proj[G_L], up_skip[G_L], head;
+  g_aff down_bn[G_L], up_bn[G_L], skip_bn[G_L];
+  g_block enc[G_L][G_D], dec[G_L][G_D];
+  /* prepared */
+  int prepared;
+  size_t n;
+  uint32_t B;
+  double grid_size;
+  sfc_order orders[NET_PTV3_ORDERS];
+  g_level lv[G_L];
+  float *xyz, *feat32, *logits32;
+  void *feat, *logits;
+  uint32_t *maxc;
+  int32_t *stem_nbr, *stem_rule;
+  spc_map stem_map;
+  void *t, *u, *big, *pc3, *pc;
+  uint32_t *order_p, *inverse_p;
+  void *scratch;
+  size_t scratch_bytes;
+  /* every net_alloc allocation of prepare, released by unprepare */
+  void **held;
+  size_t n_held, cap_held, held_bytes;
+} p3g;
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+static hx_status cu_st(cudaError_t e, const char *what, hx_err *err) {
+  return e == cudaSuccess ? HX_OK : hx_errf(err, HX_ECUDA, "ptv3 gpu: %s: %s", what, cudaGetErrorString(e));
+}
+
+/* A baselines launcher's bare status, with a sentence. */
+static hx_status bl_st(hx_status s, const char *what, hx_err *err) {
+  return s == HX_OK ? HX_OK : hx_errf(err, s, "ptv3 gpu: %s failed (%s)", what, hx_status_str(s));
+}
+
+/* ---- device memory --------------------------------------------------------------------------------------- */
+
+static hx_status g_alloc(p3g *g, void **p, size_t bytes, const char *label, hx_err *err) {
+  *p = NULL;
+  bytes = hx_align256(bytes ? bytes : 1);
+  if (g->have_alloc) HX_TRY(g->alloc.alloc(g->alloc.ctx, p, bytes, label, err));
+  else HX_TRY(cu_st(cudaMalloc(p, bytes), label, err));
+  return HX_OK;
+}
+
+static void g_release(p3g *g, void *p) {
+  if (!p) return;
+  if (g->have_alloc) g->alloc.release(g->alloc.ctx, p);
+  else cudaFree(p);
+}
+
+/* One allocation of prepare, remembered for unprepare. */
+static hx_status g_hold(p3g *g, void **p, size_t bytes, const char *label, hx_err *err) {
+  if (g->n_held == g->cap_held) {
+    const size_t cap = g->cap_held ? 2 * g->cap_held : 128;
+    void **h = realloc(g->held, cap * sizeof *h);
+    if (!h) return hx_errf(err, HX_ENOMEM, "ptv3 gpu: allocation list");
+    g->held = h, g->cap_held = cap;
+  }
+  HX_TRY(g_alloc(g, p, bytes, label, err));
+  g->held[g->n_held++] = *p;
+  g->held_bytes += hx_align256(bytes ? bytes : 1);
+  return HX_OK;
+}
+
+static void unprepare(p3g *g) {
+  for (size_t i = g->n_held; i > 0; i--) g_release(g, g->held[i - 1]);
+  g->n_held = 0, g->held_bytes = 0;
+  for (int l = 0; l < G_L; l++) battn_plan_free(&g->lv[l].plan);
+  memset(g->lv, 0, sizeof g->lv);
+  g->xyz = g->feat32 = g->logits32 = NULL;
+  g->feat = g->logits = g->t = g->u = g->big = g->pc3 = g->pc = g->scratch = NULL;
+  g->maxc = g->order_p = g->inverse_p = NULL;
+  g->stem_nbr = g->stem_rule = NULL;
+  memset(&g->stem_map, 0, sizeof g->stem_map);
+  g->prepared = 0;
+}
+
+/* ---- weights ---------------------------------------------------------------------------------------------- */
+/* One block for every dense parameter: a sizing pass (host = dev = NULL) and a filling pass into a host staging
+ * copy of the block, uploaded with one copy. Pieces 256-byte aligned. */
+typedef struct g_pack {
+  char *host, *dev;
+  size_t used;
+  net_dtype dt;
+} g_pack;
+
+static size_t pk_take(g_pack *k, size_t bytes) {
+  const size_t o = k->used;
+  k->used += hx_align256(bytes);
+  return o;
+}
+
+static void pk_lin(g_pack *k, g_lin *l, const net_ptv3_lin *h, size_t in, size_t out) {
+  const size_t ow = pk_take(k, in * out * 2), ob = pk_take(k, out * 4);
+  l->in = in, l->out = out;
+  l->w = k->dev ? k->dev + ow : NULL;
+  l->b = k->dev ? (float *)(void *)(k->dev + ob) : NULL;
+  if (!k->host || !h) return;
+  uint16_t *w = (uint16_t *)(void *)(k->host + ow);
+  for (size_t i = 0; i < in * out; i++) w[i] = net_from_float(k->dt, h->w[i]);
+  memcpy(k->host + ob, h->b, out * sizeof(float));
+}
+
+static void pk_ln(g_pack *k, g_ln *l, const net_ptv3_norm *h, size_t C) {
+  const size_t og = pk_take(k, C * 4), ob = pk_take(k, C * 4);
+  l->C = C;
+  l->g = k->dev ? (float *)(void *)(k->dev + og) : NULL;
+  l->b = k->dev ? (float *)(void *)(k->dev + ob) : NULL;
+  if (!k->host || !h) return;
+  memcpy(k->host + og, h->w, C * sizeof(float));
+  memcpy(k->host + ob, h->b, C * sizeof(float));
+}
+
+static void pk_bn(g_pack *k, g_aff *a, const net_ptv3_norm *h, size_t C) {
+  const size_t os = pk_take(k, C * 4), oh = pk_take(k, C * 4);
+  a->C = C;
+  a->scale = k->dev ? (float *)(void *)(k->dev + os) : NULL;
+  a->shift = k->dev ? (float *)(void *)(k->dev + oh) : NULL;
+  if (!k->host || !h) return;
+  nl_bn_fold((float *)(void *)(k->host + os), (float *)(void *)(k->host + oh), h->w, h->b, h->mean, h->var, C,
+             NET_PTV3_BN_EPS);
+}
+
+/* Bytes spc_weights_upload holds for one convolution (v0's layout: dtype weights, fp32 bias). */
+static size_t conv_bytes(size_t in, size_t out, uint32_t K, int bias) {
+  return hx_align256((size_t)K * in * out * 2) + (bias ? hx_align256(out * 4) : 0);
+}
+
+/* The walk over every layer: sizes from cfg; with v (filling pass) the values, and the convolutions uploaded. */
+static hx_status g_weights(p3g *g, const net_ptv3_view *v, g_pack *k, hx_err *err) {
+  const net_config *c = &g->cfg;
+  const int L = c->levels, R = c->mlp_ratio;
+  g->conv_bytes = 0;
+  pk_lin(k, &g->head, v ? &v->head : NULL, (size_t)c->dec_channels[0], (size_t)c->classes);
+  pk_bn(k, &g->stem_bn, v ? &v->stem_bn : NULL, (size_t)c->enc_channels[0]);
+  g->conv_bytes += conv_bytes((size_t)c->in_channels, (size_t)c->enc_channels[0], 125, 0);
+  if (v) HX_TRY(spc_weights_upload(&g->stem, v->stem.w, NULL, v->stem.in, v->stem.out, 125, g->dt, err));
+  for (int dec = 0; dec < 2; dec++)
+    for (int l = 0; l < L - dec; l++) {
+      const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
+      const int H = dec ? c->dec_heads[l] : c->enc_heads[l], depth = dec ? c->dec_depth[l] : c->enc_depth[l];
+      if (!dec && l > 0) {
+        pk_lin(k, &g->down[l], v ? &v->down[l] : NULL, (size_t)c->enc_channels[l - 1], C);
+        pk_bn(k, &g->down_bn[l], v ? &v->down_bn[l] : NULL, C);
+      }
+      if (dec) {
+        const size_t Cc = (size_t)(l == L - 2 ? c->enc_channels[L - 1] : c->dec_channels[l + 1]);
+        pk_lin(k, &g->up_proj[l], v ? &v->up_proj[l] : NULL, Cc, C);
+        pk_bn(k, &g->up_bn[l], v ? &v->up_bn[l] : NULL, C);
+        pk_lin(k, &g->up_skip[l], v ? &v->up_skip[l] : NULL, (size_t)c->enc_channels[l], C);
+        pk_bn(k, &g->skip_bn[l], v ? &v->skip_bn[l] : NULL, C);
+      }
+      for (int i = 0; i < depth; i++) {
+        g_block *b = dec ? &g->dec[l][i] : &g->enc[l][i];
+        const net_ptv3_block *h = v ? (dec ? &v->dec[l][i] : &v->enc[l][i]) : NULL;
+        b->C = (int)C, b->H = H;
+        pk_lin(k, &b->cpe_lin, h ? &h->cpe_lin : NULL, C, C);
+        pk_ln(k, &b->cpe_norm, h ? &h->cpe_norm : NULL, C);
+        pk_ln(k, &b->norm1, h ? &h->norm1 : NULL, C);
+        pk_lin(k, &b->qkv, h ? &h->qkv : NULL, C, 3 * C);
+        pk_lin(k, &b->proj, h ? &h->proj : NULL, C, C);
+        pk_ln(k, &b->norm2, h ? &h->norm2 : NULL, C);
+        pk_lin(k, &b->fc1, h ? &h->fc1 : NULL, C, (size_t)R * C);
+        pk_lin(k, &b->fc2, h ? &h->fc2 : NULL, (size_t)R * C, C);
+        g->conv_bytes += conv_bytes(C, C, 27, 1);
+        if (h) HX_TRY(spc_weights_upload(&b->conv, h->cpe_conv.w, h->cpe_conv.b, C, C, 27, g->dt, err));
+      }
+    }
+  return HX_OK;
+}
+
+static void free_convs(p3g *g) {
+  spc_weights_free(&g->stem);
+  for (int l = 0; l < G_L; l++)
+    for (int i = 0; i < G_D; i++) spc_weights_free(&g->enc[l][i].conv), spc_weights_free(&g->dec[l][i].conv);
+}
+
+/* What this forward supports beyond the CPU reference: channel counts the GPU layers take. */
+static hx_status check_gpu_config(const net_config *c, hx_err *err) {
+  if (c->kind != 0 || c->levels < 2 || c->levels > G_L)
+    return hx_errf(err, HX_EINVAL, "ptv3 gpu: %s is not a PTv3 configuration of 2..%d levels", c->name, G_L);
+  if (c->classes % 8 || c->mlp_ratio < 1)
+    return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: %s: %d classes (a multiple of 8 is required by cuBLASLt)",
+                   c->name, c->classes);
+  for (int dec = 0; dec < 2; dec++)
+    for (int l = 0; l < c->levels - dec; l++) {
+      const int C = dec ? c->dec_channels[l] : c->enc_channels[l], H = dec ? c->dec_heads[l] : c->enc_heads[l];
+      const int D = H > 0 && C % H == 0 ? C / H : 0;
+      if (C % 8 || (D != 16 && D != 32 && D != 64 && D != 128))
+        return hx_errf(err, HX_EUNSUPPORTED,
+                       "ptv3 gpu: %s %s level %d: %d channels, %d heads (channels a multiple of 8, head dim 16, 32, "
+                       "64 or 128)", c->name, dec ? "decoder" : "encoder", l, C, H);
+    }
+  return HX_OK;
+}
+
+static void destroy(void *impl) {
+  p3g *g = impl;
+  if (!g) return;
+  unprepare(g);
+  free(g->held);
+  free_convs(g);
+  if (g->wblock) g_release(g, g->wblock);
+  nl_blas_destroy(g->blas);
+  spc_ctx_destroy(g->sctx);
+  free(g);
+}
+
+static hx_status create_body(p3g *g, const net_params *p, hx_err *err) {
+  net_ptv3_view *v = malloc(sizeof *v);
+  if (!v) return hx_errf(err, HX_ENOMEM, "ptv3 gpu: view");
+  hx_status st = net_ptv3_view_get(v, &g->cfg, p, err);
+  g_pack k = {NULL, NULL, 0, g->dt};
+  if (st == HX_OK) st = g_weights(g, NULL, &k, err); /* sizing */
+  g->wbytes = k.used;
+  if (st == HX_OK) st = g_alloc(g, &g->wblock, g->wbytes, "ptv3 weights", err);
+  char *host = st == HX_OK ? calloc(1, g->wbytes ? g->wbytes : 1) : NULL;
+  if (st == HX_OK && !host) st = hx_errf(err, HX_ENOMEM, "ptv3 gpu: %zu bytes of weight staging", g->wbytes);
+  if (st == HX_OK) {
+    k = (g_pack){host, g->wblock, 0, g->dt};
+    st = g_weights(g, v, &k, err);
+  }
+  if (st == HX_OK) st = cu_st(cudaMemcpy(g->wblock, host, g->wbytes, cudaMemcpyHostToDevice), "weight upload", err);
+  free(host);
+  free(v);
+  if (st == HX_OK) st = nl_blas_create(&g->blas, err);
+  if (st == HX_OK) st = spc_ctx_create(&g->sctx, err);
+  return st;
+}
+
+static hx_status create(void **impl, const net_config *cfg, const net_params *p, net_dtype dt, const net_alloc *alloc,
+                        hx_err *err) {
+  *impl = NULL;
+  HX_TRY(check_gpu_config(cfg, err));
+  p3g *g = calloc(1, sizeof *g);
+  if (!g) return hx_errf(err, HX_ENOMEM, "ptv3 gpu: forward object");
+  g->cfg = *cfg;
+  g->dt = dt;
+  if (alloc && alloc->alloc && alloc->release) g->alloc = *alloc, g->have_alloc = 1;
+  for (int i = 0; i < sfc_serial_variant_count(); i++)
+    if (sfc_serial_variant_get(i)->id == G_SERIAL_VARIANT || !g->serial) g->serial = sfc_serial_variant_get(i);
+  for (int i = 0; i < shuf_gather_variant_count(); i++) {
+    const shuf_gather_variant *v = shuf_gather_variant_get(i);
+    if (v->id == 0) g->gather0 = v;
+    if (v->id == G_GATHER_VARIANT) g->gather = v;
+  }
+  if (!g->gather) g->gather = g->gather0;
+  hx_status st = g->serial && g->gather ? HX_OK : hx_errf(err, HX_ENODEV, "ptv3 gpu: no serialization or gather variant");
+  if (st == HX_OK) st = create_body(g, p, err);
+  if (st != HX_OK) {
+    destroy(g);
+    return st;
+  }
+  *impl = g;
+  return HX_OK;
+}
+
+/* ---- sizes: the buffer list, the attention variants, the scratch ------------------------------------------- */
+
+static battn_dtype g_battn_dt(net_dtype dt) { return dt == NET_BF16 ? BATTN_BF16 : BATTN_F16; }
+static shuf_dtype g_shuf_dt(net_dtype dt) { return dt == NET_BF16 ? SHUF_BF16 : SHUF_F16; }
+
+/* Attention params of a level over the packed qkv pc3 [sum_p, 3, H, D] into pc [sum_p, H, D]. */
+static void attn_params(battn_params *bp, const p3g *g, const g_level *lv, int C, int H) {
+  const int D = C / H;
+  battn_params_init(bp, (int64_t)lv->sum_p, H, D, g_battn_dt(g->dt), &lv->plan);
+  bp->q_row_stride = bp->k_row_stride = bp->v_row_stride = 3 * (int64_t)C;
+  const uint16_t *q = g->pc3;
+  bp->q = q, bp->k = q ? q + C : NULL, bp->v = q ? q + 2 * C : NULL;
+  bp->o = g->pc;
+  bp->lse = NULL;
+  bp->scale = 1.0f / sqrtf((float)D); /* (C/H)^-0.5 */
+  bp->bucket_start = lv->bstart, bp->bucket_count = lv->bcount, bp->scope = lv->scope;
+}
+
+/* The attention variant of a level (v5; v0 where v5 refuses the layout) and the scratch of both widths. */
+static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err *err) {
+  const battn_variant *v5 = battn_variant_find("v5"), *v0 = battn_variant_find("v0");
+  lv->attn = NULL;
+  for (int pass = 0; pass < 2 && !lv->attn; pass++) {
+    const battn_variant *v = pass ? v0 : v5;
+    if (!v) continue;
+    size_t need = 0, most = 0;
+    hx_err e;
+    hx_status st = HX_OK;
+    for (int dec = 0; dec < 2 && st == HX_OK; dec++) {
+      if (dec && l == g->cfg.levels - 1) break;
+      battn_params bp;
+      attn_params(&bp, g, lv, dec ? g->cfg.dec_channels[l] : g->cfg.enc_channels[l],
+                  dec ? g->cfg.dec_heads[l] : g->cfg.enc_heads[l]);
+      /* the size query reads no table: the host plan's stand in (and are checked against the layout) */
+      bp.bucket_start = lv->plan.bucket_start, bp.bucket_count = lv->plan.bucket_count, bp.scope = lv->plan.scope;
+      if (!pass) HX_TRY(battn_validate(&bp, &lv->plan, err));
+      st = v->fn(&bp, NULL, &need, NULL, &e);
+      most = max_sz(most, need);
+    }
+    if (st == HX_OK) lv->attn = v, *scratch = max_sz(*scratch, most);
+  }
+  return lv->attn ? HX_OK : hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: level %d: neither attention v5 nor v0 runs", l);
+}
+
+/* Host plans and sizes of every level from the host structure. */
+static hx_status levels_from_struct(p3g *g, const net_ptv3_struct *s, uint64_t seed, hx_err *err) {
+  static const sfc_order base[NET_PTV3_ORDERS] = {SFC_Z, SFC_Z_TRANS, SFC_HILBERT, SFC_HILBERT_TRANS};
+  int perm[NET_PTV3_ORDERS];
+  sfc_row_perm(perm, NET_PTV3_ORDERS, seed, 0);
+  for (int r = 0; r < NET_PTV3_ORDERS; r++) g->orders[r] = base[perm[r]];
+  g->n = s->n, g->B = s->B;
+  for (int l = 0; l < s->L; l++) {
+    g_level *lv = &g->lv[l];
+    const net_ptv3_level *h = &s->lv[l];
+    lv->n = h->n, lv->sum_p = h->sum_p, lv->n_cu = h->n_cu, lv->depth = h->depth;
+    memcpy(lv->off, h->off, (s->B + 1) * sizeof *lv->off);
+    if (l > 0) sfc_row_perm(lv->perm, NET_PTV3_ORDERS, seed, (uint64_t)l);
+    int64_t *cu64 = malloc(h->n_cu * sizeof *cu64);
+    if (!cu64) return hx_errf(err, HX_ENOMEM, "ptv3 gpu: cu_seqlens");
+    for (size_t k = 0; k < h->n_cu; k++) cu64[k] = h->cu[k];
+    const hx_status st = battn_plan_patches(&lv->plan, cu64, (uint32_t)(h->n_cu - 1), NET_PTV3_PIECE_ROWS, err);
+    free(cu64);
+    HX_TRY(st);
+  }
+  return HX_OK;
+}
+
+/* The largest scratch any launcher of the forward (and of prepare) asks for; picks the attention variants. */
+static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
+  const net_config *c = &g->cfg;
+  size_t sb = 0, most = 0;
+  size_t off[SFC_MAX_CLOUDS + 1];
+  memcpy(off, g->lv[0].off, sizeof off);
+  HX_TRY(bl_st(sfc_grid_gpu(NULL, NULL, NULL, NULL, &sb, NULL, off, g->B, g->grid_size, NULL), "grid size query", err));
+  most = max_sz(most, sb);
+  sfc_serial_args a = {NULL, NULL, NULL, NULL, NULL, g->n, g->B, g->lv[0].depth, NET_PTV3_ORDERS,
+                       {g->orders[0], g->orders[1], g->orders[2], g->orders[3]}};
+  HX_TRY(bl_st(g->serial->fn(NULL, &sb, &a, NULL), "serialization size query", err));
+  most = max_sz(most, sb);
+  spc_map m;
+  memset(&m, 0, sizeof m);
+  HX_TRY(spc_map_gpu(&m, NULL, NULL, NULL, &sb, NULL, NULL, (uint32_t)g->n, 5, 0, NULL, err));
+  most = max_sz(most, sb);
+  spc_weights w = {NULL, NULL, (size_t)c->in_channels, (size_t)c->enc_channels[0], 125};
+  m.n = (uint32_t)g->n, m.k = 5, m.K = 125;
+  const spc_variant *sv = spc_variant_best(w.in, w.out);
+  if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant");
+  HX_TRY(sv->fn(NULL, NULL, &w, &m, NULL, &sb, NULL, g->dt, NULL, err));
+  most = max_sz(most, sb);
+  for (int l = 0; l < c->levels; l++) {
+    g_level *lv = &g->lv[l];
+    if (l > 0) {
+      const g_level *p = &g->lv[l - 1];
+      spool_in pin = {NULL, NULL, NULL, NULL, NULL, NULL, p->n, 0, NET_PTV3_ORDERS, p->depth, g->B, {0, 1, 2, 3}};
+      spool_out po;
+      memset(&po, 0, sizeof po);
+      HX_TRY(bl_st(spool_gpu(&po, NULL, &sb, &pin, NULL), "pooling size query", err));
+      most = max_sz(most, sb);
+    }
+    memset(&m, 0, sizeof m);
+    HX_TRY(spc_map_gpu(&m, NULL, NULL, NULL, &sb, NULL, NULL, (uint32_t)lv->n, 3, 0, NULL, err));
+    most = max_sz(most, sb);
+    m.n = (uint32_t)lv->n, m.k = 3, m.K = 27;
+    for (int dec = 0; dec < 2; dec++) {
+      if (dec && l == c->levels - 1) break;
+      const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
+      spc_weights wc = {NULL, NULL, C, C, 27};
+      sv = spc_variant_best(C, C);
+      if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant for %zu channels", C);
+      HX_TRY(sv->fn(NULL, NULL, &wc, &m, NULL, &sb, NULL, g->dt, NULL, err));
+      most = max_sz(most, sb);
+    }
+    HX_TRY(attn_choose(g, lv, l, &most, err));
+  }
+  *need = most;
+  return HX_OK;
+}
+
+/* Every buffer prepare allocates, in one list: `need` allocates it (prepare) or adds its bytes (sizing). */
+typedef hx_status (*g_need_fn)(p3g *g, void **slot, size_t bytes, const char *label, hx_err *err);
+
+static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_err *err) {
+  const net_config *c = &g->cfg;
+  const size_t n = g->n, Cin = (size_t)c->in_channels, E = 2; /* bytes of a dtype value */
+#define NEED(slot, bytes, label) HX_TRY(need(g, (void **)(slot), (bytes), (label), err))
+  NEED(&g->xyz, n * 12, "ptv3 xyz");
+  NEED(&g->feat32, n * Cin * 4, "ptv3 input features fp32");
+  NEED(&g->feat, n * Cin * E, "ptv3 input features");
+  NEED(&g->maxc, 4, "ptv3 grid max");
+  NEED(&g->stem_nbr, n * 125 * 4, "ptv3 stem kernel map");
+  NEED(&g->stem_rule, spc_rule_elems((uint32_t)n, 5) * 4, "ptv3 stem rulebook");
+  for (int l = 0; l < c->levels; l++) {
+    g_level *lv = &g->lv[l];
+    const size_t m = lv->n;
+    NEED(&lv->grid, m * 12, "ptv3 grid");
+    NEED(&lv->batch, m * 4, "ptv3 batch");
+    if (l > 0) NEED(&lv->coord, m * 12, "ptv3 pooled coordinates");
+    NEED(&lv->code, NET_PTV3_ORDERS * m * 8, "ptv3 codes");
+    NEED(&lv->order, NET_PTV3_ORDERS * m * 4, "ptv3 order");
+    NEED(&lv->inverse, NET_PTV3_ORDERS * m * 4, "ptv3 inverse");
+    if (l > 0) {
+      NEED(&lv->cluster, g->lv[l - 1].n * 4, "ptv3 pooling cluster");
+      NEED(&lv->head, m * 4, "ptv3 pooling head");
+      NEED(&lv->idx_ptr, (m + 1) * 4, "ptv3 pooling idx_ptr");
+    }
+    NEED(&lv->pad, lv->sum_p * 4, "ptv3 pad");
+    NEED(&lv->unpad, m * 4, "ptv3 unpad");
+    NEED(&lv->cu, lv->n_cu * 4, "ptv3 cu_seqlens");
+    NEED(&lv->nbr, m * 27 * 4, "ptv3 kernel map");
+    NEED(&lv->rule, spc_rule_elems((uint32_t)m, 3) * 4, "ptv3 rulebook");
+    NEED(&lv->bstart, (size_t)lv->plan.num_buckets * 4, "ptv3 attention buckets");
+    NEED(&lv->bcount, (size_t)lv->plan.num_buckets * 4, "ptv3 attention bucket counts");
+    NEED(&lv->scope, (size_t)lv->plan.num_scopes * lv->plan.buckets_per_scope * 4, "ptv3 attention scopes");
+    NEED(&lv->enc, m * (size_t)c->enc_channels[l] * E, "ptv3 encoder output");
+    if (l < c->levels - 1) NEED(&lv->dec, m * (size_t)c->dec_channels[l] * E, "ptv3 decoder output");
+  }
+  NEED(&g->t, ws->nc * E, "ptv3 work t");
+  NEED(&g->u, ws->nc * E, "ptv3 work u");
+  NEED(&g->big, ws->big * E, "ptv3 work qkv/mlp");
+  NEED(&g->pc3, ws->pc3 * E, "ptv3 gathered qkv");
+  NEED(&g->pc, ws->pc * E, "ptv3 attention output");
+  NEED(&g->order_p, ws->slots * 4, "ptv3 order[pad]");
+  NEED(&g->inverse_p, n * 4, "ptv3 unpad[inverse]");
+  NEED(&g->logits, n * (size_t)c->classes * E, "ptv3 logits");
+  NEED(&g->logits32, n * (size_t)c->classes * 4, "ptv3 logits fp32");
+  NEED(&g->scratch, g->scratch_bytes, "ptv3 scratch");
+#undef NEED
+  return HX_OK;
+}
+
+static hx_status need_count(p3g *g, void **slot, size_t bytes, const char *label, hx_err *err) {
+  (void)slot, (void)label, (void)err;
+  g->held_bytes += hx_align256(bytes ? bytes : 1);
+  return HX_OK;
+}
+
+static hx_status need_alloc(p3g *g, void **slot, size_t bytes, const char *label, hx_err *err) {
+  return g_hold(g, slot, bytes, label, err);
+}
+
+/* Weight bytes of a configuration (the dense block, the convolutions) without parameters. */
+static void weight_bytes(p3g *g, size_t *dense, size_t *convs) {
+  g_pack k = {NULL, NULL, 0, g->dt};
+  hx_err e;
+  (void)g_weights(g, NULL, &k, &e); /* the sizing pass cannot fail */
+  *dense = hx_align256(k.used), *convs = g->conv_bytes;
+}
+
+/* Host structure and the sizes every later step uses (bytes and prepare). */
+static hx_status plan_input(p3g *g, const net_input *in, net_ptv3_work *ws, hx_err *err) {
+  if (in && in->B > SFC_MAX_CLOUDS)
+    return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: %u clouds in a batch, at most %d", in->B, SFC_MAX_CLOUDS);
+  net_ptv3_struct *s = malloc(sizeof *s);
+  if (!s) return hx_errf(err, HX_ENOMEM, "ptv3 gpu: structure");
+  hx_status st = net_ptv3_struct_build(s, &g->cfg, in, 0, err);
+  if (st == HX_OK) {
+    g->grid_size = in->grid_size;
+    net_ptv3_work_sizes(ws, &g->cfg, s);
+    st = levels_from_struct(g, s, in->seed, err);
+    net_ptv3_struct_free(s);
+  }
+  free(s);
+  if (st == HX_OK) st = scratch_need(g, &g->scratch_bytes, err);
+  return st;
+}
+
+static hx_status bytes(size_t *out, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
+  if (!out) return hx_errf(err, HX_EINVAL, "ptv3 gpu bytes: NULL output");
+  HX_TRY(check_gpu_config(cfg, err));
+  p3g *g = calloc(1, sizeof *g);
+  if (!g) return hx_errf(err, HX_ENOMEM, "ptv3 gpu bytes: sizing object");
+  g->cfg = *cfg, g->dt = dt;
+  for (int i = 0; i < sfc_serial_variant_count(); i++)
+    if (sfc_serial_variant_get(i)->id == G_SERIAL_VARIANT || !g->serial) g->serial = sfc_serial_variant_get(i);
+  net_ptv3_work ws;
+  hx_status st = g->serial ? plan_input(g, in, &ws, err) : hx_errf(err, HX_ENODEV, "ptv3 gpu: no serialization");
+  if (st == HX_OK) st = g_buffers(g, &ws, need_count, err);
+  size_t dense = 0, convs = 0;
+  weight_bytes(g, &dense, &convs);
+  *out = g->held_bytes + dense + convs;
+  for (int l = 0; l < G_L; l++) battn_plan_free(&g->lv[l].plan);
+  free(g);
+  return st;
+}
+
+/* ---- the forward's steps ---------------------------------------------------------------------------------- */
+
+typedef struct g_run {
+  p3g *g;
+  const net_hooks *h;
+  cudaStream_t s;
+  struct CUstream_st *cs;
+  int prepare;                   /* 1: the structural pass of prepare (read-backs allowed) */
+  int ready[G_L];                /* the level's kernel map and padding are built in this forward */
+  hx_err *err;
+} g_run;
+
+static void rng(g_run *r, const char *name, int begin) { net_range(r->h, name, begin, r->cs); }
+
+static hx_status lin_gpu(g_run *r, void *y, const void *x, const g_lin *l, size_t rows, nl_act act, int acc) {
+  return nl_linear_gpu(r->g->blas, y, x, l->w, l->b, rows, l->in, l->out, act, acc, r->g->dt, r->cs, r->err);
+}
+
+static hx_status conv_gpu(g_run *r, void *y, const void *x, const spc_weights *w, const spc_map *m) {
+  const spc_variant *v = spc_variant_best(w->in, w->out);
+  size_t sb = r->g->scratch_bytes;
+  return v->fn(y, x, w, m, r->g->scratch, &sb, r->g->sctx, r->g->dt, r->cs, r->err);
+}
+
+static hx_status map_gpu(g_run *r, spc_map *m, int32_t *nbr, int32_t *rule, const g_level *lv, uint32_t k) {
+  size_t sb = r->g->scratch_bytes;
+  return spc_map_gpu(m, nbr, rule, r->g->scratch, &sb, lv->grid, lv->batch, (uint32_t)lv->n, k, r->prepare, r->cs,
+                     r->err);
+}
+
+/* Grid coordinates and the 4-order serialization of level 0. */
+static hx_status step_serialize(g_run *r) {
+  p3g *g = r->g;
+  g_level *l0 = &g->lv[0];
+  size_t sb = g->scratch_bytes;
+  HX_TRY(bl_st(sfc_grid_gpu(l0->grid, l0->batch, g->maxc, g->scratch, &sb, g->xyz, l0->off, g->B, g->grid_size, r->cs),
+               "grid coordinates", r->err));
+  sfc_serial_args a = {l0->code, l0->order, l0->inverse, l0->grid, l0->batch, g->n, g->B, l0->depth, NET_PTV3_ORDERS,
+                       {g->orders[0], g->orders[1], g->orders[2], g->orders[3]}};
+  sb = g->scratch_bytes;
+  return bl_st(g->serial->fn(g->scratch, &sb, &a, r->cs), "serialization", r->err);
+}
+
+static hx_status step_embed(g_run *r) {
+  p3g *g = r->g;
+  g_level *l0 = &g->lv[0];
+  HX_TRY(nl_from_f32_gpu(g->feat, g->feat32, g->n * (size_t)g->cfg.in_channels, g->dt, r->cs, r->err));
+  HX_TRY(map_gpu(r, &g->stem_map, g->stem_nbr, g->stem_rule, l0, 5));
+  HX_TRY(conv_gpu(r, l0->enc, g->feat, &g->stem, &g->stem_map));
+  return nl_affine_act_gpu(l0->enc, l0->enc, g->stem_bn.scale, g->stem_bn.shift, g->n, g->stem_bn.C, NL_ACT_GELU,
+                           g->dt, r->cs, r->err);
+}
+
+/* Pooling into level l: projection, PTv3's pooling structure, segment max, BN, GELU. */
+static hx_status step_pool(g_run *r, int l) {
+  p3g *g = r->g;
+  g_level *lv = &g->lv[l], *p = &g->lv[l - 1];
+  const size_t C = (size_t)g->cfg.enc_channels[l];
+  HX_TRY(lin_gpu(r, g->big, p->enc, &g->down[l], p->n, NL_ACT_NONE, 0));
+  spool_in pin = {p->code, p->order, NULL, l == 1 ? g->xyz : p->coord, p->grid, p->batch, p->n, 0, NET_PTV3_ORDERS,
+                  p->depth, g->B, {0, 1, 2, 3}};
+  memcpy(pin.perm, lv->perm, sizeof pin.perm);
+  spool_out po = {0, 0, lv->cluster, lv->head, lv->idx_ptr, lv->code, lv->order, lv->inverse, NULL, lv->coord,
+                  lv->grid, lv->batch};
+  size_t sb = g->scratch_bytes;
+  if (r->prepare) {
+    HX_TRY(bl_st(spool_gpu(&po, g->scratch, &sb, &pin, r->cs), "pooling", r->err));
+    if (po.n_out != lv->n)
+      return hx_errf(r->err, HX_ECHECK, "ptv3 gpu: pooling into level %d gave %zu points, the host structure %zu", l,
+                     po.n_out, lv->n);
+  } else {
+    HX_TRY(bl_st(spool_gpu_sized(&po, g->scratch, &sb, &pin, lv->n, r->cs), "pooling", r->err));
+  }
+  /* children of parent k: row-0 order positions [idx_ptr[k], idx_ptr[k+1]) of level l-1 */
+  HX_TRY(nl_segment_max_gpu(lv->enc, g->big, p->order, lv->idx_ptr, lv->n, C, g->dt, r->cs, r->err));
+  return nl_affine_act_gpu(lv->enc, lv->enc, g->down_bn[l].scale, g->down_bn[l].shift, lv->n, C, NL_ACT_GELU, g->dt,
+                           r->cs, r->err);
+}
+
+static hx_status gather(g_run *r, void *out, const void *in, const uint32_t *idx, size_t rows, size_t width) {
+  const p3g *g = r->g;
+  hx_status s = g->gather->fn(out, in, idx, rows, width, g_shuf_dt(g->dt), r->cs);
+  if (s == HX_EUNSUPPORTED && g->gather0) s = g->gather0->fn(out, in, idx, rows, width, g_shuf_dt(g->dt), r->cs);
+  return bl_st(s, "row gather", r->err);
+}
+
+/* x += LN(Linear(conv(src))); the level's kernel map first if no block has built it in this forward. */
+static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src) {
+  p3g *g = r->g;
+  g_level *lv = &g->lv[l];
+  const size_t n = lv->n, C = (size_t)b->C;
+  if (!(r->ready[l] & 1)) {
+    HX_TRY(map_gpu(r, &lv->map, lv->nbr, lv->rule, lv, 3));
+    r->ready[l] |= 1;
+  }
+  HX_TRY(conv_gpu(r, g->t, src, &b->conv, &lv->map));
+  HX_TRY(lin_gpu(r, g->u, g->t, &b->cpe_lin, n, NL_ACT_NONE, 0));
+  HX_TRY(nl_layernorm_gpu(g->u, g->u, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
+  return nl_add_gpu(x, g->u, n * C, g->dt, r->cs, r->err);
+}
+
+/* pc3 = qkv rows by order[pad] of order row `row` (the level's padding first, once per forward). */
+static hx_status gather_qkv(g_run *r, int l, size_t C, int row) {
+  p3g *g = r->g;
+  g_level *lv = &g->lv[l];
+  const size_t n = lv->n;
+  if (!(r->ready[l] & 2)) {
+    HX_TRY(bl_st(shuf_padding_gpu(lv->pad, lv->unpad, lv->cu, lv->off, g->B, (uint32_t)g->cfg.patch, r->cs),
+                 "padding", r->err));
+    r->ready[l] |= 2;
+  }
+  HX_TRY(bl_st(shuf_compose_gpu(g->order_p, g->inverse_p, lv->order + (size_t)row * n, lv->inverse + (size_t)row * n,
+                                lv->pad, lv->unpad, n, lv->sum_p, r->cs),
+               "index composition", r->err));
+  return gather(r, g->pc3, g->big, g->order_p, lv->sum_p, 3 * C);
+}
+
+static hx_status attention(g_run *r, int l, const g_block *b) {
+  p3g *g = r->g;
+  g_level *lv = &g->lv[l];
+  battn_params bp;
+  attn_params(&bp, g, lv, b->C, b->H);
+  size_t sb = g->scratch_bytes;
+  return lv->attn->fn(&bp, g->scratch, &sb, r->s, r->err);
+}
+
+static hx_status gather_out(g_run *r, int l, size_t C) {
+  return gather(r, r->g->t, r->g->pc, r->g->inverse_p, r->g->lv[l].n, C);
+}
+
+static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
+  HX_TRY(lin_gpu(r, r->g->big, r->g->t, &b->fc1, n, NL_ACT_GELU, 0));
+  return lin_gpu(r, x, r->g->big, &b->fc2, n, NL_ACT_NONE, 1);
+}
+
+/* One block on level l: x updated in place; src is what the CPE convolves. */
+static hx_status step_block(g_run *r, int l, const g_block *b, void *x, const void *src, int row, const char *path) {
+  p3g *g = r->g;
+  g_level *lv = &g->lv[l];
+  const size_t n = lv->n, C = (size_t)b->C;
+  char name[96];
+#define RANGE(part, body)                                                                                 \
+  do {                                                                                                    \
+    snprintf(name, sizeof name, "%s/%s", path, part);                                                     \
+    rng(r, name, 1);                                                                                      \
+    const hx_status rs_ = (body);                                                                         \
+    rng(r, name, 0);                                                                                      \
+    HX_TRY(rs_);                                                                                          \
+  } while (0)
+  RANGE("cpe", cpe(r, l, b, x, src));
+  RANGE("norm.1", nl_layernorm_gpu(g->t, x, b->norm1.g, b->norm1.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
+  RANGE("qkv", lin_gpu(r, g->big, g->t, &b->qkv, n, NL_ACT_NONE, 0));
+  RANGE("gather.qkv", gather_qkv(r, l, C, row));
+  RANGE("attn", attention(r, l, b));
+  RANGE("gather.out", gather_out(r, l, C));
+  RANGE("proj", lin_gpu(r, x, g->t, &b->proj, n, NL_ACT_NONE, 1));
+  RANGE("norm.2", nl_layernorm_gpu(g->t, x, b->norm2.g, b->norm2.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
+  RANGE("mlp", mlp(r, b, x, n));
+#undef RANGE
+  return HX_OK;
+}
+
+/* Unpooling into level l: dec_l = GELU(BN(skip(enc_l))) + GELU(BN(proj(child)))[cluster]; the projected skip
+ * stays in u for the first block's CPE (the m1 quirk, net_ptv3.c). */
+static hx_status step_unpool(g_run *r, int l) {
+  p3g *g = r->g;
+  g_level *lv = &g->lv[l], *ch = &g->lv[l + 1];
+  const size_t C = (size_t)g->cfg.dec_channels[l];
+  const void *cx = l == g->cfg.levels - 2 ? ch->enc : ch->dec;
+  HX_TRY(lin_gpu(r, g->t, cx, &g->up_proj[l], ch->n, NL_ACT_NONE, 0));
+  HX_TRY(nl_affine_act_gpu(g->t, g->t, g->up_bn[l].scale, g->up_bn[l].shift, ch->n, C, NL_ACT_GELU, g->dt, r->cs,
+                           r->err));
+  HX_TRY(lin_gpu(r, g->u, lv->enc, &g->up_skip[l], lv->n, NL_ACT_NONE, 0));
+  HX_TRY(nl_affine_act_gpu(g->u, g->u, g->skip_bn[l].scale, g->skip_bn[l].shift, lv->n, C, NL_ACT_GELU, g->dt, r->cs,
+                           r->err));
+  HX_TRY(nl_gather_rows_gpu(lv->dec, g->t, ch->cluster, lv->n, C, g->dt, r->cs, r->err));
+  return nl_add_gpu(lv->dec, g->u, lv->n * C, g->dt, r->cs, r->err);
+}
+
+static hx_status step_head(g_run *r) {
+  p3g *g = r->g;
+  HX_TRY(lin_gpu(r, g->logits, g->lv[0].dec, &g->head, g->n, NL_ACT_NONE, 0));
+  return nl_to_f32_gpu(g->logits32, g->logits, g->n * (size_t)g->cfg.classes, g->dt, r->cs, r->err);
+}
+
+/* The whole forward from the uploaded points (prepare's structural pass when r->prepare). */
+static hx_status run_all(g_run *r) {
+  p3g *g = r->g;
+  const net_config *c = &g->cfg;
+  const int L = c->levels;
+  char path[32], name[48];
+  hx_status st;
+#define TOP(label, body)                                                                                  \
+  do {                                                                                                    \
+    rng(r, label, 1);                                                                                     \
+    st = (body);                                                                                          \
+    rng(r, label, 0);                                                                                     \
+    HX_TRY(st);                                                                                           \
+  } while (0)
+  TOP("serialize", step_serialize(r));
+  TOP("embed", step_embed(r));
+  for (int l = 0; l < L; l++) {
+    g_level *lv = &g->lv[l];
+    snprintf(path, sizeof path, "enc%d", l);
+    rng(r, path, 1);
+    if (l > 0) {
+      snprintf(name, sizeof name, "%s/pool", path);
+      TOP(name, step_pool(r, l));
+    }
+    for (int i = 0; i < c->enc_depth[l]; i++) {
+      snprintf(name, sizeof name, "%s/block%d", path, i);
+      TOP(name, step_block(r, l, &g->enc[l][i], lv->enc, lv->enc, i % NET_PTV3_ORDERS, name));
+    }
+    rng(r, path, 0);
+  }
+  for (int l = L - 2; l >= 0; l--) {
+    g_level *lv = &g->lv[l];
+    snprintf(path, sizeof path, "dec%d", l);
+    rng(r, path, 1);
+    snprintf(name, sizeof name, "%s/unpool", path);
+    TOP(name, step_unpool(r, l));
+    for (int i = 0; i < c->dec_depth[l]; i++) {
+      snprintf(name, sizeof name, "%s/block%d", path, i);
+      TOP(name, step_block(r, l, &g->dec[l][i], lv->dec, i == 0 ? g->u : lv->dec, i % NET_PTV3_ORDERS, name));
+    }
+    rng(r, path, 0);
+  }
+  TOP("head", step_head(r));
+#undef TOP
+  return HX_OK;
+}
+
+/* ---- the vtable --------------------------------------------------------------------------------------------- */
+
+static hx_status upload(void *d, const void *h, size_t bytes, const char *what, hx_err *err) {
+  return bytes ? cu_st(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), what, err) : HX_OK;
+}
+
+static hx_status prepare_body(p3g *g, const net_input *in, struct CUstream_st *stream, hx_err *err) {
+  net_ptv3_work ws;
+  HX_TRY(plan_input(g, in, &ws, err));
+  HX_TRY(g_buffers(g, &ws, need_alloc, err));
+  HX_TRY(upload(g->xyz, in->xyz, g->n * 12, "xyz upload", err));
+  HX_TRY(upload(g->feat32, in->feat, g->n * (size_t)g->cfg.in_channels * 4, "feature upload", err));
+  for (int l = 0; l < g->cfg.levels; l++) {
+    const battn_plan *pl = &g->lv[l].plan;
+    HX_TRY(upload(g->lv[l].bstart, pl->bucket_start, (size_t)pl->num_buckets * 4, "plan upload", err));
+    HX_TRY(upload(g->lv[l].bcount, pl->bucket_count, (size_t)pl->num_buckets * 4, "plan upload", err));
+    HX_TRY(upload(g->lv[l].scope, pl->scope, (size_t)pl->num_scopes * pl->buckets_per_scope * 4, "plan upload", err));
+  }
+  g_run r;
+  memset(&r, 0, sizeof r);
+  r.g = g, r.h = NULL, r.s = (cudaStream_t)stream, r.cs = stream, r.prepare = 1, r.err = err;
+  HX_TRY(run_all(&r));
+  return cu_st(cudaStreamSynchronize((cudaStream_t)stream), "prepare", err);
+}
+
+static hx_status prepare(void *impl, const net_input *in, struct CUstream_st *stream, hx_err *err) {
+  p3g *g = impl;
+  unprepare(g);
+  const hx_status st = prepare_body(g, in, stream, err);
+  if (st != HX_OK) {
+    cudaStreamSynchronize((cudaStream_t)stream); /* nothing may still use the buffers released below */
+    unprepare(g);
+    return st;
+  }
+  g->prepared = 1;
+  return HX_OK;
+}
+
+static hx_status forward(void *impl, const net_hooks *hooks, struct CUstream_st *stream, hx_err *err) {
+  p3g *g = impl;
+  if (!g->prepared) return hx_errf(err, HX_EINVAL, "ptv3 gpu: forward before a successful prepare");
+  g_run r;
+  memset(&r, 0, sizeof r);
+  r.g = g, r.h = hooks, r.s = (cudaStream_t)stream, r.cs = stream, r.prepare = 0, r.err = err;
+  return run_all(&r);
+}
+
+/* Device dtype values to host fp32. */
+static hx_status fetch_level(p3g *g, float **out, const void *d, size_t count, cudaStream_t s, hx_err *err) {
+  uint16_t *h = malloc((count ? count : 1) * sizeof *h);
+  *out = malloc((count ? count : 1) * sizeof **out);
+  hx_status st = h && *out ? HX_OK : hx_errf(err, HX_ENOMEM, "ptv3 gpu: level download");
+  if (st == HX_OK) st = cu_st(cudaMemcpyAsync(h, d, count * 2, cudaMemcpyDeviceToHost, s), "level download", err);
+  if (st == HX_OK) st = cu_st(cudaStreamSynchronize(s), "level download", err);
+  for (size_t k = 0; st == HX_OK && k < count; k++) (*out)[k] = net_to_float(g->dt, h[k]);
+  free(h);
+  return st;
+}
+
+static hx_status download_body(p3g *g, net_output *out, int keep_levels, cudaStream_t s, hx_err *err) {
+  const net_config *c = &g->cfg;
+  const size_t m = g->n * (size_t)c->classes;
+  out->n = g->n, out->classes = (size_t)c->classes;
+  out->logits = malloc((m ? m : 1) * sizeof *out->logits);
+  if (!out->logits) return hx_errf(err, HX_ENOMEM, "ptv3 gpu: logits download");
+  HX_TRY(cu_st(cudaMemcpyAsync(out->logits, g->logits32, m * 4, cudaMemcpyDeviceToHost, s), "logits download", err));
+  HX_TRY(cu_st(cudaStreamSynchronize(s), "logits download", err));
+  if (!keep_levels) return HX_OK;
+  size_t slot = 0;
+  for (int dec = 0; dec < 2; dec++)
+    for (int k = 0; k < c->levels - dec; k++, slot++) {
+      const int l = dec ? c->levels - 2 - k : k;
+      const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
+      HX_TRY(fetch_level(g, &out->level[slot], dec ? g->lv[l].dec : g->lv[l].enc, g->lv[l].n * C, s, err));
+      out->level_rows[slot] = g->lv[l].n, out->level_C[slot] = C;
+      snprintf(out->level_name[slot], sizeof out->level_name[slot], "%s%d", dec ? "dec" : "enc", l);
+    }
+  out->n_levels = slot;
+  return HX_OK;
+}
+
+static hx_status download(void *impl, net_output *out, int keep_levels, struct CUstream_st *stream, hx_err *err) {
+  p3g *g = impl;
+  if (!out) return hx_errf(err, HX_EINVAL, "ptv3 gpu: NULL output");
+  memset(out, 0, sizeof *out);
+  if (!g->prepared) return hx_errf(err, HX_EINVAL, "ptv3 gpu: download before a successful prepare");
+  const hx_status st = download_body(g, out, keep_levels, (cudaStream_t)stream, err);
+  if (st != HX_OK) net_output_free(out);
+  return st;
+}
+
+/* Graphable: no step of forward synchronises the host (spool_gpu_sized, spc_map_gpu without counts). */
+static int graphable(const void *impl) {
+  (void)impl;
+  return 1;
+}
+
+static size_t held(const void *impl) {
+  const p3g *g = impl;
+  return g->held_bytes + g->wbytes + g->conv_bytes;
+}
+
+static const net_gpu_ops ptv3_ops = {
+    .create = create,
+    .destroy = destroy,
+    .bytes = bytes,
+    .prepare = prepare,
+    .forward = forward,
+    .download = download,
+    .graphable = graphable,
+    .held_bytes = held,
+    .cpu_reference = NULL, /* the GPU structure equals the host one: net_forward_cpu is the reference */
+};
+
+const net_gpu_ops *net_ptv3_gpu_ops(void) { return &ptv3_ops; }
