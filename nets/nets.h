@@ -118,23 +118,39 @@ static inline HX_HD uint64_t spc_pack_key(uint32_t b, uint32_t x, uint32_t y, ui
          (uint64_t)(z & 0x3FFFFu);
 }
 
+#define SPC_KMAX 125u /* K of the largest kernel (k = 5) */
 typedef struct spc_map {
   uint32_t n;      /* rows */
   uint32_t k;      /* kernel side (3 or 5) */
   uint32_t K;      /* k^3 */
   int32_t *nbr;    /* [n * K], host or device (whoever built it) */
   uint64_t pairs;  /* entries != -1: the real neighbour pairs (FLOPs of a conv = 2 * pairs * in * out) */
+  /* The rulebook (GPU maps built with d_rule; NULL otherwise), spconv's indice_pairs: device int32
+   * [2][K][n] + [K]: rule[o*n + p] = input row j and rule[K*n + o*n + p] = output row i of the p-th pair of
+   * offset o (p < count, increasing i), then the K per-offset counts. Memory 8*K*n bytes, like spconv's. */
+  int32_t *rule;
+  /* Host copy of the per-offset counts (sum = pairs), filled with pairs. opairs[K/2] == n tells they are
+   * present (the centre offset pairs every row with itself). The gather-GEMM-scatter variant sizes its GEMMs
+   * from them on the host, so a forward keeps the counts its untimed prepare found. */
+  uint32_t opairs[SPC_KMAX];
 } spc_map;
 
 /* CPU reference map. grid [n*3] (x, y, z per row), batch [n] (NULL: one cloud). nbr is allocated (free with
- * spc_map_free_host). Duplicate voxels in one cloud are HX_EINVAL. */
+ * spc_map_free_host); pairs and opairs are filled, rule is NULL. Duplicate voxels in one cloud are HX_EINVAL
+ * naming both rows. */
 hx_status spc_map_cpu(spc_map *m, const uint32_t *grid, const uint32_t *batch, uint32_t n, uint32_t k, hx_err *err);
 void spc_map_free_host(spc_map *m);
-/* GPU map into caller memory: d_nbr [n * k^3]; scratch by CUB's protocol (NULL asks the size). m->pairs is
- * filled only when count_pairs (one stream synchronisation). */
-hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, void *d_scratch, size_t *scratch_bytes, const uint32_t *d_grid,
-                      const uint32_t *d_batch, uint32_t n, uint32_t k, int count_pairs, struct CUstream_st *stream,
-                      hx_err *err);
+/* GPU map into caller memory: d_nbr [n * k^3]; d_rule NULL or int32 [spc_rule_elems(n, k)] (the rulebook
+ * above); scratch by CUB's protocol (NULL asks the size; the hash table lives there). m->pairs and m->opairs
+ * are filled only when count_pairs (one stream synchronisation); otherwise they are left as they were (a
+ * forward re-running the map of the input it prepared keeps prepare's counts). The device checks the input
+ * (coordinates < 2^18, batch < 2^10, unique voxels per cloud) and the result is read back with the counts:
+ * with count_pairs an invalid input is HX_EINVAL naming a row; without it the map of an invalid input is
+ * unspecified (but every write stays in bounds). */
+static inline size_t spc_rule_elems(uint32_t n, uint32_t k) { return (2u * (size_t)n + 1u) * k * k * k; }
+hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scratch, size_t *scratch_bytes,
+                      const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, uint32_t k, int count_pairs,
+                      struct CUstream_st *stream, hx_err *err);
 
 /* CPU reference convolution: y [n, out] = conv(x [n, in]); w [out, K, in]; b [out] or NULL. */
 hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b, const spc_map *m, size_t in,
@@ -146,8 +162,19 @@ typedef struct spc_weights {
   size_t in, out;
   uint32_t K;
 } spc_weights;
+/* Upload h_w [out, K, in] (spconv's layout) and h_b [out] (NULL: no bias) in dtype (bias fp32); cudaMalloc,
+ * called outside timed regions. On failure nothing stays allocated. spc_weights_free frees and zeroes. */
+hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b, size_t in, size_t out, uint32_t K,
+                             net_dtype dt, hx_err *err);
+void spc_weights_free(spc_weights *w);
+/* The variants' library context (v0's cuBLAS handle), created once per forward object, never in a timed region. */
+typedef struct spc_ctx spc_ctx; /* opaque */
+hx_status spc_ctx_create(spc_ctx **out, hx_err *err);
+void spc_ctx_destroy(spc_ctx *c);
+/* y = conv(x) on the map m (device, with its rulebook and counts for v0); d_y must not alias d_x. Scratch by
+ * CUB's protocol, sized from m->n and the weights. */
 typedef hx_status (*spc_conv_fn)(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
-                                 size_t *scratch_bytes, nl_blas *blas, net_dtype dt, struct CUstream_st *stream,
+                                 size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, struct CUstream_st *stream,
                                  hx_err *err);
 typedef struct spc_variant {
   int id;           /* v0: gather-GEMM-scatter per offset through cuBLAS; v1: fused implicit GEMM */

@@ -1,3 +1,160 @@
-/* spconv.c: placeholder, filled in by its owner. */
+/*
+ * spconv.c - submanifold sparse 3D convolution, CPU side: the reference kernel map, the reference
+ * convolution, and the variant table (both builds; spconv.cu or spconv_stub.c define the functions).
+ *
+ * The map: rows sorted by their packed voxel key (spc_pack_key: batch, x, y, z), so equal voxels of one
+ * cloud are adjacent (HX_EINVAL naming both rows) and each of the n * K neighbour queries is a binary search.
+ * Invariant: nbr[i*K + o] = j exactly when voxel(j) = voxel(i) + d(o) in the same cloud, where
+ * d(o) = (o / k^2, (o / k) % k, o % k) - r; else -1. No neighbour is sought outside [0, 2^18) per axis, so
+ * the key's 18-bit fields never wrap. This is deliberately a different algorithm from the GPU's hash table:
+ * the tests compare the two maps exactly.
+ *
+ * The convolution: y[i] = b + sum_o W[:, o, :] x[nbr[i*K + o]], plain fp32, offsets in index order.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
 #include "nets/nets.h"
-typedef int nets_placeholder_spconv_c;
+#include "nets/spconv_internal.h"
+
+#define SPC_COORD_LIMIT (1u << 18)
+#define SPC_BATCH_LIMIT (1u << 10)
+
+typedef struct spc_keyrow {
+  uint64_t key;
+  uint32_t row;
+} spc_keyrow;
+
+static int spc_keyrow_cmp(const void *pa, const void *pb) {
+  const spc_keyrow *a = (const spc_keyrow *)pa, *b = (const spc_keyrow *)pb;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return a->row < b->row ? -1 : (a->row > b->row);
+}
+
+/* Row of the voxel with this key, or -1 (s sorted by key, keys unique). */
+static int32_t spc_find(const spc_keyrow *s, uint32_t n, uint64_t key) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2u;
+    if (s[mid].key < key) lo = mid + 1u;
+    else hi = mid;
+  }
+  return lo < n && s[lo].key == key ? (int32_t)s[lo].row : -1;
+}
+
+/* On failure *m is zeroed and nothing stays allocated. */
+hx_status spc_map_cpu(spc_map *m, const uint32_t *grid, const uint32_t *batch, uint32_t n, uint32_t k, hx_err *err) {
+  if (!m) return hx_errf(err, HX_EINVAL, "spc_map_cpu: NULL map");
+  memset(m, 0, sizeof *m);
+  if (k != 3u && k != 5u) return hx_errf(err, HX_EINVAL, "spc_map_cpu: kernel side %u (3 or 5 only)", k);
+  const uint32_t K = k * k * k;
+  if ((uint64_t)n * K > (uint64_t)INT32_MAX)
+    return hx_errf(err, HX_EINVAL, "spc_map_cpu: %u rows x %u offsets exceed 2^31 map entries", n, K);
+  if (n && !grid) return hx_errf(err, HX_EINVAL, "spc_map_cpu: NULL grid for %u rows", n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t *g = grid + 3u * (size_t)i;
+    if (g[0] >= SPC_COORD_LIMIT || g[1] >= SPC_COORD_LIMIT || g[2] >= SPC_COORD_LIMIT)
+      return hx_errf(err, HX_EINVAL, "spc_map_cpu: row %u: voxel (%u, %u, %u) outside [0, 2^18) per axis", i, g[0],
+                     g[1], g[2]);
+    if (batch && batch[i] >= SPC_BATCH_LIMIT)
+      return hx_errf(err, HX_EINVAL, "spc_map_cpu: row %u: batch %u >= 2^10", i, batch[i]);
+  }
+  m->n = n, m->k = k, m->K = K;
+  m->opairs[K / 2u] = n; /* an empty map is trivially counted */
+  if (!n) return HX_OK;
+
+  spc_keyrow *s = malloc((size_t)n * sizeof *s);
+  int32_t *nbr = malloc((size_t)n * K * sizeof *nbr);
+  if (!s || !nbr) {
+    free(s), free(nbr);
+    memset(m, 0, sizeof *m);
+    return hx_errf(err, HX_ENOMEM, "spc_map_cpu: %u rows: out of host memory", n);
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t *g = grid + 3u * (size_t)i;
+    s[i].key = spc_pack_key(batch ? batch[i] : 0u, g[0], g[1], g[2]);
+    s[i].row = i;
+  }
+  qsort(s, n, sizeof *s, spc_keyrow_cmp);
+  for (uint32_t t = 1; t < n; ++t)
+    if (s[t].key == s[t - 1u].key) {
+      const uint32_t a = s[t - 1u].row, b = s[t].row;
+      const uint32_t *g = grid + 3u * (size_t)a;
+      hx_errf(err, HX_EINVAL, "spc_map_cpu: rows %u and %u are the same voxel (%u, %u, %u) of cloud %u", a, b, g[0],
+              g[1], g[2], batch ? batch[a] : 0u);
+      free(s), free(nbr);
+      memset(m, 0, sizeof *m);
+      return HX_EINVAL;
+    }
+
+  const int r = (int)(k / 2u);
+  memset(m->opairs, 0, sizeof m->opairs);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t *g = grid + 3u * (size_t)i;
+    const uint32_t b = batch ? batch[i] : 0u;
+    for (uint32_t o = 0; o < K; ++o) {
+      const int64_t x = (int64_t)g[0] + (int64_t)(o / (k * k)) - r;
+      const int64_t y = (int64_t)g[1] + (int64_t)((o / k) % k) - r;
+      const int64_t z = (int64_t)g[2] + (int64_t)(o % k) - r;
+      int32_t j = -1;
+      if (x >= 0 && y >= 0 && z >= 0 && x < SPC_COORD_LIMIT && y < SPC_COORD_LIMIT && z < SPC_COORD_LIMIT)
+        j = spc_find(s, n, spc_pack_key(b, (uint32_t)x, (uint32_t)y, (uint32_t)z));
+      nbr[(size_t)i * K + o] = j;
+      if (j >= 0) m->opairs[o]++, m->pairs++;
+    }
+  }
+  free(s);
+  m->nbr = nbr;
+  return HX_OK;
+}
+
+void spc_map_free_host(spc_map *m) {
+  if (!m) return;
+  free(m->nbr);
+  memset(m, 0, sizeof *m);
+}
+
+hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b, const spc_map *m, size_t in,
+                       size_t out, hx_err *err) {
+  if (!m) return hx_errf(err, HX_EINVAL, "spc_conv_cpu: NULL map");
+  if (!in || !out) return hx_errf(err, HX_EINVAL, "spc_conv_cpu: %zu -> %zu channels (both must be > 0)", in, out);
+  if ((m->k != 3u && m->k != 5u) || m->K != m->k * m->k * m->k)
+    return hx_errf(err, HX_EINVAL, "spc_conv_cpu: map of kernel side %u with %u offsets is not a map", m->k, m->K);
+  if (!m->n) return HX_OK;
+  if (!y || !x || !w || !m->nbr) return hx_errf(err, HX_EINVAL, "spc_conv_cpu: NULL y, x, w or map entries");
+  const size_t K = m->K;
+  for (size_t i = 0; i < m->n; ++i) {
+    float *yi = y + i * out;
+    for (size_t co = 0; co < out; ++co) yi[co] = b ? b[co] : 0.0f;
+    for (size_t o = 0; o < K; ++o) {
+      const int32_t j = m->nbr[i * K + o];
+      if (j < 0) continue;
+      if ((uint32_t)j >= m->n)
+        return hx_errf(err, HX_EINVAL, "spc_conv_cpu: map entry (%zu, %zu) = %d outside %u rows", i, o, (int)j,
+                       m->n);
+      const float *xj = x + (size_t)j * in;
+      for (size_t co = 0; co < out; ++co) {
+        const float *wr = w + (co * K + o) * in;
+        float acc = 0.0f;
+        for (size_t c = 0; c < in; ++c) acc += wr[c] * xj[c];
+        yi[co] += acc;
+      }
+    }
+  }
+  return HX_OK;
+}
+
+/* ---- The variant table (one list: spconv_internal.h) ---------------------------------------------- */
+#define SPC_ROW_(id_, name_, fn_) {id_, name_, fn_},
+static const spc_variant spc_table[] = {SPC_VARIANT_LIST(SPC_ROW_)};
+#undef SPC_ROW_
+
+int spc_variant_count(void) { return (int)(sizeof spc_table / sizeof spc_table[0]); }
+
+const spc_variant *spc_variant_get(int i) { return i >= 0 && i < spc_variant_count() ? &spc_table[i] : NULL; }
+
+/* v0 is the only variant so far: the library reference is also the main path. */
+const spc_variant *spc_variant_best(size_t in, size_t out) {
+  (void)in, (void)out;
+  return &spc_table[0];
+}

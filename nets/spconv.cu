@@ -1,3 +1,457 @@
-/* spconv.cu: placeholder, filled in by its owner. */
+/*
+ * spconv.cu - submanifold sparse 3D convolution on the GPU (the spc_ part of nets.h): the kernel map and its
+ * rulebook, and the convolution variants. The CPU references are in spconv.c.
+ *
+ * Map (spc_map_gpu), four steps on the stream, no host synchronisation unless the counts are asked for:
+ *  1. insert: an open-addressing hash table in scratch, capacity the power of two >= 2n (load <= 1/2),
+ *     16-byte slots {packed key, row}, home slot hx_mix64(key) & (cap - 1), linear probing. A thread claims a
+ *     slot by atomicCAS of its row into the row word (EMPTY = ~0) and then writes the key, so every one of the
+ *     2^64 packed keys is storable (no key value is reserved as a sentinel) and a duplicate voxel takes a slot
+ *     of its own instead of vanishing;
+ *  2. lookup: one thread per (point, offset), t = i*K + o (the nbr writes coalesce), probing from the
+ *     neighbour's home slot until its key or an empty slot; neighbours outside [0, 2^18) per axis are not
+ *     sought (the key's fields never wrap). Each writes nbr[t] and flag[o*n + i] = (nbr != -1). The centre
+ *     lookup of a valid row finds itself unless another row holds the same voxel: that is how duplicates are
+ *     detected (a flag word on the device, read back with the counts);
+ *  3. rulebook (when d_rule is given): one CUB exclusive scan of the offset-major flags gives every pair its
+ *     place p = scan[o*n + i] - scan[o*n] within its offset, in increasing output row; one thread per
+ *     (offset, point) writes rule_in[o*n + p] = j and rule_out[o*n + p] = i (spconv's indice_pairs [2, K, n]);
+ *  4. counts: K threads take each offset's count from the scan; copied to the host only with count_pairs.
+ * Invariant: for valid input nbr equals spc_map_cpu's bit for bit (tests), whatever the thread order, since
+ * each key is in the table once and the lookup result does not depend on where in its probe run it sits.
+ *
+ * Convolution variants (the table is spconv.c's, from spconv_internal.h's list):
+ *   v0  gather-GEMM-scatter per offset through cuBLAS, spconv's "native" algorithm. The centre offset needs no
+ *       gather (it maps i to i): acc[n, out] fp32 = x W_c^T, one GEMM straight from x. Then for each other
+ *       offset o with pairs_o > 0: gather the pairs' input rows into G [pairs_o, in] (dtype); P [pairs_o, out]
+ *       fp32 = G W_o^T (cublasGemmEx, fp16/bf16 inputs, CUBLAS_COMPUTE_32F); acc[rule_out[p]] += P[p]. An
+ *       output has at most one pair per offset, so each offset's scatter-add is race-free and the offsets run
+ *       one after another on the stream (deterministic, no atomics). Finally y = dtype(acc + b), the only
+ *       rounding of the sum. GEMM sizes come from the host counts (m->opairs, found by an untimed map with
+ *       count_pairs); the kernels also bound themselves by the device counts, so stale host counts can give a
+ *       wrong result but never an out-of-bounds access. Launches: 2 + 3 (K - 1) at most (80 for k = 3).
+ *
+ * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
+ *   FLOPs = 2 * pairs * in * out (spc_map.pairs; the centre's n pairs included).
+ *   Floor: time >= max(FLOPs / tensor rate, bytes / copy bandwidth), bytes = every input row read once and
+ *   every output row written once, n * (in + out) * 2, plus the map, n * K * 4 (a fused implicit GEMM that
+ *   keeps its tile's input rows on chip reaches it; re-reads of rows shared between output tiles hit L2).
+ *   v0 moves per non-centre pair 6 * in + 16 * out bytes (gather read + write, GEMM read G and write P fp32,
+ *   scatter read P and read-modify-write acc): PTv3 level 0 at n = 100k, C = 32, pairs ~ 10 n gives
+ *   2 * 1e6 * 32 * 32 = 2 GFLOP (~3 us at ~700 TFLOP/s) against ~0.7 GB (~0.23 ms at 3 TB/s), while the floor's
+ *   bytes are 100k * 64 * 2 + 100k * 27 * 4 = 24 MB (~8 us): v0 is bandwidth-bound, ~30x above the floor.
+ */
 #include "nets/nets.h"
-typedef int nets_placeholder_spconv_cu;
+#include "nets/spconv_internal.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+
+#include <cub/device/device_scan.cuh>
+
+#include <stdint.h>
+#include <stdlib.h>
+
+namespace {
+
+constexpr uint32_t kCoordLimit = 1u << 18, kBatchLimit = 1u << 10;
+constexpr unsigned long long kEmpty = ~0ull;
+constexpr unsigned kThreads = 256;
+/* The device's report on the input: st[0] flags, st[1] first row with a coordinate >= 2^18, st[2] first row
+ * with batch >= 2^10, st[3] (i << 32 | j) of the first row i whose voxel row j also holds. */
+constexpr unsigned long long kBadCoord = 1, kBadBatch = 2, kDuplicate = 4;
+/* v0's cuBLAS workspace (cublasSetWorkspace, so no allocation happens in a call and a call can be captured
+ * in a graph). Our GEMMs have k = in <= 512: split-K, the workspace's main user, is rarely worth it. */
+constexpr size_t kBlasWorkspace = (size_t)4 << 20;
+
+struct __align__(16) Slot {
+  unsigned long long key, row;
+};
+
+struct Carve {
+  char *base;
+  size_t used;
+};
+void *take(Carve &c, size_t bytes) {
+  void *p = c.base ? c.base + c.used : nullptr;
+  c.used += hx_align256(bytes);
+  return p;
+}
+
+unsigned blocks_for(size_t threads) { return (unsigned)((threads + kThreads - 1) / kThreads); }
+
+__device__ inline bool row_valid(uint32_t x, uint32_t y, uint32_t z, uint32_t b) {
+  return x < kCoordLimit && y < kCoordLimit && z < kCoordLimit && b < kBatchLimit;
+}
+
+__global__ void __launch_bounds__(kThreads) insert_kernel(Slot *__restrict__ table, uint32_t mask,
+                                                          const uint32_t *__restrict__ grid,
+                                                          const uint32_t *__restrict__ batch, uint32_t n,
+                                                          unsigned long long *__restrict__ st) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
+  if (!row_valid(x, y, z, b)) {
+    const bool coord = x >= kCoordLimit || y >= kCoordLimit || z >= kCoordLimit;
+    atomicOr(&st[0], coord ? kBadCoord : kBadBatch);
+    atomicMin(&st[coord ? 1 : 2], (unsigned long long)i);
+    return;
+  }
+  const uint64_t key = spc_pack_key(b, x, y, z);
+  for (uint32_t s = (uint32_t)hx_mix64(key) & mask;; s = (s + 1u) & mask)
+    if (atomicCAS(&table[s].row, kEmpty, (unsigned long long)i) == kEmpty) {
+      table[s].key = key;
+      return;
+    }
+}
+
+template <int k>
+__global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ nbr, uint32_t *__restrict__ flag,
+                                                          const Slot *__restrict__ table, uint32_t mask,
+                                                          const uint32_t *__restrict__ grid,
+                                                          const uint32_t *__restrict__ batch, uint32_t n,
+                                                          unsigned long long *__restrict__ st) {
+  constexpr uint32_t K = (uint32_t)(k * k * k);
+  constexpr int r = k / 2;
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; /* n * K < 2^31 (checked) */
+  if (t >= n * K) return;
+  const uint32_t i = t / K, o = t - i * K;
+  const uint32_t x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
+  const bool ok = row_valid(x, y, z, b);
+  int32_t j = -1;
+  if (ok) {
+    const int nx = (int)x + (int)(o / (uint32_t)(k * k)) - r, ny = (int)y + (int)((o / (uint32_t)k) % (uint32_t)k) - r,
+              nz = (int)z + (int)(o % (uint32_t)k) - r;
+    if (nx >= 0 && ny >= 0 && nz >= 0 && nx < (int)kCoordLimit && ny < (int)kCoordLimit && nz < (int)kCoordLimit) {
+      const uint64_t key = spc_pack_key(b, (uint32_t)nx, (uint32_t)ny, (uint32_t)nz);
+      for (uint32_t s = (uint32_t)hx_mix64(key) & mask;; s = (s + 1u) & mask) {
+        const Slot e = table[s];
+        if (e.row == kEmpty) break;
+        if (e.key == key) {
+          j = (int32_t)e.row;
+          break;
+        }
+      }
+    }
+  }
+  nbr[t] = j;
+  flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
+  if (o == K / 2u && ok && j != (int32_t)i) {
+    atomicOr(&st[0], kDuplicate);
+    atomicMin(&st[3], ((unsigned long long)i << 32) | (uint32_t)j);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) rule_kernel(int32_t *__restrict__ rule, const int32_t *__restrict__ nbr,
+                                                        const uint32_t *__restrict__ flag,
+                                                        const uint32_t *__restrict__ scan, uint32_t n, uint32_t K) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n * K || !flag[t]) return;
+  const uint32_t o = t / n, i = t - o * n;
+  const uint32_t p = scan[t] - scan[(size_t)o * n];
+  rule[(size_t)o * n + p] = nbr[(size_t)i * K + o];
+  rule[(size_t)K * n + (size_t)o * n + p] = (int32_t)i;
+}
+
+__global__ void count_kernel(uint32_t *__restrict__ cnt, const uint32_t *__restrict__ flag,
+                             const uint32_t *__restrict__ scan, uint32_t n, uint32_t K) {
+  const uint32_t o = blockIdx.x * blockDim.x + threadIdx.x;
+  if (o >= K) return;
+  const size_t first = (size_t)o * n, last = first + n - 1u;
+  cnt[o] = scan[last] + flag[last] - scan[first];
+}
+
+/* ---- v0 kernels ----------------------------------------------------------------------------------- */
+/* G[p] = x[rule_in[p]] for p < rows (V: 1, 2, 4 or 8 dtype values); rows at or past the device count are
+ * zero (they only arise from stale host counts). */
+template <typename V>
+__global__ void __launch_bounds__(kThreads) gather_kernel(V *__restrict__ G, const V *__restrict__ x,
+                                                          const int32_t *__restrict__ rin,
+                                                          const uint32_t *__restrict__ dcnt, uint32_t rows,
+                                                          uint32_t vpr) {
+  const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= (size_t)rows * vpr) return;
+  const uint32_t p = (uint32_t)(t / vpr), v = (uint32_t)(t - (size_t)p * vpr);
+  V val{};
+  if (p < *dcnt) val = x[(size_t)rin[p] * vpr + v];
+  G[t] = val;
+}
+
+__device__ inline void add_into(float *a, float q) { *a += q; }
+__device__ inline void add_into(float4 *a, float4 q) {
+  float4 s = *a;
+  s.x += q.x, s.y += q.y, s.z += q.z, s.w += q.w;
+  *a = s;
+}
+
+/* acc[rule_out[p]] += P[p] for p < min(rows, device count). */
+template <typename V>
+__global__ void __launch_bounds__(kThreads) scatter_add_kernel(float *__restrict__ acc, const float *__restrict__ P,
+                                                               const int32_t *__restrict__ rout,
+                                                               const uint32_t *__restrict__ dcnt, uint32_t rows,
+                                                               uint32_t vpr) {
+  const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= (size_t)rows * vpr) return;
+  const uint32_t p = (uint32_t)(t / vpr), v = (uint32_t)(t - (size_t)p * vpr);
+  if (p >= *dcnt) return;
+  add_into(reinterpret_cast<V *>(acc) + (size_t)rout[p] * vpr + v, reinterpret_cast<const V *>(P)[t]);
+}
+
+__device__ inline __half to_dtype(float v, __half) { return __float2half_rn(v); }
+__device__ inline __nv_bfloat16 to_dtype(float v, __nv_bfloat16) { return __float2bfloat16_rn(v); }
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) finalize_kernel(T *__restrict__ y, const float *__restrict__ acc,
+                                                            const float *__restrict__ b, size_t total, uint32_t out) {
+  const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= total) return;
+  y[t] = to_dtype(acc[t] + (b ? b[t % out] : 0.0f), T{});
+}
+
+template <typename V>
+hx_status launch_gather(void *G, const void *x, const int32_t *rin, const uint32_t *dcnt, uint32_t rows, size_t in,
+                        cudaStream_t stream, hx_err *err) {
+  const uint32_t vpr = (uint32_t)(in * 2u / sizeof(V));
+  gather_kernel<V><<<blocks_for((size_t)rows * vpr), kThreads, 0, stream>>>(
+      static_cast<V *>(G), static_cast<const V *>(x), rin, dcnt, rows, vpr);
+  HX_LAUNCHED(err, "spc v0 gather_kernel");
+  return HX_OK;
+}
+
+hx_status gather(void *G, const void *x, const int32_t *rin, const uint32_t *dcnt, uint32_t rows, size_t in,
+                 cudaStream_t stream, hx_err *err) {
+  const uintptr_t a = (uintptr_t)x;
+  if (in % 8u == 0 && a % 16u == 0) return launch_gather<uint4>(G, x, rin, dcnt, rows, in, stream, err);
+  if (in % 4u == 0 && a % 8u == 0) return launch_gather<uint2>(G, x, rin, dcnt, rows, in, stream, err);
+  if (in % 2u == 0 && a % 4u == 0) return launch_gather<uint32_t>(G, x, rin, dcnt, rows, in, stream, err);
+  return launch_gather<uint16_t>(G, x, rin, dcnt, rows, in, stream, err);
+}
+
+hx_status scatter_add(float *acc, const float *P, const int32_t *rout, const uint32_t *dcnt, uint32_t rows,
+                      size_t out, cudaStream_t stream, hx_err *err) {
+  if (out % 4u == 0) {
+    const uint32_t vpr = (uint32_t)(out / 4u);
+    scatter_add_kernel<float4><<<blocks_for((size_t)rows * vpr), kThreads, 0, stream>>>(acc, P, rout, dcnt, rows, vpr);
+  } else {
+    scatter_add_kernel<float><<<blocks_for((size_t)rows * out), kThreads, 0, stream>>>(acc, P, rout, dcnt, rows,
+                                                                                         (uint32_t)out);
+  }
+  HX_LAUNCHED(err, "spc v0 scatter_add_kernel");
+  return HX_OK;
+}
+
+/* C[rows, out] fp32 = X[rows, in] W^T, W [out, in]; row-major, so in cuBLAS's column-major terms
+ * C^T (out x rows) = op_T(W^T as in x out) * X^T (in x rows). */
+hx_status gemm(cublasHandle_t h, float *C, const void *X, const void *W, uint32_t rows, size_t in, size_t out,
+               cudaDataType_t ct, hx_err *err) {
+  const float one = 1.0f, zero = 0.0f;
+  const cublasStatus_t s =
+      cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)out, (int)rows, (int)in, &one, W, ct, (int)in, X, ct, (int)in,
+                   &zero, C, CUDA_R_32F, (int)out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return hx_errf(err, HX_ECUDA, "spc v0: cublasGemmEx (%u rows, %zu -> %zu): %s", rows, in, out,
+                   cublasGetStatusString(s));
+  return HX_OK;
+}
+
+} // namespace
+
+struct spc_ctx {
+  cublasHandle_t blas;
+};
+
+/* ---- Map ------------------------------------------------------------------------------------------ */
+hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scratch, size_t *scratch_bytes,
+                      const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, uint32_t k, int count_pairs,
+                      cudaStream_t stream, hx_err *err) {
+  if (!m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc_map_gpu: NULL map or scratch size");
+  if (k != 3u && k != 5u) return hx_errf(err, HX_EINVAL, "spc_map_gpu: kernel side %u (3 or 5 only)", k);
+  const uint32_t K = k * k * k;
+  if ((uint64_t)n * K > (uint64_t)INT32_MAX)
+    return hx_errf(err, HX_EINVAL, "spc_map_gpu: %u rows x %u offsets exceed 2^31 map entries", n, K);
+  if (!n) { /* nothing to build: the map of an empty cloud, whether or not this is a size query */
+    if (!d_scratch) *scratch_bytes = 0;
+    m->n = 0, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule;
+    if (count_pairs) m->pairs = 0, memset(m->opairs, 0, sizeof m->opairs);
+    return HX_OK;
+  }
+  const size_t nK = (size_t)n * K;
+  size_t cap = 16;
+  while (cap < 2u * (size_t)n) cap *= 2u;
+  size_t scan_bytes = 0;
+  HX_CUDA(err, cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (const uint32_t *)nullptr, (uint32_t *)nullptr,
+                                             (int)nK));
+  Carve c{static_cast<char *>(d_scratch), 0};
+  Slot *table = static_cast<Slot *>(take(c, cap * sizeof(Slot)));
+  uint32_t *flag = static_cast<uint32_t *>(take(c, nK * sizeof(uint32_t)));
+  uint32_t *scan = static_cast<uint32_t *>(take(c, nK * sizeof(uint32_t)));
+  uint32_t *cnt = static_cast<uint32_t *>(take(c, K * sizeof(uint32_t)));
+  unsigned long long *st = static_cast<unsigned long long *>(take(c, 4 * sizeof(unsigned long long)));
+  void *scan_tmp = take(c, scan_bytes);
+  if (!d_scratch) {
+    *scratch_bytes = c.used;
+    return HX_OK;
+  }
+  if (*scratch_bytes < c.used)
+    return hx_errf(err, HX_EINVAL, "spc_map_gpu: scratch of %zu bytes, %zu needed", *scratch_bytes, c.used);
+  if (!d_nbr || !d_grid) return hx_errf(err, HX_EINVAL, "spc_map_gpu: NULL d_nbr or d_grid for %u rows", n);
+
+  const uint32_t mask = (uint32_t)(cap - 1u);
+  HX_CUDA(err, cudaMemsetAsync(table, 0xFF, cap * sizeof(Slot), stream));
+  HX_CUDA(err, cudaMemsetAsync(st, 0xFF, 4 * sizeof(unsigned long long), stream));
+  HX_CUDA(err, cudaMemsetAsync(st, 0, sizeof(unsigned long long), stream));
+  insert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(table, mask, d_grid, d_batch, n, st);
+  HX_LAUNCHED(err, "spc insert_kernel");
+  if (k == 3u) lookup_kernel<3><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, flag, table, mask, d_grid, d_batch, n, st);
+  else lookup_kernel<5><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, flag, table, mask, d_grid, d_batch, n, st);
+  HX_LAUNCHED(err, "spc lookup_kernel");
+  HX_CUDA(err, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, (const uint32_t *)flag, scan, (int)nK, stream));
+  if (d_rule) {
+    rule_kernel<<<blocks_for(nK), kThreads, 0, stream>>>(d_rule, d_nbr, flag, scan, n, K);
+    HX_LAUNCHED(err, "spc rule_kernel");
+    cnt = reinterpret_cast<uint32_t *>(d_rule + 2u * nK); /* the rulebook's own count row */
+  }
+  count_kernel<<<1, 128, 0, stream>>>(cnt, flag, scan, n, K);
+  HX_LAUNCHED(err, "spc count_kernel");
+  m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule;
+  if (!count_pairs) return HX_OK;
+
+  uint32_t h_cnt[SPC_KMAX];
+  unsigned long long h_st[4];
+  HX_CUDA(err, cudaMemcpyAsync(h_cnt, cnt, K * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  HX_CUDA(err, cudaMemcpyAsync(h_st, st, sizeof h_st, cudaMemcpyDeviceToHost, stream));
+  HX_CUDA(err, cudaStreamSynchronize(stream));
+  if (h_st[0] & kBadCoord)
+    return hx_errf(err, HX_EINVAL, "spc_map_gpu: row %llu: voxel outside [0, 2^18) per axis", h_st[1]);
+  if (h_st[0] & kBadBatch) return hx_errf(err, HX_EINVAL, "spc_map_gpu: row %llu: batch >= 2^10", h_st[2]);
+  if (h_st[0] & kDuplicate) {
+    const unsigned long long a = h_st[3] >> 32, b = h_st[3] & 0xFFFFFFFFull;
+    return hx_errf(err, HX_EINVAL, "spc_map_gpu: rows %llu and %llu are the same voxel of one cloud", a < b ? a : b,
+                   a < b ? b : a);
+  }
+  m->pairs = 0;
+  memset(m->opairs, 0, sizeof m->opairs);
+  for (uint32_t o = 0; o < K; ++o) m->opairs[o] = h_cnt[o], m->pairs += h_cnt[o];
+  return HX_OK;
+}
+
+/* ---- Weights and context -------------------------------------------------------------------------- */
+hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b, size_t in, size_t out, uint32_t K,
+                             net_dtype dt, hx_err *err) {
+  if (!w) return hx_errf(err, HX_EINVAL, "spc_weights_upload: NULL weights");
+  memset(w, 0, sizeof *w);
+  if (!h_w) return hx_errf(err, HX_EINVAL, "spc_weights_upload: NULL host weights");
+  if (!in || !out || in > (size_t)INT32_MAX || out > (size_t)INT32_MAX)
+    return hx_errf(err, HX_EINVAL, "spc_weights_upload: %zu -> %zu channels", in, out);
+  if (K != 27u && K != 125u) return hx_errf(err, HX_EINVAL, "spc_weights_upload: %u offsets (27 or 125)", K);
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "spc_weights_upload: dtype %d", (int)dt);
+  /* v0's layout: [K][out][in], W_o row-major [out, in] as cuBLAS's op_T operand */
+  const size_t elems = (size_t)K * out * in;
+  uint16_t *h = static_cast<uint16_t *>(malloc(elems * sizeof(uint16_t)));
+  if (!h) return hx_errf(err, HX_ENOMEM, "spc_weights_upload: %zu values: out of host memory", elems);
+  for (size_t co = 0; co < out; ++co)
+    for (size_t o = 0; o < K; ++o)
+      for (size_t ci = 0; ci < in; ++ci)
+        h[(o * out + co) * in + ci] = net_from_float(dt, h_w[(co * K + o) * in + ci]);
+  cudaError_t e = cudaMalloc(&w->d_w, elems * sizeof(uint16_t));
+  if (e == cudaSuccess) e = cudaMemcpy(w->d_w, h, elems * sizeof(uint16_t), cudaMemcpyHostToDevice);
+  if (e == cudaSuccess && h_b) e = cudaMalloc((void **)&w->d_b, out * sizeof(float));
+  if (e == cudaSuccess && h_b) e = cudaMemcpy(w->d_b, h_b, out * sizeof(float), cudaMemcpyHostToDevice);
+  free(h);
+  if (e != cudaSuccess) {
+    spc_weights_free(w);
+    return hx_errf(err, HX_ECUDA, "spc_weights_upload: %zu -> %zu x %u: %s", in, out, K, cudaGetErrorString(e));
+  }
+  w->in = in, w->out = out, w->K = K;
+  return HX_OK;
+}
+
+void spc_weights_free(spc_weights *w) {
+  if (!w) return;
+  cudaFree(w->d_w);
+  cudaFree(w->d_b);
+  memset(w, 0, sizeof *w);
+}
+
+hx_status spc_ctx_create(spc_ctx **out, hx_err *err) {
+  if (!out) return hx_errf(err, HX_EINVAL, "spc_ctx_create: NULL out");
+  *out = nullptr;
+  spc_ctx *c = static_cast<spc_ctx *>(calloc(1, sizeof *c));
+  if (!c) return hx_errf(err, HX_ENOMEM, "spc_ctx_create: out of host memory");
+  const cublasStatus_t s = cublasCreate(&c->blas);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    free(c);
+    return hx_errf(err, HX_ECUDA, "spc_ctx_create: cublasCreate: %s", cublasGetStatusString(s));
+  }
+  *out = c;
+  return HX_OK;
+}
+
+void spc_ctx_destroy(spc_ctx *c) {
+  if (!c) return;
+  cublasDestroy(c->blas);
+  free(c);
+}
+
+/* ---- v0: gather-GEMM-scatter per offset ------------------------------------------------------------ */
+hx_status spc_conv_v0(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  if (!w || !m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc v0: NULL weights, map or scratch size");
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "spc v0: dtype %d", (int)dt);
+  const size_t in = w->in, out = w->out, n = m->n;
+  const uint32_t K = m->K;
+  if (!in || !out || (K != 27u && K != 125u) || w->K != K)
+    return hx_errf(err, HX_EINVAL, "spc v0: weights %zu -> %zu over %u offsets on a map of %u offsets", in, out,
+                   w->K, K);
+  if (n * (in > out ? in : out) >= ((size_t)1 << 38))
+    return hx_errf(err, HX_EINVAL, "spc v0: %zu rows x %zu channels exceed one launch", n, in > out ? in : out);
+  Carve c{static_cast<char *>(d_scratch), 0};
+  void *G = take(c, n * in * sizeof(uint16_t));
+  float *P = static_cast<float *>(take(c, n * out * sizeof(float)));
+  float *acc = static_cast<float *>(take(c, n * out * sizeof(float)));
+  void *ws = take(c, kBlasWorkspace);
+  if (!d_scratch) {
+    *scratch_bytes = c.used;
+    return HX_OK;
+  }
+  if (*scratch_bytes < c.used)
+    return hx_errf(err, HX_EINVAL, "spc v0: scratch of %zu bytes, %zu needed", *scratch_bytes, c.used);
+  if (!n) return HX_OK;
+  if (!d_y || !d_x || !w->d_w || !ctx) return hx_errf(err, HX_EINVAL, "spc v0: NULL y, x, weights or context");
+  if (d_y == d_x) return hx_errf(err, HX_EINVAL, "spc v0: y must not alias x");
+  if (!m->rule) return hx_errf(err, HX_EINVAL, "spc v0: the map has no rulebook (spc_map_gpu with d_rule)");
+  if (m->opairs[K / 2u] != n)
+    return hx_errf(err, HX_EINVAL, "spc v0: the map's per-offset counts are missing (spc_map_gpu with count_pairs)");
+  for (uint32_t o = 0; o < K; ++o)
+    if (m->opairs[o] > n) return hx_errf(err, HX_EINVAL, "spc v0: offset %u has %u pairs > %zu rows", o, m->opairs[o], n);
+
+  cublasHandle_t h = ctx->blas;
+  cublasStatus_t bs = cublasSetStream(h, stream);
+  if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(h, ws, kBlasWorkspace);
+  if (bs != CUBLAS_STATUS_SUCCESS)
+    return hx_errf(err, HX_ECUDA, "spc v0: cublasSetStream/Workspace: %s", cublasGetStatusString(bs));
+  const cudaDataType_t ct = dt == NET_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const uint16_t *W = static_cast<const uint16_t *>(w->d_w);
+  const uint32_t *dcnt = reinterpret_cast<const uint32_t *>(m->rule + 2u * n * K);
+  const uint32_t centre = K / 2u;
+
+  HX_TRY(gemm(h, acc, d_x, W + (size_t)centre * out * in, (uint32_t)n, in, out, ct, err));
+  for (uint32_t o = 0; o < K; ++o) {
+    const uint32_t rows = m->opairs[o];
+    if (o == centre || !rows) continue;
+    HX_TRY(gather(G, d_x, m->rule + (size_t)o * n, dcnt + o, rows, in, stream, err));
+    HX_TRY(gemm(h, P, G, W + (size_t)o * out * in, rows, in, out, ct, err));
+    HX_TRY(scatter_add(acc, P, m->rule + (size_t)K * n + (size_t)o * n, dcnt + o, rows, out, stream, err));
+  }
+  const size_t total = n * out;
+  if (dt == NET_BF16)
+    finalize_kernel<__nv_bfloat16><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<__nv_bfloat16 *>(d_y),
+                                                                               acc, w->d_b, total, (uint32_t)out);
+  else
+    finalize_kernel<__half><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<__half *>(d_y), acc, w->d_b,
+                                                                        total, (uint32_t)out);
+  HX_LAUNCHED(err, "spc v0 finalize_kernel");
+  return HX_OK;
+}

@@ -1,2 +1,260 @@
-/* test_spconv.c: placeholder (exit 77 = skipped) until its owner writes it. */
-int main(void) { return 77; }
+/*
+ * test_spconv.c - the submanifold convolution's CPU references: the kernel map against a brute-force
+ * neighbour search (a 3x3x3 block: centre 27 neighbours, corners 8, 343 pairs; two clouds on the same voxels
+ * never see each other; k = 5; random clouds; a cloud at the top of the coordinate range), the offset order of
+ * nets.h on named pairs, symmetry (j is i's neighbour at o exactly when i is j's at K-1-o), the per-offset
+ * counts, the convolution against a dense 3D convolution on a small voxel grid, and the refusals (duplicate
+ * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nets/nets.h"
+#include "tests/nets/test_spconv_util.h"
+
+/* Brute force: the map entry by a scan of every row. */
+static int32_t brute_nbr(const tcloud *t, uint32_t i, uint32_t o, uint32_t k) {
+  const int r = (int)(k / 2u);
+  const int64_t x = (int64_t)t->grid[3u * i] + (int64_t)(o / (k * k)) - r;
+  const int64_t y = (int64_t)t->grid[3u * i + 1u] + (int64_t)((o / k) % k) - r;
+  const int64_t z = (int64_t)t->grid[3u * i + 2u] + (int64_t)(o % k) - r;
+  for (uint32_t j = 0; j < t->n; ++j)
+    if (t->batch[j] == t->batch[i] && t->grid[3u * j] == x && t->grid[3u * j + 1u] == y &&
+        t->grid[3u * j + 2u] == z)
+      return (int32_t)j;
+  return -1;
+}
+
+/* The map equals the brute force entry by entry, pairs and opairs are its counts, and it is symmetric. */
+static void check_map(const spc_map *m, const tcloud *t, uint32_t k) {
+  const uint32_t K = k * k * k;
+  assert_int_equal(m->n, t->n);
+  assert_int_equal(m->k, k);
+  assert_int_equal(m->K, K);
+  assert_null(m->rule);
+  uint64_t pairs = 0;
+  uint32_t opairs[SPC_KMAX] = {0};
+  for (uint32_t i = 0; i < t->n; ++i)
+    for (uint32_t o = 0; o < K; ++o) {
+      const int32_t j = m->nbr[(size_t)i * K + o];
+      assert_int_equal(j, brute_nbr(t, i, o, k));
+      if (j < 0) continue;
+      pairs++, opairs[o]++;
+      assert_int_equal(m->nbr[(size_t)j * K + (K - 1u - o)], (int32_t)i); /* symmetry */
+    }
+  assert_int_equal(m->pairs, pairs);
+  for (uint32_t o = 0; o < K; ++o) {
+    assert_int_equal(m->opairs[o], opairs[o]);
+    assert_int_equal(m->opairs[o], m->opairs[K - 1u - o]);
+  }
+  assert_int_equal(m->opairs[K / 2u], t->n);
+}
+
+static void test_block(void **state) {
+  (void)state;
+  /* one full 3x3x3 block, then the same block as two clouds */
+  for (uint32_t B = 1; B <= 2; ++B) {
+    const uint32_t per[2] = {27, 27}, base[6] = {10, 20, 30, 10, 20, 30};
+    tcloud t;
+    assert_true(tcloud_make(&t, B, per, 3, base, 7u + B));
+    spc_map m;
+    hx_err err = {HX_OK, ""};
+    assert_int_equal(spc_map_cpu(&m, t.grid, t.batch, t.n, 3, &err), HX_OK);
+    check_map(&m, &t, 3);
+    assert_int_equal(m.pairs, 343u * B); /* 7^3: per axis the offsets -1, 0, 1 pair 2 + 3 + 2 rows */
+    for (uint32_t i = 0; i < t.n; ++i) {
+      uint32_t expect = 1, have = 0;
+      for (int a = 0; a < 3; ++a) expect *= t.grid[3u * i + (uint32_t)a] == 11u + 10u * (uint32_t)a ? 3u : 2u;
+      for (uint32_t o = 0; o < 27; ++o) {
+        const int32_t j = m.nbr[i * 27u + o];
+        if (j < 0) continue;
+        have++;
+        assert_int_equal(t.batch[j], t.batch[i]); /* the clouds never see each other */
+      }
+      assert_int_equal(have, expect); /* centre 27, face centres 18, edges 12, corners 8 */
+    }
+    /* k = 5 on the same block: every voxel of the block is within reach of every other */
+    spc_map m5;
+    assert_int_equal(spc_map_cpu(&m5, t.grid, t.batch, t.n, 5, &err), HX_OK);
+    check_map(&m5, &t, 5);
+    assert_int_equal(m5.pairs, 27u * 27u * B);
+    spc_map_free_host(&m5);
+    spc_map_free_host(&m);
+    assert_null(m.nbr);
+    tcloud_free(&t);
+  }
+}
+
+/* The offset order of nets.h: o = ((dx + r) * k + (dy + r)) * k + (dz + r), on named pairs. */
+static void test_offset_order(void **state) {
+  (void)state;
+  const uint32_t grid[9] = {0, 0, 0, 1, 2, 0, 1, 0, 0};
+  spc_map m;
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(spc_map_cpu(&m, grid, NULL, 3, 5, &err), HX_OK);
+  /* row 1 = row 0 + (1, 2, 0): o = ((1+2)*5 + (2+2))*5 + (0+2) = 97, and back at 124 - 97 = 27 */
+  assert_int_equal(m.nbr[0 * 125 + 97], 1);
+  assert_int_equal(m.nbr[1 * 125 + 27], 0);
+  assert_int_equal(m.nbr[0 * 125 + 62], 0); /* centre */
+  assert_int_equal(m.pairs, 3u + 2u + 2u + 2u);
+  spc_map_free_host(&m);
+  assert_int_equal(spc_map_cpu(&m, grid, NULL, 3, 3, &err), HX_OK);
+  /* row 2 = row 0 + (1, 0, 0): o = ((1+1)*3 + 1)*3 + 1 = 22; row 1 is out of a 3-kernel's reach */
+  assert_int_equal(m.nbr[0 * 27 + 22], 2);
+  assert_int_equal(m.nbr[2 * 27 + 4], 0);
+  assert_int_equal(m.pairs, 3u + 2u);
+  spc_map_free_host(&m);
+}
+
+/* Random clouds, dense and sparse, one of them at the top of the coordinate range. */
+static void test_random(void **state) {
+  (void)state;
+  const struct {
+    uint32_t B, per[2], box, base[6];
+  } cs[] = {
+      {1, {1, 0}, 4, {0, 0, 0}},
+      {2, {60, 90}, 6, {0, 0, 0, 0, 0, 0}},
+      {2, {150, 150}, 12, {5, 0, 9, 262132, 262132, 262132}}, /* the second cloud touches 2^18 - 1 */
+      {2, {200, 100}, 7, {0, 262137, 0, 3, 3, 3}},
+  };
+  for (size_t c = 0; c < sizeof cs / sizeof cs[0]; ++c)
+    for (uint32_t k = 3; k <= 5; k += 2) {
+      tcloud t;
+      assert_true(tcloud_make(&t, cs[c].B, cs[c].per, cs[c].box, cs[c].base, 100u + c));
+      spc_map m;
+      hx_err err = {HX_OK, ""};
+      assert_int_equal(spc_map_cpu(&m, t.grid, t.batch, t.n, k, &err), HX_OK);
+      check_map(&m, &t, k);
+      spc_map_free_host(&m);
+      tcloud_free(&t);
+    }
+}
+
+/* The convolution against a dense 3D convolution: every cloud scattered into a zero grid (with a margin of r
+ * zero voxels), convolved at every active voxel, compared in double. */
+static void test_conv_dense(void **state) {
+  (void)state;
+  for (uint32_t k = 3; k <= 5; k += 2) {
+    const uint32_t box = 5, per[2] = {70, 40}, base[6] = {0, 0, 0, 262143u - 4u, 7, 262143u - 4u};
+    const size_t in = 3, out = 5, K = (size_t)k * k * k;
+    const int r = (int)(k / 2u), side = (int)box + 2 * r;
+    tcloud t;
+    assert_true(tcloud_make(&t, 2, per, box, base, 40u + k));
+    float *x = malloc(t.n * in * sizeof(float)), *w = malloc(out * K * in * sizeof(float));
+    float *b = malloc(out * sizeof(float)), *y = malloc(t.n * out * sizeof(float));
+    double *dense = calloc(2u * (size_t)side * (size_t)side * (size_t)side * in, sizeof(double));
+    assert_true(x && w && b && y && dense);
+    for (size_t i = 0; i < t.n * in; ++i) x[i] = (float)(2.0 * hx_rng_unit(1, 1, i) - 1.0);
+    for (size_t i = 0; i < out * K * in; ++i) w[i] = (float)(2.0 * hx_rng_unit(1, 2, i) - 1.0);
+    for (size_t i = 0; i < out; ++i) b[i] = (float)(2.0 * hx_rng_unit(1, 3, i) - 1.0);
+#define CELL(cl, X, Y, Z) ((((size_t)(cl) * (size_t)side + (size_t)(X)) * (size_t)side + (size_t)(Y)) * (size_t)side + (size_t)(Z))
+    for (uint32_t i = 0; i < t.n; ++i) {
+      const uint32_t c = t.batch[i];
+      const size_t cell = CELL(c, t.grid[3u * i] - base[3u * c] + (uint32_t)r, t.grid[3u * i + 1u] - base[3u * c + 1u] + (uint32_t)r,
+                               t.grid[3u * i + 2u] - base[3u * c + 2u] + (uint32_t)r);
+      for (size_t ch = 0; ch < in; ++ch) dense[cell * in + ch] = x[i * in + ch];
+    }
+    spc_map m;
+    hx_err err = {HX_OK, ""};
+    assert_int_equal(spc_map_cpu(&m, t.grid, t.batch, t.n, k, &err), HX_OK);
+    assert_int_equal(spc_conv_cpu(y, x, w, b, &m, in, out, &err), HX_OK);
+    double worst = 0;
+    for (uint32_t i = 0; i < t.n; ++i) {
+      const uint32_t c = t.batch[i];
+      const int gx = (int)(t.grid[3u * i] - base[3u * c]) + r, gy = (int)(t.grid[3u * i + 1u] - base[3u * c + 1u]) + r,
+                gz = (int)(t.grid[3u * i + 2u] - base[3u * c + 2u]) + r;
+      for (size_t co = 0; co < out; ++co) {
+        double ref = b[co], mag = fabs((double)b[co]);
+        for (int dx = -r; dx <= r; ++dx)
+          for (int dy = -r; dy <= r; ++dy)
+            for (int dz = -r; dz <= r; ++dz) {
+              const size_t o = (size_t)(((dx + r) * (int)k + (dy + r)) * (int)k + (dz + r));
+              const size_t cell = CELL(c, gx + dx, gy + dy, gz + dz);
+              for (size_t ch = 0; ch < in; ++ch) {
+                ref += (double)w[(co * K + o) * in + ch] * dense[cell * in + ch];
+                mag += fabs((double)w[(co * K + o) * in + ch] * dense[cell * in + ch]);
+              }
+            }
+        const double e = fabs((double)y[i * out + co] - ref) / (mag + 1e-30);
+        if (e > worst) worst = e;
+      }
+    }
+#undef CELL
+    printf("k=%u: conv vs dense 3D conv, worst |err| / sum|w x| = %.3g (tolerance 1e-5)\n", k, worst);
+    assert_true(worst <= 1e-5);
+    spc_map_free_host(&m);
+    free(x), free(w), free(b), free(y), free(dense);
+    tcloud_free(&t);
+  }
+}
+
+static void test_refusals(void **state) {
+  (void)state;
+  spc_map m;
+  hx_err err = {HX_OK, ""};
+  const uint32_t grid[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 4, 5, 6};
+  const uint32_t batch[4] = {0, 0, 1, 0}, batch2[4] = {0, 1, 1, 0};
+  /* rows 1 and 3 are one voxel of cloud 0 */
+  assert_int_equal(spc_map_cpu(&m, grid, batch, 4, 3, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "rows 1 and 3"));
+  assert_null(m.nbr);
+  /* ... but not when they sit in different clouds */
+  assert_int_equal(spc_map_cpu(&m, grid, batch2, 4, 3, &err), HX_OK);
+  assert_int_equal(m.pairs, 4u);
+  spc_map_free_host(&m);
+  uint32_t big[6] = {0, 0, 0, 5, 262144, 5};
+  assert_int_equal(spc_map_cpu(&m, big, NULL, 2, 3, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "row 1"));
+  big[4] = 262143; /* the largest coordinate is fine */
+  assert_int_equal(spc_map_cpu(&m, big, NULL, 2, 3, &err), HX_OK);
+  spc_map_free_host(&m);
+  const uint32_t bbig[2] = {1023, 1024};
+  assert_int_equal(spc_map_cpu(&m, big, bbig, 2, 3, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "batch 1024"));
+  assert_int_equal(spc_map_cpu(&m, big, bbig, 1, 3, &err), HX_OK); /* batch 1023 is fine */
+  spc_map_free_host(&m);
+  assert_int_equal(spc_map_cpu(&m, grid, NULL, 1, 4, &err), HX_EINVAL);
+  assert_int_equal(spc_map_cpu(&m, grid, NULL, 1, 1, &err), HX_EINVAL);
+  assert_int_equal(spc_map_cpu(NULL, grid, NULL, 1, 3, &err), HX_EINVAL);
+  assert_int_equal(spc_map_cpu(&m, NULL, NULL, 1, 3, &err), HX_EINVAL);
+  /* the empty cloud is a map of nothing; its convolution does nothing */
+  assert_int_equal(spc_map_cpu(&m, NULL, NULL, 0, 3, &err), HX_OK);
+  assert_int_equal(m.n, 0u);
+  assert_int_equal(m.pairs, 0u);
+  assert_int_equal(spc_conv_cpu(NULL, NULL, NULL, NULL, &m, 4, 4, &err), HX_OK);
+  assert_int_equal(spc_conv_cpu(NULL, NULL, NULL, NULL, &m, 0, 4, &err), HX_EINVAL);
+  assert_int_equal(spc_conv_cpu(NULL, NULL, NULL, NULL, NULL, 4, 4, &err), HX_EINVAL);
+  spc_map_free_host(&m);
+}
+
+/* The table lists v0 in both builds; the CPU-only build's entries refuse with HX_ENODEV. */
+static void test_variants(void **state) {
+  (void)state;
+  assert_true(spc_variant_count() >= 1);
+  for (int i = 0; i < spc_variant_count(); ++i) {
+    const spc_variant *v = spc_variant_get(i);
+    assert_non_null(v);
+    assert_int_equal(v->id, i);
+    assert_non_null(v->fn);
+  }
+  assert_null(spc_variant_get(spc_variant_count()));
+  assert_null(spc_variant_get(-1));
+  assert_string_equal(spc_variant_get(0)->name, "v0");
+  assert_non_null(spc_variant_best(32, 32));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_block),     cmocka_unit_test(test_offset_order), cmocka_unit_test(test_random),
+      cmocka_unit_test(test_conv_dense), cmocka_unit_test(test_refusals),    cmocka_unit_test(test_variants),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

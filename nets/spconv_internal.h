@@ -1,0 +1,27 @@
+/*
+ * spconv_internal.h - private to nets/spconv*: the one list of submanifold convolution variants. spconv.c
+ * builds the variant table from it (both builds); spconv.cu defines each function, spconv_stub.c defines
+ * each as HX_ENODEV from the same list, so a CPU-only build lists the same variants by the same names.
+ */
+#ifndef F3D_NETS_SPCONV_INTERNAL_H
+#define F3D_NETS_SPCONV_INTERNAL_H
+
+#include "nets/nets.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(id, name, function): never reuse a number; v0 is the library (cuBLAS) reference. */
+#define SPC_VARIANT_LIST(X) X(0, "v0", spc_conv_v0)
+
+#define SPC_DECLARE_(id_, name_, fn_)                                                                    \
+  hx_status fn_(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,     \
+                size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+SPC_VARIANT_LIST(SPC_DECLARE_)
+#undef SPC_DECLARE_
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* F3D_NETS_SPCONV_INTERNAL_H */
