@@ -7,7 +7,7 @@
  * that needs scratch takes (void *d_scratch, size_t *scratch_bytes): with d_scratch == NULL it only
  * stores the size it needs and launches nothing, so nothing is allocated inside a timed region. Every
  * GPU routine has a plain C `*_cpu` reference; in a CPU-only build the GPU entry points return
- * HX_ENODEV and the variant tables are empty. Indices are uint32_t (n < 2^32).
+ * HX_ENODEV and the variant tables list the same variants, each returning HX_ENODEV. Indices are uint32_t (n < 2^32).
  */
 #ifndef F3D_BASELINES_H
 #define F3D_BASELINES_H
@@ -128,9 +128,14 @@ typedef struct sfc_serial_variant {
   const char *name;
   sfc_serial_fn fn;
 } sfc_serial_variant;
-/* The variant table (v0 = per-order encode + per-order CUB sort on 64-bit keys). Empty without CUDA. */
+/* The variant table (v0 = per-order encode + per-order CUB sort on 64-bit keys). A CPU-only build lists the same
+ * variants, each returning HX_ENODEV. */
 int sfc_serial_variant_count(void);
 const sfc_serial_variant *sfc_serial_variant_get(int i);
+/* The best whole serialization: v2 (fused-rowpacked), the fastest at every shape timed (one cloud or four, 32- or
+ * 64-bit keys: 0.27 ms against 0.42-0.44 for v0/v1 at 600k on the H200; baselines/variants_internal.h has the
+ * figures). It picks its key width itself. */
+const sfc_serial_variant *sfc_serial_variant_best(void);
 
 /* ---- global shuffle (shuf_: baselines/shuf.c, shuf_gpu.cu) ---------------------------------------- */
 
@@ -171,9 +176,15 @@ typedef struct shuf_gather_variant {
   shuf_gather_fn fn;
 } shuf_gather_variant;
 /* v0 = one thread per element (torch index_select's shape); vectorised variants need width*2 % 16 == 0
- * and 16-byte aligned rows, else they return HX_EUNSUPPORTED. Empty without CUDA. */
+ * and 16-byte aligned rows, else they return HX_EUNSUPPORTED. A CPU-only build lists the same variants, each
+ * returning HX_ENODEV. */
 int shuf_gather_variant_count(void);
 const shuf_gather_variant *shuf_gather_variant_get(int i);
+/* The best gather for rows of `width` 2-byte elements, by row size (fp16, 600k rows, H200): v2 below 256 B (128 B
+ * rows: 82% of the copy), v3 from 256 B (384 B rows: 88%), v1 from 512 B (512 B rows: 90%, 1536 B: 96%); v0 where a
+ * row is not a multiple of 16 bytes (the vectorised variants refuse it). The rows must still be 16-byte aligned
+ * for v1-v3. baselines/variants_internal.h has the whole table. */
+const shuf_gather_variant *shuf_gather_variant_best(size_t width);
 
 /* ---- serialized pooling (spool_: baselines/spool.c, spool_gpu.cu) -------------------------------- */
 

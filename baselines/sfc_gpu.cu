@@ -15,6 +15,7 @@
 #include <cub/cub.cuh>
 
 #include "baselines/gpu_util.cuh"
+#include "baselines/variants_internal.h"
 
 /* ---- grid coordinates --------------------------------------------------------------------------- */
 
@@ -476,13 +477,17 @@ static hx_status serial_v2(void *d_scratch, size_t *scratch_bytes, const sfc_ser
   return serial_fused<uint64_t>(d_scratch, scratch_bytes, a, 1, stream);
 }
 
-static const sfc_serial_variant sfc_serial_table[] = {
-    {0, "cub-per-order", serial_v0},
-    {1, "fused-narrow", serial_v1},
-    {2, "fused-rowpacked", serial_v2},
-};
+/* the table from the one list (variants_internal.h), which the CPU-only stub expands too */
+#define SFC_ROW(id, name, fn) {id, name, fn},
+static const sfc_serial_variant sfc_serial_table[] = {SFC_SERIAL_VARIANT_LIST(SFC_ROW)};
+#undef SFC_ROW
 
 extern "C" int sfc_serial_variant_count(void) { return (int)(sizeof sfc_serial_table / sizeof sfc_serial_table[0]); }
 extern "C" const sfc_serial_variant *sfc_serial_variant_get(int i) {
   return i >= 0 && i < sfc_serial_variant_count() ? &sfc_serial_table[i] : NULL;
+}
+extern "C" const sfc_serial_variant *sfc_serial_variant_best(void) {
+  for (int i = 0; i < sfc_serial_variant_count(); i++)
+    if (sfc_serial_table[i].id == SFC_SERIAL_BEST_ID) return &sfc_serial_table[i];
+  return NULL;
 }

@@ -12,6 +12,7 @@
  * 600k*1536*2 = 1.84 GB; at ~3 TB/s that is ~0.6 ms.
  */
 #include "baselines/gpu_util.cuh"
+#include "baselines/variants_internal.h"
 
 /* ---- padding -------------------------------------------------------------------------------------- */
 
@@ -214,16 +215,20 @@ static hx_status gather_v3(void *d_out, const void *d_in, const uint32_t *d_idx,
   return gather_group<true>(d_out, d_in, d_idx, rows, width, stream);
 }
 
-static const shuf_gather_variant shuf_gather_table[] = {
-    {0, "elementwise", gather_v0},
-    {1, "warp-row-16B", gather_v1},
-    {2, "group-16B", gather_v2},
-    {3, "group-16B-cs", gather_v3},
-};
+/* the table from the one list (variants_internal.h), which the CPU-only stub expands too */
+#define SHUF_ROW(id, name, fn) {id, name, fn},
+static const shuf_gather_variant shuf_gather_table[] = {SHUF_GATHER_VARIANT_LIST(SHUF_ROW)};
+#undef SHUF_ROW
 
 extern "C" int shuf_gather_variant_count(void) {
   return (int)(sizeof shuf_gather_table / sizeof shuf_gather_table[0]);
 }
 extern "C" const shuf_gather_variant *shuf_gather_variant_get(int i) {
   return i >= 0 && i < shuf_gather_variant_count() ? &shuf_gather_table[i] : NULL;
+}
+extern "C" const shuf_gather_variant *shuf_gather_variant_best(size_t width) {
+  const int id = shuf_gather_best_id(width);
+  for (int i = 0; i < shuf_gather_variant_count(); i++)
+    if (shuf_gather_table[i].id == id) return &shuf_gather_table[i];
+  return NULL;
 }

@@ -611,3 +611,22 @@ const battn_variant *battn_variant_find(const char *name) {
     if (name && strcmp(t[i].name, name) == 0) return &t[i];
   return NULL;
 }
+
+/* kernels.h says why v9, then v5; each variant's scratch query on p decides whether it runs here. */
+hx_status battn_variant_best(const battn_variant **out, const battn_params *p, hx_err *err) {
+  static const char *const order[] = {"v9", "v5"};
+  *out = NULL;
+  if (!p) return hx_errf(err, HX_EINVAL, "battn_variant_best: no parameters");
+  hx_status st = HX_EUNSUPPORTED;
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+    const battn_variant *v = battn_variant_find(order[i]);
+    size_t need = 0;
+    if (!v) continue;
+    st = v->fn(p, NULL, &need, NULL, err);
+    if (st == HX_OK) {
+      *out = v;
+      return HX_OK;
+    }
+  }
+  return st; /* the last query's status and message (v5's): neither runs here */
+}

@@ -37,6 +37,7 @@
  */
 #include "kernels/kernels.h"
 #include "kernels/attn_internal.h"
+#include "kernels/variants_internal.h"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -682,32 +683,10 @@ static hx_status v0_fn(const battn_params *p, void *d_scratch, size_t *scratch_b
 
 /* ---- variant table ------------------------------------------------------------------------------- */
 
-static const battn_variant battn_table[] = {
-    {0, "v0", "unfused: gather + cuBLAS batched GEMMs + softmax kernel (materialised scores)", v0_fn},
-    {1, "v1", "fused mma.sync FA2-style, scope-table tile redirect, cp.async double buffer, fp32 exp2",
-     fused_fn<v1_tiles, false, false>},
-    {2, "v2", "v1 with ex2.approx.f16x2 probabilities and tensor-core row sums (fp16; bf16 = v1)",
-     fused_fn<v1_tiles, true, false>},
-    {3, "v3", "v1 with 128-key tiles (D<=64) and lazy rescale (only when a row max grows past 2^8)",
-     fused_fn<v3_tiles, false, true>},
-    {4, "v4", "v1 with lazy rescale (64-key tiles): ablation of v3's two changes",
-     fused_fn<v1_tiles, false, true>},
-    {5, "v5", "per-head-dim best of v1/v3/v4 tiles, 8-warp CTAs at D=64/128 (lazy rescale from D=32)",
-     fused_fn<v5_tiles, false, false>},
-    {6, "v6", "wgmma (sm_90a) at D=64/128: 2 warpgroups x 64 rows, 128-key tiles, S and P V async around "
-              "the softmax; v5's kernels at D=16/32",
-     battn_v6_fn},
-    {7, "v7", "v6's wgmma kernel without the softmax/wait fence, at every head dim (ablation)", battn_v7_fn},
-    {8, "v8", "v6's wgmma kernel at every head dim (ablation of v6 running v5 at D=16/32)", battn_v8_fn},
-    {9, "v9", "warp-specialised wgmma (sm_90a) at D=32/64/128: producer warpgroup (cp.async + mbarrier "
-              "full/empty ring, setmaxnreg), 2 ping-pong consumer warpgroups, no CTA barrier in the loop; v5's "
-              "kernel at D=16 (recommended on sm_90a)",
-     battn_v9_fn},
-    {10, "v10", "v9's kernel at every head dim (ablation of v9 running v5 at D=16)",
-     battn_v10_fn},
-    {11, "v11", "v9's kernel without the ping-pong, every head dim (ablation)",
-     battn_v11_fn},
-};
+/* the table from the one list (variants_internal.h), which the CPU-only stub expands too */
+#define BATTN_ROW(id, name, summary, fn) {id, name, summary, fn},
+static const battn_variant battn_table[] = {BATTN_VARIANT_LIST(BATTN_ROW)};
+#undef BATTN_ROW
 
 extern "C" const battn_variant *battn_variants(size_t *count) {
   if (count) *count = sizeof battn_table / sizeof battn_table[0];

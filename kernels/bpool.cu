@@ -36,6 +36,7 @@
  */
 #include "kernels/bpool_internal.h"
 #include "kernels/kernels.h"
+#include "kernels/variants_internal.h"
 
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
@@ -1327,7 +1328,7 @@ hx_status pool_v6(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
  * plan flag, per-SM arrival counts, ready flags) live in the scratch and are zeroed by one memset per call. */
 constexpr uint32_t kCtlSm = 1024; /* per-SM arrival counters, indexed by %smid mod kCtlSm */
 enum : uint32_t { kC7Reduce = 0, kC7Assign, kC7Arrive, kC7Plan, kC7Tot, kC7Sm, kC7Ready = kC7Sm + kCtlSm };
-constexpr uint32_t kAssignPerSm7 = 4; /* of Shape2's 8 blocks per SM; F3D_POOL7_ASSIGN overrides (bench) */
+constexpr uint32_t kAssignPerSm7 = 4; /* of Shape2's 8 blocks per SM: a constant (edit and rebuild to try others) */
 
 __device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
   uint32_t v;
@@ -1541,8 +1542,6 @@ hx_status pool_v7(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
     return reduce_v2(d_feat_out, d_feat_in, d_members, n_out, rho, channels, dt, op, stream, err);
   }
   uint32_t per = kAssignPerSm7;
-  const char *env = getenv("F3D_POOL7_ASSIGN"); /* a measurement knob of the device bench, 1 .. per_sm - 1 */
-  if (env && atoi(env) >= 1 && atoi(env) < per_sm) per = (uint32_t)atoi(env);
   if (per >= (uint32_t)per_sm) per = (uint32_t)per_sm / 2;
   PoolP p = {d_members, d_parent, d_out_start, d_out_count, (uint32_t *)d_scratch, d_xyz_out, d_feat_out, d_xyz_in,
           d_feat_in, d_bucket_start, d_bucket_count, nbuckets, n_rows, channels, rho, per, op};
@@ -1670,26 +1669,11 @@ hx_status pool_v9(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
                               err, RowRange{}, true);
 }
 
-const bpool_variant bpool_table[] = {
-    {1, "v1", "block per bucket, shared-memory three-step sub-buckets; thread per (row, channel) reduce", assign_v1,
-     reduce_v1, unpool_v1, NULL, NULL},
-    {2, "v2", "128-thread blocks (8 per SM), step 3 with register fill counts and one warp min-reduction per leftover; 16-byte reduce",
-     assign_v2, reduce_v2, unpool_v1, NULL, NULL},
-    {3, "v3", "v2 with step 1's order from warp match ranking (no block radix sort); 16-byte reduce", assign_v3,
-     reduce_v2, unpool_v1, NULL, NULL},
-    {4, "v4", "v3 with the reduction fused into the assignment (ablation: slower than v3's two kernels)",
-     assign_v3, reduce_v2, unpool_v1, pool_v4, NULL},
-    {5, "v5", "v3 in 64-thread blocks of <= 512 rows (16 per SM, one wave at 600k) with the plan and parent fill in the same kernel",
-     assign_v5, reduce_v2, unpool_v1, NULL, assign_plan_v5},
-    {6, "v6", "v5 in two halves, the second half's assignment on a second stream beside the first half's reduction (ablation: slower than v5)",
-     assign_v5, reduce_v2, unpool_v1, pool_v6, assign_plan_v5},
-    {7, "v7", "plan, assignment and reduction in one cooperative launch: assigner and reducer blocks share each SM, reducers follow per-bucket ready flags",
-     assign_v5, reduce_v2, unpool_v1, pool_v7, assign_plan_v5},
-    {8, "v8", "v5's assignment wave with the reduction launched behind it (programmatic dependent launch, per-bucket ready flags): reduction blocks take each SM slot an assignment block leaves",
-     assign_v5, reduce_v2, unpool_v1, pool_v8, assign_plan_v5},
-    {9, "v9", "v5 with step 3 by lanes: 32 leftovers at a time, picks ranked per sub-bucket, where a tile has <= 32 new sub-buckets",
-     assign_v9, reduce_v2, unpool_v1, pool_v9, assign_plan_v9},
-};
+/* the table from the one list (variants_internal.h), which the CPU-only stub expands too */
+#define BPOOL_ROW(id, name, summary, assign, reduce, unpool, pool, assign_plan) \
+  {id, name, summary, assign, reduce, unpool, pool, assign_plan},
+const bpool_variant bpool_table[] = {BPOOL_VARIANT_LIST(BPOOL_ROW)};
+#undef BPOOL_ROW
 
 } // namespace
 
@@ -1702,6 +1686,48 @@ extern "C" const bpool_variant *bpool_variant_find(const char *name) {
   for (size_t i = 0; i < sizeof bpool_table / sizeof bpool_table[0]; i++)
     if (name && strcmp(bpool_table[i].name, name) == 0) return &bpool_table[i];
   return NULL;
+}
+
+extern "C" const bpool_variant *bpool_variant_best(void) { return bpool_variant_find("v9"); }
+
+extern "C" hx_status bpool_pool(const bpool_variant *v, const bpool_params *p, void *d_scratch, size_t *scratch_bytes,
+                                void *stream, hx_err *err) {
+  if (!v || !p || !scratch_bytes) return hx_errf(err, HX_EINVAL, "bpool_pool: NULL variant, params or scratch size");
+  if (p->rho != 2 && p->rho != 4 && p->rho != 8) return hx_errf(err, HX_EINVAL, "bpool_pool: rho = %u (2, 4 or 8)", p->rho);
+  if ((unsigned)p->op > BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool_pool: unknown reduction %d", (int)p->op);
+  const bool reduce = p->op < BPOOL_OP_COUNT;
+  if (reduce && p->dt != PSH_F32 && p->dt != PSH_BF16)
+    return hx_errf(err, HX_EINVAL, "bpool_pool: features must be fp32 or bf16 (dt = %d)", (int)p->dt);
+  if (reduce && p->channels == 0) return hx_errf(err, HX_EINVAL, "bpool_pool: a reduction over 0 channels");
+  if (d_scratch) { /* the real call: every pointer it writes or reads */
+    const struct {
+      const void *ptr;
+      const char *name;
+      bool needed;
+    } ptrs[] = {{p->xyz_in, "xyz_in", true},       {p->bucket_start, "bucket_start", true},
+                {p->bucket_count, "bucket_count", true}, {p->out_start, "out_start", true},
+                {p->out_count, "out_count", true}, {p->members, "members", true},
+                {p->parent, "parent", true},       {p->xyz_out, "xyz_out", true},
+                {p->feat_in, "feat_in", reduce},   {p->feat_out, "feat_out", reduce}};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+      if (ptrs[i].needed && !ptrs[i].ptr) return hx_errf(err, HX_EINVAL, "bpool_pool: %s is NULL", ptrs[i].name);
+  }
+  if (v->pool && reduce) /* plan, assignment and reduction in one call */
+    return v->pool(d_scratch, scratch_bytes, p->members, p->parent, p->xyz_out, p->feat_out, p->xyz_in, p->feat_in,
+                   p->n_rows, p->channels, p->dt, p->op, p->bucket_start, p->bucket_count, p->out_start, p->out_count,
+                   p->nbuckets, p->rho, p->n_out, p->aux, stream, err);
+  if (v->assign_plan) { /* plan and assignment in one call */
+    HX_TRY(v->assign_plan(d_scratch, scratch_bytes, p->members, p->parent, p->xyz_out, p->xyz_in, p->n_rows,
+                          p->bucket_start, p->bucket_count, p->out_start, p->out_count, p->nbuckets, p->rho, stream, err));
+  } else {
+    HX_TRY(bpool_plan_gpu(d_scratch, scratch_bytes, p->out_start, p->out_count, p->bucket_count, p->nbuckets, p->rho,
+                          stream, err));
+    if (d_scratch)
+      HX_TRY(v->assign(p->members, p->parent, p->xyz_out, p->xyz_in, p->n_rows, p->bucket_start, p->bucket_count,
+                       p->out_start, p->nbuckets, p->rho, stream, err));
+  }
+  if (!d_scratch || !reduce) return HX_OK;
+  return v->reduce(p->feat_out, p->feat_in, p->members, p->n_out, p->rho, p->channels, p->dt, p->op, stream, err);
 }
 
 extern "C" hx_status bpool_plan_gpu(void *d_scratch, size_t *scratch_bytes, uint32_t *d_out_start,

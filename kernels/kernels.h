@@ -143,6 +143,12 @@ typedef struct battn_variant {
 /* The const table of this build (a CPU-only build lists the same variants, each returning HX_ENODEV). */
 const battn_variant *battn_variants(size_t *count);
 const battn_variant *battn_variant_find(const char *name);
+/* The best attention variant for p on this device: v9 where it runs (an sm_90a build on a compute capability 9.0
+ * device: the warp-specialised wgmma kernel at D = 32/64/128, 254 / 421 / 606 TFLOP/s at scope 4096 on the H200,
+ * cuDNN 238 / 443 at D = 32 / 64; at D = 16 it runs v5's mma.sync kernel itself, 142 TFLOP/s), else v5 (the
+ * mma.sync kernel of every sm_80+ device). Decided by each variant's own scratch query on p (nothing launched).
+ * HX_ENODEV in a CPU-only build, the query's status when neither runs; *out NULL then. */
+hx_status battn_variant_best(const battn_variant **out, const battn_params *p, hx_err *err);
 
 /* ==== PSH bucketing (psh_) and in-bucket pooling (bpool_) ========================================== */
 /*
@@ -190,10 +196,13 @@ typedef struct psh_params {
   float voxel;     /* voxel edge in coordinate units, > 0 */
   uint32_t nprobe; /* probes tried per overflowing point, 0..PSH_NPROBE_MAX */
   uint64_t seed;
+  uint32_t trace_blocks; /* 0 (default): the measured kernels; 1: v8-v10 run their instances that stamp every
+                          * block's phases (psh_gpu_block_trace), a measurement build for the device bench (lab/);
+                          * the other variants and the CPU reference ignore it */
 } psh_params;
 
 /* Defaults: xor-div (the official code's shipped config), S = 512, voxel 0.05, 128 probes, seed 3407,
- * nb = 0 (fill in with psh_auto_buckets). */
+ * nb = 0 (fill in with psh_auto_buckets), trace_blocks 0. */
 void psh_params_default(psh_params *p);
 /* Buckets per cloud as the public code picks them: next power of two >= ceil(n_max / cap) (>= 1). */
 uint32_t psh_auto_buckets(size_t n_max, uint32_t cap);
@@ -293,6 +302,18 @@ typedef struct psh_variant {
 } psh_variant;
 const psh_variant *psh_variants(size_t *count); /* a CPU-only build lists them, each returning HX_ENODEV */
 const psh_variant *psh_variant_find(const char *name);
+/* The best PSH variant for this device and batch shape (n points in nclouds clouds, p's nb and cap), the first rung
+ * of the fall-back chain that runs its own kernel there:
+ *   v10 where v9/v10 run their one-wave cooperative launch (up to about 0.9M points on 132 SMs, nb <= 4096) on sm_90
+ *       or later: its L2 prefetch of xyz_out took 600k xor-mod from v9's 35.4 to 31.0 us cold on the H100 and from
+ *       32.8 to 28.9 us on the H200 (same runs), within 1% of v9 elsewhere except +2.5-4% on the long-list hashes
+ *       at 100k; v9 below sm_90, where v10's prefetch is compiled out;
+ *   v7 where only v7's one-wave cooperative launch fits (more points per tile);
+ *   v4 otherwise (4M points and beyond one wave: 0.46-0.50 ms at 4M on the H100), which itself runs v2's kernels
+ *       past 16384 buckets per cloud.
+ * (docs/psh.md.) Asks the device (the launchers' own planning code, no launch). *out = NULL and HX_ENODEV
+ * in a CPU-only build; HX_ECUDA when the device cannot be queried. */
+hx_status psh_variant_best(const psh_variant **out, uint32_t n, uint32_t nclouds, const psh_params *p, hx_err *err);
 /* The data-movement floor of the one-launch variants v9/v10, measured beside them: v10's launch plan (one wave
  * of 1024-thread tiles, its dynamic shared memory, cooperative) running a kernel that reads each tile's
  * coordinates into shared memory, passes two grid barriers and then writes its outputs coalesced (28 B per
@@ -426,6 +447,40 @@ typedef struct bpool_variant {
 } bpool_variant;
 const bpool_variant *bpool_variants(size_t *count);
 const bpool_variant *bpool_variant_find(const char *name);
+/* The best pooling variant: v9, the fastest of the ladder at every shape measured (rho 2/4/8, fp32 and bf16
+ * features, C = 64, 100k-600k points, H100 and H200: on the H100 at 600k bf16 53.7-57.1% and fp32 72-78% of the copy
+ * bandwidth, where v5 reaches 45.4-55.5% on bf16; docs/pooling.md). v9 keeps its own fall-backs (a plain reduction past 16384 buckets or for
+ * features the 16-byte reduction cannot take). The CPU-only build lists the same table and returns the same entry. */
+const bpool_variant *bpool_variant_best(void);
+
+/* Everything one pooling call reads and writes, in the flash-attention style: device pointers, sizes, the
+ * reduction. bpool_pool validates it once; the variants' launchers trust it. */
+typedef struct bpool_params {
+  const float *xyz_in;          /* [n_rows*3] coordinates of the rows, in bucket order */
+  const void *feat_in;          /* [n_rows, channels] of dt; unused (may be NULL) when op == BPOOL_OP_COUNT */
+  const uint32_t *bucket_start; /* [nbuckets] the rows' bucket table (packed or padded PSH output) */
+  const uint32_t *bucket_count; /* [nbuckets] */
+  uint32_t n_rows, nbuckets;
+  uint32_t rho;                 /* 2, 4 or 8 */
+  uint32_t channels;            /* feature columns; unused when op == BPOOL_OP_COUNT */
+  uint32_t n_out;               /* the plan's output rows (bpool_plan_cpu or psh_gpu_pool_plan) */
+  psh_dtype dt;                 /* PSH_F32 or PSH_BF16 features */
+  bpool_op op;                  /* the reduction; BPOOL_OP_COUNT: plan and assignment only */
+  uint32_t *out_start, *out_count; /* [nbuckets] the plan, written */
+  uint32_t *members;            /* [n_out*rho] written */
+  uint32_t *parent;             /* [n_rows] written */
+  float *xyz_out;               /* [n_out*3] written */
+  void *feat_out;               /* [n_out, channels] of dt, written when op < BPOOL_OP_COUNT */
+  const bpool_aux *aux;         /* a second stream for the variants that overlap two launches; NULL: one stream */
+} bpool_params;
+/* One pooling call with variant v: the plan, the assignment and, when p->op < BPOOL_OP_COUNT, the reduction, through
+ * the variant's fused pool when it has one, else its assign_plan (or bpool_plan_gpu then assign) and reduce: the
+ * outputs of bpool_plan_gpu, assign and reduce, bit for bit. CUB's scratch contract (NULL d_scratch: only
+ * *scratch_bytes is set, nothing launched); device pointers in p, stream last. HX_EINVAL naming the field for a bad
+ * p (rho, op, dt, a missing pointer); HX_ENODEV in a CPU-only build. The per-variant launchers (assign, reduce, pool,
+ * assign_plan of bpool_variant) stay callable as before. */
+hx_status bpool_pool(const bpool_variant *v, const bpool_params *p, void *d_scratch, size_t *scratch_bytes,
+                     void *stream, hx_err *err);
 
 /* Host conveniences for the CLI, the sweep pipeline and the device bench (kernels/psh_host.cu; a CPU-only
  * build returns HX_ENODEV). A psh_gpu holds device copies of one batch (xyz, cloud offsets, features of

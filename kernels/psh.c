@@ -45,6 +45,7 @@ void psh_params_default(psh_params *p) {
   p->voxel = 0.05f;
   p->nprobe = PSH_NPROBE_MAX;
   p->seed = 3407;
+  p->trace_blocks = 0;
 }
 
 uint32_t psh_auto_buckets(size_t n_max, uint32_t cap) {
@@ -62,6 +63,7 @@ hx_status psh_params_check(const psh_params *p, const uint32_t *cloud_offset, ui
   if (p->nb > PSH_NB_MAX) return hx_errf(err, HX_EINVAL, "psh: %u buckets per cloud exceed the limit of %u", p->nb, PSH_NB_MAX);
   if (!(p->voxel > 0.0f) || !isfinite(p->voxel)) return hx_errf(err, HX_EINVAL, "psh: voxel size must be positive");
   if (p->nprobe > PSH_NPROBE_MAX) return hx_errf(err, HX_EINVAL, "psh: %u probes (at most %u)", p->nprobe, PSH_NPROBE_MAX);
+  if (p->trace_blocks > 1) return hx_errf(err, HX_EINVAL, "psh: trace_blocks = %u (0 or 1)", p->trace_blocks);
   if (nclouds == 0) return hx_errf(err, HX_EINVAL, "psh: empty batch");
   if ((uint64_t)nclouds * p->nb >= PSH_RESID_FLAG)
     return hx_errf(err, HX_EINVAL, "psh: %u clouds x %u buckets exceed 2^31 buckets", nclouds, p->nb);

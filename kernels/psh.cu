@@ -30,6 +30,7 @@
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
 #include "kernels/psh_internal.cuh"
+#include "kernels/variants_internal.h"
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -523,32 +524,10 @@ hx_status paired(void *d_scratch, size_t *scratch_bytes, const psh_out *out, con
   return psh_run_paired(F, d_scratch, scratch_bytes, out, in, p, stream, err);
 }
 
-const psh_variant psh_table[] = {
-    {1, "v1", "naive: Alg. 1+2 with global atomics, one thread per point", paired<run_v1>},
-    {2, "v2", "two-stage counters (shared hash table, bulk atomicAdd, rebase) + probe kernel", paired<run_v2>},
-    {3, "v3", "v2 with warp-cooperative probing (32 probes per counter round trip)", paired<run_v3>},
-    {4, "v4", "4 launches: tiled bbox, dense shared counts + bulk commit, probe only on overflow, per-tile scan + scatter (psh_v4.cu)",
-     paired<psh_run_v4>},
-    {5, "v5", "one cooperative launch: v4's tiles as 4 phases with grid barriers, placements in registers (psh_v5.cu)",
-     paired<psh_run_v5>},
-    {6, "v6", "v5 with the coordinates gathered after one more grid barrier (coalesced stores) (psh_v5.cu)", paired<psh_run_v6>},
-    {7, "v7",
-     "v6 with a shared-atomic rank, one warp per overflow point on short lists, one 16-B record per row + "
-     "coalesced gather (psh_v7.cu)",
-     paired<psh_run_v7>},
-    {8, "v8",
-     "1024-thread tiles kept in shared memory, 2 grid barriers: short overflow lists resolved in every block, "
-     "perm/xyz written in bucket order (psh_v8.cu)",
-     psh_run_v8},
-    {9, "v9",
-     "v8 with the short overflow list walked by one warp in list order (no block barriers), redux.sync minima, "
-     "first-hash stores after barrier 2, blocks without overflow arriving at barrier 2 early (psh_v8.cu)",
-     psh_run_v9},
-    {10, "v10",
-     "v9 with xyz_out's lines prefetched into the L2 by the TMA unit during phase 2 (sm_90+): faster from a "
-     "cold, dirty L2 on short overflow lists (psh_v8.cu)",
-     psh_run_v10},
-};
+/* the table from the one list (variants_internal.h), which the CPU-only stub expands too */
+#define PSH_ROW(id, name, summary, fn) {id, name, summary, fn},
+const psh_variant psh_table[] = {PSH_VARIANT_LIST(PSH_ROW)};
+#undef PSH_ROW
 
 /* ---- padded layout and row gather ---- */
 
@@ -597,6 +576,26 @@ extern "C" const psh_variant *psh_variant_find(const char *name) {
   for (size_t i = 0; i < sizeof psh_table / sizeof psh_table[0]; i++)
     if (name && strcmp(psh_table[i].name, name) == 0) return &psh_table[i];
   return NULL;
+}
+
+/* The rungs of the fall-back chain v10 -> v7 -> v4, each asked with its launcher's own planning code whether it
+ * runs its own kernel on this shape (kernels.h says which wins where, and why). */
+extern "C" hx_status psh_variant_best(const psh_variant **out, uint32_t n, uint32_t nclouds, const psh_params *p,
+                                      hx_err *err) {
+  *out = NULL;
+  if (!p) return hx_errf(err, HX_EINVAL, "psh_variant_best: no parameters");
+  int own = 0, dev = 0, major = 0;
+  HX_TRY(psh_v8_runs_own(2, n, nclouds, p->nb, p->cap, &own, err));
+  if (own) {
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "psh_variant_best: %s", cudaGetErrorString(e));
+    *out = psh_variant_find(major >= 9 ? "v10" : "v9");
+    return HX_OK;
+  }
+  HX_TRY(psh_v7_runs_own(n, nclouds, p->nb, p->cap, &own, err));
+  *out = psh_variant_find(own ? "v7" : "v4");
+  return HX_OK;
 }
 
 extern "C" hx_status psh_pad_gpu(uint32_t *d_perm_pad, uint32_t *d_slot_pad, const uint32_t *d_bucket,

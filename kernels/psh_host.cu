@@ -218,7 +218,7 @@ extern "C" hx_status psh_gpu_unpool_xyz(psh_gpu *g, const bpool_variant *v, floa
  * 4096 buckets, ...) the scratch holds an earlier variant's layout, and reading stamps from it copied from
  * beyond the allocation (a failed cudaMemcpy whose error the next CUB call in the process then reported).
  * The decision is made again with the launcher's own planning code and the same inputs (g's batch, the same
- * device, the F3D_PSH_V8_BT knob read from the environment), rather than recorded by psh_gpu_run, which is
+ * device; the plan is the same for the stamped instances of psh_params.trace_blocks), rather than recorded by psh_gpu_run, which is
  * timed and so should not make device queries. */
 static hx_status trace_own(const psh_gpu *g, const psh_variant *v, hx_err *err) {
   int own = 0;
@@ -281,28 +281,20 @@ extern "C" hx_status psh_gpu_pool(psh_gpu *g, const bpool_variant *v, bpool_op o
   size_t sb = g->pool_scratch_bytes;
   const int with_feat = (unsigned)op < BPOOL_OP_COUNT;
   if (with_feat && !g->channels) return hx_errf(err, HX_EINVAL, "psh_gpu_pool: created without features");
-  const void *in = dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out;
-  if (v->pool && with_feat) { /* plan, assignment and reduction in one call */
-    const bpool_aux aux = {g->aux_stream, g->ev_fork, g->ev_join};
-    HX_TRY(v->pool(g->pool_scratch, &sb, g->members, g->parent, g->pool_xyz, g->pool_feat, g->out.xyz, in, g->n,
-                   g->channels, dt, op, g->out.bucket_start, g->out.bucket_count, g->pool_start, g->pool_count, g->nbt,
-                   g->rho, g->n_out, &aux, stream, err));
-    g->pooled = 1;
-    return HX_OK;
-  }
-  if (v->assign_plan) { /* plan and assignment in one call */
-    HX_TRY(v->assign_plan(g->pool_scratch, &sb, g->members, g->parent, g->pool_xyz, g->out.xyz, g->n,
-                          g->out.bucket_start, g->out.bucket_count, g->pool_start, g->pool_count, g->nbt, g->rho,
-                          stream, err));
-  } else {
-    HX_TRY(bpool_plan_gpu(g->pool_scratch, &sb, g->pool_start, g->pool_count, g->out.bucket_count, g->nbt, g->rho,
-                          stream, err));
-    HX_TRY(v->assign(g->members, g->parent, g->pool_xyz, g->out.xyz, g->n, g->out.bucket_start, g->out.bucket_count,
-                     g->pool_start, g->nbt, g->rho, stream, err));
-  }
+  const bpool_aux aux = {g->aux_stream, g->ev_fork, g->ev_join};
+  bpool_params p;
+  memset(&p, 0, sizeof p);
+  p.xyz_in = g->out.xyz;
+  p.feat_in = dt == PSH_F32 ? (const void *)g->feat32_out : (const void *)g->feat16_out;
+  p.bucket_start = g->out.bucket_start, p.bucket_count = g->out.bucket_count;
+  p.n_rows = g->n, p.nbuckets = g->nbt, p.rho = g->rho, p.channels = g->channels, p.n_out = g->n_out;
+  p.dt = dt, p.op = with_feat ? op : BPOOL_OP_COUNT;
+  p.out_start = g->pool_start, p.out_count = g->pool_count;
+  p.members = g->members, p.parent = g->parent, p.xyz_out = g->pool_xyz, p.feat_out = g->pool_feat;
+  p.aux = &aux;
+  HX_TRY(bpool_pool(v, &p, g->pool_scratch, &sb, stream, err));
   g->pooled = 1;
-  if (!with_feat) return HX_OK;
-  return v->reduce(g->pool_feat, in, g->members, g->n_out, g->rho, g->channels, dt, op, stream, err);
+  return HX_OK;
 }
 
 extern "C" hx_status psh_gpu_download_feat(psh_gpu *g, psh_dtype dt, void *h_packed, void *h_pooled, hx_err *err) {

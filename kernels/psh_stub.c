@@ -1,12 +1,13 @@
 /*
- * psh_stub.c - the GPU entry points of PSH bucketing and in-bucket pooling in a CPU-only build: the same
- * variant names as psh.cu / bpool.cu, each returning HX_ENODEV, so the CLI, sweep and tests can list
- * them and skip.
+ * psh_stub.c - the GPU entry points of PSH bucketing and in-bucket pooling in a CPU-only build: the variant
+ * tables of psh.cu / bpool.cu expanded from the same list (variants_internal.h), each entry returning HX_ENODEV,
+ * so the CLI, sweep and tests can list them and skip.
  */
 #include <string.h>
 
 #include "kernels/kernels.h"
 #include "kernels/psh_internal.h"
+#include "kernels/variants_internal.h"
 
 static hx_status psh_no_gpu(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                             const psh_params *p, void *stream, hx_err *err) {
@@ -15,18 +16,10 @@ static hx_status psh_no_gpu(void *d_scratch, size_t *scratch_bytes, const psh_ou
   return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA");
 }
 
-static const psh_variant psh_table[] = {
-    {1, "v1", "naive: Alg. 1+2 with global atomics (needs CUDA)", psh_no_gpu},
-    {2, "v2", "two-stage counters + probe kernel (needs CUDA)", psh_no_gpu},
-    {3, "v3", "v2 with warp-cooperative probing (needs CUDA)", psh_no_gpu},
-    {4, "v4", "4 launches, dense shared counts, per-tile scan + scatter (needs CUDA)", psh_no_gpu},
-    {5, "v5", "one cooperative launch, phases with grid barriers (needs CUDA)", psh_no_gpu},
-    {6, "v6", "v5 with the coordinates gathered (needs CUDA)", psh_no_gpu},
-    {7, "v7", "v6 with shared-atomic ranks, warp probing, row records (needs CUDA)", psh_no_gpu},
-    {8, "v8", "2 grid barriers, short lists resolved per block, bucket-ordered writes (needs CUDA)", psh_no_gpu},
-    {9, "v9", "v8 with the short list walked by one warp, redux minima, staged list entries (needs CUDA)", psh_no_gpu},
-    {10, "v10", "v9 with xyz_out's lines prefetched into the L2 (needs CUDA)", psh_no_gpu},
-};
+/* the CUDA build's variants (the one list, variants_internal.h), each returning HX_ENODEV here */
+#define PSH_ROW(id, name, summary, fn) {id, name, summary, psh_no_gpu},
+static const psh_variant psh_table[] = {PSH_VARIANT_LIST(PSH_ROW)};
+#undef PSH_ROW
 
 hx_status psh_run_v2(void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in, const psh_params *p,
                      void *stream, hx_err *err) {
@@ -47,6 +40,12 @@ const psh_variant *psh_variant_find(const char *name) {
   for (size_t i = 0; i < sizeof psh_table / sizeof psh_table[0]; i++)
     if (name && strcmp(psh_table[i].name, name) == 0) return &psh_table[i];
   return NULL;
+}
+
+hx_status psh_variant_best(const psh_variant **out, uint32_t n, uint32_t nclouds, const psh_params *p, hx_err *err) {
+  (void)n, (void)nclouds, (void)p;
+  *out = NULL;
+  return hx_errf(err, HX_ENODEV, "psh: this build has no CUDA (the best variant depends on the device)");
 }
 
 hx_status psh_pad_gpu(uint32_t *d_perm_pad, uint32_t *d_slot_pad, const uint32_t *d_bucket, const uint32_t *d_offset,
@@ -86,20 +85,11 @@ static hx_status bpool_unpool_no_gpu(void *d_up, const void *d_down, const void 
   return hx_errf(err, HX_ENODEV, "bpool: this build has no CUDA");
 }
 
-/* the CUDA build's pooling variants, each returning HX_ENODEV here */
-#define BPOOL_STUB(id, name, summary) {id, name, summary, bpool_assign_no_gpu, bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL}
-static const bpool_variant bpool_table[] = {
-    BPOOL_STUB(1, "v1", "block per bucket, shared-memory sub-buckets (needs CUDA)"),
-    BPOOL_STUB(2, "v2", "128-thread blocks, register fill counts in step 3 (needs CUDA)"),
-    BPOOL_STUB(3, "v3", "v2 with warp match ranking instead of a block sort (needs CUDA)"),
-    BPOOL_STUB(4, "v4", "v3 with the reduction fused into the assignment (needs CUDA)"),
-    BPOOL_STUB(5, "v5", "v3 in 64-thread blocks, one wave at 600k, plan and fill in the kernel (needs CUDA)"),
-    BPOOL_STUB(6, "v6", "v5 in two halves on two streams (ablation; needs CUDA)"),
-    BPOOL_STUB(7, "v7", "assignment and reduction in one cooperative launch (ablation; needs CUDA)"),
-    BPOOL_STUB(8, "v8", "v5 with the reduction behind it by programmatic launch (ablation; needs CUDA)"),
-    BPOOL_STUB(9, "v9", "v5 with step 3 by lanes, 32 leftovers at a time (needs CUDA)"),
-};
-#undef BPOOL_STUB
+/* the CUDA build's pooling variants (the one list), each returning HX_ENODEV here; no fused pool or assign_plan */
+#define BPOOL_ROW(id, name, summary, assign, reduce, unpool, pool, assign_plan) \
+  {id, name, summary, bpool_assign_no_gpu, bpool_reduce_no_gpu, bpool_unpool_no_gpu, NULL, NULL},
+static const bpool_variant bpool_table[] = {BPOOL_VARIANT_LIST(BPOOL_ROW)};
+#undef BPOOL_ROW
 
 const bpool_variant *bpool_variants(size_t *count) {
   if (count) *count = sizeof bpool_table / sizeof bpool_table[0];
@@ -110,6 +100,15 @@ const bpool_variant *bpool_variant_find(const char *name) {
   for (size_t i = 0; i < sizeof bpool_table / sizeof bpool_table[0]; i++)
     if (name && strcmp(bpool_table[i].name, name) == 0) return &bpool_table[i];
   return NULL;
+}
+
+const bpool_variant *bpool_variant_best(void) { return bpool_variant_find("v9"); }
+
+hx_status bpool_pool(const bpool_variant *v, const bpool_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                     hx_err *err) {
+  (void)v, (void)p, (void)d_scratch, (void)stream;
+  if (scratch_bytes) *scratch_bytes = 0;
+  return hx_errf(err, HX_ENODEV, "bpool: this build has no CUDA");
 }
 
 hx_status bpool_plan_gpu(void *d_scratch, size_t *scratch_bytes, uint32_t *d_out_start, uint32_t *d_out_count,

@@ -51,7 +51,7 @@
  * on xor-div). Written 2026-11-25 offline; every cut checked first in a host emulation (removed in e7df985).
  *
  * v9 (psh_run_v9) is this kernel with the template flag kW (d1ccccf, 2026-11-25): v8's block stamps (the
- * instance with kBT, F3D_PSH_V8_BT=1) showed 7.8 us of the 36 in the short-list resolution, ~2 us in each
+ * instance with kBT, psh_params.trace_blocks = 1) showed 7.8 us of the 36 in the short-list resolution, ~2 us in each
  * block minimum and barrier 2's exit waiting on the bucket/offset stores. kW: the minima by redux.sync
  * (block_min6r); the first-hash bucket/offset stores after barrier 2 (none since 8633e87 when the caller asks
  * for no pair: P8::pair_out); the list entries staged per block and
@@ -87,7 +87,7 @@
  * v9 and v10 run Z-order-div through instances with kDeal: phase C deals its list in 32-entry chunks over the
  * grid's warps where its cell tables apply (phase_probe_nt, psh_tiles.cuh; cfb7c9d, H100: Z-order-div -12 to
  * -14% at 300k and 600k). The deal's code in the shared kernel cost the other hashes 1-3%, so they keep the
- * instances without it (kern8). The stamped instances (F3D_PSH_V8_BT=1) have no deal, so Z-order-div's stamps
+ * instances without it (kern8). The stamped instances (trace_blocks = 1) have no deal, so Z-order-div's stamps
  * describe the kernel before it.
  */
 #include "kernels/kernels.h"
@@ -988,12 +988,10 @@ bool shape8(uint32_t nb, uint32_t cap) { return nb <= kDense && cap <= kMaxCap; 
 /* form: 0 v8, 1 v9 (kW), 2 v10 (kW and kPF), as psh_v8_runs_own takes it. v9 and v10 run Z-order-div through
  * an instance with phase C's deal (kDeal, phase_probe_nt), which costs the other hashes 1-3% when it shares
  * their kernel (cfb7c9d). */
-void (*kern8(int form, psh_hash hash))(P8) {
-  /* F3D_PSH_V8_BT=1 (a measurement knob of the device bench): the build of the kernel that stamps every
-   * block's phases (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched. The
-   * stamped instances have no deal. */
-  const char *bt_env = getenv("F3D_PSH_V8_BT");
-  const bool bt = bt_env && bt_env[0] == '1';
+void (*kern8(int form, psh_hash hash, bool bt))(P8) {
+  /* bt (psh_params.trace_blocks, set by the device bench): the build of the kernel that stamps every block's phases
+   * (psh_v8_block_trace); a separate instance, so the measured kernel's code is untouched. The stamped instances
+   * have no deal. */
   if (form != 0 && hash == PSH_ZORDER_DIV && !bt)
     return form == 2 ? k8_psh<false, true, true, true> : k8_psh<false, true, false, true>;
   if (form == 2) return bt ? k8_psh<true, true, true> : k8_psh<false, true, true>;
@@ -1060,7 +1058,7 @@ hx_status launch8(void (*kern)(P8), const Plan8 &pl, P8 &p, const psh_out *out, 
 
 hx_status run8(int form, void *d_scratch, size_t *scratch_bytes, const psh_out *out, const psh_in *in,
                const psh_params *prm, void *stream, hx_err *err) {
-  void (*kern)(P8) = kern8(form, prm->hash);
+  void (*kern)(P8) = kern8(form, prm->hash, prm->trace_blocks != 0);
   HX_TRY(psh_call_check(prm, in, err));
   if (!out->bucket != !out->offset) return hx_errf(err, HX_EINVAL, "psh: bucket and offset outputs: both or neither");
   if (!shape8(prm->nb, prm->cap)) /* v7 (which runs v4, then v2, past these) */
@@ -1101,7 +1099,7 @@ hx_status run_floor(void *d_scratch, size_t *scratch_bytes, const psh_out *out, 
     return hx_errf(err, HX_EINVAL, "psh floor: slot and perm outputs are required, bucket and offset both or neither");
   Plan8 pl = {0, 0, 0, 0};
   if (shape8(prm->nb, prm->cap))
-    HX_TRY(plan8(true, kern8(2, prm->hash), in->n, in->nclouds, prm->nb, &pl, err));
+    HX_TRY(plan8(true, kern8(2, prm->hash, false), in->n, in->nclouds, prm->nb, &pl, err));
   if (!pl.ipt)
     return hx_errf(err, HX_EUNSUPPORTED, "psh floor: v10 has no one-wave launch of its own for %u points, %u clouds, "
                    "%u buckets, S %u", in->n, in->nclouds, prm->nb, prm->cap);
@@ -1168,7 +1166,7 @@ extern "C" hx_status psh_v8_runs_own(int w, uint32_t n, uint32_t nclouds, uint32
   *own = 0;
   if (!shape8(nb, cap)) return HX_OK;
   Plan8 pl;
-  HX_TRY(plan8(w != 0, kern8(w, PSH_XOR_DIV), n, nclouds, nb, &pl, err)); /* every instance: one block per SM */
+  HX_TRY(plan8(w != 0, kern8(w, PSH_XOR_DIV, false), n, nclouds, nb, &pl, err)); /* every instance: one block per SM */
   *own = pl.ipt != 0;
   return HX_OK;
 }

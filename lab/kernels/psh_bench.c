@@ -16,7 +16,8 @@
  * usage: psh_bench [N_LIST (comma, default 100000,200000,400000,600000)] [REPS (20)] [S (512)] [C (64)]
  * Environment: F3D_PSH_VARIANTS=v1,v8 times only those PSH variants (v1 stays the ratios' base when listed);
  * F3D_BENCH_POOL=0 skips the feature scatter and pooling lines; F3D_POOL_VARIANTS=v5,v7 times only those
- * pooling variants (F3D_POOL7_ASSIGN=N sets pooling v7's assigner blocks per SM, default 4 of 8);
+ * pooling variants (pooling v7's assigner blocks per SM are kAssignPerSm7 in kernels/bpool.cu, 4 of 8: edit and
+ * rebuild to try others);
  * F3D_BENCH_COLD=1 also times each PSH graph with the L2 flushed before every replay (a memset of twice the L2,
  * the sweep's cold protocol: the host submits the replay while the flush runs, so its launch cost is mostly
  * hidden there, unlike in the hot figure) and prints the phase stamps of that cold run;
@@ -29,6 +30,8 @@
  * barriers, 20 B/point written coalesced (slot, perm, xyz_out), nothing computed; checked bit for bit against psh_floor_cpu on poisoned
  * outputs first) with the same columns and, with F3D_BENCH_COLD=1, its cold graph: the sweep's psh.floor row, in
  * the same call as the variants; F3D_PSH_VARIANTS without "floor" leaves it out.
+ * F3D_PSH_V8_BT=1 runs v8-v10's builds that stamp every block's phases (psh_params.trace_blocks) and prints the
+ * stamps (psh_gpu_block_trace); their times are those of the stamped builds.
  * F3D_BENCH_SEED=S sets the PSH seed (the probe order); the default is the sweep's per-hash seed,
  * hx_rng_u64(1, 0xF3D, hash) (pipe_flash3d.c), with the sweep's cloud, and psh_params_default's 3407 with the raw
  * cloud. A grid-wide queue (d0f16b2) won 7-16% here with seed 3407 on both clouds but lost 8-20% in the sweep
@@ -218,6 +221,8 @@ int main(int argc, char **argv) {
   const char *cold_env = getenv("F3D_BENCH_COLD"), *cloud_env = getenv("F3D_BENCH_CLOUD");
   const int raw = cloud_env && strcmp(cloud_env, "raw") == 0;
   const char *seed_env = getenv("F3D_BENCH_SEED");
+  const char *bt_env = getenv("F3D_PSH_V8_BT"); /* 1: v8-v10 run their block-stamped builds (psh_params.trace_blocks) */
+  const uint32_t trace_blocks = bt_env && bt_env[0] == '1' ? 1u : 0u;
   char *seed_end = NULL;
   const unsigned long long seed_val = seed_env ? strtoull(seed_env, &seed_end, 0) : 0;
   if (seed_env && (!*seed_env || *seed_end)) {
@@ -264,6 +269,7 @@ int main(int argc, char **argv) {
       else if (!raw) p.seed = hx_rng_u64(1, 0xF3D, (uint64_t)h); /* the sweep's (pipe_flash3d.c, case_params) */
       p.cap = S;
       p.nb = psh_auto_buckets(n, S);
+      p.trace_blocks = trace_blocks;
       /* CPU reference counters (phase 1 is order free) */
       uint32_t *hb = malloc((size_t)n * 4), *ho = malloc((size_t)n * 4), *hs = malloc((size_t)n * 4),
                *hp = malloc((size_t)n * 4), *hc = malloc((size_t)p.nb * 4), *hst = malloc((size_t)p.nb * 4);
