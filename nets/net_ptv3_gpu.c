@@ -2,7 +2,9 @@
  * net_ptv3_gpu.c - the PTv3-m1 forward on the GPU (net_ptv3_gpu_ops, the vtable of nets_internal.h): the same
  * model as net_ptv3.c's fp32 reference, with fp16 (or bf16) activations and fp32 accumulation, composed from the
  * nets layers (nl_*, spc_*), PTv3's own serialization, padding, gathers and pooling (baselines/: sfc_, shuf_,
- * spool_) and the attention kernels (kernels/: battn_, v5 over PTv3's patches).
+ * spool_) and the attention kernels (kernels/: battn_), each op through its "best" entry (sfc_serial_variant_best,
+ * shuf_gather_variant_best by row width, battn_variant_best: v9, which runs v5's mma.sync kernel at head dim 16, or
+ * v5; the unfused v0 where neither takes the layout).
  *
  * Per call:
  *   create    weights uploaded once: Linear weights in the dtype, their biases, LayerNorm parameters and the
@@ -12,10 +14,11 @@
  *   prepare   the host structure of the input (net_ptv3_struct_build: the exact level sizes, per-cloud offsets and
  *             patch layout of every level), the attention plans of the patches (battn_plan_patches, pieces of
  *             NET_PTV3_PIECE_ROWS rows) uploaded, every buffer allocated, the input uploaded (xyz, features fp32),
- *             then the structure run once on the device with the read-backs the forward must not do: spool_gpu's
+ *             then the whole forward run once with the read-backs the timed forward must not do: spool_gpu's
  *             pooled size (checked against the host structure) and the kernel maps' per-offset pair counts
- *             (spc_map_gpu with count_pairs, which also checks the voxels).
- *   forward   everything from the uploaded points: grid coordinates, the 4-order serialization (sfc variant v2),
+ *             (spc_map_gpu with count_pairs, which also checks the voxels); this also creates every cuBLASLt
+ *             descriptor before any timing or graph capture.
+ *   forward   everything from the uploaded points: grid coordinates, the 4-order serialization,
  *             the stem map and convolution, per level the pooling (spool_gpu_sized: the pooled size from prepare,
  *             no read-back), kernel map, padding, and every layer; no allocation, no host synchronisation:
  *             graphable. The serialization depth is prepare's (PTv3 reads grid_coord.max() back each forward;
@@ -57,8 +60,6 @@
 
 #define G_L NET_MAX_LEVELS
 #define G_D NET_PTV3_MAX_DEPTH
-#define G_SERIAL_VARIANT 2 /* fused-rowpacked: the fastest PTv3 serialization measured (docs/serialization.md) */
-#define G_GATHER_VARIANT 3 /* group-16B-cs: the fastest gather measured; v0 where it refuses */
 
 typedef struct g_lin { void *w; float *b; size_t in, out; } g_lin;
 typedef struct g_aff { float *scale, *shift; size_t C; } g_aff; /* folded BatchNorm */
@@ -94,7 +95,6 @@ typedef struct p3g {
   nl_blas *blas;
   spc_ctx *sctx;
   const sfc_serial_variant *serial;
-  const shuf_gather_variant *gather, *gather0;
   /* weights */
   void *wblock;
   size_t wbytes, conv_bytes;
@@ -340,15 +340,8 @@ static hx_status create(void **impl, const net_config *cfg, const net_params *p,
   g->cfg = *cfg;
   g->dt = dt;
   if (alloc && alloc->alloc && alloc->release) g->alloc = *alloc, g->have_alloc = 1;
-  for (int i = 0; i < sfc_serial_variant_count(); i++)
-    if (sfc_serial_variant_get(i)->id == G_SERIAL_VARIANT || !g->serial) g->serial = sfc_serial_variant_get(i);
-  for (int i = 0; i < shuf_gather_variant_count(); i++) {
-    const shuf_gather_variant *v = shuf_gather_variant_get(i);
-    if (v->id == 0) g->gather0 = v;
-    if (v->id == G_GATHER_VARIANT) g->gather = v;
-  }
-  if (!g->gather) g->gather = g->gather0;
-  hx_status st = g->serial && g->gather ? HX_OK : hx_errf(err, HX_ENODEV, "ptv3 gpu: no serialization or gather variant");
+  g->serial = sfc_serial_variant_best();
+  hx_status st = g->serial ? HX_OK : hx_errf(err, HX_ENODEV, "ptv3 gpu: no serialization variant");
   if (st == HX_OK) st = create_body(g, p, err);
   if (st != HX_OK) {
     destroy(g);
@@ -376,12 +369,21 @@ static void attn_params(battn_params *bp, const p3g *g, const g_level *lv, int C
   bp->bucket_start = lv->bstart, bp->bucket_count = lv->bcount, bp->scope = lv->scope;
 }
 
-/* The attention variant of a level (v5; v0 where v5 refuses the layout) and the scratch of both widths. */
+/* The attention variant of a level (battn_variant_best: v9, which runs v5's kernel at D = 16, or v5; the unfused
+ * v0 where neither takes the layout) and the scratch of both widths (encoder and decoder). */
 static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err *err) {
-  const battn_variant *v5 = battn_variant_find("v5"), *v0 = battn_variant_find("v0");
+  const battn_variant *best = NULL, *v0 = battn_variant_find("v0");
+  {
+    battn_params bp;
+    attn_params(&bp, g, lv, g->cfg.enc_channels[l], g->cfg.enc_heads[l]);
+    bp.bucket_start = lv->plan.bucket_start, bp.bucket_count = lv->plan.bucket_count, bp.scope = lv->plan.scope;
+    HX_TRY(battn_validate(&bp, &lv->plan, err)); /* the plan against the layout, on the host tables */
+    hx_err e;
+    if (battn_variant_best(&best, &bp, &e) != HX_OK) best = NULL;
+  }
   lv->attn = NULL;
   for (int pass = 0; pass < 2 && !lv->attn; pass++) {
-    const battn_variant *v = pass ? v0 : v5;
+    const battn_variant *v = pass ? v0 : best;
     if (!v) continue;
     size_t need = 0, most = 0;
     hx_err e;
@@ -391,15 +393,14 @@ static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err
       battn_params bp;
       attn_params(&bp, g, lv, dec ? g->cfg.dec_channels[l] : g->cfg.enc_channels[l],
                   dec ? g->cfg.dec_heads[l] : g->cfg.enc_heads[l]);
-      /* the size query reads no table: the host plan's stand in (and are checked against the layout) */
+      /* the size query reads no table: the host plan's stand in */
       bp.bucket_start = lv->plan.bucket_start, bp.bucket_count = lv->plan.bucket_count, bp.scope = lv->plan.scope;
-      if (!pass) HX_TRY(battn_validate(&bp, &lv->plan, err));
       st = v->fn(&bp, NULL, &need, NULL, &e);
       most = max_sz(most, need);
     }
     if (st == HX_OK) lv->attn = v, *scratch = max_sz(*scratch, most);
   }
-  return lv->attn ? HX_OK : hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: level %d: neither attention v5 nor v0 runs", l);
+  return lv->attn ? HX_OK : hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: level %d: no attention variant runs", l);
 }
 
 /* Host plans and sizes of every level from the host structure. */
@@ -570,8 +571,7 @@ static hx_status bytes(size_t *out, const net_config *cfg, const net_input *in, 
   p3g *g = calloc(1, sizeof *g);
   if (!g) return hx_errf(err, HX_ENOMEM, "ptv3 gpu bytes: sizing object");
   g->cfg = *cfg, g->dt = dt;
-  for (int i = 0; i < sfc_serial_variant_count(); i++)
-    if (sfc_serial_variant_get(i)->id == G_SERIAL_VARIANT || !g->serial) g->serial = sfc_serial_variant_get(i);
+  g->serial = sfc_serial_variant_best();
   net_ptv3_work ws;
   hx_status st = g->serial ? plan_input(g, in, &ws, err) : hx_errf(err, HX_ENODEV, "ptv3 gpu: no serialization");
   if (st == HX_OK) st = g_buffers(g, &ws, need_count, err);
@@ -663,10 +663,9 @@ static hx_status step_pool(g_run *r, int l) {
 }
 
 static hx_status gather(g_run *r, void *out, const void *in, const uint32_t *idx, size_t rows, size_t width) {
-  const p3g *g = r->g;
-  hx_status s = g->gather->fn(out, in, idx, rows, width, g_shuf_dt(g->dt), r->cs);
-  if (s == HX_EUNSUPPORTED && g->gather0) s = g->gather0->fn(out, in, idx, rows, width, g_shuf_dt(g->dt), r->cs);
-  return bl_st(s, "row gather", r->err);
+  const shuf_gather_variant *v = shuf_gather_variant_best(width);
+  if (!v) return hx_errf(r->err, HX_ENODEV, "ptv3 gpu: no gather variant");
+  return bl_st(v->fn(out, in, idx, rows, width, g_shuf_dt(r->g->dt), r->cs), "row gather", r->err);
 }
 
 /* x += LN(Linear(conv(src))); the level's kernel map first if no block has built it in this forward. */
