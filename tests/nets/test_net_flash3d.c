@@ -2,7 +2,7 @@
  * test_net_flash3d.c - Flash3D (nets/net_flash3d.c): parameter counts of the named configurations (public: a
  * constant; 46m and 129m within 1% of their targets by the one widening rule), names and shapes of the public
  * code's state_dict keys, the fp32 bucket-swin attention against the kernels' double reference, the per-level
- * shape (hash cycle, row bounds that hold), and the "flash3d-tiny" CPU forward on two clouds: shapes,
+ * shape (hash cycle, row bounds that hold), the GPU's spare cloud (real clouds' layouts independent of it), and the "flash3d-tiny" CPU forward on two clouds: shapes,
  * finiteness, determinism for a seed, the layouts mechanism (forward on psh_run_cpu's layouts equals the plain
  * forward bit for bit; a broken layout is refused), rehash on and off, every level live (a changed weight deep
  * in the tree changes the logits), bad inputs refused.
@@ -261,6 +261,54 @@ static void test_shape(void **state) {
   cloud_free(&c);
 }
 
+/* The GPU forward's spare cloud (net_flash3d_gpu.c): a pooled level is laid out for its rows bound, the rows past
+ * the real ones given to the PSH as one more cloud. That is sound only if the real clouds' layout does not depend on
+ * the spare cloud, and if the pooling plan over B * nb + 1 buckets (the last count 0) ends at the real rows' total.
+ * Both checked on the reference PSH, every hash. */
+static void test_spare_cloud(void **state) {
+  (void)state;
+  hx_err err;
+  cloud c;
+  const size_t sizes[2] = {1300, 2100}, spare = 77;
+  cloud_make(&c, sizes, 2, 5);
+  const uint32_t n = (uint32_t)c.n, N = n + (uint32_t)spare;
+  float *xyz = malloc((size_t)N * 12);
+  assert_non_null(xyz);
+  memcpy(xyz, c.xyz, (size_t)n * 12);
+  for (uint32_t i = n; i < N; i++)
+    for (int a = 0; a < 3; a++) xyz[3 * i + (uint32_t)a] = (float)(30.0 * hx_rng_unit(8, 0, 3 * i + (uint64_t)a));
+  const uint32_t off2[3] = {0, 1300, n}, off3[4] = {0, 1300, n, N};
+  for (int h = 0; h < PSH_HASH_COUNT; h++) {
+    psh_params p;
+    psh_params_default(&p);
+    p.hash = (psh_hash)h, p.cap = 64, p.nb = psh_auto_buckets(2100, 64), p.voxel = 0.1f, p.seed = 17;
+    const uint32_t nbt = 2 * p.nb;
+    uint32_t *b2 = malloc(N * 4), *o2 = malloc(N * 4), *s2 = malloc(N * 4), *p2 = malloc(N * 4);
+    uint32_t *b3 = malloc(N * 4), *o3 = malloc(N * 4), *s3 = malloc(N * 4), *p3 = malloc(N * 4);
+    uint32_t *c2 = malloc(3 * p.nb * 4 + 4), *t2 = malloc(3 * p.nb * 4 + 4), *c3 = malloc(3 * p.nb * 4 + 4);
+    uint32_t *t3 = malloc(3 * p.nb * 4 + 4), *os = malloc(3 * p.nb * 4 + 4), *oc = malloc(3 * p.nb * 4 + 4);
+    assert_true(b2 && o2 && s2 && p2 && b3 && o3 && s3 && p3 && c2 && t2 && c3 && t3 && os && oc);
+    psh_out out2 = {b2, o2, c2, t2, s2, p2, NULL, NULL}, out3 = {b3, o3, c3, t3, s3, p3, NULL, NULL};
+    psh_in in2 = {xyz, off2, 2, n}, in3 = {xyz, off3, 3, N};
+    assert_int_equal(psh_run_cpu(&out2, &in2, &p, &err), HX_OK);
+    assert_int_equal(psh_run_cpu(&out3, &in3, &p, &err), HX_OK);
+    assert_memory_equal(p2, p3, (size_t)n * 4);
+    assert_memory_equal(c2, c3, (size_t)nbt * 4);
+    assert_memory_equal(t2, t3, (size_t)nbt * 4);
+    /* the plan over the real buckets plus one empty one ends at the real rows' pooled total */
+    uint32_t total = 0, total1 = 0;
+    assert_int_equal(bpool_plan_cpu(os, oc, &total, c3, nbt, NET_F3D_RHO, &err), HX_OK);
+    c3[nbt] = 0;
+    assert_int_equal(bpool_plan_cpu(os, oc, &total1, c3, nbt + 1, NET_F3D_RHO, &err), HX_OK);
+    assert_int_equal(total, total1);
+    assert_int_equal(os[nbt], total);
+    free(b2), free(o2), free(s2), free(p2), free(b3), free(o3), free(s3), free(p3);
+    free(c2), free(t2), free(c3), free(t3), free(os), free(oc);
+  }
+  free(xyz);
+  cloud_free(&c);
+}
+
 /* ---- the tiny forward ------------------------------------------------------------------------------------- */
 
 typedef struct tiny {
@@ -444,6 +492,7 @@ int main(void) {
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_shape),
+      cmocka_unit_test(test_spare_cloud),
       cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_layouts, tiny_setup, tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_rehash_and_depth, tiny_setup, tiny_teardown),
