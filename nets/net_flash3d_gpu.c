@@ -972,7 +972,7 @@ static int graphable(const void *impl) {
 
 static size_t held(const void *impl) {
   const f3g *g = impl;
-  return g->held_bytes + g->wbytes;
+  return g->held_bytes + hx_align256(g->wbytes);
 }
 
 static const net_gpu_ops flash3d_ops = {
