@@ -4,11 +4,29 @@
  * pipeline of the registry (sweep.h) on them, and writes results/<run-id>/.
  *
  * GPU stages are measured through hx_bench (--timing nvbench, the default, or paper): cold/hot timing,
- * then a counter pass of their own; --timing basic keeps the foundation's hx_time. With nvbench timing a
- * time budget (--time-budget, default 540 s) lowers the per-stage sampling cap (hx_measure_opts
- * max_time_s) once the stages left, estimated from the cases done, would not fit; the context records
- * the smallest cap used. --shard I/N runs the cases whose index (workload-major, in the order given) is
- * I modulo N, so N shards together run every case once (`f3dbench merge` joins them).
+ * then a counter pass of their own; --timing basic keeps the foundation's hx_time. The pipelines measure the
+ * main path (app/pipe_plan.h: the best entry of each operation, PTv3's path, the naive ablations the paper's
+ * ratios need); --ladder adds every rung of every kernel ladder. With nvbench timing a time budget
+ * (--time-budget) lowers the per-stage sampling cap (hx_measure_opts max_time_s) once the stages left,
+ * estimated from the cases done, would not fit; the context records whether it did and the smallest cap
+ * used. --shard I/N runs the cases whose index (workload-major, in the order given) is I modulo N, so N shards
+ * together run every case once (`f3dbench merge` joins them).
+ *
+ * The default run's time, worked out (6 sizes, 100k..600k, one lidar cloud each; README "Timing"):
+ *   GPU stages per case on the main path: ptv3 10 (grid, serialize, padding, 4 gathers, pool, 2 attention plans)
+ *   and flash3d 23 (4 hashes x {v1, v2, best, best as a graph}, the floor plainly and as a graph, scatter_feat,
+ *   pool, 3 attention plans); at the smallest case the unfused attention v0 adds 2 + 3 (at most 131072 rows):
+ *   5 x 33 + 38 = 203 stages (the ladder: 36 + 123, 159 per case).
+ *   A stage costs at most its cold-sampling cap plus ~0.3 s (warm-up, check, hot batches of 0.1 s GPU time,
+ *   counter pass), so with the main path's cap of 0.75 s: 203 x 1.05 s = 213 s at worst, plus 6 x 2 s of hold
+ *   time-outs (ptv3's pool synchronises the host inside its call), ~3 s of ceilings and 50-75 s on the host
+ *   (attention checks against the double reference, 256 rows x 5 plans x ~1.3 s per case; workload preparation;
+ *   the CPU references run once): 280-300 s if every stage ran to its cap. They do not: a stage stops at 1000
+ *   samples or once 0.5 s of GPU time is in with the noise under 0.5%, 0.2-0.7 s here (the 3-size run of
+ *   2026-11-25: 363 s for ~475 stages with the host work, ~0.63 s a stage), so ~190 s is expected. The
+ *   budget's default, 290 s, is then a safety net the default run does not reach: context time_budget_cut
+ *   says whether it lowered any cap. The ladder keeps the bench's 3 s cap and a 540 s budget (159 stages x 6
+ *   cases does not fit 9 minutes at 3 s: the budget lowers the caps there, as it always did).
  *
  * Invariant: the run directory is committed (results.csv appears) only when every case of every selected
  * pipeline succeeded; an error or SIGINT/SIGTERM aborts it, so it is left marked INCOMPLETE with a status
@@ -64,7 +82,9 @@ typedef struct workload {
 typedef enum timing_mode { TIMING_NVBENCH = 0, TIMING_PAPER, TIMING_BASIC } timing_mode;
 static const char *const timing_names[] = {"nvbench", "paper", "basic"};
 
-#define DEFAULT_TIME_BUDGET_S 540.0 /* 9 minutes: a default run with counters stays under 10 */
+#define DEFAULT_TIME_BUDGET_S 290.0 /* the main path: under 5 minutes; the arithmetic is at the top of this file */
+#define DEFAULT_STAGE_CAP_S 0.75    /* the main path's per-stage cap on cold sampling (--max-time), same arithmetic */
+#define LADDER_TIME_BUDGET_S 540.0  /* --ladder: 9 minutes, with the bench's own per-stage cap (3 s) */
 #define MIN_STAGE_CAP_S 0.05        /* the budget never cuts a stage's sampling below this */
 
 typedef struct sweep_opts {
@@ -81,6 +101,7 @@ typedef struct sweep_opts {
   uint64_t seed;
   double voxel;
   int verbose;
+  int ladder; /* --ladder: every rung of every kernel ladder (pipe_plan.h) */
   timing_mode mode;
   int no_counters;
   const char *metrics;
@@ -110,6 +131,10 @@ static void usage(FILE *f) {
           "      --run-id ID       name of the run directory (default UTC time + git hash)\n"
           "  -s, --seed S          seed (default 1); cloud b of a case uses S + b\n"
           "  -x, --voxel V         voxel size in metres for deduplication (default 0.05, as PTv3)\n"
+          "  -L, --ladder          every rung of every kernel ladder (every variant, and the stages that\n"
+          "                        split one into its parts) instead of the main path: the best variant\n"
+          "                        of each operation, PTv3's path and the naive ablations (PSH v1 vs v2,\n"
+          "                        attention v0 on small cases); also --max-time 3, --time-budget %.0f\n"
           "  -l, --list-pipelines  list registered and planned pipelines and exit\n"
           "  -v, --verbose         one line per pipeline and case on stderr (-vv: per stage)\n"
           "  -h, --help            this text\n"
@@ -123,13 +148,16 @@ static void usage(FILE *f) {
           "      --metrics LIST    counters, comma-separated CUPTI or short names (default sm_active,\n"
           "                        sm_issue, tensor_active, dram_read_bw, gpu_time); an unknown name is\n"
           "                        an error listing close names\n"
-          "      --max-time S      nvbench: per-stage cap on cold sampling, seconds (default 3)\n"
+          "      --max-time S      nvbench: per-stage cap on cold sampling, seconds (default %.2g; 3 with\n"
+          "                        --ladder)\n"
           "      --time-budget S   nvbench: whole-sweep budget in seconds (default %.0f; 0 = none); when\n"
-          "                        the stages left would not fit, their sampling caps are lowered\n"
+          "                        the stages left would not fit, their sampling caps are lowered (context\n"
+          "                        time_budget_cut says whether it happened)\n"
           "      --shard I/N       run only the cases whose index is I modulo N (I = 0..N-1; N/N means\n"
           "                        0/N, for 1-based job arrays); f3dbench merge joins the shards\n"
           "Without a CUDA device, pipelines run their CPU references (variant \"cpu\"), timed on the CPU.\n",
-          HX_TIMING_DEFAULT_REPS, HX_TIMING_DEFAULT_WARMUP, DEFAULT_TIME_BUDGET_S);
+          HX_TIMING_DEFAULT_REPS, HX_TIMING_DEFAULT_WARMUP, LADDER_TIME_BUDGET_S, DEFAULT_STAGE_CAP_S,
+          DEFAULT_TIME_BUDGET_S);
 }
 
 static void list_pipelines(FILE *f) {
@@ -213,6 +241,7 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       {"run-id", required_argument, NULL, OPT_RUN_ID}, {"seed", required_argument, NULL, 's'},
       {"voxel", required_argument, NULL, 'x'},     {"list-pipelines", no_argument, NULL, 'l'},
       {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, 'h'},
+      {"ladder", no_argument, NULL, 'L'},
       {"timing", required_argument, NULL, 't'},    {"no-counters", no_argument, NULL, OPT_NO_COUNTERS},
       {"metrics", required_argument, NULL, OPT_METRICS}, {"max-time", required_argument, NULL, OPT_MAX_TIME},
       {"time-budget", required_argument, NULL, OPT_BUDGET}, {"shard", required_argument, NULL, OPT_SHARD},
@@ -222,7 +251,7 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
   int c;
   uint64_t v;
   *exit_code = 2;
-  while ((c = getopt_long(argc, argv, "w:i:n:b:r:p:o:s:x:t:lvh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "w:i:n:b:r:p:o:s:x:t:Llvh", longopts, NULL)) != -1) {
     switch (c) {
     case 'w':
       workloads = optarg;
@@ -330,6 +359,9 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
         f3d_fail("sweep", "--voxel '%s': expected a positive size in metres", optarg);
         return -1;
       }
+      break;
+    case 'L':
+      o->ladder = 1;
       break;
     case 'l':
       list_pipelines(stdout);
@@ -507,6 +539,10 @@ static hx_status write_context(hx_results *r, const sweep_opts *o, const hx_devi
       len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? " " : "", f3d_planned_pipelines[i]);
   HX_TRY(hx_results_context(r, "pipelines_missing", buf, err));
   if (o->shard_n) HX_TRY(hx_results_contextf(r, err, "shard", "%u/%u", o->shard_i, o->shard_n));
+  HX_TRY(hx_results_context(r, "stage_selection",
+                            o->ladder ? "ladder (every rung of every kernel ladder)"
+                                      : "main (best entry per operation, PTv3's path, naive ablations)",
+                            err));
   return HX_OK;
 }
 
@@ -529,6 +565,8 @@ typedef struct sweep_run {
                       * pass, warm-up; over_n of them */
   size_t over_n;
   double last_case_stage_s; /* mean wall time of a GPU stage in the last finished case */
+  char stages_list[1024];   /* "workload:n_points:GPU stages" per finished case (context gpu_stages_per_case) */
+  size_t stages_len;
 } sweep_run;
 
 static void clear_line(const sweep_run *r) {
@@ -583,8 +621,9 @@ static void stage_hook(void *arg, f3d_ctx *ctx, const char *pipeline, const char
     return;
   }
   progress(r, ctx, pipeline, kernel, variant);
-  if (clock != HX_CLOCK_GPU || !ctx->bench) return;
+  if (clock != HX_CLOCK_GPU) return;
   r->gpu_stages_case++;
+  if (!ctx->bench) return;
   r->stage_start_ms = now;
   r->stage_cap_s = ctx->bench->opts.max_time_s;
   if (r->o->mode != TIMING_NVBENCH) return;
@@ -602,9 +641,16 @@ static void stage_hook(void *arg, f3d_ctx *ctx, const char *pipeline, const char
   }
 }
 
-/* A case ended: its GPU stage count and its time outside GPU stages feed the budget's estimates. */
-static void case_done(sweep_run *r) {
+/* A case ended: its GPU stage count and its time outside GPU stages feed the budget's estimates; the count is
+ * also listed for the context. */
+static void case_done(sweep_run *r, const char *wl_name, size_t n_points) {
   const double now = hx_now_ms();
+  if (r->stages_len < sizeof r->stages_list) {
+    int w = snprintf(r->stages_list + r->stages_len, sizeof r->stages_list - r->stages_len, "%s%s:%zu:%zu",
+                     r->stages_len ? " " : "", wl_name, n_points, r->gpu_stages_case);
+    if (w > 0) r->stages_len += (size_t)w;
+    if (r->stages_len >= sizeof r->stages_list) r->stages_len = sizeof r->stages_list - 1; /* truncated */
+  }
   if (r->gpu_stages_case > r->gpu_stages_max) r->gpu_stages_max = r->gpu_stages_case;
   if (r->gpu_stages_case) r->last_case_stage_s = r->gpu_ms_case / 1e3 / (double)r->gpu_stages_case;
   double other = now - r->case_start_ms - r->gpu_ms_case;
@@ -720,6 +766,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
   if (bench) {
     hx_measure_opts *mo = &bench->opts;
     if (o.mode == TIMING_NVBENCH && o.max_time > 0.0) mo->max_time_s = o.max_time;
+    else if (o.mode == TIMING_NVBENCH && !o.ladder) mo->max_time_s = DEFAULT_STAGE_CAP_S; /* --ladder: the bench's */
     if (o.warmup_set) mo->warmup = o.timing.warmup;
     if (o.reps_set) {
       mo->min_samples = o.timing.reps;
@@ -799,7 +846,8 @@ int f3d_cmd_sweep(int argc, char **argv) {
     }
     hx_err e;
     if (hx_meter_mem_used(bench->meter, &mem_base, &e) != HX_OK) mem_base = 0;
-    run.budget_s = o.mode == TIMING_NVBENCH ? (o.time_budget < 0.0 ? DEFAULT_TIME_BUDGET_S : o.time_budget) : 0.0;
+    const double budget_default = o.ladder ? LADDER_TIME_BUDGET_S : DEFAULT_TIME_BUDGET_S;
+    run.budget_s = o.mode == TIMING_NVBENCH ? (o.time_budget < 0.0 ? budget_default : o.time_budget) : 0.0;
     run.cap_user_s = run.cap_min_used_s = bench->opts.max_time_s;
     if (run.budget_s > 0.0 && hx_results_contextf(res, &err, "time_budget_s", "%g", run.budget_s) != HX_OK) {
       f3d_fail("sweep", "%s", err.msg);
@@ -851,6 +899,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
       ctx.stage_hook_arg = &run;
       ctx.seed = o.seed;
       ctx.verbose = o.verbose;
+      ctx.ladder = o.ladder;
       ctx.c.workload = o.wl[w].name;
       ctx.c.n_points = n;
       ctx.c.batch = o.batch;
@@ -886,7 +935,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
           goto out;
         }
       }
-      case_done(&run);
+      case_done(&run, o.wl[w].name, n);
       wl_batch_free(&cloud);
       if (!stop_signal && hx_results_flush(res, &err) != HX_OK) {
         f3d_fail("sweep", "%s", err.msg);
@@ -904,8 +953,11 @@ int f3d_cmd_sweep(int argc, char **argv) {
   }
   clear_line(&run);
   hx_results_contextf(res, NULL, "duration_s", "%.1f", (hx_now_ms() - run.t_start_ms) / 1e3);
-  if (bench && o.mode == TIMING_NVBENCH)
+  if (bench && o.mode == TIMING_NVBENCH) {
     hx_results_contextf(res, NULL, "stage_max_time_min_s", "%.3g", run.cap_min_used_s);
+    hx_results_context(res, "time_budget_cut", run.budget_noted ? "yes" : "no", NULL);
+  }
+  if (run.stages_len) hx_results_context(res, "gpu_stages_per_case", run.stages_list, NULL);
   if (bench) hx_results_context(res, "counters_final", bench->counters ? "on" : bench->counters_off, NULL);
   if (hx_results_commit(res, &err) != HX_OK) {
     f3d_fail("sweep", "%s", err.msg);

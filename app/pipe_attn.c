@@ -1,10 +1,11 @@
 /*
  * pipe_attn.c - the attention stage of the sweep pipelines (declared in pipe_attn.h).
  *
- * For each plan (kernel row label "attn.<plan>") and each variant (the fused one: v9, the warp-specialised
- * Hopper wgmma kernel, which runs v5's mma.sync kernel at D = 16 itself, or v5 where v9 answers
- * HX_EUNSUPPORTED (not an sm_90a device or build); v0, the unfused cuBLAS library baseline, only up to
- * F3D_ATTN_V0_MAX_ROWS rows):
+ * For each plan (kernel row label "attn.<plan>") and each variant (the fused one: battn_variant_best's, v9, the
+ * warp-specialised Hopper wgmma kernel, which runs v5's mma.sync kernel at D = 16 itself, or v5 where v9 cannot
+ * run (not an sm_90a device or build); v0, the unfused cuBLAS library baseline and the naive ablation, only up to
+ * F3D_ATTN_V0_MAX_ROWS rows; the main path and --ladder run the same two: the attention ladder's other rungs are
+ * `f3dbench attn --variant all`'s, at the head dims where they differ):
  *   1. check: outputs poisoned (NaN), one launch, o and lse downloaded, battn_check_rows on
  *      F3D_ATTN_CHECK_ROWS sampled rows (row 0, the last row, the rest uniform random) against the double
  *      reference with the flash-attention tolerance. The full reference is out of reach here: at 600k
@@ -15,11 +16,11 @@
  *      Rows check (bool), check_rows (count), check_err and check_tol (max |o - ref| and its bound).
  *      A variant that fails is reported on stderr and not timed.
  *   2. time: f3d_measure_median (the sweep's timing module: its rows, counters and progress), the
- *      closure enqueueing one forward on the stream it receives.
- *   3. rate, from the same median as the time_median row: flops
- *      (FLOP, 4 * D * H * sum over scopes of rows_s^2: the real scope sizes, partial and empty buckets
- *      included), tflops (TFLOP/s), and rel_to_plain (median / the base plan's median, same variant, same
- *      run) for every plan but the base.
+ *      closure enqueueing one forward on the stream it receives and declaring its FLOPs (4 * D * H * sum over
+ *      scopes of rows_s^2: the real scope sizes, partial and empty buckets included), from which the
+ *      measurement layer writes flops (FLOP) and tflops (TFLOP/s) at the time_median row's median.
+ *   3. scopes (count), and rel_to_plain (median / the base plan's median, same variant, same run) for every
+ *      plan but the base.
  * Inputs: packed qkv [rows, 3, H, D] fp16 (what a qkv projection writes and PTv3's gather produces),
  * uniform random (q, k in [-2, 2), v in [-1, 1)) from the sweep seed; O [rows, H, D]; LSE fp32.
  * Device buffers come from the sweep's arena (ctx->arena: the mem_peak rows); v0's cuBLAS handle and its
@@ -42,9 +43,8 @@
 
 #if F3D_HAVE_CUDA
 
-/* Slot 0 runs the first of these fused variants that this device runs (v9: the sm_90a wgmma kernel, which
- * runs v5's kernel itself at D = 16; v5 elsewhere); slot 1: the library baseline v0. */
-static const char *const attn_fused_names[2] = {"v9", "v5"};
+/* Slot 0 runs battn_variant_best's fused variant (v9: the sm_90a wgmma kernel, which runs v5's kernel itself at
+ * D = 16; v5 elsewhere); slot 1: the library baseline v0. */
 #define ATTN_NVAR 2
 
 static double plan_flops(const battn_plan *pl, int H, int D) {
@@ -170,16 +170,13 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
   /* host params (reference) and device params share shapes and strides: packed [rows, 3, H, D] */
   battn_params hp; /* set per plan below */
   const battn_variant *vars[ATTN_NVAR];
-  vars[0] = NULL;
-  for (int fi = 0; fi < 2 && !vars[0]; fi++) { /* the first fused variant that runs here */
-    const battn_variant *v = battn_variant_find(attn_fused_names[fi]);
+  {
     battn_params p;
     packed_params(&p, rows, H, D, items[0].plan);
-    size_t need = 0;
     hx_err e;
-    if (v && v->fn(&p, NULL, &need, b->s, &e) == HX_OK) vars[0] = v;
+    if (battn_variant_best(&vars[0], &p, &e) != HX_OK)
+      return hx_errf(err, HX_EUNSUPPORTED, "%s: attention: neither v9 nor v5 runs on this device: %s", pipeline, e.msg);
   }
-  if (!vars[0]) return hx_errf(err, HX_EUNSUPPORTED, "%s: attention: neither v9 nor v5 runs on this device", pipeline);
   vars[1] = rows > F3D_ATTN_V0_MAX_ROWS ? NULL : battn_variant_find("v0");
 
   /* Variant by variant, each with its own scratch (the most it asks for on any plan), held only while it
@@ -216,14 +213,11 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
       int ok = 0;
       HX_TRY(attn_check(ctx, pipeline, kernel, b, &r, &hp, pl, n_sel, &ok, err));
       if (!ok) continue;
-      hx_closure c = {attn_closure, NULL, &r};
+      hx_closure c = {attn_closure, NULL, &r, 0, flops}; /* the measurement layer writes flops and tflops */
       double median = 0.0;
       HX_TRY(f3d_measure_median(ctx, pipeline, kernel, r.v->name, HX_CLOCK_GPU, &c, &median, err));
       b->median[k][vi] = median;
-      HX_TRY(f3d_record(ctx, pipeline, kernel, r.v->name, "flops", flops, "FLOP", err));
       HX_TRY(f3d_record(ctx, pipeline, kernel, r.v->name, "scopes", (double)pl->num_scopes, "count", err));
-      if (median > 0)
-        HX_TRY(f3d_record(ctx, pipeline, kernel, r.v->name, "tflops", flops / (median * 1e-3) / 1e12, "TFLOP/s", err));
     }
     HX_TRY(hx_arena_free(b->arena, b->d_scratch, err));
     b->d_scratch = NULL;
@@ -232,7 +226,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
     for (size_t k = 0; k < n_items; k++)
       for (int vi = 0; vi < ATTN_NVAR; vi++) {
         const double base = b->median[rel_base][vi], t = b->median[k][vi];
-        if ((int)k == rel_base || !vars[vi] || base <= 0 || t <= 0) continue;
+        if ((int)k == rel_base || !vars[vi] || !(base > 0) || !(t > 0)) continue; /* NaN: no median */
         HX_TRY(f3d_record(ctx, pipeline, items[k].kernel, vars[vi]->name, "rel_to_plain", t / base, "ratio", err));
       }
   return HX_OK;

@@ -1,12 +1,16 @@
 /*
  * pipe_flash3d.c - the "flash3d" sweep pipeline: Flash3D's PSH bucketing and in-bucket pooling on the
  * case's batch. Kernels (rows keyed by kernel and variant; "cpu" = the C reference):
- *   psh.<hash>        whole PSH (voxelise + hash + rebalance + scan + scatter of coordinates), every hash,
- *                     CPU reference and every GPU variant; plus counts placed_first / placed_probe /
- *                     placed_overflow, fullest_bucket, empty_buckets (and, on the cpu row, reachable_buckets:
- *                     psh_reachable_buckets over the batch), and for the GPU bytes (72 B/point,
- *                     see lab/kernels/psh_bench.c) and GB/s at the median; variant "<v>.graph" is the
- *                     same launch sequence replayed as one CUDA graph;
+ *   psh.<hash>        whole PSH (voxelise + hash + rebalance + scan + scatter of coordinates), every hash:
+ *                     on the main path the naive ablation v1 (global atomics) and v2 (two-stage counters), then
+ *                     psh_variant_best's variant for this device and case (v10 up to one wave of tiles), that
+ *                     one also as "<v>.graph" (the same launch sequence replayed as one CUDA graph); with
+ *                     --ladder every variant, each plainly and as a graph, and the CPU reference timed (on the
+ *                     main path with a GPU it runs once, untimed: its rows below still come from it); counts
+ *                     placed_first / placed_probe / placed_overflow, fullest_bucket, empty_buckets (and, on the
+ *                     cpu row, reachable_buckets: psh_reachable_buckets over the batch), and for the GPU bytes
+ *                     (72 B/point, see lab/kernels/psh_bench.c) and GB/s at the median (the closure declares
+ *                     the bytes, the measurement layer writes the rates);
  *   psh.floor         the data-movement floor of the one-launch PSH variants (psh_floor_variant: v10's launch
  *                     reading the coordinates, two grid barriers, 20 B/point written coalesced, nothing
  *                     computed), variants "movement" and "movement.graph", once per case beside the PSH rows,
@@ -14,14 +18,16 @@
  *                     a case v10 does not launch itself (it falls back to v7) has no floor row;
  *   locality.<hash>   size-weighted mean bounding-box diagonal of the buckets (m), and "zorder1024" the
  *                     same for PTv3-style 1024-point z-order patches (CPU, once per case);
- *   scatter_feat      features (C = 64, fp32 and bf16 variants "<v>.f32"/"<v>.bf16") into packed order;
- *   pool_assign       in-bucket pooling sub-buckets (rho = 2) of the default-hash PSH output, every
- *                     pooling variant (variant "<psh>+<pool>", on the first GPU PSH variant's output);
- *   pool              assign + mean reduction of the packed fp32 features;
+ *   scatter_feat      features (C = 64) into packed order on the default hash's output: the best PSH variant's,
+ *                     fp32 ("<v>.f32"); with --ladder every PSH variant's, fp32 and bf16 ("<v>.bf16");
+ *   pool_assign       (--ladder) in-bucket pooling sub-buckets (rho = 2) of the default-hash PSH output, every
+ *                     pooling variant (variant "<psh>+<pool>", on the first GPU PSH variant's output: v1's);
+ *   pool              assign + mean reduction of the packed fp32 features: bpool_variant_best's variant (v9),
+ *                     every pooling variant with --ladder;
  *   attn.plain, attn.swin4, attn.stride2
- *                     bucket-swin attention (battn v9 or v5, and v0 on small cases) in place over the packed
- *                     rows of the default hash's PSH result (CPU reference: deterministic), scopes of 8
- *                     buckets, swin shift 4, stride 2; checked on sampled rows first, then timed; tflops
+ *                     bucket-swin attention (battn_variant_best's: v9 or v5, and v0 on small cases) in place
+ *                     over the packed rows of the default hash's PSH result (CPU reference: deterministic),
+ *                     scopes of 8 buckets, swin shift 4, stride 2; checked on sampled rows first, then timed; tflops
  *                     and rel_to_plain (pipe_attn.c). GPU only: without one the stage says why it skips.
  * Every GPU variant is checked first, on poisoned outputs (psh_check invariants on the pair that psh_gpu_download
  * rebuilds from slot and the bucket table: psh_gpu asks no variant for the per-point pair; counters sum to n, phase-1 count of v2 and later equal
@@ -31,12 +37,12 @@
  * Device memory (mem_peak rows): psh_gpu allocates on its own and is noted in the sweep's arena at the
  * size it reports (gpu_create below); the attention stage allocates through the arena.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app/pipe_attn.h"
+#include "app/pipe_plan.h"
 #include "app/sweep.h"
 #include "kernels/kernels.h"
 
@@ -78,18 +84,16 @@ static hx_status job_pool(void *arg, void *stream, hx_err *err) {
   return psh_gpu_pool(j->g, j->pv, j->op, j->dt, stream, err);
 }
 
-/* Time a closure through the sweep's measurement path (f3d_measure: --timing, counters, progress), then
- * bytes + GB/s at the median its rows report when bytes > 0. */
+/* Time a closure through the sweep's measurement path (f3d_measure: --timing, counters, progress, and the
+ * rate rows of the bytes the closure declares). */
 static hx_status timed(f3d_ctx *ctx, const char *kernel, const char *variant, hx_clock clock, hx_closure *c,
                        double bytes, hx_err *err) {
-  double med = NAN;
-  hx_status st = f3d_measure_median(ctx, "flash3d", kernel, variant, clock, c, &med, err);
-  if (st == HX_OK && bytes > 0 && isfinite(med) && med > 0) {
-    st = f3d_record(ctx, "flash3d", kernel, variant, "bytes", bytes, "B", err);
-    if (st == HX_OK) st = f3d_record(ctx, "flash3d", kernel, variant, "bandwidth", bytes / (med * 1e6), "GB/s", err);
-  }
-  return st;
+  c->bytes = bytes;
+  return f3d_measure(ctx, "flash3d", kernel, variant, clock, c, err);
 }
+
+/* Whether the main path measures this stage of the pipeline (always with --ladder). */
+static int stage_on(const f3d_ctx *ctx, const char *kernel) { return ctx->ladder || f3d_main_stage("flash3d", kernel); }
 
 static hx_status record_stats(f3d_ctx *ctx, const char *kernel, const char *variant, const psh_stats *s, hx_err *err) {
   const struct {
@@ -215,7 +219,7 @@ static hx_status measure_floor(f3d_ctx *ctx, psh_gpu *g, const psh_in *in, f3d_b
     return st;
   }
   f3d_job fj = {in, NULL, go, g, fv, NULL, BPOOL_MEAN, PSH_F32};
-  hx_closure fc = {job_gpu, NULL, &fj}, fg = {job_graph, NULL, &fj};
+  hx_closure fc = {job_gpu, NULL, &fj, 0, 0}, fg = {job_graph, NULL, &fj, 0, 0};
   const double bytes = F3D_FLOOR_BYTES_PER_POINT * (double)n;
   if (st == HX_OK) st = timed(ctx, "psh.floor", "movement", HX_CLOCK_GPU, &fc, bytes, err);
   if (st == HX_OK && ctx->stream) st = timed(ctx, "psh.floor", "movement.graph", HX_CLOCK_GPU, &fg, bytes, err);
@@ -261,6 +265,43 @@ static hx_status run_attention(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_e
   return st;
 }
 
+/* Pooling on g's last (checked) PSH output, once per case: the main path's pooling variant, or every one with
+ * --ladder; each checked against the CPU reference first (a failing one gets check = 0 and is not timed). Rows
+ * keyed "<psh>+<pool>" with psh the variant whose output it pools. */
+static hx_status measure_pooling(f3d_ctx *ctx, psh_gpu *g, f3d_job *gj, const char *psh_name, uint32_t n,
+                                 uint32_t nbt, hx_err *err) {
+  const double pts = (double)n;
+  const bpool_variant *pvs[64];
+  const size_t npv = f3d_plan_pool(pvs, 64, ctx->ladder, bpool_variant_best());
+  hx_status st = HX_OK;
+  for (size_t pq = 0; pq < npv && st == HX_OK; pq++) {
+    const bpool_variant *pv = pvs[pq];
+    hx_err perr = {HX_OK, ""};
+    hx_status ps = check_pool(g, pv, n, nbt, ctx->stream, &perr);
+    char var[32];
+    snprintf(var, sizeof var, "%s+%s", psh_name, pv->name);
+    st = f3d_record(ctx, "flash3d", "pool", var, "check", ps == HX_OK ? 1.0 : 0.0, "bool", err);
+    if (ps != HX_OK) {
+      fprintf(stderr, "f3dbench: flash3d: pooling %s failed its check, not timed: %s\n", var, perr.msg);
+      continue;
+    }
+    uint32_t n_out = 0;
+    if (st == HX_OK) st = psh_gpu_pool_plan(g, F3D_POOL_RHO, &n_out, ctx->stream, err);
+    if (st == HX_OK) st = psh_gpu_scatter_feat(g, PSH_F32, ctx->stream, err);
+    gj->pv = pv;
+    gj->op = BPOOL_OP_COUNT;
+    hx_closure pc = {job_pool, NULL, gj, 0, 0};
+    /* assign: read xyz, write parent, members, pooled xyz */
+    const double assign_bytes = 12.0 * pts + 4.0 * pts + (4.0 * F3D_POOL_RHO + 12.0) * n_out;
+    if (st == HX_OK && stage_on(ctx, "pool_assign")) st = timed(ctx, "pool_assign", var, HX_CLOCK_GPU, &pc, assign_bytes, err);
+    gj->op = BPOOL_MEAN;
+    gj->dt = PSH_F32;
+    if (st == HX_OK)
+      st = timed(ctx, "pool", var, HX_CLOCK_GPU, &pc, assign_bytes + 4.0 * F3D_FEAT_C * (pts + n_out), err);
+  }
+  return st;
+}
+
 static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *err) {
   const uint32_t n = in->n;
   const double pts = (double)n;
@@ -273,12 +314,13 @@ static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *e
     char kernel[64], lkernel[64];
     snprintf(kernel, sizeof kernel, "psh.%s", psh_hash_name(p.hash));
     snprintf(lkernel, sizeof lkernel, "locality.%s", psh_hash_name(p.hash));
-    /* CPU reference: timed, statistics, locality */
+    /* CPU reference: statistics, locality and the GPU checks' reference; timed where it is the only PSH (no GPU)
+     * or with --ladder, run once otherwise */
     f3d_bufs cb;
     if (!bufs_alloc(&cb, n, nbt)) return hx_errf(err, HX_ENOMEM, "flash3d: no memory for %u points", n);
     f3d_job j = {in, &p, bufs_out(&cb), NULL, NULL, NULL, BPOOL_MEAN, PSH_F32};
-    hx_closure c = {job_cpu, NULL, &j};
-    st = timed(ctx, kernel, "cpu", HX_CLOCK_CPU, &c, 0, err);
+    hx_closure c = {job_cpu, NULL, &j, 0, 0};
+    st = !ctx->have_gpu || ctx->ladder ? timed(ctx, kernel, "cpu", HX_CLOCK_CPU, &c, 0, err) : job_cpu(&j, NULL, err);
     if (st == HX_OK) st = psh_check(&j.out, in, &p, err);
     psh_stats s;
     psh_stats_compute(&s, cb.count, nbt, cb.counters, p.cap);
@@ -298,9 +340,11 @@ static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *e
     const uint32_t cpu_first = cb.counters[0];
     bufs_free(&cb);
     if (st != HX_OK || !ctx->have_gpu) continue;
-    /* GPU variants: check, then time */
-    size_t nv = 0;
-    const psh_variant *vs = psh_variants(&nv);
+    /* GPU variants: v1, v2 and the best entry's (every rung with --ladder); each checked, then timed */
+    const psh_variant *best = NULL, *vs[64];
+    st = psh_variant_best(&best, n, in->nclouds, &p, err);
+    if (st != HX_OK) return st;
+    const size_t nv = f3d_plan_psh(vs, 64, ctx->ladder, best);
     int pooled = 0; /* pooling measured for this case already */
     psh_gpu *g = NULL;
     st = gpu_create(ctx, &g, in, &p, is_default ? F3D_FEAT_C : 0, err);
@@ -312,75 +356,52 @@ static hx_status run_case(f3d_ctx *ctx, const psh_in *in, size_t nmax, hx_err *e
     }
     if (h == 0) st = measure_floor(ctx, g, in, &gb, err); /* once per case, before the variants' runs */
     for (size_t k = 0; k < nv && st == HX_OK; k++) {
+      const psh_variant *v = vs[k];
       hx_err cerr = {HX_OK, ""};
       psh_out go = bufs_out(&gb);
       /* poisoned first, so that the check sees only what this variant wrote, not the last one's output */
       hx_status cs = psh_gpu_poison(g, ctx->stream, &cerr);
-      if (cs == HX_OK) cs = psh_gpu_run(g, &vs[k], ctx->stream, &cerr);
+      if (cs == HX_OK) cs = psh_gpu_run(g, v, ctx->stream, &cerr);
       if (cs == HX_OK) cs = psh_gpu_download(g, &go, NULL, NULL, NULL, NULL, &cerr);
       if (cs == HX_OK) cs = psh_check(&go, in, &p, &cerr);
       if (cs == HX_OK && (uint64_t)gb.counters[0] + gb.counters[1] + gb.counters[2] != n)
         cs = hx_errf(&cerr, HX_ECHECK, "counters do not sum to n");
-      if (cs == HX_OK && vs[k].id >= 2 && gb.counters[0] != cpu_first)
+      if (cs == HX_OK && v->id >= 2 && gb.counters[0] != cpu_first)
         cs = hx_errf(&cerr, HX_ECHECK, "phase-1 count %u, CPU %u", gb.counters[0], cpu_first);
-      st = f3d_record(ctx, "flash3d", kernel, vs[k].name, "check", cs == HX_OK ? 1.0 : 0.0, "bool", err);
+      st = f3d_record(ctx, "flash3d", kernel, v->name, "check", cs == HX_OK ? 1.0 : 0.0, "bool", err);
       if (cs != HX_OK) {
-        fprintf(stderr, "f3dbench: flash3d: %s %s failed its check, not timed: %s\n", kernel, vs[k].name, cerr.msg);
+        fprintf(stderr, "f3dbench: flash3d: %s %s failed its check, not timed: %s\n", kernel, v->name, cerr.msg);
         continue;
       }
       psh_stats_compute(&s, gb.count, nbt, gb.counters, p.cap);
-      if (st == HX_OK) st = record_stats(ctx, kernel, vs[k].name, &s, err);
-      f3d_job gj = {in, &p, go, g, &vs[k], NULL, BPOOL_MEAN, PSH_F32};
-      hx_closure gc = {job_gpu, NULL, &gj};
-      if (st == HX_OK) st = timed(ctx, kernel, vs[k].name, HX_CLOCK_GPU, &gc, F3D_PSH_BYTES_PER_POINT * pts, err);
-      /* the same launch sequence as one CUDA graph: the GPU time without the host's per-launch cost */
+      if (st == HX_OK) st = record_stats(ctx, kernel, v->name, &s, err);
+      f3d_job gj = {in, &p, go, g, v, NULL, BPOOL_MEAN, PSH_F32};
+      hx_closure gc = {job_gpu, NULL, &gj, 0, 0};
+      if (st == HX_OK) st = timed(ctx, kernel, v->name, HX_CLOCK_GPU, &gc, F3D_PSH_BYTES_PER_POINT * pts, err);
+      /* the same launch sequence as one CUDA graph: the GPU time without the host's per-launch cost (the best
+       * entry's; every variant's with --ladder) */
       char gvar[32];
-      snprintf(gvar, sizeof gvar, "%s.graph", vs[k].name);
-      hx_closure gg = {job_graph, NULL, &gj};
-      if (st == HX_OK && ctx->stream)
+      snprintf(gvar, sizeof gvar, "%s.graph", v->name);
+      hx_closure gg = {job_graph, NULL, &gj, 0, 0};
+      if (st == HX_OK && ctx->stream && (ctx->ladder || v == best))
         st = timed(ctx, kernel, gvar, HX_CLOCK_GPU, &gg, F3D_PSH_BYTES_PER_POINT * pts, err);
       if (st != HX_OK || !is_default) continue;
-      /* features and pooling on this variant's (checked) output */
+      /* features on this variant's (checked) output: the best entry's fp32 rows (every variant, both dtypes,
+       * with --ladder) */
       for (int dt = 0; dt < 2 && st == HX_OK; dt++) {
+        if (!ctx->ladder && (v != best || dt)) continue;
         char var[32];
-        snprintf(var, sizeof var, "%s.%s", vs[k].name, dt ? "bf16" : "f32");
+        snprintf(var, sizeof var, "%s.%s", v->name, dt ? "bf16" : "f32");
         gj.dt = dt ? PSH_BF16 : PSH_F32;
-        hx_closure fc = {job_feat, NULL, &gj};
+        hx_closure fc = {job_feat, NULL, &gj, 0, 0};
         st = timed(ctx, "scatter_feat", var, HX_CLOCK_GPU, &fc, (2.0 * (dt ? 2 : 4) * F3D_FEAT_C + 4.0) * pts, err);
       }
       /* Pooling does not depend on which PSH variant bucketed the points (every variant meets the same
-       * invariants), so it is measured once per case, on the first GPU variant's checked output, for
-       * every pooling variant. */
+       * invariants), so it is measured once per case, on the first GPU variant's checked output (v1's, so the
+       * rows keep the keys "v1+<pool>" of every run before the main path). */
       if (st != HX_OK || pooled) continue;
       pooled = 1;
-      size_t npv = 0;
-      const bpool_variant *pvs = bpool_variants(&npv);
-      for (size_t pq = 0; pq < npv && st == HX_OK; pq++) {
-        const bpool_variant *pv = &pvs[pq];
-        hx_err perr = {HX_OK, ""};
-        hx_status ps = check_pool(g, pv, n, nbt, ctx->stream, &perr);
-        char var[32];
-        snprintf(var, sizeof var, "%s+%s", vs[k].name, pv->name);
-        st = f3d_record(ctx, "flash3d", "pool", var, "check", ps == HX_OK ? 1.0 : 0.0, "bool", err);
-        if (ps != HX_OK) {
-          fprintf(stderr, "f3dbench: flash3d: pooling %s failed its check, not timed: %s\n", var, perr.msg);
-          continue;
-        }
-        uint32_t n_out = 0;
-        if (st == HX_OK) st = psh_gpu_pool_plan(g, F3D_POOL_RHO, &n_out, ctx->stream, err);
-        if (st == HX_OK) st = psh_gpu_scatter_feat(g, PSH_F32, ctx->stream, err);
-        gj.pv = pv;
-        gj.op = BPOOL_OP_COUNT;
-        hx_closure pc = {job_pool, NULL, &gj};
-        /* assign: read xyz, write parent, members, pooled xyz */
-        if (st == HX_OK)
-          st = timed(ctx, "pool_assign", var, HX_CLOCK_GPU, &pc, 12.0 * pts + 4.0 * pts + (4.0 * F3D_POOL_RHO + 12.0) * n_out, err);
-        gj.op = BPOOL_MEAN;
-        gj.dt = PSH_F32;
-        if (st == HX_OK)
-          st = timed(ctx, "pool", var, HX_CLOCK_GPU, &pc,
-                     12.0 * pts + 4.0 * pts + (4.0 * F3D_POOL_RHO + 12.0) * n_out + 4.0 * F3D_FEAT_C * (pts + n_out), err);
-      }
+      st = measure_pooling(ctx, g, &gj, v->name, n, nbt, err);
     }
     bufs_free(&gb);
     gpu_free(ctx, g);

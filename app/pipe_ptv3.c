@@ -2,25 +2,32 @@
  * pipe_ptv3.c - the "ptv3" sweep pipeline: PTv3's serialization, global shuffle and serialized pooling
  * (baselines/) timed per case. The case's clouds are one PTv3 batch; grid = the case's voxel size.
  *
- * GPU rows (variant "v<id>" of the kernel's table; single-kernel stages are "v0"):
+ * GPU rows (variant "v<id>" of the kernel's table; single-kernel stages are "v0"); the main path measures
+ * grid, serialize, padding, the gathers, pool and attention, --ladder also the stages marked (L) and every
+ * variant (pipe_plan.c):
  *   grid                 GridSample coordinates (sfc_grid_gpu)
- *   dedup                one point per voxel (sfc_dedup_gpu: radix sort of voxel keys, includes one sync;
+ *   dedup (L)            one point per voxel (sfc_dedup_gpu: radix sort of voxel keys, includes one sync;
  *                        the case clouds are already unique per voxel, so this is the cost of the check)
- *   encode_<order>       one order's codes; encode_all: the four orders in one launch
- *   sort, inverse        CUB radix sort of the 4 rows (bits in use only), inverse scatter
- *   serialize            the whole 4-order serialization after grid (encode + sort + inverse), per variant
+ *   encode_<order> (L)   one order's codes; encode_all (L): the four orders in one launch
+ *   sort, inverse (L)    CUB radix sort of the 4 rows (bits in use only), inverse scatter
+ *   serialize            the whole 4-order serialization after grid (encode + sort + inverse):
+ *                        sfc_serial_variant_best's variant (v2), every variant with --ladder
  *   padding              pad/unpad/cu_seqlens + composed order[pad] and unpad[inverse] (K = 1024)
- *   gather_qkv_C<C>      [sum p, 3C] fp16 rows by order[pad], per gather variant; gather_out_C<C>: [N, C]
- *   copy_qkv_C<C>, copy_out_C<C>  cudaMemcpy D2D of the same output size: the copy bandwidth of this run
- *   pool                 serialized pooling stride 2, C = 64 fp32 features (includes one host sync)
+ *   gather_qkv_C<C>      [sum p, 3C] fp16 rows by order[pad]; gather_out_C<C>: [N, C]; shuf_gather_variant_best's
+ *                        variant for the row width (v3 at C = 64 qkv, v2 at C = 64 out, v1 at C = 256), every
+ *                        gather variant with --ladder
+ *   copy_qkv_C<C>, copy_out_C<C> (L)  cudaMemcpy D2D of the same output size: the copy bandwidth of this run
+ *   pool                 serialized pooling stride 2, C = 64 fp32 features (includes one host sync, as
+ *                        torch.unique: one 2 s hold time-out of the nvbench timing per case)
  *   attn.patch1024       attention over the padded patches the qkv gather wrote (this padding's
- *                        cu_seqlens, K = 1024: PTv3's default), same engine as flash3d's attn.* (battn v5,
- *                        and v0 on small cases; fp16, H x D = 4 x 16, packed qkv), each patch one scope of
- *                        512-row pieces; attn.patch4096 the same with K = 4096 patches, the scope size of
- *                        flash3d's plans, so the attention work per row matches; rows as in pipe_attn.c.
- *                        So gather_qkv + attn.patch* + gather_out is PTv3's attention path, to set against
- *                        flash3d's attn.* in place. GPU only (without one the stage says why it skips).
- * Rows beside the times: bytes (moved per call), bytes_per_row, bandwidth (GB/s at the median), and
+ *                        cu_seqlens, K = 1024: PTv3's default), same engine as flash3d's attn.*
+ *                        (battn_variant_best's, and v0 on small cases; fp16, H x D = 4 x 16, packed qkv), each
+ *                        patch one scope of 512-row pieces; attn.patch4096 the same with K = 4096 patches, the
+ *                        scope size of flash3d's plans, so the attention work per row matches; rows as in
+ *                        pipe_attn.c. So gather_qkv + attn.patch* + gather_out is PTv3's attention path, to set
+ *                        against flash3d's attn.* in place. GPU only (without one the stage says why it skips).
+ * Rows beside the times: bytes (moved per call, declared on the closure) and bandwidth (GB/s at the median,
+ * written by the measurement layer), bytes_per_row, and
  * check = 1 after a variant matched the CPU reference on this case (done before it is timed; a variant
  * that does not match gets check = 0 and is not timed). The check runs on every case, a superset of
  * "the first size of each workload", because a pipeline keeps no state between cases.
@@ -37,6 +44,7 @@
 #include "baselines/baselines.h"
 #include "f3d_config.h"
 #include "app/pipe_attn.h"
+#include "app/pipe_plan.h"
 #include "app/sweep.h"
 
 #if F3D_HAVE_CUDA
@@ -140,7 +148,7 @@ static hx_status run_cpu(f3d_ctx *ctx, ptv3_host *h, hx_err *err) {
   hx_status st = j.in && j.out ? HX_OK : hx_errf(err, HX_ENOMEM, "ptv3: gather buffers");
   for (int w = 0; w < 5 && st == HX_OK; w++) {
     j.what = w;
-    hx_closure c = {cpu_run, NULL, &j};
+    hx_closure c = {cpu_run, NULL, &j, 0, 0};
     st = f3d_measure(ctx, "ptv3", names[w], "cpu", HX_CLOCK_CPU, &c, err);
   }
   free(j.in), free(j.out);
@@ -228,9 +236,16 @@ static hx_status same(int *ok, const void *d, const void *hp, size_t bytes, hx_e
   return st;
 }
 
-/* Run once, compare, record check, time only when it matched. */
+/* The work one run of a stage moves, declared on its closure (the measurement layer writes bytes and bandwidth at
+ * the median), and the bytes per row beside it; 0: none declared. */
+typedef struct ptv3_work {
+  double bytes, per_row;
+} ptv3_work;
+static const ptv3_work no_work = {0.0, 0.0};
+
+/* Run once, compare `bytes` of d with want, record check, time only when it matched. */
 static hx_status checked_measure(f3d_ctx *ctx, gpu_state *g, const char *kernel, const char *variant, void *d,
-                                 const void *want, size_t bytes, hx_err *err) {
+                                 const void *want, size_t bytes, ptv3_work w, hx_err *err) {
   HX_TRY(cuda_st(cudaMemset(d, 0xFF, bytes), "poison", err));
   HX_TRY(gpu_run(g, NULL, err));
   HX_TRY(cuda_st(cudaDeviceSynchronize(), kernel, err));
@@ -241,18 +256,16 @@ static hx_status checked_measure(f3d_ctx *ctx, gpu_state *g, const char *kernel,
     fprintf(stderr, "f3dbench: ptv3: %s %s differs from the CPU reference: not timed\n", kernel, variant);
     return HX_OK;
   }
-  hx_closure c = {gpu_run, NULL, g};
-  return f3d_measure(ctx, "ptv3", kernel, variant, HX_CLOCK_GPU, &c, err);
+  hx_closure c = {gpu_run, NULL, g, w.bytes, 0};
+  HX_TRY(f3d_measure(ctx, "ptv3", kernel, variant, HX_CLOCK_GPU, &c, err));
+  return w.per_row > 0 ? f3d_record(ctx, "ptv3", kernel, variant, "bytes_per_row", w.per_row, "B", err) : HX_OK;
 }
+
+/* Whether the main path measures this stage (always with --ladder; pipe_plan.c says why the others are not). */
+static int stage_on(const f3d_ctx *ctx, const char *kernel) { return ctx->ladder || f3d_main_stage("ptv3", kernel); }
 
 static hx_status gpu_alloc(gpu_state *g, void **p, size_t bytes, const char *what, hx_err *err) {
   return hx_arena_alloc(g->arena, p, bytes ? bytes : 16, what, err);
-}
-
-static hx_status record_bw(f3d_ctx *ctx, const char *kernel, const char *variant, double bytes, double per_row,
-                           hx_err *err) {
-  HX_TRY(f3d_record(ctx, "ptv3", kernel, variant, "bytes", bytes, "B", err));
-  return f3d_record(ctx, "ptv3", kernel, variant, "bytes_per_row", per_row, "B", err);
 }
 
 static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
@@ -293,39 +306,50 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
 
   /* serialization stages */
   g->what = G_GRID;
-  HX_TRY(checked_measure(ctx, g, "grid", "v0", g->d_grid, h->grid, n * 12, err));
+  HX_TRY(checked_measure(ctx, g, "grid", "v0", g->d_grid, h->grid, n * 12, no_work, err));
   HX_TRY(cuda_st(cudaMemcpy(g->d_batch, h->batch, n * 4, cudaMemcpyHostToDevice), "upload", err));
-  {
+  if (stage_on(ctx, "dedup")) {
     uint32_t *keep = malloc(n * 4);
     size_t off2[SFC_MAX_CLOUDS + 1], dropped = 0;
     hx_status st = keep ? sfc_dedup_cpu(keep, off2, &dropped, h->grid, h->offset, h->B, err)
                         : hx_errf(err, HX_ENOMEM, "ptv3: dedup reference");
     g->what = G_DEDUP;
-    if (st == HX_OK) st = checked_measure(ctx, g, "dedup", "v0", g->d_keep, keep, (n - dropped) * 4, err);
+    if (st == HX_OK) st = checked_measure(ctx, g, "dedup", "v0", g->d_keep, keep, (n - dropped) * 4, no_work, err);
     if (st == HX_OK) st = f3d_record(ctx, "ptv3", "dedup", "v0", "points_dropped", (double)dropped, "count", err);
     free(keep);
     HX_TRY(st);
   }
+  /* serialization's parts (--ladder): the serialize stage below times them together */
   for (int r = 0; r < 4; r++) {
     g->what = G_ENC1;
     g->one = h->orders[r];
     snprintf(kernel, sizeof kernel, "encode_%s", sfc_order_name(h->orders[r]));
-    HX_TRY(checked_measure(ctx, g, kernel, "v0", g->d_code, h->code + (size_t)r * n, n * 8, err));
-    HX_TRY(record_bw(ctx, kernel, "v0", (double)n * (12.0 + 4.0 + 8.0), 24.0, err));
+    if (!stage_on(ctx, kernel)) continue;
+    HX_TRY(checked_measure(ctx, g, kernel, "v0", g->d_code, h->code + (size_t)r * n, n * 8,
+                           (ptv3_work){(double)n * (12.0 + 4.0 + 8.0), 24.0}, err));
   }
-  g->what = G_ENC4;
-  HX_TRY(checked_measure(ctx, g, "encode_all", "v0", g->d_code, h->code, n * 32, err));
-  HX_TRY(record_bw(ctx, "encode_all", "v0", (double)n * (16.0 + 32.0), 48.0, err));
-  HX_TRY(cuda_st(cudaMemcpy(g->d_code, h->code, n * 32, cudaMemcpyHostToDevice), "upload", err));
-  g->what = G_SORT;
-  HX_TRY(checked_measure(ctx, g, "sort", "v0", g->d_order, h->order, n * 16, err));
-  HX_TRY(cuda_st(cudaMemcpy(g->d_order, h->order, n * 16, cudaMemcpyHostToDevice), "upload", err));
-  g->what = G_INV;
-  HX_TRY(checked_measure(ctx, g, "inverse", "v0", g->d_inverse, h->inverse, n * 16, err));
-  HX_TRY(record_bw(ctx, "inverse", "v0", (double)n * 4.0 * 12.0, 12.0 * 4.0, err));
+  if (stage_on(ctx, "encode_all")) {
+    g->what = G_ENC4;
+    HX_TRY(checked_measure(ctx, g, "encode_all", "v0", g->d_code, h->code, n * 32,
+                           (ptv3_work){(double)n * (16.0 + 32.0), 48.0}, err));
+  }
+  if (stage_on(ctx, "sort")) {
+    HX_TRY(cuda_st(cudaMemcpy(g->d_code, h->code, n * 32, cudaMemcpyHostToDevice), "upload", err));
+    g->what = G_SORT;
+    HX_TRY(checked_measure(ctx, g, "sort", "v0", g->d_order, h->order, n * 16, no_work, err));
+  }
+  if (stage_on(ctx, "inverse")) {
+    HX_TRY(cuda_st(cudaMemcpy(g->d_order, h->order, n * 16, cudaMemcpyHostToDevice), "upload", err));
+    g->what = G_INV;
+    HX_TRY(checked_measure(ctx, g, "inverse", "v0", g->d_inverse, h->inverse, n * 16,
+                           (ptv3_work){(double)n * 4.0 * 12.0, 12.0 * 4.0}, err));
+  }
+  /* the whole serialization: sfc_serial_variant_best's variant (v2), every variant with --ladder */
   g->what = G_SERIAL;
-  for (int v = 0; v < sfc_serial_variant_count(); v++) {
-    g->sv = sfc_serial_variant_get(v);
+  const sfc_serial_variant *svs[16];
+  const size_t nsv = f3d_plan_serial(svs, 16, ctx->ladder, sfc_serial_variant_best());
+  for (size_t v = 0; v < nsv; v++) {
+    g->sv = svs[v];
     snprintf(var, sizeof var, "v%d", g->sv->id);
     /* order is the decisive output; code and inverse are compared too before timing */
     HX_TRY(cuda_st(cudaMemset(g->d_code, 0xFF, n * 32), "poison", err));
@@ -340,7 +364,7 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
       fprintf(stderr, "f3dbench: ptv3: serialize %s: code/inverse differ from the CPU reference: not timed\n", var);
       continue;
     }
-    HX_TRY(checked_measure(ctx, g, "serialize", var, g->d_order, h->order, n * 16, err));
+    HX_TRY(checked_measure(ctx, g, "serialize", var, g->d_order, h->order, n * 16, no_work, err));
   }
   /* leave the reference order/inverse on the device for the shuffle stages */
   HX_TRY(cuda_st(cudaMemcpy(g->d_order, h->order, n * 16, cudaMemcpyHostToDevice), "upload", err));
@@ -351,7 +375,7 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   HX_TRY(gpu_alloc(g, (void **)&g->d_inverse_p, n * 4, "ptv3 unpad[inverse]", err));
   HX_TRY(gpu_alloc(g, (void **)&g->d_cu, h->n_cu * 4, "ptv3 cu_seqlens", err));
   g->what = G_PAD;
-  HX_TRY(checked_measure(ctx, g, "padding", "v0", g->d_order_p, h->order_p, h->sum_p * 4, err));
+  HX_TRY(checked_measure(ctx, g, "padding", "v0", g->d_order_p, h->order_p, h->sum_p * 4, no_work, err));
 
   /* gathers: qkv [sum_p, 3C] by order_p, output [N, C] by inverse_p; random fp16 bits */
   const size_t rmax = h->sum_p > n ? h->sum_p : n;
@@ -376,17 +400,22 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
       hx_status st = cuda_st(cudaMemcpy(g->d_in, hin, src_rows * rb, cudaMemcpyHostToDevice), "upload", err);
       const double bytes = (double)g->rows * (double)rb * 2.0 + (double)g->rows * 4.0;
       snprintf(kernel, sizeof kernel, "copy_%s_C%zu", which == 0 ? "qkv" : "out", C);
-      g->what = G_COPY;
-      hx_closure cc = {gpu_run, NULL, g};
-      if (st == HX_OK) st = f3d_measure(ctx, "ptv3", kernel, "memcpy", HX_CLOCK_GPU, &cc, err);
-      if (st == HX_OK) st = record_bw(ctx, kernel, "memcpy", (double)g->rows * (double)rb * 2.0, (double)rb * 2.0, err);
+      if (st == HX_OK && stage_on(ctx, kernel)) { /* the copy yardstick (--ladder) */
+        g->what = G_COPY;
+        hx_closure cc = {gpu_run, NULL, g, (double)g->rows * (double)rb * 2.0, 0};
+        st = f3d_measure(ctx, "ptv3", kernel, "memcpy", HX_CLOCK_GPU, &cc, err);
+        if (st == HX_OK) st = f3d_record(ctx, "ptv3", kernel, "memcpy", "bytes_per_row", (double)rb * 2.0, "B", err);
+      }
+      /* the gathers: shuf_gather_variant_best's for this row width, every variant with --ladder */
       snprintf(kernel, sizeof kernel, "gather_%s_C%zu", which == 0 ? "qkv" : "out", C);
       g->what = G_GATHER;
-      for (int v = 0; v < shuf_gather_variant_count() && st == HX_OK; v++) {
-        g->gv = shuf_gather_variant_get(v);
+      const shuf_gather_variant *gvs[16];
+      const size_t ngv = f3d_plan_gather(gvs, 16, ctx->ladder, shuf_gather_variant_best(g->width));
+      for (size_t v = 0; v < ngv && st == HX_OK; v++) {
+        g->gv = gvs[v];
         snprintf(var, sizeof var, "v%d", g->gv->id);
-        st = checked_measure(ctx, g, kernel, var, g->d_out, want, g->rows * rb, err);
-        if (st == HX_OK) st = record_bw(ctx, kernel, var, bytes, (double)rb * 2.0 + 4.0, err);
+        st = checked_measure(ctx, g, kernel, var, g->d_out, want, g->rows * rb, (ptv3_work){bytes, (double)rb * 2.0 + 4.0},
+                             err);
       }
       free(hin), free(want);
       HX_TRY(st);
@@ -423,7 +452,7 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
     g->pin.grid = g->d_grid, g->pin.batch = g->d_batch;
     g->what = G_POOL;
     /* feat and the re-sorted order decide; the GPU test compares every field */
-    if (st == HX_OK) st = checked_measure(ctx, g, "pool", "v0", g->pout.order, want.order, want.n_out * 16, err);
+    if (st == HX_OK) st = checked_measure(ctx, g, "pool", "v0", g->pout.order, want.order, want.n_out * 16, no_work, err);
     if (st == HX_OK) {
       int ok = 0;
       st = same(&ok, g->pout.feat, want.feat, want.n_out * C * 4, err);

@@ -53,7 +53,7 @@ static hx_status job_run(void *arg, void *stream, hx_err *err) {
 }
 
 static hx_status measure(f3d_ctx *ctx, wl_job *j, const char *kernel, hx_err *err) {
-  hx_closure c = {job_run, job_reset, j};
+  hx_closure c = {job_run, job_reset, j, 0, 0};
   hx_status st = f3d_measure(ctx, "workload", kernel, "cpu", HX_CLOCK_CPU, &c, err);
   wl_cloud_free(&j->out);
   return st;

@@ -13,7 +13,9 @@
  *   2. add one line {"<name>", "what it measures", f3d_pipe_<name>} to f3d_pipelines[] in sweep.c;
  *   3. append pipe_<name>.c to f3dbench_sources in app/meson.build.
  * Rows are keyed (workload, n_points, batch, pipeline, kernel, variant, metric). Use variant "cpu" for a
- * CPU reference and "v0", "v1", ... for GPU variants (the numbers of the kernel's variant table). When
+ * CPU reference and "v0", "v1", ... for GPU variants (the numbers of the kernel's variant table); a stage run
+ * through a library's best entry keeps the name of the variant the entry picked, so its rows have the keys that
+ * rung has under --ladder. A pipeline measures the main path unless ctx->ladder (pipe_plan.h). When
  * ctx->have_gpu is 0 (no device, or a CPU-only build) a pipeline runs its CPU references only, labelled
  * "cpu", or returns HX_OK after adding nothing; it never fails just because there is no GPU.
  * Device buffers come from ctx->arena (hx_arena_alloc / hx_arena_free), so the sweep can write each GPU
@@ -62,6 +64,8 @@ typedef struct f3d_ctx {
                                * enqueue timed work on it, never on the legacy default stream */
   uint64_t seed;              /* sweep seed (--seed); derive per-stage seeds with hx_rng_u64 */
   int verbose;                /* -v count: 0 quiet; pipelines may print detail on stderr when > 0 */
+  int ladder;                 /* sweep --ladder: every rung of every kernel ladder and the stages that split one
+                               * into its parts; 0: the main path (app/pipe_plan.h says which stages and variants) */
   f3d_case c;                 /* the case being measured */
   const volatile sig_atomic_t *stop; /* non-zero once SIGINT/SIGTERM arrived: f3d_measure returns
                                       * at once, the sweep then marks the run interrupted */

@@ -164,13 +164,42 @@ else
   grep -q '^counters,"\{0,1\}off (--timing basic)' "$D/context.csv" ||
     fail "context does not say --timing basic turned counters off: $(grep '^counters,' "$D/context.csv")"
   grep -q '^timing,basic$' "$D/context.csv" || fail "--timing basic not recorded: $(grep '^timing,' "$D/context.csv")"
-  grep -q '^uniform,3000,1,ptv3,serialize,v0,time_median,' "$D/results.csv" || fail "no GPU rows with a GPU"
   grep -q ',time_noise,' "$D/results.csv" && fail "--timing basic wrote NVBench-style rows"
+  # the main path: serialization's best entry (v2) only, PSH v1, v2 and the best entry, no ladder-only stage
+  grep -q '^uniform,3000,1,ptv3,serialize,v2,time_median,' "$D/results.csv" || fail "no GPU rows with a GPU"
+  grep -q '^uniform,3000,1,flash3d,psh.xor-mod,v1,time_median,' "$D/results.csv" || fail "main path: no PSH v1 row"
+  grep -q '^uniform,3000,1,flash3d,psh.xor-mod,v2,time_median,' "$D/results.csv" || fail "main path: no PSH v2 row"
+  for k in 'ptv3,serialize,v0' 'ptv3,dedup,' 'ptv3,encode_all,' 'ptv3,copy_qkv_C64,' 'flash3d,psh.xor-mod,v3,' \
+    'flash3d,pool_assign,' 'flash3d,psh.xor-mod,cpu,time_median'; do
+    grep -q ",$k" "$D/results.csv" && fail "main path ran a ladder-only stage: $k"
+  done
+fi
+# the main path, and how many GPU stages each case had (the time budget's arithmetic, cmd_sweep.c)
+grep -q '^stage_selection,"\{0,1\}main ' "$D/context.csv" || fail "context: no stage_selection main"
+grep -q '^gpu_stages_per_case,"\{0,1\}uniform:2000:[0-9]' "$D/context.csv" ||
+  fail "context: no gpu_stages_per_case: $(grep gpu_stages "$D/context.csv")"
+[ "$GPU" -eq 0 ] && ! grep -q '^gpu_stages_per_case,"\{0,1\}uniform:2000:0 uniform:3000:0 ' "$D/context.csv" &&
+  fail "GPU stages counted without a GPU: $(grep gpu_stages "$D/context.csv")"
+# --ladder: every rung (the CPU references timed too)
+expect 0 "$BIN" sweep --ladder --pipelines ptv3,flash3d --workloads uniform --sizes 2k --reps 2 $B --out-dir "$T/res" \
+  --run-id ladder
+grep -q '^stage_selection,"\{0,1\}ladder ' "$T/res/ladder/context.csv" || fail "context: no stage_selection ladder"
+grep -q '^uniform,2000,1,flash3d,psh.xor-mod,cpu,time_median,' "$T/res/ladder/results.csv" ||
+  fail "--ladder: the PSH CPU reference not timed"
+if [ "$GPU" -eq 1 ]; then
+  for k in 'ptv3,serialize,v0,time_median' 'ptv3,serialize,v1,time_median' 'ptv3,encode_all,v0,time_median' \
+    'ptv3,copy_qkv_C64,memcpy,time_median' 'ptv3,gather_qkv_C64,v0,time_median' 'flash3d,psh.xor-mod,v3,time_median' \
+    'flash3d,pool_assign,v1+v9,time_median' 'flash3d,pool,v1+v5,time_median'; do
+    grep -q "^uniform,2000,1,$k," "$T/res/ladder/results.csv" || fail "--ladder: no row $k"
+  done
+else
+  grep -q '^uniform,2000,1,flash3d,psh.xor-mod,cpu,time_median,' "$D/results.csv" ||
+    fail "without a GPU the main path times the PSH CPU reference (its only PSH)"
 fi
 
 # GPU measurement flags: documented, and usage errors exit 2 before anything is created
 expect 0 "$BIN" sweep --help
-for f in --timing nvbench paper basic --no-counters --metrics --max-time --time-budget --shard; do
+for f in --timing nvbench paper basic --no-counters --metrics --max-time --time-budget --shard --ladder; do
   grep -q -- "$f" "$T/out" || fail "sweep --help does not document $f"
 done
 expect 2 "$BIN" sweep --timing fast

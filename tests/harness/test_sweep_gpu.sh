@@ -6,7 +6,9 @@
 # they are off); --no-counters, --timing paper and --timing basic change exactly what they say; a bad
 # --metrics name is refused before a run directory exists (unless counters are unavailable here);
 # GPU shards merge; plot renders the counter figures. A stage that synchronizes the host (ptv3 dedup)
-# is detected and still measured; a stage that does not is never flagged.
+# is detected and still measured; a stage that does not is never flagged. The ptv3 runs use --ladder (every
+# rung, copy and dedup stages included); one main-path run of both pipelines checks what the default sweep
+# measures: the main path's stage count per case, the keys it keeps, and that its time budget cut nothing.
 # usage: test_sweep_gpu.sh PATH/TO/f3dbench
 set -u
 BIN=$1
@@ -19,7 +21,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 row() { grep -q "^$2" "$1/results.csv" || fail "$(basename "$1"): no row $2"; }
 ctx() { grep -q "^$2" "$1/context.csv" || fail "$(basename "$1"): no context $2"; }
 # small and quick: one size, ptv3 only, short caps
-S="--pipelines ptv3 --workloads uniform --sizes 20k --out-dir $T --max-time 0.3 --time-budget 0"
+S="--ladder --pipelines ptv3 --workloads uniform --sizes 20k --out-dir $T --max-time 0.3 --time-budget 0"
 
 "$BIN" sweep $S --run-id nv >"$T/out" 2>"$T/err" || { fail "nvbench sweep failed"; cat "$T/err"; }
 D=$T/nv
@@ -66,6 +68,10 @@ else
   echo "note: counters off here: $(grep '^counters,' "$D/context.csv")"
 fi
 grep -q '^status,complete' "$D/context.csv" || fail "nvbench run not complete"
+# --ladder: PTv3's 36 GPU stages per case (grid, dedup, 4 encodes, encode_all, sort, inverse, 3 serializations,
+# padding, 4 x (copy + 4 gathers), pool, 2 attention plans) and v0's 2 attention plans at 20k rows
+grep -q '^gpu_stages_per_case,uniform:20000:38$' "$D/context.csv" ||
+  fail "--ladder ptv3 stages per case: $(grep gpu_stages "$D/context.csv")"
 # dedup synchronizes the host inside its call: detected, then timed without the hold, with enough
 # samples for a noise figure even under --max-time 0.3 (shorter than the 2 s hold time-out)
 row "$D" 'uniform,20000,1,ptv3,dedup,v0,sync_detected,'
@@ -79,13 +85,13 @@ grep -q '^uniform,20000,1,ptv3,serialize,v0,sync_detected,' "$D/results.csv" && 
 ctx "$T/nc" 'counters,counters: off (--no-counters)'
 grep -q ',sm_active,' "$T/nc/results.csv" && fail "--no-counters wrote counter rows"
 
-"$BIN" sweep --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id paper --timing paper --no-counters \
+"$BIN" sweep --ladder --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id paper --timing paper --no-counters \
   >/dev/null 2>"$T/err" || { fail "--timing paper sweep failed"; cat "$T/err"; }
 ctx "$T/paper" 'timing,paper'
 grep -q "^$K,reps,19,count" "$T/paper/results.csv" || fail "paper: not 19 kept GPU samples"
 grep -q ',time_hot_median,' "$T/paper/results.csv" && fail "paper wrote hot rows"
 
-"$BIN" sweep --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id basic --timing basic --reps 5 \
+"$BIN" sweep --ladder --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id basic --timing basic --reps 5 \
   >/dev/null 2>"$T/err" || { fail "--timing basic sweep failed"; cat "$T/err"; }
 ctx "$T/basic" 'timing,basic'
 grep -q "^$K,reps,5,count" "$T/basic/results.csv" || fail "basic: not 5 GPU samples"
@@ -102,11 +108,32 @@ elif [ "$rc" -ne 0 ] || grep -q '^counters,on' "$T/badm/context.csv"; then
 fi
 
 for sh in 0/2 1/2; do
-  "$BIN" sweep --pipelines ptv3 --workloads uniform --sizes 20k,30k --out-dir "$T/sh" --run-id "s${sh%/*}" \
+  "$BIN" sweep --ladder --pipelines ptv3 --workloads uniform --sizes 20k,30k --out-dir "$T/sh" --run-id "s${sh%/*}" \
     --shard "$sh" --max-time 0.2 --no-counters >/dev/null 2>"$T/err" || { fail "shard $sh failed"; cat "$T/err"; }
 done
 "$BIN" merge -o "$T/sh/m" "$T/sh/s0" "$T/sh/s1" >/dev/null 2>"$T/err" || { fail "merge of GPU shards"; cat "$T/err"; }
 grep -q '^uniform,30000,1,ptv3,copy_qkv_C64,memcpy,time_hot_median,' "$T/sh/m/results.csv" || fail "merged GPU shards"
+
+# the main path of both pipelines (the default sweep's selection): 10 ptv3 + 23 flash3d GPU stages per case, and
+# the unfused attention v0's 2 + 3 plans at 20k rows; every one a distinct key, each the variant the best entry
+# named; the budget (default) cut no cap
+"$BIN" sweep --pipelines ptv3,flash3d --workloads uniform --sizes 20k --out-dir "$T" --run-id main --no-counters \
+  --max-time 0.1 >/dev/null 2>"$T/err" || { fail "main-path sweep failed"; cat "$T/err"; }
+M=$T/main
+grep -q '^gpu_stages_per_case,uniform:20000:38$' "$M/context.csv" ||
+  fail "main path stages per case: $(grep gpu_stages "$M/context.csv")"
+keys=$(awk -F, '$7 == "time_median" && $6 != "cpu" && $4 != "workload" { print $4 "/" $5 "/" $6 }' "$M/results.csv" | sort -u | wc -l)
+[ "$keys" -eq 38 ] || fail "main path: $keys GPU keys timed, want 38"
+grep -q '^time_budget_cut,no$' "$M/context.csv" || fail "main path: the budget cut caps: $(grep time_budget "$M/context.csv")"
+for k in 'ptv3,serialize,v2' 'ptv3,gather_qkv_C64,v3' 'ptv3,gather_out_C64,v2' 'ptv3,gather_qkv_C256,v1' \
+  'flash3d,psh.xor-div,v1' 'flash3d,psh.xor-div,v2' 'flash3d,psh.floor,movement' 'flash3d,pool,v1+v9' \
+  'flash3d,attn.plain,v0'; do
+  grep -q "^uniform,20000,1,$k,time_median," "$M/results.csv" || fail "main path: no row $k"
+done
+for k in 'ptv3,serialize,v0,' 'ptv3,dedup,' 'ptv3,copy_' 'flash3d,psh.xor-div,v3,' 'flash3d,pool_assign,' \
+  'flash3d,pool,v1+v5,' 'flash3d,psh.xor-div,cpu,time_median'; do
+  grep -q ",$k" "$M/results.csv" && fail "main path ran a ladder-only stage: $k"
+done
 
 "$BIN" plot --json "$D" >/dev/null 2>"$T/err" || { fail "plot of the GPU run"; cat "$T/err"; }
 [ -s "$D/REPORT.md" ] && [ -s "$D/results.json" ] || fail "plot wrote no REPORT.md/results.json"

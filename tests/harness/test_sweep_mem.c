@@ -101,7 +101,7 @@ static void test_memory_rows(void **state) {
   assert_int_equal(f3d_record_mem(&ctx, "ptv3", "sort", "v0", &e), HX_OK);
   /* a CPU stage through f3d_measure: timed, but no memory row */
   int x = 0;
-  hx_closure c = {cpu_work, NULL, &x};
+  hx_closure c = {cpu_work, NULL, &x, 0, 0};
   assert_int_equal(f3d_measure(&ctx, "ptv3", "encode_all", "cpu", HX_CLOCK_CPU, &c, &e), HX_OK);
   assert_int_equal(x, 3);
   assert_int_equal(f3d_record_mem_total(&ctx, "ptv3", &e), HX_OK);
