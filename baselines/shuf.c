@@ -19,11 +19,17 @@ hx_status shuf_pad_sizes(size_t *sum_p, size_t *n_seqlens, const size_t *offset,
   size_t sp = 0, ns = 0;
   for (uint32_t b = 0; b < B; b++) {
     if (offset[b + 1] < offset[b]) return hx_errf(err, HX_EINVAL, "offsets decrease at cloud %u", b);
-    const size_t p = padded_len(offset[b + 1] - offset[b], K);
+    /* bounded before the rounding and the sum: n_b <= 2^31 - 1 and sp <= 2^31 - 1 keep n_b + K - 1 and
+     * sp + p below 2^33, where a cloud near SIZE_MAX points would wrap to a tiny padded size */
+    const size_t nb = offset[b + 1] - offset[b];
+    if (nb > INT32_MAX)
+      return hx_errf(err, HX_EINVAL, "cloud %u has %zu points: more than int32 cu_seqlens hold", b, nb);
+    const size_t p = padded_len(nb, K);
     sp += p;
     ns += (p + K - 1) / K;
+    if (sp > INT32_MAX)
+      return hx_errf(err, HX_EINVAL, "%zu padded slots (clouds 0..%u) do not fit int32 cu_seqlens", sp, b);
   }
-  if (sp > INT32_MAX) return hx_errf(err, HX_EINVAL, "%zu padded slots do not fit int32 cu_seqlens", sp);
   *sum_p = sp;
   if (n_seqlens) *n_seqlens = ns + 1;
   return HX_OK;

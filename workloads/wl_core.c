@@ -202,9 +202,12 @@ hx_status wl_voxel_dedup(wl_cloud *out, const wl_cloud *in, double voxel, size_t
   if (!(voxel > 0.0) || !isfinite(voxel)) return hx_errf(err, HX_EINVAL, "voxel size %g is not positive", voxel);
   if (in->n == 0) return HX_OK;
   size_t cap = 16, kbytes;
-  while (cap < 2 * in->n) cap *= 2; /* load factor <= 1/2 keeps linear probing short */
-  if (!wl_mul_ok(in->n, 3 * sizeof(int64_t), &kbytes) || cap > SIZE_MAX / sizeof(size_t))
+  /* sizes first: n * 24 bytes fitting size_t bounds n below 2^60, so the doubling below ends (for n past
+   * 2^62 it would pass 2^63 and wrap to 0) */
+  if (!wl_mul_ok(in->n, 3 * sizeof(int64_t), &kbytes))
     return hx_errf(err, HX_ENOMEM, "dedup of %zu points: size overflows", in->n);
+  while (cap < 2 * in->n) cap *= 2; /* load factor <= 1/2 keeps linear probing short */
+  if (cap > SIZE_MAX / sizeof(size_t)) return hx_errf(err, HX_ENOMEM, "dedup of %zu points: size overflows", in->n);
   int64_t *key = malloc(kbytes);
   size_t *slot = malloc(cap * sizeof(size_t));
   hx_status st = HX_OK;
