@@ -2,8 +2,10 @@
  * psh_bench.c - short timing table of Flash3D PSH and in-bucket pooling on one GPU (run by
  * lab/kernels/psh-device.sh). For each size (default 100k..600k, one synthetic lidar cloud) and hash: every PSH
  * variant is first run once and checked (psh_check: invariants, counters sum to n; v2 phase-1 count equal to the
- * CPU reference's), then timed with CUDA events (warm-up 3, median of REPS); the output of the last graph replay
- * is checked again. A failing variant is reported and not timed. Then pooling, every pooling variant (bitwise
+ * CPU reference's), then timed by the harness's GPU clock (hx_time: CUDA events around each call on the bench's
+ * stream, 3 warm-ups discarded; the median of REPS by hx_stats_describe, the mean of the middle two for an even
+ * REPS, where this table printed the upper middle one before); the output of the last graph replay is checked
+ * again. A failing variant is reported and not timed. Then pooling, every pooling variant (bitwise
  * checks: test_psh_gpu and the sweep): plan + assign, and the reduction of C-channel fp32 and bf16 features,
  * with bytes moved and GB/s of the whole (assign + reduce) and of the reduction alone, next to a
  * device-to-device copy of the same bytes as the bandwidth yardstick; each pooling figure both as launched from
@@ -43,46 +45,49 @@
 
 #include <cuda_runtime.h>
 
+#include "harness/harness.h"
 #include "kernels/kernels.h"
 #include "workloads/workloads.h"
 
-static int cmp_f(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
 typedef hx_status (*step_fn)(void *arg, cudaStream_t s, hx_err *err);
+
+/* One step as the harness's closure: run() calls it on the stream hx_time times; reset() (untimed, before the
+ * start event on the same stream) queues the L2 flush when there is one. */
+typedef struct timed_step {
+  step_fn fn;
+  void *arg;
+  void *flush;
+  size_t flush_bytes;
+  cudaStream_t s;
+  unsigned flushes; /* the flush byte changes every time */
+} timed_step;
+
+static hx_status timed_run(void *a, void *stream, hx_err *err) {
+  timed_step *t = a;
+  return t->fn(t->arg, (cudaStream_t)stream, err);
+}
+static hx_status timed_flush(void *a, hx_err *err) {
+  timed_step *t = a;
+  if (cudaMemsetAsync(t->flush, (int)(t->flushes++ & 0xFF), t->flush_bytes, t->s) != cudaSuccess)
+    return hx_errf(err, HX_ECUDA, "L2 flush (memset of %zu bytes) failed", t->flush_bytes);
+  return HX_OK;
+}
 
 /* median of reps event-timed calls, in microseconds; -1 on failure. flush != NULL: before each call (outside
  * the timed events) the L2 is flushed by a memset of flush_bytes on the stream, as the sweep's cold samples do
  * (which leaves the L2 full of dirty lines that the timed call's writes evict) */
 static double time_us_f(step_fn fn, void *arg, int reps, cudaStream_t s, void *flush, size_t flush_bytes) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  float *t = malloc((size_t)reps * sizeof *t);
-  hx_err err = {0};
+  timed_step t = {fn, arg, flush, flush_bytes, s, 0};
+  const hx_closure c = {timed_run, flush ? timed_flush : NULL, &t, 0.0, 0.0};
+  const hx_timing_opts o = {3, reps > 0 ? (uint32_t)reps : 0u};
+  double *ms = malloc((size_t)(reps > 0 ? reps : 1) * sizeof *ms);
+  hx_err err = {HX_OK, "no memory"};
+  hx_stats_desc d;
   double med = -1;
-  for (int w = 0; w < 3; w++)
-    if (fn(arg, s, &err) != HX_OK) goto out;
-  for (int r = 0; r < reps; r++) {
-    if (flush && cudaMemsetAsync(flush, r & 0xFF, flush_bytes, s) != cudaSuccess) {
-      hx_errf(&err, HX_ECUDA, "L2 flush (memset of %zu bytes) failed", flush_bytes);
-      goto out;
-    }
-    cudaEventRecord(a, s);
-    if (fn(arg, s, &err) != HX_OK) goto out;
-    cudaEventRecord(b, s);
-    cudaEventSynchronize(b);
-    cudaEventElapsedTime(&t[r], a, b);
-  }
-  qsort(t, (size_t)reps, sizeof *t, cmp_f);
-  med = 1000.0 * (double)t[reps / 2];
-out:
+  if (ms && hx_time(ms, HX_CLOCK_GPU, &o, &c, s, &err) == HX_OK && hx_stats_describe(&d, ms, o.reps, &err) == HX_OK)
+    med = 1000.0 * d.median;
   if (med < 0) fprintf(stderr, "psh_bench: %s\n", err.msg);
-  free(t);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
+  free(ms);
   return med;
 }
 
