@@ -318,6 +318,17 @@ hx_status net_gpu_bytes(size_t *bytes, const net_config *cfg, const net_input *i
 hx_status net_gpu_prepare(net_gpu *g, const net_input *in, struct CUstream_st *stream, hx_err *err);
 hx_status net_gpu_forward(net_gpu *g, const net_hooks *hooks, struct CUstream_st *stream, hx_err *err);
 hx_status net_gpu_download(net_gpu *g, net_output *out, int keep_levels, struct CUstream_st *stream, hx_err *err);
+/* The whole-network check: the GPU forward of `in` (already prepared and run on g) against the fp32 CPU forward on
+ * the same structure (for Flash3D the GPU's own bucket layouts: PSH placement may differ where threads race).
+ * Passes when every logit is finite and the relative L2 error ||gpu - cpu|| / ||cpu|| <= tol; HX_ECHECK with the
+ * figures otherwise. net_check_tolerance gives the stated tolerance of a dtype (docs/nets.md says why). */
+typedef struct net_check_report {
+  double rel_l2, max_abs, ref_rms, tol;
+  size_t nonfinite, n;
+} net_check_report;
+double net_check_tolerance(net_dtype dt);
+hx_status net_gpu_check(net_check_report *rep, net_gpu *g, const net_params *p, const net_input *in,
+                        struct CUstream_st *stream, hx_err *err);
 /* 1 when net_gpu_forward never synchronises the host (it may then be captured in a CUDA graph). */
 int net_gpu_graphable(const net_gpu *g);
 /* Bytes the forward object holds after prepare (weights, plans, activations): the arena's view. */
