@@ -1,3 +1,162 @@
-/* layers.c: placeholder, filled in by its owner. */
+/*
+ * layers.c - the plain C references of the dense layers (the nl_ part of nets.h) and the activation dtype
+ * helpers. Every GPU layer in layers.cu is checked against these (tests/nets/test_layers_gpu.c).
+ *
+ * Invariants: inputs and outputs are row-major fp32; reductions (dot products, LayerNorm statistics) are
+ * accumulated in double and rounded once to fp32, so a reference is at least as accurate as the fp32-accumulating
+ * GPU path it judges. GELU is the exact erf form of torch.nn.GELU(): 0.5 x (1 + erf(x / sqrt 2)). Every routine
+ * validates its arguments first and writes nothing when it returns an error.
+ */
+#include "kernels/kernels.h"
 #include "nets/nets.h"
-typedef int nets_placeholder_layers_c;
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- activation dtype ------------------------------------------------------------------------------ */
+
+const char *net_dtype_name(net_dtype t) {
+  switch (t) {
+  case NET_F16: return "fp16";
+  case NET_BF16: return "bf16";
+  }
+  return "?";
+}
+
+hx_status net_dtype_parse(const char *name, net_dtype *out, hx_err *err) {
+  if (!name || !out) return hx_errf(err, HX_EINVAL, "net_dtype_parse: NULL argument");
+  if (strcmp(name, "fp16") == 0 || strcmp(name, "f16") == 0) *out = NET_F16;
+  else if (strcmp(name, "bf16") == 0) *out = NET_BF16;
+  else return hx_errf(err, HX_EINVAL, "unknown dtype '%s' (fp16, f16, bf16)", name);
+  return HX_OK;
+}
+
+/* One conversion in the tree: the attention module's (round to nearest even, subnormals, overflow to
+ * infinity, NaN kept NaN), reached through the equal-valued enums. */
+uint16_t net_from_float(net_dtype t, float x) { return battn_from_float(t == NET_BF16 ? BATTN_BF16 : BATTN_F16, x); }
+float net_to_float(net_dtype t, uint16_t h) { return battn_to_float(t == NET_BF16 ? BATTN_BF16 : BATTN_F16, h); }
+
+/* ---- helpers ----------------------------------------------------------------------------------------- */
+
+static float gelu_erf(float x) { return (float)(0.5 * (double)x * (1.0 + erf((double)x * 0.70710678118654752440))); }
+
+static float act_apply(nl_act act, float x) { return act == NL_ACT_GELU ? gelu_erf(x) : x; }
+
+static int act_valid(nl_act act) { return act == NL_ACT_NONE || act == NL_ACT_GELU; }
+
+/* ---- Linear ------------------------------------------------------------------------------------------ */
+
+hx_status nl_linear_cpu(float *y, const float *x, const float *w, const float *b, size_t rows, size_t in,
+                        size_t out, nl_act act, int accumulate, hx_err *err) {
+  if (in == 0 || out == 0) return hx_errf(err, HX_EINVAL, "nl_linear_cpu: in = %zu, out = %zu (both must be > 0)", in, out);
+  if (!act_valid(act)) return hx_errf(err, HX_EINVAL, "nl_linear_cpu: unknown activation %d", (int)act);
+  if (rows == 0) return HX_OK;
+  if (!y || !x || !w) return hx_errf(err, HX_EINVAL, "nl_linear_cpu: NULL y, x or w");
+  for (size_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * in;
+    float *yr = y + r * out;
+    for (size_t o = 0; o < out; ++o) {
+      const float *wo = w + o * in;
+      double s = b ? (double)b[o] : 0.0;
+      for (size_t i = 0; i < in; ++i) s += (double)xr[i] * (double)wo[i];
+      const float v = act_apply(act, (float)s);
+      yr[o] = accumulate ? yr[o] + v : v;
+    }
+  }
+  return HX_OK;
+}
+
+/* ---- LayerNorm ------------------------------------------------------------------------------------- */
+
+hx_status nl_layernorm_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
+                           float eps, hx_err *err) {
+  if (C == 0) return hx_errf(err, HX_EINVAL, "nl_layernorm_cpu: C = 0");
+  if (!(eps >= 0.0f) || isinf(eps)) return hx_errf(err, HX_EINVAL, "nl_layernorm_cpu: eps = %g (must be finite, >= 0)", (double)eps);
+  if (rows == 0) return HX_OK;
+  if (!y || !x || !g || !b) return hx_errf(err, HX_EINVAL, "nl_layernorm_cpu: NULL y, x, g or b");
+  for (size_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * C;
+    float *yr = y + r * C;
+    double s = 0.0, q = 0.0;
+    for (size_t c = 0; c < C; ++c) s += (double)xr[c];
+    const double mean = s / (double)C;
+    for (size_t c = 0; c < C; ++c) q += ((double)xr[c] - mean) * ((double)xr[c] - mean);
+    const double rstd = 1.0 / sqrt(q / (double)C + (double)eps); /* biased variance, as torch */
+    for (size_t c = 0; c < C; ++c) yr[c] = (float)(((double)xr[c] - mean) * rstd * (double)g[c] + (double)b[c]);
+  }
+  return HX_OK;
+}
+
+/* ---- folded BatchNorm + activation ------------------------------------------------------------------ */
+
+void nl_bn_fold(float *scale, float *shift, const float *gamma, const float *beta, const float *mean,
+                const float *var, size_t C, float eps) {
+  for (size_t c = 0; c < C; ++c) {
+    const double s = (double)gamma[c] / sqrt((double)var[c] + (double)eps);
+    scale[c] = (float)s;
+    shift[c] = (float)((double)beta[c] - (double)mean[c] * s);
+  }
+}
+
+hx_status nl_affine_act_cpu(float *y, const float *x, const float *scale, const float *shift, size_t rows, size_t C,
+                            nl_act act, hx_err *err) {
+  if (C == 0) return hx_errf(err, HX_EINVAL, "nl_affine_act_cpu: C = 0");
+  if (!act_valid(act)) return hx_errf(err, HX_EINVAL, "nl_affine_act_cpu: unknown activation %d", (int)act);
+  if (rows == 0) return HX_OK;
+  if (!y || !x || !scale || !shift) return hx_errf(err, HX_EINVAL, "nl_affine_act_cpu: NULL y, x, scale or shift");
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < C; ++c) y[r * C + c] = act_apply(act, x[r * C + c] * scale[c] + shift[c]);
+  return HX_OK;
+}
+
+/* ---- SwiGLU ---------------------------------------------------------------------------------------- */
+
+hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err) {
+  if (H == 0) return hx_errf(err, HX_EINVAL, "nl_swiglu_cpu: H = 0");
+  if (rows == 0) return HX_OK;
+  if (!y || !x) return hx_errf(err, HX_EINVAL, "nl_swiglu_cpu: NULL y or x");
+  for (size_t r = 0; r < rows; ++r) {
+    const float *a = x + r * 2 * H, *g = a + H;
+    for (size_t h = 0; h < H; ++h) y[r * H + h] = a[h] / (1.0f + expf(-a[h])) * g[h]; /* silu(a) * b */
+  }
+  return HX_OK;
+}
+
+/* ---- residual add ------------------------------------------------------------------------------------ */
+
+hx_status nl_add_cpu(float *y, const float *x, size_t n, hx_err *err) {
+  if (n == 0) return HX_OK;
+  if (!y || !x) return hx_errf(err, HX_EINVAL, "nl_add_cpu: NULL y or x");
+  for (size_t i = 0; i < n; ++i) y[i] += x[i];
+  return HX_OK;
+}
+
+/* ---- segment max --------------------------------------------------------------------------------- */
+
+/* An empty segment gives 0 (torch_scatter's segment_csr "max" fills empty segments with 0); a NaN in a
+ * segment gives NaN (propagated, like torch.max). idx NULL reads x[j] directly. */
+hx_status nl_segment_max_cpu(float *y, const float *x, const uint32_t *idx, const uint32_t *ptr, size_t segments,
+                             size_t C, hx_err *err) {
+  if (C == 0) return hx_errf(err, HX_EINVAL, "nl_segment_max_cpu: C = 0");
+  if (segments == 0) return HX_OK;
+  if (!y || !ptr) return hx_errf(err, HX_EINVAL, "nl_segment_max_cpu: NULL y or ptr");
+  for (size_t s = 0; s < segments; ++s)
+    if (ptr[s + 1] < ptr[s])
+      return hx_errf(err, HX_EINVAL, "nl_segment_max_cpu: ptr decreases at segment %zu (%u > %u)", s, ptr[s],
+                     ptr[s + 1]);
+  if (ptr[segments] > ptr[0] && !x) return hx_errf(err, HX_EINVAL, "nl_segment_max_cpu: NULL x");
+  for (size_t s = 0; s < segments; ++s) {
+    float *ys = y + s * C;
+    if (ptr[s] == ptr[s + 1]) {
+      for (size_t c = 0; c < C; ++c) ys[c] = 0.0f;
+      continue;
+    }
+    for (uint32_t j = ptr[s]; j < ptr[s + 1]; ++j) {
+      const float *xr = x + (size_t)(idx ? idx[j] : j) * C;
+      for (size_t c = 0; c < C; ++c) /* the first value, then any larger one or a NaN; a NaN stays */
+        if (j == ptr[s] || (!isnan(ys[c]) && (xr[c] > ys[c] || isnan(xr[c])))) ys[c] = xr[c];
+    }
+  }
+  return HX_OK;
+}

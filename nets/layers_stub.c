@@ -1,3 +1,68 @@
-/* layers_stub.c: placeholder, filled in by its owner. */
+/*
+ * layers_stub.c - the GPU dense layers in a build without CUDA: every entry point returns HX_ENODEV with a
+ * sentence saying so; nl_blas_destroy accepts the NULL that nl_blas_create leaves.
+ */
 #include "nets/nets.h"
-typedef int nets_placeholder_nets_stub_c;
+
+#define NL_NODEV(what) hx_errf(err, HX_ENODEV, "%s: built without CUDA", what)
+
+hx_status nl_blas_create(nl_blas **out, hx_err *err) {
+  if (out) *out = NULL;
+  return NL_NODEV("nl_blas_create");
+}
+
+void nl_blas_destroy(nl_blas *b) { (void)b; }
+
+hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const float *d_b, size_t rows,
+                        size_t in, size_t out, nl_act act, int accumulate, net_dtype dt, struct CUstream_st *stream,
+                        hx_err *err) {
+  (void)blas, (void)d_y, (void)d_x, (void)d_w, (void)d_b, (void)rows, (void)in, (void)out, (void)act;
+  (void)accumulate, (void)dt, (void)stream;
+  return NL_NODEV("nl_linear_gpu");
+}
+
+hx_status nl_layernorm_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
+                           float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_g, (void)d_b, (void)rows, (void)C, (void)eps, (void)dt, (void)stream;
+  return NL_NODEV("nl_layernorm_gpu");
+}
+
+hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, const float *d_shift, size_t rows,
+                            size_t C, nl_act act, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_scale, (void)d_shift, (void)rows, (void)C, (void)act, (void)dt, (void)stream;
+  return NL_NODEV("nl_affine_act_gpu");
+}
+
+hx_status nl_swiglu_gpu(void *d_y, const void *d_x, size_t rows, size_t H, net_dtype dt, struct CUstream_st *stream,
+                        hx_err *err) {
+  (void)d_y, (void)d_x, (void)rows, (void)H, (void)dt, (void)stream;
+  return NL_NODEV("nl_swiglu_gpu");
+}
+
+hx_status nl_add_gpu(void *d_y, const void *d_x, size_t n, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)n, (void)dt, (void)stream;
+  return NL_NODEV("nl_add_gpu");
+}
+
+hx_status nl_gather_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t rows, size_t C, net_dtype dt,
+                             struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_idx, (void)rows, (void)C, (void)dt, (void)stream;
+  return NL_NODEV("nl_gather_rows_gpu");
+}
+
+hx_status nl_from_f32_gpu(void *d_y, const float *d_x, size_t n, net_dtype dt, struct CUstream_st *stream,
+                          hx_err *err) {
+  (void)d_y, (void)d_x, (void)n, (void)dt, (void)stream;
+  return NL_NODEV("nl_from_f32_gpu");
+}
+
+hx_status nl_to_f32_gpu(float *d_y, const void *d_x, size_t n, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)n, (void)dt, (void)stream;
+  return NL_NODEV("nl_to_f32_gpu");
+}
+
+hx_status nl_segment_max_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, const uint32_t *d_ptr,
+                             size_t segments, size_t C, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_idx, (void)d_ptr, (void)segments, (void)C, (void)dt, (void)stream;
+  return NL_NODEV("nl_segment_max_gpu");
+}
