@@ -170,12 +170,12 @@ hx_status f3d_net_breakdown_run(f3d_net_breakdown *out, net_gpu *g, void *stream
     float ms = 0;
     cudaError_t e = cudaEventElapsedTime(&ms, c.ev[c.spans[i].begin], c.ev[c.spans[i].end]);
     if (e != cudaSuccess) st = hx_errf(err, HX_ECUDA, "net breakdown: elapsed time: %s", cudaGetErrorString(e));
-    out->ms[c.spans[i].comp] += ms;
+    out->ms[c.spans[i].comp] += (double)ms;
     out->calls[c.spans[i].comp]++;
   }
   if (st == HX_OK && c.n_ev >= 2) {
     float ms = 0;
-    if (cudaEventElapsedTime(&ms, c.ev[0], c.ev[c.n_ev - 1]) == cudaSuccess) out->total_ms = ms;
+    if (cudaEventElapsedTime(&ms, c.ev[0], c.ev[c.n_ev - 1]) == cudaSuccess) out->total_ms = (double)ms;
   }
   for (int i = 0; i < made && c.ev; i++) cudaEventDestroy(c.ev[i]);
   free(c.ev);

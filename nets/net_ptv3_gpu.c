@@ -9,7 +9,7 @@
  * Per call:
  *   create    weights uploaded once: Linear weights in the dtype, their biases, LayerNorm parameters and the
  *             folded BatchNorms (scale, shift) in fp32, all in one net_alloc block; the SubMConv3d weights through
- *             spc_weights_upload (its own cudaMalloc, in the layout of the spconv variant); a cuBLASLt context
+ *             spc_weights_upload (through the same net_alloc, in the layout of the spconv variant); a cuBLASLt context
  *             (nl_blas) and the spconv context.
  *   prepare   the host structure of the input (net_ptv3_struct_build: the exact level sizes, per-cloud offsets and
  *             patch layout of every level), the attention plans of the patches (battn_plan_patches, pieces of
@@ -26,7 +26,7 @@
  *   download  logits (converted to fp32 on the device in the head) and, with keep_levels, every level's output
  *             (dtype bits converted on the host).
  *
- * Buffer policy (every device buffer but the conv weights comes from net_alloc, in prepare):
+ * Buffer policy (every device buffer comes from net_alloc: weights in create, the rest in prepare):
  *   per level, persistent: the structure (grid, batch, coordinates, codes/order/inverse of 4 rows, pooling
  *     cluster/head/idx_ptr, pad/unpad/cu_seqlens, kernel map and rulebook, attention plan tables) and two
  *     activations: the encoder output (the level's running activation, then the skip its decoder reads) and the
@@ -237,7 +237,7 @@ static hx_status g_weights(p3g *g, const net_ptv3_view *v, g_pack *k, hx_err *er
   pk_lin(k, &g->head, v ? &v->head : NULL, (size_t)c->dec_channels[0], (size_t)c->classes);
   pk_bn(k, &g->stem_bn, v ? &v->stem_bn : NULL, (size_t)c->enc_channels[0]);
   g->conv_bytes += conv_bytes((size_t)c->in_channels, (size_t)c->enc_channels[0], 125, 0);
-  if (v) HX_TRY(spc_weights_upload(&g->stem, v->stem.w, NULL, v->stem.in, v->stem.out, 125, g->dt, err));
+  if (v) HX_TRY(spc_weights_upload(&g->stem, v->stem.w, NULL, v->stem.in, v->stem.out, 125, g->dt, g->have_alloc ? &g->alloc : NULL, err));
   for (int dec = 0; dec < 2; dec++)
     for (int l = 0; l < L - dec; l++) {
       const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
@@ -266,7 +266,7 @@ static hx_status g_weights(p3g *g, const net_ptv3_view *v, g_pack *k, hx_err *er
         pk_lin(k, &b->fc1, h ? &h->fc1 : NULL, C, (size_t)R * C);
         pk_lin(k, &b->fc2, h ? &h->fc2 : NULL, (size_t)R * C, C);
         g->conv_bytes += conv_bytes(C, C, 27, 1);
-        if (h) HX_TRY(spc_weights_upload(&b->conv, h->cpe_conv.w, h->cpe_conv.b, C, C, 27, g->dt, err));
+        if (h) HX_TRY(spc_weights_upload(&b->conv, h->cpe_conv.w, h->cpe_conv.b, C, C, 27, g->dt, g->have_alloc ? &g->alloc : NULL, err));
       }
     }
   return HX_OK;
@@ -442,7 +442,7 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
   memset(&m, 0, sizeof m);
   HX_TRY(spc_map_gpu(&m, NULL, NULL, NULL, &sb, NULL, NULL, (uint32_t)g->n, 5, 0, NULL, err));
   most = max_sz(most, sb);
-  spc_weights w = {NULL, NULL, (size_t)c->in_channels, (size_t)c->enc_channels[0], 125};
+  spc_weights w = {.in = (size_t)c->in_channels, .out = (size_t)c->enc_channels[0], .K = 125};
   m.n = (uint32_t)g->n, m.k = 5, m.K = 125;
   const spc_variant *sv = spc_variant_best(w.in, w.out);
   if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant");
@@ -465,7 +465,7 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
     for (int dec = 0; dec < 2; dec++) {
       if (dec && l == c->levels - 1) break;
       const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
-      spc_weights wc = {NULL, NULL, C, C, 27};
+      spc_weights wc = {.in = C, .out = C, .K = 27};
       sv = spc_variant_best(C, C);
       if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant for %zu channels", C);
       HX_TRY(sv->fn(NULL, NULL, &wc, &m, NULL, &sb, NULL, g->dt, NULL, err));

@@ -30,6 +30,14 @@ extern "C" {
 struct CUstream_st;
 
 typedef enum net_dtype { NET_F16 = 0, NET_BF16 = 1 } net_dtype;
+
+/* A device allocator every buffer of a forward (weights included) is drawn from: the program passes its arena
+ * through it, so the peak-memory rows see everything. An all-NULL net_alloc means plain cudaMalloc / cudaFree. */
+typedef struct net_alloc {
+  hx_status (*alloc)(void *ctx, void **p, size_t bytes, const char *label, hx_err *err);
+  void (*release)(void *ctx, void *p);
+  void *ctx;
+} net_alloc;
 const char *net_dtype_name(net_dtype t);
 hx_status net_dtype_parse(const char *name, net_dtype *out, hx_err *err);
 /* fp32 <-> fp16 / bf16 bit patterns, round to nearest even (host; what the tests and uploads use). */
@@ -161,11 +169,12 @@ typedef struct spc_weights {
   float *d_b;     /* [out] fp32 or NULL */
   size_t in, out;
   uint32_t K;
+  net_alloc alloc; /* where d_w and d_b came from (all NULL: cudaMalloc) */
 } spc_weights;
-/* Upload h_w [out, K, in] (spconv's layout) and h_b [out] (NULL: no bias) in dtype (bias fp32); cudaMalloc,
- * called outside timed regions. On failure nothing stays allocated. spc_weights_free frees and zeroes. */
+/* Upload h_w [out, K, in] (spconv's layout) and h_b [out] (NULL: no bias) in dtype (bias fp32), drawn from alloc
+ * (NULL or all-NULL: cudaMalloc), called outside timed regions. On failure nothing stays allocated. spc_weights_free frees and zeroes. */
 hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b, size_t in, size_t out, uint32_t K,
-                             net_dtype dt, hx_err *err);
+                             net_dtype dt, const net_alloc *alloc, hx_err *err);
 void spc_weights_free(spc_weights *w);
 /* The variants' library context (v0's cuBLAS handle), created once per forward object, never in a timed region. */
 typedef struct spc_ctx spc_ctx; /* opaque */
@@ -268,13 +277,6 @@ typedef struct net_hooks {
   void (*range)(void *ctx, const char *name, int begin, struct CUstream_st *stream);
   void *ctx;
 } net_hooks;
-
-/* A device allocator the forward draws every buffer from (the program passes its arena through it). */
-typedef struct net_alloc {
-  hx_status (*alloc)(void *ctx, void **p, size_t bytes, const char *label, hx_err *err);
-  void (*release)(void *ctx, void *p);
-  void *ctx;
-} net_alloc;
 
 /* A model: named configuration, its parameters, CPU and GPU forwards. */
 typedef struct net_config {

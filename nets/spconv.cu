@@ -338,8 +338,21 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
 }
 
 /* ---- Weights and context -------------------------------------------------------------------------- */
+/* One device buffer from w->alloc (cudaMalloc when it has no alloc function). */
+static hx_status wt_alloc(spc_weights *w, void **p, size_t bytes, const char *label, hx_err *err) {
+  if (w->alloc.alloc) return w->alloc.alloc(w->alloc.ctx, p, bytes, label, err);
+  const cudaError_t e = cudaMalloc(p, bytes);
+  return e == cudaSuccess ? HX_OK : hx_errf(err, HX_ECUDA, "spc_weights_upload: cudaMalloc %zu (%s): %s", bytes, label,
+                                           cudaGetErrorString(e));
+}
+static void wt_release(const spc_weights *w, void *p) {
+  if (!p) return;
+  if (w->alloc.release) w->alloc.release(w->alloc.ctx, p);
+  else cudaFree(p);
+}
+
 hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b, size_t in, size_t out, uint32_t K,
-                             net_dtype dt, hx_err *err) {
+                             net_dtype dt, const net_alloc *alloc, hx_err *err) {
   if (!w) return hx_errf(err, HX_EINVAL, "spc_weights_upload: NULL weights");
   memset(w, 0, sizeof *w);
   if (!h_w) return hx_errf(err, HX_EINVAL, "spc_weights_upload: NULL host weights");
@@ -355,14 +368,17 @@ hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b,
     for (size_t o = 0; o < K; ++o)
       for (size_t ci = 0; ci < in; ++ci)
         h[(o * out + co) * in + ci] = net_from_float(dt, h_w[(co * K + o) * in + ci]);
-  cudaError_t e = cudaMalloc(&w->d_w, elems * sizeof(uint16_t));
-  if (e == cudaSuccess) e = cudaMemcpy(w->d_w, h, elems * sizeof(uint16_t), cudaMemcpyHostToDevice);
-  if (e == cudaSuccess && h_b) e = cudaMalloc((void **)&w->d_b, out * sizeof(float));
-  if (e == cudaSuccess && h_b) e = cudaMemcpy(w->d_b, h_b, out * sizeof(float), cudaMemcpyHostToDevice);
+  if (alloc) w->alloc = *alloc;
+  hx_status st = wt_alloc(w, &w->d_w, elems * sizeof(uint16_t), "spconv weights", err);
+  cudaError_t e = cudaSuccess;
+  if (st == HX_OK) e = cudaMemcpy(w->d_w, h, elems * sizeof(uint16_t), cudaMemcpyHostToDevice);
+  if (st == HX_OK && e == cudaSuccess && h_b) st = wt_alloc(w, (void **)&w->d_b, out * sizeof(float), "spconv bias", err);
+  if (st == HX_OK && e == cudaSuccess && h_b) e = cudaMemcpy(w->d_b, h_b, out * sizeof(float), cudaMemcpyHostToDevice);
   free(h);
-  if (e != cudaSuccess) {
+  if (st != HX_OK || e != cudaSuccess) {
     spc_weights_free(w);
-    return hx_errf(err, HX_ECUDA, "spc_weights_upload: %zu -> %zu x %u: %s", in, out, K, cudaGetErrorString(e));
+    return st != HX_OK ? st
+                       : hx_errf(err, HX_ECUDA, "spc_weights_upload: %zu -> %zu x %u: %s", in, out, K, cudaGetErrorString(e));
   }
   w->in = in, w->out = out, w->K = K;
   return HX_OK;
@@ -370,8 +386,8 @@ hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b,
 
 void spc_weights_free(spc_weights *w) {
   if (!w) return;
-  cudaFree(w->d_w);
-  cudaFree(w->d_b);
+  wt_release(w, w->d_w);
+  wt_release(w, w->d_b);
   memset(w, 0, sizeof *w);
 }
 

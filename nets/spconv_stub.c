@@ -16,8 +16,8 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
 }
 
 hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b, size_t in, size_t out, uint32_t K,
-                             net_dtype dt, hx_err *err) {
-  (void)h_w, (void)h_b, (void)in, (void)out, (void)K, (void)dt;
+                             net_dtype dt, const net_alloc *alloc, hx_err *err) {
+  (void)h_w, (void)h_b, (void)in, (void)out, (void)K, (void)dt, (void)alloc;
   if (w) memset(w, 0, sizeof *w);
   return hx_errf(err, HX_ENODEV, "spc_weights_upload: this build has no CUDA");
 }

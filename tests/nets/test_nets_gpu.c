@@ -185,8 +185,8 @@ static void test_rerun_and_graph(void **state) {
     /* bitwise equality is not promised (float atomics); the two runs must agree to fp16 rounding */
     double d2 = 0, r2 = 0;
     for (size_t i = 0; i < a.n * a.classes; i++) {
-      d2 += ((double)a.logits[i] - b.logits[i]) * ((double)a.logits[i] - b.logits[i]);
-      r2 += (double)a.logits[i] * a.logits[i];
+      d2 += ((double)a.logits[i] - (double)b.logits[i]) * ((double)a.logits[i] - (double)b.logits[i]);
+      r2 += (double)a.logits[i] * (double)a.logits[i];
     }
     assert_true(sqrt(d2) <= 1e-2 * sqrt(r2) + 1e-6);
     if (net_gpu_graphable(g)) {
@@ -201,7 +201,7 @@ static void test_rerun_and_graph(void **state) {
       assert_int_equal(net_gpu_download(g, &c, 0, (struct CUstream_st *)s, &err), HX_OK);
       d2 = 0;
       for (size_t i = 0; i < a.n * a.classes; i++)
-        d2 += ((double)a.logits[i] - c.logits[i]) * ((double)a.logits[i] - c.logits[i]);
+        d2 += ((double)a.logits[i] - (double)c.logits[i]) * ((double)a.logits[i] - (double)c.logits[i]);
       printf("%s: graph replay rel diff %.3g\n", models[m], r2 > 0 ? sqrt(d2 / r2) : 0.0);
       assert_true(sqrt(d2) <= 1e-2 * sqrt(r2) + 1e-6);
       net_output_free(&c);

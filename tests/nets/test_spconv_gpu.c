@@ -216,7 +216,7 @@ static int conv_case(const spc_variant *v, spc_ctx *ctx, net_dtype dt, const tcl
     w[i] = net_to_float(dt, net_from_float(dt, (float)(ws * (2.0 * hx_rng_unit(seed, 2, i) - 1.0))));
   for (size_t i = 0; i < out; ++i) b[i] = (float)(ws * (2.0 * hx_rng_unit(seed, 3, i) - 1.0));
   spc_weights sw;
-  assert_int_equal(spc_weights_upload(&sw, w, b, in, out, K, dt, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&sw, w, b, in, out, K, dt, NULL, &err), HX_OK);
   void *d_x = dev_upload(xh, (size_t)n * in * 2u), *d_y = dev_alloc((size_t)n * out * 2u);
   assert_int_equal(cudaMemset(d_y, 0xFF, (size_t)n * out * 2u), cudaSuccess);
   size_t bytes = 0;
@@ -327,11 +327,11 @@ static void test_conv_refusals(void **state) {
   assert_int_equal(gmap_build(&g, &t, 3, 0, 1, &err), HX_OK);
   float *w = calloc(27u * 8u * 8u, sizeof(float));
   spc_weights sw, sw5;
-  assert_int_equal(spc_weights_upload(&sw, w, NULL, 8, 8, 27, NET_F16, &err), HX_OK);
-  assert_int_equal(spc_weights_upload(&sw5, w, NULL, 8, 8, 26, NET_F16, &err), HX_EINVAL);
+  assert_int_equal(spc_weights_upload(&sw, w, NULL, 8, 8, 27, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&sw5, w, NULL, 8, 8, 26, NET_F16, NULL, &err), HX_EINVAL);
   assert_null(sw5.d_w);
-  assert_int_equal(spc_weights_upload(&sw5, w, NULL, 8, 0, 27, NET_F16, &err), HX_EINVAL);
-  assert_int_equal(spc_weights_upload(&sw5, w, NULL, 1, 8, 125, NET_F16, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&sw5, w, NULL, 8, 0, 27, NET_F16, NULL, &err), HX_EINVAL);
+  assert_int_equal(spc_weights_upload(&sw5, w, NULL, 1, 8, 125, NET_F16, NULL, &err), HX_OK);
   void *d_x = dev_alloc(50u * 8u * 2u), *d_y = dev_alloc(50u * 8u * 2u), *d_s = NULL;
   const spc_variant *v0 = spc_variant_get(0);
   size_t bytes = 0;

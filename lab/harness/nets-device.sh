@@ -1,0 +1,49 @@
+#!/bin/sh
+# nets-device.sh - one device call for the backbones: build through ./f3d (F3D_NO_APT=1, .deps carried), the
+# named test programs, then `f3dbench net` per model and size (each checked against the CPU forward before it is
+# timed), and optionally a sweep of the net pipelines whose result directory comes back packed.
+#   OUT=...       log folder (default ./nets-out); summary.txt is printed last
+#   TESTS="nets_layers_gpu nets_spconv_gpu nets_gpu"   meson test names (empty: none)
+#   MODELS="ptv3 flash3d-46m"   SIZES="100k 300k 600k"   NET_ARGS="--graph --reps 20"
+#   SWEEP="--pipelines ptv3-net,flash3d-net --sizes 100k,300k,600k"   (empty: no sweep)
+#   F3D_GIT_COMMIT     the commit this tree is (the device copy has no .git)
+set -u
+OUT=${OUT:-$PWD/nets-out}
+mkdir -p "$OUT"
+SUM="$OUT/summary.txt"
+: > "$SUM"
+note() { echo "$*" | tee -a "$SUM"; }
+export F3D_NO_APT=1 F3D_GPU_ARCH=${F3D_GPU_ARCH:-90} F3D_JOBS=${F3D_JOBS:-16}
+export F3D_GIT_COMMIT=${F3D_GIT_COMMIT:-unknown}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a "$SUM"
+date -u | tee -a "$SUM"
+t0=$(date +%s)
+./f3d setup > "$OUT/setup.log" 2>&1 || { note "FAIL build"; tail -40 "$OUT/setup.log"; exit 1; }
+note "build ok $(( $(date +%s) - t0 )) s"
+BIN=build/app/f3dbench
+for t in ${TESTS-nets_layers_gpu nets_spconv_gpu nets_gpu}; do
+  t1=$(date +%s)
+  meson test -C build "$t" --print-errorlogs > "$OUT/test-$t.log" 2>&1
+  rc=$?
+  note "test $t rc=$rc $(( $(date +%s) - t1 )) s"
+  [ $rc -eq 0 ] || grep -E 'FAIL|ERROR|assert|error|rel L2|seed' "$OUT/test-$t.log" | head -20 | tee -a "$SUM"
+done
+for m in ${MODELS-ptv3 flash3d-46m}; do
+  for n in ${SIZES-100k 300k 600k}; do
+    t1=$(date +%s)
+    $BIN net --model "$m" --points "$n" ${NET_ARGS---graph --reps 20} > "$OUT/net-$m-$n.log" 2>&1
+    rc=$?
+    note "net $m $n rc=$rc $(( $(date +%s) - t1 )) s"
+    grep -E '^(net:|check:|forward|graph|memory:)|^  [a-z]' "$OUT/net-$m-$n.log" | tee -a "$SUM"
+    [ $rc -eq 0 ] || tail -5 "$OUT/net-$m-$n.log" | tee -a "$SUM"
+  done
+done
+if [ -n "${SWEEP:-}" ]; then
+  t1=$(date +%s)
+  RUN_ID=nets-$F3D_GIT_COMMIT
+  $BIN sweep $SWEEP --run-id "$RUN_ID" > "$OUT/sweep.log" 2>&1
+  note "sweep rc=$? $(( $(date +%s) - t1 )) s"
+  tail -5 "$OUT/sweep.log" | tee -a "$SUM"
+  [ -d "results/$RUN_ID" ] && tar czf "$OUT/results.tar.gz" -C results "$RUN_ID"
+fi
+for f in "$OUT"/*.log; do gzip -f "$f"; done
