@@ -123,7 +123,7 @@ static int ranges_overlap(const void *a, size_t abytes, const void *b, size_t bb
 
 /* Descriptors, layouts and the heuristic's first algorithm for one plan's key (already stored in p). On
  * failure the caller clears the plan. */
-static hx_status plan_build(nl_blas *B, nl_blas_plan *p, const float *d_b, hx_err *err) {
+static hx_status plan_build(nl_blas *B, nl_blas_plan *p, const void *d_b, hx_err *err) {
   const cudaDataType_t t = p->dt == NET_BF16 ? CUDA_R_16BF : CUDA_R_16F;
   NL_CUBLAS(err, cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -134,7 +134,7 @@ static hx_status plan_build(nl_blas *B, nl_blas_plan *p, const float *d_b, hx_er
                                          : (gelu ? CUBLASLT_EPILOGUE_GELU : CUBLASLT_EPILOGUE_DEFAULT);
   NL_CUBLAS(err, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
   if (p->bias) {
-    const cudaDataType_t bt = CUDA_R_32F; /* biases stay fp32 on the device (nets.h) */
+    const cudaDataType_t bt = t; /* the output's type: cuBLASLt refuses an fp32 bias with fp16/bf16 D (nets.h) */
     NL_CUBLAS(err, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
     /* the heuristic reads the pointer's alignment from here; the call sets the real pointer each time */
     NL_CUBLAS(err, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &d_b, sizeof d_b));
@@ -173,7 +173,7 @@ static hx_status plan_build(nl_blas *B, nl_blas_plan *p, const float *d_b, hx_er
   return HX_OK;
 }
 
-hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const float *d_b, size_t rows,
+hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const void *d_b, size_t rows,
                         size_t in, size_t out, nl_act act, int accumulate, net_dtype dt, struct CUstream_st *stream,
                         hx_err *err) {
   if (!blas) return hx_errf(err, HX_EINVAL, "nl_linear_gpu: NULL nl_blas");

@@ -13,7 +13,7 @@ hx_status nl_blas_create(nl_blas **out, hx_err *err) {
 
 void nl_blas_destroy(nl_blas *b) { (void)b; }
 
-hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const float *d_b, size_t rows,
+hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const void *d_b, size_t rows,
                         size_t in, size_t out, nl_act act, int accumulate, net_dtype dt, struct CUstream_st *stream,
                         hx_err *err) {
   (void)blas, (void)d_y, (void)d_x, (void)d_w, (void)d_b, (void)rows, (void)in, (void)out, (void)act;

@@ -73,7 +73,7 @@
 #define G_L NET_MAX_LEVELS
 #define G_D NET_F3D_MAX_DEPTH
 
-typedef struct g_lin { void *w; float *b; size_t in, out; } g_lin;
+typedef struct g_lin { void *w; void *b; size_t in, out; } g_lin; /* w, b in the dtype */
 typedef struct g_aff { float *scale, *shift; size_t C; } g_aff; /* folded BatchNorm */
 typedef struct g_ln { float *g, *b; size_t C; } g_ln;
 typedef struct g_block {
@@ -207,13 +207,12 @@ static size_t pk_take(g_pack *k, size_t bytes) {
 /* A Linear [out, in] into [out, in_pad] (zero columns past in); with bn, BatchNorm folded in (eval: y = s (Wx + b) + t). */
 static void pk_lin(g_pack *k, g_lin *l, const net_f3d_lin *h, size_t in, size_t in_pad, size_t out,
                    const net_f3d_norm *bn) {
-  const size_t ow = pk_take(k, in_pad * out * 2), ob = pk_take(k, out * 4);
+  const size_t ow = pk_take(k, in_pad * out * 2), ob = pk_take(k, out * 2);
   l->in = in_pad, l->out = out;
   l->w = k->dev ? k->dev + ow : NULL;
-  l->b = k->dev ? (float *)(void *)(k->dev + ob) : NULL;
+  l->b = k->dev ? k->dev + ob : NULL;
   if (!k->host || !h) return;
-  uint16_t *w = (uint16_t *)(void *)(k->host + ow);
-  float *b = (float *)(void *)(k->host + ob);
+  uint16_t *w = (uint16_t *)(void *)(k->host + ow), *b = (uint16_t *)(void *)(k->host + ob);
   for (size_t o = 0; o < out; o++) {
     float s = 1.0f, t = 0.0f;
     if (bn) {
@@ -221,7 +220,7 @@ static void pk_lin(g_pack *k, g_lin *l, const net_f3d_lin *h, size_t in, size_t 
       t = bn->b[o] - bn->mean[o] * s;
     }
     for (size_t i = 0; i < in_pad; i++) w[o * in_pad + i] = net_from_float(k->dt, i < in ? s * h->w[o * in + i] : 0.0f);
-    b[o] = s * h->b[o] + t;
+    b[o] = net_from_float(k->dt, s * h->b[o] + t);
   }
 }
 

@@ -61,7 +61,7 @@
 #define G_L NET_MAX_LEVELS
 #define G_D NET_PTV3_MAX_DEPTH
 
-typedef struct g_lin { void *w; float *b; size_t in, out; } g_lin;
+typedef struct g_lin { void *w; void *b; size_t in, out; } g_lin; /* w, b in the dtype */
 typedef struct g_aff { float *scale, *shift; size_t C; } g_aff; /* folded BatchNorm */
 typedef struct g_ln { float *g, *b; size_t C; } g_ln;
 typedef struct g_block {
@@ -194,14 +194,14 @@ static size_t pk_take(g_pack *k, size_t bytes) {
 }
 
 static void pk_lin(g_pack *k, g_lin *l, const net_ptv3_lin *h, size_t in, size_t out) {
-  const size_t ow = pk_take(k, in * out * 2), ob = pk_take(k, out * 4);
+  const size_t ow = pk_take(k, in * out * 2), ob = pk_take(k, out * 2);
   l->in = in, l->out = out;
   l->w = k->dev ? k->dev + ow : NULL;
-  l->b = k->dev ? (float *)(void *)(k->dev + ob) : NULL;
+  l->b = k->dev ? k->dev + ob : NULL;
   if (!k->host || !h) return;
-  uint16_t *w = (uint16_t *)(void *)(k->host + ow);
+  uint16_t *w = (uint16_t *)(void *)(k->host + ow), *b = (uint16_t *)(void *)(k->host + ob);
   for (size_t i = 0; i < in * out; i++) w[i] = net_from_float(k->dt, h->w[i]);
-  memcpy(k->host + ob, h->b, out * sizeof(float));
+  for (size_t o = 0; o < out; o++) b[o] = net_from_float(k->dt, h->b[o]);
 }
 
 static void pk_ln(g_pack *k, g_ln *l, const net_ptv3_norm *h, size_t C) {

@@ -63,9 +63,11 @@ void nl_blas_destroy(nl_blas *b);
 /* CPU reference: y[rows, out] = act(x W^T + b) (+ y when accumulate). b may be NULL. */
 hx_status nl_linear_cpu(float *y, const float *x, const float *w, const float *b, size_t rows, size_t in,
                         size_t out, nl_act act, int accumulate, hx_err *err);
-/* GPU: d_x [rows, in] and d_y [rows, out] in dtype, d_w [out, in] in dtype, d_b fp32 [out] or NULL.
+/* GPU: d_x [rows, in] and d_y [rows, out] in dtype, d_w [out, in] in dtype, d_b [out] in dtype or NULL: cuBLASLt's
+ * bias epilogues take the bias in the output's type for fp16/bf16 outputs (an fp32 bias vector made every
+ * heuristic query fail with "unsupported value" on the H100, CUDA 13.0, 2026-11-28).
  * in and out multiples of 8 (cuBLASLt's 16-byte rule for half types); rows may be 0 (nothing done). */
-hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const float *d_b, size_t rows,
+hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const void *d_b, size_t rows,
                         size_t in, size_t out, nl_act act, int accumulate, net_dtype dt, struct CUstream_st *stream,
                         hx_err *err);
 
