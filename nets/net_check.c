@@ -3,18 +3,18 @@
  * structure (net_gpu_check in nets.h).
  *
  * Tolerance (relative L2 of the logits). Both forwards compute the same function; the GPU rounds every
- * activation to the dtype between layers (unit roundoff u = 2^-11 for fp16, 2^-8 for bf16) and accumulates in
- * fp32. Over a network of L ~ 20-60 layers whose LayerNorms renormalise each block, the rounding errors add
- * roughly as a random walk: relative error ~ c * u * sqrt(L) with c of a few units, i.e. ~1e-2 for fp16 and
- * ~8e-2 for bf16. The stated tolerances are 3e-2 (fp16) and 1.5e-1 (bf16), about 3x and 2x those estimates;
- * a wrong layer (a transposed weight, a missing residual, a shifted patch) gives relative errors of order 1.
+ * activation (and weight) to the dtype between layers (unit roundoff u = 2^-11 for fp16, 2^-8 for bf16), accumulates
+ * in fp32 and uses cuBLASLt's tanh GELU (within 4.7e-4 of the erf form). Measured on an H100 (2026-11-28, 8292e1c):
+ * ptv3-tiny / flash3d-tiny 8e-4 to 1.0e-3 in fp16 and 6.8e-3 to 7.3e-3 in bf16, the full ptv3 and flash3d-46m at 1000
+ * points 1.0e-3 to 1.1e-3 in fp16. The tolerances are 1e-2 (fp16) and 5e-2 (bf16), about 10x and 7x those; one head
+ * weight changed by 1 (the planted error of test_nets_gpu) gives 0.2 to 0.5.
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "nets/nets_internal.h"
 
-double net_check_tolerance(net_dtype dt) { return dt == NET_BF16 ? 1.5e-1 : 3e-2; }
+double net_check_tolerance(net_dtype dt) { return dt == NET_BF16 ? 5e-2 : 1e-2; }
 
 hx_status net_gpu_check(net_check_report *rep, net_gpu *g, const net_params *p, const net_input *in,
                         struct CUstream_st *stream, hx_err *err) {

@@ -1,8 +1,8 @@
 /*
  * test_nets_gpu.c - whole backbones on the GPU against their fp32 CPU forwards (net_gpu_check), on small lidar
- * batches: every tiny configuration in fp16 and bf16, one and two clouds; a forward run twice gives the same
- * logits (the forward recomputes everything from its input, so nothing may carry over between calls); a
- * graphable forward replayed as a CUDA graph gives the same logits as the plain one; and the check itself fails
+ * batches: every tiny configuration in fp16 and bf16, one and two clouds; a forward run again and replayed as a
+ * CUDA graph is right each time (the forward recomputes everything from its input, so nothing may carry over
+ * between calls), and PTv3's runs agree bit for bit; and the check itself fails
  * on a planted error (one weight changed after the GPU copy was made). Exits 77 without a CUDA device.
  */
 #include <math.h>
@@ -154,7 +154,20 @@ static void test_check_catches_planted(void **state) {
   }
 }
 
-/* Two forwards of one prepared object, and a graph replay where the forward allows it, give identical logits. */
+/* A prepared object run again, and replayed as a CUDA graph where the forward allows it: every run matches the CPU
+ * forward on its own structure. PTv3's forward is deterministic (no floating-point atomics, stable sorts), so its
+ * runs must also agree bit for bit; Flash3D's GPU PSH places racing points in an order that may change from run to
+ * run (kernels.h), so its bucket layouts, and with them its logits, may differ between runs, each run being right
+ * for its own layout. */
+static void check_run(net_gpu *g, const net_params *p, const tcase *t, cudaStream_t s, const char *what) {
+  hx_err err = {HX_OK, ""};
+  net_check_report rep;
+  hx_status st = net_gpu_check(&rep, g, p, &t->in, (struct CUstream_st *)s, &err);
+  printf("%s: rel L2 %.3e against the CPU forward on its structure%s%s\n", what, rep.rel_l2, st == HX_OK ? "" : ": ",
+         st == HX_OK ? "" : err.msg);
+  assert_int_equal(st, HX_OK);
+}
+
 static void test_rerun_and_graph(void **state) {
   (void)state;
   static const char *const models[] = {"ptv3-tiny", "flash3d-tiny"};
@@ -175,20 +188,15 @@ static void test_rerun_and_graph(void **state) {
     net_output a = {0}, b = {0};
     assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
     assert_int_equal(net_gpu_download(g, &a, 0, (struct CUstream_st *)s, &err), HX_OK);
+    check_run(g, &p, &t, s, models[m]);
     assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
     assert_int_equal(net_gpu_download(g, &b, 0, (struct CUstream_st *)s, &err), HX_OK);
+    check_run(g, &p, &t, s, models[m]);
     assert_int_equal(a.n * a.classes, b.n * b.classes);
     size_t differ = 0;
     for (size_t i = 0; i < a.n * a.classes; i++) differ += memcmp(&a.logits[i], &b.logits[i], 4) != 0;
-    printf("%s: second forward differs in %zu of %zu logits (atomics in a reduction may reorder sums)\n", models[m],
-           differ, a.n * a.classes);
-    /* bitwise equality is not promised (float atomics); the two runs must agree to fp16 rounding */
-    double d2 = 0, r2 = 0;
-    for (size_t i = 0; i < a.n * a.classes; i++) {
-      d2 += ((double)a.logits[i] - (double)b.logits[i]) * ((double)a.logits[i] - (double)b.logits[i]);
-      r2 += (double)a.logits[i] * (double)a.logits[i];
-    }
-    assert_true(sqrt(d2) <= 1e-2 * sqrt(r2) + 1e-6);
+    printf("%s: second forward differs in %zu of %zu logits\n", models[m], differ, a.n * a.classes);
+    if (cfg.kind == 0) assert_int_equal(differ, 0);
     if (net_gpu_graphable(g)) {
       cudaGraph_t graph;
       cudaGraphExec_t exec;
@@ -196,15 +204,16 @@ static void test_rerun_and_graph(void **state) {
       assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
       assert_int_equal(cudaStreamEndCapture(s, &graph), cudaSuccess);
       assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-      assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
-      net_output c = {0};
-      assert_int_equal(net_gpu_download(g, &c, 0, (struct CUstream_st *)s, &err), HX_OK);
-      d2 = 0;
-      for (size_t i = 0; i < a.n * a.classes; i++)
-        d2 += ((double)a.logits[i] - (double)c.logits[i]) * ((double)a.logits[i] - (double)c.logits[i]);
-      printf("%s: graph replay rel diff %.3g\n", models[m], r2 > 0 ? sqrt(d2 / r2) : 0.0);
-      assert_true(sqrt(d2) <= 1e-2 * sqrt(r2) + 1e-6);
-      net_output_free(&c);
+      for (int r = 0; r < 2; r++) {
+        assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
+        check_run(g, &p, &t, s, r ? "graph replay 2" : "graph replay 1");
+      }
+      if (cfg.kind == 0) {
+        net_output c = {0};
+        assert_int_equal(net_gpu_download(g, &c, 0, (struct CUstream_st *)s, &err), HX_OK);
+        assert_int_equal(memcmp(a.logits, c.logits, a.n * a.classes * sizeof(float)), 0);
+        net_output_free(&c);
+      }
       cudaGraphExecDestroy(exec);
       cudaGraphDestroy(graph);
     } else {
