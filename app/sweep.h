@@ -24,8 +24,10 @@
  *
  * Typical stage, with the helper below doing warm-up, repetitions, summary and raw samples in one call:
  *   struct my_args a = {...};
- *   hx_closure c = {my_run, NULL, &a};   // hx_status my_run(void *arg, void *stream, hx_err *err)
+ *   hx_closure c = {my_run, NULL, &a, bytes, 0}; // hx_status my_run(void *arg, void *stream, hx_err *err)
  *   HX_TRY(f3d_measure(ctx, "ptv3", "serialize", "v1", HX_CLOCK_GPU, &c, err));
+ * The closure declares the bytes (and FLOPs) one run moves; the measurement layer writes bytes and bandwidth
+ * (flops and tflops) at the median its rows report, so no median travels back to the pipeline.
  * A GPU closure must enqueue its work on the stream run() receives (never the legacy default stream):
  * with --timing nvbench that stream is held by a spinning kernel until run() returns, so work queued
  * elsewhere would be timed wrongly or not at all. run() may be called many times back to back (hot
@@ -149,5 +151,7 @@ hx_status f3d_record(f3d_ctx *ctx, const char *pipeline, const char *kernel, con
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err); /* pipe_workload.c */
 hx_status f3d_pipe_flash3d(f3d_ctx *ctx, hx_err *err);  /* pipe_flash3d.c */
 hx_status f3d_pipe_ptv3(f3d_ctx *ctx, hx_err *err);     /* pipe_ptv3.c */
+hx_status f3d_pipe_ptv3_net(f3d_ctx *ctx, hx_err *err);    /* pipe_net.c */
+hx_status f3d_pipe_flash3d_net(f3d_ctx *ctx, hx_err *err); /* pipe_net.c */
 
 #endif /* F3D_CLI_SWEEP_H */

@@ -25,6 +25,8 @@
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err) { return (void)ctx, (void)err, HX_OK; }
 hx_status f3d_pipe_ptv3(f3d_ctx *ctx, hx_err *err) { return (void)ctx, (void)err, HX_OK; }
 hx_status f3d_pipe_flash3d(f3d_ctx *ctx, hx_err *err) { return (void)ctx, (void)err, HX_OK; }
+hx_status f3d_pipe_ptv3_net(f3d_ctx *ctx, hx_err *err) { return (void)ctx, (void)err, HX_OK; }
+hx_status f3d_pipe_flash3d_net(f3d_ctx *ctx, hx_err *err) { return (void)ctx, (void)err, HX_OK; }
 
 static hx_status h_alloc(void *ctx, void **p, size_t bytes, hx_err *err) {
   (void)ctx;

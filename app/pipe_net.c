@@ -1,0 +1,200 @@
+/*
+ * pipe_net.c - the "ptv3-net" and "flash3d-net" sweep pipelines: whole backbone forwards (nets/) on the case's
+ * batch, the paper's scalability figure and its table.
+ *   ptv3-net     PTv3-m1, nuScenes configuration ("ptv3", 46,159,312 parameters)
+ *   flash3d-net  Flash3D at equal parameters ("flash3d-46m"), at the paper's equal-memory size ("flash3d-129m"),
+ *                and with --ladder the public configuration ("flash3d-public")
+ * Rows, variant = the configuration name ("<name>.graph" for the same forward replayed as one CUDA graph):
+ *   forward      the whole forward (f3d_measure: timing, the counters over the whole forward, mem_peak = every
+ *                buffer and weight the forward holds, from the sweep's arena), plus params (count), check (1 after
+ *                the GPU forward matched the fp32 CPU forward), check_rel_l2, and prepare_ms (the untimed set-up)
+ *   <component>  time per component (embed, serialize, psh, cpe, norm, qkv, gather, attn, proj, mlp, pool, unpool,
+ *                head): CUDA events at the forward's hook ranges over NET_BREAKDOWN_RUNS forwards, one sample per
+ *                forward, so each component has a median and a spread; share = its part of the summed components
+ * The check runs before any timing of a configuration, on the first NET_CHECK_POINTS points of each cloud (the CPU
+ * forward of a 46M-parameter network costs seconds per thousand points); a configuration that fails it gets check
+ * = 0 and is not timed. Without a GPU the pipelines add nothing (the CPU forward is a reference, not a benchmark).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/net_run.h"
+#include "app/sweep.h"
+#include "f3d_config.h"
+
+#define NET_CHECK_POINTS 600u
+#define NET_BREAKDOWN_RUNS 5u
+
+typedef struct net_job {
+  net_gpu *g;
+  void *exec; /* cudaGraphExec_t of the captured forward */
+} net_job;
+
+#if F3D_HAVE_CUDA
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#include <cuda_runtime_api.h>
+#pragma GCC diagnostic pop
+
+static hx_status job_forward(void *arg, void *stream, hx_err *err) {
+  net_job *j = arg;
+  return net_gpu_forward(j->g, NULL, (struct CUstream_st *)stream, err);
+}
+static hx_status job_graph(void *arg, void *stream, hx_err *err) {
+  net_job *j = arg;
+  cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)j->exec, (cudaStream_t)stream);
+  return e == cudaSuccess ? HX_OK : hx_errf(err, HX_ECUDA, "net: graph launch: %s", cudaGetErrorString(e));
+}
+
+/* The first k points of each cloud of the case (unique voxels stay unique). */
+static hx_status prefix(wl_batch *out, const wl_batch *bt, size_t k, hx_err *err) {
+  wl_cloud cl[64];
+  if (bt->b > 64) return hx_errf(err, HX_EINVAL, "net: more than 64 clouds");
+  memset(cl, 0, sizeof cl);
+  hx_status st = HX_OK;
+  for (uint32_t c = 0; c < bt->b && st == HX_OK; c++) {
+    size_t m = bt->offset[c + 1] - bt->offset[c];
+    if (m > k) m = k;
+    st = wl_cloud_alloc(&cl[c], m, err);
+    if (st == HX_OK) memcpy(cl[c].xyz, bt->xyz + bt->offset[c] * 3, m * 3 * sizeof(float));
+  }
+  if (st == HX_OK) st = wl_batch_from_clouds(out, cl, bt->b, err);
+  for (uint32_t c = 0; c < bt->b; c++) wl_cloud_free(&cl[c]);
+  return st;
+}
+
+/* Check one configuration on a prefix of the case: 1 pass, 0 fail (reason on stderr), or an error status. */
+static hx_status check_model(f3d_ctx *ctx, const char *pipe, const net_config *cfg, const net_params *p,
+                             net_dtype dt, hx_err *err) {
+  wl_batch small = {0};
+  float *feat = NULL;
+  net_input in;
+  net_gpu *g = NULL;
+  net_alloc al = f3d_net_arena(ctx->arena);
+  net_check_report rep = {0};
+  hx_err cerr = {HX_OK, ""};
+  hx_status st = prefix(&small, ctx->c.cloud, NET_CHECK_POINTS, err);
+  if (st == HX_OK) st = f3d_net_input(&in, &feat, &small, ctx->c.voxel, ctx->seed, err);
+  if (st == HX_OK) st = net_gpu_create(&g, cfg, p, dt, &al, err);
+  if (st == HX_OK) st = net_gpu_prepare(g, &in, (struct CUstream_st *)ctx->stream, err);
+  if (st == HX_OK) st = net_gpu_forward(g, NULL, (struct CUstream_st *)ctx->stream, err);
+  hx_status cst = st == HX_OK ? net_gpu_check(&rep, g, p, &in, (struct CUstream_st *)ctx->stream, &cerr) : st;
+  net_gpu_destroy(g);
+  free(feat);
+  wl_batch_free(&small);
+  if (st != HX_OK) return st;
+  if (cst != HX_OK && cst != HX_ECHECK) return hx_errf(err, cst, "%s", cerr.msg);
+  if (cst == HX_ECHECK) fprintf(stderr, "f3dbench: %s/%s: check failed, not timed: %s\n", pipe, cfg->name, cerr.msg);
+  HX_TRY(f3d_record(ctx, pipe, "forward", cfg->name, "check", cst == HX_OK, "bool", err));
+  if (isfinite(rep.rel_l2)) HX_TRY(f3d_record(ctx, pipe, "forward", cfg->name, "check_rel_l2", rep.rel_l2, "ratio", err));
+  return cst == HX_OK ? HX_OK : HX_ECHECK;
+}
+
+static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx_err *err) {
+  const net_dtype dt = NET_F16;
+  net_config cfg;
+  HX_TRY(net_config_named(&cfg, model, err));
+  net_params p = {0};
+  hx_status st = net_params_init(&p, &cfg, ctx->seed, err);
+  if (st == HX_OK) st = f3d_record(ctx, pipe, "forward", model, "params", (double)net_params_count(&p), "count", err);
+  if (st == HX_OK) {
+    st = check_model(ctx, pipe, &cfg, &p, dt, err);
+    if (st == HX_ECHECK) {
+      net_params_free(&p);
+      return HX_OK; /* recorded check = 0; the next configuration goes on */
+    }
+  }
+  net_input in;
+  float *feat = NULL;
+  net_gpu *g = NULL;
+  net_alloc al = f3d_net_arena(ctx->arena);
+  size_t need = 0;
+  cudaGraph_t graph = NULL;
+  net_job j = {NULL, NULL};
+  if (st == HX_OK) st = f3d_net_input(&in, &feat, ctx->c.cloud, ctx->c.voxel, ctx->seed, err);
+  if (st == HX_OK) {
+    hx_err ferr = {HX_OK, ""};
+    hx_status fst = f3d_net_fits(&need, &cfg, &in, dt, &ferr);
+    if (fst == HX_ENOMEM) { /* skipped with the bytes it needed and what was free, recorded in the run */
+      fprintf(stderr, "f3dbench: %s/%s: %s\n", pipe, model, ferr.msg);
+      st = f3d_record(ctx, pipe, "forward", model, "skipped_bytes_needed", (double)need, "B", err);
+      free(feat);
+      net_params_free(&p);
+      return st;
+    }
+    if (fst != HX_OK) st = hx_errf(err, fst, "%s", ferr.msg);
+  }
+  if (st == HX_OK) st = net_gpu_create(&g, &cfg, &p, dt, &al, err);
+  const double t0 = hx_now_ms();
+  if (st == HX_OK) st = net_gpu_prepare(g, &in, (struct CUstream_st *)ctx->stream, err);
+  if (st == HX_OK && cudaStreamSynchronize((cudaStream_t)ctx->stream) != cudaSuccess)
+    st = hx_errf(err, HX_ECUDA, "%s/%s: prepare failed on the device", pipe, model);
+  if (st == HX_OK) st = f3d_record(ctx, pipe, "forward", model, "prepare_ms", hx_now_ms() - t0, "ms", err);
+  j.g = g;
+  hx_closure c = {.run = job_forward, .arg = &j};
+  if (st == HX_OK) st = f3d_measure(ctx, pipe, "forward", model, HX_CLOCK_GPU, &c, err);
+  if (st == HX_OK && net_gpu_graphable(g)) {
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    if (e == cudaSuccess) {
+      st = net_gpu_forward(g, NULL, (struct CUstream_st *)s, err);
+      cudaError_t e2 = cudaStreamEndCapture(s, &graph);
+      if (e2 != cudaSuccess && st == HX_OK) e = e2;
+    }
+    if (st == HX_OK && e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (st == HX_OK && e != cudaSuccess) st = hx_errf(err, HX_ECUDA, "%s/%s: graph: %s", pipe, model, cudaGetErrorString(e));
+    j.exec = exec;
+    char v[64];
+    snprintf(v, sizeof v, "%s.graph", model);
+    hx_closure cg = {.run = job_graph, .arg = &j};
+    if (st == HX_OK) st = f3d_measure(ctx, pipe, "forward", v, HX_CLOCK_GPU, &cg, err);
+  }
+  /* components: one sample per forward for each, NET_BREAKDOWN_RUNS forwards */
+  f3d_net_breakdown bd[NET_BREAKDOWN_RUNS];
+  for (unsigned r = 0; r < NET_BREAKDOWN_RUNS && st == HX_OK; r++) st = f3d_net_breakdown_run(&bd[r], g, ctx->stream, err);
+  if (st == HX_OK) {
+    double total = 0;
+    for (size_t k = 0; k < bd[0].n; k++) total += bd[0].ms[k];
+    for (size_t k = 0; k < bd[0].n && st == HX_OK; k++) {
+      double samples[NET_BREAKDOWN_RUNS];
+      for (unsigned r = 0; r < NET_BREAKDOWN_RUNS; r++) {
+        samples[r] = 0;
+        for (size_t q = 0; q < bd[r].n; q++)
+          if (strcmp(bd[r].name[q], bd[0].name[k]) == 0) samples[r] = bd[r].ms[q];
+      }
+      st = f3d_record_times(ctx, pipe, bd[0].name[k], model, samples, NET_BREAKDOWN_RUNS, err);
+      if (st == HX_OK && total > 0) st = f3d_record(ctx, pipe, bd[0].name[k], model, "share", bd[0].ms[k] / total, "ratio", err);
+    }
+  }
+  if (j.exec) cudaGraphExecDestroy((cudaGraphExec_t)j.exec);
+  if (graph) cudaGraphDestroy(graph);
+  net_gpu_destroy(g);
+  free(feat);
+  net_params_free(&p);
+  return st;
+}
+#endif
+
+static hx_status run_models(f3d_ctx *ctx, const char *pipe, const char *const *models, size_t n, hx_err *err) {
+  if (!ctx->have_gpu) return HX_OK;
+#if F3D_HAVE_CUDA
+  for (size_t i = 0; i < n; i++) HX_TRY(run_model(ctx, pipe, models[i], err));
+  return HX_OK;
+#else
+  (void)pipe, (void)models, (void)n, (void)err;
+  return HX_OK;
+#endif
+}
+
+hx_status f3d_pipe_ptv3_net(f3d_ctx *ctx, hx_err *err) {
+  static const char *const models[] = {"ptv3"};
+  return run_models(ctx, "ptv3-net", models, 1, err);
+}
+
+hx_status f3d_pipe_flash3d_net(f3d_ctx *ctx, hx_err *err) {
+  static const char *const models[] = {"flash3d-46m", "flash3d-129m", "flash3d-public"};
+  return run_models(ctx, "flash3d-net", models, ctx->ladder ? 3 : 2, err);
+}
