@@ -27,6 +27,9 @@
  *   budget's default, 290 s, is then a safety net the default run does not reach: context time_budget_cut
  *   says whether it lowered any cap. The ladder keeps the bench's 3 s cap and a 540 s budget (159 stages x 6
  *   cases does not fit 9 minutes at 3 s: the budget lowers the caps there, as it always did).
+ *   Not in these figures: the backbone pipelines (ptv3-net, flash3d-net, pipe_net.c), registered after them: 3
+ *   whole forwards per case, each plainly and as a graph (6 GPU stages of tens to hundreds of ms a call), their
+ *   set-up and their CPU checks; their cost is to be measured before the 5 minutes can count on it.
  *
  * Invariant: the run directory is committed (results.csv appears) only when every case of every selected
  * pipeline succeeded; an error or SIGINT/SIGTERM aborts it, so it is left marked INCOMPLETE with a status
