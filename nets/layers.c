@@ -8,7 +8,7 @@
  * validates its arguments first and writes nothing when it returns an error.
  */
 #include "kernels/kernels.h"
-#include "nets/nets.h"
+#include "nets/nets_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -47,23 +47,38 @@ static int act_valid(nl_act act) { return act == NL_ACT_NONE || act == NL_ACT_GE
 
 /* ---- Linear ------------------------------------------------------------------------------------------ */
 
+typedef struct lin_job {
+  float *y;
+  const float *x, *w, *b;
+  size_t in, out;
+  nl_act act;
+  int accumulate;
+} lin_job;
+
+static void lin_rows(void *ctx, size_t r0, size_t r1) {
+  const lin_job *j = ctx;
+  for (size_t r = r0; r < r1; ++r) {
+    const float *xr = j->x + r * j->in;
+    float *yr = j->y + r * j->out;
+    for (size_t o = 0; o < j->out; ++o) {
+      const float *wo = j->w + o * j->in;
+      double s = j->b ? (double)j->b[o] : 0.0;
+      for (size_t i = 0; i < j->in; ++i) s += (double)xr[i] * (double)wo[i];
+      const float v = act_apply(j->act, (float)s);
+      yr[o] = j->accumulate ? yr[o] + v : v;
+    }
+  }
+}
+
 hx_status nl_linear_cpu(float *y, const float *x, const float *w, const float *b, size_t rows, size_t in,
                         size_t out, nl_act act, int accumulate, hx_err *err) {
   if (in == 0 || out == 0) return hx_errf(err, HX_EINVAL, "nl_linear_cpu: in = %zu, out = %zu (both must be > 0)", in, out);
   if (!act_valid(act)) return hx_errf(err, HX_EINVAL, "nl_linear_cpu: unknown activation %d", (int)act);
   if (rows == 0) return HX_OK;
   if (!y || !x || !w) return hx_errf(err, HX_EINVAL, "nl_linear_cpu: NULL y, x or w");
-  for (size_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * in;
-    float *yr = y + r * out;
-    for (size_t o = 0; o < out; ++o) {
-      const float *wo = w + o * in;
-      double s = b ? (double)b[o] : 0.0;
-      for (size_t i = 0; i < in; ++i) s += (double)xr[i] * (double)wo[i];
-      const float v = act_apply(act, (float)s);
-      yr[o] = accumulate ? yr[o] + v : v;
-    }
-  }
+  lin_job j = {y, x, w, b, in, out, act, accumulate};
+  /* rows are independent: split them over the CPUs when the work is worth a thread (~64k multiply-adds) */
+  net_par_for(rows, 1 + 65536 / (in * out), lin_rows, &j);
   return HX_OK;
 }
 

@@ -213,6 +213,11 @@ struct net_gpu {
 const net_gpu_ops *net_ptv3_gpu_ops(void);
 const net_gpu_ops *net_flash3d_gpu_ops(void);
 
+/* The CPU references' parallel loop (par.c): body(ctx, begin, end) over [0, n) in contiguous chunks of at least
+ * `grain` rows, one thread each (up to the online CPUs). Bodies write disjoint rows, so the result does not
+ * depend on the thread count. */
+void net_par_for(size_t n, size_t grain, void (*body)(void *ctx, size_t begin, size_t end), void *ctx);
+
 /* A range on the hooks, if any (begin = 1 / 0). */
 static inline void net_range(const net_hooks *h, const char *name, int begin, struct CUstream_st *s) {
   if (h && h->range) h->range(h->ctx, name, begin, s);

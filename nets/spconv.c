@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "nets/nets.h"
+#include "nets/nets_internal.h"
 #include "nets/spconv_internal.h"
 
 #define SPC_COORD_LIMIT (1u << 18)
@@ -114,6 +114,33 @@ void spc_map_free_host(spc_map *m) {
   memset(m, 0, sizeof *m);
 }
 
+typedef struct conv_job {
+  float *y;
+  const float *x, *w, *b;
+  const spc_map *m;
+  size_t in, out;
+} conv_job;
+
+static void conv_rows(void *ctx, size_t i0, size_t i1) {
+  const conv_job *c = ctx;
+  const size_t K = c->m->K;
+  for (size_t i = i0; i < i1; ++i) {
+    float *yi = c->y + i * c->out;
+    for (size_t co = 0; co < c->out; ++co) yi[co] = c->b ? c->b[co] : 0.0f;
+    for (size_t o = 0; o < K; ++o) {
+      const int32_t j = c->m->nbr[i * K + o];
+      if (j < 0) continue;
+      const float *xj = c->x + (size_t)j * c->in;
+      for (size_t co = 0; co < c->out; ++co) {
+        const float *wr = c->w + (co * K + o) * c->in;
+        float acc = 0.0f;
+        for (size_t ci = 0; ci < c->in; ++ci) acc += wr[ci] * xj[ci];
+        yi[co] += acc;
+      }
+    }
+  }
+}
+
 hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b, const spc_map *m, size_t in,
                        size_t out, hx_err *err) {
   if (!m) return hx_errf(err, HX_EINVAL, "spc_conv_cpu: NULL map");
@@ -123,24 +150,13 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
   if (!m->n) return HX_OK;
   if (!y || !x || !w || !m->nbr) return hx_errf(err, HX_EINVAL, "spc_conv_cpu: NULL y, x, w or map entries");
   const size_t K = m->K;
-  for (size_t i = 0; i < m->n; ++i) {
-    float *yi = y + i * out;
-    for (size_t co = 0; co < out; ++co) yi[co] = b ? b[co] : 0.0f;
-    for (size_t o = 0; o < K; ++o) {
-      const int32_t j = m->nbr[i * K + o];
-      if (j < 0) continue;
-      if ((uint32_t)j >= m->n)
-        return hx_errf(err, HX_EINVAL, "spc_conv_cpu: map entry (%zu, %zu) = %d outside %u rows", i, o, (int)j,
-                       m->n);
-      const float *xj = x + (size_t)j * in;
-      for (size_t co = 0; co < out; ++co) {
-        const float *wr = w + (co * K + o) * in;
-        float acc = 0.0f;
-        for (size_t c = 0; c < in; ++c) acc += wr[c] * xj[c];
-        yi[co] += acc;
-      }
-    }
-  }
+  for (size_t i = 0; i < (size_t)m->n * K; ++i) /* every entry checked before any row is computed */
+    if (m->nbr[i] >= 0 && (uint32_t)m->nbr[i] >= m->n)
+      return hx_errf(err, HX_EINVAL, "spc_conv_cpu: map entry (%zu, %zu) = %d outside %u rows", i / K, i % K,
+                     (int)m->nbr[i], m->n);
+  conv_job c = {y, x, w, b, m, in, out};
+  /* output rows are independent: split them over the CPUs */
+  net_par_for(m->n, 1 + 65536 / (K * in * out / 4 + 1), conv_rows, &c);
   return HX_OK;
 }
 
