@@ -903,6 +903,9 @@ int f3d_cmd_sweep(int argc, char **argv) {
       ctx.seed = o.seed;
       ctx.verbose = o.verbose;
       ctx.ladder = o.ladder;
+      ctx.max_points = 0;
+      for (size_t q = 0; q < o.nsizes; q++)
+        if (o.sizes[q] > ctx.max_points) ctx.max_points = (size_t)o.sizes[q];
       ctx.c.workload = o.wl[w].name;
       ctx.c.n_points = n;
       ctx.c.batch = o.batch;

@@ -20,8 +20,9 @@ const f3d_pipeline f3d_pipelines[] = {
      f3d_pipe_flash3d},
     {"ptv3-net", "PTv3-m1 whole forward (nuScenes, 46.2M parameters): checked, timed (also as a CUDA graph), memory, "
      "time per component", f3d_pipe_ptv3_net},
-    {"flash3d-net", "Flash3D whole forward at equal parameters (46m) and equal memory (129m; public with --ladder): "
-     "checked, timed, memory, time per component", f3d_pipe_flash3d_net},
+    {"flash3d-net", "Flash3D whole forward at equal parameters (46m) and equal memory (129m at the largest size; every "
+     "size and the public configuration with --ladder): checked, timed, memory, time per component",
+     f3d_pipe_flash3d_net},
     /* one line per pipeline, in run order */
 };
 const size_t f3d_pipeline_count = sizeof f3d_pipelines / sizeof f3d_pipelines[0];

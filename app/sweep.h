@@ -68,6 +68,8 @@ typedef struct f3d_ctx {
   int verbose;                /* -v count: 0 quiet; pipelines may print detail on stderr when > 0 */
   int ladder;                 /* sweep --ladder: every rung of every kernel ladder and the stages that split one
                                * into its parts; 0: the main path (app/pipe_plan.h says which stages and variants) */
+  size_t max_points;          /* the largest --sizes entry of the run (points per cloud): where a pipeline puts
+                               * what the run needs at one size only (the paper's table is at the largest) */
   f3d_case c;                 /* the case being measured */
   const volatile sig_atomic_t *stop; /* non-zero once SIGINT/SIGTERM arrived: f3d_measure returns
                                       * at once, the sweep then marks the run interrupted */
