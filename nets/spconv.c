@@ -169,8 +169,11 @@ int spc_variant_count(void) { return (int)(sizeof spc_table / sizeof spc_table[0
 
 const spc_variant *spc_variant_get(int i) { return i >= 0 && i < spc_variant_count() ? &spc_table[i] : NULL; }
 
-/* v0 is the only variant so far: the library reference is also the main path. */
+/* v1 (the fused implicit GEMM) wherever its channel rule holds: every xCPE convolution of PTv3 (32 .. 512);
+ * v0 otherwise (the stem's 4 -> 32). Looked up by id, so the rule does not depend on the table's order. */
 const spc_variant *spc_variant_best(size_t in, size_t out) {
-  (void)in, (void)out;
+  const int want = spc_v1_takes(in, out) ? 1 : 0;
+  for (int i = 0; i < spc_variant_count(); ++i)
+    if (spc_table[i].id == want) return &spc_table[i];
   return &spc_table[0];
 }

@@ -30,6 +30,19 @@
  *       rounding of the sum. GEMM sizes come from the host counts (m->opairs, found by an untimed map with
  *       count_pairs); the kernels also bound themselves by the device counts, so stale host counts can give a
  *       wrong result but never an out-of-bounds access. Launches: 2 + 3 (K - 1) at most (80 for k = 3).
+ *   v1  fused implicit GEMM on the tensor cores, one launch: in and out multiples of 16 (else HX_EUNSUPPORTED;
+ *       spc_variant_best gives v0), reading only the map nbr (no rulebook, no counts, no scratch). A CTA owns
+ *       BM output rows (256, 16 warps, for maps of >= 16384 rows at k = 3; else 128, 8 warps) x BN output
+ *       channels (the widest of 128, 64, 32, 16 dividing out) and walks the steps (offset o at which some row
+ *       of the tile has a neighbour, chunk of BK = 64, 32 or 16 input channels). A 3-stage cp.async pipeline
+ *       gathers A[r] = x[nbr[r, o]][chunk] (16-byte copies, zero-filled for -1, kept in L1 since a row is
+ *       gathered at several offsets of a tile) and B = W_o[slice][chunk] into XOR-swizzled shared memory;
+ *       ldmatrix + mma.sync m16n8k16 (fp16 or bf16, fp32 accumulators), each warp multiplying only its 16-row
+ *       groups that have a neighbour at o (per-group offset masks built from the map in the prologue). Then
+ *       + bias in fp32, one rounding to the dtype, one store per value. v0's weight layout [K][out][in] is
+ *       already the mma's column-major B (W_o[n][k], k contiguous), so both variants read the same upload.
+ *       Each output is summed over increasing o in fp32, like the CPU reference; the result does not depend on
+ *       the schedule (no atomics), so runs agree bit for bit.
  *
  * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
  *   FLOPs = 2 * pairs * in * out (spc_map.pairs; the centre's n pairs included).
@@ -40,6 +53,27 @@
  *   scatter read P and read-modify-write acc): PTv3 level 0 at n = 100k, C = 32, pairs ~ 10 n gives
  *   2 * 1e6 * 32 * 32 = 2 GFLOP (~3 us at ~700 TFLOP/s) against ~0.7 GB (~0.23 ms at 3 TB/s), while the floor's
  *   bytes are 100k * 64 * 2 + 100k * 27 * 4 = 24 MB (~8 us): v0 is bandwidth-bound, ~30x above the floor.
+ *   The issue's floor for v1 (#36): the larger of pairs FLOPs at the measured tensor rate (~780 TFLOP/s dense
+ *   fp16 on an H100) and the bytes of a fused kernel at the measured copy bandwidth (~3.0 TB/s): each input
+ *   row once per tile it is a neighbour of (n * in * 2 * h, halo factor h ~ 1.5 for spatially coherent rows),
+ *   each output row once (n * out * 2), the map (n * 27 * 4: at C = 32 it is 40% of the bytes) and the weights
+ *   (27 * in * out * 2). PTv3-m1 at 600k lidar points, C -> C, pairs ~ 12 n (level sizes after level 0 are
+ *   estimates; the forward knows them):
+ *       n      C    GFLOP   FLOP time   floor bytes   byte time   floor    v1 L2->SM bytes (BM = 256 / 128)
+ *     600k    32    14.7      19 us       161 MB        54 us      54 us    0.59 GB / 0.72 GB
+ *     600k    64    59.0      76 us       257 MB        86 us      86 us    1.44 GB / 1.96 GB
+ *     200k    64    19.7      25 us        86 MB        29 us      29 us    0.48 GB / 0.65 GB
+ *      60k   128    23.6      30 us        46 MB        15 us      30 us    0.39 GB / 0.60 GB
+ *      18k   256    28.3      36 us        29 MB        10 us      36 us    0.47 GB / 0.72 GB
+ *       5k   512    31.5      40 us        27 MB         9 us      40 us      -    / 0.80 GB
+ *   v1 moves more than the floor through L2: the gathers read pairs * in * 2 * (out / BN) (each pair's row
+ *   once per output slice, less what L1 keeps between offsets) and every tile reads all 27 W_o slices,
+ *   27 * in * out * 2 * n / BM, as large as the gathers' at C = 64 and larger above. Its tensor work is 2 * 16-row groups * 16 *
+ *   in * out per active (group, offset): between the pairs' FLOPs and 27/12 of them. At an L2 rate of
+ *   ~6-8 TB/s (not yet measured here) the last column takes 50-240 us: if L2 is the limit, v1 lands at
+ *   ~35-70% of the floor (C = 32 best; C = 64 at 600k, the largest xCPE time, 36-48%). The next step is
+ *   named by what the timing shows: a larger BM or weights kept on chip across tiles (weights-bound), or the
+ *   tile's neighbour rows staged once in shared memory and addressed per offset by ldmatrix (gather-bound).
  */
 #include "nets/nets.h"
 #include "nets/spconv_internal.h"
@@ -256,6 +290,288 @@ hx_status gemm(cublasHandle_t h, float *C, const void *X, const void *W, uint32_
   return HX_OK;
 }
 
+/* ---- v1: fused implicit GEMM ----------------------------------------------------------------------- */
+namespace v1 {
+
+/* Everything the kernel reads, validated once by spc_conv_v1 (flash-attention's params struct): the kernel
+ * trusts it. Rows are dense (row stride = channels); x, w and y are 16-byte aligned, in and out multiples of 16. */
+struct Params {
+  void *y;             /* [n, out] dtype */
+  const void *x;       /* [n, in] dtype */
+  const void *w;       /* [K][out][in] dtype: W_o row-major [out, in], the mma's column-major B operand */
+  const float *b;      /* [out] fp32 or NULL */
+  const int32_t *nbr;  /* [n, K]: input row or -1; entries outside [0, n) are read as -1 */
+  uint32_t n, K, in, out;
+  uint32_t slices;     /* out / BN: CTA c owns row tile c / slices and output channels BN * (c % slices) .. */
+};
+
+/* Tile sizes per row tile BM, output-slice width BN and input-channel chunk BK (the compiled specialisations:
+ * BM 128 or 256, BN 16, 32, 64 or 128 by out, BK 16, 32 or 64 by in, fp16 and bf16). A warp owns 32 x BN/2
+ * (BN >= 64) or 16 x BN accumulators, so BM = 128 is 8 warps (2 CTAs per SM) and BM = 256 is 16 warps (1). */
+template <int BM_, int BN_, int BK_> struct Traits {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, STAGES = 3;
+  static constexpr int WARPS_N = BN >= 64 ? 2 : 1, WM = BN >= 64 ? 32 : 16, WARPS_M = BM / WM;
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N, MIN_CTAS = THREADS <= 256 ? 2 : 1;
+  static constexpr int WN = BN / WARPS_N;                     /* one warp's accumulator tile: WM x WN */
+  static constexpr int MI = WM / 16, NI = WN / 8;             /* its m16 and n8 mma tiles */
+  static constexpr int CPR = BK / 8;                          /* 16-byte chunks per smem row */
+  static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int GROUPS = BM / 16, MASKW = 4;           /* 16-row groups; mask words (K <= 128) */
+  static_assert(MI >= 1 && NI >= 2 && NI % 2 == 0 && WM % 16 == 0, "warp tile: m16 rows, pairs of n8 tiles");
+  static_assert((BM * CPR) % THREADS == 0, "A chunks split evenly over the threads");
+  static_assert(STAGE_BYTES % 128 == 0, "stages stay 128-byte aligned");
+  /* Dynamic shared memory: the stages, then the tile's map rows, group masks and active-offset list. */
+  static size_t smem_bytes(uint32_t K) {
+    return (size_t)STAGES * STAGE_BYTES + (size_t)BM * K * 4u + GROUPS * MASKW * 4u + 128u + 16u;
+  }
+};
+
+/* Byte offset of 16-byte chunk c of row r in a [rows][CPR chunks] tile, XOR-swizzled so that the 8 row
+ * addresses of one ldmatrix phase (8 consecutive rows starting at a multiple of 8, one chunk column) fall in 8
+ * distinct 16-byte bank groups: rows of one 128-byte line (RPL of them) already differ, and the chunk index is
+ * XORed with the line number. BK = 64: c ^ (r % 8); 32: c ^ ((r / 2) % 4); 16: c ^ ((r / 4) % 2). */
+template <int CPR> __device__ __forceinline__ uint32_t swz(int r, int c) {
+  constexpr int RPL = 8 / CPR;
+  return (uint32_t)(r * CPR * 16 + ((c ^ ((r / RPL) % CPR)) * 16));
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* 16-byte asynchronous copies global -> shared; src_bytes 0 reads nothing and writes 16 zero bytes (the
+ * missing neighbours' rows). .ca keeps gathered rows in L1 (a row is a neighbour of several rows of a tile, at
+ * several offsets), .cg streams the weights through L2 only. */
+__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void *src, uint32_t src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void *src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+/* d += a b: m16n8k16, A row-major (4 regs), B column-major (2 regs), fp32 accumulators. */
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __half) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
+                                    __nv_bfloat16) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack2(float a, float b, __half) {
+  const __half2 h = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const uint32_t *>(&h);
+}
+__device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const uint32_t *>(&h);
+}
+
+/*
+ * One CTA: output rows [r0, r0 + BM) x channels [c0, c0 + BN). Prologue: the tile's map rows into shared
+ * memory (rows past n and entries outside [0, n) as -1), a mask of the offsets each 16-row group has a
+ * neighbour at, and the list of offsets the whole tile has one at (in increasing o). Main loop over steps
+ * s = (active offset, input chunk) with a STAGES-deep cp.async pipeline: step s gathers A[r][:] =
+ * x[nbr[r0 + r, o]][chunk] (zeros for -1) and B = W_o[c0 .. c0 + BN)[chunk], and each warp multiplies only its
+ * 16-row groups that have a neighbour at o. Epilogue: + bias, one rounding to the dtype, one store per value.
+ * Invariant of the pipeline: when step s is computed, cp.async groups 0..s are complete (wait_group STAGES-2
+ * after STAGES-1+s commits) and the buffer refilled in iteration s, (s-1) % STAGES, was last read in
+ * iteration s-1, before every warp passed this iteration's barrier.
+ */
+template <typename T, int BM, int BN, int BK>
+__global__ void __launch_bounds__(Traits<BM, BN, BK>::THREADS, Traits<BM, BN, BK>::MIN_CTAS)
+    conv_kernel(const Params p) {
+  using Tr = Traits<BM, BN, BK>;
+  constexpr int STAGES = Tr::STAGES, THREADS = Tr::THREADS, CPR = Tr::CPR, MI = Tr::MI, NI = Tr::NI;
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char *stage = smem;
+  int32_t *nbr_s = reinterpret_cast<int32_t *>(smem + STAGES * Tr::STAGE_BYTES);
+  uint32_t *gmask = reinterpret_cast<uint32_t *>(nbr_s + BM * p.K);
+  uint8_t *act = reinterpret_cast<uint8_t *>(gmask + Tr::GROUPS * Tr::MASKW);
+  int *nact = reinterpret_cast<int *>(act + 128);
+
+  const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / Tr::WARPS_N, wn = warp % Tr::WARPS_N;
+  const uint32_t tile = blockIdx.x / p.slices, slice = blockIdx.x - tile * p.slices;
+  const uint32_t r0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN, K = p.K;
+
+  /* prologue: map rows and masks */
+  if (tid < Tr::GROUPS * Tr::MASKW) gmask[tid] = 0u;
+  __syncthreads();
+  const uint32_t rows = p.n - r0 < (uint32_t)BM ? p.n - r0 : (uint32_t)BM;
+  for (uint32_t t = (uint32_t)tid; t < (uint32_t)BM * K; t += THREADS) {
+    const uint32_t r = t / K, o = t - r * K;
+    int32_t j = -1;
+    if (r < rows) {
+      j = p.nbr[(size_t)r0 * K + t];
+      if ((uint32_t)j >= p.n) j = -1;
+    }
+    nbr_s[t] = j;
+    if (j >= 0) atomicOr(&gmask[(r / 16u) * Tr::MASKW + (o >> 5)], 1u << (o & 31u));
+  }
+  __syncthreads();
+  if (warp == 0) {
+    int count = 0;
+    for (uint32_t wd = 0; wd * 32u < K; ++wd) {
+      uint32_t any = 0;
+      for (int g = 0; g < Tr::GROUPS; ++g) any |= gmask[g * Tr::MASKW + (int)wd];
+      const bool on = (any >> lane) & 1u; /* bits at o >= K are never set */
+      const uint32_t bal = __ballot_sync(0xFFFFFFFFu, on);
+      if (on) act[count + __popc(bal & ((1u << lane) - 1u))] = (uint8_t)(wd * 32u + (uint32_t)lane);
+      count += __popc(bal);
+    }
+    if (lane == 0) *nact = count;
+  }
+  __syncthreads();
+
+  const int KC = (int)(p.in / (uint32_t)BK), S = *nact * KC;
+  const unsigned char *xb = static_cast<const unsigned char *>(p.x), *wb = static_cast<const unsigned char *>(p.w);
+
+  auto load = [&](int s, int buf) {
+    const int oi = s / KC, kc = s - oi * KC, o = act[oi];
+    unsigned char *sA = stage + buf * Tr::STAGE_BYTES, *sB = sA + Tr::A_BYTES;
+    const uint32_t aA = smem_addr(sA), aB = smem_addr(sB);
+#pragma unroll
+    for (int i = 0; i < BM * CPR / THREADS; ++i) {
+      const int t = tid + i * THREADS, r = t / CPR, c = t % CPR;
+      const int32_t j = nbr_s[r * (int)K + o];
+      const void *src = j >= 0 ? xb + ((size_t)j * p.in + (size_t)kc * BK + (size_t)c * 8u) * 2u : xb;
+      cp_async_ca(aA + swz<CPR>(r, c), src, j >= 0 ? 16u : 0u);
+    }
+#pragma unroll
+    for (int t = tid; t < BN * CPR; t += THREADS) {
+      const int nn = t / CPR, c = t % CPR;
+      const size_t e = ((size_t)o * p.out + c0 + (size_t)nn) * p.in + (size_t)kc * BK + (size_t)c * 8u;
+      cp_async_cg(aB + swz<CPR>(nn, c), wb + e * 2u);
+    }
+  };
+
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) acc[mi][ni][0] = acc[mi][ni][1] = acc[mi][ni][2] = acc[mi][ni][3] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < S) load(s, s);
+    cp_async_commit();
+  }
+  for (int s = 0; s < S; ++s) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (s + STAGES - 1 < S) load(s + STAGES - 1, (s + STAGES - 1) % STAGES);
+    cp_async_commit();
+
+    const int o = act[s / KC];
+    bool on[MI];
+    bool any = false;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const int g = (wm * Tr::WM) / 16 + mi;
+      on[mi] = (gmask[g * Tr::MASKW + (o >> 5)] >> (o & 31)) & 1u;
+      any |= on[mi];
+    }
+    if (!any) continue; /* warp-uniform: none of this warp's rows has a neighbour at o */
+    const unsigned char *sA = stage + (s % STAGES) * Tr::STAGE_BYTES;
+    const uint32_t aA = smem_addr(sA), aB = aA + (uint32_t)Tr::A_BYTES;
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      uint32_t bf[NI][2];
+#pragma unroll
+      for (int q = 0; q < NI / 2; ++q) {
+        /* matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) of this n16 pair */
+        const int nn = wn * Tr::WN + q * 16 + (lane & 7) + ((lane >> 4) << 3), c = kk * 2 + ((lane >> 3) & 1);
+        ldsm_x4(bf[2 * q][0], bf[2 * q][1], bf[2 * q + 1][0], bf[2 * q + 1][1], aB + swz<CPR>(nn, c));
+      }
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        if (!on[mi]) continue;
+        /* matrices: (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15) */
+        const int r = wm * Tr::WM + mi * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), c = kk * 2 + (lane >> 4);
+        uint32_t af[4];
+        ldsm_x4(af[0], af[1], af[2], af[3], aA + swz<CPR>(r, c));
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) mma(acc[mi][ni], af, bf[ni][0], bf[ni][1], T{});
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  /* epilogue: thread holds (row g, cols 2t, 2t+1) and (row g + 8, same cols) of every m16n8 tile */
+  uint32_t *y = static_cast<uint32_t *>(p.y);
+#pragma unroll
+  for (int ni = 0; ni < NI; ++ni) {
+    const uint32_t col = c0 + (uint32_t)(wn * Tr::WN + ni * 8 + (lane & 3) * 2);
+    const float b0 = p.b ? p.b[col] : 0.0f, b1 = p.b ? p.b[col + 1u] : 0.0f;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const uint32_t r = r0 + (uint32_t)(wm * Tr::WM + mi * 16 + (lane >> 2));
+      if (r < p.n) y[((size_t)r * p.out + col) / 2u] = pack2(acc[mi][ni][0] + b0, acc[mi][ni][1] + b1, T{});
+      if (r + 8u < p.n)
+        y[((size_t)(r + 8u) * p.out + col) / 2u] = pack2(acc[mi][ni][2] + b0, acc[mi][ni][3] + b1, T{});
+    }
+  }
+}
+
+template <typename T, int BM, int BN, int BK>
+hx_status launch(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
+  using Tr = Traits<BM, BN, BK>;
+  const size_t smem = Tr::smem_bytes(p.K);
+  if (smem > (size_t)smem_optin)
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v1: %zu bytes of shared memory per CTA (K = %u, tile %d x %d, chunk %d), "
+                   "the device allows %d", smem, p.K, BM, BN, BK, smem_optin);
+  const size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices;
+  auto kern = conv_kernel<T, BM, BN, BK>;
+  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  kern<<<(unsigned)ctas, Tr::THREADS, smem, stream>>>(p);
+  HX_LAUNCHED(err, "spc v1 conv_kernel");
+  return HX_OK;
+}
+
+/* The specialisation for (dtype, BM, BN, BK): BM 256 for maps of kBigRows rows or more at K = 27, else 128; BN
+ * the widest of 128, 64, 32, 16 dividing out; BK the widest of 64, 32, 16 dividing in. */
+constexpr uint32_t kBigRows = 16384;
+inline uint32_t tile_rows(uint32_t n, uint32_t K) { return n >= kBigRows && K == 27u ? 256u : 128u; }
+inline uint32_t slice_width(uint32_t out) {
+  return out % 128u == 0 ? 128u : out % 64u == 0 ? 64u : out % 32u == 0 ? 32u : 16u;
+}
+template <typename T, int BM, int BN>
+hx_status by_bk(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
+  if (p.in % 64u == 0) return launch<T, BM, BN, 64>(p, smem_optin, stream, err);
+  if (p.in % 32u == 0) return launch<T, BM, BN, 32>(p, smem_optin, stream, err);
+  return launch<T, BM, BN, 16>(p, smem_optin, stream, err);
+}
+template <typename T, int BM> hx_status by_bn(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
+  switch (slice_width(p.out)) {
+  case 128: return by_bk<T, BM, 128>(p, smem_optin, stream, err);
+  case 64: return by_bk<T, BM, 64>(p, smem_optin, stream, err);
+  case 32: return by_bk<T, BM, 32>(p, smem_optin, stream, err);
+  default: return by_bk<T, BM, 16>(p, smem_optin, stream, err);
+  }
+}
+template <typename T> hx_status by_bm(Params p, int smem_optin, cudaStream_t stream, hx_err *err) {
+  p.slices = p.out / slice_width(p.out);
+  return tile_rows(p.n, p.K) == 256u ? by_bn<T, 256>(p, smem_optin, stream, err)
+                                     : by_bn<T, 128>(p, smem_optin, stream, err);
+}
+
+} // namespace v1
+
 } // namespace
 
 struct spc_ctx {
@@ -470,4 +786,45 @@ hx_status spc_conv_v0(void *d_y, const void *d_x, const spc_weights *w, const sp
                                                                         total, (uint32_t)out);
   HX_LAUNCHED(err, "spc v0 finalize_kernel");
   return HX_OK;
+}
+
+/* ---- v1: fused implicit GEMM ----------------------------------------------------------------------- */
+/* Needs no scratch (the size query answers 0 bytes; by the protocol a NULL d_scratch is still a query), no
+ * rulebook and no counts: only m->nbr. Refuses widths that are not multiples of 16 with HX_EUNSUPPORTED
+ * (spc_variant_best then gives v0). */
+hx_status spc_conv_v1(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  (void)ctx;
+  if (!w || !m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc v1: NULL weights, map or scratch size");
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "spc v1: dtype %d", (int)dt);
+  const size_t in = w->in, out = w->out, n = m->n;
+  const uint32_t K = m->K;
+  if (!in || !out || (K != 27u && K != 125u) || w->K != K)
+    return hx_errf(err, HX_EINVAL, "spc v1: weights %zu -> %zu over %u offsets on a map of %u offsets", in, out,
+                   w->K, K);
+  if (!spc_v1_takes(in, out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v1: %zu -> %zu channels: both must be multiples of %u (v0 takes any)",
+                   in, out, SPC_V1_CHANNELS);
+  if (in > 65536u || out > 65536u)
+    return hx_errf(err, HX_EINVAL, "spc v1: %zu -> %zu channels exceed 65536", in, out);
+  if (!d_scratch) {
+    *scratch_bytes = 0;
+    return HX_OK;
+  }
+  if (!n) return HX_OK;
+  if (!d_y || !d_x || !w->d_w || !m->nbr) return hx_errf(err, HX_EINVAL, "spc v1: NULL y, x, weights or map");
+  const uintptr_t ya = (uintptr_t)d_y, xa = (uintptr_t)d_x, wa = (uintptr_t)w->d_w;
+  if (ya < xa + n * in * 2u && xa < ya + n * out * 2u) return hx_errf(err, HX_EINVAL, "spc v1: y overlaps x");
+  if ((ya | xa | wa) % 16u)
+    return hx_errf(err, HX_EINVAL, "spc v1: y, x and the weights must be 16-byte aligned (%p, %p, %p)", d_y, d_x,
+                   w->d_w);
+  if ((uintptr_t)w->d_b % 4u) return hx_errf(err, HX_EINVAL, "spc v1: bias not 4-byte aligned");
+  if ((n + 127u) / 128u * (out / SPC_V1_CHANNELS) > (size_t)INT32_MAX)
+    return hx_errf(err, HX_EINVAL, "spc v1: %zu rows x %zu channels exceed one launch", n, out);
+  int dev = 0, smem_optin = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  v1::Params p{d_y, d_x, w->d_w, w->d_b, m->nbr, (uint32_t)n, K, (uint32_t)in, (uint32_t)out, 1u};
+  return dt == NET_BF16 ? v1::by_bm<__nv_bfloat16>(p, smem_optin, stream, err)
+                        : v1::by_bm<__half>(p, smem_optin, stream, err);
 }
