@@ -159,7 +159,7 @@ static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows,
     uint64_t batch = 0, sample = 0;
     size_t vi = with_sample ? 8 : 7;
     if (parse_u64(fld[1], &r->n_points) != HX_OK || parse_u64(fld[2], &batch) != HX_OK ||
-        batch > UINT32_MAX || (with_sample && parse_u64(fld[7], &sample) != HX_OK) ||
+        batch > UINT32_MAX || (with_sample && (parse_u64(fld[7], &sample) != HX_OK || sample > (uint64_t)INT64_MAX)) ||
         parse_double(fld[vi], &r->value) != HX_OK) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: bad number (n_points, batch and sample are decimal counts; value is a finite number)", path, line);
       break;
@@ -359,7 +359,12 @@ static int put_row(FILE *f, const hx_run_row *r, int with_sample) {
   bad |= putc(',', f) == EOF;
   bad |= hx_csv_field(f, r->metric);
   if (with_sample) bad |= fprintf(f, ",%lld", (long long)r->sample) < 0;
-  bad |= fprintf(f, ",%.10g,", r->value) < 0;
+  /* %.10g as results.c writes, unless that does not read back as the same finite value (1.797...e308 rounds to a
+   * number past DBL_MAX, which the reader refuses): then all 17 digits, which always round-trip */
+  char num[40];
+  snprintf(num, sizeof num, "%.10g", r->value);
+  if (strtod(num, NULL) != r->value) snprintf(num, sizeof num, "%.17g", r->value);
+  bad |= fprintf(f, ",%s,", num) < 0;
   bad |= hx_csv_field(f, r->unit);
   bad |= putc('\n', f) == EOF;
   return bad;
@@ -456,7 +461,7 @@ hx_status hx_run_write_json(hx_run *r, const char *path, hx_err *err) {
   HX_TRY(hx_run_groups(r, err));
   hx_run_row *rows = malloc((r->n_rows ? r->n_rows : 1) * sizeof *rows);
   if (!rows) return hx_errf(err, HX_ENOMEM, "json: no memory");
-  memcpy(rows, r->rows, r->n_rows * sizeof *rows); /* shallow: sort a view, strings stay owned by r */
+  if (r->n_rows) memcpy(rows, r->rows, r->n_rows * sizeof *rows); /* shallow: a view, strings stay owned by r */
   qsort(rows, r->n_rows, sizeof *rows, cmp_rows_key);
   char *mem = NULL;
   size_t len = 0;
@@ -633,9 +638,9 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
   }
   nr = ns = 0;
   for (size_t k = 0; k < n; k++) {
-    memcpy(rows + nr, runs[k].rows, runs[k].n_rows * sizeof *rows);
+    if (runs[k].n_rows) memcpy(rows + nr, runs[k].rows, runs[k].n_rows * sizeof *rows); /* rows may be NULL */
     nr += runs[k].n_rows;
-    memcpy(samples + ns, runs[k].samples, runs[k].n_samples * sizeof *samples);
+    if (runs[k].n_samples) memcpy(samples + ns, runs[k].samples, runs[k].n_samples * sizeof *samples);
     ns += runs[k].n_samples;
   }
   hx_status st = HX_OK;
