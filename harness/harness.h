@@ -462,6 +462,8 @@ typedef struct hx_study_pipeline {
                               * a run holds none of them, every kernel but "total" is one */
   size_t n_stages;
   int host_only;             /* 1: host work (input preparation): none of its kernels is a stage */
+  int own_section;           /* 1: measured on its own (a whole network): its rows stay out of the generic
+                              * figures, headline and memory tables; the study's section and plots show them */
 } hx_study_pipeline;
 /* A legend rule: the first rule whose kernel matches names the series. label: "{v}" stands for the variant,
  * "{k}" for the kernel past the prefix; tag is appended when the variant contains variant_has. Without a
@@ -510,6 +512,35 @@ typedef struct hx_study_table {
               size_t n_cols);
 } hx_study_table;
 #define HX_STUDY_MAX_FIGURES 8
+/* Text the study writes into REPORT.md itself (its section's tables), from every run plotted; labels[i] names
+ * runs[i] (its device, or its directory where two runs share a device). */
+typedef void (*hx_study_text)(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels);
+/* A figure of the study's section, from every row whose "pipeline/kernel/variant" matches an include pattern
+ * and no exclude pattern (fnmatch(3)); every variant is a series of its own (no fastest-variant choice: the
+ * variants of a whole network are different models).
+ *   HX_PLOT_LINES    metric x scale vs n_points, one series per key and run; err_metric as error bars;
+ *                    metric2 (optional) dashed in its series' colour, out of the legend; fit: a least-squares
+ *                    line per series of 3 sizes or more, dashed, with its slope and R^2 in the legend
+ *   HX_PLOT_STACKED  metric at each (run, pipeline, variant)'s largest size: one bar each, a stack per kernel
+ *   HX_PLOT_TREEMAP  the same as squarified areas, one panel per (run, pipeline, variant) */
+typedef enum hx_study_plot_kind { HX_PLOT_LINES = 0, HX_PLOT_STACKED, HX_PLOT_TREEMAP } hx_study_plot_kind;
+typedef struct hx_study_plot {
+  hx_study_plot_kind kind;
+  const char *name;          /* file base: [A-Za-z0-9_-], no other figure's */
+  const char *title;         /* REPORT.md heading and figure title (no quote characters) */
+  const char *ylabel, *unit; /* axis label; unit of metric x scale in legends ("ms") */
+  const char *metric, *metric2, *err_metric;
+  double scale;
+  const char *const *include;
+  size_t n_include;
+  const char *const *exclude;
+  size_t n_exclude;
+  const char *label; /* a series, bar or panel: "{p}" the pipeline's display name, "{k}" the kernel, "{v}" the
+                      * variant; the device is appended with several runs */
+  int fit;
+  hx_study_text after; /* written under the figure (its tables), or NULL */
+} hx_study_plot;
+#define HX_STUDY_MAX_PLOTS 16
 typedef struct hx_study {
   const char *title; /* REPORT.md's first heading */
   const hx_study_pipeline *pipelines;
@@ -522,6 +553,10 @@ typedef struct hx_study {
   size_t n_tables;
   const char *mem_ratio[2]; /* peak memory table: the pipelines compared as mem_ratio[0] / mem_ratio[1] */
   const char *mem_all;      /* what its every-variant columns include (a parenthesis), or NULL */
+  const char *section;      /* heading of the study's own section, before the headline; NULL: none */
+  hx_study_text section_text; /* its first tables, or NULL */
+  const hx_study_plot *plots; /* its figures, each with the text after it; at most HX_STUDY_MAX_PLOTS */
+  size_t n_plots;
 } hx_study;
 
 /* Figures and REPORT.md (plot.c) from loaded runs: data files and PNG + SVG under out_dir/plots (scripts
@@ -544,6 +579,11 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
 double hx_plot_best_value(const hx_run *r, const char *pipeline, const char *kernel, const char *workload,
                           uint64_t n_points, const char *metric, const char **variant);
 hx_status hx_plot_have_gnuplot(hx_err *err);
+/* Least-squares line y = slope x + intercept through n points and its coefficient of determination r2
+ * (1 - residual / total sum of squares; 1 when every y is equal and the line meets them). HX_EINVAL for fewer
+ * than 2 points, a non-finite value or x all equal. */
+hx_status hx_plot_linear_fit(const double *x, const double *y, size_t n, double *slope, double *intercept,
+                             double *r2);
 /* Squarified treemap of n weights (>= 0) in the box (x, y, w, h): out[i] gets an area proportional to
  * weights[i]; rectangles tile the box without overlap. HX_EINVAL for negative/non-finite weights. */
 typedef struct hx_rect {

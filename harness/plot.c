@@ -1,8 +1,8 @@
 /*
  * plot.c - figures and REPORT.md from result directories only (never from stdout): data files for the
- * gnuplot scripts in plots/ (lines.gp, stacked.gp, treemap.gp), PNG and SVG rendered by gnuplot, and a
- * markdown report with the figures, headline tables, a summary table and, for several runs (devices), a
- * ratio table. What is specific to a study (its pipelines and their headline stages, legends, comparison
+ * gnuplot scripts in plots/ (lines.gp, stacked.gp, treemap.gp, fit.gp, bars.gp, tiles.gp), PNG and SVG
+ * rendered by gnuplot, and a markdown report with the figures, headline tables, a summary table and, for
+ * several runs (devices), a ratio table. What is specific to a study (its pipelines and their headline stages, legends, comparison
  * figures, headline tables and their notes) comes in as data (hx_study, harness.h); this file knows only
  * the sweep's conventions: the metrics, the kernel "total", variant "all" and "cpu" variants.
  *
@@ -16,6 +16,10 @@
  *                                                                         mem_used (cudaMemGetInfo, dashed),
  *                                                                         MiB, of each pipeline's total
  *   stages       stacked time_mean per stage at the largest size  treemap  the same as squarified areas
+ * A study may add a section of its own before the headline (hx_study.section): its text, then its figures
+ * (hx_study_plot: a metric vs n_points per pipeline/kernel/variant with optional least-squares lines through
+ * fit.gp, or a breakdown at each model's largest size as stacked bars, bars.gp, and treemaps, tiles.gp), each
+ * with the study's text under it. Pipelines marked own_section are left out of every generic figure and table.
  * Several runs: every series is labelled with its run's device, so the same figure compares devices.
  * Data files name each series in full (pipeline/kernel/variant workload), legends by a short title (the
  * study's legend rules). A linear y axis of non-negative values starts at 0.
@@ -222,6 +226,12 @@ static const hx_study_pipeline *study_pipeline(const plot_ctx *p, const char *na
   return NULL;
 }
 
+/* 1 when the study shows the pipeline in its own section only (hx_study_pipeline.own_section). */
+static int own_section(const plot_ctx *p, const char *pipeline) {
+  const hx_study_pipeline *sp = study_pipeline(p, pipeline);
+  return sp && sp->own_section;
+}
+
 static int has_kernel(const hx_run *r, const char *pipeline, const char *kernel) {
   for (size_t i = 0; i < r->n_rows; i++)
     if (!strcmp(r->rows[i].pipeline, pipeline) && !strcmp(r->rows[i].kernel, kernel) &&
@@ -233,7 +243,7 @@ static int has_kernel(const hx_run *r, const char *pipeline, const char *kernel)
 /* Position of k's kernel among its pipeline's main stages (the study's list), -1 when it is not one. */
 static int main_stage(const plot_ctx *p, const hx_run *r, const hx_run_row *k) {
   const hx_study_pipeline *sp = study_pipeline(p, k->pipeline);
-  if (sp && sp->host_only) return -1; /* host work, not a stage of the figures */
+  if (sp && (sp->host_only || sp->own_section)) return -1; /* host work, or shown in the study's section */
   const char *const *list = sp ? sp->stages : NULL;
   const size_t n = list ? sp->n_stages : 0;
   int any = 0;
@@ -255,7 +265,8 @@ static int kernel_shared(const plot_ctx *p, const hx_run_row *k) {
   for (size_t r = 0; r < p->n_runs; r++)
     for (size_t i = 0; i < p->runs[r].n_rows; i++) {
       const hx_run_row *w = &p->runs[r].rows[i];
-      if (strcmp(w->pipeline, k->pipeline) && !strncmp(w->kernel, k->kernel, n) && (w->kernel[n] == '\0' || w->kernel[n] == '.'))
+      if (strcmp(w->pipeline, k->pipeline) && !strncmp(w->kernel, k->kernel, n) &&
+          (w->kernel[n] == '\0' || w->kernel[n] == '.') && !own_section(p, w->pipeline))
         return 1;
     }
   return 0;
@@ -334,6 +345,7 @@ typedef int (*series_filter)(const plot_ctx *p, size_t run, const hx_run_row *r)
 /* latency: a pipeline's total when it reports one, else its main stages; fastest variant each */
 static int want_latency(const plot_ctx *p, size_t run, const hx_run_row *r) {
   const hx_run *rr = &p->runs[run];
+  if (own_section(p, r->pipeline)) return 0;
   if (p->all) return !strcmp(r->kernel, "total") || !pipeline_has_total(rr, r->pipeline);
   if (!strcmp(r->kernel, "total")) return is_best_variant(rr, r);
   if (pipeline_has_total(rr, r->pipeline)) return 0;
@@ -349,11 +361,13 @@ static int key_matches(const char *const *patterns, size_t n, const hx_run_row *
 }
 /* a study's comparison figure (p->fig): the kernels its patterns select, fastest variant each */
 static int want_figure(const plot_ctx *p, size_t run, const hx_run_row *r) {
+  if (own_section(p, r->pipeline)) return 0;
   if (p->all) return key_matches(p->fig->all_series, p->fig->n_all, r);
   return key_matches(p->fig->series, p->fig->n_series, r) && is_best_variant(&p->runs[run], r);
 }
 /* counters and memory: the main stages (a total is no kernel and has no counters), fastest variant each */
 static int want_stages(const plot_ctx *p, size_t run, const hx_run_row *r) {
+  if (own_section(p, r->pipeline)) return 0;
   if (p->all) return 1;
   return main_stage(p, &p->runs[run], r) >= 0 && is_best_variant(&p->runs[run], r);
 }
@@ -440,6 +454,7 @@ static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const
 /* memory: each pipeline's total where the sweep recorded it (the arena's peak over the pipeline, the
  * paper's comparison; every stage stays in memory_all.dat), else the main stages as for the counters */
 static int want_memory(const plot_ctx *p, size_t run, const hx_run_row *r) {
+  if (own_section(p, r->pipeline)) return 0;
   if (p->all) return 1;
   if (p->mem_totals[run]) return !strcmp(r->kernel, "total");
   return want_stages(p, run, r);
@@ -560,7 +575,7 @@ static size_t collect_stages(const plot_ctx *p, size_t run, const char *pipeline
   for (size_t i = 0; i < r->n_rows && out->n < 64; i++) {
     const hx_run_row *w = &r->rows[i];
     if (!strcmp(w->pipeline, pipeline) && !strcmp(w->metric, "time_mean") && w->n_points == nmax && w->batch == 1 &&
-        strcmp(w->kernel, "total") != 0 && (p->all || want_stages(p, run, w)))
+        strcmp(w->kernel, "total") != 0 && !own_section(p, w->pipeline) && (p->all || want_stages(p, run, w)))
       out->rows[out->n++] = w;
   }
   if (!p->all) /* pipeline order of the main stages (insertion sort: a handful of rows) */
@@ -683,6 +698,295 @@ static hx_status stages_figures(const plot_ctx *p, const char *scripts, const ch
              tpath);
     HX_TRY(render(scripts, "treemap.gp", params, outdir, "treemap", err));
     *made_tree = 1;
+  }
+  return HX_OK;
+}
+
+/* ---- the study's section: its own figures (hx_study_plot) ----------------------------------------------- */
+
+hx_status hx_plot_linear_fit(const double *x, const double *y, size_t n, double *slope, double *intercept,
+                             double *r2) {
+  if (n < 2) return HX_EINVAL;
+  double mx = 0.0, my = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(x[i]) || !isfinite(y[i])) return HX_EINVAL;
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= (double)n;
+  my /= (double)n;
+  double sxx = 0.0, sxy = 0.0, syy = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  if (!(sxx > 0.0)) return HX_EINVAL;
+  const double b = sxy / sxx, a = my - b * mx;
+  double res = 0.0;
+  for (size_t i = 0; i < n; i++) res += (y[i] - (a + b * x[i])) * (y[i] - (a + b * x[i]));
+  *slope = b;
+  *intercept = a;
+  *r2 = syy > 0.0 ? 1.0 - res / syy : 1.0; /* every y equal: the flat line meets them all */
+  return HX_OK;
+}
+
+/* 1 when "pipeline/kernel/variant" of r matches an include pattern of sp and no exclude pattern. */
+static int plot_matches(const hx_study_plot *sp, const hx_run_row *r) {
+  char key[512];
+  snprintf(key, sizeof key, "%s/%s/%s", r->pipeline, r->kernel, r->variant);
+  int in = 0;
+  for (size_t i = 0; i < sp->n_include && !in; i++) in = fnmatch(sp->include[i], key, 0) == 0;
+  for (size_t i = 0; i < sp->n_exclude && in; i++) in = fnmatch(sp->exclude[i], key, 0) != 0;
+  return in;
+}
+
+/* "600k" for 600000, "1M" for 1000000, the number otherwise */
+static void size_text(char *buf, size_t cap, uint64_t n) {
+  if (n >= 1000000u && n % 1000000u == 0)
+    snprintf(buf, cap, "%lluM", (unsigned long long)(n / 1000000u));
+  else if (n >= 1000u && n % 1000u == 0)
+    snprintf(buf, cap, "%lluk", (unsigned long long)(n / 1000u));
+  else
+    snprintf(buf, cap, "%llu", (unsigned long long)n);
+}
+
+/* A series', bar's or panel's name: the plot's label with "{p}", "{k}", "{v}" filled in, then the workload
+ * (several in the runs), the batch (not 1), the size (n > 0) and the device (several runs); quotes become
+ * apostrophes so that the data file's quoted fields stay whole. */
+static void plot_label(char *buf, size_t cap, const plot_ctx *p, size_t run, const hx_study_plot *sp,
+                       const hx_run_row *k, uint64_t n) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (const char *c = sp->label; *c && at + 1 < cap; c++) {
+    const char *ins = NULL;
+    if (c[0] == '{' && c[1] && c[2] == '}') {
+      if (c[1] == 'p') ins = pipeline_display(p, k->pipeline);
+      if (c[1] == 'k') ins = k->kernel;
+      if (c[1] == 'v') ins = k->variant;
+    }
+    if (ins) {
+      at += (size_t)snprintf(buf + at, cap - at, "%s", ins);
+      c += 2;
+    } else {
+      buf[at++] = *c;
+      buf[at] = '\0';
+    }
+    if (at >= cap) at = cap - 1;
+  }
+  char sz[32] = "";
+  if (n) size_text(sz, sizeof sz, n);
+  const char *d = p->n_runs > 1 ? p->label[run] : "";
+  if (!strncmp(d, "NVIDIA ", 7)) d += 7;
+  char batch[32] = "";
+  if (k->batch != 1) snprintf(batch, sizeof batch, " batch %u", (unsigned)k->batch);
+  snprintf(buf + at, cap - at, "%s%s%s%s%s%s%s%s", p->many_workloads ? " " : "", p->many_workloads ? k->workload : "",
+           batch, n ? " " : "", sz, *d ? " (" : "", d, *d ? ")" : "");
+  for (char *c = buf; *c; c++)
+    if (*c == '"') *c = '\'';
+}
+
+/* A fitted series: its line from the smallest to the largest size, drawn in its data block's colour. */
+typedef struct plot_fit {
+  double x0, x1, slope, icept;
+  size_t colour;
+  char name[300];
+} plot_fit;
+
+/* One block per matching series of sp (and, with metric2, the same series' second metric after them, in the
+ * same order); *nser counts the first. Fits of 3 sizes or more go to fits (at most cap). Returns the blocks. */
+static size_t plot_series(FILE *f, const plot_ctx *p, const hx_study_plot *sp, int second, size_t *nser,
+                          plot_fit *fits, size_t *nfit, size_t cap) {
+  const char *metric = second ? sp->metric2 : sp->metric;
+  size_t blocks = 0, off = 0;
+  for (size_t r = 0; r < p->n_runs; off += p->runs[r].n_rows, r++) {
+    const hx_run_row **rows = p->sorted + off;
+    const size_t n = p->runs[r].n_rows;
+    for (size_t i = 0, j; i < n; i = j) {
+      for (j = i; j < n && same_series(rows[i], rows[j]); j++) {}
+      const hx_run_row *k = rows[i];
+      if (!plot_matches(sp, k)) continue;
+      int has1 = 0, has2 = !sp->metric2;
+      for (size_t q = i; q < j; q++) {
+        has1 |= !strcmp(rows[q]->metric, sp->metric);
+        if (sp->metric2) has2 |= !strcmp(rows[q]->metric, sp->metric2);
+      }
+      if (!has1 || !has2) continue;
+      double x[256], y[256];
+      size_t m = 0;
+      for (size_t q = i; q < j && m < 256; q++)
+        if (!strcmp(rows[q]->metric, metric) && isfinite(rows[q]->value))
+          x[m] = (double)rows[q]->n_points, y[m] = rows[q]->value * sp->scale, m++;
+      char name[256], legend[512];
+      plot_label(name, sizeof name, p, r, sp, k, 0);
+      snprintf(legend, sizeof legend, "%s", name);
+      double b, a, r2;
+      if (!second && sp->fit && m >= 3 && hx_plot_linear_fit(x, y, m, &b, &a, &r2) == HX_OK && *nfit < cap) {
+        snprintf(legend, sizeof legend, "%s: %.3g %s per 100k points, R² %.4f", name, b * 1e5,
+                 sp->unit ? sp->unit : "", r2);
+        plot_fit *ft = &fits[(*nfit)++];
+        *ft = (plot_fit){x[0], x[m - 1], b, a, blocks + 1, ""};
+        snprintf(ft->name, sizeof ft->name, "%s fit", name);
+      }
+      fprintf(f, "\"%s/%s/%s %s %s\" \"%s\"\n", k->pipeline, k->kernel, k->variant, k->workload, metric, legend);
+      for (size_t q = 0; q < m; q++) {
+        double e = 0.0;
+        for (size_t t = i; t < j && sp->err_metric && !second; t++)
+          if ((double)rows[t]->n_points == x[q] && !strcmp(rows[t]->metric, sp->err_metric)) e = rows[t]->value;
+        fprintf(f, "%.0f %.10g %.10g\n", x[q], y[q], e * sp->scale);
+      }
+      fputs("\n\n", f);
+      blocks++;
+      if (!second) (*nser)++;
+    }
+  }
+  return blocks;
+}
+
+static hx_status plot_lines(const plot_ctx *p, const hx_study_plot *sp, const char *scripts, const char *outdir,
+                            int *made, hx_err *err) {
+  char path[PL_PATH + 64];
+  snprintf(path, sizeof path, "%s/%s.dat", outdir, sp->name);
+  FILE *f = fopen(path, "w");
+  if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
+  plot_fit fits[64];
+  size_t nser = 0, nfit = 0;
+  size_t blocks = plot_series(f, p, sp, 0, &nser, fits, &nfit, 64);
+  if (sp->metric2 && blocks) blocks += plot_series(f, p, sp, 1, &nser, fits, &nfit, 0);
+  char fcols[512] = "";
+  for (size_t i = 0; i < nfit; i++) { /* after the data: two points of each line */
+    fprintf(f, "\"%s\" \"\"\n%.0f %.10g 0\n%.0f %.10g 0\n\n\n", fits[i].name, fits[i].x0,
+            fits[i].icept + fits[i].slope * fits[i].x0, fits[i].x1, fits[i].icept + fits[i].slope * fits[i].x1);
+    const size_t at = strlen(fcols);
+    snprintf(fcols + at, sizeof fcols - at, "%zu ", fits[i].colour);
+  }
+  fclose(f);
+  if (blocks == 0) {
+    remove(path);
+    return HX_OK;
+  }
+  char params[2 * PL_PATH + 1024];
+  if (sp->fit)
+    snprintf(params, sizeof params, "datafile='%s'; title='%s'; ylabel='%s'; errors=%d; nser=%zu; fcols='%s'", path,
+             sp->title, sp->ylabel, sp->err_metric != NULL, nser, fcols);
+  else
+    snprintf(params, sizeof params, "datafile='%s'; title='%s'; ylabel='%s'; logy=0; errors=%d; paired=%zu; ymin0=1",
+             path, sp->title, sp->ylabel, sp->err_metric != NULL, sp->metric2 ? nser : (size_t)0);
+  HX_TRY(render(scripts, sp->fit ? "fit.gp" : "lines.gp", params, outdir, sp->name, err));
+  *made = 1;
+  return HX_OK;
+}
+
+/* A bar (or treemap panel): one (run, pipeline, variant, workload) at batch 1, at its largest size n. */
+typedef struct plot_bar {
+  size_t run;
+  const hx_run_row *k;
+  uint64_t n;
+} plot_bar;
+
+/* The bars of sp and their stacks (kernels, in the order the runs recorded them). */
+static size_t plot_bars(const plot_ctx *p, const hx_study_plot *sp, plot_bar *bars, size_t cap, const char **stacks,
+                        size_t *nst, size_t scap) {
+  size_t nb = 0;
+  *nst = 0;
+  for (size_t r = 0; r < p->n_runs; r++)
+    for (size_t i = 0; i < p->runs[r].n_rows; i++) {
+      const hx_run_row *w = &p->runs[r].rows[i];
+      if (w->batch != 1 || strcmp(w->metric, sp->metric) || !plot_matches(sp, w)) continue;
+      size_t b = 0;
+      while (b < nb && !(bars[b].run == r && !strcmp(bars[b].k->pipeline, w->pipeline) &&
+                         !strcmp(bars[b].k->variant, w->variant) && !strcmp(bars[b].k->workload, w->workload)))
+        b++;
+      if (b == nb && nb < cap) bars[nb++] = (plot_bar){r, w, 0};
+      if (b < nb && w->n_points > bars[b].n) bars[b].n = w->n_points;
+      size_t s = 0;
+      while (s < *nst && strcmp(stacks[s], w->kernel)) s++;
+      if (s == *nst && *nst < scap) stacks[(*nst)++] = w->kernel;
+    }
+  return nb;
+}
+
+/* metric x scale of a bar's stack (0 when the bar has none) */
+static double bar_value(const plot_ctx *p, const hx_study_plot *sp, const plot_bar *b, const char *kernel) {
+  const hx_run *r = &p->runs[b->run];
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (w->batch == 1 && w->n_points == b->n && !strcmp(w->kernel, kernel) && !strcmp(w->metric, sp->metric) &&
+        !strcmp(w->pipeline, b->k->pipeline) && !strcmp(w->variant, b->k->variant) &&
+        !strcmp(w->workload, b->k->workload) && isfinite(w->value) && w->value > 0.0)
+      return w->value * sp->scale;
+  }
+  return 0.0;
+}
+
+static hx_status plot_breakdown(const plot_ctx *p, const hx_study_plot *sp, const char *scripts, const char *outdir,
+                                int *made, hx_err *err) {
+  plot_bar bars[32];
+  const char *stacks[32];
+  size_t nst;
+  const size_t nb = plot_bars(p, sp, bars, 32, stacks, &nst, 32);
+  if (nb == 0) return HX_OK;
+  char path[PL_PATH + 64];
+  snprintf(path, sizeof path, "%s/%s.dat", outdir, sp->name);
+  FILE *f = fopen(path, "w");
+  if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
+  size_t panels = 0;
+  if (sp->kind == HX_PLOT_STACKED) {
+    fputs("\"bar\"", f);
+    for (size_t s = 0; s < nst; s++) fprintf(f, " \"%s\"", stacks[s]);
+    fputs(" \"total\"\n", f);
+  }
+  for (size_t b = 0; b < nb; b++) {
+    char name[256];
+    plot_label(name, sizeof name, p, bars[b].run, sp, bars[b].k, bars[b].n);
+    double v[32], total = 0.0;
+    for (size_t s = 0; s < nst; s++) total += v[s] = bar_value(p, sp, &bars[b], stacks[s]);
+    if (sp->kind == HX_PLOT_STACKED) {
+      fprintf(f, "\"%s\"", name);
+      for (size_t s = 0; s < nst; s++) fprintf(f, " %.10g", v[s]);
+      fprintf(f, " %.10g\n", total);
+      continue;
+    }
+    hx_rect rect[32];
+    if (!(total > 0.0) || hx_treemap_squarify(rect, v, nst, 1.1 * (double)panels, 0.0, 1.0, 1.0) != HX_OK) continue;
+    fprintf(f, "%.6f %.6f %.6f %.6f -1 \"%s\" \"%.4g %s in all\" \"\"\n", 1.1 * (double)panels + 0.5,
+            1.1 * (double)panels + 0.5, 1.09, 1.09, name, total, sp->unit ? sp->unit : "");
+    for (size_t s = 0; s < nst; s++)
+      if (v[s] > 0.0)
+        fprintf(f, "%.6f %.6f %.6f %.6f %zu \"%s\" \"%.3g %s\" \"%.0f%%\"\n", rect[s].x, rect[s].x + rect[s].w,
+                rect[s].y, rect[s].y + rect[s].h, s + 1, stacks[s], v[s], sp->unit ? sp->unit : "", 100.0 * v[s] / total);
+    panels++;
+  }
+  fclose(f);
+  if (sp->kind == HX_PLOT_TREEMAP && panels == 0) {
+    remove(path);
+    return HX_OK;
+  }
+  /* the treemap's legend: one word per colour (a name with a space or quote is left out: its word would split) */
+  char names[1024] = "";
+  for (size_t s = 0, at = 0; s < nst && at < sizeof names; s++)
+    at += (size_t)snprintf(names + at, sizeof names - at, "%s ",
+                           strpbrk(stacks[s], " \t'\"") || !stacks[s][0] ? "?" : stacks[s]);
+  char params[2 * PL_PATH + 2048];
+  if (sp->kind == HX_PLOT_STACKED)
+    snprintf(params, sizeof params, "datafile='%s'; title='%s'; ylabel='%s'; ncols=%zu", path, sp->title, sp->ylabel,
+             nst + 1);
+  else
+    snprintf(params, sizeof params, "datafile='%s'; title='%s'; panels=%zu; names='%s'", path, sp->title, panels, names);
+  HX_TRY(render(scripts, sp->kind == HX_PLOT_STACKED ? "bars.gp" : "tiles.gp", params, outdir, sp->name, err));
+  *made = 1;
+  return HX_OK;
+}
+
+/* The study's figures; made[i] = 1 for each drawn (0: no rows). */
+static hx_status study_plots(const plot_ctx *p, const char *scripts, const char *outdir, int *made, hx_err *err) {
+  for (size_t i = 0; i < p->study->n_plots; i++) {
+    const hx_study_plot *sp = &p->study->plots[i];
+    made[i] = 0;
+    if (sp->kind == HX_PLOT_LINES)
+      HX_TRY(plot_lines(p, sp, scripts, outdir, &made[i], err));
+    else
+      HX_TRY(plot_breakdown(p, sp, scripts, outdir, &made[i], err));
   }
   return HX_OK;
 }
@@ -846,7 +1150,9 @@ static void memory_table(FILE *f, const plot_ctx *p, const hx_run *r, const char
   size_t np = 0;
   for (size_t i = 0; i < r->n_rows && np < 8; i++) {
     const hx_run_row *w = &r->rows[i];
-    if (strcmp(w->kernel, "total") || strcmp(w->metric, "mem_peak") || strcmp(w->workload, workload)) continue;
+    if (strcmp(w->kernel, "total") || strcmp(w->metric, "mem_peak") || strcmp(w->workload, workload) ||
+        own_section(p, w->pipeline))
+      continue;
     size_t k = 0;
     while (k < np && strcmp(pipes[k], w->pipeline)) k++;
     if (k == np) pipes[np++] = w->pipeline;
@@ -947,7 +1253,9 @@ static void ratio_table(FILE *f, const plot_ctx *p, int headline) {
   for (size_t i = 0; i < b->n_rows; i++) {
     const hx_run_row *w = &b->rows[i];
     if (strcmp(w->metric, "time_mean") != 0) continue;
-    if (headline && !((!strcmp(w->kernel, "total") || main_stage(p, b, w) >= 0) && is_best_variant(b, w))) continue;
+    if (headline && (own_section(p, w->pipeline) ||
+                     !((!strcmp(w->kernel, "total") || main_stage(p, b, w) >= 0) && is_best_variant(b, w))))
+      continue;
     fprintf(f, "| %s/%s/%s %s | %llu |", w->pipeline, w->kernel, w->variant, w->workload,
             (unsigned long long)w->n_points);
     for (size_t r = 1; r < p->n_runs; r++) {
@@ -1030,8 +1338,24 @@ static void write_headline(FILE *f, const plot_ctx *p) {
   }
 }
 
+/* The study's section: its text, then each of its figures with the text under it. */
+static void write_section(FILE *f, const plot_ctx *p, const int *made, const char *gnuplot_note) {
+  const hx_study *st = p->study;
+  fprintf(f, "## %s\n\n", st->section);
+  if (st->section_text) st->section_text(f, p->runs, p->n_runs, p->label);
+  if (gnuplot_note && st->n_plots) fprintf(f, "%s\n\n", gnuplot_note);
+  for (size_t i = 0; i < st->n_plots; i++) {
+    const hx_study_plot *sp = &st->plots[i];
+    if (made[i]) /* a figure without rows has no heading: the section's text says what the runs lack */
+      fprintf(f, "### %s\n\n![%s](plots/%s.png) ([SVG](plots/%s.svg))\n\n", sp->title, sp->name, sp->name, sp->name);
+    else if (gnuplot_note)
+      fprintf(f, "### %s\n\n", sp->title);
+    if (sp->after) sp->after(f, p->runs, p->n_runs, p->label);
+  }
+}
+
 static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, const int *made, const char *const *what,
-                         size_t nf, const char *gnuplot_note) {
+                         size_t nf, const int *made_own, const char *gnuplot_note) {
   fprintf(f, "# %s\n\n", p->study->title ? p->study->title : "report");
   fputs("| run | device | git commit | date | status |\n|---|---|---|---|---|\n", f);
   for (size_t r = 0; r < p->n_runs; r++) {
@@ -1052,6 +1376,7 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
               r ? "" : "\n", p->label[r], cb ? cb : "?", g1 ? g1 : "?", g2 ? g2 : "?", ct ? ct : "?");
   }
   fputc('\n', f);
+  if (p->study->section) write_section(f, p, made_own, gnuplot_note);
   write_headline(f, p);
   if (p->n_runs > 1) ratio_table(f, p, 1);
   fputs("## Figures\n\n", f);
@@ -1119,7 +1444,7 @@ hx_status hx_plot(hx_run *runs, size_t n_runs, const hx_study *study, const char
 
 hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir,
                       const char *out_dir, int all_series, hx_err *err) {
-  static const hx_study no_study = {NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, {NULL, NULL}, NULL};
+  static const hx_study no_study = {NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, {NULL, NULL}, NULL, NULL, NULL, NULL, 0};
   if (!study) study = &no_study;
   if (study->n_figures > HX_STUDY_MAX_FIGURES)
     return hx_errf(err, HX_EINVAL, "plot: the study has %zu comparison figures (at most %d)", study->n_figures,
@@ -1133,6 +1458,24 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     if (!ok)
       return hx_errf(err, HX_EINVAL, "plot: study figure %zu ('%s'): needs a name of [A-Za-z0-9_-] that no built-in "
                      "figure has, a title without quotes and its series patterns", i, fg->name ? fg->name : "(null)");
+  }
+  if (study->n_plots > HX_STUDY_MAX_PLOTS || (study->n_plots && !study->section))
+    return hx_errf(err, HX_EINVAL, "plot: the study has %zu plots (at most %d, under a section heading)", study->n_plots,
+                   HX_STUDY_MAX_PLOTS);
+  for (size_t i = 0; i < study->n_plots; i++) { /* the same rules, and no name of a figure or earlier plot */
+    const hx_study_plot *sp = &study->plots[i];
+    static const char *const taken[] = {"latency", "sm", "tensor", "dram", "memory", "stages", "treemap"};
+    int ok = sp->name && sp->name[0] && sp->title && safe_for_shell(sp->title) && sp->ylabel &&
+             safe_for_shell(sp->ylabel) && sp->metric && sp->label && sp->n_include > 0 && sp->include &&
+             (sp->n_exclude == 0 || sp->exclude) && sp->kind <= HX_PLOT_TREEMAP && !(sp->fit && sp->metric2);
+    for (const char *c = ok ? sp->name : ""; *c; c++) ok &= isalnum((unsigned char)*c) || *c == '_' || *c == '-';
+    for (size_t t = 0; ok && t < sizeof taken / sizeof *taken; t++) ok = strcmp(sp->name, taken[t]) != 0;
+    for (size_t t = 0; ok && t < study->n_figures; t++) ok = strcmp(sp->name, study->figures[t].name) != 0;
+    for (size_t t = 0; ok && t < i; t++) ok = strcmp(sp->name, study->plots[t].name) != 0;
+    if (!ok)
+      return hx_errf(err, HX_EINVAL, "plot: study plot %zu ('%s'): needs a name of [A-Za-z0-9_-] that no other figure "
+                     "has, a title and axis label without quotes, a metric (one when fitted), a label and include "
+                     "patterns", i, sp->name ? sp->name : "(null)");
   }
   if (n_runs == 0) return hx_errf(err, HX_EINVAL, "plot: no result directories");
   if (!scripts_dir) return hx_errf(err, HX_EINVAL, "plot: no scripts directory");
@@ -1165,8 +1508,9 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   for (size_t r = 0; r < n_runs; r++) {
     for (size_t i = 0; i < runs[r].n_rows; i++) {
       const hx_run_row *w = &runs[r].rows[i];
-      if (!strcmp(w->metric, "mem_peak")) any_mem_peak = 1;
-      if (!strcmp(w->metric, "mem_peak") && !strcmp(w->kernel, "total")) p.mem_totals[r] = 1;
+      if (!own_section(&p, w->pipeline) && !strcmp(w->metric, "mem_peak")) any_mem_peak = 1;
+      if (!own_section(&p, w->pipeline) && !strcmp(w->metric, "mem_peak") && !strcmp(w->kernel, "total"))
+        p.mem_totals[r] = 1;
       if (!wl0) wl0 = w->workload;
       else if (strcmp(wl0, w->workload)) p.many_workloads = 1;
     }
@@ -1194,7 +1538,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
                                           "Per-stage breakdown (treemap)"};
   for (size_t i = 0; i < 6; i++) figs[1 + ns + i] = gen_figs[i], what[1 + ns + i] = gen_what[i];
   const size_t F_SM = 1 + ns, F_TENSOR = F_SM + 1, F_DRAM = F_SM + 2, F_MEM = F_SM + 3, F_STAGES = F_SM + 4;
-  int made[NF] = {0};
+  int made[NF] = {0}, made_own[HX_STUDY_MAX_PLOTS] = {0};
   hx_err gerr;
   const char *note = NULL;
   char note_buf[600];
@@ -1234,6 +1578,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
       st = lines_figure(&p, scripts_dir, plots, "memory", what[F_MEM], "MiB", 0, any_mem_peak ? mm : mm_old, e0,
                         any_mem_peak ? smib2 : smib, smem, any_mem_peak ? 2 : 1, want_memory, &made[F_MEM], err);
     if (st == HX_OK) st = stages_figures(&p, scripts_dir, plots, &made[F_STAGES], &made[F_STAGES + 1], err);
+    if (st == HX_OK) st = study_plots(&p, scripts_dir, plots, made_own, err);
     if (st == HX_OK) st = swap_dir(plots, plots_final, err);
   }
   if (st != HX_OK || note) remove_flat_dir(plots); /* failed, or no gnuplot: the previous figures stay */
@@ -1246,7 +1591,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     if (!f) {
       st = hx_errf(err, HX_ENOMEM, "plot: open_memstream failed");
     } else {
-      write_report(f, &p, figs, made, what, nf, note);
+      write_report(f, &p, figs, made, what, nf, made_own, note);
       if (fclose(f) != 0)
         st = hx_errf(err, HX_ENOMEM, "plot: report too large");
       else
