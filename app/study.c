@@ -11,20 +11,34 @@
  * note that Flash3D's scopes and PTv3's patches are different work), PTv3's gathers against the measured
  * copy ceiling; then peak memory per pipeline with PTv3 / Flash3D (the paper reports 2.4x less memory for
  * Flash3D, for a whole network in training; these are the benchmark pipelines' own buffers).
+ * The section "Backbones" (before the headline) holds the whole networks, pipelines "ptv3-net" and "flash3d-net"
+ * (pipe_net.c), which stay out of the per-stage figures and tables: per run, PTv3-m1 against Flash3D-46m in one
+ * sentence that says plainly when Flash3D is slower and where its time goes; the paper's table (equal parameters,
+ * equal memory) with one column group per run and the paper's ratios beside ours; latency vs points with a
+ * least-squares line per configuration and the R^2 target; SM, TensorCore, DRAM and peak memory vs points; the
+ * components at the largest size as stacked bars and treemaps, with each component's floor (GEMM FLOPs at the
+ * cuBLAS rate, attention FLOPs at the attention kernel's rate, bytes at the copy bandwidth, all measured in the
+ * run) where the run has cost rows, the measured components and the reason otherwise.
  */
 #include "app/study.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const ptv3_stages[] = {"serialize", "gather_qkv_C64", "attn.patch1024", "gather_out_C64", "pool"};
 static const char *const flash3d_stages[] = {"psh.xor-div", "attn.plain", "pool"};
 
+/* the backbone pipelines (pipe_net.c) are whole networks: the section "Backbones" shows them, not the
+ * per-stage figures and tables */
 static const hx_study_pipeline pipelines[] = {
-    {"workload", NULL, NULL, 0, 1},
-    {"ptv3", "PTv3", ptv3_stages, sizeof ptv3_stages / sizeof *ptv3_stages, 0},
-    {"flash3d", "Flash3D", flash3d_stages, sizeof flash3d_stages / sizeof *flash3d_stages, 0},
+    {"workload", NULL, NULL, 0, 1, 0},
+    {"ptv3", "PTv3", ptv3_stages, sizeof ptv3_stages / sizeof *ptv3_stages, 0, 0},
+    {"flash3d", "Flash3D", flash3d_stages, sizeof flash3d_stages / sizeof *flash3d_stages, 0, 0},
+    {"ptv3-net", "PTv3", NULL, 0, 0, 1},
+    {"flash3d-net", "Flash3D", NULL, 0, 0, 1},
 };
 
 /* psh.floor is no PSH: the legend says what it is (pipe_flash3d.c); a PSH legend reads "PSH v4 xor-mod". */
@@ -118,6 +132,596 @@ static const hx_study_table tables[] = {
      "ceiling_copy_gbs", NULL},
 };
 
+/* ---- the backbones: PTv3-m1 against Flash3D, whole forwards (pipe_net.c's rows) -------------------------------
+ * Rows: pipeline ptv3-net / flash3d-net, variant = the configuration; kernel "forward" (time_*, the counters over
+ * the forward, mem_peak, params, check, skipped_bytes_needed) and its CUDA-graph replay "<variant>.graph"; one
+ * kernel per component (time_* over the breakdown forwards, share), and, where the sweep records them, cost rows
+ * per component and on "forward": gemm_flops, attn_flops (FLOP), floor_bytes (B). */
+
+typedef struct net_model {
+  const char *pipeline, *variant, *display, *role;
+} net_model;
+/* the paper's table: its three rows, then the public code's configuration (--ladder) */
+static const net_model net_models[] = {
+    {"ptv3-net", "ptv3", "PTv3-m1", "PTv3"},
+    {"flash3d-net", "flash3d-46m", "Flash3D-46m", "equal parameters"},
+    {"flash3d-net", "flash3d-129m", "Flash3D-129m", "equal memory"},
+    {"flash3d-net", "flash3d-public", "Flash3D public", "the public code's configuration"},
+};
+enum { NM_PTV3, NM_EQ_PARAMS, NM_EQ_MEMORY, NM_COUNT = sizeof net_models / sizeof *net_models };
+
+/* The paper's Table 2 (A100, nuScenes, attention scopes of 4096; its text: "2.25x inference speed", "PTv3 uses
+ * 2.4x amount of memory", "even with 2.8x model parameters, Flash3D inference latency is still 1.88x faster"):
+ * params (M), memory (G), latency (ms) of PTv3, Flash3D at equal parameters and at equal memory. 45 / 20 ms =
+ * 2.25x, 1.2 / 0.5 G = 2.4x, 45 / 24 ms = 1.875x, printed 1.88x. Its H100 appendix table: 30.2, 13.4 and 15.1 ms
+ * (2.25x and 2.00x) with the same memory. */
+static const struct {
+  const char *params, *mem;
+  double ms_a100, ms_h100;
+} paper_rows[3] = {{"46.2M", "1.2G", 45.0, 30.2}, {"46.2M", "0.5G", 20.0, 13.4}, {"129.4M", "1.2G", 24.0, 15.1}};
+
+/* The attention each network runs (nets.h, net_config: PTv3's patch 1024; Flash3D's buckets of 512 rows, scopes
+ * of 8 buckets) and the component rows that time the same kernel on its own (the floors' attention rate). */
+#define NET_PTV3_PATCH 1024
+#define NET_F3D_BUCKET 512
+#define NET_F3D_SCOPE 8
+static const struct {
+  const char *net, *pipeline, *kernel_pattern;
+} net_attn_rates[] = {{"ptv3-net", "ptv3", "attn.patch1024"}, {"flash3d-net", "flash3d", "attn.*"}};
+
+/* The row (pipeline, kernel, variant, workload, n, batch 1, metric); NAN when absent. */
+static double nrow(const hx_run *r, const char *pipeline, const char *kernel, const char *variant, const char *workload,
+                   uint64_t n, const char *metric) {
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (w->n_points == n && w->batch == 1 && !strcmp(w->metric, metric) && !strcmp(w->kernel, kernel) &&
+        !strcmp(w->variant, variant) && !strcmp(w->pipeline, pipeline) && !strcmp(w->workload, workload))
+      return w->value;
+  }
+  return NAN;
+}
+static double fwd(const hx_run *r, const net_model *m, const char *wl, uint64_t n, const char *metric) {
+  return nrow(r, m->pipeline, "forward", m->variant, wl, n, metric);
+}
+static double fwd_graph(const hx_run *r, const net_model *m, const char *wl, uint64_t n, const char *metric) {
+  char v[96];
+  snprintf(v, sizeof v, "%s.graph", m->variant);
+  return nrow(r, m->pipeline, "forward", v, wl, n, metric);
+}
+
+static int is_net(const char *pipeline) { return !strcmp(pipeline, "ptv3-net") || !strcmp(pipeline, "flash3d-net"); }
+
+/* The first workload with backbone rows; NULL when the run has none. */
+static const char *net_workload(const hx_run *r) {
+  for (size_t i = 0; i < r->n_rows; i++)
+    if (is_net(r->rows[i].pipeline)) return r->rows[i].workload;
+  return NULL;
+}
+
+/* The largest size with a timed forward of PTv3 and Flash3D-46m (the comparison), else with any timed forward,
+ * else with any backbone row (a forward that failed its check or did not fit leaves only those). */
+static uint64_t net_size(const hx_run *r, const char *wl) {
+  uint64_t both = 0, any = 0, rows = 0;
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (!is_net(w->pipeline) || strcmp(w->workload, wl) || w->batch != 1) continue;
+    if (w->n_points > rows) rows = w->n_points;
+    if (strcmp(w->kernel, "forward") || strcmp(w->metric, "time_mean")) continue;
+    if (w->n_points > any) any = w->n_points;
+    if (w->n_points > both && isfinite(fwd(r, &net_models[NM_PTV3], wl, w->n_points, "time_mean")) &&
+        isfinite(fwd(r, &net_models[NM_EQ_PARAMS], wl, w->n_points, "time_mean")))
+      both = w->n_points;
+  }
+  return both ? both : any ? any : rows;
+}
+
+/* "NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3" */
+static const char *short_dev(const char *label) { return strncmp(label, "NVIDIA ", 7) ? label : label + 7; }
+
+/* Why a configuration has no timed forward at n: its check failed, it did not fit, or the run has no rows. */
+static void why_missing(FILE *f, const hx_run *r, const net_model *m, const char *wl, uint64_t n) {
+  const double chk = fwd(r, m, wl, n, "check"), need = fwd(r, m, wl, n, "skipped_bytes_needed");
+  if (isfinite(need))
+    fprintf(f, "%s was skipped at %llu points: it needs %.0f MiB of device memory", m->display,
+            (unsigned long long)n, need / 1048576.0);
+  else if (chk == 0.0)
+    fprintf(f, "%s failed its check against the CPU forward at %llu points and was not timed", m->display,
+            (unsigned long long)n);
+  else
+    fprintf(f, "the run has no forward of %s (`%s`) at %llu points", m->display, m->variant, (unsigned long long)n);
+}
+
+/* The component with the largest time_median of a configuration at n; its share of the summed components. */
+static const char *top_component(const hx_run *r, const net_model *m, const char *wl, uint64_t n, double *share,
+                                 double *ms) {
+  const char *best = NULL;
+  double bt = 0.0, sum = 0.0;
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (w->n_points != n || w->batch != 1 || strcmp(w->metric, "time_median") || strcmp(w->pipeline, m->pipeline) ||
+        strcmp(w->variant, m->variant) || strcmp(w->workload, wl) || !strcmp(w->kernel, "forward") ||
+        !(w->value > 0.0))
+      continue;
+    sum += w->value;
+    if (w->value > bt) bt = w->value, best = w->kernel;
+  }
+  *share = best ? bt / sum : (double)NAN;
+  *ms = bt;
+  return best;
+}
+
+/* The best tflops of the component rows timing a network's attention kernel at n (any size when none at n);
+ * *at gets the size it came from, *kernel and *variant its row. NAN when the run has none. */
+static double attn_rate(const hx_run *r, const char *net, const char *wl, uint64_t n, uint64_t *at, const char **kernel,
+                        const char **variant) {
+  const char *pipe = NULL, *pat = NULL;
+  for (size_t i = 0; i < sizeof net_attn_rates / sizeof *net_attn_rates; i++)
+    if (!strcmp(net_attn_rates[i].net, net)) pipe = net_attn_rates[i].pipeline, pat = net_attn_rates[i].kernel_pattern;
+  double best = NAN;
+  for (int any = 0; any < 2 && !isfinite(best); any++)
+    for (size_t i = 0; pipe && i < r->n_rows; i++) {
+      const hx_run_row *w = &r->rows[i];
+      if (strcmp(w->metric, "tflops") || strcmp(w->pipeline, pipe) || strcmp(w->workload, wl) || w->batch != 1 ||
+          (!any && w->n_points != n) || fnmatch(pat, w->kernel, 0) || !(w->value > 0.0))
+        continue;
+      if (!(w->value <= best)) best = w->value, *at = w->n_points, *kernel = w->kernel, *variant = w->variant;
+    }
+  return best;
+}
+
+/* "46,159,312" */
+static void with_commas(char *buf, size_t cap, double v) {
+  char raw[32];
+  snprintf(raw, sizeof raw, "%.0f", v);
+  const size_t len = strlen(raw);
+  size_t o = 0;
+  for (size_t i = 0; i < len && o + 2 < cap; i++) {
+    if (i && (len - i) % 3 == 0 && raw[i - 1] != '-') buf[o++] = ',';
+    buf[o++] = raw[i];
+  }
+  buf[o] = '\0';
+}
+
+/* "1.59x faster" or "1.59x SLOWER" for a / b of latencies (a: PTv3, b: Flash3D) */
+static void speed_words(char *buf, size_t cap, double ptv3_ms, double f3d_ms) {
+  if (ptv3_ms >= f3d_ms)
+    snprintf(buf, cap, "%.2fx faster than", ptv3_ms / f3d_ms);
+  else
+    snprintf(buf, cap, "%.2fx SLOWER than", f3d_ms / ptv3_ms);
+}
+
+/* Per run: the equal-parameter comparison in one sentence, where the time goes when Flash3D is not faster, the
+ * memory and the equal-memory configuration; then the paper's table with one column group per run. */
+static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
+  size_t with = 0;
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const hx_run *r = &runs[ri];
+    const char *wl = net_workload(r);
+    if (!wl) continue;
+    with++;
+    const uint64_t n = net_size(r, wl);
+    const net_model *mp = &net_models[NM_PTV3], *m46 = &net_models[NM_EQ_PARAMS], *m129 = &net_models[NM_EQ_MEMORY];
+    const double tp = fwd(r, mp, wl, n, "time_mean"), t46 = fwd(r, m46, wl, n, "time_mean");
+    fprintf(f, "- %s, %llu points (`%s`): ", short_dev(labels[ri]), (unsigned long long)n, wl);
+    if (!isfinite(tp) || !isfinite(t46)) {
+      why_missing(f, r, isfinite(tp) ? m46 : mp, wl, n);
+      fputs(": no comparison.\n", f);
+      continue;
+    }
+    char sp[64];
+    speed_words(sp, sizeof sp, tp, t46);
+    fprintf(f, "**%s is %s %s** at equal parameters (%.2f ms against %.2f ms, eager forward; the paper: 2.25x faster).",
+            m46->display, sp, mp->display, t46, tp);
+    if (t46 > tp) { /* where the time goes */
+      double s46, sp3, ms46, msp;
+      const char *c46 = top_component(r, m46, wl, n, &s46, &ms46), *cp = top_component(r, mp, wl, n, &sp3, &msp);
+      if (c46 && !strcmp(c46, "attn")) {
+        const double pa = nrow(r, mp->pipeline, "attn", mp->variant, wl, n, "time_median");
+        fprintf(f, " Its attention (scopes of %d x %d = %d keys per query, against PTv3's %d-point patches) is %.0f%% "
+                   "of its components' time: %.2f ms",
+                NET_F3D_SCOPE, NET_F3D_BUCKET, NET_F3D_SCOPE * NET_F3D_BUCKET, NET_PTV3_PATCH, 100.0 * s46, ms46);
+        if (isfinite(pa)) fprintf(f, " against PTv3's %.2f ms", pa);
+        fputc('.', f);
+        uint64_t a1 = 0, a2 = 0;
+        const char *k1 = "", *v1 = "", *k2 = "", *v2 = "";
+        const double rf = attn_rate(r, m46->pipeline, wl, n, &a1, &k1, &v1);
+        const double rp = attn_rate(r, mp->pipeline, wl, n, &a2, &k2, &v2);
+        if (isfinite(rf) && isfinite(rp) && a1 == n && a2 == n)
+          fprintf(f, " The attention kernels alone run at %.0f (Flash3D `%s` %s) and %.0f TFLOP/s (PTv3 `%s` %s) at "
+                     "this size: each query attends to %dx the keys.",
+                  rf, k1, v1, rp, k2, v2, NET_F3D_SCOPE * NET_F3D_BUCKET / NET_PTV3_PATCH);
+      } else if (c46) {
+        fprintf(f, " Its largest component is %s, %.0f%% of its components' time (%.2f ms).", c46, 100.0 * s46, ms46);
+      }
+      if (cp) fprintf(f, " PTv3's largest component is %s (%.0f%%).", cp, 100.0 * sp3);
+    }
+    const double mpk = fwd(r, mp, wl, n, "mem_peak"), m46k = fwd(r, m46, wl, n, "mem_peak");
+    if (isfinite(mpk) && isfinite(m46k) && m46k > 0.0) {
+      if (mpk >= m46k)
+        fprintf(f, " Peak memory: PTv3 holds %.2fx Flash3D-46m's (%.0f against %.0f MiB; the paper: 2.4x).", mpk / m46k,
+                mpk / 1048576.0, m46k / 1048576.0);
+      else
+        fprintf(f, " Peak memory: Flash3D-46m holds %.2fx PTv3's (%.0f against %.0f MiB), where the paper reports "
+                   "2.4x less.",
+                m46k / mpk, m46k / 1048576.0, mpk / 1048576.0);
+    }
+    const double t129 = fwd(r, m129, wl, n, "time_mean"), m129k = fwd(r, m129, wl, n, "mem_peak");
+    if (isfinite(t129)) {
+      speed_words(sp, sizeof sp, tp, t129);
+      fprintf(f, " At the paper's equal memory, %s is %s PTv3 (%.2f ms)", m129->display, sp, t129);
+      if (isfinite(m129k) && isfinite(mpk) && mpk > 0.0)
+        fprintf(f, " and holds %.2fx PTv3's memory", m129k / mpk);
+      fputs(" (the paper: 1.88x faster, with 2.8x the parameters, at the same 1.2G).", f);
+    } else {
+      fputc(' ', f);
+      why_missing(f, r, m129, wl, n);
+      fputc('.', f);
+    }
+    fputc('\n', f);
+  }
+  if (!with) {
+    fputs("No backbone rows (pipelines `ptv3-net`, `flash3d-net`) in the run(s): `f3dbench sweep` runs both by default "
+          "on a GPU.\n\n",
+          f);
+    return;
+  }
+  fputc('\n', f);
+
+  /* the paper's table: one column group (peak memory, eager and graph latency) per run */
+  fputs("### The paper's table: equal parameters and equal memory\n\n", f);
+  fputs("Each run at the size above; params counted by the network; peak memory = the arena's peak over the forward "
+        "(every buffer and weight it holds); latency = time_mean of the forward, eager (stream launches) and "
+        "replayed as one CUDA graph. The ratio rows are PTv3 / Flash3D, the paper's direction: above 1, "
+        "Flash3D is smaller or faster; below 1, PTv3 is.\n\n| configuration | params |",
+        f);
+  for (size_t ri = 0; ri < n_runs; ri++)
+    if (net_workload(&runs[ri]))
+      fprintf(f, " %s peak (MiB) | %s eager (ms) | %s graph (ms) |", short_dev(labels[ri]), short_dev(labels[ri]),
+              short_dev(labels[ri]));
+  fputs(" the paper (A100, Table 2) |\n|---|---:|", f);
+  for (size_t ri = 0; ri < n_runs; ri++)
+    if (net_workload(&runs[ri])) fputs("---:|---:|---:|", f);
+  fputs("---|\n", f);
+  int public_rows = 0;
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const char *wl = net_workload(&runs[ri]);
+    if (wl && isfinite(fwd(&runs[ri], &net_models[NM_COUNT - 1], wl, net_size(&runs[ri], wl), "time_mean")))
+      public_rows = 1;
+  }
+  const size_t nrows = public_rows ? NM_COUNT : 3;
+  for (size_t mi = 0; mi < nrows; mi++) {
+    const net_model *m = &net_models[mi];
+    double params = NAN;
+    for (size_t ri = 0; ri < n_runs && !isfinite(params); ri++) {
+      const char *wl = net_workload(&runs[ri]);
+      if (wl) params = fwd(&runs[ri], m, wl, net_size(&runs[ri], wl), "params");
+    }
+    char pc[40] = "-";
+    if (isfinite(params)) with_commas(pc, sizeof pc, params);
+    if (mi == NM_PTV3)
+      fprintf(f, "| %s (`%s`) | %s |", m->display, m->variant, pc);
+    else
+      fprintf(f, "| %s (`%s`), %s | %s |", m->display, m->variant, m->role, pc);
+    for (size_t ri = 0; ri < n_runs; ri++) {
+      const char *wl = net_workload(&runs[ri]);
+      if (!wl) continue;
+      const uint64_t n = net_size(&runs[ri], wl);
+      const double v[3] = {fwd(&runs[ri], m, wl, n, "mem_peak") / 1048576.0, fwd(&runs[ri], m, wl, n, "time_mean"),
+                           fwd_graph(&runs[ri], m, wl, n, "time_mean")};
+      for (int c = 0; c < 3; c++)
+        if (isfinite(v[c])) fprintf(f, c ? " %.2f |" : " %.1f |", v[c]);
+        else fputs(" - |", f);
+    }
+    if (mi < 3)
+      fprintf(f, " %s, %s, %.0f ms |\n", paper_rows[mi].params, paper_rows[mi].mem, paper_rows[mi].ms_a100);
+    else
+      fputs(" - |\n", f);
+  }
+  static const char *const paper_ratio[2] = {"2.4x less memory, 2.25x faster",
+                                             "the same memory (the budget), 1.88x faster with 2.8x the parameters"};
+  for (size_t mi = NM_EQ_PARAMS; mi <= NM_EQ_MEMORY; mi++) {
+    const net_model *m = &net_models[mi], *mp = &net_models[NM_PTV3];
+    double pp = NAN, pm = NAN;
+    for (size_t ri = 0; ri < n_runs && !(isfinite(pp) && isfinite(pm)); ri++) {
+      const char *wl = net_workload(&runs[ri]);
+      if (!wl) continue;
+      const uint64_t n = net_size(&runs[ri], wl);
+      pp = fwd(&runs[ri], mp, wl, n, "params"), pm = fwd(&runs[ri], m, wl, n, "params");
+    }
+    if (isfinite(pp) && isfinite(pm) && pm > 0.0)
+      fprintf(f, "| PTv3 / %s | %.2fx |", m->display, pp / pm);
+    else
+      fprintf(f, "| PTv3 / %s | - |", m->display);
+    for (size_t ri = 0; ri < n_runs; ri++) {
+      const char *wl = net_workload(&runs[ri]);
+      if (!wl) continue;
+      const uint64_t n = net_size(&runs[ri], wl);
+      const double a[3] = {fwd(&runs[ri], mp, wl, n, "mem_peak"), fwd(&runs[ri], mp, wl, n, "time_mean"),
+                           fwd_graph(&runs[ri], mp, wl, n, "time_mean")};
+      const double b[3] = {fwd(&runs[ri], m, wl, n, "mem_peak"), fwd(&runs[ri], m, wl, n, "time_mean"),
+                           fwd_graph(&runs[ri], m, wl, n, "time_mean")};
+      for (int c = 0; c < 3; c++)
+        if (isfinite(a[c]) && isfinite(b[c]) && b[c] > 0.0) fprintf(f, " %.2fx |", a[c] / b[c]);
+        else fputs(" - |", f);
+    }
+    fprintf(f, " %s |\n", paper_ratio[mi - NM_EQ_PARAMS]);
+  }
+  fputs("\nThe paper's numbers: its Table 2 on an A100 (nuScenes scenes, whose point count it does not state; attention "
+        "scopes of 4096): PTv3 45 ms and 1.2G; Flash3D at equal parameters 20 ms and 0.5G (45 / 20 = 2.25x faster, "
+        "1.2 / 0.5 = 2.4x less memory); Flash3D-129.4M within the same 1.2G 24 ms (45 / 24 = 1.88x faster, with 2.8x "
+        "the parameters). Its H100 appendix table: 30.2, 13.4 and 15.1 ms (2.25x and 2.00x), the same memory. The "
+        "runs above time clouds of their own workload (named in each line above) at the stated size, not nuScenes "
+        "scenes.\n\n",
+        f);
+}
+
+/* Under the latency figure: the least-squares line of each configuration's forward time_mean over the sizes, and
+ * the linearity target for Flash3D (R^2 >= 0.99 over 100k..600k). */
+static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
+  int head = 0;
+  char target[2048] = "";
+  size_t tl = 0;
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const hx_run *r = &runs[ri];
+    const char *wl = net_workload(r);
+    if (!wl) continue;
+    for (size_t mi = 0; mi < NM_COUNT; mi++) {
+      const net_model *m = &net_models[mi];
+      double x[256], y[256];
+      size_t k = 0;
+      for (size_t i = 0; i < r->n_rows && k < 256; i++) {
+        const hx_run_row *w = &r->rows[i];
+        if (w->batch == 1 && !strcmp(w->metric, "time_mean") && !strcmp(w->kernel, "forward") &&
+            !strcmp(w->variant, m->variant) && !strcmp(w->pipeline, m->pipeline) && !strcmp(w->workload, wl))
+          x[k] = (double)w->n_points, y[k] = w->value, k++;
+      }
+      if (k == 0) continue;
+      if (!head) {
+        fputs("Least-squares line of the forward's time_mean over the run's sizes, per configuration (the dashed lines "
+              "above).\n\n| configuration | device | sizes | slope (ms per 100k points) | intercept (ms) | R^2 |\n"
+              "|---|---|---:|---:|---:|---:|\n",
+              f);
+        head = 1;
+      }
+      double lo = x[0], hi = x[0], b, a, r2;
+      for (size_t i = 1; i < k; i++) lo = fmin(lo, x[i]), hi = fmax(hi, x[i]);
+      if (k >= 3 && hx_plot_linear_fit(x, y, k, &b, &a, &r2) == HX_OK) {
+        if (fabs(a) < 1e-9 * fabs(b * hi)) a = 0.0; /* rounding of an exact line through 0: no "-0.00" */
+        fprintf(f, "| %s | %s | %zu (%.0fk to %.0fk) | %.3f | %.2f | %.4f |\n", m->display, short_dev(labels[ri]), k,
+                lo / 1e3, hi / 1e3, b * 1e5, a, r2);
+        if (!strcmp(m->pipeline, "flash3d-net") && tl < sizeof target)
+          tl += (size_t)snprintf(target + tl, sizeof target - tl, "%s%s on %s R^2 %.4f: %s", tl ? "; " : "",
+                                 m->display, short_dev(labels[ri]), r2, r2 >= 0.99 ? "met" : "NOT met");
+      } else {
+        fprintf(f, "| %s | %s | %zu | - | - | - (fewer than 3 sizes) |\n", m->display, short_dev(labels[ri]), k);
+      }
+    }
+  }
+  if (!head) return;
+  if (tl)
+    fprintf(f, "\nTarget: Flash3D's latency grows linearly with points, R^2 >= 0.99 over 100k to 600k: %s.\n\n", target);
+  else
+    fputs("\nTarget: Flash3D's latency grows linearly with points (R^2 >= 0.99): no Flash3D configuration was timed "
+          "at 3 sizes or more.\n\n",
+          f);
+}
+
+/* The components of a configuration at n in the order the run recorded them (time_median rows). */
+static size_t net_components(const hx_run *r, const char *pipeline, const char *variant, const char *wl, uint64_t n,
+                             const char **out, size_t cap) {
+  size_t k = 0;
+  for (size_t i = 0; i < r->n_rows && k < cap; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (w->n_points != n || w->batch != 1 || strcmp(w->metric, "time_median") || strcmp(w->pipeline, pipeline) ||
+        strcmp(w->variant, variant) || strcmp(w->workload, wl) || !strcmp(w->kernel, "forward"))
+      continue;
+    size_t q = 0;
+    while (q < k && strcmp(out[q], w->kernel)) q++;
+    if (q == k) out[k++] = w->kernel;
+  }
+  return k;
+}
+
+static int has_cost_rows(const hx_run *r, const char *wl, uint64_t n) {
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (is_net(w->pipeline) && w->n_points == n && !strcmp(w->workload, wl) &&
+        (!strcmp(w->metric, "gemm_flops") || !strcmp(w->metric, "attn_flops") || !strcmp(w->metric, "floor_bytes")))
+      return 1;
+  }
+  return 0;
+}
+
+/* The floor of one kernel's cost rows (ms): the most of GEMM FLOPs at the cuBLAS rate, attention FLOPs at the
+ * attention kernel's rate and bytes at the copy bandwidth; NAN when it has none of them. *bound names the term. */
+static double floor_ms(double gemm, double attn, double bytes, double gemm_tflops, double attn_tflops, double copy_gbs,
+                       const char **bound) {
+  const double t[3] = {gemm / (gemm_tflops * 1e9), attn / (attn_tflops * 1e9), bytes / (copy_gbs * 1e6)};
+  static const char *const names[3] = {"GEMM", "attention", "memory"};
+  double best = NAN;
+  *bound = "";
+  for (int i = 0; i < 3; i++)
+    if (isfinite(t[i]) && t[i] >= 0.0 && !(t[i] <= best)) best = t[i], *bound = names[i];
+  return best;
+}
+
+/* One configuration's floor table at n (the run has cost rows). */
+static void floor_table(FILE *f, const hx_run *r, const char *label, const net_model *m, const char *wl, uint64_t n) {
+  const char *comps[32];
+  const size_t nc = net_components(r, m->pipeline, m->variant, wl, n, comps, 32);
+  const double fw = fwd(r, m, wl, n, "time_median");
+  if (nc == 0 && !isfinite(fw)) return;
+  const char *g = hx_run_context(r, "ceiling_gemm_fp16_tflops"), *c = hx_run_context(r, "ceiling_copy_gbs");
+  const double gemm_rate = g ? strtod(g, NULL) : (double)NAN, copy = c ? strtod(c, NULL) : (double)NAN;
+  uint64_t at = 0;
+  const char *ak = "", *av = "";
+  const double arate = attn_rate(r, m->pipeline, wl, n, &at, &ak, &av);
+  fprintf(f, "**%s** (`%s`), %s, %llu points: floors at cuBLAS fp16 %s TFLOP/s, attention %.1f TFLOP/s", m->display,
+          m->variant, label, (unsigned long long)n, g ? g : "(no ceiling in the run)", arate);
+  if (isfinite(arate)) fprintf(f, " (`%s` %s at %llu points%s)", ak, av, (unsigned long long)at, at == n ? "" : ", the best in the run");
+  fprintf(f, ", copy %s GB/s.\n\n", c ? c : "(no ceiling in the run)");
+  fputs("| component | measured median (ms) | GEMM (GFLOP) | attention (GFLOP) | bytes (MB) | floor (ms) | bound by | "
+        "measured / floor |\n|---|---:|---:|---:|---:|---:|---|---:|\n",
+        f);
+  double sum_m = 0.0, sum_f = 0.0, gap = -1.0, gap_m = 0.0, gap_f = 0.0;
+  const char *gap_c = NULL, *gap_b = "", *no_cost[32];
+  size_t nn = 0;
+  for (size_t i = 0; i < nc; i++) {
+    const double t = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "time_median");
+    const double gf = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "gemm_flops");
+    const double af = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "attn_flops");
+    const double by = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "floor_bytes");
+    const char *bound;
+    const double fl = floor_ms(gf, af, by, gemm_rate, arate, copy, &bound);
+    sum_m += isfinite(t) ? t : 0.0;
+    fprintf(f, "| %s | %.3f |", comps[i], t);
+    const double v[3] = {gf / 1e9, af / 1e9, by / 1e6};
+    for (int q = 0; q < 3; q++)
+      if (isfinite(v[q])) fprintf(f, " %.4g |", v[q]);
+      else fputs(" - |", f);
+    if (isfinite(fl) && fl > 0.0) {
+      sum_f += fl;
+      fprintf(f, " %.3f | %s | %.2fx |\n", fl, bound, t / fl);
+      if (t - fl > gap) gap = t - fl, gap_c = comps[i], gap_m = t, gap_f = fl, gap_b = bound;
+    } else {
+      fputs(" - | - | - |\n", f);
+      no_cost[nn++] = comps[i];
+    }
+  }
+  if (sum_f > 0.0)
+    fprintf(f, "| sum of components | %.3f | | | | %.3f | | %.2fx |\n", sum_m, sum_f, sum_m / sum_f);
+  else
+    fprintf(f, "| sum of components | %.3f | | | | - | | - |\n", sum_m);
+  if (isfinite(fw) && sum_f > 0.0)
+    fprintf(f, "| **whole forward** (eager, median) | %.3f | | | | %.3f | | **%.2fx** |\n", fw, sum_f, fw / sum_f);
+  else if (isfinite(fw))
+    fprintf(f, "| **whole forward** (eager, median) | %.3f | | | | - | | - |\n", fw);
+  const char *bound;
+  const double ff = floor_ms(fwd(r, m, wl, n, "gemm_flops"), fwd(r, m, wl, n, "attn_flops"),
+                             fwd(r, m, wl, n, "floor_bytes"), gemm_rate, arate, copy, &bound);
+  if (isfinite(ff) && ff > 0.0 && isfinite(fw))
+    fprintf(f, "| whole forward against its own cost rows | %.3f | %.3g | %.3g | %.3g | %.3f | %s | %.2fx |\n", fw,
+            fwd(r, m, wl, n, "gemm_flops") / 1e9, fwd(r, m, wl, n, "attn_flops") / 1e9,
+            fwd(r, m, wl, n, "floor_bytes") / 1e6, ff, bound, fw / ff);
+  fputc('\n', f);
+  if (isfinite(fw) && sum_f > 0.0)
+    fprintf(f, "Target: the whole forward within 1.5x of the sum of its components' floors: %.2fx, %s.", fw / sum_f,
+            fw / sum_f <= 1.5 ? "met" : "NOT met");
+  if (gap_c)
+    fprintf(f, " Largest gap: `%s`, %.3f ms measured against a %.3f ms floor (%s-bound), %.3f of the %.3f ms between "
+               "the components and their floors.",
+            gap_c, gap_m, gap_f, gap_b, gap, sum_m - sum_f);
+  if (nn) {
+    fputs(" Without cost rows (no floor, left out of the sum):", f);
+    for (size_t i = 0; i < nn; i++) fprintf(f, "%s `%s`", i ? "," : "", no_cost[i]);
+    fputc('.', f);
+  }
+  if (!isfinite(arate)) fputs(" The run has no attention rows to take a rate from: attention FLOPs have no floor.", f);
+  fputs("\n\n", f);
+}
+
+/* The measured components of every configuration side by side (a run without cost rows). */
+static void measured_table(FILE *f, const hx_run *r, const char *wl, uint64_t n) {
+  const net_model *ms[NM_COUNT];
+  size_t nm = 0;
+  const char *comps[48];
+  size_t nc = 0;
+  for (size_t mi = 0; mi < NM_COUNT; mi++) {
+    const char *c[32];
+    const size_t k = net_components(r, net_models[mi].pipeline, net_models[mi].variant, wl, n, c, 32);
+    if (k == 0) continue;
+    ms[nm++] = &net_models[mi];
+    for (size_t i = 0; i < k; i++) {
+      size_t q = 0;
+      while (q < nc && strcmp(comps[q], c[i])) q++;
+      if (q == nc && nc < 48) comps[nc++] = c[i];
+    }
+  }
+  if (nm == 0) {
+    fputs("No component rows at this size.\n\n", f);
+    return;
+  }
+  double sum[NM_COUNT] = {0};
+  for (size_t j = 0; j < nm; j++)
+    for (size_t i = 0; i < nc; i++) {
+      const double t = nrow(r, ms[j]->pipeline, comps[i], ms[j]->variant, wl, n, "time_median");
+      if (isfinite(t)) sum[j] += t;
+    }
+  fputs("| component |", f);
+  for (size_t j = 0; j < nm; j++) fprintf(f, " %s (ms) | share |", ms[j]->display);
+  fputs("\n|---|", f);
+  for (size_t j = 0; j < nm; j++) fputs("---:|---:|", f);
+  fputc('\n', f);
+  for (size_t i = 0; i < nc; i++) {
+    fprintf(f, "| %s |", comps[i]);
+    for (size_t j = 0; j < nm; j++) {
+      const double t = nrow(r, ms[j]->pipeline, comps[i], ms[j]->variant, wl, n, "time_median");
+      if (isfinite(t) && sum[j] > 0.0) fprintf(f, " %.3f | %.1f%% |", t, 100.0 * t / sum[j]);
+      else fputs(" - | - |", f);
+    }
+    fputc('\n', f);
+  }
+  fputs("| sum of components |", f);
+  for (size_t j = 0; j < nm; j++) fprintf(f, " %.3f | |", sum[j]);
+  fputs("\n| whole forward (eager, median) |", f);
+  for (size_t j = 0; j < nm; j++) {
+    const double t = fwd(r, ms[j], wl, n, "time_median");
+    if (isfinite(t)) fprintf(f, " %.3f | |", t);
+    else fputs(" - | |", f);
+  }
+  fputs("\n\n", f);
+}
+
+/* Under the breakdown figure: per run, at its comparison size, each configuration's components against their
+ * floors (the sweep's cost rows and the run's measured ceilings), or the measured components only with the reason
+ * the floors are missing. */
+static void nets_floors(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const hx_run *r = &runs[ri];
+    const char *wl = net_workload(r);
+    if (!wl) continue;
+    const uint64_t n = net_size(r, wl);
+    if (n_runs > 1) fprintf(f, "#### %s\n\n", labels[ri]);
+    if (!has_cost_rows(r, wl, n)) {
+      fprintf(f, "Components at %llu points (median over the breakdown forwards, ms, and share of their sum). No cost "
+                 "rows in this run (gemm_flops, attn_flops, floor_bytes per component; the sweep that wrote it did not "
+                 "record them), so the floors and the target (the whole forward within 1.5x of the sum of its "
+                 "components' floors) cannot be computed here.\n\n",
+              (unsigned long long)n);
+      measured_table(f, r, wl, n);
+      continue;
+    }
+    fputs("Each component's floor is the most of its GEMM FLOPs at the run's cuBLAS fp16 rate, its attention FLOPs at "
+          "the attention kernel's rate measured in the same run and its bytes at the measured copy bandwidth.\n\n",
+          f);
+    for (size_t mi = 0; mi < NM_COUNT; mi++) floor_table(f, r, labels[ri], &net_models[mi], wl, n);
+  }
+}
+
+/* The section's figures: every configuration's eager forward (the graph replay is in the table), the components
+ * of each at its largest size. */
+static const char *const net_fwd[] = {"ptv3-net/forward/*", "flash3d-net/forward/*"};
+static const char *const net_graph[] = {"*.graph"};
+static const char *const net_comp[] = {"ptv3-net/*/*", "flash3d-net/*/*"};
+static const char *const net_not_comp[] = {"*/forward/*"};
+#define NET_FWD net_fwd, 2, net_graph, 1
+static const hx_study_plot net_plots[] = {
+    {HX_PLOT_LINES, "net_latency", "Backbone forward latency vs points (mean +- std; dashed: least-squares line)",
+     "time (ms)", "ms", "time_mean", NULL, "time_std", 1.0, NET_FWD, "{v}", 1, nets_fits},
+    {HX_PLOT_LINES, "net_sm", "Backbones: SM active (solid) and SM issue (dashed) over the forward", "% of peak", "%",
+     "sm_active", "sm_issue", NULL, 1.0, NET_FWD, "{v}", 0, NULL},
+    {HX_PLOT_LINES, "net_tensor", "Backbones: TensorCore active over the forward", "% of peak", "%", "tensor_active",
+     NULL, NULL, 1.0, NET_FWD, "{v}", 0, NULL},
+    {HX_PLOT_LINES, "net_dram", "Backbones: DRAM read bandwidth over the forward", "GB/s", "GB/s", "dram_read_bw",
+     NULL, NULL, 1e-9, NET_FWD, "{v}", 0, NULL},
+    {HX_PLOT_LINES, "net_memory", "Backbones: peak device memory of the forward (arena)", "MiB", "MiB", "mem_peak",
+     NULL, NULL, 1.0 / 1048576.0, NET_FWD, "{v}", 0, NULL},
+    {HX_PLOT_STACKED, "net_stages", "Backbone components at the largest size (median over the breakdown forwards)",
+     "time (ms)", "ms", "time_median", NULL, NULL, 1.0, net_comp, 2, net_not_comp, 1, "{v}", 0, nets_floors},
+    {HX_PLOT_TREEMAP, "net_treemap", "Backbone components at the largest size (area = time)", "time (ms)", "ms",
+     "time_median", NULL, NULL, 1.0, net_comp, 2, net_not_comp, 1, "{v}", 0, NULL},
+};
+
 static const hx_study study = {
     "flash3d-bench report",
     pipelines, sizeof pipelines / sizeof *pipelines,
@@ -126,6 +730,9 @@ static const hx_study study = {
     tables, sizeof tables / sizeof *tables,
     {"ptv3", "flash3d"},
     "baselines such as the unfused attention v0 included",
+    "Backbones: PTv3 vs Flash3D, whole forward passes",
+    nets_summary,
+    net_plots, sizeof net_plots / sizeof *net_plots,
 };
 
 const hx_study *f3d_study(void) { return &study; }
