@@ -644,7 +644,7 @@ static void test_study_data(void **state) {
   free(rep);
   /* a made-up study over the same rows */
   static const char *const a_stages[] = {"attention"};
-  static const hx_study_pipeline pipes[] = {{"ptv3", "Alpha", a_stages, 1, 0}, {"flash3d", "Beta", NULL, 0, 0}};
+  static const hx_study_pipeline pipes[] = {{"ptv3", "Alpha", a_stages, 1, 0, 0}, {"flash3d", "Beta", NULL, 0, 0, 0}};
   static const hx_study_legend legs[] = {{"attent*", "att{k} {v}!", "v1", " (first)"}};
   static const char *const cmp_series[] = {"*/attention"}, *const cmp_all[] = {"*/*"};
   static const hx_study_figure figs[] = {{"cmp", "Custom comparison", cmp_series, 1, cmp_all, 1}};
@@ -653,7 +653,7 @@ static void test_study_data(void **state) {
       {cols, 2, 1, NULL, HX_CELL_TIME, NULL, "never written", NULL, NULL}, /* every group: the second has none */
       {cols, 2, 0, NULL, HX_CELL_TIME, "First", "intro on {ctx}.", "device", test_note},
   };
-  static const hx_study custom = {"custom title", pipes, 2, legs, 1, figs, 1, tabs, 2, {"flash3d", "ptv3"}, NULL};
+  static const hx_study custom = {"custom title", pipes, 2, legs, 1, figs, 1, tabs, 2, {"flash3d", "ptv3"}, NULL, NULL, NULL, NULL, 0};
   snprintf(out, sizeof out, "%s/study-custom", root);
   note_calls = 0;
   assert_int_equal(hx_plot(&run, 1, &custom, F3D_PLOTS_DIR, out, &e), gp ? HX_OK : HX_EUNSUPPORTED);
@@ -700,6 +700,297 @@ static void test_study_data(void **state) {
   hx_run_free(&run);
 }
 
+/* ---- the backbones' section (app/study.c's own section and plots) -------------------------------------------- */
+
+static void test_linear_fit(void **state) {
+  (void)state;
+  const double x[4] = {1e5, 2e5, 3e5, 4e5}, y[4] = {12, 22, 32, 42}, c[4] = {5, 5, 5, 5};
+  double b, a, r2;
+  assert_int_equal(hx_plot_linear_fit(x, y, 4, &b, &a, &r2), HX_OK);
+  assert_true(fabs(b * 1e5 - 10.0) < 1e-9 && fabs(a - 2.0) < 1e-9 && fabs(r2 - 1.0) < 1e-12);
+  /* 30, 62, 90 at 1, 2, 3: slope 30, intercept 2/3, residuals -2/3, 4/3, -2/3: R^2 = 1 - (8/3) / (5408/3) */
+  const double y3[3] = {30, 62, 90};
+  assert_int_equal(hx_plot_linear_fit(x, y3, 3, &b, &a, &r2), HX_OK);
+  assert_true(fabs(b * 1e5 - 30.0) < 1e-9 && fabs(a - 2.0 / 3.0) < 1e-9 && fabs(r2 - (1.0 - 8.0 / 5408.0)) < 1e-12);
+  assert_int_equal(hx_plot_linear_fit(x, c, 4, &b, &a, &r2), HX_OK); /* flat: the flat line fits */
+  assert_true(fabs(b) < 1e-15 && fabs(r2 - 1.0) < 1e-12);
+  assert_int_equal(hx_plot_linear_fit(x, y, 1, &b, &a, &r2), HX_EINVAL);
+  assert_int_equal(hx_plot_linear_fit(c, y, 4, &b, &a, &r2), HX_EINVAL); /* one x: no line */
+  const double bad[2] = {1.0, NAN};
+  assert_int_equal(hx_plot_linear_fit(x, bad, 2, &b, &a, &r2), HX_EINVAL);
+}
+
+/* One configuration's rows at size n: the forward (time rows, counters, memory, params, check), its graph replay
+ * and its components (time_median each, and share). */
+static void net_rows(hx_results *r, const char *pipe, const char *variant, uint64_t n, double ms, double graph_ms,
+                     double mib, double params, const char *const *comps, const double *part, size_t nc) {
+  hx_err e;
+  hx_key k = {"lidar", n, 1, pipe, "forward", variant};
+  add_time(r, &k, ms);
+  assert_int_equal(hx_results_add(r, &k, "time_std", 0.01 * ms, "ms", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, &k, "mem_peak", mib * 1048576.0, "B", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, &k, "params", params, "count", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, &k, "check", 1.0, "bool", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, &k, "sm_active", 80.0, "%", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, &k, "sm_issue", 40.0, "%", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, &k, "tensor_active", 20.0, "%", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, &k, "dram_read_bw", 5e11, "B/s", &e), HX_OK);
+  char gv[64];
+  snprintf(gv, sizeof gv, "%s.graph", variant);
+  hx_key g = {"lidar", n, 1, pipe, "forward", gv};
+  add_time(r, &g, graph_ms);
+  assert_int_equal(hx_results_add(r, &g, "mem_peak", mib * 1048576.0, "B", &e), HX_OK);
+  for (size_t i = 0; i < nc; i++) {
+    hx_key c = {"lidar", n, 1, pipe, comps[i], variant};
+    add_time(r, &c, part[i] * ms);
+    assert_int_equal(hx_results_add(r, &c, "share", part[i], "ratio", &e), HX_OK);
+  }
+}
+
+static const char *const ptv3_comps[3] = {"cpe", "attn", "mlp"};
+static const double ptv3_part[3] = {0.6, 0.2, 0.2};
+static const char *const f3d_comps[3] = {"norm", "attn", "mlp"};
+static const double f3d_part[3] = {0.1, 0.7, 0.2};
+
+/* PTv3 20/40/60 ms at 100k/200k/300k (exactly linear), Flash3D-46m 30/62/90 ms (1.5x slower at 300k), Flash3D-129m at
+ * 300k only; the component attention rows that give the floors' attention rate; cost rows when `costs`.
+ * f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at 300k). */
+static void make_nets_fixture(const char *id, const char *device, double f3d_scale, int costs) {
+  hx_results *r;
+  hx_err e;
+  assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "device", device, &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "ceiling_gemm_fp16_tflops", "800", &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "ceiling_copy_gbs", "3000", &e), HX_OK);
+  static const double f46[3] = {30, 62, 90};
+  for (int s = 1; s <= 3; s++) {
+    const uint64_t n = (uint64_t)s * 100000u;
+    net_rows(r, "ptv3-net", "ptv3", n, 20.0 * s, 18.0 * s, 100.0 * s, 46159312, ptv3_comps, ptv3_part, 3);
+    net_rows(r, "flash3d-net", "flash3d-46m", n, f46[s - 1] * f3d_scale, 30.0 * s * f3d_scale, 125.0 * s, 45891856,
+             f3d_comps, f3d_part, 3);
+    hx_key a = {"lidar", n, 1, "flash3d", "attn.plain", "v9"}, b = {"lidar", n, 1, "ptv3", "attn.patch1024", "v9"};
+    add_time(r, &a, 1.0);
+    add_time(r, &b, 1.0);
+    assert_int_equal(hx_results_add(r, &a, "tflops", 100.0, "TFLOP/s", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &b, "tflops", 120.0, "TFLOP/s", &e), HX_OK);
+  }
+  net_rows(r, "flash3d-net", "flash3d-129m", 300000u, 150.0 * f3d_scale, 150.0 * f3d_scale, 600.0, 128410784,
+           f3d_comps, f3d_part, 3);
+  if (costs) { /* Flash3D-46m at 300k: attn 4.2 TFLOP at 100 TFLOP/s = 42 ms, mlp 8 TFLOP at 800 = 10 ms, norm
+                * 9 GB at 3000 GB/s = 3 ms (and a little GEMM below it) */
+    hx_key ka = {"lidar", 300000u, 1, "flash3d-net", "attn", "flash3d-46m"};
+    hx_key km = {"lidar", 300000u, 1, "flash3d-net", "mlp", "flash3d-46m"};
+    hx_key kn = {"lidar", 300000u, 1, "flash3d-net", "norm", "flash3d-46m"};
+    assert_int_equal(hx_results_add(r, &ka, "attn_flops", 4.2e12, "FLOP", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &ka, "gemm_flops", 0.0, "FLOP", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &km, "gemm_flops", 8e12, "FLOP", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &km, "floor_bytes", 3e9, "B", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &kn, "floor_bytes", 9e9, "B", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &kn, "gemm_flops", 1e9, "FLOP", &e), HX_OK);
+  }
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+}
+
+/* Plots run `id` (with gnuplot or without: the report is written either way) and returns its REPORT.md. */
+static char *plot_run(const char *id, hx_run *run) {
+  char dir[400];
+  hx_err e;
+  snprintf(dir, sizeof dir, "%s/%s", root, id);
+  assert_int_equal(hx_run_load(run, dir, &e), HX_OK);
+  const hx_status st = hx_plot(run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e);
+  if (st != HX_OK && st != HX_EUNSUPPORTED) print_error("%s\n", e.msg);
+  assert_true(st == HX_OK || (st == HX_EUNSUPPORTED && hx_plot_have_gnuplot(NULL) != HX_OK));
+  return slurp_at(dir, "REPORT.md");
+}
+
+static void test_nets_report(void **state) {
+  (void)state;
+  make_nets_fixture("nets", "NVIDIA H100 80GB HBM3", 1.0, 0);
+  hx_run run;
+  char *rep = plot_run("nets", &run);
+  const char *sec = strstr(rep, "## Backbones: PTv3 vs Flash3D, whole forward passes");
+  assert_non_null(sec);
+  assert_true(sec < strstr(rep, "## Headline"));
+  /* the honest sentence: 90 ms against 60 at 300k, attention 70% of Flash3D's components */
+  assert_non_null(strstr(rep, "- H100 80GB HBM3, 300000 points (`lidar`): **Flash3D-46m is 1.50x SLOWER than PTv3-m1** "
+                              "at equal parameters (90.00 ms against 60.00 ms, eager forward; the paper: 2.25x faster)."));
+  assert_non_null(strstr(rep, "Its attention (scopes of 8 x 512 = 4096 keys per query, against PTv3's 1024-point "
+                              "patches) is 70% of its components' time: 63.00 ms against PTv3's 12.00 ms."));
+  assert_non_null(strstr(rep, "The attention kernels alone run at 100 (Flash3D `attn.plain` v9) and 120 TFLOP/s"));
+  assert_non_null(strstr(rep, "PTv3's largest component is cpe (60%)."));
+  assert_non_null(strstr(rep, "Peak memory: Flash3D-46m holds 1.25x PTv3's (375 against 300 MiB)"));
+  assert_non_null(strstr(rep, "Flash3D-129m is 2.50x SLOWER than PTv3 (150.00 ms) and holds 2.00x PTv3's memory"));
+  /* the paper's table: values and PTv3 / Flash3D ratios (params 46159312 / 45891856, memory 300 / 375 MiB, eager
+   * 60 / 90, graph 54 / 90; at equal memory 46159312 / 128410784, 300 / 600, 60 / 150, 54 / 150) */
+  assert_non_null(strstr(rep, "| configuration | params | H100 80GB HBM3 peak (MiB) | H100 80GB HBM3 eager (ms) | "
+                              "H100 80GB HBM3 graph (ms) | the paper (A100, Table 2) |\n"));
+  assert_non_null(strstr(rep, "| PTv3-m1 (`ptv3`) | 46,159,312 | 300.0 | 60.00 | 54.00 | 46.2M, 1.2G, 45 ms |\n"));
+  assert_non_null(strstr(rep, "| Flash3D-46m (`flash3d-46m`), equal parameters | 45,891,856 | 375.0 | 90.00 | 90.00 | "
+                              "46.2M, 0.5G, 20 ms |\n"));
+  assert_non_null(strstr(rep, "| PTv3 / Flash3D-46m | 1.01x | 0.80x | 0.67x | 0.60x | 2.4x less memory, 2.25x faster |\n"));
+  assert_non_null(strstr(rep, "| PTv3 / Flash3D-129m | 0.36x | 0.50x | 0.40x | 0.36x | the same memory (the budget), "
+                              "1.88x faster with 2.8x the parameters |\n"));
+  assert_null(strstr(rep, "Flash3D public")); /* no --ladder rows: no such row */
+  /* the fits: PTv3 exactly linear, Flash3D-46m 30/62/90 (R^2 = 1 - 8/5408), Flash3D-129m at one size */
+  assert_non_null(strstr(rep, "| PTv3-m1 | H100 80GB HBM3 | 3 (100k to 300k) | 20.000 | 0.00 | 1.0000 |\n"));
+  assert_non_null(strstr(rep, "| Flash3D-46m | H100 80GB HBM3 | 3 (100k to 300k) | 30.000 | 0.67 | 0.9985 |\n"));
+  assert_non_null(strstr(rep, "| Flash3D-129m | H100 80GB HBM3 | 1 | - | - | - (fewer than 3 sizes) |\n"));
+  assert_non_null(strstr(rep, "R^2 >= 0.99 over 100k to 600k: Flash3D-46m on H100 80GB HBM3 R^2 0.9985: met."));
+  /* no cost rows: the measured components with the reason, side by side */
+  assert_non_null(strstr(rep, "No cost rows in this run"));
+  assert_non_null(strstr(rep, "| component | PTv3-m1 (ms) | share | Flash3D-46m (ms) | share | Flash3D-129m (ms) | "
+                              "share |\n"));
+  assert_non_null(strstr(rep, "| attn | 12.000 | 20.0% | 63.000 | 70.0% | 105.000 | 70.0% |\n"));
+  assert_non_null(strstr(rep, "| whole forward (eager, median) | 60.000 | | 90.000 | | 150.000 | |\n"));
+  /* the generic figures and tables leave the networks to this section */
+  const char *mem = strstr(rep, "Peak device memory per pipeline");
+  assert_true(mem == NULL || strstr(mem, "ptv3-net") == NULL);
+  if (hx_plot_have_gnuplot(NULL) == HX_OK) {
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/nets", root);
+    static const char *const figs[] = {"net_latency", "net_sm", "net_tensor", "net_dram", "net_memory", "net_stages",
+                                       "net_treemap"};
+    for (size_t i = 0; i < sizeof figs / sizeof *figs; i++) {
+      char png[64], plots[500];
+      snprintf(png, sizeof png, "%s.png", figs[i]);
+      snprintf(plots, sizeof plots, "%s/plots", dir);
+      assert_true(has_png_magic(plots, png));
+      char md[160];
+      snprintf(md, sizeof md, "![%s](plots/%s.png)", figs[i], figs[i]);
+      assert_non_null(strstr(rep, md));
+    }
+    char *dat = slurp_at(dir, "plots/net_latency.dat"); /* eager forwards only, fitted, with their lines after */
+    assert_non_null(strstr(dat, "\"ptv3-net/forward/ptv3 lidar time_mean\" \"ptv3: 20 ms per 100k points, R² 1.0000\"\n"
+                                "100000 20 0.2\n"));
+    assert_non_null(strstr(dat, "\"flash3d-net/forward/flash3d-129m lidar time_mean\" \"flash3d-129m\"\n300000 150 1.5\n"));
+    assert_null(strstr(dat, ".graph"));
+    assert_int_equal(count(dat, " fit\" \"\"\n"), 2);
+    free(dat);
+    dat = slurp_at(dir, "plots/net_stages.dat"); /* a bar per configuration at its largest size, the total last */
+    assert_non_null(strstr(dat, "\"bar\" \"cpe\" \"attn\" \"mlp\" \"norm\" \"total\"\n"));
+    assert_non_null(strstr(dat, "\"ptv3 300k\" 36 12 12 0 60\n"));
+    assert_null(strstr(dat, "forward"));
+    free(dat);
+    dat = slurp_at(dir, "plots/net_treemap.dat");
+    assert_int_equal(count(dat, " -1 \""), 3);
+    assert_non_null(strstr(dat, "\"attn\" \"63 ms\" \"70%\""));
+    free(dat);
+    dat = slurp_at(dir, "plots/latency.dat");
+    assert_null(strstr(dat, "-net/"));
+    free(dat);
+  }
+  free(rep);
+  hx_run_free(&run);
+}
+
+/* Floors from the cost rows: Flash3D-46m's attn 63 ms against 42 (attention-bound), mlp 18 against 10 (GEMM),
+ * norm 9 against 3 (memory); the forward, 90 ms, against their sum, 55: 1.64x, over the 1.5x target; the largest
+ * gap is attn's. PTv3 has no cost rows: its components are listed without floors. */
+static void test_nets_floors(void **state) {
+  (void)state;
+  make_nets_fixture("nets-cost", "NVIDIA H100 80GB HBM3", 1.0, 1);
+  hx_run run;
+  char *rep = plot_run("nets-cost", &run);
+  assert_null(strstr(rep, "No cost rows in this run"));
+  assert_non_null(strstr(rep, "**Flash3D-46m** (`flash3d-46m`), NVIDIA H100 80GB HBM3, 300000 points: floors at cuBLAS "
+                              "fp16 800 TFLOP/s, attention 100.0 TFLOP/s (`attn.plain` v9 at 300000 points), copy 3000 "
+                              "GB/s."));
+  assert_non_null(strstr(rep, "| attn | 63.000 | 0 | 4200 | - | 42.000 | attention | 1.50x |\n"));
+  assert_non_null(strstr(rep, "| mlp | 18.000 | 8000 | - | 3000 | 10.000 | GEMM | 1.80x |\n"));
+  assert_non_null(strstr(rep, "| norm | 9.000 | 1 | - | 9000 | 3.000 | memory | 3.00x |\n"));
+  assert_non_null(strstr(rep, "| sum of components | 90.000 | | | | 55.000 | | 1.64x |\n"));
+  assert_non_null(strstr(rep, "| **whole forward** (eager, median) | 90.000 | | | | 55.000 | | **1.64x** |\n"));
+  assert_non_null(strstr(rep, "Target: the whole forward within 1.5x of the sum of its components' floors: 1.64x, NOT "
+                              "met. Largest gap: `attn`, 63.000 ms measured against a 42.000 ms floor (attention-bound), "
+                              "21.000 of the 35.000 ms"));
+  /* PTv3 in the same run has no cost rows: no floor, said so */
+  assert_non_null(strstr(rep, "| cpe | 36.000 | - | - | - | - | - | - |\n"));
+  assert_non_null(strstr(rep, "Without cost rows (no floor, left out of the sum): `cpe`, `attn`, `mlp`."));
+  free(rep);
+  hx_run_free(&run);
+}
+
+/* Flash3D faster: no SLOWER, no where-the-time-goes; two devices: one column group each. */
+static void test_nets_faster_devices(void **state) {
+  (void)state;
+  make_nets_fixture("nets-a", "NVIDIA H100 80GB HBM3", 0.5, 0);
+  make_nets_fixture("nets-b", "NVIDIA H200", 0.25, 0);
+  hx_run runs[2];
+  hx_err e;
+  char d0[400], d1[400], out[400];
+  snprintf(d0, sizeof d0, "%s/nets-a", root);
+  snprintf(d1, sizeof d1, "%s/nets-b", root);
+  snprintf(out, sizeof out, "%s/nets-ab", root);
+  assert_int_equal(hx_run_load(&runs[0], d0, &e), HX_OK);
+  assert_int_equal(hx_run_load(&runs[1], d1, &e), HX_OK);
+  const hx_status st = hx_plot(runs, 2, f3d_study(), F3D_PLOTS_DIR, out, &e);
+  assert_true(st == HX_OK || st == HX_EUNSUPPORTED);
+  char *rep = slurp_at(out, "REPORT.md");
+  assert_non_null(strstr(rep, "- H100 80GB HBM3, 300000 points (`lidar`): **Flash3D-46m is 1.33x faster than PTv3-m1**"));
+  assert_non_null(strstr(rep, "- H200, 300000 points (`lidar`): **Flash3D-46m is 2.67x faster than PTv3-m1**"));
+  assert_null(strstr(rep, "SLOWER than PTv3-m1"));
+  assert_null(strstr(rep, "of its components' time"));
+  assert_non_null(strstr(rep, "| H100 80GB HBM3 graph (ms) | H200 peak (MiB) | H200 eager (ms) | H200 graph (ms) | the "
+                              "paper (A100, Table 2) |\n"));
+  assert_non_null(strstr(rep, "| PTv3 / Flash3D-46m | 1.01x | 0.80x | 1.33x | 1.20x | 0.80x | 2.67x | 2.40x |"));
+  assert_non_null(strstr(rep, "#### NVIDIA H200\n"));
+  free(rep);
+  hx_run_free(&runs[0]);
+  hx_run_free(&runs[1]);
+}
+
+/* Missing rows give a stated reason, never a crash: a run with PTv3 only, one whose Flash3D failed its check, one
+ * whose Flash3D-129m did not fit, and one with no backbone rows at all. */
+static void test_nets_missing(void **state) {
+  (void)state;
+  for (int c = 0; c < 4; c++) {
+    static const char *const ids[4] = {"nets-ptv3", "nets-check", "nets-fit", "nets-none"};
+    hx_results *r;
+    hx_err e;
+    assert_int_equal(hx_results_open(&r, root, ids[c], &e), HX_OK);
+    hx_key s = {"lidar", 100000u, 1, "ptv3", "serialize", "v2"};
+    add_time(r, &s, 0.1);
+    if (c < 3)
+      for (int k = 1; k <= 2; k++)
+        net_rows(r, "ptv3-net", "ptv3", (uint64_t)k * 100000u, 20.0 * k, 18.0 * k, 100.0 * k, 46159312, ptv3_comps,
+                 ptv3_part, 3);
+    if (c == 1) {
+      hx_key k = {"lidar", 200000u, 1, "flash3d-net", "forward", "flash3d-46m"};
+      assert_int_equal(hx_results_add(r, &k, "check", 0.0, "bool", &e), HX_OK);
+    }
+    if (c == 2) {
+      net_rows(r, "flash3d-net", "flash3d-46m", 200000u, 30.0, 30.0, 250.0, 45891856, f3d_comps, f3d_part, 3);
+      hx_key k = {"lidar", 200000u, 1, "flash3d-net", "forward", "flash3d-129m"};
+      assert_int_equal(hx_results_add(r, &k, "skipped_bytes_needed", 90.0 * 1073741824.0, "B", &e), HX_OK);
+    }
+    assert_int_equal(hx_results_commit(r, &e), HX_OK);
+    hx_results_close(r);
+    hx_run run;
+    char *rep = plot_run(ids[c], &run);
+    if (c == 0)
+      assert_non_null(strstr(rep, "the run has no forward of Flash3D-46m (`flash3d-46m`) at 200000 points: no "
+                                  "comparison."));
+    if (c == 1)
+      assert_non_null(strstr(rep, "Flash3D-46m failed its check against the CPU forward at 200000 points and was not "
+                                  "timed: no comparison."));
+    if (c == 2) {
+      assert_non_null(strstr(rep, "Flash3D-129m was skipped at 200000 points: it needs 92160 MiB of device memory."));
+      assert_non_null(strstr(rep, "| Flash3D-129m (`flash3d-129m`), equal memory | - | - | - | - | 129.4M, 1.2G, 24 ms |"));
+      assert_non_null(strstr(rep, "| PTv3 / Flash3D-129m | - | - | - | - |"));
+    }
+    if (c < 3) {
+      assert_non_null(strstr(rep, "| Flash3D-46m (`flash3d-46m`), equal parameters |"));
+      assert_non_null(strstr(rep, "- (fewer than 3 sizes)"));
+    } else {
+      assert_non_null(strstr(rep, "No backbone rows (pipelines `ptv3-net`, `flash3d-net`) in the run(s)"));
+      assert_null(strstr(rep, "The paper's table"));
+    }
+    free(rep);
+    hx_run_free(&run);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_treemap),
@@ -713,6 +1004,11 @@ int main(void) {
       cmocka_unit_test(test_floor_report),
       cmocka_unit_test(test_plot_args),
       cmocka_unit_test(test_study_data),
+      cmocka_unit_test(test_linear_fit),
+      cmocka_unit_test(test_nets_report),
+      cmocka_unit_test(test_nets_floors),
+      cmocka_unit_test(test_nets_faster_devices),
+      cmocka_unit_test(test_nets_missing),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
