@@ -4,7 +4,8 @@
  * never see each other; k = 5; random clouds; a cloud at the top of the coordinate range), the offset order of
  * nets.h on named pairs, symmetry (j is i's neighbour at o exactly when i is j's at K-1-o), the per-offset
  * counts, the convolution against a dense 3D convolution on a small voxel grid, and the refusals (duplicate
- * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5).
+ * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0, v1) and
+ * spc_variant_best's rule (v1 for widths that are multiples of 16, v0 otherwise).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "f3d_config.h"
 #include "nets/nets.h"
 #include "tests/nets/test_spconv_util.h"
 
@@ -235,7 +237,9 @@ static void test_refusals(void **state) {
   spc_map_free_host(&m);
 }
 
-/* The table lists v0 in both builds; the CPU-only build's entries refuse with HX_ENODEV. */
+/* The table lists v0 and v1 in both builds (ids in order, names "v<id>"); the CPU-only build's entries refuse
+ * with HX_ENODEV. spc_variant_best: v1 where both widths are multiples of 16 (every xCPE width of PTv3), v0
+ * otherwise (the stem's 4 -> 32, odd widths, multiples of 8 only). */
 static void test_variants(void **state) {
   (void)state;
   assert_true(spc_variant_count() >= 1);
@@ -248,7 +252,33 @@ static void test_variants(void **state) {
   assert_null(spc_variant_get(spc_variant_count()));
   assert_null(spc_variant_get(-1));
   assert_string_equal(spc_variant_get(0)->name, "v0");
-  assert_non_null(spc_variant_best(32, 32));
+  assert_true(spc_variant_count() >= 2);
+  assert_string_equal(spc_variant_get(1)->name, "v1");
+  const struct {
+    size_t in, out;
+    int id;
+  } best[] = {{32, 32, 1}, {64, 64, 1}, {128, 128, 1}, {256, 256, 1}, {512, 512, 1}, {16, 16, 1}, {48, 80, 1},
+              {64, 32, 1}, {4, 32, 0},   {32, 4, 0},   {8, 8, 0},     {24, 32, 0},   {32, 24, 0}, {3, 5, 0},
+              {0, 16, 0}, {16, 0, 0}};
+  for (size_t i = 0; i < sizeof best / sizeof best[0]; ++i) {
+    const spc_variant *v = spc_variant_best(best[i].in, best[i].out);
+    assert_non_null(v);
+    if (v->id != best[i].id) printf("spc_variant_best(%zu, %zu) = %s\n", best[i].in, best[i].out, v->name);
+    assert_int_equal(v->id, best[i].id);
+  }
+  hx_err err = {HX_OK, ""};
+  size_t bytes = 1;
+  spc_map m;
+  memset(&m, 0, sizeof m);
+  spc_weights w = {.in = 32, .out = 32, .K = 27};
+  m.K = 27, m.k = 3;
+  const hx_status st = spc_variant_get(1)->fn(NULL, NULL, &w, &m, NULL, &bytes, NULL, NET_F16, NULL, &err);
+#if F3D_HAVE_CUDA
+  assert_int_equal(st, HX_OK); /* v1's size query: no scratch */
+  assert_int_equal(bytes, 0u);
+#else
+  assert_int_equal(st, HX_ENODEV);
+#endif
 }
 
 int main(void) {

@@ -8,14 +8,22 @@
  * the counts alone and gives the same map; duplicates, coordinates >= 2^18 and batch >= 2^10 are HX_EINVAL
  * naming the row(s).
  *
- * Convolution: every registered variant, fp16 and bf16, 4 -> 32 (k = 5, the stem), 32 -> 32, 64 -> 64,
- * 128 -> 128 and 3 -> 5 (k = 3; odd widths take the unvectorised paths), n = 1 and a few thousand rows.
- * Outputs poisoned (0xFFFF, NaN in both dtypes); every value must be written, finite and within
+ * Convolution: one problem per (cloud, shape, dtype) with its reference, every registered variant checked
+ * against it (a variant that refuses the widths with HX_EUNSUPPORTED is logged and left out). Shapes: the stem
+ * 4 -> 32 and 32 -> 32 at k = 5; at k = 3 every v1 specialisation (16 .. 512, in != out, several output slices
+ * and input chunks) and widths v1 refuses (3 -> 5, 8 -> 24). Clouds: n = 1, 7, dense 1000, isolated points
+ * (per-group offset skipping), a plane (offsets empty in whole tiles), and 17000 and 20000 rows in voxel order
+ * (v1's 256-row tiles); cases whose double reference would cost more than 2e9 multiply-adds are logged and
+ * left out (the wide shapes run on the smaller clouds). fp16 and bf16. Each variant runs twice with outputs
+ * poisoned before each (0xFFFF, NaN in both dtypes): the runs must agree bit for bit, and every value must be
+ * written, finite and within
  *     |y - ref| <= u * |ref| + 2^-13 * (|b| + sum |w x|)
  * where ref is the convolution in double of the dtype-rounded x and w (what the GPU reads) with the fp32
  * bias, and u is the dtype's unit roundoff (2^-11 fp16, 2^-8 bf16): u |ref| is the one rounding of the fp32
- * sum to the dtype; 2^-13 bounds the fp32 accumulation (worst case ~(in + K) 2^-23 <= 2^-15.8 of the
- * magnitude for in <= 128). Dropping one offset's contribution errs by ~1/(K sqrt(in)) ~ 2^-8 of it.
+ * sum to the dtype; 2^-13 bounds the fp32 accumulation (a chain of at most K in / 16 + K ~ 900 fp32 additions
+ * for in <= 512, each off by <= 2^-24 of the magnitude: <= 2^-14.2). Dropping one offset's contribution errs
+ * by ~1/(K sqrt(in)) ~ 2^-8 of it. v1's boundary: widths, alignment, overlap, and the same output without the
+ * rulebook, counts or context.
  * Exits 77 without a CUDA device.
  */
 #include <stdarg.h>
@@ -193,91 +201,159 @@ static void test_map_refusals(void **state) {
   assert_int_equal(m.pairs, 0u);
 }
 
-/* One convolution case. 1: pass, 0: fail, -1: the variant is unsupported here. */
-static int conv_case(const spc_variant *v, spc_ctx *ctx, net_dtype dt, const tcloud *t, uint32_t k, size_t in,
-                     size_t out, uint64_t seed) {
-  const uint32_t n = t->n, K = k * k * k;
-  const double u = dt == NET_BF16 ? 0x1p-8 : 0x1p-11;
-  hx_err err = {HX_OK, ""};
-  spc_map c;
-  gmap g;
-  assert_int_equal(spc_map_cpu(&c, t->grid, t->batch, n, k, &err), HX_OK);
-  assert_int_equal(gmap_build(&g, t, k, 0, 1, &err), HX_OK);
-  float *x = malloc((size_t)n * in * sizeof(float)), *w = malloc((size_t)K * in * out * sizeof(float));
-  float *b = malloc(out * sizeof(float));
-  uint16_t *xh = malloc((size_t)n * in * 2u), *yh = malloc((size_t)n * out * 2u);
-  assert_true(x && w && b && xh && yh);
+/* One cloud of n voxels on the plane z = 5 of a side x side square (distinct cells), rows in a random order:
+ * no row has a neighbour at dz != 0, so 18 of the 27 offsets are empty in every tile. 0 on allocation failure. */
+static int tcloud_plane(tcloud *t, uint32_t n, uint32_t side, uint64_t seed) {
+  const uint32_t cells = side * side;
+  t->n = n;
+  t->grid = malloc(((size_t)n * 3u + 1u) * sizeof(uint32_t));
+  t->batch = calloc((size_t)n + 1u, sizeof(uint32_t));
+  uint32_t *cell = malloc((size_t)cells * sizeof(uint32_t));
+  if (!t->grid || !t->batch || !cell || n > cells) {
+    free(t->grid), free(t->batch), free(cell);
+    t->grid = t->batch = NULL;
+    return 0;
+  }
+  for (uint32_t v = 0; v < cells; ++v) cell[v] = v;
+  for (uint32_t v = 0; v < n; ++v) { /* partial Fisher-Yates: n distinct cells in a random order */
+    const uint32_t j = v + (uint32_t)(hx_rng_u64(seed, 1, v) % (cells - v)), tmp = cell[v];
+    cell[v] = cell[j], cell[j] = tmp;
+    t->grid[3u * v] = cell[v] / side, t->grid[3u * v + 1u] = cell[v] % side, t->grid[3u * v + 2u] = 5u;
+  }
+  free(cell);
+  return 1;
+}
+
+typedef struct keyrow {
+  uint64_t key;
+  uint32_t row;
+} keyrow;
+static int keyrow_cmp(const void *pa, const void *pb) {
+  const keyrow *a = pa, *b = pb;
+  return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/* Rows in voxel-key order (batch, x, y, z): spatially coherent tiles, as PTv3's pooled levels are. */
+static int tcloud_sort(tcloud *t) {
+  keyrow *s = malloc(((size_t)t->n + 1u) * sizeof *s);
+  uint32_t *grid = malloc(((size_t)t->n * 3u + 1u) * sizeof(uint32_t)), *batch = malloc(((size_t)t->n + 1u) * 4u);
+  if (!s || !grid || !batch) {
+    free(s), free(grid), free(batch);
+    return 0;
+  }
+  for (uint32_t i = 0; i < t->n; ++i)
+    s[i].key = spc_pack_key(t->batch[i], t->grid[3u * i], t->grid[3u * i + 1u], t->grid[3u * i + 2u]), s[i].row = i;
+  qsort(s, t->n, sizeof *s, keyrow_cmp);
+  for (uint32_t i = 0; i < t->n; ++i) {
+    memcpy(grid + 3u * (size_t)i, t->grid + 3u * (size_t)s[i].row, 3u * sizeof(uint32_t));
+    batch[i] = t->batch[s[i].row];
+  }
+  free(t->grid), free(t->batch), free(s);
+  t->grid = grid, t->batch = batch;
+  return 1;
+}
+
+/* One convolution problem: inputs rounded to the dtype (what the GPU reads), the reference in double with
+ * the fp32 bias, and per output the magnitude |b| + sum |w x| that bounds the accumulation error. */
+typedef struct conv_prob {
+  uint32_t n, k, K;
+  size_t in, out;
+  net_dtype dt;
+  float *x, *w, *b;
+  uint16_t *xh;
+  double *ref, *mag; /* [n, out] */
+} conv_prob;
+
+static void prob_make(conv_prob *p, const spc_map *c, net_dtype dt, size_t in, size_t out, uint64_t seed) {
+  const uint32_t n = c->n, K = c->K;
+  *p = (conv_prob){n, c->k, K, in, out, dt, NULL, NULL, NULL, NULL, NULL, NULL};
+  p->x = malloc(((size_t)n * in + 1u) * sizeof(float));
+  p->w = malloc((size_t)K * in * out * sizeof(float));
+  p->b = malloc(out * sizeof(float));
+  p->xh = malloc(((size_t)n * in + 1u) * 2u);
+  p->ref = malloc(((size_t)n * out + 1u) * sizeof(double));
+  p->mag = malloc(((size_t)n * out + 1u) * sizeof(double));
+  assert_true(p->x && p->w && p->b && p->xh && p->ref && p->mag);
   const double ws = 1.0 / sqrt((double)(K * in)); /* PyTorch's default init range */
   for (size_t i = 0; i < (size_t)n * in; ++i) {
-    xh[i] = net_from_float(dt, (float)(2.0 * hx_rng_unit(seed, 1, i) - 1.0));
-    x[i] = net_to_float(dt, xh[i]);
+    p->xh[i] = net_from_float(dt, (float)(2.0 * hx_rng_unit(seed, 1, i) - 1.0));
+    p->x[i] = net_to_float(dt, p->xh[i]);
   }
   for (size_t i = 0; i < (size_t)K * in * out; ++i)
-    w[i] = net_to_float(dt, net_from_float(dt, (float)(ws * (2.0 * hx_rng_unit(seed, 2, i) - 1.0))));
-  for (size_t i = 0; i < out; ++i) b[i] = (float)(ws * (2.0 * hx_rng_unit(seed, 3, i) - 1.0));
-  spc_weights sw;
-  assert_int_equal(spc_weights_upload(&sw, w, b, in, out, K, dt, NULL, &err), HX_OK);
-  void *d_x = dev_upload(xh, (size_t)n * in * 2u), *d_y = dev_alloc((size_t)n * out * 2u);
-  assert_int_equal(cudaMemset(d_y, 0xFF, (size_t)n * out * 2u), cudaSuccess);
+    p->w[i] = net_to_float(dt, net_from_float(dt, (float)(ws * (2.0 * hx_rng_unit(seed, 2, i) - 1.0))));
+  for (size_t i = 0; i < out; ++i) p->b[i] = (float)(ws * (2.0 * hx_rng_unit(seed, 3, i) - 1.0));
+  for (uint32_t i = 0; i < n; ++i) {
+    double *ref = p->ref + (size_t)i * out, *mag = p->mag + (size_t)i * out;
+    for (size_t co = 0; co < out; ++co) ref[co] = p->b[co], mag[co] = fabs((double)p->b[co]);
+    for (uint32_t o = 0; o < K; ++o) {
+      const int32_t j = c->nbr[(size_t)i * K + o];
+      if (j < 0) continue;
+      const float *xj = p->x + (size_t)j * in;
+      for (size_t co = 0; co < out; ++co) {
+        const float *wr = p->w + ((size_t)co * K + o) * in;
+        double sum = 0, sa = 0;
+        for (size_t ci = 0; ci < in; ++ci) {
+          const double q = (double)wr[ci] * (double)xj[ci];
+          sum += q, sa += fabs(q);
+        }
+        ref[co] += sum, mag[co] += sa;
+      }
+    }
+  }
+}
+
+static void prob_free(conv_prob *p) {
+  free(p->x), free(p->w), free(p->b), free(p->xh), free(p->ref), free(p->mag);
+  memset(p, 0, sizeof *p);
+}
+
+/* Run variant v on p twice (outputs poisoned before each run), check both runs agree bit for bit and every value
+ * is written, finite and within tolerance. 1: pass, 0: fail, -1: the variant does not take this shape. */
+static int conv_run(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, const gmap *g, const spc_weights *sw,
+                    const char *cloud) {
+  const size_t ny = (size_t)p->n * p->out;
+  const double u = p->dt == NET_BF16 ? 0x1p-8 : 0x1p-11;
+  hx_err err = {HX_OK, ""};
   size_t bytes = 0;
-  hx_status s = v->fn(d_y, d_x, &sw, &g.m, NULL, &bytes, ctx, dt, NULL, &err);
-  int result = 1;
+  hx_status s = v->fn(NULL, NULL, sw, &g->m, NULL, &bytes, ctx, p->dt, NULL, &err);
   if (s == HX_EUNSUPPORTED) {
-    printf("  %s skipped: %s\n", v->name, err.msg);
-    result = -1;
-  } else {
-    assert_int_equal(s, HX_OK);
-    void *d_s = dev_alloc(bytes);
-    s = v->fn(d_y, d_x, &sw, &g.m, d_s, &bytes, ctx, dt, NULL, &err);
+    printf("  %s %zu->%zu skipped: %s\n", v->name, p->in, p->out, err.msg);
+    return -1;
+  }
+  if (s != HX_OK) printf("%s\n", err.msg);
+  assert_int_equal(s, HX_OK);
+  void *d_x = dev_upload(p->xh, (size_t)p->n * p->in * 2u), *d_y = dev_alloc(ny * 2u), *d_s = dev_alloc(bytes);
+  uint16_t *yh[2] = {malloc(ny * 2u + 2u), malloc(ny * 2u + 2u)};
+  assert_true(yh[0] && yh[1]);
+  for (int rep = 0; rep < 2; ++rep) {
+    assert_int_equal(cudaMemset(d_y, 0xFF, ny * 2u), cudaSuccess);
+    size_t have = bytes;
+    s = v->fn(d_y, d_x, sw, &g->m, d_s, &have, ctx, p->dt, NULL, &err);
     if (s != HX_OK) printf("%s\n", err.msg);
     assert_int_equal(s, HX_OK);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-    assert_int_equal(cudaMemcpy(yh, d_y, (size_t)n * out * 2u, cudaMemcpyDeviceToHost), cudaSuccess);
-    cudaFree(d_s);
-    double worst = 0;
-    size_t bad = 0;
-    double *ref = malloc(out * sizeof(double)), *mag = malloc(out * sizeof(double));
-    assert_true(ref && mag);
-    for (uint32_t i = 0; i < n; ++i) {
-      for (size_t co = 0; co < out; ++co) ref[co] = b[co], mag[co] = fabs((double)b[co]);
-      for (uint32_t o = 0; o < K; ++o) {
-        const int32_t j = c.nbr[(size_t)i * K + o];
-        if (j < 0) continue;
-        const float *xj = x + (size_t)j * in;
-        for (size_t co = 0; co < out; ++co) {
-          const float *wr = w + ((size_t)co * K + o) * in;
-          double sum = 0, sa = 0;
-          for (size_t ci = 0; ci < in; ++ci) {
-            const double p = (double)wr[ci] * (double)xj[ci];
-            sum += p, sa += fabs(p);
-          }
-          ref[co] += sum, mag[co] += sa;
-        }
-      }
-      for (size_t co = 0; co < out; ++co) {
-        const double y = (double)net_to_float(dt, yh[(size_t)i * out + co]);
-        const double tol = u * fabs(ref[co]) + 0x1p-13 * mag[co];
-        const double e = fabs(y - ref[co]);
-        if (!isfinite(y) || e > tol) {
-          if (bad < 5)
-            printf("  row %u col %zu: %g, expected %g (tolerance %.3g)\n", i, co, y, ref[co], tol);
-          bad++;
-        } else if (e / tol > worst) {
-          worst = e / tol;
-        }
-      }
-    }
-    printf("conv %s %s k=%u %zu->%zu n=%u pairs=%llu: %zu bad, worst |err|/tol %.3f\n", v->name, net_dtype_name(dt),
-           k, in, out, n, (unsigned long long)g.m.pairs, bad, worst);
-    result = bad == 0;
-    free(ref), free(mag);
+    assert_int_equal(cudaMemcpy(yh[rep], d_y, ny * 2u, cudaMemcpyDeviceToHost), cudaSuccess);
   }
-  spc_weights_free(&sw);
-  cudaFree(d_x), cudaFree(d_y);
-  free(x), free(w), free(b), free(xh), free(yh);
-  gmap_free(&g);
-  spc_map_free_host(&c);
-  return result;
+  const int same = memcmp(yh[0], yh[1], ny * 2u) == 0;
+  double worst = 0;
+  size_t bad = 0;
+  for (size_t e = 0; e < ny; ++e) {
+    const double y = (double)net_to_float(p->dt, yh[0][e]), ref = p->ref[e];
+    const double tol = u * fabs(ref) + 0x1p-13 * p->mag[e];
+    const double d = fabs(y - ref);
+    if (!isfinite(y) || d > tol) {
+      if (bad < 5) printf("  row %zu col %zu: %g, expected %g (tolerance %.3g)\n", e / p->out, e % p->out, y, ref, tol);
+      bad++;
+    } else if (d / tol > worst) {
+      worst = d / tol;
+    }
+  }
+  printf("conv %s %s k=%u %zu->%zu %s n=%u pairs=%llu: %zu bad, worst |err|/tol %.3f%s\n", v->name,
+         net_dtype_name(p->dt), p->k, p->in, p->out, cloud, p->n, (unsigned long long)g->m.pairs, bad, worst,
+         same ? "" : ", RUNS DIFFER");
+  cudaFree(d_x), cudaFree(d_y), cudaFree(d_s);
+  free(yh[0]), free(yh[1]);
+  return bad == 0 && same;
 }
 
 static void test_conv(void **state) {
@@ -285,32 +361,71 @@ static void test_conv(void **state) {
   spc_ctx *ctx = NULL;
   hx_err err = {HX_OK, ""};
   assert_int_equal(spc_ctx_create(&ctx, &err), HX_OK);
+  /* Every width v1 specialises: BN 16/32/64/128 (by out), BK 16/32/64 (by in), several output slices (80 = 5
+   * x 16, 192 = 3 x 64, 256 = 2 x 128, 512 = 4 x 128), input chunks 3 x 16 (48) and 3 x 32 (96), k = 5 (K =
+   * 125); the stem 4 -> 32 and widths v1 refuses (3 -> 5, 8 -> 24) run on v0 only. */
   const struct {
     uint32_t k;
     size_t in, out;
-  } shapes[] = {{5, 4, 32}, {3, 32, 32}, {3, 64, 64}, {3, 128, 128}, {3, 3, 5}};
-  /* two clouds at ~45% occupancy of a 14^3 box (~12 neighbours a row at k = 3), and one lone point */
-  const uint32_t per[2] = {1300, 1100}, base[6] = {0, 0, 0, 3, 0, 0}, one[2] = {1, 0};
-  tcloud t, t1;
-  assert_true(tcloud_make(&t, 2, per, 14, base, 5));
-  assert_true(tcloud_make(&t1, 1, one, 4, base, 6));
+  } shapes[] = {{5, 4, 32},   {5, 32, 32},    {3, 16, 16},    {3, 32, 32},   {3, 64, 64}, {3, 64, 32},
+                {3, 48, 80},  {3, 96, 192},   {3, 128, 128},  {3, 256, 256}, {3, 512, 512}, {3, 3, 5},
+                {3, 8, 24}};
+  /* Clouds: one point; 7 points; 2 clouds at ~50% of a 10^3 box (~11 neighbours a row at k = 3); 2 clouds of
+   * isolated points in a 64^3 box (most 16-row groups have no neighbour at most offsets: the per-group skip);
+   * a plane (18 offsets empty in every tile: the per-tile skip); 2 clouds of 8500 at 13% of a 40^3 box and 2
+   * of 10000 at 46% of a 28^3 box, rows in voxel order (>= 16384 rows: v1's 256-row tiles at k = 3). The first
+   * five have rows in a random order. */
+  enum { NCLOUD = 7 };
+  const char *names[NCLOUD] = {"one", "seven", "dense-1000", "sparse-1000", "plane-1200", "sorted-17000",
+                               "sorted-20000"};
+  tcloud cl[NCLOUD];
+  const uint32_t zero6[6] = {0, 0, 0, 3, 0, 0}, one[1] = {1}, seven[1] = {7}, d1000[2] = {500, 500},
+                 s17000[2] = {8500, 8500}, d20000[2] = {10000, 10000};
+  assert_true(tcloud_make(&cl[0], 1, one, 4, zero6, 6));
+  assert_true(tcloud_make(&cl[1], 1, seven, 3, zero6, 7));
+  assert_true(tcloud_make(&cl[2], 2, d1000, 10, zero6, 8));
+  assert_true(tcloud_make(&cl[3], 2, d1000, 64, zero6, 9));
+  assert_true(tcloud_plane(&cl[4], 1200, 50, 10));
+  assert_true(tcloud_make(&cl[5], 2, s17000, 40, zero6, 11) && tcloud_sort(&cl[5]));
+  assert_true(tcloud_make(&cl[6], 2, d20000, 28, zero6, 12) && tcloud_sort(&cl[6]));
+  /* the double reference costs pairs * in * out multiply-adds: cases above this are left out (logged) */
+  const double max_cost = 2e9;
   int fails = 0, runs = 0;
-  for (int vi = 0; vi < spc_variant_count(); ++vi) {
-    const spc_variant *v = spc_variant_get(vi);
-    for (int d = 0; d < 2; ++d)
-      for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
-        for (int lone = 0; lone < 2; ++lone) {
-          const int r = conv_case(v, ctx, d ? NET_BF16 : NET_F16, lone ? &t1 : &t, shapes[s].k, shapes[s].in,
-                                  shapes[s].out, 1000u * (uint64_t)vi + 100u * (uint64_t)d + 10u * s + (uint64_t)lone);
-          if (r < 0) continue;
-          runs++;
-          fails += !r;
+  for (int ci = 0; ci < NCLOUD; ++ci)
+    for (uint32_t k = 3; k <= 5; k += 2) {
+      spc_map c;
+      gmap g;
+      assert_int_equal(spc_map_cpu(&c, cl[ci].grid, cl[ci].batch, cl[ci].n, k, &err), HX_OK);
+      assert_int_equal(gmap_build(&g, &cl[ci], k, 0, 1, &err), HX_OK);
+      for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
+        if (shapes[s].k != k) continue;
+        const double cost = (double)c.pairs * (double)shapes[s].in * (double)shapes[s].out;
+        if (cost > max_cost) {
+          printf("  k=%u %zu->%zu %s left out: reference cost %.2g > %.2g\n", k, shapes[s].in, shapes[s].out,
+                 names[ci], cost, max_cost);
+          continue;
         }
-  }
+        for (int d = 0; d < 2; ++d) {
+          conv_prob p;
+          prob_make(&p, &c, d ? NET_BF16 : NET_F16, shapes[s].in, shapes[s].out, 1000u * (uint64_t)ci + 10u * s + (uint64_t)d);
+          spc_weights sw;
+          assert_int_equal(spc_weights_upload(&sw, p.w, p.b, p.in, p.out, c.K, p.dt, NULL, &err), HX_OK);
+          for (int vi = 0; vi < spc_variant_count(); ++vi) {
+            const int r = conv_run(spc_variant_get(vi), ctx, &p, &g, &sw, names[ci]);
+            if (r < 0) continue;
+            runs++;
+            fails += !r;
+          }
+          spc_weights_free(&sw);
+          prob_free(&p);
+        }
+      }
+      gmap_free(&g);
+      spc_map_free_host(&c);
+    }
   printf("submanifold convolution GPU: %d of %d cases failed\n", fails, runs);
   assert_int_equal(fails, 0);
-  tcloud_free(&t);
-  tcloud_free(&t1);
+  for (int ci = 0; ci < NCLOUD; ++ci) tcloud_free(&cl[ci]);
   spc_ctx_destroy(ctx);
 }
 
@@ -363,6 +478,79 @@ static void test_conv_refusals(void **state) {
   spc_ctx_destroy(ctx);
 }
 
+/* v1's boundary: widths that are not multiples of 16 are HX_EUNSUPPORTED (query and run), misaligned or
+ * overlapping buffers and mismatched weights HX_EINVAL; it needs no scratch, no rulebook and no counts, and
+ * gives the same output without them. */
+static void test_conv_v1_boundary(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  const spc_variant *v1 = NULL;
+  for (int i = 0; i < spc_variant_count(); ++i)
+    if (spc_variant_get(i)->id == 1) v1 = spc_variant_get(i);
+  assert_non_null(v1);
+  assert_ptr_equal(spc_variant_best(32, 32), v1);
+  assert_int_equal(spc_variant_best(4, 32)->id, 0);
+  const uint32_t per[2] = {300, 0}, base[6] = {0};
+  tcloud t;
+  assert_true(tcloud_make(&t, 1, per, 8, base, 4));
+  gmap g;
+  assert_int_equal(gmap_build(&g, &t, 3, 0, 1, &err), HX_OK);
+  const size_t C = 32, n = t.n;
+  float *w = malloc(27u * C * C * sizeof(float)), *b = malloc(C * sizeof(float));
+  uint16_t *xh = malloc(n * C * 2u), *y0 = malloc(n * C * 2u), *y1 = malloc(n * C * 2u);
+  assert_true(w && b && xh && y0 && y1);
+  for (size_t i = 0; i < 27u * C * C; ++i) w[i] = (float)(hx_rng_unit(5, 1, i) - 0.5) * 0.1f;
+  for (size_t i = 0; i < C; ++i) b[i] = (float)(hx_rng_unit(5, 2, i) - 0.5);
+  for (size_t i = 0; i < n * C; ++i) xh[i] = net_from_float(NET_F16, (float)(hx_rng_unit(5, 3, i) - 0.5));
+  spc_weights sw, sw8, sw5;
+  assert_int_equal(spc_weights_upload(&sw, w, b, C, C, 27, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&sw8, w, NULL, 8, 8, 27, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&sw5, w, NULL, 16, 16, 125, NET_F16, NULL, &err), HX_OK);
+  /* x and y inside one buffer, so misaligned and overlapping placements are easy to make */
+  unsigned char *d_buf = dev_alloc(4u * n * C * 2u + 64u), *d_x = d_buf, *d_y = d_buf + 2u * n * C * 2u;
+  assert_int_equal(cudaMemcpy(d_x, xh, n * C * 2u, cudaMemcpyHostToDevice), cudaSuccess);
+  void *d_s = dev_alloc(16);
+  size_t bytes = 99;
+  assert_int_equal(v1->fn(NULL, NULL, &sw, &g.m, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(bytes, 0u);
+  bytes = 99;
+  assert_int_equal(v1->fn(NULL, NULL, &sw8, &g.m, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "multiples of 16"));
+  assert_int_equal(v1->fn(d_y, d_x, &sw8, &g.m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_EUNSUPPORTED);
+  assert_int_equal(v1->fn(d_y, d_x, &sw5, &g.m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_EINVAL);
+  assert_int_equal(v1->fn(d_y, d_x, &sw, &g.m, d_s, &bytes, NULL, (net_dtype)7, NULL, &err), HX_EINVAL);
+  assert_int_equal(v1->fn(d_y + 2, d_x, &sw, &g.m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "aligned"));
+  assert_int_equal(v1->fn(d_x + n * C, d_x, &sw, &g.m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "overlaps"));
+  assert_int_equal(v1->fn(d_x, d_x, &sw, &g.m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_EINVAL);
+  spc_map m = g.m;
+  m.nbr = NULL;
+  assert_int_equal(v1->fn(d_y, d_x, &sw, &m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_EINVAL);
+  /* with the rulebook and counts, then without (no context either): the same output, bit for bit */
+  assert_int_equal(cudaMemset(d_y, 0xFF, n * C * 2u), cudaSuccess);
+  assert_int_equal(v1->fn(d_y, d_x, &sw, &g.m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(cudaMemcpy(y0, d_y, n * C * 2u, cudaMemcpyDeviceToHost), cudaSuccess);
+  m = g.m;
+  m.rule = NULL, m.pairs = 0;
+  memset(m.opairs, 0, sizeof m.opairs);
+  assert_int_equal(cudaMemset(d_y, 0xFF, n * C * 2u), cudaSuccess);
+  assert_int_equal(v1->fn(d_y, d_x, &sw, &m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(cudaMemcpy(y1, d_y, n * C * 2u, cudaMemcpyDeviceToHost), cudaSuccess);
+  assert_memory_equal(y0, y1, n * C * 2u);
+  size_t nan = 0;
+  for (size_t i = 0; i < n * C; ++i) nan += isfinite(net_to_float(NET_F16, y0[i])) ? 0u : 1u;
+  assert_int_equal(nan, 0);
+  m.n = 0; /* an empty map: nothing to do */
+  assert_int_equal(v1->fn(d_y, d_x, &sw, &m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  spc_weights_free(&sw), spc_weights_free(&sw8), spc_weights_free(&sw5);
+  cudaFree(d_buf), cudaFree(d_s);
+  free(w), free(b), free(xh), free(y0), free(y1);
+  gmap_free(&g);
+  tcloud_free(&t);
+}
+
 int main(void) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -374,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_map_refusals),
       cmocka_unit_test(test_conv),
       cmocka_unit_test(test_conv_refusals),
+      cmocka_unit_test(test_conv_v1_boundary),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
