@@ -191,10 +191,12 @@ typedef struct spc_variant {
   int id;           /* v0: gather-GEMM-scatter per offset through cuBLAS; v1: fused implicit GEMM */
   const char *name;
   spc_conv_fn fn;
+  int needs_rule;   /* 1: reads the map's rulebook and host counts (v0); 0: only nbr (v1), and needs no ctx */
 } spc_variant;
 int spc_variant_count(void);
 const spc_variant *spc_variant_get(int i);
-/* The best variant for (in, out) on this build (the main path's one entry). */
+/* The best variant for (in, out) on this build (the main path's one entry): v1 where in and out are multiples
+ * of 16, else v0. A map whose convolutions all take a variant without needs_rule can be built without d_rule. */
 const spc_variant *spc_variant_best(size_t in, size_t out);
 
 /* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */

@@ -161,7 +161,7 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
 }
 
 /* ---- The variant table (one list: spconv_internal.h) ---------------------------------------------- */
-#define SPC_ROW_(id_, name_, fn_) {id_, name_, fn_},
+#define SPC_ROW_(id_, name_, fn_, rule_) {id_, name_, fn_, rule_},
 static const spc_variant spc_table[] = {SPC_VARIANT_LIST(SPC_ROW_)};
 #undef SPC_ROW_
 

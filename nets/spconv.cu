@@ -17,6 +17,7 @@
  *     place p = scan[o*n + i] - scan[o*n] within its offset, in increasing output row; one thread per
  *     (offset, point) writes rule_in[o*n + p] = j and rule_out[o*n + p] = i (spconv's indice_pairs [2, K, n]);
  *  4. counts: K threads take each offset's count from the scan; copied to the host only with count_pairs.
+ *  Without d_rule and count_pairs (a map only v1 reads) the flags, the scan and the counts are skipped.
  * Invariant: for valid input nbr equals spc_map_cpu's bit for bit (tests), whatever the thread order, since
  * each key is in the table once and the lookup result does not depend on where in its probe run it sits.
  *
@@ -171,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ 
     }
   }
   nbr[t] = j;
-  flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
+  if (flag) flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
   if (o == K / 2u && ok && j != (int32_t)i) {
     atomicOr(&st[0], kDuplicate);
     atomicMin(&st[3], ((unsigned long long)i << 32) | (uint32_t)j);
@@ -620,9 +621,14 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
   HX_CUDA(err, cudaMemsetAsync(st, 0, sizeof(unsigned long long), stream));
   insert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(table, mask, d_grid, d_batch, n, st);
   HX_LAUNCHED(err, "spc insert_kernel");
-  if (k == 3u) lookup_kernel<3><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, flag, table, mask, d_grid, d_batch, n, st);
-  else lookup_kernel<5><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, flag, table, mask, d_grid, d_batch, n, st);
+  /* the flags and their scan serve only the rulebook and the counts: a map for v1 alone (no d_rule, no
+   * count_pairs) is the insert and the lookup, and skips 3 passes over n * K words */
+  uint32_t *fl = d_rule || count_pairs ? flag : nullptr;
+  if (k == 3u) lookup_kernel<3><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, fl, table, mask, d_grid, d_batch, n, st);
+  else lookup_kernel<5><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, fl, table, mask, d_grid, d_batch, n, st);
   HX_LAUNCHED(err, "spc lookup_kernel");
+  m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule;
+  if (!fl) return HX_OK;
   HX_CUDA(err, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, (const uint32_t *)flag, scan, (int)nK, stream));
   if (d_rule) {
     rule_kernel<<<blocks_for(nK), kThreads, 0, stream>>>(d_rule, d_nbr, flag, scan, n, K);
@@ -631,7 +637,6 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
   }
   count_kernel<<<1, 128, 0, stream>>>(cnt, flag, scan, n, K);
   HX_LAUNCHED(err, "spc count_kernel");
-  m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule;
   if (!count_pairs) return HX_OK;
 
   uint32_t h_cnt[SPC_KMAX];

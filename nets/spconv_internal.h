@@ -12,9 +12,9 @@
 extern "C" {
 #endif
 
-/* X(id, name, function): never reuse a number; v0 is the library (cuBLAS) reference, v1 the fused implicit
- * GEMM (in and out multiples of 16; HX_EUNSUPPORTED otherwise). */
-#define SPC_VARIANT_LIST(X) X(0, "v0", spc_conv_v0) X(1, "v1", spc_conv_v1)
+/* X(id, name, function, needs_rule): never reuse a number; v0 is the library (cuBLAS) reference, v1 the fused
+ * implicit GEMM (in and out multiples of 16; HX_EUNSUPPORTED otherwise). */
+#define SPC_VARIANT_LIST(X) X(0, "v0", spc_conv_v0, 1) X(1, "v1", spc_conv_v1, 0)
 
 /* v1's channel rule, shared by the kernel's boundary check and spc_variant_best: both widths a multiple of the
  * mma's k16 / n16 granularity (16-byte cp.async rows need 8; the ldmatrix.x4 fragments take 16). */
@@ -23,8 +23,8 @@ static inline int spc_v1_takes(size_t in, size_t out) {
   return in && out && in % SPC_V1_CHANNELS == 0 && out % SPC_V1_CHANNELS == 0;
 }
 
-#define SPC_DECLARE_(id_, name_, fn_)                                                                    \
-  hx_status fn_(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,     \
+#define SPC_DECLARE_(id_, name_, fn_, rule_)                                                                  \
+  hx_status fn_(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,          \
                 size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 SPC_VARIANT_LIST(SPC_DECLARE_)
 #undef SPC_DECLARE_

@@ -254,6 +254,8 @@ static void test_variants(void **state) {
   assert_string_equal(spc_variant_get(0)->name, "v0");
   assert_true(spc_variant_count() >= 2);
   assert_string_equal(spc_variant_get(1)->name, "v1");
+  assert_int_equal(spc_variant_get(0)->needs_rule, 1); /* v0 reads the rulebook and counts, v1 only nbr */
+  assert_int_equal(spc_variant_get(1)->needs_rule, 0);
   const struct {
     size_t in, out;
     int id;

@@ -5,8 +5,8 @@
  * sparse voxels in a 64^3 box with n = 1 .. 20000, a dense pair of 24^3 boxes, one cloud without a batch
  * array, one at the top of the coordinate range; k = 3 and 5. The rulebook holds each offset's pairs in
  * increasing output row, its count row and m->opairs equal the CPU counts; a run without count_pairs leaves
- * the counts alone and gives the same map; duplicates, coordinates >= 2^18 and batch >= 2^10 are HX_EINVAL
- * naming the row(s).
+ * the counts alone and gives the same map, and so does a run without the rulebook and counts; duplicates,
+ * coordinates >= 2^18 and batch >= 2^10 are HX_EINVAL naming the row(s).
  *
  * Convolution: one problem per (cloud, shape, dtype) with its reference, every registered variant checked
  * against it (a variant that refuses the widths with HX_EUNSUPPORTED is logged and left out). Shapes: the stem
@@ -157,6 +157,21 @@ static void test_map(void **state) {
         assert_int_equal(g.m.pairs, 12345u);
         g.m.pairs = c.pairs;
         check_gmap(&g, &c);
+        /* again without the rulebook or counts (the map v1 reads: insert and lookup only): the same nbr */
+        assert_int_equal(cudaMemset(g.d_nbr, 0x7F, (size_t)t.n * c.K * sizeof(int32_t)), cudaSuccess);
+        spc_map m1 = g.m;
+        assert_int_equal(spc_map_gpu(&m1, g.d_nbr, NULL, g.d_scratch, &g.scratch, g.d_grid, g.d_batch, t.n, k, 0,
+                                     NULL, &err),
+                         HX_OK);
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        assert_null(m1.rule);
+        assert_int_equal(m1.pairs, c.pairs);
+        int32_t *nbr1 = malloc((size_t)t.n * c.K * sizeof(int32_t));
+        assert_non_null(nbr1);
+        assert_int_equal(cudaMemcpy(nbr1, g.d_nbr, (size_t)t.n * c.K * sizeof(int32_t), cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        assert_memory_equal(nbr1, c.nbr, (size_t)t.n * c.K * sizeof(int32_t));
+        free(nbr1);
         gmap_free(&g);
         spc_map_free_host(&c);
       }
