@@ -410,24 +410,33 @@ __global__ void __launch_bounds__(Traits<BM, BN, BK>::THREADS, Traits<BM, BN, BK
   const uint32_t tile = blockIdx.x / p.slices, slice = blockIdx.x - tile * p.slices;
   const uint32_t r0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN, K = p.K;
 
-  /* prologue: map rows and masks */
-  if (tid < Tr::GROUPS * Tr::MASKW) gmask[tid] = 0u;
-  __syncthreads();
+  /* prologue: the tile's map rows, then per 16-row group the mask of offsets with a neighbour (one lane per
+   * (group, offset), a ballot per 32 offsets: no shared atomics), then the tile's active offsets */
   const uint32_t rows = p.n - r0 < (uint32_t)BM ? p.n - r0 : (uint32_t)BM;
   for (uint32_t t = (uint32_t)tid; t < (uint32_t)BM * K; t += THREADS) {
-    const uint32_t r = t / K, o = t - r * K;
     int32_t j = -1;
-    if (r < rows) {
+    if (t / K < rows) {
       j = p.nbr[(size_t)r0 * K + t];
       if ((uint32_t)j >= p.n) j = -1;
     }
     nbr_s[t] = j;
-    if (j >= 0) atomicOr(&gmask[(r / 16u) * Tr::MASKW + (o >> 5)], 1u << (o & 31u));
+  }
+  __syncthreads();
+  const uint32_t words = (K + 31u) / 32u; /* <= MASKW; words past it are never read */
+  for (uint32_t t = (uint32_t)tid; t < (uint32_t)Tr::GROUPS * words * 32u; t += THREADS) {
+    /* the bound is a multiple of 32 and so is THREADS: every warp's lanes iterate together */
+    const uint32_t g = t / (words * 32u), o = t - g * words * 32u;
+    bool on = false;
+    if (o < K)
+#pragma unroll
+      for (uint32_t rr = 0; rr < 16u; ++rr) on |= nbr_s[(g * 16u + rr) * K + o] >= 0;
+    const uint32_t bal = __ballot_sync(0xFFFFFFFFu, on);
+    if (lane == 0) gmask[g * Tr::MASKW + o / 32u] = bal; /* lane 0 holds o = a multiple of 32 */
   }
   __syncthreads();
   if (warp == 0) {
     int count = 0;
-    for (uint32_t wd = 0; wd * 32u < K; ++wd) {
+    for (uint32_t wd = 0; wd < words; ++wd) {
       uint32_t any = 0;
       for (int g = 0; g < Tr::GROUPS; ++g) any |= gmask[g * Tr::MASKW + (int)wd];
       const bool on = (any >> lane) & 1u; /* bits at o >= K are never set */
