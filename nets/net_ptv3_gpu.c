@@ -508,7 +508,14 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     NEED(&lv->unpad, m * 4, "ptv3 unpad");
     NEED(&lv->cu, lv->n_cu * 4, "ptv3 cu_seqlens");
     NEED(&lv->nbr, m * 27 * 4, "ptv3 kernel map");
-    NEED(&lv->rule, spc_rule_elems((uint32_t)m, 3) * 4, "ptv3 rulebook");
+    /* the rulebook (8 * 27 * n bytes, and a scan and a pass per forward) only where a convolution of the level
+     * reads it: v0 does, the fused v1 reads the map alone */
+    const int dec_here = l < c->levels - 1;
+    if (spc_variant_best((size_t)c->enc_channels[l], (size_t)c->enc_channels[l])->needs_rule ||
+        (dec_here && spc_variant_best((size_t)c->dec_channels[l], (size_t)c->dec_channels[l])->needs_rule))
+      NEED(&lv->rule, spc_rule_elems((uint32_t)m, 3) * 4, "ptv3 rulebook");
+    else
+      lv->rule = NULL;
     NEED(&lv->bstart, (size_t)lv->plan.num_buckets * 4, "ptv3 attention buckets");
     NEED(&lv->bcount, (size_t)lv->plan.num_buckets * 4, "ptv3 attention bucket counts");
     NEED(&lv->scope, (size_t)lv->plan.num_scopes * lv->plan.buckets_per_scope * 4, "ptv3 attention scopes");
