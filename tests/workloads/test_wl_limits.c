@@ -13,6 +13,7 @@
  *   shuf_pad_sizes      sum of padded clouds <= 2^31 - 1 (cu_seqlens are int32), per-cloud rounding and the
  *                       sum never wrap (2^64)
  *   wl_batch_from_clouds, wl_cloud_alloc, wl_voxel_dedup   total points and bytes never wrap
+ *   wl_read             an element count bounds nothing when its records hold no property (PLY ascii)
  * Fake clouds (n huge, xyz NULL) stand for clouds that would not fit: a validator must refuse them before it
  * reads a coordinate.
  */
@@ -24,6 +25,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "baselines/baselines.h"
 #include "kernels/kernels.h"
@@ -234,11 +236,31 @@ static void test_wl_sizes(void **state) {
   assert_null(c.xyz);
 }
 
+/* A header's element count is bounded by the bytes its records need; an element without properties needs
+ * none, so its count (10^16 here) bounds nothing and must not be iterated. */
+static void test_wl_read_empty_records(void **state) {
+  (void)state;
+  char path[] = "/tmp/f3d-wl-limits-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  static const char ply[] = "ply\nformat ascii 1.0\nelement nothing 11191111111111111\nelement vertex 1\n"
+                            "property float x\nproperty float y\nproperty float z\nend_header\n1 2 3\n";
+  assert_true(write(fd, ply, sizeof ply - 1) == (ssize_t)(sizeof ply - 1));
+  close(fd);
+  wl_cloud c;
+  hx_err err;
+  assert_int_equal(wl_read(&c, path, WL_FMT_PLY, &err), HX_OK);
+  assert_true(c.n == 1 && c.xyz[0] == 1.0f && c.xyz[2] == 3.0f);
+  wl_cloud_free(&c);
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_psh_batch_limits), cmocka_unit_test(test_psh_bucket_limits),
       cmocka_unit_test(test_psh_pad_limits),   cmocka_unit_test(test_sfc_limits),
       cmocka_unit_test(test_shuf_pad_limits),  cmocka_unit_test(test_wl_sizes),
+      cmocka_unit_test(test_wl_read_empty_records),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
