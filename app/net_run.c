@@ -194,7 +194,9 @@ hx_status f3d_npy_write(const char *path, const float *data, int ndim, const siz
   int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
   size_t count = 1;
   for (int d = 0; d < ndim; d++) {
-    len += snprintf(dict + len, sizeof dict - (size_t)len, "%zu,%s", shape[d], d + 1 < ndim ? " " : "");
+    /* NumPy's own form: "(n,)" for one dimension, "(a, b)" for more */
+    len += snprintf(dict + len, sizeof dict - (size_t)len, "%zu%s", shape[d],
+                    ndim == 1 ? "," : d + 1 < ndim ? ", " : "");
     count *= shape[d];
   }
   len += snprintf(dict + len, sizeof dict - (size_t)len, "), }");
