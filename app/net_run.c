@@ -97,6 +97,7 @@ typedef struct bd_ctx {
   bd_span *spans;
   int n_spans;
   int overflow;
+  hx_ranges nvtx; /* the same ranges as NVTX ranges (domain "flash3d"), for Nsight Systems */
 } bd_ctx;
 
 /* "enc2/block1/attn" -> "attn"; "enc2/pool" -> "pool"; a suffix after '.' is dropped ("attn.v5" -> "attn"). */
@@ -126,6 +127,8 @@ static void bd_range(void *vctx, const char *name, int begin, struct CUstream_st
   }
   const int e = c->n_ev++;
   cudaEventRecord(c->ev[e], (cudaStream_t)stream);
+  if (begin) (void)hx_range_push(&c->nvtx, name, NULL);
+  else (void)hx_range_pop(&c->nvtx, NULL);
   if (begin) {
     if (c->depth > 0) c->child[c->depth - 1] = 1;
     c->stack[c->depth] = e;
@@ -157,8 +160,10 @@ hx_status f3d_net_breakdown_run(f3d_net_breakdown *out, net_gpu *g, void *stream
     if (e != cudaSuccess) st = hx_errf(err, HX_ECUDA, "net breakdown: cudaEventCreate: %s", cudaGetErrorString(e));
   }
   if (st == HX_OK) {
+    hx_ranges_init(&c.nvtx, "flash3d", NULL);
     net_hooks h = {bd_range, &c};
     st = net_gpu_forward(g, &h, (struct CUstream_st *)stream, err);
+    hx_ranges_fini(&c.nvtx);
   }
   if (st == HX_OK) {
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
