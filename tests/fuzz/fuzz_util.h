@@ -7,13 +7,14 @@
  * its hx_err whose status matches; a failure leaves its output empty.
  *
  * Readers that take a path get the input through files in one scratch directory per process, made at
- * the first call under $TMPDIR (run.sh points TMPDIR at a folder it removes afterwards).
+ * the first call under $TMPDIR and removed at exit (run.sh also points TMPDIR at a folder it removes).
  */
 #ifndef F3D_FUZZ_UTIL_H
 #define F3D_FUZZ_UTIL_H
 
 #include "base/base.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,19 +38,40 @@ static inline void fz_check_status(hx_status st, const hx_err *err) {
   FZ_CHECK(memchr(err->msg, '\0', sizeof err->msg) != NULL);
 }
 
-/* The process's scratch directory (created once; the harness of a fuzz target is the one place a static
- * is the simplest correct state: libFuzzer calls the target with no context argument). */
+/* The process's scratch directory: created at the first call, removed with what the targets left in it (files
+ * and one level of folders) when libFuzzer exits normally; a crash leaves it for inspection. The harness of a
+ * fuzz target is the one place a static is the simplest correct state: libFuzzer calls the target with no
+ * context argument. */
+static char fz_dir_path[512];
+
+static inline void fz_rm_tree(const char *path, int depth) {
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    char p[1024];
+    while ((e = readdir(d)) != NULL) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+      if (unlink(p) != 0 && depth > 0) fz_rm_tree(p, depth - 1);
+    }
+    closedir(d);
+  }
+  rmdir(path);
+}
+
+static inline void fz_dir_remove(void) { fz_rm_tree(fz_dir_path, 1); }
+
 static inline const char *fz_dir(void) {
-  static char dir[512];
-  if (!dir[0]) {
+  if (!fz_dir_path[0]) {
     const char *t = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/f3dfuzz.XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(dir)) {
+    snprintf(fz_dir_path, sizeof fz_dir_path, "%s/f3dfuzz.XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(fz_dir_path)) {
       perror("fuzz: mkdtemp");
       abort();
     }
+    atexit(fz_dir_remove);
   }
-  return dir;
+  return fz_dir_path;
 }
 
 /* dir/name, written with the given bytes (absent when data is NULL: the file is removed). */
