@@ -218,72 +218,25 @@ uint64_t net_flash3d_count(const net_config *cfg) {
  * defaults (weight 1 +- 0.1, bias +- 0.1) and BatchNorm statistics near mean 0, var 1 (mean +- 0.1, var in
  * [0.8, 1.2]), so a forward that ignored an affine or the fold would fail its check.
  */
-enum { INIT_UNIFORM, INIT_NORM_W, INIT_NORM_B, INIT_BN_MEAN, INIT_BN_VAR };
-
-typedef struct f3d_walk {
-  net_params *p;        /* add mode */
-  const net_params *cp; /* find mode */
-  uint64_t seed, idx;
-  hx_err *err;
-} f3d_walk;
-
-static hx_status f3d_tensor(f3d_walk *w, const float **out, int init, float bound, int counted, int ndim,
-                            const int64_t *shape, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-static hx_status f3d_tensor(f3d_walk *w, const float **out, int init, float bound, int counted, int ndim,
-                            const int64_t *shape, const char *fmt, ...) {
-  char name[128];
-  va_list ap;
-  va_start(ap, fmt);
-  const int len = vsnprintf(name, sizeof name, fmt, ap);
-  va_end(ap);
-  if (len < 0 || (size_t)len >= sizeof name) return hx_errf(w->err, HX_EINVAL, "flash3d: tensor name too long");
-  size_t numel = 1;
-  for (int d = 0; d < ndim; d++) numel *= (size_t)shape[d];
-  const uint64_t stream = 0xF3D00000ull + w->idx++;
-  if (w->p) {
-    net_tensor *t = NULL;
-    HX_TRY(net_params_add(w->p, name, ndim, shape, counted, &t, w->err));
-    for (size_t k = 0; k < numel; k++) {
-      const float u = (float)(2.0 * hx_rng_unit(w->seed, stream, k) - 1.0); /* [-1, 1) */
-      switch (init) {
-        case INIT_UNIFORM: t->data[k] = bound * u; break;
-        case INIT_NORM_W: t->data[k] = 1.0f + 0.1f * u; break;
-        case INIT_NORM_B: t->data[k] = 0.1f * u; break;
-        case INIT_BN_MEAN: t->data[k] = 0.1f * u; break;
-        default: t->data[k] = 1.0f + 0.2f * u; break;
-      }
-    }
-    *out = t->data;
-    return HX_OK;
-  }
-  const net_tensor *t = net_params_find(w->cp, name);
-  if (!t) return hx_errf(w->err, HX_EINVAL, "flash3d: parameter %s missing", name);
-  int same = t->ndim == ndim;
-  for (int d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d];
-  if (!same) return hx_errf(w->err, HX_EINVAL, "flash3d: parameter %s has the wrong shape", name);
-  *out = t->data;
-  return HX_OK;
-}
-
-static hx_status f3d_linear(f3d_walk *w, net_f3d_lin *l, size_t in, size_t out, const char *prefix) {
+static hx_status f3d_linear(net_walk *w, net_f3d_lin *l, size_t in, size_t out, const char *prefix) {
   const float bound = (float)(1.0 / sqrt((double)in));
   const int64_t ws[2] = {(int64_t)out, (int64_t)in}, bs[1] = {(int64_t)out};
   l->in = in, l->out = out;
-  HX_TRY(f3d_tensor(w, &l->w, INIT_UNIFORM, bound, 1, 2, ws, "%s.weight", prefix));
-  return f3d_tensor(w, &l->b, INIT_UNIFORM, bound, 1, 1, bs, "%s.bias", prefix);
+  HX_TRY(net_walk_tensor(w, &l->w, NET_INIT_UNIFORM, bound, 1, 2, ws, "%s.weight", prefix));
+  return net_walk_tensor(w, &l->b, NET_INIT_UNIFORM, bound, 1, 1, bs, "%s.bias", prefix);
 }
 
-static hx_status f3d_batchnorm(f3d_walk *w, net_f3d_norm *nm, size_t C, const char *prefix) {
+static hx_status f3d_batchnorm(net_walk *w, net_f3d_norm *nm, size_t C, const char *prefix) {
   const int64_t s[1] = {(int64_t)C};
   nm->C = C;
-  HX_TRY(f3d_tensor(w, &nm->w, INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
-  HX_TRY(f3d_tensor(w, &nm->b, INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix));
-  HX_TRY(f3d_tensor(w, &nm->mean, INIT_BN_MEAN, 0, 0, 1, s, "%s.running_mean", prefix));
-  return f3d_tensor(w, &nm->var, INIT_BN_VAR, 0, 0, 1, s, "%s.running_var", prefix);
+  HX_TRY(net_walk_tensor(w, &nm->w, NET_INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
+  HX_TRY(net_walk_tensor(w, &nm->b, NET_INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix));
+  HX_TRY(net_walk_tensor(w, &nm->mean, NET_INIT_BN_MEAN, 0, 0, 1, s, "%s.running_mean", prefix));
+  return net_walk_tensor(w, &nm->var, NET_INIT_BN_VAR, 0, 0, 1, s, "%s.running_var", prefix);
 }
 
 /* XFMR: norm (te.LayerNorm), bwa (qkv, proj: nn.Linear), mlp.mlp (TransformerEngine LayerNormMLP, flat names). */
-static hx_status f3d_block(f3d_walk *w, net_f3d_block *b, int C, int H, int ratio, const char *prefix) {
+static hx_status f3d_block(net_walk *w, net_f3d_block *b, int C, int H, int ratio, const char *prefix) {
   const size_t c = (size_t)C, hid = (size_t)C * (size_t)ratio;
   const int64_t sc[1] = {(int64_t)c}, s1w[2] = {(int64_t)(2 * hid), (int64_t)c}, s1b[1] = {(int64_t)(2 * hid)};
   const int64_t s2w[2] = {(int64_t)c, (int64_t)hid};
@@ -292,24 +245,24 @@ static hx_status f3d_block(f3d_walk *w, net_f3d_block *b, int C, int H, int rati
   b->C = C, b->H = H;
   b->norm.C = b->mlp_norm.C = c;
   b->norm.mean = b->norm.var = b->mlp_norm.mean = b->mlp_norm.var = NULL;
-  HX_TRY(f3d_tensor(w, &b->norm.w, INIT_NORM_W, 0, 1, 1, sc, "%s.norm.weight", prefix));
-  HX_TRY(f3d_tensor(w, &b->norm.b, INIT_NORM_B, 0, 1, 1, sc, "%s.norm.bias", prefix));
+  HX_TRY(net_walk_tensor(w, &b->norm.w, NET_INIT_NORM_W, 0, 1, 1, sc, "%s.norm.weight", prefix));
+  HX_TRY(net_walk_tensor(w, &b->norm.b, NET_INIT_NORM_B, 0, 1, 1, sc, "%s.norm.bias", prefix));
   snprintf(q, sizeof q, "%s.bwa.qkv", prefix);
   HX_TRY(f3d_linear(w, &b->qkv, c, 3 * c, q));
   snprintf(q, sizeof q, "%s.bwa.proj", prefix);
   HX_TRY(f3d_linear(w, &b->proj, c, c, q));
-  HX_TRY(f3d_tensor(w, &b->mlp_norm.w, INIT_NORM_W, 0, 1, 1, sc, "%s.mlp.mlp.layer_norm_weight", prefix));
-  HX_TRY(f3d_tensor(w, &b->mlp_norm.b, INIT_NORM_B, 0, 1, 1, sc, "%s.mlp.mlp.layer_norm_bias", prefix));
+  HX_TRY(net_walk_tensor(w, &b->mlp_norm.w, NET_INIT_NORM_W, 0, 1, 1, sc, "%s.mlp.mlp.layer_norm_weight", prefix));
+  HX_TRY(net_walk_tensor(w, &b->mlp_norm.b, NET_INIT_NORM_B, 0, 1, 1, sc, "%s.mlp.mlp.layer_norm_bias", prefix));
   b->fc1.in = c, b->fc1.out = 2 * hid, b->fc2.in = hid, b->fc2.out = c;
-  HX_TRY(f3d_tensor(w, &b->fc1.w, INIT_UNIFORM, b1, 1, 2, s1w, "%s.mlp.mlp.fc1_weight", prefix));
-  HX_TRY(f3d_tensor(w, &b->fc1.b, INIT_UNIFORM, b1, 1, 1, s1b, "%s.mlp.mlp.fc1_bias", prefix));
-  HX_TRY(f3d_tensor(w, &b->fc2.w, INIT_UNIFORM, b2, 1, 2, s2w, "%s.mlp.mlp.fc2_weight", prefix));
-  return f3d_tensor(w, &b->fc2.b, INIT_UNIFORM, b2, 1, 1, sc, "%s.mlp.mlp.fc2_bias", prefix);
+  HX_TRY(net_walk_tensor(w, &b->fc1.w, NET_INIT_UNIFORM, b1, 1, 2, s1w, "%s.mlp.mlp.fc1_weight", prefix));
+  HX_TRY(net_walk_tensor(w, &b->fc1.b, NET_INIT_UNIFORM, b1, 1, 1, s1b, "%s.mlp.mlp.fc1_bias", prefix));
+  HX_TRY(net_walk_tensor(w, &b->fc2.w, NET_INIT_UNIFORM, b2, 1, 2, s2w, "%s.mlp.mlp.fc2_weight", prefix));
+  return net_walk_tensor(w, &b->fc2.b, NET_INIT_UNIFORM, b2, 1, 1, sc, "%s.mlp.mlp.fc2_bias", prefix);
 }
 
 /* Stage l under prefix P: encoder_blocks, middle (Hourglass: pooling, unpooling, submodule = stage l+1; or the
  * last level's Linear), decoder_blocks: the registration order of stage.py and hourglass.py. */
-static hx_status f3d_stage(f3d_walk *w, net_f3d_view *v, const net_config *cfg, int l, const char *P) {
+static hx_status f3d_stage(net_walk *w, net_f3d_view *v, const net_config *cfg, int l, const char *P) {
   const int L = cfg->levels;
   const size_t ce = (size_t)cfg->enc_channels[l], cd = (size_t)cfg->dec_channels[l];
   char q[192];
@@ -346,7 +299,7 @@ static hx_status f3d_stage(f3d_walk *w, net_f3d_view *v, const net_config *cfg, 
   return HX_OK;
 }
 
-static hx_status f3d_walk_all(f3d_walk *w, net_f3d_view *v, const net_config *cfg) {
+static hx_status f3d_walk_all(net_walk *w, net_f3d_view *v, const net_config *cfg) {
   memset(v, 0, sizeof *v);
   HX_TRY(check_config(cfg, w->err));
   HX_TRY(f3d_linear(w, &v->head, (size_t)cfg->dec_channels[0], (size_t)cfg->classes, "seg_head"));
@@ -358,7 +311,7 @@ hx_status net_flash3d_params_init(net_params *p, const net_config *cfg, uint64_t
   if (!p || !cfg) return hx_errf(err, HX_EINVAL, "flash3d params: NULL argument");
   net_f3d_view *v = malloc(sizeof *v);
   if (!v) return hx_errf(err, HX_ENOMEM, "flash3d params: view");
-  f3d_walk w = {p, NULL, seed, 0, err};
+  net_walk w = {p, NULL, seed, 0, err, "flash3d", 0xF3D00000ull};
   hx_status st = f3d_walk_all(&w, v, cfg);
   free(v);
   return st;
@@ -366,7 +319,7 @@ hx_status net_flash3d_params_init(net_params *p, const net_config *cfg, uint64_t
 
 hx_status net_flash3d_view_get(net_f3d_view *v, const net_config *cfg, const net_params *p, hx_err *err) {
   if (!v || !cfg || !p) return hx_errf(err, HX_EINVAL, "flash3d view: NULL argument");
-  f3d_walk w = {NULL, p, 0, 0, err};
+  net_walk w = {NULL, p, 0, 0, err, "flash3d", 0xF3D00000ull};
   return f3d_walk_all(&w, v, cfg);
 }
 

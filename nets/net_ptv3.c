@@ -97,89 +97,41 @@ static hx_status check_config(const net_config *cfg, hx_err *err) {
  * (weight 1 +- 0.1, bias +- 0.1) and BatchNorm statistics near mean 0, var 1 (mean +- 0.1, var in [0.8, 1.2]),
  * so a forward that ignored an affine or the fold would fail its check.
  */
-enum { INIT_UNIFORM, INIT_NORM_W, INIT_NORM_B, INIT_BN_MEAN, INIT_BN_VAR };
-
-typedef struct p3_walk {
-  net_params *p;        /* add mode */
-  const net_params *cp; /* find mode */
-  uint64_t seed;
-  uint64_t idx;
-  hx_err *err;
-} p3_walk;
-
-static hx_status p3_tensor(p3_walk *w, const float **out, int init, float bound, int counted, int ndim,
-                           const int64_t *shape, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-static hx_status p3_tensor(p3_walk *w, const float **out, int init, float bound, int counted, int ndim,
-                           const int64_t *shape, const char *fmt, ...) {
-  char name[128];
-  va_list ap;
-  va_start(ap, fmt);
-  const int len = vsnprintf(name, sizeof name, fmt, ap);
-  va_end(ap);
-  if (len < 0 || (size_t)len >= sizeof name) return hx_errf(w->err, HX_EINVAL, "ptv3: tensor name too long");
-  size_t numel = 1;
-  for (int d = 0; d < ndim; d++) numel *= (size_t)shape[d];
-  const uint64_t stream = 0x50543356ull + w->idx++;
-  if (w->p) {
-    net_tensor *t = NULL;
-    HX_TRY(net_params_add(w->p, name, ndim, shape, counted, &t, w->err));
-    for (size_t k = 0; k < numel; k++) {
-      const float u = (float)(2.0 * hx_rng_unit(w->seed, stream, k) - 1.0); /* [-1, 1) */
-      switch (init) {
-        case INIT_UNIFORM: t->data[k] = bound * u; break;
-        case INIT_NORM_W: t->data[k] = 1.0f + 0.1f * u; break;
-        case INIT_NORM_B: t->data[k] = 0.1f * u; break;
-        case INIT_BN_MEAN: t->data[k] = 0.1f * u; break;
-        default: t->data[k] = 1.0f + 0.2f * u; break;
-      }
-    }
-    *out = t->data;
-    return HX_OK;
-  }
-  const net_tensor *t = net_params_find(w->cp, name);
-  if (!t) return hx_errf(w->err, HX_EINVAL, "ptv3: parameter %s missing", name);
-  int same = t->ndim == ndim;
-  for (int d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d];
-  if (!same) return hx_errf(w->err, HX_EINVAL, "ptv3: parameter %s has the wrong shape", name);
-  *out = t->data;
-  return HX_OK;
-}
-
-static hx_status p3_linear(p3_walk *w, net_ptv3_lin *l, size_t in, size_t out, const char *prefix) {
+static hx_status p3_linear(net_walk *w, net_ptv3_lin *l, size_t in, size_t out, const char *prefix) {
   const float bound = (float)(1.0 / sqrt((double)in));
   const int64_t ws[2] = {(int64_t)out, (int64_t)in}, bs[1] = {(int64_t)out};
   l->in = in, l->out = out;
-  HX_TRY(p3_tensor(w, &l->w, INIT_UNIFORM, bound, 1, 2, ws, "%s.weight", prefix));
-  return p3_tensor(w, &l->b, INIT_UNIFORM, bound, 1, 1, bs, "%s.bias", prefix);
+  HX_TRY(net_walk_tensor(w, &l->w, NET_INIT_UNIFORM, bound, 1, 2, ws, "%s.weight", prefix));
+  return net_walk_tensor(w, &l->b, NET_INIT_UNIFORM, bound, 1, 1, bs, "%s.bias", prefix);
 }
 
-static hx_status p3_layernorm(p3_walk *w, net_ptv3_norm *nm, size_t C, const char *prefix) {
+static hx_status p3_layernorm(net_walk *w, net_ptv3_norm *nm, size_t C, const char *prefix) {
   const int64_t s[1] = {(int64_t)C};
   nm->C = C, nm->mean = nm->var = NULL;
-  HX_TRY(p3_tensor(w, &nm->w, INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
-  return p3_tensor(w, &nm->b, INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix);
+  HX_TRY(net_walk_tensor(w, &nm->w, NET_INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
+  return net_walk_tensor(w, &nm->b, NET_INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix);
 }
 
-static hx_status p3_batchnorm(p3_walk *w, net_ptv3_norm *nm, size_t C, const char *prefix) {
+static hx_status p3_batchnorm(net_walk *w, net_ptv3_norm *nm, size_t C, const char *prefix) {
   const int64_t s[1] = {(int64_t)C};
   nm->C = C;
-  HX_TRY(p3_tensor(w, &nm->w, INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
-  HX_TRY(p3_tensor(w, &nm->b, INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix));
-  HX_TRY(p3_tensor(w, &nm->mean, INIT_BN_MEAN, 0, 0, 1, s, "%s.running_mean", prefix));
-  return p3_tensor(w, &nm->var, INIT_BN_VAR, 0, 0, 1, s, "%s.running_var", prefix);
+  HX_TRY(net_walk_tensor(w, &nm->w, NET_INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
+  HX_TRY(net_walk_tensor(w, &nm->b, NET_INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix));
+  HX_TRY(net_walk_tensor(w, &nm->mean, NET_INIT_BN_MEAN, 0, 0, 1, s, "%s.running_mean", prefix));
+  return net_walk_tensor(w, &nm->var, NET_INIT_BN_VAR, 0, 0, 1, s, "%s.running_var", prefix);
 }
 
-static hx_status p3_conv(p3_walk *w, net_ptv3_conv *c, size_t in, size_t out, uint32_t k, int bias,
+static hx_status p3_conv(net_walk *w, net_ptv3_conv *c, size_t in, size_t out, uint32_t k, int bias,
                          const char *prefix) {
   const size_t K = (size_t)k * k * k;
   const float bound = (float)(1.0 / sqrt((double)(in * K)));
   const int64_t ws[5] = {(int64_t)out, k, k, k, (int64_t)in}, bs[1] = {(int64_t)out};
   c->in = in, c->out = out, c->k = k, c->b = NULL;
-  HX_TRY(p3_tensor(w, &c->w, INIT_UNIFORM, bound, 1, 5, ws, "%s.weight", prefix));
-  return bias ? p3_tensor(w, &c->b, INIT_UNIFORM, bound, 1, 1, bs, "%s.bias", prefix) : HX_OK;
+  HX_TRY(net_walk_tensor(w, &c->w, NET_INIT_UNIFORM, bound, 1, 5, ws, "%s.weight", prefix));
+  return bias ? net_walk_tensor(w, &c->b, NET_INIT_UNIFORM, bound, 1, 1, bs, "%s.bias", prefix) : HX_OK;
 }
 
-static hx_status p3_block(p3_walk *w, net_ptv3_block *b, int C, int H, int mlp_ratio, const char *prefix) {
+static hx_status p3_block(net_walk *w, net_ptv3_block *b, int C, int H, int mlp_ratio, const char *prefix) {
   char q[160];
   const size_t c = (size_t)C, hid = (size_t)C * (size_t)mlp_ratio;
   b->C = C, b->H = H;
@@ -197,7 +149,7 @@ static hx_status p3_block(p3_walk *w, net_ptv3_block *b, int C, int H, int mlp_r
   return HX_OK;
 }
 
-static hx_status p3_walk_all(p3_walk *w, net_ptv3_view *v, const net_config *cfg) {
+static hx_status p3_walk_all(net_walk *w, net_ptv3_view *v, const net_config *cfg) {
   char pre[128];
   const int L = cfg->levels;
   memset(v, 0, sizeof *v);
@@ -242,7 +194,7 @@ hx_status net_ptv3_params_init(net_params *p, const net_config *cfg, uint64_t se
   HX_TRY(check_config(cfg, err));
   net_ptv3_view *v = malloc(sizeof *v);
   if (!v) return hx_errf(err, HX_ENOMEM, "ptv3 params: view");
-  p3_walk w = {p, NULL, seed, 0, err};
+  net_walk w = {p, NULL, seed, 0, err, "ptv3", 0x50543356ull};
   const hx_status st = p3_walk_all(&w, v, cfg);
   free(v);
   return st;
@@ -251,7 +203,7 @@ hx_status net_ptv3_params_init(net_params *p, const net_config *cfg, uint64_t se
 hx_status net_ptv3_view_get(net_ptv3_view *v, const net_config *cfg, const net_params *p, hx_err *err) {
   if (!v || !p) return hx_errf(err, HX_EINVAL, "ptv3: NULL argument");
   HX_TRY(check_config(cfg, err));
-  p3_walk w = {NULL, p, 0, 0, err};
+  net_walk w = {NULL, p, 0, 0, err, "ptv3", 0x50543356ull};
   return p3_walk_all(&w, v, cfg);
 }
 

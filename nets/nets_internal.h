@@ -213,6 +213,26 @@ struct net_gpu {
 const net_gpu_ops *net_ptv3_gpu_ops(void);
 const net_gpu_ops *net_flash3d_gpu_ops(void);
 
+/* The parameter walk both models share (walk.c). Add mode (p set): each tensor is created under its PyTorch name,
+ * its values drawn from (seed, stream_base + its index in the walk) by init: uniform in [-bound, bound) (PyTorch's
+ * Linear and conv default), norm weights near 1 and biases near 0, BatchNorm statistics near mean 0, var 1. Find
+ * mode (cp set): the tensor is looked up and its shape checked (HX_EINVAL naming it otherwise). */
+typedef enum net_init { NET_INIT_UNIFORM = 0, NET_INIT_NORM_W, NET_INIT_NORM_B, NET_INIT_BN_MEAN, NET_INIT_BN_VAR } net_init;
+typedef struct net_walk {
+  net_params *p;        /* add mode */
+  const net_params *cp; /* find mode */
+  uint64_t seed, idx;
+  hx_err *err;
+  const char *model;    /* names the model in messages */
+  uint64_t stream_base; /* the model's random streams start here */
+} net_walk;
+hx_status net_walk_tensor(net_walk *w, const float **out, net_init init, float bound, int counted, int ndim,
+                          const int64_t *shape, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 8, 9)))
+#endif
+    ;
+
 /* The CPU references' parallel loop (par.c): body(ctx, begin, end) over [0, n) in contiguous chunks of at least
  * `grain` rows, one thread each (up to the online CPUs). Bodies write disjoint rows, so the result does not
  * depend on the thread count. */
