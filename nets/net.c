@@ -295,3 +295,10 @@ hx_status net_gpu_download(net_gpu *g, net_output *out, int keep_levels, struct 
 int net_gpu_graphable(const net_gpu *g) { return g ? g->ops->graphable(g->impl) : 0; }
 
 size_t net_gpu_held_bytes(const net_gpu *g) { return g ? g->ops->held_bytes(g->impl) : 0; }
+
+hx_status net_gpu_costs(const net_gpu *g, net_cost *out, size_t cap, size_t *n, hx_err *err) {
+  if (n) *n = 0;
+  if (!g || !out || !n) return hx_errf(err, HX_EINVAL, "net_gpu_costs: missing forward object, output or count");
+  if (!g->ops->costs) return hx_errf(err, HX_EUNSUPPORTED, "net_gpu_costs: %.32s has no cost model", g->cfg.name);
+  return g->ops->costs(g->impl, out, cap, n, err);
+}

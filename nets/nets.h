@@ -340,6 +340,22 @@ int net_gpu_graphable(const net_gpu *g);
 /* Bytes the forward object holds after prepare (weights, plans, activations): the arena's view. */
 size_t net_gpu_held_bytes(const net_gpu *g);
 
+/* The cost model of a prepared forward (nets/net_costs.c states every formula): per component, named as the hook
+ * categories of NET_COMPONENTS (only those the model runs, in that list's order), then one entry "forward" holding
+ * the sums. gemm_flops: 2 * rows * in * out of every Linear and 2 * pairs * in * out of every sparse convolution
+ * (the real neighbour pairs of its kernel map); attn_flops: 4 * H * D * sum over query rows of the keys each
+ * attends to (PTv3: padded patches; Flash3D: bucket scopes with their real rows); bytes: the fewest bytes the
+ * component's operations must move through DRAM, each input read once, each output written once, weights once.
+ * Shapes are those of the prepared input (Flash3D: the bucket layouts of the last forward, which waits for the
+ * device). out has room for cap entries (NET_COSTS_MAX always suffices); *n gets the count. HX_EUNSUPPORTED where
+ * the model has no cost model, HX_EINVAL before a successful prepare or when cap is too small. */
+#define NET_COSTS_MAX 16
+typedef struct net_cost {
+  char name[16];
+  double gemm_flops, attn_flops, bytes;
+} net_cost;
+hx_status net_gpu_costs(const net_gpu *g, net_cost *out, size_t cap, size_t *n, hx_err *err);
+
 #ifdef __cplusplus
 }
 #endif

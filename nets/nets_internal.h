@@ -185,6 +185,33 @@ hx_status net_flash3d_gpu_layouts(const void *impl, net_f3d_layouts *l, hx_err *
 hx_status net_flash3d_attn_cpu(float *o, const float *qkv, size_t rows, int H, int D, const battn_plan *pl,
                                hx_err *err);
 
+/* ---- Cost model (net_costs.c): FLOPs and floor bytes per component from the prepared shapes, host arithmetic only,
+ * the same in a CPU-only build (the tests call it on the CPU structures; the GPU forwards on their own). ---- */
+/* Sum over the plan's scopes of (rows of the scope)^2: the keys every query row attends to, summed over rows. */
+double net_plan_sq_rows(const battn_plan *pl);
+typedef struct net_ptv3_cost_level {
+  size_t n;        /* points */
+  size_t sum_p;    /* padded slots */
+  size_t n_cu;     /* cu_seqlens entries (patches + 1) */
+  double patch_sq; /* sum over patches of (padded rows)^2 */
+  uint64_t pairs;  /* real neighbour pairs of the level's k = 3 kernel map */
+} net_ptv3_cost_level;
+typedef struct net_ptv3_cost_shape {
+  int L;
+  uint32_t B;
+  int depth;           /* level 0's serialization depth */
+  uint64_t stem_pairs; /* pairs of the k = 5 stem map */
+  net_ptv3_cost_level lv[NET_MAX_LEVELS];
+} net_ptv3_cost_shape;
+/* The shape of a host structure built with its kernel maps (HX_EINVAL naming the level when a map is missing). */
+hx_status net_ptv3_cost_shape_get(net_ptv3_cost_shape *cs, const net_ptv3_struct *s, hx_err *err);
+/* The costs (net_gpu_costs' entries) of PTv3 configuration cfg on shape cs. */
+hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_shape *cs, net_cost *out, size_t cap,
+                                    size_t *n, hx_err *err);
+/* The costs of Flash3D configuration cfg on level shapes s and bucket layouts lay (real rows per level). */
+hx_status net_flash3d_costs_from_layouts(const net_config *cfg, const net_f3d_shape *s, const net_f3d_layouts *lay,
+                                         net_cost *out, size_t cap, size_t *n, hx_err *err);
+
 /* ---- GPU forward objects: one vtable per model (net.c's net_gpu_* call through it) ---- */
 typedef struct net_gpu_ops {
   hx_status (*create)(void **impl, const net_config *cfg, const net_params *p, net_dtype dt, const net_alloc *alloc,
@@ -200,6 +227,8 @@ typedef struct net_gpu_ops {
    * PSH produced, which may differ from psh_run_cpu's where threads race); NULL: net_forward_cpu is the same. */
   hx_status (*cpu_reference)(const void *impl, net_output *out, const net_params *p, const net_input *in,
                              int keep_levels, hx_err *err);
+  /* The cost model of the prepared forward (net_gpu_costs); NULL: HX_EUNSUPPORTED. */
+  hx_status (*costs)(const void *impl, net_cost *out, size_t cap, size_t *n, hx_err *err);
 } net_gpu_ops;
 /* The object behind net_gpu (net.c creates it; net_check.c reads it). */
 struct net_gpu {

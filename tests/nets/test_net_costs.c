@@ -1,0 +1,382 @@
+/*
+ * test_net_costs.c - the cost model of both forwards (nets/net_costs.c) on the CPU structures of the tiny
+ * configurations, against figures computed here by hand from the shapes: the qkv and CPE GEMM FLOPs of PTv3-tiny
+ * (2 n C 3C per block, 2 pairs C C + 2 n C C), its stem convolution (2 pairs 4 16), attention over single-patch
+ * clouds (4 n^2 C per block, n <= patch) and over padded multi-patch clouds (4 C K sum_p), Flash3D-tiny's Linear
+ * FLOPs and PSH bytes, attention over one-bucket clouds (4 C n_c^2 per cloud and block) and its bound
+ * (rows x scope rows) on larger clouds; on every case the components sum to the "forward" entry, the names are the
+ * hook categories; bad arguments are refused.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "nets/nets_internal.h"
+
+/* ---- inputs (as tests/nets/test_net_ptv3.c makes them) ------------------------------------------------------ */
+
+/* B clouds of distinct voxels (grid 0.05) drawn from a 48 x 48 x 12 box, the point jittered inside its voxel;
+ * features (x, y, z, intensity). */
+typedef struct cloud {
+  float *xyz, *feat;
+  size_t *offset;
+  size_t n;
+  uint32_t B;
+} cloud;
+
+static void cloud_make(cloud *c, const size_t *sizes, uint32_t B, uint64_t seed) {
+  const uint32_t X = 48, Y = 48, Z = 12, cells = X * Y * Z;
+  memset(c, 0, sizeof *c);
+  c->B = B;
+  c->offset = calloc(B + 1, sizeof *c->offset);
+  for (uint32_t b = 0; b < B; b++) c->offset[b + 1] = c->offset[b] + sizes[b];
+  c->n = c->offset[B];
+  c->xyz = malloc(c->n * 3 * sizeof *c->xyz);
+  c->feat = malloc(c->n * 4 * sizeof *c->feat);
+  uint32_t *perm = malloc(cells * sizeof *perm);
+  assert_non_null(c->xyz), assert_non_null(c->feat), assert_non_null(perm);
+  for (uint32_t b = 0; b < B; b++) {
+    assert_true(sizes[b] <= cells);
+    for (uint32_t k = 0; k < cells; k++) perm[k] = k;
+    for (uint32_t k = 0; k < sizes[b]; k++) {
+      const uint32_t j = k + (uint32_t)(hx_rng_u64(seed, b, k) % (cells - k));
+      const uint32_t t = perm[k];
+      perm[k] = perm[j], perm[j] = t;
+    }
+    for (size_t k = 0; k < sizes[b]; k++) {
+      const size_t i = c->offset[b] + k;
+      const uint32_t v = perm[k], g[3] = {v % X, (v / X) % Y, v / (X * Y)};
+      for (int a = 0; a < 3; a++) {
+        const double u = hx_rng_unit(seed, 100 + b, 3 * k + (uint64_t)a);
+        c->xyz[3 * i + (size_t)a] = (float)((g[a] + 0.1 + 0.8 * u) * 0.05 + 3.0 * b - 1.0);
+        c->feat[4 * i + (size_t)a] = c->xyz[3 * i + (size_t)a];
+      }
+      c->feat[4 * i + 3] = (float)hx_rng_unit(seed, 200 + b, k);
+    }
+  }
+  free(perm);
+}
+
+static void cloud_free(cloud *c) { free(c->xyz), free(c->feat), free(c->offset); }
+
+static net_input cloud_input(const cloud *c, uint64_t seed) {
+  net_input in = {c->xyz, c->feat, c->offset, c->B, c->n, 0.05, seed};
+  return in;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------------------------ */
+
+static const net_cost *find(const net_cost *c, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(c[i].name, name) == 0) return &c[i];
+  fail_msg("no cost entry %s", name);
+  return NULL;
+}
+
+/* The entries are the expected components in NET_COMPONENTS' order, then "forward" holding their sums. */
+static void check_list(const net_cost *c, size_t n, const char *const *names, size_t n_names) {
+  assert_int_equal(n, n_names + 1);
+  for (size_t i = 0; i < n_names; i++) assert_string_equal(c[i].name, names[i]);
+  assert_string_equal(c[n - 1].name, "forward");
+  double g = 0, a = 0, b = 0;
+  for (size_t i = 0; i + 1 < n; i++) {
+    assert_true(c[i].gemm_flops >= 0 && c[i].attn_flops >= 0 && c[i].bytes > 0);
+    g += c[i].gemm_flops, a += c[i].attn_flops, b += c[i].bytes;
+  }
+  assert_true(fabs(g - c[n - 1].gemm_flops) <= 1e-12 * c[n - 1].gemm_flops);
+  assert_true(fabs(a - c[n - 1].attn_flops) <= 1e-12 * c[n - 1].attn_flops);
+  assert_true(fabs(b - c[n - 1].bytes) <= 1e-12 * c[n - 1].bytes);
+  assert_true(c[n - 1].gemm_flops > 0 && c[n - 1].attn_flops > 0);
+  /* only attention has attention FLOPs */
+  for (size_t i = 0; i + 1 < n; i++)
+    if (strcmp(c[i].name, "attn") != 0) assert_true(c[i].attn_flops == 0.0);
+    else assert_true(c[i].gemm_flops == 0.0);
+}
+
+/* ---- PTv3 --------------------------------------------------------------------------------------------------- */
+
+static const char *const ptv3_names[] = {"serialize", "cpe", "norm", "qkv",  "attn",  "gather",
+                                         "proj",      "mlp", "pool", "unpool", "embed", "head"};
+
+typedef struct ptv3_case {
+  net_config cfg;
+  cloud c;
+  net_ptv3_struct s;
+  net_ptv3_cost_shape cs;
+  net_cost cost[NET_COSTS_MAX];
+  size_t n;
+} ptv3_case;
+
+static void ptv3_run(ptv3_case *t, const size_t *sizes, uint32_t B) {
+  hx_err err;
+  assert_int_equal(net_config_named(&t->cfg, "ptv3-tiny", &err), HX_OK);
+  cloud_make(&t->c, sizes, B, 21);
+  const net_input in = cloud_input(&t->c, 5);
+  if (net_ptv3_struct_build(&t->s, &t->cfg, &in, 1, &err) != HX_OK) fail_msg("%s", err.msg);
+  assert_int_equal(net_ptv3_cost_shape_get(&t->cs, &t->s, &err), HX_OK);
+  if (net_ptv3_costs_from_shape(&t->cfg, &t->cs, t->cost, NET_COSTS_MAX, &t->n, &err) != HX_OK) fail_msg("%s", err.msg);
+  check_list(t->cost, t->n, ptv3_names, sizeof ptv3_names / sizeof *ptv3_names);
+}
+
+static void ptv3_free(ptv3_case *t) {
+  net_ptv3_struct_free(&t->s);
+  cloud_free(&t->c);
+}
+
+/* Blocks of width C on level l: (encoder depth, C) and, below the last level, (decoder depth, C). */
+typedef struct side { int depth; double C; } side;
+static int ptv3_sides(const net_config *cfg, int l, side *s) {
+  s[0].depth = cfg->enc_depth[l], s[0].C = cfg->enc_channels[l];
+  if (l == cfg->levels - 1) return 1;
+  s[1].depth = cfg->dec_depth[l], s[1].C = cfg->dec_channels[l];
+  return 2;
+}
+
+static void test_ptv3_gemm(void **state) {
+  (void)state;
+  static const size_t sizes[2] = {700, 450};
+  ptv3_case t;
+  memset(&t, 0, sizeof t);
+  ptv3_run(&t, sizes, 2);
+  const net_config *cfg = &t.cfg;
+  double qkv = 0, qkv_bytes = 0, cpe = 0;
+  for (int l = 0; l < cfg->levels; l++) {
+    const double n = (double)t.s.lv[l].n, pairs = (double)t.s.lv[l].map.pairs;
+    assert_true(pairs >= n && pairs <= 27.0 * n); /* the centre offset pairs every row with itself */
+    side sd[2];
+    const int ns = ptv3_sides(cfg, l, sd);
+    for (int k = 0; k < ns; k++) {
+      const double C = sd[k].C;
+      qkv += sd[k].depth * 2.0 * n * C * 3.0 * C; /* the qkv Linear of a block: 2 n C 3C */
+      qkv_bytes += sd[k].depth * 2.0 * (n * C + n * 3.0 * C + 3.0 * C * C + 3.0 * C);
+      cpe += sd[k].depth * (2.0 * pairs * C * C + 2.0 * n * C * C); /* conv on the map's pairs, then Linear(C, C) */
+    }
+  }
+  assert_true(find(t.cost, t.n, "qkv")->gemm_flops == qkv);
+  assert_true(find(t.cost, t.n, "qkv")->bytes == qkv_bytes);
+  assert_true(find(t.cost, t.n, "cpe")->gemm_flops == cpe);
+  /* level 0 alone: one point more there adds the qkv Linears of its blocks, an encoder and a decoder block of 16
+   * channels in ptv3-tiny: 2 x (2 16 48) FLOPs, and nothing to any other level's */
+  const double n0 = (double)t.s.n;
+  assert_int_equal(cfg->enc_channels[0], 16), assert_int_equal(cfg->dec_channels[0], 16);
+  assert_int_equal(cfg->enc_depth[0], 1), assert_int_equal(cfg->dec_depth[0], 1);
+  net_ptv3_cost_shape more = t.cs;
+  more.lv[0].n++, more.lv[0].sum_p++;
+  net_cost c2[NET_COSTS_MAX];
+  size_t n2 = 0;
+  hx_err err;
+  assert_int_equal(net_ptv3_costs_from_shape(cfg, &more, c2, NET_COSTS_MAX, &n2, &err), HX_OK);
+  assert_true(find(c2, n2, "qkv")->gemm_flops - find(t.cost, t.n, "qkv")->gemm_flops == 2.0 * (2.0 * 16 * 48));
+  assert_true(find(c2, n2, "attn")->attn_flops == find(t.cost, t.n, "attn")->attn_flops); /* patch_sq unchanged */
+  /* the stem: SubMConv3d(4, 16, k = 5) on the stem map's pairs */
+  assert_true(find(t.cost, t.n, "embed")->gemm_flops == 2.0 * (double)t.s.stem_map.pairs * 4.0 * 16.0);
+  assert_true(find(t.cost, t.n, "head")->gemm_flops == 2.0 * n0 * cfg->dec_channels[0] * cfg->classes);
+  /* a pooled level has fewer points than the one above, so pooling's projection is 2 n_{l-1} C_{l-1} C_l */
+  double pool = 0;
+  for (int l = 1; l < cfg->levels; l++)
+    pool += 2.0 * (double)t.s.lv[l - 1].n * cfg->enc_channels[l - 1] * cfg->enc_channels[l];
+  assert_true(find(t.cost, t.n, "pool")->gemm_flops == pool);
+  /* serialization: xyz 12 + codes 32 + inverses 16 B a point, and 4 orders x 24 B per 8-bit sort pass over
+   * 3 depth + 1 key bits (2 clouds): 540 B a point at the 600k clouds' depth 11 */
+  const double passes = ceil((3.0 * t.s.lv[0].depth + 1.0) / 8.0);
+  assert_true(find(t.cost, t.n, "serialize")->bytes == n0 * (60.0 + 96.0 * passes));
+  ptv3_free(&t);
+}
+
+/* Attention: every slot attends to its patch (4 H D rows^2 per patch and block). */
+static double ptv3_attn_expect(const ptv3_case *t) {
+  const net_config *cfg = &t->cfg;
+  const double K = cfg->patch;
+  double f = 0;
+  for (int l = 0; l < cfg->levels; l++) {
+    double sq = 0; /* a cloud of m <= K points is one patch of m; a longer one ceil(m / K) patches of K */
+    for (uint32_t b = 0; b < t->s.B; b++) {
+      const double m = (double)(t->s.lv[l].off[b + 1] - t->s.lv[l].off[b]);
+      sq += m <= K ? m * m : ceil(m / K) * K * K;
+    }
+    side sd[2];
+    const int ns = ptv3_sides(cfg, l, sd);
+    for (int k = 0; k < ns; k++) f += sd[k].depth * 4.0 * sq * sd[k].C;
+  }
+  return f;
+}
+
+static void test_ptv3_attention(void **state) {
+  (void)state;
+  /* one cloud within one patch (ptv3-tiny's patch is 64): 4 n^2 D H per block, n the level's points */
+  static const size_t one[1] = {60};
+  ptv3_case t;
+  memset(&t, 0, sizeof t);
+  ptv3_run(&t, one, 1);
+  assert_int_equal(t.cfg.patch, 64);
+  const double n0 = (double)t.s.n, C0 = t.cfg.enc_channels[0];
+  double f = 0;
+  for (int l = 0; l < t.cfg.levels; l++) {
+    const double n = (double)t.s.lv[l].n;
+    assert_true(t.s.lv[l].sum_p == t.s.lv[l].n); /* no padding within one patch */
+    side sd[2];
+    const int ns = ptv3_sides(&t.cfg, l, sd);
+    for (int k = 0; k < ns; k++) f += sd[k].depth * 4.0 * n * n * sd[k].C;
+  }
+  /* level 0's encoder block alone: 4 n0^2 16 (H = 1, D = 16) */
+  assert_true(f > 4.0 * n0 * n0 * C0);
+  assert_true(find(t.cost, t.n, "attn")->attn_flops == f);
+  assert_true(find(t.cost, t.n, "attn")->attn_flops == ptv3_attn_expect(&t));
+  ptv3_free(&t);
+  /* padded patches: clouds past one patch, and one within */
+  static const size_t three[3] = {300, 129, 40};
+  memset(&t, 0, sizeof t);
+  ptv3_run(&t, three, 3);
+  assert_true(t.s.lv[0].sum_p > t.s.lv[0].n);
+  assert_true(find(t.cost, t.n, "attn")->attn_flops == ptv3_attn_expect(&t));
+  ptv3_free(&t);
+}
+
+/* ---- Flash3D ------------------------------------------------------------------------------------------------ */
+
+static const char *const f3d_names[] = {"psh", "norm", "qkv", "attn", "gather", "proj",
+                                        "mlp", "pool", "unpool", "embed", "head"};
+
+typedef struct f3d_case {
+  net_config cfg;
+  cloud c;
+  net_f3d_shape s;
+  net_f3d_layouts lay;
+  net_cost cost[NET_COSTS_MAX];
+  size_t n;
+} f3d_case;
+
+static void f3d_run(f3d_case *t, const size_t *sizes, uint32_t B) {
+  hx_err err;
+  assert_int_equal(net_config_named(&t->cfg, "flash3d-tiny", &err), HX_OK);
+  cloud_make(&t->c, sizes, B, 33);
+  const net_input in = cloud_input(&t->c, 8);
+  if (net_flash3d_shape_get(&t->s, &t->cfg, &in, &err) != HX_OK) fail_msg("%s", err.msg);
+  if (net_flash3d_layouts_cpu(&t->lay, &t->cfg, &in, &err) != HX_OK) fail_msg("%s", err.msg);
+  if (net_flash3d_costs_from_layouts(&t->cfg, &t->s, &t->lay, t->cost, NET_COSTS_MAX, &t->n, &err) != HX_OK)
+    fail_msg("%s", err.msg);
+  check_list(t->cost, t->n, f3d_names, sizeof f3d_names / sizeof *f3d_names);
+}
+
+static void f3d_free(f3d_case *t) {
+  net_flash3d_layouts_free(&t->lay);
+  cloud_free(&t->c);
+}
+
+static void test_f3d_one_bucket(void **state) {
+  (void)state;
+  /* clouds within one bucket (flash3d-tiny's bucket is 64): every level has one bucket a cloud, so whatever the
+   * block's swin or stride plan, a cloud's rows attend to all of its rows: 4 C n_c^2 per cloud and block */
+  static const size_t sizes[2] = {60, 37};
+  f3d_case t;
+  memset(&t, 0, sizeof t);
+  f3d_run(&t, sizes, 2);
+  const net_config *cfg = &t.cfg;
+  assert_int_equal(cfg->bucket, 64);
+  double attn = 0, qkv = 0, psh = 0;
+  for (int l = 0; l < cfg->levels; l++) {
+    const net_f3d_layout *ly = &t.lay.lv[l];
+    assert_int_equal(ly->nb, 1);
+    double sq = 0, rows = 0;
+    for (uint32_t c = 0; c < 2; c++) sq += (double)ly->bucket_count[c] * ly->bucket_count[c], rows += ly->bucket_count[c];
+    assert_true(rows == (double)ly->rows);
+    for (int dec = 0; dec < 2; dec++) {
+      const double C = dec ? cfg->dec_channels[l] : cfg->enc_channels[l];
+      const int depth = dec ? cfg->dec_depth[l] : cfg->enc_depth[l];
+      attn += depth * 4.0 * C * sq;
+      qkv += depth * 2.0 * rows * C * 3.0 * C;
+    }
+    assert_true(t.s.lv[l].hashed);
+    psh += 32.0 * rows + 8.0 * 2.0 * t.s.lv[l].nb;
+  }
+  assert_true(find(t.cost, t.n, "attn")->attn_flops == attn);
+  assert_true(find(t.cost, t.n, "qkv")->gemm_flops == qkv);
+  assert_true(find(t.cost, t.n, "psh")->bytes == psh);
+  const double n0 = 97.0;
+  assert_true(find(t.cost, t.n, "embed")->gemm_flops == 2.0 * n0 * 4.0 * cfg->enc_channels[0]);
+  assert_true(find(t.cost, t.n, "head")->gemm_flops == 2.0 * n0 * cfg->dec_channels[0] * cfg->classes);
+  /* the MLP: fc1 (C -> 2 r C) and fc2 (r C -> C) per block, 6 r n C^2 FLOPs */
+  double mlp = 0;
+  for (int l = 0; l < cfg->levels; l++)
+    for (int dec = 0; dec < 2; dec++) {
+      const double C = dec ? cfg->dec_channels[l] : cfg->enc_channels[l];
+      mlp += (dec ? cfg->dec_depth[l] : cfg->enc_depth[l]) * 6.0 * cfg->mlp_ratio * t.lay.lv[l].rows * C * C;
+    }
+  assert_true(find(t.cost, t.n, "mlp")->gemm_flops == mlp);
+  f3d_free(&t);
+}
+
+static void test_f3d_many_buckets(void **state) {
+  (void)state;
+  /* several buckets and scopes: each block's rows attend to at most scope x bucket rows, and at least to their
+   * own bucket's share (sum over scopes of rows^2 >= rows^2 / scopes, Cauchy-Schwarz, scopes <= buckets) */
+  static const size_t sizes[2] = {1500, 700};
+  f3d_case t;
+  memset(&t, 0, sizeof t);
+  f3d_run(&t, sizes, 2);
+  const net_config *cfg = &t.cfg;
+  double hi = 0, lo = 0;
+  for (int l = 0; l < cfg->levels; l++) {
+    const double rows = t.lay.lv[l].rows, nb = 2.0 * t.lay.lv[l].nb;
+    const double scope_rows = (double)t.s.lv[l].scope * t.s.lv[l].max_bucket;
+    for (int dec = 0; dec < 2; dec++) {
+      const double C = dec ? cfg->dec_channels[l] : cfg->enc_channels[l];
+      const int depth = dec ? cfg->dec_depth[l] : cfg->enc_depth[l];
+      hi += depth * 4.0 * C * rows * scope_rows;
+      lo += depth * 4.0 * C * rows * rows / nb;
+    }
+  }
+  assert_true(t.lay.lv[0].nb > (uint32_t)t.s.lv[0].scope); /* more than one scope a cloud at level 0 */
+  const double a = find(t.cost, t.n, "attn")->attn_flops;
+  assert_true(a <= hi && a >= lo);
+  f3d_free(&t);
+}
+
+/* ---- refusals ----------------------------------------------------------------------------------------------- */
+
+static void test_bad(void **state) {
+  (void)state;
+  hx_err err;
+  static const size_t sizes[1] = {200};
+  ptv3_case t;
+  memset(&t, 0, sizeof t);
+  ptv3_run(&t, sizes, 1);
+  net_cost small[4];
+  size_t n = 99;
+  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &t.cs, small, 4, &n, &err), HX_EINVAL);
+  assert_int_equal(n, 13); /* 12 components and "forward" */
+  net_ptv3_cost_shape cs = t.cs;
+  cs.L = 2;
+  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &cs, t.cost, NET_COSTS_MAX, &n, &err), HX_EINVAL);
+  net_config f3d;
+  assert_int_equal(net_config_named(&f3d, "flash3d-tiny", &err), HX_OK);
+  assert_int_equal(net_ptv3_costs_from_shape(&f3d, &t.cs, t.cost, NET_COSTS_MAX, &n, &err), HX_EINVAL);
+  /* a structure without kernel maps */
+  net_ptv3_struct bare;
+  const net_input in = cloud_input(&t.c, 5);
+  assert_int_equal(net_ptv3_struct_build(&bare, &t.cfg, &in, 0, &err), HX_OK);
+  assert_int_equal(net_ptv3_cost_shape_get(&cs, &bare, &err), HX_EINVAL);
+  net_ptv3_struct_free(&bare);
+  ptv3_free(&t);
+  assert_int_equal(net_gpu_costs(NULL, small, 4, &n, &err), HX_EINVAL);
+  assert_int_equal(n, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ptv3_gemm),
+      cmocka_unit_test(test_ptv3_attention),
+      cmocka_unit_test(test_f3d_one_bucket),
+      cmocka_unit_test(test_f3d_many_buckets),
+      cmocka_unit_test(test_bad),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
