@@ -974,6 +974,17 @@ static size_t held(const void *impl) {
   return g->held_bytes + hx_align256(g->wbytes);
 }
 
+/* The cost model on the level shapes and the bucket layouts of the last forward (real rows and bucket counts, read
+ * back: waits for the device; net_costs.c). */
+static hx_status costs(const void *impl, net_cost *out, size_t cap, size_t *n, hx_err *err) {
+  const f3g *g = impl;
+  net_f3d_layouts lay;
+  HX_TRY(net_flash3d_gpu_layouts(impl, &lay, err));
+  const hx_status st = net_flash3d_costs_from_layouts(&g->cfg, &g->shape, &lay, out, cap, n, err);
+  net_flash3d_layouts_free(&lay);
+  return st;
+}
+
 static const net_gpu_ops flash3d_ops = {
     .create = create,
     .destroy = destroy,
@@ -984,6 +995,7 @@ static const net_gpu_ops flash3d_ops = {
     .graphable = graphable,
     .held_bytes = held,
     .cpu_reference = cpu_reference,
+    .costs = costs,
 };
 
 const net_gpu_ops *net_flash3d_gpu_ops(void) { return &flash3d_ops; }

@@ -923,6 +923,23 @@ static size_t held(const void *impl) {
   return g->held_bytes + g->wbytes + g->conv_bytes;
 }
 
+/* The cost model on the prepared shapes: level sizes and padding from the host structure, patch rows from the
+ * attention plans, pair counts from the kernel maps prepare counted (net_costs.c). */
+static hx_status costs(const void *impl, net_cost *out, size_t cap, size_t *n, hx_err *err) {
+  const p3g *g = impl;
+  if (!g->prepared) return hx_errf(err, HX_EINVAL, "ptv3 gpu costs: no forward prepared");
+  net_ptv3_cost_shape cs;
+  memset(&cs, 0, sizeof cs);
+  cs.L = g->cfg.levels, cs.B = g->B, cs.depth = g->lv[0].depth, cs.stem_pairs = g->stem_map.pairs;
+  for (int l = 0; l < cs.L; l++) {
+    const g_level *lv = &g->lv[l];
+    net_ptv3_cost_level *c = &cs.lv[l];
+    c->n = lv->n, c->sum_p = lv->sum_p, c->n_cu = lv->n_cu, c->pairs = lv->map.pairs;
+    c->patch_sq = net_plan_sq_rows(&lv->plan);
+  }
+  return net_ptv3_costs_from_shape(&g->cfg, &cs, out, cap, n, err);
+}
+
 static const net_gpu_ops ptv3_ops = {
     .create = create,
     .destroy = destroy,
@@ -933,6 +950,7 @@ static const net_gpu_ops ptv3_ops = {
     .graphable = graphable,
     .held_bytes = held,
     .cpu_reference = NULL, /* the GPU structure equals the host one: net_forward_cpu is the reference */
+    .costs = costs,
 };
 
 const net_gpu_ops *net_ptv3_gpu_ops(void) { return &ptv3_ops; }
