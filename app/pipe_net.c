@@ -12,6 +12,10 @@
  *   <component>  time per component (embed, serialize, psh, cpe, norm, qkv, gather, attn, proj, mlp, pool, unpool,
  *                head): CUDA events at the forward's hook ranges over NET_BREAKDOWN_RUNS forwards, one sample per
  *                forward, so each component has a median and a spread; share = its part of the summed components
+ *   cost rows    per component (kernel = the component) and on "forward" (their sums), from net_gpu_costs on the
+ *                prepared input (the model of nets/net_costs.c): gemm_flops (FLOP), attn_flops (FLOP) and
+ *                floor_bytes (B), and total_flops (FLOP, GEMM + attention) on "forward"; the study divides them by
+ *                the run's measured cuBLAS, attention and copy rates for each component's floor
  * The check runs before any timing of a configuration, on the first NET_CHECK_POINTS points of each cloud (the CPU
  * forward of a 46M-parameter network costs seconds per thousand points); a configuration that fails it gets check
  * = 0 and is not timed. Without a GPU the pipelines add nothing (the CPU forward is a reference, not a benchmark).
@@ -93,6 +97,21 @@ static hx_status check_model(f3d_ctx *ctx, const char *pipe, const net_config *c
   return cst == HX_OK ? HX_OK : HX_ECHECK;
 }
 
+/* The cost rows of a prepared forward (net_gpu_costs: the components, then "forward"). */
+static hx_status record_costs(f3d_ctx *ctx, const char *pipe, const char *model, const net_gpu *g, hx_err *err) {
+  net_cost c[NET_COSTS_MAX];
+  size_t n = 0;
+  HX_TRY(net_gpu_costs(g, c, NET_COSTS_MAX, &n, err));
+  for (size_t k = 0; k < n; k++) {
+    HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "gemm_flops", c[k].gemm_flops, "FLOP", err));
+    HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "attn_flops", c[k].attn_flops, "FLOP", err));
+    HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "floor_bytes", c[k].bytes, "B", err));
+    if (strcmp(c[k].name, "forward") == 0)
+      HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "total_flops", c[k].gemm_flops + c[k].attn_flops, "FLOP", err));
+  }
+  return HX_OK;
+}
+
 static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx_err *err) {
   const net_dtype dt = NET_F16;
   net_config cfg;
@@ -170,6 +189,7 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
       if (st == HX_OK && total > 0) st = f3d_record(ctx, pipe, bd[0].name[k], model, "share", bd[0].ms[k] / total, "ratio", err);
     }
   }
+  if (st == HX_OK) st = record_costs(ctx, pipe, model, g, err);
   if (j.exec) cudaGraphExecDestroy((cudaGraphExec_t)j.exec);
   if (graph) cudaGraphDestroy(graph);
   net_gpu_destroy(g);
