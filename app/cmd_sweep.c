@@ -570,6 +570,7 @@ typedef struct sweep_run {
   double last_case_stage_s; /* mean wall time of a GPU stage in the last finished case */
   char stages_list[1024];   /* "workload:n_points:GPU stages" per finished case (context gpu_stages_per_case) */
   size_t stages_len;
+  double pipe_wall_s[MAX_PIPES]; /* wall time of each pipeline over all cases (context pipeline_wall_s) */
 } sweep_run;
 
 static void clear_line(const sweep_run *r) {
@@ -923,7 +924,9 @@ int f3d_cmd_sweep(int argc, char **argv) {
         hx_arena_reset(&arena);
         snprintf(arena.name, sizeof arena.name, "%s", o.pipes[p]->name);
         ctx.mem_used_max = 0;
+        const double pipe_t0 = hx_now_ms();
         hx_status pst = o.pipes[p]->run(&ctx, &err);
+        if (p < MAX_PIPES) run.pipe_wall_s[p] += (hx_now_ms() - pipe_t0) / 1e3;
         if (pst == HX_OK) pst = f3d_record_mem_total(&ctx, o.pipes[p]->name, &err);
         if (pst == HX_OK && hx_arena_live(&arena) > 0) {
           /* a pipeline frees what it allocates (sweep.h); say so, and free it here so the next starts clean */
@@ -959,6 +962,16 @@ int f3d_cmd_sweep(int argc, char **argv) {
   }
   clear_line(&run);
   hx_results_contextf(res, NULL, "duration_s", "%.1f", (hx_now_ms() - run.t_start_ms) / 1e3);
+  {
+    char walls[1024];
+    size_t len = 0;
+    walls[0] = '\0';
+    for (size_t p = 0; p < o.npipes && p < MAX_PIPES && len < sizeof walls; p++) {
+      int wr = snprintf(walls + len, sizeof walls - len, "%s%s:%.1f", p ? " " : "", o.pipes[p]->name, run.pipe_wall_s[p]);
+      if (wr > 0) len += (size_t)wr;
+    }
+    hx_results_context(res, "pipeline_wall_s", walls, NULL);
+  }
   if (bench && o.mode == TIMING_NVBENCH) {
     hx_results_contextf(res, NULL, "stage_max_time_min_s", "%.3g", run.cap_min_used_s);
     hx_results_context(res, "time_budget_cut", run.budget_noted ? "yes" : "no", NULL);
