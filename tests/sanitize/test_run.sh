@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# test_run.sh - tests/sanitize/run.sh's verdicts without a GPU (suite cpu): a stand-in compute-sanitizer
+# prints what the real one prints for a clean run, a memcheck report in a kernel, a racecheck summary with
+# an error and a warning, and a program that fails its own check; a stand-in f3dbench claims a device.
+# Checks: one line per (tool, command) with PASS/FAIL, the error count and the kernel named; the summary
+# table last and in OUT/summary.txt; exit 1 on a failure, 0 when all pass, 77 without a sanitizer or a
+# device, 2 on a bad option.
+# usage: test_run.sh PATH/TO/run.sh
+set -u
+run=$1
+T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-sanitize-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+has() { grep -q -E "$2" "$1" || { fail "$(basename "$1"): no line matching '$2'"; sed 's/^/    /' "$1"; }; }
+
+cat > "$T/f3dbench" <<'EOF'
+#!/bin/sh
+case $1 in
+info) [ -n "${FAKE_NODEV:-}" ] && { echo "devices: no CUDA device (no NVIDIA driver)"; exit 0; }
+      echo "devices: 1"; echo "  0: NVIDIA H100 80GB HBM3" ;;
+gen) while [ $# -gt 0 ]; do [ "$1" = --out ] && : > "$2"; shift; done ;;
+attn) [ -n "${FAKE_ATTN_FAIL:-}" ] && { echo "check v9 rows 64: max|o-ref| 1e-1 -> FAIL"; exit 1; } ;;
+esac
+exit 0
+EOF
+# The sanitizer's output as compute-sanitizer 2025 prints it (one report record, then the summary).
+cat > "$T/compute-sanitizer" <<'EOF'
+#!/bin/sh
+tool=memcheck
+while [ $# -gt 0 ]; do
+  case $1 in --tool) tool=$2; shift 2 ;; --version) echo "Compute Sanitizer Version 2025.3.0"; exit 0 ;;
+  --error-exitcode|--print-limit|--leak-check|--kernel-name-exclude) shift 2 ;; *) break ;; esac
+done
+prog=$1; shift
+"$prog" "$@"; rc=$?
+[ $rc -ne 0 ] && { echo "========= Error: process didn't terminate successfully"; echo "========= ERROR SUMMARY: 0 errors"; exit $rc; }
+if [ "$tool" = memcheck ] && [ "$1" = pool ]; then
+  echo "========= Invalid __global__ read of size 4 bytes"
+  echo "=========     at void bpool_reduce_kernel<(int)2>(const float *, unsigned int)+0x1f0 in /src/kernels/bpool.cu:412"
+  echo "=========     by thread (5,0,0) in block (3,0,0)"
+  echo "========= ERROR SUMMARY: 1 error"
+  exit 99
+fi
+if [ "$tool" = racecheck ] && [ "$1" = psh ]; then
+  echo "========= Error: Race reported between Write access at psh_v8_kernel(psh_params)+0x70 in /src/kernels/psh_v8.cu:640"
+  echo "=========     and Read access at psh_v8_kernel(psh_params)+0x90 in /src/kernels/psh_v8.cu:650 [128 hazards]"
+  echo "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)"
+  exit 99
+fi
+[ "$tool" = racecheck ] && echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+echo "========= ERROR SUMMARY: 0 errors"
+exit 0
+EOF
+chmod +x "$T/f3dbench" "$T/compute-sanitizer"
+export COMPUTE_SANITIZER=$T/compute-sanitizer
+
+# a clean pass: every line PASS, exit 0
+OUT=$T/clean bash "$run" --tool synccheck "$T/f3dbench" > "$T/clean.out" 2>&1
+rc=$?; [ $rc -eq 0 ] || fail "clean run: exit $rc, want 0"
+[ "$(grep -c -E '^synccheck +[a-z0-9-]+ +PASS +errors 0 ' "$T/clean.out")" -eq 12 ] ||
+  fail "clean run: want 6 PASS lines and the same 6 in the summary table"
+has "$T/clean.out" '^sanitize: 6 passed, 0 failed$'
+[ -f "$T/clean/synccheck-net-flash3d.log" ] || fail "clean run: no log OUT/synccheck-net-flash3d.log"
+[ "$(wc -l < "$T/clean/summary.txt")" -eq 6 ] || fail "OUT/summary.txt: want 6 lines"
+
+# reports and a failing program: FAIL with the count and the kernel, or with the program's last words
+OUT=$T/bad FAKE_ATTN_FAIL=1 bash "$run" --tool memcheck,racecheck --only psh,pool,attn "$T/f3dbench" > "$T/bad.out" 2>&1
+rc=$?; [ $rc -eq 1 ] || fail "failing run: exit $rc, want 1"
+has "$T/bad.out" '^memcheck +psh +PASS +errors 0 '
+has "$T/bad.out" '^memcheck +pool +FAIL +errors 1 .*kernels: bpool_reduce_kernel$'
+has "$T/bad.out" '^memcheck +attn +FAIL .*exit 1: check v9 rows 64: .* -> FAIL$'
+has "$T/bad.out" '^racecheck +psh +FAIL +errors 1 .*kernels: psh_v8_kernel$'
+has "$T/bad.out" '^racecheck +pool +PASS +errors 0 '
+has "$T/bad.out" '^sanitize: 2 passed, 4 failed$'
+tail -n 1 "$T/bad/summary.txt" | grep -q "log $T/bad/racecheck-attn.log" || fail "summary.txt names no log"
+
+# skips and usage errors
+COMPUTE_SANITIZER=$T/none bash "$run" "$T/f3dbench" > "$T/skip1" 2>&1
+rc=$?; [ $rc -eq 77 ] || fail "no sanitizer: exit $rc, want 77"
+FAKE_NODEV=1 bash "$run" "$T/f3dbench" > "$T/skip2" 2>&1
+rc=$?; [ $rc -eq 77 ] || fail "no device: exit $rc, want 77"
+has "$T/skip2" 'no CUDA device'
+bash "$run" --tool helgrind "$T/f3dbench" > "$T/usage" 2>&1
+rc=$?; [ $rc -eq 2 ] || fail "unknown tool: exit $rc, want 2"
+
+[ $fails -eq 0 ] && echo "sanitize run.sh: all checks passed"
+[ $fails -eq 0 ]
