@@ -877,6 +877,8 @@ int f3d_cmd_sweep(int argc, char **argv) {
             o.nwl * o.nsizes);
 
   size_t icase = 0;
+  f3d_memo memo;
+  memset(&memo, 0, sizeof memo);
   for (size_t w = 0; w < o.nwl; w++) {
     for (size_t s = 0; s < o.nsizes; s++, icase++) {
       if (o.shard_n && icase % o.shard_n != o.shard_i % o.shard_n) continue;
@@ -910,6 +912,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
       ctx.max_points = 0;
       for (size_t q = 0; q < o.nsizes; q++)
         if (o.sizes[q] > ctx.max_points) ctx.max_points = (size_t)o.sizes[q];
+      ctx.memo = &memo;
       ctx.c.workload = o.wl[w].name;
       ctx.c.n_points = n;
       ctx.c.batch = o.batch;

@@ -54,6 +54,15 @@ typedef struct f3d_case {
   const char *source_path; /* its file path, or NULL */
 } f3d_case;
 
+/* What pipelines keep between the cases of one sweep: named values, e.g. the outcome of a check that does not
+ * depend on the case's size (pipe_net.c checks each backbone configuration once per workload). */
+#define F3D_MEMO_MAX 32
+typedef struct f3d_memo {
+  char key[F3D_MEMO_MAX][96];
+  double val[F3D_MEMO_MAX][2];
+  size_t n;
+} f3d_memo;
+
 /* Per-case context: everything a pipeline may use. Read-only for pipelines except through the helpers. */
 typedef struct f3d_ctx {
   hx_results *results;        /* where rows go (hx_results_add / f3d_measure) */
@@ -71,6 +80,7 @@ typedef struct f3d_ctx {
   size_t max_points;          /* the largest --sizes entry of the run (points per cloud): where a pipeline puts
                                * what the run needs at one size only (the paper's table is at the largest) */
   f3d_case c;                 /* the case being measured */
+  f3d_memo *memo;             /* sweep-lifetime values (owned by the sweep; NULL: nothing is kept) */
   const volatile sig_atomic_t *stop; /* non-zero once SIGINT/SIGTERM arrived: f3d_measure returns
                                       * at once, the sweep then marks the run interrupted */
   hx_bench *bench;            /* --timing nvbench|paper on a GPU: f3d_measure's GPU clock goes through
