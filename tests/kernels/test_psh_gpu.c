@@ -12,6 +12,11 @@
  * through the plan-and-assign call where a variant has one.
  * What may differ (racing): which overflowing point wins which slot; there only psh_check's invariants
  * are asserted.
+ *   default  the main path of this device: PSH v1 and v2 (the naive ablation the sweep keeps) and psh_variant_best's
+ *            pick for each case (v10 or v9, v7 or v4 by the case's shape), pooling v1 and bpool_variant_best's pick,
+ *            on every edge case and hash; the recorded scans (when fetched) with those variants; the handle, floor,
+ *            phase-trace and gather checks whole (every variant: they cost no CPU reference).
+ *   --slow   every rung of both ladders on every case, and the 4M-point cloud (suite 'slow').
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -212,47 +217,58 @@ static void run_prepared_as(const psh_variant *v, const prepared *pr, int pair) 
 
 static void run_prepared(const psh_variant *v, const prepared *pr) { run_prepared_as(v, pr, 0); }
 
-/* Both ways of asking: with the pair as an output, and without (psh_gpu's, the sweep's). */
-static void run_case(const psh_variant *v, const gcase *gc, psh_hash hash) {
-  prepared pr;
-  prepare(&pr, gc, hash);
-  run_prepared_as(v, &pr, 1);
-  run_prepared_as(v, &pr, 0);
-  prepared_free(&pr);
+/* Whether the run checks variant v on the prepared case: those F3D_PSH_VARIANTS lists when it is set (v5,v6:
+ * compute-sanitizer runs, which are slow, or one new rung), else every variant with --slow (slow != 0), else the
+ * main path (v1, v2 and psh_variant_best's pick for the case). */
+static int psh_used(const psh_variant *v, const prepared *pr, int slow) {
+  const char *only = getenv("F3D_PSH_VARIANTS");
+  if (only) return hx_name_listed(only, v->name);
+  if (slow || v->id == 1 || v->id == 2) return 1;
+  const psh_variant *best = NULL;
+  hx_err err = {0};
+  if (psh_variant_best(&best, pr->n, pr->gc->nclouds, &pr->p, &err) != HX_OK) fail_msg("psh_variant_best: %s", err.msg);
+  return v == best;
 }
 
+/* Each case and hash prepared once (the CPU reference), then every variant used: both ways of asking, with the
+ * pair as an output and without (psh_gpu's, the sweep's). */
 static void test_psh_variants(void **state) {
-  (void)state;
+  const int slow = *(const int *)*state;
   size_t nv = 0;
   const psh_variant *vs = psh_variants(&nv);
   assert_true(nv >= 2);
-  /* F3D_PSH_VARIANTS=v5,v6 limits the run to those variants (compute-sanitizer runs, which are slow) */
-  const char *only = getenv("F3D_PSH_VARIANTS");
-  for (size_t k = 0; k < nv; k++) {
-    if (only && !hx_name_listed(only, vs[k].name)) continue;
-    for (size_t c = 0; c < sizeof gcases / sizeof gcases[0]; c++)
-      for (int h = 0; h < PSH_HASH_COUNT; h++) {
-        run_case(&vs[k], &gcases[c], (psh_hash)h);
+  int ran = 0;
+  for (size_t c = 0; c < sizeof gcases / sizeof gcases[0]; c++)
+    for (int h = 0; h < PSH_HASH_COUNT; h++) {
+      prepared pr;
+      prepare(&pr, &gcases[c], (psh_hash)h);
+      for (size_t k = 0; k < nv; k++) {
+        if (!psh_used(&vs[k], &pr, slow)) continue;
+        run_prepared_as(&vs[k], &pr, 1);
+        run_prepared_as(&vs[k], &pr, 0);
+        ran++;
       }
-  }
+      prepared_free(&pr);
+    }
+  assert_true(ran > 0);
 }
 
 /* The issue's largest cloud: 4M points in one cloud at S = 512 (8192 buckets, 95% full), every hash, every
  * variant (the one-wave variants fall back to the ones that take any size: v8/v9 -> v7 -> v4, whose kernels
- * take up to 16384 buckets with their arrays in dynamic shared memory). The CPU reference runs once per hash. */
+ * take up to 16384 buckets with their arrays in dynamic shared memory). The CPU reference runs once per hash. --slow
+ * only (its CPU reference and one psh_check per variant and hash: ~55 s on a 2-core dev box). */
 static const gcase big_case = {"uniform 4M S=512", TC_UNIFORM, 1, {4000000}, 0, 512, 0.05f, 0};
 
 static void test_psh_4m(void **state) {
   (void)state;
   size_t nv = 0;
   const psh_variant *vs = psh_variants(&nv);
-  const char *only = getenv("F3D_PSH_VARIANTS");
   for (int h = 0; h < PSH_HASH_COUNT; h++) {
     prepared pr;
     prepare(&pr, &big_case, (psh_hash)h);
     assert_int_equal(pr.p.nb, 8192);
     for (size_t k = 0; k < nv; k++) /* with the pair on two hashes, without it on the other two */
-      if (!only || hx_name_listed(only, vs[k].name)) run_prepared_as(&vs[k], &pr, h % 2);
+      if (psh_used(&vs[k], &pr, 1)) run_prepared_as(&vs[k], &pr, h % 2);
     prepared_free(&pr);
   }
 }
@@ -262,12 +278,11 @@ static void test_psh_4m(void **state) {
  * at the sweep's 5 cm only 40 to 28k voxels are occupied) and S = 64, so that real surfaces (dense, planar,
  * unevenly sampled) overflow and probe as no generator does. */
 static void test_psh_recorded(void **state) {
-  (void)state;
+  const int slow = *(const int *)*state;
   static const char *const names[] = {"table_scene_lms400.pcd", "bun0.pcd", "table_scene_mug_stereo_textured.pcd",
                                       "milk_cartoon_all_small_clorox.pcd", "milk.pcd", "lamppost.pcd"};
   size_t nv = 0;
   const psh_variant *vs = psh_variants(&nv);
-  const char *only = getenv("F3D_PSH_VARIANTS");
   int found = 0;
   for (size_t r = 0; r < sizeof names / sizeof *names; r++) {
     char path[600];
@@ -286,11 +301,11 @@ static void test_psh_recorded(void **state) {
       prepare_from(&pr, &gc, (psh_hash)h, cl.xyz);
       probed += pr.cpu.counters[1];
       for (size_t k = 0; k < nv; k++)
-        if (!only || hx_name_listed(only, vs[k].name)) run_prepared(&vs[k], &pr);
+        if (psh_used(&vs[k], &pr, slow)) run_prepared(&vs[k], &pr);
       prepared_free(&pr);
     }
-    print_message("recorded %-36s %7zu points: every variant and hash checked (%llu probe placements on the CPU)\n",
-                  names[r], cl.n, (unsigned long long)probed);
+    print_message("recorded %-36s %7zu points: %s and every hash checked (%llu probe placements on the CPU)\n",
+                  names[r], cl.n, slow ? "every variant" : "the main path", (unsigned long long)probed);
     assert_true(probed > 0); /* real surfaces overflow their first choice at S = 64: the probe paths ran */
     wl_cloud_free(&cl);
   }
@@ -548,14 +563,17 @@ static uint32_t pool_input(tres *r, uint64_t seed) {
   return 3 * p.nb;
 }
 
-/* F3D_BPOOL_VARIANTS=v5,v9 limits the pooling tests to those variants (compute-sanitizer runs) */
-static int pool_listed(const char *name) {
+/* Whether the pooling tests check variant v: those F3D_BPOOL_VARIANTS lists when it is set (v5,v9:
+ * compute-sanitizer runs), else every variant with --slow (slow != 0), else the main path (v1, the ladder's first
+ * rung, and bpool_variant_best's pick). */
+static int pool_used(const bpool_variant *v, int slow) {
   const char *only = getenv("F3D_BPOOL_VARIANTS");
-  return !only || hx_name_listed(only, name);
+  if (only) return hx_name_listed(only, v->name);
+  return slow || v->id == 1 || v == bpool_variant_best();
 }
 
 static void test_bpool_variants(void **state) {
-  (void)state;
+  const int slow = *(const int *)*state;
   tres r;
   const uint32_t n = 42011, nbt = pool_input(&r, 40);
   const bpool_aux aux = aux_pair_create(); /* the one-call pooling runs once on a non-blocking main stream */
@@ -596,7 +614,7 @@ static void test_bpool_variants(void **state) {
     float *d_f = dup_to_dev(f, (size_t)n * CMAX * 4);
     uint16_t *d_fb = dup_to_dev(fb, (size_t)n * CMAX * 2);
     for (size_t k = 0; k < nv; k++) {
-      if (!pool_listed(vs[k].name)) continue;
+      if (!pool_used(&vs[k], slow)) continue;
       uint32_t *d_m = dalloc((size_t)n_out * rho * 4), *d_p = dalloc((size_t)n * 4);
       float *d_xo = dalloc((size_t)n_out * 12);
       hx_status st = vs[k].assign(d_m, d_p, d_xo, d_xyz, n, d_start, d_count, d_os, nbt, rho, NULL, &err);
@@ -724,7 +742,7 @@ static void test_bpool_variants(void **state) {
  * is poisoned with 0xAB first (never BPOOL_NONE). misalign: the count and start arrays sit one word past a
  * 16-byte boundary on the device (the in-kernel plan's scalar path). */
 static void check_assign_layout(const char *what, const float *xyz, uint32_t n, const uint32_t *start,
-                                const uint32_t *count, uint32_t nbt, int misalign) {
+                                const uint32_t *count, uint32_t nbt, int misalign, int slow) {
   size_t nv = 0;
   const bpool_variant *vs = bpool_variants(&nv);
   const uint32_t sh = misalign ? 1u : 0u, C = 64;
@@ -752,7 +770,7 @@ static void check_assign_layout(const char *what, const float *xyz, uint32_t n, 
     uint32_t *d_os = dup_to_dev(os, (size_t)nbt * 4);
     for (size_t k = 0; k < nv; k++)
       for (int mode = 0; mode < 3; mode++) { /* 0 assign, 1 assign_plan, 2 pool */
-        if (!pool_listed(vs[k].name)) break;
+        if (!pool_used(&vs[k], slow)) break;
         if ((mode == 1 && !vs[k].assign_plan) || (mode == 2 && !vs[k].pool)) continue;
         static const char *const mname[3] = {"assign", "assign_plan", "pool"};
         uint32_t *d_m = dalloc((size_t)n_out * rho * 4), *d_p = dalloc((size_t)n * 4);
@@ -815,10 +833,10 @@ static void check_assign_layout(const char *what, const float *xyz, uint32_t n, 
  * alignment, 5000 small buckets (past v5's in-kernel plan limit) with 3 rows in no bucket at the end, 2051
  * of them (inside the limit), no bucket at all, and ten buckets without rows. */
 static void test_bpool_layouts(void **state) {
-  (void)state;
+  const int slow = *(const int *)*state;
   tres r;
   const uint32_t n = 42011, nbt = pool_input(&r, 70);
-  check_assign_layout("packed", r.xyz, n, r.start, r.count, nbt, 0);
+  check_assign_layout("packed", r.xyz, n, r.start, r.count, nbt, 0, slow);
 
   /* spread: bucket b at row 7 + 1050 b, 11 rows after the last; the rows in no bucket hold other points */
   const uint32_t pitch = 1050, n2 = 7 + nbt * pitch + 11;
@@ -829,8 +847,8 @@ static void test_bpool_layouts(void **state) {
     s2[b] = 7 + b * pitch;
     memcpy(x2 + 3 * (size_t)s2[b], r.xyz + 3 * (size_t)r.start[b], (size_t)r.count[b] * 12);
   }
-  check_assign_layout("spread", x2, n2, s2, r.count, nbt, 0);
-  check_assign_layout("spread, arrays off 16-byte alignment", x2, n2, s2, r.count, nbt, 1);
+  check_assign_layout("spread", x2, n2, s2, r.count, nbt, 0, slow);
+  check_assign_layout("spread, arrays off 16-byte alignment", x2, n2, s2, r.count, nbt, 1, slow);
 
   /* many small buckets: 5000 buckets of 0..9 rows, packed, 3 rows in no bucket at the end */
   const uint32_t nb3 = 5000;
@@ -843,47 +861,54 @@ static void test_bpool_layouts(void **state) {
   n3 += 3;
   float *x3 = malloc((size_t)n3 * 12);
   for (uint32_t i = 0; i < n3 * 3; i++) x3[i] = (float)hx_rng_unit(73, i, 0) * 5.0f;
-  check_assign_layout("5000 small buckets", x3, n3, s3, c3, nb3, 0);
+  check_assign_layout("5000 small buckets", x3, n3, s3, c3, nb3, 0, slow);
 
   /* 2051 of those buckets (in-kernel plan: several count loads per thread and a scalar tail), packed, no
    * row outside them */
-  check_assign_layout("2051 small buckets", x3, s3[2050] + c3[2050], s3, c3, 2051, 0);
+  check_assign_layout("2051 small buckets", x3, s3[2050] + c3[2050], s3, c3, 2051, 0, slow);
 
   /* no bucket, and ten buckets without rows: every row's parent is NONE */
-  check_assign_layout("no bucket", x3, 100, s3, c3, 0, 0);
+  check_assign_layout("no bucket", x3, 100, s3, c3, 0, 0, slow);
   uint32_t zc[10] = {0}, zs[10] = {0, 5, 5, 99, 100, 0, 7, 7, 50, 3};
-  check_assign_layout("ten empty buckets", x3, 100, zs, zc, 10, 0);
+  check_assign_layout("ten empty buckets", x3, 100, zs, zc, 10, 0, slow);
 
   free(x2), free(s2), free(s3), free(c3), free(x3);
   tres_free(&r);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  static int slow = 0; /* --slow: every rung, and the 4M-point cloud */
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--slow") == 0) {
+      slow = 1;
+    } else {
+      fprintf(stderr, "usage: %s [--slow]\n", argv[0]);
+      return 2;
+    }
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     fprintf(stderr, "test_psh_gpu: no CUDA device, skipping\n");
     return 77;
   }
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_psh_variants),
-      cmocka_unit_test(test_psh_4m),
-      cmocka_unit_test(test_psh_recorded),
-      cmocka_unit_test(test_phase_trace),
-      cmocka_unit_test(test_floor),
-      cmocka_unit_test(test_handle_pair),
-      cmocka_unit_test(test_gather),
-      cmocka_unit_test(test_bpool_variants),
-      cmocka_unit_test(test_bpool_layouts),
-  };
+  /* the default run; --slow adds the 4M-point cloud at the end */
+#define PSH_GPU_TESTS                                                                                                  \
+  cmocka_unit_test_prestate(test_psh_variants, &slow), cmocka_unit_test_prestate(test_psh_recorded, &slow),          \
+      cmocka_unit_test(test_phase_trace), cmocka_unit_test(test_floor), cmocka_unit_test(test_handle_pair),            \
+      cmocka_unit_test(test_gather), cmocka_unit_test_prestate(test_bpool_variants, &slow),                          \
+      cmocka_unit_test_prestate(test_bpool_layouts, &slow)
+  const struct CMUnitTest tests[] = {PSH_GPU_TESTS};
+  const struct CMUnitTest slow_tests[] = {PSH_GPU_TESTS, cmocka_unit_test(test_psh_4m)};
   if (getenv("F3D_BPOOL_ONLY")) { /* a sanitizer run of the pooling variants: the pooling tests only */
-    const struct CMUnitTest only[] = {cmocka_unit_test(test_bpool_variants), cmocka_unit_test(test_bpool_layouts)};
+    const struct CMUnitTest only[] = {cmocka_unit_test_prestate(test_bpool_variants, &slow),
+                                      cmocka_unit_test_prestate(test_bpool_layouts, &slow)};
     return cmocka_run_group_tests(only, NULL, NULL);
   }
   if (getenv("F3D_PSH_VARIANTS")) { /* a sanitizer run of chosen PSH variants: the PSH test only */
-    const struct CMUnitTest only[] = {cmocka_unit_test(test_psh_variants)};
+    const struct CMUnitTest only[] = {cmocka_unit_test_prestate(test_psh_variants, &slow)};
     return cmocka_run_group_tests(only, NULL, NULL);
   }
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return slow ? cmocka_run_group_tests(slow_tests, NULL, NULL) : cmocka_run_group_tests(tests, NULL, NULL);
 }
 #else
 int main(void) {
