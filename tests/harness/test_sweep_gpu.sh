@@ -6,12 +6,22 @@
 # they are off); --no-counters, --timing paper and --timing basic change exactly what they say; a bad
 # --metrics name is refused before a run directory exists (unless counters are unavailable here);
 # GPU shards merge; plot renders the counter figures. A stage that synchronizes the host (ptv3 dedup)
-# is detected and still measured; a stage that does not is never flagged. The ptv3 runs use --ladder (every
+# is detected and still measured; a stage that does not is never flagged. The nvbench run uses --ladder (every
 # rung, copy and dedup stages included); one main-path run of both pipelines checks what the default sweep
-# measures: the main path's stage count per case, the keys it keeps, and that its time budget cut nothing.
-# usage: test_sweep_gpu.sh PATH/TO/f3dbench
+# measures: the main path's stage count per case, the keys it keeps, and that its time budget cut nothing; one
+# run of the backbone pipelines checks each model's forward against the CPU before timing it.
+# Default (suite gpu): sampling caps of 0.05 s and the other ptv3 runs on the main path; --slow (suite slow): the
+# caps of 0.2-0.3 s and --ladder for every ptv3 run, plus every backbone configuration (--ladder).
+# usage: test_sweep_gpu.sh PATH/TO/f3dbench [--slow]
 set -u
 BIN=$1
+SLOW=0
+case "${2:-}" in
+  --slow) SLOW=1 ;;
+  '') ;;
+  *) echo "usage: $0 PATH/TO/f3dbench [--slow]" >&2; exit 2 ;;
+esac
+if [ "$SLOW" -eq 1 ]; then MT=0.3 MT_MAIN=0.1 L=--ladder; else MT=0.05 MT_MAIN=0.05 L=; fi
 "$BIN" info 2>/dev/null | grep -q '^devices: no CUDA device' && { echo "no CUDA device: skipped"; exit 77; }
 "$BIN" info >/dev/null 2>&1 || { echo "f3dbench info failed: skipped"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-sweep-gpu-XXXXXX")
@@ -20,13 +30,14 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 row() { grep -q "^$2" "$1/results.csv" || fail "$(basename "$1"): no row $2"; }
 ctx() { grep -q "^$2" "$1/context.csv" || fail "$(basename "$1"): no context $2"; }
-# small and quick: one size, ptv3 only, short caps
-S="--ladder --pipelines ptv3 --workloads uniform --sizes 20k --out-dir $T --max-time 0.3 --time-budget 0"
+# small and quick: one size, ptv3 only, short caps; Q: the same on the main path (on the ladder with --slow)
+S="--ladder --pipelines ptv3 --workloads uniform --sizes 20k --out-dir $T --max-time $MT --time-budget 0"
+Q="$L --pipelines ptv3 --workloads uniform --sizes 20k --out-dir $T --max-time $MT --time-budget 0"
 
 "$BIN" sweep $S --run-id nv >"$T/out" 2>"$T/err" || { fail "nvbench sweep failed"; cat "$T/err"; }
 D=$T/nv
 ctx "$D" 'timing,nvbench'
-ctx "$D" 'timing_opts,.*max_time_s=0.3 '
+ctx "$D" "timing_opts,.*max_time_s=$MT "
 ctx "$D" 'counters,'
 ctx "$D" 'ceiling_copy_gbs,\|ceilings,'
 K='uniform,20000,1,ptv3,copy_qkv_C64,memcpy'
@@ -73,7 +84,7 @@ grep -q '^status,complete' "$D/context.csv" || fail "nvbench run not complete"
 grep -q '^gpu_stages_per_case,uniform:20000:38$' "$D/context.csv" ||
   fail "--ladder ptv3 stages per case: $(grep gpu_stages "$D/context.csv")"
 # dedup synchronizes the host inside its call: detected, then timed without the hold, with enough
-# samples for a noise figure even under --max-time 0.3 (shorter than the 2 s hold time-out)
+# samples for a noise figure even under a --max-time shorter than the 2 s hold time-out
 row "$D" 'uniform,20000,1,ptv3,dedup,v0,sync_detected,'
 row "$D" 'uniform,20000,1,ptv3,dedup,v0,time_noise,'
 awk -F, 'index($0, "uniform,20000,1,ptv3,dedup,v0,reps,") == 1 { f = 1; ok = $8 >= 2 } END { exit !(f && ok) }' \
@@ -81,24 +92,22 @@ awk -F, 'index($0, "uniform,20000,1,ptv3,dedup,v0,reps,") == 1 { f = 1; ok = $8 
 # no false sync: a serialization kernel does not synchronize
 grep -q '^uniform,20000,1,ptv3,serialize,v0,sync_detected,' "$D/results.csv" && fail "serialize v0: false sync_detected"
 
-"$BIN" sweep $S --run-id nc --no-counters >/dev/null 2>"$T/err" || { fail "--no-counters sweep failed"; cat "$T/err"; }
-ctx "$T/nc" 'counters,counters: off (--no-counters)'
-grep -q ',sm_active,' "$T/nc/results.csv" && fail "--no-counters wrote counter rows"
-
-"$BIN" sweep --ladder --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id paper --timing paper --no-counters \
+# the other timing modes on a stage of both selections: serialize v2 (the best entry)
+KS='uniform,20000,1,ptv3,serialize,v2'
+"$BIN" sweep $L --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id paper --timing paper --no-counters \
   >/dev/null 2>"$T/err" || { fail "--timing paper sweep failed"; cat "$T/err"; }
 ctx "$T/paper" 'timing,paper'
-grep -q "^$K,reps,19,count" "$T/paper/results.csv" || fail "paper: not 19 kept GPU samples"
+grep -q "^$KS,reps,19,count" "$T/paper/results.csv" || fail "paper: not 19 kept GPU samples"
 grep -q ',time_hot_median,' "$T/paper/results.csv" && fail "paper wrote hot rows"
 
-"$BIN" sweep --ladder --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id basic --timing basic --reps 5 \
+"$BIN" sweep $L --pipelines ptv3 --workloads uniform --sizes 20k --out-dir "$T" --run-id basic --timing basic --reps 5 \
   >/dev/null 2>"$T/err" || { fail "--timing basic sweep failed"; cat "$T/err"; }
 ctx "$T/basic" 'timing,basic'
-grep -q "^$K,reps,5,count" "$T/basic/results.csv" || fail "basic: not 5 GPU samples"
+grep -q "^$KS,reps,5,count" "$T/basic/results.csv" || fail "basic: not 5 GPU samples"
 grep -q ',time_noise,' "$T/basic/results.csv" && fail "basic wrote nvbench rows"
-grep -q "^$K,mem_peak," "$T/basic/results.csv" || fail "basic: no mem_peak row (the arena does not need nvbench)"
+grep -q "^$KS,mem_peak," "$T/basic/results.csv" || fail "basic: no mem_peak row (the arena does not need nvbench)"
 
-"$BIN" sweep $S --run-id badm --metrics sm__no_such_metric.sum >/dev/null 2>"$T/err"
+"$BIN" sweep $Q --run-id badm --metrics sm__no_such_metric.sum >/dev/null 2>"$T/err"
 rc=$?
 if [ "$rc" -eq 2 ]; then
   grep -q 'close names' "$T/err" || fail "unknown metric error lists no close names: $(cat "$T/err")"
@@ -107,18 +116,22 @@ elif [ "$rc" -ne 0 ] || grep -q '^counters,on' "$T/badm/context.csv"; then
   fail "unknown metric: exit $rc with counters on"
 fi
 
+# GPU shards (with --no-counters, which they must honour: the context says so and no counter row is written)
 for sh in 0/2 1/2; do
-  "$BIN" sweep --ladder --pipelines ptv3 --workloads uniform --sizes 20k,30k --out-dir "$T/sh" --run-id "s${sh%/*}" \
-    --shard "$sh" --max-time 0.2 --no-counters >/dev/null 2>"$T/err" || { fail "shard $sh failed"; cat "$T/err"; }
+  "$BIN" sweep $L --pipelines ptv3 --workloads uniform --sizes 20k,30k --out-dir "$T/sh" --run-id "s${sh%/*}" \
+    --shard "$sh" --max-time "$MT" --no-counters >/dev/null 2>"$T/err" || { fail "shard $sh failed"; cat "$T/err"; }
+  ctx "$T/sh/s${sh%/*}" 'counters,counters: off (--no-counters)'
+  grep -q ',sm_active,' "$T/sh/s${sh%/*}/results.csv" && fail "--no-counters (shard $sh) wrote counter rows"
 done
 "$BIN" merge -o "$T/sh/m" "$T/sh/s0" "$T/sh/s1" >/dev/null 2>"$T/err" || { fail "merge of GPU shards"; cat "$T/err"; }
-grep -q '^uniform,30000,1,ptv3,copy_qkv_C64,memcpy,time_hot_median,' "$T/sh/m/results.csv" || fail "merged GPU shards"
+grep -q '^uniform,30000,1,ptv3,serialize,v2,time_hot_median,' "$T/sh/m/results.csv" || fail "merged GPU shards"
+grep -q '^uniform,20000,1,ptv3,serialize,v2,time_hot_median,' "$T/sh/m/results.csv" || fail "merged GPU shards: 20k"
 
 # the main path of both pipelines (the default sweep's selection): 10 ptv3 + 23 flash3d GPU stages per case, and
 # the unfused attention v0's 2 + 3 plans at 20k rows; every one a distinct key, each the variant the best entry
 # named; the budget (default) cut no cap
 "$BIN" sweep --pipelines ptv3,flash3d --workloads uniform --sizes 20k --out-dir "$T" --run-id main --no-counters \
-  --max-time 0.1 >/dev/null 2>"$T/err" || { fail "main-path sweep failed"; cat "$T/err"; }
+  --max-time "$MT_MAIN" >/dev/null 2>"$T/err" || { fail "main-path sweep failed"; cat "$T/err"; }
 M=$T/main
 grep -q '^gpu_stages_per_case,uniform:20000:38$' "$M/context.csv" ||
   fail "main path stages per case: $(grep gpu_stages "$M/context.csv")"
@@ -134,6 +147,17 @@ for k in 'ptv3,serialize,v0,' 'ptv3,dedup,' 'ptv3,copy_' 'flash3d,psh.xor-div,v3
   'flash3d,pool,v1+v5,' 'flash3d,psh.xor-div,cpu,time_median'; do
   grep -q ",$k" "$M/results.csv" && fail "main path ran a ladder-only stage: $k"
 done
+
+# the backbones: every model checked against its fp32 CPU forward (the first 600 points of the cloud), then timed;
+# PTv3-m1, Flash3D at equal parameters and, at the run's largest size, at equal memory (with --slow: --ladder,
+# every configuration, the public one too)
+"$BIN" sweep $L --pipelines ptv3-net,flash3d-net --workloads uniform --sizes 2k --out-dir "$T" --run-id nets \
+  --timing basic --reps 2 >/dev/null 2>"$T/err" || { fail "backbone sweep failed"; cat "$T/err"; }
+for m in ptv3-net,forward,ptv3 flash3d-net,forward,flash3d-46m flash3d-net,forward,flash3d-129m; do
+  row "$T/nets" "uniform,2000,1,$m,check,1,bool"
+  row "$T/nets" "uniform,2000,1,$m,time_median,"
+done
+[ "$SLOW" -eq 1 ] && row "$T/nets" 'uniform,2000,1,flash3d-net,forward,flash3d-public,check,1,bool'
 
 "$BIN" plot --json "$D" >/dev/null 2>"$T/err" || { fail "plot of the GPU run"; cat "$T/err"; }
 [ -s "$D/REPORT.md" ] && [ -s "$D/results.json" ] || fail "plot wrote no REPORT.md/results.json"
