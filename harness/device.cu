@@ -15,7 +15,13 @@ extern "C" hx_status hx_device_count(int *count, hx_err *err) {
   *count = 0;
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return hx_errf(err, HX_ENODEV, "no CUDA device (%s)", cudaGetErrorString(e));
+    int drv = 0, rt = 0;
+    if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0; /* 0 also when no driver is installed */
+    if (cudaRuntimeGetVersion(&rt) != cudaSuccess) rt = 0;
+    (void)cudaGetLastError();
+    char why[200];
+    hx_no_device_reason(why, sizeof why, cudaGetErrorString(e), e == cudaErrorInsufficientDriver, drv, rt);
+    return hx_errf(err, HX_ENODEV, "no CUDA device (%s)", why);
   }
   if (n == 0) return hx_errf(err, HX_ENODEV, "no CUDA device");
   *count = n;

@@ -158,6 +158,12 @@ hx_status hx_device_count(int *count, hx_err *err);
 hx_status hx_device_query(hx_device_info *out, int index, hx_err *err);
 /* "13.0" style text for a CUDA version number (1000*major + 10*minor). */
 void hx_cuda_version_str(char *buf, size_t cap, int version);
+/* Why the CUDA runtime found no device, in words, from what it reported (device.c): error_text its error string,
+ * insufficient_driver 1 for cudaErrorInsufficientDriver, driver_version cudaDriverGetVersion's (0: no driver
+ * installed), runtime_version cudaRuntimeGetVersion's. The runtime says "driver version is insufficient" also
+ * when there is no driver at all; this says "no NVIDIA driver" then. */
+void hx_no_device_reason(char *buf, size_t cap, const char *error_text, int insufficient_driver, int driver_version,
+                         int runtime_version);
 
 /* ---- measurement / counters / stats (stats.c, measure*.cu, cupti.cpp, nvtx.c, resdir.c, plot.c) ---- */
 /* Statistics (stats.c). Quantiles interpolate linearly between order statistics (type 7: NumPy's and R's
