@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "f3d_config.h"
@@ -176,7 +177,26 @@ int f3d_read_batch(wl_cloud **clouds, uint32_t *nclouds, wl_batch *batch, size_t
   return 0;
 }
 
+/* Standard output is the output for "-" and for a path that names it (/dev/stdout, or a FIFO the shell
+ * also redirected stdout to): the CSV goes there unmixed and the commands print their summary on stderr. */
+static int is_stdout(const char *path) {
+  struct stat a, b;
+  return strcmp(path, "-") == 0 || (stat(path, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+                                    a.st_ino == b.st_ino && !S_ISREG(a.st_mode));
+}
+
 FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
+  *tmp = NULL;
+  hx_err err = {HX_OK, ""};
+  int in_place = 0;
+  if (strcmp(path, "-") != 0 && hx_out_target(path, &in_place, &err) != HX_OK)
+    return f3d_fail_msg(what, err.msg), NULL;
+  if (in_place || strcmp(path, "-") == 0) {
+    if (is_stdout(path)) return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f) f3d_fail(path, "cannot open for writing: %s", strerror(errno));
+    return f;
+  }
   size_t cap = strlen(path) + 32;
   *tmp = malloc(cap);
   if (!*tmp) return f3d_fail(what, "out of memory"), NULL;
@@ -190,9 +210,15 @@ FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
   return f;
 }
 
+/* Standard output is flushed, never closed; anything else opened is closed. 0 or an errno. */
+static int out_finish(FILE *f) {
+  if (f == stdout) return fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
+  return fclose(f) != 0 ? errno : 0;
+}
+
 int f3d_out_discard(FILE *f, char *tmp, int rc) {
-  fclose(f);
-  remove(tmp);
+  (void)out_finish(f);
+  if (tmp) remove(tmp);
   free(tmp);
   return rc;
 }
@@ -200,13 +226,17 @@ int f3d_out_discard(FILE *f, char *tmp, int rc) {
 int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
   /* the reason of the first failure: a write (ferror, e.g. ENOSPC), the flush in fclose, or the rename */
   int e = bad && ferror(f) ? errno : 0;
-  if (fclose(f) != 0 && !e) e = errno, bad = 1;
+  const int e_close = out_finish(f);
+  if (e_close && !e) e = e_close, bad = 1;
   const char *step = "write";
-  if (!bad && rename(tmp, path) != 0) e = errno, bad = 1, step = "rename of the finished file";
+  if (!bad && tmp && rename(tmp, path) != 0) e = errno, bad = 1, step = "rename of the finished file";
   if (bad) {
-    remove(tmp);
+    const char *left = tmp ? "nothing written" : "written in place: incomplete";
+    if (tmp) remove(tmp);
     free(tmp);
-    return f3d_fail(path, "%s failed%s%s (nothing written)", step, e ? ": " : "", e ? strerror(e) : ""), 1;
+    return f3d_fail(strcmp(path, "-") == 0 ? "standard output" : path, "%s failed%s%s (%s)", step, e ? ": " : "",
+                    e ? strerror(e) : "", left),
+           1;
   }
   free(tmp);
   return 0;

@@ -157,15 +157,18 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
   const hx_status qst = psh_quality_buckets(&qp, mx, gs, gc, n_out, &err);
   free(mx), free(gs), free(gc);
   if (qst != HX_OK) return f3d_fail_msg("pool: quality", err.msg), 1;
-  printf("pool: %u points -> %u rows (rho %u, %s), full sub-buckets %llu (%.1f%%)\n", n, n_out, rho,
-         gpu ? "gpu" : "cpu", (unsigned long long)full, n_out ? 100.0 * (double)full / n_out : 0.0);
+  FILE *say = f == stdout ? stderr : stdout; /* --out - : the CSV alone on stdout */
+  fprintf(say, "pool: %u points -> %u rows (rho %u, %s), full sub-buckets %llu (%.1f%%)\n", n, n_out, rho,
+          gpu ? "gpu" : "cpu", (unsigned long long)full, n_out ? 100.0 * (double)full / n_out : 0.0);
   psh_stats pst; /* the PSH under the pooling: its overflow count for the note */
   psh_stats_compute(&pst, s->count, B * p->nb, s->counters, p->cap);
   f3d_psh_reach_note("pool", &in, p, pst.placed_overflow);
-  printf("locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f; sub-buckets diag %.4f / %.4f, "
-         "spread %.4f / %.4f\n", qb.diag_mean, qb.diag_max, qp.diag_mean, qp.diag_max, qp.spread_mean, qp.spread_max);
-  printf("unpool (%s): distance of a point to its pooled coordinate, mean / max %.4f / %.4f metres\n",
-         gpu ? "gpu, equal to the cpu reference" : "cpu", n ? ud_sum / n : 0.0, ud_max);
+  fprintf(say,
+          "locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f; sub-buckets diag %.4f / %.4f, "
+          "spread %.4f / %.4f\n",
+          qb.diag_mean, qb.diag_max, qp.diag_mean, qp.diag_max, qp.spread_mean, qp.spread_max);
+  fprintf(say, "unpool (%s): distance of a point to its pooled coordinate, mean / max %.4f / %.4f metres\n",
+          gpu ? "gpu, equal to the cpu reference" : "cpu", n ? ud_sum / n : 0.0, ud_max);
   *bad = fprintf(f, "cloud,index,slot,pooled_row\n") < 0;
   for (uint32_t b = 0; b < B && !*bad; b++)
     for (uint32_t i = s->off[b]; i < s->off[b + 1]; i++)

@@ -29,7 +29,8 @@ static void psh_usage(FILE *f) {
           "  --probes P       probe offsets tried per overflowing point, 0..128 (default 128)\n"
           "  --device D       cpu (deterministic reference, default) or gpu\n"
           "  --seed S         probe order and jitter seed (default 3407)\n"
-          "  --out FILE       output CSV (written to a temporary name, then renamed)\n"
+          "  --out FILE       output CSV (written to a temporary name, then renamed; - is stdout, where a FIFO,\n"
+          "                   device or link is written in place)\n"
           "  --variant NAME   GPU variant with --device gpu (default v9, the fastest from a warm L2; v10 is faster\n"
           "                   from a cold one at 600k, within a few %% of v9 at 100k-300k), one of:\n");
   size_t nv = 0;
@@ -97,18 +98,19 @@ static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int
   if (psh_quality_buckets(&qb, s->xyz, s->start, s->count, (uint32_t)nbt, &err) != HX_OK ||
       psh_quality_zorder(&qz, &in, p->voxel, 1024, &err) != HX_OK)
     return f3d_fail("psh: quality", "%s", err.msg), 1;
-  printf("psh: %u points, %u clouds, hash %s, %u buckets/cloud, S %u, voxel %g, %u probes, seed %llu, %s\n", n, B,
-         psh_hash_name(p->hash), p->nb, p->cap, (double)p->voxel, p->nprobe, (unsigned long long)p->seed, label);
-  printf("placed: first hash %llu, probing %llu, overflow policy %llu\n", (unsigned long long)st.placed_first,
-         (unsigned long long)st.placed_probe, (unsigned long long)st.placed_overflow);
+  FILE *say = f == stdout ? stderr : stdout; /* --out - : the CSV alone on stdout */
+  fprintf(say, "psh: %u points, %u clouds, hash %s, %u buckets/cloud, S %u, voxel %g, %u probes, seed %llu, %s\n", n,
+          B, psh_hash_name(p->hash), p->nb, p->cap, (double)p->voxel, p->nprobe, (unsigned long long)p->seed, label);
+  fprintf(say, "placed: first hash %llu, probing %llu, overflow policy %llu\n", (unsigned long long)st.placed_first,
+          (unsigned long long)st.placed_probe, (unsigned long long)st.placed_overflow);
   f3d_psh_reach_note("psh", &in, p, st.placed_overflow);
-  printf("buckets: fullest %u, empty %u of %u, over capacity %u, mean fill %.3f\n", st.max_count, st.empty_buckets,
-         st.buckets, st.over_cap_buckets, st.mean_fill);
-  printf("locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f, spread %.3f / %.3f\n", qb.diag_mean,
-         qb.diag_max, qb.spread_mean, qb.spread_max);
-  printf("locality of z-order patches of 1024: diag %.3f / %.3f, spread %.3f / %.3f\n", qz.diag_mean, qz.diag_max,
-         qz.spread_mean, qz.spread_max);
-  /* CSV (the caller renames it into place) */
+  fprintf(say, "buckets: fullest %u, empty %u of %u, over capacity %u, mean fill %.3f\n", st.max_count,
+          st.empty_buckets, st.buckets, st.over_cap_buckets, st.mean_fill);
+  fprintf(say, "locality (size-weighted mean / max, metres): buckets diag %.3f / %.3f, spread %.3f / %.3f\n",
+          qb.diag_mean, qb.diag_max, qb.spread_mean, qb.spread_max);
+  fprintf(say, "locality of z-order patches of 1024: diag %.3f / %.3f, spread %.3f / %.3f\n", qz.diag_mean,
+          qz.diag_max, qz.spread_mean, qz.spread_max);
+  /* CSV (f3d_out_close renames it into place, or it was written in place) */
   *bad = fprintf(f, "cloud,index,bucket,offset,slot\n") < 0;
   for (uint32_t b = 0; b < B && !*bad; b++)
     for (uint32_t i = s->off[b]; i < s->off[b + 1]; i++)

@@ -3,7 +3,8 @@
  *
  * Atomic: the file is written under a unique temporary name in the same folder (mkstemp), flushed,
  * synced and renamed over the target, so a reader never sees a half-written file and a failure leaves
- * the target untouched and no temporary behind.
+ * the target untouched and no temporary behind. Only a regular file (or nothing) is replaced so: an existing
+ * FIFO, device or symbolic link is written in place, a directory refused (the rule of hx_out_target).
  */
 #include "workloads/wl_internal.h"
 
@@ -20,6 +21,15 @@ typedef struct tmpfile_ {
 static hx_status tmp_open(tmpfile_ *t, const char *path, hx_err *err) {
   size_t n = strlen(path);
   t->f = NULL;
+  t->tmp = NULL;
+  struct stat ls, ts;
+  if (lstat(path, &ls) == 0 && !S_ISREG(ls.st_mode)) {
+    if (S_ISDIR(ls.st_mode) || (stat(path, &ts) == 0 && S_ISDIR(ts.st_mode)))
+      return hx_errf(err, HX_EIO, "%s: is a directory, not a file to write", path);
+    t->f = fopen(path, "wb");
+    if (!t->f) return hx_errf(err, HX_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
+    return HX_OK; /* in place: t->tmp stays NULL */
+  }
   t->tmp = malloc(n + 16);
   if (!t->tmp) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
   memcpy(t->tmp, path, n);
@@ -47,6 +57,14 @@ static hx_status tmp_open(tmpfile_ *t, const char *path, hx_err *err) {
 /* Finish: on ok, flush + fsync + rename; otherwise (or if any of that fails) remove the temporary. */
 static hx_status tmp_close(tmpfile_ *t, int ok, const char *path, hx_err *err) {
   hx_status st = HX_OK;
+  if (!t->tmp) { /* in place: no fsync (EINVAL on a FIFO or a device), nothing to rename or remove */
+    if (ok && (fflush(t->f) != 0 || ferror(t->f)))
+      st = hx_errf(err, HX_EIO, "%s: write failed: %s", path, strerror(errno));
+    if (fclose(t->f) != 0 && ok && st == HX_OK)
+      st = hx_errf(err, HX_EIO, "%s: close failed: %s", path, strerror(errno));
+    t->f = NULL;
+    return st;
+  }
   if (ok && (fflush(t->f) != 0 || ferror(t->f) || fsync(fileno(t->f)) != 0))
     st = hx_errf(err, HX_EIO, "%s: write failed: %s", path, strerror(errno));
   if (fclose(t->f) != 0 && ok && st == HX_OK) st = hx_errf(err, HX_EIO, "%s: close failed: %s", path, strerror(errno));

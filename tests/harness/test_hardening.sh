@@ -1,0 +1,109 @@
+#!/bin/sh
+# test_hardening.sh - f3dbench never replaces what is not its own to replace.
+#  1. --out of psh, pool, serialize (and gen's): an existing target that is not a regular file (a FIFO, a
+#     character device, a symbolic link such as /dev/stdout) is written in place and stays what it was;
+#     `-` is standard output (the summary then goes to standard error); a directory is refused with exit 1,
+#     and nothing is left beside it. Every special file is made in a temporary directory: the system's
+#     /dev is never written (as root, the old rename would have replaced /dev/null or /dev/stdout).
+# usage: test_hardening.sh PATH/TO/f3dbench
+set -u
+BIN=$1
+T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-hardening-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# no_leftovers DIR: no temporary file of an output is left in DIR
+no_leftovers() {
+  left=$(ls -a "$1" | grep '\.tmp\.' || true)
+  [ -z "$left" ] || { fail "temporary files left in $1: $left"; rm -f "$1"/*.tmp.*; }
+}
+
+"$BIN" gen --kind uniform --points 3000 --out "$T/c.ply" >/dev/null || { echo "FAIL: gen"; exit 1; }
+
+# the header of each command's CSV, to recognise its output
+header() {
+  case $1 in
+  psh) echo 'cloud,index,bucket,offset,slot' ;;
+  pool) echo 'cloud,index,slot,pooled_row' ;;
+  serialize) echo 'cloud,index,gx,gy,gz,depth,z,z-trans,hilbert,hilbert-trans' ;;
+  esac
+}
+
+for cmd in psh pool serialize; do
+  H=$(header $cmd)
+  D="$T/$cmd"
+  mkdir "$D"
+
+  # a FIFO with a reader: the CSV flows through it and the FIFO stays a FIFO
+  mkfifo "$D/fifo"
+  timeout 60 cat "$D/fifo" >"$D/fifo.got" &
+  reader=$!
+  timeout 60 "$BIN" $cmd --out "$D/fifo" "$T/c.ply" >"$D/out" 2>"$D/err"
+  rc=$?
+  if [ -p "$D/fifo" ]; then
+    wait $reader
+    [ $rc -eq 0 ] || fail "$cmd --out FIFO exited $rc: $(cat "$D/err")"
+    [ "$(head -n 1 "$D/fifo.got")" = "$H" ] || fail "$cmd --out FIFO: the reader got no CSV"
+    [ "$(wc -l <"$D/fifo.got")" -eq 3001 ] || fail "$cmd --out FIFO: the reader got $(wc -l <"$D/fifo.got") lines, not 3001"
+  else
+    fail "$cmd --out FIFO replaced the FIFO (now: $(ls -l "$D/fifo"))"
+    kill $reader 2>/dev/null
+    wait $reader 2>/dev/null
+  fi
+
+  # `-` is standard output: the CSV alone there, the summary on standard error, no file named "-"
+  (cd "$D" && "$BIN" $cmd --out - "$T/c.ply" >"$D/dash.got" 2>"$D/dash.err")
+  rc=$?
+  [ $rc -eq 0 ] || fail "$cmd --out - exited $rc: $(cat "$D/dash.err")"
+  [ ! -e "$D/-" ] || fail "$cmd --out - wrote a file named '-'"
+  [ "$(head -n 1 "$D/dash.got")" = "$H" ] || fail "$cmd --out -: standard output does not start with the CSV header"
+  [ "$(wc -l <"$D/dash.got")" -eq 3001 ] || fail "$cmd --out -: $(wc -l <"$D/dash.got") lines on standard output, not 3001"
+
+  # a symbolic link (what /dev/stdout is): written through, the link kept
+  : >"$D/target.csv"
+  ln -s target.csv "$D/link.csv"
+  "$BIN" $cmd --out "$D/link.csv" "$T/c.ply" >"$D/out" 2>"$D/err" || fail "$cmd --out LINK failed: $(cat "$D/err")"
+  [ -L "$D/link.csv" ] || fail "$cmd --out LINK replaced the symbolic link"
+  [ "$(head -n 1 "$D/target.csv")" = "$H" ] || fail "$cmd --out LINK: the link's target holds no CSV"
+
+  # a directory is refused with a reason, exit 1, and left as it was
+  mkdir "$D/dir"
+  "$BIN" $cmd --out "$D/dir" "$T/c.ply" >"$D/out" 2>"$D/err"
+  rc=$?
+  [ $rc -eq 1 ] || fail "$cmd --out DIR exited $rc, expected 1"
+  grep -q 'directory' "$D/err" || fail "$cmd --out DIR: the error does not say it is a directory: $(cat "$D/err")"
+  [ -d "$D/dir" ] && [ -z "$(ls -A "$D/dir")" ] || fail "$cmd --out DIR changed the directory"
+
+  # a character device, where one can be made here (as root with CAP_MKNOD): the null device's numbers,
+  # in the temporary directory
+  if mknod "$D/null" c 1 3 2>/dev/null; then
+    "$BIN" $cmd --out "$D/null" "$T/c.ply" >"$D/out" 2>"$D/err" || fail "$cmd --out DEVICE failed: $(cat "$D/err")"
+    [ -c "$D/null" ] || fail "$cmd --out DEVICE replaced the device node"
+  fi
+  no_leftovers "$D"
+done
+
+# gen: the same rule (the output's extension names the format)
+D="$T/gen"
+mkdir "$D"
+mkfifo "$D/f.bin"
+timeout 60 cat "$D/f.bin" >"$D/f.got" &
+reader=$!
+timeout 60 "$BIN" gen --kind uniform --points 100 --out "$D/f.bin" >"$D/out" 2>"$D/err"
+if [ -p "$D/f.bin" ]; then
+  wait $reader
+  [ "$(wc -c <"$D/f.got")" -eq 1600 ] || fail "gen --out FIFO: the reader got $(wc -c <"$D/f.got") bytes, not 1600"
+else
+  fail "gen --out FIFO replaced the FIFO"
+  kill $reader 2>/dev/null
+  wait $reader 2>/dev/null
+fi
+mkdir "$D/d.ply"
+"$BIN" gen --kind uniform --points 100 --out "$D/d.ply" >"$D/out" 2>"$D/err"
+rc=$?
+[ $rc -eq 1 ] || fail "gen --out DIR exited $rc, expected 1"
+grep -q 'directory' "$D/err" || fail "gen --out DIR: the error does not say it is a directory: $(cat "$D/err")"
+no_leftovers "$D"
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "ok"
