@@ -28,18 +28,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ptv3_stages[] = {"serialize", "gather_qkv_C64", "attn.patch1024", "gather_out_C64", "pool"};
+/* PTv3 starts from the grid coordinates (grid), which PSH computes inside itself from the points: the grid is
+ * PTv3's work in the stage figures too. A run without a `serialize` row (the CPU references time its parts,
+ * pipe_ptv3.c's run_cpu: encode_all, then sort, which also writes the inverse) shows the parts in its place, so
+ * the figures never stack PTv3's gather alone against Flash3D's PSH. */
+static const char *const ptv3_stages[] = {"grid", "serialize", "gather_qkv_C64", "attn.patch1024", "gather_out_C64",
+                                          "pool"};
+static const hx_study_part ptv3_parts[] = {{"serialize", "encode_all"}, {"serialize", "sort"}};
 static const char *const flash3d_stages[] = {"psh.xor-div", "attn.plain", "pool"};
 
 /* the backbone pipelines (pipe_net.c) are whole networks: the section "Backbones" shows them, not the
  * per-stage figures and tables */
 static const hx_study_pipeline pipelines[] = {
-    {"workload", NULL, NULL, 0, 1, 0},
-    {"ptv3", "PTv3", ptv3_stages, sizeof ptv3_stages / sizeof *ptv3_stages, 0, 0},
-    {"flash3d", "Flash3D", flash3d_stages, sizeof flash3d_stages / sizeof *flash3d_stages, 0, 0},
-    {"ptv3-net", "PTv3", NULL, 0, 0, 1},
-    {"flash3d-net", "Flash3D", NULL, 0, 0, 1},
+    {"workload", NULL, NULL, 0, 1, 0, NULL, 0},
+    {"ptv3", "PTv3", ptv3_stages, sizeof ptv3_stages / sizeof *ptv3_stages, 0, 0, ptv3_parts,
+     sizeof ptv3_parts / sizeof *ptv3_parts},
+    {"flash3d", "Flash3D", flash3d_stages, sizeof flash3d_stages / sizeof *flash3d_stages, 0, 0, NULL, 0},
+    {"ptv3-net", "PTv3", NULL, 0, 0, 1, NULL, 0},
+    {"flash3d-net", "Flash3D", NULL, 0, 0, 1, NULL, 0},
 };
+
+/* Why a run lacks PTv3's whole serialization (the figure and table compare it whole with PSH, never a part). */
+#define NO_SERIALIZE                                                                                                  \
+  "the sweep times PTv3's whole serialization on a CUDA device; the CPU references time its parts, `encode_all` "   \
+  "and `sort`, which the per-stage figures stack beside PSH"
 
 /* psh.floor is no PSH: the legend says what it is (pipe_flash3d.c); a PSH legend reads "PSH v4 xor-mod". */
 static const hx_study_legend legends[] = {
@@ -52,7 +64,8 @@ static const hx_study_legend legends[] = {
 static const char *const serial_psh_series[] = {"*/serialize", "*/psh*"};
 static const char *const serial_psh_all[] = {"*/*serial*", "*/*psh*"};
 static const hx_study_figure figures[] = {
-    {"serial_psh", "PTv3 serialization vs Flash3D PSH (log scale)", serial_psh_series, 2, serial_psh_all, 2},
+    {"serial_psh", "PTv3 serialization vs Flash3D PSH (log scale)", serial_psh_series, 2, serial_psh_all, 2,
+     NO_SERIALIZE},
 };
 
 /* Under the serialization table: what the floor is and, at size n, how far the fastest PSH is above it.
@@ -122,14 +135,18 @@ static const hx_study_col gather_cols[] = {{"ptv3", "gather_"}};
 static const hx_study_table tables[] = {
     {serial_psh_cols, 2, 1, "psh.floor", HX_CELL_VS_FIRST, "PTv3",
      "PTv3 serialization vs Flash3D PSH per hash: time_mean (ms), and PTv3 serialize / PSH (> 1: PSH faster).", NULL,
-     floor_note},
+     floor_note, NO_SERIALIZE},
     {attn_cols, 2, 0, NULL, HX_CELL_TFLOPS, NULL,
      "Attention throughput (TFLOP/s; flash3d in place over PSH buckets, ptv3 over padded patches; cuBLAS fp16 GEMM "
-     "ceiling {ctx}).",
-     "ceiling_gemm_fp16_tflops", scope_note},
+     "ceiling in TFLOP/s: {ctx}).",
+     "ceiling_gemm_fp16_tflops", scope_note,
+     "the sweep runs attention on a CUDA device only, as its CPU path, the double-precision reference, is too slow "
+     "for a sweep; `f3dbench attn --variant cpu` runs it on one small case"},
     {gather_cols, 1, 0, NULL, HX_CELL_GBS, NULL,
-     "PTv3 gathers: bytes moved / median time (GB/s) and % of the measured copy ceiling ({ctx} GB/s).",
-     "ceiling_copy_gbs", NULL},
+     "PTv3 gathers: bytes moved / median time (GB/s) and % of the measured copy ceiling (in GB/s: {ctx}).",
+     "ceiling_copy_gbs", NULL,
+     "the CPU references time the gather without declaring its bytes, so it has no bandwidth; its time is in the "
+     "figures and the table of every row"},
 };
 
 /* ---- the backbones: PTv3-m1 against Flash3D, whole forwards (pipe_net.c's rows) -------------------------------

@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -137,6 +138,7 @@ typedef struct plot_ctx {
   int many_workloads;        /* rows of more than one workload: legends name it */
   const hx_study *study;     /* never NULL (an empty study stands in) */
   const hx_study_figure *fig; /* the comparison figure being drawn (want_figure) */
+  const int *fig_ok;          /* per run: 1 when each of fig's patterns selects a series of it */
 } plot_ctx;
 
 static int cmp_rowp(const void *x, const void *y) {
@@ -160,6 +162,23 @@ static int metric_match(const char *pattern, const char *metric) {
 }
 
 static int is_cpu_variant(const char *v) { return strncmp(v, "cpu", 3) == 0; }
+
+/* 1 when the run had no CUDA device (the sweep writes device "none" and runs its CPU references). */
+static int cpu_only(const hx_run *r) {
+  const char *d = hx_run_context(r, "device");
+  return d && !strcmp(d, "none");
+}
+
+/* Appends printf text to the string in buf (cap bytes), truncating. */
+static void cat(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t cap, const char *fmt, ...) {
+  const size_t at = strlen(buf);
+  if (at + 1 >= cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + at, cap - at, fmt, ap);
+  va_end(ap);
+}
 
 /* A series' rank among the variants of its kernel: sizes it covers, and the geometric mean over those sizes
  * of its time_median (time_mean where a run has no medians). The geometric mean weighs each size's ratio
@@ -240,19 +259,28 @@ static int has_kernel(const hx_run *r, const char *pipeline, const char *kernel)
   return 0;
 }
 
-/* Position of k's kernel among its pipeline's main stages (the study's list), -1 when it is not one. */
+/* Position of k's kernel among its pipeline's main stages (the study's list), -1 when it is not one. Stage i
+ * sits at 64 i; a part of stage i (hx_study_part) stands in at 64 i + 1 + j where the run has no row of stage i,
+ * so a run that times the stage in parts still shows all of its work, in the stage's place. */
 static int main_stage(const plot_ctx *p, const hx_run *r, const hx_run_row *k) {
   const hx_study_pipeline *sp = study_pipeline(p, k->pipeline);
   if (sp && (sp->host_only || sp->own_section)) return -1; /* host work, or shown in the study's section */
   const char *const *list = sp ? sp->stages : NULL;
   const size_t n = list ? sp->n_stages : 0;
   int any = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!strcmp(list[i], k->kernel)) return (int)i;
-    any |= has_kernel(r, k->pipeline, list[i]);
+  for (size_t i = 0; i < n && i < 64; i++) {
+    if (!strcmp(list[i], k->kernel)) return 64 * (int)i;
+    const int have = has_kernel(r, k->pipeline, list[i]);
+    any |= have;
+    for (size_t j = 0, q = 0; !have && j < sp->n_parts; j++) {
+      if (strcmp(sp->parts[j].whole, list[i])) continue;
+      q++;
+      if (q < 64 && !strcmp(sp->parts[j].part, k->kernel)) return 64 * (int)i + (int)q;
+      any |= has_kernel(r, k->pipeline, sp->parts[j].part);
+    }
   }
   if (any) return -1;
-  return strcmp(k->kernel, "total") ? 64 : -1; /* unknown pipeline (or none of its stages): every kernel */
+  return strcmp(k->kernel, "total") ? 64 * 64 : -1; /* unknown pipeline (or none of its stages): every kernel */
 }
 
 static int pipeline_has_total(const hx_run *r, const char *pipeline) { return has_kernel(r, pipeline, "total"); }
@@ -359,9 +387,10 @@ static int key_matches(const char *const *patterns, size_t n, const hx_run_row *
     if (fnmatch(patterns[i], key, 0) == 0) return 1;
   return 0;
 }
-/* a study's comparison figure (p->fig): the kernels its patterns select, fastest variant each */
+/* a study's comparison figure (p->fig): the kernels its patterns select, fastest variant each, in the runs where
+ * every pattern selects one (a comparison with one side missing is no comparison) */
 static int want_figure(const plot_ctx *p, size_t run, const hx_run_row *r) {
-  if (own_section(p, r->pipeline)) return 0;
+  if (own_section(p, r->pipeline) || (p->fig_ok && !p->fig_ok[run])) return 0;
   if (p->all) return key_matches(p->fig->all_series, p->fig->n_all, r);
   return key_matches(p->fig->series, p->fig->n_series, r) && is_best_variant(&p->runs[run], r);
 }
@@ -400,9 +429,42 @@ static size_t style_add(block_style *st, const hx_run_row *k, const char *suffix
   return c % 64 + 1;
 }
 
+/* The sizes a figure draws, for its x axis: up to PL_XTICS of them each get a tick labelled "20k", so a run of
+ * one size reads "20k" once (gnuplot's own ticks around a single x value read "20k 20k 20k", and sizes closer
+ * than its format resolves read "99k 99k 100k"); with more, gnuplot picks the ticks. */
+#define PL_XTICS 12
+typedef struct xsizes {
+  uint64_t v[PL_XTICS];
+  size_t n;
+  int over;
+} xsizes;
+static void xsizes_add(xsizes *x, uint64_t n) {
+  if (!x) return;
+  for (size_t i = 0; i < x->n; i++)
+    if (x->v[i] == n) return;
+  if (x->n < PL_XTICS) x->v[x->n++] = n;
+  else x->over = 1;
+}
+static void size_text(char *buf, size_t cap, uint64_t n);
+static int cmp_u64(const void *x, const void *y);
+/* "; xt='100000 200000'; xtl='100k 200k'" (ascending) for lines.gp and fit.gp, "" with none or too many */
+static void xsizes_param(char *buf, size_t cap, xsizes *x) {
+  buf[0] = '\0';
+  if (x->n == 0 || x->over) return;
+  qsort(x->v, x->n, sizeof *x->v, cmp_u64);
+  char xt[PL_XTICS * 24] = "", xtl[PL_XTICS * 24] = "";
+  for (size_t i = 0, a = 0, b = 0; i < x->n; i++) {
+    char t[24];
+    size_text(t, sizeof t, x->v[i]);
+    a += (size_t)snprintf(xt + a, sizeof xt - a, "%s%llu", i ? " " : "", (unsigned long long)x->v[i]);
+    b += (size_t)snprintf(xtl + b, sizeof xtl - b, "%s%s", i ? " " : "", t);
+  }
+  snprintf(buf, cap, "; xt='%s'; xtl='%s'", xt, xtl);
+}
+
 static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const char *err_metric, double scale,
                            const char *suffix, const char *short_suffix, series_filter want, double *lo, double *hi,
-                           int *neg, block_style *st) {
+                           int *neg, block_style *st, xsizes *xs) {
   size_t blocks = 0, off = 0;
   for (size_t r = 0; r < p->n_runs; off += p->runs[r].n_rows, r++) {
     const hx_run_row **rows = p->sorted + off;
@@ -438,6 +500,7 @@ static size_t write_series(FILE *f, const plot_ctx *p, const char *metric, const
             if (rows[t]->n_points == rows[q]->n_points && !strcmp(rows[t]->metric, err_metric)) e = rows[t]->value;
           double v = rows[q]->value * scale;
           fprintf(f, "%llu %.10g %.10g\n", (unsigned long long)rows[q]->n_points, v, e * scale);
+          xsizes_add(xs, rows[q]->n_points);
           if (v < 0.0) *neg = 1;
           if (v > 0.0 && v < *lo) *lo = v;
           if (v > *hi) *hi = v;
@@ -517,7 +580,7 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
     int neg = 0;
     for (size_t m = 0; m < nm; m++)
       blocks += write_series(f, &every, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL,
-                             nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg, NULL);
+                             nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg, NULL, NULL);
     fclose(f);
     if (blocks == 0) remove(path);
   }
@@ -528,9 +591,10 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
   double lo = INFINITY, hi = 0.0;
   int neg = 0;
   block_style *st = p->n_runs > 1 ? calloc(1, sizeof *st) : NULL; /* ~13 KB: not on the stack */
+  xsizes xs = {{0}, 0, 0};
   for (size_t m = 0; m < nm; m++) {
     size_t b = write_series(f, p, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL,
-                            nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg, st);
+                            nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg, st, &xs);
     if (m < 2) per[m] = b;
     blocks += b;
   }
@@ -545,10 +609,11 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
   /* every metric drawn here is a time, a percentage, a rate or a size: a linear axis starts at 0 (gnuplot's
    * autoscale with the margins of lines.gp went below it, to -200 GB/s on a real run) */
   const int ymin0 = !logy && !neg;
-  char params[2 * PL_PATH + 4096];
+  char params[2 * PL_PATH + 4096], xt[PL_XTICS * 50];
+  xsizes_param(xt, sizeof xt, &xs);
   int at = snprintf(params, sizeof params,
-                    "datafile='%s'; title='%s'; ylabel='%s'; logy=%d; errors=%d; paired=%zu; ymin0=%d", path, title,
-                    ylabel, logy, errs[0] != NULL, paired, ymin0);
+                    "datafile='%s'; title='%s'; ylabel='%s'; logy=%d; errors=%d; paired=%zu; ymin0=%d%s", path, title,
+                    ylabel, logy, errs[0] != NULL, paired, ymin0, xt);
   if (st && !paired && at > 0 && (size_t)at < sizeof params)
     snprintf(params + at, sizeof params - (size_t)at, "; cols='%s'; dts='%s'; pts='%s'", st->cols, st->dts, st->pts);
   free(st);
@@ -796,7 +861,7 @@ typedef struct plot_fit {
 /* One block per matching series of sp (and, with metric2, the same series' second metric after them, in the
  * same order); *nser counts the first. Fits of 3 sizes or more go to fits (at most cap). Returns the blocks. */
 static size_t plot_series(FILE *f, const plot_ctx *p, const hx_study_plot *sp, int second, size_t *nser,
-                          plot_fit *fits, size_t *nfit, size_t cap) {
+                          plot_fit *fits, size_t *nfit, size_t cap, xsizes *xs) {
   const char *metric = second ? sp->metric2 : sp->metric;
   size_t blocks = 0, off = 0;
   for (size_t r = 0; r < p->n_runs; off += p->runs[r].n_rows, r++) {
@@ -834,6 +899,7 @@ static size_t plot_series(FILE *f, const plot_ctx *p, const hx_study_plot *sp, i
         for (size_t t = i; t < j && sp->err_metric && !second; t++)
           if ((double)rows[t]->n_points == x[q] && !strcmp(rows[t]->metric, sp->err_metric)) e = rows[t]->value;
         fprintf(f, "%.0f %.10g %.10g\n", x[q], y[q], e * sp->scale);
+        xsizes_add(xs, (uint64_t)x[q]);
       }
       fputs("\n\n", f);
       blocks++;
@@ -851,8 +917,9 @@ static hx_status plot_lines(const plot_ctx *p, const hx_study_plot *sp, const ch
   if (!f) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
   plot_fit fits[64];
   size_t nser = 0, nfit = 0;
-  size_t blocks = plot_series(f, p, sp, 0, &nser, fits, &nfit, 64);
-  if (sp->metric2 && blocks) blocks += plot_series(f, p, sp, 1, &nser, fits, &nfit, 0);
+  xsizes xs = {{0}, 0, 0};
+  size_t blocks = plot_series(f, p, sp, 0, &nser, fits, &nfit, 64, &xs);
+  if (sp->metric2 && blocks) blocks += plot_series(f, p, sp, 1, &nser, fits, &nfit, 0, &xs);
   char fcols[512] = "";
   for (size_t i = 0; i < nfit; i++) { /* after the data: two points of each line */
     fprintf(f, "\"%s\" \"\"\n%.0f %.10g 0\n%.0f %.10g 0\n\n\n", fits[i].name, fits[i].x0,
@@ -865,13 +932,15 @@ static hx_status plot_lines(const plot_ctx *p, const hx_study_plot *sp, const ch
     remove(path);
     return HX_OK;
   }
-  char params[2 * PL_PATH + 1024];
+  char params[2 * PL_PATH + 2048], xt[PL_XTICS * 50];
+  xsizes_param(xt, sizeof xt, &xs);
   if (sp->fit)
-    snprintf(params, sizeof params, "datafile='%s'; title='%s'; ylabel='%s'; errors=%d; nser=%zu; fcols='%s'", path,
-             sp->title, sp->ylabel, sp->err_metric != NULL, nser, fcols);
+    snprintf(params, sizeof params, "datafile='%s'; title='%s'; ylabel='%s'; errors=%d; nser=%zu; fcols='%s'%s", path,
+             sp->title, sp->ylabel, sp->err_metric != NULL, nser, fcols, xt);
   else
-    snprintf(params, sizeof params, "datafile='%s'; title='%s'; ylabel='%s'; logy=0; errors=%d; paired=%zu; ymin0=1",
-             path, sp->title, sp->ylabel, sp->err_metric != NULL, sp->metric2 ? nser : (size_t)0);
+    snprintf(params, sizeof params,
+             "datafile='%s'; title='%s'; ylabel='%s'; logy=0; errors=%d; paired=%zu; ymin0=1%s", path, sp->title,
+             sp->ylabel, sp->err_metric != NULL, sp->metric2 ? nser : (size_t)0, xt);
   HX_TRY(render(scripts, sp->fit ? "fit.gp" : "lines.gp", params, outdir, sp->name, err));
   *made = 1;
   return HX_OK;
@@ -1049,6 +1118,17 @@ static void column_last(hx_study_col *cols, size_t n, const char *last) {
     }
 }
 
+/* A cell's number (NAN when its rows are missing; *v names the variant): time_mean, tflops, or bytes /
+ * time_median in GB/s. */
+static double cell_value(const hx_run *r, const hx_study_col *c, const char *workload, uint64_t n, hx_study_cell kind,
+                         const char **v) {
+  if (kind == HX_CELL_TFLOPS) return best_value(r, c, workload, n, "tflops", v);
+  if (kind != HX_CELL_GBS) return best_value(r, c, workload, n, "time_mean", v);
+  const double t = best_value(r, c, workload, n, "time_median", v), b = best_value(r, c, workload, n, "bytes", v);
+  const double gbs = b / (t * 1e-3) * 1e-9;
+  return isfinite(gbs) && t > 0.0 ? gbs : (double)NAN;
+}
+
 /* text with each "{ctx}" replaced by value */
 static void put_with(FILE *f, const char *text, const char *value) {
   for (const char *c = text; *c; c++) {
@@ -1077,33 +1157,21 @@ static void headline_table(FILE *f, const hx_run *r, const char *workload, const
     fprintf(f, "| %llu |", (unsigned long long)sizes[s]);
     double first = NAN;
     for (size_t c = 0; c < nc; c++) {
-      const char *v;
-      if (kind == HX_CELL_TFLOPS) {
-        double t = best_value(r, &cols[c], workload, sizes[s], "tflops", &v);
-        if (isfinite(t))
-          fprintf(f, " %.1f (%s) |", t, v);
-        else
-          fputs(" - |", f);
-      } else if (kind == HX_CELL_GBS) {
-        double t = best_value(r, &cols[c], workload, sizes[s], "time_median", &v);
-        double b = best_value(r, &cols[c], workload, sizes[s], "bytes", &v);
-        double gbs = b / (t * 1e-3) * 1e-9;
-        if (isfinite(gbs) && t > 0.0 && isfinite(ceil_gbs) && ceil_gbs > 0.0)
-          fprintf(f, " %.0f (%.0f%%, %s) |", gbs, 100.0 * gbs / ceil_gbs, v);
-        else if (isfinite(gbs) && t > 0.0)
-          fprintf(f, " %.0f (%s) |", gbs, v);
-        else
-          fputs(" - |", f);
-      } else {
-        double t = best_value(r, &cols[c], workload, sizes[s], "time_mean", &v);
-        if (c == 0) first = t;
-        if (!isfinite(t))
-          fputs(" - |", f);
-        else if (kind == HX_CELL_VS_FIRST && c > 0 && isfinite(first) && t > 0.0)
-          fprintf(f, " %.4g (%s, %.2fx) |", t, v, first / t);
-        else
-          fprintf(f, " %.4g (%s) |", t, v);
-      }
+      const char *v = "";
+      const double t = cell_value(r, &cols[c], workload, sizes[s], kind, &v);
+      if (c == 0) first = t;
+      if (!isfinite(t))
+        fputs(" - |", f);
+      else if (kind == HX_CELL_TFLOPS)
+        fprintf(f, " %.1f (%s) |", t, v);
+      else if (kind == HX_CELL_GBS && isfinite(ceil_gbs) && ceil_gbs > 0.0)
+        fprintf(f, " %.0f (%.0f%%, %s) |", t, 100.0 * t / ceil_gbs, v);
+      else if (kind == HX_CELL_GBS)
+        fprintf(f, " %.0f (%s) |", t, v);
+      else if (kind == HX_CELL_VS_FIRST && c > 0 && isfinite(first) && t > 0.0)
+        fprintf(f, " %.4g (%s, %.2fx) |", t, v, first / t);
+      else
+        fprintf(f, " %.4g (%s) |", t, v);
     }
     fputc('\n', f);
   }
@@ -1290,10 +1358,38 @@ static void study_table(FILE *f, const hx_run *rr, const hx_study_table *t, cons
     every &= nc > before;
     any |= nc > before;
   }
-  if (!(t->every_group ? every : any)) return;
+  size_t cells = 0;
+  for (size_t s = 0; s < ns && (t->every_group ? every : any); s++)
+    for (size_t c = 0; c < nc; c++) {
+      const char *v;
+      if (isfinite(cell_value(rr, &cols[c], workload, sizes[s], t->cell, &v))) cells++;
+    }
+  if (cells == 0) { /* left out, and why: which group has no rows, or which rows the cells need */
+    fputs("Left out: the table of", f);
+    for (size_t g = 0; g < t->n_groups; g++)
+      fprintf(f, "%s `%s/%s*`", g == 0 ? "" : g + 1 == t->n_groups ? " and" : ",", t->groups[g].pipeline,
+              t->groups[g].kernel);
+    if (!(t->every_group ? every : any)) {
+      fputs(", as this run has no", f);
+      hx_study_col probe[16];
+      for (size_t g = 0, k = 0; g < t->n_groups; g++)
+        if (kernels_like(rr, t->groups[g].pipeline, t->groups[g].kernel, probe, 0, 16) == 0)
+          fprintf(f, "%s `%s/%s*`", k++ ? " or" : "", t->groups[g].pipeline, t->groups[g].kernel);
+      fputs(" rows", f);
+    } else {
+      const char *need = t->cell == HX_CELL_GBS      ? "`bytes` and `time_median`"
+                         : t->cell == HX_CELL_TFLOPS ? "`tflops`"
+                                                     : "`time_mean`";
+      fprintf(f, ", as none of its cells has its rows in this run: each needs the %s of its kernel and size", need);
+    }
+    if (cpu_only(rr))
+      fprintf(f, " (a CPU-only run, no CUDA device%s%s)", t->missing ? ": " : "", t->missing ? t->missing : "");
+    fputs(".\n\n", f);
+    return;
+  }
   const char *v = t->intro_key ? hx_run_context(rr, t->intro_key) : NULL;
   if (t->intro) {
-    put_with(f, t->intro, v ? v : "?");
+    put_with(f, t->intro, v ? v : cpu_only(rr) ? "not measured (no CUDA device)" : "not measured");
     fputs("\n\n", f);
   }
   if (t->last) column_last(cols, nc, t->last);
@@ -1355,7 +1451,7 @@ static void write_section(FILE *f, const plot_ctx *p, const int *made, const cha
 }
 
 static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, const int *made, const char *const *what,
-                         size_t nf, const int *made_own, const char *gnuplot_note) {
+                         const char *const *why, size_t nf, const int *made_own, const char *gnuplot_note) {
   fprintf(f, "# %s\n\n", p->study->title ? p->study->title : "report");
   fputs("| run | device | git commit | date | status |\n|---|---|---|---|---|\n", f);
   for (size_t r = 0; r < p->n_runs; r++) {
@@ -1366,14 +1462,20 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
             s ? s : "?", p->runs[r].incomplete ? " (incomplete)" : "");
   }
   for (size_t r = 0; r < p->n_runs; r++) {
-    const char *cb = hx_run_context(&p->runs[r], "ceiling_copy_gbs");
-    const char *g1 = hx_run_context(&p->runs[r], "ceiling_gemm_bf16_tflops");
-    const char *g2 = hx_run_context(&p->runs[r], "ceiling_gemm_fp16_tflops");
-    const char *ct = hx_run_context(&p->runs[r], "counters");
-    if (cb || g1 || ct)
+    const hx_run *rr = &p->runs[r];
+    const char *cb = hx_run_context(rr, "ceiling_copy_gbs");
+    const char *g1 = hx_run_context(rr, "ceiling_gemm_bf16_tflops");
+    const char *g2 = hx_run_context(rr, "ceiling_gemm_fp16_tflops");
+    const char *ct = hx_run_context(rr, "counters"), *why_not = hx_run_context(rr, "ceilings");
+    const char *nm = "not measured";
+    if (cb || g1 || g2)
       fprintf(f, "%s%s: measured ceilings: copy %s GB/s (read + write), cuBLAS GEMM bf16 %s / fp16 %s TFLOP/s; "
                  "counters: %s\n",
-              r ? "" : "\n", p->label[r], cb ? cb : "?", g1 ? g1 : "?", g2 ? g2 : "?", ct ? ct : "?");
+              r ? "" : "\n", p->label[r], cb ? cb : nm, g1 ? g1 : nm, g2 ? g2 : nm, ct ? ct : nm);
+    else if (why_not || ct || cpu_only(rr))
+      fprintf(f, "%s%s: ceilings not measured (%s); counters: %s\n", r ? "" : "\n", p->label[r],
+              why_not ? why_not : cpu_only(rr) ? "no CUDA device: the run timed the CPU references" : "none in the run",
+              ct ? ct : "not recorded");
   }
   fputc('\n', f);
   if (p->study->section) write_section(f, p, made_own, gnuplot_note);
@@ -1382,10 +1484,12 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
   fputs("## Figures\n\n", f);
   if (gnuplot_note) fprintf(f, "%s\n\n", gnuplot_note);
   for (size_t i = 0; i < nf; i++) {
-    if (made[i])
+    if (made[i]) {
       fprintf(f, "### %s\n\n![%s](plots/%s.png) ([SVG](plots/%s.svg))\n\n", what[i], figs[i], figs[i], figs[i]);
-    else if (!gnuplot_note)
-      fprintf(f, "### %s\n\nno rows for this figure in the run(s).\n\n", what[i]);
+      if (why[i][0]) fprintf(f, "Left out of this figure: %s.\n\n", why[i]); /* a run without one side */
+    } else if (!gnuplot_note) {
+      fprintf(f, "### %s\n\nLeft out: %s.\n\n", what[i], why[i][0] ? why[i] : "the run(s) hold no rows for it");
+    }
   }
   fputs("## All rows: latency (time_mean +- time_std, ms)\n\n", f);
   for (size_t r = 0; r < p->n_runs; r++) {
@@ -1435,6 +1539,104 @@ static hx_status swap_dir(const char *tmp, const char *final, hx_err *err) {
   }
   if (had) remove_flat_dir(old);
   return HX_OK;
+}
+
+/* ---- why a figure is left out ------------------------------------------------------------------------- */
+
+/* 1 when the run has a row of `metric` (metric_match) outside the study's own section whose "pipeline/kernel"
+ * matches pattern (fnmatch; NULL: any). */
+static int run_has(const plot_ctx *p, const hx_run *r, const char *metric, const char *pattern) {
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (own_section(p, w->pipeline) || !metric_match(metric, w->metric)) continue;
+    if (!pattern || key_matches(&pattern, 1, w)) return 1;
+  }
+  return 0;
+}
+
+/* "this run" with one run, its label with several */
+static const char *which_run(const plot_ctx *p, size_t r) { return p->n_runs > 1 ? p->label[r] : "this run"; }
+
+/* When run r holds rows of the study's own-section pipelines only (a sweep of the backbones alone), says so in buf
+ * and returns 1: the generic figures have nothing of it to draw. */
+static int section_only(char *buf, size_t cap, const plot_ctx *p, size_t r) {
+  const hx_run *rr = &p->runs[r];
+  if (rr->n_rows == 0) return 0;
+  for (size_t i = 0; i < rr->n_rows; i++)
+    if (!own_section(p, rr->rows[i].pipeline)) return 0;
+  cat(buf, cap, "%s%s holds only pipelines shown in the section \"%s\" above", buf[0] ? "; " : "", which_run(p, r),
+      p->study->section ? p->study->section : "");
+  return 1;
+}
+
+/* A figure of timed stages (latency, stages, treemap) drawn from none of the runs. */
+static void why_no_times(char *buf, size_t cap, const plot_ctx *p) {
+  for (size_t r = 0; r < p->n_runs; r++)
+    if (!section_only(buf, cap, p, r)) cat(buf, cap, "%s%s has no timed stage", buf[0] ? "; " : "", which_run(p, r));
+}
+
+/* A counter figure of `metric`: for each run without its rows, the counters' state from the context. */
+static void why_no_counters(char *buf, size_t cap, const plot_ctx *p, const char *metric) {
+  for (size_t r = 0; r < p->n_runs; r++) {
+    if (run_has(p, &p->runs[r], metric, NULL) || section_only(buf, cap, p, r)) continue;
+    const char *ct = hx_run_context(&p->runs[r], "counters");
+    cat(buf, cap, "%s%s ", buf[0] ? "; " : "", which_run(p, r));
+    if (ct && !strncmp(ct, "off", 3)) /* "off (why)" */
+      cat(buf, cap, "had its counters %s", ct);
+    else if (ct)
+      cat(buf, cap, "had its counters %s, but no `%s` rows", ct, metric);
+    else
+      cat(buf, cap, "has no counter rows%s", cpu_only(&p->runs[r]) ? " (no CUDA device)" : "");
+  }
+}
+
+/* The memory figure: for each run without mem_peak or mem_used rows, why. */
+static void why_no_memory(char *buf, size_t cap, const plot_ctx *p) {
+  for (size_t r = 0; r < p->n_runs; r++) {
+    if (run_has(p, &p->runs[r], "mem_peak", NULL) || run_has(p, &p->runs[r], "mem_used", NULL) ||
+        section_only(buf, cap, p, r))
+      continue;
+    if (cpu_only(&p->runs[r]))
+      cat(buf, cap, "%s%s ran on the CPU only (no CUDA device): device memory is measured on a GPU",
+          buf[0] ? "; " : "", which_run(p, r));
+    else
+      cat(buf, cap, "%s%s has no `mem_peak` or `mem_used` rows", buf[0] ? "; " : "", which_run(p, r));
+  }
+}
+
+/* A comparison figure: ok[r] = 1 when every pattern of fig selects a timed series of run r; buf lists each
+ * run left out and the patterns it lacks, then the study's reason where a CPU-only run is among them. */
+static void figure_runs(char *buf, size_t cap, int *ok, const plot_ctx *p, const hx_study_figure *fig) {
+  const char *const *pat = p->all ? fig->all_series : fig->series;
+  const size_t np = p->all ? fig->n_all : fig->n_series;
+  int cpu_left = 0;
+  for (size_t r = 0; r < p->n_runs; r++) {
+    ok[r] = 1;
+    if (section_only(buf, cap, p, r)) {
+      ok[r] = 0;
+      continue;
+    }
+    for (size_t i = 0; i < np; i++)
+      if (!run_has(p, &p->runs[r], "time_mean", pat[i])) {
+        if (ok[r]) {
+          if (!buf[0]) {
+            cat(buf, cap, "the figure compares");
+            for (size_t j = 0; j < np; j++) cat(buf, cap, "%s `%s`", j == 0 ? "" : j + 1 == np ? " with" : ",", pat[j]);
+            cat(buf, cap, ", and");
+          } else {
+            cat(buf, cap, ";");
+          }
+          cat(buf, cap, " %s has no", which_run(p, r));
+        } else {
+          cat(buf, cap, " or");
+        }
+        cat(buf, cap, " `%s`", pat[i]);
+        ok[r] = 0;
+      }
+    if (!ok[r]) cat(buf, cap, " rows%s", cpu_only(&p->runs[r]) ? " (a CPU-only run, no CUDA device)" : "");
+    cpu_left |= !ok[r] && cpu_only(&p->runs[r]);
+  }
+  if (cpu_left && fig->missing) cat(buf, cap, ": %s", fig->missing);
 }
 
 hx_status hx_plot(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir, const char *out_dir,
@@ -1489,16 +1691,20 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   snprintf(plots, sizeof plots, "%s/plots.tmp.%ld", out_dir, (long)getpid());
   if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
   if (mkdir(plots, 0777) != 0) return hx_errf(err, HX_EIO, "%s: %s", plots, strerror(errno));
-  plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0, study, NULL};
+  plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0, study, NULL, NULL};
   size_t total = 0;
   for (size_t r = 0; r < n_runs; r++) total += runs[r].n_rows;
   p.sorted = malloc((total ? total : 1) * sizeof *p.sorted);
   p.label = malloc(n_runs * sizeof *p.label);
   p.mem_totals = calloc(n_runs, sizeof *p.mem_totals);
-  if (!p.sorted || !p.label || !p.mem_totals) {
+  char(*cpu_label)[160] = calloc(n_runs, sizeof *cpu_label);
+  int *fig_ok = calloc(n_runs, sizeof *fig_ok);
+  if (!p.sorted || !p.label || !p.mem_totals || !cpu_label || !fig_ok) {
     free(p.sorted);
     free((void *)p.label);
     free(p.mem_totals);
+    free(cpu_label);
+    free(fig_ok);
     rmdir(plots);
     return hx_errf(err, HX_ENOMEM, "plot: no memory");
   }
@@ -1517,8 +1723,15 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     for (size_t i = 0; i < runs[r].n_rows; i++) p.sorted[off + i] = &runs[r].rows[i];
     qsort(p.sorted + off, runs[r].n_rows, sizeof *p.sorted, cmp_rowp);
     off += runs[r].n_rows;
-    const char *d = hx_run_context(&runs[r], "device");
-    if (!d || !*d || !strcmp(d, "none")) d = runs[r].dir;
+    /* the device; a run without one names its CPU (the sweep's context device "none", cpu_model) */
+    const char *d = hx_run_context(&runs[r], "device"), *cpu = hx_run_context(&runs[r], "cpu_model");
+    if (cpu_only(&runs[r])) {
+      if (cpu && *cpu) snprintf(cpu_label[r], sizeof cpu_label[r], "CPU: %s", cpu);
+      else snprintf(cpu_label[r], sizeof cpu_label[r], "CPU (no CUDA device)");
+      d = cpu_label[r];
+    } else if (!d || !*d) {
+      d = runs[r].dir;
+    }
     p.label[r] = d;
     for (size_t q = 0; q < r; q++) /* two runs on the same device model: tell them apart by directory */
       if (!strcmp(p.label[q], d)) p.label[r] = runs[r].dir;
@@ -1539,6 +1752,9 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   for (size_t i = 0; i < 6; i++) figs[1 + ns + i] = gen_figs[i], what[1 + ns + i] = gen_what[i];
   const size_t F_SM = 1 + ns, F_TENSOR = F_SM + 1, F_DRAM = F_SM + 2, F_MEM = F_SM + 3, F_STAGES = F_SM + 4;
   int made[NF] = {0}, made_own[HX_STUDY_MAX_PLOTS] = {0};
+  char why[NF][1024]; /* per figure: why it, or a run of it, is left out ("" when nothing is) */
+  const char *whyp[NF];
+  for (size_t i = 0; i < NF; i++) why[i][0] = '\0', whyp[i] = why[i];
   hx_err gerr;
   const char *note = NULL;
   char note_buf[600];
@@ -1562,8 +1778,11 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
                       want_latency, &made[0], err);
     for (size_t i = 0; i < ns && st == HX_OK; i++) {
       p.fig = &study->figures[i];
+      figure_runs(why[1 + i], sizeof why[1 + i], fig_ok, &p, p.fig);
+      p.fig_ok = fig_ok;
       st = lines_figure(&p, scripts_dir, plots, figs[1 + i], what[1 + i], "time (ms)", 1, m1, e1, s1, snone, 1,
                         want_figure, &made[1 + i], err);
+      p.fig_ok = NULL;
     }
     if (st == HX_OK)
       st = lines_figure(&p, scripts_dir, plots, "sm", what[F_SM], "% of peak", 0, msm, e0, s1, ssm, 2, want_stages,
@@ -1580,6 +1799,14 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     if (st == HX_OK) st = stages_figures(&p, scripts_dir, plots, &made[F_STAGES], &made[F_STAGES + 1], err);
     if (st == HX_OK) st = study_plots(&p, scripts_dir, plots, made_own, err);
     if (st == HX_OK) st = swap_dir(plots, plots_final, err);
+    /* the reasons of the generic figures left out (a comparison figure has its own, above) */
+    why_no_counters(why[F_SM], sizeof why[F_SM], &p, "sm_active");
+    why_no_counters(why[F_TENSOR], sizeof why[F_TENSOR], &p, "tensor_active");
+    why_no_counters(why[F_DRAM], sizeof why[F_DRAM], &p, "dram_read_bw");
+    why_no_memory(why[F_MEM], sizeof why[F_MEM], &p);
+    const size_t timed[3] = {0, F_STAGES, F_STAGES + 1};
+    for (size_t i = 0; i < 3; i++)
+      if (!made[timed[i]]) why_no_times(why[timed[i]], sizeof why[timed[i]], &p);
   }
   if (st != HX_OK || note) remove_flat_dir(plots); /* failed, or no gnuplot: the previous figures stay */
   if (st == HX_OK) {
@@ -1591,7 +1818,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     if (!f) {
       st = hx_errf(err, HX_ENOMEM, "plot: open_memstream failed");
     } else {
-      write_report(f, &p, figs, made, what, nf, made_own, note);
+      write_report(f, &p, figs, made, what, whyp, nf, made_own, note);
       if (fclose(f) != 0)
         st = hx_errf(err, HX_ENOMEM, "plot: report too large");
       else
@@ -1602,6 +1829,8 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   free(p.sorted);
   free((void *)p.label);
   free(p.mem_totals);
+  free(cpu_label);
+  free(fig_ok);
   if (st == HX_OK && note) return hx_errf(err, HX_EUNSUPPORTED, "%s", gerr.msg);
   return st;
 }

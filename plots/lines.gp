@@ -8,6 +8,7 @@
 # quoted fields, the full series name (pipeline/kernel/variant workload) and the short legend title, then
 # rows "n_points value error". Optional cols, dts, pts (several runs): per block, in order, its colour,
 # dash type and point type (space-separated numbers).
+# Optional xt, xtl: the sizes drawn and their labels ("100000 200000", "100k 200k"), a tick at each.
 if (fmt eq "svg") { set terminal svg size 1000,750 dynamic noenhanced font "DejaVu Sans,11" } \
 else { set terminal pngcairo size 1000,750 noenhanced font "DejaVu Sans,11" }
 set output out
@@ -36,6 +37,11 @@ styled = strlen(cols) > 0
 nblocks = 0
 stats datafile using 1 nooutput
 nblocks = STATS_blocks
+# x ticks: with a few sizes (xt, labels xtl, from the harness) a tick at each, so each label is a size drawn and
+# is written once (gnuplot's own ticks around one size read "20k 20k 20k"); one size gets a range around it
+if (STATS_min == STATS_max) { set xrange [STATS_min * 0.8 : STATS_max * 1.2] }
+if (exists("xt") && words(xt) > 0) { set xtics (word(xtl, 1) real(word(xt, 1))) }
+if (exists("xt") && words(xt) > 1) { do for [i=2:words(xt)] { set xtics add (word(xtl, i) real(word(xt, i))) } }
 # stats counts one block more than the file holds (its trailing blank lines); the styles name each real one
 if (styled && words(cols) < nblocks) { nblocks = words(cols) }
 if (paired > 0) {

@@ -644,14 +644,15 @@ static void test_study_data(void **state) {
   free(rep);
   /* a made-up study over the same rows */
   static const char *const a_stages[] = {"attention"};
-  static const hx_study_pipeline pipes[] = {{"ptv3", "Alpha", a_stages, 1, 0, 0}, {"flash3d", "Beta", NULL, 0, 0, 0}};
+  static const hx_study_pipeline pipes[] = {{"ptv3", "Alpha", a_stages, 1, 0, 0, NULL, 0},
+                                            {"flash3d", "Beta", NULL, 0, 0, 0, NULL, 0}};
   static const hx_study_legend legs[] = {{"attent*", "att{k} {v}!", "v1", " (first)"}};
   static const char *const cmp_series[] = {"*/attention"}, *const cmp_all[] = {"*/*"};
-  static const hx_study_figure figs[] = {{"cmp", "Custom comparison", cmp_series, 1, cmp_all, 1}};
+  static const hx_study_figure figs[] = {{"cmp", "Custom comparison", cmp_series, 1, cmp_all, 1, NULL}};
   static const hx_study_col cols[] = {{"ptv3", "ser"}, {"flash3d", "nothing-like-this"}};
   static const hx_study_table tabs[] = {
-      {cols, 2, 1, NULL, HX_CELL_TIME, NULL, "never written", NULL, NULL}, /* every group: the second has none */
-      {cols, 2, 0, NULL, HX_CELL_TIME, "First", "intro on {ctx}.", "device", test_note},
+      {cols, 2, 1, NULL, HX_CELL_TIME, NULL, "never written", NULL, NULL, NULL}, /* every group: the second has none */
+      {cols, 2, 0, NULL, HX_CELL_TIME, "First", "intro on {ctx}.", "device", test_note, NULL},
   };
   static const hx_study custom = {"custom title", pipes, 2, legs, 1, figs, 1, tabs, 2, {"flash3d", "ptv3"}, NULL, NULL, NULL, NULL, 0};
   snprintf(out, sizeof out, "%s/study-custom", root);
@@ -991,6 +992,104 @@ static void test_nets_missing(void **state) {
   }
 }
 
+/* ---- a run without a GPU beside one with (app/study.c's parts of PTv3's serialization) ---------------------- */
+
+/* The value of column `label` in the stages.dat row that starts with row_prefix; NAN when either is missing. */
+static double stages_cell(const char *dat, const char *row_prefix, const char *label) {
+  char want[64];
+  snprintf(want, sizeof want, "\"%s\"", label);
+  const char *eol = strchr(dat, '\n');
+  int col = -1, k = 0;
+  for (const char *q = strchr(dat, '"'); q && q < eol; q = strchr(strchr(q + 1, '"') + 1, '"'), k++)
+    if (!strncmp(q, want, strlen(want))) col = k;
+  const char *row = strstr(dat, row_prefix);
+  if (col < 0 || !row) return NAN;
+  row = strchr(row + 1, '"'); /* past the quoted bar name */
+  double v = NAN;
+  for (int i = 0; i <= col && row; i++) {
+    char *end;
+    v = strtod(row + 1, &end);
+    row = end == row + 1 ? NULL : end;
+  }
+  return row ? v : (double)NAN;
+}
+
+/* A CPU-only run (device "none") times PTv3's serialization in parts (encode_all, sort) and has no attention; a
+ * GPU run of the ladder times it whole (serialize) and in parts. Plotted together: the per-stage figure stacks the
+ * parts for the CPU run only (never both the whole and its parts), PTv3's grid for both; the comparison figure
+ * draws the GPU run alone and says which run it left out and why; the device column names the CPU; the
+ * serialization table of the CPU run is left out with its reason. */
+static void test_cpu_run(void **state) {
+  (void)state;
+  static const char *const ids[2] = {"gpu-ladder", "cpu-only"};
+  for (int c = 0; c < 2; c++) {
+    hx_results *r;
+    hx_err e;
+    assert_int_equal(hx_results_open(&r, root, ids[c], &e), HX_OK);
+    assert_int_equal(hx_results_context(r, "device", c ? "none" : "NVIDIA Test GPU", &e), HX_OK);
+    assert_int_equal(hx_results_context(r, "cpu_model", "Test CPU", &e), HX_OK);
+    if (c) assert_int_equal(hx_results_context(r, "counters", "off (no CUDA device (test))", &e), HX_OK);
+    const char *v = c ? "cpu" : "v0";
+    for (int n = 1; n <= 2; n++) {
+      const uint64_t pts = (uint64_t)n * 100000u;
+      hx_key g = {"lidar", pts, 1, "ptv3", "grid", v}, en = {"lidar", pts, 1, "ptv3", "encode_all", v},
+             so = {"lidar", pts, 1, "ptv3", "sort", v}, ga = {"lidar", pts, 1, "ptv3", "gather_qkv_C64", v},
+             ps = {"lidar", pts, 1, "flash3d", "psh.xor-div", c ? "cpu" : "v9"};
+      add_time(r, &g, 0.5 * n);
+      add_time(r, &en, 5.0 * n);
+      add_time(r, &so, 7.0 * n);
+      add_time(r, &ga, 0.7 * n);
+      add_time(r, &ps, 4.0 * n);
+      if (!c) {
+        hx_key se = {"lidar", pts, 1, "ptv3", "serialize", "v2"};
+        add_time(r, &se, 0.3 * n);
+      }
+    }
+    assert_int_equal(hx_results_commit(r, &e), HX_OK);
+    hx_results_close(r);
+  }
+  hx_run runs[2];
+  hx_err e;
+  char dir[400], out[400];
+  for (int c = 0; c < 2; c++) {
+    snprintf(dir, sizeof dir, "%s/%s", root, ids[c]);
+    assert_int_equal(hx_run_load(&runs[c], dir, &e), HX_OK);
+  }
+  snprintf(out, sizeof out, "%s/cpu-and-gpu", root);
+  const int gp = hx_plot_have_gnuplot(NULL) == HX_OK;
+  assert_int_equal(hx_plot(runs, 2, f3d_study(), F3D_PLOTS_DIR, out, &e), gp ? HX_OK : HX_EUNSUPPORTED);
+  char *rep = slurp_at(out, "REPORT.md");
+  assert_non_null(strstr(rep, "/cpu-only | CPU: Test CPU |"));
+  assert_non_null(strstr(rep, "CPU: Test CPU: ceilings not measured (no CUDA device"));
+  assert_null(strstr(rep, "? GB/s"));
+  assert_null(strstr(rep, "fp16 ?"));
+  assert_non_null(strstr(rep, "Left out: the table of `ptv3/serialize*` and `flash3d/psh*`, as this run has no "
+                              "`ptv3/serialize*` rows (a CPU-only run, no CUDA device: "));
+  if (gp) {
+    assert_non_null(strstr(rep, "Left out of this figure: the figure compares `*/serialize` with `*/psh*`, and CPU: "
+                                "Test CPU has no `*/serialize` rows (a CPU-only run, no CUDA device): the sweep times "
+                                "PTv3's whole serialization on a CUDA device"));
+    assert_non_null(strstr(rep, "### SM active (solid) and SM issue (dashed) vs size\n\nLeft out: NVIDIA Test GPU "
+                                "has no counter rows; CPU: Test CPU had its counters off (no CUDA device (test))."));
+    char *dat = slurp_at(out, "plots/serial_psh.dat");
+    assert_non_null(strstr(dat, "\"ptv3/serialize/v2 lidar (NVIDIA Test GPU)\""));
+    assert_non_null(strstr(dat, "\"flash3d/psh.xor-div/v9 lidar (NVIDIA Test GPU)\""));
+    assert_null(strstr(dat, "/cpu"));
+    free(dat);
+    dat = slurp_at(out, "plots/stages.dat");
+    const char *gpu = "\"ptv3 n=200000 (NVIDIA Test GPU)\"", *cpu = "\"ptv3 n=200000 (CPU: Test CPU)\"";
+    assert_true(stages_cell(dat, gpu, "grid") == 1.0 && stages_cell(dat, gpu, "serialize") == 0.6);
+    assert_true(stages_cell(dat, gpu, "encode_all") == 0.0 && stages_cell(dat, gpu, "sort") == 0.0);
+    assert_true(stages_cell(dat, cpu, "grid") == 1.0 && stages_cell(dat, cpu, "serialize") == 0.0);
+    assert_true(stages_cell(dat, cpu, "encode_all") == 10.0 && stages_cell(dat, cpu, "sort") == 14.0);
+    assert_true(stages_cell(dat, cpu, "gather_qkv_C64") == 1.4);
+    assert_true(stages_cell(dat, "\"flash3d n=200000 (CPU: Test CPU)\"", "psh.xor-div") == 8.0);
+    free(dat);
+  }
+  free(rep);
+  for (int c = 0; c < 2; c++) hx_run_free(&runs[c]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_treemap),
@@ -1009,6 +1108,7 @@ int main(void) {
       cmocka_unit_test(test_nets_floors),
       cmocka_unit_test(test_nets_faster_devices),
       cmocka_unit_test(test_nets_missing),
+      cmocka_unit_test(test_cpu_run),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
