@@ -467,6 +467,12 @@ int hx_ranges_have_nvtx(void); /* 1 when NVTX3 was compiled in */
  * such as time_mean and mem_peak, the kernel "total", "cpu" variants) but no pipeline, stage or hash name.
  * The program's tables are app/study.c. A NULL study: every kernel of every pipeline is a stage, default
  * legends, no comparison figure and no headline table. */
+/* A stage that times part of a headline stage (the whole): shown in the whole's place, after it in order, by a
+ * run that has no row of the whole (a CPU run times PTv3's serialization in parts), so figures still stack the
+ * same work. */
+typedef struct hx_study_part {
+  const char *whole, *part;
+} hx_study_part;
 typedef struct hx_study_pipeline {
   const char *name;          /* the pipeline column */
   const char *display;       /* legends and table heads; NULL: the name */
@@ -476,6 +482,8 @@ typedef struct hx_study_pipeline {
   int host_only;             /* 1: host work (input preparation): none of its kernels is a stage */
   int own_section;           /* 1: measured on its own (a whole network): its rows stay out of the generic
                               * figures, headline and memory tables; the study's section and plots show them */
+  const hx_study_part *parts; /* stand-ins for a headline stage a run lacks, or NULL */
+  size_t n_parts;
 } hx_study_pipeline;
 /* A legend rule: the first rule whose kernel matches names the series. label: "{v}" stands for the variant,
  * "{k}" for the kernel past the prefix; tag is appended when the variant contains variant_has. Without a
@@ -487,7 +495,8 @@ typedef struct hx_study_legend {
 } hx_study_legend;
 /* A comparison figure (time_mean +- time_std vs size, log scale), drawn after the latency figure: series
  * chosen by fnmatch(3) patterns of "pipeline/kernel", the fastest variant of each kernel (every variant
- * of the all_series patterns under --all-series, and in <name>_all.dat). */
+ * of the all_series patterns under --all-series, and in <name>_all.dat). A run in which a pattern selects
+ * nothing is left out of it (the figure compares the patterns' series), and the report says which. */
 typedef struct hx_study_figure {
   const char *name;  /* file base */
   const char *title; /* REPORT.md heading and figure title */
@@ -495,6 +504,8 @@ typedef struct hx_study_figure {
   size_t n_series;
   const char *const *all_series;
   size_t n_all;
+  const char *missing; /* why a run without a CUDA device lacks a side (the CPU references' limits), said when
+                        * such a run is left out; or NULL */
 } hx_study_figure;
 /* A headline table's cells (fastest variant of each column's kernel, named in the cell). */
 typedef enum hx_study_cell {
@@ -522,6 +533,8 @@ typedef struct hx_study_table {
   /* optional, below the table: tried from the largest size down until it writes (returns 1) */
   int (*note)(FILE *f, const hx_run *r, const char *workload, uint64_t n_points, const hx_study_col *cols,
               size_t n_cols);
+  const char *missing; /* why a run without a CUDA device lacks its rows, said when such a run leaves the table
+                        * out (a table left out always says which rows it lacks); or NULL */
 } hx_study_table;
 #define HX_STUDY_MAX_FIGURES 8
 /* Text the study writes into REPORT.md itself (its section's tables), from every run plotted; labels[i] names
