@@ -5,7 +5,10 @@
 # the progress line on a terminal, and an interrupted sweep that must leave its run directory marked
 # incomplete with no results.csv. Correct with and without a GPU (f3dbench info says which); sweeps that
 # are not about GPU timing use --timing basic and small sizes so the test stays quick on a GPU machine
-# too (the NVBench-style timing is test_sweep_gpu.sh's and test_measure_gpu.c's job).
+# too (the NVBench-style timing is test_sweep_gpu.sh's and test_measure_gpu.c's job): what costs there is
+# the host's share, each attention plan's check against the double reference (about 0.3 s per plan and
+# variant at 1000-1500 rows) and the backbones' CPU forwards (seconds each), so the case grid runs the
+# workload pipeline alone, ptv3 and flash3d run on one small case, and no sweep here runs the backbones.
 # usage: test_cli.sh PATH/TO/f3dbench [SOURCE_ROOT]
 set -u
 BIN=$1
@@ -74,7 +77,7 @@ if [ "$GPU" -eq 0 ]; then
   expect 1 "$BIN" attn --rows 4096
   grep -q '^f3dbench: attn: v9: ' "$T/err" || fail "attn's default without a GPU does not name v9: $(cat "$T/err")"
 else
-  expect 0 "$BIN" attn --rows 4096 --reps 2 --warmup 1
+  expect 0 "$BIN" attn --rows 4096 --reps 2 --warmup 1 --check-rows 64
   grep -Eq '^attn (v9 |v5 ).*median' "$T/out" || fail "attn's default timed neither v9 nor v5: $(cat "$T/out")"
   grep -q '^attn v1 ' "$T/out" && fail "attn's default ran v1"
 fi
@@ -127,73 +130,79 @@ grep -q "'nosuch' is not a pipeline" "$T/err" || fail "unknown pipeline message:
 expect 0 "$BIN" sweep --list-pipelines
 grep -q '^  workload ' "$T/out" || fail "workload pipeline not listed"
 
-expect 0 "$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 3 $B --out-dir "$T/res" --run-id run1
+# the case grid (2 workloads x 2 sizes) on the workload pipeline: rows, samples, context, the run directory
+expect 0 "$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 3 $B --pipelines workload --out-dir "$T/res" \
+  --run-id run1
 D="$T/res/run1"
 [ -f "$D/results.csv" ] || fail "sweep wrote no results.csv"
 [ -f "$D/INCOMPLETE" ] && fail "finished sweep still marked INCOMPLETE"
 [ "$(head -n 1 "$D/results.csv")" = "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit" ] ||
   fail "results.csv header"
 grep -q '^clusters,3000,1,workload,make_exact,cpu,time_median,' "$D/results.csv" || fail "no make_exact row"
-# the buckets each hash can reach: 3000 points at S = 512 make 8 buckets, all reachable (2^bits >= 8)
-grep -q '^uniform,3000,1,flash3d,psh.xor-mod,cpu,reachable_buckets,8,count$' "$D/results.csv" ||
-  fail "no reachable_buckets row: $(grep reachable "$D/results.csv" | head -3)"
 [ "$(grep -c ',workload,generate,cpu,time,' "$D/samples.csv")" -eq 12 ] || fail "samples: 2 workloads x 2 sizes x 3 reps"
 grep -q '^status,complete$' "$D/context.csv" || fail "context status not complete"
 grep -q '^seed,1$' "$D/context.csv" || fail "context has no seed"
 grep -q "^results: $D" "$T/out" || fail "sweep does not name its directory"
 tr -d '\n' <"$T/err" | grep -q "$(printf '\r')" && fail "progress line written to a non-terminal"
+expect 1 "$BIN" sweep --sizes 2k --reps 1 $B --out-dir "$T/res" --run-id run1 # never rewrites a run
+grep -q '^command_line,"f3dbench sweep --workloads uniform,clusters --sizes 2k,3k ' "$D/context.csv" ||
+  fail "command line not recorded as typed: $(grep command_line "$D/context.csv")"
+grep -q '^timing,' "$D/context.csv" || fail "context has no timing key"
+
+# ptv3 and flash3d on the main path, one case (M)
+expect 0 "$BIN" sweep --pipelines ptv3,flash3d --workloads uniform --sizes 1500 --reps 3 $B --out-dir "$T/res" --run-id main
+M="$T/res/main"
+# the buckets each hash can reach: 1500 points at S = 512 make 4 buckets, all reachable (2^bits >= 4)
+grep -q '^uniform,1500,1,flash3d,psh.xor-mod,cpu,reachable_buckets,4,count$' "$M/results.csv" ||
+  fail "no reachable_buckets row: $(grep reachable "$M/results.csv" | head -3)"
 # attention needs a GPU (its only CPU path is the double reference): without one, both pipelines say
 # why on stderr and write no attn.* rows
 if [ "$GPU" -eq 0 ]; then
   for p in ptv3 flash3d; do
     grep -q "^f3dbench: $p: attention skipped (no GPU): " "$T/err" || fail "$p: no attention skip reason: $(cat "$T/err")"
   done
-  grep -q ',attn\.' "$D/results.csv" && fail "attention rows without a GPU"
+  grep -q ',attn\.' "$M/results.csv" && fail "attention rows without a GPU"
 fi
-expect 1 "$BIN" sweep --sizes 2k --reps 1 $B --out-dir "$T/res" --run-id run1 # never rewrites a run
-grep -q '^command_line,"f3dbench sweep --workloads uniform,clusters --sizes 2k,3k ' "$D/context.csv" ||
-  fail "command line not recorded as typed: $(grep command_line "$D/context.csv")"
-grep -q '^timing,' "$D/context.csv" || fail "context has no timing key"
 # counters are off either way here, for the reason that applies: no device, or --timing basic (which
 # has no counter pass) on a GPU; GPU stages ran only with a GPU
 if [ "$GPU" -eq 0 ]; then
-  grep -q '^counters,"\{0,1\}off (.*no CUDA device' "$D/context.csv" ||
-    fail "context does not say counters are off without a GPU: $(grep '^counters,' "$D/context.csv")"
-  grep -q ',v[0-9][0-9]*,time_median,' "$D/results.csv" && fail "GPU variant rows without a GPU"
+  grep -q '^counters,"\{0,1\}off (.*no CUDA device' "$M/context.csv" ||
+    fail "context does not say counters are off without a GPU: $(grep '^counters,' "$M/context.csv")"
+  grep -q ',v[0-9][0-9]*,time_median,' "$M/results.csv" && fail "GPU variant rows without a GPU"
 else
-  grep -q '^counters,"\{0,1\}off (--timing basic)' "$D/context.csv" ||
-    fail "context does not say --timing basic turned counters off: $(grep '^counters,' "$D/context.csv")"
-  grep -q '^timing,basic$' "$D/context.csv" || fail "--timing basic not recorded: $(grep '^timing,' "$D/context.csv")"
-  grep -q ',time_noise,' "$D/results.csv" && fail "--timing basic wrote NVBench-style rows"
+  grep -q '^counters,"\{0,1\}off (--timing basic)' "$M/context.csv" ||
+    fail "context does not say --timing basic turned counters off: $(grep '^counters,' "$M/context.csv")"
+  grep -q '^timing,basic$' "$M/context.csv" || fail "--timing basic not recorded: $(grep '^timing,' "$M/context.csv")"
+  grep -q ',time_noise,' "$M/results.csv" && fail "--timing basic wrote NVBench-style rows"
   # the main path: serialization's best entry (v2) only, PSH v1, v2 and the best entry, no ladder-only stage
-  grep -q '^uniform,3000,1,ptv3,serialize,v2,time_median,' "$D/results.csv" || fail "no GPU rows with a GPU"
-  grep -q '^uniform,3000,1,flash3d,psh.xor-mod,v1,time_median,' "$D/results.csv" || fail "main path: no PSH v1 row"
-  grep -q '^uniform,3000,1,flash3d,psh.xor-mod,v2,time_median,' "$D/results.csv" || fail "main path: no PSH v2 row"
+  grep -q '^uniform,1500,1,ptv3,serialize,v2,time_median,' "$M/results.csv" || fail "no GPU rows with a GPU"
+  grep -q '^uniform,1500,1,flash3d,psh.xor-mod,v1,time_median,' "$M/results.csv" || fail "main path: no PSH v1 row"
+  grep -q '^uniform,1500,1,flash3d,psh.xor-mod,v2,time_median,' "$M/results.csv" || fail "main path: no PSH v2 row"
   for k in 'ptv3,serialize,v0' 'ptv3,dedup,' 'ptv3,encode_all,' 'ptv3,copy_qkv_C64,' 'flash3d,psh.xor-mod,v3,' \
     'flash3d,pool_assign,' 'flash3d,psh.xor-mod,cpu,time_median'; do
-    grep -q ",$k" "$D/results.csv" && fail "main path ran a ladder-only stage: $k"
+    grep -q ",$k" "$M/results.csv" && fail "main path ran a ladder-only stage: $k"
   done
 fi
 # the main path, and how many GPU stages each case had (the time budget's arithmetic, cmd_sweep.c)
-grep -q '^stage_selection,"\{0,1\}main ' "$D/context.csv" || fail "context: no stage_selection main"
-grep -q '^gpu_stages_per_case,"\{0,1\}uniform:2000:[0-9]' "$D/context.csv" ||
-  fail "context: no gpu_stages_per_case: $(grep gpu_stages "$D/context.csv")"
-[ "$GPU" -eq 0 ] && ! grep -q '^gpu_stages_per_case,"\{0,1\}uniform:2000:0 uniform:3000:0 ' "$D/context.csv" &&
-  fail "GPU stages counted without a GPU: $(grep gpu_stages "$D/context.csv")"
+grep -q '^stage_selection,"\{0,1\}main ' "$M/context.csv" || fail "context: no stage_selection main"
+grep -q '^gpu_stages_per_case,"\{0,1\}uniform:1500:[0-9]' "$M/context.csv" ||
+  fail "context: no gpu_stages_per_case: $(grep gpu_stages "$M/context.csv")"
+[ "$GPU" -eq 0 ] && ! grep -q '^gpu_stages_per_case,"\{0,1\}uniform:1500:0"\{0,1\}$' "$M/context.csv" &&
+  fail "GPU stages counted without a GPU: $(grep gpu_stages "$M/context.csv")"
 # --ladder: every rung (the CPU references timed too)
-expect 0 "$BIN" sweep --ladder --pipelines ptv3,flash3d --workloads uniform --sizes 2k --reps 2 $B --out-dir "$T/res" \
+expect 0 "$BIN" sweep --ladder --pipelines ptv3,flash3d --workloads uniform --sizes 1000 --reps 2 $B --out-dir "$T/res" \
   --run-id ladder
 grep -q '^stage_selection,"\{0,1\}ladder ' "$T/res/ladder/context.csv" || fail "context: no stage_selection ladder"
-grep -q '^uniform,2000,1,flash3d,psh.xor-mod,cpu,time_median,' "$T/res/ladder/results.csv" ||
+grep -q '^uniform,1000,1,flash3d,psh.xor-mod,cpu,time_median,' "$T/res/ladder/results.csv" ||
   fail "--ladder: the PSH CPU reference not timed"
 if [ "$GPU" -eq 1 ]; then
   for k in 'ptv3,serialize,v0,time_median' 'ptv3,serialize,v1,time_median' 'ptv3,encode_all,v0,time_median' \
     'ptv3,copy_qkv_C64,memcpy,time_median' 'ptv3,gather_qkv_C64,v0,time_median' 'flash3d,psh.xor-mod,v3,time_median' \
     'flash3d,pool_assign,v1+v9,time_median' 'flash3d,pool,v1+v5,time_median'; do
-    grep -q "^uniform,2000,1,$k," "$T/res/ladder/results.csv" || fail "--ladder: no row $k"
+    grep -q "^uniform,1000,1,$k," "$T/res/ladder/results.csv" || fail "--ladder: no row $k"
   done
 else
-  grep -q '^uniform,2000,1,flash3d,psh.xor-mod,cpu,time_median,' "$D/results.csv" ||
+  grep -q '^uniform,1500,1,flash3d,psh.xor-mod,cpu,time_median,' "$M/results.csv" ||
     fail "without a GPU the main path times the PSH CPU reference (its only PSH)"
 fi
 
@@ -247,15 +256,19 @@ grep -q 'shards given' "$T/err" || fail "merge of one shard of two: $(cat "$T/er
 expect 1 "$BIN" merge -o "$T/sh/s0" "$T/sh/s0" "$T/sh/s1" # never over an existing directory (here an input)
 grep -q 'already exists' "$T/err" || fail "merge into an input: $(cat "$T/err")"
 
-# compare: a run against itself is all "same" (exit 0); two sweeps of the same options give one
-# verdict per key with raw samples (exit 0 or 1: CPU timings on a shared machine may differ)
+# compare: a run against itself is all "same" (exit 0), the main-path run too (its GPU keys with a GPU); two
+# sweeps of the same options give one verdict per key with raw samples (exit 0 or 1: CPU timings on a shared
+# machine may differ)
 expect 0 "$BIN" compare "$T/res/run1" "$T/res/run1"
 grep -q ' 0 slower, ' "$T/out" || fail "self-compare reports something slower: $(tail -n 1 "$T/out")"
+expect 0 "$BIN" compare "$M" "$M"
+grep -q ' 0 slower, ' "$T/out" || fail "self-compare of the main path reports something slower: $(tail -n 1 "$T/out")"
 # ... but a comparison that could test no key (samples.csv missing) must not pass the gate
 cp -r "$T/res/run1" "$T/res/run1ns" && rm "$T/res/run1ns/samples.csv"
 expect 2 "$BIN" compare "$T/res/run1" "$T/res/run1ns"
 grep -q 'no key could be tested' "$T/err" || fail "compare without samples: $(cat "$T/err")"
-"$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 3 $B --out-dir "$T/res" --run-id run1b >/dev/null 2>&1 ||
+"$BIN" sweep --workloads uniform,clusters --sizes 2k,3k --reps 3 $B --pipelines workload --out-dir "$T/res" \
+  --run-id run1b >/dev/null 2>&1 ||
   fail "second sweep for compare failed"
 "$BIN" compare "$T/res/run1" "$T/res/run1b" >"$T/out" 2>"$T/err"
 rc=$?
@@ -265,17 +278,17 @@ tail -n 1 "$T/out" | awk -v k="$keys" '{ if ($1 + $3 + $5 + $7 != k) exit 1 }' |
   fail "compare verdicts do not cover the $keys sampled keys: $(tail -n 1 "$T/out")"
 
 # plot --json on a sweep's output: results.json and REPORT.md always, figures when gnuplot exists
-expect 0 "$BIN" plot --json "$T/res/run1"
-[ -s "$T/res/run1/results.json" ] || fail "plot --json wrote no results.json"
-[ -s "$T/res/run1/REPORT.md" ] || fail "plot wrote no REPORT.md"
+expect 0 "$BIN" plot --json "$M"
+[ -s "$M/results.json" ] || fail "plot --json wrote no results.json"
+[ -s "$M/REPORT.md" ] || fail "plot wrote no REPORT.md"
 if command -v gnuplot >/dev/null 2>&1; then
-  [ -s "$T/res/run1/plots/latency.png" ] || fail "plot wrote no latency.png although gnuplot exists"
+  [ -s "$M/plots/latency.png" ] || fail "plot wrote no latency.png although gnuplot exists"
   # a failed plot (scripts missing) keeps the previous figures whole and leaves no temporary directory
-  before=$(cksum <"$T/res/run1/plots/latency.dat")
-  expect 1 "$BIN" plot -a --scripts "$T/no-such-scripts" "$T/res/run1"
+  before=$(cksum <"$M/plots/latency.dat")
+  expect 1 "$BIN" plot -a --scripts "$T/no-such-scripts" "$M"
   head -n 1 "$T/err" | grep -q '^f3dbench: plot: gnuplot failed' || fail "plot failure's first line: $(head -n 1 "$T/err")"
-  [ "$(cksum <"$T/res/run1/plots/latency.dat")" = "$before" ] || fail "a failed plot changed the previous figures"
-  ls "$T/res/run1" | grep -q 'plots\.' && fail "a failed plot left $(ls "$T/res/run1" | grep 'plots\.')"
+  [ "$(cksum <"$M/plots/latency.dat")" = "$before" ] || fail "a failed plot changed the previous figures"
+  ls "$M" | grep -q 'plots\.' && fail "a failed plot left $(ls "$M" | grep 'plots\.')"
 fi
 
 # the progress line goes to a terminal (script(1) gives the sweep one)
@@ -287,14 +300,18 @@ if command -v script >/dev/null 2>&1; then
 fi
 
 # a recorded input (here a generated PLY) and a batch: workload named after the file, read_input timed
-expect 0 "$BIN" sweep --input "$T/u.ply" --sizes 1000 --batch 2 --reps 2 $B --out-dir "$T/res" --run-id run3
+expect 0 "$BIN" sweep --input "$T/u.ply" --sizes 1000 --batch 2 --reps 2 $B --pipelines workload --out-dir "$T/res" \
+  --run-id run3
 grep -q '^u,1000,2,workload,read_input,cpu,time_median,' "$T/res/run3/results.csv" || fail "no read_input row for u.ply"
 grep -q '^input_u,' "$T/res/run3/context.csv" || fail "context does not record the input file"
 expect 1 "$BIN" sweep --input "$T/missing.ply" --sizes 1000 --reps 1 $B --out-dir "$T/res"
 grep -q '^f3dbench: sweep: .*missing.ply' "$T/err" || fail "missing input error: $(cat "$T/err")"
 
-# SIGINT in the middle of a long sweep: exit 130, INCOMPLETE, status interrupted, no results.csv.
-"$BIN" sweep --sizes 600k,601k,602k,603k,604k --reps 50 $B --out-dir "$T/res" --run-id run2 >"$T/out" 2>"$T/err" &
+# SIGINT in the middle of a long sweep: exit 130, INCOMPLETE, status interrupted, no results.csv. The sweep stops
+# at the next stage; at 200k points no stage of these pipelines takes a second on the CPU (at 600k one took 4 s),
+# and the backbones, whose CPU check takes seconds, are left out.
+SL="--sizes 200k,201k,202k,203k,204k --reps 50 $B --pipelines workload,ptv3,flash3d"
+"$BIN" sweep $SL --out-dir "$T/res" --run-id run2 >"$T/out" 2>"$T/err" &
 pid=$!
 # the handlers are installed before the run directory is created: wait for it, then 1 s into the run
 i=0
@@ -312,8 +329,7 @@ grep -q '^status,interrupted$' "$D/context.csv" || fail "context status of inter
 
 # The same stop delivered twice at once (`timeout -s INT` signals the sweep, then its process group, as a
 # terminal's Ctrl-C does) is one orderly stop, not a kill that leaves the run "running" with .partial files.
-timeout -s INT 4 "$BIN" sweep --sizes 600k,601k,602k,603k,604k --reps 50 $B --out-dir "$T/res" --run-id run4 \
-  >"$T/out" 2>"$T/err"
+timeout -s INT 4 "$BIN" sweep $SL --out-dir "$T/res" --run-id run4 >"$T/out" 2>"$T/err"
 D="$T/res/run4"
 [ -f "$D/context.csv" ] || fail "the sweep under timeout did not start its run within 4 s"
 ls "$D" | grep -q partial && fail "sweep interrupted by timeout -s INT left partial files: $(ls "$D")"
