@@ -127,12 +127,21 @@ hx_status wl_sink_init(wl_sink *s, size_t cap, const char *path, hx_err *err) {
   s->cap = cap;
   s->c.n = 0;
   s->src_failed = 0;
+  s->far = 0;
   return HX_OK;
 }
 
 void wl_sink_push(wl_sink *s, double x, double y, double z) {
+  if (isfinite(x) && isfinite(y) && isfinite(z) &&
+      (fabs(x) > WL_COORD_MAX || fabs(y) > WL_COORD_MAX || fabs(z) > WL_COORD_MAX)) {
+    if (!s->far) {
+      s->far = 1;
+      s->far_index = s->c.n + s->c.dropped_nonfinite;
+      s->far_value = fabs(x) > WL_COORD_MAX ? x : fabs(y) > WL_COORD_MAX ? y : z;
+    }
+    return;
+  }
   float fx = (float)x, fy = (float)y, fz = (float)z;
-  /* finite in double but out of float range becomes Inf: dropped as well */
   if (!isfinite(fx) || !isfinite(fy) || !isfinite(fz)) {
     /* from the first drop on, kept points carry their file position (wl_cloud.src); allocated only then,
      * since most files have no NaN/Inf points */
@@ -157,6 +166,15 @@ void wl_sink_free(wl_sink *s) {
 }
 
 hx_status wl_sink_finish(wl_sink *s, wl_cloud *out, const char *path, hx_err *err) {
+  if (s->far) {
+    const size_t i = s->far_index;
+    const double v = s->far_value;
+    wl_sink_free(s);
+    return hx_errf(err, HX_EFORMAT,
+                   "%s: point %zu has a coordinate of %g m, beyond the +-%.0e m every command accepts (float32 "
+                   "coordinates are 8 mm apart there, coarser beyond): subtract an origin first",
+                   path, i, v, WL_COORD_MAX);
+  }
   if (s->src_failed) {
     wl_sink_free(s);
     return hx_errf(err, HX_ENOMEM, "%s: out of memory for the file positions of the points kept", path);

@@ -65,10 +65,14 @@ typedef struct wl_sink {
   wl_cloud c;
   size_t cap;
   int src_failed; /* c.src could not be allocated at the first drop: wl_sink_finish reports it */
+  int far; /* 1 after a finite coordinate beyond WL_COORD_MAX: wl_sink_finish refuses the file */
+  size_t far_index; /* the first such point's position in the file, and that coordinate */
+  double far_value;
 } wl_sink;
 
 hx_status wl_sink_init(wl_sink *s, size_t cap, const char *path, hx_err *err);
-/* Append one point (dropped and counted when a coordinate is not finite). Caller guarantees room. */
+/* Append one point (dropped and counted when a coordinate is not finite; noted for wl_sink_finish to
+ * refuse when one is beyond +-WL_COORD_MAX). Caller guarantees room. */
 void wl_sink_push(wl_sink *s, double x, double y, double z);
 /* Hand the points over (HX_EFORMAT "empty cloud" when none is finite); frees on failure. */
 hx_status wl_sink_finish(wl_sink *s, wl_cloud *out, const char *path, hx_err *err);

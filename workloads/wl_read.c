@@ -281,7 +281,7 @@ hx_status wl_read_pcd(wl_cloud *out, const unsigned char *d, size_t size, const 
   pcd_hdr *h = calloc(1, sizeof *h);
   if (!h) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
   cur c = {(const char *)d, (const char *)d + size, 0};
-  wl_sink sk = {{0, NULL, 0, NULL}, 0, 0};
+  wl_sink sk = {{0, NULL, 0, NULL}, 0, 0, 0, 0, 0.0};
   unsigned char *raw = NULL;
   hx_status st = pcd_header(h, &c, path, err);
   if (st != HX_OK) goto fail;
@@ -674,7 +674,7 @@ hx_status wl_read_ply(wl_cloud *out, const unsigned char *d, size_t size, const 
   ply_hdr *h = calloc(1, sizeof *h);
   if (!h) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
   cur c = {(const char *)d, (const char *)d + size, 0};
-  wl_sink sk = {{0, NULL, 0, NULL}, 0, 0};
+  wl_sink sk = {{0, NULL, 0, NULL}, 0, 0, 0, 0, 0.0};
   size_t vi = 0;
   hx_status st = ply_header(h, &c, path, err);
   if (st == HX_OK) st = ply_vertex(h, &vi, path, err);

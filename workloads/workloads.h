@@ -5,7 +5,7 @@
  * seed and parameters), readers for recorded scans (PCD, PLY, KITTI/nuScenes .bin, xyz/txt/csv),
  * writers (PLY binary, .bin), one-point-per-voxel deduplication and resampling to an exact size.
  * Readers and generators return a status and never exit; points with NaN/Inf coordinates are dropped
- * and counted, never passed on.
+ * and counted, never passed on; a finite coordinate beyond WL_COORD_MAX refuses the file.
  */
 #ifndef F3D_WORKLOADS_H
 #define F3D_WORKLOADS_H
@@ -97,9 +97,14 @@ typedef enum wl_format {
   WL_FMT_AUTO = 0, WL_FMT_PCD, WL_FMT_PLY, WL_FMT_BIN4, WL_FMT_BIN5, WL_FMT_XYZ
 } wl_format;
 
+/* The largest coordinate magnitude a reader accepts, in metres: float32 coordinates are 8 mm apart at
+ * 1e5 m (2^-7 between 2^16 and 2^17) and 6 cm at 1e6 m, coarser than the 5 cm voxels, and a point at
+ * 1e30 m made the locality figures 1e30 m. One policy for every command that reads a cloud. */
+#define WL_COORD_MAX 1e5
 /* Read a cloud; WL_FMT_AUTO picks by extension (.pcd, .ply, .bin = 4 floats, .pcd.bin = 5 floats,
  * .xyz/.txt/.csv). Malformed or truncated files give HX_EFORMAT with a message naming the file and the
- * problem; a file with zero finite points is HX_EFORMAT ("empty cloud"). */
+ * problem; a file with zero finite points is HX_EFORMAT ("empty cloud"), one with a finite coordinate
+ * beyond +-WL_COORD_MAX is HX_EFORMAT naming the point (its position in the file) and the bound. */
 hx_status wl_read(wl_cloud *out, const char *path, wl_format fmt, hx_err *err);
 /* Write binary little-endian PLY (x,y,z float) or .bin (4 floats, intensity 0). Written to a temporary
  * name and renamed, so a failure never leaves a partial file. */

@@ -5,6 +5,7 @@
 #     `-` is standard output (the summary then goes to standard error); a directory is refused with exit 1,
 #     and nothing is left beside it. Every special file is made in a temporary directory: the system's
 #     /dev is never written (as root, the old rename would have replaced /dev/null or /dev/stdout).
+#  3. One policy for huge coordinates in every command that reads a cloud (below).
 # usage: test_hardening.sh PATH/TO/f3dbench
 set -u
 BIN=$1
@@ -104,6 +105,40 @@ rc=$?
 [ $rc -eq 1 ] || fail "gen --out DIR exited $rc, expected 1"
 grep -q 'directory' "$D/err" || fail "gen --out DIR: the error does not say it is a directory: $(cat "$D/err")"
 no_leftovers "$D"
+
+# 3. One policy for huge coordinates, in every command that reads a cloud: a finite coordinate beyond
+#    +-1e5 m is refused when the file is read (exit 1, the file, the point and the bound named), never
+#    turned into locality figures of 1e30 m; NaN/Inf points are still dropped with a note.
+D="$T/far"
+mkdir "$D"
+ply() { # ply FILE X: three points, the last at (X, 0, 0)
+  printf 'ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nend_header\n0 0 0\n1 1 1\n%s 0 0\n' "$2" >"$1"
+}
+ply "$D/far.ply" 1e30
+ply "$D/edge.ply" -100000
+ply "$D/nan.ply" nan
+for cmd in psh pool serialize; do
+  rm -f "$D/o.csv"
+  "$BIN" $cmd --out "$D/o.csv" "$D/far.ply" >"$D/out" 2>"$D/err"
+  rc=$?
+  [ $rc -eq 1 ] || fail "$cmd on a point at 1e30 m exited $rc, expected 1"
+  grep -q 'far.ply: point 2 .*1e+05 m' "$D/err" || fail "$cmd on a point at 1e30 m: not refused by the reader: $(cat "$D/err")"
+  grep -q 'e+[0-9][0-9]' "$D/out" && fail "$cmd on a point at 1e30 m printed huge figures: $(cat "$D/out")"
+  [ ! -e "$D/o.csv" ] || { fail "$cmd on a point at 1e30 m wrote its CSV"; rm -f "$D/o.csv"; }
+  # at the bound: accepted (serialize at a grid whose depth fits PTv3's 16 bits over 1e5 m)
+  g=; [ $cmd = serialize ] && g="--grid 2"
+  "$BIN" $cmd $g --out "$D/o.csv" "$D/edge.ply" >"$D/out" 2>"$D/err" || fail "$cmd refused a point at -1e5 m: $(cat "$D/err")"
+  "$BIN" $cmd --out "$D/o.csv" "$D/nan.ply" >"$D/out" 2>"$D/err" || fail "$cmd refused a NaN point: $(cat "$D/err")"
+  grep -q '1 point with non-finite coordinates dropped' "$D/err" || fail "$cmd: the NaN point was not noted: $(cat "$D/err")"
+done
+"$BIN" sweep --input "$D/far.ply" --sizes 3 --timing basic --out-dir "$D/res" >"$D/out" 2>"$D/err"
+rc=$?
+[ $rc -eq 1 ] || fail "sweep --input with a point at 1e30 m exited $rc, expected 1"
+grep -q 'far.ply: point 2 .*1e+05 m' "$D/err" || fail "sweep --input: not refused by the reader: $(cat "$D/err")"
+"$BIN" net --model ptv3-tiny --device cpu --input "$D/far.ply" >"$D/out" 2>"$D/err"
+rc=$?
+[ $rc -eq 1 ] || fail "net --input with a point at 1e30 m exited $rc, expected 1"
+grep -q 'far.ply: point 2 .*1e+05 m' "$D/err" || fail "net --input: not refused by the reader: $(cat "$D/err")"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "ok"
