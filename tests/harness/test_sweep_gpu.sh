@@ -10,8 +10,8 @@
 # rung, copy and dedup stages included); one main-path run of both pipelines checks what the default sweep
 # measures: the main path's stage count per case, the keys it keeps, and that its time budget cut nothing; one
 # run of the backbone pipelines checks each model's forward against the CPU before timing it.
-# Default (suite gpu): sampling caps of 0.05 s and the other ptv3 runs on the main path; --slow (suite slow): the
-# caps of 0.2-0.3 s and --ladder for every ptv3 run, plus every backbone configuration (--ladder).
+# Default (suite gpu): sampling caps of 0.05 s and the other ptv3 runs on the main path; --slow (suite slow): caps of
+# 0.3 s (0.1 s on the main-path run) and --ladder for every ptv3 run, plus every backbone configuration (--ladder).
 # usage: test_sweep_gpu.sh PATH/TO/f3dbench [--slow]
 set -u
 BIN=$1
