@@ -111,6 +111,7 @@ typedef struct sweep_opts {
   double max_time;    /* per-stage cold sampling cap (s); 0: the bench's default */
   double time_budget; /* whole sweep (s); 0: none; < 0: default */
   unsigned shard_i, shard_n; /* shard_n == 0: no sharding */
+  int check_args; /* --check-args: every option parsed and checked, then exit 0; nothing read or created */
 } sweep_opts;
 
 static void usage(FILE *f) {
@@ -139,6 +140,8 @@ static void usage(FILE *f) {
           "                        of each operation, PTv3's path and the naive ablations (PSH v1 vs v2,\n"
           "                        attention v0 on small cases); also --max-time 3, --time-budget %.0f\n"
           "  -l, --list-pipelines  list registered and planned pipelines and exit\n"
+          "      --check-args      check the options and exit (0, or 2 naming the problem); nothing is\n"
+          "                        read, created or run (./f3d run: before fetching recorded clouds)\n"
           "  -v, --verbose         one line per pipeline and case on stderr (-vv: per stage)\n"
           "  -h, --help            this text\n"
           "GPU measurement (see README.md, \"Timing\"):\n"
@@ -244,7 +247,7 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       {"run-id", required_argument, NULL, OPT_RUN_ID}, {"seed", required_argument, NULL, 's'},
       {"voxel", required_argument, NULL, 'x'},     {"list-pipelines", no_argument, NULL, 'l'},
       {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, 'h'},
-      {"ladder", no_argument, NULL, 'L'},
+      {"ladder", no_argument, NULL, 'L'},          {"check-args", no_argument, NULL, 'C'},
       {"timing", required_argument, NULL, 't'},    {"no-counters", no_argument, NULL, OPT_NO_COUNTERS},
       {"metrics", required_argument, NULL, OPT_METRICS}, {"max-time", required_argument, NULL, OPT_MAX_TIME},
       {"time-budget", required_argument, NULL, OPT_BUDGET}, {"shard", required_argument, NULL, OPT_SHARD},
@@ -362,6 +365,9 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
         f3d_fail("sweep", "--voxel '%s': expected a positive size in metres", optarg);
         return -1;
       }
+      break;
+    case 'C':
+      o->check_args = 1;
       break;
     case 'L':
       o->ladder = 1;
@@ -716,6 +722,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
   o.time_budget = -1.0;
   int code = 1;
   if (parse_args(&o, argc, argv, &code) != 0) return code;
+  if (o.check_args) return 0;
 
   hx_err err = {HX_OK, ""};
   hx_results *res = NULL;

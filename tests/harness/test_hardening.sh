@@ -6,9 +6,11 @@
 #     and nothing is left beside it. Every special file is made in a temporary directory: the system's
 #     /dev is never written (as root, the old rename would have replaced /dev/null or /dev/stdout).
 #  3. One policy for huge coordinates in every command that reads a cloud (below).
-# usage: test_hardening.sh PATH/TO/f3dbench
+#  5. Arguments checked before any work: sweep --check-args, ./f3d (below).
+# usage: test_hardening.sh PATH/TO/f3dbench [SOURCE_ROOT]
 set -u
 BIN=$1
+SRC=${2:-}
 T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-hardening-XXXXXX")
 trap 'rm -rf "$T"' EXIT
 fails=0
@@ -139,6 +141,58 @@ grep -q 'far.ply: point 2 .*1e+05 m' "$D/err" || fail "sweep --input: not refuse
 rc=$?
 [ $rc -eq 1 ] || fail "net --input with a point at 1e30 m exited $rc, expected 1"
 grep -q 'far.ply: point 2 .*1e+05 m' "$D/err" || fail "net --input: not refused by the reader: $(cat "$D/err")"
+
+# 5. Arguments are checked before any work. `f3dbench sweep --check-args` parses and checks every option
+#    and exits (0, or 2 with the reason) without reading, creating or running anything; ./f3d refuses an
+#    unknown command before set-up and build, and `./f3d run` checks the sweep's options before it fetches
+#    recorded clouds. ./f3d is run from a copy of the script alone in a temporary root, with stand-ins for
+#    meson, ninja and the fetch script that leave a mark when called, and build/app/f3dbench linked to the
+#    binary under test: nothing is built, fetched or installed (F3D_NO_APT=1), and no network is used.
+D="$T/args"
+mkdir "$D"
+(cd "$D" && "$BIN" sweep --check-args --sizes 1k --timing basic --out-dir "$D/res" >"$D/out" 2>"$D/err")
+rc=$?
+[ $rc -eq 0 ] || fail "sweep --check-args with good options exited $rc: $(head -n 1 "$D/err")"
+[ ! -e "$D/res" ] || fail "sweep --check-args created its result directory"
+[ ! -s "$D/out" ] || fail "sweep --check-args printed: $(cat "$D/out")"
+for bad in "--sizes abc" "--timing slow" "--pipelines nope" "--workloads mars" "--sizes 1k,1k" "stray"; do
+  (cd "$D" && "$BIN" sweep --check-args $bad --out-dir "$D/res" >"$D/out" 2>"$D/err")
+  rc=$?
+  [ $rc -eq 2 ] || fail "sweep --check-args $bad exited $rc, expected 2"
+  grep -q '^f3dbench: sweep: ' "$D/err" || fail "sweep --check-args $bad: no reason given: $(head -n 1 "$D/err")"
+  [ ! -e "$D/res" ] || fail "sweep --check-args $bad created its result directory"
+done
+if [ -n "$SRC" ] && [ -f "$SRC/f3d" ]; then
+  R="$D/root"
+  mkdir -p "$R/build/app" "$R/workloads" "$D/stub"
+  cp "$SRC/f3d" "$R/f3d"
+  ln -s "$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")" "$R/build/app/f3dbench"
+  : >"$R/build/build.ninja"
+  for tool in meson ninja; do
+    printf '#!/bin/sh\n: >"%s/%s.called"\n' "$D" "$tool" >"$D/stub/$tool"
+    chmod +x "$D/stub/$tool"
+  done
+  printf ': >"%s/fetch.called"\n' "$D" >"$R/workloads/fetch-recorded.sh"
+  f3d() { PATH="$D/stub:$PATH" F3D_NO_APT=1 F3D_ALLOW_MISSING=1 F3D_GIT_COMMIT=abcdef0 sh "$R/f3d" "$@"; }
+  f3d bogus >"$D/out" 2>"$D/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "./f3d bogus exited $rc, expected 2: $(cat "$D/err")"
+  grep -q 'bogus' "$D/err" || fail "./f3d bogus: the error does not name the command: $(cat "$D/err")"
+  [ ! -e "$D/ninja.called" ] && [ ! -e "$D/meson.called" ] || fail "./f3d bogus set up or built before refusing"
+  rm -f "$D/ninja.called" "$D/meson.called"
+  f3d run --sizes abc >"$D/out" 2>"$D/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "./f3d run --sizes abc exited $rc, expected 2: $(cat "$D/err")"
+  grep -q -- '--sizes' "$D/err" || fail "./f3d run --sizes abc: the error does not name --sizes: $(cat "$D/err")"
+  [ ! -e "$D/fetch.called" ] || fail "./f3d run --sizes abc fetched recorded clouds before refusing the argument"
+  [ -z "$(ls "$R/build" | grep -v -x -e app -e build.ninja)" ] || fail "./f3d run --sizes abc left files in build/"
+  # every f3dbench command is one ./f3d knows (its list is written out so that a typo is refused unbuilt)
+  for c in $("$BIN" --help | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p'); do
+    f3d "$c" --help >"$D/out" 2>"$D/err" || fail "./f3d $c --help failed: $(cat "$D/err")"
+  done
+else
+  echo "note: no source root given: ./f3d's own checks not tested"
+fi
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "ok"
