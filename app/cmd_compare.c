@@ -82,9 +82,11 @@ int f3d_cmd_compare(int argc, char **argv) {
   int rc = 0;
   for (int k = 0; k < 2 && rc == 0; k++) {
     const hx_run *r = k ? &cur : &base;
-    if (r->incomplete) {
-      fprintf(stderr, "f3dbench: compare: %s: run is incomplete%s\n", r->dir,
-              force ? " (compared anyway: --force)" : "; refusing (--force compares it anyway)");
+    if (r->incomplete) { /* interrupted, killed (rows from .partial files) or failed: say which */
+      char why[512];
+      fprintf(stderr, "f3dbench: compare: %s%s: %s%s\n", force ? "warning: " : "", r->dir,
+              hx_run_incomplete_why(r, why, sizeof why),
+              force ? " (compared anyway: --force; keys it lacks are unknown)" : "; refusing (--force compares it anyway)");
       if (!force) rc = 2;
     }
     if (r->n_samples == 0) {

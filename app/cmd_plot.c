@@ -4,6 +4,8 @@
  * (hx_plot_sel with the study's tables, app/study.c: by default a few headline series per figure,
  * --all-series every one). Figures go to
  * OUT/plots/, the report to OUT/REPORT.md; OUT is the run directory itself for one run. Without gnuplot the report is still written and the command says so (exit 0).
+ * An incomplete run (interrupted, killed, failed: hx_run_incomplete_why says which) is refused, naming why,
+ * unless --partial: then it is drawn from what it holds and REPORT.md says so under its title.
  */
 #include "app/cli.h"
 #include "app/study.h"
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef F3D_SOURCE_ROOT
 #define F3D_SOURCE_ROOT "."
@@ -30,8 +33,55 @@ static void usage(FILE *f) {
         "  -a, --all-series     draw every recorded series (every variant of every kernel); by default each\n"
         "                       figure shows the fastest variant of each main stage (all series stay in\n"
         "                       plots/<figure>_all.dat)\n"
+        "  -p, --partial        draw an incomplete run (e.g. a sweep stopped by Ctrl-C) from the cases it\n"
+        "                       holds, REPORT.md saying so at its top; without it such a run is refused\n"
         "  -h, --help           this text\n",
         f);
+}
+
+/* Put one line per incomplete run under REPORT.md's title (its first line when that is a "# " heading, else at
+ * the very top), so the report never passes for a whole run. */
+static hx_status note_incomplete(const char *out, const hx_run *runs, size_t n, hx_err *err) {
+  char path[4096], why[512];
+  snprintf(path, sizeof path, "%s/REPORT.md", out);
+  FILE *f = fopen(path, "rb");
+  if (!f) return hx_errf(err, HX_EIO, "%s: cannot reopen to note the incomplete run", path);
+  struct stat sb;
+  char *text = NULL;
+  size_t len = 0;
+  if (fstat(fileno(f), &sb) == 0 && sb.st_size >= 0 && (text = malloc((size_t)sb.st_size + 1)))
+    len = fread(text, 1, (size_t)sb.st_size, f);
+  fclose(f);
+  if (!text) return hx_errf(err, HX_ENOMEM, "%s: no memory to note the incomplete run", path);
+  text[len] = '\0';
+  size_t head = 0; /* the title line and the blank line after it */
+  if (strncmp(text, "# ", 2) == 0) {
+    const char *nl = strchr(text, '\n');
+    head = nl ? (size_t)(nl - text) + 1 : len;
+    if (head < len && text[head] == '\n') head++;
+  }
+  char *mem = NULL;
+  size_t mlen = 0;
+  FILE *m = open_memstream(&mem, &mlen);
+  if (!m) {
+    free(text);
+    return hx_errf(err, HX_ENOMEM, "%s: open_memstream failed", path);
+  }
+  fwrite(text, 1, head, m);
+  if (head && text[head - 1] != '\n') fputc('\n', m);
+  for (size_t i = 0; i < n; i++)
+    if (runs[i].incomplete)
+      fprintf(m, "> **%s: %s.** Drawn with `plot --partial`: the figures and tables show only the cases it holds.\n\n",
+              runs[i].dir, hx_run_incomplete_why(&runs[i], why, sizeof why));
+  fwrite(text + head, 1, len - head, m);
+  free(text);
+  if (fclose(m) != 0) {
+    free(mem);
+    return hx_errf(err, HX_ENOMEM, "%s: could not build the report in memory", path);
+  }
+  hx_status st = hx_write_file_atomic(path, mem, mlen, err);
+  free(mem);
+  return st;
 }
 
 int f3d_cmd_plot(int argc, char **argv) {
@@ -39,17 +89,19 @@ int f3d_cmd_plot(int argc, char **argv) {
                                        {"scripts", required_argument, NULL, 's'},
                                        {"json", no_argument, NULL, 'j'},
                                        {"all-series", no_argument, NULL, 'a'},
+                                       {"partial", no_argument, NULL, 'p'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   const char *out = NULL, *scripts = F3D_SOURCE_ROOT "/plots";
-  int json = 0, all = 0, c;
+  int json = 0, all = 0, partial = 0, c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "o:s:jah", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:s:japh", opts, NULL)) != -1) {
     switch (c) {
     case 'o': out = optarg; break;
     case 's': scripts = optarg; break;
     case 'j': json = 1; break;
     case 'a': all = 1; break;
+    case 'p': partial = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -69,8 +121,19 @@ int f3d_cmd_plot(int argc, char **argv) {
   if (!runs) return 1;
   hx_err err;
   int rc = 0;
-  for (size_t i = 0; i < n; i++)
-    if (runs[i].incomplete) fprintf(stderr, "f3dbench: plot: warning: %s is an incomplete run\n", runs[i].dir);
+  int any_incomplete = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!runs[i].incomplete) continue;
+    char why[512];
+    hx_run_incomplete_why(&runs[i], why, sizeof why);
+    any_incomplete = 1;
+    if (partial) {
+      fprintf(stderr, "f3dbench: plot: warning: %s: %s: drawing what it holds (--partial)\n", runs[i].dir, why);
+    } else {
+      f3d_fail("plot", "%s: %s; --partial draws what it holds", runs[i].dir, why);
+      rc = 1;
+    }
+  }
   if (rc == 0 && json) {
     for (size_t i = 0; i < n && rc == 0; i++) {
       char path[4096];
@@ -90,6 +153,10 @@ int f3d_cmd_plot(int argc, char **argv) {
       rc = 1;
     } else {
       printf("figures in %s/plots, report %s/REPORT.md\n", out, out);
+    }
+    if (rc == 0 && any_incomplete && note_incomplete(out, runs, n, &err) != HX_OK) {
+      f3d_fail_msg("plot", err.msg);
+      rc = 1;
     }
   }
   f3d_runs_free(runs, n);

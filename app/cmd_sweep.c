@@ -31,9 +31,12 @@
  *   whole forwards per case, each plainly and as a graph (6 GPU stages of tens to hundreds of ms a call), their
  *   set-up and their CPU checks; their cost is to be measured before the 5 minutes can count on it.
  *
- * Invariant: the run directory is committed (results.csv appears) only when every case of every selected
- * pipeline succeeded; an error or SIGINT/SIGTERM aborts it, so it is left marked INCOMPLETE with a status
- * in context.csv and no results.csv. Cloud b of a case uses seed + b, so `f3dbench gen --voxel` with the
+ * Invariant: the run directory is committed (INCOMPLETE removed, status complete) only when every case of every
+ * selected pipeline succeeded or was skipped for want of device memory (skipped_bytes_needed/_free rows,
+ * f3d_pipeline_run). An error aborts it: INCOMPLETE, the status in context.csv, no results.csv. SIGINT/SIGTERM
+ * stops it keeping the cases that finished: results.csv and samples.csv hold their rows only, INCOMPLETE stays,
+ * context status interrupted with cases_done of cases_total and cases_finished (hx_results_stop).
+ * Cloud b of a case uses seed + b, so `f3dbench gen --voxel` with the
  * same kind, size and seed reproduces cloud 0.
  */
 #include <getopt.h>
@@ -112,6 +115,8 @@ typedef struct sweep_opts {
   double time_budget; /* whole sweep (s); 0: none; < 0: default */
   unsigned shard_i, shard_n; /* shard_n == 0: no sharding */
   int check_args; /* --check-args: every option parsed and checked, then exit 0; nothing read or created */
+  uint64_t device_memory;    /* --device-memory: the pipelines' arena capacity in bytes; 0: the device's */
+  size_t stop_after_cases;   /* --stop-after-cases (tests only): raise SIGINT once this many cases finished */
 } sweep_opts;
 
 static void usage(FILE *f) {
@@ -159,6 +164,9 @@ static void usage(FILE *f) {
           "      --time-budget S   nvbench: whole-sweep budget in seconds (default %.0f; 0 = none); when\n"
           "                        the stages left would not fit, their sampling caps are lowered (context\n"
           "                        time_budget_cut says whether it happened)\n"
+          "      --device-memory BYTES  device memory a pipeline may use (e.g. 512M, 2G); a pipeline that\n"
+          "                        needs more is skipped with skipped_bytes_needed/_free rows, the sweep goes\n"
+          "                        on (so it is when the device itself runs out)\n"
           "      --shard I/N       run only the cases whose index is I modulo N (I = 0..N-1; N/N means\n"
           "                        0/N, for 1-based job arrays); f3dbench merge joins the shards\n"
           "Without a CUDA device, pipelines run their CPU references (variant \"cpu\"), timed on the CPU.\n",
@@ -238,7 +246,8 @@ static void stem_of(const char *path, char *out, size_t cap) {
 }
 
 static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
-  enum { OPT_RUN_ID = 256, OPT_WARMUP, OPT_NO_COUNTERS, OPT_METRICS, OPT_MAX_TIME, OPT_BUDGET, OPT_SHARD };
+  enum { OPT_RUN_ID = 256, OPT_WARMUP, OPT_NO_COUNTERS, OPT_METRICS, OPT_MAX_TIME, OPT_BUDGET, OPT_SHARD,
+         OPT_DEVICE_MEMORY, OPT_STOP_AFTER };
   static const struct option longopts[] = {
       {"workloads", required_argument, NULL, 'w'}, {"input", required_argument, NULL, 'i'},
       {"sizes", required_argument, NULL, 'n'},     {"batch", required_argument, NULL, 'b'},
@@ -251,6 +260,8 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       {"timing", required_argument, NULL, 't'},    {"no-counters", no_argument, NULL, OPT_NO_COUNTERS},
       {"metrics", required_argument, NULL, OPT_METRICS}, {"max-time", required_argument, NULL, OPT_MAX_TIME},
       {"time-budget", required_argument, NULL, OPT_BUDGET}, {"shard", required_argument, NULL, OPT_SHARD},
+      {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
+      {"stop-after-cases", required_argument, NULL, OPT_STOP_AFTER}, /* for tests; not in --help */
       {NULL, 0, NULL, 0}};
   const char *workloads = NULL;
   char *pipes = NULL;
@@ -331,6 +342,19 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       o->time_budget = tb;
       break;
     }
+    case OPT_DEVICE_MEMORY:
+      if (f3d_parse_bytes(optarg, &o->device_memory)) {
+        f3d_fail("sweep", "--device-memory '%s': expected bytes >= 1, e.g. 1048576, 512M or 2G (powers of 1024)", optarg);
+        return -1;
+      }
+      break;
+    case OPT_STOP_AFTER: /* tests: an interruption at a known point, as Ctrl-C after that many cases */
+      if (f3d_parse_u64(optarg, &v) || v == 0 || v > 1000000) {
+        f3d_fail("sweep", "--stop-after-cases '%s': expected 1..1000000", optarg);
+        return -1;
+      }
+      o->stop_after_cases = (size_t)v;
+      break;
     case OPT_SHARD: {
       uint64_t si, sn;
       char buf[64];
@@ -731,7 +755,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
   /* the pipelines' device memory (mem_peak rows): reset before each pipeline; no device memory is
    * touched until a pipeline allocates */
   hx_arena arena;
-  hx_arena_init(&arena, "sweep", 0, NULL);
+  hx_arena_init(&arena, "sweep", (size_t)o.device_memory, NULL);
   int rc = 1;
   /* Recorded inputs are read once, before anything is created. */
   for (size_t i = 0; i < o.nwl; i++) {
@@ -847,6 +871,16 @@ int f3d_cmd_sweep(int argc, char **argv) {
   size_t ncases = 0;
   for (size_t i = 0; i < o.nwl * o.nsizes; i++) ncases += !o.shard_n || i % o.shard_n == o.shard_i % o.shard_n;
   run.ncases = ncases;
+  f3d_cases cases;
+  if (f3d_cases_begin(&cases, res, ncases, &err) != HX_OK ||
+      (o.device_memory &&
+       hx_results_contextf(res, &err, "device_memory_cap_bytes", "%llu", (unsigned long long)o.device_memory) != HX_OK)) {
+    f3d_fail("sweep", "%s", err.msg);
+    hx_results_abort(res, "failed", err.msg, NULL);
+    goto out;
+  }
+  if (o.device_memory && !have_gpu)
+    fprintf(stderr, "f3dbench: sweep: note: --device-memory has no effect without a CUDA device\n");
   size_t mem_base = 0;
   /* Timing protocol, counters (on, or off and why) and the ceilings of this device, in the context. */
   if (bench) {
@@ -939,7 +973,8 @@ int f3d_cmd_sweep(int argc, char **argv) {
         ctx.mem_used_max = 0;
         const double pipe_t0 = hx_now_ms();
         run.cur_pipe = p;
-        hx_status pst = o.pipes[p]->run(&ctx, &err);
+        int skipped = 0; /* refused device memory: recorded as skipped_bytes_needed/_free, the sweep goes on */
+        hx_status pst = f3d_pipeline_run(&ctx, o.pipes[p], &skipped, &err);
         if (p < MAX_PIPES) run.pipe_wall_s[p] += (hx_now_ms() - pipe_t0) / 1e3;
         if (pst == HX_OK) pst = f3d_record_mem_total(&ctx, o.pipes[p]->name, &err);
         if (pst == HX_OK && hx_arena_live(&arena) > 0) {
@@ -960,15 +995,24 @@ int f3d_cmd_sweep(int argc, char **argv) {
       }
       case_done(&run, o.wl[w].name, n);
       wl_batch_free(&cloud);
-      if (!stop_signal && hx_results_flush(res, &err) != HX_OK) {
-        f3d_fail("sweep", "%s", err.msg);
-        hx_results_abort(res, "failed", err.msg, NULL);
-        goto out;
+      /* A case is kept only when no stop was asked before its last pipeline returned: a pipeline cut short by
+       * the signal may return without some of its rows. */
+      if (!stop_signal) {
+        if (f3d_case_finished(&cases, res, o.wl[w].name, n, &err) != HX_OK) {
+          f3d_fail("sweep", "%s", err.msg);
+          hx_results_abort(res, "failed", err.msg, NULL);
+          goto out;
+        }
+        if (o.stop_after_cases && cases.done == o.stop_after_cases) raise(SIGINT); /* handled at once: stop_signal */
       }
       if (stop_signal) {
         clear_line(&run);
-        f3d_fail("sweep", "interrupted (%s): run left incomplete in %s", signal_status(stop_signal), hx_results_dir(res));
-        hx_results_abort(res, "interrupted", signal_status(stop_signal), NULL);
+        hx_err serr = {HX_OK, ""};
+        hx_status ss = hx_results_stop(res, "interrupted", signal_status(stop_signal), &serr);
+        if (ss != HX_OK) f3d_fail("sweep", "%s", serr.msg);
+        f3d_fail("sweep", "interrupted (%s) after %zu of %zu cases: %s, run marked incomplete in %s",
+                 signal_status(stop_signal), cases.done, cases.total,
+                 ss == HX_OK && cases.done ? "the finished cases are kept" : "nothing kept", hx_results_dir(res));
         rc = 128 + stop_signal;
         goto out;
       }

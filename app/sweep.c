@@ -8,8 +8,10 @@
 #include "app/sweep.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const f3d_pipeline f3d_pipelines[] = {
     {"workload", "workload preparation: generation, voxel dedup, exact-size sampling, file reading (CPU)",
@@ -152,4 +154,84 @@ hx_status f3d_measure_median(f3d_ctx *ctx, const char *pipeline, const char *ker
   if (st == HX_OK && clock == HX_CLOCK_GPU) st = f3d_record_mem(ctx, pipeline, kernel, variant, err);
   if (ctx->stage_hook) ctx->stage_hook(ctx->stage_hook_arg, ctx, pipeline, kernel, variant, clock, 1);
   return st;
+}
+
+/* ---- pipelines that do not fit, finished cases, byte counts --------------------------------------- */
+
+hx_status f3d_pipeline_run(f3d_ctx *ctx, const f3d_pipeline *p, int *skipped, hx_err *err) {
+  *skipped = 0;
+  hx_arena *a = ctx->arena;
+  if (a) a->refused = a->refused_in_use = 0; /* a refusal from an earlier pipeline is not this one's */
+  hx_status st = p->run(ctx, err);
+  if (st != HX_ENOMEM || !a || a->refused == 0 || (ctx->stop && *ctx->stop)) return st;
+  const size_t need = a->refused_in_use + a->refused;
+  /* what the pipeline had: the arena's capacity (reset before each pipeline, so all of it), and the device's
+   * free memory now with what the pipeline still holds counted back in (it usually freed its buffers on the way
+   * out); the smaller of the known ones */
+  size_t avail = a->capacity;
+  size_t used = 0;
+  hx_err e;
+  if (ctx->dev && ctx->dev->mem_bytes && hx_device_mem_used(&used, &e) == HX_OK && used <= ctx->dev->mem_bytes) {
+    size_t dev_free = ctx->dev->mem_bytes - used + hx_arena_in_use(a);
+    if (avail == 0 || dev_free < avail) avail = dev_free;
+  }
+  char why[sizeof err->msg];
+  snprintf(why, sizeof why, "%s", err->msg);
+  err->status = HX_OK;
+  err->msg[0] = '\0';
+  HX_TRY(f3d_record(ctx, p->name, "total", "all", "skipped_bytes_needed", (double)need, "B", err));
+  if (avail) HX_TRY(f3d_record(ctx, p->name, "total", "all", "skipped_bytes_free", (double)avail, "B", err));
+  char free_txt[64] = "unknown";
+  if (avail) snprintf(free_txt, sizeof free_txt, "%.1f MiB", (double)avail / 1048576.0);
+  fprintf(stderr,
+          "%sf3dbench: sweep: note: %s n=%zu: pipeline %s skipped: it needed at least %.1f MiB of device memory, "
+          "%s free (%s)\n",
+          isatty(STDERR_FILENO) ? "\r\033[K" : "", ctx->c.workload, ctx->c.n_points, p->name, (double)need / 1048576.0, free_txt, why);
+  *skipped = 1;
+  return HX_OK;
+}
+
+hx_status f3d_cases_begin(f3d_cases *c, hx_results *res, size_t total, hx_err *err) {
+  memset(c, 0, sizeof *c);
+  c->total = total;
+  HX_TRY(hx_results_contextf(res, err, "cases_total", "%zu", total));
+  HX_TRY(hx_results_context(res, "cases_done", "0", err));
+  return hx_results_context(res, "cases_finished", "", err);
+}
+
+hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload, size_t n_points, hx_err *err) {
+  char item[192];
+  int w = snprintf(item, sizeof item, "%s%s:%zu", c->len ? " " : "", workload, n_points);
+  if (w > 0 && (size_t)w < sizeof item && c->len + (size_t)w + 4 < sizeof c->list) {
+    memcpy(c->list + c->len, item, (size_t)w + 1);
+    c->len += (size_t)w;
+  } else if (c->len + 4 < sizeof c->list && (c->len < 3 || strcmp(c->list + c->len - 3, "...") != 0)) {
+    memcpy(c->list + c->len, " ...", 5); /* the list is full: cases_done still counts */
+    c->len += 4;
+  }
+  c->done++;
+  HX_TRY(hx_results_contextf(res, err, "cases_done", "%zu", c->done));
+  HX_TRY(hx_results_context(res, "cases_finished", c->list, err));
+  return hx_results_checkpoint(res, err);
+}
+
+int f3d_parse_bytes(const char *s, uint64_t *out) {
+  if (!s || !((*s >= '0' && *s <= '9') || *s == '.') || strpbrk(s, "xXpPeE")) return -1;
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || !isfinite(v)) return -1;
+  static const struct {
+    const char *suffix;
+    double scale;
+  } units[] = {{"", 1.0},          {"K", 1024.0},           {"KiB", 1024.0},           {"M", 1048576.0},
+               {"MiB", 1048576.0}, {"G", 1073741824.0},     {"GiB", 1073741824.0},     {"T", 1099511627776.0},
+               {"TiB", 1099511627776.0}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp(end, units[i].suffix) != 0) continue;
+    v *= units[i].scale;
+    if (v < 1.0 || v > 9.0e15 || v != floor(v)) return -1; /* whole bytes, well inside uint64 and double */
+    *out = (uint64_t)v;
+    return 0;
+  }
+  return -1;
 }

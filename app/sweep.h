@@ -159,6 +159,33 @@ hx_status f3d_record_mem_total(f3d_ctx *ctx, const char *pipeline, hx_err *err);
 hx_status f3d_record(f3d_ctx *ctx, const char *pipeline, const char *kernel, const char *variant,
                      const char *metric, double value, const char *unit, hx_err *err);
 
+/* Run pipeline p on the current case. One that fails because the device memory it asked for was refused
+ * (HX_ENOMEM with ctx->arena's refused set: over the arena's capacity, sweep --device-memory, or cudaMalloc out
+ * of memory) is skipped, not failed: rows (p, "total", "all") skipped_bytes_needed = the bytes it held plus the
+ * request refused (at least what it needed), and skipped_bytes_free = the device memory it had (the arena's
+ * capacity, or the device's free memory with the pipeline's buffers counted back in, whichever is smaller;
+ * left out when neither is known), a note on stderr, HX_OK and *skipped = 1. Rows of the stages it measured
+ * before the refusal stay. Any other status is returned as is (and a refusal after a stop was asked). */
+hx_status f3d_pipeline_run(f3d_ctx *ctx, const f3d_pipeline *p, int *skipped, hx_err *err);
+
+/* The cases of a sweep that finished, in the run's context (cases_total, cases_done, cases_finished): what an
+ * interrupted run keeps and says it kept. f3d_cases_begin writes cases_total and cases_done = 0;
+ * f3d_case_finished adds "workload:n_points" to cases_finished (space-separated; past the buffer the list ends
+ * in "..." while cases_done stays exact), updates cases_done and checkpoints the results (hx_results_checkpoint),
+ * so the case's rows are kept if the run is stopped later. */
+typedef struct f3d_cases {
+  size_t total, done;
+  size_t len;
+  char list[8192];
+} f3d_cases;
+hx_status f3d_cases_begin(f3d_cases *c, hx_results *res, size_t total, hx_err *err);
+hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload, size_t n_points, hx_err *err);
+
+/* A byte count: digits with an optional fraction and suffix K, M, G or T (KiB, MiB, GiB, TiB also
+ * accepted: powers of 1024), e.g. "512M", "1.5GiB", "1048576"; the result must be a whole number >= 1.
+ * 0 on success, -1 otherwise. */
+int f3d_parse_bytes(const char *s, uint64_t *out);
+
 /* ---- pipelines (one declaration per pipe_<name>.c) ---- */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err); /* pipe_workload.c */
 hx_status f3d_pipe_flash3d(f3d_ctx *ctx, hx_err *err);  /* pipe_flash3d.c */

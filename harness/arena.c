@@ -6,7 +6,8 @@
  *
  * Invariant: in_use == sum of live[i].bytes; mark_peak <= peak; in_use <= mark_peak; every live[i].bytes
  * is a non-zero multiple of HX_ARENA_ALIGN; with capacity > 0, in_use <= capacity. A failed call leaves
- * all of this unchanged (the backend's memory is handed back when the table cannot grow).
+ * all of this unchanged (the backend's memory is handed back when the table cannot grow); one refused for
+ * want of memory is remembered in refused / refused_in_use.
  */
 #include "harness/harness.h"
 
@@ -39,6 +40,7 @@ void hx_arena_reset(hx_arena *a) {
   hx_arena_release_all(a);
   a->peak = a->mark_peak = 0;
   a->n_allocs = 0;
+  a->refused = a->refused_in_use = 0;
 }
 
 void hx_arena_mark(hx_arena *a) { a->mark_peak = a->in_use; }
@@ -55,14 +57,21 @@ static size_t rounded(size_t bytes) {
   return (bytes + HX_ARENA_ALIGN - 1) / HX_ARENA_ALIGN * HX_ARENA_ALIGN;
 }
 
+/* Remember a request refused for want of memory (what a sweep records when it skips the pipeline). */
+static void refuse(hx_arena *a, size_t r, hx_status st) {
+  if (st == HX_ENOMEM) a->refused = r, a->refused_in_use = a->in_use;
+}
+
 /* Capacity and table room for r more bytes under `label`: HX_OK, or the error that names the request. */
 static hx_status admit(hx_arena *a, size_t bytes, size_t r, const char *label, hx_err *err) {
   if (r == 0) return hx_errf(err, HX_EINVAL, "arena %s: %s: request of %zu B is too large", a->name, label, bytes);
-  if (a->capacity && (r > a->capacity || a->in_use > a->capacity - r))
+  if (a->capacity && (r > a->capacity || a->in_use > a->capacity - r)) {
+    refuse(a, r, HX_ENOMEM);
     return hx_errf(err, HX_ENOMEM,
                    "arena %s: %s: request of %zu B (%zu B aligned) does not fit: %zu B in use in %zu allocations, "
                    "capacity %zu B, peak %zu B",
                    a->name, label, bytes, r, a->in_use, a->n_live, a->capacity, a->peak);
+  }
   if (a->n_live == a->cap_live) {
     size_t nc = a->cap_live ? 2 * a->cap_live : 32;
     hx_arena_entry *t = realloc(a->live, nc * sizeof *t);
@@ -95,9 +104,11 @@ hx_status hx_arena_alloc(hx_arena *a, void **p, size_t bytes, const char *label,
   void *q = NULL;
   hx_err be = {HX_OK, ""};
   st = a->be.alloc(a->be.ctx, &q, r, &be);
-  if (st != HX_OK)
+  if (st != HX_OK) {
+    refuse(a, r, st);
     return hx_errf(err, st, "arena %s: %s: %s (%zu B in use in %zu allocations, peak %zu B)", a->name, label, be.msg,
                    a->in_use, a->n_live, a->peak);
+  }
   if ((uintptr_t)q % HX_ARENA_ALIGN != 0) {
     if (a->be.release) a->be.release(a->be.ctx, q);
     return hx_errf(err, HX_EINVAL, "arena %s: %s: the backend returned a pointer not aligned to %u B", a->name, label,

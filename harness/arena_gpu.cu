@@ -14,7 +14,9 @@ static hx_status dev_alloc(void *ctx, void **p, size_t bytes, hx_err *err) {
   if (e == cudaSuccess) return HX_OK;
   (void)cudaGetLastError();
   *p = NULL;
-  return hx_errf(err, HX_ECUDA, "cudaMalloc of %zu B: %s", bytes, cudaGetErrorString(e));
+  /* out of memory is HX_ENOMEM: the sweep skips the pipeline and goes on, any other failure stops it */
+  return hx_errf(err, e == cudaErrorMemoryAllocation ? HX_ENOMEM : HX_ECUDA, "cudaMalloc of %zu B: %s", bytes,
+                 cudaGetErrorString(e));
 }
 
 static void dev_release(void *ctx, void *p) {

@@ -84,6 +84,14 @@ hx_status hx_results_commit(hx_results *r, hx_err *err);
 /* Give up (error or signal): delete the partial files, write context.csv with status=<status> and
  * INCOMPLETE holding `reason`. Never leaves a results.csv. */
 hx_status hx_results_abort(hx_results *r, const char *status, const char *reason, hx_err *err);
+/* The end of a unit of work that can stand alone (a sweep case): hx_results_flush, then remember where the
+ * partial row files end, so hx_results_stop keeps exactly the rows written up to here. */
+hx_status hx_results_checkpoint(hx_results *r, hx_err *err);
+/* Stop early keeping what was finished (a signal): the partial files are cut back to the last checkpoint,
+ * synced and renamed to results.csv / samples.csv, and the run stays marked as hx_results_abort marks it
+ * (INCOMPLETE holding "<status>: <reason>", context status and status_reason), so it reads as incomplete.
+ * Without a checkpoint, or when keeping fails, it is hx_results_abort (no rows kept). */
+hx_status hx_results_stop(hx_results *r, const char *status, const char *reason, hx_err *err);
 /* Free; a run neither committed nor aborted is aborted with status "abandoned". NULL is fine. */
 void hx_results_close(hx_results *r);
 
@@ -232,6 +240,7 @@ typedef struct hx_run_group {
 typedef struct hx_run {
   char *dir;
   int incomplete; /* INCOMPLETE marker, status != complete, or read from *.csv.partial */
+  int from_partial; /* rows read from *.csv.partial: a run killed while writing (its last case may be cut short) */
   hx_run_row *rows;
   size_t n_rows;
   hx_run_row *samples;
@@ -245,6 +254,10 @@ typedef struct hx_run {
 hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err);
 void hx_run_free(hx_run *r);
 const char *hx_run_context(const hx_run *r, const char *key); /* NULL when absent */
+/* Why a run is incomplete, for messages, into buf: "incomplete run (interrupted after N of M cases)",
+ * "incomplete run (killed while running: ...)", "incomplete run (failed: <reason>)"; "" for a complete run.
+ * Returns buf. */
+const char *hx_run_incomplete_why(const hx_run *r, char *buf, size_t cap);
 /* Order: pipeline, kernel, variant, workload, n_points, batch, metric. */
 int hx_run_row_key_cmp(const hx_run_row *a, const hx_run_row *b);
 /* Sort the samples by key and sample index and fill groups (one per key). */
@@ -399,7 +412,8 @@ typedef struct hx_arena_backend {
   void (*release)(void *ctx, void *p);
   void *ctx;
 } hx_arena_backend;
-/* cudaMalloc / cudaFree on the current device; device out-of-memory is HX_ECUDA with the request named. */
+/* cudaMalloc / cudaFree on the current device; device out-of-memory is HX_ENOMEM with the request named, any
+ * other failure HX_ECUDA. */
 hx_arena_backend hx_arena_device_backend(void);
 /* Device memory in use now on the current device (total - free from cudaMemGetInfo; the driver hands
  * out memory in pages of about 2 MiB, so deltas of this are that coarse). */
@@ -419,6 +433,8 @@ typedef struct hx_arena {
   hx_arena_entry *live;
   size_t n_live, cap_live;
   char name[32];
+  size_t refused, refused_in_use; /* the last request refused with HX_ENOMEM (over capacity, or the backend out of
+                                   * memory): its accounted bytes and the bytes in use then; 0: none since init/reset */
 } hx_arena;
 /* be == NULL: the device backend. Never fails; the entry table grows on the first allocation. */
 void hx_arena_init(hx_arena *a, const char *name, size_t capacity, const hx_arena_backend *be);

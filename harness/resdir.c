@@ -4,9 +4,12 @@
  * schema close to NVBench's (meta, devices, benchmarks -> states -> summaries).
  *
  * Invariant: an hx_run owns every string it points to; rows keep the file order; a run whose INCOMPLETE
- * marker exists (or whose final CSV files are missing) loads from the "*.csv.partial" files and is
- * flagged incomplete, so callers can refuse it. Groups (hx_run_group) are sorted by key and index the
- * samples array, which hx_run_groups sorts by (key, sample index) once.
+ * marker exists or whose status is not "complete" is flagged incomplete, so callers can refuse it or say
+ * why (hx_run_incomplete_why). Such a run has results.csv when it was stopped keeping its finished cases
+ * (status interrupted, hx_results_stop); one killed outright has only the "*.csv.partial" files, which load
+ * with from_partial set (their last case may be cut short); one with neither does not load, and the error
+ * says why the run is incomplete. Groups (hx_run_group) are sorted by key and index the samples array,
+ * which hx_run_groups sorts by (key, sample index) once.
  */
 #include "harness/harness.h"
 
@@ -57,6 +60,28 @@ const char *hx_run_context(const hx_run *r, const char *key) {
   for (size_t i = 0; i < r->n_ctx; i++)
     if (strcmp(r->ctx_keys[i], key) == 0) return r->ctx_vals[i];
   return NULL;
+}
+
+const char *hx_run_incomplete_why(const hx_run *r, char *buf, size_t cap) {
+  if (!cap) return buf;
+  buf[0] = '\0';
+  if (!r->incomplete) return buf;
+  const char *status = hx_run_context(r, "status"), *reason = hx_run_context(r, "status_reason");
+  const char *done = hx_run_context(r, "cases_done"), *total = hx_run_context(r, "cases_total");
+  char cases[96] = ""; /* "N of M cases" when the writer recorded them (the sweep does, at every case) */
+  if (done && total) snprintf(cases, sizeof cases, "%.40s of %.40s cases", done, total);
+  if (!status) status = "?";
+  if (strcmp(status, "interrupted") == 0)
+    snprintf(buf, cap, "incomplete run (interrupted after %s%s%s)", cases[0] ? cases : "an unknown number of cases",
+             reason && *reason ? ": " : "", reason && *reason ? reason : "");
+  else if (strcmp(status, "running") == 0 || strcmp(status, "complete") == 0)
+    /* never stopped in order: killed (SIGKILL, a second Ctrl-C, a crash) while writing */
+    snprintf(buf, cap, "incomplete run (killed while running%s%s%s)", cases[0] ? ", after " : "", cases,
+             r->from_partial ? "; rows read from the .partial files, the last case may be cut short" : "");
+  else
+    snprintf(buf, cap, "incomplete run (%s%s%s%s%s)", status, reason && *reason ? ": " : "",
+             reason && *reason ? reason : "", cases[0] ? ", after " : "", cases);
+  return buf;
 }
 
 static int file_exists(const char *p) {
@@ -117,12 +142,26 @@ static int csv_next_row(FILE *f, char *buf, char **fld, size_t *nf, size_t *line
   }
 }
 
-/* Read one row file. with_sample: the samples layout (a `sample` column before value). */
-static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows, size_t *n, hx_err *err) {
+/* 1 when the file f does not end in a newline: its last record was cut short (a writer killed mid-row); *size is
+ * the file's length. f is left at its start. */
+static int ends_torn(FILE *f, off_t *size) {
+  *size = -1;
+  int torn = 0;
+  if (fseeko(f, 0, SEEK_END) == 0 && (*size = ftello(f)) > 0 && fseeko(f, -1, SEEK_END) == 0) torn = getc(f) != '\n';
+  rewind(f);
+  return torn;
+}
+
+/* Read one row file. with_sample: the samples layout (a `sample` column before value). torn_ok: a partial file of
+ * a killed writer, whose last record, when the file does not end in a newline, is dropped (cut short, it could
+ * read as a valid row with a wrong value: "12.5" cut to "12."). */
+static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_run_row **rows, size_t *n, hx_err *err) {
   FILE *f;
   char *buf;
   const hx_status so = csv_open(path, &f, &buf, err);
   if (so != HX_OK) return so; /* already says why, with the path */
+  off_t size;
+  const int torn = torn_ok && ends_torn(f, &size);
   const char *want = with_sample ? HX_SAMPLES_HEADER : HX_RESULTS_HEADER;
   size_t want_n = with_sample ? 10 : 9;
   char *fld[RD_FIELDS];
@@ -139,7 +178,13 @@ static hx_status read_rows(const char *path, int with_sample, hx_run_row **rows,
   } else {
     st = hx_errf(err, HX_EFORMAT, "%s: empty file (no header)", path);
   }
-  while (st == HX_OK && csv_next_row(f, buf, fld, &nf, &line, path, &st, err)) {
+  while (st == HX_OK) {
+    int got = csv_next_row(f, buf, fld, &nf, &line, path, &st, err);
+    if (torn && ftello(f) == size) { /* the record that ran to the cut end of the file: dropped, read or not */
+      st = HX_OK;
+      break;
+    }
+    if (!got) break;
     if (nf != want_n) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: %zu fields, expected %zu", path, line, nf, want_n);
       break;
@@ -252,13 +297,19 @@ hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err) {
     if (!file_exists(p)) {
       snprintf(p, sizeof p, "%s/%s.partial", dir, names[k]);
       if (!file_exists(p)) {
-        if (k == 0) st = hx_errf(err, HX_EIO, "%s: no results.csv (is this a result directory?)", dir);
+        if (k == 0 && out->incomplete) { /* stopped before any case finished, or failed: say which */
+          char why[512];
+          st = hx_errf(err, HX_EIO, "%s: %s: no finished case to read", dir, hx_run_incomplete_why(out, why, sizeof why));
+        } else if (k == 0) {
+          st = hx_errf(err, HX_EIO, "%s: no results.csv (is this a result directory?)", dir);
+        }
         continue; /* a run without raw samples is still readable */
       }
       out->incomplete = 1;
+      out->from_partial = 1;
     }
-    st = k == 0 ? read_rows(p, 0, &out->rows, &out->n_rows, err)
-                : read_rows(p, 1, &out->samples, &out->n_samples, err);
+    st = k == 0 ? read_rows(p, 0, out->from_partial, &out->rows, &out->n_rows, err)
+                : read_rows(p, 1, out->from_partial, &out->samples, &out->n_samples, err);
   }
   if (st != HX_OK) hx_run_free(out);
   return st;
@@ -597,8 +648,11 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
   unsigned shard_n = 0;
   unsigned char seen[4096] = {0};
   for (size_t k = 0; k < n; k++) {
-    if (runs[k].incomplete && !force)
-      return hx_errf(err, HX_EINVAL, "%s: run is incomplete (use --force to merge it anyway)", runs[k].dir);
+    if (runs[k].incomplete && !force) {
+      char why[512];
+      return hx_errf(err, HX_EINVAL, "%s: %s (use --force to merge it anyway)", runs[k].dir,
+                     hx_run_incomplete_why(&runs[k], why, sizeof why));
+    }
     if (k > 0 && !force) HX_TRY(hx_run_check_compatible(&runs[0], &runs[k], 1, err));
     if (runs[k].n_rows && !runs[k].n_samples && !force) /* a sweep writes both: samples.csv is missing */
       return hx_errf(err, HX_EINVAL, "%s: no raw samples (samples.csv missing?): merging would lose them (use --force)",

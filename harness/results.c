@@ -3,7 +3,8 @@
  * and the protocol that keeps an interrupted run from looking finished (see harness.h, results).
  *
  * Invariant: a run directory holds results.csv and samples.csv only after hx_results_commit renamed
- * the fully written, fsync'ed "*.csv.partial" files; the INCOMPLETE file exists from open until the
+ * the fully written, fsync'ed "*.csv.partial" files, or after hx_results_stop renamed them cut back to the
+ * last checkpoint (whole units of work, the run still marked); the INCOMPLETE file exists from open until the
  * very last step of a successful commit, so "INCOMPLETE absent" is the one test of a finished run.
  * context.csv is always whole (rewritten to a temporary name and renamed) and carries a `status` key:
  * running, complete, or the reason a run stopped (interrupted, failed, abandoned).
@@ -32,6 +33,8 @@ struct hx_results {
   kv *ctx;
   size_t nctx, capctx;
   int state; /* 0 open, 1 committed, 2 aborted */
+  int checkpointed;               /* 1 once hx_results_checkpoint succeeded */
+  off_t keep_rows, keep_samples; /* lengths of the partial files at the last checkpoint */
 };
 
 /* ---- CSV ------------------------------------------------------------------------------------------ */
@@ -424,4 +427,50 @@ hx_status hx_results_flush(hx_results *r, hx_err *err) {
   if (fflush(r->rows) != 0 || fflush(r->samples) != 0)
     return hx_errf(err, HX_EIO, "%s: flushing the partial files failed", r->dir);
   return write_context(r, err);
+}
+
+hx_status hx_results_checkpoint(hx_results *r, hx_err *err) {
+  HX_TRY(hx_results_flush(r, err));
+  off_t a = ftello(r->rows), b = ftello(r->samples);
+  if (a < 0 || b < 0) return hx_errf(err, HX_EIO, "%s: position of the partial files: %s", r->dir, strerror(errno));
+  r->keep_rows = a;
+  r->keep_samples = b;
+  r->checkpointed = 1;
+  return HX_OK;
+}
+
+/* Cut one partial file back to `keep` bytes, sync and close it, and rename it to its final name. */
+static hx_status keep_file(hx_results *r, FILE **fp, off_t keep, const char *partial, const char *final, hx_err *err) {
+  char from[HX_PATH_MAX], to[HX_PATH_MAX];
+  HX_TRY(path_in(r, partial, from, sizeof from, err));
+  HX_TRY(path_in(r, final, to, sizeof to, err));
+  FILE *f = *fp;
+  *fp = NULL;
+  int bad = fflush(f) != 0 || ftruncate(fileno(f), keep) != 0 || fsync(fileno(f)) != 0;
+  int saved = errno;
+  if (fclose(f) != 0 && !bad) bad = 1, saved = errno;
+  if (bad) return hx_errf(err, HX_EIO, "%s: keeping the finished rows: %s", from, strerror(saved));
+  if (rename(from, to) != 0) return hx_errf(err, HX_EIO, "%s: %s", to, strerror(errno));
+  return HX_OK;
+}
+
+hx_status hx_results_stop(hx_results *r, const char *status, const char *reason, hx_err *err) {
+  if (!r || r->state != 0) return hx_errf(err, HX_EINVAL, "results: run is not open");
+  if (!r->checkpointed) return hx_results_abort(r, status, reason, err);
+  /* samples first, as the commit does: results.csv present means its samples are too */
+  hx_status st = keep_file(r, &r->samples, r->keep_samples, "samples.csv.partial", "samples.csv", err);
+  if (st == HX_OK) st = keep_file(r, &r->rows, r->keep_rows, "results.csv.partial", "results.csv", err);
+  if (st != HX_OK) {
+    hx_err ignored;
+    hx_results_abort(r, "failed", err ? err->msg : "keeping the finished rows failed", &ignored);
+    return st;
+  }
+  r->state = 2;
+  char text[1024];
+  snprintf(text, sizeof text, "%s: %s\n", status ? status : "failed", reason ? reason : "");
+  st = write_marker(r, text, err);
+  hx_status st2 = hx_results_context(r, "status", status ? status : "failed", err);
+  if (st2 == HX_OK && reason) st2 = hx_results_context(r, "status_reason", reason, err);
+  if (st2 == HX_OK) st2 = write_context(r, err);
+  return st != HX_OK ? st : st2;
 }
