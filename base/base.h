@@ -109,6 +109,12 @@ static inline HX_HD double hx_rng_unit(uint64_t seed, uint64_t stream, uint64_t 
 #define HX_ALIGN 256u
 static inline HX_HD size_t hx_align256(size_t bytes) { return (bytes + (HX_ALIGN - 1u)) & ~(size_t)(HX_ALIGN - 1u); }
 
+/* ---- One parallel loop (par.c) ------------------------------------------------------------------ */
+/* body(ctx, begin, end) over [0, n) split into contiguous chunks of at least `grain`, one pthread per chunk
+ * (at most one per online CPU, 64), the caller running the first; returns when all are done. Bodies must write
+ * disjoint data: the result is then the serial one whatever the thread count. */
+void hx_par_for(size_t n, size_t grain, void (*body)(void *ctx, size_t begin, size_t end), void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -262,10 +262,8 @@ hx_status net_walk_tensor(net_walk *w, const float **out, net_init init, float b
 #endif
     ;
 
-/* The CPU references' parallel loop (par.c): body(ctx, begin, end) over [0, n) in contiguous chunks of at least
- * `grain` rows, one thread each (up to the online CPUs). Bodies write disjoint rows, so the result does not
- * depend on the thread count. */
-void net_par_for(size_t n, size_t grain, void (*body)(void *ctx, size_t begin, size_t end), void *ctx);
+/* The CPU references' parallel loop: base's hx_par_for (base/par.c). */
+#define net_par_for hx_par_for
 
 /* A range on the hooks, if any (begin = 1 / 0). */
 static inline void net_range(const net_hooks *h, const char *name, int begin, struct CUstream_st *s) {
