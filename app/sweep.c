@@ -158,6 +158,13 @@ hx_status f3d_measure_median(f3d_ctx *ctx, const char *pipeline, const char *ker
 
 /* ---- pipelines that do not fit, finished cases, byte counts --------------------------------------- */
 
+/* "5120 B", "3.5 MiB", "1.25 GiB" */
+static void bytes_text(char *buf, size_t cap, size_t b) {
+  if (b < 1048576u) snprintf(buf, cap, "%zu B", b);
+  else if (b < 1073741824u) snprintf(buf, cap, "%.1f MiB", (double)b / 1048576.0);
+  else snprintf(buf, cap, "%.2f GiB", (double)b / 1073741824.0);
+}
+
 hx_status f3d_pipeline_run(f3d_ctx *ctx, const f3d_pipeline *p, int *skipped, hx_err *err) {
   *skipped = 0;
   hx_arena *a = ctx->arena;
@@ -165,30 +172,33 @@ hx_status f3d_pipeline_run(f3d_ctx *ctx, const f3d_pipeline *p, int *skipped, hx
   hx_status st = p->run(ctx, err);
   if (st != HX_ENOMEM || !a || a->refused == 0 || (ctx->stop && *ctx->stop)) return st;
   const size_t need = a->refused_in_use + a->refused;
-  /* what the pipeline had: the arena's capacity (reset before each pipeline, so all of it), and the device's
-   * free memory now with what the pipeline still holds counted back in (it usually freed its buffers on the way
-   * out); the smaller of the known ones */
-  size_t avail = a->capacity;
-  size_t used = 0;
-  hx_err e;
-  if (ctx->dev && ctx->dev->mem_bytes && hx_device_mem_used(&used, &e) == HX_OK && used <= ctx->dev->mem_bytes) {
-    size_t dev_free = ctx->dev->mem_bytes - used + hx_arena_in_use(a);
-    if (avail == 0 || dev_free < avail) avail = dev_free;
-  }
+  const size_t avail = f3d_device_avail(ctx); /* the pipeline usually freed its buffers on the way out */
   char why[sizeof err->msg];
   snprintf(why, sizeof why, "%s", err->msg);
   err->status = HX_OK;
   err->msg[0] = '\0';
   HX_TRY(f3d_record(ctx, p->name, "total", "all", "skipped_bytes_needed", (double)need, "B", err));
   if (avail) HX_TRY(f3d_record(ctx, p->name, "total", "all", "skipped_bytes_free", (double)avail, "B", err));
-  char free_txt[64] = "unknown";
-  if (avail) snprintf(free_txt, sizeof free_txt, "%.1f MiB", (double)avail / 1048576.0);
-  fprintf(stderr,
-          "%sf3dbench: sweep: note: %s n=%zu: pipeline %s skipped: it needed at least %.1f MiB of device memory, "
-          "%s free (%s)\n",
-          isatty(STDERR_FILENO) ? "\r\033[K" : "", ctx->c.workload, ctx->c.n_points, p->name, (double)need / 1048576.0, free_txt, why);
+  char need_txt[64], free_txt[64] = "unknown";
+  bytes_text(need_txt, sizeof need_txt, need);
+  if (avail) bytes_text(free_txt, sizeof free_txt, avail);
+  fprintf(stderr, "%sf3dbench: sweep: note: %s n=%zu: pipeline %s skipped: it needed at least %s of device memory, %s "
+          "free (%s)\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", ctx->c.workload, ctx->c.n_points, p->name,
+          need_txt, free_txt, why);
   *skipped = 1;
   return HX_OK;
+}
+
+size_t f3d_device_avail(const f3d_ctx *ctx) {
+  if (!ctx->arena) return 0;
+  /* the arena is reset before each pipeline, so all of its capacity is the pipeline's */
+  size_t avail = ctx->arena->capacity, used = 0;
+  hx_err e;
+  if (ctx->dev && ctx->dev->mem_bytes && hx_device_mem_used(&used, &e) == HX_OK && used <= ctx->dev->mem_bytes) {
+    size_t dev_free = ctx->dev->mem_bytes - used + hx_arena_in_use(ctx->arena);
+    if (avail == 0 || dev_free < avail) avail = dev_free;
+  }
+  return avail;
 }
 
 hx_status f3d_cases_begin(f3d_cases *c, hx_results *res, size_t total, hx_err *err) {

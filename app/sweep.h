@@ -167,6 +167,10 @@ hx_status f3d_record(f3d_ctx *ctx, const char *pipeline, const char *kernel, con
  * left out when neither is known), a note on stderr, HX_OK and *skipped = 1. Rows of the stages it measured
  * before the refusal stay. Any other status is returned as is (and a refusal after a stop was asked). */
 hx_status f3d_pipeline_run(f3d_ctx *ctx, const f3d_pipeline *p, int *skipped, hx_err *err);
+/* The device memory the running pipeline has, in bytes: ctx->arena's capacity, and the device's free memory
+ * (cudaMemGetInfo, through hx_device_mem_used and ctx->dev->mem_bytes) with what the arena holds counted back
+ * in; the smaller of the known ones, 0 when neither is known (no arena, no device). */
+size_t f3d_device_avail(const f3d_ctx *ctx);
 
 /* The cases of a sweep that finished, in the run's context (cases_total, cases_done, cases_finished): what an
  * interrupted run keeps and says it kept. f3d_cases_begin writes cases_total and cases_done = 0;
