@@ -489,7 +489,12 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
   NEED(&g->feat, n * Cin * E, "ptv3 input features");
   NEED(&g->maxc, 4, "ptv3 grid max");
   NEED(&g->stem_nbr, n * 125 * 4, "ptv3 stem kernel map");
-  NEED(&g->stem_rule, spc_rule_elems((uint32_t)n, 5) * 4, "ptv3 stem rulebook");
+  /* the stem's rulebook (8 * 125 * n bytes: 600 MB at 600k) only where its convolution reads it: v0 does, v2
+   * (the stem's variant, in <= 8) reads the map alone */
+  if (spc_variant_best(Cin, (size_t)c->enc_channels[0])->needs_rule)
+    NEED(&g->stem_rule, spc_rule_elems((uint32_t)n, 5) * 4, "ptv3 stem rulebook");
+  else
+    g->stem_rule = NULL;
   for (int l = 0; l < c->levels; l++) {
     g_level *lv = &g->lv[l];
     const size_t m = lv->n;

@@ -188,15 +188,16 @@ typedef hx_status (*spc_conv_fn)(void *d_y, const void *d_x, const spc_weights *
                                  size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, struct CUstream_st *stream,
                                  hx_err *err);
 typedef struct spc_variant {
-  int id;           /* v0: gather-GEMM-scatter per offset through cuBLAS; v1: fused implicit GEMM */
+  int id;           /* v0: gather-GEMM-scatter per offset through cuBLAS; v1: fused implicit GEMM; v2: small in */
   const char *name;
   spc_conv_fn fn;
-  int needs_rule;   /* 1: reads the map's rulebook and host counts (v0); 0: only nbr (v1), and needs no ctx */
+  int needs_rule;   /* 1: reads the map's rulebook and host counts (v0); 0: only nbr (v1, v2), and needs no ctx */
 } spc_variant;
 int spc_variant_count(void);
 const spc_variant *spc_variant_get(int i);
-/* The best variant for (in, out) on this build (the main path's one entry): v1 where in and out are multiples
- * of 16, else v0. A map whose convolutions all take a variant without needs_rule can be built without d_rule. */
+/* The best variant for (in, out) on this build (the main path's one entry): v2 where in <= 8, v1 where in and
+ * out are multiples of 16, else v0. A map whose convolutions all take a variant without needs_rule can be built
+ * without d_rule. */
 const spc_variant *spc_variant_best(size_t in, size_t out);
 
 /* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */

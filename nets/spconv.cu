@@ -44,6 +44,14 @@
  *       already the mma's column-major B (W_o[n][k], k contiguous), so both variants read the same upload.
  *       Each output is summed over increasing o in fp32, like the CPU reference; the result does not depend on
  *       the schedule (no atomics), so runs agree bit for bit.
+ *   v2  small inputs (in <= 8, any out: PTv3's stem 4 -> 32 at k = 5), one launch, reading only the map nbr: the
+ *       convolution as an implicit GEMM y[16 rows, out] = A[16, K * CI] B[K * CI, out] per 16-row tile and warp,
+ *       A[r][o * CI + ci] = x[nbr[r, o]][ci] with in padded to CI = 4 or 8 channels, so one m16n8k16 step
+ *       covers 4 or 2 offsets. Each lane gathers its A fragment straight into registers (two channels of one
+ *       neighbour row, 32-bit loads when in == CI and x is 4-byte aligned): no shared-memory staging, no
+ *       rulebook; the B fragments of the CTA's 32-channel output slice are built once per CTA (a persistent grid
+ *       of SMs x resident CTAs) in shared memory in register order (K = 125: 32 KB at CI = 4). Every step is
+ *       multiplied (zeros add exactly), in one fixed order: runs agree bit for bit.
  *
  * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
  *   FLOPs = 2 * pairs * in * out (spc_map.pairs; the centre's n pairs included).
@@ -75,6 +83,13 @@
  *   ~35-70% of the floor (C = 32 best; C = 64 at 600k, the largest xCPE time, 36-48%). The next step is
  *   named by what the timing shows: a larger BM or weights kept on chip across tiles (weights-bound), or the
  *   tile's neighbour rows staged once in shared memory and addressed per offset by ldmatrix (gather-bound).
+ *   v2 at PTv3's stem (600k rows, k = 5, 4 -> 32): the bytes are the map, n * 125 * 4 = 300 MB, against
+ *   x (4.8 MB, read through L2 where it stays) and y (n * 32 * 2 = 38 MB): ~343 MB, ~0.11 ms at 3.0 TB/s. The
+ *   padded tensor work, 2 * n * 128 * 4 * 32 = 19.7 GFLOP (the real pairs' FLOPs are ~1/6 of it at ~20 pairs a
+ *   row), is ~30 us at mma.sync's dense rate, and each k16 step costs a warp ~16 instructions (4 map loads, 4
+ *   gathers, 4 shared loads, 4 mma) for 16 rows: the kernel's floor is the map read. v0 moves 6 * 4 + 16 * 32 =
+ *   536 bytes per non-centre pair (~6 GB at ~20 pairs a row) in up to 2 + 3 * 124 = 374 launches, and its map
+ *   needs the rulebook (flags, scan and pair lists: > 1 GB of traffic at 600k); v2 needs neither.
  */
 #include "nets/nets.h"
 #include "nets/spconv_internal.h"
@@ -582,6 +597,165 @@ template <typename T> hx_status by_bm(Params p, int smem_optin, cudaStream_t str
 
 } // namespace v1
 
+/* ---- v2: small input widths (the stem) -------------------------------------------------------------- */
+namespace v2 {
+
+/* A CTA of kWarps warps owns one 32-channel output slice (blockIdx.y) and loops over 16-row tiles, one per warp
+ * at a time (a persistent grid: the slice's weight fragments are built once per CTA, not once per tile). */
+constexpr int kWarps = 8, kThreads = 32 * kWarps, kBN = 32, kNT = kBN / 8, kRows = 16;
+
+/* Everything the kernel reads, validated once by spc_conv_v2: the kernel trusts it. */
+struct Params {
+  void *y;             /* [n, out] dtype */
+  const uint16_t *x;   /* [n, in] dtype bits; 4-byte aligned when the kernel is instantiated EXACT */
+  const uint16_t *w;   /* [K][out][in] dtype bits (the upload shared with v0 and v1) */
+  const float *b;      /* [out] fp32 or NULL */
+  const int32_t *nbr;  /* [n, K]: input row or -1; entries outside [0, n) are read as -1 */
+  uint32_t n, K, in, out;
+  uint32_t ksteps;     /* ceil(K * CI / 16): k16 steps of the padded reduction dimension */
+  int pair_store;      /* out even and y 4-byte aligned: one 32-bit store per pair of outputs */
+};
+
+/* Entry (k, c) of the GEMM's B [K * CI, out]: k = o * CI + ci; zero in the padding (o >= K, ci >= in,
+ * c >= out), so the padded products are exact zeros whatever the activations hold. */
+template <int CI> __device__ __forceinline__ uint32_t wval(const Params &p, uint32_t k, uint32_t c) {
+  const uint32_t o = k / (uint32_t)CI, ci = k % (uint32_t)CI;
+  return o < p.K && ci < p.in && c < p.out ? (uint32_t)p.w[((size_t)o * p.out + c) * p.in + ci] : 0u;
+}
+
+/* The map entry of output row r at offset o, -1 past the rows, past the offsets or outside [0, n). */
+__device__ __forceinline__ int32_t nbr_at(const Params &p, uint32_t r, uint32_t o) {
+  if (r >= p.n || o >= p.K) return -1;
+  const int32_t j = __ldg(p.nbr + (size_t)r * p.K + o);
+  return (uint32_t)j < p.n ? j : -1;
+}
+
+/* Channels ci, ci + 1 of input row j as one A-fragment register (low half ci), zeros for j = -1 or past in.
+ * EXACT: in == CI and x 4-byte aligned, one 32-bit load; else two 16-bit loads. */
+template <int CI, bool EXACT> __device__ __forceinline__ uint32_t gather2(const Params &p, int32_t j, uint32_t ci) {
+  if (j < 0) return 0u;
+  if (EXACT) return __ldg(reinterpret_cast<const unsigned int *>(p.x + (size_t)j * (uint32_t)CI + ci));
+  const unsigned short *xr = p.x + (size_t)j * p.in;
+  const uint32_t lo = ci < p.in ? (uint32_t)__ldg(xr + ci) : 0u, hi = ci + 1u < p.in ? (uint32_t)__ldg(xr + ci + 1u) : 0u;
+  return lo | hi << 16;
+}
+
+/*
+ * The convolution as one implicit GEMM per 16-row tile: y[16, out] = A[16, K * CI] B[K * CI, out] with
+ * A[r][o * CI + ci] = x[nbr[r, o]][ci] (CI = in padded to 4 or 8; one k16 step covers 16 / CI offsets) and B the
+ * weights, on mma.sync m16n8k16 with fp32 accumulators. A fragments are gathered straight from global memory
+ * into registers (each lane's two channels of one neighbour row: no shared memory, no rulebook); B fragments
+ * are laid out once per CTA in shared memory in the mma's register order, wf[s][nt][lane] = {b0, b1}, so each
+ * k16 step reads one conflict-free 8-byte word per lane and n8 tile. Software pipeline: the map entries of step
+ * s + 2 and the gathers of step s + 1 are in flight while step s multiplies. Every step is multiplied, even
+ * where no row of the tile has a neighbour (zeros add exactly): the tensor work, 2 * 16 * K * CI * 32 per
+ * tile, is ~20x below the map's bytes at the tensor rate, so skipping would save nothing measurable. Each
+ * output is summed in one fixed order, so runs agree bit for bit.
+ */
+template <typename T, int CI, bool EXACT> __global__ void __launch_bounds__(kThreads) conv_kernel(const Params p) {
+  constexpr uint32_t OPK = 16u / (uint32_t)CI, OHI = 8u / (uint32_t)CI; /* offsets per step; a2/a3's offset shift */
+  extern __shared__ uint2 wf[];
+  const uint32_t c0 = blockIdx.y * (uint32_t)kBN, entries = p.ksteps * (uint32_t)kNT * 32u;
+  for (uint32_t e = threadIdx.x; e < entries; e += kThreads) {
+    const uint32_t s = e / (kNT * 32u), nt = (e / 32u) % kNT, l = e % 32u;
+    const uint32_t c = c0 + nt * 8u + l / 4u, k = s * 16u + (l % 4u) * 2u;
+    wf[e] = make_uint2(wval<CI>(p, k, c) | wval<CI>(p, k + 1u, c) << 16,
+                       wval<CI>(p, k + 8u, c) | wval<CI>(p, k + 9u, c) << 16);
+  }
+  __syncthreads();
+
+  /* lane (g, t) holds A rows g and g + 8 at k = 2t, 2t + 1 (offset ol, channels ci, ci + 1) and at k + 8
+   * (offset ol + OHI), and D rows g, g + 8 at columns 2t, 2t + 1 of each n8 tile */
+  const uint32_t lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
+  const uint32_t ol = 2u * t / (uint32_t)CI, ci = 2u * t % (uint32_t)CI;
+  const uint32_t tiles = (p.n + (uint32_t)kRows - 1u) / (uint32_t)kRows, ks = p.ksteps;
+  for (uint32_t tile = blockIdx.x * (uint32_t)kWarps + threadIdx.x / 32u; tile < tiles;
+       tile += gridDim.x * (uint32_t)kWarps) {
+    const uint32_t ra = tile * (uint32_t)kRows + g, rb = ra + 8u;
+    auto fetch = [&](uint32_t s, int32_t(&j)[4]) {
+      const uint32_t o = s * OPK + ol;
+      j[0] = nbr_at(p, ra, o), j[1] = nbr_at(p, rb, o), j[2] = nbr_at(p, ra, o + OHI), j[3] = nbr_at(p, rb, o + OHI);
+    };
+    auto gather = [&](const int32_t(&j)[4], uint32_t(&a)[4]) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = gather2<CI, EXACT>(p, j[i], ci);
+    };
+    float acc[kNT][4];
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+    int32_t j[4];
+    uint32_t a[4];
+    fetch(0, j);
+    gather(j, a);
+    if (ks > 1u) fetch(1, j);
+    else j[0] = j[1] = j[2] = j[3] = -1;
+    for (uint32_t s = 0; s < ks; ++s) {
+      uint32_t an[4];
+      gather(j, an); /* step s + 1 (nothing is loaded past the last step: j = -1) */
+      if (s + 2u < ks) fetch(s + 2u, j);
+      else j[0] = j[1] = j[2] = j[3] = -1;
+      const uint2 *bf = wf + (size_t)s * kNT * 32u + lane;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const uint2 bb = bf[nt * 32];
+        v1::mma(acc[nt], a, bb.x, bb.y, T{});
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = an[i];
+    }
+
+    T *y = static_cast<T *>(p.y);
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      const uint32_t col = c0 + (uint32_t)nt * 8u + 2u * t;
+      if (col >= p.out) continue;
+      const bool two = col + 1u < p.out;
+      const float b0 = p.b ? p.b[col] : 0.0f, b1 = p.b && two ? p.b[col + 1u] : 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t r = h ? rb : ra;
+        if (r >= p.n) continue;
+        const float lo = acc[nt][2 * h] + b0, hi = acc[nt][2 * h + 1] + b1;
+        const size_t e = (size_t)r * p.out + col;
+        if (p.pair_store) { /* out even: col even, so col + 1 < out and e is even */
+          reinterpret_cast<uint32_t *>(y)[e / 2u] = v1::pack2(lo, hi, T{});
+        } else {
+          y[e] = to_dtype(lo, T{});
+          if (two) y[e + 1u] = to_dtype(hi, T{});
+        }
+      }
+    }
+  }
+}
+
+template <typename T, int CI, bool EXACT>
+hx_status launch(const Params &p, int smem_optin, int sms, cudaStream_t stream, hx_err *err) {
+  const size_t smem = (size_t)p.ksteps * kNT * 32u * sizeof(uint2);
+  if (smem > (size_t)smem_optin)
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v2: %zu bytes of shared memory per CTA (K = %u, %d channels a step), "
+                   "the device allows %d", smem, p.K, CI, smem_optin);
+  auto kern = conv_kernel<T, CI, EXACT>;
+  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int occ = 0;
+  HX_CUDA(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, kThreads, smem));
+  const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows, ctas = (tiles + kWarps - 1u) / kWarps;
+  const size_t most = (size_t)(sms > 0 ? sms : 1) * (size_t)(occ > 0 ? occ : 1);
+  const dim3 grid((unsigned)(ctas < most ? ctas : most), (p.out + (uint32_t)kBN - 1u) / (uint32_t)kBN);
+  kern<<<grid, kThreads, smem, stream>>>(p);
+  HX_LAUNCHED(err, "spc v2 conv_kernel");
+  return HX_OK;
+}
+
+template <typename T> hx_status by_ci(const Params &p, bool exact, int smem_optin, int sms, cudaStream_t stream,
+                                      hx_err *err) {
+  if (p.in > 4u) return exact ? launch<T, 8, true>(p, smem_optin, sms, stream, err)
+                              : launch<T, 8, false>(p, smem_optin, sms, stream, err);
+  return exact ? launch<T, 4, true>(p, smem_optin, sms, stream, err)
+               : launch<T, 4, false>(p, smem_optin, sms, stream, err);
+}
+
+} // namespace v2
+
 } // namespace
 
 struct spc_ctx {
@@ -841,4 +1015,45 @@ hx_status spc_conv_v1(void *d_y, const void *d_x, const spc_weights *w, const sp
   v1::Params p{d_y, d_x, w->d_w, w->d_b, m->nbr, (uint32_t)n, K, (uint32_t)in, (uint32_t)out, 1u};
   return dt == NET_BF16 ? v1::by_bm<__nv_bfloat16>(p, smem_optin, stream, err)
                         : v1::by_bm<__half>(p, smem_optin, stream, err);
+}
+
+/* ---- v2: small input widths (the stem) -------------------------------------------------------------- */
+/* Needs no scratch (the size query answers 0 bytes), no rulebook, no counts and no context: only m->nbr.
+ * Refuses in > SPC_V2_MAX_IN with HX_EUNSUPPORTED (v1 or v0 take those); any out. */
+hx_status spc_conv_v2(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  (void)ctx;
+  if (!w || !m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc v2: NULL weights, map or scratch size");
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "spc v2: dtype %d", (int)dt);
+  const size_t in = w->in, out = w->out, n = m->n;
+  const uint32_t K = m->K;
+  if (!in || !out || (K != 27u && K != 125u) || w->K != K)
+    return hx_errf(err, HX_EINVAL, "spc v2: weights %zu -> %zu over %u offsets on a map of %u offsets", in, out,
+                   w->K, K);
+  if (!spc_v2_takes(in, out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v2: %zu input channels: at most %u (v1 and v0 take wider inputs)", in,
+                   SPC_V2_MAX_IN);
+  if (out > 65536u) return hx_errf(err, HX_EINVAL, "spc v2: %zu output channels exceed 65536", out);
+  if (!d_scratch) {
+    *scratch_bytes = 0;
+    return HX_OK;
+  }
+  if (!n) return HX_OK;
+  if (!d_y || !d_x || !w->d_w || !m->nbr) return hx_errf(err, HX_EINVAL, "spc v2: NULL y, x, weights or map");
+  const uintptr_t ya = (uintptr_t)d_y, xa = (uintptr_t)d_x, wa = (uintptr_t)w->d_w;
+  if (ya < xa + n * in * 2u && xa < ya + n * out * 2u) return hx_errf(err, HX_EINVAL, "spc v2: y overlaps x");
+  if ((ya | xa | wa) % 2u)
+    return hx_errf(err, HX_EINVAL, "spc v2: y, x and the weights must be 2-byte aligned (%p, %p, %p)", d_y, d_x,
+                   w->d_w);
+  if ((uintptr_t)w->d_b % 4u) return hx_errf(err, HX_EINVAL, "spc v2: bias not 4-byte aligned");
+  int dev = 0, smem_optin = 0, sms = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const uint32_t ci = in > 4u ? 8u : 4u;
+  v2::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, m->nbr,
+               (uint32_t)n, K, (uint32_t)in, (uint32_t)out, (K * ci + 15u) / 16u, out % 2u == 0 && ya % 4u == 0};
+  const bool exact = in == ci && xa % 4u == 0;
+  return dt == NET_BF16 ? v2::by_ci<__nv_bfloat16>(p, exact, smem_optin, sms, stream, err)
+                        : v2::by_ci<__half>(p, exact, smem_optin, sms, stream, err);
 }

@@ -13,8 +13,9 @@ extern "C" {
 #endif
 
 /* X(id, name, function, needs_rule): never reuse a number; v0 is the library (cuBLAS) reference, v1 the fused
- * implicit GEMM (in and out multiples of 16; HX_EUNSUPPORTED otherwise). */
-#define SPC_VARIANT_LIST(X) X(0, "v0", spc_conv_v0, 1) X(1, "v1", spc_conv_v1, 0)
+ * implicit GEMM (in and out multiples of 16; HX_EUNSUPPORTED otherwise), v2 the small-input implicit GEMM with
+ * register gathers (in <= 8, any out: the stem; HX_EUNSUPPORTED for wider inputs). */
+#define SPC_VARIANT_LIST(X) X(0, "v0", spc_conv_v0, 1) X(1, "v1", spc_conv_v1, 0) X(2, "v2", spc_conv_v2, 0)
 
 /* v1's channel rule, shared by the kernel's boundary check and spc_variant_best: both widths a multiple of the
  * mma's k16 / n16 granularity (16-byte cp.async rows need 8; the ldmatrix.x4 fragments take 16). */
@@ -22,6 +23,11 @@ extern "C" {
 static inline int spc_v1_takes(size_t in, size_t out) {
   return in && out && in % SPC_V1_CHANNELS == 0 && out % SPC_V1_CHANNELS == 0;
 }
+
+/* v2's channel rule: in padded to 4 or 8 channels per offset, so one k16 step of the mma covers 4 or 2 offsets
+ * and each lane gathers 2 channels of one neighbour row; wider inputs are v1's (or v0's). */
+#define SPC_V2_MAX_IN 8u
+static inline int spc_v2_takes(size_t in, size_t out) { return in && out && in <= SPC_V2_MAX_IN; }
 
 #define SPC_DECLARE_(id_, name_, fn_, rule_)                                                                  \
   hx_status fn_(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,          \

@@ -28,9 +28,9 @@
 #pragma GCC diagnostic pop
 #endif
 
+#if F3D_HAVE_CUDA
 static uint64_t g_seed; /* fresh per run, printed */
 
-#if F3D_HAVE_CUDA
 typedef struct tcase {
   wl_batch bt;
   float *feat;

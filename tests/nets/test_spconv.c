@@ -4,8 +4,9 @@
  * never see each other; k = 5; random clouds; a cloud at the top of the coordinate range), the offset order of
  * nets.h on named pairs, symmetry (j is i's neighbour at o exactly when i is j's at K-1-o), the per-offset
  * counts, the convolution against a dense 3D convolution on a small voxel grid, and the refusals (duplicate
- * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0, v1) and
- * spc_variant_best's rule (v1 for widths that are multiples of 16, v0 otherwise).
+ * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0, v1, v2) and
+ * spc_variant_best's rule (v2 for inputs of at most 8 channels, v1 for widths that are multiples of 16, v0
+ * otherwise).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -237,9 +238,9 @@ static void test_refusals(void **state) {
   spc_map_free_host(&m);
 }
 
-/* The table lists v0 and v1 in both builds (ids in order, names "v<id>"); the CPU-only build's entries refuse
- * with HX_ENODEV. spc_variant_best: v1 where both widths are multiples of 16 (every xCPE width of PTv3), v0
- * otherwise (the stem's 4 -> 32, odd widths, multiples of 8 only). */
+/* The table lists v0, v1 and v2 in both builds (ids in order, names "v<id>"); the CPU-only build's entries
+ * refuse with HX_ENODEV. spc_variant_best: v2 where in <= 8 (the stem's 4 -> 32, any out), v1 where both widths
+ * are multiples of 16 (every xCPE width of PTv3), v0 otherwise (odd widths, multiples of 8 only, in = 9). */
 static void test_variants(void **state) {
   (void)state;
   assert_true(spc_variant_count() >= 1);
@@ -254,14 +255,17 @@ static void test_variants(void **state) {
   assert_string_equal(spc_variant_get(0)->name, "v0");
   assert_true(spc_variant_count() >= 2);
   assert_string_equal(spc_variant_get(1)->name, "v1");
-  assert_int_equal(spc_variant_get(0)->needs_rule, 1); /* v0 reads the rulebook and counts, v1 only nbr */
+  assert_int_equal(spc_variant_get(0)->needs_rule, 1); /* v0 reads the rulebook and counts, v1 and v2 only nbr */
   assert_int_equal(spc_variant_get(1)->needs_rule, 0);
+  assert_true(spc_variant_count() >= 3);
+  assert_string_equal(spc_variant_get(2)->name, "v2");
+  assert_int_equal(spc_variant_get(2)->needs_rule, 0);
   const struct {
     size_t in, out;
     int id;
   } best[] = {{32, 32, 1}, {64, 64, 1}, {128, 128, 1}, {256, 256, 1}, {512, 512, 1}, {16, 16, 1}, {48, 80, 1},
-              {64, 32, 1}, {4, 32, 0},   {32, 4, 0},   {8, 8, 0},     {24, 32, 0},   {32, 24, 0}, {3, 5, 0},
-              {0, 16, 0}, {16, 0, 0}};
+              {64, 32, 1}, {4, 32, 2},   {32, 4, 0},   {8, 8, 2},     {24, 32, 0},   {32, 24, 0}, {3, 5, 2},
+              {1, 1, 2},   {8, 512, 2},  {9, 32, 0},   {4, 0, 0},     {0, 16, 0},    {16, 0, 0}};
   for (size_t i = 0; i < sizeof best / sizeof best[0]; ++i) {
     const spc_variant *v = spc_variant_best(best[i].in, best[i].out);
     assert_non_null(v);
@@ -275,11 +279,19 @@ static void test_variants(void **state) {
   spc_weights w = {.in = 32, .out = 32, .K = 27};
   m.K = 27, m.k = 3;
   const hx_status st = spc_variant_get(1)->fn(NULL, NULL, &w, &m, NULL, &bytes, NULL, NET_F16, NULL, &err);
+  spc_weights w4 = {.in = 4, .out = 32, .K = 125};
+  spc_map m5 = m;
+  m5.K = 125, m5.k = 5;
+  size_t bytes2 = 1;
+  const hx_status st2 = spc_variant_get(2)->fn(NULL, NULL, &w4, &m5, NULL, &bytes2, NULL, NET_F16, NULL, &err);
 #if F3D_HAVE_CUDA
-  assert_int_equal(st, HX_OK); /* v1's size query: no scratch */
+  assert_int_equal(st, HX_OK); /* v1's and v2's size queries: no scratch */
   assert_int_equal(bytes, 0u);
+  assert_int_equal(st2, HX_OK);
+  assert_int_equal(bytes2, 0u);
 #else
   assert_int_equal(st, HX_ENODEV);
+  assert_int_equal(st2, HX_ENODEV);
 #endif
 }
 

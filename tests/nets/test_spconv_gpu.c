@@ -23,7 +23,10 @@
  * sum to the dtype; 2^-13 bounds the fp32 accumulation (a chain of at most K in / 16 + K ~ 900 fp32 additions
  * for in <= 512, each off by <= 2^-24 of the magnitude: <= 2^-14.2). Dropping one offset's contribution errs
  * by ~1/(K sqrt(in)) ~ 2^-8 of it. v1's boundary: widths, alignment, overlap, and the same output without the
- * rulebook, counts or context.
+ * rulebook, counts or context. v2 (in <= 8, the stem): the shapes above plus its own (in = 1, 3, 4, 6, 8; out
+ * 5, 16, 32, 40, 48, 72), and on its edges: rows without any neighbour (their output is the bias exactly, 0
+ * without one), map entries outside [0, n) read as -1, 100003 rows (several passes of its persistent grid, a
+ * 3-row last tile), x and y off 4-byte alignment (16-bit gathers and stores: the same bits), in = 9 refused.
  * Exits 77 without a CUDA device.
  */
 #include <stdarg.h>
@@ -378,13 +381,16 @@ static void test_conv(void **state) {
   assert_int_equal(spc_ctx_create(&ctx, &err), HX_OK);
   /* Every width v1 specialises: BN 16/32/64/128 (by out), BK 16/32/64 (by in), several output slices (80 = 5
    * x 16, 192 = 3 x 64, 256 = 2 x 128, 512 = 4 x 128), input chunks 3 x 16 (48) and 3 x 32 (96), k = 5 (K =
-   * 125); the stem 4 -> 32 and widths v1 refuses (3 -> 5, 8 -> 24) run on v0 only. */
+   * 125); the stem 4 -> 32 and widths v1 refuses (3 -> 5, 8 -> 24) run on v0 and v2. Then v2's own: the stem
+   * again on fresh seeds, in = 8 (2 offsets a k16 step), in = 3, 1 and 6 (channels padded: 16-bit gathers),
+   * out = 40 and 72 (a last 32-channel slice partly padded), 5 (odd: 16-bit stores), k = 3 and 5. */
   const struct {
     uint32_t k;
     size_t in, out;
   } shapes[] = {{5, 4, 32},   {5, 32, 32},    {3, 16, 16},    {3, 32, 32},   {3, 64, 64}, {3, 64, 32},
                 {3, 48, 80},  {3, 96, 192},   {3, 128, 128},  {3, 256, 256}, {3, 512, 512}, {3, 3, 5},
-                {3, 8, 24}};
+                {3, 8, 24},   {5, 4, 32},     {5, 8, 32},     {5, 3, 40},    {3, 4, 32},  {3, 1, 16},
+                {5, 6, 72}};
   /* Clouds: one point; 7 points; 2 clouds at ~50% of a 10^3 box (~11 neighbours a row at k = 3); 2 clouds of
    * isolated points in a 64^3 box (most 16-row groups have no neighbour at most offsets: the per-group skip);
    * a plane (18 offsets empty in every tile: the per-tile skip); 2 clouds of 8500 at 13% of a 40^3 box and 2
@@ -504,7 +510,8 @@ static void test_conv_v1_boundary(void **state) {
     if (spc_variant_get(i)->id == 1) v1 = spc_variant_get(i);
   assert_non_null(v1);
   assert_ptr_equal(spc_variant_best(32, 32), v1);
-  assert_int_equal(spc_variant_best(4, 32)->id, 0);
+  assert_int_equal(spc_variant_best(4, 32)->id, 2);
+  assert_int_equal(spc_variant_best(24, 32)->id, 0);
   const uint32_t per[2] = {300, 0}, base[6] = {0};
   tcloud t;
   assert_true(tcloud_make(&t, 1, per, 8, base, 4));
@@ -566,6 +573,179 @@ static void test_conv_v1_boundary(void **state) {
   tcloud_free(&t);
 }
 
+/* Upload the device map of g as `dev` holds it (every entry, n * K). */
+static void gmap_set_nbr(gmap *g, const int32_t *dev) {
+  assert_int_equal(cudaMemcpy(g->d_nbr, dev, (size_t)g->m.n * g->m.K * sizeof(int32_t), cudaMemcpyHostToDevice),
+                   cudaSuccess);
+}
+
+/* One run of v on p with x and y placed xoff and yoff bytes into their buffers (0 or 2: 2 leaves them 2-byte
+ * aligned only, so v2 takes its 16-bit gathers and stores); the output, poisoned first, into yh. */
+static void run_at(const spc_variant *v, const conv_prob *p, const gmap *g, const spc_weights *sw, size_t xoff,
+                   size_t yoff, uint16_t *yh) {
+  const size_t nx = (size_t)p->n * p->in * 2u, ny = (size_t)p->n * p->out * 2u;
+  unsigned char *d_x = dev_alloc(nx + 16u), *d_y = dev_alloc(ny + 16u);
+  assert_int_equal(cudaMemcpy(d_x + xoff, p->xh, nx, cudaMemcpyHostToDevice), cudaSuccess);
+  assert_int_equal(cudaMemset(d_y, 0xFF, ny + 16u), cudaSuccess);
+  hx_err err = {HX_OK, ""};
+  size_t bytes = 0;
+  void *d_s = dev_alloc(16);
+  assert_int_equal(v->fn(NULL, NULL, sw, &g->m, NULL, &bytes, NULL, p->dt, NULL, &err), HX_OK);
+  assert_int_equal(bytes, 0u);
+  const hx_status st = v->fn(d_y + yoff, d_x + xoff, sw, &g->m, d_s, &bytes, NULL, p->dt, NULL, &err);
+  if (st != HX_OK) printf("%s\n", err.msg);
+  assert_int_equal(st, HX_OK);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  assert_int_equal(cudaMemcpy(yh, d_y + yoff, ny, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d_x), cudaFree(d_y), cudaFree(d_s);
+}
+
+/* v2 on its edges, fp16 and bf16, against the double reference (conv_run: poisoned outputs, two runs bit for
+ * bit) and bit for bit across its code paths:
+ *  - isolated points (a lattice of spacing 3: no neighbour within 2 voxels, so at k = 5 a row's only pair is
+ *    its centre) where every 4th row has no neighbour at all: its map row is all -1 or holds entries outside
+ *    [0, n) (n, n + 5, INT32_MAX, -7), which v2 reads as -1, while the reference's row is all -1: such a row is
+ *    its bias exactly (the bias rounded once), and 0 without a bias;
+ *  - 100003 rows in a 100^3 box (~10% full, rows in a random order): 6251 16-row tiles, more than one
+ *    persistent pass of the grid on an H100 (132 SMs x 4 CTAs x 8 warps), the last tile 3 rows; every 5th row
+ *    emptied as above and every other row given one out-of-range entry where it has no neighbour;
+ *  - x and y moved 2 bytes off 4-byte alignment (16-bit gathers and stores): the same output bit for bit;
+ *  - in = 9 is HX_EUNSUPPORTED, x and y overlapping HX_EINVAL; an empty map is nothing to do. */
+static void test_conv_v2(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  const spc_variant *v2 = NULL;
+  for (int i = 0; i < spc_variant_count(); ++i)
+    if (spc_variant_get(i)->id == 2) v2 = spc_variant_get(i);
+  assert_non_null(v2);
+  assert_int_equal(v2->needs_rule, 0);
+  assert_ptr_equal(spc_variant_best(4, 32), v2);
+  assert_ptr_equal(spc_variant_best(8, 5), v2);
+
+  enum { NC = 2 };
+  tcloud cl[NC];
+  const char *names[NC] = {"lattice-1331", "random-100003"};
+  const uint32_t L = 11; /* lattice side: 1331 points at (3a, 3b, 3c) */
+  cl[0].n = L * L * L;
+  cl[0].grid = malloc((size_t)cl[0].n * 3u * sizeof(uint32_t));
+  cl[0].batch = calloc(cl[0].n, sizeof(uint32_t));
+  assert_true(cl[0].grid && cl[0].batch);
+  for (uint32_t i = 0; i < cl[0].n; ++i)
+    cl[0].grid[3u * i] = 3u * (i / (L * L)), cl[0].grid[3u * i + 1u] = 3u * ((i / L) % L),
+    cl[0].grid[3u * i + 2u] = 3u * (i % L);
+  const uint32_t big[1] = {100003}, base[3] = {7, 0, 5};
+  assert_true(tcloud_make(&cl[1], 1, big, 100, base, 43));
+  const struct {
+    uint32_t k;
+    size_t in, out;
+  } shapes[] = {{5, 4, 32}, {3, 4, 32}, {5, 8, 48}, {5, 3, 5}};
+  int fails = 0;
+  for (int ci = 0; ci < NC; ++ci) {
+    const tcloud *t = &cl[ci];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
+      const uint32_t k = shapes[s].k;
+      if (ci == 1 && s == 3) continue; /* the big cloud: the stem shapes and in = 8 are enough */
+      spc_map c;
+      gmap g;
+      assert_int_equal(spc_map_cpu(&c, t->grid, t->batch, t->n, k, &err), HX_OK);
+      assert_int_equal(gmap_build(&g, t, k, 0, 1, &err), HX_OK);
+      const uint32_t n = t->n, K = c.K;
+      if (ci == 0 && k == 5) assert_int_equal(c.pairs, n); /* isolated: the centre pairs only */
+      /* the planted map: rows i % (4 or 5) == 0 have no neighbour; other rows one out-of-range entry */
+      int32_t *dev = malloc((size_t)n * K * sizeof(int32_t));
+      assert_non_null(dev);
+      const int32_t bad[4] = {-1, (int32_t)n, (int32_t)n + 5, INT32_MAX};
+      const uint32_t every = ci == 0 ? 4u : 5u;
+      size_t empty = 0;
+      for (uint32_t i = 0; i < n; ++i) {
+        int32_t *cr = c.nbr + (size_t)i * K, *dr = dev + (size_t)i * K;
+        if (i % every == 0) {
+          for (uint32_t o = 0; o < K; ++o) dr[o] = o % 5u == 4u ? -7 : bad[(i + o) % 4u], cr[o] = -1;
+          empty++;
+        } else {
+          memcpy(dr, cr, K * sizeof(int32_t));
+          for (uint32_t o = 0; o < K; ++o)
+            if (cr[o] < 0) {
+              dr[o] = bad[1u + (i + o) % 3u];
+              break;
+            }
+        }
+      }
+      gmap_set_nbr(&g, dev);
+      g.m.rule = NULL; /* the rulebook no longer matches the planted map: v2 must not need it */
+      for (int d = 0; d < 2; ++d) {
+        conv_prob p;
+        prob_make(&p, &c, d ? NET_BF16 : NET_F16, shapes[s].in, shapes[s].out, 7000u + 100u * (uint64_t)ci + 10u * s + (uint64_t)d);
+        spc_weights sw, swnb;
+        assert_int_equal(spc_weights_upload(&sw, p.w, p.b, p.in, p.out, K, p.dt, NULL, &err), HX_OK);
+        assert_int_equal(spc_weights_upload(&swnb, p.w, NULL, p.in, p.out, K, p.dt, NULL, &err), HX_OK);
+        const int r = conv_run(v2, NULL, &p, &g, &sw, names[ci]);
+        assert_true(r >= 0);
+        fails += !r;
+        const size_t ny = (size_t)n * p.out;
+        uint16_t *y0 = malloc(ny * 2u + 2u), *y1 = malloc(ny * 2u + 2u), *y2 = malloc(ny * 2u + 2u);
+        assert_true(y0 && y1 && y2);
+        run_at(v2, &p, &g, &sw, 0, 0, y0);
+        run_at(v2, &p, &g, &sw, 2, 2, y1);
+        run_at(v2, &p, &g, &swnb, 0, 2, y2);
+        size_t diff = 0, nob = 0, rows_b = 0;
+        for (size_t e = 0; e < ny; ++e) diff += y0[e] != y1[e];
+        for (uint32_t i = 0; i < n; i += every)
+          for (size_t co = 0; co < p.out; ++co) {
+            rows_b += y0[(size_t)i * p.out + co] != net_from_float(p.dt, p.b[co]);
+            nob += y2[(size_t)i * p.out + co] != 0;
+          }
+        printf("v2 %s k=%u %zu->%zu %s: %zu empty rows (bias exactly: %s, 0 without bias: %s), misaligned x, y: "
+               "%zu values differ\n", net_dtype_name(p.dt), k, p.in, p.out, names[ci], empty, rows_b ? "NO" : "yes",
+               nob ? "NO" : "yes", diff);
+        assert_int_equal(diff, 0);
+        assert_int_equal(rows_b, 0);
+        assert_int_equal(nob, 0);
+        free(y0), free(y1), free(y2);
+        spc_weights_free(&sw), spc_weights_free(&swnb);
+        prob_free(&p);
+      }
+      free(dev);
+      gmap_free(&g);
+      spc_map_free_host(&c);
+    }
+  }
+  assert_int_equal(fails, 0);
+
+  /* the boundary: in = 9 refused, overlap refused, an empty map nothing to do */
+  gmap g;
+  assert_int_equal(gmap_build(&g, &cl[0], 5, 0, 1, &err), HX_OK);
+  float *w = calloc(125u * 9u * 32u, sizeof(float));
+  assert_non_null(w);
+  spc_weights sw9, sw4;
+  assert_int_equal(spc_weights_upload(&sw9, w, NULL, 9, 32, 125, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&sw4, w, NULL, 4, 32, 125, NET_F16, NULL, &err), HX_OK);
+  size_t bytes = 7;
+  assert_int_equal(v2->fn(NULL, NULL, &sw9, &g.m, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "at most 8"));
+  const size_t n = cl[0].n;
+  unsigned char *d_buf = dev_alloc(n * 160u + 64u); /* x: 8n bytes, y: 64n */
+  void *d_s = dev_alloc(16);
+  bytes = 16;
+  assert_int_equal(v2->fn(d_buf + n * 4u, d_buf, &sw4, &g.m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "overlaps"));
+  assert_int_equal(v2->fn(d_buf + 1, d_buf + n * 100u, &sw4, &g.m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "aligned"));
+  assert_int_equal(v2->fn(d_buf + n * 8u, d_buf, &sw4, &g.m, d_s, &bytes, NULL, (net_dtype)7, NULL, &err), HX_EINVAL);
+  spc_map m = g.m;
+  m.nbr = NULL;
+  assert_int_equal(v2->fn(d_buf + n * 8u, d_buf, &sw4, &m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_EINVAL);
+  m = g.m;
+  m.n = 0;
+  assert_int_equal(v2->fn(NULL, NULL, &sw4, &m, d_s, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  spc_weights_free(&sw9), spc_weights_free(&sw4);
+  cudaFree(d_buf), cudaFree(d_s);
+  free(w);
+  gmap_free(&g);
+  for (int ci = 0; ci < NC; ++ci) tcloud_free(&cl[ci]);
+}
+
 int main(void) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -578,6 +758,7 @@ int main(void) {
       cmocka_unit_test(test_conv),
       cmocka_unit_test(test_conv_refusals),
       cmocka_unit_test(test_conv_v1_boundary),
+      cmocka_unit_test(test_conv_v2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
