@@ -356,7 +356,11 @@ int f3d_cmd_net(int argc, char **argv) {
   float *feat = NULL;
   int rc = 0;
   if (net_params_init(&p, &cfg, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
-  if (!rc && o.weights && net_params_load(&p, o.weights, &err) != HX_OK) rc = (f3d_fail_msg(o.weights, err.msg), 1);
+  size_t ignored = 0;
+  if (!rc && o.weights && net_params_load(&p, o.weights, &ignored, &err) != HX_OK) rc = (f3d_fail_msg(o.weights, err.msg), 1);
+  if (!rc && ignored)
+    fprintf(stderr, "f3dbench: net: note: %s: %zu state_dict entries ignored (num_batches_tracked, _extra_state: no "
+            "forward reads them)\n", o.weights, ignored);
   if (!rc) rc = make_batch(&bt, &o);
   if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
   if (!rc) {

@@ -99,9 +99,26 @@ static void shape_str(char *s, size_t cap, int ndim, const int64_t *shape) {
   if (k < cap) snprintf(s + k, cap - k, "]");
 }
 
-/* match[i] = the file's tensor for p->t[i], after checking names, shapes and values (see net_params_load). */
+/* A state_dict key no forward reads: "<module>.num_batches_tracked" (BatchNorm's counter) or
+ * "<module>._extra_state" (TransformerEngine's FP8 metadata), or the bare suffix. */
+static int ignorable_key(const char *name) {
+  static const char *const suffix[] = {"num_batches_tracked", "_extra_state"};
+  const size_t n = strlen(name);
+  for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+    const size_t m = strlen(suffix[i]);
+    if (n >= m && strcmp(name + n - m, suffix[i]) == 0 && (n == m || name[n - m - 1u] == '.')) return 1;
+  }
+  return 0;
+}
+
+static int float_dtype(const char *dt) {
+  return strcmp(dt, "F32") == 0 || strcmp(dt, "F16") == 0 || strcmp(dt, "BF16") == 0 || strcmp(dt, "F64") == 0;
+}
+
+/* match[i] = the file's tensor for p->t[i], after checking names, shapes, dtypes and values (see
+ * net_params_load); *ignored = the file's ignorable keys that are not parameters. */
 static hx_status match_file(const stf_tensor **match, const net_params *p, const stf_file *f, const char *path,
-                            hx_err *err) {
+                            size_t *ignored, hx_err *err) {
   const stf_tensor **ix = malloc((f->n ? f->n : 1) * sizeof *ix);
   if (!ix) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
   for (size_t i = 0; i < f->n; i++) ix[i] = &f->t[i];
@@ -123,13 +140,20 @@ static hx_status match_file(const stf_tensor **match, const net_params *p, const
       shape_str(want, sizeof want, t->ndim, t->shape);
       shape_str(got, sizeof got, (*hit)->ndim, (*hit)->shape);
       st = hx_errf(err, HX_EFORMAT, "%s: tensor %s has shape %s, the model expects %s", path, t->name, got, want);
+    } else if (!float_dtype((*hit)->dtype)) {
+      st = hx_errf(err, HX_EFORMAT, "%s: tensor %s has dtype %s, a parameter needs F32, F16, BF16 or F64", path,
+                   t->name, (*hit)->dtype);
     }
   }
   /* every name of p is in the file (unique on both sides), so there is an extra one exactly when the counts
-   * differ; name the first in file order */
+   * differ; the ignorable ones are counted, the first other one in file order is refused */
+  *ignored = 0;
   for (size_t i = 0; i < f->n && st == HX_OK && f->n != p->n; i++)
-    if (!net_params_find(p, f->t[i].name))
-      st = hx_errf(err, HX_EFORMAT, "%s: tensor %s is not a parameter of the model (extra name)", path, f->t[i].name);
+    if (!net_params_find(p, f->t[i].name)) {
+      if (ignorable_key(f->t[i].name)) (*ignored)++;
+      else st = hx_errf(err, HX_EFORMAT, "%s: tensor %s is not a parameter of the model (extra name; only keys "
+                        "ending in num_batches_tracked or _extra_state are ignored)", path, f->t[i].name);
+    }
   for (size_t i = 0; i < p->n && st == HX_OK; i++) {
     const uint64_t m = tensor_numel(&p->t[i]);
     for (uint64_t k = 0; k < m; k++)
@@ -143,12 +167,16 @@ static hx_status match_file(const stf_tensor **match, const net_params *p, const
   return st;
 }
 
-hx_status net_params_load(net_params *p, const char *path, hx_err *err) {
+hx_status net_params_load(net_params *p, const char *path, size_t *ignored, hx_err *err) {
+  if (ignored) *ignored = 0;
   if (!p || !path) return hx_errf(err, HX_EINVAL, "net_params_load: missing parameters or path");
   stf_file f = {0};
   HX_TRY(stf_read(&f, path, err));
   const stf_tensor **match = malloc((p->n ? p->n : 1) * sizeof *match);
-  hx_status st = match ? match_file(match, p, &f, path, err) : hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
+  size_t skipped = 0;
+  hx_status st =
+      match ? match_file(match, p, &f, path, &skipped, err) : hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
+  if (ignored && st == HX_OK) *ignored = skipped;
   for (size_t i = 0; i < p->n && st == HX_OK; i++)
     memcpy(p->t[i].data, match[i]->data, (size_t)tensor_numel(&p->t[i]) * sizeof(float));
   free(match);

@@ -203,15 +203,17 @@ const spc_variant *spc_variant_best(size_t in, size_t out);
 /* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */
 /*
  * Reader and writer of the safetensors format: 8-byte little-endian header length, a JSON header
- * {"name": {"dtype": "F32"|"F16"|"BF16", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}},
- * then raw little-endian data. Every malformed header, offset outside the file, overlap, shape/size mismatch or
- * unsupported dtype is HX_EFORMAT naming the file and the tensor; never a crash.
+ * {"name": {"dtype": "F32"|"F16"|"BF16"|.., "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}},
+ * then raw little-endian data. The reader takes F32, F16, BF16, F64 and the integer dtypes of a state_dict
+ * (I64 .. I8, U64 .. U8, BOOL), every value converted to fp32. Every malformed header, offset outside the file,
+ * overlap, shape/size mismatch or unsupported dtype is HX_EFORMAT naming the file and the tensor; never a crash.
  */
 typedef struct stf_tensor {
   char name[128];
   int ndim;
   int64_t shape[8];
-  float *data; /* converted to fp32 */
+  float *data;   /* converted to fp32 */
+  char dtype[8]; /* read: the file's dtype ("F32", "I64", ..); the writer ignores it and writes F32 */
 } stf_tensor;
 typedef struct stf_file {
   stf_tensor *t;
@@ -242,8 +244,11 @@ const net_tensor *net_params_find(const net_params *p, const char *name);
 uint64_t net_params_count(const net_params *p);
 void net_params_free(net_params *p);
 /* Replace every tensor's values with those of a safetensors file: every expected name present with its exact
- * shape, no extra names (HX_EFORMAT naming the first missing, extra or mis-shaped tensor), and no NaN/Inf. */
-hx_status net_params_load(net_params *p, const char *path, hx_err *err);
+ * shape and a float dtype, no extra names (HX_EFORMAT naming the first missing, extra, mis-shaped or integer
+ * tensor), and no NaN/Inf. The state_dict entries no forward reads are ignored, counted in *ignored (NULL: not
+ * reported): keys ending in ".num_batches_tracked" (BatchNorm's counter, Pointcept and Flash3D) or
+ * "._extra_state" (TransformerEngine modules' FP8 metadata, Flash3D); any other extra key is refused. */
+hx_status net_params_load(net_params *p, const char *path, size_t *ignored, hx_err *err);
 hx_status net_params_save(const net_params *p, const char *path, hx_err *err);
 
 /* One input batch: B clouds concatenated; cloud c owns rows [offset[c], offset[c+1]). feat = (x, y, z,

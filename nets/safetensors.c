@@ -9,10 +9,13 @@
  * and 8 + N <= the file size; the header is well-formed JSON (a small recursive-descent parser with a
  * nesting limit; no tree is built: the one object we know is read field by field, anything else is only
  * validated and skipped); every name is 1..127 bytes with no NUL and appears once; every dtype is F32, F16,
- * BF16 or F64; every shape has at most 8 non-negative dimensions whose product (and its size in bytes) does
- * not overflow; begin <= end <= the data area's size, end - begin == numel * dtype size, and no two non-empty
- * tensors share a byte. So every allocation is bounded by the file's size (at most twice it, F16 -> fp32)
- * and every read lies inside the file. Gaps between tensors are allowed (the reference implementation
+ * BF16, F64 or one of the integer types a PyTorch state_dict holds (I64, I32, I16, I8, U64, U32, U16, U8,
+ * BOOL: BatchNorm's num_batches_tracked is I64, TransformerEngine's _extra_state U8); every shape has at
+ * most 8 non-negative dimensions whose product (and its size in bytes) does not overflow; begin <= end <= the
+ * data area's size, end - begin == numel * dtype size, and no two non-empty tensors share a byte. So every
+ * allocation is bounded by the file's size (at most 4 times it, U8 -> fp32) and every read lies inside the
+ * file. Every value is converted to fp32 (integers beyond 2^24 rounded); the file's dtype stays on the tensor,
+ * so a caller can refuse integers where it needs floats. Gaps between tensors are allowed (the reference implementation
  * refuses them; accepting them loses nothing). On failure the output is empty, nothing leaks, and the
  * message names the file and, where there is one, the tensor.
  *
@@ -40,8 +43,20 @@ typedef struct stf_dtype {
   const char *name;
   size_t size;
 } stf_dtype;
-static const stf_dtype stf_dtypes[] = {{"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}};
-enum { STF_F32 = 0, STF_F16 = 1, STF_BF16 = 2, STF_F64 = 3, STF_NDTYPES = 4 };
+static const stf_dtype stf_dtypes[] = {{"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"I64", 8},
+                                       {"I32", 4}, {"I16", 2},  {"I8", 1},   {"U64", 8}, {"U32", 4},
+                                       {"U16", 2}, {"U8", 1},   {"BOOL", 1}};
+enum {
+  STF_F32 = 0,
+  STF_F16 = 1,
+  STF_BF16 = 2,
+  STF_F64 = 3,
+  STF_I64 = 4, /* STF_I64 .. STF_I8 signed, STF_U64 .. STF_BOOL unsigned integers */
+  STF_I8 = 7,
+  STF_U64 = 8,
+  STF_BOOL = 12,
+  STF_NDTYPES = 13
+};
 
 /* One header entry as parsed (offsets relative to the data area). */
 typedef struct stf_entry {
@@ -304,8 +319,9 @@ static hx_status jentry(jcur *c, stf_entry *e) {
         for (int i = 0; i < STF_NDTYPES; i++)
           if (dlen == strlen(stf_dtypes[i].name) && strcmp(dt, stf_dtypes[i].name) == 0) e->dtype = i;
         if (e->dtype < 0)
-          return hx_errf(c->err, HX_EFORMAT, "%s: tensor %s: dtype %s%s not supported (F32, F16, BF16, F64)",
-                         c->path, e->name, dt, dlen >= sizeof dt ? "..." : "");
+          return hx_errf(c->err, HX_EFORMAT, "%s: tensor %s: dtype %s%s not supported (F32, F16, BF16, F64, "
+                         "I64, I32, I16, I8, U64, U32, U16, U8, BOOL)", c->path, e->name, dt,
+                         dlen >= sizeof dt ? "..." : "");
       }
     } else if (klen == 5 && strcmp(key, "shape") == 0) {
       seen = &have_shape;
@@ -502,6 +518,11 @@ static hx_status read_tensor(int fd, float *dst, const stf_entry *e, uint64_t ba
         double d;
         memcpy(&d, b, sizeof d);
         dst[i + k] = (float)d;
+      } else if (e->dtype >= STF_I64) { /* little-endian integers, sign-extended from es bytes */
+        uint64_t u = 0;
+        for (size_t q = es; q > 0; q--) u = u << 8 | b[q - 1u];
+        if (e->dtype <= STF_I8 && es < 8u && (u >> (8u * es - 1u)) & 1u) u |= ~(uint64_t)0 << (8u * es);
+        dst[i + k] = e->dtype <= STF_I8 ? (float)(int64_t)u : (float)u;
       } else {
         const uint16_t h = (uint16_t)(b[0] | (b[1] << 8));
         dst[i + k] = e->dtype == STF_F16 ? f16_to_f32(h) : bf16_to_f32(h);
@@ -557,9 +578,10 @@ static hx_status read_file(stf_file *out, int fd, const char *path, hx_err *err)
   for (size_t i = 0; i < n && st == HX_OK; i++) {
     stf_tensor *t = &out->t[i];
     memcpy(t->name, ents[i].name, sizeof t->name);
+    snprintf(t->dtype, sizeof t->dtype, "%s", stf_dtypes[ents[i].dtype].name);
     t->ndim = ents[i].ndim;
     memcpy(t->shape, ents[i].shape, sizeof t->shape);
-    /* numel * 4 <= 2 * file size (F16 is the narrowest), so this is bounded; never NULL, even when empty */
+    /* numel * 4 <= 4 * file size (U8 is the narrowest), so this is bounded; never NULL, even when empty */
     const size_t cnt = ents[i].numel ? (size_t)ents[i].numel : 1u;
     t->data = malloc(cnt * sizeof *t->data);
     out->n = i + 1;

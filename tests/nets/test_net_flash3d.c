@@ -5,7 +5,8 @@
  * shape (hash cycle, row bounds that hold), the GPU's spare cloud (real clouds' layouts independent of it), and the "flash3d-tiny" CPU forward on two clouds: shapes,
  * finiteness, determinism for a seed, the layouts mechanism (forward on psh_run_cpu's layouts equals the plain
  * forward bit for bit; a broken layout is refused), rehash on and off, every level live (a changed weight deep
- * in the tree changes the logits), bad inputs refused.
+ * in the tree changes the logits), bad inputs refused, and a state_dict with BatchNorm's num_batches_tracked
+ * and TransformerEngine's _extra_state entries loaded (those ignored, counted) to the saved weights' forward.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 
 #include "kernels/kernels.h"
 #include "nets/nets_internal.h"
+#include "tests/nets/test_net_util.h"
 
 #define PUBLIC_COUNT 19332784ull /* flash3d-public with the 4-input embedding and the 16-class head */
 
@@ -486,6 +488,15 @@ static void test_tiny_bad_inputs(void **state) {
   assert_int_equal(net_flash3d_forward_cpu(&o, &ptv3, &t->p, &in, 0, &err), HX_EINVAL);
 }
 
+/* A state_dict as the public code's module tree holds it (num_batches_tracked beside every BatchNorm,
+ * TransformerEngine's _extra_state for every module of a block) loads with those entries ignored and counted,
+ * and gives the forward of the saved weights. */
+static void test_tiny_state_dict(void **state) {
+  tiny *t = *state;
+  net_input in = cloud_input(&t->c, 8);
+  tnet_state_dict_roundtrip(&t->cfg, &t->p, &in, 1, 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_counts),
@@ -497,6 +508,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tiny_layouts, tiny_setup, tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_rehash_and_depth, tiny_setup, tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_bad_inputs, tiny_setup, tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_state_dict, tiny_setup, tiny_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

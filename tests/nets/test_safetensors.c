@@ -1,12 +1,14 @@
 /*
  * test_safetensors.c - the safetensors reader and writer (stf_) and the model-independent part of net.c:
- * round trips (0-d scalar, a 0-size dimension, names with escapes, the header's 8-byte padding), F16 /
- * BF16 / F64 files composed byte by byte here, every malformation the reader must refuse (HX_EFORMAT with
- * the file and the problem named, the output left empty), writer refusals (a FIFO target is not replaced,
- * no temporary left behind), the parameter store (add/find/count, buffers not counted), net_params_load's
- * refusals (missing, extra, mis-shaped, NaN/Inf: each naming the tensor, the store unchanged), the name
- * registry and the CPU-only GPU dispatch, and a mutation loop over a valid file (run under ASan/UBSan to
- * catch any overread: every read must return OK, HX_EFORMAT or HX_EIO).
+ * round trips (0-d scalar, a 0-size dimension, names with escapes, the header's 8-byte padding), F16 / BF16 /
+ * F64 and integer (I64 .. U8, BOOL) files composed byte by byte here, every malformation the reader must
+ * refuse (HX_EFORMAT with the file and the problem named, the output left empty), writer refusals (a FIFO
+ * target is not replaced, no temporary left behind), the parameter store (add/find/count, buffers not
+ * counted), net_params_load's refusals (missing, extra, mis-shaped, integer-typed, NaN/Inf: each naming the
+ * tensor, the store unchanged) and the state_dict keys it ignores and counts (.num_batches_tracked,
+ * ._extra_state; not their near misses), the name registry and the CPU-only GPU dispatch, and a mutation loop
+ * over a valid file (run under ASan/UBSan to catch any overread: every read must return OK, HX_EFORMAT or
+ * HX_EIO).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,6 +281,60 @@ static void test_dtypes(void **state) {
   assert_string_equal(f.t[0].name, name127);
   assert_int_equal(f.t[0].ndim, 0);
   assert_true(f.t[0].data[0] == 1.0f);
+  assert_string_equal(f.t[0].dtype, "F32");
+  stf_free(&f);
+
+  /* the integer dtypes of a state_dict (BatchNorm's num_batches_tracked is I64, TransformerEngine's
+   * _extra_state U8): little-endian, sign-extended, converted to fp32; the file's dtype kept on the tensor */
+  static const struct {
+    const char *name, *dtype;
+    size_t size;
+    int n;
+    uint64_t raw[3]; /* the stored bits, low `size` bytes each */
+    float want[3];
+  } ints[] = {
+      {"i64", "I64", 8, 3, {0xFFFFFFFFFFFFFFFDull, 1ull << 40, 7}, {-3.0f, 1099511627776.0f, 7.0f}},
+      {"i32", "I32", 4, 2, {0xFFFFFFFBu, 0x7FFFFFFFu}, {-5.0f, 2147483648.0f}},
+      {"i16", "I16", 2, 2, {0xFFFEu, 0x7FFFu}, {-2.0f, 32767.0f}},
+      {"i8", "I8", 1, 3, {0x80u, 0x05u, 0xFFu}, {-128.0f, 5.0f, -1.0f}},
+      {"u64", "U64", 8, 1, {1ull << 63}, {9223372036854775808.0f}},
+      {"u32", "U32", 4, 1, {0xFFFFFFFFu}, {4294967296.0f}},
+      {"u16", "U16", 2, 1, {0xFFFFu}, {65535.0f}},
+      {"bn.num_batches_tracked", "I64", 8, 0, {12345}, {12345.0f}}, /* 0-d: one value */
+      {"blk._extra_state", "U8", 1, 3, {0x00u, 0xFFu, 0x80u}, {0.0f, 255.0f, 128.0f}},
+      {"flag", "BOOL", 1, 2, {0, 1}, {0.0f, 1.0f}},
+  };
+  enum { NI = sizeof ints / sizeof ints[0] };
+  char hdr3[2048];
+  size_t hk = (size_t)snprintf(hdr3, sizeof hdr3, "{"), off = 0;
+  buf data = {0};
+  for (int i = 0; i < NI; i++) {
+    const int cnt = ints[i].n ? ints[i].n : 1;
+    hk += (size_t)snprintf(hdr3 + hk, sizeof hdr3 - hk, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%.0d],"
+                           "\"data_offsets\":[%zu,%zu]}", i ? "," : "", ints[i].name, ints[i].dtype, ints[i].n, off,
+                           off + (size_t)cnt * ints[i].size);
+    for (int k = 0; k < cnt; k++) {
+      unsigned char raw[8];
+      for (size_t q = 0; q < ints[i].size; q++) raw[q] = (unsigned char)(ints[i].raw[k] >> (8u * q));
+      put(&data, raw, ints[i].size);
+    }
+    off += (size_t)cnt * ints[i].size;
+  }
+  snprintf(hdr3 + hk, sizeof hdr3 - hk, "}");
+  buf b3 = compose(hdr3, data.p, data.n);
+  write_bytes("ints.safetensors", b3.p, b3.n);
+  free(b3.p), free(data.p);
+  assert_int_equal(stf_read(&f, tpath("ints.safetensors"), &err), HX_OK);
+  assert_int_equal(f.n, NI);
+  for (int i = 0; i < NI; i++) {
+    const stf_tensor *t = find_t(&f, ints[i].name);
+    assert_non_null(t);
+    assert_string_equal(t->dtype, ints[i].dtype);
+    assert_int_equal(t->ndim, ints[i].n ? 1 : 0);
+    for (int k = 0; k < (ints[i].n ? ints[i].n : 1); k++)
+      if (t->data[k] != ints[i].want[k])
+        fail_msg("%s[%d] = %.9g, want %.9g", ints[i].name, k, (double)t->data[k], (double)ints[i].want[k]);
+  }
   stf_free(&f);
 }
 
@@ -316,7 +372,9 @@ static void test_malformed_header(void **state) {
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
        "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", "duplicate name"},
       /* entries */
-      {"{\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}", "dtype I64"},
+      {"{\"a\":{\"dtype\":\"C64\",\"shape\":[1],\"data_offsets\":[0,8]}}", "dtype C64"},
+      {"{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[1],\"data_offsets\":[0,1]}}", "dtype F8_E4M3"},
+      {"{\"a\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,8]}}", "size mismatch"},
       {"{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", "dtype f32"},
       {"{\"a\":{}}", "empty entry"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", "no data_offsets"},
@@ -353,7 +411,7 @@ static void test_malformed_header(void **state) {
   expect_bad_header("{\"first\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                     "\"second\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", "second");
   /* ... and a dtype or size message names its tensor */
-  expect_bad_header("{\"enc.w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", "enc.w");
+  expect_bad_header("{\"enc.w\":{\"dtype\":\"U4\",\"shape\":[1],\"data_offsets\":[0,1]}}", "enc.w");
   expect_bad_header("{\"enc.w\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", "enc.w");
 
   /* a 128-byte name, and nesting deeper than the limit inside the metadata */
@@ -576,7 +634,7 @@ static void expect_load_refused(const char *file, const char *tensor, const char
   net_params q;
   make_params(&q, -1, NULL, NULL);
   hx_err err = {0};
-  assert_int_equal(net_params_load(&q, tpath(file), &err), HX_EFORMAT);
+  assert_int_equal(net_params_load(&q, tpath(file), NULL, &err), HX_EFORMAT);
   if (!strstr(err.msg, tensor) || !strstr(err.msg, what) || !strstr(err.msg, file))
     fail_msg("%s: message lacks %s / %s: %s", file, tensor, what, err.msg);
   net_params fresh;
@@ -597,7 +655,7 @@ static void test_params_load(void **state) {
   memset(&q, 0, sizeof q);
   for (size_t i = 0; i < p.n; i++)
     assert_int_equal(net_params_add(&q, p.t[i].name, p.t[i].ndim, p.t[i].shape, p.t[i].counted, NULL, NULL), HX_OK);
-  assert_int_equal(net_params_load(&q, tpath("p.safetensors"), &err), HX_OK);
+  assert_int_equal(net_params_load(&q, tpath("p.safetensors"), NULL, &err), HX_OK);
   assert_memory_equal(q.t[0].data, p.t[0].data, 12 * sizeof(float));
   assert_memory_equal(q.t[1].data, p.t[1].data, 4 * sizeof(float));
   assert_memory_equal(q.t[2].data, p.t[2].data, 4 * sizeof(float));
@@ -638,11 +696,105 @@ static void test_params_load(void **state) {
   net_params_free(&r);
   expect_load_refused("nan.safetensors", "enc.bias", "NaN");
   expect_load_refused("inf.safetensors", "scale", "infinite");
+  /* a real state_dict's unread entries: keys ending in .num_batches_tracked or ._extra_state are ignored and
+   * counted, whatever their dtype (the writer's F32 here, I64 and U8 in the file composed below); a near miss
+   * of either suffix is still an extra name */
+  {
+    stf_tensor t[9];
+    memset(t, 0, sizeof t);
+    for (size_t i = 0; i < p.n; i++) {
+      snprintf(t[i].name, sizeof t[i].name, "%s", p.t[i].name);
+      t[i].ndim = p.t[i].ndim;
+      memcpy(t[i].shape, p.t[i].shape, sizeof p.t[i].shape);
+      t[i].data = p.t[i].data;
+    }
+    float one = 3.0f, st4[4] = {1, 2, 3, 4};
+    const char *ok[3] = {"bn.num_batches_tracked", "enc._extra_state", "num_batches_tracked"};
+    for (int i = 0; i < 3; i++) {
+      snprintf(t[p.n + (size_t)i].name, sizeof t[0].name, "%s", ok[i]);
+      t[p.n + (size_t)i].ndim = i == 1 ? 1 : 0, t[p.n + (size_t)i].shape[0] = 4;
+      t[p.n + (size_t)i].data = i == 1 ? st4 : &one;
+    }
+    assert_int_equal(stf_write(tpath("bn.safetensors"), t, p.n + 3, &err), HX_OK);
+    memset(&q, 0, sizeof q);
+    for (size_t i = 0; i < p.n; i++)
+      assert_int_equal(net_params_add(&q, p.t[i].name, p.t[i].ndim, p.t[i].shape, p.t[i].counted, NULL, NULL), HX_OK);
+    size_t ignored = 99;
+    assert_int_equal(net_params_load(&q, tpath("bn.safetensors"), &ignored, &err), HX_OK);
+    assert_int_equal(ignored, 3);
+    assert_memory_equal(q.t[0].data, p.t[0].data, 12 * sizeof(float));
+    net_params_free(&q);
+    static const char *const near[] = {"bn.num_batches_tracked_x", "bn.xnum_batches_tracked", "enc.extra_state",
+                                       "enc._extra_state.weight", "enc._Extra_state"};
+    for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
+      snprintf(t[p.n + 1].name, sizeof t[0].name, "%s", near[i]);
+      assert_int_equal(stf_write(tpath("near.safetensors"), t, p.n + 3, &err), HX_OK);
+      expect_load_refused("near.safetensors", near[i], "extra name");
+    }
+    ignored = 99;
+    make_params(&q, -1, NULL, NULL);
+    assert_int_equal(net_params_load(&q, tpath("near.safetensors"), &ignored, &err), HX_EFORMAT);
+    assert_int_equal(ignored, 0); /* nothing reported on failure */
+    net_params_free(&q);
+  }
+  /* the same with the dtypes PyTorch writes: I64 num_batches_tracked, U8 _extra_state; a parameter stored as
+   * an integer is refused naming its dtype */
+  for (int as_int = 0; as_int < 2; as_int++) {
+    buf hb = {0}, db = {0};
+    char h[1024];
+    size_t k = (size_t)snprintf(h, sizeof h, "{");
+    size_t off = 0;
+    for (size_t i = 0; i < p.n; i++) {
+      uint64_t numel = 1;
+      for (int d = 0; d < p.t[i].ndim; d++) numel *= (uint64_t)p.t[i].shape[d];
+      const int isint = as_int && i == 1; /* enc.bias as I32 */
+      k += (size_t)snprintf(h + k, sizeof h - k, "\"%s\":{\"dtype\":\"%s\",\"shape\":[", p.t[i].name,
+                            isint ? "I32" : "F32");
+      for (int d = 0; d < p.t[i].ndim; d++)
+        k += (size_t)snprintf(h + k, sizeof h - k, "%s%lld", d ? "," : "", (long long)p.t[i].shape[d]);
+      k += (size_t)snprintf(h + k, sizeof h - k, "],\"data_offsets\":[%zu,%zu]},", off, off + (size_t)numel * 4u);
+      if (isint) {
+        for (uint64_t e = 0; e < numel; e++) {
+          const int32_t v = (int32_t)p.t[i].data[e];
+          put(&db, &v, 4);
+        }
+      } else {
+        put(&db, p.t[i].data, (size_t)numel * 4u);
+      }
+      off += (size_t)numel * 4u;
+    }
+    const unsigned char nbt[8] = {42, 0, 0, 0, 0, 0, 0, 0}, xs[5] = {1, 2, 3, 4, 5};
+    snprintf(h + k, sizeof h - k,
+             "\"bn.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[%zu,%zu]},"
+             "\"enc._extra_state\":{\"dtype\":\"U8\",\"shape\":[5],\"data_offsets\":[%zu,%zu]}}",
+             off, off + 8, off + 8, off + 13);
+    put(&db, nbt, 8), put(&db, xs, 5);
+    hb = compose(h, db.p, db.n);
+    write_bytes("pt.safetensors", hb.p, hb.n);
+    free(hb.p), free(db.p);
+    if (as_int) {
+      expect_load_refused("pt.safetensors", "enc.bias", "dtype I32");
+      continue;
+    }
+    memset(&q, 0, sizeof q);
+    for (size_t i = 0; i < p.n; i++)
+      assert_int_equal(net_params_add(&q, p.t[i].name, p.t[i].ndim, p.t[i].shape, p.t[i].counted, NULL, NULL), HX_OK);
+    size_t ignored = 0;
+    const hx_status st = net_params_load(&q, tpath("pt.safetensors"), &ignored, &err);
+    if (st != HX_OK) fail_msg("%s", err.msg);
+    assert_int_equal(ignored, 2);
+    for (size_t i = 0; i < p.n; i++) {
+      uint64_t numel = 1;
+      for (int d = 0; d < p.t[i].ndim; d++) numel *= (uint64_t)p.t[i].shape[d];
+      if (numel) assert_memory_equal(q.t[i].data, p.t[i].data, (size_t)numel * sizeof(float));
+    }
+    net_params_free(&q);
+  }
   /* a malformed file passes stf_read's error through */
   write_bytes("junk.safetensors", "\x04\0\0\0\0\0\0\0{{{{", 12);
-  assert_int_equal(net_params_load(&p, tpath("junk.safetensors"), &err), HX_EFORMAT);
-  assert_int_equal(net_params_load(&p, tpath("nope.safetensors"), &err), HX_EIO);
-  assert_int_equal(net_params_load(NULL, tpath("p.safetensors"), &err), HX_EINVAL);
+  assert_int_equal(net_params_load(&p, tpath("junk.safetensors"), NULL, &err), HX_EFORMAT);
+  assert_int_equal(net_params_load(&p, tpath("nope.safetensors"), NULL, &err), HX_EIO);
+  assert_int_equal(net_params_load(NULL, tpath("p.safetensors"), NULL, &err), HX_EINVAL);
   net_params_free(&p);
 }
 
