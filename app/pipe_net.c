@@ -238,8 +238,20 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
 static hx_status run_models(f3d_ctx *ctx, const char *pipe, const char *const *models, size_t n, hx_err *err) {
   if (!ctx->have_gpu) return HX_OK;
 #if F3D_HAVE_CUDA
-  for (size_t i = 0; i < n; i++) HX_TRY(run_model(ctx, pipe, models[i], err));
-  return HX_OK;
+  /* Without a bench (--timing basic) the sweep gives no stream; the forward's set-up, check, graph capture and
+   * breakdown need one that is not the legacy default stream (which cannot be captured): the pipeline's own. */
+  cudaStream_t own = NULL;
+  f3d_ctx local = *ctx;
+  if (!local.stream) {
+    cudaError_t e = cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
+    if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: stream: %s", pipe, cudaGetErrorString(e));
+    local.stream = own;
+  }
+  hx_status st = HX_OK;
+  for (size_t i = 0; i < n && st == HX_OK; i++) st = run_model(&local, pipe, models[i], err);
+  ctx->mem_used_max = local.mem_used_max;
+  if (own) cudaStreamDestroy(own);
+  return st;
 #else
   (void)pipe, (void)models, (void)n, (void)err;
   return HX_OK;
