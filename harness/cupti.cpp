@@ -30,6 +30,7 @@
 #include <cupti_target.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -298,6 +299,25 @@ static const char *support_str(CUpti_Profiler_Support_Level l) {
   }
 }
 
+/* The counter data image for sessions of up to max_ranges ranges (every range a node of the range tree: the flat
+ * ranges of hx_flat have unique names, nested ones at most one node each). c->max_ranges changes only when the
+ * image was sized, so a failure leaves the last working size. */
+static hx_status size_image(hx_counters *c, size_t max_ranges, hx_err *err) {
+  if (max_ranges > UINT32_MAX) return hx_errf(err, HX_EINVAL, "counters: %zu ranges in one session", max_ranges);
+  CUpti_RangeProfiler_GetCounterDataSize_Params sz;
+  std::memset(&sz, 0, sizeof sz);
+  sz.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+  sz.pRangeProfilerObject = c->rp;
+  sz.pMetricNames = c->cnames.data();
+  sz.numMetrics = c->cnames.size();
+  sz.maxNumOfRanges = max_ranges;
+  sz.maxNumRangeTreeNodes = (uint32_t)max_ranges;
+  CUPTI_TRY(cuptiRangeProfilerGetCounterDataSize, sz);
+  c->image.assign(sz.counterDataSize, 0);
+  c->max_ranges = max_ranges;
+  return HX_OK;
+}
+
 static hx_status open_impl(hx_counters *c, int device, hx_err *err) {
   cudaError_t ce = cudaSetDevice(device);
   if (ce == cudaSuccess) ce = cudaFree(nullptr); /* make the primary context current */
@@ -352,17 +372,7 @@ static hx_status open_impl(hx_counters *c, int device, hx_err *err) {
   CUPTI_TRY(cuptiRangeProfilerEnable, en);
   c->rp = en.pRangeProfilerObject;
 
-  CUpti_RangeProfiler_GetCounterDataSize_Params sz;
-  std::memset(&sz, 0, sizeof sz);
-  sz.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
-  sz.pRangeProfilerObject = c->rp;
-  sz.pMetricNames = c->cnames.data();
-  sz.numMetrics = c->cnames.size();
-  sz.maxNumOfRanges = c->max_ranges;
-  sz.maxNumRangeTreeNodes = (uint32_t)c->max_ranges;
-  CUPTI_TRY(cuptiRangeProfilerGetCounterDataSize, sz);
-  c->image.assign(sz.counterDataSize, 0);
-  return HX_OK;
+  return size_image(c, c->max_ranges, err);
 }
 
 static void close_impl(hx_counters *c) {
@@ -429,6 +439,20 @@ extern "C" size_t hx_counters_num_metrics(const hx_counters *c) { return c ? c->
 extern "C" const char *hx_counters_metric(const hx_counters *c, size_t i) {
   return c && i < c->names.size() ? c->names[i].c_str() : nullptr;
 }
+
+extern "C" hx_status hx_counters_set_max_ranges(hx_counters *c, size_t max_ranges, hx_err *err) {
+  if (!c || !c->rp) return hx_errf(err, HX_EINVAL, "counters: not open");
+  if (c->in_pass) return hx_errf(err, HX_EINVAL, "counters: max ranges changed inside a pass");
+  if (max_ranges == 0) return hx_errf(err, HX_EINVAL, "counters: max_ranges must be > 0");
+  if (max_ranges == c->max_ranges) return HX_OK;
+  try {
+    return size_image(c, max_ranges, err);
+  } catch (const std::bad_alloc &) {
+    return hx_errf(err, HX_ENOMEM, "counters: out of host memory for a counter data image of %zu ranges", max_ranges);
+  }
+}
+
+extern "C" size_t hx_counters_max_ranges(const hx_counters *c) { return c ? c->max_ranges : 0; }
 
 extern "C" hx_status hx_counters_session_begin(hx_counters *c, hx_err *err) {
   if (!c || !c->rp) return hx_errf(err, HX_EINVAL, "counters: not open");

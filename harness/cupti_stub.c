@@ -68,3 +68,11 @@ hx_status hx_counters_profile(hx_counters *c, const char *range, const hx_closur
   (void)c, (void)range, (void)work, (void)stream, (void)values;
   return hx_errf(err, HX_EUNSUPPORTED, NO_CUPTI);
 }
+hx_status hx_counters_set_max_ranges(hx_counters *c, size_t max_ranges, hx_err *err) {
+  (void)c, (void)max_ranges;
+  return hx_errf(err, HX_EUNSUPPORTED, NO_CUPTI);
+}
+size_t hx_counters_max_ranges(const hx_counters *c) {
+  (void)c;
+  return 0;
+}

@@ -328,6 +328,67 @@ hx_status hx_counters_range(const hx_counters *c, size_t i, const char **name, d
 /* One closure as one range, every pass (reset() before each, untimed): values[num_metrics]. */
 hx_status hx_counters_profile(hx_counters *c, const char *range, const hx_closure *work, void *stream,
                               double *values, hx_err *err);
+/* The ranges one session may hold (open's max_ranges until changed): the counter data image is sized again for
+ * max_ranges (> 0) and the next session_begin uses it. Outside a pass only. A whole network profiled component
+ * by component needs hundreds of ranges; a stage needs one, so callers put the old value back afterwards. */
+hx_status hx_counters_set_max_ranges(hx_counters *c, size_t max_ranges, hx_err *err);
+size_t hx_counters_max_ranges(const hx_counters *c);
+
+/* Nested ranges as one level of CUPTI user ranges (counters.c), so that one pass gives every kernel to exactly
+ * one range. The range profiler counts each nesting level in passes of its own (numNestingLevels multiplies the
+ * replay passes), while sibling ranges of one level share a pass; so nested names are flattened instead:
+ * hx_flat_range(begin) closes the open flat range and opens one for the new range; an end closes it and opens
+ * one for the enclosing range (its "gap": work of a range outside its children) or for the root. Flat range i is
+ * pushed as "<i>:<path>" ('/' written '|'); seg[i] says which nested range it belongs to.
+ * Invariant: between hx_flat_begin and hx_flat_end exactly one flat range is open, so the flat ranges cover
+ * every launch in between, in launch order, each launch in one of them. Failures (a full table, ranges that do
+ * not nest, a CUPTI push/pop) are kept, the first one, for hx_flat_end: the hook that drives hx_flat_range
+ * returns nothing. */
+#define HX_FLAT_MAX_DEPTH 16
+#define HX_FLAT_PATH 96
+typedef struct hx_flat_seg {
+  char path[HX_FLAT_PATH]; /* the innermost nested range open while this flat range was (the root at depth 0) */
+  int leaf;                /* 1: all of a nested range that has no nested range inside; 0: a gap or the root */
+} hx_flat_seg;
+typedef struct hx_flat {
+  hx_counters *counters; /* NULL: bookkeeping only (no CUPTI call) */
+  hx_flat_seg *seg;      /* [cap] */
+  size_t n, cap;         /* flat ranges opened in this pass */
+  char stack[HX_FLAT_MAX_DEPTH + 1][HX_FLAT_PATH]; /* [0] the root, then the open nested ranges */
+  int child[HX_FLAT_MAX_DEPTH + 1];                /* 1 once the range at this depth opened a nested one */
+  int depth;                                       /* open nested ranges */
+  int open;                                        /* 1 while flat range n - 1 is open */
+  hx_status st;                                    /* first failure since hx_flat_begin */
+  hx_err err;
+} hx_flat;
+/* cap: the flat ranges of one pass, 1 + 2 x (nested ranges) at most. HX_ENOMEM, HX_EINVAL for cap 0. */
+hx_status hx_flat_init(hx_flat *f, hx_counters *counters, size_t cap, hx_err *err);
+void hx_flat_fini(hx_flat *f);
+/* Start a pass: forget the last one, open flat range 0 for `root` (e.g. "forward"). */
+void hx_flat_begin(hx_flat *f, const char *root);
+void hx_flat_range(hx_flat *f, const char *name, int begin); /* name: the nested range's full path */
+/* Close the last flat range; the pass's first failure, or HX_EINVAL when nested ranges are still open. */
+hx_status hx_flat_end(hx_flat *f, hx_err *err);
+/* A nested range's category: its last path element up to the first '.' ("enc2/block1/norm.1" -> "norm"), at
+ * most cap - 1 characters; returns its length. */
+size_t hx_range_category(const char *path, char *out, size_t cap);
+/* The flat range a decoded CUPTI range name stands for ("<i>:..."), or -1 when it is not one of this pass's. */
+long hx_flat_index(const hx_flat *f, const char *range_name);
+
+/* Ranges summed into groups (counters.c): values[r * n_metrics + m] is metric m of range r, group[r] its group
+ * (< n_groups) or -1 (left out); out[g * n_metrics + m] receives group g. Each metric by its CUPTI name:
+ *   a count (no submetric: ".sum", ".avg", ".max", ".min")                      summed over the ranges
+ *   ".peak_sustained" (a constant of the chip)                                  the largest
+ *   ".pct_of_peak_sustained_active", ".per_cycle_active" (per active cycle)     mean weighted by the range's
+ *       time x its sm__cycles_active.avg.pct_of_peak_sustained_elapsed (its active cycles) when that metric is
+ *       in the set, else by time
+ *   anything else (".per_second", ".pct_of_peak_sustained_elapsed", ".ratio")   mean weighted by the range's time
+ * The time is gpu__time_duration.sum: rate x time is the count, so per_second and per-elapsed-cycle metrics are
+ * exact; the active-cycle weighting is exact for sm__ metrics and approximate for smsp__ ones. A value that is
+ * not finite (a range without a kernel) leaves its range out of that metric; a group with nothing left is NaN.
+ * HX_EUNSUPPORTED when a weighted metric is asked without gpu__time_duration.sum in the set. */
+hx_status hx_counters_aggregate(double *out, size_t n_groups, const double *values, const long *group,
+                                size_t n_ranges, const char *const *names, size_t n_metrics, hx_err *err);
 
 /* NVBench-style GPU measurement (measure.cu; measure_stub.c without CUDA; rules in measure_common.c).
  * Cold sample: reset() (untimed) -> the stream is held by a spinning kernel while the L2 is flushed (a
