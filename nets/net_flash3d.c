@@ -218,22 +218,6 @@ uint64_t net_flash3d_count(const net_config *cfg) {
  * defaults (weight 1 +- 0.1, bias +- 0.1) and BatchNorm statistics near mean 0, var 1 (mean +- 0.1, var in
  * [0.8, 1.2]), so a forward that ignored an affine or the fold would fail its check.
  */
-static hx_status f3d_linear(net_walk *w, net_f3d_lin *l, size_t in, size_t out, const char *prefix) {
-  const float bound = (float)(1.0 / sqrt((double)in));
-  const int64_t ws[2] = {(int64_t)out, (int64_t)in}, bs[1] = {(int64_t)out};
-  l->in = in, l->out = out;
-  HX_TRY(net_walk_tensor(w, &l->w, NET_INIT_UNIFORM, bound, 1, 2, ws, "%s.weight", prefix));
-  return net_walk_tensor(w, &l->b, NET_INIT_UNIFORM, bound, 1, 1, bs, "%s.bias", prefix);
-}
-
-static hx_status f3d_batchnorm(net_walk *w, net_f3d_norm *nm, size_t C, const char *prefix) {
-  const int64_t s[1] = {(int64_t)C};
-  nm->C = C;
-  HX_TRY(net_walk_tensor(w, &nm->w, NET_INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
-  HX_TRY(net_walk_tensor(w, &nm->b, NET_INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix));
-  HX_TRY(net_walk_tensor(w, &nm->mean, NET_INIT_BN_MEAN, 0, 0, 1, s, "%s.running_mean", prefix));
-  return net_walk_tensor(w, &nm->var, NET_INIT_BN_VAR, 0, 0, 1, s, "%s.running_var", prefix);
-}
 
 /* XFMR: norm (te.LayerNorm), bwa (qkv, proj: nn.Linear), mlp.mlp (TransformerEngine LayerNormMLP, flat names). */
 static hx_status f3d_block(net_walk *w, net_f3d_block *b, int C, int H, int ratio, const char *prefix) {
@@ -243,14 +227,14 @@ static hx_status f3d_block(net_walk *w, net_f3d_block *b, int C, int H, int rati
   const float b1 = (float)(1.0 / sqrt((double)c)), b2 = (float)(1.0 / sqrt((double)hid));
   char q[192];
   b->C = C, b->H = H;
-  b->norm.C = b->mlp_norm.C = c;
-  b->norm.mean = b->norm.var = b->mlp_norm.mean = b->mlp_norm.var = NULL;
-  HX_TRY(net_walk_tensor(w, &b->norm.w, NET_INIT_NORM_W, 0, 1, 1, sc, "%s.norm.weight", prefix));
-  HX_TRY(net_walk_tensor(w, &b->norm.b, NET_INIT_NORM_B, 0, 1, 1, sc, "%s.norm.bias", prefix));
+  b->mlp_norm.C = c;
+  b->mlp_norm.mean = b->mlp_norm.var = NULL;
+  snprintf(q, sizeof q, "%s.norm", prefix);
+  HX_TRY(net_walk_layernorm(w, &b->norm, c, q));
   snprintf(q, sizeof q, "%s.bwa.qkv", prefix);
-  HX_TRY(f3d_linear(w, &b->qkv, c, 3 * c, q));
+  HX_TRY(net_walk_linear(w, &b->qkv, c, 3 * c, q));
   snprintf(q, sizeof q, "%s.bwa.proj", prefix);
-  HX_TRY(f3d_linear(w, &b->proj, c, c, q));
+  HX_TRY(net_walk_linear(w, &b->proj, c, c, q));
   HX_TRY(net_walk_tensor(w, &b->mlp_norm.w, NET_INIT_NORM_W, 0, 1, 1, sc, "%s.mlp.mlp.layer_norm_weight", prefix));
   HX_TRY(net_walk_tensor(w, &b->mlp_norm.b, NET_INIT_NORM_B, 0, 1, 1, sc, "%s.mlp.mlp.layer_norm_bias", prefix));
   b->fc1.in = c, b->fc1.out = 2 * hid, b->fc2.in = hid, b->fc2.out = c;
@@ -273,24 +257,24 @@ static hx_status f3d_stage(net_walk *w, net_f3d_view *v, const net_config *cfg, 
   if (l < L - 1) {
     const size_t ce1 = (size_t)cfg->enc_channels[l + 1], cd1 = (size_t)cfg->dec_channels[l + 1];
     snprintf(q, sizeof q, "%smiddle.pooling.proj", P);
-    HX_TRY(f3d_linear(w, &v->pool[l], ce, ce1, q));
+    HX_TRY(net_walk_linear(w, &v->pool[l], ce, ce1, q));
     snprintf(q, sizeof q, "%smiddle.pooling.norm", P);
-    HX_TRY(f3d_batchnorm(w, &v->pool_bn[l], ce1, q));
+    HX_TRY(net_walk_batchnorm(w, &v->pool_bn[l], ce1, q));
     snprintf(q, sizeof q, "%smiddle.unpooling.proj.0", P);
-    HX_TRY(f3d_linear(w, &v->up[l], cd1, cd, q));
+    HX_TRY(net_walk_linear(w, &v->up[l], cd1, cd, q));
     snprintf(q, sizeof q, "%smiddle.unpooling.proj.norm", P);
-    HX_TRY(f3d_batchnorm(w, &v->up_bn[l], cd, q));
+    HX_TRY(net_walk_batchnorm(w, &v->up_bn[l], cd, q));
     snprintf(q, sizeof q, "%smiddle.unpooling.proj_skip.0", P);
-    HX_TRY(f3d_linear(w, &v->up_skip[l], ce1, cd, q));
+    HX_TRY(net_walk_linear(w, &v->up_skip[l], ce1, cd, q));
     snprintf(q, sizeof q, "%smiddle.unpooling.proj_skip.norm", P);
-    HX_TRY(f3d_batchnorm(w, &v->skip_bn[l], cd, q));
+    HX_TRY(net_walk_batchnorm(w, &v->skip_bn[l], cd, q));
     char sub[160];
     const int len = snprintf(sub, sizeof sub, "%smiddle.submodule.", P);
     if (len < 0 || (size_t)len >= sizeof sub) return hx_errf(w->err, HX_EINVAL, "flash3d: module path too long");
     HX_TRY(f3d_stage(w, v, cfg, l + 1, sub));
   } else {
     snprintf(q, sizeof q, "%smiddle.proj", P);
-    HX_TRY(f3d_linear(w, &v->leaf, ce, cd, q));
+    HX_TRY(net_walk_linear(w, &v->leaf, ce, cd, q));
   }
   for (int b = 0; b < cfg->dec_depth[l]; b++) {
     snprintf(q, sizeof q, "%sdecoder_blocks.%d", P, b);
@@ -302,8 +286,8 @@ static hx_status f3d_stage(net_walk *w, net_f3d_view *v, const net_config *cfg, 
 static hx_status f3d_walk_all(net_walk *w, net_f3d_view *v, const net_config *cfg) {
   memset(v, 0, sizeof *v);
   HX_TRY(check_config(cfg, w->err));
-  HX_TRY(f3d_linear(w, &v->head, (size_t)cfg->dec_channels[0], (size_t)cfg->classes, "seg_head"));
-  HX_TRY(f3d_linear(w, &v->embed, (size_t)cfg->in_channels, (size_t)cfg->enc_channels[0], "psh_scatter.lin"));
+  HX_TRY(net_walk_linear(w, &v->head, (size_t)cfg->dec_channels[0], (size_t)cfg->classes, "seg_head"));
+  HX_TRY(net_walk_linear(w, &v->embed, (size_t)cfg->in_channels, (size_t)cfg->enc_channels[0], "psh_scatter.lin"));
   return f3d_stage(w, v, cfg, 0, "module_tree.");
 }
 
@@ -676,11 +660,11 @@ typedef struct f3d_cpu {
   float *scale, *shift;        /* folded BatchNorm */
 } f3d_cpu;
 
-static hx_status lin(float *y, const float *x, const net_f3d_lin *l, size_t rows, nl_act act, int acc, hx_err *err) {
+static hx_status lin(float *y, const float *x, const net_lin *l, size_t rows, nl_act act, int acc, hx_err *err) {
   return nl_linear_cpu(y, x, l->w, l->b, rows, l->in, l->out, act, acc, err);
 }
 
-static hx_status bn_gelu(f3d_cpu *w, float *x, size_t rows, const net_f3d_norm *nm, hx_err *err) {
+static hx_status bn_gelu(f3d_cpu *w, float *x, size_t rows, const net_norm *nm, hx_err *err) {
   nl_bn_fold(w->scale, w->shift, nm->w, nm->b, nm->mean, nm->var, nm->C, NET_F3D_BN_EPS);
   return nl_affine_act_cpu(x, x, w->scale, w->shift, rows, nm->C, NL_ACT_GELU, err);
 }

@@ -73,12 +73,9 @@
 #define G_L NET_MAX_LEVELS
 #define G_D NET_F3D_MAX_DEPTH
 
-typedef struct g_lin { void *w; void *b; size_t in, out; } g_lin; /* w, b in the dtype */
-typedef struct g_aff { float *scale, *shift; size_t C; } g_aff; /* folded BatchNorm */
-typedef struct g_ln { float *g, *b; size_t C; } g_ln;
 typedef struct g_block {
-  g_ln norm, mlp_norm;
-  g_lin qkv, proj, fc1, fc2;
+  net_dln norm, mlp_norm;
+  net_dlin qkv, proj, fc1, fc2;
   int C, H;
 } g_block;
 
@@ -118,8 +115,8 @@ typedef struct f3g {
   /* weights */
   void *wblock;
   size_t wbytes, inpad;
-  g_lin embed, head, leaf, pool[G_L], up[G_L], up_skip[G_L];
-  g_aff pool_bn[G_L];
+  net_dlin embed, head, leaf, pool[G_L], up[G_L], up_skip[G_L];
+  net_daff pool_bn[G_L];
   g_block enc[G_L][G_D], dec[G_L][G_D];
   /* prepared */
   int prepared;
@@ -190,69 +187,22 @@ static void unprepare(f3g *g) {
 }
 
 /* ---- weights ---------------------------------------------------------------------------------------------- */
-/* One block for every parameter: a sizing pass (host = dev = NULL) and a filling pass into a host staging copy of
- * the block, uploaded with one copy. Pieces 256-byte aligned. */
-typedef struct g_pack {
-  char *host, *dev;
-  size_t used;
-  net_dtype dt;
-} g_pack;
-
-static size_t pk_take(g_pack *k, size_t bytes) {
-  const size_t o = k->used;
-  k->used += hx_align256(bytes);
-  return o;
+/* One block for every parameter (net_pack): a Linear padded to in_pad input columns, with the BatchNorm after it
+ * folded in where bn is given (unpooling's projections); pooling's BatchNorm folded into an affine. */
+static void pk_lin(net_pack *k, net_dlin *l, const net_lin *h, size_t in, size_t in_pad, size_t out,
+                   const net_norm *bn) {
+  net_pack_lin(k, l, h, in, in_pad, out, bn, NET_F3D_BN_EPS);
 }
 
-/* A Linear [out, in] into [out, in_pad] (zero columns past in); with bn, BatchNorm folded in (eval: y = s (Wx + b) + t). */
-static void pk_lin(g_pack *k, g_lin *l, const net_f3d_lin *h, size_t in, size_t in_pad, size_t out,
-                   const net_f3d_norm *bn) {
-  const size_t ow = pk_take(k, in_pad * out * 2), ob = pk_take(k, out * 2);
-  l->in = in_pad, l->out = out;
-  l->w = k->dev ? k->dev + ow : NULL;
-  l->b = k->dev ? k->dev + ob : NULL;
-  if (!k->host || !h) return;
-  uint16_t *w = (uint16_t *)(void *)(k->host + ow), *b = (uint16_t *)(void *)(k->host + ob);
-  for (size_t o = 0; o < out; o++) {
-    float s = 1.0f, t = 0.0f;
-    if (bn) {
-      s = bn->w[o] / sqrtf(bn->var[o] + NET_F3D_BN_EPS);
-      t = bn->b[o] - bn->mean[o] * s;
-    }
-    for (size_t i = 0; i < in_pad; i++) w[o * in_pad + i] = net_from_float(k->dt, i < in ? s * h->w[o * in + i] : 0.0f);
-    b[o] = net_from_float(k->dt, s * h->b[o] + t);
-  }
-}
+static void pk_bn(net_pack *k, net_daff *a, const net_norm *h, size_t C) { net_pack_bn(k, a, h, C, NET_F3D_BN_EPS); }
 
-static void pk_ln(g_pack *k, g_ln *l, const net_f3d_norm *h, size_t C) {
-  const size_t og = pk_take(k, C * 4), ob = pk_take(k, C * 4);
-  l->C = C;
-  l->g = k->dev ? (float *)(void *)(k->dev + og) : NULL;
-  l->b = k->dev ? (float *)(void *)(k->dev + ob) : NULL;
-  if (!k->host || !h) return;
-  memcpy(k->host + og, h->w, C * sizeof(float));
-  memcpy(k->host + ob, h->b, C * sizeof(float));
-}
-
-static void pk_bn(g_pack *k, g_aff *a, const net_f3d_norm *h, size_t C) {
-  const size_t os = pk_take(k, C * 4), oh = pk_take(k, C * 4);
-  a->C = C;
-  a->scale = k->dev ? (float *)(void *)(k->dev + os) : NULL;
-  a->shift = k->dev ? (float *)(void *)(k->dev + oh) : NULL;
-  if (!k->host || !h) return;
-  nl_bn_fold((float *)(void *)(k->host + os), (float *)(void *)(k->host + oh), h->w, h->b, h->mean, h->var, C,
-             NET_F3D_BN_EPS);
-}
-
-static void g_weights(f3g *g, const net_f3d_view *v, g_pack *k) {
+static void g_weights(f3g *g, const net_f3d_view *v, net_pack *k) {
   const net_config *c = &g->cfg;
   const int L = c->levels;
   const size_t r = (size_t)c->mlp_ratio;
   pk_lin(k, &g->embed, v ? &v->embed : NULL, (size_t)c->in_channels, g->inpad, (size_t)c->enc_channels[0], NULL);
-  pk_lin(k, &g->head, v ? &v->head : NULL, (size_t)c->dec_channels[0], (size_t)c->dec_channels[0], (size_t)c->classes,
-         NULL);
-  pk_lin(k, &g->leaf, v ? &v->leaf : NULL, (size_t)c->enc_channels[L - 1], (size_t)c->enc_channels[L - 1],
-         (size_t)c->dec_channels[L - 1], NULL);
+  pk_lin(k, &g->head, v ? &v->head : NULL, (size_t)c->dec_channels[0], (size_t)c->dec_channels[0], (size_t)c->classes, NULL);
+  pk_lin(k, &g->leaf, v ? &v->leaf : NULL, (size_t)c->enc_channels[L - 1], (size_t)c->enc_channels[L - 1], (size_t)c->dec_channels[L - 1], NULL);
   for (int l = 0; l < L; l++) {
     if (l < L - 1) {
       const size_t ce = (size_t)c->enc_channels[l], ce1 = (size_t)c->enc_channels[l + 1];
@@ -269,10 +219,10 @@ static void g_weights(f3g *g, const net_f3d_view *v, g_pack *k) {
         g_block *b = dec ? &g->dec[l][i] : &g->enc[l][i];
         const net_f3d_block *h = v ? (dec ? &v->dec[l][i] : &v->enc[l][i]) : NULL;
         b->C = (int)C, b->H = dec ? c->dec_heads[l] : c->enc_heads[l];
-        pk_ln(k, &b->norm, h ? &h->norm : NULL, C);
+        net_pack_ln(k, &b->norm, h ? &h->norm : NULL, C);
         pk_lin(k, &b->qkv, h ? &h->qkv : NULL, C, C, 3 * C, NULL);
         pk_lin(k, &b->proj, h ? &h->proj : NULL, C, C, C, NULL);
-        pk_ln(k, &b->mlp_norm, h ? &h->mlp_norm : NULL, C);
+        net_pack_ln(k, &b->mlp_norm, h ? &h->mlp_norm : NULL, C);
         pk_lin(k, &b->fc1, h ? &h->fc1 : NULL, C, C, 2 * r * C, NULL);
         pk_lin(k, &b->fc2, h ? &h->fc2 : NULL, r * C, r * C, C, NULL);
       }
@@ -304,14 +254,14 @@ static hx_status create_body(f3g *g, const net_params *p, hx_err *err) {
   net_f3d_view *v = malloc(sizeof *v);
   if (!v) return hx_errf(err, HX_ENOMEM, "flash3d gpu: view");
   hx_status st = net_flash3d_view_get(v, &g->cfg, p, err);
-  g_pack k = {NULL, NULL, 0, g->dt};
+  net_pack k = {NULL, NULL, 0, g->dt};
   g_weights(g, NULL, &k); /* sizing */
   g->wbytes = k.used;
   if (st == HX_OK) st = g_alloc(g, &g->wblock, g->wbytes, "flash3d weights", err);
   char *host = st == HX_OK ? calloc(1, g->wbytes ? g->wbytes : 1) : NULL;
   if (st == HX_OK && !host) st = hx_errf(err, HX_ENOMEM, "flash3d gpu: %zu bytes of weight staging", g->wbytes);
   if (st == HX_OK) {
-    k = (g_pack){host, g->wblock, 0, g->dt};
+    k = (net_pack){host, g->wblock, 0, g->dt};
     g_weights(g, v, &k);
     st = cu_st(cudaMemcpy(g->wblock, host, g->wbytes, cudaMemcpyHostToDevice), "weight upload", err);
   }
@@ -549,7 +499,7 @@ static hx_status bytes(size_t *out, const net_config *cfg, const net_input *in, 
   g->pool_v = bpool_variant_best();
   hx_status st = g->pool_v ? plan_levels(g, in, err) : hx_errf(err, HX_ENODEV, "flash3d gpu: no pooling variant");
   if (st == HX_OK) st = g_buffers(g, need_count, err);
-  g_pack k = {NULL, NULL, 0, dt};
+  net_pack k = {NULL, NULL, 0, dt};
   g_weights(g, NULL, &k);
   *out = g->held_bytes + hx_align256(k.used);
   free_host_scopes(g);
@@ -568,7 +518,7 @@ typedef struct g_run {
 
 static void rng(g_run *r, const char *name, int begin) { net_range(r->h, name, begin, r->cs); }
 
-static hx_status lin_gpu(g_run *r, void *y, const void *x, const g_lin *l, size_t rows, nl_act act, int acc) {
+static hx_status lin_gpu(g_run *r, void *y, const void *x, const net_dlin *l, size_t rows, nl_act act, int acc) {
   return nl_linear_gpu(r->g->blas, y, x, l->w, l->b, rows, l->in, l->out, act, acc, r->g->dt, r->cs, r->err);
 }
 

@@ -97,30 +97,6 @@ static hx_status check_config(const net_config *cfg, hx_err *err) {
  * (weight 1 +- 0.1, bias +- 0.1) and BatchNorm statistics near mean 0, var 1 (mean +- 0.1, var in [0.8, 1.2]),
  * so a forward that ignored an affine or the fold would fail its check.
  */
-static hx_status p3_linear(net_walk *w, net_ptv3_lin *l, size_t in, size_t out, const char *prefix) {
-  const float bound = (float)(1.0 / sqrt((double)in));
-  const int64_t ws[2] = {(int64_t)out, (int64_t)in}, bs[1] = {(int64_t)out};
-  l->in = in, l->out = out;
-  HX_TRY(net_walk_tensor(w, &l->w, NET_INIT_UNIFORM, bound, 1, 2, ws, "%s.weight", prefix));
-  return net_walk_tensor(w, &l->b, NET_INIT_UNIFORM, bound, 1, 1, bs, "%s.bias", prefix);
-}
-
-static hx_status p3_layernorm(net_walk *w, net_ptv3_norm *nm, size_t C, const char *prefix) {
-  const int64_t s[1] = {(int64_t)C};
-  nm->C = C, nm->mean = nm->var = NULL;
-  HX_TRY(net_walk_tensor(w, &nm->w, NET_INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
-  return net_walk_tensor(w, &nm->b, NET_INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix);
-}
-
-static hx_status p3_batchnorm(net_walk *w, net_ptv3_norm *nm, size_t C, const char *prefix) {
-  const int64_t s[1] = {(int64_t)C};
-  nm->C = C;
-  HX_TRY(net_walk_tensor(w, &nm->w, NET_INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
-  HX_TRY(net_walk_tensor(w, &nm->b, NET_INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix));
-  HX_TRY(net_walk_tensor(w, &nm->mean, NET_INIT_BN_MEAN, 0, 0, 1, s, "%s.running_mean", prefix));
-  return net_walk_tensor(w, &nm->var, NET_INIT_BN_VAR, 0, 0, 1, s, "%s.running_var", prefix);
-}
-
 static hx_status p3_conv(net_walk *w, net_ptv3_conv *c, size_t in, size_t out, uint32_t k, int bias,
                          const char *prefix) {
   const size_t K = (size_t)k * k * k;
@@ -137,14 +113,14 @@ static hx_status p3_block(net_walk *w, net_ptv3_block *b, int C, int H, int mlp_
   b->C = C, b->H = H;
 #define P3_NAME(suffix) (snprintf(q, sizeof q, "%s.%s", prefix, suffix), q)
   HX_TRY(p3_conv(w, &b->cpe_conv, c, c, 3, 1, P3_NAME("cpe.0")));
-  HX_TRY(p3_linear(w, &b->cpe_lin, c, c, P3_NAME("cpe.1")));
-  HX_TRY(p3_layernorm(w, &b->cpe_norm, c, P3_NAME("cpe.2")));
-  HX_TRY(p3_layernorm(w, &b->norm1, c, P3_NAME("norm1.0")));
-  HX_TRY(p3_linear(w, &b->qkv, c, 3 * c, P3_NAME("attn.qkv")));
-  HX_TRY(p3_linear(w, &b->proj, c, c, P3_NAME("attn.proj")));
-  HX_TRY(p3_layernorm(w, &b->norm2, c, P3_NAME("norm2.0")));
-  HX_TRY(p3_linear(w, &b->fc1, c, hid, P3_NAME("mlp.0.fc1")));
-  HX_TRY(p3_linear(w, &b->fc2, hid, c, P3_NAME("mlp.0.fc2")));
+  HX_TRY(net_walk_linear(w, &b->cpe_lin, c, c, P3_NAME("cpe.1")));
+  HX_TRY(net_walk_layernorm(w, &b->cpe_norm, c, P3_NAME("cpe.2")));
+  HX_TRY(net_walk_layernorm(w, &b->norm1, c, P3_NAME("norm1.0")));
+  HX_TRY(net_walk_linear(w, &b->qkv, c, 3 * c, P3_NAME("attn.qkv")));
+  HX_TRY(net_walk_linear(w, &b->proj, c, c, P3_NAME("attn.proj")));
+  HX_TRY(net_walk_layernorm(w, &b->norm2, c, P3_NAME("norm2.0")));
+  HX_TRY(net_walk_linear(w, &b->fc1, c, hid, P3_NAME("mlp.0.fc1")));
+  HX_TRY(net_walk_linear(w, &b->fc2, hid, c, P3_NAME("mlp.0.fc2")));
 #undef P3_NAME
   return HX_OK;
 }
@@ -153,17 +129,17 @@ static hx_status p3_walk_all(net_walk *w, net_ptv3_view *v, const net_config *cf
   char pre[128];
   const int L = cfg->levels;
   memset(v, 0, sizeof *v);
-  HX_TRY(p3_linear(w, &v->head, (size_t)cfg->dec_channels[0], (size_t)cfg->classes, "seg_head"));
+  HX_TRY(net_walk_linear(w, &v->head, (size_t)cfg->dec_channels[0], (size_t)cfg->classes, "seg_head"));
   HX_TRY(p3_conv(w, &v->stem, (size_t)cfg->in_channels, (size_t)cfg->enc_channels[0], 5, 0,
                  "backbone.embedding.stem.conv"));
-  HX_TRY(p3_batchnorm(w, &v->stem_bn, (size_t)cfg->enc_channels[0], "backbone.embedding.stem.norm"));
+  HX_TRY(net_walk_batchnorm(w, &v->stem_bn, (size_t)cfg->enc_channels[0], "backbone.embedding.stem.norm"));
   for (int s = 0; s < L; s++) {
     const size_t C = (size_t)cfg->enc_channels[s];
     if (s > 0) {
       snprintf(pre, sizeof pre, "backbone.enc.enc%d.down.proj", s);
-      HX_TRY(p3_linear(w, &v->down[s], (size_t)cfg->enc_channels[s - 1], C, pre));
+      HX_TRY(net_walk_linear(w, &v->down[s], (size_t)cfg->enc_channels[s - 1], C, pre));
       snprintf(pre, sizeof pre, "backbone.enc.enc%d.down.norm.0", s);
-      HX_TRY(p3_batchnorm(w, &v->down_bn[s], C, pre));
+      HX_TRY(net_walk_batchnorm(w, &v->down_bn[s], C, pre));
     }
     for (int i = 0; i < cfg->enc_depth[s]; i++) {
       snprintf(pre, sizeof pre, "backbone.enc.enc%d.block%d", s, i);
@@ -174,13 +150,13 @@ static hx_status p3_walk_all(net_walk *w, net_ptv3_view *v, const net_config *cf
     const size_t C = (size_t)cfg->dec_channels[s];
     const size_t Cc = (size_t)(s == L - 2 ? cfg->enc_channels[L - 1] : cfg->dec_channels[s + 1]);
     snprintf(pre, sizeof pre, "backbone.dec.dec%d.up.proj.0", s);
-    HX_TRY(p3_linear(w, &v->up_proj[s], Cc, C, pre));
+    HX_TRY(net_walk_linear(w, &v->up_proj[s], Cc, C, pre));
     snprintf(pre, sizeof pre, "backbone.dec.dec%d.up.proj.1", s);
-    HX_TRY(p3_batchnorm(w, &v->up_bn[s], C, pre));
+    HX_TRY(net_walk_batchnorm(w, &v->up_bn[s], C, pre));
     snprintf(pre, sizeof pre, "backbone.dec.dec%d.up.proj_skip.0", s);
-    HX_TRY(p3_linear(w, &v->up_skip[s], (size_t)cfg->enc_channels[s], C, pre));
+    HX_TRY(net_walk_linear(w, &v->up_skip[s], (size_t)cfg->enc_channels[s], C, pre));
     snprintf(pre, sizeof pre, "backbone.dec.dec%d.up.proj_skip.1", s);
-    HX_TRY(p3_batchnorm(w, &v->skip_bn[s], C, pre));
+    HX_TRY(net_walk_batchnorm(w, &v->skip_bn[s], C, pre));
     for (int i = 0; i < cfg->dec_depth[s]; i++) {
       snprintf(pre, sizeof pre, "backbone.dec.dec%d.block%d", s, i);
       HX_TRY(p3_block(w, &v->dec[s][i], cfg->dec_channels[s], cfg->dec_heads[s], cfg->mlp_ratio, pre));
@@ -439,12 +415,12 @@ typedef struct p3_cpu {
 } p3_cpu;
 
 /* y = GELU(BN(x)) in place, BN folded. */
-static hx_status bn_gelu(p3_cpu *w, float *y, size_t rows, const net_ptv3_norm *bn, hx_err *err) {
+static hx_status bn_gelu(p3_cpu *w, float *y, size_t rows, const net_norm *bn, hx_err *err) {
   nl_bn_fold(w->scale, w->shift, bn->w, bn->b, bn->mean, bn->var, bn->C, NET_PTV3_BN_EPS);
   return nl_affine_act_cpu(y, y, w->scale, w->shift, rows, bn->C, NL_ACT_GELU, err);
 }
 
-static hx_status lin(float *y, const float *x, const net_ptv3_lin *l, size_t rows, nl_act act, int acc, hx_err *err) {
+static hx_status lin(float *y, const float *x, const net_lin *l, size_t rows, nl_act act, int acc, hx_err *err) {
   return nl_linear_cpu(y, x, l->w, l->b, rows, l->in, l->out, act, acc, err);
 }
 

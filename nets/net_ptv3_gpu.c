@@ -61,13 +61,10 @@
 #define G_L NET_MAX_LEVELS
 #define G_D NET_PTV3_MAX_DEPTH
 
-typedef struct g_lin { void *w; void *b; size_t in, out; } g_lin; /* w, b in the dtype */
-typedef struct g_aff { float *scale, *shift; size_t C; } g_aff; /* folded BatchNorm */
-typedef struct g_ln { float *g, *b; size_t C; } g_ln;
 typedef struct g_block {
   spc_weights conv;
-  g_lin cpe_lin, qkv, proj, fc1, fc2;
-  g_ln cpe_norm, norm1, norm2;
+  net_dlin cpe_lin, qkv, proj, fc1, fc2;
+  net_dln cpe_norm, norm1, norm2;
   int C, H;
 } g_block;
 
@@ -99,9 +96,9 @@ typedef struct p3g {
   void *wblock;
   size_t wbytes, conv_bytes;
   spc_weights stem;
-  g_aff stem_bn;
-  g_lin down[G_L], up_proj[G_L], up_skip[G_L], head;
-  g_aff down_bn[G_L], up_bn[G_L], skip_bn[G_L];
+  net_daff stem_bn;
+  net_dlin down[G_L], up_proj[G_L], up_skip[G_L], head;
+  net_daff down_bn[G_L], up_bn[G_L], skip_bn[G_L];
   g_block enc[G_L][G_D], dec[G_L][G_D];
   /* prepared */
   int prepared;
@@ -179,50 +176,13 @@ static void unprepare(p3g *g) {
 }
 
 /* ---- weights ---------------------------------------------------------------------------------------------- */
-/* One block for every dense parameter: a sizing pass (host = dev = NULL) and a filling pass into a host staging
- * copy of the block, uploaded with one copy. Pieces 256-byte aligned. */
-typedef struct g_pack {
-  char *host, *dev;
-  size_t used;
-  net_dtype dt;
-} g_pack;
-
-static size_t pk_take(g_pack *k, size_t bytes) {
-  const size_t o = k->used;
-  k->used += hx_align256(bytes);
-  return o;
+/* One block for every dense parameter (net_pack): PTv3's Linears are packed as they are (no padding, no folded
+ * BatchNorm), its BatchNorms folded into an affine. */
+static void pk_lin(net_pack *k, net_dlin *l, const net_lin *h, size_t in, size_t out) {
+  net_pack_lin(k, l, h, in, in, out, NULL, 0.0f);
 }
 
-static void pk_lin(g_pack *k, g_lin *l, const net_ptv3_lin *h, size_t in, size_t out) {
-  const size_t ow = pk_take(k, in * out * 2), ob = pk_take(k, out * 2);
-  l->in = in, l->out = out;
-  l->w = k->dev ? k->dev + ow : NULL;
-  l->b = k->dev ? k->dev + ob : NULL;
-  if (!k->host || !h) return;
-  uint16_t *w = (uint16_t *)(void *)(k->host + ow), *b = (uint16_t *)(void *)(k->host + ob);
-  for (size_t i = 0; i < in * out; i++) w[i] = net_from_float(k->dt, h->w[i]);
-  for (size_t o = 0; o < out; o++) b[o] = net_from_float(k->dt, h->b[o]);
-}
-
-static void pk_ln(g_pack *k, g_ln *l, const net_ptv3_norm *h, size_t C) {
-  const size_t og = pk_take(k, C * 4), ob = pk_take(k, C * 4);
-  l->C = C;
-  l->g = k->dev ? (float *)(void *)(k->dev + og) : NULL;
-  l->b = k->dev ? (float *)(void *)(k->dev + ob) : NULL;
-  if (!k->host || !h) return;
-  memcpy(k->host + og, h->w, C * sizeof(float));
-  memcpy(k->host + ob, h->b, C * sizeof(float));
-}
-
-static void pk_bn(g_pack *k, g_aff *a, const net_ptv3_norm *h, size_t C) {
-  const size_t os = pk_take(k, C * 4), oh = pk_take(k, C * 4);
-  a->C = C;
-  a->scale = k->dev ? (float *)(void *)(k->dev + os) : NULL;
-  a->shift = k->dev ? (float *)(void *)(k->dev + oh) : NULL;
-  if (!k->host || !h) return;
-  nl_bn_fold((float *)(void *)(k->host + os), (float *)(void *)(k->host + oh), h->w, h->b, h->mean, h->var, C,
-             NET_PTV3_BN_EPS);
-}
+static void pk_bn(net_pack *k, net_daff *a, const net_norm *h, size_t C) { net_pack_bn(k, a, h, C, NET_PTV3_BN_EPS); }
 
 /* Bytes spc_weights_upload holds for one convolution (v0's layout: dtype weights, fp32 bias). */
 static size_t conv_bytes(size_t in, size_t out, uint32_t K, int bias) {
@@ -230,7 +190,7 @@ static size_t conv_bytes(size_t in, size_t out, uint32_t K, int bias) {
 }
 
 /* The walk over every layer: sizes from cfg; with v (filling pass) the values, and the convolutions uploaded. */
-static hx_status g_weights(p3g *g, const net_ptv3_view *v, g_pack *k, hx_err *err) {
+static hx_status g_weights(p3g *g, const net_ptv3_view *v, net_pack *k, hx_err *err) {
   const net_config *c = &g->cfg;
   const int L = c->levels, R = c->mlp_ratio;
   g->conv_bytes = 0;
@@ -258,11 +218,11 @@ static hx_status g_weights(p3g *g, const net_ptv3_view *v, g_pack *k, hx_err *er
         const net_ptv3_block *h = v ? (dec ? &v->dec[l][i] : &v->enc[l][i]) : NULL;
         b->C = (int)C, b->H = H;
         pk_lin(k, &b->cpe_lin, h ? &h->cpe_lin : NULL, C, C);
-        pk_ln(k, &b->cpe_norm, h ? &h->cpe_norm : NULL, C);
-        pk_ln(k, &b->norm1, h ? &h->norm1 : NULL, C);
+        net_pack_ln(k, &b->cpe_norm, h ? &h->cpe_norm : NULL, C);
+        net_pack_ln(k, &b->norm1, h ? &h->norm1 : NULL, C);
         pk_lin(k, &b->qkv, h ? &h->qkv : NULL, C, 3 * C);
         pk_lin(k, &b->proj, h ? &h->proj : NULL, C, C);
-        pk_ln(k, &b->norm2, h ? &h->norm2 : NULL, C);
+        net_pack_ln(k, &b->norm2, h ? &h->norm2 : NULL, C);
         pk_lin(k, &b->fc1, h ? &h->fc1 : NULL, C, (size_t)R * C);
         pk_lin(k, &b->fc2, h ? &h->fc2 : NULL, (size_t)R * C, C);
         g->conv_bytes += conv_bytes(C, C, 27, 1);
@@ -313,14 +273,14 @@ static hx_status create_body(p3g *g, const net_params *p, hx_err *err) {
   net_ptv3_view *v = malloc(sizeof *v);
   if (!v) return hx_errf(err, HX_ENOMEM, "ptv3 gpu: view");
   hx_status st = net_ptv3_view_get(v, &g->cfg, p, err);
-  g_pack k = {NULL, NULL, 0, g->dt};
+  net_pack k = {NULL, NULL, 0, g->dt};
   if (st == HX_OK) st = g_weights(g, NULL, &k, err); /* sizing */
   g->wbytes = k.used;
   if (st == HX_OK) st = g_alloc(g, &g->wblock, g->wbytes, "ptv3 weights", err);
   char *host = st == HX_OK ? calloc(1, g->wbytes ? g->wbytes : 1) : NULL;
   if (st == HX_OK && !host) st = hx_errf(err, HX_ENOMEM, "ptv3 gpu: %zu bytes of weight staging", g->wbytes);
   if (st == HX_OK) {
-    k = (g_pack){host, g->wblock, 0, g->dt};
+    k = (net_pack){host, g->wblock, 0, g->dt};
     st = g_weights(g, v, &k, err);
   }
   if (st == HX_OK) st = cu_st(cudaMemcpy(g->wblock, host, g->wbytes, cudaMemcpyHostToDevice), "weight upload", err);
@@ -553,7 +513,7 @@ static hx_status need_alloc(p3g *g, void **slot, size_t bytes, const char *label
 
 /* Weight bytes of a configuration (the dense block, the convolutions) without parameters. */
 static void weight_bytes(p3g *g, size_t *dense, size_t *convs) {
-  g_pack k = {NULL, NULL, 0, g->dt};
+  net_pack k = {NULL, NULL, 0, g->dt};
   hx_err e;
   (void)g_weights(g, NULL, &k, &e); /* the sizing pass cannot fail */
   *dense = hx_align256(k.used), *convs = g->conv_bytes;
@@ -609,7 +569,7 @@ typedef struct g_run {
 
 static void rng(g_run *r, const char *name, int begin) { net_range(r->h, name, begin, r->cs); }
 
-static hx_status lin_gpu(g_run *r, void *y, const void *x, const g_lin *l, size_t rows, nl_act act, int acc) {
+static hx_status lin_gpu(g_run *r, void *y, const void *x, const net_dlin *l, size_t rows, nl_act act, int acc) {
   return nl_linear_gpu(r->g->blas, y, x, l->w, l->b, rows, l->in, l->out, act, acc, r->g->dt, r->cs, r->err);
 }
 

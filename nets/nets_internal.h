@@ -12,6 +12,11 @@
 extern "C" {
 #endif
 
+/* ---- What both models share ---- */
+/* Host views of a Linear and a norm, looked up by name (pointers into a net_params' host data). */
+typedef struct net_lin { const float *w, *b; size_t in, out; } net_lin;          /* w [out, in], b [out] */
+typedef struct net_norm { const float *w, *b, *mean, *var; size_t C; } net_norm; /* LN: mean = var = NULL */
+
 /* ---- PTv3-m1 (net_ptv3.c: configuration, parameters, CPU forward; net_ptv3_gpu.c: GPU forward) ---- */
 hx_status net_ptv3_config(net_config *cfg, const char *name, hx_err *err);
 hx_status net_ptv3_params_init(net_params *p, const net_config *cfg, uint64_t seed, hx_err *err);
@@ -26,24 +31,22 @@ hx_status net_ptv3_forward_cpu(net_output *out, const net_config *cfg, const net
 #define NET_PTV3_LN_EPS 1e-5f
 
 /* The parameters of a configuration, looked up by name (pointers into a net_params' host data). */
-typedef struct net_ptv3_lin { const float *w, *b; size_t in, out; } net_ptv3_lin;
-typedef struct net_ptv3_norm { const float *w, *b, *mean, *var; size_t C; } net_ptv3_norm; /* LN: mean = var = NULL */
 typedef struct net_ptv3_conv { const float *w, *b; size_t in, out; uint32_t k; } net_ptv3_conv;
 typedef struct net_ptv3_block {
   net_ptv3_conv cpe_conv;
-  net_ptv3_lin cpe_lin;
-  net_ptv3_norm cpe_norm, norm1, norm2;
-  net_ptv3_lin qkv, proj, fc1, fc2;
+  net_lin cpe_lin;
+  net_norm cpe_norm, norm1, norm2;
+  net_lin qkv, proj, fc1, fc2;
   int C, H;
 } net_ptv3_block;
 typedef struct net_ptv3_view {
-  net_ptv3_lin head;
+  net_lin head;
   net_ptv3_conv stem;
-  net_ptv3_norm stem_bn;
-  net_ptv3_lin down[NET_MAX_LEVELS];        /* [s], s >= 1: pooling into level s */
-  net_ptv3_norm down_bn[NET_MAX_LEVELS];
-  net_ptv3_lin up_proj[NET_MAX_LEVELS], up_skip[NET_MAX_LEVELS]; /* [s], s < levels - 1: unpooling into level s */
-  net_ptv3_norm up_bn[NET_MAX_LEVELS], skip_bn[NET_MAX_LEVELS];
+  net_norm stem_bn;
+  net_lin down[NET_MAX_LEVELS];        /* [s], s >= 1: pooling into level s */
+  net_norm down_bn[NET_MAX_LEVELS];
+  net_lin up_proj[NET_MAX_LEVELS], up_skip[NET_MAX_LEVELS]; /* [s], s < levels - 1: unpooling into level s */
+  net_norm up_bn[NET_MAX_LEVELS], skip_bn[NET_MAX_LEVELS];
   net_ptv3_block enc[NET_MAX_LEVELS][NET_PTV3_MAX_DEPTH], dec[NET_MAX_LEVELS][NET_PTV3_MAX_DEPTH];
 } net_ptv3_view;
 /* Every tensor of cfg found in p with its exact shape (HX_EINVAL naming the first missing or mis-shaped one). */
@@ -106,19 +109,17 @@ hx_status net_flash3d_forward_cpu(net_output *out, const net_config *cfg, const 
 #define NET_F3D_LN_EPS 1e-5f    /* te.LayerNorm and LayerNormMLP's default */
 
 /* The parameters of a configuration, looked up by name (pointers into a net_params' host data). */
-typedef struct net_f3d_lin { const float *w, *b; size_t in, out; } net_f3d_lin;
-typedef struct net_f3d_norm { const float *w, *b, *mean, *var; size_t C; } net_f3d_norm; /* LN: mean = var = NULL */
 typedef struct net_f3d_block {
-  net_f3d_norm norm, mlp_norm; /* XFMR.norm; LayerNormMLP's layer_norm_{weight,bias} */
-  net_f3d_lin qkv, proj, fc1, fc2; /* fc1 [2 * ratio * C, C] (SwiGLU halves a | b), fc2 [C, ratio * C] */
+  net_norm norm, mlp_norm; /* XFMR.norm; LayerNormMLP's layer_norm_{weight,bias} */
+  net_lin qkv, proj, fc1, fc2; /* fc1 [2 * ratio * C, C] (SwiGLU halves a | b), fc2 [C, ratio * C] */
   int C, H;
 } net_f3d_block;
 typedef struct net_f3d_view {
-  net_f3d_lin embed, head, leaf;                               /* psh_scatter.lin, seg_head, last level's middle */
-  net_f3d_lin pool[NET_MAX_LEVELS];                            /* [l], l < L-1: pooling out of level l */
-  net_f3d_norm pool_bn[NET_MAX_LEVELS];
-  net_f3d_lin up[NET_MAX_LEVELS], up_skip[NET_MAX_LEVELS];     /* [l], l < L-1: unpooling into level l */
-  net_f3d_norm up_bn[NET_MAX_LEVELS], skip_bn[NET_MAX_LEVELS];
+  net_lin embed, head, leaf;                           /* psh_scatter.lin, seg_head, last level's middle */
+  net_lin pool[NET_MAX_LEVELS];                        /* [l], l < L-1: pooling out of level l */
+  net_norm pool_bn[NET_MAX_LEVELS];
+  net_lin up[NET_MAX_LEVELS], up_skip[NET_MAX_LEVELS]; /* [l], l < L-1: unpooling into level l */
+  net_norm up_bn[NET_MAX_LEVELS], skip_bn[NET_MAX_LEVELS];
   net_f3d_block enc[NET_MAX_LEVELS][NET_F3D_MAX_DEPTH], dec[NET_MAX_LEVELS][NET_F3D_MAX_DEPTH];
 } net_f3d_view;
 /* Every tensor of cfg found in p with its exact shape (HX_EINVAL naming the first missing or mis-shaped one). */
@@ -261,6 +262,32 @@ hx_status net_walk_tensor(net_walk *w, const float **out, net_init init, float b
     __attribute__((format(printf, 8, 9)))
 #endif
     ;
+/* The modules both models walk the same way: "<prefix>.weight" [out, in] and "<prefix>.bias" [out] (uniform in
+ * +-1/sqrt(in)); a LayerNorm's "<prefix>.weight", ".bias" [C]; a BatchNorm's ".weight", ".bias" and the buffers
+ * ".running_mean", ".running_var" [C] (not counted). */
+hx_status net_walk_linear(net_walk *w, net_lin *l, size_t in, size_t out, const char *prefix);
+hx_status net_walk_layernorm(net_walk *w, net_norm *nm, size_t C, const char *prefix);
+hx_status net_walk_batchnorm(net_walk *w, net_norm *nm, size_t C, const char *prefix);
+
+/* Dense weights on the device, packed into one block (pack.c; both GPU forwards): a sizing pass (host = dev =
+ * NULL: only `used` grows) and a filling pass into a host staging copy of the block (host) whose device copy
+ * (dev) the views point into; pieces 256-byte aligned. With a NULL host view a filling call lays out its piece and
+ * writes nothing. */
+typedef struct net_dlin { void *w; void *b; size_t in, out; } net_dlin;  /* w [out, in], b [out] in the dtype */
+typedef struct net_dln { float *g, *b; size_t C; } net_dln;               /* a LayerNorm's affine, fp32 */
+typedef struct net_daff { float *scale, *shift; size_t C; } net_daff;     /* a folded BatchNorm, fp32 */
+typedef struct net_pack {
+  char *host, *dev;
+  size_t used;
+  net_dtype dt;
+} net_pack;
+size_t net_pack_take(net_pack *k, size_t bytes); /* offset of a new piece of bytes */
+/* Linear h [out, in] as [out, in_pad] (zero columns past in); with bn the BatchNorm after it folded in (inference:
+ * y = s (W x + b) + t, s = w / sqrt(var + bn_eps), t = b - mean s). */
+void net_pack_lin(net_pack *k, net_dlin *l, const net_lin *h, size_t in, size_t in_pad, size_t out,
+                  const net_norm *bn, float bn_eps);
+void net_pack_ln(net_pack *k, net_dln *l, const net_norm *h, size_t C);
+void net_pack_bn(net_pack *k, net_daff *a, const net_norm *h, size_t C, float eps); /* scale, shift: nl_bn_fold */
 
 /* The CPU references' parallel loop: base's hx_par_for (base/par.c). */
 #define net_par_for hx_par_for

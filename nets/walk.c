@@ -1,7 +1,8 @@
 /*
  * walk.c - the parameter walk both models share (nets_internal.h): one function that, in add mode, creates a tensor
  * under its PyTorch name with seeded values and, in find mode, looks it up and checks its shape, so a model lists
- * its tensors once (the same code builds the parameter set and the views its forwards read).
+ * its tensors once (the same code builds the parameter set and the views its forwards read); and the modules both
+ * models walk alike (Linear, LayerNorm, BatchNorm) on it.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -42,4 +43,28 @@ hx_status net_walk_tensor(net_walk *w, const float **out, net_init init, float b
   if (!same) return hx_errf(w->err, HX_EINVAL, "%s: parameter %s has the wrong shape", w->model, name);
   *out = t->data;
   return HX_OK;
+}
+
+hx_status net_walk_linear(net_walk *w, net_lin *l, size_t in, size_t out, const char *prefix) {
+  const float bound = (float)(1.0 / sqrt((double)in));
+  const int64_t ws[2] = {(int64_t)out, (int64_t)in}, bs[1] = {(int64_t)out};
+  l->in = in, l->out = out;
+  HX_TRY(net_walk_tensor(w, &l->w, NET_INIT_UNIFORM, bound, 1, 2, ws, "%s.weight", prefix));
+  return net_walk_tensor(w, &l->b, NET_INIT_UNIFORM, bound, 1, 1, bs, "%s.bias", prefix);
+}
+
+hx_status net_walk_layernorm(net_walk *w, net_norm *nm, size_t C, const char *prefix) {
+  const int64_t s[1] = {(int64_t)C};
+  nm->C = C, nm->mean = nm->var = NULL;
+  HX_TRY(net_walk_tensor(w, &nm->w, NET_INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
+  return net_walk_tensor(w, &nm->b, NET_INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix);
+}
+
+hx_status net_walk_batchnorm(net_walk *w, net_norm *nm, size_t C, const char *prefix) {
+  const int64_t s[1] = {(int64_t)C};
+  nm->C = C;
+  HX_TRY(net_walk_tensor(w, &nm->w, NET_INIT_NORM_W, 0, 1, 1, s, "%s.weight", prefix));
+  HX_TRY(net_walk_tensor(w, &nm->b, NET_INIT_NORM_B, 0, 1, 1, s, "%s.bias", prefix));
+  HX_TRY(net_walk_tensor(w, &nm->mean, NET_INIT_BN_MEAN, 0, 0, 1, s, "%s.running_mean", prefix));
+  return net_walk_tensor(w, &nm->var, NET_INIT_BN_VAR, 0, 0, 1, s, "%s.running_var", prefix);
 }

@@ -20,57 +20,7 @@
 
 #include "kernels/kernels.h"
 #include "nets/nets_internal.h"
-
-/* ---- inputs (as tests/nets/test_net_ptv3.c makes them) ------------------------------------------------------ */
-
-/* B clouds of distinct voxels (grid 0.05) drawn from a 48 x 48 x 12 box, the point jittered inside its voxel;
- * features (x, y, z, intensity). */
-typedef struct cloud {
-  float *xyz, *feat;
-  size_t *offset;
-  size_t n;
-  uint32_t B;
-} cloud;
-
-static void cloud_make(cloud *c, const size_t *sizes, uint32_t B, uint64_t seed) {
-  const uint32_t X = 48, Y = 48, Z = 12, cells = X * Y * Z;
-  memset(c, 0, sizeof *c);
-  c->B = B;
-  c->offset = calloc(B + 1, sizeof *c->offset);
-  for (uint32_t b = 0; b < B; b++) c->offset[b + 1] = c->offset[b] + sizes[b];
-  c->n = c->offset[B];
-  c->xyz = malloc(c->n * 3 * sizeof *c->xyz);
-  c->feat = malloc(c->n * 4 * sizeof *c->feat);
-  uint32_t *perm = malloc(cells * sizeof *perm);
-  assert_non_null(c->xyz), assert_non_null(c->feat), assert_non_null(perm);
-  for (uint32_t b = 0; b < B; b++) {
-    assert_true(sizes[b] <= cells);
-    for (uint32_t k = 0; k < cells; k++) perm[k] = k;
-    for (uint32_t k = 0; k < sizes[b]; k++) {
-      const uint32_t j = k + (uint32_t)(hx_rng_u64(seed, b, k) % (cells - k));
-      const uint32_t t = perm[k];
-      perm[k] = perm[j], perm[j] = t;
-    }
-    for (size_t k = 0; k < sizes[b]; k++) {
-      const size_t i = c->offset[b] + k;
-      const uint32_t v = perm[k], g[3] = {v % X, (v / X) % Y, v / (X * Y)};
-      for (int a = 0; a < 3; a++) {
-        const double u = hx_rng_unit(seed, 100 + b, 3 * k + (uint64_t)a);
-        c->xyz[3 * i + (size_t)a] = (float)((g[a] + 0.1 + 0.8 * u) * 0.05 + 3.0 * b - 1.0);
-        c->feat[4 * i + (size_t)a] = c->xyz[3 * i + (size_t)a];
-      }
-      c->feat[4 * i + 3] = (float)hx_rng_unit(seed, 200 + b, k);
-    }
-  }
-  free(perm);
-}
-
-static void cloud_free(cloud *c) { free(c->xyz), free(c->feat), free(c->offset); }
-
-static net_input cloud_input(const cloud *c, uint64_t seed) {
-  net_input in = {c->xyz, c->feat, c->offset, c->B, c->n, 0.05, seed};
-  return in;
-}
+#include "tests/nets/test_net_util.h"
 
 /* ---- helpers ------------------------------------------------------------------------------------------------ */
 
@@ -108,7 +58,7 @@ static const char *const ptv3_names[] = {"serialize", "cpe", "norm", "qkv",  "at
 
 typedef struct ptv3_case {
   net_config cfg;
-  cloud c;
+  tnet_cloud c;
   net_ptv3_struct s;
   net_ptv3_cost_shape cs;
   net_cost cost[NET_COSTS_MAX];
@@ -118,8 +68,8 @@ typedef struct ptv3_case {
 static void ptv3_run(ptv3_case *t, const size_t *sizes, uint32_t B) {
   hx_err err;
   assert_int_equal(net_config_named(&t->cfg, "ptv3-tiny", &err), HX_OK);
-  cloud_make(&t->c, sizes, B, 21);
-  const net_input in = cloud_input(&t->c, 5);
+  tnet_cloud_voxels(&t->c, sizes, B, 21);
+  const net_input in = tnet_cloud_input(&t->c, 5);
   if (net_ptv3_struct_build(&t->s, &t->cfg, &in, 1, &err) != HX_OK) fail_msg("%s", err.msg);
   assert_int_equal(net_ptv3_cost_shape_get(&t->cs, &t->s, &err), HX_OK);
   if (net_ptv3_costs_from_shape(&t->cfg, &t->cs, t->cost, NET_COSTS_MAX, &t->n, &err) != HX_OK) fail_msg("%s", err.msg);
@@ -128,7 +78,7 @@ static void ptv3_run(ptv3_case *t, const size_t *sizes, uint32_t B) {
 
 static void ptv3_free(ptv3_case *t) {
   net_ptv3_struct_free(&t->s);
-  cloud_free(&t->c);
+  tnet_cloud_free(&t->c);
 }
 
 /* Blocks of width C on level l: (encoder depth, C) and, below the last level, (decoder depth, C). */
@@ -247,7 +197,7 @@ static const char *const f3d_names[] = {"psh", "norm", "qkv", "attn", "gather", 
 
 typedef struct f3d_case {
   net_config cfg;
-  cloud c;
+  tnet_cloud c;
   net_f3d_shape s;
   net_f3d_layouts lay;
   net_cost cost[NET_COSTS_MAX];
@@ -257,8 +207,8 @@ typedef struct f3d_case {
 static void f3d_run(f3d_case *t, const size_t *sizes, uint32_t B) {
   hx_err err;
   assert_int_equal(net_config_named(&t->cfg, "flash3d-tiny", &err), HX_OK);
-  cloud_make(&t->c, sizes, B, 33);
-  const net_input in = cloud_input(&t->c, 8);
+  tnet_cloud_voxels(&t->c, sizes, B, 33);
+  const net_input in = tnet_cloud_input(&t->c, 8);
   if (net_flash3d_shape_get(&t->s, &t->cfg, &in, &err) != HX_OK) fail_msg("%s", err.msg);
   if (net_flash3d_layouts_cpu(&t->lay, &t->cfg, &in, &err) != HX_OK) fail_msg("%s", err.msg);
   if (net_flash3d_costs_from_layouts(&t->cfg, &t->s, &t->lay, t->cost, NET_COSTS_MAX, &t->n, &err) != HX_OK)
@@ -268,7 +218,7 @@ static void f3d_run(f3d_case *t, const size_t *sizes, uint32_t B) {
 
 static void f3d_free(f3d_case *t) {
   net_flash3d_layouts_free(&t->lay);
-  cloud_free(&t->c);
+  tnet_cloud_free(&t->c);
 }
 
 static void test_f3d_one_bucket(void **state) {
@@ -361,7 +311,7 @@ static void test_bad(void **state) {
   assert_int_equal(net_ptv3_costs_from_shape(&f3d, &t.cs, t.cost, NET_COSTS_MAX, &n, &err), HX_EINVAL);
   /* a structure without kernel maps */
   net_ptv3_struct bare;
-  const net_input in = cloud_input(&t.c, 5);
+  const net_input in = tnet_cloud_input(&t.c, 5);
   assert_int_equal(net_ptv3_struct_build(&bare, &t.cfg, &in, 0, &err), HX_OK);
   assert_int_equal(net_ptv3_cost_shape_get(&cs, &bare, &err), HX_EINVAL);
   net_ptv3_struct_free(&bare);

@@ -25,53 +25,7 @@
 
 #define PUBLIC_COUNT 19332784ull /* flash3d-public with the 4-input embedding and the 16-class head */
 
-/* ---- inputs ----------------------------------------------------------------------------------------------- */
-
-/* B lidar-like clouds: points in a 24 x 24 x 3 m box (shifted per cloud), features (x, y, z, intensity). */
-typedef struct cloud {
-  float *xyz, *feat;
-  size_t *offset;
-  size_t n;
-  uint32_t B;
-} cloud;
-
-static void cloud_make(cloud *c, const size_t *sizes, uint32_t B, uint64_t seed) {
-  memset(c, 0, sizeof *c);
-  c->B = B;
-  c->offset = calloc(B + 1, sizeof *c->offset);
-  assert_non_null(c->offset);
-  for (uint32_t b = 0; b < B; b++) c->offset[b + 1] = c->offset[b] + sizes[b];
-  c->n = c->offset[B];
-  c->xyz = malloc(c->n * 3 * sizeof *c->xyz);
-  c->feat = malloc(c->n * 4 * sizeof *c->feat);
-  assert_non_null(c->xyz), assert_non_null(c->feat);
-  const double ext[3] = {24.0, 24.0, 3.0};
-  for (uint32_t b = 0; b < B; b++)
-    for (size_t i = c->offset[b]; i < c->offset[b + 1]; i++) {
-      for (int a = 0; a < 3; a++) {
-        c->xyz[3 * i + (size_t)a] = (float)(ext[a] * hx_rng_unit(seed, b, 3 * i + (uint64_t)a) + 5.0 * b - 10.0);
-        c->feat[4 * i + (size_t)a] = c->xyz[3 * i + (size_t)a];
-      }
-      c->feat[4 * i + 3] = (float)hx_rng_unit(seed, 100 + b, i);
-    }
-}
-
-static void cloud_free(cloud *c) { free(c->xyz), free(c->feat), free(c->offset); }
-
-static net_input cloud_input(const cloud *c, uint64_t seed) {
-  net_input in = {c->xyz, c->feat, c->offset, c->B, c->n, 0.05, seed};
-  return in;
-}
-
 /* ---- configurations and parameters ------------------------------------------------------------------------- */
-
-static void expect_shape(const net_params *p, const char *name, int ndim, const int64_t *shape, int counted) {
-  const net_tensor *t = net_params_find(p, name);
-  if (!t) fail_msg("missing %s", name);
-  assert_int_equal(t->ndim, ndim);
-  for (int d = 0; d < ndim; d++) assert_int_equal(t->shape[d], shape[d]);
-  assert_int_equal(t->counted, counted);
-}
 
 static void test_counts(void **state) {
   (void)state;
@@ -127,32 +81,32 @@ static void test_names(void **state) {
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
   const char *M = "module_tree.";
   char q[256];
-  expect_shape(&p, "seg_head.weight", 2, SHAPE(16, 64), 1);
-  expect_shape(&p, "psh_scatter.lin.weight", 2, SHAPE(32, 4), 1);
-  snprintf(q, sizeof q, "%sencoder_blocks.0.bwa.qkv.weight", M), expect_shape(&p, q, 2, SHAPE(96, 32), 1);
-  snprintf(q, sizeof q, "%sencoder_blocks.1.bwa.proj.bias", M), expect_shape(&p, q, 1, SHAPE(32), 1);
-  snprintf(q, sizeof q, "%sencoder_blocks.0.norm.weight", M), expect_shape(&p, q, 1, SHAPE(32), 1);
-  snprintf(q, sizeof q, "%sencoder_blocks.0.mlp.mlp.layer_norm_weight", M), expect_shape(&p, q, 1, SHAPE(32), 1);
-  snprintf(q, sizeof q, "%sencoder_blocks.0.mlp.mlp.fc1_weight", M), expect_shape(&p, q, 2, SHAPE(256, 32), 1);
-  snprintf(q, sizeof q, "%sencoder_blocks.0.mlp.mlp.fc2_weight", M), expect_shape(&p, q, 2, SHAPE(32, 128), 1);
-  snprintf(q, sizeof q, "%sdecoder_blocks.1.mlp.mlp.fc1_bias", M), expect_shape(&p, q, 1, SHAPE(512), 1);
-  snprintf(q, sizeof q, "%smiddle.pooling.proj.weight", M), expect_shape(&p, q, 2, SHAPE(64, 32), 1);
-  snprintf(q, sizeof q, "%smiddle.pooling.norm.running_var", M), expect_shape(&p, q, 1, SHAPE(64), 0);
-  snprintf(q, sizeof q, "%smiddle.unpooling.proj.0.weight", M), expect_shape(&p, q, 2, SHAPE(64, 64), 1);
-  snprintf(q, sizeof q, "%smiddle.unpooling.proj_skip.0.weight", M), expect_shape(&p, q, 2, SHAPE(64, 64), 1);
-  snprintf(q, sizeof q, "%smiddle.unpooling.proj.norm.running_mean", M), expect_shape(&p, q, 1, SHAPE(64), 0);
+  tnet_expect_shape(&p, "seg_head.weight", 2, SHAPE(16, 64), 1);
+  tnet_expect_shape(&p, "psh_scatter.lin.weight", 2, SHAPE(32, 4), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.bwa.qkv.weight", M), tnet_expect_shape(&p, q, 2, SHAPE(96, 32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.1.bwa.proj.bias", M), tnet_expect_shape(&p, q, 1, SHAPE(32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.norm.weight", M), tnet_expect_shape(&p, q, 1, SHAPE(32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.mlp.mlp.layer_norm_weight", M), tnet_expect_shape(&p, q, 1, SHAPE(32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.mlp.mlp.fc1_weight", M), tnet_expect_shape(&p, q, 2, SHAPE(256, 32), 1);
+  snprintf(q, sizeof q, "%sencoder_blocks.0.mlp.mlp.fc2_weight", M), tnet_expect_shape(&p, q, 2, SHAPE(32, 128), 1);
+  snprintf(q, sizeof q, "%sdecoder_blocks.1.mlp.mlp.fc1_bias", M), tnet_expect_shape(&p, q, 1, SHAPE(512), 1);
+  snprintf(q, sizeof q, "%smiddle.pooling.proj.weight", M), tnet_expect_shape(&p, q, 2, SHAPE(64, 32), 1);
+  snprintf(q, sizeof q, "%smiddle.pooling.norm.running_var", M), tnet_expect_shape(&p, q, 1, SHAPE(64), 0);
+  snprintf(q, sizeof q, "%smiddle.unpooling.proj.0.weight", M), tnet_expect_shape(&p, q, 2, SHAPE(64, 64), 1);
+  snprintf(q, sizeof q, "%smiddle.unpooling.proj_skip.0.weight", M), tnet_expect_shape(&p, q, 2, SHAPE(64, 64), 1);
+  snprintf(q, sizeof q, "%smiddle.unpooling.proj.norm.running_mean", M), tnet_expect_shape(&p, q, 1, SHAPE(64), 0);
   /* level 3 (6 encoder blocks of 256; its decoder 128, fed by level 4's decoder of 256) */
   snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.encoder_blocks.5.bwa.qkv.weight", M);
-  expect_shape(&p, q, 2, SHAPE(768, 256), 1);
+  tnet_expect_shape(&p, q, 2, SHAPE(768, 256), 1);
   snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.middle.unpooling.proj.0.weight", M);
-  expect_shape(&p, q, 2, SHAPE(128, 256), 1);
+  tnet_expect_shape(&p, q, 2, SHAPE(128, 256), 1);
   snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.middle.unpooling.proj_skip.0.weight", M);
-  expect_shape(&p, q, 2, SHAPE(128, 512), 1);
+  tnet_expect_shape(&p, q, 2, SHAPE(128, 512), 1);
   /* the leaf: Linear(512, 256) */
   snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.middle.submodule.middle.proj.weight", M);
-  expect_shape(&p, q, 2, SHAPE(256, 512), 1);
+  tnet_expect_shape(&p, q, 2, SHAPE(256, 512), 1);
   snprintf(q, sizeof q, "%smiddle.submodule.middle.submodule.middle.submodule.middle.submodule.decoder_blocks.1.norm.bias", M);
-  expect_shape(&p, q, 1, SHAPE(256), 1);
+  tnet_expect_shape(&p, q, 1, SHAPE(256), 1);
 #undef SHAPE
   snprintf(q, sizeof q, "%sencoder_blocks.2.norm.weight", M);
   assert_null(net_params_find(&p, q));
@@ -217,10 +171,10 @@ static void test_shape(void **state) {
   (void)state;
   hx_err err;
   net_config cfg;
-  cloud c;
+  tnet_cloud c;
   const size_t sizes[2] = {1500, 2600};
-  cloud_make(&c, sizes, 2, 3);
-  net_input in = cloud_input(&c, 9);
+  tnet_cloud_uniform(&c, sizes, 2, 3);
+  net_input in = tnet_cloud_input(&c, 9);
   assert_int_equal(net_flash3d_config(&cfg, "flash3d-public", &err), HX_OK);
   net_f3d_shape s;
   assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
@@ -260,7 +214,7 @@ static void test_shape(void **state) {
     assert_int_equal(lay.lv[0].rows, 4100);
     net_flash3d_layouts_free(&lay);
   }
-  cloud_free(&c);
+  tnet_cloud_free(&c);
 }
 
 /* The GPU forward's spare cloud (net_flash3d_gpu.c): a pooled level is laid out for its rows bound, the rows past
@@ -270,9 +224,9 @@ static void test_shape(void **state) {
 static void test_spare_cloud(void **state) {
   (void)state;
   hx_err err;
-  cloud c;
+  tnet_cloud c;
   const size_t sizes[2] = {1300, 2100}, spare = 77;
-  cloud_make(&c, sizes, 2, 5);
+  tnet_cloud_uniform(&c, sizes, 2, 5);
   const uint32_t n = (uint32_t)c.n, N = n + (uint32_t)spare;
   float *xyz = malloc((size_t)N * 12);
   assert_non_null(xyz);
@@ -308,35 +262,14 @@ static void test_spare_cloud(void **state) {
     free(c2), free(t2), free(c3), free(t3), free(os), free(oc);
   }
   free(xyz);
-  cloud_free(&c);
+  tnet_cloud_free(&c);
 }
 
 /* ---- the tiny forward ------------------------------------------------------------------------------------- */
 
-typedef struct tiny {
-  net_config cfg;
-  net_params p;
-  cloud c;
-} tiny;
-
 static int tiny_setup(void **state) {
-  tiny *t = calloc(1, sizeof *t);
-  hx_err err;
-  if (!t || net_flash3d_config(&t->cfg, "flash3d-tiny", &err) != HX_OK ||
-      net_flash3d_params_init(&t->p, &t->cfg, 11, &err) != HX_OK)
-    return -1;
   const size_t sizes[2] = {1200, 2000};
-  cloud_make(&t->c, sizes, 2, 3);
-  *state = t;
-  return 0;
-}
-
-static int tiny_teardown(void **state) {
-  tiny *t = *state;
-  net_params_free(&t->p);
-  cloud_free(&t->c);
-  free(t);
-  return 0;
+  return tnet_tiny_setup(state, "flash3d-tiny", sizes, 2, 0);
 }
 
 static int outputs_equal(const net_output *a, const net_output *b) {
@@ -355,9 +288,9 @@ static void expect_finite(const float *x, size_t n) {
 }
 
 static void test_tiny_forward(void **state) {
-  tiny *t = *state;
+  tnet_tiny *t = *state;
   hx_err err;
-  net_input in = cloud_input(&t->c, 9);
+  net_input in = tnet_cloud_input(&t->c, 9);
   net_output a, b;
   assert_int_equal(net_flash3d_forward_cpu(&a, &t->cfg, &t->p, &in, 1, &err), HX_OK);
   assert_int_equal(a.n, t->c.n), assert_int_equal(a.classes, 16);
@@ -381,7 +314,7 @@ static void test_tiny_forward(void **state) {
   assert_true(outputs_equal(&a, &b));
   net_output_free(&b);
   /* another PSH seed: other buckets, other logits */
-  net_input in2 = cloud_input(&t->c, 10);
+  net_input in2 = tnet_cloud_input(&t->c, 10);
   assert_int_equal(net_flash3d_forward_cpu(&b, &t->cfg, &t->p, &in2, 0, &err), HX_OK);
   assert_true(memcmp(a.logits, b.logits, a.n * a.classes * sizeof(float)) != 0);
   net_output_free(&b);
@@ -390,9 +323,9 @@ static void test_tiny_forward(void **state) {
 
 /* The forward on psh_run_cpu's layouts is the plain forward, bit for bit; broken layouts are refused. */
 static void test_tiny_layouts(void **state) {
-  tiny *t = *state;
+  tnet_tiny *t = *state;
   hx_err err;
-  net_input in = cloud_input(&t->c, 9);
+  net_input in = tnet_cloud_input(&t->c, 9);
   for (int rh = 0; rh < 2; rh++) {
     t->cfg.rehash = rh;
     net_f3d_layouts lay;
@@ -436,9 +369,9 @@ static void test_tiny_layouts(void **state) {
 /* Rehash off runs and differs from rehash on; every level is live: the deepest weights and a BN statistic move
  * the logits. */
 static void test_tiny_rehash_and_depth(void **state) {
-  tiny *t = *state;
+  tnet_tiny *t = *state;
   hx_err err;
-  net_input in = cloud_input(&t->c, 9);
+  net_input in = tnet_cloud_input(&t->c, 9);
   net_output a, b;
   assert_int_equal(net_flash3d_forward_cpu(&a, &t->cfg, &t->p, &in, 0, &err), HX_OK);
   t->cfg.rehash = 0;
@@ -464,13 +397,13 @@ static void test_tiny_rehash_and_depth(void **state) {
 }
 
 static void test_tiny_bad_inputs(void **state) {
-  tiny *t = *state;
+  tnet_tiny *t = *state;
   hx_err err;
   net_output o;
-  net_input in = cloud_input(&t->c, 9);
+  net_input in = tnet_cloud_input(&t->c, 9);
   in.grid_size = 0;
   assert_int_equal(net_flash3d_forward_cpu(&o, &t->cfg, &t->p, &in, 0, &err), HX_EINVAL);
-  in = cloud_input(&t->c, 9);
+  in = tnet_cloud_input(&t->c, 9);
   const float keep = t->c.xyz[7];
   t->c.xyz[7] = NAN;
   assert_int_equal(net_flash3d_forward_cpu(&o, &t->cfg, &t->p, &in, 0, &err), HX_EINVAL);
@@ -479,7 +412,7 @@ static void test_tiny_bad_inputs(void **state) {
   size_t off[3] = {0, 2000, 4000}; /* does not end at n */
   in.offset = off;
   assert_int_equal(net_flash3d_forward_cpu(&o, &t->cfg, &t->p, &in, 0, &err), HX_EINVAL);
-  in = cloud_input(&t->c, 9);
+  in = tnet_cloud_input(&t->c, 9);
   net_config bad = t->cfg;
   bad.enc_heads[1] = 3;
   assert_int_equal(net_flash3d_forward_cpu(&o, &bad, &t->p, &in, 0, &err), HX_EINVAL);
@@ -492,8 +425,8 @@ static void test_tiny_bad_inputs(void **state) {
  * TransformerEngine's _extra_state for every module of a block) loads with those entries ignored and counted,
  * and gives the forward of the saved weights. */
 static void test_tiny_state_dict(void **state) {
-  tiny *t = *state;
-  net_input in = cloud_input(&t->c, 8);
+  tnet_tiny *t = *state;
+  net_input in = tnet_cloud_input(&t->c, 8);
   tnet_state_dict_roundtrip(&t->cfg, &t->p, &in, 1, 2);
 }
 
@@ -504,11 +437,11 @@ int main(void) {
       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_shape),
       cmocka_unit_test(test_spare_cloud),
-      cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tiny_teardown),
-      cmocka_unit_test_setup_teardown(test_tiny_layouts, tiny_setup, tiny_teardown),
-      cmocka_unit_test_setup_teardown(test_tiny_rehash_and_depth, tiny_setup, tiny_teardown),
-      cmocka_unit_test_setup_teardown(test_tiny_bad_inputs, tiny_setup, tiny_teardown),
-      cmocka_unit_test_setup_teardown(test_tiny_state_dict, tiny_setup, tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tnet_tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_layouts, tiny_setup, tnet_tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_rehash_and_depth, tiny_setup, tnet_tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_bad_inputs, tiny_setup, tnet_tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_state_dict, tiny_setup, tnet_tiny_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,66 +22,7 @@
 #include "nets/nets_internal.h"
 #include "tests/nets/test_net_util.h"
 
-/* ---- inputs ----------------------------------------------------------------------------------------------- */
-
-/* B clouds of distinct voxels (grid 0.05) drawn from a 48 x 48 x 12 box, the point jittered inside its voxel;
- * features (x, y, z, intensity). */
-typedef struct cloud {
-  float *xyz, *feat;
-  size_t *offset;
-  size_t n;
-  uint32_t B;
-} cloud;
-
-static void cloud_make(cloud *c, const size_t *sizes, uint32_t B, uint64_t seed) {
-  const uint32_t X = 48, Y = 48, Z = 12, cells = X * Y * Z;
-  memset(c, 0, sizeof *c);
-  c->B = B;
-  c->offset = calloc(B + 1, sizeof *c->offset);
-  for (uint32_t b = 0; b < B; b++) c->offset[b + 1] = c->offset[b] + sizes[b];
-  c->n = c->offset[B];
-  c->xyz = malloc(c->n * 3 * sizeof *c->xyz);
-  c->feat = malloc(c->n * 4 * sizeof *c->feat);
-  uint32_t *perm = malloc(cells * sizeof *perm);
-  assert_non_null(c->xyz), assert_non_null(c->feat), assert_non_null(perm);
-  for (uint32_t b = 0; b < B; b++) {
-    assert_true(sizes[b] <= cells);
-    for (uint32_t k = 0; k < cells; k++) perm[k] = k;
-    for (uint32_t k = 0; k < sizes[b]; k++) { /* partial Fisher-Yates: the first sizes[b] cells */
-      const uint32_t j = k + (uint32_t)(hx_rng_u64(seed, b, k) % (cells - k));
-      const uint32_t t = perm[k];
-      perm[k] = perm[j], perm[j] = t;
-    }
-    for (size_t k = 0; k < sizes[b]; k++) {
-      const size_t i = c->offset[b] + k;
-      const uint32_t v = perm[k], g[3] = {v % X, (v / X) % Y, v / (X * Y)};
-      for (int a = 0; a < 3; a++) {
-        const double u = hx_rng_unit(seed, 100 + b, 3 * k + (uint64_t)a);
-        c->xyz[3 * i + (size_t)a] = (float)((g[a] + 0.1 + 0.8 * u) * 0.05 + 3.0 * b - 1.0);
-        c->feat[4 * i + (size_t)a] = c->xyz[3 * i + (size_t)a];
-      }
-      c->feat[4 * i + 3] = (float)hx_rng_unit(seed, 200 + b, k);
-    }
-  }
-  free(perm);
-}
-
-static void cloud_free(cloud *c) { free(c->xyz), free(c->feat), free(c->offset); }
-
-static net_input cloud_input(const cloud *c, uint64_t seed) {
-  net_input in = {c->xyz, c->feat, c->offset, c->B, c->n, 0.05, seed};
-  return in;
-}
-
 /* ---- parameters of "ptv3" ------------------------------------------------------------------------------------- */
-
-static void expect_shape(const net_params *p, const char *name, int ndim, const int64_t *shape, int counted) {
-  const net_tensor *t = net_params_find(p, name);
-  if (!t) fail_msg("missing %s", name);
-  assert_int_equal(t->ndim, ndim);
-  for (int d = 0; d < ndim; d++) assert_int_equal(t->shape[d], shape[d]);
-  assert_int_equal(t->counted, counted);
-}
 
 static void test_ptv3_params(void **state) {
   (void)state;
@@ -97,28 +38,28 @@ static void test_ptv3_params(void **state) {
   assert_int_equal(p.n, 449 + 26);
   /* the state_dict keys of DefaultSegmentorV2(PT-v3m1) and their shapes (spconv 2: [out, k, k, k, in]) */
   assert_string_equal(p.t[0].name, "seg_head.weight");
-  expect_shape(&p, "seg_head.weight", 2, (const int64_t[]){16, 64}, 1);
-  expect_shape(&p, "seg_head.bias", 1, (const int64_t[]){16}, 1);
-  expect_shape(&p, "backbone.embedding.stem.conv.weight", 5, (const int64_t[]){32, 5, 5, 5, 4}, 1);
-  expect_shape(&p, "backbone.embedding.stem.norm.weight", 1, (const int64_t[]){32}, 1);
-  expect_shape(&p, "backbone.embedding.stem.norm.running_var", 1, (const int64_t[]){32}, 0);
-  expect_shape(&p, "backbone.enc.enc0.block0.cpe.0.weight", 5, (const int64_t[]){32, 3, 3, 3, 32}, 1);
-  expect_shape(&p, "backbone.enc.enc0.block0.cpe.0.bias", 1, (const int64_t[]){32}, 1);
-  expect_shape(&p, "backbone.enc.enc0.block1.cpe.1.weight", 2, (const int64_t[]){32, 32}, 1);
-  expect_shape(&p, "backbone.enc.enc0.block1.cpe.2.bias", 1, (const int64_t[]){32}, 1);
-  expect_shape(&p, "backbone.enc.enc1.down.proj.weight", 2, (const int64_t[]){64, 32}, 1);
-  expect_shape(&p, "backbone.enc.enc1.down.norm.0.running_mean", 1, (const int64_t[]){64}, 0);
-  expect_shape(&p, "backbone.enc.enc3.block5.attn.qkv.weight", 2, (const int64_t[]){768, 256}, 1);
-  expect_shape(&p, "backbone.enc.enc3.block5.attn.proj.bias", 1, (const int64_t[]){256}, 1);
-  expect_shape(&p, "backbone.enc.enc4.block1.norm1.0.weight", 1, (const int64_t[]){512}, 1);
-  expect_shape(&p, "backbone.enc.enc4.block1.mlp.0.fc1.weight", 2, (const int64_t[]){2048, 512}, 1);
-  expect_shape(&p, "backbone.dec.dec3.up.proj.0.weight", 2, (const int64_t[]){256, 512}, 1);
-  expect_shape(&p, "backbone.dec.dec3.up.proj.1.running_var", 1, (const int64_t[]){256}, 0);
-  expect_shape(&p, "backbone.dec.dec3.up.proj_skip.0.weight", 2, (const int64_t[]){256, 256}, 1);
-  expect_shape(&p, "backbone.dec.dec0.up.proj.0.weight", 2, (const int64_t[]){64, 64}, 1);
-  expect_shape(&p, "backbone.dec.dec0.up.proj_skip.0.weight", 2, (const int64_t[]){64, 32}, 1);
-  expect_shape(&p, "backbone.dec.dec0.block1.norm2.0.bias", 1, (const int64_t[]){64}, 1);
-  expect_shape(&p, "backbone.dec.dec0.block1.mlp.0.fc2.weight", 2, (const int64_t[]){64, 256}, 1);
+  tnet_expect_shape(&p, "seg_head.weight", 2, (const int64_t[]){16, 64}, 1);
+  tnet_expect_shape(&p, "seg_head.bias", 1, (const int64_t[]){16}, 1);
+  tnet_expect_shape(&p, "backbone.embedding.stem.conv.weight", 5, (const int64_t[]){32, 5, 5, 5, 4}, 1);
+  tnet_expect_shape(&p, "backbone.embedding.stem.norm.weight", 1, (const int64_t[]){32}, 1);
+  tnet_expect_shape(&p, "backbone.embedding.stem.norm.running_var", 1, (const int64_t[]){32}, 0);
+  tnet_expect_shape(&p, "backbone.enc.enc0.block0.cpe.0.weight", 5, (const int64_t[]){32, 3, 3, 3, 32}, 1);
+  tnet_expect_shape(&p, "backbone.enc.enc0.block0.cpe.0.bias", 1, (const int64_t[]){32}, 1);
+  tnet_expect_shape(&p, "backbone.enc.enc0.block1.cpe.1.weight", 2, (const int64_t[]){32, 32}, 1);
+  tnet_expect_shape(&p, "backbone.enc.enc0.block1.cpe.2.bias", 1, (const int64_t[]){32}, 1);
+  tnet_expect_shape(&p, "backbone.enc.enc1.down.proj.weight", 2, (const int64_t[]){64, 32}, 1);
+  tnet_expect_shape(&p, "backbone.enc.enc1.down.norm.0.running_mean", 1, (const int64_t[]){64}, 0);
+  tnet_expect_shape(&p, "backbone.enc.enc3.block5.attn.qkv.weight", 2, (const int64_t[]){768, 256}, 1);
+  tnet_expect_shape(&p, "backbone.enc.enc3.block5.attn.proj.bias", 1, (const int64_t[]){256}, 1);
+  tnet_expect_shape(&p, "backbone.enc.enc4.block1.norm1.0.weight", 1, (const int64_t[]){512}, 1);
+  tnet_expect_shape(&p, "backbone.enc.enc4.block1.mlp.0.fc1.weight", 2, (const int64_t[]){2048, 512}, 1);
+  tnet_expect_shape(&p, "backbone.dec.dec3.up.proj.0.weight", 2, (const int64_t[]){256, 512}, 1);
+  tnet_expect_shape(&p, "backbone.dec.dec3.up.proj.1.running_var", 1, (const int64_t[]){256}, 0);
+  tnet_expect_shape(&p, "backbone.dec.dec3.up.proj_skip.0.weight", 2, (const int64_t[]){256, 256}, 1);
+  tnet_expect_shape(&p, "backbone.dec.dec0.up.proj.0.weight", 2, (const int64_t[]){64, 64}, 1);
+  tnet_expect_shape(&p, "backbone.dec.dec0.up.proj_skip.0.weight", 2, (const int64_t[]){64, 32}, 1);
+  tnet_expect_shape(&p, "backbone.dec.dec0.block1.norm2.0.bias", 1, (const int64_t[]){64}, 1);
+  tnet_expect_shape(&p, "backbone.dec.dec0.block1.mlp.0.fc2.weight", 2, (const int64_t[]){64, 256}, 1);
   assert_null(net_params_find(&p, "backbone.enc.enc0.down.proj.weight"));
   assert_null(net_params_find(&p, "backbone.enc.enc0.block2.cpe.0.weight"));
   assert_null(net_params_find(&p, "backbone.embedding.stem.norm.num_batches_tracked"));
@@ -191,33 +132,14 @@ static void test_patch_attention(void **state) {
 
 /* ---- the tiny network's CPU forward ---------------------------------------------------------------------------- */
 
-typedef struct tiny {
-  net_config cfg;
-  net_params p;
-  cloud c;
-} tiny;
-
 static int tiny_setup(void **state) {
-  tiny *t = calloc(1, sizeof *t);
-  if (!t || net_config_named(&t->cfg, "ptv3-tiny", NULL) != HX_OK) return -1;
-  if (net_params_init(&t->p, &t->cfg, 11, NULL) != HX_OK) return -1;
   const size_t sizes[2] = {1500, 700}; /* 1500 = 23 patches of 64 + 28: the last patch borrows 36 points */
-  cloud_make(&t->c, sizes, 2, 3);
-  *state = t;
-  return 0;
-}
-
-static int tiny_teardown(void **state) {
-  tiny *t = *state;
-  net_params_free(&t->p);
-  cloud_free(&t->c);
-  free(t);
-  return 0;
+  return tnet_tiny_setup(state, "ptv3-tiny", sizes, 2, 1);
 }
 
 static void test_tiny_forward(void **state) {
-  tiny *t = *state;
-  net_input in = cloud_input(&t->c, 42);
+  tnet_tiny *t = *state;
+  net_input in = tnet_cloud_input(&t->c, 42);
   net_output a, b;
   hx_err e;
   assert_int_equal(net_forward_cpu(&a, &t->cfg, &t->p, &in, 1, &e), HX_OK);
@@ -259,8 +181,8 @@ static void test_tiny_forward(void **state) {
 /* Serialization sorts by voxel code, so permuting the rows inside each cloud permutes the logits identically:
  * every patch, kernel-map neighbourhood and pooled parent holds the same points in the same order. */
 static void test_tiny_permutation(void **state) {
-  tiny *t = *state;
-  const cloud *c = &t->c;
+  tnet_tiny *t = *state;
+  const tnet_cloud *c = &t->c;
   const size_t n = c->n;
   size_t *pi = malloc(n * sizeof *pi); /* new row i holds old row pi[i] */
   float *xyz = malloc(n * 3 * sizeof *xyz), *feat = malloc(n * 4 * sizeof *feat);
@@ -274,7 +196,7 @@ static void test_tiny_permutation(void **state) {
     memcpy(xyz + 3 * i, c->xyz + 3 * pi[i], 3 * sizeof *xyz);
     memcpy(feat + 4 * i, c->feat + 4 * pi[i], 4 * sizeof *feat);
   }
-  net_input in = cloud_input(c, 5), inp = in;
+  net_input in = tnet_cloud_input(c, 5), inp = in;
   inp.xyz = xyz, inp.feat = feat;
   net_output a, b;
   assert_int_equal(net_forward_cpu(&a, &t->cfg, &t->p, &in, 0, NULL), HX_OK);
@@ -291,21 +213,21 @@ static void test_tiny_permutation(void **state) {
 }
 
 static void test_tiny_bad_inputs(void **state) {
-  tiny *t = *state;
-  const cloud *c = &t->c;
+  tnet_tiny *t = *state;
+  const tnet_cloud *c = &t->c;
   net_output o;
   hx_err e;
   /* two points of a cloud in one voxel */
   float *xyz = malloc(c->n * 3 * sizeof *xyz);
   memcpy(xyz, c->xyz, c->n * 3 * sizeof *xyz);
   memcpy(xyz + 3 * 10, xyz + 3 * 11, 3 * sizeof *xyz);
-  net_input in = cloud_input(c, 1);
+  net_input in = tnet_cloud_input(c, 1);
   in.xyz = xyz;
   assert_int_equal(net_forward_cpu(&o, &t->cfg, &t->p, &in, 0, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "voxel"));
   assert_null(o.logits);
   /* malformed offsets, an empty cloud */
-  in = cloud_input(c, 1);
+  in = tnet_cloud_input(c, 1);
   size_t off[3] = {0, 0, c->n};
   in.offset = off;
   assert_int_equal(net_forward_cpu(&o, &t->cfg, &t->p, &in, 0, &e), HX_EINVAL);
@@ -320,7 +242,7 @@ static void test_tiny_bad_inputs(void **state) {
   float *feat = malloc(c->n * 4 * sizeof *feat);
   memcpy(feat, c->feat, c->n * 4 * sizeof *feat);
   feat[77] = NAN;
-  in = cloud_input(c, 1);
+  in = tnet_cloud_input(c, 1);
   in.feat = feat;
   assert_int_equal(net_forward_cpu(&o, &t->cfg, &t->p, &in, 0, &e), HX_EINVAL);
   free(xyz), free(feat);
@@ -329,8 +251,8 @@ static void test_tiny_bad_inputs(void **state) {
 /* The weights written to a safetensors file as Pointcept's state_dict holds them (a num_batches_tracked beside
  * every BatchNorm) and loaded into another parameter set give the same forward; the counters are ignored. */
 static void test_tiny_roundtrip(void **state) {
-  tiny *t = *state;
-  net_input in = cloud_input(&t->c, 8);
+  tnet_tiny *t = *state;
+  net_input in = tnet_cloud_input(&t->c, 8);
   tnet_state_dict_roundtrip(&t->cfg, &t->p, &in, 0, 1);
 }
 
@@ -338,10 +260,10 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ptv3_params),
       cmocka_unit_test(test_patch_attention),
-      cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tiny_teardown),
-      cmocka_unit_test_setup_teardown(test_tiny_permutation, tiny_setup, tiny_teardown),
-      cmocka_unit_test_setup_teardown(test_tiny_bad_inputs, tiny_setup, tiny_teardown),
-      cmocka_unit_test_setup_teardown(test_tiny_roundtrip, tiny_setup, tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tnet_tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_permutation, tiny_setup, tnet_tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_bad_inputs, tiny_setup, tnet_tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_roundtrip, tiny_setup, tnet_tiny_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
