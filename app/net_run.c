@@ -102,12 +102,8 @@ typedef struct bd_ctx {
 
 /* "enc2/block1/attn" -> "attn"; "enc2/pool" -> "pool"; a suffix after '.' is dropped ("attn.v5" -> "attn"). */
 static int bd_component(f3d_net_breakdown *b, const char *path) {
-  const char *leaf = strrchr(path, '/');
-  leaf = leaf ? leaf + 1 : path;
   char key[16];
-  size_t k = 0;
-  while (leaf[k] && leaf[k] != '.' && k + 1 < sizeof key) key[k] = leaf[k], k++;
-  key[k] = 0;
+  const size_t k = hx_range_category(path, key, sizeof key); /* the rule the counters per component use too */
   for (size_t i = 0; i < b->n; i++)
     if (strcmp(b->name[i], key) == 0) return (int)i;
   if (b->n == F3D_NET_MAX_COMPONENTS) return -1;
@@ -130,6 +126,7 @@ static void bd_range(void *vctx, const char *name, int begin, struct CUstream_st
   if (begin) (void)hx_range_push(&c->nvtx, name, NULL);
   else (void)hx_range_pop(&c->nvtx, NULL);
   if (begin) {
+    c->out->ranges++;
     if (c->depth > 0) c->child[c->depth - 1] = 1;
     c->stack[c->depth] = e;
     c->child[c->depth] = 0;
@@ -189,6 +186,112 @@ hx_status f3d_net_breakdown_run(f3d_net_breakdown *out, net_gpu *g, void *stream
 #else
   (void)g, (void)stream;
   return hx_errf(err, HX_ENODEV, "net breakdown: built without CUDA");
+#endif
+}
+
+/* ---- counters per component ------------------------------------------------------------------------- */
+#if F3D_HAVE_CUDA
+static void cc_range(void *vctx, const char *name, int begin, struct CUstream_st *stream) {
+  (void)stream;
+  hx_flat_range((hx_flat *)vctx, name, begin);
+}
+
+/* The group of a flat range: its component (added in first-seen order), "other" for a gap; -1 when full. */
+static long cc_group(f3d_net_counters *out, const hx_flat_seg *seg) {
+  char key[16] = "other";
+  if (seg->leaf) hx_range_category(seg->path, key, sizeof key);
+  for (size_t i = 0; i < out->n; i++)
+    if (strcmp(out->name[i], key) == 0) return (long)i;
+  if (out->n == F3D_NET_COUNTER_GROUPS) return -1;
+  memcpy(out->name[out->n], key, sizeof key);
+  return (long)out->n++;
+}
+
+/* The decoded ranges of a session summed into out's components and its whole. */
+static hx_status cc_decode(f3d_net_counters *out, const hx_flat *fl, hx_bench *b, size_t n, hx_err *err) {
+  const size_t nm = b->n_metrics;
+  double *vals = malloc((n ? n : 1) * nm * sizeof *vals);
+  double *tmp = malloc(F3D_NET_COUNTER_GROUPS * nm * sizeof *tmp);
+  long *grp = malloc((n ? n : 1) * sizeof *grp), *all = malloc((n ? n : 1) * sizeof *all);
+  hx_status st = vals && tmp && grp && all ? HX_OK : hx_errf(err, HX_ENOMEM, "net counters: %zu ranges", n);
+  for (size_t i = 0; i < n && st == HX_OK; i++) {
+    const char *name = NULL;
+    st = hx_counters_range(b->counters, i, &name, vals + i * nm, err);
+    const long idx = st == HX_OK ? hx_flat_index(fl, name) : -1;
+    if (st == HX_OK && idx < 0)
+      st = hx_errf(err, HX_ECUDA, "net counters: decoded range \"%s\" is none of the pass's %zu flat ranges", name,
+                   fl->n);
+    if (st == HX_OK && (grp[i] = cc_group(out, &fl->seg[idx])) < 0)
+      st = hx_errf(err, HX_EINVAL, "net counters: more than %d components", F3D_NET_COUNTER_GROUPS);
+    all[i] = 0;
+  }
+  if (st == HX_OK) st = hx_counters_aggregate(tmp, out->n, vals, grp, n, b->metric_names, nm, err);
+  if (st == HX_OK) st = hx_counters_aggregate(out->whole, 1, vals, all, n, b->metric_names, nm, err);
+  for (size_t k = 0; st == HX_OK && k < out->n; k++) memcpy(out->v[k], tmp + k * nm, nm * sizeof *tmp);
+  if (st == HX_OK) out->ranges = n;
+  free(vals), free(tmp), free(grp), free(all);
+  return st;
+}
+
+/* One session: the forward once per replay pass, the L2 flushed before each (as for a cold sample). */
+static hx_status cc_session(f3d_net_counters *out, hx_flat *fl, net_gpu *g, hx_bench *b, void *stream, hx_err *err) {
+  hx_counters *c = b->counters;
+  const net_hooks h = {cc_range, fl};
+  HX_TRY(hx_counters_session_begin(c, err));
+  for (int done = 0; !done;) {
+    if (out->passes == 64) return hx_errf(err, HX_EUNSUPPORTED, "net counters: more than 64 passes; reduce the metric set");
+    HX_TRY(hx_meter_flush_l2(b->meter, err));
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "net counters: before pass %zu: %s", out->passes, cudaGetErrorString(e));
+    HX_TRY(hx_counters_pass_begin(c, err));
+    hx_flat_begin(fl, "forward");
+    hx_status st = net_gpu_forward(g, &h, (struct CUstream_st *)stream, err);
+    hx_err ferr;
+    const hx_status fst = hx_flat_end(fl, &ferr); /* closes the last flat range also after a failure */
+    if (st == HX_OK && fst != HX_OK) st = hx_errf(err, fst, "net counters: %s", ferr.msg);
+    if (st == HX_OK && (e = cudaStreamSynchronize((cudaStream_t)stream)) != cudaSuccess)
+      st = hx_errf(err, HX_ECUDA, "net counters: forward in pass %zu: %s", out->passes, cudaGetErrorString(e));
+    if (st != HX_OK) {
+      hx_err ignored;
+      (void)hx_counters_pass_end(c, NULL, &ignored);
+      return st;
+    }
+    HX_TRY(hx_counters_pass_end(c, &done, err));
+    out->passes++;
+  }
+  size_t n = 0;
+  HX_TRY(hx_counters_session_end(c, &n, err));
+  return cc_decode(out, fl, b, n, err);
+}
+#endif
+
+hx_status f3d_net_counters_run(f3d_net_counters *out, net_gpu *g, hx_bench *b, void *stream, size_t hook_ranges,
+                               hx_err *err) {
+  memset(out, 0, sizeof *out);
+#if F3D_HAVE_CUDA
+  if (!b || !b->counters)
+    return hx_errf(err, HX_EUNSUPPORTED, "net counters: counters are off%s%s", b && b->counters_off[0] ? ": " : "",
+                   b ? b->counters_off : "");
+  if (!g || b->n_metrics == 0 || b->n_metrics > HX_BENCH_MAX_METRICS || hook_ranges == 0)
+    return hx_errf(err, HX_EINVAL, "net counters: no forward, no metric or no hook range");
+  out->n_metrics = b->n_metrics;
+  double none = 0.0; /* the metric set can be summed over ranges (gpu_time present): asked before any replay */
+  HX_TRY(hx_counters_aggregate(&none, 0, NULL, NULL, 0, b->metric_names, b->n_metrics, err));
+  const size_t cap = 1 + 2 * hook_ranges, before = hx_counters_max_ranges(b->counters);
+  hx_flat fl;
+  HX_TRY(hx_flat_init(&fl, b->counters, cap, err));
+  hx_status st = cap > before ? hx_counters_set_max_ranges(b->counters, cap, err) : HX_OK;
+  if (st == HX_OK) st = cc_session(out, &fl, g, b, stream, err);
+  if (cap > before) { /* the stages after this one hold one range each: give the image back its size */
+    hx_err rerr;
+    const hx_status rs = hx_counters_set_max_ranges(b->counters, before, &rerr);
+    if (st == HX_OK && rs != HX_OK) st = hx_errf(err, rs, "%s", rerr.msg);
+  }
+  hx_flat_fini(&fl);
+  return st;
+#else
+  (void)g, (void)b, (void)stream, (void)hook_ranges;
+  return hx_errf(err, HX_ENODEV, "net counters: built without CUDA");
 #endif
 }
 

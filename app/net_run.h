@@ -33,8 +33,27 @@ typedef struct f3d_net_breakdown {
   double ms[F3D_NET_MAX_COMPONENTS];
   unsigned calls[F3D_NET_MAX_COMPONENTS];
   double total_ms;
+  size_t ranges; /* hook ranges of the forward (begins), every one, leaf or not */
 } f3d_net_breakdown;
 hx_status f3d_net_breakdown_run(f3d_net_breakdown *out, net_gpu *g, void *stream, hx_err *err);
+
+/* Counters per component of one forward, in a counter pass of its own after the timing (b->counters, its metric
+ * set): the hook ranges flattened into one level of CUPTI user ranges (hx_flat: 1 + 2 x hook_ranges flat ranges,
+ * the replay passes of the metric set alone, 1 for the default set), the L2 flushed before each pass; each flat
+ * range summed into its component (the category of a range without nested ones, as the breakdown names it) or
+ * into "other" (work of a level or block outside its components, or outside every range), by
+ * hx_counters_aggregate; whole = every flat range. hook_ranges: f3d_net_breakdown.ranges of the same forward.
+ * HX_EUNSUPPORTED when counters are off (b or b->counters NULL), or a rate is asked without gpu_time in the set. */
+#define F3D_NET_COUNTER_GROUPS (F3D_NET_MAX_COMPONENTS + 1)
+typedef struct f3d_net_counters {
+  size_t n; /* components, in the forward's order */
+  char name[F3D_NET_COUNTER_GROUPS][16];
+  double v[F3D_NET_COUNTER_GROUPS][HX_BENCH_MAX_METRICS]; /* in b->metric_names' order */
+  double whole[HX_BENCH_MAX_METRICS];
+  size_t n_metrics, ranges, passes; /* flat ranges decoded, replay passes */
+} f3d_net_counters;
+hx_status f3d_net_counters_run(f3d_net_counters *out, net_gpu *g, hx_bench *b, void *stream, size_t hook_ranges,
+                               hx_err *err);
 
 /* Write a float32 array as a NumPy .npy file (shape of ndim <= 4), atomically (temporary name, rename). */
 hx_status f3d_npy_write(const char *path, const float *data, int ndim, const size_t *shape, hx_err *err);

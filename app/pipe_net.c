@@ -12,6 +12,11 @@
  *   <component>  time per component (embed, serialize, psh, cpe, norm, qkv, gather, attn, proj, mlp, pool, unpool,
  *                head): CUDA events at the forward's hook ranges over NET_BREAKDOWN_RUNS forwards, one sample per
  *                forward, so each component has a median and a spread; share = its part of the summed components
+ *   counters     per component (kernel = the component; "other" = work of a level or block outside its components)
+ *                with the sweep's counters on: the forward's counter rows (sm_active, sm_issue, tensor_active,
+ *                dram_read_bw, gpu_time by default) from one more forward under the range profiler, its hook ranges
+ *                flattened into one level of user ranges (f3d_net_counters_run; the metric set's replay passes, 1 by
+ *                default), each component's ranges summed (rates weighted by time); counter_ranges on "forward"
  *   cost rows    per component (kernel = the component) and on "forward" (their sums), from net_gpu_costs on the
  *                prepared input (the model of nets/net_costs.c): gemm_flops (FLOP), attn_flops (FLOP) and
  *                floor_bytes (B), and total_flops (FLOP, GEMM + attention) on "forward"; the study divides them by
@@ -127,6 +132,26 @@ static hx_status check_model(f3d_ctx *ctx, const char *pipe, const net_config *c
   return cst == HX_OK ? HX_OK : HX_ECHECK;
 }
 
+/* The counters per component (f3d_net_counters_run: one counter pass of its own, the hook ranges flattened) as
+ * rows of each component's key, named as the forward's counter rows, and counter_ranges (the flat ranges decoded)
+ * on "forward". Only with the sweep's counters on. A counter pass that fails is said on stderr and leaves these
+ * rows out: the timed rows of the configuration are already written, and the sweep goes on. */
+static hx_status record_counters(f3d_ctx *ctx, const char *pipe, const char *model, net_gpu *g, size_t hook_ranges,
+                                 hx_err *err) {
+  f3d_net_counters nc;
+  hx_err cerr = {HX_OK, ""};
+  const hx_status st = f3d_net_counters_run(&nc, g, ctx->bench, ctx->stream, hook_ranges, &cerr);
+  if (st != HX_OK) {
+    fprintf(stderr, "f3dbench: %s/%s: counters per component not recorded: %s\n", pipe, model, cerr.msg);
+    return HX_OK;
+  }
+  for (size_t k = 0; k < nc.n; k++) {
+    const hx_key key = f3d_key(ctx, pipe, nc.name[k], model);
+    HX_TRY(hx_counters_record(ctx->results, &key, ctx->bench->metric_names, nc.v[k], nc.n_metrics, err));
+  }
+  return f3d_record(ctx, pipe, "forward", model, "counter_ranges", (double)nc.ranges, "count", err);
+}
+
 /* The cost rows of a prepared forward (net_gpu_costs: the components, then "forward"). */
 static hx_status record_costs(f3d_ctx *ctx, const char *pipe, const char *model, const net_gpu *g, hx_err *err) {
   net_cost c[NET_COSTS_MAX];
@@ -226,6 +251,7 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
     }
   }
   if (st == HX_OK) st = record_costs(ctx, pipe, model, g, err);
+  if (st == HX_OK && ctx->bench && ctx->bench->counters) st = record_counters(ctx, pipe, model, g, bd[0].ranges, err);
   if (j.exec) cudaGraphExecDestroy((cudaGraphExec_t)j.exec);
   if (graph) cudaGraphDestroy(graph);
   net_gpu_destroy(g);
