@@ -152,7 +152,9 @@ static const hx_study_table tables[] = {
 /* ---- the backbones: PTv3-m1 against Flash3D, whole forwards (pipe_net.c's rows) -------------------------------
  * Rows: pipeline ptv3-net / flash3d-net, variant = the configuration; kernel "forward" (time_*, the counters over
  * the forward, mem_peak, params, check, skipped_bytes_needed) and its CUDA-graph replay "<variant>.graph"; one
- * kernel per component (time_* over the breakdown forwards, share), and, where the sweep records them, cost rows
+ * kernel per component (time_* over the breakdown forwards, share; with counters on, the forward's counter rows for
+ * that component, "other" for work outside the components, and counter_ranges on "forward"), and, where the sweep
+ * records them, cost rows
  * per component and on "forward": gemm_flops, attn_flops (FLOP), floor_bytes (B). */
 
 typedef struct net_model {
@@ -715,6 +717,73 @@ static void nets_floors(FILE *f, const hx_run *runs, size_t n_runs, const char *
   }
 }
 
+/* Under the DRAM figure: per run, at its comparison size, each configuration's counters per component (pipe_net.c's
+ * component counter pass: one forward, its hook ranges flattened into user ranges, each component's ranges summed)
+ * beside the whole forward's own counter pass. Nothing for a run without component counters. */
+static void nets_counters(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
+  int head = 0;
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const hx_run *r = &runs[ri];
+    const char *wl = net_workload(r);
+    if (!wl) continue;
+    const uint64_t n = net_size(r, wl);
+    for (size_t mi = 0; mi < NM_COUNT; mi++) {
+      const net_model *m = &net_models[mi];
+      const char *comps[48];
+      size_t nc = net_components(r, m->pipeline, m->variant, wl, n, comps, 40);
+      for (size_t i = 0; i < r->n_rows && nc < 48; i++) { /* components timed by counters only ("other") */
+        const hx_run_row *w = &r->rows[i];
+        if (w->n_points != n || w->batch != 1 || strcmp(w->metric, "gpu_time") || strcmp(w->pipeline, m->pipeline) ||
+            strcmp(w->variant, m->variant) || strcmp(w->workload, wl) || !strcmp(w->kernel, "forward"))
+          continue;
+        size_t q = 0;
+        while (q < nc && strcmp(comps[q], w->kernel)) q++;
+        if (q == nc) comps[nc++] = w->kernel;
+      }
+      double sum = 0.0;
+      for (size_t i = 0; i < nc; i++) {
+        const double t = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "gpu_time");
+        if (isfinite(t)) sum += t;
+      }
+      if (!(sum > 0.0)) continue;
+      if (!head) {
+        fputs("### Counters per component\n\nOne more forward of each configuration under the CUPTI range profiler, its "
+              "levels, blocks and components flattened into one level of ranges so that one replay pass gives each "
+              "kernel to one component; a component's ranges summed (shares and rates weighted by each range's GPU "
+              "time). Share = the component's GPU time over the sum in that pass; `other` = work of a level or block "
+              "outside its components. The whole forward is its own counter pass, one range.\n\n",
+              f);
+        head = 1;
+      }
+      fprintf(f, "**%s** (`%s`), %s, %llu points:\n\n| component | GPU time (ms) | share | SM active (%%) | TensorCore "
+                 "active (%%) | DRAM read (GB/s) |\n|---|---:|---:|---:|---:|---:|\n",
+              m->display, m->variant, short_dev(labels[ri]), (unsigned long long)n);
+      for (size_t i = 0; i < nc; i++) {
+        const double t = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "gpu_time");
+        if (!isfinite(t)) continue;
+        const double v[3] = {nrow(r, m->pipeline, comps[i], m->variant, wl, n, "sm_active"),
+                             nrow(r, m->pipeline, comps[i], m->variant, wl, n, "tensor_active"),
+                             nrow(r, m->pipeline, comps[i], m->variant, wl, n, "dram_read_bw") / 1e9};
+        fprintf(f, "| %s | %.3f | %.1f%% |", comps[i], t / 1e6, 100.0 * t / sum);
+        for (int q = 0; q < 3; q++)
+          if (isfinite(v[q])) fprintf(f, q < 2 ? " %.1f |" : " %.0f |", v[q]);
+          else fputs(" - |", f);
+        fputc('\n', f);
+      }
+      fprintf(f, "| sum of components | %.3f | 100%% | | | |\n", sum / 1e6);
+      const double w[4] = {fwd(r, m, wl, n, "gpu_time") / 1e6, fwd(r, m, wl, n, "sm_active"),
+                           fwd(r, m, wl, n, "tensor_active"), fwd(r, m, wl, n, "dram_read_bw") / 1e9};
+      fputs("| **whole forward** (one range) |", f);
+      for (int q = 0; q < 4; q++) {
+        if (q == 1) fputs(" |", f); /* no share */
+        if (isfinite(w[q])) fprintf(f, q == 0 ? " %.3f |" : q < 3 ? " %.1f |" : " %.0f |", w[q]);
+        else fputs(" - |", f);
+      }
+      fputs("\n\n", f);
+    }
+  }
+}
+
 /* The section's figures: every configuration's eager forward (the graph replay is in the table), the components
  * of each at its largest size. */
 static const char *const net_fwd[] = {"ptv3-net/forward/*", "flash3d-net/forward/*"};
@@ -730,7 +799,7 @@ static const hx_study_plot net_plots[] = {
     {HX_PLOT_LINES, "net_tensor", "Backbones: TensorCore active over the forward", "% of peak", "%", "tensor_active",
      NULL, NULL, 1.0, NET_FWD, "{v}", 0, NULL},
     {HX_PLOT_LINES, "net_dram", "Backbones: DRAM read bandwidth over the forward", "GB/s", "GB/s", "dram_read_bw",
-     NULL, NULL, 1e-9, NET_FWD, "{v}", 0, NULL},
+     NULL, NULL, 1e-9, NET_FWD, "{v}", 0, nets_counters},
     {HX_PLOT_LINES, "net_memory", "Backbones: peak device memory of the forward (arena)", "MiB", "MiB", "mem_peak",
      NULL, NULL, 1.0 / 1048576.0, NET_FWD, "{v}", 0, NULL},
     {HX_PLOT_STACKED, "net_stages", "Backbone components at the largest size (median over the breakdown forwards)",
