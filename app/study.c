@@ -154,8 +154,7 @@ static const hx_study_table tables[] = {
  * the forward, mem_peak, params, check, skipped_bytes_needed) and its CUDA-graph replay "<variant>.graph"; one
  * kernel per component (time_* over the breakdown forwards, share; with counters on, the forward's counter rows for
  * that component, "other" for work outside the components, and counter_ranges on "forward"), and, where the sweep
- * records them, cost rows
- * per component and on "forward": gemm_flops, attn_flops (FLOP), floor_bytes (B). */
+ * records them, cost rows per component and on "forward": gemm_flops, attn_flops (FLOP), floor_bytes (B). */
 
 typedef struct net_model {
   const char *pipeline, *variant, *display, *role;
