@@ -239,10 +239,12 @@ static hx_status cc_session(f3d_net_counters *out, hx_flat *fl, net_gpu *g, hx_b
   const net_hooks h = {cc_range, fl};
   HX_TRY(hx_counters_session_begin(c, err));
   for (int done = 0; !done;) {
-    if (out->passes == 64) return hx_errf(err, HX_EUNSUPPORTED, "net counters: more than 64 passes; reduce the metric set");
+    if (out->passes == 64)
+      return hx_errf(err, HX_EUNSUPPORTED, "net counters: more than 64 passes; reduce the metric set");
     HX_TRY(hx_meter_flush_l2(b->meter, err));
     cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "net counters: before pass %zu: %s", out->passes, cudaGetErrorString(e));
+    if (e != cudaSuccess)
+      return hx_errf(err, HX_ECUDA, "net counters: before pass %zu: %s", out->passes, cudaGetErrorString(e));
     HX_TRY(hx_counters_pass_begin(c, err));
     hx_flat_begin(fl, "forward");
     hx_status st = net_gpu_forward(g, &h, (struct CUstream_st *)stream, err);

@@ -172,7 +172,8 @@ static void test_synthetic_forward(void **state) {
         continue;
       }
       const double got = agg[c * NM + (size_t)m];
-      if (fabs(got - want[m]) > 1e-9 * fabs(want[m])) print_error("%s metric %d: %g, want %g\n", comps[c], m, got, want[m]);
+      if (fabs(got - want[m]) > 1e-9 * fabs(want[m]))
+        print_error("%s metric %d: %g, want %g\n", comps[c], m, got, want[m]);
       assert_true(fabs(got - want[m]) <= 1e-9 * fabs(want[m]));
       checked++;
     }

@@ -8,9 +8,11 @@
  *   copy  a streaming copy kernel (tk_copy) of 256 MiB, 4 times: DRAM read above 0.5 TB/s (an H100 or H200 copy
  *         reads at 1.3 TB/s or more), the tensor pipe idle (< 1%); a kernel, not cudaMemcpy, so that its SMs are
  *         active and its tensor share is defined
- * The two are separated: each component's gpu_time is within 0.5x..2x of its own work timed with CUDA events
- * outside the profiler (a range that swallowed the other's kernels would be ~2x to ~10x off), the gaps (work of
- * "level0" and of the root outside the leaves: none here) add less than 5% of the whole, and the whole is the sum.
+ * The two are separated: kernels given to the wrong range would leave the other range empty (no DRAM rate, no
+ * tensor share) and fail the checks above; each component's gpu_time is within 0.5x..2x of its own work timed with
+ * CUDA events outside the profiler (the profiler may run at base clocks: 1.25x slower on an H100 SXM); the gaps
+ * (work of "level0" and of the root outside the leaves: none here, only the empty ranges' own cost) add less than
+ * 10% of the whole, and the whole is the sum of the parts.
  * The pass count is the metric set's alone (1 for the default set): nesting costs no pass. The counter data image
  * is sized for the flat ranges (hx_counters_set_max_ranges) and back, then a one-range profile still works.
  * Exits 77 without a CUDA device, in a build without CUPTI, or when CUPTI may not profile here (no permission,
@@ -184,7 +186,7 @@ static void test_components(void **state) {
   assert_true(g[M_GPU_TIME] / 1e6 > 0.5 * gemm_ms && g[M_GPU_TIME] / 1e6 < 2.0 * gemm_ms);
   assert_true(c[M_GPU_TIME] / 1e6 > 0.5 * copy_ms && c[M_GPU_TIME] / 1e6 < 2.0 * copy_ms);
   const double gaps = seen[2] && isfinite(gap[M_GPU_TIME]) ? gap[M_GPU_TIME] : 0.0;
-  assert_true(gaps < 0.05 * whole[M_GPU_TIME]);
+  assert_true(gaps < 0.10 * whole[M_GPU_TIME]);
   assert_true(fabs(whole[M_GPU_TIME] - (g[M_GPU_TIME] + c[M_GPU_TIME] + gaps)) <= 1e-6 * whole[M_GPU_TIME]);
   /* the whole's tensor share lies between its parts' (a weighted mean) */
   assert_true(whole[M_TENSOR] < g[M_TENSOR] && whole[M_TENSOR] > c[M_TENSOR]);
