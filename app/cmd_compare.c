@@ -1,9 +1,11 @@
 /*
- * cmd_compare.c - `f3dbench compare BASE NEW`: the CI regression gate over two result directories.
+ * cmd_compare.c - `f3dbench compare BASE NEW` (or `--baseline BASE NEW`): the CI regression gate over two result
+ * directories, and `compare --calibrate FILE RUN RUN...`: the A/A calibration the gate may use.
  *
- * Exit status: 0 nothing slower; 1 at least one key slower; 2 usage or input error (including runs from
- * different devices or builds, or incomplete runs, unless --force, and runs of which no key could be
- * tested: a gate that tested nothing must not pass). The verdict logic is hx_compare_runs.
+ * Exit status: 0 nothing slower; 1 at least one key slower; 2 usage or input error (including runs, or a
+ * calibration, from different devices or builds, or incomplete runs, unless --force, and runs of which no key
+ * could be tested: a gate that tested nothing must not pass). The verdict logic is hx_gate_runs (harness/compare.c);
+ * docs/measurement.md, "Regression gate", has the rule and the CI recipe.
  */
 #include "app/cli.h"
 
@@ -13,17 +15,37 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-  fputs("usage: f3dbench compare [options] BASE_DIR NEW_DIR\n"
-        "Compare the raw samples of two result directories key by key (pipeline, kernel, variant,\n"
-        "workload, n_points, batch, metric) with a two-sided Mann-Whitney U test and a minimum relative\n"
-        "change of the medians. Prints faster / slower / same / unknown per key.\n"
-        "Exit status: 0 nothing slower, 1 something slower, 2 error (also: no key could be tested).\n"
-        "  -a, --alpha P         significance level of the U test (default 0.01)\n"
-        "  -e, --min-effect F    minimum relative change of the medians (default 0.03 = 3%)\n"
-        "  -f, --force           compare runs from different devices or builds, or incomplete runs\n"
-        "  -q, --quiet           print only the summary line\n"
-        "  -h, --help            this text\n",
-        f);
+  fprintf(f,
+          "usage: f3dbench compare [options] BASE_DIR NEW_DIR\n"
+          "       f3dbench compare [options] --baseline BASE_DIR NEW_DIR\n"
+          "       f3dbench compare --calibrate FILE RUN_DIR RUN_DIR...\n"
+          "Gate NEW against BASE key by key (pipeline, kernel, variant, workload, n_points, batch, metric) on\n"
+          "their raw samples: a key is slower (faster) when a two-sided Mann-Whitney U test gives p < alpha and\n"
+          "its median moved by at least its threshold, max(min effect, k x batch noise, k x A/A change): batch\n"
+          "noise is the range of the medians of %d consecutive batches of the key's samples (summed over the\n"
+          "two runs), the A/A change the largest change of its median between the runs of --calibration. Prints\n"
+          "the verdict first, then one row per key with the threshold and the term that set it (min, batch, aa).\n"
+          "Exit status: 0 nothing slower, 1 something slower, 2 error (also: no key could be tested).\n"
+          "  -b, --baseline DIR    the baseline run (then NEW_DIR is the only argument)\n"
+          "  -a, --alpha P         significance level of the U test (default 0.01)\n"
+          "  -e, --min-effect F    smallest threshold, a fraction (default 0.03 = 3%%)\n"
+          "  -k, --noise-k K       multiplier of the batch noise and of the A/A change (default 2)\n"
+          "  -c, --calibration FILE  A/A calibration of this device and build (written by --calibrate)\n"
+          "      --calibrate FILE  write the calibration of RUN_DIRs (2 or more runs of one build, e.g. the\n"
+          "                        same sweep run back to back) to FILE: per key, the largest relative change\n"
+          "                        of its median between them\n"
+          "      --include-cpu     gate CPU stages (variant cpu) too; by default they are gated only when\n"
+          "                        neither run had a GPU\n"
+          "      --keys PATTERNS   gate only keys whose pipeline/kernel/variant matches one of these\n"
+          "                        comma-separated globs (e.g. 'flash3d/psh.*/*,ptv3/gather_*/*')\n"
+          "      --normalize       scale NEW by the ratio of the runs' ceilings measured in each run (copy\n"
+          "                        bandwidth; cuBLAS GEMM for stages that declare FLOPs) before gating\n"
+          "      --csv FILE        every compared key as CSV too (- for stdout)\n"
+          "  -f, --force           compare runs (or a calibration) from different devices or builds, or\n"
+          "                        incomplete runs\n"
+          "  -q, --quiet           print only the verdict line\n"
+          "  -h, --help            this text\n",
+          HX_GATE_BATCHES);
 }
 
 static int parse_fraction(const char *s, double *out) {
@@ -33,53 +55,134 @@ static int parse_fraction(const char *s, double *out) {
   return 0;
 }
 
+/* --calibrate FILE DIR...: exit 0 written, 2 bad input. */
+static int calibrate(const char *path, char **dirs, size_t n) {
+  if (n < 2) {
+    f3d_fail("compare", "--calibrate %s: expected 2 or more run directories of one build (got %zu)", path, n);
+    return 2;
+  }
+  hx_run *runs = f3d_runs_load("compare", dirs, n);
+  if (!runs) return 2;
+  hx_err err;
+  int rc = 0;
+  if (hx_gate_calibrate(runs, n, path, &err) != HX_OK) {
+    f3d_fail("compare", "--calibrate: %s", err.msg);
+    rc = 2;
+  } else {
+    hx_gate_calib c;
+    if (hx_gate_calib_load(&c, path, &err) == HX_OK) {
+      printf("calibration of %zu runs: %zu keys -> %s\n", n, c.n_keys, path);
+      hx_gate_calib_free(&c);
+    }
+  }
+  f3d_runs_free(runs, n);
+  return rc;
+}
+
+/* A planted-slowdown build (meson -Dplant_delay_pct, for the gate's proof) says so in its context. */
+static void note_plant(const hx_run *r, const char *which) {
+  const char *v = hx_run_context(r, "plant_delay_pct");
+  if (v && strcmp(v, "0") != 0)
+    fprintf(stderr, "f3dbench: compare: note: %s (%s) is a planted-slowdown build (plant_delay_pct %s)\n", which,
+            r->dir, v);
+}
+
 int f3d_cmd_compare(int argc, char **argv) {
+  enum { OPT_CALIBRATE = 256, OPT_INCLUDE_CPU, OPT_KEYS, OPT_NORMALIZE, OPT_CSV };
   static const struct option opts[] = {{"alpha", required_argument, NULL, 'a'},
                                        {"min-effect", required_argument, NULL, 'e'},
+                                       {"noise-k", required_argument, NULL, 'k'},
+                                       {"baseline", required_argument, NULL, 'b'},
+                                       {"calibration", required_argument, NULL, 'c'},
+                                       {"calibrate", required_argument, NULL, OPT_CALIBRATE},
+                                       {"include-cpu", no_argument, NULL, OPT_INCLUDE_CPU},
+                                       {"keys", required_argument, NULL, OPT_KEYS},
+                                       {"normalize", no_argument, NULL, OPT_NORMALIZE},
+                                       {"csv", required_argument, NULL, OPT_CSV},
                                        {"force", no_argument, NULL, 'f'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  double alpha = 0.01, min_effect = 0.03;
+  hx_gate_opts go = hx_gate_defaults();
+  const char *baseline = NULL, *calib_path = NULL, *calibrate_path = NULL, *csv_path = NULL;
   int force = 0, quiet = 0, c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "a:e:fqh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "a:e:k:b:c:fqh", opts, NULL)) != -1) {
     switch (c) {
     case 'a':
-      if (parse_fraction(optarg, &alpha) != 0 || alpha <= 0.0) {
+      if (parse_fraction(optarg, &go.alpha) != 0 || go.alpha <= 0.0) {
         fprintf(stderr, "f3dbench: compare: --alpha %s: expected a number in (0, 1)\n", optarg);
         return 2;
       }
       break;
     case 'e':
-      if (parse_fraction(optarg, &min_effect) != 0) {
+      if (parse_fraction(optarg, &go.min_effect) != 0) {
         fprintf(stderr, "f3dbench: compare: --min-effect %s: expected a fraction in [0, 1) (0.03 = 3%%)\n", optarg);
         return 2;
       }
       break;
+    case 'k':
+      if (f3d_parse_nonneg_double(optarg, &go.noise_k) || go.noise_k > 100.0) {
+        fprintf(stderr, "f3dbench: compare: --noise-k %s: expected a number in [0, 100]\n", optarg);
+        return 2;
+      }
+      break;
+    case 'b': baseline = optarg; break;
+    case 'c': calib_path = optarg; break;
+    case OPT_CALIBRATE: calibrate_path = optarg; break;
+    case OPT_INCLUDE_CPU: go.include_cpu = 1; break;
+    case OPT_KEYS:
+      if (!optarg[0] || optarg[0] == ',') {
+        fprintf(stderr, "f3dbench: compare: --keys '%s': expected comma-separated globs on pipeline/kernel/variant\n",
+                optarg);
+        return 2;
+      }
+      go.keys = optarg;
+      break;
+    case OPT_NORMALIZE: go.normalize = 1; break;
+    case OPT_CSV: csv_path = optarg; break;
     case 'f': force = 1; break;
     case 'q': quiet = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
-  if (argc - optind != 2) {
-    fprintf(stderr, "f3dbench: compare: expected BASE_DIR and NEW_DIR\n");
+  if (calibrate_path) {
+    if (baseline || calib_path) {
+      fprintf(stderr, "f3dbench: compare: --calibrate writes a calibration: --baseline and --calibration do not apply\n");
+      return 2;
+    }
+    return calibrate(calibrate_path, argv + optind, (size_t)(argc - optind));
+  }
+  const int npos = baseline ? 1 : 2;
+  if (argc - optind != npos) {
+    fprintf(stderr, "f3dbench: compare: expected %s\n", baseline ? "NEW_DIR after --baseline BASE_DIR" : "BASE_DIR and NEW_DIR");
     usage(stderr);
     return 2;
   }
+  const char *base_dir = baseline ? baseline : argv[optind], *new_dir = argv[argc - 1];
   hx_run base, cur;
   hx_err err;
-  if (hx_run_load(&base, argv[optind], &err) != HX_OK) {
-    fprintf(stderr, "f3dbench: compare: %s\n", err.msg);
+  if (hx_run_load(&base, base_dir, &err) != HX_OK) {
+    fprintf(stderr, "f3dbench: compare: %s%s\n", baseline ? "--baseline: " : "", err.msg);
     return 2;
   }
-  if (hx_run_load(&cur, argv[optind + 1], &err) != HX_OK) {
+  if (hx_run_load(&cur, new_dir, &err) != HX_OK) {
     fprintf(stderr, "f3dbench: compare: %s\n", err.msg);
     hx_run_free(&base);
     return 2;
   }
-  int rc = 0;
+  hx_gate_calib calib;
+  int have_calib = 0, rc = 0;
+  if (calib_path) {
+    if (hx_gate_calib_load(&calib, calib_path, &err) != HX_OK) {
+      fprintf(stderr, "f3dbench: compare: --calibration: %s\n", err.msg);
+      rc = 2;
+    } else {
+      have_calib = 1;
+      go.calib = &calib;
+    }
+  }
   for (int k = 0; k < 2 && rc == 0; k++) {
     const hx_run *r = k ? &cur : &base;
     if (r->incomplete) { /* interrupted, killed (rows from .partial files) or failed: say which */
@@ -97,26 +200,53 @@ int f3d_cmd_compare(int argc, char **argv) {
     if (force) {
       fprintf(stderr, "f3dbench: compare: warning: %s (compared anyway: --force)\n", err.msg);
     } else {
-      fprintf(stderr, "f3dbench: compare: refusing to compare: %s (--force compares anyway)\n", err.msg);
+      fprintf(stderr, "f3dbench: compare: refusing to compare: %s%s (--force compares anyway)\n",
+              baseline ? "the baseline is from another device or build: " : "", err.msg);
       rc = 2;
     }
   }
+  for (int k = 0; k < 2 && rc == 0 && have_calib; k++) {
+    if (hx_gate_calib_check(&calib, k ? &cur : &base, &err) == HX_OK) continue;
+    if (force) {
+      fprintf(stderr, "f3dbench: compare: warning: calibration %s (used anyway: --force)\n", err.msg);
+    } else {
+      fprintf(stderr, "f3dbench: compare: refusing the calibration: %s (--force uses it anyway)\n", err.msg);
+      rc = 2;
+    }
+  }
+  FILE *csv = NULL;
+  if (rc == 0 && csv_path) {
+    csv = strcmp(csv_path, "-") == 0 ? stdout : fopen(csv_path, "w");
+    if (!csv) {
+      fprintf(stderr, "f3dbench: compare: --csv %s: cannot write\n", csv_path);
+      rc = 2;
+    }
+    go.csv = csv;
+  }
   if (rc == 0) {
+    note_plant(&base, "BASE");
+    note_plant(&cur, "NEW");
     hx_compare_counts n;
-    if (hx_compare_runs(&base, &cur, alpha, min_effect, quiet ? NULL : stdout, &n, &err) != HX_OK) {
+    FILE *out = quiet ? NULL : stdout;
+    if (hx_gate_runs(&base, &cur, &go, out, &n, &err) != HX_OK) {
       fprintf(stderr, "f3dbench: compare: %s\n", err.msg);
       rc = 2;
     } else {
-      if (quiet)
-        printf("%zu faster, %zu slower, %zu same, %zu unknown\n", n.faster, n.slower, n.same, n.unknown);
+      if (quiet) hx_gate_print_verdict(stdout, &n);
       rc = n.slower > 0 ? 1 : 0;
       if (n.faster + n.slower + n.same == 0) {
-        fprintf(stderr, "f3dbench: compare: no key could be tested (%zu unknown: no shared keys with raw samples); "
-                        "the gate does not pass\n", n.unknown);
+        fprintf(stderr, "f3dbench: compare: no key could be tested (%zu unknown: no shared keys with raw samples%s); "
+                        "the gate does not pass\n", n.unknown,
+                n.not_gated_cpu || n.not_gated_keys ? ", or every key left out by --keys or as a CPU stage" : "");
         rc = 2;
       }
     }
   }
+  if (csv && csv != stdout && fclose(csv) != 0 && rc != 2) {
+    fprintf(stderr, "f3dbench: compare: --csv %s: write failed\n", csv_path);
+    rc = 2;
+  }
+  if (have_calib) hx_gate_calib_free(&calib);
   hx_run_free(&base);
   hx_run_free(&cur);
   return rc;

@@ -91,6 +91,16 @@ static const char *const timing_names[] = {"nvbench", "paper", "basic"};
 #define DEFAULT_TIME_BUDGET_S 290.0 /* the main path: under 5 minutes; the arithmetic is at the top of this file */
 #define DEFAULT_STAGE_CAP_S 0.75    /* the main path's per-stage cap on cold sampling (--max-time), same arithmetic */
 #define LADDER_TIME_BUDGET_S 540.0  /* --ladder: 9 minutes, with the bench's own per-stage cap (3 s) */
+/* --preset ci: the CI perf check (compare --baseline), under 2 minutes on an H100. ptv3 and flash3d on the main
+ * path at 100k and 300k: 33 GPU stages per case plus the unfused attention v0's 5 at 100k (<= 131072 rows), 71
+ * stages; without the counter pass a stage costs its cold cap plus ~0.2 s (warm-up, check, hot batches), so at
+ * most 71 x 0.7 s = 50 s, ~30 s at the 0.2-0.5 s a stage takes to reach 0.5% noise; the host (attention checks
+ * against the double reference, workload preparation, CPU references once) ~10 s per case, ceilings ~3 s, CUDA
+ * start ~2 s: 55-75 s expected. The budget caps the worst case. */
+#define CI_SIZES "100k,300k"
+#define CI_PIPELINES "ptv3,flash3d"
+#define CI_STAGE_CAP_S 0.5
+#define CI_TIME_BUDGET_S 95.0
 #define MIN_STAGE_CAP_S 0.05        /* the budget never cuts a stage's sampling below this */
 
 typedef struct sweep_opts {
@@ -117,6 +127,7 @@ typedef struct sweep_opts {
   int check_args; /* --check-args: every option parsed and checked, then exit 0; nothing read or created */
   uint64_t device_memory;    /* --device-memory: the pipelines' arena capacity in bytes; 0: the device's */
   size_t stop_after_cases;   /* --stop-after-cases (tests only): raise SIGINT once this many cases finished */
+  const char *preset;        /* --preset: NULL or "ci" */
 } sweep_opts;
 
 static void usage(FILE *f) {
@@ -144,6 +155,8 @@ static void usage(FILE *f) {
           "                        split one into its parts) instead of the main path: the best variant\n"
           "                        of each operation, PTv3's path and the naive ablations (PSH v1 vs v2,\n"
           "                        attention v0 on small cases); also --max-time 3, --time-budget %.0f\n"
+          "      --preset ci       CI perf check (< 2 min on an H100): ptv3,flash3d at 100k,300k, no counters,\n"
+          "                        --max-time 0.5 --time-budget 95 unless given\n"
           "  -l, --list-pipelines  list registered and planned pipelines and exit\n"
           "      --check-args      check the options and exit (0, or 2 naming the problem); nothing is\n"
           "                        read, created or run (./f3d run: before fetching recorded clouds)\n"
@@ -247,7 +260,7 @@ static void stem_of(const char *path, char *out, size_t cap) {
 
 static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
   enum { OPT_RUN_ID = 256, OPT_WARMUP, OPT_NO_COUNTERS, OPT_METRICS, OPT_MAX_TIME, OPT_BUDGET, OPT_SHARD,
-         OPT_DEVICE_MEMORY, OPT_STOP_AFTER };
+         OPT_DEVICE_MEMORY, OPT_STOP_AFTER, OPT_PRESET };
   static const struct option longopts[] = {
       {"workloads", required_argument, NULL, 'w'}, {"input", required_argument, NULL, 'i'},
       {"sizes", required_argument, NULL, 'n'},     {"batch", required_argument, NULL, 'b'},
@@ -262,6 +275,7 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       {"time-budget", required_argument, NULL, OPT_BUDGET}, {"shard", required_argument, NULL, OPT_SHARD},
       {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
       {"stop-after-cases", required_argument, NULL, OPT_STOP_AFTER}, /* for tests; not in --help */
+      {"preset", required_argument, NULL, OPT_PRESET},
       {NULL, 0, NULL, 0}};
   const char *workloads = NULL;
   char *pipes = NULL;
@@ -348,6 +362,13 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
         return -1;
       }
       break;
+    case OPT_PRESET:
+      if (strcmp(optarg, "ci") != 0) {
+        f3d_fail("sweep", "--preset '%s': expected ci", optarg);
+        return -1;
+      }
+      o->preset = optarg;
+      break;
     case OPT_STOP_AFTER: /* tests: an interruption at a known point, as Ctrl-C after that many cases */
       if (f3d_parse_u64(optarg, &v) || v == 0 || v > 1000000) {
         f3d_fail("sweep", "--stop-after-cases '%s': expected 1..1000000", optarg);
@@ -415,6 +436,18 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
   if (optind < argc) {
     f3d_fail("sweep", "unexpected argument '%s'", argv[optind]);
     return -1;
+  }
+  if (o->preset) { /* ci: what the options given leave open; the main path, no counters */
+    if (o->ladder || o->metrics) {
+      f3d_fail("sweep", "--preset ci measures the main path without counters: %s does not apply",
+               o->ladder ? "--ladder" : "--metrics");
+      return -1;
+    }
+    if (o->nsizes == 0) parse_sizes(o, CI_SIZES);
+    if (!pipes) pipes = CI_PIPELINES;
+    o->no_counters = 1;
+    if (o->mode == TIMING_NVBENCH && o->max_time == 0.0) o->max_time = CI_STAGE_CAP_S;
+    if (o->time_budget < 0.0) o->time_budget = CI_TIME_BUDGET_S;
   }
   if (o->mode == TIMING_BASIC && o->metrics) {
     f3d_fail("sweep", "--metrics needs --timing nvbench or paper (basic has no counter pass)");
@@ -572,6 +605,7 @@ static hx_status write_context(hx_results *r, const sweep_opts *o, const hx_devi
       len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? " " : "", f3d_planned_pipelines[i]);
   HX_TRY(hx_results_context(r, "pipelines_missing", buf, err));
   if (o->shard_n) HX_TRY(hx_results_contextf(r, err, "shard", "%u/%u", o->shard_i, o->shard_n));
+  if (o->preset) HX_TRY(hx_results_context(r, "preset", o->preset, err));
   HX_TRY(hx_results_context(r, "stage_selection",
                             o->ladder ? "ladder (every rung of every kernel ladder)"
                                       : "main (best entry per operation, PTv3's path, naive ablations)",

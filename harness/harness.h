@@ -221,6 +221,11 @@ typedef enum hx_stats_verdict {
 hx_stats_verdict hx_stats_compare(const double *base, size_t nb, const double *cur, size_t nc, double alpha,
                                   double min_effect, double *rel_change, double *p_value);
 const char *hx_stats_verdict_str(hx_stats_verdict v);
+/* The drift inside one run (the regression gate's noise term): x[0..n) in the order the samples were taken, cut
+ * into `batches` consecutive batches of n / batches samples (sizes differing by at most one; each sample its own
+ * batch when n < batches); returns (largest batch median - smallest) / median of all. NaN for n < 2, batches < 2,
+ * a median <= 0 or no memory. */
+double hx_stats_batch_spread(const double *x, size_t n, size_t batches);
 /* Levenshtein distance (for "did you mean" lists); (size_t)-1 when out of memory. */
 size_t hx_edit_distance(const char *a, const char *b);
 
@@ -276,11 +281,66 @@ hx_status hx_run_write_json(hx_run *r, const char *path, hx_err *err);
  * "shard" = "I/N", 0- or 1-based) unless force. */
 hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, hx_err *err);
 
-/* The regression gate (compare.c): every key with raw samples in either run gets one verdict; the table
- * goes to `out` (NULL: silent). Lower is better for times, higher for rates (unit ending in "/s", or "%"). */
+/* The regression gate (compare.c). A key (pipeline, kernel, variant, workload, n_points, batch, metric) with raw
+ * samples in both runs is called slower (faster) when the U test gives p < alpha AND the relative change of the
+ * medians, (new - base) / base, is worse (better) by at least the key's own threshold:
+ *   threshold = max(min_effect, noise_k x batch_noise, noise_k x aa_change)
+ *   batch_noise: hx_stats_batch_spread of the key's samples with HX_GATE_BATCHES batches, summed over the two
+ *                runs: the drift the key showed inside each run;
+ *   aa_change:   from a calibration of this device and build (hx_gate_calibrate): the largest relative change of
+ *                the key's median between runs of one build (A/A), the drift between runs; 0 without one.
+ * The table names the term that set each threshold ("min", "batch", "aa"). Lower is better for times, higher
+ * for rates (unit ending in "/s", or "%"). Keys on one side only are unknown, never slower. Keys not gated get
+ * no verdict and are counted apart: CPU stages (variant "cpu") unless include_cpu, keys outside `keys`.
+ * normalize: NEW's samples are scaled by the ratio of the two runs' ceilings (context ceiling_copy_gbs, or
+ * ceiling_gemm_fp16_tflops for a key with declared FLOPs: a flops row in results.csv), time x new/base and rate x
+ * base/new, so a machine that is slower as a whole (its copy or GEMM ceiling) does not read as a regression. */
+#define HX_GATE_BATCHES 5
+typedef struct hx_gate_calib {
+  char *path;
+  hx_run_row *keys;    /* sorted by hx_run_row_key_cmp; value = aa_change (ratio), sample = runs it came from */
+  size_t n_keys, runs;
+  char **ctx_keys, **ctx_vals; /* the context every calibration run shared (device, build, ...) */
+  size_t n_ctx;
+} hx_gate_calib;
+/* Write the calibration of runs[0..n) (n >= 2, complete, from one device and build) to path: per key with raw
+ * samples in every run, the range of the runs' medians over their median. HX_EINVAL naming the problem. */
+hx_status hx_gate_calibrate(hx_run *runs, size_t n, const char *path, hx_err *err);
+hx_status hx_gate_calib_load(hx_gate_calib *out, const char *path, hx_err *err); /* nothing left allocated on failure */
+void hx_gate_calib_free(hx_gate_calib *c);
+/* HX_OK when the calibration's device and build context agree with the run's (hx_run_check_compatible). */
+hx_status hx_gate_calib_check(const hx_gate_calib *c, const hx_run *r, hx_err *err);
+
+typedef struct hx_gate_opts {
+  double alpha;      /* U test significance (0.01) */
+  double min_effect; /* the smallest threshold (0.03) */
+  double noise_k;    /* multiplier of the noise terms (2) */
+  int include_cpu;   /* 1 gate CPU stages too, 0 never; -1 (default): only when neither run had a GPU (context
+                      * device "none"), whose keys are all CPU stages */
+  const char *keys;  /* NULL, or comma-separated fnmatch globs on "pipeline/kernel/variant": gate the matches only */
+  int normalize;     /* scale NEW by the ceilings' ratio (above); both runs need the ceilings */
+  const hx_gate_calib *calib; /* NULL: no aa term */
+  FILE *csv;         /* NULL, or every compared key as CSV (HX_GATE_CSV_HEADER) */
+} hx_gate_opts;
+#define HX_GATE_CSV_HEADER \
+  "pipeline,kernel,variant,workload,n_points,batch,metric,base_median,new_median,change,threshold,rule,p,verdict"
+hx_gate_opts hx_gate_defaults(void);
 typedef struct hx_compare_counts {
   size_t faster, slower, same, unknown;
+  size_t not_gated_cpu, not_gated_keys; /* left out: CPU stages, keys outside opts.keys */
+  size_t by_rule[3];      /* gated keys whose threshold came from min_effect, batch noise, the calibration */
+  double largest_change;  /* the gated key's change of largest magnitude (NaN when none had one) */
+  double largest_threshold;
+  char largest_key[320];  /* "pipeline/kernel/variant workload n_points metric" */
 } hx_compare_counts;
+/* One verdict per key of either run that is gated; the verdict line, the table and the totals line go to `out`
+ * (NULL: silent). HX_EINVAL for normalize without ceilings, HX_ENOMEM. */
+hx_status hx_gate_runs(hx_run *base, hx_run *cur, const hx_gate_opts *o, FILE *out, hx_compare_counts *counts,
+                       hx_err *err);
+/* The verdict line hx_gate_runs prints first: "gate: pass|FAIL|NOTHING TESTED: N faster, N slower, N same,
+ * N unknown of N keys gated; largest change ...; not gated: ...". */
+void hx_gate_print_verdict(FILE *out, const hx_compare_counts *counts);
+/* hx_gate_runs with every key gated (CPU stages too), no calibration, no normalization. */
 hx_status hx_compare_runs(hx_run *base, hx_run *cur, double alpha, double min_effect, FILE *out,
                           hx_compare_counts *counts, hx_err *err);
 

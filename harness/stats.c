@@ -11,7 +11,9 @@
  *   - otherwise the normal approximation with the tie-corrected variance
  *     n_a n_b / 12 * ((n+1) - sum(t^3 - t) / (n (n-1))) and a 0.5 continuity correction, as SciPy's
  *     "asymptotic" method, so numbers can be checked against it.
- * Nothing here allocates except the rank and distribution scratch, freed before returning.
+ * The regression gate's noise term (hx_stats_batch_spread) cuts a run's samples, in the order they were
+ * taken, into consecutive batches and reports the range of the batch medians over the overall median.
+ * Nothing here allocates except scratch (sorted copies, ranks, the U distribution), freed before returning.
  */
 #include "harness/harness.h"
 
@@ -197,6 +199,31 @@ hx_stats_verdict hx_stats_compare(const double *base, size_t nb, const double *c
   if (p_value) *p_value = t.p;
   if (t.p < alpha && fabs(rel) >= min_effect) return rel > 0.0 ? HX_VERDICT_SLOWER : HX_VERDICT_FASTER;
   return HX_VERDICT_SAME;
+}
+
+/* The batches are consecutive runs of the samples in the order they were taken; batch b holds
+ * [b n / B, (b + 1) n / B), so the sizes differ by at most one. A run whose time drifts (clocks, heat, a
+ * neighbour on the machine) shows it as batch medians that disagree; independent noise alone moves a
+ * batch median by about 1.25 sigma / sqrt(n / B). */
+double hx_stats_batch_spread(const double *x, size_t n, size_t batches) {
+  if (!x || n < 2 || batches < 2) return NAN;
+  if (batches > n) batches = n;
+  double *s = malloc(n * sizeof *s);
+  if (!s) return NAN;
+  memcpy(s, x, n * sizeof *s);
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t b = 0; b < batches; b++) {
+    size_t from = b * n / batches, to = (b + 1) * n / batches;
+    qsort(s + from, to - from, sizeof *s, cmp_double);
+    double m = hx_stats_quantile_sorted(s + from, to - from, 0.5);
+    if (m < lo) lo = m;
+    if (m > hi) hi = m;
+  }
+  qsort(s, n, sizeof *s, cmp_double);
+  double med = hx_stats_quantile_sorted(s, n, 0.5);
+  free(s);
+  if (!isfinite(lo) || !isfinite(hi) || !isfinite(med) || med <= 0.0) return NAN;
+  return (hi - lo) / med;
 }
 
 const char *hx_stats_verdict_str(hx_stats_verdict v) {
