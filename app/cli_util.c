@@ -307,6 +307,8 @@ hx_status f3d_context_build(hx_results *r, hx_err *err) {
   HX_TRY(hx_results_context(r, "have_cuda", F3D_HAVE_CUDA ? "yes" : "no", err));
   HX_TRY(hx_results_context(r, "have_lzf", F3D_HAVE_LZF ? "yes" : "no", err));
   HX_TRY(hx_results_context(r, "have_cupti", F3D_HAVE_CUPTI ? "yes" : "no", err));
+  /* a build with the regression gate's planted slowdown (meson -Dplant_delay_pct) says so in every run */
+  if (F3D_PLANT_DELAY_PCT > 0) HX_TRY(hx_results_contextf(r, err, "plant_delay_pct", "%d", F3D_PLANT_DELAY_PCT));
   return HX_OK;
 }
 

@@ -111,6 +111,19 @@ extern "C" hx_status shuf_compose_gpu(uint32_t *d_order_p, uint32_t *d_inverse_p
 
 /* ---- gathers -------------------------------------------------------------------------------------- */
 
+/* A planted slowdown for the regression gate's proof (lab/harness/gate-proof.sh), never in a normal build:
+ * meson -Dplant_delay_pct=N passes SHUF_PLANT_DELAY_PCT=N to this library (0 by default: the #if below compiles
+ * nothing, and the grid is the plain one). v3 (group-16B-cs, the main path's gather of 384 B rows: ptv3's
+ * gather_qkv_C64) then runs ceil(rows x N / 100) extra rows in the same launch, redoing the first rows (the same
+ * values to the same places), so the memory-bound kernel moves ~N% more bytes; an extra launch instead would add a
+ * fixed cost that does not scale with the kernel. */
+#ifndef SHUF_PLANT_DELAY_PCT
+#define SHUF_PLANT_DELAY_PCT 0
+#endif
+static __host__ __device__ inline size_t shuf_plant_rows(size_t rows) {
+  return (rows * (size_t)SHUF_PLANT_DELAY_PCT + 99) / 100;
+}
+
 static __global__ void k_gather_elem(uint16_t *out, const uint16_t *in, const uint32_t *idx, size_t rows,
                                      size_t width) {
   const size_t total = rows * width;
@@ -131,8 +144,11 @@ static __global__ void k_gather_warp(uint4 *out, const uint4 *in, const uint32_t
 template <int G, bool STREAM>
 static __global__ void k_gather_group(uint4 *out, const uint4 *in, const uint32_t *idx, size_t rows,
                                       uint32_t chunks) {
-  const size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
+  size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
   const uint32_t lane = threadIdx.x % G;
+#if SHUF_PLANT_DELAY_PCT > 0
+  if (STREAM && r >= rows && r < rows + shuf_plant_rows(rows)) r -= rows; /* the planted extra rows */
+#endif
   if (r >= rows) return;
   const size_t src = (size_t)idx[r] * chunks, dst = r * chunks;
   for (uint32_t c0 = lane; c0 < chunks; c0 += 4 * G) {
@@ -187,9 +203,10 @@ static hx_status gather_group(void *d_out, const void *d_in, const uint32_t *d_i
   if (rows == 0 || chunks == 0) return HX_OK;
   uint4 *o = (uint4 *)d_out;
   const uint4 *i = (const uint4 *)d_in;
+  const size_t grid_rows = rows + (STREAM ? shuf_plant_rows(rows) : 0); /* rows but in a planted build */
 #define BL_GROUP(G)                                                                                   \
   if (chunks >= (G) || (G) == 1) {                                                                    \
-    k_gather_group<G, STREAM><<<bl_blocks(rows * (G), 256), 256, 0, stream>>>(o, i, d_idx, rows, chunks); \
+    k_gather_group<G, STREAM><<<bl_blocks(grid_rows * (G), 256), 256, 0, stream>>>(o, i, d_idx, rows, chunks); \
     BL_LAUNCHED("k_gather_group");                                                                    \
     return HX_OK;                                                                                     \
   }
