@@ -22,7 +22,7 @@ static const f3d_cmd cmds[] = {
     {"gen", f3d_cmd_gen, "write a synthetic point cloud (PLY or .bin)"},
     {"sweep", f3d_cmd_sweep, "run the registered pipelines over workloads x sizes, write results/<run-id>/"},
     {"serialize", f3d_cmd_serialize, "PTv3 serialization codes (4 orders) of clouds as CSV"},
-    {"compare", f3d_cmd_compare, "regression gate: U test of two runs' raw samples, exit 1 if anything is slower"},
+    {"compare", f3d_cmd_compare, "regression gate: per key a U test and a threshold from its noise, exit 1 if slower"},
     {"merge", f3d_cmd_merge, "join the result directories of a sharded sweep (--shard I/N)"},
     {"plot", f3d_cmd_plot, "figures (PNG, SVG via gnuplot) and REPORT.md from one or several result directories"},
     {"psh", f3d_cmd_psh, "PSH bucketing of clouds: CSV of (bucket, offset, slot), balance and locality statistics"},
