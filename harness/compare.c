@@ -200,8 +200,8 @@ static void csv_num(FILE *f, double x) {
   else fputc(',', f);
 }
 
-static void csv_row(FILE *f, const gate_row *r) {
-  const hx_run_row *k = r->k;
+/* A key's fields as CSV: pipeline,kernel,variant,workload,n_points,batch,metric (no trailing comma). */
+static void csv_key(FILE *f, const hx_run_row *k) {
   hx_csv_field(f, k->pipeline);
   fputc(',', f);
   hx_csv_field(f, k->kernel);
@@ -211,6 +211,10 @@ static void csv_row(FILE *f, const gate_row *r) {
   hx_csv_field(f, k->workload);
   fprintf(f, ",%llu,%u,", (unsigned long long)k->n_points, (unsigned)k->batch);
   hx_csv_field(f, k->metric);
+}
+
+static void csv_row(FILE *f, const gate_row *r) {
+  csv_key(f, r->k);
   csv_num(f, r->mb);
   csv_num(f, r->mn);
   csv_num(f, r->rel);
@@ -427,15 +431,7 @@ static hx_status calib_text(FILE *f, hx_run *runs, size_t n, hx_err *err) {
     }
     const double centre = hx_stats_median(med, n);
     fputs("key,", f);
-    hx_csv_field(f, k->pipeline);
-    fputc(',', f);
-    hx_csv_field(f, k->kernel);
-    fputc(',', f);
-    hx_csv_field(f, k->variant);
-    fputc(',', f);
-    hx_csv_field(f, k->workload);
-    fprintf(f, ",%llu,%u,", (unsigned long long)k->n_points, (unsigned)k->batch);
-    hx_csv_field(f, k->metric);
+    csv_key(f, k);
     fprintf(f, ",%zu,%.6g\n", n, (hi - lo) / centre);
   }
   free(x);
