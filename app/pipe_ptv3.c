@@ -80,6 +80,23 @@ static void host_free(ptv3_host *h) {
   free(h->pad), free(h->unpad), free(h->order_p), free(h->inverse_p), free(h->cu);
 }
 
+/* Rows [begin, end) of the serialization reference: each order encoded and sorted on its own (sfc_encode_cpu and
+ * sfc_sort_cpu treat the rows independently, so the bits are the four-row call's whatever the thread count). */
+typedef struct serial_rows {
+  ptv3_host *h;
+  hx_status st[4];
+  hx_err err[4];
+} serial_rows;
+static void serial_row(void *arg, size_t begin, size_t end) {
+  serial_rows *s = arg;
+  const ptv3_host *h = s->h;
+  for (size_t r = begin; r < end; r++) {
+    uint64_t *code = h->code + r * h->n;
+    s->st[r] = sfc_encode_cpu(code, h->grid, h->batch, h->n, h->depth, &h->orders[r], 1, &s->err[r]);
+    if (s->st[r] == HX_OK) s->st[r] = sfc_sort_cpu(h->order + r * h->n, h->inverse + r * h->n, code, h->n, 1, &s->err[r]);
+  }
+}
+
 static hx_status host_prepare(ptv3_host *h, const f3d_ctx *ctx, hx_err *err) {
   const wl_batch *bt = ctx->c.cloud;
   memset(h, 0, sizeof *h);
@@ -104,8 +121,17 @@ static hx_status host_prepare(ptv3_host *h, const f3d_ctx *ctx, hx_err *err) {
   HX_TRY(sfc_grid_cpu(h->grid, &h->gmax, h->xyz, h->offset, h->B, h->grid_size, err));
   HX_TRY(sfc_batch_index_cpu(h->batch, h->offset, h->B, err));
   HX_TRY(sfc_depth(&h->depth, h->gmax, h->B, h->grid_size, err));
-  HX_TRY(sfc_encode_cpu(h->code, h->grid, h->batch, n, h->depth, h->orders, 4, err));
-  HX_TRY(sfc_sort_cpu(h->order, h->inverse, h->code, n, 4, err));
+  /* the four orders in parallel: encode + sort (qsort) of 4 x 600k codes took 0.49 s on one thread (2-core dev
+   * box), ahead of every 600k case */
+  serial_rows sr;
+  memset(&sr, 0, sizeof sr);
+  sr.h = h;
+  hx_par_for(4, 1, serial_row, &sr);
+  for (int r = 0; r < 4; r++)
+    if (sr.st[r] != HX_OK) {
+      if (err) *err = sr.err[r];
+      return sr.st[r];
+    }
   HX_TRY(shuf_pad_sizes(&h->sum_p, &h->n_cu, h->offset, h->B, PTV3_K, err));
   h->pad = malloc(h->sum_p * sizeof *h->pad);
   h->unpad = malloc(n * sizeof *h->unpad);
