@@ -30,7 +30,9 @@
  * written by the measurement layer), bytes_per_row, and
  * check = 1 after a variant matched the CPU reference on this case (done before it is timed; a variant
  * that does not match gets check = 0 and is not timed). The check runs on every case, a superset of
- * "the first size of each workload", because a pipeline keeps no state between cases.
+ * "the first size of each workload", because a pipeline keeps no state between cases. A check downloads and
+ * compares 64 MiB at a time; a gather's reference (shuf_gather_cpu) is made piece by piece beside it, in parallel,
+ * from one host source per case (every gather's source is a prefix of the widest one's random values).
  * Without a GPU: CPU references only (variant "cpu"): grid, encode_all, sort, padding, gather C=64.
  * Device buffers come from the sweep's arena (ctx->arena), allocated by phase: serialization buffers and
  * the largest scratch any stage asks for first, padding tables before padding, the gather source and
@@ -56,6 +58,7 @@
 
 #define PTV3_K 1024u
 #define PTV3_POOL_C 64u
+#define PTV3_CHECK_PIECE ((size_t)64 << 20) /* bytes a check downloads and compares at a time (pipe's GPU path) */
 static const size_t ptv3_gather_C[2] = {64, 256};
 
 /* Host side of one case: CPU reference results every GPU variant is compared with. */
@@ -194,6 +197,8 @@ typedef struct gpu_state {
   int32_t *d_cu;
   void *d_in, *d_out, *d_scratch;
   size_t scratch;
+  void *chk, *chk_ref; /* PTV3_CHECK_PIECE bytes each: a check's downloaded piece and its reference */
+  uint16_t *h_src;     /* the gathers' source values (host) */
   float *d_feat;
   uint32_t *d_keep;
   size_t off_kept[SFC_MAX_CLOUDS + 1], dropped;
@@ -252,14 +257,48 @@ static hx_status gpu_run(void *arg, void *stream, hx_err *err) {
   return st == HX_OK ? HX_OK : hx_errf(err, st, "ptv3: GPU stage %d failed", g->what);
 }
 
-/* Compare device bytes with the host reference. */
-static hx_status same(int *ok, const void *d, const void *hp, size_t bytes, hx_err *err) {
-  void *t = malloc(bytes ? bytes : 1);
-  if (!t) return hx_errf(err, HX_ENOMEM, "ptv3: check buffer");
-  hx_status st = cuda_st(cudaMemcpy(t, d, bytes, cudaMemcpyDeviceToHost), "download", err);
-  if (st == HX_OK) *ok = memcmp(t, hp, bytes) == 0;
-  free(t);
-  return st;
+/* What a check compares the device bytes with: a host buffer (want), or, with want NULL, the gather reference
+ * (shuf_gather_cpu of src's rows by idx, width fp16 values a row), made piece by piece beside the download, so no
+ * full copy of a gather's output is held: the C = 256 qkv gather's is 0.9 GB at 600k points, and a fresh buffer
+ * of that size costs ~1.2 s in first-touch page faults alone (2-core dev box). */
+typedef struct ptv3_ref {
+  const void *want;
+  const uint16_t *src;
+  const uint32_t *idx;
+  size_t width;
+} ptv3_ref;
+static ptv3_ref host_ref(const void *want) { return (ptv3_ref){want, NULL, NULL, 0}; }
+
+/* Rows [begin, end) of one piece of a gather check, counted from the piece's first output row `row0`. */
+typedef struct gather_piece {
+  uint16_t *out;
+  const ptv3_ref *ref;
+  size_t row0;
+} gather_piece;
+static void gather_rows(void *arg, size_t begin, size_t end) {
+  const gather_piece *q = arg;
+  const ptv3_ref *r = q->ref;
+  shuf_gather_cpu(q->out + begin * r->width, r->src, r->idx + q->row0 + begin, end - begin, r->width, SHUF_F16);
+}
+
+/* Compare `bytes` of device memory d with the reference, PTV3_CHECK_PIECE bytes at a time (whole rows for a
+ * gather); *ok = 0 at the first piece that differs. */
+static hx_status same(gpu_state *g, int *ok, const void *d, ptv3_ref ref, size_t bytes, hx_err *err) {
+  const size_t unit = ref.want ? 1 : ref.width * 2;
+  const size_t piece = PTV3_CHECK_PIECE / unit * unit;
+  *ok = 1;
+  for (size_t off = 0; off < bytes && *ok; off += piece) {
+    const size_t len = bytes - off < piece ? bytes - off : piece;
+    HX_TRY(cuda_st(cudaMemcpy(g->chk, (const char *)d + off, len, cudaMemcpyDeviceToHost), "download", err));
+    const void *want = g->chk_ref;
+    if (ref.want) want = (const char *)ref.want + off;
+    else {
+      gather_piece q = {g->chk_ref, &ref, off / unit};
+      hx_par_for(len / unit, 4096, gather_rows, &q);
+    }
+    *ok = memcmp(g->chk, want, len) == 0;
+  }
+  return HX_OK;
 }
 
 /* The work one run of a stage moves, declared on its closure (the measurement layer writes bytes and bandwidth at
@@ -271,12 +310,12 @@ static const ptv3_work no_work = {0.0, 0.0};
 
 /* Run once, compare `bytes` of d with want, record check, time only when it matched. */
 static hx_status checked_measure(f3d_ctx *ctx, gpu_state *g, const char *kernel, const char *variant, void *d,
-                                 const void *want, size_t bytes, ptv3_work w, hx_err *err) {
+                                 ptv3_ref want, size_t bytes, ptv3_work w, hx_err *err) {
   HX_TRY(cuda_st(cudaMemset(d, 0xFF, bytes), "poison", err));
   HX_TRY(gpu_run(g, NULL, err));
   HX_TRY(cuda_st(cudaDeviceSynchronize(), kernel, err));
   int ok = 0;
-  HX_TRY(same(&ok, d, want, bytes, err));
+  HX_TRY(same(g, &ok, d, want, bytes, err));
   HX_TRY(f3d_record(ctx, "ptv3", kernel, variant, "check", ok, "bool", err));
   if (!ok) {
     fprintf(stderr, "f3dbench: ptv3: %s %s differs from the CPU reference: not timed\n", kernel, variant);
@@ -294,12 +333,34 @@ static hx_status gpu_alloc(gpu_state *g, void **p, size_t bytes, const char *wha
   return hx_arena_alloc(g->arena, p, bytes ? bytes : 16, what, err);
 }
 
+/* Values [begin, end) of the gathers' source and of pooling's features: counter-based draws, so the values do not
+ * depend on the thread count. */
+typedef struct src_fill {
+  uint16_t *v;
+  uint64_t seed;
+} src_fill;
+static void fill_src(void *arg, size_t begin, size_t end) {
+  const src_fill *f = arg;
+  for (size_t k = begin; k < end; k++) f->v[k] = (uint16_t)hx_rng_u64(f->seed, 77, k);
+}
+typedef struct feat_fill {
+  float *v;
+  uint64_t seed;
+} feat_fill;
+static void fill_feat(void *arg, size_t begin, size_t end) {
+  const feat_fill *f = arg;
+  for (size_t k = begin; k < end; k++) f->v[k] = (float)hx_rng_unit(f->seed, 78, k);
+}
+
 static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   ptv3_host *h = g->h;
   const size_t n = h->n;
   char var[16], kernel[64];
   /* Buffers are allocated by phase (serialization, padding, gathers per C, pooling), so each stage's
    * mem_peak is what PTv3's path holds up to that stage, not what later stages will need. */
+  g->chk = malloc(PTV3_CHECK_PIECE);
+  g->chk_ref = malloc(PTV3_CHECK_PIECE);
+  if (!g->chk || !g->chk_ref) return hx_errf(err, HX_ENOMEM, "ptv3: check buffers");
   HX_TRY(gpu_alloc(g, (void **)&g->d_xyz, n * 12, "ptv3 xyz", err));
   HX_TRY(gpu_alloc(g, (void **)&g->d_grid, n * 12, "ptv3 grid", err));
   HX_TRY(gpu_alloc(g, (void **)&g->d_batch, n * 4, "ptv3 batch", err));
@@ -332,7 +393,7 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
 
   /* serialization stages */
   g->what = G_GRID;
-  HX_TRY(checked_measure(ctx, g, "grid", "v0", g->d_grid, h->grid, n * 12, no_work, err));
+  HX_TRY(checked_measure(ctx, g, "grid", "v0", g->d_grid, host_ref(h->grid), n * 12, no_work, err));
   HX_TRY(cuda_st(cudaMemcpy(g->d_batch, h->batch, n * 4, cudaMemcpyHostToDevice), "upload", err));
   if (stage_on(ctx, "dedup")) {
     uint32_t *keep = malloc(n * 4);
@@ -340,7 +401,7 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
     hx_status st = keep ? sfc_dedup_cpu(keep, off2, &dropped, h->grid, h->offset, h->B, err)
                         : hx_errf(err, HX_ENOMEM, "ptv3: dedup reference");
     g->what = G_DEDUP;
-    if (st == HX_OK) st = checked_measure(ctx, g, "dedup", "v0", g->d_keep, keep, (n - dropped) * 4, no_work, err);
+    if (st == HX_OK) st = checked_measure(ctx, g, "dedup", "v0", g->d_keep, host_ref(keep), (n - dropped) * 4, no_work, err);
     if (st == HX_OK) st = f3d_record(ctx, "ptv3", "dedup", "v0", "points_dropped", (double)dropped, "count", err);
     free(keep);
     HX_TRY(st);
@@ -351,23 +412,23 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
     g->one = h->orders[r];
     snprintf(kernel, sizeof kernel, "encode_%s", sfc_order_name(h->orders[r]));
     if (!stage_on(ctx, kernel)) continue;
-    HX_TRY(checked_measure(ctx, g, kernel, "v0", g->d_code, h->code + (size_t)r * n, n * 8,
+    HX_TRY(checked_measure(ctx, g, kernel, "v0", g->d_code, host_ref(h->code + (size_t)r * n), n * 8,
                            (ptv3_work){(double)n * (12.0 + 4.0 + 8.0), 24.0}, err));
   }
   if (stage_on(ctx, "encode_all")) {
     g->what = G_ENC4;
-    HX_TRY(checked_measure(ctx, g, "encode_all", "v0", g->d_code, h->code, n * 32,
+    HX_TRY(checked_measure(ctx, g, "encode_all", "v0", g->d_code, host_ref(h->code), n * 32,
                            (ptv3_work){(double)n * (16.0 + 32.0), 48.0}, err));
   }
   if (stage_on(ctx, "sort")) {
     HX_TRY(cuda_st(cudaMemcpy(g->d_code, h->code, n * 32, cudaMemcpyHostToDevice), "upload", err));
     g->what = G_SORT;
-    HX_TRY(checked_measure(ctx, g, "sort", "v0", g->d_order, h->order, n * 16, no_work, err));
+    HX_TRY(checked_measure(ctx, g, "sort", "v0", g->d_order, host_ref(h->order), n * 16, no_work, err));
   }
   if (stage_on(ctx, "inverse")) {
     HX_TRY(cuda_st(cudaMemcpy(g->d_order, h->order, n * 16, cudaMemcpyHostToDevice), "upload", err));
     g->what = G_INV;
-    HX_TRY(checked_measure(ctx, g, "inverse", "v0", g->d_inverse, h->inverse, n * 16,
+    HX_TRY(checked_measure(ctx, g, "inverse", "v0", g->d_inverse, host_ref(h->inverse), n * 16,
                            (ptv3_work){(double)n * 4.0 * 12.0, 12.0 * 4.0}, err));
   }
   /* the whole serialization: sfc_serial_variant_best's variant (v2), every variant with --ladder */
@@ -383,14 +444,14 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
     int ok1 = 0, ok2 = 0;
     HX_TRY(gpu_run(g, NULL, err));
     HX_TRY(cuda_st(cudaDeviceSynchronize(), "serialize", err));
-    HX_TRY(same(&ok1, g->d_code, h->code, n * 32, err));
-    HX_TRY(same(&ok2, g->d_inverse, h->inverse, n * 16, err));
+    HX_TRY(same(g, &ok1, g->d_code, host_ref(h->code), n * 32, err));
+    HX_TRY(same(g, &ok2, g->d_inverse, host_ref(h->inverse), n * 16, err));
     if (!ok1 || !ok2) {
       HX_TRY(f3d_record(ctx, "ptv3", "serialize", var, "check", 0, "bool", err));
       fprintf(stderr, "f3dbench: ptv3: serialize %s: code/inverse differ from the CPU reference: not timed\n", var);
       continue;
     }
-    HX_TRY(checked_measure(ctx, g, "serialize", var, g->d_order, h->order, n * 16, no_work, err));
+    HX_TRY(checked_measure(ctx, g, "serialize", var, g->d_order, host_ref(h->order), n * 16, no_work, err));
   }
   /* leave the reference order/inverse on the device for the shuffle stages */
   HX_TRY(cuda_st(cudaMemcpy(g->d_order, h->order, n * 16, cudaMemcpyHostToDevice), "upload", err));
@@ -401,10 +462,22 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   HX_TRY(gpu_alloc(g, (void **)&g->d_inverse_p, n * 4, "ptv3 unpad[inverse]", err));
   HX_TRY(gpu_alloc(g, (void **)&g->d_cu, h->n_cu * 4, "ptv3 cu_seqlens", err));
   g->what = G_PAD;
-  HX_TRY(checked_measure(ctx, g, "padding", "v0", g->d_order_p, h->order_p, h->sum_p * 4, no_work, err));
+  HX_TRY(checked_measure(ctx, g, "padding", "v0", g->d_order_p, host_ref(h->order_p), h->sum_p * 4, no_work, err));
 
-  /* gathers: qkv [sum_p, 3C] by order_p, output [N, C] by inverse_p; random fp16 bits */
+  /* gathers: qkv [sum_p, 3C] by order_p, output [N, C] by inverse_p; random fp16 bits, value k of every gather's
+   * source hx_rng_u64(seed, 77, k): each source is a prefix of the widest, drawn once per case in parallel (the
+   * four sources, one at a time on one thread: 2.6 s at 600k points, 2-core dev box) */
   const size_t rmax = h->sum_p > n ? h->sum_p : n;
+  size_t src_max = 0;
+  for (int ci = 0; ci < 2; ci++) {
+    const size_t C = ptv3_gather_C[ci];
+    if (n * 3 * C > src_max) src_max = n * 3 * C;
+    if (h->sum_p * C > src_max) src_max = h->sum_p * C;
+  }
+  g->h_src = malloc(src_max * 2 + 2);
+  if (!g->h_src) return hx_errf(err, HX_ENOMEM, "ptv3: gather source");
+  src_fill sf = {g->h_src, ctx->seed};
+  hx_par_for(src_max, 1u << 16, fill_src, &sf);
   for (int ci = 0; ci < 2; ci++) {
     /* source and destination of this C's gathers: qkv rows (3C fp16) are the widest */
     HX_TRY(gpu_alloc(g, &g->d_in, rmax * 3 * ptv3_gather_C[ci] * 2, "ptv3 gather source", err));
@@ -416,14 +489,9 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
       const size_t src_rows = which == 0 ? n : h->sum_p;
       g->d_idx = which == 0 ? g->d_order_p : g->d_inverse_p;
       const size_t rb = g->width * 2;
-      uint16_t *hin = malloc(src_rows * rb), *want = malloc(g->rows * rb);
-      if (!hin || !want) {
-        free(hin), free(want);
-        return hx_errf(err, HX_ENOMEM, "ptv3: gather reference");
-      }
-      for (size_t k = 0; k < src_rows * g->width; k++) hin[k] = (uint16_t)hx_rng_u64(ctx->seed, 77, k);
-      shuf_gather_cpu(want, hin, which == 0 ? h->order_p : h->inverse_p, g->rows, g->width, SHUF_F16);
-      hx_status st = cuda_st(cudaMemcpy(g->d_in, hin, src_rows * rb, cudaMemcpyHostToDevice), "upload", err);
+      /* the reference: shuf_gather_cpu, piece by piece inside the check */
+      const ptv3_ref want = {NULL, g->h_src, which == 0 ? h->order_p : h->inverse_p, g->width};
+      hx_status st = cuda_st(cudaMemcpy(g->d_in, g->h_src, src_rows * rb, cudaMemcpyHostToDevice), "upload", err);
       const double bytes = (double)g->rows * (double)rb * 2.0 + (double)g->rows * 4.0;
       snprintf(kernel, sizeof kernel, "copy_%s_C%zu", which == 0 ? "qkv" : "out", C);
       if (st == HX_OK && stage_on(ctx, kernel)) { /* the copy yardstick (--ladder) */
@@ -443,13 +511,14 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
         st = checked_measure(ctx, g, kernel, var, g->d_out, want, g->rows * rb, (ptv3_work){bytes, (double)rb * 2.0 + 4.0},
                              err);
       }
-      free(hin), free(want);
       HX_TRY(st);
     }
     HX_TRY(hx_arena_free(g->arena, g->d_in, err));
     HX_TRY(hx_arena_free(g->arena, g->d_out, err));
     g->d_in = g->d_out = NULL;
   }
+  free(g->h_src);
+  g->h_src = NULL;
 
   /* pooling: C = 64 fp32 features, row permutation drawn like PTv3's per-pooling randperm */
   const size_t C = PTV3_POOL_C;
@@ -464,7 +533,8 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
   void **gf = (void **)&g->pout.cluster;
   for (int k = 0; k < 10 && st == HX_OK; k++) st = gpu_alloc(g, &gf[k], sizes[k], "ptv3 pooling output", err);
   if (st == HX_OK) {
-    for (size_t k = 0; k < n * C; k++) feat[k] = (float)hx_rng_unit(ctx->seed, 78, k);
+    feat_fill ff = {feat, ctx->seed};
+    hx_par_for(n * C, 1u << 16, fill_feat, &ff);
     spool_in pin = {h->code, h->order, feat, h->xyz, h->grid, h->batch, n, C, 4, h->depth, h->B, {0, 1, 2, 3}};
     sfc_row_perm(pin.perm, 4, ctx->seed, 1);
     st = spool_cpu(&want, &pin, err);
@@ -478,10 +548,10 @@ static hx_status run_gpu_body(f3d_ctx *ctx, gpu_state *g, hx_err *err) {
     g->pin.grid = g->d_grid, g->pin.batch = g->d_batch;
     g->what = G_POOL;
     /* feat and the re-sorted order decide; the GPU test compares every field */
-    if (st == HX_OK) st = checked_measure(ctx, g, "pool", "v0", g->pout.order, want.order, want.n_out * 16, no_work, err);
+    if (st == HX_OK) st = checked_measure(ctx, g, "pool", "v0", g->pout.order, host_ref(want.order), want.n_out * 16, no_work, err);
     if (st == HX_OK) {
       int ok = 0;
-      st = same(&ok, g->pout.feat, want.feat, want.n_out * C * 4, err);
+      st = same(g, &ok, g->pout.feat, host_ref(want.feat), want.n_out * C * 4, err);
       if (st == HX_OK && !ok) st = f3d_record(ctx, "ptv3", "pool", "v0", "check_feat", 0, "bool", err);
       if (st == HX_OK) st = f3d_record(ctx, "ptv3", "pool", "v0", "points_out", (double)want.n_out, "count", err);
     }
@@ -501,6 +571,7 @@ static hx_status run_gpu(f3d_ctx *ctx, ptv3_host *h, hx_err *err) {
   void *ptrs[] = {g.d_xyz, g.d_grid, g.d_batch, g.d_max, g.d_code, g.d_order, g.d_inverse, g.d_pad, g.d_unpad,
                   g.d_order_p, g.d_inverse_p, g.d_cu, g.d_in, g.d_out, g.d_scratch, g.d_feat, g.d_keep};
   for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++) hx_arena_free(g.arena, ptrs[k], NULL);
+  free(g.chk), free(g.chk_ref), free(g.h_src);
   void **gf = (void **)&g.pout.cluster;
   for (int k = 0; k < 10; k++) hx_arena_free(g.arena, gf[k], NULL);
   return st;
