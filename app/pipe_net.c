@@ -21,6 +21,9 @@
  *                prepared input (the model of nets/net_costs.c): gemm_flops (FLOP), attn_flops (FLOP) and
  *                floor_bytes (B), and total_flops (FLOP, GEMM + attention) on "forward"; the study divides them by
  *                the run's measured cuBLAS, attention and copy rates for each component's floor
+ *   spconv.k3_C64, spconv.k3_C256 (variants v0, v1; ptv3-net, on the run's largest size)
+ *                PTv3's k = 3 sparse convolution alone on the case's level-0 map, checked, timed and set against
+ *                its roofline (pipe_spconv.c)
  * The check runs before any timing of a configuration, on the first NET_CHECK_POINTS points of each cloud (the CPU
  * forward of a 46M-parameter network costs seconds per thousand points), once per configuration and workload in a
  * sweep (check_model); a configuration that fails it gets check = 0 and is not timed. Without a GPU the pipelines add nothing (the CPU forward is a reference, not a benchmark).
@@ -31,6 +34,7 @@
 #include <string.h>
 
 #include "app/net_run.h"
+#include "app/pipe_spconv.h"
 #include "app/sweep.h"
 #include "f3d_config.h"
 
@@ -302,9 +306,11 @@ static hx_status run_models(f3d_ctx *ctx, const char *pipe, const char *const *m
 #endif
 }
 
+/* PTv3-m1, then its k = 3 sparse convolution alone (pipe_spconv.c: the run's largest size, every case with --ladder). */
 hx_status f3d_pipe_ptv3_net(f3d_ctx *ctx, hx_err *err) {
   static const char *const models[] = {"ptv3"};
-  return run_models(ctx, "ptv3-net", models, 1, err);
+  HX_TRY(run_models(ctx, "ptv3-net", models, 1, err));
+  return f3d_spconv_stage(ctx, "ptv3-net", err);
 }
 
 /* flash3d-46m on every case (the paper's main figure is at equal parameters); flash3d-129m, the equal-memory row of

@@ -783,12 +783,97 @@ static void nets_counters(FILE *f, const hx_run *runs, size_t n_runs, const char
   }
 }
 
+/* Under the treemap: PTv3's k = 3 sparse convolution timed alone (pipe_spconv.c, kernels "spconv.k3_C<C>" of ptv3-net
+ * at the run's largest size) against its roofline: the most of its real pairs' FLOPs at the cuBLAS fp16 ceiling and
+ * the bytes a fused kernel must move (each input row once per tile, each output row once, the map, the weights) at
+ * the copy ceiling; the issue's target for v1 is >= 50% of it at C >= 64 and 600k points. */
+static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
+  int head = 0;
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const hx_run *r = &runs[ri];
+    const char *wl = NULL;
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->n_rows; i++) {
+      const hx_run_row *w = &r->rows[i];
+      if (strcmp(w->pipeline, "ptv3-net") || strncmp(w->kernel, "spconv.", 7) || strcmp(w->metric, "check") ||
+          w->batch != 1 || (wl && strcmp(w->workload, wl)))
+        continue;
+      wl = w->workload;
+      if (w->n_points > n) n = w->n_points;
+    }
+    if (!wl) continue;
+    if (!head) {
+      fputs("### Sparse convolution alone\n\nPTv3's k = 3 submanifold convolution (xCPE's) timed on its own on the "
+            "case's level-0 map at the run's largest size, in = out = C, fp16, checked first on 2048 sampled rows "
+            "against the CPU reference. Roofline = the most of 2 x pairs x C^2 FLOPs at the run's cuBLAS fp16 ceiling "
+            "and, at its copy ceiling, the bytes a fused kernel must move: each input row once per output tile of v1 "
+            "(256 rows; 128 on maps under 16384 rows) it is a neighbour of, each output row once, the map (27 x 4 B a "
+            "row) and the weights. Target "
+            "(issue #36, for v1): at least 50% of the roofline at C >= 64 and 600k points.\n\n",
+            f);
+      head = 1;
+    }
+    const char *g = hx_run_context(r, "ceiling_gemm_fp16_tflops"), *c = hx_run_context(r, "ceiling_copy_gbs");
+    const double gemm = g ? strtod(g, NULL) : (double)NAN, copy = c ? strtod(c, NULL) : (double)NAN;
+    if (n_runs > 1) fprintf(f, "**%s**, ", short_dev(labels[ri]));
+    fprintf(f, "%llu points, ceilings: cuBLAS fp16 %s TFLOP/s, copy %s GB/s.\n\n| kernel | variant | median (ms) | "
+               "TFLOP/s | GB/s | roofline (ms) | bound by | share of roofline | target 50%% |\n"
+               "|---|---|---:|---:|---:|---:|---|---:|---|\n",
+            (unsigned long long)n, g ? g : "(none in the run)", c ? c : "(none in the run)");
+    const char *kv[32][2];
+    size_t nk = 0;
+    for (size_t i = 0; i < r->n_rows && nk < 32; i++) { /* (kernel, variant) in the order recorded */
+      const hx_run_row *w = &r->rows[i];
+      if (w->n_points != n || w->batch != 1 || strcmp(w->pipeline, "ptv3-net") || strncmp(w->kernel, "spconv.", 7) ||
+          strcmp(w->metric, "check") || strcmp(w->workload, wl))
+        continue;
+      kv[nk][0] = w->kernel, kv[nk][1] = w->variant, nk++;
+    }
+    for (size_t k = 0; k < nk; k++) {
+      const char *kn = kv[k][0], *vn = kv[k][1];
+      const int best = nrow(r, "ptv3-net", kn, vn, wl, n, "best_entry") == 1.0;
+      fprintf(f, "| %s | %s%s |", kn, vn, best ? " (best)" : "");
+      if (nrow(r, "ptv3-net", kn, vn, wl, n, "check") != 1.0) {
+        fputs(" failed its check, not timed | | | | | | |\n", f);
+        continue;
+      }
+      const double t = nrow(r, "ptv3-net", kn, vn, wl, n, "time_median");
+      const double v[3] = {t, nrow(r, "ptv3-net", kn, vn, wl, n, "tflops"), nrow(r, "ptv3-net", kn, vn, wl, n, "bandwidth")};
+      for (int q = 0; q < 3; q++)
+        if (isfinite(v[q])) fprintf(f, q == 0 ? " %.4f |" : q == 1 ? " %.1f |" : " %.0f |", v[q]);
+        else fputs(" - |", f);
+      const double roof = nrow(r, "ptv3-net", kn, vn, wl, n, "roofline_ms");
+      const double share = nrow(r, "ptv3-net", kn, vn, wl, n, "roofline_share");
+      const double tf = nrow(r, "ptv3-net", kn, vn, wl, n, "flops") / (gemm * 1e9);
+      const double tb = nrow(r, "ptv3-net", kn, vn, wl, n, "bytes") / (copy * 1e6);
+      if (isfinite(roof)) fprintf(f, " %.4f |", roof);
+      else fputs(" - |", f);
+      fprintf(f, " %s |", isfinite(tf) && isfinite(tb) ? (tf >= tb ? "FLOPs" : "bytes") : "-");
+      if (isfinite(share)) fprintf(f, " %.1f%% | %s |\n", 100.0 * share, share >= 0.5 ? "met" : "**not met**");
+      else fputs(" - | - |\n", f);
+    }
+    const char *k0 = nk ? kv[0][0] : NULL;
+    const double pairs = k0 ? nrow(r, "ptv3-net", k0, kv[0][1], wl, n, "pairs") : (double)NAN;
+    const double halo = k0 ? nrow(r, "ptv3-net", k0, kv[0][1], wl, n, "halo") : (double)NAN;
+    const double tile = k0 ? nrow(r, "ptv3-net", k0, kv[0][1], wl, n, "tile_rows") : (double)NAN;
+    fputc('\n', f);
+    if (isfinite(pairs) && n > 0)
+      fprintf(f, "The map: %.0f real pairs (%.1f a row of 27); tiles of %.0f rows read each input row %.2f times on "
+                 "average (1 would be no row shared between tiles).\n\n",
+              pairs, pairs / (double)n, tile, halo);
+    if (!g || !c)
+      fputs("No roofline: the run has no measured ceilings in its context (the sweep measures them with "
+            "--timing nvbench or paper, not basic).\n\n",
+            f);
+  }
+}
+
 /* The section's figures: every configuration's eager forward (the graph replay is in the table), the components
  * of each at its largest size. */
 static const char *const net_fwd[] = {"ptv3-net/forward/*", "flash3d-net/forward/*"};
 static const char *const net_graph[] = {"*.graph"};
 static const char *const net_comp[] = {"ptv3-net/*/*", "flash3d-net/*/*"};
-static const char *const net_not_comp[] = {"*/forward/*"};
+static const char *const net_not_comp[] = {"*/forward/*", "ptv3-net/spconv.*/*"}; /* spconv: timed alone */
 #define NET_FWD net_fwd, 2, net_graph, 1
 static const hx_study_plot net_plots[] = {
     {HX_PLOT_LINES, "net_latency", "Backbone forward latency vs points (mean +- std; dashed: least-squares line)",
@@ -802,9 +887,9 @@ static const hx_study_plot net_plots[] = {
     {HX_PLOT_LINES, "net_memory", "Backbones: peak device memory of the forward (arena)", "MiB", "MiB", "mem_peak",
      NULL, NULL, 1.0 / 1048576.0, NET_FWD, "{v}", 0, NULL},
     {HX_PLOT_STACKED, "net_stages", "Backbone components at the largest size (median over the breakdown forwards)",
-     "time (ms)", "ms", "time_median", NULL, NULL, 1.0, net_comp, 2, net_not_comp, 1, "{v}", 0, nets_floors},
+     "time (ms)", "ms", "time_median", NULL, NULL, 1.0, net_comp, 2, net_not_comp, 2, "{v}", 0, nets_floors},
     {HX_PLOT_TREEMAP, "net_treemap", "Backbone components at the largest size (area = time)", "time (ms)", "ms",
-     "time_median", NULL, NULL, 1.0, net_comp, 2, net_not_comp, 1, "{v}", 0, NULL},
+     "time_median", NULL, NULL, 1.0, net_comp, 2, net_not_comp, 2, "{v}", 0, spconv_alone},
 };
 
 static const hx_study study = {

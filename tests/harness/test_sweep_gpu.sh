@@ -9,7 +9,8 @@
 # is detected and still measured; a stage that does not is never flagged. The nvbench run uses --ladder (every
 # rung, copy and dedup stages included); one main-path run of both pipelines checks what the default sweep
 # measures: the main path's stage count per case, the keys it keeps, and that its time budget cut nothing; one
-# run of the backbone pipelines checks each model's forward against the CPU before timing it.
+# run of the backbone pipelines checks each model's forward against the CPU before timing it, and PTv3's sparse
+# convolution alone (checked, timed; with nvbench timing its roofline rows and REPORT.md's table).
 # Default (suite gpu): sampling caps of 0.05 s and the other ptv3 runs on the main path; --slow (suite slow): caps of
 # 0.3 s (0.1 s on the main-path run) and --ladder for every ptv3 run, plus every backbone configuration (--ladder).
 # usage: test_sweep_gpu.sh PATH/TO/f3dbench [--slow]
@@ -158,6 +159,33 @@ for m in ptv3-net,forward,ptv3 flash3d-net,forward,flash3d-46m flash3d-net,forwa
   row "$T/nets" "uniform,2000,1,$m,time_median,"
 done
 [ "$SLOW" -eq 1 ] && row "$T/nets" 'uniform,2000,1,flash3d-net,forward,flash3d-public,check,1,bool'
+# PTv3's k = 3 sparse convolution alone (pipe_spconv.c; 2k is this run's largest size): v0 and v1 at C = 64 and 256,
+# each checked on sampled rows against the CPU reference, then timed with its FLOPs and bytes; v1 the best entry
+for k in spconv.k3_C64 spconv.k3_C256; do
+  for v in v0 v1; do
+    for m in check,1,bool check_rows, time_median, tflops, bandwidth, pairs, halo, map_bytes,; do
+      row "$T/nets" "uniform,2000,1,ptv3-net,$k,$v,$m"
+    done
+  done
+  row "$T/nets" "uniform,2000,1,ptv3-net,$k,v1,best_entry,1,bool"
+done
+grep -q ',spconv\.k3_C64,v0,best_entry,' "$T/nets/results.csv" && fail "spconv: v0 marked the best entry at C = 64"
+# with nvbench timing the run's ceilings are in its context: roofline_ms and roofline_share = roofline_ms / median
+"$BIN" sweep --pipelines ptv3-net --workloads uniform --sizes 2k --out-dir "$T" --run-id spc --max-time "$MT" \
+  --time-budget 0 --no-counters >/dev/null 2>"$T/err" || { fail "ptv3-net nvbench sweep failed"; cat "$T/err"; }
+if grep -q '^ceiling_copy_gbs,' "$T/spc/context.csv"; then
+  for k in spconv.k3_C64 spconv.k3_C256; do
+    awk -F, -v k="uniform,2000,1,ptv3-net,$k,v1," 'index($0, k) == 1 { v[$7] = $8 }
+      END { exit !(v["check"] == 1 && v["roofline_ms"] > 0 && v["time_median"] > 0 &&
+                   (v["roofline_share"] - v["roofline_ms"] / v["time_median"]) ^ 2 < 1e-12 * v["roofline_share"] ^ 2) }' \
+      "$T/spc/results.csv" || fail "spconv $k v1: no roofline_ms / roofline_share = roofline_ms / time_median"
+  done
+  "$BIN" plot "$T/spc" >/dev/null 2>"$T/err" || { fail "plot of the ptv3-net run"; cat "$T/err"; }
+  grep -q '^### Sparse convolution alone' "$T/spc/REPORT.md" || fail "REPORT.md: no 'Sparse convolution alone' table"
+  grep -q '^| spconv.k3_C256 | v1 (best) |' "$T/spc/REPORT.md" || fail "REPORT.md: no spconv.k3_C256 v1 row"
+else
+  echo "note: no ceilings in the nvbench run: $(grep '^ceilings,' "$T/spc/context.csv")"
+fi
 
 "$BIN" plot --json "$D" >/dev/null 2>"$T/err" || { fail "plot of the GPU run"; cat "$T/err"; }
 [ -s "$D/REPORT.md" ] && [ -s "$D/results.json" ] || fail "plot wrote no REPORT.md/results.json"
