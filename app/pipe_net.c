@@ -26,7 +26,8 @@
  *                its roofline (pipe_spconv.c)
  * The check runs before any timing of a configuration, on the first NET_CHECK_POINTS points of each cloud (the CPU
  * forward of a 46M-parameter network costs seconds per thousand points), once per configuration and workload in a
- * sweep (check_model); a configuration that fails it gets check = 0 and is not timed. Without a GPU the pipelines add nothing (the CPU forward is a reference, not a benchmark).
+ * sweep (check_model); a configuration that fails it gets check = 0 and is not timed. Without a GPU the pipelines
+ * add nothing (the CPU forward is a reference, not a benchmark).
  */
 #include <math.h>
 #include <stdio.h>
@@ -273,7 +274,8 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
     }
   }
   if (st == HX_OK) st = record_costs(ctx, pipe, model, g, err);
-  if (st == HX_OK && ctx->bench && ctx->bench->counters) st = record_counters(ctx, pipe, model, g, bd[0].ranges, forward_ms, err);
+  if (st == HX_OK && ctx->bench && ctx->bench->counters)
+    st = record_counters(ctx, pipe, model, g, bd[0].ranges, forward_ms, err);
   if (j.exec) cudaGraphExecDestroy((cudaGraphExec_t)j.exec);
   if (graph) cudaGraphDestroy(graph);
   net_gpu_destroy(g);

@@ -21,7 +21,8 @@ const f3d_pipeline f3d_pipelines[] = {
     {"flash3d", "Flash3D PSH (4 hashes, CPU + GPU variants checked first), feature scatter, in-bucket pooling, locality",
      f3d_pipe_flash3d},
     {"ptv3-net", "PTv3-m1 whole forward (nuScenes, 46.2M parameters): checked, timed (also as a CUDA graph), memory, "
-     "time per component; at the largest size the k = 3 sparse convolution alone against its roofline", f3d_pipe_ptv3_net},
+     "time per component; at the largest size the k = 3 sparse convolution alone against its roofline",
+     f3d_pipe_ptv3_net},
     {"flash3d-net", "Flash3D whole forward at equal parameters (46m) and equal memory (129m at the largest size; every "
      "size and the public configuration with --ladder): checked, timed, memory, time per component",
      f3d_pipe_flash3d_net},
