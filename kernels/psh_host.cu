@@ -65,6 +65,23 @@ template <typename T> static cudaError_t pg_alloc(psh_gpu *g, T **p, size_t coun
   return pg_malloc(g, (void **)p, (count ? count : 1) * sizeof(T));
 }
 
+/* Features [begin, end) of pg_create's fill: value i is a counter-based draw, so the values do not depend on the
+ * thread count. */
+struct pg_feat_fill {
+  float *f;
+  uint16_t *b;
+  uint64_t seed;
+};
+static void pg_fill_feat(void *arg, size_t begin, size_t end) {
+  const pg_feat_fill *q = (const pg_feat_fill *)arg;
+  for (size_t i = begin; i < end; i++) {
+    q->f[i] = (float)(2.0 * hx_rng_unit(q->seed, 0xFEA7u, i) - 1.0);
+    uint32_t u;
+    memcpy(&u, &q->f[i], 4);
+    q->b[i] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  }
+}
+
 static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uint32_t channels, hx_err *err) {
   g->p = *p;
   g->n = h->n;
@@ -106,12 +123,9 @@ static hx_status pg_create(psh_gpu *g, const psh_in *h, const psh_params *p, uin
       free(f), free(b);
       return hx_errf(err, HX_ENOMEM, "psh_gpu: no host memory for %zu features", m);
     }
-    for (size_t i = 0; i < m; i++) {
-      f[i] = (float)(2.0 * hx_rng_unit(p->seed, 0xFEA7u, i) - 1.0);
-      uint32_t u;
-      memcpy(&u, &f[i], 4);
-      b[i] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-    }
+    /* in parallel: 600k x 64 draws into 230 MB of fresh pages took 0.15-0.19 s on one thread (2-core dev box) */
+    pg_feat_fill q = {f, b, p->seed};
+    hx_par_for(m, (size_t)1 << 16, pg_fill_feat, &q);
     cudaError_t e1 = cudaMemcpy(g->feat32, f, m * 4, cudaMemcpyHostToDevice);
     cudaError_t e2 = cudaMemcpy(g->feat16, b, m * 2, cudaMemcpyHostToDevice);
     free(f), free(b);
