@@ -9,8 +9,9 @@
  *   1. check: outputs poisoned (NaN), one launch, o and lse downloaded, battn_check_rows on
  *      F3D_ATTN_CHECK_ROWS sampled rows (row 0, the last row, the rest uniform random) against the double
  *      reference with the flash-attention tolerance. The full reference is out of reach here: at 600k
- *      rows it is 6e11 FLOP in double precision per plan (tens of minutes), while 256 rows cost ~1.3 s
- *      (reference and naive pass, 4096-row scopes, 2-core dev box). Rows spread over the whole range
+ *      rows it is 6e11 FLOP in double precision per plan (tens of minutes), while 256 rows cost ~1.1 s
+ *      on one thread (reference and naive pass, 4096-row scopes, 2-core dev box; battn_check_rows spreads
+ *      them over the cores, 16 rows or more a thread). Rows spread over the whole range
  *      catch a wrong tile address, mask or scope redirect that affects more than a few scopes; every row
  *      of small edge shapes is checked by tests/kernels/test_attn_gpu.c.
  *      Rows check (bool), check_rows (count), check_err and check_tol (max |o - ref| and its bound).
