@@ -100,6 +100,7 @@ typedef struct bd_ctx {
   hx_ranges nvtx; /* the same ranges as NVTX ranges (domain "flash3d"), for Nsight Systems */
 } bd_ctx;
 
+#if F3D_HAVE_CUDA
 /* "enc2/block1/attn" -> "attn"; "enc2/pool" -> "pool"; a suffix after '.' is dropped ("attn.v5" -> "attn"). */
 static int bd_component(f3d_net_breakdown *b, const char *path) {
   char key[16];
@@ -113,7 +114,6 @@ static int bd_component(f3d_net_breakdown *b, const char *path) {
   return (int)b->n++;
 }
 
-#if F3D_HAVE_CUDA
 static void bd_range(void *vctx, const char *name, int begin, struct CUstream_st *stream) {
   bd_ctx *c = vctx;
   if (c->overflow) return;
@@ -207,13 +207,20 @@ static long cc_group(f3d_net_counters *out, const hx_flat_seg *seg) {
   return (long)out->n++;
 }
 
-/* The decoded ranges of a session summed into out's components and its whole. */
+/* The decoded ranges of a session summed into out's components and its whole: exactly the pass's flat ranges, each
+ * once. CUPTI reports a user range also when no kernel ran in it (the first device run's "other" rows: ranges of
+ * sm_active 0 and gpu_time > 0), so a range missing is a range lost, never an empty one: refused. */
 static hx_status cc_decode(f3d_net_counters *out, const hx_flat *fl, hx_bench *b, size_t n, hx_err *err) {
+  if (n != fl->n)
+    return hx_errf(err, HX_ECUDA, "net counters: %zu of the pass's %zu flat ranges decoded: CUPTI lost the rest (a "
+                   "range profiler's trace buffer holds the ranges of its first pass: hx_counters_set_max_ranges)", n,
+                   fl->n);
   const size_t nm = b->n_metrics;
   double *vals = malloc((n ? n : 1) * nm * sizeof *vals);
   double *tmp = malloc(F3D_NET_COUNTER_GROUPS * nm * sizeof *tmp);
   long *grp = malloc((n ? n : 1) * sizeof *grp), *all = malloc((n ? n : 1) * sizeof *all);
-  hx_status st = vals && tmp && grp && all ? HX_OK : hx_errf(err, HX_ENOMEM, "net counters: %zu ranges", n);
+  unsigned char *seen = calloc(n ? n : 1, 1);
+  hx_status st = vals && tmp && grp && all && seen ? HX_OK : hx_errf(err, HX_ENOMEM, "net counters: %zu ranges", n);
   for (size_t i = 0; i < n && st == HX_OK; i++) {
     const char *name = NULL;
     st = hx_counters_range(b->counters, i, &name, vals + i * nm, err);
@@ -221,6 +228,8 @@ static hx_status cc_decode(f3d_net_counters *out, const hx_flat *fl, hx_bench *b
     if (st == HX_OK && idx < 0)
       st = hx_errf(err, HX_ECUDA, "net counters: decoded range \"%s\" is none of the pass's %zu flat ranges", name,
                    fl->n);
+    if (st == HX_OK && seen[idx]++)
+      st = hx_errf(err, HX_ECUDA, "net counters: flat range %ld decoded twice (\"%s\")", idx, name);
     if (st == HX_OK && (grp[i] = cc_group(out, &fl->seg[idx])) < 0)
       st = hx_errf(err, HX_EINVAL, "net counters: more than %d components", F3D_NET_COUNTER_GROUPS);
     all[i] = 0;
@@ -229,7 +238,7 @@ static hx_status cc_decode(f3d_net_counters *out, const hx_flat *fl, hx_bench *b
   if (st == HX_OK) st = hx_counters_aggregate(out->whole, 1, vals, all, n, b->metric_names, nm, err);
   for (size_t k = 0; st == HX_OK && k < out->n; k++) memcpy(out->v[k], tmp + k * nm, nm * sizeof *tmp);
   if (st == HX_OK) out->ranges = n;
-  free(vals), free(tmp), free(grp), free(all);
+  free(vals), free(tmp), free(grp), free(all), free(seen);
   return st;
 }
 

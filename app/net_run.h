@@ -43,7 +43,8 @@ hx_status f3d_net_breakdown_run(f3d_net_breakdown *out, net_gpu *g, void *stream
  * range summed into its component (the category of a range without nested ones, as the breakdown names it) or
  * into "other" (work of a level or block outside its components, or outside every range), by
  * hx_counters_aggregate; whole = every flat range. hook_ranges: f3d_net_breakdown.ranges of the same forward.
- * HX_EUNSUPPORTED when counters are off (b or b->counters NULL), or a rate is asked without gpu_time in the set. */
+ * HX_EUNSUPPORTED when counters are off (b or b->counters NULL), or a rate is asked without gpu_time in the set;
+ * HX_ECUDA when the decoded ranges are not exactly the pass's flat ranges (CUPTI reports empty ranges too). */
 #define F3D_NET_COUNTER_GROUPS (F3D_NET_MAX_COMPONENTS + 1)
 typedef struct f3d_net_counters {
   size_t n; /* components, in the forward's order */

@@ -61,6 +61,10 @@ hx_status hx_counters_split(char *list, const char **names, size_t cap, size_t *
 
 /* ---- nested ranges flattened into one level ------------------------------------------------------ */
 
+/* "<i>:<path>" in a buffer of HX_FLAT_PATH + 24: never longer than a range name CUPTI's trace buffer holds */
+#define FLAT_NAME (HX_FLAT_PATH + 24)
+_Static_assert(FLAT_NAME - 1 <= HX_COUNTERS_MAX_NAME, "flat range names must fit HX_COUNTERS_MAX_NAME");
+
 hx_status hx_flat_init(hx_flat *f, hx_counters *counters, size_t cap, hx_err *err) {
   memset(f, 0, sizeof *f);
   if (cap == 0) return hx_errf(err, HX_EINVAL, "counters: a flat range table of 0 entries");
@@ -107,7 +111,7 @@ static void flat_open(hx_flat *f) {
   snprintf(s->path, sizeof s->path, "%s", f->stack[f->depth]);
   s->leaf = 0;
   if (f->counters) {
-    char name[HX_FLAT_PATH + 24];
+    char name[FLAT_NAME];
     int len = snprintf(name, sizeof name, "%zu:%s", f->n, s->path);
     for (int i = 0; i < len && (size_t)i < sizeof name; i++)
       if (name[i] == '/') name[i] = '|'; /* '/' joins nesting levels in decoded names */

@@ -12,9 +12,19 @@
  * per range EvaluateToGpuValues.
  * Invariants: every CUPTI params struct is zeroed with its STRUCT_SIZE set; no C++ exception crosses the
  * C interface (each entry point catches and reports HX_ENOMEM); a failing call leaves the object usable
- * only for hx_counters_close. Errors that mean "counters are not available here" (no permission, another
- * profiler attached, unsupported device/driver) return HX_EUNSUPPORTED with one sentence saying why and
- * what to do, so the caller can go on timing-only.
+ * only for hx_counters_close.
+ * Ranges per pass: CUPTI 13.0's range profiler begins its profiler session at the first cuptiRangeProfilerStart
+ * after cuptiRangeProfilerEnable and ends it only in cuptiRangeProfilerDisable; that session's trace buffer (2 of
+ * them, each from NVPW's CalcTraceBufferSize for the maxRangesPerPass of the SetConfig in force then, at an average
+ * range name of 128 characters) is never sized again, whatever later SetConfig calls ask (read from libcupti.so.13:
+ * cuptiRangeProfilerSetConfig only stores its fields; the session begin passes numTraceBuffers 2,
+ * avgRangeNameLength 128, maxLaunchesPerPass 1). Ranges beyond it are lost without a count (DecodeData's
+ * numOfRangeDropped counts only ranges that miss the counter data image): the first device run decoded 128 of
+ * ~480 flat ranges after sessions of 64. So a session of more ranges than the range profiler's session was begun
+ * with re-creates the range profiler (Disable, Enable) first, and range names are at most 127 characters.
+ * Errors that mean "counters are not available here" (no permission, another profiler attached, unsupported
+ * device/driver) return HX_EUNSUPPORTED with one sentence saying why and what to do, so the caller can go on
+ * timing-only.
  * The driver API entry points (cuCtxGetCurrent, cuCtxGetDevice) are fetched through
  * cudaGetDriverEntryPointByVersion so that nothing links libcuda: binaries still load (and tests skip)
  * on machines without a driver.
@@ -49,6 +59,8 @@ struct hx_counters {
   CUcontext ctx = nullptr;
   bool profiler_initialized = false;
   size_t passes = 0, max_ranges = 0;
+  size_t set_ranges = 0;     /* maxRangesPerPass of the last SetConfig */
+  size_t session_ranges = 0; /* the maxRangesPerPass CUPTI's session was begun with; 0: none since Enable */
   uint16_t nesting = 1;
   bool in_pass = false;
   std::vector<std::string> range_names;
@@ -299,6 +311,29 @@ static const char *support_str(CUpti_Profiler_Support_Level l) {
   }
 }
 
+/* The range profiler on the context, new: its session (and trace buffer) begins at the next pass. */
+static hx_status rp_enable(hx_counters *c, hx_err *err) {
+  CUpti_RangeProfiler_Enable_Params en;
+  std::memset(&en, 0, sizeof en);
+  en.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+  en.ctx = c->ctx;
+  CUPTI_TRY(cuptiRangeProfilerEnable, en);
+  c->rp = en.pRangeProfilerObject;
+  c->session_ranges = 0;
+  return HX_OK;
+}
+
+static void rp_disable(hx_counters *c) {
+  if (!c->rp) return;
+  CUpti_RangeProfiler_Disable_Params d;
+  std::memset(&d, 0, sizeof d);
+  d.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+  d.pRangeProfilerObject = c->rp;
+  (void)cuptiRangeProfilerDisable(&d);
+  c->rp = nullptr;
+  c->session_ranges = 0;
+}
+
 /* The counter data image for sessions of up to max_ranges ranges (every range a node of the range tree: the flat
  * ranges of hx_flat have unique names, nested ones at most one node each). c->max_ranges changes only when the
  * image was sized, so a failure leaves the last working size. */
@@ -365,25 +400,12 @@ static hx_status open_impl(hx_counters *c, int device, hx_err *err) {
   HX_TRY(check_names(c->host, c->chip.c_str(), c->cnames, err));
   HX_TRY(build_config(c->host, c->cnames, c->config, &c->passes, err));
 
-  CUpti_RangeProfiler_Enable_Params en;
-  std::memset(&en, 0, sizeof en);
-  en.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
-  en.ctx = c->ctx;
-  CUPTI_TRY(cuptiRangeProfilerEnable, en);
-  c->rp = en.pRangeProfilerObject;
-
+  HX_TRY(rp_enable(c, err));
   return size_image(c, c->max_ranges, err);
 }
 
 static void close_impl(hx_counters *c) {
-  if (c->rp) {
-    CUpti_RangeProfiler_Disable_Params d;
-    std::memset(&d, 0, sizeof d);
-    d.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
-    d.pRangeProfilerObject = c->rp;
-    (void)cuptiRangeProfilerDisable(&d);
-    c->rp = nullptr;
-  }
+  rp_disable(c);
   host_deinit(c->host);
   c->host = nullptr;
   if (c->profiler_initialized) {
@@ -456,8 +478,18 @@ extern "C" size_t hx_counters_max_ranges(const hx_counters *c) { return c ? c->m
 
 extern "C" hx_status hx_counters_session_begin(hx_counters *c, hx_err *err) {
   if (!c || !c->rp) return hx_errf(err, HX_EINVAL, "counters: not open");
+  if (c->in_pass) return hx_errf(err, HX_EINVAL, "counters: session begun inside a pass");
   c->range_names.clear();
   c->range_values.clear();
+  if (c->session_ranges && c->max_ranges > c->session_ranges) {
+    /* CUPTI's session holds the ranges it was begun with (file comment): a new range profiler for more */
+    rp_disable(c);
+    hx_err e;
+    const hx_status st = rp_enable(c, &e);
+    if (st != HX_OK)
+      return hx_errf(err, st, "counters: re-creating the range profiler for %zu ranges a pass: %s", c->max_ranges,
+                     e.msg);
+  }
   CUpti_RangeProfiler_CounterDataImage_Initialize_Params ii;
   std::memset(&ii, 0, sizeof ii);
   ii.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
@@ -481,6 +513,7 @@ extern "C" hx_status hx_counters_session_begin(hx_counters *c, hx_err *err) {
   sc.passIndex = 0;
   sc.targetNestingLevel = 1;
   CUPTI_TRY(cuptiRangeProfilerSetConfig, sc);
+  c->set_ranges = c->max_ranges;
   return HX_OK;
 }
 
@@ -492,6 +525,7 @@ extern "C" hx_status hx_counters_pass_begin(hx_counters *c, hx_err *err) {
   p.pRangeProfilerObject = c->rp;
   CUPTI_TRY(cuptiRangeProfilerStart, p);
   c->in_pass = true;
+  if (!c->session_ranges) c->session_ranges = c->set_ranges; /* the first Start since Enable began the session */
   return HX_OK;
 }
 
@@ -509,6 +543,10 @@ extern "C" hx_status hx_counters_pass_end(hx_counters *c, int *all_passes_done, 
 
 extern "C" hx_status hx_counters_push(hx_counters *c, const char *name, hx_err *err) {
   if (!c || !c->rp || !c->in_pass) return hx_errf(err, HX_EINVAL, "counters: push outside a pass");
+  if (!name || !name[0]) return hx_errf(err, HX_EINVAL, "counters: a range without a name");
+  if (std::strlen(name) > HX_COUNTERS_MAX_NAME)
+    return hx_errf(err, HX_EINVAL, "counters: range name \"%.40s...\" has %zu characters, more than %d (CUPTI sizes "
+                   "its trace buffer for 128 a range)", name, std::strlen(name), HX_COUNTERS_MAX_NAME);
   CUpti_RangeProfiler_PushRange_Params p;
   std::memset(&p, 0, sizeof p);
   p.structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE;

@@ -390,9 +390,13 @@ hx_status hx_counters_profile(hx_counters *c, const char *range, const hx_closur
                               double *values, hx_err *err);
 /* The ranges one session may hold (open's max_ranges until changed): the counter data image is sized again for
  * max_ranges (> 0) and the next session_begin uses it. Outside a pass only. A whole network profiled component
- * by component needs hundreds of ranges; a stage needs one, so callers put the old value back afterwards. */
+ * by component needs hundreds of ranges; a stage needs one, so callers put the old value back afterwards.
+ * CUPTI sizes the trace buffer of a range profiler once, at its first pass, and loses the ranges beyond it
+ * without a count: a session of more ranges than that first one re-creates the range profiler (cupti.cpp). */
 hx_status hx_counters_set_max_ranges(hx_counters *c, size_t max_ranges, hx_err *err);
 size_t hx_counters_max_ranges(const hx_counters *c);
+/* The longest range name hx_counters_push takes: CUPTI sizes its trace buffer for names of 128 bytes a range. */
+#define HX_COUNTERS_MAX_NAME 127
 
 /* Nested ranges as one level of CUPTI user ranges (counters.c), so that one pass gives every kernel to exactly
  * one range. The range profiler counts each nesting level in passes of its own (numNestingLevels multiplies the
