@@ -91,23 +91,6 @@ static int make_batch(wl_batch *bt, const net_cli *o) {
   return rc;
 }
 
-/* The first k points of each cloud of bt (their voxels stay unique). */
-static int prefix_batch(wl_batch *out, const wl_batch *bt, size_t k) {
-  hx_err err = {HX_OK, ""};
-  wl_cloud *cl = calloc(bt->b, sizeof *cl);
-  if (!cl) return f3d_fail("net", "out of memory"), 1;
-  int rc = 0;
-  for (uint32_t c = 0; !rc && c < bt->b; c++) {
-    size_t m = bt->offset[c + 1] - bt->offset[c];
-    if (m > k) m = k;
-    if (wl_cloud_alloc(&cl[c], m, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
-    else memcpy(cl[c].xyz, bt->xyz + bt->offset[c] * 3, m * 3 * sizeof(float));
-  }
-  if (!rc && wl_batch_from_clouds(out, cl, bt->b, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
-  for (uint32_t c = 0; c < bt->b; c++) wl_cloud_free(&cl[c]);
-  free(cl);
-  return rc;
-}
 
 static int save_outputs(const char *dir, const net_input *in, const net_output *o) {
   hx_err err = {HX_OK, ""};
@@ -151,6 +134,24 @@ static int run_cpu(const net_cli *o, const net_config *cfg, const net_params *p,
 }
 
 #if F3D_HAVE_CUDA
+/* The first k points of each cloud of bt (their voxels stay unique). */
+static int prefix_batch(wl_batch *out, const wl_batch *bt, size_t k) {
+  hx_err err = {HX_OK, ""};
+  wl_cloud *cl = calloc(bt->b, sizeof *cl);
+  if (!cl) return f3d_fail("net", "out of memory"), 1;
+  int rc = 0;
+  for (uint32_t c = 0; !rc && c < bt->b; c++) {
+    size_t m = bt->offset[c + 1] - bt->offset[c];
+    if (m > k) m = k;
+    if (wl_cloud_alloc(&cl[c], m, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
+    else memcpy(cl[c].xyz, bt->xyz + bt->offset[c] * 3, m * 3 * sizeof(float));
+  }
+  if (!rc && wl_batch_from_clouds(out, cl, bt->b, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
+  for (uint32_t c = 0; c < bt->b; c++) wl_cloud_free(&cl[c]);
+  free(cl);
+  return rc;
+}
+
 typedef struct fwd_job {
   net_gpu *g;
   cudaGraphExec_t exec;

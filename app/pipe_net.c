@@ -151,9 +151,9 @@ static hx_status record_counters(f3d_ctx *ctx, const char *pipe, const char *mod
     return HX_OK;
   }
   /* The components must hold the whole forward: the first device run (H200, 878d5fd) decoded 128 flat ranges of
-   * PTv3's ~480 (a per-pass range limit) and its components summed to 15 of the forward's 43 ms of GPU time. A
-   * pass whose components' GPU time is under 90% of the forward's timed median is refused, as a failed check
-   * is, never published. */
+   * PTv3's ~480 (CUPTI's trace buffers, sized at the range profiler's first session; cupti.cpp now restarts it)
+   * and its components summed to 15 of the forward's 43 ms of GPU time. A pass whose components' GPU time is
+   * under 90% of the forward's timed median is refused, as a failed check is, never published. */
   double sum_ns = 0.0;
   size_t gt = ctx->bench->n_metrics;
   for (size_t m = 0; m < ctx->bench->n_metrics; m++) {
