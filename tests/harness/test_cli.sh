@@ -13,20 +13,11 @@
 set -u
 BIN=$1
 SRC=${2:-}
+. "$(dirname "$0")/../lib.sh"
 # GPU=1 when f3dbench sees a CUDA device ("devices: N", N >= 1), 0 for "devices: no CUDA device (...)"
-if "$BIN" info 2>/dev/null | grep -q '^devices: [1-9]'; then GPU=1; else GPU=0; fi
+if has_gpu "$BIN"; then GPU=1; else GPU=0; fi
 B="--timing basic"
-T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-cli-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# expect CODE CMD...: run, capture stdout/stderr in $T/out $T/err, check the exit code
-expect() {
-  want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"
-  got=$?
-  [ "$got" -eq "$want" ] || { fail "$* exited $got, expected $want"; sed 's/^/  stderr: /' "$T/err"; }
-}
+t_setup test-cli
 
 expect 0 "$BIN" --help
 grep -q '^usage: f3dbench' "$T/out" || fail "--help prints no usage"
@@ -335,8 +326,4 @@ D="$T/res/run4"
 ls "$D" | grep -q partial && fail "sweep interrupted by timeout -s INT left partial files: $(ls "$D")"
 grep -q '^status,interrupted$' "$D/context.csv" || fail "context status after timeout -s INT: $(grep status "$D/context.csv")"
 
-if [ "$fails" -ne 0 ]; then
-  echo "$fails check(s) failed"
-  exit 1
-fi
-echo "all CLI checks passed"
+t_done "all CLI checks passed"

@@ -14,16 +14,8 @@
 # usage: test_gate_cli.sh PATH/TO/f3dbench
 set -u
 BIN=$1
-T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-gate-cli-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect() {
-  want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"
-  got=$?
-  [ "$got" -eq "$want" ] || { fail "$* exited $got, expected $want"; sed 's/^/  stderr: /' "$T/err"; }
-}
+. "$(dirname "$0")/../lib.sh"
+t_setup test-gate-cli
 one_line_err() { [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$1: expected one line on stderr, got: $(cat "$T/err")"; }
 
 # mkrun DIR DEVICE BUILD SEED GATHER_SCALE CPU_SCALE [CEILINGS]: a complete run
@@ -150,5 +142,4 @@ expect 2 "$BIN" sweep --preset nightly --check-args
 grep -q '^preset,ci$' "$T/res/ci/context.csv" || fail "preset not in the context"
 grep -q '^sizes,2000$' "$T/res/ci/context.csv" || fail "--sizes given did not win over the preset's"
 
-[ "$fails" -eq 0 ] && echo "gate CLI: all checks passed"
-exit $((fails > 0))
+t_done "gate CLI: all checks passed"

@@ -11,17 +11,15 @@
 set -u
 BIN=$1
 SRC=${2:-}
-T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-hardening-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../lib.sh"
+t_setup test-hardening
 # no_leftovers DIR: no temporary file of an output is left in DIR
 no_leftovers() {
   left=$(ls -a "$1" | grep '\.tmp\.' || true)
   [ -z "$left" ] || { fail "temporary files left in $1: $left"; rm -f "$1"/*.tmp.*; }
 }
 
-"$BIN" gen --kind uniform --points 3000 --out "$T/c.ply" >/dev/null || { echo "FAIL: gen"; exit 1; }
+"$BIN" gen --kind uniform --points 3000 --out "$T/c.ply" >/dev/null || die gen
 
 # the header of each command's CSV, to recognise its output
 header() {
@@ -194,5 +192,4 @@ else
   echo "note: no source root given: ./f3d's own checks not tested"
 fi
 
-[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "ok"
+t_done ok

@@ -15,18 +15,10 @@
 # usage: test_interrupt.sh PATH/TO/f3dbench
 set -u
 BIN=$1
-T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-interrupt-XXXXXX")
+. "$(dirname "$0")/../lib.sh"
+t_setup test-interrupt
 pid=
 trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# expect CODE CMD...: run, capture stdout/stderr in $T/out $T/err, check the exit code
-expect() {
-  want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"
-  got=$?
-  [ "$got" -eq "$want" ] || { fail "$* exited $got, expected $want"; sed 's/^/  stderr: /' "$T/err"; }
-}
 ctx() { sed -n "s/^$2,//p" "$1/context.csv"; }
 # sizes DIR FILE: the distinct n_points of FILE's rows, space-separated
 sizes() { awk -F, 'NR > 1 { print $2 }' "$1/$2" | sort -un | tr '\n' ' ' | sed 's/ $//'; }
@@ -162,8 +154,4 @@ expect 0 "$BIN" plot --partial --json "$T/res/torn"
 [ -f "$T/res/torn/results.json" ] || fail "plot --json of torn partial files wrote no results.json"
 grep -q torn_metric "$T/res/torn/results.json" && fail "the row cut short at the end of results.csv.partial was read"
 
-if [ "$fails" -ne 0 ]; then
-  echo "$fails check(s) failed"
-  exit 1
-fi
-echo "all interruption checks passed"
+t_done "all interruption checks passed"

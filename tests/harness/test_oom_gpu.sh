@@ -10,10 +10,8 @@
 # usage: test_oom_gpu.sh PATH/TO/f3dbench
 set -u
 BIN=$1
-T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-oom-gpu-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../lib.sh"
+t_setup test-oom-gpu
 
 "$BIN" sweep --help | grep -q -- '--device-memory BYTES' || fail "sweep --help does not document --device-memory"
 for bad in 0 abc 1.5 -1M 1KB; do
@@ -23,11 +21,7 @@ for bad in 0 abc 1.5 -1M 1KB; do
   grep -q -- "--device-memory '$bad'" "$T/err" || fail "--device-memory '$bad': $(cat "$T/err")"
 done
 [ -d "$T/res" ] && fail "a refused --device-memory created the output directory"
-if ! "$BIN" info 2>/dev/null | grep -q '^devices: [1-9]'; then
-  [ "$fails" -eq 0 ] || exit 1
-  echo "no CUDA device: skipped"
-  exit 77
-fi
+need_gpu "$BIN"
 
 D="$T/res/cap"
 "$BIN" sweep --device-memory 64K --sizes 20k --workloads uniform --reps 3 --timing basic \
@@ -49,8 +43,4 @@ done
 grep -q 'pipeline ptv3 skipped: it needed at least' "$T/err" || fail "no note for the skipped ptv3: $(cat "$T/err")"
 "$BIN" plot "$D" >"$T/out" 2>"$T/err" || { fail "plot of a run with skipped pipelines"; sed 's/^/  stderr: /' "$T/err"; }
 
-if [ "$fails" -ne 0 ]; then
-  echo "$fails check(s) failed"
-  exit 1
-fi
-echo "all out-of-memory checks passed"
+t_done "all out-of-memory checks passed"

@@ -13,11 +13,9 @@
 # usage: test_report_cpu.sh PATH/TO/f3dbench
 set -u
 BIN=$1
-"$BIN" info 2>/dev/null | grep -q '^devices: [1-9]' && { echo "a CUDA device is present: skipped"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-report-cpu-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../lib.sh"
+has_gpu "$BIN" && { echo "a CUDA device is present: skipped"; exit 77; }
+t_setup test-report-cpu
 GP=0
 gnuplot --version >/dev/null 2>&1 && GP=1
 
@@ -28,7 +26,7 @@ for r in two one; do
   "$BIN" plot "$T/$r" >"$T/plot-$r" 2>&1 || { fail "plot $r"; cat "$T/plot-$r"; }
 done
 R=$T/two/REPORT.md
-[ -f "$R" ] || { echo "FAIL: no REPORT.md"; exit 1; }
+[ -f "$R" ] || die "no REPORT.md"
 
 # the run table's device column and the ceilings line
 grep -q "^| $T/two | $T/two |" "$R" && fail "device column shows the run's path"
@@ -77,5 +75,4 @@ if "$BIN" info | grep -q '^  CUDA  *nvcc' && ! ldconfig -p 2>/dev/null | grep -q
   case $d in *'no NVIDIA driver'*) ;; *) fail "info without a driver: $d" ;; esac
 fi
 
-[ $fails -eq 0 ] && echo "report without a GPU: all checks passed"
-[ $fails -eq 0 ]
+t_done "report without a GPU: all checks passed"

@@ -25,10 +25,8 @@ esac
 if [ "$SLOW" -eq 1 ]; then MT=0.3 MT_MAIN=0.1 L=--ladder; else MT=0.05 MT_MAIN=0.05 L=; fi
 "$BIN" info 2>/dev/null | grep -q '^devices: no CUDA device' && { echo "no CUDA device: skipped"; exit 77; }
 "$BIN" info >/dev/null 2>&1 || { echo "f3dbench info failed: skipped"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-sweep-gpu-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../lib.sh"
+t_setup test-sweep-gpu
 row() { grep -q "^$2" "$1/results.csv" || fail "$(basename "$1"): no row $2"; }
 ctx() { grep -q "^$2" "$1/context.csv" || fail "$(basename "$1"): no context $2"; }
 # small and quick: one size, ptv3 only, short caps; Q: the same on the main path (on the ladder with --slow)
@@ -193,8 +191,4 @@ if command -v gnuplot >/dev/null 2>&1 && grep -q '^counters,on' "$D/context.csv"
   [ -s "$D/plots/sm.png" ] || fail "no sm.png from a run with counters"
 fi
 
-if [ "$fails" -ne 0 ]; then
-  echo "$fails check(s) failed"
-  exit 1
-fi
-echo "all GPU sweep checks passed"
+t_done "all GPU sweep checks passed"

@@ -5,12 +5,10 @@
 # NumPy's magic and hold float32 arrays of the stated shape.
 set -u
 BIN=${1:?usage: test_net_cli.sh F3DBENCH}
-T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-net-cli.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# expect RC PATTERN CMD...: exit status RC and stderr+stdout matching PATTERN (grep -E)
-expect() {
+. "$(dirname "$0")/../lib.sh"
+t_setup net-cli
+# expect_out RC PATTERN CMD...: exit status RC and stderr+stdout matching PATTERN (grep -E)
+expect_out() {
   rc=$1 pat=$2
   shift 2
   out=$("$@" 2>&1)
@@ -18,30 +16,30 @@ expect() {
   [ "$got" -eq "$rc" ] || fail "$* exited $got, expected $rc: $out"
   printf '%s' "$out" | grep -Eq -- "$pat" || fail "$*: output does not match '$pat': $out"
 }
-expect 0 'ptv3-tiny.*flash3d-46m' "$BIN" net --help
-expect 2 "unknown network 'bogus'.*valid: ptv3" "$BIN" net --model bogus --device cpu
-expect 2 '--model is required' "$BIN" net --device cpu
-expect 2 "--points '0'" "$BIN" net --model ptv3-tiny --points 0 --device cpu
-expect 2 '--points and --input exclude' "$BIN" net --model ptv3-tiny --points 100 --input x.ply --device cpu
-expect 2 "--batch '17'" "$BIN" net --model ptv3-tiny --batch 17 --device cpu
-expect 2 "--dtype 'fp8'" "$BIN" net --model ptv3-tiny --dtype fp8 --device cpu
-expect 2 "--device 'tpu'" "$BIN" net --model ptv3-tiny --device tpu
-expect 2 "unexpected argument" "$BIN" net --model ptv3-tiny --device cpu extra
+expect_out 0 'ptv3-tiny.*flash3d-46m' "$BIN" net --help
+expect_out 2 "unknown network 'bogus'.*valid: ptv3" "$BIN" net --model bogus --device cpu
+expect_out 2 '--model is required' "$BIN" net --device cpu
+expect_out 2 "--points '0'" "$BIN" net --model ptv3-tiny --points 0 --device cpu
+expect_out 2 '--points and --input exclude' "$BIN" net --model ptv3-tiny --points 100 --input x.ply --device cpu
+expect_out 2 "--batch '17'" "$BIN" net --model ptv3-tiny --batch 17 --device cpu
+expect_out 2 "--dtype 'fp8'" "$BIN" net --model ptv3-tiny --dtype fp8 --device cpu
+expect_out 2 "--device 'tpu'" "$BIN" net --model ptv3-tiny --device tpu
+expect_out 2 "unexpected argument" "$BIN" net --model ptv3-tiny --device cpu extra
 # weights: a missing file, a file that is not safetensors, a valid file whose names are not the model's
-expect 1 "$T/none.safetensors" "$BIN" net --model ptv3-tiny --device cpu --points 500 --weights "$T/none.safetensors"
+expect_out 1 "$T/none.safetensors" "$BIN" net --model ptv3-tiny --device cpu --points 500 --weights "$T/none.safetensors"
 printf 'not a safetensors file at all' > "$T/bad.safetensors"
-expect 1 "bad.safetensors" "$BIN" net --model ptv3-tiny --device cpu --points 500 --weights "$T/bad.safetensors"
+expect_out 1 "bad.safetensors" "$BIN" net --model ptv3-tiny --device cpu --points 500 --weights "$T/bad.safetensors"
 # 8-byte header length, then {"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} and 4 bytes of data
 hdr='{"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
 len=$(printf '%s' "$hdr" | wc -c)
 { printf "$(printf '\\%03o' "$len")\\000\\000\\000\\000\\000\\000\\000"; printf '%s' "$hdr"; printf '\000\000\200\077'; } > "$T/other.safetensors"
-expect 1 "other.safetensors.*(missing|extra|'x')" "$BIN" net --model ptv3-tiny --device cpu --points 500 --weights "$T/other.safetensors"
+expect_out 1 "other.safetensors.*(missing|extra|'x')" "$BIN" net --model ptv3-tiny --device cpu --points 500 --weights "$T/other.safetensors"
 # an input file with no finite point: refused by the reader, nothing saved
 printf 'nan nan nan\n' > "$T/empty.xyz"
-expect 1 "empty.xyz" "$BIN" net --model ptv3-tiny --device cpu --input "$T/empty.xyz" --save "$T/nosave"
+expect_out 1 "empty.xyz" "$BIN" net --model ptv3-tiny --device cpu --input "$T/empty.xyz" --save "$T/nosave"
 [ -e "$T/nosave" ] && fail "a refused input left $T/nosave behind"
 # --save: the files, NumPy's magic, and the logits' shape in the header
-expect 0 "saved: $T/out" "$BIN" net --model ptv3-tiny --device cpu --points 1500 --save "$T/out"
+expect_out 0 "saved: $T/out" "$BIN" net --model ptv3-tiny --device cpu --points 1500 --save "$T/out"
 for f in input_xyz input_feat enc0 enc1 enc2 dec1 dec0 logits; do
   [ -f "$T/out/$f.npy" ] || { fail "--save wrote no $f.npy"; continue; }
   magic=$(head -c 6 "$T/out/$f.npy" | od -An -c | tr -d ' \n')
@@ -51,5 +49,4 @@ head -c 128 "$T/out/logits.npy" | grep -q "'descr': '<f4', 'fortran_order': Fals
   fail "logits.npy's header is not float32 (1500, 16)"
 [ "$(wc -c < "$T/out/logits.npy")" -eq $((128 + 1500 * 16 * 4)) ] || fail "logits.npy is not 1500 x 16 float32 values"
 [ "$(tr '\n' ' ' < "$T/out/offset.txt")" = '0 1500 ' ] || fail "offset.txt is not '0 1500'"
-[ $fails -eq 0 ] && echo "net cli: all checks passed"
-exit $((fails != 0))
+t_done "net cli: all checks passed"

@@ -8,10 +8,8 @@
 # usage: test_run.sh PATH/TO/run.sh
 set -u
 run=$1
-T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-test-sanitize-XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../lib.sh"
+t_setup test-sanitize
 has() { grep -q -E "$2" "$1" || { fail "$(basename "$1"): no line matching '$2'"; sed 's/^/    /' "$1"; }; }
 
 cat > "$T/f3dbench" <<'EOF'
@@ -84,5 +82,4 @@ has "$T/skip2" 'no CUDA device'
 bash "$run" --tool helgrind "$T/f3dbench" > "$T/usage" 2>&1
 rc=$?; [ $rc -eq 2 ] || fail "unknown tool: exit $rc, want 2"
 
-[ $fails -eq 0 ] && echo "sanitize run.sh: all checks passed"
-[ $fails -eq 0 ]
+t_done "sanitize run.sh: all checks passed"

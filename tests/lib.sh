@@ -1,0 +1,46 @@
+# tests/lib.sh - what the shell tests share; sourced by sh (dash) and bash scripts alike, from the script's own
+# folder so it works when Meson runs the test from the build directory and when a person runs it by hand:
+#   . "$(dirname "$0")/../lib.sh"
+# A test counts its failed checks with fail, goes on to the next check, and ends with t_done: exit 0 when none
+# failed, 1 when one did; 77 (Meson's SKIP) comes from need_gpu or the test's own reason.
+#   t_setup NAME         T = a fresh directory ${TMPDIR:-/tmp}/f3d-NAME-XXXXXX, removed on exit (a test that must
+#                        do more on exit sets its own EXIT trap after this, removing "$T" too); fails = 0
+#   fail MSG...          "FAIL: MSG" on stdout, one more failed check
+#   die MSG...           "FAIL: MSG" and exit 1 at once: a step the remaining checks need has failed
+#   expect CODE CMD...   run CMD with stdout in $T/out and stderr in $T/err; a failed check (stderr shown) unless
+#                        it exits CODE
+#   has_gpu BIN          true when `BIN info` lists a CUDA device ("devices: N", N >= 1)
+#   need_gpu BIN         exit 77 unless has_gpu; exit 1 instead when a check before it failed
+#   t_done MSG           "MSG" and exit 0 when no check failed, else "N check(s) failed" and exit 1
+
+t_setup() {
+  T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-$1-XXXXXX") || { echo "FAIL: mktemp -d in ${TMPDIR:-/tmp}"; exit 1; }
+  trap 'rm -rf "$T"' EXIT
+  fails=0
+}
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+die() { echo "FAIL: $*"; exit 1; }
+
+expect() {
+  want=$1; shift
+  "$@" >"$T/out" 2>"$T/err"
+  got=$?
+  [ "$got" -eq "$want" ] || { fail "$* exited $got, expected $want"; sed 's/^/  stderr: /' "$T/err"; }
+}
+
+has_gpu() { "$1" info 2>/dev/null | grep -q '^devices: [1-9]'; }
+
+need_gpu() {
+  has_gpu "$1" && return 0
+  [ "${fails:-0}" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+  echo "no CUDA device: skipped"
+  exit 77
+}
+
+t_done() {
+  [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+  echo "$*"
+  exit 0
+}
