@@ -130,24 +130,6 @@ static hx_status attn_check(f3d_ctx *ctx, const char *pipeline, const char *kern
   return HX_OK;
 }
 
-/* Draws [begin, end) of attn_gpu's q, k, v fill: values 4 d .. 4 d + 3 from draw d. */
-typedef struct qkv_fill {
-  uint16_t *qkv;
-  size_t total, hd;
-  uint64_t seed;
-} qkv_fill;
-static void fill_qkv(void *arg, size_t begin, size_t end) {
-  const qkv_fill *f = arg;
-  for (size_t d = begin; d < end; d++) {
-    const uint64_t u = hx_rng_u64(f->seed, 0, d);
-    for (size_t i = 4 * d; i < 4 * d + 4 && i < f->total; i++) {
-      const double x = (double)((u >> (16 * (i % 4))) & 0xFFFFu) / 65536.0; /* [0, 1) */
-      const double amp = (i / f->hd) % 3 == 2 ? 1.0 : 2.0;                  /* v in [-1, 1), q, k in [-2, 2) */
-      f->qkv[i] = battn_from_float(BATTN_F16, (float)(amp * (2.0 * x - 1.0)));
-    }
-  }
-}
-
 static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, const f3d_attn_item *items,
                           size_t n_items, int rel_base, attn_bufs *b, hx_err *err) {
   const int D = F3D_ATTN_HEAD_DIM, H = F3D_ATTN_CHANNELS / F3D_ATTN_HEAD_DIM;
@@ -163,8 +145,8 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
   /* q, k, v: four 16-bit uniforms per counter-based draw, drawn in parallel (3 x 600k x 64 values took seconds
    * of every 600k case on one thread; the values do not depend on the thread count) */
   const uint64_t seed = hx_rng_u64(ctx->seed, 0xA77, 0);
-  qkv_fill f = {b->h_qkv, 3 * R * hd, hd, seed};
-  hx_par_for((f.total + 3) / 4, 1u << 16, fill_qkv, &f);
+  static const double amp[3] = {2.0, 2.0, 1.0}; /* q, k in [-2, 2), v in [-1, 1) */
+  f3d_fill_f16_uniform(b->h_qkv, 3 * R * hd, seed, hd, amp, 3);
   for (int64_t i = 0; i < n_sel; i++)
     b->sel[i] = i == 0 ? 0 : i == 1 ? rows - 1 : (int64_t)(hx_rng_u64(seed, 1, (uint64_t)i) % R);
   /* device buffers: qkv, o, lse, the largest scope tables of any plan, the largest scratch */

@@ -76,23 +76,6 @@ static void run_ceilings(const f3d_ctx *ctx, double *tflops, double *gbs) {
   free(buf);
 }
 
-/* Draws [begin, end) of the feature fill: values 4 d .. 4 d + 3 from draw d, uniform in [-1, 1), as fp16. */
-typedef struct x_fill {
-  uint16_t *x;
-  size_t total;
-  uint64_t seed;
-} x_fill;
-static void fill_x(void *arg, size_t begin, size_t end) {
-  const x_fill *f = arg;
-  for (size_t d = begin; d < end; d++) {
-    const uint64_t u = hx_rng_u64(f->seed, 0, d);
-    for (size_t i = 4 * d; i < 4 * d + 4 && i < f->total; i++) {
-      const double v = (double)((u >> (16 * (i % 4))) & 0xFFFFu) / 65536.0;
-      f->x[i] = net_from_float(NET_F16, (float)(2.0 * v - 1.0));
-    }
-  }
-}
-
 /* One timed convolution: everything its launcher takes. */
 typedef struct conv_run {
   const spc_variant *v;
@@ -203,8 +186,8 @@ static hx_status make_width(stage *g, f3d_ctx *ctx, size_t C, hx_err *err) {
   g->ref = malloc(ns * C * sizeof *g->ref), g->mag = malloc(ns * C * sizeof *g->mag);
   if (!g->hx || !g->hys || !g->w || !g->aw || !g->b || !g->ab || !g->xs || !g->axs || !g->ref || !g->mag)
     return hx_errf(err, HX_ENOMEM, "spconv stage: host buffers for %zu rows x %zu channels", n, C);
-  x_fill f = {g->hx, n * C, hx_rng_u64(ctx->seed, 0x5C0, 2 * C)};
-  hx_par_for((f.total + 3) / 4, 1u << 16, fill_x, &f);
+  static const double one = 1.0; /* uniform in [-1, 1) */
+  f3d_fill_f16_uniform(g->hx, n * C, hx_rng_u64(ctx->seed, 0x5C0, 2 * C), n * C, &one, 1);
   const uint64_t ws = hx_rng_u64(ctx->seed, 0x5C0, 2 * C + 1);
   const double range = 1.0 / sqrt((double)(K * C));
   for (size_t i = 0; i < nw; i++) {

@@ -6,6 +6,7 @@
  * rows, so every pipeline reports the same metrics with the same units.
  */
 #include "app/sweep.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -245,4 +246,25 @@ int f3d_parse_bytes(const char *s, uint64_t *out) {
     return 0;
   }
   return -1;
+}
+
+typedef struct f16_fill {
+  uint16_t *dst;
+  size_t n, run, namp;
+  uint64_t seed;
+  const double *amp;
+} f16_fill;
+static void fill_f16(void *arg, size_t begin, size_t end) { /* draws [begin, end): values 4 d .. 4 d + 3 */
+  const f16_fill *f = arg;
+  for (size_t d = begin; d < end; d++) {
+    const uint64_t u = hx_rng_u64(f->seed, 0, d);
+    for (size_t i = 4 * d; i < 4 * d + 4 && i < f->n; i++) {
+      const double x = (double)((u >> (16 * (i % 4))) & 0xFFFFu) / 65536.0; /* [0, 1) */
+      f->dst[i] = battn_from_float(BATTN_F16, (float)(f->amp[(i / f->run) % f->namp] * (2.0 * x - 1.0)));
+    }
+  }
+}
+void f3d_fill_f16_uniform(uint16_t *dst, size_t n, uint64_t seed, size_t run, const double *amp, size_t namp) {
+  f16_fill f = {dst, n, run ? run : 1, namp ? namp : 1, seed, amp};
+  hx_par_for((n + 3) / 4, 1u << 16, fill_f16, &f);
 }

@@ -190,6 +190,11 @@ hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload,
  * 0 on success, -1 otherwise. */
 int f3d_parse_bytes(const char *s, uint64_t *out);
 
+/* dst[i], i < n: amp[(i / run) % namp] x (2u - 1) rounded to fp16 bits, u in [0, 1) the (i % 4)-th 16-bit part
+ * of hx_rng_u64(seed, 0, i / 4); drawn in parallel (hx_par_for), the values independent of the thread count.
+ * The pipelines' random fp16 inputs (attention's q, k, v: run = H x D, amp {2, 2, 1}; features: amp {1}). */
+void f3d_fill_f16_uniform(uint16_t *dst, size_t n, uint64_t seed, size_t run, const double *amp, size_t namp);
+
 /* ---- pipelines (one declaration per pipe_<name>.c) ---- */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err); /* pipe_workload.c */
 hx_status f3d_pipe_flash3d(f3d_ctx *ctx, hx_err *err);  /* pipe_flash3d.c */
