@@ -285,11 +285,14 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
 }
 #endif
 
-static hx_status run_models(f3d_ctx *ctx, const char *pipe, const char *const *models, size_t n, hx_err *err) {
+/* The models in turn, then (spconv) the k = 3 convolution alone. */
+static hx_status run_models(f3d_ctx *ctx, const char *pipe, const char *const *models, size_t n, int spconv,
+                            hx_err *err) {
   if (!ctx->have_gpu) return HX_OK;
 #if F3D_HAVE_CUDA
   /* Without a bench (--timing basic) the sweep gives no stream; the forward's set-up, check, graph capture and
-   * breakdown need one that is not the legacy default stream (which cannot be captured): the pipeline's own. */
+   * breakdown, and the convolution stage, need one that is not the legacy default stream (which cannot be
+   * captured): the pipeline's own. */
   cudaStream_t own = NULL;
   f3d_ctx local = *ctx;
   if (!local.stream) {
@@ -299,11 +302,12 @@ static hx_status run_models(f3d_ctx *ctx, const char *pipe, const char *const *m
   }
   hx_status st = HX_OK;
   for (size_t i = 0; i < n && st == HX_OK; i++) st = run_model(&local, pipe, models[i], err);
+  if (st == HX_OK && spconv) st = f3d_spconv_stage(&local, pipe, err);
   ctx->mem_used_max = local.mem_used_max;
   if (own) cudaStreamDestroy(own);
   return st;
 #else
-  (void)pipe, (void)models, (void)n, (void)err;
+  (void)pipe, (void)models, (void)n, (void)spconv, (void)err;
   return HX_OK;
 #endif
 }
@@ -311,8 +315,7 @@ static hx_status run_models(f3d_ctx *ctx, const char *pipe, const char *const *m
 /* PTv3-m1, then its k = 3 sparse convolution alone (pipe_spconv.c: the run's largest size, every case with --ladder). */
 hx_status f3d_pipe_ptv3_net(f3d_ctx *ctx, hx_err *err) {
   static const char *const models[] = {"ptv3"};
-  HX_TRY(run_models(ctx, "ptv3-net", models, 1, err));
-  return f3d_spconv_stage(ctx, "ptv3-net", err);
+  return run_models(ctx, "ptv3-net", models, 1, 1, err);
 }
 
 /* flash3d-46m on every case (the paper's main figure is at equal parameters); flash3d-129m, the equal-memory row of
@@ -324,5 +327,5 @@ hx_status f3d_pipe_flash3d_net(f3d_ctx *ctx, hx_err *err) {
   models[n++] = "flash3d-46m";
   if (ctx->ladder || ctx->c.n_points >= ctx->max_points) models[n++] = "flash3d-129m";
   if (ctx->ladder) models[n++] = "flash3d-public";
-  return run_models(ctx, "flash3d-net", models, n, err);
+  return run_models(ctx, "flash3d-net", models, n, 0, err);
 }

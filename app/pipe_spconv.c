@@ -21,9 +21,9 @@
  *      C = 256, so 8x margin). A variant that fails is reported and not timed;
  *   5. timed through f3d_measure_median with the roofline's FLOPs and bytes declared (the measurement layer writes
  *      flops/tflops and bytes/bandwidth at the median), then roofline_ms and roofline_share from the run's ceilings.
- * The ceilings: hx_bench_context measured them before the first case and the sweep flushed them into the run's
- * context.csv, which is where a pipeline can read them (run_ceilings). --timing basic measures none: no roofline
- * rows then (REPORT.md says so).
+ * The ceilings: hx_bench_context measured them before the first case (ctx->bench->ceilings, the context's
+ * ceiling_* keys). --timing basic measures none: no roofline rows then (REPORT.md says so). The stream is
+ * pipe_net's (its own where the sweep gives none).
  * Device memory at 600k, C = 256: map 65 MB + rulebook 130 MB, x and y 307 MB each, v0's scratch (fp32 accumulator
  * 614 MB and its per-offset buffers), all from the sweep's arena.
  */
@@ -53,29 +53,6 @@ static hx_status cu(cudaError_t e, const char *what, hx_err *err) {
   return e == cudaSuccess ? HX_OK : hx_errf(err, HX_ECUDA, "spconv stage: %s: %s", what, cudaGetErrorString(e));
 }
 
-/* The run's ceilings from its context.csv (NaN each when absent). */
-static void run_ceilings(const f3d_ctx *ctx, double *tflops, double *gbs) {
-  *tflops = *gbs = NAN;
-  const char *dir = ctx->results ? hx_results_dir(ctx->results) : NULL;
-  char path[4096];
-  if (!dir || snprintf(path, sizeof path, "%s/context.csv", dir) >= (int)sizeof path) return;
-  FILE *f = fopen(path, "rb");
-  const size_t cap = (size_t)1 << 20;
-  char *buf = malloc(cap);
-  if (f && buf) {
-    char *fld[4];
-    size_t nf = 0;
-    hx_err e = {HX_OK, ""};
-    while (hx_csv_read(f, buf, cap, fld, 4, &nf, &e) == HX_OK) {
-      if (nf < 2) continue;
-      if (!strcmp(fld[0], "ceiling_gemm_fp16_tflops")) *tflops = strtod(fld[1], NULL);
-      else if (!strcmp(fld[0], "ceiling_copy_gbs")) *gbs = strtod(fld[1], NULL);
-    }
-  }
-  if (f) fclose(f);
-  free(buf);
-}
-
 /* One timed convolution: everything its launcher takes. */
 typedef struct conv_run {
   const spc_variant *v;
@@ -96,7 +73,7 @@ static hx_status conv_closure(void *arg, void *stream, hx_err *err) {
 /* Everything the stage holds; freed by stage_free whatever happened. */
 typedef struct stage {
   hx_arena *arena;
-  cudaStream_t s, own;
+  cudaStream_t s;
   spc_ctx *sctx;
   uint32_t n, S, *sel, *d_sel, *d_grid, *d_batch;
   int32_t *nbr, *d_nbr, *d_rule;
@@ -127,7 +104,6 @@ static void stage_free(stage *g) {
   void *d[] = {g->d_sel, g->d_grid, g->d_batch, g->d_nbr, g->d_rule, g->d_map_scratch};
   for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) hx_arena_free(g->arena, d[i], NULL);
   spc_ctx_destroy(g->sctx);
-  if (g->own) cudaStreamDestroy(g->own);
 }
 
 /* Level-0 voxels, the GPU map with its rulebook and counts, the host copy of nbr, the sampled rows' sub-problem. */
@@ -296,21 +272,14 @@ hx_status f3d_spconv_stage(f3d_ctx *ctx, const char *pipeline, hx_err *err) {
   stage g;
   memset(&g, 0, sizeof g);
   g.arena = ctx->arena;
-  /* Without a bench (--timing basic) the sweep gives no stream: set-up and checks run on one of the stage's own. */
-  f3d_ctx local = *ctx;
-  hx_status st = HX_OK;
-  if (!local.stream) {
-    st = cu(cudaStreamCreateWithFlags(&g.own, cudaStreamNonBlocking), "stream", err);
-    local.stream = g.own;
-  }
-  g.s = (cudaStream_t)local.stream;
-  double tflops = NAN, gbs = NAN;
-  run_ceilings(ctx, &tflops, &gbs);
-  if (st == HX_OK) st = spc_ctx_create(&g.sctx, err);
-  if (st == HX_OK) st = build_map(&g, &local, pipeline, err);
+  if (!ctx->stream) return hx_errf(err, HX_EINVAL, "%s: spconv stage: no stream (pipe_net gives it one)", pipeline);
+  g.s = (cudaStream_t)ctx->stream;
+  const double tflops = ctx->bench ? ctx->bench->ceilings.gemm_fp16_tflops : (double)NAN;
+  const double gbs = ctx->bench ? ctx->bench->ceilings.copy_gbs : (double)NAN;
+  hx_status st = spc_ctx_create(&g.sctx, err);
+  if (st == HX_OK) st = build_map(&g, ctx, pipeline, err);
   for (size_t i = 0; i < sizeof spc_widths / sizeof spc_widths[0] && st == HX_OK; i++)
-    st = run_width(&g, &local, pipeline, spc_widths[i], tflops, gbs, err);
-  ctx->mem_used_max = local.mem_used_max;
+    st = run_width(&g, ctx, pipeline, spc_widths[i], tflops, gbs, err);
   stage_free(&g);
   return st;
 #else

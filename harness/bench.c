@@ -18,6 +18,7 @@ hx_status hx_bench_open(hx_bench *b, int device, const char *metrics, int no_cou
   memset(b, 0, sizeof *b);
   b->log = log;
   b->last_median_ms = NAN;
+  b->ceilings.copy_gbs = b->ceilings.gemm_bf16_tflops = b->ceilings.gemm_fp16_tflops = NAN;
   b->opts = paper ? hx_measure_paper() : hx_measure_defaults();
   if (!paper) b->opts.max_time_s = 3.0; /* per stage: a 6-size x 10-stage sweep stays in minutes */
   HX_TRY(hx_meter_create(&b->meter, device, err));
@@ -81,6 +82,7 @@ hx_status hx_bench_context(hx_bench *b, hx_results *res, int measure_ceilings, h
     hx_ceilings c;
     hx_err e;
     if (hx_meter_ceilings(b->meter, &c, &e) == HX_OK) {
+      b->ceilings = c;
       HX_TRY(hx_results_contextf(res, err, "ceiling_copy_gbs", "%.1f", c.copy_gbs));
       HX_TRY(hx_results_contextf(res, err, "ceiling_gemm_bf16_tflops", "%.1f", c.gemm_bf16_tflops));
       HX_TRY(hx_results_contextf(res, err, "ceiling_gemm_fp16_tflops", "%.1f", c.gemm_fp16_tflops));

@@ -791,13 +791,15 @@ typedef struct hx_bench {
   FILE *log;
   double last_median_ms; /* set by hx_bench_stage: median of the kept cold samples (of the hot batches
                           * when there are none), NaN when neither exists; the median its rate rows use */
+  hx_ceilings ceilings;  /* what hx_bench_context measured (the context's ceiling_* keys); NaN each until then */
 } hx_bench;
 hx_status hx_bench_open(hx_bench *b, int device, const char *metrics, int no_counters, int paper, FILE *log,
                         hx_err *err);
 void hx_bench_close(hx_bench *b);
 void *hx_bench_stream(hx_bench *b);
 /* Context keys: timing protocol and options, counters on/off and why, and (measure_ceilings) the copy
- * bandwidth and GEMM rates of this device (ceiling_copy_gbs, ceiling_gemm_bf16_tflops, ..._fp16_...). */
+ * bandwidth and GEMM rates of this device (ceiling_copy_gbs, ceiling_gemm_bf16_tflops, ..._fp16_...), also kept
+ * in b->ceilings for the stages that compare with them. */
 hx_status hx_bench_context(hx_bench *b, hx_results *res, int measure_ceilings, hx_err *err);
 /* Timing pass and its rows (hx_measure_record), the rate rows of the closure's declared bytes and FLOPs at
  * last_median_ms (hx_rates_record), then the counter pass and its rows. */
