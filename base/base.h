@@ -109,6 +109,13 @@ static inline HX_HD double hx_rng_unit(uint64_t seed, uint64_t stream, uint64_t 
 #define HX_ALIGN 256u
 static inline HX_HD size_t hx_align256(size_t bytes) { return (bytes + (HX_ALIGN - 1u)) & ~(size_t)(HX_ALIGN - 1u); }
 
+/* ---- Output paths (out.c) ----------------------------------------------------------------------- */
+/* What a writer may do with an output path: *in_place 0 when it is absent or a regular file (write a
+ * temporary beside it and rename that over it), 1 when it exists as anything else (a FIFO, a device, a
+ * socket, a symbolic link such as /dev/stdout: open it and write, never replace it); HX_EIO naming the
+ * path for a directory (or a link to one). */
+hx_status hx_out_target(const char *path, int *in_place, hx_err *err);
+
 /* ---- One parallel loop (par.c) ------------------------------------------------------------------ */
 /* body(ctx, begin, end) over [0, n) split into contiguous chunks of at least `grain`, one pthread per chunk
  * (at most one per online CPU, 64), the caller running the first; returns when all are done. Bodies must write

@@ -95,13 +95,8 @@ hx_status hx_results_stop(hx_results *r, const char *status, const char *reason,
 /* Free; a run neither committed nor aborted is aborted with status "abandoned". NULL is fine. */
 void hx_results_close(hx_results *r);
 
-/* What a writer may do with an output path: *in_place 0 when it is absent or a regular file (write a
- * temporary beside it and rename that over it), 1 when it exists as anything else (a FIFO, a device, a
- * socket, a symbolic link such as /dev/stdout: open it and write, never replace it); HX_EIO naming the
- * path for a directory (or a link to one). */
-hx_status hx_out_target(const char *path, int *in_place, hx_err *err);
 /* Write `size` bytes to path atomically: path.tmp.<pid>, fflush + fsync, rename; a target that
- * hx_out_target says is written in place is opened and written (no fsync, no rename). */
+ * hx_out_target (base.h) says is written in place is opened and written (no fsync, no rename). */
 hx_status hx_write_file_atomic(const char *path, const void *data, size_t size, hx_err *err);
 
 /* ---- timing (harness/timing.c, harness/timing_gpu.cu) ---- */

@@ -123,18 +123,6 @@ hx_status hx_run_id(char *buf, size_t cap, int64_t unix_time, const char *git_ha
 
 /* ---- atomic files --------------------------------------------------------------------------------- */
 
-/* Only a regular file (or nothing) is ours to replace: renaming over a FIFO, a device node or a symbolic link
- * would turn it into a regular file (as root, --out /dev/null would replace the system's /dev/null). */
-hx_status hx_out_target(const char *path, int *in_place, hx_err *err) {
-  struct stat ls, ts;
-  *in_place = 0;
-  if (lstat(path, &ls) != 0 || S_ISREG(ls.st_mode)) return HX_OK; /* absent: creating the temporary says why not */
-  if (S_ISDIR(ls.st_mode) || (stat(path, &ts) == 0 && S_ISDIR(ts.st_mode)))
-    return hx_errf(err, HX_EIO, "%s: is a directory, not a file to write", path);
-  *in_place = 1;
-  return HX_OK;
-}
-
 /* In place: no fsync (a FIFO or a device refuses it with EINVAL) and nothing to remove on failure. */
 static hx_status write_in_place(const char *path, const void *data, size_t size, hx_err *err) {
   FILE *f = fopen(path, "wb");

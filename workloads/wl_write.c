@@ -4,7 +4,7 @@
  * Atomic: the file is written under a unique temporary name in the same folder (mkstemp), flushed,
  * synced and renamed over the target, so a reader never sees a half-written file and a failure leaves
  * the target untouched and no temporary behind. Only a regular file (or nothing) is replaced so: an existing
- * FIFO, device or symbolic link is written in place, a directory refused (the rule of hx_out_target).
+ * FIFO, device or symbolic link is written in place, a directory refused (hx_out_target, base.h).
  */
 #include "workloads/wl_internal.h"
 
@@ -22,10 +22,9 @@ static hx_status tmp_open(tmpfile_ *t, const char *path, hx_err *err) {
   size_t n = strlen(path);
   t->f = NULL;
   t->tmp = NULL;
-  struct stat ls, ts;
-  if (lstat(path, &ls) == 0 && !S_ISREG(ls.st_mode)) {
-    if (S_ISDIR(ls.st_mode) || (stat(path, &ts) == 0 && S_ISDIR(ts.st_mode)))
-      return hx_errf(err, HX_EIO, "%s: is a directory, not a file to write", path);
+  int in_place = 0;
+  HX_TRY(hx_out_target(path, &in_place, err));
+  if (in_place) {
     t->f = fopen(path, "wb");
     if (!t->f) return hx_errf(err, HX_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
     return HX_OK; /* in place: t->tmp stays NULL */
