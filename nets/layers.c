@@ -78,7 +78,7 @@ hx_status nl_linear_cpu(float *y, const float *x, const float *w, const float *b
   if (!y || !x || !w) return hx_errf(err, HX_EINVAL, "nl_linear_cpu: NULL y, x or w");
   lin_job j = {y, x, w, b, in, out, act, accumulate};
   /* rows are independent: split them over the CPUs when the work is worth a thread (~64k multiply-adds) */
-  net_par_for(rows, 1 + 65536 / (in * out), lin_rows, &j);
+  hx_par_for(rows, 1 + 65536 / (in * out), lin_rows, &j);
   return HX_OK;
 }
 

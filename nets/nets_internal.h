@@ -289,9 +289,6 @@ void net_pack_lin(net_pack *k, net_dlin *l, const net_lin *h, size_t in, size_t 
 void net_pack_ln(net_pack *k, net_dln *l, const net_norm *h, size_t C);
 void net_pack_bn(net_pack *k, net_daff *a, const net_norm *h, size_t C, float eps); /* scale, shift: nl_bn_fold */
 
-/* The CPU references' parallel loop: base's hx_par_for (base/par.c). */
-#define net_par_for hx_par_for
-
 /* A range on the hooks, if any (begin = 1 / 0). */
 static inline void net_range(const net_hooks *h, const char *name, int begin, struct CUstream_st *s) {
   if (h && h->range) h->range(h->ctx, name, begin, s);

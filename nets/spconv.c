@@ -156,7 +156,7 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
                      (int)m->nbr[i], m->n);
   conv_job c = {y, x, w, b, m, in, out};
   /* output rows are independent: split them over the CPUs */
-  net_par_for(m->n, 1 + 65536 / (K * in * out / 4 + 1), conv_rows, &c);
+  hx_par_for(m->n, 1 + 65536 / (K * in * out / 4 + 1), conv_rows, &c);
   return HX_OK;
 }
 
