@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "app/sweep.h"
+#include "tests/harness/test_run_util.h"
 
 /* the registry in sweep.c names these; nothing runs them here */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err) { return (void)ctx, (void)err, HX_OK; }
@@ -42,20 +43,12 @@ static hx_status cpu_work(void *arg, void *stream, hx_err *err) {
   return HX_OK;
 }
 
-/* value of the one row with this kernel/variant/metric, NAN when absent (-1 when twice) */
+/* value of the one row with this kernel/variant/metric, NAN when absent (-1 when twice); memory rows in B */
 static double row(const hx_run *r, const char *pipeline, const char *kernel, const char *variant, const char *metric) {
-  double v = NAN;
   int n = 0;
-  for (size_t i = 0; i < r->n_rows; i++) {
-    const hx_run_row *w = &r->rows[i];
-    if (!strcmp(w->pipeline, pipeline) && !strcmp(w->kernel, kernel) && !strcmp(w->variant, variant) &&
-        !strcmp(w->metric, metric)) {
-      v = w->value;
-      n++;
-      assert_string_equal(w->unit, strncmp(metric, "mem", 3) == 0 ? "B" : w->unit);
-    }
-  }
-  return n > 1 ? -1.0 : v;
+  const hx_run_row *w = t_run_row(r, pipeline, kernel, variant, metric, &n);
+  if (w && strncmp(metric, "mem", 3) == 0) assert_string_equal(w->unit, "B");
+  return n > 1 ? -1.0 : w ? w->value : (double)NAN;
 }
 
 static size_t count_metric(const hx_run *r, const char *metric) {

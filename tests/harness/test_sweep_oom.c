@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "app/sweep.h"
+#include "tests/harness/test_run_util.h"
 
 /* the registry in sweep.c names these; nothing runs them here */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err) { return (void)ctx, (void)err, HX_OK; }
@@ -83,17 +84,9 @@ static const f3d_pipeline P_CUDA = {"cuda", "a CUDA error", pipe_cuda_err};
 
 /* value of the one row (pipeline, kernel, variant, metric) of a loaded run, NAN when absent (-1 when twice) */
 static double row(const hx_run *r, const char *pipeline, const char *kernel, const char *variant, const char *metric) {
-  double v = NAN;
   int n = 0;
-  for (size_t i = 0; i < r->n_rows; i++) {
-    const hx_run_row *w = &r->rows[i];
-    if (!strcmp(w->pipeline, pipeline) && !strcmp(w->kernel, kernel) && !strcmp(w->variant, variant) &&
-        !strcmp(w->metric, metric)) {
-      v = w->value;
-      n++;
-    }
-  }
-  return n > 1 ? -1.0 : v;
+  const hx_run_row *w = t_run_row(r, pipeline, kernel, variant, metric, &n);
+  return n > 1 ? -1.0 : w ? w->value : (double)NAN;
 }
 
 static void rm_rf(const char *dir) {
