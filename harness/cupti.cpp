@@ -20,8 +20,9 @@
  * cuptiRangeProfilerSetConfig only stores its fields; the session begin passes numTraceBuffers 2,
  * avgRangeNameLength 128, maxLaunchesPerPass 1). Ranges beyond it are lost without a count (DecodeData's
  * numOfRangeDropped counts only ranges that miss the counter data image): the first device run decoded 128 of
- * ~480 flat ranges after sessions of 64. So a session of more ranges than the range profiler's session was begun
- * with re-creates the range profiler (Disable, Enable) first, and range names are at most 127 characters.
+ * ~480 flat ranges after sessions of 64. So the first session since Enable asks for HX_COUNTERS_PASS_RANGES ranges
+ * (its trace buffers: 2 x 4096 x 128 B), later ones for what they need, and range names are at most 127
+ * characters. Re-creating the range profiler for a larger session (Disable, Enable) crashed in the next pass.
  * Errors that mean "counters are not available here" (no permission, another profiler attached, unsupported
  * device/driver) return HX_EUNSUPPORTED with one sentence saying why and what to do, so the caller can go on
  * timing-only.
@@ -59,6 +60,7 @@ struct hx_counters {
   CUcontext ctx = nullptr;
   bool profiler_initialized = false;
   size_t passes = 0, max_ranges = 0;
+  size_t image_ranges = 0;   /* the ranges the counter data image is sized for */
   size_t set_ranges = 0;     /* maxRangesPerPass of the last SetConfig */
   size_t session_ranges = 0; /* the maxRangesPerPass CUPTI's session was begun with; 0: none since Enable */
   uint16_t nesting = 1;
@@ -349,7 +351,7 @@ static hx_status size_image(hx_counters *c, size_t max_ranges, hx_err *err) {
   sz.maxNumRangeTreeNodes = (uint32_t)max_ranges;
   CUPTI_TRY(cuptiRangeProfilerGetCounterDataSize, sz);
   c->image.assign(sz.counterDataSize, 0);
-  c->max_ranges = max_ranges;
+  c->image_ranges = max_ranges;
   return HX_OK;
 }
 
@@ -422,8 +424,9 @@ extern "C" hx_status hx_counters_open(hx_counters **out, int device, const char 
   if (!out) return hx_errf(err, HX_EINVAL, "counters: NULL output");
   *out = nullptr;
   if (!names || n == 0) return hx_errf(err, HX_EINVAL, "counters: no metric names");
-  if (max_ranges == 0 || nesting_levels == 0 || nesting_levels > 8)
-    return hx_errf(err, HX_EINVAL, "counters: max_ranges must be > 0 and nesting levels 1..8");
+  if (max_ranges == 0 || max_ranges > HX_COUNTERS_PASS_RANGES || nesting_levels == 0 || nesting_levels > 8)
+    return hx_errf(err, HX_EINVAL, "counters: max_ranges must be 1..%d and nesting levels 1..8",
+                   HX_COUNTERS_PASS_RANGES);
   hx_counters *c = nullptr;
   try {
     c = new hx_counters();
@@ -466,12 +469,11 @@ extern "C" hx_status hx_counters_set_max_ranges(hx_counters *c, size_t max_range
   if (!c || !c->rp) return hx_errf(err, HX_EINVAL, "counters: not open");
   if (c->in_pass) return hx_errf(err, HX_EINVAL, "counters: max ranges changed inside a pass");
   if (max_ranges == 0) return hx_errf(err, HX_EINVAL, "counters: max_ranges must be > 0");
-  if (max_ranges == c->max_ranges) return HX_OK;
-  try {
-    return size_image(c, max_ranges, err);
-  } catch (const std::bad_alloc &) {
-    return hx_errf(err, HX_ENOMEM, "counters: out of host memory for a counter data image of %zu ranges", max_ranges);
-  }
+  if (max_ranges > HX_COUNTERS_PASS_RANGES)
+    return hx_errf(err, HX_EINVAL, "counters: %zu ranges in one pass, more than the %d CUPTI's range profiler is sized "
+                   "for (HX_COUNTERS_PASS_RANGES)", max_ranges, HX_COUNTERS_PASS_RANGES);
+  c->max_ranges = max_ranges; /* the image follows at the next session_begin */
+  return HX_OK;
 }
 
 extern "C" size_t hx_counters_max_ranges(const hx_counters *c) { return c ? c->max_ranges : 0; }
@@ -481,14 +483,14 @@ extern "C" hx_status hx_counters_session_begin(hx_counters *c, hx_err *err) {
   if (c->in_pass) return hx_errf(err, HX_EINVAL, "counters: session begun inside a pass");
   c->range_names.clear();
   c->range_values.clear();
-  if (c->session_ranges && c->max_ranges > c->session_ranges) {
-    /* CUPTI's session holds the ranges it was begun with (file comment): a new range profiler for more */
-    rp_disable(c);
-    hx_err e;
-    const hx_status st = rp_enable(c, &e);
-    if (st != HX_OK)
-      return hx_errf(err, st, "counters: re-creating the range profiler for %zu ranges a pass: %s", c->max_ranges,
-                     e.msg);
+  /* The first session since Enable sizes CUPTI's trace buffer for good (file comment): it asks for the most ranges a
+   * pass may ever hold, later ones for what they need. Re-creating the range profiler instead (Disable, Enable)
+   * crashed inside libcupti 13.0 on the next pass (H200, 281f372). */
+  const size_t want = c->session_ranges ? c->max_ranges : std::max(c->max_ranges, (size_t)HX_COUNTERS_PASS_RANGES);
+  try {
+    if (want != c->image_ranges) HX_TRY(size_image(c, want, err));
+  } catch (const std::bad_alloc &) {
+    return hx_errf(err, HX_ENOMEM, "counters: out of host memory for a counter data image of %zu ranges", want);
   }
   CUpti_RangeProfiler_CounterDataImage_Initialize_Params ii;
   std::memset(&ii, 0, sizeof ii);
@@ -507,13 +509,13 @@ extern "C" hx_status hx_counters_session_begin(hx_counters *c, hx_err *err) {
   sc.pCounterDataImage = c->image.data();
   sc.range = CUPTI_UserRange;
   sc.replayMode = CUPTI_UserReplay;
-  sc.maxRangesPerPass = c->max_ranges;
+  sc.maxRangesPerPass = want;
   sc.numNestingLevels = c->nesting;
   sc.minNestingLevel = 1;
   sc.passIndex = 0;
   sc.targetNestingLevel = 1;
   CUPTI_TRY(cuptiRangeProfilerSetConfig, sc);
-  c->set_ranges = c->max_ranges;
+  c->set_ranges = want;
   return HX_OK;
 }
 

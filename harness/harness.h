@@ -387,7 +387,8 @@ hx_status hx_counters_profile(hx_counters *c, const char *range, const hx_closur
  * max_ranges (> 0) and the next session_begin uses it. Outside a pass only. A whole network profiled component
  * by component needs hundreds of ranges; a stage needs one, so callers put the old value back afterwards.
  * CUPTI sizes the trace buffer of a range profiler once, at its first pass, and loses the ranges beyond it
- * without a count: a session of more ranges than that first one re-creates the range profiler (cupti.cpp). */
+ * without a count: that first pass is sized for HX_COUNTERS_PASS_RANGES, the most a session may ask (cupti.cpp). */
+#define HX_COUNTERS_PASS_RANGES 4096
 hx_status hx_counters_set_max_ranges(hx_counters *c, size_t max_ranges, hx_err *err);
 size_t hx_counters_max_ranges(const hx_counters *c);
 /* The longest range name hx_counters_push takes: CUPTI sizes its trace buffer for names of 128 bytes a range. */

@@ -264,6 +264,8 @@ static void test_many_ranges(void **state) {
   static hx_flat f;
   assert_int_equal(hx_flat_init(&f, counters, MANY_FLAT, &e), HX_OK);
   assert_true(f.cap > 128 && before < f.cap);
+  /* more than the range profiler's first session was sized for: refused, not lost */
+  assert_int_equal(hx_counters_set_max_ranges(counters, HX_COUNTERS_PASS_RANGES + 1, &e), HX_EINVAL);
   assert_int_equal(hx_counters_set_max_ranges(counters, f.cap, &e), HX_OK);
   assert_int_equal(hx_counters_session_begin(counters, &e), HX_OK);
   for (int done = 0, passes = 0; !done;) {
