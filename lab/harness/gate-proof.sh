@@ -221,6 +221,17 @@ note "rounds: $done_pairs in $(elapsed) s (runs.tsv: seconds per run)"
 
 # ---- 5. summary -------------------------------------------------------------------------------------------
 summary "$PT" | tee -a "$SUM"
+# every key called slower besides the planted one, with the rule that set its threshold: what to look at when
+# the gate cried wolf (the compare outputs come back packed, but a caller may only read this summary)
+note "keys called slower besides the planted one (pair, key, change, threshold, rule):"
+awk -F, -v re="$PLANT_RE" '
+  FNR == 1 { f = FILENAME; sub(/.*\//, "", f); sub(/\.csv$/, "", f); next }
+  $14 == "slower" && ($1 "/" $2 "/" $3 "/") !~ re {
+    printf "  %-22s %s/%s/%s %s %s  %+.2f%%  (threshold %.2f%%, %s)\n", f, $1, $2, $3, $5, $7, 100 * $10, 100 * $11, $12
+    n++
+  }
+  END { if (!n) print "  none" }' "$OUT"/compare/*.csv | tee -a "$SUM"
 cp "$WORK/runs/n0-$TAG/context.csv" "$OUT/context-n0.csv" 2>/dev/null
-gzip -f "$OUT"/compare/*.txt 2>/dev/null
+# one archive instead of ~170 files: the device tool returns a limited number of files
+tar czf "$OUT/compare.tar.gz" -C "$OUT" compare && rm -rf "$OUT/compare"
 exit 0
