@@ -6,9 +6,13 @@
  * Why a threshold per key: with hundreds of samples per key the U test finds any shift significant, so the
  * threshold alone decides, and a fixed 3% called 10 of 322 keys slower in two identical H100 sweeps minutes
  * apart (GPU stages 3.1-4.2% apart, CPU references 13-29%; docs/measurement.md, "Regression gate"). The
- * threshold is max(min_effect, noise_k x batch_noise, noise_k x aa_change): the drift the key showed inside
- * each run (the range of its batch medians, hx_stats_batch_spread) and, given a calibration of this device and
- * build, the largest change of its median between A/A runs. The table says which term set it.
+ * threshold is max(min_effect, noise_k x batch_noise, HX_GATE_AA_Z x sqrt(2) x aa_sigma): the drift the key
+ * showed inside each run (the range of its batch medians, hx_stats_batch_spread) and, given a calibration of this
+ * device and build, the spread of its median between A/A runs: aa_sigma is the 90% upper confidence bound of the
+ * runs' standard deviation (relative), so a pair of runs differs by more than HX_GATE_AA_Z of its own sd at most
+ * ~1e-4 of the time when sigma is known, ~3e-4 from 8 calibration runs, ~4e-3 from 3. The largest change between
+ * 3 runs, times 2 (the first rule), put the threshold near 3.4 sd of a run and called one key slower in 2 of 14
+ * A/A pairs on an H200 (docs/measurement.md, "Regression gate"). The table says which term set it.
  *
  * Direction: a metric whose unit is a time (ns, us, ms, s) or "cycles" is better when lower; a rate (unit
  * ending in "/s", e.g. GB/s, or "%") is better when higher, so "faster" means "improved" in both.
@@ -17,10 +21,10 @@
  * never count as slower.
  *
  * Calibration file (hx_gate_calibrate), RFC 4180 CSV, one record type per line, the type first:
- *   f3dbench-gate-calibration,1,<runs>
+ *   f3dbench-gate-calibration,2,<runs>                 (format 1, the largest change, is refused: calibrate again)
  *   run,<directory>                                   (each calibration run)
  *   context,<key>,<value>                             (the context every calibration run shared)
- *   key,<pipeline>,<kernel>,<variant>,<workload>,<n_points>,<batch>,<metric>,<runs>,<aa_change>
+ *   key,<pipeline>,<kernel>,<variant>,<workload>,<n_points>,<batch>,<metric>,<runs>,<aa_sigma>
  */
 #include "harness/harness.h"
 
@@ -154,7 +158,8 @@ static void judge(gate_row *row, const hx_gate_opts *o, const double *a, size_t 
   row->thr = o->min_effect;
   row->rule = RULE_MIN;
   if (o->noise_k * batch > row->thr) row->thr = o->noise_k * batch, row->rule = RULE_BATCH;
-  if (o->noise_k * aa > row->thr) row->thr = o->noise_k * aa, row->rule = RULE_AA;
+  const double aa_thr = HX_GATE_AA_Z * sqrt(2.0) * aa;
+  if (aa_thr > row->thr) row->thr = aa_thr, row->rule = RULE_AA;
   row->v = hx_stats_compare(a, na, b, nn, o->alpha, row->thr, &row->rel, &row->p);
   size_t len = 0;
   if (strcmp(row->k->unit, kn->unit) != 0) {
@@ -380,8 +385,27 @@ static size_t group_find(const hx_run *r, const hx_run_row *k) {
   return (size_t)-1;
 }
 
+/* 10% quantiles of chi-square with nu = 1..30 degrees of freedom; Wilson-Hilferty above (within 0.2% there). */
+static const double chi2_q10[30] = {0.01579, 0.2107, 0.5844, 1.0636, 1.6103, 2.2041, 2.8331, 3.4895, 4.1682, 4.8652,
+                                    5.5778,  6.3038, 7.0415, 7.7895, 8.5468, 9.3122, 10.0852, 10.8649, 11.6509, 12.4426,
+                                    13.2396, 14.0415, 14.8480, 15.6587, 16.4734, 17.2919, 18.1139, 18.9392, 19.7677,
+                                    20.5992};
+
+double hx_gate_sigma_bound(size_t runs) {
+  if (runs < 2) return NAN;
+  const double nu = (double)(runs - 1);
+  double q;
+  if (runs - 1 <= 30) {
+    q = chi2_q10[runs - 2];
+  } else {
+    const double a = 2.0 / (9.0 * nu), t = 1.0 - a - 1.2815516 * sqrt(a);
+    q = nu * t * t * t;
+  }
+  return sqrt(nu / q);
+}
+
 static hx_status calib_text(FILE *f, hx_run *runs, size_t n, hx_err *err) {
-  fprintf(f, "f3dbench-gate-calibration,1,%zu\n", n);
+  fprintf(f, "f3dbench-gate-calibration,2,%zu\n", n);
   for (size_t r = 0; r < n; r++) {
     fputs("run,", f);
     hx_csv_field(f, runs[r].dir);
@@ -424,15 +448,14 @@ static hx_status calib_text(FILE *f, hx_run *runs, size_t n, hx_err *err) {
       usable = isfinite(med[r]) && med[r] > 0.0;
     }
     if (!usable) continue; /* a key some run lacks is not calibrated: the gate says so per key */
-    double lo = med[0], hi = med[0];
-    for (size_t r = 1; r < n; r++) {
-      if (med[r] < lo) lo = med[r];
-      if (med[r] > hi) hi = med[r];
-    }
-    const double centre = hx_stats_median(med, n);
+    /* medians are read in run order: hx_stats_median may reorder med, so the centre comes after the spread */
+    double mean = 0.0, ss = 0.0;
+    for (size_t r = 0; r < n; r++) mean += med[r] / (double)n;
+    for (size_t r = 0; r < n; r++) ss += (med[r] - mean) * (med[r] - mean);
+    const double sd = sqrt(ss / (double)(n - 1));
     fputs("key,", f);
     csv_key(f, k);
-    fprintf(f, ",%zu,%.6g\n", n, (hi - lo) / centre);
+    fprintf(f, ",%zu,%.6g\n", n, hx_gate_sigma_bound(n) * sd / mean);
   }
   free(x);
   free(med);
@@ -520,7 +543,7 @@ static hx_status calib_record(hx_gate_calib *c, char **fld, size_t nf, size_t li
   double aa = strtod(fld[9], &end);
   if (parse_u64(fld[5], UINT64_MAX, &n_points) || parse_u64(fld[6], UINT32_MAX, &batch) ||
       parse_u64(fld[8], 1000000, &runs) || runs < 2 || end == fld[9] || *end != '\0' || !isfinite(aa) || aa < 0.0)
-    return hx_errf(err, HX_EFORMAT, "%s: record %zu: bad n_points, batch, runs or aa_change", c->path, line);
+    return hx_errf(err, HX_EFORMAT, "%s: record %zu: bad n_points, batch, runs or aa_sigma", c->path, line);
   if (c->n_keys == *cap_keys) {
     size_t cap = *cap_keys ? 2 * *cap_keys : 256;
     hx_run_row *k = realloc(c->keys, cap * sizeof *k);
@@ -568,8 +591,11 @@ hx_status hx_gate_calib_load(hx_gate_calib *out, const char *path, hx_err *err) 
     line++;
     if (line == 1) {
       unsigned long long runs;
-      if (nf != 3 || strcmp(fld[0], "f3dbench-gate-calibration") != 0 || strcmp(fld[1], "1") != 0 ||
-          parse_u64(fld[2], 1000000, &runs) || runs < 2)
+      if (nf == 3 && strcmp(fld[0], "f3dbench-gate-calibration") == 0 && strcmp(fld[1], "1") == 0)
+        st = hx_errf(err, HX_EFORMAT, "%s: a calibration of format 1 (the largest A/A change), which this gate no "
+                     "longer reads: write it again with f3dbench compare --calibrate", path);
+      else if (nf != 3 || strcmp(fld[0], "f3dbench-gate-calibration") != 0 || strcmp(fld[1], "2") != 0 ||
+               parse_u64(fld[2], 1000000, &runs) || runs < 2)
         st = hx_errf(err, HX_EFORMAT, "%s: not a gate calibration (written by f3dbench compare --calibrate)", path);
       else
         out->runs = (size_t)runs;

@@ -279,11 +279,13 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
 /* The regression gate (compare.c). A key (pipeline, kernel, variant, workload, n_points, batch, metric) with raw
  * samples in both runs is called slower (faster) when the U test gives p < alpha AND the relative change of the
  * medians, (new - base) / base, is worse (better) by at least the key's own threshold:
- *   threshold = max(min_effect, noise_k x batch_noise, noise_k x aa_change)
+ *   threshold = max(min_effect, noise_k x batch_noise, HX_GATE_AA_Z x sqrt(2) x aa_sigma)
  *   batch_noise: hx_stats_batch_spread of the key's samples with HX_GATE_BATCHES batches, summed over the two
  *                runs: the drift the key showed inside each run;
- *   aa_change:   from a calibration of this device and build (hx_gate_calibrate): the largest relative change of
- *                the key's median between runs of one build (A/A), the drift between runs; 0 without one.
+ *   aa_sigma:    from a calibration of this device and build (hx_gate_calibrate): the standard deviation of the
+ *                key's median between runs of one build (A/A, relative), the drift between runs, at its 90% upper
+ *                confidence bound (x hx_gate_sigma_bound(runs): 3.08 for 3 runs, 1.57 for 8); 0 without one. A
+ *                pair of runs differs by sqrt(2) sigma (sd): HX_GATE_AA_Z of it is crossed ~1e-4 of the time.
  * The table names the term that set each threshold ("min", "batch", "aa"). Lower is better for times, higher
  * for rates (unit ending in "/s", or "%"). Keys on one side only are unknown, never slower. Keys not gated get
  * no verdict and are counted apart: CPU stages (variant "cpu") unless include_cpu, keys outside `keys`.
@@ -291,15 +293,20 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
  * ceiling_gemm_fp16_tflops for a key with declared FLOPs: a flops row in results.csv), time x new/base and rate x
  * base/new, so a machine that is slower as a whole (its copy or GEMM ceiling) does not read as a regression. */
 #define HX_GATE_BATCHES 5
+#define HX_GATE_AA_Z 3.72
+/* sqrt((runs - 1) / chi2_{0.10}(runs - 1)): an sd from `runs` values times this is above the true sd 90% of the
+ * time (NaN for runs < 2). */
+double hx_gate_sigma_bound(size_t runs);
 typedef struct hx_gate_calib {
   char *path;
-  hx_run_row *keys;    /* sorted by hx_run_row_key_cmp; value = aa_change (ratio), sample = runs it came from */
+  hx_run_row *keys;    /* sorted by hx_run_row_key_cmp; value = aa_sigma (ratio), sample = runs it came from */
   size_t n_keys, runs;
   char **ctx_keys, **ctx_vals; /* the context every calibration run shared (device, build, ...) */
   size_t n_ctx;
 } hx_gate_calib;
-/* Write the calibration of runs[0..n) (n >= 2, complete, from one device and build) to path: per key with raw
- * samples in every run, the range of the runs' medians over their median. HX_EINVAL naming the problem. */
+/* Write the calibration of runs[0..n) (n >= 2, complete, from one device and build; 8 or more keep the bound near
+ * the sd) to path: per key with raw samples in every run, aa_sigma = hx_gate_sigma_bound(n) x the sample standard
+ * deviation of the runs' medians over their mean. HX_EINVAL naming the problem. */
 hx_status hx_gate_calibrate(hx_run *runs, size_t n, const char *path, hx_err *err);
 hx_status hx_gate_calib_load(hx_gate_calib *out, const char *path, hx_err *err); /* nothing left allocated on failure */
 void hx_gate_calib_free(hx_gate_calib *c);
@@ -309,7 +316,7 @@ hx_status hx_gate_calib_check(const hx_gate_calib *c, const hx_run *r, hx_err *e
 typedef struct hx_gate_opts {
   double alpha;      /* U test significance (0.01) */
   double min_effect; /* the smallest threshold (0.03) */
-  double noise_k;    /* multiplier of the noise terms (2) */
+  double noise_k;    /* multiplier of the batch noise (2); the calibration's term has its own (HX_GATE_AA_Z) */
   int include_cpu;   /* 1 gate CPU stages too, 0 never; -1 (default): only when neither run had a GPU (context
                       * device "none"), whose keys are all CPU stages */
   const char *keys;  /* NULL, or comma-separated fnmatch globs on "pipeline/kernel/variant": gate the matches only */

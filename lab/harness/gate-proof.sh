@@ -20,7 +20,7 @@
 # starts no round that would end after DEADLINE_S (540 s from its start, build included) and says how many pairs
 # it made; the rest come from another call on the warm machine (SKIP_BUILD=1: the binaries and the calibration
 # are kept in $BUILD) and `summarize` adds the outputs up.
-# Knobs: OUT (./gate-proof-out)  PAIRS (20)  CAL (3)  SIZES (300k)  PIPELINES (ptv3)  MAX_TIME (0.25)
+# Knobs: OUT (./gate-proof-out)  PAIRS (20)  CAL (8)  SIZES (300k)  PIPELINES (ptv3)  MAX_TIME (0.25)
 #        SWEEP_ARGS (extra sweep options)  DEADLINE_S (540)  NOISE_K, MIN_EFFECT (compare's defaults when empty)
 #        PLANTS ("10 5")  PLANT_RE (awk regex on pipeline/kernel/variant: ^ptv3/gather_qkv_C64/)  ARCH (90)
 #        BUILD (build-gate-proof)  SKIP_BUILD (0)  RECALIBRATE (0)  WORK (/tmp/gate-proof: the runs, not returned)
@@ -86,7 +86,7 @@ T0=$(date +%s)
 OUT=${OUT:-$PWD/gate-proof-out}
 BUILD=${BUILD:-build-gate-proof}
 . lab/harness/device-common.sh
-PAIRS=${PAIRS:-20}; CAL=${CAL:-3}; SIZES=${SIZES:-300k}; PIPELINES=${PIPELINES:-ptv3}; MAX_TIME=${MAX_TIME:-0.25}
+PAIRS=${PAIRS:-20}; CAL=${CAL:-8}; SIZES=${SIZES:-300k}; PIPELINES=${PIPELINES:-ptv3}; MAX_TIME=${MAX_TIME:-0.25}
 DEADLINE_S=${DEADLINE_S:-540}; PLANTS=${PLANTS:-10 5}; WORK=${WORK:-/tmp/gate-proof}
 BIN_DIR=$BUILD/gate-bin
 elapsed() { echo $(( $(date +%s) - T0 )); }
