@@ -188,13 +188,23 @@ typedef hx_status (*spc_conv_fn)(void *d_y, const void *d_x, const spc_weights *
                                  size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, struct CUstream_st *stream,
                                  hx_err *err);
 typedef struct spc_variant {
-  int id;           /* v0: gather-GEMM-scatter per offset through cuBLAS; v1: fused implicit GEMM; v2: small in */
+  int id;           /* v0: gather-GEMM-scatter per offset through cuBLAS; v1: fused implicit GEMM; v2: small in;
+                     * v3: v1 over rows sorted by neighbour mask (spc_mask_order_cpu is its order's reference) */
   const char *name;
   spc_conv_fn fn;
   int needs_rule;   /* 1: reads the map's rulebook and host counts (v0); 0: only nbr (v1, v2), and needs no ctx */
 } spc_variant;
 int spc_variant_count(void);
 const spc_variant *spc_variant_get(int i);
+/* The row order v3 convolves in (its reference; v3 builds the same order on the GPU): rows sorted by their
+ * neighbour mask (bit o set when nbr[i * K + o] is a row of the map), ascending, rows of one mask in increasing
+ * order (a stable sort). A 16-row group of rows that share a mask has neighbours at fewer offsets, so v1's kernel
+ * skips more (group, offset) steps. order [m->n]; K <= 32 (HX_EINVAL otherwise). */
+hx_status spc_mask_order_cpu(uint32_t *order, const spc_map *m, hx_err *err);
+/* The (16-row group, offset) steps v1's kernel multiplies over rows taken in `order` (NULL: as they are; groups
+ * are rows [16 g, 16 g + 16) of that sequence, as v1's tiles are multiples of 16): a group steps at offset o when
+ * one of its rows has a neighbour there. 16 x steps / m->pairs is the padding of v1's tensor work. */
+uint64_t spc_group_steps_cpu(const spc_map *m, const uint32_t *order);
 /* The best variant for (in, out) on this build (the main path's one entry): v2 where in <= 8, v1 where in and
  * out are multiples of 16, else v0. A map whose convolutions all take a variant without needs_rule can be built
  * without d_rule. */

@@ -13,6 +13,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nets/nets_internal.h"
 #include "nets/spconv_internal.h"
@@ -158,6 +159,53 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
   /* output rows are independent: split them over the CPUs */
   hx_par_for(m->n, 1 + 65536 / (K * in * out / 4 + 1), conv_rows, &c);
   return HX_OK;
+}
+
+/* ---- v3's row order -------------------------------------------------------------------------------- */
+static uint32_t row_mask(const spc_map *m, uint32_t i) {
+  uint32_t mask = 0;
+  for (uint32_t o = 0; o < m->K; ++o) {
+    const int32_t j = m->nbr[(size_t)i * m->K + o];
+    mask |= (j >= 0 && (uint32_t)j < m->n ? 1u : 0u) << o;
+  }
+  return mask;
+}
+
+hx_status spc_mask_order_cpu(uint32_t *order, const spc_map *m, hx_err *err) {
+  if (!order || !m || (m->n && !m->nbr)) return hx_errf(err, HX_EINVAL, "spc_mask_order_cpu: NULL argument");
+  if (m->K > 32u) return hx_errf(err, HX_EINVAL, "spc_mask_order_cpu: %u offsets do not fit a 32-bit mask", m->K);
+  uint64_t *key = malloc((m->n ? m->n : 1) * sizeof *key);
+  if (!key) return hx_errf(err, HX_ENOMEM, "spc_mask_order_cpu: %u rows", m->n);
+  for (uint32_t i = 0; i < m->n; ++i) key[i] = (uint64_t)row_mask(m, i) << 32 | i; /* (mask, row): stable */
+  /* LSD radix sort of the 64-bit keys, 16 bits a pass (the row half is already in order: passes over bits 32..63) */
+  uint64_t *tmp = malloc((m->n ? m->n : 1) * sizeof *tmp);
+  size_t *count = malloc(65537 * sizeof *count);
+  if (!tmp || !count) {
+    free(key), free(tmp), free(count);
+    return hx_errf(err, HX_ENOMEM, "spc_mask_order_cpu: %u rows", m->n);
+  }
+  for (int shift = 32; shift < 64; shift += 16) {
+    memset(count, 0, 65537 * sizeof *count);
+    for (uint32_t i = 0; i < m->n; ++i) count[((key[i] >> shift) & 0xFFFFu) + 1]++;
+    for (size_t b = 1; b < 65537; ++b) count[b] += count[b - 1];
+    for (uint32_t i = 0; i < m->n; ++i) tmp[count[(key[i] >> shift) & 0xFFFFu]++] = key[i];
+    uint64_t *t = key;
+    key = tmp, tmp = t;
+  }
+  for (uint32_t i = 0; i < m->n; ++i) order[i] = (uint32_t)key[i];
+  free(key), free(tmp), free(count);
+  return HX_OK;
+}
+
+uint64_t spc_group_steps_cpu(const spc_map *m, const uint32_t *order) {
+  if (!m || !m->nbr || m->K > 32u) return 0;
+  uint64_t steps = 0;
+  for (uint32_t g = 0; g < m->n; g += 16u) {
+    uint32_t any = 0;
+    for (uint32_t r = g; r < g + 16u && r < m->n; ++r) any |= row_mask(m, order ? order[r] : r);
+    steps += (uint64_t)__builtin_popcount(any);
+  }
+  return steps;
 }
 
 /* ---- The variant table (one list: spconv_internal.h) ---------------------------------------------- */
