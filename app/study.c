@@ -21,6 +21,8 @@
  * run) where the run has cost rows, the measured components and the reason otherwise.
  */
 #include "app/study.h"
+#include "kernels/kernels.h"
+#include "nets/nets.h"
 
 #include <fnmatch.h>
 #include <math.h>
@@ -477,7 +479,7 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
  * the linearity target for Flash3D (R^2 >= 0.99 over 100k..600k). */
 static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
   int head = 0;
-  char target[2048] = "";
+  char target[2048] = "", fill[512] = "";
   size_t tl = 0;
   for (size_t ri = 0; ri < n_runs; ri++) {
     const hx_run *r = &runs[ri];
@@ -510,6 +512,18 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
         if (!strcmp(m->pipeline, "flash3d-net") && tl < sizeof target)
           tl += (size_t)snprintf(target + tl, sizeof target - tl, "%s%s on %s R^2 %.4f: %s", tl ? "; " : "",
                                  m->display, short_dev(labels[ri]), r2, r2 >= 0.99 ? "met" : "NOT met");
+        net_config cfg;
+        hx_err cerr;
+        if (!strcmp(m->pipeline, "flash3d-net") && !fill[0] && net_config_named(&cfg, m->variant, &cerr) == HX_OK &&
+            cfg.bucket > 0) { /* sizes are clouds of batch 1: level 0 holds x[i] rows */
+          size_t fl = (size_t)snprintf(fill, sizeof fill, "level 0's buckets (the next power of two of n / %d per "
+                                       "cloud, the public code's rule) are", cfg.bucket);
+          for (size_t i = 0; i < k && fl < sizeof fill; i++) {
+            const double cap = (double)psh_auto_buckets((size_t)x[i], (uint32_t)cfg.bucket) * cfg.bucket;
+            fl += (size_t)snprintf(fill + fl, sizeof fill - fl, "%s %.0f%% full at %.0fk", i ? "," : "",
+                                   100.0 * x[i] / cap, x[i] / 1e3);
+          }
+        }
       } else {
         fprintf(f, "| %s | %s | %zu | - | - | - (fewer than 3 sizes) |\n", m->display, short_dev(labels[ri]), k);
       }
@@ -517,7 +531,9 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
   }
   if (!head) return;
   if (tl)
-    fprintf(f, "\nTarget: Flash3D's latency grows linearly with points, R^2 >= 0.99 over 100k to 600k: %s.\n\n", target);
+    fprintf(f, "\nTarget: Flash3D's latency grows linearly with points, R^2 >= 0.99 over 100k to 600k: %s.%s%s%s\n\n",
+            target, fill[0] ? " Its attention per point follows the fill of its buckets, and " : "", fill,
+            fill[0] ? " (docs/nets.md)." : "");
   else
     fputs("\nTarget: Flash3D's latency grows linearly with points (R^2 >= 0.99): no Flash3D configuration was timed "
           "at 3 sizes or more.\n\n",

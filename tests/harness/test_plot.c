@@ -838,6 +838,9 @@ static void test_nets_report(void **state) {
   assert_non_null(strstr(rep, "| Flash3D-46m | H100 80GB HBM3 | 3 (100k to 300k) | 30.000 | 0.67 | 0.9985 |\n"));
   assert_non_null(strstr(rep, "| Flash3D-129m | H100 80GB HBM3 | 1 | - | - | - (fewer than 3 sizes) |\n"));
   assert_non_null(strstr(rep, "R^2 >= 0.99 over 100k to 600k: Flash3D-46m on H100 80GB HBM3 R^2 0.9985: met."));
+  /* with the bucket fill of each size (buckets per cloud: the next power of two of n / 512): 100k -> 256 buckets,
+   * 76% full; 200k -> 512, 76%; 300k -> 1024, 57% */
+  assert_non_null(strstr(rep, "are 76% full at 100k, 76% full at 200k, 57% full at 300k (docs/nets.md)."));
   /* no cost rows: the measured components with the reason, side by side */
   assert_non_null(strstr(rep, "No cost rows in this run"));
   assert_non_null(strstr(rep, "| component | PTv3-m1 (ms) | share | Flash3D-46m (ms) | share | Flash3D-129m (ms) | "
