@@ -33,7 +33,7 @@ static void net_usage(FILE *f) {
   fprintf(f,
           "usage: f3dbench net --model NAME [--points N | --input FILE] [--batch B] [--dtype fp16|bf16]\n"
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
-          "                    [--reps R] [--check-points N] [--device gpu|cpu]\n"
+          "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -52,7 +52,9 @@ static void net_usage(FILE *f) {
           "  --seed S           cloud, intensity, weight and order-shuffle seed (default 3407)\n"
           "  --reps R           timed forwards (default 20)\n"
           "  --check-points N   points per cloud of the check against the CPU forward (default 3000)\n"
-          "  --device D         gpu (default when built with CUDA) or cpu (the fp32 reference forward alone)\n");
+          "  --device D         gpu (default when built with CUDA) or cpu (the fp32 reference forward alone)\n"
+          "  --spconv VARIANT   PTv3 on the GPU: the k = 3 (xCPE) convolutions' variant (v0, v1, v3 ...; default:\n"
+          "                     the best for each width, the main path), an ablation; checked like the default\n");
 }
 
 typedef struct net_cli {
@@ -61,6 +63,7 @@ typedef struct net_cli {
   double voxel;
   net_dtype dt;
   int graph, cpu;
+  const char *spconv; /* --spconv: a variant name, or NULL */
 } net_cli;
 
 /* Clouds of the run: B synthetic lidar clouds of exactly `points` unique voxels each (seed + c), or the file's
@@ -297,12 +300,12 @@ int f3d_cmd_net(int argc, char **argv) {
       {"voxel", required_argument, NULL, 'v'},  {"seed", required_argument, NULL, 's'},
       {"reps", required_argument, NULL, 'r'},   {"check-points", required_argument, NULL, 'c'},
       {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
-  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA};
+      {"spconv", required_argument, NULL, 'S'}, {NULL, 0, NULL, 0}};
+  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -341,6 +344,7 @@ int f3d_cmd_net(int argc, char **argv) {
       else if (strcmp(optarg, "gpu") == 0) o.cpu = 0;
       else return f3d_fail("net", "--device '%s': gpu or cpu", optarg), 2;
       break;
+    case 'S': o.spconv = optarg; break;
     default: net_usage(stderr); return 2;
     }
   }
@@ -349,6 +353,17 @@ int f3d_cmd_net(int argc, char **argv) {
   if (o.input && points_given) return f3d_fail("net", "--points and --input exclude each other"), 2;
   net_config cfg;
   if (net_config_named(&cfg, o.model, &err) != HX_OK) return f3d_fail_msg("net", err.msg), 2;
+  if (o.spconv) {
+    if (cfg.kind != 0) return f3d_fail("net", "--spconv: %s has no sparse convolution (PTv3 models only)", cfg.name), 2;
+    for (int i = 0; i < spc_variant_count() && !cfg.spconv_force; i++)
+      if (strcmp(spc_variant_get(i)->name, o.spconv) == 0) cfg.spconv_force = 1 + spc_variant_get(i)->id;
+    if (!cfg.spconv_force) {
+      char names[128] = "";
+      for (int i = 0, len = 0; i < spc_variant_count() && (size_t)len < sizeof names; i++)
+        len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", i ? ", " : "", spc_variant_get(i)->name);
+      return f3d_fail("net", "--spconv '%s': one of %s", o.spconv, names), 2;
+    }
+  }
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
 
   net_params p = {0};
@@ -365,9 +380,10 @@ int f3d_cmd_net(int argc, char **argv) {
   if (!rc) rc = make_batch(&bt, &o);
   if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
   if (!rc) {
-    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s\n", cfg.name,
+    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s\n", cfg.name,
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
-           o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random");
+           o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
+           o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "");
     fflush(stdout);
 #if F3D_HAVE_CUDA
     rc = o.cpu ? run_cpu(&o, &cfg, &p, &in) : run_gpu(&o, &cfg, &p, &bt, &in);

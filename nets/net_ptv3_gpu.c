@@ -269,6 +269,15 @@ static void destroy(void *impl) {
   free(g);
 }
 
+/* The variant of a convolution: spc_variant_best, or for the k = 3 (xCPE) ones the configuration's forced
+ * variant (spconv_force = 1 + id, an ablation). NULL when the forced id names no variant. */
+static const spc_variant *conv_variant(const p3g *g, size_t in, size_t out, uint32_t K) {
+  if (K != 27u || g->cfg.spconv_force <= 0) return spc_variant_best(in, out);
+  for (int i = 0; i < spc_variant_count(); i++)
+    if (spc_variant_get(i)->id == g->cfg.spconv_force - 1) return spc_variant_get(i);
+  return NULL;
+}
+
 static hx_status create_body(p3g *g, const net_params *p, hx_err *err) {
   net_ptv3_view *v = malloc(sizeof *v);
   if (!v) return hx_errf(err, HX_ENOMEM, "ptv3 gpu: view");
@@ -404,7 +413,7 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
   most = max_sz(most, sb);
   spc_weights w = {.in = (size_t)c->in_channels, .out = (size_t)c->enc_channels[0], .K = 125};
   m.n = (uint32_t)g->n, m.k = 5, m.K = 125;
-  const spc_variant *sv = spc_variant_best(w.in, w.out);
+  const spc_variant *sv = conv_variant(g, w.in, w.out, 125);
   if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant");
   HX_TRY(sv->fn(NULL, NULL, &w, &m, NULL, &sb, NULL, g->dt, NULL, err));
   most = max_sz(most, sb);
@@ -426,8 +435,9 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
       if (dec && l == c->levels - 1) break;
       const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
       spc_weights wc = {.in = C, .out = C, .K = 27};
-      sv = spc_variant_best(C, C);
-      if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant for %zu channels", C);
+      sv = conv_variant(g, C, C, 27);
+      if (!sv)
+        return hx_errf(err, HX_EINVAL, "ptv3 gpu: no sparse convolution variant v%d", g->cfg.spconv_force - 1);
       HX_TRY(sv->fn(NULL, NULL, &wc, &m, NULL, &sb, NULL, g->dt, NULL, err));
       most = max_sz(most, sb);
     }
@@ -451,7 +461,7 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
   NEED(&g->stem_nbr, n * 125 * 4, "ptv3 stem kernel map");
   /* the stem's rulebook (8 * 125 * n bytes: 600 MB at 600k) only where its convolution reads it: v0 does, v2
    * (the stem's variant, in <= 8) reads the map alone */
-  if (spc_variant_best(Cin, (size_t)c->enc_channels[0])->needs_rule)
+  if (conv_variant(g, Cin, (size_t)c->enc_channels[0], 125)->needs_rule)
     NEED(&g->stem_rule, spc_rule_elems((uint32_t)n, 5) * 4, "ptv3 stem rulebook");
   else
     g->stem_rule = NULL;
@@ -476,8 +486,10 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     /* the rulebook (8 * 27 * n bytes, and a scan and a pass per forward) only where a convolution of the level
      * reads it: v0 does, the fused v1 reads the map alone */
     const int dec_here = l < c->levels - 1;
-    if (spc_variant_best((size_t)c->enc_channels[l], (size_t)c->enc_channels[l])->needs_rule ||
-        (dec_here && spc_variant_best((size_t)c->dec_channels[l], (size_t)c->dec_channels[l])->needs_rule))
+    const spc_variant *ve = conv_variant(g, (size_t)c->enc_channels[l], (size_t)c->enc_channels[l], 27);
+    const spc_variant *vd = conv_variant(g, (size_t)c->dec_channels[l], (size_t)c->dec_channels[l], 27);
+    if (!ve || !vd) return hx_errf(err, HX_EINVAL, "ptv3 gpu: no sparse convolution variant v%d", c->spconv_force - 1);
+    if (ve->needs_rule || (dec_here && vd->needs_rule))
       NEED(&lv->rule, spc_rule_elems((uint32_t)m, 3) * 4, "ptv3 rulebook");
     else
       lv->rule = NULL;
@@ -574,7 +586,7 @@ static hx_status lin_gpu(g_run *r, void *y, const void *x, const net_dlin *l, si
 }
 
 static hx_status conv_gpu(g_run *r, void *y, const void *x, const spc_weights *w, const spc_map *m) {
-  const spc_variant *v = spc_variant_best(w->in, w->out);
+  const spc_variant *v = conv_variant(r->g, w->in, w->out, m->K);
   size_t sb = r->g->scratch_bytes;
   return v->fn(y, x, w, m, r->g->scratch, &sb, r->g->sctx, r->g->dt, r->cs, r->err);
 }

@@ -309,6 +309,8 @@ typedef struct net_config {
   int patch;             /* PTv3: patch size (1024) */
   int bucket, scope;     /* Flash3D: bucket rows (512), buckets per scope (8) */
   int rehash;            /* Flash3D: 1 = each encoder level runs a PSH of its own pooled points */
+  int spconv_force;      /* PTv3 on the GPU: 0 = spc_variant_best for every convolution (the default); 1 + id =
+                          * variant id for the k = 3 (xCPE) ones, an ablation (a width it refuses is an error) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

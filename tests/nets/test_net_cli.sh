@@ -25,6 +25,8 @@ expect_out 2 "--batch '17'" "$BIN" net --model ptv3-tiny --batch 17 --device cpu
 expect_out 2 "--dtype 'fp8'" "$BIN" net --model ptv3-tiny --dtype fp8 --device cpu
 expect_out 2 "--device 'tpu'" "$BIN" net --model ptv3-tiny --device tpu
 expect_out 2 "unexpected argument" "$BIN" net --model ptv3-tiny --device cpu extra
+expect_out 2 "--spconv 'v9': one of v0, v1" "$BIN" net --model ptv3-tiny --spconv v9 --device cpu
+expect_out 2 "--spconv: flash3d-tiny has no sparse convolution" "$BIN" net --model flash3d-tiny --spconv v1 --device cpu
 # weights: a missing file, a file that is not safetensors, a valid file whose names are not the model's
 expect_out 1 "$T/none.safetensors" "$BIN" net --model ptv3-tiny --device cpu --points 500 --weights "$T/none.safetensors"
 printf 'not a safetensors file at all' > "$T/bad.safetensors"

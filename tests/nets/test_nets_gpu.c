@@ -70,11 +70,13 @@ static void free_case(tcase *t) {
   wl_batch_free(&t->bt);
 }
 
-/* Create, prepare, run, check; returns the report; logits (when asked) of that forward. */
+/* Create, prepare, run, check; returns the report; logits (when asked) of that forward. force: net_config's
+ * spconv_force (0: the main path's variants). */
 static hx_status run_check(const char *model, net_dtype dt, const tcase *t, net_params *p, net_check_report *rep,
-                           int planted, hx_err *err) {
+                           int planted, int force, hx_err *err) {
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, model, err), HX_OK);
+  cfg.spconv_force = force;
   cudaStream_t s;
   assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   net_gpu *g = NULL;
@@ -95,7 +97,7 @@ static hx_status run_check(const char *model, net_dtype dt, const tcase *t, net_
   return st;
 }
 
-static void check_model(const char *model, net_dtype dt, uint32_t B, size_t n) {
+static void check_model_forced(const char *model, net_dtype dt, uint32_t B, size_t n, int force) {
   hx_err err = {HX_OK, ""};
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, model, &err), HX_OK);
@@ -105,13 +107,18 @@ static void check_model(const char *model, net_dtype dt, uint32_t B, size_t n) {
   memset(&t, 0, sizeof t);
   make_case(&t, B, n, g_seed ^ 0x5EEDu);
   net_check_report rep;
-  hx_status st = run_check(model, dt, &t, &p, &rep, 0, &err);
+  hx_status st = run_check(model, dt, &t, &p, &rep, 0, force, &err);
+  if (force) printf("(xCPE on spconv v%d) ", force - 1);
   printf("%s %s B=%u n=%zu: rel L2 %.3e (tol %.1e), max |diff| %.3g, ref rms %.3g%s%s\n", model, net_dtype_name(dt), B,
          t.in.n, rep.rel_l2, rep.tol, rep.max_abs, rep.ref_rms, st == HX_OK ? "" : ": ", st == HX_OK ? "" : err.msg);
   assert_int_equal(st, HX_OK);
   assert_true(rep.ref_rms > 0);
   free_case(&t);
   net_params_free(&p);
+}
+
+static void check_model(const char *model, net_dtype dt, uint32_t B, size_t n) {
+  check_model_forced(model, dt, B, n, 0);
 }
 
 static void test_ptv3_tiny_f16(void **state) {
@@ -123,6 +130,17 @@ static void test_ptv3_tiny_bf16(void **state) {
   (void)state;
   check_model("ptv3-tiny", NET_BF16, 2, 2500);
 }
+/* The xCPE convolutions forced on every k = 3 variant that takes PTv3's widths (f3dbench net --spconv): v0 (the
+ * library reference), v1 (the main path) and v3 (v1 over mask-sorted rows), each checked against the CPU. */
+static void test_ptv3_tiny_spconv_variants(void **state) {
+  (void)state;
+  for (int i = 0; i < spc_variant_count(); i++) {
+    const spc_variant *v = spc_variant_get(i);
+    if (v->id == 2) continue; /* v2 takes in <= 8 only: the stem's */
+    check_model_forced("ptv3-tiny", NET_F16, 2, 2500, 1 + v->id);
+  }
+}
+
 static void test_flash3d_tiny_f16(void **state) {
   (void)state;
   check_model("flash3d-tiny", NET_F16, 1, 3000);
@@ -147,7 +165,7 @@ static void test_check_catches_planted(void **state) {
     memset(&t, 0, sizeof t);
     make_case(&t, 1, 2000, g_seed);
     net_check_report rep;
-    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, &err), HX_ECHECK);
+    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, 0, &err), HX_ECHECK);
     printf("%s planted: rel L2 %.3g > tol %.1e (refused as it should be)\n", models[m], rep.rel_l2, rep.tol);
     free_case(&t);
     net_params_free(&p);
@@ -242,6 +260,7 @@ int main(void) {
           (unsigned long long)g_seed);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ptv3_tiny_f16),     cmocka_unit_test(test_ptv3_tiny_bf16),
+      cmocka_unit_test(test_ptv3_tiny_spconv_variants),
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),
   };
