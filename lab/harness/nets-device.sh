@@ -5,6 +5,7 @@
 #   OUT=...       log folder (default ./nets-out); summary.txt is printed last
 #   TESTS="nets_layers_gpu nets_spconv_gpu nets_gpu"   meson test names (empty: none)
 #   MODELS="ptv3 flash3d-46m"   SIZES="100k 300k 600k"   NET_ARGS="--graph --reps 20"
+#   SPCONV="v1 v3"  PTv3 models once per xCPE convolution variant (net --spconv; empty: the main path's only)
 #   SWEEP="--pipelines ptv3-net,flash3d-net --sizes 100k,300k,600k"   (empty: no sweep)
 #   F3D_GIT_COMMIT     the commit this tree is (the device copy has no .git)
 set -u
@@ -29,13 +30,21 @@ for t in ${TESTS-nets_layers_gpu nets_spconv_gpu nets_gpu}; do
   [ $rc -eq 0 ] || grep -E 'FAIL|ERROR|assert|error|rel L2|seed' "$OUT/test-$t.log" | head -20 | tee -a "$SUM"
 done
 for m in ${MODELS-ptv3 flash3d-46m}; do
+  vs=main
+  case $m in ptv3*) [ -n "${SPCONV:-}" ] && vs=$SPCONV ;; esac
   for n in ${SIZES-100k 300k 600k}; do
-    t1=$(date +%s)
-    $BIN net --model "$m" --points "$n" ${NET_ARGS---graph --reps 20} > "$OUT/net-$m-$n.log" 2>&1
-    rc=$?
-    note "net $m $n rc=$rc $(( $(date +%s) - t1 )) s"
-    grep -E '^(net:|check:|forward|graph|memory:)|^  [a-z]' "$OUT/net-$m-$n.log" | tee -a "$SUM"
-    [ $rc -eq 0 ] || tail -5 "$OUT/net-$m-$n.log" | tee -a "$SUM"
+    for v in $vs; do
+      t1=$(date +%s)
+      extra=""
+      [ "$v" = main ] || extra="--spconv $v"
+      log="$OUT/net-$m-$n-$v.log"
+      # shellcheck disable=SC2086
+      $BIN net --model "$m" --points "$n" ${NET_ARGS---graph --reps 20} $extra > "$log" 2>&1
+      rc=$?
+      note "net $m $n ($v) rc=$rc $(( $(date +%s) - t1 )) s"
+      grep -E '^(net:|check:|forward|graph|memory:)|^  [a-z]' "$log" | tee -a "$SUM"
+      [ $rc -eq 0 ] || tail -5 "$log" | tee -a "$SUM"
+    done
   done
 done
 if [ -n "${SWEEP:-}" ]; then
