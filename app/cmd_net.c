@@ -267,6 +267,13 @@ static int run_gpu(const net_cli *o, const net_config *cfg, const net_params *p,
       for (size_t i = 0; i < bd.n; i++)
         printf("  %-10s %9.3f ms  %5.1f%%  (%u ranges)\n", bd.name[i], bd.ms[i], sum > 0 ? 100.0 * bd.ms[i] / sum : 0.0,
                bd.calls[i]);
+      printf("by part of the network (ms):\n");
+      for (size_t q = 0; q < bd.n_parts; q++) {
+        printf("  %-10s", bd.part[q]);
+        for (size_t i = 0; i < bd.n; i++)
+          if (bd.part_ms[q][i] > 0.0) printf(" %s %.3f", bd.name[i], bd.part_ms[q][i]);
+        printf("\n");
+      }
     }
     if (st == HX_OK && !rc)
       printf("memory: arena peak %.1f MiB (the forward's buffers and weights), device in use after prepare +%.1f MiB "

@@ -82,6 +82,7 @@ hx_status f3d_net_fits(size_t *need, const net_config *cfg, const net_input *in,
 typedef struct bd_span {
   int begin, end;   /* event indices */
   int comp;         /* index into the breakdown's names */
+  int part;         /* index into the breakdown's parts, -1 past the table */
 } bd_span;
 
 typedef struct bd_ctx {
@@ -114,6 +115,20 @@ static int bd_component(f3d_net_breakdown *b, const char *path) {
   return (int)b->n++;
 }
 
+/* "enc2/block1/attn" -> "enc2"; "serialize" -> "serialize" (at most 15 characters). */
+static int bd_part(f3d_net_breakdown *b, const char *path) {
+  char key[16];
+  size_t k = strcspn(path, "/");
+  if (k >= sizeof key) k = sizeof key - 1;
+  memcpy(key, path, k);
+  key[k] = '\0';
+  for (size_t i = 0; i < b->n_parts; i++)
+    if (strcmp(b->part[i], key) == 0) return (int)i;
+  if (b->n_parts == F3D_NET_MAX_PARTS) return -1;
+  memcpy(b->part[b->n_parts], key, k + 1);
+  return (int)b->n_parts++;
+}
+
 static void bd_range(void *vctx, const char *name, int begin, struct CUstream_st *stream) {
   bd_ctx *c = vctx;
   if (c->overflow) return;
@@ -136,7 +151,7 @@ static void bd_range(void *vctx, const char *name, int begin, struct CUstream_st
     c->depth--;
     if (!c->child[c->depth] && c->n_spans < BD_MAX_EVENTS / 2) {
       const int comp = bd_component(c->out, c->name[c->depth]);
-      if (comp >= 0) c->spans[c->n_spans++] = (bd_span){c->stack[c->depth], e, comp};
+      if (comp >= 0) c->spans[c->n_spans++] = (bd_span){c->stack[c->depth], e, comp, bd_part(c->out, c->name[c->depth])};
     }
   }
 }
@@ -174,6 +189,7 @@ hx_status f3d_net_breakdown_run(f3d_net_breakdown *out, net_gpu *g, void *stream
     if (e != cudaSuccess) st = hx_errf(err, HX_ECUDA, "net breakdown: elapsed time: %s", cudaGetErrorString(e));
     out->ms[c.spans[i].comp] += (double)ms;
     out->calls[c.spans[i].comp]++;
+    if (c.spans[i].part >= 0) out->part_ms[c.spans[i].part][c.spans[i].comp] += (double)ms;
   }
   if (st == HX_OK && c.n_ev >= 2) {
     float ms = 0;

@@ -27,6 +27,7 @@ hx_status f3d_net_fits(size_t *need, const net_config *cfg, const net_input *in,
  * path element up to any '.', from NET_COMPONENTS); total_ms = first event to last. One extra forward is run, each
  * range also pushed as an NVTX range (domain "flash3d": levels, blocks, components nest as in the forward). */
 #define F3D_NET_MAX_COMPONENTS 24
+#define F3D_NET_MAX_PARTS 16
 typedef struct f3d_net_breakdown {
   size_t n;
   char name[F3D_NET_MAX_COMPONENTS][16];
@@ -34,6 +35,12 @@ typedef struct f3d_net_breakdown {
   unsigned calls[F3D_NET_MAX_COMPONENTS];
   double total_ms;
   size_t ranges; /* hook ranges of the forward (begins), every one, leaf or not */
+  /* the same time by part of the network (a range path's first element: "enc3", "dec1", or the whole name of a
+   * top-level range) and component: where a component's time goes level by level; parts past the table are
+   * left out of it (never of ms) */
+  size_t n_parts;
+  char part[F3D_NET_MAX_PARTS][16];
+  double part_ms[F3D_NET_MAX_PARTS][F3D_NET_MAX_COMPONENTS];
 } f3d_net_breakdown;
 hx_status f3d_net_breakdown_run(f3d_net_breakdown *out, net_gpu *g, void *stream, hx_err *err);
 

@@ -1,0 +1,43 @@
+#!/bin/sh
+# test_net_gpu_cli.sh F3DBENCH - `f3dbench net` on a GPU as a user meets it: a PTv3 forward (ptv3-tiny, 3000
+# points) passes its check against the CPU, prints its latency, its components and the time by part of the network
+# (stem, every encoder and decoder level, head), and each component's time summed over the parts is its total
+# (within 1% + 0.01 ms: each part is printed to 0.001 ms); with --spconv v3 (and v0) the xCPE convolutions on another variant still pass
+# the check. Exits 77 (skipped) without a CUDA device.
+set -u
+BIN=${1:?usage: test_net_gpu_cli.sh F3DBENCH}
+. "$(dirname "$0")/../lib.sh"
+t_setup net-gpu-cli
+need_gpu "$BIN"
+for v in main v3 v0; do
+  extra=""
+  [ "$v" = main ] || extra="--spconv $v"
+  # shellcheck disable=SC2086
+  "$BIN" net --model ptv3-tiny --points 3000 --reps 3 $extra > "$T/out-$v" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || { fail "net ($v) exited $rc: $(tail -3 "$T/out-$v")"; continue; }
+  grep -q '^check: .*: pass$' "$T/out-$v" || fail "net ($v): no passing check line"
+  grep -q '^forward  median ' "$T/out-$v" || fail "net ($v): no forward latency"
+  [ "$v" = main ] || grep -q "xCPE convolutions on spconv $v" "$T/out-$v" || fail "net ($v): the variant is not named"
+done
+O="$T/out-main"
+for part in serialize embed enc0 enc1 dec0 head; do
+  grep -q "^  $part " "$O" || fail "no part '$part' in the time by part of the network"
+done
+# per component: the total line against the sum over the parts
+awk '
+  /^components / { sec = 1; next }
+  /^by part of the network/ { sec = 2; next }
+  sec == 1 && /^  [a-z]/ { total[$1] = $2; n++ }
+  sec == 2 && /^  [a-z]/ { for (i = 2; i + 1 <= NF; i += 2) parts[$i] += $(i + 1) }
+  sec == 2 && !/^  / { sec = 0 }
+  END {
+    bad = 0
+    for (k in total) {
+      d = total[k] - parts[k]; if (d < 0) d = -d
+      if (d > 0.01 * total[k] + 0.01) { printf "component %s: %.3f ms total, %.3f ms over the parts\n", k, total[k], parts[k]; bad = 1 }
+    }
+    if (n < 5) { print "fewer than 5 components"; bad = 1 }
+    exit bad
+  }' "$O" > "$T/sum" || fail "components against the parts: $(cat "$T/sum")"
+t_done "net on the GPU: check, components and parts agree"
