@@ -192,15 +192,18 @@ typedef struct spc_variant {
                      * v3: v1 over rows sorted by neighbour mask (spc_mask_order_cpu is its order's reference) */
   const char *name;
   spc_conv_fn fn;
-  int needs_rule;   /* 1: reads the map's rulebook and host counts (v0); 0: only nbr (v1, v2), and needs no ctx */
+  int needs_rule;   /* 1: reads the map's rulebook and host counts (v0); 0: only nbr (v1, v2, v3), and needs no ctx */
 } spc_variant;
 int spc_variant_count(void);
 const spc_variant *spc_variant_get(int i);
-/* The row order v3 convolves in (its reference; v3 builds the same order on the GPU): rows sorted by their
- * neighbour mask (bit o set when nbr[i * K + o] is a row of the map), ascending, rows of one mask in increasing
- * order (a stable sort). A 16-row group of rows that share a mask has neighbours at fewer offsets, so v1's kernel
- * skips more (group, offset) steps. order [m->n]; K <= 32 (HX_EINVAL otherwise). */
+/* The row order v3 convolves in: rows sorted by their neighbour mask (bit o set when nbr[i * K + o] is a row of
+ * the map), ascending, rows of one mask in increasing order (a stable sort). A 16-row group of rows that share a
+ * mask has neighbours at fewer offsets, so v1's kernel skips more (group, offset) steps. order [m->n]; K <= 32
+ * (HX_EINVAL otherwise). The CPU reference, and the GPU order (a mask kernel and CUB's stable radix sort) into
+ * d_order [m->n] with scratch by CUB's protocol; the two are equal. */
 hx_status spc_mask_order_cpu(uint32_t *order, const spc_map *m, hx_err *err);
+hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratch, size_t *scratch_bytes,
+                             struct CUstream_st *stream, hx_err *err);
 /* The (16-row group, offset) steps v1's kernel multiplies over rows taken in `order` (NULL: as they are; groups
  * are rows [16 g, 16 g + 16) of that sequence, as v1's tiles are multiples of 16): a group steps at offset o when
  * one of its rows has a neighbour there. 16 x steps / m->pairs is the padding of v1's tensor work. */

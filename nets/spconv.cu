@@ -319,8 +319,8 @@ hx_status gemm(cublasHandle_t h, float *C, const void *X, const void *W, uint32_
 /* ---- v1: fused implicit GEMM ----------------------------------------------------------------------- */
 namespace v1 {
 
-/* Everything the kernel reads, validated once by spc_conv_v1 (flash-attention's params struct): the kernel
- * trusts it. Rows are dense (row stride = channels); x, w and y are 16-byte aligned, in and out multiples of 16. */
+/* Everything the kernel reads, validated once by conv_implicit for v1 and v3 (flash-attention's params struct):
+ * the kernel trusts it. Rows are dense (row stride = channels); x, w and y are 16-byte aligned, in and out multiples of 16. */
 struct Params {
   void *y;             /* [n, out] dtype */
   const void *x;       /* [n, in] dtype */
@@ -409,11 +409,11 @@ __device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
 }
 
 /*
- * One CTA: output rows [r0, r0 + BM) x channels [c0, c0 + BN). Prologue: the tile's map rows into shared
- * memory (rows past n and entries outside [0, n) as -1), a mask of the offsets each 16-row group has a
- * neighbour at, and the list of offsets the whole tile has one at (in increasing o). Main loop over steps
- * s = (active offset, input chunk) with a STAGES-deep cp.async pipeline: step s gathers A[r][:] =
- * x[nbr[r0 + r, o]][chunk] (zeros for -1) and B = W_o[c0 .. c0 + BN)[chunk], and each warp multiplies only its
+ * One CTA: tile rows [r0, r0 + BM) x channels [c0, c0 + BN); tile row t is output row t, or perm[t] when a
+ * row order is given (v3). Prologue: the tile's map rows into shared memory (rows past n and entries outside
+ * [0, n) as -1), a mask of the offsets each 16-row group has a neighbour at, and the list of offsets the whole
+ * tile has one at (in increasing o). Main loop over steps s = (active offset, input chunk) with a STAGES-deep
+ * cp.async pipeline: step s gathers A[r][:] = x[nbr_s[r, o]][chunk] (zeros for -1) and B = W_o[c0 .. c0 + BN)[chunk], and each warp multiplies only its
  * 16-row groups that have a neighbour at o. Epilogue: + bias, one rounding to the dtype, one store per value.
  * Invariant of the pipeline: when step s is computed, cp.async groups 0..s are complete (wait_group STAGES-2
  * after STAGES-1+s commits) and the buffer refilled in iteration s, (s-1) % STAGES, was last read in
@@ -1065,30 +1065,54 @@ hx_status spc_conv_v1(void *d_y, const void *d_x, const spc_weights *w, const sp
 }
 
 /* ---- v3: v1 over rows sorted by their neighbour mask --------------------------------------------- */
-/* Scratch: keys and rows in, keys and rows sorted (4 x n uint32) and CUB's radix sort storage. k = 3 maps only
- * (a 27-bit mask; k = 5 is HX_EUNSUPPORTED: v1 takes it). The sort is stable: rows of one mask keep their order. */
-hx_status spc_conv_v3(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
-                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
-  (void)ctx;
-  if (m && m->K != 27u)
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v3: sorts the rows of k = 3 maps only (a 27-bit mask; v1 takes k = %u)",
-                   m->k);
-  const size_t n = m ? m->n : 0;
+/* The order (spc_mask_order_cpu is its reference): keys and rows in, keys sorted (3 x n uint32) and CUB's radix
+ * sort storage in scratch; the sorted rows in d_order. The sort is stable: rows of one mask keep their order. */
+hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratch, size_t *scratch_bytes,
+                             cudaStream_t stream, hx_err *err) {
+  if (!m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: NULL map or scratch size");
+  if (m->K > 32u || m->K == 0u)
+    return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: %u offsets do not fit a 32-bit mask", m->K);
+  const size_t n = m->n;
   size_t sort_bytes = 0;
   if (n) HX_CUDA(err, cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, (const uint32_t *)nullptr,
                                                       (uint32_t *)nullptr, (const uint32_t *)nullptr,
-                                                      (uint32_t *)nullptr, (int)n, 0, 27));
+                                                      (uint32_t *)nullptr, (int)n, 0, (int)m->K));
   Carve c{static_cast<char *>(d_scratch), 0};
   uint32_t *key_in = static_cast<uint32_t *>(take(c, n * 4u)), *key_out = static_cast<uint32_t *>(take(c, n * 4u));
-  uint32_t *row_in = static_cast<uint32_t *>(take(c, n * 4u)), *row_out = static_cast<uint32_t *>(take(c, n * 4u));
+  uint32_t *row_in = static_cast<uint32_t *>(take(c, n * 4u));
   void *sort_tmp = take(c, sort_bytes);
+  if (!d_scratch) {
+    *scratch_bytes = c.used;
+    return HX_OK;
+  }
+  if (*scratch_bytes < c.used)
+    return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: scratch of %zu bytes, %zu needed", *scratch_bytes, c.used);
+  if (!n) return HX_OK;
+  if (!d_order || !m->nbr) return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: NULL order or map entries");
+  v1::mask_kernel<<<blocks_for(n), kThreads, 0, stream>>>(key_in, row_in, m->nbr, (uint32_t)n, m->K);
+  HX_LAUNCHED(err, "spc mask_kernel");
+  HX_CUDA(err, cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, key_in, key_out, row_in, d_order, (int)n, 0,
+                                               (int)m->K, stream));
+  return HX_OK;
+}
+
+/* Scratch: the order (n uint32), then spc_mask_order_gpu's. k = 5 maps are HX_EUNSUPPORTED (a 125-bit mask; v1
+ * takes them); other K are refused by the checks v1 shares. */
+hx_status spc_conv_v3(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  (void)ctx;
+  if (m && m->K == 125u)
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v3: sorts the rows of k = 3 maps only (a 27-bit mask; v1 takes k = 5)");
+  const size_t n = m ? m->n : 0;
+  size_t order_bytes = 0;
+  if (m && m->K == 27u) HX_TRY(spc_mask_order_gpu(NULL, m, NULL, &order_bytes, stream, err));
+  Carve c{static_cast<char *>(d_scratch), 0};
+  uint32_t *order = static_cast<uint32_t *>(take(c, n * 4u));
+  void *order_scratch = take(c, order_bytes);
   HX_TRY(conv_implicit("v3", d_y, d_x, w, m, d_scratch, scratch_bytes, c.used, dt, err));
   if (!d_scratch || !n) return HX_OK;
-  v1::mask_kernel<<<blocks_for(n), kThreads, 0, stream>>>(key_in, row_in, m->nbr, (uint32_t)n, m->K);
-  HX_LAUNCHED(err, "spc v3 mask_kernel");
-  HX_CUDA(err, cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, key_in, key_out, row_in, row_out, (int)n, 0, 27,
-                                               stream));
-  return conv_launch(d_y, d_x, w, m, row_out, dt, stream, err);
+  HX_TRY(spc_mask_order_gpu(order, m, order_scratch, &order_bytes, stream, err));
+  return conv_launch(d_y, d_x, w, m, order, dt, stream, err);
 }
 
 /* ---- v2: small input widths (the stem) -------------------------------------------------------------- */

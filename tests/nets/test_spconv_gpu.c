@@ -746,6 +746,104 @@ static void test_conv_v2(void **state) {
   for (int ci = 0; ci < NC; ++ci) tcloud_free(&cl[ci]);
 }
 
+/* One run of variant v on p into host yh (outputs poisoned first). */
+static void run_once(const spc_variant *v, const conv_prob *p, const gmap *g, const spc_weights *sw, uint16_t *yh) {
+  const size_t ny = (size_t)p->n * p->out;
+  hx_err err = {HX_OK, ""};
+  size_t bytes = 0;
+  assert_int_equal(v->fn(NULL, NULL, sw, &g->m, NULL, &bytes, NULL, p->dt, NULL, &err), HX_OK);
+  void *d_x = dev_upload(p->xh, (size_t)p->n * p->in * 2u), *d_y = dev_alloc(ny * 2u), *d_s = dev_alloc(bytes);
+  assert_int_equal(cudaMemset(d_y, 0xFF, ny * 2u), cudaSuccess);
+  hx_status s = v->fn(d_y, d_x, sw, &g->m, d_s, &bytes, NULL, p->dt, NULL, &err);
+  if (s != HX_OK) printf("%s\n", err.msg);
+  assert_int_equal(s, HX_OK);
+  if (bytes > 0 && v->id == 3) { /* one byte short of what the query asked: refused */
+    size_t short_by_one = bytes - 1;
+    assert_int_equal(v->fn(d_y, d_x, sw, &g->m, d_s, &short_by_one, NULL, p->dt, NULL, &err), HX_EINVAL);
+  }
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  assert_int_equal(cudaMemcpy(yh, d_y, ny * 2u, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d_x), cudaFree(d_y), cudaFree(d_s);
+}
+
+/* v3's row order on the GPU (spc_mask_order_gpu) equals the CPU's (spc_mask_order_cpu) exactly, on clouds of 3000
+ * and 20000 rows (v1's 128- and 256-row tiles) in random row order, two clouds interleaved; a scratch one byte
+ * short and a map of K > 32 are refused; v3's output equals v1's bit for bit (each output sums the same products
+ * over increasing offsets; only exact zeros are added or left out), and v3 refuses k = 5 maps with
+ * HX_EUNSUPPORTED (v1 takes them). */
+static void test_mask_order_v3(void **state) {
+  (void)state;
+  const spc_variant *v1 = NULL, *v3 = NULL;
+  for (int i = 0; i < spc_variant_count(); ++i) {
+    if (spc_variant_get(i)->id == 1) v1 = spc_variant_get(i);
+    if (spc_variant_get(i)->id == 3) v3 = spc_variant_get(i);
+  }
+  assert_true(v1 && v3);
+  const uint32_t sizes[2][2] = {{1800, 1200}, {12000, 8000}}, boxes[2] = {16, 32};
+  for (int ci = 0; ci < 2; ++ci) {
+    tcloud t;
+    const uint32_t base[6] = {0, 0, 0, 5, 3, 1};
+    assert_true(tcloud_make(&t, 2, sizes[ci], boxes[ci], base, 900u + (uint64_t)ci));
+    hx_err err = {HX_OK, ""};
+    spc_map c;
+    assert_int_equal(spc_map_cpu(&c, t.grid, t.batch, t.n, 3, &err), HX_OK);
+    gmap g;
+    assert_int_equal(gmap_build(&g, &t, 3, 0, 1, &err), HX_OK);
+    uint32_t *want = malloc(t.n * sizeof *want), *got = malloc(t.n * sizeof *got);
+    assert_true(want && got);
+    assert_int_equal(spc_mask_order_cpu(want, &c, &err), HX_OK);
+    size_t bytes = 0;
+    assert_int_equal(spc_mask_order_gpu(NULL, &g.m, NULL, &bytes, NULL, &err), HX_OK);
+    uint32_t *d_order = dev_alloc(t.n * sizeof(uint32_t));
+    void *d_s = dev_alloc(bytes);
+    assert_int_equal(cudaMemset(d_order, 0xFF, t.n * sizeof(uint32_t)), cudaSuccess);
+    size_t short_by_one = bytes - 1;
+    assert_int_equal(spc_mask_order_gpu(d_order, &g.m, d_s, &short_by_one, NULL, &err), HX_EINVAL);
+    assert_int_equal(spc_mask_order_gpu(d_order, &g.m, d_s, &bytes, NULL, &err), HX_OK);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    assert_int_equal(cudaMemcpy(got, d_order, t.n * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+    size_t differ = 0;
+    for (uint32_t i = 0; i < t.n; ++i) differ += got[i] != want[i];
+    printf("mask order: %u rows, %zu positions differ from the CPU's; group steps %llu as is, %llu in this order\n",
+           t.n, differ, (unsigned long long)spc_group_steps_cpu(&c, NULL), (unsigned long long)spc_group_steps_cpu(&c, want));
+    assert_int_equal(differ, 0);
+    spc_map wide = g.m;
+    wide.K = 125, wide.k = 5;
+    assert_int_equal(spc_mask_order_gpu(NULL, &wide, NULL, &bytes, NULL, &err), HX_EINVAL);
+    cudaFree(d_order), cudaFree(d_s);
+    free(want), free(got);
+    /* v3 against v1, bit for bit, at 64 -> 64 (the smaller cloud only: the reference the problem builds) */
+    if (ci == 0) {
+      conv_prob p;
+      prob_make(&p, &c, NET_F16, 64, 64, 77);
+      spc_weights sw;
+      assert_int_equal(spc_weights_upload(&sw, p.w, p.b, p.in, p.out, c.K, p.dt, NULL, &err), HX_OK);
+      const size_t ny = (size_t)p.n * p.out;
+      uint16_t *y1 = malloc(ny * 2u + 2u), *y3 = malloc(ny * 2u + 2u);
+      assert_true(y1 && y3);
+      run_once(v1, &p, &g, &sw, y1);
+      run_once(v3, &p, &g, &sw, y3);
+      size_t diff = 0;
+      for (size_t e = 0; e < ny; ++e) diff += y1[e] != y3[e];
+      printf("v3 against v1, %u rows, 64 -> 64: %zu of %zu outputs differ\n", p.n, diff, ny);
+      assert_int_equal(diff, 0);
+      free(y1), free(y3);
+      spc_weights_free(&sw);
+      prob_free(&p);
+    }
+    spc_map_free_host(&c);
+    gmap_free(&g);
+    tcloud_free(&t);
+  }
+  /* k = 5: v3 refuses, v1 takes it */
+  spc_map m5 = {.n = 16, .k = 5, .K = 125};
+  spc_weights sw5 = {.in = 16, .out = 16, .K = 125};
+  size_t bytes = 0;
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(v3->fn(NULL, NULL, &sw5, &m5, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_EUNSUPPORTED);
+  assert_int_equal(v1->fn(NULL, NULL, &sw5, &m5, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
+}
+
 int main(void) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -759,6 +857,7 @@ int main(void) {
       cmocka_unit_test(test_conv_refusals),
       cmocka_unit_test(test_conv_v1_boundary),
       cmocka_unit_test(test_conv_v2),
+      cmocka_unit_test(test_mask_order_v3),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
