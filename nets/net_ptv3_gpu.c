@@ -77,6 +77,8 @@ typedef struct g_level {
   float *coord;
   uint64_t *code;
   int32_t *cu, *nbr, *rule;
+  uint32_t *map_order; /* the map's rows in mask order (spc_mask_order_gpu), when a convolution of the level reads
+                        * it (uses_order: v3); NULL otherwise */
   spc_map map;
   battn_plan plan;
   uint32_t *bstart, *bcount, *scope;
@@ -431,6 +433,8 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
     HX_TRY(spc_map_gpu(&m, NULL, NULL, NULL, &sb, NULL, NULL, (uint32_t)lv->n, 3, 0, NULL, err));
     most = max_sz(most, sb);
     m.n = (uint32_t)lv->n, m.k = 3, m.K = 27;
+    HX_TRY(spc_mask_order_gpu(NULL, &m, NULL, &sb, NULL, err)); /* built when a variant uses it: sized always */
+    most = max_sz(most, sb);
     for (int dec = 0; dec < 2; dec++) {
       if (dec && l == c->levels - 1) break;
       const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
@@ -493,6 +497,11 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
       NEED(&lv->rule, spc_rule_elems((uint32_t)m, 3) * 4, "ptv3 rulebook");
     else
       lv->rule = NULL;
+    /* the rows in mask order, built once per forward with the map, where a convolution of the level reads it */
+    if (ve->uses_order || (dec_here && vd->uses_order))
+      NEED(&lv->map_order, m * 4, "ptv3 kernel map row order");
+    else
+      lv->map_order = NULL;
     NEED(&lv->bstart, (size_t)lv->plan.num_buckets * 4, "ptv3 attention buckets");
     NEED(&lv->bcount, (size_t)lv->plan.num_buckets * 4, "ptv3 attention bucket counts");
     NEED(&lv->scope, (size_t)lv->plan.num_scopes * lv->plan.buckets_per_scope * 4, "ptv3 attention scopes");
@@ -659,6 +668,11 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
   const size_t n = lv->n, C = (size_t)b->C;
   if (!(r->ready[l] & 1)) {
     HX_TRY(map_gpu(r, &lv->map, lv->nbr, lv->rule, lv, 3));
+    if (lv->map_order) {
+      size_t sb = g->scratch_bytes;
+      HX_TRY(spc_mask_order_gpu(lv->map_order, &lv->map, g->scratch, &sb, r->cs, r->err));
+      lv->map.order = lv->map_order;
+    }
     r->ready[l] |= 1;
   }
   HX_TRY(conv_gpu(r, g->t, src, &b->conv, &lv->map));

@@ -143,6 +143,10 @@ typedef struct spc_map {
    * present (the centre offset pairs every row with itself). The gather-GEMM-scatter variant sizes its GEMMs
    * from them on the host, so a forward keeps the counts its untimed prepare found. */
   uint32_t opairs[SPC_KMAX];
+  /* NULL, or device [n]: the rows in mask order (spc_mask_order_gpu), built once per map and read by every
+   * convolution of a variant with uses_order instead of sorting in each call (PTv3 shares a level's map the same
+   * way). spc_map_gpu and spc_map_cpu set it to NULL. */
+  uint32_t *order;
 } spc_map;
 
 /* CPU reference map. grid [n*3] (x, y, z per row), batch [n] (NULL: one cloud). nbr is allocated (free with
@@ -193,6 +197,7 @@ typedef struct spc_variant {
   const char *name;
   spc_conv_fn fn;
   int needs_rule;   /* 1: reads the map's rulebook and host counts (v0); 0: only nbr (v1, v2, v3), and needs no ctx */
+  int uses_order;   /* 1: convolves in the map's row order when the map has one (v3), else builds it in scratch */
 } spc_variant;
 int spc_variant_count(void);
 const spc_variant *spc_variant_get(int i);

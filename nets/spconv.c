@@ -60,7 +60,7 @@ hx_status spc_map_cpu(spc_map *m, const uint32_t *grid, const uint32_t *batch, u
     if (batch && batch[i] >= SPC_BATCH_LIMIT)
       return hx_errf(err, HX_EINVAL, "spc_map_cpu: row %u: batch %u >= 2^10", i, batch[i]);
   }
-  m->n = n, m->k = k, m->K = K;
+  m->n = n, m->k = k, m->K = K, m->order = NULL;
   m->opairs[K / 2u] = n; /* an empty map is trivially counted */
   if (!n) return HX_OK;
 
@@ -209,7 +209,7 @@ uint64_t spc_group_steps_cpu(const spc_map *m, const uint32_t *order) {
 }
 
 /* ---- The variant table (one list: spconv_internal.h) ---------------------------------------------- */
-#define SPC_ROW_(id_, name_, fn_, rule_) {id_, name_, fn_, rule_},
+#define SPC_ROW_(id_, name_, fn_, rule_, order_) {id_, name_, fn_, rule_, order_},
 static const spc_variant spc_table[] = {SPC_VARIANT_LIST(SPC_ROW_)};
 #undef SPC_ROW_
 

@@ -58,8 +58,9 @@
  *       step at fewer offsets: on the network's level maps (a CPU count, 600k lidar points) the padded tensor
  *       work drops from 4.31x the real pairs to ~1.35x at level 0 and from 2.0x to ~1.26x over the levels, and a
  *       tile's active offsets from 22-27 to 11-19. The price: a tile's rows come from all over the cloud, so
- *       its gathers share fewer rows, and the order is rebuilt in every call (one read of the map and a radix
- *       sort of n keys). Each output's sum is the same as v1's (over increasing o, in fp32). Off the main path
+ *       its gathers share fewer rows, and the order costs one read of the map and a radix sort of n keys: once
+ *       per map when the map carries it (spc_map.order: the PTv3 forward builds it with each level's map), else
+ *       in every call. Each output's sum is the same as v1's (over increasing o, in fp32). Off the main path
  *       until a device run sets it against v1 (spc_variant_best does not pick it).
  *
  * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
@@ -804,7 +805,7 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
     return hx_errf(err, HX_EINVAL, "spc_map_gpu: %u rows x %u offsets exceed 2^31 map entries", n, K);
   if (!n) { /* nothing to build: the map of an empty cloud, whether or not this is a size query */
     if (!d_scratch) *scratch_bytes = 0;
-    m->n = 0, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule;
+    m->n = 0, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL;
     if (count_pairs) m->pairs = 0, memset(m->opairs, 0, sizeof m->opairs);
     return HX_OK;
   }
@@ -841,7 +842,7 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
   if (k == 3u) lookup_kernel<3><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, fl, table, mask, d_grid, d_batch, n, st);
   else lookup_kernel<5><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, fl, table, mask, d_grid, d_batch, n, st);
   HX_LAUNCHED(err, "spc lookup_kernel");
-  m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule;
+  m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL;
   if (!fl) return HX_OK;
   HX_CUDA(err, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, (const uint32_t *)flag, scan, (int)nK, stream));
   if (d_rule) {
@@ -1096,21 +1097,23 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
   return HX_OK;
 }
 
-/* Scratch: the order (n uint32), then spc_mask_order_gpu's. k = 5 maps are HX_EUNSUPPORTED (a 125-bit mask; v1
- * takes them); other K are refused by the checks v1 shares. */
+/* The map's order when it has one (m->order); else scratch holds the order (n uint32), then spc_mask_order_gpu's.
+ * k = 5 maps are HX_EUNSUPPORTED (a 125-bit mask; v1 takes them); other K are refused by the checks v1 shares. */
 hx_status spc_conv_v3(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
                       size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
   (void)ctx;
   if (m && m->K == 125u)
     return hx_errf(err, HX_EUNSUPPORTED, "spc v3: sorts the rows of k = 3 maps only (a 27-bit mask; v1 takes k = 5)");
-  const size_t n = m ? m->n : 0;
+  const int own = m && !m->order; /* no order with the map: sort here */
+  const size_t n = m && own ? m->n : 0;
   size_t order_bytes = 0;
-  if (m && m->K == 27u) HX_TRY(spc_mask_order_gpu(NULL, m, NULL, &order_bytes, stream, err));
+  if (own && m->K == 27u) HX_TRY(spc_mask_order_gpu(NULL, m, NULL, &order_bytes, stream, err));
   Carve c{static_cast<char *>(d_scratch), 0};
   uint32_t *order = static_cast<uint32_t *>(take(c, n * 4u));
   void *order_scratch = take(c, order_bytes);
   HX_TRY(conv_implicit("v3", d_y, d_x, w, m, d_scratch, scratch_bytes, c.used, dt, err));
-  if (!d_scratch || !n) return HX_OK;
+  if (!d_scratch || !m->n) return HX_OK;
+  if (!own) return conv_launch(d_y, d_x, w, m, m->order, dt, stream, err);
   HX_TRY(spc_mask_order_gpu(order, m, order_scratch, &order_bytes, stream, err));
   return conv_launch(d_y, d_x, w, m, order, dt, stream, err);
 }

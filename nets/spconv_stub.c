@@ -40,7 +40,7 @@ hx_status spc_ctx_create(spc_ctx **out, hx_err *err) {
 
 void spc_ctx_destroy(spc_ctx *c) { (void)c; }
 
-#define SPC_STUB_(id_, name_, fn_, rule_)                                                                     \
+#define SPC_STUB_(id_, name_, fn_, rule_, order_)                                                                   \
   hx_status fn_(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,          \
                 size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, struct CUstream_st *stream, hx_err *err) { \
     (void)d_y, (void)d_x, (void)w, (void)m, (void)d_scratch, (void)ctx, (void)dt, (void)stream;               \
