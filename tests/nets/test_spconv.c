@@ -338,6 +338,8 @@ static void test_variants(void **state) {
   assert_true(spc_variant_count() >= 4);
   assert_string_equal(spc_variant_get(3)->name, "v3");
   assert_int_equal(spc_variant_get(3)->needs_rule, 0);
+  for (int i = 0; i < spc_variant_count(); ++i) /* only v3 reads a map's row order */
+    assert_int_equal(spc_variant_get(i)->uses_order, spc_variant_get(i)->id == 3);
   const struct {
     size_t in, out;
     int id;
