@@ -272,6 +272,23 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
       st = f3d_record_times(ctx, pipe, bd[0].name[k], model, samples, NET_BREAKDOWN_RUNS, err);
       if (st == HX_OK && total > 0) st = f3d_record(ctx, pipe, bd[0].name[k], model, "share", bd[0].ms[k] / total, "ratio", err);
     }
+    /* by part of the network: metric "part:<part>" of each component, the median over the forwards (ms) */
+    for (size_t q = 0; q < bd[0].n_parts && st == HX_OK; q++)
+      for (size_t k = 0; k < bd[0].n && st == HX_OK; k++) {
+        if (!(bd[0].part_ms[q][k] > 0.0)) continue;
+        double samples[NET_BREAKDOWN_RUNS];
+        for (unsigned r = 0; r < NET_BREAKDOWN_RUNS; r++) {
+          samples[r] = 0;
+          for (size_t pq = 0; pq < bd[r].n_parts; pq++)
+            for (size_t cj = 0; cj < bd[r].n; cj++)
+              if (!strcmp(bd[r].part[pq], bd[0].part[q]) && !strcmp(bd[r].name[cj], bd[0].name[k]))
+                samples[r] = bd[r].part_ms[pq][cj];
+        }
+        char metric[24];
+        snprintf(metric, sizeof metric, "part:%s", bd[0].part[q]);
+        st = f3d_record(ctx, pipe, bd[0].name[k], model, metric, hx_stats_median(samples, NET_BREAKDOWN_RUNS), "ms",
+                        err);
+      }
   }
   if (st == HX_OK) st = record_costs(ctx, pipe, model, g, err);
   if (st == HX_OK && ctx->bench && ctx->bench->counters)

@@ -706,6 +706,46 @@ static void measured_table(FILE *f, const hx_run *r, const char *wl, uint64_t n)
   fputs("\n\n", f);
 }
 
+/* A configuration's components by part of the network at n (pipe_net.c's "part:<part>" rows: the stem, each
+ * encoder and decoder level, the head), parts as rows in the order recorded, components as columns; nothing when
+ * the run has no such rows. */
+static void part_table(FILE *f, const hx_run *r, const net_model *m, const char *wl, uint64_t n) {
+  const char *part[32], *comp[32];
+  size_t np = 0, nc = 0;
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (w->n_points != n || w->batch != 1 || strncmp(w->metric, "part:", 5) || strcmp(w->pipeline, m->pipeline) ||
+        strcmp(w->variant, m->variant) || strcmp(w->workload, wl))
+      continue;
+    size_t q = 0, k = 0;
+    while (q < np && strcmp(part[q], w->metric + 5)) q++;
+    if (q == np && np < 32) part[np++] = w->metric + 5;
+    while (k < nc && strcmp(comp[k], w->kernel)) k++;
+    if (k == nc && nc < 32) comp[nc++] = w->kernel;
+  }
+  if (!np) return;
+  fprintf(f, "**%s** (`%s`) by part of the network at %llu points (ms, median over the breakdown forwards): where "
+             "each component's time goes, level by level.\n\n| part |",
+          m->display, m->variant, (unsigned long long)n);
+  for (size_t k = 0; k < nc; k++) fprintf(f, " %s |", comp[k]);
+  fputs(" sum |\n|---|", f);
+  for (size_t k = 0; k <= nc; k++) fputs("---:|", f);
+  fputc('\n', f);
+  for (size_t q = 0; q < np; q++) {
+    char metric[48];
+    snprintf(metric, sizeof metric, "part:%s", part[q]);
+    double sum = 0.0;
+    fprintf(f, "| %s |", part[q]);
+    for (size_t k = 0; k < nc; k++) {
+      const double v = nrow(r, m->pipeline, comp[k], m->variant, wl, n, metric);
+      if (isfinite(v)) fprintf(f, " %.3f |", v), sum += v;
+      else fputs(" |", f);
+    }
+    fprintf(f, " %.3f |\n", sum);
+  }
+  fputc('\n', f);
+}
+
 /* Under the breakdown figure: per run, at its comparison size, each configuration's components against their
  * floors (the sweep's cost rows and the run's measured ceilings), or the measured components only with the reason
  * the floors are missing. */
@@ -723,12 +763,14 @@ static void nets_floors(FILE *f, const hx_run *runs, size_t n_runs, const char *
                  "components' floors) cannot be computed here.\n\n",
               (unsigned long long)n);
       measured_table(f, r, wl, n);
+      for (size_t mi = 0; mi < NM_COUNT; mi++) part_table(f, r, &net_models[mi], wl, n);
       continue;
     }
     fputs("Each component's floor is the most of its GEMM FLOPs at the run's cuBLAS fp16 rate, its attention FLOPs at "
           "the attention kernel's rate measured in the same run and its bytes at the measured copy bandwidth.\n\n",
           f);
     for (size_t mi = 0; mi < NM_COUNT; mi++) floor_table(f, r, labels[ri], &net_models[mi], wl, n);
+    for (size_t mi = 0; mi < NM_COUNT; mi++) part_table(f, r, &net_models[mi], wl, n);
   }
 }
 

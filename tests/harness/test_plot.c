@@ -745,6 +745,9 @@ static void net_rows(hx_results *r, const char *pipe, const char *variant, uint6
     hx_key c = {"lidar", n, 1, pipe, comps[i], variant};
     add_time(r, &c, part[i] * ms);
     assert_int_equal(hx_results_add(r, &c, "share", part[i], "ratio", &e), HX_OK);
+    /* by part of the network: two thirds in enc0, one third in dec0 */
+    assert_int_equal(hx_results_add(r, &c, "part:enc0", part[i] * ms * 2.0 / 3.0, "ms", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &c, "part:dec0", part[i] * ms / 3.0, "ms", &e), HX_OK);
   }
 }
 
@@ -843,6 +846,10 @@ static void test_nets_report(void **state) {
   assert_non_null(strstr(rep, "are 76% full at 100k, 76% full at 200k, 57% full at 300k (docs/nets.md)."));
   /* no cost rows: the measured components with the reason, side by side */
   assert_non_null(strstr(rep, "No cost rows in this run"));
+  /* by part: PTv3 at 300k (60 ms: cpe 36, attn 12, mlp 12), two thirds in enc0, one third in dec0 */
+  assert_non_null(strstr(rep, "**PTv3-m1** (`ptv3`) by part of the network at 300000 points"));
+  assert_non_null(strstr(rep, "| part | cpe | attn | mlp | sum |\n|---|---:|---:|---:|---:|\n"
+                              "| enc0 | 24.000 | 8.000 | 8.000 | 40.000 |\n| dec0 | 12.000 | 4.000 | 4.000 | 20.000 |\n"));
   assert_non_null(strstr(rep, "| component | PTv3-m1 (ms) | share | Flash3D-46m (ms) | share | Flash3D-129m (ms) | "
                               "share |\n"));
   assert_non_null(strstr(rep, "| attn | 12.000 | 20.0% | 63.000 | 70.0% | 105.000 | 70.0% |\n"));
