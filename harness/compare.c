@@ -448,14 +448,16 @@ static hx_status calib_text(FILE *f, hx_run *runs, size_t n, hx_err *err) {
       usable = isfinite(med[r]) && med[r] > 0.0;
     }
     if (!usable) continue; /* a key some run lacks is not calibrated: the gate says so per key */
-    /* medians are read in run order: hx_stats_median may reorder med, so the centre comes after the spread */
-    double mean = 0.0, ss = 0.0;
-    for (size_t r = 0; r < n; r++) mean += med[r] / (double)n;
-    for (size_t r = 0; r < n; r++) ss += (med[r] - mean) * (med[r] - mean);
-    const double sd = sqrt(ss / (double)(n - 1));
+    hx_stats_desc d; /* the runs' medians are finite and positive (usable): rel_noise = sd / mean */
+    hx_status st = hx_stats_describe(&d, med, n, err);
+    if (st != HX_OK) {
+      free(x);
+      free(med);
+      return st;
+    }
     fputs("key,", f);
     csv_key(f, k);
-    fprintf(f, ",%zu,%.6g\n", n, hx_gate_sigma_bound(n) * sd / mean);
+    fprintf(f, ",%zu,%.6g\n", n, hx_gate_sigma_bound(n) * d.rel_noise);
   }
   free(x);
   free(med);
