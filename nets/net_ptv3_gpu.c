@@ -275,9 +275,7 @@ static void destroy(void *impl) {
  * variant (spconv_force = 1 + id, an ablation). NULL when the forced id names no variant. */
 static const spc_variant *conv_variant(const p3g *g, size_t in, size_t out, uint32_t K) {
   if (K != 27u || g->cfg.spconv_force <= 0) return spc_variant_best(in, out);
-  for (int i = 0; i < spc_variant_count(); i++)
-    if (spc_variant_get(i)->id == g->cfg.spconv_force - 1) return spc_variant_get(i);
-  return NULL;
+  return spc_variant_by_id(g->cfg.spconv_force - 1);
 }
 
 static hx_status create_body(p3g *g, const net_params *p, hx_err *err) {

@@ -201,6 +201,7 @@ typedef struct spc_variant {
 } spc_variant;
 int spc_variant_count(void);
 const spc_variant *spc_variant_get(int i);
+const spc_variant *spc_variant_by_id(int id); /* NULL when no variant has that id */
 /* The row order v3 convolves in: rows sorted by their neighbour mask (bit o set when nbr[i * K + o] is a row of
  * the map), ascending, rows of one mask in increasing order (a stable sort). A 16-row group of rows that share a
  * mask has neighbours at fewer offsets, so v1's kernel skips more (group, offset) steps. order [m->n]; K <= 32

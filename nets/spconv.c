@@ -217,12 +217,16 @@ int spc_variant_count(void) { return (int)(sizeof spc_table / sizeof spc_table[0
 
 const spc_variant *spc_variant_get(int i) { return i >= 0 && i < spc_variant_count() ? &spc_table[i] : NULL; }
 
+const spc_variant *spc_variant_by_id(int id) {
+  for (int i = 0; i < spc_variant_count(); ++i)
+    if (spc_table[i].id == id) return &spc_table[i];
+  return NULL;
+}
+
 /* v2 (the small-input implicit GEMM) for inputs of at most 8 channels: the stem's 4 -> 32; v1 (the fused
  * implicit GEMM) wherever its channel rule holds: every xCPE convolution of PTv3 (32 .. 512); v0 otherwise.
  * Looked up by id, so the rule does not depend on the table's order. */
 const spc_variant *spc_variant_best(size_t in, size_t out) {
-  const int want = spc_v2_takes(in, out) ? 2 : spc_v1_takes(in, out) ? 1 : 0;
-  for (int i = 0; i < spc_variant_count(); ++i)
-    if (spc_table[i].id == want) return &spc_table[i];
-  return &spc_table[0];
+  const spc_variant *v = spc_variant_by_id(spc_v2_takes(in, out) ? 2 : spc_v1_takes(in, out) ? 1 : 0);
+  return v ? v : &spc_table[0];
 }

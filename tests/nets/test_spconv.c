@@ -327,6 +327,10 @@ static void test_variants(void **state) {
   }
   assert_null(spc_variant_get(spc_variant_count()));
   assert_null(spc_variant_get(-1));
+  for (int i = 0; i < spc_variant_count(); ++i)
+    assert_ptr_equal(spc_variant_by_id(spc_variant_get(i)->id), spc_variant_get(i));
+  assert_null(spc_variant_by_id(-1));
+  assert_null(spc_variant_by_id(spc_variant_count()));
   assert_string_equal(spc_variant_get(0)->name, "v0");
   assert_true(spc_variant_count() >= 2);
   assert_string_equal(spc_variant_get(1)->name, "v1");

@@ -505,9 +505,7 @@ static void test_conv_refusals(void **state) {
 static void test_conv_v1_boundary(void **state) {
   (void)state;
   hx_err err = {HX_OK, ""};
-  const spc_variant *v1 = NULL;
-  for (int i = 0; i < spc_variant_count(); ++i)
-    if (spc_variant_get(i)->id == 1) v1 = spc_variant_get(i);
+  const spc_variant *v1 = spc_variant_by_id(1);
   assert_non_null(v1);
   assert_ptr_equal(spc_variant_best(32, 32), v1);
   assert_int_equal(spc_variant_best(4, 32)->id, 2);
@@ -614,9 +612,7 @@ static void run_at(const spc_variant *v, const conv_prob *p, const gmap *g, cons
 static void test_conv_v2(void **state) {
   (void)state;
   hx_err err = {HX_OK, ""};
-  const spc_variant *v2 = NULL;
-  for (int i = 0; i < spc_variant_count(); ++i)
-    if (spc_variant_get(i)->id == 2) v2 = spc_variant_get(i);
+  const spc_variant *v2 = spc_variant_by_id(2);
   assert_non_null(v2);
   assert_int_equal(v2->needs_rule, 0);
   assert_ptr_equal(spc_variant_best(4, 32), v2);
@@ -773,11 +769,7 @@ static void run_once(const spc_variant *v, const conv_prob *p, const gmap *g, co
  * HX_EUNSUPPORTED (v1 takes them). */
 static void test_mask_order_v3(void **state) {
   (void)state;
-  const spc_variant *v1 = NULL, *v3 = NULL;
-  for (int i = 0; i < spc_variant_count(); ++i) {
-    if (spc_variant_get(i)->id == 1) v1 = spc_variant_get(i);
-    if (spc_variant_get(i)->id == 3) v3 = spc_variant_get(i);
-  }
+  const spc_variant *v1 = spc_variant_by_id(1), *v3 = spc_variant_by_id(3);
   assert_true(v1 && v3);
   const uint32_t sizes[2][2] = {{1800, 1200}, {12000, 8000}}, boxes[2] = {16, 32};
   for (int ci = 0; ci < 2; ++ci) {
