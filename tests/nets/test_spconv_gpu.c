@@ -325,6 +325,23 @@ static void prob_free(conv_prob *p) {
   memset(p, 0, sizeof *p);
 }
 
+/* One run of variant v on p into host yh (outputs poisoned first). */
+static void run_once(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, const gmap *g, const spc_weights *sw,
+                     uint16_t *yh) {
+  const size_t ny = (size_t)p->n * p->out;
+  hx_err err = {HX_OK, ""};
+  size_t bytes = 0;
+  assert_int_equal(v->fn(NULL, NULL, sw, &g->m, NULL, &bytes, ctx, p->dt, NULL, &err), HX_OK);
+  void *d_x = dev_upload(p->xh, (size_t)p->n * p->in * 2u), *d_y = dev_alloc(ny * 2u), *d_s = dev_alloc(bytes);
+  assert_int_equal(cudaMemset(d_y, 0xFF, ny * 2u), cudaSuccess);
+  hx_status s = v->fn(d_y, d_x, sw, &g->m, d_s, &bytes, ctx, p->dt, NULL, &err);
+  if (s != HX_OK) printf("%s\n", err.msg);
+  assert_int_equal(s, HX_OK);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  assert_int_equal(cudaMemcpy(yh, d_y, ny * 2u, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d_x), cudaFree(d_y), cudaFree(d_s);
+}
+
 /* Run variant v on p twice (outputs poisoned before each run), check both runs agree bit for bit and every value
  * is written, finite and within tolerance. 1: pass, 0: fail, -1: the variant does not take this shape. */
 static int conv_run(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, const gmap *g, const spc_weights *sw,
@@ -340,18 +357,9 @@ static int conv_run(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, cons
   }
   if (s != HX_OK) printf("%s\n", err.msg);
   assert_int_equal(s, HX_OK);
-  void *d_x = dev_upload(p->xh, (size_t)p->n * p->in * 2u), *d_y = dev_alloc(ny * 2u), *d_s = dev_alloc(bytes);
   uint16_t *yh[2] = {malloc(ny * 2u + 2u), malloc(ny * 2u + 2u)};
   assert_true(yh[0] && yh[1]);
-  for (int rep = 0; rep < 2; ++rep) {
-    assert_int_equal(cudaMemset(d_y, 0xFF, ny * 2u), cudaSuccess);
-    size_t have = bytes;
-    s = v->fn(d_y, d_x, sw, &g->m, d_s, &have, ctx, p->dt, NULL, &err);
-    if (s != HX_OK) printf("%s\n", err.msg);
-    assert_int_equal(s, HX_OK);
-    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-    assert_int_equal(cudaMemcpy(yh[rep], d_y, ny * 2u, cudaMemcpyDeviceToHost), cudaSuccess);
-  }
+  for (int rep = 0; rep < 2; ++rep) run_once(v, ctx, p, g, sw, yh[rep]);
   const int same = memcmp(yh[0], yh[1], ny * 2u) == 0;
   double worst = 0;
   size_t bad = 0;
@@ -369,7 +377,6 @@ static int conv_run(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, cons
   printf("conv %s %s k=%u %zu->%zu %s n=%u pairs=%llu: %zu bad, worst |err|/tol %.3f%s\n", v->name,
          net_dtype_name(p->dt), p->k, p->in, p->out, cloud, p->n, (unsigned long long)g->m.pairs, bad, worst,
          same ? "" : ", RUNS DIFFER");
-  cudaFree(d_x), cudaFree(d_y), cudaFree(d_s);
   free(yh[0]), free(yh[1]);
   return bad == 0 && same;
 }
@@ -742,26 +749,6 @@ static void test_conv_v2(void **state) {
   for (int ci = 0; ci < NC; ++ci) tcloud_free(&cl[ci]);
 }
 
-/* One run of variant v on p into host yh (outputs poisoned first). */
-static void run_once(const spc_variant *v, const conv_prob *p, const gmap *g, const spc_weights *sw, uint16_t *yh) {
-  const size_t ny = (size_t)p->n * p->out;
-  hx_err err = {HX_OK, ""};
-  size_t bytes = 0;
-  assert_int_equal(v->fn(NULL, NULL, sw, &g->m, NULL, &bytes, NULL, p->dt, NULL, &err), HX_OK);
-  void *d_x = dev_upload(p->xh, (size_t)p->n * p->in * 2u), *d_y = dev_alloc(ny * 2u), *d_s = dev_alloc(bytes);
-  assert_int_equal(cudaMemset(d_y, 0xFF, ny * 2u), cudaSuccess);
-  hx_status s = v->fn(d_y, d_x, sw, &g->m, d_s, &bytes, NULL, p->dt, NULL, &err);
-  if (s != HX_OK) printf("%s\n", err.msg);
-  assert_int_equal(s, HX_OK);
-  if (bytes > 0 && v->id == 3) { /* one byte short of what the query asked: refused */
-    size_t short_by_one = bytes - 1;
-    assert_int_equal(v->fn(d_y, d_x, sw, &g->m, d_s, &short_by_one, NULL, p->dt, NULL, &err), HX_EINVAL);
-  }
-  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-  assert_int_equal(cudaMemcpy(yh, d_y, ny * 2u, cudaMemcpyDeviceToHost), cudaSuccess);
-  cudaFree(d_x), cudaFree(d_y), cudaFree(d_s);
-}
-
 /* v3's row order on the GPU (spc_mask_order_gpu) equals the CPU's (spc_mask_order_cpu) exactly, on clouds of 3000
  * and 20000 rows (v1's 128- and 256-row tiles) in random row order, two clouds interleaved; a scratch one byte
  * short and a map of K > 32 are refused; v3's output equals v1's bit for bit (each output sums the same products
@@ -813,10 +800,10 @@ static void test_mask_order_v3(void **state) {
       const size_t ny = (size_t)p.n * p.out;
       uint16_t *y1 = malloc(ny * 2u + 2u), *y3 = malloc(ny * 2u + 2u);
       assert_true(y1 && y3);
-      run_once(v1, &p, &g, &sw, y1);
+      run_once(v1, NULL, &p, &g, &sw, y1);
       for (int with_order = 0; with_order < 2; ++with_order) {
         g.m.order = with_order ? d_order : NULL;
-        run_once(v3, &p, &g, &sw, y3);
+        run_once(v3, NULL, &p, &g, &sw, y3);
         size_t diff = 0;
         for (size_t e = 0; e < ny; ++e) diff += y1[e] != y3[e];
         printf("v3 (%s) against v1, %u rows, 64 -> 64: %zu of %zu outputs differ\n",
@@ -824,6 +811,15 @@ static void test_mask_order_v3(void **state) {
         assert_int_equal(diff, 0);
       }
       g.m.order = NULL;
+      /* v3's scratch one byte short of what its query asked (the order it sorts in the call): refused */
+      size_t need = 0;
+      assert_int_equal(v3->fn(NULL, NULL, &sw, &g.m, NULL, &need, NULL, NET_F16, NULL, &err), HX_OK);
+      assert_true(need > 0);
+      void *d_s3 = dev_alloc(need);
+      need -= 1;
+      assert_int_equal(v3->fn(d_s3, d_s3, &sw, &g.m, d_s3, &need, NULL, NET_F16, NULL, &err), HX_EINVAL);
+      assert_non_null(strstr(err.msg, "scratch")); /* refused for its scratch, before y and x are looked at */
+      cudaFree(d_s3);
       free(y1), free(y3);
       spc_weights_free(&sw);
       prob_free(&p);
