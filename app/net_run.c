@@ -102,31 +102,29 @@ typedef struct bd_ctx {
 } bd_ctx;
 
 #if F3D_HAVE_CUDA
+/* The index of key (at most 15 characters) in names[0..*n), added at the end when missing; -1 when the table
+ * (cap names) is full. The breakdown's components and parts and the counters' groups are such tables. */
+static int name_slot(char (*names)[16], size_t *n, size_t cap, const char *key) {
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp(names[i], key) == 0) return (int)i;
+  if (*n == cap) return -1;
+  snprintf(names[*n], 16, "%s", key);
+  return (int)(*n)++;
+}
+
 /* "enc2/block1/attn" -> "attn"; "enc2/pool" -> "pool"; a suffix after '.' is dropped ("attn.v5" -> "attn"). */
 static int bd_component(f3d_net_breakdown *b, const char *path) {
   char key[16];
-  const size_t k = hx_range_category(path, key, sizeof key); /* the rule the counters per component use too */
-  for (size_t i = 0; i < b->n; i++)
-    if (strcmp(b->name[i], key) == 0) return (int)i;
-  if (b->n == F3D_NET_MAX_COMPONENTS) return -1;
-  memcpy(b->name[b->n], key, k + 1);
-  b->ms[b->n] = 0;
-  b->calls[b->n] = 0;
-  return (int)b->n++;
+  hx_range_category(path, key, sizeof key); /* the rule the counters per component use too */
+  return name_slot(b->name, &b->n, F3D_NET_MAX_COMPONENTS, key);
 }
 
 /* "enc2/block1/attn" -> "enc2"; "serialize" -> "serialize" (at most 15 characters). */
 static int bd_part(f3d_net_breakdown *b, const char *path) {
   char key[16];
-  size_t k = strcspn(path, "/");
-  if (k >= sizeof key) k = sizeof key - 1;
-  memcpy(key, path, k);
-  key[k] = '\0';
-  for (size_t i = 0; i < b->n_parts; i++)
-    if (strcmp(b->part[i], key) == 0) return (int)i;
-  if (b->n_parts == F3D_NET_MAX_PARTS) return -1;
-  memcpy(b->part[b->n_parts], key, k + 1);
-  return (int)b->n_parts++;
+  const size_t k = strcspn(path, "/");
+  snprintf(key, sizeof key, "%.*s", (int)(k < sizeof key ? k : sizeof key - 1), path);
+  return name_slot(b->part, &b->n_parts, F3D_NET_MAX_PARTS, key);
 }
 
 static void bd_range(void *vctx, const char *name, int begin, struct CUstream_st *stream) {
@@ -216,11 +214,7 @@ static void cc_range(void *vctx, const char *name, int begin, struct CUstream_st
 static long cc_group(f3d_net_counters *out, const hx_flat_seg *seg) {
   char key[16] = "other";
   if (seg->leaf) hx_range_category(seg->path, key, sizeof key);
-  for (size_t i = 0; i < out->n; i++)
-    if (strcmp(out->name[i], key) == 0) return (long)i;
-  if (out->n == F3D_NET_COUNTER_GROUPS) return -1;
-  memcpy(out->name[out->n], key, sizeof key);
-  return (long)out->n++;
+  return name_slot(out->name, &out->n, F3D_NET_COUNTER_GROUPS, key);
 }
 
 /* The decoded ranges of a session summed into out's components and its whole: exactly the pass's flat ranges, each
