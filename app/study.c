@@ -711,19 +711,18 @@ static void measured_table(FILE *f, const hx_run *r, const char *wl, uint64_t n)
  * the run has no such rows. */
 static void part_table(FILE *f, const hx_run *r, const net_model *m, const char *wl, uint64_t n) {
   const char *part[32], *comp[32];
-  size_t np = 0, nc = 0;
+  size_t np = 0;
   for (size_t i = 0; i < r->n_rows; i++) {
     const hx_run_row *w = &r->rows[i];
     if (w->n_points != n || w->batch != 1 || strncmp(w->metric, "part:", 5) || strcmp(w->pipeline, m->pipeline) ||
         strcmp(w->variant, m->variant) || strcmp(w->workload, wl))
       continue;
-    size_t q = 0, k = 0;
+    size_t q = 0;
     while (q < np && strcmp(part[q], w->metric + 5)) q++;
     if (q == np && np < 32) part[np++] = w->metric + 5;
-    while (k < nc && strcmp(comp[k], w->kernel)) k++;
-    if (k == nc && nc < 32) comp[nc++] = w->kernel;
   }
   if (!np) return;
+  const size_t nc = net_components(r, m->pipeline, m->variant, wl, n, comp, 32); /* the columns: the components */
   fprintf(f, "**%s** (`%s`) by part of the network at %llu points (ms, median over the breakdown forwards): where "
              "each component's time goes, level by level.\n\n| part |",
           m->display, m->variant, (unsigned long long)n);
