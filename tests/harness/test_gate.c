@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "harness/harness.h"
+#include "tests/harness/test_run_util.h"
 
 #define NS 1000 /* samples per key: "large n", where the U test alone finds every drift significant */
 
@@ -48,15 +49,12 @@ static char root[256];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(root, sizeof root, "/tmp/f3d-test-gate-XXXXXX");
-  return mkdtemp(root) ? 0 : -1;
+  return t_tmpdir(root, sizeof root, "gate");
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  return system(cmd) == 0 ? 0 : -1;
+  return t_rm_rf(root);
 }
 
 /* A centred draw of unit variance: the sum of 4 uniforms (close to normal, bounded). */

@@ -22,6 +22,7 @@
 
 #include "gpu_test_kernels.h"
 #include "harness/harness.h"
+#include "tests/harness/test_run_util.h"
 
 static hx_meter *meter;
 static float *d_a, *d_b;
@@ -285,9 +286,7 @@ static void test_bench_stage(void **state) {
   assert_non_null(hx_run_context(&run, "ceiling_gemm_bf16_tflops"));
   assert_true(run.n_samples > 0);
   hx_run_free(&run);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(t_rm_rf(root), 0);
 }
 
 int main(void) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "app/study.h"
+#include "tests/harness/test_run_util.h"
 
 #ifndef F3D_PLOTS_DIR
 #define F3D_PLOTS_DIR "plots"
@@ -71,14 +72,11 @@ static char root[256];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(root, sizeof root, "/tmp/f3d-test-plot-XXXXXX");
-  return mkdtemp(root) ? 0 : -1;
+  return t_tmpdir(root, sizeof root, "plot");
 }
 static int teardown(void **state) {
   (void)state;
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  return system(cmd) == 0 ? 0 : -1;
+  return t_rm_rf(root);
 }
 
 /* Two pipelines (ptv3: serialize + attention + total; flash3d: psh + attention + total) over three sizes

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "app/sweep.h"
+#include "tests/harness/test_run_util.h"
 
 /* the registry in sweep.c names these; nothing runs them here */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err) { return (void)ctx, (void)err, HX_OK; }
@@ -31,14 +32,11 @@ static char root[64];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(root, sizeof root, "/tmp/f3d-test-rates-XXXXXX");
-  return mkdtemp(root) ? 0 : -1;
+  return t_tmpdir(root, sizeof root, "rates");
 }
 static int teardown(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  return system(cmd) == 0 ? 0 : -1;
+  return t_rm_rf(root);
 }
 
 /* The value of the one row (kernel, metric) with its unit checked; NAN when absent, -1 when there are two. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "harness/harness.h"
+#include "tests/harness/test_run_util.h"
 
 #define N 20
 
@@ -53,15 +54,12 @@ static char root[256];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(root, sizeof root, "/tmp/f3d-test-resdir-XXXXXX");
-  return mkdtemp(root) ? 0 : -1;
+  return t_tmpdir(root, sizeof root, "resdir");
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  return system(cmd) == 0 ? 0 : -1;
+  return t_rm_rf(root);
 }
 
 static void path(char *buf, size_t cap, const char *id) { snprintf(buf, cap, "%s/%s", root, id); }

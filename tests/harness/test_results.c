@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "harness/harness.h"
+#include "tests/harness/test_run_util.h"
 
 /* ---- helpers ---------------------------------------------------------------------------------------- */
 
@@ -63,17 +64,12 @@ static size_t count_entries(const char *dir) {
   return n;
 }
 
-static void rm_rf(const char *path) {
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-  assert_int_equal(system(cmd), 0);
-}
+static void rm_rf(const char *path) { assert_int_equal(t_rm_rf(path), 0); }
 
 static char *make_tmpdir(void) {
   char *d = malloc(64);
   assert_non_null(d);
-  snprintf(d, 64, "/tmp/f3d-test-results-XXXXXX");
-  assert_non_null(mkdtemp(d));
+  assert_int_equal(t_tmpdir(d, 64, "results"), 0);
   return d;
 }
 

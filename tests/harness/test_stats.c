@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "harness/harness.h"
+#include "tests/harness/test_run_util.h"
 
 static void test_describe(void **state) {
   (void)state;
@@ -256,9 +257,7 @@ static void test_record_undefined(void **state) {
   assert_true(u->value == 2.0);
   for (size_t i = 0; i < run.n_rows; i++) assert_true(isfinite(run.rows[i].value));
   hx_run_free(&run);
-  char cmd[sizeof root + 16];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(t_rm_rf(root), 0);
 }
 
 /* NVTX/CUPTI range bookkeeping without a counter pass: pairs must match. */

@@ -125,9 +125,7 @@ static void test_memory_rows(void **state) {
   assert_int_equal(count_metric(&r, "mem_peak"), 4); /* nothing for "workload", nothing without an arena */
   assert_int_equal(count_metric(&r, "mem_used"), 1);
   hx_run_free(&r);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(t_rm_rf(root), 0);
 }
 
 int main(void) {

@@ -89,11 +89,7 @@ static double row(const hx_run *r, const char *pipeline, const char *kernel, con
   return n > 1 ? -1.0 : w ? w->value : (double)NAN;
 }
 
-static void rm_rf(const char *dir) {
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
-}
+static void rm_rf(const char *dir) { assert_int_equal(t_rm_rf(dir), 0); }
 
 static void ctx_init(f3d_ctx *ctx, hx_results *res, hx_arena *a, const volatile sig_atomic_t *stop) {
   memset(ctx, 0, sizeof *ctx);
