@@ -1,4 +1,5 @@
-/* test_run_util.h - what the harness tests share (header only, no cmocka): their temporary directories, rows of loaded runs. */
+/* test_run_util.h - what the harness tests share (header only, no cmocka): their temporary directories and the rows
+ * of loaded runs. */
 #ifndef F3D_TEST_RUN_UTIL_H
 #define F3D_TEST_RUN_UTIL_H
 
