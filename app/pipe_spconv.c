@@ -228,7 +228,7 @@ static hx_status run_width(stage *g, f3d_ctx *ctx, const char *pipeline, size_t 
   f3d_spc_cost cost;
   HX_TRY(f3d_spc_cost_count(&cost, g->nbr, g->n, g->m.K, C, C, f3d_spc_tile_rows(g->n, SPC_K), err));
   HX_TRY(make_width(g, ctx, C, err));
-  const spc_variant *best = spc_variant_best(C, C);
+  const spc_variant *best = spc_variant_best(C, C, SPC_K * SPC_K * SPC_K);
   for (int vi = 0; vi < spc_variant_count(); vi++) {
     const spc_variant *v = spc_variant_get(vi);
     size_t need = 0;

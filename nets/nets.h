@@ -214,10 +214,10 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
  * are rows [16 g, 16 g + 16) of that sequence, as v1's tiles are multiples of 16): a group steps at offset o when
  * one of its rows has a neighbour there. 16 x steps / m->pairs is the padding of v1's tensor work. */
 uint64_t spc_group_steps_cpu(const spc_map *m, const uint32_t *order);
-/* The best variant for (in, out) on this build (the main path's one entry): v2 where in <= 8, v1 where in and
- * out are multiples of 16, else v0. A map whose convolutions all take a variant without needs_rule can be built
- * without d_rule. */
-const spc_variant *spc_variant_best(size_t in, size_t out);
+/* The best variant for (in, out) at K offsets on this build (the main path's one entry): v2 where in <= 8; where
+ * in and out are multiples of 16, v3 at K = 27 (k = 3, PTv3's xCPE) and v1 at other K; else v0. A map whose
+ * convolutions all take a variant without needs_rule can be built without d_rule. */
+const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K);
 
 /* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */
 /*

@@ -223,10 +223,13 @@ const spc_variant *spc_variant_by_id(int id) {
   return NULL;
 }
 
-/* v2 (the small-input implicit GEMM) for inputs of at most 8 channels: the stem's 4 -> 32; v1 (the fused
- * implicit GEMM) wherever its channel rule holds: every xCPE convolution of PTv3 (32 .. 512); v0 otherwise.
- * Looked up by id, so the rule does not depend on the table's order. */
-const spc_variant *spc_variant_best(size_t in, size_t out) {
-  const spc_variant *v = spc_variant_by_id(spc_v2_takes(in, out) ? 2 : spc_v1_takes(in, out) ? 1 : 0);
+/* v2 (the small-input implicit GEMM) for inputs of at most 8 channels: the stem's 4 -> 32; v1's channel rule
+ * (every xCPE width of PTv3, 32 .. 512): v3 (v1's kernel over mask-sorted rows) at k = 3, where it measured
+ * faster than v1 at every level of PTv3's forward (H200, 600k points: xCPE 17.1 -> 14.1 ms; spconv alone at
+ * C = 64 0.97 -> 0.70 ms, C = 256 8.64 -> 3.97 ms), and v1 at other K (v3 sorts 27-bit masks only); v0
+ * otherwise. Looked up by id, so the rule does not depend on the table's order. */
+const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K) {
+  const int id = spc_v2_takes(in, out) ? 2 : spc_v1_takes(in, out) ? (K == 27u ? 3 : 1) : 0;
+  const spc_variant *v = spc_variant_by_id(id);
   return v ? v : &spc_table[0];
 }

@@ -20,7 +20,10 @@
 # starts no round that would end after DEADLINE_S (540 s from its start, build included) and says how many pairs
 # it made; the rest come from another call on the warm machine (SKIP_BUILD=1: the binaries and the calibration
 # are kept in $BUILD) and `summarize` adds the outputs up.
-# Knobs: OUT (./gate-proof-out)  PAIRS (20)  CAL (8)  SIZES (300k)  PIPELINES (ptv3)  MAX_TIME (0.25)
+# GPUS=N (N > 1, a host with N GPUs): after the one build, one instance per GPU in parallel (CUDA_VISIBLE_DEVICES=g,
+# its own calibration, OUT/gpu<g>, WORK/gpu<g>, PAIRS / N rounds each, the deadline left), then the summary of all:
+# N times the pairs in one call. Each GPU's A/A pairs are that GPU's own runs; the table adds them up.
+# Knobs: OUT (./gate-proof-out)  PAIRS (20)  CAL (8)  GPUS (1)  SIZES (300k)  PIPELINES (ptv3)  MAX_TIME (0.25)
 #        SWEEP_ARGS (extra sweep options)  DEADLINE_S (540)  NOISE_K, MIN_EFFECT (compare's defaults when empty)
 #        PLANTS ("10 5")  PLANT_RE (awk regex on pipeline/kernel/variant: ^ptv3/gather_qkv_C64/)  ARCH (90)
 #        BUILD (build-gate-proof)  SKIP_BUILD (0)  RECALIBRATE (0)  WORK (/tmp/gate-proof: the runs, not returned)
@@ -116,6 +119,36 @@ else
   # back to 0: the objects are still planted, but their commands changed, so the next ninja rebuilds them
   meson configure "$BUILD" -Dplant_delay_pct=0 > /dev/null 2>&1
   note "build: $(elapsed) s (normal, plant $PLANTS; $BUILD left at plant_delay_pct=0)"
+fi
+
+# ---- one instance per GPU (GPUS > 1) ----------------------------------------------------------------------
+GPUS=${GPUS:-1}
+if [ "$GPUS" -gt 1 ]; then
+  per=$(( (PAIRS + GPUS - 1) / GPUS ))
+  left=$(( DEADLINE_S - $(elapsed) ))
+  note "$GPUS instances in parallel, $per rounds each, $left s left"
+  g=0
+  while [ "$g" -lt "$GPUS" ]; do
+    mkdir -p "$BUILD-gpu$g" && rm -rf "$BUILD-gpu$g/gate-bin" && cp -r "$BIN_DIR" "$BUILD-gpu$g/gate-bin"
+    CUDA_VISIBLE_DEVICES=$g GPUS=1 SKIP_BUILD=1 PAIRS=$per DEADLINE_S=$left OUT="$OUT/gpu$g" WORK="$WORK/gpu$g" \
+      BUILD="$BUILD-gpu$g" sh "$0" > "$OUT/gpu$g.log" 2>&1 &
+    g=$((g + 1))
+  done
+  wait
+  dirs=""
+  g=0
+  while [ "$g" -lt "$GPUS" ]; do
+    note "gpu $g: $(grep -E '^(rounds|deadline|FAIL|calibration)' "$OUT/gpu$g/summary.txt" 2>/dev/null | tr '\n' ' ')"
+    [ -f "$OUT/gpu$g/pairs.tsv" ] && dirs="$dirs $OUT/gpu$g"
+    g=$((g + 1))
+  done
+  [ -n "$dirs" ] || { note "FAIL: no instance made a pair"; exit 1; }
+  # shellcheck disable=SC2086
+  sh "$0" summarize $dirs | tee -a "$SUM"
+  note "keys called slower besides the planted one:"
+  for d in $dirs; do sed -n '/^keys called slower besides/,$p' "$d/summary.txt" | tail -n +2 | sed "s|^|  $(basename "$d")|"; done |
+    tee -a "$SUM"
+  exit 0
 fi
 
 # ---- runs -------------------------------------------------------------------------------------------------

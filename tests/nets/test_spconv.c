@@ -4,9 +4,9 @@
  * never see each other; k = 5; random clouds; a cloud at the top of the coordinate range), the offset order of
  * nets.h on named pairs, symmetry (j is i's neighbour at o exactly when i is j's at K-1-o), the per-offset
  * counts, the convolution against a dense 3D convolution on a small voxel grid, and the refusals (duplicate
- * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0, v1, v2) and
- * spc_variant_best's rule (v2 for inputs of at most 8 channels, v1 for widths that are multiples of 16, v0
- * otherwise).
+ * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0 .. v3) and
+ * spc_variant_best's rule (v2 for inputs of at most 8 channels; for widths that are multiples of 16 v3 at k = 3
+ * and v1 at k = 5; v0 otherwise).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -314,8 +314,9 @@ static void test_mask_order(void **state) {
 }
 
 /* The table lists v0, v1, v2 and v3 in both builds (ids in order, names "v<id>"); the CPU-only build's entries
- * refuse with HX_ENODEV. spc_variant_best: v2 where in <= 8 (the stem's 4 -> 32, any out), v1 where both widths
- * are multiples of 16 (every xCPE width of PTv3), v0 otherwise (odd widths, multiples of 8 only, in = 9). */
+ * refuse with HX_ENODEV. spc_variant_best: v2 where in <= 8 (the stem's 4 -> 32, any out, any K); where both
+ * widths are multiples of 16 (every xCPE width of PTv3) v3 at K = 27 and v1 at K = 125 (v3 sorts 27-bit masks);
+ * v0 otherwise (odd widths, multiples of 8 only, in = 9). */
 static void test_variants(void **state) {
   (void)state;
   assert_true(spc_variant_count() >= 1);
@@ -346,14 +347,18 @@ static void test_variants(void **state) {
     assert_int_equal(spc_variant_get(i)->uses_order, spc_variant_get(i)->id == 3);
   const struct {
     size_t in, out;
+    uint32_t K;
     int id;
-  } best[] = {{32, 32, 1}, {64, 64, 1}, {128, 128, 1}, {256, 256, 1}, {512, 512, 1}, {16, 16, 1}, {48, 80, 1},
-              {64, 32, 1}, {4, 32, 2},   {32, 4, 0},   {8, 8, 2},     {24, 32, 0},   {32, 24, 0}, {3, 5, 2},
-              {1, 1, 2},   {8, 512, 2},  {9, 32, 0},   {4, 0, 0},     {0, 16, 0},    {16, 0, 0}};
+  } best[] = {{32, 32, 27, 3},  {64, 64, 27, 3}, {128, 128, 27, 3}, {256, 256, 27, 3}, {512, 512, 27, 3},
+              {16, 16, 27, 3},  {48, 80, 27, 3}, {64, 32, 27, 3},   {32, 32, 125, 1}, {64, 64, 125, 1},
+              {48, 80, 8, 1},   {4, 32, 125, 2}, {4, 32, 27, 2},    {32, 4, 27, 0},   {8, 8, 27, 2},
+              {24, 32, 27, 0},  {32, 24, 27, 0}, {24, 32, 125, 0},  {3, 5, 27, 2},    {1, 1, 125, 2},
+              {8, 512, 27, 2},  {9, 32, 27, 0},  {4, 0, 27, 0},     {0, 16, 27, 0},   {16, 0, 27, 0}};
   for (size_t i = 0; i < sizeof best / sizeof best[0]; ++i) {
-    const spc_variant *v = spc_variant_best(best[i].in, best[i].out);
+    const spc_variant *v = spc_variant_best(best[i].in, best[i].out, best[i].K);
     assert_non_null(v);
-    if (v->id != best[i].id) printf("spc_variant_best(%zu, %zu) = %s\n", best[i].in, best[i].out, v->name);
+    if (v->id != best[i].id)
+      printf("spc_variant_best(%zu, %zu, %u) = %s\n", best[i].in, best[i].out, (unsigned)best[i].K, v->name);
     assert_int_equal(v->id, best[i].id);
   }
   hx_err err = {HX_OK, ""};

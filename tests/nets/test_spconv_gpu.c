@@ -514,9 +514,10 @@ static void test_conv_v1_boundary(void **state) {
   hx_err err = {HX_OK, ""};
   const spc_variant *v1 = spc_variant_by_id(1);
   assert_non_null(v1);
-  assert_ptr_equal(spc_variant_best(32, 32), v1);
-  assert_int_equal(spc_variant_best(4, 32)->id, 2);
-  assert_int_equal(spc_variant_best(24, 32)->id, 0);
+  assert_ptr_equal(spc_variant_best(32, 32, 125), v1);
+  assert_int_equal(spc_variant_best(32, 32, 27)->id, 3);
+  assert_int_equal(spc_variant_best(4, 32, 27)->id, 2);
+  assert_int_equal(spc_variant_best(24, 32, 27)->id, 0);
   const uint32_t per[2] = {300, 0}, base[6] = {0};
   tcloud t;
   assert_true(tcloud_make(&t, 1, per, 8, base, 4));
@@ -622,8 +623,8 @@ static void test_conv_v2(void **state) {
   const spc_variant *v2 = spc_variant_by_id(2);
   assert_non_null(v2);
   assert_int_equal(v2->needs_rule, 0);
-  assert_ptr_equal(spc_variant_best(4, 32), v2);
-  assert_ptr_equal(spc_variant_best(8, 5), v2);
+  assert_ptr_equal(spc_variant_best(4, 32, 125), v2);
+  assert_ptr_equal(spc_variant_best(8, 5, 27), v2);
 
   enum { NC = 2 };
   tcloud cl[NC];
