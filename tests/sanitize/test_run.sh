@@ -28,9 +28,11 @@ cat > "$T/compute-sanitizer" <<'EOF'
 tool=memcheck
 while [ $# -gt 0 ]; do
   case $1 in --tool) tool=$2; shift 2 ;; --version) echo "Compute Sanitizer Version 2025.3.0"; exit 0 ;;
-  --error-exitcode|--print-limit|--leak-check|--kernel-name-exclude) shift 2 ;; *) break ;; esac
+  --error-exitcode|--print-limit|--leak-check|--kernel-name-exclude) shift 2 ;;
+  --kernel-name) [ -n "${FILTER_LOG:-}" ] && echo "$tool $2" >> "$FILTER_LOG"; shift 2 ;; *) break ;; esac
 done
 prog=$1; shift
+[ -n "${FILTER_LOG:-}" ] && echo "$tool ran $1 $2 $3" >> "$FILTER_LOG"
 "$prog" "$@"; rc=$?
 [ $rc -ne 0 ] && { echo "========= Error: process didn't terminate successfully"; echo "========= ERROR SUMMARY: 0 errors"; exit $rc; }
 if [ "$tool" = memcheck ] && [ "$1" = pool ]; then
@@ -72,6 +74,29 @@ has "$T/bad.out" '^racecheck +psh +FAIL +errors 1 .*kernels: psh_v8_kernel$'
 has "$T/bad.out" '^racecheck +pool +PASS +errors 0 '
 has "$T/bad.out" '^sanitize: 2 passed, 4 failed$'
 tail -n 1 "$T/bad/summary.txt" | grep -q "log $T/bad/racecheck-attn.log" || fail "summary.txt names no log"
+
+# the kernel filter: racecheck and initcheck check the net-* forwards' nets/ kernels only (one --kernel-name
+# kns= per kernel), memcheck and synccheck every launch, other commands every launch; --net-kernels all drops it
+OUT=$T/filt FILTER_LOG=$T/filt.log bash "$run" --only serialize,net-ptv3 "$T/f3dbench" > "$T/filt.out" 2>&1
+rc=$?; [ $rc -eq 0 ] || fail "filter run: exit $rc, want 0"
+for t in racecheck initcheck; do
+  has "$T/filt.log" "^$t kns=conv_kernel$"
+  has "$T/filt.log" "^$t kns=ln_block_kernel$"
+  [ "$(grep -c "^$t kns=" "$T/filt.log")" -eq 17 ] || fail "$t: want 17 kernel filters (one net command)"
+done
+grep -q -E '^(memcheck|synccheck) kns=' "$T/filt.log" && fail "memcheck/synccheck got a kernel filter"
+OUT=$T/filt2 FILTER_LOG=$T/filt2.log bash "$run" --tool racecheck --only net-flash3d --net-kernels all "$T/f3dbench" \
+  > "$T/filt2.out" 2>&1
+grep -q 'kns=' "$T/filt2.log" && fail "--net-kernels all still filtered"
+has "$T/filt2.log" '^racecheck ran net --model flash3d-tiny'
+bash "$run" --net-kernels some "$T/f3dbench" > "$T/usage2" 2>&1
+rc=$?; [ $rc -eq 2 ] || fail "--net-kernels some: exit $rc, want 2"
+# the list is every __global__ function of nets/ (a kernel added there is checked, or this fails)
+src=$(cd "$(dirname "$run")/../../nets" && pwd)
+want=$(grep -h -A2 '__global__' "$src"/*.cu | grep -o '[a-z0-9_]*_kernel(' | tr -d '(' | sort -u | tr '\n' ' ')
+got=$(sed -n '/^NETS_KERNELS=/,/"$/p' "$run" | tr -d '"' | sed 's/NETS_KERNELS=//' | tr ' ' '\n' | grep . | sort -u |
+      tr '\n' ' ')
+[ "$want" = "$got" ] || fail "run.sh's NETS_KERNELS ($got) is not the __global__ list of nets/ ($want)"
 
 # skips and usage errors
 COMPUTE_SANITIZER=$T/none bash "$run" "$T/f3dbench" > "$T/skip1" 2>&1
