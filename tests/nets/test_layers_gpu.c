@@ -341,13 +341,16 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int in
 
 static void test_layernorm(void **state) {
   tctx *t = *state;
-  static const size_t Cs[] = {8, 32, 64, 256, 512, 1024, 1032, 2048};
+  /* every lane-group width (C / 8 rounded up to 1, 2, 4, 8, 16, 32 lanes a row) full and partial (24: 3 of 4
+   * lanes, 40: 5 of 8, 136: 17 of 32), 2 to 4 vectors a lane, the block kernel above 1024 */
+  static const size_t Cs[] = {8, 16, 24, 32, 40, 64, 128, 136, 256, 512, 520, 1024, 1032, 2048};
   size_t bad = 0;
   for (int d = 0; d < 2; ++d) {
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri)
       for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ++ci)
         if (kRows[ri] < 65537 || Cs[ci] <= 512) bad += run_layernorm(t, (net_dtype)d, kRows[ri], Cs[ci], 0);
     bad += run_layernorm(t, (net_dtype)d, 1000, 256, 1);
+    bad += run_layernorm(t, (net_dtype)d, 1001, 32, 1); /* 8 rows a warp, the last warp partly empty */
     bad += run_layernorm(t, (net_dtype)d, 7, 2048, 1);
   }
   assert_int_equal(bad, 0);
