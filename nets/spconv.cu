@@ -35,7 +35,8 @@
  *       spc_variant_best gives v0), reading only the map nbr (no rulebook, no counts, no scratch). A CTA owns
  *       BM output rows (256, 16 warps, for maps of >= 16384 rows at k = 3; else 128, 8 warps) x BN output
  *       channels (the widest of 128, 64, 32, 16 dividing out) and walks the steps (offset o at which some row
- *       of the tile has a neighbour, chunk of BK = 64, 32 or 16 input channels). A 3-stage cp.async pipeline
+ *       of the tile has a neighbour, chunk of BK = 64, 32 or 16 input channels). A cp.async pipeline (3 to 8
+ *       stages, the most the tile shape fits in sm_90's shared memory; 3 where that does not fit the device)
  *       gathers A[r] = x[nbr[r, o]][chunk] (16-byte copies, zero-filled for -1, kept in L1 since a row is
  *       gathered at several offsets of a tile) and B = W_o[slice][chunk] into XOR-swizzled shared memory;
  *       ldmatrix + mma.sync m16n8k16 (fp16 or bf16, fp32 accumulators), each warp multiplying only its 16-row
@@ -336,8 +337,8 @@ struct Params {
 /* Tile sizes per row tile BM, output-slice width BN and input-channel chunk BK (the compiled specialisations:
  * BM 128 or 256, BN 16, 32, 64 or 128 by out, BK 16, 32 or 64 by in, fp16 and bf16). A warp owns 32 x BN/2
  * (BN >= 64) or 16 x BN accumulators, so BM = 128 is 8 warps (2 CTAs per SM) and BM = 256 is 16 warps (1). */
-template <int BM_, int BN_, int BK_> struct Traits {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_, STAGES = 3;
+template <int BM_, int BN_, int BK_, int STAGES_ = 3> struct Traits {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, STAGES = STAGES_;
   static constexpr int WARPS_N = BN >= 64 ? 2 : 1, WM = BN >= 64 ? 32 : 16, WARPS_M = BM / WM;
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N, MIN_CTAS = THREADS <= 256 ? 2 : 1;
   static constexpr int WN = BN / WARPS_N;                     /* one warp's accumulator tile: WM x WN */
@@ -352,6 +353,20 @@ template <int BM_, int BN_, int BK_> struct Traits {
   static size_t smem_bytes(uint32_t K) {
     return (size_t)STAGES * STAGE_BYTES + (size_t)BM * K * 4u + GROUPS * MASKW * 4u + 128u + 16u;
   }
+};
+
+/* The deepest pipeline (3 to 8 stages) a tile shape fits in sm_90's 227 KB of shared memory per CTA, with the
+ * largest map its BM is used for (256 rows: K = 27 only; 128 rows: up to K = 125). One CTA runs per SM (the
+ * registers of its 256-512 threads), and a step's gathered rows are its only work between barriers, so the
+ * kernel waits on gather latency with STAGES - 1 steps in flight: 3 stages kept 2 x 16 KB in flight at C = 32
+ * (600k rows: 400 us against a 54 us floor on an H200), 7 keep 6. Where the deep one does not fit the device
+ * (sm_80's 163 KB), launch uses 3. */
+constexpr int kDeepSmem = 227 * 1024;
+template <int BM, int BN, int BK> struct Deep {
+  using S = Traits<BM, BN, BK>;
+  static constexpr int MAP = BM * (BM == 256 ? 27 : 125) * 4 + S::GROUPS * S::MASKW * 4 + 144;
+  static constexpr int FIT = (kDeepSmem - MAP) / S::STAGE_BYTES;
+  static constexpr int STAGES = FIT > 8 ? 8 : FIT < 3 ? 3 : FIT;
 };
 
 /* Byte offset of 16-byte chunk c of row r in a [rows][CPR chunks] tile, XOR-swizzled so that the 8 row
@@ -420,10 +435,10 @@ __device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
  * after STAGES-1+s commits) and the buffer refilled in iteration s, (s-1) % STAGES, was last read in
  * iteration s-1, before every warp passed this iteration's barrier.
  */
-template <typename T, int BM, int BN, int BK>
-__global__ void __launch_bounds__(Traits<BM, BN, BK>::THREADS, Traits<BM, BN, BK>::MIN_CTAS)
+template <typename T, int BM, int BN, int BK, int ST>
+__global__ void __launch_bounds__(Traits<BM, BN, BK, ST>::THREADS, Traits<BM, BN, BK, ST>::MIN_CTAS)
     conv_kernel(const Params p) {
-  using Tr = Traits<BM, BN, BK>;
+  using Tr = Traits<BM, BN, BK, ST>;
   constexpr int STAGES = Tr::STAGES, THREADS = Tr::THREADS, CPR = Tr::CPR, MI = Tr::MI, NI = Tr::NI;
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char *stage = smem;
@@ -571,19 +586,30 @@ __global__ void __launch_bounds__(Traits<BM, BN, BK>::THREADS, Traits<BM, BN, BK
   }
 }
 
-template <typename T, int BM, int BN, int BK>
-hx_status launch(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
-  using Tr = Traits<BM, BN, BK>;
+template <typename T, int BM, int BN, int BK, int ST>
+hx_status launch_st(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
+  using Tr = Traits<BM, BN, BK, ST>;
   const size_t smem = Tr::smem_bytes(p.K);
   if (smem > (size_t)smem_optin)
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v1: %zu bytes of shared memory per CTA (K = %u, tile %d x %d, chunk %d), "
-                   "the device allows %d", smem, p.K, BM, BN, BK, smem_optin);
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v1: %zu bytes of shared memory per CTA (K = %u, tile %d x %d, chunk %d, "
+                   "%d stages), the device allows %d", smem, p.K, BM, BN, BK, ST, smem_optin);
   const size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices;
-  auto kern = conv_kernel<T, BM, BN, BK>;
+  auto kern = conv_kernel<T, BM, BN, BK, ST>;
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   kern<<<(unsigned)ctas, Tr::THREADS, smem, stream>>>(p);
   HX_LAUNCHED(err, "spc v1 conv_kernel");
   return HX_OK;
+}
+
+/* The deep pipeline where it fits the device's shared memory, else 3 stages. */
+template <typename T, int BM, int BN, int BK>
+hx_status launch(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
+  constexpr int DS = Deep<BM, BN, BK>::STAGES;
+  if constexpr (DS > 3) {
+    if (Traits<BM, BN, BK, DS>::smem_bytes(p.K) <= (size_t)smem_optin)
+      return launch_st<T, BM, BN, BK, DS>(p, smem_optin, stream, err);
+  }
+  return launch_st<T, BM, BN, BK, 3>(p, smem_optin, stream, err);
 }
 
 /* The specialisation for (dtype, BM, BN, BK): BM 256 for maps of kBigRows rows or more at K = 27, else 128; BN
