@@ -35,8 +35,7 @@
  *       spc_variant_best gives v0), reading only the map nbr (no rulebook, no counts, no scratch). A CTA owns
  *       BM output rows (256, 16 warps, for maps of >= 16384 rows at k = 3; else 128, 8 warps) x BN output
  *       channels (the widest of 128, 64, 32, 16 dividing out) and walks the steps (offset o at which some row
- *       of the tile has a neighbour, chunk of BK = 64, 32 or 16 input channels). A cp.async pipeline (3 to 8
- *       stages, the most the tile shape fits in sm_90's shared memory; 3 where that does not fit the device)
+ *       of the tile has a neighbour, chunk of BK = 64, 32 or 16 input channels). A 3-stage cp.async pipeline
  *       gathers A[r] = x[nbr[r, o]][chunk] (16-byte copies, zero-filled for -1, kept in L1 since a row is
  *       gathered at several offsets of a tile) and B = W_o[slice][chunk] into XOR-swizzled shared memory;
  *       ldmatrix + mma.sync m16n8k16 (fp16 or bf16, fp32 accumulators), each warp multiplying only its 16-row
@@ -63,6 +62,11 @@
  *       per map when the map carries it (spc_map.order: the PTv3 forward builds it with each level's map), else
  *       in every call. Each output's sum is the same as v1's (over increasing o, in fp32). The main path's
  *       k = 3 variant: faster than v1 at every level of PTv3's forward (H200, 600k: xCPE 17.1 -> 14.1 ms).
+ *   v4  v3 with the deepest cp.async pipeline each tile shape fits in sm_90's shared memory (v1::Deep: 3 to 8
+ *       stages; 3 where the deep one does not fit the device). At BM = 256 one CTA runs per SM and a step's
+ *       gathers are its only work between barriers, so more steps in flight may hide more gather latency (the
+ *       C = 32 and C = 64 convolutions of PTv3's forward take ~400 us each against floors of 54-86 us). The
+ *       same sums as v3, bit for bit. Off the main path until a device run sets it against v3.
  *
  * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
  *   FLOPs = 2 * pairs * in * out (spc_map.pairs; the centre's n pairs included).
@@ -332,6 +336,7 @@ struct Params {
   uint32_t n, K, in, out;
   uint32_t slices;     /* out / BN: CTA c owns row tile c / slices and output channels BN * (c % slices) .. */
   const uint32_t *perm; /* NULL (v1): tile row t is output row t; else (v3) output row perm[t], a permutation */
+  uint32_t deep;        /* v4: the deep pipeline (Deep) where it fits the device; else 3 stages */
 };
 
 /* Tile sizes per row tile BM, output-slice width BN and input-channel chunk BK (the compiled specialisations:
@@ -355,12 +360,12 @@ template <int BM_, int BN_, int BK_, int STAGES_ = 3> struct Traits {
   }
 };
 
-/* The deepest pipeline (3 to 8 stages) a tile shape fits in sm_90's 227 KB of shared memory per CTA, with the
- * largest map its BM is used for (256 rows: K = 27 only; 128 rows: up to K = 125). One CTA runs per SM (the
- * registers of its 256-512 threads), and a step's gathered rows are its only work between barriers, so the
- * kernel waits on gather latency with STAGES - 1 steps in flight: 3 stages kept 2 x 16 KB in flight at C = 32
- * (600k rows: 400 us against a 54 us floor on an H200), 7 keep 6. Where the deep one does not fit the device
- * (sm_80's 163 KB), launch uses 3. */
+/* v4's pipeline: the deepest (3 to 8 stages) a tile shape fits in sm_90's 227 KB of shared memory per CTA, with
+ * the largest map its BM is used for (256 rows: K = 27 only; 128 rows: up to K = 125). One CTA runs per SM at
+ * BM = 256 (the registers of its 512 threads), and a step's gathered rows are its only work between barriers,
+ * so the kernel may wait on gather latency with STAGES - 1 steps in flight: 3 stages keep 2 x 16 KB in flight
+ * at C = 32 (600k rows: 400 us against a 54 us floor on an H200), 8 keep 7. Where the deep one does not fit
+ * the device (sm_80's 163 KB), launch uses 3. */
 constexpr int kDeepSmem = 227 * 1024;
 template <int BM, int BN, int BK> struct Deep {
   using S = Traits<BM, BN, BK>;
@@ -601,12 +606,12 @@ hx_status launch_st(const Params &p, int smem_optin, cudaStream_t stream, hx_err
   return HX_OK;
 }
 
-/* The deep pipeline where it fits the device's shared memory, else 3 stages. */
+/* 3 stages; with p.deep (v4) the deep pipeline where it fits the device's shared memory. */
 template <typename T, int BM, int BN, int BK>
 hx_status launch(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
   constexpr int DS = Deep<BM, BN, BK>::STAGES;
   if constexpr (DS > 3) {
-    if (Traits<BM, BN, BK, DS>::smem_bytes(p.K) <= (size_t)smem_optin)
+    if (p.deep && Traits<BM, BN, BK, DS>::smem_bytes(p.K) <= (size_t)smem_optin)
       return launch_st<T, BM, BN, BK, DS>(p, smem_optin, stream, err);
   }
   return launch_st<T, BM, BN, BK, 3>(p, smem_optin, stream, err);
@@ -1074,11 +1079,12 @@ static hx_status conv_implicit(const char *who, void *d_y, const void *d_x, cons
 }
 
 static hx_status conv_launch(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, const uint32_t *perm,
-                             net_dtype dt, cudaStream_t stream, hx_err *err) {
+                             int deep, net_dtype dt, cudaStream_t stream, hx_err *err) {
   int dev = 0, smem_optin = 0;
   HX_CUDA(err, cudaGetDevice(&dev));
   HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  v1::Params p{d_y, d_x, w->d_w, w->d_b, m->nbr, m->n, m->K, (uint32_t)w->in, (uint32_t)w->out, 1u, perm};
+  v1::Params p{d_y,  d_x,  w->d_w, w->d_b, m->nbr, m->n, m->K, (uint32_t)w->in, (uint32_t)w->out, 1u,
+               perm, deep ? 1u : 0u};
   return dt == NET_BF16 ? v1::by_bm<__nv_bfloat16>(p, smem_optin, stream, err)
                         : v1::by_bm<__half>(p, smem_optin, stream, err);
 }
@@ -1088,7 +1094,7 @@ hx_status spc_conv_v1(void *d_y, const void *d_x, const spc_weights *w, const sp
   (void)ctx;
   HX_TRY(conv_implicit("v1", d_y, d_x, w, m, d_scratch, scratch_bytes, 0, dt, err));
   if (!d_scratch || !m->n) return HX_OK;
-  return conv_launch(d_y, d_x, w, m, NULL, dt, stream, err);
+  return conv_launch(d_y, d_x, w, m, NULL, 0, dt, stream, err);
 }
 
 /* ---- v3: v1 over rows sorted by their neighbour mask --------------------------------------------- */
@@ -1125,11 +1131,12 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
 
 /* The map's order when it has one (m->order); else scratch holds the order (n uint32), then spc_mask_order_gpu's.
  * k = 5 maps are HX_EUNSUPPORTED (a 125-bit mask; v1 takes them); other K are refused by the checks v1 shares. */
-hx_status spc_conv_v3(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
-                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
-  (void)ctx;
+static hx_status conv_sorted(const char *who, int deep, void *d_y, const void *d_x, const spc_weights *w,
+                             const spc_map *m, void *d_scratch, size_t *scratch_bytes, net_dtype dt, cudaStream_t stream,
+                             hx_err *err) {
   if (m && m->K == 125u)
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v3: sorts the rows of k = 3 maps only (a 27-bit mask; v1 takes k = 5)");
+    return hx_errf(err, HX_EUNSUPPORTED, "spc %s: sorts the rows of k = 3 maps only (a 27-bit mask; v1 takes k = 5)",
+                   who);
   const int own = m && !m->order; /* no order with the map: sort here */
   const size_t n = m && own ? m->n : 0;
   size_t order_bytes = 0;
@@ -1137,11 +1144,24 @@ hx_status spc_conv_v3(void *d_y, const void *d_x, const spc_weights *w, const sp
   Carve c{static_cast<char *>(d_scratch), 0};
   uint32_t *order = static_cast<uint32_t *>(take(c, n * 4u));
   void *order_scratch = take(c, order_bytes);
-  HX_TRY(conv_implicit("v3", d_y, d_x, w, m, d_scratch, scratch_bytes, c.used, dt, err));
+  HX_TRY(conv_implicit(who, d_y, d_x, w, m, d_scratch, scratch_bytes, c.used, dt, err));
   if (!d_scratch || !m->n) return HX_OK;
-  if (!own) return conv_launch(d_y, d_x, w, m, m->order, dt, stream, err);
+  if (!own) return conv_launch(d_y, d_x, w, m, m->order, deep, dt, stream, err);
   HX_TRY(spc_mask_order_gpu(order, m, order_scratch, &order_bytes, stream, err));
-  return conv_launch(d_y, d_x, w, m, order, dt, stream, err);
+  return conv_launch(d_y, d_x, w, m, order, deep, dt, stream, err);
+}
+
+hx_status spc_conv_v3(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  (void)ctx;
+  return conv_sorted("v3", 0, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
+}
+
+/* ---- v4: v3 with the deep pipeline (v1::Deep) ------------------------------------------------------ */
+hx_status spc_conv_v4(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  (void)ctx;
+  return conv_sorted("v4", 1, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
 }
 
 /* ---- v2: small input widths (the stem) -------------------------------------------------------------- */

@@ -4,7 +4,7 @@
  * never see each other; k = 5; random clouds; a cloud at the top of the coordinate range), the offset order of
  * nets.h on named pairs, symmetry (j is i's neighbour at o exactly when i is j's at K-1-o), the per-offset
  * counts, the convolution against a dense 3D convolution on a small voxel grid, and the refusals (duplicate
- * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0 .. v3) and
+ * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0 .. v4) and
  * spc_variant_best's rule (v2 for inputs of at most 8 channels; for widths that are multiples of 16 v3 at k = 3
  * and v1 at k = 5; v0 otherwise).
  */
@@ -343,8 +343,11 @@ static void test_variants(void **state) {
   assert_true(spc_variant_count() >= 4);
   assert_string_equal(spc_variant_get(3)->name, "v3");
   assert_int_equal(spc_variant_get(3)->needs_rule, 0);
-  for (int i = 0; i < spc_variant_count(); ++i) /* only v3 reads a map's row order */
-    assert_int_equal(spc_variant_get(i)->uses_order, spc_variant_get(i)->id == 3);
+  assert_true(spc_variant_count() >= 5);
+  assert_string_equal(spc_variant_get(4)->name, "v4");
+  assert_int_equal(spc_variant_get(4)->needs_rule, 0);
+  for (int i = 0; i < spc_variant_count(); ++i) /* only v3 and v4 read a map's row order */
+    assert_int_equal(spc_variant_get(i)->uses_order, spc_variant_get(i)->id == 3 || spc_variant_get(i)->id == 4);
   const struct {
     size_t in, out;
     uint32_t K;

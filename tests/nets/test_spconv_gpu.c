@@ -752,13 +752,13 @@ static void test_conv_v2(void **state) {
 
 /* v3's row order on the GPU (spc_mask_order_gpu) equals the CPU's (spc_mask_order_cpu) exactly, on clouds of 3000
  * and 20000 rows (v1's 128- and 256-row tiles) in random row order, two clouds interleaved; a scratch one byte
- * short and a map of K > 32 are refused; v3's output equals v1's bit for bit (each output sums the same products
- * over increasing offsets; only exact zeros are added or left out), and v3 refuses k = 5 maps with
- * HX_EUNSUPPORTED (v1 takes them). */
+ * short and a map of K > 32 are refused; v3's and v4's outputs equal v1's bit for bit on both clouds (each output
+ * sums the same products over increasing offsets; only exact zeros are added or left out; v4's deeper pipeline
+ * changes when rows arrive, not the sums), and v3 and v4 refuse k = 5 maps with HX_EUNSUPPORTED (v1 takes them). */
 static void test_mask_order_v3(void **state) {
   (void)state;
-  const spc_variant *v1 = spc_variant_by_id(1), *v3 = spc_variant_by_id(3);
-  assert_true(v1 && v3);
+  const spc_variant *v1 = spc_variant_by_id(1), *v3 = spc_variant_by_id(3), *v4 = spc_variant_by_id(4);
+  assert_true(v1 && v3 && v4);
   const uint32_t sizes[2][2] = {{1800, 1200}, {12000, 8000}}, boxes[2] = {16, 32};
   for (int ci = 0; ci < 2; ++ci) {
     tcloud t;
@@ -791,9 +791,9 @@ static void test_mask_order_v3(void **state) {
     wide.K = 125, wide.k = 5;
     assert_int_equal(spc_mask_order_gpu(NULL, &wide, NULL, &bytes, NULL, &err), HX_EINVAL);
     free(want), free(got);
-    /* v3 against v1, bit for bit, at 64 -> 64 (the smaller cloud only: the reference the problem builds), v3
-     * sorting in its call and v3 reading the map's order (m.order, as the forward gives it) */
-    if (ci == 0) {
+    /* v3 and v4 against v1, bit for bit, at 64 -> 64 (tiles of 128 rows, then 256), each sorting in its call and
+     * reading the map's order (m.order, as the forward gives it) */
+    {
       conv_prob p;
       prob_make(&p, &c, NET_F16, 64, 64, 77);
       spc_weights sw;
@@ -802,13 +802,14 @@ static void test_mask_order_v3(void **state) {
       uint16_t *y1 = malloc(ny * 2u + 2u), *y3 = malloc(ny * 2u + 2u);
       assert_true(y1 && y3);
       run_once(v1, NULL, &p, &g, &sw, y1);
-      for (int with_order = 0; with_order < 2; ++with_order) {
-        g.m.order = with_order ? d_order : NULL;
-        run_once(v3, NULL, &p, &g, &sw, y3);
+      for (int with_order = 0; with_order < 4; ++with_order) {
+        const spc_variant *v = with_order < 2 ? v3 : v4;
+        g.m.order = with_order % 2 ? d_order : NULL;
+        run_once(v, NULL, &p, &g, &sw, y3);
         size_t diff = 0;
         for (size_t e = 0; e < ny; ++e) diff += y1[e] != y3[e];
-        printf("v3 (%s) against v1, %u rows, 64 -> 64: %zu of %zu outputs differ\n",
-               with_order ? "the map's order" : "sorting in the call", p.n, diff, ny);
+        printf("%s (%s) against v1, %u rows, 64 -> 64: %zu of %zu outputs differ\n", v->name,
+               with_order % 2 ? "the map's order" : "sorting in the call", p.n, diff, ny);
         assert_int_equal(diff, 0);
       }
       g.m.order = NULL;
@@ -830,12 +831,13 @@ static void test_mask_order_v3(void **state) {
     gmap_free(&g);
     tcloud_free(&t);
   }
-  /* k = 5: v3 refuses, v1 takes it */
+  /* k = 5: v3 and v4 refuse, v1 takes it */
   spc_map m5 = {.n = 16, .k = 5, .K = 125};
   spc_weights sw5 = {.in = 16, .out = 16, .K = 125};
   size_t bytes = 0;
   hx_err err = {HX_OK, ""};
   assert_int_equal(v3->fn(NULL, NULL, &sw5, &m5, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_EUNSUPPORTED);
+  assert_int_equal(v4->fn(NULL, NULL, &sw5, &m5, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_EUNSUPPORTED);
   assert_int_equal(v1->fn(NULL, NULL, &sw5, &m5, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
 }
 
