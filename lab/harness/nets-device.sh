@@ -7,6 +7,9 @@
 #   MODELS="ptv3 flash3d-46m"   SIZES="100k 300k 600k"   NET_ARGS="--graph --reps 20"
 #   SPCONV="v1 v3"  PTv3 models once per xCPE convolution variant (net --spconv; empty: the main path's only)
 #   SWEEP="--pipelines ptv3-net,flash3d-net --sizes 100k,300k,600k"   (empty: no sweep)
+#   NCU_MODEL=ptv3   after the nets: Nsight Compute over `net --model NCU_MODEL` at the last of SIZES (kernel
+#                    durations, caches and clocks left alone), summarised by lab/kernels/ncu_forward.py; NCU_START
+#                    is the regex of a forward's first kernel (default 'lookup_kernel<5>', PTv3's stem map)
 #   F3D_GIT_COMMIT     the commit this tree is (the device copy has no .git)
 set -u
 OUT=${OUT:-$PWD/nets-out}
@@ -47,6 +50,15 @@ for m in ${MODELS-ptv3 flash3d-46m}; do
     done
   done
 done
+if [ -n "${NCU_MODEL:-}" ]; then
+  t1=$(date +%s)
+  last=$(echo "${SIZES-100k 300k 600k}" | awk '{print $NF}')
+  timeout "${NCU_TIMEOUT:-150}" ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+    "$BIN" net --model "$NCU_MODEL" --points "$last" --reps 1 --check-points 1000 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+  note "ncu $NCU_MODEL $last rc=$? $(( $(date +%s) - t1 )) s"
+  python3 lab/kernels/ncu_forward.py "$OUT/ncu.csv" "${NCU_START:-lookup_kernel<5>}" 25 | tee -a "$SUM"
+  gzip -f "$OUT/ncu.csv"
+fi
 if [ -n "${SWEEP:-}" ]; then
   t1=$(date +%s)
   RUN_ID=nets-$F3D_GIT_COMMIT
