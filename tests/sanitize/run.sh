@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # run.sh - NVIDIA compute-sanitizer over the main path's GPU kernels at small sizes (suite gpu-sanitize).
 #
-# usage: run.sh [--tool LIST] [--only LIST] [--exclude SUBSTR]... F3DBENCH|BUILD_DIR
+# usage: run.sh [--tool LIST] [--only LIST] [--exclude SUBSTR]... [--net-kernels K] F3DBENCH|BUILD_DIR
 #   --tool LIST      memcheck,racecheck,synccheck,initcheck (default: all four)
 #   --only LIST      commands to run (default: all): psh serialize pool attn net-ptv3 net-flash3d
 #   --exclude S      do not check kernels whose name contains S (compute-sanitizer --kernel-name-exclude
 #                    kns=S; repeatable): for a library kernel with a known false positive, named in the docs
-#   --net-kernels all|nets   what racecheck checks in the net-* commands (default nets: the kernels of
-#                    nets/, layers and sparse convolution; all: every launch, libraries included)
+#   --net-kernels all|nets|NAME,...   what racecheck checks in the net-* commands (default nets: the kernels
+#                    of nets/, layers and sparse convolution; all: every launch, libraries included; or the
+#                    kernels whose names contain one of NAME,...)
 #   OUT=DIR          where the logs and summary.txt go (default: a new folder under ${TMPDIR:-/tmp}, printed)
 #   COMPUTE_SANITIZER=PATH  the sanitizer (default: on PATH, then $CUDA_HOME/bin, /usr/local/cuda*/bin)
 #
@@ -46,14 +47,14 @@ net_kernels=nets
 NETS_KERNELS="add_kernel affine_kernel from_f32_kernel to_f32_kernel ln_block_kernel ln_warp_kernel segmax_kernel
   swiglu_kernel insert_kernel lookup_kernel rule_kernel count_kernel gather_kernel scatter_add_kernel
   finalize_kernel conv_kernel mask_kernel"
-usage() { sed -n '4,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
   --tool) [ $# -ge 2 ] || usage; tools=$2; shift 2 ;;
   --only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
   --exclude) [ $# -ge 2 ] || usage; excl+=(--kernel-name-exclude "kns=$2"); shift 2 ;;
   --net-kernels) [ $# -ge 2 ] || usage; net_kernels=$2; shift 2
-    case $net_kernels in all|nets) ;; *) echo "run.sh: --net-kernels takes all or nets, not '$net_kernels'" >&2; exit 2 ;; esac ;;
+    case $net_kernels in all|nets|[A-Za-z_]*) ;; *) echo "run.sh: --net-kernels takes all, nets or kernel names, not '$net_kernels'" >&2; exit 2 ;; esac ;;
   -h|--help) usage ;;
   -*) echo "run.sh: unknown option '$1'" >&2; usage ;;
   *) break ;;
@@ -154,7 +155,9 @@ for t in ${tools//,/ }; do
     log=$out/$t-$c.log
     only_k=()
     case $t/$c/$net_kernels in
+    racecheck/net-*/all | racecheck/net-*/) ;;
     racecheck/net-*/nets) for k in $NETS_KERNELS; do only_k+=(--kernel-name "kns=$k"); done ;;
+    racecheck/net-*/*) for k in ${net_kernels//,/ }; do only_k+=(--kernel-name "kns=$k"); done ;;
     esac
     start=$(date +%s)
     "$san" --tool "$t" --error-exitcode 99 --print-limit 200 "${extra[@]}" "${excl[@]}" "${only_k[@]}" "$bin" \

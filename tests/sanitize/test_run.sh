@@ -88,8 +88,12 @@ OUT=$T/filt2 FILTER_LOG=$T/filt2.log bash "$run" --tool racecheck --only net-fla
   > "$T/filt2.out" 2>&1
 grep -q 'kns=' "$T/filt2.log" && fail "--net-kernels all still filtered"
 has "$T/filt2.log" '^racecheck ran net --model flash3d-tiny'
-bash "$run" --net-kernels some "$T/f3dbench" > "$T/usage2" 2>&1
-rc=$?; [ $rc -eq 2 ] || fail "--net-kernels some: exit $rc, want 2"
+OUT=$T/filt3 FILTER_LOG=$T/filt3.log bash "$run" --tool racecheck --only net-ptv3 --net-kernels conv_kernel,ln_warp \
+  "$T/f3dbench" > "$T/filt3.out" 2>&1
+[ "$(grep -c '^racecheck kns=' "$T/filt3.log")" -eq 2 ] || fail "--net-kernels conv_kernel,ln_warp: want 2 filters"
+has "$T/filt3.log" '^racecheck kns=ln_warp$'
+bash "$run" --net-kernels '-x' "$T/f3dbench" > "$T/usage2" 2>&1
+rc=$?; [ $rc -eq 2 ] || fail "--net-kernels -x: exit $rc, want 2"
 # the list is every __global__ function of nets/ (a kernel added there is checked, or this fails)
 src=$(cd "$(dirname "$run")/../../nets" && pwd)
 want=$(grep -h -A2 '__global__' "$src"/*.cu | grep -o '[a-z0-9_]*_kernel(' | tr -d '(' | sort -u | tr '\n' ' ')
