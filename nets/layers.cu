@@ -406,7 +406,9 @@ __global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const f
 template <typename T>
 hx_status ln_launch(T *y, const T *x, const float *g, const float *b, size_t rows, int C, float eps, cudaStream_t s,
                     hx_err *err) {
-  /* blocks of 4 warps, each warp 32 / LPR rows */
+  /* blocks of 4 warps, each warp 32 / LPR rows: at least 4 rows a block, so this many fit one grid */
+  if (C <= 1024 && rows / 4u >= (size_t)INT32_MAX)
+    return hx_errf(err, HX_EINVAL, "nl_layernorm_gpu: %zu rows exceed one launch", rows);
   auto blocks = [rows](int lpr) { return (unsigned)((rows + (size_t)(128 / lpr) - 1) / (size_t)(128 / lpr)); };
   if (C <= 8) ln_warp_kernel<T, 1, 1><<<blocks(1), 128, 0, s>>>(y, x, g, b, rows, C, eps);
   else if (C <= 16) ln_warp_kernel<T, 1, 2><<<blocks(2), 128, 0, s>>>(y, x, g, b, rows, C, eps);

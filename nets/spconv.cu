@@ -62,8 +62,8 @@
  *       per map when the map carries it (spc_map.order: the PTv3 forward builds it with each level's map), else
  *       in every call. Each output's sum is the same as v1's (over increasing o, in fp32). The main path's
  *       k = 3 variant: faster than v1 at every level of PTv3's forward (H200, 600k: xCPE 17.1 -> 14.1 ms).
- *   v4  v3 with the deepest cp.async pipeline each tile shape fits in sm_90's shared memory (v1::Deep: 3 to 8
- *       stages; 3 where the deep one does not fit the device). At BM = 256 one CTA runs per SM and a step's
+ *   v4  v3 with the deepest cp.async pipeline each 256-row tile fits in sm_90's shared memory (v1::Deep: 4 to 8
+ *       stages; 128-row tiles and devices where the deep one does not fit keep 3). At BM = 256 one CTA runs per SM and a step's
  *       gathers are its only work between barriers, so more steps in flight may hide more gather latency (the
  *       C = 32 and C = 64 convolutions of PTv3's forward take ~400 us each against floors of 54-86 us). The
  *       same sums as v3, bit for bit. Off the main path until a device run sets it against v3.
@@ -337,6 +337,7 @@ struct Params {
   uint32_t slices;     /* out / BN: CTA c owns row tile c / slices and output channels BN * (c % slices) .. */
   const uint32_t *perm; /* NULL (v1): tile row t is output row t; else (v3) output row perm[t], a permutation */
   uint32_t deep;        /* v4: the deep pipeline (Deep) where it fits the device; else 3 stages */
+  int *stages;          /* non-NULL: launch nothing, store the pipeline depth the launch would use */
 };
 
 /* Tile sizes per row tile BM, output-slice width BN and input-channel chunk BK (the compiled specialisations:
@@ -360,18 +361,18 @@ template <int BM_, int BN_, int BK_, int STAGES_ = 3> struct Traits {
   }
 };
 
-/* v4's pipeline: the deepest (3 to 8 stages) a tile shape fits in sm_90's 227 KB of shared memory per CTA, with
- * the largest map its BM is used for (256 rows: K = 27 only; 128 rows: up to K = 125). One CTA runs per SM at
- * BM = 256 (the registers of its 512 threads), and a step's gathered rows are its only work between barriers,
- * so the kernel may wait on gather latency with STAGES - 1 steps in flight: 3 stages keep 2 x 16 KB in flight
- * at C = 32 (600k rows: 400 us against a 54 us floor on an H200), 8 keep 7. Where the deep one does not fit
- * the device (sm_80's 163 KB), launch uses 3. */
+/* v4's pipeline at 256-row tiles (k = 3 maps of >= 16384 rows): the deepest (3 to 8 stages) the tile fits in
+ * sm_90's 227 KB of shared memory per CTA with its k = 3 map rows. There one CTA runs per SM (the registers of
+ * its 512 threads), and a step's gathered rows are its only work between barriers, so the kernel may wait on
+ * gather latency with STAGES - 1 steps in flight: 3 stages keep 2 x 16 KB in flight at C = 32 (600k rows: 400
+ * us against a 54 us floor on an H200), 8 keep 7. 128-row tiles keep 3: two or three of their CTAs share an SM,
+ * and deeper stages would leave one. Where the deep one does not fit the device (sm_80's 163 KB), launch uses 3. */
 constexpr int kDeepSmem = 227 * 1024;
 template <int BM, int BN, int BK> struct Deep {
   using S = Traits<BM, BN, BK>;
-  static constexpr int MAP = BM * (BM == 256 ? 27 : 125) * 4 + S::GROUPS * S::MASKW * 4 + 144;
+  static constexpr int MAP = BM * 27 * 4 + S::GROUPS * S::MASKW * 4 + 144;
   static constexpr int FIT = (kDeepSmem - MAP) / S::STAGE_BYTES;
-  static constexpr int STAGES = FIT > 8 ? 8 : FIT < 3 ? 3 : FIT;
+  static constexpr int STAGES = BM != 256 ? 3 : FIT > 8 ? 8 : FIT < 3 ? 3 : FIT;
 };
 
 /* Byte offset of 16-byte chunk c of row r in a [rows][CPR chunks] tile, XOR-swizzled so that the 8 row
@@ -610,9 +611,13 @@ hx_status launch_st(const Params &p, int smem_optin, cudaStream_t stream, hx_err
 template <typename T, int BM, int BN, int BK>
 hx_status launch(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
   constexpr int DS = Deep<BM, BN, BK>::STAGES;
+  const int deep = DS > 3 && p.deep && Traits<BM, BN, BK, DS>::smem_bytes(p.K) <= (size_t)smem_optin;
+  if (p.stages) {
+    *p.stages = deep ? DS : 3;
+    return HX_OK;
+  }
   if constexpr (DS > 3) {
-    if (p.deep && Traits<BM, BN, BK, DS>::smem_bytes(p.K) <= (size_t)smem_optin)
-      return launch_st<T, BM, BN, BK, DS>(p, smem_optin, stream, err);
+    if (deep) return launch_st<T, BM, BN, BK, DS>(p, smem_optin, stream, err);
   }
   return launch_st<T, BM, BN, BK, 3>(p, smem_optin, stream, err);
 }
@@ -1079,12 +1084,12 @@ static hx_status conv_implicit(const char *who, void *d_y, const void *d_x, cons
 }
 
 static hx_status conv_launch(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, const uint32_t *perm,
-                             int deep, net_dtype dt, cudaStream_t stream, hx_err *err) {
+                             int deep, net_dtype dt, cudaStream_t stream, hx_err *err, int *stages = nullptr) {
   int dev = 0, smem_optin = 0;
   HX_CUDA(err, cudaGetDevice(&dev));
   HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   v1::Params p{d_y,  d_x,  w->d_w, w->d_b, m->nbr, m->n, m->K, (uint32_t)w->in, (uint32_t)w->out, 1u,
-               perm, deep ? 1u : 0u};
+               perm, deep ? 1u : 0u, stages};
   return dt == NET_BF16 ? v1::by_bm<__nv_bfloat16>(p, smem_optin, stream, err)
                         : v1::by_bm<__half>(p, smem_optin, stream, err);
 }
@@ -1158,6 +1163,13 @@ hx_status spc_conv_v3(void *d_y, const void *d_x, const spc_weights *w, const sp
 }
 
 /* ---- v4: v3 with the deep pipeline (v1::Deep) ------------------------------------------------------ */
+hx_status spc_pipeline_stages(int *stages, const spc_map *m, const spc_weights *w, int deep, hx_err *err) {
+  if (!stages || !m || !w) return hx_errf(err, HX_EINVAL, "spc_pipeline_stages: NULL argument");
+  if (!spc_v1_takes(w->in, w->out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc_pipeline_stages: %zu -> %zu channels are not v1's", w->in, w->out);
+  return conv_launch(NULL, NULL, w, m, NULL, deep, NET_F16, NULL, err, stages);
+}
+
 hx_status spc_conv_v4(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
                       size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
   (void)ctx;

@@ -49,3 +49,9 @@ void spc_ctx_destroy(spc_ctx *c) { (void)c; }
   }
 SPC_VARIANT_LIST(SPC_STUB_)
 #undef SPC_STUB_
+
+hx_status spc_pipeline_stages(int *stages, const spc_map *m, const spc_weights *w, int deep, hx_err *err) {
+  (void)m, (void)w, (void)deep;
+  if (stages) *stages = 0;
+  return hx_errf(err, HX_ENODEV, "spc_pipeline_stages: this build has no CUDA");
+}

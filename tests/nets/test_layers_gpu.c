@@ -342,8 +342,9 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int in
 static void test_layernorm(void **state) {
   tctx *t = *state;
   /* every lane-group width (C / 8 rounded up to 1, 2, 4, 8, 16, 32 lanes a row) full and partial (24: 3 of 4
-   * lanes, 40: 5 of 8, 136: 17 of 32), 2 to 4 vectors a lane, the block kernel above 1024 */
-  static const size_t Cs[] = {8, 16, 24, 32, 40, 64, 128, 136, 256, 512, 520, 1024, 1032, 2048};
+   * lanes, 40: 5 of 8, 72: 9 of 16, 136: 17 of 32), 2 to 4 vectors a lane (1000: the 4th partial), the block
+   * kernel above 1024 */
+  static const size_t Cs[] = {8, 16, 24, 32, 40, 64, 72, 128, 136, 256, 512, 520, 1000, 1024, 1032, 2048};
   size_t bad = 0;
   for (int d = 0; d < 2; ++d) {
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri)

@@ -313,7 +313,7 @@ static void test_mask_order(void **state) {
   assert_int_equal(spc_mask_order_cpu(&one, &m5, &e), HX_EINVAL);
 }
 
-/* The table lists v0, v1, v2 and v3 in both builds (ids in order, names "v<id>"); the CPU-only build's entries
+/* The table lists v0 .. v4 in both builds (ids in order, names "v<id>"); the CPU-only build's entries
  * refuse with HX_ENODEV. spc_variant_best: v2 where in <= 8 (the stem's 4 -> 32, any out, any K); where both
  * widths are multiples of 16 (every xCPE width of PTv3) v3 at K = 27 and v1 at K = 125 (v3 sorts 27-bit masks);
  * v0 otherwise (odd widths, multiples of 8 only, in = 9). */
@@ -384,6 +384,17 @@ static void test_variants(void **state) {
 #else
   assert_int_equal(st, HX_ENODEV);
   assert_int_equal(st2, HX_ENODEV);
+#endif
+  /* spc_pipeline_stages: its refusals before any device call; HX_ENODEV without CUDA */
+  int stages = -1;
+  const spc_weights w24 = {.in = 24, .out = 32, .K = 27};
+#if F3D_HAVE_CUDA
+  assert_int_equal(spc_pipeline_stages(&stages, &m, &w24, 1, &err), HX_EUNSUPPORTED);
+  assert_int_equal(spc_pipeline_stages(NULL, &m, &w, 1, &err), HX_EINVAL);
+  assert_int_equal(spc_pipeline_stages(&stages, NULL, &w, 1, &err), HX_EINVAL);
+#else
+  assert_int_equal(spc_pipeline_stages(&stages, &m, &w24, 1, &err), HX_ENODEV);
+  assert_int_equal(stages, 0);
 #endif
 }
 
