@@ -225,9 +225,11 @@ static hx_status run_width(stage *g, f3d_ctx *ctx, const char *pipeline, size_t 
                            hx_err *err) {
   char kernel[32];
   snprintf(kernel, sizeof kernel, "spconv.k%u_C%zu", SPC_K, C);
-  f3d_spc_cost cost;
-  HX_TRY(f3d_spc_cost_count(&cost, g->nbr, g->n, g->m.K, C, C, f3d_spc_tile_rows(g->n, SPC_K), err));
   HX_TRY(make_width(g, ctx, C, err));
+  int tile = 0, stages = 0; /* v1's row tile on this device, the tile the halo is counted in */
+  HX_TRY(spc_launch_plan(&tile, &stages, &g->m, &g->sw, 0, 0, err));
+  f3d_spc_cost cost;
+  HX_TRY(f3d_spc_cost_count(&cost, g->nbr, g->n, g->m.K, C, C, (uint32_t)tile, err));
   const spc_variant *best = spc_variant_best(C, C, SPC_K * SPC_K * SPC_K);
   for (int vi = 0; vi < spc_variant_count(); vi++) {
     const spc_variant *v = spc_variant_get(vi);

@@ -35,9 +35,6 @@ typedef struct f3d_spc_cost {
   uint32_t tile;    /* output rows per tile */
 } f3d_spc_cost;
 
-/* v1's row tile for a map of n rows and kernel side k: 256 for k = 3 and n >= 16384, else 128. */
-uint32_t f3d_spc_tile_rows(uint32_t n, uint32_t k);
-
 /* The cost of conv on the host map nbr [n * K] (entries -1 or < n) in tiles of `tile` rows. HX_EINVAL for a NULL
  * map with n > 0, K = 0, tile = 0, in or out = 0, or an entry outside [-1, n) (naming it); HX_ENOMEM. */
 hx_status f3d_spc_cost_count(f3d_spc_cost *c, const int32_t *nbr, uint32_t n, uint32_t K, size_t in, size_t out,

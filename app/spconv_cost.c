@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t f3d_spc_tile_rows(uint32_t n, uint32_t k) { return k == 3u && n >= 16384u ? 256u : 128u; }
 
 hx_status f3d_spc_cost_count(f3d_spc_cost *c, const int32_t *nbr, uint32_t n, uint32_t K, size_t in, size_t out,
                              uint32_t tile, hx_err *err) {

@@ -864,7 +864,8 @@ static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char 
             "case's level-0 map at the run's largest size, in = out = C, fp16, checked first on 2048 sampled rows "
             "against the CPU reference. Roofline = the most of 2 x pairs x C^2 FLOPs at the run's cuBLAS fp16 ceiling "
             "and, at its copy ceiling, the bytes a fused kernel must move: each input row once per output tile of v1 "
-            "(256 rows; 128 on maps under 16384 rows) it is a neighbour of, each output row once, the map (27 x 4 B a "
+            "(256 rows; 128 on maps under 16384 rows or where 256 do not fit the device) it is a neighbour of, each "
+            "output row once, the map (27 x 4 B a "
             "row) and the weights. Target "
             "(issue #36, for v1): at least 50% of the roofline at C >= 64 and 600k points.\n\n",
             f);

@@ -214,10 +214,13 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
  * are rows [16 g, 16 g + 16) of that sequence, as v1's tiles are multiples of 16): a group steps at offset o when
  * one of its rows has a neighbour there. 16 x steps / m->pairs is the padding of v1's tensor work. */
 uint64_t spc_group_steps_cpu(const spc_map *m, const uint32_t *order);
-/* The cp.async pipeline depth v1's kernel would run at for this map and these weights on the current device:
- * 3 (v1, v3), or with deep (v4) up to 8 where the map's tiles are 256 rows and fit the device's shared memory.
- * HX_EUNSUPPORTED for widths v1 does not take, HX_ENODEV without CUDA. A test's view of what v4 launches. */
-hx_status spc_pipeline_stages(int *stages, const spc_map *m, const spc_weights *w, int deep, hx_err *err);
+/* What v1's kernel (v1, v3; deep: v4) would launch for this map and these weights on a device with smem_optin
+ * bytes of shared memory per CTA (0: the current device's): the tile rows (256 for k = 3 maps of >= 16384 rows
+ * where that tile fits, as on sm_90; 128 otherwise, as at 128 output channels on sm_80's 163 KB) and the cp.async
+ * pipeline stages (3; with deep, up to 8 at 256-row tiles where they fit). Nothing is launched and, with
+ * smem_optin given, no device is asked. HX_EUNSUPPORTED for widths v1 does not take, HX_ENODEV without CUDA. */
+hx_status spc_launch_plan(int *tile_rows, int *stages, const spc_map *m, const spc_weights *w, int deep,
+                          int smem_optin, hx_err *err);
 /* The best variant for (in, out) at K offsets on this build (the main path's one entry): v2 where in <= 8; where
  * in and out are multiples of 16, v3 at K = 27 (k = 3, PTv3's xCPE) and v1 at other K; else v0. A map whose
  * convolutions all take a variant without needs_rule can be built without d_rule. */

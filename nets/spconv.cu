@@ -33,7 +33,8 @@
  *       wrong result but never an out-of-bounds access. Launches: 2 + 3 (K - 1) at most (80 for k = 3).
  *   v1  fused implicit GEMM on the tensor cores, one launch: in and out multiples of 16 (else HX_EUNSUPPORTED;
  *       spc_variant_best gives v0), reading only the map nbr (no rulebook, no counts, no scratch). A CTA owns
- *       BM output rows (256, 16 warps, for maps of >= 16384 rows at k = 3; else 128, 8 warps) x BN output
+ *       BM output rows (256, 16 warps, for maps of >= 16384 rows at k = 3 where its shared memory fits the
+ *       device; else 128, 8 warps) x BN output
  *       channels (the widest of 128, 64, 32, 16 dividing out) and walks the steps (offset o at which some row
  *       of the tile has a neighbour, chunk of BK = 64, 32 or 16 input channels). A 3-stage cp.async pipeline
  *       gathers A[r] = x[nbr[r, o]][chunk] (16-byte copies, zero-filled for -1, kept in L1 since a row is
@@ -337,7 +338,7 @@ struct Params {
   uint32_t slices;     /* out / BN: CTA c owns row tile c / slices and output channels BN * (c % slices) .. */
   const uint32_t *perm; /* NULL (v1): tile row t is output row t; else (v3) output row perm[t], a permutation */
   uint32_t deep;        /* v4: the deep pipeline (Deep) where it fits the device; else 3 stages */
-  int *stages;          /* non-NULL: launch nothing, store the pipeline depth the launch would use */
+  int *plan;            /* non-NULL: launch nothing, store {tile rows, pipeline stages} the launch would use */
 };
 
 /* Tile sizes per row tile BM, output-slice width BN and input-channel chunk BK (the compiled specialisations:
@@ -607,13 +608,18 @@ hx_status launch_st(const Params &p, int smem_optin, cudaStream_t stream, hx_err
   return HX_OK;
 }
 
-/* 3 stages; with p.deep (v4) the deep pipeline where it fits the device's shared memory. */
+/* 3 stages; with p.deep (v4) the deep pipeline where it fits the device's shared memory. A 256-row tile whose 3
+ * stages do not fit (sm_80's 163 KB against 171 KB at 128 output channels) runs as 128-row tiles: the same sums,
+ * since each output sums over increasing o whatever the tile. */
 template <typename T, int BM, int BN, int BK>
 hx_status launch(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
+  if constexpr (BM == 256) {
+    if (Traits<BM, BN, BK>::smem_bytes(p.K) > (size_t)smem_optin) return launch<T, 128, BN, BK>(p, smem_optin, stream, err);
+  }
   constexpr int DS = Deep<BM, BN, BK>::STAGES;
   const int deep = DS > 3 && p.deep && Traits<BM, BN, BK, DS>::smem_bytes(p.K) <= (size_t)smem_optin;
-  if (p.stages) {
-    *p.stages = deep ? DS : 3;
+  if (p.plan) {
+    p.plan[0] = BM, p.plan[1] = deep ? DS : 3;
     return HX_OK;
   }
   if constexpr (DS > 3) {
@@ -1083,13 +1089,18 @@ static hx_status conv_implicit(const char *who, void *d_y, const void *d_x, cons
   return HX_OK;
 }
 
+/* plan non-NULL: nothing launched, {tile rows, stages} stored, for a device with smem_optin bytes of shared
+ * memory per CTA (0: the current device's). */
 static hx_status conv_launch(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, const uint32_t *perm,
-                             int deep, net_dtype dt, cudaStream_t stream, hx_err *err, int *stages = nullptr) {
-  int dev = 0, smem_optin = 0;
-  HX_CUDA(err, cudaGetDevice(&dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+                             int deep, net_dtype dt, cudaStream_t stream, hx_err *err, int *plan = nullptr,
+                             int smem_optin = 0) {
+  if (smem_optin <= 0) {
+    int dev = 0;
+    HX_CUDA(err, cudaGetDevice(&dev));
+    HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  }
   v1::Params p{d_y,  d_x,  w->d_w, w->d_b, m->nbr, m->n, m->K, (uint32_t)w->in, (uint32_t)w->out, 1u,
-               perm, deep ? 1u : 0u, stages};
+               perm, deep ? 1u : 0u, plan};
   return dt == NET_BF16 ? v1::by_bm<__nv_bfloat16>(p, smem_optin, stream, err)
                         : v1::by_bm<__half>(p, smem_optin, stream, err);
 }
@@ -1163,11 +1174,16 @@ hx_status spc_conv_v3(void *d_y, const void *d_x, const spc_weights *w, const sp
 }
 
 /* ---- v4: v3 with the deep pipeline (v1::Deep) ------------------------------------------------------ */
-hx_status spc_pipeline_stages(int *stages, const spc_map *m, const spc_weights *w, int deep, hx_err *err) {
-  if (!stages || !m || !w) return hx_errf(err, HX_EINVAL, "spc_pipeline_stages: NULL argument");
+hx_status spc_launch_plan(int *tile_rows, int *stages, const spc_map *m, const spc_weights *w, int deep,
+                          int smem_optin, hx_err *err) {
+  if (!tile_rows || !stages || !m || !w) return hx_errf(err, HX_EINVAL, "spc_launch_plan: NULL argument");
   if (!spc_v1_takes(w->in, w->out))
-    return hx_errf(err, HX_EUNSUPPORTED, "spc_pipeline_stages: %zu -> %zu channels are not v1's", w->in, w->out);
-  return conv_launch(NULL, NULL, w, m, NULL, deep, NET_F16, NULL, err, stages);
+    return hx_errf(err, HX_EUNSUPPORTED, "spc_launch_plan: %zu -> %zu channels are not v1's", w->in, w->out);
+  if (m->K != 27u && m->K != 125u) return hx_errf(err, HX_EINVAL, "spc_launch_plan: a map of %u offsets", m->K);
+  int plan[2] = {0, 0};
+  HX_TRY(conv_launch(NULL, NULL, w, m, NULL, deep, NET_F16, NULL, err, plan, smem_optin));
+  *tile_rows = plan[0], *stages = plan[1];
+  return HX_OK;
 }
 
 hx_status spc_conv_v4(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,

@@ -50,8 +50,10 @@ void spc_ctx_destroy(spc_ctx *c) { (void)c; }
 SPC_VARIANT_LIST(SPC_STUB_)
 #undef SPC_STUB_
 
-hx_status spc_pipeline_stages(int *stages, const spc_map *m, const spc_weights *w, int deep, hx_err *err) {
-  (void)m, (void)w, (void)deep;
+hx_status spc_launch_plan(int *tile_rows, int *stages, const spc_map *m, const spc_weights *w, int deep,
+                          int smem_optin, hx_err *err) {
+  (void)m, (void)w, (void)deep, (void)smem_optin;
+  if (tile_rows) *tile_rows = 0;
   if (stages) *stages = 0;
-  return hx_errf(err, HX_ENODEV, "spc_pipeline_stages: this build has no CUDA");
+  return hx_errf(err, HX_ENODEV, "spc_launch_plan: this build has no CUDA");
 }

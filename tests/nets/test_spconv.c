@@ -385,16 +385,41 @@ static void test_variants(void **state) {
   assert_int_equal(st, HX_ENODEV);
   assert_int_equal(st2, HX_ENODEV);
 #endif
-  /* spc_pipeline_stages: its refusals before any device call; HX_ENODEV without CUDA */
-  int stages = -1;
+  /* spc_launch_plan for a given shared-memory size (no device asked, so this runs on any CUDA build): sm_90's
+   * 227 KB and sm_80's 163 KB per CTA; HX_ENODEV without CUDA */
+  int tile = -1, stages = -1;
   const spc_weights w24 = {.in = 24, .out = 32, .K = 27};
 #if F3D_HAVE_CUDA
-  assert_int_equal(spc_pipeline_stages(&stages, &m, &w24, 1, &err), HX_EUNSUPPORTED);
-  assert_int_equal(spc_pipeline_stages(NULL, &m, &w, 1, &err), HX_EINVAL);
-  assert_int_equal(spc_pipeline_stages(&stages, NULL, &w, 1, &err), HX_EINVAL);
+  enum { SM90 = 232448, SM80 = 166912 };
+  const struct {
+    uint32_t n, K;
+    size_t C;
+    int deep, smem, tile, stages;
+  } plans[] = {
+      {20000, 27, 128, 0, SM90, 256, 3}, {20000, 27, 128, 1, SM90, 256, 4}, {20000, 27, 64, 1, SM90, 256, 4},
+      {20000, 27, 32, 1, SM90, 256, 8},  {20000, 27, 32, 0, SM90, 256, 3},  {3000, 27, 32, 1, SM90, 128, 3},
+      {20000, 125, 64, 1, SM90, 128, 3}, /* sm_80: the 3-stage 256-row tile at 128 channels (171 KB) does not
+                                          * fit, 128-row tiles do; 64 channels fit at 3 stages, not deeper */
+      {20000, 27, 128, 0, SM80, 128, 3}, {20000, 27, 256, 1, SM80, 128, 3}, {20000, 27, 64, 0, SM80, 256, 3},
+      {20000, 27, 64, 1, SM80, 256, 3},  {20000, 27, 32, 1, SM80, 256, 3}};
+  for (size_t i = 0; i < sizeof plans / sizeof plans[0]; ++i) {
+    spc_map pm = m;
+    pm.n = plans[i].n, pm.K = plans[i].K, pm.k = plans[i].K == 27u ? 3 : 5;
+    const spc_weights pw = {.in = plans[i].C, .out = plans[i].C, .K = plans[i].K};
+    assert_int_equal(spc_launch_plan(&tile, &stages, &pm, &pw, plans[i].deep, plans[i].smem, &err), HX_OK);
+    if (tile != plans[i].tile || stages != plans[i].stages)
+      printf("plan %zu: %u rows, K %u, C %zu, deep %d, %d B: tile %d stages %d\n", i, plans[i].n, plans[i].K,
+             plans[i].C, plans[i].deep, plans[i].smem, tile, stages);
+    assert_int_equal(tile, plans[i].tile);
+    assert_int_equal(stages, plans[i].stages);
+  }
+  assert_int_equal(spc_launch_plan(&tile, &stages, &m, &w24, 1, SM90, &err), HX_EUNSUPPORTED);
+  assert_int_equal(spc_launch_plan(NULL, &stages, &m, &w, 1, SM90, &err), HX_EINVAL);
+  assert_int_equal(spc_launch_plan(&tile, &stages, NULL, &w, 1, SM90, &err), HX_EINVAL);
 #else
-  assert_int_equal(spc_pipeline_stages(&stages, &m, &w24, 1, &err), HX_ENODEV);
+  assert_int_equal(spc_launch_plan(&tile, &stages, &m, &w24, 1, 0, &err), HX_ENODEV);
   assert_int_equal(stages, 0);
+  assert_int_equal(tile, 0);
 #endif
 }
 

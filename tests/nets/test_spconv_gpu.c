@@ -793,8 +793,9 @@ static void test_mask_order_v3(void **state) {
     free(want), free(got);
     /* v3 and v4 against v1, bit for bit (tiles of 128 rows, then 256), each sorting in its call and reading the
      * map's order (m.order, as the forward gives it); at 256-row tiles also 32 -> 32, v4's deepest pipeline.
-     * v4's depth as spc_pipeline_stages reports it: 3 at 128-row tiles; at 256-row tiles on a device with
-     * sm_90's 227 KB of shared memory per CTA, 4 (64 -> 64) and 8 (32 -> 32); 3 on a device with less. */
+     * The launch as spc_launch_plan reports it for this device: 128-row tiles on the small cloud, 256 on the
+     * large one; v4's depth 3 at 128-row tiles and, at 256-row tiles on a device with sm_90's 227 KB of shared
+     * memory per CTA, 4 (64 -> 64) and 8 (32 -> 32); 3 on a device with less. */
     int optin = 0, dev = 0;
     assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
     assert_int_equal(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), cudaSuccess);
@@ -805,12 +806,14 @@ static void test_mask_order_v3(void **state) {
       prob_make(&p, &c, NET_F16, C, C, 77u + (unsigned)wi);
       spc_weights sw;
       assert_int_equal(spc_weights_upload(&sw, p.w, p.b, p.in, p.out, c.K, p.dt, NULL, &err), HX_OK);
-      int st1 = 0, st4 = 0;
-      assert_int_equal(spc_pipeline_stages(&st1, &g.m, &sw, 0, &err), HX_OK);
-      assert_int_equal(spc_pipeline_stages(&st4, &g.m, &sw, 1, &err), HX_OK);
+      int st1 = 0, st4 = 0, tile1 = 0, tile4 = 0;
+      assert_int_equal(spc_launch_plan(&tile1, &st1, &g.m, &sw, 0, 0, &err), HX_OK);
+      assert_int_equal(spc_launch_plan(&tile4, &st4, &g.m, &sw, 1, 0, &err), HX_OK);
       const int want4 = ci == 0 || optin < 227 * 1024 ? 3 : C == 64 ? 4 : 8;
-      printf("pipeline stages, %u rows, %zu -> %zu: v1/v3 %d, v4 %d (want %d; shared memory per CTA %d B)\n", p.n, C,
-             C, st1, st4, want4, optin);
+      printf("launch plan, %u rows, %zu -> %zu: v1/v3 %d rows x %d stages, v4 %d x %d (want %d stages; shared "
+             "memory per CTA %d B)\n", p.n, C, C, tile1, st1, tile4, st4, want4, optin);
+      assert_int_equal(tile1, ci == 0 ? 128 : 256);
+      assert_int_equal(tile4, tile1);
       assert_int_equal(st1, 3);
       assert_int_equal(st4, want4);
       const size_t ny = (size_t)p.n * p.out;
