@@ -357,7 +357,7 @@ template <int BM_, int BN_, int BK_, int STAGES_ = 3> struct Traits {
   static_assert((BM * CPR) % THREADS == 0, "A chunks split evenly over the threads");
   static_assert(STAGE_BYTES % 128 == 0, "stages stay 128-byte aligned");
   /* Dynamic shared memory: the stages, then the tile's map rows, group masks and active-offset list. */
-  static size_t smem_bytes(uint32_t K) {
+  static constexpr size_t smem_bytes(uint32_t K) {
     return (size_t)STAGES * STAGE_BYTES + (size_t)BM * K * 4u + GROUPS * MASKW * 4u + 128u + 16u;
   }
 };
@@ -371,8 +371,8 @@ template <int BM_, int BN_, int BK_, int STAGES_ = 3> struct Traits {
 constexpr int kDeepSmem = 227 * 1024;
 template <int BM, int BN, int BK> struct Deep {
   using S = Traits<BM, BN, BK>;
-  static constexpr int MAP = BM * 27 * 4 + S::GROUPS * S::MASKW * 4 + 144;
-  static constexpr int FIT = (kDeepSmem - MAP) / S::STAGE_BYTES;
+  static constexpr size_t MAP = S::smem_bytes(27) - (size_t)S::STAGES * S::STAGE_BYTES; /* map rows, masks, offsets */
+  static constexpr int FIT = (int)((kDeepSmem - MAP) / S::STAGE_BYTES);
   static constexpr int STAGES = BM != 256 ? 3 : FIT > 8 ? 8 : FIT < 3 ? 3 : FIT;
 };
 
