@@ -155,7 +155,7 @@ for t in ${tools//,/ }; do
     log=$out/$t-$c.log
     only_k=()
     case $t/$c/$net_kernels in
-    racecheck/net-*/all | racecheck/net-*/) ;;
+    racecheck/net-*/all) ;;
     racecheck/net-*/nets) for k in $NETS_KERNELS; do only_k+=(--kernel-name "kns=$k"); done ;;
     racecheck/net-*/*) for k in ${net_kernels//,/ }; do only_k+=(--kernel-name "kns=$k"); done ;;
     esac
