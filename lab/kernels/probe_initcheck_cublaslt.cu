@@ -2,15 +2,15 @@
  * Under initcheck, an unfiltered PTv3 forward reported ~271k "uninitialized __global__ memory read"s, the first
  * hundred all in our LayerNorm reading rows whose last writer was a cuBLASLt GEMM, while the forward matched its
  * CPU reference. This probe isolates that pattern with no project code:
- *   1. X [rows, in] and W [out, in] (fp16) uploaded with cudaMemcpy; Y [rows, out] cudaMalloc'ed, never touched;
+ *   0. X [rows, in] and W [out, in] (fp16) uploaded with cudaMemcpy; Y [rows, out] cudaMalloc'ed, never touched;
+ *   1. control: Z written by fill_kernel (our own stores), then read_kernel reads Z;
  *   2. Y = X W^T by cublasLtMatmul (the heuristic's first algorithm, as nl_linear_gpu takes it);
  *   3. read_kernel sums every value of Y into one float (initialised by cudaMemset);
- *   4. control: Z written by fill_kernel (our own stores), then read_kernel reads Z;
- *   5. Y checked against a CPU GEMM on every row (the GEMM really wrote all of Y).
- * If initcheck reports reads in step 3 and none in step 4 while step 5 passes, the reports are the
+ *   4. Y copied to the host and 5. checked against a CPU GEMM on every row (the GEMM really wrote all of Y).
+ * If initcheck reports reads in step 3 and none in step 1 while step 5 passes, the reports are the
  * sanitizer not tracking that GEMM kernel's stores (false positives), not uninitialised data.
  *   nvcc -O2 -arch=sm_90 -o /tmp/pic lab/kernels/probe_initcheck_cublaslt.cu -lcublasLt
- *   compute-sanitizer --tool initcheck --print-limit 3 /tmp/pic 1500 32 32
+ *   compute-sanitizer --tool initcheck --print-limit 0 /tmp/pic 1500 32 32 | grep -E 'step|at |SUMMARY' | uniq -c
  * Arguments: rows in out (in and out multiples of 8). Prints the check and which step read what. */
 #include <cstdio>
 #include <cstdlib>
@@ -94,18 +94,22 @@ int main(int argc, char **argv) {
   PIC_LT(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heur, &found));
   if (!found) { fprintf(stderr, "probe_initcheck: no cuBLASLt algorithm\n"); return 1; }
   const float one = 1.f, zero = 0.f;
-  printf("step 2: cublasLtMatmul Y[%d, %d] = X[%d, %d] W^T\n", rows, out, rows, in);
-  PIC_LT(cublasLtMatmul(lt, op, &one, dw, la, dx, lb, &zero, dy, ld, dy, ld, &heur.algo, ws, wsb, 0));
-  printf("step 3: read_kernel over Y (written by cuBLASLt)\n");
-  fflush(stdout);
-  read_kernel<<<64, 256>>>(dy, hy.size(), dsum);
-  PIC_CUDA(cudaDeviceSynchronize());
-  printf("step 4: fill_kernel writes Z, read_kernel reads Z (control)\n");
+  /* the control first: a report printed before "step 2" is the sanitizer's view of our own stores */
+  printf("step 1: fill_kernel writes Z, read_kernel reads Z (control)\n");
   fflush(stdout);
   fill_kernel<<<64, 256>>>(dz, hy.size());
   read_kernel<<<64, 256>>>(dz, hy.size(), dsum + 1);
   PIC_CUDA(cudaDeviceSynchronize());
-
+  printf("step 2: cublasLtMatmul Y[%d, %d] = X[%d, %d] W^T\n", rows, out, rows, in);
+  fflush(stdout);
+  PIC_LT(cublasLtMatmul(lt, op, &one, dw, la, dx, lb, &zero, dy, ld, dy, ld, &heur.algo, ws, wsb, 0));
+  PIC_CUDA(cudaDeviceSynchronize());
+  printf("step 3: read_kernel over Y (written by cuBLASLt)\n");
+  fflush(stdout);
+  read_kernel<<<64, 256>>>(dy, hy.size(), dsum);
+  PIC_CUDA(cudaDeviceSynchronize());
+  printf("step 4: Y copied to the host\n");
+  fflush(stdout);
   PIC_CUDA(cudaMemcpy(hy.data(), dy, hy.size() * 2, cudaMemcpyDeviceToHost));
   double worst = 0;
   for (int r = 0; r < rows; r++)
