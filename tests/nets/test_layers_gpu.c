@@ -35,6 +35,7 @@
 
 #include "f3d_config.h"
 #include "nets/nets.h"
+#include "tests/nets/test_select.h"
 
 #if F3D_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -759,18 +760,20 @@ static int teardown(void **state) {
   return 0;
 }
 
-int main(void) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("no CUDA device: skipping\n");
-    return 77;
-  }
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_args),          cmocka_unit_test(test_linear),
       cmocka_unit_test(test_layernorm),         cmocka_unit_test(test_affine_swiglu),
       cmocka_unit_test(test_add_gather_convert), cmocka_unit_test(test_segment_max),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  if (!ts_names_ok(tests, sizeof tests / sizeof tests[0], argc, argv)) return 2;
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    printf("no CUDA device: skipping\n");
+    return 77;
+  }
+  /* arguments: test names to run (default all; tests/sanitize/run.sh names some) */
+  return ts_run_selected("nets_layers_gpu", tests, sizeof tests / sizeof tests[0], argc, argv, setup, teardown);
 }
 #else
 int main(void) {

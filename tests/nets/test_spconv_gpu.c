@@ -42,6 +42,7 @@
 
 #include "f3d_config.h"
 #include "nets/nets.h"
+#include "tests/nets/test_select.h"
 #include "tests/nets/test_spconv_util.h"
 
 #if F3D_HAVE_CUDA
@@ -861,12 +862,7 @@ static void test_mask_order_v3(void **state) {
   assert_int_equal(v1->fn(NULL, NULL, &sw5, &m5, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
 }
 
-int main(void) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("no CUDA device: skipping\n");
-    return 77;
-  }
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_map),
       cmocka_unit_test(test_map_refusals),
@@ -876,7 +872,14 @@ int main(void) {
       cmocka_unit_test(test_conv_v2),
       cmocka_unit_test(test_mask_order_v3),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  if (!ts_names_ok(tests, sizeof tests / sizeof tests[0], argc, argv)) return 2;
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    printf("no CUDA device: skipping\n");
+    return 77;
+  }
+  /* arguments: test names to run (default all; tests/sanitize/run.sh names some) */
+  return ts_run_selected("nets_spconv_gpu", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
 }
 #else
 int main(void) {

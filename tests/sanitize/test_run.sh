@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_run.sh - tests/sanitize/run.sh's verdicts without a GPU (suite cpu): a stand-in compute-sanitizer
 # prints what the real one prints for a clean run, a memcheck report in a kernel, a racecheck summary with
-# an error and a warning, and a program that fails its own check; a stand-in f3dbench claims a device.
+# an error and a warning, and a program that fails its own check; a stand-in f3dbench claims a device, and
+# stand-in GPU test programs sit beside it as in a build (BUILD/app/f3dbench, BUILD/tests/nets/).
 # Checks: one line per (tool, command) with PASS/FAIL, the error count and the kernel named; the summary
 # table last and in OUT/summary.txt; exit 1 on a failure, 0 when all pass, 77 without a sanitizer or a
 # device, 2 on a bad option.
@@ -12,7 +13,13 @@ run=$1
 t_setup test-sanitize
 has() { grep -q -E "$2" "$1" || { fail "$(basename "$1"): no line matching '$2'"; sed 's/^/    /' "$1"; }; }
 
-cat > "$T/f3dbench" <<'EOF'
+mkdir -p "$T/build/app" "$T/build/tests/nets"
+F=$T/build/app/f3dbench
+for p in layers spconv; do
+  printf '#!/bin/sh\necho "%s $*"\nexit 0\n' "$p" > "$T/build/tests/nets/test_nets_${p}_gpu"
+  chmod +x "$T/build/tests/nets/test_nets_${p}_gpu"
+done
+cat > "$F" <<'EOF'
 #!/bin/sh
 case $1 in
 info) [ -n "${FAKE_NODEV:-}" ] && { echo "devices: no CUDA device (no NVIDIA driver)"; exit 0; }
@@ -52,47 +59,75 @@ fi
 echo "========= ERROR SUMMARY: 0 errors"
 exit 0
 EOF
-chmod +x "$T/f3dbench" "$T/compute-sanitizer"
+chmod +x "$F" "$T/compute-sanitizer"
 export COMPUTE_SANITIZER=$T/compute-sanitizer
 
 # a clean pass: every line PASS, exit 0
-OUT=$T/clean bash "$run" --tool synccheck "$T/f3dbench" > "$T/clean.out" 2>&1
+OUT=$T/clean bash "$run" --tool synccheck "$F" > "$T/clean.out" 2>&1
 rc=$?; [ $rc -eq 0 ] || fail "clean run: exit $rc, want 0"
-[ "$(grep -c -E '^synccheck +[a-z0-9-]+ +PASS +errors 0 ' "$T/clean.out")" -eq 12 ] ||
-  fail "clean run: want 6 PASS lines and the same 6 in the summary table"
-has "$T/clean.out" '^sanitize: 6 passed, 0 failed$'
+[ "$(grep -c -E '^synccheck +[a-z0-9-]+ +PASS +errors 0 ' "$T/clean.out")" -eq 16 ] ||
+  fail "clean run: want 8 PASS lines and the same 8 in the summary table"
+has "$T/clean.out" '^sanitize: 8 passed, 0 failed, 0 skipped$'
 [ -f "$T/clean/synccheck-net-flash3d.log" ] || fail "clean run: no log OUT/synccheck-net-flash3d.log"
-[ "$(wc -l < "$T/clean/summary.txt")" -eq 6 ] || fail "OUT/summary.txt: want 6 lines"
+[ -f "$T/clean/synccheck-nets-spconv.log" ] || fail "clean run: no log OUT/synccheck-nets-spconv.log"
+[ "$(wc -l < "$T/clean/summary.txt")" -eq 8 ] || fail "OUT/summary.txt: want 8 lines"
 
 # reports and a failing program: FAIL with the count and the kernel, or with the program's last words
-OUT=$T/bad FAKE_ATTN_FAIL=1 bash "$run" --tool memcheck,racecheck --only psh,pool,attn "$T/f3dbench" > "$T/bad.out" 2>&1
+OUT=$T/bad FAKE_ATTN_FAIL=1 bash "$run" --tool memcheck,racecheck --only psh,pool,attn "$F" > "$T/bad.out" 2>&1
 rc=$?; [ $rc -eq 1 ] || fail "failing run: exit $rc, want 1"
 has "$T/bad.out" '^memcheck +psh +PASS +errors 0 '
 has "$T/bad.out" '^memcheck +pool +FAIL +errors 1 .*kernels: bpool_reduce_kernel$'
 has "$T/bad.out" '^memcheck +attn +FAIL .*exit 1: check v9 rows 64: .* -> FAIL$'
 has "$T/bad.out" '^racecheck +psh +FAIL +errors 1 .*kernels: psh_v8_kernel$'
 has "$T/bad.out" '^racecheck +pool +PASS +errors 0 '
-has "$T/bad.out" '^sanitize: 2 passed, 4 failed$'
+has "$T/bad.out" '^sanitize: 2 passed, 4 failed, 0 skipped$'
 tail -n 1 "$T/bad/summary.txt" | grep -q "log $T/bad/racecheck-attn.log" || fail "summary.txt names no log"
 
-# the kernel filter: racecheck checks the net-* forwards' nets/ kernels only (one --kernel-name kns= per
-# kernel); memcheck, synccheck and initcheck (which must see every write) every launch, other commands every
-# launch; --net-kernels all drops it
-OUT=$T/filt FILTER_LOG=$T/filt.log bash "$run" --only serialize,net-ptv3 "$T/f3dbench" > "$T/filt.out" 2>&1
+# racecheck and initcheck skip the forwards (cuBLAS inside) and run the nets-* test programs on the tests
+# run.sh names; memcheck and synccheck run the forwards
+OUT=$T/fw FILTER_LOG=$T/fw.log bash "$run" --only net-ptv3,nets-layers,nets-spconv "$F" > "$T/fw.out" 2>&1
+rc=$?; [ $rc -eq 0 ] || fail "default forwards run: exit $rc, want 0"
+has "$T/fw.out" '^racecheck +net-ptv3 +SKIP .*cuBLAS GEMMs inside.*--forwards runs it$'
+has "$T/fw.out" '^initcheck +net-ptv3 +SKIP '
+has "$T/fw.out" '^memcheck +net-ptv3 +PASS '
+has "$T/fw.out" '^racecheck +nets-spconv +PASS '
+has "$T/fw.out" '^sanitize: 10 passed, 0 failed, 2 skipped$'
+has "$T/fw.log" '^racecheck ran test_map test_conv_v1_boundary test_conv_v2$'
+has "$T/fw.log" '^initcheck ran test_layernorm test_affine_swiglu test_add_gather_convert$'
+grep -q -E '^(racecheck|initcheck) ran net ' "$T/fw.log" && fail "racecheck/initcheck ran a forward without --forwards"
+# the test names run.sh gives the programs are tests of theirs (the programs refuse others, on a GPU only)
+for pair in layers:test_layers_gpu.c spconv:test_spconv_gpu.c; do
+  src=$(dirname "$run")/../nets/${pair#*:}
+  names=$(awk -v c="  nets-${pair%%:*})" 'index($0, c) == 1 { getline; sub(/.*cmd=\(/, ""); sub(/\).*/, ""); print }' \
+          "$run")
+  [ -n "$names" ] || fail "run.sh: no test names for nets-${pair%%:*}"
+  for n in $names; do grep -q "cmocka_unit_test($n)" "$src" || fail "run.sh names $n, not a test of $src"; done
+done
+# a test program that is missing: SKIP, named
+mv "$T/build/tests/nets/test_nets_layers_gpu" "$T/tl"
+OUT=$T/miss bash "$run" --tool memcheck --only nets-layers "$F" > "$T/miss.out" 2>&1
+rc=$?; [ $rc -eq 0 ] || fail "missing test program: exit $rc, want 0"
+has "$T/miss.out" '^memcheck +nets-layers +SKIP .*no test program .*test_nets_layers_gpu$'
+mv "$T/tl" "$T/build/tests/nets/test_nets_layers_gpu"
+
+# with --forwards, the kernel filter: racecheck checks the net-* forwards' nets/ kernels only (one
+# --kernel-name kns= per kernel); memcheck, synccheck and initcheck (which must see every write) every launch,
+# other commands every launch; --net-kernels all drops it
+OUT=$T/filt FILTER_LOG=$T/filt.log bash "$run" --forwards --only serialize,net-ptv3 "$F" > "$T/filt.out" 2>&1
 rc=$?; [ $rc -eq 0 ] || fail "filter run: exit $rc, want 0"
 has "$T/filt.log" "^racecheck kns=conv_kernel$"
 has "$T/filt.log" "^racecheck kns=ln_block_kernel$"
 [ "$(grep -c "^racecheck kns=" "$T/filt.log")" -eq 17 ] || fail "racecheck: want 17 kernel filters (one net command)"
 grep -q -E '^(memcheck|synccheck|initcheck) kns=' "$T/filt.log" && fail "memcheck/synccheck/initcheck got a kernel filter"
-OUT=$T/filt2 FILTER_LOG=$T/filt2.log bash "$run" --tool racecheck --only net-flash3d --net-kernels all "$T/f3dbench" \
+OUT=$T/filt2 FILTER_LOG=$T/filt2.log bash "$run" --tool racecheck --forwards --only net-flash3d --net-kernels all "$F" \
   > "$T/filt2.out" 2>&1
 grep -q 'kns=' "$T/filt2.log" && fail "--net-kernels all still filtered"
 has "$T/filt2.log" '^racecheck ran net --model flash3d-tiny'
-OUT=$T/filt3 FILTER_LOG=$T/filt3.log bash "$run" --tool racecheck --only net-ptv3 --net-kernels conv_kernel,ln_warp \
-  "$T/f3dbench" > "$T/filt3.out" 2>&1
+OUT=$T/filt3 FILTER_LOG=$T/filt3.log bash "$run" --tool racecheck --forwards --only net-ptv3 --net-kernels conv_kernel,ln_warp \
+  "$F" > "$T/filt3.out" 2>&1
 [ "$(grep -c '^racecheck kns=' "$T/filt3.log")" -eq 2 ] || fail "--net-kernels conv_kernel,ln_warp: want 2 filters"
 has "$T/filt3.log" '^racecheck kns=ln_warp$'
-bash "$run" --net-kernels '-x' "$T/f3dbench" > "$T/usage2" 2>&1
+bash "$run" --net-kernels '-x' "$F" > "$T/usage2" 2>&1
 rc=$?; [ $rc -eq 2 ] || fail "--net-kernels -x: exit $rc, want 2"
 # the list is every __global__ function of nets/ (a kernel added there is checked, or this fails)
 src=$(cd "$(dirname "$run")/../../nets" && pwd)
@@ -102,12 +137,12 @@ got=$(sed -n '/^NETS_KERNELS=/,/"$/p' "$run" | tr -d '"' | sed 's/NETS_KERNELS=/
 [ "$want" = "$got" ] || fail "run.sh's NETS_KERNELS ($got) is not the __global__ list of nets/ ($want)"
 
 # skips and usage errors
-COMPUTE_SANITIZER=$T/none bash "$run" "$T/f3dbench" > "$T/skip1" 2>&1
+COMPUTE_SANITIZER=$T/none bash "$run" "$F" > "$T/skip1" 2>&1
 rc=$?; [ $rc -eq 77 ] || fail "no sanitizer: exit $rc, want 77"
-FAKE_NODEV=1 bash "$run" "$T/f3dbench" > "$T/skip2" 2>&1
+FAKE_NODEV=1 bash "$run" "$F" > "$T/skip2" 2>&1
 rc=$?; [ $rc -eq 77 ] || fail "no device: exit $rc, want 77"
 has "$T/skip2" 'no CUDA device'
-bash "$run" --tool helgrind "$T/f3dbench" > "$T/usage" 2>&1
+bash "$run" --tool helgrind "$F" > "$T/usage" 2>&1
 rc=$?; [ $rc -eq 2 ] || fail "unknown tool: exit $rc, want 2"
 
 t_done "sanitize run.sh: all checks passed"

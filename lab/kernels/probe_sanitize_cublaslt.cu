@@ -1,17 +1,19 @@
-/* probe_initcheck_cublaslt.cu - does compute-sanitizer's initcheck see the rows a cuBLASLt GEMM writes?
- * Under initcheck, an unfiltered PTv3 forward reported ~271k "uninitialized __global__ memory read"s, the first
- * hundred all in our LayerNorm reading rows whose last writer was a cuBLASLt GEMM, while the forward matched its
- * CPU reference. This probe isolates that pattern with no project code:
+/* probe_sanitize_cublaslt.cu - how compute-sanitizer's initcheck and racecheck treat a cuBLASLt GEMM, with no code
+ * of the project. Under initcheck an unfiltered PTv3 forward reported ~271k "uninitialized __global__ memory
+ * read"s, the first hundred all in our LayerNorm reading rows whose last writer was a cuBLASLt GEMM, while the
+ * forward matched its CPU reference; under racecheck every forward stopped with "Internal Sanitizer Error: The
+ * Sanitizer failed to handle a hardware exception" at a GEMM launch. The probe:
  *   0. X [rows, in] and W [out, in] (fp16) uploaded with cudaMemcpy; Y [rows, out] cudaMalloc'ed, never touched;
  *   1. control: Z written by fill_kernel (our own stores), then read_kernel reads Z;
  *   2. Y = X W^T by cublasLtMatmul (the heuristic's first algorithm, as nl_linear_gpu takes it);
  *   3. read_kernel sums every value of Y into one float (initialised by cudaMemset);
  *   4. Y copied to the host and 5. checked against a CPU GEMM on every row (the GEMM really wrote all of Y).
- * If initcheck reports reads in step 3 and none in step 1 while step 5 passes, the reports are the
- * sanitizer not tracking that GEMM kernel's stores (false positives), not uninitialised data.
- *   nvcc -O2 -arch=sm_90 -o /tmp/pic lab/kernels/probe_initcheck_cublaslt.cu -lcublasLt
+ * initcheck: reports in step 3 and none in step 1 while step 5 passes mean the sanitizer does not track that
+ * GEMM kernel's stores (false positives), not uninitialised data. racecheck: where it fails, it fails at step 2.
+ *   nvcc -O2 -arch=sm_90 -o /tmp/pic lab/kernels/probe_sanitize_cublaslt.cu -lcublasLt
  *   compute-sanitizer --tool initcheck --print-limit 0 /tmp/pic 1500 32 32 | grep -E 'step|at |SUMMARY' | uniq -c
- * Arguments: rows in out (in and out multiples of 8). Prints the check and which step read what. */
+ *   compute-sanitizer --tool racecheck /tmp/pic 1500 32 32
+ * Arguments: rows in out (in and out multiples of 8). Prints each step as it starts and the check. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
@@ -24,7 +26,7 @@
   do {                                                                                       \
     const cudaError_t e_ = (call);                                                           \
     if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "probe_initcheck: %s: %s\n", #call, cudaGetErrorString(e_));           \
+      fprintf(stderr, "probe_sanitize: %s: %s\n", #call, cudaGetErrorString(e_));           \
       return 1;                                                                              \
     }                                                                                        \
   } while (0)
@@ -32,7 +34,7 @@
   do {                                                                                       \
     const cublasStatus_t s_ = (call);                                                        \
     if (s_ != CUBLAS_STATUS_SUCCESS) {                                                       \
-      fprintf(stderr, "probe_initcheck: %s: status %d\n", #call, (int)s_);                   \
+      fprintf(stderr, "probe_sanitize: %s: status %d\n", #call, (int)s_);                   \
       return 1;                                                                              \
     }                                                                                        \
   } while (0)
@@ -53,7 +55,7 @@ int main(int argc, char **argv) {
   const int rows = argc > 1 ? atoi(argv[1]) : 1500, in = argc > 2 ? atoi(argv[2]) : 32,
             out = argc > 3 ? atoi(argv[3]) : 32;
   if (rows <= 0 || in <= 0 || out <= 0 || in % 8 || out % 8) {
-    fprintf(stderr, "usage: probe_initcheck_cublaslt ROWS IN OUT (IN, OUT multiples of 8)\n");
+    fprintf(stderr, "usage: probe_sanitize_cublaslt ROWS IN OUT (IN, OUT multiples of 8)\n");
     return 2;
   }
   std::vector<__half> hx((size_t)rows * in), hw((size_t)out * in), hy((size_t)rows * out);
@@ -92,7 +94,7 @@ int main(int argc, char **argv) {
   cublasLtMatmulHeuristicResult_t heur;
   int found = 0;
   PIC_LT(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heur, &found));
-  if (!found) { fprintf(stderr, "probe_initcheck: no cuBLASLt algorithm\n"); return 1; }
+  if (!found) { fprintf(stderr, "probe_sanitize: no cuBLASLt algorithm\n"); return 1; }
   const float one = 1.f, zero = 0.f;
   /* the control first: a report printed before "step 2" is the sanitizer's view of our own stores */
   printf("step 1: fill_kernel writes Z, read_kernel reads Z (control)\n");
