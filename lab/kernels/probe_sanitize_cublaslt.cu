@@ -13,10 +13,13 @@
  *   nvcc -O2 -arch=sm_90 -o /tmp/pic lab/kernels/probe_sanitize_cublaslt.cu -lcublasLt
  *   compute-sanitizer --tool initcheck --print-limit 0 /tmp/pic 1500 32 32 | grep -E 'step|at |SUMMARY' | uniq -c
  *   compute-sanitizer --tool racecheck /tmp/pic 1500 32 32
- * Arguments: rows in out (in and out multiples of 8). Prints each step as it starts and the check. */
+ * Arguments: rows in out [bias|stream] (in and out multiples of 8; bias: the GEMM with CUBLASLT_EPILOGUE_BIAS and
+ * an fp16 bias of zeros, as nl_linear_gpu takes biases; stream: every launch on a created stream, as the
+ * forwards run). Prints each step as it starts and the check. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
+#include <cstring>
 #include <cmath>
 #include <vector>
 #include <cuda_fp16.h>
@@ -54,8 +57,10 @@ __global__ void fill_kernel(__half *z, size_t n) {
 int main(int argc, char **argv) {
   const int rows = argc > 1 ? atoi(argv[1]) : 1500, in = argc > 2 ? atoi(argv[2]) : 32,
             out = argc > 3 ? atoi(argv[3]) : 32;
-  if (rows <= 0 || in <= 0 || out <= 0 || in % 8 || out % 8) {
-    fprintf(stderr, "usage: probe_sanitize_cublaslt ROWS IN OUT (IN, OUT multiples of 8)\n");
+  const char *mode = argc > 4 ? argv[4] : "plain";
+  const int bias = strcmp(mode, "bias") == 0, use_stream = strcmp(mode, "stream") == 0;
+  if (rows <= 0 || in <= 0 || out <= 0 || in % 8 || out % 8 || (argc > 4 && !bias && !use_stream)) {
+    fprintf(stderr, "usage: probe_sanitize_cublaslt ROWS IN OUT [bias|stream] (IN, OUT multiples of 8)\n");
     return 2;
   }
   std::vector<__half> hx((size_t)rows * in), hw((size_t)out * in), hy((size_t)rows * out);
@@ -75,6 +80,11 @@ int main(int argc, char **argv) {
   PIC_CUDA(cudaMemcpy(dx, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
   PIC_CUDA(cudaMemcpy(dw, hw.data(), hw.size() * 2, cudaMemcpyHostToDevice));
   PIC_CUDA(cudaMemset(dsum, 0, 2 * sizeof(float)));
+  __half *db;
+  PIC_CUDA(cudaMalloc(&db, (size_t)out * 2));
+  PIC_CUDA(cudaMemset(db, 0, (size_t)out * 2));
+  cudaStream_t st = 0;
+  if (use_stream) PIC_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
 
   /* Y [rows, out] row-major = column-major [out, rows] = op(W) X with W column-major [in, out] transposed. */
   cublasLtHandle_t lt;
@@ -85,6 +95,13 @@ int main(int argc, char **argv) {
   const cublasOperation_t tT = CUBLAS_OP_T, tN = CUBLAS_OP_N;
   PIC_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &tT, sizeof tT));
   PIC_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tN, sizeof tN));
+  if (bias) {
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bt = CUDA_R_16F;
+    PIC_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    PIC_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    PIC_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &db, sizeof db));
+  }
   PIC_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, in, out, in));
   PIC_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, in, rows, in));
   PIC_LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16F, out, rows, out));
@@ -99,17 +116,17 @@ int main(int argc, char **argv) {
   /* the control first: a report printed before "step 2" is the sanitizer's view of our own stores */
   printf("step 1: fill_kernel writes Z, read_kernel reads Z (control)\n");
   fflush(stdout);
-  fill_kernel<<<64, 256>>>(dz, hy.size());
-  read_kernel<<<64, 256>>>(dz, hy.size(), dsum + 1);
-  PIC_CUDA(cudaDeviceSynchronize());
-  printf("step 2: cublasLtMatmul Y[%d, %d] = X[%d, %d] W^T\n", rows, out, rows, in);
+  fill_kernel<<<64, 256, 0, st>>>(dz, hy.size());
+  read_kernel<<<64, 256, 0, st>>>(dz, hy.size(), dsum + 1);
+  PIC_CUDA(cudaStreamSynchronize(st));
+  printf("step 2: cublasLtMatmul Y[%d, %d] = X[%d, %d] W^T (%s)\n", rows, out, rows, in, mode);
   fflush(stdout);
-  PIC_LT(cublasLtMatmul(lt, op, &one, dw, la, dx, lb, &zero, dy, ld, dy, ld, &heur.algo, ws, wsb, 0));
-  PIC_CUDA(cudaDeviceSynchronize());
+  PIC_LT(cublasLtMatmul(lt, op, &one, dw, la, dx, lb, &zero, dy, ld, dy, ld, &heur.algo, ws, wsb, st));
+  PIC_CUDA(cudaStreamSynchronize(st));
   printf("step 3: read_kernel over Y (written by cuBLASLt)\n");
   fflush(stdout);
-  read_kernel<<<64, 256>>>(dy, hy.size(), dsum);
-  PIC_CUDA(cudaDeviceSynchronize());
+  read_kernel<<<64, 256, 0, st>>>(dy, hy.size(), dsum);
+  PIC_CUDA(cudaStreamSynchronize(st));
   printf("step 4: Y copied to the host\n");
   fflush(stdout);
   PIC_CUDA(cudaMemcpy(hy.data(), dy, hy.size() * 2, cudaMemcpyDeviceToHost));
@@ -131,6 +148,7 @@ int main(int argc, char **argv) {
   cublasLtMatrixLayoutDestroy(ld);
   cublasLtMatmulDescDestroy(op);
   cublasLtDestroy(lt);
-  cudaFree(dx); cudaFree(dw); cudaFree(dy); cudaFree(dz); cudaFree(dsum); cudaFree(ws);
+  cudaFree(dx); cudaFree(dw); cudaFree(dy); cudaFree(dz); cudaFree(dsum); cudaFree(ws); cudaFree(db);
+  if (st) cudaStreamDestroy(st);
   return ok ? 0 : 1;
 }
