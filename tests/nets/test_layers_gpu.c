@@ -35,10 +35,10 @@
 
 #include "f3d_config.h"
 #include "nets/nets.h"
-#include "tests/nets/test_select.h"
 
 #if F3D_HAVE_CUDA
 #include <cuda_runtime.h>
+#include "tests/nets/test_select.h"
 
 #define GELU_TANH_MAX_DIFF 4.74e-4
 
@@ -766,14 +766,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_layernorm),         cmocka_unit_test(test_affine_swiglu),
       cmocka_unit_test(test_add_gather_convert), cmocka_unit_test(test_segment_max),
   };
-  if (!ts_names_ok(tests, sizeof tests / sizeof tests[0], argc, argv)) return 2;
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("no CUDA device: skipping\n");
-    return 77;
-  }
   /* arguments: test names to run (default all; tests/sanitize/run.sh names some) */
-  return ts_run_selected("nets_layers_gpu", tests, sizeof tests / sizeof tests[0], argc, argv, setup, teardown);
+  return ts_gpu_main("nets_layers_gpu", tests, sizeof tests / sizeof tests[0], argc, argv, setup, teardown);
 }
 #else
 int main(void) {

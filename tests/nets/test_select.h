@@ -2,13 +2,15 @@
  * test_select.h - run the cmocka tests a command line names (tests/sanitize/run.sh checks the networks' own
  * kernels this way, leaving out the tests whose GEMMs go through cuBLAS). With no names every test runs; a name
  * that is no test of the group is a usage error (exit 2), so a renamed test cannot silently drop out of a
- * sanitizer's list. Include after <cmocka.h>.
+ * sanitizer's list. Include after <cmocka.h>, in a CUDA build only.
  */
 #ifndef F3D_TEST_SELECT_H
 #define F3D_TEST_SELECT_H
 
 #include <stdio.h>
 #include <string.h>
+
+#include <cuda_runtime.h>
 
 #define TS_MAX_TESTS 32
 
@@ -42,6 +44,19 @@ static inline int ts_run_selected(const char *group, const struct CMUnitTest *al
     for (size_t i = 0; i < n; ++i)
       if (strcmp(all[i].name, argv[a]) == 0) sel[k++] = all[i];
   return _cmocka_run_group_tests(group, sel, k, setup, teardown);
+}
+
+/* a GPU test program's main: the names checked first (exit 2), then 77 (Meson: SKIP) without a CUDA device,
+ * then the selected tests */
+static inline int ts_gpu_main(const char *group, const struct CMUnitTest *all, size_t n, int argc, char **argv,
+                              CMFixtureFunction setup, CMFixtureFunction teardown) {
+  if (!ts_names_ok(all, n, argc, argv)) return 2;
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    printf("no CUDA device: skipping\n");
+    return 77;
+  }
+  return ts_run_selected(group, all, n, argc, argv, setup, teardown);
 }
 
 #endif

@@ -42,11 +42,11 @@
 
 #include "f3d_config.h"
 #include "nets/nets.h"
-#include "tests/nets/test_select.h"
 #include "tests/nets/test_spconv_util.h"
 
 #if F3D_HAVE_CUDA
 #include <cuda_runtime.h>
+#include "tests/nets/test_select.h"
 
 static void *dev_alloc(size_t bytes) {
   void *p = NULL;
@@ -872,14 +872,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_conv_v2),
       cmocka_unit_test(test_mask_order_v3),
   };
-  if (!ts_names_ok(tests, sizeof tests / sizeof tests[0], argc, argv)) return 2;
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("no CUDA device: skipping\n");
-    return 77;
-  }
   /* arguments: test names to run (default all; tests/sanitize/run.sh names some) */
-  return ts_run_selected("nets_spconv_gpu", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
+  return ts_gpu_main("nets_spconv_gpu", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
 }
 #else
 int main(void) {
