@@ -102,6 +102,12 @@ void f3d_git_state(char *hash, size_t cap, int *dirty);
 
 /* Context keys describing the build (version, build type, compilers, arch, optional features). */
 hx_status f3d_context_build(hx_results *r, hx_err *err);
+/* Whether a GPU command can run here, checked before any work: a CUDA device (else "no CUDA device (<reason>)")
+ * and machine code of this build for it (hx_arch_check against F3D_CUDA_ARCH, else the rebuild to make).
+ * f3d_gpu_check: HX_OK, or the status with the reason in err; f3d_gpu_ready: 0, or 1 after printing
+ * "f3dbench: WHAT: <why>". dev (may be NULL) gets device 0, the one every GPU command uses. */
+hx_status f3d_gpu_check(hx_device_info *dev, hx_err *err);
+int f3d_gpu_ready(const char *what, hx_device_info *dev);
 /* Context keys describing the host and the CUDA device (dev NULL: "none"). */
 hx_status f3d_context_device(hx_results *r, const hx_device_info *dev, hx_err *err);
 

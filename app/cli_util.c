@@ -332,6 +332,22 @@ static void cpu_model(char *out, size_t cap) {
   fclose(f);
 }
 
+hx_status f3d_gpu_check(hx_device_info *dev, hx_err *err) {
+  hx_device_info d;
+  int n = 0;
+  HX_TRY(hx_device_count(&n, err));
+  HX_TRY(hx_device_query(&d, 0, err));
+  HX_TRY(hx_arch_check(F3D_CUDA_ARCH, &d, err));
+  if (dev) *dev = d;
+  return HX_OK;
+}
+
+int f3d_gpu_ready(const char *what, hx_device_info *dev) {
+  hx_err err = {HX_OK, ""};
+  if (f3d_gpu_check(dev, &err) != HX_OK) return f3d_fail_msg(what, err.msg), 1;
+  return 0;
+}
+
 hx_status f3d_context_device(hx_results *r, const hx_device_info *dev, hx_err *err) {
   char host[256] = "unknown", cpu[256];
   if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");

@@ -215,9 +215,8 @@ static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, i
   hx_err e = {HX_OK, ""};
   const battn_plan *pl = &a->plan;
   size_t nsc = (size_t)pl->num_scopes * pl->buckets_per_scope;
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    attn_fail("%s: no CUDA device (try --variant cpu)", var->name);
+  if (f3d_gpu_check(NULL, &e) != HX_OK) { /* no device, or no machine code of this build for it */
+    attn_fail("%s: %s (try --variant cpu)", var->name, e.msg);
     return 1;
   }
   CU(cudaStreamCreate(&stream));

@@ -63,6 +63,12 @@ int f3d_cmd_info(int argc, char **argv) {
            (double)d.l2_bytes / 1048576.0, (double)d.mem_bytes / 1073741824.0, d.mem_bus_bits);
     printf("      peak clocks: SM %d MHz, memory %d MHz\n", d.sm_clock_khz / 1000, d.mem_clock_khz / 1000);
     printf("      driver supports CUDA %s, runtime %s\n", drv, rt);
+    if (F3D_HAVE_CUDA) {
+      hx_err ae = {HX_OK, ""};
+      printf("      this build's GPU code (sm_%s): %s\n", F3D_CUDA_ARCH,
+             hx_arch_check(F3D_CUDA_ARCH, &d, &ae) == HX_OK ? "runs here" : "does NOT run here");
+      if (ae.status != HX_OK) printf("      %s\n", ae.msg);
+    }
   }
   return 0;
 }

@@ -372,6 +372,7 @@ int f3d_cmd_net(int argc, char **argv) {
     }
   }
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
+  if (!o.cpu && f3d_gpu_ready("net: --device gpu", NULL)) return 1;
 
   net_params p = {0};
   wl_batch bt = {0};

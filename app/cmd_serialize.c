@@ -52,9 +52,8 @@ static void ser_free(ser_state *s) {
 static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const sfc_order *orders, int R,
                    int dedup, int gpu, const char *out_path) {
   hx_err err = {HX_OK, ""};
-  int ndev = 0;
-  if (gpu && hx_device_count(&ndev, &err) != HX_OK) /* "no CUDA device (<reason>)" up front, not from a kernel */
-    return f3d_fail_msg("serialize: gpu", err.msg), 1;
+  if (gpu && f3d_gpu_ready("serialize: gpu", NULL)) /* "no CUDA device (<reason>)" up front, not from a kernel */
+    return 1;
   size_t nmax;
   if (f3d_read_batch(&s->clouds, &s->B, &s->batch, &nmax, inputs, B, "serialize")) return 1;
   const size_t n = s->batch.n;

@@ -3,6 +3,8 @@
  * driver installed the CUDA runtime reports cudaErrorInsufficientDriver ("CUDA driver version is insufficient for
  * CUDA runtime version") and cudaDriverGetVersion 0; that reads "no NVIDIA driver", and a real version mismatch
  * names both versions. Other errors keep the runtime's text. hx_cuda_version_str formats 1000 * major + 10 * minor.
+ * hx_arch_runs / hx_arch_check: which devices a build's list of machine-code architectures runs on (sm_XY code on
+ * major X, minor >= Y; "XYa" on X.Y only), and the message that replaces CUDA's "no kernel image".
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,11 +51,62 @@ static void test_other_errors(void **state) {
   assert_string_equal(b, "none");
 }
 
+static void test_arch_runs(void **state) {
+  (void)state;
+  /* the default build (80,90): A100, A10/RTX 30 (8.6), L4/RTX 40 (8.9), H100/H200 */
+  assert_true(hx_arch_runs("80,90", 8, 0));
+  assert_true(hx_arch_runs("80,90", 8, 6));
+  assert_true(hx_arch_runs("80,90", 8, 9));
+  assert_true(hx_arch_runs("80,90", 9, 0));
+  /* no machine code crosses a major version: Volta, Blackwell (10.0, 12.0) */
+  assert_false(hx_arch_runs("80,90", 7, 0));
+  assert_false(hx_arch_runs("80,90", 10, 0));
+  assert_false(hx_arch_runs("80,90", 12, 0));
+  /* an sm_90-only build (F3D_GPU_ARCH=90) on an A100; sm_86 code not on an sm_80 device */
+  assert_false(hx_arch_runs("90", 8, 0));
+  assert_true(hx_arch_runs("90", 9, 0));
+  assert_false(hx_arch_runs("86", 8, 0));
+  assert_true(hx_arch_runs("86", 8, 9));
+  /* three digits, arch-specific entries, spaces */
+  assert_true(hx_arch_runs("100", 10, 0));
+  assert_true(hx_arch_runs("100,120", 12, 1));
+  assert_true(hx_arch_runs("90a", 9, 0));
+  assert_false(hx_arch_runs("80a", 8, 6));
+  assert_true(hx_arch_runs(" 80 , 90 ", 9, 0));
+  /* empty, NULL and malformed lists run nowhere */
+  assert_false(hx_arch_runs("", 9, 0));
+  assert_false(hx_arch_runs(NULL, 9, 0));
+  assert_false(hx_arch_runs("9", 9, 0));
+  assert_false(hx_arch_runs("sm_90", 9, 0));
+  assert_false(hx_arch_runs("90x", 9, 0));
+  assert_false(hx_arch_runs("80,9O", 9, 0));
+}
+
+static void test_arch_check(void **state) {
+  (void)state;
+  hx_device_info a100 = {.index = 0, .name = "NVIDIA A100-SXM4-80GB", .cc_major = 8, .cc_minor = 0};
+  hx_device_info h200 = {.index = 1, .name = "NVIDIA H200", .cc_major = 9, .cc_minor = 0};
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(hx_arch_check("80,90", &a100, &err), HX_OK);
+  assert_int_equal(hx_arch_check("90", &h200, &err), HX_OK);
+  assert_int_equal(hx_arch_check("90", &a100, &err), HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "device 0 (NVIDIA A100-SXM4-80GB) is sm_80"));
+  assert_non_null(strstr(err.msg, "for sm_90 only"));
+  assert_non_null(strstr(err.msg, "F3D_GPU_ARCH=80 ./f3d setup"));
+  assert_int_equal(hx_arch_check("86,90", &a100, &err), HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "for sm_86, sm_90 only"));
+  assert_int_equal(hx_arch_check("", &h200, &err), HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "this build holds no GPU code, which"));
+  assert_int_equal(hx_arch_check("90", NULL, &err), HX_EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_driver),
       cmocka_unit_test(test_old_driver),
       cmocka_unit_test(test_other_errors),
+      cmocka_unit_test(test_arch_runs),
+      cmocka_unit_test(test_arch_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
