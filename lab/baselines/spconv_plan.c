@@ -1,0 +1,147 @@
+/*
+ * spconv_plan.c - what the implicit-GEMM sparse convolutions would move and multiply on PTv3's own k = 3 maps, level
+ * by level, counted on the CPU (no GPU): the napkin math for choosing the next convolution kernel.
+ *   build/lab/spconv_plan [--points N] [--seed S] [--voxel V]      (defaults 600k, 3407, 0.05 m: the forward's)
+ * The levels are those of PTv3-m1's forward (net_ptv3_struct_build: serialization, pooling, the maps the CPU
+ * forward uses; the GPU forward builds the same maps). For each level's map, for row tiles of 128 and 256 rows,
+ * in two row orders (the level's own, as v1 reads it, and sorted by neighbour mask, as v3 reads it):
+ *   steps    offsets at which some row of a tile has a neighbour, per tile (v1/v3: one step per offset and input
+ *            chunk, each gathering all tile rows of that chunk)
+ *   pad      mma work of v1/v3 over the real pairs' work: a 16-row group multiplies at every offset where one of
+ *            its rows has a neighbour (16 rows x offsets with a neighbour in the group / real pairs)
+ *   copies   gathered rows per input chunk: tile rows x steps summed over tiles, over n (v1/v3 issue them all)
+ *   halo     distinct input rows a tile's map rows name: mean, 99th percentile and largest per tile, and the sum
+ *            over n: the rows a kernel that keeps a tile's input rows in shared memory across offsets would copy
+ * Prints one table; nothing is written.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nets/nets.h"
+#include "nets/nets_internal.h"
+#include "workloads/workloads.h"
+
+typedef struct plan_row {
+  double steps, pad, copies, halo_mean, halo_sum;
+  uint32_t halo_p99, halo_max;
+} plan_row;
+
+static int cmp_u32(const void *a, const void *b) {
+  const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* One (map, row order, tile) case; order NULL: the map's own order. stamp: n zeroed words (clobbered). */
+static int plan_count(plan_row *r, const spc_map *m, const uint32_t *order, uint32_t T, uint32_t *stamp,
+                      uint32_t *halo) {
+  const uint32_t n = m->n, K = m->K, tiles = (n + T - 1) / T;
+  uint64_t steps = 0, groups_on = 0, copies = 0, halo_sum = 0;
+  memset(stamp, 0, (size_t)n * sizeof *stamp);
+  for (uint32_t t = 0; t < tiles; t++) {
+    const uint32_t r0 = t * T, r1 = n - r0 < T ? n : r0 + T;
+    uint32_t act[4] = {0, 0, 0, 0}; /* K <= 125 offsets */
+    uint32_t h = 0;
+    for (uint32_t g0 = r0; g0 < r1; g0 += 16) {
+      uint32_t gm[4] = {0, 0, 0, 0};
+      for (uint32_t i = g0; i < r1 && i < g0 + 16; i++) {
+        const uint32_t row = order ? order[i] : i;
+        for (uint32_t o = 0; o < K; o++) {
+          const int32_t j = m->nbr[(size_t)row * K + o];
+          if (j < 0) continue;
+          gm[o / 32] |= 1u << (o % 32);
+          if (stamp[j] != t + 1u) stamp[j] = t + 1u, h++;
+        }
+      }
+      for (int w = 0; w < 4; w++) act[w] |= gm[w], groups_on += (uint64_t)__builtin_popcount(gm[w]);
+    }
+    uint32_t a = 0;
+    for (int w = 0; w < 4; w++) a += (uint32_t)__builtin_popcount(act[w]);
+    steps += a;
+    copies += (uint64_t)a * T;
+    halo[t] = h;
+    halo_sum += h;
+  }
+  qsort(halo, tiles, sizeof *halo, cmp_u32);
+  r->steps = tiles ? (double)steps / tiles : 0.0;
+  r->pad = m->pairs ? 16.0 * (double)groups_on / (double)m->pairs : 0.0;
+  r->copies = n ? (double)copies / n : 0.0;
+  r->halo_mean = tiles ? (double)halo_sum / tiles : 0.0;
+  r->halo_sum = n ? (double)halo_sum / n : 0.0;
+  r->halo_p99 = tiles ? halo[(size_t)((tiles - 1) * 0.99)] : 0;
+  r->halo_max = tiles ? halo[tiles - 1] : 0;
+  return 0;
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: spconv_plan [--points N] [--seed S] [--voxel V]\n"
+                  "  PTv3-m1's k = 3 kernel maps level by level (synthetic lidar, the forward's structure): tile steps,\n"
+                  "  padded mma work, gathered rows and per-tile input halos for 128- and 256-row tiles, in the level's\n"
+                  "  order and sorted by neighbour mask. Defaults: 600000 points, seed 3407, voxel 0.05 m.\n");
+}
+
+int main(int argc, char **argv) {
+  size_t points = 600000;
+  uint64_t seed = 3407;
+  double voxel = 0.05;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(), 0;
+    if (i + 1 >= argc) return usage(), 2;
+    char *end = NULL;
+    if (strcmp(argv[i], "--points") == 0) points = strtoull(argv[++i], &end, 10);
+    else if (strcmp(argv[i], "--seed") == 0) seed = strtoull(argv[++i], &end, 10);
+    else if (strcmp(argv[i], "--voxel") == 0) voxel = strtod(argv[++i], &end);
+    else return usage(), 2;
+    if (!end || *end || points == 0 || !(voxel > 0.0)) return fprintf(stderr, "spconv_plan: bad %s\n", argv[i - 1]), 2;
+  }
+  hx_err err = {HX_OK, ""};
+  wl_cloud cl = {0};
+  wl_batch bt = {0};
+  net_config cfg;
+  net_ptv3_struct s;
+  memset(&s, 0, sizeof s);
+  float *feat = NULL;
+  int rc = 1;
+  if (net_config_named(&cfg, "ptv3", &err) != HX_OK || wl_make_exact(&cl, WL_LIDAR, NULL, points, voxel, seed, NULL, &err) != HX_OK ||
+      wl_batch_from_clouds(&bt, &cl, 1, &err) != HX_OK)
+    goto out;
+  feat = calloc(bt.n * 4, sizeof *feat);
+  if (!feat) {
+    hx_errf(&err, HX_ENOMEM, "features of %zu points", bt.n);
+    goto out;
+  }
+  const net_input in = {bt.xyz, feat, bt.offset, 1, bt.n, voxel, seed};
+  if (net_ptv3_struct_build(&s, &cfg, &in, 1, &err) != HX_OK) goto out;
+  printf("PTv3-m1 k = 3 maps, %zu lidar points, seed %llu, voxel %g m (CPU count)\n", bt.n, (unsigned long long)seed,
+         voxel);
+  printf("%-5s %8s %6s %5s %-6s %6s %5s %7s %8s %6s %6s %7s\n", "level", "rows", "pairs", "tile", "order", "steps",
+         "pad", "copies", "halo", "p99", "max", "halo/n");
+  for (int l = 0; l < s.L; l++) {
+    const spc_map *m = &s.lv[l].map;
+    uint32_t *order = malloc((size_t)m->n * sizeof *order), *stamp = malloc((size_t)m->n * sizeof *stamp),
+             *halo = malloc(((size_t)m->n / 128 + 1) * sizeof *halo);
+    if (!order || !stamp || !halo || spc_mask_order_cpu(order, m, &err) != HX_OK) {
+      free(order), free(stamp), free(halo);
+      if (err.status == HX_OK) hx_errf(&err, HX_ENOMEM, "level %d: %u rows", l, m->n);
+      goto out;
+    }
+    for (int ti = 0; ti < 2; ti++)
+      for (int oi = 0; oi < 2; oi++) {
+        plan_row r;
+        const uint32_t T = ti ? 256u : 128u;
+        plan_count(&r, m, oi ? order : NULL, T, stamp, halo);
+        printf("%-5d %8u %6.2f %5u %-6s %6.1f %5.2f %7.1f %8.1f %6u %6u %7.2f\n", l, m->n,
+               m->n ? (double)m->pairs / m->n : 0.0, T, oi ? "mask" : "level", r.steps, r.pad, r.copies, r.halo_mean,
+               r.halo_p99, r.halo_max, r.halo_sum);
+      }
+    free(order), free(stamp), free(halo);
+  }
+  rc = 0;
+out:
+  if (rc) fprintf(stderr, "spconv_plan: %s\n", err.msg);
+  net_ptv3_struct_free(&s);
+  free(feat);
+  wl_batch_free(&bt);
+  wl_cloud_free(&cl);
+  return rc;
+}
