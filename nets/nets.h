@@ -193,7 +193,8 @@ typedef hx_status (*spc_conv_fn)(void *d_y, const void *d_x, const spc_weights *
                                  hx_err *err);
 typedef struct spc_variant {
   int id;           /* v0: gather-GEMM-scatter per offset through cuBLAS; v1: fused implicit GEMM; v2: small in;
-                     * v3: v1 over rows sorted by neighbour mask (spc_mask_order_cpu is its order's reference) */
+                     * v3: v1 over rows sorted by neighbour mask (spc_mask_order_cpu is its order's reference);
+                     * v4: v3 with a deeper pipeline; v5: each tile's input halo in shared memory (k = 3) */
   const char *name;
   spc_conv_fn fn;
   int needs_rule;   /* 1: reads the map's rulebook and host counts (v0); 0: only nbr (v1, v2, v3), and needs no ctx */
@@ -221,6 +222,11 @@ uint64_t spc_group_steps_cpu(const spc_map *m, const uint32_t *order);
  * smem_optin given, no device is asked. HX_EUNSUPPORTED for widths v1 does not take, HX_ENODEV without CUDA. */
 hx_status spc_launch_plan(int *tile_rows, int *stages, const spc_map *m, const spc_weights *w, int deep,
                           int smem_optin, hx_err *err);
+/* The halo rows a v5 tile holds in one page for these weights on a device with smem_optin bytes of shared memory
+ * per CTA and smem_sm per SM (either <= 0: the current device's): two CTAs an SM where half the SM holds 512 rows
+ * at out slices of <= 64 channels, else one CTA with all it may take. A 128-row tile whose map names more input
+ * rows runs in pages. HX_EUNSUPPORTED for widths v5 does not take (v1's: in and out multiples of 16). */
+hx_status spc_v5_halo_rows(uint32_t *rows, const spc_weights *w, int smem_optin, int smem_sm, hx_err *err);
 /* The best variant for (in, out) at K offsets on this build (the main path's one entry): v2 where in <= 8; where
  * in and out are multiples of 16, v3 at K = 27 (k = 3, PTv3's xCPE) and v1 at other K; else v0. A map whose
  * convolutions all take a variant without needs_rule can be built without d_rule. */

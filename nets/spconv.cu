@@ -67,7 +67,14 @@
  *       stages; 128-row tiles and devices where the deep one does not fit keep 3). At BM = 256 one CTA runs per SM and a step's
  *       gathers are its only work between barriers, so more steps in flight may hide more gather latency (the
  *       C = 32 and C = 64 convolutions of PTv3's forward take ~400 us each against floors of 54-86 us). The
- *       same sums as v3, bit for bit. Off the main path until a device run sets it against v3.
+ *       same sums as v3, bit for bit. Measured no faster than v3 (H200): an ablation.
+ *   v5  v1's 128-row tiles in the map's own row order, each tile's input halo (the distinct rows its map rows
+ *       name; 1.3-2.9 n over PTv3's levels, against the 11-19 n rows v3 gathers per input chunk) copied into
+ *       shared memory once per chunk and read at every offset by ldmatrix from the rows' addresses: a hash table
+ *       in shared memory dedupes the rows and a scan ranks them by first appearance; a tile naming more rows than
+ *       the shared memory holds runs in pages. Weight slices double-buffered per offset. Two CTAs an SM at
+ *       output slices of <= 64 channels. k = 3 maps at v1's widths. Sums over pages, chunks, then increasing o
+ *       (not v1's order: checked against the CPU within the tolerance, runs bit for bit).
  *
  * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
  *   FLOPs = 2 * pairs * in * out (spc_map.pairs; the centre's n pairs included).
@@ -115,6 +122,7 @@
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -671,6 +679,331 @@ __global__ void __launch_bounds__(kThreads) mask_kernel(uint32_t *__restrict__ k
 
 } // namespace v1
 
+/* ---- v5: the tile's input halo in shared memory ----------------------------------------------------- */
+namespace v5 {
+using v1::cp_async_cg;
+using v1::cp_async_commit;
+using v1::cp_async_wait;
+using v1::ldsm_x4;
+using v1::mma;
+using v1::pack2;
+using v1::smem_addr;
+using v1::swz;
+
+constexpr int BM = 128, K = 27, ENTRIES = BM * K; /* 3456 map entries a tile */
+constexpr int THREADS = 256, ITEMS = 16;          /* the entries' scan: 16 consecutive entries a thread */
+constexpr int HT = 4096;                          /* dedupe hash slots: > ENTRIES, so it never fills */
+static_assert(THREADS * ITEMS >= ENTRIES && HT > ENTRIES, "one scan and one table hold every entry of a tile");
+/* Entry codes in the tile's map rows (nbr_s) while the pages run: j >= 0 an input row not yet multiplied, -1 no
+ * neighbour (or multiplied in an earlier page), -2 - h the row held in halo slot h of the current page. */
+constexpr int32_t kNone = -1;
+__host__ __device__ constexpr int32_t slot_code(int32_t h) { return -2 - h; }
+
+/* Everything the kernel reads, validated once by spc_conv_v5: the kernel trusts it. */
+struct Params {
+  void *y;            /* [n, out] dtype */
+  const void *x;      /* [n, in] dtype */
+  const void *w;      /* [27][out][in] dtype */
+  const float *b;     /* [out] fp32 or NULL */
+  const int32_t *nbr; /* [n, 27]: input row or -1; entries outside [0, n) are read as -1 */
+  uint32_t n, in, out, slices;
+  uint32_t hcap;      /* halo rows a page holds; slot hcap is the zero row */
+};
+
+using Scan = cub::BlockScan<int, THREADS>;
+/* The dedupe's storage, in the halo's space before the halo is loaded: a hash table of the page's input rows
+ * (key, the first entry naming it, its halo slot) and the scan's. */
+struct Temp {
+  int32_t key[HT], first[HT], slot[HT];
+  typename Scan::TempStorage scan;
+};
+__device__ __forceinline__ uint32_t home(int32_t j) { return ((uint32_t)j * 2654435761u) >> 20; } /* 12 bits */
+
+/* Shared memory, in this order: the tile's map rows (ENTRIES int32), the 16-row groups' offset masks, the active
+ * offsets, 4 counters, the halo's input rows (hcap int32); then, 128-byte aligned, two weight stages (BN x BK)
+ * and the halo (hcap + 1 rows of BK channels, XOR-swizzled as v1's stages), whose space the dedupe's table and
+ * scan use before the halo is loaded. */
+struct Layout {
+  uint32_t gmask, act, misc, hrow, w, halo, total;
+};
+__host__ __device__ inline uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1u) / a * a; }
+__host__ __device__ inline Layout layout(uint32_t hcap, uint32_t bn, uint32_t bk) {
+  Layout l;
+  l.gmask = ENTRIES * 4u;
+  l.act = l.gmask + (BM / 16) * 4u * 4u;
+  l.misc = l.act + 128u;
+  l.hrow = l.misc + 16u;
+  l.w = align_up(l.hrow + hcap * 4u, 128u);
+  l.halo = l.w + 2u * bn * bk * 2u;
+  const uint32_t hb = (hcap + 1u) * bk * 2u, tb = (uint32_t)sizeof(Temp);
+  l.total = l.halo + align_up(hb > tb ? hb : tb, 128u);
+  return l;
+}
+/* The most halo rows that fit smem_optin bytes (at most ENTRIES: a tile names no more), 0 if not even 16 do. */
+inline uint32_t halo_capacity(uint32_t bn, uint32_t bk, int smem_optin) {
+  uint32_t lo = 0, hi = ENTRIES;
+  while (lo < hi) { /* the largest hcap whose layout fits */
+    const uint32_t mid = (lo + hi + 1u) / 2u;
+    if (layout(mid, bn, bk).total <= (uint32_t)smem_optin) lo = mid;
+    else hi = mid - 1u;
+  }
+  return lo >= 16u ? lo : 0u;
+}
+
+/*
+ * One CTA: tile rows [r0, r0 + 128) in the map's own order x output channels [c0, c0 + BN). The tile's map rows
+ * name at most 3456 input rows, its halo; a page is the part of it that fits hcap slots. Per page: the pending
+ * entries' input rows go into a hash table in shared memory (atomicCAS), each keeping the first entry that names
+ * it (atomicMin); a scan over the entries in order ranks the rows by that first entry, and ranks < hcap get halo
+ * slots, the rest stay pending for the next page (the ranks do not depend on the schedule: the pages and every
+ * sum are the same in every run). Then the 16-row
+ * groups' offset masks over this page's entries, and for each input chunk of BK channels: the chunk of every
+ * halo row copied once (cp.async, 16 bytes), then for every active offset o the weight slice W_o[slice][chunk]
+ * (two stages: the next offset's loads while this one multiplies) and each warp's 16-row groups with an entry at
+ * o multiplied, the A fragments loaded by ldmatrix straight from the halo rows the entries name (the zero row
+ * for none). Accumulators stay in registers across pages; epilogue as v1's. Each output sums over pages, then
+ * chunks, then increasing o: a fixed order for a given map, so runs agree bit for bit.
+ */
+template <typename T, int BN, int BK>
+__global__ void __launch_bounds__(THREADS, BN <= 64 ? 2 : 1) conv_kernel(const Params p) {
+  using Tr = v1::Traits<BM, BN, BK>;
+  static_assert(Tr::THREADS == THREADS, "v1's warp layout at 128-row tiles is 8 warps");
+  constexpr int CPR = Tr::CPR, MI = Tr::MI, NI = Tr::NI, GROUPS = BM / 16;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const Layout L = layout(p.hcap, BN, BK);
+  int32_t *nbr_s = reinterpret_cast<int32_t *>(smem);
+  uint32_t *gmask = reinterpret_cast<uint32_t *>(smem + L.gmask);
+  uint8_t *act = smem + L.act;
+  int *misc = reinterpret_cast<int *>(smem + L.misc); /* [0] active offsets, [1] halo rows, [2] pending */
+  int32_t *hrow = reinterpret_cast<int32_t *>(smem + L.hrow);
+  unsigned char *wst = smem + L.w, *halo = smem + L.halo;
+  Temp &tmp = *reinterpret_cast<Temp *>(halo);
+
+  const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / Tr::WARPS_N, wn = warp % Tr::WARPS_N;
+  const uint32_t tile = blockIdx.x / p.slices, slice = blockIdx.x - tile * p.slices;
+  const uint32_t r0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN;
+  const uint32_t rows = p.n - r0 < (uint32_t)BM ? p.n - r0 : (uint32_t)BM;
+  const uint32_t hcap = p.hcap;
+  const unsigned char *xb = static_cast<const unsigned char *>(p.x), *wb = static_cast<const unsigned char *>(p.w);
+  const uint32_t ha = smem_addr(halo), wa = smem_addr(wst);
+  const int KC = (int)(p.in / (uint32_t)BK);
+
+  for (int t = tid; t < ENTRIES; t += THREADS) {
+    int32_t j = kNone;
+    if ((uint32_t)t / K < rows) {
+      j = p.nbr[(size_t)r0 * K + (size_t)t];
+      if ((uint32_t)j >= p.n) j = kNone;
+    }
+    nbr_s[t] = j;
+  }
+  if (tid == 0) misc[2] = 1;
+
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) acc[mi][ni][0] = acc[mi][ni][1] = acc[mi][ni][2] = acc[mi][ni][3] = 0.0f;
+
+  for (;;) { /* pages */
+    __syncthreads(); /* map rows and the pending flag written; the last page's reads of everything done */
+    if (misc[2] == 0) break;
+    __syncthreads(); /* every thread read the flag before it is cleared below */
+    /* 1. dedupe: the pending entries' rows into the table, each with the first entry that names it */
+    for (int h = tid; h < HT; h += THREADS) tmp.key[h] = kNone, tmp.first[h] = ENTRIES;
+    if (tid == 0) misc[2] = 0;
+    __syncthreads();
+    for (int t = tid; t < ENTRIES; t += THREADS) {
+      const int32_t j = nbr_s[t];
+      if (j < 0) continue;
+      uint32_t h = home(j);
+      for (;;) {
+        const int32_t old = atomicCAS(&tmp.key[h], kNone, j);
+        if (old == kNone || old == j) break;
+        h = (h + 1u) & (HT - 1u);
+      }
+      atomicMin(&tmp.first[h], t);
+    }
+    __syncthreads();
+    /* 2. ranks by first entry: a scan over the entries in order (thread tid: entries 16 tid .. 16 tid + 15) */
+    int first[ITEMS], rank[ITEMS];
+    uint32_t hs_of[ITEMS];
+#pragma unroll
+    for (int q = 0; q < ITEMS; ++q) {
+      const int t = tid * ITEMS + q;
+      const int32_t j = t < ENTRIES ? nbr_s[t] : kNone;
+      first[q] = 0;
+      hs_of[q] = 0;
+      if (j >= 0) {
+        uint32_t h = home(j);
+        while (tmp.key[h] != j) h = (h + 1u) & (HT - 1u);
+        hs_of[q] = h;
+        first[q] = tmp.first[h] == t;
+      }
+    }
+    int distinct = 0;
+    Scan(tmp.scan).ExclusiveSum(first, rank, distinct);
+#pragma unroll
+    for (int q = 0; q < ITEMS; ++q)
+      if (first[q]) {
+        tmp.slot[hs_of[q]] = rank[q] < (int)hcap ? rank[q] : -1;
+        if (rank[q] < (int)hcap) hrow[rank[q]] = nbr_s[tid * ITEMS + q];
+      }
+    if (tid == 0) misc[1] = distinct < (int)hcap ? distinct : (int)hcap;
+    __syncthreads();
+    /* the entries of rows with a slot take it; the others stay pending */
+#pragma unroll
+    for (int q = 0; q < ITEMS; ++q) {
+      const int t = tid * ITEMS + q;
+      if (t >= ENTRIES || nbr_s[t] < 0) continue;
+      const int32_t h = tmp.slot[hs_of[q]];
+      if (h >= 0) nbr_s[t] = slot_code(h);
+      else misc[2] = 1; /* any thread may set it: one value */
+    }
+    __syncthreads();
+    /* 3. per 16-row group the mask of offsets with an entry in this page, then the active offsets (as v1) */
+    for (int t = tid; t < GROUPS * 32; t += THREADS) {
+      const int g = t / 32, o = t % 32;
+      bool on = false;
+      if (o < K)
+#pragma unroll
+        for (int rr = 0; rr < 16; ++rr) on |= nbr_s[(g * 16 + rr) * K + o] <= slot_code(0);
+      const uint32_t bal = __ballot_sync(0xFFFFFFFFu, on);
+      if (lane == 0) gmask[g] = bal;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      uint32_t any = 0;
+      for (int g = 0; g < GROUPS; ++g) any |= gmask[g];
+      const bool on = (any >> lane) & 1u;
+      const uint32_t bal = __ballot_sync(0xFFFFFFFFu, on);
+      if (on) act[__popc(bal & ((1u << lane) - 1u))] = (uint8_t)lane;
+      if (lane == 0) misc[0] = __popc(bal);
+    }
+    __syncthreads();
+    const int nact = misc[0], hn = misc[1];
+
+    /* 4. per chunk: the halo rows once, then the active offsets with double-buffered weight slices */
+    auto load_w = [&](int o, int kc, int buf) {
+      const uint32_t aB = wa + (uint32_t)(buf * Tr::B_BYTES);
+      for (int t = tid; t < BN * CPR; t += THREADS) {
+        const int nn = t / CPR, c = t % CPR;
+        const size_t e = ((size_t)o * p.out + c0 + (size_t)nn) * p.in + (size_t)kc * BK + (size_t)c * 8u;
+        cp_async_cg(aB + swz<CPR>(nn, c), wb + e * 2u);
+      }
+    };
+    for (int kc = 0; kc < KC; ++kc) {
+      __syncthreads(); /* the previous chunk's halo and weight reads are done (and the dedupe's storage free) */
+      for (int t = tid; t < hn * CPR; t += THREADS) {
+        const int h = t / CPR, c = t % CPR;
+        cp_async_cg(ha + swz<CPR>(h, c), xb + ((size_t)hrow[h] * p.in + (size_t)kc * BK + (size_t)c * 8u) * 2u);
+      }
+      if (tid < CPR) *reinterpret_cast<uint4 *>(halo + swz<CPR>((int)hcap, tid)) = make_uint4(0u, 0u, 0u, 0u);
+      cp_async_commit();
+      if (nact > 0) load_w(act[0], kc, 0);
+      cp_async_commit();
+      for (int i = 0; i < nact; ++i) {
+        cp_async_wait<0>();
+        __syncthreads(); /* the halo chunk and W(act[i]) landed; buffer (i + 1) % 2 was last read at i - 1 */
+        if (i + 1 < nact) load_w(act[i + 1], kc, (i + 1) & 1);
+        cp_async_commit();
+        const int o = act[i];
+        bool on[MI];
+        bool any = false;
+        int hs[MI]; /* the halo slot of this lane's ldmatrix row, per 16-row group */
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+          const int g = (wm * Tr::WM) / 16 + mi;
+          on[mi] = (gmask[g] >> o) & 1u;
+          any |= on[mi];
+          const int r = wm * Tr::WM + mi * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+          const int32_t e = nbr_s[r * K + o];
+          hs[mi] = e <= slot_code(0) ? slot_code(0) - e : (int)hcap; /* -2 - h -> h; else the zero row */
+        }
+        if (!any) continue; /* warp-uniform */
+        const uint32_t aB = wa + (uint32_t)((i & 1) * Tr::B_BYTES);
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          uint32_t bf[NI][2];
+#pragma unroll
+          for (int q = 0; q < NI / 2; ++q) {
+            const int nn = wn * Tr::WN + q * 16 + (lane & 7) + ((lane >> 4) << 3), c = kk * 2 + ((lane >> 3) & 1);
+            ldsm_x4(bf[2 * q][0], bf[2 * q][1], bf[2 * q + 1][0], bf[2 * q + 1][1], aB + swz<CPR>(nn, c));
+          }
+#pragma unroll
+          for (int mi = 0; mi < MI; ++mi) {
+            if (!on[mi]) continue;
+            uint32_t af[4];
+            ldsm_x4(af[0], af[1], af[2], af[3], ha + swz<CPR>(hs[mi], kk * 2 + (lane >> 4)));
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) mma(acc[mi][ni], af, bf[ni][0], bf[ni][1], T{});
+          }
+        }
+      }
+      cp_async_wait<0>();
+    }
+    /* 5. this page's entries are done */
+    __syncthreads();
+    for (int t = tid; t < ENTRIES; t += THREADS)
+      if (nbr_s[t] <= slot_code(0)) nbr_s[t] = kNone;
+  }
+
+  /* epilogue (v1's): thread holds (row g, cols 2t, 2t+1) and (row g + 8, same cols) of every m16n8 tile */
+  uint32_t *y = static_cast<uint32_t *>(p.y);
+#pragma unroll
+  for (int ni = 0; ni < NI; ++ni) {
+    const uint32_t col = c0 + (uint32_t)(wn * Tr::WN + ni * 8 + (lane & 3) * 2);
+    const float b0 = p.b ? p.b[col] : 0.0f, b1 = p.b ? p.b[col + 1u] : 0.0f;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const uint32_t r = r0 + (uint32_t)(wm * Tr::WM + mi * 16 + (lane >> 2));
+      if (r < p.n) y[((size_t)r * p.out + col) / 2u] = pack2(acc[mi][ni][0] + b0, acc[mi][ni][1] + b1, T{});
+      if (r + 8u < p.n) y[((size_t)(r + 8u) * p.out + col) / 2u] = pack2(acc[mi][ni][2] + b0, acc[mi][ni][3] + b1, T{});
+    }
+  }
+}
+
+/* BN <= 64 (at most 128 registers a thread): two CTAs an SM where half the SM's shared memory still holds a halo
+ * of 512 rows (p99 of PTv3's 128-row tiles: 589 rows at level 0, under 300 above; docs/nets.md), so one CTA's
+ * dedupe and halo loads overlap the other's multiplies; else one CTA with all it may take. */
+constexpr uint32_t kHaloTwoCtas = 512;
+inline uint32_t capacity(uint32_t bn, uint32_t bk, int smem_optin, int smem_sm) {
+  const uint32_t half = bn <= 64u && smem_sm > 2048 ? halo_capacity(bn, bk, smem_sm / 2 - 1024) : 0u;
+  return half >= kHaloTwoCtas ? half : halo_capacity(bn, bk, smem_optin);
+}
+template <typename T, int BN, int BK>
+hx_status launch(Params p, int smem_optin, int smem_sm, cudaStream_t stream, hx_err *err) {
+  p.hcap = capacity(BN, BK, smem_optin, smem_sm);
+  if (!p.hcap)
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v5: %d bytes of shared memory per CTA hold no halo at %d x %d", smem_optin,
+                   BN, BK);
+  const uint32_t smem = layout(p.hcap, BN, BK).total;
+  const size_t ctas = ((size_t)p.n + BM - 1u) / BM * p.slices;
+  auto kern = conv_kernel<T, BN, BK>;
+  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  kern<<<(unsigned)ctas, THREADS, smem, stream>>>(p);
+  HX_LAUNCHED(err, "spc v5 conv_kernel");
+  return HX_OK;
+}
+template <typename T, int BN>
+hx_status by_bk(const Params &p, int smem_optin, int smem_sm, cudaStream_t stream, hx_err *err) {
+  if (p.in % 64u == 0) return launch<T, BN, 64>(p, smem_optin, smem_sm, stream, err);
+  if (p.in % 32u == 0) return launch<T, BN, 32>(p, smem_optin, smem_sm, stream, err);
+  return launch<T, BN, 16>(p, smem_optin, smem_sm, stream, err);
+}
+template <typename T> hx_status by_bn(Params p, int smem_optin, int smem_sm, cudaStream_t stream, hx_err *err) {
+  const uint32_t bn = v1::slice_width(p.out);
+  p.slices = p.out / bn;
+  switch (bn) {
+  case 128: return by_bk<T, 128>(p, smem_optin, smem_sm, stream, err);
+  case 64: return by_bk<T, 64>(p, smem_optin, smem_sm, stream, err);
+  case 32: return by_bk<T, 32>(p, smem_optin, smem_sm, stream, err);
+  default: return by_bk<T, 16>(p, smem_optin, smem_sm, stream, err);
+  }
+}
+
+} // namespace v5
+
 /* ---- v2: small input widths (the stem) -------------------------------------------------------------- */
 namespace v2 {
 
@@ -1190,6 +1523,41 @@ hx_status spc_conv_v4(void *d_y, const void *d_x, const spc_weights *w, const sp
                       size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
   (void)ctx;
   return conv_sorted("v4", 1, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
+}
+
+/* ---- v5: the tile's input halo in shared memory ----------------------------------------------------- */
+/* Needs no scratch and no rulebook (only m->nbr), in the map's own row order. Takes k = 3 maps at v1's widths
+ * (HX_EUNSUPPORTED otherwise: v1 takes k = 5, v0 other widths). */
+hx_status spc_conv_v5(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  (void)ctx;
+  if (m && m->K == 125u)
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v5: k = 3 maps only (a tile's 128 x 27 entries; v1 takes k = 5)");
+  HX_TRY(conv_implicit("v5", d_y, d_x, w, m, d_scratch, scratch_bytes, 0, dt, err));
+  if (!d_scratch || !m->n) return HX_OK;
+  int dev = 0, smem_optin = 0, smem_sm = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  v5::Params p{d_y, d_x, w->d_w, w->d_b, m->nbr, m->n, (uint32_t)w->in, (uint32_t)w->out, 1u, 0u};
+  return dt == NET_BF16 ? v5::by_bn<__nv_bfloat16>(p, smem_optin, smem_sm, stream, err)
+                        : v5::by_bn<__half>(p, smem_optin, smem_sm, stream, err);
+}
+
+hx_status spc_v5_halo_rows(uint32_t *rows, const spc_weights *w, int smem_optin, int smem_sm, hx_err *err) {
+  if (!rows || !w) return hx_errf(err, HX_EINVAL, "spc_v5_halo_rows: NULL argument");
+  *rows = 0;
+  if (!spc_v1_takes(w->in, w->out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc_v5_halo_rows: %zu -> %zu channels are not v5's", w->in, w->out);
+  if (smem_optin <= 0 || smem_sm <= 0) {
+    int dev = 0;
+    HX_CUDA(err, cudaGetDevice(&dev));
+    HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    HX_CUDA(err, cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  }
+  const uint32_t bk = w->in % 64u == 0 ? 64u : w->in % 32u == 0 ? 32u : 16u;
+  *rows = v5::capacity(v1::slice_width((uint32_t)w->out), bk, smem_optin, smem_sm);
+  return HX_OK;
 }
 
 /* ---- v2: small input widths (the stem) -------------------------------------------------------------- */

@@ -57,3 +57,9 @@ hx_status spc_launch_plan(int *tile_rows, int *stages, const spc_map *m, const s
   if (stages) *stages = 0;
   return hx_errf(err, HX_ENODEV, "spc_launch_plan: this build has no CUDA");
 }
+
+hx_status spc_v5_halo_rows(uint32_t *rows, const spc_weights *w, int smem_optin, int smem_sm, hx_err *err) {
+  (void)w, (void)smem_optin, (void)smem_sm;
+  if (rows) *rows = 0;
+  return hx_errf(err, HX_ENODEV, "spc_v5_halo_rows: this build has no CUDA");
+}

@@ -131,8 +131,8 @@ static void test_ptv3_tiny_bf16(void **state) {
   check_model("ptv3-tiny", NET_BF16, 2, 2500);
 }
 /* The xCPE convolutions forced on every k = 3 variant that takes PTv3's widths (f3dbench net --spconv): v0 (the
- * library reference), v1, v3 (v1 over mask-sorted rows, the main path) and v4 (v3, deeper pipeline), each checked
- * against the CPU. */
+ * library reference), v1, v3 (v1 over mask-sorted rows, the main path), v4 (v3, deeper pipeline) and v5 (tile
+ * halos in shared memory), each checked against the CPU. */
 static void test_ptv3_tiny_spconv_variants(void **state) {
   (void)state;
   for (int i = 0; i < spc_variant_count(); i++) {

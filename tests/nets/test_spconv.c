@@ -416,6 +416,29 @@ static void test_variants(void **state) {
   assert_int_equal(spc_launch_plan(&tile, &stages, &m, &w24, 1, SM90, &err), HX_EUNSUPPORTED);
   assert_int_equal(spc_launch_plan(NULL, &stages, &m, &w, 1, SM90, &err), HX_EINVAL);
   assert_int_equal(spc_launch_plan(&tile, &stages, NULL, &w, 1, SM90, &err), HX_EINVAL);
+  /* v5's halo rows a page (per SM: sm_90 228 KB, sm_80 164 KB): slices of <= 64 channels run two CTAs an SM
+   * where half an SM holds 512 rows (sm_90), else one CTA takes all (sm_80 at 64 channels); 128-channel slices
+   * one CTA; v1's widths only */
+  enum { SM90_SM = 233472, SM80_SM = 167936 };
+  const struct {
+    size_t in, out;
+    int smem, smem_sm;
+    uint32_t lo, hi;
+  } halos[] = {{32, 32, SM90, SM90_SM, 512, 1600},   {64, 64, SM90, SM90_SM, 512, 700},
+               {256, 256, SM90, SM90_SM, 1200, 1500}, {64, 64, SM80, SM80_SM, 900, 1100},
+               {32, 32, SM80, SM80_SM, 512, 1100},   {48, 80, SM90, SM90_SM, 1500, 3456}};
+  for (size_t i = 0; i < sizeof halos / sizeof halos[0]; ++i) {
+    const spc_weights hw = {.in = halos[i].in, .out = halos[i].out, .K = 27};
+    uint32_t rows = 0;
+    assert_int_equal(spc_v5_halo_rows(&rows, &hw, halos[i].smem, halos[i].smem_sm, &err), HX_OK);
+    printf("v5 halo %zu -> %zu, %d / %d B: %u rows a page\n", halos[i].in, halos[i].out, halos[i].smem,
+           halos[i].smem_sm, rows);
+    assert_in_range(rows, halos[i].lo, halos[i].hi);
+  }
+  uint32_t rows = 1;
+  assert_int_equal(spc_v5_halo_rows(&rows, &w24, SM90, SM90_SM, &err), HX_EUNSUPPORTED);
+  assert_int_equal(rows, 0u);
+  assert_int_equal(spc_v5_halo_rows(NULL, &w24, SM90, SM90_SM, &err), HX_EINVAL);
 #else
   assert_int_equal(spc_launch_plan(&tile, &stages, &m, &w24, 1, 0, &err), HX_ENODEV);
   assert_int_equal(stages, 0);

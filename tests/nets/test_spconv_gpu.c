@@ -12,8 +12,9 @@
  * against it (a variant that refuses the widths with HX_EUNSUPPORTED is logged and left out). Shapes: the stem
  * 4 -> 32 and 32 -> 32 at k = 5; at k = 3 every v1 specialisation (16 .. 512, in != out, several output slices
  * and input chunks) and widths v1 refuses (3 -> 5, 8 -> 24). Clouds: n = 1, 7, dense 1000, isolated points
- * (per-group offset skipping), a plane (offsets empty in whole tiles), and 17000 and 20000 rows in voxel order
- * (v1's 256-row tiles); cases whose double reference would cost more than 2e9 multiply-adds are logged and
+ * (per-group offset skipping), a plane (offsets empty in whole tiles), 17000 and 20000 rows in voxel order
+ * (v1's 256-row tiles), and the 20000 in a random order (v5's tiles name more input rows than one page holds:
+ * asserted, so its pages run); cases whose double reference would cost more than 2e9 multiply-adds are logged and
  * left out (the wide shapes run on the smaller clouds). fp16 and bf16. Each variant runs twice with outputs
  * poisoned before each (0xFFFF, NaN in both dtypes): the runs must agree bit for bit, and every value must be
  * written, finite and within
@@ -382,6 +383,22 @@ static int conv_run(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, cons
   return bad == 0 && same;
 }
 
+/* The most distinct input rows the map rows of one T-row tile name (rows in the map's order). */
+static uint32_t max_tile_halo(const spc_map *c, uint32_t T) {
+  uint32_t *stamp = calloc(c->n ? c->n : 1, sizeof *stamp), most = 0;
+  assert_non_null(stamp);
+  for (uint32_t t = 0; (size_t)t * T < c->n; ++t) {
+    uint32_t h = 0;
+    for (size_t e = (size_t)t * T * c->K; e < (size_t)c->n * c->K && e < ((size_t)t + 1) * T * c->K; ++e) {
+      const int32_t j = c->nbr[e];
+      if (j >= 0 && stamp[j] != t + 1u) stamp[j] = t + 1u, ++h;
+    }
+    if (h > most) most = h;
+  }
+  free(stamp);
+  return most;
+}
+
 static void test_conv(void **state) {
   (void)state;
   spc_ctx *ctx = NULL;
@@ -402,11 +419,12 @@ static void test_conv(void **state) {
   /* Clouds: one point; 7 points; 2 clouds at ~50% of a 10^3 box (~11 neighbours a row at k = 3); 2 clouds of
    * isolated points in a 64^3 box (most 16-row groups have no neighbour at most offsets: the per-group skip);
    * a plane (18 offsets empty in every tile: the per-tile skip); 2 clouds of 8500 at 13% of a 40^3 box and 2
-   * of 10000 at 46% of a 28^3 box, rows in voxel order (>= 16384 rows: v1's 256-row tiles at k = 3). The first
-   * five have rows in a random order. */
-  enum { NCLOUD = 7 };
+   * of 10000 at 46% of a 28^3 box, rows in voxel order (>= 16384 rows: v1's 256-row tiles at k = 3); the
+   * last again with rows in a random order (a 128-row tile names more input rows than v5 holds at 64 channels:
+   * v5's pages, checked below). The first five have rows in a random order too. */
+  enum { NCLOUD = 8 };
   const char *names[NCLOUD] = {"one", "seven", "dense-1000", "sparse-1000", "plane-1200", "sorted-17000",
-                               "sorted-20000"};
+                               "sorted-20000", "shuffled-20000"};
   tcloud cl[NCLOUD];
   const uint32_t zero6[6] = {0, 0, 0, 3, 0, 0}, one[1] = {1}, seven[1] = {7}, d1000[2] = {500, 500},
                  s17000[2] = {8500, 8500}, d20000[2] = {10000, 10000};
@@ -417,6 +435,7 @@ static void test_conv(void **state) {
   assert_true(tcloud_plane(&cl[4], 1200, 50, 10));
   assert_true(tcloud_make(&cl[5], 2, s17000, 40, zero6, 11) && tcloud_sort(&cl[5]));
   assert_true(tcloud_make(&cl[6], 2, d20000, 28, zero6, 12) && tcloud_sort(&cl[6]));
+  assert_true(tcloud_make(&cl[7], 2, d20000, 28, zero6, 13));
   /* the double reference costs pairs * in * out multiply-adds: cases above this are left out (logged) */
   const double max_cost = 2e9;
   int fails = 0, runs = 0;
@@ -426,6 +445,14 @@ static void test_conv(void **state) {
       gmap g;
       assert_int_equal(spc_map_cpu(&c, cl[ci].grid, cl[ci].batch, cl[ci].n, k, &err), HX_OK);
       assert_int_equal(gmap_build(&g, &cl[ci], k, 0, 1, &err), HX_OK);
+      if (ci == NCLOUD - 1 && k == 3) { /* v5 must page on this cloud at 64 channels, or its pages go untested */
+        const spc_weights w64 = {.in = 64, .out = 64, .K = 27};
+        uint32_t page = 0;
+        assert_int_equal(spc_v5_halo_rows(&page, &w64, 0, 0, &err), HX_OK);
+        const uint32_t most = max_tile_halo(&c, 128);
+        printf("%s: up to %u input rows a 128-row tile, v5 holds %u a page at 64 channels\n", names[ci], most, page);
+        assert_true(most > page);
+      }
       for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
         if (shapes[s].k != k) continue;
         const double cost = (double)c.pairs * (double)shapes[s].in * (double)shapes[s].out;
