@@ -439,6 +439,44 @@ __device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
   return *reinterpret_cast<const uint32_t *>(&h);
 }
 
+/* One k16 step's B fragments of a warp's WN columns from a [BN][BK] swizzled weight stage at aB. ldmatrix.x4
+ * matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) of each n16 pair. */
+template <typename Tr>
+__device__ __forceinline__ void b_frags(uint32_t (&bf)[Tr::NI][2], uint32_t aB, int kk, int wn, int lane) {
+#pragma unroll
+  for (int q = 0; q < Tr::NI / 2; ++q) {
+    const int nn = wn * Tr::WN + q * 16 + (lane & 7) + ((lane >> 4) << 3), c = kk * 2 + ((lane >> 3) & 1);
+    ldsm_x4(bf[2 * q][0], bf[2 * q][1], bf[2 * q + 1][0], bf[2 * q + 1][1], aB + swz<Tr::CPR>(nn, c));
+  }
+}
+
+/* The epilogue: + bias (fp32), one rounding to T, one store per value; tile row t of [r0, r0 + BM) is output row
+ * t, or perm[t] when perm is given. A thread holds (row g, cols 2t, 2t+1) and (row g + 8, the same cols) of every
+ * m16n8 tile. */
+template <typename T, typename Tr>
+__device__ __forceinline__ void store_acc(void *yv, const float (&acc)[Tr::MI][Tr::NI][4], const float *bias,
+                                          const uint32_t *perm, uint32_t n, uint32_t out, uint32_t r0, uint32_t c0,
+                                          int wm, int wn, int lane) {
+  uint32_t *y = static_cast<uint32_t *>(yv);
+#pragma unroll
+  for (int ni = 0; ni < Tr::NI; ++ni) {
+    const uint32_t col = c0 + (uint32_t)(wn * Tr::WN + ni * 8 + (lane & 3) * 2);
+    const float b0 = bias ? bias[col] : 0.0f, b1 = bias ? bias[col + 1u] : 0.0f;
+#pragma unroll
+    for (int mi = 0; mi < Tr::MI; ++mi) {
+      const uint32_t r = r0 + (uint32_t)(wm * Tr::WM + mi * 16 + (lane >> 2));
+      if (r < n) {
+        const uint32_t o = perm ? __ldg(perm + r) : r;
+        y[((size_t)o * out + col) / 2u] = pack2(acc[mi][ni][0] + b0, acc[mi][ni][1] + b1, T{});
+      }
+      if (r + 8u < n) {
+        const uint32_t o = perm ? __ldg(perm + r + 8u) : r + 8u;
+        y[((size_t)o * out + col) / 2u] = pack2(acc[mi][ni][2] + b0, acc[mi][ni][3] + b1, T{});
+      }
+    }
+  }
+}
+
 /*
  * One CTA: tile rows [r0, r0 + BM) x channels [c0, c0 + BN); tile row t is output row t, or perm[t] when a
  * row order is given (v3). Prologue: the tile's map rows into shared memory (rows past n and entries outside
@@ -560,12 +598,7 @@ __global__ void __launch_bounds__(Traits<BM, BN, BK, ST>::THREADS, Traits<BM, BN
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) {
       uint32_t bf[NI][2];
-#pragma unroll
-      for (int q = 0; q < NI / 2; ++q) {
-        /* matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) of this n16 pair */
-        const int nn = wn * Tr::WN + q * 16 + (lane & 7) + ((lane >> 4) << 3), c = kk * 2 + ((lane >> 3) & 1);
-        ldsm_x4(bf[2 * q][0], bf[2 * q][1], bf[2 * q + 1][0], bf[2 * q + 1][1], aB + swz<CPR>(nn, c));
-      }
+      b_frags<Tr>(bf, aB, kk, wn, lane);
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi) {
         if (!on[mi]) continue;
@@ -579,26 +612,7 @@ __global__ void __launch_bounds__(Traits<BM, BN, BK, ST>::THREADS, Traits<BM, BN
     }
   }
   cp_async_wait<0>();
-
-  /* epilogue: thread holds (row g, cols 2t, 2t+1) and (row g + 8, same cols) of every m16n8 tile */
-  uint32_t *y = static_cast<uint32_t *>(p.y);
-#pragma unroll
-  for (int ni = 0; ni < NI; ++ni) {
-    const uint32_t col = c0 + (uint32_t)(wn * Tr::WN + ni * 8 + (lane & 3) * 2);
-    const float b0 = p.b ? p.b[col] : 0.0f, b1 = p.b ? p.b[col + 1u] : 0.0f;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      const uint32_t r = r0 + (uint32_t)(wm * Tr::WM + mi * 16 + (lane >> 2));
-      if (r < p.n) {
-        const uint32_t o = p.perm ? __ldg(p.perm + r) : r;
-        y[((size_t)o * p.out + col) / 2u] = pack2(acc[mi][ni][0] + b0, acc[mi][ni][1] + b1, T{});
-      }
-      if (r + 8u < p.n) {
-        const uint32_t o = p.perm ? __ldg(p.perm + r + 8u) : r + 8u;
-        y[((size_t)o * p.out + col) / 2u] = pack2(acc[mi][ni][2] + b0, acc[mi][ni][3] + b1, T{});
-      }
-    }
-  }
+  store_acc<T, Tr>(p.y, acc, p.b, p.perm, p.n, p.out, r0, c0, wm, wn, lane);
 }
 
 template <typename T, int BM, int BN, int BK, int ST>
@@ -925,11 +939,7 @@ __global__ void __launch_bounds__(THREADS, BN <= 64 ? 2 : 1) conv_kernel(const P
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
           uint32_t bf[NI][2];
-#pragma unroll
-          for (int q = 0; q < NI / 2; ++q) {
-            const int nn = wn * Tr::WN + q * 16 + (lane & 7) + ((lane >> 4) << 3), c = kk * 2 + ((lane >> 3) & 1);
-            ldsm_x4(bf[2 * q][0], bf[2 * q][1], bf[2 * q + 1][0], bf[2 * q + 1][1], aB + swz<CPR>(nn, c));
-          }
+          v1::b_frags<Tr>(bf, aB, kk, wn, lane);
 #pragma unroll
           for (int mi = 0; mi < MI; ++mi) {
             if (!on[mi]) continue;
@@ -948,19 +958,7 @@ __global__ void __launch_bounds__(THREADS, BN <= 64 ? 2 : 1) conv_kernel(const P
       if (nbr_s[t] <= slot_code(0)) nbr_s[t] = kNone;
   }
 
-  /* epilogue (v1's): thread holds (row g, cols 2t, 2t+1) and (row g + 8, same cols) of every m16n8 tile */
-  uint32_t *y = static_cast<uint32_t *>(p.y);
-#pragma unroll
-  for (int ni = 0; ni < NI; ++ni) {
-    const uint32_t col = c0 + (uint32_t)(wn * Tr::WN + ni * 8 + (lane & 3) * 2);
-    const float b0 = p.b ? p.b[col] : 0.0f, b1 = p.b ? p.b[col + 1u] : 0.0f;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      const uint32_t r = r0 + (uint32_t)(wm * Tr::WM + mi * 16 + (lane >> 2));
-      if (r < p.n) y[((size_t)r * p.out + col) / 2u] = pack2(acc[mi][ni][0] + b0, acc[mi][ni][1] + b1, T{});
-      if (r + 8u < p.n) y[((size_t)(r + 8u) * p.out + col) / 2u] = pack2(acc[mi][ni][2] + b0, acc[mi][ni][3] + b1, T{});
-    }
-  }
+  v1::store_acc<T, Tr>(p.y, acc, p.b, nullptr, p.n, p.out, r0, c0, wm, wn, lane);
 }
 
 /* BN <= 64 (at most 128 registers a thread): two CTAs an SM where half the SM's shared memory still holds a halo
