@@ -215,8 +215,9 @@ static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, i
   hx_err e = {HX_OK, ""};
   const battn_plan *pl = &a->plan;
   size_t nsc = (size_t)pl->num_scopes * pl->buckets_per_scope;
-  if (f3d_gpu_check(NULL, &e) != HX_OK) { /* no device, or no machine code of this build for it */
-    attn_fail("%s: %s (try --variant cpu)", var->name, e.msg);
+  int ndev = 0; /* f3d_cmd_attn checked the device and the build's code for it */
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    attn_fail("%s: no CUDA device (try --variant cpu)", var->name);
     return 1;
   }
   CU(cudaStreamCreate(&stream));
@@ -457,6 +458,14 @@ int f3d_cmd_attn(int argc, char **argv) {
     attn_fail("%s", e.msg);
     return 2;
   }
+  int rc = 1;
+#if F3D_HAVE_CUDA
+  /* a device with machine code of this build for it, before any input is made (GPU variants only) */
+  if (nrun && f3d_gpu_check(NULL, &e) != HX_OK) {
+    attn_fail("%s: %s (try --variant cpu)", run[0]->name, e.msg);
+    goto out;
+  }
+#endif
   const size_t hd = (size_t)o.heads * (size_t)o.head_dim, R = (size_t)o.rows;
   a.n_in = 3 * R * hd;
   a.n_o = R * hd;
@@ -465,7 +474,6 @@ int f3d_cmd_attn(int argc, char **argv) {
   a.h_lse = malloc(R * (size_t)o.heads * 4 + 4);
   int64_t ns = o.check_rows == 0 || o.check_rows > (int64_t)R ? (int64_t)R : o.check_rows;
   a.sel = malloc((size_t)(ns ? ns : 1) * sizeof *a.sel);
-  int rc = 1;
   if (!a.h_in || !a.h_o || !a.h_lse || !a.sel) {
     attn_fail("no host memory for %llu rows", (unsigned long long)o.rows);
     goto out;

@@ -176,12 +176,12 @@ void hx_no_device_reason(char *buf, size_t cap, const char *error_text, int insu
 /* Whether a build's GPU code runs on a device of compute capability major.minor. archs is the build's list as
  * F3D_CUDA_ARCH spells it ("80,90": nvcc -gencode arch=compute_XY,code=sm_XY, machine code only, no PTX to
  * compile for a newer GPU). Machine code for sm_XY runs on major X with minor >= Y (sm_80 code on an sm_86 or
- * sm_89 device); an arch-specific entry (a trailing 'a', "90a") only on exactly X.Y. 1 if some entry runs, else 0
- * (an empty or malformed list runs nowhere). */
+ * sm_89 device), and so does a family entry ("100f"); an arch-specific entry ("90a") only on exactly X.Y. 1 if
+ * some entry runs, else 0 (an empty list, or one with any malformed entry, runs nowhere). */
 int hx_arch_runs(const char *archs, int major, int minor);
 /* HX_OK when archs runs on the device, else HX_EUNSUPPORTED with a message naming the device, its sm_XY and the
- * build's list, and how to rebuild (F3D_GPU_ARCH=XY ./f3d setup): instead of CUDA's "no kernel image is
- * available for execution on the device" at the first launch. */
+ * build's list, and how to rebuild (F3D_GPU_ARCH=<the list>,XY ./f3d setup): instead of CUDA's "no kernel image
+ * is available for execution on the device" at the first launch. */
 hx_status hx_arch_check(const char *archs, const hx_device_info *dev, hx_err *err);
 
 /* ---- measurement / counters / stats (stats.c, measure*.cu, cupti.cpp, nvtx.c, resdir.c, plot.c) ---- */

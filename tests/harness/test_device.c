@@ -72,7 +72,10 @@ static void test_arch_runs(void **state) {
   assert_true(hx_arch_runs("100,120", 12, 1));
   assert_true(hx_arch_runs("90a", 9, 0));
   assert_false(hx_arch_runs("80a", 8, 6));
+  assert_true(hx_arch_runs("100f", 10, 3));
+  assert_false(hx_arch_runs("100f", 12, 0));
   assert_true(hx_arch_runs(" 80 , 90 ", 9, 0));
+  assert_true(hx_arch_runs("100f,90", 9, 0));
   /* empty, NULL and malformed lists run nowhere */
   assert_false(hx_arch_runs("", 9, 0));
   assert_false(hx_arch_runs(NULL, 9, 0));
@@ -80,6 +83,13 @@ static void test_arch_runs(void **state) {
   assert_false(hx_arch_runs("sm_90", 9, 0));
   assert_false(hx_arch_runs("90x", 9, 0));
   assert_false(hx_arch_runs("80,9O", 9, 0));
+  /* a malformed entry spoils the list whatever its place and the device */
+  assert_false(hx_arch_runs("80,9O", 8, 0));
+  assert_false(hx_arch_runs("9O,80", 8, 0));
+  assert_false(hx_arch_runs("90,10x", 9, 0));
+  assert_false(hx_arch_runs("80,,90", 9, 0));
+  assert_false(hx_arch_runs(",90", 9, 0));
+  assert_true(hx_arch_runs("90,", 9, 0)); /* a trailing comma ends the list */
 }
 
 static void test_arch_check(void **state) {
@@ -92,9 +102,21 @@ static void test_arch_check(void **state) {
   assert_int_equal(hx_arch_check("90", &a100, &err), HX_EUNSUPPORTED);
   assert_non_null(strstr(err.msg, "device 0 (NVIDIA A100-SXM4-80GB) is sm_80"));
   assert_non_null(strstr(err.msg, "for sm_90 only"));
-  assert_non_null(strstr(err.msg, "F3D_GPU_ARCH=80 ./f3d setup"));
-  assert_int_equal(hx_arch_check("86,90", &a100, &err), HX_EUNSUPPORTED);
-  assert_non_null(strstr(err.msg, "for sm_86, sm_90 only"));
+  assert_non_null(strstr(err.msg, "F3D_GPU_ARCH=90,80 ./f3d setup"));
+  assert_int_equal(hx_arch_check(" 86 , 90a ", &a100, &err), HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "for sm_86, sm_90a only"));
+  assert_non_null(strstr(err.msg, "F3D_GPU_ARCH=86,90a,80 ./f3d setup"));
+  /* an H200 on an sm_80 build: the rebuild list keeps 80 and adds 90 */
+  assert_int_equal(hx_arch_check("80", &h200, &err), HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "device 1 (NVIDIA H200) is sm_90"));
+  assert_non_null(strstr(err.msg, "F3D_GPU_ARCH=80,90 ./f3d setup"));
+  /* a long list: whole entries only, then "..." (never a cut entry such as "sm_8") */
+  assert_int_equal(hx_arch_check("50,52,53,60,61,62,70,72,75,80,86,87,89,100,101,103,120,121", &h200, &err),
+                   HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, ", ... only"));
+  assert_null(strstr(err.msg, "sm_1 "));
+  assert_int_equal(hx_arch_check("9O", &h200, &err), HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "'9O' is malformed"));
   assert_int_equal(hx_arch_check("", &h200, &err), HX_EUNSUPPORTED);
   assert_non_null(strstr(err.msg, "this build holds no GPU code, which"));
   assert_int_equal(hx_arch_check("90", NULL, &err), HX_EINVAL);

@@ -767,7 +767,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_add_gather_convert), cmocka_unit_test(test_segment_max),
   };
   /* arguments: test names to run (default all; tests/sanitize/run.sh names some) */
-  return ts_gpu_main("nets_layers_gpu", tests, sizeof tests / sizeof tests[0], argc, argv, setup, teardown);
+  const size_t n = sizeof tests / sizeof tests[0];
+  return ts_gpu_main("nets_layers_gpu", tests, n, n, argc, argv, setup, teardown);
 }
 #else
 int main(void) {

@@ -1,8 +1,9 @@
 /*
  * test_select.h - run the cmocka tests a command line names (tests/sanitize/run.sh checks the networks' own
- * kernels this way, leaving out the tests whose GEMMs go through cuBLAS). With no names every test runs; a name
- * that is no test of the group is a usage error (exit 2), so a renamed test cannot silently drop out of a
- * sanitizer's list. Include after <cmocka.h>, in a CUDA build only.
+ * kernels this way, leaving out the tests whose GEMMs go through cuBLAS). With no names the group's default tests
+ * run (the first n_default; the rest run only when named); a name that is no test of the group is a usage error
+ * (exit 2), so a renamed test cannot silently drop out of a sanitizer's list. Include after <cmocka.h>, in a CUDA
+ * build only.
  */
 #ifndef F3D_TEST_SELECT_H
 #define F3D_TEST_SELECT_H
@@ -33,10 +34,10 @@ static inline int ts_names_ok(const struct CMUnitTest *all, size_t n, int argc, 
   return 1;
 }
 
-/* the tests named on the command line (every test with none), in the command line's order */
-static inline int ts_run_selected(const char *group, const struct CMUnitTest *all, size_t n, int argc, char **argv,
-                                  CMFixtureFunction setup, CMFixtureFunction teardown) {
-  if (argc <= 1) return _cmocka_run_group_tests(group, all, n, setup, teardown);
+/* the tests named on the command line (the first n_default with none), in the command line's order */
+static inline int ts_run_selected(const char *group, const struct CMUnitTest *all, size_t n, size_t n_default,
+                                  int argc, char **argv, CMFixtureFunction setup, CMFixtureFunction teardown) {
+  if (argc <= 1) return _cmocka_run_group_tests(group, all, n_default, setup, teardown);
   if (!ts_names_ok(all, n, argc, argv)) return 2;
   struct CMUnitTest sel[TS_MAX_TESTS];
   size_t k = 0;
@@ -48,15 +49,15 @@ static inline int ts_run_selected(const char *group, const struct CMUnitTest *al
 
 /* a GPU test program's main: the names checked first (exit 2), then 77 (Meson: SKIP) without a CUDA device,
  * then the selected tests */
-static inline int ts_gpu_main(const char *group, const struct CMUnitTest *all, size_t n, int argc, char **argv,
-                              CMFixtureFunction setup, CMFixtureFunction teardown) {
+static inline int ts_gpu_main(const char *group, const struct CMUnitTest *all, size_t n, size_t n_default, int argc,
+                              char **argv, CMFixtureFunction setup, CMFixtureFunction teardown) {
   if (!ts_names_ok(all, n, argc, argv)) return 2;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     printf("no CUDA device: skipping\n");
     return 77;
   }
-  return ts_run_selected(group, all, n, argc, argv, setup, teardown);
+  return ts_run_selected(group, all, n, n_default, argc, argv, setup, teardown);
 }
 
 #endif

@@ -486,6 +486,54 @@ static void test_conv(void **state) {
 }
 
 /* v0's refusals: no rulebook, no counts, aliasing, mismatched weights; an empty map is nothing to do. */
+/* The fused variants alone (no cuBLAS in the process: v0 is left out), for the sanitizers: v1, v3, v4 and v5 at
+ * k = 3 on a dense random-order cloud (32, 64 and 256 channels), 20000 rows in voxel order and the same in a
+ * random order (32 and 64: v5's pages), fp16 and bf16, each against the CPU as in test_conv. Not in the default
+ * run (test_conv covers the same cases); tests/sanitize/run.sh names it. */
+static void test_conv_fused(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  const uint32_t zero6[6] = {0, 0, 0, 3, 0, 0}, d1000[2] = {500, 500}, d20000[2] = {10000, 10000};
+  const char *names[3] = {"dense-1000", "sorted-20000", "shuffled-20000"};
+  const size_t widths[3] = {32, 64, 256};
+  tcloud cl[3];
+  assert_true(tcloud_make(&cl[0], 2, d1000, 10, zero6, 8));
+  assert_true(tcloud_make(&cl[1], 2, d20000, 28, zero6, 12) && tcloud_sort(&cl[1]));
+  assert_true(tcloud_make(&cl[2], 2, d20000, 28, zero6, 13));
+  int fails = 0, runs = 0;
+  for (int ci = 0; ci < 3; ++ci) {
+    spc_map c;
+    gmap g;
+    assert_int_equal(spc_map_cpu(&c, cl[ci].grid, cl[ci].batch, cl[ci].n, 3, &err), HX_OK);
+    assert_int_equal(gmap_build(&g, &cl[ci], 3, 0, 1, &err), HX_OK);
+    for (int wi = 0; wi < 3; ++wi) {
+      if ((double)c.pairs * (double)widths[wi] * (double)widths[wi] > 2e9) continue; /* test_conv's cost bound */
+      for (int d = 0; d < 2; ++d) {
+        conv_prob p;
+        prob_make(&p, &c, d ? NET_BF16 : NET_F16, widths[wi], widths[wi], 7000u + 10u * (uint64_t)ci + (uint64_t)wi);
+        spc_weights sw;
+        assert_int_equal(spc_weights_upload(&sw, p.w, p.b, p.in, p.out, c.K, p.dt, NULL, &err), HX_OK);
+        for (int vi = 0; vi < spc_variant_count(); ++vi) {
+          const spc_variant *v = spc_variant_get(vi);
+          if (v->needs_rule) continue; /* v0: cuBLAS */
+          const int r = conv_run(v, NULL, &p, &g, &sw, names[ci]);
+          if (r < 0) continue;
+          runs++;
+          fails += !r;
+        }
+        spc_weights_free(&sw);
+        prob_free(&p);
+      }
+    }
+    gmap_free(&g);
+    spc_map_free_host(&c);
+    tcloud_free(&cl[ci]);
+  }
+  printf("fused convolutions GPU: %d of %d cases failed\n", fails, runs);
+  assert_true(runs >= 4 * 2 * 7); /* v1, v3, v4, v5 x 2 dtypes x the 7 (cloud, width) cases within the bound */
+  assert_int_equal(fails, 0);
+}
+
 static void test_conv_refusals(void **state) {
   (void)state;
   spc_ctx *ctx = NULL;
@@ -898,9 +946,11 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_conv_v1_boundary),
       cmocka_unit_test(test_conv_v2),
       cmocka_unit_test(test_mask_order_v3),
+      cmocka_unit_test(test_conv_fused), /* by name only (tests/sanitize/run.sh): test_conv covers it */
   };
-  /* arguments: test names to run (default all; tests/sanitize/run.sh names some) */
-  return ts_gpu_main("nets_spconv_gpu", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
+  /* arguments: test names to run (default all but the last; tests/sanitize/run.sh names some) */
+  const size_t n = sizeof tests / sizeof tests[0];
+  return ts_gpu_main("nets_spconv_gpu", tests, n, n - 1, argc, argv, NULL, NULL);
 }
 #else
 int main(void) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh - NVIDIA compute-sanitizer over the main path's GPU kernels at small sizes (suite gpu-sanitize).
 #
-# usage: run.sh [--tool LIST] [--only LIST] [--exclude SUBSTR]... [--forwards] [--net-kernels K] F3DBENCH|BUILD_DIR
+# usage: run.sh [--tool LIST] [--only LIST] [--exclude SUBSTR]... [--forwards] [--net-kernels K]
+#               [--nets-tests LAYERS,SPCONV] F3DBENCH|BUILD_DIR
 #   --tool LIST      memcheck,racecheck,synccheck,initcheck (default: all four)
 #   --only LIST      commands to run (default: all): psh serialize pool attn net-ptv3 net-flash3d nets-layers
 #                    nets-spconv
@@ -9,9 +10,11 @@
 #                    forwards' cuBLAS GEMMs stop racecheck and give initcheck false reports; docs/measurement.md)
 #   --exclude S      do not check kernels whose name contains S (compute-sanitizer --kernel-name-exclude
 #                    kns=S; repeatable): for a library kernel with a known false positive, named in the docs
-#   --net-kernels all|nets|NAME,...   with --forwards, what racecheck checks in the net-* commands (default
+#   --net-kernels all|nets|NAME,...   what racecheck checks in the net-* commands (implies --forwards; default
 #                    nets: the kernels of nets/, layers and sparse convolution; all: every launch, libraries
 #                    included; or the kernels whose names contain one of NAME,...)
+#   --nets-tests L,S the nets GPU test programs (default: BUILD/tests/nets/test_nets_{layers,spconv}_gpu beside
+#                    BUILD/app/f3dbench); a requested one that is missing is a FAIL
 #   OUT=DIR          where the logs and summary.txt go (default: a new folder under ${TMPDIR:-/tmp}, printed)
 #   COMPUTE_SANITIZER=PATH  the sanitizer (default: on PATH, then $CUDA_HOME/bin, /usr/local/cuda*/bin)
 #
@@ -31,14 +34,15 @@
 #   net-flash3d  f3dbench net --model flash3d-tiny, likewise
 #   nets-layers  BUILD/tests/nets/test_nets_layers_gpu's tests without a GEMM (LayerNorm both kernels, affine,
 #                SwiGLU, add, gather, conversions, segment max), each checked against its CPU reference
-#   nets-spconv  BUILD/tests/nets/test_nets_spconv_gpu's tests without cuBLAS: the kernel map and rulebook, the
-#                implicit-GEMM convolutions v1 (every tile shape), v2, v3 and v4 and v3's mask order
+#   nets-spconv  BUILD/tests/nets/test_nets_spconv_gpu's tests without cuBLAS: the kernel map and rulebook, v1's
+#                boundary cases, v2 (the stem's widths), v3's mask order, and test_conv_fused: v1, v3, v4 and v5 at
+#                k = 3 on 32, 64 and 256 channels, fp16 and bf16, v5's pages included
 # The nets-* lines check the networks' own kernels apart from cuBLAS. Under racecheck (compute-sanitizer
 # 2025.3.1, H200) both forwards stop at their first cuBLAS or cuBLASLt GEMM with "Internal Sanitizer Error: failed
-# to handle a hardware exception", even with no kernel selected for checking (the same GEMMs run clean in
-# lab/kernels/probe_sanitize_cublaslt.cu and in test_nets_layers_gpu: the trigger in f3dbench is not isolated),
-# and initcheck does not see a cuBLASLt GEMM's stores, so it reports every later read of its output (the probe
-# shows that with no code of ours). So racecheck and initcheck skip the net-* forwards unless --forwards.
+# to handle a hardware exception", even with no kernel selected for checking (the probe's GEMMs,
+# lab/kernels/probe_sanitize_cublaslt.cu, run clean under racecheck: the trigger in f3dbench is not isolated),
+# and initcheck misses a cuBLASLt GEMM's stores, so it reports later reads of its output (the probe shows that
+# with no code of ours). So racecheck and initcheck skip the net-* forwards unless --forwards.
 # N is 4000 points (attention: 4000 rows); racecheck, which tracks every shared-memory access, gets 1500
 # points and 1000 rows so that each pass stays near a minute on an H100.
 # None of these commands opens CUPTI (only `sweep` does, and CUPTI and the sanitizers cannot share a
@@ -56,20 +60,23 @@ set -u
 tools="memcheck,racecheck,synccheck,initcheck"
 only="psh,serialize,pool,attn,net-ptv3,net-flash3d,nets-layers,nets-spconv"
 forwards=0
+nets_progs=""
 excl=()
 net_kernels=nets
 # the __global__ functions of nets/layers.cu and nets/spconv.cu (tests/sanitize/test_run.sh checks the list)
 NETS_KERNELS="add_kernel affine_kernel from_f32_kernel to_f32_kernel ln_block_kernel ln_warp_kernel segmax_kernel
   swiglu_kernel insert_kernel lookup_kernel rule_kernel count_kernel gather_kernel scatter_add_kernel
   finalize_kernel conv_kernel mask_kernel"
-usage() { sed -n '4,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
   --tool) [ $# -ge 2 ] || usage; tools=$2; shift 2 ;;
   --only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
   --exclude) [ $# -ge 2 ] || usage; excl+=(--kernel-name-exclude "kns=$2"); shift 2 ;;
   --forwards) forwards=1; shift ;;
-  --net-kernels) [ $# -ge 2 ] || usage; net_kernels=$2; shift 2
+  --nets-tests) [ $# -ge 2 ] || usage; nets_progs=$2; shift 2
+    case $nets_progs in ?*,?*) ;; *) echo "run.sh: --nets-tests takes LAYERS,SPCONV, not '$nets_progs'" >&2; exit 2 ;; esac ;;
+  --net-kernels) [ $# -ge 2 ] || usage; net_kernels=$2; forwards=1; shift 2
     case $net_kernels in all|nets|[A-Za-z_]*) ;; *) echo "run.sh: --net-kernels takes all, nets or kernel names, not '$net_kernels'" >&2; exit 2 ;; esac ;;
   -h|--help) usage ;;
   -*) echo "run.sh: unknown option '$1'" >&2; usage ;;
@@ -123,18 +130,25 @@ mkcloud() { # $1 points, $2 seed, $3 path
     { echo "run.sh: f3dbench gen --points $1 failed" >&2; exit 2; }
 }
 
-# the GPU test programs beside f3dbench in its build (BUILD/app/f3dbench -> BUILD/tests/nets)
-nets_tests=$(cd "$(dirname "$bin")/.." 2>/dev/null && pwd)/tests/nets
+# the nets GPU test programs: as given, else beside f3dbench in its build (BUILD/app/f3dbench -> BUILD/tests/nets)
+if [ -n "$nets_progs" ]; then
+  layers_prog=${nets_progs%%,*}
+  spconv_prog=${nets_progs#*,}
+else
+  nets_tests=$(cd "$(dirname "$bin")/.." 2>/dev/null && pwd)/tests/nets
+  layers_prog=$nets_tests/test_nets_layers_gpu
+  spconv_prog=$nets_tests/test_nets_spconv_gpu
+fi
 
 # args_of COMMAND POINTS ROWS: the program (prog) and its arguments (the array cmd) of one command
 args_of() {
   local c=$1 n=$2 r=$3 a=$work/cloud-$2-1.ply b=$work/cloud-$2-2.ply
   prog=$bin
   case $c in
-  nets-layers) prog=$nets_tests/test_nets_layers_gpu
+  nets-layers) prog=$layers_prog
     cmd=(test_layernorm test_affine_swiglu test_add_gather_convert test_segment_max); return ;;
-  nets-spconv) prog=$nets_tests/test_nets_spconv_gpu
-    cmd=(test_map test_conv_v1_boundary test_conv_v2 test_mask_order_v3); return ;;
+  nets-spconv) prog=$spconv_prog
+    cmd=(test_map test_conv_v1_boundary test_conv_v2 test_mask_order_v3 test_conv_fused); return ;;
   esac
   mkcloud "$n" 1 "$a"
   mkcloud "$n" 2 "$b"
@@ -184,8 +198,15 @@ for t in ${tools//,/ }; do
     case $t/$c in
     racecheck/net-*|initcheck/net-*)
       [ $forwards -eq 1 ] || why="cuBLAS GEMMs inside (racecheck stops at them, initcheck misses their stores); --forwards runs it" ;;
-    */nets-*) [ -x "$prog" ] || why="no test program $prog" ;;
     esac
+    if [ "${c#nets-}" != "$c" ] && [ ! -x "$prog" ]; then
+      line=$(printf '%-9s %-11s %-4s errors %-3s %4ss  %s' "$t" "$c" FAIL - 0 \
+             "no test program $prog (built with cmocka; --nets-tests names them)")
+      echo "$line"
+      printf '%s\n' "$line" >> "$summary"
+      fails=$((fails + 1))
+      continue
+    fi
     if [ -n "$why" ]; then
       line=$(printf '%-9s %-11s %-4s errors %-3s %4ss  %s' "$t" "$c" SKIP - 0 "$why")
       echo "$line"

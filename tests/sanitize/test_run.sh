@@ -95,7 +95,7 @@ has "$T/fw.out" '^sanitize: 10 passed, 0 failed, 2 skipped$'
 has "$T/fw.log" '^racecheck ran test_map test_conv_v1_boundary test_conv_v2$'
 has "$T/fw.log" '^initcheck ran test_layernorm test_affine_swiglu test_add_gather_convert$'
 grep -q -E '^(racecheck|initcheck) ran net ' "$T/fw.log" && fail "racecheck/initcheck ran a forward without --forwards"
-# the test names run.sh gives the programs are tests of theirs (the programs refuse others, on a GPU only)
+# the test names run.sh gives the programs are tests of theirs (the programs refuse others with exit 2)
 for pair in layers:test_layers_gpu.c spconv:test_spconv_gpu.c; do
   src=$(dirname "$run")/../nets/${pair#*:}
   names=$(awk -v c="  nets-${pair%%:*})" 'index($0, c) == 1 { getline; sub(/.*cmd=\(/, ""); sub(/\).*/, ""); print }' \
@@ -103,11 +103,18 @@ for pair in layers:test_layers_gpu.c spconv:test_spconv_gpu.c; do
   [ -n "$names" ] || fail "run.sh: no test names for nets-${pair%%:*}"
   for n in $names; do grep -q "cmocka_unit_test($n)" "$src" || fail "run.sh names $n, not a test of $src"; done
 done
-# a test program that is missing: SKIP, named
+# a test program that is missing: FAIL, named (a suite that did not run its programs must not pass)
 mv "$T/build/tests/nets/test_nets_layers_gpu" "$T/tl"
 OUT=$T/miss bash "$run" --tool memcheck --only nets-layers "$F" > "$T/miss.out" 2>&1
-rc=$?; [ $rc -eq 0 ] || fail "missing test program: exit $rc, want 0"
-has "$T/miss.out" '^memcheck +nets-layers +SKIP .*no test program .*test_nets_layers_gpu$'
+rc=$?; [ $rc -eq 1 ] || fail "missing test program: exit $rc, want 1"
+has "$T/miss.out" '^memcheck +nets-layers +FAIL .*no test program .*test_nets_layers_gpu '
+# --nets-tests names the programs wherever they are
+OUT=$T/given FILTER_LOG=$T/given.log bash "$run" --tool synccheck --only nets-layers --nets-tests "$T/tl,$T/none" "$F" \
+  > "$T/given.out" 2>&1
+rc=$?; [ $rc -eq 0 ] || fail "--nets-tests: exit $rc, want 0"
+has "$T/given.log" '^synccheck ran test_layernorm '
+bash "$run" --nets-tests "$T/tl" "$F" > "$T/usage3" 2>&1
+rc=$?; [ $rc -eq 2 ] || fail "--nets-tests without a comma: exit $rc, want 2"
 mv "$T/tl" "$T/build/tests/nets/test_nets_layers_gpu"
 
 # with --forwards, the kernel filter: racecheck checks the net-* forwards' nets/ kernels only (one
@@ -123,7 +130,7 @@ OUT=$T/filt2 FILTER_LOG=$T/filt2.log bash "$run" --tool racecheck --forwards --o
   > "$T/filt2.out" 2>&1
 grep -q 'kns=' "$T/filt2.log" && fail "--net-kernels all still filtered"
 has "$T/filt2.log" '^racecheck ran net --model flash3d-tiny'
-OUT=$T/filt3 FILTER_LOG=$T/filt3.log bash "$run" --tool racecheck --forwards --only net-ptv3 --net-kernels conv_kernel,ln_warp \
+OUT=$T/filt3 FILTER_LOG=$T/filt3.log bash "$run" --tool racecheck --only net-ptv3 --net-kernels conv_kernel,ln_warp \
   "$F" > "$T/filt3.out" 2>&1
 [ "$(grep -c '^racecheck kns=' "$T/filt3.log")" -eq 2 ] || fail "--net-kernels conv_kernel,ln_warp: want 2 filters"
 has "$T/filt3.log" '^racecheck kns=ln_warp$'
