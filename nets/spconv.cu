@@ -71,8 +71,8 @@
  *   v5  v1's 128-row tiles in the map's own row order, each tile's input halo (the distinct rows its map rows
  *       name; 1.3-2.9 n over PTv3's levels, against the 11-19 n rows v3 gathers per input chunk) copied into
  *       shared memory once per chunk and read at every offset by ldmatrix from the rows' addresses: a hash table
- *       in shared memory dedupes the rows and a scan ranks them by first appearance; a tile naming more rows than
- *       the shared memory holds runs in pages. Weight slices double-buffered per offset. Two CTAs an SM at
+ *       in shared memory dedupes the rows and ballots and a warp scan rank them by first appearance; a tile naming
+ *       more rows than the shared memory holds runs in pages. Three weight stages per offset. Two CTAs an SM at
  *       output slices of <= 64 channels. k = 3 maps at v1's widths. Sums over pages, chunks, then increasing o
  *       (not v1's order: checked against the CPU within the tolerance, runs bit for bit).
  *
@@ -122,7 +122,6 @@
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
-#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -705,9 +704,11 @@ using v1::smem_addr;
 using v1::swz;
 
 constexpr int BM = 128, K = 27, ENTRIES = BM * K; /* 3456 map entries a tile */
-constexpr int THREADS = 256, ITEMS = 16;          /* the entries' scan: 16 consecutive entries a thread */
+constexpr int THREADS = 256, STRIPES = (ENTRIES + THREADS - 1) / THREADS; /* entry t = 256 q + tid: 14 stripes */
+constexpr int WORDS = STRIPES * (THREADS / 32);   /* first-appearance flags, 32 consecutive entries a word */
 constexpr int HT = 4096;                          /* dedupe hash slots: > ENTRIES, so it never fills */
-static_assert(THREADS * ITEMS >= ENTRIES && HT > ENTRIES, "one scan and one table hold every entry of a tile");
+constexpr int WSTAGES = 3;                        /* weight slices in flight: the next two offsets' */
+static_assert(HT > ENTRIES && WORDS <= 128, "one table holds every entry of a tile; one warp scans the words");
 /* Entry codes in the tile's map rows (nbr_s) while the pages run: j >= 0 an input row not yet multiplied, -1 no
  * neighbour (or multiplied in an earlier page), -2 - h the row held in halo slot h of the current page. */
 constexpr int32_t kNone = -1;
@@ -724,17 +725,17 @@ struct Params {
   uint32_t hcap;      /* halo rows a page holds; slot hcap is the zero row */
 };
 
-using Scan = cub::BlockScan<int, THREADS>;
 /* The dedupe's storage, in the halo's space before the halo is loaded: a hash table of the page's input rows
- * (key, the first entry naming it, its halo slot) and the scan's. */
+ * (key, the first entry naming it, its halo slot), the first-appearance flags in entry order (a ballot per 32
+ * entries) and each word's rank base. */
 struct Temp {
   int32_t key[HT], first[HT], slot[HT];
-  typename Scan::TempStorage scan;
+  uint32_t flags[128], base[128];
 };
 __device__ __forceinline__ uint32_t home(int32_t j) { return ((uint32_t)j * 2654435761u) >> 20; } /* 12 bits */
 
 /* Shared memory, in this order: the tile's map rows (ENTRIES int32), the 16-row groups' offset masks, the active
- * offsets, 4 counters, the halo's input rows (hcap int32); then, 128-byte aligned, two weight stages (BN x BK)
+ * offsets, 4 counters, the halo's input rows (hcap int32); then, 128-byte aligned, WSTAGES weight stages (BN x BK)
  * and the halo (hcap + 1 rows of BK channels, XOR-swizzled as v1's stages), whose space the dedupe's table and
  * scan use before the halo is loaded. */
 struct Layout {
@@ -748,7 +749,7 @@ __host__ __device__ inline Layout layout(uint32_t hcap, uint32_t bn, uint32_t bk
   l.misc = l.act + 128u;
   l.hrow = l.misc + 16u;
   l.w = align_up(l.hrow + hcap * 4u, 128u);
-  l.halo = l.w + 2u * bn * bk * 2u;
+  l.halo = l.w + (uint32_t)WSTAGES * bn * bk * 2u;
   const uint32_t hb = (hcap + 1u) * bk * 2u, tb = (uint32_t)sizeof(Temp);
   l.total = l.halo + align_up(hb > tb ? hb : tb, 128u);
   return l;
@@ -768,12 +769,13 @@ inline uint32_t halo_capacity(uint32_t bn, uint32_t bk, int smem_optin) {
  * One CTA: tile rows [r0, r0 + 128) in the map's own order x output channels [c0, c0 + BN). The tile's map rows
  * name at most 3456 input rows, its halo; a page is the part of it that fits hcap slots. Per page: the pending
  * entries' input rows go into a hash table in shared memory (atomicCAS), each keeping the first entry that names
- * it (atomicMin); a scan over the entries in order ranks the rows by that first entry, and ranks < hcap get halo
+ * it (atomicMin); ballots and one warp's scan over the entries in order rank the rows by that first entry
+ * (entries striped over the threads: no bank conflicts), and ranks < hcap get halo
  * slots, the rest stay pending for the next page (the ranks do not depend on the schedule: the pages and every
  * sum are the same in every run). Then the 16-row
  * groups' offset masks over this page's entries, and for each input chunk of BK channels: the chunk of every
  * halo row copied once (cp.async, 16 bytes), then for every active offset o the weight slice W_o[slice][chunk]
- * (two stages: the next offset's loads while this one multiplies) and each warp's 16-row groups with an entry at
+ * (WSTAGES stages: the next two offsets' loads while this one multiplies) and each warp's 16-row groups with an entry at
  * o multiplied, the A fragments loaded by ldmatrix straight from the halo rows the entries name (the zero row
  * for none). Accumulators stay in registers across pages; epilogue as v1's. Each output sums over pages, then
  * chunks, then increasing o: a fixed order for a given map, so runs agree bit for bit.
@@ -839,36 +841,65 @@ __global__ void __launch_bounds__(THREADS, BN <= 64 ? 2 : 1) conv_kernel(const P
       atomicMin(&tmp.first[h], t);
     }
     __syncthreads();
-    /* 2. ranks by first entry: a scan over the entries in order (thread tid: entries 16 tid .. 16 tid + 15) */
-    int first[ITEMS], rank[ITEMS];
-    uint32_t hs_of[ITEMS];
+    /* 2. ranks by first entry: entry t = 256 q + tid; a ballot per warp and stripe holds 32 consecutive entries'
+     * first-appearance flags, one warp scans the words' counts, and a row's rank is its word's base plus the
+     * flags before it in the word */
+    uint32_t hs_of[STRIPES];
+    const uint32_t below = (1u << lane) - 1u;
 #pragma unroll
-    for (int q = 0; q < ITEMS; ++q) {
-      const int t = tid * ITEMS + q;
+    for (int q = 0; q < STRIPES; ++q) {
+      const int t = q * THREADS + tid;
       const int32_t j = t < ENTRIES ? nbr_s[t] : kNone;
-      first[q] = 0;
+      bool first = false;
       hs_of[q] = 0;
       if (j >= 0) {
         uint32_t h = home(j);
         while (tmp.key[h] != j) h = (h + 1u) & (HT - 1u);
         hs_of[q] = h;
-        first[q] = tmp.first[h] == t;
+        first = tmp.first[h] == t;
+      }
+      const uint32_t bal = __ballot_sync(0xFFFFFFFFu, first);
+      if (lane == 0) tmp.flags[q * (THREADS / 32) + warp] = bal;
+    }
+    __syncthreads();
+    if (warp == 0) { /* words 4 lane .. 4 lane + 3: counts, an exclusive scan over the lanes, the bases */
+      uint32_t c[4], sum = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int wd = 4 * lane + i;
+        c[i] = wd < WORDS ? (uint32_t)__popc(tmp.flags[wd]) : 0u;
+        sum += c[i];
+      }
+      uint32_t incl = sum;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t v = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+        if (lane >= d) incl += v;
+      }
+      uint32_t base = incl - sum;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (4 * lane + i < WORDS) tmp.base[4 * lane + i] = base;
+        base += c[i];
+      }
+      if (lane == 31) misc[1] = incl < hcap ? (int)incl : (int)hcap; /* incl at lane 31: the distinct rows */
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < STRIPES; ++q) {
+      const int t = q * THREADS + tid;
+      const uint32_t word = tmp.flags[q * (THREADS / 32) + warp];
+      if (t < ENTRIES && ((word >> lane) & 1u)) {
+        const uint32_t rank = tmp.base[q * (THREADS / 32) + warp] + (uint32_t)__popc(word & below);
+        tmp.slot[hs_of[q]] = rank < hcap ? (int32_t)rank : -1;
+        if (rank < hcap) hrow[rank] = nbr_s[t];
       }
     }
-    int distinct = 0;
-    Scan(tmp.scan).ExclusiveSum(first, rank, distinct);
-#pragma unroll
-    for (int q = 0; q < ITEMS; ++q)
-      if (first[q]) {
-        tmp.slot[hs_of[q]] = rank[q] < (int)hcap ? rank[q] : -1;
-        if (rank[q] < (int)hcap) hrow[rank[q]] = nbr_s[tid * ITEMS + q];
-      }
-    if (tid == 0) misc[1] = distinct < (int)hcap ? distinct : (int)hcap;
     __syncthreads();
     /* the entries of rows with a slot take it; the others stay pending */
 #pragma unroll
-    for (int q = 0; q < ITEMS; ++q) {
-      const int t = tid * ITEMS + q;
+    for (int q = 0; q < STRIPES; ++q) {
+      const int t = q * THREADS + tid;
       if (t >= ENTRIES || nbr_s[t] < 0) continue;
       const int32_t h = tmp.slot[hs_of[q]];
       if (h >= 0) nbr_s[t] = slot_code(h);
@@ -914,12 +945,17 @@ __global__ void __launch_bounds__(THREADS, BN <= 64 ? 2 : 1) conv_kernel(const P
       }
       if (tid < CPR) *reinterpret_cast<uint4 *>(halo + swz<CPR>((int)hcap, tid)) = make_uint4(0u, 0u, 0u, 0u);
       cp_async_commit();
-      if (nact > 0) load_w(act[0], kc, 0);
-      cp_async_commit();
+#pragma unroll
+      for (int i = 0; i < WSTAGES - 1; ++i) {
+        if (i < nact) load_w(act[i], kc, i);
+        cp_async_commit();
+      }
       for (int i = 0; i < nact; ++i) {
-        cp_async_wait<0>();
-        __syncthreads(); /* the halo chunk and W(act[i]) landed; buffer (i + 1) % 2 was last read at i - 1 */
-        if (i + 1 < nact) load_w(act[i + 1], kc, (i + 1) & 1);
+        /* groups committed: the halo's, then one per weight slice; all but the newest WSTAGES - 2 are done, so
+         * the halo chunk and W(act[i]) landed; buffer (i + WSTAGES - 1) % WSTAGES was last read at i - 1 */
+        cp_async_wait<WSTAGES - 2>();
+        __syncthreads();
+        if (i + WSTAGES - 1 < nact) load_w(act[i + WSTAGES - 1], kc, (i + WSTAGES - 1) % WSTAGES);
         cp_async_commit();
         const int o = act[i];
         bool on[MI];
@@ -935,7 +971,7 @@ __global__ void __launch_bounds__(THREADS, BN <= 64 ? 2 : 1) conv_kernel(const P
           hs[mi] = e <= slot_code(0) ? slot_code(0) - e : (int)hcap; /* -2 - h -> h; else the zero row */
         }
         if (!any) continue; /* warp-uniform */
-        const uint32_t aB = wa + (uint32_t)((i & 1) * Tr::B_BYTES);
+        const uint32_t aB = wa + (uint32_t)((i % WSTAGES) * Tr::B_BYTES);
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
           uint32_t bf[NI][2];
