@@ -928,7 +928,7 @@ __global__ void __launch_bounds__(THREADS, BN <= 64 ? 2 : 1) conv_kernel(const P
     __syncthreads();
     const int nact = misc[0], hn = misc[1];
 
-    /* 4. per chunk: the halo rows once, then the active offsets with double-buffered weight slices */
+    /* 4. per chunk: the halo rows once, then the active offsets with WSTAGES weight stages in flight */
     auto load_w = [&](int o, int kc, int buf) {
       const uint32_t aB = wa + (uint32_t)(buf * Tr::B_BYTES);
       for (int t = tid; t < BN * CPR; t += THREADS) {
