@@ -10,6 +10,8 @@
 #   NCU_MODEL=ptv3   after the nets: Nsight Compute over `net --model NCU_MODEL` at the last of SIZES (kernel
 #                    durations, caches and clocks left alone), summarised by lab/kernels/ncu_forward.py; NCU_START
 #                    is the regex of a forward's first kernel (default 'lookup_kernel<5>', PTv3's stem map)
+#   SANITIZE="racecheck,memcheck:nets-spconv"   after the sweep: tests/sanitize/run.sh with those tools over those
+#                    commands (TOOLS:COMMANDS, run.sh's names), logs under OUT/sanitize, its table in the summary
 #   F3D_GIT_COMMIT     the commit this tree is (the device copy has no .git)
 set -u
 OUT=${OUT:-$PWD/nets-out}
@@ -66,5 +68,13 @@ if [ -n "${SWEEP:-}" ]; then
   note "sweep rc=$? $(( $(date +%s) - t1 )) s"
   tail -5 "$OUT/sweep.log" | tee -a "$SUM"
   [ -d "results/$RUN_ID" ] && tar czf "$OUT/results.tar.gz" -C results "$RUN_ID"
+fi
+if [ -n "${SANITIZE:-}" ]; then
+  t1=$(date +%s)
+  OUT=$OUT/sanitize bash tests/sanitize/run.sh --tool "${SANITIZE%%:*}" --only "${SANITIZE#*:}" build \
+    > "$OUT/sanitize.log" 2>&1
+  note "sanitize ${SANITIZE} rc=$? $(( $(date +%s) - t1 )) s"
+  grep -E '^(memcheck|racecheck|synccheck|initcheck) ' "$OUT/sanitize.log" | sort -u | tee -a "$SUM"
+  [ -d "$OUT/sanitize" ] && tar czf "$OUT/sanitize.tar.gz" -C "$OUT" sanitize && rm -rf "$OUT/sanitize"
 fi
 for f in "$OUT"/*.log; do gzip -f "$f"; done
