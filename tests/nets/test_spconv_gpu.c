@@ -383,6 +383,27 @@ static int conv_run(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, cons
   return bad == 0 && same;
 }
 
+/* One problem (a cloud's map c, its GPU map g, dt, in -> out, seed) against every registered variant (with
+ * fused_only, the variants without a rulebook: no cuBLAS in the process), counted into *runs and *fails. */
+static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype dt, size_t in, size_t out,
+                      uint64_t seed, const char *cloud, int fused_only, int *runs, int *fails) {
+  hx_err err = {HX_OK, ""};
+  conv_prob p;
+  prob_make(&p, c, dt, in, out, seed);
+  spc_weights sw;
+  assert_int_equal(spc_weights_upload(&sw, p.w, p.b, p.in, p.out, c->K, p.dt, NULL, &err), HX_OK);
+  for (int vi = 0; vi < spc_variant_count(); ++vi) {
+    const spc_variant *v = spc_variant_get(vi);
+    if (fused_only && v->needs_rule) continue; /* v0: cuBLAS */
+    const int r = conv_run(v, ctx, &p, g, &sw, cloud);
+    if (r < 0) continue;
+    ++*runs;
+    *fails += !r;
+  }
+  spc_weights_free(&sw);
+  prob_free(&p);
+}
+
 /* The most distinct input rows the map rows of one T-row tile name (rows in the map's order). */
 static uint32_t max_tile_halo(const spc_map *c, uint32_t T) {
   uint32_t *stamp = calloc(c->n ? c->n : 1, sizeof *stamp), most = 0;
@@ -461,20 +482,9 @@ static void test_conv(void **state) {
                  names[ci], cost, max_cost);
           continue;
         }
-        for (int d = 0; d < 2; ++d) {
-          conv_prob p;
-          prob_make(&p, &c, d ? NET_BF16 : NET_F16, shapes[s].in, shapes[s].out, 1000u * (uint64_t)ci + 10u * s + (uint64_t)d);
-          spc_weights sw;
-          assert_int_equal(spc_weights_upload(&sw, p.w, p.b, p.in, p.out, c.K, p.dt, NULL, &err), HX_OK);
-          for (int vi = 0; vi < spc_variant_count(); ++vi) {
-            const int r = conv_run(spc_variant_get(vi), ctx, &p, &g, &sw, names[ci]);
-            if (r < 0) continue;
-            runs++;
-            fails += !r;
-          }
-          spc_weights_free(&sw);
-          prob_free(&p);
-        }
+        for (int d = 0; d < 2; ++d)
+          conv_case(ctx, &c, &g, d ? NET_BF16 : NET_F16, shapes[s].in, shapes[s].out,
+                    1000u * (uint64_t)ci + 10u * s + (uint64_t)d, names[ci], 0, &runs, &fails);
       }
       gmap_free(&g);
       spc_map_free_host(&c);
@@ -485,7 +495,6 @@ static void test_conv(void **state) {
   spc_ctx_destroy(ctx);
 }
 
-/* v0's refusals: no rulebook, no counts, aliasing, mismatched weights; an empty map is nothing to do. */
 /* The fused variants alone (no cuBLAS in the process: v0 is left out), for the sanitizers: v1, v3, v4 and v5 at
  * k = 3 on a dense random-order cloud (32, 64 and 256 channels), 20000 rows in voxel order and the same in a
  * random order (32 and 64: v5's pages), fp16 and bf16, each against the CPU as in test_conv. Not in the default
@@ -508,22 +517,9 @@ static void test_conv_fused(void **state) {
     assert_int_equal(gmap_build(&g, &cl[ci], 3, 0, 1, &err), HX_OK);
     for (int wi = 0; wi < 3; ++wi) {
       if ((double)c.pairs * (double)widths[wi] * (double)widths[wi] > 2e9) continue; /* test_conv's cost bound */
-      for (int d = 0; d < 2; ++d) {
-        conv_prob p;
-        prob_make(&p, &c, d ? NET_BF16 : NET_F16, widths[wi], widths[wi], 7000u + 10u * (uint64_t)ci + (uint64_t)wi);
-        spc_weights sw;
-        assert_int_equal(spc_weights_upload(&sw, p.w, p.b, p.in, p.out, c.K, p.dt, NULL, &err), HX_OK);
-        for (int vi = 0; vi < spc_variant_count(); ++vi) {
-          const spc_variant *v = spc_variant_get(vi);
-          if (v->needs_rule) continue; /* v0: cuBLAS */
-          const int r = conv_run(v, NULL, &p, &g, &sw, names[ci]);
-          if (r < 0) continue;
-          runs++;
-          fails += !r;
-        }
-        spc_weights_free(&sw);
-        prob_free(&p);
-      }
+      for (int d = 0; d < 2; ++d)
+        conv_case(NULL, &c, &g, d ? NET_BF16 : NET_F16, widths[wi], widths[wi],
+                  7000u + 10u * (uint64_t)ci + (uint64_t)wi, names[ci], 1, &runs, &fails);
     }
     gmap_free(&g);
     spc_map_free_host(&c);
@@ -534,6 +530,7 @@ static void test_conv_fused(void **state) {
   assert_int_equal(fails, 0);
 }
 
+/* v0's refusals: no rulebook, no counts, aliasing, mismatched weights; an empty map is nothing to do. */
 static void test_conv_refusals(void **state) {
   (void)state;
   spc_ctx *ctx = NULL;
