@@ -204,7 +204,8 @@ static hx_status attn_launch_run(void *arg, void *stream, hx_err *err) {
     }                                                                                                  \
   } while (0)
 
-/* One GPU variant: check, time, report; *skipped = 1 when the variant cannot run here (HX_EUNSUPPORTED). */
+/* One GPU variant: check, time, report; *skipped = 1 when the variant cannot run here (HX_EUNSUPPORTED). The
+ * caller checked the device and this build's code for it (f3d_gpu_check). */
 static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, int last, int *skipped) {
   int rc = 1;
   void *d_in = NULL, *d_o = NULL, *d_s = NULL;
@@ -215,11 +216,6 @@ static int run_gpu(const attn_opts *o, attn_data *a, const battn_variant *var, i
   hx_err e = {HX_OK, ""};
   const battn_plan *pl = &a->plan;
   size_t nsc = (size_t)pl->num_scopes * pl->buckets_per_scope;
-  int ndev = 0; /* f3d_cmd_attn checked the device and the build's code for it */
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    attn_fail("%s: no CUDA device (try --variant cpu)", var->name);
-    return 1;
-  }
   CU(cudaStreamCreate(&stream));
   CU(cudaMalloc(&d_in, a->n_in * 2));
   CU(cudaMalloc(&d_o, a->n_o * 2));

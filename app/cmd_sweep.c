@@ -805,16 +805,16 @@ int f3d_cmd_sweep(int argc, char **argv) {
 
   /* The device: none is a normal case (CPU references, variant "cpu"). */
   hx_device_info dev;
-  int ndev = 0, have_gpu = 0;
+  int have_gpu = 0;
   char counters_off[600] = "";
-  if (hx_device_count(&ndev, &err) == HX_OK && hx_device_query(&dev, 0, &err) == HX_OK) {
+  const hx_status gs = f3d_gpu_check(&dev, &err);
+  if (gs == HX_OK) {
     have_gpu = 1;
+  } else if (gs == HX_EUNSUPPORTED) {
     /* a device this build has no machine code for is a build to fix, not a CPU-only run to fall back on */
-    if (hx_arch_check(F3D_CUDA_ARCH, &dev, &err) != HX_OK) {
-      f3d_fail_msg("sweep", err.msg);
-      rc = 1;
-      goto out;
-    }
+    f3d_fail_msg("sweep", err.msg);
+    rc = 1;
+    goto out;
   } else {
     fprintf(stderr, "f3dbench: sweep: note: %s: running CPU references only (variant \"cpu\")\n", err.msg);
     snprintf(counters_off, sizeof counters_off, "off (%s)", err.msg);
