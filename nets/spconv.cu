@@ -650,17 +650,21 @@ hx_status launch(const Params &p, int smem_optin, cudaStream_t stream, hx_err *e
 }
 
 /* The specialisation for (dtype, BM, BN, BK): BM 256 for maps of kBigRows rows or more at K = 27, else 128; BN
- * the widest of 128, 64, 32, 16 dividing out; BK the widest of 64, 32, 16 dividing in. */
+ * the widest of 128, 64, 32, 16 dividing out (slice_width); BK the widest of 64, 32, 16 dividing in
+ * (chunk_width; v5 takes both rules too). */
 constexpr uint32_t kBigRows = 16384;
 inline uint32_t tile_rows(uint32_t n, uint32_t K) { return n >= kBigRows && K == 27u ? 256u : 128u; }
 inline uint32_t slice_width(uint32_t out) {
   return out % 128u == 0 ? 128u : out % 64u == 0 ? 64u : out % 32u == 0 ? 32u : 16u;
 }
+inline uint32_t chunk_width(uint32_t in) { return in % 64u == 0 ? 64u : in % 32u == 0 ? 32u : 16u; }
 template <typename T, int BM, int BN>
 hx_status by_bk(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
-  if (p.in % 64u == 0) return launch<T, BM, BN, 64>(p, smem_optin, stream, err);
-  if (p.in % 32u == 0) return launch<T, BM, BN, 32>(p, smem_optin, stream, err);
-  return launch<T, BM, BN, 16>(p, smem_optin, stream, err);
+  switch (chunk_width(p.in)) {
+  case 64: return launch<T, BM, BN, 64>(p, smem_optin, stream, err);
+  case 32: return launch<T, BM, BN, 32>(p, smem_optin, stream, err);
+  default: return launch<T, BM, BN, 16>(p, smem_optin, stream, err);
+  }
 }
 template <typename T, int BM> hx_status by_bn(const Params &p, int smem_optin, cudaStream_t stream, hx_err *err) {
   switch (slice_width(p.out)) {
@@ -1021,9 +1025,11 @@ hx_status launch(Params p, int smem_optin, int smem_sm, cudaStream_t stream, hx_
 }
 template <typename T, int BN>
 hx_status by_bk(const Params &p, int smem_optin, int smem_sm, cudaStream_t stream, hx_err *err) {
-  if (p.in % 64u == 0) return launch<T, BN, 64>(p, smem_optin, smem_sm, stream, err);
-  if (p.in % 32u == 0) return launch<T, BN, 32>(p, smem_optin, smem_sm, stream, err);
-  return launch<T, BN, 16>(p, smem_optin, smem_sm, stream, err);
+  switch (v1::chunk_width(p.in)) {
+  case 64: return launch<T, BN, 64>(p, smem_optin, smem_sm, stream, err);
+  case 32: return launch<T, BN, 32>(p, smem_optin, smem_sm, stream, err);
+  default: return launch<T, BN, 16>(p, smem_optin, smem_sm, stream, err);
+  }
 }
 template <typename T> hx_status by_bn(Params p, int smem_optin, int smem_sm, cudaStream_t stream, hx_err *err) {
   const uint32_t bn = v1::slice_width(p.out);
@@ -1589,8 +1595,7 @@ hx_status spc_v5_halo_rows(uint32_t *rows, const spc_weights *w, int smem_optin,
     HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     HX_CUDA(err, cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
   }
-  const uint32_t bk = w->in % 64u == 0 ? 64u : w->in % 32u == 0 ? 32u : 16u;
-  *rows = v5::capacity(v1::slice_width((uint32_t)w->out), bk, smem_optin, smem_sm);
+  *rows = v5::capacity(v1::slice_width((uint32_t)w->out), v1::chunk_width((uint32_t)w->in), smem_optin, smem_sm);
   return HX_OK;
 }
 
