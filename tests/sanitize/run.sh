@@ -186,6 +186,14 @@ summary=$out/summary.txt
 fails=0
 passes=0
 skips=0
+# report VERDICT ERRORS SECONDS NOTE [LOG]: the line of (t, c), printed, kept in the summary (with the log) and counted
+report() {
+  local line
+  line=$(printf '%-9s %-11s %-4s errors %-3s %4ss  %s' "$t" "$c" "$1" "$2" "$3" "$4")
+  echo "$line"
+  printf '%s%s\n' "$line" "${5:+  log $5}" >> "$summary"
+  case $1 in PASS) passes=$((passes + 1)) ;; SKIP) skips=$((skips + 1)) ;; *) fails=$((fails + 1)) ;; esac
+}
 for t in ${tools//,/ }; do
   n=4000; r=4000
   [ "$t" = racecheck ] && { n=1500; r=1000; }
@@ -200,18 +208,11 @@ for t in ${tools//,/ }; do
       [ $forwards -eq 1 ] || why="cuBLAS GEMMs inside (racecheck stops at them, initcheck misses their stores); --forwards runs it" ;;
     esac
     if [ "${c#nets-}" != "$c" ] && [ ! -x "$prog" ]; then
-      line=$(printf '%-9s %-11s %-4s errors %-3s %4ss  %s' "$t" "$c" FAIL - 0 \
-             "no test program $prog (built with cmocka; --nets-tests names them)")
-      echo "$line"
-      printf '%s\n' "$line" >> "$summary"
-      fails=$((fails + 1))
+      report FAIL - 0 "no test program $prog (built with cmocka; --nets-tests names them)"
       continue
     fi
     if [ -n "$why" ]; then
-      line=$(printf '%-9s %-11s %-4s errors %-3s %4ss  %s' "$t" "$c" SKIP - 0 "$why")
-      echo "$line"
-      printf '%s\n' "$line" >> "$summary"
-      skips=$((skips + 1))
+      report SKIP - 0 "$why"
       continue
     fi
     only_k=()
@@ -228,7 +229,6 @@ for t in ${tools//,/ }; do
     e=$(errors_of "$t" "$log")
     if [ $rc -eq 0 ] && [ "$e" = 0 ]; then
       verdict=PASS; note=""
-      passes=$((passes + 1))
     else
       verdict=FAIL
       if [ $rc -eq 99 ] || { [ "$e" != "?" ] && [ "$e" != 0 ]; }; then
@@ -237,11 +237,8 @@ for t in ${tools//,/ }; do
         # the program or the sanitizer itself failed: its last words
         note="exit $rc: $(grep -v -e '^=========' -e '^[[:space:]]*$' "$log" | tail -n 1 | cut -c 1-100)"
       fi
-      fails=$((fails + 1))
     fi
-    line=$(printf '%-9s %-11s %-4s errors %-3s %4ss  %s' "$t" "$c" "$verdict" "$e" "$took" "$note")
-    echo "$line"
-    printf '%s  log %s\n' "$line" "$log" >> "$summary"
+    report "$verdict" "$e" "$took" "$note" "$log"
   done
 done
 echo
