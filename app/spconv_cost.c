@@ -3,8 +3,7 @@
  * roofline's FLOPs and bytes of one convolution on a host kernel map, and the sub-problem of sampled output rows
  * that the stage checks against spc_conv_cpu.
  *
- * Distinct input rows per tile: one stamp per input row (the last tile that read it, + 1); a tile's walk over its
- * rows' K entries counts a row the first time its stamp is not the tile's. O(n K) time, 4 n bytes.
+ * Distinct input rows per tile: spc_tile_halos_cpu (nets), summed over the tiles.
  */
 #include "app/pipe_spconv.h"
 
@@ -21,23 +20,21 @@ hx_status f3d_spc_cost_count(f3d_spc_cost *c, const int32_t *nbr, uint32_t n, ui
                    in, out);
   if (n > 0 && !nbr) return hx_errf(err, HX_EINVAL, "spconv cost: NULL map of %u rows", n);
   const size_t entries = (size_t)n * K;
-  for (size_t e = 0; e < entries; e++)
+  uint64_t pairs = 0, reads = 0;
+  for (size_t e = 0; e < entries; e++) {
     if (nbr[e] < -1 || (nbr[e] >= 0 && (uint32_t)nbr[e] >= n))
       return hx_errf(err, HX_EINVAL, "spconv cost: map entry (%zu, %zu) = %d outside [-1, %u)", e / K, e % K,
                      (int)nbr[e], n);
-  uint32_t *stamp = calloc(n ? n : 1, sizeof *stamp);
-  if (!stamp) return hx_errf(err, HX_ENOMEM, "spconv cost: %u stamps", n);
-  uint64_t pairs = 0, reads = 0;
-  for (uint32_t t = 0; (size_t)t * tile < n; t++) {
-    const uint32_t r0 = t * tile, r1 = n - r0 < tile ? n : r0 + tile;
-    for (size_t e = (size_t)r0 * K; e < (size_t)r1 * K; e++) {
-      const int32_t j = nbr[e];
-      if (j < 0) continue;
-      pairs++;
-      if (stamp[j] != t + 1u) stamp[j] = t + 1u, reads++;
-    }
+    pairs += nbr[e] >= 0;
   }
-  free(stamp);
+  const size_t tiles = ((size_t)n + tile - 1) / tile;
+  uint32_t *halo = malloc((tiles ? tiles : 1) * sizeof *halo);
+  if (!halo) return hx_errf(err, HX_ENOMEM, "spconv cost: %zu tiles", tiles);
+  const spc_map m = {.n = n, .K = K, .nbr = (int32_t *)nbr};
+  const hx_status st = spc_tile_halos_cpu(halo, &m, NULL, tile, err);
+  for (size_t t = 0; st == HX_OK && t < tiles; t++) reads += halo[t];
+  free(halo);
+  HX_TRY(st);
   const double dn = (double)n, dk = (double)K, di = (double)in, dout = (double)out;
   c->pairs = (double)pairs;
   c->flops = 2.0 * c->pairs * di * dout;

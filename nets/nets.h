@@ -215,6 +215,10 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
  * are rows [16 g, 16 g + 16) of that sequence, as v1's tiles are multiples of 16): a group steps at offset o when
  * one of its rows has a neighbour there. 16 x steps / m->pairs is the padding of v1's tensor work. */
 uint64_t spc_group_steps_cpu(const spc_map *m, const uint32_t *order);
+/* Each tile's halo: halo[t] = the distinct input rows the map rows of tile t name, tiles of `tile` rows taken in
+ * `order` (NULL: as they are), ceil(m->n / tile) of them; entries outside [0, n) count as none. The rows v5 copies
+ * into shared memory per tile and chunk; their sum over the tiles is the input reads of the spconv roofline. */
+hx_status spc_tile_halos_cpu(uint32_t *halo, const spc_map *m, const uint32_t *order, uint32_t tile, hx_err *err);
 /* What v1's kernel (v1, v3; deep: v4) would launch for this map and these weights on a device with smem_optin
  * bytes of shared memory per CTA (0: the current device's): the tile rows (256 for k = 3 maps of >= 16384 rows
  * where that tile fits, as on sm_90; 128 otherwise, as at 128 output channels on sm_80's 163 KB) and the cp.async

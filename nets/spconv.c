@@ -208,6 +208,26 @@ uint64_t spc_group_steps_cpu(const spc_map *m, const uint32_t *order) {
   return steps;
 }
 
+/* One stamp per input row (the last tile that named it, + 1): a tile's walk over its rows' K entries counts a row
+ * the first time its stamp is not the tile's. O(n K) time, 4 n bytes. */
+hx_status spc_tile_halos_cpu(uint32_t *halo, const spc_map *m, const uint32_t *order, uint32_t tile, hx_err *err) {
+  if (!halo || !m || (m->n && !m->nbr) || !tile) return hx_errf(err, HX_EINVAL, "spc_tile_halos_cpu: NULL argument or tile 0");
+  uint32_t *stamp = calloc(m->n ? m->n : 1, sizeof *stamp);
+  if (!stamp) return hx_errf(err, HX_ENOMEM, "spc_tile_halos_cpu: %u stamps", m->n);
+  for (uint32_t t = 0; (size_t)t * tile < m->n; ++t) {
+    const uint32_t r0 = t * tile, r1 = m->n - r0 < tile ? m->n : r0 + tile;
+    uint32_t h = 0;
+    for (uint32_t i = r0; i < r1; ++i) {
+      const int32_t *e = m->nbr + (size_t)(order ? order[i] : i) * m->K;
+      for (uint32_t o = 0; o < m->K; ++o)
+        if (e[o] >= 0 && (uint32_t)e[o] < m->n && stamp[e[o]] != t + 1u) stamp[e[o]] = t + 1u, ++h;
+    }
+    halo[t] = h;
+  }
+  free(stamp);
+  return HX_OK;
+}
+
 /* ---- The variant table (one list: spconv_internal.h) ---------------------------------------------- */
 #define SPC_ROW_(id_, name_, fn_, rule_, order_) {id_, name_, fn_, rule_, order_},
 static const spc_variant spc_table[] = {SPC_VARIANT_LIST(SPC_ROW_)};

@@ -32,26 +32,20 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* One (map, row order, tile) case; order NULL: the map's own order. stamp: n zeroed words (clobbered). */
-static int plan_count(plan_row *r, const spc_map *m, const uint32_t *order, uint32_t T, uint32_t *stamp,
-                      uint32_t *halo) {
+/* One (map, row order, tile) case; order NULL: the map's own order. halo: ceil(n / T) words (clobbered). */
+static int plan_count(plan_row *r, const spc_map *m, const uint32_t *order, uint32_t T, uint32_t *halo,
+                      hx_err *err) {
   const uint32_t n = m->n, K = m->K, tiles = (n + T - 1) / T;
   uint64_t steps = 0, groups_on = 0, copies = 0, halo_sum = 0;
-  memset(stamp, 0, (size_t)n * sizeof *stamp);
   for (uint32_t t = 0; t < tiles; t++) {
     const uint32_t r0 = t * T, r1 = n - r0 < T ? n : r0 + T;
     uint32_t act[4] = {0, 0, 0, 0}; /* K <= 125 offsets */
-    uint32_t h = 0;
     for (uint32_t g0 = r0; g0 < r1; g0 += 16) {
       uint32_t gm[4] = {0, 0, 0, 0};
       for (uint32_t i = g0; i < r1 && i < g0 + 16; i++) {
         const uint32_t row = order ? order[i] : i;
-        for (uint32_t o = 0; o < K; o++) {
-          const int32_t j = m->nbr[(size_t)row * K + o];
-          if (j < 0) continue;
-          gm[o / 32] |= 1u << (o % 32);
-          if (stamp[j] != t + 1u) stamp[j] = t + 1u, h++;
-        }
+        for (uint32_t o = 0; o < K; o++)
+          if (m->nbr[(size_t)row * K + o] >= 0) gm[o / 32] |= 1u << (o % 32);
       }
       for (int w = 0; w < 4; w++) act[w] |= gm[w], groups_on += (uint64_t)__builtin_popcount(gm[w]);
     }
@@ -59,9 +53,9 @@ static int plan_count(plan_row *r, const spc_map *m, const uint32_t *order, uint
     for (int w = 0; w < 4; w++) a += (uint32_t)__builtin_popcount(act[w]);
     steps += a;
     copies += (uint64_t)a * T;
-    halo[t] = h;
-    halo_sum += h;
   }
+  if (spc_tile_halos_cpu(halo, m, order, T, err) != HX_OK) return 1;
+  for (uint32_t t = 0; t < tiles; t++) halo_sum += halo[t];
   qsort(halo, tiles, sizeof *halo, cmp_u32);
   r->steps = tiles ? (double)steps / tiles : 0.0;
   r->pad = m->pairs ? 16.0 * (double)groups_on / (double)m->pairs : 0.0;
@@ -118,10 +112,9 @@ int main(int argc, char **argv) {
          "pad", "copies", "halo", "p99", "max", "halo/n");
   for (int l = 0; l < s.L; l++) {
     const spc_map *m = &s.lv[l].map;
-    uint32_t *order = malloc((size_t)m->n * sizeof *order), *stamp = malloc((size_t)m->n * sizeof *stamp),
-             *halo = malloc(((size_t)m->n / 128 + 1) * sizeof *halo);
-    if (!order || !stamp || !halo || spc_mask_order_cpu(order, m, &err) != HX_OK) {
-      free(order), free(stamp), free(halo);
+    uint32_t *order = malloc((size_t)m->n * sizeof *order), *halo = malloc(((size_t)m->n / 128 + 1) * sizeof *halo);
+    if (!order || !halo || spc_mask_order_cpu(order, m, &err) != HX_OK) {
+      free(order), free(halo);
       if (err.status == HX_OK) hx_errf(&err, HX_ENOMEM, "level %d: %u rows", l, m->n);
       goto out;
     }
@@ -129,12 +122,15 @@ int main(int argc, char **argv) {
       for (int oi = 0; oi < 2; oi++) {
         plan_row r;
         const uint32_t T = ti ? 256u : 128u;
-        plan_count(&r, m, oi ? order : NULL, T, stamp, halo);
+        if (plan_count(&r, m, oi ? order : NULL, T, halo, &err)) {
+          free(order), free(halo);
+          goto out;
+        }
         printf("%-5d %8u %6.2f %5u %-6s %6.1f %5.2f %7.1f %8.1f %6u %6u %7.2f\n", l, m->n,
                m->n ? (double)m->pairs / m->n : 0.0, T, oi ? "mask" : "level", r.steps, r.pad, r.copies, r.halo_mean,
                r.halo_p99, r.halo_max, r.halo_sum);
       }
-    free(order), free(stamp), free(halo);
+    free(order), free(halo);
   }
   rc = 0;
 out:

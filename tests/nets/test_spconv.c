@@ -317,6 +317,30 @@ static void test_mask_order(void **state) {
  * refuse with HX_ENODEV. spc_variant_best: v2 where in <= 8 (the stem's 4 -> 32, any out, any K); where both
  * widths are multiples of 16 (every xCPE width of PTv3) v3 at K = 27 and v1 at K = 125 (v3 sorts 27-bit masks);
  * v0 otherwise (odd widths, multiples of 8 only, in = 9). */
+/* spc_tile_halos_cpu on a hand-made map: distinct input rows per tile, in the map's order and in another, entries
+ * outside [0, n) counted as none, a last partial tile; NULL arguments and tile 0 refused. */
+static void test_tile_halos(void **state) {
+  (void)state;
+  int32_t nbr[10] = {0, 1, 1, -1, 2, 4, 7, 2, 4, 0}; /* 5 rows, K = 2; row 3's 7 is outside [0, 5) */
+  const spc_map m = {.n = 5, .k = 0, .K = 2, .nbr = nbr};
+  uint32_t halo[3] = {99, 99, 99};
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(spc_tile_halos_cpu(halo, &m, NULL, 2, &err), HX_OK);
+  assert_int_equal(halo[0], 2); /* rows 0, 1: {0, 1} */
+  assert_int_equal(halo[1], 2); /* rows 2, 3: {2, 4} */
+  assert_int_equal(halo[2], 2); /* row 4: {4, 0} */
+  const uint32_t order[5] = {4, 3, 2, 1, 0};
+  assert_int_equal(spc_tile_halos_cpu(halo, &m, order, 2, &err), HX_OK);
+  assert_int_equal(halo[0], 3); /* rows 4, 3: {4, 0, 2} */
+  assert_int_equal(halo[1], 3); /* rows 2, 1: {2, 4, 1} */
+  assert_int_equal(halo[2], 2); /* row 0: {0, 1} */
+  assert_int_equal(spc_tile_halos_cpu(halo, &m, NULL, 5, &err), HX_OK);
+  assert_int_equal(halo[0], 4); /* one tile: {0, 1, 2, 4} */
+  assert_int_equal(spc_tile_halos_cpu(halo, &m, NULL, 0, &err), HX_EINVAL);
+  assert_int_equal(spc_tile_halos_cpu(NULL, &m, NULL, 2, &err), HX_EINVAL);
+  assert_int_equal(spc_tile_halos_cpu(halo, NULL, NULL, 2, &err), HX_EINVAL);
+}
+
 static void test_variants(void **state) {
   (void)state;
   assert_true(spc_variant_count() >= 1);
@@ -450,7 +474,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_block),     cmocka_unit_test(test_offset_order), cmocka_unit_test(test_random),
       cmocka_unit_test(test_conv_dense), cmocka_unit_test(test_refusals),    cmocka_unit_test(test_variants),
-      cmocka_unit_test(test_mask_order),
+      cmocka_unit_test(test_mask_order), cmocka_unit_test(test_tile_halos),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -406,17 +406,13 @@ static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype d
 
 /* The most distinct input rows the map rows of one T-row tile name (rows in the map's order). */
 static uint32_t max_tile_halo(const spc_map *c, uint32_t T) {
-  uint32_t *stamp = calloc(c->n ? c->n : 1, sizeof *stamp), most = 0;
-  assert_non_null(stamp);
-  for (uint32_t t = 0; (size_t)t * T < c->n; ++t) {
-    uint32_t h = 0;
-    for (size_t e = (size_t)t * T * c->K; e < (size_t)c->n * c->K && e < ((size_t)t + 1) * T * c->K; ++e) {
-      const int32_t j = c->nbr[e];
-      if (j >= 0 && stamp[j] != t + 1u) stamp[j] = t + 1u, ++h;
-    }
-    if (h > most) most = h;
-  }
-  free(stamp);
+  const size_t tiles = ((size_t)c->n + T - 1) / T;
+  uint32_t *halo = malloc((tiles ? tiles : 1) * sizeof *halo), most = 0;
+  hx_err err = {HX_OK, ""};
+  assert_non_null(halo);
+  assert_int_equal(spc_tile_halos_cpu(halo, c, NULL, T, &err), HX_OK);
+  for (size_t t = 0; t < tiles; ++t) most = halo[t] > most ? halo[t] : most;
+  free(halo);
   return most;
 }
 
