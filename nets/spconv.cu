@@ -74,7 +74,9 @@
  *       in shared memory dedupes the rows and ballots and a warp scan rank them by first appearance; a tile naming
  *       more rows than the shared memory holds runs in pages. Three weight stages per offset. Two CTAs an SM at
  *       output slices of <= 64 channels. k = 3 maps at v1's widths. Sums over pages, chunks, then increasing o
- *       (not v1's order: checked against the CPU within the tolerance, runs bit for bit).
+ *       (not v1's order: checked against the CPU within the tolerance, runs bit for bit). Measured slower than v3
+ *       (H200, 600k: xCPE 13.4 -> 16.7 ms): both are latency-bound at 8-16 warps an SM, not bound by the copies
+ *       v5 removes (docs/nets.md, "What the counters say"): an ablation.
  *
  * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
  *   FLOPs = 2 * pairs * in * out (spc_map.pairs; the centre's n pairs included).

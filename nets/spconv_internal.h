@@ -17,7 +17,8 @@ extern "C" {
  * register gathers (in <= 8, any out: the stem; HX_EUNSUPPORTED for wider inputs), v3 v1's kernel over the rows
  * sorted by their neighbour mask (k = 3 maps, v1's widths; the main path's k = 3 variant), v4 v3 with a deeper
  * cp.async pipeline (no faster than v3 on an H200: an ablation), v5 v1's tiles in the map's own order with each
- * tile's input rows (its halo) held in shared memory across offsets (k = 3, v1's widths; docs/nets.md). */
+ * tile's input rows (its halo) held in shared memory across offsets (k = 3, v1's widths; slower than v3 on an H200:
+ * an ablation; docs/nets.md). */
 #define SPC_VARIANT_LIST(X)                                                                                   \
   X(0, "v0", spc_conv_v0, 1, 0) X(1, "v1", spc_conv_v1, 0, 0) X(2, "v2", spc_conv_v2, 0, 0)                   \
   X(3, "v3", spc_conv_v3, 0, 1) X(4, "v4", spc_conv_v4, 0, 1) X(5, "v5", spc_conv_v5, 0, 0)

@@ -10,6 +10,9 @@
 #   NCU_MODEL=ptv3   after the nets: Nsight Compute over `net --model NCU_MODEL` at the last of SIZES (kernel
 #                    durations, caches and clocks left alone), summarised by lab/kernels/ncu_forward.py; NCU_START
 #                    is the regex of a forward's first kernel (default 'lookup_kernel<5>', PTv3's stem map)
+#   NCU_STALLS=v3  after the nets: Nsight Compute's stall and pipe sections over the convolutions of one PTv3 600k
+#                    forward per named xCPE variant (`--spconv V`; launches 47-69, after the check's forwards),
+#                    summarised by lab/kernels/ncu_stalls.py (what bounds each launch: warps, stalls, pipes)
 #   SANITIZE="racecheck,memcheck:nets-spconv"   after the sweep: tests/sanitize/run.sh with those tools over those
 #                    commands (TOOLS:COMMANDS, run.sh's names), logs under OUT/sanitize, its table in the summary
 #   F3D_GIT_COMMIT     the commit this tree is (the device copy has no .git)
@@ -61,6 +64,17 @@ if [ -n "${NCU_MODEL:-}" ]; then
   python3 lab/kernels/ncu_forward.py "$OUT/ncu.csv" "${NCU_START:-lookup_kernel<5>}" 25 | tee -a "$SUM"
   gzip -f "$OUT/ncu.csv"
 fi
+for v in ${NCU_STALLS:-}; do
+  t1=$(date +%s)
+  timeout "${NCU_TIMEOUT:-200}" ncu --clock-control none --cache-control all -k regex:conv_kernel --launch-skip 46 \
+    --launch-count 23 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+    --section MemoryWorkloadAnalysis_Tables --csv --page raw \
+    "$BIN" net --model ptv3 --points 600k --reps 1 --check-points 1000 --spconv "$v" > "$OUT/ncu-stalls-$v.csv" \
+    2> "$OUT/ncu-stalls-$v.err"
+  note "ncu stalls $v rc=$? $(( $(date +%s) - t1 )) s"
+  python3 lab/kernels/ncu_stalls.py "$OUT/ncu-stalls-$v.csv" | tee -a "$SUM"
+  gzip -f "$OUT/ncu-stalls-$v.csv"
+done
 if [ -n "${SWEEP:-}" ]; then
   t1=$(date +%s)
   RUN_ID=nets-$F3D_GIT_COMMIT
