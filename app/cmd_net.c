@@ -34,6 +34,7 @@ static void net_usage(FILE *f) {
           "usage: f3dbench net --model NAME [--points N | --input FILE] [--batch B] [--dtype fp16|bf16]\n"
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
+          "                    [--rehash on|off] [--bucket-fill F]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -54,7 +55,13 @@ static void net_usage(FILE *f) {
           "  --check-points N   points per cloud of the check against the CPU forward (default 3000)\n"
           "  --device D         gpu (default when built with CUDA) or cpu (the fp32 reference forward alone)\n"
           "  --spconv VARIANT   PTv3 on the GPU: the k = 3 (xCPE) convolutions' variant (v0, v1, v3 ...; default:\n"
-          "                     the best for each width, the main path), an ablation; checked like the default\n");
+          "                     the best for each width, the main path), an ablation; checked like the default\n"
+          "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
+          "                     the paper's best ablation row) or keeps the pooled bucket layout (off, as the\n"
+          "                     public code does; the scope doubles per pooled level)\n"
+          "  --bucket-fill F    Flash3D: ceil(rows / (512 F)) buckets per cloud at every hashed level, F in 0.1..1,\n"
+          "                     instead of the public rule (the next power of two of rows / 512: fill 50-100%%,\n"
+          "                     a step in latency at each power of two)\n");
 }
 
 typedef struct net_cli {
@@ -64,6 +71,8 @@ typedef struct net_cli {
   net_dtype dt;
   int graph, cpu;
   const char *spconv; /* --spconv: a variant name, or NULL */
+  int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
+  double fill;        /* --bucket-fill: 0 the public rule */
 } net_cli;
 
 /* Clouds of the run: B synthetic lidar clouds of exactly `points` unique voxels each (seed + c), or the file's
@@ -307,12 +316,13 @@ int f3d_cmd_net(int argc, char **argv) {
       {"voxel", required_argument, NULL, 'v'},  {"seed", required_argument, NULL, 's'},
       {"reps", required_argument, NULL, 'r'},   {"check-points", required_argument, NULL, 'c'},
       {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
-      {"spconv", required_argument, NULL, 'S'}, {NULL, 0, NULL, 0}};
-  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL};
+      {"spconv", required_argument, NULL, 'S'}, {"rehash", required_argument, NULL, 'H'},
+      {"bucket-fill", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0}};
+  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, 0.0};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -352,6 +362,15 @@ int f3d_cmd_net(int argc, char **argv) {
       else return f3d_fail("net", "--device '%s': gpu or cpu", optarg), 2;
       break;
     case 'S': o.spconv = optarg; break;
+    case 'H':
+      if (strcmp(optarg, "on") == 0) o.rehash = 1;
+      else if (strcmp(optarg, "off") == 0) o.rehash = 0;
+      else return f3d_fail("net", "--rehash '%s': on or off", optarg), 2;
+      break;
+    case 'F':
+      if (f3d_parse_pos_double(optarg, &o.fill) || o.fill < 0.1 || o.fill > 1.0)
+        return f3d_fail("net", "--bucket-fill '%s': a fraction from 0.1 to 1", optarg), 2;
+      break;
     default: net_usage(stderr); return 2;
     }
   }
@@ -371,6 +390,14 @@ int f3d_cmd_net(int argc, char **argv) {
       return f3d_fail("net", "--spconv '%s': one of %s", o.spconv, names), 2;
     }
   }
+  if (o.rehash >= 0) {
+    if (cfg.kind != 1) return f3d_fail("net", "--rehash: %s has no PSH levels (Flash3D models only)", cfg.name), 2;
+    cfg.rehash = o.rehash;
+  }
+  if (o.fill > 0.0) {
+    if (cfg.kind != 1) return f3d_fail("net", "--bucket-fill: %s has no buckets (Flash3D models only)", cfg.name), 2;
+    cfg.bucket_fill = o.fill;
+  }
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
   if (!o.cpu && f3d_gpu_ready("net: --device gpu", NULL)) return 1;
 
@@ -388,10 +415,23 @@ int f3d_cmd_net(int argc, char **argv) {
   if (!rc) rc = make_batch(&bt, &o);
   if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
   if (!rc) {
-    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s\n", cfg.name,
+    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s\n", cfg.name,
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
            o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
-           o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "");
+           o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
+           cfg.kind != 1 ? ""
+           : cfg.rehash  ? ", pooled levels re-hashed by PSH"
+                         : ", pooled levels keep the pooled buckets (--rehash off)");
+    if (cfg.kind == 1) { /* level 0's buckets: the largest cloud's rows over its buckets' capacity */
+      size_t big = 0;
+      for (uint32_t k = 0; k < in.B; k++) {
+        const size_t rows = in.offset[k + 1] - in.offset[k];
+        big = rows > big ? rows : big;
+      }
+      const uint32_t nb = net_f3d_buckets(big, (uint32_t)cfg.bucket, cfg.bucket_fill);
+      printf("buckets: %u of %d rows per cloud at level 0, %.0f%% full (%s)\n", nb, cfg.bucket,
+             100.0 * (double)big / ((double)nb * cfg.bucket), cfg.bucket_fill > 0 ? "--bucket-fill" : "the public rule");
+    }
     fflush(stdout);
 #if F3D_HAVE_CUDA
     rc = o.cpu ? run_cpu(&o, &cfg, &p, &in) : run_gpu(&o, &cfg, &p, &bt, &in);

@@ -31,7 +31,8 @@
  * its shift or stride (flash3d-code.md section 3): here every plan really applies (battn_plan_build).
  *
  * Levels, buckets and rehashing. Level 0 is bucketed by PSH (psh_run_cpu here, a GPU variant there) with
- * nb = psh_auto_buckets(largest cloud, bucket) buckets of `bucket` rows per cloud. With cfg->rehash (the
+ * nb = psh_auto_buckets(largest cloud, bucket) buckets of `bucket` rows per cloud (or, with cfg->bucket_fill = f,
+ * ceil(largest cloud / (bucket f)): net_f3d_buckets). With cfg->rehash (the
  * default) every pooled level runs a PSH of its own pooled points, hashes in turn XOR-div, XOR-mod, Z-order-div,
  * Z-order-mod (level l: the (l % 4)-th), voxel grid_size * 2^l (the pooled clouds' resolution, as PTv3's stride-2
  * pooling grid), seed hx_rng_u64(in->seed, NET_F3D_SEED_STREAM, l); the features follow the permutation and the
@@ -42,7 +43,7 @@
  * A pooled level's buckets per cloud come from a bound on its rows, not the rows themselves: a bucket of c rows
  * pools into ceil(c / 2), so the count depends on bucket parities, which the GPU PSH's races may change between
  * runs. The bound U_{l+1} = floor((U_l + min(nb_l, U_l)) / 2) per cloud (U_0 = the cloud's points) holds for any
- * placement; nb_{l+1} = psh_auto_buckets(max over clouds of U_{l+1}, bucket). CPU and GPU use the same figure, so
+ * placement; nb_{l+1} = net_f3d_buckets(max over clouds of U_{l+1}, bucket, fill). CPU and GPU use the same figure, so
  * the GPU's fixed buffers and buckets per cloud fit every run (net_flash3d_gpu.c).
  *
  * CPU/GPU consistency: PSH placement on the GPU may differ from psh_run_cpu's where threads race, and everything
@@ -171,6 +172,9 @@ static hx_status check_config(const net_config *cfg, hx_err *err) {
   if (cfg->bucket < 16 || cfg->bucket % 16 || cfg->bucket > 4096 || cfg->scope < 1 || cfg->scope > 64)
     return hx_errf(err, HX_EINVAL, "flash3d %s: bucket %d (a multiple of 16 up to 4096), scope %d (1..64)", cfg->name,
                    cfg->bucket, cfg->scope);
+  if (cfg->bucket_fill != 0.0 && !(cfg->bucket_fill >= 0.1 && cfg->bucket_fill <= 1.0))
+    return hx_errf(err, HX_EINVAL, "flash3d %s: bucket fill %g (0 for the public rule, or 0.1..1)", cfg->name,
+                   cfg->bucket_fill);
   for (int l = 0; l < cfg->levels; l++) {
     const int C[2] = {cfg->enc_channels[l], cfg->dec_channels[l]}, H[2] = {cfg->enc_heads[l], cfg->dec_heads[l]};
     const int d[2] = {cfg->enc_depth[l], cfg->dec_depth[l]};
@@ -361,6 +365,13 @@ static hx_status check_input(const net_config *cfg, const net_input *in, hx_err 
   return HX_OK;
 }
 
+/* PSH takes any count (the mod hashes fall back from a mask to a remainder off powers of two). */
+uint32_t net_f3d_buckets(size_t n, uint32_t S, double fill) {
+  if (fill == 0.0) return psh_auto_buckets(n, S);
+  const double nb = ceil((double)n / ((double)S * fill));
+  return nb < 1.0 ? 1u : nb > (double)PSH_NB_MAX ? PSH_NB_MAX + 1u : (uint32_t)nb; /* too many: psh_params_check */
+}
+
 hx_status net_flash3d_shape_get(net_f3d_shape *s, const net_config *cfg, const net_input *in, hx_err *err) {
   if (!s) return hx_errf(err, HX_EINVAL, "flash3d shape: NULL argument");
   memset(s, 0, sizeof *s);
@@ -380,7 +391,7 @@ hx_status net_flash3d_shape_get(net_f3d_shape *s, const net_config *cfg, const n
       psh_params_default(&ls->psh);
       ls->psh.hash = f3d_hash_cycle[l % 4];
       ls->psh.cap = S;
-      ls->psh.nb = psh_auto_buckets(ls->max_cloud, S);
+      ls->psh.nb = net_f3d_buckets(ls->max_cloud, S, cfg->bucket_fill);
       ls->psh.voxel = (float)(in->grid_size * (double)(1u << l));
       ls->psh.seed = hx_rng_u64(in->seed, NET_F3D_SEED_STREAM, (uint64_t)l);
       ls->nb = ls->psh.nb, ls->scope = K, ls->shift_scale = 1, ls->max_bucket = S;

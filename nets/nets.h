@@ -335,11 +335,18 @@ typedef struct net_config {
   int patch;             /* PTv3: patch size (1024) */
   int bucket, scope;     /* Flash3D: bucket rows (512), buckets per scope (8) */
   int rehash;            /* Flash3D: 1 = each encoder level runs a PSH of its own pooled points */
+  double bucket_fill;    /* Flash3D: buckets per cloud of a hashed level. 0: the public code's rule, the next power
+                          * of two >= rows / bucket (fill 50-100%, a step at each power of two); f in [0.1, 1]:
+                          * ceil(rows / (bucket f)), every hashed level filled to about f (latency then grows in
+                          * proportion to the points; docs/nets.md) */
   int spconv_force;      /* PTv3 on the GPU: 0 = spc_variant_best for every convolution (the default); 1 + id =
                           * variant id for the k = 3 (xCPE) ones, an ablation (a width it refuses is an error) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */
+/* Flash3D: buckets per cloud of a hashed level whose largest cloud has n rows, buckets of S rows, net_config's
+ * bucket_fill rule (0: psh_auto_buckets; f: ceil(n / (S f)), at least 1; past PSH_NB_MAX psh_params_check refuses). */
+uint32_t net_f3d_buckets(size_t n, uint32_t S, double fill);
 const char *const *net_config_names(size_t *n);
 
 /* Parameters with the configuration's exact names and shapes, seeded random values (PyTorch's default init

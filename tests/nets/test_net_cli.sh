@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_net_cli.sh F3DBENCH - `f3dbench net` as a user meets it, on the CPU path (--device cpu): --help, usage errors
 # (exit 2, a message naming the option), bad weight files and inputs (exit 1, a message naming the file and the
-# problem, nothing written), and --save writing the input, every level and the logits as .npy files that start with
+# problem, nothing written), --rehash off reaching the Flash3D forward (level 0 as with on, the logits not),
+# --bucket-fill's buckets, and --save writing the input, every level and the logits as .npy files that start with
 # NumPy's magic and hold float32 arrays of the stated shape.
 set -u
 BIN=${1:?usage: test_net_cli.sh F3DBENCH}
@@ -27,6 +28,23 @@ expect_out 2 "--device 'tpu'" "$BIN" net --model ptv3-tiny --device tpu
 expect_out 2 "unexpected argument" "$BIN" net --model ptv3-tiny --device cpu extra
 expect_out 2 "--spconv 'v9': one of v0, v1" "$BIN" net --model ptv3-tiny --spconv v9 --device cpu
 expect_out 2 "--spconv: flash3d-tiny has no sparse convolution" "$BIN" net --model flash3d-tiny --spconv v1 --device cpu
+expect_out 2 "--rehash 'maybe': on or off" "$BIN" net --model flash3d-tiny --rehash maybe --device cpu
+expect_out 2 "--rehash: ptv3-tiny has no PSH levels" "$BIN" net --model ptv3-tiny --rehash off --device cpu
+# --rehash off reaches the forward: the header says so, and the logits differ from the default's (re-hashed)
+for r in on off; do
+  expect_out 0 "pooled levels $( [ $r = on ] && echo 're-hashed' || echo 'keep the pooled buckets' )" \
+    "$BIN" net --model flash3d-tiny --points 1500 --rehash $r --device cpu --save "$T/rehash-$r"
+done
+[ -s "$T/rehash-on/logits.npy" ] && [ -s "$T/rehash-off/logits.npy" ] || fail "--rehash: logits.npy not written"
+cmp -s "$T/rehash-on/logits.npy" "$T/rehash-off/logits.npy" && fail "--rehash off: the same logits as on"
+cmp -s "$T/rehash-on/enc0.npy" "$T/rehash-off/enc0.npy" || fail "--rehash: level 0 differs (PSH buckets it either way)"
+expect_out 2 "--bucket-fill '0.05': a fraction from 0.1 to 1" "$BIN" net --model flash3d-tiny --bucket-fill 0.05 --device cpu
+expect_out 2 "--bucket-fill: ptv3-tiny has no buckets" "$BIN" net --model ptv3-tiny --bucket-fill 0.5 --device cpu
+# flash3d-tiny's buckets hold 64 rows: 3000 points take 64 by the public rule, ceil(3000 / 48) = 63 at 0.75
+expect_out 0 "buckets: 64 of 64 rows per cloud at level 0, 73% full \(the public rule\)" \
+  "$BIN" net --model flash3d-tiny --points 3000 --device cpu
+expect_out 0 "buckets: 63 of 64 rows per cloud at level 0, 74% full \(--bucket-fill\)" \
+  "$BIN" net --model flash3d-tiny --points 3000 --device cpu --bucket-fill 0.75
 # weights: a missing file, a file that is not safetensors, a valid file whose names are not the model's
 expect_out 1 "$T/none.safetensors" "$BIN" net --model ptv3-tiny --device cpu --points 500 --weights "$T/none.safetensors"
 printf 'not a safetensors file at all' > "$T/bad.safetensors"

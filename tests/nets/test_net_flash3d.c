@@ -185,6 +185,18 @@ static void test_shape(void **state) {
     assert_true(s.lv[l].psh.voxel > 0.0499f * (float)(1u << l) && s.lv[l].psh.voxel < 0.0501f * (float)(1u << l));
   }
   assert_int_equal(s.lv[0].bound_rows, 4100), assert_int_equal(s.lv[0].nb, 8); /* ceil(2600 / 512) -> 8 */
+  /* --bucket-fill: ceil(rows / (512 f)) at every hashed level, not a power of two; out of range refused */
+  assert_int_equal(net_f3d_buckets(600000, 512, 0.0), 2048), assert_int_equal(net_f3d_buckets(600000, 512, 0.75), 1563);
+  assert_int_equal(net_f3d_buckets(0, 512, 0.75), 1), assert_int_equal(net_f3d_buckets(2600, 512, 1.0), 6);
+  cfg.bucket_fill = 0.75;
+  assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
+  assert_int_equal(s.lv[0].nb, 7); /* ceil(2600 / 384) */
+  for (int l = 1; l < 5; l++)
+    assert_int_equal(s.lv[l].nb, net_f3d_buckets(s.lv[l].max_cloud, 512, 0.75));
+  cfg.bucket_fill = 0.05;
+  assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "bucket fill 0.05"));
+  cfg.bucket_fill = 0.0;
   cfg.rehash = 0;
   assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
   assert_false(s.lv[1].hashed);
@@ -195,10 +207,11 @@ static void test_shape(void **state) {
   assert_int_equal(kind, BATTN_PLAN_SWIN), assert_int_equal(value, 20);
   net_flash3d_block_plan(&cfg, &s.lv[0], 0, 0, 1, &kind, &value);
   assert_int_equal(kind, BATTN_PLAN_STRIDE), assert_int_equal(value, 2);
-  /* the bounds hold for the real rows, both ways */
+  /* the bounds hold for the real rows, both ways, and with buckets filled to 0.6 (not powers of two) */
   assert_int_equal(net_flash3d_config(&cfg, "flash3d-tiny", &err), HX_OK);
-  for (int rh = 0; rh < 2; rh++) {
-    cfg.rehash = rh;
+  for (int rh = 0; rh < 3; rh++) {
+    cfg.rehash = rh > 0;
+    cfg.bucket_fill = rh == 2 ? 0.6 : 0.0;
     net_f3d_layouts lay;
     assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
     assert_int_equal(net_flash3d_layouts_cpu(&lay, &cfg, &in, &err), HX_OK);
@@ -366,8 +379,8 @@ static void test_tiny_layouts(void **state) {
   t->cfg.rehash = 1;
 }
 
-/* Rehash off runs and differs from rehash on; every level is live: the deepest weights and a BN statistic move
- * the logits. */
+/* Rehash off runs and differs from rehash on, and so does a bucket fill of 0.6; every level is live: the deepest
+ * weights and a BN statistic move the logits. */
 static void test_tiny_rehash_and_depth(void **state) {
   tnet_tiny *t = *state;
   hx_err err;
@@ -377,6 +390,12 @@ static void test_tiny_rehash_and_depth(void **state) {
   t->cfg.rehash = 0;
   assert_int_equal(net_flash3d_forward_cpu(&b, &t->cfg, &t->p, &in, 0, &err), HX_OK);
   t->cfg.rehash = 1;
+  expect_finite(b.logits, b.n * b.classes);
+  assert_true(memcmp(a.logits, b.logits, a.n * a.classes * sizeof(float)) != 0);
+  net_output_free(&b);
+  t->cfg.bucket_fill = 0.6; /* buckets not a power of two: runs, and a different layout gives other logits */
+  assert_int_equal(net_flash3d_forward_cpu(&b, &t->cfg, &t->p, &in, 0, &err), HX_OK);
+  t->cfg.bucket_fill = 0.0;
   expect_finite(b.logits, b.n * b.classes);
   assert_true(memcmp(a.logits, b.logits, a.n * a.classes * sizeof(float)) != 0);
   net_output_free(&b);

@@ -3,7 +3,7 @@
 # points) passes its check against the CPU, prints its latency, its components and the time by part of the network
 # (stem, every encoder and decoder level, head), and each component's time summed over the parts is its total
 # (within 1% + 0.01 ms: each part is printed to 0.001 ms); with --spconv v3 (and v0) the xCPE convolutions on another variant still pass
-# the check. Exits 77 (skipped) without a CUDA device.
+# the check; flash3d-tiny with --rehash off passes its check. Exits 77 (skipped) without a CUDA device.
 set -u
 BIN=${1:?usage: test_net_gpu_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -20,6 +20,10 @@ for v in main v3 v0; do
   grep -q '^forward  median ' "$T/out-$v" || fail "net ($v): no forward latency"
   [ "$v" = main ] || grep -q "xCPE convolutions on spconv $v" "$T/out-$v" || fail "net ($v): the variant is not named"
 done
+"$BIN" net --model flash3d-tiny --points 3000 --reps 3 --rehash off > "$T/out-f3d" 2>&1 ||
+  fail "net flash3d-tiny --rehash off exited $?: $(tail -3 "$T/out-f3d")"
+grep -q '^check: .*: pass$' "$T/out-f3d" || fail "net flash3d-tiny --rehash off: no passing check line"
+grep -q 'keep the pooled buckets' "$T/out-f3d" || fail "net flash3d-tiny --rehash off: the header does not say so"
 O="$T/out-main"
 for part in serialize embed enc0 enc1 dec0 head; do
   grep -q "^  $part " "$O" || fail "no part '$part' in the time by part of the network"
