@@ -67,6 +67,12 @@ static void test_counts(void **state) {
       net_params_free(&p);
     }
   }
+  /* flash3d-46m-fill75: flash3d-46m's network, buckets 75% full */
+  net_config f75;
+  assert_int_equal(net_flash3d_config(&cfg, "flash3d-46m", &err), HX_OK);
+  assert_int_equal(net_flash3d_config(&f75, "flash3d-46m-fill75", &err), HX_OK);
+  assert_int_equal(net_flash3d_count(&f75), net_flash3d_count(&cfg));
+  assert_true(cfg.bucket_fill == 0.0 && f75.bucket_fill == 0.75);
   assert_int_equal(net_flash3d_config(&cfg, "flash3d-huge", &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "flash3d-tiny"));
 }
