@@ -57,11 +57,12 @@ static void net_usage(FILE *f) {
           "  --spconv VARIANT   PTv3 on the GPU: the k = 3 (xCPE) convolutions' variant (v0, v1, v3 ...; default:\n"
           "                     the best for each width, the main path), an ablation; checked like the default\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
-          "                     the paper's best ablation row) or keeps the pooled bucket layout (off, as the\n"
-          "                     public code does; the scope doubles per pooled level)\n"
-          "  --bucket-fill F    Flash3D: ceil(rows / (512 F)) buckets per cloud at every hashed level, F in 0.1..1,\n"
-          "                     instead of the public rule (the next power of two of rows / 512: fill 50-100%%,\n"
-          "                     a step in latency at each power of two)\n");
+          "                     the paper's best ablation row) or keeps the pooled bucket layout (off: no re-hash,\n"
+          "                     as the public code; attention over the pooled buckets, the scope doubling per\n"
+          "                     level, not the public code's 512-row windows)\n"
+          "  --bucket-fill F    Flash3D: ceil(rows / (bucket F)) buckets per cloud at every hashed level, F in\n"
+          "                     0.1..1, instead of the public rule (the next power of two of rows / bucket: fill\n"
+          "                     50-100%%, a step in latency at each power of two)\n");
 }
 
 typedef struct net_cli {
@@ -72,7 +73,7 @@ typedef struct net_cli {
   int graph, cpu;
   const char *spconv; /* --spconv: a variant name, or NULL */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
-  double fill;        /* --bucket-fill: 0 the public rule */
+  double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
 } net_cli;
 
 /* Clouds of the run: B synthetic lidar clouds of exactly `points` unique voxels each (seed + c), or the file's
@@ -429,8 +430,10 @@ int f3d_cmd_net(int argc, char **argv) {
         big = rows > big ? rows : big;
       }
       const uint32_t nb = net_f3d_buckets(big, (uint32_t)cfg.bucket, cfg.bucket_fill);
-      printf("buckets: %u of %d rows per cloud at level 0, %.0f%% full (%s)\n", nb, cfg.bucket,
-             100.0 * (double)big / ((double)nb * cfg.bucket), cfg.bucket_fill > 0 ? "--bucket-fill" : "the public rule");
+      printf("buckets: %u of %d rows per cloud at level 0, %.0f%% full (", nb, cfg.bucket,
+             100.0 * (double)big / ((double)nb * cfg.bucket));
+      if (cfg.bucket_fill > 0) printf("bucket fill %.2f)\n", cfg.bucket_fill);
+      else printf("the public rule)\n");
     }
     fflush(stdout);
 #if F3D_HAVE_CUDA

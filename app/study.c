@@ -411,7 +411,7 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
     if (wl && isfinite(fwd(&runs[ri], &net_models[NM_PUBLIC], wl, net_size(&runs[ri], wl), "time_mean")))
       public_rows = 1;
   }
-  const size_t nrows = public_rows ? NM_PUBLIC + 1 : 3;
+  const size_t nrows = public_rows ? NM_PUBLIC + 1 : NM_EQ_MEMORY + 1;
   for (size_t mi = 0; mi < nrows; mi++) {
     const net_model *m = &net_models[mi];
     double params = NAN;
@@ -435,7 +435,7 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
         if (isfinite(v[c])) fprintf(f, c ? " %.2f |" : " %.1f |", v[c]);
         else fputs(" - |", f);
     }
-    if (mi < 3)
+    if (mi <= NM_EQ_MEMORY)
       fprintf(f, " %s, %s, %.0f ms |\n", paper_rows[mi].params, paper_rows[mi].mem, paper_rows[mi].ms_a100);
     else
       fputs(" - |\n", f);

@@ -18,7 +18,8 @@
  *     the device (the next level's cloud offsets) with no read-back; the reduction runs over R_{l+1} output rows,
  *     the spare ones with members BPOOL_NONE (prepare) or a former forward's (in-bounds) members;
  *   - the unpooling index of a spare row (parent BPOOL_NONE) gathers row 0.
- * The slack is about nb / 2 rows per cloud and level (0.1% at bucket 512).
+ * The slack is about nb / 2 rows per cloud and level: 1 / (2 x bucket x fill) of the rows (0.1% at bucket 512 and
+ * the public rule's fills, 1% at bucket_fill 0.1).
  *
  * Per call:
  *   create    weights uploaded once into one net_alloc block: Linear weights in the dtype, biases, LayerNorm

@@ -755,9 +755,10 @@ static const char *const f3d_comps[3] = {"norm", "attn", "mlp"};
 static const double f3d_part[3] = {0.1, 0.7, 0.2};
 
 /* PTv3 20/40/60 ms at 100k/200k/300k (exactly linear), Flash3D-46m 30/62/90 ms (1.5x slower at 300k), Flash3D-129m at
- * 300k only; the component attention rows that give the floors' attention rate; cost rows when `costs`.
- * f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at 300k). */
-static void make_nets_fixture(const char *id, const char *device, double f3d_scale, int costs) {
+ * 300k only; the component attention rows that give the floors' attention rate; cost rows when `costs`; with `fill`
+ * Flash3D-46m-fill75 at 30/60/90 ms (exactly linear). f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at
+ * 300k). */
+static void make_nets_fixture(const char *id, const char *device, double f3d_scale, int costs, int fill) {
   hx_results *r;
   hx_err e;
   assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
@@ -770,6 +771,9 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
     net_rows(r, "ptv3-net", "ptv3", n, 20.0 * s, 18.0 * s, 100.0 * s, 46159312, ptv3_comps, ptv3_part, 3);
     net_rows(r, "flash3d-net", "flash3d-46m", n, f46[s - 1] * f3d_scale, 30.0 * s * f3d_scale, 125.0 * s, 45891856,
              f3d_comps, f3d_part, 3);
+    if (fill)
+      net_rows(r, "flash3d-net", "flash3d-46m-fill75", n, 30.0 * s * f3d_scale, 30.0 * s * f3d_scale, 125.0 * s,
+               45891856, f3d_comps, f3d_part, 3);
     hx_key a = {"lidar", n, 1, "flash3d", "attn.plain", "v9"}, b = {"lidar", n, 1, "ptv3", "attn.patch1024", "v9"};
     add_time(r, &a, 1.0);
     add_time(r, &b, 1.0);
@@ -808,7 +812,7 @@ static char *plot_run(const char *id, hx_run *run) {
 
 static void test_nets_report(void **state) {
   (void)state;
-  make_nets_fixture("nets", "NVIDIA H100 80GB HBM3", 1.0, 0);
+  make_nets_fixture("nets", "NVIDIA H100 80GB HBM3", 1.0, 0, 0);
   hx_run run;
   char *rep = plot_run("nets", &run);
   const char *sec = strstr(rep, "## Backbones: PTv3 vs Flash3D, whole forward passes");
@@ -896,9 +900,27 @@ static void test_nets_report(void **state) {
 /* Floors from the cost rows: Flash3D-46m's attn 63 ms against 42 (attention-bound), mlp 18 against 10 (GEMM),
  * norm 9 against 3 (memory); the forward, 90 ms, against their sum, 55: 1.64x, over the 1.5x target; the largest
  * gap is attn's. PTv3 has no cost rows: its components are listed without floors. */
+/* flash3d-46m-fill75 (the same network, buckets 75% full at every size): a line of the linearity table and of its
+ * target, the sentence that says what it is, and no row of the paper's table (not one of its configurations). */
+static void test_nets_fill(void **state) {
+  (void)state;
+  make_nets_fixture("nets-fill", "NVIDIA H100 80GB HBM3", 1.0, 0, 1);
+  hx_run run;
+  char *rep = plot_run("nets-fill", &run);
+  assert_non_null(strstr(rep, "| Flash3D-46m-fill75 | H100 80GB HBM3 | 3 (100k to 300k) | 30.000 | 0.00 | 1.0000 |\n"));
+  assert_non_null(strstr(rep, "Flash3D-46m on H100 80GB HBM3 R^2 0.9985: met; Flash3D-46m-fill75 on H100 80GB HBM3 "
+                              "R^2 1.0000: met."));
+  assert_non_null(strstr(rep, " Flash3D-46m-fill75 is the same network with ceil(n / (512 x 0.75)) buckets per cloud "
+                              "at every hashed level instead, 75% full at every size"));
+  assert_non_null(strstr(rep, "| Flash3D-46m (`flash3d-46m`), equal parameters |"));
+  assert_null(strstr(rep, "| Flash3D-46m-fill75 (`flash3d-46m-fill75`)"));
+  free(rep);
+  hx_run_free(&run);
+}
+
 static void test_nets_floors(void **state) {
   (void)state;
-  make_nets_fixture("nets-cost", "NVIDIA H100 80GB HBM3", 1.0, 1);
+  make_nets_fixture("nets-cost", "NVIDIA H100 80GB HBM3", 1.0, 1, 0);
   hx_run run;
   char *rep = plot_run("nets-cost", &run);
   assert_null(strstr(rep, "No cost rows in this run"));
@@ -923,8 +945,8 @@ static void test_nets_floors(void **state) {
 /* Flash3D faster: no SLOWER, no where-the-time-goes; two devices: one column group each. */
 static void test_nets_faster_devices(void **state) {
   (void)state;
-  make_nets_fixture("nets-a", "NVIDIA H100 80GB HBM3", 0.5, 0);
-  make_nets_fixture("nets-b", "NVIDIA H200", 0.25, 0);
+  make_nets_fixture("nets-a", "NVIDIA H100 80GB HBM3", 0.5, 0, 0);
+  make_nets_fixture("nets-b", "NVIDIA H200", 0.25, 0, 0);
   hx_run runs[2];
   hx_err e;
   char d0[400], d1[400], out[400];
@@ -1113,6 +1135,7 @@ int main(void) {
       cmocka_unit_test(test_study_data),
       cmocka_unit_test(test_linear_fit),
       cmocka_unit_test(test_nets_report),
+      cmocka_unit_test(test_nets_fill),
       cmocka_unit_test(test_nets_floors),
       cmocka_unit_test(test_nets_faster_devices),
       cmocka_unit_test(test_nets_missing),

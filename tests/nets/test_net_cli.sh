@@ -38,12 +38,15 @@ done
 [ -s "$T/rehash-on/logits.npy" ] && [ -s "$T/rehash-off/logits.npy" ] || fail "--rehash: logits.npy not written"
 cmp -s "$T/rehash-on/logits.npy" "$T/rehash-off/logits.npy" && fail "--rehash off: the same logits as on"
 cmp -s "$T/rehash-on/enc0.npy" "$T/rehash-off/enc0.npy" || fail "--rehash: level 0 differs (PSH buckets it either way)"
-expect_out 2 "--bucket-fill '0.05': a fraction from 0.1 to 1" "$BIN" net --model flash3d-tiny --bucket-fill 0.05 --device cpu
+for f in 0.05 1.5 0 x; do
+  expect_out 2 "--bucket-fill '$f': a fraction from 0.1 to 1" \
+    "$BIN" net --model flash3d-tiny --bucket-fill "$f" --device cpu
+done
 expect_out 2 "--bucket-fill: ptv3-tiny has no buckets" "$BIN" net --model ptv3-tiny --bucket-fill 0.5 --device cpu
 # flash3d-tiny's buckets hold 64 rows: 3000 points take 64 by the public rule, ceil(3000 / 48) = 63 at 0.75
 expect_out 0 "buckets: 64 of 64 rows per cloud at level 0, 73% full \(the public rule\)" \
   "$BIN" net --model flash3d-tiny --points 3000 --device cpu
-expect_out 0 "buckets: 63 of 64 rows per cloud at level 0, 74% full \(--bucket-fill\)" \
+expect_out 0 "buckets: 63 of 64 rows per cloud at level 0, 74% full \(bucket fill 0.75\)" \
   "$BIN" net --model flash3d-tiny --points 3000 --device cpu --bucket-fill 0.75
 # weights: a missing file, a file that is not safetensors, a valid file whose names are not the model's
 expect_out 1 "$T/none.safetensors" "$BIN" net --model ptv3-tiny --device cpu --points 500 --weights "$T/none.safetensors"

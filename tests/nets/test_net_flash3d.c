@@ -196,9 +196,12 @@ static void test_shape(void **state) {
   assert_int_equal(net_f3d_buckets(0, 512, 0.75), 1), assert_int_equal(net_f3d_buckets(2600, 512, 1.0), 6);
   cfg.bucket_fill = 0.75;
   assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
-  assert_int_equal(s.lv[0].nb, 7); /* ceil(2600 / 384) */
-  for (int l = 1; l < 5; l++)
-    assert_int_equal(s.lv[l].nb, net_f3d_buckets(s.lv[l].max_cloud, 512, 0.75));
+  /* level 0: ceil(2600 / 384) = 7; the pooled bounds (U + min(nb, U)) / 2 of the larger cloud: 1303, 653, 327,
+   * 164 rows, ceil(U / 384) = 4, 2, 1, 1 buckets */
+  assert_int_equal(s.lv[0].nb, 7);
+  assert_int_equal(s.lv[1].max_cloud, 1303), assert_int_equal(s.lv[1].nb, 4);
+  assert_int_equal(s.lv[2].max_cloud, 653), assert_int_equal(s.lv[2].nb, 2);
+  assert_int_equal(s.lv[3].nb, 1), assert_int_equal(s.lv[4].nb, 1);
   cfg.bucket_fill = 0.05;
   assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "bucket fill 0.05"));

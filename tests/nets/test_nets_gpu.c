@@ -72,15 +72,15 @@ static void free_case(tcase *t) {
 }
 
 /* Create, prepare, run, check; returns the report; logits (when asked) of that forward. force: net_config's
- * spconv_force (0: the main path's variants); rehash, fill: net_config's rehash (-1: the configuration's) and
- * bucket_fill for Flash3D. */
+ * spconv_force (0: the main path's variants); rehash, fill: net_config's rehash and bucket_fill for Flash3D (-1:
+ * the configuration's). */
 static hx_status run_check(const char *model, net_dtype dt, const tcase *t, net_params *p, net_check_report *rep,
                            int planted, int force, int rehash, double fill, hx_err *err) {
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, model, err), HX_OK);
   cfg.spconv_force = force;
   if (rehash >= 0) cfg.rehash = rehash;
-  cfg.bucket_fill = fill;
+  if (fill >= 0) cfg.bucket_fill = fill;
   cudaStream_t s;
   assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   net_gpu *g = NULL;
@@ -115,7 +115,7 @@ static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t
   hx_status st = run_check(model, dt, &t, &p, &rep, 0, force, rehash, fill, &err);
   if (force) printf("(xCPE on spconv v%d) ", force - 1);
   if (rehash == 0) printf("(rehash off) ");
-  if (fill > 0) printf("(bucket fill %.2f) ", fill);
+  if (fill >= 0) printf("(bucket fill %.2f) ", fill);
   printf("%s %s B=%u n=%zu: rel L2 %.3e (tol %.1e), max |diff| %.3g, ref rms %.3g%s%s\n", model, net_dtype_name(dt), B,
          t.in.n, rep.rel_l2, rep.tol, rep.max_abs, rep.ref_rms, st == HX_OK ? "" : ": ", st == HX_OK ? "" : err.msg);
   assert_int_equal(st, HX_OK);
@@ -125,7 +125,7 @@ static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t
 }
 
 static void check_model(const char *model, net_dtype dt, uint32_t B, size_t n) {
-  check_model_opts(model, dt, B, n, 0, -1, 0.0);
+  check_model_opts(model, dt, B, n, 0, -1, -1);
 }
 
 static void test_ptv3_tiny_f16(void **state) {
@@ -145,7 +145,7 @@ static void test_ptv3_tiny_spconv_variants(void **state) {
   for (int i = 0; i < spc_variant_count(); i++) {
     const spc_variant *v = spc_variant_get(i);
     if (v->id == 2) continue; /* v2 takes in <= 8 only: the stem's */
-    check_model_opts("ptv3-tiny", NET_F16, 2, 2500, 1 + v->id, -1, 0.0);
+    check_model_opts("ptv3-tiny", NET_F16, 2, 2500, 1 + v->id, -1, -1);
   }
 }
 
@@ -163,8 +163,8 @@ static void test_flash3d_tiny_bf16(void **state) {
  * two (PSH's mod hashes by remainder, partial scopes at a cloud's end), with and without rehashing. */
 static void test_flash3d_tiny_rehash_off_and_fill(void **state) {
   (void)state;
-  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, 0.0);
-  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, 0, 0.0);
+  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, -1);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, 0, -1);
   check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, 0.6);
   check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, 0.6);
 }
@@ -183,7 +183,7 @@ static void test_check_catches_planted(void **state) {
     memset(&t, 0, sizeof t);
     make_case(&t, 1, 2000, g_seed);
     net_check_report rep;
-    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, 0, -1, 0.0, &err), HX_ECHECK);
+    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, 0, -1, -1, &err), HX_ECHECK);
     printf("%s planted: rel L2 %.3g > tol %.1e (refused as it should be)\n", models[m], rep.rel_l2, rep.tol);
     free_case(&t);
     net_params_free(&p);
