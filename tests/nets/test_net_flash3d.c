@@ -194,6 +194,8 @@ static void test_shape(void **state) {
   /* --bucket-fill: ceil(rows / (512 f)) at every hashed level, not a power of two; out of range refused */
   assert_int_equal(net_f3d_buckets(600000, 512, 0.0), 2048), assert_int_equal(net_f3d_buckets(600000, 512, 0.75), 1563);
   assert_int_equal(net_f3d_buckets(0, 512, 0.75), 1), assert_int_equal(net_f3d_buckets(2600, 512, 1.0), 6);
+  /* past PSH's limit: one more than it, which psh_params_check refuses (no wrap to a small count) */
+  assert_int_equal(net_f3d_buckets((size_t)PSH_NB_MAX * 512u, 512, 0.1), PSH_NB_MAX + 1u);
   cfg.bucket_fill = 0.75;
   assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
   /* level 0: ceil(2600 / 384) = 7; the pooled bounds (U + min(nb, U)) / 2 of the larger cloud: 1303, 653, 327,
