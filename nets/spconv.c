@@ -211,7 +211,8 @@ uint64_t spc_group_steps_cpu(const spc_map *m, const uint32_t *order) {
 /* One stamp per input row (the last tile that named it, + 1): a tile's walk over its rows' K entries counts a row
  * the first time its stamp is not the tile's. O(n K) time, 4 n bytes. */
 hx_status spc_tile_halos_cpu(uint32_t *halo, const spc_map *m, const uint32_t *order, uint32_t tile, hx_err *err) {
-  if (!halo || !m || (m->n && !m->nbr) || !tile) return hx_errf(err, HX_EINVAL, "spc_tile_halos_cpu: NULL argument or tile 0");
+  if (!halo || !m || (m->n && !m->nbr) || !tile)
+    return hx_errf(err, HX_EINVAL, "spc_tile_halos_cpu: NULL argument or tile 0");
   uint32_t *stamp = calloc(m->n ? m->n : 1, sizeof *stamp);
   if (!stamp) return hx_errf(err, HX_ENOMEM, "spc_tile_halos_cpu: %u stamps", m->n);
   for (uint32_t t = 0; (size_t)t * tile < m->n; ++t) {

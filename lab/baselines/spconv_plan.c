@@ -32,25 +32,22 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* One (map, row order, tile) case; order NULL: the map's own order. halo: ceil(n / T) words (clobbered). */
+/* One (map, row order, tile) case; order NULL: the map's own order. halo: ceil(n / T) words (clobbered). The padded
+ * groups are spc_group_steps_cpu's (T is a multiple of 16, so its 16-row groups never straddle two tiles). */
 static int plan_count(plan_row *r, const spc_map *m, const uint32_t *order, uint32_t T, uint32_t *halo,
                       hx_err *err) {
+  if (m->K > 32u) return hx_errf(err, HX_EINVAL, "spconv_plan: K = %u offsets (k = 3 maps only)", m->K), 1;
   const uint32_t n = m->n, K = m->K, tiles = (n + T - 1) / T;
-  uint64_t steps = 0, groups_on = 0, copies = 0, halo_sum = 0;
+  uint64_t steps = 0, copies = 0, halo_sum = 0;
   for (uint32_t t = 0; t < tiles; t++) {
     const uint32_t r0 = t * T, r1 = n - r0 < T ? n : r0 + T;
-    uint32_t act[4] = {0, 0, 0, 0}; /* K <= 125 offsets */
-    for (uint32_t g0 = r0; g0 < r1; g0 += 16) {
-      uint32_t gm[4] = {0, 0, 0, 0};
-      for (uint32_t i = g0; i < r1 && i < g0 + 16; i++) {
-        const uint32_t row = order ? order[i] : i;
-        for (uint32_t o = 0; o < K; o++)
-          if (m->nbr[(size_t)row * K + o] >= 0) gm[o / 32] |= 1u << (o % 32);
-      }
-      for (int w = 0; w < 4; w++) act[w] |= gm[w], groups_on += (uint64_t)__builtin_popcount(gm[w]);
+    uint32_t act = 0; /* offsets at which some row of the tile has a neighbour */
+    for (uint32_t i = r0; i < r1; i++) {
+      const int32_t *e = m->nbr + (size_t)(order ? order[i] : i) * K;
+      for (uint32_t o = 0; o < K; o++)
+        if (e[o] >= 0) act |= 1u << o;
     }
-    uint32_t a = 0;
-    for (int w = 0; w < 4; w++) a += (uint32_t)__builtin_popcount(act[w]);
+    const uint32_t a = (uint32_t)__builtin_popcount(act);
     steps += a;
     copies += (uint64_t)a * T;
   }
@@ -58,7 +55,7 @@ static int plan_count(plan_row *r, const spc_map *m, const uint32_t *order, uint
   for (uint32_t t = 0; t < tiles; t++) halo_sum += halo[t];
   qsort(halo, tiles, sizeof *halo, cmp_u32);
   r->steps = tiles ? (double)steps / tiles : 0.0;
-  r->pad = m->pairs ? 16.0 * (double)groups_on / (double)m->pairs : 0.0;
+  r->pad = m->pairs ? 16.0 * (double)spc_group_steps_cpu(m, order) / (double)m->pairs : 0.0;
   r->copies = n ? (double)copies / n : 0.0;
   r->halo_mean = tiles ? (double)halo_sum / tiles : 0.0;
   r->halo_sum = n ? (double)halo_sum / n : 0.0;
@@ -96,7 +93,8 @@ int main(int argc, char **argv) {
   memset(&s, 0, sizeof s);
   float *feat = NULL;
   int rc = 1;
-  if (net_config_named(&cfg, "ptv3", &err) != HX_OK || wl_make_exact(&cl, WL_LIDAR, NULL, points, voxel, seed, NULL, &err) != HX_OK ||
+  if (net_config_named(&cfg, "ptv3", &err) != HX_OK ||
+      wl_make_exact(&cl, WL_LIDAR, NULL, points, voxel, seed, NULL, &err) != HX_OK ||
       wl_batch_from_clouds(&bt, &cl, 1, &err) != HX_OK)
     goto out;
   feat = calloc(bt.n * 4, sizeof *feat);

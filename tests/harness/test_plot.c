@@ -897,9 +897,6 @@ static void test_nets_report(void **state) {
   hx_run_free(&run);
 }
 
-/* Floors from the cost rows: Flash3D-46m's attn 63 ms against 42 (attention-bound), mlp 18 against 10 (GEMM),
- * norm 9 against 3 (memory); the forward, 90 ms, against their sum, 55: 1.64x, over the 1.5x target; the largest
- * gap is attn's. PTv3 has no cost rows: its components are listed without floors. */
 /* flash3d-46m-fill75 (the same network, buckets 75% full at every size): a line of the linearity table and of its
  * target, the sentence that says what it is, and no row of the paper's table (not one of its configurations). */
 static void test_nets_fill(void **state) {
@@ -918,6 +915,9 @@ static void test_nets_fill(void **state) {
   hx_run_free(&run);
 }
 
+/* Floors from the cost rows: Flash3D-46m's attn 63 ms against 42 (attention-bound), mlp 18 against 10 (GEMM),
+ * norm 9 against 3 (memory); the forward, 90 ms, against their sum, 55: 1.64x, over the 1.5x target; the largest
+ * gap is attn's. PTv3 has no cost rows: its components are listed without floors. */
 static void test_nets_floors(void **state) {
   (void)state;
   make_nets_fixture("nets-cost", "NVIDIA H100 80GB HBM3", 1.0, 1, 0);
