@@ -175,3 +175,25 @@ hx_status nl_segment_max_cpu(float *y, const float *x, const uint32_t *idx, cons
   }
   return HX_OK;
 }
+
+hx_status nl_windows_cpu(uint32_t *start, uint32_t *count, const uint32_t *off, uint32_t B, uint32_t nb, uint32_t S,
+                         hx_err *err) {
+  if (!start || !count || !off) return hx_errf(err, HX_EINVAL, "nl_windows_cpu: NULL argument");
+  if (S == 0 || nb == 0) return hx_errf(err, HX_EINVAL, "nl_windows_cpu: %u windows of %u rows", nb, S);
+  if ((uint64_t)B * nb >= UINT32_MAX) return hx_errf(err, HX_EINVAL, "nl_windows_cpu: %u x %u windows", B, nb);
+  for (uint32_t c = 0; c < B; ++c) { /* every cloud checked before anything is written */
+    if (off[c + 1] < off[c])
+      return hx_errf(err, HX_EINVAL, "nl_windows_cpu: offsets decrease at cloud %u (%u > %u)", c, off[c], off[c + 1]);
+    if ((uint64_t)off[c + 1] - off[c] > (uint64_t)nb * S)
+      return hx_errf(err, HX_EINVAL, "nl_windows_cpu: cloud %u has %u rows, more than %u windows of %u", c,
+                     off[c + 1] - off[c], nb, S);
+  }
+  for (uint32_t c = 0; c < B; ++c)
+    for (uint32_t w = 0; w < nb; ++w) {
+      const uint64_t s = (uint64_t)off[c] + (uint64_t)w * S, e = s + S;
+      const uint32_t s1 = s < off[c + 1] ? (uint32_t)s : off[c + 1], e1 = e < off[c + 1] ? (uint32_t)e : off[c + 1];
+      start[(size_t)c * nb + w] = s1, count[(size_t)c * nb + w] = e1 - s1;
+    }
+  start[(size_t)B * nb] = off[B], count[(size_t)B * nb] = 0;
+  return HX_OK;
+}

@@ -613,6 +613,23 @@ hx_status segmax_launch(T *y, const T *x, const uint32_t *idx, const uint32_t *p
   return HX_OK;
 }
 
+/* ---- fixed windows over packed clouds: one thread per window (the reference's arithmetic; a cloud longer than
+ * nb windows keeps its first nb * S rows, where the reference refuses it) ---- */
+
+__global__ void windows_kernel(uint32_t *start, uint32_t *count, const uint32_t *__restrict__ off, uint32_t B,
+                               uint32_t nb, uint32_t S) {
+  NL_GRID_STRIDE(g, (size_t)B * nb + 1) {
+    if (g == (size_t)B * nb) {
+      start[g] = off[B], count[g] = 0;
+    } else {
+      const uint32_t c = (uint32_t)(g / nb), w = (uint32_t)(g - (size_t)c * nb), end = off[c + 1];
+      const uint64_t s = (uint64_t)off[c] + (uint64_t)w * S, e = s + S;
+      const uint32_t s1 = s < end ? (uint32_t)s : end, e1 = e < end ? (uint32_t)e : end;
+      start[g] = s1, count[g] = e1 - s1;
+    }
+  }
+}
+
 hx_status check_dt(net_dtype dt, const char *fn, hx_err *err) {
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "%s: unknown dtype %d", fn, (int)dt);
   return HX_OK;
@@ -724,4 +741,15 @@ hx_status nl_segment_max_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, 
   if (dt == NET_F16)
     return segmax_launch((__half *)d_y, (const __half *)d_x, d_idx, d_ptr, segments, C, stream, err);
   return segmax_launch((__nv_bfloat16 *)d_y, (const __nv_bfloat16 *)d_x, d_idx, d_ptr, segments, C, stream, err);
+}
+
+hx_status nl_windows_gpu(uint32_t *d_start, uint32_t *d_count, const uint32_t *d_off, uint32_t B, uint32_t nb,
+                         uint32_t S, struct CUstream_st *stream, hx_err *err) {
+  if (!d_start || !d_count || !d_off) return hx_errf(err, HX_EINVAL, "nl_windows_gpu: NULL argument");
+  if (S == 0 || nb == 0) return hx_errf(err, HX_EINVAL, "nl_windows_gpu: %u windows of %u rows", nb, S);
+  if ((uint64_t)B * nb >= UINT32_MAX) return hx_errf(err, HX_EINVAL, "nl_windows_gpu: %u x %u windows", B, nb);
+  const size_t n = (size_t)B * nb + 1;
+  windows_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(d_start, d_count, d_off, B, nb, S);
+  HX_LAUNCHED(err, "nl_windows_gpu");
+  return HX_OK;
 }

@@ -66,3 +66,9 @@ hx_status nl_segment_max_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, 
   (void)d_y, (void)d_x, (void)d_idx, (void)d_ptr, (void)segments, (void)C, (void)dt, (void)stream;
   return NL_NODEV("nl_segment_max_gpu");
 }
+
+hx_status nl_windows_gpu(uint32_t *d_start, uint32_t *d_count, const uint32_t *d_off, uint32_t B, uint32_t nb,
+                         uint32_t S, struct CUstream_st *stream, hx_err *err) {
+  (void)d_start, (void)d_count, (void)d_off, (void)B, (void)nb, (void)S, (void)stream;
+  return NL_NODEV("nl_windows_gpu");
+}

@@ -36,15 +36,17 @@
  * default) every pooled level runs a PSH of its own pooled points, hashes in turn XOR-div, XOR-mod, Z-order-div,
  * Z-order-mod (level l: the (l % 4)-th), voxel grid_size * 2^l (the pooled clouds' resolution, as PTv3's stride-2
  * pooling grid), seed hx_rng_u64(in->seed, NET_F3D_SEED_STREAM, l); the features follow the permutation and the
- * unpooling maps parents back through it. With rehash = 0 a pooled level keeps the pooled bucket layout (rows stay
- * in level l's bucket order, the pooling plan is the bucket table), as the public code does; since its pooled
- * buckets hold about half the rows of the level above, the scope doubles per such level (and so do swin shifts),
- * which keeps each attention window at about bucket * scope rows as the public code's fixed 512-row windows do.
+ * unpooling maps parents back through it. With rehash = 0 a pooled level runs no PSH, as the public code: its rows
+ * stay in pooling order (level l's bucket order) and its "buckets" are fixed windows of `bucket` rows over each
+ * cloud's rows (nl_windows_cpu: ceil(cloud bound / bucket) per cloud, the last partial, none across clouds), as the
+ * public code cuts its packed sequence into 512-row windows; scopes of `scope` windows and the schedule's shifts as
+ * at a hashed level; pooling out of it pools within each window.
  * A pooled level's buckets per cloud come from a bound on its rows, not the rows themselves: a bucket of c rows
  * pools into ceil(c / 2), so the count depends on bucket parities, which the GPU PSH's races may change between
  * runs. The bound U_{l+1} = floor((U_l + min(nb_l, U_l)) / 2) per cloud (U_0 = the cloud's points) holds for any
- * placement; nb_{l+1} = net_f3d_buckets(max over clouds of U_{l+1}, bucket, fill). CPU and GPU use the same figure, so
- * the GPU's fixed buffers and buckets per cloud fit every run (net_flash3d_gpu.c).
+ * placement; nb_{l+1} = net_f3d_buckets(max over clouds of U_{l+1}, bucket, fill) (windows: ceil(U_{l+1} / bucket)).
+ * CPU and GPU use the same figure, so the GPU's fixed buffers and buckets per cloud fit every run
+ * (net_flash3d_gpu.c).
  *
  * CPU/GPU consistency: PSH placement on the GPU may differ from psh_run_cpu's where threads race, and everything
  * after it depends on the layout. The GPU forward object therefore hands out the layouts of its last forward
@@ -60,8 +62,9 @@
  *  - embedding Linear(4, 32) of (x, y, z, intensity) at the bucket-ordered rows, where the public code embeds
  *    the scattered coordinates only (Linear(3, 32), input features ignored): the same inputs PTv3 takes;
  *  - a seg_head Linear(64, 16) (PTv3's nuScenes head) after the backbone, which the public code does not have;
- *  - bucketed attention windows: buckets are PSH buckets (at most `bucket` rows, clouds kept apart), where the
- *    public code cuts the packed, batch-flattened sequence into fixed 512-row windows that can straddle clouds;
+ *  - bucketed attention windows: on hashed levels buckets are PSH buckets (at most `bucket` rows, clouds kept
+ *    apart), where the public code cuts the packed, batch-flattened sequence into fixed 512-row windows that can
+ *    straddle clouds (levels without a PSH cut such windows, per cloud);
  *  - swin shifts and strides applied (see above); PSH on full-width voxel codes per cloud (kernels.h);
  *  - pooling by bpool (per bucket, three-step sub-buckets) instead of the 1024-row block pooling with a random
  *    rotation; coarse levels re-hashed by default (the public code never re-buckets);
@@ -340,7 +343,7 @@ void net_flash3d_block_plan(const net_config *cfg, const net_f3d_level_shape *ls
     *value = e.v;
   } else {
     *kind = BATTN_PLAN_SWIN;
-    *value = (uint32_t)(((uint64_t)e.v * ls->shift_scale) % ls->scope);
+    *value = e.v % ls->scope;
   }
 }
 
@@ -397,14 +400,11 @@ hx_status net_flash3d_shape_get(net_f3d_shape *s, const net_config *cfg, const n
       ls->psh.nb = net_f3d_buckets(ls->max_cloud, S, cfg->bucket_fill);
       ls->psh.voxel = (float)(in->grid_size * (double)(1u << l));
       ls->psh.seed = hx_rng_u64(in->seed, NET_F3D_SEED_STREAM, (uint64_t)l);
-      ls->nb = ls->psh.nb, ls->scope = K, ls->shift_scale = 1, ls->max_bucket = S;
+      ls->nb = ls->psh.nb, ls->scope = K, ls->max_bucket = S;
       st = psh_params_check(&ls->psh, NULL, in->B, err);
-    } else {
-      const net_f3d_level_shape *up = &s->lv[l - 1];
-      ls->nb = up->nb, ls->scope = 2 * up->scope, ls->shift_scale = 2 * up->shift_scale;
-      ls->max_bucket = (up->max_bucket + 1) / 2;
-      if (ls->scope > BATTN_MAX_SCOPE_BUCKETS)
-        st = hx_errf(err, HX_EINVAL, "flash3d: level %d scope of %u buckets exceeds %u", l, ls->scope, BATTN_MAX_SCOPE_BUCKETS);
+    } else { /* fixed windows of S rows over the cloud's pooled rows (nl_windows_cpu), enough for its bound */
+      const size_t w = (ls->max_cloud + S - 1) / S;
+      ls->nb = w ? (uint32_t)w : 1u, ls->scope = K, ls->max_bucket = S;
     }
     /* the rows bound of the next level: ceil(c / 2) per bucket, at most min(nb, U) odd buckets */
     for (uint32_t c = 0; c < in->B; c++) U[c] = (U[c] + (U[c] < ls->nb ? U[c] : ls->nb)) / 2;
@@ -494,7 +494,8 @@ static void *f3d_malloc(size_t count, size_t elem) { return malloc((count ? coun
     if (!(p)) return hx_errf(err, HX_ENOMEM, "flash3d: no memory for %s (%zu elements)", #p, (size_t)(count)); \
   } while (0)
 
-/* Level l's layout: from `lay` (checked) or psh_run_cpu on hashed levels; identity + the pooling plan otherwise. */
+/* Level l's layout: from `lay` (checked) or psh_run_cpu on hashed levels; otherwise the identity and fixed windows
+ * of `bucket` rows over each cloud's pooled rows (the given layout must equal them). */
 static hx_status level_layout(f3d_struct *s, int l, const net_f3d_layouts *lay, hx_err *err) {
   f3d_lv *v = &s->lv[l];
   const net_f3d_level_shape *ls = &s->shape.lv[l];
@@ -503,8 +504,8 @@ static hx_status level_layout(f3d_struct *s, int l, const net_f3d_layouts *lay, 
   const size_t nbt = (size_t)B * v->nb;
   F3D_ALLOC(v->perm, n);
   F3D_ALLOC(v->slot, n);
-  F3D_ALLOC(v->start, nbt);
-  F3D_ALLOC(v->count, nbt);
+  F3D_ALLOC(v->start, nbt + 1); /* + 1: nl_windows_cpu's total */
+  F3D_ALLOC(v->count, nbt + 1);
   F3D_ALLOC(v->xyzp, 3 * (size_t)n);
   F3D_ALLOC(v->cb, B + 1);
   for (uint32_t c = 0; c <= B; c++) v->cb[c] = c * v->nb;
@@ -523,17 +524,15 @@ static hx_status level_layout(f3d_struct *s, int l, const net_f3d_layouts *lay, 
     free(bucket), free(offset);
     HX_TRY(st);
   } else {
-    const f3d_lv *up = &s->lv[l - 1];
     for (uint32_t r = 0; r < n; r++) v->perm[r] = r;
-    memcpy(v->start, up->ostart, nbt * 4);
-    memcpy(v->count, up->ocount, nbt * 4);
+    HX_TRY(nl_windows_cpu(v->start, v->count, v->off, B, v->nb, ls->max_bucket, err));
     if (lay) {
       const net_f3d_layout *g = &lay->lv[l];
       if (g->rows != n || g->nb != v->nb || !g->perm || !g->bucket_start || !g->bucket_count ||
           memcmp(g->perm, v->perm, (size_t)n * 4) || memcmp(g->bucket_start, v->start, nbt * 4) ||
           memcmp(g->bucket_count, v->count, nbt * 4))
-        return hx_errf(err, HX_ECHECK, "flash3d layouts: level %d (no PSH of its own) differs from the pooling plan "
-                       "of level %d", l, l - 1);
+        return hx_errf(err, HX_ECHECK, "flash3d layouts: level %d (no PSH of its own) differs from its windows of "
+                       "%u rows over the pooled rows", l, ls->max_bucket);
     }
   }
   for (uint32_t r = 0; r < n; r++) {

@@ -52,8 +52,8 @@
  *     index (the slot of a level without a PSH of its own); logits in bucket and input order and in fp32.
  *
  * Ranges on the hooks (NET_COMPONENTS): "embed" (Linear of the input rows); "encL" around level L with "encL/pool"
- * (into level L from L-1: projection, bpool plan + assignment + mean, BN + GELU, next cloud offsets), "encL/psh",
- * "encL/gather" (features into the new bucket order) and blocks "encL/blockB" holding "norm", "qkv", "attn",
+ * (into level L from L-1: projection, bpool plan + assignment + mean, BN + GELU, next cloud offsets and windows),
+ * "encL/psh", "encL/gather" (features into the new bucket order) and blocks "encL/blockB" holding "norm", "qkv", "attn",
  * "proj" (with the residual add) and "mlp" (LayerNormMLP: LayerNorm, fc1, SwiGLU, fc2 with the residual add); "decL"
  * with "decL/unpool" (at the last level: its middle Linear) and its blocks; "head" (Linear, rows back to input
  * order, fp32).
@@ -94,15 +94,15 @@ typedef struct g_level {
   const battn_variant *attn_v[2];
   g_attn attn[2][G_D];
   float *xyz_pool, *xyzp;     /* [R*3] pool order, bucket order (the same buffer without a PSH) */
-  uint32_t *off;              /* hashed: [clouds + 1] cloud offsets of the PSH input */
+  uint32_t *off;              /* l > 0: cloud offsets (hashed: [clouds + 1] of the PSH input, windows: [B + 1]) */
   uint32_t *perm, *slot;      /* hashed: [R]; otherwise perm NULL, slot the identity */
-  uint32_t *start, *count;    /* the bucket table: hashed [clouds * nb + 1]; otherwise the pooling plan above */
+  uint32_t *start, *count;    /* the bucket table: hashed [clouds * nb + 1]; windows [B * nb + 1] (last count 0) */
   uint32_t *cnt_pool;         /* counts the pooling out of this level reads ([B * nb + 1], the last 0) */
   uint32_t *ctr;              /* PSH counters */
   uint32_t *ostart, *ocount;  /* l < L-1: pooling plan [B * nb + 1] */
   uint32_t *members, *parent; /* l < L-1: [R_{l+1} * rho], [R] */
   uint32_t *comp;             /* l < L-1: unpooling index slot_{l+1}[parent] [R] */
-  uint32_t *off_idx;          /* l < L-1, next hashed: {0, nb, ..., B * nb} */
+  uint32_t *off_idx;          /* l < L-1: {0, nb, ..., B * nb} (the next level's cloud offsets out of ostart) */
   void *pooled, *x, *y, *skip;
 } g_level;
 
@@ -430,8 +430,12 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
     const size_t R = lv->R, nbt = (size_t)B * lv->ls.nb;
     const size_t ce = (size_t)c->enc_channels[l], cd = (size_t)c->dec_channels[l];
     if (l > 0) NEED(&lv->xyz_pool, R * 12, "flash3d pooled xyz");
+    if (l > 0) NEED(&lv->off, (lv->clouds + 1) * 4, "flash3d level cloud offsets");
+    if (!lv->ls.hashed && l > 0) {
+      NEED(&lv->start, (nbt + 1) * 4, "flash3d window starts");
+      NEED(&lv->count, (nbt + 1) * 4, "flash3d window counts");
+    }
     if (lv->ls.hashed) {
-      if (l > 0) NEED(&lv->off, (lv->clouds + 1) * 4, "flash3d level cloud offsets");
       NEED(&lv->perm, R * 4, "flash3d perm");
       NEED(&lv->slot, R * 4, "flash3d slot");
       NEED(&lv->start, ((size_t)lv->clouds * lv->ls.nb + 1) * 4, "flash3d bucket starts");
@@ -450,7 +454,7 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
       NEED(&lv->members, R1 * NET_F3D_RHO * 4, "flash3d pooling members");
       NEED(&lv->parent, R * 4, "flash3d pooling parents");
       NEED(&lv->comp, R * 4, "flash3d unpooling index");
-      if (g->lv[l + 1].ls.hashed) NEED(&lv->off_idx, (B + 1) * 4, "flash3d cloud offset index");
+      NEED(&lv->off_idx, (B + 1) * 4, "flash3d cloud offset index");
       NEED(&lv->skip, R * (size_t)c->enc_channels[l + 1] * E, "flash3d skip");
     }
     if (lv->ls.hashed) NEED(&lv->pooled, R * ce * E, "flash3d level input");
@@ -570,7 +574,8 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
 }
 
 /* Pooling out of level l into level l+1: skip = Linear(x_l); bpool plan + sub-buckets + mean of skip; BN + GELU into
- * level l+1's input (its pool-order buffer, or its encoder stream when it keeps this layout); its cloud offsets. */
+ * level l+1's input (its pool-order buffer, or its encoder stream when it runs no PSH); its cloud offsets, and
+ * without a PSH its windows. */
 static hx_status step_pool(g_run *r, int l) {
   f3g *g = r->g;
   g_level *lv = &g->lv[l], *nx = &g->lv[l + 1];
@@ -599,9 +604,11 @@ static hx_status step_pool(g_run *r, int l) {
   if (g->dt != NET_BF16) HX_TRY(nl_from_f32_gpu(dst, g->p32b, nx->R * C1, g->dt, r->cs, r->err));
   HX_TRY(nl_affine_act_gpu(dst, dst, g->pool_bn[l].scale, g->pool_bn[l].shift, nx->R, C1, NL_ACT_GELU, g->dt, r->cs,
                            r->err));
-  if (!nx->ls.hashed) return HX_OK;
-  /* the next PSH's cloud offsets: out_start[c * nb] for c <= B (the last is the real rows' end), then R (preset) */
-  return psh_gather_rows_gpu(nx->off, lv->ostart, lv->off_idx, B + 1, 4, r->cs, r->err);
+  /* the next level's cloud offsets: out_start[c * nb] for c <= B (the last is the real rows' end); a PSH's spare
+   * cloud then ends at R (preset); a level without one cuts its windows out of them */
+  HX_TRY(psh_gather_rows_gpu(nx->off, lv->ostart, lv->off_idx, B + 1, 4, r->cs, r->err));
+  if (nx->ls.hashed) return HX_OK;
+  return nl_windows_gpu(nx->start, nx->count, nx->off, B, nx->ls.nb, nx->ls.max_bucket, r->cs, r->err);
 }
 
 /* Unpooling into level l: y_l = GELU(BN(proj_skip(skip_l))) + GELU(BN(proj(y_{l+1})))[slot_{l+1}[parent]]. */
@@ -745,7 +752,7 @@ static hx_status upload_input(f3g *g, const net_input *in, hx_err *err) {
   return st;
 }
 
-/* Aliases of the levels without a PSH of their own (their tables are the pooling plan above them). */
+/* Aliases of the levels without a PSH of their own (pool order is bucket order: no perm, identity slot). */
 static void wire_levels(f3g *g) {
   const int L = g->cfg.levels;
   for (int l = 0; l < L; l++) {
@@ -754,10 +761,9 @@ static void wire_levels(f3g *g) {
     if (!lv->ls.hashed) {
       lv->xyzp = lv->xyz_pool;
       lv->slot = g->ident;
-      lv->start = g->lv[l - 1].ostart, lv->count = g->lv[l - 1].ocount;
       lv->pooled = lv->x;
     }
-    if (l + 1 < L && !lv->cnt_pool) lv->cnt_pool = lv->count; /* level 0 and kept layouts: the last count is 0 */
+    if (l + 1 < L && !lv->cnt_pool) lv->cnt_pool = lv->count; /* level 0 and windows: the last count is 0 */
   }
 }
 

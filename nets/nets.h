@@ -110,6 +110,17 @@ hx_status nl_segment_max_cpu(float *y, const float *x, const uint32_t *idx, cons
 hx_status nl_segment_max_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, const uint32_t *d_ptr,
                              size_t segments, size_t C, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 
+/* Fixed windows over packed clouds (the public Flash3D code's attention "buckets": bucket_size-row windows of the
+ * packed sequence, flash3d-code.md section 8): cloud c's rows [off[c], off[c+1]) cut into nb windows of S rows,
+ * window w = rows [off[c] + w S, off[c] + (w+1) S) clipped to the cloud (empty past its end).
+ * start/count get B * nb + 1 entries: window g = c * nb + w, then start off[B] with count 0 (the total a bucket
+ * table's consumers read at its end). off must be non-decreasing; a cloud longer than nb windows is an error
+ * (the CPU reference says so; the GPU launcher cannot see device offsets and clips it). */
+hx_status nl_windows_cpu(uint32_t *start, uint32_t *count, const uint32_t *off, uint32_t B, uint32_t nb, uint32_t S,
+                         hx_err *err);
+hx_status nl_windows_gpu(uint32_t *d_start, uint32_t *d_count, const uint32_t *d_off, uint32_t B, uint32_t nb,
+                         uint32_t S, struct CUstream_st *stream, hx_err *err);
+
 /* ==== Submanifold sparse 3D convolution (spc_: nets/spconv.c CPU, nets/spconv.cu GPU) =============== */
 /*
  * Active voxels are (batch, x, y, z) with x, y, z in [0, 2^18) and batch < 2^10 (spc_pack_key; larger is

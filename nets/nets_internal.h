@@ -135,7 +135,6 @@ typedef struct net_f3d_level_shape {
   psh_params psh;        /* hashed levels: hash, nb, cap, voxel, nprobe, seed */
   uint32_t nb;           /* buckets per cloud */
   uint32_t scope;        /* buckets per attention scope */
-  uint32_t shift_scale;  /* a schedule's swin shift is multiplied by this (2^k k levels below a hashed one) */
   uint32_t max_bucket;   /* bound on one bucket's rows */
   size_t bound_rows;     /* sum over clouds of the rows bound: the GPU's rows of the level (exact at level 0) */
   size_t max_cloud;      /* the largest cloud's bound */

@@ -427,6 +427,32 @@ static void test_segment_max(void **state) {
   assert_non_null(strstr(err.msg, "ptr"));
 }
 
+/* ---- fixed windows over packed clouds ---------------------------------------------------------------- */
+
+static void test_windows(void **state) {
+  (void)state;
+  /* clouds of 10, 0, 4 and 8 rows; windows of 4, 3 a cloud: [0,4) [4,8) [8,10) | empty x 3 | [10,14) [14,14)
+   * [14,14) | [14,18) [18,22) [22,22); then the total */
+  const uint32_t off[5] = {0, 10, 10, 14, 22};
+  uint32_t st[13], ct[13];
+  memset(st, 0xAB, sizeof st), memset(ct, 0xAB, sizeof ct);
+  assert_int_equal(nl_windows_cpu(st, ct, off, 4, 3, 4, NULL), HX_OK);
+  const uint32_t want_s[13] = {0, 4, 8, 10, 10, 10, 10, 14, 14, 14, 18, 22, 22};
+  const uint32_t want_c[13] = {4, 4, 2, 0, 0, 0, 4, 0, 0, 4, 4, 0, 0};
+  for (int i = 0; i < 13; ++i) assert_int_equal(st[i], want_s[i]), assert_int_equal(ct[i], want_c[i]);
+  /* a cloud longer than its windows, decreasing offsets, no windows: refused, nothing written */
+  hx_err err = {HX_OK, ""};
+  memset(st, 0, sizeof st);
+  assert_int_equal(nl_windows_cpu(st, ct, off, 4, 2, 4, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "cloud 0 has 10 rows"));
+  const uint32_t dec[3] = {0, 5, 3};
+  assert_int_equal(nl_windows_cpu(st, ct, dec, 2, 3, 4, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "decrease at cloud 1"));
+  assert_int_equal(nl_windows_cpu(st, ct, off, 4, 0, 4, &err), HX_EINVAL);
+  assert_int_equal(nl_windows_cpu(st, ct, off, 4, 3, 0, &err), HX_EINVAL);
+  for (int i = 0; i < 13; ++i) assert_int_equal(st[i], 0);
+}
+
 /* ---- bad arguments ------------------------------------------------------------------------------------ */
 
 static void test_bad_args(void **state) {
@@ -464,7 +490,8 @@ int main(void) {
       cmocka_unit_test(test_linear_naive),       cmocka_unit_test(test_layernorm_hand),
       cmocka_unit_test(test_layernorm_properties), cmocka_unit_test(test_bn_fold),
       cmocka_unit_test(test_swiglu),             cmocka_unit_test(test_add),
-      cmocka_unit_test(test_segment_max),        cmocka_unit_test(test_bad_args),
+      cmocka_unit_test(test_segment_max),        cmocka_unit_test(test_windows),
+      cmocka_unit_test(test_bad_args),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -685,6 +685,57 @@ static void test_segment_max(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* ---- fixed windows over packed clouds (exact) --------------------------------------------------------- */
+
+/* B clouds of random sizes (some empty, some exactly a multiple of S), nb windows enough for the largest; the
+ * tables between poisoned guards. */
+static size_t run_windows(tctx *t, uint32_t B, uint32_t S) {
+  const uint64_t seed = case_seed(t, 90, B, S);
+  uint32_t *off = xmalloc((B + 1) * 4);
+  off[0] = 0;
+  uint32_t most = 0;
+  for (uint32_t c = 0; c < B; ++c) {
+    const uint64_t r = hx_rng_u64(seed, 1, c);
+    const uint32_t len = r % 5 == 0 ? 0 : r % 5 == 1 ? S * (uint32_t)(1 + r / 5 % 4) : (uint32_t)(r / 5 % (6 * S));
+    off[c + 1] = off[c] + len, most = len > most ? len : most;
+  }
+  const uint32_t nb = (most + S - 1) / S + (uint32_t)(hx_rng_u64(seed, 2, 0) % 2); /* sometimes one spare */
+  const uint32_t w = nb ? nb : 1;
+  const size_t n = (size_t)B * w + 1, tot = n + 2;
+  uint32_t *rs = xmalloc(n * 4), *rc = xmalloc(n * 4), *hs = xmalloc(tot * 4), *hc = xmalloc(tot * 4);
+  assert_int_equal(nl_windows_cpu(rs, rc, off, B, w, S, NULL), HX_OK);
+  uint32_t *ds = dmalloc(tot * 4), *dc = dmalloc(tot * 4), *doff = dmalloc((B + 1) * 4);
+  poison(ds, tot * 4), poison(dc, tot * 4);
+  h2d(doff, off, (B + 1) * 4);
+  hx_err err = {HX_OK, ""};
+  char what[96];
+  snprintf(what, sizeof what, "windows B %u S %u nb %u", B, S, w);
+  size_t bad = 1;
+  if (sync_status(t, nl_windows_gpu(ds + 1, dc + 1, doff, B, w, S, t->stream, &err), &err, what) == HX_OK) {
+    d2h(hs, ds, tot * 4), d2h(hc, dc, tot * 4);
+    bad = 0;
+    if (hs[0] != 0xFFFFFFFFu || hc[0] != 0xFFFFFFFFu || hs[tot - 1] != 0xFFFFFFFFu || hc[tot - 1] != 0xFFFFFFFFu) bad++;
+    for (size_t i = 0; i < n; ++i)
+      if (hs[i + 1] != rs[i] || hc[i + 1] != rc[i]) {
+        if (bad < 5) fprintf(stderr, "  %s: window %zu: got [%u, +%u), want [%u, +%u)\n", what, i, hs[i + 1], hc[i + 1], rs[i], rc[i]);
+        bad++;
+      }
+    if (bad) fprintf(stderr, "  %s: %zu mismatches (guards included)\n", what, bad);
+  }
+  cudaFree(ds), cudaFree(dc), cudaFree(doff);
+  free(off), free(rs), free(rc), free(hs), free(hc);
+  return bad;
+}
+
+static void test_windows(void **state) {
+  tctx *t = *state;
+  size_t bad = 0;
+  const uint32_t Bs[4] = {1, 2, 7, 300}, Ss[3] = {64, 512, 100};
+  for (int b = 0; b < 4; ++b)
+    for (int k = 0; k < 3; ++k) bad += run_windows(t, Bs[b], Ss[k]);
+  assert_int_equal(bad, 0);
+}
+
 /* ---- bad arguments ------------------------------------------------------------------------------------ */
 
 static void test_bad_args(void **state) {
@@ -724,6 +775,10 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_to_f32_gpu(f, (const void *)f, 4, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_segment_max_gpu(d, d + 2048, NULL, NULL, 4, 8, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_segment_max_gpu(d, d + 2048, NULL, (const uint32_t *)f, 4, 0, NET_F16, s, &err), HX_EINVAL);
+  uint32_t *u = (uint32_t *)f;
+  assert_int_equal(nl_windows_gpu(u, u + 64, NULL, 2, 3, 512, s, &err), HX_EINVAL);
+  assert_int_equal(nl_windows_gpu(u, u + 64, u + 128, 2, 0, 512, s, &err), HX_EINVAL);
+  assert_int_equal(nl_windows_gpu(u, u + 64, u + 128, 2, 3, 0, s, &err), HX_EINVAL);
   assert_int_equal(err.status, HX_EINVAL);
   assert_true(strlen(err.msg) > 0);
   /* nothing to do is fine, whatever the pointers */
@@ -765,6 +820,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bad_args),          cmocka_unit_test(test_linear),
       cmocka_unit_test(test_layernorm),         cmocka_unit_test(test_affine_swiglu),
       cmocka_unit_test(test_add_gather_convert), cmocka_unit_test(test_segment_max),
+      cmocka_unit_test(test_windows),
   };
   /* arguments: test names to run (default all; tests/sanitize/run.sh names some) */
   const size_t n = sizeof tests / sizeof tests[0];

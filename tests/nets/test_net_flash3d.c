@@ -210,12 +210,17 @@ static void test_shape(void **state) {
   cfg.bucket_fill = 0.0;
   cfg.rehash = 0;
   assert_int_equal(net_flash3d_shape_get(&s, &cfg, &in, &err), HX_OK);
+  /* no PSH past level 0: windows of 512 rows over each cloud's bound, (U + min(nb, U)) / 2 of the larger cloud:
+   * 1304, 653, 327, 164 rows in 3, 2, 1, 1 windows; scopes of 8, shifts unscaled */
   assert_false(s.lv[1].hashed);
-  assert_int_equal(s.lv[2].nb, 8), assert_int_equal(s.lv[2].scope, 32), assert_int_equal(s.lv[2].max_bucket, 128);
+  assert_int_equal(s.lv[1].max_cloud, 1304), assert_int_equal(s.lv[1].nb, 3);
+  assert_int_equal(s.lv[2].max_cloud, 653), assert_int_equal(s.lv[2].nb, 2);
+  assert_int_equal(s.lv[3].nb, 1), assert_int_equal(s.lv[4].nb, 1);
+  for (int l = 1; l < 5; l++) assert_int_equal(s.lv[l].scope, 8), assert_int_equal(s.lv[l].max_bucket, 512);
   battn_plan_kind kind;
   uint32_t value;
-  net_flash3d_block_plan(&cfg, &s.lv[2], 0, 2, 1, &kind, &value); /* level 2 encoder block 1: swin 5, scaled */
-  assert_int_equal(kind, BATTN_PLAN_SWIN), assert_int_equal(value, 20);
+  net_flash3d_block_plan(&cfg, &s.lv[2], 0, 2, 1, &kind, &value); /* level 2 encoder block 1: swin 5 */
+  assert_int_equal(kind, BATTN_PLAN_SWIN), assert_int_equal(value, 5);
   net_flash3d_block_plan(&cfg, &s.lv[0], 0, 0, 1, &kind, &value);
   assert_int_equal(kind, BATTN_PLAN_STRIDE), assert_int_equal(value, 2);
   /* the bounds hold for the real rows, both ways, and with buckets filled to 0.6 (not powers of two) */
@@ -232,8 +237,23 @@ static void test_shape(void **state) {
       assert_true(lay.lv[l].rows > 0);
       assert_int_equal(lay.lv[l].nb, s.lv[l].nb);
       for (uint32_t g = 0; g < 2 * lay.lv[l].nb; g++) assert_true(lay.lv[l].bucket_count[g] <= s.lv[l].max_bucket);
-      if (l > 0 && !rh)
-        for (uint32_t r = 0; r < lay.lv[l].rows; r++) assert_int_equal(lay.lv[l].perm[r], r);
+      if (l > 0 && !rh) { /* pool order kept; each cloud cut into full windows, one partial, then empty ones */
+        const net_f3d_layout *ly = &lay.lv[l];
+        for (uint32_t r = 0; r < ly->rows; r++) assert_int_equal(ly->perm[r], r);
+        uint32_t row = 0;
+        for (uint32_t cl = 0; cl < 2; cl++) {
+          int short_seen = 0;
+          for (uint32_t w = 0; w < ly->nb; w++) {
+            const uint32_t g = cl * ly->nb + w;
+            assert_int_equal(ly->bucket_start[g], row);
+            if (short_seen) assert_int_equal(ly->bucket_count[g], 0);
+            short_seen |= ly->bucket_count[g] < s.lv[l].max_bucket;
+            row += ly->bucket_count[g];
+          }
+        }
+        assert_int_equal(row, ly->rows);
+        assert_int_equal(ly->bucket_count[0], s.lv[l].max_bucket); /* cloud 0 has more than one window of rows */
+      }
     }
     assert_int_equal(lay.lv[0].rows, 4100);
     net_flash3d_layouts_free(&lay);

@@ -1,10 +1,10 @@
 /*
  * test_nets_gpu.c - whole backbones on the GPU against their fp32 CPU forwards (net_gpu_check), on small lidar
  * batches: every tiny configuration in fp16 and bf16, one and two clouds, Flash3D also with its pooled levels
- * kept as pooled (--rehash off) and with buckets filled to 0.6 (--bucket-fill); a forward run again and replayed
- * as a CUDA graph is right each time (the forward recomputes everything from its input, so nothing may carry over
- * between calls), and PTv3's runs agree bit for bit; and the check itself fails on a planted error (one weight
- * changed after the GPU copy was made). Exits 77 without a CUDA device.
+ * in pooling order over fixed windows (--rehash off) and with buckets filled to 0.6 (--bucket-fill); a forward run
+ * again and replayed as a CUDA graph is right each time (the forward recomputes everything from its input, so
+ * nothing may carry over between calls), and PTv3's runs agree bit for bit; and the check itself fails on a planted
+ * error (one weight changed after the GPU copy was made). Exits 77 without a CUDA device.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -158,8 +158,8 @@ static void test_flash3d_tiny_bf16(void **state) {
   (void)state;
   check_model("flash3d-tiny", NET_BF16, 2, 2500);
 }
-/* --rehash off: pooled levels keep the pooled bucket layout (no PSH above level 0, scopes doubling per level, the
- * pooling plan as the bucket table), one cloud and two; --bucket-fill 0.6: bucket counts that are not powers of
+/* --rehash off: no PSH above level 0, pooled levels keep their rows in pooling order and attend over fixed windows
+ * of `bucket` rows per cloud (nl_windows_gpu, cut on the device each forward), one cloud and two; --bucket-fill 0.6: bucket counts that are not powers of
  * two (PSH's mod hashes by remainder, partial scopes at a cloud's end), with and without rehashing. */
 static void test_flash3d_tiny_rehash_off_and_fill(void **state) {
   (void)state;
