@@ -57,9 +57,8 @@ static void net_usage(FILE *f) {
           "  --spconv VARIANT   PTv3 on the GPU: the k = 3 (xCPE) convolutions' variant (v0, v1, v3 ...; default:\n"
           "                     the best for each width, the main path), an ablation; checked like the default\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
-          "                     the paper's best ablation row) or keeps the pooled bucket layout (off: no re-hash,\n"
-          "                     as the public code; attention over the pooled buckets, the scope doubling per\n"
-          "                     level, not the public code's 512-row windows)\n"
+          "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
+          "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
           "  --bucket-fill F    Flash3D: ceil(rows / (bucket F)) buckets per cloud at every hashed level, F in\n"
           "                     0.1..1, instead of the public rule (the next power of two of rows / bucket: fill\n"
           "                     50-100%%, a step in latency at each power of two)\n");
@@ -422,7 +421,7 @@ int f3d_cmd_net(int argc, char **argv) {
            o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
-                         : ", pooled levels keep the pooled buckets (--rehash off)");
+                         : ", pooled levels in pooling order over fixed windows (--rehash off)");
     if (cfg.kind == 1) { /* level 0's buckets: the largest cloud's rows over its buckets' capacity */
       size_t big = 0;
       for (uint32_t k = 0; k < in.B; k++) {

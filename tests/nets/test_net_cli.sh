@@ -32,7 +32,7 @@ expect_out 2 "--rehash 'maybe': on or off" "$BIN" net --model flash3d-tiny --reh
 expect_out 2 "--rehash: ptv3-tiny has no PSH levels" "$BIN" net --model ptv3-tiny --rehash off --device cpu
 # --rehash off reaches the forward: the header says so, and the logits differ from the default's (re-hashed)
 for r in on off; do
-  expect_out 0 "pooled levels $( [ $r = on ] && echo 're-hashed' || echo 'keep the pooled buckets' )" \
+  expect_out 0 "pooled levels $( [ $r = on ] && echo 're-hashed' || echo 'in pooling order over fixed windows' )" \
     "$BIN" net --model flash3d-tiny --points 1500 --rehash $r --device cpu --save "$T/rehash-$r"
 done
 [ -s "$T/rehash-on/logits.npy" ] && [ -s "$T/rehash-off/logits.npy" ] || fail "--rehash: logits.npy not written"
