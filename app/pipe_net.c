@@ -2,8 +2,9 @@
  * pipe_net.c - the "ptv3-net" and "flash3d-net" sweep pipelines: whole backbone forwards (nets/) on the case's
  * batch, the paper's scalability figure and its table.
  *   ptv3-net     PTv3-m1, nuScenes configuration ("ptv3", 46,159,312 parameters)
- *   flash3d-net  Flash3D at equal parameters ("flash3d-46m", and "flash3d-46m-fill75": its buckets 75% full at every
- *                size), at the paper's equal-memory size ("flash3d-129m", on the run's largest size only unless
+ *   flash3d-net  Flash3D at equal parameters ("flash3d-46m"; "flash3d-46m-fill75": its buckets 75% full at
+ *                every size; "flash3d-46m-windows": no re-hash, the public code's 512-row windows past level 0),
+ *                at the paper's equal-memory size ("flash3d-129m", on the run's largest size only unless
  *                --ladder), and with --ladder the public configuration ("flash3d-public")
  * Rows, variant = the configuration name ("<name>.graph" for the same forward replayed as one CUDA graph):
  *   forward      the whole forward (f3d_measure: timing, the counters over the whole forward, mem_peak = every
@@ -335,16 +336,18 @@ hx_status f3d_pipe_ptv3_net(f3d_ctx *ctx, hx_err *err) {
   return run_models(ctx, "ptv3-net", models, 1, 1, err);
 }
 
-/* flash3d-46m on every case (the paper's main figure is at equal parameters), and flash3d-46m-fill75 (the same
- * network, buckets 75% full at every size: the latency at a fixed fill beside the public rule's steps); flash3d-129m,
+/* flash3d-46m on every case (the paper's main figure is at equal parameters), flash3d-46m-fill75 (the same
+ * network, buckets 75% full at every size: the latency at a fixed fill beside the public rule's steps) and
+ * flash3d-46m-windows (the same network on the public code's layout: no re-hash, 512-row windows); flash3d-129m,
  * the equal-memory row of the paper's table, on the run's largest size (every case with --ladder): at 171 ms a
  * forward and 7 CPU-seconds a check it would otherwise cost the default run about a minute; flash3d-public with
  * --ladder. */
 hx_status f3d_pipe_flash3d_net(f3d_ctx *ctx, hx_err *err) {
-  const char *models[4];
+  const char *models[5];
   size_t n = 0;
   models[n++] = "flash3d-46m";
   models[n++] = "flash3d-46m-fill75";
+  models[n++] = "flash3d-46m-windows";
   if (ctx->ladder || ctx->c.n_points >= ctx->max_points) models[n++] = "flash3d-129m";
   if (ctx->ladder) models[n++] = "flash3d-public";
   return run_models(ctx, "flash3d-net", models, n, 0, err);

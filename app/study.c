@@ -162,15 +162,17 @@ typedef struct net_model {
   const char *pipeline, *variant, *display, *role;
 } net_model;
 /* the paper's table: its three rows, then the public code's configuration (--ladder); then flash3d-46m with its
- * buckets filled alike at every size (not a row of the paper's table: the same network under another bucket rule) */
+ * buckets filled alike at every size and on the public code's layout (not rows of the paper's table: the same
+ * network under another bucket rule, and without re-hashing) */
 static const net_model net_models[] = {
     {"ptv3-net", "ptv3", "PTv3-m1", "PTv3"},
     {"flash3d-net", "flash3d-46m", "Flash3D-46m", "equal parameters"},
     {"flash3d-net", "flash3d-129m", "Flash3D-129m", "equal memory"},
     {"flash3d-net", "flash3d-public", "Flash3D public", "the public code's configuration"},
     {"flash3d-net", "flash3d-46m-fill75", "Flash3D-46m-fill75", "equal parameters, buckets 75% full"},
+    {"flash3d-net", "flash3d-46m-windows", "Flash3D-46m-windows", "equal parameters, the public code's windows"},
 };
-enum { NM_PTV3, NM_EQ_PARAMS, NM_EQ_MEMORY, NM_PUBLIC, NM_FILL, NM_COUNT };
+enum { NM_PTV3, NM_EQ_PARAMS, NM_EQ_MEMORY, NM_PUBLIC, NM_FILL, NM_WINDOWS, NM_COUNT };
 _Static_assert(NM_COUNT == sizeof net_models / sizeof *net_models, "one enum entry per configuration");
 
 /* The paper's Table 2 (A100, nuScenes, attention scopes of 4096; its text: "2.25x inference speed", "PTv3 uses
@@ -482,7 +484,7 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
  * the linearity target for Flash3D (R^2 >= 0.99 over 100k..600k). */
 static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
   int head = 0;
-  char target[2048] = "", fill[512] = "", fixed[256] = "";
+  char target[2048] = "", fill[512] = "", fixed[256] = "", windows[256] = "";
   size_t tl = 0;
   for (size_t ri = 0; ri < n_runs; ri++) {
     const hx_run *r = &runs[ri];
@@ -523,7 +525,10 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
           snprintf(fixed, sizeof fixed, " %s is the same network with ceil(n / (%d x %.2f)) buckets per cloud at every "
                    "hashed level instead, %.0f%% full at every size: its line is the latency at a fixed fill.",
                    m->display, cfg.bucket, cfg.bucket_fill, 100.0 * cfg.bucket_fill);
-        if (f3d && cfg.bucket_fill == 0.0 && !fill[0]) { /* sizes are clouds of batch 1: level 0 holds x[i] rows */
+        if (f3d && !cfg.rehash && !windows[0])
+          snprintf(windows, sizeof windows, " %s is the same network on the public code's layout: no PSH past level 0, "
+                   "fixed windows of %d rows per cloud (`--rehash off`).", m->display, cfg.bucket);
+        if (f3d && cfg.rehash && cfg.bucket_fill == 0.0 && !fill[0]) { /* sizes are clouds of batch 1: level 0 holds x[i] rows */
           size_t fl = (size_t)snprintf(fill, sizeof fill, "level 0's buckets (the next power of two of n / %d per "
                                        "cloud, the public code's rule) are", cfg.bucket);
           for (size_t i = 0; i < k && fl < sizeof fill; i++) {
@@ -539,9 +544,9 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
   }
   if (!head) return;
   if (tl)
-    fprintf(f, "\nTarget: Flash3D's latency grows linearly with points, R^2 >= 0.99 over 100k to 600k: %s.%s%s%s%s\n\n",
+    fprintf(f, "\nTarget: Flash3D's latency grows linearly with points, R^2 >= 0.99 over 100k to 600k: %s.%s%s%s%s%s\n\n",
             target, fill[0] ? " Its attention per point follows the fill of its buckets, and " : "", fill,
-            fill[0] ? " (docs/nets.md)." : "", fixed);
+            fill[0] ? " (docs/nets.md)." : "", fixed, windows);
   else
     fputs("\nTarget: Flash3D's latency grows linearly with points (R^2 >= 0.99): no Flash3D configuration was timed "
           "at 3 sizes or more.\n\n",

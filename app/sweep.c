@@ -24,9 +24,9 @@ const f3d_pipeline f3d_pipelines[] = {
     {"ptv3-net", "PTv3-m1 whole forward (nuScenes, 46.2M parameters): checked, timed (also as a CUDA graph), memory, "
      "time per component; at the largest size the k = 3 sparse convolution alone against its roofline",
      f3d_pipe_ptv3_net},
-    {"flash3d-net", "Flash3D whole forward at equal parameters (46m, and 46m-fill75: buckets 75% full at every size) "
-     "and equal memory (129m at the largest size; every size and the public configuration with --ladder): checked, "
-     "timed, memory, time per component",
+    {"flash3d-net", "Flash3D whole forward at equal parameters (46m; 46m-fill75: buckets 75% full at every size; "
+     "46m-windows: the public code's 512-row windows, no re-hash) and equal memory (129m at the largest size; "
+     "every size and the public configuration with --ladder): checked, timed, memory, time per component",
      f3d_pipe_flash3d_net},
     /* one line per pipeline, in run order */
 };

@@ -756,7 +756,7 @@ static const double f3d_part[3] = {0.1, 0.7, 0.2};
 
 /* PTv3 20/40/60 ms at 100k/200k/300k (exactly linear), Flash3D-46m 30/62/90 ms (1.5x slower at 300k), Flash3D-129m at
  * 300k only; the component attention rows that give the floors' attention rate; cost rows when `costs`; with `fill`
- * Flash3D-46m-fill75 at 30/60/90 ms (exactly linear). f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at
+ * Flash3D-46m-fill75 at 30/60/90 ms and Flash3D-46m-windows at 33/66/99 ms (both exactly linear). f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at
  * 300k). */
 static void make_nets_fixture(const char *id, const char *device, double f3d_scale, int costs, int fill) {
   hx_results *r;
@@ -773,6 +773,9 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
              f3d_comps, f3d_part, 3);
     if (fill)
       net_rows(r, "flash3d-net", "flash3d-46m-fill75", n, 30.0 * s * f3d_scale, 30.0 * s * f3d_scale, 125.0 * s,
+               45891856, f3d_comps, f3d_part, 3);
+    if (fill)
+      net_rows(r, "flash3d-net", "flash3d-46m-windows", n, 33.0 * s * f3d_scale, 33.0 * s * f3d_scale, 120.0 * s,
                45891856, f3d_comps, f3d_part, 3);
     hx_key a = {"lidar", n, 1, "flash3d", "attn.plain", "v9"}, b = {"lidar", n, 1, "ptv3", "attn.patch1024", "v9"};
     add_time(r, &a, 1.0);
@@ -897,16 +900,21 @@ static void test_nets_report(void **state) {
   hx_run_free(&run);
 }
 
-/* flash3d-46m-fill75 (the same network, buckets 75% full at every size): a line of the linearity table and of its
- * target, the sentence that says what it is, and no row of the paper's table (not one of its configurations). */
+/* flash3d-46m-fill75 (the same network, buckets 75% full at every size) and flash3d-46m-windows (the same network on
+ * the public code's windows): each a line of the linearity table and of its target, the sentence that says what it
+ * is, and no row of the paper's table (not one of its configurations). */
 static void test_nets_fill(void **state) {
   (void)state;
   make_nets_fixture("nets-fill", "NVIDIA H100 80GB HBM3", 1.0, 0, 1);
   hx_run run;
   char *rep = plot_run("nets-fill", &run);
   assert_non_null(strstr(rep, "| Flash3D-46m-fill75 | H100 80GB HBM3 | 3 (100k to 300k) | 30.000 | 0.00 | 1.0000 |\n"));
+  assert_non_null(strstr(rep, "| Flash3D-46m-windows | H100 80GB HBM3 | 3 (100k to 300k) | 33.000 | 0.00 | 1.0000 |\n"));
   assert_non_null(strstr(rep, "Flash3D-46m on H100 80GB HBM3 R^2 0.9985: met; Flash3D-46m-fill75 on H100 80GB HBM3 "
-                              "R^2 1.0000: met."));
+                              "R^2 1.0000: met; Flash3D-46m-windows on H100 80GB HBM3 R^2 1.0000: met."));
+  assert_non_null(strstr(rep, " Flash3D-46m-windows is the same network on the public code's layout: no PSH past "
+                              "level 0, fixed windows of 512 rows per cloud (`--rehash off`)."));
+  assert_null(strstr(rep, "| Flash3D-46m-windows (`flash3d-46m-windows`)"));
   assert_non_null(strstr(rep, " Flash3D-46m-fill75 is the same network with ceil(n / (512 x 0.75)) buckets per cloud "
                               "at every hashed level instead, 75% full at every size"));
   assert_non_null(strstr(rep, "| Flash3D-46m (`flash3d-46m`), equal parameters |"));

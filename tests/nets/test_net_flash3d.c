@@ -73,6 +73,11 @@ static void test_counts(void **state) {
   assert_int_equal(net_flash3d_config(&f75, "flash3d-46m-fill75", &err), HX_OK);
   assert_int_equal(net_flash3d_count(&f75), net_flash3d_count(&cfg));
   assert_true(cfg.bucket_fill == 0.0 && f75.bucket_fill == 0.75);
+  assert_true(cfg.rehash == 1 && f75.rehash == 1);
+  /* flash3d-46m-windows: flash3d-46m's network, no re-hash (the public code's windows) */
+  assert_int_equal(net_flash3d_config(&f75, "flash3d-46m-windows", &err), HX_OK);
+  assert_int_equal(net_flash3d_count(&f75), net_flash3d_count(&cfg));
+  assert_true(f75.rehash == 0 && f75.bucket_fill == 0.0);
   assert_int_equal(net_flash3d_config(&cfg, "flash3d-huge", &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "flash3d-tiny"));
 }
