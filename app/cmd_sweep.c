@@ -24,13 +24,14 @@
  *   the CPU references run once): 280-300 s if every stage ran to its cap. They do not: a stage stops at 1000
  *   samples or once 0.5 s of GPU time is in with the noise under 0.5%, 0.2-0.7 s here (the 3-size run of
  *   2026-11-25: 363 s for ~475 stages with the host work, ~0.63 s a stage), so ~190 s is expected. The
- *   budget's default, 290 s, is then a safety net the default run does not reach: context time_budget_cut
+ *   budget's default, 320 s, is then a safety net the default run does not reach: context time_budget_cut
  *   says whether it lowered any cap. The ladder keeps the bench's 3 s cap and a 540 s budget (159 stages x 6
  *   cases does not fit 9 minutes at 3 s: the budget lowers the caps there, as it always did).
  *   Not in these figures: the backbone pipelines (ptv3-net, flash3d-net, pipe_net.c), registered after them: 3
- *   whole forwards per case (4 at the largest size), each plainly and as a graph (tens to hundreds of ms a call),
- *   their set-up and their CPU checks. Measured with them: the default run took 260 s on an H200 (ptv3-net 39 s,
- *   flash3d-net 61 s of it), 30 s under the budget.
+ *   whole forwards per case (5 at the largest size), each plainly and as a graph (tens to hundreds of ms a call),
+ *   their set-up and their CPU checks. Measured with them: the default run took 260 s on an H200 with two Flash3D
+ *   configurations a case (b524853: ptv3-net 39 s, flash3d-net 61 s); the third (flash3d-46m-windows, 6925493)
+ *   took flash3d-net to 83 s and the run to 279 s, and the old 290 s budget lowered the caps: hence 320 s.
  *
  * Invariant: the run directory is committed (INCOMPLETE removed, status complete) only when every case of every
  * selected pipeline succeeded or was skipped for want of device memory (skipped_bytes_needed/_free rows,
@@ -89,7 +90,7 @@ typedef struct workload {
 typedef enum timing_mode { TIMING_NVBENCH = 0, TIMING_PAPER, TIMING_BASIC } timing_mode;
 static const char *const timing_names[] = {"nvbench", "paper", "basic"};
 
-#define DEFAULT_TIME_BUDGET_S 290.0 /* the main path: under 5 minutes; the arithmetic is at the top of this file */
+#define DEFAULT_TIME_BUDGET_S 320.0 /* the main path: about 5 minutes; the arithmetic is at the top of this file */
 #define DEFAULT_STAGE_CAP_S 0.75    /* the main path's per-stage cap on cold sampling (--max-time), same arithmetic */
 #define LADDER_TIME_BUDGET_S 540.0  /* --ladder: 9 minutes, with the bench's own per-stage cap (3 s) */
 /* --preset ci: the CI perf check (compare --baseline), under 2 minutes on an H100. ptv3 and flash3d on the main
