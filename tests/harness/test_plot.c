@@ -794,7 +794,7 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
     assert_int_equal(hx_results_add(r, &ka, "gemm_flops", 0.0, "FLOP", &e), HX_OK);
     assert_int_equal(hx_results_add(r, &km, "gemm_flops", 8e12, "FLOP", &e), HX_OK);
     assert_int_equal(hx_results_add(r, &km, "floor_bytes", 3e9, "B", &e), HX_OK);
-    assert_int_equal(hx_results_add(r, &kn, "floor_bytes", 9e9, "B", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &kn, "floor_bytes", costs == 2 ? 36e9 : 9e9, "B", &e), HX_OK);
     assert_int_equal(hx_results_add(r, &kn, "gemm_flops", 1e9, "FLOP", &e), HX_OK);
   }
   assert_int_equal(hx_results_commit(r, &e), HX_OK);
@@ -942,10 +942,26 @@ static void test_nets_floors(void **state) {
   assert_non_null(strstr(rep, "| **whole forward** (eager, median) | 90.000 | | | | 55.000 | | **1.64x** |\n"));
   assert_non_null(strstr(rep, "Target: the whole forward within 1.5x of the sum of its components' floors: 1.64x, NOT "
                               "met. Largest gap: `attn`, 63.000 ms measured against a 42.000 ms floor (attention-bound), "
-                              "21.000 of the 35.000 ms"));
+                              "21.000 of the 35.000 ms by which components exceed their floors."));
+  assert_null(strstr(rep, "Faster than its floor"));
   /* PTv3 in the same run has no cost rows: no floor, said so */
   assert_non_null(strstr(rep, "| cpe | 36.000 | - | - | - | - | - | - |\n"));
   assert_non_null(strstr(rep, "Without cost rows (no floor, left out of the sum): `cpe`, `attn`, `mlp`."));
+  free(rep);
+  hx_run_free(&run);
+}
+
+/* A component faster than its floor (norm: 36 GB at 3000 GB/s = 12 ms, measured 9): said so, and the gap total
+ * counts only the components above their floors (attn 21 + mlp 8 = 29 ms, not 90 - 64 = 26). */
+static void test_nets_below_floor(void **state) {
+  (void)state;
+  make_nets_fixture("nets-below", "NVIDIA H100 80GB HBM3", 1.0, 2, 0);
+  hx_run run;
+  char *rep = plot_run("nets-below", &run);
+  assert_non_null(strstr(rep, "| norm | 9.000 | 1 | - | 3.6e+04 | 12.000 | memory | 0.75x |\n"));
+  assert_non_null(strstr(rep, "| sum of components | 90.000 | | | | 64.000 | | 1.41x |\n"));
+  assert_non_null(strstr(rep, "21.000 of the 29.000 ms by which components exceed their floors. Faster than its "
+                              "floor's rate allows (that rate is measured on the sweep's own shapes): `norm` 0.75x."));
   free(rep);
   hx_run_free(&run);
 }
@@ -1145,6 +1161,7 @@ int main(void) {
       cmocka_unit_test(test_nets_report),
       cmocka_unit_test(test_nets_fill),
       cmocka_unit_test(test_nets_floors),
+      cmocka_unit_test(test_nets_below_floor),
       cmocka_unit_test(test_nets_faster_devices),
       cmocka_unit_test(test_nets_missing),
       cmocka_unit_test(test_cpu_run),
