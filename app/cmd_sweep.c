@@ -27,11 +27,10 @@
  *   budget's default, 320 s, is then a safety net the default run does not reach: context time_budget_cut
  *   says whether it lowered any cap. The ladder keeps the bench's 3 s cap and a 540 s budget (159 stages x 6
  *   cases does not fit 9 minutes at 3 s: the budget lowers the caps there, as it always did).
- *   Not in these figures: the backbone pipelines (ptv3-net, flash3d-net, pipe_net.c), registered after them: 3
+ *   Not in these figures: the backbone pipelines (ptv3-net, flash3d-net, pipe_net.c), registered after them: 4
  *   whole forwards per case (5 at the largest size), each plainly and as a graph (tens to hundreds of ms a call),
- *   their set-up and their CPU checks. Measured with them: the default run took 260 s on an H200 with two Flash3D
- *   configurations a case (b524853: ptv3-net 39 s, flash3d-net 61 s); the third (flash3d-46m-windows, 6925493)
- *   took flash3d-net to 83 s and the run to 279 s, and the old 290 s budget lowered the caps: hence 320 s.
+ *   their set-up and their CPU checks. Measured with them: the default run took 278 s on an H200 (8950843:
+ *   ptv3-net 37 s, flash3d-net 83 s), 42 s under the budget (docs/measurement.md has the runs).
  *
  * Invariant: the run directory is committed (INCOMPLETE removed, status complete) only when every case of every
  * selected pipeline succeeded or was skipped for want of device memory (skipped_bytes_needed/_free rows,

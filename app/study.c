@@ -526,9 +526,9 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
                    "hashed level instead, %.0f%% full at every size: its line is the latency at a fixed fill.",
                    m->display, cfg.bucket, cfg.bucket_fill, 100.0 * cfg.bucket_fill);
         if (f3d && !cfg.rehash && !windows[0])
-          snprintf(windows, sizeof windows, " %s is the same network on the public code's layout: no PSH past level 0, "
-                   "fixed windows of %d rows per cloud (`--rehash off`).", m->display, cfg.bucket);
-        if (f3d && cfg.rehash && cfg.bucket_fill == 0.0 && !fill[0]) { /* sizes are clouds of batch 1: level 0 holds x[i] rows */
+          snprintf(windows, sizeof windows, " %s is the same network on the public code's layout past level 0: no "
+                   "PSH there, fixed windows of %d rows per cloud (`--rehash off`).", m->display, cfg.bucket);
+        if (f3d && cfg.rehash && cfg.bucket_fill == 0.0 && !fill[0]) { /* clouds of batch 1: level 0 holds x[i] rows */
           size_t fl = (size_t)snprintf(fill, sizeof fill, "level 0's buckets (the next power of two of n / %d per "
                                        "cloud, the public code's rule) are", cfg.bucket);
           for (size_t i = 0; i < k && fl < sizeof fill; i++) {
@@ -544,7 +544,8 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
   }
   if (!head) return;
   if (tl)
-    fprintf(f, "\nTarget: Flash3D's latency grows linearly with points, R^2 >= 0.99 over 100k to 600k: %s.%s%s%s%s%s\n\n",
+    fprintf(f,
+            "\nTarget: Flash3D's latency grows linearly with points, R^2 >= 0.99 over 100k to 600k: %s.%s%s%s%s%s\n\n",
             target, fill[0] ? " Its attention per point follows the fill of its buckets, and " : "", fill,
             fill[0] ? " (docs/nets.md)." : "", fixed, windows);
   else
@@ -610,7 +611,7 @@ static void floor_table(FILE *f, const hx_run *r, const char *label, const net_m
   fputs("| component | measured median (ms) | GEMM (GFLOP) | attention (GFLOP) | bytes (MB) | floor (ms) | bound by | "
         "measured / floor |\n|---|---:|---:|---:|---:|---:|---|---:|\n",
         f);
-  double sum_m = 0.0, sum_f = 0.0, over = 0.0, gap = -1.0, gap_m = 0.0, gap_f = 0.0, below_x[32];
+  double sum_m = 0.0, sum_f = 0.0, over = 0.0, gap = 0.0, gap_m = 0.0, gap_f = 0.0, below_x[32];
   const char *gap_c = NULL, *gap_b = "", *no_cost[32], *below[32];
   size_t nn = 0, nb = 0;
   for (size_t i = 0; i < nc; i++) {
@@ -629,7 +630,7 @@ static void floor_table(FILE *f, const hx_run *r, const char *label, const net_m
     if (isfinite(fl) && fl > 0.0) {
       sum_f += fl;
       fprintf(f, " %.3f | %s | %.2fx |\n", fl, bound, t / fl);
-      if (t - fl > gap) gap = t - fl, gap_c = comps[i], gap_m = t, gap_f = fl, gap_b = bound;
+      if (t - fl > gap) gap = t - fl, gap_c = comps[i], gap_m = t, gap_f = fl, gap_b = bound; /* above only */
       if (t > fl) over += t - fl;
       else if (t < fl) below_x[nb] = t / fl, below[nb++] = comps[i];
     } else {

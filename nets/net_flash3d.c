@@ -44,8 +44,8 @@
  * A pooled level's buckets per cloud come from a bound on its rows, not the rows themselves: a bucket of c rows
  * pools into ceil(c / 2), so the count depends on bucket parities, which the GPU PSH's races may change between
  * runs. The bound U_{l+1} = floor((U_l + min(nb_l, U_l)) / 2) per cloud (U_0 = the cloud's points) holds for any
- * placement; nb_{l+1} = net_f3d_buckets(max over clouds of U_{l+1}, bucket, fill) (windows: ceil(U_{l+1} / bucket)).
- * CPU and GPU use the same figure, so the GPU's fixed buffers and buckets per cloud fit every run
+ * placement; nb_{l+1} = net_f3d_buckets(max over clouds of U_{l+1}, bucket, fill) (windows: ceil(that max /
+ * bucket)). CPU and GPU use the same figure, so the GPU's fixed buffers and buckets per cloud fit every run
  * (net_flash3d_gpu.c).
  *
  * CPU/GPU consistency: PSH placement on the GPU may differ from psh_run_cpu's where threads race, and everything

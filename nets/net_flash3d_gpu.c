@@ -53,10 +53,10 @@
  *
  * Ranges on the hooks (NET_COMPONENTS): "embed" (Linear of the input rows); "encL" around level L with "encL/pool"
  * (into level L from L-1: projection, bpool plan + assignment + mean, BN + GELU, next cloud offsets and windows),
- * "encL/psh", "encL/gather" (features into the new bucket order) and blocks "encL/blockB" holding "norm", "qkv", "attn",
- * "proj" (with the residual add) and "mlp" (LayerNormMLP: LayerNorm, fc1, SwiGLU, fc2 with the residual add); "decL"
- * with "decL/unpool" (at the last level: its middle Linear) and its blocks; "head" (Linear, rows back to input
- * order, fp32).
+ * "encL/psh", "encL/gather" (features into the new bucket order) and blocks "encL/blockB" holding "norm", "qkv",
+ * "attn", "proj" (with the residual add) and "mlp" (LayerNormMLP: LayerNorm, fc1, SwiGLU, fc2 with the residual
+ * add); "decL" with "decL/unpool" (at the last level: its middle Linear) and its blocks; "head" (Linear, rows back
+ * to input order, fp32).
  */
 #include <math.h>
 #include <stdio.h>

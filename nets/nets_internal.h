@@ -148,7 +148,7 @@ typedef struct net_f3d_shape {
 /* Validates cfg and the batch (offsets, grid, finite coordinates and features) and fills s. */
 hx_status net_flash3d_shape_get(net_f3d_shape *s, const net_config *cfg, const net_input *in, hx_err *err);
 /* The attention plan of block `block` of level `level` (dec = 0 encoder, 1 decoder): kind and shift or stride,
- * already scaled to the level's scope. */
+ * a shift taken modulo the level's scope. */
 void net_flash3d_block_plan(const net_config *cfg, const net_f3d_level_shape *ls, int dec, int level, int block,
                             battn_plan_kind *kind, uint32_t *value);
 
@@ -156,7 +156,8 @@ void net_flash3d_block_plan(const net_config *cfg, const net_f3d_level_shape *ls
  * rows are its points in "pool order" (level 0: the input rows; level l+1: the pooling output rows of level l's
  * layout); the layout puts them in bucket order: packed row r holds pool row perm[r], and cloud c's buckets are
  * [c * nb, (c+1) * nb) (bucket_start is the exclusive scan over the batch, so cloud c's rows stay in its range).
- * A level without a PSH of its own (rehash = 0) has perm = identity and the pooling plan's tables. */
+ * A level without a PSH of its own (rehash = 0) has perm = identity and fixed windows as its tables
+ * (nl_windows_cpu over each cloud's rows). */
 typedef struct net_f3d_layout {
   uint32_t rows, nb;
   uint32_t *perm;                        /* [rows] */
@@ -172,7 +173,7 @@ void net_flash3d_layouts_free(net_f3d_layouts *l);
 hx_status net_flash3d_layouts_cpu(net_f3d_layouts *l, const net_config *cfg, const net_input *in, hx_err *err);
 /* The CPU forward on given layouts (NULL: psh_run_cpu's, i.e. net_flash3d_forward_cpu). Hashed levels take the
  * given layout after checking it (rows, buckets per cloud, perm a permutation keeping clouds, tables tiling each
- * cloud's rows with counts <= max_bucket: HX_EINVAL naming the level); other levels must equal the pooling plan's
+ * cloud's rows with counts <= max_bucket: HX_EINVAL naming the level); other levels must equal their windows
  * (HX_ECHECK). Pooling is recomputed (bpool's assignment is deterministic and bit-exact on the GPU). */
 hx_status net_flash3d_forward_cpu_layouts(net_output *out, const net_config *cfg, const net_params *p,
                                           const net_input *in, const net_f3d_layouts *lay, int keep_levels,

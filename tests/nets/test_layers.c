@@ -442,7 +442,7 @@ static void test_windows(void **state) {
   for (int i = 0; i < 13; ++i) assert_int_equal(st[i], want_s[i]), assert_int_equal(ct[i], want_c[i]);
   /* a cloud longer than its windows, decreasing offsets, no windows: refused, nothing written */
   hx_err err = {HX_OK, ""};
-  memset(st, 0, sizeof st);
+  memset(st, 0, sizeof st), memset(ct, 0, sizeof ct);
   assert_int_equal(nl_windows_cpu(st, ct, off, 4, 2, 4, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "cloud 0 has 10 rows"));
   const uint32_t dec[3] = {0, 5, 3};
@@ -450,7 +450,7 @@ static void test_windows(void **state) {
   assert_non_null(strstr(err.msg, "decrease at cloud 1"));
   assert_int_equal(nl_windows_cpu(st, ct, off, 4, 0, 4, &err), HX_EINVAL);
   assert_int_equal(nl_windows_cpu(st, ct, off, 4, 3, 0, &err), HX_EINVAL);
-  for (int i = 0; i < 13; ++i) assert_int_equal(st[i], 0);
+  for (int i = 0; i < 13; ++i) assert_int_equal(st[i], 0), assert_int_equal(ct[i], 0);
 }
 
 /* ---- bad arguments ------------------------------------------------------------------------------------ */

@@ -68,16 +68,16 @@ static void test_counts(void **state) {
     }
   }
   /* flash3d-46m-fill75: flash3d-46m's network, buckets 75% full */
-  net_config f75;
+  net_config f75, win;
   assert_int_equal(net_flash3d_config(&cfg, "flash3d-46m", &err), HX_OK);
   assert_int_equal(net_flash3d_config(&f75, "flash3d-46m-fill75", &err), HX_OK);
   assert_int_equal(net_flash3d_count(&f75), net_flash3d_count(&cfg));
   assert_true(cfg.bucket_fill == 0.0 && f75.bucket_fill == 0.75);
   assert_true(cfg.rehash == 1 && f75.rehash == 1);
   /* flash3d-46m-windows: flash3d-46m's network, no re-hash (the public code's windows) */
-  assert_int_equal(net_flash3d_config(&f75, "flash3d-46m-windows", &err), HX_OK);
-  assert_int_equal(net_flash3d_count(&f75), net_flash3d_count(&cfg));
-  assert_true(f75.rehash == 0 && f75.bucket_fill == 0.0);
+  assert_int_equal(net_flash3d_config(&win, "flash3d-46m-windows", &err), HX_OK);
+  assert_int_equal(net_flash3d_count(&win), net_flash3d_count(&cfg));
+  assert_true(win.rehash == 0 && win.bucket_fill == 0.0);
   assert_int_equal(net_flash3d_config(&cfg, "flash3d-huge", &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "flash3d-tiny"));
 }
@@ -395,11 +395,17 @@ static void test_tiny_layouts(void **state) {
     l1->bucket_count[0] += 64, l1->bucket_count[1] -= 64, l1->bucket_start[1] += 64;
     assert_int_equal(net_flash3d_forward_cpu_layouts(&b, &t->cfg, &t->p, &in, &lay, 0, &err), HX_EINVAL);
     l1->bucket_count[0] -= 64, l1->bucket_count[1] += 64, l1->bucket_start[1] -= 64;
-    /* a level without a PSH of its own that disagrees with the pooling plan */
+    /* a level without a PSH of its own that disagrees with its windows: a perm, then a window boundary moved */
     if (!rh) {
       lay.lv[2].perm[0] = 1, lay.lv[2].perm[1] = 0;
       assert_int_equal(net_flash3d_forward_cpu_layouts(&b, &t->cfg, &t->p, &in, &lay, 0, &err), HX_ECHECK);
       lay.lv[2].perm[0] = 0, lay.lv[2].perm[1] = 1;
+      net_f3d_layout *w = &lay.lv[1];
+      assert_true(w->bucket_count[0] >= 2);
+      w->bucket_count[0] -= 1, w->bucket_start[1] -= 1, w->bucket_count[1] += 1;
+      assert_int_equal(net_flash3d_forward_cpu_layouts(&b, &t->cfg, &t->p, &in, &lay, 0, &err), HX_ECHECK);
+      assert_non_null(strstr(err.msg, "windows"));
+      w->bucket_count[0] += 1, w->bucket_start[1] += 1, w->bucket_count[1] -= 1;
     }
     /* another valid layout of level 0 (two rows of one bucket swapped): runs, and is not the same forward */
     const uint32_t g = lay.lv[0].bucket_start[0];

@@ -23,7 +23,8 @@ done
 "$BIN" net --model flash3d-tiny --points 3000 --reps 3 --rehash off > "$T/out-f3d" 2>&1 ||
   fail "net flash3d-tiny --rehash off exited $?: $(tail -3 "$T/out-f3d")"
 grep -q '^check: .*: pass$' "$T/out-f3d" || fail "net flash3d-tiny --rehash off: no passing check line"
-grep -q 'in pooling order over fixed windows' "$T/out-f3d" || fail "net flash3d-tiny --rehash off: the header does not say so"
+grep -q 'in pooling order over fixed windows' "$T/out-f3d" ||
+  fail "net flash3d-tiny --rehash off: the header does not say so"
 O="$T/out-main"
 for part in serialize embed enc0 enc1 dec0 head; do
   grep -q "^  $part " "$O" || fail "no part '$part' in the time by part of the network"

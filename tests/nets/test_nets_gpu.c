@@ -159,8 +159,9 @@ static void test_flash3d_tiny_bf16(void **state) {
   check_model("flash3d-tiny", NET_BF16, 2, 2500);
 }
 /* --rehash off: no PSH above level 0, pooled levels keep their rows in pooling order and attend over fixed windows
- * of `bucket` rows per cloud (nl_windows_gpu, cut on the device each forward), one cloud and two; --bucket-fill 0.6: bucket counts that are not powers of
- * two (PSH's mod hashes by remainder, partial scopes at a cloud's end), with and without rehashing. */
+ * of `bucket` rows per cloud (nl_windows_gpu, cut on the device each forward), one cloud and two; --bucket-fill 0.6:
+ * bucket counts that are not powers of two (PSH's mod hashes by remainder, partial scopes at a cloud's end), with
+ * and without rehashing. */
 static void test_flash3d_tiny_rehash_off_and_fill(void **state) {
   (void)state;
   check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, -1);
@@ -172,11 +173,13 @@ static void test_flash3d_tiny_rehash_off_and_fill(void **state) {
 /* The check must fail when the reference and the GPU weights differ. */
 static void test_check_catches_planted(void **state) {
   (void)state;
-  static const char *const models[] = {"ptv3-tiny", "flash3d-tiny"};
-  for (int m = 0; m < 2; m++) {
+  /* flash3d-tiny twice: re-hashed, and with rehash off, whose windows are cut on the device in every forward */
+  static const char *const models[] = {"ptv3-tiny", "flash3d-tiny", "flash3d-tiny (rehash off)"};
+  for (int m = 0; m < 3; m++) {
     hx_err err = {HX_OK, ""};
     net_config cfg;
-    assert_int_equal(net_config_named(&cfg, models[m], &err), HX_OK);
+    assert_int_equal(net_config_named(&cfg, m == 2 ? "flash3d-tiny" : models[m], &err), HX_OK);
+    if (m == 2) cfg.rehash = 0;
     net_params p = {0};
     assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
     tcase t;
@@ -206,11 +209,13 @@ static void check_run(net_gpu *g, const net_params *p, const tcase *t, cudaStrea
 
 static void test_rerun_and_graph(void **state) {
   (void)state;
-  static const char *const models[] = {"ptv3-tiny", "flash3d-tiny"};
-  for (int m = 0; m < 2; m++) {
+  /* flash3d-tiny twice: re-hashed, and with rehash off, whose windows are cut on the device in every forward */
+  static const char *const models[] = {"ptv3-tiny", "flash3d-tiny", "flash3d-tiny (rehash off)"};
+  for (int m = 0; m < 3; m++) {
     hx_err err = {HX_OK, ""};
     net_config cfg;
-    assert_int_equal(net_config_named(&cfg, models[m], &err), HX_OK);
+    assert_int_equal(net_config_named(&cfg, m == 2 ? "flash3d-tiny" : models[m], &err), HX_OK);
+    if (m == 2) cfg.rehash = 0;
     net_params p = {0};
     assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
     tcase t;
