@@ -718,7 +718,8 @@ static size_t run_windows(tctx *t, uint32_t B, uint32_t S) {
     for (size_t i = 0; i < n; ++i)
       if (hs[i + 1] != rs[i] || hc[i + 1] != rc[i]) {
         if (bad < 5)
-          fprintf(stderr, "  %s: window %zu: got [%u, +%u), want [%u, +%u)\n", what, i, hs[i + 1], hc[i + 1], rs[i], rc[i]);
+          fprintf(stderr, "  %s: window %zu: got [%u, +%u), want [%u, +%u)\n", what, i, hs[i + 1], hc[i + 1], rs[i],
+                  rc[i]);
         bad++;
       }
     if (bad) fprintf(stderr, "  %s: %zu mismatches (guards included)\n", what, bad);
