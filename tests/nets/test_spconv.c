@@ -313,10 +313,6 @@ static void test_mask_order(void **state) {
   assert_int_equal(spc_mask_order_cpu(&one, &m5, &e), HX_EINVAL);
 }
 
-/* The table lists v0 .. v4 in both builds (ids in order, names "v<id>"); the CPU-only build's entries
- * refuse with HX_ENODEV. spc_variant_best: v2 where in <= 8 (the stem's 4 -> 32, any out, any K); where both
- * widths are multiples of 16 (every xCPE width of PTv3) v3 at K = 27 and v1 at K = 125 (v3 sorts 27-bit masks);
- * v0 otherwise (odd widths, multiples of 8 only, in = 9). */
 /* spc_tile_halos_cpu on a hand-made map: distinct input rows per tile, in the map's order and in another, entries
  * outside [0, n) counted as none, a last partial tile; NULL arguments and tile 0 refused. */
 static void test_tile_halos(void **state) {
@@ -341,6 +337,10 @@ static void test_tile_halos(void **state) {
   assert_int_equal(spc_tile_halos_cpu(halo, NULL, NULL, 2, &err), HX_EINVAL);
 }
 
+/* The table lists v0 .. v5 in both builds (ids in order, names "v<id>"); the CPU-only build's entries
+ * refuse with HX_ENODEV. spc_variant_best: v2 where in <= 8 (the stem's 4 -> 32, any out, any K); where both
+ * widths are multiples of 16 (every xCPE width of PTv3) v3 at K = 27 and v1 at K = 125 (v3 sorts 27-bit masks);
+ * v0 otherwise (odd widths, multiples of 8 only, in = 9). */
 static void test_variants(void **state) {
   (void)state;
   assert_true(spc_variant_count() >= 1);
