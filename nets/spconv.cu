@@ -1520,14 +1520,18 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
   return HX_OK;
 }
 
+/* conv_sorted's kernel: v1's with 3 stages (v3), v1's deep pipeline (v4), or v6's wgmma kernel. */
+enum { kStages3 = 0, kDeep = 1, kWgmma = 2 };
+
 /* The map's order when it has one (m->order); else scratch holds the order (n uint32), then spc_mask_order_gpu's.
  * k = 5 maps are HX_EUNSUPPORTED (a 125-bit mask; v1 takes them); other K are refused by the checks v1 shares. */
-static hx_status conv_sorted(const char *who, int deep, void *d_y, const void *d_x, const spc_weights *w,
+static hx_status conv_sorted(const char *who, int kern, void *d_y, const void *d_x, const spc_weights *w,
                              const spc_map *m, void *d_scratch, size_t *scratch_bytes, net_dtype dt, cudaStream_t stream,
                              hx_err *err) {
   if (m && m->K == 125u)
     return hx_errf(err, HX_EUNSUPPORTED, "spc %s: sorts the rows of k = 3 maps only (a 27-bit mask; v1 takes k = 5)",
                    who);
+  if (kern == kWgmma && w) HX_TRY(spc_v6_check(w->in, w->out, err));
   const int own = m && !m->order; /* no order with the map: sort here */
   const size_t n = m && own ? m->n : 0;
   size_t order_bytes = 0;
@@ -1537,15 +1541,18 @@ static hx_status conv_sorted(const char *who, int deep, void *d_y, const void *d
   void *order_scratch = take(c, order_bytes);
   HX_TRY(conv_implicit(who, d_y, d_x, w, m, d_scratch, scratch_bytes, c.used, dt, err));
   if (!d_scratch || !m->n) return HX_OK;
-  if (!own) return conv_launch(d_y, d_x, w, m, m->order, deep, dt, stream, err);
-  HX_TRY(spc_mask_order_gpu(order, m, order_scratch, &order_bytes, stream, err));
-  return conv_launch(d_y, d_x, w, m, order, deep, dt, stream, err);
+  const uint32_t *perm = own ? order : m->order;
+  if (own) HX_TRY(spc_mask_order_gpu(order, m, order_scratch, &order_bytes, stream, err));
+  if (kern == kWgmma)
+    return spc_v6_launch(d_y, d_x, w->d_w, w->d_b, m->nbr, perm, m->n, (uint32_t)w->in, (uint32_t)w->out, dt, stream,
+                         err);
+  return conv_launch(d_y, d_x, w, m, perm, kern == kDeep, dt, stream, err);
 }
 
 hx_status spc_conv_v3(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
                       size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
   (void)ctx;
-  return conv_sorted("v3", 0, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
+  return conv_sorted("v3", kStages3, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
 }
 
 /* ---- v4: v3 with the deep pipeline (v1::Deep) ------------------------------------------------------ */
@@ -1564,7 +1571,14 @@ hx_status spc_launch_plan(int *tile_rows, int *stages, const spc_map *m, const s
 hx_status spc_conv_v4(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
                       size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
   (void)ctx;
-  return conv_sorted("v4", 1, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
+  return conv_sorted("v4", kDeep, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
+}
+
+/* ---- v6: v3's rows on the warp-specialised wgmma kernel (spconv_wgmma.cu) ------------------------- */
+hx_status spc_conv_v6(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  (void)ctx;
+  return conv_sorted("v6", kWgmma, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
 }
 
 /* ---- v5: the tile's input halo in shared memory ----------------------------------------------------- */

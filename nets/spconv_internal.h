@@ -18,10 +18,12 @@ extern "C" {
  * sorted by their neighbour mask (k = 3 maps, v1's widths; the main path's k = 3 variant), v4 v3 with a deeper
  * cp.async pipeline (no faster than v3 on an H200: an ablation), v5 v1's tiles in the map's own order with each
  * tile's input rows (its halo) held in shared memory across offsets (k = 3, v1's widths; slower than v3 on an H200:
- * an ablation; docs/nets.md). */
+ * an ablation; docs/nets.md), v6 v3's rows on a warp-specialised wgmma kernel (sm_90a, k = 3, widths multiples of
+ * 32; HX_EUNSUPPORTED elsewhere; nets/spconv_wgmma.cu). */
 #define SPC_VARIANT_LIST(X)                                                                                   \
   X(0, "v0", spc_conv_v0, 1, 0) X(1, "v1", spc_conv_v1, 0, 0) X(2, "v2", spc_conv_v2, 0, 0)                   \
-  X(3, "v3", spc_conv_v3, 0, 1) X(4, "v4", spc_conv_v4, 0, 1) X(5, "v5", spc_conv_v5, 0, 0)
+  X(3, "v3", spc_conv_v3, 0, 1) X(4, "v4", spc_conv_v4, 0, 1) X(5, "v5", spc_conv_v5, 0, 0)                   \
+  X(6, "v6", spc_conv_v6, 0, 1)
 
 /* v1's channel rule, shared by the kernel's boundary check and spc_variant_best: both widths a multiple of the
  * mma's k16 / n16 granularity (16-byte cp.async rows need 8; the ldmatrix.x4 fragments take 16). */
@@ -35,11 +37,29 @@ static inline int spc_v1_takes(size_t in, size_t out) {
 #define SPC_V2_MAX_IN 8u
 static inline int spc_v2_takes(size_t in, size_t out) { return in && out && in <= SPC_V2_MAX_IN; }
 
+/* v6's channel rule: wgmma k16 steps over 32- or 64-channel input chunks (64- or 128-byte swizzled rows) and
+ * output slices of 32 .. 256 channels (m64nN, N = the widest of 256, 128, 64, 32 dividing out). */
+#define SPC_V6_CHANNELS 32u
+static inline int spc_v6_takes(size_t in, size_t out) {
+  return in && out && in % SPC_V6_CHANNELS == 0 && out % SPC_V6_CHANNELS == 0;
+}
+static inline uint32_t spc_v6_slice(size_t out) {
+  return out % 256u == 0 ? 256u : out % 128u == 0 ? 128u : out % 64u == 0 ? 64u : 32u;
+}
+
 #define SPC_DECLARE_(id_, name_, fn_, rule_, order_)                                                                  \
   hx_status fn_(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,          \
                 size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 SPC_VARIANT_LIST(SPC_DECLARE_)
 #undef SPC_DECLARE_
+
+/* v6's kernel (nets/spconv_wgmma.cu; CUDA builds only). spc_v6_check: HX_EUNSUPPORTED unless spc_v6_takes(in,
+ * out) and the device runs this build's sm_90a image (compute capability 9.0). spc_v6_launch: y = conv(x) over
+ * the rows in d_perm's order (a permutation of [0, n), v3's order), arguments checked by the caller as v3's. */
+hx_status spc_v6_check(size_t in, size_t out, hx_err *err);
+hx_status spc_v6_launch(void *d_y, const void *d_x, const void *d_w, const float *d_b, const int32_t *d_nbr,
+                        const uint32_t *d_perm, uint32_t n, uint32_t in, uint32_t out, net_dtype dt,
+                        struct CUstream_st *stream, hx_err *err);
 
 #ifdef __cplusplus
 }

@@ -337,7 +337,7 @@ static void test_tile_halos(void **state) {
   assert_int_equal(spc_tile_halos_cpu(halo, NULL, NULL, 2, &err), HX_EINVAL);
 }
 
-/* The table lists v0 .. v5 in both builds (ids in order, names "v<id>"); the CPU-only build's entries
+/* The table lists v0 .. v6 in both builds (ids in order, names "v<id>"); the CPU-only build's entries
  * refuse with HX_ENODEV. spc_variant_best: v2 where in <= 8 (the stem's 4 -> 32, any out, any K); where both
  * widths are multiples of 16 (every xCPE width of PTv3) v3 at K = 27 and v1 at K = 125 (v3 sorts 27-bit masks);
  * v0 otherwise (odd widths, multiples of 8 only, in = 9). */
@@ -370,8 +370,13 @@ static void test_variants(void **state) {
   assert_true(spc_variant_count() >= 5);
   assert_string_equal(spc_variant_get(4)->name, "v4");
   assert_int_equal(spc_variant_get(4)->needs_rule, 0);
-  for (int i = 0; i < spc_variant_count(); ++i) /* only v3 and v4 read a map's row order */
-    assert_int_equal(spc_variant_get(i)->uses_order, spc_variant_get(i)->id == 3 || spc_variant_get(i)->id == 4);
+  assert_true(spc_variant_count() >= 7);
+  assert_string_equal(spc_variant_get(6)->name, "v6");
+  assert_int_equal(spc_variant_get(6)->needs_rule, 0);
+  for (int i = 0; i < spc_variant_count(); ++i) { /* only v3, v4 and v6 read a map's row order */
+    const int id = spc_variant_get(i)->id;
+    assert_int_equal(spc_variant_get(i)->uses_order, id == 3 || id == 4 || id == 6);
+  }
   const struct {
     size_t in, out;
     uint32_t K;

@@ -384,9 +384,11 @@ static int conv_run(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, cons
 }
 
 /* One problem (a cloud's map c, its GPU map g, dt, in -> out, seed) against every registered variant (with
- * fused_only, the variants without a rulebook: no cuBLAS in the process), counted into *runs and *fails. */
+ * fused_only, the variants without a rulebook: no cuBLAS in the process), counted into *runs and *fails, and
+ * per variant id into id_runs[MAX_IDS] when given (a variant that refused every case would pass unseen). */
+enum { MAX_IDS = 16 };
 static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype dt, size_t in, size_t out,
-                      uint64_t seed, const char *cloud, int fused_only, int *runs, int *fails) {
+                      uint64_t seed, const char *cloud, int fused_only, int *runs, int *fails, int *id_runs) {
   hx_err err = {HX_OK, ""};
   conv_prob p;
   prob_make(&p, c, dt, in, out, seed);
@@ -397,6 +399,7 @@ static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype d
     if (fused_only && v->needs_rule) continue; /* v0: cuBLAS */
     const int r = conv_run(v, ctx, &p, g, &sw, cloud);
     if (r < 0) continue;
+    if (id_runs && v->id >= 0 && v->id < MAX_IDS) ++id_runs[v->id];
     ++*runs;
     *fails += !r;
   }
@@ -455,7 +458,7 @@ static void test_conv(void **state) {
   assert_true(tcloud_make(&cl[7], 2, d20000, 28, zero6, 13));
   /* the double reference costs pairs * in * out multiply-adds: cases above this are left out (logged) */
   const double max_cost = 2e9;
-  int fails = 0, runs = 0;
+  int fails = 0, runs = 0, id_runs[MAX_IDS] = {0};
   for (int ci = 0; ci < NCLOUD; ++ci)
     for (uint32_t k = 3; k <= 5; k += 2) {
       spc_map c;
@@ -480,13 +483,22 @@ static void test_conv(void **state) {
         }
         for (int d = 0; d < 2; ++d)
           conv_case(ctx, &c, &g, d ? NET_BF16 : NET_F16, shapes[s].in, shapes[s].out,
-                    1000u * (uint64_t)ci + 10u * s + (uint64_t)d, names[ci], 0, &runs, &fails);
+                    1000u * (uint64_t)ci + 10u * s + (uint64_t)d, names[ci], 0, &runs, &fails, id_runs);
       }
       gmap_free(&g);
       spc_map_free_host(&c);
     }
   printf("submanifold convolution GPU: %d of %d cases failed\n", fails, runs);
   assert_int_equal(fails, 0);
+  /* every variant ran somewhere; v6 (sm_90a) on compute capability 9.0 devices only */
+  int dev = 0, major = 0;
+  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  for (int vi = 0; vi < spc_variant_count(); ++vi) {
+    const int id = spc_variant_get(vi)->id;
+    printf("  %s ran %d cases\n", spc_variant_get(vi)->name, id < MAX_IDS ? id_runs[id] : -1);
+    if (id != 6 || major == 9) assert_true(id < MAX_IDS && id_runs[id] > 0);
+  }
   for (int ci = 0; ci < NCLOUD; ++ci) tcloud_free(&cl[ci]);
   spc_ctx_destroy(ctx);
 }
@@ -515,7 +527,7 @@ static void test_conv_fused(void **state) {
       if ((double)c.pairs * (double)widths[wi] * (double)widths[wi] > 2e9) continue; /* test_conv's cost bound */
       for (int d = 0; d < 2; ++d)
         conv_case(NULL, &c, &g, d ? NET_BF16 : NET_F16, widths[wi], widths[wi],
-                  7000u + 10u * (uint64_t)ci + (uint64_t)wi, names[ci], 1, &runs, &fails);
+                  7000u + 10u * (uint64_t)ci + (uint64_t)wi, names[ci], 1, &runs, &fails, NULL);
     }
     gmap_free(&g);
     spc_map_free_host(&c);

@@ -1,0 +1,477 @@
+/*
+ * spconv_wgmma.cu - sparse convolution v6: v3's rows (sorted by neighbour mask) on a warp-specialised Hopper
+ * kernel, wgmma with both operands in shared memory; sm_90a only. The CPU reference is spc_conv_cpu
+ * (spconv.c); the host entry spc_conv_v6 and its checks are in spconv.cu, which calls spc_v6_launch here.
+ *
+ * Computes what v1 and v3 compute: y[i] = b + sum over offsets o of x[nbr[i, o]] W_o^T (fp32 sums, one
+ * rounding to the dtype), for k = 3 maps (K = 27) and widths in % 32 == 0, out % 32 == 0.
+ *
+ * Why (docs/nets.md, "What the counters say"): v3's mma.sync kernel is latency-bound at 16 warps an SM, each
+ * warp waiting on its own ldmatrix -> mma chain; the tensor pipe is busy 4-28% of the cycles. Here the tensor
+ * work is issued by two consumer warpgroups as wgmma, which read A and B from shared memory themselves (no
+ * ldmatrix, no fragments in registers), and the gathers are issued by a third warpgroup, so neither waits on
+ * the other except through the ring.
+ *
+ * Design: one CTA = BM output rows (tile rows in v3's order: tile row t is output row perm[t]) x BN output
+ * channels, 3 warpgroups. Warpgroup 0 (the producer, setmaxnreg down) walks the steps s = (active offset o,
+ * input chunk of BK channels) and per step copies A[r] = x[nbr[r, o]][chunk] (cp.async, zero fill where a row
+ * has no neighbour at o; nothing for a 64-row block that has none at o) and B = W_o[c0 .. c0 + BN)[chunk]
+ * into ring slot s % STAGES in the wgmma K-major swizzled layout (128-byte swizzle at BK = 64, 64-byte at 32),
+ * then arrives on the slot's "full" mbarrier with cp.async.mbarrier.arrive.noinc (128 arrivals). Warpgroups 1
+ * and 2 (the consumers, setmaxnreg up) own MI blocks of 64 rows each; per step they wait on "full", issue
+ * m64nBNk16 wgmmas for each of their blocks that has a neighbour at o, commit, and wait for the previous
+ * step's group (wgmma.wait_group 1) before one lane per warp arrives on that step's slot's "empty" mbarrier
+ * (8 arrivals), so one step's tensor work is always in flight while the next slot fills. The prologue (all
+ * threads, the only CTA-wide barriers) reads the tile's map rows into shared memory, the offset mask of each
+ * 64-row block and the tile's active offsets (increasing o).
+ * Ring protocol (as attention v9's, kernels/attn_wgmma.cu): step s uses slot s % STAGES for the u = s /
+ * STAGES-th time; "full" completes phase u when its 128 producer threads' copies have landed (consumers wait
+ * for parity u & 1), "empty" completes phase u when both consumers have retired step s (the producer waits
+ * for parity (u & 1) ^ 1 before refilling: a fresh mbarrier's "previous" phase counts as complete).
+ * Invariant: each output is the sum over its tile's steps in increasing (o, chunk), k16 by k16, in fp32: the
+ * schedule never changes the sums, so runs agree bit for bit (the tests assert it); not v3's bits (the
+ * tensor core's order inside a k16 step differs between mma.sync and wgmma), within the same tolerance.
+ *
+ * Tiles (Tiles<BN, BK>): BN = the widest of 256, 128, 64, 32 dividing out; BK = 64 or 32 by in; MI = 1 at
+ * BN = 256 (128 accumulator registers a thread), else 2 (MI * BN / 2 <= 128), so BM = 128 MI. A stage is
+ * BM * BK * 2 + BN * BK * 2 bytes; STAGES the most (up to 8) that fit 227 KB with the map rows (BM x 27 x 4).
+ *
+ * The wgmma, cp.async and mbarrier wrappers repeat attention's (kernels/attn_wgmma.cu): .cuh files stay in
+ * their folder (STYLE.md), so the two leaves cannot share one. Gating as there: the wgmma code exists only in
+ * the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); spc_v6_check refuses (HX_EUNSUPPORTED) unless the device is
+ * compute capability 9.0 and a probe kernel of this file reports that the loaded image is sm_90a.
+ */
+#include "nets/nets.h"
+#include "nets/spconv_internal.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SPC_WGMMA 1
+#else
+#define SPC_WGMMA 0
+#endif
+
+/* a named namespace: nvcc warns of unused members of templates with internal linkage in the images without
+ * the kernel body */
+namespace spc_v6 {
+
+constexpr uint32_t kK = 27;          /* k = 3 maps only */
+constexpr int kSmemMax = 227 * 1024; /* sm_90's dynamic shared memory per CTA */
+
+struct Params {
+  void *y;               /* [n, out] dtype */
+  const void *x;         /* [n, in] dtype */
+  const void *w;         /* [K][out][in] dtype: W_o row-major [out, in], K-major B */
+  const float *b;        /* [out] fp32 or NULL */
+  const int32_t *nbr;    /* [n, K]: input row or -1; entries outside [0, n) read as -1 */
+  const uint32_t *perm;  /* tile row t is output row perm[t] (a permutation of [0, n)) */
+  uint32_t n, in, out, slices;
+};
+
+template <int BN_, int BK_> struct Tiles {
+  static constexpr int BN = BN_, BK = BK_;
+  static constexpr int MI = BN == 256 ? 1 : 2, BM = 128 * MI, BLOCKS = BM / 64;
+  static constexpr int RB = BK * 2;                 /* bytes per swizzle atom row */
+  static constexpr int MODE = BK == 64 ? 1 : 2;     /* descriptor swizzle: 128 B or 64 B */
+  static constexpr int CPR = BK / 8;                /* 16-byte chunks per row */
+  static constexpr int A_BYTES = BM * RB, B_BYTES = BN * RB, STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int MAP_BYTES = BM * (int)kK * 4;
+  static constexpr int TAIL = MAP_BYTES + BLOCKS * 4 + 32 + 16 + 8 + 2 * 8 * 8; /* map, masks, offsets, count, bars */
+  static constexpr int FIT = (kSmemMax - 1024 - TAIL) / STAGE_BYTES;
+  static constexpr int STAGES = FIT > 8 ? 8 : FIT;
+  static constexpr size_t SMEM = 1024 + (size_t)STAGES * STAGE_BYTES + TAIL;
+  static_assert(STAGES >= 3, "a slot for each of two steps in flight and one filling");
+  static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "slots and B tiles on swizzle-atom bounds");
+  static_assert(MI * BN / 2 <= 128, "accumulators within the consumers' registers");
+};
+
+template <typename T> struct pack2;
+template <> struct pack2<__half> {
+  static __device__ __forceinline__ uint32_t of(float a, float b) {
+    __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<uint32_t *>(&h);
+  }
+};
+template <> struct pack2<__nv_bfloat16> {
+  static __device__ __forceinline__ uint32_t of(float a, float b) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<uint32_t *>(&h);
+  }
+};
+
+#if SPC_WGMMA
+/* ---- sm_90a device code --------------------------------------------------------------------------- */
+
+constexpr int kProducerRegs = 40, kConsumerRegs = 232; /* 128 x 40 + 256 x 232 <= 384 x 168 (setmaxnreg) */
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+/* 16-byte copies; src_bytes 0 writes 16 zero bytes. .ca for gathered rows (a row is read at several offsets of
+ * a tile), .cg for the weights. */
+__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void *src, uint32_t src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void *src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+/* cp.async writes are generic-proxy writes; wgmma reads through the async proxy */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* keeps the compiler from reading an accumulator of an in-flight wgmma before the wait that completes it */
+__device__ __forceinline__ void pin(float &x) { asm volatile("" : "+f"(x)::"memory"); }
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile("{\n.reg .pred P1;\nSPC_WAIT:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+               "@P1 bra SPC_DONE;\nbra SPC_WAIT;\nSPC_DONE:\n}\n" ::"r"(bar),
+               "r"(parity)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+/* Shared-memory matrix descriptor: start address, leading and stride byte offsets (16-byte units), swizzle
+ * mode in bits 62-63 (1 = 128 B, 2 = 64 B). */
+__device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo, int mode) {
+  return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFFu) << 16) |
+         ((uint64_t)((sbo >> 4) & 0x3FFFu) << 32) | ((uint64_t)mode << 62);
+}
+/* Byte offset of 16-byte chunk c of row r in a K-major tile of rows of CPR chunks (CPR * 16 = the swizzle
+ * width): the hardware's XOR of the 128-byte line index (mod CPR) into the chunk index. The tile's base is
+ * aligned to the swizzle atom (8 rows). */
+template <int CPR> __device__ __forceinline__ uint32_t swz(int r, int c) {
+  constexpr int RPL = 8 / CPR; /* rows per 128-byte line */
+  return (uint32_t)(r * CPR * 16 + ((c ^ ((r / RPL) % CPR)) << 4));
+}
+
+/* d (m64 x N fp32, N / 2 a thread) += A B: A (64 x 16) and B (N x 16) K-major in shared memory. */
+template <typename T, int N> __device__ __forceinline__ void wg_ss(float *d, uint64_t da, uint64_t db);
+#define WG_D8(i) \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+#define WG_D16(i) WG_D8(i), WG_D8(i + 8)
+#define WG_D32(i) WG_D16(i), WG_D16(i + 16)
+#define WG_D64(i) WG_D32(i), WG_D32(i + 32)
+#define WG_D128(i) WG_D64(i), WG_D64(i + 64)
+#define WG_SS_32(TY, PT) \
+  template <> __device__ __forceinline__ void wg_ss<TY, 32>(float *d, uint64_t da, uint64_t db) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." PT "." PT " {" \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" \
+                 "}, %16, %17, p, 1, 1, 0, 0;\n}\n" \
+                 : WG_D16(0) \
+                 : "l"(da), "l"(db), "r"(1)); \
+  }
+#define WG_SS_64(TY, PT) \
+  template <> __device__ __forceinline__ void wg_ss<TY, 64>(float *d, uint64_t da, uint64_t db) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." PT "." PT " {" \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
+                 : WG_D32(0) \
+                 : "l"(da), "l"(db), "r"(1)); \
+  }
+#define WG_SS_128(TY, PT) \
+  template <> __device__ __forceinline__ void wg_ss<TY, 128>(float *d, uint64_t da, uint64_t db) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." PT "." PT " {" \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
+                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
+                 : WG_D64(0) \
+                 : "l"(da), "l"(db), "r"(1)); \
+  }
+#define WG_SS_256(TY, PT) \
+  template <> __device__ __forceinline__ void wg_ss<TY, 256>(float *d, uint64_t da, uint64_t db) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." PT "." PT " {" \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+                 "}, %128, %129, p, 1, 1, 0, 0;\n}\n" \
+                 : WG_D128(0) \
+                 : "l"(da), "l"(db), "r"(1)); \
+  }
+WG_SS_32(__half, "f16")
+WG_SS_64(__half, "f16")
+WG_SS_128(__half, "f16")
+WG_SS_256(__half, "f16")
+WG_SS_32(__nv_bfloat16, "bf16")
+WG_SS_64(__nv_bfloat16, "bf16")
+WG_SS_128(__nv_bfloat16, "bf16")
+WG_SS_256(__nv_bfloat16, "bf16")
+#undef WG_SS_32
+#undef WG_SS_64
+#undef WG_SS_128
+#undef WG_SS_256
+#undef WG_D128
+#undef WG_D64
+#undef WG_D32
+#undef WG_D16
+#undef WG_D8
+
+template <typename T, int BN, int BK>
+__global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
+  using Tr = Tiles<BN, BK>;
+  constexpr int BM = Tr::BM, MI = Tr::MI, BLOCKS = Tr::BLOCKS, ST = Tr::STAGES, CPR = Tr::CPR;
+  constexpr int NACC = BN / 2;
+  extern __shared__ uint4 smem_raw[];
+  const uint32_t s0 = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  unsigned char *g0 = reinterpret_cast<unsigned char *>(smem_raw) + (s0 - smem_u32(smem_raw));
+  int32_t *nbr_s = reinterpret_cast<int32_t *>(g0 + ST * Tr::STAGE_BYTES);
+  uint32_t *bmask = reinterpret_cast<uint32_t *>(nbr_s + BM * kK);
+  uint8_t *act = reinterpret_cast<uint8_t *>(bmask + BLOCKS);
+  int *nact = reinterpret_cast<int *>(act + 32);
+  const uint32_t sBar = (smem_u32(nact + 4) + 7u) & ~7u, sFull = sBar, sEmpty = sBar + 8u * ST;
+
+  const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
+  const uint32_t tile = blockIdx.x / p.slices, slice = blockIdx.x - tile * p.slices;
+  const uint32_t r0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN;
+  const uint32_t rows = p.n - r0 < (uint32_t)BM ? p.n - r0 : (uint32_t)BM;
+
+  /* prologue: mbarriers, the tile's map rows, each 64-row block's offset mask, the tile's active offsets */
+  if (tid == 0) {
+#pragma unroll
+    for (int i = 0; i < ST; ++i) {
+      mbar_init(sFull + 8u * i, 128); /* one cp.async arrival per producer thread */
+      mbar_init(sEmpty + 8u * i, 8);  /* one arrival per consumer warp */
+    }
+  }
+  for (uint32_t t = (uint32_t)tid; t < (uint32_t)BM * kK; t += 384u) {
+    int32_t j = -1;
+    if (t / kK < rows) {
+      j = __ldg(p.nbr + (size_t)__ldg(p.perm + r0 + t / kK) * kK + t % kK);
+      if ((uint32_t)j >= p.n) j = -1;
+    }
+    nbr_s[t] = j;
+  }
+  __syncthreads();
+  if (warp < BLOCKS) { /* warp g: block g, lane o */
+    bool on = false;
+    if ((uint32_t)lane < kK)
+      for (int r = 0; r < 64; ++r) on |= nbr_s[(warp * 64 + r) * (int)kK + lane] >= 0;
+    const uint32_t bal = __ballot_sync(0xFFFFFFFFu, on);
+    if (lane == 0) bmask[warp] = bal;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    uint32_t any = 0;
+#pragma unroll
+    for (int g = 0; g < BLOCKS; ++g) any |= bmask[g];
+    const bool on = (any >> lane) & 1u;
+    if (on) act[__popc(any & ((1u << lane) - 1u))] = (uint8_t)lane;
+    if (lane == 0) *nact = __popc(any);
+  }
+  /* the inits and the tables visible to every thread (and the mbarriers to the async arrivals): the last
+   * CTA-wide barrier */
+  __syncthreads();
+  const int KC = (int)(p.in / (uint32_t)BK), S = *nact * KC;
+
+  if (wg == 0) {
+    /* ---- producer ---- */
+    setmaxnreg_dec<kProducerRegs>();
+    const unsigned char *xb = static_cast<const unsigned char *>(p.x), *wb = static_cast<const unsigned char *>(p.w);
+    int slot = 0;
+    uint32_t ph = 0;
+#pragma unroll 1
+    for (int s = 0; s < S; ++s) {
+      const int oi = s / KC, kc = s - oi * KC, o = act[oi];
+      mbar_wait(sEmpty + 8u * (uint32_t)slot, ph ^ 1u);
+      const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
+#pragma unroll 4
+      for (int i = 0; i < BM * CPR / 128; ++i) {
+        const int t = tid + i * 128, r = t / CPR, c = t % CPR;
+        if (!((bmask[r / 64] >> o) & 1u)) continue; /* no consumer reads this block at o */
+        const int32_t j = nbr_s[r * (int)kK + o];
+        const void *src = j >= 0 ? xb + ((size_t)j * p.in + (size_t)kc * BK + (size_t)c * 8u) * 2u : xb;
+        cp_async_ca(aA + swz<CPR>(r, c), src, j >= 0 ? 16u : 0u);
+      }
+      for (int t = tid; t < BN * CPR; t += 128) {
+        const int nn = t / CPR, c = t % CPR;
+        const size_t e = ((size_t)o * p.out + c0 + (size_t)nn) * p.in + (size_t)kc * BK + (size_t)c * 8u;
+        cp_async_cg(aB + swz<CPR>(nn, c), wb + e * 2u);
+      }
+      cp_async_arrive_noinc(sFull + 8u * (uint32_t)slot);
+      if (++slot == ST) slot = 0, ph ^= 1u;
+    }
+    /* no copy of this thread in flight at exit */
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    return;
+  }
+
+  /* ---- consumers: warpgroup c owns 64-row blocks c * MI .. c * MI + MI - 1 ---- */
+  setmaxnreg_inc<kConsumerRegs>();
+  const int cwg = wg - 1, wq = warp & 3;
+  float acc[MI][NACC];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int e = 0; e < NACC; ++e) acc[mi][e] = 0.0f;
+  uint32_t my_mask[MI];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) my_mask[mi] = bmask[cwg * MI + mi];
+
+  int slot = 0, prev = -1;
+  uint32_t ph = 0;
+#pragma unroll 1
+  for (int s = 0; s < S; ++s) {
+    const int o = act[s / KC];
+    mbar_wait(sFull + 8u * (uint32_t)slot, ph);
+    fence_proxy_async();
+    const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int e = 0; e < NACC; ++e) pin(acc[mi][e]);
+    wg_fence();
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      /* uniform over the warpgroup; lane 0's copy, so that ptxas sees a uniform branch (a branch on the
+       * shared-memory value itself made it serialise every wgmma of the loop: warning C7520) */
+      if (!__shfl_sync(0xFFFFFFFFu, (my_mask[mi] >> o) & 1u, 0)) continue;
+      const uint32_t ablk = aA + (uint32_t)((cwg * MI + mi) * 64 * Tr::RB);
+#pragma unroll
+      for (int ks = 0; ks < BK / 16; ++ks) {
+        const uint64_t da = wg_desc(ablk + (uint32_t)ks * 32u, 16, 8 * Tr::RB, Tr::MODE);
+        const uint64_t db = wg_desc(aB + (uint32_t)ks * 32u, 16, 8 * Tr::RB, Tr::MODE);
+        wg_ss<T, BN>(acc[mi], da, db);
+      }
+    }
+    wg_commit();
+    wg_wait<1>(); /* the previous step's wgmmas are done: its slot may be refilled */
+    if (prev >= 0 && lane == 0) mbar_arrive(sEmpty + 8u * (uint32_t)prev);
+    prev = slot;
+    if (++slot == ST) slot = 0, ph ^= 1u;
+  }
+  wg_wait<0>();
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int e = 0; e < NACC; ++e) pin(acc[mi][e]);
+
+  /* epilogue: + bias (fp32), one rounding, one store per value pair; a thread holds rows lane / 4 and
+   * lane / 4 + 8 of its warp's 16 in each block, columns 8 nb + 2 (lane % 4) + {0, 1} */
+  uint32_t *y = static_cast<uint32_t *>(p.y);
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const uint32_t r = (uint32_t)((cwg * MI + mi) * 64 + wq * 16 + (lane >> 2) + hr * 8);
+      if (r >= rows) continue;
+      const size_t orow = (size_t)__ldg(p.perm + r0 + r) * p.out;
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb) {
+        const uint32_t col = c0 + (uint32_t)(nb * 8 + 2 * (lane & 3));
+        const float b0 = p.b ? __ldg(p.b + col) : 0.0f, b1 = p.b ? __ldg(p.b + col + 1u) : 0.0f;
+        y[(orow + col) / 2u] = pack2<T>::of(acc[mi][nb * 4 + 2 * hr] + b0, acc[mi][nb * 4 + 2 * hr + 1] + b1);
+      }
+    }
+}
+
+#else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
+
+template <typename T, int BN, int BK> __global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
+  (void)p;
+}
+
+#endif /* SPC_WGMMA */
+
+/* Writes 1 when the image running it was compiled for sm_90a (the feature macro), else 0. */
+__global__ void sm90a_probe(int *out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+template <typename T, int BN, int BK> hx_status launch(const Params &p, cudaStream_t stream, hx_err *err) {
+  using Tr = Tiles<BN, BK>;
+  auto kern = conv_wg_kernel<T, BN, BK>;
+  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::SMEM));
+  const size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices;
+  kern<<<(unsigned)ctas, 384, Tr::SMEM, stream>>>(p);
+  HX_LAUNCHED(err, "spc v6 conv_wg_kernel");
+  return HX_OK;
+}
+template <typename T, int BN> hx_status by_bk(const Params &p, cudaStream_t stream, hx_err *err) {
+  return p.in % 64u == 0 ? launch<T, BN, 64>(p, stream, err) : launch<T, BN, 32>(p, stream, err);
+}
+template <typename T> hx_status by_bn(Params p, cudaStream_t stream, hx_err *err) {
+  const uint32_t bn = spc_v6_slice(p.out);
+  p.slices = p.out / bn;
+  switch (bn) {
+  case 256: return by_bk<T, 256>(p, stream, err);
+  case 128: return by_bk<T, 128>(p, stream, err);
+  case 64: return by_bk<T, 64>(p, stream, err);
+  default: return by_bk<T, 32>(p, stream, err);
+  }
+}
+
+} // namespace spc_v6
+
+/* The probe's answer is fixed per device and process; run per call it would serialise every timed launch on
+ * the host (a launch and a synchronous copy), so it is cached per thread and device (0 = not probed, 1 = yes,
+ * 2 = no), as attention v6 does. */
+extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
+  if (!spc_v6_takes(in, out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: %zu -> %zu channels: both must be multiples of 32 (v3 takes "
+                   "multiples of 16)", in, out);
+  static thread_local signed char cache[64];
+  int dev = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  if (dev < 0 || dev >= 64) return hx_errf(err, HX_EUNSUPPORTED, "spc v6: device %d out of range", dev);
+  if (!cache[dev]) {
+    int major = 0, minor = 0, ok = 0;
+    HX_CUDA(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    HX_CUDA(err, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    if (major == 9 && minor == 0) {
+      int *d_flag = NULL;
+      HX_CUDA(err, cudaMalloc((void **)&d_flag, sizeof(int)));
+      spc_v6::sm90a_probe<<<1, 1>>>(d_flag);
+      cudaError_t e = cudaGetLastError();
+      if (e == cudaSuccess) e = cudaMemcpy(&ok, d_flag, sizeof ok, cudaMemcpyDeviceToHost);
+      cudaFree(d_flag);
+      if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "spc v6: sm_90a probe: %s", cudaGetErrorString(e));
+    }
+    cache[dev] = ok == 1 ? 1 : 2;
+  }
+  if (cache[dev] != 1)
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: needs an sm_90a image on a compute capability 9.0 device");
+  return HX_OK;
+}
+
+extern "C" hx_status spc_v6_launch(void *d_y, const void *d_x, const void *d_w, const float *d_b, const int32_t *d_nbr,
+                                   const uint32_t *d_perm, uint32_t n, uint32_t in, uint32_t out, net_dtype dt,
+                                   cudaStream_t stream, hx_err *err) {
+  const spc_v6::Params p{d_y, d_x, d_w, d_b, d_nbr, d_perm, n, in, out, 1u};
+  return dt == NET_BF16 ? spc_v6::by_bn<__nv_bfloat16>(p, stream, err) : spc_v6::by_bn<__half>(p, stream, err);
+}
