@@ -60,7 +60,7 @@
 namespace spc_v6 {
 
 constexpr uint32_t kK = 27;          /* k = 3 maps only */
-constexpr int kSmemMax = 227 * 1024; /* sm_90's dynamic shared memory per CTA */
+constexpr int kSmemMax = 227 * 1024, kSmemSM = 228 * 1024; /* sm_90: per CTA (dynamic), per SM */
 
 struct Params {
   void *y;               /* [n, out] dtype */
@@ -74,19 +74,28 @@ struct Params {
 
 template <int BN_, int BK_> struct Tiles {
   static constexpr int BN = BN_, BK = BK_;
-  static constexpr int MI = BN == 256 ? 1 : 2, BM = 128 * MI, BLOCKS = BM / 64;
+  /* CTAS resident an SM: two at output slices of <= 64 channels (one CTA's prologue, epilogue and ring
+   * latency under the other's tensor work), one above, where the accumulators need the registers */
+  static constexpr int CTAS = BN <= 64 ? 2 : 1;
+  static constexpr int MI = CTAS == 2 || BN == 256 ? 1 : 2, BM = 128 * MI, BLOCKS = BM / 64;
+  /* setmaxnreg: the allocation at entry under __launch_bounds__(384, CTAS) is 168 (one CTA) or 80 (two)
+   * a thread; the producer's release covers the consumers' increase: 128 x 40 + 256 x 232 = 384 x 168,
+   * 128 x 40 + 256 x 96 <= 384 x 80 */
+  static constexpr int PREG = 40, CREG = CTAS == 2 ? 96 : 232;
   static constexpr int RB = BK * 2;                 /* bytes per swizzle atom row */
   static constexpr int MODE = BK == 64 ? 1 : 2;     /* descriptor swizzle: 128 B or 64 B */
   static constexpr int CPR = BK / 8;                /* 16-byte chunks per row */
   static constexpr int A_BYTES = BM * RB, B_BYTES = BN * RB, STAGE_BYTES = A_BYTES + B_BYTES;
   static constexpr int MAP_BYTES = BM * (int)kK * 4;
-  static constexpr int TAIL = MAP_BYTES + BLOCKS * 4 + 32 + 16 + 8 + 2 * 8 * 8; /* map, masks, offsets, count, bars */
-  static constexpr int FIT = (kSmemMax - 1024 - TAIL) / STAGE_BYTES;
+  static constexpr int TAIL = MAP_BYTES + 48 + 32 + 16 + 8 + 2 * 8 * 8; /* map, masks, offsets, count, bars */
+  static constexpr int BUDGET = kSmemSM / CTAS - 1024; /* per CTA, less the 1 KB the system reserves */
+  static constexpr int FIT = (BUDGET - 1024 - TAIL) / STAGE_BYTES;
   static constexpr int STAGES = FIT > 8 ? 8 : FIT;
   static constexpr size_t SMEM = 1024 + (size_t)STAGES * STAGE_BYTES + TAIL;
   static_assert(STAGES >= 3, "a slot for each of two steps in flight and one filling");
   static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "slots and B tiles on swizzle-atom bounds");
   static_assert(MI * BN / 2 <= 128, "accumulators within the consumers' registers");
+  static_assert(SMEM <= (size_t)kSmemMax, "within a CTA's shared memory");
 };
 
 template <typename T> struct pack2;
@@ -105,8 +114,6 @@ template <> struct pack2<__nv_bfloat16> {
 
 #if SPC_WGMMA
 /* ---- sm_90a device code --------------------------------------------------------------------------- */
-
-constexpr int kProducerRegs = 40, kConsumerRegs = 232; /* 128 x 40 + 256 x 232 <= 384 x 168 (setmaxnreg) */
 
 __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 /* 16-byte copies; src_bytes 0 writes 16 zero bytes. .ca for gathered rows (a row is read at several offsets of
@@ -239,7 +246,7 @@ WG_SS_256(__nv_bfloat16, "bf16")
 #undef WG_D8
 
 template <typename T, int BN, int BK>
-__global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
+__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const Params p) {
   using Tr = Tiles<BN, BK>;
   constexpr int BM = Tr::BM, MI = Tr::MI, BLOCKS = Tr::BLOCKS, ST = Tr::STAGES, CPR = Tr::CPR;
   constexpr int NACC = BN / 2;
@@ -247,7 +254,8 @@ __global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
   const uint32_t s0 = (smem_u32(smem_raw) + 1023u) & ~1023u;
   unsigned char *g0 = reinterpret_cast<unsigned char *>(smem_raw) + (s0 - smem_u32(smem_raw));
   int32_t *nbr_s = reinterpret_cast<int32_t *>(g0 + ST * Tr::STAGE_BYTES);
-  uint32_t *bmask = reinterpret_cast<uint32_t *>(nbr_s + BM * kK);
+  uint32_t *wmask = reinterpret_cast<uint32_t *>(nbr_s + BM * kK); /* per 32-row warp of the tile, then */
+  uint32_t *bmask = wmask + 2 * BLOCKS;                              /* per 64-row block */
   uint8_t *act = reinterpret_cast<uint8_t *>(bmask + BLOCKS);
   int *nact = reinterpret_cast<int *>(act + 32);
   const uint32_t sBar = (smem_u32(nact + 4) + 7u) & ~7u, sFull = sBar, sEmpty = sBar + 8u * ST;
@@ -257,7 +265,9 @@ __global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
   const uint32_t r0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN;
   const uint32_t rows = p.n - r0 < (uint32_t)BM ? p.n - r0 : (uint32_t)BM;
 
-  /* prologue: mbarriers, the tile's map rows, each 64-row block's offset mask, the tile's active offsets */
+  /* prologue: mbarriers, the tile's map rows, each 64-row block's offset mask, the tile's active offsets.
+   * The map rows in two rounds of loads (every thread's perm entries, then its map entries), not one
+   * dependent pair per entry: the prologue runs before any tensor work of the CTA. */
   if (tid == 0) {
 #pragma unroll
     for (int i = 0; i < ST; ++i) {
@@ -265,27 +275,40 @@ __global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
       mbar_init(sEmpty + 8u * i, 8);  /* one arrival per consumer warp */
     }
   }
-  for (uint32_t t = (uint32_t)tid; t < (uint32_t)BM * kK; t += 384u) {
-    int32_t j = -1;
-    if (t / kK < rows) {
-      j = __ldg(p.nbr + (size_t)__ldg(p.perm + r0 + t / kK) * kK + t % kK);
-      if ((uint32_t)j >= p.n) j = -1;
+  {
+    constexpr int PER = (BM * (int)kK + 383) / 384;
+    uint32_t src[PER];
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const uint32_t t = (uint32_t)(tid + i * 384);
+      src[i] = t < (uint32_t)BM * kK && t / kK < rows ? __ldg(p.perm + r0 + t / kK) : ~0u;
     }
-    nbr_s[t] = j;
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const uint32_t t = (uint32_t)(tid + i * 384);
+      int32_t j = -1;
+      if (src[i] != ~0u) j = __ldg(p.nbr + (size_t)src[i] * kK + t % kK);
+      if ((uint32_t)j >= p.n) j = -1;
+      if (t < (uint32_t)BM * kK) nbr_s[t] = j;
+    }
   }
   __syncthreads();
-  if (warp < BLOCKS) { /* warp g: block g, lane o */
-    bool on = false;
-    if ((uint32_t)lane < kK)
-      for (int r = 0; r < 64; ++r) on |= nbr_s[(warp * 64 + r) * (int)kK + lane] >= 0;
-    const uint32_t bal = __ballot_sync(0xFFFFFFFFu, on);
-    if (lane == 0) bmask[warp] = bal;
+  if (tid < BM) { /* row tid's mask (27 is odd: the lanes' reads hit distinct banks), OR-ed over its warp */
+    uint32_t m = 0;
+#pragma unroll
+    for (uint32_t o = 0; o < kK; ++o) m |= (nbr_s[tid * (int)kK + (int)o] >= 0 ? 1u : 0u) << o;
+    m = __reduce_or_sync(0xFFFFFFFFu, m);
+    if (lane == 0) wmask[warp] = m;
   }
   __syncthreads();
   if (warp == 0) {
     uint32_t any = 0;
 #pragma unroll
-    for (int g = 0; g < BLOCKS; ++g) any |= bmask[g];
+    for (int g = 0; g < BLOCKS; ++g) {
+      const uint32_t b = wmask[2 * g] | wmask[2 * g + 1];
+      if (lane == 0) bmask[g] = b;
+      any |= b;
+    }
     const bool on = (any >> lane) & 1u;
     if (on) act[__popc(any & ((1u << lane) - 1u))] = (uint8_t)lane;
     if (lane == 0) *nact = __popc(any);
@@ -297,7 +320,7 @@ __global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
 
   if (wg == 0) {
     /* ---- producer ---- */
-    setmaxnreg_dec<kProducerRegs>();
+    setmaxnreg_dec<Tr::PREG>();
     const unsigned char *xb = static_cast<const unsigned char *>(p.x), *wb = static_cast<const unsigned char *>(p.w);
     int slot = 0;
     uint32_t ph = 0;
@@ -306,10 +329,13 @@ __global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
       const int oi = s / KC, kc = s - oi * KC, o = act[oi];
       mbar_wait(sEmpty + 8u * (uint32_t)slot, ph ^ 1u);
       const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
+      uint32_t on = 0; /* bit g: block g has a neighbour at o (no consumer reads the others' rows) */
+#pragma unroll
+      for (int g = 0; g < BLOCKS; ++g) on |= ((bmask[g] >> o) & 1u) << g;
 #pragma unroll 4
       for (int i = 0; i < BM * CPR / 128; ++i) {
         const int t = tid + i * 128, r = t / CPR, c = t % CPR;
-        if (!((bmask[r / 64] >> o) & 1u)) continue; /* no consumer reads this block at o */
+        if (!((on >> (r / 64)) & 1u)) continue;
         const int32_t j = nbr_s[r * (int)kK + o];
         const void *src = j >= 0 ? xb + ((size_t)j * p.in + (size_t)kc * BK + (size_t)c * 8u) * 2u : xb;
         cp_async_ca(aA + swz<CPR>(r, c), src, j >= 0 ? 16u : 0u);
@@ -328,7 +354,7 @@ __global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
   }
 
   /* ---- consumers: warpgroup c owns 64-row blocks c * MI .. c * MI + MI - 1 ---- */
-  setmaxnreg_inc<kConsumerRegs>();
+  setmaxnreg_inc<Tr::CREG>();
   const int cwg = wg - 1, wq = warp & 3;
   float acc[MI][NACC];
 #pragma unroll
@@ -398,7 +424,8 @@ __global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
 
 #else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
 
-template <typename T, int BN, int BK> __global__ void __launch_bounds__(384, 1) conv_wg_kernel(const Params p) {
+template <typename T, int BN, int BK>
+__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const Params p) {
   (void)p;
 }
 

@@ -66,7 +66,7 @@ if [ -n "${NCU_MODEL:-}" ]; then
 fi
 for v in ${NCU_STALLS:-}; do
   t1=$(date +%s)
-  timeout "${NCU_TIMEOUT:-200}" ncu --clock-control none --cache-control all -k regex:conv_kernel --launch-skip 46 \
+  timeout "${NCU_TIMEOUT:-200}" ncu --clock-control none --cache-control all -k "regex:conv_(wg_)?kernel" --launch-skip 46 \
     --launch-count 23 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
     --section MemoryWorkloadAnalysis_Tables --csv --page raw \
     "$BIN" net --model ptv3 --points 600k --reps 1 --check-points 1000 --spconv "$v" > "$OUT/ncu-stalls-$v.csv" \
