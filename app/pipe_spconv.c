@@ -15,7 +15,7 @@
  *      the sub-problem of those rows and the inputs they name (f3d_spc_sample_map; the full reference at 600k x 256
  *      is 2 x 7M pairs x 65536 = 1 TFLOP of scalar fp32), and the same on |x|, |w|, |b| for each value's magnitude;
  *   4. per variant that takes the shape (v0: gather-GEMM-scatter through cuBLAS; v1: the fused implicit GEMM, which
- *      spc_variant_best picks at these widths): outputs poisoned (0xFFFF, an fp16 NaN), one launch, the sampled rows
+ *      spc_variant_main picks at these widths): outputs poisoned (0xFFFF, an fp16 NaN), one launch, the sampled rows
  *      gathered on the device (nl_gather_rows_gpu) and compared: |gpu - ref| <= 2^-11 |ref| + 2^-13 mag (the fp16
  *      rounding of the output, plus the two fp32 sums' orders: at most (in + K) 2^-24 mag each, 2^-15.9 mag at
  *      C = 256, so 8x margin). A variant that fails is reported and not timed;
@@ -230,7 +230,7 @@ static hx_status run_width(stage *g, f3d_ctx *ctx, const char *pipeline, size_t 
   HX_TRY(spc_launch_plan(&tile, &stages, &g->m, &g->sw, 0, 0, err));
   f3d_spc_cost cost;
   HX_TRY(f3d_spc_cost_count(&cost, g->nbr, g->n, g->m.K, C, C, (uint32_t)tile, err));
-  const spc_variant *best = spc_variant_best(C, C, SPC_K * SPC_K * SPC_K);
+  const spc_variant *best = spc_variant_main(C, C, SPC_K * SPC_K * SPC_K);
   for (int vi = 0; vi < spc_variant_count(); vi++) {
     const spc_variant *v = spc_variant_get(vi);
     size_t need = 0;

@@ -66,7 +66,7 @@ void f3d_spc_sample_free(f3d_spc_sample *s);
  * Rows under (pipeline, "spconv.k3_C<C>", variant): check (bool), check_rows (count), check_err_over_tol (ratio:
  * the worst |gpu - ref| / tolerance over the sampled values), the time rows with flops/tflops and bytes/bandwidth
  * (the roofline's FLOPs and bytes, declared by the closure), pairs (count), halo (ratio), map_bytes (B),
- * tile_rows (count), best_entry (1 on the variant spc_variant_best picks), and with the run's ceilings in its
+ * tile_rows (count), best_entry (1 on the variant spc_variant_main picks), and with the run's ceilings in its
  * context roofline_ms (ms) and roofline_share (ratio: roofline_ms / the measured median). Nothing without a GPU. */
 hx_status f3d_spconv_stage(f3d_ctx *ctx, const char *pipeline, hx_err *err);
 

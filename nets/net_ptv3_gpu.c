@@ -271,10 +271,10 @@ static void destroy(void *impl) {
   free(g);
 }
 
-/* The variant of a convolution: spc_variant_best, or for the k = 3 (xCPE) ones the configuration's forced
+/* The variant of a convolution: spc_variant_main, or for the k = 3 (xCPE) ones the configuration's forced
  * variant (spconv_force = 1 + id, an ablation). NULL when the forced id names no variant. */
 static const spc_variant *conv_variant(const p3g *g, size_t in, size_t out, uint32_t K) {
-  if (K != 27u || g->cfg.spconv_force <= 0) return spc_variant_best(in, out, K);
+  if (K != 27u || g->cfg.spconv_force <= 0) return spc_variant_main(in, out, K);
   return spc_variant_by_id(g->cfg.spconv_force - 1);
 }
 

@@ -176,7 +176,9 @@ hx_status spc_mask_order_cpu(uint32_t *order, const spc_map *m, hx_err *err) {
   if (m->K > 32u) return hx_errf(err, HX_EINVAL, "spc_mask_order_cpu: %u offsets do not fit a 32-bit mask", m->K);
   uint64_t *key = malloc((m->n ? m->n : 1) * sizeof *key);
   if (!key) return hx_errf(err, HX_ENOMEM, "spc_mask_order_cpu: %u rows", m->n);
-  for (uint32_t i = 0; i < m->n; ++i) key[i] = (uint64_t)row_mask(m, i) << 32 | i; /* (mask, row): stable */
+  const uint32_t sh = spc_order_shift(m->n, m->K);
+  for (uint32_t i = 0; i < m->n; ++i) /* (span, mask, row): stable; span << K | mask fits 32 bits */
+    key[i] = ((uint64_t)(i >> sh) << m->K | row_mask(m, i)) << 32 | i;
   /* LSD radix sort of the 64-bit keys, 16 bits a pass (the row half is already in order: passes over bits 32..63) */
   uint64_t *tmp = malloc((m->n ? m->n : 1) * sizeof *tmp);
   size_t *count = malloc(65537 * sizeof *count);
@@ -253,4 +255,18 @@ const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K) {
   const int id = spc_v2_takes(in, out) ? 2 : spc_v1_takes(in, out) ? (K == 27u ? 3 : 1) : 0;
   const spc_variant *v = spc_variant_by_id(id);
   return v ? v : &spc_table[0];
+}
+
+/* v6's size query answers HX_OK exactly when it takes the widths on this device (its sm_90a check; the stub of a
+ * CPU-only build answers HX_ENODEV). */
+const spc_variant *spc_variant_main(size_t in, size_t out, uint32_t K) {
+  const spc_variant *best = spc_variant_best(in, out, K), *v6 = spc_variant_by_id(6);
+  if (best->id != 3 || !v6) return best;
+  spc_weights w;
+  spc_map m;
+  memset(&w, 0, sizeof w), memset(&m, 0, sizeof m);
+  w.in = in, w.out = out, w.K = K, m.K = K, m.k = 3;
+  size_t bytes = 0;
+  hx_err e = {HX_OK, ""};
+  return v6->fn(NULL, NULL, &w, &m, NULL, &bytes, NULL, NET_F16, NULL, &e) == HX_OK ? v6 : best;
 }

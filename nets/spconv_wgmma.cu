@@ -373,16 +373,15 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
     mbar_wait(sFull + 8u * (uint32_t)slot, ph);
     fence_proxy_async();
     const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-      for (int e = 0; e < NACC; ++e) pin(acc[mi][e]);
-    wg_fence();
+    /* no access to the accumulators but the wgmmas' own until the final wait: a register access here (a pin)
+     * would make ptxas wait for the previous step's wgmmas first. The fence after each block's branch (before
+     * it, ptxas injected its own after the branch: info C7519) */
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
       /* uniform over the warpgroup; lane 0's copy, so that ptxas sees a uniform branch (a branch on the
        * shared-memory value itself made it serialise every wgmma of the loop: warning C7520) */
       if (!__shfl_sync(0xFFFFFFFFu, (my_mask[mi] >> o) & 1u, 0)) continue;
+      wg_fence();
       const uint32_t ablk = aA + (uint32_t)((cwg * MI + mi) * 64 * Tr::RB);
 #pragma unroll
       for (int ks = 0; ks < BK / 16; ++ks) {

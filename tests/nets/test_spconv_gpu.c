@@ -589,7 +589,7 @@ static void test_conv_refusals(void **state) {
 
 /* v1's boundary: widths that are not multiples of 16 are HX_EUNSUPPORTED (query and run), misaligned or
  * overlapping buffers and mismatched weights HX_EINVAL; it needs no scratch, no rulebook and no counts, and
- * gives the same output without them. */
+ * gives the same output without them. spc_variant_best's and spc_variant_main's choices. */
 static void test_conv_v1_boundary(void **state) {
   (void)state;
   hx_err err = {HX_OK, ""};
@@ -598,6 +598,24 @@ static void test_conv_v1_boundary(void **state) {
   assert_ptr_equal(spc_variant_best(32, 32, 125), v1);
   assert_int_equal(spc_variant_best(32, 32, 27)->id, 3);
   assert_int_equal(spc_variant_best(4, 32, 27)->id, 2);
+  /* the main path: v6 on a compute capability 9.0 device where spc_variant_best gives v3 and the widths are
+   * multiples of 32; spc_variant_best's choice elsewhere */
+  int dev = 0, major = 0;
+  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  const struct {
+    size_t in, out;
+    uint32_t K;
+    int sm90;
+  } mains[] = {{32, 32, 27, 6}, {64, 64, 27, 6}, {256, 512, 27, 6}, {96, 192, 27, 6}, {16, 16, 27, 3},
+               {48, 80, 27, 3}, {64, 48, 27, 3}, {32, 32, 125, 1}, {4, 32, 125, 2}, {24, 32, 27, 0}};
+  for (size_t i = 0; i < sizeof mains / sizeof mains[0]; ++i) {
+    const spc_variant *v = spc_variant_main(mains[i].in, mains[i].out, mains[i].K);
+    const int want = major == 9 ? mains[i].sm90 : spc_variant_best(mains[i].in, mains[i].out, mains[i].K)->id;
+    if (v->id != want) printf("spc_variant_main(%zu, %zu, %u) = %s, want v%d\n", mains[i].in, mains[i].out, mains[i].K,
+                              v->name, want);
+    assert_int_equal(v->id, want);
+  }
   assert_int_equal(spc_variant_best(24, 32, 27)->id, 0);
   const uint32_t per[2] = {300, 0}, base[6] = {0};
   tcloud t;
@@ -831,8 +849,9 @@ static void test_conv_v2(void **state) {
   for (int ci = 0; ci < NC; ++ci) tcloud_free(&cl[ci]);
 }
 
-/* v3's row order on the GPU (spc_mask_order_gpu) equals the CPU's (spc_mask_order_cpu) exactly, on clouds of 3000
- * and 20000 rows (v1's 128- and 256-row tiles) in random row order, two clouds interleaved; a scratch one byte
+/* v3's row order on the GPU (spc_mask_order_gpu) equals the CPU's (spc_mask_order_cpu) exactly, on clouds of 3000,
+ * 20000 and 40000 rows (v1's 128- and 256-row tiles; two spans of 2^15 rows) in random row order, two clouds
+ * interleaved; a scratch one byte
  * short and a map of K > 32 are refused; v3's and v4's outputs equal v1's bit for bit on both clouds (each output
  * sums the same products over increasing offsets; only exact zeros are added or left out; v4's deeper pipeline
  * changes when rows arrive, not the sums), and v3 and v4 refuse k = 5 maps with HX_EUNSUPPORTED (v1 takes them). */
@@ -840,8 +859,8 @@ static void test_mask_order_v3(void **state) {
   (void)state;
   const spc_variant *v1 = spc_variant_by_id(1), *v3 = spc_variant_by_id(3), *v4 = spc_variant_by_id(4);
   assert_true(v1 && v3 && v4);
-  const uint32_t sizes[2][2] = {{1800, 1200}, {12000, 8000}}, boxes[2] = {16, 32};
-  for (int ci = 0; ci < 2; ++ci) {
+  const uint32_t sizes[3][2] = {{1800, 1200}, {12000, 8000}, {24000, 16000}}, boxes[3] = {16, 32, 40};
+  for (int ci = 0; ci < 3; ++ci) {
     tcloud t;
     const uint32_t base[6] = {0, 0, 0, 5, 3, 1};
     assert_true(tcloud_make(&t, 2, sizes[ci], boxes[ci], base, 900u + (uint64_t)ci));
