@@ -214,20 +214,11 @@ typedef struct spc_variant {
 int spc_variant_count(void);
 const spc_variant *spc_variant_get(int i);
 const spc_variant *spc_variant_by_id(int id); /* NULL when no variant has that id */
-/* The row order v3 (and v4, v6) convolve in: rows sorted by (span, neighbour mask), ascending, rows of one key in
- * increasing order (a stable sort); the mask has bit o set when nbr[i * K + o] is a row of the map, and the span is
- * i >> spc_order_shift(n, K), a run of 2^15 or more consecutive rows of the map's own order (the serialization). A
- * 16-row group of rows that share a mask has neighbours at fewer offsets, so the kernels skip more (group, offset)
- * steps; the span keeps a tile's rows, and so the neighbour rows it gathers, within one stretch of the cloud (a
- * global mask sort drew a tile's rows from all over it: at 600k rows and 64 channels the gathered rows did not stay
- * in L2). order [m->n]; K <= 32 (HX_EINVAL otherwise). The CPU reference, and the GPU order (a mask kernel and CUB's
- * stable radix sort) into d_order [m->n] with scratch by CUB's protocol; the two are equal. */
-static inline uint32_t spc_order_shift(uint32_t n, uint32_t K) {
-  uint32_t bits = 0; /* bit length of n - 1 */
-  while (bits < 32u && n > 1u && ((n - 1u) >> bits)) ++bits;
-  const uint32_t room = K < 32u ? 32u - K : 0u; /* span bits that fit above the mask in a 32-bit key */
-  return bits > room + 15u ? bits - room : 15u;
-}
+/* The row order v3 (and v4, v6) convolve in: rows sorted by their neighbour mask (bit o set when nbr[i * K + o] is
+ * a row of the map), ascending, rows of one mask in increasing order (a stable sort). A 16-row group of rows that
+ * share a mask has neighbours at fewer offsets, so the kernels skip more (group, offset) steps. order [m->n];
+ * K <= 32 (HX_EINVAL otherwise). The CPU reference, and the GPU order (a mask kernel and CUB's stable radix sort)
+ * into d_order [m->n] with scratch by CUB's protocol; the two are equal. */
 hx_status spc_mask_order_cpu(uint32_t *order, const spc_map *m, hx_err *err);
 hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratch, size_t *scratch_bytes,
                              struct CUstream_st *stream, hx_err *err);

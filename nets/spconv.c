@@ -176,9 +176,7 @@ hx_status spc_mask_order_cpu(uint32_t *order, const spc_map *m, hx_err *err) {
   if (m->K > 32u) return hx_errf(err, HX_EINVAL, "spc_mask_order_cpu: %u offsets do not fit a 32-bit mask", m->K);
   uint64_t *key = malloc((m->n ? m->n : 1) * sizeof *key);
   if (!key) return hx_errf(err, HX_ENOMEM, "spc_mask_order_cpu: %u rows", m->n);
-  const uint32_t sh = spc_order_shift(m->n, m->K);
-  for (uint32_t i = 0; i < m->n; ++i) /* (span, mask, row): stable; span << K | mask fits 32 bits */
-    key[i] = ((uint64_t)(i >> sh) << m->K | row_mask(m, i)) << 32 | i;
+  for (uint32_t i = 0; i < m->n; ++i) key[i] = (uint64_t)row_mask(m, i) << 32 | i; /* (mask, row): stable */
   /* LSD radix sort of the 64-bit keys, 16 bits a pass (the row half is already in order: passes over bits 32..63) */
   uint64_t *tmp = malloc((m->n ? m->n : 1) * sizeof *tmp);
   size_t *count = malloc(65537 * sizeof *count);

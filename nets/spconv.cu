@@ -54,7 +54,7 @@
  *       of SMs x resident CTAs) in shared memory in register order (K = 125: 32 KB at CI = 4). Every step is
  *       multiplied (zeros add exactly), in one fixed order: runs agree bit for bit.
  *   v3  v1's kernel over the rows sorted by their neighbour mask (k = 3: a 27-bit mask per row, mask_kernel, then
- *       a stable CUB radix sort of (span, mask, row) in the call's scratch: spc_mask_order_cpu's order): tile row t is output row perm[t], its map
+ *       a stable CUB radix sort of (mask, row) in the call's scratch): tile row t is output row perm[t], its map
  *       row nbr[perm[t]] and its store y[perm[t]]. Rows of one 16-row group then share their masks, so the groups
  *       step at fewer offsets: on the network's level maps (a CPU count, 600k lidar points) the padded tensor
  *       work drops from 4.31x the real pairs to ~1.35x at level 0 and from 2.0x to ~1.26x over the levels, and a
@@ -62,7 +62,8 @@
  *       its gathers share fewer rows, and the order costs one read of the map and a radix sort of n keys: once
  *       per map when the map carries it (spc_map.order: the PTv3 forward builds it with each level's map), else
  *       in every call. Each output's sum is the same as v1's (over increasing o, in fp32). The main path's
- *       k = 3 variant: faster than v1 at every level of PTv3's forward (H200, 600k: xCPE 17.1 -> 14.1 ms).
+ *       k = 3 variant where v6 does not run: faster than v1 at every level of PTv3's forward (H200, 600k: xCPE
+ *       17.1 -> 14.1 ms).
  *   v4  v3 with the deepest cp.async pipeline each 256-row tile fits in sm_90's shared memory (v1::Deep: 4 to 8
  *       stages; 128-row tiles and devices where the deep one does not fit keep 3). At BM = 256 one CTA runs per SM and a step's
  *       gathers are its only work between barriers, so more steps in flight may hide more gather latency (the
@@ -77,6 +78,10 @@
  *       (not v1's order: checked against the CPU within the tolerance, runs bit for bit). Measured slower than v3
  *       (H200, 600k: xCPE 13.4 -> 16.7 ms): both are latency-bound at 8-16 warps an SM, not bound by the copies
  *       v5 removes (docs/nets.md, "What the counters say"): an ablation.
+ *   v6  v3's rows on a warp-specialised sm_90a kernel (nets/spconv_wgmma.cu: a producer warpgroup gathering by
+ *       cp.async into an mbarrier ring, two consumer warpgroups issuing wgmma from shared memory), widths
+ *       multiples of 32. The main path's k = 3 variant where it runs (spc_variant_main): faster than v3 at every
+ *       level of PTv3's forward (H200, 600k: xCPE 13.4 -> 11.1 ms).
  *
  * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
  *   FLOPs = 2 * pairs * in * out (spc_map.pairs; the centre's n pairs included).
@@ -682,11 +687,9 @@ template <typename T> hx_status by_bm(Params p, int smem_optin, cudaStream_t str
                                      : by_bn<T, 128>(p, smem_optin, stream, err);
 }
 
-/* v3's sort keys: key[i] = (i >> sh) << K | the offsets at which row i has a neighbour (bit o, K <= 32),
- * val[i] = i (spc_mask_order_cpu's key). */
+/* v3's sort keys: key[i] = the offsets at which row i has a neighbour (bit o, K <= 32), val[i] = i. */
 __global__ void __launch_bounds__(kThreads) mask_kernel(uint32_t *__restrict__ key, uint32_t *__restrict__ val,
-                                                        const int32_t *__restrict__ nbr, uint32_t n, uint32_t K,
-                                                        uint32_t sh) {
+                                                        const int32_t *__restrict__ nbr, uint32_t n, uint32_t K) {
   const uint32_t i = blockIdx.x * kThreads + threadIdx.x;
   if (i >= n) return;
   uint32_t m = 0;
@@ -694,7 +697,7 @@ __global__ void __launch_bounds__(kThreads) mask_kernel(uint32_t *__restrict__ k
     const int32_t j = __ldg(nbr + (size_t)i * K + o);
     m |= (j >= 0 && (uint32_t)j < n ? 1u : 0u) << o;
   }
-  key[i] = K < 32u ? (i >> sh) << K | m : m;
+  key[i] = m;
   val[i] = i;
 }
 
@@ -1502,7 +1505,7 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
   size_t sort_bytes = 0;
   if (n) HX_CUDA(err, cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, (const uint32_t *)nullptr,
                                                       (uint32_t *)nullptr, (const uint32_t *)nullptr,
-                                                      (uint32_t *)nullptr, (int)n, 0, 32)); /* a key's most bits */
+                                                      (uint32_t *)nullptr, (int)n, 0, (int)m->K));
   Carve c{static_cast<char *>(d_scratch), 0};
   uint32_t *key_in = static_cast<uint32_t *>(take(c, n * 4u)), *key_out = static_cast<uint32_t *>(take(c, n * 4u));
   uint32_t *row_in = static_cast<uint32_t *>(take(c, n * 4u));
@@ -1515,13 +1518,10 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
     return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: scratch of %zu bytes, %zu needed", *scratch_bytes, c.used);
   if (!n) return HX_OK;
   if (!d_order || !m->nbr) return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: NULL order or map entries");
-  const uint32_t sh = spc_order_shift((uint32_t)n, m->K);
-  uint32_t end_bit = m->K; /* the mask, then the span's bits */
-  while (end_bit < 32u && ((uint32_t)(n - 1u) >> sh) >> (end_bit - m->K)) ++end_bit;
-  v1::mask_kernel<<<blocks_for(n), kThreads, 0, stream>>>(key_in, row_in, m->nbr, (uint32_t)n, m->K, sh);
+  v1::mask_kernel<<<blocks_for(n), kThreads, 0, stream>>>(key_in, row_in, m->nbr, (uint32_t)n, m->K);
   HX_LAUNCHED(err, "spc mask_kernel");
   HX_CUDA(err, cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, key_in, key_out, row_in, d_order, (int)n, 0,
-                                               (int)end_bit, stream));
+                                               (int)m->K, stream));
   return HX_OK;
 }
 

@@ -12,14 +12,15 @@
 extern "C" {
 #endif
 
-/* X(id, name, function, needs_rule, uses_order): never reuse a number; v0 is the library (cuBLAS) reference, v1 the fused
- * implicit GEMM (in and out multiples of 16; HX_EUNSUPPORTED otherwise), v2 the small-input implicit GEMM with
- * register gathers (in <= 8, any out: the stem; HX_EUNSUPPORTED for wider inputs), v3 v1's kernel over the rows
- * sorted by their neighbour mask (k = 3 maps, v1's widths; the main path's k = 3 variant), v4 v3 with a deeper
- * cp.async pipeline (no faster than v3 on an H200: an ablation), v5 v1's tiles in the map's own order with each
- * tile's input rows (its halo) held in shared memory across offsets (k = 3, v1's widths; slower than v3 on an H200:
- * an ablation; docs/nets.md), v6 v3's rows on a warp-specialised wgmma kernel (sm_90a, k = 3, widths multiples of
- * 32; HX_EUNSUPPORTED elsewhere; nets/spconv_wgmma.cu). */
+/* X(id, name, function, needs_rule, uses_order): never reuse a number; v0 is the library (cuBLAS) reference, v1
+ * the fused implicit GEMM (in and out multiples of 16; HX_EUNSUPPORTED otherwise), v2 the small-input implicit GEMM
+ * with register gathers (in <= 8, any out: the stem; HX_EUNSUPPORTED for wider inputs), v3 v1's kernel over the
+ * rows sorted by their neighbour mask (k = 3 maps, v1's widths; the main path's k = 3 variant where v6 does not
+ * run), v4 v3 with a deeper cp.async pipeline (no faster than v3 on an H200: an ablation), v5 v1's tiles in the
+ * map's own order with each tile's input rows (its halo) held in shared memory across offsets (k = 3, v1's widths;
+ * slower than v3 on an H200: an ablation; docs/nets.md), v6 v3's rows on a warp-specialised wgmma kernel (sm_90a,
+ * k = 3, widths multiples of 32; HX_EUNSUPPORTED elsewhere; nets/spconv_wgmma.cu; the main path's k = 3 variant
+ * where it runs). */
 #define SPC_VARIANT_LIST(X)                                                                                   \
   X(0, "v0", spc_conv_v0, 1, 0) X(1, "v1", spc_conv_v1, 0, 0) X(2, "v2", spc_conv_v2, 0, 0)                   \
   X(3, "v3", spc_conv_v3, 0, 1) X(4, "v4", spc_conv_v4, 0, 1) X(5, "v5", spc_conv_v5, 0, 0)                   \

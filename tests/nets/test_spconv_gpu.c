@@ -850,7 +850,7 @@ static void test_conv_v2(void **state) {
 }
 
 /* v3's row order on the GPU (spc_mask_order_gpu) equals the CPU's (spc_mask_order_cpu) exactly, on clouds of 3000,
- * 20000 and 40000 rows (v1's 128- and 256-row tiles; two spans of 2^15 rows) in random row order, two clouds
+ * 20000 and 40000 rows (v1's 128- and 256-row tiles) in random row order, two clouds
  * interleaved; a scratch one byte
  * short and a map of K > 32 are refused; v3's and v4's outputs equal v1's bit for bit on both clouds (each output
  * sums the same products over increasing offsets; only exact zeros are added or left out; v4's deeper pipeline
