@@ -62,7 +62,7 @@ void f3d_spc_sample_free(f3d_spc_sample *s);
 /* The stage (pipe_spconv.c): on the run's largest size only (ctx->c.n_points >= ctx->max_points), with a GPU, the
  * case's level-0 voxels at ctx->c.voxel (PTv3's grid coordinates), one k = 3 map with its pair counts, random fp16
  * features and weights from the sweep seed, for C = 64 and 256 (in = out = C): every convolution variant that takes
- * the shape (v0, v1, v3, v4), each checked on sampled rows against spc_conv_cpu with poisoned outputs, then timed.
+ * the shape (v0, v1, v3-v6), each checked on sampled rows against spc_conv_cpu with poisoned outputs, then timed.
  * Rows under (pipeline, "spconv.k3_C<C>", variant): check (bool), check_rows (count), check_err_over_tol (ratio:
  * the worst |gpu - ref| / tolerance over the sampled values), the time rows with flops/tflops and bytes/bandwidth
  * (the roofline's FLOPs and bytes, declared by the closure), pairs (count), halo (ratio), map_bytes (B),

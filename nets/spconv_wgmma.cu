@@ -32,9 +32,10 @@
  * schedule never changes the sums, so runs agree bit for bit (the tests assert it); not v3's bits (the
  * tensor core's order inside a k16 step differs between mma.sync and wgmma), within the same tolerance.
  *
- * Tiles (Tiles<BN, BK>): BN = the widest of 256, 128, 64, 32 dividing out; BK = 64 or 32 by in; MI = 1 at
- * BN = 256 (128 accumulator registers a thread), else 2 (MI * BN / 2 <= 128), so BM = 128 MI. A stage is
- * BM * BK * 2 + BN * BK * 2 bytes; STAGES the most (up to 8) that fit 227 KB with the map rows (BM x 27 x 4).
+ * Tiles (Tiles<BN, BK>): BN = the widest of 256, 128, 64, 32 dividing out; BK = 64 or 32 by in; two CTAs an SM
+ * at BN <= 64, one above; MI = 2 only at BN = 128 (MI * BN / 2 <= 128 accumulator registers a thread), else 1, so
+ * BM = 128 MI. A stage is BM * BK * 2 + BN * BK * 2 bytes; STAGES the most (up to 8) that fit BUDGET (228 KB / CTAS
+ * less 1 KB) with the map rows (BM x 27 x 4).
  *
  * The wgmma, cp.async and mbarrier wrappers repeat attention's (kernels/attn_wgmma.cu): .cuh files stay in
  * their folder (STYLE.md), so the two leaves cannot share one. Gating as there: the wgmma code exists only in
@@ -96,6 +97,7 @@ template <int BN_, int BK_> struct Tiles {
   static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "slots and B tiles on swizzle-atom bounds");
   static_assert(MI * BN / 2 <= 128, "accumulators within the consumers' registers");
   static_assert(SMEM <= (size_t)kSmemMax, "within a CTA's shared memory");
+  static_assert(3 * BLOCKS * 4 <= 48 && STAGES <= 8, "TAIL's room for the masks and the mbarriers");
 };
 
 template <typename T> struct pack2;
@@ -480,13 +482,20 @@ extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
     HX_CUDA(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     HX_CUDA(err, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     if (major == 9 && minor == 0) {
+      /* a failed probe counts as "no" and is cached too: the choice spc_variant_main makes never flips within
+       * a process (v3's and v6's sums differ in the last bits) */
       int *d_flag = NULL;
-      HX_CUDA(err, cudaMalloc((void **)&d_flag, sizeof(int)));
-      spc_v6::sm90a_probe<<<1, 1>>>(d_flag);
-      cudaError_t e = cudaGetLastError();
-      if (e == cudaSuccess) e = cudaMemcpy(&ok, d_flag, sizeof ok, cudaMemcpyDeviceToHost);
-      cudaFree(d_flag);
-      if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "spc v6: sm_90a probe: %s", cudaGetErrorString(e));
+      cudaError_t e = cudaMalloc((void **)&d_flag, sizeof(int));
+      if (e == cudaSuccess) {
+        spc_v6::sm90a_probe<<<1, 1>>>(d_flag);
+        e = cudaGetLastError();
+        if (e == cudaSuccess) e = cudaMemcpy(&ok, d_flag, sizeof ok, cudaMemcpyDeviceToHost);
+        cudaFree(d_flag);
+      }
+      if (e != cudaSuccess) {
+        cache[dev] = 2;
+        return hx_errf(err, HX_EUNSUPPORTED, "spc v6: the sm_90a probe failed (%s)", cudaGetErrorString(e));
+      }
     }
     cache[dev] = ok == 1 ? 1 : 2;
   }

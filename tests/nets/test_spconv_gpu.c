@@ -428,14 +428,15 @@ static void test_conv(void **state) {
    * x 16, 192 = 3 x 64, 256 = 2 x 128, 512 = 4 x 128), input chunks 3 x 16 (48) and 3 x 32 (96), k = 5 (K =
    * 125); the stem 4 -> 32 and widths v1 refuses (3 -> 5, 8 -> 24) run on v0 and v2. Then v2's own: the stem
    * again on fresh seeds, in = 8 (2 offsets a k16 step), in = 3, 1 and 6 (channels padded: 16-bit gathers),
-   * out = 40 and 72 (a last 32-channel slice partly padded), 5 (odd: 16-bit stores), k = 3 and 5. */
+   * out = 40 and 72 (a last 32-channel slice partly padded), 5 (odd: 16-bit stores), k = 3 and 5. Last, v6's
+   * 32-channel input chunks at its 128- and 256-channel slices (32 -> 128, 96 -> 256). */
   const struct {
     uint32_t k;
     size_t in, out;
   } shapes[] = {{5, 4, 32},   {5, 32, 32},    {3, 16, 16},    {3, 32, 32},   {3, 64, 64}, {3, 64, 32},
                 {3, 48, 80},  {3, 96, 192},   {3, 128, 128},  {3, 256, 256}, {3, 512, 512}, {3, 3, 5},
                 {3, 8, 24},   {5, 4, 32},     {5, 8, 32},     {5, 3, 40},    {3, 4, 32},  {3, 1, 16},
-                {5, 6, 72}};
+                {5, 6, 72},   {3, 32, 128},   {3, 96, 256}};
   /* Clouds: one point; 7 points; 2 clouds at ~50% of a 10^3 box (~11 neighbours a row at k = 3); 2 clouds of
    * isolated points in a 64^3 box (most 16-row groups have no neighbour at most offsets: the per-group skip);
    * a plane (18 offsets empty in every tile: the per-tile skip); 2 clouds of 8500 at 13% of a 40^3 box and 2
