@@ -182,65 +182,47 @@ template <typename T, int N> __device__ __forceinline__ void wg_ss(float *d, uin
 #define WG_D32(i) WG_D16(i), WG_D16(i + 16)
 #define WG_D64(i) WG_D32(i), WG_D32(i + 32)
 #define WG_D128(i) WG_D64(i), WG_D64(i + 64)
-#define WG_SS_32(TY, PT) \
-  template <> __device__ __forceinline__ void wg_ss<TY, 32>(float *d, uint64_t da, uint64_t db) { \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." PT "." PT " {" \
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" \
-                 "}, %16, %17, p, 1, 1, 0, 0;\n}\n" \
-                 : WG_D16(0) \
+/* The accumulators' operand numbers %0 .. %(N/2 - 1): WG_R<k> 16 of them, WG_A<m> the first m; the descriptors and
+ * the scale-d flag follow them (%N/2 .. %N/2 + 2): the preprocessor cannot count, so each instance names them. */
+#define WG_R0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define WG_R1 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define WG_R2 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+#define WG_R3 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define WG_R4 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+#define WG_R5 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define WG_R6 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
+#define WG_R7 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define WG_A32 WG_R0 ", " WG_R1
+#define WG_A64 WG_A32 ", " WG_R2 ", " WG_R3
+#define WG_A128 WG_A64 ", " WG_R4 ", " WG_R5 ", " WG_R6 ", " WG_R7
+#define WG_SS(TY, PT, N, REGS, DOUT, IA, IB, IS) \
+  template <> __device__ __forceinline__ void wg_ss<TY, N>(float *d, uint64_t da, uint64_t db) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IS ", 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PT "." PT " {" REGS "}, %" IA ", %" IB \
+                 ", p, 1, 1, 0, 0;\n}\n" \
+                 : DOUT \
                  : "l"(da), "l"(db), "r"(1)); \
   }
-#define WG_SS_64(TY, PT) \
-  template <> __device__ __forceinline__ void wg_ss<TY, 64>(float *d, uint64_t da, uint64_t db) { \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." PT "." PT " {" \
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
-                 : WG_D32(0) \
-                 : "l"(da), "l"(db), "r"(1)); \
-  }
-#define WG_SS_128(TY, PT) \
-  template <> __device__ __forceinline__ void wg_ss<TY, 128>(float *d, uint64_t da, uint64_t db) { \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." PT "." PT " {" \
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
-                 : WG_D64(0) \
-                 : "l"(da), "l"(db), "r"(1)); \
-  }
-#define WG_SS_256(TY, PT) \
-  template <> __device__ __forceinline__ void wg_ss<TY, 256>(float *d, uint64_t da, uint64_t db) { \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." PT "." PT " {" \
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
-                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-                 "}, %128, %129, p, 1, 1, 0, 0;\n}\n" \
-                 : WG_D128(0) \
-                 : "l"(da), "l"(db), "r"(1)); \
-  }
-WG_SS_32(__half, "f16")
-WG_SS_64(__half, "f16")
-WG_SS_128(__half, "f16")
-WG_SS_256(__half, "f16")
-WG_SS_32(__nv_bfloat16, "bf16")
-WG_SS_64(__nv_bfloat16, "bf16")
-WG_SS_128(__nv_bfloat16, "bf16")
-WG_SS_256(__nv_bfloat16, "bf16")
-#undef WG_SS_32
-#undef WG_SS_64
-#undef WG_SS_128
-#undef WG_SS_256
+WG_SS(__half, "f16", 32, WG_R0, WG_D16(0), "16", "17", "18")
+WG_SS(__half, "f16", 64, WG_A32, WG_D32(0), "32", "33", "34")
+WG_SS(__half, "f16", 128, WG_A64, WG_D64(0), "64", "65", "66")
+WG_SS(__half, "f16", 256, WG_A128, WG_D128(0), "128", "129", "130")
+WG_SS(__nv_bfloat16, "bf16", 32, WG_R0, WG_D16(0), "16", "17", "18")
+WG_SS(__nv_bfloat16, "bf16", 64, WG_A32, WG_D32(0), "32", "33", "34")
+WG_SS(__nv_bfloat16, "bf16", 128, WG_A64, WG_D64(0), "64", "65", "66")
+WG_SS(__nv_bfloat16, "bf16", 256, WG_A128, WG_D128(0), "128", "129", "130")
+#undef WG_SS
+#undef WG_A128
+#undef WG_A64
+#undef WG_A32
+#undef WG_R0
+#undef WG_R1
+#undef WG_R2
+#undef WG_R3
+#undef WG_R4
+#undef WG_R5
+#undef WG_R6
+#undef WG_R7
 #undef WG_D128
 #undef WG_D64
 #undef WG_D32
