@@ -123,6 +123,7 @@
  */
 #include "nets/nets.h"
 #include "nets/spconv_internal.h"
+#include "nets/spconv_device.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -390,30 +391,13 @@ template <int BM, int BN, int BK> struct Deep {
   static constexpr int STAGES = BM != 256 ? 3 : FIT > 8 ? 8 : FIT < 3 ? 3 : FIT;
 };
 
-/* Byte offset of 16-byte chunk c of row r in a [rows][CPR chunks] tile, XOR-swizzled so that the 8 row
- * addresses of one ldmatrix phase (8 consecutive rows starting at a multiple of 8, one chunk column) fall in 8
- * distinct 16-byte bank groups: rows of one 128-byte line (RPL of them) already differ, and the chunk index is
- * XORed with the line number. BK = 64: c ^ (r % 8); 32: c ^ ((r / 2) % 4); 16: c ^ ((r / 4) % 2). */
-template <int CPR> __device__ __forceinline__ uint32_t swz(int r, int c) {
-  constexpr int RPL = 8 / CPR;
-  return (uint32_t)(r * CPR * 16 + ((c ^ ((r / RPL) % CPR)) * 16));
-}
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-/* 16-byte asynchronous copies global -> shared; src_bytes 0 reads nothing and writes 16 zero bytes (the
- * missing neighbours' rows). .ca keeps gathered rows in L1 (a row is a neighbour of several rows of a tile, at
- * several offsets), .cg streams the weights through L2 only. */
-__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void *src, uint32_t src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void *src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
+using spc_dev::cp_async_ca;
+using spc_dev::cp_async_cg;
+using spc_dev::cp_async_commit;
+using spc_dev::cp_async_wait;
+using spc_dev::pack2;
+using spc_dev::smem_addr;
+using spc_dev::swz;
 
 __device__ __forceinline__ void ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -434,15 +418,6 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint3
                "{%0, %1, %2, %3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack2(float a, float b, __half) {
-  const __half2 h = __floats2half2_rn(a, b);
-  return *reinterpret_cast<const uint32_t *>(&h);
-}
-__device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  return *reinterpret_cast<const uint32_t *>(&h);
 }
 
 /* One k16 step's B fragments of a warp's WN columns from a [BN][BK] swizzled weight stage at aB. ldmatrix.x4

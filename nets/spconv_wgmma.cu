@@ -37,13 +37,15 @@
  * BM = 128 MI. A stage is BM * BK * 2 + BN * BK * 2 bytes; STAGES the most (up to 8) that fit BUDGET (228 KB / CTAS
  * less 1 KB) with the map rows (BM x 27 x 4).
  *
- * The wgmma, cp.async and mbarrier wrappers repeat attention's (kernels/attn_wgmma.cu): .cuh files stay in
- * their folder (STYLE.md), so the two leaves cannot share one. Gating as there: the wgmma code exists only in
+ * The cp.async copies, the tile swizzle and the output packing are v1's (nets/spconv_device.cuh). The wgmma,
+ * proxy-fence and mbarrier wrappers repeat attention's (kernels/attn_wgmma.cu): .cuh files stay in their folder
+ * (STYLE.md), so the two leaves cannot share one. Gating as there: the wgmma code exists only in
  * the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); spc_v6_check refuses (HX_EUNSUPPORTED) unless the device is
  * compute capability 9.0 and a probe kernel of this file reports that the loaded image is sm_90a.
  */
 #include "nets/nets.h"
 #include "nets/spconv_internal.h"
+#include "nets/spconv_device.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -100,32 +102,15 @@ template <int BN_, int BK_> struct Tiles {
   static_assert(3 * BLOCKS * 4 <= 48 && STAGES <= 8, "TAIL's room for the masks and the mbarriers");
 };
 
-template <typename T> struct pack2;
-template <> struct pack2<__half> {
-  static __device__ __forceinline__ uint32_t of(float a, float b) {
-    __half2 h = __floats2half2_rn(a, b);
-    return *reinterpret_cast<uint32_t *>(&h);
-  }
-};
-template <> struct pack2<__nv_bfloat16> {
-  static __device__ __forceinline__ uint32_t of(float a, float b) {
-    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<uint32_t *>(&h);
-  }
-};
+using spc_dev::cp_async_ca;
+using spc_dev::cp_async_cg;
+using spc_dev::pack2;
+using spc_dev::smem_addr;
+using spc_dev::swz;
 
 #if SPC_WGMMA
 /* ---- sm_90a device code --------------------------------------------------------------------------- */
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-/* 16-byte copies; src_bytes 0 writes 16 zero bytes. .ca for gathered rows (a row is read at several offsets of
- * a tile), .cg for the weights. */
-__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void *src, uint32_t src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void *src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
 /* cp.async writes are generic-proxy writes; wgmma reads through the async proxy */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -165,14 +150,6 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32
   return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFFu) << 16) |
          ((uint64_t)((sbo >> 4) & 0x3FFFu) << 32) | ((uint64_t)mode << 62);
 }
-/* Byte offset of 16-byte chunk c of row r in a K-major tile of rows of CPR chunks (CPR * 16 = the swizzle
- * width): the hardware's XOR of the 128-byte line index (mod CPR) into the chunk index. The tile's base is
- * aligned to the swizzle atom (8 rows). */
-template <int CPR> __device__ __forceinline__ uint32_t swz(int r, int c) {
-  constexpr int RPL = 8 / CPR; /* rows per 128-byte line */
-  return (uint32_t)(r * CPR * 16 + ((c ^ ((r / RPL) % CPR)) << 4));
-}
-
 /* d (m64 x N fp32, N / 2 a thread) += A B: A (64 x 16) and B (N x 16) K-major in shared memory. */
 template <typename T, int N> __device__ __forceinline__ void wg_ss(float *d, uint64_t da, uint64_t db);
 #define WG_D8(i) \
@@ -235,14 +212,14 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
   constexpr int BM = Tr::BM, MI = Tr::MI, BLOCKS = Tr::BLOCKS, ST = Tr::STAGES, CPR = Tr::CPR;
   constexpr int NACC = BN / 2;
   extern __shared__ uint4 smem_raw[];
-  const uint32_t s0 = (smem_u32(smem_raw) + 1023u) & ~1023u;
-  unsigned char *g0 = reinterpret_cast<unsigned char *>(smem_raw) + (s0 - smem_u32(smem_raw));
+  const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  unsigned char *g0 = reinterpret_cast<unsigned char *>(smem_raw) + (s0 - smem_addr(smem_raw));
   int32_t *nbr_s = reinterpret_cast<int32_t *>(g0 + ST * Tr::STAGE_BYTES);
   uint32_t *wmask = reinterpret_cast<uint32_t *>(nbr_s + BM * kK); /* per 32-row warp of the tile, then */
   uint32_t *bmask = wmask + 2 * BLOCKS;                              /* per 64-row block */
   uint8_t *act = reinterpret_cast<uint8_t *>(bmask + BLOCKS);
   int *nact = reinterpret_cast<int *>(act + 32);
-  const uint32_t sBar = (smem_u32(nact + 4) + 7u) & ~7u, sFull = sBar, sEmpty = sBar + 8u * ST;
+  const uint32_t sBar = (smem_addr(nact + 4) + 7u) & ~7u, sFull = sBar, sEmpty = sBar + 8u * ST;
 
   const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
   const uint32_t tile = blockIdx.x / p.slices, slice = blockIdx.x - tile * p.slices;
@@ -400,7 +377,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
       for (int nb = 0; nb < BN / 8; ++nb) {
         const uint32_t col = c0 + (uint32_t)(nb * 8 + 2 * (lane & 3));
         const float b0 = p.b ? __ldg(p.b + col) : 0.0f, b1 = p.b ? __ldg(p.b + col + 1u) : 0.0f;
-        y[(orow + col) / 2u] = pack2<T>::of(acc[mi][nb * 4 + 2 * hr] + b0, acc[mi][nb * 4 + 2 * hr + 1] + b1);
+        y[(orow + col) / 2u] = pack2(acc[mi][nb * 4 + 2 * hr] + b0, acc[mi][nb * 4 + 2 * hr + 1] + b1, T{});
       }
     }
 }

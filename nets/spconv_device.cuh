@@ -1,0 +1,54 @@
+/*
+ * spconv_device.cuh - private to nets/spconv*.cu: the device helpers the implicit-GEMM convolutions share (v1's
+ * mma.sync kernel and its relatives in spconv.cu, v6's wgmma kernel in spconv_wgmma.cu): 16-byte cp.async copies,
+ * the shared-memory tile swizzle both kinds of kernel write their tiles in, and the packing of two fp32 outputs.
+ */
+#ifndef F3D_NETS_SPCONV_DEVICE_CUH
+#define F3D_NETS_SPCONV_DEVICE_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace spc_dev {
+
+/* Byte offset of 16-byte chunk c of row r in a [rows][CPR chunks] tile, XOR-swizzled so that the 8 row
+ * addresses of one ldmatrix phase (8 consecutive rows starting at a multiple of 8, one chunk column) fall in 8
+ * distinct 16-byte bank groups: rows of one 128-byte line (RPL of them) already differ, and the chunk index is
+ * XORed with the line number. BK = 64: c ^ (r % 8); 32: c ^ ((r / 2) % 4); 16: c ^ ((r / 4) % 2). It is also the
+ * hardware's 128-, 64- and 32-byte swizzle of wgmma's K-major shared-memory operands (address bits [7, 10) XORed
+ * into [4, 7)) for a tile whose base is aligned to the swizzle atom (8 rows). */
+template <int CPR> __device__ __forceinline__ uint32_t swz(int r, int c) {
+  constexpr int RPL = 8 / CPR;
+  return (uint32_t)(r * CPR * 16 + ((c ^ ((r / RPL) % CPR)) * 16));
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* 16-byte asynchronous copies global -> shared; src_bytes 0 reads nothing and writes 16 zero bytes (the
+ * missing neighbours' rows). .ca keeps gathered rows in L1 (a row is a neighbour of several rows of a tile, at
+ * several offsets), .cg streams the weights through L2 only. */
+__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void *src, uint32_t src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void *src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* two fp32 values rounded to the dtype (the tag's type), in one 32-bit word */
+__device__ __forceinline__ uint32_t pack2(float a, float b, __half) {
+  const __half2 h = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const uint32_t *>(&h);
+}
+__device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const uint32_t *>(&h);
+}
+
+} // namespace spc_dev
+
+#endif /* F3D_NETS_SPCONV_DEVICE_CUH */
