@@ -84,12 +84,13 @@ hx_status nl_linear_cpu(float *y, const float *x, const float *w, const float *b
 
 /* ---- LayerNorm ------------------------------------------------------------------------------------- */
 
-hx_status nl_layernorm_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
-                           float eps, hx_err *err) {
-  if (C == 0) return hx_errf(err, HX_EINVAL, "nl_layernorm_cpu: C = 0");
-  if (!(eps >= 0.0f) || isinf(eps)) return hx_errf(err, HX_EINVAL, "nl_layernorm_cpu: eps = %g (must be finite, >= 0)", (double)eps);
+static hx_status layernorm_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
+                               float eps, int add, const char *fn, hx_err *err) {
+  if (C == 0) return hx_errf(err, HX_EINVAL, "%s: C = 0", fn);
+  if (!(eps >= 0.0f) || isinf(eps)) return hx_errf(err, HX_EINVAL, "%s: eps = %g (must be finite, >= 0)", fn, (double)eps);
   if (rows == 0) return HX_OK;
-  if (!y || !x || !g || !b) return hx_errf(err, HX_EINVAL, "nl_layernorm_cpu: NULL y, x, g or b");
+  if (!y || !x || !g || !b) return hx_errf(err, HX_EINVAL, "%s: NULL y, x, g or b", fn);
+  if (add && y < x + rows * C && x < y + rows * C) return hx_errf(err, HX_EINVAL, "%s: y overlaps x", fn);
   for (size_t r = 0; r < rows; ++r) {
     const float *xr = x + r * C;
     float *yr = y + r * C;
@@ -98,9 +99,22 @@ hx_status nl_layernorm_cpu(float *y, const float *x, const float *g, const float
     const double mean = s / (double)C;
     for (size_t c = 0; c < C; ++c) q += ((double)xr[c] - mean) * ((double)xr[c] - mean);
     const double rstd = 1.0 / sqrt(q / (double)C + (double)eps); /* biased variance, as torch */
-    for (size_t c = 0; c < C; ++c) yr[c] = (float)(((double)xr[c] - mean) * rstd * (double)g[c] + (double)b[c]);
+    for (size_t c = 0; c < C; ++c) {
+      const double v = ((double)xr[c] - mean) * rstd * (double)g[c] + (double)b[c];
+      yr[c] = add ? (float)((double)yr[c] + v) : (float)v;
+    }
   }
   return HX_OK;
+}
+
+hx_status nl_layernorm_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
+                           float eps, hx_err *err) {
+  return layernorm_cpu(y, x, g, b, rows, C, eps, 0, "nl_layernorm_cpu", err);
+}
+
+hx_status nl_layernorm_add_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
+                               float eps, hx_err *err) {
+  return layernorm_cpu(y, x, g, b, rows, C, eps, 1, "nl_layernorm_add_cpu", err);
 }
 
 /* ---- folded BatchNorm + activation ------------------------------------------------------------------ */

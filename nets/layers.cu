@@ -6,6 +6,7 @@
  *   nl_layernorm_gpu    C / 8 lanes per row (rounded up to a power of two, 32 at most; narrow rows share a
  *                       warp), the row in registers (C <= 1024); one 256-thread block per row above (three
  *                       sweeps over the row); two-pass fp32 statistics in both
+ *   nl_layernorm_add_gpu the same kernels adding the row to y (the residual stream) before y's one rounding
  *   nl_affine_act_gpu   folded BatchNorm (x * scale + shift) and an optional exact-erf GELU
  *   nl_swiglu_gpu       silu(a) * b over the (a | b) halves of a row
  *   nl_add_gpu, nl_gather_rows_gpu, nl_from_f32_gpu, nl_to_f32_gpu, nl_segment_max_gpu
@@ -319,8 +320,9 @@ template <int W> __device__ __forceinline__ float group_sum(float v) {
  * lane l of a row's group holds the 8-value vectors l, l + LPR, .. (VPL of them, C <= 8 LPR VPL). Narrow rows
  * share a warp because one row of C = 32 is 4 vectors: a warp per row kept 4 of 32 lanes loading, 64 bytes a
  * warp in flight, and ran at 1/6 of the copy bandwidth (126 us for 600k rows of 32 on an H200, against 19 us
- * for its 77 MB). Every lane reads its values before writing them, so y == x is safe. */
-template <typename T, int VPL, int LPR>
+ * for its 77 MB). Every lane reads its values before writing them, so y == x is safe. ADD: y += LN(x) (y is the
+ * residual stream, never x), one rounding of y + LN(x) in fp32. */
+template <typename T, int VPL, int LPR, bool ADD>
 __global__ void __launch_bounds__(128) ln_warp_kernel(T *y, const T *x, const float *__restrict__ g,
                                                       const float *__restrict__ b, size_t rows, int C, float eps) {
   constexpr int RPW = 32 / LPR;
@@ -363,13 +365,19 @@ __global__ void __launch_bounds__(128) ln_warp_kernel(T *y, const T *x, const fl
       float o[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i) o[i] = (v[k][i] - mean) * rstd * g[vi * 8 + i] + b[vi * 8 + i];
+      if (ADD) {
+        float r[8];
+        load_v<T, 8>(yr + vi * 8, r);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) o[i] += r[i];
+      }
       store_v<T, 8>(yr + vi * 8, o);
     }
   }
 }
 
 /* C > 1024: one 256-thread block per row, three sweeps over the row (sum, squared deviations, output). */
-template <typename T>
+template <typename T, bool ADD>
 __global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const float *__restrict__ g,
                                                        const float *__restrict__ b, size_t rows, int C, float eps) {
   __shared__ float red[8];
@@ -398,28 +406,34 @@ __global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const f
       load_v<T, 8>(xr + vi * 8, v);
 #pragma unroll
       for (int i = 0; i < 8; ++i) v[i] = (v[i] - mean) * rstd * g[vi * 8 + i] + b[vi * 8 + i];
+      if (ADD) {
+        float r[8];
+        load_v<T, 8>(yr + vi * 8, r);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] += r[i];
+      }
       store_v<T, 8>(yr + vi * 8, v);
     }
   }
 }
 
-template <typename T>
+template <typename T, bool ADD>
 hx_status ln_launch(T *y, const T *x, const float *g, const float *b, size_t rows, int C, float eps, cudaStream_t s,
                     hx_err *err) {
   /* blocks of 4 warps, each warp 32 / LPR rows: at least 4 rows a block, so this many fit one grid */
   if (C <= 1024 && rows / 4u >= (size_t)INT32_MAX)
     return hx_errf(err, HX_EINVAL, "nl_layernorm_gpu: %zu rows exceed one launch", rows);
   auto blocks = [rows](int lpr) { return (unsigned)((rows + (size_t)(128 / lpr) - 1) / (size_t)(128 / lpr)); };
-  if (C <= 8) ln_warp_kernel<T, 1, 1><<<blocks(1), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 16) ln_warp_kernel<T, 1, 2><<<blocks(2), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 32) ln_warp_kernel<T, 1, 4><<<blocks(4), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 64) ln_warp_kernel<T, 1, 8><<<blocks(8), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 128) ln_warp_kernel<T, 1, 16><<<blocks(16), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 256) ln_warp_kernel<T, 1, 32><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 512) ln_warp_kernel<T, 2, 32><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 768) ln_warp_kernel<T, 3, 32><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 1024) ln_warp_kernel<T, 4, 32><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else ln_block_kernel<T><<<(unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s>>>(y, x, g, b, rows, C, eps);
+  if (C <= 8) ln_warp_kernel<T, 1, 1, ADD><<<blocks(1), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 16) ln_warp_kernel<T, 1, 2, ADD><<<blocks(2), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 32) ln_warp_kernel<T, 1, 4, ADD><<<blocks(4), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 64) ln_warp_kernel<T, 1, 8, ADD><<<blocks(8), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 128) ln_warp_kernel<T, 1, 16, ADD><<<blocks(16), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 256) ln_warp_kernel<T, 1, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 512) ln_warp_kernel<T, 2, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 768) ln_warp_kernel<T, 3, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 1024) ln_warp_kernel<T, 4, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else ln_block_kernel<T, ADD><<<(unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s>>>(y, x, g, b, rows, C, eps);
   HX_LAUNCHED(err, "nl_layernorm_gpu");
   return HX_OK;
 }
@@ -639,22 +653,38 @@ hx_status check_dt(net_dtype dt, const char *fn, hx_err *err) {
 
 /* ==== launchers ======================================================================================= */
 
+static hx_status layernorm(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
+                           float eps, net_dtype dt, cudaStream_t stream, int add, const char *fn, hx_err *err) {
+  HX_TRY(check_dt(dt, fn, err));
+  if (C == 0 || C % 8 || C > (size_t)1 << 30)
+    return hx_errf(err, HX_EINVAL, "%s: C = %zu (a positive multiple of 8 is required)", fn, C);
+  if (!(eps >= 0.0f) || isinf(eps))
+    return hx_errf(err, HX_EINVAL, "%s: eps = %g (must be finite, >= 0)", fn, (double)eps);
+  if (rows == 0) return HX_OK;
+  if (!d_y || !d_x || !d_g || !d_b) return hx_errf(err, HX_EINVAL, "%s: NULL y, x, g or b", fn);
+  if (!aligned16(d_y) || !aligned16(d_x)) return hx_errf(err, HX_EINVAL, "%s: y and x must be 16-byte aligned", fn);
+  if ((add || d_y != d_x) && ranges_overlap(d_y, rows * C * 2, d_x, rows * C * 2))
+    return hx_errf(err, HX_EINVAL, add ? "%s: y overlaps x" : "%s: y overlaps x without being x", fn);
+  if (dt == NET_F16) {
+    __half *y = (__half *)d_y;
+    const __half *x = (const __half *)d_x;
+    return add ? ln_launch<__half, true>(y, x, d_g, d_b, rows, (int)C, eps, stream, err)
+               : ln_launch<__half, false>(y, x, d_g, d_b, rows, (int)C, eps, stream, err);
+  }
+  __nv_bfloat16 *y = (__nv_bfloat16 *)d_y;
+  const __nv_bfloat16 *x = (const __nv_bfloat16 *)d_x;
+  return add ? ln_launch<__nv_bfloat16, true>(y, x, d_g, d_b, rows, (int)C, eps, stream, err)
+             : ln_launch<__nv_bfloat16, false>(y, x, d_g, d_b, rows, (int)C, eps, stream, err);
+}
+
 hx_status nl_layernorm_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
                            float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
-  HX_TRY(check_dt(dt, "nl_layernorm_gpu", err));
-  if (C == 0 || C % 8 || C > (size_t)1 << 30)
-    return hx_errf(err, HX_EINVAL, "nl_layernorm_gpu: C = %zu (a positive multiple of 8 is required)", C);
-  if (!(eps >= 0.0f) || isinf(eps))
-    return hx_errf(err, HX_EINVAL, "nl_layernorm_gpu: eps = %g (must be finite, >= 0)", (double)eps);
-  if (rows == 0) return HX_OK;
-  if (!d_y || !d_x || !d_g || !d_b) return hx_errf(err, HX_EINVAL, "nl_layernorm_gpu: NULL y, x, g or b");
-  if (!aligned16(d_y) || !aligned16(d_x))
-    return hx_errf(err, HX_EINVAL, "nl_layernorm_gpu: y and x must be 16-byte aligned");
-  if (d_y != d_x && ranges_overlap(d_y, rows * C * 2, d_x, rows * C * 2))
-    return hx_errf(err, HX_EINVAL, "nl_layernorm_gpu: y overlaps x without being x");
-  if (dt == NET_F16)
-    return ln_launch((__half *)d_y, (const __half *)d_x, d_g, d_b, rows, (int)C, eps, stream, err);
-  return ln_launch((__nv_bfloat16 *)d_y, (const __nv_bfloat16 *)d_x, d_g, d_b, rows, (int)C, eps, stream, err);
+  return layernorm(d_y, d_x, d_g, d_b, rows, C, eps, dt, stream, 0, "nl_layernorm_gpu", err);
+}
+
+hx_status nl_layernorm_add_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
+                               float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  return layernorm(d_y, d_x, d_g, d_b, rows, C, eps, dt, stream, 1, "nl_layernorm_add_gpu", err);
 }
 
 hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, const float *d_shift, size_t rows,

@@ -432,8 +432,7 @@ static hx_status block_cpu(float *x, const float *src, const net_ptv3_level *lv,
   /* x += LN(Linear(conv(src))) */
   HX_TRY(spc_conv_cpu(w->t, src, b->cpe_conv.w, b->cpe_conv.b, &lv->map, C, C, err));
   HX_TRY(lin(w->u, w->t, &b->cpe_lin, n, NL_ACT_NONE, 0, err));
-  HX_TRY(nl_layernorm_cpu(w->u, w->u, b->cpe_norm.w, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, err));
-  HX_TRY(nl_add_cpu(x, w->u, n * C, err));
+  HX_TRY(nl_layernorm_add_cpu(x, w->u, b->cpe_norm.w, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, err));
   /* x += proj(unshuffle(attn(shuffle(qkv(LN1(x)))))) */
   HX_TRY(nl_layernorm_cpu(w->t, x, b->norm1.w, b->norm1.b, n, C, NET_PTV3_LN_EPS, err));
   HX_TRY(lin(w->big, w->t, &b->qkv, n, NL_ACT_NONE, 0, err));

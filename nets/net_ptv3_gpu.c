@@ -675,8 +675,7 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
   }
   HX_TRY(conv_gpu(r, g->t, src, &b->conv, &lv->map));
   HX_TRY(lin_gpu(r, g->u, g->t, &b->cpe_lin, n, NL_ACT_NONE, 0));
-  HX_TRY(nl_layernorm_gpu(g->u, g->u, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
-  return nl_add_gpu(x, g->u, n * C, g->dt, r->cs, r->err);
+  return nl_layernorm_add_gpu(x, g->u, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err);
 }
 
 /* pc3 = qkv rows by order[pad] of order row `row` (the level's padding first, once per forward). */

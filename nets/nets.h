@@ -77,6 +77,12 @@ hx_status nl_layernorm_cpu(float *y, const float *x, const float *g, const float
                            float eps, hx_err *err);
 hx_status nl_layernorm_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
                            float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+/* y += LayerNorm(x) (a residual branch ending in a LayerNorm, as PTv3's xCPE): y must not overlap x. The GPU
+ * form rounds y + LN(x) once, where LN then nl_add round twice. */
+hx_status nl_layernorm_add_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
+                               float eps, hx_err *err);
+hx_status nl_layernorm_add_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
+                               float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 
 /* Inference BatchNorm folded to one affine per channel, then an optional GELU:
  *     y = act(x * scale + shift),  scale = gamma / sqrt(var + eps),  shift = beta - mean * scale.

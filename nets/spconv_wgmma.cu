@@ -16,8 +16,11 @@
  * channels, 3 warpgroups. Warpgroup 0 (the producer, setmaxnreg down) walks the steps s = (active offset o,
  * input chunk of BK channels) and per step copies A[r] = x[nbr[r, o]][chunk] (cp.async, zero fill where a row
  * has no neighbour at o; nothing for a 64-row block that has none at o) and B = W_o[c0 .. c0 + BN)[chunk]
- * into ring slot s % STAGES in the wgmma K-major swizzled layout (128-byte swizzle at BK = 64, 64-byte at 32),
- * then arrives on the slot's "full" mbarrier with cp.async.mbarrier.arrive.noinc (128 arrivals). Warpgroups 1
+ * (one TMA tile copy, issued by thread 0 after its expect_tx of B's bytes) into ring slot s % STAGES in the
+ * wgmma K-major swizzled layout (128-byte swizzle at BK = 64, 64-byte at 32), then arrives on the slot's "full"
+ * mbarrier with cp.async.mbarrier.arrive.noinc (128 arrivals, and the expect_tx's: 129). The weights came by
+ * cp.async too at first: 16 of a producer thread's 24 copies a step at 256-channel slices, and the forward's
+ * convolutions took 1.4 ms longer (docs/nets.md, "v6"). Warpgroups 1
  * and 2 (the consumers, setmaxnreg up) own MI blocks of 64 rows each; per step they wait on "full", issue
  * m64nBNk16 wgmmas for each of their blocks that has a neighbour at o, commit, and wait for the previous
  * step's group (wgmma.wait_group 1) before one lane per warp arrives on that step's slot's "empty" mbarrier
@@ -25,9 +28,10 @@
  * threads, the only CTA-wide barriers) reads the tile's map rows into shared memory, the offset mask of each
  * 64-row block and the tile's active offsets (increasing o).
  * Ring protocol (as attention v9's, kernels/attn_wgmma.cu): step s uses slot s % STAGES for the u = s /
- * STAGES-th time; "full" completes phase u when its 128 producer threads' copies have landed (consumers wait
- * for parity u & 1), "empty" completes phase u when both consumers have retired step s (the producer waits
- * for parity (u & 1) ^ 1 before refilling: a fresh mbarrier's "previous" phase counts as complete).
+ * STAGES-th time; "full" completes phase u when its 128 producer threads' copies and the TMA's bytes have
+ * landed (consumers wait for parity u & 1), "empty" completes phase u when both consumers have retired step s
+ * (the producer waits for parity (u & 1) ^ 1 before refilling: a fresh mbarrier's "previous" phase counts as
+ * complete).
  * Invariant: each output is the sum over its tile's steps in increasing (o, chunk), k16 by k16, in fp32: the
  * schedule never changes the sums, so runs agree bit for bit (the tests assert it); not v3's bits (the
  * tensor core's order inside a k16 step differs between mma.sync and wgmma), within the same tolerance.
@@ -49,6 +53,8 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -137,6 +143,16 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 __device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+/* one TMA tile copy of a 2-D tensor (coordinates: innermost first) into shared memory, completing its bytes on
+ * bar; coordinates outside the tensor read as zeros (and still count their bytes) */
+__device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+               ::"r"(dst), "l"(reinterpret_cast<uint64_t>(tm)), "r"(c0), "r"(c1), "r"(bar)
+               : "memory");
+}
 template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
@@ -207,7 +223,7 @@ WG_SS(__nv_bfloat16, "bf16", 256, WG_A128, WG_D128(0), "128", "129", "130")
 #undef WG_D8
 
 template <typename T, int BN, int BK>
-__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const Params p) {
+__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
   using Tr = Tiles<BN, BK>;
   constexpr int BM = Tr::BM, MI = Tr::MI, BLOCKS = Tr::BLOCKS, ST = Tr::STAGES, CPR = Tr::CPR;
   constexpr int NACC = BN / 2;
@@ -232,7 +248,8 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
   if (tid == 0) {
 #pragma unroll
     for (int i = 0; i < ST; ++i) {
-      mbar_init(sFull + 8u * i, 128); /* one cp.async arrival per producer thread */
+      /* one cp.async arrival per producer thread (the rows) and thread 0's expect_tx (the weights' TMA) */
+      mbar_init(sFull + 8u * i, 129);
       mbar_init(sEmpty + 8u * i, 8);  /* one arrival per consumer warp */
     }
   }
@@ -282,7 +299,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
   if (wg == 0) {
     /* ---- producer ---- */
     setmaxnreg_dec<Tr::PREG>();
-    const unsigned char *xb = static_cast<const unsigned char *>(p.x), *wb = static_cast<const unsigned char *>(p.w);
+    const unsigned char *xb = static_cast<const unsigned char *>(p.x);
     int slot = 0;
     uint32_t ph = 0;
 #pragma unroll 1
@@ -293,6 +310,11 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
       uint32_t on = 0; /* bit g: block g has a neighbour at o (no consumer reads the others' rows) */
 #pragma unroll
       for (int g = 0; g < BLOCKS; ++g) on |= ((bmask[g] >> o) & 1u) << g;
+      const uint32_t full = sFull + 8u * (uint32_t)slot;
+      if (tid == 0) { /* the weight slice: one TMA tile of BN x BK, swizzled by the copy engine */
+        mbar_expect_tx(full, (uint32_t)Tr::B_BYTES);
+        tma_2d(aB, &tm_w, kc * BK, (int)(o * p.out + c0), full);
+      }
 #pragma unroll 4
       for (int i = 0; i < BM * CPR / 128; ++i) {
         const int t = tid + i * 128, r = t / CPR, c = t % CPR;
@@ -301,12 +323,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
         const void *src = j >= 0 ? xb + ((size_t)j * p.in + (size_t)kc * BK + (size_t)c * 8u) * 2u : xb;
         cp_async_ca(aA + swz<CPR>(r, c), src, j >= 0 ? 16u : 0u);
       }
-      for (int t = tid; t < BN * CPR; t += 128) {
-        const int nn = t / CPR, c = t % CPR;
-        const size_t e = ((size_t)o * p.out + c0 + (size_t)nn) * p.in + (size_t)kc * BK + (size_t)c * 8u;
-        cp_async_cg(aB + swz<CPR>(nn, c), wb + e * 2u);
-      }
-      cp_async_arrive_noinc(sFull + 8u * (uint32_t)slot);
+      cp_async_arrive_noinc(full);
       if (++slot == ST) slot = 0, ph ^= 1u;
     }
     /* no copy of this thread in flight at exit */
@@ -385,8 +402,8 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
 #else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
 
 template <typename T, int BN, int BK>
-__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const Params p) {
-  (void)p;
+__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
+  (void)p, (void)tm_w;
 }
 
 #endif /* SPC_WGMMA */
@@ -400,12 +417,39 @@ __global__ void sm90a_probe(int *out) {
 #endif
 }
 
+/* A 2-D row-major tensor [rows][cols] of 2-byte values as a TMA descriptor: boxes of box_rows x BK values,
+ * swizzled as wgmma reads the tile (128 bytes at BK = 64, 64 at 32). */
+template <int BK>
+hx_status tensor_map(CUtensorMap *tm, PFN_cuTensorMapEncodeTiled_v12000 enc, const void *base, uint64_t rows,
+                     uint64_t cols, uint32_t box_rows, hx_err *err) {
+  const cuuint64_t dim[2] = {cols, rows}, stride[1] = {cols * 2u};
+  const cuuint32_t box[2] = {(cuuint32_t)BK, box_rows}, estride[2] = {1, 1};
+  const CUresult r = enc(tm, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void *>(base), dim, stride, box, estride,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE,
+                         BK == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return hx_errf(err, HX_ECUDA, "spc v6: cuTensorMapEncodeTiled (%llu x %llu, box %u x %d) failed: %d",
+                   (unsigned long long)rows, (unsigned long long)cols, box_rows, BK, (int)r);
+  return HX_OK;
+}
+
 template <typename T, int BN, int BK> hx_status launch(const Params &p, cudaStream_t stream, hx_err *err) {
   using Tr = Tiles<BN, BK>;
   auto kern = conv_wg_kernel<T, BN, BK>;
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::SMEM));
+  /* the driver's encoder through the runtime (no libcuda link); the descriptors travel by value as kernel
+   * parameters, so a captured graph keeps its own */
+  void *fn = nullptr;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  HX_CUDA(err, cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+  if (q != cudaDriverEntryPointSuccess || !fn)
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: the driver has no cuTensorMapEncodeTiled");
+  const auto enc = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  CUtensorMap tm_w; /* fp16 or bf16: the copy moves bytes, the type only names the element size */
+  HX_TRY(tensor_map<BK>(&tm_w, enc, p.w, (uint64_t)kK * p.out, p.in, (uint32_t)BN, err));
   const size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices;
-  kern<<<(unsigned)ctas, 384, Tr::SMEM, stream>>>(p);
+  kern<<<(unsigned)ctas, 384, Tr::SMEM, stream>>>(p, tm_w);
   HX_LAUNCHED(err, "spc v6 conv_wg_kernel");
   return HX_OK;
 }

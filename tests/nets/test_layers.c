@@ -317,6 +317,17 @@ static void test_layernorm_properties(void **state) {
     /* the affine is g * xhat + b on the normalised row */
     assert_int_equal(nl_layernorm_cpu(z, x, g, b, rows, C, 1e-12f, NULL), HX_OK);
     for (size_t i = 0; i < rows * C; ++i) assert_true(fabsf(z[i] - (y[i] * g[i % C] + b[i % C])) <= 1e-5f);
+    /* y += LN(x): the residual plus the out-of-place result, to fp32 rounding; y overlapping x is refused */
+    float *w = malloc(rows * C * 4);
+    assert_true(w != NULL);
+    for (size_t i = 0; i < rows * C; ++i) w[i] = 100.0f * unit(9, 4, i);
+    assert_int_equal(nl_layernorm_add_cpu(w, x, g, b, rows, C, 1e-12f, NULL), HX_OK);
+    for (size_t i = 0; i < rows * C; ++i)
+      assert_true(fabsf(w[i] - (100.0f * unit(9, 4, i) + z[i])) <= 1e-4f * (1.0f + fabsf(w[i])));
+    hx_err err = {HX_OK, ""};
+    assert_int_equal(nl_layernorm_add_cpu(x, x, g, b, rows, C, 1e-12f, &err), HX_EINVAL);
+    assert_int_equal(nl_layernorm_add_cpu(x + 1, x, g, b, rows, C, 1e-12f, &err), HX_EINVAL);
+    free(w);
     /* in place equals out of place */
     assert_int_equal(nl_layernorm_cpu(x, x, g, b, rows, C, 1e-12f, NULL), HX_OK);
     assert_memory_equal(x, z, rows * C * 4);

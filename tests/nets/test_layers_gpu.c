@@ -289,29 +289,46 @@ static void test_linear(void **state) {
 
 /* ---- layernorm ------------------------------------------------------------------------------------- */
 
-static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int in_place) {
+/* mode 0: y = LN(x) out of place, 1: in place, 2: y += LN(x) (nl_layernorm_add_gpu) on a random residual y */
+static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mode) {
   const double eps = eps_of(dt);
   const float ln_eps = 1e-5f;
-  const uint64_t seed = case_seed(t, 10 + (uint64_t)dt * 2 + (uint64_t)in_place, rows, C);
+  const int in_place = mode == 1;
+  const uint64_t seed = case_seed(t, 10 + (uint64_t)dt * 3 + (uint64_t)mode, rows, C);
   const size_t n = rows * C;
   uint16_t *hx = xmalloc(n * 2), *hy = xmalloc((n + 2 * C) * 2);
   float *xf = xmalloc(n * 4), *yf = xmalloc(n * 4), *g = xmalloc(C * 4), *b = xmalloc(C * 4);
+  uint16_t *hr = mode == 2 ? xmalloc(n * 2) : NULL;
+  float *rf = mode == 2 ? xmalloc(n * 4) : NULL;
   /* odd rows centred on 4 (the mean matters), spreads 0.5, 1.5, 2.5 by row */
   for (size_t r = 0; r < rows; ++r)
     fill(dt, hx + r * C, xf + r * C, C, seed, 1 + r, 0.5f + (float)(r % 3), r % 2 ? 4.0f : 0.0f);
   for (size_t c = 0; c < C; ++c) g[c] = 1.0f + 0.5f * unit(seed, 0, c), b[c] = 0.5f * unit(seed, 0, C + c);
   assert_int_equal(nl_layernorm_cpu(yf, xf, g, b, rows, C, ln_eps, NULL), HX_OK);
+  if (mode == 2) { /* the residual: spread 3, so the sum's rounding is on a different scale than LN's */
+    for (size_t r = 0; r < rows; ++r) fill(dt, hr + r * C, rf + r * C, C, seed ^ 0x5eedu, 1 + r, 3.0f, 1.0f);
+    float *sum = xmalloc(n * 4);
+    memcpy(sum, rf, n * 4);
+    assert_int_equal(nl_layernorm_add_cpu(sum, xf, g, b, rows, C, ln_eps, NULL), HX_OK);
+    for (size_t i = 0; i < n; ++i) assert_true(fabsf(sum[i] - (rf[i] + yf[i])) <= 1e-6f * (1.0f + fabsf(sum[i])));
+    memcpy(yf, sum, n * 4);
+    free(sum);
+  }
   /* output between two guard rows */
   uint16_t *dbuf = dmalloc((n + 2 * C) * 2);
   float *dg = dmalloc(C * 4), *dbb = dmalloc(C * 4);
   uint16_t *dx = in_place ? dbuf + C : dmalloc(n * 2), *dy = dbuf + C;
   poison(dbuf, (n + 2 * C) * 2);
   h2d(dx, hx, n * 2), h2d(dg, g, C * 4), h2d(dbb, b, C * 4);
+  if (mode == 2) h2d(dy, hr, n * 2);
   tally ta;
-  tally_init(&ta, "layernorm %s rows %zu C %zu%s", net_dtype_name(dt), rows, C, in_place ? " in place" : "");
+  tally_init(&ta, "layernorm %s rows %zu C %zu%s", net_dtype_name(dt), rows, C,
+             mode == 1 ? " in place" : mode == 2 ? " + residual" : "");
   hx_err err = {HX_OK, ""};
   size_t bad = 0;
-  if (sync_status(t, nl_layernorm_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err), &err, ta.what) != HX_OK) {
+  const hx_status st = mode == 2 ? nl_layernorm_add_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err)
+                                 : nl_layernorm_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err);
+  if (sync_status(t, st, &err, ta.what) != HX_OK) {
     bad = 1;
   } else {
     d2h(hy, dbuf, (n + 2 * C) * 2);
@@ -336,7 +353,7 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int in
   }
   cudaFree(dbuf), cudaFree(dg), cudaFree(dbb);
   if (!in_place) cudaFree(dx);
-  free(hx), free(hy), free(xf), free(yf), free(g), free(b);
+  free(hx), free(hy), free(xf), free(yf), free(g), free(b), free(hr), free(rf);
   return bad;
 }
 
@@ -354,6 +371,11 @@ static void test_layernorm(void **state) {
     bad += run_layernorm(t, (net_dtype)d, 1000, 256, 1);
     bad += run_layernorm(t, (net_dtype)d, 1001, 32, 1); /* 8 rows a warp, the last warp partly empty */
     bad += run_layernorm(t, (net_dtype)d, 7, 2048, 1);
+    /* y += LN(x): both kernels, narrow rows sharing a warp (32), a partly empty last warp, several vectors a lane */
+    bad += run_layernorm(t, (net_dtype)d, 1001, 32, 2);
+    bad += run_layernorm(t, (net_dtype)d, 600, 256, 2);
+    bad += run_layernorm(t, (net_dtype)d, 300, 1000, 2);
+    bad += run_layernorm(t, (net_dtype)d, 7, 2048, 2);
   }
   assert_int_equal(bad, 0);
 }
@@ -765,6 +787,9 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_layernorm_gpu(d, d + 4, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL); /* partial overlap */
   assert_int_equal(nl_layernorm_gpu(d, d + 2048, NULL, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_layernorm_gpu(d, d + 2048, f, f, 4, 8, 1e-5f, (net_dtype)-1, s, &err), HX_EINVAL);
+  assert_int_equal(nl_layernorm_add_gpu(d, d, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL); /* y += LN(y) */
+  assert_int_equal(nl_layernorm_add_gpu(d, d + 4, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_layernorm_add_gpu(d, d + 2048, f, f, 4, 12, 1e-5f, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_affine_act_gpu(d, d + 2048, f, f, 4, 0, NL_ACT_NONE, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_affine_act_gpu(d, d + 2048, f, f, 4, 8, (nl_act)2, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 2048, 4, 0, NET_F16, s, &err), HX_EINVAL);
