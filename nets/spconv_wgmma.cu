@@ -108,7 +108,6 @@ template <int BN_, int BK_> struct Tiles {
   static_assert(3 * BLOCKS * 4 <= 48 && STAGES <= 8, "TAIL's room for the masks and the mbarriers");
 };
 
-using spc_dev::cp_async_ca;
 using spc_dev::cp_async_cg;
 using spc_dev::pack2;
 using spc_dev::smem_addr;
@@ -321,7 +320,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
         if (!((on >> (r / 64)) & 1u)) continue;
         const int32_t j = nbr_s[r * (int)kK + o];
         const void *src = j >= 0 ? xb + ((size_t)j * p.in + (size_t)kc * BK + (size_t)c * 8u) * 2u : xb;
-        cp_async_ca(aA + swz<CPR>(r, c), src, j >= 0 ? 16u : 0u);
+        cp_async_cg(aA + swz<CPR>(r, c), src, j >= 0 ? 16u : 0u);
       }
       cp_async_arrive_noinc(full);
       if (++slot == ST) slot = 0, ph ^= 1u;
