@@ -298,7 +298,21 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
   if (wg == 0) {
     /* ---- producer ---- */
     setmaxnreg_dec<Tr::PREG>();
+    /* Fixed over the steps: a thread copies chunk c of rows r0 + i RS (i < NI), and their swizzled places are
+     * its first one's plus i RS rows, since RS is a multiple of the swizzle's 8-row period; block (i RS) / 64
+     * is known for each unrolled i. Every instruction here is on the critical path: the copies set v6's time
+     * (docs/nets.md, "Where v6's time goes"); a build choosing the copy instruction at run time, three uniform
+     * branches a copy more, ran PTv3's 600k forward 0.9 ms slower. */
+    constexpr int RS = 128 / CPR, NI = BM / RS;
+    static_assert(RS % 8 == 0 && 64 % RS == 0, "a thread's rows share the swizzle phase and stay in a block");
+    const int r0 = tid / CPR, c = tid % CPR;
+    const uint32_t dst0 = swz<CPR>(r0, c);
+    const int32_t *nb0 = nbr_s + r0 * (int)kK;
     const unsigned char *xb = static_cast<const unsigned char *>(p.x);
+    const size_t rowb = (size_t)p.in * 2u;
+    uint32_t bm[BLOCKS];
+#pragma unroll
+    for (int g = 0; g < BLOCKS; ++g) bm[g] = bmask[g];
     int slot = 0;
     uint32_t ph = 0;
 #pragma unroll 1
@@ -306,21 +320,19 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
       const int oi = s / KC, kc = s - oi * KC, o = act[oi];
       mbar_wait(sEmpty + 8u * (uint32_t)slot, ph ^ 1u);
       const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
-      uint32_t on = 0; /* bit g: block g has a neighbour at o (no consumer reads the others' rows) */
-#pragma unroll
-      for (int g = 0; g < BLOCKS; ++g) on |= ((bmask[g] >> o) & 1u) << g;
       const uint32_t full = sFull + 8u * (uint32_t)slot;
       if (tid == 0) { /* the weight slice: one TMA tile of BN x BK, swizzled by the copy engine */
         mbar_expect_tx(full, (uint32_t)Tr::B_BYTES);
         tma_2d(aB, &tm_w, kc * BK, (int)(o * p.out + c0), full);
       }
-#pragma unroll 4
-      for (int i = 0; i < BM * CPR / 128; ++i) {
-        const int t = tid + i * 128, r = t / CPR, c = t % CPR;
-        if (!((on >> (r / 64)) & 1u)) continue;
-        const int32_t j = nbr_s[r * (int)kK + o];
-        const void *src = j >= 0 ? xb + ((size_t)j * p.in + (size_t)kc * BK + (size_t)c * 8u) * 2u : xb;
-        cp_async_cg(aA + swz<CPR>(r, c), src, j >= 0 ? 16u : 0u);
+      /* the rows: nothing for a 64-row block without a neighbour at o (no consumer reads it), zeros for a row
+       * without one */
+      const unsigned char *xc = xb + ((size_t)kc * BK + (size_t)c * 8u) * 2u;
+#pragma unroll
+      for (int i = 0; i < NI; ++i) {
+        if (!((bm[i * RS / 64] >> o) & 1u)) continue;
+        const int32_t j = nb0[i * RS * (int)kK + o];
+        cp_async_cg(aA + dst0 + (uint32_t)(i * RS * Tr::RB), j >= 0 ? xc + (size_t)j * rowb : xb, j >= 0 ? 16u : 0u);
       }
       cp_async_arrive_noinc(full);
       if (++slot == ST) slot = 0, ph ^= 1u;
