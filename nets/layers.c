@@ -90,7 +90,8 @@ static hx_status layernorm_cpu(float *y, const float *x, const float *g, const f
   if (!(eps >= 0.0f) || isinf(eps)) return hx_errf(err, HX_EINVAL, "%s: eps = %g (must be finite, >= 0)", fn, (double)eps);
   if (rows == 0) return HX_OK;
   if (!y || !x || !g || !b) return hx_errf(err, HX_EINVAL, "%s: NULL y, x, g or b", fn);
-  if (add && y < x + rows * C && x < y + rows * C) return hx_errf(err, HX_EINVAL, "%s: y overlaps x", fn);
+  const uintptr_t ya = (uintptr_t)y, xa = (uintptr_t)x, bytes = (uintptr_t)(rows * C * sizeof(float));
+  if (add && ya < xa + bytes && xa < ya + bytes) return hx_errf(err, HX_EINVAL, "%s: y overlaps x", fn);
   for (size_t r = 0; r < rows; ++r) {
     const float *xr = x + r * C;
     float *yr = y + r * C;

@@ -419,10 +419,10 @@ __global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const f
 
 template <typename T, bool ADD>
 hx_status ln_launch(T *y, const T *x, const float *g, const float *b, size_t rows, int C, float eps, cudaStream_t s,
-                    hx_err *err) {
+                    const char *fn, hx_err *err) {
   /* blocks of 4 warps, each warp 32 / LPR rows: at least 4 rows a block, so this many fit one grid */
   if (C <= 1024 && rows / 4u >= (size_t)INT32_MAX)
-    return hx_errf(err, HX_EINVAL, "nl_layernorm_gpu: %zu rows exceed one launch", rows);
+    return hx_errf(err, HX_EINVAL, "%s: %zu rows exceed one launch", fn, rows);
   auto blocks = [rows](int lpr) { return (unsigned)((rows + (size_t)(128 / lpr) - 1) / (size_t)(128 / lpr)); };
   if (C <= 8) ln_warp_kernel<T, 1, 1, ADD><<<blocks(1), 128, 0, s>>>(y, x, g, b, rows, C, eps);
   else if (C <= 16) ln_warp_kernel<T, 1, 2, ADD><<<blocks(2), 128, 0, s>>>(y, x, g, b, rows, C, eps);
@@ -434,7 +434,7 @@ hx_status ln_launch(T *y, const T *x, const float *g, const float *b, size_t row
   else if (C <= 768) ln_warp_kernel<T, 3, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
   else if (C <= 1024) ln_warp_kernel<T, 4, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
   else ln_block_kernel<T, ADD><<<(unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s>>>(y, x, g, b, rows, C, eps);
-  HX_LAUNCHED(err, "nl_layernorm_gpu");
+  HX_LAUNCHED(err, fn);
   return HX_OK;
 }
 
@@ -668,13 +668,13 @@ static hx_status layernorm(void *d_y, const void *d_x, const float *d_g, const f
   if (dt == NET_F16) {
     __half *y = (__half *)d_y;
     const __half *x = (const __half *)d_x;
-    return add ? ln_launch<__half, true>(y, x, d_g, d_b, rows, (int)C, eps, stream, err)
-               : ln_launch<__half, false>(y, x, d_g, d_b, rows, (int)C, eps, stream, err);
+    return add ? ln_launch<__half, true>(y, x, d_g, d_b, rows, (int)C, eps, stream, fn, err)
+               : ln_launch<__half, false>(y, x, d_g, d_b, rows, (int)C, eps, stream, fn, err);
   }
   __nv_bfloat16 *y = (__nv_bfloat16 *)d_y;
   const __nv_bfloat16 *x = (const __nv_bfloat16 *)d_x;
-  return add ? ln_launch<__nv_bfloat16, true>(y, x, d_g, d_b, rows, (int)C, eps, stream, err)
-             : ln_launch<__nv_bfloat16, false>(y, x, d_g, d_b, rows, (int)C, eps, stream, err);
+  return add ? ln_launch<__nv_bfloat16, true>(y, x, d_g, d_b, rows, (int)C, eps, stream, fn, err)
+             : ln_launch<__nv_bfloat16, false>(y, x, d_g, d_b, rows, (int)C, eps, stream, fn, err);
 }
 
 hx_status nl_layernorm_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,

@@ -27,7 +27,7 @@ __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)
 
 /* 16-byte asynchronous copies global -> shared; src_bytes 0 reads nothing and writes 16 zero bytes (the
  * missing neighbours' rows). .ca keeps gathered rows in L1 (v1's tiles in the level's order: a row is a
- * neighbour of several rows of a tile, at several offsets), .cg goes through L2 only (the weights; v6's rows,
+ * neighbour of several rows of a tile, at several offsets), .cg goes through L2 only (v1's weights; v6's rows,
  * whose mask-sorted tiles are spread over the cloud: PTv3's 600k forward 33.10 against 33.17 ms on .ca). */
 __device__ __forceinline__ void cp_async_ca(uint32_t dst, const void *src, uint32_t src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));

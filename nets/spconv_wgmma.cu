@@ -42,8 +42,8 @@
  * less 1 KB) with the map rows (BM x 27 x 4).
  *
  * The cp.async copies, the tile swizzle and the output packing are v1's (nets/spconv_device.cuh). The wgmma,
- * proxy-fence and mbarrier wrappers repeat attention's (kernels/attn_wgmma.cu): .cuh files stay in their folder
- * (STYLE.md), so the two leaves cannot share one. Gating as there: the wgmma code exists only in
+ * proxy-fence and mbarrier wrappers repeat attention's (kernels/attn_wgmma.cu; the expect_tx and TMA ones are
+ * this file's own): .cuh files stay in their folder (STYLE.md), so the two leaves cannot share one. Gating as there: the wgmma code exists only in
  * the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); spc_v6_check refuses (HX_EUNSUPPORTED) unless the device is
  * compute capability 9.0 and a probe kernel of this file reports that the loaded image is sm_90a.
  */
@@ -238,8 +238,8 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
 
   const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
   const uint32_t tile = blockIdx.x / p.slices, slice = blockIdx.x - tile * p.slices;
-  const uint32_t r0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN;
-  const uint32_t rows = p.n - r0 < (uint32_t)BM ? p.n - r0 : (uint32_t)BM;
+  const uint32_t t0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN; /* first tile row, output column */
+  const uint32_t rows = p.n - t0 < (uint32_t)BM ? p.n - t0 : (uint32_t)BM;
 
   /* prologue: mbarriers, the tile's map rows, each 64-row block's offset mask, the tile's active offsets.
    * The map rows in two rounds of loads (every thread's perm entries, then its map entries), not one
@@ -251,6 +251,8 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
       mbar_init(sFull + 8u * i, 129);
       mbar_init(sEmpty + 8u * i, 8);  /* one arrival per consumer warp */
     }
+    /* the initialised barriers visible to the async proxy, whose TMA copies complete bytes on them */
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   {
     constexpr int PER = (BM * (int)kK + 383) / 384;
@@ -258,7 +260,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
       const uint32_t t = (uint32_t)(tid + i * 384);
-      src[i] = t < (uint32_t)BM * kK && t / kK < rows ? __ldg(p.perm + r0 + t / kK) : ~0u;
+      src[i] = t < (uint32_t)BM * kK && t / kK < rows ? __ldg(p.perm + t0 + t / kK) : ~0u;
     }
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
@@ -337,7 +339,8 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
       cp_async_arrive_noinc(full);
       if (++slot == ST) slot = 0, ph ^= 1u;
     }
-    /* no copy of this thread in flight at exit */
+    /* no cp.async of this thread in flight at exit; thread 0's last TMA copies may be, and the CTA outlives
+     * them: both consumer warpgroups wait on every step's full barrier before they exit */
     asm volatile("cp.async.wait_all;\n" ::: "memory");
     return;
   }
@@ -400,7 +403,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
     for (int hr = 0; hr < 2; ++hr) {
       const uint32_t r = (uint32_t)((cwg * MI + mi) * 64 + wq * 16 + (lane >> 2) + hr * 8);
       if (r >= rows) continue;
-      const size_t orow = (size_t)__ldg(p.perm + r0 + r) * p.out;
+      const size_t orow = (size_t)__ldg(p.perm + t0 + r) * p.out;
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb) {
         const uint32_t col = c0 + (uint32_t)(nb * 8 + 2 * (lane & 3));
@@ -501,10 +504,17 @@ extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
       int *d_flag = NULL;
       cudaError_t e = cudaMalloc((void **)&d_flag, sizeof(int));
       if (e == cudaSuccess) {
+        /* the launcher's TMA descriptor encoder must exist too: a driver without it is refused here, where
+         * spc_variant_main falls back to v3, not at launch */
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        const bool enc = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                                          &q) == cudaSuccess && q == cudaDriverEntryPointSuccess && fn;
         spc_v6::sm90a_probe<<<1, 1>>>(d_flag);
         e = cudaGetLastError();
         if (e == cudaSuccess) e = cudaMemcpy(&ok, d_flag, sizeof ok, cudaMemcpyDeviceToHost);
         cudaFree(d_flag);
+        if (!enc) ok = 0;
       }
       if (e != cudaSuccess) {
         cache[dev] = 2;
@@ -514,7 +524,8 @@ extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
     cache[dev] = ok == 1 ? 1 : 2;
   }
   if (cache[dev] != 1)
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: needs an sm_90a image on a compute capability 9.0 device");
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: needs an sm_90a image on a compute capability 9.0 device and a "
+                   "driver with cuTensorMapEncodeTiled");
   return HX_OK;
 }
 

@@ -326,8 +326,11 @@ static void test_layernorm_properties(void **state) {
       assert_true(fabsf(w[i] - (100.0f * unit(9, 4, i) + z[i])) <= 1e-4f * (1.0f + fabsf(w[i])));
     hx_err err = {HX_OK, ""};
     assert_int_equal(nl_layernorm_add_cpu(x, x, g, b, rows, C, 1e-12f, &err), HX_EINVAL);
-    assert_int_equal(nl_layernorm_add_cpu(x + 1, x, g, b, rows, C, 1e-12f, &err), HX_EINVAL);
-    free(w);
+    float *o = malloc((rows * C + 1) * 4); /* y = o + 1 over x = o: one row-major buffer, shifted by a value */
+    assert_true(o != NULL);
+    memcpy(o, x, rows * C * 4), o[rows * C] = 0.0f;
+    assert_int_equal(nl_layernorm_add_cpu(o + 1, o, g, b, rows, C, 1e-12f, &err), HX_EINVAL);
+    free(o), free(w);
     /* in place equals out of place */
     assert_int_equal(nl_layernorm_cpu(x, x, g, b, rows, C, 1e-12f, NULL), HX_OK);
     assert_memory_equal(x, z, rows * C * 4);
