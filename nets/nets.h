@@ -253,8 +253,9 @@ hx_status spc_v5_halo_rows(uint32_t *rows, const spc_weights *w, int smem_optin,
  * v0. A map whose convolutions all take a variant without needs_rule can be built without d_rule. */
 const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K);
 /* The main path's variant on the current device: v6 where spc_variant_best gives v3 and v6 takes the widths here
- * (multiples of 32, a compute capability 9.0 device running this build's sm_90a image; it asks the device once
- * per process and device), else spc_variant_best. The PTv3 forward and the sweep's spconv stage use it. */
+ * (multiples of 32, a compute capability 9.0 device running this build's sm_90a image, a driver with the TMA
+ * descriptor encoder; it asks once per thread and device), else spc_variant_best. The PTv3 forward and the
+ * sweep's spconv stage use it. */
 const spc_variant *spc_variant_main(size_t in, size_t out, uint32_t K);
 
 /* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */

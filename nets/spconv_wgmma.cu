@@ -43,9 +43,10 @@
  *
  * The cp.async copies, the tile swizzle and the output packing are v1's (nets/spconv_device.cuh). The wgmma,
  * proxy-fence and mbarrier wrappers repeat attention's (kernels/attn_wgmma.cu; the expect_tx and TMA ones are
- * this file's own): .cuh files stay in their folder (STYLE.md), so the two leaves cannot share one. Gating as there: the wgmma code exists only in
- * the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); spc_v6_check refuses (HX_EUNSUPPORTED) unless the device is
- * compute capability 9.0 and a probe kernel of this file reports that the loaded image is sm_90a.
+ * this file's own): .cuh files stay in their folder (STYLE.md), so the two leaves cannot share one. Gating as
+ * there: the wgmma code exists only in the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); spc_v6_check refuses
+ * (HX_EUNSUPPORTED) unless the device is compute capability 9.0, a probe kernel of this file reports that the
+ * loaded image is sm_90a, and the driver has the TMA descriptor encoder.
  */
 #include "nets/nets.h"
 #include "nets/spconv_internal.h"
@@ -148,7 +149,8 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 /* one TMA tile copy of a 2-D tensor (coordinates: innermost first) into shared memory, completing its bytes on
  * bar; coordinates outside the tensor read as zeros (and still count their bytes) */
 __device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];\n"
                ::"r"(dst), "l"(reinterpret_cast<uint64_t>(tm)), "r"(c0), "r"(c1), "r"(bar)
                : "memory");
 }
@@ -222,7 +224,8 @@ WG_SS(__nv_bfloat16, "bf16", 256, WG_A128, WG_D128(0), "128", "129", "130")
 #undef WG_D8
 
 template <typename T, int BN, int BK>
-__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
+__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
+    conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
   using Tr = Tiles<BN, BK>;
   constexpr int BM = Tr::BM, MI = Tr::MI, BLOCKS = Tr::BLOCKS, ST = Tr::STAGES, CPR = Tr::CPR;
   constexpr int NACC = BN / 2;
@@ -416,7 +419,8 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const
 #else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
 
 template <typename T, int BN, int BK>
-__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS) conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
+__global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
+    conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
   (void)p, (void)tm_w;
 }
 
@@ -429,6 +433,22 @@ __global__ void sm90a_probe(int *out) {
 #else
   *out = 0;
 #endif
+}
+
+/* The driver's TMA descriptor encoder through the runtime (no libcuda link), or NULL when the driver has none.
+ * Looked up once per thread: the launcher needs it at every call, spc_v6_check once per device. */
+PFN_cuTensorMapEncodeTiled_v12000 encoder() {
+  static thread_local int looked = 0;
+  static thread_local PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  if (!looked) {
+    void *f = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    looked = 1;
+  }
+  return fn;
 }
 
 /* A 2-D row-major tensor [rows][cols] of 2-byte values as a TMA descriptor: boxes of box_rows x BK values,
@@ -452,14 +472,9 @@ template <typename T, int BN, int BK> hx_status launch(const Params &p, cudaStre
   using Tr = Tiles<BN, BK>;
   auto kern = conv_wg_kernel<T, BN, BK>;
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::SMEM));
-  /* the driver's encoder through the runtime (no libcuda link); the descriptors travel by value as kernel
-   * parameters, so a captured graph keeps its own */
-  void *fn = nullptr;
-  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-  HX_CUDA(err, cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-  if (q != cudaDriverEntryPointSuccess || !fn)
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: the driver has no cuTensorMapEncodeTiled");
-  const auto enc = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  /* the descriptor travels by value as a kernel parameter, so a captured graph keeps its own */
+  const PFN_cuTensorMapEncodeTiled_v12000 enc = encoder();
+  if (!enc) return hx_errf(err, HX_EUNSUPPORTED, "spc v6: the driver has no cuTensorMapEncodeTiled");
   CUtensorMap tm_w; /* fp16 or bf16: the copy moves bytes, the type only names the element size */
   HX_TRY(tensor_map<BK>(&tm_w, enc, p.w, (uint64_t)kK * p.out, p.in, (uint32_t)BN, err));
   const size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices;
@@ -506,10 +521,7 @@ extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
       if (e == cudaSuccess) {
         /* the launcher's TMA descriptor encoder must exist too: a driver without it is refused here, where
          * spc_variant_main falls back to v3, not at launch */
-        void *fn = nullptr;
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-        const bool enc = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                                          &q) == cudaSuccess && q == cudaDriverEntryPointSuccess && fn;
+        const bool enc = spc_v6::encoder() != nullptr;
         spc_v6::sm90a_probe<<<1, 1>>>(d_flag);
         e = cudaGetLastError();
         if (e == cudaSuccess) e = cudaMemcpy(&ok, d_flag, sizeof ok, cudaMemcpyDeviceToHost);
