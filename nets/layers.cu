@@ -249,6 +249,7 @@ unsigned blocks_for(size_t work) {
 
 int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
+
 template <typename T> struct Cv;
 template <> struct Cv<__half> {
   static __device__ __forceinline__ float f(__half v) { return __half2float(v); }
@@ -320,10 +321,16 @@ template <int W> __device__ __forceinline__ float group_sum(float v) {
  * lane l of a row's group holds the 8-value vectors l, l + LPR, .. (VPL of them, C <= 8 LPR VPL). Narrow rows
  * share a warp because one row of C = 32 is 4 vectors: a warp per row kept 4 of 32 lanes loading, 64 bytes a
  * warp in flight, and ran at 1/6 of the copy bandwidth (126 us for 600k rows of 32 on an H200, against 19 us
- * for its 77 MB). Every lane reads its values before writing them, so y == x is safe. ADD: y += LN(x) (y is the
- * residual stream, never x), one rounding of y + LN(x) in fp32. */
-template <typename T, int VPL, int LPR, bool ADD>
-__global__ void __launch_bounds__(128) ln_warp_kernel(T *y, const T *x, const float *__restrict__ g,
+ * for its 77 MB). A lane reads its 8 gammas and betas as float4 pairs when both are 16-byte aligned (VEC): as
+ * 16 scalar loads, 32-byte strided across the warp, they cost 8 L1 wavefronts each at C >= 256, and L1, not
+ * DRAM, set the time (35 us for 51.7k rows of 256 on an H200, 2.9x their 53 MB). Gamma and beta are read
+ * after the reductions, not held across rows: held in registers they took the kernel from 32 to 48 registers
+ * and 16 to 10 blocks an SM, and rows of 64 ran 1.4x slower (measured, H200); for the same reason the
+ * one-vector kernels are held to 32 registers (the float4 loads took them to 38). Every lane reads its values
+ * before writing them, so y == x is safe. ADD: y += LN(x) (y is the residual stream, never x), one rounding
+ * of y + LN(x) in fp32. */
+template <typename T, int VPL, int LPR, bool ADD, bool VEC>
+__global__ void __launch_bounds__(128, VPL == 1 ? 16 : 1) ln_warp_kernel(T *y, const T *x, const float *__restrict__ g,
                                                       const float *__restrict__ b, size_t rows, int C, float eps) {
   constexpr int RPW = 32 / LPR;
   const size_t warp_row = ((size_t)blockIdx.x * 4 + (threadIdx.x >> 5)) * RPW;
@@ -362,9 +369,19 @@ __global__ void __launch_bounds__(128) ln_warp_kernel(T *y, const T *x, const fl
   for (int k = 0; k < VPL; ++k) {
     const int vi = sl + LPR * k;
     if (vi < nv) {
+      float gv[8], bv[8];
+      if (VEC) {
+        const float4 *g4 = reinterpret_cast<const float4 *>(g + vi * 8), *b4 = reinterpret_cast<const float4 *>(b + vi * 8);
+        const float4 g0 = g4[0], g1 = g4[1], b0 = b4[0], b1 = b4[1];
+        gv[0] = g0.x, gv[1] = g0.y, gv[2] = g0.z, gv[3] = g0.w, gv[4] = g1.x, gv[5] = g1.y, gv[6] = g1.z, gv[7] = g1.w;
+        bv[0] = b0.x, bv[1] = b0.y, bv[2] = b0.z, bv[3] = b0.w, bv[4] = b1.x, bv[5] = b1.y, bv[6] = b1.z, bv[7] = b1.w;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) gv[i] = g[vi * 8 + i], bv[i] = b[vi * 8 + i];
+      }
       float o[8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) o[i] = (v[k][i] - mean) * rstd * g[vi * 8 + i] + b[vi * 8 + i];
+      for (int i = 0; i < 8; ++i) o[i] = (v[k][i] - mean) * rstd * gv[i] + bv[i];
       if (ADD) {
         float r[8];
         load_v<T, 8>(yr + vi * 8, r);
@@ -417,6 +434,21 @@ __global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const f
   }
 }
 
+/* The warp kernel for C <= 1024 (nothing for wider rows). */
+template <typename T, bool ADD, bool VEC, typename B>
+void ln_warp_launch(T *y, const T *x, const float *g, const float *b, size_t rows, int C, float eps,
+                    cudaStream_t s, B blocks) {
+  if (C <= 8) ln_warp_kernel<T, 1, 1, ADD, VEC><<<blocks(1), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 16) ln_warp_kernel<T, 1, 2, ADD, VEC><<<blocks(2), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 32) ln_warp_kernel<T, 1, 4, ADD, VEC><<<blocks(4), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 64) ln_warp_kernel<T, 1, 8, ADD, VEC><<<blocks(8), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 128) ln_warp_kernel<T, 1, 16, ADD, VEC><<<blocks(16), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 256) ln_warp_kernel<T, 1, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 512) ln_warp_kernel<T, 2, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 768) ln_warp_kernel<T, 3, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  else if (C <= 1024) ln_warp_kernel<T, 4, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+}
+
 template <typename T, bool ADD>
 hx_status ln_launch(T *y, const T *x, const float *g, const float *b, size_t rows, int C, float eps, cudaStream_t s,
                     const char *fn, hx_err *err) {
@@ -424,15 +456,8 @@ hx_status ln_launch(T *y, const T *x, const float *g, const float *b, size_t row
   if (C <= 1024 && rows / 4u >= (size_t)INT32_MAX)
     return hx_errf(err, HX_EINVAL, "%s: %zu rows exceed one launch", fn, rows);
   auto blocks = [rows](int lpr) { return (unsigned)((rows + (size_t)(128 / lpr) - 1) / (size_t)(128 / lpr)); };
-  if (C <= 8) ln_warp_kernel<T, 1, 1, ADD><<<blocks(1), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 16) ln_warp_kernel<T, 1, 2, ADD><<<blocks(2), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 32) ln_warp_kernel<T, 1, 4, ADD><<<blocks(4), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 64) ln_warp_kernel<T, 1, 8, ADD><<<blocks(8), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 128) ln_warp_kernel<T, 1, 16, ADD><<<blocks(16), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 256) ln_warp_kernel<T, 1, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 512) ln_warp_kernel<T, 2, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 768) ln_warp_kernel<T, 3, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 1024) ln_warp_kernel<T, 4, 32, ADD><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+  if (C <= 1024 && aligned16(g) && aligned16(b)) ln_warp_launch<T, ADD, true>(y, x, g, b, rows, C, eps, s, blocks);
+  else if (C <= 1024) ln_warp_launch<T, ADD, false>(y, x, g, b, rows, C, eps, s, blocks);
   else ln_block_kernel<T, ADD><<<(unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s>>>(y, x, g, b, rows, C, eps);
   HX_LAUNCHED(err, fn);
   return HX_OK;

@@ -2,24 +2,31 @@
  * spconv.cu - submanifold sparse 3D convolution on the GPU (the spc_ part of nets.h): the kernel map and its
  * rulebook, and the convolution variants. The CPU references are in spconv.c.
  *
- * Map (spc_map_gpu), four steps on the stream, no host synchronisation unless the counts are asked for:
+ * Map (spc_map_gpu), five steps on the stream, no host synchronisation unless the counts are asked for. The
+ * table holds 2^3-voxel blocks, not voxels: a row's 5^3 (3^3) window lies in exactly 3^3 (2^3) blocks, so a row
+ * costs 27 (8) probes and as many 32-byte reads instead of 125 (27) probes of a voxel table, whose random
+ * 16-byte slots made the stem's k = 5 map the forward's largest kernel after the convolutions and attention
+ * (750 us for 75M probes at 600k on an H200, ~10x the bytes of the map it writes; docs/nets.md);
  *  1. insert: an open-addressing hash table in scratch, capacity the power of two >= 2n (load <= 1/2),
- *     16-byte slots {packed key, row}, home slot hx_mix64(key) & (cap - 1), linear probing. A thread claims a
- *     slot by atomicCAS of its row into the row word (EMPTY = ~0) and then writes the key, so every one of the
- *     2^64 packed keys is storable (no key value is reserved as a sentinel) and a duplicate voxel takes a slot
- *     of its own instead of vanishing;
- *  2. lookup: one thread per (point, offset), t = i*K + o (the nbr writes coalesce), probing from the
- *     neighbour's home slot until its key or an empty slot; neighbours outside [0, 2^18) per axis are not
- *     sought (the key's fields never wrap). Each writes nbr[t] and flag[o*n + i] = (nbr != -1). The centre
- *     lookup of a valid row finds itself unless another row holds the same voxel: that is how duplicates are
- *     detected (a flag word on the device, read back with the counts);
- *  3. rulebook (when d_rule is given): one CUB exclusive scan of the offset-major flags gives every pair its
+ *     16-byte slots {packed block key, block index}, home slot hx_mix64(key) & (cap - 1), linear probing. The
+ *     first row of a block claims a slot by atomicCAS of the key into the key word (EMPTY = ~0: a block key
+ *     has x, y, z < 2^17, so it is never EMPTY) and numbers the block by an atomic counter (one atomicAdd a
+ *     warp for its new blocks); the block's other rows find their key there and stop;
+ *  2. place: each valid row finds its block and CASes its row into brows[8 block + (x&1)<<2 | (y&1)<<1 |
+ *     (z&1)] (brows preset to -1); a row that finds its cell taken shares its voxel with that row: a
+ *     duplicate (a flag word on the device, read back with the counts);
+ *  3. lookup: G lanes per row (32 at k = 5, 8 at k = 3): lane l < 27 (8) probes the window's l-th block and
+ *     copies its 8 cells to shared memory; then the lanes write nbr[i*K + o] for o = l, l + G, ... (the
+ *     writes coalesce) from the cells, and flag[o*n + i] = (nbr != -1). Blocks outside [0, 2^17) per axis
+ *     are not sought (the key's fields never wrap);
+ *  4. rulebook (when d_rule is given): one CUB exclusive scan of the offset-major flags gives every pair its
  *     place p = scan[o*n + i] - scan[o*n] within its offset, in increasing output row; one thread per
  *     (offset, point) writes rule_in[o*n + p] = j and rule_out[o*n + p] = i (spconv's indice_pairs [2, K, n]);
- *  4. counts: K threads take each offset's count from the scan; copied to the host only with count_pairs.
+ *  5. counts: K threads take each offset's count from the scan; copied to the host only with count_pairs.
  *  Without d_rule and count_pairs (a map only v1 reads) the flags, the scan and the counts are skipped.
- * Invariant: for valid input nbr equals spc_map_cpu's bit for bit (tests), whatever the thread order, since
- * each key is in the table once and the lookup result does not depend on where in its probe run it sits.
+ * Invariant: for valid input without duplicates nbr equals spc_map_cpu's bit for bit (tests), whatever the
+ * thread order: each block key is in the table once, each voxel's row in its cell once, and the block
+ * numbering (which does depend on the order) never reaches nbr.
  *
  * Convolution variants (the table is spconv.c's, from spconv_internal.h's list):
  *   v0  gather-GEMM-scatter per offset through cuBLAS, spconv's "native" algorithm. The centre offset needs no
@@ -142,13 +149,13 @@ constexpr uint32_t kCoordLimit = 1u << 18, kBatchLimit = 1u << 10;
 constexpr unsigned long long kEmpty = ~0ull;
 constexpr unsigned kThreads = 256;
 /* The device's report on the input: st[0] flags, st[1] first row with a coordinate >= 2^18, st[2] first row
- * with batch >= 2^10, st[3] (i << 32 | j) of the first row i whose voxel row j also holds. */
+ * with batch >= 2^10, st[3] (hi << 32 | lo) of the two rows lo < hi sharing a voxel, the least such word. */
 constexpr unsigned long long kBadCoord = 1, kBadBatch = 2, kDuplicate = 4;
 /* v0's cuBLAS workspace (cublasSetWorkspace, so no allocation happens in a call and a call can be captured
  * in a graph). Our GEMMs have k = in <= 512: split-K, the workspace's main user, is rarely worth it. */
 constexpr size_t kBlasWorkspace = (size_t)4 << 20;
 
-struct __align__(16) Slot {
+struct __align__(16) Slot { /* a block: its packed key and its index in brows */
   unsigned long long key, row;
 };
 
@@ -168,61 +175,120 @@ __device__ inline bool row_valid(uint32_t x, uint32_t y, uint32_t z, uint32_t b)
   return x < kCoordLimit && y < kCoordLimit && z < kCoordLimit && b < kBatchLimit;
 }
 
+/* Whole warps reach the ballot (no early return): the new blocks of a warp are numbered by one atomicAdd, as
+ * one atomicAdd a block (~240k on one address at 600k) serialised the kernel: 92 us against 24 us for the
+ * voxel table's insert (H200). */
 __global__ void __launch_bounds__(kThreads) insert_kernel(Slot *__restrict__ table, uint32_t mask,
+                                                          uint32_t *__restrict__ nblk,
                                                           const uint32_t *__restrict__ grid,
                                                           const uint32_t *__restrict__ batch, uint32_t n,
                                                           unsigned long long *__restrict__ st) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const uint32_t x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
-  if (!row_valid(x, y, z, b)) {
-    const bool coord = x >= kCoordLimit || y >= kCoordLimit || z >= kCoordLimit;
-    atomicOr(&st[0], coord ? kBadCoord : kBadBatch);
-    atomicMin(&st[coord ? 1 : 2], (unsigned long long)i);
-    return;
-  }
-  const uint64_t key = spc_pack_key(b, x, y, z);
-  for (uint32_t s = (uint32_t)hx_mix64(key) & mask;; s = (s + 1u) & mask)
-    if (atomicCAS(&table[s].row, kEmpty, (unsigned long long)i) == kEmpty) {
-      table[s].key = key;
-      return;
-    }
-}
-
-template <int k>
-__global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ nbr, uint32_t *__restrict__ flag,
-                                                          const Slot *__restrict__ table, uint32_t mask,
-                                                          const uint32_t *__restrict__ grid,
-                                                          const uint32_t *__restrict__ batch, uint32_t n,
-                                                          unsigned long long *__restrict__ st) {
-  constexpr uint32_t K = (uint32_t)(k * k * k);
-  constexpr int r = k / 2;
-  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; /* n * K < 2^31 (checked) */
-  if (t >= n * K) return;
-  const uint32_t i = t / K, o = t - i * K;
-  const uint32_t x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
-  const bool ok = row_valid(x, y, z, b);
-  int32_t j = -1;
-  if (ok) {
-    const int nx = (int)x + (int)(o / (uint32_t)(k * k)) - r, ny = (int)y + (int)((o / (uint32_t)k) % (uint32_t)k) - r,
-              nz = (int)z + (int)(o % (uint32_t)k) - r;
-    if (nx >= 0 && ny >= 0 && nz >= 0 && nx < (int)kCoordLimit && ny < (int)kCoordLimit && nz < (int)kCoordLimit) {
-      const uint64_t key = spc_pack_key(b, (uint32_t)nx, (uint32_t)ny, (uint32_t)nz);
+  bool won = false;
+  uint32_t slot = 0;
+  if (i < n) {
+    const uint32_t x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
+    if (!row_valid(x, y, z, b)) {
+      const bool coord = x >= kCoordLimit || y >= kCoordLimit || z >= kCoordLimit;
+      atomicOr(&st[0], coord ? kBadCoord : kBadBatch);
+      atomicMin(&st[coord ? 1 : 2], (unsigned long long)i);
+    } else {
+      const unsigned long long key = spc_pack_key(b, x >> 1, y >> 1, z >> 1);
       for (uint32_t s = (uint32_t)hx_mix64(key) & mask;; s = (s + 1u) & mask) {
-        const Slot e = table[s];
-        if (e.row == kEmpty) break;
-        if (e.key == key) {
-          j = (int32_t)e.row;
+        const unsigned long long old = atomicCAS(&table[s].key, kEmpty, key);
+        if (old == kEmpty) {
+          won = true, slot = s;
           break;
         }
+        if (old == key) break;
       }
     }
   }
-  nbr[t] = j;
-  if (flag) flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
-  if (o == K / 2u && ok && j != (int32_t)i) {
+  const unsigned m = __ballot_sync(0xFFFFFFFFu, won);
+  if (!m) return;
+  const int lane = (int)(threadIdx.x & 31u), leader = __ffs((int)m) - 1;
+  uint32_t base = 0;
+  if (lane == leader) base = atomicAdd(nblk, (uint32_t)__popc(m));
+  base = __shfl_sync(0xFFFFFFFFu, base, leader);
+  if (won) table[slot].row = base + (uint32_t)__popc(m & ((1u << lane) - 1u));
+}
+
+/* The index of the block with this key, or -1 (the table was filled by an earlier launch). */
+__device__ inline int32_t find_block(const Slot *__restrict__ table, uint32_t mask, unsigned long long key) {
+  for (uint32_t s = (uint32_t)hx_mix64(key) & mask;; s = (s + 1u) & mask) {
+    const Slot e = table[s];
+    if (e.key == key) return (int32_t)e.row;
+    if (e.key == kEmpty) return -1;
+  }
+}
+
+__device__ inline uint32_t cell_of(int x, int y, int z) { return (uint32_t)((x & 1) << 2 | (y & 1) << 1 | (z & 1)); }
+
+__global__ void __launch_bounds__(kThreads) place_kernel(int32_t *__restrict__ brows, const Slot *__restrict__ table,
+                                                         uint32_t mask, const uint32_t *__restrict__ grid,
+                                                         const uint32_t *__restrict__ batch, uint32_t n,
+                                                         unsigned long long *__restrict__ st) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
+  if (!row_valid(x, y, z, b)) return;
+  const int32_t blk = find_block(table, mask, spc_pack_key(b, x >> 1, y >> 1, z >> 1)); /* inserted: >= 0 */
+  const int32_t old = atomicCAS(&brows[8u * (size_t)blk + cell_of((int)x, (int)y, (int)z)], -1, (int32_t)i);
+  if (old != -1) {
+    const uint32_t lo = (uint32_t)old < i ? (uint32_t)old : i, hi = (uint32_t)old < i ? i : (uint32_t)old;
     atomicOr(&st[0], kDuplicate);
-    atomicMin(&st[3], ((unsigned long long)i << 32) | (uint32_t)j);
+    atomicMin(&st[3], ((unsigned long long)hi << 32) | lo);
+  }
+}
+
+/* G lanes per row (a group never spans warps); NB = nb^3 blocks hold a row's window, nb per axis (a window of
+ * k cells starting at x - r covers floor((x - r) / 2) .. floor((x + r) / 2): 3 blocks for k = 5, 2 for k = 3,
+ * whatever x's parity). */
+template <int k>
+__global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ nbr, uint32_t *__restrict__ flag,
+                                                          const Slot *__restrict__ table, uint32_t mask,
+                                                          const int32_t *__restrict__ brows,
+                                                          const uint32_t *__restrict__ grid,
+                                                          const uint32_t *__restrict__ batch, uint32_t n) {
+  constexpr uint32_t K = (uint32_t)(k * k * k);
+  constexpr int r = k / 2, nb = k == 5 ? 3 : 2, NB = nb * nb * nb, G = k == 5 ? 32 : 8, GPB = (int)kThreads / G;
+  static_assert(NB <= G && 32 % G == 0, "one lane a block, groups inside warps");
+  __shared__ __align__(16) int32_t cells[GPB][NB * 8];
+  const int g = (int)threadIdx.x / G, l = (int)threadIdx.x % G;
+  const uint32_t i = blockIdx.x * (uint32_t)GPB + (uint32_t)g;
+  uint32_t x = 0, y = 0, z = 0, b = 0;
+  bool ok = false;
+  if (i < n) {
+    x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
+    ok = row_valid(x, y, z, b);
+  }
+  const int lx = ((int)x - r) >> 1, ly = ((int)y - r) >> 1, lz = ((int)z - r) >> 1; /* floor: arithmetic shifts */
+  if (l < NB) {
+    const int bx = lx + l / (nb * nb), by = ly + (l / nb) % nb, bz = lz + l % nb;
+    constexpr int top = (int)(kCoordLimit >> 1);
+    int32_t blk = -1;
+    if (ok && bx >= 0 && by >= 0 && bz >= 0 && bx < top && by < top && bz < top)
+      blk = find_block(table, mask, spc_pack_key(b, (uint32_t)bx, (uint32_t)by, (uint32_t)bz));
+    int4 lo = make_int4(-1, -1, -1, -1), hi = lo;
+    if (blk >= 0) {
+      const int4 *p = reinterpret_cast<const int4 *>(brows + 8u * (size_t)blk);
+      lo = p[0], hi = p[1];
+    }
+    reinterpret_cast<int4 *>(&cells[g][l * 8])[0] = lo;
+    reinterpret_cast<int4 *>(&cells[g][l * 8])[1] = hi;
+  }
+  __syncwarp();
+  if (i >= n) return;
+  for (uint32_t o = (uint32_t)l; o < K; o += (uint32_t)G) {
+    int32_t j = -1;
+    if (ok) {
+      const int nx = (int)x + (int)(o / (uint32_t)(k * k)) - r, ny = (int)y + (int)((o / (uint32_t)k) % (uint32_t)k) - r,
+                nz = (int)z + (int)(o % (uint32_t)k) - r;
+      const int blk = ((nx >> 1) - lx) * nb * nb + ((ny >> 1) - ly) * nb + ((nz >> 1) - lz);
+      j = cells[g][blk * 8 + (int)cell_of(nx, ny, nz)];
+    }
+    nbr[(size_t)i * K + o] = j;
+    if (flag) flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
   }
 }
 
@@ -1214,6 +1280,8 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
                                              (int)nK));
   Carve c{static_cast<char *>(d_scratch), 0};
   Slot *table = static_cast<Slot *>(take(c, cap * sizeof(Slot)));
+  int32_t *brows = static_cast<int32_t *>(take(c, (size_t)n * 8u * sizeof(int32_t))); /* <= n blocks */
+  uint32_t *nblk = static_cast<uint32_t *>(take(c, sizeof(uint32_t)));
   uint32_t *flag = static_cast<uint32_t *>(take(c, nK * sizeof(uint32_t)));
   uint32_t *scan = static_cast<uint32_t *>(take(c, nK * sizeof(uint32_t)));
   uint32_t *cnt = static_cast<uint32_t *>(take(c, K * sizeof(uint32_t)));
@@ -1229,15 +1297,19 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
 
   const uint32_t mask = (uint32_t)(cap - 1u);
   HX_CUDA(err, cudaMemsetAsync(table, 0xFF, cap * sizeof(Slot), stream));
+  HX_CUDA(err, cudaMemsetAsync(brows, 0xFF, (size_t)n * 8u * sizeof(int32_t), stream));
+  HX_CUDA(err, cudaMemsetAsync(nblk, 0, sizeof(uint32_t), stream));
   HX_CUDA(err, cudaMemsetAsync(st, 0xFF, 4 * sizeof(unsigned long long), stream));
   HX_CUDA(err, cudaMemsetAsync(st, 0, sizeof(unsigned long long), stream));
-  insert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(table, mask, d_grid, d_batch, n, st);
+  insert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(table, mask, nblk, d_grid, d_batch, n, st);
   HX_LAUNCHED(err, "spc insert_kernel");
+  place_kernel<<<blocks_for(n), kThreads, 0, stream>>>(brows, table, mask, d_grid, d_batch, n, st);
+  HX_LAUNCHED(err, "spc place_kernel");
   /* the flags and their scan serve only the rulebook and the counts: a map for v1 alone (no d_rule, no
-   * count_pairs) is the insert and the lookup, and skips 3 passes over n * K words */
+   * count_pairs) is the insert, the place and the lookup, and skips 3 passes over n * K words */
   uint32_t *fl = d_rule || count_pairs ? flag : nullptr;
-  if (k == 3u) lookup_kernel<3><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, fl, table, mask, d_grid, d_batch, n, st);
-  else lookup_kernel<5><<<blocks_for(nK), kThreads, 0, stream>>>(d_nbr, fl, table, mask, d_grid, d_batch, n, st);
+  if (k == 3u) lookup_kernel<3><<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, fl, table, mask, brows, d_grid, d_batch, n);
+  else lookup_kernel<5><<<(n + 7u) / 8u, kThreads, 0, stream>>>(d_nbr, fl, table, mask, brows, d_grid, d_batch, n);
   HX_LAUNCHED(err, "spc lookup_kernel");
   m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL;
   if (!fl) return HX_OK;

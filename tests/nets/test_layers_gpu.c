@@ -289,13 +289,18 @@ static void test_linear(void **state) {
 
 /* ---- layernorm ------------------------------------------------------------------------------------- */
 
-/* mode 0: y = LN(x) out of place, 1: in place, 2: y += LN(x) (nl_layernorm_add_gpu) on a random residual y */
+/* mode 0: y = LN(x) out of place, 1: in place, 2: y += LN(x) (nl_layernorm_add_gpu) on a random residual y,
+ * 3: mode 0 with gamma and beta 4 bytes past 16-byte alignment (the kernels' scalar loads) */
 static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mode) {
   const double eps = eps_of(dt);
   const float ln_eps = 1e-5f;
   const int in_place = mode == 1;
   /* modes 0 and 1 keep their earlier seeds (10 + 2 dt + in_place), so recorded run seeds still reproduce */
-  const uint64_t seed = case_seed(t, mode < 2 ? 10 + (uint64_t)dt * 2 + (uint64_t)mode : 30 + (uint64_t)dt, rows, C);
+  const uint64_t seed = case_seed(t, mode < 2    ? 10 + (uint64_t)dt * 2 + (uint64_t)mode
+                                     : mode == 2 ? 30 + (uint64_t)dt
+                                                 : 40 + (uint64_t)dt,
+                                  rows, C);
+  const size_t goff = mode == 3;
   const size_t n = rows * C;
   uint16_t *hx = xmalloc(n * 2), *hy = xmalloc((n + 2 * C) * 2);
   float *xf = xmalloc(n * 4), *yf = xmalloc(n * 4), *g = xmalloc(C * 4), *b = xmalloc(C * 4);
@@ -317,14 +322,14 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mo
   }
   /* output between two guard rows */
   uint16_t *dbuf = dmalloc((n + 2 * C) * 2);
-  float *dg = dmalloc(C * 4), *dbb = dmalloc(C * 4);
+  float *dg0 = dmalloc((C + 1) * 4), *db0 = dmalloc((C + 1) * 4), *dg = dg0 + goff, *dbb = db0 + goff;
   uint16_t *dx = in_place ? dbuf + C : dmalloc(n * 2), *dy = dbuf + C;
   poison(dbuf, (n + 2 * C) * 2);
   h2d(dx, hx, n * 2), h2d(dg, g, C * 4), h2d(dbb, b, C * 4);
   if (mode == 2) h2d(dy, hr, n * 2);
   tally ta;
   tally_init(&ta, "layernorm %s rows %zu C %zu%s", net_dtype_name(dt), rows, C,
-             mode == 1 ? " in place" : mode == 2 ? " + residual" : "");
+             mode == 1 ? " in place" : mode == 2 ? " + residual" : mode == 3 ? " gamma unaligned" : "");
   hx_err err = {HX_OK, ""};
   size_t bad = 0;
   const hx_status st = mode == 2 ? nl_layernorm_add_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err)
@@ -361,7 +366,7 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mo
     }
     bad += tally_end(&ta, rows == 1000);
   }
-  cudaFree(dbuf), cudaFree(dg), cudaFree(dbb);
+  cudaFree(dbuf), cudaFree(dg0), cudaFree(db0);
   if (!in_place) cudaFree(dx);
   free(hx), free(hy), free(xf), free(yf), free(g), free(b), free(hr), free(rf);
   return bad;
@@ -371,7 +376,7 @@ static void test_layernorm(void **state) {
   tctx *t = *state;
   /* every lane-group width (C / 8 rounded up to 1, 2, 4, 8, 16, 32 lanes a row) full and partial (24: 3 of 4
    * lanes, 40: 5 of 8, 72: 9 of 16, 136: 17 of 32), 2 to 4 vectors a lane (1000: the 4th partial), the block
-   * kernel above 1024 */
+   * kernel above 1024; each width again with gamma and beta off 16-byte alignment */
   static const size_t Cs[] = {8, 16, 24, 32, 40, 64, 72, 128, 136, 256, 512, 520, 1000, 1024, 1032, 2048};
   size_t bad = 0;
   for (int d = 0; d < 2; ++d) {
@@ -386,13 +391,15 @@ static void test_layernorm(void **state) {
     bad += run_layernorm(t, (net_dtype)d, 600, 256, 2);
     bad += run_layernorm(t, (net_dtype)d, 300, 1000, 2);
     bad += run_layernorm(t, (net_dtype)d, 7, 2048, 2);
+    for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ++ci) bad += run_layernorm(t, (net_dtype)d, 1001, Cs[ci], 3);
   }
   assert_int_equal(bad, 0);
 }
 
 /* ---- affine + activation, swiglu --------------------------------------------------------------------- */
 
-static const size_t kCs[] = {8, 32, 64, 256, 512, 12};
+/* 40 and 7: groups of 8 and single values whose row length is not a power of two */
+static const size_t kCs[] = {8, 32, 64, 256, 512, 12, 40, 7};
 
 static size_t run_affine(tctx *t, net_dtype dt, size_t rows, size_t C, nl_act act, int off) {
   const double eps = eps_of(dt);
