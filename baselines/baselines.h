@@ -192,7 +192,8 @@ const shuf_gather_variant *shuf_gather_variant_best(size_t width);
  * features [n*C] (fp32), coordinates [n*3], grid [n*3], batch [n]. */
 typedef struct spool_in {
   const uint64_t *code;  /* [R*n] */
-  const uint32_t *order; /* [R*n]; only row 0 is read (GPU); the CPU reference re-derives everything */
+  const uint32_t *order; /* [R*n]; the GPU reads row 0 (the clusters) and row perm[r] (pooled row r's order);
+                          * the CPU reference re-derives everything */
   const float *feat;     /* [n*C] */
   const float *coord;    /* [n*3] */
   const uint32_t *grid;  /* [n*3] */

@@ -282,8 +282,8 @@ __global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ 
   for (uint32_t o = (uint32_t)l; o < K; o += (uint32_t)G) {
     int32_t j = -1;
     if (ok) {
-      const int nx = (int)x + (int)(o / (uint32_t)(k * k)) - r, ny = (int)y + (int)((o / (uint32_t)k) % (uint32_t)k) - r,
-                nz = (int)z + (int)(o % (uint32_t)k) - r;
+      const int nx = (int)x + (int)(o / (uint32_t)(k * k)) - r,
+                ny = (int)y + (int)((o / (uint32_t)k) % (uint32_t)k) - r, nz = (int)z + (int)(o % (uint32_t)k) - r;
       const int blk = ((nx >> 1) - lx) * nb * nb + ((ny >> 1) - ly) * nb + ((nz >> 1) - lz);
       j = cells[g][blk * 8 + (int)cell_of(nx, ny, nz)];
     }
@@ -1308,7 +1308,8 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
   /* the flags and their scan serve only the rulebook and the counts: a map for v1 alone (no d_rule, no
    * count_pairs) is the insert, the place and the lookup, and skips 3 passes over n * K words */
   uint32_t *fl = d_rule || count_pairs ? flag : nullptr;
-  if (k == 3u) lookup_kernel<3><<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, fl, table, mask, brows, d_grid, d_batch, n);
+  if (k == 3u)
+    lookup_kernel<3><<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, fl, table, mask, brows, d_grid, d_batch, n);
   else lookup_kernel<5><<<(n + 7u) / 8u, kThreads, 0, stream>>>(d_nbr, fl, table, mask, brows, d_grid, d_batch, n);
   HX_LAUNCHED(err, "spc lookup_kernel");
   m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL;
