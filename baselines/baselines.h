@@ -188,8 +188,9 @@ const shuf_gather_variant *shuf_gather_variant_best(size_t width);
 
 /* ---- serialized pooling (spool_: baselines/spool.c, spool_gpu.cu) -------------------------------- */
 
-/* Inputs: a serialized cloud (codes of R rows in point order, the row-0 order from the sort), projected
- * features [n*C] (fp32), coordinates [n*3], grid [n*3], batch [n]. */
+/* Inputs: a serialized cloud (codes of R rows in point order, the R rows' orders from the sort: the GPU takes
+ * the pooled orders from them), projected features [n*C] (fp32), coordinates [n*3], grid [n*3], batch [n].
+ * The GPU refuses R * n > INT_MAX (one scan over the R rows' flags). */
 typedef struct spool_in {
   const uint64_t *code;  /* [R*n] */
   const uint32_t *order; /* [R*n]; the GPU reads row 0 (the clusters) and row perm[r] (pooled row r's order);

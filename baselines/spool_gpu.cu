@@ -88,8 +88,9 @@ static __global__ void k_order_flags(uint32_t *flag, const uint64_t *code, const
   flag[t] = j == 0 || (c[o[j]] >> 3) != (c[o[j - 1]] >> 3);
 }
 
-/* Flagged positions write their child's cluster at their place in pooled row r (places outside row r, which
- * only an input whose rows are not sorted could give, are dropped rather than written past the row). */
+/* Flagged positions write their child's cluster at their place in pooled row r. Places outside row r and
+ * clusters >= m, which only order rows that are not sorted or a wrong n_out (spool_gpu_sized) give, are
+ * dropped: the orders, zeroed first, then hold wrong but in-range values, so the inverse stays in bounds. */
 static __global__ void k_order_scatter(uint32_t *out_order, const uint32_t *flag, const uint32_t *seg,
                                        const uint32_t *order, const uint32_t *cluster, pool_params p) {
   const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -99,7 +100,8 @@ static __global__ void k_order_scatter(uint32_t *out_order, const uint32_t *flag
 #pragma unroll
   for (int q = 1; q < SFC_MAX_ORDERS; q++)
     if (r == (size_t)q) src = p.perm[q];
-  if (at >= r * p.m && at < (r + 1) * p.m) out_order[at] = cluster[order[(size_t)src * p.n + j]];
+  const uint32_t k = cluster[order[(size_t)src * p.n + j]];
+  if (at >= r * p.m && at < (r + 1) * p.m && k < p.m) out_order[at] = k;
 }
 
 /* known_m = 0: read the pooled size back (one stream synchronisation); else trust it (spool_gpu_sized). */
@@ -138,6 +140,7 @@ static hx_status spool_run(spool_out *out, void *d_scratch, size_t *scratch_byte
   k_pool_reduce<<<bl_blocks(m * 32, 256), 256, 0, stream>>>(*out, *in, p);
   BL_LAUNCHED("k_pool_reduce");
   /* the clusters are known: flag and seg are free for the pooled orders */
+  BL_CUDA(cudaMemsetAsync(out->order, 0, (size_t)in->R * m * sizeof(uint32_t), stream));
   k_order_flags<<<bl_blocks(Rn, 256), 256, 0, stream>>>(flag, in->code, in->order, p);
   BL_LAUNCHED("k_order_flags");
   BL_CUDA(cub::DeviceScan::InclusiveSum(scan_scratch, scan_temp, flag, seg, (int)Rn, stream));

@@ -249,7 +249,6 @@ unsigned blocks_for(size_t work) {
 
 int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-
 template <typename T> struct Cv;
 template <> struct Cv<__half> {
   static __device__ __forceinline__ float f(__half v) { return __half2float(v); }

@@ -136,8 +136,8 @@ hx_status nl_windows_gpu(uint32_t *d_start, uint32_t *d_count, const uint32_t *d
  * every output row i and offset o, the input row j whose voxel is voxel(i) + (dx, dy, dz) in the same cloud,
  * or -1: nbr[i * K + o] (K = k^3). Submanifold: outputs exactly at the inputs, so the centre offset maps i to i.
  * A map is built once per level and shared by every convolution of that level, encoder and decoder (PTv3's
- * indice_key). The GPU build is a hash table of the active voxels (open addressing on the packed key) and
- * K lookups per point; it must give exactly the CPU map.
+ * indice_key). The GPU build is a hash table of the occupied 2^3-voxel blocks (open addressing on the packed
+ * block key) and 27 (k = 5) or 8 (k = 3) block probes per point; it must give exactly the CPU map.
  *     y[i] = b + sum_o sum_{c} W[:, o, c] * x[nbr[i*K+o], c]
  */
 static inline HX_HD uint64_t spc_pack_key(uint32_t b, uint32_t x, uint32_t y, uint32_t z) {

@@ -149,7 +149,8 @@ constexpr uint32_t kCoordLimit = 1u << 18, kBatchLimit = 1u << 10;
 constexpr unsigned long long kEmpty = ~0ull;
 constexpr unsigned kThreads = 256;
 /* The device's report on the input: st[0] flags, st[1] first row with a coordinate >= 2^18, st[2] first row
- * with batch >= 2^10, st[3] (hi << 32 | lo) of the two rows lo < hi sharing a voxel, the least such word. */
+ * with batch >= 2^10, st[3] (hi << 32 | lo) of two rows lo < hi sharing a voxel, the least word reported (a
+ * voxel held by three or more rows reports its pairs with the row that won its cell, which may vary by run). */
 constexpr unsigned long long kBadCoord = 1, kBadBatch = 2, kDuplicate = 4;
 /* v0's cuBLAS workspace (cublasSetWorkspace, so no allocation happens in a call and a call can be captured
  * in a graph). Our GEMMs have k = in <= 512: split-K, the workspace's main user, is rarely worth it. */
@@ -262,7 +263,8 @@ __global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ 
     x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
     ok = row_valid(x, y, z, b);
   }
-  const int lx = ((int)x - r) >> 1, ly = ((int)y - r) >> 1, lz = ((int)z - r) >> 1; /* floor: arithmetic shifts */
+  /* floor by arithmetic shifts; x, y, z < 2^18 once ok, so no overflow */
+  const int lx = ok ? ((int)x - r) >> 1 : 0, ly = ok ? ((int)y - r) >> 1 : 0, lz = ok ? ((int)z - r) >> 1 : 0;
   if (l < NB) {
     const int bx = lx + l / (nb * nb), by = ly + (l / nb) % nb, bz = lz + l % nb;
     constexpr int top = (int)(kCoordLimit >> 1);

@@ -290,7 +290,7 @@ static void test_linear(void **state) {
 /* ---- layernorm ------------------------------------------------------------------------------------- */
 
 /* mode 0: y = LN(x) out of place, 1: in place, 2: y += LN(x) (nl_layernorm_add_gpu) on a random residual y,
- * 3: mode 0 with gamma and beta 4 bytes past 16-byte alignment (the kernels' scalar loads) */
+ * 3 and 4: modes 0 and 2 with gamma and beta 4 bytes past 16-byte alignment (the kernels' scalar loads) */
 static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mode) {
   const double eps = eps_of(dt);
   const float ln_eps = 1e-5f;
@@ -298,20 +298,21 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mo
   /* modes 0 and 1 keep their earlier seeds (10 + 2 dt + in_place), so recorded run seeds still reproduce */
   const uint64_t seed = case_seed(t, mode < 2    ? 10 + (uint64_t)dt * 2 + (uint64_t)mode
                                      : mode == 2 ? 30 + (uint64_t)dt
-                                                 : 40 + (uint64_t)dt,
+                                                 : 40 + (uint64_t)dt * 2 + (uint64_t)(mode == 4),
                                   rows, C);
-  const size_t goff = mode == 3;
+  const size_t goff = mode >= 3;
+  const int add = mode == 2 || mode == 4;
   const size_t n = rows * C;
   uint16_t *hx = xmalloc(n * 2), *hy = xmalloc((n + 2 * C) * 2);
   float *xf = xmalloc(n * 4), *yf = xmalloc(n * 4), *g = xmalloc(C * 4), *b = xmalloc(C * 4);
-  uint16_t *hr = mode == 2 ? xmalloc(n * 2) : NULL;
-  float *rf = mode == 2 ? xmalloc(n * 4) : NULL;
+  uint16_t *hr = add ? xmalloc(n * 2) : NULL;
+  float *rf = add ? xmalloc(n * 4) : NULL;
   /* odd rows centred on 4 (the mean matters), spreads 0.5, 1.5, 2.5 by row */
   for (size_t r = 0; r < rows; ++r)
     fill(dt, hx + r * C, xf + r * C, C, seed, 1 + r, 0.5f + (float)(r % 3), r % 2 ? 4.0f : 0.0f);
   for (size_t c = 0; c < C; ++c) g[c] = 1.0f + 0.5f * unit(seed, 0, c), b[c] = 0.5f * unit(seed, 0, C + c);
   assert_int_equal(nl_layernorm_cpu(yf, xf, g, b, rows, C, ln_eps, NULL), HX_OK);
-  if (mode == 2) { /* the residual: spread 3, so the sum's rounding is on a different scale than LN's */
+  if (add) { /* the residual: spread 3, so the sum's rounding is on a different scale than LN's */
     for (size_t r = 0; r < rows; ++r) fill(dt, hr + r * C, rf + r * C, C, seed ^ 0x5eedu, 1 + r, 3.0f, 1.0f);
     float *sum = xmalloc(n * 4);
     memcpy(sum, rf, n * 4);
@@ -326,13 +327,14 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mo
   uint16_t *dx = in_place ? dbuf + C : dmalloc(n * 2), *dy = dbuf + C;
   poison(dbuf, (n + 2 * C) * 2);
   h2d(dx, hx, n * 2), h2d(dg, g, C * 4), h2d(dbb, b, C * 4);
-  if (mode == 2) h2d(dy, hr, n * 2);
+  if (add) h2d(dy, hr, n * 2);
   tally ta;
   tally_init(&ta, "layernorm %s rows %zu C %zu%s", net_dtype_name(dt), rows, C,
-             mode == 1 ? " in place" : mode == 2 ? " + residual" : mode == 3 ? " gamma unaligned" : "");
+             mode == 1 ? " in place" : mode == 2 ? " + residual" : mode == 3 ? " gamma unaligned"
+             : mode == 4 ? " + residual, gamma unaligned" : "");
   hx_err err = {HX_OK, ""};
   size_t bad = 0;
-  const hx_status st = mode == 2 ? nl_layernorm_add_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err)
+  const hx_status st = add ? nl_layernorm_add_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err)
                                  : nl_layernorm_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err);
   if (sync_status(t, st, &err, ta.what) != HX_OK) {
     bad = 1;
@@ -355,7 +357,7 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mo
         tally_close(&ta, i, (double)net_to_float(dt, hy[C + i]), (double)yf[i], tol);
       }
     }
-    if (mode == 2) { /* x is only read */
+    if (add) { /* x is only read */
       uint16_t *hx2 = xmalloc(n * 2);
       d2h(hx2, dx, n * 2);
       if (memcmp(hx2, hx, n * 2)) {
@@ -391,7 +393,8 @@ static void test_layernorm(void **state) {
     bad += run_layernorm(t, (net_dtype)d, 600, 256, 2);
     bad += run_layernorm(t, (net_dtype)d, 300, 1000, 2);
     bad += run_layernorm(t, (net_dtype)d, 7, 2048, 2);
-    for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ++ci) bad += run_layernorm(t, (net_dtype)d, 1001, Cs[ci], 3);
+    for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ++ci)
+      bad += run_layernorm(t, (net_dtype)d, 1001, Cs[ci], 3) + run_layernorm(t, (net_dtype)d, 1001, Cs[ci], 4);
   }
   assert_int_equal(bad, 0);
 }

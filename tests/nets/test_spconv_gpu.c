@@ -162,7 +162,7 @@ static void test_map(void **state) {
         assert_int_equal(g.m.pairs, 12345u);
         g.m.pairs = c.pairs;
         check_gmap(&g, &c);
-        /* again without the rulebook or counts (the map v1 reads: insert and lookup only): the same nbr */
+        /* again without the rulebook or counts (the map v1 reads: insert, place and lookup only): the same nbr */
         assert_int_equal(cudaMemset(g.d_nbr, 0x7F, (size_t)t.n * c.K * sizeof(int32_t)), cudaSuccess);
         spc_map m1 = g.m;
         assert_int_equal(spc_map_gpu(&m1, g.d_nbr, NULL, g.d_scratch, &g.scratch, g.d_grid, g.d_batch, t.n, k, 0,
