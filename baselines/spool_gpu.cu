@@ -43,6 +43,15 @@ typedef struct pool_params {
   int R, perm[SFC_MAX_ORDERS];
 } pool_params;
 
+/* p.perm[r] without indexing the parameter array by a register (that costs a local copy) */
+static __device__ __forceinline__ int perm_at(const pool_params &p, size_t r) {
+  int src = p.perm[0];
+#pragma unroll
+  for (int q = 1; q < SFC_MAX_ORDERS; q++)
+    if (r == (size_t)q) src = p.perm[q];
+  return src;
+}
+
 static __global__ void k_pool_reduce(spool_out o, spool_in in, pool_params p) {
   const size_t k = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const uint32_t lane = threadIdx.x & 31;
@@ -66,11 +75,7 @@ static __global__ void k_pool_reduce(spool_out o, spool_in in, pool_params p) {
     o.head[k] = head;
     o.batch[k] = in.batch[head];
   }
-  /* select perm[lane] without indexing the parameter array by a register (that costs a local copy) */
-  int src = p.perm[0];
-#pragma unroll
-  for (int r = 1; r < SFC_MAX_ORDERS; r++)
-    if (lane == (uint32_t)r) src = p.perm[r];
+  const int src = perm_at(p, lane);
   if (lane < (uint32_t)p.R) o.code[lane * p.m + k] = in.code[(size_t)src * p.n + head] >> 3;
 }
 
@@ -79,10 +84,7 @@ static __global__ void k_order_flags(uint32_t *flag, const uint64_t *code, const
   const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= (size_t)p.R * p.n) return;
   const size_t r = t / p.n, j = t - r * p.n;
-  int src = p.perm[0];
-#pragma unroll
-  for (int q = 1; q < SFC_MAX_ORDERS; q++)
-    if (r == (size_t)q) src = p.perm[q];
+  const int src = perm_at(p, r);
   const uint64_t *c = code + (size_t)src * p.n;
   const uint32_t *o = order + (size_t)src * p.n;
   flag[t] = j == 0 || (c[o[j]] >> 3) != (c[o[j - 1]] >> 3);
@@ -96,10 +98,7 @@ static __global__ void k_order_scatter(uint32_t *out_order, const uint32_t *flag
   const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= (size_t)p.R * p.n || !flag[t]) return;
   const size_t r = t / p.n, j = t - r * p.n, at = (size_t)seg[t] - 1;
-  int src = p.perm[0];
-#pragma unroll
-  for (int q = 1; q < SFC_MAX_ORDERS; q++)
-    if (r == (size_t)q) src = p.perm[q];
+  const int src = perm_at(p, r);
   const uint32_t k = cluster[order[(size_t)src * p.n + j]];
   if (at >= r * p.m && at < (r + 1) * p.m && k < p.m) out_order[at] = k;
 }
