@@ -317,6 +317,8 @@ static void speed_words(char *buf, size_t cap, double ptv3_ms, double f3d_ms) {
 
 /* Per run: the equal-parameter comparison in one sentence, where the time goes when Flash3D is not faster, the
  * memory and the equal-memory configuration; then the paper's table with one column group per run. */
+static void nets_targets(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels);
+
 static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
   size_t with = 0;
   for (size_t ri = 0; ri < n_runs; ri++) {
@@ -477,7 +479,19 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
         "the parameters). Its H100 appendix table: 30.2, 13.4 and 15.1 ms (2.25x and 2.00x), the same memory. The "
         "runs above time clouds of their own workload (named in each line above) at the stated size, not nuScenes "
         "scenes.\n\n",
-        f);
+        f);  nets_targets(f, runs, n_runs, labels);
+}
+
+/* A configuration's eager forwards of batch 1 on wl as (points, time_mean) pairs, in the order recorded. */
+static size_t fit_points(const hx_run *r, const net_model *m, const char *wl, double *x, double *y, size_t cap) {
+  size_t k = 0;
+  for (size_t i = 0; i < r->n_rows && k < cap; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (w->batch == 1 && !strcmp(w->metric, "time_mean") && !strcmp(w->kernel, "forward") &&
+        !strcmp(w->variant, m->variant) && !strcmp(w->pipeline, m->pipeline) && !strcmp(w->workload, wl))
+      x[k] = (double)w->n_points, y[k] = w->value, k++;
+  }
+  return k;
 }
 
 /* Under the latency figure: the least-squares line of each configuration's forward time_mean over the sizes, and
@@ -493,13 +507,7 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
     for (size_t mi = 0; mi < NM_COUNT; mi++) {
       const net_model *m = &net_models[mi];
       double x[256], y[256];
-      size_t k = 0;
-      for (size_t i = 0; i < r->n_rows && k < 256; i++) {
-        const hx_run_row *w = &r->rows[i];
-        if (w->batch == 1 && !strcmp(w->metric, "time_mean") && !strcmp(w->kernel, "forward") &&
-            !strcmp(w->variant, m->variant) && !strcmp(w->pipeline, m->pipeline) && !strcmp(w->workload, wl))
-          x[k] = (double)w->n_points, y[k] = w->value, k++;
-      }
+      const size_t k = fit_points(r, m, wl, x, y, 256);
       if (k == 0) continue;
       if (!head) {
         fputs("Least-squares line of the forward's time_mean over the run's sizes, per configuration (the dashed lines "
@@ -593,74 +601,119 @@ static double floor_ms(double gemm, double attn, double bytes, double gemm_tflop
   return best;
 }
 
+/* The rates a configuration's floors take: the run's cuBLAS fp16 and copy ceilings (NAN without them) and its
+ * network's attention kernel's best rate (attn_rate). */
+typedef struct net_rates {
+  const char *gemm_s, *copy_s; /* the context values as written; NULL when absent */
+  double gemm, attn, copy;
+  uint64_t attn_at;
+  const char *attn_kernel, *attn_variant;
+} net_rates;
+
+static net_rates rates_of(const hx_run *r, const net_model *m, const char *wl, uint64_t n) {
+  net_rates q = {hx_run_context(r, "ceiling_gemm_fp16_tflops"), hx_run_context(r, "ceiling_copy_gbs"), NAN, NAN, NAN,
+                 0, "", ""};
+  q.gemm = q.gemm_s ? strtod(q.gemm_s, NULL) : (double)NAN;
+  q.copy = q.copy_s ? strtod(q.copy_s, NULL) : (double)NAN;
+  q.attn = attn_rate(r, m->pipeline, wl, n, &q.attn_at, &q.attn_kernel, &q.attn_variant);
+  return q;
+}
+
+/* One component's median (*t) and floor (ms; NAN without cost rows), *bound naming the floor's term. */
+static double comp_floor(const hx_run *r, const net_model *m, const char *comp, const char *wl, uint64_t n,
+                         const net_rates *q, double *t, const char **bound) {
+  *t = nrow(r, m->pipeline, comp, m->variant, wl, n, "time_median");
+  return floor_ms(nrow(r, m->pipeline, comp, m->variant, wl, n, "gemm_flops"),
+                  nrow(r, m->pipeline, comp, m->variant, wl, n, "attn_flops"),
+                  nrow(r, m->pipeline, comp, m->variant, wl, n, "floor_bytes"), q->gemm, q->attn, q->copy, bound);
+}
+
+/* A configuration's components against their floors at n: the sums (components without a floor add to sum_m
+ * only), the time by which components exceed their floors (over) and the component that exceeds its floor most. */
+typedef struct net_floor_sum {
+  double sum_m, sum_f, over, gap, gap_m, gap_f;
+  const char *gap_c, *gap_b; /* gap_c NULL when no component exceeds its floor */
+} net_floor_sum;
+
+static net_floor_sum floor_sum(const hx_run *r, const net_model *m, const char *wl, uint64_t n, const net_rates *q) {
+  const char *comps[32];
+  const size_t nc = net_components(r, m->pipeline, m->variant, wl, n, comps, 32);
+  net_floor_sum s = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, NULL, ""};
+  for (size_t i = 0; i < nc; i++) {
+    double t;
+    const char *bound;
+    const double fl = comp_floor(r, m, comps[i], wl, n, q, &t, &bound);
+    s.sum_m += isfinite(t) ? t : 0.0;
+    if (!(isfinite(fl) && fl > 0.0)) continue;
+    s.sum_f += fl;
+    if (t - fl > s.gap) s.gap = t - fl, s.gap_c = comps[i], s.gap_m = t, s.gap_f = fl, s.gap_b = bound;
+    if (t > fl) s.over += t - fl;
+  }
+  return s;
+}
+
 /* One configuration's floor table at n (the run has cost rows). */
 static void floor_table(FILE *f, const hx_run *r, const char *label, const net_model *m, const char *wl, uint64_t n) {
   const char *comps[32];
   const size_t nc = net_components(r, m->pipeline, m->variant, wl, n, comps, 32);
   const double fw = fwd(r, m, wl, n, "time_median");
   if (nc == 0 && !isfinite(fw)) return;
-  const char *g = hx_run_context(r, "ceiling_gemm_fp16_tflops"), *c = hx_run_context(r, "ceiling_copy_gbs");
-  const double gemm_rate = g ? strtod(g, NULL) : (double)NAN, copy = c ? strtod(c, NULL) : (double)NAN;
-  uint64_t at = 0;
-  const char *ak = "", *av = "";
-  const double arate = attn_rate(r, m->pipeline, wl, n, &at, &ak, &av);
+  const net_rates q = rates_of(r, m, wl, n);
   fprintf(f, "**%s** (`%s`), %s, %llu points: floors at cuBLAS fp16 %s TFLOP/s, attention %.1f TFLOP/s", m->display,
-          m->variant, label, (unsigned long long)n, g ? g : "(no ceiling in the run)", arate);
-  if (isfinite(arate)) fprintf(f, " (`%s` %s at %llu points%s)", ak, av, (unsigned long long)at, at == n ? "" : ", the best in the run");
-  fprintf(f, ", copy %s GB/s.\n\n", c ? c : "(no ceiling in the run)");
+          m->variant, label, (unsigned long long)n, q.gemm_s ? q.gemm_s : "(no ceiling in the run)", q.attn);
+  if (isfinite(q.attn))
+    fprintf(f, " (`%s` %s at %llu points%s)", q.attn_kernel, q.attn_variant, (unsigned long long)q.attn_at,
+            q.attn_at == n ? "" : ", the best in the run");
+  fprintf(f, ", copy %s GB/s.\n\n", q.copy_s ? q.copy_s : "(no ceiling in the run)");
   fputs("| component | measured median (ms) | GEMM (GFLOP) | attention (GFLOP) | bytes (MB) | floor (ms) | bound by | "
         "measured / floor |\n|---|---:|---:|---:|---:|---:|---|---:|\n",
         f);
-  double sum_m = 0.0, sum_f = 0.0, over = 0.0, gap = 0.0, gap_m = 0.0, gap_f = 0.0, below_x[32];
-  const char *gap_c = NULL, *gap_b = "", *no_cost[32], *below[32];
+  double below_x[32];
+  const char *no_cost[32], *below[32];
   size_t nn = 0, nb = 0;
   for (size_t i = 0; i < nc; i++) {
-    const double t = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "time_median");
-    const double gf = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "gemm_flops");
-    const double af = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "attn_flops");
-    const double by = nrow(r, m->pipeline, comps[i], m->variant, wl, n, "floor_bytes");
+    double t;
     const char *bound;
-    const double fl = floor_ms(gf, af, by, gemm_rate, arate, copy, &bound);
-    sum_m += isfinite(t) ? t : 0.0;
+    const double fl = comp_floor(r, m, comps[i], wl, n, &q, &t, &bound);
     fprintf(f, "| %s | %.3f |", comps[i], t);
-    const double v[3] = {gf / 1e9, af / 1e9, by / 1e6};
-    for (int q = 0; q < 3; q++)
-      if (isfinite(v[q])) fprintf(f, " %.4g |", v[q]);
+    const double v[3] = {nrow(r, m->pipeline, comps[i], m->variant, wl, n, "gemm_flops") / 1e9,
+                         nrow(r, m->pipeline, comps[i], m->variant, wl, n, "attn_flops") / 1e9,
+                         nrow(r, m->pipeline, comps[i], m->variant, wl, n, "floor_bytes") / 1e6};
+    for (int k = 0; k < 3; k++)
+      if (isfinite(v[k])) fprintf(f, " %.4g |", v[k]);
       else fputs(" - |", f);
     if (isfinite(fl) && fl > 0.0) {
-      sum_f += fl;
       fprintf(f, " %.3f | %s | %.2fx |\n", fl, bound, t / fl);
-      if (t - fl > gap) gap = t - fl, gap_c = comps[i], gap_m = t, gap_f = fl, gap_b = bound; /* above only */
-      if (t > fl) over += t - fl;
-      else if (t < fl) below_x[nb] = t / fl, below[nb++] = comps[i];
+      if (t < fl) below_x[nb] = t / fl, below[nb++] = comps[i];
     } else {
       fputs(" - | - | - |\n", f);
       no_cost[nn++] = comps[i];
     }
   }
-  if (sum_f > 0.0)
-    fprintf(f, "| sum of components | %.3f | | | | %.3f | | %.2fx |\n", sum_m, sum_f, sum_m / sum_f);
+  const net_floor_sum s = floor_sum(r, m, wl, n, &q);
+  if (s.sum_f > 0.0)
+    fprintf(f, "| sum of components | %.3f | | | | %.3f | | %.2fx |\n", s.sum_m, s.sum_f, s.sum_m / s.sum_f);
   else
-    fprintf(f, "| sum of components | %.3f | | | | - | | - |\n", sum_m);
-  if (isfinite(fw) && sum_f > 0.0)
-    fprintf(f, "| **whole forward** (eager, median) | %.3f | | | | %.3f | | **%.2fx** |\n", fw, sum_f, fw / sum_f);
+    fprintf(f, "| sum of components | %.3f | | | | - | | - |\n", s.sum_m);
+  if (isfinite(fw) && s.sum_f > 0.0)
+    fprintf(f, "| **whole forward** (eager, median) | %.3f | | | | %.3f | | **%.2fx** |\n", fw, s.sum_f, fw / s.sum_f);
   else if (isfinite(fw))
     fprintf(f, "| **whole forward** (eager, median) | %.3f | | | | - | | - |\n", fw);
   const char *bound;
   const double ff = floor_ms(fwd(r, m, wl, n, "gemm_flops"), fwd(r, m, wl, n, "attn_flops"),
-                             fwd(r, m, wl, n, "floor_bytes"), gemm_rate, arate, copy, &bound);
+                             fwd(r, m, wl, n, "floor_bytes"), q.gemm, q.attn, q.copy, &bound);
   if (isfinite(ff) && ff > 0.0 && isfinite(fw))
     fprintf(f, "| whole forward against its own cost rows | %.3f | %.3g | %.3g | %.3g | %.3f | %s | %.2fx |\n", fw,
             fwd(r, m, wl, n, "gemm_flops") / 1e9, fwd(r, m, wl, n, "attn_flops") / 1e9,
             fwd(r, m, wl, n, "floor_bytes") / 1e6, ff, bound, fw / ff);
   fputc('\n', f);
-  if (isfinite(fw) && sum_f > 0.0)
-    fprintf(f, "Target: the whole forward within 1.5x of the sum of its components' floors: %.2fx, %s.", fw / sum_f,
-            fw / sum_f <= 1.5 ? "met" : "NOT met");
-  if (gap_c)
+  if (isfinite(fw) && s.sum_f > 0.0)
+    fprintf(f, "Target: the whole forward within 1.5x of the sum of its components' floors: %.2fx, %s.", fw / s.sum_f,
+            fw / s.sum_f <= 1.5 ? "met" : "NOT met");
+  if (s.gap_c)
     fprintf(f, " Largest gap: `%s`, %.3f ms measured against a %.3f ms floor (%s-bound), %.3f of the %.3f ms by "
                "which components exceed their floors.",
-            gap_c, gap_m, gap_f, gap_b, gap, over);
+            s.gap_c, s.gap_m, s.gap_f, s.gap_b, s.gap, s.over);
   if (nb) { /* a floor's rate is a ceiling measured on other shapes (the sweep's stages), not a bound on every shape */
     fputs(" Faster than its floor's rate allows (that rate is measured on the sweep's own shapes):", f);
     for (size_t i = 0; i < nb; i++) fprintf(f, "%s `%s` %.2fx", i ? "," : "", below[i], below_x[i]);
@@ -671,7 +724,7 @@ static void floor_table(FILE *f, const hx_run *r, const char *label, const net_m
     for (size_t i = 0; i < nn; i++) fprintf(f, "%s `%s`", i ? "," : "", no_cost[i]);
     fputc('.', f);
   }
-  if (!isfinite(arate)) fputs(" The run has no attention rows to take a rate from: attention FLOPs have no floor.", f);
+  if (!isfinite(q.attn)) fputs(" The run has no attention rows to take a rate from: attention FLOPs have no floor.", f);
   fputs("\n\n", f);
 }
 
@@ -861,6 +914,22 @@ static void nets_counters(FILE *f, const hx_run *runs, size_t n_runs, const char
   }
 }
 
+/* The workload of the first sparse convolution rows timed alone (pipe_spconv.c: kernels "spconv.*" of ptv3-net)
+ * and their largest size *n; NULL when the run has none. */
+static const char *spconv_case(const hx_run *r, uint64_t *n) {
+  const char *wl = NULL;
+  *n = 0;
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (strcmp(w->pipeline, "ptv3-net") || strncmp(w->kernel, "spconv.", 7) || strcmp(w->metric, "check") ||
+        w->batch != 1 || (wl && strcmp(w->workload, wl)))
+      continue;
+    wl = w->workload;
+    if (w->n_points > *n) *n = w->n_points;
+  }
+  return wl;
+}
+
 /* Under the treemap: PTv3's k = 3 sparse convolution timed alone (pipe_spconv.c, kernels "spconv.k3_C<C>" of ptv3-net
  * at the run's largest size) against its roofline: the most of its real pairs' FLOPs at the cuBLAS fp16 ceiling and
  * the bytes a fused kernel must move (each input row once per tile, each output row once, the map, the weights) at
@@ -869,16 +938,8 @@ static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char 
   int head = 0;
   for (size_t ri = 0; ri < n_runs; ri++) {
     const hx_run *r = &runs[ri];
-    const char *wl = NULL;
-    uint64_t n = 0;
-    for (size_t i = 0; i < r->n_rows; i++) {
-      const hx_run_row *w = &r->rows[i];
-      if (strcmp(w->pipeline, "ptv3-net") || strncmp(w->kernel, "spconv.", 7) || strcmp(w->metric, "check") ||
-          w->batch != 1 || (wl && strcmp(w->workload, wl)))
-        continue;
-      wl = w->workload;
-      if (w->n_points > n) n = w->n_points;
-    }
+    uint64_t n;
+    const char *wl = spconv_case(r, &n);
     if (!wl) continue;
     if (!head) {
       fputs("### Sparse convolution alone\n\nPTv3's k = 3 submanifold convolution (xCPE's) timed on its own on the "
@@ -945,6 +1006,112 @@ static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char 
             "--timing nvbench or paper, not basic).\n\n",
             f);
   }
+}
+
+/* Under the paper's table: the issue's three targets for the backbones, one row per configuration (or kernel) and
+ * one column per run, each cell the measured value and whether it meets the target; a row only where some run has
+ * its value. */
+enum { TG_FLOORS, TG_LINEAR, TG_SPCONV, TG_COUNT };
+
+/* Run r's cell of target t for configuration m (TG_FLOORS, TG_LINEAR) or spconv kernel kn (TG_SPCONV) into buf;
+ * 0 when the run has no value for it. */
+static int target_cell(char *buf, size_t cap, int t, const hx_run *r, const net_model *m, const char *kn) {
+  const char *wl = net_workload(r);
+  if (t == TG_FLOORS) {
+    if (!wl) return 0;
+    const uint64_t n = net_size(r, wl);
+    const double fw = fwd(r, m, wl, n, "time_median");
+    const net_rates q = rates_of(r, m, wl, n);
+    const net_floor_sum s = floor_sum(r, m, wl, n, &q);
+    if (!isfinite(fw) || !(s.sum_f > 0.0)) return 0;
+    int w = snprintf(buf, cap, "%.2fx at %.0fk: %s", fw / s.sum_f, (double)n / 1e3,
+                     fw / s.sum_f <= 1.5 ? "met" : "**NOT met**");
+    if (s.gap_c && w > 0 && (size_t)w < cap)
+      snprintf(buf + w, cap - (size_t)w, "; largest gap `%s`, %.2f ms against a %.2f ms floor", s.gap_c, s.gap_m,
+               s.gap_f);
+    return 1;
+  }
+  if (t == TG_LINEAR) {
+    double x[256], y[256], b, a, r2;
+    const size_t k = wl ? fit_points(r, m, wl, x, y, 256) : 0;
+    if (k < 3 || hx_plot_linear_fit(x, y, k, &b, &a, &r2) != HX_OK) return 0;
+    double lo = x[0], hi = x[0];
+    for (size_t i = 1; i < k; i++) lo = fmin(lo, x[i]), hi = fmax(hi, x[i]);
+    snprintf(buf, cap, "%.4f over %zu sizes, %.0fk to %.0fk: %s", r2, k, lo / 1e3, hi / 1e3,
+             r2 >= 0.99 ? "met" : "**NOT met**");
+    return 1;
+  }
+  uint64_t n;
+  const char *swl = spconv_case(r, &n);
+  if (!swl) return 0;
+  const char *bv = NULL;
+  double share = NAN;
+  for (size_t i = 0; i < r->n_rows; i++) { /* the best entry's share; without one, the best share */
+    const hx_run_row *w = &r->rows[i];
+    if (w->n_points != n || w->batch != 1 || strcmp(w->pipeline, "ptv3-net") || strcmp(w->kernel, kn) ||
+        strcmp(w->workload, swl) || strcmp(w->metric, "roofline_share") ||
+        nrow(r, "ptv3-net", kn, w->variant, swl, n, "check") != 1.0)
+      continue;
+    const int best = nrow(r, "ptv3-net", kn, w->variant, swl, n, "best_entry") == 1.0;
+    if (best || !(w->value <= share)) share = w->value, bv = w->variant;
+    if (best) break;
+  }
+  if (!bv) return 0;
+  snprintf(buf, cap, "%s %.1f%% at %.0fk: %s", bv, 100.0 * share, (double)n / 1e3,
+           share >= 0.5 ? "met" : "**not met**");
+  return 1;
+}
+
+static void nets_targets(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
+  static const char *const names[TG_COUNT] = {
+      "whole forward within 1.5x of the sum of its components' floors",
+      "latency linear in points: R^2 >= 0.99 over 100k to 600k",
+      "k = 3 sparse convolution alone at >= 50% of its roofline (C >= 64, 600k points)"};
+  const char *kernels[16]; /* the spconv kernels at C >= 64 of every run, in the order first recorded */
+  size_t nk = 0;
+  for (size_t ri = 0; ri < n_runs; ri++)
+    for (size_t i = 0; i < runs[ri].n_rows && nk < 16; i++) {
+      const hx_run_row *w = &runs[ri].rows[i];
+      int c = 0;
+      if (strcmp(w->pipeline, "ptv3-net") || strcmp(w->metric, "check") ||
+          sscanf(w->kernel, "spconv.k3_C%d", &c) != 1 || c < 64)
+        continue;
+      size_t q = 0;
+      while (q < nk && strcmp(kernels[q], w->kernel)) q++;
+      if (q == nk) kernels[nk++] = w->kernel;
+    }
+  int head = 0;
+  char cell[256];
+  for (int t = 0; t < TG_COUNT; t++) {
+    const size_t rows = t == TG_SPCONV ? nk : NM_COUNT;
+    int first = 1;
+    for (size_t j = 0; j < rows; j++) {
+      const net_model *m = t == TG_SPCONV ? NULL : &net_models[j];
+      const char *kn = t == TG_SPCONV ? kernels[j] : NULL;
+      if (t == TG_LINEAR && strcmp(m->pipeline, "flash3d-net")) continue; /* the target is Flash3D's */
+      int any = 0;
+      for (size_t ri = 0; ri < n_runs && !any; ri++) any = target_cell(cell, sizeof cell, t, &runs[ri], m, kn);
+      if (!any) continue;
+      if (!head) {
+        fputs("### Targets\n\nThe backbones' targets, each as this run measured it (the sections below give the numbers "
+              "they come from; docs/nets.md what bounds each and what would close the gaps).\n\n| target | "
+              "configuration |",
+              f);
+        for (size_t ri = 0; ri < n_runs; ri++) fprintf(f, " %s |", short_dev(labels[ri]));
+        fputs("\n|---|---|", f);
+        for (size_t ri = 0; ri < n_runs; ri++) fputs("---|", f);
+        fputc('\n', f);
+        head = 1;
+      }
+      if (m) fprintf(f, "| %s | %s |", first ? names[t] : "", m->display);
+      else fprintf(f, "| %s | `%s` |", first ? names[t] : "", kn);
+      first = 0;
+      for (size_t ri = 0; ri < n_runs; ri++)
+        fprintf(f, " %s |", target_cell(cell, sizeof cell, t, &runs[ri], m, kn) ? cell : "-");
+      fputc('\n', f);
+    }
+  }
+  if (head) fputc('\n', f);
 }
 
 /* The section's figures: every configuration's eager forward (the graph replay is in the table), the components

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_f3d_readme.sh SRC_ROOT - `./f3d readme RUN_DIR` on copies: the README's results table is replaced by the
-# headline of a fake REPORT.md, every byte outside the markers is kept, a second run changes nothing, and
+# headline of a fake REPORT.md (the backbones' summary, the paper's table and the targets, the first device's kernel
+# tables up to its gathers, a line for the rest), every byte outside the markers is kept, a second run changes nothing, and
 # each refusal (no REPORT.md, no markers, two begin markers, markers in the wrong order, a report without its
 # Headline section, no RUN_DIR) exits 2 and leaves the README as it was. The real README.md is only read.
 set -u
@@ -21,6 +22,26 @@ cat >"$T/run/REPORT.md" <<'EOF'
 
 NVIDIA Test GPU: measured ceilings: copy 3000.0 GB/s (read + write), cuBLAS GEMM bf16 700.0 / fp16 710.0 TFLOP/s; counters: on
 
+## Backbones: PTv3 vs Flash3D, whole forward passes
+
+- Test GPU, 600000 points (`lidar`): **Flash3D-46m is 3.06x SLOWER than PTv3-m1** at equal parameters.
+
+### The paper's table: equal parameters and equal memory
+
+| configuration | params |
+|---|---:|
+| PTv3-m1 (`ptv3`) | 46,159,312 |
+
+### Targets
+
+| target | configuration | Test GPU |
+|---|---|---|
+| whole forward within 1.5x of the sum of its components' floors | PTv3-m1 | 1.47x at 600k: met |
+
+### Backbone forward latency vs points (mean +- std; dashed: least-squares line)
+
+![net_latency](plots/net_latency.png)
+
 ## Headline (fastest variant of each kernel, named in each cell)
 
 ### NVIDIA Test GPU, lidar
@@ -28,6 +49,18 @@ NVIDIA Test GPU: measured ceilings: copy 3000.0 GB/s (read + write), cuBLAS GEMM
 | n_points | PTv3 serialize | psh.xor-div |
 |---:|---:|---:|
 | 600000 | 0.315 (v2) | 0.0952 (v10.graph, 3.31x) |
+
+PTv3 gathers: bytes moved / median time (GB/s) and % of the measured copy ceiling (in GB/s: 3000.0).
+
+| n_points | gather_qkv_C64 |
+|---:|---:|
+| 600000 | 2900 (97%, v3) |
+
+### NVIDIA Other GPU, lidar
+
+| n_points | PTv3 serialize | psh.xor-div |
+|---:|---:|---:|
+| 600000 | 0.999 (v2) | 0.0999 (v10.graph, 9.99x) |
 
 ## Figures
 
@@ -59,6 +92,14 @@ case "$block" in *'measured ceilings: copy 3000.0 GB/s'*) ok "ceilings copied" ;
 case "$block" in *'#### NVIDIA Test GPU, lidar'*) ok "headings one level deeper" ;; *) fail "sub-heading not demoted" ;; esac
 case "$block" in *'flash3d-bench report'* | *'plots/latency.png'* | *'All rows'*) fail "text outside the headline copied" ;; *) ok "title, figures and row dump left out" ;; esac
 case "$block" in *"./f3d readme $T/run"*) ok "block names its command" ;; *) fail "block does not say how it was made" ;; esac
+case "$block" in *'**Flash3D-46m is 3.06x SLOWER than PTv3-m1**'*) ok "backbone summary copied" ;; *) fail "backbone summary missing" ;; esac
+case "$block" in *'#### The paper'"'"'s table'*'| PTv3-m1 (`ptv3`) | 46,159,312 |'*) ok "paper's table copied" ;; *) fail "paper's table missing" ;; esac
+case "$block" in *'#### Targets'*'| PTv3-m1 | 1.47x at 600k: met |'*) ok "targets copied" ;; *) fail "targets missing" ;; esac
+case "$block" in *'net_latency'* | *'least-squares'*) fail "a backbone figure copied" ;; *) ok "backbone figures left out" ;; esac
+case "$block" in *'gather_qkv_C64'* | *'0.999 (v2)'* | *'NVIDIA Other GPU'*) fail "gathers or a second device copied" ;;
+  *) ok "gathers and the second device left out" ;; esac
+case "$block" in *"The gathers' and the pipelines' peak memory tables, and the kernel tables of the other devices, are in the run's REPORT.md."*)
+  ok "a line says where the rest is" ;; *) fail "no pointer to what was left out" ;; esac
 
 cp "$T/README.md" "$T/once"
 "$f3d" readme --readme "$T/README.md" "$T/run" >/dev/null 2>&1

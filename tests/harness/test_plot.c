@@ -797,6 +797,21 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
     assert_int_equal(hx_results_add(r, &km, "floor_bytes", 3e9, "B", &e), HX_OK);
     assert_int_equal(hx_results_add(r, &kn, "floor_bytes", costs == 2 ? 36e9 : 9e9, "B", &e), HX_OK);
     assert_int_equal(hx_results_add(r, &kn, "gemm_flops", 1e9, "FLOP", &e), HX_OK);
+    /* the k = 3 convolution alone at 300k: C = 32 (below the target's C >= 64), C = 64 with v6 the best entry at
+     * 30% of its roofline (v3 at 40% is not the best), C = 256 without a best entry: v1 failed its check (its 90%
+     * does not count), v3 60%, v6 55% */
+    static const struct {
+      const char *kernel, *variant;
+      double check, best, share;
+    } spc[] = {{"spconv.k3_C32", "v6", 1, 1, 0.9},    {"spconv.k3_C64", "v3", 1, 0, 0.4},
+               {"spconv.k3_C64", "v6", 1, 1, 0.3},    {"spconv.k3_C256", "v1", 0, 0, 0.9},
+               {"spconv.k3_C256", "v3", 1, 0, 0.6},   {"spconv.k3_C256", "v6", 1, 0, 0.55}};
+    for (size_t i = 0; i < sizeof spc / sizeof *spc; i++) {
+      hx_key k = {"lidar", 300000u, 1, "ptv3-net", spc[i].kernel, spc[i].variant};
+      assert_int_equal(hx_results_add(r, &k, "check", spc[i].check, "bool", &e), HX_OK);
+      assert_int_equal(hx_results_add(r, &k, "roofline_share", spc[i].share, "ratio", &e), HX_OK);
+      if (spc[i].best) assert_int_equal(hx_results_add(r, &k, "best_entry", 1.0, "bool", &e), HX_OK);
+    }
   }
   assert_int_equal(hx_results_commit(r, &e), HX_OK);
   hx_results_close(r);
@@ -847,6 +862,7 @@ static void test_nets_report(void **state) {
   assert_non_null(strstr(rep, "| Flash3D-46m | H100 80GB HBM3 | 3 (100k to 300k) | 30.000 | 0.67 | 0.9985 |\n"));
   assert_non_null(strstr(rep, "| Flash3D-129m | H100 80GB HBM3 | 1 | - | - | - (fewer than 3 sizes) |\n"));
   assert_non_null(strstr(rep, "R^2 >= 0.99 over 100k to 600k: Flash3D-46m on H100 80GB HBM3 R^2 0.9985: met."));
+  assert_null(strstr(rep, "| whole forward within 1.5x")); /* no cost rows: no floors target row */
   /* with the bucket fill of each size (buckets per cloud: the next power of two of n / 512): 100k -> 256 buckets,
    * 76% full; 200k -> 512, 76%; 300k -> 1024, 57% */
   assert_non_null(strstr(rep, "are 76% full at 100k, 76% full at 200k, 57% full at 300k (docs/nets.md)."));
@@ -946,6 +962,24 @@ static void test_nets_floors(void **state) {
                               "met. Largest gap: `attn`, 63.000 ms measured against a 42.000 ms floor (attention-bound), "
                               "21.000 of the 35.000 ms by which components exceed their floors."));
   assert_null(strstr(rep, "Faster than its floor"));
+  /* the targets: Flash3D-46m's floors (PTv3 has no cost rows: no row), its line, the convolution at C >= 64 */
+  const char *tg0 = strstr(rep, "### Targets\n");
+  assert_non_null(tg0);
+  assert_true(tg0 < strstr(rep, "## Headline"));
+  const char *tg_end = strstr(strstr(tg0, "| target |"), "\n\n"); /* the table ends at its blank line */
+  assert_non_null(tg_end);
+  char *tg = strndup(tg0, (size_t)(tg_end - tg0 + 1));
+  assert_non_null(strstr(tg, "| whole forward within 1.5x of the sum of its components' floors | Flash3D-46m | 1.64x at "
+                             "300k: **NOT met**; largest gap `attn`, 63.00 ms against a 42.00 ms floor |\n"));
+  assert_null(strstr(tg, "| PTv3-m1 | 1."));
+  assert_non_null(strstr(tg, "| latency linear in points: R^2 >= 0.99 over 100k to 600k | Flash3D-46m | 0.9985 over 3 "
+                             "sizes, 100k to 300k: met |\n"));
+  assert_null(strstr(tg, "| Flash3D-129m | 0.")); /* one size: no line */
+  assert_non_null(strstr(tg, "| k = 3 sparse convolution alone at >= 50% of its roofline (C >= 64, 600k points) | "
+                             "`spconv.k3_C64` | v6 30.0% at 300k: **not met** |\n|  | `spconv.k3_C256` | v3 60.0% at "
+                             "300k: met |\n"));
+  assert_null(strstr(tg, "spconv.k3_C32"));
+  free(tg);
   /* PTv3 in the same run has no cost rows: no floor, said so */
   assert_non_null(strstr(rep, "| cpe | 36.000 | - | - | - | - | - | - |\n"));
   assert_non_null(strstr(rep, "Without cost rows (no floor, left out of the sum): `cpe`, `attn`, `mlp`."));
