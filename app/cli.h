@@ -46,6 +46,10 @@ void f3d_warn_dropped(const char *input, size_t n);
 hx_run *f3d_runs_load(const char *what, char *const *dirs, size_t n);
 void f3d_runs_free(hx_run *runs, size_t n);
 
+/* A byte count: digits with an optional fraction and suffix K, M, G or T (KiB, MiB, GiB, TiB also
+ * accepted: powers of 1024), e.g. "512M", "1.5GiB", "1048576"; the result must be a whole number >= 1.
+ * 0 on success, -1 otherwise. */
+int f3d_parse_bytes(const char *s, uint64_t *out);
 /* Parse a count with an optional k/K (1e3) or M (1e6) suffix: "100k", "1.5M", "250000". 0 on success. */
 int f3d_parse_count(const char *s, uint64_t *out);
 /* Parse an unsigned decimal integer fully (digits only: no blank, sign, octal or hex); 0 on success. */

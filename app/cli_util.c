@@ -52,6 +52,27 @@ int f3d_parse_u64(const char *s, uint64_t *out) {
   return 0;
 }
 
+int f3d_parse_bytes(const char *s, uint64_t *out) {
+  if (!s || !((*s >= '0' && *s <= '9') || *s == '.') || strpbrk(s, "xXpPeE")) return -1;
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || !isfinite(v)) return -1;
+  static const struct {
+    const char *suffix;
+    double scale;
+  } units[] = {{"", 1.0},          {"K", 1024.0},           {"KiB", 1024.0},           {"M", 1048576.0},
+               {"MiB", 1048576.0}, {"G", 1073741824.0},     {"GiB", 1073741824.0},     {"T", 1099511627776.0},
+               {"TiB", 1099511627776.0}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp(end, units[i].suffix) != 0) continue;
+    v *= units[i].scale;
+    if (v < 1.0 || v > 9.0e15 || v != floor(v)) return -1; /* whole bytes, well inside uint64 and double */
+    *out = (uint64_t)v;
+    return 0;
+  }
+  return -1;
+}
+
 int f3d_parse_count(const char *s, uint64_t *out) {
   if (!starts_decimal(s, 1) || strpbrk(s, "xXpP")) return -1; /* no hexadecimal floats either */
   char *end = NULL;

@@ -34,7 +34,7 @@ static void net_usage(FILE *f) {
           "usage: f3dbench net --model NAME [--points N | --input FILE] [--batch B] [--dtype fp16|bf16]\n"
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
-          "                    [--rehash on|off] [--bucket-fill F]\n"
+          "                    [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -43,7 +43,8 @@ static void net_usage(FILE *f) {
           "\n"
           "  --points N         points per cloud after one-point-per-voxel deduplication (synthetic lidar;\n"
           "                     default 100k; k/M suffixes)\n"
-          "  --input FILE       a recorded cloud instead (PCD, PLY, .bin, xyz), deduplicated at --voxel\n"
+          "  --input FILE       a recorded cloud instead (PCD, PLY, .bin, xyz), deduplicated at --voxel; a\n"
+          "                     point with a NaN or Inf coordinate is an error (the sweep drops such points)\n"
           "  --batch B          clouds in the batch, 1..16 (default 1; with --input the file is repeated)\n"
           "  --dtype T          activations fp16 (default) or bf16; fp32 accumulation either way\n"
           "  --weights FILE     safetensors with the PyTorch module names (default: seeded random weights)\n"
@@ -61,7 +62,9 @@ static void net_usage(FILE *f) {
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
           "  --bucket-fill F    Flash3D: ceil(rows / (bucket F)) buckets per cloud at every hashed level, F in\n"
           "                     0.1..1, instead of the public rule (the next power of two of rows / bucket: fill\n"
-          "                     50-100%%, a step in latency at each power of two)\n");
+          "                     50-100%%, a step in latency at each power of two)\n"
+          "  --device-memory B  device memory the forward may use (e.g. 512M, 2G): a forward whose estimate\n"
+          "                     is larger is refused before any allocation, as one larger than the free memory\n");
 }
 
 typedef struct net_cli {
@@ -73,6 +76,7 @@ typedef struct net_cli {
   const char *spconv; /* --spconv: a variant name, or NULL */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
+  uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
 } net_cli;
 
 /* Clouds of the run: B synthetic lidar clouds of exactly `points` unique voxels each (seed + c), or the file's
@@ -85,7 +89,14 @@ static int make_batch(wl_batch *bt, const net_cli *o) {
   if (o->input) {
     wl_cloud raw = {0};
     if (wl_read(&raw, o->input, WL_FMT_AUTO, &err) != HX_OK) rc = (f3d_fail_msg(o->input, err.msg), 1);
-    if (!rc && raw.dropped_nonfinite) f3d_warn_dropped(o->input, raw.dropped_nonfinite);
+    if (!rc && raw.dropped_nonfinite) { /* the sweep drops such points; a forward's input is refused instead */
+      size_t first = raw.n; /* the file position of the first point dropped: the first kept point out of place */
+      for (size_t i = 0; i < raw.n && first == raw.n; i++)
+        if (wl_cloud_src_index(&raw, i) != i) first = i;
+      rc = (f3d_fail(o->input, "%zu point%s with a non-finite (NaN or Inf) coordinate, the first at point %zu of the "
+                     "file: a forward takes finite clouds only", raw.dropped_nonfinite,
+                     raw.dropped_nonfinite == 1 ? "" : "s", first), 1);
+    }
     if (!rc && wl_voxel_dedup(&cl[0], &raw, o->voxel, NULL, &err) != HX_OK) rc = (f3d_fail_msg(o->input, err.msg), 1);
     wl_cloud_free(&raw);
     for (uint64_t c = 1; !rc && c < o->batch; c++) {
@@ -202,7 +213,7 @@ static int gpu_check(const net_cli *o, const net_config *cfg, const net_params *
   net_input in;
   float *feat = NULL;
   hx_arena arena;
-  hx_arena_init(&arena, "net-check", 0, NULL);
+  hx_arena_init(&arena, "net-check", (size_t)o->device_memory, NULL);
   net_alloc al = f3d_net_arena(&arena);
   net_gpu *g = NULL;
   net_check_report rep;
@@ -226,12 +237,12 @@ static int run_gpu(const net_cli *o, const net_config *cfg, const net_params *p,
                    const net_input *in) {
   hx_err err = {HX_OK, ""};
   size_t need = 0;
-  if (f3d_net_fits(&need, cfg, in, o->dt, &err) != HX_OK) return f3d_fail_msg("net", err.msg), 1;
+  if (f3d_net_fits(&need, cfg, in, o->dt, (size_t)o->device_memory, &err) != HX_OK) return f3d_fail_msg("net", err.msg), 1;
   cudaStream_t s = NULL;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return f3d_fail("net", "cannot create a stream"), 1;
   int rc = gpu_check(o, cfg, p, bt, s);
   hx_arena arena;
-  hx_arena_init(&arena, "net", 0, NULL);
+  hx_arena_init(&arena, "net", (size_t)o->device_memory, NULL);
   net_alloc al = f3d_net_arena(&arena);
   net_gpu *g = NULL;
   double *ms = NULL;
@@ -317,12 +328,13 @@ int f3d_cmd_net(int argc, char **argv) {
       {"reps", required_argument, NULL, 'r'},   {"check-points", required_argument, NULL, 'c'},
       {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
       {"spconv", required_argument, NULL, 'S'}, {"rehash", required_argument, NULL, 'H'},
-      {"bucket-fill", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0}};
-  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, 0.0};
+      {"bucket-fill", required_argument, NULL, 'F'}, {"device-memory", required_argument, NULL, 'M'},
+      {NULL, 0, NULL, 0}};
+  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, 0.0, 0};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -370,6 +382,11 @@ int f3d_cmd_net(int argc, char **argv) {
     case 'F':
       if (f3d_parse_pos_double(optarg, &o.fill) || o.fill < 0.1 || o.fill > 1.0)
         return f3d_fail("net", "--bucket-fill '%s': a fraction from 0.1 to 1", optarg), 2;
+      break;
+    case 'M':
+      if (f3d_parse_bytes(optarg, &o.device_memory))
+        return f3d_fail("net", "--device-memory '%s': bytes >= 1, e.g. 1048576, 512M or 2G (powers of 1024)",
+                        optarg), 2;
       break;
     default: net_usage(stderr); return 2;
     }

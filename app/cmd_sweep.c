@@ -531,6 +531,12 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
         f3d_fail("sweep", "--pipelines: '%s' given twice", o->pipes[i]->name);
         return -1;
       }
+  for (size_t i = 0; i < o->npipes; i++)
+    if (o->pipes[i]->max_batch && o->batch > o->pipes[i]->max_batch) {
+      f3d_fail("sweep", "--batch %u: pipeline '%s' takes at most %u clouds (--pipelines leaves it out)", o->batch,
+               o->pipes[i]->name, o->pipes[i]->max_batch);
+      return -1;
+    }
   return 0;
 }
 

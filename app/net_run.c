@@ -55,7 +55,8 @@ net_alloc f3d_net_arena(hx_arena *a) {
   return n;
 }
 
-hx_status f3d_net_fits(size_t *need, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
+hx_status f3d_net_fits(size_t *need, const net_config *cfg, const net_input *in, net_dtype dt, size_t cap,
+                       hx_err *err) {
   size_t bytes = 0;
   HX_TRY(net_gpu_bytes(&bytes, cfg, in, dt, err));
   if (need) *need = bytes;
@@ -63,6 +64,12 @@ hx_status f3d_net_fits(size_t *need, const net_config *cfg, const net_input *in,
   size_t free_b = 0, total_b = 0;
   cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
   if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "net: cudaMemGetInfo: %s", cudaGetErrorString(e));
+  if (cap && cap < free_b && bytes > cap)
+    return hx_errf(err, HX_ENOMEM,
+                   "net: %s on %zu points needs %.1f MiB of device memory, more than the %.1f MiB of "
+                   "--device-memory (%.2f GiB free of %.2f GiB): refused before any allocation",
+                   cfg->name, in->n, (double)bytes / 1048576.0, (double)cap / 1048576.0,
+                   (double)free_b / 1073741824.0, (double)total_b / 1073741824.0);
   if (bytes > free_b)
     return hx_errf(err, HX_ENOMEM,
                    "net: %s on %zu points needs %.2f GiB of device memory, %.2f GiB free of %.2f GiB: refused "
@@ -71,6 +78,7 @@ hx_status f3d_net_fits(size_t *need, const net_config *cfg, const net_input *in,
                    (double)total_b / 1073741824.0);
   return HX_OK;
 #else
+  (void)cap;
   return hx_errf(err, HX_ENODEV, "net: built without CUDA");
 #endif
 }

@@ -66,8 +66,9 @@ static hx_status job_graph(void *arg, void *stream, hx_err *err) {
 
 /* The first k points of each cloud of the case (unique voxels stay unique). */
 static hx_status prefix(wl_batch *out, const wl_batch *bt, size_t k, hx_err *err) {
-  wl_cloud cl[64];
-  if (bt->b > 64) return hx_errf(err, HX_EINVAL, "net: more than 64 clouds");
+  wl_cloud cl[F3D_NET_CHECK_MAX_CLOUDS];
+  if (bt->b > F3D_NET_CHECK_MAX_CLOUDS)
+    return hx_errf(err, HX_EINVAL, "net: %u clouds, at most %d", bt->b, F3D_NET_CHECK_MAX_CLOUDS);
   memset(cl, 0, sizeof cl);
   hx_status st = HX_OK;
   for (uint32_t c = 0; c < bt->b && st == HX_OK; c++) {
@@ -214,7 +215,7 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
   if (st == HX_OK) st = f3d_net_input(&in, &feat, ctx->c.cloud, ctx->c.voxel, ctx->seed, err);
   if (st == HX_OK) {
     hx_err ferr = {HX_OK, ""};
-    hx_status fst = f3d_net_fits(&need, &cfg, &in, dt, &ferr);
+    hx_status fst = f3d_net_fits(&need, &cfg, &in, dt, 0, &ferr);
     const size_t avail = f3d_device_avail(ctx); /* the device's free memory, or less under sweep --device-memory */
     if (fst == HX_OK && avail && need > avail)
       fst = hx_errf(&ferr, HX_ENOMEM, "net: %s on %zu points needs %.2f GiB of device memory, %.2f GiB free (%s): "

@@ -479,7 +479,23 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
         "the parameters). Its H100 appendix table: 30.2, 13.4 and 15.1 ms (2.25x and 2.00x), the same memory. The "
         "runs above time clouds of their own workload (named in each line above) at the stated size, not nuScenes "
         "scenes.\n\n",
-        f);  nets_targets(f, runs, n_runs, labels);
+        f);
+  for (size_t ri = 0; ri < n_runs; ri++) { /* cudaMemGetInfo beside the arena (mem_used rows, where recorded) */
+    const char *wl = net_workload(&runs[ri]);
+    if (!wl) continue;
+    const uint64_t n = net_size(&runs[ri], wl);
+    int any = 0;
+    for (size_t mi = 0; mi < nrows; mi++) {
+      const double u = fwd(&runs[ri], &net_models[mi], wl, n, "mem_used");
+      if (!isfinite(u)) continue;
+      fprintf(f, "%s %s %.0f MiB", any ? "," : "Device memory in use by cudaMemGetInfo after the forward, beyond the "
+              "sweep's start (the arena's cache of earlier cases and the CUDA libraries' workspaces included; the "
+              "arena's peak above is the forward's own):", net_models[mi].display, u / 1048576.0);
+      any = 1;
+    }
+    if (any) fprintf(f, "%s%s.\n\n", n_runs > 1 ? " on " : "", n_runs > 1 ? short_dev(labels[ri]) : "");
+  }
+  nets_targets(f, runs, n_runs, labels);
 }
 
 /* A configuration's eager forwards of batch 1 on wl as (points, time_mean) pairs, in the order recorded. */

@@ -6,6 +6,7 @@
  * rows, so every pipeline reports the same metrics with the same units.
  */
 #include "app/sweep.h"
+#include "baselines/baselines.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
@@ -16,18 +17,18 @@
 
 const f3d_pipeline f3d_pipelines[] = {
     {"workload", "workload preparation: generation, voxel dedup, exact-size sampling, file reading (CPU)",
-     f3d_pipe_workload},
+     f3d_pipe_workload, 0},
     {"ptv3", "PTv3 serialization (grid, 4 orders, sort, inverse), padding, qkv/output gathers, pooling (GPU variants vs CPU)",
-     f3d_pipe_ptv3},
+     f3d_pipe_ptv3, SFC_MAX_CLOUDS}, /* the GPU padding's per-cloud offsets */
     {"flash3d", "Flash3D PSH (4 hashes, CPU + GPU variants checked first), feature scatter, in-bucket pooling, locality",
-     f3d_pipe_flash3d},
+     f3d_pipe_flash3d, 0},
     {"ptv3-net", "PTv3-m1 whole forward (nuScenes, 46.2M parameters): checked, timed (also as a CUDA graph), memory, "
      "time per component; at the largest size the k = 3 sparse convolution alone against its roofline",
-     f3d_pipe_ptv3_net},
+     f3d_pipe_ptv3_net, SFC_MAX_CLOUDS}, /* PTv3's GPU serialization and padding */
     {"flash3d-net", "Flash3D whole forward at equal parameters (46m; 46m-fill75: buckets 75% full at every size; "
      "46m-windows: the public code's 512-row windows, no re-hash) and equal memory (129m at the largest size; "
      "every size and the public configuration with --ladder): checked, timed, memory, time per component",
-     f3d_pipe_flash3d_net},
+     f3d_pipe_flash3d_net, F3D_NET_CHECK_MAX_CLOUDS}, /* the check's cloud prefixes (pipe_net.c) */
     /* one line per pipeline, in run order */
 };
 const size_t f3d_pipeline_count = sizeof f3d_pipelines / sizeof f3d_pipelines[0];
@@ -226,27 +227,6 @@ hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload,
   HX_TRY(hx_results_contextf(res, err, "cases_done", "%zu", c->done));
   HX_TRY(hx_results_context(res, "cases_finished", c->list, err));
   return hx_results_checkpoint(res, err);
-}
-
-int f3d_parse_bytes(const char *s, uint64_t *out) {
-  if (!s || !((*s >= '0' && *s <= '9') || *s == '.') || strpbrk(s, "xXpPeE")) return -1;
-  char *end = NULL;
-  double v = strtod(s, &end);
-  if (end == s || !isfinite(v)) return -1;
-  static const struct {
-    const char *suffix;
-    double scale;
-  } units[] = {{"", 1.0},          {"K", 1024.0},           {"KiB", 1024.0},           {"M", 1048576.0},
-               {"MiB", 1048576.0}, {"G", 1073741824.0},     {"GiB", 1073741824.0},     {"T", 1099511627776.0},
-               {"TiB", 1099511627776.0}};
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcmp(end, units[i].suffix) != 0) continue;
-    v *= units[i].scale;
-    if (v < 1.0 || v > 9.0e15 || v != floor(v)) return -1; /* whole bytes, well inside uint64 and double */
-    *out = (uint64_t)v;
-    return 0;
-  }
-  return -1;
 }
 
 typedef struct f16_fill {

@@ -104,10 +104,14 @@ typedef struct f3d_ctx {
 
 typedef hx_status (*f3d_pipe_fn)(f3d_ctx *ctx, hx_err *err);
 
+/* The most clouds a backbone pipeline's check takes (pipe_net.c cuts each cloud of a case to its first points). */
+#define F3D_NET_CHECK_MAX_CLOUDS 64
+
 typedef struct f3d_pipeline {
   const char *name;        /* --pipelines name and the `pipeline` column */
   const char *description; /* one line for `f3dbench sweep --help` */
   f3d_pipe_fn run;
+  uint32_t max_batch; /* the most clouds a case may hold (--batch is refused above it, before the run); 0: any */
 } f3d_pipeline;
 
 /* The registry (sweep.c): a const table, in run order. */
@@ -185,10 +189,6 @@ typedef struct f3d_cases {
 hx_status f3d_cases_begin(f3d_cases *c, hx_results *res, size_t total, hx_err *err);
 hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload, size_t n_points, hx_err *err);
 
-/* A byte count: digits with an optional fraction and suffix K, M, G or T (KiB, MiB, GiB, TiB also
- * accepted: powers of 1024), e.g. "512M", "1.5GiB", "1048576"; the result must be a whole number >= 1.
- * 0 on success, -1 otherwise. */
-int f3d_parse_bytes(const char *s, uint64_t *out);
 
 /* dst[i], i < n: amp[(i / run) % namp] x (2u - 1) rounded to fp16 bits, u in [0, 1) the (i % 4)-th 16-bit part
  * of hx_rng_u64(seed, 0, i / 4); drawn in parallel (hx_par_for), the values independent of the thread count.

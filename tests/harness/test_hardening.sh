@@ -108,7 +108,8 @@ no_leftovers "$D"
 
 # 3. One policy for huge coordinates, in every command that reads a cloud: a finite coordinate beyond
 #    +-1e5 m is refused when the file is read (exit 1, the file, the point and the bound named), never
-#    turned into locality figures of 1e30 m; NaN/Inf points are still dropped with a note.
+#    turned into locality figures of 1e30 m; NaN/Inf points are dropped with a note, except by `net`, which
+#    refuses them (a forward's input is never thinned silently).
 D="$T/far"
 mkdir "$D"
 ply() { # ply FILE X: three points, the last at (X, 0, 0)
@@ -139,6 +140,13 @@ grep -q 'far.ply: point 2 .*1e+05 m' "$D/err" || fail "sweep --input: not refuse
 rc=$?
 [ $rc -eq 1 ] || fail "net --input with a point at 1e30 m exited $rc, expected 1"
 grep -q 'far.ply: point 2 .*1e+05 m' "$D/err" || fail "net --input: not refused by the reader: $(cat "$D/err")"
+# a forward's input is never thinned silently: a NaN point is an error naming the count and its place in the file
+"$BIN" net --model ptv3-tiny --device cpu --input "$D/nan.ply" --save "$D/nan-save" >"$D/out" 2>"$D/err"
+rc=$?
+[ $rc -eq 1 ] || fail "net --input with a NaN point exited $rc, expected 1"
+grep -q 'nan.ply: 1 point with a non-finite (NaN or Inf) coordinate, the first at point 2 of the file' "$D/err" ||
+  fail "net --input with a NaN point: $(cat "$D/err")"
+[ ! -e "$D/nan-save" ] || fail "net --input with a NaN point created its --save directory"
 
 # 5. Arguments are checked before any work. `f3dbench sweep --check-args` parses and checks every option
 #    and exits (0, or 2 with the reason) without reading, creating or running anything; ./f3d refuses an
@@ -153,7 +161,14 @@ rc=$?
 [ $rc -eq 0 ] || fail "sweep --check-args with good options exited $rc: $(head -n 1 "$D/err")"
 [ ! -e "$D/res" ] || fail "sweep --check-args created its result directory"
 [ ! -s "$D/out" ] || fail "sweep --check-args printed: $(cat "$D/out")"
-for bad in "--sizes abc" "--timing slow" "--pipelines nope" "--workloads mars" "--sizes 1k,1k" "stray"; do
+# a batch larger than a pipeline takes is refused before the run, naming the pipeline; without it, it is fine
+(cd "$D" && "$BIN" sweep --check-args --batch 65 --pipelines flash3d-net --out-dir "$D/res" >"$D/out" 2>"$D/err")
+grep -q "^f3dbench: sweep: --batch 65: pipeline 'flash3d-net' takes at most 64 clouds" "$D/err" ||
+  fail "sweep --batch 65 with flash3d-net: $(head -n 1 "$D/err")"
+(cd "$D" && "$BIN" sweep --check-args --batch 65 --pipelines flash3d,workload --out-dir "$D/res" >"$D/out" 2>"$D/err") ||
+  fail "sweep --batch 65 without the backbones and ptv3 exited $?: $(head -n 1 "$D/err")"
+for bad in "--sizes abc" "--timing slow" "--pipelines nope" "--workloads mars" "--sizes 1k,1k" "stray" \
+  "--batch 65 --pipelines ptv3-net" "--batch 65"; do
   (cd "$D" && "$BIN" sweep --check-args $bad --out-dir "$D/res" >"$D/out" 2>"$D/err")
   rc=$?
   [ $rc -eq 2 ] || fail "sweep --check-args $bad exited $rc, expected 2"

@@ -728,6 +728,7 @@ static void net_rows(hx_results *r, const char *pipe, const char *variant, uint6
   add_time(r, &k, ms);
   assert_int_equal(hx_results_add(r, &k, "time_std", 0.01 * ms, "ms", &e), HX_OK);
   assert_int_equal(hx_results_add(r, &k, "mem_peak", mib * 1048576.0, "B", &e), HX_OK);
+  assert_int_equal(hx_results_add(r, &k, "mem_used", 3.0 * mib * 1048576.0, "B", &e), HX_OK);
   assert_int_equal(hx_results_add(r, &k, "params", params, "count", &e), HX_OK);
   assert_int_equal(hx_results_add(r, &k, "check", 1.0, "bool", &e), HX_OK);
   assert_int_equal(hx_results_add(r, &k, "sm_active", 80.0, "%", &e), HX_OK);
@@ -857,6 +858,9 @@ static void test_nets_report(void **state) {
   assert_non_null(strstr(rep, "| PTv3 / Flash3D-129m | 0.36x | 0.50x | 0.40x | 0.36x | the same memory (the budget), "
                               "1.88x faster with 2.8x the parameters |\n"));
   assert_null(strstr(rep, "Flash3D public")); /* no --ladder rows: no such row */
+  /* cudaMemGetInfo beside the arena: 3x the peak in the fixture (PTv3 300, Flash3D-46m 375, 129m 600 MiB) */
+  assert_non_null(strstr(rep, "arena's peak above is the forward's own): PTv3-m1 900 MiB, Flash3D-46m 1125 MiB, "
+                              "Flash3D-129m 1800 MiB.\n"));
   /* the fits: PTv3 exactly linear, Flash3D-46m 30/62/90 (R^2 = 1 - 8/5408), Flash3D-129m at one size */
   assert_non_null(strstr(rep, "| PTv3-m1 | H100 80GB HBM3 | 3 (100k to 300k) | 20.000 | 0.00 | 1.0000 |\n"));
   assert_non_null(strstr(rep, "| Flash3D-46m | H100 80GB HBM3 | 3 (100k to 300k) | 30.000 | 0.67 | 0.9985 |\n"));

@@ -3,7 +3,9 @@
 # points) passes its check against the CPU, prints its latency, its components and the time by part of the network
 # (stem, every encoder and decoder level, head), and each component's time summed over the parts is its total
 # (within 1% + 0.01 ms: each part is printed to 0.001 ms); with --spconv v3 (and v0) the xCPE convolutions on another variant still pass
-# the check; flash3d-tiny with --rehash off passes its check. Exits 77 (skipped) without a CUDA device.
+# the check; flash3d-tiny with --rehash off passes its check; two clouds in bf16 with --graph and --save pass,
+# time the graph and write both clouds; the estimate before allocation is at least each run's arena peak; and
+# --device-memory below the estimate is refused before any allocation. Exits 77 (skipped) without a CUDA device.
 set -u
 BIN=${1:?usage: test_net_gpu_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -25,6 +27,27 @@ done
 grep -q '^check: .*: pass$' "$T/out-f3d" || fail "net flash3d-tiny --rehash off: no passing check line"
 grep -q 'in pooling order over fixed windows' "$T/out-f3d" ||
   fail "net flash3d-tiny --rehash off: the header does not say so"
+# a batch of two clouds in bf16, also replayed as one CUDA graph, saved: checked, timed both ways, written
+"$BIN" net --model ptv3-tiny --points 3000 --reps 3 --batch 2 --dtype bf16 --graph --save "$T/save" > "$T/out-b2" 2>&1 ||
+  fail "net --batch 2 --dtype bf16 --graph --save exited $?: $(tail -3 "$T/out-b2")"
+grep -q '^net: ptv3-tiny, .*, 6000 points in 2 clouds, .*, bf16, ' "$T/out-b2" || fail "net --batch 2: header: $(head -1 "$T/out-b2")"
+grep -q '^check: .*: pass$' "$T/out-b2" || fail "net --batch 2 --dtype bf16: no passing check line"
+grep -q '^graph    median ' "$T/out-b2" || fail "net --graph: no graph latency"
+[ "$(tr '\n' ' ' < "$T/save/offset.txt" 2>/dev/null)" = '0 3000 6000 ' ] || fail "net --save: offset.txt is not '0 3000 6000'"
+[ "$(wc -c < "$T/save/logits.npy" 2>/dev/null)" = $((128 + 6000 * 16 * 4)) ] || fail "net --save: logits.npy is not 6000 x 16 float32"
+# the estimate made before any allocation covers what each forward then held (the arena's peak)
+for f in out-main out-f3d out-b2; do
+  awk '/^memory: arena peak/ { for (i = 1; i <= NF; i++) { if ($i == "peak") p = $(i + 1); if ($i == "allocation") e = $(i + 1) } }
+       END { if (p == "" || e == "" || e + 0 < p + 0) { printf "arena peak %s MiB, estimate %s MiB\n", p, e; exit 1 } }' \
+    "$T/$f" > "$T/est" || fail "$f: the estimate is below the peak: $(cat "$T/est")"
+done
+# --device-memory below the estimate: refused before any allocation, exit 1, both sizes named
+"$BIN" net --model ptv3-tiny --points 3000 --device-memory 1M > "$T/out-cap" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "net --device-memory 1M exited $rc, expected 1"
+grep -q 'needs [0-9.]* MiB of device memory, more than the 1.0 MiB of --device-memory .*refused before any allocation' \
+  "$T/out-cap" || fail "net --device-memory 1M: $(tail -2 "$T/out-cap")"
+grep -q '^forward ' "$T/out-cap" && fail "net --device-memory 1M still timed a forward"
 O="$T/out-main"
 for part in serialize embed enc0 enc1 dec0 head; do
   grep -q "^  $part " "$O" || fail "no part '$part' in the time by part of the network"
