@@ -416,6 +416,7 @@ int f3d_cmd_net(int argc, char **argv) {
     cfg.bucket_fill = o.fill;
   }
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
+  if (o.cpu && o.device_memory) fprintf(stderr, "f3dbench: net: note: --device-memory has no effect with --device cpu\n");
   if (!o.cpu && f3d_gpu_ready("net: --device gpu", NULL)) return 1;
 
   net_params p = {0};

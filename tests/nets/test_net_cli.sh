@@ -23,6 +23,10 @@ expect_out 2 '--model is required' "$BIN" net --device cpu
 expect_out 2 "--points '0'" "$BIN" net --model ptv3-tiny --points 0 --device cpu
 expect_out 2 '--points and --input exclude' "$BIN" net --model ptv3-tiny --points 100 --input x.ply --device cpu
 expect_out 2 "--batch '17'" "$BIN" net --model ptv3-tiny --batch 17 --device cpu
+expect_out 2 "--device-memory '0'" "$BIN" net --model ptv3-tiny --device-memory 0 --device cpu
+expect_out 2 "--device-memory '2X'" "$BIN" net --model ptv3-tiny --device-memory 2X --device cpu
+expect_out 0 'note: --device-memory has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 \
+  --device-memory 1M --device cpu
 expect_out 2 "--dtype 'fp8'" "$BIN" net --model ptv3-tiny --dtype fp8 --device cpu
 expect_out 2 "--device 'tpu'" "$BIN" net --model ptv3-tiny --device tpu
 expect_out 2 "unexpected argument" "$BIN" net --model ptv3-tiny --device cpu extra
