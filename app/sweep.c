@@ -24,7 +24,7 @@ const f3d_pipeline f3d_pipelines[] = {
      f3d_pipe_flash3d, 0},
     {"ptv3-net", "PTv3-m1 whole forward (nuScenes, 46.2M parameters): checked, timed (also as a CUDA graph), memory, "
      "time per component; at the largest size the k = 3 sparse convolution alone against its roofline",
-     f3d_pipe_ptv3_net, SFC_MAX_CLOUDS}, /* PTv3's GPU serialization and padding */
+     f3d_pipe_ptv3_net, SFC_MAX_CLOUDS < F3D_NET_CHECK_MAX_CLOUDS ? SFC_MAX_CLOUDS : F3D_NET_CHECK_MAX_CLOUDS},
     {"flash3d-net", "Flash3D whole forward at equal parameters (46m; 46m-fill75: buckets 75% full at every size; "
      "46m-windows: the public code's 512-row windows, no re-hash) and equal memory (129m at the largest size; "
      "every size and the public configuration with --ladder): checked, timed, memory, time per component",

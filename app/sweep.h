@@ -111,7 +111,8 @@ typedef struct f3d_pipeline {
   const char *name;        /* --pipelines name and the `pipeline` column */
   const char *description; /* one line for `f3dbench sweep --help` */
   f3d_pipe_fn run;
-  uint32_t max_batch; /* the most clouds a case may hold (--batch is refused above it, before the run); 0: any */
+  uint32_t max_batch; /* the most clouds a case may hold on a GPU (a CUDA build refuses --batch above it before
+                       * the run); 0: any */
 } f3d_pipeline;
 
 /* The registry (sweep.c): a const table, in run order. */
