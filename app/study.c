@@ -498,14 +498,20 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
   nets_targets(f, runs, n_runs, labels);
 }
 
-/* A configuration's eager forwards of batch 1 on wl as (points, time_mean) pairs, in the order recorded. */
-static size_t fit_points(const hx_run *r, const net_model *m, const char *wl, double *x, double *y, size_t cap) {
+/* A configuration's eager forwards of batch 1 on wl as (points, time_mean) pairs, in the order recorded, and the
+ * least and most points among them (*lo, *hi; 0 when there are none). */
+static size_t fit_points(const hx_run *r, const net_model *m, const char *wl, double *x, double *y, size_t cap,
+                         double *lo, double *hi) {
   size_t k = 0;
+  *lo = *hi = 0.0;
   for (size_t i = 0; i < r->n_rows && k < cap; i++) {
     const hx_run_row *w = &r->rows[i];
     if (w->batch == 1 && !strcmp(w->metric, "time_mean") && !strcmp(w->kernel, "forward") &&
-        !strcmp(w->variant, m->variant) && !strcmp(w->pipeline, m->pipeline) && !strcmp(w->workload, wl))
-      x[k] = (double)w->n_points, y[k] = w->value, k++;
+        !strcmp(w->variant, m->variant) && !strcmp(w->pipeline, m->pipeline) && !strcmp(w->workload, wl)) {
+      x[k] = (double)w->n_points, y[k] = w->value;
+      *lo = k ? fmin(*lo, x[k]) : x[k], *hi = k ? fmax(*hi, x[k]) : x[k];
+      k++;
+    }
   }
   return k;
 }
@@ -522,8 +528,8 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
     if (!wl) continue;
     for (size_t mi = 0; mi < NM_COUNT; mi++) {
       const net_model *m = &net_models[mi];
-      double x[256], y[256];
-      const size_t k = fit_points(r, m, wl, x, y, 256);
+      double x[256], y[256], lo, hi, b, a, r2;
+      const size_t k = fit_points(r, m, wl, x, y, 256, &lo, &hi);
       if (k == 0) continue;
       if (!head) {
         fputs("Least-squares line of the forward's time_mean over the run's sizes, per configuration (the dashed lines "
@@ -532,8 +538,6 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
               f);
         head = 1;
       }
-      double lo = x[0], hi = x[0], b, a, r2;
-      for (size_t i = 1; i < k; i++) lo = fmin(lo, x[i]), hi = fmax(hi, x[i]);
       if (k >= 3 && hx_plot_linear_fit(x, y, k, &b, &a, &r2) == HX_OK) {
         if (fabs(a) < 1e-9 * fabs(b * hi)) a = 0.0; /* rounding of an exact line through 0: no "-0.00" */
         fprintf(f, "| %s | %s | %zu (%.0fk to %.0fk) | %.3f | %.2f | %.4f |\n", m->display, short_dev(labels[ri]), k,
@@ -1050,11 +1054,9 @@ static int target_cell(char *buf, size_t cap, int t, const hx_run *r, const net_
     return 1;
   }
   if (t == TG_LINEAR) {
-    double x[256], y[256], b, a, r2;
-    const size_t k = wl ? fit_points(r, m, wl, x, y, 256) : 0;
+    double x[256], y[256], lo, hi, b, a, r2;
+    const size_t k = wl ? fit_points(r, m, wl, x, y, 256, &lo, &hi) : 0;
     if (k < 3 || hx_plot_linear_fit(x, y, k, &b, &a, &r2) != HX_OK) return 0;
-    double lo = x[0], hi = x[0];
-    for (size_t i = 1; i < k; i++) lo = fmin(lo, x[i]), hi = fmax(hi, x[i]);
     snprintf(buf, cap, "%.4f over %zu sizes, %.0fk to %.0fk: %s", r2, k, lo / 1e3, hi / 1e3,
              r2 >= 0.99 ? "met" : "**NOT met**");
     return 1;
