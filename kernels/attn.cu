@@ -46,6 +46,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #define BATTN_CUDA(call)                                                                                \
   do {                                                                                                 \
     cudaError_t e_ = (call);                                                                           \
@@ -97,6 +99,21 @@ static __device__ __forceinline__ float ex2f(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+}
+/* 2^x for x <= 0 on the FMA and ALU pipes instead of MUFU (FlashAttention-4's trick): 2^x = 2^n 2^f with
+ * n = round(x) read from the low mantissa bits of x + 1.5 * 2^23, f = x - n in [-0.5, 0.5], 2^f by a degree-3
+ * relative minimax polynomial (max relative error 7.5e-5, under fp16's half ulp 4.9e-4 and bf16's 3.9e-3),
+ * and 2^n added into the exponent field by one integer multiply-add. x is clamped at -126 so that -inf (masked
+ * keys) gives 2^-126, which packs to 0 in fp16/bf16, and the exponent field never wraps. 8 issue slots
+ * against MUFU's one, none of them on MUFU. */
+static __device__ __forceinline__ float ex2_poly(float x) {
+  const float magic = 12582912.f; /* 1.5 * 2^23 */
+  x = fmaxf(x, -126.f);
+  const float t = x + magic;
+  const float f = x - (t - magic);
+  const float q = fmaf(fmaf(fmaf(0.0551716685f, f, 0.2426111251f), f, 0.6932609677f), f, 0.9999280572f);
+  /* (bits(t) << 23) mod 2^32 = n << 23: bits(magic) << 23 vanishes mod 2^32 */
+  return __int_as_float(__float_as_int(q) + (int)((uint32_t)__float_as_int(t) << 23));
 }
 /* 2^x on two packed halves: one instruction for two probabilities, result already an A fragment half. */
 static __device__ __forceinline__ uint32_t ex2h2(float a, float b) {
@@ -160,6 +177,9 @@ template <> struct v5_tiles<16> : fwd_tiles<4, 2, 64, 3, 0> {};
 template <> struct v5_tiles<32> : fwd_tiles<4, 2, 128, 2, 1> {};
 template <> struct v5_tiles<64> : fwd_tiles<8, 2, 64, 1, 1> {};
 template <> struct v5_tiles<128> : fwd_tiles<8, 1, 64, 1, 1> {};
+/* v16: v5 with 4 CTAs per SM at D = 16 (registers capped at 128: 16 warps per SM instead of 12). */
+template <int D> struct v16_tiles : v5_tiles<D> {};
+template <> struct v16_tiles<16> : fwd_tiles<4, 2, 64, 4, 0> {};
 
 /* Shared-memory layout of a [rows][D] tile in 16-byte chunks (C = D/8 per row), XOR-swizzled so that the
  * 8 row addresses of one ldmatrix phase (8 consecutive rows, same logical chunk) hit 8 distinct 16-byte
@@ -184,7 +204,10 @@ static __device__ __forceinline__ void load_tile(T *s, const T *g, int64_t row_s
   }
 }
 
-template <typename T, int D, typename TR, bool EXP16, bool LAZY>
+/* TCSUM: row sums of P on the tensor cores (an extra mma per 16 keys against a ones B fragment, of the fp16/bf16
+ * P that P V uses) instead of one FADD per score; EMU: per row half, exponentials of the first EMU eighths of
+ * the NB 8-key n-tiles by ex2_poly instead of MUFU. */
+template <typename T, int D, typename TR, bool EXP16, bool LAZY, bool TCSUM = false, int EMU = 0>
 __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     battn_fwd_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
   constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
@@ -245,7 +268,9 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     m[mt][0] = m[mt][1] = -INFINITY;
     l[mt][0] = l[mt][1] = 0.f;
   }
-  const uint32_t ones = EXP16 ? 0x3C003C00u : 0u; /* half2(1, 1): B fragment of the row-sum n-tile */
+  constexpr bool RSUM = EXP16 || TCSUM; /* row sums on the tensor cores */
+  /* (1, 1) in T: B fragment of the row-sum n-tile */
+  const uint32_t ones = RSUM ? (std::is_same<T, __half>::value ? 0x3C003C00u : 0x3F803F80u) : 0u;
 
   int stage = 0;
   while (have) {
@@ -346,12 +371,13 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
           float sum = 0.f;
 #pragma unroll
           for (int n = 0; n < NB; ++n) {
-            float p0 = ex2f(fmaf(s[mt][n][2 * hr], c_log2, nm));
-            float p1 = ex2f(fmaf(s[mt][n][2 * hr + 1], c_log2, nm));
-            sum += p0 + p1;
+            const float x0 = fmaf(s[mt][n][2 * hr], c_log2, nm), x1 = fmaf(s[mt][n][2 * hr + 1], c_log2, nm);
+            constexpr int NE = NB * EMU / 8;
+            const float p0 = n < NE ? ex2_poly(x0) : ex2f(x0), p1 = n < NE ? ex2_poly(x1) : ex2f(x1);
+            if (!TCSUM) sum += p0 + p1;
             pa[mt][n][hr] = ops::pack(p0, p1);
           }
-          l[mt][hr] += sum;
+          if (!TCSUM) l[mt][hr] += sum;
         }
       }
 
@@ -380,12 +406,12 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
           ops::mma(o[mt][2 * dp + 1], a[mt], b[2], b[3]);
         }
       }
-      if (EXP16) {
+      if (RSUM) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) ops::mma(rs[mt], a[mt], ones, ones);
       }
     }
-    if (EXP16) {
+    if (RSUM) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         /* every column of the ones tile holds the row sum; the quad sums again below, so take 1/4 */
@@ -423,7 +449,7 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     }
 }
 
-template <typename T, int D, typename TR, bool EXP16, bool LAZY>
+template <typename T, int D, typename TR, bool EXP16, bool LAZY, bool TCSUM, int EMU>
 static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_err *err) {
   constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
   constexpr int BM = 16 * MT * WARPS;
@@ -433,7 +459,7 @@ static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_e
   if (nx == 0) return HX_OK;
   if (nx > 0x7FFFFFFFull) return hx_errf(err, HX_EINVAL, "attention: grid of %llu tiles too large",
                                          (unsigned long long)nx);
-  auto kern = battn_fwd_kernel<T, D, TR, EXP16, LAZY || TR::LAZY != 0>;
+  auto kern = battn_fwd_kernel<T, D, TR, EXP16, LAZY || TR::LAZY != 0, TCSUM, EMU>;
   BATTN_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   float c = p->scale * 1.4426950408889634f;
   kern<<<dim3((unsigned)nx, (unsigned)p->heads), WARPS * 32, smem, stream>>>(*p, c, tpb);
@@ -441,8 +467,9 @@ static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_e
   return HX_OK;
 }
 
-/* One fused variant: its tile table, whether fp16 uses packed-half exp2, whether the rescale is lazy. */
-template <template <int> class TILES, bool EXP16, bool LAZY>
+/* One fused variant: its tile table, whether fp16 uses packed-half exp2, whether the rescale is lazy, whether
+ * the row sums run on the tensor cores, how many eighths of each row half's n-tiles take ex2_poly. */
+template <template <int> class TILES, bool EXP16, bool LAZY, bool TCSUM = false, int EMU = 0>
 static hx_status fused_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                           hx_err *err) {
   HX_TRY(battn_validate(p, NULL, err));
@@ -455,10 +482,14 @@ static hx_status fused_fn(const battn_params *p, void *d_scratch, size_t *scratc
   typedef __nv_bfloat16 B;
   bool f16 = p->dtype == BATTN_F16;
   switch (p->head_dim) {
-  case 16: return f16 ? launch_fused_t<H, 16, TILES<16>, EXP16, LAZY>(p, st, err) : launch_fused_t<B, 16, TILES<16>, false, LAZY>(p, st, err);
-  case 32: return f16 ? launch_fused_t<H, 32, TILES<32>, EXP16, LAZY>(p, st, err) : launch_fused_t<B, 32, TILES<32>, false, LAZY>(p, st, err);
-  case 64: return f16 ? launch_fused_t<H, 64, TILES<64>, EXP16, LAZY>(p, st, err) : launch_fused_t<B, 64, TILES<64>, false, LAZY>(p, st, err);
-  default: return f16 ? launch_fused_t<H, 128, TILES<128>, EXP16, LAZY>(p, st, err) : launch_fused_t<B, 128, TILES<128>, false, LAZY>(p, st, err);
+  case 16: return f16 ? launch_fused_t<H, 16, TILES<16>, EXP16, LAZY, TCSUM, EMU>(p, st, err)
+                 : launch_fused_t<B, 16, TILES<16>, false, LAZY, TCSUM, EMU>(p, st, err);
+  case 32: return f16 ? launch_fused_t<H, 32, TILES<32>, EXP16, LAZY, TCSUM, EMU>(p, st, err)
+                 : launch_fused_t<B, 32, TILES<32>, false, LAZY, TCSUM, EMU>(p, st, err);
+  case 64: return f16 ? launch_fused_t<H, 64, TILES<64>, EXP16, LAZY, TCSUM, EMU>(p, st, err)
+                 : launch_fused_t<B, 64, TILES<64>, false, LAZY, TCSUM, EMU>(p, st, err);
+  default: return f16 ? launch_fused_t<H, 128, TILES<128>, EXP16, LAZY, TCSUM, EMU>(p, st, err)
+                 : launch_fused_t<B, 128, TILES<128>, false, LAZY, TCSUM, EMU>(p, st, err);
   }
 }
 

@@ -99,6 +99,15 @@
     "on sm_90a)",                                                                                                     \
     battn_v9_fn)                                                                                                      \
   X(10, "v10", "v9's kernel at every head dim (ablation of v9 running v5 at D=16)", battn_v10_fn)                    \
-  X(11, "v11", "v9's kernel without the ping-pong, every head dim (ablation)", battn_v11_fn)
+  X(11, "v11", "v9's kernel without the ping-pong, every head dim (ablation)", battn_v11_fn)                        \
+  X(12, "v12", "v5 with the row sums of P on the tensor cores (one mma per 16 keys, not an FADD per score)",          \
+    (fused_fn<v5_tiles, false, false, true, 0>))                                                                      \
+  X(13, "v13", "v12 with 1/4 of the exponentials by a polynomial on the FMA pipes, not MUFU",                         \
+    (fused_fn<v5_tiles, false, false, true, 2>))                                                                      \
+  X(14, "v14", "v12 with 1/2 of the exponentials by a polynomial on the FMA pipes, not MUFU",                         \
+    (fused_fn<v5_tiles, false, false, true, 4>))                                                                      \
+  X(15, "v15", "v5 with 1/4 of the exponentials by a polynomial on the FMA pipes (ablation of v13)",                  \
+    (fused_fn<v5_tiles, false, false, false, 2>))                                                                     \
+  X(16, "v16", "v12 with 4 CTAs per SM at D=16 (registers capped at 128)", (fused_fn<v16_tiles, false, false, true, 0>))
 
 #endif /* F3D_VARIANTS_INTERNAL_H */
