@@ -30,10 +30,12 @@
  *   v9  warp-specialised wgmma kernel (kernels/attn_wgmma.cu, FlashAttention-3 style): a producer warpgroup
  *       (setmaxnreg down) fills the K/V ring with cp.async and signals per-slot "full" mbarriers, two
  *       consumer warpgroups (setmaxnreg up) compute as v6 and free slots through "empty" mbarriers, with
- *       ping-pong named barriers between them and no CTA-wide barrier in the loop; D=32/64/128, v5's kernel
+ *       ping-pong named barriers between them and no CTA-wide barrier in the loop; D=32/64/128, v16's kernel
  *       at D=16 (where the softmax, not the data movement, sets the pace). The recommended variant on
  *       sm_90a (H200, 2026-11-22: 142/255/421/587 TFLOP/s at D=16/32/64/128, af776f7; docs/attention.md).
  *   v10 v9's kernel at every head dim; v11 v10 without the ping-pong (ablations).
+ *   v16 v5 with, at D=16, 4 CTAs per SM (128 registers) and the row sums of P on the tensor cores; v17 v16
+ *       without the row sums (ablation). Ids 12-15, 18 and 19 were D=16 experiments (docs/attention.md).
  */
 #include "kernels/kernels.h"
 #include "kernels/attn_internal.h"
@@ -100,21 +102,6 @@ static __device__ __forceinline__ float ex2f(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-/* 2^x for x <= 0 on the FMA and ALU pipes instead of MUFU (FlashAttention-4's trick): 2^x = 2^n 2^f with
- * n = round(x) read from the low mantissa bits of x + 1.5 * 2^23, f = x - n in [-0.5, 0.5], 2^f by a degree-3
- * relative minimax polynomial (max relative error 7.5e-5, under fp16's half ulp 4.9e-4 and bf16's 3.9e-3),
- * and 2^n added into the exponent field by one integer multiply-add. x is clamped at -126 so that -inf (masked
- * keys) gives 2^-126, which packs to 0 in fp16/bf16, and the exponent field never wraps. 8 issue slots
- * against MUFU's one, none of them on MUFU. */
-static __device__ __forceinline__ float ex2_poly(float x) {
-  const float magic = 12582912.f; /* 1.5 * 2^23 */
-  x = fmaxf(x, -126.f);
-  const float t = x + magic;
-  const float f = x - (t - magic);
-  const float q = fmaf(fmaf(fmaf(0.0551716685f, f, 0.2426111251f), f, 0.6932609677f), f, 0.9999280572f);
-  /* (bits(t) << 23) mod 2^32 = n << 23: bits(magic) << 23 vanishes mod 2^32 */
-  return __int_as_float(__float_as_int(q) + (int)((uint32_t)__float_as_int(t) << 23));
-}
 /* 2^x on two packed halves: one instruction for two probabilities, result already an A fragment half. */
 static __device__ __forceinline__ uint32_t ex2h2(float a, float b) {
   __half2 h = __floats2half2_rn(a, b);
@@ -153,8 +140,9 @@ static __device__ __forceinline__ void ldsm_x4_t(uint32_t *r, const void *p) {
  * D=16: 2*(32+8+4) = 88; D=32: 2*(32+16+8) = 112; D=64: 2*(32+32+16) = 160; D=128 (MT=1): 32+64+32 = 128.
  * Two query tiles per warp halve the shared-memory reads of K and V per score (each warp reads the whole
  * K/V tile once per MT tiles): at D=16 one 64-key tile costs a warp 4 KB of ldmatrix for 2048 scores. */
-template <int W, int M, int N, int B, int L = 0> struct fwd_tiles {
-  enum { WARPS = W, MT = M, BN = N, MINB = B, LAZY = L }; /* LAZY = 1: lazy rescale for this head dim */
+template <int W, int M, int N, int B, int L = 0, int R = 0> struct fwd_tiles {
+  /* LAZY = 1: lazy rescale for this head dim; RSUM = 1: row sums of P on the tensor cores */
+  enum { WARPS = W, MT = M, BN = N, MINB = B, LAZY = L, RSUM = R };
 };
 /* v1, v2, v4: 64-key tiles. */
 template <int D> struct v1_tiles;
@@ -177,9 +165,16 @@ template <> struct v5_tiles<16> : fwd_tiles<4, 2, 64, 3, 0> {};
 template <> struct v5_tiles<32> : fwd_tiles<4, 2, 128, 2, 1> {};
 template <> struct v5_tiles<64> : fwd_tiles<8, 2, 64, 1, 1> {};
 template <> struct v5_tiles<128> : fwd_tiles<8, 1, 64, 1, 1> {};
-/* v16: v5 with 4 CTAs per SM at D = 16 (registers capped at 128: 16 warps per SM instead of 12). */
+/* v16: v5 with, at D = 16, 4 CTAs per SM (registers capped at 128: 16 warps per SM instead of 12) and the row
+ * sums of P on the tensor cores (one mma per 16 keys against a ones fragment instead of an FADD per score). At
+ * D = 16 the softmax's dependent chains, not MUFU or the tensor cores, set the pace (ncu, H200, 600k rows: issue
+ * slots 57-61% busy, MUFU's pipe 61%, "wait" the largest stall), so more warps per scheduler pay; without the
+ * row sums (v17) the 4th CTA costs more than it gives (H200, 600k rows fp16: v5 153.4, v16 157.6, v17 150.0
+ * TFLOP/s; docs/attention.md). v17 is the ablation. */
 template <int D> struct v16_tiles : v5_tiles<D> {};
-template <> struct v16_tiles<16> : fwd_tiles<4, 2, 64, 4, 0> {};
+template <> struct v16_tiles<16> : fwd_tiles<4, 2, 64, 4, 0, 1> {};
+template <int D> struct v17_tiles : v5_tiles<D> {};
+template <> struct v17_tiles<16> : fwd_tiles<4, 2, 64, 4, 0, 0> {};
 
 /* Shared-memory layout of a [rows][D] tile in 16-byte chunks (C = D/8 per row), XOR-swizzled so that the
  * 8 row addresses of one ldmatrix phase (8 consecutive rows, same logical chunk) hit 8 distinct 16-byte
@@ -190,13 +185,17 @@ template <int D> static __device__ __forceinline__ int swz(int r, int c) {
   return (r * C + (c ^ ((r / R) % X))) * 8;
 }
 
-/* Load `rows_valid` of `ROWS` rows (D elements each) starting at global row r0 into a swizzled tile. */
+/* Load `rows_valid` of `ROWS` rows (D elements each) starting at global row r0 into a swizzled tile. The trip
+ * count is a compile-time constant (tid < NT): a loop from tid to ROWS * C compiled to a generic unrolled loop with
+ * a remainder, ~100 instructions per thread per tile at D = 16 where each thread copies one chunk. */
 template <typename T, int D, int ROWS, int NT>
 static __device__ __forceinline__ void load_tile(T *s, const T *g, int64_t row_stride, int64_t r0,
                                                  int rows_valid, int tid) {
-  constexpr int C = D / 8;
+  constexpr int C = D / 8, TOTAL = ROWS * C, ITERS = (TOTAL + NT - 1) / NT;
 #pragma unroll
-  for (int idx = tid; idx < ROWS * C; idx += NT) {
+  for (int i = 0; i < ITERS; ++i) {
+    const int idx = tid + i * NT;
+    if (TOTAL % NT != 0 && idx >= TOTAL) break;
     int r = idx / C, c = idx % C;
     bool ok = r < rows_valid;
     const T *src = g + (ok ? (r0 + r) * row_stride : 0) + c * 8;
@@ -204,10 +203,9 @@ static __device__ __forceinline__ void load_tile(T *s, const T *g, int64_t row_s
   }
 }
 
-/* TCSUM: row sums of P on the tensor cores (an extra mma per 16 keys against a ones B fragment, of the fp16/bf16
- * P that P V uses) instead of one FADD per score; EMU: per row half, exponentials of the first EMU eighths of
- * the NB 8-key n-tiles by ex2_poly instead of MUFU. */
-template <typename T, int D, typename TR, bool EXP16, bool LAZY, bool TCSUM = false, int EMU = 0>
+/* TR::RSUM: row sums of P on the tensor cores (an extra mma per 16 keys against a ones B fragment, of the
+ * fp16/bf16 P that P V uses) instead of one FADD per score. */
+template <typename T, int D, typename TR, bool EXP16, bool LAZY>
 __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     battn_fwd_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
   constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
@@ -268,7 +266,7 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     m[mt][0] = m[mt][1] = -INFINITY;
     l[mt][0] = l[mt][1] = 0.f;
   }
-  constexpr bool RSUM = EXP16 || TCSUM; /* row sums on the tensor cores */
+  constexpr bool RSUM = EXP16 || TR::RSUM != 0; /* row sums on the tensor cores */
   /* (1, 1) in T: B fragment of the row-sum n-tile */
   const uint32_t ones = RSUM ? (std::is_same<T, __half>::value ? 0x3C003C00u : 0x3F803F80u) : 0u;
 
@@ -327,9 +325,15 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
-        float x = -INFINITY;
+        /* a tree, not a chain: log2(NB) + 1 dependent FMNMX instead of 2 NB (fmaxf is exact in any order) */
+        float t[NB];
 #pragma unroll
-        for (int n = 0; n < NB; ++n) x = fmaxf(x, fmaxf(s[mt][n][2 * hr], s[mt][n][2 * hr + 1]));
+        for (int n = 0; n < NB; ++n) t[n] = fmaxf(s[mt][n][2 * hr], s[mt][n][2 * hr + 1]);
+#pragma unroll
+        for (int w = NB / 2; w >= 1; w /= 2)
+#pragma unroll
+          for (int n = 0; n < w; ++n) t[n] = fmaxf(t[n], t[n + w]);
+        float x = t[0];
         x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
         x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
         mx[mt][hr] = x * c_log2;
@@ -371,13 +375,12 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
           float sum = 0.f;
 #pragma unroll
           for (int n = 0; n < NB; ++n) {
-            const float x0 = fmaf(s[mt][n][2 * hr], c_log2, nm), x1 = fmaf(s[mt][n][2 * hr + 1], c_log2, nm);
-            constexpr int NE = NB * EMU / 8;
-            const float p0 = n < NE ? ex2_poly(x0) : ex2f(x0), p1 = n < NE ? ex2_poly(x1) : ex2f(x1);
-            if (!TCSUM) sum += p0 + p1;
+            const float p0 = ex2f(fmaf(s[mt][n][2 * hr], c_log2, nm));
+            const float p1 = ex2f(fmaf(s[mt][n][2 * hr + 1], c_log2, nm));
+            if (!RSUM) sum += p0 + p1;
             pa[mt][n][hr] = ops::pack(p0, p1);
           }
-          if (!TCSUM) l[mt][hr] += sum;
+          if (!RSUM) l[mt][hr] += sum;
         }
       }
 
@@ -449,7 +452,7 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     }
 }
 
-template <typename T, int D, typename TR, bool EXP16, bool LAZY, bool TCSUM, int EMU>
+template <typename T, int D, typename TR, bool EXP16, bool LAZY>
 static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_err *err) {
   constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
   constexpr int BM = 16 * MT * WARPS;
@@ -459,7 +462,7 @@ static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_e
   if (nx == 0) return HX_OK;
   if (nx > 0x7FFFFFFFull) return hx_errf(err, HX_EINVAL, "attention: grid of %llu tiles too large",
                                          (unsigned long long)nx);
-  auto kern = battn_fwd_kernel<T, D, TR, EXP16, LAZY || TR::LAZY != 0, TCSUM, EMU>;
+  auto kern = battn_fwd_kernel<T, D, TR, EXP16, LAZY || TR::LAZY != 0>;
   BATTN_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   float c = p->scale * 1.4426950408889634f;
   kern<<<dim3((unsigned)nx, (unsigned)p->heads), WARPS * 32, smem, stream>>>(*p, c, tpb);
@@ -467,9 +470,8 @@ static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_e
   return HX_OK;
 }
 
-/* One fused variant: its tile table, whether fp16 uses packed-half exp2, whether the rescale is lazy, whether
- * the row sums run on the tensor cores, how many eighths of each row half's n-tiles take ex2_poly. */
-template <template <int> class TILES, bool EXP16, bool LAZY, bool TCSUM = false, int EMU = 0>
+/* One fused variant: its tile table, whether fp16 uses packed-half exp2, whether the rescale is lazy. */
+template <template <int> class TILES, bool EXP16, bool LAZY>
 static hx_status fused_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                           hx_err *err) {
   HX_TRY(battn_validate(p, NULL, err));
@@ -482,14 +484,14 @@ static hx_status fused_fn(const battn_params *p, void *d_scratch, size_t *scratc
   typedef __nv_bfloat16 B;
   bool f16 = p->dtype == BATTN_F16;
   switch (p->head_dim) {
-  case 16: return f16 ? launch_fused_t<H, 16, TILES<16>, EXP16, LAZY, TCSUM, EMU>(p, st, err)
-                 : launch_fused_t<B, 16, TILES<16>, false, LAZY, TCSUM, EMU>(p, st, err);
-  case 32: return f16 ? launch_fused_t<H, 32, TILES<32>, EXP16, LAZY, TCSUM, EMU>(p, st, err)
-                 : launch_fused_t<B, 32, TILES<32>, false, LAZY, TCSUM, EMU>(p, st, err);
-  case 64: return f16 ? launch_fused_t<H, 64, TILES<64>, EXP16, LAZY, TCSUM, EMU>(p, st, err)
-                 : launch_fused_t<B, 64, TILES<64>, false, LAZY, TCSUM, EMU>(p, st, err);
-  default: return f16 ? launch_fused_t<H, 128, TILES<128>, EXP16, LAZY, TCSUM, EMU>(p, st, err)
-                 : launch_fused_t<B, 128, TILES<128>, false, LAZY, TCSUM, EMU>(p, st, err);
+  case 16: return f16 ? launch_fused_t<H, 16, TILES<16>, EXP16, LAZY>(p, st, err)
+                 : launch_fused_t<B, 16, TILES<16>, false, LAZY>(p, st, err);
+  case 32: return f16 ? launch_fused_t<H, 32, TILES<32>, EXP16, LAZY>(p, st, err)
+                 : launch_fused_t<B, 32, TILES<32>, false, LAZY>(p, st, err);
+  case 64: return f16 ? launch_fused_t<H, 64, TILES<64>, EXP16, LAZY>(p, st, err)
+                 : launch_fused_t<B, 64, TILES<64>, false, LAZY>(p, st, err);
+  default: return f16 ? launch_fused_t<H, 128, TILES<128>, EXP16, LAZY>(p, st, err)
+                 : launch_fused_t<B, 128, TILES<128>, false, LAZY>(p, st, err);
   }
 }
 
@@ -497,6 +499,11 @@ static hx_status fused_fn(const battn_params *p, void *d_scratch, size_t *scratc
 extern "C" hx_status battn_v5_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                                  hx_err *err) {
   return fused_fn<v5_tiles, false, false>(p, d_scratch, scratch_bytes, stream, err);
+}
+/* v16 by name, for v9 at D = 16. */
+extern "C" hx_status battn_v16_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                  hx_err *err) {
+  return fused_fn<v16_tiles, false, false>(p, d_scratch, scratch_bytes, stream, err);
 }
 
 /* ---- v0: unfused cuBLAS reference ---------------------------------------------------------------- */

@@ -95,19 +95,14 @@
   X(8, "v8", "v6's wgmma kernel at every head dim (ablation of v6 running v5 at D=16/32)", battn_v8_fn)              \
   X(9, "v9",                                                                                                          \
     "warp-specialised wgmma (sm_90a) at D=32/64/128: producer warpgroup (cp.async + mbarrier full/empty ring, "       \
-    "setmaxnreg), 2 ping-pong consumer warpgroups, no CTA barrier in the loop; v5's kernel at D=16 (recommended "     \
+    "setmaxnreg), 2 ping-pong consumer warpgroups, no CTA barrier in the loop; v16's kernel at D=16 (recommended "    \
     "on sm_90a)",                                                                                                     \
     battn_v9_fn)                                                                                                      \
-  X(10, "v10", "v9's kernel at every head dim (ablation of v9 running v5 at D=16)", battn_v10_fn)                    \
+  X(10, "v10", "v9's kernel at every head dim (ablation of v9 running v16 at D=16)", battn_v10_fn)                    \
   X(11, "v11", "v9's kernel without the ping-pong, every head dim (ablation)", battn_v11_fn)                        \
-  X(12, "v12", "v5 with the row sums of P on the tensor cores (one mma per 16 keys, not an FADD per score)",          \
-    (fused_fn<v5_tiles, false, false, true, 0>))                                                                      \
-  X(13, "v13", "v12 with 1/4 of the exponentials by a polynomial on the FMA pipes, not MUFU",                         \
-    (fused_fn<v5_tiles, false, false, true, 2>))                                                                      \
-  X(14, "v14", "v12 with 1/2 of the exponentials by a polynomial on the FMA pipes, not MUFU",                         \
-    (fused_fn<v5_tiles, false, false, true, 4>))                                                                      \
-  X(15, "v15", "v5 with 1/4 of the exponentials by a polynomial on the FMA pipes (ablation of v13)",                  \
-    (fused_fn<v5_tiles, false, false, false, 2>))                                                                     \
-  X(16, "v16", "v12 with 4 CTAs per SM at D=16 (registers capped at 128)", (fused_fn<v16_tiles, false, false, true, 0>))
+  X(16, "v16",                                                                                                        \
+    "v5 with 4 CTAs per SM (128 registers) and the row sums of P on the tensor cores at D=16 (v9 runs it at D=16)",  \
+    battn_v16_fn)                                                                                                     \
+  X(17, "v17", "v16 without the tensor-core row sums (ablation)", (fused_fn<v17_tiles, false, false>))
 
 #endif /* F3D_VARIANTS_INTERNAL_H */
