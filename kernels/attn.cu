@@ -175,12 +175,6 @@ template <int D> struct v16_tiles : v5_tiles<D> {};
 template <> struct v16_tiles<16> : fwd_tiles<4, 2, 64, 4, 0, 1> {};
 template <int D> struct v17_tiles : v5_tiles<D> {};
 template <> struct v17_tiles<16> : fwd_tiles<4, 2, 64, 4, 0, 0> {};
-template <int D> struct v20_tiles : v5_tiles<D> {};
-template <> struct v20_tiles<16> : fwd_tiles<4, 1, 64, 6, 0, 1> {};
-template <int D> struct v21_tiles : v5_tiles<D> {};
-template <> struct v21_tiles<16> : fwd_tiles<4, 1, 128, 4, 0, 1> {};
-template <int D> struct v22_tiles : v5_tiles<D> {};
-template <> struct v22_tiles<16> : fwd_tiles<4, 2, 64, 5, 0, 1> {};
 
 /* Shared-memory layout of a [rows][D] tile in 16-byte chunks (C = D/8 per row), XOR-swizzled so that the
  * 8 row addresses of one ldmatrix phase (8 consecutive rows, same logical chunk) hit 8 distinct 16-byte

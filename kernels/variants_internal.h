@@ -103,9 +103,6 @@
   X(16, "v16",                                                                                                        \
     "v5 with 4 CTAs per SM (128 registers) and the row sums of P on the tensor cores at D=16 (v9 runs it at D=16)",  \
     battn_v16_fn)                                                                                                     \
-  X(17, "v17", "v16 without the tensor-core row sums (ablation)", (fused_fn<v17_tiles, false, false>))            \
-  X(20, "v20", "v16 with one m16 tile per warp, 6 CTAs per SM (80 registers) at D=16", (fused_fn<v20_tiles, false, false>))                                                            \
-  X(21, "v21", "v16 with one m16 tile per warp and 128-key tiles at D=16", (fused_fn<v21_tiles, false, false>))                                                            \
-  X(22, "v22", "v16 with 5 CTAs per SM (96 registers, spills) at D=16", (fused_fn<v22_tiles, false, false>))
+  X(17, "v17", "v16 without the tensor-core row sums (ablation)", (fused_fn<v17_tiles, false, false>))
 
 #endif /* F3D_VARIANTS_INTERNAL_H */
