@@ -2,7 +2,7 @@
  * pipe_attn.c - the attention stage of the sweep pipelines (declared in pipe_attn.h).
  *
  * For each plan (kernel row label "attn.<plan>") and each variant (the fused one: battn_variant_best's, v9, the
- * warp-specialised Hopper wgmma kernel, which runs v16's mma.sync kernel at D = 16 itself, or v5 where v9 cannot
+ * warp-specialised Hopper wgmma kernel, which runs v23's mma.sync kernel at D = 16 itself, or v5 where v9 cannot
  * run (not an sm_90a device or build); v0, the unfused cuBLAS library baseline and the naive ablation, only up to
  * F3D_ATTN_V0_MAX_ROWS rows; the main path and --ladder run the same two: the attention ladder's other rungs are
  * `f3dbench attn --variant all`'s, at the head dims where they differ):
@@ -44,7 +44,7 @@
 
 #if F3D_HAVE_CUDA
 
-/* Slot 0 runs battn_variant_best's fused variant (v9: the sm_90a wgmma kernel, which runs v16's kernel itself at
+/* Slot 0 runs battn_variant_best's fused variant (v9: the sm_90a wgmma kernel, which runs v23's kernel itself at
  * D = 16; v5 elsewhere); slot 1: the library baseline v0. */
 #define ATTN_NVAR 2
 

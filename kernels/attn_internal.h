@@ -15,8 +15,8 @@ extern "C" {
 /* v5 (attn.cu), for v6 to run at the head dims where wgmma does not pay. */
 hx_status battn_v5_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                       hx_err *err);
-/* v16 (attn.cu), for v9 at D = 16. */
-hx_status battn_v16_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+/* v23 (attn.cu), for v9 at D = 16. */
+hx_status battn_v23_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                        hx_err *err);
 /* v6: wgmma (sm_90a) FlashAttention-3-style kernel. HX_EUNSUPPORTED (also for the scratch-size query)
  * unless the device is compute capability 9.0 and runs this file's sm_90a image. */
@@ -28,7 +28,7 @@ hx_status battn_v7_fn(const battn_params *p, void *d_scratch, size_t *scratch_by
 hx_status battn_v8_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                       hx_err *err);
 /* v9: warp-specialised wgmma kernel (producer warpgroup, mbarrier full/empty ring, ping-pong consumers)
- * at D = 32/64/128, v16 at D = 16; v10: v9's kernel at every head dim; v11: v10 without the ping-pong.
+ * at D = 32/64/128, v23 at D = 16; v10: v9's kernel at every head dim; v11: v10 without the ping-pong.
  * Same gate as v6. */
 hx_status battn_v9_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                       hx_err *err);

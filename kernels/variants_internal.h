@@ -95,14 +95,15 @@
   X(8, "v8", "v6's wgmma kernel at every head dim (ablation of v6 running v5 at D=16/32)", battn_v8_fn)              \
   X(9, "v9",                                                                                                          \
     "warp-specialised wgmma (sm_90a) at D=32/64/128: producer warpgroup (cp.async + mbarrier full/empty ring, "       \
-    "setmaxnreg), 2 ping-pong consumer warpgroups, no CTA barrier in the loop; v16's kernel at D=16 (recommended "    \
+    "setmaxnreg), 2 ping-pong consumer warpgroups, no CTA barrier in the loop; v23's kernel at D=16 (recommended "    \
     "on sm_90a)",                                                                                                     \
     battn_v9_fn)                                                                                                      \
-  X(10, "v10", "v9's kernel at every head dim (ablation of v9 running v16 at D=16)", battn_v10_fn)                    \
+  X(10, "v10", "v9's kernel at every head dim (ablation of v9 running v23 at D=16)", battn_v10_fn)                    \
   X(11, "v11", "v9's kernel without the ping-pong, every head dim (ablation)", battn_v11_fn)                        \
   X(16, "v16",                                                                                                        \
-    "v5 with 4 CTAs per SM (128 registers) and the row sums of P on the tensor cores at D=16 (v9 runs it at D=16)",  \
-    battn_v16_fn)                                                                                                     \
-  X(17, "v17", "v16 without the tensor-core row sums (ablation)", (fused_fn<v17_tiles, false, false>))
+    "v5 with 4 CTAs per SM (128 registers) and the row sums of P on the tensor cores at D=16",                       \
+    (fused_fn<v16_tiles, false, false>))                                                                              \
+  X(17, "v17", "v16 without the tensor-core row sums (ablation)", (fused_fn<v17_tiles, false, false>))            \
+  X(23, "v23", "v16 with lazy rescaling at D=16 (v9 runs it at D=16)", battn_v23_fn)
 
 #endif /* F3D_VARIANTS_INTERNAL_H */

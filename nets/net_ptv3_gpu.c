@@ -3,7 +3,7 @@
  * model as net_ptv3.c's fp32 reference, with fp16 (or bf16) activations and fp32 accumulation, composed from the
  * nets layers (nl_*, spc_*), PTv3's own serialization, padding, gathers and pooling (baselines/: sfc_, shuf_,
  * spool_) and the attention kernels (kernels/: battn_), each op through its "best" entry (sfc_serial_variant_best,
- * shuf_gather_variant_best by row width, battn_variant_best: v9, which runs v16's mma.sync kernel at head dim 16, or
+ * shuf_gather_variant_best by row width, battn_variant_best: v9, which runs v23's mma.sync kernel at head dim 16, or
  * v5; the unfused v0 where neither takes the layout).
  *
  * Per call:
@@ -338,7 +338,7 @@ static void attn_params(battn_params *bp, const p3g *g, const g_level *lv, int C
   bp->bucket_start = lv->bstart, bp->bucket_count = lv->bcount, bp->scope = lv->scope;
 }
 
-/* The attention variant of a level (battn_variant_best: v9, which runs v16's kernel at D = 16, or v5; the unfused
+/* The attention variant of a level (battn_variant_best: v9, which runs v23's kernel at D = 16, or v5; the unfused
  * v0 where neither takes the layout) and the scratch of both widths (encoder and decoder). */
 static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err *err) {
   const battn_variant *best = NULL, *v0 = battn_variant_find("v0");
