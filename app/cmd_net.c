@@ -57,6 +57,8 @@ static void net_usage(FILE *f) {
           "  --device D         gpu (default when built with CUDA) or cpu (the fp32 reference forward alone)\n"
           "  --spconv VARIANT   PTv3 on the GPU: the k = 3 (xCPE) convolutions' variant (v0, v1, v3 ...; default:\n"
           "                     the best for each width, the main path), an ablation; checked like the default\n"
+          "  --mlp fused|linear PTv3 on the GPU: the blocks' MLP at C = 32 and 64 as one kernel that keeps the\n"
+          "                     hidden row on chip (fused), or as two cuBLASLt Linears (linear, the default)\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
           "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
@@ -74,6 +76,7 @@ typedef struct net_cli {
   net_dtype dt;
   int graph, cpu;
   const char *spconv; /* --spconv: a variant name, or NULL */
+  int mlp;            /* --mlp: -1 not given, 0 linear, 1 fused */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
@@ -329,12 +332,13 @@ int f3d_cmd_net(int argc, char **argv) {
       {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
       {"spconv", required_argument, NULL, 'S'}, {"rehash", required_argument, NULL, 'H'},
       {"bucket-fill", required_argument, NULL, 'F'}, {"device-memory", required_argument, NULL, 'M'},
+      {"mlp", required_argument, NULL, 'P'},
       {NULL, 0, NULL, 0}};
-  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, 0.0, 0};
+  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, -1, 0.0, 0};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -374,6 +378,11 @@ int f3d_cmd_net(int argc, char **argv) {
       else return f3d_fail("net", "--device '%s': gpu or cpu", optarg), 2;
       break;
     case 'S': o.spconv = optarg; break;
+    case 'P':
+      if (strcmp(optarg, "fused") == 0) o.mlp = 1;
+      else if (strcmp(optarg, "linear") == 0) o.mlp = 0;
+      else return f3d_fail("net", "--mlp '%s': fused or linear", optarg), 2;
+      break;
     case 'H':
       if (strcmp(optarg, "on") == 0) o.rehash = 1;
       else if (strcmp(optarg, "off") == 0) o.rehash = 0;
@@ -407,6 +416,10 @@ int f3d_cmd_net(int argc, char **argv) {
       return f3d_fail("net", "--spconv '%s': one of %s", o.spconv, names), 2;
     }
   }
+  if (o.mlp >= 0) {
+    if (cfg.kind != 0) return f3d_fail("net", "--mlp: %s has a SwiGLU MLP, not PTv3's (PTv3 models only)", cfg.name), 2;
+    cfg.mlp_fused = o.mlp;
+  }
   if (o.rehash >= 0) {
     if (cfg.kind != 1) return f3d_fail("net", "--rehash: %s has no PSH levels (Flash3D models only)", cfg.name), 2;
     cfg.rehash = o.rehash;
@@ -433,10 +446,11 @@ int f3d_cmd_net(int argc, char **argv) {
   if (!rc) rc = make_batch(&bt, &o);
   if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
   if (!rc) {
-    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s\n", cfg.name,
+    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s\n", cfg.name,
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
            o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
            o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
+           cfg.mlp_fused && !o.cpu ? ", fused MLP at C 32 and 64" : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

@@ -140,6 +140,24 @@ hx_status nl_affine_act_cpu(float *y, const float *x, const float *scale, const 
   return HX_OK;
 }
 
+/* ---- MLP (fc1 + GELU, fc2 + residual) --------------------------------------------------------------- */
+
+hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
+                     size_t rows, size_t C, size_t H, hx_err *err) {
+  if (C == 0 || H == 0) return hx_errf(err, HX_EINVAL, "nl_mlp_cpu: C = %zu, H = %zu", C, H);
+  if (rows == 0) return HX_OK;
+  if (!y || !x || !w1 || !w2) return hx_errf(err, HX_EINVAL, "nl_mlp_cpu: NULL y, x, w1 or w2");
+  float *h = malloc(H * sizeof *h);
+  if (!h) return hx_errf(err, HX_ENOMEM, "nl_mlp_cpu: %zu floats", H);
+  hx_status st = HX_OK;
+  for (size_t r = 0; r < rows && st == HX_OK; ++r) {
+    st = nl_linear_cpu(h, x + r * C, w1, b1, 1, C, H, NL_ACT_GELU, 0, err);
+    if (st == HX_OK) st = nl_linear_cpu(y + r * C, h, w2, b2, 1, H, C, NL_ACT_NONE, 1, err);
+  }
+  free(h);
+  return st;
+}
+
 /* ---- SwiGLU ---------------------------------------------------------------------------------------- */
 
 hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err) {

@@ -1,7 +1,8 @@
 /*
- * spconv_device.cuh - private to nets/spconv*.cu: the device helpers the implicit-GEMM convolutions share (v1's
- * mma.sync kernel and its relatives in spconv.cu, v6's wgmma kernel in spconv_wgmma.cu): 16-byte cp.async copies,
- * the shared-memory tile swizzle both kinds of kernel write their tiles in, and the packing of two fp32 outputs.
+ * spconv_device.cuh - private to nets/: the device helpers the implicit-GEMM convolutions share (v1's mma.sync
+ * kernel and its relatives in spconv.cu, v6's wgmma kernel in spconv_wgmma.cu) and the fused MLP (mlp.cu) uses:
+ * 16-byte cp.async copies, the shared-memory tile swizzle both kinds of kernel write their tiles in, the packing
+ * of two fp32 outputs, ldmatrix.x4 and the m16n8k16 mma.sync.
  */
 #ifndef F3D_NETS_SPCONV_DEVICE_CUH
 #define F3D_NETS_SPCONV_DEVICE_CUH
@@ -51,6 +52,27 @@ __device__ __forceinline__ uint32_t pack2(float a, float b, __half) {
 __device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
   return *reinterpret_cast<const uint32_t *>(&h);
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+/* d += a b: m16n8k16, A row-major (4 regs), B column-major (2 regs), fp32 accumulators. */
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __half) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
+                                    __nv_bfloat16) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 } // namespace spc_dev

@@ -395,6 +395,41 @@ static void test_swiglu(void **state) {
     }
 }
 
+/* ---- MLP ------------------------------------------------------------------------------------------- */
+
+static void test_mlp(void **state) {
+  (void)state;
+  /* C = 2, H = 3 by hand: fc1 = rows (1, 0), (0, 1), (1, 1) + b1 (0, 0, -1); fc2 = rows (1, 0, 1), (0, 1, -1)
+   * + b2 (1, -1); x = (1, -1), y0 = (10, 20): h = GELU(1, -1, -1) = (g1, g-1, g-1); y = y0 + (g1 + g-1 + 1,
+   * g-1 - g-1 - 1) = (11 + g1 + g-1, 19), with g1 + g-1 = Phi(1) - Phi(-1) = erf(1 / sqrt 2) for the erf GELU
+   * (x Phi(x)); the tanh form would miss it by about 3e-4. */
+  const float w1[6] = {1, 0, 0, 1, 1, 1}, b1[3] = {0, 0, -1}, w2[6] = {1, 0, 1, 0, 1, -1}, b2[2] = {1, -1};
+  const float x[2] = {1, -1};
+  float y[2] = {10, 20};
+  assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 2, 3, NULL), HX_OK);
+  assert_float_equal(y[0], (float)(11.0 + erf(0.70710678118654752)), 2e-6f);
+  assert_float_equal(y[1], 19.0f, 1e-5f);
+  /* random rows: the two Linears it stands for, bit for bit, and no bias when b1 and b2 are NULL */
+  enum { R = 3, C = 8, H = 24 };
+  float xx[R * C], ww1[H * C], bb1[H], ww2[C * H], bb2[C], ya[R * C], yb[R * C], h[H];
+  for (int i = 0; i < R * C; ++i) xx[i] = unit(5, 1, (uint64_t)i), ya[i] = yb[i] = unit(5, 2, (uint64_t)i);
+  for (int i = 0; i < H * C; ++i) ww1[i] = unit(5, 3, (uint64_t)i), ww2[i] = unit(5, 4, (uint64_t)i);
+  for (int i = 0; i < H; ++i) bb1[i] = unit(5, 5, (uint64_t)i);
+  for (int i = 0; i < C; ++i) bb2[i] = unit(5, 6, (uint64_t)i);
+  for (int nb = 0; nb < 2; ++nb) {
+    assert_int_equal(nl_mlp_cpu(ya, xx, ww1, nb ? NULL : bb1, ww2, nb ? NULL : bb2, R, C, H, NULL), HX_OK);
+    for (int r = 0; r < R; ++r) {
+      assert_int_equal(nl_linear_cpu(h, xx + r * C, ww1, nb ? NULL : bb1, 1, C, H, NL_ACT_GELU, 0, NULL), HX_OK);
+      assert_int_equal(nl_linear_cpu(yb + r * C, h, ww2, nb ? NULL : bb2, 1, H, C, NL_ACT_NONE, 1, NULL), HX_OK);
+    }
+    assert_memory_equal(ya, yb, sizeof ya);
+  }
+  hx_err e = {HX_OK, ""};
+  assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 0, 3, &e), HX_EINVAL);
+  assert_int_equal(nl_mlp_cpu(y, NULL, w1, b1, w2, b2, 1, 2, 3, &e), HX_EINVAL);
+  assert_int_equal(nl_mlp_cpu(NULL, NULL, NULL, NULL, NULL, NULL, 0, 2, 3, &e), HX_OK); /* no rows */
+}
+
 /* ---- residual add -------------------------------------------------------------------------------- */
 
 static void test_add(void **state) {
@@ -503,7 +538,8 @@ int main(void) {
       cmocka_unit_test(test_gelu),               cmocka_unit_test(test_linear_hand),
       cmocka_unit_test(test_linear_naive),       cmocka_unit_test(test_layernorm_hand),
       cmocka_unit_test(test_layernorm_properties), cmocka_unit_test(test_bn_fold),
-      cmocka_unit_test(test_swiglu),             cmocka_unit_test(test_add),
+      cmocka_unit_test(test_swiglu),             cmocka_unit_test(test_mlp),
+      cmocka_unit_test(test_add),
       cmocka_unit_test(test_segment_max),        cmocka_unit_test(test_windows),
       cmocka_unit_test(test_bad_args),
   };

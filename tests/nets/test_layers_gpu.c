@@ -18,6 +18,10 @@
  *   layernorm      |err| <= eps |ref| + 2 |g| C 2^-24 (max|x| / sigma + |xhat|) + 1e-6: fp32 sums of C terms
  *                  (relative error <= C 2^-24) move the mean by max|x| C 2^-24 and the inverse deviation by
  *                  C 2^-24 relative.
+ *   mlp            y += fc2(GELU(fc1(x))) against the fp32 reference: |err| <= eps sum_h |w2_h h_h| (the hidden row's
+ *                  rounding to dtype, as the kernel multiplies it in dtype) + eps |ref| + 2^-20 sum_h |w2_h|
+ *                  (|h_h| + 1.13 s_h) (fp32 sums; s_h = sum_c |x_c w1_hc| + |b1_h|) + 1e-6; the guard row past y
+ *                  keeps its poison, so no row past `rows` is written.
  *   affine_act, swiglu   |err| <= eps |ref| + 2^-20 (sum of the magnitudes entering the last fp32 operation) + 1e-6.
  *   add, gather, conversions, segment max   exact (bit for bit; any NaN matches any NaN).
  */
@@ -284,6 +288,83 @@ static void test_linear(void **state) {
       for (size_t si = 0; si < sizeof exact_shapes / sizeof exact_shapes[0]; ++si)
         bad += run_linear(t, (net_dtype)d, kRows[ri], exact_shapes[si][0], exact_shapes[si][1], 1);
     }
+  assert_int_equal(bad, 0);
+}
+
+/* ---- fused MLP --------------------------------------------------------------------------------------- */
+
+/* y [rows, C] += fc2(GELU(fc1(x))), weights of Linear's scale (pre-activations of order 1), y0 random; nb: no biases */
+static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, int nb) {
+  const double eps = eps_of(dt);
+  const uint64_t seed = case_seed(t, 31 + (uint64_t)dt * 2 + (uint64_t)nb, rows, C);
+  uint16_t *hx = xmalloc(rows * C * 2), *hw1 = xmalloc(H * C * 2), *hw2 = xmalloc(C * H * 2), *hb1 = xmalloc(H * 2);
+  uint16_t *hb2 = xmalloc(C * 2), *hy0 = xmalloc(rows * C * 2), *hy = xmalloc((rows + 1) * C * 2);
+  float *w1 = xmalloc(H * C * 4), *w2 = xmalloc(C * H * 4), *b1 = xmalloc(H * 4), *b2 = xmalloc(C * 4);
+  float *xr = xmalloc(C * 4), *yr = xmalloc(C * 4), *h = xmalloc(H * 4), *s1 = xmalloc(H * 4);
+  size_t *sel = xmalloc(96 * sizeof *sel);
+  const size_t nsel = pick_rows(rows, sel, seed);
+  fill(dt, hx, NULL, rows * C, seed, 1, 1.0f, 0.0f);
+  fill(dt, hw1, w1, H * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
+  fill(dt, hw2, w2, C * H, seed, 3, (float)(2.0 / sqrt((double)H)), 0.0f);
+  fill(dt, hb1, b1, H, seed, 4, 0.5f, 0.0f);
+  fill(dt, hb2, b2, C, seed, 5, 0.5f, 0.0f);
+  fill(dt, hy0, NULL, rows * C, seed, 6, 1.0f, 0.0f);
+  void *dx = dmalloc(rows * C * 2), *dy = dmalloc((rows + 1) * C * 2), *dw1 = dmalloc(H * C * 2);
+  void *dw2 = dmalloc(C * H * 2), *db1 = dmalloc(H * 2), *db2 = dmalloc(C * 2);
+  h2d(dx, hx, rows * C * 2), h2d(dw1, hw1, H * C * 2), h2d(dw2, hw2, C * H * 2), h2d(db1, hb1, H * 2);
+  h2d(db2, hb2, C * 2);
+  poison(dy, (rows + 1) * C * 2);
+  h2d(dy, hy0, rows * C * 2);
+  tally ta;
+  tally_init(&ta, "mlp %s rows %zu C %zu H %zu%s", net_dtype_name(dt), rows, C, H, nb ? " no bias" : "");
+  hx_err err = {HX_OK, ""};
+  size_t bad = 0;
+  if (sync_status(t, nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, dt, t->stream, &err),
+                  &err, ta.what) != HX_OK) {
+    bad = 1;
+  } else {
+    d2h(hy, dy, (rows + 1) * C * 2);
+    tally_written(&ta, dt, hy, rows * C);
+    tally_guard(&ta, hy, rows * C, (rows + 1) * C);
+    for (size_t k = 0; k < nsel; ++k) {
+      const size_t r = sel[k];
+      to_f32(dt, xr, hx + r * C, C);
+      to_f32(dt, yr, hy0 + r * C, C);
+      assert_int_equal(nl_mlp_cpu(yr, xr, w1, nb ? NULL : b1, w2, nb ? NULL : b2, 1, C, H, NULL), HX_OK);
+      assert_int_equal(nl_linear_cpu(h, xr, w1, nb ? NULL : b1, 1, C, H, NL_ACT_GELU, 0, NULL), HX_OK);
+      for (size_t j = 0; j < H; ++j) {
+        double s = nb ? 0.0 : fabs((double)b1[j]);
+        for (size_t c = 0; c < C; ++c) s += fabs((double)xr[c] * (double)w1[j * C + c]);
+        s1[j] = (float)s;
+      }
+      for (size_t o = 0; o < C; ++o) {
+        double sh = 0.0, sf = nb ? 0.0 : fabs((double)b2[o]);
+        for (size_t j = 0; j < H; ++j) {
+          const double w = fabs((double)w2[o * H + j]);
+          sh += w * fabs((double)h[j]);
+          sf += w * (fabs((double)h[j]) + 1.13 * (double)s1[j]);
+        }
+        const double tol = eps * sh + eps * fabs((double)yr[o]) + 0x1p-20 * sf + 1e-6;
+        tally_close(&ta, r * C + o, (double)net_to_float(dt, hy[r * C + o]), (double)yr[o], tol);
+      }
+    }
+    bad = tally_end(&ta, rows == 1000);
+  }
+  cudaFree(dx), cudaFree(dy), cudaFree(dw1), cudaFree(dw2), cudaFree(db1), cudaFree(db2);
+  free(hx), free(hw1), free(hw2), free(hb1), free(hb2), free(hy0), free(hy), free(w1), free(w2), free(b1), free(b2);
+  free(xr), free(yr), free(h), free(s1), free(sel);
+  return bad;
+}
+
+static void test_mlp(void **state) {
+  tctx *t = *state;
+  static const size_t shapes[][2] = {{32, 128}, {64, 256}};
+  size_t bad = 0;
+  for (int d = 0; d < 2; ++d)
+    for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri)
+      for (size_t si = 0; si < 2; ++si) bad += run_mlp(t, (net_dtype)d, kRows[ri], shapes[si][0], shapes[si][1], 0);
+  bad += run_mlp(t, NET_F16, 1000, 64, 256, 1);
+  bad += run_mlp(t, NET_BF16, 129, 32, 128, 1);
   assert_int_equal(bad, 0);
 }
 
@@ -813,6 +894,14 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_layernorm_add_gpu(d, d + 2049, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL); /* unaligned */
   assert_int_equal(nl_affine_act_gpu(d, d + 2048, f, f, 4, 0, NL_ACT_NONE, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_affine_act_gpu(d, d + 2048, f, f, 4, 8, (nl_act)2, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 128, 512, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "(64, 256)"));
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 64, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_mlp_gpu(d, d + 64, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NET_F16, s, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "overlap"));
+  assert_int_equal(nl_mlp_gpu(d, d + 2049, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_mlp_gpu(d, NULL, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, (net_dtype)3, s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 2048, 4, 0, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 4, 4, 8, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_add_gpu(NULL, d, 4, NET_F16, s, &err), HX_EINVAL);
@@ -866,6 +955,7 @@ static int teardown(void **state) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_args),          cmocka_unit_test(test_linear),
+      cmocka_unit_test(test_mlp),
       cmocka_unit_test(test_layernorm),         cmocka_unit_test(test_affine_swiglu),
       cmocka_unit_test(test_add_gather_convert), cmocka_unit_test(test_segment_max),
       cmocka_unit_test(test_windows),

@@ -73,12 +73,13 @@ static void free_case(tcase *t) {
 
 /* Create, prepare, run, check; returns the report; logits (when asked) of that forward. force: net_config's
  * spconv_force (0: the main path's variants); rehash, fill: net_config's rehash and bucket_fill for Flash3D (-1:
- * the configuration's). */
+ * the configuration's); mlp: net_config's mlp_fused (PTv3). */
 static hx_status run_check(const char *model, net_dtype dt, const tcase *t, net_params *p, net_check_report *rep,
-                           int planted, int force, int rehash, double fill, hx_err *err) {
+                           int planted, int force, int rehash, double fill, int mlp, hx_err *err) {
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, model, err), HX_OK);
   cfg.spconv_force = force;
+  cfg.mlp_fused = mlp;
   if (rehash >= 0) cfg.rehash = rehash;
   if (fill >= 0) cfg.bucket_fill = fill;
   cudaStream_t s;
@@ -102,7 +103,7 @@ static hx_status run_check(const char *model, net_dtype dt, const tcase *t, net_
 }
 
 static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t n, int force, int rehash,
-                             double fill) {
+                             double fill, int mlp) {
   hx_err err = {HX_OK, ""};
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, model, &err), HX_OK);
@@ -112,8 +113,9 @@ static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t
   memset(&t, 0, sizeof t);
   make_case(&t, B, n, g_seed ^ 0x5EEDu);
   net_check_report rep;
-  hx_status st = run_check(model, dt, &t, &p, &rep, 0, force, rehash, fill, &err);
+  hx_status st = run_check(model, dt, &t, &p, &rep, 0, force, rehash, fill, mlp, &err);
   if (force) printf("(xCPE on spconv v%d) ", force - 1);
+  if (mlp) printf("(fused MLP) ");
   if (rehash == 0) printf("(rehash off) ");
   if (fill >= 0) printf("(bucket fill %.2f) ", fill);
   printf("%s %s B=%u n=%zu: rel L2 %.3e (tol %.1e), max |diff| %.3g, ref rms %.3g%s%s\n", model, net_dtype_name(dt), B,
@@ -125,7 +127,7 @@ static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t
 }
 
 static void check_model(const char *model, net_dtype dt, uint32_t B, size_t n) {
-  check_model_opts(model, dt, B, n, 0, -1, -1);
+  check_model_opts(model, dt, B, n, 0, -1, -1, 0);
 }
 
 static void test_ptv3_tiny_f16(void **state) {
@@ -160,10 +162,16 @@ static void test_ptv3_tiny_spconv_variants(void **state) {
       continue;
     }
     assert_int_equal(q, HX_OK);
-    check_model_opts("ptv3-tiny", NET_F16, 2, 2500, 1 + v->id, -1, -1);
+    check_model_opts("ptv3-tiny", NET_F16, 2, 2500, 1 + v->id, -1, -1, 0);
   }
 }
 
+/* PTv3's MLP at C = 32 and 64 as nl_mlp_gpu (f3dbench net --mlp fused), fp16 and bf16, one and two clouds */
+static void test_ptv3_tiny_mlp_fused(void **state) {
+  (void)state;
+  check_model_opts("ptv3-tiny", NET_F16, 1, 3000, 0, -1, -1, 1);
+  check_model_opts("ptv3-tiny", NET_BF16, 2, 2500, 0, -1, -1, 1);
+}
 static void test_flash3d_tiny_f16(void **state) {
   (void)state;
   check_model("flash3d-tiny", NET_F16, 1, 3000);
@@ -179,10 +187,10 @@ static void test_flash3d_tiny_bf16(void **state) {
  * and without rehashing. */
 static void test_flash3d_tiny_rehash_off_and_fill(void **state) {
   (void)state;
-  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, -1);
-  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, 0, -1);
-  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, 0.6);
-  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, 0.6);
+  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, -1, 0);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, 0, -1, 0);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, 0.6, 0);
+  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, 0.6, 0);
 }
 
 /* The check must fail when the reference and the GPU weights differ. */
@@ -199,7 +207,7 @@ static void test_check_catches_planted(void **state) {
     memset(&t, 0, sizeof t);
     make_case(&t, 1, 2000, g_seed);
     net_check_report rep;
-    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, 0, -1, -1, &err), HX_ECHECK);
+    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, 0, -1, -1, 0, &err), HX_ECHECK);
     printf("%s planted: rel L2 %.3g > tol %.1e (refused as it should be)\n", models[m], rep.rel_l2, rep.tol);
     free_case(&t);
     net_params_free(&p);
@@ -296,7 +304,7 @@ int main(void) {
           (unsigned long long)g_seed);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ptv3_tiny_f16),     cmocka_unit_test(test_ptv3_tiny_bf16),
-      cmocka_unit_test(test_ptv3_tiny_spconv_variants),
+      cmocka_unit_test(test_ptv3_tiny_spconv_variants), cmocka_unit_test(test_ptv3_tiny_mlp_fused),
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),

@@ -1,0 +1,205 @@
+/*
+ * mlp.cu - nl_mlp_gpu: PTv3's block MLP y += fc2(GELU(fc1(x))) for narrow rows in one kernel, the 4C-wide hidden
+ * row kept on chip. Reference: nl_mlp_cpu (layers.c); checked in tests/nets/test_layers_gpu.c.
+ *
+ * Why: at C <= 64 the two cuBLASLt Linears of PTv3's MLP write the hidden row ([rows, 4C] in dtype) and read it
+ * back, ~8 x 2 x C bytes a row against 3 x 2 x C for x in and y in and out, and their narrow GEMMs run well
+ * below the copy bandwidth (docs/nets.md, "What bounds PTv3's forward": the MLP 3.35 ms against 2.07 of floors).
+ *
+ * Design: persistent CTAs of 8 warps (two per SM at C = 64), each loading fc1's and fc2's weights and biases
+ * into shared memory once, then walking 128-row tiles of x (16 rows a warp), the next tile's rows copied by
+ * cp.async under the current one's math. Per warp and 16-column chunk of the hidden row: fc1 as C / 16 mma.sync
+ * m16n8k16 steps into two fp32 n-tiles, + b1, exact-erf GELU, rounded to dtype and repacked in registers as
+ * the A fragment of one fc2 k-step (the C fragment of m16n8 is the A fragment's layout, as attention's P), then
+ * C / 8 mmas into the warp's [16, C] fp32 accumulators. The epilogue adds b2 and y and stores y, two values a
+ * thread and n-tile. FLOPs 4 rows C H; bytes 3 x 2 x rows x C.
+ */
+#include "nets/nets.h"
+#include "nets/spconv_device.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace {
+
+using spc_dev::cp_async_cg;
+using spc_dev::cp_async_commit;
+using spc_dev::cp_async_wait;
+using spc_dev::ldsm_x4;
+using spc_dev::mma;
+using spc_dev::pack2;
+using spc_dev::smem_addr;
+
+constexpr int kWarps = 8, kThreads = kWarps * 32, kBM = 16 * kWarps; /* rows per tile */
+
+/* Byte offset of 16-byte chunk c of row r in a [rows][CPR] tile: the chunk XORed with (r / R) % X, X = min(CPR, 8)
+ * and R = 8 / X rows per 128-byte line, so the 8 rows of an ldmatrix phase (one chunk column) hit 8 bank groups.
+ * spc_dev::swz's formula, extended to rows of more than 8 chunks (fc2's rows of H). */
+template <int CPR> __device__ __forceinline__ uint32_t mswz(int r, int c) {
+  constexpr int X = CPR < 8 ? CPR : 8, R = 8 / X;
+  return (uint32_t)((r * CPR + (c ^ ((r / R) % X))) * 16);
+}
+
+__device__ __forceinline__ float gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+
+template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u);
+template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t u) {
+  return __half22float2(*reinterpret_cast<const __half2 *>(&u));
+}
+template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t u) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u));
+}
+
+/* Rows [r0, r0 + kBM) of x ([rows, C]) into a swizzled tile; rows past `rows` are zero-filled (never read). */
+template <int C>
+__device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, size_t r0, size_t rows, int tid) {
+  constexpr int CPR = C / 8, TOTAL = kBM * CPR;
+  static_assert(TOTAL % kThreads == 0, "whole copies per thread");
+#pragma unroll
+  for (int i = 0; i < TOTAL / kThreads; ++i) {
+    const int idx = tid + i * kThreads, r = idx / CPR, c = idx % CPR;
+    const bool ok = r0 + (size_t)r < rows;
+    cp_async_cg(sx + mswz<CPR>(r, c), x + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
+  }
+}
+
+template <typename T, int C, int H>
+__global__ void __launch_bounds__(kThreads, 2)
+    mlp_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
+               const uint16_t *__restrict__ b1, const uint16_t *__restrict__ w2, const uint16_t *__restrict__ b2,
+               size_t rows, size_t tiles) {
+  constexpr int CPR1 = C / 8, CPR2 = H / 8, KS1 = C / 16, NT2 = C / 8;
+  extern __shared__ uint4 smem_raw[];
+  uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
+  const uint32_t sW1 = smem_addr(base);               /* [H][C] */
+  const uint32_t sW2 = sW1 + H * C * 2;               /* [C][H] */
+  const uint32_t sX = sW2 + C * H * 2;                /* 2 x [kBM][C] */
+  float *sB1 = reinterpret_cast<float *>(base + 2 * H * C * 2 + 2 * kBM * C * 2); /* [H] */
+  float *sB2 = sB1 + H;                                                          /* [C] */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  for (int idx = tid; idx < H * CPR1; idx += kThreads)
+    cp_async_cg(sW1 + mswz<CPR1>(idx / CPR1, idx % CPR1), w1 + (size_t)idx * 8);
+  for (int idx = tid; idx < C * CPR2; idx += kThreads)
+    cp_async_cg(sW2 + mswz<CPR2>(idx / CPR2, idx % CPR2), w2 + (size_t)idx * 8);
+  for (int i = tid; i < H; i += kThreads) sB1[i] = unpack2<T>(b1 ? (uint32_t)b1[i] : 0u).x;
+  for (int i = tid; i < C; i += kThreads) sB2[i] = unpack2<T>(b2 ? (uint32_t)b2[i] : 0u).x;
+  size_t tile = blockIdx.x;
+  int stage = 0;
+  if (tile < tiles) load_x<C>(sX, x, tile * kBM, rows, tid);
+  cp_async_commit();
+
+  for (; tile < tiles; tile += gridDim.x) {
+    const size_t next = tile + gridDim.x;
+    if (next < tiles) load_x<C>(sX + (stage ^ 1) * kBM * C * 2, x, next * kBM, rows, tid);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const uint32_t tx = sX + stage * kBM * C * 2;
+
+    uint32_t xa[KS1][4];
+#pragma unroll
+    for (int ks = 0; ks < KS1; ++ks)
+      ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3],
+              tx + mswz<CPR1>(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+    float acc[NT2][4];
+#pragma unroll
+    for (int n = 0; n < NT2; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+
+    /* ldmatrix rows of the B operands: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) */
+    const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
+#pragma unroll 4
+    for (int hc = 0; hc < H / 16; ++hc) {
+      float h[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+      for (int ks = 0; ks < KS1; ++ks) {
+        uint32_t b[4];
+        ldsm_x4(b[0], b[1], b[2], b[3], sW1 + mswz<CPR1>(hc * 16 + bn, ks * 2 + bk));
+        mma(h[0], xa[ks], b[0], b[1], T());
+        mma(h[1], xa[ks], b[2], b[3], T());
+      }
+      uint32_t a[4];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int col = hc * 16 + j * 8 + 2 * (lane & 3);
+        const float c0 = sB1[col], c1 = sB1[col + 1];
+        a[2 * j] = pack2(gelu_erf(h[j][0] + c0), gelu_erf(h[j][1] + c1), T());     /* row g */
+        a[2 * j + 1] = pack2(gelu_erf(h[j][2] + c0), gelu_erf(h[j][3] + c1), T()); /* row g + 8 */
+      }
+      /* A fragment order: (row g, k 0-7), (row g + 8, k 0-7), (row g, k 8-15), (row g + 8, k 8-15) */
+      const uint32_t af[4] = {a[0], a[1], a[2], a[3]};
+#pragma unroll
+      for (int np = 0; np < NT2 / 2; ++np) {
+        uint32_t b[4];
+        ldsm_x4(b[0], b[1], b[2], b[3], sW2 + mswz<CPR2>(np * 16 + bn, hc * 2 + bk));
+        mma(acc[2 * np], af, b[0], b[1], T());
+        mma(acc[2 * np + 1], af, b[2], b[3], T());
+      }
+    }
+
+    /* y += acc + b2 on the warp's valid rows */
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const size_t r = tile * kBM + warp * 16 + (lane >> 2) + hr * 8;
+      if (r < rows) {
+        uint16_t *yr = y + r * C;
+#pragma unroll
+        for (int n = 0; n < NT2; ++n) {
+          const int col = n * 8 + 2 * (lane & 3);
+          uint32_t *p = reinterpret_cast<uint32_t *>(yr + col);
+          const float2 old = unpack2<T>(*p);
+          *p = pack2(old.x + acc[n][2 * hr] + sB2[col], old.y + acc[n][2 * hr + 1] + sB2[col + 1], T());
+        }
+      }
+    }
+    __syncthreads(); /* the next iteration's prefetch overwrites this stage */
+    stage ^= 1;
+  }
+}
+
+template <typename T, int C, int H>
+hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, const void *w2, const void *b2,
+                     size_t rows, cudaStream_t s, hx_err *err) {
+  const size_t smem = (size_t)2 * H * C * 2 + (size_t)2 * kBM * C * 2 + (size_t)(H + C) * 4;
+  auto kern = mlp_kernel<T, C, H>;
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  int dev = 0, sms = 0, per_sm = 0;
+  if (e == cudaSuccess) e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem);
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_mlp_gpu: %s", cudaGetErrorString(e));
+  if (per_sm < 1) return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: %zu bytes of shared memory do not fit", smem);
+  const size_t tiles = (rows + kBM - 1) / kBM;
+  const size_t grid = tiles < (size_t)sms * per_sm ? tiles : (size_t)sms * per_sm;
+  kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
+                                               static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1),
+                                               static_cast<const uint16_t *>(w2), static_cast<const uint16_t *>(b2),
+                                               rows, tiles);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_mlp_gpu: launch: %s", cudaGetErrorString(e));
+  return HX_OK;
+}
+
+} // namespace
+
+hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
+                     size_t rows, size_t C, size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: unknown dtype %d", (int)dt);
+  if (!((C == 32 && H == 128) || (C == 64 && H == 256)))
+    return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: C = %zu, H = %zu (the kernel takes (32, 128) and (64, 256))", C, H);
+  if (rows == 0) return HX_OK;
+  if (!d_y || !d_x || !d_w1 || !d_w2) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL y, x, w1 or w2");
+  const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y, a1 = (uintptr_t)d_w1, a2 = (uintptr_t)d_w2;
+  if ((ax | ay | a1 | a2) % 16)
+    return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: x, y, w1 and w2 must be 16-byte aligned");
+  const size_t bytes = rows * C * 2;
+  if (ax < ay + bytes && ay < ax + bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: x and y overlap");
+  cudaStream_t s = (cudaStream_t)stream;
+  if (dt == NET_F16)
+    return C == 32 ? mlp_launch<__half, 32, 128>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, s, err)
+                   : mlp_launch<__half, 64, 256>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, s, err);
+  return C == 32 ? mlp_launch<__nv_bfloat16, 32, 128>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, s, err)
+                 : mlp_launch<__nv_bfloat16, 64, 256>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, s, err);
+}
