@@ -34,7 +34,7 @@ static void net_usage(FILE *f) {
           "usage: f3dbench net --model NAME [--points N | --input FILE] [--batch B] [--dtype fp16|bf16]\n"
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
-          "                    [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
+          "                    [--mlp fused|linear] [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");

@@ -32,7 +32,8 @@
  *       consumer warpgroups (setmaxnreg up) compute as v6 and free slots through "empty" mbarriers, with
  *       ping-pong named barriers between them and no CTA-wide barrier in the loop; D=32/64/128, v23's kernel
  *       at D=16 (where the softmax, not the data movement, sets the pace). The recommended variant on
- *       sm_90a (H200, 2026-11-22: 142/255/421/587 TFLOP/s at D=16/32/64/128, af776f7; docs/attention.md).
+ *       sm_90a (H200, scope 4096 fp16: 255/421/587 TFLOP/s at D=32/64/128, 2026-11-22, af776f7; at D=16 v23's
+ *       161-162 at 600k rows, 2026-11-29; docs/attention.md).
  *   v10 v9's kernel at every head dim; v11 v10 without the ping-pong (ablations).
  *   v16 v5 with, at D=16, 4 CTAs per SM (128 registers) and the row sums of P on the tensor cores; v17 v16
  *       without the row sums (ablation); v23 v16 with lazy rescaling at D=16. Ids 12-15 and 18-22 were D=16
@@ -177,7 +178,10 @@ template <> struct v16_tiles<16> : fwd_tiles<4, 2, 64, 4, 0, 1> {};
 template <int D> struct v17_tiles : v5_tiles<D> {};
 template <> struct v17_tiles<16> : fwd_tiles<4, 2, 64, 4, 0, 0> {};
 /* v23: v16 with lazy rescaling at D = 16 (the alpha exp2s and the O and l rescale only when a row's max grows
- * past the reference by 2^8): 162.1 against v16's 158.6-159.0 TFLOP/s (H200, 600k rows fp16, one run). */
+ * past the reference by 2^8): 162.1 against v16's 158.6-159.0 TFLOP/s (H200, 600k rows fp16, one run). With the
+ * row sums on the tensor cores l sums the dtype-rounded P that P V multiplies, so O is exact to that P; lazily a
+ * row's largest p may reach 2^8, where bf16's rounding (2^-9 relative) can move the LSE by up to ~2e-3 absolute
+ * (about 1e-3 relative at a scope's typical LSE of 4-8; the tests' LSE limit). */
 template <int D> struct v23_tiles : v5_tiles<D> {};
 template <> struct v23_tiles<16> : fwd_tiles<4, 2, 64, 4, 1, 1> {};
 
@@ -206,6 +210,16 @@ static __device__ __forceinline__ void load_tile(T *s, const T *g, int64_t row_s
     const T *src = g + (ok ? (r0 + r) * row_stride : 0) + c * 8;
     cp_async16(s + swz<D>(r, c), src, ok ? 16 : 0);
   }
+}
+
+/* max over the scores of row half hr of a warp's NB S n-tiles, as a tree that pairs n-tile n with n + NB / 2, then
+ * n + NB / 4, ...: tree_max<R, S> is the max over the n-tiles n = R mod S. Recursion, not a loop over halving
+ * widths: at NB = 16 that loop was not unrolled and put its array in local memory (a 64-byte stack frame). */
+template <int R, int S, int NB>
+static __device__ __forceinline__ float tree_max(const float (&s)[NB][4], int hr) {
+  static_assert(NB >= 1 && (NB & (NB - 1)) == 0, "a power of two of n-tiles");
+  if constexpr (S >= NB) return fmaxf(s[R][2 * hr], s[R][2 * hr + 1]);
+  else return fmaxf(tree_max<R, 2 * S>(s, hr), tree_max<R + S, 2 * S>(s, hr));
 }
 
 /* TR::RSUM: row sums of P on the tensor cores (an extra mma per 16 keys against a ones B fragment, of the
@@ -331,14 +345,7 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
         /* a tree, not a chain: log2(NB) + 1 dependent FMNMX instead of 2 NB (fmaxf is exact in any order) */
-        float t[NB];
-#pragma unroll
-        for (int n = 0; n < NB; ++n) t[n] = fmaxf(s[mt][n][2 * hr], s[mt][n][2 * hr + 1]);
-#pragma unroll
-        for (int w = NB / 2; w >= 1; w /= 2)
-#pragma unroll
-          for (int n = 0; n < w; ++n) t[n] = fmaxf(t[n], t[n + w]);
-        float x = t[0];
+        float x = tree_max<0, 1>(s[mt], hr);
         x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
         x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
         mx[mt][hr] = x * c_log2;

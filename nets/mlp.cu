@@ -39,8 +39,9 @@ using spc_dev::smem_addr;
 constexpr int kWarps = 8, kThreads = kWarps * 32, kBM = 16 * kWarps; /* rows per tile */
 
 /* Byte offset of 16-byte chunk c of row r in a [rows][CPR] tile: the chunk XORed with (r / R) % X, X = min(CPR, 8)
- * and R = 8 / X rows per 128-byte line, so the 8 rows of an ldmatrix phase (one chunk column) hit 8 bank groups.
- * spc_dev::swz's formula, extended to rows of more than 8 chunks (fc2's rows of H). */
+ * and R = 8 / X (the rows sharing a 128-byte line when CPR < 8; 1 otherwise, the XOR then touching the chunk's low
+ * 3 bits), so the 8 rows of an ldmatrix phase (one chunk column) hit 8 bank groups. spc_dev::swz's formula, extended
+ * to rows of more than 8 chunks (fc2's rows of H). */
 template <int CPR> __device__ __forceinline__ uint32_t mswz(int r, int c) {
   constexpr int X = CPR < 8 ? CPR : 8, R = 8 / X;
   return (uint32_t)((r * CPR + (c ^ ((r / R) % X))) * 16);
@@ -56,7 +57,8 @@ template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t u)
   return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u));
 }
 
-/* Rows [r0, r0 + kBM) of x ([rows, C]) into a swizzled tile; rows past `rows` are zero-filled (never read). */
+/* Rows [r0, r0 + kBM) of x ([rows, C]) into a swizzled tile; rows past `rows` are zero-filled (computed on, never
+ * stored). */
 template <int C>
 __device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, size_t r0, size_t rows, int tid) {
   constexpr int CPR = C / 8, TOTAL = kBM * CPR;
@@ -132,14 +134,13 @@ __global__ void __launch_bounds__(kThreads, 2)
         a[2 * j] = pack2(gelu_erf(h[j][0] + c0), gelu_erf(h[j][1] + c1), T());     /* row g */
         a[2 * j + 1] = pack2(gelu_erf(h[j][2] + c0), gelu_erf(h[j][3] + c1), T()); /* row g + 8 */
       }
-      /* A fragment order: (row g, k 0-7), (row g + 8, k 0-7), (row g, k 8-15), (row g + 8, k 8-15) */
-      const uint32_t af[4] = {a[0], a[1], a[2], a[3]};
+      /* a is fc2's A fragment: (row g, k 0-7), (row g + 8, k 0-7), (row g, k 8-15), (row g + 8, k 8-15) */
 #pragma unroll
       for (int np = 0; np < NT2 / 2; ++np) {
         uint32_t b[4];
         ldsm_x4(b[0], b[1], b[2], b[3], sW2 + mswz<CPR2>(np * 16 + bn, hc * 2 + bk));
-        mma(acc[2 * np], af, b[0], b[1], T());
-        mma(acc[2 * np + 1], af, b[2], b[3], T());
+        mma(acc[2 * np], a, b[0], b[1], T());
+        mma(acc[2 * np + 1], a, b[2], b[3], T());
       }
     }
 

@@ -94,17 +94,19 @@ hx_status nl_affine_act_cpu(float *y, const float *x, const float *scale, const 
 hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, const float *d_shift, size_t rows,
                             size_t C, nl_act act, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 
-/* SwiGLU of TransformerEngine's LayerNormMLP: x [rows, 2H] holds (a | b) halves, y [rows, H] = silu(a) * b. */
 /* PTv3's block MLP with the residual, y[rows, C] += fc2(GELU(fc1(x))): fc1 w1 [H, C] + b1 [H], fc2 w2 [C, H] + b2 [C]
- * (Linear's layout), GELU the exact erf form. The CPU reference is the two nl_linear_cpu calls it stands for, the
- * hidden row in fp32. nl_mlp_gpu (nets/mlp.cu) is one mma.sync kernel that keeps the hidden row on chip (rounded to
- * dtype before fc2, as the stored hidden of two nl_linear_gpu calls is): x, y, w1, w2, b1, b2 in dtype, x and y
- * 16-byte aligned and not overlapping. (C, H) in {(32, 128), (64, 256)}; HX_EUNSUPPORTED otherwise (run the two
- * Linears). rows may be 0. */
+ * (Linear's layout; b1, b2 may be NULL), GELU the exact erf form. The CPU reference is the two nl_linear_cpu calls it
+ * stands for, the hidden row in fp32. nl_mlp_gpu (nets/mlp.cu) is one mma.sync kernel that keeps the hidden row on
+ * chip (rounded to dtype before fc2, as the stored hidden of two nl_linear_gpu calls is): x, y, w1, w2, b1, b2 in
+ * dtype; x, y, w1 and w2 16-byte aligned, b1 and b2 2-byte aligned; x and y not overlapping (HX_EINVAL).
+ * HX_EUNSUPPORTED, so that the caller runs the two Linears instead, for (C, H) other than (32, 128) and (64, 256)
+ * and for unaligned x, y, w1 or w2. rows may be 0. */
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
                      size_t rows, size_t C, size_t H, hx_err *err);
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
                      size_t rows, size_t C, size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+
+/* SwiGLU of TransformerEngine's LayerNormMLP: x [rows, 2H] holds (a | b) halves, y [rows, H] = silu(a) * b. */
 hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err);
 hx_status nl_swiglu_gpu(void *d_y, const void *d_x, size_t rows, size_t H, net_dtype dt, struct CUstream_st *stream,
                         hx_err *err);

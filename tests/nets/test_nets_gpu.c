@@ -172,6 +172,7 @@ static void test_ptv3_tiny_mlp_fused(void **state) {
   check_model_opts("ptv3-tiny", NET_F16, 1, 3000, 0, -1, -1, 1);
   check_model_opts("ptv3-tiny", NET_BF16, 2, 2500, 0, -1, -1, 1);
 }
+
 static void test_flash3d_tiny_f16(void **state) {
   (void)state;
   check_model("flash3d-tiny", NET_F16, 1, 3000);
