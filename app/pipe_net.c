@@ -217,8 +217,8 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
     hx_err ferr = {HX_OK, ""};
     /* the arena is reset before each pipeline: its capacity (sweep --device-memory, 0: none) is the forward's cap */
     hx_status fst = f3d_net_fits(&need, &cfg, &in, dt, ctx->arena->capacity, &ferr);
-    const size_t avail = f3d_device_avail(ctx); /* the device's free memory, or less under sweep --device-memory */
     if (fst == HX_ENOMEM) { /* skipped with the bytes it needed and what was free, recorded in the run */
+      const size_t avail = f3d_device_avail(ctx); /* the device's free memory, or less under sweep --device-memory */
       fprintf(stderr, "f3dbench: %s/%s: %s\n", pipe, model, ferr.msg);
       st = f3d_record(ctx, pipe, "forward", model, "skipped_bytes_needed", (double)need, "B", err);
       if (st == HX_OK && avail) st = f3d_record(ctx, pipe, "forward", model, "skipped_bytes_free", (double)avail, "B", err);

@@ -190,7 +190,6 @@ typedef struct f3d_cases {
 hx_status f3d_cases_begin(f3d_cases *c, hx_results *res, size_t total, hx_err *err);
 hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload, size_t n_points, hx_err *err);
 
-
 /* dst[i], i < n: amp[(i / run) % namp] x (2u - 1) rounded to fp16 bits, u in [0, 1) the (i % 4)-th 16-bit part
  * of hx_rng_u64(seed, 0, i / 4); drawn in parallel (hx_par_for), the values independent of the thread count.
  * The pipelines' random fp16 inputs (attention's q, k, v: run = H x D, amp {2, 2, 1}; features: amp {1}). */

@@ -142,6 +142,8 @@ hx_status nl_affine_act_cpu(float *y, const float *x, const float *scale, const 
 
 /* ---- MLP (fc1 + GELU, fc2 + residual) --------------------------------------------------------------- */
 
+int nl_mlp_gpu_takes(size_t C, size_t H) { return (C == 32 && H == 128) || (C == 64 && H == 256); }
+
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
                      size_t rows, size_t C, size_t H, hx_err *err) {
   if (C == 0 || H == 0) return hx_errf(err, HX_EINVAL, "nl_mlp_cpu: C = %zu, H = %zu", C, H);

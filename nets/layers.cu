@@ -25,6 +25,7 @@
  * tests/nets/test_layers.c: at most 4.73e-4 in absolute value, near |x| = 2.70.
  */
 #include "nets/nets.h"
+#include "nets/spconv_device.cuh"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -284,7 +285,7 @@ template <typename T, int V> __device__ __forceinline__ void store_v(T *p, const
   }
 }
 
-__device__ __forceinline__ float gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+using spc_dev::gelu_erf;
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

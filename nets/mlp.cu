@@ -31,23 +31,14 @@ namespace {
 using spc_dev::cp_async_cg;
 using spc_dev::cp_async_commit;
 using spc_dev::cp_async_wait;
+using spc_dev::gelu_erf;
 using spc_dev::ldsm_x4;
 using spc_dev::mma;
 using spc_dev::pack2;
 using spc_dev::smem_addr;
+using spc_dev::swz;
 
 constexpr int kWarps = 8, kThreads = kWarps * 32, kBM = 16 * kWarps; /* rows per tile */
-
-/* Byte offset of 16-byte chunk c of row r in a [rows][CPR] tile: the chunk XORed with (r / R) % X, X = min(CPR, 8)
- * and R = 8 / X (the rows sharing a 128-byte line when CPR < 8; 1 otherwise, the XOR then touching the chunk's low
- * 3 bits), so the 8 rows of an ldmatrix phase (one chunk column) hit 8 bank groups. spc_dev::swz's formula, extended
- * to rows of more than 8 chunks (fc2's rows of H). */
-template <int CPR> __device__ __forceinline__ uint32_t mswz(int r, int c) {
-  constexpr int X = CPR < 8 ? CPR : 8, R = 8 / X;
-  return (uint32_t)((r * CPR + (c ^ ((r / R) % X))) * 16);
-}
-
-__device__ __forceinline__ float gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
 
 template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u);
 template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t u) {
@@ -67,7 +58,7 @@ __device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, size_t r0
   for (int i = 0; i < TOTAL / kThreads; ++i) {
     const int idx = tid + i * kThreads, r = idx / CPR, c = idx % CPR;
     const bool ok = r0 + (size_t)r < rows;
-    cp_async_cg(sx + mswz<CPR>(r, c), x + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
+    cp_async_cg(sx + swz<CPR>(r, c), x + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
   }
 }
 
@@ -87,9 +78,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
   for (int idx = tid; idx < H * CPR1; idx += kThreads)
-    cp_async_cg(sW1 + mswz<CPR1>(idx / CPR1, idx % CPR1), w1 + (size_t)idx * 8);
+    cp_async_cg(sW1 + swz<CPR1>(idx / CPR1, idx % CPR1), w1 + (size_t)idx * 8);
   for (int idx = tid; idx < C * CPR2; idx += kThreads)
-    cp_async_cg(sW2 + mswz<CPR2>(idx / CPR2, idx % CPR2), w2 + (size_t)idx * 8);
+    cp_async_cg(sW2 + swz<CPR2>(idx / CPR2, idx % CPR2), w2 + (size_t)idx * 8);
   for (int i = tid; i < H; i += kThreads) sB1[i] = unpack2<T>(b1 ? (uint32_t)b1[i] : 0u).x;
   for (int i = tid; i < C; i += kThreads) sB2[i] = unpack2<T>(b2 ? (uint32_t)b2[i] : 0u).x;
   size_t tile = blockIdx.x;
@@ -109,7 +100,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int ks = 0; ks < KS1; ++ks)
       ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3],
-              tx + mswz<CPR1>(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+              tx + swz<CPR1>(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
     float acc[NT2][4];
 #pragma unroll
     for (int n = 0; n < NT2; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
@@ -122,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int ks = 0; ks < KS1; ++ks) {
         uint32_t b[4];
-        ldsm_x4(b[0], b[1], b[2], b[3], sW1 + mswz<CPR1>(hc * 16 + bn, ks * 2 + bk));
+        ldsm_x4(b[0], b[1], b[2], b[3], sW1 + swz<CPR1>(hc * 16 + bn, ks * 2 + bk));
         mma(h[0], xa[ks], b[0], b[1], T());
         mma(h[1], xa[ks], b[2], b[3], T());
       }
@@ -138,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int np = 0; np < NT2 / 2; ++np) {
         uint32_t b[4];
-        ldsm_x4(b[0], b[1], b[2], b[3], sW2 + mswz<CPR2>(np * 16 + bn, hc * 2 + bk));
+        ldsm_x4(b[0], b[1], b[2], b[3], sW2 + swz<CPR2>(np * 16 + bn, hc * 2 + bk));
         mma(acc[2 * np], a, b[0], b[1], T());
         mma(acc[2 * np + 1], a, b[2], b[3], T());
       }
@@ -192,7 +183,7 @@ hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, con
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
                      size_t rows, size_t C, size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: unknown dtype %d", (int)dt);
-  if (!((C == 32 && H == 128) || (C == 64 && H == 256)))
+  if (!nl_mlp_gpu_takes(C, H))
     return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: C = %zu, H = %zu (the kernel takes (32, 128) and (64, 256))", C, H);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_x || !d_w1 || !d_w2) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL y, x, w1 or w2");

@@ -105,6 +105,8 @@ hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1,
                      size_t rows, size_t C, size_t H, hx_err *err);
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
                      size_t rows, size_t C, size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+/* 1 when nl_mlp_gpu has a kernel for rows of C with a hidden row of H, else 0 (host; any build). */
+int nl_mlp_gpu_takes(size_t C, size_t H);
 
 /* SwiGLU of TransformerEngine's LayerNormMLP: x [rows, 2H] holds (a | b) halves, y [rows, H] = silu(a) * b. */
 hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err);

@@ -2,7 +2,7 @@
  * spconv_device.cuh - private to nets/: the device helpers the implicit-GEMM convolutions share (v1's mma.sync
  * kernel and its relatives in spconv.cu, v6's wgmma kernel in spconv_wgmma.cu) and the fused MLP (mlp.cu) uses:
  * 16-byte cp.async copies, the shared-memory tile swizzle both kinds of kernel write their tiles in, the packing
- * of two fp32 outputs, ldmatrix.x4 and the m16n8k16 mma.sync.
+ * of two fp32 outputs, ldmatrix.x4, the m16n8k16 mma.sync and the exact-erf GELU (also layers.cu's).
  */
 #ifndef F3D_NETS_SPCONV_DEVICE_CUH
 #define F3D_NETS_SPCONV_DEVICE_CUH
@@ -18,10 +18,11 @@ namespace spc_dev {
  * distinct 16-byte bank groups: rows of one 128-byte line (RPL of them) already differ, and the chunk index is
  * XORed with the line number. BK = 64: c ^ (r % 8); 32: c ^ ((r / 2) % 4); 16: c ^ ((r / 4) % 2). It is also the
  * hardware's 128-, 64- and 32-byte swizzle of wgmma's K-major shared-memory operands (address bits [7, 10) XORed
- * into [4, 7)) for a tile whose base is aligned to the swizzle atom (8 rows). */
+ * into [4, 7)) for a tile whose base is aligned to the swizzle atom (8 rows). Rows of more than 8 chunks (the fused
+ * MLP's fc2 rows) XOR the chunk's low 3 bits with r % 8, as at 8 chunks; that is no wgmma layout. */
 template <int CPR> __device__ __forceinline__ uint32_t swz(int r, int c) {
-  constexpr int RPL = 8 / CPR;
-  return (uint32_t)(r * CPR * 16 + ((c ^ ((r / RPL) % CPR)) * 16));
+  constexpr int X = CPR < 8 ? CPR : 8, RPL = 8 / X; /* RPL = 8 / CPR up to 8 chunks */
+  return (uint32_t)(r * CPR * 16 + ((c ^ ((r / RPL) % X)) * 16));
 }
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -53,6 +54,9 @@ __device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
   return *reinterpret_cast<const uint32_t *>(&h);
 }
+
+/* torch.nn.GELU(): 0.5 v (1 + erf(v / sqrt 2)), the form of nets/layers.c's reference */
+__device__ __forceinline__ float gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
 
 __device__ __forceinline__ void ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
