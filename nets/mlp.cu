@@ -9,14 +9,14 @@
  * Design: persistent CTAs of 8 warps (two per SM at C = 64), each loading fc1's and fc2's weights and biases
  * into shared memory once, then walking 128-row tiles of x (16 rows a warp), the next tile's rows copied by
  * cp.async under the current one's math. Per warp and 16-column chunk of the hidden row: fc1 as C / 16 mma.sync
- * m16n8k16 steps into two fp32 n-tiles, + b1, exact-erf GELU, rounded to dtype and repacked in registers as
+ * m16n8k16 steps into two fp32 n-tiles, + b1, GELU, rounded to dtype and repacked in registers as
  * the A fragment of one fc2 k-step (the C fragment of m16n8 is the A fragment's layout, as attention's P), then
  * C / 8 mmas into the warp's [16, C] fp32 accumulators. The epilogue adds b2 and y and stores y, two values a
  * thread and n-tile. FLOPs 4 rows C H; bytes 3 x 2 x rows x C.
  *
- * Measured (H200, PTv3 at 600k points): faster than the two Linears at C = 32 (0.279 against 0.397 ms for enc0's
- * two blocks), slower at C = 64 (0.585 against 0.549 at dec0): issue-bound on erff, ~25 instructions per hidden
- * value (docs/nets.md, "The fused MLP"). So `net --mlp fused` is an option, not the main path.
+ * GELU: the tanh form on tanh.approx.f32 (~5 instructions a hidden value), the form of the two Linears' cuBLASLt
+ * epilogue. With the exact erf form (erff, ~25 instructions) the kernel was issue-bound at C = 64 and slower than
+ * the two Linears there (H200, 600k points: 0.585 against 0.549 ms at dec0; 61c43de, docs/nets.md "The fused MLP").
  */
 #include "nets/nets.h"
 #include "nets/spconv_device.cuh"
@@ -31,7 +31,7 @@ namespace {
 using spc_dev::cp_async_cg;
 using spc_dev::cp_async_commit;
 using spc_dev::cp_async_wait;
-using spc_dev::gelu_erf;
+using spc_dev::gelu_tanh;
 using spc_dev::ldsm_x4;
 using spc_dev::mma;
 using spc_dev::pack2;
@@ -122,8 +122,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int j = 0; j < 2; ++j) {
         const int col = hc * 16 + j * 8 + 2 * (lane & 3);
         const float c0 = sB1[col], c1 = sB1[col + 1];
-        a[2 * j] = pack2(gelu_erf(h[j][0] + c0), gelu_erf(h[j][1] + c1), T());     /* row g */
-        a[2 * j + 1] = pack2(gelu_erf(h[j][2] + c0), gelu_erf(h[j][3] + c1), T()); /* row g + 8 */
+        a[2 * j] = pack2(gelu_tanh(h[j][0] + c0), gelu_tanh(h[j][1] + c1), T());     /* row g */
+        a[2 * j + 1] = pack2(gelu_tanh(h[j][2] + c0), gelu_tanh(h[j][3] + c1), T()); /* row g + 8 */
       }
       /* a is fc2's A fragment: (row g, k 0-7), (row g + 8, k 0-7), (row g, k 8-15), (row g + 8, k 8-15) */
 #pragma unroll

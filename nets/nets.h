@@ -95,9 +95,10 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
                             size_t C, nl_act act, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 
 /* PTv3's block MLP with the residual, y[rows, C] += fc2(GELU(fc1(x))): fc1 w1 [H, C] + b1 [H], fc2 w2 [C, H] + b2 [C]
- * (Linear's layout; b1, b2 may be NULL), GELU the exact erf form. The CPU reference is the two nl_linear_cpu calls it
- * stands for, the hidden row in fp32. nl_mlp_gpu (nets/mlp.cu) is one mma.sync kernel that keeps the hidden row on
- * chip (rounded to dtype before fc2, as the stored hidden of two nl_linear_gpu calls is): x, y, w1, w2, b1, b2 in
+ * (Linear's layout; b1, b2 may be NULL). The CPU reference is the two nl_linear_cpu calls it stands for, the hidden
+ * row in fp32, GELU the exact erf form. nl_mlp_gpu (nets/mlp.cu) is one mma.sync kernel that keeps the hidden row on
+ * chip (rounded to dtype before fc2, as the stored hidden of two nl_linear_gpu calls is), its GELU the tanh form
+ * that nl_linear_gpu's cuBLASLt epilogue also computes: x, y, w1, w2, b1, b2 in
  * dtype; x, y, w1 and w2 16-byte aligned, b1 and b2 2-byte aligned; x and y not overlapping (HX_EINVAL).
  * HX_EUNSUPPORTED, so that the caller runs the two Linears instead, for (C, H) other than (32, 128) and (64, 256)
  * and for unaligned x, y, w1 or w2. rows may be 0. */
