@@ -57,8 +57,9 @@ static void net_usage(FILE *f) {
           "  --device D         gpu (default when built with CUDA) or cpu (the fp32 reference forward alone)\n"
           "  --spconv VARIANT   PTv3 on the GPU: the k = 3 (xCPE) convolutions' variant (v0, v1, v3 ...; default:\n"
           "                     the best for each width, the main path), an ablation; checked like the default\n"
-          "  --mlp fused|linear PTv3 on the GPU: the blocks' MLP at C = 32 and 64 as one kernel that keeps the\n"
-          "                     hidden row on chip (fused), or as two cuBLASLt Linears (linear, the default)\n"
+          "  --mlp fused|linear on the GPU: the blocks' MLP as one kernel that keeps the hidden row on chip where\n"
+          "                     it takes the width (fused, the default: PTv3 at C = 32 and 64, Flash3D at C = 32,\n"
+          "                     48, 64 and 80), or as cuBLASLt Linears (and Flash3D's SwiGLU pass) everywhere\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
           "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
@@ -417,7 +418,6 @@ int f3d_cmd_net(int argc, char **argv) {
     }
   }
   if (o.mlp >= 0) {
-    if (cfg.kind != 0) return f3d_fail("net", "--mlp: %s has a SwiGLU MLP, not PTv3's (PTv3 models only)", cfg.name), 2;
     cfg.mlp_fused = o.mlp;
   }
   if (o.rehash >= 0) {
@@ -450,7 +450,7 @@ int f3d_cmd_net(int argc, char **argv) {
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
            o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
            o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
-           cfg.mlp_fused && !o.cpu ? ", fused MLP at C 32 and 64" : "",
+           !cfg.mlp_fused && !o.cpu ? ", MLP unfused (--mlp linear)" : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

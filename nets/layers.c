@@ -140,20 +140,30 @@ hx_status nl_affine_act_cpu(float *y, const float *x, const float *scale, const 
   return HX_OK;
 }
 
-/* ---- MLP (fc1 + GELU, fc2 + residual) --------------------------------------------------------------- */
+/* ---- MLP (fc1 + GELU or SwiGLU, fc2 + residual) ------------------------------------------------------ */
 
-int nl_mlp_gpu_takes(size_t C, size_t H) { return (C == 32 && H == 128) || (C == 64 && H == 256); }
+int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind) {
+  if (kind == NL_MLP_GELU) return (C == 32 && H == 128) || (C == 64 && H == 256);
+  return kind == NL_MLP_SWIGLU && H == 4 * C && (C == 32 || C == 48 || C == 64 || C == 80);
+}
 
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
-                     size_t rows, size_t C, size_t H, hx_err *err) {
+                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, hx_err *err) {
   if (C == 0 || H == 0) return hx_errf(err, HX_EINVAL, "nl_mlp_cpu: C = %zu, H = %zu", C, H);
+  if (kind != NL_MLP_GELU && kind != NL_MLP_SWIGLU) return hx_errf(err, HX_EINVAL, "nl_mlp_cpu: unknown kind %d", (int)kind);
   if (rows == 0) return HX_OK;
   if (!y || !x || !w1 || !w2) return hx_errf(err, HX_EINVAL, "nl_mlp_cpu: NULL y, x, w1 or w2");
-  float *h = malloc(H * sizeof *h);
-  if (!h) return hx_errf(err, HX_ENOMEM, "nl_mlp_cpu: %zu floats", H);
+  const int swi = kind == NL_MLP_SWIGLU;
+  float *h = malloc((swi ? 3 : 1) * H * sizeof *h), *h1 = h + H; /* h1: SwiGLU's fc1 row of 2H */
+  if (!h) return hx_errf(err, HX_ENOMEM, "nl_mlp_cpu: %zu floats", (swi ? 3 : 1) * H);
   hx_status st = HX_OK;
   for (size_t r = 0; r < rows && st == HX_OK; ++r) {
-    st = nl_linear_cpu(h, x + r * C, w1, b1, 1, C, H, NL_ACT_GELU, 0, err);
+    if (swi) {
+      st = nl_linear_cpu(h1, x + r * C, w1, b1, 1, C, 2 * H, NL_ACT_NONE, 0, err);
+      if (st == HX_OK) st = nl_swiglu_cpu(h, h1, 1, H, err);
+    } else {
+      st = nl_linear_cpu(h, x + r * C, w1, b1, 1, C, H, NL_ACT_GELU, 0, err);
+    }
     if (st == HX_OK) st = nl_linear_cpu(y + r * C, h, w2, b2, 1, H, C, NL_ACT_NONE, 1, err);
   }
   free(h);

@@ -40,9 +40,10 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
 }
 
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
-                     size_t rows, size_t C, size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
-  (void)d_y, (void)d_x, (void)d_w1, (void)d_b1, (void)d_w2, (void)d_b2, (void)rows, (void)C, (void)H, (void)dt,
-      (void)stream;
+                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, net_dtype dt, struct CUstream_st *stream,
+                     hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_w1, (void)d_b1, (void)d_w2, (void)d_b2, (void)rows, (void)C, (void)H, (void)kind,
+      (void)dt, (void)stream;
   return NL_NODEV("nl_mlp_gpu");
 }
 

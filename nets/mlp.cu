@@ -1,22 +1,30 @@
 /*
- * mlp.cu - nl_mlp_gpu: PTv3's block MLP y += fc2(GELU(fc1(x))) for narrow rows in one kernel, the 4C-wide hidden
- * row kept on chip. Reference: nl_mlp_cpu (layers.c); checked in tests/nets/test_layers_gpu.c.
+ * mlp.cu - nl_mlp_gpu: a block's MLP y += fc2(act(fc1(x))) for narrow rows in one kernel, the hidden row kept on
+ * chip: PTv3's (act = GELU, hidden 4C) and Flash3D's LayerNormMLP after its LayerNorm (act = SwiGLU, fc1 8C wide,
+ * hidden 4C). Reference: nl_mlp_cpu (layers.c); checked in tests/nets/test_layers_gpu.c.
  *
- * Why: at C <= 64 the two cuBLASLt Linears of PTv3's MLP write the hidden row ([rows, 4C] in dtype) and read it
- * back, ~8 x 2 x C bytes a row against 3 x 2 x C for x in and y in and out, and their narrow GEMMs run well
- * below the copy bandwidth (docs/nets.md, "What bounds PTv3's forward": the MLP 3.35 ms against 2.07 of floors).
+ * Why: at narrow C the unfused path's cuBLASLt Linears write the hidden row ([rows, 4C], and for SwiGLU [rows, 8C]
+ * and a SwiGLU pass) and read it back, 11 (27) x 2 x C bytes a row against 3 x 2 x C for x in and y in and out,
+ * and their narrow GEMMs run well below the copy bandwidth (docs/nets.md, "The fused MLP").
  *
- * Design: persistent CTAs of 8 warps (two per SM at C = 64), each loading fc1's and fc2's weights and biases
- * into shared memory once, then walking 128-row tiles of x (16 rows a warp), the next tile's rows copied by
- * cp.async under the current one's math. Per warp and 16-column chunk of the hidden row: fc1 as C / 16 mma.sync
- * m16n8k16 steps into two fp32 n-tiles, + b1, GELU, rounded to dtype and repacked in registers as
- * the A fragment of one fc2 k-step (the C fragment of m16n8 is the A fragment's layout, as attention's P), then
- * C / 8 mmas into the warp's [16, C] fp32 accumulators. The epilogue adds b2 and y and stores y, two values a
- * thread and n-tile. FLOPs 4 rows C H; bytes 3 x 2 x rows x C.
+ * Design: persistent CTAs of 8 warps, each loading fc1's and fc2's weights and biases into shared memory once, then
+ * walking 128-row tiles of x (16 rows a warp), the next tile's rows copied by cp.async under the current one's math.
+ * A warp moves its 16 rows of x into registers (the A fragments of fc1) and copies its 16 rows of y into the place
+ * they leave (cp.async, waited for only at the epilogue: the read of y overlaps the math). Per warp and 16-column
+ * chunk of the hidden row: fc1 as C / 16 mma.sync m16n8k16 steps into two fp32 n-tiles (four for SwiGLU: the
+ * chunk's activation and gate columns), + b1, the activation, rounded to dtype and repacked in registers as the A
+ * fragment of one fc2 k-step (the C fragment of m16n8 is the A fragment's layout, as attention's P), then C / 8
+ * mmas into the warp's [16, C] fp32 accumulators. The epilogue adds b2 and y in shared memory and stores the warp's
+ * rows as whole 16-byte chunks. FLOPs 4 rows C H (SwiGLU 6 rows C H); bytes 3 x 2 x rows x C.
  *
- * GELU: the tanh form on tanh.approx.f32 (~5 instructions a hidden value), the form of the two Linears' cuBLASLt
- * epilogue. With the exact erf form (erff, ~25 instructions) the kernel was issue-bound at C = 64 and slower than
- * the two Linears there (H200, 600k points: 0.585 against 0.549 ms at dec0; 61c43de, docs/nets.md "The fused MLP").
+ * Tiles: rows of a power-of-two count of 16-byte chunks in spc_dev::swz's XOR swizzle; other counts (C = 48, 80:
+ * 6 and 10 chunks; their fc2 rows 24 and 40) padded to an odd stride of chunks, which puts the 8 rows of an
+ * ldmatrix phase in 8 distinct bank groups as well.
+ *
+ * Activations: GELU in the tanh form on tanh.approx.f32 (~5 instructions a hidden value), the form of the unfused
+ * path's cuBLASLt epilogue; with the exact erf form (erff, ~25 instructions) the kernel was issue-bound at C = 64
+ * and slower than the two Linears (H200, 600k points: 0.585 against 0.549 ms at dec0; 61c43de, docs/nets.md).
+ * SwiGLU's silu(a) = a / 2 (1 + tanh(a / 2)), one tanh.approx.
  */
 #include "nets/nets.h"
 #include "nets/spconv_device.cuh"
@@ -40,6 +48,16 @@ using spc_dev::swz;
 
 constexpr int kWarps = 8, kThreads = kWarps * 32, kBM = 16 * kWarps; /* rows per tile */
 
+/* Rows of CPR 16-byte chunks (CPR even): swz's swizzle for a power of two, else rows padded to CPR + 1 chunks. */
+template <int CPR> struct lay {
+  static_assert(CPR % 2 == 0, "an even count of chunks a row");
+  static constexpr bool kPow2 = (CPR & (CPR - 1)) == 0;
+  static constexpr int kStride = (kPow2 ? CPR : CPR + 1) * 16; /* bytes a row */
+  static __device__ __forceinline__ uint32_t at(int r, int c) {
+    return kPow2 ? swz<CPR>(r, c) : (uint32_t)(r * kStride + c * 16);
+  }
+};
+
 template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u);
 template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t u) {
   return __half22float2(*reinterpret_cast<const __half2 *>(&u));
@@ -48,8 +66,15 @@ template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t u)
   return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u));
 }
 
-/* Rows [r0, r0 + kBM) of x ([rows, C]) into a swizzled tile; rows past `rows` are zero-filled (computed on, never
- * stored). */
+/* silu(a) b, silu on the hardware tanh: a sigmoid(a) = a / 2 + a / 2 tanh(a / 2) */
+__device__ __forceinline__ float swiglu(float a, float b) {
+  const float ha = 0.5f * a;
+  float t;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(ha));
+  return fmaf(ha, t, ha) * b;
+}
+
+/* Rows [r0, r0 + kBM) of x ([rows, C]) into a tile; rows past `rows` are zero-filled (computed on, never stored). */
 template <int C>
 __device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, size_t r0, size_t rows, int tid) {
   constexpr int CPR = C / 8, TOTAL = kBM * CPR;
@@ -58,30 +83,33 @@ __device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, size_t r0
   for (int i = 0; i < TOTAL / kThreads; ++i) {
     const int idx = tid + i * kThreads, r = idx / CPR, c = idx % CPR;
     const bool ok = r0 + (size_t)r < rows;
-    cp_async_cg(sx + swz<CPR>(r, c), x + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
+    cp_async_cg(sx + lay<CPR>::at(r, c), x + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
   }
 }
 
-template <typename T, int C, int H>
+template <typename T, int C, int H, bool SWI>
 __global__ void __launch_bounds__(kThreads, 2)
     mlp_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
                const uint16_t *__restrict__ b1, const uint16_t *__restrict__ w2, const uint16_t *__restrict__ b2,
                size_t rows, size_t tiles) {
-  constexpr int CPR1 = C / 8, CPR2 = H / 8, KS1 = C / 16, NT2 = C / 8;
+  constexpr int CPR1 = C / 8, CPR2 = H / 8, KS1 = C / 16, NT2 = C / 8, H1 = SWI ? 2 * H : H;
+  using L1 = lay<CPR1>;
+  using L2 = lay<CPR2>;
+  constexpr int kStage = kBM * L1::kStride; /* bytes of one x tile */
   extern __shared__ uint4 smem_raw[];
   uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
-  const uint32_t sW1 = smem_addr(base);               /* [H][C] */
-  const uint32_t sW2 = sW1 + H * C * 2;               /* [C][H] */
-  const uint32_t sX = sW2 + C * H * 2;                /* 2 x [kBM][C] */
-  float *sB1 = reinterpret_cast<float *>(base + 2 * H * C * 2 + 2 * kBM * C * 2); /* [H] */
-  float *sB2 = sB1 + H;                                                          /* [C] */
+  const uint32_t sW1 = smem_addr(base);         /* [H1][C] */
+  const uint32_t sW2 = sW1 + H1 * L1::kStride;  /* [C][H] */
+  const uint32_t sX = sW2 + C * L2::kStride;    /* 2 x [kBM][C] */
+  float *sB1 = reinterpret_cast<float *>(base + H1 * L1::kStride + C * L2::kStride + 2 * kStage); /* [H1] */
+  float *sB2 = sB1 + H1;                                                                         /* [C] */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-  for (int idx = tid; idx < H * CPR1; idx += kThreads)
-    cp_async_cg(sW1 + swz<CPR1>(idx / CPR1, idx % CPR1), w1 + (size_t)idx * 8);
+  for (int idx = tid; idx < H1 * CPR1; idx += kThreads)
+    cp_async_cg(sW1 + L1::at(idx / CPR1, idx % CPR1), w1 + (size_t)idx * 8);
   for (int idx = tid; idx < C * CPR2; idx += kThreads)
-    cp_async_cg(sW2 + swz<CPR2>(idx / CPR2, idx % CPR2), w2 + (size_t)idx * 8);
-  for (int i = tid; i < H; i += kThreads) sB1[i] = unpack2<T>(b1 ? (uint32_t)b1[i] : 0u).x;
+    cp_async_cg(sW2 + L2::at(idx / CPR2, idx % CPR2), w2 + (size_t)idx * 8);
+  for (int i = tid; i < H1; i += kThreads) sB1[i] = unpack2<T>(b1 ? (uint32_t)b1[i] : 0u).x;
   for (int i = tid; i < C; i += kThreads) sB2[i] = unpack2<T>(b2 ? (uint32_t)b2[i] : 0u).x;
   size_t tile = blockIdx.x;
   int stage = 0;
@@ -90,17 +118,28 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   for (; tile < tiles; tile += gridDim.x) {
     const size_t next = tile + gridDim.x;
-    if (next < tiles) load_x<C>(sX + (stage ^ 1) * kBM * C * 2, x, next * kBM, rows, tid);
+    if (next < tiles) load_x<C>(sX + (stage ^ 1) * kStage, x, next * kBM, rows, tid);
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
-    const uint32_t tx = sX + stage * kBM * C * 2;
+    const uint32_t tx = sX + stage * kStage;
 
     uint32_t xa[KS1][4];
 #pragma unroll
     for (int ks = 0; ks < KS1; ++ks)
       ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3],
-              tx + swz<CPR1>(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+              tx + L1::at(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+    /* the warp's 16 rows of x are in registers: its 16 rows of y go where they were (zeros past `rows`) */
+    __syncwarp();
+    const size_t r0 = tile * kBM + warp * 16;
+#pragma unroll
+    for (int i = 0; i < 16 * CPR1 / 32; ++i) {
+      const int idx = lane + i * 32, r = idx / CPR1, c = idx % CPR1;
+      const bool ok = r0 + (size_t)r < rows;
+      cp_async_cg(tx + L1::at(warp * 16 + r, c), y + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
+    }
+    cp_async_commit();
+
     float acc[NT2][4];
 #pragma unroll
     for (int n = 0; n < NT2; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
@@ -109,57 +148,84 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
 #pragma unroll 4
     for (int hc = 0; hc < H / 16; ++hc) {
-      float h[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+      constexpr int NH = SWI ? 4 : 2; /* n-tiles of fc1: the chunk's columns (and for SwiGLU its gates, H further) */
+      float h[NH][4];
+#pragma unroll
+      for (int j = 0; j < NH; ++j) h[j][0] = h[j][1] = h[j][2] = h[j][3] = 0.f;
 #pragma unroll
       for (int ks = 0; ks < KS1; ++ks) {
-        uint32_t b[4];
-        ldsm_x4(b[0], b[1], b[2], b[3], sW1 + swz<CPR1>(hc * 16 + bn, ks * 2 + bk));
-        mma(h[0], xa[ks], b[0], b[1], T());
-        mma(h[1], xa[ks], b[2], b[3], T());
+#pragma unroll
+        for (int half = 0; half < NH / 2; ++half) {
+          uint32_t b[4];
+          ldsm_x4(b[0], b[1], b[2], b[3], sW1 + L1::at(half * H + hc * 16 + bn, ks * 2 + bk));
+          mma(h[2 * half], xa[ks], b[0], b[1], T());
+          mma(h[2 * half + 1], xa[ks], b[2], b[3], T());
+        }
       }
       uint32_t a[4];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int col = hc * 16 + j * 8 + 2 * (lane & 3);
         const float c0 = sB1[col], c1 = sB1[col + 1];
-        a[2 * j] = pack2(gelu_tanh(h[j][0] + c0), gelu_tanh(h[j][1] + c1), T());     /* row g */
-        a[2 * j + 1] = pack2(gelu_tanh(h[j][2] + c0), gelu_tanh(h[j][3] + c1), T()); /* row g + 8 */
+        if constexpr (SWI) {
+          const float g0 = sB1[H + col], g1 = sB1[H + col + 1];
+          a[2 * j] = pack2(swiglu(h[j][0] + c0, h[j + 2][0] + g0), swiglu(h[j][1] + c1, h[j + 2][1] + g1), T());
+          a[2 * j + 1] = pack2(swiglu(h[j][2] + c0, h[j + 2][2] + g0), swiglu(h[j][3] + c1, h[j + 2][3] + g1), T());
+        } else {
+          a[2 * j] = pack2(gelu_tanh(h[j][0] + c0), gelu_tanh(h[j][1] + c1), T());     /* row g */
+          a[2 * j + 1] = pack2(gelu_tanh(h[j][2] + c0), gelu_tanh(h[j][3] + c1), T()); /* row g + 8 */
+        }
       }
       /* a is fc2's A fragment: (row g, k 0-7), (row g + 8, k 0-7), (row g, k 8-15), (row g + 8, k 8-15) */
 #pragma unroll
       for (int np = 0; np < NT2 / 2; ++np) {
         uint32_t b[4];
-        ldsm_x4(b[0], b[1], b[2], b[3], sW2 + swz<CPR2>(np * 16 + bn, hc * 2 + bk));
+        ldsm_x4(b[0], b[1], b[2], b[3], sW2 + L2::at(np * 16 + bn, hc * 2 + bk));
         mma(acc[2 * np], a, b[0], b[1], T());
         mma(acc[2 * np + 1], a, b[2], b[3], T());
       }
     }
 
-    /* y += acc + b2 on the warp's valid rows */
+    /* y + acc + b2 in place in the tile (each value read and written by the same thread), then the warp's rows
+     * stored as whole chunks */
+    cp_async_wait<0>();
+    __syncwarp();
+    uint8_t *ty = base + (tx - sW1);
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
-      const size_t r = tile * kBM + warp * 16 + (lane >> 2) + hr * 8;
-      if (r < rows) {
-        uint16_t *yr = y + r * C;
+      const int r = warp * 16 + (lane >> 2) + hr * 8;
 #pragma unroll
-        for (int n = 0; n < NT2; ++n) {
-          const int col = n * 8 + 2 * (lane & 3);
-          uint32_t *p = reinterpret_cast<uint32_t *>(yr + col);
-          const float2 old = unpack2<T>(*p);
-          *p = pack2(old.x + acc[n][2 * hr] + sB2[col], old.y + acc[n][2 * hr + 1] + sB2[col + 1], T());
-        }
+      for (int n = 0; n < NT2; ++n) {
+        const int col = n * 8 + 2 * (lane & 3);
+        uint32_t *p = reinterpret_cast<uint32_t *>(ty + L1::at(r, n) + (col % 8) * 2);
+        const float2 old = unpack2<T>(*p);
+        *p = pack2(old.x + acc[n][2 * hr] + sB2[col], old.y + acc[n][2 * hr + 1] + sB2[col + 1], T());
       }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 16 * CPR1 / 32; ++i) {
+      const int idx = lane + i * 32, r = idx / CPR1, c = idx % CPR1;
+      if (r0 + (size_t)r < rows)
+        *reinterpret_cast<uint4 *>(y + (r0 + r) * C + c * 8) =
+            *reinterpret_cast<const uint4 *>(ty + L1::at(warp * 16 + r, c));
     }
     __syncthreads(); /* the next iteration's prefetch overwrites this stage */
     stage ^= 1;
   }
 }
 
-template <typename T, int C, int H>
+template <int C, int H, bool SWI> constexpr size_t smem_bytes() {
+  return (size_t)(SWI ? 2 * H : H) * lay<C / 8>::kStride + (size_t)C * lay<H / 8>::kStride +
+         (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)((SWI ? 2 * H : H) + C) * 4;
+}
+
+template <typename T, int C, int H, bool SWI>
 hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, const void *w2, const void *b2,
                      size_t rows, cudaStream_t s, hx_err *err) {
-  const size_t smem = (size_t)2 * H * C * 2 + (size_t)2 * kBM * C * 2 + (size_t)(H + C) * 4;
-  auto kern = mlp_kernel<T, C, H>;
+  constexpr size_t smem = smem_bytes<C, H, SWI>();
+  static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
+  auto kern = mlp_kernel<T, C, H, SWI>;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   int dev = 0, sms = 0, per_sm = 0;
   if (e == cudaSuccess) e = cudaGetDevice(&dev);
@@ -178,13 +244,31 @@ hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, con
   return HX_OK;
 }
 
+template <typename T>
+hx_status mlp_dispatch(void *y, const void *x, const void *w1, const void *b1, const void *w2, const void *b2,
+                       size_t rows, size_t C, nl_mlp_kind kind, cudaStream_t s, hx_err *err) {
+  if (kind == NL_MLP_GELU)
+    return C == 32 ? mlp_launch<T, 32, 128, false>(y, x, w1, b1, w2, b2, rows, s, err)
+                   : mlp_launch<T, 64, 256, false>(y, x, w1, b1, w2, b2, rows, s, err);
+  switch (C) {
+  case 32: return mlp_launch<T, 32, 128, true>(y, x, w1, b1, w2, b2, rows, s, err);
+  case 48: return mlp_launch<T, 48, 192, true>(y, x, w1, b1, w2, b2, rows, s, err);
+  case 64: return mlp_launch<T, 64, 256, true>(y, x, w1, b1, w2, b2, rows, s, err);
+  default: return mlp_launch<T, 80, 320, true>(y, x, w1, b1, w2, b2, rows, s, err);
+  }
+}
+
 } // namespace
 
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
-                     size_t rows, size_t C, size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, net_dtype dt, struct CUstream_st *stream,
+                     hx_err *err) {
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: unknown dtype %d", (int)dt);
-  if (!nl_mlp_gpu_takes(C, H))
-    return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: C = %zu, H = %zu (the kernel takes (32, 128) and (64, 256))", C, H);
+  if (kind != NL_MLP_GELU && kind != NL_MLP_SWIGLU) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: unknown kind %d", (int)kind);
+  if (!nl_mlp_gpu_takes(C, H, kind))
+    return hx_errf(err, HX_EUNSUPPORTED,
+                   "nl_mlp_gpu: C = %zu, H = %zu (the kernel takes GELU (32, 128) and (64, 256), SwiGLU H = 4C at C = "
+                   "32, 48, 64, 80)", C, H);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_x || !d_w1 || !d_w2) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL y, x, w1 or w2");
   const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y, a1 = (uintptr_t)d_w1, a2 = (uintptr_t)d_w2;
@@ -193,9 +277,6 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
   const size_t bytes = rows * C * 2;
   if (ax < ay + bytes && ay < ax + bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: x and y overlap");
   cudaStream_t s = (cudaStream_t)stream;
-  if (dt == NET_F16)
-    return C == 32 ? mlp_launch<__half, 32, 128>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, s, err)
-                   : mlp_launch<__half, 64, 256>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, s, err);
-  return C == 32 ? mlp_launch<__nv_bfloat16, 32, 128>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, s, err)
-                 : mlp_launch<__nv_bfloat16, 64, 256>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, s, err);
+  if (dt == NET_F16) return mlp_dispatch<__half>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, s, err);
+  return mlp_dispatch<__nv_bfloat16>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, s, err);
 }

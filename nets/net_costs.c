@@ -11,6 +11,10 @@
  * E = 2 bytes per activation value (fp16 and bf16); norm parameters and fused-BN scale/shift are fp32 (4 B).
  * Every formula, one line per operation kind (rows n, widths in/out/C, K = k^3 kernel offsets):
  *   Linear         gemm 2 n in out; bytes E (n in + n out + in out + out) (+ E n out when it accumulates into y)
+ *   fused MLP      y += fc2(act(fc1(x))) as one operation (nl_mlp_gpu, where it takes the width and the
+ *                  configuration asks for it), fc1 f H wide (GELU f = 1, SwiGLU f = 2): gemm 2 n C H (f + 1); bytes
+ *                  E (3 n C + (f + 1) C H + f H + C) (x read, y read and written, both weights and biases; the hidden
+ *                  row stays on chip)
  *   LayerNorm      bytes 2 E n C + 8 C
  *   BN (+ GELU)    bytes 2 E n C + 8 C (folded affine)
  *   residual add   bytes 3 E n C (y += x: read both, write y)
@@ -92,6 +96,10 @@ static hx_status acc_out(const cost_acc *a, net_cost *out, size_t cap, size_t *n
 static void op_linear(cost_acc *a, int k, double n, double in, double out, int accumulate) {
   add(a, k, 2.0 * n * in * out, 0.0, E * (n * in + n * out + in * out + out) + (accumulate ? E * n * out : 0.0));
 }
+static void op_mlp(cost_acc *a, int k, double n, double C, double H, int swiglu) {
+  const double f = swiglu ? 2.0 : 1.0; /* fc1 is f H wide */
+  add(a, k, 2.0 * n * C * H * (f + 1.0), 0.0, E * (3.0 * n * C + (f + 1.0) * C * H + f * H + C));
+}
 static void op_layernorm(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 8.0 * C); }
 static void op_affine(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 8.0 * C); }
 static void op_add(cost_acc *a, int k, double values) { add(a, k, 0.0, 0.0, 3.0 * E * values); }
@@ -166,8 +174,12 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
   op_gather(a, C_GATHER, n, C); /* gather.out */
   op_linear(a, C_PROJ, n, C, C, 1);
   op_layernorm(a, C_NORM, n, C); /* norm.2 */
-  op_linear(a, C_MLP, n, C, R * C, 0);
-  op_linear(a, C_MLP, n, R * C, C, 1);
+  if (cfg->mlp_fused && nl_mlp_gpu_takes(Cs, (size_t)cfg->mlp_ratio * Cs, NL_MLP_GELU)) {
+    op_mlp(a, C_MLP, n, C, R * C, 0);
+  } else {
+    op_linear(a, C_MLP, n, C, R * C, 0);
+    op_linear(a, C_MLP, n, R * C, C, 1);
+  }
 }
 
 hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_shape *cs, net_cost *out, size_t cap,
@@ -243,9 +255,13 @@ static hx_status f3d_block(cost_acc *a, const net_config *cfg, const net_f3d_lev
   op_attn(a, C_ATTN, n, C, sq);
   op_linear(a, C_PROJ, n, C, C, 1);
   op_layernorm(a, C_MLP, n, C);
-  op_linear(a, C_MLP, n, C, 2.0 * r * C, 0);
-  op_swiglu(a, C_MLP, n, r * C);
-  op_linear(a, C_MLP, n, r * C, C, 1);
+  if (cfg->mlp_fused && nl_mlp_gpu_takes((size_t)C, (size_t)(r * C), NL_MLP_SWIGLU)) {
+    op_mlp(a, C_MLP, n, C, r * C, 1);
+  } else {
+    op_linear(a, C_MLP, n, C, 2.0 * r * C, 0);
+    op_swiglu(a, C_MLP, n, r * C);
+    op_linear(a, C_MLP, n, r * C, C, 1);
+  }
   return HX_OK;
 }
 

@@ -94,20 +94,24 @@ hx_status nl_affine_act_cpu(float *y, const float *x, const float *scale, const 
 hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, const float *d_shift, size_t rows,
                             size_t C, nl_act act, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 
-/* PTv3's block MLP with the residual, y[rows, C] += fc2(GELU(fc1(x))): fc1 w1 [H, C] + b1 [H], fc2 w2 [C, H] + b2 [C]
- * (Linear's layout; b1, b2 may be NULL). The CPU reference is the two nl_linear_cpu calls it stands for, the hidden
- * row in fp32, GELU the exact erf form. nl_mlp_gpu (nets/mlp.cu) is one mma.sync kernel that keeps the hidden row on
- * chip (rounded to dtype before fc2, as the stored hidden of two nl_linear_gpu calls is), its GELU the tanh form
- * that nl_linear_gpu's cuBLASLt epilogue also computes: x, y, w1, w2, b1, b2 in
- * dtype; x, y, w1 and w2 16-byte aligned, b1 and b2 2-byte aligned; x and y not overlapping (HX_EINVAL).
- * HX_EUNSUPPORTED, so that the caller runs the two Linears instead, for (C, H) other than (32, 128) and (64, 256)
- * and for unaligned x, y, w1 or w2. rows may be 0. */
+/* A block's MLP with the residual, y[rows, C] += fc2(act(fc1(x))), fc2 w2 [C, H] + b2 [C] (Linear's layout; b1, b2
+ * may be NULL). NL_MLP_GELU (PTv3): fc1 w1 [H, C] + b1 [H], act = GELU. NL_MLP_SWIGLU (Flash3D's LayerNormMLP):
+ * fc1 w1 [2H, C] + b1 [2H], act = SwiGLU (silu of the first H values times the second H, nl_swiglu_cpu). The CPU
+ * reference is the Linears (and SwiGLU) it stands for, the hidden row in fp32, GELU the exact erf form.
+ * nl_mlp_gpu (nets/mlp.cu) is one mma.sync kernel that keeps the hidden row on chip (rounded to dtype before fc2, as
+ * the stored hidden of the unfused path is), its GELU the tanh form that nl_linear_gpu's cuBLASLt epilogue also
+ * computes, its silu on the hardware tanh: x, y, w1, w2, b1, b2 in dtype; x, y, w1 and w2 16-byte aligned, b1 and
+ * b2 2-byte aligned; x and y not overlapping (HX_EINVAL). HX_EUNSUPPORTED, so that the caller runs the unfused
+ * path instead, for a (C, H, kind) that nl_mlp_gpu_takes refuses and for unaligned x, y, w1 or w2. rows may be 0. */
+typedef enum nl_mlp_kind { NL_MLP_GELU = 0, NL_MLP_SWIGLU = 1 } nl_mlp_kind;
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
-                     size_t rows, size_t C, size_t H, hx_err *err);
+                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, hx_err *err);
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
-                     size_t rows, size_t C, size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err);
-/* 1 when nl_mlp_gpu has a kernel for rows of C with a hidden row of H, else 0 (host; any build). */
-int nl_mlp_gpu_takes(size_t C, size_t H);
+                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, net_dtype dt, struct CUstream_st *stream,
+                     hx_err *err);
+/* 1 when nl_mlp_gpu has a kernel for rows of C with a hidden row of H, else 0 (host; any build): GELU (32, 128) and
+ * (64, 256); SwiGLU H = 4C at C = 32, 48, 64 and 80 (the weights and tiles fit one SM's shared memory). */
+int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind);
 
 /* SwiGLU of TransformerEngine's LayerNormMLP: x [rows, 2H] holds (a | b) halves, y [rows, H] = silu(a) * b. */
 hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err);
@@ -378,8 +382,10 @@ typedef struct net_config {
                           * proportion to the points; docs/nets.md) */
   int spconv_force;      /* PTv3 on the GPU: 0 = spc_variant_main for every convolution (the default); 1 + id =
                           * variant id for the k = 3 (xCPE) ones, an ablation (a width it refuses is an error) */
-  int mlp_fused;         /* PTv3 on the GPU: 1 = nl_mlp_gpu for the blocks whose (C, 4C) it takes (C 32 and 64),
-                          * 0 = fc1 and fc2 as two nl_linear_gpu calls (the default) */
+  int mlp_fused;         /* on the GPU: 1 = nl_mlp_gpu for the blocks whose (C, 4C) it takes (PTv3's GELU MLP at C
+                          * 32 and 64, Flash3D's SwiGLU MLP at C 32, 48, 64 and 80; the default, docs/nets.md
+                          * "The fused MLP"), 0 = nl_linear_gpu calls (and Flash3D's nl_swiglu_gpu) at every
+                          * width (an ablation) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

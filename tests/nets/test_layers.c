@@ -406,7 +406,7 @@ static void test_mlp(void **state) {
   const float w1[6] = {1, 0, 0, 1, 1, 1}, b1[3] = {0, 0, -1}, w2[6] = {1, 0, 1, 0, 1, -1}, b2[2] = {1, -1};
   const float x[2] = {1, -1};
   float y[2] = {10, 20};
-  assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 2, 3, NULL), HX_OK);
+  assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 2, 3, NL_MLP_GELU, NULL), HX_OK);
   assert_float_equal(y[0], (float)(11.0 + erf(0.70710678118654752)), 2e-6f);
   assert_float_equal(y[1], 19.0f, 1e-5f);
   /* random rows: the two Linears it stands for, bit for bit, and no bias when b1 and b2 are NULL */
@@ -417,17 +417,44 @@ static void test_mlp(void **state) {
   for (int i = 0; i < H; ++i) bb1[i] = unit(5, 5, (uint64_t)i);
   for (int i = 0; i < C; ++i) bb2[i] = unit(5, 6, (uint64_t)i);
   for (int nb = 0; nb < 2; ++nb) {
-    assert_int_equal(nl_mlp_cpu(ya, xx, ww1, nb ? NULL : bb1, ww2, nb ? NULL : bb2, R, C, H, NULL), HX_OK);
+    assert_int_equal(nl_mlp_cpu(ya, xx, ww1, nb ? NULL : bb1, ww2, nb ? NULL : bb2, R, C, H, NL_MLP_GELU, NULL), HX_OK);
     for (int r = 0; r < R; ++r) {
       assert_int_equal(nl_linear_cpu(h, xx + r * C, ww1, nb ? NULL : bb1, 1, C, H, NL_ACT_GELU, 0, NULL), HX_OK);
       assert_int_equal(nl_linear_cpu(yb + r * C, h, ww2, nb ? NULL : bb2, 1, H, C, NL_ACT_NONE, 1, NULL), HX_OK);
     }
     assert_memory_equal(ya, yb, sizeof ya);
   }
+  /* SwiGLU, C = 2, H = 1 by hand: fc1 = rows (1, 0), (0, 1) + b1 (0, 1); x = (2, 3): fc1 = (2, 4), hidden
+   * silu(2) 4 = 8 / (1 + e^-2); fc2 = rows (1), (-1), no bias; y0 = (1, 1) */
+  const float sw1[4] = {1, 0, 0, 1}, sb1[2] = {0, 1}, sw2[2] = {1, -1}, sx[2] = {2, 3};
+  float sy[2] = {1, 1};
+  assert_int_equal(nl_mlp_cpu(sy, sx, sw1, sb1, sw2, NULL, 1, 2, 1, NL_MLP_SWIGLU, NULL), HX_OK);
+  const double hs = 8.0 / (1.0 + exp(-2.0));
+  assert_float_equal(sy[0], (float)(1.0 + hs), 2e-6f);
+  assert_float_equal(sy[1], (float)(1.0 - hs), 2e-6f);
+  /* random rows, SwiGLU: the Linear, SwiGLU and Linear it stands for, bit for bit (fc1 2H wide) */
+  float sww1[2 * H * C], sbb1[2 * H], h2[2 * H];
+  for (int i = 0; i < 2 * H * C; ++i) sww1[i] = unit(5, 7, (uint64_t)i);
+  for (int i = 0; i < 2 * H; ++i) sbb1[i] = unit(5, 8, (uint64_t)i);
+  for (int i = 0; i < R * C; ++i) ya[i] = yb[i] = unit(5, 2, (uint64_t)i);
+  assert_int_equal(nl_mlp_cpu(ya, xx, sww1, sbb1, ww2, bb2, R, C, H, NL_MLP_SWIGLU, NULL), HX_OK);
+  for (int r = 0; r < R; ++r) {
+    assert_int_equal(nl_linear_cpu(h2, xx + r * C, sww1, sbb1, 1, C, 2 * H, NL_ACT_NONE, 0, NULL), HX_OK);
+    assert_int_equal(nl_swiglu_cpu(h, h2, 1, H, NULL), HX_OK);
+    assert_int_equal(nl_linear_cpu(yb + r * C, h, ww2, bb2, 1, H, C, NL_ACT_NONE, 1, NULL), HX_OK);
+  }
+  assert_memory_equal(ya, yb, sizeof ya);
   hx_err e = {HX_OK, ""};
-  assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 0, 3, &e), HX_EINVAL);
-  assert_int_equal(nl_mlp_cpu(y, NULL, w1, b1, w2, b2, 1, 2, 3, &e), HX_EINVAL);
-  assert_int_equal(nl_mlp_cpu(NULL, NULL, NULL, NULL, NULL, NULL, 0, 2, 3, &e), HX_OK); /* no rows */
+  assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 0, 3, NL_MLP_GELU, &e), HX_EINVAL);
+  assert_int_equal(nl_mlp_cpu(y, NULL, w1, b1, w2, b2, 1, 2, 3, NL_MLP_GELU, &e), HX_EINVAL);
+  assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 2, 3, (nl_mlp_kind)7, &e), HX_EINVAL);
+  assert_int_equal(nl_mlp_cpu(NULL, NULL, NULL, NULL, NULL, NULL, 0, 2, 3, NL_MLP_GELU, &e), HX_OK); /* no rows */
+  /* the widths the GPU kernel takes */
+  assert_true(nl_mlp_gpu_takes(32, 128, NL_MLP_GELU) && nl_mlp_gpu_takes(64, 256, NL_MLP_GELU));
+  assert_false(nl_mlp_gpu_takes(48, 192, NL_MLP_GELU) || nl_mlp_gpu_takes(64, 128, NL_MLP_GELU));
+  for (size_t c = 16; c <= 128; c += 16)
+    assert_int_equal(nl_mlp_gpu_takes(c, 4 * c, NL_MLP_SWIGLU), c == 32 || c == 48 || c == 64 || c == 80);
+  assert_false(nl_mlp_gpu_takes(48, 96, NL_MLP_SWIGLU) || nl_mlp_gpu_takes(32, 128, (nl_mlp_kind)7));
 }
 
 /* ---- residual add -------------------------------------------------------------------------------- */

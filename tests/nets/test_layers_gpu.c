@@ -22,8 +22,10 @@
  *                  row's rounding to dtype, as the kernel multiplies it in dtype) + eps |ref| + 2^-20 sum_h |w2_h|
  *                  (|h_h| + 1.13 s_h) (fp32 sums; s_h = sum_c |x_c w1_hc| + |b1_h|) + sum_h |w2_h| (4.74e-4 +
  *                  2^-12 s_h) (the kernel's GELU is the tanh form on tanh.approx: the form's gap to erf, and the
- *                  hardware tanh's 2^-11 relative error times |v| / 2 <= s_h / 2) + 1e-6; the guard row past y
- *                  keeps its poison, so no row past `rows` is written.
+ *                  hardware tanh's 2^-11 relative error times |v| / 2 <= s_h / 2) + 1e-6; SwiGLU (h = silu(a) b,
+ *                  |a| <= s_a, |b| <= s_b) the same with 2^-20 sum_h |w2_h| (|h_h| + 2.2 s_a s_b) for the fp32 sums
+ *                  (silu's slope <= 1.1) and sum_h |w2_h| 2^-12 s_a s_b for silu's hardware tanh; the guard row past
+ *                  y keeps its poison, so no row past `rows` is written.
  *   affine_act, swiglu   |err| <= eps |ref| + 2^-20 (sum of the magnitudes entering the last fp32 operation) + 1e-6.
  *   add, gather, conversions, segment max   exact (bit for bit; any NaN matches any NaN).
  */
@@ -295,33 +297,38 @@ static void test_linear(void **state) {
 
 /* ---- fused MLP --------------------------------------------------------------------------------------- */
 
-/* y [rows, C] += fc2(GELU(fc1(x))), weights of Linear's scale (pre-activations of order 1), y0 random; nb: no biases */
-static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, int nb) {
+/* y [rows, C] += fc2(act(fc1(x))), weights of Linear's scale (pre-activations of order 1), y0 random; nb: no biases;
+ * kind GELU (fc1 [H, C]) or SwiGLU (fc1 [2H, C]) */
+static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl_mlp_kind kind, int nb) {
   const double eps = eps_of(dt);
-  const uint64_t seed = case_seed(t, 31 + (uint64_t)dt * 2 + (uint64_t)nb, rows, C);
-  uint16_t *hx = xmalloc(rows * C * 2), *hw1 = xmalloc(H * C * 2), *hw2 = xmalloc(C * H * 2), *hb1 = xmalloc(H * 2);
+  const int swi = kind == NL_MLP_SWIGLU;
+  const size_t H1 = swi ? 2 * H : H;
+  /* GELU keeps its earlier seeds (31 + 2 dt + nb) */
+  const uint64_t seed = case_seed(t, (swi ? 61 : 31) + (uint64_t)dt * 2 + (uint64_t)nb, rows, C);
+  uint16_t *hx = xmalloc(rows * C * 2), *hw1 = xmalloc(H1 * C * 2), *hw2 = xmalloc(C * H * 2), *hb1 = xmalloc(H1 * 2);
   uint16_t *hb2 = xmalloc(C * 2), *hy0 = xmalloc(rows * C * 2), *hy = xmalloc((rows + 1) * C * 2);
-  float *w1 = xmalloc(H * C * 4), *w2 = xmalloc(C * H * 4), *b1 = xmalloc(H * 4), *b2 = xmalloc(C * 4);
-  float *xr = xmalloc(C * 4), *yr = xmalloc(C * 4), *h = xmalloc(H * 4), *s1 = xmalloc(H * 4);
+  float *w1 = xmalloc(H1 * C * 4), *w2 = xmalloc(C * H * 4), *b1 = xmalloc(H1 * 4), *b2 = xmalloc(C * 4);
+  float *xr = xmalloc(C * 4), *yr = xmalloc(C * 4), *h = xmalloc(H1 * 4), *h1 = xmalloc(H1 * 4), *s1 = xmalloc(H1 * 4);
   size_t *sel = xmalloc(96 * sizeof *sel);
   const size_t nsel = pick_rows(rows, sel, seed);
   fill(dt, hx, NULL, rows * C, seed, 1, 1.0f, 0.0f);
-  fill(dt, hw1, w1, H * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
+  fill(dt, hw1, w1, H1 * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
   fill(dt, hw2, w2, C * H, seed, 3, (float)(2.0 / sqrt((double)H)), 0.0f);
-  fill(dt, hb1, b1, H, seed, 4, 0.5f, 0.0f);
+  fill(dt, hb1, b1, H1, seed, 4, 0.5f, 0.0f);
   fill(dt, hb2, b2, C, seed, 5, 0.5f, 0.0f);
   fill(dt, hy0, NULL, rows * C, seed, 6, 1.0f, 0.0f);
-  void *dx = dmalloc(rows * C * 2), *dy = dmalloc((rows + 1) * C * 2), *dw1 = dmalloc(H * C * 2);
-  void *dw2 = dmalloc(C * H * 2), *db1 = dmalloc(H * 2), *db2 = dmalloc(C * 2);
-  h2d(dx, hx, rows * C * 2), h2d(dw1, hw1, H * C * 2), h2d(dw2, hw2, C * H * 2), h2d(db1, hb1, H * 2);
+  void *dx = dmalloc(rows * C * 2), *dy = dmalloc((rows + 1) * C * 2), *dw1 = dmalloc(H1 * C * 2);
+  void *dw2 = dmalloc(C * H * 2), *db1 = dmalloc(H1 * 2), *db2 = dmalloc(C * 2);
+  h2d(dx, hx, rows * C * 2), h2d(dw1, hw1, H1 * C * 2), h2d(dw2, hw2, C * H * 2), h2d(db1, hb1, H1 * 2);
   h2d(db2, hb2, C * 2);
   poison(dy, (rows + 1) * C * 2);
   h2d(dy, hy0, rows * C * 2);
   tally ta;
-  tally_init(&ta, "mlp %s rows %zu C %zu H %zu%s", net_dtype_name(dt), rows, C, H, nb ? " no bias" : "");
+  tally_init(&ta, "mlp %s %s rows %zu C %zu H %zu%s", swi ? "swiglu" : "gelu", net_dtype_name(dt), rows, C, H,
+             nb ? " no bias" : "");
   hx_err err = {HX_OK, ""};
   size_t bad = 0;
-  if (sync_status(t, nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, dt, t->stream, &err),
+  if (sync_status(t, nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, dt, t->stream, &err),
                   &err, ta.what) != HX_OK) {
     bad = 1;
   } else {
@@ -332,9 +339,14 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, in
       const size_t r = sel[k];
       to_f32(dt, xr, hx + r * C, C);
       to_f32(dt, yr, hy0 + r * C, C);
-      assert_int_equal(nl_mlp_cpu(yr, xr, w1, nb ? NULL : b1, w2, nb ? NULL : b2, 1, C, H, NULL), HX_OK);
-      assert_int_equal(nl_linear_cpu(h, xr, w1, nb ? NULL : b1, 1, C, H, NL_ACT_GELU, 0, NULL), HX_OK);
-      for (size_t j = 0; j < H; ++j) {
+      assert_int_equal(nl_mlp_cpu(yr, xr, w1, nb ? NULL : b1, w2, nb ? NULL : b2, 1, C, H, kind, NULL), HX_OK);
+      if (swi) {
+        assert_int_equal(nl_linear_cpu(h1, xr, w1, nb ? NULL : b1, 1, C, H1, NL_ACT_NONE, 0, NULL), HX_OK);
+        assert_int_equal(nl_swiglu_cpu(h, h1, 1, H, NULL), HX_OK);
+      } else {
+        assert_int_equal(nl_linear_cpu(h, xr, w1, nb ? NULL : b1, 1, C, H, NL_ACT_GELU, 0, NULL), HX_OK);
+      }
+      for (size_t j = 0; j < H1; ++j) {
         double s = nb ? 0.0 : fabs((double)b1[j]);
         for (size_t c = 0; c < C; ++c) s += fabs((double)xr[c] * (double)w1[j * C + c]);
         s1[j] = (float)s;
@@ -344,8 +356,14 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, in
         for (size_t j = 0; j < H; ++j) {
           const double w = fabs((double)w2[o * H + j]);
           sh += w * fabs((double)h[j]);
-          sf += w * (fabs((double)h[j]) + 1.13 * (double)s1[j]);
-          sg += w * (GELU_TANH_MAX_DIFF + 0x1p-12 * (double)s1[j]);
+          if (swi) { /* |a| <= s_a, |b| <= s_b; silu's slope <= 1.1; the hardware tanh 2^-11 relative in silu */
+            const double ab = (double)s1[j] * (double)s1[H + j];
+            sf += w * (fabs((double)h[j]) + 2.2 * ab);
+            sg += w * 0x1p-12 * ab;
+          } else {
+            sf += w * (fabs((double)h[j]) + 1.13 * (double)s1[j]);
+            sg += w * (GELU_TANH_MAX_DIFF + 0x1p-12 * (double)s1[j]);
+          }
         }
         const double tol = eps * sh + eps * fabs((double)yr[o]) + 0x1p-20 * sf + sg + 1e-6;
         tally_close(&ta, r * C + o, (double)net_to_float(dt, hy[r * C + o]), (double)yr[o], tol);
@@ -355,19 +373,25 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, in
   }
   cudaFree(dx), cudaFree(dy), cudaFree(dw1), cudaFree(dw2), cudaFree(db1), cudaFree(db2);
   free(hx), free(hw1), free(hw2), free(hb1), free(hb2), free(hy0), free(hy), free(w1), free(w2), free(b1), free(b2);
-  free(xr), free(yr), free(h), free(s1), free(sel);
+  free(xr), free(yr), free(h), free(h1), free(s1), free(sel);
   return bad;
 }
 
 static void test_mlp(void **state) {
   tctx *t = *state;
-  static const size_t shapes[][2] = {{32, 128}, {64, 256}};
+  static const struct { size_t C, H; nl_mlp_kind kind; } shapes[] = {
+      {32, 128, NL_MLP_GELU},   {64, 256, NL_MLP_GELU},   {32, 128, NL_MLP_SWIGLU},
+      {48, 192, NL_MLP_SWIGLU}, {64, 256, NL_MLP_SWIGLU}, {80, 320, NL_MLP_SWIGLU}};
+  const size_t ns = sizeof shapes / sizeof shapes[0];
   size_t bad = 0;
   for (int d = 0; d < 2; ++d)
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri)
-      for (size_t si = 0; si < 2; ++si) bad += run_mlp(t, (net_dtype)d, kRows[ri], shapes[si][0], shapes[si][1], 0);
-  bad += run_mlp(t, NET_F16, 1000, 64, 256, 1);
-  bad += run_mlp(t, NET_BF16, 129, 32, 128, 1);
+      for (size_t si = 0; si < ns; ++si)
+        bad += run_mlp(t, (net_dtype)d, kRows[ri], shapes[si].C, shapes[si].H, shapes[si].kind, 0);
+  bad += run_mlp(t, NET_F16, 1000, 64, 256, NL_MLP_GELU, 1);
+  bad += run_mlp(t, NET_BF16, 129, 32, 128, NL_MLP_GELU, 1);
+  bad += run_mlp(t, NET_F16, 1000, 48, 192, NL_MLP_SWIGLU, 1);
+  bad += run_mlp(t, NET_BF16, 300, 80, 320, NL_MLP_SWIGLU, 1);
   assert_int_equal(bad, 0);
 }
 
@@ -897,14 +921,19 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_layernorm_add_gpu(d, d + 2049, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL); /* unaligned */
   assert_int_equal(nl_affine_act_gpu(d, d + 2048, f, f, 4, 0, NL_ACT_NONE, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_affine_act_gpu(d, d + 2048, f, f, 4, 8, (nl_act)2, NET_F16, s, &err), HX_EINVAL);
-  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 128, 512, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 128, 512, NL_MLP_GELU, NET_F16, s, &err),
+                   HX_EUNSUPPORTED);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 96, 384, NL_MLP_SWIGLU, NET_F16, s, &err),
+                   HX_EUNSUPPORTED);
   assert_non_null(strstr(err.msg, "(64, 256)"));
-  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 64, NET_F16, s, &err), HX_EUNSUPPORTED);
-  assert_int_equal(nl_mlp_gpu(d, d + 64, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 64, NL_MLP_GELU, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_mlp_gpu(d, d + 64, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16, s, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "overlap"));
-  assert_int_equal(nl_mlp_gpu(d, d + 2049, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NET_F16, s, &err), HX_EUNSUPPORTED);
-  assert_int_equal(nl_mlp_gpu(d, NULL, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NET_F16, s, &err), HX_EINVAL);
-  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, (net_dtype)3, s, &err), HX_EINVAL);
+  assert_int_equal(nl_mlp_gpu(d, d + 2049, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_mlp_gpu(d, NULL, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, (net_dtype)3, s, &err), HX_EINVAL);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, (nl_mlp_kind)2, NET_F16, s, &err),
+                   HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 2048, 4, 0, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 4, 4, 8, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_add_gpu(NULL, d, 4, NET_F16, s, &err), HX_EINVAL);

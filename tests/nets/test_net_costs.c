@@ -112,6 +112,34 @@ static void test_ptv3_gemm(void **state) {
   }
   assert_true(find(t.cost, t.n, "qkv")->gemm_flops == qkv);
   assert_true(find(t.cost, t.n, "qkv")->bytes == qkv_bytes);
+  /* the MLP: 16 n C^2 FLOPs either way; bytes of one fused operation at C = 32 and 64 (the hidden row on chip), of
+   * two Linears elsewhere and at every width with mlp_fused off */
+  for (int fused = 1; fused >= 0; fused--) {
+    net_config c = t.cfg;
+    c.mlp_fused = fused;
+    net_cost cm[NET_COSTS_MAX];
+    size_t nm = 0;
+    hx_err e;
+    assert_int_equal(net_ptv3_costs_from_shape(&c, &t.cs, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
+    double mf = 0, mb = 0;
+    int seen = 0;
+    for (int l = 0; l < cfg->levels; l++) {
+      const double n = (double)t.s.lv[l].n;
+      side sd[2];
+      const int ns = ptv3_sides(cfg, l, sd);
+      for (int k = 0; k < ns; k++) {
+        const double C = sd[k].C, H = 4.0 * C;
+        const int one = fused && (C == 32 || C == 64);
+        seen |= one;
+        mf += sd[k].depth * 16.0 * n * C * C;
+        mb += sd[k].depth * 2.0 * (one ? 3.0 * n * C + 2.0 * C * H + H + C
+                                       : (n * C + n * H + C * H + H) + (n * H + n * C + H * C + C + n * C));
+      }
+    }
+    assert_true(seen == fused); /* ptv3-tiny has blocks of 32 and 64 channels */
+    assert_true(find(cm, nm, "mlp")->gemm_flops == mf);
+    assert_true(fabs(find(cm, nm, "mlp")->bytes - mb) <= 1e-12 * mb);
+  }
   assert_true(find(t.cost, t.n, "cpe")->gemm_flops == cpe);
   /* level 0 alone: one point more there adds the qkv Linears of its blocks, an encoder and a decoder block of 16
    * channels in ptv3-tiny: 2 x (2 16 48) FLOPs, and nothing to any other level's */

@@ -73,13 +73,13 @@ static void free_case(tcase *t) {
 
 /* Create, prepare, run, check; returns the report; logits (when asked) of that forward. force: net_config's
  * spconv_force (0: the main path's variants); rehash, fill: net_config's rehash and bucket_fill for Flash3D (-1:
- * the configuration's); mlp: net_config's mlp_fused (PTv3). */
+ * the configuration's); mlp: net_config's mlp_fused (PTv3; -1: the configuration's). */
 static hx_status run_check(const char *model, net_dtype dt, const tcase *t, net_params *p, net_check_report *rep,
                            int planted, int force, int rehash, double fill, int mlp, hx_err *err) {
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, model, err), HX_OK);
   cfg.spconv_force = force;
-  cfg.mlp_fused = mlp;
+  if (mlp >= 0) cfg.mlp_fused = mlp;
   if (rehash >= 0) cfg.rehash = rehash;
   if (fill >= 0) cfg.bucket_fill = fill;
   cudaStream_t s;
@@ -115,7 +115,7 @@ static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t
   net_check_report rep;
   hx_status st = run_check(model, dt, &t, &p, &rep, 0, force, rehash, fill, mlp, &err);
   if (force) printf("(xCPE on spconv v%d) ", force - 1);
-  if (mlp) printf("(fused MLP) ");
+  if (mlp == 0) printf("(MLP as two Linears) ");
   if (rehash == 0) printf("(rehash off) ");
   if (fill >= 0) printf("(bucket fill %.2f) ", fill);
   printf("%s %s B=%u n=%zu: rel L2 %.3e (tol %.1e), max |diff| %.3g, ref rms %.3g%s%s\n", model, net_dtype_name(dt), B,
@@ -127,7 +127,7 @@ static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t
 }
 
 static void check_model(const char *model, net_dtype dt, uint32_t B, size_t n) {
-  check_model_opts(model, dt, B, n, 0, -1, -1, 0);
+  check_model_opts(model, dt, B, n, 0, -1, -1, -1);
 }
 
 static void test_ptv3_tiny_f16(void **state) {
@@ -162,15 +162,37 @@ static void test_ptv3_tiny_spconv_variants(void **state) {
       continue;
     }
     assert_int_equal(q, HX_OK);
-    check_model_opts("ptv3-tiny", NET_F16, 2, 2500, 1 + v->id, -1, -1, 0);
+    check_model_opts("ptv3-tiny", NET_F16, 2, 2500, 1 + v->id, -1, -1, -1);
   }
 }
 
-/* PTv3's MLP at C = 32 and 64 as nl_mlp_gpu (f3dbench net --mlp fused), fp16 and bf16, one and two clouds */
-static void test_ptv3_tiny_mlp_fused(void **state) {
+/* PTv3's MLP at C = 32 and 64 is nl_mlp_gpu on the main path (the other tests check it); here the ablation, fc1 and
+ * fc2 as two cuBLASLt Linears (f3dbench net --mlp linear), fp16 and bf16, one and two clouds */
+static void test_ptv3_tiny_mlp_linear(void **state) {
   (void)state;
-  check_model_opts("ptv3-tiny", NET_F16, 1, 3000, 0, -1, -1, 1);
-  check_model_opts("ptv3-tiny", NET_BF16, 2, 2500, 0, -1, -1, 1);
+  net_config cfg;
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
+  assert_int_equal(cfg.mlp_fused, 1);
+  check_model_opts("ptv3-tiny", NET_F16, 1, 3000, 0, -1, -1, 0);
+  check_model_opts("ptv3-tiny", NET_BF16, 2, 2500, 0, -1, -1, 0);
+}
+
+/* Flash3D's SwiGLU MLP: nl_mlp_gpu on the main path where it takes the width (flash3d-tiny's levels of 32 and 64
+ * channels; the other tests check it), here the ablation, fc1, SwiGLU and fc2 unfused (--mlp linear) */
+static void test_flash3d_tiny_mlp_linear(void **state) {
+  (void)state;
+  net_config cfg;
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(net_config_named(&cfg, "flash3d-46m", &err), HX_OK);
+  assert_int_equal(cfg.mlp_fused, 1);
+  assert_int_equal(net_config_named(&cfg, "flash3d-tiny", &err), HX_OK);
+  int takes = 0;
+  for (int l = 0; l < cfg.levels; l++)
+    takes |= nl_mlp_gpu_takes((size_t)cfg.enc_channels[l], 4 * (size_t)cfg.enc_channels[l], NL_MLP_SWIGLU);
+  assert_true(takes); /* the main path's tests do run the fused kernel */
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, -1, 0);
+  check_model_opts("flash3d-tiny", NET_BF16, 1, 3000, 0, -1, -1, 0);
 }
 
 static void test_flash3d_tiny_f16(void **state) {
@@ -188,10 +210,10 @@ static void test_flash3d_tiny_bf16(void **state) {
  * and without rehashing. */
 static void test_flash3d_tiny_rehash_off_and_fill(void **state) {
   (void)state;
-  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, -1, 0);
-  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, 0, -1, 0);
-  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, 0.6, 0);
-  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, 0.6, 0);
+  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, -1, -1);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, 0, -1, -1);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, 0.6, -1);
+  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, 0.6, -1);
 }
 
 /* The check must fail when the reference and the GPU weights differ. */
@@ -208,7 +230,7 @@ static void test_check_catches_planted(void **state) {
     memset(&t, 0, sizeof t);
     make_case(&t, 1, 2000, g_seed);
     net_check_report rep;
-    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, 0, -1, -1, 0, &err), HX_ECHECK);
+    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, 0, -1, -1, -1, &err), HX_ECHECK);
     printf("%s planted: rel L2 %.3g > tol %.1e (refused as it should be)\n", models[m], rep.rel_l2, rep.tol);
     free_case(&t);
     net_params_free(&p);
@@ -305,7 +327,8 @@ int main(void) {
           (unsigned long long)g_seed);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ptv3_tiny_f16),     cmocka_unit_test(test_ptv3_tiny_bf16),
-      cmocka_unit_test(test_ptv3_tiny_spconv_variants), cmocka_unit_test(test_ptv3_tiny_mlp_fused),
+      cmocka_unit_test(test_ptv3_tiny_spconv_variants), cmocka_unit_test(test_ptv3_tiny_mlp_linear),
+      cmocka_unit_test(test_flash3d_tiny_mlp_linear),
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),
