@@ -16,6 +16,9 @@ set style fill solid 0.9 border rgb "white"
 set boxwidth 0.55
 set yrange [0:*]
 set offsets 0, 0, graph 0.08, 0
+# bar names such as "flash3d-46m-windows 600k" overlap side by side: slanted, ending under their bar
+set xtics rotate by 25 right nomirror
+set bmargin 7
 set linetype 1 lc rgb "#4e79a7"
 set linetype 2 lc rgb "#f28e2b"
 set linetype 3 lc rgb "#e15759"
