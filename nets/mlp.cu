@@ -88,7 +88,7 @@ __device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, size_t r0
 }
 
 template <typename T, int C, int H, bool SWI>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     mlp_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
                const uint16_t *__restrict__ b1, const uint16_t *__restrict__ w2, const uint16_t *__restrict__ b2,
                size_t rows, size_t tiles) {
