@@ -34,7 +34,7 @@ static void net_usage(FILE *f) {
           "usage: f3dbench net --model NAME [--points N | --input FILE] [--batch B] [--dtype fp16|bf16]\n"
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
-          "                    [--mlp fused|linear] [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
+          "                    [--mlp fused|partial|linear] [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -57,9 +57,11 @@ static void net_usage(FILE *f) {
           "  --device D         gpu (default when built with CUDA) or cpu (the fp32 reference forward alone)\n"
           "  --spconv VARIANT   PTv3 on the GPU: the k = 3 (xCPE) convolutions' variant (v0, v1, v3 ...; default:\n"
           "                     the best for each width, the main path), an ablation; checked like the default\n"
-          "  --mlp fused|linear on the GPU: the blocks' MLP as one kernel that keeps the hidden row on chip where\n"
-          "                     it takes the width (fused, the default: PTv3 at C = 32 and 64, Flash3D at C = 32,\n"
-          "                     48, 64 and 80), or as cuBLASLt Linears (and Flash3D's SwiGLU pass) everywhere\n"
+          "  --mlp fused|partial|linear  on the GPU: the blocks' MLP as one kernel that keeps the hidden row on\n"
+          "                     chip where it takes the width (fused, the default: PTv3 at C = 32 and 64, Flash3D\n"
+          "                     at C = 32, 48, 64 and 80; Flash3D's wider blocks up to C = 256 run fc1 + SwiGLU as\n"
+          "                     one kernel); partial: Flash3D's fc1 + SwiGLU kernel wherever it takes the width, no\n"
+          "                     whole-MLP kernel; linear: cuBLASLt Linears (and Flash3D's SwiGLU pass) everywhere\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
           "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
@@ -77,7 +79,7 @@ typedef struct net_cli {
   net_dtype dt;
   int graph, cpu;
   const char *spconv; /* --spconv: a variant name, or NULL */
-  int mlp;            /* --mlp: -1 not given, 0 linear, 1 fused */
+  int mlp;            /* --mlp: -1 not given, 0 linear, 1 fused, 2 partial */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
@@ -381,8 +383,9 @@ int f3d_cmd_net(int argc, char **argv) {
     case 'S': o.spconv = optarg; break;
     case 'P':
       if (strcmp(optarg, "fused") == 0) o.mlp = 1;
+      else if (strcmp(optarg, "partial") == 0) o.mlp = 2;
       else if (strcmp(optarg, "linear") == 0) o.mlp = 0;
-      else return f3d_fail("net", "--mlp '%s': fused or linear", optarg), 2;
+      else return f3d_fail("net", "--mlp '%s': fused, partial or linear", optarg), 2;
       break;
     case 'H':
       if (strcmp(optarg, "on") == 0) o.rehash = 1;
@@ -418,6 +421,8 @@ int f3d_cmd_net(int argc, char **argv) {
     }
   }
   if (o.mlp >= 0) {
+    if (o.mlp == 2 && cfg.kind != 1)
+      return f3d_fail("net", "--mlp partial: %s has no SwiGLU MLP (Flash3D models only)", cfg.name), 2;
     cfg.mlp_fused = o.mlp;
   }
   if (o.rehash >= 0) {
@@ -450,7 +455,7 @@ int f3d_cmd_net(int argc, char **argv) {
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
            o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
            o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
-           !cfg.mlp_fused && !o.cpu ? ", MLP unfused (--mlp linear)" : "",
+           !o.cpu && cfg.mlp_fused != 1 ? (cfg.mlp_fused ? ", MLP partly fused (--mlp partial)" : ", MLP unfused (--mlp linear)") : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

@@ -170,6 +170,26 @@ hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1,
   return st;
 }
 
+/* ---- fc1 + SwiGLU -------------------------------------------------------------------------------- */
+
+int nl_linear_swiglu_gpu_takes(size_t C, size_t H) { return C >= 32 && C <= 256 && C % 32 == 0 && H >= 64 && H % 64 == 0; }
+
+hx_status nl_linear_swiglu_cpu(float *y, const float *x, const float *w1, const float *b1, size_t rows, size_t C,
+                               size_t H, hx_err *err) {
+  if (C == 0 || H == 0) return hx_errf(err, HX_EINVAL, "nl_linear_swiglu_cpu: C = %zu, H = %zu", C, H);
+  if (rows == 0) return HX_OK;
+  if (!y || !x || !w1) return hx_errf(err, HX_EINVAL, "nl_linear_swiglu_cpu: NULL y, x or w1");
+  float *h = malloc(2 * H * sizeof *h);
+  if (!h) return hx_errf(err, HX_ENOMEM, "nl_linear_swiglu_cpu: %zu floats", 2 * H);
+  hx_status st = HX_OK;
+  for (size_t r = 0; r < rows && st == HX_OK; ++r) {
+    st = nl_linear_cpu(h, x + r * C, w1, b1, 1, C, 2 * H, NL_ACT_NONE, 0, err);
+    if (st == HX_OK) st = nl_swiglu_cpu(y + r * H, h, 1, H, err);
+  }
+  free(h);
+  return st;
+}
+
 /* ---- SwiGLU ---------------------------------------------------------------------------------------- */
 
 hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err) {

@@ -53,6 +53,12 @@ hx_status nl_swiglu_gpu(void *d_y, const void *d_x, size_t rows, size_t H, net_d
   return NL_NODEV("nl_swiglu_gpu");
 }
 
+hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, size_t rows, size_t C,
+                               size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_w1, (void)d_b1, (void)rows, (void)C, (void)H, (void)dt, (void)stream;
+  return NL_NODEV("nl_linear_swiglu_gpu");
+}
+
 hx_status nl_add_gpu(void *d_y, const void *d_x, size_t n, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   (void)d_y, (void)d_x, (void)n, (void)dt, (void)stream;
   return NL_NODEV("nl_add_gpu");

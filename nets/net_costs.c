@@ -15,6 +15,8 @@
  *                  configuration asks for it), fc1 f H wide (GELU f = 1, SwiGLU f = 2): gemm 2 n C H (f + 1); bytes
  *                  E (3 n C + (f + 1) C H + f H + C) (x read, y read and written, both weights and biases; the hidden
  *                  row stays on chip)
+ *   fc1 + SwiGLU   one operation (nl_linear_swiglu_gpu, Flash3D's wider blocks): gemm 4 n C H; bytes E (n C + n H +
+ *                  2 C H + 2 H) (x read, the H-wide SwiGLU output written, fc1's weights and bias)
  *   LayerNorm      bytes 2 E n C + 8 C
  *   BN (+ GELU)    bytes 2 E n C + 8 C (folded affine)
  *   residual add   bytes 3 E n C (y += x: read both, write y)
@@ -100,6 +102,9 @@ static void op_mlp(cost_acc *a, int k, double n, double C, double H, int swiglu)
   const double f = swiglu ? 2.0 : 1.0; /* fc1 is f H wide */
   add(a, k, 2.0 * n * C * H * (f + 1.0), 0.0, E * (3.0 * n * C + (f + 1.0) * C * H + f * H + C));
 }
+static void op_linear_swiglu(cost_acc *a, int k, double n, double C, double H) {
+  add(a, k, 4.0 * n * C * H, 0.0, E * (n * C + n * H + 2.0 * C * H + 2.0 * H));
+}
 static void op_layernorm(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 8.0 * C); }
 static void op_affine(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 8.0 * C); }
 static void op_add(cost_acc *a, int k, double values) { add(a, k, 0.0, 0.0, 3.0 * E * values); }
@@ -174,7 +179,7 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
   op_gather(a, C_GATHER, n, C); /* gather.out */
   op_linear(a, C_PROJ, n, C, C, 1);
   op_layernorm(a, C_NORM, n, C); /* norm.2 */
-  if (cfg->mlp_fused && nl_mlp_gpu_takes(Cs, (size_t)cfg->mlp_ratio * Cs, NL_MLP_GELU)) {
+  if (cfg->mlp_fused == 1 && nl_mlp_gpu_takes(Cs, (size_t)cfg->mlp_ratio * Cs, NL_MLP_GELU)) {
     op_mlp(a, C_MLP, n, C, R * C, 0);
   } else {
     op_linear(a, C_MLP, n, C, R * C, 0);
@@ -255,8 +260,11 @@ static hx_status f3d_block(cost_acc *a, const net_config *cfg, const net_f3d_lev
   op_attn(a, C_ATTN, n, C, sq);
   op_linear(a, C_PROJ, n, C, C, 1);
   op_layernorm(a, C_MLP, n, C);
-  if (cfg->mlp_fused && nl_mlp_gpu_takes((size_t)C, (size_t)(r * C), NL_MLP_SWIGLU)) {
+  if (cfg->mlp_fused == 1 && nl_mlp_gpu_takes((size_t)C, (size_t)(r * C), NL_MLP_SWIGLU)) {
     op_mlp(a, C_MLP, n, C, r * C, 1);
+  } else if (cfg->mlp_fused && nl_linear_swiglu_gpu_takes((size_t)C, (size_t)(r * C))) {
+    op_linear_swiglu(a, C_MLP, n, C, r * C);
+    op_linear(a, C_MLP, n, r * C, C, 1);
   } else {
     op_linear(a, C_MLP, n, C, 2.0 * r * C, 0);
     op_swiglu(a, C_MLP, n, r * C);

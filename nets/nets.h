@@ -117,6 +117,19 @@ int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind);
 hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err);
 hx_status nl_swiglu_gpu(void *d_y, const void *d_x, size_t rows, size_t H, net_dtype dt, struct CUstream_st *stream,
                         hx_err *err);
+/* fc1 and SwiGLU as one GEMM, for the blocks too wide for nl_mlp_gpu: y [rows, H] = silu(x w1[:H]^T + b1[:H]) *
+ * (x w1[H:]^T + b1[H:]), w1 [2H, C] and b1 [2H] (NULL: none) as Linear's; the CPU reference is nl_linear_cpu then
+ * nl_swiglu_cpu. nl_linear_swiglu_gpu (nets/mlp.cu) keeps fc1's 2H-wide row on chip: it writes H values a row
+ * where fc1 and the SwiGLU pass write 2H and H and read 2H; silu on the hardware tanh, y rounded once. x, y, w1 in
+ * dtype, 16-byte aligned (HX_EUNSUPPORTED otherwise, and for (C, H) nl_linear_swiglu_gpu_takes refuses); x and y
+ * not overlapping (HX_EINVAL). rows may be 0. */
+hx_status nl_linear_swiglu_cpu(float *y, const float *x, const float *w1, const float *b1, size_t rows, size_t C,
+                               size_t H, hx_err *err);
+hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, size_t rows, size_t C,
+                               size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+/* 1 when nl_linear_swiglu_gpu takes (C, H): C a multiple of 32 up to 256 (the whole reduction in shared memory),
+ * H a multiple of 64 (host; any build). */
+int nl_linear_swiglu_gpu_takes(size_t C, size_t H);
 
 /* y += x (residual add), elementwise over n values. */
 hx_status nl_add_cpu(float *y, const float *x, size_t n, hx_err *err);
@@ -383,9 +396,11 @@ typedef struct net_config {
   int spconv_force;      /* PTv3 on the GPU: 0 = spc_variant_main for every convolution (the default); 1 + id =
                           * variant id for the k = 3 (xCPE) ones, an ablation (a width it refuses is an error) */
   int mlp_fused;         /* on the GPU: 1 = nl_mlp_gpu for the blocks whose (C, 4C) it takes (PTv3's GELU MLP at C
-                          * 32 and 64, Flash3D's SwiGLU MLP at C 32, 48, 64 and 80; the default, docs/nets.md
-                          * "The fused MLP"), 0 = nl_linear_gpu calls (and Flash3D's nl_swiglu_gpu) at every
-                          * width (an ablation) */
+                          * 32 and 64, Flash3D's SwiGLU MLP at C 32, 48, 64 and 80) and, for Flash3D's other
+                          * blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width (the default,
+                          * docs/nets.md "The fused MLP"); 2 = Flash3D: nl_linear_swiglu_gpu wherever it takes
+                          * the width, never nl_mlp_gpu (an ablation); 0 = nl_linear_gpu calls (and Flash3D's
+                          * nl_swiglu_gpu) at every width (an ablation) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

@@ -444,7 +444,25 @@ static void test_mlp(void **state) {
     assert_int_equal(nl_linear_cpu(yb + r * C, h, ww2, bb2, 1, H, C, NL_ACT_NONE, 1, NULL), HX_OK);
   }
   assert_memory_equal(ya, yb, sizeof ya);
+  /* fc1 + SwiGLU alone (nl_linear_swiglu_cpu): the Linear and SwiGLU it stands for, bit for bit, and by hand (the
+   * hidden row of the SwiGLU case above, without fc2: 8 / (1 + e^-2)) */
+  float gsw[R * H], gref[R * H];
+  assert_int_equal(nl_linear_swiglu_cpu(gsw, xx, sww1, sbb1, R, C, H, NULL), HX_OK);
+  for (int r = 0; r < R; ++r) {
+    assert_int_equal(nl_linear_cpu(h2, xx + r * C, sww1, sbb1, 1, C, 2 * H, NL_ACT_NONE, 0, NULL), HX_OK);
+    assert_int_equal(nl_swiglu_cpu(gref + r * H, h2, 1, H, NULL), HX_OK);
+  }
+  assert_memory_equal(gsw, gref, sizeof gsw);
+  float g1[1];
+  assert_int_equal(nl_linear_swiglu_cpu(g1, sx, sw1, sb1, 1, 2, 1, NULL), HX_OK);
+  assert_float_equal(g1[0], (float)hs, 2e-6f);
   hx_err e = {HX_OK, ""};
+  assert_int_equal(nl_linear_swiglu_cpu(g1, sx, sw1, sb1, 1, 0, 1, &e), HX_EINVAL);
+  assert_int_equal(nl_linear_swiglu_cpu(g1, sx, NULL, sb1, 1, 2, 1, &e), HX_EINVAL);
+  assert_int_equal(nl_linear_swiglu_cpu(NULL, NULL, NULL, NULL, 0, 2, 1, &e), HX_OK); /* no rows */
+  assert_true(nl_linear_swiglu_gpu_takes(96, 384) && nl_linear_swiglu_gpu_takes(256, 64));
+  assert_false(nl_linear_swiglu_gpu_takes(48, 192) || nl_linear_swiglu_gpu_takes(288, 64) ||
+               nl_linear_swiglu_gpu_takes(96, 96));
   assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 0, 3, NL_MLP_GELU, &e), HX_EINVAL);
   assert_int_equal(nl_mlp_cpu(y, NULL, w1, b1, w2, b2, 1, 2, 3, NL_MLP_GELU, &e), HX_EINVAL);
   assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 2, 3, (nl_mlp_kind)7, &e), HX_EINVAL);

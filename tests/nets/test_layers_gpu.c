@@ -395,6 +395,67 @@ static void test_mlp(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* y [rows, H] = silu(x wa^T + ba) * (x wb^T + bb) (nl_linear_swiglu_gpu), weights of Linear's scale; nb: no bias */
+static size_t run_lsw(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, int nb) {
+  const double eps = eps_of(dt);
+  const uint64_t seed = case_seed(t, 71 + (uint64_t)dt * 2 + (uint64_t)nb, rows, C);
+  const size_t H2 = 2 * H;
+  uint16_t *hx = xmalloc(rows * C * 2), *hw1 = xmalloc(H2 * C * 2), *hb1 = xmalloc(H2 * 2), *hy = xmalloc((rows + 1) * H * 2);
+  float *w1 = xmalloc(H2 * C * 4), *b1 = xmalloc(H2 * 4), *xr = xmalloc(C * 4), *yr = xmalloc(H * 4), *s1 = xmalloc(H2 * 4);
+  size_t *sel = xmalloc(96 * sizeof *sel);
+  const size_t nsel = pick_rows(rows, sel, seed);
+  fill(dt, hx, NULL, rows * C, seed, 1, 1.0f, 0.0f);
+  fill(dt, hw1, w1, H2 * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
+  fill(dt, hb1, b1, H2, seed, 4, 0.5f, 0.0f);
+  void *dx = dmalloc(rows * C * 2), *dy = dmalloc((rows + 1) * H * 2), *dw1 = dmalloc(H2 * C * 2), *db1 = dmalloc(H2 * 2);
+  h2d(dx, hx, rows * C * 2), h2d(dw1, hw1, H2 * C * 2), h2d(db1, hb1, H2 * 2);
+  poison(dy, (rows + 1) * H * 2);
+  tally ta;
+  tally_init(&ta, "linear+swiglu %s rows %zu C %zu H %zu%s", net_dtype_name(dt), rows, C, H, nb ? " no bias" : "");
+  hx_err err = {HX_OK, ""};
+  size_t bad = 0;
+  if (sync_status(t, nl_linear_swiglu_gpu(dy, dx, dw1, nb ? NULL : db1, rows, C, H, dt, t->stream, &err), &err,
+                  ta.what) != HX_OK) {
+    bad = 1;
+  } else {
+    d2h(hy, dy, (rows + 1) * H * 2);
+    tally_written(&ta, dt, hy, rows * H);
+    tally_guard(&ta, hy, rows * H, (rows + 1) * H);
+    for (size_t k = 0; k < nsel; ++k) {
+      const size_t r = sel[k];
+      to_f32(dt, xr, hx + r * C, C);
+      assert_int_equal(nl_linear_swiglu_cpu(yr, xr, w1, nb ? NULL : b1, 1, C, H, NULL), HX_OK);
+      for (size_t j = 0; j < H2; ++j) {
+        double sum = nb ? 0.0 : fabs((double)b1[j]);
+        for (size_t c = 0; c < C; ++c) sum += fabs((double)xr[c] * (double)w1[j * C + c]);
+        s1[j] = (float)sum;
+      }
+      for (size_t j = 0; j < H; ++j) { /* rounding once, silu's hardware tanh, fp32 sums (silu's slope <= 1.1) */
+        const double ab = (double)s1[j] * (double)s1[H + j];
+        const double tol = eps * fabs((double)yr[j]) + 0x1p-12 * ab + 0x1p-20 * 2.2 * ab + 1e-6;
+        tally_close(&ta, r * H + j, (double)net_to_float(dt, hy[r * H + j]), (double)yr[j], tol);
+      }
+    }
+    bad = tally_end(&ta, rows == 1000);
+  }
+  cudaFree(dx), cudaFree(dy), cudaFree(dw1), cudaFree(db1);
+  free(hx), free(hw1), free(hb1), free(hy), free(w1), free(b1), free(xr), free(yr), free(s1), free(sel);
+  return bad;
+}
+
+static void test_linear_swiglu(void **state) {
+  tctx *t = *state;
+  static const size_t shapes[][2] = {{32, 64}, {96, 384}, {160, 640}, {192, 768}, {256, 128}};
+  size_t bad = 0;
+  for (int d = 0; d < 2; ++d)
+    for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri)
+      for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si)
+        bad += run_lsw(t, (net_dtype)d, kRows[ri], shapes[si][0], shapes[si][1], 0);
+  bad += run_lsw(t, NET_F16, 1000, 96, 384, 1);
+  bad += run_lsw(t, NET_BF16, 300, 192, 768, 1);
+  assert_int_equal(bad, 0);
+}
+
 /* ---- layernorm ------------------------------------------------------------------------------------- */
 
 /* mode 0: y = LN(x) out of place, 1: in place, 2: y += LN(x) (nl_layernorm_add_gpu) on a random residual y,
@@ -934,6 +995,14 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, (net_dtype)3, s, &err), HX_EINVAL);
   assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, (nl_mlp_kind)2, NET_F16, s, &err),
                    HX_EINVAL);
+  assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 48, 192, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 96, 96, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_linear_swiglu_gpu(d, d + 2049, d + 1024, NULL, 4, 96, 128, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_linear_swiglu_gpu(d, d + 64, d + 1024, NULL, 4, 32, 64, NET_F16, s, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "overlap"));
+  assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, NULL, NULL, 4, 32, 64, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 32, 64, (net_dtype)3, s, &err), HX_EINVAL);
+  assert_int_equal(nl_linear_swiglu_gpu(NULL, NULL, NULL, NULL, 0, 32, 64, NET_F16, s, &err), HX_OK); /* no rows */
   assert_int_equal(nl_swiglu_gpu(d, d + 2048, 4, 0, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 4, 4, 8, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_add_gpu(NULL, d, 4, NET_F16, s, &err), HX_EINVAL);
@@ -987,7 +1056,7 @@ static int teardown(void **state) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_args),          cmocka_unit_test(test_linear),
-      cmocka_unit_test(test_mlp),
+      cmocka_unit_test(test_mlp), cmocka_unit_test(test_linear_swiglu),
       cmocka_unit_test(test_layernorm),         cmocka_unit_test(test_affine_swiglu),
       cmocka_unit_test(test_add_gather_convert), cmocka_unit_test(test_segment_max),
       cmocka_unit_test(test_windows),

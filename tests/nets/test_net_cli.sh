@@ -47,7 +47,8 @@ for f in 0.05 1.5 0 x; do
     "$BIN" net --model flash3d-tiny --bucket-fill "$f" --device cpu
 done
 expect_out 2 "--bucket-fill: ptv3-tiny has no buckets" "$BIN" net --model ptv3-tiny --bucket-fill 0.5 --device cpu
-expect_out 2 "--mlp 'fast': fused or linear" "$BIN" net --model ptv3-tiny --mlp fast --device cpu
+expect_out 2 "--mlp 'fast': fused, partial or linear" "$BIN" net --model ptv3-tiny --mlp fast --device cpu
+expect_out 2 "--mlp partial: ptv3-tiny has no SwiGLU MLP" "$BIN" net --model ptv3-tiny --mlp partial --device cpu
 # flash3d-tiny's buckets hold 64 rows: 3000 points take 64 by the public rule, ceil(3000 / 48) = 63 at 0.75
 expect_out 0 "buckets: 64 of 64 rows per cloud at level 0, 73% full \(the public rule\)" \
   "$BIN" net --model flash3d-tiny --points 3000 --device cpu

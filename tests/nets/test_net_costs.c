@@ -289,6 +289,21 @@ static void test_f3d_one_bucket(void **state) {
       mlp += (dec ? cfg->dec_depth[l] : cfg->enc_depth[l]) * 6.0 * cfg->mlp_ratio * t.lay.lv[l].rows * C * C;
     }
   assert_true(find(t.cost, t.n, "mlp")->gemm_flops == mlp);
+  /* the same FLOPs on every MLP path; the bytes fall from the unfused path (fc1's 2H-wide row written and read, the
+   * SwiGLU output written and read) to fc1 + SwiGLU as one operation (mlp_fused 2; flash3d-tiny's 32 and 64
+   * channels take it) to the whole MLP as one (1, at those widths) */
+  double bytes[3];
+  for (int f = 0; f < 3; f++) {
+    net_config c = t.cfg;
+    c.mlp_fused = f;
+    net_cost cm[NET_COSTS_MAX];
+    size_t nm = 0;
+    hx_err e;
+    assert_int_equal(net_flash3d_costs_from_layouts(&c, &t.s, &t.lay, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
+    assert_true(find(cm, nm, "mlp")->gemm_flops == mlp);
+    bytes[f] = find(cm, nm, "mlp")->bytes;
+  }
+  assert_true(bytes[1] < bytes[2] && bytes[2] < bytes[0]);
   f3d_free(&t);
 }
 

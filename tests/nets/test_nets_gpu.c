@@ -115,7 +115,8 @@ static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t
   net_check_report rep;
   hx_status st = run_check(model, dt, &t, &p, &rep, 0, force, rehash, fill, mlp, &err);
   if (force) printf("(xCPE on spconv v%d) ", force - 1);
-  if (mlp == 0) printf("(MLP as two Linears) ");
+  if (mlp == 0) printf("(MLP unfused) ");
+  if (mlp == 2) printf("(fc1 + SwiGLU fused) ");
   if (rehash == 0) printf("(rehash off) ");
   if (fill >= 0) printf("(bucket fill %.2f) ", fill);
   printf("%s %s B=%u n=%zu: rel L2 %.3e (tol %.1e), max |diff| %.3g, ref rms %.3g%s%s\n", model, net_dtype_name(dt), B,
@@ -193,6 +194,11 @@ static void test_flash3d_tiny_mlp_linear(void **state) {
   assert_true(takes); /* the main path's tests do run the fused kernel */
   check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, -1, 0);
   check_model_opts("flash3d-tiny", NET_BF16, 1, 3000, 0, -1, -1, 0);
+  /* fc1 + SwiGLU as nl_linear_swiglu_gpu at 32 and 64 channels (--mlp partial; the main path runs it on the wider
+   * blocks of flash3d-46m and flash3d-129m, which no tiny configuration has) */
+  assert_true(nl_linear_swiglu_gpu_takes(32, 128) && nl_linear_swiglu_gpu_takes(64, 256));
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, -1, 2);
+  check_model_opts("flash3d-tiny", NET_BF16, 1, 3000, 0, -1, -1, 2);
 }
 
 static void test_flash3d_tiny_f16(void **state) {

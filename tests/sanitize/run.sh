@@ -33,8 +33,8 @@
 #   net-ptv3     f3dbench net --model ptv3-tiny: one forward checked against the CPU (cuBLAS GEMMs inside)
 #   net-flash3d  f3dbench net --model flash3d-tiny, likewise
 #   nets-layers  BUILD/tests/nets/test_nets_layers_gpu's tests without a cuBLAS GEMM (LayerNorm both kernels, the
-#                fused MLP, affine, SwiGLU, add, gather, conversions, segment max, windows), each checked against its
-#                CPU reference
+#                fused MLP, fc1 + SwiGLU, affine, SwiGLU, add, gather, conversions, segment max, windows), each
+#                checked against its CPU reference
 #   nets-spconv  BUILD/tests/nets/test_nets_spconv_gpu's tests without cuBLAS: the kernel map and rulebook, v1's
 #                boundary cases, v2 (the stem's widths), v3's mask order, and test_conv_fused: v1, v3, v4 and v5 at
 #                k = 3 on 32, 64 and 256 channels, fp16 and bf16, v5's pages included
@@ -67,7 +67,7 @@ net_kernels=nets
 # the __global__ functions of nets/layers.cu, nets/mlp.cu and nets/spconv*.cu (tests/sanitize/test_run.sh checks
 # the list)
 NETS_KERNELS="add_kernel affine_kernel from_f32_kernel to_f32_kernel ln_block_kernel ln_warp_kernel segmax_kernel
-  windows_kernel swiglu_kernel mlp_kernel insert_kernel place_kernel lookup_kernel rule_kernel count_kernel gather_kernel scatter_add_kernel
+  windows_kernel swiglu_kernel mlp_kernel lsw_kernel insert_kernel place_kernel lookup_kernel rule_kernel count_kernel gather_kernel scatter_add_kernel
   finalize_kernel conv_kernel conv_wg_kernel mask_kernel"
 usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -148,7 +148,7 @@ args_of() {
   prog=$bin
   case $c in
   nets-layers) prog=$layers_prog
-    cmd=(test_layernorm test_mlp test_affine_swiglu test_add_gather_convert test_segment_max test_windows); return ;;
+    cmd=(test_layernorm test_mlp test_linear_swiglu test_affine_swiglu test_add_gather_convert test_segment_max test_windows); return ;;
   nets-spconv) prog=$spconv_prog
     cmd=(test_map test_conv_v1_boundary test_conv_v2 test_mask_order_v3 test_conv_fused); return ;;
   esac
