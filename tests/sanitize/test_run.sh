@@ -93,7 +93,7 @@ has "$T/fw.out" '^memcheck +net-ptv3 +PASS '
 has "$T/fw.out" '^racecheck +nets-spconv +PASS '
 has "$T/fw.out" '^sanitize: 10 passed, 0 failed, 2 skipped$'
 has "$T/fw.log" '^racecheck ran test_map test_conv_v1_boundary test_conv_v2$'
-has "$T/fw.log" '^initcheck ran test_layernorm test_mlp test_affine_swiglu$'
+has "$T/fw.log" '^initcheck ran test_layernorm test_mlp test_linear_swiglu$'
 grep -q -E '^(racecheck|initcheck) ran net ' "$T/fw.log" && fail "racecheck/initcheck ran a forward without --forwards"
 # the test names run.sh gives the programs are tests of theirs (the programs refuse others with exit 2)
 for pair in layers:test_layers_gpu.c spconv:test_spconv_gpu.c; do
@@ -124,7 +124,7 @@ OUT=$T/filt FILTER_LOG=$T/filt.log bash "$run" --forwards --only serialize,net-p
 rc=$?; [ $rc -eq 0 ] || fail "filter run: exit $rc, want 0"
 has "$T/filt.log" "^racecheck kns=conv_kernel$"
 has "$T/filt.log" "^racecheck kns=ln_block_kernel$"
-[ "$(grep -c "^racecheck kns=" "$T/filt.log")" -eq 21 ] || fail "racecheck: want 21 kernel filters (one net command)"
+[ "$(grep -c "^racecheck kns=" "$T/filt.log")" -eq 22 ] || fail "racecheck: want 22 kernel filters (one net command)"
 grep -q -E '^(memcheck|synccheck|initcheck) kns=' "$T/filt.log" && fail "memcheck/synccheck/initcheck got a kernel filter"
 OUT=$T/filt2 FILTER_LOG=$T/filt2.log bash "$run" --tool racecheck --forwards --only net-flash3d --net-kernels all "$F" \
   > "$T/filt2.out" 2>&1
