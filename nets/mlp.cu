@@ -261,101 +261,126 @@ hx_status mlp_dispatch(void *y, const void *x, const void *w1, const void *b1, c
 /* ---- fc1 + SwiGLU as one GEMM (nl_linear_swiglu_gpu) -------------------------------------------------- */
 
 /*
- * A CTA computes a [128 rows, 64 hidden] tile of y = silu(x Wa^T + ba) * (x Wb^T + bb): its x rows (the whole
- * reduction, C <= 256) and the 64 act and 64 gate rows of w1 in shared memory by cp.async, then per warp a
- * [32, 32] tile of both halves on mma.sync (warps 4 x 2 over rows x hidden; per k16 step 2 A and 4 B ldmatrix.x4
- * for 16 mmas), the act and gate accumulators of one output in the same thread, so the epilogue is elementwise.
- * The grid walks hidden tiles fastest: the CTAs that share an x tile run together and read it from L2.
- * Bytes: x once, y once (H values a row, against fc1's 2H written, the SwiGLU pass's 2H read and H written);
+ * A CTA owns 64 hidden columns (blockIdx.x): their 64 act and 64 gate rows of w1 stay in shared memory while it
+ * walks 128-row tiles of x (blockIdx.y, then every gridDim.y-th), the next tile's rows copied by cp.async under the
+ * current one's math (the whole reduction, C <= 256, in one tile). Per warp a [32, 32] tile of both halves on
+ * mma.sync (warps 4 x 2 over rows x hidden; per k16 step 2 A and 4 B ldmatrix.x4 for 16 mmas), the act and gate
+ * accumulators of one output in the same thread, so the epilogue is elementwise. Bytes: x once from DRAM (H / 64
+ * times from L2), y once (H values a row, against fc1's 2H written, the SwiGLU pass's 2H read and H written);
  * FLOPs 4 rows C H.
  */
+/* Bytes of shared memory a CTA of lsw_kernel takes: W tile, two x tiles, 128 fp32 biases. Two CTAs an SM (and 128
+ * registers a thread) where two fit, else one. */
+template <int C> constexpr size_t lsw_smem() { return (size_t)3 * kBM * lay<C / 8>::kStride + 2 * 64 * sizeof(float); }
+template <int C> constexpr int lsw_ctas() { return lsw_smem<C>() <= 113 * 1024 ? 2 : 1; }
+
 template <typename T, int C>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, lsw_ctas<C>())
     lsw_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
-               const uint16_t *__restrict__ b1, size_t rows, int H) {
+               const uint16_t *__restrict__ b1, size_t rows, size_t tiles, int H) {
   constexpr int CPR = C / 8, KS = C / 16, BH = 64; /* hidden columns a CTA */
   using L = lay<CPR>;
+  constexpr int kStage = kBM * L::kStride;
   extern __shared__ uint4 smem_raw[];
   uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
-  const uint32_t sX = smem_addr(base), sW = sX + kBM * L::kStride; /* [kBM][C] each; W rows: 64 act, 64 gate */
+  const uint32_t sW = smem_addr(base), sX = sW + kStage; /* W: 64 act rows, 64 gate rows; X: 2 stages */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp & 3, wn = warp >> 2;
   const int h0 = (int)blockIdx.x * BH;
-  const size_t r0 = (size_t)blockIdx.y * kBM;
 #pragma unroll
   for (int i = 0; i < kBM * CPR / kThreads; ++i) {
     const int idx = tid + i * kThreads, r = idx / CPR, c = idx % CPR;
     const int wr = r < BH ? h0 + r : H + h0 + (r - BH);
     cp_async_cg(sW + L::at(r, c), w1 + (size_t)wr * C + c * 8);
   }
-  load_x<C>(sX, x, r0, rows, tid);
+  /* the CTA's 64 act and 64 gate biases, fp32, after the x stages */
+  float *sB = reinterpret_cast<float *>(base + 3 * kStage);
+  if (tid < 2 * BH) {
+    const int col = tid < BH ? h0 + tid : H + h0 + (tid - BH);
+    sB[tid] = b1 ? unpack2<T>((uint32_t)b1[col]).x : 0.f;
+  }
+  const int g = lane >> 2, t = lane & 3;
+  size_t tile = blockIdx.y;
+  int stage = 0;
+  if (tile < tiles) load_x<C>(sX, x, tile * kBM, rows, tid);
   cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
-
-  float acc[2][2][4][4]; /* [act, gate][m16 tile][n8 tile] */
-#pragma unroll
-  for (int q = 0; q < 2; ++q)
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) acc[q][mt][nt][0] = acc[q][mt][nt][1] = acc[q][mt][nt][2] = acc[q][mt][nt][3] = 0.f;
   const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-    uint32_t a[2][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-      ldsm_x4(a[mt][0], a[mt][1], a[mt][2], a[mt][3], sX + L::at(wm * 32 + mt * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+
+  for (; tile < tiles; tile += gridDim.y) {
+    const size_t next = tile + gridDim.y;
+    if (next < tiles) load_x<C>(sX + (stage ^ 1) * kStage, x, next * kBM, rows, tid);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const uint32_t tx = sX + stage * kStage;
+
+    float acc[2][2][4][4]; /* [act, gate][m16 tile][n8 tile] */
 #pragma unroll
     for (int q = 0; q < 2; ++q)
 #pragma unroll
-      for (int p = 0; p < 2; ++p) {
-        uint32_t b[4];
-        ldsm_x4(b[0], b[1], b[2], b[3], sW + L::at(q * BH + wn * 32 + p * 16 + bn, ks * 2 + bk));
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-          mma(acc[q][mt][2 * p], a[mt], b[0], b[1], T());
-          mma(acc[q][mt][2 * p + 1], a[mt], b[2], b[3], T());
+        for (int nt = 0; nt < 4; ++nt)
+          acc[q][mt][nt][0] = acc[q][mt][nt][1] = acc[q][mt][nt][2] = acc[q][mt][nt][3] = 0.f;
+#pragma unroll 2
+    for (int ks = 0; ks < KS; ++ks) {
+      uint32_t a[2][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+        ldsm_x4(a[mt][0], a[mt][1], a[mt][2], a[mt][3],
+                tx + L::at(wm * 32 + mt * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+#pragma unroll
+        for (int p = 0; p < 2; ++p) {
+          uint32_t b[4];
+          ldsm_x4(b[0], b[1], b[2], b[3], sW + L::at(q * BH + wn * 32 + p * 16 + bn, ks * 2 + bk));
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            mma(acc[q][mt][2 * p], a[mt], b[0], b[1], T());
+            mma(acc[q][mt][2 * p + 1], a[mt], b[2], b[3], T());
+          }
         }
-      }
-  }
+    }
 
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    const int col = h0 + wn * 32 + nt * 8 + 2 * t;
-    const float a0 = b1 ? unpack2<T>((uint32_t)b1[col]).x : 0.f, a1 = b1 ? unpack2<T>((uint32_t)b1[col + 1]).x : 0.f;
-    const float g0 = b1 ? unpack2<T>((uint32_t)b1[H + col]).x : 0.f,
-                g1 = b1 ? unpack2<T>((uint32_t)b1[H + col + 1]).x : 0.f;
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
-        const size_t r = r0 + (size_t)(wm * 32 + mt * 16 + g + hr * 8);
-        if (r < rows)
-          *reinterpret_cast<uint32_t *>(y + r * (size_t)H + col) =
-              pack2(swiglu(acc[0][mt][nt][2 * hr] + a0, acc[1][mt][nt][2 * hr] + g0),
-                    swiglu(acc[0][mt][nt][2 * hr + 1] + a1, acc[1][mt][nt][2 * hr + 1] + g1), T());
+        const size_t r = tile * kBM + (size_t)(wm * 32 + mt * 16 + g + hr * 8);
+        if (r < rows) {
+          uint16_t *yr = y + r * (size_t)H + h0 + wn * 32 + 2 * t;
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            const float *ba = sB + wn * 32 + nt * 8 + 2 * t, *bg = ba + BH;
+            *reinterpret_cast<uint32_t *>(yr + nt * 8) =
+                pack2(swiglu(acc[0][mt][nt][2 * hr] + ba[0], acc[1][mt][nt][2 * hr] + bg[0]),
+                      swiglu(acc[0][mt][nt][2 * hr + 1] + ba[1], acc[1][mt][nt][2 * hr + 1] + bg[1]), T());
+          }
+        }
       }
+    __syncthreads(); /* the next iteration's prefetch overwrites this stage */
+    stage ^= 1;
   }
 }
 
 template <typename T, int C>
 hx_status lsw_launch(void *y, const void *x, const void *w1, const void *b1, size_t rows, size_t H, cudaStream_t s,
                      hx_err *err) {
-  constexpr size_t smem = (size_t)2 * kBM * lay<C / 8>::kStride;
+  constexpr size_t smem = lsw_smem<C>();
+  static_assert(smem <= 227 * 1024, "the weights and two x tiles fit one SM's shared memory");
   auto kern = lsw_kernel<T, C>;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  int dev = 0, sms = 0, per_sm = 0;
+  if (e == cudaSuccess) e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem);
   if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_linear_swiglu_gpu: %s", cudaGetErrorString(e));
-  const size_t tiles = (rows + kBM - 1) / kBM;
-  if (tiles > 65535u * 64u) return hx_errf(err, HX_EUNSUPPORTED, "nl_linear_swiglu_gpu: %zu rows", rows);
-  /* row tiles past the grid's y limit run as further launches (never at the sizes the networks run) */
-  for (size_t t0 = 0; t0 < tiles; t0 += 65535u) {
-    const size_t nt = tiles - t0 < 65535u ? tiles - t0 : 65535u, r0 = t0 * kBM;
-    kern<<<dim3((unsigned)(H / 64), (unsigned)nt), kThreads, smem, s>>>(
-        static_cast<uint16_t *>(y) + r0 * H, static_cast<const uint16_t *>(x) + r0 * C,
-        static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1), rows - r0, (int)H);
-  }
+  if (per_sm < 1) return hx_errf(err, HX_EUNSUPPORTED, "nl_linear_swiglu_gpu: %zu bytes of shared memory do not fit", smem);
+  const size_t tiles = (rows + kBM - 1) / kBM, cols = H / 64, want = ((size_t)sms * per_sm + cols - 1) / cols;
+  const size_t ry = tiles < want ? tiles : want < 65535u ? want : 65535u; /* row groups a column tile */
+  kern<<<dim3((unsigned)cols, (unsigned)ry), kThreads, smem, s>>>(
+      static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(w1),
+      static_cast<const uint16_t *>(b1), rows, tiles, (int)H);
   e = cudaGetLastError();
   if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_linear_swiglu_gpu: launch: %s", cudaGetErrorString(e));
   return HX_OK;
