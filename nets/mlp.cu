@@ -263,14 +263,16 @@ hx_status mlp_dispatch(void *y, const void *x, const void *w1, const void *b1, c
 /*
  * A CTA owns 64 hidden columns (blockIdx.x): their 64 act and 64 gate rows of w1 stay in shared memory while it
  * walks 128-row tiles of x (blockIdx.y, then every gridDim.y-th), the next tile's rows copied by cp.async under the
- * current one's math (the whole reduction, C <= 256, in one tile). Per warp a [32, 32] tile of both halves on
+ * current one's math (the whole reduction, C <= 96, in one tile). Per warp a [32, 32] tile of both halves on
  * mma.sync (warps 4 x 2 over rows x hidden; per k16 step 2 A and 4 B ldmatrix.x4 for 16 mmas), the act and gate
  * accumulators of one output in the same thread, so the epilogue is elementwise. Bytes: x once from DRAM (H / 64
  * times from L2), y once (H values a row, against fc1's 2H written, the SwiGLU pass's 2H read and H written);
  * FLOPs 4 rows C H.
  */
 /* Bytes of shared memory a CTA of lsw_kernel takes: W tile, two x tiles, 128 fp32 biases. Two CTAs an SM (and 128
- * registers a thread) where two fit, else one. */
+ * registers a thread) where two fit, else one. The widths it is built for (C <= 96) take two; at one CTA an SM
+ * (C = 160, 192; 0a89dc1) it ran slower than cuBLASLt's fc1 and the SwiGLU pass (H200: 129m's enc1 MLP 2.50
+ * against 1.62 ms, 46m's enc2 1.04 against 1.01). */
 template <int C> constexpr size_t lsw_smem() { return (size_t)3 * kBM * lay<C / 8>::kStride + 2 * 64 * sizeof(float); }
 template <int C> constexpr int lsw_ctas() { return lsw_smem<C>() <= 113 * 1024 ? 2 : 1; }
 
@@ -392,12 +394,7 @@ hx_status lsw_dispatch(void *y, const void *x, const void *w1, const void *b1, s
   switch (C) {
   case 32: return lsw_launch<T, 32>(y, x, w1, b1, rows, H, s, err);
   case 64: return lsw_launch<T, 64>(y, x, w1, b1, rows, H, s, err);
-  case 96: return lsw_launch<T, 96>(y, x, w1, b1, rows, H, s, err);
-  case 128: return lsw_launch<T, 128>(y, x, w1, b1, rows, H, s, err);
-  case 160: return lsw_launch<T, 160>(y, x, w1, b1, rows, H, s, err);
-  case 192: return lsw_launch<T, 192>(y, x, w1, b1, rows, H, s, err);
-  case 224: return lsw_launch<T, 224>(y, x, w1, b1, rows, H, s, err);
-  default: return lsw_launch<T, 256>(y, x, w1, b1, rows, H, s, err);
+  default: return lsw_launch<T, 96>(y, x, w1, b1, rows, H, s, err);
   }
 }
 
@@ -408,8 +405,8 @@ hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, con
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_linear_swiglu_gpu: unknown dtype %d", (int)dt);
   if (!nl_linear_swiglu_gpu_takes(C, H))
     return hx_errf(err, HX_EUNSUPPORTED,
-                   "nl_linear_swiglu_gpu: C = %zu, H = %zu (the kernel takes C a multiple of 32 up to 256, H a "
-                   "multiple of 64)", C, H);
+                   "nl_linear_swiglu_gpu: C = %zu, H = %zu (the kernel takes C = 32, 64 and 96, H a multiple of 64)",
+                   C, H);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_x || !d_w1) return hx_errf(err, HX_EINVAL, "nl_linear_swiglu_gpu: NULL y, x or w1");
   const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y, a1 = (uintptr_t)d_w1;

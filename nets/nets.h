@@ -127,8 +127,9 @@ hx_status nl_linear_swiglu_cpu(float *y, const float *x, const float *w1, const 
                                size_t H, hx_err *err);
 hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, size_t rows, size_t C,
                                size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err);
-/* 1 when nl_linear_swiglu_gpu takes (C, H): C a multiple of 32 up to 256 (the whole reduction in shared memory),
- * H a multiple of 64 (host; any build). */
+/* 1 when nl_linear_swiglu_gpu takes (C, H): C = 32, 64 or 96 (the reduction and two row tiles in shared memory,
+ * two CTAs an SM; wider, one CTA an SM measured slower than the unfused path: docs/nets.md), H a multiple of 64
+ * (host; any build). */
 int nl_linear_swiglu_gpu_takes(size_t C, size_t H);
 
 /* y += x (residual add), elementwise over n values. */
@@ -397,7 +398,7 @@ typedef struct net_config {
                           * variant id for the k = 3 (xCPE) ones, an ablation (a width it refuses is an error) */
   int mlp_fused;         /* on the GPU: 1 = nl_mlp_gpu for the blocks whose (C, 4C) it takes (PTv3's GELU MLP at C
                           * 32 and 64, Flash3D's SwiGLU MLP at C 32, 48, 64 and 80) and, for Flash3D's other
-                          * blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width (the default,
+                          * blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width (C 96; the default,
                           * docs/nets.md "The fused MLP"); 2 = Flash3D: nl_linear_swiglu_gpu wherever it takes
                           * the width, never nl_mlp_gpu (an ablation); 0 = nl_linear_gpu calls (and Flash3D's
                           * nl_swiglu_gpu) at every width (an ablation) */

@@ -460,8 +460,8 @@ static void test_mlp(void **state) {
   assert_int_equal(nl_linear_swiglu_cpu(g1, sx, sw1, sb1, 1, 0, 1, &e), HX_EINVAL);
   assert_int_equal(nl_linear_swiglu_cpu(g1, sx, NULL, sb1, 1, 2, 1, &e), HX_EINVAL);
   assert_int_equal(nl_linear_swiglu_cpu(NULL, NULL, NULL, NULL, 0, 2, 1, &e), HX_OK); /* no rows */
-  assert_true(nl_linear_swiglu_gpu_takes(96, 384) && nl_linear_swiglu_gpu_takes(256, 64));
-  assert_false(nl_linear_swiglu_gpu_takes(48, 192) || nl_linear_swiglu_gpu_takes(288, 64) ||
+  assert_true(nl_linear_swiglu_gpu_takes(96, 384) && nl_linear_swiglu_gpu_takes(32, 64));
+  assert_false(nl_linear_swiglu_gpu_takes(48, 192) || nl_linear_swiglu_gpu_takes(128, 512) ||
                nl_linear_swiglu_gpu_takes(96, 96));
   assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 0, 3, NL_MLP_GELU, &e), HX_EINVAL);
   assert_int_equal(nl_mlp_cpu(y, NULL, w1, b1, w2, b2, 1, 2, 3, NL_MLP_GELU, &e), HX_EINVAL);
