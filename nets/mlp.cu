@@ -87,6 +87,20 @@ __device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, size_t r0
   }
 }
 
+/* The persistent kernels' step: tile `next`'s rows copied into the other stage of the two x tiles at sX, then this
+ * tile's (copied one step earlier) waited for by the whole CTA; returns this tile's stage. The caller's
+ * __syncthreads() at the end of its step keeps the next prefetch off a stage still being read. */
+template <int C>
+__device__ __forceinline__ uint32_t tile_ready(uint32_t sX, const uint16_t *x, size_t next, size_t tiles, size_t rows,
+                                               int stage, int tid) {
+  constexpr uint32_t kStage = kBM * lay<C / 8>::kStride;
+  if (next < tiles) load_x<C>(sX + (stage ^ 1) * kStage, x, next * kBM, rows, tid);
+  cp_async_commit();
+  cp_async_wait<1>();
+  __syncthreads();
+  return sX + stage * kStage;
+}
+
 template <typename T, int C, int H, bool SWI>
 __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     mlp_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
@@ -117,12 +131,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
   cp_async_commit();
 
   for (; tile < tiles; tile += gridDim.x) {
-    const size_t next = tile + gridDim.x;
-    if (next < tiles) load_x<C>(sX + (stage ^ 1) * kStage, x, next * kBM, rows, tid);
-    cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();
-    const uint32_t tx = sX + stage * kStage;
+    const uint32_t tx = tile_ready<C>(sX, x, tile + gridDim.x, tiles, rows, stage, tid);
 
     uint32_t xa[KS1][4];
 #pragma unroll
@@ -308,12 +317,7 @@ __global__ void __launch_bounds__(kThreads, lsw_ctas<C>())
   const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
 
   for (; tile < tiles; tile += gridDim.y) {
-    const size_t next = tile + gridDim.y;
-    if (next < tiles) load_x<C>(sX + (stage ^ 1) * kStage, x, next * kBM, rows, tid);
-    cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();
-    const uint32_t tx = sX + stage * kStage;
+    const uint32_t tx = tile_ready<C>(sX, x, tile + gridDim.y, tiles, rows, stage, tid);
 
     float acc[2][2][4][4]; /* [act, gate][m16 tile][n8 tile] */
 #pragma unroll
