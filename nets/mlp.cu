@@ -229,26 +229,34 @@ template <int C, int H, bool SWI> constexpr size_t smem_bytes() {
          (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)((SWI ? 2 * H : H) + C) * 4;
 }
 
+/* The CTAs of kern (kThreads threads, smem bytes of dynamic shared memory, granted here) the device holds at once. */
+hx_status resident_ctas(const void *kern, size_t smem, const char *who, size_t *most, hx_err *err) {
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  int dev = 0, sms = 0, per_sm = 0;
+  if (e == cudaSuccess) e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem);
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: %s", who, cudaGetErrorString(e));
+  if (per_sm < 1) return hx_errf(err, HX_EUNSUPPORTED, "%s: %zu bytes of shared memory do not fit", who, smem);
+  *most = (size_t)sms * (size_t)per_sm;
+  return HX_OK;
+}
+
 template <typename T, int C, int H, bool SWI>
 hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, const void *w2, const void *b2,
                      size_t rows, cudaStream_t s, hx_err *err) {
   constexpr size_t smem = smem_bytes<C, H, SWI>();
   static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
   auto kern = mlp_kernel<T, C, H, SWI>;
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  int dev = 0, sms = 0, per_sm = 0;
-  if (e == cudaSuccess) e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem);
-  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_mlp_gpu: %s", cudaGetErrorString(e));
-  if (per_sm < 1) return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: %zu bytes of shared memory do not fit", smem);
+  size_t most = 0;
+  HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_mlp_gpu", &most, err));
   const size_t tiles = (rows + kBM - 1) / kBM;
-  const size_t grid = tiles < (size_t)sms * per_sm ? tiles : (size_t)sms * per_sm;
+  const size_t grid = tiles < most ? tiles : most;
   kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
                                                static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1),
                                                static_cast<const uint16_t *>(w2), static_cast<const uint16_t *>(b2),
                                                rows, tiles);
-  e = cudaGetLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_mlp_gpu: launch: %s", cudaGetErrorString(e));
   return HX_OK;
 }
@@ -375,19 +383,14 @@ hx_status lsw_launch(void *y, const void *x, const void *w1, const void *b1, siz
   constexpr size_t smem = lsw_smem<C>();
   static_assert(smem <= 227 * 1024, "the weights and two x tiles fit one SM's shared memory");
   auto kern = lsw_kernel<T, C>;
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  int dev = 0, sms = 0, per_sm = 0;
-  if (e == cudaSuccess) e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem);
-  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_linear_swiglu_gpu: %s", cudaGetErrorString(e));
-  if (per_sm < 1) return hx_errf(err, HX_EUNSUPPORTED, "nl_linear_swiglu_gpu: %zu bytes of shared memory do not fit", smem);
-  const size_t tiles = (rows + kBM - 1) / kBM, cols = H / 64, want = ((size_t)sms * per_sm + cols - 1) / cols;
+  size_t most = 0;
+  HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_linear_swiglu_gpu", &most, err));
+  const size_t tiles = (rows + kBM - 1) / kBM, cols = H / 64, want = (most + cols - 1) / cols;
   const size_t ry = tiles < want ? tiles : want < 65535u ? want : 65535u; /* row groups a column tile */
   kern<<<dim3((unsigned)cols, (unsigned)ry), kThreads, smem, s>>>(
       static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(w1),
       static_cast<const uint16_t *>(b1), rows, tiles, (int)H);
-  e = cudaGetLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_linear_swiglu_gpu: launch: %s", cudaGetErrorString(e));
   return HX_OK;
 }
