@@ -229,11 +229,16 @@ template <int C, int H, bool SWI> constexpr size_t smem_bytes() {
          (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)((SWI ? 2 * H : H) + C) * 4;
 }
 
-/* The CTAs of kern (kThreads threads, smem bytes of dynamic shared memory, granted here) the device holds at once. */
+/* The CTAs of kern (kThreads threads, smem bytes of dynamic shared memory, granted here) the device holds at once;
+ * HX_EUNSUPPORTED where a CTA's smem exceeds what the device grants one (sm_80's 163 KB: the C = 80 SwiGLU MLP),
+ * so that the caller runs the unfused path. */
 hx_status resident_ctas(const void *kern, size_t smem, const char *who, size_t *most, hx_err *err) {
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  int dev = 0, sms = 0, per_sm = 0;
-  if (e == cudaSuccess) e = cudaGetDevice(&dev);
+  int dev = 0, sms = 0, per_sm = 0, optin = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (e == cudaSuccess && smem > (size_t)optin)
+    return hx_errf(err, HX_EUNSUPPORTED, "%s: %zu bytes of shared memory a CTA, the device grants %d", who, smem, optin);
+  if (e == cudaSuccess) e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem);
   if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: %s", who, cudaGetErrorString(e));

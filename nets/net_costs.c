@@ -14,7 +14,8 @@
  *   fused MLP      y += fc2(act(fc1(x))) as one operation (nl_mlp_gpu, where it takes the width and the
  *                  configuration asks for it), fc1 f H wide (GELU f = 1, SwiGLU f = 2): gemm 2 n C H (f + 1); bytes
  *                  E (3 n C + (f + 1) C H + f H + C) (x read, y read and written, both weights and biases; the hidden
- *                  row stays on chip)
+ *                  row stays on chip; an sm_80 device, which runs the C = 80 SwiGLU block unfused, is still priced
+ *                  the fused operation there: the lower floor)
  *   fc1 + SwiGLU   one operation (nl_linear_swiglu_gpu, Flash3D's wider blocks): gemm 4 n C H; bytes E (n C + n H +
  *                  2 C H + 2 H) (x read, the H-wide SwiGLU output written, fc1's weights and bias)
  *   LayerNorm      bytes 2 E n C + 8 C

@@ -565,13 +565,23 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
   snprintf(name, sizeof name, "%s/mlp", path);
   rng(r, name, 1);
   hx_status st = nl_layernorm_gpu(g->t, x, bk->mlp_norm.g, bk->mlp_norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err);
+  /* the whole MLP as one kernel, else fc1 + SwiGLU as one, else unfused; a kernel the device cannot run
+   * (HX_EUNSUPPORTED, nets.h) passes to the next */
+  int done = 0;
   if (st == HX_OK && g->cfg.mlp_fused == 1 && nl_mlp_gpu_takes(C, hid, NL_MLP_SWIGLU)) { /* the hidden row on chip */
     st = nl_mlp_gpu(x, g->t, bk->fc1.w, bk->fc1.b, bk->fc2.w, bk->fc2.b, n, C, hid, NL_MLP_SWIGLU, g->dt, r->cs,
                     r->err);
-  } else {
-    if (st == HX_OK && g->cfg.mlp_fused && nl_linear_swiglu_gpu_takes(C, hid)) /* fc1's 2H-wide row on chip */
+    done = st != HX_EUNSUPPORTED;
+    if (!done) st = HX_OK, *r->err = (hx_err){HX_OK, ""};
+  }
+  if (st == HX_OK && !done) {
+    int fc1 = 0;
+    if (g->cfg.mlp_fused && nl_linear_swiglu_gpu_takes(C, hid)) { /* fc1's 2H-wide row on chip */
       st = nl_linear_swiglu_gpu(g->g, g->t, bk->fc1.w, bk->fc1.b, n, C, hid, g->dt, r->cs, r->err);
-    else if (st == HX_OK && (st = lin_gpu(r, g->h1, g->t, &bk->fc1, n, NL_ACT_NONE, 0)) == HX_OK)
+      fc1 = st != HX_EUNSUPPORTED;
+      if (!fc1) st = HX_OK, *r->err = (hx_err){HX_OK, ""};
+    }
+    if (st == HX_OK && !fc1 && (st = lin_gpu(r, g->h1, g->t, &bk->fc1, n, NL_ACT_NONE, 0)) == HX_OK)
       st = nl_swiglu_gpu(g->g, g->h1, n, hid, g->dt, r->cs, r->err);
     if (st == HX_OK) st = lin_gpu(r, x, g->g, &bk->fc2, n, NL_ACT_NONE, 1);
   }

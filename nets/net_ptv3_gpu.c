@@ -711,9 +711,12 @@ static hx_status gather_out(g_run *r, int l, size_t C) {
  * (the hidden row on chip), else two cuBLASLt Linears through g->big (cuBLASLt's tanh GELU). */
 static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
   const size_t C = b->fc1.in, H = b->fc1.out;
-  if (r->g->cfg.mlp_fused == 1 && nl_mlp_gpu_takes(C, H, NL_MLP_GELU))
-    return nl_mlp_gpu(x, r->g->t, b->fc1.w, b->fc1.b, b->fc2.w, b->fc2.b, n, C, H, NL_MLP_GELU, r->g->dt, r->cs,
-                      r->err);
+  if (r->g->cfg.mlp_fused == 1 && nl_mlp_gpu_takes(C, H, NL_MLP_GELU)) {
+    const hx_status st = nl_mlp_gpu(x, r->g->t, b->fc1.w, b->fc1.b, b->fc2.w, b->fc2.b, n, C, H, NL_MLP_GELU, r->g->dt,
+                                    r->cs, r->err);
+    if (st != HX_EUNSUPPORTED) return st;
+    *r->err = (hx_err){HX_OK, ""}; /* a device that cannot run it (nets.h): the two Linears */
+  }
   HX_TRY(lin_gpu(r, r->g->big, r->g->t, &b->fc1, n, NL_ACT_GELU, 0));
   return lin_gpu(r, x, r->g->big, &b->fc2, n, NL_ACT_NONE, 1);
 }

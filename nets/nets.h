@@ -102,7 +102,9 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
  * the stored hidden of the unfused path is), its GELU the tanh form that nl_linear_gpu's cuBLASLt epilogue also
  * computes, its silu on the hardware tanh: x, y, w1, w2, b1, b2 in dtype; x, y, w1 and w2 16-byte aligned, b1 and
  * b2 2-byte aligned; x and y not overlapping (HX_EINVAL). HX_EUNSUPPORTED, so that the caller runs the unfused
- * path instead, for a (C, H, kind) that nl_mlp_gpu_takes refuses and for unaligned x, y, w1 or w2. rows may be 0. */
+ * path instead (both networks' forwards do), for a (C, H, kind) that nl_mlp_gpu_takes refuses, for unaligned x, y,
+ * w1 or w2 and on a device that grants a CTA less shared memory than the kernel needs (sm_80's 163 KB against the
+ * C = 80 SwiGLU kernel's 208 KB; every other width fits). rows may be 0. */
 typedef enum nl_mlp_kind { NL_MLP_GELU = 0, NL_MLP_SWIGLU = 1 } nl_mlp_kind;
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, hx_err *err);
@@ -110,7 +112,8 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, net_dtype dt, struct CUstream_st *stream,
                      hx_err *err);
 /* 1 when nl_mlp_gpu has a kernel for rows of C with a hidden row of H, else 0 (host; any build): GELU (32, 128) and
- * (64, 256); SwiGLU H = 4C at C = 32, 48, 64 and 80 (the weights and tiles fit one SM's shared memory). */
+ * (64, 256); SwiGLU H = 4C at C = 32, 48, 64 and 80 (the weights and tiles fit one sm_90 SM's shared memory; C = 80
+ * is HX_EUNSUPPORTED on a device that grants less, above). */
 int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind);
 
 /* SwiGLU of TransformerEngine's LayerNormMLP: x [rows, 2H] holds (a | b) halves, y [rows, H] = silu(a) * b. */

@@ -328,13 +328,19 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
              nb ? " no bias" : "");
   hx_err err = {HX_OK, ""};
   size_t bad = 0;
-  if (sync_status(t, nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, dt, t->stream, &err),
-                  &err, ta.what) != HX_OK) {
+  const hx_status st = nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, dt, t->stream, &err);
+  if (st == HX_EUNSUPPORTED && strstr(err.msg, "shared memory a CTA")) { /* the C = 80 SwiGLU kernel on sm_80 */
+    printf("  skip %s: %s\n", ta.what, err.msg);
+  } else if (sync_status(t, st, &err, ta.what) != HX_OK) {
     bad = 1;
   } else {
     d2h(hy, dy, (rows + 1) * C * 2);
-    tally_written(&ta, dt, hy, rows * C);
     tally_guard(&ta, hy, rows * C, (rows + 1) * C);
+    /* y started finite, so poison cannot show a row the kernel skipped: every row must differ from its y0 (the
+     * random MLP adds a change of order 1 to each value) */
+    size_t same = 0;
+    for (size_t r = 0; r < rows; ++r) same += memcmp(hy + r * C, hy0 + r * C, C * 2) == 0;
+    if (same) printf("  FAIL %s: %zu rows left as they were\n", ta.what, same), bad = 1;
     for (size_t k = 0; k < nsel; ++k) {
       const size_t r = sel[k];
       to_f32(dt, xr, hx + r * C, C);
@@ -369,7 +375,7 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
         tally_close(&ta, r * C + o, (double)net_to_float(dt, hy[r * C + o]), (double)yr[o], tol);
       }
     }
-    bad = tally_end(&ta, rows == 1000);
+    bad += tally_end(&ta, rows == 1000);
   }
   cudaFree(dx), cudaFree(dy), cudaFree(dw1), cudaFree(dw2), cudaFree(db1), cudaFree(db2);
   free(hx), free(hw1), free(hw2), free(hb1), free(hb2), free(hy0), free(hy), free(w1), free(w2), free(b1), free(b2);
@@ -388,6 +394,9 @@ static void test_mlp(void **state) {
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri)
       for (size_t si = 0; si < ns; ++si)
         bad += run_mlp(t, (net_dtype)d, kRows[ri], shapes[si].C, shapes[si].H, shapes[si].kind, 0);
+  /* enough tiles that every CTA of the persistent grid walks several (4 CTAs an SM at C = 32: 528 on an H200) */
+  bad += run_mlp(t, NET_F16, 300000, 32, 128, NL_MLP_GELU, 0);
+  bad += run_mlp(t, NET_BF16, 300000, 48, 192, NL_MLP_SWIGLU, 0);
   bad += run_mlp(t, NET_F16, 1000, 64, 256, NL_MLP_GELU, 1);
   bad += run_mlp(t, NET_BF16, 129, 32, 128, NL_MLP_GELU, 1);
   bad += run_mlp(t, NET_F16, 1000, 48, 192, NL_MLP_SWIGLU, 1);
