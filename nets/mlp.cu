@@ -45,6 +45,7 @@ using spc_dev::mma;
 using spc_dev::pack2;
 using spc_dev::smem_addr;
 using spc_dev::swz;
+using spc_dev::tanh_approx;
 
 constexpr int kWarps = 8, kThreads = kWarps * 32, kBM = 16 * kWarps; /* rows per tile */
 
@@ -69,9 +70,7 @@ template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t u)
 /* silu(a) b, silu on the hardware tanh: a sigmoid(a) = a / 2 + a / 2 tanh(a / 2) */
 __device__ __forceinline__ float swiglu(float a, float b) {
   const float ha = 0.5f * a;
-  float t;
-  asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(ha));
-  return fmaf(ha, t, ha) * b;
+  return fmaf(ha, tanh_approx(ha), ha) * b;
 }
 
 /* Rows [r0, r0 + kBM) of x ([rows, C]) into a tile; rows past `rows` are zero-filled (computed on, never stored). */

@@ -61,11 +61,16 @@ __device__ __forceinline__ float gelu_erf(float v) { return 0.5f * v * (1.0f + e
 /* GELU's tanh form, 0.5 v (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3))), cuBLASLt's fused GELU: within 4.74e-4 of
  * the erf form (tests/nets/test_layers.c measures it). tanh.approx.f32 (one MUFU op, relative error 2^-11) makes it
  * 5 instructions against erff's ~25. */
-__device__ __forceinline__ float gelu_tanh(float v) {
-  const float u = v * fmaf(0.0356774081363001f, v * v, 0.7978845608028654f), hv = 0.5f * v;
+/* tanh on the MUFU unit: tanh.approx.f32, relative error 2^-11 */
+__device__ __forceinline__ float tanh_approx(float u) {
   float t;
   asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
-  return fmaf(hv, t, hv);
+  return t;
+}
+
+__device__ __forceinline__ float gelu_tanh(float v) {
+  const float u = v * fmaf(0.0356774081363001f, v * v, 0.7978845608028654f), hv = 0.5f * v;
+  return fmaf(hv, tanh_approx(u), hv);
 }
 
 __device__ __forceinline__ void ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, uint32_t addr) {
