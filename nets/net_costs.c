@@ -180,7 +180,7 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
   op_gather(a, C_GATHER, n, C); /* gather.out */
   op_linear(a, C_PROJ, n, C, C, 1);
   op_layernorm(a, C_NORM, n, C); /* norm.2 */
-  if (cfg->mlp_fused == 1 && nl_mlp_gpu_takes(Cs, (size_t)cfg->mlp_ratio * Cs, NL_MLP_GELU)) {
+  if (net_mlp_path_of(cfg, Cs, (size_t)cfg->mlp_ratio * Cs) == NET_MLP_WHOLE) {
     op_mlp(a, C_MLP, n, C, R * C, 0);
   } else {
     op_linear(a, C_MLP, n, C, R * C, 0);
@@ -261,9 +261,10 @@ static hx_status f3d_block(cost_acc *a, const net_config *cfg, const net_f3d_lev
   op_attn(a, C_ATTN, n, C, sq);
   op_linear(a, C_PROJ, n, C, C, 1);
   op_layernorm(a, C_MLP, n, C);
-  if (cfg->mlp_fused == 1 && nl_mlp_gpu_takes((size_t)C, (size_t)(r * C), NL_MLP_SWIGLU)) {
+  const net_mlp_path mp = net_mlp_path_of(cfg, (size_t)C, (size_t)(r * C));
+  if (mp == NET_MLP_WHOLE) {
     op_mlp(a, C_MLP, n, C, r * C, 1);
-  } else if (cfg->mlp_fused && nl_linear_swiglu_gpu_takes((size_t)C, (size_t)(r * C))) {
+  } else if (mp == NET_MLP_FC1_SWIGLU) {
     op_linear_swiglu(a, C_MLP, n, C, r * C);
     op_linear(a, C_MLP, n, r * C, C, 1);
   } else {

@@ -541,6 +541,31 @@ static hx_status step_psh(g_run *r, int l) {
   return lv->psh->fn(g->scratch, &sb, &o, &pi, &lv->ls.psh, r->cs, r->err);
 }
 
+/* x += fc2(SwiGLU(fc1(t))) on net_mlp_path_of's path: the whole MLP as one kernel (the hidden row on chip), fc1 +
+ * SwiGLU as one (fc1's 2H-wide row on chip) into g->g, or fc1 into g->h1 and the SwiGLU pass; a kernel the device
+ * cannot run (HX_EUNSUPPORTED, nets.h) falls to the next path. */
+static hx_status mlp(g_run *r, const g_block *bk, void *x, size_t n, size_t C, size_t hid) {
+  f3g *g = r->g;
+  const net_mlp_path path = net_mlp_path_of(&g->cfg, C, hid);
+  if (path == NET_MLP_WHOLE) {
+    const hx_status st = nl_mlp_gpu(x, g->t, bk->fc1.w, bk->fc1.b, bk->fc2.w, bk->fc2.b, n, C, hid, NL_MLP_SWIGLU,
+                                    g->dt, r->cs, r->err);
+    if (st != HX_EUNSUPPORTED) return st;
+    *r->err = (hx_err){HX_OK, ""};
+  }
+  hx_status st = HX_EUNSUPPORTED;
+  if (path != NET_MLP_UNFUSED && nl_linear_swiglu_gpu_takes(C, hid)) {
+    st = nl_linear_swiglu_gpu(g->g, g->t, bk->fc1.w, bk->fc1.b, n, C, hid, g->dt, r->cs, r->err);
+    if (st == HX_EUNSUPPORTED) *r->err = (hx_err){HX_OK, ""};
+  }
+  if (st == HX_EUNSUPPORTED) {
+    HX_TRY(lin_gpu(r, g->h1, g->t, &bk->fc1, n, NL_ACT_NONE, 0));
+    st = nl_swiglu_gpu(g->g, g->h1, n, hid, g->dt, r->cs, r->err);
+  }
+  HX_TRY(st);
+  return lin_gpu(r, x, g->g, &bk->fc2, n, NL_ACT_NONE, 1);
+}
+
 static hx_status step_block(g_run *r, int l, int side, int b, void *x, const char *path) {
   f3g *g = r->g;
   g_level *lv = &g->lv[l];
@@ -565,26 +590,7 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
   snprintf(name, sizeof name, "%s/mlp", path);
   rng(r, name, 1);
   hx_status st = nl_layernorm_gpu(g->t, x, bk->mlp_norm.g, bk->mlp_norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err);
-  /* the whole MLP as one kernel, else fc1 + SwiGLU as one, else unfused; a kernel the device cannot run
-   * (HX_EUNSUPPORTED, nets.h) passes to the next */
-  int done = 0;
-  if (st == HX_OK && g->cfg.mlp_fused == 1 && nl_mlp_gpu_takes(C, hid, NL_MLP_SWIGLU)) { /* the hidden row on chip */
-    st = nl_mlp_gpu(x, g->t, bk->fc1.w, bk->fc1.b, bk->fc2.w, bk->fc2.b, n, C, hid, NL_MLP_SWIGLU, g->dt, r->cs,
-                    r->err);
-    done = st != HX_EUNSUPPORTED;
-    if (!done) st = HX_OK, *r->err = (hx_err){HX_OK, ""};
-  }
-  if (st == HX_OK && !done) {
-    int fc1 = 0;
-    if (g->cfg.mlp_fused && nl_linear_swiglu_gpu_takes(C, hid)) { /* fc1's 2H-wide row on chip */
-      st = nl_linear_swiglu_gpu(g->g, g->t, bk->fc1.w, bk->fc1.b, n, C, hid, g->dt, r->cs, r->err);
-      fc1 = st != HX_EUNSUPPORTED;
-      if (!fc1) st = HX_OK, *r->err = (hx_err){HX_OK, ""};
-    }
-    if (st == HX_OK && !fc1 && (st = lin_gpu(r, g->h1, g->t, &bk->fc1, n, NL_ACT_NONE, 0)) == HX_OK)
-      st = nl_swiglu_gpu(g->g, g->h1, n, hid, g->dt, r->cs, r->err);
-    if (st == HX_OK) st = lin_gpu(r, x, g->g, &bk->fc2, n, NL_ACT_NONE, 1);
-  }
+  if (st == HX_OK) st = mlp(r, bk, x, n, C, hid);
   rng(r, name, 0);
 #undef RANGE
   return st;

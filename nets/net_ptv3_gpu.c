@@ -707,11 +707,11 @@ static hx_status gather_out(g_run *r, int l, size_t C) {
   return gather(r, r->g->t, r->g->pc, r->g->inverse_p, r->g->lv[l].n, C);
 }
 
-/* x += fc2(GELU(fc1(t))): one nl_mlp_gpu kernel when the configuration asks for it and the width is one it takes
- * (the hidden row on chip), else two cuBLASLt Linears through g->big (cuBLASLt's tanh GELU). */
+/* x += fc2(GELU(fc1(t))): one nl_mlp_gpu kernel on net_mlp_path_of's NET_MLP_WHOLE (the hidden row on chip), else
+ * two cuBLASLt Linears through g->big (cuBLASLt's tanh GELU). */
 static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
   const size_t C = b->fc1.in, H = b->fc1.out;
-  if (r->g->cfg.mlp_fused == 1 && nl_mlp_gpu_takes(C, H, NL_MLP_GELU)) {
+  if (net_mlp_path_of(&r->g->cfg, C, H) == NET_MLP_WHOLE) {
     const hx_status st = nl_mlp_gpu(x, r->g->t, b->fc1.w, b->fc1.b, b->fc2.w, b->fc2.b, n, C, H, NL_MLP_GELU, r->g->dt,
                                     r->cs, r->err);
     if (st != HX_EUNSUPPORTED) return st;

@@ -16,6 +16,17 @@ extern "C" {
 /* Host views of a Linear and a norm, looked up by name (pointers into a net_params' host data). */
 typedef struct net_lin { const float *w, *b; size_t in, out; } net_lin;          /* w [out, in], b [out] */
 typedef struct net_norm { const float *w, *b, *mean, *var; size_t C; } net_norm; /* LN: mean = var = NULL */
+/* The path a block's MLP (C -> H hidden) takes on the GPU by the configuration's mlp_fused, the one rule the forwards
+ * and the cost model share: the whole MLP as one kernel (nl_mlp_gpu: PTv3's GELU kind, Flash3D's SwiGLU), else
+ * Flash3D's fc1 + SwiGLU as one (nl_linear_swiglu_gpu), else unfused. A forward whose kernel the device cannot run
+ * (HX_EUNSUPPORTED) falls to the next path at run time. */
+typedef enum net_mlp_path { NET_MLP_UNFUSED = 0, NET_MLP_WHOLE, NET_MLP_FC1_SWIGLU } net_mlp_path;
+static inline net_mlp_path net_mlp_path_of(const net_config *cfg, size_t C, size_t H) {
+  const int swiglu = cfg->kind == 1;
+  if (cfg->mlp_fused == 1 && nl_mlp_gpu_takes(C, H, swiglu ? NL_MLP_SWIGLU : NL_MLP_GELU)) return NET_MLP_WHOLE;
+  if (swiglu && cfg->mlp_fused && nl_linear_swiglu_gpu_takes(C, H)) return NET_MLP_FC1_SWIGLU;
+  return NET_MLP_UNFUSED;
+}
 
 /* ---- PTv3-m1 (net_ptv3.c: configuration, parameters, CPU forward; net_ptv3_gpu.c: GPU forward) ---- */
 hx_status net_ptv3_config(net_config *cfg, const char *name, hx_err *err);
