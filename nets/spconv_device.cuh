@@ -2,7 +2,8 @@
  * spconv_device.cuh - private to nets/: the device helpers the implicit-GEMM convolutions share (v1's mma.sync
  * kernel and its relatives in spconv.cu, v6's wgmma kernel in spconv_wgmma.cu) and the fused MLP (mlp.cu) uses:
  * 16-byte cp.async copies, the shared-memory tile swizzle both kinds of kernel write their tiles in, the packing
- * of two fp32 outputs, ldmatrix.x4, the m16n8k16 mma.sync and the exact-erf GELU (also layers.cu's).
+ * of two fp32 outputs, ldmatrix.x4, the m16n8k16 mma.sync, the exact-erf GELU (also layers.cu's), the hardware
+ * tanh and GELU's tanh form.
  */
 #ifndef F3D_NETS_SPCONV_DEVICE_CUH
 #define F3D_NETS_SPCONV_DEVICE_CUH
