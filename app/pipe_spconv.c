@@ -126,7 +126,7 @@ static hx_status build_map(stage *g, f3d_ctx *ctx, const char *pipeline, hx_err 
     st = hx_arena_alloc(g->arena, (void **)&g->d_rule, spc_rule_elems(n, SPC_K) * 4, "spconv rulebook", err);
   if (st == HX_OK) st = cu(cudaMemcpyAsync(g->d_grid, grid, (size_t)n * 12, cudaMemcpyHostToDevice, g->s), "upload", err);
   if (st == HX_OK) st = cu(cudaMemcpyAsync(g->d_batch, batch, (size_t)n * 4, cudaMemcpyHostToDevice, g->s), "upload", err);
-  if (st == HX_OK) st = spc_map_gpu(&g->m, NULL, NULL, NULL, &sb, NULL, NULL, n, SPC_K, 1, NULL, err);
+  if (st == HX_OK) st = spc_map_gpu(&g->m, NULL, g->d_rule, NULL, &sb, NULL, NULL, n, SPC_K, 1, NULL, err);
   if (st == HX_OK) st = hx_arena_alloc(g->arena, &g->d_map_scratch, sb ? sb : 16, "spconv map scratch", err);
   if (st == HX_OK)
     st = spc_map_gpu(&g->m, g->d_nbr, g->d_rule, g->d_map_scratch, &sb, g->d_grid, g->d_batch, n, SPC_K, 1,

@@ -84,16 +84,21 @@ hx_status nl_linear_cpu(float *y, const float *x, const float *w, const float *b
 
 /* ---- LayerNorm ------------------------------------------------------------------------------------- */
 
-static hx_status layernorm_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
-                               float eps, int add, const char *fn, hx_err *err) {
+/* rows of y; x has x_rows rows, read in order (idx NULL) or x[idx[r]] */
+static hx_status layernorm_cpu(float *y, const float *x, const uint32_t *idx, size_t x_rows, const float *g,
+                               const float *b, size_t rows, size_t C, float eps, int add, const char *fn, hx_err *err) {
   if (C == 0) return hx_errf(err, HX_EINVAL, "%s: C = 0", fn);
   if (!(eps >= 0.0f) || isinf(eps)) return hx_errf(err, HX_EINVAL, "%s: eps = %g (must be finite, >= 0)", fn, (double)eps);
   if (rows == 0) return HX_OK;
   if (!y || !x || !g || !b) return hx_errf(err, HX_EINVAL, "%s: NULL y, x, g or b", fn);
-  const uintptr_t ya = (uintptr_t)y, xa = (uintptr_t)x, bytes = (uintptr_t)(rows * C * sizeof(float));
-  if (add && ya < xa + bytes && xa < ya + bytes) return hx_errf(err, HX_EINVAL, "%s: y overlaps x", fn);
+  const uintptr_t ya = (uintptr_t)y, xa = (uintptr_t)x, ybytes = (uintptr_t)(rows * C * sizeof(float)),
+                  xbytes = (uintptr_t)(x_rows * C * sizeof(float));
+  if ((add || idx) && ya < xa + xbytes && xa < ya + ybytes) return hx_errf(err, HX_EINVAL, "%s: y overlaps x", fn);
+  for (size_t r = 0; idx && r < rows; ++r)
+    if (idx[r] >= x_rows)
+      return hx_errf(err, HX_EINVAL, "%s: idx[%zu] = %u, x has %zu rows", fn, r, idx[r], x_rows);
   for (size_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * C;
+    const float *xr = x + (idx ? (size_t)idx[r] : r) * C;
     float *yr = y + r * C;
     double s = 0.0, q = 0.0;
     for (size_t c = 0; c < C; ++c) s += (double)xr[c];
@@ -110,12 +115,18 @@ static hx_status layernorm_cpu(float *y, const float *x, const float *g, const f
 
 hx_status nl_layernorm_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
                            float eps, hx_err *err) {
-  return layernorm_cpu(y, x, g, b, rows, C, eps, 0, "nl_layernorm_cpu", err);
+  return layernorm_cpu(y, x, NULL, rows, g, b, rows, C, eps, 0, "nl_layernorm_cpu", err);
+}
+
+hx_status nl_layernorm_rows_cpu(float *y, const float *x, const uint32_t *idx, size_t x_rows, const float *g,
+                                const float *b, size_t rows, size_t C, float eps, hx_err *err) {
+  if (rows && !idx) return hx_errf(err, HX_EINVAL, "nl_layernorm_rows_cpu: NULL idx");
+  return layernorm_cpu(y, x, idx, x_rows, g, b, rows, C, eps, 0, "nl_layernorm_rows_cpu", err);
 }
 
 hx_status nl_layernorm_add_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
                                float eps, hx_err *err) {
-  return layernorm_cpu(y, x, g, b, rows, C, eps, 1, "nl_layernorm_add_cpu", err);
+  return layernorm_cpu(y, x, NULL, rows, g, b, rows, C, eps, 1, "nl_layernorm_add_cpu", err);
 }
 
 /* ---- folded BatchNorm + activation ------------------------------------------------------------------ */

@@ -7,6 +7,7 @@
  *                       warp), the row in registers (C <= 1024); one 256-thread block per row above (three
  *                       sweeps over the row); two-pass fp32 statistics in both
  *   nl_layernorm_add_gpu the same kernels adding the row to y (the residual stream) before y's one rounding
+ *   nl_layernorm_rows_gpu the same kernels reading row idx[r] of x for row r of y (a gather fused into the read)
  *   nl_affine_act_gpu   folded BatchNorm (x * scale + shift) and an optional exact-erf GELU
  *   nl_swiglu_gpu       silu(a) * b over the (a | b) halves of a row
  *   nl_add_gpu, nl_gather_rows_gpu, nl_from_f32_gpu, nl_to_f32_gpu, nl_segment_max_gpu
@@ -330,8 +331,9 @@ template <int W> __device__ __forceinline__ float group_sum(float v) {
  * before writing them, so y == x is safe. ADD: y += LN(x) (y is the residual stream, never x), one rounding
  * of y + LN(x) in fp32. */
 template <typename T, int VPL, int LPR, bool ADD, bool VEC>
-__global__ void __launch_bounds__(128, VPL == 1 ? 16 : 1) ln_warp_kernel(T *y, const T *x, const float *__restrict__ g,
-                                                      const float *__restrict__ b, size_t rows, int C, float eps) {
+__global__ void __launch_bounds__(128, VPL == 1 ? 16 : 1) ln_warp_kernel(T *y, const T *x, const uint32_t *__restrict__ idx,
+                                                      const float *__restrict__ g, const float *__restrict__ b,
+                                                      size_t rows, int C, float eps) {
   constexpr int RPW = 32 / LPR;
   const size_t warp_row = ((size_t)blockIdx.x * 4 + (threadIdx.x >> 5)) * RPW;
   if (warp_row >= rows) return; /* whole warps only: the shuffles below see every lane */
@@ -339,7 +341,7 @@ __global__ void __launch_bounds__(128, VPL == 1 ? 16 : 1) ln_warp_kernel(T *y, c
   const size_t row = warp_row + (size_t)(lane / LPR);
   const bool live = row < rows; /* a dead group computes on zeros and stores nothing */
   const int nv = C >> 3;
-  const T *xr = x + (live ? row : 0) * (size_t)C;
+  const T *xr = x + (live ? (idx ? (size_t)idx[row] : row) : 0) * (size_t)C;
   float v[VPL][8];
   float s = 0.0f;
 #pragma unroll
@@ -395,12 +397,13 @@ __global__ void __launch_bounds__(128, VPL == 1 ? 16 : 1) ln_warp_kernel(T *y, c
 
 /* C > 1024: one 256-thread block per row, three sweeps over the row (sum, squared deviations, output). */
 template <typename T, bool ADD>
-__global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const float *__restrict__ g,
-                                                       const float *__restrict__ b, size_t rows, int C, float eps) {
+__global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const uint32_t *__restrict__ idx,
+                                                       const float *__restrict__ g, const float *__restrict__ b,
+                                                       size_t rows, int C, float eps) {
   __shared__ float red[8];
   const int nv = C >> 3;
   for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const T *xr = x + row * (size_t)C;
+    const T *xr = x + (idx ? (size_t)idx[row] : row) * (size_t)C;
     float s = 0.0f;
     for (int vi = (int)threadIdx.x; vi < nv; vi += 256) {
       float v[8];
@@ -436,29 +439,31 @@ __global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const f
 
 /* The warp kernel for C <= 1024 (nothing for wider rows). */
 template <typename T, bool ADD, bool VEC, typename B>
-void ln_warp_launch(T *y, const T *x, const float *g, const float *b, size_t rows, int C, float eps,
-                    cudaStream_t s, B blocks) {
-  if (C <= 8) ln_warp_kernel<T, 1, 1, ADD, VEC><<<blocks(1), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 16) ln_warp_kernel<T, 1, 2, ADD, VEC><<<blocks(2), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 32) ln_warp_kernel<T, 1, 4, ADD, VEC><<<blocks(4), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 64) ln_warp_kernel<T, 1, 8, ADD, VEC><<<blocks(8), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 128) ln_warp_kernel<T, 1, 16, ADD, VEC><<<blocks(16), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 256) ln_warp_kernel<T, 1, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 512) ln_warp_kernel<T, 2, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 768) ln_warp_kernel<T, 3, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
-  else if (C <= 1024) ln_warp_kernel<T, 4, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, g, b, rows, C, eps);
+void ln_warp_launch(T *y, const T *x, const uint32_t *idx, const float *g, const float *b, size_t rows, int C,
+                    float eps, cudaStream_t s, B blocks) {
+  if (C <= 8) ln_warp_kernel<T, 1, 1, ADD, VEC><<<blocks(1), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
+  else if (C <= 16) ln_warp_kernel<T, 1, 2, ADD, VEC><<<blocks(2), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
+  else if (C <= 32) ln_warp_kernel<T, 1, 4, ADD, VEC><<<blocks(4), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
+  else if (C <= 64) ln_warp_kernel<T, 1, 8, ADD, VEC><<<blocks(8), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
+  else if (C <= 128) ln_warp_kernel<T, 1, 16, ADD, VEC><<<blocks(16), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
+  else if (C <= 256) ln_warp_kernel<T, 1, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
+  else if (C <= 512) ln_warp_kernel<T, 2, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
+  else if (C <= 768) ln_warp_kernel<T, 3, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
+  else if (C <= 1024) ln_warp_kernel<T, 4, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
 }
 
 template <typename T, bool ADD>
-hx_status ln_launch(T *y, const T *x, const float *g, const float *b, size_t rows, int C, float eps, cudaStream_t s,
-                    const char *fn, hx_err *err) {
+hx_status ln_launch(T *y, const T *x, const uint32_t *idx, const float *g, const float *b, size_t rows, int C,
+                    float eps, cudaStream_t s, const char *fn, hx_err *err) {
   /* blocks of 4 warps, each warp 32 / LPR rows: at least 4 rows a block, so this many fit one grid */
   if (C <= 1024 && rows / 4u >= (size_t)INT32_MAX)
     return hx_errf(err, HX_EINVAL, "%s: %zu rows exceed one launch", fn, rows);
   auto blocks = [rows](int lpr) { return (unsigned)((rows + (size_t)(128 / lpr) - 1) / (size_t)(128 / lpr)); };
-  if (C <= 1024 && aligned16(g) && aligned16(b)) ln_warp_launch<T, ADD, true>(y, x, g, b, rows, C, eps, s, blocks);
-  else if (C <= 1024) ln_warp_launch<T, ADD, false>(y, x, g, b, rows, C, eps, s, blocks);
-  else ln_block_kernel<T, ADD><<<(unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s>>>(y, x, g, b, rows, C, eps);
+  if (C <= 1024 && aligned16(g) && aligned16(b)) ln_warp_launch<T, ADD, true>(y, x, idx, g, b, rows, C, eps, s, blocks);
+  else if (C <= 1024) ln_warp_launch<T, ADD, false>(y, x, idx, g, b, rows, C, eps, s, blocks);
+  else
+    ln_block_kernel<T, ADD><<<(unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s>>>(y, x, idx, g, b, rows, C,
+                                                                                              eps);
   HX_LAUNCHED(err, fn);
   return HX_OK;
 }
@@ -678,8 +683,10 @@ hx_status check_dt(net_dtype dt, const char *fn, hx_err *err) {
 
 /* ==== launchers ======================================================================================= */
 
-static hx_status layernorm(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
-                           float eps, net_dtype dt, cudaStream_t stream, int add, const char *fn, hx_err *err) {
+/* rows of y; x has x_rows rows, read in order (idx NULL) or x[idx[r]] */
+static hx_status layernorm(void *d_y, const void *d_x, const uint32_t *d_idx, size_t x_rows, const float *d_g,
+                           const float *d_b, size_t rows, size_t C, float eps, net_dtype dt, cudaStream_t stream,
+                           int add, const char *fn, hx_err *err) {
   HX_TRY(check_dt(dt, fn, err));
   if (C == 0 || C % 8 || C > (size_t)1 << 30)
     return hx_errf(err, HX_EINVAL, "%s: C = %zu (a positive multiple of 8 is required)", fn, C);
@@ -688,28 +695,35 @@ static hx_status layernorm(void *d_y, const void *d_x, const float *d_g, const f
   if (rows == 0) return HX_OK;
   if (!d_y || !d_x || !d_g || !d_b) return hx_errf(err, HX_EINVAL, "%s: NULL y, x, g or b", fn);
   if (!aligned16(d_y) || !aligned16(d_x)) return hx_errf(err, HX_EINVAL, "%s: y and x must be 16-byte aligned", fn);
-  if ((add || d_y != d_x) && ranges_overlap(d_y, rows * C * 2, d_x, rows * C * 2))
-    return hx_errf(err, HX_EINVAL, add ? "%s: y overlaps x" : "%s: y overlaps x without being x", fn);
+  if ((add || d_idx || d_y != d_x) && ranges_overlap(d_y, rows * C * 2, d_x, x_rows * C * 2))
+    return hx_errf(err, HX_EINVAL, add || d_idx ? "%s: y overlaps x" : "%s: y overlaps x without being x", fn);
   if (dt == NET_F16) {
     __half *y = (__half *)d_y;
     const __half *x = (const __half *)d_x;
-    return add ? ln_launch<__half, true>(y, x, d_g, d_b, rows, (int)C, eps, stream, fn, err)
-               : ln_launch<__half, false>(y, x, d_g, d_b, rows, (int)C, eps, stream, fn, err);
+    return add ? ln_launch<__half, true>(y, x, d_idx, d_g, d_b, rows, (int)C, eps, stream, fn, err)
+               : ln_launch<__half, false>(y, x, d_idx, d_g, d_b, rows, (int)C, eps, stream, fn, err);
   }
   __nv_bfloat16 *y = (__nv_bfloat16 *)d_y;
   const __nv_bfloat16 *x = (const __nv_bfloat16 *)d_x;
-  return add ? ln_launch<__nv_bfloat16, true>(y, x, d_g, d_b, rows, (int)C, eps, stream, fn, err)
-             : ln_launch<__nv_bfloat16, false>(y, x, d_g, d_b, rows, (int)C, eps, stream, fn, err);
+  return add ? ln_launch<__nv_bfloat16, true>(y, x, d_idx, d_g, d_b, rows, (int)C, eps, stream, fn, err)
+             : ln_launch<__nv_bfloat16, false>(y, x, d_idx, d_g, d_b, rows, (int)C, eps, stream, fn, err);
 }
 
 hx_status nl_layernorm_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
                            float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
-  return layernorm(d_y, d_x, d_g, d_b, rows, C, eps, dt, stream, 0, "nl_layernorm_gpu", err);
+  return layernorm(d_y, d_x, NULL, rows, d_g, d_b, rows, C, eps, dt, stream, 0, "nl_layernorm_gpu", err);
+}
+
+hx_status nl_layernorm_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t x_rows, const float *d_g,
+                                const float *d_b, size_t rows, size_t C, float eps, net_dtype dt,
+                                struct CUstream_st *stream, hx_err *err) {
+  if (rows && !d_idx) return hx_errf(err, HX_EINVAL, "nl_layernorm_rows_gpu: NULL idx");
+  return layernorm(d_y, d_x, d_idx, x_rows, d_g, d_b, rows, C, eps, dt, stream, 0, "nl_layernorm_rows_gpu", err);
 }
 
 hx_status nl_layernorm_add_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
                                float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
-  return layernorm(d_y, d_x, d_g, d_b, rows, C, eps, dt, stream, 1, "nl_layernorm_add_gpu", err);
+  return layernorm(d_y, d_x, NULL, rows, d_g, d_b, rows, C, eps, dt, stream, 1, "nl_layernorm_add_gpu", err);
 }
 
 hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, const float *d_shift, size_t rows,

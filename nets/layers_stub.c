@@ -27,6 +27,14 @@ hx_status nl_layernorm_gpu(void *d_y, const void *d_x, const float *d_g, const f
   return NL_NODEV("nl_layernorm_gpu");
 }
 
+hx_status nl_layernorm_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t x_rows, const float *d_g,
+                                const float *d_b, size_t rows, size_t C, float eps, net_dtype dt,
+                                struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_idx, (void)x_rows, (void)d_g, (void)d_b, (void)rows, (void)C, (void)eps, (void)dt;
+  (void)stream;
+  return NL_NODEV("nl_layernorm_rows_gpu");
+}
+
 hx_status nl_layernorm_add_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
                                float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   (void)d_y, (void)d_x, (void)d_g, (void)d_b, (void)rows, (void)C, (void)eps, (void)dt, (void)stream;

@@ -18,7 +18,8 @@
  *                  the fused operation there: the lower floor)
  *   fc1 + SwiGLU   one operation (nl_linear_swiglu_gpu, Flash3D's wider blocks): gemm 4 n C H; bytes E (n C + n H +
  *                  2 C H + 2 H) (x read, the H-wide SwiGLU output written, fc1's weights and bias)
- *   LayerNorm      bytes 2 E n C + 8 C
+ *   LayerNorm      bytes 2 E n C + 8 C; reading its rows by an index (PTv3's norm.1 on the patch slots): 2 E n C +
+ *                  4 n + 8 C, n = the rows written
  *   BN (+ GELU)    bytes 2 E n C + 8 C (folded affine)
  *   residual add   bytes 3 E n C (y += x: read both, write y)
  *   row gather     bytes 2 E n C + 4 n (rows read and written, one 32-bit index a row)
@@ -107,6 +108,9 @@ static void op_linear_swiglu(cost_acc *a, int k, double n, double C, double H) {
   add(a, k, 4.0 * n * C * H, 0.0, E * (n * C + n * H + 2.0 * C * H + 2.0 * H));
 }
 static void op_layernorm(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 8.0 * C); }
+static void op_layernorm_rows(cost_acc *a, int k, double rows, double C) {
+  add(a, k, 0.0, 0.0, 2.0 * E * rows * C + 4.0 * rows + 8.0 * C);
+}
 static void op_affine(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 8.0 * C); }
 static void op_add(cost_acc *a, int k, double values) { add(a, k, 0.0, 0.0, 3.0 * E * values); }
 static void op_gather(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 4.0 * n); }
@@ -172,10 +176,9 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
   op_linear(a, C_CPE, n, C, C, 0);
   op_layernorm(a, C_CPE, n, C);
   op_add(a, C_CPE, n * C);
-  op_layernorm(a, C_NORM, n, C); /* norm.1 */
-  op_linear(a, C_QKV, n, C, 3.0 * C, 0);
-  add(a, C_GATHER, 0.0, 0.0, 8.0 * P + 16.0 * n); /* gather.qkv: index composition, qkv rows into patch slots */
-  op_gather(a, C_GATHER, P, 3.0 * C);
+  add(a, C_GATHER, 0.0, 0.0, 8.0 * P + 16.0 * n); /* gather.qkv: index composition */
+  op_layernorm_rows(a, C_NORM, P, C);              /* norm.1, x read by the patch slots' rows */
+  op_linear(a, C_QKV, P, C, 3.0 * C, 0);           /* qkv on the slots */
   op_attn(a, C_ATTN, P, C, lv->patch_sq);
   op_gather(a, C_GATHER, n, C); /* gather.out */
   op_linear(a, C_PROJ, n, C, C, 1);

@@ -19,8 +19,9 @@
  *             (spc_map_gpu with count_pairs, which also checks the voxels); this also creates every cuBLASLt
  *             descriptor before any timing or graph capture.
  *   forward   everything from the uploaded points: grid coordinates, the 4-order serialization,
- *             the stem map and convolution, per level the pooling (spool_gpu_sized: the pooled size from prepare,
- *             no read-back), kernel map, padding, and every layer; no allocation, no host synchronisation:
+ *             the stem map (with level 0's k = 3 map in the same pass, spc_map_pair_gpu, unless a rulebook is
+ *             needed) and convolution, per level the pooling (spool_gpu_sized: the pooled size from prepare, no
+ *             read-back), kernel map, padding, and every layer; no allocation, no host synchronisation:
  *             graphable. The serialization depth is prepare's (PTv3 reads grid_coord.max() back each forward;
  *             the input is the one prepared, so the depth is the same).
  *   download  logits (converted to fp32 on the device in the head) and, with keep_levels, every level's output
@@ -32,16 +33,19 @@
  *     activations: the encoder output (the level's running activation, then the skip its decoder reads) and the
  *     decoder output (kept for the next unpooling and for keep_levels);
  *   shared work buffers, each sized for the largest level (net_ptv3_work): t and u [rows, C] (norm, conv and
- *     projection outputs, gathered attention output), big [rows, max(3C, 4C)] (qkv, MLP hidden, pooling
- *     projection), pc3 [slots, 3C] (gathered qkv), pc [slots, C] (attention output), order_p / inverse_p
+ *     projection outputs, gathered attention output), big [rows, max(3C, 4C)] (MLP hidden, pooling projection),
+ *     pc3 [slots, 3C] (qkv on the patch slots), pc [slots, C] (norm.1's output on the slots, then the attention
+ *     output), order_p / inverse_p
  *     (composed indices), and one scratch block, the largest any launcher asks for (all run in stream order);
  *   the stem's k = 5 map and the input (xyz, fp32 and dtype features), the logits in the dtype and in fp32.
  *
- * Ranges on the hooks (NET_COMPONENTS): "serialize"; "embed" (feature conversion, stem map, conv, BN, GELU);
+ * Ranges on the hooks (NET_COMPONENTS): "serialize"; "embed" (feature conversion, stem map and level 0's k = 3
+ * map, conv, BN, GELU);
  * "encS" around a level with "encS/pool" (projection, pooling structure, segment max, BN, GELU) and blocks
  * "encS/blockB" holding "cpe" (the level's kernel map in the first block that runs on it, conv, Linear, LN,
- * residual add), "norm.1", "qkv", "gather.qkv" (the level's padding in its first block, order[pad] and
- * unpad[inverse] composition, the qkv gather), "attn", "gather.out", "proj" (with the residual add), "norm.2",
+ * residual add), "gather.qkv" (the level's padding in its first block, order[pad] and unpad[inverse]
+ * composition), "norm.1" (reading x's rows in the patch slots' order, order[pad], into pc), "qkv" (on the slots,
+ * into pc3), "attn", "gather.out", "proj" (with the residual add), "norm.2",
  * "mlp" (fc1 + GELU, fc2 + residual add); "decS" with "decS/unpool" and its blocks; "head" (Linear, fp32).
  */
 #include <math.h>
@@ -396,6 +400,14 @@ static hx_status levels_from_struct(p3g *g, const net_ptv3_struct *s, uint64_t s
 }
 
 /* The largest scratch any launcher of the forward (and of prepare) asks for; picks the attention variants. */
+/* spc_map_gpu's scratch for n rows at side k: its size query reads whether a rulebook is asked for, not where. */
+static hx_status map_scratch(size_t *sb, uint32_t n, uint32_t k, int rule, hx_err *err) {
+  spc_map m;
+  int32_t any;
+  memset(&m, 0, sizeof m);
+  return spc_map_gpu(&m, NULL, rule ? &any : NULL, NULL, sb, NULL, NULL, n, k, 0, NULL, err);
+}
+
 static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
   const net_config *c = &g->cfg;
   size_t sb = 0, most = 0;
@@ -408,13 +420,14 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
   HX_TRY(bl_st(g->serial->fn(NULL, &sb, &a, NULL), "serialization size query", err));
   most = max_sz(most, sb);
   spc_map m;
-  memset(&m, 0, sizeof m);
-  HX_TRY(spc_map_gpu(&m, NULL, NULL, NULL, &sb, NULL, NULL, (uint32_t)g->n, 5, 0, NULL, err));
-  most = max_sz(most, sb);
   spc_weights w = {.in = (size_t)c->in_channels, .out = (size_t)c->enc_channels[0], .K = 125};
-  m.n = (uint32_t)g->n, m.k = 5, m.K = 125;
   const spc_variant *sv = conv_variant(g, w.in, w.out, 125);
   if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant");
+  /* the stem's map (and spc_map_pair_gpu's, no larger) */
+  HX_TRY(map_scratch(&sb, (uint32_t)g->n, 5, sv->needs_rule, err));
+  most = max_sz(most, sb);
+  memset(&m, 0, sizeof m);
+  m.n = (uint32_t)g->n, m.k = 5, m.K = 125;
   HX_TRY(sv->fn(NULL, NULL, &w, &m, NULL, &sb, NULL, g->dt, NULL, err));
   most = max_sz(most, sb);
   for (int l = 0; l < c->levels; l++) {
@@ -427,9 +440,13 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
       HX_TRY(bl_st(spool_gpu(&po, NULL, &sb, &pin, NULL), "pooling size query", err));
       most = max_sz(most, sb);
     }
-    memset(&m, 0, sizeof m);
-    HX_TRY(spc_map_gpu(&m, NULL, NULL, NULL, &sb, NULL, NULL, (uint32_t)lv->n, 3, 0, NULL, err));
+    const int dec_here = l < c->levels - 1;
+    const spc_variant *ve = conv_variant(g, (size_t)c->enc_channels[l], (size_t)c->enc_channels[l], 27);
+    const spc_variant *vd = conv_variant(g, (size_t)c->dec_channels[l], (size_t)c->dec_channels[l], 27);
+    if (!ve || !vd) return hx_errf(err, HX_EINVAL, "ptv3 gpu: no sparse convolution variant v%d", c->spconv_force - 1);
+    HX_TRY(map_scratch(&sb, (uint32_t)lv->n, 3, ve->needs_rule || (dec_here && vd->needs_rule), err));
     most = max_sz(most, sb);
+    memset(&m, 0, sizeof m);
     m.n = (uint32_t)lv->n, m.k = 3, m.K = 27;
     HX_TRY(spc_mask_order_gpu(NULL, &m, NULL, &sb, NULL, err)); /* built when a variant uses it: sized always */
     most = max_sz(most, sb);
@@ -582,7 +599,7 @@ typedef struct g_run {
   cudaStream_t s;
   struct CUstream_st *cs;
   int prepare;                   /* 1: the structural pass of prepare (read-backs allowed) */
-  int ready[G_L];                /* the level's kernel map and padding are built in this forward */
+  int ready[G_L]; /* bits: 1 the level's kernel map (and its order), 2 its padding, 4 its map built with the stem's */
   hx_err *err;
 } g_run;
 
@@ -621,7 +638,15 @@ static hx_status step_embed(g_run *r) {
   p3g *g = r->g;
   g_level *l0 = &g->lv[0];
   HX_TRY(nl_from_f32_gpu(g->feat, g->feat32, g->n * (size_t)g->cfg.in_channels, g->dt, r->cs, r->err));
-  HX_TRY(map_gpu(r, &g->stem_map, g->stem_nbr, g->stem_rule, l0, 5));
+  if (!r->prepare && !g->stem_rule && !l0->rule) {
+    /* the stem's map and level 0's k = 3 map in one pass (prepare counted both with spc_map_gpu) */
+    size_t sb = g->scratch_bytes;
+    HX_TRY(spc_map_pair_gpu(&g->stem_map, g->stem_nbr, &l0->map, l0->nbr, g->scratch, &sb, l0->grid, l0->batch,
+                            (uint32_t)g->n, r->cs, r->err));
+    r->ready[0] |= 4;
+  } else {
+    HX_TRY(map_gpu(r, &g->stem_map, g->stem_nbr, g->stem_rule, l0, 5));
+  }
   HX_TRY(conv_gpu(r, l0->enc, g->feat, &g->stem, &g->stem_map));
   return nl_affine_act_gpu(l0->enc, l0->enc, g->stem_bn.scale, g->stem_bn.shift, g->n, g->stem_bn.C, NL_ACT_GELU,
                            g->dt, r->cs, r->err);
@@ -665,7 +690,7 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
   g_level *lv = &g->lv[l];
   const size_t n = lv->n, C = (size_t)b->C;
   if (!(r->ready[l] & 1)) {
-    HX_TRY(map_gpu(r, &lv->map, lv->nbr, lv->rule, lv, 3));
+    if (!(r->ready[l] & 4)) HX_TRY(map_gpu(r, &lv->map, lv->nbr, lv->rule, lv, 3));
     if (lv->map_order) {
       size_t sb = g->scratch_bytes;
       HX_TRY(spc_mask_order_gpu(lv->map_order, &lv->map, g->scratch, &sb, r->cs, r->err));
@@ -678,8 +703,9 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
   return nl_layernorm_add_gpu(x, g->u, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err);
 }
 
-/* pc3 = qkv rows by order[pad] of order row `row` (the level's padding first, once per forward). */
-static hx_status gather_qkv(g_run *r, int l, size_t C, int row) {
+/* order_p = order[pad] and inverse_p = unpad[inverse] of order row `row` (the level's padding first, once per
+ * forward): the patch slots' rows, which norm.1 reads x by. */
+static hx_status compose(g_run *r, int l, int row) {
   p3g *g = r->g;
   g_level *lv = &g->lv[l];
   const size_t n = lv->n;
@@ -688,10 +714,9 @@ static hx_status gather_qkv(g_run *r, int l, size_t C, int row) {
                  "padding", r->err));
     r->ready[l] |= 2;
   }
-  HX_TRY(bl_st(shuf_compose_gpu(g->order_p, g->inverse_p, lv->order + (size_t)row * n, lv->inverse + (size_t)row * n,
+  return bl_st(shuf_compose_gpu(g->order_p, g->inverse_p, lv->order + (size_t)row * n, lv->inverse + (size_t)row * n,
                                 lv->pad, lv->unpad, n, lv->sum_p, r->cs),
-               "index composition", r->err));
-  return gather(r, g->pc3, g->big, g->order_p, lv->sum_p, 3 * C);
+               "index composition", r->err);
 }
 
 static hx_status attention(g_run *r, int l, const g_block *b) {
@@ -736,9 +761,12 @@ static hx_status step_block(g_run *r, int l, const g_block *b, void *x, const vo
     HX_TRY(rs_);                                                                                          \
   } while (0)
   RANGE("cpe", cpe(r, l, b, x, src));
-  RANGE("norm.1", nl_layernorm_gpu(g->t, x, b->norm1.g, b->norm1.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
-  RANGE("qkv", lin_gpu(r, g->big, g->t, &b->qkv, n, NL_ACT_NONE, 0));
-  RANGE("gather.qkv", gather_qkv(r, l, C, row));
+  /* PTv3 gathers the qkv rows (3C wide) into the patch slots; LN and the qkv Linear act row by row, so norm.1
+   * reads x's rows in slot order instead and qkv runs on the slots: the same values, no 3C-wide gather */
+  RANGE("gather.qkv", compose(r, l, row));
+  RANGE("norm.1", nl_layernorm_rows_gpu(g->pc, x, g->order_p, n, b->norm1.g, b->norm1.b, lv->sum_p, C, NET_PTV3_LN_EPS,
+                                        g->dt, r->cs, r->err));
+  RANGE("qkv", lin_gpu(r, g->pc3, g->pc, &b->qkv, lv->sum_p, NL_ACT_NONE, 0));
   RANGE("attn", attention(r, l, b));
   RANGE("gather.out", gather_out(r, l, C));
   RANGE("proj", lin_gpu(r, x, g->t, &b->proj, n, NL_ACT_NONE, 1));

@@ -77,6 +77,14 @@ hx_status nl_layernorm_cpu(float *y, const float *x, const float *g, const float
                            float eps, hx_err *err);
 hx_status nl_layernorm_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
                            float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+/* y[r] = LayerNorm(x[idx[r]]) for r < rows: a row gather fused into the LayerNorm's read (PTv3's norm.1 read in
+ * the padded serialized order its qkv Linear and attention take, so the qkv rows are never gathered). x has
+ * x_rows rows; every idx[r] < x_rows (the CPU form checks, the GPU form trusts it); y must not overlap x. */
+hx_status nl_layernorm_rows_cpu(float *y, const float *x, const uint32_t *idx, size_t x_rows, const float *g,
+                                const float *b, size_t rows, size_t C, float eps, hx_err *err);
+hx_status nl_layernorm_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t x_rows, const float *d_g,
+                                const float *d_b, size_t rows, size_t C, float eps, net_dtype dt,
+                                struct CUstream_st *stream, hx_err *err);
 /* y += LayerNorm(x) (a residual branch ending in a LayerNorm, as PTv3's xCPE): y must not overlap x. The GPU
  * form rounds y + LN(x) once, where LN then nl_add round twice. */
 hx_status nl_layernorm_add_cpu(float *y, const float *x, const float *g, const float *b, size_t rows, size_t C,
@@ -208,7 +216,8 @@ typedef struct spc_map {
 hx_status spc_map_cpu(spc_map *m, const uint32_t *grid, const uint32_t *batch, uint32_t n, uint32_t k, hx_err *err);
 void spc_map_free_host(spc_map *m);
 /* GPU map into caller memory: d_nbr [n * k^3]; d_rule NULL or int32 [spc_rule_elems(n, k)] (the rulebook
- * above); scratch by CUB's protocol (NULL asks the size; the hash table lives there). m->pairs and m->opairs
+ * above); scratch by CUB's protocol (NULL asks the size; the hash table lives there; the size depends on whether
+ * d_rule is NULL, not on where it points: a rulebook needs 8 n k^3 more bytes). m->pairs and m->opairs
  * are filled only when count_pairs (one stream synchronisation); otherwise they are left as they were (a
  * forward re-running the map of the input it prepared keeps prepare's counts). The device checks the input
  * (coordinates < 2^18, batch < 2^10, unique voxels per cloud) and the result is read back with the counts:
@@ -218,6 +227,13 @@ static inline size_t spc_rule_elems(uint32_t n, uint32_t k) { return (2u * (size
 hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scratch, size_t *scratch_bytes,
                       const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, uint32_t k, int count_pairs,
                       struct CUstream_st *stream, hx_err *err);
+/* The k = 5 map and the k = 3 map of the same voxels in one pass (PTv3's stem and its level-0 xCPE): the k = 3
+ * map is the inner 3^3 of every row's 5^3 window, written from the same probes; equal to spc_map_gpu's maps
+ * entry for entry. d_nbr5 [n * 125], d_nbr3 [n * 27]; no rulebooks and no counts (both maps' pairs and opairs are
+ * left as they were, as a forward keeps what its prepare counted); scratch as spc_map_gpu's without a rulebook. */
+hx_status spc_map_pair_gpu(spc_map *m5, int32_t *d_nbr5, spc_map *m3, int32_t *d_nbr3, void *d_scratch,
+                           size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n,
+                           struct CUstream_st *stream, hx_err *err);
 
 /* CPU reference convolution: y [n, out] = conv(x [n, in]); w [out, K, in]; b [out] or NULL. */
 hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b, const spc_map *m, size_t in,

@@ -16,14 +16,18 @@
  *     (z&1)] (brows preset to -1); a row that finds its cell taken shares its voxel with that row: a
  *     duplicate (a flag word on the device, read back with the counts);
  *  3. lookup: G lanes per row (32 at k = 5, 8 at k = 3): lane l < 27 (8) probes the window's l-th block and
- *     copies its 8 cells to shared memory; then the lanes write nbr[i*K + o] for o = l, l + G, ... (the
- *     writes coalesce) from the cells, and flag[o*n + i] = (nbr != -1). Blocks outside [0, 2^17) per axis
- *     are not sought (the key's fields never wrap);
- *  4. rulebook (when d_rule is given): one CUB exclusive scan of the offset-major flags gives every pair its
- *     place p = scan[o*n + i] - scan[o*n] within its offset, in increasing output row; one thread per
- *     (offset, point) writes rule_in[o*n + p] = j and rule_out[o*n + p] = i (spconv's indice_pairs [2, K, n]);
- *  5. counts: K threads take each offset's count from the scan; copied to the host only with count_pairs.
- *  Without d_rule and count_pairs (a map only v1 reads) the flags, the scan and the counts are skipped.
+ *     copies its 8 cells to shared memory; at k = 5 the same cells also give the k = 3 map of the same voxels
+ *     when asked (spc_map_pair_gpu: PTv3's stem and level-0 xCPE share their voxels). The lanes
+ *     write nbr[i*K + o] for o = l, l + G, ... (the writes coalesce) from the cells. Blocks outside [0, 2^17) per
+ *     axis are not sought (the key's fields never wrap). Counts without a rulebook: per-CTA counters in shared
+ *     memory, one atomicAdd per offset and CTA;
+ *  4. rulebook (when d_rule is given): the lookup also writes flag[o*n + i] = (nbr != -1); one CUB exclusive
+ *     scan of the offset-major flags gives every pair its place p = scan[o*n + i] - scan[o*n] within its offset,
+ *     in increasing output row; one thread per (offset, point) writes rule_in[o*n + p] = j and
+ *     rule_out[o*n + p] = i (spconv's indice_pairs [2, K, n]), and K threads the counts from the scan;
+ *  5. counts: copied to the host only with count_pairs, with the device's report on the input.
+ *  Without d_rule the flags and the scan are neither run nor in the scratch (8 n K bytes: 600 MB for the stem's
+ *  map at 600k rows).
  * Invariant: for valid input without duplicates nbr equals spc_map_cpu's bit for bit (tests), whatever the
  * thread order: each block key is in the table once, each voxel's row in its cell once, and the block
  * numbering (which does depend on the order) never reaches nbr.
@@ -242,19 +246,31 @@ __global__ void __launch_bounds__(kThreads) place_kernel(int32_t *__restrict__ b
   }
 }
 
-/* G lanes per row (a group never spans warps); NB = nb^3 blocks hold a row's window, nb per axis (a window of
- * k cells starting at x - r covers floor((x - r) / 2) .. floor((x + r) / 2): 3 blocks for k = 5, 2 for k = 3,
- * whatever x's parity). */
-template <int k>
-__global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ nbr, uint32_t *__restrict__ flag,
-                                                          const Slot *__restrict__ table, uint32_t mask,
-                                                          const int32_t *__restrict__ brows,
-                                                          const uint32_t *__restrict__ grid,
-                                                          const uint32_t *__restrict__ batch, uint32_t n) {
-  constexpr uint32_t K = (uint32_t)(k * k * k);
-  constexpr int r = k / 2, nb = k == 5 ? 3 : 2, NB = nb * nb * nb, G = k == 5 ? 32 : 8, GPB = (int)kThreads / G;
-  static_assert(NB <= G && 32 % G == 0, "one lane a block, groups inside warps");
+/* Per-offset pair counts without the flags and their scan: a CTA counts its entries in shared memory and adds
+ * its K counts to cnt (zeroed before the launch) with one atomicAdd each. */
+template <uint32_t K> struct Counts {
+  uint32_t c[K];
+  __device__ void zero() {
+    for (uint32_t o = threadIdx.x; o < K; o += blockDim.x) c[o] = 0u;
+  }
+  __device__ void flush(uint32_t *cnt) {
+    for (uint32_t o = threadIdx.x; o < K; o += blockDim.x)
+      if (c[o]) atomicAdd(&cnt[o], c[o]);
+  }
+};
+
+/* k = 3, one row a group of 8 lanes (a group never spans warps): a window of 3 cells starting at x - 1 covers
+ * blocks floor((x - 1) / 2) .. floor((x + 1) / 2), 2 per axis whatever x's parity, 8 in all, one lane each. */
+__global__ void __launch_bounds__(kThreads) lookup3_kernel(int32_t *__restrict__ nbr, uint32_t *__restrict__ flag,
+                                                           uint32_t *__restrict__ cnt, const Slot *__restrict__ table,
+                                                           uint32_t mask, const int32_t *__restrict__ brows,
+                                                           const uint32_t *__restrict__ grid,
+                                                           const uint32_t *__restrict__ batch, uint32_t n) {
+  constexpr uint32_t K = 27;
+  constexpr int nb = 2, NB = 8, G = 8, GPB = (int)kThreads / G;
   __shared__ __align__(16) int32_t cells[GPB][NB * 8];
+  __shared__ Counts<K> counts;
+  if (cnt) counts.zero();
   const int g = (int)threadIdx.x / G, l = (int)threadIdx.x % G;
   const uint32_t i = blockIdx.x * (uint32_t)GPB + (uint32_t)g;
   uint32_t x = 0, y = 0, z = 0, b = 0;
@@ -264,8 +280,8 @@ __global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ 
     ok = row_valid(x, y, z, b);
   }
   /* floor by arithmetic shifts; x, y, z < 2^18 once ok, so no overflow */
-  const int lx = ok ? ((int)x - r) >> 1 : 0, ly = ok ? ((int)y - r) >> 1 : 0, lz = ok ? ((int)z - r) >> 1 : 0;
-  if (l < NB) {
+  const int lx = ok ? ((int)x - 1) >> 1 : 0, ly = ok ? ((int)y - 1) >> 1 : 0, lz = ok ? ((int)z - 1) >> 1 : 0;
+  {
     const int bx = lx + l / (nb * nb), by = ly + (l / nb) % nb, bz = lz + l % nb;
     constexpr int top = (int)(kCoordLimit >> 1);
     int32_t blk = -1;
@@ -279,19 +295,82 @@ __global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ 
     reinterpret_cast<int4 *>(&cells[g][l * 8])[0] = lo;
     reinterpret_cast<int4 *>(&cells[g][l * 8])[1] = hi;
   }
-  __syncwarp();
-  if (i >= n) return;
-  for (uint32_t o = (uint32_t)l; o < K; o += (uint32_t)G) {
-    int32_t j = -1;
-    if (ok) {
-      const int nx = (int)x + (int)(o / (uint32_t)(k * k)) - r,
-                ny = (int)y + (int)((o / (uint32_t)k) % (uint32_t)k) - r, nz = (int)z + (int)(o % (uint32_t)k) - r;
-      const int blk = ((nx >> 1) - lx) * nb * nb + ((ny >> 1) - ly) * nb + ((nz >> 1) - lz);
-      j = cells[g][blk * 8 + (int)cell_of(nx, ny, nz)];
+  __syncthreads(); /* the cells (a warp's) and the counts' zeros (the CTA's) */
+  if (i < n)
+    for (uint32_t o = (uint32_t)l; o < K; o += (uint32_t)G) {
+      int32_t j = -1;
+      if (ok) {
+        const int nx = (int)x + (int)(o / 9u) - 1, ny = (int)y + (int)((o / 3u) % 3u) - 1, nz = (int)z + (int)(o % 3u) - 1;
+        const int blk = ((nx >> 1) - lx) * nb * nb + ((ny >> 1) - ly) * nb + ((nz >> 1) - lz);
+        j = cells[g][blk * 8 + (int)cell_of(nx, ny, nz)];
+      }
+      nbr[(size_t)i * K + o] = j;
+      if (flag) flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
+      if (cnt && j >= 0) atomicAdd(&counts.c[o], 1u);
     }
-    nbr[(size_t)i * K + o] = j;
-    if (flag) flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
+  if (!cnt) return;
+  __syncthreads();
+  counts.flush(cnt);
+}
+
+/* k = 5, one row a warp: a window of 5 cells starting at x - 2 covers blocks floor((x - 2) / 2) .. floor((x + 2)
+ * / 2), 3 per axis whatever x's parity, 27 in all, one lane each. nbr3 (NULL or [n * 27]) gets the k = 3 map of
+ * the same voxels, the inner 3^3 of each window, from the same cells (spc_map_pair_gpu: PTv3's level 0 needs
+ * both). By blocks instead (a warp an occupied block, its 27 surrounding blocks probed once for all its rows)
+ * the stem's lookups took 447-504 us against 303 at 600k lidar points (H200): the probes do not set the time. */
+__global__ void __launch_bounds__(kThreads) lookup5_kernel(int32_t *__restrict__ nbr, uint32_t *__restrict__ flag,
+                                                           uint32_t *__restrict__ cnt, int32_t *__restrict__ nbr3,
+                                                           const Slot *__restrict__ table, uint32_t mask,
+                                                           const int32_t *__restrict__ brows,
+                                                           const uint32_t *__restrict__ grid,
+                                                           const uint32_t *__restrict__ batch, uint32_t n) {
+  constexpr uint32_t K = 125;
+  constexpr int GPB = (int)kThreads / 32;
+  __shared__ __align__(16) int32_t cells[GPB][27 * 8];
+  __shared__ Counts<K> counts;
+  if (cnt) counts.zero();
+  const int g = (int)threadIdx.x / 32, l = (int)threadIdx.x % 32;
+  const uint32_t i = blockIdx.x * (uint32_t)GPB + (uint32_t)g;
+  uint32_t x = 0, y = 0, z = 0, b = 0;
+  bool ok = false;
+  if (i < n) {
+    x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
+    ok = row_valid(x, y, z, b);
   }
+  /* floor by arithmetic shifts; x, y, z < 2^18 once ok, so no overflow */
+  const int lx = ok ? ((int)x - 2) >> 1 : 0, ly = ok ? ((int)y - 2) >> 1 : 0, lz = ok ? ((int)z - 2) >> 1 : 0;
+  if (l < 27) {
+    const int bx = lx + l / 9, by = ly + (l / 3) % 3, bz = lz + l % 3;
+    constexpr int top = (int)(kCoordLimit >> 1);
+    int32_t blk = -1;
+    if (ok && bx >= 0 && by >= 0 && bz >= 0 && bx < top && by < top && bz < top)
+      blk = find_block(table, mask, spc_pack_key(b, (uint32_t)bx, (uint32_t)by, (uint32_t)bz));
+    int4 lo = make_int4(-1, -1, -1, -1), hi = lo;
+    if (blk >= 0) {
+      const int4 *p = reinterpret_cast<const int4 *>(brows + 8u * (size_t)blk);
+      lo = p[0], hi = p[1];
+    }
+    reinterpret_cast<int4 *>(&cells[g][l * 8])[0] = lo;
+    reinterpret_cast<int4 *>(&cells[g][l * 8])[1] = hi;
+  }
+  __syncthreads(); /* the cells (a warp's) and the counts' zeros (the CTA's) */
+  if (i < n) {
+    auto at = [&](int nx, int ny, int nz) {
+      return cells[g][(((nx >> 1) - lx) * 9 + ((ny >> 1) - ly) * 3 + ((nz >> 1) - lz)) * 8 + (int)cell_of(nx, ny, nz)];
+    };
+    for (uint32_t o = (uint32_t)l; o < K; o += 32u) {
+      const int32_t j =
+          ok ? at((int)x + (int)(o / 25u) - 2, (int)y + (int)((o / 5u) % 5u) - 2, (int)z + (int)(o % 5u) - 2) : -1;
+      nbr[(size_t)i * K + o] = j;
+      if (flag) flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
+      if (cnt && j >= 0) atomicAdd(&counts.c[o], 1u);
+    }
+    if (nbr3 && l < 27)
+      nbr3[(size_t)i * 27u + (uint32_t)l] = ok ? at((int)x + l / 9 - 1, (int)y + (l / 3) % 3 - 1, (int)z + l % 3 - 1) : -1;
+  }
+  if (!cnt) return;
+  __syncthreads();
+  counts.flush(cnt);
 }
 
 __global__ void __launch_bounds__(kThreads) rule_kernel(int32_t *__restrict__ rule, const int32_t *__restrict__ nbr,
@@ -1242,70 +1321,83 @@ struct spc_ctx {
 };
 
 /* ---- Map ------------------------------------------------------------------------------------------ */
-hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scratch, size_t *scratch_bytes,
-                      const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, uint32_t k, int count_pairs,
-                      cudaStream_t stream, hx_err *err) {
-  if (!m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc_map_gpu: NULL map or scratch size");
-  if (k != 3u && k != 5u) return hx_errf(err, HX_EINVAL, "spc_map_gpu: kernel side %u (3 or 5 only)", k);
+namespace {
+/* spc_map_gpu and spc_map_pair_gpu: the map of side k (nbr, rulebook and counts as spc_map_gpu says) and, where
+ * m3 is given (k = 5 only), the k = 3 map of the same voxels into d_nbr3, its counts left alone. */
+hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule, spc_map *m3, int32_t *d_nbr3,
+                    void *d_scratch, size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch,
+                    uint32_t n, uint32_t k, int count_pairs, cudaStream_t stream, hx_err *err) {
+  if (!m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "%s: NULL map or scratch size", who);
+  if (k != 3u && k != 5u) return hx_errf(err, HX_EINVAL, "%s: kernel side %u (3 or 5 only)", who, k);
   const uint32_t K = k * k * k;
   if ((uint64_t)n * K > (uint64_t)INT32_MAX)
-    return hx_errf(err, HX_EINVAL, "spc_map_gpu: %u rows x %u offsets exceed 2^31 map entries", n, K);
+    return hx_errf(err, HX_EINVAL, "%s: %u rows x %u offsets exceed 2^31 map entries", who, n, K);
   if (!n) { /* nothing to build: the map of an empty cloud, whether or not this is a size query */
     if (!d_scratch) *scratch_bytes = 0;
     m->n = 0, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL;
     if (count_pairs) m->pairs = 0, memset(m->opairs, 0, sizeof m->opairs);
+    if (m3) m3->n = 0, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL;
     return HX_OK;
   }
   const size_t nK = (size_t)n * K;
   size_t cap = 16;
   while (cap < 2u * (size_t)n) cap *= 2u;
-  size_t scan_bytes = 0;
-  HX_CUDA(err, cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (const uint32_t *)nullptr, (uint32_t *)nullptr,
-                                             (int)nK));
   Carve c{static_cast<char *>(d_scratch), 0};
   Slot *table = static_cast<Slot *>(take(c, cap * sizeof(Slot)));
   int32_t *brows = static_cast<int32_t *>(take(c, (size_t)n * 8u * sizeof(int32_t))); /* <= n blocks */
   uint32_t *nblk = static_cast<uint32_t *>(take(c, sizeof(uint32_t)));
-  uint32_t *flag = static_cast<uint32_t *>(take(c, nK * sizeof(uint32_t)));
-  uint32_t *scan = static_cast<uint32_t *>(take(c, nK * sizeof(uint32_t)));
   uint32_t *cnt = static_cast<uint32_t *>(take(c, K * sizeof(uint32_t)));
   unsigned long long *st = static_cast<unsigned long long *>(take(c, 4 * sizeof(unsigned long long)));
-  void *scan_tmp = take(c, scan_bytes);
+  /* the flags and their scan serve the rulebook alone (8 n K bytes of scratch: 600 MB for the stem's map at 600k
+   * rows); counts without it come from the lookup's per-CTA counters */
+  uint32_t *flag = nullptr, *scan = nullptr;
+  void *scan_tmp = nullptr;
+  size_t scan_bytes = 0;
+  if (d_rule) {
+    HX_CUDA(err, cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (const uint32_t *)nullptr, (uint32_t *)nullptr,
+                                               (int)nK));
+    flag = static_cast<uint32_t *>(take(c, nK * sizeof(uint32_t)));
+    scan = static_cast<uint32_t *>(take(c, nK * sizeof(uint32_t)));
+    scan_tmp = take(c, scan_bytes);
+  }
   if (!d_scratch) {
     *scratch_bytes = c.used;
     return HX_OK;
   }
   if (*scratch_bytes < c.used)
-    return hx_errf(err, HX_EINVAL, "spc_map_gpu: scratch of %zu bytes, %zu needed", *scratch_bytes, c.used);
-  if (!d_nbr || !d_grid) return hx_errf(err, HX_EINVAL, "spc_map_gpu: NULL d_nbr or d_grid for %u rows", n);
+    return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, *scratch_bytes, c.used);
+  if (!d_nbr || !d_grid || (m3 && !d_nbr3))
+    return hx_errf(err, HX_EINVAL, "%s: NULL d_nbr%s or d_grid for %u rows", who, m3 ? ", d_nbr3" : "", n);
 
   const uint32_t mask = (uint32_t)(cap - 1u);
+  const bool counted = count_pairs && !d_rule;
   HX_CUDA(err, cudaMemsetAsync(table, 0xFF, cap * sizeof(Slot), stream));
   HX_CUDA(err, cudaMemsetAsync(brows, 0xFF, (size_t)n * 8u * sizeof(int32_t), stream));
   HX_CUDA(err, cudaMemsetAsync(nblk, 0, sizeof(uint32_t), stream));
+  if (counted) HX_CUDA(err, cudaMemsetAsync(cnt, 0, K * sizeof(uint32_t), stream));
   HX_CUDA(err, cudaMemsetAsync(st, 0xFF, 4 * sizeof(unsigned long long), stream));
   HX_CUDA(err, cudaMemsetAsync(st, 0, sizeof(unsigned long long), stream));
   insert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(table, mask, nblk, d_grid, d_batch, n, st);
   HX_LAUNCHED(err, "spc insert_kernel");
   place_kernel<<<blocks_for(n), kThreads, 0, stream>>>(brows, table, mask, d_grid, d_batch, n, st);
   HX_LAUNCHED(err, "spc place_kernel");
-  /* the flags and their scan serve only the rulebook and the counts: a map for v1 alone (no d_rule, no
-   * count_pairs) is the insert, the place and the lookup, and skips 3 passes over n * K words */
-  uint32_t *fl = d_rule || count_pairs ? flag : nullptr;
-  if (k == 3u)
-    lookup_kernel<3><<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, fl, table, mask, brows, d_grid, d_batch, n);
-  else lookup_kernel<5><<<(n + 7u) / 8u, kThreads, 0, stream>>>(d_nbr, fl, table, mask, brows, d_grid, d_batch, n);
-  HX_LAUNCHED(err, "spc lookup_kernel");
+  if (k == 5u)
+    lookup5_kernel<<<(n + 7u) / 8u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr, m3 ? d_nbr3 : nullptr,
+                                                           table, mask, brows, d_grid, d_batch, n);
+  else
+    lookup3_kernel<<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr, table, mask, brows,
+                                                              d_grid, d_batch, n);
+  HX_LAUNCHED(err, "spc lookup kernel");
   m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL;
-  if (!fl) return HX_OK;
-  HX_CUDA(err, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, (const uint32_t *)flag, scan, (int)nK, stream));
+  if (m3) m3->n = n, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL;
   if (d_rule) {
+    HX_CUDA(err, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, (const uint32_t *)flag, scan, (int)nK, stream));
     rule_kernel<<<blocks_for(nK), kThreads, 0, stream>>>(d_rule, d_nbr, flag, scan, n, K);
     HX_LAUNCHED(err, "spc rule_kernel");
     cnt = reinterpret_cast<uint32_t *>(d_rule + 2u * nK); /* the rulebook's own count row */
+    count_kernel<<<1, 128, 0, stream>>>(cnt, flag, scan, n, K);
+    HX_LAUNCHED(err, "spc count_kernel");
   }
-  count_kernel<<<1, 128, 0, stream>>>(cnt, flag, scan, n, K);
-  HX_LAUNCHED(err, "spc count_kernel");
   if (!count_pairs) return HX_OK;
 
   uint32_t h_cnt[SPC_KMAX];
@@ -1314,17 +1406,33 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
   HX_CUDA(err, cudaMemcpyAsync(h_st, st, sizeof h_st, cudaMemcpyDeviceToHost, stream));
   HX_CUDA(err, cudaStreamSynchronize(stream));
   if (h_st[0] & kBadCoord)
-    return hx_errf(err, HX_EINVAL, "spc_map_gpu: row %llu: voxel outside [0, 2^18) per axis", h_st[1]);
-  if (h_st[0] & kBadBatch) return hx_errf(err, HX_EINVAL, "spc_map_gpu: row %llu: batch >= 2^10", h_st[2]);
+    return hx_errf(err, HX_EINVAL, "%s: row %llu: voxel outside [0, 2^18) per axis", who, h_st[1]);
+  if (h_st[0] & kBadBatch) return hx_errf(err, HX_EINVAL, "%s: row %llu: batch >= 2^10", who, h_st[2]);
   if (h_st[0] & kDuplicate) {
     const unsigned long long a = h_st[3] >> 32, b = h_st[3] & 0xFFFFFFFFull;
-    return hx_errf(err, HX_EINVAL, "spc_map_gpu: rows %llu and %llu are the same voxel of one cloud", a < b ? a : b,
+    return hx_errf(err, HX_EINVAL, "%s: rows %llu and %llu are the same voxel of one cloud", who, a < b ? a : b,
                    a < b ? b : a);
   }
   m->pairs = 0;
   memset(m->opairs, 0, sizeof m->opairs);
   for (uint32_t o = 0; o < K; ++o) m->opairs[o] = h_cnt[o], m->pairs += h_cnt[o];
   return HX_OK;
+}
+} // namespace
+
+hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scratch, size_t *scratch_bytes,
+                      const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, uint32_t k, int count_pairs,
+                      cudaStream_t stream, hx_err *err) {
+  return map_build("spc_map_gpu", m, d_nbr, d_rule, nullptr, nullptr, d_scratch, scratch_bytes, d_grid, d_batch, n, k,
+                   count_pairs, stream, err);
+}
+
+hx_status spc_map_pair_gpu(spc_map *m5, int32_t *d_nbr5, spc_map *m3, int32_t *d_nbr3, void *d_scratch,
+                           size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n,
+                           cudaStream_t stream, hx_err *err) {
+  if (!m3) return hx_errf(err, HX_EINVAL, "spc_map_pair_gpu: NULL k = 3 map");
+  return map_build("spc_map_pair_gpu", m5, d_nbr5, nullptr, m3, d_nbr3, d_scratch, scratch_bytes, d_grid, d_batch, n,
+                   5u, 0, stream, err);
 }
 
 /* ---- Weights and context -------------------------------------------------------------------------- */

@@ -15,6 +15,14 @@ hx_status spc_map_gpu(spc_map *m, int32_t *d_nbr, int32_t *d_rule, void *d_scrat
   return hx_errf(err, HX_ENODEV, "spc_map_gpu: this build has no CUDA");
 }
 
+hx_status spc_map_pair_gpu(spc_map *m5, int32_t *d_nbr5, spc_map *m3, int32_t *d_nbr3, void *d_scratch,
+                           size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n,
+                           struct CUstream_st *stream, hx_err *err) {
+  (void)m5, (void)d_nbr5, (void)m3, (void)d_nbr3, (void)d_scratch, (void)d_grid, (void)d_batch, (void)n, (void)stream;
+  if (scratch_bytes) *scratch_bytes = 0;
+  return hx_errf(err, HX_ENODEV, "spc_map_pair_gpu: this build has no CUDA");
+}
+
 hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratch, size_t *scratch_bytes,
                              struct CUstream_st *stream, hx_err *err) {
   (void)d_order, (void)m, (void)d_scratch, (void)stream;

@@ -317,6 +317,25 @@ static void test_layernorm_properties(void **state) {
     /* the affine is g * xhat + b on the normalised row */
     assert_int_equal(nl_layernorm_cpu(z, x, g, b, rows, C, 1e-12f, NULL), HX_OK);
     for (size_t i = 0; i < rows * C; ++i) assert_true(fabsf(z[i] - (y[i] * g[i % C] + b[i % C])) <= 1e-5f);
+    /* LN of rows by index (reversed, row 3 twice, row 0 never): row r is z's row idx[r]; an index past x's rows, a
+     * missing index and y overlapping x are refused */
+    {
+      uint32_t idx[17];
+      float *yr = malloc(rows * C * 4);
+      assert_true(yr != NULL);
+      for (size_t r = 0; r < rows; ++r) idx[r] = (uint32_t)(rows - 1 - r);
+      idx[rows - 1] = 3;
+      assert_int_equal(nl_layernorm_rows_cpu(yr, x, idx, rows, g, b, rows, C, 1e-12f, NULL), HX_OK);
+      for (size_t r = 0; r < rows; ++r) assert_memory_equal(yr + r * C, z + (size_t)idx[r] * C, C * 4);
+      hx_err e = {HX_OK, ""};
+      idx[5] = (uint32_t)rows;
+      assert_int_equal(nl_layernorm_rows_cpu(yr, x, idx, rows, g, b, rows, C, 1e-12f, &e), HX_EINVAL);
+      assert_non_null(strstr(e.msg, "idx[5]"));
+      idx[5] = 0;
+      assert_int_equal(nl_layernorm_rows_cpu(yr, x, NULL, rows, g, b, rows, C, 1e-12f, &e), HX_EINVAL);
+      assert_int_equal(nl_layernorm_rows_cpu(x, x, idx, rows, g, b, rows, C, 1e-12f, &e), HX_EINVAL);
+      free(yr);
+    }
     /* y += LN(x): the residual plus the out-of-place result, to fp32 rounding; y overlapping x is refused */
     float *w = malloc(rows * C * 4);
     assert_true(w != NULL);

@@ -468,7 +468,8 @@ static void test_linear_swiglu(void **state) {
 /* ---- layernorm ------------------------------------------------------------------------------------- */
 
 /* mode 0: y = LN(x) out of place, 1: in place, 2: y += LN(x) (nl_layernorm_add_gpu) on a random residual y,
- * 3 and 4: modes 0 and 2 with gamma and beta 4 bytes past 16-byte alignment (the kernels' scalar loads) */
+ * 3 and 4: modes 0 and 2 with gamma and beta 4 bytes past 16-byte alignment (the kernels' scalar loads), 5: y[r] =
+ * LN(x[idx[r]]) (nl_layernorm_rows_gpu) with idx drawn at random, repeats and unread rows included */
 static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mode) {
   const double eps = eps_of(dt);
   const float ln_eps = 1e-5f;
@@ -476,9 +477,10 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mo
   /* modes 0 and 1 keep their earlier seeds (10 + 2 dt + in_place), so recorded run seeds still reproduce */
   const uint64_t seed = case_seed(t, mode < 2    ? 10 + (uint64_t)dt * 2 + (uint64_t)mode
                                      : mode == 2 ? 30 + (uint64_t)dt
+                                     : mode == 5 ? 50 + (uint64_t)dt
                                                  : 40 + (uint64_t)dt * 2 + (uint64_t)(mode == 4),
                                   rows, C);
-  const size_t goff = mode >= 3;
+  const size_t goff = mode == 3 || mode == 4;
   const int add = mode == 2 || mode == 4;
   const size_t n = rows * C;
   uint16_t *hx = xmalloc(n * 2), *hy = xmalloc((n + 2 * C) * 2);
@@ -489,7 +491,22 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mo
   for (size_t r = 0; r < rows; ++r)
     fill(dt, hx + r * C, xf + r * C, C, seed, 1 + r, 0.5f + (float)(r % 3), r % 2 ? 4.0f : 0.0f);
   for (size_t c = 0; c < C; ++c) g[c] = 1.0f + 0.5f * unit(seed, 0, c), b[c] = 0.5f * unit(seed, 0, C + c);
-  assert_int_equal(nl_layernorm_cpu(yf, xf, g, b, rows, C, ln_eps, NULL), HX_OK);
+  uint32_t *idx = NULL;
+  if (mode == 5) { /* the reference on the gathered rows, which the tolerances below then describe */
+    idx = xmalloc(rows * 4);
+    float *xg = xmalloc(n * 4);
+    for (size_t r = 0; r < rows; ++r) idx[r] = (uint32_t)(hx_rng_u64(seed, 7, r) % rows);
+    for (size_t r = 0; r < rows; ++r) memcpy(xg + r * C, xf + (size_t)idx[r] * C, C * 4);
+    assert_int_equal(nl_layernorm_rows_cpu(yf, xf, idx, rows, g, b, rows, C, ln_eps, NULL), HX_OK);
+    float *yg = xmalloc(n * 4);
+    assert_int_equal(nl_layernorm_cpu(yg, xg, g, b, rows, C, ln_eps, NULL), HX_OK);
+    assert_memory_equal(yg, yf, n * 4); /* the CPU form is LN of the gathered rows */
+    free(yg);
+    memcpy(xf, xg, n * 4);
+    free(xg);
+  } else {
+    assert_int_equal(nl_layernorm_cpu(yf, xf, g, b, rows, C, ln_eps, NULL), HX_OK);
+  }
   if (add) { /* the residual: spread 3, so the sum's rounding is on a different scale than LN's */
     for (size_t r = 0; r < rows; ++r) fill(dt, hr + r * C, rf + r * C, C, seed ^ 0x5eedu, 1 + r, 3.0f, 1.0f);
     float *sum = xmalloc(n * 4);
@@ -503,17 +520,20 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mo
   uint16_t *dbuf = dmalloc((n + 2 * C) * 2);
   float *dg0 = dmalloc((C + 1) * 4), *db0 = dmalloc((C + 1) * 4), *dg = dg0 + goff, *dbb = db0 + goff;
   uint16_t *dx = in_place ? dbuf + C : dmalloc(n * 2), *dy = dbuf + C;
+  uint32_t *didx = idx ? dmalloc(rows * 4) : NULL;
   poison(dbuf, (n + 2 * C) * 2);
   h2d(dx, hx, n * 2), h2d(dg, g, C * 4), h2d(dbb, b, C * 4);
+  if (idx) h2d(didx, idx, rows * 4);
   if (add) h2d(dy, hr, n * 2);
   tally ta;
   tally_init(&ta, "layernorm %s rows %zu C %zu%s", net_dtype_name(dt), rows, C,
              mode == 1 ? " in place" : mode == 2 ? " + residual" : mode == 3 ? " gamma unaligned"
-             : mode == 4 ? " + residual, gamma unaligned" : "");
+             : mode == 4 ? " + residual, gamma unaligned" : mode == 5 ? " rows by index" : "");
   hx_err err = {HX_OK, ""};
   size_t bad = 0;
-  const hx_status st = add ? nl_layernorm_add_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err)
-                                 : nl_layernorm_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err);
+  const hx_status st = add    ? nl_layernorm_add_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err)
+                       : idx ? nl_layernorm_rows_gpu(dy, dx, didx, rows, dg, dbb, rows, C, ln_eps, dt, t->stream, &err)
+                             : nl_layernorm_gpu(dy, dx, dg, dbb, rows, C, ln_eps, dt, t->stream, &err);
   if (sync_status(t, st, &err, ta.what) != HX_OK) {
     bad = 1;
   } else {
@@ -546,9 +566,9 @@ static size_t run_layernorm(tctx *t, net_dtype dt, size_t rows, size_t C, int mo
     }
     bad += tally_end(&ta, rows == 1000);
   }
-  cudaFree(dbuf), cudaFree(dg0), cudaFree(db0);
+  cudaFree(dbuf), cudaFree(dg0), cudaFree(db0), cudaFree(didx);
   if (!in_place) cudaFree(dx);
-  free(hx), free(hy), free(xf), free(yf), free(g), free(b), free(hr), free(rf);
+  free(hx), free(hy), free(xf), free(yf), free(g), free(b), free(hr), free(rf), free(idx);
   return bad;
 }
 
@@ -572,7 +592,9 @@ static void test_layernorm(void **state) {
     bad += run_layernorm(t, (net_dtype)d, 300, 1000, 2);
     bad += run_layernorm(t, (net_dtype)d, 7, 2048, 2);
     for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ++ci)
-      bad += run_layernorm(t, (net_dtype)d, 1001, Cs[ci], 3) + run_layernorm(t, (net_dtype)d, 1001, Cs[ci], 4);
+      bad += run_layernorm(t, (net_dtype)d, 1001, Cs[ci], 3) + run_layernorm(t, (net_dtype)d, 1001, Cs[ci], 4) +
+             run_layernorm(t, (net_dtype)d, 1001, Cs[ci], 5);
+    bad += run_layernorm(t, (net_dtype)d, 65537, 32, 5) + run_layernorm(t, (net_dtype)d, 7, 2048, 5);
   }
   assert_int_equal(bad, 0);
 }
@@ -986,6 +1008,12 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_layernorm_gpu(d, d + 2048, NULL, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_layernorm_gpu(d, d + 2048, f, f, 4, 8, 1e-5f, (net_dtype)-1, s, &err), HX_EINVAL);
   assert_int_equal(nl_layernorm_add_gpu(d, d, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL); /* y += LN(y) */
+  /* rows by index: no index, y overlapping x (also in place: a gathered row may be read after it is written) */
+  assert_int_equal(nl_layernorm_rows_gpu(d, d + 2048, NULL, 4, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_layernorm_rows_gpu(d, d, (const uint32_t *)f, 4, f, f, 4, 8, 1e-5f, NET_F16, s, &err),
+                   HX_EINVAL);
+  assert_int_equal(nl_layernorm_rows_gpu(d + 16, d, (const uint32_t *)f, 4, f, f, 2, 8, 1e-5f, NET_F16, s, &err),
+                   HX_EINVAL); /* y's 2 rows clear x's first 2 but not its 4 */
   assert_int_equal(nl_layernorm_add_gpu(d, d + 4, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_layernorm_add_gpu(d, d + 2048, f, f, 4, 12, 1e-5f, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_layernorm_add_gpu(d, d + 2049, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL); /* unaligned */

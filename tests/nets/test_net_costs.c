@@ -1,7 +1,7 @@
 /*
  * test_net_costs.c - the cost model of both forwards (nets/net_costs.c) on the CPU structures of the tiny
  * configurations, against figures computed here by hand from the shapes: the qkv and CPE GEMM FLOPs of PTv3-tiny
- * (2 n C 3C per block, 2 pairs C C + 2 n C C), its stem convolution (2 pairs 4 16), attention over single-patch
+ * (2 P C 3C per block on its P patch slots, 2 pairs C C + 2 n C C), its stem convolution (2 pairs 4 16), attention over single-patch
  * clouds (4 n^2 C per block, n <= patch) and over padded multi-patch clouds (4 C K sum_p), Flash3D-tiny's Linear
  * FLOPs and PSH bytes, attention over one-bucket clouds (4 C n_c^2 per cloud and block) and its bound
  * (rows x scope rows) on larger clouds; on every case the components sum to the "forward" entry, the names are the
@@ -99,14 +99,14 @@ static void test_ptv3_gemm(void **state) {
   const net_config *cfg = &t.cfg;
   double qkv = 0, qkv_bytes = 0, cpe = 0;
   for (int l = 0; l < cfg->levels; l++) {
-    const double n = (double)t.s.lv[l].n, pairs = (double)t.s.lv[l].map.pairs;
+    const double n = (double)t.s.lv[l].n, pairs = (double)t.s.lv[l].map.pairs, P = (double)t.s.lv[l].sum_p;
     assert_true(pairs >= n && pairs <= 27.0 * n); /* the centre offset pairs every row with itself */
     side sd[2];
     const int ns = ptv3_sides(cfg, l, sd);
     for (int k = 0; k < ns; k++) {
       const double C = sd[k].C;
-      qkv += sd[k].depth * 2.0 * n * C * 3.0 * C; /* the qkv Linear of a block: 2 n C 3C */
-      qkv_bytes += sd[k].depth * 2.0 * (n * C + n * 3.0 * C + 3.0 * C * C + 3.0 * C);
+      qkv += sd[k].depth * 2.0 * P * C * 3.0 * C; /* the qkv Linear of a block, on the patch slots: 2 P C 3C */
+      qkv_bytes += sd[k].depth * 2.0 * (P * C + P * 3.0 * C + 3.0 * C * C + 3.0 * C);
       cpe += sd[k].depth * (2.0 * pairs * C * C + 2.0 * n * C * C); /* conv on the map's pairs, then Linear(C, C) */
     }
   }

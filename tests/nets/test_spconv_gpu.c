@@ -5,8 +5,10 @@
  * sparse voxels in a 64^3 box with n = 1 .. 20000, a dense pair of 24^3 boxes, one cloud without a batch
  * array, one at the top of the coordinate range; k = 3 and 5. The rulebook holds each offset's pairs in
  * increasing output row, its count row and m->opairs equal the CPU counts; a run without count_pairs leaves
- * the counts alone and gives the same map, and so does a run without the rulebook and counts; duplicates,
- * coordinates >= 2^18 and batch >= 2^10 are HX_EINVAL naming the row(s).
+ * the counts alone and gives the same map, and so does a run without the rulebook and counts; counts without the
+ * rulebook equal the CPU's; spc_map_pair_gpu gives the k = 5 and k = 3 maps, each the CPU's, counts left alone;
+ * duplicates, coordinates >= 2^18 and batch >= 2^10 are HX_EINVAL naming the row(s), and without count_pairs
+ * their maps hold only -1 and rows < n.
  *
  * Convolution: one problem per (cloud, shape, dtype) with its reference, every registered variant checked
  * against it (a variant that refuses the widths with HX_EUNSUPPORTED is logged and left out). Shapes: the stem
@@ -176,6 +178,44 @@ static void test_map(void **state) {
         assert_int_equal(cudaMemcpy(nbr1, g.d_nbr, (size_t)t.n * c.K * sizeof(int32_t), cudaMemcpyDeviceToHost),
                          cudaSuccess);
         assert_memory_equal(nbr1, c.nbr, (size_t)t.n * c.K * sizeof(int32_t));
+        /* counts without a rulebook (per-CTA counters, no flags or scan): the CPU's */
+        spc_map m2 = g.m;
+        m2.pairs = 0, memset(m2.opairs, 0, sizeof m2.opairs);
+        assert_int_equal(spc_map_gpu(&m2, g.d_nbr, NULL, g.d_scratch, &g.scratch, g.d_grid,
+                                     dense == 2 ? NULL : g.d_batch, t.n, k, 1, NULL, &err),
+                         HX_OK);
+        assert_int_equal(m2.pairs, c.pairs);
+        assert_memory_equal(m2.opairs, c.opairs, c.K * sizeof(uint32_t));
+        if (k == 5) { /* the pair: both maps from one pass, each the CPU's, counts left alone */
+          spc_map c3, m5 = g.m, m3;
+          memset(&m3, 0, sizeof m3);
+          m5.pairs = 777, m3.pairs = 778;
+          assert_int_equal(spc_map_cpu(&c3, t.grid, dense == 2 ? NULL : t.batch, t.n, 3, &err), HX_OK);
+          int32_t *d3 = dev_alloc((size_t)t.n * 27u * sizeof(int32_t)), *nbr3 = malloc((size_t)t.n * 27u * 4u);
+          assert_non_null(nbr3);
+          assert_int_equal(cudaMemset(g.d_nbr, 0x7F, (size_t)t.n * c.K * sizeof(int32_t)), cudaSuccess);
+          assert_int_equal(cudaMemset(d3, 0x7F, (size_t)t.n * 27u * sizeof(int32_t)), cudaSuccess);
+          size_t sb = 0;
+          assert_int_equal(spc_map_pair_gpu(&m5, NULL, &m3, NULL, NULL, &sb, NULL, NULL, t.n, NULL, &err), HX_OK);
+          assert_true(sb <= g.scratch);
+          assert_int_equal(spc_map_pair_gpu(&m5, g.d_nbr, &m3, d3, g.d_scratch, &sb, g.d_grid,
+                                            dense == 2 ? NULL : g.d_batch, t.n, NULL, &err),
+                           HX_OK);
+          assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+          assert_int_equal(m5.pairs, 777u);
+          assert_int_equal(m3.pairs, 778u);
+          assert_int_equal(m3.K, 27u);
+          assert_true(m3.nbr == d3 && m5.nbr == g.d_nbr && !m3.rule && !m5.rule);
+          assert_int_equal(cudaMemcpy(nbr1, g.d_nbr, (size_t)t.n * c.K * sizeof(int32_t), cudaMemcpyDeviceToHost),
+                           cudaSuccess);
+          assert_memory_equal(nbr1, c.nbr, (size_t)t.n * c.K * sizeof(int32_t));
+          assert_int_equal(cudaMemcpy(nbr3, d3, (size_t)t.n * 27u * sizeof(int32_t), cudaMemcpyDeviceToHost),
+                           cudaSuccess);
+          assert_memory_equal(nbr3, c3.nbr, (size_t)t.n * 27u * sizeof(int32_t));
+          printf("map pair n=%u: k = 5 and k = 3 maps from one pass, each equal to the CPU map\n", t.n);
+          cudaFree(d3), free(nbr3);
+          spc_map_free_host(&c3);
+        }
         free(nbr1);
         gmap_free(&g);
         spc_map_free_host(&c);
@@ -206,8 +246,25 @@ static void test_map_refusals(void **state) {
     gmap_free(&g);
     tcloud_free(&t);
   }
+  /* without count_pairs an invalid input's map is unspecified, but in bounds: every entry -1 or a row < n (at
+   * k = 5 rows in no block, the duplicate's loser and the row out of range, get -1 rows from the place pass) */
+  for (size_t c = 0; c < 2; ++c)
+    for (uint32_t k = 3; k <= 5; k += 2) {
+      tcloud t = {4, malloc(12 * sizeof(uint32_t)), malloc(4 * sizeof(uint32_t))};
+      memcpy(t.grid, cs[c].grid, sizeof cs[c].grid);
+      memcpy(t.batch, cs[c].batch, sizeof cs[c].batch);
+      gmap g;
+      assert_int_equal(gmap_build(&g, &t, k, 0, 0, &err), HX_OK);
+      const uint32_t K = k * k * k;
+      int32_t nbr[4 * 125];
+      assert_int_equal(cudaMemcpy(nbr, g.d_nbr, 4u * K * sizeof(int32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+      for (uint32_t e = 0; e < 4u * K; ++e) assert_true(nbr[e] >= -1 && nbr[e] < 4);
+      gmap_free(&g);
+      tcloud_free(&t);
+    }
   spc_map m;
   size_t bytes = 0;
+  assert_int_equal(spc_map_pair_gpu(&m, NULL, NULL, NULL, NULL, &bytes, NULL, NULL, 10, NULL, &err), HX_EINVAL);
   assert_int_equal(spc_map_gpu(&m, NULL, NULL, NULL, &bytes, NULL, NULL, 10, 4, 1, NULL, &err), HX_EINVAL);
   assert_int_equal(spc_map_gpu(&m, NULL, NULL, NULL, NULL, NULL, NULL, 10, 3, 1, NULL, &err), HX_EINVAL);
   assert_int_equal(spc_map_gpu(&m, NULL, NULL, NULL, &bytes, NULL, NULL, 10, 3, 1, NULL, &err), HX_OK);
