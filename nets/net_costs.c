@@ -25,7 +25,8 @@
  *   row gather     bytes 2 E n C + 4 n (rows read and written, one 32-bit index a row)
  *   SwiGLU         bytes 3 E n H (2H read, H written)
  *   dtype convert  bytes n (in + out bytes per value)
- *   kernel map     bytes n (16 + 4 K): voxel keys (grid 12 + batch 4) read, neighbour table written once
+ *   kernel map     bytes n (16 + 4 K): voxel keys (grid 12 + batch 4) read, neighbour table written once (PTv3's
+ *                  stem and level-0 maps from one pass: K = 125 + 27)
  *   sparse conv    gemm 2 pairs in out; bytes E (n in + n out + K in out) (+ 4 out fp32 bias): the fused-kernel
  *                  floor, each input and output row once (the neighbour table it reads is not counted)
  *   attention      attn 4 H D sum over scopes of rows_s^2 (every query row attends to the rows of its scope: PTv3
@@ -164,11 +165,12 @@ hx_status net_ptv3_cost_shape_get(net_ptv3_cost_shape *cs, const net_ptv3_struct
 }
 
 /* One PTv3 block on level l (n points, C channels; its level's map and padding counted by the first block that
- * runs on the level, as the forward builds them there). */
+ * runs on the level, as the forward builds them there; *ready: 0 neither yet, 2 the map built with the stem's, 1
+ * both). */
 static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_level *lv, size_t Cs, int *ready) {
   const double n = (double)lv->n, C = (double)Cs, R = (double)cfg->mlp_ratio, P = (double)lv->sum_p;
-  if (!*ready) {
-    op_map(a, C_CPE, n, 27.0);
+  if (*ready != 1) {
+    if (!*ready) op_map(a, C_CPE, n, 27.0);
     add(a, C_GATHER, 0.0, 0.0, 4.0 * (P + n + (double)lv->n_cu)); /* padding */
     *ready = 1;
   }
@@ -206,11 +208,16 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
   const double n = (double)cs->lv[0].n, Cin = (double)cfg->in_channels, K = (double)cfg->classes;
   const double passes = ceil((double)sfc_key_bits(cs->depth, cs->B) / 8.0);
   add(&a, C_SERIALIZE, 0.0, 0.0, n * (12.0 + 32.0 + 96.0 * passes + 16.0));
-  op_convert(&a, C_EMBED, n * Cin, 4.0, E); /* embed: features to the dtype, stem map, conv, BN + GELU */
-  op_map(&a, C_EMBED, n, 125.0);
+  /* embed: features to the dtype, stem map (with level 0's k = 3 map in the same pass, spc_map_pair_gpu, unless a
+   * convolution there reads a rulebook: net_ptv3_gpu.c's rule), conv, BN + GELU */
+  const spc_variant *forced = cfg->spconv_force > 0 ? spc_variant_by_id(cfg->spconv_force - 1) : NULL;
+  const spc_variant *stem = spc_variant_best((size_t)cfg->in_channels, (size_t)cfg->enc_channels[0], 125);
+  const int pair = !(forced && forced->needs_rule) && !(stem && stem->needs_rule);
+  op_convert(&a, C_EMBED, n * Cin, 4.0, E);
+  op_map(&a, C_EMBED, n, pair ? 125.0 + 27.0 : 125.0);
   op_conv(&a, C_EMBED, n, Cin, (double)cfg->enc_channels[0], 125.0, (double)cs->stem_pairs, 0);
   op_affine(&a, C_EMBED, n, (double)cfg->enc_channels[0]);
-  int ready[NET_MAX_LEVELS] = {0};
+  int ready[NET_MAX_LEVELS] = {pair ? 2 : 0};
   for (int l = 0; l < L; l++) {
     const net_ptv3_cost_level *lv = &cs->lv[l];
     const size_t C = (size_t)cfg->enc_channels[l];

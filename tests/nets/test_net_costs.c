@@ -154,6 +154,19 @@ static void test_ptv3_gemm(void **state) {
   assert_int_equal(net_ptv3_costs_from_shape(cfg, &more, c2, NET_COSTS_MAX, &n2, &err), HX_OK);
   assert_true(find(c2, n2, "qkv")->gemm_flops - find(t.cost, t.n, "qkv")->gemm_flops == 2.0 * (2.0 * 16 * 48));
   assert_true(find(c2, n2, "attn")->attn_flops == find(t.cost, t.n, "attn")->attn_flops); /* patch_sq unchanged */
+  /* level 0's k = 3 map comes with the stem's (one pass: embed's bytes hold its 4 n 27 entries, cpe's no map at
+   * level 0), unless a rulebook is read there: on v0 (spconv_force 1) it is cpe's own map, 16 + 4 27 bytes a row */
+  {
+    net_config c0 = t.cfg;
+    c0.spconv_force = 1;
+    assert_true(spc_variant_by_id(0) && spc_variant_by_id(0)->needs_rule);
+    net_cost cv[NET_COSTS_MAX];
+    size_t nv = 0;
+    hx_err e;
+    assert_int_equal(net_ptv3_costs_from_shape(&c0, &t.cs, cv, NET_COSTS_MAX, &nv, &e), HX_OK);
+    assert_true(find(t.cost, t.n, "embed")->bytes - find(cv, nv, "embed")->bytes == 4.0 * 27.0 * n0);
+    assert_true(find(cv, nv, "cpe")->bytes - find(t.cost, t.n, "cpe")->bytes == (16.0 + 4.0 * 27.0) * n0);
+  }
   /* the stem: SubMConv3d(4, 16, k = 5) on the stem map's pairs */
   assert_true(find(t.cost, t.n, "embed")->gemm_flops == 2.0 * (double)t.s.stem_map.pairs * 4.0 * 16.0);
   assert_true(find(t.cost, t.n, "head")->gemm_flops == 2.0 * n0 * cfg->dec_channels[0] * cfg->classes);
