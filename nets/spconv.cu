@@ -1314,6 +1314,136 @@ template <typename T> hx_status by_ci(const Params &p, bool exact, int smem_opti
 
 } // namespace v2
 
+/* ---- v7: narrow k = 3 convolutions, A fragments gathered straight into registers ----------------------- */
+namespace v7 {
+
+/* A CTA of kWarps warps owns one 32-channel output slice (blockIdx.y) and loops over 16-row tiles of the map's own
+ * row order, one per warp at a time (a persistent grid: the slice's 27 weight slices are laid out in shared memory
+ * once per CTA, 55 KB at 32 input channels, 110 KB at 64). */
+constexpr int kWarps = 8, kThreads = 32 * kWarps, kBN = 32, kNT = kBN / 8, kRows = 16, kK = 27, kDepth = 2;
+
+struct Params {
+  void *y;            /* [n, out] dtype */
+  const uint16_t *x;  /* [n, CI] dtype bits, 16-byte aligned */
+  const uint16_t *w;  /* [27][out][CI] dtype bits (the upload shared with v0 and v1) */
+  const float *b;     /* [out] fp32 or NULL */
+  const int32_t *nbr; /* [n, 27]: input row or -1; entries outside [0, n) are read as -1 */
+  uint32_t n, out;
+};
+
+/*
+ * The convolution as one implicit GEMM per 16-row tile, y[16, 32] = sum over the 27 offsets o of A_o[16, CI]
+ * W_o^T, A_o[r] = x[nbr[r, o]], on mma.sync m16n8k16 with fp32 accumulators, every offset multiplied (a row without
+ * a neighbour there contributes zeros, and its gather is skipped). The input channels are permuted inside each
+ * offset so that a lane's A fragments are whole 16-byte loads: in k16 step s, lane (g, t)'s k = 2t, 2t + 1 are
+ * channels c, c + 1 and k = 2t + 8, 2t + 9 are c + 2, c + 3, c = 32 (s / 2) + 8 t + 4 (s % 2); the weights in shared
+ * memory carry the same permutation (wf[((o S + s) kNT + nt) 32 + lane] = {b0, b1}), so the products are W_o x
+ * whatever the order. Each lane loads the map entries of its two rows for the offsets o = t mod 4 at the tile's
+ * start (7 words a row, all in flight at once) and takes the others from lanes (g, o mod 4) by shuffles; the
+ * gathers of offsets o + 1 and o + 2 are in flight while offset o multiplies. Each output is summed over
+ * increasing o in one fixed order: runs agree bit for bit.
+ */
+template <typename T, int CI> __global__ void __launch_bounds__(kThreads) conv_kernel(const Params p) {
+  constexpr int S = CI / 16, Q = CI / 32; /* k16 steps and 16-byte loads a row, per offset */
+  extern __shared__ uint2 wf[];
+  const uint32_t c0 = blockIdx.y * (uint32_t)kBN;
+  constexpr uint32_t entries = (uint32_t)(kK * S * kNT * 32);
+  for (uint32_t e = threadIdx.x; e < entries; e += kThreads) {
+    const uint32_t l = e % 32u, nt = (e / 32u) % kNT, st = (e / (32u * kNT)) % (uint32_t)S,
+                   o = e / (32u * kNT * (uint32_t)S);
+    const uint32_t c = c0 + nt * 8u + l / 4u, ch = 32u * (st / 2u) + 8u * (l % 4u) + 4u * (st % 2u);
+    const uint16_t *wr = p.w + ((size_t)o * p.out + c) * (uint32_t)CI + ch;
+    wf[e] = make_uint2((uint32_t)wr[0] | (uint32_t)wr[1] << 16, (uint32_t)wr[2] | (uint32_t)wr[3] << 16);
+  }
+  __syncthreads();
+
+  const uint32_t lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
+  const uint32_t tiles = (p.n + (uint32_t)kRows - 1u) / (uint32_t)kRows;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  for (uint32_t tile = blockIdx.x * (uint32_t)kWarps + threadIdx.x / 32u; tile < tiles;
+       tile += gridDim.x * (uint32_t)kWarps) {
+    const uint32_t ra = tile * (uint32_t)kRows + g, rb = ra + 8u;
+    int32_t jr[2][7]; /* rows ra, rb at offsets t + 4 i */
+#pragma unroll
+    for (int i = 0; i < 7; ++i) {
+      const uint32_t o = t + 4u * (uint32_t)i;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t r = h ? rb : ra;
+        int32_t j = -1;
+        if (r < p.n && o < (uint32_t)kK) j = __ldg(p.nbr + (size_t)r * kK + o);
+        jr[h][i] = (uint32_t)j < p.n ? j : -1;
+      }
+    }
+    uint4 a[kDepth + 1][2][Q];
+    auto gather = [&](int o, uint4 (&buf)[2][Q]) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int32_t j = __shfl_sync(0xFFFFFFFFu, jr[h][o / 4], (int)((lane & ~3u) | (uint32_t)(o & 3)));
+#pragma unroll
+        for (int q = 0; q < Q; ++q)
+          buf[h][q] = j >= 0 ? __ldg(reinterpret_cast<const uint4 *>(p.x + (size_t)j * CI + 32u * (uint32_t)q + 8u * t))
+                             : zero;
+      }
+    };
+    float acc[kNT][4];
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+#pragma unroll
+    for (int o = 0; o < kDepth; ++o) gather(o, a[o]);
+#pragma unroll
+    for (int o = 0; o < kK; ++o) {
+      if (o + kDepth < kK) gather(o + kDepth, a[(o + kDepth) % (kDepth + 1)]);
+      const uint4(&cur)[2][Q] = a[o % (kDepth + 1)];
+#pragma unroll
+      for (int st = 0; st < S; ++st) {
+        const int q = st / 2;
+        const uint32_t fr[4] = {st % 2 ? cur[0][q].z : cur[0][q].x, st % 2 ? cur[1][q].z : cur[1][q].x,
+                                st % 2 ? cur[0][q].w : cur[0][q].y, st % 2 ? cur[1][q].w : cur[1][q].y};
+        const uint2 *bf = wf + ((size_t)(o * S + st) * kNT) * 32u + lane;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          const uint2 bb = bf[nt * 32];
+          v1::mma(acc[nt], fr, bb.x, bb.y, T{});
+        }
+      }
+    }
+
+    T *y = static_cast<T *>(p.y);
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      const uint32_t col = c0 + (uint32_t)nt * 8u + 2u * t; /* out is a multiple of 32: col + 1 < out */
+      const float b0 = p.b ? p.b[col] : 0.0f, b1 = p.b ? p.b[col + 1u] : 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t r = h ? rb : ra;
+        if (r < p.n)
+          reinterpret_cast<uint32_t *>(y)[((size_t)r * p.out + col) / 2u] =
+              v1::pack2(acc[nt][2 * h] + b0, acc[nt][2 * h + 1] + b1, T{});
+      }
+    }
+  }
+}
+
+template <typename T, int CI> hx_status launch(const Params &p, int smem_optin, int sms, cudaStream_t stream, hx_err *err) {
+  const size_t smem = (size_t)kK * (CI / 16) * kNT * 32u * sizeof(uint2);
+  if (smem > (size_t)smem_optin)
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v7: %zu bytes of shared memory per CTA (%d input channels), the device "
+                   "allows %d", smem, CI, smem_optin);
+  auto kern = conv_kernel<T, CI>;
+  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int occ = 0;
+  HX_CUDA(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, kThreads, smem));
+  const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows, ctas = (tiles + kWarps - 1u) / kWarps;
+  const size_t most = (size_t)(sms > 0 ? sms : 1) * (size_t)(occ > 0 ? occ : 1);
+  const dim3 grid((unsigned)(ctas < most ? ctas : most), p.out / (uint32_t)kBN);
+  kern<<<grid, kThreads, smem, stream>>>(p);
+  HX_LAUNCHED(err, "spc v7 conv_kernel");
+  return HX_OK;
+}
+
+} // namespace v7
+
 } // namespace
 
 struct spc_ctx {
@@ -1724,6 +1854,47 @@ hx_status spc_conv_v6(void *d_y, const void *d_x, const spc_weights *w, const sp
                       size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
   (void)ctx;
   return conv_sorted("v6", kWgmma, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
+}
+
+/* ---- v7: narrow k = 3 convolutions on register gathers -------------------------------------------------- */
+/* Needs no scratch, no rulebook and no order (only m->nbr, in the map's own row order). Takes k = 3 maps with
+ * in = 32 or 64 and out a multiple of 32 (spc_v7_takes; HX_EUNSUPPORTED otherwise). */
+hx_status spc_conv_v7(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  (void)ctx;
+  if (!w || !m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc v7: NULL weights, map or scratch size");
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "spc v7: dtype %d", (int)dt);
+  const size_t in = w->in, out = w->out, n = m->n;
+  if (!in || !out || (m->K != 27u && m->K != 125u) || w->K != m->K)
+    return hx_errf(err, HX_EINVAL, "spc v7: weights %zu -> %zu over %u offsets on a map of %u offsets", in, out, w->K,
+                   m->K);
+  if (m->K != 27u || !spc_v7_takes(in, out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v7: %zu -> %zu channels over %u offsets: k = 3, 32 or 64 input "
+                   "channels and a multiple of 32 output channels only", in, out, m->K);
+  if (out > 65536u) return hx_errf(err, HX_EINVAL, "spc v7: %zu output channels exceed 65536", out);
+  if (!d_scratch) {
+    *scratch_bytes = 0;
+    return HX_OK;
+  }
+  if (!n) return HX_OK;
+  if (!d_y || !d_x || !w->d_w || !m->nbr) return hx_errf(err, HX_EINVAL, "spc v7: NULL y, x, weights or map");
+  const uintptr_t ya = (uintptr_t)d_y, xa = (uintptr_t)d_x, wa = (uintptr_t)w->d_w;
+  if (ya < xa + n * in * 2u && xa < ya + n * out * 2u) return hx_errf(err, HX_EINVAL, "spc v7: y overlaps x");
+  if (xa % 16u || (ya | wa) % 4u)
+    return hx_errf(err, HX_EINVAL, "spc v7: x must be 16-byte aligned, y and the weights 4-byte (%p, %p, %p)", d_x,
+                   d_y, w->d_w);
+  if ((uintptr_t)w->d_b % 4u) return hx_errf(err, HX_EINVAL, "spc v7: bias not 4-byte aligned");
+  int dev = 0, smem_optin = 0, sms = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  v7::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, m->nbr,
+               (uint32_t)n, (uint32_t)out};
+  if (dt == NET_BF16)
+    return in == 32u ? v7::launch<__nv_bfloat16, 32>(p, smem_optin, sms, stream, err)
+                     : v7::launch<__nv_bfloat16, 64>(p, smem_optin, sms, stream, err);
+  return in == 32u ? v7::launch<__half, 32>(p, smem_optin, sms, stream, err)
+                   : v7::launch<__half, 64>(p, smem_optin, sms, stream, err);
 }
 
 /* ---- v5: the tile's input halo in shared memory ----------------------------------------------------- */

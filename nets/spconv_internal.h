@@ -20,11 +20,13 @@ extern "C" {
  * map's own order with each tile's input rows (its halo) held in shared memory across offsets (k = 3, v1's widths;
  * slower than v3 on an H200: an ablation; docs/nets.md), v6 v3's rows on a warp-specialised wgmma kernel (sm_90a,
  * k = 3, widths multiples of 32; HX_EUNSUPPORTED elsewhere; nets/spconv_wgmma.cu; the main path's k = 3 variant
- * where it runs). */
+ * where it runs), v7 narrow k = 3 convolutions (in = 32 or 64, out a multiple of 32) as an implicit GEMM on
+ * mma.sync with the A fragments gathered straight into registers, every offset multiplied, in the map's own row
+ * order (no sort, no shared-memory staging of rows). */
 #define SPC_VARIANT_LIST(X)                                                                                   \
   X(0, "v0", spc_conv_v0, 1, 0) X(1, "v1", spc_conv_v1, 0, 0) X(2, "v2", spc_conv_v2, 0, 0)                   \
   X(3, "v3", spc_conv_v3, 0, 1) X(4, "v4", spc_conv_v4, 0, 1) X(5, "v5", spc_conv_v5, 0, 0)                   \
-  X(6, "v6", spc_conv_v6, 0, 1)
+  X(6, "v6", spc_conv_v6, 0, 1) X(7, "v7", spc_conv_v7, 0, 0)
 
 /* v1's channel rule, shared by the kernel's boundary check and spc_variant_best: both widths a multiple of the
  * mma's k16 / n16 granularity (16-byte cp.async rows need 8; the ldmatrix.x4 fragments take 16). */
@@ -47,6 +49,10 @@ static inline int spc_v6_takes(size_t in, size_t out) {
 static inline uint32_t spc_v6_slice(size_t out) {
   return out % 256u == 0 ? 256u : out % 128u == 0 ? 128u : out % 64u == 0 ? 64u : 32u;
 }
+
+/* v7's channel rule: 32 or 64 input channels (one or two 16-byte loads a row and offset per lane), 32-channel
+ * output slices. */
+static inline int spc_v7_takes(size_t in, size_t out) { return (in == 32u || in == 64u) && out && out % 32u == 0; }
 
 #define SPC_DECLARE_(id_, name_, fn_, rule_, order_)                                                                  \
   hx_status fn_(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,          \

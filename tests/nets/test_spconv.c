@@ -373,6 +373,9 @@ static void test_variants(void **state) {
   assert_true(spc_variant_count() >= 7);
   assert_string_equal(spc_variant_get(6)->name, "v6");
   assert_int_equal(spc_variant_get(6)->needs_rule, 0);
+  assert_true(spc_variant_count() >= 8);
+  assert_string_equal(spc_variant_get(7)->name, "v7");
+  assert_int_equal(spc_variant_get(7)->needs_rule, 0);
   for (int i = 0; i < spc_variant_count(); ++i) { /* only v3, v4 and v6 read a map's row order */
     const int id = spc_variant_get(i)->id;
     assert_int_equal(spc_variant_get(i)->uses_order, id == 3 || id == 4 || id == 6);
