@@ -304,10 +304,10 @@ hx_status spc_v5_halo_rows(uint32_t *rows, const spc_weights *w, int smem_optin,
  * where in <= 8; where in and out are multiples of 16, v3 at K = 27 (k = 3, PTv3's xCPE) and v1 at other K; else
  * v0. A map whose convolutions all take a variant without needs_rule can be built without d_rule. */
 const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K);
-/* The main path's variant on the current device: where spc_variant_best gives v3, v7 for 32 or 64 input channels
- * (a CUDA build), else v6 where it takes the widths here (multiples of 32, a compute capability 9.0 device running
- * this build's sm_90a image, a driver with the TMA descriptor encoder; it asks once per thread and device), else
- * spc_variant_best. The PTv3 forward and the sweep's spconv stage use it. */
+/* The main path's variant on the current device: v6 where spc_variant_best gives v3 and v6 takes the widths here
+ * (multiples of 32, a compute capability 9.0 device running this build's sm_90a image, a driver with the TMA
+ * descriptor encoder; it asks once per thread and device), else spc_variant_best. The PTv3 forward and the
+ * sweep's spconv stage use it. */
 const spc_variant *spc_variant_main(size_t in, size_t out, uint32_t K);
 
 /* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */

@@ -258,16 +258,13 @@ const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K) {
 /* v6's size query answers HX_OK exactly when it takes the widths on this device (its sm_90a check; the stub of a
  * CPU-only build answers HX_ENODEV). */
 const spc_variant *spc_variant_main(size_t in, size_t out, uint32_t K) {
-  const spc_variant *best = spc_variant_best(in, out, K), *v6 = spc_variant_by_id(6), *v7 = spc_variant_by_id(7);
-  if (best->id != 3) return best;
+  const spc_variant *best = spc_variant_best(in, out, K), *v6 = spc_variant_by_id(6);
+  if (best->id != 3 || !v6) return best;
   spc_weights w;
   spc_map m;
   memset(&w, 0, sizeof w), memset(&m, 0, sizeof m);
   w.in = in, w.out = out, w.K = K, m.K = K, m.k = 3;
   size_t bytes = 0;
   hx_err e = {HX_OK, ""};
-  if (v7 && spc_v7_takes(in, out) && v7->fn(NULL, NULL, &w, &m, NULL, &bytes, NULL, NET_F16, NULL, &e) == HX_OK)
-    return v7;
-  if (!v6) return best;
   return v6->fn(NULL, NULL, &w, &m, NULL, &bytes, NULL, NET_F16, NULL, &e) == HX_OK ? v6 : best;
 }

@@ -93,6 +93,12 @@
  *       cp.async into an mbarrier ring, two consumer warpgroups issuing wgmma from shared memory), widths
  *       multiples of 32. The main path's k = 3 variant where it runs (spc_variant_main): faster than v3 at every
  *       level of PTv3's forward (H200, 600k: xCPE 13.4 -> 11.1 ms).
+ *   v7  narrow k = 3 convolutions (in = 32 or 64, out a multiple of 32): v2's scheme at k = 3, an implicit GEMM per
+ *       16-row tile and warp on mma.sync with the A fragments gathered straight into registers (16-byte loads, the
+ *       input channels permuted inside each offset to make them whole), every offset multiplied, in the map's own
+ *       row order: no sort, no shared-memory staging of rows, no rulebook. Measured against v6 in PTv3's forward
+ *       (H200, 600k): faster at 32 channels (enc0's two xCPE 0.414 against 0.702 ms, with level 0's mask sort
+ *       skipped), slower at 64 (enc1 0.800 against 0.598, dec0 1.256 against 0.762): an ablation (--spconv v7).
  *
  * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
  *   FLOPs = 2 * pairs * in * out (spc_map.pairs; the centre's n pairs included).

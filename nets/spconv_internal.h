@@ -22,7 +22,8 @@ extern "C" {
  * k = 3, widths multiples of 32; HX_EUNSUPPORTED elsewhere; nets/spconv_wgmma.cu; the main path's k = 3 variant
  * where it runs), v7 narrow k = 3 convolutions (in = 32 or 64, out a multiple of 32) as an implicit GEMM on
  * mma.sync with the A fragments gathered straight into registers, every offset multiplied, in the map's own row
- * order (no sort, no shared-memory staging of rows). */
+ * order (no sort, no shared-memory staging of rows; faster than v6 at 32 channels and slower at 64 on an H200:
+ * an ablation for now, docs/nets.md). */
 #define SPC_VARIANT_LIST(X)                                                                                   \
   X(0, "v0", spc_conv_v0, 1, 0) X(1, "v1", spc_conv_v1, 0, 0) X(2, "v2", spc_conv_v2, 0, 0)                   \
   X(3, "v3", spc_conv_v3, 0, 1) X(4, "v4", spc_conv_v4, 0, 1) X(5, "v5", spc_conv_v5, 0, 0)                   \

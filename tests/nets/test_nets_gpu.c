@@ -143,8 +143,8 @@ static void test_ptv3_tiny_bf16(void **state) {
 /* The xCPE convolutions forced on every k = 3 variant that takes ptv3-tiny's widths (16, 32, 64; f3dbench net
  * --spconv): v0 (the library reference), v1, v3 (v1 over mask-sorted rows), v4 (v3, deeper pipeline) and v5 (tile
  * halos in shared memory), each checked against the CPU. v6 (multiples of 32, sm_90a) and v7 (32 or 64 input
- * channels) refuse the 16-channel level with HX_EUNSUPPORTED; the main path runs v7 at the 32- and 64-channel levels
- * (test_ptv3_tiny_f16 and the others) and v6, on a compute capability 9.0 device, at the wider ones. */
+ * channels) refuse the 16-channel level with HX_EUNSUPPORTED; on a compute capability 9.0 device the main path runs
+ * v6 at the 32- and 64-channel levels (test_ptv3_tiny_f16). */
 static void test_ptv3_tiny_spconv_variants(void **state) {
   (void)state;
   for (int i = 0; i < spc_variant_count(); i++) {

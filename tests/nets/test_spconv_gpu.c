@@ -656,24 +656,20 @@ static void test_conv_v1_boundary(void **state) {
   assert_ptr_equal(spc_variant_best(32, 32, 125), v1);
   assert_int_equal(spc_variant_best(32, 32, 27)->id, 3);
   assert_int_equal(spc_variant_best(4, 32, 27)->id, 2);
-  /* the main path: where spc_variant_best gives v3, v7 for 32 or 64 input channels and outputs a multiple of 32 on
-   * any device, else v6 on a compute capability 9.0 device where the widths are multiples of 32; spc_variant_best's
-   * choice elsewhere */
+  /* the main path: v6 on a compute capability 9.0 device where spc_variant_best gives v3 and the widths are
+   * multiples of 32; spc_variant_best's choice elsewhere */
   int dev = 0, major = 0;
   assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
   assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
   const struct {
     size_t in, out;
     uint32_t K;
-    int sm90, any; /* any >= 0: the choice on every device */
-  } mains[] = {{32, 32, 27, 7, 7},  {64, 64, 27, 7, 7},  {32, 128, 27, 7, 7}, {256, 512, 27, 6, -1},
-               {96, 192, 27, 6, -1}, {128, 128, 27, 6, -1}, {16, 16, 27, 3, -1}, {48, 80, 27, 3, -1},
-               {64, 48, 27, 3, -1}, {32, 32, 125, 1, -1}, {4, 32, 125, 2, -1}, {24, 32, 27, 0, -1}};
+    int sm90;
+  } mains[] = {{32, 32, 27, 6}, {64, 64, 27, 6}, {256, 512, 27, 6}, {96, 192, 27, 6}, {16, 16, 27, 3},
+               {48, 80, 27, 3}, {64, 48, 27, 3}, {32, 32, 125, 1}, {4, 32, 125, 2}, {24, 32, 27, 0}};
   for (size_t i = 0; i < sizeof mains / sizeof mains[0]; ++i) {
     const spc_variant *v = spc_variant_main(mains[i].in, mains[i].out, mains[i].K);
-    const int want = mains[i].any >= 0 ? mains[i].any
-                     : major == 9      ? mains[i].sm90
-                                       : spc_variant_best(mains[i].in, mains[i].out, mains[i].K)->id;
+    const int want = major == 9 ? mains[i].sm90 : spc_variant_best(mains[i].in, mains[i].out, mains[i].K)->id;
     if (v->id != want) printf("spc_variant_main(%zu, %zu, %u) = %s, want v%d\n", mains[i].in, mains[i].out, mains[i].K,
                               v->name, want);
     assert_int_equal(v->id, want);
