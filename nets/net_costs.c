@@ -208,11 +208,9 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
   const double n = (double)cs->lv[0].n, Cin = (double)cfg->in_channels, K = (double)cfg->classes;
   const double passes = ceil((double)sfc_key_bits(cs->depth, cs->B) / 8.0);
   add(&a, C_SERIALIZE, 0.0, 0.0, n * (12.0 + 32.0 + 96.0 * passes + 16.0));
-  /* embed: features to the dtype, stem map (with level 0's k = 3 map in the same pass, spc_map_pair_gpu, unless a
-   * convolution there reads a rulebook: net_ptv3_gpu.c's rule), conv, BN + GELU */
-  const spc_variant *forced = cfg->spconv_force > 0 ? spc_variant_by_id(cfg->spconv_force - 1) : NULL;
-  const spc_variant *stem = spc_variant_best((size_t)cfg->in_channels, (size_t)cfg->enc_channels[0], 125);
-  const int pair = !(forced && forced->needs_rule) && !(stem && stem->needs_rule);
+  /* embed: features to the dtype, stem map (with level 0's k = 3 map in the same pass, net_ptv3_maps_paired), conv,
+   * BN + GELU */
+  const int pair = net_ptv3_maps_paired(cfg);
   op_convert(&a, C_EMBED, n * Cin, 4.0, E);
   op_map(&a, C_EMBED, n, pair ? 125.0 + 27.0 : 125.0);
   op_conv(&a, C_EMBED, n, Cin, (double)cfg->enc_channels[0], 125.0, (double)cs->stem_pairs, 0);

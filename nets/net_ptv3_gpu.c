@@ -424,7 +424,7 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
   const spc_variant *sv = conv_variant(g, w.in, w.out, 125);
   if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant");
   /* the stem's map (and spc_map_pair_gpu's, no larger) */
-  HX_TRY(map_scratch(&sb, (uint32_t)g->n, 5, sv->needs_rule, err));
+  HX_TRY(map_scratch(&sb, (uint32_t)g->n, 5, net_ptv3_needs_rule(c, w.in, w.out, 125), err));
   most = max_sz(most, sb);
   memset(&m, 0, sizeof m);
   m.n = (uint32_t)g->n, m.k = 5, m.K = 125;
@@ -440,11 +440,7 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
       HX_TRY(bl_st(spool_gpu(&po, NULL, &sb, &pin, NULL), "pooling size query", err));
       most = max_sz(most, sb);
     }
-    const int dec_here = l < c->levels - 1;
-    const spc_variant *ve = conv_variant(g, (size_t)c->enc_channels[l], (size_t)c->enc_channels[l], 27);
-    const spc_variant *vd = conv_variant(g, (size_t)c->dec_channels[l], (size_t)c->dec_channels[l], 27);
-    if (!ve || !vd) return hx_errf(err, HX_EINVAL, "ptv3 gpu: no sparse convolution variant v%d", c->spconv_force - 1);
-    HX_TRY(map_scratch(&sb, (uint32_t)lv->n, 3, ve->needs_rule || (dec_here && vd->needs_rule), err));
+    HX_TRY(map_scratch(&sb, (uint32_t)lv->n, 3, net_ptv3_level_needs_rule(c, l), err));
     most = max_sz(most, sb);
     memset(&m, 0, sizeof m);
     m.n = (uint32_t)lv->n, m.k = 3, m.K = 27;
@@ -480,7 +476,7 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
   NEED(&g->stem_nbr, n * 125 * 4, "ptv3 stem kernel map");
   /* the stem's rulebook (8 * 125 * n bytes: 600 MB at 600k) only where its convolution reads it: v0 does, v2
    * (the stem's variant, in <= 8) reads the map alone */
-  if (conv_variant(g, Cin, (size_t)c->enc_channels[0], 125)->needs_rule)
+  if (net_ptv3_needs_rule(c, Cin, (size_t)c->enc_channels[0], 125))
     NEED(&g->stem_rule, spc_rule_elems((uint32_t)n, 5) * 4, "ptv3 stem rulebook");
   else
     g->stem_rule = NULL;
@@ -508,7 +504,7 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     const spc_variant *ve = conv_variant(g, (size_t)c->enc_channels[l], (size_t)c->enc_channels[l], 27);
     const spc_variant *vd = conv_variant(g, (size_t)c->dec_channels[l], (size_t)c->dec_channels[l], 27);
     if (!ve || !vd) return hx_errf(err, HX_EINVAL, "ptv3 gpu: no sparse convolution variant v%d", c->spconv_force - 1);
-    if (ve->needs_rule || (dec_here && vd->needs_rule))
+    if (net_ptv3_level_needs_rule(c, l))
       NEED(&lv->rule, spc_rule_elems((uint32_t)m, 3) * 4, "ptv3 rulebook");
     else
       lv->rule = NULL;
@@ -638,8 +634,9 @@ static hx_status step_embed(g_run *r) {
   p3g *g = r->g;
   g_level *l0 = &g->lv[0];
   HX_TRY(nl_from_f32_gpu(g->feat, g->feat32, g->n * (size_t)g->cfg.in_channels, g->dt, r->cs, r->err));
-  if (!r->prepare && !g->stem_rule && !l0->rule) {
-    /* the stem's map and level 0's k = 3 map in one pass (prepare counted both with spc_map_gpu) */
+  if (!r->prepare && net_ptv3_maps_paired(&g->cfg)) {
+    /* the stem's map and level 0's k = 3 map in one pass (prepare counted both with spc_map_gpu); no convolution
+     * there reads a rulebook, so g_buffers allocated neither */
     size_t sb = g->scratch_bytes;
     HX_TRY(spc_map_pair_gpu(&g->stem_map, g->stem_nbr, &l0->map, l0->nbr, g->scratch, &sb, l0->grid, l0->batch,
                             (uint32_t)g->n, r->cs, r->err));

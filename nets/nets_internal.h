@@ -41,6 +41,27 @@ hx_status net_ptv3_forward_cpu(net_output *out, const net_config *cfg, const net
 #define NET_PTV3_BN_EPS 1e-3f
 #define NET_PTV3_LN_EPS 1e-5f
 
+/* Whether a PTv3 convolution of (in, out) at K offsets reads a rulebook: its variant is the forced one for the k = 3
+ * (xCPE) ones (spconv_force = 1 + id), else spc_variant_best's (spc_variant_main only swaps v3 for v6, neither of
+ * which reads one). An unknown forced id reads none (the forward refuses it). */
+static inline int net_ptv3_needs_rule(const net_config *cfg, size_t in, size_t out, uint32_t K) {
+  const spc_variant *v =
+      K == 27u && cfg->spconv_force > 0 ? spc_variant_by_id(cfg->spconv_force - 1) : spc_variant_best(in, out, K);
+  return v && v->needs_rule;
+}
+/* Whether a k = 3 convolution on level l, its encoder's xCPE or its decoder's, reads a rulebook. */
+static inline int net_ptv3_level_needs_rule(const net_config *cfg, int l) {
+  return net_ptv3_needs_rule(cfg, (size_t)cfg->enc_channels[l], (size_t)cfg->enc_channels[l], 27u) ||
+         (l < cfg->levels - 1 &&
+          net_ptv3_needs_rule(cfg, (size_t)cfg->dec_channels[l], (size_t)cfg->dec_channels[l], 27u));
+}
+/* The one rule the GPU forward and the cost model share: level 0's k = 3 map comes from the stem's lookup
+ * (spc_map_pair_gpu, no rulebooks) unless a convolution on level 0, the stem or an xCPE, reads a rulebook. */
+static inline int net_ptv3_maps_paired(const net_config *cfg) {
+  return !net_ptv3_needs_rule(cfg, (size_t)cfg->in_channels, (size_t)cfg->enc_channels[0], 125u) &&
+         !net_ptv3_level_needs_rule(cfg, 0);
+}
+
 /* The parameters of a configuration, looked up by name (pointers into a net_params' host data). */
 typedef struct net_ptv3_conv { const float *w, *b; size_t in, out; uint32_t k; } net_ptv3_conv;
 typedef struct net_ptv3_block {

@@ -166,6 +166,12 @@ static void test_ptv3_gemm(void **state) {
     assert_int_equal(net_ptv3_costs_from_shape(&c0, &t.cs, cv, NET_COSTS_MAX, &nv, &e), HX_OK);
     assert_true(find(t.cost, t.n, "embed")->bytes - find(cv, nv, "embed")->bytes == 4.0 * 27.0 * n0);
     assert_true(find(cv, nv, "cpe")->bytes - find(t.cost, t.n, "cpe")->bytes == (16.0 + 4.0 * 27.0) * n0);
+    /* the same when only level 0's decoder reads a rulebook (24 channels: v0 is the only variant that takes them) */
+    c0 = t.cfg;
+    c0.dec_channels[0] = 24;
+    assert_true(spc_variant_best(24, 24, 27)->needs_rule);
+    assert_int_equal(net_ptv3_costs_from_shape(&c0, &t.cs, cv, NET_COSTS_MAX, &nv, &e), HX_OK);
+    assert_true(find(t.cost, t.n, "embed")->bytes - find(cv, nv, "embed")->bytes == 4.0 * 27.0 * n0);
   }
   /* the stem: SubMConv3d(4, 16, k = 5) on the stem map's pairs */
   assert_true(find(t.cost, t.n, "embed")->gemm_flops == 2.0 * (double)t.s.stem_map.pairs * 4.0 * 16.0);
