@@ -265,15 +265,22 @@ template <uint32_t K> struct Counts {
   }
 };
 
-/* k = 3, one row a group of 8 lanes (a group never spans warps): a window of 3 cells starting at x - 1 covers
- * blocks floor((x - 1) / 2) .. floor((x + 1) / 2), 2 per axis whatever x's parity, 8 in all, one lane each. */
-__global__ void __launch_bounds__(kThreads) lookup3_kernel(int32_t *__restrict__ nbr, uint32_t *__restrict__ flag,
-                                                           uint32_t *__restrict__ cnt, const Slot *__restrict__ table,
-                                                           uint32_t mask, const int32_t *__restrict__ brows,
-                                                           const uint32_t *__restrict__ grid,
-                                                           const uint32_t *__restrict__ batch, uint32_t n) {
-  constexpr uint32_t K = 27;
-  constexpr int nb = 2, NB = 8, G = 8, GPB = (int)kThreads / G;
+/* G lanes per row (a group never spans warps); NB = nb^3 blocks hold a row's window, nb per axis (a window of
+ * k cells starting at x - r covers floor((x - r) / 2) .. floor((x + r) / 2): 3 blocks for k = 5, 2 for k = 3,
+ * whatever x's parity), one lane each. At k = 5, nbr3 (NULL or [n * 27]) gets the k = 3 map of the same voxels,
+ * the inner 3^3 of each window, from the same cells (spc_map_pair_gpu: PTv3's level 0 needs both). By blocks
+ * instead (a warp an occupied block, its 27 surrounding blocks probed once for all its rows) the stem's lookups
+ * took 447-504 us against 303 at 600k lidar points (H200): the probes do not set the time. */
+template <int k>
+__global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ nbr, uint32_t *__restrict__ flag,
+                                                          uint32_t *__restrict__ cnt, int32_t *__restrict__ nbr3,
+                                                          const Slot *__restrict__ table, uint32_t mask,
+                                                          const int32_t *__restrict__ brows,
+                                                          const uint32_t *__restrict__ grid,
+                                                          const uint32_t *__restrict__ batch, uint32_t n) {
+  constexpr uint32_t K = (uint32_t)(k * k * k);
+  constexpr int r = k / 2, nb = k == 5 ? 3 : 2, NB = nb * nb * nb, G = k == 5 ? 32 : 8, GPB = (int)kThreads / G;
+  static_assert(NB <= G && 32 % G == 0, "one lane a block, groups inside warps");
   __shared__ __align__(16) int32_t cells[GPB][NB * 8];
   __shared__ Counts<K> counts;
   if (cnt) counts.zero();
@@ -286,8 +293,8 @@ __global__ void __launch_bounds__(kThreads) lookup3_kernel(int32_t *__restrict__
     ok = row_valid(x, y, z, b);
   }
   /* floor by arithmetic shifts; x, y, z < 2^18 once ok, so no overflow */
-  const int lx = ok ? ((int)x - 1) >> 1 : 0, ly = ok ? ((int)y - 1) >> 1 : 0, lz = ok ? ((int)z - 1) >> 1 : 0;
-  {
+  const int lx = ok ? ((int)x - r) >> 1 : 0, ly = ok ? ((int)y - r) >> 1 : 0, lz = ok ? ((int)z - r) >> 1 : 0;
+  if (l < NB) {
     const int bx = lx + l / (nb * nb), by = ly + (l / nb) % nb, bz = lz + l % nb;
     constexpr int top = (int)(kCoordLimit >> 1);
     int32_t blk = -1;
@@ -301,77 +308,22 @@ __global__ void __launch_bounds__(kThreads) lookup3_kernel(int32_t *__restrict__
     reinterpret_cast<int4 *>(&cells[g][l * 8])[0] = lo;
     reinterpret_cast<int4 *>(&cells[g][l * 8])[1] = hi;
   }
-  __syncthreads(); /* the cells (a warp's) and the counts' zeros (the CTA's) */
-  if (i < n)
-    for (uint32_t o = (uint32_t)l; o < K; o += (uint32_t)G) {
-      int32_t j = -1;
-      if (ok) {
-        const int nx = (int)x + (int)(o / 9u) - 1, ny = (int)y + (int)((o / 3u) % 3u) - 1, nz = (int)z + (int)(o % 3u) - 1;
-        const int blk = ((nx >> 1) - lx) * nb * nb + ((ny >> 1) - ly) * nb + ((nz >> 1) - lz);
-        j = cells[g][blk * 8 + (int)cell_of(nx, ny, nz)];
-      }
-      nbr[(size_t)i * K + o] = j;
-      if (flag) flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
-      if (cnt && j >= 0) atomicAdd(&counts.c[o], 1u);
-    }
-  if (!cnt) return;
-  __syncthreads();
-  counts.flush(cnt);
-}
-
-/* k = 5, one row a warp: a window of 5 cells starting at x - 2 covers blocks floor((x - 2) / 2) .. floor((x + 2)
- * / 2), 3 per axis whatever x's parity, 27 in all, one lane each. nbr3 (NULL or [n * 27]) gets the k = 3 map of
- * the same voxels, the inner 3^3 of each window, from the same cells (spc_map_pair_gpu: PTv3's level 0 needs
- * both). By blocks instead (a warp an occupied block, its 27 surrounding blocks probed once for all its rows)
- * the stem's lookups took 447-504 us against 303 at 600k lidar points (H200): the probes do not set the time. */
-__global__ void __launch_bounds__(kThreads) lookup5_kernel(int32_t *__restrict__ nbr, uint32_t *__restrict__ flag,
-                                                           uint32_t *__restrict__ cnt, int32_t *__restrict__ nbr3,
-                                                           const Slot *__restrict__ table, uint32_t mask,
-                                                           const int32_t *__restrict__ brows,
-                                                           const uint32_t *__restrict__ grid,
-                                                           const uint32_t *__restrict__ batch, uint32_t n) {
-  constexpr uint32_t K = 125;
-  constexpr int GPB = (int)kThreads / 32;
-  __shared__ __align__(16) int32_t cells[GPB][27 * 8];
-  __shared__ Counts<K> counts;
-  if (cnt) counts.zero();
-  const int g = (int)threadIdx.x / 32, l = (int)threadIdx.x % 32;
-  const uint32_t i = blockIdx.x * (uint32_t)GPB + (uint32_t)g;
-  uint32_t x = 0, y = 0, z = 0, b = 0;
-  bool ok = false;
-  if (i < n) {
-    x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
-    ok = row_valid(x, y, z, b);
-  }
-  /* floor by arithmetic shifts; x, y, z < 2^18 once ok, so no overflow */
-  const int lx = ok ? ((int)x - 2) >> 1 : 0, ly = ok ? ((int)y - 2) >> 1 : 0, lz = ok ? ((int)z - 2) >> 1 : 0;
-  if (l < 27) {
-    const int bx = lx + l / 9, by = ly + (l / 3) % 3, bz = lz + l % 3;
-    constexpr int top = (int)(kCoordLimit >> 1);
-    int32_t blk = -1;
-    if (ok && bx >= 0 && by >= 0 && bz >= 0 && bx < top && by < top && bz < top)
-      blk = find_block(table, mask, spc_pack_key(b, (uint32_t)bx, (uint32_t)by, (uint32_t)bz));
-    int4 lo = make_int4(-1, -1, -1, -1), hi = lo;
-    if (blk >= 0) {
-      const int4 *p = reinterpret_cast<const int4 *>(brows + 8u * (size_t)blk);
-      lo = p[0], hi = p[1];
-    }
-    reinterpret_cast<int4 *>(&cells[g][l * 8])[0] = lo;
-    reinterpret_cast<int4 *>(&cells[g][l * 8])[1] = hi;
-  }
-  __syncthreads(); /* the cells (a warp's) and the counts' zeros (the CTA's) */
+  __syncthreads(); /* the cells (a group's) and the counts' zeros (the CTA's) */
   if (i < n) {
     auto at = [&](int nx, int ny, int nz) {
-      return cells[g][(((nx >> 1) - lx) * 9 + ((ny >> 1) - ly) * 3 + ((nz >> 1) - lz)) * 8 + (int)cell_of(nx, ny, nz)];
+      return cells[g][(((nx >> 1) - lx) * nb * nb + ((ny >> 1) - ly) * nb + ((nz >> 1) - lz)) * 8 +
+                      (int)cell_of(nx, ny, nz)];
     };
-    for (uint32_t o = (uint32_t)l; o < K; o += 32u) {
-      const int32_t j =
-          ok ? at((int)x + (int)(o / 25u) - 2, (int)y + (int)((o / 5u) % 5u) - 2, (int)z + (int)(o % 5u) - 2) : -1;
+    for (uint32_t o = (uint32_t)l; o < K; o += (uint32_t)G) {
+      const int32_t j = ok ? at((int)x + (int)(o / (uint32_t)(k * k)) - r,
+                                (int)y + (int)((o / (uint32_t)k) % (uint32_t)k) - r,
+                                (int)z + (int)(o % (uint32_t)k) - r)
+                           : -1;
       nbr[(size_t)i * K + o] = j;
       if (flag) flag[(size_t)o * n + i] = j >= 0 ? 1u : 0u;
       if (cnt && j >= 0) atomicAdd(&counts.c[o], 1u);
     }
-    if (nbr3 && l < 27)
+    if (k == 5 && nbr3 && l < 27)
       nbr3[(size_t)i * 27u + (uint32_t)l] = ok ? at((int)x + l / 9 - 1, (int)y + (l / 3) % 3 - 1, (int)z + l % 3 - 1) : -1;
   }
   if (!cnt) return;
@@ -1518,11 +1470,12 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
   place_kernel<<<blocks_for(n), kThreads, 0, stream>>>(brows, table, mask, d_grid, d_batch, n, st);
   HX_LAUNCHED(err, "spc place_kernel");
   if (k == 5u)
-    lookup5_kernel<<<(n + 7u) / 8u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr, m3 ? d_nbr3 : nullptr,
-                                                           table, mask, brows, d_grid, d_batch, n);
+    lookup_kernel<5><<<(n + 7u) / 8u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr,
+                                                             m3 ? d_nbr3 : nullptr, table, mask, brows, d_grid,
+                                                             d_batch, n);
   else
-    lookup3_kernel<<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr, table, mask, brows,
-                                                              d_grid, d_batch, n);
+    lookup_kernel<3><<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr, nullptr, table,
+                                                               mask, brows, d_grid, d_batch, n);
   HX_LAUNCHED(err, "spc lookup kernel");
   m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL;
   if (m3) m3->n = n, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL;
