@@ -301,8 +301,8 @@ hx_status spc_launch_plan(int *tile_rows, int *stages, const spc_map *m, const s
  * rows runs in pages. HX_EUNSUPPORTED for widths v5 does not take (v1's: in and out multiples of 16). */
 hx_status spc_v5_halo_rows(uint32_t *rows, const spc_weights *w, int smem_optin, int smem_sm, hx_err *err);
 /* The best variant for (in, out) at K offsets on this build, whatever the device (spc_variant_main refines it): v2
- * where in <= 8; where in and out are multiples of 16, v3 at K = 27 (k = 3, PTv3's xCPE) and v1 at other K; else
- * v0. A map whose convolutions all take a variant without needs_rule can be built without d_rule. */
+ * where in <= 8; v7 at K = 27 and in = out = 32; where in and out are multiples of 16, v3 at K = 27 (k = 3, PTv3's
+ * xCPE) and v1 at other K; else v0. A map whose convolutions all take a variant without needs_rule can be built without d_rule. */
 const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K);
 /* The main path's variant on the current device: v6 where spc_variant_best gives v3 and v6 takes the widths here
  * (multiples of 32, a compute capability 9.0 device running this build's sm_90a image, a driver with the TMA

@@ -244,13 +244,19 @@ const spc_variant *spc_variant_by_id(int id) {
   return NULL;
 }
 
-/* v2 (the small-input implicit GEMM) for inputs of at most 8 channels: the stem's 4 -> 32; v1's channel rule
- * (every xCPE width of PTv3, 32 .. 512): v3 (v1's kernel over mask-sorted rows) at k = 3, where it measured
- * faster than v1 at every level of PTv3's forward (H200, 600k points: xCPE 17.1 -> 14.1 ms; spconv alone at
- * C = 64 0.97 -> 0.70 ms, C = 256 8.64 -> 3.97 ms), and v1 at other K (v3 sorts 27-bit masks only); v0
- * otherwise. Looked up by id, so the rule does not depend on the table's order. */
+/* v2 (the small-input implicit GEMM) for inputs of at most 8 channels: the stem's 4 -> 32; v7 (register gathers,
+ * every offset, the map's order) for k = 3 at 32 -> 32 channels (PTv3's level-0 encoder), where it measured faster
+ * than v6 and v3 (H200, 600k points: enc0's xCPE 0.414 against 0.702 ms on v6; at 64 channels it is slower: 0.800
+ * against 0.598 at enc1); v1's channel rule (every other xCPE width of PTv3, 64 .. 512): v3 (v1's kernel over
+ * mask-sorted rows) at k = 3, where it measured faster than v1 at every level of PTv3's forward (H200, 600k
+ * points: xCPE 17.1 -> 14.1 ms; spconv alone at C = 64 0.97 -> 0.70 ms, C = 256 8.64 -> 3.97 ms), and v1 at
+ * other K (v3 sorts 27-bit masks only); v0 otherwise. Looked up by id, so the rule does not depend on the
+ * table's order. */
 const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K) {
-  const int id = spc_v2_takes(in, out) ? 2 : spc_v1_takes(in, out) ? (K == 27u ? 3 : 1) : 0;
+  const int id = spc_v2_takes(in, out)                           ? 2
+                 : K == 27u && in == 32u && out == 32u           ? 7
+                 : spc_v1_takes(in, out)                         ? (K == 27u ? 3 : 1)
+                                                                 : 0;
   const spc_variant *v = spc_variant_by_id(id);
   return v ? v : &spc_table[0];
 }

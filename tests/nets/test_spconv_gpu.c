@@ -654,10 +654,11 @@ static void test_conv_v1_boundary(void **state) {
   const spc_variant *v1 = spc_variant_by_id(1);
   assert_non_null(v1);
   assert_ptr_equal(spc_variant_best(32, 32, 125), v1);
-  assert_int_equal(spc_variant_best(32, 32, 27)->id, 3);
+  assert_int_equal(spc_variant_best(32, 32, 27)->id, 7);
+  assert_int_equal(spc_variant_best(64, 64, 27)->id, 3);
   assert_int_equal(spc_variant_best(4, 32, 27)->id, 2);
   /* the main path: v6 on a compute capability 9.0 device where spc_variant_best gives v3 and the widths are
-   * multiples of 32; spc_variant_best's choice elsewhere */
+   * multiples of 32 (v7 at 32 -> 32 on every device); spc_variant_best's choice elsewhere */
   int dev = 0, major = 0;
   assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
   assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
@@ -665,7 +666,7 @@ static void test_conv_v1_boundary(void **state) {
     size_t in, out;
     uint32_t K;
     int sm90;
-  } mains[] = {{32, 32, 27, 6}, {64, 64, 27, 6}, {256, 512, 27, 6}, {96, 192, 27, 6}, {16, 16, 27, 3},
+  } mains[] = {{32, 32, 27, 7}, {32, 64, 27, 6}, {64, 64, 27, 6}, {256, 512, 27, 6}, {96, 192, 27, 6}, {16, 16, 27, 3},
                {48, 80, 27, 3}, {64, 48, 27, 3}, {32, 32, 125, 1}, {4, 32, 125, 2}, {24, 32, 27, 0}};
   for (size_t i = 0; i < sizeof mains / sizeof mains[0]; ++i) {
     const spc_variant *v = spc_variant_main(mains[i].in, mains[i].out, mains[i].K);
