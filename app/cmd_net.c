@@ -34,7 +34,8 @@ static void net_usage(FILE *f) {
           "usage: f3dbench net --model NAME [--points N | --input FILE] [--batch B] [--dtype fp16|bf16]\n"
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
-          "                    [--mlp fused|partial|linear] [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
+          "                    [--mlp fused|partial|linear] [--ln fused|separate] [--rehash on|off] [--bucket-fill F]\n"
+          "                    [--device-memory BYTES]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -63,6 +64,9 @@ static void net_usage(FILE *f) {
           "                     kernel); partial: Flash3D's fc1 + SwiGLU kernel wherever it takes the width (C =\n"
           "                     32, 64, 96), no whole-MLP kernel; linear: cuBLASLt Linears (and Flash3D's SwiGLU\n"
           "                     pass) everywhere\n"
+          "  --ln fused|separate  on the GPU: a LayerNorm inside the kernel that reads its row where one takes the\n"
+          "                     width (fused, the default: PTv3's norm.1 in its qkv kernel at C = 32 and 64, the\n"
+          "                     MLP's LayerNorm in the whole-MLP kernel), or every LayerNorm its own pass\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
           "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
@@ -81,6 +85,7 @@ typedef struct net_cli {
   int graph, cpu;
   const char *spconv; /* --spconv: a variant name, or NULL */
   int mlp;            /* --mlp: -1 not given, 0 linear, 1 fused, 2 partial */
+  int ln;             /* --ln: -1 not given, 0 separate, 1 fused */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
@@ -336,13 +341,13 @@ int f3d_cmd_net(int argc, char **argv) {
       {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
       {"spconv", required_argument, NULL, 'S'}, {"rehash", required_argument, NULL, 'H'},
       {"bucket-fill", required_argument, NULL, 'F'}, {"device-memory", required_argument, NULL, 'M'},
-      {"mlp", required_argument, NULL, 'P'},
+      {"mlp", required_argument, NULL, 'P'},    {"ln", required_argument, NULL, 'L'},
       {NULL, 0, NULL, 0}};
-  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, -1, 0.0, 0};
+  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, -1, -1, 0.0, 0};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -388,6 +393,11 @@ int f3d_cmd_net(int argc, char **argv) {
       else if (strcmp(optarg, "linear") == 0) o.mlp = 0;
       else return f3d_fail("net", "--mlp '%s': fused, partial or linear", optarg), 2;
       break;
+    case 'L':
+      if (strcmp(optarg, "fused") == 0) o.ln = 1;
+      else if (strcmp(optarg, "separate") == 0) o.ln = 0;
+      else return f3d_fail("net", "--ln '%s': fused or separate", optarg), 2;
+      break;
     case 'H':
       if (strcmp(optarg, "on") == 0) o.rehash = 1;
       else if (strcmp(optarg, "off") == 0) o.rehash = 0;
@@ -426,6 +436,7 @@ int f3d_cmd_net(int argc, char **argv) {
       return f3d_fail("net", "--mlp partial: %s has no SwiGLU MLP (Flash3D models only)", cfg.name), 2;
     cfg.mlp_fused = o.mlp;
   }
+  if (o.ln >= 0) cfg.ln_fused = o.ln;
   if (o.rehash >= 0) {
     if (cfg.kind != 1) return f3d_fail("net", "--rehash: %s has no PSH levels (Flash3D models only)", cfg.name), 2;
     cfg.rehash = o.rehash;
@@ -452,11 +463,12 @@ int f3d_cmd_net(int argc, char **argv) {
   if (!rc) rc = make_batch(&bt, &o);
   if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
   if (!rc) {
-    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s\n", cfg.name,
+    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s%s\n", cfg.name,
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
            o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
            o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
            !o.cpu && cfg.mlp_fused != 1 ? (cfg.mlp_fused ? ", MLP partly fused (--mlp partial)" : ", MLP unfused (--mlp linear)") : "",
+           !o.cpu && !cfg.ln_fused ? ", LayerNorms as separate passes (--ln separate)" : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

@@ -181,6 +181,38 @@ hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1,
   return st;
 }
 
+hx_status nl_ln_mlp_cpu(float *y, const float *g, const float *beta, float eps, const float *w1, const float *b1,
+                        const float *w2, const float *b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind,
+                        hx_err *err) {
+  if (C == 0 || H == 0) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_cpu: C = %zu, H = %zu", C, H);
+  if (rows == 0) return HX_OK;
+  if (!y || !g || !beta) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_cpu: NULL y, gamma or beta");
+  float *t = malloc(rows * C * sizeof *t);
+  if (!t) return hx_errf(err, HX_ENOMEM, "nl_ln_mlp_cpu: %zu x %zu floats", rows, C);
+  hx_status st = nl_layernorm_cpu(t, y, g, beta, rows, C, eps, err);
+  if (st == HX_OK) st = nl_mlp_cpu(y, t, w1, b1, w2, b2, rows, C, H, kind, err);
+  free(t);
+  return st;
+}
+
+/* ---- LayerNorm + Linear ---------------------------------------------------------------------------- */
+
+int nl_ln_linear_gpu_takes(size_t C, size_t N) { return (C == 32 || C == 64) && N == 3 * C; }
+
+hx_status nl_ln_linear_cpu(float *y, const float *x, const uint32_t *idx, size_t x_rows, const float *g,
+                           const float *beta, float eps, const float *w, const float *b, size_t rows, size_t C, size_t N,
+                           hx_err *err) {
+  if (C == 0 || N == 0) return hx_errf(err, HX_EINVAL, "nl_ln_linear_cpu: C = %zu, N = %zu", C, N);
+  if (rows == 0) return HX_OK;
+  if (!y || !w) return hx_errf(err, HX_EINVAL, "nl_ln_linear_cpu: NULL y or w");
+  float *t = malloc(rows * C * sizeof *t);
+  if (!t) return hx_errf(err, HX_ENOMEM, "nl_ln_linear_cpu: %zu x %zu floats", rows, C);
+  hx_status st = nl_layernorm_rows_cpu(t, x, idx, x_rows, g, beta, rows, C, eps, err);
+  if (st == HX_OK) st = nl_linear_cpu(y, t, w, b, rows, C, N, NL_ACT_NONE, 0, err);
+  free(t);
+  return st;
+}
+
 /* ---- fc1 + SwiGLU -------------------------------------------------------------------------------- */
 
 int nl_linear_swiglu_gpu_takes(size_t C, size_t H) { return (C == 32 || C == 64 || C == 96) && H >= 64 && H % 64 == 0; }

@@ -55,6 +55,22 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
   return NL_NODEV("nl_mlp_gpu");
 }
 
+hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float eps, const void *d_w1, const void *d_b1,
+                        const void *d_w2, const void *d_b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind,
+                        net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_g, (void)d_beta, (void)eps, (void)d_w1, (void)d_b1, (void)d_w2, (void)d_b2, (void)rows, (void)C,
+      (void)H, (void)kind, (void)dt, (void)stream;
+  return NL_NODEV("nl_ln_mlp_gpu");
+}
+
+hx_status nl_ln_linear_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t x_rows, const float *d_g,
+                           const float *d_beta, float eps, const void *d_w, const void *d_b, size_t rows, size_t C,
+                           size_t N, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_idx, (void)x_rows, (void)d_g, (void)d_beta, (void)eps, (void)d_w, (void)d_b,
+      (void)rows, (void)C, (void)N, (void)dt, (void)stream;
+  return NL_NODEV("nl_ln_linear_gpu");
+}
+
 hx_status nl_swiglu_gpu(void *d_y, const void *d_x, size_t rows, size_t H, net_dtype dt, struct CUstream_st *stream,
                         hx_err *err) {
   (void)d_y, (void)d_x, (void)rows, (void)H, (void)dt, (void)stream;

@@ -73,38 +73,92 @@ __device__ __forceinline__ float swiglu(float a, float b) {
   return fmaf(ha, tanh_approx(ha), ha) * b;
 }
 
-/* Rows [r0, r0 + kBM) of x ([rows, C]) into a tile; rows past `rows` are zero-filled (computed on, never stored). */
-template <int C>
-__device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, size_t r0, size_t rows, int tid) {
+/* LayerNorm of a warp's 16 rows held as mma A fragments, in place. Per k-step ks a thread holds row g = lane / 4 at
+ * columns 16 ks + 2t, + 1 (xa[ks][0]) and + 8, + 9 (xa[ks][2]), row g + 8 in xa[ks][1] and xa[ks][3] (t = lane % 4):
+ * a row's C values lie in the 4 lanes of a quad, summed by two shuffles. nl_layernorm_gpu's arithmetic: fp32, the
+ * mean, then the mean of the squared deviations, (x - mean) rstd gamma + beta rounded to T, as the unfused path
+ * stores the row its Linear reads. Rows of zeros (past the end) give beta. */
+template <typename T, int KS>
+__device__ __forceinline__ void ln_frag(uint32_t (&xa)[KS][4], const float *sG, const float *sBt, int lane, float eps) {
+  constexpr float kC = (float)(16 * KS);
+  float v[KS][4][2], s[2] = {0.f, 0.f}, q[2] = {0.f, 0.f};
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 f = unpack2<T>(xa[ks][j]);
+      v[ks][j][0] = f.x, v[ks][j][1] = f.y;
+      s[j & 1] += f.x + f.y;
+    }
+  float mean[2], rstd[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    s[h] += __shfl_xor_sync(0xffffffffu, s[h], 1);
+    s[h] += __shfl_xor_sync(0xffffffffu, s[h], 2);
+    mean[h] = s[h] / kC;
+  }
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float d = v[ks][j][e] - mean[j & 1];
+        q[j & 1] += d * d;
+      }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    q[h] += __shfl_xor_sync(0xffffffffu, q[h], 1);
+    q[h] += __shfl_xor_sync(0xffffffffu, q[h], 2);
+    rstd[h] = rsqrtf(q[h] / kC + eps);
+  }
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int col = ks * 16 + (j >> 1) * 8 + 2 * (lane & 3), h = j & 1;
+      xa[ks][j] = pack2((v[ks][j][0] - mean[h]) * rstd[h] * sG[col] + sBt[col],
+                        (v[ks][j][1] - mean[h]) * rstd[h] * sG[col + 1] + sBt[col + 1], T());
+    }
+}
+
+/* Rows [r0, r0 + kBM) of x ([rows, C]) into a tile, with IDX tile row r being x's row ridx[r0 + r] (a gather fused
+ * into the copy); rows past `rows` are zero-filled (computed on, never stored). */
+template <int C, bool IDX = false>
+__device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, const uint32_t *ridx, size_t r0, size_t rows,
+                                       int tid) {
   constexpr int CPR = C / 8, TOTAL = kBM * CPR;
   static_assert(TOTAL % kThreads == 0, "whole copies per thread");
 #pragma unroll
   for (int i = 0; i < TOTAL / kThreads; ++i) {
     const int idx = tid + i * kThreads, r = idx / CPR, c = idx % CPR;
     const bool ok = r0 + (size_t)r < rows;
-    cp_async_cg(sx + lay<CPR>::at(r, c), x + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
+    const size_t src = IDX && ok ? (size_t)ridx[r0 + r] : r0 + r;
+    cp_async_cg(sx + lay<CPR>::at(r, c), x + (ok ? src * C + c * 8 : 0), ok ? 16u : 0u);
   }
 }
 
 /* The persistent kernels' step: tile `next`'s rows copied into the other stage of the two x tiles at sX, then this
  * tile's (copied one step earlier) waited for by the whole CTA; returns this tile's stage. The caller's
  * __syncthreads() at the end of its step keeps the next prefetch off a stage still being read. */
-template <int C>
-__device__ __forceinline__ uint32_t tile_ready(uint32_t sX, const uint16_t *x, size_t next, size_t tiles, size_t rows,
-                                               int stage, int tid) {
+template <int C, bool IDX = false>
+__device__ __forceinline__ uint32_t tile_ready(uint32_t sX, const uint16_t *x, const uint32_t *ridx, size_t next,
+                                               size_t tiles, size_t rows, int stage, int tid) {
   constexpr uint32_t kStage = kBM * lay<C / 8>::kStride;
-  if (next < tiles) load_x<C>(sX + (stage ^ 1) * kStage, x, next * kBM, rows, tid);
+  if (next < tiles) load_x<C, IDX>(sX + (stage ^ 1) * kStage, x, ridx, next * kBM, rows, tid);
   cp_async_commit();
   cp_async_wait<1>();
   __syncthreads();
   return sX + stage * kStage;
 }
 
-template <typename T, int C, int H, bool SWI>
+/* LN: y += MLP(LN(y)) (nl_ln_mlp_gpu): the tile is y's rows, the LayerNorm is applied to the A fragments (ln_frag)
+ * and the tile itself is the residual, so no second copy of y; x is unused. */
+template <typename T, int C, int H, bool SWI, bool LN = false>
 __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     mlp_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
                const uint16_t *__restrict__ b1, const uint16_t *__restrict__ w2, const uint16_t *__restrict__ b2,
-               size_t rows, size_t tiles) {
+               size_t rows, size_t tiles, const float *__restrict__ lg, const float *__restrict__ lb, float eps) {
   constexpr int CPR1 = C / 8, CPR2 = H / 8, KS1 = C / 16, NT2 = C / 8, H1 = SWI ? 2 * H : H;
   using L1 = lay<CPR1>;
   using L2 = lay<CPR2>;
@@ -116,7 +170,9 @@ __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
   const uint32_t sX = sW2 + C * L2::kStride;    /* 2 x [kBM][C] */
   float *sB1 = reinterpret_cast<float *>(base + H1 * L1::kStride + C * L2::kStride + 2 * kStage); /* [H1] */
   float *sB2 = sB1 + H1;                                                                         /* [C] */
+  float *sG = sB2 + C, *sBt = sG + C; /* LN: gamma, beta [C] */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const uint16_t *src = LN ? y : x;
 
   for (int idx = tid; idx < H1 * CPR1; idx += kThreads)
     cp_async_cg(sW1 + L1::at(idx / CPR1, idx % CPR1), w1 + (size_t)idx * 8);
@@ -124,27 +180,33 @@ __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     cp_async_cg(sW2 + L2::at(idx / CPR2, idx % CPR2), w2 + (size_t)idx * 8);
   for (int i = tid; i < H1; i += kThreads) sB1[i] = unpack2<T>(b1 ? (uint32_t)b1[i] : 0u).x;
   for (int i = tid; i < C; i += kThreads) sB2[i] = unpack2<T>(b2 ? (uint32_t)b2[i] : 0u).x;
+  if constexpr (LN)
+    for (int i = tid; i < C; i += kThreads) sG[i] = lg[i], sBt[i] = lb[i];
   size_t tile = blockIdx.x;
   int stage = 0;
-  if (tile < tiles) load_x<C>(sX, x, tile * kBM, rows, tid);
+  if (tile < tiles) load_x<C>(sX, src, nullptr, tile * kBM, rows, tid);
   cp_async_commit();
 
   for (; tile < tiles; tile += gridDim.x) {
-    const uint32_t tx = tile_ready<C>(sX, x, tile + gridDim.x, tiles, rows, stage, tid);
+    const uint32_t tx = tile_ready<C>(sX, src, nullptr, tile + gridDim.x, tiles, rows, stage, tid);
 
     uint32_t xa[KS1][4];
 #pragma unroll
     for (int ks = 0; ks < KS1; ++ks)
       ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3],
               tx + L1::at(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
-    /* the warp's 16 rows of x are in registers: its 16 rows of y go where they were (zeros past `rows`) */
-    __syncwarp();
     const size_t r0 = tile * kBM + warp * 16;
+    if constexpr (LN) {
+      ln_frag<T, KS1>(xa, sG, sBt, lane, eps); /* the tile keeps y's rows: the residual */
+    } else {
+      /* the warp's 16 rows of x are in registers: its 16 rows of y go where they were (zeros past `rows`) */
+      __syncwarp();
 #pragma unroll
-    for (int i = 0; i < 16 * CPR1 / 32; ++i) {
-      const int idx = lane + i * 32, r = idx / CPR1, c = idx % CPR1;
-      const bool ok = r0 + (size_t)r < rows;
-      cp_async_cg(tx + L1::at(warp * 16 + r, c), y + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
+      for (int i = 0; i < 16 * CPR1 / 32; ++i) {
+        const int idx = lane + i * 32, r = idx / CPR1, c = idx % CPR1;
+        const bool ok = r0 + (size_t)r < rows;
+        cp_async_cg(tx + L1::at(warp * 16 + r, c), y + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
+      }
     }
     cp_async_commit();
 
@@ -223,9 +285,9 @@ __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
   }
 }
 
-template <int C, int H, bool SWI> constexpr size_t smem_bytes() {
+template <int C, int H, bool SWI, bool LN = false> constexpr size_t smem_bytes() {
   return (size_t)(SWI ? 2 * H : H) * lay<C / 8>::kStride + (size_t)C * lay<H / 8>::kStride +
-         (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)((SWI ? 2 * H : H) + C) * 4;
+         (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)((SWI ? 2 * H : H) + C + (LN ? 2 * C : 0)) * 4;
 }
 
 /* The CTAs of kern (kThreads threads, smem bytes of dynamic shared memory, granted here) the device holds at once;
@@ -246,37 +308,151 @@ hx_status resident_ctas(const void *kern, size_t smem, const char *who, size_t *
   return HX_OK;
 }
 
-template <typename T, int C, int H, bool SWI>
+/* The MLP's LayerNorm (nl_ln_mlp_gpu): gamma, beta, eps; g == NULL: none (nl_mlp_gpu). */
+struct ln_args {
+  const float *g, *b;
+  float eps;
+};
+
+template <typename T, int C, int H, bool SWI, bool LN>
 hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, const void *w2, const void *b2,
-                     size_t rows, cudaStream_t s, hx_err *err) {
-  constexpr size_t smem = smem_bytes<C, H, SWI>();
+                     size_t rows, ln_args ln, cudaStream_t s, hx_err *err) {
+  constexpr size_t smem = smem_bytes<C, H, SWI, LN>();
   static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
-  auto kern = mlp_kernel<T, C, H, SWI>;
+  auto kern = mlp_kernel<T, C, H, SWI, LN>;
+  const char *who = LN ? "nl_ln_mlp_gpu" : "nl_mlp_gpu";
   size_t most = 0;
-  HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_mlp_gpu", &most, err));
+  HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, who, &most, err));
   const size_t tiles = (rows + kBM - 1) / kBM;
   const size_t grid = tiles < most ? tiles : most;
   kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
                                                static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1),
                                                static_cast<const uint16_t *>(w2), static_cast<const uint16_t *>(b2),
-                                               rows, tiles);
+                                               rows, tiles, ln.g, ln.b, ln.eps);
   const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_mlp_gpu: launch: %s", cudaGetErrorString(e));
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: launch: %s", who, cudaGetErrorString(e));
   return HX_OK;
 }
 
-template <typename T>
+template <typename T, bool LN>
 hx_status mlp_dispatch(void *y, const void *x, const void *w1, const void *b1, const void *w2, const void *b2,
-                       size_t rows, size_t C, nl_mlp_kind kind, cudaStream_t s, hx_err *err) {
+                       size_t rows, size_t C, nl_mlp_kind kind, ln_args ln, cudaStream_t s, hx_err *err) {
   if (kind == NL_MLP_GELU)
-    return C == 32 ? mlp_launch<T, 32, 128, false>(y, x, w1, b1, w2, b2, rows, s, err)
-                   : mlp_launch<T, 64, 256, false>(y, x, w1, b1, w2, b2, rows, s, err);
+    return C == 32 ? mlp_launch<T, 32, 128, false, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err)
+                   : mlp_launch<T, 64, 256, false, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
   switch (C) {
-  case 32: return mlp_launch<T, 32, 128, true>(y, x, w1, b1, w2, b2, rows, s, err);
-  case 48: return mlp_launch<T, 48, 192, true>(y, x, w1, b1, w2, b2, rows, s, err);
-  case 64: return mlp_launch<T, 64, 256, true>(y, x, w1, b1, w2, b2, rows, s, err);
-  default: return mlp_launch<T, 80, 320, true>(y, x, w1, b1, w2, b2, rows, s, err);
+  case 32: return mlp_launch<T, 32, 128, true, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
+  case 48: return mlp_launch<T, 48, 192, true, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
+  case 64: return mlp_launch<T, 64, 256, true, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
+  default: return mlp_launch<T, 80, 320, true, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
   }
+}
+
+/* ---- LayerNorm + Linear (nl_ln_linear_gpu) ------------------------------------------------------------ */
+
+/*
+ * y[r, NQ C] = LN(x[ridx[r]]) W^T + b for narrow rows (PTv3's norm.1 + qkv at C = 32 and 64: NQ = 3). The mlp
+ * kernel's frame: persistent CTAs of 8 warps, W ([NQ C, C]), its bias and the LayerNorm's gamma and beta in shared
+ * memory once, 128-row tiles of x gathered through ridx by cp.async (the next tile's under the current one's math),
+ * a warp's 16 rows moved into A fragments and normalised there (ln_frag). Then per C-wide slice q of the output:
+ * C / 16 x C / 16 ldmatrix.x4 B loads and twice as many m16n8k16 mmas into [16, C] fp32 accumulators, + b, rounded
+ * into the warp's 16 rows of the tile (free: their A fragments are in registers) and stored as whole 16-byte
+ * chunks. Bytes: x's rows read once (C values), y written once (NQ C), against the unfused path's LN row written
+ * and read back (2 C more) and cuBLASLt's GEMM at K = 32 or 64 (docs/nets.md, "LayerNorm inside the kernels").
+ */
+template <int C, int NQ> constexpr size_t lnl_smem() {
+  return (size_t)(NQ * C) * lay<C / 8>::kStride + (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)(NQ * C + 2 * C) * 4;
+}
+
+template <typename T, int C, int NQ>
+__global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
+    lnl_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint32_t *__restrict__ ridx,
+               const float *__restrict__ lg, const float *__restrict__ lb, float eps, const uint16_t *__restrict__ w,
+               const uint16_t *__restrict__ b, size_t rows, size_t tiles) {
+  constexpr int CPR = C / 8, KS = C / 16, N = NQ * C;
+  using L = lay<CPR>;
+  extern __shared__ uint4 smem_raw[];
+  uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
+  const uint32_t sW = smem_addr(base);        /* [N][C] */
+  const uint32_t sX = sW + N * L::kStride;    /* 2 x [kBM][C] */
+  float *sB = reinterpret_cast<float *>(base + N * L::kStride + 2 * kBM * L::kStride); /* [N] */
+  float *sG = sB + N, *sBt = sG + C;                                                   /* [C] each */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  for (int i = tid; i < N * CPR; i += kThreads) cp_async_cg(sW + L::at(i / CPR, i % CPR), w + (size_t)i * 8);
+  for (int i = tid; i < N; i += kThreads) sB[i] = unpack2<T>(b ? (uint32_t)b[i] : 0u).x;
+  for (int i = tid; i < C; i += kThreads) sG[i] = lg[i], sBt[i] = lb[i];
+  size_t tile = blockIdx.x;
+  int stage = 0;
+  if (tile < tiles) load_x<C, true>(sX, x, ridx, tile * kBM, rows, tid);
+  cp_async_commit();
+  const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
+
+  for (; tile < tiles; tile += gridDim.x) {
+    const uint32_t tx = tile_ready<C, true>(sX, x, ridx, tile + gridDim.x, tiles, rows, stage, tid);
+    uint32_t xa[KS][4];
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+      ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3], tx + L::at(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+    ln_frag<T, KS>(xa, sG, sBt, lane, eps);
+    __syncwarp(); /* every lane's fragments loaded: the warp's rows of the tile take its outputs now */
+    const size_t r0 = tile * kBM + warp * 16;
+    uint8_t *ty = base + (tx - sW);
+#pragma unroll 1
+    for (int q = 0; q < NQ; ++q) {
+      float acc[C / 8][4];
+#pragma unroll
+      for (int n = 0; n < C / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+        for (int np = 0; np < C / 16; ++np) {
+          uint32_t bf[4];
+          ldsm_x4(bf[0], bf[1], bf[2], bf[3], sW + L::at(q * C + np * 16 + bn, ks * 2 + bk));
+          mma(acc[2 * np], xa[ks], bf[0], bf[1], T());
+          mma(acc[2 * np + 1], xa[ks], bf[2], bf[3], T());
+        }
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int r = warp * 16 + (lane >> 2) + hr * 8;
+#pragma unroll
+        for (int n = 0; n < C / 8; ++n) {
+          const int col = n * 8 + 2 * (lane & 3);
+          *reinterpret_cast<uint32_t *>(ty + L::at(r, n) + (col % 8) * 2) =
+              pack2(acc[n][2 * hr] + sB[q * C + col], acc[n][2 * hr + 1] + sB[q * C + col + 1], T());
+        }
+      }
+      __syncwarp();
+#pragma unroll
+      for (int i = 0; i < 16 * CPR / 32; ++i) {
+        const int idx = lane + i * 32, r = idx / CPR, c = idx % CPR;
+        if (r0 + (size_t)r < rows)
+          *reinterpret_cast<uint4 *>(y + (r0 + r) * (size_t)N + q * C + c * 8) =
+              *reinterpret_cast<const uint4 *>(ty + L::at(warp * 16 + r, c));
+      }
+      __syncwarp(); /* the next slice overwrites these rows */
+    }
+    __syncthreads(); /* the next iteration's prefetch overwrites this stage */
+    stage ^= 1;
+  }
+}
+
+template <typename T, int C, int NQ>
+hx_status lnl_launch(void *y, const void *x, const uint32_t *ridx, const float *g, const float *beta, float eps,
+                     const void *w, const void *b, size_t rows, cudaStream_t s, hx_err *err) {
+  constexpr size_t smem = lnl_smem<C, NQ>();
+  static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
+  auto kern = lnl_kernel<T, C, NQ>;
+  size_t most = 0;
+  HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_ln_linear_gpu", &most, err));
+  const size_t tiles = (rows + kBM - 1) / kBM;
+  const size_t grid = tiles < most ? tiles : most;
+  kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), ridx, g,
+                                               beta, eps, static_cast<const uint16_t *>(w),
+                                               static_cast<const uint16_t *>(b), rows, tiles);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_ln_linear_gpu: launch: %s", cudaGetErrorString(e));
+  return HX_OK;
 }
 
 /* ---- fc1 + SwiGLU as one GEMM (nl_linear_swiglu_gpu) -------------------------------------------------- */
@@ -324,12 +500,12 @@ __global__ void __launch_bounds__(kThreads, lsw_ctas<C>())
   const int g = lane >> 2, t = lane & 3;
   size_t tile = blockIdx.y;
   int stage = 0;
-  if (tile < tiles) load_x<C>(sX, x, tile * kBM, rows, tid);
+  if (tile < tiles) load_x<C>(sX, x, nullptr, tile * kBM, rows, tid);
   cp_async_commit();
   const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
 
   for (; tile < tiles; tile += gridDim.y) {
-    const uint32_t tx = tile_ready<C>(sX, x, tile + gridDim.y, tiles, rows, stage, tid);
+    const uint32_t tx = tile_ready<C>(sX, x, nullptr, tile + gridDim.y, tiles, rows, stage, tid);
 
     float acc[2][2][4][4]; /* [act, gate][m16 tile][n8 tile] */
 #pragma unroll
@@ -445,6 +621,50 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
   const size_t bytes = rows * C * 2;
   if (ax < ay + bytes && ay < ax + bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: x and y overlap");
   cudaStream_t s = (cudaStream_t)stream;
-  if (dt == NET_F16) return mlp_dispatch<__half>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, s, err);
-  return mlp_dispatch<__nv_bfloat16>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, s, err);
+  const ln_args none = {NULL, NULL, 0.f};
+  if (dt == NET_F16) return mlp_dispatch<__half, false>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, none, s, err);
+  return mlp_dispatch<__nv_bfloat16, false>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, none, s, err);
+}
+
+hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float eps, const void *d_w1, const void *d_b1,
+                        const void *d_w2, const void *d_b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind,
+                        net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: unknown dtype %d", (int)dt);
+  if (kind != NL_MLP_GELU && kind != NL_MLP_SWIGLU) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: unknown kind %d", (int)kind);
+  if (!nl_mlp_gpu_takes(C, H, kind))
+    return hx_errf(err, HX_EUNSUPPORTED,
+                   "nl_ln_mlp_gpu: C = %zu, H = %zu (the kernel takes GELU (32, 128) and (64, 256), SwiGLU H = 4C at C "
+                   "= 32, 48, 64, 80)", C, H);
+  if (rows == 0) return HX_OK;
+  if (!d_y || !d_g || !d_beta || !d_w1 || !d_w2)
+    return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: NULL y, gamma, beta, w1 or w2");
+  if (((uintptr_t)d_y | (uintptr_t)d_w1 | (uintptr_t)d_w2) % 16)
+    return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_mlp_gpu: y, w1 and w2 must be 16-byte aligned");
+  cudaStream_t s = (cudaStream_t)stream;
+  const ln_args ln = {d_g, d_beta, eps};
+  if (dt == NET_F16) return mlp_dispatch<__half, true>(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, kind, ln, s, err);
+  return mlp_dispatch<__nv_bfloat16, true>(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, kind, ln, s, err);
+}
+
+hx_status nl_ln_linear_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t x_rows, const float *d_g,
+                           const float *d_beta, float eps, const void *d_w, const void *d_b, size_t rows, size_t C,
+                           size_t N, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: unknown dtype %d", (int)dt);
+  if (!nl_ln_linear_gpu_takes(C, N))
+    return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_linear_gpu: C = %zu, N = %zu (the kernel takes C = 32 and 64, N = 3C)",
+                   C, N);
+  if (rows == 0) return HX_OK;
+  if (!d_y || !d_x || !d_idx || !d_g || !d_beta || !d_w)
+    return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: NULL y, x, idx, gamma, beta or w");
+  const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y;
+  if ((ax | ay | (uintptr_t)d_w) % 16)
+    return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_linear_gpu: x, y and w must be 16-byte aligned");
+  if (ax < ay + rows * N * 2 && ay < ax + x_rows * C * 2) return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: x and y overlap");
+  cudaStream_t s = (cudaStream_t)stream;
+  const bool f16 = dt == NET_F16;
+  if (C == 32)
+    return f16 ? lnl_launch<__half, 32, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err)
+               : lnl_launch<__nv_bfloat16, 32, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err);
+  return f16 ? lnl_launch<__half, 64, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err)
+             : lnl_launch<__nv_bfloat16, 64, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err);
 }

@@ -19,7 +19,10 @@
  *   fc1 + SwiGLU   one operation (nl_linear_swiglu_gpu, Flash3D's wider blocks): gemm 4 n C H; bytes E (n C + n H +
  *                  2 C H + 2 H) (x read, the H-wide SwiGLU output written, fc1's weights and bias)
  *   LayerNorm      bytes 2 E n C + 8 C; reading its rows by an index (PTv3's norm.1 on the patch slots): 2 E n C +
- *                  4 n + 8 C, n = the rows written
+ *                  4 n + 8 C, n = the rows written. Inside the kernel that reads its row (net_config's ln_fused,
+ *                  net_ln_qkv_fused / net_ln_mlp_fused): no operation of its own; the fused MLP then reads y once
+ *                  (bytes 2 n C in place of 3 n C, + 8 C), and PTv3's norm.1 + qkv on P slots is one Linear reading
+ *                  x's rows by the index: gemm 2 P C 3C; bytes E (P C + 3 P C + 3 C^2 + 3 C) + 4 P + 8 C
  *   BN (+ GELU)    bytes 2 E n C + 8 C (folded affine)
  *   residual add   bytes 3 E n C (y += x: read both, write y)
  *   row gather     bytes 2 E n C + 4 n (rows read and written, one 32-bit index a row)
@@ -101,9 +104,15 @@ static hx_status acc_out(const cost_acc *a, net_cost *out, size_t cap, size_t *n
 static void op_linear(cost_acc *a, int k, double n, double in, double out, int accumulate) {
   add(a, k, 2.0 * n * in * out, 0.0, E * (n * in + n * out + in * out + out) + (accumulate ? E * n * out : 0.0));
 }
-static void op_mlp(cost_acc *a, int k, double n, double C, double H, int swiglu) {
+/* ln: the MLP's LayerNorm inside it (y += MLP(LN(y))): y read once, as the residual and the normalised row */
+static void op_mlp(cost_acc *a, int k, double n, double C, double H, int swiglu, int ln) {
   const double f = swiglu ? 2.0 : 1.0; /* fc1 is f H wide */
-  add(a, k, 2.0 * n * C * H * (f + 1.0), 0.0, E * (3.0 * n * C + (f + 1.0) * C * H + f * H + C));
+  add(a, k, 2.0 * n * C * H * (f + 1.0), 0.0,
+      E * ((ln ? 2.0 : 3.0) * n * C + (f + 1.0) * C * H + f * H + C) + (ln ? 8.0 * C : 0.0));
+}
+/* LayerNorm of x's rows by an index and the Linear that reads it, one operation (nl_ln_linear_gpu) */
+static void op_ln_linear_rows(cost_acc *a, int k, double rows, double C, double out) {
+  add(a, k, 2.0 * rows * C * out, 0.0, E * (rows * C + rows * out + C * out + out) + 4.0 * rows + 8.0 * C);
 }
 static void op_linear_swiglu(cost_acc *a, int k, double n, double C, double H) {
   add(a, k, 4.0 * n * C * H, 0.0, E * (n * C + n * H + 2.0 * C * H + 2.0 * H));
@@ -179,14 +188,19 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
   op_layernorm(a, C_CPE, n, C);
   op_add(a, C_CPE, n * C);
   add(a, C_GATHER, 0.0, 0.0, 8.0 * P + 16.0 * n); /* gather.qkv: index composition */
-  op_layernorm_rows(a, C_NORM, P, C);              /* norm.1, x read by the patch slots' rows */
-  op_linear(a, C_QKV, P, C, 3.0 * C, 0);           /* qkv on the slots */
+  if (net_ln_qkv_fused(cfg, Cs)) {
+    op_ln_linear_rows(a, C_QKV, P, C, 3.0 * C); /* norm.1 inside qkv, on the slots */
+  } else {
+    op_layernorm_rows(a, C_NORM, P, C); /* norm.1, x read by the patch slots' rows */
+    op_linear(a, C_QKV, P, C, 3.0 * C, 0); /* qkv on the slots */
+  }
   op_attn(a, C_ATTN, P, C, lv->patch_sq);
   op_gather(a, C_GATHER, n, C); /* gather.out */
   op_linear(a, C_PROJ, n, C, C, 1);
-  op_layernorm(a, C_NORM, n, C); /* norm.2 */
+  const int ln_in = net_ln_mlp_fused(cfg, Cs, (size_t)cfg->mlp_ratio * Cs);
+  if (!ln_in) op_layernorm(a, C_NORM, n, C); /* norm.2 */
   if (net_mlp_path_of(cfg, Cs, (size_t)cfg->mlp_ratio * Cs) == NET_MLP_WHOLE) {
-    op_mlp(a, C_MLP, n, C, R * C, 0);
+    op_mlp(a, C_MLP, n, C, R * C, 0, ln_in);
   } else {
     op_linear(a, C_MLP, n, C, R * C, 0);
     op_linear(a, C_MLP, n, R * C, C, 1);
@@ -268,10 +282,11 @@ static hx_status f3d_block(cost_acc *a, const net_config *cfg, const net_f3d_lev
   op_linear(a, C_QKV, n, C, 3.0 * C, 0);
   op_attn(a, C_ATTN, n, C, sq);
   op_linear(a, C_PROJ, n, C, C, 1);
-  op_layernorm(a, C_MLP, n, C);
+  const int ln_in = net_ln_mlp_fused(cfg, (size_t)C, (size_t)(r * C));
+  if (!ln_in) op_layernorm(a, C_MLP, n, C);
   const net_mlp_path mp = net_mlp_path_of(cfg, (size_t)C, (size_t)(r * C));
   if (mp == NET_MLP_WHOLE) {
-    op_mlp(a, C_MLP, n, C, r * C, 1);
+    op_mlp(a, C_MLP, n, C, r * C, 1, ln_in);
   } else if (mp == NET_MLP_FC1_SWIGLU) {
     op_linear_swiglu(a, C_MLP, n, C, r * C);
     op_linear(a, C_MLP, n, r * C, C, 1);

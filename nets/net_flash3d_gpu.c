@@ -589,8 +589,18 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
   RANGE("proj", lin_gpu(r, x, g->o, &bk->proj, n, NL_ACT_NONE, 1));
   snprintf(name, sizeof name, "%s/mlp", path);
   rng(r, name, 1);
-  hx_status st = nl_layernorm_gpu(g->t, x, bk->mlp_norm.g, bk->mlp_norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err);
-  if (st == HX_OK) st = mlp(r, bk, x, n, C, hid);
+  /* LayerNormMLP: its LayerNorm inside the whole-MLP kernel where net_ln_mlp_fused (a device that cannot run that
+   * kernel gets the separate pass), else a pass into g->t */
+  hx_status st = HX_EUNSUPPORTED;
+  if (net_ln_mlp_fused(&g->cfg, C, hid)) {
+    st = nl_ln_mlp_gpu(x, bk->mlp_norm.g, bk->mlp_norm.b, NET_F3D_LN_EPS, bk->fc1.w, bk->fc1.b, bk->fc2.w, bk->fc2.b, n,
+                       C, hid, NL_MLP_SWIGLU, g->dt, r->cs, r->err);
+    if (st == HX_EUNSUPPORTED) *r->err = (hx_err){HX_OK, ""};
+  }
+  if (st == HX_EUNSUPPORTED) {
+    st = nl_layernorm_gpu(g->t, x, bk->mlp_norm.g, bk->mlp_norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err);
+    if (st == HX_OK) st = mlp(r, bk, x, n, C, hid);
+  }
   rng(r, name, 0);
 #undef RANGE
   return st;

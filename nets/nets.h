@@ -124,6 +124,34 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
  * is HX_EUNSUPPORTED on a device that grants less, above). */
 int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind);
 
+/* The same MLP after a LayerNorm of its own input, in one kernel: y[rows, C] += MLP(LN(y)) (LN: gamma g, beta, eps;
+ * y is the residual stream, normalised on chip, so the LayerNorm's row is never stored). CPU reference: nl_ln_mlp_cpu
+ * (nl_layernorm_cpu then nl_mlp_cpu). nl_ln_mlp_gpu: nl_mlp_gpu's kernel with the LayerNorm applied to its A
+ * fragments, fp32 statistics as nl_layernorm_gpu, the normalised row rounded to dtype as the unfused path stores
+ * it; the widths, alignment (y, w1, w2) and HX_EUNSUPPORTED cases of nl_mlp_gpu (nl_mlp_gpu_takes). g and beta
+ * fp32 [C]. */
+hx_status nl_ln_mlp_cpu(float *y, const float *g, const float *beta, float eps, const float *w1, const float *b1,
+                        const float *w2, const float *b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind, hx_err *err);
+hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float eps, const void *d_w1, const void *d_b1,
+                        const void *d_w2, const void *d_b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind,
+                        net_dtype dt, struct CUstream_st *stream, hx_err *err);
+
+/* A LayerNorm read through a row index and the Linear that follows it, in one kernel: y[r, N] = LN(x[idx[r]]) W^T +
+ * b for r < rows (PTv3's norm.1 and qkv on the patch slots), W [N, C] and b [N] (NULL: none) as Linear's, g and
+ * beta fp32 [C]. CPU reference: nl_ln_linear_cpu (nl_layernorm_rows_cpu then nl_linear_cpu; every idx[r] < x_rows
+ * checked). nl_ln_linear_gpu (nets/mlp.cu): one mma.sync kernel, the normalised row on chip, rounded to dtype
+ * before the GEMM as the unfused path stores it, every idx[r] < x_rows trusted; x, y and w 16-byte aligned
+ * (HX_EUNSUPPORTED otherwise, and for (C, N) nl_ln_linear_gpu_takes refuses, so the caller runs the unfused
+ * path); x and y must not overlap (HX_EINVAL); rows may be 0. */
+hx_status nl_ln_linear_cpu(float *y, const float *x, const uint32_t *idx, size_t x_rows, const float *g,
+                           const float *beta, float eps, const float *w, const float *b, size_t rows, size_t C, size_t N,
+                           hx_err *err);
+hx_status nl_ln_linear_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t x_rows, const float *d_g,
+                           const float *d_beta, float eps, const void *d_w, const void *d_b, size_t rows, size_t C,
+                           size_t N, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+/* 1 when nl_ln_linear_gpu has a kernel for (C, N): C = 32 and 64, N = 3C (host; any build). */
+int nl_ln_linear_gpu_takes(size_t C, size_t N);
+
 /* SwiGLU of TransformerEngine's LayerNormMLP: x [rows, 2H] holds (a | b) halves, y [rows, H] = silu(a) * b. */
 hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err);
 hx_status nl_swiglu_gpu(void *d_y, const void *d_x, size_t rows, size_t H, net_dtype dt, struct CUstream_st *stream,
@@ -421,6 +449,10 @@ typedef struct net_config {
                           * docs/nets.md "The fused MLP"); 2 = Flash3D: nl_linear_swiglu_gpu wherever it takes
                           * the width, never nl_mlp_gpu (an ablation); 0 = nl_linear_gpu calls (and Flash3D's
                           * nl_swiglu_gpu) at every width (an ablation) */
+  int ln_fused;          /* on the GPU: 1 = a LayerNorm inside the kernel that reads its row where one takes the
+                          * width (PTv3's norm.1 in its qkv Linear at C 32 and 64; the MLP's LayerNorm in the whole-MLP
+                          * kernel; the default, docs/nets.md "LayerNorm inside the kernels"); 0 = separate
+                          * LayerNorm passes (an ablation) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

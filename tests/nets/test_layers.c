@@ -496,6 +496,54 @@ static void test_mlp(void **state) {
 
 /* ---- residual add -------------------------------------------------------------------------------- */
 
+/* The LayerNorm-first forms. By hand: x = (1, 3) normalises to (-1, 1) (eps 0), gamma (2, 1), beta (0.5, -0.5):
+ * (-1.5, 0.5); W = rows (1, 1), (2, 0), (0, -1) + b (0, 1, 2): y = (-1, -2, 1.5). Invariance: LN(a x + c) = LN(x)
+ * for a > 0 at eps 0, so rows scaled by 3 and shifted by 5 give the same outputs to fp32 rounding; an index names
+ * the rows read (repeats allowed); a row's outputs are nl_mlp_cpu's on the normalised row; idx past x's rows,
+ * NULL idx and C = 0 are refused. */
+static void test_ln_first(void **state) {
+  (void)state;
+  const float xh[2] = {1, 3}, gh[2] = {2, 1}, bh[2] = {0.5f, -0.5f}, wh[6] = {1, 1, 2, 0, 0, -1}, bw[3] = {0, 1, 2};
+  const uint32_t i0 = 0;
+  float yh[3];
+  assert_int_equal(nl_ln_linear_cpu(yh, xh, &i0, 1, gh, bh, 0.0f, wh, bw, 1, 2, 3, NULL), HX_OK);
+  assert_float_equal(yh[0], -1.0f, 1e-6f);
+  assert_float_equal(yh[1], -2.0f, 1e-6f);
+  assert_float_equal(yh[2], 1.5f, 1e-6f);
+  enum { R = 4, C = 16, N = 48, H = 64 };
+  float x[R * C], xs[R * C], g[C], b[C], w[N * C], bb[N], ya[R * N], yb[R * N], w1[H * C], b1[H], w2[C * H], b2[C];
+  for (int i = 0; i < R * C; ++i) x[i] = unit(9, 1, (uint64_t)i), xs[i] = 3.0f * x[i] + 5.0f;
+  for (int i = 0; i < C; ++i) g[i] = 1.0f + 0.5f * unit(9, 2, (uint64_t)i), b[i] = unit(9, 3, (uint64_t)i);
+  for (int i = 0; i < N * C; ++i) w[i] = unit(9, 4, (uint64_t)i);
+  for (int i = 0; i < N; ++i) bb[i] = unit(9, 5, (uint64_t)i);
+  for (int i = 0; i < H * C; ++i) w1[i] = unit(9, 6, (uint64_t)i), w2[i] = unit(9, 7, (uint64_t)i);
+  for (int i = 0; i < H; ++i) b1[i] = unit(9, 8, (uint64_t)i);
+  for (int i = 0; i < C; ++i) b2[i] = unit(9, 9, (uint64_t)i);
+  const uint32_t idx[R] = {2, 0, 2, 3}, id[R] = {0, 1, 2, 3};
+  assert_int_equal(nl_ln_linear_cpu(ya, x, idx, R, g, b, 0.0f, w, bb, R, C, N, NULL), HX_OK);
+  assert_int_equal(nl_ln_linear_cpu(yb, xs, idx, R, g, b, 0.0f, w, bb, R, C, N, NULL), HX_OK);
+  for (int i = 0; i < R * N; ++i) assert_float_equal(ya[i], yb[i], 1e-4f * (1.0f + fabsf(ya[i])));
+  for (int i = 0; i < N; ++i) assert_true(ya[i] == ya[2 * N + i]); /* rows 0 and 2 both read x's row 2 */
+  assert_true(memcmp(ya, ya + N, N * sizeof *ya) != 0);
+  /* y += MLP(LN(y)): the same invariance on the normalised part, and nl_mlp_cpu on the normalised row */
+  float y0[R * C], y1[R * C], t[R * C], y2[R * C];
+  memcpy(y0, x, sizeof x), memcpy(y1, xs, sizeof xs), memcpy(y2, x, sizeof x);
+  assert_int_equal(nl_ln_mlp_cpu(y0, g, b, 0.0f, w1, b1, w2, b2, R, C, H, NL_MLP_GELU, NULL), HX_OK);
+  assert_int_equal(nl_ln_mlp_cpu(y1, g, b, 0.0f, w1, b1, w2, b2, R, C, H, NL_MLP_GELU, NULL), HX_OK);
+  for (int i = 0; i < R * C; ++i) assert_float_equal(y1[i] - xs[i], y0[i] - x[i], 1e-3f * (1.0f + fabsf(y0[i] - x[i])));
+  assert_int_equal(nl_layernorm_rows_cpu(t, x, id, R, g, b, R, C, 0.0f, NULL), HX_OK);
+  assert_int_equal(nl_mlp_cpu(y2, t, w1, b1, w2, b2, R, C, H, NL_MLP_GELU, NULL), HX_OK);
+  for (int i = 0; i < R * C; ++i) assert_float_equal(y2[i], y0[i], 1e-6f * (1.0f + fabsf(y0[i])));
+  hx_err e = {HX_OK, ""};
+  const uint32_t far[1] = {R};
+  assert_int_equal(nl_ln_linear_cpu(ya, x, far, R, g, b, 1e-5f, w, bb, 1, C, N, &e), HX_EINVAL);
+  assert_int_equal(nl_ln_linear_cpu(ya, x, NULL, R, g, b, 1e-5f, w, bb, 1, C, N, &e), HX_EINVAL);
+  assert_int_equal(nl_ln_linear_cpu(ya, x, idx, R, g, b, 1e-5f, w, bb, 1, 0, N, &e), HX_EINVAL);
+  assert_int_equal(nl_ln_linear_cpu(ya, x, idx, R, g, b, 1e-5f, NULL, bb, 1, C, N, &e), HX_EINVAL);
+  assert_int_equal(nl_ln_mlp_cpu(y0, NULL, b, 1e-5f, w1, b1, w2, b2, R, C, H, NL_MLP_GELU, &e), HX_EINVAL);
+  assert_int_equal(nl_ln_mlp_cpu(y0, g, b, 1e-5f, w1, b1, w2, b2, R, C, 0, NL_MLP_GELU, &e), HX_EINVAL);
+}
+
 static void test_add(void **state) {
   (void)state;
   float y[5] = {1, 2, 3, 4, 5};
@@ -603,7 +651,7 @@ int main(void) {
       cmocka_unit_test(test_linear_naive),       cmocka_unit_test(test_layernorm_hand),
       cmocka_unit_test(test_layernorm_properties), cmocka_unit_test(test_bn_fold),
       cmocka_unit_test(test_swiglu),             cmocka_unit_test(test_mlp),
-      cmocka_unit_test(test_add),
+      cmocka_unit_test(test_ln_first),           cmocka_unit_test(test_add),
       cmocka_unit_test(test_segment_max),        cmocka_unit_test(test_windows),
       cmocka_unit_test(test_bad_args),
   };

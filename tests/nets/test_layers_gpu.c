@@ -298,37 +298,49 @@ static void test_linear(void **state) {
 /* ---- fused MLP --------------------------------------------------------------------------------------- */
 
 /* y [rows, C] += fc2(act(fc1(x))), weights of Linear's scale (pre-activations of order 1), y0 random; nb: no biases;
- * kind GELU (fc1 [H, C]) or SwiGLU (fc1 [2H, C]) */
-static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl_mlp_kind kind, int nb) {
+ * kind GELU (fc1 [H, C]) or SwiGLU (fc1 [2H, C]). ln: y += MLP(LN(y)) (nl_ln_mlp_gpu), y0 centred on 2 with a
+ * spread by row, against nl_ln_mlp_cpu; the tolerance then also holds the normalised row's rounding to dtype
+ * (eps relative per value, through |w1| and the activation's slope into the hidden row, through |w2| into y). */
+static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl_mlp_kind kind, int nb, int ln) {
   const double eps = eps_of(dt);
   const int swi = kind == NL_MLP_SWIGLU;
   const size_t H1 = swi ? 2 * H : H;
+  const float ln_eps = 1e-5f;
   /* GELU keeps its earlier seeds (31 + 2 dt + nb) */
-  const uint64_t seed = case_seed(t, (swi ? 61 : 31) + (uint64_t)dt * 2 + (uint64_t)nb, rows, C);
+  const uint64_t seed = case_seed(t, (swi ? 61 : 31) + (uint64_t)dt * 2 + (uint64_t)nb + (ln ? 100u : 0u), rows, C);
   uint16_t *hx = xmalloc(rows * C * 2), *hw1 = xmalloc(H1 * C * 2), *hw2 = xmalloc(C * H * 2), *hb1 = xmalloc(H1 * 2);
   uint16_t *hb2 = xmalloc(C * 2), *hy0 = xmalloc(rows * C * 2), *hy = xmalloc((rows + 1) * C * 2);
   float *w1 = xmalloc(H1 * C * 4), *w2 = xmalloc(C * H * 4), *b1 = xmalloc(H1 * 4), *b2 = xmalloc(C * 4);
   float *xr = xmalloc(C * 4), *yr = xmalloc(C * 4), *h = xmalloc(H1 * 4), *h1 = xmalloc(H1 * 4), *s1 = xmalloc(H1 * 4);
+  float *lg = xmalloc(C * 4), *lb = xmalloc(C * 4);
   size_t *sel = xmalloc(96 * sizeof *sel);
   const size_t nsel = pick_rows(rows, sel, seed);
   fill(dt, hx, NULL, rows * C, seed, 1, 1.0f, 0.0f);
+  for (size_t c = 0; c < C; ++c) lg[c] = 1.0f + 0.5f * unit(seed, 8, c), lb[c] = 0.5f * unit(seed, 9, c);
   fill(dt, hw1, w1, H1 * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
   fill(dt, hw2, w2, C * H, seed, 3, (float)(2.0 / sqrt((double)H)), 0.0f);
   fill(dt, hb1, b1, H1, seed, 4, 0.5f, 0.0f);
   fill(dt, hb2, b2, C, seed, 5, 0.5f, 0.0f);
-  fill(dt, hy0, NULL, rows * C, seed, 6, 1.0f, 0.0f);
+  if (ln) /* the mean matters: rows centred on 2, spreads 0.5 .. 2.5 */
+    for (size_t r = 0; r < rows; ++r) fill(dt, hy0 + r * C, NULL, C, seed, 16 + r, 0.5f + (float)(r % 3), 2.0f);
+  else
+    fill(dt, hy0, NULL, rows * C, seed, 6, 1.0f, 0.0f);
   void *dx = dmalloc(rows * C * 2), *dy = dmalloc((rows + 1) * C * 2), *dw1 = dmalloc(H1 * C * 2);
   void *dw2 = dmalloc(C * H * 2), *db1 = dmalloc(H1 * 2), *db2 = dmalloc(C * 2);
+  float *dlg = dmalloc(C * 4), *dlb = dmalloc(C * 4);
   h2d(dx, hx, rows * C * 2), h2d(dw1, hw1, H1 * C * 2), h2d(dw2, hw2, C * H * 2), h2d(db1, hb1, H1 * 2);
-  h2d(db2, hb2, C * 2);
+  h2d(db2, hb2, C * 2), h2d(dlg, lg, C * 4), h2d(dlb, lb, C * 4);
   poison(dy, (rows + 1) * C * 2);
   h2d(dy, hy0, rows * C * 2);
   tally ta;
-  tally_init(&ta, "mlp %s %s rows %zu C %zu H %zu%s", swi ? "swiglu" : "gelu", net_dtype_name(dt), rows, C, H,
-             nb ? " no bias" : "");
+  tally_init(&ta, "%smlp %s %s rows %zu C %zu H %zu%s", ln ? "ln + " : "", swi ? "swiglu" : "gelu", net_dtype_name(dt),
+             rows, C, H, nb ? " no bias" : "");
   hx_err err = {HX_OK, ""};
   size_t bad = 0;
-  const hx_status st = nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, dt, t->stream, &err);
+  const hx_status st =
+      ln ? nl_ln_mlp_gpu(dy, dlg, dlb, ln_eps, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, dt,
+                         t->stream, &err)
+         : nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, dt, t->stream, &err);
   if (st == HX_EUNSUPPORTED && strstr(err.msg, "shared memory a CTA")) { /* the C = 80 SwiGLU kernel on sm_80 */
     printf("  skip %s: %s\n", ta.what, err.msg);
   } else if (sync_status(t, st, &err, ta.what) != HX_OK) {
@@ -343,9 +355,15 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
     if (same) printf("  FAIL %s: %zu rows left as they were\n", ta.what, same), bad = 1;
     for (size_t k = 0; k < nsel; ++k) {
       const size_t r = sel[k];
-      to_f32(dt, xr, hx + r * C, C);
       to_f32(dt, yr, hy0 + r * C, C);
-      assert_int_equal(nl_mlp_cpu(yr, xr, w1, nb ? NULL : b1, w2, nb ? NULL : b2, 1, C, H, kind, NULL), HX_OK);
+      if (ln) { /* the reference, and the normalised row the sums below describe */
+        assert_int_equal(nl_layernorm_cpu(xr, yr, lg, lb, 1, C, ln_eps, NULL), HX_OK);
+        assert_int_equal(nl_ln_mlp_cpu(yr, lg, lb, ln_eps, w1, nb ? NULL : b1, w2, nb ? NULL : b2, 1, C, H, kind, NULL),
+                         HX_OK);
+      } else {
+        to_f32(dt, xr, hx + r * C, C);
+        assert_int_equal(nl_mlp_cpu(yr, xr, w1, nb ? NULL : b1, w2, nb ? NULL : b2, 1, C, H, kind, NULL), HX_OK);
+      }
       if (swi) {
         assert_int_equal(nl_linear_cpu(h1, xr, w1, nb ? NULL : b1, 1, C, H1, NL_ACT_NONE, 0, NULL), HX_OK);
         assert_int_equal(nl_swiglu_cpu(h, h1, 1, H, NULL), HX_OK);
@@ -358,7 +376,7 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
         s1[j] = (float)s;
       }
       for (size_t o = 0; o < C; ++o) {
-        double sh = 0.0, sf = nb ? 0.0 : fabs((double)b2[o]), sg = 0.0;
+        double sh = 0.0, sf = nb ? 0.0 : fabs((double)b2[o]), sg = 0.0, sl = 0.0;
         for (size_t j = 0; j < H; ++j) {
           const double w = fabs((double)w2[o * H + j]);
           sh += w * fabs((double)h[j]);
@@ -366,21 +384,104 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
             const double ab = (double)s1[j] * (double)s1[H + j];
             sf += w * (fabs((double)h[j]) + 2.2 * ab);
             sg += w * 0x1p-12 * ab;
+            sl += w * 2.2 * ab;
           } else {
             sf += w * (fabs((double)h[j]) + 1.13 * (double)s1[j]);
             sg += w * (GELU_TANH_MAX_DIFF + 0x1p-12 * (double)s1[j]);
+            sl += w * 1.13 * (double)s1[j];
           }
         }
-        const double tol = eps * sh + eps * fabs((double)yr[o]) + 0x1p-20 * sf + sg + 1e-6;
+        const double tol =
+            eps * sh + eps * fabs((double)yr[o]) + 0x1p-20 * sf + sg + (ln ? eps * sl + 0x1p-18 * sf : 0.0) + 1e-6;
         tally_close(&ta, r * C + o, (double)net_to_float(dt, hy[r * C + o]), (double)yr[o], tol);
       }
     }
     bad += tally_end(&ta, rows == 1000);
   }
-  cudaFree(dx), cudaFree(dy), cudaFree(dw1), cudaFree(dw2), cudaFree(db1), cudaFree(db2);
+  cudaFree(dx), cudaFree(dy), cudaFree(dw1), cudaFree(dw2), cudaFree(db1), cudaFree(db2), cudaFree(dlg), cudaFree(dlb);
   free(hx), free(hw1), free(hw2), free(hb1), free(hb2), free(hy0), free(hy), free(w1), free(w2), free(b1), free(b2);
-  free(xr), free(yr), free(h), free(h1), free(s1), free(sel);
+  free(xr), free(yr), free(h), free(h1), free(s1), free(sel), free(lg), free(lb);
   return bad;
+}
+
+/* y [rows, 3C] = LN(x[idx[r]]) W^T + b (nl_ln_linear_gpu) against nl_ln_linear_cpu: idx drawn at random over x_rows
+ * rows (repeats, unread rows), x rows centred on 2 with spreads by row, y poisoned with a guard row past the end;
+ * tolerance: y's rounding (eps |y|), the normalised row's rounding to dtype (eps sum |w| |ln|), fp32 sums (2^-18
+ * sum |w| |ln| + |b|). */
+static size_t run_ln_linear(tctx *t, net_dtype dt, size_t rows, size_t x_rows, size_t C, int nb) {
+  const double eps = eps_of(dt);
+  const float ln_eps = 1e-5f;
+  const size_t N = 3 * C;
+  const uint64_t seed = case_seed(t, 91 + (uint64_t)dt * 2 + (uint64_t)nb, rows, C);
+  uint16_t *hx = xmalloc(x_rows * C * 2), *hw = xmalloc(N * C * 2), *hb = xmalloc(N * 2), *hy = xmalloc((rows + 1) * N * 2);
+  float *xf = xmalloc(x_rows * C * 4), *w = xmalloc(N * C * 4), *b = xmalloc(N * 4), *g = xmalloc(C * 4);
+  float *bt = xmalloc(C * 4), *ln = xmalloc(C * 4), *yr = xmalloc(N * 4);
+  uint32_t *idx = xmalloc(rows * 4);
+  size_t *sel = xmalloc(96 * sizeof *sel);
+  const size_t nsel = pick_rows(rows, sel, seed);
+  for (size_t r = 0; r < x_rows; ++r)
+    fill(dt, hx + r * C, xf + r * C, C, seed, 16 + r, 0.5f + (float)(r % 3), 2.0f);
+  fill(dt, hw, w, N * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
+  fill(dt, hb, b, N, seed, 3, 0.5f, 0.0f);
+  for (size_t c = 0; c < C; ++c) g[c] = 1.0f + 0.5f * unit(seed, 8, c), bt[c] = 0.5f * unit(seed, 9, c);
+  for (size_t r = 0; r < rows; ++r) idx[r] = (uint32_t)(hx_rng_u64(seed, 7, r) % x_rows);
+  void *dx = dmalloc(x_rows * C * 2), *dy = dmalloc((rows + 1) * N * 2), *dw = dmalloc(N * C * 2), *db = dmalloc(N * 2);
+  float *dg = dmalloc(C * 4), *dbt = dmalloc(C * 4);
+  uint32_t *didx = dmalloc(rows * 4);
+  h2d(dx, hx, x_rows * C * 2), h2d(dw, hw, N * C * 2), h2d(db, hb, N * 2), h2d(dg, g, C * 4), h2d(dbt, bt, C * 4);
+  h2d(didx, idx, rows * 4);
+  poison(dy, (rows + 1) * N * 2);
+  tally ta;
+  tally_init(&ta, "ln + linear %s rows %zu of %zu C %zu%s", net_dtype_name(dt), rows, x_rows, C, nb ? " no bias" : "");
+  hx_err err = {HX_OK, ""};
+  size_t bad = 0;
+  const hx_status st = nl_ln_linear_gpu(dy, dx, didx, x_rows, dg, dbt, ln_eps, dw, nb ? NULL : db, rows, C, N, dt,
+                                        t->stream, &err);
+  if (sync_status(t, st, &err, ta.what) != HX_OK) {
+    bad = 1;
+  } else {
+    d2h(hy, dy, (rows + 1) * N * 2);
+    tally_guard(&ta, hy, rows * N, (rows + 1) * N);
+    tally_written(&ta, dt, hy, rows * N);
+    for (size_t k = 0; k < nsel; ++k) {
+      const size_t r = sel[k];
+      assert_int_equal(nl_ln_linear_cpu(yr, xf, idx + r, x_rows, g, bt, ln_eps, w, nb ? NULL : b, 1, C, N, NULL), HX_OK);
+      assert_int_equal(nl_layernorm_cpu(ln, xf + (size_t)idx[r] * C, g, bt, 1, C, ln_eps, NULL), HX_OK);
+      for (size_t o = 0; o < N; ++o) {
+        double sw = nb ? 0.0 : fabs((double)b[o]);
+        for (size_t c = 0; c < C; ++c) sw += fabs((double)w[o * C + c] * (double)ln[c]);
+        const double tol = eps * fabs((double)yr[o]) + eps * sw + 0x1p-18 * sw + 1e-6;
+        tally_close(&ta, r * N + o, (double)net_to_float(dt, hy[r * N + o]), (double)yr[o], tol);
+      }
+    }
+    bad += tally_end(&ta, rows == 1000);
+  }
+  cudaFree(dx), cudaFree(dy), cudaFree(dw), cudaFree(db), cudaFree(dg), cudaFree(dbt), cudaFree(didx);
+  free(hx), free(hw), free(hb), free(hy), free(xf), free(w), free(b), free(g), free(bt), free(ln), free(yr), free(idx);
+  free(sel);
+  return bad;
+}
+
+/* The LayerNorm inside the kernel that reads it: nl_ln_linear_gpu at both widths, rows past the 128-row tiles
+ * (1, 7, 1000, 65537) and enough that every CTA of the persistent grid walks several; nl_ln_mlp_gpu at every
+ * width nl_mlp_gpu takes. */
+static void test_ln_fused(void **state) {
+  tctx *t = *state;
+  static const struct { size_t C, H; nl_mlp_kind kind; } shapes[] = {
+      {32, 128, NL_MLP_GELU},   {64, 256, NL_MLP_GELU},   {32, 128, NL_MLP_SWIGLU},
+      {48, 192, NL_MLP_SWIGLU}, {64, 256, NL_MLP_SWIGLU}, {80, 320, NL_MLP_SWIGLU}};
+  size_t bad = 0;
+  for (int d = 0; d < 2; ++d)
+    for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri) {
+      bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] + 5, 32, 0);
+      bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] / 2 + 1, 64, 0);
+      for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si)
+        bad += run_mlp(t, (net_dtype)d, kRows[ri], shapes[si].C, shapes[si].H, shapes[si].kind, 0, 1);
+    }
+  bad += run_ln_linear(t, NET_F16, 300000, 280000, 64, 0) + run_ln_linear(t, NET_BF16, 1000, 1000, 32, 1);
+  bad += run_ln_linear(t, NET_F16, 1000, 3, 64, 1);
+  bad += run_mlp(t, NET_F16, 300000, 64, 256, NL_MLP_GELU, 0, 1) + run_mlp(t, NET_BF16, 1000, 64, 256, NL_MLP_GELU, 1, 1);
+  assert_int_equal(bad, 0);
 }
 
 static void test_mlp(void **state) {
@@ -393,14 +494,14 @@ static void test_mlp(void **state) {
   for (int d = 0; d < 2; ++d)
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri)
       for (size_t si = 0; si < ns; ++si)
-        bad += run_mlp(t, (net_dtype)d, kRows[ri], shapes[si].C, shapes[si].H, shapes[si].kind, 0);
+        bad += run_mlp(t, (net_dtype)d, kRows[ri], shapes[si].C, shapes[si].H, shapes[si].kind, 0, 0);
   /* enough tiles that every CTA of the persistent grid walks several (4 CTAs an SM at C = 32: 528 on an H200) */
-  bad += run_mlp(t, NET_F16, 300000, 32, 128, NL_MLP_GELU, 0);
-  bad += run_mlp(t, NET_BF16, 300000, 48, 192, NL_MLP_SWIGLU, 0);
-  bad += run_mlp(t, NET_F16, 1000, 64, 256, NL_MLP_GELU, 1);
-  bad += run_mlp(t, NET_BF16, 129, 32, 128, NL_MLP_GELU, 1);
-  bad += run_mlp(t, NET_F16, 1000, 48, 192, NL_MLP_SWIGLU, 1);
-  bad += run_mlp(t, NET_BF16, 300, 80, 320, NL_MLP_SWIGLU, 1);
+  bad += run_mlp(t, NET_F16, 300000, 32, 128, NL_MLP_GELU, 0, 0);
+  bad += run_mlp(t, NET_BF16, 300000, 48, 192, NL_MLP_SWIGLU, 0, 0);
+  bad += run_mlp(t, NET_F16, 1000, 64, 256, NL_MLP_GELU, 1, 0);
+  bad += run_mlp(t, NET_BF16, 129, 32, 128, NL_MLP_GELU, 1, 0);
+  bad += run_mlp(t, NET_F16, 1000, 48, 192, NL_MLP_SWIGLU, 1, 0);
+  bad += run_mlp(t, NET_BF16, 300, 80, 320, NL_MLP_SWIGLU, 1, 0);
   assert_int_equal(bad, 0);
 }
 
@@ -1041,6 +1142,34 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, NULL, NULL, 4, 32, 64, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 32, 64, (net_dtype)3, s, &err), HX_EINVAL);
   assert_int_equal(nl_linear_swiglu_gpu(NULL, NULL, NULL, NULL, 0, 32, 64, NET_F16, s, &err), HX_OK); /* no rows */
+  /* LayerNorm inside the kernel: widths it has no kernel for, NULLs, misalignment, overlap, dtype, kind */
+  const uint32_t *ix = (const uint32_t *)(f + 512);
+  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 48, 144, NET_F16, s, &err),
+                   HX_EUNSUPPORTED);
+  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 64, NET_F16, s, &err),
+                   HX_EUNSUPPORTED);
+  assert_int_equal(nl_ln_linear_gpu(d, d + 2049, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
+                   HX_EUNSUPPORTED);
+  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, NULL, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
+                   HX_EINVAL);
+  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, NULL, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
+                   HX_EINVAL);
+  assert_int_equal(nl_ln_linear_gpu(d, d + 64, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
+                   HX_EINVAL); /* y (4 rows of 96) runs into x */
+  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, (net_dtype)3, s,
+                                    &err), HX_EINVAL);
+  assert_int_equal(nl_ln_linear_gpu(NULL, NULL, NULL, 0, NULL, NULL, 1e-5f, NULL, NULL, 0, 32, 96, NET_F16, s, &err),
+                   HX_OK); /* no rows */
+  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 128, 512, NL_MLP_GELU, NET_F16, s,
+                                 &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_ln_mlp_gpu(d + 1, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU,
+                                 NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_ln_mlp_gpu(d, NULL, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16,
+                                 s, &err), HX_EINVAL);
+  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, (nl_mlp_kind)2,
+                                 NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU,
+                                 (net_dtype)3, s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 2048, 4, 0, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 4, 4, 8, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_add_gpu(NULL, d, 4, NET_F16, s, &err), HX_EINVAL);
@@ -1094,7 +1223,7 @@ static int teardown(void **state) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_args),          cmocka_unit_test(test_linear),
-      cmocka_unit_test(test_mlp), cmocka_unit_test(test_linear_swiglu),
+      cmocka_unit_test(test_mlp), cmocka_unit_test(test_linear_swiglu), cmocka_unit_test(test_ln_fused),
       cmocka_unit_test(test_layernorm),         cmocka_unit_test(test_affine_swiglu),
       cmocka_unit_test(test_add_gather_convert), cmocka_unit_test(test_segment_max),
       cmocka_unit_test(test_windows),

@@ -106,40 +106,50 @@ static void test_ptv3_gemm(void **state) {
     for (int k = 0; k < ns; k++) {
       const double C = sd[k].C;
       qkv += sd[k].depth * 2.0 * P * C * 3.0 * C; /* the qkv Linear of a block, on the patch slots: 2 P C 3C */
-      qkv_bytes += sd[k].depth * 2.0 * (P * C + P * 3.0 * C + 3.0 * C * C + 3.0 * C);
+      /* norm.1 inside it at C = 32 and 64 (ln_fused, the default): x's rows read by the slots' index, gamma, beta */
+      const int lnq = C == 32 || C == 64;
+      qkv_bytes += sd[k].depth * (2.0 * (P * C + P * 3.0 * C + 3.0 * C * C + 3.0 * C) + (lnq ? 4.0 * P + 8.0 * C : 0.0));
       cpe += sd[k].depth * (2.0 * pairs * C * C + 2.0 * n * C * C); /* conv on the map's pairs, then Linear(C, C) */
     }
   }
   assert_true(find(t.cost, t.n, "qkv")->gemm_flops == qkv);
   assert_true(find(t.cost, t.n, "qkv")->bytes == qkv_bytes);
   /* the MLP: 16 n C^2 FLOPs either way; bytes of one fused operation at C = 32 and 64 (the hidden row on chip), of
-   * two Linears elsewhere and at every width with mlp_fused off */
-  for (int fused = 1; fused >= 0; fused--) {
-    net_config c = t.cfg;
-    c.mlp_fused = fused;
-    net_cost cm[NET_COSTS_MAX];
-    size_t nm = 0;
-    hx_err e;
-    assert_int_equal(net_ptv3_costs_from_shape(&c, &t.cs, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
-    double mf = 0, mb = 0;
-    int seen = 0;
-    for (int l = 0; l < cfg->levels; l++) {
-      const double n = (double)t.s.lv[l].n;
-      side sd[2];
-      const int ns = ptv3_sides(cfg, l, sd);
-      for (int k = 0; k < ns; k++) {
-        const double C = sd[k].C, H = 4.0 * C;
-        const int one = fused && (C == 32 || C == 64);
-        seen |= one;
-        mf += sd[k].depth * 16.0 * n * C * C;
-        mb += sd[k].depth * 2.0 * (one ? 3.0 * n * C + 2.0 * C * H + H + C
-                                       : (n * C + n * H + C * H + H) + (n * H + n * C + H * C + C + n * C));
+   * two Linears elsewhere and at every width with mlp_fused off. With ln_fused the fused MLP holds norm.2 (y read
+   * once: 2 n C, + gamma and beta) and qkv holds norm.1 at C = 32 and 64, so the norm component has only the other
+   * blocks' LayerNorms; ln_fused off: every LayerNorm is the norm component's (norm.1 by the slots' index) */
+  for (int ln = 1; ln >= 0; ln--)
+    for (int fused = 1; fused >= 0; fused--) {
+      net_config c = t.cfg;
+      c.mlp_fused = fused, c.ln_fused = ln;
+      net_cost cm[NET_COSTS_MAX];
+      size_t nm = 0;
+      hx_err e;
+      assert_int_equal(net_ptv3_costs_from_shape(&c, &t.cs, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
+      double mf = 0, mb = 0, nb = 0, qb = 0;
+      int seen = 0;
+      for (int l = 0; l < cfg->levels; l++) {
+        const double n = (double)t.s.lv[l].n, P = (double)t.s.lv[l].sum_p;
+        side sd[2];
+        const int ns = ptv3_sides(cfg, l, sd);
+        for (int k = 0; k < ns; k++) {
+          const double C = sd[k].C, H = 4.0 * C;
+          const int one = fused && (C == 32 || C == 64), lnm = one && ln, lnq = ln && (C == 32 || C == 64);
+          seen |= one;
+          mf += sd[k].depth * 16.0 * n * C * C;
+          mb += sd[k].depth * (2.0 * (one ? (lnm ? 2.0 : 3.0) * n * C + 2.0 * C * H + H + C
+                                          : (n * C + n * H + C * H + H) + (n * H + n * C + H * C + C + n * C)) +
+                               (lnm ? 8.0 * C : 0.0));
+          nb += sd[k].depth * ((lnq ? 0.0 : 2.0 * 2.0 * P * C + 4.0 * P + 8.0 * C) + (lnm ? 0.0 : 2.0 * 2.0 * n * C + 8.0 * C));
+          qb += sd[k].depth * (2.0 * (P * C + P * 3.0 * C + 3.0 * C * C + 3.0 * C) + (lnq ? 4.0 * P + 8.0 * C : 0.0));
+        }
       }
+      assert_true(seen == fused); /* ptv3-tiny has blocks of 32 and 64 channels */
+      assert_true(find(cm, nm, "mlp")->gemm_flops == mf);
+      assert_true(fabs(find(cm, nm, "mlp")->bytes - mb) <= 1e-12 * mb);
+      assert_true(fabs(find(cm, nm, "norm")->bytes - nb) <= 1e-12 * nb);
+      assert_true(fabs(find(cm, nm, "qkv")->bytes - qb) <= 1e-12 * qb);
     }
-    assert_true(seen == fused); /* ptv3-tiny has blocks of 32 and 64 channels */
-    assert_true(find(cm, nm, "mlp")->gemm_flops == mf);
-    assert_true(fabs(find(cm, nm, "mlp")->bytes - mb) <= 1e-12 * mb);
-  }
   assert_true(find(t.cost, t.n, "cpe")->gemm_flops == cpe);
   /* level 0 alone: one point more there adds the qkv Linears of its blocks, an encoder and a decoder block of 16
    * channels in ptv3-tiny: 2 x (2 16 48) FLOPs, and nothing to any other level's */
@@ -323,6 +333,26 @@ static void test_f3d_one_bucket(void **state) {
     bytes[f] = find(cm, nm, "mlp")->bytes;
   }
   assert_true(bytes[1] < bytes[2] && bytes[2] < bytes[0]);
+  /* the LayerNorm inside the whole-MLP kernel (ln_fused, the default) saves, per block it runs in, its own pass (2 E
+   * n C + 8 C) and the second read of y (E n C), and adds gamma and beta (8 C): 6 n C bytes; ln_fused off is the
+   * separate pass everywhere */
+  {
+    net_config c = t.cfg;
+    c.ln_fused = 0;
+    net_cost cm[NET_COSTS_MAX];
+    size_t nm = 0;
+    hx_err e;
+    assert_int_equal(net_flash3d_costs_from_layouts(&c, &t.s, &t.lay, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
+    double saved = 0;
+    for (int l = 0; l < cfg->levels; l++)
+      for (int dec = 0; dec < 2; dec++) {
+        const int C = dec ? cfg->dec_channels[l] : cfg->enc_channels[l];
+        if (nl_mlp_gpu_takes((size_t)C, (size_t)(cfg->mlp_ratio * C), NL_MLP_SWIGLU))
+          saved += (dec ? cfg->dec_depth[l] : cfg->enc_depth[l]) * 6.0 * t.lay.lv[l].rows * C;
+      }
+    assert_true(saved > 0);
+    assert_true(fabs(find(cm, nm, "mlp")->bytes - bytes[1] - saved) <= 1e-12 * bytes[1]);
+  }
   f3d_free(&t);
 }
 

@@ -73,13 +73,14 @@ static void free_case(tcase *t) {
 
 /* Create, prepare, run, check; returns the report; logits (when asked) of that forward. force: net_config's
  * spconv_force (0: the main path's variants); rehash, fill: net_config's rehash and bucket_fill for Flash3D (-1:
- * the configuration's); mlp: net_config's mlp_fused (PTv3; -1: the configuration's). */
+ * the configuration's); mlp, ln: net_config's mlp_fused and ln_fused (-1: the configuration's). */
 static hx_status run_check(const char *model, net_dtype dt, const tcase *t, net_params *p, net_check_report *rep,
-                           int planted, int force, int rehash, double fill, int mlp, hx_err *err) {
+                           int planted, int force, int rehash, double fill, int mlp, int ln, hx_err *err) {
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, model, err), HX_OK);
   cfg.spconv_force = force;
   if (mlp >= 0) cfg.mlp_fused = mlp;
+  if (ln >= 0) cfg.ln_fused = ln;
   if (rehash >= 0) cfg.rehash = rehash;
   if (fill >= 0) cfg.bucket_fill = fill;
   cudaStream_t s;
@@ -103,7 +104,7 @@ static hx_status run_check(const char *model, net_dtype dt, const tcase *t, net_
 }
 
 static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t n, int force, int rehash,
-                             double fill, int mlp) {
+                             double fill, int mlp, int ln) {
   hx_err err = {HX_OK, ""};
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, model, &err), HX_OK);
@@ -113,10 +114,11 @@ static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t
   memset(&t, 0, sizeof t);
   make_case(&t, B, n, g_seed ^ 0x5EEDu);
   net_check_report rep;
-  hx_status st = run_check(model, dt, &t, &p, &rep, 0, force, rehash, fill, mlp, &err);
+  hx_status st = run_check(model, dt, &t, &p, &rep, 0, force, rehash, fill, mlp, ln, &err);
   if (force) printf("(xCPE on spconv v%d) ", force - 1);
   if (mlp == 0) printf("(MLP unfused) ");
   if (mlp == 2) printf("(fc1 + SwiGLU fused) ");
+  if (ln == 0) printf("(LayerNorms separate) ");
   if (rehash == 0) printf("(rehash off) ");
   if (fill >= 0) printf("(bucket fill %.2f) ", fill);
   printf("%s %s B=%u n=%zu: rel L2 %.3e (tol %.1e), max |diff| %.3g, ref rms %.3g%s%s\n", model, net_dtype_name(dt), B,
@@ -128,7 +130,7 @@ static void check_model_opts(const char *model, net_dtype dt, uint32_t B, size_t
 }
 
 static void check_model(const char *model, net_dtype dt, uint32_t B, size_t n) {
-  check_model_opts(model, dt, B, n, 0, -1, -1, -1);
+  check_model_opts(model, dt, B, n, 0, -1, -1, -1, -1);
 }
 
 static void test_ptv3_tiny_f16(void **state) {
@@ -163,7 +165,7 @@ static void test_ptv3_tiny_spconv_variants(void **state) {
       continue;
     }
     assert_int_equal(q, HX_OK);
-    check_model_opts("ptv3-tiny", NET_F16, 2, 2500, 1 + v->id, -1, -1, -1);
+    check_model_opts("ptv3-tiny", NET_F16, 2, 2500, 1 + v->id, -1, -1, -1, -1);
   }
 }
 
@@ -175,8 +177,8 @@ static void test_ptv3_tiny_mlp_linear(void **state) {
   hx_err err = {HX_OK, ""};
   assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
   assert_int_equal(cfg.mlp_fused, 1);
-  check_model_opts("ptv3-tiny", NET_F16, 1, 3000, 0, -1, -1, 0);
-  check_model_opts("ptv3-tiny", NET_BF16, 2, 2500, 0, -1, -1, 0);
+  check_model_opts("ptv3-tiny", NET_F16, 1, 3000, 0, -1, -1, 0, -1);
+  check_model_opts("ptv3-tiny", NET_BF16, 2, 2500, 0, -1, -1, 0, -1);
 }
 
 /* Flash3D's SwiGLU MLP: nl_mlp_gpu on the main path where it takes the width (flash3d-tiny's levels of 32 and 64
@@ -192,13 +194,31 @@ static void test_flash3d_tiny_mlp_linear(void **state) {
   for (int l = 0; l < cfg.levels; l++)
     takes |= nl_mlp_gpu_takes((size_t)cfg.enc_channels[l], 4 * (size_t)cfg.enc_channels[l], NL_MLP_SWIGLU);
   assert_true(takes); /* the main path's tests do run the fused kernel */
-  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, -1, 0);
-  check_model_opts("flash3d-tiny", NET_BF16, 1, 3000, 0, -1, -1, 0);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, -1, 0, -1);
+  check_model_opts("flash3d-tiny", NET_BF16, 1, 3000, 0, -1, -1, 0, -1);
   /* fc1 + SwiGLU as nl_linear_swiglu_gpu at 32 and 64 channels (--mlp partial; the main path runs it on the wider
    * blocks of flash3d-46m and flash3d-129m, which no tiny configuration has) */
   assert_true(nl_linear_swiglu_gpu_takes(32, 128) && nl_linear_swiglu_gpu_takes(64, 256));
-  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, -1, 2);
-  check_model_opts("flash3d-tiny", NET_BF16, 1, 3000, 0, -1, -1, 2);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, -1, 2, -1);
+  check_model_opts("flash3d-tiny", NET_BF16, 1, 3000, 0, -1, -1, 2, -1);
+}
+
+/* The LayerNorms inside the kernels that read them are the main path (ptv3-tiny's blocks of 32 and 64 channels run
+ * nl_ln_linear_gpu and nl_ln_mlp_gpu, flash3d-tiny's nl_ln_mlp_gpu; the other tests check them); here the ablation,
+ * every LayerNorm its own pass (f3dbench net --ln separate), both models, fp16 and bf16 */
+static void test_tiny_ln_separate(void **state) {
+  (void)state;
+  net_config cfg;
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
+  assert_int_equal(cfg.ln_fused, 1);
+  assert_int_equal(net_config_named(&cfg, "ptv3-tiny", &err), HX_OK);
+  int takes = 0;
+  for (int l = 0; l < cfg.levels; l++) takes |= nl_ln_linear_gpu_takes((size_t)cfg.enc_channels[l], 3 * (size_t)cfg.enc_channels[l]);
+  assert_true(takes); /* the main path's tests do run the fused kernels */
+  check_model_opts("ptv3-tiny", NET_F16, 1, 3000, 0, -1, -1, -1, 0);
+  check_model_opts("ptv3-tiny", NET_BF16, 2, 2500, 0, -1, -1, -1, 0);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, -1, -1, 0);
 }
 
 static void test_flash3d_tiny_f16(void **state) {
@@ -216,10 +236,10 @@ static void test_flash3d_tiny_bf16(void **state) {
  * and without rehashing. */
 static void test_flash3d_tiny_rehash_off_and_fill(void **state) {
   (void)state;
-  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, -1, -1);
-  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, 0, -1, -1);
-  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, 0.6, -1);
-  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, 0.6, -1);
+  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, -1, -1, -1);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, 0, -1, -1, -1);
+  check_model_opts("flash3d-tiny", NET_F16, 2, 2500, 0, -1, 0.6, -1, -1);
+  check_model_opts("flash3d-tiny", NET_F16, 1, 3000, 0, 0, 0.6, -1, -1);
 }
 
 /* The check must fail when the reference and the GPU weights differ. */
@@ -236,7 +256,7 @@ static void test_check_catches_planted(void **state) {
     memset(&t, 0, sizeof t);
     make_case(&t, 1, 2000, g_seed);
     net_check_report rep;
-    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, 0, -1, -1, -1, &err), HX_ECHECK);
+    assert_int_equal(run_check(models[m], NET_F16, &t, &p, &rep, 1, 0, -1, -1, -1, -1, &err), HX_ECHECK);
     printf("%s planted: rel L2 %.3g > tol %.1e (refused as it should be)\n", models[m], rep.rel_l2, rep.tol);
     free_case(&t);
     net_params_free(&p);
@@ -335,6 +355,7 @@ int main(void) {
       cmocka_unit_test(test_ptv3_tiny_f16),     cmocka_unit_test(test_ptv3_tiny_bf16),
       cmocka_unit_test(test_ptv3_tiny_spconv_variants), cmocka_unit_test(test_ptv3_tiny_mlp_linear),
       cmocka_unit_test(test_flash3d_tiny_mlp_linear),
+      cmocka_unit_test(test_tiny_ln_separate),
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),
