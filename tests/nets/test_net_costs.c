@@ -151,6 +151,25 @@ static void test_ptv3_gemm(void **state) {
       assert_true(fabs(find(cm, nm, "qkv")->bytes - qb) <= 1e-12 * qb);
     }
   assert_true(find(t.cost, t.n, "cpe")->gemm_flops == cpe);
+  /* cpe's bytes per block: the fused convolution's floor (each row in and out once, 27 C^2 weights, the fp32 bias),
+   * the Linear (C -> C, bias), y += LN as one operation (x and y read, y written, gamma and beta); per level past 0
+   * its k = 3 map (level 0's comes with the stem's here) */
+  {
+    double want = 0;
+    assert_true(net_ptv3_maps_paired(cfg));
+    for (int l = 0; l < cfg->levels; l++) {
+      const double n = (double)t.s.lv[l].n;
+      if (l > 0) want += n * (16.0 + 4.0 * 27.0);
+      side sd[2];
+      const int ns = ptv3_sides(cfg, l, sd);
+      for (int k = 0; k < ns; k++) {
+        const double C = sd[k].C;
+        want += sd[k].depth * (2.0 * (2.0 * n * C + 27.0 * C * C) + 4.0 * C + 2.0 * (2.0 * n * C + C * C + C) +
+                               3.0 * 2.0 * n * C + 8.0 * C);
+      }
+    }
+    assert_true(fabs(find(t.cost, t.n, "cpe")->bytes - want) <= 1e-12 * want);
+  }
   /* level 0 alone: one point more there adds the qkv Linears of its blocks, an encoder and a decoder block of 16
    * channels in ptv3-tiny: 2 x (2 16 48) FLOPs, and nothing to any other level's */
   const double n0 = (double)t.s.n;
