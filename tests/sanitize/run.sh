@@ -33,11 +33,11 @@
 #   net-ptv3     f3dbench net --model ptv3-tiny: one forward checked against the CPU (cuBLAS GEMMs inside)
 #   net-flash3d  f3dbench net --model flash3d-tiny, likewise
 #   nets-layers  BUILD/tests/nets/test_nets_layers_gpu's tests without a cuBLAS GEMM (LayerNorm both kernels, the
-#                fused MLP, fc1 + SwiGLU, affine, SwiGLU, add, gather, conversions, segment max, windows), each
-#                checked against its CPU reference
+#                fused MLP, fc1 + SwiGLU, the LayerNorm inside the qkv and MLP kernels, affine, SwiGLU, add, gather,
+#                conversions, segment max, windows), each checked against its CPU reference
 #   nets-spconv  BUILD/tests/nets/test_nets_spconv_gpu's tests without cuBLAS: the kernel map and rulebook, v1's
-#                boundary cases, v2 (the stem's widths), v3's mask order, and test_conv_fused: v1, v3, v4 and v5 at
-#                k = 3 on 32, 64 and 256 channels, fp16 and bf16, v5's pages included
+#                boundary cases, v2 (the stem's widths), v3's mask order, and test_conv_fused: v1 and v3-v7 where
+#                they take the widths, at k = 3 on 32, 64 and 256 channels, fp16 and bf16, v5's pages included
 # The nets-* lines check the networks' own kernels apart from cuBLAS. Under racecheck (compute-sanitizer
 # 2025.3.1, H200) both forwards stop at their first cuBLAS or cuBLASLt GEMM with "Internal Sanitizer Error: failed
 # to handle a hardware exception", even with no kernel selected for checking (the probe's GEMMs,
@@ -148,7 +148,8 @@ args_of() {
   prog=$bin
   case $c in
   nets-layers) prog=$layers_prog
-    cmd=(test_layernorm test_mlp test_linear_swiglu test_affine_swiglu test_add_gather_convert test_segment_max test_windows); return ;;
+    cmd=(test_layernorm test_mlp test_linear_swiglu test_ln_fused test_affine_swiglu test_add_gather_convert test_segment_max
+      test_windows); return ;;
   nets-spconv) prog=$spconv_prog
     cmd=(test_map test_conv_v1_boundary test_conv_v2 test_mask_order_v3 test_conv_fused); return ;;
   esac
