@@ -213,6 +213,23 @@ hx_status nl_ln_linear_cpu(float *y, const float *x, const uint32_t *idx, size_t
   return st;
 }
 
+/* ---- Linear + LayerNorm + residual ------------------------------------------------------------------ */
+
+int nl_linear_ln_add_gpu_takes(size_t C) { return C == 32 || C == 64; }
+
+hx_status nl_linear_ln_add_cpu(float *y, const float *x, const float *w, const float *b, const float *g,
+                               const float *beta, float eps, size_t rows, size_t C, hx_err *err) {
+  if (C == 0) return hx_errf(err, HX_EINVAL, "nl_linear_ln_add_cpu: C = 0");
+  if (rows == 0) return HX_OK;
+  if (!y || !x || !w) return hx_errf(err, HX_EINVAL, "nl_linear_ln_add_cpu: NULL y, x or w");
+  float *t = malloc(rows * C * sizeof *t);
+  if (!t) return hx_errf(err, HX_ENOMEM, "nl_linear_ln_add_cpu: %zu x %zu floats", rows, C);
+  hx_status st = nl_linear_cpu(t, x, w, b, rows, C, C, NL_ACT_NONE, 0, err);
+  if (st == HX_OK) st = nl_layernorm_add_cpu(y, t, g, beta, rows, C, eps, err);
+  free(t);
+  return st;
+}
+
 /* ---- fc1 + SwiGLU -------------------------------------------------------------------------------- */
 
 int nl_linear_swiglu_gpu_takes(size_t C, size_t H) { return (C == 32 || C == 64 || C == 96) && H >= 64 && H % 64 == 0; }

@@ -71,6 +71,14 @@ hx_status nl_ln_linear_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, si
   return NL_NODEV("nl_ln_linear_gpu");
 }
 
+hx_status nl_linear_ln_add_gpu(void *d_y, const void *d_x, const void *d_w, const void *d_b, const float *d_g,
+                               const float *d_beta, float eps, size_t rows, size_t C, net_dtype dt,
+                               struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_w, (void)d_b, (void)d_g, (void)d_beta, (void)eps, (void)rows, (void)C, (void)dt,
+      (void)stream;
+  return NL_NODEV("nl_linear_ln_add_gpu");
+}
+
 hx_status nl_swiglu_gpu(void *d_y, const void *d_x, size_t rows, size_t H, net_dtype dt, struct CUstream_st *stream,
                         hx_err *err) {
   (void)d_y, (void)d_x, (void)rows, (void)H, (void)dt, (void)stream;

@@ -455,6 +455,151 @@ hx_status lnl_launch(void *y, const void *x, const uint32_t *ridx, const float *
   return HX_OK;
 }
 
+/* ---- Linear + LayerNorm + residual (nl_linear_ln_add_gpu) ------------------------------------------------ */
+
+/*
+ * y += LN(x W^T + b) for narrow rows (the end of PTv3's xCPE at C = 32 and 64, after the convolution). The lnl
+ * kernel's frame with one C-wide output slice: W ([C, C]), b, gamma and beta in shared memory once, 128-row tiles of
+ * x by cp.async (the next tile's under the current one's math), a warp's 16 rows into A fragments, then its 16 rows
+ * of y copied into the rows x leaves (waited for at the epilogue). The accumulators + b are rounded to dtype (the
+ * unfused Linear's stored row) and normalised where they lie: a row's C values in the 4 lanes of a quad, as
+ * ln_frag's; y + LN rounded once (nl_layernorm_add_gpu's arithmetic). Bytes: x read, y read and written, against
+ * the Linear's row written and read back by the LayerNorm (2 C more a row).
+ */
+template <int C> constexpr size_t lla_smem() {
+  return (size_t)C * lay<C / 8>::kStride + (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)3 * C * 4;
+}
+
+template <typename T, int C>
+__global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
+    lla_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
+               const uint16_t *__restrict__ b, const float *__restrict__ lg, const float *__restrict__ lb, float eps,
+               size_t rows, size_t tiles) {
+  constexpr int CPR = C / 8, KS = C / 16, NT = C / 8;
+  using L = lay<CPR>;
+  extern __shared__ uint4 smem_raw[];
+  uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
+  const uint32_t sW = smem_addr(base);     /* [C][C] */
+  const uint32_t sX = sW + C * L::kStride; /* 2 x [kBM][C] */
+  float *sB = reinterpret_cast<float *>(base + C * L::kStride + 2 * kBM * L::kStride); /* [C] */
+  float *sG = sB + C, *sBt = sG + C;                                                   /* [C] each */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  for (int i = tid; i < C * CPR; i += kThreads) cp_async_cg(sW + L::at(i / CPR, i % CPR), w + (size_t)i * 8);
+  for (int i = tid; i < C; i += kThreads) sB[i] = unpack2<T>(b ? (uint32_t)b[i] : 0u).x, sG[i] = lg[i], sBt[i] = lb[i];
+  size_t tile = blockIdx.x;
+  int stage = 0;
+  if (tile < tiles) load_x<C>(sX, x, nullptr, tile * kBM, rows, tid);
+  cp_async_commit();
+  const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
+
+  for (; tile < tiles; tile += gridDim.x) {
+    const uint32_t tx = tile_ready<C>(sX, x, nullptr, tile + gridDim.x, tiles, rows, stage, tid);
+    uint32_t xa[KS][4];
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+      ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3], tx + L::at(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+    /* the warp's 16 rows of x are in registers: its 16 rows of y go where they were (zeros past `rows`) */
+    __syncwarp();
+    const size_t r0 = tile * kBM + warp * 16;
+#pragma unroll
+    for (int i = 0; i < 16 * CPR / 32; ++i) {
+      const int idx = lane + i * 32, r = idx / CPR, c = idx % CPR;
+      const bool ok = r0 + (size_t)r < rows;
+      cp_async_cg(tx + L::at(warp * 16 + r, c), y + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
+    }
+    cp_async_commit();
+
+    float acc[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        uint32_t bf[4];
+        ldsm_x4(bf[0], bf[1], bf[2], bf[3], sW + L::at(np * 16 + bn, ks * 2 + bk));
+        mma(acc[2 * np], xa[ks], bf[0], bf[1], T());
+        mma(acc[2 * np + 1], xa[ks], bf[2], bf[3], T());
+      }
+    /* the Linear's row as the unfused path stores it (+ b, rounded to T), then its LayerNorm: fp32, the mean, then
+     * the mean of the squared deviations (row g in acc[n][0..1], row g + 8 in acc[n][2..3]) */
+    float s[2] = {0.f, 0.f}, q[2] = {0.f, 0.f};
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      const int col = n * 8 + 2 * (lane & 3);
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const float2 v = unpack2<T>(pack2(acc[n][2 * hr] + sB[col], acc[n][2 * hr + 1] + sB[col + 1], T()));
+        acc[n][2 * hr] = v.x, acc[n][2 * hr + 1] = v.y;
+        s[hr] += v.x + v.y;
+      }
+    }
+    float mean[2], rstd[2];
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      s[hr] += __shfl_xor_sync(0xffffffffu, s[hr], 1);
+      s[hr] += __shfl_xor_sync(0xffffffffu, s[hr], 2);
+      mean[hr] = s[hr] / (float)C;
+    }
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float d = acc[n][e] - mean[e >> 1];
+        q[e >> 1] += d * d;
+      }
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      q[hr] += __shfl_xor_sync(0xffffffffu, q[hr], 1);
+      q[hr] += __shfl_xor_sync(0xffffffffu, q[hr], 2);
+      rstd[hr] = rsqrtf(q[hr] / (float)C + eps);
+    }
+    /* y + LN in place in the tile (each value read and written by the same thread), then the warp's rows stored */
+    cp_async_wait<0>();
+    __syncwarp();
+    uint8_t *ty = base + (tx - sW);
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = warp * 16 + (lane >> 2) + hr * 8;
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        const int col = n * 8 + 2 * (lane & 3);
+        uint32_t *p = reinterpret_cast<uint32_t *>(ty + L::at(r, n) + (col % 8) * 2);
+        const float2 old = unpack2<T>(*p);
+        *p = pack2(old.x + (acc[n][2 * hr] - mean[hr]) * rstd[hr] * sG[col] + sBt[col],
+                   old.y + (acc[n][2 * hr + 1] - mean[hr]) * rstd[hr] * sG[col + 1] + sBt[col + 1], T());
+      }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 16 * CPR / 32; ++i) {
+      const int idx = lane + i * 32, r = idx / CPR, c = idx % CPR;
+      if (r0 + (size_t)r < rows)
+        *reinterpret_cast<uint4 *>(y + (r0 + r) * C + c * 8) = *reinterpret_cast<const uint4 *>(ty + L::at(warp * 16 + r, c));
+    }
+    __syncthreads(); /* the next iteration's prefetch overwrites this stage */
+    stage ^= 1;
+  }
+}
+
+template <typename T, int C>
+hx_status lla_launch(void *y, const void *x, const void *w, const void *b, const float *g, const float *beta, float eps,
+                     size_t rows, cudaStream_t s, hx_err *err) {
+  constexpr size_t smem = lla_smem<C>();
+  auto kern = lla_kernel<T, C>;
+  size_t most = 0;
+  HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_linear_ln_add_gpu", &most, err));
+  const size_t tiles = (rows + kBM - 1) / kBM;
+  const size_t grid = tiles < most ? tiles : most;
+  kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
+                                               static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(b), g,
+                                               beta, eps, rows, tiles);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_linear_ln_add_gpu: launch: %s", cudaGetErrorString(e));
+  return HX_OK;
+}
+
 /* ---- fc1 + SwiGLU as one GEMM (nl_linear_swiglu_gpu) -------------------------------------------------- */
 
 /*
@@ -667,4 +812,27 @@ hx_status nl_ln_linear_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, si
                : lnl_launch<__nv_bfloat16, 32, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err);
   return f16 ? lnl_launch<__half, 64, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err)
              : lnl_launch<__nv_bfloat16, 64, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err);
+}
+
+hx_status nl_linear_ln_add_gpu(void *d_y, const void *d_x, const void *d_w, const void *d_b, const float *d_g,
+                               const float *d_beta, float eps, size_t rows, size_t C, net_dtype dt,
+                               struct CUstream_st *stream, hx_err *err) {
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_linear_ln_add_gpu: unknown dtype %d", (int)dt);
+  if (!nl_linear_ln_add_gpu_takes(C))
+    return hx_errf(err, HX_EUNSUPPORTED, "nl_linear_ln_add_gpu: C = %zu (the kernel takes C = 32 and 64)", C);
+  if (rows == 0) return HX_OK;
+  if (!d_y || !d_x || !d_w || !d_g || !d_beta)
+    return hx_errf(err, HX_EINVAL, "nl_linear_ln_add_gpu: NULL y, x, w, gamma or beta");
+  const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y;
+  if ((ax | ay | (uintptr_t)d_w) % 16)
+    return hx_errf(err, HX_EUNSUPPORTED, "nl_linear_ln_add_gpu: x, y and w must be 16-byte aligned");
+  const size_t bytes = rows * C * 2;
+  if (ax < ay + bytes && ay < ax + bytes) return hx_errf(err, HX_EINVAL, "nl_linear_ln_add_gpu: x and y overlap");
+  cudaStream_t s = (cudaStream_t)stream;
+  const bool f16 = dt == NET_F16;
+  if (C == 32)
+    return f16 ? lla_launch<__half, 32>(d_y, d_x, d_w, d_b, d_g, d_beta, eps, rows, s, err)
+               : lla_launch<__nv_bfloat16, 32>(d_y, d_x, d_w, d_b, d_g, d_beta, eps, rows, s, err);
+  return f16 ? lla_launch<__half, 64>(d_y, d_x, d_w, d_b, d_g, d_beta, eps, rows, s, err)
+             : lla_launch<__nv_bfloat16, 64>(d_y, d_x, d_w, d_b, d_g, d_beta, eps, rows, s, err);
 }

@@ -25,7 +25,8 @@
  *                  x's rows by the index: gemm 2 P C 3C; bytes E (P C + 3 P C + 3 C^2 + 3 C) + 4 P + 8 C
  *   BN (+ GELU)    bytes 2 E n C + 8 C (folded affine)
  *   residual add   bytes 3 E n C (y += x: read both, write y); y += LN(x) as one operation (nl_layernorm_add_gpu,
- *                  the end of PTv3's xCPE): 3 E n C + 8 C
+ *                  the end of PTv3's xCPE): 3 E n C + 8 C; with the Linear before it (nl_linear_ln_add_gpu at C = 32
+ *                  and 64 with ln_fused): gemm 2 n C^2, bytes E (3 n C + C^2 + C) + 8 C
  *   row gather     bytes 2 E n C + 4 n (rows read and written, one 32-bit index a row)
  *   SwiGLU         bytes 3 E n H (2H read, H written)
  *   dtype convert  bytes n (in + out bytes per value)
@@ -126,6 +127,10 @@ static void op_affine(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0
 static void op_add(cost_acc *a, int k, double values) { add(a, k, 0.0, 0.0, 3.0 * E * values); }
 /* y += LN(x) as one operation (nl_layernorm_add_gpu): x and y read, y written, gamma and beta */
 static void op_layernorm_add(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 3.0 * E * n * C + 8.0 * C); }
+/* y += LN(x W^T + b), W [C, C], as one operation (nl_linear_ln_add_gpu): x read, y read and written, W, b, gamma, beta */
+static void op_linear_ln_add(cost_acc *a, int k, double n, double C) {
+  add(a, k, 2.0 * n * C * C, 0.0, E * (3.0 * n * C + C * C + C) + 8.0 * C);
+}
 static void op_gather(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 4.0 * n); }
 static void op_swiglu(cost_acc *a, int k, double n, double H) { add(a, k, 0.0, 0.0, 3.0 * E * n * H); }
 static void op_convert(cost_acc *a, int k, double values, double from, double to) {
@@ -187,8 +192,12 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
     *ready = 1;
   }
   op_conv(a, C_CPE, n, C, C, 27.0, (double)lv->pairs, 1); /* cpe: conv, Linear, LayerNorm, x += */
-  op_linear(a, C_CPE, n, C, C, 0);
-  op_layernorm_add(a, C_CPE, n, C);
+  if (net_ln_cpe_fused(cfg, Cs)) {
+    op_linear_ln_add(a, C_CPE, n, C);
+  } else {
+    op_linear(a, C_CPE, n, C, C, 0);
+    op_layernorm_add(a, C_CPE, n, C);
+  }
   add(a, C_GATHER, 0.0, 0.0, 8.0 * P + 16.0 * n); /* gather.qkv: index composition */
   if (net_ln_qkv_fused(cfg, Cs)) {
     op_ln_linear_rows(a, C_QKV, P, C, 3.0 * C); /* norm.1 inside qkv, on the slots */

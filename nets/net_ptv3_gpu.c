@@ -696,6 +696,12 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
     r->ready[l] |= 1;
   }
   HX_TRY(conv_gpu(r, g->t, src, &b->conv, &lv->map));
+  if (net_ln_cpe_fused(&g->cfg, C)) { /* x += LN(Linear(t)) in one kernel; the unfused path where it cannot run */
+    const hx_status st = nl_linear_ln_add_gpu(x, g->t, b->cpe_lin.w, b->cpe_lin.b, b->cpe_norm.g, b->cpe_norm.b,
+                                              NET_PTV3_LN_EPS, n, C, g->dt, r->cs, r->err);
+    if (st != HX_EUNSUPPORTED) return st;
+    *r->err = (hx_err){HX_OK, ""};
+  }
   HX_TRY(lin_gpu(r, g->u, g->t, &b->cpe_lin, n, NL_ACT_NONE, 0));
   return nl_layernorm_add_gpu(x, g->u, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err);
 }

@@ -152,6 +152,20 @@ hx_status nl_ln_linear_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, si
 /* 1 when nl_ln_linear_gpu has a kernel for (C, N): C = 32 and 64, N = 3C (host; any build). */
 int nl_ln_linear_gpu_takes(size_t C, size_t N);
 
+/* A Linear, the LayerNorm of its row and a residual add, in one kernel: y[rows, C] += LN(x W^T + b), W [C, C] and b
+ * [C] (NULL: none) as Linear's, g and beta fp32 [C] (the end of PTv3's xCPE: y += LN(Linear(conv(x)))). CPU
+ * reference: nl_linear_ln_add_cpu (nl_linear_cpu then nl_layernorm_add_cpu). nl_linear_ln_add_gpu (nets/mlp.cu):
+ * one mma.sync kernel, the Linear's row on chip, rounded to dtype as the unfused path stores it, y + LN rounded
+ * once; x, y and w 16-byte aligned (HX_EUNSUPPORTED otherwise, and for C that nl_linear_ln_add_gpu_takes refuses, so
+ * the caller runs the unfused path); x and y must not overlap (HX_EINVAL); rows may be 0. */
+hx_status nl_linear_ln_add_cpu(float *y, const float *x, const float *w, const float *b, const float *g,
+                               const float *beta, float eps, size_t rows, size_t C, hx_err *err);
+hx_status nl_linear_ln_add_gpu(void *d_y, const void *d_x, const void *d_w, const void *d_b, const float *d_g,
+                               const float *d_beta, float eps, size_t rows, size_t C, net_dtype dt,
+                               struct CUstream_st *stream, hx_err *err);
+/* 1 when nl_linear_ln_add_gpu has a kernel for rows of C: C = 32 and 64 (host; any build). */
+int nl_linear_ln_add_gpu_takes(size_t C);
+
 /* SwiGLU of TransformerEngine's LayerNormMLP: x [rows, 2H] holds (a | b) halves, y [rows, H] = silu(a) * b. */
 hx_status nl_swiglu_cpu(float *y, const float *x, size_t rows, size_t H, hx_err *err);
 hx_status nl_swiglu_gpu(void *d_y, const void *d_x, size_t rows, size_t H, net_dtype dt, struct CUstream_st *stream,
@@ -449,10 +463,10 @@ typedef struct net_config {
                           * docs/nets.md "The fused MLP"); 2 = Flash3D: nl_linear_swiglu_gpu wherever it takes
                           * the width, never nl_mlp_gpu (an ablation); 0 = nl_linear_gpu calls (and Flash3D's
                           * nl_swiglu_gpu) at every width (an ablation) */
-  int ln_fused;          /* on the GPU: 1 = a LayerNorm inside the kernel that reads its row where one takes the
-                          * width (PTv3's norm.1 in its qkv Linear at C 32 and 64; the MLP's LayerNorm in the whole-MLP
-                          * kernel; the default, docs/nets.md "LayerNorm inside the kernels"); 0 = separate
-                          * LayerNorm passes (an ablation) */
+  int ln_fused;          /* on the GPU: 1 = a LayerNorm inside the kernel of the Linear next to it where one takes
+                          * the width (PTv3's norm.1 in its qkv Linear and xCPE's LayerNorm + residual in its Linear at
+                          * C 32 and 64; the MLP's LayerNorm in the whole-MLP kernel; the default, docs/nets.md
+                          * "LayerNorm inside the kernels"); 0 = separate LayerNorm passes (an ablation) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

@@ -28,12 +28,16 @@ static inline net_mlp_path net_mlp_path_of(const net_config *cfg, size_t C, size
   return NET_MLP_UNFUSED;
 }
 
-/* Whether a LayerNorm runs inside the kernel that reads its row (net_config's ln_fused), the rule the forwards and
- * the cost model share: PTv3's norm.1 inside its qkv Linear (nl_ln_linear_gpu, where it takes (C, 3C)); a block's
- * MLP LayerNorm (PTv3's norm.2, Flash3D's LayerNormMLP's) inside the whole-MLP kernel (nl_ln_mlp_gpu, on
- * NET_MLP_WHOLE). A device that cannot run the kernel (HX_EUNSUPPORTED) gets the separate LayerNorm at run time. */
+/* Whether a LayerNorm runs inside the kernel of the Linear next to it (net_config's ln_fused), the rule the forwards
+ * and the cost model share: PTv3's norm.1 inside its qkv Linear (nl_ln_linear_gpu, where it takes (C, 3C)); PTv3's
+ * xCPE LayerNorm and residual inside its Linear (nl_linear_ln_add_gpu, where it takes C); a block's MLP LayerNorm
+ * (PTv3's norm.2, Flash3D's LayerNormMLP's) inside the whole-MLP kernel (nl_ln_mlp_gpu, on NET_MLP_WHOLE). A device
+ * that cannot run the kernel (HX_EUNSUPPORTED) gets the separate LayerNorm at run time. */
 static inline int net_ln_qkv_fused(const net_config *cfg, size_t C) {
   return cfg->ln_fused && cfg->kind == 0 && nl_ln_linear_gpu_takes(C, 3 * C);
+}
+static inline int net_ln_cpe_fused(const net_config *cfg, size_t C) {
+  return cfg->ln_fused && cfg->kind == 0 && nl_linear_ln_add_gpu_takes(C);
 }
 static inline int net_ln_mlp_fused(const net_config *cfg, size_t C, size_t H) {
   return cfg->ln_fused && net_mlp_path_of(cfg, C, H) == NET_MLP_WHOLE;

@@ -540,6 +540,22 @@ static void test_ln_first(void **state) {
   assert_int_equal(nl_ln_linear_cpu(ya, x, NULL, R, g, b, 1e-5f, w, bb, 1, C, N, &e), HX_EINVAL);
   assert_int_equal(nl_ln_linear_cpu(ya, x, idx, R, g, b, 1e-5f, w, bb, 1, 0, N, &e), HX_EINVAL);
   assert_int_equal(nl_ln_linear_cpu(ya, x, idx, R, g, b, 1e-5f, NULL, bb, 1, C, N, &e), HX_EINVAL);
+  /* y += LN(x W^T + b): the Linear's row normalised, so W scaled by 3 with b scaled by 3 changes nothing (eps 0) */
+  float wl[C * C], bl[C], wl3[C * C], bl3[C], z0[R * C], z1[R * C];
+  for (int i = 0; i < C * C; ++i) wl[i] = unit(9, 10, (uint64_t)i), wl3[i] = 3.0f * wl[i];
+  for (int i = 0; i < C; ++i) bl[i] = unit(9, 11, (uint64_t)i), bl3[i] = 3.0f * bl[i];
+  for (int i = 0; i < R * C; ++i) z0[i] = z1[i] = unit(9, 12, (uint64_t)i);
+  assert_int_equal(nl_linear_ln_add_cpu(z0, x, wl, bl, g, b, 0.0f, R, C, NULL), HX_OK);
+  assert_int_equal(nl_linear_ln_add_cpu(z1, x, wl3, bl3, g, b, 0.0f, R, C, NULL), HX_OK);
+  for (int i = 0; i < R * C; ++i) assert_float_equal(z0[i], z1[i], 1e-4f * (1.0f + fabsf(z0[i])));
+  float zr[C];
+  for (int r = 0; r < R; ++r) { /* each row: y0 + (a row whose mean is beta's mean and whose spread is gamma's) */
+    double s0 = 0;
+    for (int c = 0; c < C; ++c) zr[c] = z0[r * C + c] - unit(9, 12, (uint64_t)(r * C + c)), s0 += (double)(zr[c] - b[c]) / (double)g[c];
+    assert_true(fabs(s0) < 1e-4 * C);
+  }
+  assert_int_equal(nl_linear_ln_add_cpu(z0, x, NULL, bl, g, b, 0.0f, R, C, &e), HX_EINVAL);
+  assert_int_equal(nl_linear_ln_add_cpu(z0, x, wl, bl, g, b, 0.0f, R, 0, &e), HX_EINVAL);
   assert_int_equal(nl_ln_mlp_cpu(y0, NULL, b, 1e-5f, w1, b1, w2, b2, R, C, H, NL_MLP_GELU, &e), HX_EINVAL);
   assert_int_equal(nl_ln_mlp_cpu(y0, g, b, 1e-5f, w1, b1, w2, b2, R, C, 0, NL_MLP_GELU, &e), HX_EINVAL);
 }

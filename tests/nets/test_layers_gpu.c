@@ -462,7 +462,77 @@ static size_t run_ln_linear(tctx *t, net_dtype dt, size_t rows, size_t x_rows, s
   return bad;
 }
 
-/* The LayerNorm inside the kernel that reads it: nl_ln_linear_gpu at both widths, rows past the 128-row tiles
+/* y [rows, C] += LN(x W^T + b) (nl_linear_ln_add_gpu) against nl_linear_ln_add_cpu, y0 random (spread 3, centred
+ * on 1), y poisoned past the end. The GPU rounds the Linear's row to dtype before its LayerNorm (as the unfused path
+ * stores it): a perturbation d of a value moves LN's output by at most |g| (2 + |vhat|) d / sigma, d = eps / 2 of the
+ * row's largest |v| plus the fp32 sums (2^-18 of sum |w x| + |b|); then y's rounding (eps |y|) and LN's fp32
+ * arithmetic (nl_layernorm_gpu's test's term). */
+static size_t run_linear_ln_add(tctx *t, net_dtype dt, size_t rows, size_t C, int nb) {
+  const double eps = eps_of(dt);
+  const float ln_eps = 1e-5f;
+  const uint64_t seed = case_seed(t, 95 + (uint64_t)dt * 2 + (uint64_t)nb, rows, C);
+  uint16_t *hx = xmalloc(rows * C * 2), *hw = xmalloc(C * C * 2), *hb = xmalloc(C * 2), *hy0 = xmalloc(rows * C * 2);
+  uint16_t *hy = xmalloc((rows + 1) * C * 2);
+  float *xf = xmalloc(C * 4), *w = xmalloc(C * C * 4), *b = xmalloc(C * 4), *g = xmalloc(C * 4), *bt = xmalloc(C * 4);
+  float *v = xmalloc(C * 4), *yr = xmalloc(C * 4);
+  size_t *sel = xmalloc(96 * sizeof *sel);
+  const size_t nsel = pick_rows(rows, sel, seed);
+  fill(dt, hx, NULL, rows * C, seed, 1, 1.0f, 0.0f);
+  fill(dt, hw, w, C * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
+  fill(dt, hb, b, C, seed, 3, 0.5f, 0.0f);
+  fill(dt, hy0, NULL, rows * C, seed, 6, 3.0f, 1.0f);
+  for (size_t c = 0; c < C; ++c) g[c] = 1.0f + 0.5f * unit(seed, 8, c), bt[c] = 0.5f * unit(seed, 9, c);
+  void *dx = dmalloc(rows * C * 2), *dy = dmalloc((rows + 1) * C * 2), *dw = dmalloc(C * C * 2), *db = dmalloc(C * 2);
+  float *dg = dmalloc(C * 4), *dbt = dmalloc(C * 4);
+  h2d(dx, hx, rows * C * 2), h2d(dw, hw, C * C * 2), h2d(db, hb, C * 2), h2d(dg, g, C * 4), h2d(dbt, bt, C * 4);
+  poison(dy, (rows + 1) * C * 2);
+  h2d(dy, hy0, rows * C * 2);
+  tally ta;
+  tally_init(&ta, "linear + ln + add %s rows %zu C %zu%s", net_dtype_name(dt), rows, C, nb ? " no bias" : "");
+  hx_err err = {HX_OK, ""};
+  size_t bad = 0;
+  const hx_status st =
+      nl_linear_ln_add_gpu(dy, dx, dw, nb ? NULL : db, dg, dbt, ln_eps, rows, C, dt, t->stream, &err);
+  if (sync_status(t, st, &err, ta.what) != HX_OK) {
+    bad = 1;
+  } else {
+    d2h(hy, dy, (rows + 1) * C * 2);
+    tally_guard(&ta, hy, rows * C, (rows + 1) * C);
+    tally_written(&ta, dt, hy, rows * C);
+    size_t same = 0; /* y started finite: every row must have changed */
+    for (size_t r = 0; r < rows; ++r) same += memcmp(hy + r * C, hy0 + r * C, C * 2) == 0;
+    if (same) printf("  FAIL %s: %zu rows left as they were\n", ta.what, same), bad = 1;
+    for (size_t k = 0; k < nsel; ++k) {
+      const size_t r = sel[k];
+      to_f32(dt, xf, hx + r * C, C);
+      to_f32(dt, yr, hy0 + r * C, C);
+      assert_int_equal(nl_linear_ln_add_cpu(yr, xf, w, nb ? NULL : b, g, bt, ln_eps, 1, C, NULL), HX_OK);
+      assert_int_equal(nl_linear_cpu(v, xf, w, nb ? NULL : b, 1, C, C, NL_ACT_NONE, 0, NULL), HX_OK);
+      double m = 0, var = 0, vmax = 0, smax = 0;
+      for (size_t o = 0; o < C; ++o) {
+        double sw = nb ? 0.0 : fabs((double)b[o]);
+        for (size_t c = 0; c < C; ++c) sw += fabs((double)w[o * C + c] * (double)xf[c]);
+        smax = fmax(smax, sw), vmax = fmax(vmax, fabs((double)v[o])), m += (double)v[o];
+      }
+      m /= (double)C;
+      for (size_t o = 0; o < C; ++o) var += ((double)v[o] - m) * ((double)v[o] - m);
+      const double sigma = sqrt(var / (double)C + (double)ln_eps), d = 0.5 * eps * vmax + 0x1p-18 * smax;
+      for (size_t o = 0; o < C; ++o) {
+        const double vh = fabs(((double)v[o] - m) / sigma), gg = fabs((double)g[o]);
+        const double tol = eps * fabs((double)yr[o]) + gg * (2.0 + vh) * d / sigma +
+                           2.0 * gg * (double)C * 0x1p-24 * (vmax / sigma + vh) + 1e-6;
+        tally_close(&ta, r * C + o, (double)net_to_float(dt, hy[r * C + o]), (double)yr[o], tol);
+      }
+    }
+    bad += tally_end(&ta, rows == 1000);
+  }
+  cudaFree(dx), cudaFree(dy), cudaFree(dw), cudaFree(db), cudaFree(dg), cudaFree(dbt);
+  free(hx), free(hw), free(hb), free(hy0), free(hy), free(xf), free(w), free(b), free(g), free(bt), free(v), free(yr);
+  free(sel);
+  return bad;
+}
+
+/* The LayerNorm inside the kernel of its Linear: nl_ln_linear_gpu and nl_linear_ln_add_gpu at both widths, rows past the 128-row tiles
  * (1, 7, 1000, 65537) and enough that every CTA of the persistent grid walks several; nl_ln_mlp_gpu at every
  * width nl_mlp_gpu takes. */
 static void test_ln_fused(void **state) {
@@ -475,11 +545,13 @@ static void test_ln_fused(void **state) {
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri) {
       bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] + 5, 32, 0);
       bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] / 2 + 1, 64, 0);
+      bad += run_linear_ln_add(t, (net_dtype)d, kRows[ri], 32, 0) + run_linear_ln_add(t, (net_dtype)d, kRows[ri], 64, 0);
       for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si)
         bad += run_mlp(t, (net_dtype)d, kRows[ri], shapes[si].C, shapes[si].H, shapes[si].kind, 0, 1);
     }
   bad += run_ln_linear(t, NET_F16, 300000, 280000, 64, 0) + run_ln_linear(t, NET_BF16, 1000, 1000, 32, 1);
   bad += run_ln_linear(t, NET_F16, 1000, 3, 64, 1);
+  bad += run_linear_ln_add(t, NET_F16, 300000, 64, 0) + run_linear_ln_add(t, NET_BF16, 1000, 32, 1);
   bad += run_mlp(t, NET_F16, 300000, 64, 256, NL_MLP_GELU, 0, 1) + run_mlp(t, NET_BF16, 1000, 64, 256, NL_MLP_GELU, 1, 1);
   assert_int_equal(bad, 0);
 }
@@ -1143,6 +1215,17 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 32, 64, (net_dtype)3, s, &err), HX_EINVAL);
   assert_int_equal(nl_linear_swiglu_gpu(NULL, NULL, NULL, NULL, 0, 32, 64, NET_F16, s, &err), HX_OK); /* no rows */
   /* LayerNorm inside the kernel: widths it has no kernel for, NULLs, misalignment, overlap, dtype, kind */
+  assert_int_equal(nl_linear_ln_add_gpu(d, d + 2048, d + 1024, NULL, f, f + 64, 1e-5f, 4, 48, NET_F16, s, &err),
+                   HX_EUNSUPPORTED);
+  assert_int_equal(nl_linear_ln_add_gpu(d, d + 2049, d + 1024, NULL, f, f + 64, 1e-5f, 4, 32, NET_F16, s, &err),
+                   HX_EUNSUPPORTED);
+  assert_int_equal(nl_linear_ln_add_gpu(d, d + 64, d + 1024, NULL, f, f + 64, 1e-5f, 4, 32, NET_F16, s, &err),
+                   HX_EINVAL); /* y (4 rows of 32) overlaps x */
+  assert_int_equal(nl_linear_ln_add_gpu(d, d + 2048, d + 1024, NULL, NULL, f + 64, 1e-5f, 4, 32, NET_F16, s, &err),
+                   HX_EINVAL);
+  assert_int_equal(nl_linear_ln_add_gpu(d, d + 2048, d + 1024, NULL, f, f + 64, 1e-5f, 4, 32, (net_dtype)3, s, &err),
+                   HX_EINVAL);
+  assert_int_equal(nl_linear_ln_add_gpu(NULL, NULL, NULL, NULL, NULL, NULL, 1e-5f, 0, 32, NET_F16, s, &err), HX_OK);
   const uint32_t *ix = (const uint32_t *)(f + 512);
   assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 48, 144, NET_F16, s, &err),
                    HX_EUNSUPPORTED);

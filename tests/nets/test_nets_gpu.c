@@ -203,9 +203,9 @@ static void test_flash3d_tiny_mlp_linear(void **state) {
   check_model_opts("flash3d-tiny", NET_BF16, 1, 3000, 0, -1, -1, 2, -1);
 }
 
-/* The LayerNorms inside the kernels that read them are the main path (ptv3-tiny's blocks of 32 and 64 channels run
- * nl_ln_linear_gpu and nl_ln_mlp_gpu, flash3d-tiny's nl_ln_mlp_gpu; the other tests check them); here the ablation,
- * every LayerNorm its own pass (f3dbench net --ln separate), both models, fp16 and bf16 */
+/* The LayerNorms inside the kernels of their Linears are the main path (ptv3-tiny's blocks of 32 and 64 channels
+ * run nl_ln_linear_gpu, nl_linear_ln_add_gpu and nl_ln_mlp_gpu, flash3d-tiny's nl_ln_mlp_gpu; the other tests check
+ * them); here the ablation, every LayerNorm its own pass (f3dbench net --ln separate), both models, fp16 and bf16 */
 static void test_tiny_ln_separate(void **state) {
   (void)state;
   net_config cfg;
