@@ -154,6 +154,41 @@ __device__ __forceinline__ uint32_t tile_ready(uint32_t sX, const uint16_t *x, c
 
 /* LN: y += MLP(LN(y)) (nl_ln_mlp_gpu): the tile is y's rows, the LayerNorm is applied to the A fragments (ln_frag)
  * and the tile itself is the residual, so no second copy of y; x is unused. */
+/* A warp's 16 rows of a tile (rows of C channels at tx) as the A fragments of C / 16 m16n8k16 k-steps. */
+template <int C>
+__device__ __forceinline__ void warp_a(uint32_t (&xa)[C / 16][4], uint32_t tx, int warp, int lane) {
+#pragma unroll
+  for (int ks = 0; ks < C / 16; ++ks)
+    ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3], tx + lay<C / 8>::at(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+}
+
+/* y's rows [r0, r0 + 16) ([rows, C]) into the warp's 16 rows of the tile by cp.async (zeros past `rows`). */
+template <int C>
+__device__ __forceinline__ void warp_rows_in(uint32_t tx, const uint16_t *y, size_t r0, size_t rows, int warp, int lane) {
+  constexpr int CPR = C / 8;
+#pragma unroll
+  for (int i = 0; i < 16 * CPR / 32; ++i) {
+    const int idx = lane + i * 32, r = idx / CPR, c = idx % CPR;
+    const bool ok = r0 + (size_t)r < rows;
+    cp_async_cg(tx + lay<CPR>::at(warp * 16 + r, c), y + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
+  }
+}
+
+/* The warp's 16 rows of the tile at ty (C channels) stored as whole 16-byte chunks at columns [col0, col0 + C) of
+ * y's rows [r0, r0 + 16) (rows of ld values; none past `rows`). */
+template <int C>
+__device__ __forceinline__ void warp_rows_out(uint16_t *y, size_t ld, size_t col0, const uint8_t *ty, size_t r0,
+                                              size_t rows, int warp, int lane) {
+  constexpr int CPR = C / 8;
+#pragma unroll
+  for (int i = 0; i < 16 * CPR / 32; ++i) {
+    const int idx = lane + i * 32, r = idx / CPR, c = idx % CPR;
+    if (r0 + (size_t)r < rows)
+      *reinterpret_cast<uint4 *>(y + (r0 + r) * ld + col0 + c * 8) =
+          *reinterpret_cast<const uint4 *>(ty + lay<CPR>::at(warp * 16 + r, c));
+  }
+}
+
 template <typename T, int C, int H, bool SWI, bool LN = false>
 __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     mlp_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
@@ -191,22 +226,14 @@ __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     const uint32_t tx = tile_ready<C>(sX, src, nullptr, tile + gridDim.x, tiles, rows, stage, tid);
 
     uint32_t xa[KS1][4];
-#pragma unroll
-    for (int ks = 0; ks < KS1; ++ks)
-      ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3],
-              tx + L1::at(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+    warp_a<C>(xa, tx, warp, lane);
     const size_t r0 = tile * kBM + warp * 16;
     if constexpr (LN) {
       ln_frag<T, KS1>(xa, sG, sBt, lane, eps); /* the tile keeps y's rows: the residual */
     } else {
       /* the warp's 16 rows of x are in registers: its 16 rows of y go where they were (zeros past `rows`) */
       __syncwarp();
-#pragma unroll
-      for (int i = 0; i < 16 * CPR1 / 32; ++i) {
-        const int idx = lane + i * 32, r = idx / CPR1, c = idx % CPR1;
-        const bool ok = r0 + (size_t)r < rows;
-        cp_async_cg(tx + L1::at(warp * 16 + r, c), y + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
-      }
+      warp_rows_in<C>(tx, y, r0, rows, warp, lane);
     }
     cp_async_commit();
 
@@ -273,13 +300,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
       }
     }
     __syncwarp();
-#pragma unroll
-    for (int i = 0; i < 16 * CPR1 / 32; ++i) {
-      const int idx = lane + i * 32, r = idx / CPR1, c = idx % CPR1;
-      if (r0 + (size_t)r < rows)
-        *reinterpret_cast<uint4 *>(y + (r0 + r) * C + c * 8) =
-            *reinterpret_cast<const uint4 *>(ty + L1::at(warp * 16 + r, c));
-    }
+    warp_rows_out<C>(y, C, 0, ty, r0, rows, warp, lane);
     __syncthreads(); /* the next iteration's prefetch overwrites this stage */
     stage ^= 1;
   }
@@ -391,9 +412,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
   for (; tile < tiles; tile += gridDim.x) {
     const uint32_t tx = tile_ready<C, true>(sX, x, ridx, tile + gridDim.x, tiles, rows, stage, tid);
     uint32_t xa[KS][4];
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks)
-      ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3], tx + L::at(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+    warp_a<C>(xa, tx, warp, lane);
     ln_frag<T, KS>(xa, sG, sBt, lane, eps);
     __syncwarp(); /* every lane's fragments loaded: the warp's rows of the tile take its outputs now */
     const size_t r0 = tile * kBM + warp * 16;
@@ -423,13 +442,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
         }
       }
       __syncwarp();
-#pragma unroll
-      for (int i = 0; i < 16 * CPR / 32; ++i) {
-        const int idx = lane + i * 32, r = idx / CPR, c = idx % CPR;
-        if (r0 + (size_t)r < rows)
-          *reinterpret_cast<uint4 *>(y + (r0 + r) * (size_t)N + q * C + c * 8) =
-              *reinterpret_cast<const uint4 *>(ty + L::at(warp * 16 + r, c));
-      }
+      warp_rows_out<C>(y, N, (size_t)q * C, ty, r0, rows, warp, lane);
       __syncwarp(); /* the next slice overwrites these rows */
     }
     __syncthreads(); /* the next iteration's prefetch overwrites this stage */
@@ -496,18 +509,11 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
   for (; tile < tiles; tile += gridDim.x) {
     const uint32_t tx = tile_ready<C>(sX, x, nullptr, tile + gridDim.x, tiles, rows, stage, tid);
     uint32_t xa[KS][4];
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks)
-      ldsm_x4(xa[ks][0], xa[ks][1], xa[ks][2], xa[ks][3], tx + L::at(warp * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+    warp_a<C>(xa, tx, warp, lane);
     /* the warp's 16 rows of x are in registers: its 16 rows of y go where they were (zeros past `rows`) */
     __syncwarp();
     const size_t r0 = tile * kBM + warp * 16;
-#pragma unroll
-    for (int i = 0; i < 16 * CPR / 32; ++i) {
-      const int idx = lane + i * 32, r = idx / CPR, c = idx % CPR;
-      const bool ok = r0 + (size_t)r < rows;
-      cp_async_cg(tx + L::at(warp * 16 + r, c), y + (ok ? (r0 + r) * C + c * 8 : 0), ok ? 16u : 0u);
-    }
+    warp_rows_in<C>(tx, y, r0, rows, warp, lane);
     cp_async_commit();
 
     float acc[NT][4];
@@ -572,12 +578,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
       }
     }
     __syncwarp();
-#pragma unroll
-    for (int i = 0; i < 16 * CPR / 32; ++i) {
-      const int idx = lane + i * 32, r = idx / CPR, c = idx % CPR;
-      if (r0 + (size_t)r < rows)
-        *reinterpret_cast<uint4 *>(y + (r0 + r) * C + c * 8) = *reinterpret_cast<const uint4 *>(ty + L::at(warp * 16 + r, c));
-    }
+    warp_rows_out<C>(y, C, 0, ty, r0, rows, warp, lane);
     __syncthreads(); /* the next iteration's prefetch overwrites this stage */
     stage ^= 1;
   }
