@@ -73,6 +73,15 @@ __device__ __forceinline__ float swiglu(float a, float b) {
   return fmaf(ha, tanh_approx(ha), ha) * b;
 }
 
+/* Two shuffles summing s[0] and s[1] over the 4 lanes of a quad (rows g and g + 8 of the accumulator layout). */
+__device__ __forceinline__ void quad_sum2(float (&s)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    s[h] += __shfl_xor_sync(0xffffffffu, s[h], 1);
+    s[h] += __shfl_xor_sync(0xffffffffu, s[h], 2);
+  }
+}
+
 /* LayerNorm of a warp's 16 rows held as mma A fragments, in place. Per k-step ks a thread holds row g = lane / 4 at
  * columns 16 ks + 2t, + 1 (xa[ks][0]) and + 8, + 9 (xa[ks][2]), row g + 8 in xa[ks][1] and xa[ks][3] (t = lane % 4):
  * a row's C values lie in the 4 lanes of a quad, summed by two shuffles. nl_layernorm_gpu's arithmetic: fp32, the
@@ -91,12 +100,9 @@ __device__ __forceinline__ void ln_frag(uint32_t (&xa)[KS][4], const float *sG, 
       s[j & 1] += f.x + f.y;
     }
   float mean[2], rstd[2];
+  quad_sum2(s);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    s[h] += __shfl_xor_sync(0xffffffffu, s[h], 1);
-    s[h] += __shfl_xor_sync(0xffffffffu, s[h], 2);
-    mean[h] = s[h] / kC;
-  }
+  for (int h = 0; h < 2; ++h) mean[h] = s[h] / kC;
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
@@ -106,12 +112,9 @@ __device__ __forceinline__ void ln_frag(uint32_t (&xa)[KS][4], const float *sG, 
         const float d = v[ks][j][e] - mean[j & 1];
         q[j & 1] += d * d;
       }
+  quad_sum2(q);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    q[h] += __shfl_xor_sync(0xffffffffu, q[h], 1);
-    q[h] += __shfl_xor_sync(0xffffffffu, q[h], 2);
-    rstd[h] = rsqrtf(q[h] / kC + eps);
-  }
+  for (int h = 0; h < 2; ++h) rstd[h] = rsqrtf(q[h] / kC + eps);
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
@@ -186,6 +189,24 @@ __device__ __forceinline__ void warp_rows_out(uint16_t *y, size_t ld, size_t col
     if (r0 + (size_t)r < rows)
       *reinterpret_cast<uint4 *>(y + (r0 + r) * ld + col0 + c * 8) =
           *reinterpret_cast<const uint4 *>(ty + lay<CPR>::at(warp * 16 + r, c));
+  }
+}
+
+/* Each value of the warp's 16 rows of the tile at ty (C channels) replaced by f(n, hr, col, old) rounded to T, in
+ * the mma accumulator layout: the lane's row (lane / 4) + 8 hr, columns col and col + 1 = 8 n + 2 (lane % 4); each
+ * value read and written by the same thread. */
+template <typename T, int C, typename F>
+__device__ __forceinline__ void warp_tile_update(uint8_t *ty, int warp, int lane, F f) {
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int r = warp * 16 + (lane >> 2) + hr * 8;
+#pragma unroll
+    for (int n = 0; n < C / 8; ++n) {
+      const int col = n * 8 + 2 * (lane & 3);
+      uint32_t *p = reinterpret_cast<uint32_t *>(ty + lay<C / 8>::at(r, n) + (col % 8) * 2);
+      const float2 v = f(n, hr, col, unpack2<T>(*p));
+      *p = pack2(v.x, v.y, T());
+    }
   }
 }
 
@@ -288,17 +309,9 @@ __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     cp_async_wait<0>();
     __syncwarp();
     uint8_t *ty = base + (tx - sW1);
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int r = warp * 16 + (lane >> 2) + hr * 8;
-#pragma unroll
-      for (int n = 0; n < NT2; ++n) {
-        const int col = n * 8 + 2 * (lane & 3);
-        uint32_t *p = reinterpret_cast<uint32_t *>(ty + L1::at(r, n) + (col % 8) * 2);
-        const float2 old = unpack2<T>(*p);
-        *p = pack2(old.x + acc[n][2 * hr] + sB2[col], old.y + acc[n][2 * hr + 1] + sB2[col + 1], T());
-      }
-    }
+    warp_tile_update<T, C>(ty, warp, lane, [&](int n, int hr, int col, float2 old) {
+      return make_float2(old.x + acc[n][2 * hr] + sB2[col], old.y + acc[n][2 * hr + 1] + sB2[col + 1]);
+    });
     __syncwarp();
     warp_rows_out<C>(y, C, 0, ty, r0, rows, warp, lane);
     __syncthreads(); /* the next iteration's prefetch overwrites this stage */
@@ -431,16 +444,9 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
           mma(acc[2 * np], xa[ks], bf[0], bf[1], T());
           mma(acc[2 * np + 1], xa[ks], bf[2], bf[3], T());
         }
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const int r = warp * 16 + (lane >> 2) + hr * 8;
-#pragma unroll
-        for (int n = 0; n < C / 8; ++n) {
-          const int col = n * 8 + 2 * (lane & 3);
-          *reinterpret_cast<uint32_t *>(ty + L::at(r, n) + (col % 8) * 2) =
-              pack2(acc[n][2 * hr] + sB[q * C + col], acc[n][2 * hr + 1] + sB[q * C + col + 1], T());
-        }
-      }
+      warp_tile_update<T, C>(ty, warp, lane, [&](int n, int hr, int col, float2) {
+        return make_float2(acc[n][2 * hr] + sB[q * C + col], acc[n][2 * hr + 1] + sB[q * C + col + 1]);
+      });
       __syncwarp();
       warp_rows_out<C>(y, N, (size_t)q * C, ty, r0, rows, warp, lane);
       __syncwarp(); /* the next slice overwrites these rows */
@@ -542,12 +548,9 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
       }
     }
     float mean[2], rstd[2];
+    quad_sum2(s);
 #pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      s[hr] += __shfl_xor_sync(0xffffffffu, s[hr], 1);
-      s[hr] += __shfl_xor_sync(0xffffffffu, s[hr], 2);
-      mean[hr] = s[hr] / (float)C;
-    }
+    for (int hr = 0; hr < 2; ++hr) mean[hr] = s[hr] / (float)C;
 #pragma unroll
     for (int n = 0; n < NT; ++n)
 #pragma unroll
@@ -555,28 +558,17 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
         const float d = acc[n][e] - mean[e >> 1];
         q[e >> 1] += d * d;
       }
+    quad_sum2(q);
 #pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      q[hr] += __shfl_xor_sync(0xffffffffu, q[hr], 1);
-      q[hr] += __shfl_xor_sync(0xffffffffu, q[hr], 2);
-      rstd[hr] = rsqrtf(q[hr] / (float)C + eps);
-    }
+    for (int hr = 0; hr < 2; ++hr) rstd[hr] = rsqrtf(q[hr] / (float)C + eps);
     /* y + LN in place in the tile (each value read and written by the same thread), then the warp's rows stored */
     cp_async_wait<0>();
     __syncwarp();
     uint8_t *ty = base + (tx - sW);
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int r = warp * 16 + (lane >> 2) + hr * 8;
-#pragma unroll
-      for (int n = 0; n < NT; ++n) {
-        const int col = n * 8 + 2 * (lane & 3);
-        uint32_t *p = reinterpret_cast<uint32_t *>(ty + L::at(r, n) + (col % 8) * 2);
-        const float2 old = unpack2<T>(*p);
-        *p = pack2(old.x + (acc[n][2 * hr] - mean[hr]) * rstd[hr] * sG[col] + sBt[col],
-                   old.y + (acc[n][2 * hr + 1] - mean[hr]) * rstd[hr] * sG[col + 1] + sBt[col + 1], T());
-      }
-    }
+    warp_tile_update<T, C>(ty, warp, lane, [&](int n, int hr, int col, float2 old) {
+      return make_float2(old.x + (acc[n][2 * hr] - mean[hr]) * rstd[hr] * sG[col] + sBt[col],
+                         old.y + (acc[n][2 * hr + 1] - mean[hr]) * rstd[hr] * sG[col + 1] + sBt[col + 1]);
+    });
     __syncwarp();
     warp_rows_out<C>(y, C, 0, ty, r0, rows, warp, lane);
     __syncthreads(); /* the next iteration's prefetch overwrites this stage */
