@@ -32,6 +32,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdint.h>
 
 namespace {
@@ -155,8 +156,6 @@ __device__ __forceinline__ uint32_t tile_ready(uint32_t sX, const uint16_t *x, c
   return sX + stage * kStage;
 }
 
-/* LN: y += MLP(LN(y)) (nl_ln_mlp_gpu): the tile is y's rows, the LayerNorm is applied to the A fragments (ln_frag)
- * and the tile itself is the residual, so no second copy of y; x is unused. */
 /* A warp's 16 rows of a tile (rows of C channels at tx) as the A fragments of C / 16 m16n8k16 k-steps. */
 template <int C>
 __device__ __forceinline__ void warp_a(uint32_t (&xa)[C / 16][4], uint32_t tx, int warp, int lane) {
@@ -210,6 +209,8 @@ __device__ __forceinline__ void warp_tile_update(uint8_t *ty, int warp, int lane
   }
 }
 
+/* LN: y += MLP(LN(y)) (nl_ln_mlp_gpu): the tile is y's rows, the LayerNorm is applied to the A fragments (ln_frag)
+ * and the tile itself is the residual, so no second copy of y; x is unused. */
 template <typename T, int C, int H, bool SWI, bool LN = false>
 __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     mlp_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
@@ -580,6 +581,7 @@ template <typename T, int C>
 hx_status lla_launch(void *y, const void *x, const void *w, const void *b, const float *g, const float *beta, float eps,
                      size_t rows, cudaStream_t s, hx_err *err) {
   constexpr size_t smem = lla_smem<C>();
+  static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
   auto kern = lla_kernel<T, C>;
   size_t most = 0;
   HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_linear_ln_add_gpu", &most, err));
@@ -768,6 +770,8 @@ hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float 
                         const void *d_w2, const void *d_b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind,
                         net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: unknown dtype %d", (int)dt);
+  if (!(eps >= 0.0f) || isinf(eps))
+    return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: eps = %g (must be finite, >= 0)", (double)eps);
   if (kind != NL_MLP_GELU && kind != NL_MLP_SWIGLU) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: unknown kind %d", (int)kind);
   if (!nl_mlp_gpu_takes(C, H, kind))
     return hx_errf(err, HX_EUNSUPPORTED,
@@ -788,6 +792,8 @@ hx_status nl_ln_linear_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, si
                            const float *d_beta, float eps, const void *d_w, const void *d_b, size_t rows, size_t C,
                            size_t N, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: unknown dtype %d", (int)dt);
+  if (!(eps >= 0.0f) || isinf(eps))
+    return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: eps = %g (must be finite, >= 0)", (double)eps);
   if (!nl_ln_linear_gpu_takes(C, N))
     return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_linear_gpu: C = %zu, N = %zu (the kernel takes C = 32 and 64, N = 3C)",
                    C, N);
@@ -811,6 +817,8 @@ hx_status nl_linear_ln_add_gpu(void *d_y, const void *d_x, const void *d_w, cons
                                const float *d_beta, float eps, size_t rows, size_t C, net_dtype dt,
                                struct CUstream_st *stream, hx_err *err) {
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_linear_ln_add_gpu: unknown dtype %d", (int)dt);
+  if (!(eps >= 0.0f) || isinf(eps))
+    return hx_errf(err, HX_EINVAL, "nl_linear_ln_add_gpu: eps = %g (must be finite, >= 0)", (double)eps);
   if (!nl_linear_ln_add_gpu_takes(C))
     return hx_errf(err, HX_EUNSUPPORTED, "nl_linear_ln_add_gpu: C = %zu (the kernel takes C = 32 and 64)", C);
   if (rows == 0) return HX_OK;

@@ -21,7 +21,7 @@
  *   LayerNorm      bytes 2 E n C + 8 C; reading its rows by an index (PTv3's norm.1 on the patch slots): 2 E n C +
  *                  4 n + 8 C, n = the rows written. Inside the kernel that reads its row (net_config's ln_fused,
  *                  net_ln_qkv_fused / net_ln_mlp_fused): no operation of its own; the fused MLP then reads y once
- *                  (bytes 2 n C in place of 3 n C, + 8 C), and PTv3's norm.1 + qkv on P slots is one Linear reading
+ *                  (bytes 2 E n C in place of 3 E n C, + 8 C), and PTv3's norm.1 + qkv on P slots is one Linear reading
  *                  x's rows by the index: gemm 2 P C 3C; bytes E (P C + 3 P C + 3 C^2 + 3 C) + 4 P + 8 C
  *   BN (+ GELU)    bytes 2 E n C + 8 C (folded affine)
  *   residual add   bytes 3 E n C (y += x: read both, write y); y += LN(x) as one operation (nl_layernorm_add_gpu,

@@ -321,9 +321,10 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
   fill(dt, hw2, w2, C * H, seed, 3, (float)(2.0 / sqrt((double)H)), 0.0f);
   fill(dt, hb1, b1, H1, seed, 4, 0.5f, 0.0f);
   fill(dt, hb2, b2, C, seed, 5, 0.5f, 0.0f);
-  if (ln) /* the mean matters: rows centred on 2, spreads 0.5 .. 2.5 */
+  if (ln) { /* the mean matters: rows centred on 2, spreads 0.5 .. 2.5; row 0 constant (variance 0: eps decides) */
     for (size_t r = 0; r < rows; ++r) fill(dt, hy0 + r * C, NULL, C, seed, 16 + r, 0.5f + (float)(r % 3), 2.0f);
-  else
+    fill(dt, hy0, NULL, C, seed, 15, 0.0f, 1.5f);
+  } else
     fill(dt, hy0, NULL, rows * C, seed, 6, 1.0f, 0.0f);
   void *dx = dmalloc(rows * C * 2), *dy = dmalloc((rows + 1) * C * 2), *dw1 = dmalloc(H1 * C * 2);
   void *dw2 = dmalloc(C * H * 2), *db1 = dmalloc(H1 * 2), *db2 = dmalloc(C * 2);
@@ -421,10 +422,12 @@ static size_t run_ln_linear(tctx *t, net_dtype dt, size_t rows, size_t x_rows, s
   const size_t nsel = pick_rows(rows, sel, seed);
   for (size_t r = 0; r < x_rows; ++r)
     fill(dt, hx + r * C, xf + r * C, C, seed, 16 + r, 0.5f + (float)(r % 3), 2.0f);
+  fill(dt, hx, xf, C, seed, 15, 0.0f, 1.5f); /* x's row 0 constant: its variance is 0, eps decides (LN = beta) */
   fill(dt, hw, w, N * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
   fill(dt, hb, b, N, seed, 3, 0.5f, 0.0f);
   for (size_t c = 0; c < C; ++c) g[c] = 1.0f + 0.5f * unit(seed, 8, c), bt[c] = 0.5f * unit(seed, 9, c);
   for (size_t r = 0; r < rows; ++r) idx[r] = (uint32_t)(hx_rng_u64(seed, 7, r) % x_rows);
+  idx[0] = 0; /* the constant row is read (row 0 is always among the checked rows) */
   void *dx = dmalloc(x_rows * C * 2), *dy = dmalloc((rows + 1) * N * 2), *dw = dmalloc(N * C * 2), *db = dmalloc(N * 2);
   float *dg = dmalloc(C * 4), *dbt = dmalloc(C * 4);
   uint32_t *didx = dmalloc(rows * 4);
@@ -478,6 +481,7 @@ static size_t run_linear_ln_add(tctx *t, net_dtype dt, size_t rows, size_t C, in
   size_t *sel = xmalloc(96 * sizeof *sel);
   const size_t nsel = pick_rows(rows, sel, seed);
   fill(dt, hx, NULL, rows * C, seed, 1, 1.0f, 0.0f);
+  if (nb) fill(dt, hx, NULL, C, seed, 1, 0.0f, 0.0f); /* x's row 0 zero: without a bias the Linear's row is 0, eps decides */
   fill(dt, hw, w, C * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
   fill(dt, hb, b, C, seed, 3, 0.5f, 0.0f);
   fill(dt, hy0, NULL, rows * C, seed, 6, 3.0f, 1.0f);
@@ -1253,6 +1257,14 @@ static void test_bad_args(void **state) {
                                  NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU,
                                  (net_dtype)3, s, &err), HX_EINVAL);
+  /* eps as nl_layernorm_gpu takes it: finite, >= 0 */
+  assert_int_equal(nl_linear_ln_add_gpu(d, d + 2048, d + 1024, NULL, f, f + 64, -1e-5f, 4, 32, NET_F16, s, &err),
+                   HX_EINVAL);
+  assert_non_null(strstr(err.msg, "eps"));
+  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, f, f + 64, NAN, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
+                   HX_EINVAL);
+  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, INFINITY, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16,
+                                 s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 2048, 4, 0, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 4, 4, 8, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_add_gpu(NULL, d, 4, NET_F16, s, &err), HX_EINVAL);
