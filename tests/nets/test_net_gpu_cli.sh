@@ -5,7 +5,9 @@
 # (within 1% + 0.01 ms: each part is printed to 0.001 ms); with --spconv v3 (and v0) the xCPE convolutions on another variant still pass
 # the check; flash3d-tiny with --rehash off passes its check; two clouds in bf16 with --graph and --save pass,
 # time the graph and write both clouds; the estimate before allocation is at least each run's arena peak; and
-# --device-memory below the estimate is refused before any allocation. Exits 77 (skipped) without a CUDA device.
+# --device-memory below the estimate is refused before any allocation; the LayerNorms of ptv3-tiny's 32- and
+# 64-channel levels run inside their Linears' kernels (no `norm` part there, one at the 16-channel level 0) and
+# --ln separate puts them back as passes, checked. Exits 77 (skipped) without a CUDA device.
 set -u
 BIN=${1:?usage: test_net_gpu_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -49,6 +51,16 @@ rc=$?
 grep -q 'needs [0-9.]* MiB of device memory, more than the 1.0 MiB of --device-memory .*refused before any allocation' \
   "$T/out-cap" || fail "net --device-memory 1M: $(tail -2 "$T/out-cap")"
 grep -q '^forward ' "$T/out-cap" && fail "net --device-memory 1M still timed a forward"
+# the LayerNorms inside the kernels at 32 and 64 channels (enc1, enc2), a pass of their own at 16 (enc0)
+grep -q '^  enc0 .* norm ' "$T/out-main" || fail "net: no norm part at enc0 (16 channels): $(grep '^  enc0 ' "$T/out-main")"
+for part in enc1 enc2; do
+  grep "^  $part " "$T/out-main" | grep -q ' norm ' && fail "net: a norm part at $part: $(grep "^  $part " "$T/out-main")"
+done
+"$BIN" net --model ptv3-tiny --points 3000 --reps 3 --ln separate > "$T/out-ln" 2>&1 ||
+  fail "net --ln separate exited $?: $(tail -3 "$T/out-ln")"
+grep -q '^check: .*: pass$' "$T/out-ln" || fail "net --ln separate: no passing check line"
+grep -q 'LayerNorms as separate passes (--ln separate)' "$T/out-ln" || fail "net --ln separate: the header does not say so"
+grep '^  enc1 ' "$T/out-ln" | grep -q ' norm ' || fail "net --ln separate: no norm part at enc1"
 O="$T/out-main"
 for part in serialize embed enc0 enc1 dec0 head; do
   grep -q "^  $part " "$O" || fail "no part '$part' in the time by part of the network"
