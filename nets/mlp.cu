@@ -191,6 +191,25 @@ __device__ __forceinline__ void warp_rows_out(uint16_t *y, size_t ld, size_t col
   }
 }
 
+/* acc[16 rows, C] = the warp's A fragments (C / 16 k-steps) times rows [row0, row0 + C) of W at sW ([*, C] in
+ * lay<C / 8>'s layout, Linear's [out, in]) transposed: per k-step C / 16 ldmatrix.x4 B loads and C / 8 mmas. */
+template <typename T, int C>
+__device__ __forceinline__ void warp_linear(float (&acc)[C / 8][4], const uint32_t (&xa)[C / 16][4], uint32_t sW,
+                                            int row0, int lane) {
+  const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
+#pragma unroll
+  for (int n = 0; n < C / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < C / 16; ++ks)
+#pragma unroll
+    for (int np = 0; np < C / 16; ++np) {
+      uint32_t bf[4];
+      ldsm_x4(bf[0], bf[1], bf[2], bf[3], sW + lay<C / 8>::at(row0 + np * 16 + bn, ks * 2 + bk));
+      mma(acc[2 * np], xa[ks], bf[0], bf[1], T());
+      mma(acc[2 * np + 1], xa[ks], bf[2], bf[3], T());
+    }
+}
+
 /* Each value of the warp's 16 rows of the tile at ty (C channels) replaced by f(n, hr, col, old) rounded to T, in
  * the mma accumulator layout: the lane's row (lane / 4) + 8 hr, columns col and col + 1 = 8 n + 2 (lane % 4); each
  * value read and written by the same thread. */
@@ -343,6 +362,24 @@ hx_status resident_ctas(const void *kern, size_t smem, const char *who, size_t *
   return HX_OK;
 }
 
+/* The persistent kernels' 1-D grid over the 128-row tiles of `rows`: as many CTAs as the device holds at once
+ * (resident_ctas, which also grants kern its shared memory), at most one a tile. */
+hx_status tile_grid(const void *kern, size_t smem, const char *who, size_t rows, size_t *tiles, size_t *grid,
+                    hx_err *err) {
+  size_t most = 0;
+  HX_TRY(resident_ctas(kern, smem, who, &most, err));
+  *tiles = (rows + kBM - 1) / kBM;
+  *grid = *tiles < most ? *tiles : most;
+  return HX_OK;
+}
+
+/* The launch just made, as a status: HX_ECUDA naming who. */
+hx_status launched(const char *who, hx_err *err) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: launch: %s", who, cudaGetErrorString(e));
+  return HX_OK;
+}
+
 /* The MLP's LayerNorm (nl_ln_mlp_gpu): gamma, beta, eps; g == NULL: none (nl_mlp_gpu). */
 struct ln_args {
   const float *g, *b;
@@ -356,17 +393,13 @@ hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, con
   static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
   auto kern = mlp_kernel<T, C, H, SWI, LN>;
   const char *who = LN ? "nl_ln_mlp_gpu" : "nl_mlp_gpu";
-  size_t most = 0;
-  HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, who, &most, err));
-  const size_t tiles = (rows + kBM - 1) / kBM;
-  const size_t grid = tiles < most ? tiles : most;
+  size_t tiles = 0, grid = 0;
+  HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, who, rows, &tiles, &grid, err));
   kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
                                                static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1),
                                                static_cast<const uint16_t *>(w2), static_cast<const uint16_t *>(b2),
                                                rows, tiles, ln.g, ln.b, ln.eps);
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: launch: %s", who, cudaGetErrorString(e));
-  return HX_OK;
+  return launched(who, err);
 }
 
 template <typename T, bool LN>
@@ -421,7 +454,6 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
   int stage = 0;
   if (tile < tiles) load_x<C, true>(sX, x, ridx, tile * kBM, rows, tid);
   cp_async_commit();
-  const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
 
   for (; tile < tiles; tile += gridDim.x) {
     const uint32_t tx = tile_ready<C, true>(sX, x, ridx, tile + gridDim.x, tiles, rows, stage, tid);
@@ -434,17 +466,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
 #pragma unroll 1
     for (int q = 0; q < NQ; ++q) {
       float acc[C / 8][4];
-#pragma unroll
-      for (int n = 0; n < C / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-#pragma unroll
-      for (int ks = 0; ks < KS; ++ks)
-#pragma unroll
-        for (int np = 0; np < C / 16; ++np) {
-          uint32_t bf[4];
-          ldsm_x4(bf[0], bf[1], bf[2], bf[3], sW + L::at(q * C + np * 16 + bn, ks * 2 + bk));
-          mma(acc[2 * np], xa[ks], bf[0], bf[1], T());
-          mma(acc[2 * np + 1], xa[ks], bf[2], bf[3], T());
-        }
+      warp_linear<T, C>(acc, xa, sW, q * C, lane);
       warp_tile_update<T, C>(ty, warp, lane, [&](int n, int hr, int col, float2) {
         return make_float2(acc[n][2 * hr] + sB[q * C + col], acc[n][2 * hr + 1] + sB[q * C + col + 1]);
       });
@@ -463,16 +485,12 @@ hx_status lnl_launch(void *y, const void *x, const uint32_t *ridx, const float *
   constexpr size_t smem = lnl_smem<C, NQ>();
   static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
   auto kern = lnl_kernel<T, C, NQ>;
-  size_t most = 0;
-  HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_ln_linear_gpu", &most, err));
-  const size_t tiles = (rows + kBM - 1) / kBM;
-  const size_t grid = tiles < most ? tiles : most;
+  size_t tiles = 0, grid = 0;
+  HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, "nl_ln_linear_gpu", rows, &tiles, &grid, err));
   kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), ridx, g,
                                                beta, eps, static_cast<const uint16_t *>(w),
                                                static_cast<const uint16_t *>(b), rows, tiles);
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_ln_linear_gpu: launch: %s", cudaGetErrorString(e));
-  return HX_OK;
+  return launched("nl_ln_linear_gpu", err);
 }
 
 /* ---- Linear + LayerNorm + residual (nl_linear_ln_add_gpu) ------------------------------------------------ */
@@ -511,7 +529,6 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
   int stage = 0;
   if (tile < tiles) load_x<C>(sX, x, nullptr, tile * kBM, rows, tid);
   cp_async_commit();
-  const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
 
   for (; tile < tiles; tile += gridDim.x) {
     const uint32_t tx = tile_ready<C>(sX, x, nullptr, tile + gridDim.x, tiles, rows, stage, tid);
@@ -524,17 +541,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
     cp_async_commit();
 
     float acc[NT][4];
-#pragma unroll
-    for (int n = 0; n < NT; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks)
-#pragma unroll
-      for (int np = 0; np < NT / 2; ++np) {
-        uint32_t bf[4];
-        ldsm_x4(bf[0], bf[1], bf[2], bf[3], sW + L::at(np * 16 + bn, ks * 2 + bk));
-        mma(acc[2 * np], xa[ks], bf[0], bf[1], T());
-        mma(acc[2 * np + 1], xa[ks], bf[2], bf[3], T());
-      }
+    warp_linear<T, C>(acc, xa, sW, 0, lane);
     /* the Linear's row as the unfused path stores it (+ b, rounded to T), then its LayerNorm: fp32, the mean, then
      * the mean of the squared deviations (row g in acc[n][0..1], row g + 8 in acc[n][2..3]) */
     float s[2] = {0.f, 0.f}, q[2] = {0.f, 0.f};
@@ -583,16 +590,12 @@ hx_status lla_launch(void *y, const void *x, const void *w, const void *b, const
   constexpr size_t smem = lla_smem<C>();
   static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
   auto kern = lla_kernel<T, C>;
-  size_t most = 0;
-  HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_linear_ln_add_gpu", &most, err));
-  const size_t tiles = (rows + kBM - 1) / kBM;
-  const size_t grid = tiles < most ? tiles : most;
+  size_t tiles = 0, grid = 0;
+  HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, "nl_linear_ln_add_gpu", rows, &tiles, &grid, err));
   kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
                                                static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(b), g,
                                                beta, eps, rows, tiles);
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_linear_ln_add_gpu: launch: %s", cudaGetErrorString(e));
-  return HX_OK;
+  return launched("nl_linear_ln_add_gpu", err);
 }
 
 /* ---- fc1 + SwiGLU as one GEMM (nl_linear_swiglu_gpu) -------------------------------------------------- */
@@ -710,9 +713,7 @@ hx_status lsw_launch(void *y, const void *x, const void *w1, const void *b1, siz
   kern<<<dim3((unsigned)cols, (unsigned)ry), kThreads, smem, s>>>(
       static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(w1),
       static_cast<const uint16_t *>(b1), rows, tiles, (int)H);
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "nl_linear_swiglu_gpu: launch: %s", cudaGetErrorString(e));
-  return HX_OK;
+  return launched("nl_linear_swiglu_gpu", err);
 }
 
 template <typename T>
