@@ -550,13 +550,12 @@ static hx_status mlp(g_run *r, const g_block *bk, void *x, size_t n, size_t C, s
   if (path == NET_MLP_WHOLE) {
     const hx_status st = nl_mlp_gpu(x, g->t, bk->fc1.w, bk->fc1.b, bk->fc2.w, bk->fc2.b, n, C, hid, NL_MLP_SWIGLU,
                                     g->dt, r->cs, r->err);
-    if (st != HX_EUNSUPPORTED) return st;
-    *r->err = (hx_err){HX_OK, ""};
+    if (!net_unsupported(st, r->err)) return st;
   }
   hx_status st = HX_EUNSUPPORTED;
   if (path != NET_MLP_UNFUSED && nl_linear_swiglu_gpu_takes(C, hid)) {
     st = nl_linear_swiglu_gpu(g->g, g->t, bk->fc1.w, bk->fc1.b, n, C, hid, g->dt, r->cs, r->err);
-    if (st == HX_EUNSUPPORTED) *r->err = (hx_err){HX_OK, ""};
+    (void)net_unsupported(st, r->err); /* st stays HX_EUNSUPPORTED: the unfused path below */
   }
   if (st == HX_EUNSUPPORTED) {
     HX_TRY(lin_gpu(r, g->h1, g->t, &bk->fc1, n, NL_ACT_NONE, 0));
@@ -595,7 +594,7 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
   if (net_ln_mlp_fused(&g->cfg, C, hid)) {
     st = nl_ln_mlp_gpu(x, bk->mlp_norm.g, bk->mlp_norm.b, NET_F3D_LN_EPS, bk->fc1.w, bk->fc1.b, bk->fc2.w, bk->fc2.b, n,
                        C, hid, NL_MLP_SWIGLU, g->dt, r->cs, r->err);
-    if (st == HX_EUNSUPPORTED) *r->err = (hx_err){HX_OK, ""};
+    (void)net_unsupported(st, r->err); /* st stays HX_EUNSUPPORTED: the separate pass below */
   }
   if (st == HX_EUNSUPPORTED) {
     st = nl_layernorm_gpu(g->t, x, bk->mlp_norm.g, bk->mlp_norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err);

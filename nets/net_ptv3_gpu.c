@@ -699,8 +699,7 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
   if (net_ln_cpe_fused(&g->cfg, C)) { /* x += LN(Linear(t)) in one kernel; the unfused path where it cannot run */
     const hx_status st = nl_linear_ln_add_gpu(x, g->t, b->cpe_lin.w, b->cpe_lin.b, b->cpe_norm.g, b->cpe_norm.b,
                                               NET_PTV3_LN_EPS, n, C, g->dt, r->cs, r->err);
-    if (st != HX_EUNSUPPORTED) return st;
-    *r->err = (hx_err){HX_OK, ""};
+    if (!net_unsupported(st, r->err)) return st;
   }
   HX_TRY(lin_gpu(r, g->u, g->t, &b->cpe_lin, n, NL_ACT_NONE, 0));
   return nl_layernorm_add_gpu(x, g->u, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err);
@@ -742,8 +741,7 @@ static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
   if (net_mlp_path_of(&r->g->cfg, C, H) == NET_MLP_WHOLE) {
     const hx_status st = nl_mlp_gpu(x, r->g->t, b->fc1.w, b->fc1.b, b->fc2.w, b->fc2.b, n, C, H, NL_MLP_GELU, r->g->dt,
                                     r->cs, r->err);
-    if (st != HX_EUNSUPPORTED) return st;
-    *r->err = (hx_err){HX_OK, ""}; /* a device that cannot run it (nets.h): the two Linears */
+    if (!net_unsupported(st, r->err)) return st; /* else the two Linears */
   }
   HX_TRY(lin_gpu(r, r->g->big, r->g->t, &b->fc1, n, NL_ACT_GELU, 0));
   return lin_gpu(r, x, r->g->big, &b->fc2, n, NL_ACT_NONE, 1);
@@ -756,8 +754,7 @@ static hx_status norm_qkv(g_run *r, const g_block *b, const void *x, size_t n, s
   const size_t C = (size_t)b->C;
   const hx_status st = nl_ln_linear_gpu(g->pc3, x, g->order_p, n, b->norm1.g, b->norm1.b, NET_PTV3_LN_EPS, b->qkv.w,
                                         b->qkv.b, slots, C, 3 * C, g->dt, r->cs, r->err);
-  if (st != HX_EUNSUPPORTED) return st;
-  *r->err = (hx_err){HX_OK, ""};
+  if (!net_unsupported(st, r->err)) return st;
   HX_TRY(nl_layernorm_rows_gpu(g->pc, x, g->order_p, n, b->norm1.g, b->norm1.b, slots, C, NET_PTV3_LN_EPS, g->dt,
                                r->cs, r->err));
   return lin_gpu(r, g->pc3, g->pc, &b->qkv, slots, NL_ACT_NONE, 0);
@@ -770,8 +767,7 @@ static hx_status norm_mlp(g_run *r, const g_block *b, void *x, size_t n) {
   const size_t C = (size_t)b->C;
   const hx_status st = nl_ln_mlp_gpu(x, b->norm2.g, b->norm2.b, NET_PTV3_LN_EPS, b->fc1.w, b->fc1.b, b->fc2.w,
                                      b->fc2.b, n, C, b->fc1.out, NL_MLP_GELU, g->dt, r->cs, r->err);
-  if (st != HX_EUNSUPPORTED) return st;
-  *r->err = (hx_err){HX_OK, ""};
+  if (!net_unsupported(st, r->err)) return st;
   HX_TRY(nl_layernorm_gpu(g->t, x, b->norm2.g, b->norm2.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
   return mlp(r, b, x, n);
 }

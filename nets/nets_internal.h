@@ -28,6 +28,14 @@ static inline net_mlp_path net_mlp_path_of(const net_config *cfg, size_t C, size
   return NET_MLP_UNFUSED;
 }
 
+/* A fused kernel's status in a forward: 1, with err cleared, when the device cannot run it (HX_EUNSUPPORTED, nets.h),
+ * so that the forward runs the unfused path; 0 otherwise (it ran, or failed: the caller returns st). */
+static inline int net_unsupported(hx_status st, hx_err *err) {
+  if (st != HX_EUNSUPPORTED) return 0;
+  *err = (hx_err){HX_OK, ""};
+  return 1;
+}
+
 /* Whether a LayerNorm runs inside the kernel of the Linear next to it (net_config's ln_fused), the rule the forwards
  * and the cost model share: PTv3's norm.1 inside its qkv Linear (nl_ln_linear_gpu, where it takes (C, 3C)); PTv3's
  * xCPE LayerNorm and residual inside its Linear (nl_linear_ln_add_gpu, where it takes C); a block's MLP LayerNorm
