@@ -147,6 +147,15 @@ static void tally_guard(tally *t, const uint16_t *h, size_t from, size_t to) {
     }
 }
 /* Every element of an output must have been written (no poison left, nothing non-finite). */
+/* For an update y += f(..) of rows that started finite (so poison cannot show a row the kernel skipped): 1, with a
+ * FAIL line, when a row of h ([rows, C]) is still its y0 row bit for bit. */
+static int rows_unchanged(const tally *t, const uint16_t *h, const uint16_t *y0, size_t rows, size_t C) {
+  size_t same = 0;
+  for (size_t r = 0; r < rows; ++r) same += memcmp(h + r * C, y0 + r * C, C * 2) == 0;
+  if (same) printf("  FAIL %s: %zu rows left as they were\n", t->what, same);
+  return same != 0;
+}
+
 static void tally_written(tally *t, net_dtype dt, const uint16_t *h, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (is_nan_bits(dt, h[i]) || (h[i] & 0x7FFFu) == (dt == NET_F16 ? 0x7C00u : 0x7F80u)) {
@@ -349,11 +358,8 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
   } else {
     d2h(hy, dy, (rows + 1) * C * 2);
     tally_guard(&ta, hy, rows * C, (rows + 1) * C);
-    /* y started finite, so poison cannot show a row the kernel skipped: every row must differ from its y0 (the
-     * random MLP adds a change of order 1 to each value) */
-    size_t same = 0;
-    for (size_t r = 0; r < rows; ++r) same += memcmp(hy + r * C, hy0 + r * C, C * 2) == 0;
-    if (same) printf("  FAIL %s: %zu rows left as they were\n", ta.what, same), bad = 1;
+    /* every row must differ from its y0 (the random MLP adds a change of order 1 to each value) */
+    if (rows_unchanged(&ta, hy, hy0, rows, C)) bad = 1;
     for (size_t k = 0; k < nsel; ++k) {
       const size_t r = sel[k];
       to_f32(dt, yr, hy0 + r * C, C);
@@ -503,9 +509,7 @@ static size_t run_linear_ln_add(tctx *t, net_dtype dt, size_t rows, size_t C, in
     d2h(hy, dy, (rows + 1) * C * 2);
     tally_guard(&ta, hy, rows * C, (rows + 1) * C);
     tally_written(&ta, dt, hy, rows * C);
-    size_t same = 0; /* y started finite: every row must have changed */
-    for (size_t r = 0; r < rows; ++r) same += memcmp(hy + r * C, hy0 + r * C, C * 2) == 0;
-    if (same) printf("  FAIL %s: %zu rows left as they were\n", ta.what, same), bad = 1;
+    if (rows_unchanged(&ta, hy, hy0, rows, C)) bad = 1;
     for (size_t k = 0; k < nsel; ++k) {
       const size_t r = sel[k];
       to_f32(dt, xf, hx + r * C, C);
