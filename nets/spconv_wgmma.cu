@@ -240,7 +240,12 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
   const uint32_t sBar = (smem_addr(nact + 4) + 7u) & ~7u, sFull = sBar, sEmpty = sBar + 8u * ST;
 
   const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
-  const uint32_t tile = blockIdx.x / p.slices, slice = blockIdx.x - tile * p.slices;
+  /* Tiles last-first: in the ascending mask order the tiles near the end name more offsets (the higher bits
+   * set), so with them first the block scheduler fills the last wave with the lightest tiles, close to
+   * longest-first. Measured on PTv3's 600k forward (H200): xCPE -0.3 ms, most at one CTA an SM (C >= 128),
+   * where a level's 260-560 tiles are 2-5 waves of 132. Each tile's sums are unchanged (bit for bit). */
+  const uint32_t bx = gridDim.x - 1u - blockIdx.x;
+  const uint32_t tile = bx / p.slices, slice = bx - tile * p.slices;
   const uint32_t t0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN; /* first tile row, output column */
   const uint32_t rows = p.n - t0 < (uint32_t)BM ? p.n - t0 : (uint32_t)BM;
 

@@ -12,6 +12,10 @@
  *   copies   gathered rows per input chunk: tile rows x steps summed over tiles, over n (v1/v3 issue them all)
  *   halo     distinct input rows a tile's map rows name: mean, 99th percentile and largest per tile, and the sum
  *            over n: the rows a kernel that keeps a tile's input rows in shared memory across offsets would copy
+ *   q1, q4   steps per tile over the first and the last quarter of the tiles in the order
+ *   span     the tiles' steps list-scheduled on 132 slots (one CTA an SM, each taking the next tile when it is
+ *            free, as the block scheduler does) in the order's tile order, then last-first, over the ideal
+ *            (all steps / 132): the tail a launch's waves leave; lpt: longest first (tiles sorted by steps)
  * Prints one table; nothing is written.
  */
 #include <stdio.h>
@@ -23,7 +27,7 @@
 #include "workloads/workloads.h"
 
 typedef struct plan_row {
-  double steps, pad, copies, halo_mean, halo_sum;
+  double steps, pad, copies, halo_mean, halo_sum, q1, q4, span_fwd, span_rev, span_lpt;
   uint32_t halo_p99, halo_max;
 } plan_row;
 
@@ -38,7 +42,7 @@ static int plan_count(plan_row *r, const spc_map *m, const uint32_t *order, uint
                       hx_err *err) {
   if (m->K > 32u) return hx_errf(err, HX_EINVAL, "spconv_plan: K = %u offsets (k = 3 maps only)", m->K), 1;
   const uint32_t n = m->n, K = m->K, tiles = (n + T - 1) / T;
-  uint64_t steps = 0, copies = 0, halo_sum = 0;
+  uint64_t steps = 0, copies = 0, halo_sum = 0, q[2] = {0, 0};
   for (uint32_t t = 0; t < tiles; t++) {
     const uint32_t r0 = t * T, r1 = n - r0 < T ? n : r0 + T;
     uint32_t act = 0; /* offsets at which some row of the tile has a neighbour */
@@ -50,6 +54,24 @@ static int plan_count(plan_row *r, const spc_map *m, const uint32_t *order, uint
     const uint32_t a = (uint32_t)__builtin_popcount(act);
     steps += a;
     copies += (uint64_t)a * T;
+    if (t < tiles / 4) q[0] += a;
+    if (t >= tiles - tiles / 4) q[1] += a;
+    halo[t] = a; /* the tile's steps, for the schedule below (halo[] is refilled after) */
+  }
+  r->q1 = tiles >= 4 ? (double)q[0] / (tiles / 4) : 0.0;
+  r->q4 = tiles >= 4 ? (double)q[1] / (tiles / 4) : 0.0;
+  for (int rev = 0; rev < 3; rev++) {
+    if (rev == 2) qsort(halo, tiles, sizeof *halo, cmp_u32); /* ascending: taken last-first, longest first */
+    enum { SLOTS = 132 };
+    uint64_t free_at[SLOTS] = {0}, span = 0;
+    for (uint32_t k = 0; k < tiles; k++) {
+      int s0 = 0;
+      for (int sl = 1; sl < SLOTS; sl++) s0 = free_at[sl] < free_at[s0] ? sl : s0;
+      free_at[s0] += halo[rev ? tiles - 1 - k : k];
+      span = free_at[s0] > span ? free_at[s0] : span;
+    }
+    const double ideal = (double)steps / SLOTS;
+    *(rev == 2 ? &r->span_lpt : rev ? &r->span_rev : &r->span_fwd) = ideal > 0 ? (double)span / ideal : 0.0;
   }
   if (spc_tile_halos_cpu(halo, m, order, T, err) != HX_OK) return 1;
   for (uint32_t t = 0; t < tiles; t++) halo_sum += halo[t];
@@ -106,8 +128,8 @@ int main(int argc, char **argv) {
   if (net_ptv3_struct_build(&s, &cfg, &in, 1, &err) != HX_OK) goto out;
   printf("PTv3-m1 k = 3 maps, %zu lidar points, seed %llu, voxel %g m (CPU count)\n", bt.n, (unsigned long long)seed,
          voxel);
-  printf("%-5s %8s %6s %5s %-6s %6s %5s %7s %8s %6s %6s %7s\n", "level", "rows", "pairs", "tile", "order", "steps",
-         "pad", "copies", "halo", "p99", "max", "halo/n");
+  printf("%-5s %8s %6s %5s %-6s %6s %5s %7s %8s %6s %6s %7s %5s %5s %5s %5s %5s\n", "level", "rows", "pairs", "tile",
+         "order", "steps", "pad", "copies", "halo", "p99", "max", "halo/n", "q1", "q4", "span", "rspan", "lpt");
   for (int l = 0; l < s.L; l++) {
     const spc_map *m = &s.lv[l].map;
     uint32_t *order = malloc((size_t)m->n * sizeof *order), *halo = malloc(((size_t)m->n / 128 + 1) * sizeof *halo);
@@ -124,9 +146,9 @@ int main(int argc, char **argv) {
           free(order), free(halo);
           goto out;
         }
-        printf("%-5d %8u %6.2f %5u %-6s %6.1f %5.2f %7.1f %8.1f %6u %6u %7.2f\n", l, m->n,
+        printf("%-5d %8u %6.2f %5u %-6s %6.1f %5.2f %7.1f %8.1f %6u %6u %7.2f %5.1f %5.1f %5.2f %5.2f %5.2f\n", l, m->n,
                m->n ? (double)m->pairs / m->n : 0.0, T, oi ? "mask" : "level", r.steps, r.pad, r.copies, r.halo_mean,
-               r.halo_p99, r.halo_max, r.halo_sum);
+               r.halo_p99, r.halo_max, r.halo_sum, r.q1, r.q4, r.span_fwd, r.span_rev, r.span_lpt);
       }
     free(order), free(halo);
   }

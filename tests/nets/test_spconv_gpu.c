@@ -441,11 +441,13 @@ static int conv_run(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, cons
 }
 
 /* One problem (a cloud's map c, its GPU map g, dt, in -> out, seed) against every registered variant (with
- * fused_only, the variants without a rulebook: no cuBLAS in the process), counted into *runs and *fails, and
- * per variant id into id_runs[MAX_IDS] when given (a variant that refused every case would pass unseen). */
+ * fused_only, the variants without a rulebook: no cuBLAS in the process; with only, that variant alone),
+ * counted into *runs and *fails, and per variant id into id_runs[MAX_IDS] when given (a variant that refused
+ * every case would pass unseen). */
 enum { MAX_IDS = 16 };
-static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype dt, size_t in, size_t out,
-                      uint64_t seed, const char *cloud, int fused_only, int *runs, int *fails, int *id_runs) {
+static void conv_case_only(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype dt, size_t in, size_t out,
+                           uint64_t seed, const char *cloud, int fused_only, const char *only, int *runs, int *fails,
+                           int *id_runs) {
   hx_err err = {HX_OK, ""};
   conv_prob p;
   prob_make(&p, c, dt, in, out, seed);
@@ -454,6 +456,7 @@ static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype d
   for (int vi = 0; vi < spc_variant_count(); ++vi) {
     const spc_variant *v = spc_variant_get(vi);
     if (fused_only && v->needs_rule) continue; /* v0: cuBLAS */
+    if (only && strcmp(v->name, only) != 0) continue;
     const int r = conv_run(v, ctx, &p, g, &sw, cloud);
     if (r < 0) continue;
     if (id_runs && v->id >= 0 && v->id < MAX_IDS) ++id_runs[v->id];
@@ -462,6 +465,10 @@ static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype d
   }
   spc_weights_free(&sw);
   prob_free(&p);
+}
+static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype dt, size_t in, size_t out,
+                      uint64_t seed, const char *cloud, int fused_only, int *runs, int *fails, int *id_runs) {
+  conv_case_only(ctx, c, g, dt, in, out, seed, cloud, fused_only, NULL, runs, fails, id_runs);
 }
 
 /* The most distinct input rows the map rows of one T-row tile name (rows in the map's order). */
@@ -594,6 +601,53 @@ static void test_conv_fused(void **state) {
   printf("fused convolutions GPU: %d of %d cases failed\n", fails, runs);
   assert_true(runs >= 4 * 2 * 7); /* v1, v3, v4, v5 x 2 dtypes x the 7 (cloud, width) cases within the bound */
   assert_int_equal(fails, 0);
+}
+
+/* One k = 3 variant alone on test_conv_fused's three clouds, for the sanitizers (racecheck over every variant does
+ * not finish in a device call): each width of widths[0..nw) in -> in, fp16 and bf16; every case must run. */
+static void conv_one(const char *name, const size_t *widths, int nw) {
+  hx_err err = {HX_OK, ""};
+  const uint32_t zero6[6] = {0, 0, 0, 3, 0, 0}, d1000[2] = {500, 500}, d20000[2] = {10000, 10000};
+  const char *names[3] = {"dense-1000", "sorted-20000", "shuffled-20000"};
+  tcloud cl[3];
+  assert_true(tcloud_make(&cl[0], 2, d1000, 10, zero6, 8));
+  assert_true(tcloud_make(&cl[1], 2, d20000, 28, zero6, 12) && tcloud_sort(&cl[1]));
+  assert_true(tcloud_make(&cl[2], 2, d20000, 28, zero6, 13));
+  int fails = 0, runs = 0, cases = 0;
+  for (int ci = 0; ci < 3; ++ci) {
+    spc_map c;
+    gmap g;
+    assert_int_equal(spc_map_cpu(&c, cl[ci].grid, cl[ci].batch, cl[ci].n, 3, &err), HX_OK);
+    assert_int_equal(gmap_build(&g, &cl[ci], 3, 0, 1, &err), HX_OK);
+    for (int wi = 0; wi < nw; ++wi) {
+      if ((double)c.pairs * (double)widths[wi] * (double)widths[wi] > 2e9) continue; /* test_conv's cost bound */
+      for (int d = 0; d < 2; ++d, ++cases)
+        conv_case_only(NULL, &c, &g, d ? NET_BF16 : NET_F16, widths[wi], widths[wi],
+                       7100u + 10u * (uint64_t)ci + (uint64_t)wi, names[ci], 1, name, &runs, &fails, NULL);
+    }
+    gmap_free(&g);
+    spc_map_free_host(&c);
+    tcloud_free(&cl[ci]);
+  }
+  printf("%s alone GPU: %d of %d cases failed (%d cases)\n", name, fails, runs, cases);
+  assert_true(cases >= 4);
+  assert_int_equal(runs, cases); /* it took every case: none refused */
+  assert_int_equal(fails, 0);
+}
+/* v7 (32 and 64 channels) and v6 (64, 128, 256: one- and two-CTA tiles; sm_90a devices only) alone */
+static void test_conv_v7(void **state) {
+  (void)state;
+  const size_t w[2] = {32, 64};
+  conv_one("v7", w, 2);
+}
+static void test_conv_v6(void **state) {
+  (void)state;
+  int dev = 0, major = 0;
+  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  if (major != 9) skip();
+  const size_t w[3] = {64, 128, 256};
+  conv_one("v6", w, 3);
 }
 
 /* v0's refusals: no rulebook, no counts, aliasing, mismatched weights; an empty map is nothing to do. */
@@ -1029,11 +1083,14 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_conv_v1_boundary),
       cmocka_unit_test(test_conv_v2),
       cmocka_unit_test(test_mask_order_v3),
-      cmocka_unit_test(test_conv_fused), /* by name only (tests/sanitize/run.sh): test_conv covers it */
+      /* by name only (tests/sanitize/run.sh): test_conv covers them */
+      cmocka_unit_test(test_conv_fused),
+      cmocka_unit_test(test_conv_v7),
+      cmocka_unit_test(test_conv_v6),
   };
-  /* arguments: test names to run (default all but the last; tests/sanitize/run.sh names some) */
+  /* arguments: test names to run (default all but the last three; tests/sanitize/run.sh names some) */
   const size_t n = sizeof tests / sizeof tests[0];
-  return ts_gpu_main("nets_spconv_gpu", tests, n, n - 1, argc, argv, NULL, NULL);
+  return ts_gpu_main("nets_spconv_gpu", tests, n, n - 3, argc, argv, NULL, NULL);
 }
 #else
 int main(void) {
