@@ -445,9 +445,9 @@ static int conv_run(const spc_variant *v, spc_ctx *ctx, const conv_prob *p, cons
  * counted into *runs and *fails, and per variant id into id_runs[MAX_IDS] when given (a variant that refused
  * every case would pass unseen). */
 enum { MAX_IDS = 16 };
-static void conv_case_only(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype dt, size_t in, size_t out,
-                           uint64_t seed, const char *cloud, int fused_only, const char *only, int *runs, int *fails,
-                           int *id_runs) {
+static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype dt, size_t in, size_t out,
+                      uint64_t seed, const char *cloud, int fused_only, const char *only, int *runs, int *fails,
+                      int *id_runs) {
   hx_err err = {HX_OK, ""};
   conv_prob p;
   prob_make(&p, c, dt, in, out, seed);
@@ -465,10 +465,6 @@ static void conv_case_only(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dt
   }
   spc_weights_free(&sw);
   prob_free(&p);
-}
-static void conv_case(spc_ctx *ctx, const spc_map *c, const gmap *g, net_dtype dt, size_t in, size_t out,
-                      uint64_t seed, const char *cloud, int fused_only, int *runs, int *fails, int *id_runs) {
-  conv_case_only(ctx, c, g, dt, in, out, seed, cloud, fused_only, NULL, runs, fails, id_runs);
 }
 
 /* The most distinct input rows the map rows of one T-row tile name (rows in the map's order). */
@@ -548,7 +544,7 @@ static void test_conv(void **state) {
         }
         for (int d = 0; d < 2; ++d)
           conv_case(ctx, &c, &g, d ? NET_BF16 : NET_F16, shapes[s].in, shapes[s].out,
-                    1000u * (uint64_t)ci + 10u * s + (uint64_t)d, names[ci], 0, &runs, &fails, id_runs);
+                    1000u * (uint64_t)ci + 10u * s + (uint64_t)d, names[ci], 0, NULL, &runs, &fails, id_runs);
       }
       gmap_free(&g);
       spc_map_free_host(&c);
@@ -568,44 +564,13 @@ static void test_conv(void **state) {
   spc_ctx_destroy(ctx);
 }
 
-/* The fused variants alone (no cuBLAS in the process: v0 is left out), for the sanitizers: v1, v3, v4 and v5 at
- * k = 3 on a dense random-order cloud (32, 64 and 256 channels), 20000 rows in voxel order and the same in a
- * random order (32 and 64: v5's pages), fp16 and bf16, each against the CPU as in test_conv. Not in the default
- * run (test_conv covers the same cases); tests/sanitize/run.sh names it. */
-static void test_conv_fused(void **state) {
-  (void)state;
-  hx_err err = {HX_OK, ""};
-  const uint32_t zero6[6] = {0, 0, 0, 3, 0, 0}, d1000[2] = {500, 500}, d20000[2] = {10000, 10000};
-  const char *names[3] = {"dense-1000", "sorted-20000", "shuffled-20000"};
-  const size_t widths[3] = {32, 64, 256};
-  tcloud cl[3];
-  assert_true(tcloud_make(&cl[0], 2, d1000, 10, zero6, 8));
-  assert_true(tcloud_make(&cl[1], 2, d20000, 28, zero6, 12) && tcloud_sort(&cl[1]));
-  assert_true(tcloud_make(&cl[2], 2, d20000, 28, zero6, 13));
-  int fails = 0, runs = 0;
-  for (int ci = 0; ci < 3; ++ci) {
-    spc_map c;
-    gmap g;
-    assert_int_equal(spc_map_cpu(&c, cl[ci].grid, cl[ci].batch, cl[ci].n, 3, &err), HX_OK);
-    assert_int_equal(gmap_build(&g, &cl[ci], 3, 0, 1, &err), HX_OK);
-    for (int wi = 0; wi < 3; ++wi) {
-      if ((double)c.pairs * (double)widths[wi] * (double)widths[wi] > 2e9) continue; /* test_conv's cost bound */
-      for (int d = 0; d < 2; ++d)
-        conv_case(NULL, &c, &g, d ? NET_BF16 : NET_F16, widths[wi], widths[wi],
-                  7000u + 10u * (uint64_t)ci + (uint64_t)wi, names[ci], 1, &runs, &fails, NULL);
-    }
-    gmap_free(&g);
-    spc_map_free_host(&c);
-    tcloud_free(&cl[ci]);
-  }
-  printf("fused convolutions GPU: %d of %d cases failed\n", fails, runs);
-  assert_true(runs >= 4 * 2 * 7); /* v1, v3, v4, v5 x 2 dtypes x the 7 (cloud, width) cases within the bound */
-  assert_int_equal(fails, 0);
-}
-
-/* One k = 3 variant alone on test_conv_fused's three clouds, for the sanitizers (racecheck over every variant does
- * not finish in a device call): each width of widths[0..nw) in -> in, fp16 and bf16; every case must run. */
-static void conv_one(const char *name, const size_t *widths, int nw) {
+/* The fused variants (only == NULL) or one of them (only) on three k = 3 clouds, for the sanitizers (no cuBLAS in
+ * the process: v0 is left out): a dense random-order cloud, 20000 rows in voxel order and the same in a random order
+ * (v5's pages at 32 and 64 channels); each width of widths[0..nw) in -> in, fp16 and bf16, each against the CPU as in
+ * test_conv; cases with the reference cost over test_conv's bound are left out. Counts into *runs, *fails and
+ * *cases (the (cloud, width, dtype) cases tried). */
+static void conv_three_clouds(const char *only, const size_t *widths, int nw, uint64_t seed0, int *runs, int *fails,
+                              int *cases) {
   hx_err err = {HX_OK, ""};
   const uint32_t zero6[6] = {0, 0, 0, 3, 0, 0}, d1000[2] = {500, 500}, d20000[2] = {10000, 10000};
   const char *names[3] = {"dense-1000", "sorted-20000", "shuffled-20000"};
@@ -613,7 +578,6 @@ static void conv_one(const char *name, const size_t *widths, int nw) {
   assert_true(tcloud_make(&cl[0], 2, d1000, 10, zero6, 8));
   assert_true(tcloud_make(&cl[1], 2, d20000, 28, zero6, 12) && tcloud_sort(&cl[1]));
   assert_true(tcloud_make(&cl[2], 2, d20000, 28, zero6, 13));
-  int fails = 0, runs = 0, cases = 0;
   for (int ci = 0; ci < 3; ++ci) {
     spc_map c;
     gmap g;
@@ -621,14 +585,32 @@ static void conv_one(const char *name, const size_t *widths, int nw) {
     assert_int_equal(gmap_build(&g, &cl[ci], 3, 0, 1, &err), HX_OK);
     for (int wi = 0; wi < nw; ++wi) {
       if ((double)c.pairs * (double)widths[wi] * (double)widths[wi] > 2e9) continue; /* test_conv's cost bound */
-      for (int d = 0; d < 2; ++d, ++cases)
-        conv_case_only(NULL, &c, &g, d ? NET_BF16 : NET_F16, widths[wi], widths[wi],
-                       7100u + 10u * (uint64_t)ci + (uint64_t)wi, names[ci], 1, name, &runs, &fails, NULL);
+      for (int d = 0; d < 2; ++d, ++*cases)
+        conv_case(NULL, &c, &g, d ? NET_BF16 : NET_F16, widths[wi], widths[wi],
+                  seed0 + 10u * (uint64_t)ci + (uint64_t)wi, names[ci], 1, only, runs, fails, NULL);
     }
     gmap_free(&g);
     spc_map_free_host(&c);
     tcloud_free(&cl[ci]);
   }
+}
+
+/* The fused variants (v1, v3-v7 where they take the width) at 32, 64 and 256 channels. Not in the default run
+ * (test_conv covers the same cases); tests/sanitize/run.sh names it. */
+static void test_conv_fused(void **state) {
+  (void)state;
+  const size_t widths[3] = {32, 64, 256};
+  int fails = 0, runs = 0, cases = 0;
+  conv_three_clouds(NULL, widths, 3, 7000u, &runs, &fails, &cases);
+  printf("fused convolutions GPU: %d of %d cases failed\n", fails, runs);
+  assert_true(runs >= 4 * 2 * 7); /* v1, v3, v4, v5 x 2 dtypes x the 7 (cloud, width) cases within the bound */
+  assert_int_equal(fails, 0);
+}
+
+/* One k = 3 variant alone (racecheck over every variant does not finish in a device call): every case must run. */
+static void conv_one(const char *name, const size_t *widths, int nw) {
+  int fails = 0, runs = 0, cases = 0;
+  conv_three_clouds(name, widths, nw, 7100u, &runs, &fails, &cases);
   printf("%s alone GPU: %d of %d cases failed (%d cases)\n", name, fails, runs, cases);
   assert_true(cases >= 4);
   assert_int_equal(runs, cases); /* it took every case: none refused */
