@@ -1663,10 +1663,29 @@ hx_status spc_conv_v0(void *d_y, const void *d_x, const spc_weights *w, const sp
 /* Needs no scratch (the size query answers 0 bytes; by the protocol a NULL d_scratch is still a query), no
  * rulebook and no counts: only m->nbr. Refuses widths that are not multiples of 16 with HX_EUNSUPPORTED
  * (spc_variant_best then gives v0). */
-/* v1 and v3 share the checks and the launch; v3 passes its row order (perm, in v3's scratch) and the scratch it
- * needs (extra bytes, asked for by the size query). */
+/* What a fused variant's kernel takes beyond the checks every one shares (conv_implicit): its width rule
+ * (HX_EUNSUPPORTED, naming what takes the widths instead), the alignments its loads need (bytes), and whether v1's
+ * grid (128-row tiles x 16-channel slices) must fit one launch. */
+struct ConvRule {
+  hx_status (*widths)(const char *who, size_t in, size_t out, uint32_t K, hx_err *err);
+  uint32_t x_align, yw_align;
+  bool v1_grid;
+};
+static hx_status v1_widths(const char *who, size_t in, size_t out, uint32_t K, hx_err *err) {
+  (void)K;
+  if (!spc_v1_takes(in, out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc %s: %zu -> %zu channels: both must be multiples of %u (v0 takes any)",
+                   who, in, out, SPC_V1_CHANNELS);
+  return HX_OK;
+}
+constexpr ConvRule kV1Rule{v1_widths, 16u, 16u, true};
+
+/* The checks of the fused variants (v1-v7; each passes its ConvRule, v1's by default); v3 passes the scratch it needs
+ * (extra bytes, asked for by the size query). HX_OK for a size query and for an empty map, which launch nothing. v1
+ * and v3 share the launch too (v3 passes its row order, perm, in its scratch). */
 static hx_status conv_implicit(const char *who, void *d_y, const void *d_x, const spc_weights *w, const spc_map *m,
-                               void *d_scratch, size_t *scratch_bytes, size_t extra, net_dtype dt, hx_err *err) {
+                               void *d_scratch, size_t *scratch_bytes, size_t extra, net_dtype dt, hx_err *err,
+                               const ConvRule &rule = kV1Rule) {
   if (!w || !m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc %s: NULL weights, map or scratch size", who);
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "spc %s: dtype %d", who, (int)dt);
   const size_t in = w->in, out = w->out, n = m->n;
@@ -1674,9 +1693,7 @@ static hx_status conv_implicit(const char *who, void *d_y, const void *d_x, cons
   if (!in || !out || (K != 27u && K != 125u) || w->K != K)
     return hx_errf(err, HX_EINVAL, "spc %s: weights %zu -> %zu over %u offsets on a map of %u offsets", who, in, out,
                    w->K, K);
-  if (!spc_v1_takes(in, out))
-    return hx_errf(err, HX_EUNSUPPORTED, "spc %s: %zu -> %zu channels: both must be multiples of %u (v0 takes any)",
-                   who, in, out, SPC_V1_CHANNELS);
+  HX_TRY(rule.widths(who, in, out, K, err));
   if (in > 65536u || out > 65536u)
     return hx_errf(err, HX_EINVAL, "spc %s: %zu -> %zu channels exceed 65536", who, in, out);
   if (!d_scratch) {
@@ -1689,11 +1706,15 @@ static hx_status conv_implicit(const char *who, void *d_y, const void *d_x, cons
   if (!d_y || !d_x || !w->d_w || !m->nbr) return hx_errf(err, HX_EINVAL, "spc %s: NULL y, x, weights or map", who);
   const uintptr_t ya = (uintptr_t)d_y, xa = (uintptr_t)d_x, wa = (uintptr_t)w->d_w;
   if (ya < xa + n * in * 2u && xa < ya + n * out * 2u) return hx_errf(err, HX_EINVAL, "spc %s: y overlaps x", who);
-  if ((ya | xa | wa) % 16u)
-    return hx_errf(err, HX_EINVAL, "spc %s: y, x and the weights must be 16-byte aligned (%p, %p, %p)", who, d_y, d_x,
-                   w->d_w);
+  if (xa % rule.x_align || (ya | wa) % rule.yw_align) {
+    if (rule.x_align == rule.yw_align)
+      return hx_errf(err, HX_EINVAL, "spc %s: y, x and the weights must be %u-byte aligned (%p, %p, %p)", who,
+                     rule.x_align, d_y, d_x, w->d_w);
+    return hx_errf(err, HX_EINVAL, "spc %s: x must be %u-byte aligned, y and the weights %u-byte (%p, %p, %p)", who,
+                   rule.x_align, rule.yw_align, d_x, d_y, w->d_w);
+  }
   if ((uintptr_t)w->d_b % 4u) return hx_errf(err, HX_EINVAL, "spc %s: bias not 4-byte aligned", who);
-  if ((n + 127u) / 128u * (out / SPC_V1_CHANNELS) > (size_t)INT32_MAX)
+  if (rule.v1_grid && (n + 127u) / 128u * (out / SPC_V1_CHANNELS) > (size_t)INT32_MAX)
     return hx_errf(err, HX_EINVAL, "spc %s: %zu rows x %zu channels exceed one launch", who, n, out);
   return HX_OK;
 }
@@ -1816,33 +1837,23 @@ hx_status spc_conv_v6(void *d_y, const void *d_x, const spc_weights *w, const sp
 }
 
 /* ---- v7: narrow k = 3 convolutions on register gathers -------------------------------------------------- */
+static hx_status v7_widths(const char *who, size_t in, size_t out, uint32_t K, hx_err *err) {
+  if (K != 27u || !spc_v7_takes(in, out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc %s: %zu -> %zu channels over %u offsets: k = 3, 32 or 64 input "
+                   "channels and a multiple of 32 output channels only", who, in, out, K);
+  return HX_OK;
+}
+/* x by 16-byte loads, y and the weights by 32-bit ones */
+constexpr ConvRule kV7Rule{v7_widths, 16u, 4u, false};
+
 /* Needs no scratch, no rulebook and no order (only m->nbr, in the map's own row order). Takes k = 3 maps with
  * in = 32 or 64 and out a multiple of 32 (spc_v7_takes; HX_EUNSUPPORTED otherwise). */
 hx_status spc_conv_v7(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
                       size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
   (void)ctx;
-  if (!w || !m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc v7: NULL weights, map or scratch size");
-  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "spc v7: dtype %d", (int)dt);
+  HX_TRY(conv_implicit("v7", d_y, d_x, w, m, d_scratch, scratch_bytes, 0, dt, err, kV7Rule));
+  if (!d_scratch || !m->n) return HX_OK;
   const size_t in = w->in, out = w->out, n = m->n;
-  if (!in || !out || (m->K != 27u && m->K != 125u) || w->K != m->K)
-    return hx_errf(err, HX_EINVAL, "spc v7: weights %zu -> %zu over %u offsets on a map of %u offsets", in, out, w->K,
-                   m->K);
-  if (m->K != 27u || !spc_v7_takes(in, out))
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v7: %zu -> %zu channels over %u offsets: k = 3, 32 or 64 input "
-                   "channels and a multiple of 32 output channels only", in, out, m->K);
-  if (out > 65536u) return hx_errf(err, HX_EINVAL, "spc v7: %zu output channels exceed 65536", out);
-  if (!d_scratch) {
-    *scratch_bytes = 0;
-    return HX_OK;
-  }
-  if (!n) return HX_OK;
-  if (!d_y || !d_x || !w->d_w || !m->nbr) return hx_errf(err, HX_EINVAL, "spc v7: NULL y, x, weights or map");
-  const uintptr_t ya = (uintptr_t)d_y, xa = (uintptr_t)d_x, wa = (uintptr_t)w->d_w;
-  if (ya < xa + n * in * 2u && xa < ya + n * out * 2u) return hx_errf(err, HX_EINVAL, "spc v7: y overlaps x");
-  if (xa % 16u || (ya | wa) % 4u)
-    return hx_errf(err, HX_EINVAL, "spc v7: x must be 16-byte aligned, y and the weights 4-byte (%p, %p, %p)", d_x,
-                   d_y, w->d_w);
-  if ((uintptr_t)w->d_b % 4u) return hx_errf(err, HX_EINVAL, "spc v7: bias not 4-byte aligned");
   int dev = 0, smem_optin = 0, sms = 0;
   HX_CUDA(err, cudaGetDevice(&dev));
   HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -1891,34 +1902,26 @@ hx_status spc_v5_halo_rows(uint32_t *rows, const spc_weights *w, int smem_optin,
 }
 
 /* ---- v2: small input widths (the stem) -------------------------------------------------------------- */
+static hx_status v2_widths(const char *who, size_t in, size_t out, uint32_t K, hx_err *err) {
+  (void)K;
+  if (!spc_v2_takes(in, out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc %s: %zu input channels: at most %u (v1 and v0 take wider inputs)", who,
+                   in, SPC_V2_MAX_IN);
+  return HX_OK;
+}
+/* 16-bit gathers and stores at the least (wider where the addresses and widths allow: exact and Params' flag) */
+constexpr ConvRule kV2Rule{v2_widths, 2u, 2u, false};
+
 /* Needs no scratch (the size query answers 0 bytes), no rulebook, no counts and no context: only m->nbr.
  * Refuses in > SPC_V2_MAX_IN with HX_EUNSUPPORTED (v1 or v0 take those); any out. */
 hx_status spc_conv_v2(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
                       size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
   (void)ctx;
-  if (!w || !m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc v2: NULL weights, map or scratch size");
-  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "spc v2: dtype %d", (int)dt);
+  HX_TRY(conv_implicit("v2", d_y, d_x, w, m, d_scratch, scratch_bytes, 0, dt, err, kV2Rule));
+  if (!d_scratch || !m->n) return HX_OK;
   const size_t in = w->in, out = w->out, n = m->n;
   const uint32_t K = m->K;
-  if (!in || !out || (K != 27u && K != 125u) || w->K != K)
-    return hx_errf(err, HX_EINVAL, "spc v2: weights %zu -> %zu over %u offsets on a map of %u offsets", in, out,
-                   w->K, K);
-  if (!spc_v2_takes(in, out))
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v2: %zu input channels: at most %u (v1 and v0 take wider inputs)", in,
-                   SPC_V2_MAX_IN);
-  if (out > 65536u) return hx_errf(err, HX_EINVAL, "spc v2: %zu output channels exceed 65536", out);
-  if (!d_scratch) {
-    *scratch_bytes = 0;
-    return HX_OK;
-  }
-  if (!n) return HX_OK;
-  if (!d_y || !d_x || !w->d_w || !m->nbr) return hx_errf(err, HX_EINVAL, "spc v2: NULL y, x, weights or map");
-  const uintptr_t ya = (uintptr_t)d_y, xa = (uintptr_t)d_x, wa = (uintptr_t)w->d_w;
-  if (ya < xa + n * in * 2u && xa < ya + n * out * 2u) return hx_errf(err, HX_EINVAL, "spc v2: y overlaps x");
-  if ((ya | xa | wa) % 2u)
-    return hx_errf(err, HX_EINVAL, "spc v2: y, x and the weights must be 2-byte aligned (%p, %p, %p)", d_y, d_x,
-                   w->d_w);
-  if ((uintptr_t)w->d_b % 4u) return hx_errf(err, HX_EINVAL, "spc v2: bias not 4-byte aligned");
+  const uintptr_t ya = (uintptr_t)d_y, xa = (uintptr_t)d_x;
   int dev = 0, smem_optin = 0, sms = 0;
   HX_CUDA(err, cudaGetDevice(&dev));
   HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
