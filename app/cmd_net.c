@@ -34,8 +34,8 @@ static void net_usage(FILE *f) {
           "usage: f3dbench net --model NAME [--points N | --input FILE] [--batch B] [--dtype fp16|bf16]\n"
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
-          "                    [--mlp fused|partial|linear] [--ln fused|separate] [--rehash on|off] [--bucket-fill F]\n"
-          "                    [--device-memory BYTES]\n"
+          "                    [--mlp fused|partial|linear] [--ln fused|separate] [--tile-order longest|last]\n"
+          "                    [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -68,6 +68,9 @@ static void net_usage(FILE *f) {
           "                     takes the width (fused, the default: PTv3's norm.1 in its qkv kernel and xCPE's\n"
           "                     LayerNorm + residual in its Linear at C = 32 and 64, the MLP's LayerNorm in the\n"
           "                     whole-MLP kernel), or every LayerNorm its own pass\n"
+          "  --tile-order longest|last  PTv3 on the GPU: spconv v6 takes a level's tiles most active offsets\n"
+          "                     first (longest, the default: a counting sort once per level) or last-first\n"
+          "                     (last); the same sums either way\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
           "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
@@ -87,6 +90,7 @@ typedef struct net_cli {
   const char *spconv; /* --spconv: a variant name, or NULL */
   int mlp;            /* --mlp: -1 not given, 0 linear, 1 fused, 2 partial */
   int ln;             /* --ln: -1 not given, 0 separate, 1 fused */
+  int tiles;          /* --tile-order: -1 not given, 0 last, 1 longest */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
@@ -343,12 +347,12 @@ int f3d_cmd_net(int argc, char **argv) {
       {"spconv", required_argument, NULL, 'S'}, {"rehash", required_argument, NULL, 'H'},
       {"bucket-fill", required_argument, NULL, 'F'}, {"device-memory", required_argument, NULL, 'M'},
       {"mlp", required_argument, NULL, 'P'},    {"ln", required_argument, NULL, 'L'},
-      {NULL, 0, NULL, 0}};
-  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, -1, -1, 0.0, 0};
+      {"tile-order", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0}};
+  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, 0.0, 0};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -399,6 +403,11 @@ int f3d_cmd_net(int argc, char **argv) {
       else if (strcmp(optarg, "separate") == 0) o.ln = 0;
       else return f3d_fail("net", "--ln '%s': fused or separate", optarg), 2;
       break;
+    case 'T':
+      if (strcmp(optarg, "longest") == 0) o.tiles = 1;
+      else if (strcmp(optarg, "last") == 0) o.tiles = 0;
+      else return f3d_fail("net", "--tile-order '%s': longest or last", optarg), 2;
+      break;
     case 'H':
       if (strcmp(optarg, "on") == 0) o.rehash = 1;
       else if (strcmp(optarg, "off") == 0) o.rehash = 0;
@@ -438,6 +447,10 @@ int f3d_cmd_net(int argc, char **argv) {
     cfg.mlp_fused = o.mlp;
   }
   if (o.ln >= 0) cfg.ln_fused = o.ln;
+  if (o.tiles >= 0) {
+    if (cfg.kind != 0) return f3d_fail("net", "--tile-order: %s has no sparse convolution (PTv3 models only)", cfg.name), 2;
+    cfg.tile_order = o.tiles;
+  }
   if (o.rehash >= 0) {
     if (cfg.kind != 1) return f3d_fail("net", "--rehash: %s has no PSH levels (Flash3D models only)", cfg.name), 2;
     cfg.rehash = o.rehash;
@@ -464,12 +477,13 @@ int f3d_cmd_net(int argc, char **argv) {
   if (!rc) rc = make_batch(&bt, &o);
   if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
   if (!rc) {
-    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s%s\n", cfg.name,
+    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s%s%s\n", cfg.name,
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
            o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
            o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
            !o.cpu && cfg.mlp_fused != 1 ? (cfg.mlp_fused ? ", MLP partly fused (--mlp partial)" : ", MLP unfused (--mlp linear)") : "",
            !o.cpu && !cfg.ln_fused ? ", LayerNorms as separate passes (--ln separate)" : "",
+           !o.cpu && cfg.kind == 0 && !cfg.tile_order ? ", v6 tiles last-first (--tile-order last)" : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

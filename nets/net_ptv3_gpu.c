@@ -83,6 +83,9 @@ typedef struct g_level {
   int32_t *cu, *nbr, *rule;
   uint32_t *map_order; /* the map's rows in mask order (spc_mask_order_gpu), when a convolution of the level reads
                         * it (uses_order: v3); NULL otherwise */
+  uint32_t *map_tiles; /* with net_config's tile_order, where the level's first convolution that reads map_order is
+                        * v6: its tiles (tile_rows rows each) most active offsets first (spc_mask_tiles_gpu) */
+  uint32_t tile_rows;
   spc_map map;
   battn_plan plan;
   uint32_t *bstart, *bcount, *scope;
@@ -513,6 +516,15 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
       NEED(&lv->map_order, m * 4, "ptv3 kernel map row order");
     else
       lv->map_order = NULL;
+    /* v6's tile order, for the tiles of the first convolution that reads the order (the encoder's where it
+     * does; a later one of other tile rows takes its tiles last-first) */
+    const spc_variant *first = ve->uses_order ? ve : vd;
+    const size_t Cf = (size_t)(ve->uses_order ? c->enc_channels[l] : c->dec_channels[l]);
+    lv->tile_rows = c->tile_order && lv->map_order && first->id == 6 ? spc_v6_tile_rows(Cf) : 0u;
+    if (lv->tile_rows)
+      NEED(&lv->map_tiles, (m + lv->tile_rows - 1) / lv->tile_rows * 4, "ptv3 kernel map tile order");
+    else
+      lv->map_tiles = NULL;
     NEED(&lv->bstart, (size_t)lv->plan.num_buckets * 4, "ptv3 attention buckets");
     NEED(&lv->bcount, (size_t)lv->plan.num_buckets * 4, "ptv3 attention bucket counts");
     NEED(&lv->scope, (size_t)lv->plan.num_scopes * lv->plan.buckets_per_scope * 4, "ptv3 attention scopes");
@@ -690,8 +702,10 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
     if (!(r->ready[l] & 4)) HX_TRY(map_gpu(r, &lv->map, lv->nbr, lv->rule, lv, 3));
     if (lv->map_order) {
       size_t sb = g->scratch_bytes;
-      HX_TRY(spc_mask_order_gpu(lv->map_order, &lv->map, g->scratch, &sb, r->cs, r->err));
+      HX_TRY(spc_mask_tiles_gpu(lv->map_order, lv->map_tiles, lv->tile_rows, &lv->map, g->scratch, &sb, r->cs,
+                                r->err));
       lv->map.order = lv->map_order;
+      lv->map.tiles = lv->map_tiles, lv->map.tile_rows = lv->tile_rows;
     }
     r->ready[l] |= 1;
   }

@@ -250,6 +250,11 @@ typedef struct spc_map {
    * convolution of a variant with uses_order instead of sorting in each call (PTv3 shares a level's map the same
    * way). spc_map_gpu and spc_map_cpu set it to NULL. */
   uint32_t *order;
+  /* NULL, or device [ceil(n / tile_rows)]: the tiles of tile_rows rows of `order`, most active offsets first
+   * (spc_mask_tiles_gpu, built with the order): v6 runs its tiles in this order when they have tile_rows rows
+   * (spc_v6_tile_rows), else last-first. spc_map_gpu and spc_map_cpu set it to NULL and tile_rows to 0. */
+  uint32_t *tiles;
+  uint32_t tile_rows;
 } spc_map;
 
 /* CPU reference map. grid [n*3] (x, y, z per row), batch [n] (NULL: one cloud). nbr is allocated (free with
@@ -322,6 +327,19 @@ const spc_variant *spc_variant_by_id(int id); /* NULL when no variant has that i
 hx_status spc_mask_order_cpu(uint32_t *order, const spc_map *m, hx_err *err);
 hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratch, size_t *scratch_bytes,
                              struct CUstream_st *stream, hx_err *err);
+/* The order v6 takes its tiles in: tiles of tile_rows rows of the rows taken in `order` (NULL: as they are), the
+ * ones with the most active offsets (an offset where one of the tile's rows has a neighbour: a step of v6's
+ * kernel) first, ties in increasing tile index (a stable sort). The block scheduler hands out tiles in launch
+ * order, so the lightest run in the last wave (longest processing time first). tiles [ceil(n / tile_rows)]; K <=
+ * 32 and tile_rows > 0 (HX_EINVAL otherwise). The CPU reference; spc_mask_tiles_gpu is the mask order and this
+ * order of its tiles in one call (d_tiles NULL: spc_mask_order_gpu, same scratch), equal to the CPU's. */
+hx_status spc_tile_order_cpu(uint32_t *tiles, const spc_map *m, const uint32_t *order, uint32_t tile_rows,
+                             hx_err *err);
+hx_status spc_mask_tiles_gpu(uint32_t *d_order, uint32_t *d_tiles, uint32_t tile_rows, const spc_map *m,
+                             void *d_scratch, size_t *scratch_bytes, struct CUstream_st *stream, hx_err *err);
+/* The rows of v6's tiles for out output channels (128, or 256 where its output slice is 128 channels): the
+ * tile_rows of the tile order its convolutions read. */
+uint32_t spc_v6_tile_rows(size_t out);
 /* The (16-row group, offset) steps v1's kernel multiplies over rows taken in `order` (NULL: as they are; groups
  * are rows [16 g, 16 g + 16) of that sequence, as v1's tiles are multiples of 16): a group steps at offset o when
  * one of its rows has a neighbour there. 16 x steps / m->pairs is the padding of v1's tensor work. */
@@ -467,6 +485,8 @@ typedef struct net_config {
                           * the width (PTv3's norm.1 in its qkv Linear and xCPE's LayerNorm + residual in its Linear at
                           * C 32 and 64; the MLP's LayerNorm in the whole-MLP kernel; the default, docs/nets.md
                           * "LayerNorm inside the kernels"); 0 = separate LayerNorm passes (an ablation) */
+  int tile_order;        /* PTv3 on the GPU: 1 = spconv v6 takes a level's tiles most active offsets first (the map's
+                          * tile order, spc_mask_tiles_gpu, once per level; the default); 0 = last-first (an ablation) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

@@ -60,7 +60,7 @@ hx_status spc_map_cpu(spc_map *m, const uint32_t *grid, const uint32_t *batch, u
     if (batch && batch[i] >= SPC_BATCH_LIMIT)
       return hx_errf(err, HX_EINVAL, "spc_map_cpu: row %u: batch %u >= 2^10", i, batch[i]);
   }
-  m->n = n, m->k = k, m->K = K, m->order = NULL;
+  m->n = n, m->k = k, m->K = K, m->order = NULL, m->tiles = NULL, m->tile_rows = 0;
   m->opairs[K / 2u] = n; /* an empty map is trivially counted */
   if (!n) return HX_OK;
 
@@ -228,6 +228,33 @@ hx_status spc_tile_halos_cpu(uint32_t *halo, const spc_map *m, const uint32_t *o
   free(stamp);
   return HX_OK;
 }
+
+/* A counting sort of the tiles by their active offsets, descending; tiles of one count stay in increasing order. */
+hx_status spc_tile_order_cpu(uint32_t *tiles, const spc_map *m, const uint32_t *order, uint32_t tile_rows,
+                             hx_err *err) {
+  if (!tiles || !m || (m->n && !m->nbr) || !tile_rows)
+    return hx_errf(err, HX_EINVAL, "spc_tile_order_cpu: NULL argument or tile_rows 0");
+  if (m->K > 32u) return hx_errf(err, HX_EINVAL, "spc_tile_order_cpu: %u offsets do not fit a 32-bit mask", m->K);
+  const uint32_t nt = (uint32_t)(((uint64_t)m->n + tile_rows - 1u) / tile_rows);
+  unsigned char *steps = malloc(nt ? nt : 1u);
+  if (!steps) return hx_errf(err, HX_ENOMEM, "spc_tile_order_cpu: %u tiles", nt);
+  uint32_t start[34] = {0}; /* start[32 - c] counts tiles of c steps, then becomes where they go */
+  for (uint32_t t = 0; t < nt; ++t) {
+    const uint32_t r0 = t * tile_rows, r1 = m->n - r0 < tile_rows ? m->n : r0 + tile_rows;
+    uint32_t any = 0;
+    for (uint32_t i = r0; i < r1; ++i) any |= row_mask(m, order ? order[i] : i);
+    steps[t] = (unsigned char)__builtin_popcount(any);
+    start[32u - steps[t] + 1u]++;
+  }
+  for (int b = 1; b < 34; ++b) start[b] += start[b - 1];
+  for (uint32_t t = 0; t < nt; ++t) tiles[start[32u - steps[t]]++] = t;
+  free(steps);
+  return HX_OK;
+}
+
+/* Tiles<BN, BK>::BM of nets/spconv_wgmma.cu: 256 rows at 128-channel output slices (two 64-row blocks a consumer
+ * warpgroup), 128 otherwise; the launcher uses a map's tile order only when its tile_rows equal the kernel's. */
+uint32_t spc_v6_tile_rows(size_t out) { return spc_v6_slice(out) == 128u ? 256u : 128u; }
 
 /* ---- The variant table (one list: spconv_internal.h) ---------------------------------------------- */
 #define SPC_ROW_(id_, name_, fn_, rule_, order_) {id_, name_, fn_, rule_, order_},

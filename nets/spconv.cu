@@ -1422,9 +1422,9 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
     return hx_errf(err, HX_EINVAL, "%s: %u rows x %u offsets exceed 2^31 map entries", who, n, K);
   if (!n) { /* nothing to build: the map of an empty cloud, whether or not this is a size query */
     if (!d_scratch) *scratch_bytes = 0;
-    m->n = 0, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL;
+    m->n = 0, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL, m->tiles = NULL, m->tile_rows = 0;
     if (count_pairs) m->pairs = 0, memset(m->opairs, 0, sizeof m->opairs);
-    if (m3) m3->n = 0, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL;
+    if (m3) m3->n = 0, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL, m3->tiles = NULL, m3->tile_rows = 0;
     return HX_OK;
   }
   const size_t nK = (size_t)n * K;
@@ -1477,8 +1477,8 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
     lookup_kernel<3><<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr, nullptr, table,
                                                                mask, brows, d_grid, d_batch, n);
   HX_LAUNCHED(err, "spc lookup kernel");
-  m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL;
-  if (m3) m3->n = n, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL;
+  m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL, m->tiles = NULL, m->tile_rows = 0;
+  if (m3) m3->n = n, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL, m3->tiles = NULL, m3->tile_rows = 0;
   if (d_rule) {
     HX_CUDA(err, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, (const uint32_t *)flag, scan, (int)nK, stream));
     rule_kernel<<<blocks_for(nK), kThreads, 0, stream>>>(d_rule, d_nbr, flag, scan, n, K);
@@ -1744,13 +1744,77 @@ hx_status spc_conv_v1(void *d_y, const void *d_x, const spc_weights *w, const sp
 }
 
 /* ---- v3: v1 over rows sorted by their neighbour mask --------------------------------------------- */
+namespace tile_order {
+/* steps[t] = the active offsets of tile t: a warp ORs the tile's sorted masks (contiguous: keys in mask order) */
+__global__ void __launch_bounds__(kThreads) steps_kernel(unsigned char *__restrict__ steps,
+                                                         const uint32_t *__restrict__ key, uint32_t n,
+                                                         uint32_t tile_rows, uint32_t tiles) {
+  const uint32_t t = blockIdx.x * (kThreads / 32u) + threadIdx.x / 32u, lane = threadIdx.x & 31u;
+  if (t >= tiles) return;
+  const uint32_t r0 = t * tile_rows, r1 = n - r0 < tile_rows ? n : r0 + tile_rows;
+  uint32_t any = 0;
+  for (uint32_t i = r0 + lane; i < r1; i += 32u) any |= __ldg(key + i);
+  any = __reduce_or_sync(0xFFFFFFFFu, any);
+  if (lane == 0) steps[t] = (unsigned char)__popc(any);
+}
+
+/* One CTA: a stable counting sort of the tiles by steps, descending (spc_tile_order_cpu's order). Tiles go
+ * through in chunks of kSortThreads, one a thread: a tile's place is its bin's start, plus the tiles of its
+ * bin in the earlier warps of the chunk, plus its rank among its warp's peers (__match_any_sync). */
+constexpr int kSortThreads = 1024, kBins = 33, kWarps = kSortThreads / 32;
+__global__ void __launch_bounds__(kSortThreads) sort_kernel(uint32_t *__restrict__ tiles,
+                                                            const unsigned char *__restrict__ steps, uint32_t nt) {
+  __shared__ uint32_t start[kBins];
+  __shared__ uint32_t wcount[kWarps][kBins];
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid / 32u;
+  if (tid < kBins) start[tid] = 0;
+  __syncthreads();
+  for (uint32_t t = tid; t < nt; t += kSortThreads) atomicAdd(&start[32u - steps[t]], 1u);
+  __syncthreads();
+  if (tid == 0) {
+    uint32_t sum = 0;
+    for (int b = 0; b < kBins; ++b) {
+      const uint32_t c = start[b];
+      start[b] = sum, sum += c;
+    }
+  }
+  for (uint32_t base = 0; base < nt; base += kSortThreads) {
+    __syncthreads(); /* start's scan (first chunk) or the last chunk's advance, which read wcount */
+    for (uint32_t i = tid; i < (uint32_t)(kWarps * kBins); i += kSortThreads) (&wcount[0][0])[i] = 0;
+    __syncthreads();
+    const uint32_t t = base + tid;
+    const uint32_t b = t < nt ? 32u - steps[t] : kBins; /* kBins: no tile */
+    const uint32_t peers = __match_any_sync(0xFFFFFFFFu, b);
+    const uint32_t rank = __popc(peers & ((1u << lane) - 1u));
+    if (b < kBins && rank == 0) wcount[warp][b] = __popc(peers);
+    __syncthreads();
+    if (b < kBins) {
+      uint32_t at = start[b] + rank;
+      for (uint32_t w = 0; w < warp; ++w) at += wcount[w][b];
+      tiles[at] = t;
+    }
+    __syncthreads(); /* every place read start before it advances */
+    if (tid < kBins)
+      for (int w = 0; w < kWarps; ++w) start[tid] += wcount[w][tid];
+  }
+}
+} // namespace tile_order
+
 /* The order (spc_mask_order_cpu is its reference): keys and rows in, keys sorted (3 x n uint32) and CUB's radix
- * sort storage in scratch; the sorted rows in d_order. The sort is stable: rows of one mask keep their order. */
+ * sort storage in scratch; the sorted rows in d_order. The sort is stable: rows of one mask keep their order.
+ * With d_tiles, the tiles' steps (one byte a tile) then go where the unsorted keys were, and sort_kernel orders
+ * the tiles (spc_tile_order_cpu is its reference). */
 hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratch, size_t *scratch_bytes,
                              cudaStream_t stream, hx_err *err) {
+  return spc_mask_tiles_gpu(d_order, NULL, 0, m, d_scratch, scratch_bytes, stream, err);
+}
+
+hx_status spc_mask_tiles_gpu(uint32_t *d_order, uint32_t *d_tiles, uint32_t tile_rows, const spc_map *m,
+                             void *d_scratch, size_t *scratch_bytes, cudaStream_t stream, hx_err *err) {
   if (!m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: NULL map or scratch size");
   if (m->K > 32u || m->K == 0u)
     return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: %u offsets do not fit a 32-bit mask", m->K);
+  if (d_tiles && !tile_rows) return hx_errf(err, HX_EINVAL, "spc_mask_tiles_gpu: tile_rows 0");
   const size_t n = m->n;
   size_t sort_bytes = 0;
   if (n) HX_CUDA(err, cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, (const uint32_t *)nullptr,
@@ -1772,6 +1836,14 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
   HX_LAUNCHED(err, "spc mask_kernel");
   HX_CUDA(err, cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, key_in, key_out, row_in, d_order, (int)n, 0,
                                                (int)m->K, stream));
+  if (!d_tiles) return HX_OK;
+  const size_t nt = (n + tile_rows - 1u) / tile_rows; /* <= n: the steps fit where the n keys were */
+  unsigned char *steps = reinterpret_cast<unsigned char *>(key_in);
+  tile_order::steps_kernel<<<(unsigned)((nt + kThreads / 32u - 1u) / (kThreads / 32u)), kThreads, 0, stream>>>(
+      steps, key_out, (uint32_t)n, tile_rows, (uint32_t)nt);
+  HX_LAUNCHED(err, "spc tile steps_kernel");
+  tile_order::sort_kernel<<<1, tile_order::kSortThreads, 0, stream>>>(d_tiles, steps, (uint32_t)nt);
+  HX_LAUNCHED(err, "spc tile sort_kernel");
   return HX_OK;
 }
 
@@ -1799,8 +1871,8 @@ static hx_status conv_sorted(const char *who, int kern, void *d_y, const void *d
   const uint32_t *perm = own ? order : m->order;
   if (own) HX_TRY(spc_mask_order_gpu(order, m, order_scratch, &order_bytes, stream, err));
   if (kern == kWgmma)
-    return spc_v6_launch(d_y, d_x, w->d_w, w->d_b, m->nbr, perm, m->n, (uint32_t)w->in, (uint32_t)w->out, dt, stream,
-                         err);
+    return spc_v6_launch(d_y, d_x, w->d_w, w->d_b, m->nbr, perm, own ? NULL : m->tiles, own ? 0u : m->tile_rows,
+                         m->n, (uint32_t)w->in, (uint32_t)w->out, dt, stream, err);
   return conv_launch(d_y, d_x, w, m, perm, kern == kDeep, dt, stream, err);
 }
 

@@ -64,11 +64,12 @@ SPC_VARIANT_LIST(SPC_DECLARE_)
 /* v6's kernel (nets/spconv_wgmma.cu; CUDA builds only). spc_v6_check: HX_EUNSUPPORTED unless spc_v6_takes(in,
  * out), the device runs this build's sm_90a image (compute capability 9.0) and the driver has the TMA descriptor
  * encoder. spc_v6_launch: y = conv(x) over the rows in d_perm's order (a permutation of [0, n), v3's order),
- * arguments checked by the caller as v3's. */
+ * its tiles in d_tiles' order when d_tiles is not NULL and tile_rows is the kernel's (spc_v6_tile_rows), else
+ * last-first; arguments checked by the caller as v3's. */
 hx_status spc_v6_check(size_t in, size_t out, hx_err *err);
 hx_status spc_v6_launch(void *d_y, const void *d_x, const void *d_w, const float *d_b, const int32_t *d_nbr,
-                        const uint32_t *d_perm, uint32_t n, uint32_t in, uint32_t out, net_dtype dt,
-                        struct CUstream_st *stream, hx_err *err);
+                        const uint32_t *d_perm, const uint32_t *d_tiles, uint32_t tile_rows, uint32_t n, uint32_t in,
+                        uint32_t out, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 
 #ifdef __cplusplus
 }

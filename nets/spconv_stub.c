@@ -30,6 +30,13 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
   return hx_errf(err, HX_ENODEV, "spc_mask_order_gpu: this build has no CUDA");
 }
 
+hx_status spc_mask_tiles_gpu(uint32_t *d_order, uint32_t *d_tiles, uint32_t tile_rows, const spc_map *m,
+                             void *d_scratch, size_t *scratch_bytes, struct CUstream_st *stream, hx_err *err) {
+  (void)d_order, (void)d_tiles, (void)tile_rows, (void)m, (void)d_scratch, (void)stream;
+  if (scratch_bytes) *scratch_bytes = 0;
+  return hx_errf(err, HX_ENODEV, "spc_mask_tiles_gpu: this build has no CUDA");
+}
+
 hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b, size_t in, size_t out, uint32_t K,
                              net_dtype dt, const net_alloc *alloc, hx_err *err) {
   (void)h_w, (void)h_b, (void)in, (void)out, (void)K, (void)dt, (void)alloc;

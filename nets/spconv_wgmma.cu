@@ -79,6 +79,7 @@ struct Params {
   const float *b;        /* [out] fp32 or NULL */
   const int32_t *nbr;    /* [n, K]: input row or -1; entries outside [0, n) read as -1 */
   const uint32_t *perm;  /* tile row t is output row perm[t] (a permutation of [0, n)) */
+  const uint32_t *tiles; /* NULL (last-first), or the tiles in launch order (spc_mask_tiles_gpu, BM rows each) */
   uint32_t n, in, out, slices;
 };
 
@@ -240,12 +241,13 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
   const uint32_t sBar = (smem_addr(nact + 4) + 7u) & ~7u, sFull = sBar, sEmpty = sBar + 8u * ST;
 
   const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
-  /* Tiles last-first: in the ascending mask order the tiles near the end name more offsets (the higher bits
-   * set), so with them first the block scheduler fills the last wave with the lightest tiles, close to
-   * longest-first. Measured on PTv3's 600k forward (H200): xCPE -0.3 ms, most at one CTA an SM (C >= 128),
-   * where a level's 260-560 tiles are 2-5 waves of 132. Each tile's sums are unchanged (bit for bit). */
-  const uint32_t bx = gridDim.x - 1u - blockIdx.x;
-  const uint32_t tile = bx / p.slices, slice = bx - tile * p.slices;
+  /* Heaviest tiles first, so that the block scheduler, which hands out CTAs in launch order, leaves the
+   * lightest for the last wave: the map's tile order (most active offsets first), or else last-first (in the
+   * ascending mask order the tiles near the end name more offsets: the higher bits set). Last-first against the
+   * tiles in order, PTv3's 600k forward (H200): xCPE -0.3 ms, most at one CTA an SM (C >= 128), where a
+   * level's 260-560 tiles are 2-5 waves of 132. Each tile's sums are unchanged (bit for bit). */
+  const uint32_t q = blockIdx.x / p.slices, slice = blockIdx.x - q * p.slices;
+  const uint32_t tile = p.tiles ? __ldg(p.tiles + q) : gridDim.x / p.slices - 1u - q;
   const uint32_t t0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN; /* first tile row, output column */
   const uint32_t rows = p.n - t0 < (uint32_t)BM ? p.n - t0 : (uint32_t)BM;
 
@@ -482,6 +484,9 @@ template <typename T, int BN, int BK> hx_status launch(const Params &p, cudaStre
   if (!enc) return hx_errf(err, HX_EUNSUPPORTED, "spc v6: the driver has no cuTensorMapEncodeTiled");
   CUtensorMap tm_w; /* fp16 or bf16: the copy moves bytes, the type only names the element size */
   HX_TRY(tensor_map<BK>(&tm_w, enc, p.w, (uint64_t)kK * p.out, p.in, (uint32_t)BN, err));
+  if (p.tiles && spc_v6_tile_rows(p.out) != (uint32_t)Tr::BM)
+    return hx_errf(err, HX_EINVAL, "spc v6: a tile order of %u-row tiles for %d-row tiles", spc_v6_tile_rows(p.out),
+                   Tr::BM);
   const size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices;
   kern<<<(unsigned)ctas, 384, Tr::SMEM, stream>>>(p, tm_w);
   HX_LAUNCHED(err, "spc v6 conv_wg_kernel");
@@ -547,8 +552,11 @@ extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
 }
 
 extern "C" hx_status spc_v6_launch(void *d_y, const void *d_x, const void *d_w, const float *d_b, const int32_t *d_nbr,
-                                   const uint32_t *d_perm, uint32_t n, uint32_t in, uint32_t out, net_dtype dt,
-                                   cudaStream_t stream, hx_err *err) {
-  const spc_v6::Params p{d_y, d_x, d_w, d_b, d_nbr, d_perm, n, in, out, 1u};
+                                   const uint32_t *d_perm, const uint32_t *d_tiles, uint32_t tile_rows, uint32_t n,
+                                   uint32_t in, uint32_t out, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  /* spc_v6_tile_rows (spconv.c) states Tiles' BM for the slice by_bn picks; a map ordered for other tiles is
+   * taken last-first */
+  const uint32_t *tiles = d_tiles && tile_rows == spc_v6_tile_rows(out) ? d_tiles : nullptr;
+  const spc_v6::Params p{d_y, d_x, d_w, d_b, d_nbr, d_perm, tiles, n, in, out, 1u};
   return dt == NET_BF16 ? spc_v6::by_bn<__nv_bfloat16>(p, stream, err) : spc_v6::by_bn<__half>(p, stream, err);
 }

@@ -7,7 +7,8 @@
 # time the graph and write both clouds; the estimate before allocation is at least each run's arena peak; and
 # --device-memory below the estimate is refused before any allocation; the LayerNorms of ptv3-tiny's 32- and
 # 64-channel levels run inside their Linears' kernels (no `norm` part there, one at the 16-channel level 0) and
-# --ln separate puts them back as passes, checked. Exits 77 (skipped) without a CUDA device.
+# --ln separate puts them back as passes, checked; --tile-order last (v6's tiles last-first) passes its check and
+# says so. Exits 77 (skipped) without a CUDA device.
 set -u
 BIN=${1:?usage: test_net_gpu_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -61,6 +62,10 @@ done
 grep -q '^check: .*: pass$' "$T/out-ln" || fail "net --ln separate: no passing check line"
 grep -q 'LayerNorms as separate passes (--ln separate)' "$T/out-ln" || fail "net --ln separate: the header does not say so"
 grep '^  enc1 ' "$T/out-ln" | grep -q ' norm ' || fail "net --ln separate: no norm part at enc1"
+"$BIN" net --model ptv3-tiny --points 3000 --reps 3 --tile-order last > "$T/out-tiles" 2>&1 ||
+  fail "net --tile-order last exited $?: $(tail -3 "$T/out-tiles")"
+grep -q '^check: .*: pass$' "$T/out-tiles" || fail "net --tile-order last: no passing check line"
+grep -q 'v6 tiles last-first (--tile-order last)' "$T/out-tiles" || fail "net --tile-order last: the header does not say so"
 O="$T/out-main"
 for part in serialize embed enc0 enc1 dec0 head; do
   grep -q "^  $part " "$O" || fail "no part '$part' in the time by part of the network"

@@ -277,6 +277,45 @@ static void check_run(net_gpu *g, const net_params *p, const tcase *t, cudaStrea
   assert_int_equal(st, HX_OK);
 }
 
+/* v6's tiles most active offsets first are the main path (net_config's tile_order); the ablation, last-first
+ * (f3dbench net --tile-order last), gives the same logits bit for bit (each tile's sums do not depend on when it
+ * runs), both checked against the CPU forward; two clouds */
+static void test_ptv3_tiny_tile_order(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  net_config cfg;
+  assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
+  assert_int_equal(cfg.tile_order, 1);
+  assert_int_equal(net_config_named(&cfg, "ptv3-tiny", &err), HX_OK);
+  net_params p = {0};
+  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  tcase t;
+  memset(&t, 0, sizeof t);
+  make_case(&t, 2, 2500, g_seed + 7);
+  cudaStream_t s;
+  assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  net_output out[2] = {{0}, {0}};
+  for (int k = 0; k < 2; k++) {
+    cfg.tile_order = 1 - k;
+    net_gpu *g = NULL;
+    assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err), HX_OK);
+    assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
+    assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
+    assert_int_equal(net_gpu_download(g, &out[k], 0, (struct CUstream_st *)s, &err), HX_OK);
+    check_run(g, &p, &t, s, k ? "ptv3-tiny, v6 tiles last-first" : "ptv3-tiny, v6 tiles longest first");
+    net_gpu_destroy(g);
+  }
+  assert_int_equal(out[0].n * out[0].classes, out[1].n * out[1].classes);
+  size_t differ = 0;
+  for (size_t i = 0; i < out[0].n * out[0].classes; i++) differ += memcmp(&out[0].logits[i], &out[1].logits[i], 4) != 0;
+  printf("ptv3-tiny: tile orders differ in %zu of %zu logits\n", differ, out[0].n * out[0].classes);
+  assert_int_equal(differ, 0);
+  net_output_free(&out[0]), net_output_free(&out[1]);
+  cudaStreamDestroy(s);
+  free_case(&t);
+  net_params_free(&p);
+}
+
 static void test_rerun_and_graph(void **state) {
   (void)state;
   /* flash3d-tiny twice: re-hashed, and with rehash off, whose windows are cut on the device in every forward */
@@ -355,7 +394,7 @@ int main(void) {
       cmocka_unit_test(test_ptv3_tiny_f16),     cmocka_unit_test(test_ptv3_tiny_bf16),
       cmocka_unit_test(test_ptv3_tiny_spconv_variants), cmocka_unit_test(test_ptv3_tiny_mlp_linear),
       cmocka_unit_test(test_flash3d_tiny_mlp_linear),
-      cmocka_unit_test(test_tiny_ln_separate),
+      cmocka_unit_test(test_tiny_ln_separate),       cmocka_unit_test(test_ptv3_tiny_tile_order),
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),

@@ -313,6 +313,67 @@ static void test_mask_order(void **state) {
   assert_int_equal(spc_mask_order_cpu(&one, &m5, &e), HX_EINVAL);
 }
 
+/* v6's tile order (spc_tile_order_cpu). A hand-made map of 7 rows, K = 4, tiles of 2 rows: tile steps 2, 1, 4 and 2
+ * (the last tile one row; row 5's only entry, 9, is outside [0, 7) and counts as none), so tiles 2, 0, 3, 1 (ties in
+ * increasing index); over the rows reversed the steps are 2, 4, 2, 1: tiles 1, 0, 2, 3. On a slab cloud in mask
+ * order with 128-row tiles: a permutation, steps non-increasing, ties in increasing index. NULL, tile_rows 0 and
+ * K > 32 refused. */
+static uint32_t tile_steps(const spc_map *m, const uint32_t *order, uint32_t T, uint32_t t) {
+  uint32_t any = 0;
+  for (uint32_t i = t * T; i < m->n && i < t * T + T; ++i)
+    for (uint32_t o = 0; o < m->K; ++o) {
+      const int32_t j = m->nbr[(size_t)(order ? order[i] : i) * m->K + o];
+      any |= (j >= 0 && (uint32_t)j < m->n ? 1u : 0u) << o;
+    }
+  return (uint32_t)__builtin_popcount(any);
+}
+
+static void test_tile_order(void **state) {
+  (void)state;
+  int32_t nbr[28] = {0, -1, -1, -1, 1, 0, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1,
+                     4, 3,  5,  6,  -1, -1, -1, 9, -1, 6, 5,  -1};
+  spc_map h = {.n = 7, .k = 0, .K = 4, .nbr = nbr};
+  const uint32_t rev[7] = {6, 5, 4, 3, 2, 1, 0}, want[4] = {2, 0, 3, 1}, want_rev[4] = {1, 0, 2, 3};
+  uint32_t got[4];
+  hx_err e;
+  assert_int_equal(spc_tile_order_cpu(got, &h, NULL, 2, &e), HX_OK);
+  for (int t = 0; t < 4; ++t) assert_int_equal(got[t], want[t]);
+  assert_int_equal(spc_tile_order_cpu(got, &h, rev, 2, &e), HX_OK);
+  for (int t = 0; t < 4; ++t) assert_int_equal(got[t], want_rev[t]);
+  assert_int_equal(spc_tile_order_cpu(NULL, &h, NULL, 2, &e), HX_EINVAL);
+  assert_int_equal(spc_tile_order_cpu(got, &h, NULL, 0, &e), HX_EINVAL);
+  spc_map wide = h;
+  wide.K = 33;
+  assert_int_equal(spc_tile_order_cpu(got, &wide, NULL, 2, &e), HX_EINVAL);
+
+  tcloud t;
+  make_slab(&t, 48, 0.6, 331u);
+  spc_map m;
+  assert_int_equal(spc_map_cpu(&m, t.grid, NULL, t.n, 3, &e), HX_OK);
+  const uint32_t T = 128, nt = (m.n + T - 1) / T;
+  uint32_t *order = malloc(m.n * sizeof *order), *tiles = malloc(nt * sizeof *tiles);
+  unsigned char *seen = calloc(nt, 1);
+  assert_true(order && tiles && seen);
+  assert_int_equal(spc_mask_order_cpu(order, &m, &e), HX_OK);
+  assert_int_equal(spc_tile_order_cpu(tiles, &m, order, T, &e), HX_OK);
+  uint32_t prev = 33, distinct = 0;
+  for (uint32_t k = 0; k < nt; ++k) {
+    assert_true(tiles[k] < nt);
+    assert_int_equal(seen[tiles[k]]++, 0);
+    const uint32_t s = tile_steps(&m, order, T, tiles[k]);
+    assert_true(s <= prev);
+    if (k && s == prev) assert_true(tiles[k] > tiles[k - 1]);
+    distinct += s != prev;
+    prev = s;
+  }
+  printf("%u rows, %u tiles of %u: %u distinct step counts, %u to %u\n", m.n, nt, T, distinct,
+         tile_steps(&m, order, T, tiles[nt - 1]), tile_steps(&m, order, T, tiles[0]));
+  assert_true(distinct >= 3); /* the order is not the identity by accident */
+  free(order), free(tiles), free(seen);
+  spc_map_free_host(&m);
+  free(t.grid), free(t.batch);
+}
+
 /* spc_tile_halos_cpu on a hand-made map: distinct input rows per tile, in the map's order and in another, entries
  * outside [0, n) counted as none, a last partial tile; NULL arguments and tile 0 refused. */
 static void test_tile_halos(void **state) {
@@ -484,7 +545,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_block),     cmocka_unit_test(test_offset_order), cmocka_unit_test(test_random),
       cmocka_unit_test(test_conv_dense), cmocka_unit_test(test_refusals),    cmocka_unit_test(test_variants),
-      cmocka_unit_test(test_mask_order), cmocka_unit_test(test_tile_halos),
+      cmocka_unit_test(test_mask_order), cmocka_unit_test(test_tile_order), cmocka_unit_test(test_tile_halos),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -949,7 +949,9 @@ static void test_conv_v2(void **state) {
  * interleaved; a scratch one byte
  * short and a map of K > 32 are refused; v3's and v4's outputs equal v1's bit for bit on both clouds (each output
  * sums the same products over increasing offsets; only exact zeros are added or left out; v4's deeper pipeline
- * changes when rows arrive, not the sums), and v3 and v4 refuse k = 5 maps with HX_EUNSUPPORTED (v1 takes them). */
+ * changes when rows arrive, not the sums), and v3 and v4 refuse k = 5 maps with HX_EUNSUPPORTED (v1 takes them).
+ * v6's tile orders (spc_mask_tiles_gpu) equal the CPU's (spc_tile_order_cpu) at 128- and 256-row tiles, and v6 on
+ * sm_90a gives the same bits with either tile order in the map as last-first. */
 static void test_mask_order_v3(void **state) {
   (void)state;
   const spc_variant *v1 = spc_variant_by_id(1), *v3 = spc_variant_by_id(3), *v4 = spc_variant_by_id(4);
@@ -985,6 +987,35 @@ static void test_mask_order_v3(void **state) {
     spc_map wide = g.m;
     wide.K = 125, wide.k = 5;
     assert_int_equal(spc_mask_order_gpu(NULL, &wide, NULL, &bytes, NULL, &err), HX_EINVAL);
+    /* v6's tile orders (spc_mask_tiles_gpu, the same scratch as the order alone) equal the CPU's, tiles of 128 and
+     * 256 rows; tiles poisoned; the order written with them equals the order alone */
+    uint32_t *d_tiles[2] = {NULL, NULL};
+    for (int ti = 0; ti < 2; ++ti) {
+      const uint32_t T = ti ? 256u : 128u, nt = (t.n + T - 1u) / T;
+      uint32_t *tw = malloc(nt * sizeof *tw), *tg = malloc(nt * sizeof *tg);
+      assert_true(tw && tg);
+      assert_int_equal(spc_tile_order_cpu(tw, &c, want, T, &err), HX_OK);
+      size_t tbytes = 0;
+      assert_int_equal(spc_mask_tiles_gpu(NULL, NULL, T, &g.m, NULL, &tbytes, NULL, &err), HX_OK);
+      assert_int_equal(tbytes, bytes);
+      d_tiles[ti] = dev_alloc(nt * sizeof(uint32_t));
+      assert_int_equal(cudaMemset(d_tiles[ti], 0xFF, nt * sizeof(uint32_t)), cudaSuccess);
+      assert_int_equal(cudaMemset(d_order, 0xFF, t.n * sizeof(uint32_t)), cudaSuccess);
+      assert_int_equal(spc_mask_tiles_gpu(d_order, d_tiles[ti], 0, &g.m, d_s, &bytes, NULL, &err), HX_EINVAL);
+      assert_int_equal(spc_mask_tiles_gpu(d_order, d_tiles[ti], T, &g.m, d_s, &bytes, NULL, &err), HX_OK);
+      assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+      assert_int_equal(cudaMemcpy(tg, d_tiles[ti], nt * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+      assert_int_equal(cudaMemcpy(got, d_order, t.n * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+      size_t tdiff = 0, odiff = 0, moved = 0;
+      for (uint32_t k = 0; k < nt; ++k) tdiff += tg[k] != tw[k], moved += tw[k] != k;
+      for (uint32_t i = 0; i < t.n; ++i) odiff += got[i] != want[i];
+      printf("tile order: %u tiles of %u rows, %zu moved from launch order, %zu differ from the CPU's\n", nt, T, moved,
+             tdiff);
+      assert_int_equal(tdiff, 0);
+      assert_int_equal(odiff, 0);
+      assert_true(moved > 0);
+      free(tw), free(tg);
+    }
     free(want), free(got);
     /* v3 and v4 against v1, bit for bit (tiles of 128 rows, then 256), each sorting in its call and reading the
      * map's order (m.order, as the forward gives it); at 256-row tiles also 32 -> 32, v4's deepest pipeline.
@@ -1026,6 +1057,39 @@ static void test_mask_order_v3(void **state) {
         assert_int_equal(diff, 0);
       }
       g.m.order = NULL;
+      /* v6 on the map's order with its tile order (128-row tiles at 64 channels, 256 at 128), and with the other
+       * tile order (taken last-first): the same bits as v6 last-first, which the other tests check against the
+       * CPU reference (each tile's sums do not depend on when it runs) */
+      const spc_variant *v6 = spc_variant_by_id(6);
+      if (wi == 0 && v6 && spc_variant_main(64, 64, 27)->id == 6) { /* v6 runs here (sm_90a) */
+        for (int wc = 0; wc < 2; ++wc) {
+          const size_t C6 = wc ? 128u : 64u;
+          conv_prob q;
+          prob_make(&q, &c, NET_F16, C6, C6, 91u + (unsigned)wc);
+          spc_weights s6;
+          assert_int_equal(spc_weights_upload(&s6, q.w, q.b, q.in, q.out, c.K, q.dt, NULL, &err), HX_OK);
+          const size_t n6 = (size_t)q.n * q.out;
+          uint16_t *ya = malloc(n6 * 2u + 2u), *yb = malloc(n6 * 2u + 2u);
+          assert_true(ya && yb);
+          g.m.order = d_order;
+          run_once(v6, NULL, &q, &g, &s6, ya);
+          assert_int_equal(spc_v6_tile_rows(C6), wc ? 256u : 128u);
+          for (int ti = 0; ti < 2; ++ti) {
+            g.m.tiles = d_tiles[ti], g.m.tile_rows = ti ? 256u : 128u;
+            run_once(v6, NULL, &q, &g, &s6, yb);
+            size_t diff = 0;
+            for (size_t e = 0; e < n6; ++e) diff += ya[e] != yb[e];
+            printf("v6 %zu -> %zu, %u rows, tile order of %u rows (%s): %zu of %zu outputs differ from last-first\n",
+                   C6, C6, q.n, g.m.tile_rows, g.m.tile_rows == spc_v6_tile_rows(C6) ? "taken" : "not v6's, ignored",
+                   diff, n6);
+            assert_int_equal(diff, 0);
+          }
+          g.m.order = NULL, g.m.tiles = NULL, g.m.tile_rows = 0;
+          free(ya), free(yb);
+          spc_weights_free(&s6);
+          prob_free(&q);
+        }
+      }
       if (wi == 0) {
         /* v3's scratch one byte short of what its query asked (the order it sorts in the call): refused */
         size_t need = 0;
@@ -1041,7 +1105,7 @@ static void test_mask_order_v3(void **state) {
       spc_weights_free(&sw);
       prob_free(&p);
     }
-    cudaFree(d_order), cudaFree(d_s);
+    cudaFree(d_order), cudaFree(d_s), cudaFree(d_tiles[0]), cudaFree(d_tiles[1]);
     spc_map_free_host(&c);
     gmap_free(&g);
     tcloud_free(&t);
