@@ -432,28 +432,47 @@ template <int C, int NQ> constexpr size_t lnl_smem() {
   return (size_t)(NQ * C) * lay<C / 8>::kStride + (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)(NQ * C + 2 * C) * 4;
 }
 
+/* The frame lnl_kernel and lla_kernel share: W [N][C] (N = NQ C), two stages of 128-row x tiles, the bias (fp32
+ * [N]), gamma and beta ([C] each), in that order (lnl_smem<C, NQ>() bytes); W, b, gamma and beta loaded once, and
+ * the CTA's first tile of x (rows by ridx when IDX) in flight in stage 0 as one commit group. */
+template <int C, int N> struct ln_frame {
+  uint32_t sW, sX;
+  float *sB, *sG, *sBt;
+};
+template <typename T, int C, int N, bool IDX>
+__device__ __forceinline__ ln_frame<C, N> ln_frame_load(uint8_t *base, const uint16_t *w, const uint16_t *b,
+                                                        const float *lg, const float *lb, const uint16_t *x,
+                                                        const uint32_t *ridx, size_t rows, size_t tile, size_t tiles,
+                                                        int tid) {
+  constexpr int CPR = C / 8;
+  using L = lay<CPR>;
+  ln_frame<C, N> f;
+  f.sW = smem_addr(base);
+  f.sX = f.sW + N * L::kStride;
+  f.sB = reinterpret_cast<float *>(base + N * L::kStride + 2 * kBM * L::kStride);
+  f.sG = f.sB + N, f.sBt = f.sG + C;
+  for (int i = tid; i < N * CPR; i += kThreads) cp_async_cg(f.sW + L::at(i / CPR, i % CPR), w + (size_t)i * 8);
+  for (int i = tid; i < N; i += kThreads) f.sB[i] = unpack2<T>(b ? (uint32_t)b[i] : 0u).x;
+  for (int i = tid; i < C; i += kThreads) f.sG[i] = lg[i], f.sBt[i] = lb[i];
+  if (tile < tiles) load_x<C, IDX>(f.sX, x, ridx, tile * kBM, rows, tid);
+  cp_async_commit();
+  return f;
+}
+
 template <typename T, int C, int NQ>
 __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
     lnl_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint32_t *__restrict__ ridx,
                const float *__restrict__ lg, const float *__restrict__ lb, float eps, const uint16_t *__restrict__ w,
                const uint16_t *__restrict__ b, size_t rows, size_t tiles) {
-  constexpr int CPR = C / 8, KS = C / 16, N = NQ * C;
-  using L = lay<CPR>;
+  constexpr int KS = C / 16, N = NQ * C;
   extern __shared__ uint4 smem_raw[];
   uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
-  const uint32_t sW = smem_addr(base);        /* [N][C] */
-  const uint32_t sX = sW + N * L::kStride;    /* 2 x [kBM][C] */
-  float *sB = reinterpret_cast<float *>(base + N * L::kStride + 2 * kBM * L::kStride); /* [N] */
-  float *sG = sB + N, *sBt = sG + C;                                                   /* [C] each */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-
-  for (int i = tid; i < N * CPR; i += kThreads) cp_async_cg(sW + L::at(i / CPR, i % CPR), w + (size_t)i * 8);
-  for (int i = tid; i < N; i += kThreads) sB[i] = unpack2<T>(b ? (uint32_t)b[i] : 0u).x;
-  for (int i = tid; i < C; i += kThreads) sG[i] = lg[i], sBt[i] = lb[i];
   size_t tile = blockIdx.x;
+  const ln_frame<C, N> f = ln_frame_load<T, C, N, true>(base, w, b, lg, lb, x, ridx, rows, tile, tiles, tid);
+  const uint32_t sW = f.sW, sX = f.sX;
+  const float *sB = f.sB, *sG = f.sG, *sBt = f.sBt;
   int stage = 0;
-  if (tile < tiles) load_x<C, true>(sX, x, ridx, tile * kBM, rows, tid);
-  cp_async_commit();
 
   for (; tile < tiles; tile += gridDim.x) {
     const uint32_t tx = tile_ready<C, true>(sX, x, ridx, tile + gridDim.x, tiles, rows, stage, tid);
@@ -497,38 +516,29 @@ hx_status lnl_launch(void *y, const void *x, const uint32_t *ridx, const float *
 
 /*
  * y += LN(x W^T + b) for narrow rows (the end of PTv3's xCPE at C = 32 and 64, after the convolution). The lnl
- * kernel's frame with one C-wide output slice: W ([C, C]), b, gamma and beta in shared memory once, 128-row tiles of
+ * kernel's frame (ln_frame_load) with one C-wide output slice: W ([C, C]), b, gamma and beta in shared memory once, 128-row tiles of
  * x by cp.async (the next tile's under the current one's math), a warp's 16 rows into A fragments, then its 16 rows
  * of y copied into the rows x leaves (waited for at the epilogue). The accumulators + b are rounded to dtype (the
  * unfused Linear's stored row) and normalised where they lie: a row's C values in the 4 lanes of a quad, as
  * ln_frag's; y + LN rounded once (nl_layernorm_add_gpu's arithmetic). Bytes: x read, y read and written, against
  * the Linear's row written and read back by the LayerNorm (2 C more a row).
  */
-template <int C> constexpr size_t lla_smem() {
-  return (size_t)C * lay<C / 8>::kStride + (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)3 * C * 4;
-}
+template <int C> constexpr size_t lla_smem() { return lnl_smem<C, 1>(); }
 
 template <typename T, int C>
 __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
     lla_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
                const uint16_t *__restrict__ b, const float *__restrict__ lg, const float *__restrict__ lb, float eps,
                size_t rows, size_t tiles) {
-  constexpr int CPR = C / 8, KS = C / 16, NT = C / 8;
-  using L = lay<CPR>;
+  constexpr int KS = C / 16, NT = C / 8;
   extern __shared__ uint4 smem_raw[];
   uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
-  const uint32_t sW = smem_addr(base);     /* [C][C] */
-  const uint32_t sX = sW + C * L::kStride; /* 2 x [kBM][C] */
-  float *sB = reinterpret_cast<float *>(base + C * L::kStride + 2 * kBM * L::kStride); /* [C] */
-  float *sG = sB + C, *sBt = sG + C;                                                   /* [C] each */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-
-  for (int i = tid; i < C * CPR; i += kThreads) cp_async_cg(sW + L::at(i / CPR, i % CPR), w + (size_t)i * 8);
-  for (int i = tid; i < C; i += kThreads) sB[i] = unpack2<T>(b ? (uint32_t)b[i] : 0u).x, sG[i] = lg[i], sBt[i] = lb[i];
   size_t tile = blockIdx.x;
+  const ln_frame<C, C> f = ln_frame_load<T, C, C, false>(base, w, b, lg, lb, x, nullptr, rows, tile, tiles, tid);
+  const uint32_t sW = f.sW, sX = f.sX;
+  const float *sB = f.sB, *sG = f.sG, *sBt = f.sBt;
   int stage = 0;
-  if (tile < tiles) load_x<C>(sX, x, nullptr, tile * kBM, rows, tid);
-  cp_async_commit();
 
   for (; tile < tiles; tile += gridDim.x) {
     const uint32_t tx = tile_ready<C>(sX, x, nullptr, tile + gridDim.x, tiles, rows, stage, tid);
