@@ -252,7 +252,8 @@ typedef struct spc_map {
   uint32_t *order;
   /* NULL, or device [ceil(n / tile_rows)]: the tiles of tile_rows rows of `order`, most active offsets first
    * (spc_mask_tiles_gpu, built with the order): v6 runs its tiles in this order when they have tile_rows rows
-   * (spc_v6_tile_rows), else last-first. spc_map_gpu and spc_map_cpu set it to NULL and tile_rows to 0. */
+   * (spc_v6_tile_rows), else last-first; on a map without an order, v6 sorts and orders its tiles in the call.
+   * spc_map_gpu and spc_map_cpu set it to NULL and tile_rows to 0. */
   uint32_t *tiles;
   uint32_t tile_rows;
 } spc_map;

@@ -1859,19 +1859,21 @@ static hx_status conv_sorted(const char *who, int kern, void *d_y, const void *d
     return hx_errf(err, HX_EUNSUPPORTED, "spc %s: sorts the rows of k = 3 maps only (a 27-bit mask; v1 takes k = 5)",
                    who);
   if (kern == kWgmma && w) HX_TRY(spc_v6_check(w->in, w->out, err));
-  const int own = m && !m->order; /* no order with the map: sort here */
+  const int own = m && !m->order; /* no order with the map: sort here (v6: and order its tiles, as a map's are) */
   const size_t n = m && own ? m->n : 0;
+  const uint32_t trows = kern == kWgmma && w && w->out ? spc_v6_tile_rows(w->out) : 0u;
   size_t order_bytes = 0;
   if (own && m->K == 27u) HX_TRY(spc_mask_order_gpu(NULL, m, NULL, &order_bytes, stream, err));
   Carve c{static_cast<char *>(d_scratch), 0};
   uint32_t *order = static_cast<uint32_t *>(take(c, n * 4u));
+  uint32_t *tiles = static_cast<uint32_t *>(take(c, trows ? (n + trows - 1u) / trows * 4u : 0u));
   void *order_scratch = take(c, order_bytes);
   HX_TRY(conv_implicit(who, d_y, d_x, w, m, d_scratch, scratch_bytes, c.used, dt, err));
   if (!d_scratch || !m->n) return HX_OK;
   const uint32_t *perm = own ? order : m->order;
-  if (own) HX_TRY(spc_mask_order_gpu(order, m, order_scratch, &order_bytes, stream, err));
+  if (own) HX_TRY(spc_mask_tiles_gpu(order, trows ? tiles : NULL, trows, m, order_scratch, &order_bytes, stream, err));
   if (kern == kWgmma)
-    return spc_v6_launch(d_y, d_x, w->d_w, w->d_b, m->nbr, perm, own ? NULL : m->tiles, own ? 0u : m->tile_rows,
+    return spc_v6_launch(d_y, d_x, w->d_w, w->d_b, m->nbr, perm, own ? tiles : m->tiles, own ? trows : m->tile_rows,
                          m->n, (uint32_t)w->in, (uint32_t)w->out, dt, stream, err);
   return conv_launch(d_y, d_x, w, m, perm, kern == kDeep, dt, stream, err);
 }

@@ -951,7 +951,8 @@ static void test_conv_v2(void **state) {
  * sums the same products over increasing offsets; only exact zeros are added or left out; v4's deeper pipeline
  * changes when rows arrive, not the sums), and v3 and v4 refuse k = 5 maps with HX_EUNSUPPORTED (v1 takes them).
  * v6's tile orders (spc_mask_tiles_gpu) equal the CPU's (spc_tile_order_cpu) at 128- and 256-row tiles, and v6 on
- * sm_90a gives the same bits with either tile order in the map as last-first. */
+ * sm_90a gives the same bits with either tile order in the map, and sorting and ordering its tiles in the call, as
+ * last-first. */
 static void test_mask_order_v3(void **state) {
   (void)state;
   const spc_variant *v1 = spc_variant_by_id(1), *v3 = spc_variant_by_id(3), *v4 = spc_variant_by_id(4);
@@ -1084,7 +1085,14 @@ static void test_mask_order_v3(void **state) {
                    diff, n6);
             assert_int_equal(diff, 0);
           }
+          /* sorting in the call (no order with the map): its own tile order, the same bits */
           g.m.order = NULL, g.m.tiles = NULL, g.m.tile_rows = 0;
+          run_once(v6, NULL, &q, &g, &s6, yb);
+          size_t diff = 0;
+          for (size_t e = 0; e < n6; ++e) diff += ya[e] != yb[e];
+          printf("v6 %zu -> %zu, %u rows, sorting and ordering its tiles in the call: %zu of %zu outputs differ\n", C6,
+                 C6, q.n, diff, n6);
+          assert_int_equal(diff, 0);
           free(ya), free(yb);
           spc_weights_free(&s6);
           prob_free(&q);
