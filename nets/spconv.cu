@@ -92,7 +92,9 @@
  *   v6  v3's rows on a warp-specialised sm_90a kernel (nets/spconv_wgmma.cu: a producer warpgroup gathering by
  *       cp.async into an mbarrier ring, two consumer warpgroups issuing wgmma from shared memory), widths
  *       multiples of 32. The main path's k = 3 variant where it runs (spc_variant_main): faster than v3 at every
- *       level of PTv3's forward (H200, 600k: xCPE 13.4 -> 11.1 ms).
+ *       level of PTv3's forward (H200, 600k: xCPE 13.4 -> 11.1 ms). Its tiles run most active offsets first
+ *       (spc_mask_tiles_gpu: the map's tile order, or one built in the call with the row order), so the lightest
+ *       make the last wave: PTv3's 600k forward -0.40 ms against last-first (H200, docs/nets.md).
  *   v7  narrow k = 3 convolutions (in = 32 or 64, out a multiple of 32): v2's scheme at k = 3, an implicit GEMM per
  *       16-row tile and warp on mma.sync with the A fragments gathered straight into registers (16-byte loads, the
  *       input channels permuted inside each offset to make them whole), every offset multiplied, in the map's own
