@@ -348,7 +348,8 @@ int f3d_cmd_net(int argc, char **argv) {
       {"bucket-fill", required_argument, NULL, 'F'}, {"device-memory", required_argument, NULL, 'M'},
       {"mlp", required_argument, NULL, 'P'},    {"ln", required_argument, NULL, 'L'},
       {"tile-order", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0}};
-  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1, 20, 3000, 3407, 0.05, NET_F16, 0, !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, 0.0, 0};
+  net_cli o = {NULL, NULL, NULL, NULL, 100000, 1,  20, 3000, 3407, 0.05, NET_F16,
+               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, 0.0,  0};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
@@ -448,7 +449,8 @@ int f3d_cmd_net(int argc, char **argv) {
   }
   if (o.ln >= 0) cfg.ln_fused = o.ln;
   if (o.tiles >= 0) {
-    if (cfg.kind != 0) return f3d_fail("net", "--tile-order: %s has no sparse convolution (PTv3 models only)", cfg.name), 2;
+    if (cfg.kind != 0)
+      return f3d_fail("net", "--tile-order: %s has no sparse convolution (PTv3 models only)", cfg.name), 2;
     cfg.tile_order = o.tiles;
   }
   if (o.rehash >= 0) {
@@ -461,6 +463,7 @@ int f3d_cmd_net(int argc, char **argv) {
   }
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
   if (o.cpu && o.device_memory) fprintf(stderr, "f3dbench: net: note: --device-memory has no effect with --device cpu\n");
+  if (o.cpu && o.tiles >= 0) fprintf(stderr, "f3dbench: net: note: --tile-order has no effect with --device cpu\n");
   if (!o.cpu && f3d_gpu_ready("net: --device gpu", NULL)) return 1;
 
   net_params p = {0};

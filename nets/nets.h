@@ -486,8 +486,9 @@ typedef struct net_config {
                           * the width (PTv3's norm.1 in its qkv Linear and xCPE's LayerNorm + residual in its Linear at
                           * C 32 and 64; the MLP's LayerNorm in the whole-MLP kernel; the default, docs/nets.md
                           * "LayerNorm inside the kernels"); 0 = separate LayerNorm passes (an ablation) */
-  int tile_order;        /* PTv3 on the GPU: 1 = spconv v6 takes a level's tiles most active offsets first (the map's
-                          * tile order, spc_mask_tiles_gpu, once per level; the default); 0 = last-first (an ablation) */
+  int tile_order;        /* PTv3 on the GPU: 1 = spconv v6 takes a level's tiles most active offsets first (the
+                          * map's tile order, spc_mask_tiles_gpu, once per level; the default); 0 = last-first (an
+                          * ablation) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

@@ -1426,7 +1426,9 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
     if (!d_scratch) *scratch_bytes = 0;
     m->n = 0, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL, m->tiles = NULL, m->tile_rows = 0;
     if (count_pairs) m->pairs = 0, memset(m->opairs, 0, sizeof m->opairs);
-    if (m3) m3->n = 0, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL, m3->tiles = NULL, m3->tile_rows = 0;
+    if (m3)
+      m3->n = 0, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL, m3->tiles = NULL,
+      m3->tile_rows = 0;
     return HX_OK;
   }
   const size_t nK = (size_t)n * K;
@@ -1480,7 +1482,9 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
                                                                mask, brows, d_grid, d_batch, n);
   HX_LAUNCHED(err, "spc lookup kernel");
   m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL, m->tiles = NULL, m->tile_rows = 0;
-  if (m3) m3->n = n, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL, m3->tiles = NULL, m3->tile_rows = 0;
+  if (m3)
+    m3->n = n, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL, m3->tiles = NULL,
+    m3->tile_rows = 0;
   if (d_rule) {
     HX_CUDA(err, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, (const uint32_t *)flag, scan, (int)nK, stream));
     rule_kernel<<<blocks_for(nK), kThreads, 0, stream>>>(d_rule, d_nbr, flag, scan, n, K);
@@ -1813,10 +1817,10 @@ hx_status spc_mask_order_gpu(uint32_t *d_order, const spc_map *m, void *d_scratc
 
 hx_status spc_mask_tiles_gpu(uint32_t *d_order, uint32_t *d_tiles, uint32_t tile_rows, const spc_map *m,
                              void *d_scratch, size_t *scratch_bytes, cudaStream_t stream, hx_err *err) {
-  if (!m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: NULL map or scratch size");
-  if (m->K > 32u || m->K == 0u)
-    return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: %u offsets do not fit a 32-bit mask", m->K);
-  if (d_tiles && !tile_rows) return hx_errf(err, HX_EINVAL, "spc_mask_tiles_gpu: tile_rows 0");
+  const char *who = d_tiles ? "spc_mask_tiles_gpu" : "spc_mask_order_gpu";
+  if (!m || !scratch_bytes) return hx_errf(err, HX_EINVAL, "%s: NULL map or scratch size", who);
+  if (m->K > 32u || m->K == 0u) return hx_errf(err, HX_EINVAL, "%s: %u offsets do not fit a 32-bit mask", who, m->K);
+  if (d_tiles && !tile_rows) return hx_errf(err, HX_EINVAL, "%s: tile_rows 0", who);
   const size_t n = m->n;
   size_t sort_bytes = 0;
   if (n) HX_CUDA(err, cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, (const uint32_t *)nullptr,
@@ -1831,9 +1835,9 @@ hx_status spc_mask_tiles_gpu(uint32_t *d_order, uint32_t *d_tiles, uint32_t tile
     return HX_OK;
   }
   if (*scratch_bytes < c.used)
-    return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: scratch of %zu bytes, %zu needed", *scratch_bytes, c.used);
+    return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, *scratch_bytes, c.used);
   if (!n) return HX_OK;
-  if (!d_order || !m->nbr) return hx_errf(err, HX_EINVAL, "spc_mask_order_gpu: NULL order or map entries");
+  if (!d_order || !m->nbr) return hx_errf(err, HX_EINVAL, "%s: NULL order or map entries", who);
   v1::mask_kernel<<<blocks_for(n), kThreads, 0, stream>>>(key_in, row_in, m->nbr, (uint32_t)n, m->K);
   HX_LAUNCHED(err, "spc mask_kernel");
   HX_CUDA(err, cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, key_in, key_out, row_in, d_order, (int)n, 0,

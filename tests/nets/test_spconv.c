@@ -314,8 +314,9 @@ static void test_mask_order(void **state) {
 }
 
 /* v6's tile order (spc_tile_order_cpu). A hand-made map of 7 rows, K = 4, tiles of 2 rows: tile steps 2, 1, 4 and 2
- * (the last tile one row; row 5's only entry, 9, is outside [0, 7) and counts as none), so tiles 2, 0, 3, 1 (ties in
- * increasing index); over the rows reversed the steps are 2, 4, 2, 1: tiles 1, 0, 2, 3. On a slab cloud in mask
+ * (the last tile is row 6 alone, whose entry 9 at offset 3 is outside [0, 7) and counts as none: counted, tile 3
+ * would step 3 times and come second), so tiles 2, 0, 3, 1 (ties in increasing index); over the rows reversed the
+ * steps are 2, 4, 2, 1: tiles 1, 0, 2, 3. On a slab cloud in mask
  * order with 128-row tiles: a permutation, steps non-increasing, ties in increasing index. NULL, tile_rows 0 and
  * K > 32 refused. */
 static uint32_t tile_steps(const spc_map *m, const uint32_t *order, uint32_t T, uint32_t t) {
@@ -330,8 +331,15 @@ static uint32_t tile_steps(const spc_map *m, const uint32_t *order, uint32_t T, 
 
 static void test_tile_order(void **state) {
   (void)state;
-  int32_t nbr[28] = {0, -1, -1, -1, 1, 0, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1,
-                     4, 3,  5,  6,  -1, -1, -1, 9, -1, 6, 5,  -1};
+  int32_t nbr[28] = {
+      0,  -1, -1, -1, /* row 0: mask 0001 */
+      1,  0,  -1, -1, /* row 1: 0011 */
+      2,  -1, -1, -1, /* row 2: 0001 */
+      3,  -1, -1, -1, /* row 3: 0001 */
+      4,  3,  5,  6,  /* row 4: 1111 */
+      -1, -1, -1, -1, /* row 5: 0000 */
+      -1, 6,  5,  9,  /* row 6: 0110 (9 is outside [0, 7)) */
+  };
   spc_map h = {.n = 7, .k = 0, .K = 4, .nbr = nbr};
   const uint32_t rev[7] = {6, 5, 4, 3, 2, 1, 0}, want[4] = {2, 0, 3, 1}, want_rev[4] = {1, 0, 2, 3};
   uint32_t got[4];

@@ -1085,6 +1085,26 @@ static void test_mask_order_v3(void **state) {
                    diff, n6);
             assert_int_equal(diff, 0);
           }
+          /* the kernel reads the order: with every entry naming tile 0, only tile 0's rows (the first 128 of the
+           * mask order) are written, as in the run above, and every other output keeps its poison */
+          if (wc == 0) {
+            const uint32_t nt0 = (q.n + 127u) / 128u, rows0 = q.n < 128u ? q.n : 128u;
+            uint32_t *d_zero = dev_alloc(nt0 * sizeof(uint32_t)), *h_order = malloc(q.n * sizeof *h_order);
+            assert_non_null(h_order);
+            assert_int_equal(cudaMemset(d_zero, 0, nt0 * sizeof(uint32_t)), cudaSuccess);
+            assert_int_equal(cudaMemcpy(h_order, d_order, q.n * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+            g.m.tiles = d_zero, g.m.tile_rows = 128u;
+            run_once(v6, NULL, &q, &g, &s6, yb);
+            size_t written = 0, wrong = 0;
+            for (size_t e = 0; e < n6; ++e) written += yb[e] != 0xFFFFu;
+            for (uint32_t r = 0; r < rows0; ++r)
+              for (size_t o = 0; o < q.out; ++o) wrong += yb[(size_t)h_order[r] * q.out + o] != ya[(size_t)h_order[r] * q.out + o];
+            printf("v6 %zu -> %zu, %u rows, every tile named 0: %zu of %zu outputs written (want %zu), %zu differ\n", C6,
+                   C6, q.n, written, n6, (size_t)rows0 * q.out, wrong);
+            assert_int_equal(written, (size_t)rows0 * q.out);
+            assert_int_equal(wrong, 0);
+            cudaFree(d_zero), free(h_order);
+          }
           /* sorting in the call (no order with the map): its own tile order, the same bits */
           g.m.order = NULL, g.m.tiles = NULL, g.m.tile_rows = 0;
           run_once(v6, NULL, &q, &g, &s6, yb);
@@ -1128,6 +1148,78 @@ static void test_mask_order_v3(void **state) {
   assert_int_equal(v1->fn(NULL, NULL, &sw5, &m5, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
 }
 
+/* Steps of tile t (tile_rows T) over the rows in `order`: its active offsets, as spc_tile_order_cpu counts them. */
+static uint32_t host_tile_steps(const spc_map *m, const uint32_t *order, uint32_t T, uint32_t t) {
+  uint32_t any = 0;
+  for (uint32_t i = t * T; i < m->n && i < t * T + T; ++i)
+    for (uint32_t o = 0; o < m->K; ++o) {
+      const int32_t j = m->nbr[(size_t)order[i] * m->K + o];
+      any |= (j >= 0 && (uint32_t)j < m->n ? 1u : 0u) << o;
+    }
+  return (uint32_t)__builtin_popcount(any);
+}
+
+/* v6's tile order on the GPU (spc_mask_tiles_gpu) equals the CPU's (spc_tile_order_cpu) where its counting sort goes
+ * through more than one chunk of 1024 tiles (210,000 rows of two sparse clouds: 1641 tiles of 128 rows, 821 of 256,
+ * their step counts spread) and where one tile holds every row (100 rows); tiles and order poisoned; the mask order
+ * written with the tiles equals the CPU's. */
+static void test_tile_order_gpu(void **state) {
+  (void)state;
+  const struct {
+    uint32_t per[2], box;
+  } cs[2] = {{{110000, 100000}, 80}, {{60, 40}, 8}};
+  for (int ci = 0; ci < 2; ++ci) {
+    tcloud t;
+    const uint32_t base[6] = {0, 0, 0, 3, 1, 2};
+    assert_true(tcloud_make(&t, 2, cs[ci].per, cs[ci].box, base, 1200u + (uint64_t)ci));
+    hx_err err = {HX_OK, ""};
+    spc_map c;
+    assert_int_equal(spc_map_cpu(&c, t.grid, t.batch, t.n, 3, &err), HX_OK);
+    gmap g;
+    assert_int_equal(gmap_build(&g, &t, 3, 0, 1, &err), HX_OK);
+    uint32_t *want = malloc(t.n * sizeof *want), *got = malloc(t.n * sizeof *got);
+    assert_true(want && got);
+    assert_int_equal(spc_mask_order_cpu(want, &c, &err), HX_OK);
+    size_t bytes = 0;
+    assert_int_equal(spc_mask_tiles_gpu(NULL, NULL, 128u, &g.m, NULL, &bytes, NULL, &err), HX_OK);
+    uint32_t *d_order = dev_alloc(t.n * sizeof(uint32_t));
+    void *d_s = dev_alloc(bytes);
+    for (int ti = 0; ti < 2; ++ti) {
+      const uint32_t T = ti ? 256u : 128u, nt = (t.n + T - 1u) / T;
+      uint32_t *tw = malloc(nt * sizeof *tw), *tg = malloc(nt * sizeof *tg), *d_tiles = dev_alloc(nt * sizeof(uint32_t));
+      assert_true(tw && tg);
+      assert_int_equal(spc_tile_order_cpu(tw, &c, want, T, &err), HX_OK);
+      assert_int_equal(cudaMemset(d_tiles, 0xFF, nt * sizeof(uint32_t)), cudaSuccess);
+      assert_int_equal(cudaMemset(d_order, 0xFF, t.n * sizeof(uint32_t)), cudaSuccess);
+      assert_int_equal(spc_mask_tiles_gpu(d_order, d_tiles, T, &g.m, d_s, &bytes, NULL, &err), HX_OK);
+      assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+      assert_int_equal(cudaMemcpy(tg, d_tiles, nt * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+      assert_int_equal(cudaMemcpy(got, d_order, t.n * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+      size_t tdiff = 0, odiff = 0;
+      for (uint32_t k = 0; k < nt; ++k) tdiff += tg[k] != tw[k];
+      for (uint32_t i = 0; i < t.n; ++i) odiff += got[i] != want[i];
+      const uint32_t hi = host_tile_steps(&c, want, T, tw[0]), lo = host_tile_steps(&c, want, T, tw[nt - 1u]);
+      printf("tile order: %u rows, %u tiles of %u rows (steps %u down to %u), %zu differ from the CPU's, order %zu\n",
+             t.n, nt, T, hi, lo, tdiff, odiff);
+      assert_int_equal(tdiff, 0);
+      assert_int_equal(odiff, 0);
+      if (ci == 0) { /* several bins, and at 128-row tiles several chunks */
+        assert_true(hi > lo);
+        if (T == 128u) assert_true(nt > 1024u);
+      } else {
+        assert_int_equal(nt, 1);
+      }
+      free(tw), free(tg);
+      cudaFree(d_tiles);
+    }
+    free(want), free(got);
+    cudaFree(d_order), cudaFree(d_s);
+    spc_map_free_host(&c);
+    gmap_free(&g);
+    tcloud_free(&t);
+  }
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_map),
@@ -1136,7 +1228,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_conv_refusals),
       cmocka_unit_test(test_conv_v1_boundary),
       cmocka_unit_test(test_conv_v2),
-      cmocka_unit_test(test_mask_order_v3),
+      cmocka_unit_test(test_mask_order_v3), cmocka_unit_test(test_tile_order_gpu),
       /* by name only (tests/sanitize/run.sh): test_conv covers them */
       cmocka_unit_test(test_conv_fused),
       cmocka_unit_test(test_conv_v7),
