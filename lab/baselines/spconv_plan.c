@@ -16,7 +16,13 @@
  *   span     the tiles' steps list-scheduled on 132 slots (one CTA an SM, each taking the next tile when it is
  *            free, as the block scheduler does) in the order's tile order, then last-first, over the ideal
  *            (all steps / 132): the tail a launch's waves leave; lpt: longest first (tiles sorted by steps)
- * Prints one table; nothing is written.
+ * Then the v6 launches themselves, per level at the channels v6 runs there (level 0: the decoder's 64; enc0 runs v7):
+ * its tile rows (spc_v6_tile_rows), output slices (CTAs a tile), resident slots (132 SMs x 2 CTAs at slices of <= 64
+ * channels, x 1 above), and the list-scheduled span over the ideal of the CTAs in three launch orders: last-first,
+ * longest first by steps (spc_tile_order_cpu, the main path) and longest first by block steps; each priced two
+ * ways: a tile's steps (the producer's and the barriers' work: every step, whatever its blocks) and its block steps
+ * (the consumers' tensor work: each 64-row block at the offsets where it has a neighbour).
+ * Prints two tables; nothing is written.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +30,7 @@
 
 #include "nets/nets.h"
 #include "nets/nets_internal.h"
+#include "nets/spconv_internal.h"
 #include "workloads/workloads.h"
 
 typedef struct plan_row {
@@ -84,6 +91,74 @@ static int plan_count(plan_row *r, const spc_map *m, const uint32_t *order, uint
   r->halo_p99 = tiles ? halo[(size_t)((tiles - 1) * 0.99)] : 0;
   r->halo_max = tiles ? halo[tiles - 1] : 0;
   return 0;
+}
+
+/* Span over the ideal of CTAs list-scheduled on `slots` slots in launch order: tile order[k] (k < nt), each tile's
+ * `slices` CTAs in a row, a CTA costing cost[tile]. */
+static double list_span(const uint32_t *order, const uint32_t *cost, uint32_t nt, uint32_t slices, uint32_t slots,
+                        uint64_t *free_at) {
+  uint64_t span = 0, all = 0;
+  memset(free_at, 0, slots * sizeof *free_at);
+  for (uint32_t k = 0; k < nt; k++)
+    for (uint32_t sl = 0; sl < slices; sl++) {
+      uint32_t s0 = 0;
+      for (uint32_t i = 1; i < slots; i++) s0 = free_at[i] < free_at[s0] ? i : s0;
+      free_at[s0] += cost[order[k]];
+      all += cost[order[k]];
+      span = free_at[s0] > span ? free_at[s0] : span;
+    }
+  return all ? (double)span * slots / (double)all : 0.0;
+}
+
+/* Tiles sorted by key descending, ties in increasing tile index (spc_tile_order_cpu's rule). */
+static void order_by(uint32_t *order, const uint32_t *key, uint32_t nt) {
+  for (uint32_t t = 0; t < nt; t++) order[t] = t;
+  for (uint32_t i = 1; i < nt; i++) { /* insertion sort: stable; nt is a few thousand */
+    const uint32_t v = order[i];
+    uint32_t j = i;
+    while (j > 0 && key[order[j - 1]] < key[v]) order[j] = order[j - 1], j--;
+    order[j] = v;
+  }
+}
+
+/* The v6 table's row for level map m in mask order `rows` at C channels (see the header). */
+static int v6_row(int l, const spc_map *m, const uint32_t *rows, uint32_t C, hx_err *err) {
+  const uint32_t T = spc_v6_tile_rows(C), BN = spc_v6_slice(C), slices = C / BN, slots = 132u * (BN <= 64 ? 2u : 1u);
+  const uint32_t nt = (m->n + T - 1) / T;
+  uint32_t *steps = malloc(nt * sizeof *steps), *blocks = malloc(nt * sizeof *blocks);
+  uint32_t *by_steps = malloc(nt * sizeof *by_steps), *by_blocks = malloc(nt * sizeof *by_blocks);
+  uint32_t *rev = malloc(nt * sizeof *rev);
+  uint64_t *free_at = malloc(slots * sizeof *free_at);
+  int rc = 1;
+  if (!steps || !blocks || !by_steps || !by_blocks || !rev || !free_at) {
+    hx_errf(err, HX_ENOMEM, "level %d: %u tiles", l, nt);
+    goto out;
+  }
+  for (uint32_t t = 0; t < nt; t++) {
+    uint32_t any = 0, b = 0;
+    for (uint32_t r0 = t * T; r0 < m->n && r0 < t * T + T; r0 += 64u) { /* 64-row blocks */
+      uint32_t blk = 0;
+      for (uint32_t i = r0; i < m->n && i < r0 + 64u; i++)
+        for (uint32_t o = 0; o < m->K; o++) {
+          const int32_t j = m->nbr[(size_t)rows[i] * m->K + o];
+          blk |= (j >= 0 && (uint32_t)j < m->n ? 1u : 0u) << o;
+        }
+      any |= blk;
+      b += (uint32_t)__builtin_popcount(blk);
+    }
+    steps[t] = (uint32_t)__builtin_popcount(any), blocks[t] = b, rev[t] = nt - 1 - t;
+  }
+  if (spc_tile_order_cpu(by_steps, m, rows, T, err) != HX_OK) goto out;
+  order_by(by_blocks, blocks, nt);
+  const uint32_t ctas = nt * slices;
+  printf("%-5d %8u %5u %5u %6u %5u %6u %5.1f | %6.2f %6.2f | %6.2f %6.2f %6.2f\n", l, m->n, C, T, slices, slots, ctas,
+         (double)ctas / slots, list_span(rev, steps, nt, slices, slots, free_at),
+         list_span(by_steps, steps, nt, slices, slots, free_at), list_span(rev, blocks, nt, slices, slots, free_at),
+         list_span(by_steps, blocks, nt, slices, slots, free_at), list_span(by_blocks, blocks, nt, slices, slots, free_at));
+  rc = 0;
+out:
+  free(steps), free(blocks), free(by_steps), free(by_blocks), free(rev), free(free_at);
+  return rc;
 }
 
 static void usage(void) {
@@ -151,6 +226,20 @@ int main(int argc, char **argv) {
                r.halo_p99, r.halo_max, r.halo_sum, r.q1, r.q4, r.span_fwd, r.span_rev, r.span_lpt);
       }
     free(order), free(halo);
+  }
+  printf("\nv6's launches (span over the ideal; priced by a tile's steps, then by its 64-row blocks' steps)\n");
+  printf("%-5s %8s %5s %5s %6s %5s %6s %5s | %6s %6s | %6s %6s %6s\n", "level", "rows", "C", "tile", "slices", "slots",
+         "CTAs", "waves", "rev", "lpt", "rev", "lpt", "blpt");
+  for (int l = 0; l < s.L; l++) {
+    const spc_map *m = &s.lv[l].map;
+    const uint32_t C = (uint32_t)(l == 0 ? cfg.dec_channels[0] : cfg.enc_channels[l]);
+    uint32_t *order = malloc((size_t)m->n * sizeof *order);
+    if (!order || spc_mask_order_cpu(order, m, &err) != HX_OK || v6_row(l, m, order, C, &err)) {
+      free(order);
+      if (err.status == HX_OK) hx_errf(&err, HX_ENOMEM, "level %d: %u rows", l, m->n);
+      goto out;
+    }
+    free(order);
   }
   rc = 0;
 out:
