@@ -515,13 +515,13 @@ hx_status lnl_launch(void *y, const void *x, const uint32_t *ridx, const float *
 /* ---- Linear + LayerNorm + residual (nl_linear_ln_add_gpu) ------------------------------------------------ */
 
 /*
- * y += LN(x W^T + b) for narrow rows (the end of PTv3's xCPE at C = 32 and 64, after the convolution). The lnl
- * kernel's frame (ln_frame_load) with one C-wide output slice: W ([C, C]), b, gamma and beta in shared memory once,
- * 128-row tiles of x by cp.async (the next tile's under the current one's math), a warp's 16 rows into A fragments, then its 16 rows
- * of y copied into the rows x leaves (waited for at the epilogue). The accumulators + b are rounded to dtype (the
- * unfused Linear's stored row) and normalised where they lie: a row's C values in the 4 lanes of a quad, as
- * ln_frag's; y + LN rounded once (nl_layernorm_add_gpu's arithmetic). Bytes: x read, y read and written, against
- * the Linear's row written and read back by the LayerNorm (2 C more a row).
+ * y += LN(x W^T + b) for narrow rows (the end of PTv3's xCPE at C = 32 and 64, after the convolution). The lnl kernel's
+ * frame (ln_frame_load) with one C-wide output slice: W ([C, C]), b, gamma and beta in shared memory once, 128-row
+ * tiles of x by cp.async (the next tile's under the current one's math), a warp's 16 rows into A fragments, then its 16
+ * rows of y copied into the rows x leaves (waited for at the epilogue). The accumulators + b are rounded to dtype (the
+ * unfused Linear's stored row) and normalised where they lie: a row's C values in the 4 lanes of a quad, as ln_frag's;
+ * y + LN rounded once (nl_layernorm_add_gpu's arithmetic). Bytes: x read, y read and written, against the Linear's row
+ * written and read back by the LayerNorm (2 C more a row).
  */
 template <int C> constexpr size_t lla_smem() { return lnl_smem<C, 1>(); }
 

@@ -944,6 +944,46 @@ static void test_conv_v2(void **state) {
   for (int ci = 0; ci < NC; ++ci) tcloud_free(&cl[ci]);
 }
 
+/* Steps of tile t (tile_rows T) over the rows in `order`: its active offsets, as spc_tile_order_cpu counts them. */
+static uint32_t host_tile_steps(const spc_map *m, const uint32_t *order, uint32_t T, uint32_t t) {
+  uint32_t any = 0;
+  for (uint32_t i = t * T; i < m->n && i < t * T + T; ++i)
+    for (uint32_t o = 0; o < m->K; ++o) {
+      const int32_t j = m->nbr[(size_t)order[i] * m->K + o];
+      any |= (j >= 0 && (uint32_t)j < m->n ? 1u : 0u) << o;
+    }
+  return (uint32_t)__builtin_popcount(any);
+}
+
+/* One tile order on the GPU against the CPU's: map c (g its GPU copy) in its CPU mask order `want`, tiles of T rows
+ * into d_tiles (ceil(n / T) words) and the mask order into d_order, both poisoned first, with bytes of scratch d_s.
+ * Asserts both equal the CPU's; returns the tiles that moved from launch order, and in *hi and *lo the first and the
+ * last tile's steps. */
+static size_t tile_order_check(const spc_map *c, const gmap *g, const uint32_t *want, uint32_t T, uint32_t *d_order,
+                               uint32_t *d_tiles, void *d_s, size_t bytes, uint32_t *hi, uint32_t *lo) {
+  hx_err err = {HX_OK, ""};
+  const uint32_t n = c->n, nt = (n + T - 1u) / T;
+  uint32_t *tw = malloc(nt * sizeof *tw), *tg = malloc(nt * sizeof *tg), *got = malloc(n * sizeof *got);
+  assert_true(tw && tg && got);
+  assert_int_equal(spc_tile_order_cpu(tw, c, want, T, &err), HX_OK);
+  assert_int_equal(cudaMemset(d_tiles, 0xFF, nt * sizeof(uint32_t)), cudaSuccess);
+  assert_int_equal(cudaMemset(d_order, 0xFF, n * sizeof(uint32_t)), cudaSuccess);
+  assert_int_equal(spc_mask_tiles_gpu(d_order, d_tiles, T, &g->m, d_s, &bytes, NULL, &err), HX_OK);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  assert_int_equal(cudaMemcpy(tg, d_tiles, nt * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+  assert_int_equal(cudaMemcpy(got, d_order, n * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t tdiff = 0, odiff = 0, moved = 0;
+  for (uint32_t k = 0; k < nt; ++k) tdiff += tg[k] != tw[k], moved += tw[k] != k;
+  for (uint32_t i = 0; i < n; ++i) odiff += got[i] != want[i];
+  *hi = host_tile_steps(c, want, T, tw[0]), *lo = host_tile_steps(c, want, T, tw[nt - 1u]);
+  printf("tile order: %u rows, %u tiles of %u rows (steps %u down to %u), %zu moved from launch order, %zu differ from "
+         "the CPU's, order %zu\n", n, nt, T, *hi, *lo, moved, tdiff, odiff);
+  assert_int_equal(tdiff, 0);
+  assert_int_equal(odiff, 0);
+  free(tw), free(tg), free(got);
+  return moved;
+}
+
 /* v3's row order on the GPU (spc_mask_order_gpu) equals the CPU's (spc_mask_order_cpu) exactly, on clouds of 3000,
  * 20000 and 40000 rows (v1's 128- and 256-row tiles) in random row order, two clouds
  * interleaved; a scratch one byte
@@ -993,29 +1033,13 @@ static void test_mask_order_v3(void **state) {
     uint32_t *d_tiles[2] = {NULL, NULL};
     for (int ti = 0; ti < 2; ++ti) {
       const uint32_t T = ti ? 256u : 128u, nt = (t.n + T - 1u) / T;
-      uint32_t *tw = malloc(nt * sizeof *tw), *tg = malloc(nt * sizeof *tg);
-      assert_true(tw && tg);
-      assert_int_equal(spc_tile_order_cpu(tw, &c, want, T, &err), HX_OK);
       size_t tbytes = 0;
       assert_int_equal(spc_mask_tiles_gpu(NULL, NULL, T, &g.m, NULL, &tbytes, NULL, &err), HX_OK);
-      assert_int_equal(tbytes, bytes);
+      assert_int_equal(tbytes, bytes); /* the contract: the tile order needs no scratch beyond the mask order's */
       d_tiles[ti] = dev_alloc(nt * sizeof(uint32_t));
-      assert_int_equal(cudaMemset(d_tiles[ti], 0xFF, nt * sizeof(uint32_t)), cudaSuccess);
-      assert_int_equal(cudaMemset(d_order, 0xFF, t.n * sizeof(uint32_t)), cudaSuccess);
       assert_int_equal(spc_mask_tiles_gpu(d_order, d_tiles[ti], 0, &g.m, d_s, &bytes, NULL, &err), HX_EINVAL);
-      assert_int_equal(spc_mask_tiles_gpu(d_order, d_tiles[ti], T, &g.m, d_s, &bytes, NULL, &err), HX_OK);
-      assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-      assert_int_equal(cudaMemcpy(tg, d_tiles[ti], nt * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
-      assert_int_equal(cudaMemcpy(got, d_order, t.n * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
-      size_t tdiff = 0, odiff = 0, moved = 0;
-      for (uint32_t k = 0; k < nt; ++k) tdiff += tg[k] != tw[k], moved += tw[k] != k;
-      for (uint32_t i = 0; i < t.n; ++i) odiff += got[i] != want[i];
-      printf("tile order: %u tiles of %u rows, %zu moved from launch order, %zu differ from the CPU's\n", nt, T, moved,
-             tdiff);
-      assert_int_equal(tdiff, 0);
-      assert_int_equal(odiff, 0);
-      assert_true(moved > 0);
-      free(tw), free(tg);
+      uint32_t hi = 0, lo = 0;
+      assert_true(tile_order_check(&c, &g, want, T, d_order, d_tiles[ti], d_s, bytes, &hi, &lo) > 0);
     }
     free(want), free(got);
     /* v3 and v4 against v1, bit for bit (tiles of 128 rows, then 256), each sorting in its call and reading the
@@ -1148,17 +1172,6 @@ static void test_mask_order_v3(void **state) {
   assert_int_equal(v1->fn(NULL, NULL, &sw5, &m5, NULL, &bytes, NULL, NET_F16, NULL, &err), HX_OK);
 }
 
-/* Steps of tile t (tile_rows T) over the rows in `order`: its active offsets, as spc_tile_order_cpu counts them. */
-static uint32_t host_tile_steps(const spc_map *m, const uint32_t *order, uint32_t T, uint32_t t) {
-  uint32_t any = 0;
-  for (uint32_t i = t * T; i < m->n && i < t * T + T; ++i)
-    for (uint32_t o = 0; o < m->K; ++o) {
-      const int32_t j = m->nbr[(size_t)order[i] * m->K + o];
-      any |= (j >= 0 && (uint32_t)j < m->n ? 1u : 0u) << o;
-    }
-  return (uint32_t)__builtin_popcount(any);
-}
-
 /* v6's tile order on the GPU (spc_mask_tiles_gpu) equals the CPU's (spc_tile_order_cpu) where its counting sort goes
  * through more than one chunk of 1024 tiles (210,000 rows of two sparse clouds: 1641 tiles of 128 rows, 821 of 256,
  * their step counts spread) and where one tile holds every row (100 rows); tiles and order poisoned; the mask order
@@ -1177,8 +1190,8 @@ static void test_tile_order_gpu(void **state) {
     assert_int_equal(spc_map_cpu(&c, t.grid, t.batch, t.n, 3, &err), HX_OK);
     gmap g;
     assert_int_equal(gmap_build(&g, &t, 3, 0, 1, &err), HX_OK);
-    uint32_t *want = malloc(t.n * sizeof *want), *got = malloc(t.n * sizeof *got);
-    assert_true(want && got);
+    uint32_t *want = malloc(t.n * sizeof *want);
+    assert_non_null(want);
     assert_int_equal(spc_mask_order_cpu(want, &c, &err), HX_OK);
     size_t bytes = 0;
     assert_int_equal(spc_mask_tiles_gpu(NULL, NULL, 128u, &g.m, NULL, &bytes, NULL, &err), HX_OK);
@@ -1186,33 +1199,17 @@ static void test_tile_order_gpu(void **state) {
     void *d_s = dev_alloc(bytes);
     for (int ti = 0; ti < 2; ++ti) {
       const uint32_t T = ti ? 256u : 128u, nt = (t.n + T - 1u) / T;
-      uint32_t *tw = malloc(nt * sizeof *tw), *tg = malloc(nt * sizeof *tg), *d_tiles = dev_alloc(nt * sizeof(uint32_t));
-      assert_true(tw && tg);
-      assert_int_equal(spc_tile_order_cpu(tw, &c, want, T, &err), HX_OK);
-      assert_int_equal(cudaMemset(d_tiles, 0xFF, nt * sizeof(uint32_t)), cudaSuccess);
-      assert_int_equal(cudaMemset(d_order, 0xFF, t.n * sizeof(uint32_t)), cudaSuccess);
-      assert_int_equal(spc_mask_tiles_gpu(d_order, d_tiles, T, &g.m, d_s, &bytes, NULL, &err), HX_OK);
-      assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-      assert_int_equal(cudaMemcpy(tg, d_tiles, nt * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
-      assert_int_equal(cudaMemcpy(got, d_order, t.n * sizeof(uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
-      size_t tdiff = 0, odiff = 0;
-      for (uint32_t k = 0; k < nt; ++k) tdiff += tg[k] != tw[k];
-      for (uint32_t i = 0; i < t.n; ++i) odiff += got[i] != want[i];
-      const uint32_t hi = host_tile_steps(&c, want, T, tw[0]), lo = host_tile_steps(&c, want, T, tw[nt - 1u]);
-      printf("tile order: %u rows, %u tiles of %u rows (steps %u down to %u), %zu differ from the CPU's, order %zu\n",
-             t.n, nt, T, hi, lo, tdiff, odiff);
-      assert_int_equal(tdiff, 0);
-      assert_int_equal(odiff, 0);
+      uint32_t *d_tiles = dev_alloc(nt * sizeof(uint32_t)), hi = 0, lo = 0;
+      tile_order_check(&c, &g, want, T, d_order, d_tiles, d_s, bytes, &hi, &lo);
       if (ci == 0) { /* several bins, and at 128-row tiles several chunks */
         assert_true(hi > lo);
         if (T == 128u) assert_true(nt > 1024u);
       } else {
         assert_int_equal(nt, 1);
       }
-      free(tw), free(tg);
       cudaFree(d_tiles);
     }
-    free(want), free(got);
+    free(want);
     cudaFree(d_order), cudaFree(d_s);
     spc_map_free_host(&c);
     gmap_free(&g);
