@@ -154,7 +154,7 @@ hx_status nl_affine_act_cpu(float *y, const float *x, const float *scale, const 
 /* ---- MLP (fc1 + GELU or SwiGLU, fc2 + residual) ------------------------------------------------------ */
 
 int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind) {
-  if (kind == NL_MLP_GELU) return (C == 32 && H == 128) || (C == 64 && H == 256);
+  if (kind == NL_MLP_GELU) return (C == 32 || C == 64 || C == 128 || C == 256) && H == 4 * C;
   return kind == NL_MLP_SWIGLU && H == 4 * C && (C == 32 || C == 48 || C == 64 || C == 80);
 }
 

@@ -28,6 +28,7 @@
  */
 #include "nets/nets.h"
 #include "nets/spconv_device.cuh"
+#include "nets/wgmma_device.cuh" /* nl_mlp_wg_launch: C = 128 and 256 */
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -762,8 +763,8 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
   if (kind != NL_MLP_GELU && kind != NL_MLP_SWIGLU) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: unknown kind %d", (int)kind);
   if (!nl_mlp_gpu_takes(C, H, kind))
     return hx_errf(err, HX_EUNSUPPORTED,
-                   "nl_mlp_gpu: C = %zu, H = %zu (the kernel takes GELU (32, 128) and (64, 256), SwiGLU H = 4C at C = "
-                   "32, 48, 64, 80)", C, H);
+                   "nl_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = 4C "
+                   "at C = 32, 48, 64, 80)", C, H);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_x || !d_w1 || !d_w2) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL y, x, w1 or w2");
   const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y, a1 = (uintptr_t)d_w1, a2 = (uintptr_t)d_w2;
@@ -771,6 +772,7 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
     return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: x, y, w1 and w2 must be 16-byte aligned");
   const size_t bytes = rows * C * 2;
   if (ax < ay + bytes && ay < ax + bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: x and y overlap");
+  if (C >= 128) return nl_mlp_wg_launch(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, NULL, NULL, 0.f, dt, stream, err);
   cudaStream_t s = (cudaStream_t)stream;
   const ln_args none = {NULL, NULL, 0.f};
   if (dt == NET_F16) return mlp_dispatch<__half, false>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, none, s, err);
@@ -786,13 +788,14 @@ hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float 
   if (kind != NL_MLP_GELU && kind != NL_MLP_SWIGLU) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: unknown kind %d", (int)kind);
   if (!nl_mlp_gpu_takes(C, H, kind))
     return hx_errf(err, HX_EUNSUPPORTED,
-                   "nl_ln_mlp_gpu: C = %zu, H = %zu (the kernel takes GELU (32, 128) and (64, 256), SwiGLU H = 4C at C "
-                   "= 32, 48, 64, 80)", C, H);
+                   "nl_ln_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = "
+                   "4C at C = 32, 48, 64, 80)", C, H);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_g || !d_beta || !d_w1 || !d_w2)
     return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: NULL y, gamma, beta, w1 or w2");
   if (((uintptr_t)d_y | (uintptr_t)d_w1 | (uintptr_t)d_w2) % 16)
     return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_mlp_gpu: y, w1 and w2 must be 16-byte aligned");
+  if (C >= 128) return nl_mlp_wg_launch(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, d_g, d_beta, eps, dt, stream, err);
   cudaStream_t s = (cudaStream_t)stream;
   const ln_args ln = {d_g, d_beta, eps};
   if (dt == NET_F16) return mlp_dispatch<__half, true>(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, kind, ln, s, err);

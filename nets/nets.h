@@ -106,22 +106,24 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
  * may be NULL). NL_MLP_GELU (PTv3): fc1 w1 [H, C] + b1 [H], act = GELU. NL_MLP_SWIGLU (Flash3D's LayerNormMLP):
  * fc1 w1 [2H, C] + b1 [2H], act = SwiGLU (silu of the first H values times the second H, nl_swiglu_cpu). The CPU
  * reference is the Linears (and SwiGLU) it stands for, the hidden row in fp32, GELU the exact erf form.
- * nl_mlp_gpu (nets/mlp.cu) is one mma.sync kernel that keeps the hidden row on chip (rounded to dtype before fc2, as
- * the stored hidden of the unfused path is), its GELU the tanh form that nl_linear_gpu's cuBLASLt epilogue also
- * computes, its silu on the hardware tanh: x, y, w1, w2, b1, b2 in dtype; x, y, w1 and w2 16-byte aligned, b1 and
- * b2 2-byte aligned; x and y not overlapping (HX_EINVAL). HX_EUNSUPPORTED, so that the caller runs the unfused
- * path instead (both networks' forwards do), for a (C, H, kind) that nl_mlp_gpu_takes refuses, for unaligned x, y,
- * w1 or w2 and on a device that grants a CTA less shared memory than the kernel needs (sm_80's 163 KB against the
- * C = 80 SwiGLU kernel's 208 KB; every other width fits). rows may be 0. */
+ * nl_mlp_gpu is one kernel that keeps the hidden row on chip (rounded to dtype before fc2, as the stored hidden of
+ * the unfused path is), its GELU the tanh form that nl_linear_gpu's cuBLASLt epilogue also computes, its silu on the
+ * hardware tanh: an mma.sync kernel with the weights in shared memory at C <= 80 (nets/mlp.cu), a wgmma kernel
+ * streaming them by TMA at C = 128 and 256 (nets/mlp_wgmma.cu, sm_90a only). x, y, w1, w2, b1, b2 in dtype; x, y, w1
+ * and w2 16-byte aligned, b1 and b2 2-byte aligned; x and y not overlapping (HX_EINVAL). HX_EUNSUPPORTED, so that
+ * the caller runs the unfused path instead (both networks' forwards do), for a (C, H, kind) that nl_mlp_gpu_takes
+ * refuses, for unaligned x, y, w1 or w2, at C = 128 and 256 on a device without the sm_90a image, and on a device
+ * that grants a CTA less shared memory than the kernel needs (sm_80's 163 KB against the C = 80 SwiGLU kernel's
+ * 208 KB; every other width fits). rows may be 0 (below 2^32 - 128 at C >= 128). */
 typedef enum nl_mlp_kind { NL_MLP_GELU = 0, NL_MLP_SWIGLU = 1 } nl_mlp_kind;
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, hx_err *err);
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, net_dtype dt, struct CUstream_st *stream,
                      hx_err *err);
-/* 1 when nl_mlp_gpu has a kernel for rows of C with a hidden row of H, else 0 (host; any build): GELU (32, 128) and
- * (64, 256); SwiGLU H = 4C at C = 32, 48, 64 and 80 (the weights and tiles fit one sm_90 SM's shared memory; C = 80
- * is HX_EUNSUPPORTED on a device that grants less, above). */
+/* 1 when nl_mlp_gpu has a kernel for rows of C with a hidden row of H, else 0 (host; any build): GELU H = 4C at C =
+ * 32, 64, 128 and 256 (128 and 256: HX_EUNSUPPORTED without sm_90a, above); SwiGLU H = 4C at C = 32, 48, 64 and 80
+ * (the weights and tiles fit one sm_90 SM's shared memory; C = 80 is HX_EUNSUPPORTED on a device that grants less). */
 int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind);
 
 /* The same MLP after a LayerNorm of its own input, in one kernel: y[rows, C] += MLP(LN(y)) (LN: gamma g, beta, eps;
@@ -477,7 +479,7 @@ typedef struct net_config {
   int spconv_force;      /* PTv3 on the GPU: 0 = spc_variant_main for every convolution (the default); 1 + id =
                           * variant id for the k = 3 (xCPE) ones, an ablation (a width it refuses is an error) */
   int mlp_fused;         /* on the GPU: 1 = nl_mlp_gpu for the blocks whose (C, 4C) it takes (PTv3's GELU MLP at C
-                          * 32 and 64, Flash3D's SwiGLU MLP at C 32, 48, 64 and 80) and, for Flash3D's other
+                          * 32, 64, 128 and 256, Flash3D's SwiGLU MLP at C 32, 48, 64 and 80) and, for Flash3D's other
                           * blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width (C 96; the default,
                           * docs/nets.md "The fused MLP"); 2 = Flash3D: nl_linear_swiglu_gpu wherever it takes
                           * the width, never nl_mlp_gpu (an ablation); 0 = nl_linear_gpu calls (and Flash3D's

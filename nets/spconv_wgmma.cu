@@ -41,29 +41,22 @@
  * BM = 128 MI. A stage is BM * BK * 2 + BN * BK * 2 bytes; STAGES the most (up to 8) that fit BUDGET (228 KB / CTAS
  * less 1 KB) with the map rows (BM x 27 x 4).
  *
- * The cp.async copies, the tile swizzle and the output packing are v1's (nets/spconv_device.cuh). The wgmma,
- * proxy-fence and mbarrier wrappers repeat attention's (kernels/attn_wgmma.cu; the expect_tx and TMA ones are
- * this file's own): .cuh files stay in their folder (STYLE.md), so the two leaves cannot share one. Gating as
- * there: the wgmma code exists only in the sm_90a image (__CUDA_ARCH_FEAT_SM90_ALL); spc_v6_check refuses
- * (HX_EUNSUPPORTED) unless the device is compute capability 9.0, a probe kernel of this file reports that the
- * loaded image is sm_90a, and the driver has the TMA descriptor encoder.
+ * The cp.async copies, the tile swizzle and the output packing are v1's (nets/spconv_device.cuh); the wgmma,
+ * mbarrier and TMA wrappers nets' Hopper kernels share (nets/wgmma_device.cuh). Gating: the wgmma code exists
+ * only in the sm_90a image (NWG_ON); spc_v6_check refuses (HX_EUNSUPPORTED) unless the device is compute
+ * capability 9.0, a probe kernel of this file reports that the loaded image is sm_90a, and the driver has the
+ * TMA descriptor encoder (nwg_sm90a_check).
  */
 #include "nets/nets.h"
 #include "nets/spconv_internal.h"
 #include "nets/spconv_device.cuh"
+#include "nets/wgmma_device.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define SPC_WGMMA 1
-#else
-#define SPC_WGMMA 0
-#endif
 
 /* a named namespace: nvcc warns of unused members of templates with internal linkage in the images without
  * the kernel body */
@@ -115,114 +108,24 @@ using spc_dev::pack2;
 using spc_dev::smem_addr;
 using spc_dev::swz;
 
-#if SPC_WGMMA
+#if NWG_ON
 /* ---- sm_90a device code --------------------------------------------------------------------------- */
 
-/* cp.async writes are generic-proxy writes; wgmma reads through the async proxy */
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wg_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-/* keeps the compiler from reading an accumulator of an in-flight wgmma before the wait that completes it */
-__device__ __forceinline__ void pin(float &x) { asm volatile("" : "+f"(x)::"memory"); }
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile("{\n.reg .pred P1;\nSPC_WAIT:\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-               "@P1 bra SPC_DONE;\nbra SPC_WAIT;\nSPC_DONE:\n}\n" ::"r"(bar),
-               "r"(parity)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-/* one TMA tile copy of a 2-D tensor (coordinates: innermost first) into shared memory, completing its bytes on
- * bar; coordinates outside the tensor read as zeros (and still count their bytes) */
-__device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-               " [%0], [%1, {%2, %3}], [%4];\n"
-               ::"r"(dst), "l"(reinterpret_cast<uint64_t>(tm)), "r"(c0), "r"(c1), "r"(bar)
-               : "memory");
-}
-template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-
-/* Shared-memory matrix descriptor: start address, leading and stride byte offsets (16-byte units), swizzle
- * mode in bits 62-63 (1 = 128 B, 2 = 64 B). */
-__device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo, int mode) {
-  return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFFu) << 16) |
-         ((uint64_t)((sbo >> 4) & 0x3FFFu) << 32) | ((uint64_t)mode << 62);
-}
-/* d (m64 x N fp32, N / 2 a thread) += A B: A (64 x 16) and B (N x 16) K-major in shared memory. */
-template <typename T, int N> __device__ __forceinline__ void wg_ss(float *d, uint64_t da, uint64_t db);
-#define WG_D8(i) \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
-      "+f"(d[i + 7])
-#define WG_D16(i) WG_D8(i), WG_D8(i + 8)
-#define WG_D32(i) WG_D16(i), WG_D16(i + 16)
-#define WG_D64(i) WG_D32(i), WG_D32(i + 32)
-#define WG_D128(i) WG_D64(i), WG_D64(i + 64)
-/* The accumulators' operand numbers %0 .. %(N/2 - 1): WG_R<k> 16 of them, WG_A<m> the first m; the descriptors and
- * the scale-d flag follow them (%N/2 .. %N/2 + 2): the preprocessor cannot count, so each instance names them. */
-#define WG_R0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-#define WG_R1 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define WG_R2 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-#define WG_R3 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define WG_R4 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
-#define WG_R5 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-#define WG_R6 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
-#define WG_R7 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-#define WG_A32 WG_R0 ", " WG_R1
-#define WG_A64 WG_A32 ", " WG_R2 ", " WG_R3
-#define WG_A128 WG_A64 ", " WG_R4 ", " WG_R5 ", " WG_R6 ", " WG_R7
-#define WG_SS(TY, PT, N, REGS, DOUT, IA, IB, IS) \
-  template <> __device__ __forceinline__ void wg_ss<TY, N>(float *d, uint64_t da, uint64_t db) { \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IS ", 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PT "." PT " {" REGS "}, %" IA ", %" IB \
-                 ", p, 1, 1, 0, 0;\n}\n" \
-                 : DOUT \
-                 : "l"(da), "l"(db), "r"(1)); \
-  }
-WG_SS(__half, "f16", 32, WG_R0, WG_D16(0), "16", "17", "18")
-WG_SS(__half, "f16", 64, WG_A32, WG_D32(0), "32", "33", "34")
-WG_SS(__half, "f16", 128, WG_A64, WG_D64(0), "64", "65", "66")
-WG_SS(__half, "f16", 256, WG_A128, WG_D128(0), "128", "129", "130")
-WG_SS(__nv_bfloat16, "bf16", 32, WG_R0, WG_D16(0), "16", "17", "18")
-WG_SS(__nv_bfloat16, "bf16", 64, WG_A32, WG_D32(0), "32", "33", "34")
-WG_SS(__nv_bfloat16, "bf16", 128, WG_A64, WG_D64(0), "64", "65", "66")
-WG_SS(__nv_bfloat16, "bf16", 256, WG_A128, WG_D128(0), "128", "129", "130")
-#undef WG_SS
-#undef WG_A128
-#undef WG_A64
-#undef WG_A32
-#undef WG_R0
-#undef WG_R1
-#undef WG_R2
-#undef WG_R3
-#undef WG_R4
-#undef WG_R5
-#undef WG_R6
-#undef WG_R7
-#undef WG_D128
-#undef WG_D64
-#undef WG_D32
-#undef WG_D16
-#undef WG_D8
+using nwg::cp_async_arrive_noinc;
+using nwg::fence_proxy_async;
+using nwg::mbar_arrive;
+using nwg::mbar_expect_tx;
+using nwg::mbar_init;
+using nwg::mbar_wait;
+using nwg::pin;
+using nwg::setmaxnreg_dec;
+using nwg::setmaxnreg_inc;
+using nwg::tma_2d;
+using nwg::wg_commit;
+using nwg::wg_desc;
+using nwg::wg_fence;
+using nwg::wg_ss;
+using nwg::wg_wait;
 
 template <typename T, int BN, int BK>
 __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
@@ -431,7 +334,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
   (void)p, (void)tm_w;
 }
 
-#endif /* SPC_WGMMA */
+#endif /* NWG_ON */
 
 /* Writes 1 when the image running it was compiled for sm_90a (the feature macro), else 0. */
 __global__ void sm90a_probe(int *out) {
@@ -442,48 +345,13 @@ __global__ void sm90a_probe(int *out) {
 #endif
 }
 
-/* The driver's TMA descriptor encoder through the runtime (no libcuda link), or NULL when the driver has none.
- * Looked up once per thread: the launcher needs it at every call, spc_v6_check once per device. */
-PFN_cuTensorMapEncodeTiled_v12000 encoder() {
-  static thread_local int looked = 0;
-  static thread_local PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  if (!looked) {
-    void *f = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-    looked = 1;
-  }
-  return fn;
-}
-
-/* A 2-D row-major tensor [rows][cols] of 2-byte values as a TMA descriptor: boxes of box_rows x BK values,
- * swizzled as wgmma reads the tile (128 bytes at BK = 64, 64 at 32). */
-template <int BK>
-hx_status tensor_map(CUtensorMap *tm, PFN_cuTensorMapEncodeTiled_v12000 enc, const void *base, uint64_t rows,
-                     uint64_t cols, uint32_t box_rows, hx_err *err) {
-  const cuuint64_t dim[2] = {cols, rows}, stride[1] = {cols * 2u};
-  const cuuint32_t box[2] = {(cuuint32_t)BK, box_rows}, estride[2] = {1, 1};
-  const CUresult r = enc(tm, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void *>(base), dim, stride, box, estride,
-                         CU_TENSOR_MAP_INTERLEAVE_NONE,
-                         BK == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
-                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    return hx_errf(err, HX_ECUDA, "spc v6: cuTensorMapEncodeTiled (%llu x %llu, box %u x %d) failed: %d",
-                   (unsigned long long)rows, (unsigned long long)cols, box_rows, BK, (int)r);
-  return HX_OK;
-}
-
 template <typename T, int BN, int BK> hx_status launch(const Params &p, cudaStream_t stream, hx_err *err) {
   using Tr = Tiles<BN, BK>;
   auto kern = conv_wg_kernel<T, BN, BK>;
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::SMEM));
   /* the descriptor travels by value as a kernel parameter, so a captured graph keeps its own */
-  const PFN_cuTensorMapEncodeTiled_v12000 enc = encoder();
-  if (!enc) return hx_errf(err, HX_EUNSUPPORTED, "spc v6: the driver has no cuTensorMapEncodeTiled");
-  CUtensorMap tm_w; /* fp16 or bf16: the copy moves bytes, the type only names the element size */
-  HX_TRY(tensor_map<BK>(&tm_w, enc, p.w, (uint64_t)kK * p.out, p.in, (uint32_t)BN, err));
+  CUtensorMap tm_w;
+  HX_TRY(nwg::tensor_map(&tm_w, p.w, (uint64_t)kK * p.out, p.in, (uint32_t)BN, (uint32_t)BK, "spc v6", err));
   if (p.tiles && spc_v6_tile_rows(p.out) != (uint32_t)Tr::BM)
     return hx_errf(err, HX_EINVAL, "spc v6: a tile order of %u-row tiles for %d-row tiles", spc_v6_tile_rows(p.out),
                    Tr::BM);
@@ -510,28 +378,25 @@ template <typename T> hx_status by_bn(Params p, cudaStream_t stream, hx_err *err
 
 /* The probe's answer is fixed per device and process; run per call it would serialise every timed launch on
  * the host (a launch and a synchronous copy), so it is cached per thread and device (0 = not probed, 1 = yes,
- * 2 = no), as attention v6 does. */
-extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
-  if (!spc_v6_takes(in, out))
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: %zu -> %zu channels: both must be multiples of 32 (v3 takes "
-                   "multiples of 16)", in, out);
+ * 2 = no), as attention v6 does. The probe is this file's, compiled with the same sm_90a target as mlp_wgmma.cu. */
+extern "C" hx_status nwg_sm90a_check(const char *who, hx_err *err) {
   static thread_local signed char cache[64];
   int dev = 0;
   HX_CUDA(err, cudaGetDevice(&dev));
-  if (dev < 0 || dev >= 64) return hx_errf(err, HX_EUNSUPPORTED, "spc v6: device %d out of range", dev);
+  if (dev < 0 || dev >= 64) return hx_errf(err, HX_EUNSUPPORTED, "%s: device %d out of range", who, dev);
   if (!cache[dev]) {
     int major = 0, minor = 0, ok = 0;
     HX_CUDA(err, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     HX_CUDA(err, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     if (major == 9 && minor == 0) {
-      /* a failed probe counts as "no" and is cached too: the choice spc_variant_main makes never flips within
-       * a process (v3's and v6's sums differ in the last bits) */
+      /* a failed probe counts as "no" and is cached too: the choices made on it (spc_variant_main, the MLP's
+       * kernel) never flip within a process (their sums differ in the last bits) */
       int *d_flag = NULL;
       cudaError_t e = cudaMalloc((void **)&d_flag, sizeof(int));
       if (e == cudaSuccess) {
-        /* the launcher's TMA descriptor encoder must exist too: a driver without it is refused here, where
-         * spc_variant_main falls back to v3, not at launch */
-        const bool enc = spc_v6::encoder() != nullptr;
+        /* the launchers' TMA descriptor encoder must exist too: a driver without it is refused here, where the
+         * callers fall back to their mma.sync kernels, not at launch */
+        const bool enc = nwg::encoder() != nullptr;
         spc_v6::sm90a_probe<<<1, 1>>>(d_flag);
         e = cudaGetLastError();
         if (e == cudaSuccess) e = cudaMemcpy(&ok, d_flag, sizeof ok, cudaMemcpyDeviceToHost);
@@ -540,15 +405,22 @@ extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
       }
       if (e != cudaSuccess) {
         cache[dev] = 2;
-        return hx_errf(err, HX_EUNSUPPORTED, "spc v6: the sm_90a probe failed (%s)", cudaGetErrorString(e));
+        return hx_errf(err, HX_EUNSUPPORTED, "%s: the sm_90a probe failed (%s)", who, cudaGetErrorString(e));
       }
     }
     cache[dev] = ok == 1 ? 1 : 2;
   }
   if (cache[dev] != 1)
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: needs an sm_90a image on a compute capability 9.0 device and a "
-                   "driver with cuTensorMapEncodeTiled");
+    return hx_errf(err, HX_EUNSUPPORTED, "%s: needs an sm_90a image on a compute capability 9.0 device and a "
+                   "driver with cuTensorMapEncodeTiled", who);
   return HX_OK;
+}
+
+extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
+  if (!spc_v6_takes(in, out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: %zu -> %zu channels: both must be multiples of 32 (v3 takes "
+                   "multiples of 16)", in, out);
+  return nwg_sm90a_check("spc v6", err);
 }
 
 extern "C" hx_status spc_v6_launch(void *d_y, const void *d_x, const void *d_w, const float *d_b, const int32_t *d_nbr,

@@ -1,0 +1,412 @@
+/*
+ * mlp_wgmma.cu - nl_mlp_gpu and nl_ln_mlp_gpu at C = 128 and 256 (PTv3's GELU MLP, hidden 4C): the whole MLP as
+ * one warp-specialised Hopper kernel, the hidden row on chip; sm_90a only. Reference: nl_mlp_cpu and nl_ln_mlp_cpu
+ * (layers.c); the host entries and their argument checks are mlp.cu's, which calls nl_mlp_wg_launch here.
+ *
+ * Why (docs/nets.md, "What bounds PTv3's ratio"): at these widths the unfused path is cuBLASLt's fc1 + GELU and fc2
+ * with the 4C hidden row through DRAM, at 46% of the cuBLAS rate over PTv3's 12 blocks; mlp.cu's mma.sync kernel
+ * keeps the weights in shared memory, which at C >= 128 (256 KB and 1 MB of them) they do not fit.
+ *
+ * Design: FlashAttention's back-to-back shape, persistent CTAs (one an SM) walking 128-row tiles of x, 3
+ * warpgroups. Warpgroup 0 (the producer; one thread) streams the weights through a ring of SLOTS slots by TMA, per
+ * tile in the order W1 chunk 0, W2 chunk 0, W1 chunk 1, ...: W1 chunk j is fc1's hidden rows [64 j, 64 j + 64)
+ * ([64][C], C / 64 boxes of 64 x 64), W2 chunk j is fc2's columns [64 j, 64 j + 64) ([C][64], one box), each
+ * K-major in the 128-byte swizzle; every tile streams the same weights (1 MB at C = 256), from L2. Warpgroups 1 and
+ * 2 (the consumers) own 64 rows of each tile: they copy them into the swizzled x tile by cp.async (with LN,
+ * normalise them there: fp32 statistics per row over a warp, the row rounded to the dtype as the unfused path
+ * stores it), then per chunk j: S = x W1_j^T (m64n64, A and B from shared memory), + b1, GELU (tanh form,
+ * cuBLASLt's epilogue's), rounded to the dtype and repacked in registers as the A operand of O += S W2_j^T (m64nC,
+ * A from registers; the accumulator layout of two n8 blocks is the A fragment's). The loop issues S_{j+1} before
+ * O_j, then waits for S_{j+1} alone (wgmma.wait_group 1): the GELU of chunk j + 1 runs while O_j is on the tensor
+ * cores. Once a tile's last S is done, the warpgroup's rows of its next tile are copied into the x tile under the
+ * last O and the epilogue, which adds b2 and the residual (y's rows, read from global memory) and rounds once.
+ * Without the persistence (a CTA a tile, its rows loaded and the epilogue written with the tensor cores idle) the
+ * kernel ran PTv3's C = 128 MLPs at 33% of the cuBLAS rate (H200, 600k points: docs/nets.md).
+ * Ring protocol (as v6's, spconv_wgmma.cu): item i uses slot i % SLOTS for the u = i / SLOTS-th time; "full"
+ * completes phase u when the TMA's bytes have landed (one arrival: the producer's expect_tx), "empty" when all 8
+ * consumer warps have retired the wgmmas reading it (one lane each). A consumer releases W1_{j+1}'s slot before
+ * W2_j's: every slot has its own barrier, and the producer refills in item order.
+ * Registers a consumer thread: O C / 2 (128 at C = 256), S 32, its A fragments 16, under setmaxnreg 232.
+ * Invariant: each y value is y + b2 + sum over the hidden chunks in increasing j (k16 by k16) in fp32, rounded
+ * once: runs agree bit for bit.
+ */
+#include "nets/nets.h"
+#include "nets/spconv_device.cuh"
+#include "nets/wgmma_device.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <type_traits>
+
+namespace nl_mlp_wg {
+
+constexpr int kSmemMax = 227 * 1024; /* sm_90: a CTA's dynamic shared memory */
+
+template <int C_> struct Cfg {
+  static constexpr int C = C_, H = 4 * C, NJ = H / 64, KB = C / 64, BM = 128;
+  static constexpr int X_BYTES = BM * C * 2;       /* KB blocks of [BM][128 B] */
+  static constexpr int SLOT = 64 * C * 2;          /* a W1 chunk [64][C] or a W2 chunk [C][64] */
+  static constexpr int TAIL = (H + 3 * C) * 4 + 2 * 8 * 8; /* b1, b2, gamma, beta (fp32); the mbarriers */
+  static constexpr int FIT = (kSmemMax - 1024 - X_BYTES - TAIL) / SLOT;
+  static constexpr int SLOTS = FIT > 8 ? 8 : FIT;
+  static constexpr size_t SMEM = 1024 + (size_t)X_BYTES + (size_t)SLOTS * SLOT + TAIL;
+  /* setmaxnreg: 384 threads at 168 registers at entry (__launch_bounds__(384, 1)); 128 x 40 + 256 x 232 = 384 x 168 */
+  static constexpr int PREG = 24, CREG = 240;
+  static_assert(C == 128 || C == 256, "O is m64nC: C / 2 accumulators a thread, N <= 256");
+  static_assert(SLOTS >= 2 && SLOTS <= 8, "W1_{j+1} and W2_j in the ring at once; TAIL's room for 8 slots");
+  static_assert(SMEM <= (size_t)kSmemMax, "within a CTA's shared memory");
+};
+
+struct Params {
+  uint16_t *y;         /* [rows, C]: the residual, updated in place */
+  const uint16_t *x;   /* [rows, C]: the MLP's input (y itself with LN) */
+  const uint16_t *b1;  /* [H] or NULL */
+  const uint16_t *b2;  /* [C] or NULL */
+  const float *g, *bt; /* LN's gamma and beta [C] (LN only) */
+  float eps;
+  uint32_t rows;
+};
+
+using spc_dev::cp_async_cg;
+using spc_dev::cp_async_commit;
+using spc_dev::cp_async_wait;
+using spc_dev::gelu_tanh;
+using spc_dev::pack2;
+using spc_dev::smem_addr;
+
+template <typename T> __device__ __forceinline__ float to_f(uint16_t u);
+template <> __device__ __forceinline__ float to_f<__half>(uint16_t u) { return __half2float(__ushort_as_half(u)); }
+template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(uint16_t u) {
+  return __bfloat162float(__ushort_as_bfloat16(u));
+}
+template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u) {
+  return make_float2(to_f<T>((uint16_t)(u & 0xFFFFu)), to_f<T>((uint16_t)(u >> 16)));
+}
+
+#if NWG_ON
+using namespace nwg;
+
+__device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+
+/* cp.async of a warp's 16 rows of a tile (tile rows r0 .. r0 + 15, tile row 0 = x's row t0) into the swizzled x
+ * tile at sX: row r's 16-byte chunk ch in 64-value block ch / 8 at r * 128 + ((ch % 8) ^ (r % 8)) * 16, the
+ * 128-byte swizzle wgmma reads; rows past `rows` zero-filled (computed on, never stored). */
+template <int C>
+__device__ __forceinline__ void rows_async(uint32_t sX, const uint16_t *x, uint32_t rows, uint32_t t0, int r0,
+                                           int lane) {
+  constexpr int CPR = C / 8, BM = Cfg<C>::BM;
+#pragma unroll
+  for (int i = 0; i < 16 * CPR / 32; ++i) {
+    const int idx = lane + i * 32, r = r0 + idx / CPR, ch = idx % CPR, kb = ch / 8, c = ch % 8;
+    const uint32_t gr = t0 + (uint32_t)r;
+    const bool ok = gr < rows;
+    cp_async_cg(sX + (uint32_t)(kb * BM * 128 + r * 128 + ((c ^ (r & 7)) << 4)), x + (ok ? (size_t)gr * C + ch * 8 : 0),
+                ok ? 16u : 0u);
+  }
+}
+
+/* LayerNorm of a warp's 16 rows of the x tile in place (rows of zeros give beta). A lane holds EPL = C / 32
+ * consecutive values of a row (one 16- or 8-byte access); nl_layernorm_gpu's arithmetic: fp32, the mean, then the
+ * mean of the squared deviations, (x - mean) rstd gamma + beta rounded to T, as the unfused path stores the row. */
+template <typename T, int C>
+__device__ __forceinline__ void ln_rows(uint32_t sX, int r0, int lane, const float *sG, const float *sBt, float eps) {
+  constexpr int EPL = C / 32, W = EPL / 2; /* values and 32-bit words a lane */
+  constexpr int BM = Cfg<C>::BM;
+  const int col = lane * EPL, chunk = col / 8, kb = chunk / 8, c = chunk % 8, within = (col % 8) * 2;
+  uint32_t v[16][W];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const int r = r0 + i;
+    const uint32_t a = sX + (uint32_t)(kb * BM * 128 + r * 128 + ((c ^ (r & 7)) << 4) + within);
+    if constexpr (W == 4)
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v[i][0]), "=r"(v[i][1]), "=r"(v[i][2]), "=r"(v[i][3])
+                   : "r"(a));
+    else
+      asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v[i][0]), "=r"(v[i][1]) : "r"(a));
+  }
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    float f[EPL], sum = 0.f, q = 0.f;
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      const float2 u = unpack2<T>(v[i][w]);
+      f[2 * w] = u.x, f[2 * w + 1] = u.y;
+      sum += u.x + u.y;
+    }
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+    const float mean = sum / (float)C;
+#pragma unroll
+    for (int e = 0; e < EPL; ++e) q += (f[e] - mean) * (f[e] - mean);
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) q += __shfl_xor_sync(0xFFFFFFFFu, q, o);
+    const float rstd = rsqrtf(q / (float)C + eps);
+#pragma unroll
+    for (int w = 0; w < W; ++w)
+      v[i][w] = pack2((f[2 * w] - mean) * rstd * sG[col + 2 * w] + sBt[col + 2 * w],
+                      (f[2 * w + 1] - mean) * rstd * sG[col + 2 * w + 1] + sBt[col + 2 * w + 1], T());
+    const int r = r0 + i;
+    const uint32_t a = sX + (uint32_t)(kb * BM * 128 + r * 128 + ((c ^ (r & 7)) << 4) + within);
+    if constexpr (W == 4)
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v[i][0]), "r"(v[i][1]), "r"(v[i][2]),
+                   "r"(v[i][3])
+                   : "memory");
+    else
+      asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(a), "r"(v[i][0]), "r"(v[i][1]) : "memory");
+  }
+}
+
+template <typename T, int C, bool LN>
+__global__ void __launch_bounds__(384, 1)
+    mlp_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm1, const __grid_constant__ CUtensorMap tm2) {
+  using Cf = Cfg<C>;
+  constexpr int H = Cf::H, NJ = Cf::NJ, KB = Cf::KB, BM = Cf::BM, SL = Cf::SLOTS;
+  extern __shared__ uint4 smem_raw[];
+  const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  unsigned char *g0 = reinterpret_cast<unsigned char *>(smem_raw) + (s0 - smem_addr(smem_raw));
+  const uint32_t sX = s0, sW = s0 + (uint32_t)Cf::X_BYTES;
+  float *sB1 = reinterpret_cast<float *>(g0 + Cf::X_BYTES + SL * Cf::SLOT);
+  float *sB2 = sB1 + H, *sG = sB2 + C, *sBt = sG + C;
+  const uint32_t sFull = smem_addr(sBt + C), sEmpty = sFull + 8u * SL; /* 8-byte aligned: (H + 3C) * 4 % 8 == 0 */
+  const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
+  const uint32_t tiles = (p.rows + (uint32_t)BM - 1u) / (uint32_t)BM;
+
+  if (tid == 0) {
+#pragma unroll
+    for (int i = 0; i < SL; ++i) {
+      mbar_init(sFull + 8u * i, 1);  /* the producer's expect_tx */
+      mbar_init(sEmpty + 8u * i, 8); /* one arrival per consumer warp */
+    }
+    /* the initialised barriers visible to the async proxy, whose TMA copies complete bytes on them */
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  for (int i = tid; i < H; i += 384) sB1[i] = p.b1 ? to_f<T>(__ldg(p.b1 + i)) : 0.f;
+  for (int i = tid; i < C; i += 384) {
+    sB2[i] = p.b2 ? to_f<T>(__ldg(p.b2 + i)) : 0.f;
+    if constexpr (LN) sG[i] = __ldg(p.g + i), sBt[i] = __ldg(p.bt + i);
+  }
+  __syncthreads(); /* the only CTA-wide barrier */
+
+  if (wg == 0) {
+    /* ---- producer: one thread streams the 2 NJ weight chunks of each of the CTA's tiles ---- */
+    setmaxnreg_dec<Cf::PREG>();
+    if (tid == 0) {
+      uint32_t it = 0; /* item count over the CTA's tiles */
+#pragma unroll 1
+      for (uint32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
+#pragma unroll 1
+        for (int i = 0; i < 2 * NJ; ++i, ++it) {
+          const uint32_t slot = it % SL, j = (uint32_t)i >> 1;
+          const uint32_t full = sFull + 8u * slot, dst = sW + slot * (uint32_t)Cf::SLOT;
+          mbar_wait(sEmpty + 8u * slot, ((it / SL) & 1u) ^ 1u);
+          mbar_expect_tx(full, (uint32_t)Cf::SLOT);
+          if (!(i & 1)) {
+#pragma unroll
+            for (int kb = 0; kb < KB; ++kb) tma_2d(dst + (uint32_t)(kb * 64 * 128), &tm1, kb * 64, (int)j * 64, full);
+          } else {
+            tma_2d(dst, &tm2, (int)j * 64, 0, full);
+          }
+        }
+    }
+    /* the CTA outlives the last copies: the consumers wait on every item's full barrier */
+    return;
+  }
+
+  /* ---- consumers: warpgroup cw owns tile rows [64 cw, 64 cw + 64), warp wq of it 16 of them ---- */
+  setmaxnreg_inc<Cf::CREG>();
+  const int cw = wg - 1, wq = warp & 3, r0 = cw * 64 + wq * 16;
+  float o[C / 2], s[32];
+  uint32_t pa[4][4]; /* fc2's A fragments of the chunk */
+  uint32_t base = 0;  /* the item of the tile's W1 chunk 0 */
+  const uint32_t xa = sX + (uint32_t)(cw * 64 * 128);
+  /* S = x W1_j^T from item 2j's slot: C / 16 k-steps, 4 inside each 128-byte swizzle row, then the next k-block */
+  auto issue_s = [&](int j) {
+    const uint32_t wb = sW + ((base + 2u * (uint32_t)j) % SL) * (uint32_t)Cf::SLOT;
+#pragma unroll
+    for (int ks = 0; ks < C / 16; ++ks) {
+      const uint32_t ko = (uint32_t)(ks & 3) * 32u, kb = (uint32_t)(ks >> 2);
+      wg_ss<T, 64>(s, wg_desc(xa + kb * (uint32_t)(BM * 128) + ko, 16, 1024, 1),
+                   wg_desc(wb + kb * 64u * 128u + ko, 16, 1024, 1), ks > 0);
+    }
+  };
+  /* O += GELU(S_j) W2_j^T from item 2j + 1's slot: the 64 hidden values in 4 k-steps */
+  auto issue_o = [&](int j) {
+    const uint32_t wb = sW + ((base + 2u * (uint32_t)j + 1u) % SL) * (uint32_t)Cf::SLOT;
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) wg_rs<T, C>(o, pa[kk], wg_desc(wb + (uint32_t)kk * 32u, 16, 1024, 1));
+  };
+  auto full_wait = [&](int i) {
+    const uint32_t it = base + (uint32_t)i;
+    mbar_wait(sFull + 8u * (it % SL), (it / SL) & 1u);
+  };
+  auto release = [&](int i) {
+    if (lane == 0) mbar_arrive(sEmpty + 8u * ((base + (uint32_t)i) % SL));
+  };
+  /* GELU(S_j + b1) in place (fp32): the thread's columns 8 nb + 2 (lane % 4) + {0, 1} of rows g and g + 8 */
+  auto act = [&](int j) {
+#pragma unroll
+    for (int nb = 0; nb < 8; ++nb) {
+      const int col = j * 64 + nb * 8 + 2 * (lane & 3);
+      const float c0 = sB1[col], c1 = sB1[col + 1];
+      s[nb * 4 + 0] = gelu_tanh(s[nb * 4 + 0] + c0), s[nb * 4 + 1] = gelu_tanh(s[nb * 4 + 1] + c1);
+      s[nb * 4 + 2] = gelu_tanh(s[nb * 4 + 2] + c0), s[nb * 4 + 3] = gelu_tanh(s[nb * 4 + 3] + c1);
+    }
+  };
+  /* the hidden values rounded to T as fc2's A fragments: k-step kk is n8 blocks 2 kk and 2 kk + 1 */
+  auto pack = [&]() {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      pa[kk][0] = pack2(s[8 * kk + 0], s[8 * kk + 1], T());
+      pa[kk][1] = pack2(s[8 * kk + 2], s[8 * kk + 3], T());
+      pa[kk][2] = pack2(s[8 * kk + 4], s[8 * kk + 5], T());
+      pa[kk][3] = pack2(s[8 * kk + 6], s[8 * kk + 7], T());
+    }
+  };
+  auto pin_o = [&]() {
+#pragma unroll
+    for (int e = 0; e < C / 2; ++e) pin(o[e]);
+  };
+  auto pin_s = [&]() {
+#pragma unroll
+    for (int e = 0; e < 32; ++e) pin(s[e]);
+  };
+  /* chunk j: S_{j+1} issued first, then O_j; GELU(S_{j+1}) while O_j runs; its A fragments once O_j is done.
+   * MORE (no S_{j+1} for the last chunk) is a compile-time flag: a run-time one made ptxas serialise every wgmma
+   * of the kernel (C7514). Once S_{j+1} is the tile's last S (PRE), no wgmma of this warpgroup reads the x tile
+   * again: its rows of the next tile (`next`) are copied in under O_j, O_{j+1} and the epilogue. */
+  auto step = [&](int j, auto more, auto pre, uint32_t next) {
+    pin_s();
+    pin_o();
+    wg_fence();
+    if constexpr (decltype(more)::value) {
+      full_wait(2 * j + 2);
+      issue_s(j + 1);
+      wg_commit();
+    }
+    full_wait(2 * j + 1);
+    issue_o(j);
+    wg_commit();
+    if constexpr (decltype(more)::value) {
+      wg_wait<1>(); /* S_{j+1} done; O_j still on the tensor cores, reading pa */
+      pin_s();
+      release(2 * j + 2);
+      if constexpr (decltype(pre)::value) {
+        if (next < tiles) {
+          fence_proxy_async(); /* the x tile's async-proxy reads (complete) before these generic writes */
+          rows_async<C>(sX, p.x, p.rows, next * (uint32_t)BM, r0, lane);
+        }
+        cp_async_commit();
+      }
+      act(j + 1);
+    }
+    wg_wait<0>();
+    pin_o();
+    release(2 * j + 1);
+    if constexpr (decltype(more)::value) pack();
+  };
+  using yes = std::true_type;
+  using no = std::false_type;
+
+  rows_async<C>(sX, p.x, p.rows, blockIdx.x * (uint32_t)BM, r0, lane);
+  cp_async_commit();
+  uint32_t *y = reinterpret_cast<uint32_t *>(p.y);
+#pragma unroll 1
+  for (uint32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, base += 2u * NJ) {
+    const uint32_t t0 = tile * (uint32_t)BM, next = tile + gridDim.x;
+    cp_async_wait<0>();
+    __syncwarp(); /* the warp's rows, copied by all its lanes */
+    if constexpr (LN) ln_rows<T, C>(sX, r0, lane, sG, sBt, p.eps);
+    fence_proxy_async(); /* the generic-proxy writes visible to wgmma, then to the whole warpgroup */
+    wg_bar(1 + cw);
+#pragma unroll
+    for (int e = 0; e < C / 2; ++e) o[e] = 0.f;
+    full_wait(0);
+    wg_fence();
+    issue_s(0);
+    wg_commit();
+    wg_wait<0>();
+    pin_s();
+    release(0);
+    act(0);
+    pack();
+#pragma unroll 1
+    for (int j = 0; j < NJ - 2; ++j) step(j, yes{}, no{}, next);
+    step(NJ - 2, yes{}, yes{}, next);
+    step(NJ - 1, no{}, no{}, next);
+
+    /* epilogue: y + O + b2 rounded once, one 32-bit store per value pair; rows lane / 4 and + 8 of the warp's 16,
+     * columns 8 nb + 2 (lane % 4) + {0, 1} */
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const uint32_t gr = t0 + (uint32_t)(r0 + (lane >> 2) + hr * 8);
+      if (gr >= p.rows) continue;
+      uint32_t *yr = y + (size_t)gr * (C / 2);
+      uint32_t old[C / 8];
+#pragma unroll
+      for (int nb = 0; nb < C / 8; ++nb) old[nb] = yr[nb * 4 + (lane & 3)];
+#pragma unroll
+      for (int nb = 0; nb < C / 8; ++nb) {
+        const int col = nb * 8 + 2 * (lane & 3);
+        const float2 u = unpack2<T>(old[nb]);
+        yr[nb * 4 + (lane & 3)] =
+            pack2(u.x + o[nb * 4 + 2 * hr] + sB2[col], u.y + o[nb * 4 + 2 * hr + 1] + sB2[col + 1], T());
+      }
+    }
+  }
+}
+
+#else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
+
+template <typename T, int C, bool LN>
+__global__ void __launch_bounds__(384, 1)
+    mlp_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm1, const __grid_constant__ CUtensorMap tm2) {
+  (void)p, (void)tm1, (void)tm2;
+}
+
+#endif /* NWG_ON */
+
+template <typename T, int C, bool LN> hx_status launch(const Params &p, const void *w1, const void *w2,
+                                                       cudaStream_t stream, const char *who, hx_err *err) {
+  using Cf = Cfg<C>;
+  auto kern = mlp_wg_kernel<T, C, LN>;
+  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Cf::SMEM));
+  /* the descriptors travel by value as kernel parameters, so a captured graph keeps its own */
+  CUtensorMap tm1, tm2;
+  HX_TRY(nwg::tensor_map(&tm1, w1, (uint64_t)Cf::H, (uint64_t)C, 64u, 64u, who, err));
+  HX_TRY(nwg::tensor_map(&tm2, w2, (uint64_t)C, (uint64_t)Cf::H, (uint32_t)C, 64u, who, err));
+  int dev = 0, sms = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const uint32_t tiles = (p.rows + Cf::BM - 1u) / Cf::BM; /* persistent: one CTA an SM (its shared memory) */
+  kern<<<tiles < (uint32_t)sms ? tiles : (unsigned)sms, 384, Cf::SMEM, stream>>>(p, tm1, tm2);
+  HX_LAUNCHED(err, who);
+  return HX_OK;
+}
+
+template <typename T, bool LN> hx_status by_c(const Params &p, const void *w1, const void *w2, size_t C,
+                                              cudaStream_t stream, const char *who, hx_err *err) {
+  return C == 128 ? launch<T, 128, LN>(p, w1, w2, stream, who, err) : launch<T, 256, LN>(p, w1, w2, stream, who, err);
+}
+
+} // namespace nl_mlp_wg
+
+extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2,
+                                      const void *d_b2, size_t rows, size_t C, const float *d_g, const float *d_beta,
+                                      float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  const int ln = d_g != NULL;
+  const char *who = ln ? "nl_ln_mlp_gpu" : "nl_mlp_gpu";
+  if (rows > 0xFFFFFFFFu - 128u) return hx_errf(err, HX_EINVAL, "%s: %zu rows (at most 2^32 - 129)", who, rows);
+  HX_TRY(nwg_sm90a_check(who, err));
+  const nl_mlp_wg::Params p{static_cast<uint16_t *>(d_y), static_cast<const uint16_t *>(ln ? d_y : d_x),
+                            static_cast<const uint16_t *>(d_b1), static_cast<const uint16_t *>(d_b2), d_g, d_beta, eps,
+                            (uint32_t)rows};
+  cudaStream_t s = (cudaStream_t)stream;
+  if (dt == NET_BF16)
+    return ln ? nl_mlp_wg::by_c<__nv_bfloat16, true>(p, d_w1, d_w2, C, s, who, err)
+              : nl_mlp_wg::by_c<__nv_bfloat16, false>(p, d_w1, d_w2, C, s, who, err);
+  return ln ? nl_mlp_wg::by_c<__half, true>(p, d_w1, d_w2, C, s, who, err)
+            : nl_mlp_wg::by_c<__half, false>(p, d_w1, d_w2, C, s, who, err);
+}
