@@ -7,12 +7,13 @@
  * with the 4C hidden row through DRAM, at 46% of the cuBLAS rate over PTv3's 12 blocks; mlp.cu's mma.sync kernel
  * keeps the weights in shared memory, which at C >= 128 (256 KB and 1 MB of them) they do not fit.
  *
- * Design: FlashAttention's back-to-back shape, persistent CTAs (one an SM) walking 128-row tiles of x, 3
- * warpgroups. Warpgroup 0 (the producer; one thread) streams the weights through a ring of SLOTS slots by TMA, per
+ * Design: FlashAttention's back-to-back shape, persistent CTAs (one an SM) walking tiles of 64 NC rows of x (NC
+ * consumer warpgroups: 3 at C = 128, 2 at 256, by the registers), NC + 1 warpgroups. Warpgroup 0 (the producer; one
+ * thread) streams the weights through a ring of SLOTS slots by TMA, per
  * tile in the order W1 chunk 0, W2 chunk 0, W1 chunk 1, ...: W1 chunk j is fc1's hidden rows [64 j, 64 j + 64)
  * ([64][C], C / 64 boxes of 64 x 64), W2 chunk j is fc2's columns [64 j, 64 j + 64) ([C][64], one box), each
- * K-major in the 128-byte swizzle; every tile streams the same weights (1 MB at C = 256), from L2. Warpgroups 1 and
- * 2 (the consumers) own 64 rows of each tile: they copy them into the swizzled x tile by cp.async (with LN,
+ * K-major in the 128-byte swizzle; every tile streams the same weights (1 MB at C = 256), from L2. The consumers
+ * (warpgroups 1 .. NC) own 64 rows of each tile each: they copy them into the swizzled x tile by cp.async (with LN,
  * normalise them there: fp32 statistics per row over a warp, the row rounded to the dtype as the unfused path
  * stores it), then per chunk j: S = x W1_j^T (m64n64, A and B from shared memory), + b1, GELU (tanh form,
  * cuBLASLt's epilogue's), rounded to the dtype and repacked in registers as the A operand of O += S W2_j^T (m64nC,
@@ -20,13 +21,13 @@
  * O_j, then waits for S_{j+1} alone (wgmma.wait_group 1): the GELU of chunk j + 1 runs while O_j is on the tensor
  * cores. Once a tile's last S is done, the warpgroup's rows of its next tile are copied into the x tile under the
  * last O and the epilogue, which adds b2 and the residual (y's rows, read from global memory) and rounds once.
- * Without the persistence (a CTA a tile, its rows loaded and the epilogue written with the tensor cores idle) the
- * kernel ran PTv3's C = 128 MLPs at 33% of the cuBLAS rate (H200, 600k points: docs/nets.md).
+ * Measured (docs/nets.md, "The MLP at C = 128 and 256"): latency-bound, the tensor pipe busy a third of the time;
+ * the persistence and the third consumer at C = 128 each took 7% off its time there.
  * Ring protocol (as v6's, spconv_wgmma.cu): item i uses slot i % SLOTS for the u = i / SLOTS-th time; "full"
  * completes phase u when the TMA's bytes have landed (one arrival: the producer's expect_tx), "empty" when all 8
  * consumer warps have retired the wgmmas reading it (one lane each). A consumer releases W1_{j+1}'s slot before
  * W2_j's: every slot has its own barrier, and the producer refills in item order.
- * Registers a consumer thread: O C / 2 (128 at C = 256), S 32, its A fragments 16, under setmaxnreg 232.
+ * Registers a consumer thread: O C / 2 (128 at C = 256), S 32, its A fragments 16, under setmaxnreg (Cfg).
  * Invariant: each y value is y + b2 + sum over the hidden chunks in increasing j (k16 by k16) in fp32, rounded
  * once: runs agree bit for bit.
  */
@@ -45,15 +46,19 @@ namespace nl_mlp_wg {
 constexpr int kSmemMax = 227 * 1024; /* sm_90: a CTA's dynamic shared memory */
 
 template <int C_> struct Cfg {
-  static constexpr int C = C_, H = 4 * C, NJ = H / 64, KB = C / 64, BM = 128;
+  /* NC consumer warpgroups of 64 rows: three at C = 128, where a consumer needs ~150 registers; two at 256 */
+  static constexpr int NC = C_ == 128 ? 3 : 2, THREADS = 128 * (NC + 1);
+  static constexpr int C = C_, H = 4 * C, NJ = H / 64, KB = C / 64, BM = 64 * NC;
   static constexpr int X_BYTES = BM * C * 2;       /* KB blocks of [BM][128 B] */
   static constexpr int SLOT = 64 * C * 2;          /* a W1 chunk [64][C] or a W2 chunk [C][64] */
   static constexpr int TAIL = (H + 3 * C) * 4 + 2 * 8 * 8; /* b1, b2, gamma, beta (fp32); the mbarriers */
   static constexpr int FIT = (kSmemMax - 1024 - X_BYTES - TAIL) / SLOT;
   static constexpr int SLOTS = FIT > 8 ? 8 : FIT;
   static constexpr size_t SMEM = 1024 + (size_t)X_BYTES + (size_t)SLOTS * SLOT + TAIL;
-  /* setmaxnreg: 384 threads at 168 registers at entry (__launch_bounds__(384, 1)); 128 x 40 + 256 x 232 = 384 x 168 */
-  static constexpr int PREG = 24, CREG = 240;
+  /* setmaxnreg: the allocation at entry under __launch_bounds__(THREADS, 1) is 65536 / THREADS (168 at 384 threads,
+   * 128 at 512); the producer's release covers the consumers' increase: 128 x 24 + 256 x 240 = 384 x 168, 128 x 24 +
+   * 384 x 160 = 512 x 126 (< 128) */
+  static constexpr int PREG = 24, CREG = NC == 3 ? 160 : 240;
   static_assert(C == 128 || C == 256, "O is m64nC: C / 2 accumulators a thread, N <= 256");
   static_assert(SLOTS >= 2 && SLOTS <= 8, "W1_{j+1} and W2_j in the ring at once; TAIL's room for 8 slots");
   static_assert(SMEM <= (size_t)kSmemMax, "within a CTA's shared memory");
@@ -160,7 +165,7 @@ __device__ __forceinline__ void ln_rows(uint32_t sX, int r0, int lane, const flo
 }
 
 template <typename T, int C, bool LN>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     mlp_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm1, const __grid_constant__ CUtensorMap tm2) {
   using Cf = Cfg<C>;
   constexpr int H = Cf::H, NJ = Cf::NJ, KB = Cf::KB, BM = Cf::BM, SL = Cf::SLOTS;
@@ -178,13 +183,13 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
     for (int i = 0; i < SL; ++i) {
       mbar_init(sFull + 8u * i, 1);  /* the producer's expect_tx */
-      mbar_init(sEmpty + 8u * i, 8); /* one arrival per consumer warp */
+      mbar_init(sEmpty + 8u * i, 4 * Cf::NC); /* one arrival per consumer warp */
     }
     /* the initialised barriers visible to the async proxy, whose TMA copies complete bytes on them */
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  for (int i = tid; i < H; i += 384) sB1[i] = p.b1 ? to_f<T>(__ldg(p.b1 + i)) : 0.f;
-  for (int i = tid; i < C; i += 384) {
+  for (int i = tid; i < H; i += Cf::THREADS) sB1[i] = p.b1 ? to_f<T>(__ldg(p.b1 + i)) : 0.f;
+  for (int i = tid; i < C; i += Cf::THREADS) {
     sB2[i] = p.b2 ? to_f<T>(__ldg(p.b2 + i)) : 0.f;
     if constexpr (LN) sG[i] = __ldg(p.g + i), sBt[i] = __ldg(p.bt + i);
   }
@@ -361,7 +366,7 @@ __global__ void __launch_bounds__(384, 1)
 #else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
 
 template <typename T, int C, bool LN>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     mlp_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm1, const __grid_constant__ CUtensorMap tm2) {
   (void)p, (void)tm1, (void)tm2;
 }
@@ -381,7 +386,7 @@ template <typename T, int C, bool LN> hx_status launch(const Params &p, const vo
   HX_CUDA(err, cudaGetDevice(&dev));
   HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const uint32_t tiles = (p.rows + Cf::BM - 1u) / Cf::BM; /* persistent: one CTA an SM (its shared memory) */
-  kern<<<tiles < (uint32_t)sms ? tiles : (unsigned)sms, 384, Cf::SMEM, stream>>>(p, tm1, tm2);
+  kern<<<tiles < (uint32_t)sms ? tiles : (unsigned)sms, Cf::THREADS, Cf::SMEM, stream>>>(p, tm1, tm2);
   HX_LAUNCHED(err, who);
   return HX_OK;
 }
