@@ -403,7 +403,8 @@ extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_
                                       float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   const int ln = d_g != NULL;
   const char *who = ln ? "nl_ln_mlp_gpu" : "nl_mlp_gpu";
-  if (rows > 0xFFFFFFFFu - 128u) return hx_errf(err, HX_EINVAL, "%s: %zu rows (at most 2^32 - 129)", who, rows);
+  /* tile arithmetic in 32 bits: rows + BM - 1 (BM <= 192) must not wrap */
+  if (rows > 0xFFFFFFFFu - 256u) return hx_errf(err, HX_EINVAL, "%s: %zu rows (at most 2^32 - 257)", who, rows);
   HX_TRY(nwg_sm90a_check(who, err));
   const nl_mlp_wg::Params p{static_cast<uint16_t *>(d_y), static_cast<const uint16_t *>(ln ? d_y : d_x),
                             static_cast<const uint16_t *>(d_b1), static_cast<const uint16_t *>(d_b2), d_g, d_beta, eps,

@@ -114,7 +114,7 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
  * the caller runs the unfused path instead (both networks' forwards do), for a (C, H, kind) that nl_mlp_gpu_takes
  * refuses, for unaligned x, y, w1 or w2, at C = 128 and 256 on a device without the sm_90a image, and on a device
  * that grants a CTA less shared memory than the kernel needs (sm_80's 163 KB against the C = 80 SwiGLU kernel's
- * 208 KB; every other width fits). rows may be 0 (below 2^32 - 128 at C >= 128). */
+ * 208 KB; every other width fits). rows may be 0 (at most 2^32 - 257 at C >= 128). */
 typedef enum nl_mlp_kind { NL_MLP_GELU = 0, NL_MLP_SWIGLU = 1 } nl_mlp_kind;
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, hx_err *err);
