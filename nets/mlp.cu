@@ -1,7 +1,8 @@
 /*
  * mlp.cu - nl_mlp_gpu: a block's MLP y += fc2(act(fc1(x))) for narrow rows in one kernel, the hidden row kept on
  * chip: PTv3's (act = GELU, hidden 4C) and Flash3D's LayerNormMLP after its LayerNorm (act = SwiGLU, fc1 8C wide,
- * hidden 4C). Reference: nl_mlp_cpu (layers.c); checked in tests/nets/test_layers_gpu.c.
+ * hidden 4C). Reference: nl_mlp_cpu (layers.c); checked in tests/nets/test_layers_gpu.c. PTv3's C = 128 and 256 go
+ * to the wgmma kernel of nets/mlp_wgmma.cu (nl_mlp_wg_launch).
  *
  * Why: at narrow C the unfused path's cuBLASLt Linears write the hidden row ([rows, 4C], and for SwiGLU [rows, 8C]
  * and a SwiGLU pass) and read it back, 11 (27) x 2 x C bytes a row against 3 x 2 x C for x in and y in and out,

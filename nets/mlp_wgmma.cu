@@ -24,11 +24,13 @@
  * Measured (docs/nets.md, "The MLP at C = 128 and 256"): latency-bound, the tensor pipe busy a third of the time;
  * the persistence and the third consumer at C = 128 each took 7% off its time there.
  * Ring protocol (as v6's, spconv_wgmma.cu): item i uses slot i % SLOTS for the u = i / SLOTS-th time; "full"
- * completes phase u when the TMA's bytes have landed (one arrival: the producer's expect_tx), "empty" when all 8
+ * completes phase u when the TMA's bytes have landed (one arrival: the producer's expect_tx), "empty" when all 4 NC
  * consumer warps have retired the wgmmas reading it (one lane each). A consumer releases W1_{j+1}'s slot before
  * W2_j's: every slot has its own barrier, and the producer refills in item order.
  * Registers a consumer thread: O C / 2 (128 at C = 256), S 32, its A fragments 16, under setmaxnreg (Cfg).
- * Invariant: each y value is y + b2 + sum over the hidden chunks in increasing j (k16 by k16) in fp32, rounded
+ * The consumers issue their wgmmas in turns (FlashAttention-3's ping-pong, named barriers): one's GELU runs under
+ * the others' GEMMs instead of all of them waiting on the tensor pipe at once.
+ * Invariant: each y value is (y + the sum over the hidden chunks in increasing j, k16 by k16) + b2 in fp32, rounded
  * once: runs agree bit for bit.
  */
 #include "nets/nets.h"
@@ -94,6 +96,7 @@ template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u) {
 using namespace nwg;
 
 __device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+constexpr int kTurn = 4; /* named barriers: 0 __syncthreads, 1 .. NC a consumer's x tile, kTurn .. the turns */
 
 /* cp.async of a warp's 16 rows of a tile (tile rows r0 .. r0 + 15, tile row 0 = x's row t0) into the swizzled x
  * tile at sX: row r's 16-byte chunk ch in 64-value block ch / 8 at r * 128 + ((ch % 8) ^ (r % 8)) * 16, the
@@ -278,6 +281,17 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
 #pragma unroll
     for (int e = 0; e < 32; ++e) pin(s[e]);
   };
+  /* FlashAttention-3's ping-pong: the consumers issue their wgmmas in turns, consumer cw after cw - 1 (named
+   * barrier kTurn + cw: its 128 threads and the previous consumer's 128), so that one's GELU runs under the others'
+   * GEMMs instead of all of them waiting on the tensor pipe at once. Every consumer takes the same turns (the first
+   * S of each tile, then each step); the last one opens the first turn and does not pass its last. */
+  auto turn_wait = [&]() { asm volatile("bar.sync %0, 256;\n" ::"r"(kTurn + cw) : "memory"); };
+  /* a predicated arrive, not a branch: a branch around it made ptxas serialise every wgmma (C7520) */
+  auto turn_pass = [&](bool on) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p bar.arrive %0, 256;\n}\n" ::"r"(kTurn + (cw + 1) % Cf::NC),
+                 "r"((int)on)
+                 : "memory");
+  };
   /* chunk j: S_{j+1} issued first, then O_j; GELU(S_{j+1}) while O_j runs; its A fragments once O_j is done.
    * MORE (no S_{j+1} for the last chunk) is a compile-time flag: a run-time one made ptxas serialise every wgmma
    * of the kernel (C7514). Once S_{j+1} is the tile's last S (PRE), no wgmma of this warpgroup reads the x tile
@@ -285,6 +299,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   auto step = [&](int j, auto more, auto pre, uint32_t next) {
     pin_s();
     pin_o();
+    turn_wait();
     wg_fence();
     if constexpr (decltype(more)::value) {
       full_wait(2 * j + 2);
@@ -294,11 +309,15 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     full_wait(2 * j + 1);
     issue_o(j);
     wg_commit();
+    turn_pass(__shfl_sync(0xFFFFFFFFu, (next < tiles) | (j + 1 < NJ) | (cw != Cf::NC - 1), 0)); /* none open at exit */
     if constexpr (decltype(more)::value) {
       wg_wait<1>(); /* S_{j+1} done; O_j still on the tensor cores, reading pa */
       pin_s();
       release(2 * j + 2);
       if constexpr (decltype(pre)::value) {
+        /* every warp's view of the warpgroup's S wgmmas complete before any of its rows is overwritten (the PTX
+         * model does not say that one warp's wait covers the warpgroup's reads of the others' rows) */
+        wg_bar(1 + cw);
         if (next < tiles) {
           fence_proxy_async(); /* the x tile's async-proxy reads (complete) before these generic writes */
           rows_async<C>(sX, p.x, p.rows, next * (uint32_t)BM, r0, lane);
@@ -315,6 +334,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   using yes = std::true_type;
   using no = std::false_type;
 
+  turn_pass(cw == Cf::NC - 1);
   rows_async<C>(sX, p.x, p.rows, blockIdx.x * (uint32_t)BM, r0, lane);
   cp_async_commit();
   uint32_t *y = reinterpret_cast<uint32_t *>(p.y);
@@ -329,9 +349,11 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
 #pragma unroll
     for (int e = 0; e < C / 2; ++e) o[e] = 0.f;
     full_wait(0);
+    turn_wait();
     wg_fence();
     issue_s(0);
     wg_commit();
+    turn_pass(true);
     wg_wait<0>();
     pin_s();
     release(0);
@@ -363,12 +385,13 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   }
 }
 
-#else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
+#else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but traps */
 
 template <typename T, int C, bool LN>
 __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     mlp_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm1, const __grid_constant__ CUtensorMap tm2) {
   (void)p, (void)tm1, (void)tm2;
+  __trap(); /* never launched (nwg_sm90a_check): y left as it was would be silent garbage */
 }
 
 #endif /* NWG_ON */
@@ -393,7 +416,9 @@ template <typename T, int C, bool LN> hx_status launch(const Params &p, const vo
 
 template <typename T, bool LN> hx_status by_c(const Params &p, const void *w1, const void *w2, size_t C,
                                               cudaStream_t stream, const char *who, hx_err *err) {
-  return C == 128 ? launch<T, 128, LN>(p, w1, w2, stream, who, err) : launch<T, 256, LN>(p, w1, w2, stream, who, err);
+  if (C == 128) return launch<T, 128, LN>(p, w1, w2, stream, who, err);
+  if (C == 256) return launch<T, 256, LN>(p, w1, w2, stream, who, err);
+  return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel takes C = 128 and 256, not %zu", who, C);
 }
 
 } // namespace nl_mlp_wg
@@ -403,9 +428,9 @@ extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_
                                       float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   const int ln = d_g != NULL;
   const char *who = ln ? "nl_ln_mlp_gpu" : "nl_mlp_gpu";
+  HX_TRY(nwg_sm90a_check(who, err)); /* first: HX_EUNSUPPORTED sends the caller to the unfused path */
   /* tile arithmetic in 32 bits: rows + BM - 1 (BM <= 192) must not wrap */
   if (rows > 0xFFFFFFFFu - 256u) return hx_errf(err, HX_EINVAL, "%s: %zu rows (at most 2^32 - 257)", who, rows);
-  HX_TRY(nwg_sm90a_check(who, err));
   const nl_mlp_wg::Params p{static_cast<uint16_t *>(d_y), static_cast<const uint16_t *>(ln ? d_y : d_x),
                             static_cast<const uint16_t *>(d_b1), static_cast<const uint16_t *>(d_b2), d_g, d_beta, eps,
                             (uint32_t)rows};
