@@ -28,8 +28,6 @@
  * consumer warps have retired the wgmmas reading it (one lane each). A consumer releases W1_{j+1}'s slot before
  * W2_j's: every slot has its own barrier, and the producer refills in item order.
  * Registers a consumer thread: O C / 2 (128 at C = 256), S 32, its A fragments 16, under setmaxnreg (Cfg).
- * The consumers issue their wgmmas in turns (FlashAttention-3's ping-pong, named barriers): one's GELU runs under
- * the others' GEMMs instead of all of them waiting on the tensor pipe at once.
  * Invariant: each y value is (y + the sum over the hidden chunks in increasing j, k16 by k16) + b2 in fp32, rounded
  * once: runs agree bit for bit.
  */
@@ -96,7 +94,6 @@ template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u) {
 using namespace nwg;
 
 __device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
-constexpr int kTurn = 4; /* named barriers: 0 __syncthreads, 1 .. NC a consumer's x tile, kTurn .. the turns */
 
 /* cp.async of a warp's 16 rows of a tile (tile rows r0 .. r0 + 15, tile row 0 = x's row t0) into the swizzled x
  * tile at sX: row r's 16-byte chunk ch in 64-value block ch / 8 at r * 128 + ((ch % 8) ^ (r % 8)) * 16, the
@@ -281,17 +278,6 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
 #pragma unroll
     for (int e = 0; e < 32; ++e) pin(s[e]);
   };
-  /* FlashAttention-3's ping-pong: the consumers issue their wgmmas in turns, consumer cw after cw - 1 (named
-   * barrier kTurn + cw: its 128 threads and the previous consumer's 128), so that one's GELU runs under the others'
-   * GEMMs instead of all of them waiting on the tensor pipe at once. Every consumer takes the same turns (the first
-   * S of each tile, then each step); the last one opens the first turn and does not pass its last. */
-  auto turn_wait = [&]() { asm volatile("bar.sync %0, 256;\n" ::"r"(kTurn + cw) : "memory"); };
-  /* a predicated arrive, not a branch: a branch around it made ptxas serialise every wgmma (C7520) */
-  auto turn_pass = [&](bool on) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p bar.arrive %0, 256;\n}\n" ::"r"(kTurn + (cw + 1) % Cf::NC),
-                 "r"((int)on)
-                 : "memory");
-  };
   /* chunk j: S_{j+1} issued first, then O_j; GELU(S_{j+1}) while O_j runs; its A fragments once O_j is done.
    * MORE (no S_{j+1} for the last chunk) is a compile-time flag: a run-time one made ptxas serialise every wgmma
    * of the kernel (C7514). Once S_{j+1} is the tile's last S (PRE), no wgmma of this warpgroup reads the x tile
@@ -299,7 +285,6 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   auto step = [&](int j, auto more, auto pre, uint32_t next) {
     pin_s();
     pin_o();
-    turn_wait();
     wg_fence();
     if constexpr (decltype(more)::value) {
       full_wait(2 * j + 2);
@@ -309,7 +294,6 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     full_wait(2 * j + 1);
     issue_o(j);
     wg_commit();
-    turn_pass(__shfl_sync(0xFFFFFFFFu, (next < tiles) | (j + 1 < NJ) | (cw != Cf::NC - 1), 0)); /* none open at exit */
     if constexpr (decltype(more)::value) {
       wg_wait<1>(); /* S_{j+1} done; O_j still on the tensor cores, reading pa */
       pin_s();
@@ -334,7 +318,6 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   using yes = std::true_type;
   using no = std::false_type;
 
-  turn_pass(cw == Cf::NC - 1);
   rows_async<C>(sX, p.x, p.rows, blockIdx.x * (uint32_t)BM, r0, lane);
   cp_async_commit();
   uint32_t *y = reinterpret_cast<uint32_t *>(p.y);
@@ -349,11 +332,9 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
 #pragma unroll
     for (int e = 0; e < C / 2; ++e) o[e] = 0.f;
     full_wait(0);
-    turn_wait();
     wg_fence();
     issue_s(0);
     wg_commit();
-    turn_pass(true);
     wg_wait<0>();
     pin_s();
     release(0);
