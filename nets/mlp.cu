@@ -49,6 +49,7 @@ using spc_dev::pack2;
 using spc_dev::smem_addr;
 using spc_dev::swz;
 using spc_dev::tanh_approx;
+using spc_dev::unpack2;
 
 constexpr int kWarps = 8, kThreads = kWarps * 32, kBM = 16 * kWarps; /* rows per tile */
 
@@ -61,14 +62,6 @@ template <int CPR> struct lay {
     return kPow2 ? swz<CPR>(r, c) : (uint32_t)(r * kStride + c * 16);
   }
 };
-
-template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u);
-template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t u) {
-  return __half22float2(*reinterpret_cast<const __half2 *>(&u));
-}
-template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t u) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u));
-}
 
 /* silu(a) b, silu on the hardware tanh: a sigmoid(a) = a / 2 + a / 2 tanh(a / 2) */
 __device__ __forceinline__ float swiglu(float a, float b) {

@@ -80,35 +80,32 @@ using spc_dev::cp_async_wait;
 using spc_dev::gelu_tanh;
 using spc_dev::pack2;
 using spc_dev::smem_addr;
-
-template <typename T> __device__ __forceinline__ float to_f(uint16_t u);
-template <> __device__ __forceinline__ float to_f<__half>(uint16_t u) { return __half2float(__ushort_as_half(u)); }
-template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(uint16_t u) {
-  return __bfloat162float(__ushort_as_bfloat16(u));
-}
-template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u) {
-  return make_float2(to_f<T>((uint16_t)(u & 0xFFFFu)), to_f<T>((uint16_t)(u >> 16)));
-}
+using spc_dev::swz;
+using spc_dev::unpack2;
 
 #if NWG_ON
 using namespace nwg;
 
 __device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
 
-/* cp.async of a warp's 16 rows of a tile (tile rows r0 .. r0 + 15, tile row 0 = x's row t0) into the swizzled x
- * tile at sX: row r's 16-byte chunk ch in 64-value block ch / 8 at r * 128 + ((ch % 8) ^ (r % 8)) * 16, the
- * 128-byte swizzle wgmma reads; rows past `rows` zero-filled (computed on, never stored). */
+/* Byte offset in the x tile of row r's 16-byte chunk ch: 64-value block ch / 8 (BM rows of 128 bytes each), inside
+ * it swz<8>'s place, the 128-byte swizzle wgmma reads. */
+template <int C> __device__ __forceinline__ uint32_t x_at(int r, int ch) {
+  return (uint32_t)((ch / 8) * Cfg<C>::BM * 128) + swz<8>(r, ch % 8);
+}
+
+/* cp.async of a warp's 16 rows of a tile (tile rows r0 .. r0 + 15, tile row 0 = x's row t0) into the x tile at sX;
+ * rows past `rows` zero-filled (computed on, never stored). */
 template <int C>
 __device__ __forceinline__ void rows_async(uint32_t sX, const uint16_t *x, uint32_t rows, uint32_t t0, int r0,
                                            int lane) {
-  constexpr int CPR = C / 8, BM = Cfg<C>::BM;
+  constexpr int CPR = C / 8;
 #pragma unroll
   for (int i = 0; i < 16 * CPR / 32; ++i) {
-    const int idx = lane + i * 32, r = r0 + idx / CPR, ch = idx % CPR, kb = ch / 8, c = ch % 8;
+    const int idx = lane + i * 32, r = r0 + idx / CPR, ch = idx % CPR;
     const uint32_t gr = t0 + (uint32_t)r;
     const bool ok = gr < rows;
-    cp_async_cg(sX + (uint32_t)(kb * BM * 128 + r * 128 + ((c ^ (r & 7)) << 4)), x + (ok ? (size_t)gr * C + ch * 8 : 0),
-                ok ? 16u : 0u);
+    cp_async_cg(sX + x_at<C>(r, ch), x + (ok ? (size_t)gr * C + ch * 8 : 0), ok ? 16u : 0u);
   }
 }
 
@@ -118,13 +115,12 @@ __device__ __forceinline__ void rows_async(uint32_t sX, const uint16_t *x, uint3
 template <typename T, int C>
 __device__ __forceinline__ void ln_rows(uint32_t sX, int r0, int lane, const float *sG, const float *sBt, float eps) {
   constexpr int EPL = C / 32, W = EPL / 2; /* values and 32-bit words a lane */
-  constexpr int BM = Cfg<C>::BM;
-  const int col = lane * EPL, chunk = col / 8, kb = chunk / 8, c = chunk % 8, within = (col % 8) * 2;
+  const int col = lane * EPL, chunk = col / 8, within = (col % 8) * 2;
   uint32_t v[16][W];
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
     const int r = r0 + i;
-    const uint32_t a = sX + (uint32_t)(kb * BM * 128 + r * 128 + ((c ^ (r & 7)) << 4) + within);
+    const uint32_t a = sX + x_at<C>(r, chunk) + (uint32_t)within;
     if constexpr (W == 4)
       asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                    : "=r"(v[i][0]), "=r"(v[i][1]), "=r"(v[i][2]), "=r"(v[i][3])
@@ -154,7 +150,7 @@ __device__ __forceinline__ void ln_rows(uint32_t sX, int r0, int lane, const flo
       v[i][w] = pack2((f[2 * w] - mean) * rstd * sG[col + 2 * w] + sBt[col + 2 * w],
                       (f[2 * w + 1] - mean) * rstd * sG[col + 2 * w + 1] + sBt[col + 2 * w + 1], T());
     const int r = r0 + i;
-    const uint32_t a = sX + (uint32_t)(kb * BM * 128 + r * 128 + ((c ^ (r & 7)) << 4) + within);
+    const uint32_t a = sX + x_at<C>(r, chunk) + (uint32_t)within;
     if constexpr (W == 4)
       asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v[i][0]), "r"(v[i][1]), "r"(v[i][2]),
                    "r"(v[i][3])
@@ -188,9 +184,9 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     /* the initialised barriers visible to the async proxy, whose TMA copies complete bytes on them */
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  for (int i = tid; i < H; i += Cf::THREADS) sB1[i] = p.b1 ? to_f<T>(__ldg(p.b1 + i)) : 0.f;
+  for (int i = tid; i < H; i += Cf::THREADS) sB1[i] = unpack2<T>(p.b1 ? (uint32_t)__ldg(p.b1 + i) : 0u).x;
   for (int i = tid; i < C; i += Cf::THREADS) {
-    sB2[i] = p.b2 ? to_f<T>(__ldg(p.b2 + i)) : 0.f;
+    sB2[i] = unpack2<T>(p.b2 ? (uint32_t)__ldg(p.b2 + i) : 0u).x;
     if constexpr (LN) sG[i] = __ldg(p.g + i), sBt[i] = __ldg(p.bt + i);
   }
   __syncthreads(); /* the only CTA-wide barrier */

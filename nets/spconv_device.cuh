@@ -1,9 +1,9 @@
 /*
  * spconv_device.cuh - private to nets/: the device helpers the implicit-GEMM convolutions share (v1's mma.sync
- * kernel and its relatives in spconv.cu, v6's wgmma kernel in spconv_wgmma.cu) and the fused MLP (mlp.cu) uses:
- * 16-byte cp.async copies, the shared-memory tile swizzle both kinds of kernel write their tiles in, the packing
- * of two fp32 outputs, ldmatrix.x4, the m16n8k16 mma.sync, the exact-erf GELU (also layers.cu's), the hardware
- * tanh and GELU's tanh form.
+ * kernel and its relatives in spconv.cu, v6's wgmma kernel in spconv_wgmma.cu) and the fused MLPs (mlp.cu,
+ * mlp_wgmma.cu) use: 16-byte cp.async copies, the shared-memory tile swizzle both kinds of kernel write their tiles
+ * in, the packing of two fp32 outputs and its inverse, ldmatrix.x4, the m16n8k16 mma.sync, the exact-erf GELU (also
+ * layers.cu's), the hardware tanh and GELU's tanh form.
  */
 #ifndef F3D_NETS_SPCONV_DEVICE_CUH
 #define F3D_NETS_SPCONV_DEVICE_CUH
@@ -54,6 +54,14 @@ __device__ __forceinline__ uint32_t pack2(float a, float b, __half) {
 __device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
   return *reinterpret_cast<const uint32_t *>(&h);
+}
+/* and back: the two values of a 32-bit word of the dtype T, low half first */
+template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u);
+template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t u) {
+  return __half22float2(*reinterpret_cast<const __half2 *>(&u));
+}
+template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t u) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u));
 }
 
 /* torch.nn.GELU(): 0.5 v (1 + erf(v / sqrt 2)), the form of nets/layers.c's reference */

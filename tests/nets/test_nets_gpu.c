@@ -277,6 +277,14 @@ static void check_run(net_gpu *g, const net_params *p, const tcase *t, cudaStrea
   assert_int_equal(st, HX_OK);
 }
 
+/* The logits of two forwards of one case that differ in their bits (their counts asserted equal). */
+static size_t logits_differ(const net_output *a, const net_output *b) {
+  assert_int_equal(a->n * a->classes, b->n * b->classes);
+  size_t differ = 0;
+  for (size_t i = 0; i < a->n * a->classes; i++) differ += memcmp(&a->logits[i], &b->logits[i], 4) != 0;
+  return differ;
+}
+
 /* v6's tiles most active offsets first are the main path (net_config's tile_order); the ablation, last-first
  * (f3dbench net --tile-order last), gives the same logits bit for bit (each tile's sums do not depend on when it
  * runs), both checked against the CPU forward; two clouds */
@@ -305,9 +313,7 @@ static void test_ptv3_tiny_tile_order(void **state) {
     check_run(g, &p, &t, s, k ? "ptv3-tiny, v6 tiles last-first" : "ptv3-tiny, v6 tiles longest first");
     net_gpu_destroy(g);
   }
-  assert_int_equal(out[0].n * out[0].classes, out[1].n * out[1].classes);
-  size_t differ = 0;
-  for (size_t i = 0; i < out[0].n * out[0].classes; i++) differ += memcmp(&out[0].logits[i], &out[1].logits[i], 4) != 0;
+  const size_t differ = logits_differ(&out[0], &out[1]);
   printf("ptv3-tiny: tile orders differ in %zu of %zu logits\n", differ, out[0].n * out[0].classes);
   assert_int_equal(differ, 0);
   net_output_free(&out[0]), net_output_free(&out[1]);
@@ -342,9 +348,7 @@ static void test_rerun_and_graph(void **state) {
     assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
     assert_int_equal(net_gpu_download(g, &b, 0, (struct CUstream_st *)s, &err), HX_OK);
     check_run(g, &p, &t, s, models[m]);
-    assert_int_equal(a.n * a.classes, b.n * b.classes);
-    size_t differ = 0;
-    for (size_t i = 0; i < a.n * a.classes; i++) differ += memcmp(&a.logits[i], &b.logits[i], 4) != 0;
+    const size_t differ = logits_differ(&a, &b);
     printf("%s: second forward differs in %zu of %zu logits\n", models[m], differ, a.n * a.classes);
     if (cfg.kind == 0) assert_int_equal(differ, 0);
     if (net_gpu_graphable(g)) {
