@@ -48,18 +48,19 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
 }
 
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
-                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, net_dtype dt, struct CUstream_st *stream,
-                     hx_err *err) {
+                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, void *d_scratch, size_t *scratch_bytes,
+                     net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   (void)d_y, (void)d_x, (void)d_w1, (void)d_b1, (void)d_w2, (void)d_b2, (void)rows, (void)C, (void)H, (void)kind,
-      (void)dt, (void)stream;
+      (void)d_scratch, (void)scratch_bytes, (void)dt, (void)stream;
   return NL_NODEV("nl_mlp_gpu");
 }
 
 hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float eps, const void *d_w1, const void *d_b1,
                         const void *d_w2, const void *d_b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind,
-                        net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+                        void *d_scratch, size_t *scratch_bytes, net_dtype dt, struct CUstream_st *stream,
+                        hx_err *err) {
   (void)d_y, (void)d_g, (void)d_beta, (void)eps, (void)d_w1, (void)d_b1, (void)d_w2, (void)d_b2, (void)rows, (void)C,
-      (void)H, (void)kind, (void)dt, (void)stream;
+      (void)H, (void)kind, (void)d_scratch, (void)scratch_bytes, (void)dt, (void)stream;
   return NL_NODEV("nl_ln_mlp_gpu");
 }
 

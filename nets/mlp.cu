@@ -751,14 +751,16 @@ hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, con
 }
 
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
-                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, net_dtype dt, struct CUstream_st *stream,
-                     hx_err *err) {
+                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, void *d_scratch, size_t *scratch_bytes,
+                     net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: unknown dtype %d", (int)dt);
   if (kind != NL_MLP_GELU && kind != NL_MLP_SWIGLU) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: unknown kind %d", (int)kind);
   if (!nl_mlp_gpu_takes(C, H, kind))
     return hx_errf(err, HX_EUNSUPPORTED,
                    "nl_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = 4C "
                    "at C = 32, 48, 64, 80)", C, H);
+  if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL scratch size");
+  if (!d_scratch) return C >= 128 ? nl_mlp_wg_scratch(rows, C, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_x || !d_w1 || !d_w2) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL y, x, w1 or w2");
   const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y, a1 = (uintptr_t)d_w1, a2 = (uintptr_t)d_w2;
@@ -766,7 +768,9 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
     return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: x, y, w1 and w2 must be 16-byte aligned");
   const size_t bytes = rows * C * 2;
   if (ax < ay + bytes && ay < ax + bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: x and y overlap");
-  if (C >= 128) return nl_mlp_wg_launch(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, NULL, NULL, 0.f, dt, stream, err);
+  if (C >= 128)
+    return nl_mlp_wg_launch(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, NULL, NULL, 0.f, d_scratch, *scratch_bytes, dt,
+                            stream, err);
   cudaStream_t s = (cudaStream_t)stream;
   const ln_args none = {NULL, NULL, 0.f};
   if (dt == NET_F16) return mlp_dispatch<__half, false>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, none, s, err);
@@ -775,7 +779,8 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
 
 hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float eps, const void *d_w1, const void *d_b1,
                         const void *d_w2, const void *d_b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind,
-                        net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+                        void *d_scratch, size_t *scratch_bytes, net_dtype dt, struct CUstream_st *stream,
+                        hx_err *err) {
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: unknown dtype %d", (int)dt);
   if (!(eps >= 0.0f) || isinf(eps))
     return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: eps = %g (must be finite, >= 0)", (double)eps);
@@ -784,12 +789,16 @@ hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float 
     return hx_errf(err, HX_EUNSUPPORTED,
                    "nl_ln_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = "
                    "4C at C = 32, 48, 64, 80)", C, H);
+  if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: NULL scratch size");
+  if (!d_scratch) return C >= 128 ? nl_mlp_wg_scratch(rows, C, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_g || !d_beta || !d_w1 || !d_w2)
     return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: NULL y, gamma, beta, w1 or w2");
   if (((uintptr_t)d_y | (uintptr_t)d_w1 | (uintptr_t)d_w2) % 16)
     return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_mlp_gpu: y, w1 and w2 must be 16-byte aligned");
-  if (C >= 128) return nl_mlp_wg_launch(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, d_g, d_beta, eps, dt, stream, err);
+  if (C >= 128)
+    return nl_mlp_wg_launch(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, d_g, d_beta, eps, d_scratch, *scratch_bytes, dt,
+                            stream, err);
   cudaStream_t s = (cudaStream_t)stream;
   const ln_args ln = {d_g, d_beta, eps};
   if (dt == NET_F16) return mlp_dispatch<__half, true>(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, kind, ln, s, err);

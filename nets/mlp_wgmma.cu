@@ -72,7 +72,47 @@ struct Params {
   const float *g, *bt; /* LN's gamma and beta [C] (LN only) */
   float eps;
   uint32_t rows;
+  float4 *part;    /* [grid][NC][C / 8][128]: the fp32 O of a tile's first chunks (split tiles only) */
+  uint32_t *ready; /* [grid][NC]: 1 once that CTA's consumer has stored its part (zeroed before the launch) */
 };
+
+/* Stream-K over (tile, chunk) units: the units, tile-major, are cut into gridDim contiguous ranges of whole chunk
+ * pairs, so every CTA does the same work to within a pair (tiles alone, ceil(tiles / SMs) rounds of them, left
+ * 26% of the SMs idle at C = 256 on 52k rows: 405 tiles on 132 SMs run as 4 rounds). With tiles >= gridDim every
+ * range holds at least a tile's chunks, so a range splits at most its first tile (whose first chunks end the
+ * previous range) and its last. A CTA walks its range as segments: the last tile's first chunks first (PUBLISH:
+ * O stored to part[cta], ready[cta] set), then its whole tiles, then the first tile's remaining chunks (FINISH: O
+ * starts from part[cta - 1], waited for on ready[cta - 1], and the epilogue runs). The accumulation order is the
+ * unsplit one (chunks in increasing j into one fp32 O), so every split gives the same bits. A FINISH waits only on
+ * the previous CTA's first segment, which waits on nothing: no cycle, whatever the CTAs' residency. */
+enum { SEG_FULL = 0, SEG_PUBLISH = 1, SEG_FINISH = 2 };
+struct Seg {
+  uint32_t tile;
+  int j0, j1, kind; /* chunks [j0, j1) of the tile, an even count >= 2 */
+};
+struct Range {
+  uint32_t t_first, t_last; /* the tiles of the range's first and last units; t_last's first k_last chunks */
+  int k_first, k_last, nseg;
+};
+__host__ __device__ inline Range range_of(uint32_t cta, uint32_t grid, uint32_t tiles, int nj) {
+  const uint64_t pairs = (uint64_t)tiles * (uint64_t)(nj / 2);
+  const uint64_t u0 = 2u * (cta * pairs / grid), u1 = 2u * ((cta + 1u) * pairs / grid);
+  Range r;
+  r.t_first = (uint32_t)(u0 / (uint64_t)nj), r.k_first = (int)(u0 % (uint64_t)nj);
+  r.t_last = (uint32_t)(u1 / (uint64_t)nj), r.k_last = (int)(u1 % (uint64_t)nj);
+  const uint32_t whole0 = r.t_first + (r.k_first > 0 ? 1u : 0u);
+  r.nseg = (r.k_last > 0) + (int)(r.t_last - whole0) + (r.k_first > 0);
+  return r;
+}
+__host__ __device__ inline Seg seg_of(const Range &r, int s, int nj) {
+  if (r.k_last > 0) {
+    if (s == 0) return Seg{r.t_last, 0, r.k_last, SEG_PUBLISH};
+    --s;
+  }
+  const uint32_t whole0 = r.t_first + (r.k_first > 0 ? 1u : 0u);
+  if ((uint32_t)s < r.t_last - whole0) return Seg{whole0 + (uint32_t)s, 0, nj, SEG_FULL};
+  return Seg{r.t_first, r.k_first, nj, SEG_FINISH};
+}
 
 using spc_dev::cp_async_cg;
 using spc_dev::cp_async_commit;
@@ -87,6 +127,16 @@ using spc_dev::unpack2;
 using namespace nwg;
 
 __device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+/* ready = 1, ordered after every write that happens-before it (fence.acq_rel.gpu, then a relaxed add: CUTLASS's
+ * generic barrier's form) */
+__device__ __forceinline__ void red_release(uint32_t *p) {
+  asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.u32 [%0], 1;\n" ::"l"(p) : "memory");
+}
 
 /* Byte offset in the x tile of row r's 16-byte chunk ch: 64-value block ch / 8 (BM rows of 128 bytes each), inside
  * it swz<8>'s place, the 128-byte swizzle wgmma reads. */
@@ -174,6 +224,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   const uint32_t sFull = smem_addr(sBt + C), sEmpty = sFull + 8u * SL; /* 8-byte aligned: (H + 3C) * 4 % 8 == 0 */
   const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
   const uint32_t tiles = (p.rows + (uint32_t)BM - 1u) / (uint32_t)BM;
+  const Range rg = range_of(blockIdx.x, gridDim.x, tiles, NJ);
 
   if (tid == 0) {
 #pragma unroll
@@ -192,14 +243,15 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   __syncthreads(); /* the only CTA-wide barrier */
 
   if (wg == 0) {
-    /* ---- producer: one thread streams the 2 NJ weight chunks of each of the CTA's tiles ---- */
+    /* ---- producer: one thread streams W1_j and W2_j for every chunk j of the CTA's segments, in their order ---- */
     setmaxnreg_dec<Cf::PREG>();
     if (tid == 0) {
-      uint32_t it = 0; /* item count over the CTA's tiles */
+      uint32_t it = 0; /* item count over the CTA's segments */
 #pragma unroll 1
-      for (uint32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
+      for (int sg_i = 0; sg_i < rg.nseg; ++sg_i) {
+        const Seg sg = seg_of(rg, sg_i, NJ);
 #pragma unroll 1
-        for (int i = 0; i < 2 * NJ; ++i, ++it) {
+        for (int i = 2 * sg.j0; i < 2 * sg.j1; ++i, ++it) {
           const uint32_t slot = it % SL, j = (uint32_t)i >> 1;
           const uint32_t full = sFull + 8u * slot, dst = sW + slot * (uint32_t)Cf::SLOT;
           mbar_wait(sEmpty + 8u * slot, ((it / SL) & 1u) ^ 1u);
@@ -211,6 +263,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
             tma_2d(dst, &tm2, (int)j * 64, 0, full);
           }
         }
+      }
     }
     /* the CTA outlives the last copies: the consumers wait on every item's full barrier */
     return;
@@ -221,7 +274,8 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   const int cw = wg - 1, wq = warp & 3, r0 = cw * 64 + wq * 16;
   float o[C / 2], s[32];
   uint32_t pa[4][4]; /* fc2's A fragments of the chunk */
-  uint32_t base = 0;  /* the item of the tile's W1 chunk 0 */
+  uint32_t base = 0;  /* the item of the segment's first W1 chunk */
+  int jb = 0;         /* the segment's first chunk: local chunk j below is the tile's chunk jb + j */
   const uint32_t xa = sX + (uint32_t)(cw * 64 * 128);
   /* S = x W1_j^T from item 2j's slot: C / 16 k-steps, 4 inside each 128-byte swizzle row, then the next k-block */
   auto issue_s = [&](int j) {
@@ -250,7 +304,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   auto act = [&](int j) {
 #pragma unroll
     for (int nb = 0; nb < 8; ++nb) {
-      const int col = j * 64 + nb * 8 + 2 * (lane & 3);
+      const int col = (jb + j) * 64 + nb * 8 + 2 * (lane & 3);
       const float c0 = sB1[col], c1 = sB1[col + 1];
       s[nb * 4 + 0] = gelu_tanh(s[nb * 4 + 0] + c0), s[nb * 4 + 1] = gelu_tanh(s[nb * 4 + 1] + c1);
       s[nb * 4 + 2] = gelu_tanh(s[nb * 4 + 2] + c0), s[nb * 4 + 3] = gelu_tanh(s[nb * 4 + 3] + c1);
@@ -314,19 +368,36 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   using yes = std::true_type;
   using no = std::false_type;
 
-  rows_async<C>(sX, p.x, p.rows, blockIdx.x * (uint32_t)BM, r0, lane);
+  constexpr uint32_t kNone = 0xFFFFFFFFu;
+  rows_async<C>(sX, p.x, p.rows, seg_of(rg, 0, NJ).tile * (uint32_t)BM, r0, lane);
   cp_async_commit();
   uint32_t *y = reinterpret_cast<uint32_t *>(p.y);
+  const int t128 = tid & 127; /* the thread within its warpgroup: its O fragments' place in part */
 #pragma unroll 1
-  for (uint32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, base += 2u * NJ) {
-    const uint32_t t0 = tile * (uint32_t)BM, next = tile + gridDim.x;
+  for (int sg_i = 0; sg_i < rg.nseg; ++sg_i) {
+    const Seg sg = seg_of(rg, sg_i, NJ);
+    const uint32_t t0 = sg.tile * (uint32_t)BM, next = sg_i + 1 < rg.nseg ? seg_of(rg, sg_i + 1, NJ).tile : kNone;
+    const int nj = sg.j1 - sg.j0;
+    jb = sg.j0;
     cp_async_wait<0>();
     __syncwarp(); /* the warp's rows, copied by all its lanes */
     if constexpr (LN) ln_rows<T, C>(sX, r0, lane, sG, sBt, p.eps);
     fence_proxy_async(); /* the generic-proxy writes visible to wgmma, then to the whole warpgroup */
+    /* FINISH: O starts from the previous CTA's chunks [0, jb) of this tile (its PUBLISH, stored before its other
+     * work); else from 0. One predicated path: a branch here made ptxas spill the LN kernels' registers. */
+    const bool fin = sg.kind == SEG_FINISH;
+    const uint32_t prev = blockIdx.x - (fin ? 1u : 0u);
+    if (fin && t128 == 0)
+      while (ld_acquire(p.ready + prev * (uint32_t)Cf::NC + (uint32_t)cw) == 0u) __nanosleep(64);
     wg_bar(1 + cw);
+    {
+      const float4 *src = p.part + ((size_t)prev * Cf::NC + (size_t)cw) * (C / 8) * 128 + t128;
 #pragma unroll
-    for (int e = 0; e < C / 2; ++e) o[e] = 0.f;
+      for (int q = 0; q < C / 8; ++q) {
+        const float4 v = fin ? __ldcg(src + q * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
+        o[4 * q] = v.x, o[4 * q + 1] = v.y, o[4 * q + 2] = v.z, o[4 * q + 3] = v.w;
+      }
+    }
     full_wait(0);
     wg_fence();
     issue_s(0);
@@ -337,9 +408,20 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     act(0);
     pack();
 #pragma unroll 1
-    for (int j = 0; j < NJ - 2; ++j) step(j, yes{}, no{}, next);
-    step(NJ - 2, yes{}, yes{}, next);
-    step(NJ - 1, no{}, no{}, next);
+    for (int j = 0; j < nj - 2; ++j) step(j, yes{}, no{}, next);
+    step(nj - 2, yes{}, yes{}, next);
+    step(nj - 1, no{}, no{}, next);
+    base += 2u * (uint32_t)nj;
+
+    if (sg.kind == SEG_PUBLISH) {
+      /* the tile's first chunks for the next CTA's FINISH: fp32 O in fragment order, one float4 a thread a step */
+      float4 *dst = p.part + ((size_t)blockIdx.x * Cf::NC + (size_t)cw) * (C / 8) * 128 + t128;
+#pragma unroll
+      for (int q = 0; q < C / 8; ++q) dst[q * 128] = make_float4(o[4 * q], o[4 * q + 1], o[4 * q + 2], o[4 * q + 3]);
+      wg_bar(1 + cw); /* the warpgroup's stores before its flag (the release below is cumulative over them) */
+      if (t128 == 0) red_release(p.ready + blockIdx.x * (uint32_t)Cf::NC + (uint32_t)cw);
+      continue;
+    }
 
     /* epilogue: y + O + b2 rounded once, one 32-bit store per value pair; rows lane / 4 and + 8 of the warp's 16,
      * columns 8 nb + 2 (lane % 4) + {0, 1} */
@@ -373,48 +455,96 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
 
 #endif /* NWG_ON */
 
-template <typename T, int C, bool LN> hx_status launch(const Params &p, const void *w1, const void *w2,
-                                                       cudaStream_t stream, const char *who, hx_err *err) {
+/* The grid (one CTA an SM, at most one a tile) and the scratch Stream-K needs there: none when every CTA takes
+ * whole tiles (tiles <= SMs), else the ready flags (256-byte block) and one part per CTA and consumer. */
+struct Plan {
+  uint32_t grid;
+  size_t flags_bytes, bytes;
+};
+template <int C> Plan plan_of(uint32_t rows, int sms) {
+  using Cf = Cfg<C>;
+  const uint32_t tiles = (rows + Cf::BM - 1u) / Cf::BM;
+  Plan pl{tiles < (uint32_t)sms ? tiles : (uint32_t)sms, 0, 0};
+  if (tiles > pl.grid) {
+    pl.flags_bytes = ((size_t)pl.grid * Cf::NC * 4u + 255u) & ~(size_t)255u;
+    pl.bytes = pl.flags_bytes + (size_t)pl.grid * Cf::NC * (C / 8) * 128 * sizeof(float4);
+  }
+  return pl;
+}
+
+static hx_status sm_count(int *sms, hx_err *err) {
+  int dev = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  return HX_OK;
+}
+
+template <typename T, int C, bool LN> hx_status launch(Params p, const void *w1, const void *w2, void *scratch,
+                                                       size_t scratch_bytes, cudaStream_t stream, const char *who,
+                                                       hx_err *err) {
   using Cf = Cfg<C>;
   auto kern = mlp_wg_kernel<T, C, LN>;
+  int sms = 0;
+  HX_TRY(sm_count(&sms, err));
+  const Plan pl = plan_of<C>(p.rows, sms);
+  if (scratch_bytes < pl.bytes)
+    return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, scratch_bytes, pl.bytes);
+  if (pl.bytes) {
+    p.ready = static_cast<uint32_t *>(scratch);
+    p.part = reinterpret_cast<float4 *>(static_cast<char *>(scratch) + pl.flags_bytes);
+    HX_CUDA(err, cudaMemsetAsync(p.ready, 0, (size_t)pl.grid * Cf::NC * 4u, stream));
+  }
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Cf::SMEM));
   /* the descriptors travel by value as kernel parameters, so a captured graph keeps its own */
   CUtensorMap tm1, tm2;
   HX_TRY(nwg::tensor_map(&tm1, w1, (uint64_t)Cf::H, (uint64_t)C, 64u, 64u, who, err));
   HX_TRY(nwg::tensor_map(&tm2, w2, (uint64_t)C, (uint64_t)Cf::H, (uint32_t)C, 64u, who, err));
-  int dev = 0, sms = 0;
-  HX_CUDA(err, cudaGetDevice(&dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const uint32_t tiles = (p.rows + Cf::BM - 1u) / Cf::BM; /* persistent: one CTA an SM (its shared memory) */
-  kern<<<tiles < (uint32_t)sms ? tiles : (unsigned)sms, Cf::THREADS, Cf::SMEM, stream>>>(p, tm1, tm2);
+  kern<<<pl.grid, Cf::THREADS, Cf::SMEM, stream>>>(p, tm1, tm2);
   HX_LAUNCHED(err, who);
   return HX_OK;
 }
 
-template <typename T, bool LN> hx_status by_c(const Params &p, const void *w1, const void *w2, size_t C,
-                                              cudaStream_t stream, const char *who, hx_err *err) {
-  if (C == 128) return launch<T, 128, LN>(p, w1, w2, stream, who, err);
-  if (C == 256) return launch<T, 256, LN>(p, w1, w2, stream, who, err);
+template <typename T, bool LN> hx_status by_c(const Params &p, const void *w1, const void *w2, size_t C, void *scratch,
+                                              size_t scratch_bytes, cudaStream_t stream, const char *who, hx_err *err) {
+  if (C == 128) return launch<T, 128, LN>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
+  if (C == 256) return launch<T, 256, LN>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
   return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel takes C = 128 and 256, not %zu", who, C);
 }
 
 } // namespace nl_mlp_wg
 
+extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, size_t *bytes, hx_err *err) {
+  *bytes = 0;
+  if (rows == 0 || rows > 0xFFFFFFFFu - 256u || (C != 128 && C != 256)) return HX_OK; /* the launch refuses these */
+  int sms = 0;
+  HX_TRY(nl_mlp_wg::sm_count(&sms, err));
+  *bytes = C == 128 ? nl_mlp_wg::plan_of<128>((uint32_t)rows, sms).bytes : nl_mlp_wg::plan_of<256>((uint32_t)rows, sms).bytes;
+  return HX_OK;
+}
+
 extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2,
                                       const void *d_b2, size_t rows, size_t C, const float *d_g, const float *d_beta,
-                                      float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+                                      float eps, void *d_scratch, size_t scratch_bytes, net_dtype dt,
+                                      struct CUstream_st *stream, hx_err *err) {
   const int ln = d_g != NULL;
   const char *who = ln ? "nl_ln_mlp_gpu" : "nl_mlp_gpu";
   HX_TRY(nwg_sm90a_check(who, err)); /* first: HX_EUNSUPPORTED sends the caller to the unfused path */
   /* tile arithmetic in 32 bits: rows + BM - 1 (BM <= 192) must not wrap */
   if (rows > 0xFFFFFFFFu - 256u) return hx_errf(err, HX_EINVAL, "%s: %zu rows (at most 2^32 - 257)", who, rows);
-  const nl_mlp_wg::Params p{static_cast<uint16_t *>(d_y), static_cast<const uint16_t *>(ln ? d_y : d_x),
-                            static_cast<const uint16_t *>(d_b1), static_cast<const uint16_t *>(d_b2), d_g, d_beta, eps,
-                            (uint32_t)rows};
+  const nl_mlp_wg::Params p{static_cast<uint16_t *>(d_y),
+                            static_cast<const uint16_t *>(ln ? d_y : d_x),
+                            static_cast<const uint16_t *>(d_b1),
+                            static_cast<const uint16_t *>(d_b2),
+                            d_g,
+                            d_beta,
+                            eps,
+                            (uint32_t)rows,
+                            nullptr,
+                            nullptr};
   cudaStream_t s = (cudaStream_t)stream;
   if (dt == NET_BF16)
-    return ln ? nl_mlp_wg::by_c<__nv_bfloat16, true>(p, d_w1, d_w2, C, s, who, err)
-              : nl_mlp_wg::by_c<__nv_bfloat16, false>(p, d_w1, d_w2, C, s, who, err);
-  return ln ? nl_mlp_wg::by_c<__half, true>(p, d_w1, d_w2, C, s, who, err)
-            : nl_mlp_wg::by_c<__half, false>(p, d_w1, d_w2, C, s, who, err);
+    return ln ? nl_mlp_wg::by_c<__nv_bfloat16, true>(p, d_w1, d_w2, C, d_scratch, scratch_bytes, s, who, err)
+              : nl_mlp_wg::by_c<__nv_bfloat16, false>(p, d_w1, d_w2, C, d_scratch, scratch_bytes, s, who, err);
+  return ln ? nl_mlp_wg::by_c<__half, true>(p, d_w1, d_w2, C, d_scratch, scratch_bytes, s, who, err)
+            : nl_mlp_wg::by_c<__half, false>(p, d_w1, d_w2, C, d_scratch, scratch_bytes, s, who, err);
 }

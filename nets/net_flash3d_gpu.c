@@ -397,6 +397,7 @@ static hx_status plan_levels(f3g *g, const net_input *in, hx_err *err) {
     HX_TRY(bpool_pool(g->pool_v, &pp, NULL, &sb, NULL, err));
     most = max_sz(most, sb);
   }
+  /* no MLP term: nl_mlp_gpu and nl_ln_mlp_gpu ask scratch only for GELU at C >= 128 (nets.h), and Flash3D's are SwiGLU */
   g->scratch_bytes = most;
   return HX_OK;
 }
@@ -548,8 +549,9 @@ static hx_status mlp(g_run *r, const g_block *bk, void *x, size_t n, size_t C, s
   f3g *g = r->g;
   const net_mlp_path path = net_mlp_path_of(&g->cfg, C, hid);
   if (path == NET_MLP_WHOLE) {
+    size_t sb = g->scratch_bytes;
     const hx_status st = nl_mlp_gpu(x, g->t, bk->fc1.w, bk->fc1.b, bk->fc2.w, bk->fc2.b, n, C, hid, NL_MLP_SWIGLU,
-                                    g->dt, r->cs, r->err);
+                                    g->scratch, &sb, g->dt, r->cs, r->err);
     if (!net_unsupported(st, r->err)) return st;
   }
   hx_status st = HX_EUNSUPPORTED;
@@ -592,8 +594,9 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
    * kernel gets the separate pass), else a pass into g->t */
   hx_status st = HX_EUNSUPPORTED;
   if (net_ln_mlp_fused(&g->cfg, C, hid)) {
+    sb = g->scratch_bytes;
     st = nl_ln_mlp_gpu(x, bk->mlp_norm.g, bk->mlp_norm.b, NET_F3D_LN_EPS, bk->fc1.w, bk->fc1.b, bk->fc2.w, bk->fc2.b, n,
-                       C, hid, NL_MLP_SWIGLU, g->dt, r->cs, r->err);
+                       C, hid, NL_MLP_SWIGLU, g->scratch, &sb, g->dt, r->cs, r->err);
     (void)net_unsupported(st, r->err); /* st stays HX_EUNSUPPORTED: the separate pass below */
   }
   if (st == HX_EUNSUPPORTED) {

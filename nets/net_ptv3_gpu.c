@@ -458,6 +458,13 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
         return hx_errf(err, HX_EINVAL, "ptv3 gpu: no sparse convolution variant v%d", g->cfg.spconv_force - 1);
       HX_TRY(sv->fn(NULL, NULL, &wc, &m, NULL, &sb, NULL, g->dt, NULL, err));
       most = max_sz(most, sb);
+      /* the whole-MLP kernel (its Stream-K partial sums at C = 128 and 256; nets.h) */
+      const size_t H = (size_t)c->mlp_ratio * C;
+      if (nl_mlp_gpu_takes(C, H, NL_MLP_GELU)) {
+        HX_TRY(nl_ln_mlp_gpu(NULL, NULL, NULL, NET_PTV3_LN_EPS, NULL, NULL, NULL, NULL, lv->n, C, H, NL_MLP_GELU, NULL,
+                             &sb, g->dt, NULL, err));
+        most = max_sz(most, sb);
+      }
     }
     HX_TRY(attn_choose(g, lv, l, &most, err));
   }
@@ -753,8 +760,9 @@ static hx_status gather_out(g_run *r, int l, size_t C) {
 static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
   const size_t C = b->fc1.in, H = b->fc1.out;
   if (net_mlp_path_of(&r->g->cfg, C, H) == NET_MLP_WHOLE) {
-    const hx_status st = nl_mlp_gpu(x, r->g->t, b->fc1.w, b->fc1.b, b->fc2.w, b->fc2.b, n, C, H, NL_MLP_GELU, r->g->dt,
-                                    r->cs, r->err);
+    size_t sb = r->g->scratch_bytes;
+    const hx_status st = nl_mlp_gpu(x, r->g->t, b->fc1.w, b->fc1.b, b->fc2.w, b->fc2.b, n, C, H, NL_MLP_GELU,
+                                    r->g->scratch, &sb, r->g->dt, r->cs, r->err);
     if (!net_unsupported(st, r->err)) return st; /* else the two Linears */
   }
   HX_TRY(lin_gpu(r, r->g->big, r->g->t, &b->fc1, n, NL_ACT_GELU, 0));
@@ -779,8 +787,9 @@ static hx_status norm_qkv(g_run *r, const g_block *b, const void *x, size_t n, s
 static hx_status norm_mlp(g_run *r, const g_block *b, void *x, size_t n) {
   p3g *g = r->g;
   const size_t C = (size_t)b->C;
+  size_t sb = g->scratch_bytes;
   const hx_status st = nl_ln_mlp_gpu(x, b->norm2.g, b->norm2.b, NET_PTV3_LN_EPS, b->fc1.w, b->fc1.b, b->fc2.w,
-                                     b->fc2.b, n, C, b->fc1.out, NL_MLP_GELU, g->dt, r->cs, r->err);
+                                     b->fc2.b, n, C, b->fc1.out, NL_MLP_GELU, g->scratch, &sb, g->dt, r->cs, r->err);
   if (!net_unsupported(st, r->err)) return st;
   HX_TRY(nl_layernorm_gpu(g->t, x, b->norm2.g, b->norm2.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
   return mlp(r, b, x, n);

@@ -114,13 +114,15 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
  * the caller runs the unfused path instead (both networks' forwards do), for a (C, H, kind) that nl_mlp_gpu_takes
  * refuses, for unaligned x, y, w1 or w2, at C = 128 and 256 on a device without the sm_90a image, and on a device
  * that grants a CTA less shared memory than the kernel needs (sm_80's 163 KB against the C = 80 SwiGLU kernel's
- * 208 KB; every other width fits). rows may be 0 (at most 2^32 - 257 at C >= 128). */
+ * 208 KB; every other width fits). rows may be 0 (at most 2^32 - 257 at C >= 128). Scratch by CUB's protocol: the
+ * wgmma kernel's Stream-K split (mlp_wgmma.cu) asks for the fp32 partial sums of one tile a CTA where rows exceed
+ * one round of tiles on the current device (17 MB at C = 256 on 132 SMs), every other call for 0 bytes. */
 typedef enum nl_mlp_kind { NL_MLP_GELU = 0, NL_MLP_SWIGLU = 1 } nl_mlp_kind;
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, hx_err *err);
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
-                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, net_dtype dt, struct CUstream_st *stream,
-                     hx_err *err);
+                     size_t rows, size_t C, size_t H, nl_mlp_kind kind, void *d_scratch, size_t *scratch_bytes,
+                     net_dtype dt, struct CUstream_st *stream, hx_err *err);
 /* 1 when nl_mlp_gpu has a kernel for rows of C with a hidden row of H, else 0 (host; any build): GELU H = 4C at C =
  * 32, 64, 128 and 256 (128 and 256: HX_EUNSUPPORTED without sm_90a, above); SwiGLU H = 4C at C = 32, 48, 64 and 80
  * (the weights and tiles fit one sm_90 SM's shared memory; C = 80 is HX_EUNSUPPORTED on a device that grants less). */
@@ -130,13 +132,14 @@ int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind);
  * y is the residual stream, normalised on chip, so the LayerNorm's row is never stored). CPU reference: nl_ln_mlp_cpu
  * (nl_layernorm_cpu then nl_mlp_cpu). nl_ln_mlp_gpu: nl_mlp_gpu's kernel with the LayerNorm applied to its A
  * fragments, fp32 statistics as nl_layernorm_gpu, the normalised row rounded to dtype as the unfused path stores
- * it; the widths, alignment (y, w1, w2) and HX_EUNSUPPORTED cases of nl_mlp_gpu (nl_mlp_gpu_takes). g and beta
- * fp32 [C]. */
+ * it; the widths, alignment (y, w1, w2), scratch and HX_EUNSUPPORTED cases of nl_mlp_gpu (nl_mlp_gpu_takes). g and
+ * beta fp32 [C]. */
 hx_status nl_ln_mlp_cpu(float *y, const float *g, const float *beta, float eps, const float *w1, const float *b1,
                         const float *w2, const float *b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind, hx_err *err);
 hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float eps, const void *d_w1, const void *d_b1,
                         const void *d_w2, const void *d_b2, size_t rows, size_t C, size_t H, nl_mlp_kind kind,
-                        net_dtype dt, struct CUstream_st *stream, hx_err *err);
+                        void *d_scratch, size_t *scratch_bytes, net_dtype dt, struct CUstream_st *stream,
+                        hx_err *err);
 
 /* A LayerNorm read through a row index and the Linear that follows it, in one kernel: y[r, N] = LN(x[idx[r]]) W^T +
  * b for r < rows (PTv3's norm.1 and qkv on the patch slots), W [N, C] and b [N] (NULL: none) as Linear's, g and

@@ -315,6 +315,22 @@ static int device_major(void) {
   return major;
 }
 
+/* nl_mlp_gpu's scratch for the call (the size query; both entries ask the same), poisoned with words of 1: a ready
+ * flag left unzeroed would read as set, and a partial sum read before it is written as ~0 */
+static void *mlp_scratch(size_t rows, size_t C, size_t H, nl_mlp_kind kind, net_dtype dt, size_t *sb) {
+  hx_err err = {HX_OK, ""};
+  *sb = 0;
+  assert_int_equal(nl_mlp_gpu(NULL, NULL, NULL, NULL, NULL, NULL, rows, C, H, kind, NULL, sb, dt, NULL, &err), HX_OK);
+  void *d = dmalloc(*sb ? *sb : 16);
+  if (*sb) {
+    uint32_t *h = xmalloc(*sb);
+    for (size_t i = 0; i < *sb / 4; ++i) h[i] = 1u;
+    h2d(d, h, *sb);
+    free(h);
+  }
+  return d;
+}
+
 /* y [rows, C] += fc2(act(fc1(x))), weights of Linear's scale (pre-activations of order 1), y0 random; nb: no biases;
  * kind GELU (fc1 [H, C]) or SwiGLU (fc1 [2H, C]). ln: y += MLP(LN(y)) (nl_ln_mlp_gpu), y0 centred on 2 with a
  * spread by row, against nl_ln_mlp_cpu; the tolerance then also holds the normalised row's rounding to dtype
@@ -355,11 +371,13 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
   tally_init(&ta, "%smlp %s %s rows %zu C %zu H %zu%s", ln ? "ln + " : "", swi ? "swiglu" : "gelu", net_dtype_name(dt),
              rows, C, H, nb ? " no bias" : "");
   hx_err err = {HX_OK, ""};
-  size_t bad = 0;
+  size_t bad = 0, sb = 0;
+  void *scr = mlp_scratch(rows, C, H, kind, dt, &sb);
   const hx_status st =
-      ln ? nl_ln_mlp_gpu(dy, dlg, dlb, ln_eps, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, dt,
-                         t->stream, &err)
-         : nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, dt, t->stream, &err);
+      ln ? nl_ln_mlp_gpu(dy, dlg, dlb, ln_eps, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, scr, &sb,
+                         dt, t->stream, &err)
+         : nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, scr, &sb, dt, t->stream,
+                      &err);
   /* the C = 80 SwiGLU kernel on sm_80; C = 128 and 256 (wgmma) on a device other than compute capability 9.0 (on
    * 9.0 the refusal is a failure: the build's sm_90a image must run) */
   if (st == HX_EUNSUPPORTED &&
@@ -418,6 +436,7 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
     bad += tally_end(&ta, rows == 1000);
   }
   cudaFree(dx), cudaFree(dy), cudaFree(dw1), cudaFree(dw2), cudaFree(db1), cudaFree(db2), cudaFree(dlg), cudaFree(dlb);
+  cudaFree(scr);
   free(hx), free(hw1), free(hw2), free(hb1), free(hb2), free(hy0), free(hy), free(w1), free(w2), free(b1), free(b2);
   free(xr), free(yr), free(h), free(h1), free(s1), free(sel), free(lg), free(lb);
   return bad;
@@ -598,6 +617,74 @@ static void test_mlp(void **state) {
   bad += run_mlp(t, NET_F16, 300, 128, 512, NL_MLP_GELU, 1, 0) + run_mlp(t, NET_BF16, 200000, 256, 1024, NL_MLP_GELU, 0, 0);
   /* whole tiles only (192 rows at C = 128, 128 at 256), several a CTA */
   bad += run_mlp(t, NET_F16, 192 * 400, 128, 512, NL_MLP_GELU, 0, 0) + run_mlp(t, NET_F16, 128 * 300, 256, 1024, NL_MLP_GELU, 0, 1);
+  assert_int_equal(bad, 0);
+}
+
+/* The wgmma MLP's Stream-K split (mlp_wgmma.cu) gives the unsplit bits: the first round of tiles (one tile a CTA of
+ * the persistent grid, SMs x BM rows: no split, no scratch) computed alone equals the same rows of a call 3.4 rounds
+ * long, whose CTAs split tiles between them (scratch asked for); both entries, both dtypes at one width each. */
+static void test_mlp_split(void **state) {
+  tctx *t = *state;
+  int dev = 0, sms = 0;
+  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+  assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+  size_t bad = 0;
+  for (int k = 0; k < 4; ++k) {
+    const size_t C = k & 1 ? 256 : 128, H = 4 * C, BM = C == 128 ? 192 : 128, r1 = (size_t)sms * BM;
+    const size_t rows = 3 * r1 + r1 / 2 + 5;
+    const int ln = k >> 1;
+    const net_dtype dt = k == 1 || k == 2 ? NET_BF16 : NET_F16;
+    const uint64_t seed = case_seed(t, 131 + (uint64_t)k, rows, C);
+    size_t sb1 = 0, sb = 0;
+    void *scr1 = mlp_scratch(r1, C, H, NL_MLP_GELU, dt, &sb1), *scr = mlp_scratch(rows, C, H, NL_MLP_GELU, dt, &sb);
+    if (sb1 != 0 || sb == 0) {
+      fprintf(stderr, "FAIL mlp split C %zu: scratch %zu bytes for one round, %zu for 3.4\n", C, sb1, sb);
+      ++bad;
+    }
+    uint16_t *hx = xmalloc(rows * C * 2), *hw1 = xmalloc(H * C * 2), *hw2 = xmalloc(C * H * 2), *hb1 = xmalloc(H * 2);
+    uint16_t *hb2 = xmalloc(C * 2), *ha = xmalloc(r1 * C * 2), *hb = xmalloc(r1 * C * 2);
+    float *lg = xmalloc(C * 4), *lb = xmalloc(C * 4);
+    fill(dt, hx, NULL, rows * C, seed, 1, 1.0f, ln ? 2.0f : 0.0f);
+    fill(dt, hw1, NULL, H * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
+    fill(dt, hw2, NULL, C * H, seed, 3, (float)(2.0 / sqrt((double)H)), 0.0f);
+    fill(dt, hb1, NULL, H, seed, 4, 0.5f, 0.0f);
+    fill(dt, hb2, NULL, C, seed, 5, 0.5f, 0.0f);
+    for (size_t c = 0; c < C; ++c) lg[c] = 1.0f + 0.5f * unit(seed, 8, c), lb[c] = 0.5f * unit(seed, 9, c);
+    void *dx = dmalloc(rows * C * 2), *dya = dmalloc(rows * C * 2), *dyb = dmalloc(r1 * C * 2);
+    void *dw1 = dmalloc(H * C * 2), *dw2 = dmalloc(C * H * 2), *db1 = dmalloc(H * 2), *db2 = dmalloc(C * 2);
+    float *dlg = dmalloc(C * 4), *dlb = dmalloc(C * 4);
+    h2d(dx, hx, rows * C * 2), h2d(dw1, hw1, H * C * 2), h2d(dw2, hw2, C * H * 2), h2d(db1, hb1, H * 2);
+    h2d(db2, hb2, C * 2), h2d(dlg, lg, C * 4), h2d(dlb, lb, C * 4);
+    /* y = x as the residual (and, with LN, as the input) */
+    h2d(dya, hx, rows * C * 2), h2d(dyb, hx, r1 * C * 2);
+    hx_err err = {HX_OK, ""};
+    hx_status sa, sbs;
+    if (ln) {
+      sa = nl_ln_mlp_gpu(dya, dlg, dlb, 1e-5f, dw1, db1, dw2, db2, rows, C, H, NL_MLP_GELU, scr, &sb, dt, t->stream, &err);
+      if (sa == HX_OK) sa = sync_status(t, sa, &err, "mlp split");
+      sbs = nl_ln_mlp_gpu(dyb, dlg, dlb, 1e-5f, dw1, db1, dw2, db2, r1, C, H, NL_MLP_GELU, scr1, &sb1, dt, t->stream, &err);
+    } else {
+      sa = nl_mlp_gpu(dya, dx, dw1, db1, dw2, db2, rows, C, H, NL_MLP_GELU, scr, &sb, dt, t->stream, &err);
+      if (sa == HX_OK) sa = sync_status(t, sa, &err, "mlp split");
+      sbs = nl_mlp_gpu(dyb, dx, dw1, db1, dw2, db2, r1, C, H, NL_MLP_GELU, scr1, &sb1, dt, t->stream, &err);
+    }
+    if (sa == HX_EUNSUPPORTED && strstr(err.msg, "sm_90a") && device_major() != 9) {
+      printf("  skip mlp split: %s\n", err.msg);
+    } else if (sa != HX_OK || sync_status(t, sbs, &err, "mlp one round") != HX_OK) {
+      fprintf(stderr, "FAIL mlp split C %zu ln %d: %s\n", C, ln, err.msg);
+      ++bad;
+    } else {
+      d2h(ha, dya, r1 * C * 2), d2h(hb, dyb, r1 * C * 2);
+      size_t diff = 0, same_as_x = 0;
+      for (size_t i = 0; i < r1 * C; ++i) diff += ha[i] != hb[i], same_as_x += ha[i] == hx[i];
+      printf("  mlp split C %zu %s%s rows %zu (one round %zu): %zu of the round's values differ, %zu unchanged\n", C,
+             net_dtype_name(dt), ln ? " ln" : "", rows, r1, diff, same_as_x);
+      if (diff || same_as_x > r1 * C / 16) ++bad; /* the MLP changes nearly every value */
+    }
+    cudaFree(dx), cudaFree(dya), cudaFree(dyb), cudaFree(dw1), cudaFree(dw2), cudaFree(db1), cudaFree(db2);
+    cudaFree(dlg), cudaFree(dlb), cudaFree(scr), cudaFree(scr1);
+    free(hx), free(hw1), free(hw2), free(hb1), free(hb2), free(ha), free(hb), free(lg), free(lb);
+  }
   assert_int_equal(bad, 0);
 }
 
@@ -1185,6 +1272,7 @@ static void test_bad_args(void **state) {
   float *f = dmalloc(1024 * 4);
   hx_err err = {HX_OK, ""};
   cudaStream_t s = t->stream;
+  size_t sbig = (size_t)1 << 40, szero = 0; /* scratch sizes handed to nl_mlp_gpu: enough, and none */
   assert_int_equal(nl_linear_gpu(NULL, d, d + 2048, d + 1024, NULL, 8, 8, 8, NL_ACT_NONE, 0, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_linear_gpu(t->blas, d, d + 2048, d + 1024, NULL, 8, 12, 8, NL_ACT_NONE, 0, NET_F16, s, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "multiples of 8"));
@@ -1216,19 +1304,32 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_layernorm_add_gpu(d, d + 2049, f, f, 4, 8, 1e-5f, NET_F16, s, &err), HX_EINVAL); /* unaligned */
   assert_int_equal(nl_affine_act_gpu(d, d + 2048, f, f, 4, 0, NL_ACT_NONE, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_affine_act_gpu(d, d + 2048, f, f, 4, 8, (nl_act)2, NET_F16, s, &err), HX_EINVAL);
-  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 128, 256, NL_MLP_GELU, NET_F16, s, &err),
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 128, 256, NL_MLP_GELU, d, &sbig, NET_F16, s, &err),
                    HX_EUNSUPPORTED);
-  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 96, 384, NL_MLP_SWIGLU, NET_F16, s, &err),
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 96, 384, NL_MLP_SWIGLU, d, &sbig, NET_F16, s, &err),
                    HX_EUNSUPPORTED);
   assert_non_null(strstr(err.msg, "GELU H = 4C at C = 32, 64, 128, 256"));
-  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 64, NL_MLP_GELU, NET_F16, s, &err), HX_EUNSUPPORTED);
-  assert_int_equal(nl_mlp_gpu(d, d + 64, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 64, NL_MLP_GELU, d, &sbig, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_mlp_gpu(d, d + 64, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, d, &sbig, NET_F16, s, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "overlap"));
-  assert_int_equal(nl_mlp_gpu(d, d + 2049, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16, s, &err), HX_EUNSUPPORTED);
-  assert_int_equal(nl_mlp_gpu(d, NULL, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16, s, &err), HX_EINVAL);
-  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, (net_dtype)3, s, &err), HX_EINVAL);
-  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, (nl_mlp_kind)2, NET_F16, s, &err),
+  assert_int_equal(nl_mlp_gpu(d, d + 2049, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, d, &sbig, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_mlp_gpu(d, NULL, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, d, &sbig, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, d, &sbig, (net_dtype)3, s, &err), HX_EINVAL);
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, (nl_mlp_kind)2, d, &sbig, NET_F16, s, &err),
                    HX_EINVAL);
+  /* scratch: no size pointer; at C = 128 rows past one round of tiles need the Stream-K partial sums (on the sm_90a
+   * kernel's device; elsewhere the call is HX_EUNSUPPORTED before it looks) */
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, d, NULL, NET_F16, s, &err),
+                   HX_EINVAL);
+  assert_non_null(strstr(err.msg, "scratch"));
+  const hx_status sc = nl_ln_mlp_gpu(d, f, f, 1e-5f, d + 1024, NULL, d + 512, NULL, 1000000, 128, 512, NL_MLP_GELU, d,
+                                     &szero, NET_F16, s, &err);
+  if (device_major() == 9) {
+    assert_int_equal(sc, HX_EINVAL);
+    assert_non_null(strstr(err.msg, "scratch of 0 bytes"));
+  } else {
+    assert_int_equal(sc, HX_EUNSUPPORTED);
+  }
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 48, 192, NET_F16, s, &err), HX_EUNSUPPORTED);
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 96, 96, NET_F16, s, &err), HX_EUNSUPPORTED);
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 128, 512, NET_F16, s, &err), HX_EUNSUPPORTED);
@@ -1267,15 +1368,15 @@ static void test_bad_args(void **state) {
                                     &err), HX_EINVAL);
   assert_int_equal(nl_ln_linear_gpu(NULL, NULL, NULL, 0, NULL, NULL, 1e-5f, NULL, NULL, 0, 32, 96, NET_F16, s, &err),
                    HX_OK); /* no rows */
-  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 128, 256, NL_MLP_GELU, NET_F16, s,
+  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 128, 256, NL_MLP_GELU, d, &sbig, NET_F16, s,
                                  &err), HX_EUNSUPPORTED);
-  assert_int_equal(nl_ln_mlp_gpu(d + 1, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU,
+  assert_int_equal(nl_ln_mlp_gpu(d + 1, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, d, &sbig,
                                  NET_F16, s, &err), HX_EUNSUPPORTED);
-  assert_int_equal(nl_ln_mlp_gpu(d, NULL, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16,
+  assert_int_equal(nl_ln_mlp_gpu(d, NULL, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, d, &sbig, NET_F16,
                                  s, &err), HX_EINVAL);
-  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, (nl_mlp_kind)2,
+  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, (nl_mlp_kind)2, d, &sbig,
                                  NET_F16, s, &err), HX_EINVAL);
-  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU,
+  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, 1e-5f, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, d, &sbig,
                                  (net_dtype)3, s, &err), HX_EINVAL);
   /* eps as nl_layernorm_gpu takes it: finite, >= 0 */
   assert_int_equal(nl_linear_ln_add_gpu(d, d + 2048, d + 1024, NULL, f, f + 64, -1e-5f, 4, 32, NET_F16, s, &err),
@@ -1283,7 +1384,7 @@ static void test_bad_args(void **state) {
   assert_non_null(strstr(err.msg, "eps"));
   assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, f, f + 64, NAN, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
                    HX_EINVAL);
-  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, INFINITY, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, NET_F16,
+  assert_int_equal(nl_ln_mlp_gpu(d, f, f + 64, INFINITY, d + 1024, NULL, d + 512, NULL, 4, 32, 128, NL_MLP_GELU, d, &sbig, NET_F16,
                                  s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 2048, 4, 0, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_swiglu_gpu(d, d + 4, 4, 8, NET_F16, s, &err), HX_EINVAL);
@@ -1338,7 +1439,8 @@ static int teardown(void **state) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_args),          cmocka_unit_test(test_linear),
-      cmocka_unit_test(test_mlp), cmocka_unit_test(test_linear_swiglu), cmocka_unit_test(test_ln_fused),
+      cmocka_unit_test(test_mlp), cmocka_unit_test(test_mlp_split), cmocka_unit_test(test_linear_swiglu),
+      cmocka_unit_test(test_ln_fused),
       cmocka_unit_test(test_layernorm),         cmocka_unit_test(test_affine_swiglu),
       cmocka_unit_test(test_add_gather_convert), cmocka_unit_test(test_segment_max),
       cmocka_unit_test(test_windows),
