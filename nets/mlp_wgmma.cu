@@ -159,54 +159,63 @@ __device__ __forceinline__ void rows_async(uint32_t sX, const uint16_t *x, uint3
   }
 }
 
-/* LayerNorm of a warp's 16 rows of the x tile in place (rows of zeros give beta). A lane holds EPL = C / 32
- * consecutive values of a row (one 16- or 8-byte access); nl_layernorm_gpu's arithmetic: fp32, the mean, then the
- * mean of the squared deviations, (x - mean) rstd gamma + beta rounded to T, as the unfused path stores the row. */
+/* LayerNorm of a warp's 16 rows of the x tile in place (rows of zeros give beta), by groups of 8 lanes: a pass
+ * normalises 4 rows, lane group g (lanes 8 g .. 8 g + 7) row r0 + 4 pass + g, a lane its 16-byte chunks sub + 8 k
+ * (k < C / 64: one swizzled 128-byte row of a 64-value block for the 8 lanes, no bank conflict), so a row's sums take
+ * 3 shuffles where a whole warp a row took 5, and the four passes are independent for ptxas to interleave (a warp a
+ * row spent ~17% of the kernel's stall samples at C = 256 in its chains of shuffles; Nsight Compute, H200).
+ * nl_layernorm_gpu's arithmetic in fp32: the mean, then the mean of the squared deviations, (x - mean) rstd gamma +
+ * beta rounded to T, as the unfused path stores the row (the sums' order differs). */
 template <typename T, int C>
 __device__ __forceinline__ void ln_rows(uint32_t sX, int r0, int lane, const float *sG, const float *sBt, float eps) {
-  constexpr int EPL = C / 32, W = EPL / 2; /* values and 32-bit words a lane */
-  const int col = lane * EPL, chunk = col / 8, within = (col % 8) * 2;
-  uint32_t v[16][W];
+  constexpr int CH = C / 64, EPL = 8 * CH; /* 16-byte chunks and values a lane */
+  const int sub = lane & 7, grp = lane >> 3;
+  uint4 v[4][CH];
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const int r = r0 + i;
-    const uint32_t a = sX + x_at<C>(r, chunk) + (uint32_t)within;
-    if constexpr (W == 4)
+  for (int ps = 0; ps < 4; ++ps)
+#pragma unroll
+    for (int k = 0; k < CH; ++k) {
+      const uint32_t a = sX + x_at<C>(r0 + 4 * ps + grp, sub + 8 * k);
       asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(v[i][0]), "=r"(v[i][1]), "=r"(v[i][2]), "=r"(v[i][3])
+                   : "=r"(v[ps][k].x), "=r"(v[ps][k].y), "=r"(v[ps][k].z), "=r"(v[ps][k].w)
                    : "r"(a));
-    else
-      asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v[i][0]), "=r"(v[i][1]) : "r"(a));
-  }
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    float f[EPL], sum = 0.f, q = 0.f;
-#pragma unroll
-    for (int w = 0; w < W; ++w) {
-      const float2 u = unpack2<T>(v[i][w]);
-      f[2 * w] = u.x, f[2 * w + 1] = u.y;
-      sum += u.x + u.y;
     }
 #pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+  for (int ps = 0; ps < 4; ++ps) {
+    float f[EPL], sum = 0.f, q = 0.f;
+#pragma unroll
+    for (int k = 0; k < CH; ++k) {
+      const uint32_t w[4] = {v[ps][k].x, v[ps][k].y, v[ps][k].z, v[ps][k].w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 u = unpack2<T>(w[e]);
+        f[8 * k + 2 * e] = u.x, f[8 * k + 2 * e + 1] = u.y;
+        sum += u.x + u.y;
+      }
+    }
+#pragma unroll
+    for (int o = 4; o >= 1; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
     const float mean = sum / (float)C;
 #pragma unroll
     for (int e = 0; e < EPL; ++e) q += (f[e] - mean) * (f[e] - mean);
 #pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) q += __shfl_xor_sync(0xFFFFFFFFu, q, o);
+    for (int o = 4; o >= 1; o >>= 1) q += __shfl_xor_sync(0xFFFFFFFFu, q, o);
     const float rstd = rsqrtf(q / (float)C + eps);
 #pragma unroll
-    for (int w = 0; w < W; ++w)
-      v[i][w] = pack2((f[2 * w] - mean) * rstd * sG[col + 2 * w] + sBt[col + 2 * w],
-                      (f[2 * w + 1] - mean) * rstd * sG[col + 2 * w + 1] + sBt[col + 2 * w + 1], T());
-    const int r = r0 + i;
-    const uint32_t a = sX + x_at<C>(r, chunk) + (uint32_t)within;
-    if constexpr (W == 4)
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v[i][0]), "r"(v[i][1]), "r"(v[i][2]),
-                   "r"(v[i][3])
+    for (int k = 0; k < CH; ++k) {
+      const int col = (sub + 8 * k) * 8; /* gamma and beta as float4: sG and sBt are 16-byte aligned */
+      const float4 g0 = *reinterpret_cast<const float4 *>(sG + col), g1 = *reinterpret_cast<const float4 *>(sG + col + 4);
+      const float4 b0 = *reinterpret_cast<const float4 *>(sBt + col), b1 = *reinterpret_cast<const float4 *>(sBt + col + 4);
+      const float gg[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w}, bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+      uint32_t w[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        w[e] = pack2((f[8 * k + 2 * e] - mean) * rstd * gg[2 * e] + bb[2 * e],
+                     (f[8 * k + 2 * e + 1] - mean) * rstd * gg[2 * e + 1] + bb[2 * e + 1], T());
+      const uint32_t a = sX + x_at<C>(r0 + 4 * ps + grp, sub + 8 * k);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
                    : "memory");
-    else
-      asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(a), "r"(v[i][0]), "r"(v[i][1]) : "memory");
+    }
   }
 }
 
@@ -276,6 +285,10 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   uint32_t pa[4][4]; /* fc2's A fragments of the chunk */
   uint32_t base = 0;  /* the item of the segment's first W1 chunk */
   int jb = 0;         /* the segment's first chunk: local chunk j below is the tile's chunk jb + j */
+  uint32_t *y = reinterpret_cast<uint32_t *>(p.y);
+  uint32_t yo[2][C / 8]; /* the epilogue's residual: y's values of the thread's accumulators (rows g and g + 8) */
+  uint32_t y_t0 = 0;     /* the segment's tile's first row; y_want: its epilogue runs (not a PUBLISH) */
+  bool y_want = false;
   const uint32_t xa = sX + (uint32_t)(cw * 64 * 128);
   /* S = x W1_j^T from item 2j's slot: C / 16 k-steps, 4 inside each 128-byte swizzle row, then the next k-block */
   auto issue_s = [&](int j) {
@@ -320,6 +333,17 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
       pa[kk][3] = pack2(s[8 * kk + 6], s[8 * kk + 7], T());
     }
   };
+  /* y's values for the epilogue, loaded while the last O runs (their latency was the epilogue's largest stall) */
+  auto load_y = [&]() {
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const uint32_t gr = y_t0 + (uint32_t)(r0 + (lane >> 2) + hr * 8);
+      const bool ok = y_want && gr < p.rows;
+      const uint32_t *yr = y + (size_t)(ok ? gr : 0u) * (C / 2) + (lane & 3);
+#pragma unroll
+      for (int nb = 0; nb < C / 8; ++nb) yo[hr][nb] = ok ? yr[nb * 4] : 0u;
+    }
+  };
   auto pin_o = [&]() {
 #pragma unroll
     for (int e = 0; e < C / 2; ++e) pin(o[e]);
@@ -344,6 +368,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     full_wait(2 * j + 1);
     issue_o(j);
     wg_commit();
+    if constexpr (!decltype(more)::value) load_y();
     if constexpr (decltype(more)::value) {
       wg_wait<1>(); /* S_{j+1} done; O_j still on the tensor cores, reading pa */
       pin_s();
@@ -371,14 +396,13 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   constexpr uint32_t kNone = 0xFFFFFFFFu;
   rows_async<C>(sX, p.x, p.rows, seg_of(rg, 0, NJ).tile * (uint32_t)BM, r0, lane);
   cp_async_commit();
-  uint32_t *y = reinterpret_cast<uint32_t *>(p.y);
   const int t128 = tid & 127; /* the thread within its warpgroup: its O fragments' place in part */
 #pragma unroll 1
   for (int sg_i = 0; sg_i < rg.nseg; ++sg_i) {
     const Seg sg = seg_of(rg, sg_i, NJ);
     const uint32_t t0 = sg.tile * (uint32_t)BM, next = sg_i + 1 < rg.nseg ? seg_of(rg, sg_i + 1, NJ).tile : kNone;
     const int nj = sg.j1 - sg.j0;
-    jb = sg.j0;
+    jb = sg.j0, y_t0 = t0, y_want = sg.kind != SEG_PUBLISH;
     cp_async_wait<0>();
     __syncwarp(); /* the warp's rows, copied by all its lanes */
     if constexpr (LN) ln_rows<T, C>(sX, r0, lane, sG, sBt, p.eps);
@@ -426,19 +450,16 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     }
 
     /* epilogue: y + O + b2 rounded once, one 32-bit store per value pair; rows lane / 4 and + 8 of the warp's 16,
-     * columns 8 nb + 2 (lane % 4) + {0, 1} */
+     * columns 8 nb + 2 (lane % 4) + {0, 1}; y's values in yo since the last O */
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const uint32_t gr = t0 + (uint32_t)(r0 + (lane >> 2) + hr * 8);
       if (gr >= p.rows) continue;
       uint32_t *yr = y + (size_t)gr * (C / 2);
-      uint32_t old[C / 8];
-#pragma unroll
-      for (int nb = 0; nb < C / 8; ++nb) old[nb] = yr[nb * 4 + (lane & 3)];
 #pragma unroll
       for (int nb = 0; nb < C / 8; ++nb) {
         const int col = nb * 8 + 2 * (lane & 3);
-        const float2 u = unpack2<T>(old[nb]);
+        const float2 u = unpack2<T>(yo[hr][nb]);
         yr[nb * 4 + (lane & 3)] =
             pack2(u.x + o[nb * 4 + 2 * hr] + sB2[col], u.y + o[nb * 4 + 2 * hr + 1] + sB2[col + 1], T());
       }
