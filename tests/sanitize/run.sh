@@ -149,7 +149,7 @@ args_of() {
   prog=$bin
   case $c in
   nets-layers) prog=$layers_prog
-    cmd=(test_layernorm test_mlp test_mlp_split test_linear_swiglu test_ln_fused test_affine_swiglu test_add_gather_convert test_segment_max
+    cmd=(test_layernorm test_mlp test_linear_swiglu test_ln_fused test_mlp_split test_affine_swiglu test_add_gather_convert test_segment_max
       test_windows); return ;;
   nets-spconv) prog=$spconv_prog
     cmd=(test_map test_conv_v1_boundary test_conv_v2 test_mask_order_v3 test_conv_fused); return ;;
