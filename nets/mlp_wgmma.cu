@@ -74,11 +74,14 @@ struct Params {
   uint32_t rows;
   float4 *part;    /* [grid][NC][C / 8][128]: the fp32 O of a tile's first chunks (split tiles only) */
   uint32_t *ready; /* [grid][NC]: 1 once that CTA's consumer has stored its part (zeroed before the launch) */
+  uint32_t split;  /* 1: ranges of chunk pairs (Stream-K); 0: of whole tiles */
 };
 
 /* Stream-K over (tile, chunk) units: the units, tile-major, are cut into gridDim contiguous ranges of whole chunk
  * pairs, so every CTA does the same work to within a pair (tiles alone, ceil(tiles / SMs) rounds of them, left
- * 26% of the SMs idle at C = 256 on 52k rows: 405 tiles on 132 SMs run as 4 rounds). With tiles >= gridDim every
+ * 26% of the SMs idle at C = 256 on 52k rows: 405 tiles on 132 SMs run as 4 rounds). A segment costs about two
+ * chunks beyond its chunks (the LayerNorm, the first S, the epilogue), so the split is taken only where the last
+ * round of whole tiles would be at most half full (plan_of); else the ranges are of whole tiles. With tiles >= gridDim every
  * range holds at least a tile's chunks, so a range splits at most its first tile (whose first chunks end the
  * previous range) and its last. A CTA walks its range as segments: the last tile's first chunks first (PUBLISH:
  * O stored to part[cta], ready[cta] set), then its whole tiles, then the first tile's remaining chunks (FINISH: O
@@ -94,9 +97,9 @@ struct Range {
   uint32_t t_first, t_last; /* the tiles of the range's first and last units; t_last's first k_last chunks */
   int k_first, k_last, nseg;
 };
-__host__ __device__ inline Range range_of(uint32_t cta, uint32_t grid, uint32_t tiles, int nj) {
-  const uint64_t pairs = (uint64_t)tiles * (uint64_t)(nj / 2);
-  const uint64_t u0 = 2u * (cta * pairs / grid), u1 = 2u * ((cta + 1u) * pairs / grid);
+__host__ __device__ inline Range range_of(uint32_t cta, uint32_t grid, uint32_t tiles, int nj, bool split) {
+  const uint64_t g = split ? 2u : (uint64_t)nj, units = (uint64_t)tiles * (uint64_t)nj / g; /* pairs or tiles */
+  const uint64_t u0 = g * (cta * units / grid), u1 = g * ((cta + 1u) * units / grid);
   Range r;
   r.t_first = (uint32_t)(u0 / (uint64_t)nj), r.k_first = (int)(u0 % (uint64_t)nj);
   r.t_last = (uint32_t)(u1 / (uint64_t)nj), r.k_last = (int)(u1 % (uint64_t)nj);
@@ -233,7 +236,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   const uint32_t sFull = smem_addr(sBt + C), sEmpty = sFull + 8u * SL; /* 8-byte aligned: (H + 3C) * 4 % 8 == 0 */
   const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
   const uint32_t tiles = (p.rows + (uint32_t)BM - 1u) / (uint32_t)BM;
-  const Range rg = range_of(blockIdx.x, gridDim.x, tiles, NJ);
+  const Range rg = range_of(blockIdx.x, gridDim.x, tiles, NJ, p.split != 0u);
 
   if (tid == 0) {
 #pragma unroll
@@ -481,14 +484,18 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
 /* The grid (one CTA an SM, at most one a tile) and the scratch Stream-K needs there: none when every CTA takes
  * whole tiles (tiles <= SMs), else the ready flags (256-byte block) and one part per CTA and consumer. */
 struct Plan {
-  uint32_t grid;
+  uint32_t grid, split;
   size_t flags_bytes, bytes;
 };
 template <int C> Plan plan_of(uint32_t rows, int sms) {
   using Cf = Cfg<C>;
   const uint32_t tiles = (rows + Cf::BM - 1u) / Cf::BM;
-  Plan pl{tiles < (uint32_t)sms ? tiles : (uint32_t)sms, 0, 0};
-  if (tiles > pl.grid) {
+  Plan pl{tiles < (uint32_t)sms ? tiles : (uint32_t)sms, 0, 0, 0};
+  /* measured (H200, PTv3 600k): C = 256, 405 tiles (last round 9 of 132): 139 -> 123 us split; C = 128, 747 tiles
+   * (last round 87 of 132): 0.110 -> 0.115 ms a block split, so whole tiles there */
+  const uint32_t last = pl.grid ? tiles % pl.grid : 0u;
+  if (tiles > pl.grid && last != 0u && last <= pl.grid / 2u) {
+    pl.split = 1;
     pl.flags_bytes = ((size_t)pl.grid * Cf::NC * 4u + 255u) & ~(size_t)255u;
     pl.bytes = pl.flags_bytes + (size_t)pl.grid * Cf::NC * (C / 8) * 128 * sizeof(float4);
   }
@@ -512,6 +519,7 @@ template <typename T, int C, bool LN> hx_status launch(Params p, const void *w1,
   const Plan pl = plan_of<C>(p.rows, sms);
   if (scratch_bytes < pl.bytes)
     return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, scratch_bytes, pl.bytes);
+  p.split = pl.split;
   if (pl.bytes) {
     p.ready = static_cast<uint32_t *>(scratch);
     p.part = reinterpret_cast<float4 *>(static_cast<char *>(scratch) + pl.flags_bytes);
@@ -563,7 +571,8 @@ extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_
                             eps,
                             (uint32_t)rows,
                             nullptr,
-                            nullptr};
+                            nullptr,
+                            0u};
   cudaStream_t s = (cudaStream_t)stream;
   if (dt == NET_BF16)
     return ln ? nl_mlp_wg::by_c<__nv_bfloat16, true>(p, d_w1, d_w2, C, d_scratch, scratch_bytes, s, who, err)

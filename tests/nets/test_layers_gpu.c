@@ -621,8 +621,9 @@ static void test_mlp(void **state) {
 }
 
 /* The wgmma MLP's Stream-K split (mlp_wgmma.cu) gives the unsplit bits: the first round of tiles (one tile a CTA of
- * the persistent grid, SMs x BM rows: no split, no scratch) computed alone equals the same rows of a call 3.4 rounds
- * long, whose CTAs split tiles between them (scratch asked for); both entries, both dtypes at one width each. */
+ * the persistent grid, SMs x BM rows: no split, no scratch) computed alone equals the same rows of a call 3.25
+ * rounds long, whose CTAs split tiles between them (its last round a quarter full: scratch asked for); a call 3.75
+ * rounds long takes whole tiles (no scratch); both entries, both dtypes at one width each. */
 static void test_mlp_split(void **state) {
   tctx *t = *state;
   int dev = 0, sms = 0;
@@ -631,14 +632,18 @@ static void test_mlp_split(void **state) {
   size_t bad = 0;
   for (int k = 0; k < 4; ++k) {
     const size_t C = k & 1 ? 256 : 128, H = 4 * C, BM = C == 128 ? 192 : 128, r1 = (size_t)sms * BM;
-    const size_t rows = 3 * r1 + r1 / 2 + 5;
+    const size_t rows = 3 * r1 + r1 / 4 + 5;
     const int ln = k >> 1;
     const net_dtype dt = k == 1 || k == 2 ? NET_BF16 : NET_F16;
     const uint64_t seed = case_seed(t, 131 + (uint64_t)k, rows, C);
-    size_t sb1 = 0, sb = 0;
+    size_t sb1 = 0, sb = 0, sb3 = 0;
     void *scr1 = mlp_scratch(r1, C, H, NL_MLP_GELU, dt, &sb1), *scr = mlp_scratch(rows, C, H, NL_MLP_GELU, dt, &sb);
-    if (sb1 != 0 || sb == 0) {
-      fprintf(stderr, "FAIL mlp split C %zu: scratch %zu bytes for one round, %zu for 3.4\n", C, sb1, sb);
+    hx_err qe = {HX_OK, ""};
+    assert_int_equal(nl_mlp_gpu(NULL, NULL, NULL, NULL, NULL, NULL, 3 * r1 + 3 * r1 / 4, C, H, NL_MLP_GELU, NULL, &sb3,
+                                dt, NULL, &qe), HX_OK);
+    if (sb1 != 0 || sb == 0 || sb3 != 0) {
+      fprintf(stderr, "FAIL mlp split C %zu: scratch %zu bytes for one round, %zu for 3.25, %zu for 3.75\n", C, sb1,
+              sb, sb3);
       ++bad;
     }
     uint16_t *hx = xmalloc(rows * C * 2), *hw1 = xmalloc(H * C * 2), *hw2 = xmalloc(C * H * 2), *hb1 = xmalloc(H * 2);
