@@ -8,7 +8,8 @@
  * keeps the weights in shared memory, which at C >= 128 (256 KB and 1 MB of them) they do not fit.
  *
  * Design: FlashAttention's back-to-back shape, persistent CTAs (one an SM) walking tiles of 64 NC rows of x (NC
- * consumer warpgroups: 3 at C = 128, 2 at 256, by the registers), NC + 1 warpgroups. Warpgroup 0 (the producer; one
+ * consumer warpgroups: 3 at C = 128, 2 at 256, by the registers), NC + 1 warpgroups; each CTA a contiguous range
+ * of tiles, or of (tile, chunk) units where a tile's chunks split between two CTAs (Stream-K, below). Warpgroup 0 (the producer; one
  * thread) streams the weights through a ring of SLOTS slots by TMA, per
  * tile in the order W1 chunk 0, W2 chunk 0, W1 chunk 1, ...: W1 chunk j is fc1's hidden rows [64 j, 64 j + 64)
  * ([64][C], C / 64 boxes of 64 x 64), W2 chunk j is fc2's columns [64 j, 64 j + 64) ([C][64], one box), each
@@ -20,9 +21,9 @@
  * A from registers; the accumulator layout of two n8 blocks is the A fragment's). The loop issues S_{j+1} before
  * O_j, then waits for S_{j+1} alone (wgmma.wait_group 1): the GELU of chunk j + 1 runs while O_j is on the tensor
  * cores. Once a tile's last S is done, the warpgroup's rows of its next tile are copied into the x tile under the
- * last O and the epilogue, which adds b2 and the residual (y's rows, read from global memory) and rounds once.
+ * last O and the epilogue, which adds b2 and the residual (y's values, loaded under the last O) and rounds once.
  * Measured (docs/nets.md, "The MLP at C = 128 and 256"): latency-bound, the tensor pipe busy a third of the time;
- * the persistence and the third consumer at C = 128 each took 7% off its time there.
+ * the persistence and the third consumer at C = 128 each took 7% off its time there; Stream-K 11% at C = 256.
  * Ring protocol (as v6's, spconv_wgmma.cu): item i uses slot i % SLOTS for the u = i / SLOTS-th time; "full"
  * completes phase u when the TMA's bytes have landed (one arrival: the producer's expect_tx), "empty" when all 4 NC
  * consumer warps have retired the wgmmas reading it (one lane each). A consumer releases W1_{j+1}'s slot before
