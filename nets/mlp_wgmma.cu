@@ -130,6 +130,24 @@ using spc_dev::unpack2;
 #if NWG_ON
 using namespace nwg;
 
+/* GELU's tanh form of the pair (a, b) rounded to half2 once, in half2 arithmetic, 0.5 x (1 + tanh(x (0.79788456 +
+ * 0.035677408 x^2))) on tanh.approx.f16x2, in two parts: gelu_h2_parts gives hx = 0.5 x and th = tanh(...),
+ * gelu_h2_join hx th + hx. The join is the A fragment's definition after O_j is done: a plain copy there, ptxas
+ * made the fragment and the GELU's result one register and serialised every wgmma (C7513). |x| >= 256 overflows
+ * x^2 to inf, which gives tanh = +-1: x or 0, no NaN. */
+__device__ __forceinline__ void gelu_h2_parts(float a, float b, uint32_t &hx, uint32_t &th) {
+  const __half2 x = __floats2half2_rn(a, b);
+  const __half2 t = __hfma2(__hmul2(x, x), __float2half2_rn(0.0356774081363001f), __float2half2_rn(0.7978845608028654f));
+  const __half2 u = __hmul2(x, t), h = __hmul2(x, __float2half2_rn(0.5f));
+  asm("tanh.approx.f16x2 %0, %1;\n" : "=r"(th) : "r"(*reinterpret_cast<const uint32_t *>(&u)));
+  hx = *reinterpret_cast<const uint32_t *>(&h);
+}
+__device__ __forceinline__ uint32_t gelu_h2_join(uint32_t hx, uint32_t th) {
+  const __half2 h = *reinterpret_cast<const __half2 *>(&hx), t = *reinterpret_cast<const __half2 *>(&th);
+  const __half2 r = __hfma2(h, t, h);
+  return *reinterpret_cast<const uint32_t *>(&r);
+}
+
 __device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
 __device__ __forceinline__ uint32_t ld_acquire(const uint32_t *p) {
   uint32_t v;
@@ -317,24 +335,38 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   auto release = [&](int i) {
     if (lane == 0) mbar_arrive(sEmpty + 8u * ((base + (uint32_t)i) % SL));
   };
-  /* GELU(S_j + b1) in place (fp32): the thread's columns 8 nb + 2 (lane % 4) + {0, 1} of rows g and g + 8 */
+  /* GELU(S_j + b1) in place: the thread's columns 8 nb + 2 (lane % 4) + {0, 1} of rows g and g + 8. fp16: S + b1 in
+   * fp32, then the pair rounded once and GELU'd in half2 arithmetic (hh, ht: gelu_h2_parts; pack() joins them; the
+   * fp32 form spent ~15 instructions a pair, a third of the kernel's); bf16: fp32 throughout, packed by pack(). */
+  constexpr bool H2 = std::is_same<T, __half>::value;
+  uint32_t hh[16], ht[16];
   auto act = [&](int j) {
 #pragma unroll
     for (int nb = 0; nb < 8; ++nb) {
       const int col = (jb + j) * 64 + nb * 8 + 2 * (lane & 3);
       const float c0 = sB1[col], c1 = sB1[col + 1];
-      s[nb * 4 + 0] = gelu_tanh(s[nb * 4 + 0] + c0), s[nb * 4 + 1] = gelu_tanh(s[nb * 4 + 1] + c1);
-      s[nb * 4 + 2] = gelu_tanh(s[nb * 4 + 2] + c0), s[nb * 4 + 3] = gelu_tanh(s[nb * 4 + 3] + c1);
+      if constexpr (H2) {
+        gelu_h2_parts(s[nb * 4 + 0] + c0, s[nb * 4 + 1] + c1, hh[nb * 2 + 0], ht[nb * 2 + 0]);
+        gelu_h2_parts(s[nb * 4 + 2] + c0, s[nb * 4 + 3] + c1, hh[nb * 2 + 1], ht[nb * 2 + 1]);
+      } else {
+        s[nb * 4 + 0] = gelu_tanh(s[nb * 4 + 0] + c0), s[nb * 4 + 1] = gelu_tanh(s[nb * 4 + 1] + c1);
+        s[nb * 4 + 2] = gelu_tanh(s[nb * 4 + 2] + c0), s[nb * 4 + 3] = gelu_tanh(s[nb * 4 + 3] + c1);
+      }
     }
   };
   /* the hidden values rounded to T as fc2's A fragments: k-step kk is n8 blocks 2 kk and 2 kk + 1 */
   auto pack = [&]() {
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      pa[kk][0] = pack2(s[8 * kk + 0], s[8 * kk + 1], T());
-      pa[kk][1] = pack2(s[8 * kk + 2], s[8 * kk + 3], T());
-      pa[kk][2] = pack2(s[8 * kk + 4], s[8 * kk + 5], T());
-      pa[kk][3] = pack2(s[8 * kk + 6], s[8 * kk + 7], T());
+      if constexpr (H2) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) pa[kk][e] = gelu_h2_join(hh[4 * kk + e], ht[4 * kk + e]);
+      } else {
+        pa[kk][0] = pack2(s[8 * kk + 0], s[8 * kk + 1], T());
+        pa[kk][1] = pack2(s[8 * kk + 2], s[8 * kk + 3], T());
+        pa[kk][2] = pack2(s[8 * kk + 4], s[8 * kk + 5], T());
+        pa[kk][3] = pack2(s[8 * kk + 6], s[8 * kk + 7], T());
+      }
     }
   };
   /* y's values for the epilogue, loaded while the last O runs (their latency was the epilogue's largest stall) */
