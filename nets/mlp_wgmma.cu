@@ -88,7 +88,8 @@ struct Params {
  * O stored to part[cta], ready[cta] set), then its whole tiles, then the first tile's remaining chunks (FINISH: O
  * starts from part[cta - 1], waited for on ready[cta - 1], and the epilogue runs). The accumulation order is the
  * unsplit one (chunks in increasing j into one fp32 O), so every split gives the same bits. A FINISH waits only on
- * the previous CTA's first segment, which waits on nothing: no cycle, whatever the CTAs' residency. */
+ * the previous CTA's first segment, which waits on nothing: the waits form no cycle, and they end as long as CTA
+ * b - 1 starts no later than CTA b (the hardware starts a grid's CTAs in index order; CUDA does not promise it). */
 enum { SEG_FULL = 0, SEG_PUBLISH = 1, SEG_FINISH = 2 };
 struct Seg {
   uint32_t tile;
@@ -133,10 +134,13 @@ using namespace nwg;
 /* GELU's tanh form of the pair (a, b) rounded to half2 once, in half2 arithmetic, 0.5 x (1 + tanh(x (0.79788456 +
  * 0.035677408 x^2))) on tanh.approx.f16x2, in two parts: gelu_h2_parts gives hx = 0.5 x and th = tanh(...),
  * gelu_h2_join hx th + hx. The join is the A fragment's definition after O_j is done: a plain copy there, ptxas
- * made the fragment and the GELU's result one register and serialised every wgmma (C7513). |x| >= 256 overflows
- * x^2 to inf, which gives tanh = +-1: x or 0, no NaN. */
+ * made the fragment and the GELU's result one register and serialised every wgmma (C7513). The rounding saturates
+ * (|x| <= 65504: an infinite x would give inf - inf at -inf), and |x| >= 256 overflows x^2 to inf, which gives
+ * tanh = +-1: x or 0; NaN only from NaN. */
 __device__ __forceinline__ void gelu_h2_parts(float a, float b, uint32_t &hx, uint32_t &th) {
-  const __half2 x = __floats2half2_rn(a, b);
+  uint32_t xb; /* (a, b) as (low, high): cvt's first source is the high half */
+  asm("cvt.rn.satfinite.f16x2.f32 %0, %1, %2;\n" : "=r"(xb) : "f"(b), "f"(a));
+  const __half2 x = *reinterpret_cast<const __half2 *>(&xb);
   const __half2 t = __hfma2(__hmul2(x, x), __float2half2_rn(0.0356774081363001f), __float2half2_rn(0.7978845608028654f));
   const __half2 u = __hmul2(x, t), h = __hmul2(x, __float2half2_rn(0.5f));
   asm("tanh.approx.f16x2 %0, %1;\n" : "=r"(th) : "r"(*reinterpret_cast<const uint32_t *>(&u)));
@@ -457,15 +461,16 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
      * work); else from 0. Here, not at the segment's start: O's registers live through the LayerNorm and the first
      * S made ptxas spill 20-56 bytes (C = 128 and 256 with LN), and the chunks ran ~12% slower (H200). */
     const bool fin = sg.kind == SEG_FINISH;
-    const uint32_t prev = blockIdx.x - (fin ? 1u : 0u);
-    if (fin && t128 == 0)
-      while (ld_acquire(p.ready + prev * (uint32_t)Cf::NC + (uint32_t)cw) == 0u) __nanosleep(64);
-    wg_bar(1 + cw);
+    if (fin) {
+      if (t128 == 0)
+        while (ld_acquire(p.ready + (blockIdx.x - 1u) * (uint32_t)Cf::NC + (uint32_t)cw) == 0u) __nanosleep(64);
+      wg_bar(1 + cw);
+    }
     {
-      const float4 *src = p.part + ((size_t)prev * Cf::NC + (size_t)cw) * (C / 8) * 128 + t128;
+      const size_t src = ((size_t)(blockIdx.x - 1u) * Cf::NC + (size_t)cw) * (C / 8) * 128 + (size_t)t128;
 #pragma unroll
       for (int q = 0; q < C / 8; ++q) {
-        const float4 v = fin ? __ldcg(src + q * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
+        const float4 v = fin ? __ldcg(p.part + src + q * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
         o[4 * q] = v.x, o[4 * q + 1] = v.y, o[4 * q + 2] = v.z, o[4 * q + 3] = v.w;
       }
     }
@@ -552,6 +557,8 @@ template <typename T, int C, bool LN> hx_status launch(Params p, const void *w1,
   const Plan pl = plan_of<C>(p.rows, sms);
   if (scratch_bytes < pl.bytes)
     return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, scratch_bytes, pl.bytes);
+  if (pl.bytes && (uintptr_t)scratch % 16u)
+    return hx_errf(err, HX_EINVAL, "%s: scratch must be 16-byte aligned", who);
   p.split = pl.split;
   if (pl.bytes) {
     p.ready = static_cast<uint32_t *>(scratch);
@@ -580,6 +587,8 @@ template <typename T, bool LN> hx_status by_c(const Params &p, const void *w1, c
 extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, size_t *bytes, hx_err *err) {
   *bytes = 0;
   if (rows == 0 || rows > 0xFFFFFFFFu - 256u || (C != 128 && C != 256)) return HX_OK; /* the launch refuses these */
+  hx_err probe = {HX_OK, ""};
+  if (nwg_sm90a_check("nl_mlp_gpu", &probe) != HX_OK) return HX_OK; /* the launch is HX_EUNSUPPORTED there */
   int sms = 0;
   HX_TRY(nl_mlp_wg::sm_count(&sms, err));
   *bytes = C == 128 ? nl_mlp_wg::plan_of<128>((uint32_t)rows, sms).bytes : nl_mlp_wg::plan_of<256>((uint32_t)rows, sms).bytes;

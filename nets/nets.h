@@ -116,8 +116,8 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
  * that grants a CTA less shared memory than the kernel needs (sm_80's 163 KB against the C = 80 SwiGLU kernel's
  * 208 KB; every other width fits). rows may be 0 (at most 2^32 - 257 at C >= 128). Scratch by CUB's protocol: the
  * wgmma kernel's Stream-K split (mlp_wgmma.cu) asks for the fp32 partial sums of one tile a CTA where its last
- * round of tiles on the current device would be at most half full (17 MB at C = 256 on 132 SMs), every other call
- * for 0 bytes. */
+ * round of tiles on the current device would be at most half full (17 MB at C = 256 on 132 SMs; 16-byte aligned),
+ * every other call for 0 bytes; a NULL d_scratch is a size query even then (it runs nothing). */
 typedef enum nl_mlp_kind { NL_MLP_GELU = 0, NL_MLP_SWIGLU = 1 } nl_mlp_kind;
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, hx_err *err);

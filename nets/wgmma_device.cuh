@@ -33,7 +33,7 @@ extern "C" hx_status nwg_sm90a_check(const char *who, hx_err *err);
 /* nl_mlp_gpu (d_g NULL) and nl_ln_mlp_gpu (d_g, d_beta, eps: y += MLP(LN(y)), d_x unused) at C = 128 and 256, GELU,
  * hidden 4C, on the wgmma kernel (mlp_wgmma.cu); arguments checked by the callers (mlp.cu); HX_EUNSUPPORTED where
  * nwg_sm90a_check refuses; HX_EINVAL for scratch_bytes under nl_mlp_wg_scratch's. nl_mlp_wg_scratch: the scratch
- * the launch needs for rows of C on the current device (0 where it takes whole tiles). */
+ * the launch needs for rows of C on the current device (0 where it takes whole tiles or cannot run). */
 extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2,
                                       const void *d_b2, size_t rows, size_t C, const float *d_g, const float *d_beta,
                                       float eps, void *d_scratch, size_t scratch_bytes, net_dtype dt,
