@@ -9,9 +9,9 @@
  *
  * Design: FlashAttention's back-to-back shape, persistent CTAs (one an SM) walking tiles of 64 NC rows of x (NC
  * consumer warpgroups: 3 at C = 128, 2 at 256, by the registers), NC + 1 warpgroups; each CTA a contiguous range
- * of tiles, or of (tile, chunk) units where a tile's chunks split between two CTAs (Stream-K, below). Warpgroup 0 (the producer; one
- * thread) streams the weights through a ring of SLOTS slots by TMA, per
- * tile in the order W1 chunk 0, W2 chunk 0, W1 chunk 1, ...: W1 chunk j is fc1's hidden rows [64 j, 64 j + 64)
+ * of tiles, or of (tile, chunk) units where a tile's chunks split between two CTAs (Stream-K, below). Warpgroup 0
+ * (the producer; one thread) streams the weights through a ring of SLOTS slots by TMA, per tile (or segment of
+ * one) in the order W1 chunk j, W2 chunk j, W1 chunk j + 1, ...: W1 chunk j is fc1's hidden rows [64 j, 64 j + 64)
  * ([64][C], C / 64 boxes of 64 x 64), W2 chunk j is fc2's columns [64 j, 64 j + 64) ([C][64], one box), each
  * K-major in the 128-byte swizzle; every tile streams the same weights (1 MB at C = 256), from L2. The consumers
  * (warpgroups 1 .. NC) own 64 rows of each tile each: they copy them into the swizzled x tile by cp.async (with LN,
@@ -82,14 +82,15 @@ struct Params {
  * pairs, so every CTA does the same work to within a pair (tiles alone, ceil(tiles / SMs) rounds of them, left
  * 26% of the SMs idle at C = 256 on 52k rows: 405 tiles on 132 SMs run as 4 rounds). A segment costs about two
  * chunks beyond its chunks (the LayerNorm, the first S, the epilogue), so the split is taken only where the last
- * round of whole tiles would be at most half full (plan_of); else the ranges are of whole tiles. With tiles >= gridDim every
- * range holds at least a tile's chunks, so a range splits at most its first tile (whose first chunks end the
- * previous range) and its last. A CTA walks its range as segments: the last tile's first chunks first (PUBLISH:
- * O stored to part[cta], ready[cta] set), then its whole tiles, then the first tile's remaining chunks (FINISH: O
- * starts from part[cta - 1], waited for on ready[cta - 1], and the epilogue runs). The accumulation order is the
- * unsplit one (chunks in increasing j into one fp32 O), so every split gives the same bits. A FINISH waits only on
- * the previous CTA's first segment, which waits on nothing: the waits form no cycle, and they end as long as CTA
- * b - 1 starts no later than CTA b (the hardware starts a grid's CTAs in index order; CUDA does not promise it). */
+ * round of whole tiles would be at most half full (plan_of); else the ranges are of whole tiles. With tiles >=
+ * gridDim every range holds at least a tile's chunks, so a range splits at most its first tile (whose first
+ * chunks end the previous range) and its last. A CTA walks its range as segments: the last tile's first chunks
+ * first (PUBLISH: O stored to part[cta], ready[cta] set), then its whole tiles, then the first tile's remaining
+ * chunks (FINISH: O starts from part[cta - 1], waited for on ready[cta - 1], and the epilogue runs). The
+ * accumulation order is the unsplit one (chunks in increasing j into one fp32 O), so every split gives the same
+ * bits. A FINISH waits only on the previous CTA's first segment, which waits on nothing: the waits form no cycle,
+ * and they end as long as CTA b - 1 starts no later than CTA b (the hardware starts a grid's CTAs in index order;
+ * CUDA does not promise it). */
 enum { SEG_FULL = 0, SEG_PUBLISH = 1, SEG_FINISH = 2 };
 struct Seg {
   uint32_t tile;
@@ -141,7 +142,8 @@ __device__ __forceinline__ void gelu_h2_parts(float a, float b, uint32_t &hx, ui
   uint32_t xb; /* (a, b) as (low, high): cvt's first source is the high half */
   asm("cvt.rn.satfinite.f16x2.f32 %0, %1, %2;\n" : "=r"(xb) : "f"(b), "f"(a));
   const __half2 x = *reinterpret_cast<const __half2 *>(&xb);
-  const __half2 t = __hfma2(__hmul2(x, x), __float2half2_rn(0.0356774081363001f), __float2half2_rn(0.7978845608028654f));
+  const __half2 t =
+      __hfma2(__hmul2(x, x), __float2half2_rn(0.0356774081363001f), __float2half2_rn(0.7978845608028654f));
   const __half2 u = __hmul2(x, t), h = __hmul2(x, __float2half2_rn(0.5f));
   asm("tanh.approx.f16x2 %0, %1;\n" : "=r"(th) : "r"(*reinterpret_cast<const uint32_t *>(&u)));
   hx = *reinterpret_cast<const uint32_t *>(&h);
@@ -230,9 +232,12 @@ __device__ __forceinline__ void ln_rows(uint32_t sX, int r0, int lane, const flo
 #pragma unroll
     for (int k = 0; k < CH; ++k) {
       const int col = (sub + 8 * k) * 8; /* gamma and beta as float4: sG and sBt are 16-byte aligned */
-      const float4 g0 = *reinterpret_cast<const float4 *>(sG + col), g1 = *reinterpret_cast<const float4 *>(sG + col + 4);
-      const float4 b0 = *reinterpret_cast<const float4 *>(sBt + col), b1 = *reinterpret_cast<const float4 *>(sBt + col + 4);
-      const float gg[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w}, bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+      const float4 g0 = *reinterpret_cast<const float4 *>(sG + col);
+      const float4 g1 = *reinterpret_cast<const float4 *>(sG + col + 4);
+      const float4 b0 = *reinterpret_cast<const float4 *>(sBt + col);
+      const float4 b1 = *reinterpret_cast<const float4 *>(sBt + col + 4);
+      const float gg[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+      const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
       uint32_t w[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e)
@@ -437,6 +442,9 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   rows_async<C>(sX, p.x, p.rows, seg_of(rg, 0, NJ).tile * (uint32_t)BM, r0, lane);
   cp_async_commit();
   const int t128 = tid & 127; /* the thread within its warpgroup: its O fragments' place in part */
+  /* CTA cta's part and ready flag for this consumer: part[cta][cw][q][t128] is O[4 q .. 4 q + 3] */
+  auto part_at = [&](uint32_t cta) { return ((size_t)cta * Cf::NC + (size_t)cw) * (C / 8) * 128 + (size_t)t128; };
+  auto ready_at = [&](uint32_t cta) { return p.ready + cta * (uint32_t)Cf::NC + (uint32_t)cw; };
 #pragma unroll 1
   for (int sg_i = 0; sg_i < rg.nseg; ++sg_i) {
     const Seg sg = seg_of(rg, sg_i, NJ);
@@ -459,15 +467,15 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     pack();
     /* FINISH: O starts from the previous CTA's chunks [0, jb) of this tile (its PUBLISH, stored before its other
      * work); else from 0. Here, not at the segment's start: O's registers live through the LayerNorm and the first
-     * S made ptxas spill 20-56 bytes (C = 128 and 256 with LN), and the chunks ran ~12% slower (H200). */
+     * S made ptxas spill 20-56 bytes (C = 128 and 256 with LN). */
     const bool fin = sg.kind == SEG_FINISH;
     if (fin) {
       if (t128 == 0)
-        while (ld_acquire(p.ready + (blockIdx.x - 1u) * (uint32_t)Cf::NC + (uint32_t)cw) == 0u) __nanosleep(64);
+        while (ld_acquire(ready_at(blockIdx.x - 1u)) == 0u) __nanosleep(64);
       wg_bar(1 + cw);
     }
     {
-      const size_t src = ((size_t)(blockIdx.x - 1u) * Cf::NC + (size_t)cw) * (C / 8) * 128 + (size_t)t128;
+      const size_t src = part_at(blockIdx.x - 1u);
 #pragma unroll
       for (int q = 0; q < C / 8; ++q) {
         const float4 v = fin ? __ldcg(p.part + src + q * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -482,11 +490,11 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
 
     if (sg.kind == SEG_PUBLISH) {
       /* the tile's first chunks for the next CTA's FINISH: fp32 O in fragment order, one float4 a thread a step */
-      float4 *dst = p.part + ((size_t)blockIdx.x * Cf::NC + (size_t)cw) * (C / 8) * 128 + t128;
+      float4 *dst = p.part + part_at(blockIdx.x);
 #pragma unroll
       for (int q = 0; q < C / 8; ++q) dst[q * 128] = make_float4(o[4 * q], o[4 * q + 1], o[4 * q + 2], o[4 * q + 3]);
       wg_bar(1 + cw); /* the warpgroup's stores before its flag (the release below is cumulative over them) */
-      if (t128 == 0) red_release(p.ready + blockIdx.x * (uint32_t)Cf::NC + (uint32_t)cw);
+      if (t128 == 0) red_release(ready_at(blockIdx.x));
       continue;
     }
 
@@ -519,8 +527,9 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
 
 #endif /* NWG_ON */
 
-/* The grid (one CTA an SM, at most one a tile) and the scratch Stream-K needs there: none when every CTA takes
- * whole tiles (tiles <= SMs), else the ready flags (256-byte block) and one part per CTA and consumer. */
+/* The grid (one CTA an SM, at most one a tile), whether it splits tiles (Stream-K: more tiles than CTAs and the last
+ * round of whole tiles at most half full) and the scratch that needs: the ready flags (a 256-byte block) and one
+ * part per CTA and consumer; none for whole tiles. */
 struct Plan {
   uint32_t grid, split;
   size_t flags_bytes, bytes;
@@ -591,7 +600,8 @@ extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, size_t *bytes, hx_
   if (nwg_sm90a_check("nl_mlp_gpu", &probe) != HX_OK) return HX_OK; /* the launch is HX_EUNSUPPORTED there */
   int sms = 0;
   HX_TRY(nl_mlp_wg::sm_count(&sms, err));
-  *bytes = C == 128 ? nl_mlp_wg::plan_of<128>((uint32_t)rows, sms).bytes : nl_mlp_wg::plan_of<256>((uint32_t)rows, sms).bytes;
+  const uint32_t r = (uint32_t)rows;
+  *bytes = C == 128 ? nl_mlp_wg::plan_of<128>(r, sms).bytes : nl_mlp_wg::plan_of<256>(r, sms).bytes;
   return HX_OK;
 }
 
