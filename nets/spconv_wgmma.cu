@@ -86,24 +86,17 @@ template <int BN_, int BK_> struct Tiles {
    * a thread; the producer's release covers the consumers' increase: 128 x 40 + 256 x 232 = 384 x 168,
    * 128 x 40 + 256 x 96 <= 384 x 80 */
   static constexpr int PREG = 40, CREG = CTAS == 2 ? 96 : 232;
-  /* A chunk of BK = 128 channels is two 64-channel swizzle atoms side by side along K: the slot holds SUB
-   * [rows][ATOM] sub-tiles of A and of B, each in the layout a BK = 64 slot has */
-  static constexpr int ATOM = BK < 64 ? BK : 64, SUB = BK / ATOM;
-  static constexpr int RB = ATOM * 2;               /* bytes per swizzle atom row */
-  static constexpr int MODE = ATOM == 64 ? 1 : 2;   /* descriptor swizzle: 128 B or 64 B */
-  static constexpr int CPR = ATOM / 8;              /* 16-byte chunks per atom row */
-  static constexpr int CPT = BK / 8;                /* 16-byte chunks per tile row of a step */
-  static constexpr int A_SUB = BM * RB, B_SUB = BN * RB;
-  static constexpr int A_BYTES = SUB * A_SUB, B_BYTES = SUB * B_SUB, STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int RB = BK * 2;                 /* bytes per swizzle atom row */
+  static constexpr int MODE = BK == 64 ? 1 : 2;     /* descriptor swizzle: 128 B or 64 B */
+  static constexpr int CPR = BK / 8;                /* 16-byte chunks per row */
+  static constexpr int A_BYTES = BM * RB, B_BYTES = BN * RB, STAGE_BYTES = A_BYTES + B_BYTES;
   static constexpr int MAP_BYTES = BM * (int)kK * 4;
   static constexpr int TAIL = MAP_BYTES + 48 + 32 + 16 + 8 + 2 * 8 * 8; /* map, masks, offsets, count, bars */
   static constexpr int BUDGET = kSmemSM / CTAS - 1024; /* per CTA, less the 1 KB the system reserves */
   static constexpr int FIT = (BUDGET - 1024 - TAIL) / STAGE_BYTES;
   static constexpr int STAGES = FIT > 8 ? 8 : FIT;
   static constexpr size_t SMEM = 1024 + (size_t)STAGES * STAGE_BYTES + TAIL;
-  /* two slots: the step in the tensor pipe and the one filling (the consumers release a slot when the next
-   * step's wgmmas are issued); 128-channel chunks fit two at one CTA an SM */
-  static_assert(STAGES >= 2 && (STAGES >= 3 || BK == 128), "two slots only for 128-channel chunks");
+  static_assert(STAGES >= 3, "a slot for each of two steps in flight and one filling");
   static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "slots and B tiles on swizzle-atom bounds");
   static_assert(MI * BN / 2 <= 128, "accumulators within the consumers' registers");
   static_assert(SMEM <= (size_t)kSmemMax, "within a CTA's shared memory");
@@ -138,7 +131,7 @@ template <typename T, int BN, int BK>
 __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
     conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
   using Tr = Tiles<BN, BK>;
-  constexpr int BM = Tr::BM, MI = Tr::MI, BLOCKS = Tr::BLOCKS, ST = Tr::STAGES, CPR = Tr::CPR, CPT = Tr::CPT;
+  constexpr int BM = Tr::BM, MI = Tr::MI, BLOCKS = Tr::BLOCKS, ST = Tr::STAGES, CPR = Tr::CPR;
   constexpr int NACC = BN / 2;
   extern __shared__ uint4 smem_raw[];
   const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -225,10 +218,10 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
      * is known for each unrolled i. Every instruction here is on the critical path: the copies set v6's time
      * (docs/nets.md, "Where v6's time goes"); a build choosing the copy instruction at run time, three uniform
      * branches a copy more, ran PTv3's 600k forward 0.9 ms slower. */
-    constexpr int RS = 128 / CPT, NI = BM / RS;
+    constexpr int RS = 128 / CPR, NI = BM / RS;
     static_assert(RS % 8 == 0 && 64 % RS == 0, "a thread's rows share the swizzle phase and stay in a block");
-    const int r0 = tid / CPT, c = tid % CPT;
-    const uint32_t dst0 = (uint32_t)((c / CPR) * Tr::A_SUB) + swz<CPR>(r0, c % CPR);
+    const int r0 = tid / CPR, c = tid % CPR;
+    const uint32_t dst0 = swz<CPR>(r0, c);
     const int32_t *nb0 = nbr_s + r0 * (int)kK;
     const unsigned char *xb = static_cast<const unsigned char *>(p.x);
     const size_t rowb = (size_t)p.in * 2u;
@@ -243,11 +236,9 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
       mbar_wait(sEmpty + 8u * (uint32_t)slot, ph ^ 1u);
       const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
       const uint32_t full = sFull + 8u * (uint32_t)slot;
-      if (tid == 0) { /* the weight slice: a TMA tile of BN x ATOM per sub-tile, swizzled by the copy engine */
+      if (tid == 0) { /* the weight slice: one TMA tile of BN x BK, swizzled by the copy engine */
         mbar_expect_tx(full, (uint32_t)Tr::B_BYTES);
-#pragma unroll
-        for (int u = 0; u < Tr::SUB; ++u)
-          tma_2d(aB + (uint32_t)(u * Tr::B_SUB), &tm_w, kc * BK + u * Tr::ATOM, (int)(o * p.out + c0), full);
+        tma_2d(aB, &tm_w, kc * BK, (int)(o * p.out + c0), full);
       }
       /* the rows: nothing for a 64-row block without a neighbour at o (no consumer reads it), zeros for a row
        * without one */
@@ -299,10 +290,8 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
       const uint32_t ablk = aA + (uint32_t)((cwg * MI + mi) * 64 * Tr::RB);
 #pragma unroll
       for (int ks = 0; ks < BK / 16; ++ks) {
-        constexpr int KA = Tr::ATOM / 16; /* k16 steps per sub-tile */
-        const uint32_t u = (uint32_t)(ks / KA), kk = (uint32_t)(ks % KA) * 32u;
-        const uint64_t da = wg_desc(ablk + u * (uint32_t)Tr::A_SUB + kk, 16, 8 * Tr::RB, Tr::MODE);
-        const uint64_t db = wg_desc(aB + u * (uint32_t)Tr::B_SUB + kk, 16, 8 * Tr::RB, Tr::MODE);
+        const uint64_t da = wg_desc(ablk + (uint32_t)ks * 32u, 16, 8 * Tr::RB, Tr::MODE);
+        const uint64_t db = wg_desc(aB + (uint32_t)ks * 32u, 16, 8 * Tr::RB, Tr::MODE);
         wg_ss<T, BN>(acc[mi], da, db);
       }
     }
@@ -362,7 +351,7 @@ template <typename T, int BN, int BK> hx_status launch(const Params &p, cudaStre
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::SMEM));
   /* the descriptor travels by value as a kernel parameter, so a captured graph keeps its own */
   CUtensorMap tm_w;
-  HX_TRY(nwg::tensor_map(&tm_w, p.w, (uint64_t)kK * p.out, p.in, (uint32_t)BN, (uint32_t)Tr::ATOM, "spc v6", err));
+  HX_TRY(nwg::tensor_map(&tm_w, p.w, (uint64_t)kK * p.out, p.in, (uint32_t)BN, (uint32_t)BK, "spc v6", err));
   if (p.tiles && spc_v6_tile_rows(p.out) != (uint32_t)Tr::BM)
     return hx_errf(err, HX_EINVAL, "spc v6: a tile order of %u-row tiles for %d-row tiles", spc_v6_tile_rows(p.out),
                    Tr::BM);
@@ -371,12 +360,7 @@ template <typename T, int BN, int BK> hx_status launch(const Params &p, cudaStre
   HX_LAUNCHED(err, "spc v6 conv_wg_kernel");
   return HX_OK;
 }
-/* 128-channel chunks where the input width allows and one CTA holds an SM (output slices of 128 and 256), else
- * 64 or 32: fewer steps a tile, each with the same per-step cost (barrier hand-offs, wgmma fence, commit and
- * wait), which set v6's time (docs/nets.md, "Where the rest of v6's time goes") */
 template <typename T, int BN> hx_status by_bk(const Params &p, cudaStream_t stream, hx_err *err) {
-  if constexpr (Tiles<BN, 128>::CTAS == 1)
-    if (p.in % 128u == 0) return launch<T, BN, 128>(p, stream, err);
   return p.in % 64u == 0 ? launch<T, BN, 64>(p, stream, err) : launch<T, BN, 32>(p, stream, err);
 }
 template <typename T> hx_status by_bn(Params p, cudaStream_t stream, hx_err *err) {
