@@ -2,8 +2,7 @@
  * mlp.cu - nl_mlp_gpu: a block's MLP y += fc2(act(fc1(x))) for narrow rows in one kernel, the hidden row kept on
  * chip: PTv3's (act = GELU, hidden 4C) and Flash3D's LayerNormMLP after its LayerNorm (act = SwiGLU, fc1 8C wide,
  * hidden 4C). Reference: nl_mlp_cpu (layers.c); checked in tests/nets/test_layers_gpu.c. PTv3's C = 128 and 256 go
- * to the wgmma kernel of nets/mlp_wgmma.cu (nl_mlp_wg_launch), and its C = 64 too where that kernel runs (an sm_90a
- * image on a compute capability 9.0 device; this file's mma.sync kernel elsewhere).
+ * to the wgmma kernel of nets/mlp_wgmma.cu (nl_mlp_wg_launch).
  *
  * Why: at narrow C the unfused path's cuBLASLt Linears write the hidden row ([rows, 4C], and for SwiGLU [rows, 8C]
  * and a SwiGLU pass) and read it back, 11 (27) x 2 x C bytes a row against 3 x 2 x C for x in and y in and out,
@@ -30,7 +29,7 @@
  */
 #include "nets/nets.h"
 #include "nets/spconv_device.cuh"
-#include "nets/wgmma_device.cuh" /* nl_mlp_wg_launch: C = 64, 128 and 256 */
+#include "nets/wgmma_device.cuh" /* nl_mlp_wg_launch: C = 128 and 256 */
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -751,16 +750,6 @@ hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, con
   return lsw_dispatch<__nv_bfloat16>(d_y, d_x, d_w1, d_b1, rows, C, H, s, err);
 }
 
-/* The wgmma kernel's widths: GELU at C = 128 and 256 (refused off sm_90a: the caller runs the Linears), and at C = 64
- * where it runs (else this file's kernel takes it: both compute the same sums, rounded in other orders). Measured
- * at C = 64 (H200, PTv3 600k, docs/nets.md "The MLP at C = 128 and 256"): see the commit that routed it. */
-static int mlp_on_wgmma(size_t C, nl_mlp_kind kind) {
-  if (kind != NL_MLP_GELU) return 0;
-  if (C >= 128) return 1;
-  hx_err probe = {HX_OK, ""};
-  return C == 64 && nwg_sm90a_check("nl_mlp_gpu", &probe) == HX_OK;
-}
-
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, void *d_scratch, size_t *scratch_bytes,
                      net_dtype dt, struct CUstream_st *stream, hx_err *err) {
@@ -771,8 +760,7 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
                    "nl_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = 4C "
                    "at C = 32, 48, 64, 80)", C, H);
   if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL scratch size");
-  const int wg = mlp_on_wgmma(C, kind);
-  if (!d_scratch) return wg ? nl_mlp_wg_scratch(rows, C, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
+  if (!d_scratch) return C >= 128 ? nl_mlp_wg_scratch(rows, C, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_x || !d_w1 || !d_w2) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL y, x, w1 or w2");
   const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y, a1 = (uintptr_t)d_w1, a2 = (uintptr_t)d_w2;
@@ -780,7 +768,7 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
     return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: x, y, w1 and w2 must be 16-byte aligned");
   const size_t bytes = rows * C * 2;
   if (ax < ay + bytes && ay < ax + bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: x and y overlap");
-  if (wg)
+  if (C >= 128)
     return nl_mlp_wg_launch(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, NULL, NULL, 0.f, d_scratch, *scratch_bytes, dt,
                             stream, err);
   cudaStream_t s = (cudaStream_t)stream;
@@ -802,14 +790,13 @@ hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float 
                    "nl_ln_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = "
                    "4C at C = 32, 48, 64, 80)", C, H);
   if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: NULL scratch size");
-  const int wg = mlp_on_wgmma(C, kind);
-  if (!d_scratch) return wg ? nl_mlp_wg_scratch(rows, C, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
+  if (!d_scratch) return C >= 128 ? nl_mlp_wg_scratch(rows, C, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_g || !d_beta || !d_w1 || !d_w2)
     return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: NULL y, gamma, beta, w1 or w2");
   if (((uintptr_t)d_y | (uintptr_t)d_w1 | (uintptr_t)d_w2) % 16)
     return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_mlp_gpu: y, w1 and w2 must be 16-byte aligned");
-  if (wg)
+  if (C >= 128)
     return nl_mlp_wg_launch(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, d_g, d_beta, eps, d_scratch, *scratch_bytes, dt,
                             stream, err);
   cudaStream_t s = (cudaStream_t)stream;

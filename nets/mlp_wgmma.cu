@@ -47,8 +47,8 @@ namespace nl_mlp_wg {
 constexpr int kSmemMax = 227 * 1024; /* sm_90: a CTA's dynamic shared memory */
 
 template <int C_> struct Cfg {
-  /* NC consumer warpgroups of 64 rows: three at C = 64 and 128, where a consumer needs ~150 registers; two at 256 */
-  static constexpr int NC = C_ == 256 ? 2 : 3, THREADS = 128 * (NC + 1);
+  /* NC consumer warpgroups of 64 rows: three at C = 128, where a consumer needs ~150 registers; two at 256 */
+  static constexpr int NC = C_ == 128 ? 3 : 2, THREADS = 128 * (NC + 1);
   static constexpr int C = C_, H = 4 * C, NJ = H / 64, KB = C / 64, BM = 64 * NC;
   static constexpr int X_BYTES = BM * C * 2;       /* KB blocks of [BM][128 B] */
   static constexpr int SLOT = 64 * C * 2;          /* a W1 chunk [64][C] or a W2 chunk [C][64] */
@@ -60,7 +60,7 @@ template <int C_> struct Cfg {
    * 128 at 512); the producer's release covers the consumers' increase: 128 x 24 + 256 x 240 = 384 x 168, 128 x 24 +
    * 384 x 160 = 512 x 126 (< 128) */
   static constexpr int PREG = 24, CREG = NC == 3 ? 160 : 240;
-  static_assert(C == 64 || C == 128 || C == 256, "O is m64nC: C / 2 accumulators a thread, N <= 256");
+  static_assert(C == 128 || C == 256, "O is m64nC: C / 2 accumulators a thread, N <= 256");
   static_assert(SLOTS >= 2 && SLOTS <= 8, "W1_{j+1} and W2_j in the ring at once; TAIL's room for 8 slots");
   static_assert(SMEM <= (size_t)kSmemMax, "within a CTA's shared memory");
 };
@@ -586,25 +586,22 @@ template <typename T, int C, bool LN> hx_status launch(Params p, const void *w1,
 
 template <typename T, bool LN> hx_status by_c(const Params &p, const void *w1, const void *w2, size_t C, void *scratch,
                                               size_t scratch_bytes, cudaStream_t stream, const char *who, hx_err *err) {
-  if (C == 64) return launch<T, 64, LN>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
   if (C == 128) return launch<T, 128, LN>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
   if (C == 256) return launch<T, 256, LN>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
-  return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel takes C = 64, 128 and 256, not %zu", who, C);
+  return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel takes C = 128 and 256, not %zu", who, C);
 }
 
 } // namespace nl_mlp_wg
 
 extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, size_t *bytes, hx_err *err) {
   *bytes = 0;
-  if (rows == 0 || rows > 0xFFFFFFFFu - 256u || (C != 64 && C != 128 && C != 256)) return HX_OK; /* refused there */
+  if (rows == 0 || rows > 0xFFFFFFFFu - 256u || (C != 128 && C != 256)) return HX_OK; /* the launch refuses these */
   hx_err probe = {HX_OK, ""};
   if (nwg_sm90a_check("nl_mlp_gpu", &probe) != HX_OK) return HX_OK; /* the launch is HX_EUNSUPPORTED there */
   int sms = 0;
   HX_TRY(nl_mlp_wg::sm_count(&sms, err));
   const uint32_t r = (uint32_t)rows;
-  *bytes = C == 64    ? nl_mlp_wg::plan_of<64>(r, sms).bytes
-           : C == 128 ? nl_mlp_wg::plan_of<128>(r, sms).bytes
-                      : nl_mlp_wg::plan_of<256>(r, sms).bytes;
+  *bytes = C == 128 ? nl_mlp_wg::plan_of<128>(r, sms).bytes : nl_mlp_wg::plan_of<256>(r, sms).bytes;
   return HX_OK;
 }
 

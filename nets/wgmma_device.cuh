@@ -30,7 +30,7 @@
  * otherwise. Cached per thread and device: the answer never flips within a process. (spconv_wgmma.cu) */
 extern "C" hx_status nwg_sm90a_check(const char *who, hx_err *err);
 
-/* nl_mlp_gpu (d_g NULL) and nl_ln_mlp_gpu (d_g, d_beta, eps: y += MLP(LN(y)), d_x unused) at C = 64, 128, 256, GELU,
+/* nl_mlp_gpu (d_g NULL) and nl_ln_mlp_gpu (d_g, d_beta, eps: y += MLP(LN(y)), d_x unused) at C = 128 and 256, GELU,
  * hidden 4C, on the wgmma kernel (mlp_wgmma.cu); arguments checked by the callers (mlp.cu); HX_EUNSUPPORTED where
  * nwg_sm90a_check refuses; HX_EINVAL for scratch_bytes under nl_mlp_wg_scratch's. nl_mlp_wg_scratch: the scratch
  * the launch needs for rows of C on the current device (0 where it takes whole tiles or cannot run). */
@@ -144,10 +144,8 @@ WG_SS(__nv_bfloat16, "bf16", 32, WG_R0, WG_D16(0), "16", "17", "18")
 WG_SS(__nv_bfloat16, "bf16", 64, WG_A32, WG_D32(0), "32", "33", "34")
 WG_SS(__nv_bfloat16, "bf16", 128, WG_A64, WG_D64(0), "64", "65", "66")
 WG_SS(__nv_bfloat16, "bf16", 256, WG_A128, WG_D128(0), "128", "129", "130")
-WG_RS(__half, "f16", 64, WG_A32, WG_D32(0), "32", "33", "34", "35", "36", "37")
 WG_RS(__half, "f16", 128, WG_A64, WG_D64(0), "64", "65", "66", "67", "68", "69")
 WG_RS(__half, "f16", 256, WG_A128, WG_D128(0), "128", "129", "130", "131", "132", "133")
-WG_RS(__nv_bfloat16, "bf16", 64, WG_A32, WG_D32(0), "32", "33", "34", "35", "36", "37")
 WG_RS(__nv_bfloat16, "bf16", 128, WG_A64, WG_D64(0), "64", "65", "66", "67", "68", "69")
 WG_RS(__nv_bfloat16, "bf16", 256, WG_A128, WG_D128(0), "128", "129", "130", "131", "132", "133")
 #undef WG_RS
