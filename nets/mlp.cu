@@ -11,12 +11,12 @@
  * Design: persistent CTAs of 8 warps, each loading fc1's and fc2's weights and biases into shared memory once, then
  * walking 128-row tiles of x (16 rows a warp; 256 and 32 at PTv3's C = 64, where each weight fragment loaded then
  * feeds two row groups: mlp_kernel's G), the next tile's rows copied by cp.async under the current one's math.
- * A warp moves its 16 rows of x into registers (the A fragments of fc1) and copies its 16 rows of y into the place
- * they leave (cp.async, waited for only at the epilogue: the read of y overlaps the math). Per warp and 16-column
- * chunk of the hidden row: fc1 as C / 16 mma.sync m16n8k16 steps into two fp32 n-tiles (four for SwiGLU: the
- * chunk's activation and gate columns), + b1, the activation, rounded to dtype and repacked in registers as the A
- * fragment of one fc2 k-step (the C fragment of m16n8 is the A fragment's layout, as attention's P), then C / 8
- * mmas into the warp's [16, C] fp32 accumulators. The epilogue adds b2 and y in shared memory and stores the warp's
+ * A warp moves its rows of x into registers (the A fragments of fc1, 16 rows a group) and copies its rows of y into
+ * the place they leave (cp.async, waited for only at the epilogue: the read of y overlaps the math). Per warp and
+ * 16-column chunk of the hidden row: fc1 as C / 16 mma.sync m16n8k16 steps a group into two fp32 n-tiles (four for
+ * SwiGLU: the chunk's activation and gate columns), + b1, the activation, rounded to dtype and repacked in registers
+ * as the A fragment of one fc2 k-step (the C fragment of m16n8 is the A fragment's layout, as attention's P), then
+ * C / 8 mmas into the group's [16, C] fp32 accumulators. The epilogue adds b2 and y in shared memory and stores the warp's
  * rows as whole 16-byte chunks. FLOPs 4 rows C H (SwiGLU 6 rows C H); bytes 3 x 2 x rows x C.
  *
  * Tiles: rows of a power-of-two count of 16-byte chunks in spc_dev::swz's XOR swizzle; other counts (C = 48, 80:
@@ -427,9 +427,17 @@ hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, con
 template <typename T, bool LN>
 hx_status mlp_dispatch(void *y, const void *x, const void *w1, const void *b1, const void *w2, const void *b2,
                        size_t rows, size_t C, nl_mlp_kind kind, ln_args ln, cudaStream_t s, hx_err *err) {
-  if (kind == NL_MLP_GELU)
-    return C == 32 ? mlp_launch<T, 32, 128, false, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err)
-                   : mlp_launch<T, 64, 256, false, LN, 2>(y, x, w1, b1, w2, b2, rows, ln, s, err);
+  if (kind == NL_MLP_GELU && C == 32) return mlp_launch<T, 32, 128, false, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
+  if (kind == NL_MLP_GELU) {
+    /* C = 64: two row groups a warp where the device grants a CTA their 130 KB (sm_80, sm_90), else one (sm_86 and
+     * sm_89 grant 99 KB); the same sums either way */
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+        (size_t)optin >= smem_bytes<64, 256, false, LN, 2>())
+      return mlp_launch<T, 64, 256, false, LN, 2>(y, x, w1, b1, w2, b2, rows, ln, s, err);
+    return mlp_launch<T, 64, 256, false, LN, 1>(y, x, w1, b1, w2, b2, rows, ln, s, err);
+  }
   switch (C) {
   case 32: return mlp_launch<T, 32, 128, true, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
   case 48: return mlp_launch<T, 48, 192, true, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
