@@ -429,13 +429,14 @@ hx_status mlp_dispatch(void *y, const void *x, const void *w1, const void *b1, c
                        size_t rows, size_t C, nl_mlp_kind kind, ln_args ln, cudaStream_t s, hx_err *err) {
   if (kind == NL_MLP_GELU && C == 32) return mlp_launch<T, 32, 128, false, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
   if (kind == NL_MLP_GELU) {
-    /* C = 64: two row groups a warp where the device grants a CTA their 130 KB (sm_80, sm_90), else one (sm_86 and
-     * sm_89 grant 99 KB); the same sums either way */
-    int dev = 0, optin = 0;
-    if (cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
-        (size_t)optin >= smem_bytes<64, 256, false, LN, 2>())
-      return mlp_launch<T, 64, 256, false, LN, 2>(y, x, w1, b1, w2, b2, rows, ln, s, err);
+    /* C = 64: two row groups a warp (130 KB a CTA); on a device that grants less (sm_86 and sm_89: 99 KB)
+     * resident_ctas refuses before any launch, and one group a warp runs instead; the same sums either way */
+    hx_err two = {HX_OK, ""};
+    const hx_status st = mlp_launch<T, 64, 256, false, LN, 2>(y, x, w1, b1, w2, b2, rows, ln, s, &two);
+    if (st != HX_EUNSUPPORTED) {
+      if (st != HX_OK && err) *err = two;
+      return st;
+    }
     return mlp_launch<T, 64, 256, false, LN, 1>(y, x, w1, b1, w2, b2, rows, ln, s, err);
   }
   switch (C) {
