@@ -9,14 +9,13 @@
  * and their narrow GEMMs run well below the copy bandwidth (docs/nets.md, "The fused MLP").
  *
  * Design: persistent CTAs of 8 warps, each loading fc1's and fc2's weights and biases into shared memory once, then
- * walking 128-row tiles of x (16 rows a warp; 256 and 32 at PTv3's C = 64, where each weight fragment loaded then
- * feeds two row groups: mlp_kernel's G), the next tile's rows copied by cp.async under the current one's math.
- * A warp moves its rows of x into registers (the A fragments of fc1, 16 rows a group) and copies its rows of y into
- * the place they leave (cp.async, waited for only at the epilogue: the read of y overlaps the math). Per warp and
- * 16-column chunk of the hidden row: fc1 as C / 16 mma.sync m16n8k16 steps a group into two fp32 n-tiles (four for
- * SwiGLU: the chunk's activation and gate columns), + b1, the activation, rounded to dtype and repacked in registers
- * as the A fragment of one fc2 k-step (the C fragment of m16n8 is the A fragment's layout, as attention's P), then
- * C / 8 mmas into the group's [16, C] fp32 accumulators. The epilogue adds b2 and y in shared memory and stores the warp's
+ * walking 128-row tiles of x (16 rows a warp), the next tile's rows copied by cp.async under the current one's math.
+ * A warp moves its 16 rows of x into registers (the A fragments of fc1) and copies its 16 rows of y into the place
+ * they leave (cp.async, waited for only at the epilogue: the read of y overlaps the math). Per warp and 16-column
+ * chunk of the hidden row: fc1 as C / 16 mma.sync m16n8k16 steps into two fp32 n-tiles (four for SwiGLU: the
+ * chunk's activation and gate columns), + b1, the activation, rounded to dtype and repacked in registers as the A
+ * fragment of one fc2 k-step (the C fragment of m16n8 is the A fragment's layout, as attention's P), then C / 8
+ * mmas into the warp's [16, C] fp32 accumulators. The epilogue adds b2 and y in shared memory and stores the warp's
  * rows as whole 16-byte chunks. FLOPs 4 rows C H (SwiGLU 6 rows C H); bytes 3 x 2 x rows x C.
  *
  * Tiles: rows of a power-of-two count of 16-byte chunks in spc_dev::swz's XOR swizzle; other counts (C = 48, 80:
@@ -122,12 +121,12 @@ __device__ __forceinline__ void ln_frag(uint32_t (&xa)[KS][4], const float *sG, 
     }
 }
 
-/* Rows [r0, r0 + BM) of x ([rows, C]) into a tile, with IDX tile row r being x's row ridx[r0 + r] (a gather fused
+/* Rows [r0, r0 + kBM) of x ([rows, C]) into a tile, with IDX tile row r being x's row ridx[r0 + r] (a gather fused
  * into the copy); rows past `rows` are zero-filled (computed on, never stored). */
-template <int C, bool IDX = false, int BM = kBM>
+template <int C, bool IDX = false>
 __device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, const uint32_t *ridx, size_t r0, size_t rows,
                                        int tid) {
-  constexpr int CPR = C / 8, TOTAL = BM * CPR;
+  constexpr int CPR = C / 8, TOTAL = kBM * CPR;
   static_assert(TOTAL % kThreads == 0, "whole copies per thread");
 #pragma unroll
   for (int i = 0; i < TOTAL / kThreads; ++i) {
@@ -141,11 +140,11 @@ __device__ __forceinline__ void load_x(uint32_t sx, const uint16_t *x, const uin
 /* The persistent kernels' step: tile `next`'s rows copied into the other stage of the two x tiles at sX, then this
  * tile's (copied one step earlier) waited for by the whole CTA; returns this tile's stage. The caller's
  * __syncthreads() at the end of its step keeps the next prefetch off a stage still being read. */
-template <int C, bool IDX = false, int BM = kBM>
+template <int C, bool IDX = false>
 __device__ __forceinline__ uint32_t tile_ready(uint32_t sX, const uint16_t *x, const uint32_t *ridx, size_t next,
                                                size_t tiles, size_t rows, int stage, int tid) {
-  constexpr uint32_t kStage = BM * lay<C / 8>::kStride;
-  if (next < tiles) load_x<C, IDX, BM>(sX + (stage ^ 1) * kStage, x, ridx, next * BM, rows, tid);
+  constexpr uint32_t kStage = kBM * lay<C / 8>::kStride;
+  if (next < tiles) load_x<C, IDX>(sX + (stage ^ 1) * kStage, x, ridx, next * kBM, rows, tid);
   cp_async_commit();
   cp_async_wait<1>();
   __syncthreads();
@@ -224,28 +223,22 @@ __device__ __forceinline__ void warp_tile_update(uint8_t *ty, int warp, int lane
   }
 }
 
-/* G row groups a warp: the warp's 16 G rows of a tile (16 G kWarps rows) are G groups of 16 ("virtual warps" warp
- * G + g for the per-16-row helpers), and every B fragment loaded from shared memory feeds the G groups' mmas. The
- * weights' ldmatrix loads are per warp and hidden chunk whatever G, so G = 2 halves them per row: at C = 64 with G =
- * 1 they are ~70% of the kernel's shared-memory wavefronts, which bound it (docs/nets.md, "The MLP at C = 32 and
- * 64"). LN: y += MLP(LN(y)) (nl_ln_mlp_gpu): the tile is y's rows, the LayerNorm is applied to the A fragments
- * (ln_frag) and the tile itself is the residual, so no second copy of y; x is unused. */
-template <int C, bool SWI, int G> constexpr int mlp_ctas() { return G == 2 ? 1 : C <= 32 && !SWI ? 4 : 2; }
-
-template <typename T, int C, int H, bool SWI, bool LN = false, int G = 1>
-__global__ void __launch_bounds__(kThreads, mlp_ctas<C, SWI, G>())
+/* LN: y += MLP(LN(y)) (nl_ln_mlp_gpu): the tile is y's rows, the LayerNorm is applied to the A fragments (ln_frag)
+ * and the tile itself is the residual, so no second copy of y; x is unused. */
+template <typename T, int C, int H, bool SWI, bool LN = false>
+__global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     mlp_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
                const uint16_t *__restrict__ b1, const uint16_t *__restrict__ w2, const uint16_t *__restrict__ b2,
                size_t rows, size_t tiles, const float *__restrict__ lg, const float *__restrict__ lb, float eps) {
-  constexpr int CPR1 = C / 8, CPR2 = H / 8, KS1 = C / 16, NT2 = C / 8, H1 = SWI ? 2 * H : H, BM = kBM * G;
+  constexpr int CPR1 = C / 8, CPR2 = H / 8, KS1 = C / 16, NT2 = C / 8, H1 = SWI ? 2 * H : H;
   using L1 = lay<CPR1>;
   using L2 = lay<CPR2>;
-  constexpr int kStage = BM * L1::kStride; /* bytes of one x tile */
+  constexpr int kStage = kBM * L1::kStride; /* bytes of one x tile */
   extern __shared__ uint4 smem_raw[];
   uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
   const uint32_t sW1 = smem_addr(base);         /* [H1][C] */
   const uint32_t sW2 = sW1 + H1 * L1::kStride;  /* [C][H] */
-  const uint32_t sX = sW2 + C * L2::kStride;    /* 2 x [BM][C] */
+  const uint32_t sX = sW2 + C * L2::kStride;    /* 2 x [kBM][C] */
   float *sB1 = reinterpret_cast<float *>(base + H1 * L1::kStride + C * L2::kStride + 2 * kStage); /* [H1] */
   float *sB2 = sB1 + H1;                                                                         /* [C] */
   float *sG = sB2 + C, *sBt = sG + C; /* LN: gamma, beta [C] */
@@ -262,84 +255,67 @@ __global__ void __launch_bounds__(kThreads, mlp_ctas<C, SWI, G>())
     for (int i = tid; i < C; i += kThreads) sG[i] = lg[i], sBt[i] = lb[i];
   size_t tile = blockIdx.x;
   int stage = 0;
-  if (tile < tiles) load_x<C, false, BM>(sX, src, nullptr, tile * BM, rows, tid);
+  if (tile < tiles) load_x<C>(sX, src, nullptr, tile * kBM, rows, tid);
   cp_async_commit();
 
   for (; tile < tiles; tile += gridDim.x) {
-    const uint32_t tx = tile_ready<C, false, BM>(sX, src, nullptr, tile + gridDim.x, tiles, rows, stage, tid);
+    const uint32_t tx = tile_ready<C>(sX, src, nullptr, tile + gridDim.x, tiles, rows, stage, tid);
 
-    uint32_t xa[G][KS1][4];
-#pragma unroll
-    for (int g = 0; g < G; ++g) warp_a<C>(xa[g], tx, warp * G + g, lane);
-    const size_t r0 = tile * BM + (size_t)warp * 16 * G; /* the warp's first row; group g's are 16 g on */
+    uint32_t xa[KS1][4];
+    warp_a<C>(xa, tx, warp, lane);
+    const size_t r0 = tile * kBM + warp * 16;
     if constexpr (LN) {
-#pragma unroll
-      for (int g = 0; g < G; ++g) ln_frag<T, KS1>(xa[g], sG, sBt, lane, eps); /* the tile keeps y's rows: the residual */
+      ln_frag<T, KS1>(xa, sG, sBt, lane, eps); /* the tile keeps y's rows: the residual */
     } else {
-      /* the warp's rows of x are in registers: its rows of y go where they were (zeros past `rows`) */
+      /* the warp's 16 rows of x are in registers: its 16 rows of y go where they were (zeros past `rows`) */
       __syncwarp();
-#pragma unroll
-      for (int g = 0; g < G; ++g) warp_rows_in<C>(tx, y, r0 + 16 * g, rows, warp * G + g, lane);
+      warp_rows_in<C>(tx, y, r0, rows, warp, lane);
     }
     cp_async_commit();
 
-    float acc[G][NT2][4];
+    float acc[NT2][4];
 #pragma unroll
-    for (int g = 0; g < G; ++g)
-#pragma unroll
-      for (int n = 0; n < NT2; ++n) acc[g][n][0] = acc[g][n][1] = acc[g][n][2] = acc[g][n][3] = 0.f;
+    for (int n = 0; n < NT2; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
 
     /* ldmatrix rows of the B operands: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) */
     const int bn = (lane & 7) + ((lane >> 4) << 3), bk = (lane >> 3) & 1;
 #pragma unroll 4
     for (int hc = 0; hc < H / 16; ++hc) {
       constexpr int NH = SWI ? 4 : 2; /* n-tiles of fc1: the chunk's columns (and for SwiGLU its gates, H further) */
-      float h[G][NH][4];
+      float h[NH][4];
 #pragma unroll
-      for (int g = 0; g < G; ++g)
-#pragma unroll
-        for (int j = 0; j < NH; ++j) h[g][j][0] = h[g][j][1] = h[g][j][2] = h[g][j][3] = 0.f;
+      for (int j = 0; j < NH; ++j) h[j][0] = h[j][1] = h[j][2] = h[j][3] = 0.f;
 #pragma unroll
       for (int ks = 0; ks < KS1; ++ks) {
 #pragma unroll
         for (int half = 0; half < NH / 2; ++half) {
           uint32_t b[4];
           ldsm_x4(b[0], b[1], b[2], b[3], sW1 + L1::at(half * H + hc * 16 + bn, ks * 2 + bk));
-#pragma unroll
-          for (int g = 0; g < G; ++g) {
-            mma(h[g][2 * half], xa[g][ks], b[0], b[1], T());
-            mma(h[g][2 * half + 1], xa[g][ks], b[2], b[3], T());
-          }
+          mma(h[2 * half], xa[ks], b[0], b[1], T());
+          mma(h[2 * half + 1], xa[ks], b[2], b[3], T());
         }
       }
-      uint32_t a[G][4];
+      uint32_t a[4];
 #pragma unroll
-      for (int g = 0; g < G; ++g)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int col = hc * 16 + j * 8 + 2 * (lane & 3);
-          const float c0 = sB1[col], c1 = sB1[col + 1];
-          if constexpr (SWI) {
-            const float g0 = sB1[H + col], g1 = sB1[H + col + 1];
-            a[g][2 * j] = pack2(swiglu(h[g][j][0] + c0, h[g][j + 2][0] + g0),
-                                swiglu(h[g][j][1] + c1, h[g][j + 2][1] + g1), T());
-            a[g][2 * j + 1] = pack2(swiglu(h[g][j][2] + c0, h[g][j + 2][2] + g0),
-                                    swiglu(h[g][j][3] + c1, h[g][j + 2][3] + g1), T());
-          } else {
-            a[g][2 * j] = pack2(gelu_tanh(h[g][j][0] + c0), gelu_tanh(h[g][j][1] + c1), T());     /* row g */
-            a[g][2 * j + 1] = pack2(gelu_tanh(h[g][j][2] + c0), gelu_tanh(h[g][j][3] + c1), T()); /* row g + 8 */
-          }
+      for (int j = 0; j < 2; ++j) {
+        const int col = hc * 16 + j * 8 + 2 * (lane & 3);
+        const float c0 = sB1[col], c1 = sB1[col + 1];
+        if constexpr (SWI) {
+          const float g0 = sB1[H + col], g1 = sB1[H + col + 1];
+          a[2 * j] = pack2(swiglu(h[j][0] + c0, h[j + 2][0] + g0), swiglu(h[j][1] + c1, h[j + 2][1] + g1), T());
+          a[2 * j + 1] = pack2(swiglu(h[j][2] + c0, h[j + 2][2] + g0), swiglu(h[j][3] + c1, h[j + 2][3] + g1), T());
+        } else {
+          a[2 * j] = pack2(gelu_tanh(h[j][0] + c0), gelu_tanh(h[j][1] + c1), T());     /* row g */
+          a[2 * j + 1] = pack2(gelu_tanh(h[j][2] + c0), gelu_tanh(h[j][3] + c1), T()); /* row g + 8 */
         }
+      }
       /* a is fc2's A fragment: (row g, k 0-7), (row g + 8, k 0-7), (row g, k 8-15), (row g + 8, k 8-15) */
 #pragma unroll
       for (int np = 0; np < NT2 / 2; ++np) {
         uint32_t b[4];
         ldsm_x4(b[0], b[1], b[2], b[3], sW2 + L2::at(np * 16 + bn, hc * 2 + bk));
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-          mma(acc[g][2 * np], a[g], b[0], b[1], T());
-          mma(acc[g][2 * np + 1], a[g], b[2], b[3], T());
-        }
+        mma(acc[2 * np], a, b[0], b[1], T());
+        mma(acc[2 * np + 1], a, b[2], b[3], T());
       }
     }
 
@@ -348,22 +324,19 @@ __global__ void __launch_bounds__(kThreads, mlp_ctas<C, SWI, G>())
     cp_async_wait<0>();
     __syncwarp();
     uint8_t *ty = base + (tx - sW1);
-#pragma unroll
-    for (int g = 0; g < G; ++g)
-      warp_tile_update<T, C>(ty, warp * G + g, lane, [&](int n, int hr, int col, float2 old) {
-        return make_float2(old.x + acc[g][n][2 * hr] + sB2[col], old.y + acc[g][n][2 * hr + 1] + sB2[col + 1]);
-      });
+    warp_tile_update<T, C>(ty, warp, lane, [&](int n, int hr, int col, float2 old) {
+      return make_float2(old.x + acc[n][2 * hr] + sB2[col], old.y + acc[n][2 * hr + 1] + sB2[col + 1]);
+    });
     __syncwarp();
-#pragma unroll
-    for (int g = 0; g < G; ++g) warp_rows_out<C>(y, C, 0, ty, r0 + 16 * g, rows, warp * G + g, lane);
+    warp_rows_out<C>(y, C, 0, ty, r0, rows, warp, lane);
     __syncthreads(); /* the next iteration's prefetch overwrites this stage */
     stage ^= 1;
   }
 }
 
-template <int C, int H, bool SWI, bool LN = false, int G = 1> constexpr size_t smem_bytes() {
+template <int C, int H, bool SWI, bool LN = false> constexpr size_t smem_bytes() {
   return (size_t)(SWI ? 2 * H : H) * lay<C / 8>::kStride + (size_t)C * lay<H / 8>::kStride +
-         (size_t)2 * kBM * G * lay<C / 8>::kStride + (size_t)((SWI ? 2 * H : H) + C + (LN ? 2 * C : 0)) * 4;
+         (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)((SWI ? 2 * H : H) + C + (LN ? 2 * C : 0)) * 4;
 }
 
 /* The CTAs of kern (kThreads threads, smem bytes of dynamic shared memory, granted here) the device holds at once;
@@ -384,13 +357,13 @@ hx_status resident_ctas(const void *kern, size_t smem, const char *who, size_t *
   return HX_OK;
 }
 
-/* The persistent kernels' 1-D grid over the bm-row tiles of `rows` (128 unless named): as many CTAs as the device
- * holds at once (resident_ctas, which also grants kern its shared memory), at most one a tile. */
+/* The persistent kernels' 1-D grid over the 128-row tiles of `rows`: as many CTAs as the device holds at once
+ * (resident_ctas, which also grants kern its shared memory), at most one a tile. */
 hx_status tile_grid(const void *kern, size_t smem, const char *who, size_t rows, size_t *tiles, size_t *grid,
-                    hx_err *err, size_t bm = kBM) {
+                    hx_err *err) {
   size_t most = 0;
   HX_TRY(resident_ctas(kern, smem, who, &most, err));
-  *tiles = (rows + bm - 1) / bm;
+  *tiles = (rows + kBM - 1) / kBM;
   *grid = *tiles < most ? *tiles : most;
   return HX_OK;
 }
@@ -408,15 +381,15 @@ struct ln_args {
   float eps;
 };
 
-template <typename T, int C, int H, bool SWI, bool LN, int G = 1>
+template <typename T, int C, int H, bool SWI, bool LN>
 hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, const void *w2, const void *b2,
                      size_t rows, ln_args ln, cudaStream_t s, hx_err *err) {
-  constexpr size_t smem = smem_bytes<C, H, SWI, LN, G>();
+  constexpr size_t smem = smem_bytes<C, H, SWI, LN>();
   static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
-  auto kern = mlp_kernel<T, C, H, SWI, LN, G>;
+  auto kern = mlp_kernel<T, C, H, SWI, LN>;
   const char *who = LN ? "nl_ln_mlp_gpu" : "nl_mlp_gpu";
   size_t tiles = 0, grid = 0;
-  HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, who, rows, &tiles, &grid, err, (size_t)kBM * G));
+  HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, who, rows, &tiles, &grid, err));
   kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
                                                static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1),
                                                static_cast<const uint16_t *>(w2), static_cast<const uint16_t *>(b2),
@@ -427,18 +400,9 @@ hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, con
 template <typename T, bool LN>
 hx_status mlp_dispatch(void *y, const void *x, const void *w1, const void *b1, const void *w2, const void *b2,
                        size_t rows, size_t C, nl_mlp_kind kind, ln_args ln, cudaStream_t s, hx_err *err) {
-  if (kind == NL_MLP_GELU && C == 32) return mlp_launch<T, 32, 128, false, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
-  if (kind == NL_MLP_GELU) {
-    /* C = 64: two row groups a warp (130 KB a CTA); on a device that grants less (sm_86 and sm_89: 99 KB)
-     * resident_ctas refuses before any launch, and one group a warp runs instead; the same sums either way */
-    hx_err two = {HX_OK, ""};
-    const hx_status st = mlp_launch<T, 64, 256, false, LN, 2>(y, x, w1, b1, w2, b2, rows, ln, s, &two);
-    if (st != HX_EUNSUPPORTED) {
-      if (st != HX_OK && err) *err = two;
-      return st;
-    }
-    return mlp_launch<T, 64, 256, false, LN, 1>(y, x, w1, b1, w2, b2, rows, ln, s, err);
-  }
+  if (kind == NL_MLP_GELU)
+    return C == 32 ? mlp_launch<T, 32, 128, false, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err)
+                   : mlp_launch<T, 64, 256, false, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
   switch (C) {
   case 32: return mlp_launch<T, 32, 128, true, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
   case 48: return mlp_launch<T, 48, 192, true, LN>(y, x, w1, b1, w2, b2, rows, ln, s, err);
