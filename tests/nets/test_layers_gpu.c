@@ -617,9 +617,9 @@ static void test_mlp(void **state) {
   bad += run_mlp(t, NET_F16, 1000, 48, 192, NL_MLP_SWIGLU, 1, 0);
   bad += run_mlp(t, NET_BF16, 300, 80, 320, NL_MLP_SWIGLU, 1, 0);
   bad += run_mlp(t, NET_F16, 300, 128, 512, NL_MLP_GELU, 1, 0) + run_mlp(t, NET_BF16, 200000, 256, 1024, NL_MLP_GELU, 0, 0);
-  /* C = 64 without LN (x's rows replaced by y's in the tile): several 256-row tiles a CTA, so each stage of the x
-   * ring is refilled, and a last tile of 77 rows */
-  bad += run_mlp(t, NET_BF16, 256 * 600 + 77, 64, 256, NL_MLP_GELU, 0, 0);
+  /* C = 64 without LN (x's rows replaced by y's in the tile): several 128-row tiles a CTA, so the next tile's
+   * copy is refilled many times, and a last tile of 77 rows */
+  bad += run_mlp(t, NET_BF16, 128 * 1200 + 77, 64, 256, NL_MLP_GELU, 0, 0);
   /* whole tiles only (192 rows at C = 128, 128 at 256), several a CTA */
   bad += run_mlp(t, NET_F16, 192 * 400, 128, 512, NL_MLP_GELU, 0, 0) + run_mlp(t, NET_F16, 128 * 300, 256, 1024, NL_MLP_GELU, 0, 1);
   assert_int_equal(bad, 0);
