@@ -632,6 +632,51 @@ static void test_conv_v6(void **state) {
   conv_one("v6", w, 3);
 }
 
+/* v6's persistent CTAs (256-channel output slices: one CTA an SM, each walking several (tile, slice) units in a
+ * snake over the rounds, the next tile's map rows gathered under the current one's steps) against the CPU
+ * reference: 17,000 rows (133 tiles of 128, the last of 104 rows) at 64 -> 256 and 32 -> 512 (two slices, 266
+ * units), 40,000 sparse rows (313 tiles) at 32 -> 256; more units than a device has SMs on every device made.
+ * Sparse clouds keep the double reference within a few seconds. */
+static void test_conv_v6_units(void **state) {
+  (void)state;
+  int dev = 0, major = 0, sms = 0;
+  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+  if (major != 9) skip();
+  hx_err err = {HX_OK, ""};
+  const uint32_t zero6[6] = {0, 0, 0, 3, 0, 0}, s17000[2] = {8500, 8500}, s40000[2] = {20000, 20000};
+  const struct {
+    const char *name;
+    const uint32_t *per;
+    uint32_t box;
+    size_t in[2], out[2];
+  } cases[2] = {{"sorted-17000", s17000, 40, {64, 32}, {256, 512}}, {"sparse-40000", s40000, 72, {32, 0}, {256, 0}}};
+  int fails = 0, runs = 0, want = 0;
+  for (int ci = 0; ci < 2; ++ci) {
+    tcloud t;
+    assert_true(tcloud_make(&t, 2, cases[ci].per, cases[ci].box, zero6, 21u + (uint64_t)ci));
+    if (ci == 0) assert_true(tcloud_sort(&t));
+    spc_map c;
+    gmap g;
+    assert_int_equal(spc_map_cpu(&c, t.grid, t.batch, t.n, 3, &err), HX_OK);
+    assert_int_equal(gmap_build(&g, &t, 3, 0, 1, &err), HX_OK);
+    for (int s = 0; s < 2 && cases[ci].in[s]; ++s) {
+      const size_t units = (t.n + 127u) / 128u * (cases[ci].out[s] / 256u);
+      assert_true(units > (size_t)sms); /* some CTA walks more than one unit */
+      for (int d = 0; d < 2; ++d, ++want)
+        conv_case(NULL, &c, &g, d ? NET_BF16 : NET_F16, cases[ci].in[s], cases[ci].out[s], 7300u + 10u * (uint64_t)ci + 2u * (uint64_t)s + (uint64_t)d,
+                  cases[ci].name, 1, "v6", &runs, &fails, NULL);
+    }
+    gmap_free(&g);
+    spc_map_free_host(&c);
+    tcloud_free(&t);
+  }
+  printf("v6 persistent GPU: %d of %d cases failed (%d cases)\n", fails, runs, want);
+  assert_int_equal(runs, want);
+  assert_int_equal(fails, 0);
+}
+
 /* v0's refusals: no rulebook, no counts, aliasing, mismatched weights; an empty map is nothing to do. */
 static void test_conv_refusals(void **state) {
   (void)state;
@@ -1082,13 +1127,13 @@ static void test_mask_order_v3(void **state) {
         assert_int_equal(diff, 0);
       }
       g.m.order = NULL;
-      /* v6 on the map's order with its tile order (128-row tiles at 64 channels, 256 at 128), and with the other
+      /* v6 on the map's order with its tile order (128-row tiles at 64 and 256 channels, 256 at 128), and with the other
        * tile order (taken last-first): the same bits as v6 last-first, which the other tests check against the
        * CPU reference (each tile's sums do not depend on when it runs) */
       const spc_variant *v6 = spc_variant_by_id(6);
       if (wi == 0 && v6 && spc_variant_main(64, 64, 27)->id == 6) { /* v6 runs here (sm_90a) */
-        for (int wc = 0; wc < 2; ++wc) {
-          const size_t C6 = wc ? 128u : 64u;
+        for (int wc = 0; wc < 3; ++wc) { /* 256: persistent CTAs, several tiles each on the larger clouds */
+          const size_t C6 = wc == 2 ? 256u : wc ? 128u : 64u;
           conv_prob q;
           prob_make(&q, &c, NET_F16, C6, C6, 91u + (unsigned)wc);
           spc_weights s6;
@@ -1098,7 +1143,7 @@ static void test_mask_order_v3(void **state) {
           assert_true(ya && yb);
           g.m.order = d_order;
           run_once(v6, NULL, &q, &g, &s6, ya);
-          assert_int_equal(spc_v6_tile_rows(C6), wc ? 256u : 128u);
+          assert_int_equal(spc_v6_tile_rows(C6), C6 == 128u ? 256u : 128u);
           for (int ti = 0; ti < 2; ++ti) {
             g.m.tiles = d_tiles[ti], g.m.tile_rows = ti ? 256u : 128u;
             run_once(v6, NULL, &q, &g, &s6, yb);
@@ -1111,7 +1156,7 @@ static void test_mask_order_v3(void **state) {
           }
           /* the kernel reads the order: with every entry naming tile 0, only tile 0's rows (the first 128 of the
            * mask order) are written, as in the run above, and every other output keeps its poison */
-          if (wc == 0) {
+          if (C6 != 128u) {
             const uint32_t nt0 = (q.n + 127u) / 128u, rows0 = q.n < 128u ? q.n : 128u;
             uint32_t *d_zero = dev_alloc(nt0 * sizeof(uint32_t)), *h_order = malloc(q.n * sizeof *h_order);
             assert_non_null(h_order);
@@ -1226,6 +1271,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_conv_v1_boundary),
       cmocka_unit_test(test_conv_v2),
       cmocka_unit_test(test_mask_order_v3), cmocka_unit_test(test_tile_order_gpu),
+      cmocka_unit_test(test_conv_v6_units),
       /* by name only (tests/sanitize/run.sh): test_conv covers them */
       cmocka_unit_test(test_conv_fused),
       cmocka_unit_test(test_conv_v7),
