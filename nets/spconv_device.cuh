@@ -41,10 +41,6 @@ __device__ __forceinline__ void cp_async_cg(uint32_t dst, const void *src) {
 __device__ __forceinline__ void cp_async_cg(uint32_t dst, const void *src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
-/* one 4-byte word global -> shared, asynchronously (v6's map rows of the next tile) */
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void *src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src));
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");

@@ -76,14 +76,6 @@ struct Params {
   uint32_t n, in, out, slices;
 };
 
-/* A tile's offset tables in shared memory (two: the unit running and the one the producer prepares next) */
-struct Tab {
-  uint32_t wmask[8]; /* per 32-row warp of the tile: the offsets where one of its rows has a neighbour */
-  uint32_t bmask[4]; /* per 64-row block */
-  uint8_t act[32];   /* the tile's active offsets, increasing */
-  int nact, pad[3];
-};
-
 template <int BN_, int BK_> struct Tiles {
   static constexpr int BN = BN_, BK = BK_;
   /* CTAS resident an SM: two at output slices of <= 64 channels (one CTA's prologue, epilogue and ring
@@ -98,15 +90,8 @@ template <int BN_, int BK_> struct Tiles {
   static constexpr int MODE = BK == 64 ? 1 : 2;     /* descriptor swizzle: 128 B or 64 B */
   static constexpr int CPR = BK / 8;                /* 16-byte chunks per row */
   static constexpr int A_BYTES = BM * RB, B_BYTES = BN * RB, STAGE_BYTES = A_BYTES + B_BYTES;
-  /* PERSIST: one CTA an SM walks several units (BN = 256: one CTA an SM, MI = 1), the producer gathering the
-   * next unit's map rows into a second buffer (NMAP) during the current unit's steps, so that a tile's prologue
-   * and epilogue run under another's tensor work. Elsewhere a second map would cost a ring slot (BN = 128, MI
-   * = 2) or the other resident CTA already covers them (BN <= 64). */
-  static constexpr bool PERSIST = BN == 256;
-  static constexpr int NMAP = PERSIST ? 2 : 1;
   static constexpr int MAP_BYTES = BM * (int)kK * 4;
-  /* maps, the next tile's perm entries, two tables, the bars (full, empty, the tables' full and empty) */
-  static constexpr int TAIL = NMAP * MAP_BYTES + (PERSIST ? BM * 4 : 0) + 2 * (int)sizeof(Tab) + 8 + (16 + 4) * 8;
+  static constexpr int TAIL = MAP_BYTES + 48 + 32 + 16 + 8 + 2 * 8 * 8; /* map, masks, offsets, count, bars */
   static constexpr int BUDGET = kSmemSM / CTAS - 1024; /* per CTA, less the 1 KB the system reserves */
   static constexpr int FIT = (BUDGET - 1024 - TAIL) / STAGE_BYTES;
   static constexpr int STAGES = FIT > 8 ? 8 : FIT;
@@ -115,11 +100,9 @@ template <int BN_, int BK_> struct Tiles {
   static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "slots and B tiles on swizzle-atom bounds");
   static_assert(MI * BN / 2 <= 128, "accumulators within the consumers' registers");
   static_assert(SMEM <= (size_t)kSmemMax, "within a CTA's shared memory");
-  static_assert(2 * BLOCKS <= 8 && STAGES <= 8, "Tab's room for the masks, TAIL's for the mbarriers");
-  static_assert(!PERSIST || BM == 128, "the producer's 128 threads take a row each of the next tile");
+  static_assert(3 * BLOCKS * 4 <= 48 && STAGES <= 8, "TAIL's room for the masks and the mbarriers");
 };
 
-using spc_dev::cp_async_4;
 using spc_dev::cp_async_cg;
 using spc_dev::pack2;
 using spc_dev::smem_addr;
@@ -144,33 +127,6 @@ using nwg::wg_fence;
 using nwg::wg_ss;
 using nwg::wg_wait;
 
-/* Rows tid < BM of map (the tile's [BM, K] map rows): each row's offset mask, OR-ed over its warp into
- * tab->wmask. Entries outside [0, n) read as missing. */
-template <int BM>
-__device__ __forceinline__ void row_masks(const int32_t *map, Tab *tab, uint32_t n, int tid) {
-  if (tid < BM) { /* 27 is odd: the lanes' reads hit distinct banks */
-    uint32_t m = 0;
-#pragma unroll
-    for (uint32_t o = 0; o < kK; ++o) m |= ((uint32_t)map[tid * (int)kK + (int)o] < n ? 1u : 0u) << o;
-    m = __reduce_or_sync(0xFFFFFFFFu, m);
-    if ((tid & 31) == 0) tab->wmask[tid >> 5] = m;
-  }
-}
-/* Warp 0 (lane = its lane): the blocks' masks and the tile's active offsets from tab->wmask */
-template <int BLOCKS> __device__ __forceinline__ void block_masks(Tab *tab, int lane) {
-  uint32_t any = 0;
-#pragma unroll
-  for (int g = 0; g < BLOCKS; ++g) {
-    const uint32_t b = tab->wmask[2 * g] | tab->wmask[2 * g + 1];
-    if (lane == 0) tab->bmask[g] = b;
-    any |= b;
-  }
-  if ((any >> lane) & 1u) tab->act[__popc(any & ((1u << lane) - 1u))] = (uint8_t)lane;
-  if (lane == 0) tab->nact = __popc(any);
-}
-/* the producer warpgroup's own barrier (named barrier 1; 0 is __syncthreads') */
-__device__ __forceinline__ void producer_sync() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
-
 template <typename T, int BN, int BK>
 __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
     conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
@@ -180,39 +136,27 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
   extern __shared__ uint4 smem_raw[];
   const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;
   unsigned char *g0 = reinterpret_cast<unsigned char *>(smem_raw) + (s0 - smem_addr(smem_raw));
-  int32_t *maps = reinterpret_cast<int32_t *>(g0 + ST * Tr::STAGE_BYTES); /* NMAP x [BM, K] */
-  uint32_t *perm_s = reinterpret_cast<uint32_t *>(maps + Tr::NMAP * BM * (int)kK); /* [BM] where PERSIST */
-  Tab *tabs = reinterpret_cast<Tab *>(perm_s + (Tr::PERSIST ? BM : 0));
-  const uint32_t sBar = (smem_addr(tabs + 2) + 7u) & ~7u, sFull = sBar, sEmpty = sBar + 8u * ST;
-  const uint32_t sTFull = sEmpty + 8u * ST, sTEmpty = sTFull + 16u; /* two each: the tables' ring */
+  int32_t *nbr_s = reinterpret_cast<int32_t *>(g0 + ST * Tr::STAGE_BYTES);
+  uint32_t *wmask = reinterpret_cast<uint32_t *>(nbr_s + BM * kK); /* per 32-row warp of the tile, then */
+  uint32_t *bmask = wmask + 2 * BLOCKS;                              /* per 64-row block */
+  uint8_t *act = reinterpret_cast<uint8_t *>(bmask + BLOCKS);
+  int *nact = reinterpret_cast<int *>(act + 32);
+  const uint32_t sBar = (smem_addr(nact + 4) + 7u) & ~7u, sFull = sBar, sEmpty = sBar + 8u * ST;
 
-  const int tid = (int)threadIdx.x, lane = tid & 31, wg = tid >> 7;
-  const uint32_t ntiles = (p.n + (uint32_t)BM - 1u) / (uint32_t)BM, units = ntiles * p.slices;
-  /* Units (tile, output slice) in launch order: the map's tile order (most active offsets first), or else
-   * last-first (in the ascending mask order the tiles near the end name more offsets: the higher bits set), so
-   * that the heaviest run first and the lightest fill the last wave. Last-first against the tiles in order,
-   * PTv3's 600k forward (H200): xCPE -0.3 ms, most at one CTA an SM (C >= 128), where a level's 260-560 tiles are
-   * 2-5 waves of 132. Where PERSIST, the CTA's k-th unit is the k-th round's (rounds of gridDim.x units), its
-   * place in every other round reversed (a snake: no CTA takes the heaviest of every round); else one unit a
-   * CTA. Each tile's sums are unchanged by the order (bit for bit). */
-  auto unit_of = [&](uint32_t k) -> uint32_t {
-    const uint32_t u = k * gridDim.x + ((k & 1u) ? gridDim.x - 1u - blockIdx.x : blockIdx.x);
-    return (Tr::PERSIST || k == 0) && u < units ? u : ~0u;
-  };
-  struct Unit {
-    uint32_t t0, c0, rows; /* first tile row, first output column, rows in the tile */
-  };
-  auto unit_at = [&](uint32_t u) -> Unit {
-    const uint32_t q = u / p.slices, slice = u - q * p.slices;
-    const uint32_t tile = p.tiles ? __ldg(p.tiles + q) : ntiles - 1u - q;
-    const uint32_t t0 = tile * (uint32_t)BM;
-    return Unit{t0, slice * (uint32_t)BN, p.n - t0 < (uint32_t)BM ? p.n - t0 : (uint32_t)BM};
-  };
+  const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
+  /* Heaviest tiles first, so that the block scheduler, which hands out CTAs in launch order, leaves the
+   * lightest for the last wave: the map's tile order (most active offsets first), or else last-first (in the
+   * ascending mask order the tiles near the end name more offsets: the higher bits set). Last-first against the
+   * tiles in order, PTv3's 600k forward (H200): xCPE -0.3 ms, most at one CTA an SM (C >= 128), where a
+   * level's 260-560 tiles are 2-5 waves of 132. Each tile's sums are unchanged (bit for bit). */
+  const uint32_t q = blockIdx.x / p.slices, slice = blockIdx.x - q * p.slices;
+  const uint32_t tile = p.tiles ? __ldg(p.tiles + q) : gridDim.x / p.slices - 1u - q;
+  const uint32_t t0 = tile * (uint32_t)BM, c0 = slice * (uint32_t)BN; /* first tile row, output column */
+  const uint32_t rows = p.n - t0 < (uint32_t)BM ? p.n - t0 : (uint32_t)BM;
 
-  /* prologue (all threads; the only CTA-wide barriers): mbarriers, the first unit's map rows, each 64-row
-   * block's offset mask and the tile's active offsets. The map rows in two rounds of loads (every thread's
-   * perm entries, then its map entries), not one dependent pair per entry: the prologue runs before any tensor
-   * work of the CTA. */
+  /* prologue: mbarriers, the tile's map rows, each 64-row block's offset mask, the tile's active offsets.
+   * The map rows in two rounds of loads (every thread's perm entries, then its map entries), not one
+   * dependent pair per entry: the prologue runs before any tensor work of the CTA. */
   if (tid == 0) {
 #pragma unroll
     for (int i = 0; i < ST; ++i) {
@@ -220,40 +164,55 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
       mbar_init(sFull + 8u * i, 129);
       mbar_init(sEmpty + 8u * i, 8);  /* one arrival per consumer warp */
     }
-    for (int i = 0; i < 2; ++i) {
-      mbar_init(sTFull + 8u * i, 1);  /* the producer's thread 0, the table written */
-      mbar_init(sTEmpty + 8u * i, 8); /* every consumer warp past its last read of the table */
-    }
     /* the initialised barriers visible to the async proxy, whose TMA copies complete bytes on them */
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   {
-    const Unit f = unit_at(unit_of(0));
     constexpr int PER = (BM * (int)kK + 383) / 384;
     uint32_t src[PER];
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
       const uint32_t t = (uint32_t)(tid + i * 384);
-      src[i] = t < (uint32_t)BM * kK && t / kK < f.rows ? __ldg(p.perm + f.t0 + t / kK) : ~0u;
+      src[i] = t < (uint32_t)BM * kK && t / kK < rows ? __ldg(p.perm + t0 + t / kK) : ~0u;
     }
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
       const uint32_t t = (uint32_t)(tid + i * 384);
-      if (t < (uint32_t)BM * kK) maps[t] = src[i] != ~0u ? __ldg(p.nbr + (size_t)src[i] * kK + t % kK) : -1;
+      int32_t j = -1;
+      if (src[i] != ~0u) j = __ldg(p.nbr + (size_t)src[i] * kK + t % kK);
+      if ((uint32_t)j >= p.n) j = -1;
+      if (t < (uint32_t)BM * kK) nbr_s[t] = j;
     }
   }
   __syncthreads();
-  row_masks<BM>(maps, tabs, p.n, tid);
+  if (tid < BM) { /* row tid's mask (27 is odd: the lanes' reads hit distinct banks), OR-ed over its warp */
+    uint32_t m = 0;
+#pragma unroll
+    for (uint32_t o = 0; o < kK; ++o) m |= (nbr_s[tid * (int)kK + (int)o] >= 0 ? 1u : 0u) << o;
+    m = __reduce_or_sync(0xFFFFFFFFu, m);
+    if (lane == 0) wmask[warp] = m;
+  }
   __syncthreads();
-  if (tid < 32) block_masks<BLOCKS>(tabs, lane);
-  /* the inits and the tables visible to every thread (and the mbarriers to the async arrivals) */
+  if (warp == 0) {
+    uint32_t any = 0;
+#pragma unroll
+    for (int g = 0; g < BLOCKS; ++g) {
+      const uint32_t b = wmask[2 * g] | wmask[2 * g + 1];
+      if (lane == 0) bmask[g] = b;
+      any |= b;
+    }
+    const bool on = (any >> lane) & 1u;
+    if (on) act[__popc(any & ((1u << lane) - 1u))] = (uint8_t)lane;
+    if (lane == 0) *nact = __popc(any);
+  }
+  /* the inits and the tables visible to every thread (and the mbarriers to the async arrivals): the last
+   * CTA-wide barrier */
   __syncthreads();
-  const int KC = (int)(p.in / (uint32_t)BK);
+  const int KC = (int)(p.in / (uint32_t)BK), S = *nact * KC;
 
   if (wg == 0) {
     /* ---- producer ---- */
     setmaxnreg_dec<Tr::PREG>();
-    if (tid == 0) mbar_arrive(sTFull); /* the first table, phase 0 (its consumers wait as for any other) */
     /* Fixed over the steps: a thread copies chunk c of rows r0 + i RS (i < NI), and their swizzled places are
      * its first one's plus i RS rows, since RS is a multiple of the swizzle's 8-row period; block (i RS) / 64
      * is known for each unrolled i. Every instruction here is on the critical path: the copies set v6's time
@@ -263,82 +222,35 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
     static_assert(RS % 8 == 0 && 64 % RS == 0, "a thread's rows share the swizzle phase and stay in a block");
     const int r0 = tid / CPR, c = tid % CPR;
     const uint32_t dst0 = swz<CPR>(r0, c);
+    const int32_t *nb0 = nbr_s + r0 * (int)kK;
     const unsigned char *xb = static_cast<const unsigned char *>(p.x);
     const size_t rowb = (size_t)p.in * 2u;
+    uint32_t bm[BLOCKS];
+#pragma unroll
+    for (int g = 0; g < BLOCKS; ++g) bm[g] = bmask[g];
     int slot = 0;
     uint32_t ph = 0;
 #pragma unroll 1
-    for (uint32_t k = 0;; ++k) {
-      const Unit w = unit_at(unit_of(k));
-      const Tab *tab = tabs + (k & 1u);
-      const int32_t *nb0 = maps + (Tr::PERSIST ? (int)(k & 1u) * BM * (int)kK : 0) + r0 * (int)kK;
-      uint32_t bm[BLOCKS];
-#pragma unroll
-      for (int g = 0; g < BLOCKS; ++g) bm[g] = tab->bmask[g];
-      const int S = tab->nact * KC;
-      /* the next unit's map rows, gathered under this unit's steps into the other buffer (PERSIST): its tile
-       * rows' perm entries (stage 0 -> 1, after the first step's copies), then, two steps later, their map rows
-       * (1 -> 2); cp.async groups of their own, waited for at the unit's end */
-      const uint32_t un = unit_of(k + 1u);
-      int stage = un == ~0u ? 2 : 0;
-      const Unit nx = un == ~0u ? w : unit_at(un);
-      int32_t *nmap = maps + (int)((k + 1u) & 1u) * BM * (int)kK;
-      auto next_perm = [&]() {
-        if (tid < BM && (uint32_t)tid < nx.rows) cp_async_4(smem_addr(perm_s + tid), p.perm + nx.t0 + (uint32_t)tid);
-        spc_dev::cp_async_commit();
-      };
-      auto next_rows = [&]() {
-        spc_dev::cp_async_wait<0>();
-        producer_sync(); /* every thread's perm entries landed */
-#pragma unroll 1
-        for (int e = tid; e < BM * (int)kK; e += 128) {
-          const uint32_t r = (uint32_t)e / kK;
-          if (r < nx.rows) cp_async_4(smem_addr(nmap + e), p.nbr + (size_t)perm_s[r] * kK + ((uint32_t)e - r * kK));
-          else nmap[e] = -1;
-        }
-        spc_dev::cp_async_commit();
-      };
-#pragma unroll 1
-      for (int s = 0; s < S; ++s) {
-        const int oi = s / KC, kc = s - oi * KC, o = tab->act[oi];
-        mbar_wait(sEmpty + 8u * (uint32_t)slot, ph ^ 1u);
-        const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
-        const uint32_t full = sFull + 8u * (uint32_t)slot;
-        if (tid == 0) { /* the weight slice: one TMA tile of BN x BK, swizzled by the copy engine */
-          mbar_expect_tx(full, (uint32_t)Tr::B_BYTES);
-          tma_2d(aB, &tm_w, kc * BK, (int)(o * p.out + w.c0), full);
-        }
-        /* the rows: nothing for a 64-row block without a neighbour at o (no consumer reads it), zeros for a row
-         * without one */
-        const unsigned char *xc = xb + ((size_t)kc * BK + (size_t)c * 8u) * 2u;
-#pragma unroll
-        for (int i = 0; i < NI; ++i) {
-          if (!((bm[i * RS / 64] >> o) & 1u)) continue;
-          const int32_t j = nb0[i * RS * (int)kK + o];
-          const bool hit = (uint32_t)j < p.n;
-          cp_async_cg(aA + dst0 + (uint32_t)(i * RS * Tr::RB), hit ? xc + (size_t)j * rowb : xb, hit ? 16u : 0u);
-        }
-        cp_async_arrive_noinc(full);
-        if (++slot == ST) slot = 0, ph ^= 1u;
-        if (Tr::PERSIST && stage < 2) {
-          if (stage == 0) next_perm(), stage = 1;
-          else if (s >= 2) next_rows(), stage = 2;
-        }
+    for (int s = 0; s < S; ++s) {
+      const int oi = s / KC, kc = s - oi * KC, o = act[oi];
+      mbar_wait(sEmpty + 8u * (uint32_t)slot, ph ^ 1u);
+      const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
+      const uint32_t full = sFull + 8u * (uint32_t)slot;
+      if (tid == 0) { /* the weight slice: one TMA tile of BN x BK, swizzled by the copy engine */
+        mbar_expect_tx(full, (uint32_t)Tr::B_BYTES);
+        tma_2d(aB, &tm_w, kc * BK, (int)(o * p.out + c0), full);
       }
-      if (!Tr::PERSIST || un == ~0u) break;
-      if (stage == 0) next_perm();
-      if (stage < 2) next_rows();
-      /* the next unit's table, once the consumers are past their last read of the one it replaces (unit k - 1's) */
-      const uint32_t kn = k + 1u;
-      Tab *ntab = tabs + (kn & 1u);
-      spc_dev::cp_async_wait<0>();
-      mbar_wait(sTEmpty + 8u * (kn & 1u), ((kn >> 1) & 1u) ^ 1u);
-      producer_sync(); /* every thread's map rows landed */
-      row_masks<BM>(nmap, ntab, p.n, tid);
-      producer_sync();
-      if (tid < 32) block_masks<BLOCKS>(ntab, lane);
-      producer_sync(); /* the table visible to every producer thread */
-      if (tid == 0) mbar_arrive(sTFull + 8u * (kn & 1u));
+      /* the rows: nothing for a 64-row block without a neighbour at o (no consumer reads it), zeros for a row
+       * without one */
+      const unsigned char *xc = xb + ((size_t)kc * BK + (size_t)c * 8u) * 2u;
+#pragma unroll
+      for (int i = 0; i < NI; ++i) {
+        if (!((bm[i * RS / 64] >> o) & 1u)) continue;
+        const int32_t j = nb0[i * RS * (int)kK + o];
+        cp_async_cg(aA + dst0 + (uint32_t)(i * RS * Tr::RB), j >= 0 ? xc + (size_t)j * rowb : xb, j >= 0 ? 16u : 0u);
+      }
+      cp_async_arrive_noinc(full);
+      if (++slot == ST) slot = 0, ph ^= 1u;
     }
     /* no cp.async of this thread in flight at exit; thread 0's last TMA copies may be, and the CTA outlives
      * them: both consumer warpgroups wait on every step's full barrier before they exit */
@@ -346,84 +258,72 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
     return;
   }
 
-  /* ---- consumers: warpgroup c owns 64-row blocks c * MI .. c * MI + MI - 1 of each tile ---- */
+  /* ---- consumers: warpgroup c owns 64-row blocks c * MI .. c * MI + MI - 1 ---- */
   setmaxnreg_inc<Tr::CREG>();
-  const int cwg = wg - 1, wq = (tid >> 5) & 3;
-  int slot = 0;
+  const int cwg = wg - 1, wq = warp & 3;
+  float acc[MI][NACC];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int e = 0; e < NACC; ++e) acc[mi][e] = 0.0f;
+  uint32_t my_mask[MI];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) my_mask[mi] = bmask[cwg * MI + mi];
+
+  int slot = 0, prev = -1;
   uint32_t ph = 0;
 #pragma unroll 1
-  for (uint32_t k = 0;; ++k) {
-    const uint32_t u = unit_of(k);
-    if (u == ~0u) break;
-    const Unit w = unit_at(u);
-    const Tab *tab = tabs + (k & 1u);
-    mbar_wait(sTFull + 8u * (k & 1u), (k >> 1) & 1u);
-    float acc[MI][NACC];
+  for (int s = 0; s < S; ++s) {
+    const int o = act[s / KC];
+    mbar_wait(sFull + 8u * (uint32_t)slot, ph);
+    fence_proxy_async();
+    const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
+    /* no access to the accumulators but the wgmmas' own until the final wait: a register access here (a pin)
+     * would make ptxas wait for the previous step's wgmmas first. The fence after each block's branch (before
+     * it, ptxas injected its own after the branch: info C7519) */
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
+    for (int mi = 0; mi < MI; ++mi) {
+      /* uniform over the warpgroup; lane 0's copy, so that ptxas sees a uniform branch (a branch on the
+       * shared-memory value itself made it serialise every wgmma of the loop: warning C7520) */
+      if (!__shfl_sync(0xFFFFFFFFu, (my_mask[mi] >> o) & 1u, 0)) continue;
+      wg_fence();
+      const uint32_t ablk = aA + (uint32_t)((cwg * MI + mi) * 64 * Tr::RB);
 #pragma unroll
-      for (int e = 0; e < NACC; ++e) acc[mi][e] = 0.0f;
-    uint32_t my_mask[MI];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) my_mask[mi] = tab->bmask[cwg * MI + mi];
-    const int S = tab->nact * KC;
-    int prev = -1;
-#pragma unroll 1
-    for (int s = 0; s < S; ++s) {
-      const int o = tab->act[s / KC];
-      mbar_wait(sFull + 8u * (uint32_t)slot, ph);
-      fence_proxy_async();
-      const uint32_t aA = s0 + (uint32_t)(slot * Tr::STAGE_BYTES), aB = aA + (uint32_t)Tr::A_BYTES;
-      /* no access to the accumulators but the wgmmas' own until the final wait: a register access here (a pin)
-       * would make ptxas wait for the previous step's wgmmas first. The fence after each block's branch (before
-       * it, ptxas injected its own after the branch: info C7519) */
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi) {
-        /* uniform over the warpgroup; lane 0's copy, so that ptxas sees a uniform branch (a branch on the
-         * shared-memory value itself made it serialise every wgmma of the loop: warning C7520) */
-        if (!__shfl_sync(0xFFFFFFFFu, (my_mask[mi] >> o) & 1u, 0)) continue;
-        wg_fence();
-        const uint32_t ablk = aA + (uint32_t)((cwg * MI + mi) * 64 * Tr::RB);
-#pragma unroll
-        for (int ks = 0; ks < BK / 16; ++ks) {
-          const uint64_t da = wg_desc(ablk + (uint32_t)ks * 32u, 16, 8 * Tr::RB, Tr::MODE);
-          const uint64_t db = wg_desc(aB + (uint32_t)ks * 32u, 16, 8 * Tr::RB, Tr::MODE);
-          wg_ss<T, BN>(acc[mi], da, db);
-        }
+      for (int ks = 0; ks < BK / 16; ++ks) {
+        const uint64_t da = wg_desc(ablk + (uint32_t)ks * 32u, 16, 8 * Tr::RB, Tr::MODE);
+        const uint64_t db = wg_desc(aB + (uint32_t)ks * 32u, 16, 8 * Tr::RB, Tr::MODE);
+        wg_ss<T, BN>(acc[mi], da, db);
       }
-      wg_commit();
-      wg_wait<1>(); /* the previous step's wgmmas are done: its slot may be refilled */
-      if (prev >= 0 && lane == 0) mbar_arrive(sEmpty + 8u * (uint32_t)prev);
-      prev = slot;
-      if (++slot == ST) slot = 0, ph ^= 1u;
     }
-    if (lane == 0) mbar_arrive(sTEmpty + 8u * (k & 1u)); /* past the last read of this unit's table */
-    wg_wait<0>();
-    if (prev >= 0 && lane == 0) mbar_arrive(sEmpty + 8u * (uint32_t)prev); /* the next unit's steps may use it */
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-      for (int e = 0; e < NACC; ++e) pin(acc[mi][e]);
-
-    /* epilogue: + bias (fp32), one rounding, one store per value pair; a thread holds rows lane / 4 and
-     * lane / 4 + 8 of its warp's 16 in each block, columns 8 nb + 2 (lane % 4) + {0, 1}. Where PERSIST the
-     * producer is already filling the ring with the next unit's steps. */
-    uint32_t *y = static_cast<uint32_t *>(p.y);
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const uint32_t r = (uint32_t)((cwg * MI + mi) * 64 + wq * 16 + (lane >> 2) + hr * 8);
-        if (r >= w.rows) continue;
-        const size_t orow = (size_t)__ldg(p.perm + w.t0 + r) * p.out;
-#pragma unroll
-        for (int nb = 0; nb < BN / 8; ++nb) {
-          const uint32_t col = w.c0 + (uint32_t)(nb * 8 + 2 * (lane & 3));
-          const float b0 = p.b ? __ldg(p.b + col) : 0.0f, b1 = p.b ? __ldg(p.b + col + 1u) : 0.0f;
-          y[(orow + col) / 2u] = pack2(acc[mi][nb * 4 + 2 * hr] + b0, acc[mi][nb * 4 + 2 * hr + 1] + b1, T{});
-        }
-      }
+    wg_commit();
+    wg_wait<1>(); /* the previous step's wgmmas are done: its slot may be refilled */
+    if (prev >= 0 && lane == 0) mbar_arrive(sEmpty + 8u * (uint32_t)prev);
+    prev = slot;
+    if (++slot == ST) slot = 0, ph ^= 1u;
   }
+  wg_wait<0>();
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int e = 0; e < NACC; ++e) pin(acc[mi][e]);
+
+  /* epilogue: + bias (fp32), one rounding, one store per value pair; a thread holds rows lane / 4 and
+   * lane / 4 + 8 of its warp's 16 in each block, columns 8 nb + 2 (lane % 4) + {0, 1} */
+  uint32_t *y = static_cast<uint32_t *>(p.y);
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const uint32_t r = (uint32_t)((cwg * MI + mi) * 64 + wq * 16 + (lane >> 2) + hr * 8);
+      if (r >= rows) continue;
+      const size_t orow = (size_t)__ldg(p.perm + t0 + r) * p.out;
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb) {
+        const uint32_t col = c0 + (uint32_t)(nb * 8 + 2 * (lane & 3));
+        const float b0 = p.b ? __ldg(p.b + col) : 0.0f, b1 = p.b ? __ldg(p.b + col + 1u) : 0.0f;
+        y[(orow + col) / 2u] = pack2(acc[mi][nb * 4 + 2 * hr] + b0, acc[mi][nb * 4 + 2 * hr + 1] + b1, T{});
+      }
+    }
 }
 
 #else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but does nothing */
@@ -455,13 +355,7 @@ template <typename T, int BN, int BK> hx_status launch(const Params &p, cudaStre
   if (p.tiles && spc_v6_tile_rows(p.out) != (uint32_t)Tr::BM)
     return hx_errf(err, HX_EINVAL, "spc v6: a tile order of %u-row tiles for %d-row tiles", spc_v6_tile_rows(p.out),
                    Tr::BM);
-  size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices; /* units: one a CTA */
-  if (Tr::PERSIST) { /* one CTA an SM, each walking its units */
-    int dev = 0, sms = 0;
-    HX_CUDA(err, cudaGetDevice(&dev));
-    HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if ((size_t)sms * Tr::CTAS < ctas) ctas = (size_t)sms * Tr::CTAS;
-  }
+  const size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices;
   kern<<<(unsigned)ctas, 384, Tr::SMEM, stream>>>(p, tm_w);
   HX_LAUNCHED(err, "spc v6 conv_wg_kernel");
   return HX_OK;

@@ -632,11 +632,10 @@ static void test_conv_v6(void **state) {
   conv_one("v6", w, 3);
 }
 
-/* v6's persistent CTAs (256-channel output slices: one CTA an SM, each walking several (tile, slice) units in a
- * snake over the rounds, the next tile's map rows gathered under the current one's steps) against the CPU
- * reference: 17,000 rows (133 tiles of 128, the last of 104 rows) at 64 -> 256 and 32 -> 512 (two slices, 266
- * units), 40,000 sparse rows (313 tiles) at 32 -> 256; more units than a device has SMs on every device made.
- * Sparse clouds keep the double reference within a few seconds. */
+/* v6 at 256-channel output slices (one CTA an SM) over more (tile, slice) units than the device has SMs, against
+ * the CPU reference: 17,000 rows (133 tiles of 128, the last of 104 rows) at 64 -> 256 and 32 -> 512 (two slices,
+ * 266 units), 40,000 sparse rows (313 tiles) at 32 -> 256. Sparse clouds keep the double reference within a few
+ * seconds. */
 static void test_conv_v6_units(void **state) {
   (void)state;
   int dev = 0, major = 0, sms = 0;
@@ -663,7 +662,7 @@ static void test_conv_v6_units(void **state) {
     assert_int_equal(gmap_build(&g, &t, 3, 0, 1, &err), HX_OK);
     for (int s = 0; s < 2 && cases[ci].in[s]; ++s) {
       const size_t units = (t.n + 127u) / 128u * (cases[ci].out[s] / 256u);
-      assert_true(units > (size_t)sms); /* some CTA walks more than one unit */
+      assert_true(units > (size_t)sms); /* more than one wave of CTAs */
       for (int d = 0; d < 2; ++d, ++want)
         conv_case(NULL, &c, &g, d ? NET_BF16 : NET_F16, cases[ci].in[s], cases[ci].out[s], 7300u + 10u * (uint64_t)ci + 2u * (uint64_t)s + (uint64_t)d,
                   cases[ci].name, 1, "v6", &runs, &fails, NULL);
@@ -672,7 +671,7 @@ static void test_conv_v6_units(void **state) {
     spc_map_free_host(&c);
     tcloud_free(&t);
   }
-  printf("v6 persistent GPU: %d of %d cases failed (%d cases)\n", fails, runs, want);
+  printf("v6 at 256-channel slices GPU: %d of %d cases failed (%d cases)\n", fails, runs, want);
   assert_int_equal(runs, want);
   assert_int_equal(fails, 0);
 }
@@ -1132,7 +1131,7 @@ static void test_mask_order_v3(void **state) {
        * CPU reference (each tile's sums do not depend on when it runs) */
       const spc_variant *v6 = spc_variant_by_id(6);
       if (wi == 0 && v6 && spc_variant_main(64, 64, 27)->id == 6) { /* v6 runs here (sm_90a) */
-        for (int wc = 0; wc < 3; ++wc) { /* 256: persistent CTAs, several tiles each on the larger clouds */
+        for (int wc = 0; wc < 3; ++wc) {
           const size_t C6 = wc == 2 ? 256u : wc ? 128u : 64u;
           conv_prob q;
           prob_make(&q, &c, NET_F16, C6, C6, 91u + (unsigned)wc);
