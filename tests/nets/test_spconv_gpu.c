@@ -664,8 +664,9 @@ static void test_conv_v6_units(void **state) {
       const size_t units = (t.n + 127u) / 128u * (cases[ci].out[s] / 256u);
       assert_true(units > (size_t)sms); /* more than one wave of CTAs */
       for (int d = 0; d < 2; ++d, ++want)
-        conv_case(NULL, &c, &g, d ? NET_BF16 : NET_F16, cases[ci].in[s], cases[ci].out[s], 7300u + 10u * (uint64_t)ci + 2u * (uint64_t)s + (uint64_t)d,
-                  cases[ci].name, 1, "v6", &runs, &fails, NULL);
+        conv_case(NULL, &c, &g, d ? NET_BF16 : NET_F16, cases[ci].in[s], cases[ci].out[s],
+                  7300u + 10u * (uint64_t)ci + 2u * (uint64_t)s + (uint64_t)d, cases[ci].name, 1, "v6", &runs, &fails,
+                  NULL);
     }
     gmap_free(&g);
     spc_map_free_host(&c);
@@ -1126,9 +1127,9 @@ static void test_mask_order_v3(void **state) {
         assert_int_equal(diff, 0);
       }
       g.m.order = NULL;
-      /* v6 on the map's order with its tile order (128-row tiles at 64 and 256 channels, 256 at 128), and with the other
-       * tile order (taken last-first): the same bits as v6 last-first, which the other tests check against the
-       * CPU reference (each tile's sums do not depend on when it runs) */
+      /* v6 on the map's order with its tile order (128-row tiles at 64 and 256 channels, 256 at 128), and with the
+       * other tile order (taken last-first): the same bits as v6 last-first, which the other tests check against
+       * the CPU reference (each tile's sums do not depend on when it runs) */
       const spc_variant *v6 = spc_variant_by_id(6);
       if (wi == 0 && v6 && spc_variant_main(64, 64, 27)->id == 6) { /* v6 runs here (sm_90a) */
         for (int wc = 0; wc < 3; ++wc) {
