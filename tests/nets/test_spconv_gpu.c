@@ -51,6 +51,14 @@
 #include <cuda_runtime.h>
 #include "tests/nets/test_select.h"
 
+/* an attribute of the current device; the runtime failing to say fails the test */
+static int dev_attr(enum cudaDeviceAttr a) {
+  int dev = 0, v = 0;
+  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+  assert_int_equal(cudaDeviceGetAttribute(&v, a, dev), cudaSuccess);
+  return v;
+}
+
 static void *dev_alloc(size_t bytes) {
   void *p = NULL;
   assert_int_equal(cudaMalloc(&p, bytes ? bytes : 1), cudaSuccess);
@@ -552,9 +560,7 @@ static void test_conv(void **state) {
   printf("submanifold convolution GPU: %d of %d cases failed\n", fails, runs);
   assert_int_equal(fails, 0);
   /* every variant ran somewhere; v6 (sm_90a) on compute capability 9.0 devices only */
-  int dev = 0, major = 0;
-  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
-  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  const int major = dev_attr(cudaDevAttrComputeCapabilityMajor);
   for (int vi = 0; vi < spc_variant_count(); ++vi) {
     const int id = spc_variant_get(vi)->id;
     printf("  %s ran %d cases\n", spc_variant_get(vi)->name, id < MAX_IDS ? id_runs[id] : -1);
@@ -624,10 +630,7 @@ static void test_conv_v7(void **state) {
 }
 static void test_conv_v6(void **state) {
   (void)state;
-  int dev = 0, major = 0;
-  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
-  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
-  if (major != 9) skip();
+  if (dev_attr(cudaDevAttrComputeCapabilityMajor) != 9) skip();
   const size_t w[3] = {64, 128, 256};
   conv_one("v6", w, 3);
 }
@@ -638,11 +641,8 @@ static void test_conv_v6(void **state) {
  * seconds. */
 static void test_conv_v6_units(void **state) {
   (void)state;
-  int dev = 0, major = 0, sms = 0;
-  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
-  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
-  assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
-  if (major != 9) skip();
+  if (dev_attr(cudaDevAttrComputeCapabilityMajor) != 9) skip();
+  const int sms = dev_attr(cudaDevAttrMultiProcessorCount);
   hx_err err = {HX_OK, ""};
   const uint32_t zero6[6] = {0, 0, 0, 3, 0, 0}, s17000[2] = {8500, 8500}, s40000[2] = {20000, 20000};
   const struct {
@@ -740,9 +740,7 @@ static void test_conv_v1_boundary(void **state) {
   assert_int_equal(spc_variant_best(4, 32, 27)->id, 2);
   /* the main path: v6 on a compute capability 9.0 device where spc_variant_best gives v3 and the widths are
    * multiples of 32 (v7 at 32 -> 32 on every device); spc_variant_best's choice elsewhere */
-  int dev = 0, major = 0;
-  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
-  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  const int major = dev_attr(cudaDevAttrComputeCapabilityMajor);
   const struct {
     size_t in, out;
     uint32_t K;
@@ -1092,9 +1090,7 @@ static void test_mask_order_v3(void **state) {
      * The launch as spc_launch_plan reports it for this device: 128-row tiles on the small cloud, 256 on the
      * large one; v4's depth 3 at 128-row tiles and, at 256-row tiles on a device with sm_90's 227 KB of shared
      * memory per CTA, 4 (64 -> 64) and 8 (32 -> 32); 3 on a device with less. */
-    int optin = 0, dev = 0;
-    assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
-    assert_int_equal(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), cudaSuccess);
+    const int optin = dev_attr(cudaDevAttrMaxSharedMemoryPerBlockOptin);
     const size_t widths[2] = {64, 32};
     for (int wi = 0; wi < (ci == 1 ? 2 : 1); ++wi) {
       const size_t C = widths[wi];
