@@ -35,7 +35,7 @@ static void net_usage(FILE *f) {
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
           "                    [--mlp fused|partial|linear] [--ln fused|separate] [--tile-order longest|last]\n"
-          "                    [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
+          "                    [--stem fused|map] [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -71,6 +71,9 @@ static void net_usage(FILE *f) {
           "  --tile-order longest|last  PTv3 on the GPU: spconv v6 takes a level's tiles most active offsets\n"
           "                     first (longest, the default: a counting sort once per level) or last-first\n"
           "                     (last); the same sums either way\n"
+          "  --stem fused|map   PTv3 on the GPU: the stem's convolution, BatchNorm and GELU in one pass from the\n"
+          "                     voxel table (fused, the default: its 125-entry map never stored) or through\n"
+          "                     the stored map, a convolution variant and a BatchNorm + GELU pass (map)\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
           "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
@@ -91,6 +94,7 @@ typedef struct net_cli {
   int mlp;            /* --mlp: -1 not given, 0 linear, 1 fused, 2 partial */
   int ln;             /* --ln: -1 not given, 0 separate, 1 fused */
   int tiles;          /* --tile-order: -1 not given, 0 last, 1 longest */
+  int stem;           /* --stem: -1 not given, 0 map, 1 fused */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
@@ -347,13 +351,14 @@ int f3d_cmd_net(int argc, char **argv) {
       {"spconv", required_argument, NULL, 'S'}, {"rehash", required_argument, NULL, 'H'},
       {"bucket-fill", required_argument, NULL, 'F'}, {"device-memory", required_argument, NULL, 'M'},
       {"mlp", required_argument, NULL, 'P'},    {"ln", required_argument, NULL, 'L'},
-      {"tile-order", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0}};
+      {"tile-order", required_argument, NULL, 'T'}, {"stem", required_argument, NULL, 'E'},
+      {NULL, 0, NULL, 0}};
   net_cli o = {NULL, NULL, NULL, NULL, 100000, 1,  20, 3000, 3407, 0.05, NET_F16,
-               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, 0.0,  0};
+               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, 0.0,  0};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -409,6 +414,11 @@ int f3d_cmd_net(int argc, char **argv) {
       else if (strcmp(optarg, "last") == 0) o.tiles = 0;
       else return f3d_fail("net", "--tile-order '%s': longest or last", optarg), 2;
       break;
+    case 'E':
+      if (strcmp(optarg, "fused") == 0) o.stem = 1;
+      else if (strcmp(optarg, "map") == 0) o.stem = 0;
+      else return f3d_fail("net", "--stem '%s': fused or map", optarg), 2;
+      break;
     case 'H':
       if (strcmp(optarg, "on") == 0) o.rehash = 1;
       else if (strcmp(optarg, "off") == 0) o.rehash = 0;
@@ -453,6 +463,10 @@ int f3d_cmd_net(int argc, char **argv) {
       return f3d_fail("net", "--tile-order: %s has no sparse convolution (PTv3 models only)", cfg.name), 2;
     cfg.tile_order = o.tiles;
   }
+  if (o.stem >= 0) {
+    if (cfg.kind != 0) return f3d_fail("net", "--stem: %s has no sparse convolution stem (PTv3 models only)", cfg.name), 2;
+    cfg.stem_fused = o.stem;
+  }
   if (o.rehash >= 0) {
     if (cfg.kind != 1) return f3d_fail("net", "--rehash: %s has no PSH levels (Flash3D models only)", cfg.name), 2;
     cfg.rehash = o.rehash;
@@ -464,6 +478,7 @@ int f3d_cmd_net(int argc, char **argv) {
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
   if (o.cpu && o.device_memory) fprintf(stderr, "f3dbench: net: note: --device-memory has no effect with --device cpu\n");
   if (o.cpu && o.tiles >= 0) fprintf(stderr, "f3dbench: net: note: --tile-order has no effect with --device cpu\n");
+  if (o.cpu && o.stem >= 0) fprintf(stderr, "f3dbench: net: note: --stem has no effect with --device cpu\n");
   if (!o.cpu && f3d_gpu_ready("net: --device gpu", NULL)) return 1;
 
   net_params p = {0};
@@ -480,13 +495,14 @@ int f3d_cmd_net(int argc, char **argv) {
   if (!rc) rc = make_batch(&bt, &o);
   if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
   if (!rc) {
-    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s%s%s\n", cfg.name,
+    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s%s%s%s\n", cfg.name,
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
            o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
            o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
            !o.cpu && cfg.mlp_fused != 1 ? (cfg.mlp_fused ? ", MLP partly fused (--mlp partial)" : ", MLP unfused (--mlp linear)") : "",
            !o.cpu && !cfg.ln_fused ? ", LayerNorms as separate passes (--ln separate)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.tile_order ? ", v6 tiles last-first (--tile-order last)" : "",
+           !o.cpu && cfg.kind == 0 && !cfg.stem_fused ? ", the stem through its map (--stem map)" : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

@@ -31,7 +31,8 @@
  *   SwiGLU         bytes 3 E n H (2H read, H written)
  *   dtype convert  bytes n (in + out bytes per value)
  *   kernel map     bytes n (16 + 4 K): voxel keys (grid 12 + batch 4) read, neighbour table written once (PTv3's
- *                  stem and level-0 maps from one pass: K = 125 + 27)
+ *                  stem and level-0 maps from one pass: K = 125 + 27; the stem in one pass, spc_stem_gpu: K = 27, its
+ *                  k = 5 map never written, and its BN + GELU no pass of its own: 8 C bytes)
  *   sparse conv    gemm 2 pairs in out; bytes E (n in + n out + K in out) (+ 4 out fp32 bias): the fused-kernel
  *                  floor, each input and output row once (the neighbour table it reads is not counted)
  *   attention      attn 4 H D sum over scopes of rows_s^2 (every query row attends to the rows of its scope: PTv3
@@ -234,12 +235,13 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
   const double passes = ceil((double)sfc_key_bits(cs->depth, cs->B) / 8.0);
   add(&a, C_SERIALIZE, 0.0, 0.0, n * (12.0 + 32.0 + 96.0 * passes + 16.0));
   /* embed: features to the dtype, stem map (with level 0's k = 3 map in the same pass, net_ptv3_maps_paired), conv,
-   * BN + GELU */
-  const int pair = net_ptv3_maps_paired(cfg);
+   * BN + GELU; in one pass (net_ptv3_stem_fused) the k = 5 map is never written and the BN + GELU is the conv's */
+  const int pair = net_ptv3_maps_paired(cfg), stem1 = net_ptv3_stem_fused(cfg);
   op_convert(&a, C_EMBED, n * Cin, 4.0, E);
-  op_map(&a, C_EMBED, n, pair ? 125.0 + 27.0 : 125.0);
+  op_map(&a, C_EMBED, n, stem1 ? 27.0 : pair ? 125.0 + 27.0 : 125.0);
   op_conv(&a, C_EMBED, n, Cin, (double)cfg->enc_channels[0], 125.0, (double)cs->stem_pairs, 0);
-  op_affine(&a, C_EMBED, n, (double)cfg->enc_channels[0]);
+  if (stem1) add(&a, C_EMBED, 0.0, 0.0, 8.0 * (double)cfg->enc_channels[0]);
+  else op_affine(&a, C_EMBED, n, (double)cfg->enc_channels[0]);
   int ready[NET_MAX_LEVELS] = {pair ? 2 : 0};
   for (int l = 0; l < L; l++) {
     const net_ptv3_cost_level *lv = &cs->lv[l];

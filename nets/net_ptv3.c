@@ -47,6 +47,7 @@ hx_status net_ptv3_config(net_config *cfg, const char *name, hx_err *err) {
   cfg->mlp_ratio = 4;
   cfg->mlp_fused = 1;
   cfg->ln_fused = 1;
+  cfg->stem_fused = 1;
   cfg->tile_order = 1;
   if (strcmp(name, "ptv3") == 0) {
     /* configs/nuscenes/semseg-pt-v3m1-0-base.py */

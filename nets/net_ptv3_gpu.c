@@ -18,9 +18,10 @@
  *             pooled size (checked against the host structure) and the kernel maps' per-offset pair counts
  *             (spc_map_gpu with count_pairs, which also checks the voxels); this also creates every cuBLASLt
  *             descriptor before any timing or graph capture.
- *   forward   everything from the uploaded points: grid coordinates, the 4-order serialization,
- *             the stem map (with level 0's k = 3 map in the same pass, spc_map_pair_gpu, unless a rulebook is
- *             needed) and convolution, per level the pooling (spool_gpu_sized: the pooled size from prepare, no
+ *   forward   everything from the uploaded points: grid coordinates, the 4-order serialization, the stem
+ *             (net_ptv3_stem_fused: its convolution, BN and GELU in one pass from the voxel table with level 0's
+ *             k = 3 map, spc_stem_gpu; else its map, with level 0's in the same pass, spc_map_pair_gpu, unless a
+ *             rulebook is needed, and convolution), per level the pooling (spool_gpu_sized: the pooled size from prepare, no
  *             read-back), kernel map, padding, and every layer; no allocation, no host synchronisation:
  *             graphable. The serialization depth is prepare's (PTv3 reads grid_coord.max() back each forward;
  *             the input is the one prepared, so the depth is the same).
@@ -37,7 +38,8 @@
  *     pc3 [slots, 3C] (qkv on the patch slots), pc [slots, C] (norm.1's output on the slots, then the attention
  *     output), order_p / inverse_p
  *     (composed indices), and one scratch block, the largest any launcher asks for (all run in stream order);
- *   the stem's k = 5 map and the input (xyz, fp32 and dtype features), the logits in the dtype and in fp32.
+ *   the stem's k = 5 map (not with the stem in one pass) and the input (xyz, fp32 and dtype features), the logits
+ *   in the dtype and in fp32.
  *
  * Ranges on the hooks (NET_COMPONENTS): "serialize"; "embed" (feature conversion, stem map and level 0's k = 3
  * map, conv, BN, GELU);
@@ -426,13 +428,18 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
   spc_weights w = {.in = (size_t)c->in_channels, .out = (size_t)c->enc_channels[0], .K = 125};
   const spc_variant *sv = conv_variant(g, w.in, w.out, 125);
   if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant");
-  /* the stem's map (and spc_map_pair_gpu's, no larger) */
+  /* the stem's map (and spc_map_pair_gpu's, no larger) and convolution; in one pass, its voxel table */
   HX_TRY(map_scratch(&sb, (uint32_t)g->n, 5, net_ptv3_needs_rule(c, w.in, w.out, 125), err));
   most = max_sz(most, sb);
   memset(&m, 0, sizeof m);
   m.n = (uint32_t)g->n, m.k = 5, m.K = 125;
   HX_TRY(sv->fn(NULL, NULL, &w, &m, NULL, &sb, NULL, g->dt, NULL, err));
   most = max_sz(most, sb);
+  if (net_ptv3_stem_fused(c)) {
+    HX_TRY(spc_stem_gpu(NULL, NULL, &w, NULL, NULL, NL_ACT_GELU, &m, NULL, NULL, NULL, &sb, NULL, NULL,
+                        (uint32_t)g->n, 0, g->dt, NULL, err));
+    most = max_sz(most, sb);
+  }
   for (int l = 0; l < c->levels; l++) {
     g_level *lv = &g->lv[l];
     if (l > 0) {
@@ -483,7 +490,9 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
   NEED(&g->feat32, n * Cin * 4, "ptv3 input features fp32");
   NEED(&g->feat, n * Cin * E, "ptv3 input features");
   NEED(&g->maxc, 4, "ptv3 grid max");
-  NEED(&g->stem_nbr, n * 125 * 4, "ptv3 stem kernel map");
+  /* the stem's k = 5 map (300 MB at 600k), unless the stem runs in one pass, which never stores it */
+  if (!net_ptv3_stem_fused(c)) NEED(&g->stem_nbr, n * 125 * 4, "ptv3 stem kernel map");
+  else g->stem_nbr = NULL;
   /* the stem's rulebook (8 * 125 * n bytes: 600 MB at 600k) only where its convolution reads it: v0 does, v2
    * (the stem's variant, in <= 8) reads the map alone */
   if (net_ptv3_needs_rule(c, Cin, (size_t)c->enc_channels[0], 125))
@@ -653,6 +662,16 @@ static hx_status step_embed(g_run *r) {
   p3g *g = r->g;
   g_level *l0 = &g->lv[0];
   HX_TRY(nl_from_f32_gpu(g->feat, g->feat32, g->n * (size_t)g->cfg.in_channels, g->dt, r->cs, r->err));
+  if (net_ptv3_stem_fused(&g->cfg)) {
+    /* conv, BN and GELU from the voxel table, with level 0's k = 3 map; prepare counts the stem's pairs (and
+     * builds level 0's map with its counts in its first xCPE, as without the pass) */
+    size_t sb = g->scratch_bytes;
+    HX_TRY(spc_stem_gpu(l0->enc, g->feat, &g->stem, g->stem_bn.scale, g->stem_bn.shift, NL_ACT_GELU, &g->stem_map,
+                        r->prepare ? NULL : &l0->map, l0->nbr, g->scratch, &sb, l0->grid, l0->batch, (uint32_t)g->n,
+                        r->prepare, g->dt, r->cs, r->err));
+    if (!r->prepare) r->ready[0] |= 4;
+    return HX_OK;
+  }
   if (!r->prepare && net_ptv3_maps_paired(&g->cfg)) {
     /* the stem's map and level 0's k = 3 map in one pass (prepare counted both with spc_map_gpu); no convolution
      * there reads a rulebook, so g_buffers allocated neither */

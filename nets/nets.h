@@ -305,6 +305,26 @@ typedef struct spc_weights {
 hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b, size_t in, size_t out, uint32_t K,
                              net_dtype dt, const net_alloc *alloc, hx_err *err);
 void spc_weights_free(spc_weights *w);
+/* PTv3's stem in one pass (spc_stem_gpu): the k = 5 convolution of in <= SPC_STEM_MAX_IN channels to out <= 32
+ * (in <= 4: out <= 64), read straight from the voxel table, so its 125-entry map is never stored; then y =
+ * act(scale (conv + b) + shift) on the fp32 sums (a folded inference BatchNorm; scale and shift both NULL: none), one
+ * rounding to the dtype. The widths it takes, and its reference (spc_map_cpu's k = 5 map, spc_conv_cpu,
+ * nl_affine_act_cpu, all in fp32): */
+#define SPC_STEM_MAX_IN 8u
+static inline int spc_stem_takes(size_t in, size_t out) {
+  return in && out && in <= SPC_STEM_MAX_IN && out <= (in <= 4u ? 64u : 32u);
+}
+hx_status spc_stem_cpu(float *y, const float *x, const float *w, const float *b, const float *scale, const float *shift,
+                       nl_act act, const spc_map *m, size_t in, size_t out, hx_err *err);
+/* w: spc_weights_upload's, K = 125. m5 gets n, k, K and no map (nbr NULL); with count_pairs also pairs and opairs
+ * (one stream synchronisation; the input is then checked and an invalid one is HX_EINVAL naming a row, as
+ * spc_map_gpu's); without, they are left as they were. m3 (or NULL) and d_nbr3 [n * 27]: the k = 3 map of the same
+ * voxels, as spc_map_pair_gpu's. Scratch by CUB's protocol (the voxel table). Widths spc_stem_takes refuses, or a
+ * device without the shared memory, are HX_EUNSUPPORTED (the map and a convolution variant take those). */
+hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const float *d_scale, const float *d_shift,
+                       nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch, size_t *scratch_bytes,
+                       const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, int count_pairs, net_dtype dt,
+                       struct CUstream_st *stream, hx_err *err);
 /* The variants' library context (v0's cuBLAS handle), created once per forward object, never in a timed region. */
 typedef struct spc_ctx spc_ctx; /* opaque */
 hx_status spc_ctx_create(spc_ctx **out, hx_err *err);
@@ -492,6 +512,9 @@ typedef struct net_config {
                           * the width (PTv3's norm.1 in its qkv Linear and xCPE's LayerNorm + residual in its Linear at
                           * C 32 and 64; the MLP's LayerNorm in the whole-MLP kernel; the default, docs/nets.md
                           * "LayerNorm inside the kernels"); 0 = separate LayerNorm passes (an ablation) */
+  int stem_fused;        /* PTv3 on the GPU: 1 = the stem in one pass, spc_stem_gpu (its k = 5 map never stored), where
+                          * it takes the widths and level 0's k = 3 map needs no rulebook (the default); 0 = the k = 5
+                          * map, a convolution variant and the BatchNorm + GELU pass (an ablation) */
   int tile_order;        /* PTv3 on the GPU: 1 = spconv v6 takes a level's tiles most active offsets first (the
                           * map's tile order, spc_mask_tiles_gpu, once per level; the default); 0 = last-first (an
                           * ablation) */

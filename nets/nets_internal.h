@@ -86,6 +86,14 @@ static inline int net_ptv3_maps_paired(const net_config *cfg) {
          !net_ptv3_level_needs_rule(cfg, 0);
 }
 
+/* Whether the stem runs in one pass (spc_stem_gpu, net_config's stem_fused), the rule the GPU forward and the cost
+ * model share: where its widths are taken and level 0's k = 3 map comes from the stem's probes (net_ptv3_maps_paired);
+ * else the k = 5 map, the stem's convolution variant and the BatchNorm + GELU pass. */
+static inline int net_ptv3_stem_fused(const net_config *cfg) {
+  return cfg->stem_fused && cfg->kind == 0 && net_ptv3_maps_paired(cfg) &&
+         spc_stem_takes((size_t)cfg->in_channels, (size_t)cfg->enc_channels[0]);
+}
+
 /* The parameters of a configuration, looked up by name (pointers into a net_params' host data). */
 typedef struct net_ptv3_conv { const float *w, *b; size_t in, out; uint32_t k; } net_ptv3_conv;
 typedef struct net_ptv3_block {

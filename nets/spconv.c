@@ -161,6 +161,21 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
   return HX_OK;
 }
 
+/* spc_stem_gpu's reference: the convolution on the k = 5 map, then the affine and the activation, in fp32. */
+hx_status spc_stem_cpu(float *y, const float *x, const float *w, const float *b, const float *scale, const float *shift,
+                       nl_act act, const spc_map *m, size_t in, size_t out, hx_err *err) {
+  if (!m || m->k != 5u) return hx_errf(err, HX_EINVAL, "spc_stem_cpu: %s", m ? "the map is not a k = 5 map" : "NULL map");
+  if (!scale != !shift) return hx_errf(err, HX_EINVAL, "spc_stem_cpu: scale and shift go together");
+  HX_TRY(spc_conv_cpu(y, x, w, b, m, in, out, err));
+  if (scale) return nl_affine_act_cpu(y, y, scale, shift, m->n, out, act, err);
+  float *one = malloc(2u * out * sizeof(float)); /* no affine: scale 1, shift 0 */
+  if (!one) return hx_errf(err, HX_ENOMEM, "spc_stem_cpu: %zu channels", out);
+  for (size_t c = 0; c < out; ++c) one[c] = 1.0f, one[out + c] = 0.0f;
+  const hx_status st = nl_affine_act_cpu(y, y, one, one + out, m->n, out, act, err);
+  free(one);
+  return st;
+}
+
 /* ---- v3's row order -------------------------------------------------------------------------------- */
 static uint32_t row_mask(const spc_map *m, uint32_t i) {
   uint32_t mask = 0;

@@ -1412,6 +1412,66 @@ struct spc_ctx {
 
 /* ---- Map ------------------------------------------------------------------------------------------ */
 namespace {
+/* The voxel table of n rows (the occupied 2^3 blocks, their cells) and the device's report on the input, carved
+ * from scratch by map_build and spc_stem_gpu alike; cnt: K per-offset pair counters. */
+struct VoxTable {
+  Slot *table;
+  int32_t *brows;
+  uint32_t *nblk, *cnt;
+  unsigned long long *st;
+  uint32_t mask;
+  size_t cap;
+};
+VoxTable table_carve(Carve &c, uint32_t n, uint32_t K) {
+  VoxTable t{};
+  t.cap = 16;
+  while (t.cap < 2u * (size_t)n) t.cap *= 2u;
+  t.mask = (uint32_t)(t.cap - 1u);
+  t.table = static_cast<Slot *>(take(c, t.cap * sizeof(Slot)));
+  t.brows = static_cast<int32_t *>(take(c, (size_t)n * 8u * sizeof(int32_t))); /* <= n blocks */
+  t.nblk = static_cast<uint32_t *>(take(c, sizeof(uint32_t)));
+  t.cnt = static_cast<uint32_t *>(take(c, K * sizeof(uint32_t)));
+  t.st = static_cast<unsigned long long *>(take(c, 4 * sizeof(unsigned long long)));
+  return t;
+}
+/* The table built (insert, place) and the report cleared; the first K counters zeroed. */
+hx_status table_fill(const VoxTable &t, uint32_t n, uint32_t K, const uint32_t *d_grid, const uint32_t *d_batch,
+                     cudaStream_t stream, hx_err *err) {
+  HX_CUDA(err, cudaMemsetAsync(t.table, 0xFF, t.cap * sizeof(Slot), stream));
+  HX_CUDA(err, cudaMemsetAsync(t.brows, 0xFF, (size_t)n * 8u * sizeof(int32_t), stream));
+  HX_CUDA(err, cudaMemsetAsync(t.nblk, 0, sizeof(uint32_t), stream));
+  if (K) HX_CUDA(err, cudaMemsetAsync(t.cnt, 0, K * sizeof(uint32_t), stream));
+  HX_CUDA(err, cudaMemsetAsync(t.st, 0xFF, 4 * sizeof(unsigned long long), stream));
+  HX_CUDA(err, cudaMemsetAsync(t.st, 0, sizeof(unsigned long long), stream));
+  insert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t.table, t.mask, t.nblk, d_grid, d_batch, n, t.st);
+  HX_LAUNCHED(err, "spc insert_kernel");
+  place_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t.brows, t.table, t.mask, d_grid, d_batch, n, t.st);
+  HX_LAUNCHED(err, "spc place_kernel");
+  return HX_OK;
+}
+/* The device's report and the K counts read back (one synchronisation): an invalid input is HX_EINVAL naming a
+ * row; else m's pairs and opairs. */
+hx_status table_report(const char *who, spc_map *m, const unsigned long long *d_st, const uint32_t *d_cnt, uint32_t K,
+                       cudaStream_t stream, hx_err *err) {
+  uint32_t h_cnt[SPC_KMAX];
+  unsigned long long h_st[4];
+  HX_CUDA(err, cudaMemcpyAsync(h_cnt, d_cnt, K * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  HX_CUDA(err, cudaMemcpyAsync(h_st, d_st, sizeof h_st, cudaMemcpyDeviceToHost, stream));
+  HX_CUDA(err, cudaStreamSynchronize(stream));
+  if (h_st[0] & kBadCoord)
+    return hx_errf(err, HX_EINVAL, "%s: row %llu: voxel outside [0, 2^18) per axis", who, h_st[1]);
+  if (h_st[0] & kBadBatch) return hx_errf(err, HX_EINVAL, "%s: row %llu: batch >= 2^10", who, h_st[2]);
+  if (h_st[0] & kDuplicate) {
+    const unsigned long long a = h_st[3] >> 32, b = h_st[3] & 0xFFFFFFFFull;
+    return hx_errf(err, HX_EINVAL, "%s: rows %llu and %llu are the same voxel of one cloud", who, a < b ? a : b,
+                   a < b ? b : a);
+  }
+  m->pairs = 0;
+  memset(m->opairs, 0, sizeof m->opairs);
+  for (uint32_t o = 0; o < K; ++o) m->opairs[o] = h_cnt[o], m->pairs += h_cnt[o];
+  return HX_OK;
+}
+
 /* spc_map_gpu and spc_map_pair_gpu: the map of side k (nbr, rulebook and counts as spc_map_gpu says) and, where
  * m3 is given (k = 5 only), the k = 3 map of the same voxels into d_nbr3, its counts left alone. */
 hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule, spc_map *m3, int32_t *d_nbr3,
@@ -1432,14 +1492,8 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
     return HX_OK;
   }
   const size_t nK = (size_t)n * K;
-  size_t cap = 16;
-  while (cap < 2u * (size_t)n) cap *= 2u;
   Carve c{static_cast<char *>(d_scratch), 0};
-  Slot *table = static_cast<Slot *>(take(c, cap * sizeof(Slot)));
-  int32_t *brows = static_cast<int32_t *>(take(c, (size_t)n * 8u * sizeof(int32_t))); /* <= n blocks */
-  uint32_t *nblk = static_cast<uint32_t *>(take(c, sizeof(uint32_t)));
-  uint32_t *cnt = static_cast<uint32_t *>(take(c, K * sizeof(uint32_t)));
-  unsigned long long *st = static_cast<unsigned long long *>(take(c, 4 * sizeof(unsigned long long)));
+  VoxTable t = table_carve(c, n, K);
   /* the flags and their scan serve the rulebook alone (8 n K bytes of scratch: 600 MB for the stem's map at 600k
    * rows); counts without it come from the lookup's per-CTA counters */
   uint32_t *flag = nullptr, *scan = nullptr;
@@ -1461,25 +1515,16 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
   if (!d_nbr || !d_grid || (m3 && !d_nbr3))
     return hx_errf(err, HX_EINVAL, "%s: NULL d_nbr%s or d_grid for %u rows", who, m3 ? ", d_nbr3" : "", n);
 
-  const uint32_t mask = (uint32_t)(cap - 1u);
   const bool counted = count_pairs && !d_rule;
-  HX_CUDA(err, cudaMemsetAsync(table, 0xFF, cap * sizeof(Slot), stream));
-  HX_CUDA(err, cudaMemsetAsync(brows, 0xFF, (size_t)n * 8u * sizeof(int32_t), stream));
-  HX_CUDA(err, cudaMemsetAsync(nblk, 0, sizeof(uint32_t), stream));
-  if (counted) HX_CUDA(err, cudaMemsetAsync(cnt, 0, K * sizeof(uint32_t), stream));
-  HX_CUDA(err, cudaMemsetAsync(st, 0xFF, 4 * sizeof(unsigned long long), stream));
-  HX_CUDA(err, cudaMemsetAsync(st, 0, sizeof(unsigned long long), stream));
-  insert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(table, mask, nblk, d_grid, d_batch, n, st);
-  HX_LAUNCHED(err, "spc insert_kernel");
-  place_kernel<<<blocks_for(n), kThreads, 0, stream>>>(brows, table, mask, d_grid, d_batch, n, st);
-  HX_LAUNCHED(err, "spc place_kernel");
+  HX_TRY(table_fill(t, n, counted ? K : 0u, d_grid, d_batch, stream, err));
+  uint32_t *cnt = t.cnt;
   if (k == 5u)
     lookup_kernel<5><<<(n + 7u) / 8u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr,
-                                                             m3 ? d_nbr3 : nullptr, table, mask, brows, d_grid,
+                                                             m3 ? d_nbr3 : nullptr, t.table, t.mask, t.brows, d_grid,
                                                              d_batch, n);
   else
-    lookup_kernel<3><<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr, nullptr, table,
-                                                               mask, brows, d_grid, d_batch, n);
+    lookup_kernel<3><<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr, nullptr, t.table,
+                                                               t.mask, t.brows, d_grid, d_batch, n);
   HX_LAUNCHED(err, "spc lookup kernel");
   m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL, m->tiles = NULL, m->tile_rows = 0;
   if (m3)
@@ -1494,24 +1539,7 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
     HX_LAUNCHED(err, "spc count_kernel");
   }
   if (!count_pairs) return HX_OK;
-
-  uint32_t h_cnt[SPC_KMAX];
-  unsigned long long h_st[4];
-  HX_CUDA(err, cudaMemcpyAsync(h_cnt, cnt, K * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-  HX_CUDA(err, cudaMemcpyAsync(h_st, st, sizeof h_st, cudaMemcpyDeviceToHost, stream));
-  HX_CUDA(err, cudaStreamSynchronize(stream));
-  if (h_st[0] & kBadCoord)
-    return hx_errf(err, HX_EINVAL, "%s: row %llu: voxel outside [0, 2^18) per axis", who, h_st[1]);
-  if (h_st[0] & kBadBatch) return hx_errf(err, HX_EINVAL, "%s: row %llu: batch >= 2^10", who, h_st[2]);
-  if (h_st[0] & kDuplicate) {
-    const unsigned long long a = h_st[3] >> 32, b = h_st[3] & 0xFFFFFFFFull;
-    return hx_errf(err, HX_EINVAL, "%s: rows %llu and %llu are the same voxel of one cloud", who, a < b ? a : b,
-                   a < b ? b : a);
-  }
-  m->pairs = 0;
-  memset(m->opairs, 0, sizeof m->opairs);
-  for (uint32_t o = 0; o < K; ++o) m->opairs[o] = h_cnt[o], m->pairs += h_cnt[o];
-  return HX_OK;
+  return table_report(who, m, t.st, cnt, K, stream, err);
 }
 } // namespace
 
@@ -1528,6 +1556,262 @@ hx_status spc_map_pair_gpu(spc_map *m5, int32_t *d_nbr5, spc_map *m3, int32_t *d
   if (!m3) return hx_errf(err, HX_EINVAL, "spc_map_pair_gpu: NULL k = 3 map");
   return map_build("spc_map_pair_gpu", m5, d_nbr5, nullptr, m3, d_nbr3, d_scratch, scratch_bytes, d_grid, d_batch, n,
                    5u, 0, stream, err);
+}
+
+/* ---- The stem in one pass: k = 5 convolution from the voxel table, BatchNorm and GELU ------------------- */
+namespace {
+namespace stem {
+
+/* A CTA of kWarps warps, persistent; a warp takes kR rows at a time: 32 / kR lanes a row probe its 27 blocks (a
+ * lane up to ceil(27 / (32 / kR)) of them, independent loads), so kR rows' probe chains are in flight at once,
+ * then the warp convolves the rows one after another, lane c holding output channels c, c + 32. */
+constexpr int kWarps = 16, kThreads = 32 * kWarps, kR = 2, kNB = 27;
+constexpr uint32_t kK = 125;
+
+struct Params {
+  void *y;                         /* [n, out] dtype */
+  const uint16_t *x;               /* [n, in] dtype bits */
+  const uint16_t *w;               /* [125][out][in] dtype bits (spc_weights_upload's layout) */
+  const float *b, *scale, *shift;  /* [out] fp32, each NULL or given (scale and shift together) */
+  int32_t *nbr3;                   /* NULL or [n, 27]: level 0's k = 3 map */
+  uint32_t *cnt;                   /* NULL or [125] per-offset pair counts, zeroed before */
+  const Slot *table;
+  uint32_t mask;
+  const int32_t *brows;
+  const uint32_t *grid, *batch;
+  uint32_t n, in, out;
+  int gelu;
+};
+
+/* The CI / 2 words (two channels each, low half first) of input row j; past `in` zeros. EXACT: in == CI and x
+ * aligned to a row's 2 CI bytes, one vector load. */
+template <int CI, bool EXACT> __device__ __forceinline__ void load_row(const Params &p, int32_t j, uint32_t (&v)[CI / 2]) {
+  if constexpr (EXACT && CI == 4) {
+    const uint2 u = __ldg(reinterpret_cast<const uint2 *>(p.x) + j);
+    v[0] = u.x, v[1] = u.y;
+    return;
+  } else if constexpr (EXACT) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4 *>(p.x) + j);
+    v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
+    return;
+  }
+  const unsigned short *r = p.x + (size_t)j * p.in;
+#pragma unroll
+  for (int h = 0; h < CI / 2; ++h) {
+    const uint32_t c = 2u * (uint32_t)h;
+    v[h] = (c < p.in ? (uint32_t)__ldg(r + c) : 0u) | (c + 1u < p.in ? (uint32_t)__ldg(r + c + 1u) : 0u) << 16;
+  }
+}
+
+/*
+ * y[i] = act(scale (b + sum_o sum_ci W[:, o, ci] x[nbr(i, o), ci]) + shift) for the rows of a warp, the map never
+ * stored: the 125 neighbours of a row come from its 27 blocks' cells in shared memory (lookup_kernel's probes),
+ * lane l owning offsets l, l + 32, l + 64, l + 96 and loading those rows' inputs; a ballot per owned slot lists the
+ * present neighbours, and each is broadcast (shuffles) to the lanes, which multiply it with their channels'
+ * weights (fp32 in shared memory, [o][ci][c]) into fp32 sums: ~13 real neighbours of 125 on lidar surfaces at
+ * 0.05 m, so only those are loaded and multiplied. Each output sums its terms in increasing (o, ci): runs agree
+ * bit for bit. The BatchNorm and GELU apply to the fp32 sum, which is rounded to the dtype once.
+ */
+template <typename T, int CI, int OPL, bool EXACT>
+__global__ void __launch_bounds__(kThreads) stem_kernel(const Params p) {
+  constexpr int NO = 32 * OPL, G = 32 / kR, PB = (kNB + G - 1) / G;
+  extern __shared__ __align__(16) float smem[];
+  float *wsm = smem;
+  int32_t *cells = reinterpret_cast<int32_t *>(smem + kK * CI * NO) + (threadIdx.x / 32u) * (kR * kNB * 8);
+  for (uint32_t e = threadIdx.x; e < kK * (uint32_t)(CI * NO); e += kThreads) {
+    const uint32_t o = e / (uint32_t)(CI * NO), ci = e / (uint32_t)NO % (uint32_t)CI, c = e % (uint32_t)NO;
+    wsm[e] = ci < p.in && c < p.out ? spc_dev::unpack2<T>(p.w[((size_t)o * p.out + c) * p.in + ci]).x : 0.0f;
+  }
+  const uint32_t lane = threadIdx.x & 31u, grp = lane / (uint32_t)G, gl = lane % (uint32_t)G;
+  float bias[OPL], sc[OPL], sh[OPL];
+#pragma unroll
+  for (int q = 0; q < OPL; ++q) {
+    const uint32_t c = (uint32_t)q * 32u + lane;
+    bias[q] = p.b && c < p.out ? p.b[c] : 0.0f;
+    sc[q] = p.scale && c < p.out ? p.scale[c] : 1.0f;
+    sh[q] = p.shift && c < p.out ? p.shift[c] : 0.0f;
+  }
+  uint32_t cnt[4] = {0u, 0u, 0u, 0u};
+  __syncthreads(); /* the weights */
+
+  const uint32_t step = gridDim.x * (uint32_t)kWarps * (uint32_t)kR;
+  for (uint32_t i0 = (blockIdx.x * (uint32_t)kWarps + threadIdx.x / 32u) * (uint32_t)kR; i0 < p.n; i0 += step) {
+    /* probes: row i0 + grp, its 27 blocks' cells into cells[grp] */
+    const uint32_t i = i0 + grp;
+    uint32_t x = 0, y = 0, z = 0, b = 0;
+    bool ok = false;
+    if (i < p.n) {
+      x = p.grid[3u * i], y = p.grid[3u * i + 1u], z = p.grid[3u * i + 2u], b = p.batch ? p.batch[i] : 0u;
+      ok = row_valid(x, y, z, b);
+    }
+    {
+      const int lx = ok ? ((int)x - 2) >> 1 : 0, ly = ok ? ((int)y - 2) >> 1 : 0, lz = ok ? ((int)z - 2) >> 1 : 0;
+      constexpr int top = (int)(kCoordLimit >> 1);
+#pragma unroll
+      for (int q = 0; q < PB; ++q) {
+        const int l = (int)gl + q * G;
+        if (l >= kNB) break;
+        const int bx = lx + l / 9, by = ly + (l / 3) % 3, bz = lz + l % 3;
+        int32_t blk = -1;
+        if (ok && bx >= 0 && by >= 0 && bz >= 0 && bx < top && by < top && bz < top)
+          blk = find_block(p.table, p.mask, spc_pack_key(b, (uint32_t)bx, (uint32_t)by, (uint32_t)bz));
+        int4 lo = make_int4(-1, -1, -1, -1), hi = lo;
+        if (blk >= 0) {
+          const int4 *s = reinterpret_cast<const int4 *>(p.brows + 8u * (size_t)blk);
+          lo = s[0], hi = s[1];
+        }
+        int4 *d = reinterpret_cast<int4 *>(cells + (grp * kNB + (uint32_t)l) * 8u);
+        d[0] = lo, d[1] = hi;
+      }
+    }
+    __syncwarp();
+#pragma unroll 1
+    for (int r = 0; r < kR; ++r) {
+      const uint32_t ir = i0 + (uint32_t)r;
+      if (ir >= p.n) break; /* warp-uniform */
+      const int rx = __shfl_sync(~0u, (int)x, r * G), ry = __shfl_sync(~0u, (int)y, r * G);
+      const int rz = __shfl_sync(~0u, (int)z, r * G);
+      const bool rok = __shfl_sync(~0u, (int)ok, r * G) != 0;
+      const int lx = rok ? (rx - 2) >> 1 : 0, ly = rok ? (ry - 2) >> 1 : 0, lz = rok ? (rz - 2) >> 1 : 0;
+      const int32_t *cr = cells + (uint32_t)r * kNB * 8u;
+      auto at = [&](int nx, int ny, int nz) {
+        return cr[(((nx >> 1) - lx) * 9 + ((ny >> 1) - ly) * 3 + ((nz >> 1) - lz)) * 8 + (int)cell_of(nx, ny, nz)];
+      };
+      int32_t j[4];
+      uint32_t v[4][CI / 2];
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const int o = (int)lane + 32 * s;
+        j[s] = rok && o < (int)kK ? at(rx + o / 25 - 2, ry + (o / 5) % 5 - 2, rz + o % 5 - 2) : -1;
+        if ((uint32_t)j[s] >= p.n) j[s] = -1; /* a map entry is a row of this input, or none */
+        if (j[s] >= 0) load_row<CI, EXACT>(p, j[s], v[s]);
+        if (p.cnt && j[s] >= 0) cnt[s]++;
+      }
+      if (p.nbr3 && lane < 27u)
+        p.nbr3[(size_t)ir * 27u + lane] =
+            rok ? at(rx + (int)lane / 9 - 1, ry + (int)(lane / 3u) % 3 - 1, rz + (int)(lane % 3u) - 1) : -1;
+      float acc[OPL];
+#pragma unroll
+      for (int q = 0; q < OPL; ++q) acc[q] = 0.0f;
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        unsigned m = __ballot_sync(~0u, j[s] >= 0);
+        while (m) {
+          const int src = __ffs((int)m) - 1;
+          m &= m - 1u;
+          const float *wr = wsm + (uint32_t)(32 * s + src) * (uint32_t)(CI * NO) + lane;
+#pragma unroll
+          for (int h = 0; h < CI / 2; ++h) {
+            const float2 f = spc_dev::unpack2<T>(__shfl_sync(~0u, v[s][h], src));
+#pragma unroll
+            for (int q = 0; q < OPL; ++q) {
+              acc[q] = fmaf(wr[(2 * h) * NO + 32 * q], f.x, acc[q]);
+              acc[q] = fmaf(wr[(2 * h + 1) * NO + 32 * q], f.y, acc[q]);
+            }
+          }
+        }
+      }
+      T *yr = static_cast<T *>(p.y) + (size_t)ir * p.out;
+#pragma unroll
+      for (int q = 0; q < OPL; ++q) {
+        const uint32_t c = (uint32_t)q * 32u + lane;
+        float a = (acc[q] + bias[q]) * sc[q] + sh[q];
+        if (p.gelu) a = spc_dev::gelu_erf(a);
+        if (c < p.out) yr[c] = to_dtype(a, T{});
+      }
+    }
+    __syncwarp(); /* the cells are the next rows' */
+  }
+  if (!p.cnt) return;
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    const uint32_t o = lane + 32u * (uint32_t)s;
+    if (o < kK && cnt[s]) atomicAdd(&p.cnt[o], cnt[s]);
+  }
+}
+
+template <int CI, int OPL> constexpr size_t smem_bytes() {
+  return (size_t)kK * CI * 32 * OPL * sizeof(float) + (size_t)kWarps * kR * kNB * 8 * sizeof(int32_t);
+}
+
+template <typename T, int CI, int OPL, bool EXACT>
+hx_status launch(const Params &p, int smem_optin, int sms, cudaStream_t stream, hx_err *err) {
+  const size_t smem = smem_bytes<CI, OPL>();
+  if (smem > (size_t)smem_optin)
+    return hx_errf(err, HX_EUNSUPPORTED, "spc_stem_gpu: %zu bytes of shared memory per CTA (%u -> %u channels), the "
+                   "device allows %d", smem, p.in, p.out, smem_optin);
+  auto kern = stem_kernel<T, CI, OPL, EXACT>;
+  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int occ = 0;
+  HX_CUDA(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, kThreads, smem));
+  const size_t ctas = ((size_t)p.n + (size_t)kWarps * kR - 1u) / ((size_t)kWarps * kR);
+  const size_t most = (size_t)(sms > 0 ? sms : 1) * (size_t)(occ > 0 ? occ : 1);
+  kern<<<(unsigned)(ctas < most ? ctas : most), kThreads, smem, stream>>>(p);
+  HX_LAUNCHED(err, "spc stem_kernel");
+  return HX_OK;
+}
+
+template <typename T> hx_status by_width(const Params &p, bool exact, int smem_optin, int sms, cudaStream_t stream,
+                                         hx_err *err) {
+  if (p.in > 4u) return exact ? launch<T, 8, 1, true>(p, smem_optin, sms, stream, err)
+                              : launch<T, 8, 1, false>(p, smem_optin, sms, stream, err);
+  if (p.out > 32u) return exact ? launch<T, 4, 2, true>(p, smem_optin, sms, stream, err)
+                                : launch<T, 4, 2, false>(p, smem_optin, sms, stream, err);
+  return exact ? launch<T, 4, 1, true>(p, smem_optin, sms, stream, err)
+               : launch<T, 4, 1, false>(p, smem_optin, sms, stream, err);
+}
+
+} // namespace stem
+} // namespace
+
+hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const float *d_scale, const float *d_shift,
+                       nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch, size_t *scratch_bytes,
+                       const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, int count_pairs, net_dtype dt,
+                       cudaStream_t stream, hx_err *err) {
+  const char *who = "spc_stem_gpu";
+  if (!m5 || !scratch_bytes || !w) return hx_errf(err, HX_EINVAL, "%s: NULL map, scratch size or weights", who);
+  if (w->K != stem::kK) return hx_errf(err, HX_EINVAL, "%s: weights of %u offsets (the stem's k = 5: 125)", who, w->K);
+  if (!spc_stem_takes(w->in, w->out))
+    return hx_errf(err, HX_EUNSUPPORTED, "%s: %zu -> %zu channels (in <= %u, out <= 32, or <= 64 at in <= 4)", who,
+                   w->in, w->out, SPC_STEM_MAX_IN);
+  if (act != NL_ACT_NONE && act != NL_ACT_GELU) return hx_errf(err, HX_EINVAL, "%s: unknown activation %d", who, (int)act);
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "%s: dtype %d", who, (int)dt);
+  if (!d_scale != !d_shift) return hx_errf(err, HX_EINVAL, "%s: scale and shift go together", who);
+  if ((uint64_t)n * 27u > (uint64_t)INT32_MAX)
+    return hx_errf(err, HX_EINVAL, "%s: %u rows x 27 offsets exceed 2^31 map entries", who, n);
+  Carve c{static_cast<char *>(d_scratch), 0};
+  const VoxTable t = table_carve(c, n ? n : 1u, stem::kK);
+  if (!d_scratch) {
+    *scratch_bytes = n ? c.used : 0;
+    return HX_OK;
+  }
+  m5->n = n, m5->k = 5, m5->K = stem::kK, m5->nbr = NULL, m5->rule = NULL, m5->order = NULL, m5->tiles = NULL,
+  m5->tile_rows = 0;
+  if (m3)
+    m3->n = n, m3->k = 3, m3->K = 27, m3->nbr = d_nbr3, m3->rule = NULL, m3->order = NULL, m3->tiles = NULL,
+    m3->tile_rows = 0;
+  if (!n) {
+    if (count_pairs) m5->pairs = 0, memset(m5->opairs, 0, sizeof m5->opairs);
+    return HX_OK;
+  }
+  if (*scratch_bytes < c.used)
+    return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, *scratch_bytes, c.used);
+  if (!d_y || !d_x || !d_grid || !w->d_w || (m3 && !d_nbr3))
+    return hx_errf(err, HX_EINVAL, "%s: NULL d_y, d_x, d_grid, weights%s for %u rows", who, m3 ? " or d_nbr3" : "", n);
+  int dev = 0, smem_optin = 0, sms = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  HX_TRY(table_fill(t, n, count_pairs ? stem::kK : 0u, d_grid, d_batch, stream, err));
+  const uint32_t ci = w->in > 4u ? 8u : 4u;
+  stem::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, d_scale,
+                 d_shift, m3 ? d_nbr3 : nullptr, count_pairs ? t.cnt : nullptr, t.table, t.mask, t.brows, d_grid,
+                 d_batch, n, (uint32_t)w->in, (uint32_t)w->out, act == NL_ACT_GELU};
+  const bool exact = w->in == ci && (uintptr_t)d_x % (2u * ci) == 0;
+  HX_TRY(dt == NET_BF16 ? stem::by_width<__nv_bfloat16>(p, exact, smem_optin, sms, stream, err)
+                        : stem::by_width<__half>(p, exact, smem_optin, sms, stream, err));
+  if (!count_pairs) return HX_OK;
+  return table_report(who, m5, t.st, t.cnt, stem::kK, stream, err);
 }
 
 /* ---- Weights and context -------------------------------------------------------------------------- */

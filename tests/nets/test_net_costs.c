@@ -185,24 +185,41 @@ static void test_ptv3_gemm(void **state) {
   assert_int_equal(net_ptv3_costs_from_shape(cfg, &more, c2, NET_COSTS_MAX, &n2, &err), HX_OK);
   assert_true(find(c2, n2, "qkv")->gemm_flops - find(t.cost, t.n, "qkv")->gemm_flops == 2.0 * (2.0 * 16 * 48));
   assert_true(find(c2, n2, "attn")->attn_flops == find(t.cost, t.n, "attn")->attn_flops); /* patch_sq unchanged */
-  /* level 0's k = 3 map comes with the stem's (one pass: embed's bytes hold its 4 n 27 entries, cpe's no map at
-   * level 0), unless a rulebook is read there: on v0 (spconv_force 1) it is cpe's own map, 16 + 4 27 bytes a row */
+  /* the stem in one pass (stem_fused, the default, which takes ptv3-tiny's 4 -> 16): its k = 5 map (4 n 125 bytes)
+   * is never written and its BN + GELU (2 E n C) is no pass of its own; the same FLOPs */
+  net_config cs1 = t.cfg;
+  cs1.stem_fused = 0;
+  net_cost cu[NET_COSTS_MAX];
+  size_t nu = 0;
   {
-    net_config c0 = t.cfg;
+    hx_err e;
+    assert_true(net_ptv3_stem_fused(&t.cfg) && !net_ptv3_stem_fused(&cs1));
+    assert_int_equal(net_ptv3_costs_from_shape(&cs1, &t.cs, cu, NET_COSTS_MAX, &nu, &e), HX_OK);
+    assert_true(find(cu, nu, "embed")->bytes - find(t.cost, t.n, "embed")->bytes == (4.0 * 125.0 + 4.0 * 16.0) * n0);
+    assert_true(find(cu, nu, "embed")->gemm_flops == find(t.cost, t.n, "embed")->gemm_flops);
+    assert_true(find(cu, nu, "cpe")->bytes == find(t.cost, t.n, "cpe")->bytes);
+  }
+  /* level 0's k = 3 map comes with the stem's (one pass: embed's bytes hold its 4 n 27 entries, cpe's no map at
+   * level 0), unless a rulebook is read there: on v0 (spconv_force 1) it is cpe's own map, 16 + 4 27 bytes a row,
+   * and the stem is not in one pass */
+  {
+    net_config c0 = cs1;
     c0.spconv_force = 1;
     assert_true(spc_variant_by_id(0) && spc_variant_by_id(0)->needs_rule);
     net_cost cv[NET_COSTS_MAX];
     size_t nv = 0;
     hx_err e;
     assert_int_equal(net_ptv3_costs_from_shape(&c0, &t.cs, cv, NET_COSTS_MAX, &nv, &e), HX_OK);
-    assert_true(find(t.cost, t.n, "embed")->bytes - find(cv, nv, "embed")->bytes == 4.0 * 27.0 * n0);
+    assert_true(find(cu, nu, "embed")->bytes - find(cv, nv, "embed")->bytes == 4.0 * 27.0 * n0);
     assert_true(find(cv, nv, "cpe")->bytes - find(t.cost, t.n, "cpe")->bytes == (16.0 + 4.0 * 27.0) * n0);
+    c0.stem_fused = 1; /* asked for: the one pass writes level 0's map, which needs a rulebook here */
+    assert_true(!net_ptv3_stem_fused(&c0));
     /* the same when only level 0's decoder reads a rulebook (24 channels: v0 is the only variant that takes them) */
-    c0 = t.cfg;
+    c0 = cs1;
     c0.dec_channels[0] = 24;
     assert_true(spc_variant_best(24, 24, 27)->needs_rule);
     assert_int_equal(net_ptv3_costs_from_shape(&c0, &t.cs, cv, NET_COSTS_MAX, &nv, &e), HX_OK);
-    assert_true(find(t.cost, t.n, "embed")->bytes - find(cv, nv, "embed")->bytes == 4.0 * 27.0 * n0);
+    assert_true(find(cu, nu, "embed")->bytes - find(cv, nv, "embed")->bytes == 4.0 * 27.0 * n0);
   }
   /* the stem: SubMConv3d(4, 16, k = 5) on the stem map's pairs */
   assert_true(find(t.cost, t.n, "embed")->gemm_flops == 2.0 * (double)t.s.stem_map.pairs * 4.0 * 16.0);

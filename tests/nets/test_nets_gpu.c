@@ -3,8 +3,9 @@
  * batches: every tiny configuration in fp16 and bf16, one and two clouds, Flash3D also with its pooled levels
  * in pooling order over fixed windows (--rehash off) and with buckets filled to 0.6 (--bucket-fill); a forward run
  * again and replayed as a CUDA graph is right each time (the forward recomputes everything from its input, so
- * nothing may carry over between calls), and PTv3's runs agree bit for bit; and the check itself fails on a planted
- * error (one weight changed after the GPU copy was made). Exits 77 without a CUDA device.
+ * nothing may carry over between calls), and PTv3's runs agree bit for bit; PTv3's stem in one pass and through its
+ * map; and the check itself fails on a planted error (one weight changed after the GPU copy was made). Exits 77
+ * without a CUDA device.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -322,6 +323,51 @@ static void test_ptv3_tiny_tile_order(void **state) {
   net_params_free(&p);
 }
 
+/* PTv3's stem in one pass (the default) and through its stored map: each forward right against the CPU forward, the
+ * same pairs counted (embed's FLOPs), the one pass's estimate without the 4 n 125 bytes of the k = 5 map and its
+ * embed priced without writing it (and without the BN + GELU pass). */
+static void test_ptv3_tiny_stem(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  net_config cfg;
+  assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
+  assert_int_equal(cfg.stem_fused, 1);
+  assert_int_equal(net_config_named(&cfg, "ptv3-tiny", &err), HX_OK);
+  net_params p = {0};
+  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  tcase t;
+  memset(&t, 0, sizeof t);
+  make_case(&t, 2, 2500, g_seed + 11);
+  cudaStream_t s;
+  assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  size_t bytes[2] = {0, 0};
+  double flops[2] = {0, 0}, moved[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    cfg.stem_fused = 1 - k;
+    assert_int_equal(net_gpu_bytes(&bytes[k], &cfg, &t.in, NET_F16, &err), HX_OK);
+    net_gpu *g = NULL;
+    assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err), HX_OK);
+    assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
+    assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
+    check_run(g, &p, &t, s, k ? "ptv3-tiny, the stem through its map" : "ptv3-tiny, the stem in one pass");
+    net_cost c[NET_COSTS_MAX];
+    size_t nc = 0;
+    assert_int_equal(net_gpu_costs(g, c, NET_COSTS_MAX, &nc, &err), HX_OK);
+    for (size_t i = 0; i < nc; i++)
+      if (strcmp(c[i].name, "embed") == 0) flops[k] = c[i].gemm_flops, moved[k] = c[i].bytes;
+    net_gpu_destroy(g);
+  }
+  const double n = (double)t.in.n;
+  printf("ptv3-tiny stem: estimate %zu bytes in one pass, %zu through the map; embed %.0f FLOP, %.0f and %.0f bytes\n",
+         bytes[0], bytes[1], flops[0], moved[0], moved[1]);
+  assert_true(bytes[1] >= bytes[0] + t.in.n * 125u * 4u);
+  assert_true(flops[0] > 0 && flops[0] == flops[1]);
+  assert_true(moved[1] - moved[0] == (4.0 * 125.0 + 2.0 * 2.0 * (double)cfg.enc_channels[0]) * n);
+  cudaStreamDestroy(s);
+  free_case(&t);
+  net_params_free(&p);
+}
+
 static void test_rerun_and_graph(void **state) {
   (void)state;
   /* flash3d-tiny twice: re-hashed, and with rehash off, whose windows are cut on the device in every forward */
@@ -399,6 +445,7 @@ int main(void) {
       cmocka_unit_test(test_ptv3_tiny_spconv_variants), cmocka_unit_test(test_ptv3_tiny_mlp_linear),
       cmocka_unit_test(test_flash3d_tiny_mlp_linear),
       cmocka_unit_test(test_tiny_ln_separate),       cmocka_unit_test(test_ptv3_tiny_tile_order),
+      cmocka_unit_test(test_ptv3_tiny_stem),
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),

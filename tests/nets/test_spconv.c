@@ -6,7 +6,7 @@
  * counts, the convolution against a dense 3D convolution on a small voxel grid, and the refusals (duplicate
  * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0 .. v4) and
  * spc_variant_best's rule (v2 for inputs of at most 8 channels; for widths that are multiples of 16 v3 at k = 3
- * and v1 at k = 5; v0 otherwise).
+ * and v1 at k = 5; v0 otherwise); the stem's reference (spc_stem_cpu) by hand on two neighbours.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -411,6 +411,38 @@ static void test_tile_halos(void **state) {
  * and 32 -> 32 only (level 0's encoder; not 64 -> 32 or 32 -> 64); where both widths are multiples of 16 (every
  * other xCPE width of PTv3) v3 at K = 27 and v1 at K = 125 (v3 sorts 27-bit masks); v0 otherwise (odd widths,
  * multiples of 8 only, in = 9). */
+/* spc_stem_cpu on two neighbours along x, by hand: row 0 at x = 10 sees row 1 at dx = +1 (offset 87), row 1 sees
+ * row 0 at dx = -1 (offset 37); the bias before the scale, the shift after it, GELU last; a k = 3 map and a scale
+ * without its shift refused. */
+static void test_stem_cpu(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  const uint32_t grid[6] = {10, 10, 10, 11, 10, 10};
+  spc_map m, m3;
+  assert_int_equal(spc_map_cpu(&m, grid, NULL, 2, 5, &err), HX_OK);
+  assert_int_equal(m.nbr[87], 1), assert_int_equal(m.nbr[125 + 37], 0);
+  float w[2 * 125] = {0}; /* [out][o][in], in = 1 */
+  w[62] = 0.5f, w[87] = 0.25f, w[37] = -1.0f;
+  w[125 + 62] = 1.0f, w[125 + 37] = 2.0f;
+  const float x[2] = {1.5f, -2.0f}, b[2] = {0.1f, -0.2f}, scale[2] = {2.0f, 1.0f}, shift[2] = {0.0f, 0.5f};
+  /* z[row][co]: (b + conv) * scale + shift */
+  const double z[4] = {(0.1 + 0.75 - 0.5) * 2.0, -0.2 + 1.5 + 0.5, (0.1 - 1.0 - 1.5) * 2.0, -0.2 - 2.0 + 3.0 + 0.5};
+  float y[4];
+  assert_int_equal(spc_stem_cpu(y, x, w, b, scale, shift, NL_ACT_NONE, &m, 1, 2, &err), HX_OK);
+  for (int e = 0; e < 4; ++e) assert_true(fabs((double)y[e] - z[e]) <= 1e-6);
+  assert_int_equal(spc_stem_cpu(y, x, w, b, scale, shift, NL_ACT_GELU, &m, 1, 2, &err), HX_OK);
+  for (int e = 0; e < 4; ++e) assert_true(fabs((double)y[e] - 0.5 * z[e] * (1.0 + erf(z[e] / sqrt(2.0)))) <= 1e-6);
+  assert_true(y[2] < 0.0f && y[2] > -1e-4f); /* GELU(-4.8): a small negative, not a ReLU's 0 */
+  /* no affine: the convolution (and GELU) alone */
+  assert_int_equal(spc_stem_cpu(y, x, w, b, NULL, NULL, NL_ACT_NONE, &m, 1, 2, &err), HX_OK);
+  assert_true(fabs((double)y[0] - 0.35) <= 1e-6 && fabs((double)y[3] - 0.8) <= 1e-6);
+  assert_int_equal(spc_stem_cpu(y, x, w, b, scale, NULL, NL_ACT_NONE, &m, 1, 2, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "together"));
+  assert_int_equal(spc_map_cpu(&m3, grid, NULL, 2, 3, &err), HX_OK);
+  assert_int_equal(spc_stem_cpu(y, x, w, b, scale, shift, NL_ACT_NONE, &m3, 1, 2, &err), HX_EINVAL);
+  spc_map_free_host(&m), spc_map_free_host(&m3);
+}
+
 static void test_variants(void **state) {
   (void)state;
   assert_true(spc_variant_count() >= 1);
@@ -554,6 +586,7 @@ int main(void) {
       cmocka_unit_test(test_block),     cmocka_unit_test(test_offset_order), cmocka_unit_test(test_random),
       cmocka_unit_test(test_conv_dense), cmocka_unit_test(test_refusals),    cmocka_unit_test(test_variants),
       cmocka_unit_test(test_mask_order), cmocka_unit_test(test_tile_order), cmocka_unit_test(test_tile_halos),
+      cmocka_unit_test(test_stem_cpu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

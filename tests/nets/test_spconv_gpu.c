@@ -987,6 +987,217 @@ static void test_conv_v2(void **state) {
   for (int ci = 0; ci < NC; ++ci) tcloud_free(&cl[ci]);
 }
 
+/* The stem in one pass (spc_stem_gpu) against the double reference: prob_make's convolution, then the affine and
+ * GELU in double; spc_stem_cpu against the same. Error model: the fp32 sum as conv_run's (2^-13 of the magnitude),
+ * scaled by |scale| and by GELU's slope (|GELU'| < 1.13), a few fp32 roundings of the affine (2^-20 of its terms),
+ * and the one rounding to the dtype. */
+static double gelu_d(double v) { return 0.5 * v * (1.0 + erf(v * 0.70710678118654752440)); }
+
+typedef struct stem_case {
+  uint32_t B, per[2], box;
+  int no_batch;
+  size_t in, out;
+  net_dtype dt;
+  int act, affine, bias, misalign;
+} stem_case;
+
+static int stem_run(const stem_case *sc, uint64_t seed) {
+  hx_err err = {HX_OK, ""};
+  const uint32_t base[6] = {3, 9, 1, 200, 4, 77};
+  tcloud t;
+  assert_true(tcloud_make(&t, sc->B, sc->per, sc->box, base, seed));
+  const uint32_t *batch = sc->no_batch ? NULL : t.batch;
+  spc_map c5, c3;
+  assert_int_equal(spc_map_cpu(&c5, t.grid, batch, t.n, 5, &err), HX_OK);
+  assert_int_equal(spc_map_cpu(&c3, t.grid, batch, t.n, 3, &err), HX_OK);
+  conv_prob p;
+  prob_make(&p, &c5, sc->dt, sc->in, sc->out, seed + 1u);
+  const size_t out = sc->out, ny = (size_t)t.n * out;
+  float *sc_h = malloc(2u * out * sizeof(float));
+  assert_non_null(sc_h);
+  for (size_t co = 0; co < out; ++co)
+    sc_h[co] = (float)(0.5 + hx_rng_unit(seed, 4, co)), sc_h[out + co] = (float)(hx_rng_unit(seed, 5, co) - 0.5);
+  const nl_act act = sc->act ? NL_ACT_GELU : NL_ACT_NONE;
+  /* the reference of every output and its tolerance */
+  double *want = malloc(ny * sizeof(double) + 8u), *tol = malloc(ny * sizeof(double) + 8u);
+  assert_true(want && tol);
+  const double u = sc->dt == NET_BF16 ? 0x1p-8 : 0x1p-11, slope = sc->act ? 1.13 : 1.0;
+  for (size_t e = 0; e < ny; ++e) {
+    const size_t co = e % out;
+    const double s = sc->affine ? (double)sc_h[co] : 1.0, h = sc->affine ? (double)sc_h[out + co] : 0.0;
+    const double r = sc->bias ? p.ref[e] : p.ref[e] - (double)p.b[co], z = s * r + h;
+    want[e] = sc->act ? gelu_d(z) : z;
+    tol[e] = u * fabs(want[e]) + slope * (s * 0x1p-13 * p.mag[e] + 0x1p-20 * (fabs(s * r) + fabs(h))) + 0x1p-24;
+  }
+  /* spc_stem_cpu on the same dtype-rounded inputs */
+  float *ycpu = malloc(ny * sizeof(float) + 4u);
+  assert_non_null(ycpu);
+  assert_int_equal(spc_stem_cpu(ycpu, p.x, p.w, sc->bias ? p.b : NULL, sc->affine ? sc_h : NULL,
+                                sc->affine ? sc_h + out : NULL, act, &c5, sc->in, out, &err),
+                   HX_OK);
+  size_t bad_cpu = 0;
+  for (size_t e = 0; e < ny; ++e) bad_cpu += !(fabs((double)ycpu[e] - want[e]) <= tol[e]);
+
+  spc_weights sw;
+  assert_int_equal(spc_weights_upload(&sw, p.w, sc->bias ? p.b : NULL, sc->in, out, 125, sc->dt, NULL, &err), HX_OK);
+  uint32_t *d_grid = dev_upload(t.grid, (size_t)t.n * 12u);
+  uint32_t *d_batch = batch ? dev_upload(t.batch, (size_t)t.n * 4u) : NULL;
+  float *d_sc = dev_upload(sc_h, 2u * out * sizeof(float));
+  const size_t xoff = sc->misalign ? 2u : 0u;
+  unsigned char *d_xb = dev_alloc((size_t)t.n * sc->in * 2u + 16u);
+  assert_int_equal(cudaMemcpy(d_xb + xoff, p.xh, (size_t)t.n * sc->in * 2u, cudaMemcpyHostToDevice), cudaSuccess);
+  uint16_t *d_y = dev_alloc(ny * 2u);
+  int32_t *d_n3 = dev_alloc((size_t)t.n * 27u * 4u);
+  size_t bytes = 0;
+  spc_map m5, m3;
+  memset(&m5, 0, sizeof m5), memset(&m3, 0, sizeof m3);
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &sw, NULL, NULL, act, &m5, &m3, NULL, NULL, &bytes, NULL, NULL, t.n, 1,
+                                sc->dt, NULL, &err),
+                   HX_OK);
+  void *d_s = dev_alloc(bytes);
+  uint16_t *yh[2] = {malloc(ny * 2u + 2u), malloc(ny * 2u + 2u)};
+  int32_t *n3 = malloc((size_t)t.n * 27u * 4u);
+  assert_true(yh[0] && yh[1] && n3);
+  size_t map_bad = 0;
+  for (int rep = 0; rep < 2; ++rep) { /* poisoned outputs; counts on the first run, kept on the second */
+    assert_int_equal(cudaMemset(d_y, 0xFF, ny * 2u), cudaSuccess);
+    assert_int_equal(cudaMemset(d_n3, 0x7F, (size_t)t.n * 27u * 4u), cudaSuccess);
+    if (rep) m5.pairs = 12345u, m5.opairs[0] = 77u;
+    const hx_status s = spc_stem_gpu(d_y, d_xb + xoff, &sw, sc->affine ? d_sc : NULL, sc->affine ? d_sc + out : NULL,
+                                     act, &m5, &m3, d_n3, d_s, &bytes, d_grid, d_batch, t.n, !rep, sc->dt, NULL, &err);
+    if (s != HX_OK) printf("%s\n", err.msg);
+    assert_int_equal(s, HX_OK);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    assert_int_equal(cudaMemcpy(yh[rep], d_y, ny * 2u, cudaMemcpyDeviceToHost), cudaSuccess);
+    assert_int_equal(cudaMemcpy(n3, d_n3, (size_t)t.n * 27u * 4u, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t e = 0; e < (size_t)t.n * 27u; ++e) map_bad += n3[e] != c3.nbr[e];
+    assert_int_equal(m5.n, t.n), assert_int_equal(m5.K, 125), assert_null(m5.nbr);
+    assert_int_equal(m3.n, t.n), assert_int_equal(m3.K, 27), assert_ptr_equal(m3.nbr, d_n3);
+    if (!rep) {
+      assert_int_equal(m5.pairs, c5.pairs);
+      for (uint32_t o = 0; o < 125u; ++o) assert_int_equal(m5.opairs[o], c5.opairs[o]);
+    } else {
+      assert_int_equal(m5.pairs, 12345u), assert_int_equal(m5.opairs[0], 77u);
+    }
+  }
+  const int same = memcmp(yh[0], yh[1], ny * 2u) == 0;
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t e = 0; e < ny; ++e) {
+    const double y = (double)net_to_float(sc->dt, yh[0][e]), d = fabs(y - want[e]);
+    if (!isfinite(y) || d > tol[e]) {
+      if (bad < 5) printf("  row %zu col %zu: %g, expected %g (tolerance %.3g)\n", e / out, e % out, y, want[e], tol[e]);
+      bad++;
+    } else if (d / tol[e] > worst) {
+      worst = d / tol[e];
+    }
+  }
+  printf("stem %s %zu->%zu n=%u pairs=%llu%s%s%s%s%s: %zu bad, worst |err|/tol %.3f, k = 3 map %s, cpu %zu bad%s\n",
+         net_dtype_name(sc->dt), sc->in, out, t.n, (unsigned long long)c5.pairs, sc->act ? " gelu" : "",
+         sc->affine ? " affine" : "", sc->bias ? " bias" : "", sc->no_batch ? " no-batch" : "",
+         sc->misalign ? " x off 2 bytes" : "", bad, worst, map_bad ? "DIFFERS" : "equal", bad_cpu,
+         same ? "" : ", RUNS DIFFER");
+  spc_weights_free(&sw);
+  cudaFree(d_grid), cudaFree(d_batch), cudaFree(d_sc), cudaFree(d_xb), cudaFree(d_y), cudaFree(d_n3), cudaFree(d_s);
+  free(yh[0]), free(yh[1]), free(n3), free(sc_h), free(want), free(tol), free(ycpu);
+  prob_free(&p);
+  spc_map_free_host(&c5), spc_map_free_host(&c3);
+  tcloud_free(&t);
+  return bad == 0 && same && map_bad == 0 && bad_cpu == 0;
+}
+
+static void test_stem(void **state) {
+  (void)state;
+  /* clouds: one point; two small clouds; dense (1000 of 10^3: ~100 neighbours a row at k = 5); sparse lidar-like
+   * density (20000 of 64^3 in two clouds: ~10); 40000 rows in one cloud (several rows a warp per pass of the
+   * persistent grid); widths: PTv3's 4 -> 32, in < 4 and > 4 (8- and 16-byte rows, and element loads), out < 32,
+   * 32 < out <= 64 (two channels a lane), x off its row alignment */
+  const stem_case cases[] = {
+      {1, {1, 0}, 4, 0, 4, 32, NET_F16, 1, 1, 0, 0},       {2, {7, 5}, 4, 0, 4, 32, NET_BF16, 1, 1, 1, 0},
+      {2, {600, 400}, 10, 0, 4, 32, NET_F16, 1, 1, 0, 0},  {2, {600, 400}, 10, 0, 4, 32, NET_BF16, 1, 1, 1, 0},
+      {2, {12000, 8000}, 64, 0, 4, 32, NET_F16, 1, 1, 0, 0}, {2, {12000, 8000}, 64, 1, 4, 32, NET_F16, 1, 1, 1, 0},
+      {1, {40000, 0}, 64, 0, 4, 32, NET_F16, 1, 1, 0, 0},  {2, {3000, 2000}, 40, 0, 3, 32, NET_F16, 1, 1, 1, 0},
+      {2, {3000, 2000}, 40, 0, 8, 32, NET_BF16, 1, 1, 1, 0}, {2, {3000, 2000}, 40, 0, 6, 20, NET_F16, 0, 1, 1, 0},
+      {2, {3000, 2000}, 40, 0, 1, 16, NET_F16, 1, 0, 0, 0}, {2, {3000, 2000}, 40, 0, 4, 64, NET_F16, 1, 1, 1, 0},
+      {2, {3000, 2000}, 40, 0, 2, 40, NET_BF16, 0, 0, 1, 0}, {2, {3000, 2000}, 40, 0, 4, 32, NET_F16, 1, 1, 1, 1},
+      {2, {3000, 2000}, 40, 0, 8, 24, NET_F16, 1, 1, 0, 1},
+  };
+  int fails = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) fails += !stem_run(&cases[i], 9100u + 17u * i);
+  assert_int_equal(fails, 0);
+}
+
+/* What spc_stem_gpu refuses, and an input its count finds invalid. */
+static void test_stem_refusals(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  float *w = calloc(125u * 9u * 65u, sizeof(float));
+  assert_non_null(w);
+  spc_weights s9, s465, s833, s432, k3;
+  assert_int_equal(spc_weights_upload(&s9, w, NULL, 9, 32, 125, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&s465, w, NULL, 4, 65, 125, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&s833, w, NULL, 8, 33, 125, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&s432, w, NULL, 4, 32, 125, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&k3, w, NULL, 4, 32, 27, NET_F16, NULL, &err), HX_OK);
+  assert_true(spc_stem_takes(4, 64) && spc_stem_takes(8, 32) && !spc_stem_takes(4, 65) && !spc_stem_takes(5, 33) &&
+              !spc_stem_takes(0, 32) && !spc_stem_takes(9, 1));
+  spc_map m5;
+  size_t bytes = 0;
+  const spc_weights *unsup[3] = {&s9, &s465, &s833};
+  for (int i = 0; i < 3; ++i) {
+    assert_int_equal(spc_stem_gpu(NULL, NULL, unsup[i], NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL,
+                                  NULL, 100, 0, NET_F16, NULL, &err),
+                     HX_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "channels"));
+  }
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &k3, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL, NULL, 100,
+                                0, NET_F16, NULL, &err),
+                   HX_EINVAL);
+  assert_non_null(strstr(err.msg, "125"));
+  float *d_f = dev_alloc(64 * sizeof(float));
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &s432, d_f, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL, NULL,
+                                100, 0, NET_F16, NULL, &err),
+                   HX_EINVAL);
+  assert_non_null(strstr(err.msg, "together"));
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &s432, NULL, NULL, (nl_act)5, &m5, NULL, NULL, NULL, &bytes, NULL, NULL,
+                                100, 0, NET_F16, NULL, &err),
+                   HX_EINVAL);
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &s432, NULL, NULL, NL_ACT_GELU, NULL, NULL, NULL, NULL, &bytes, NULL, NULL,
+                                100, 0, NET_F16, NULL, &err),
+                   HX_EINVAL);
+  /* an empty cloud: no scratch, nothing to do, counts zero */
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &s432, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL, NULL,
+                                0, 1, NET_F16, NULL, &err),
+                   HX_OK);
+  assert_int_equal(bytes, 0);
+  m5.pairs = 9;
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &s432, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, d_f, &bytes, NULL, NULL, 0,
+                                1, NET_F16, NULL, &err),
+                   HX_OK);
+  assert_int_equal(m5.pairs, 0), assert_int_equal(m5.n, 0);
+  /* two rows on one voxel, counted: HX_EINVAL naming both; a short scratch: HX_EINVAL */
+  const uint32_t grid[9] = {5, 5, 5, 6, 5, 5, 5, 5, 5};
+  uint32_t *d_grid = dev_upload(grid, sizeof grid);
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &s432, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL, NULL,
+                                3, 1, NET_F16, NULL, &err),
+                   HX_OK);
+  void *d_s = dev_alloc(bytes), *d_x = dev_alloc(3 * 8), *d_y = dev_alloc(3 * 64);
+  size_t small = bytes - 1;
+  assert_int_equal(spc_stem_gpu(d_y, d_x, &s432, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, d_s, &small, d_grid, NULL,
+                                3, 1, NET_F16, NULL, &err),
+                   HX_EINVAL);
+  assert_non_null(strstr(err.msg, "scratch"));
+  assert_int_equal(spc_stem_gpu(d_y, d_x, &s432, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, d_s, &bytes, d_grid, NULL,
+                                3, 1, NET_F16, NULL, &err),
+                   HX_EINVAL);
+  assert_non_null(strstr(err.msg, "rows 0 and 2"));
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  spc_weights_free(&s9), spc_weights_free(&s465), spc_weights_free(&s833), spc_weights_free(&s432),
+      spc_weights_free(&k3);
+  cudaFree(d_f), cudaFree(d_grid), cudaFree(d_s), cudaFree(d_x), cudaFree(d_y);
+  free(w);
+}
+
 /* Steps of tile t (tile_rows T) over the rows in `order`: its active offsets, as spc_tile_order_cpu counts them. */
 static uint32_t host_tile_steps(const spc_map *m, const uint32_t *order, uint32_t T, uint32_t t) {
   uint32_t any = 0;
@@ -1268,6 +1479,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_conv_v2),
       cmocka_unit_test(test_mask_order_v3), cmocka_unit_test(test_tile_order_gpu),
       cmocka_unit_test(test_conv_v6_units),
+      cmocka_unit_test(test_stem), cmocka_unit_test(test_stem_refusals),
       /* by name only (tests/sanitize/run.sh): test_conv covers them */
       cmocka_unit_test(test_conv_fused),
       cmocka_unit_test(test_conv_v7),

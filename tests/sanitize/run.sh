@@ -69,7 +69,7 @@ net_kernels=nets
 NETS_KERNELS="add_kernel affine_kernel from_f32_kernel to_f32_kernel ln_block_kernel ln_warp_kernel segmax_kernel
   windows_kernel swiglu_kernel mlp_kernel mlp_wg_kernel lnl_kernel lla_kernel lsw_kernel insert_kernel place_kernel
   lookup_kernel rule_kernel count_kernel gather_kernel scatter_add_kernel finalize_kernel conv_kernel
-  conv_wg_kernel mask_kernel steps_kernel sort_kernel"
+  conv_wg_kernel mask_kernel steps_kernel sort_kernel stem_kernel"
 usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -152,7 +152,7 @@ args_of() {
     cmd=(test_layernorm test_mlp test_linear_swiglu test_ln_fused test_mlp_split test_affine_swiglu test_add_gather_convert test_segment_max
       test_windows); return ;;
   nets-spconv) prog=$spconv_prog
-    cmd=(test_map test_conv_v1_boundary test_conv_v2 test_mask_order_v3 test_conv_fused); return ;;
+    cmd=(test_map test_conv_v1_boundary test_conv_v2 test_stem test_mask_order_v3 test_conv_fused); return ;;
   esac
   mkcloud "$n" 1 "$a"
   mkcloud "$n" 2 "$b"
