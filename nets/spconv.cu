@@ -1608,21 +1608,33 @@ template <int CI, bool EXACT> __device__ __forceinline__ void load_row(const Par
  * stored: the 125 neighbours of a row come from its 27 blocks' cells in shared memory (lookup_kernel's probes),
  * lane l owning offsets l, l + 32, l + 64, l + 96 and loading those rows' inputs; a ballot per owned slot lists the
  * present neighbours, and each is broadcast (shuffles) to the lanes, which multiply it with their channels'
- * weights (fp32 in shared memory, [o][ci][c]) into fp32 sums: ~13 real neighbours of 125 on lidar surfaces at
- * 0.05 m, so only those are loaded and multiplied. Each output sums its terms in increasing (o, ci): runs agree
- * bit for bit. The BatchNorm and GELU apply to the fp32 sum, which is rounded to the dtype once.
+ * weights (fp32 in shared memory, [o][c][ci]: one 16-byte read a lane and 4 input channels) into fp32 sums: ~13
+ * real neighbours of 125 on lidar surfaces at 0.05 m, so only those are loaded and multiplied. Where offset o of a
+ * row lies among its 27 blocks' 216 cells depends only on the row's parity (x, y, z mod 2): a table of 8 x 128
+ * cell indices, built once per CTA, replaces the arithmetic. Each output sums its terms in increasing (o, ci): runs
+ * agree bit for bit. The BatchNorm and GELU apply to the fp32 sum, which is rounded to the dtype once.
  */
 template <typename T, int CI, int OPL, bool EXACT>
 __global__ void __launch_bounds__(kThreads) stem_kernel(const Params p) {
-  constexpr int NO = 32 * OPL, G = 32 / kR, PB = (kNB + G - 1) / G;
+  constexpr int NO = 32 * OPL, G = 32 / kR, PB = (kNB + G - 1) / G, CELLS = kNB * 8;
   extern __shared__ __align__(16) float smem[];
   float *wsm = smem;
-  int32_t *cells = reinterpret_cast<int32_t *>(smem + kK * CI * NO) + (threadIdx.x / 32u) * (kR * kNB * 8);
+  uint8_t *tab = reinterpret_cast<uint8_t *>(smem + kK * CI * NO); /* [parity][128]: the cell of offset o */
+  int32_t *cells = reinterpret_cast<int32_t *>(tab + 8 * 128) + (threadIdx.x / 32u) * (kR * CELLS);
   for (uint32_t e = threadIdx.x; e < kK * (uint32_t)(CI * NO); e += kThreads) {
-    const uint32_t o = e / (uint32_t)(CI * NO), ci = e / (uint32_t)NO % (uint32_t)CI, c = e % (uint32_t)NO;
+    const uint32_t o = e / (uint32_t)(CI * NO), c = e / (uint32_t)CI % (uint32_t)NO, ci = e % (uint32_t)CI;
     wsm[e] = ci < p.in && c < p.out ? spc_dev::unpack2<T>(p.w[((size_t)o * p.out + c) * p.in + ci]).x : 0.0f;
   }
+  for (uint32_t e = threadIdx.x; e < 8u * 128u; e += kThreads) {
+    /* a row at x = 2a + px has lx = a - 1, so x + dx lies in block (px + dx) / 2 + 1 (floor), cell bit (px + dx) & 1 */
+    const int par = (int)(e / 128u), o = (int)(e % 128u) < (int)kK ? (int)(e % 128u) : 62;
+    const int ux = (par >> 2) + o / 25 - 2, uy = ((par >> 1) & 1) + (o / 5) % 5 - 2, uz = (par & 1) + o % 5 - 2;
+    tab[e] = (uint8_t)((((ux >> 1) + 1) * 9 + ((uy >> 1) + 1) * 3 + ((uz >> 1) + 1)) * 8 + (ux & 1) * 4 + (uy & 1) * 2 +
+                       (uz & 1));
+  }
   const uint32_t lane = threadIdx.x & 31u, grp = lane / (uint32_t)G, gl = lane % (uint32_t)G;
+  /* lane l < 27 writes level 0's k = 3 map: offset (dx, dy, dz) = (l / 9, l / 3 % 3, l % 3) - 1 is o5 of the 5^3 */
+  const uint32_t o3 = lane < 27u ? (lane / 9u + 1u) * 25u + (lane / 3u % 3u + 1u) * 5u + lane % 3u + 1u : 62u;
   float bias[OPL], sc[OPL], sh[OPL];
 #pragma unroll
   for (int q = 0; q < OPL; ++q) {
@@ -1632,7 +1644,7 @@ __global__ void __launch_bounds__(kThreads) stem_kernel(const Params p) {
     sh[q] = p.shift && c < p.out ? p.shift[c] : 0.0f;
   }
   uint32_t cnt[4] = {0u, 0u, 0u, 0u};
-  __syncthreads(); /* the weights */
+  __syncthreads(); /* the weights and the table */
 
   const uint32_t step = gridDim.x * (uint32_t)kWarps * (uint32_t)kR;
   for (uint32_t i0 = (blockIdx.x * (uint32_t)kWarps + threadIdx.x / 32u) * (uint32_t)kR; i0 < p.n; i0 += step) {
@@ -1660,36 +1672,31 @@ __global__ void __launch_bounds__(kThreads) stem_kernel(const Params p) {
           const int4 *s = reinterpret_cast<const int4 *>(p.brows + 8u * (size_t)blk);
           lo = s[0], hi = s[1];
         }
-        int4 *d = reinterpret_cast<int4 *>(cells + (grp * kNB + (uint32_t)l) * 8u);
+        int4 *d = reinterpret_cast<int4 *>(cells + grp * (uint32_t)CELLS + (uint32_t)l * 8u);
         d[0] = lo, d[1] = hi;
       }
     }
+    /* a row's parity selects its table row; an invalid row (or one past n) has no neighbours */
+    const uint32_t pm = ok ? (x & 1u) << 2 | (y & 1u) << 1 | (z & 1u) : 8u;
     __syncwarp();
 #pragma unroll 1
     for (int r = 0; r < kR; ++r) {
       const uint32_t ir = i0 + (uint32_t)r;
       if (ir >= p.n) break; /* warp-uniform */
-      const int rx = __shfl_sync(~0u, (int)x, r * G), ry = __shfl_sync(~0u, (int)y, r * G);
-      const int rz = __shfl_sync(~0u, (int)z, r * G);
-      const bool rok = __shfl_sync(~0u, (int)ok, r * G) != 0;
-      const int lx = rok ? (rx - 2) >> 1 : 0, ly = rok ? (ry - 2) >> 1 : 0, lz = rok ? (rz - 2) >> 1 : 0;
-      const int32_t *cr = cells + (uint32_t)r * kNB * 8u;
-      auto at = [&](int nx, int ny, int nz) {
-        return cr[(((nx >> 1) - lx) * 9 + ((ny >> 1) - ly) * 3 + ((nz >> 1) - lz)) * 8 + (int)cell_of(nx, ny, nz)];
-      };
+      const uint32_t par = __shfl_sync(~0u, pm, r * G);
+      const int32_t *cr = cells + (uint32_t)r * (uint32_t)CELLS;
+      const uint8_t *tr = tab + (par & 7u) * 128u;
       int32_t j[4];
       uint32_t v[4][CI / 2];
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const int o = (int)lane + 32 * s;
-        j[s] = rok && o < (int)kK ? at(rx + o / 25 - 2, ry + (o / 5) % 5 - 2, rz + o % 5 - 2) : -1;
+        const uint32_t o = lane + 32u * (uint32_t)s;
+        j[s] = par < 8u && o < kK ? cr[tr[o]] : -1;
         if ((uint32_t)j[s] >= p.n) j[s] = -1; /* a map entry is a row of this input, or none */
         if (j[s] >= 0) load_row<CI, EXACT>(p, j[s], v[s]);
         if (p.cnt && j[s] >= 0) cnt[s]++;
       }
-      if (p.nbr3 && lane < 27u)
-        p.nbr3[(size_t)ir * 27u + lane] =
-            rok ? at(rx + (int)lane / 9 - 1, ry + (int)(lane / 3u) % 3 - 1, rz + (int)(lane % 3u) - 1) : -1;
+      if (p.nbr3 && lane < 27u) p.nbr3[(size_t)ir * 27u + lane] = par < 8u ? cr[tr[o3]] : -1;
       float acc[OPL];
 #pragma unroll
       for (int q = 0; q < OPL; ++q) acc[q] = 0.0f;
@@ -1699,16 +1706,23 @@ __global__ void __launch_bounds__(kThreads) stem_kernel(const Params p) {
         while (m) {
           const int src = __ffs((int)m) - 1;
           m &= m - 1u;
-          const float *wr = wsm + (uint32_t)(32 * s + src) * (uint32_t)(CI * NO) + lane;
+          const float *wr = wsm + ((uint32_t)(32 * s + src) * (uint32_t)NO + lane) * (uint32_t)CI;
+          float f[CI];
 #pragma unroll
           for (int h = 0; h < CI / 2; ++h) {
-            const float2 f = spc_dev::unpack2<T>(__shfl_sync(~0u, v[s][h], src));
-#pragma unroll
-            for (int q = 0; q < OPL; ++q) {
-              acc[q] = fmaf(wr[(2 * h) * NO + 32 * q], f.x, acc[q]);
-              acc[q] = fmaf(wr[(2 * h + 1) * NO + 32 * q], f.y, acc[q]);
-            }
+            const float2 u = spc_dev::unpack2<T>(__shfl_sync(~0u, v[s][h], src));
+            f[2 * h] = u.x, f[2 * h + 1] = u.y;
           }
+#pragma unroll
+          for (int q = 0; q < OPL; ++q)
+#pragma unroll
+            for (int c4 = 0; c4 < CI / 4; ++c4) {
+              const float4 w4 = reinterpret_cast<const float4 *>(wr + 32 * q * CI)[c4];
+              acc[q] = fmaf(w4.x, f[4 * c4], acc[q]);
+              acc[q] = fmaf(w4.y, f[4 * c4 + 1], acc[q]);
+              acc[q] = fmaf(w4.z, f[4 * c4 + 2], acc[q]);
+              acc[q] = fmaf(w4.w, f[4 * c4 + 3], acc[q]);
+            }
         }
       }
       T *yr = static_cast<T *>(p.y) + (size_t)ir * p.out;
@@ -1731,7 +1745,7 @@ __global__ void __launch_bounds__(kThreads) stem_kernel(const Params p) {
 }
 
 template <int CI, int OPL> constexpr size_t smem_bytes() {
-  return (size_t)kK * CI * 32 * OPL * sizeof(float) + (size_t)kWarps * kR * kNB * 8 * sizeof(int32_t);
+  return (size_t)kK * CI * 32 * OPL * sizeof(float) + 8 * 128 + (size_t)kWarps * kR * kNB * 8 * sizeof(int32_t);
 }
 
 template <typename T, int CI, int OPL, bool EXACT>
