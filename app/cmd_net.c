@@ -464,7 +464,8 @@ int f3d_cmd_net(int argc, char **argv) {
     cfg.tile_order = o.tiles;
   }
   if (o.stem >= 0) {
-    if (cfg.kind != 0) return f3d_fail("net", "--stem: %s has no sparse convolution stem (PTv3 models only)", cfg.name), 2;
+    if (cfg.kind != 0)
+      return f3d_fail("net", "--stem: %s has no sparse convolution stem (PTv3 models only)", cfg.name), 2;
     cfg.stem_fused = o.stem;
   }
   if (o.rehash >= 0) {

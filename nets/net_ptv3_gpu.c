@@ -21,8 +21,8 @@
  *   forward   everything from the uploaded points: grid coordinates, the 4-order serialization, the stem
  *             (net_ptv3_stem_fused: its convolution, BN and GELU in one pass from the voxel table with level 0's
  *             k = 3 map, spc_stem_gpu; else its map, with level 0's in the same pass, spc_map_pair_gpu, unless a
- *             rulebook is needed, and convolution), per level the pooling (spool_gpu_sized: the pooled size from prepare, no
- *             read-back), kernel map, padding, and every layer; no allocation, no host synchronisation:
+ *             rulebook is needed, and convolution), per level the pooling (spool_gpu_sized: the pooled size from
+ *             prepare, no read-back), kernel map, padding, and every layer; no allocation, no host synchronisation:
  *             graphable. The serialization depth is prepare's (PTv3 reads grid_coord.max() back each forward;
  *             the input is the one prepared, so the depth is the same).
  *   download  logits (converted to fp32 on the device in the head) and, with keep_levels, every level's output

@@ -164,7 +164,8 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
 /* spc_stem_gpu's reference: the convolution on the k = 5 map, then the affine and the activation, in fp32. */
 hx_status spc_stem_cpu(float *y, const float *x, const float *w, const float *b, const float *scale, const float *shift,
                        nl_act act, const spc_map *m, size_t in, size_t out, hx_err *err) {
-  if (!m || m->k != 5u) return hx_errf(err, HX_EINVAL, "spc_stem_cpu: %s", m ? "the map is not a k = 5 map" : "NULL map");
+  if (!m || m->k != 5u)
+    return hx_errf(err, HX_EINVAL, "spc_stem_cpu: %s", m ? "the map is not a k = 5 map" : "NULL map");
   if (!scale != !shift) return hx_errf(err, HX_EINVAL, "spc_stem_cpu: scale and shift go together");
   HX_TRY(spc_conv_cpu(y, x, w, b, m, in, out, err));
   if (scale) return nl_affine_act_cpu(y, y, scale, shift, m->n, out, act, err);

@@ -1585,7 +1585,8 @@ struct Params {
 
 /* The CI / 2 words (two channels each, low half first) of input row j; past `in` zeros. EXACT: in == CI and x
  * aligned to a row's 2 CI bytes, one vector load. */
-template <int CI, bool EXACT> __device__ __forceinline__ void load_row(const Params &p, int32_t j, uint32_t (&v)[CI / 2]) {
+template <int CI, bool EXACT>
+__device__ __forceinline__ void load_row(const Params &p, int32_t j, uint32_t (&v)[CI / 2]) {
   if constexpr (EXACT && CI == 4) {
     const uint2 u = __ldg(reinterpret_cast<const uint2 *>(p.x) + j);
     v[0] = u.x, v[1] = u.y;
@@ -1788,7 +1789,8 @@ hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const f
   if (!spc_stem_takes(w->in, w->out))
     return hx_errf(err, HX_EUNSUPPORTED, "%s: %zu -> %zu channels (in <= %u, out <= 32, or <= 64 at in <= 4)", who,
                    w->in, w->out, SPC_STEM_MAX_IN);
-  if (act != NL_ACT_NONE && act != NL_ACT_GELU) return hx_errf(err, HX_EINVAL, "%s: unknown activation %d", who, (int)act);
+  if (act != NL_ACT_NONE && act != NL_ACT_GELU)
+    return hx_errf(err, HX_EINVAL, "%s: unknown activation %d", who, (int)act);
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "%s: dtype %d", who, (int)dt);
   if (!d_scale != !d_shift) return hx_errf(err, HX_EINVAL, "%s: scale and shift go together", who);
   if ((uint64_t)n * 27u > (uint64_t)INT32_MAX)

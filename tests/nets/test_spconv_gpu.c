@@ -1086,7 +1086,8 @@ static int stem_run(const stem_case *sc, uint64_t seed) {
   for (size_t e = 0; e < ny; ++e) {
     const double y = (double)net_to_float(sc->dt, yh[0][e]), d = fabs(y - want[e]);
     if (!isfinite(y) || d > tol[e]) {
-      if (bad < 5) printf("  row %zu col %zu: %g, expected %g (tolerance %.3g)\n", e / out, e % out, y, want[e], tol[e]);
+      if (bad < 5)
+        printf("  row %zu col %zu: %g, expected %g (tolerance %.3g)\n", e / out, e % out, y, want[e], tol[e]);
       bad++;
     } else if (d / tol[e] > worst) {
       worst = d / tol[e];
@@ -1150,8 +1151,8 @@ static void test_stem_refusals(void **state) {
                      HX_EUNSUPPORTED);
     assert_non_null(strstr(err.msg, "channels"));
   }
-  assert_int_equal(spc_stem_gpu(NULL, NULL, &k3, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL, NULL, 100,
-                                0, NET_F16, NULL, &err),
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &k3, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL, NULL,
+                                100, 0, NET_F16, NULL, &err),
                    HX_EINVAL);
   assert_non_null(strstr(err.msg, "125"));
   float *d_f = dev_alloc(64 * sizeof(float));
