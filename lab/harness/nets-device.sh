@@ -9,9 +9,11 @@
 #   SWEEP="--pipelines ptv3-net,flash3d-net --sizes 100k,300k,600k"   (empty: no sweep)
 #   NCU_MODEL=ptv3   after the nets: Nsight Compute over `net --model NCU_MODEL` at the last of SIZES (kernel
 #                    durations, caches and clocks left alone), summarised by lab/kernels/ncu_forward.py; NCU_START
-#                    is the regex of a forward's first kernel (default 'lookup_kernel<5>', PTv3's stem map)
+#                    is the regex of a kernel each forward launches once (default 'stem_kernel|lookup_kernel<5>':
+#                    PTv3's stem in one pass, or its map with --stem map)
 #   NCU_STALLS=v3  after the nets: Nsight Compute's stall and pipe sections over the convolutions of one PTv3 600k
-#                    forward per named xCPE variant (`--spconv V`; launches 47-69, after the check's forwards),
+#                    forward per named xCPE variant (`--spconv V`; launches 45-66, after the check's forwards: 22
+#                    convolutions a forward, the stem's not among them since it runs in one pass),
 #                    summarised by lab/kernels/ncu_stalls.py (what bounds each launch: warps, stalls, pipes)
 #   SANITIZE="racecheck,memcheck:nets-spconv"   after the sweep: tests/sanitize/run.sh with those tools over those
 #                    commands (TOOLS:COMMANDS, run.sh's names), logs under OUT/sanitize, its table in the summary
@@ -61,13 +63,13 @@ if [ -n "${NCU_MODEL:-}" ]; then
   timeout "${NCU_TIMEOUT:-150}" ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
     "$BIN" net --model "$NCU_MODEL" --points "$last" --reps 1 --check-points 1000 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
   note "ncu $NCU_MODEL $last rc=$? $(( $(date +%s) - t1 )) s"
-  python3 lab/kernels/ncu_forward.py "$OUT/ncu.csv" "${NCU_START:-lookup_kernel<5>}" 25 | tee -a "$SUM"
+  python3 lab/kernels/ncu_forward.py "$OUT/ncu.csv" "${NCU_START:-stem_kernel|lookup_kernel<5>}" 25 | tee -a "$SUM"
   gzip -f "$OUT/ncu.csv"
 fi
 for v in ${NCU_STALLS:-}; do
   t1=$(date +%s)
-  timeout "${NCU_TIMEOUT:-200}" ncu --clock-control none --cache-control all -k "regex:conv_(wg_)?kernel" --launch-skip 46 \
-    --launch-count 23 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+  timeout "${NCU_TIMEOUT:-200}" ncu --clock-control none --cache-control all -k "regex:conv_(wg_)?kernel" --launch-skip 44 \
+    --launch-count 22 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
     --section MemoryWorkloadAnalysis_Tables --csv --page raw \
     "$BIN" net --model ptv3 --points 600k --reps 1 --check-points 1000 --spconv "$v" > "$OUT/ncu-stalls-$v.csv" \
     2> "$OUT/ncu-stalls-$v.err"

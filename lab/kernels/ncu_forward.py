@@ -3,7 +3,8 @@
 `ncu --metrics gpu__time_duration.sum --csv` log of `f3dbench net` (nets-device.sh's NCU_MODEL knob).
 
 The log holds several forwards (the check's, the warm-up, the timed ones, the breakdown's); a forward starts at
-each launch whose kernel name matches START_REGEX (PTv3: 'lookup_kernel<5>', the stem's map, its first launch).
+each launch whose kernel name matches START_REGEX (PTv3: 'stem_kernel|lookup_kernel<5>', its stem in one pass or
+its stem's map, launched once a forward).
 Prints every forward's launch count and summed duration, then for the forward with the median sum the TOP
 kernels (default 25) by summed time: launches, total and per-launch microseconds. ncu serialises launches, so
 the sum is an upper bound of the stream's time (no overlap), near the eager forward for a forward of
