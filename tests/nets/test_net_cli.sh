@@ -38,6 +38,10 @@ expect_out 2 "--tile-order 'shortest': longest or last" "$BIN" net --model ptv3-
 expect_out 2 "--tile-order: flash3d-tiny has no sparse convolution" "$BIN" net --model flash3d-tiny --tile-order last --device cpu
 expect_out 0 'note: --tile-order has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 \
   --tile-order last --device cpu
+expect_out 2 "--stem 'dense': fused or map" "$BIN" net --model ptv3-tiny --stem dense --device cpu
+expect_out 2 "--stem: flash3d-tiny has no sparse convolution stem" "$BIN" net --model flash3d-tiny --stem map --device cpu
+expect_out 0 'note: --stem has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 --stem map \
+  --device cpu
 # --rehash off reaches the forward: the header says so, and the logits differ from the default's (re-hashed)
 for r in on off; do
   expect_out 0 "pooled levels $( [ $r = on ] && echo 're-hashed' || echo 'in pooling order over fixed windows' )" \
