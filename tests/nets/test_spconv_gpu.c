@@ -987,10 +987,10 @@ static void test_conv_v2(void **state) {
   for (int ci = 0; ci < NC; ++ci) tcloud_free(&cl[ci]);
 }
 
-/* The stem in one pass (spc_stem_gpu) against the double reference: prob_make's convolution, then the affine and
- * GELU in double; spc_stem_cpu against the same. Error model: the fp32 sum as conv_run's (2^-13 of the magnitude),
- * scaled by |scale| and by GELU's slope (|GELU'| < 1.13), a few fp32 roundings of the affine (2^-20 of its terms),
- * and the one rounding to the dtype. */
+/* The stem in one pass (spc_stem_gpu, and spc_stem_tc_gpu on the tensor cores, which refuses out > 32) against the
+ * double reference: prob_make's convolution, then the affine and GELU in double; spc_stem_cpu against the same. Error
+ * model: the fp32 sum as conv_run's (2^-13 of the magnitude), scaled by |scale| and by GELU's slope (|GELU'| < 1.13),
+ * a few fp32 roundings of the affine (2^-20 of its terms), and the one rounding to the dtype. */
 static double gelu_d(double v) { return 0.5 * v * (1.0 + erf(v * 0.70710678118654752440)); }
 
 typedef struct stem_case {
@@ -1001,7 +1001,12 @@ typedef struct stem_case {
   int act, affine, bias, misalign;
 } stem_case;
 
-static int stem_run(const stem_case *sc, uint64_t seed) {
+typedef hx_status (*stem_fn)(void *, const void *, const spc_weights *, const float *, const float *, nl_act, spc_map *,
+                             spc_map *, int32_t *, void *, size_t *, const uint32_t *, const uint32_t *, uint32_t, int,
+                             net_dtype, struct CUstream_st *, hx_err *);
+
+/* 1: pass, 0: fail, -1: fn refuses the widths (HX_EUNSUPPORTED) */
+static int stem_run(const stem_case *sc, uint64_t seed, stem_fn fn, const char *name) {
   hx_err err = {HX_OK, ""};
   const uint32_t base[6] = {3, 9, 1, 200, 4, 77};
   tcloud t;
@@ -1051,20 +1056,21 @@ static int stem_run(const stem_case *sc, uint64_t seed) {
   size_t bytes = 0;
   spc_map m5, m3;
   memset(&m5, 0, sizeof m5), memset(&m3, 0, sizeof m3);
-  assert_int_equal(spc_stem_gpu(NULL, NULL, &sw, NULL, NULL, act, &m5, &m3, NULL, NULL, &bytes, NULL, NULL, t.n, 1,
-                                sc->dt, NULL, &err),
-                   HX_OK);
+  const hx_status q = fn(NULL, NULL, &sw, NULL, NULL, act, &m5, &m3, NULL, NULL, &bytes, NULL, NULL, t.n, 1, sc->dt,
+                         NULL, &err);
+  if (q == HX_EUNSUPPORTED) printf("%s %zu->%zu: refused: %s\n", name, sc->in, out, err.msg);
+  else assert_int_equal(q, HX_OK);
   void *d_s = dev_alloc(bytes);
   uint16_t *yh[2] = {malloc(ny * 2u + 2u), malloc(ny * 2u + 2u)};
   int32_t *n3 = malloc((size_t)t.n * 27u * 4u);
   assert_true(yh[0] && yh[1] && n3);
   size_t map_bad = 0;
-  for (int rep = 0; rep < 2; ++rep) { /* poisoned outputs; counts on the first run, kept on the second */
+  for (int rep = 0; rep < 2 && q == HX_OK; ++rep) { /* poisoned outputs; counts on the first run, kept on the second */
     assert_int_equal(cudaMemset(d_y, 0xFF, ny * 2u), cudaSuccess);
     assert_int_equal(cudaMemset(d_n3, 0x7F, (size_t)t.n * 27u * 4u), cudaSuccess);
     if (rep) m5.pairs = 12345u, m5.opairs[0] = 77u;
-    const hx_status s = spc_stem_gpu(d_y, d_xb + xoff, &sw, sc->affine ? d_sc : NULL, sc->affine ? d_sc + out : NULL,
-                                     act, &m5, &m3, d_n3, d_s, &bytes, d_grid, d_batch, t.n, !rep, sc->dt, NULL, &err);
+    const hx_status s = fn(d_y, d_xb + xoff, &sw, sc->affine ? d_sc : NULL, sc->affine ? d_sc + out : NULL, act, &m5,
+                           &m3, d_n3, d_s, &bytes, d_grid, d_batch, t.n, !rep, sc->dt, NULL, &err);
     if (s != HX_OK) printf("%s\n", err.msg);
     assert_int_equal(s, HX_OK);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
@@ -1080,31 +1086,34 @@ static int stem_run(const stem_case *sc, uint64_t seed) {
       assert_int_equal(m5.pairs, 12345u), assert_int_equal(m5.opairs[0], 77u);
     }
   }
-  const int same = memcmp(yh[0], yh[1], ny * 2u) == 0;
+  int same = 0;
   size_t bad = 0;
   double worst = 0;
-  for (size_t e = 0; e < ny; ++e) {
-    const double y = (double)net_to_float(sc->dt, yh[0][e]), d = fabs(y - want[e]);
-    if (!isfinite(y) || d > tol[e]) {
-      if (bad < 5)
-        printf("  row %zu col %zu: %g, expected %g (tolerance %.3g)\n", e / out, e % out, y, want[e], tol[e]);
-      bad++;
-    } else if (d / tol[e] > worst) {
-      worst = d / tol[e];
+  if (q == HX_OK) {
+    same = memcmp(yh[0], yh[1], ny * 2u) == 0;
+    for (size_t e = 0; e < ny; ++e) {
+      const double y = (double)net_to_float(sc->dt, yh[0][e]), d = fabs(y - want[e]);
+      if (!isfinite(y) || d > tol[e]) {
+        if (bad < 5)
+          printf("  row %zu col %zu: %g, expected %g (tolerance %.3g)\n", e / out, e % out, y, want[e], tol[e]);
+        bad++;
+      } else if (d / tol[e] > worst) {
+        worst = d / tol[e];
+      }
     }
+    printf("%s %s %zu->%zu n=%u pairs=%llu%s%s%s%s%s: %zu bad, worst |err|/tol %.3f, k = 3 map %s, cpu %zu bad%s\n",
+           name, net_dtype_name(sc->dt), sc->in, out, t.n, (unsigned long long)c5.pairs, sc->act ? " gelu" : "",
+           sc->affine ? " affine" : "", sc->bias ? " bias" : "", sc->no_batch ? " no-batch" : "",
+           sc->misalign ? " x off 2 bytes" : "", bad, worst, map_bad ? "DIFFERS" : "equal", bad_cpu,
+           same ? "" : ", RUNS DIFFER");
   }
-  printf("stem %s %zu->%zu n=%u pairs=%llu%s%s%s%s%s: %zu bad, worst |err|/tol %.3f, k = 3 map %s, cpu %zu bad%s\n",
-         net_dtype_name(sc->dt), sc->in, out, t.n, (unsigned long long)c5.pairs, sc->act ? " gelu" : "",
-         sc->affine ? " affine" : "", sc->bias ? " bias" : "", sc->no_batch ? " no-batch" : "",
-         sc->misalign ? " x off 2 bytes" : "", bad, worst, map_bad ? "DIFFERS" : "equal", bad_cpu,
-         same ? "" : ", RUNS DIFFER");
   spc_weights_free(&sw);
   cudaFree(d_grid), cudaFree(d_batch), cudaFree(d_sc), cudaFree(d_xb), cudaFree(d_y), cudaFree(d_n3), cudaFree(d_s);
   free(yh[0]), free(yh[1]), free(n3), free(sc_h), free(want), free(tol), free(ycpu);
   prob_free(&p);
   spc_map_free_host(&c5), spc_map_free_host(&c3);
   tcloud_free(&t);
-  return bad == 0 && same && map_bad == 0 && bad_cpu == 0;
+  return q != HX_OK ? -1 : bad == 0 && same && map_bad == 0 && bad_cpu == 0;
 }
 
 static void test_stem(void **state) {
@@ -1123,9 +1132,16 @@ static void test_stem(void **state) {
       {2, {3000, 2000}, 40, 0, 2, 40, NET_BF16, 0, 0, 1, 0}, {2, {3000, 2000}, 40, 0, 4, 32, NET_F16, 1, 1, 1, 1},
       {2, {3000, 2000}, 40, 0, 8, 24, NET_F16, 1, 1, 0, 1},
   };
-  int fails = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) fails += !stem_run(&cases[i], 9100u + 17u * i);
+  /* each case through both forms; the tensor-core form takes out <= 32 and refuses the rest */
+  int fails = 0, refused = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    fails += !stem_run(&cases[i], 9100u + 17u * i, spc_stem_gpu, "stem");
+    const int r = stem_run(&cases[i], 9100u + 17u * i, spc_stem_tc_gpu, "stem-tc");
+    fails += r == 0, refused += r < 0;
+    assert_true((r < 0) == (cases[i].out > 32));
+  }
   assert_int_equal(fails, 0);
+  assert_int_equal(refused, 2);
 }
 
 /* What spc_stem_gpu refuses, and an input its count finds invalid. */
@@ -1134,16 +1150,25 @@ static void test_stem_refusals(void **state) {
   hx_err err = {HX_OK, ""};
   float *w = calloc(125u * 9u * 65u, sizeof(float));
   assert_non_null(w);
-  spc_weights s9, s465, s833, s432, k3;
+  spc_weights s9, s465, s833, s432, k3, s440;
   assert_int_equal(spc_weights_upload(&s9, w, NULL, 9, 32, 125, NET_F16, NULL, &err), HX_OK);
   assert_int_equal(spc_weights_upload(&s465, w, NULL, 4, 65, 125, NET_F16, NULL, &err), HX_OK);
   assert_int_equal(spc_weights_upload(&s833, w, NULL, 8, 33, 125, NET_F16, NULL, &err), HX_OK);
   assert_int_equal(spc_weights_upload(&s432, w, NULL, 4, 32, 125, NET_F16, NULL, &err), HX_OK);
   assert_int_equal(spc_weights_upload(&k3, w, NULL, 4, 32, 27, NET_F16, NULL, &err), HX_OK);
+  assert_int_equal(spc_weights_upload(&s440, w, NULL, 4, 40, 125, NET_F16, NULL, &err), HX_OK);
   assert_true(spc_stem_takes(4, 64) && spc_stem_takes(8, 32) && !spc_stem_takes(4, 65) && !spc_stem_takes(5, 33) &&
               !spc_stem_takes(0, 32) && !spc_stem_takes(9, 1));
   spc_map m5;
   size_t bytes = 0;
+  /* 4 -> 40: the CUDA-core form takes it, the tensor-core form (out <= 32) does not */
+  assert_int_equal(spc_stem_gpu(NULL, NULL, &s440, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL, NULL,
+                                100, 0, NET_F16, NULL, &err),
+                   HX_OK);
+  assert_int_equal(spc_stem_tc_gpu(NULL, NULL, &s440, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL,
+                                   NULL, 100, 0, NET_F16, NULL, &err),
+                   HX_EUNSUPPORTED);
+  assert_non_null(strstr(err.msg, "spc_stem_tc_gpu"));
   const spc_weights *unsup[3] = {&s9, &s465, &s833};
   for (int i = 0; i < 3; ++i) {
     assert_int_equal(spc_stem_gpu(NULL, NULL, unsup[i], NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL,
@@ -1194,7 +1219,7 @@ static void test_stem_refusals(void **state) {
   assert_non_null(strstr(err.msg, "rows 0 and 2"));
   assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
   spc_weights_free(&s9), spc_weights_free(&s465), spc_weights_free(&s833), spc_weights_free(&s432),
-      spc_weights_free(&k3);
+      spc_weights_free(&k3), spc_weights_free(&s440);
   cudaFree(d_f), cudaFree(d_grid), cudaFree(d_s), cudaFree(d_x), cudaFree(d_y);
   free(w);
 }
