@@ -30,7 +30,9 @@
  * 5, 16, 32, 40, 48, 72), and on its edges: rows without any neighbour (their output is the bias exactly, 0
  * without one), map entries outside [0, n) read as -1, 100003 rows (several passes of its persistent grid, a
  * 3-row last tile), x and y off 4-byte alignment (16-bit gathers and stores: the same bits), in = 9 refused.
- * Exits 77 without a CUDA device.
+ * The stem in one pass (spc_stem_gpu, and spc_stem_tc_gpu on the tensor cores) on 15 clouds and shapes against the
+ * convolution in double with the affine and GELU, its k = 3 map and per-offset counts against the CPU's, two runs bit
+ * for bit; what each refuses. Exits 77 without a CUDA device.
  */
 #include <stdarg.h>
 #include <stddef.h>
