@@ -95,7 +95,7 @@ typedef struct net_cli {
   int mlp;            /* --mlp: -1 not given, 0 linear, 1 fused, 2 partial */
   int ln;             /* --ln: -1 not given, 0 separate, 1 fused */
   int tiles;          /* --tile-order: -1 not given, 0 last, 1 longest */
-  int stem;           /* --stem: -1 not given, 0 map, 1 fused */
+  int stem;           /* --stem: -1 not given, 0 map, 1 fused, 2 tc */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */

@@ -184,6 +184,18 @@ void *take(Carve &c, size_t bytes) {
 
 unsigned blocks_for(size_t threads) { return (unsigned)((threads + kThreads - 1) / kThreads); }
 
+/* A persistent grid's CTAs: kern granted smem bytes of dynamic shared memory, then as many CTAs of `threads` as the
+ * device holds at once (sms times the kernel's occupancy), at most `want`. */
+template <typename K>
+hx_status persistent_ctas(unsigned *ctas, K kern, int threads, size_t smem, int sms, size_t want, hx_err *err) {
+  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int occ = 0;
+  HX_CUDA(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, threads, smem));
+  const size_t most = (size_t)(sms > 0 ? sms : 1) * (size_t)(occ > 0 ? occ : 1);
+  *ctas = (unsigned)(want < most ? want : most);
+  return HX_OK;
+}
+
 __device__ inline bool row_valid(uint32_t x, uint32_t y, uint32_t z, uint32_t b) {
   return x < kCoordLimit && y < kCoordLimit && z < kCoordLimit && b < kBatchLimit;
 }
@@ -233,6 +245,23 @@ __device__ inline int32_t find_block(const Slot *__restrict__ table, uint32_t ma
     if (e.key == key) return (int32_t)e.row;
     if (e.key == kEmpty) return -1;
   }
+}
+
+/* The 8 cells of block (b, bx, by, bz) into d[0], d[1]: -1 where the row is not ok, the block lies outside the grid or
+ * is not occupied. */
+__device__ __forceinline__ void block_cells(int4 *d, const Slot *__restrict__ table, uint32_t mask,
+                                            const int32_t *__restrict__ brows, bool ok, uint32_t b, int bx, int by,
+                                            int bz) {
+  constexpr int top = (int)(kCoordLimit >> 1);
+  int32_t blk = -1;
+  if (ok && bx >= 0 && by >= 0 && bz >= 0 && bx < top && by < top && bz < top)
+    blk = find_block(table, mask, spc_pack_key(b, (uint32_t)bx, (uint32_t)by, (uint32_t)bz));
+  int4 lo = make_int4(-1, -1, -1, -1), hi = lo;
+  if (blk >= 0) {
+    const int4 *s = reinterpret_cast<const int4 *>(brows + 8u * (size_t)blk);
+    lo = s[0], hi = s[1];
+  }
+  d[0] = lo, d[1] = hi;
 }
 
 __device__ inline uint32_t cell_of(int x, int y, int z) { return (uint32_t)((x & 1) << 2 | (y & 1) << 1 | (z & 1)); }
@@ -296,20 +325,9 @@ __global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ 
   }
   /* floor by arithmetic shifts; x, y, z < 2^18 once ok, so no overflow */
   const int lx = ok ? ((int)x - r) >> 1 : 0, ly = ok ? ((int)y - r) >> 1 : 0, lz = ok ? ((int)z - r) >> 1 : 0;
-  if (l < NB) {
-    const int bx = lx + l / (nb * nb), by = ly + (l / nb) % nb, bz = lz + l % nb;
-    constexpr int top = (int)(kCoordLimit >> 1);
-    int32_t blk = -1;
-    if (ok && bx >= 0 && by >= 0 && bz >= 0 && bx < top && by < top && bz < top)
-      blk = find_block(table, mask, spc_pack_key(b, (uint32_t)bx, (uint32_t)by, (uint32_t)bz));
-    int4 lo = make_int4(-1, -1, -1, -1), hi = lo;
-    if (blk >= 0) {
-      const int4 *p = reinterpret_cast<const int4 *>(brows + 8u * (size_t)blk);
-      lo = p[0], hi = p[1];
-    }
-    reinterpret_cast<int4 *>(&cells[g][l * 8])[0] = lo;
-    reinterpret_cast<int4 *>(&cells[g][l * 8])[1] = hi;
-  }
+  if (l < NB)
+    block_cells(reinterpret_cast<int4 *>(&cells[g][l * 8]), table, mask, brows, ok, b, lx + l / (nb * nb),
+                ly + (l / nb) % nb, lz + l % nb);
   __syncthreads(); /* the cells (a group's) and the counts' zeros (the CTA's) */
   if (i < n) {
     auto at = [&](int nx, int ny, int nz) {
@@ -1149,13 +1167,46 @@ __device__ __forceinline__ int32_t nbr_at(const Params &p, uint32_t r, uint32_t 
 }
 
 /* Channels ci, ci + 1 of input row j as one A-fragment register (low half ci), zeros for j = -1 or past in.
- * EXACT: in == CI and x 4-byte aligned, one 32-bit load; else two 16-bit loads. */
-template <int CI, bool EXACT> __device__ __forceinline__ uint32_t gather2(const Params &p, int32_t j, uint32_t ci) {
+ * EXACT: in == CI and x 4-byte aligned, one 32-bit load; else two 16-bit loads. P: any parameters with x and in
+ * (v2's, the one-pass stem's). */
+template <int CI, bool EXACT, typename P>
+__device__ __forceinline__ uint32_t gather2(const P &p, int32_t j, uint32_t ci) {
   if (j < 0) return 0u;
   if (EXACT) return __ldg(reinterpret_cast<const unsigned int *>(p.x + (size_t)j * (uint32_t)CI + ci));
   const unsigned short *xr = p.x + (size_t)j * p.in;
   const uint32_t lo = ci < p.in ? (uint32_t)__ldg(xr + ci) : 0u, hi = ci + 1u < p.in ? (uint32_t)__ldg(xr + ci + 1u) : 0u;
   return lo | hi << 16;
+}
+
+/* acc = A B over ks k16 steps for one 16-row tile: fetch(s, j) gives step s's four A entries of this lane (input rows,
+ * -1 for none), gather(j, a) their A registers; step s + 1's loads and step s + 2's entries are in flight while step
+ * s multiplies (nothing is loaded past the last step: j = -1). B: wf[(s kNT + nt) 32 + lane] in the mma's register
+ * order. v2 and the one-pass stem on the tensor cores. */
+template <typename T, typename Fetch, typename Gather>
+__device__ __forceinline__ void k16_steps(float (&acc)[kNT][4], uint32_t ks, const uint2 *wf, uint32_t lane,
+                                          Fetch &fetch, Gather &gather) {
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+  int32_t j[4];
+  uint32_t a[4];
+  fetch(0u, j);
+  gather(j, a);
+  if (ks > 1u) fetch(1u, j);
+  else j[0] = j[1] = j[2] = j[3] = -1;
+  for (uint32_t s = 0; s < ks; ++s) {
+    uint32_t an[4];
+    gather(j, an); /* step s + 1 */
+    if (s + 2u < ks) fetch(s + 2u, j);
+    else j[0] = j[1] = j[2] = j[3] = -1;
+    const uint2 *bf = wf + (size_t)s * kNT * 32u + lane;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      const uint2 bb = bf[nt * 32];
+      spc_dev::mma(acc[nt], a, bb.x, bb.y, T{});
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = an[i];
+  }
 }
 
 /*
@@ -1199,28 +1250,7 @@ template <typename T, int CI, bool EXACT> __global__ void __launch_bounds__(kThr
       for (int i = 0; i < 4; ++i) a[i] = gather2<CI, EXACT>(p, j[i], ci);
     };
     float acc[kNT][4];
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-    int32_t j[4];
-    uint32_t a[4];
-    fetch(0, j);
-    gather(j, a);
-    if (ks > 1u) fetch(1, j);
-    else j[0] = j[1] = j[2] = j[3] = -1;
-    for (uint32_t s = 0; s < ks; ++s) {
-      uint32_t an[4];
-      gather(j, an); /* step s + 1 (nothing is loaded past the last step: j = -1) */
-      if (s + 2u < ks) fetch(s + 2u, j);
-      else j[0] = j[1] = j[2] = j[3] = -1;
-      const uint2 *bf = wf + (size_t)s * kNT * 32u + lane;
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        const uint2 bb = bf[nt * 32];
-        v1::mma(acc[nt], a, bb.x, bb.y, T{});
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = an[i];
-    }
+    k16_steps<T>(acc, ks, wf, lane, fetch, gather);
 
     T *y = static_cast<T *>(p.y);
 #pragma unroll
@@ -1253,13 +1283,10 @@ hx_status launch(const Params &p, int smem_optin, int sms, cudaStream_t stream, 
     return hx_errf(err, HX_EUNSUPPORTED, "spc v2: %zu bytes of shared memory per CTA (K = %u, %d channels a step), "
                    "the device allows %d", smem, p.K, CI, smem_optin);
   auto kern = conv_kernel<T, CI, EXACT>;
-  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  int occ = 0;
-  HX_CUDA(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, kThreads, smem));
-  const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows, ctas = (tiles + kWarps - 1u) / kWarps;
-  const size_t most = (size_t)(sms > 0 ? sms : 1) * (size_t)(occ > 0 ? occ : 1);
-  const dim3 grid((unsigned)(ctas < most ? ctas : most), (p.out + (uint32_t)kBN - 1u) / (uint32_t)kBN);
-  kern<<<grid, kThreads, smem, stream>>>(p);
+  const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows;
+  unsigned ctas = 0;
+  HX_TRY(persistent_ctas(&ctas, kern, kThreads, smem, sms, (tiles + kWarps - 1u) / kWarps, err));
+  kern<<<dim3(ctas, (p.out + (uint32_t)kBN - 1u) / (uint32_t)kBN), kThreads, smem, stream>>>(p);
   HX_LAUNCHED(err, "spc v2 conv_kernel");
   return HX_OK;
 }
@@ -1391,13 +1418,10 @@ template <typename T, int CI> hx_status launch(const Params &p, int smem_optin, 
     return hx_errf(err, HX_EUNSUPPORTED, "spc v7: %zu bytes of shared memory per CTA (%d input channels), the device "
                    "allows %d", smem, CI, smem_optin);
   auto kern = conv_kernel<T, CI>;
-  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  int occ = 0;
-  HX_CUDA(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, kThreads, smem));
-  const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows, ctas = (tiles + kWarps - 1u) / kWarps;
-  const size_t most = (size_t)(sms > 0 ? sms : 1) * (size_t)(occ > 0 ? occ : 1);
-  const dim3 grid((unsigned)(ctas < most ? ctas : most), p.out / (uint32_t)kBN);
-  kern<<<grid, kThreads, smem, stream>>>(p);
+  const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows;
+  unsigned ctas = 0;
+  HX_TRY(persistent_ctas(&ctas, kern, kThreads, smem, sms, (tiles + kWarps - 1u) / kWarps, err));
+  kern<<<dim3(ctas, p.out / (uint32_t)kBN), kThreads, smem, stream>>>(p);
   HX_LAUNCHED(err, "spc v7 conv_kernel");
   return HX_OK;
 }
@@ -1605,6 +1629,22 @@ __device__ __forceinline__ void load_row(const Params &p, int32_t j, uint32_t (&
   }
 }
 
+/* tab[par * 128 + o], filled by the CTA's threads: where offset o of a row's 5^3 window lies among its 27 blocks' 216
+ * cells (block * 8 + cell), for the row's parity par = (x & 1) << 2 | (y & 1) << 1 | (z & 1) (o >= 125: the centre).
+ * A row at x = 2a + px has lx = a - 1, so x + dx lies in block (px + dx) / 2 + 1 (floor), cell bit (px + dx) & 1. */
+__device__ void fill_parity_table(uint8_t *tab) {
+  for (uint32_t e = threadIdx.x; e < 8u * 128u; e += blockDim.x) {
+    const int par = (int)(e / 128u), o = (int)(e % 128u) < (int)kK ? (int)(e % 128u) : 62;
+    const int ux = (par >> 2) + o / 25 - 2, uy = ((par >> 1) & 1) + (o / 5) % 5 - 2, uz = (par & 1) + o % 5 - 2;
+    tab[e] = (uint8_t)((((ux >> 1) + 1) * 9 + ((uy >> 1) + 1) * 3 + ((uz >> 1) + 1)) * 8 + (ux & 1) * 4 + (uy & 1) * 2 +
+                       (uz & 1));
+  }
+}
+/* The offset of the 5^3 window that is offset l of the 3^3 one, (dx, dy, dz) = (l / 9, l / 3 % 3, l % 3) - 1. */
+__device__ __forceinline__ uint32_t o5_of_o3(uint32_t l) {
+  return (l / 9u + 1u) * 25u + (l / 3u % 3u + 1u) * 5u + l % 3u + 1u;
+}
+
 /*
  * y[i] = act(scale (b + sum_o sum_ci W[:, o, ci] x[nbr(i, o), ci]) + shift) for the rows of a warp, the map never
  * stored: the 125 neighbours of a row come from its 27 blocks' cells in shared memory (lookup_kernel's probes),
@@ -1627,16 +1667,9 @@ __global__ void __launch_bounds__(kThreads) stem_kernel(const Params p) {
     const uint32_t o = e / (uint32_t)(CI * NO), c = e / (uint32_t)CI % (uint32_t)NO, ci = e % (uint32_t)CI;
     wsm[e] = ci < p.in && c < p.out ? spc_dev::unpack2<T>(p.w[((size_t)o * p.out + c) * p.in + ci]).x : 0.0f;
   }
-  for (uint32_t e = threadIdx.x; e < 8u * 128u; e += kThreads) {
-    /* a row at x = 2a + px has lx = a - 1, so x + dx lies in block (px + dx) / 2 + 1 (floor), cell bit (px + dx) & 1 */
-    const int par = (int)(e / 128u), o = (int)(e % 128u) < (int)kK ? (int)(e % 128u) : 62;
-    const int ux = (par >> 2) + o / 25 - 2, uy = ((par >> 1) & 1) + (o / 5) % 5 - 2, uz = (par & 1) + o % 5 - 2;
-    tab[e] = (uint8_t)((((ux >> 1) + 1) * 9 + ((uy >> 1) + 1) * 3 + ((uz >> 1) + 1)) * 8 + (ux & 1) * 4 + (uy & 1) * 2 +
-                       (uz & 1));
-  }
+  fill_parity_table(tab);
   const uint32_t lane = threadIdx.x & 31u, grp = lane / (uint32_t)G, gl = lane % (uint32_t)G;
-  /* lane l < 27 writes level 0's k = 3 map: offset (dx, dy, dz) = (l / 9, l / 3 % 3, l % 3) - 1 is o5 of the 5^3 */
-  const uint32_t o3 = lane < 27u ? (lane / 9u + 1u) * 25u + (lane / 3u % 3u + 1u) * 5u + lane % 3u + 1u : 62u;
+  const uint32_t o3 = lane < 27u ? o5_of_o3(lane) : 62u; /* lane l < 27 writes level 0's k = 3 map at offset l */
   float bias[OPL], sc[OPL], sh[OPL];
 #pragma unroll
   for (int q = 0; q < OPL; ++q) {
@@ -1660,22 +1693,12 @@ __global__ void __launch_bounds__(kThreads) stem_kernel(const Params p) {
     }
     {
       const int lx = ok ? ((int)x - 2) >> 1 : 0, ly = ok ? ((int)y - 2) >> 1 : 0, lz = ok ? ((int)z - 2) >> 1 : 0;
-      constexpr int top = (int)(kCoordLimit >> 1);
 #pragma unroll
       for (int q = 0; q < PB; ++q) {
         const int l = (int)gl + q * G;
         if (l >= kNB) break;
-        const int bx = lx + l / 9, by = ly + (l / 3) % 3, bz = lz + l % 3;
-        int32_t blk = -1;
-        if (ok && bx >= 0 && by >= 0 && bz >= 0 && bx < top && by < top && bz < top)
-          blk = find_block(p.table, p.mask, spc_pack_key(b, (uint32_t)bx, (uint32_t)by, (uint32_t)bz));
-        int4 lo = make_int4(-1, -1, -1, -1), hi = lo;
-        if (blk >= 0) {
-          const int4 *s = reinterpret_cast<const int4 *>(p.brows + 8u * (size_t)blk);
-          lo = s[0], hi = s[1];
-        }
-        int4 *d = reinterpret_cast<int4 *>(cells + grp * (uint32_t)CELLS + (uint32_t)l * 8u);
-        d[0] = lo, d[1] = hi;
+        block_cells(reinterpret_cast<int4 *>(cells + grp * (uint32_t)CELLS + (uint32_t)l * 8u), p.table, p.mask,
+                    p.brows, ok, b, lx + l / 9, ly + (l / 3) % 3, lz + l % 3);
       }
     }
     /* a row's parity selects its table row; an invalid row (or one past n) has no neighbours */
@@ -1757,12 +1780,10 @@ hx_status launch(const Params &p, int smem_optin, int sms, cudaStream_t stream, 
     return hx_errf(err, HX_EUNSUPPORTED, "spc_stem_gpu: %zu bytes of shared memory per CTA (%u -> %u channels), the "
                    "device allows %d", smem, p.in, p.out, smem_optin);
   auto kern = stem_kernel<T, CI, OPL, EXACT>;
-  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  int occ = 0;
-  HX_CUDA(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, kThreads, smem));
-  const size_t ctas = ((size_t)p.n + (size_t)kWarps * kR - 1u) / ((size_t)kWarps * kR);
-  const size_t most = (size_t)(sms > 0 ? sms : 1) * (size_t)(occ > 0 ? occ : 1);
-  kern<<<(unsigned)(ctas < most ? ctas : most), kThreads, smem, stream>>>(p);
+  unsigned ctas = 0;
+  HX_TRY(persistent_ctas(&ctas, kern, kThreads, smem, sms,
+                         ((size_t)p.n + (size_t)kWarps * kR - 1u) / ((size_t)kWarps * kR), err));
+  kern<<<ctas, kThreads, smem, stream>>>(p);
   HX_LAUNCHED(err, "spc stem_kernel");
   return HX_OK;
 }
@@ -1790,22 +1811,13 @@ namespace stem_tc {
  * fragment's neighbour found through the parity table and the cells (no map in global memory), its 2 channels
  * loaded straight into a register (zeros where there is no neighbour: every offset multiplied, the work ~6x the real
  * pairs' and still ~20 us at the mma rate). */
-constexpr int kWarps = 8, kThreads = 32 * kWarps, kRows = 16, kNT = 4, kNB = 27, kCells = kNB * 8;
+constexpr int kWarps = 8, kThreads = 32 * kWarps, kRows = 16, kNT = v2::kNT, kNB = 27, kCells = kNB * 8;
 constexpr uint32_t kK = 125, kPairs = (uint32_t)(kRows * kNB);
 
 template <int CI> constexpr uint32_t ksteps() { return (kK * (uint32_t)CI + 15u) / 16u; }
 template <int CI> constexpr size_t smem_bytes() {
   return (size_t)ksteps<CI>() * kNT * 32 * sizeof(uint2) + 96 * sizeof(float) + 8 * 128 +
          (size_t)kWarps * kRows * kCells * sizeof(int32_t);
-}
-
-/* Channels ci, ci + 1 of input row j as one A-fragment register (low half ci), zeros for j < 0 or past in. */
-template <int CI, bool EXACT> __device__ __forceinline__ uint32_t gather2(const stem::Params &p, int32_t j, uint32_t ci) {
-  if (j < 0) return 0u;
-  if (EXACT) return __ldg(reinterpret_cast<const unsigned int *>(p.x + (size_t)j * (uint32_t)CI + ci));
-  const unsigned short *xr = p.x + (size_t)j * p.in;
-  const uint32_t lo = ci < p.in ? (uint32_t)__ldg(xr + ci) : 0u, hi = ci + 1u < p.in ? (uint32_t)__ldg(xr + ci + 1u) : 0u;
-  return lo | hi << 16;
 }
 
 template <typename T, int CI, bool EXACT>
@@ -1832,12 +1844,7 @@ __global__ void __launch_bounds__(kThreads) stem_tc_kernel(const stem::Params p)
     cst[32u + c] = p.scale && c < p.out ? p.scale[c] : 1.0f;
     cst[64u + c] = p.shift && c < p.out ? p.shift[c] : 0.0f;
   }
-  for (uint32_t e = threadIdx.x; e < 8u * 128u; e += kThreads) { /* as stem_kernel's table */
-    const int par = (int)(e / 128u), o = (int)(e % 128u) < (int)kK ? (int)(e % 128u) : 62;
-    const int ux = (par >> 2) + o / 25 - 2, uy = ((par >> 1) & 1) + (o / 5) % 5 - 2, uz = (par & 1) + o % 5 - 2;
-    tab[e] = (uint8_t)((((ux >> 1) + 1) * 9 + ((uy >> 1) + 1) * 3 + ((uz >> 1) + 1)) * 8 + (ux & 1) * 4 + (uy & 1) * 2 +
-                       (uz & 1));
-  }
+  stem::fill_parity_table(tab);
   for (uint32_t o = threadIdx.x; o < kK; o += kThreads) counts[o] = 0u;
   __syncthreads(); /* the fragments, constants, table and counts */
 
@@ -1863,31 +1870,20 @@ __global__ void __launch_bounds__(kThreads) stem_tc_kernel(const stem::Params p)
       const int rx = (int)__shfl_sync(~0u, x, (int)r), ry = (int)__shfl_sync(~0u, y, (int)r);
       const int rz = (int)__shfl_sync(~0u, z, (int)r);
       const uint32_t rb = __shfl_sync(~0u, b, (int)r);
-      const bool rok = __shfl_sync(~0u, (int)ok, (int)r) != 0 && e < kPairs;
+      const bool rok = __shfl_sync(~0u, (int)ok, (int)r) != 0;
       const int l = (int)(e % (uint32_t)kNB);
-      const int bx = ((rx - 2) >> 1) + l / 9, by = ((ry - 2) >> 1) + (l / 3) % 3, bz = ((rz - 2) >> 1) + l % 3;
-      constexpr int top = (int)(kCoordLimit >> 1);
-      int32_t blk = -1;
-      if (rok && bx >= 0 && by >= 0 && bz >= 0 && bx < top && by < top && bz < top)
-        blk = find_block(p.table, p.mask, spc_pack_key(rb, (uint32_t)bx, (uint32_t)by, (uint32_t)bz));
-      int4 lo = make_int4(-1, -1, -1, -1), hi = lo;
-      if (blk >= 0) {
-        const int4 *s = reinterpret_cast<const int4 *>(p.brows + 8u * (size_t)blk);
-        lo = s[0], hi = s[1];
-      }
-      if (e < kPairs) {
-        int4 *d = reinterpret_cast<int4 *>(cells + r * (uint32_t)kCells + (uint32_t)l * 8u);
-        d[0] = lo, d[1] = hi;
-      }
+      if (e < kPairs) /* past the pairs r is clamped: nothing written */
+        block_cells(reinterpret_cast<int4 *>(cells + r * (uint32_t)kCells + (uint32_t)l * 8u), p.table, p.mask, p.brows,
+                    rok, rb, ((rx - 2) >> 1) + l / 9, ((ry - 2) >> 1) + (l / 3) % 3, ((rz - 2) >> 1) + l % 3);
     }
     __syncwarp();
     if (p.nbr3) /* level 0's k = 3 map: (row, offset) pairs lane + 32 q, coalesced */
       for (uint32_t q = 0; q < (kPairs + 31u) / 32u; ++q) {
         const uint32_t e = lane + 32u * q, r = e / (uint32_t)kNB < (uint32_t)kRows ? e / (uint32_t)kNB : kRows - 1u;
         const uint32_t pr = __shfl_sync(~0u, par, (int)r), l = e % (uint32_t)kNB;
-        const uint32_t o5 = (l / 9u + 1u) * 25u + (l / 3u % 3u + 1u) * 5u + l % 3u + 1u;
         if (e < kPairs && i0 + r < p.n)
-          p.nbr3[(size_t)(i0 + r) * 27u + l] = pr < 8u ? cells[r * (uint32_t)kCells + tab[pr * 128u + o5]] : -1;
+          p.nbr3[(size_t)(i0 + r) * 27u + l] =
+              pr < 8u ? cells[r * (uint32_t)kCells + tab[pr * 128u + stem::o5_of_o3(l)]] : -1;
       }
     /* A rows g and g + 8 */
     const uint32_t pa = __shfl_sync(~0u, par, (int)g), pb = __shfl_sync(~0u, par, (int)(g + 8u));
@@ -1907,31 +1903,10 @@ __global__ void __launch_bounds__(kThreads) stem_tc_kernel(const stem::Params p)
     };
     auto gather = [&](const int32_t(&j)[4], uint32_t(&a)[4]) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = gather2<CI, EXACT>(p, j[i], ci);
+      for (int i = 0; i < 4; ++i) a[i] = v2::gather2<CI, EXACT>(p, j[i], ci);
     };
     float acc[kNT][4];
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-    int32_t j[4];
-    uint32_t a[4];
-    fetch(0, j);
-    gather(j, a);
-    if (KS > 1u) fetch(1, j);
-    else j[0] = j[1] = j[2] = j[3] = -1;
-    for (uint32_t s = 0; s < KS; ++s) {
-      uint32_t an[4];
-      gather(j, an); /* step s + 1 */
-      if (s + 2u < KS) fetch(s + 2u, j);
-      else j[0] = j[1] = j[2] = j[3] = -1;
-      const uint2 *bf = wf + (size_t)s * kNT * 32u + lane;
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        const uint2 bb = bf[nt * 32];
-        spc_dev::mma(acc[nt], a, bb.x, bb.y, T{});
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = an[i];
-    }
+    v2::k16_steps<T>(acc, KS, wf, lane, fetch, gather);
     T *yo = static_cast<T *>(p.y);
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
@@ -1972,12 +1947,10 @@ hx_status launch(const stem::Params &p, int smem_optin, int sms, cudaStream_t st
     return hx_errf(err, HX_EUNSUPPORTED, "spc_stem_tc_gpu: %zu bytes of shared memory per CTA (%u input channels), "
                    "the device allows %d", smem, p.in, smem_optin);
   auto kern = stem_tc_kernel<T, CI, EXACT>;
-  HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  int occ = 0;
-  HX_CUDA(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, kThreads, smem));
-  const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows, ctas = (tiles + kWarps - 1u) / kWarps;
-  const size_t most = (size_t)(sms > 0 ? sms : 1) * (size_t)(occ > 0 ? occ : 1);
-  kern<<<(unsigned)(ctas < most ? ctas : most), kThreads, smem, stream>>>(p);
+  const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows;
+  unsigned ctas = 0;
+  HX_TRY(persistent_ctas(&ctas, kern, kThreads, smem, sms, (tiles + kWarps - 1u) / kWarps, err));
+  kern<<<ctas, kThreads, smem, stream>>>(p);
   HX_LAUNCHED(err, "spc stem_tc_kernel");
   return HX_OK;
 }
