@@ -1083,8 +1083,9 @@ static int stem_run(const stem_case *sc, uint64_t seed, unsigned *refused) {
       assert_int_equal(cudaMemset(d_y, 0xFF, ny * 2u), cudaSuccess);
       assert_int_equal(cudaMemset(d_n3, 0x7F, (size_t)t.n * 27u * 4u), cudaSuccess);
       if (rep) m5.pairs = 12345u, m5.opairs[0] = 77u;
-      const hx_status st = forms[f].fn(d_y, d_xb + xoff, &sw, sc->affine ? d_sc : NULL, sc->affine ? d_sc + out : NULL,
-                                       act, &m5, &m3, d_n3, d_s, &bytes, d_grid, d_batch, t.n, !rep, sc->dt, NULL, &err);
+      const hx_status st =
+          forms[f].fn(d_y, d_xb + xoff, &sw, sc->affine ? d_sc : NULL, sc->affine ? d_sc + out : NULL, act, &m5, &m3,
+                      d_n3, d_s, &bytes, d_grid, d_batch, t.n, !rep, sc->dt, NULL, &err);
       if (st != HX_OK) printf("%s\n", err.msg);
       assert_int_equal(st, HX_OK);
       assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
