@@ -505,9 +505,9 @@ int f3d_cmd_net(int argc, char **argv) {
            !o.cpu && cfg.mlp_fused != 1 ? (cfg.mlp_fused ? ", MLP partly fused (--mlp partial)" : ", MLP unfused (--mlp linear)") : "",
            !o.cpu && !cfg.ln_fused ? ", LayerNorms as separate passes (--ln separate)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.tile_order ? ", v6 tiles last-first (--tile-order last)" : "",
-           !o.cpu && cfg.kind == 0 && cfg.stem_fused != 1
-               ? (cfg.stem_fused ? ", the stem on the tensor cores (--stem tc)" : ", the stem through its map (--stem map)")
-               : "",
+           !o.cpu && cfg.kind == 0 && cfg.stem_fused == 2 ? ", the stem on the tensor cores (--stem tc)"
+           : !o.cpu && cfg.kind == 0 && !cfg.stem_fused   ? ", the stem through its map (--stem map)"
+                                                           : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

@@ -1959,7 +1959,8 @@ template <typename T> hx_status by_ci(const stem::Params &p, bool exact, int sme
                                       hx_err *err) {
   if (p.in > 4u) return exact ? launch<T, 8, true>(p, smem_optin, sms, stream, err)
                               : launch<T, 8, false>(p, smem_optin, sms, stream, err);
-  return exact ? launch<T, 4, true>(p, smem_optin, sms, stream, err) : launch<T, 4, false>(p, smem_optin, sms, stream, err);
+  return exact ? launch<T, 4, true>(p, smem_optin, sms, stream, err)
+               : launch<T, 4, false>(p, smem_optin, sms, stream, err);
 }
 
 } // namespace stem_tc
