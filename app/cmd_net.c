@@ -35,7 +35,7 @@ static void net_usage(FILE *f) {
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
           "                    [--mlp fused|partial|linear] [--ln fused|separate] [--tile-order longest|last]\n"
-          "                    [--stem fused|tc|map] [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
+          "                    [--stem fused|map] [--rehash on|off] [--bucket-fill F] [--device-memory BYTES]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -71,10 +71,9 @@ static void net_usage(FILE *f) {
           "  --tile-order longest|last  PTv3 on the GPU: spconv v6 takes a level's tiles most active offsets\n"
           "                     first (longest, the default: a counting sort once per level) or last-first\n"
           "                     (last); the same sums either way\n"
-          "  --stem fused|tc|map  PTv3 on the GPU: the stem's convolution, BatchNorm and GELU in one pass from the\n"
-          "                     voxel table (fused, the default: its 125-entry map never stored), the same on\n"
-          "                     the tensor cores (tc, at most 32 output channels), or through the stored map, a\n"
-          "                     convolution variant and a BatchNorm + GELU pass (map)\n"
+          "  --stem fused|map   PTv3 on the GPU: the stem's convolution, BatchNorm and GELU in one pass from the\n"
+          "                     voxel table (fused, the default: its 125-entry map never stored) or through\n"
+          "                     the stored map, a convolution variant and a BatchNorm + GELU pass (map)\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
           "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
@@ -95,7 +94,7 @@ typedef struct net_cli {
   int mlp;            /* --mlp: -1 not given, 0 linear, 1 fused, 2 partial */
   int ln;             /* --ln: -1 not given, 0 separate, 1 fused */
   int tiles;          /* --tile-order: -1 not given, 0 last, 1 longest */
-  int stem;           /* --stem: -1 not given, 0 map, 1 fused, 2 tc */
+  int stem;           /* --stem: -1 not given, 0 map, 1 fused */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
@@ -417,9 +416,8 @@ int f3d_cmd_net(int argc, char **argv) {
       break;
     case 'E':
       if (strcmp(optarg, "fused") == 0) o.stem = 1;
-      else if (strcmp(optarg, "tc") == 0) o.stem = 2;
       else if (strcmp(optarg, "map") == 0) o.stem = 0;
-      else return f3d_fail("net", "--stem '%s': fused, tc or map", optarg), 2;
+      else return f3d_fail("net", "--stem '%s': fused or map", optarg), 2;
       break;
     case 'H':
       if (strcmp(optarg, "on") == 0) o.rehash = 1;
@@ -505,9 +503,7 @@ int f3d_cmd_net(int argc, char **argv) {
            !o.cpu && cfg.mlp_fused != 1 ? (cfg.mlp_fused ? ", MLP partly fused (--mlp partial)" : ", MLP unfused (--mlp linear)") : "",
            !o.cpu && !cfg.ln_fused ? ", LayerNorms as separate passes (--ln separate)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.tile_order ? ", v6 tiles last-first (--tile-order last)" : "",
-           !o.cpu && cfg.kind == 0 && cfg.stem_fused == 2 ? ", the stem on the tensor cores (--stem tc)"
-           : !o.cpu && cfg.kind == 0 && !cfg.stem_fused   ? ", the stem through its map (--stem map)"
-                                                           : "",
+           !o.cpu && cfg.kind == 0 && !cfg.stem_fused ? ", the stem through its map (--stem map)" : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

@@ -666,7 +666,7 @@ static hx_status step_embed(g_run *r) {
     /* conv, BN and GELU from the voxel table, with level 0's k = 3 map; prepare counts the stem's pairs (and
      * builds level 0's map with its counts in its first xCPE, as without the pass) */
     size_t sb = g->scratch_bytes;
-    HX_TRY((g->cfg.stem_fused == 2 ? spc_stem_tc_gpu : spc_stem_gpu)(
+    HX_TRY(spc_stem_gpu(
         l0->enc, g->feat, &g->stem, g->stem_bn.scale, g->stem_bn.shift, NL_ACT_GELU, &g->stem_map,
         r->prepare ? NULL : &l0->map, l0->nbr, g->scratch, &sb, l0->grid, l0->batch, (uint32_t)g->n, r->prepare, g->dt,
         r->cs, r->err));

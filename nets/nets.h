@@ -325,13 +325,6 @@ hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const f
                        nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch, size_t *scratch_bytes,
                        const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, int count_pairs, net_dtype dt,
                        struct CUstream_st *stream, hx_err *err);
-/* The same on the tensor cores (v2's implicit GEMM over 16-row tiles, every offset multiplied, the neighbours found
- * in shared memory): the same arguments, out <= 32 (HX_EUNSUPPORTED past it, or where the device has not the shared
- * memory: 144 KB a CTA at in <= 4, 177 KB at in <= 8). */
-hx_status spc_stem_tc_gpu(void *d_y, const void *d_x, const spc_weights *w, const float *d_scale, const float *d_shift,
-                          nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch,
-                          size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n,
-                          int count_pairs, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 /* The variants' library context (v0's cuBLAS handle), created once per forward object, never in a timed region. */
 typedef struct spc_ctx spc_ctx; /* opaque */
 hx_status spc_ctx_create(spc_ctx **out, hx_err *err);
@@ -520,9 +513,8 @@ typedef struct net_config {
                           * C 32 and 64; the MLP's LayerNorm in the whole-MLP kernel; the default, docs/nets.md
                           * "LayerNorm inside the kernels"); 0 = separate LayerNorm passes (an ablation) */
   int stem_fused;        /* PTv3 on the GPU: 1 = the stem in one pass, spc_stem_gpu (its k = 5 map never stored), where
-                          * it takes the widths and level 0's k = 3 map needs no rulebook (the default); 2 = the same
-                          * on the tensor cores, spc_stem_tc_gpu (an ablation); 0 = the k = 5 map, a convolution
-                          * variant and the BatchNorm + GELU pass (an ablation) */
+                          * it takes the widths and level 0's k = 3 map needs no rulebook (the default); 0 = the k = 5
+                          * map, a convolution variant and the BatchNorm + GELU pass (an ablation) */
   int tile_order;        /* PTv3 on the GPU: 1 = spconv v6 takes a level's tiles most active offsets first (the
                           * map's tile order, spc_mask_tiles_gpu, once per level; the default); 0 = last-first (an
                           * ablation) */

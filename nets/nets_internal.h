@@ -91,8 +91,7 @@ static inline int net_ptv3_maps_paired(const net_config *cfg) {
  * else the k = 5 map, the stem's convolution variant and the BatchNorm + GELU pass. */
 static inline int net_ptv3_stem_fused(const net_config *cfg) {
   return cfg->stem_fused && cfg->kind == 0 && net_ptv3_maps_paired(cfg) &&
-         spc_stem_takes((size_t)cfg->in_channels, (size_t)cfg->enc_channels[0]) &&
-         (cfg->stem_fused != 2 || cfg->enc_channels[0] <= 32); /* the tensor-core form: out <= 32 */
+         spc_stem_takes((size_t)cfg->in_channels, (size_t)cfg->enc_channels[0]);
 }
 
 /* The parameters of a configuration, looked up by name (pointers into a net_params' host data). */

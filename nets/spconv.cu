@@ -1181,7 +1181,7 @@ __device__ __forceinline__ uint32_t gather2(const P &p, int32_t j, uint32_t ci) 
 /* acc = A B over ks k16 steps for one 16-row tile: fetch(s, j) gives step s's four A entries of this lane (input rows,
  * -1 for none), gather(j, a) their A registers; step s + 1's loads and step s + 2's entries are in flight while step
  * s multiplies (nothing is loaded past the last step: j = -1). B: wf[(s kNT + nt) 32 + lane] in the mma's register
- * order. v2 and the one-pass stem on the tensor cores. */
+ * order. */
 template <typename T, typename Fetch, typename Gather>
 __device__ __forceinline__ void k16_steps(float (&acc)[kNT][4], uint32_t ks, const uint2 *wf, uint32_t lane,
                                           Fetch &fetch, Gather &gather) {
@@ -1605,7 +1605,6 @@ struct Params {
   const uint32_t *grid, *batch;
   uint32_t n, in, out;
   int gelu;
-  int pair_store; /* spc_stem_tc_gpu: out even and y 4-byte aligned (one 32-bit store a pair of outputs) */
 };
 
 /* The CI / 2 words (two channels each, low half first) of input row j; past `in` zeros. EXACT: in == CI and x
@@ -1801,182 +1800,17 @@ template <typename T> hx_status by_width(const Params &p, bool exact, int smem_o
 } // namespace stem
 } // namespace
 
-/* ---- The same pass on the tensor cores (spc_stem_tc_gpu) ---------------------------------------------- */
 namespace {
-namespace stem_tc {
-
-/* A CTA of kWarps warps, persistent; a warp takes 16 rows at a time (one m16 tile): the 16 rows' 27 blocks are
- * probed by the 32 lanes (13.5 probes a lane, independent loads) into 16 x 216 cells of shared memory, then the
- * convolution runs as v2's implicit GEMM, y[16, 32] = A[16, 125 CI] B[125 CI, 32] on mma.sync m16n8k16, each A
- * fragment's neighbour found through the parity table and the cells (no map in global memory), its 2 channels
- * loaded straight into a register (zeros where there is no neighbour: every offset multiplied, the work ~6x the real
- * pairs' and still ~20 us at the mma rate). */
-constexpr int kWarps = 8, kThreads = 32 * kWarps, kRows = 16, kNT = v2::kNT, kNB = 27, kCells = kNB * 8;
-constexpr uint32_t kK = 125, kPairs = (uint32_t)(kRows * kNB);
-
-template <int CI> constexpr uint32_t ksteps() { return (kK * (uint32_t)CI + 15u) / 16u; }
-template <int CI> constexpr size_t smem_bytes() {
-  return (size_t)ksteps<CI>() * kNT * 32 * sizeof(uint2) + 96 * sizeof(float) + 8 * 128 +
-         (size_t)kWarps * kRows * kCells * sizeof(int32_t);
-}
-
-template <typename T, int CI, bool EXACT>
-__global__ void __launch_bounds__(kThreads) stem_tc_kernel(const stem::Params p) {
-  constexpr uint32_t KS = ksteps<CI>(), OPK = 16u / (uint32_t)CI, OHI = 8u / (uint32_t)CI;
-  extern __shared__ __align__(16) unsigned char sm[];
-  __shared__ uint32_t counts[kK];
-  uint2 *wf = reinterpret_cast<uint2 *>(sm);         /* [KS][kNT][32]: B fragments in the mma's register order */
-  float *cst = reinterpret_cast<float *>(wf + KS * kNT * 32u); /* bias, scale, shift of the 32 columns */
-  uint8_t *tab = reinterpret_cast<uint8_t *>(cst + 96);        /* [parity][128]: the cell of offset o */
-  int32_t *cells = reinterpret_cast<int32_t *>(tab + 8 * 128) + (threadIdx.x / 32u) * (uint32_t)(kRows * kCells);
-  /* B[k][c], k = o CI + ci: zero in the padding, so padded products are exact zeros */
-  auto wv = [&](uint32_t k, uint32_t c) -> uint32_t {
-    const uint32_t o = k / (uint32_t)CI, ci = k % (uint32_t)CI;
-    return o < kK && ci < p.in && c < p.out ? (uint32_t)p.w[((size_t)o * p.out + c) * p.in + ci] : 0u;
-  };
-  for (uint32_t e = threadIdx.x; e < KS * kNT * 32u; e += kThreads) {
-    const uint32_t s = e / (kNT * 32u), nt = e / 32u % kNT, l = e % 32u;
-    const uint32_t c = nt * 8u + l / 4u, k = s * 16u + l % 4u * 2u;
-    wf[e] = make_uint2(wv(k, c) | wv(k + 1u, c) << 16, wv(k + 8u, c) | wv(k + 9u, c) << 16);
-  }
-  for (uint32_t c = threadIdx.x; c < 32u; c += kThreads) {
-    cst[c] = p.b && c < p.out ? p.b[c] : 0.0f;
-    cst[32u + c] = p.scale && c < p.out ? p.scale[c] : 1.0f;
-    cst[64u + c] = p.shift && c < p.out ? p.shift[c] : 0.0f;
-  }
-  stem::fill_parity_table(tab);
-  for (uint32_t o = threadIdx.x; o < kK; o += kThreads) counts[o] = 0u;
-  __syncthreads(); /* the fragments, constants, table and counts */
-
-  const uint32_t lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
-  const uint32_t ol = 2u * t / (uint32_t)CI, ci = 2u * t % (uint32_t)CI; /* lane (g, t)'s A columns in a k16 step */
-  const uint32_t tiles = (p.n + (uint32_t)kRows - 1u) / (uint32_t)kRows;
-  for (uint32_t tile = blockIdx.x * (uint32_t)kWarps + threadIdx.x / 32u; tile < tiles;
-       tile += gridDim.x * (uint32_t)kWarps) {
-    const uint32_t i0 = tile * (uint32_t)kRows;
-    /* the tile's rows on lanes 0..15 */
-    uint32_t x = 0, y = 0, z = 0, b = 0;
-    bool ok = false;
-    if (lane < (uint32_t)kRows && i0 + lane < p.n) {
-      const uint32_t i = i0 + lane;
-      x = p.grid[3u * i], y = p.grid[3u * i + 1u], z = p.grid[3u * i + 2u], b = p.batch ? p.batch[i] : 0u;
-      ok = row_valid(x, y, z, b);
-    }
-    const uint32_t par = ok ? (x & 1u) << 2 | (y & 1u) << 1 | (z & 1u) : 8u;
-    /* probes: (row, block) pairs lane + 32 q; every lane takes part in the shuffles, the tail's probes are off */
-#pragma unroll 2
-    for (uint32_t q = 0; q < (kPairs + 31u) / 32u; ++q) {
-      const uint32_t e = lane + 32u * q, r = e / (uint32_t)kNB < (uint32_t)kRows ? e / (uint32_t)kNB : kRows - 1u;
-      const int rx = (int)__shfl_sync(~0u, x, (int)r), ry = (int)__shfl_sync(~0u, y, (int)r);
-      const int rz = (int)__shfl_sync(~0u, z, (int)r);
-      const uint32_t rb = __shfl_sync(~0u, b, (int)r);
-      const bool rok = __shfl_sync(~0u, (int)ok, (int)r) != 0;
-      const int l = (int)(e % (uint32_t)kNB);
-      if (e < kPairs) /* past the pairs r is clamped: nothing written */
-        block_cells(reinterpret_cast<int4 *>(cells + r * (uint32_t)kCells + (uint32_t)l * 8u), p.table, p.mask, p.brows,
-                    rok, rb, ((rx - 2) >> 1) + l / 9, ((ry - 2) >> 1) + (l / 3) % 3, ((rz - 2) >> 1) + l % 3);
-    }
-    __syncwarp();
-    if (p.nbr3) /* level 0's k = 3 map: (row, offset) pairs lane + 32 q, coalesced */
-      for (uint32_t q = 0; q < (kPairs + 31u) / 32u; ++q) {
-        const uint32_t e = lane + 32u * q, r = e / (uint32_t)kNB < (uint32_t)kRows ? e / (uint32_t)kNB : kRows - 1u;
-        const uint32_t pr = __shfl_sync(~0u, par, (int)r), l = e % (uint32_t)kNB;
-        if (e < kPairs && i0 + r < p.n)
-          p.nbr3[(size_t)(i0 + r) * 27u + l] =
-              pr < 8u ? cells[r * (uint32_t)kCells + tab[pr * 128u + stem::o5_of_o3(l)]] : -1;
-      }
-    /* A rows g and g + 8 */
-    const uint32_t pa = __shfl_sync(~0u, par, (int)g), pb = __shfl_sync(~0u, par, (int)(g + 8u));
-    const int32_t *ca = cells + g * (uint32_t)kCells, *cb = cells + (g + 8u) * (uint32_t)kCells;
-    const uint8_t *ta = tab + (pa & 7u) * 128u, *tb = tab + (pb & 7u) * 128u;
-    auto entry = [&](uint32_t pp, const int32_t *c, const uint8_t *tb_, uint32_t o) -> int32_t {
-      if (pp >= 8u || o >= kK) return -1;
-      const int32_t j = c[tb_[o]];
-      if ((uint32_t)j >= p.n) return -1;
-      if (p.cnt && ci == 0u) atomicAdd(&counts[o], 1u); /* each (row, offset) once: its ci = 0 lane */
-      return j;
-    };
-    auto fetch = [&](uint32_t s, int32_t(&j)[4]) {
-      const uint32_t o = s * OPK + ol;
-      j[0] = entry(pa, ca, ta, o), j[1] = entry(pb, cb, tb, o);
-      j[2] = entry(pa, ca, ta, o + OHI), j[3] = entry(pb, cb, tb, o + OHI);
-    };
-    auto gather = [&](const int32_t(&j)[4], uint32_t(&a)[4]) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = v2::gather2<CI, EXACT>(p, j[i], ci);
-    };
-    float acc[kNT][4];
-    v2::k16_steps<T>(acc, KS, wf, lane, fetch, gather);
-    T *yo = static_cast<T *>(p.y);
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-      const uint32_t col = (uint32_t)nt * 8u + 2u * t;
-      if (col >= p.out) continue;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t r = i0 + g + 8u * (uint32_t)h;
-        if (r >= p.n) continue;
-        float v[2];
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const uint32_t c = col + (uint32_t)u < 32u ? col + (uint32_t)u : 31u;
-          v[u] = (acc[nt][2 * h + u] + cst[c]) * cst[32u + c] + cst[64u + c];
-          if (p.gelu) v[u] = spc_dev::gelu_erf(v[u]);
-        }
-        const size_t e = (size_t)r * p.out + col;
-        if (p.pair_store) {
-          reinterpret_cast<uint32_t *>(yo)[e / 2u] = spc_dev::pack2(v[0], v[1], T{});
-        } else {
-          yo[e] = to_dtype(v[0], T{});
-          if (col + 1u < p.out) yo[e + 1u] = to_dtype(v[1], T{});
-        }
-      }
-    }
-    __syncwarp(); /* the cells are the next tile's */
-  }
-  if (!p.cnt) return;
-  __syncthreads();
-  for (uint32_t o = threadIdx.x; o < kK; o += kThreads)
-    if (counts[o]) atomicAdd(&p.cnt[o], counts[o]);
-}
-
-template <typename T, int CI, bool EXACT>
-hx_status launch(const stem::Params &p, int smem_optin, int sms, cudaStream_t stream, hx_err *err) {
-  const size_t smem = smem_bytes<CI>();
-  if (smem > (size_t)smem_optin)
-    return hx_errf(err, HX_EUNSUPPORTED, "spc_stem_tc_gpu: %zu bytes of shared memory per CTA (%u input channels), "
-                   "the device allows %d", smem, p.in, smem_optin);
-  auto kern = stem_tc_kernel<T, CI, EXACT>;
-  const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows;
-  unsigned ctas = 0;
-  HX_TRY(persistent_ctas(&ctas, kern, kThreads, smem, sms, (tiles + kWarps - 1u) / kWarps, err));
-  kern<<<ctas, kThreads, smem, stream>>>(p);
-  HX_LAUNCHED(err, "spc stem_tc_kernel");
-  return HX_OK;
-}
-
-template <typename T> hx_status by_ci(const stem::Params &p, bool exact, int smem_optin, int sms, cudaStream_t stream,
-                                      hx_err *err) {
-  if (p.in > 4u) return exact ? launch<T, 8, true>(p, smem_optin, sms, stream, err)
-                              : launch<T, 8, false>(p, smem_optin, sms, stream, err);
-  return exact ? launch<T, 4, true>(p, smem_optin, sms, stream, err)
-               : launch<T, 4, false>(p, smem_optin, sms, stream, err);
-}
-
-} // namespace stem_tc
-} // namespace
-
-namespace {
-/* spc_stem_gpu (tc = 0) and spc_stem_tc_gpu (tc = 1): the same checks, table and report; the kernel differs. */
-hx_status stem_run(const char *who, int tc, void *d_y, const void *d_x, const spc_weights *w, const float *d_scale,
+/* spc_stem_gpu's checks, table, kernel and report. */
+hx_status stem_run(const char *who, void *d_y, const void *d_x, const spc_weights *w, const float *d_scale,
                    const float *d_shift, nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch,
                    size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n,
                    int count_pairs, net_dtype dt, cudaStream_t stream, hx_err *err) {
   if (!m5 || !scratch_bytes || !w) return hx_errf(err, HX_EINVAL, "%s: NULL map, scratch size or weights", who);
   if (w->K != stem::kK) return hx_errf(err, HX_EINVAL, "%s: weights of %u offsets (the stem's k = 5: 125)", who, w->K);
-  if (!spc_stem_takes(w->in, w->out) || (tc && w->out > 32u))
-    return hx_errf(err, HX_EUNSUPPORTED, "%s: %zu -> %zu channels (in <= %u, out <= 32%s)", who, w->in, w->out,
-                   SPC_STEM_MAX_IN, tc ? "" : ", or <= 64 at in <= 4");
+  if (!spc_stem_takes(w->in, w->out))
+    return hx_errf(err, HX_EUNSUPPORTED, "%s: %zu -> %zu channels (in <= %u, out <= 32, or <= 64 at in <= 4)", who,
+                   w->in, w->out, SPC_STEM_MAX_IN);
   if (act != NL_ACT_NONE && act != NL_ACT_GELU)
     return hx_errf(err, HX_EINVAL, "%s: unknown activation %d", who, (int)act);
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "%s: dtype %d", who, (int)dt);
@@ -2010,17 +1844,11 @@ hx_status stem_run(const char *who, int tc, void *d_y, const void *d_x, const sp
   const uint32_t ci = w->in > 4u ? 8u : 4u;
   stem::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, d_scale,
                  d_shift, m3 ? d_nbr3 : nullptr, count_pairs ? t.cnt : nullptr, t.table, t.mask, t.brows, d_grid,
-                 d_batch, n, (uint32_t)w->in, (uint32_t)w->out, act == NL_ACT_GELU,
-                 w->out % 2u == 0 && (uintptr_t)d_y % 4u == 0};
-  if (tc) { /* 32-bit A-fragment loads: in == CI and x 4-byte aligned */
-    const bool exact = w->in == ci && (uintptr_t)d_x % 4u == 0;
-    HX_TRY(dt == NET_BF16 ? stem_tc::by_ci<__nv_bfloat16>(p, exact, smem_optin, sms, stream, err)
-                          : stem_tc::by_ci<__half>(p, exact, smem_optin, sms, stream, err));
-  } else { /* a row's CI channels in one vector load: in == CI and x aligned to 2 CI bytes */
-    const bool exact = w->in == ci && (uintptr_t)d_x % (2u * ci) == 0;
-    HX_TRY(dt == NET_BF16 ? stem::by_width<__nv_bfloat16>(p, exact, smem_optin, sms, stream, err)
-                          : stem::by_width<__half>(p, exact, smem_optin, sms, stream, err));
-  }
+                 d_batch, n, (uint32_t)w->in, (uint32_t)w->out, act == NL_ACT_GELU};
+  /* a row's CI channels in one vector load: in == CI and x aligned to 2 CI bytes */
+  const bool exact = w->in == ci && (uintptr_t)d_x % (2u * ci) == 0;
+  HX_TRY(dt == NET_BF16 ? stem::by_width<__nv_bfloat16>(p, exact, smem_optin, sms, stream, err)
+                        : stem::by_width<__half>(p, exact, smem_optin, sms, stream, err));
   if (!count_pairs) return HX_OK;
   return table_report(who, m5, t.st, t.cnt, stem::kK, stream, err);
 }
@@ -2030,15 +1858,7 @@ hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const f
                        nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch, size_t *scratch_bytes,
                        const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, int count_pairs, net_dtype dt,
                        cudaStream_t stream, hx_err *err) {
-  return stem_run("spc_stem_gpu", 0, d_y, d_x, w, d_scale, d_shift, act, m5, m3, d_nbr3, d_scratch, scratch_bytes,
-                  d_grid, d_batch, n, count_pairs, dt, stream, err);
-}
-
-hx_status spc_stem_tc_gpu(void *d_y, const void *d_x, const spc_weights *w, const float *d_scale, const float *d_shift,
-                          nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch,
-                          size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n,
-                          int count_pairs, net_dtype dt, cudaStream_t stream, hx_err *err) {
-  return stem_run("spc_stem_tc_gpu", 1, d_y, d_x, w, d_scale, d_shift, act, m5, m3, d_nbr3, d_scratch, scratch_bytes,
+  return stem_run("spc_stem_gpu", d_y, d_x, w, d_scale, d_shift, act, m5, m3, d_nbr3, d_scratch, scratch_bytes,
                   d_grid, d_batch, n, count_pairs, dt, stream, err);
 }
 

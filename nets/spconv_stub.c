@@ -88,13 +88,3 @@ hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const f
   if (scratch_bytes) *scratch_bytes = 0;
   return hx_errf(err, HX_ENODEV, "spc_stem_gpu: this build has no CUDA");
 }
-
-hx_status spc_stem_tc_gpu(void *d_y, const void *d_x, const spc_weights *w, const float *d_scale, const float *d_shift,
-                          nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch,
-                          size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n,
-                          int count_pairs, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
-  (void)d_y, (void)d_x, (void)w, (void)d_scale, (void)d_shift, (void)act, (void)m5, (void)m3, (void)d_nbr3;
-  (void)d_scratch, (void)d_grid, (void)d_batch, (void)n, (void)count_pairs, (void)dt, (void)stream;
-  if (scratch_bytes) *scratch_bytes = 0;
-  return hx_errf(err, HX_ENODEV, "spc_stem_tc_gpu: this build has no CUDA");
-}

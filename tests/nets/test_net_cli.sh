@@ -38,7 +38,7 @@ expect_out 2 "--tile-order 'shortest': longest or last" "$BIN" net --model ptv3-
 expect_out 2 "--tile-order: flash3d-tiny has no sparse convolution" "$BIN" net --model flash3d-tiny --tile-order last --device cpu
 expect_out 0 'note: --tile-order has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 \
   --tile-order last --device cpu
-expect_out 2 "--stem 'dense': fused, tc or map" "$BIN" net --model ptv3-tiny --stem dense --device cpu
+expect_out 2 "--stem 'dense': fused or map" "$BIN" net --model ptv3-tiny --stem dense --device cpu
 expect_out 2 "--stem: flash3d-tiny has no sparse convolution stem" "$BIN" net --model flash3d-tiny --stem map --device cpu
 expect_out 0 'note: --stem has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 --stem map \
   --device cpu

@@ -323,9 +323,9 @@ static void test_ptv3_tiny_tile_order(void **state) {
   net_params_free(&p);
 }
 
-/* PTv3's stem in one pass (the default), through its stored map, and in one pass on the tensor cores: each forward
- * right against the CPU forward, the same pairs counted (embed's FLOPs), the one pass's estimate without the 4 n 125
- * bytes of the k = 5 map and its embed priced without writing it (and without the BN + GELU pass), in either form. */
+/* PTv3's stem in one pass (the default) and through its stored map: each forward right against the CPU forward, the
+ * same pairs counted (embed's FLOPs), the one pass's estimate without the 4 n 125 bytes of the k = 5 map and its
+ * embed priced without writing it (and without the BN + GELU pass). */
 static void test_ptv3_tiny_stem(void **state) {
   (void)state;
   hx_err err = {HX_OK, ""};
@@ -340,13 +340,11 @@ static void test_ptv3_tiny_stem(void **state) {
   make_case(&t, 2, 2500, g_seed + 11);
   cudaStream_t s;
   assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  size_t bytes[3] = {0, 0, 0};
-  double flops[3] = {0, 0, 0}, moved[3] = {0, 0, 0};
-  static const int mode[3] = {1, 0, 2};
-  static const char *const what[3] = {"ptv3-tiny, the stem in one pass", "ptv3-tiny, the stem through its map",
-                                      "ptv3-tiny, the stem in one pass on the tensor cores"};
-  for (int k = 0; k < 3; k++) {
-    cfg.stem_fused = mode[k];
+  size_t bytes[2] = {0, 0};
+  double flops[2] = {0, 0}, moved[2] = {0, 0};
+  static const char *const what[2] = {"ptv3-tiny, the stem in one pass", "ptv3-tiny, the stem through its map"};
+  for (int k = 0; k < 2; k++) {
+    cfg.stem_fused = 1 - k;
     assert_int_equal(net_gpu_bytes(&bytes[k], &cfg, &t.in, NET_F16, &err), HX_OK);
     net_gpu *g = NULL;
     assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err), HX_OK);
@@ -366,7 +364,6 @@ static void test_ptv3_tiny_stem(void **state) {
   assert_true(bytes[1] >= bytes[0] + t.in.n * 125u * 4u);
   assert_true(flops[0] > 0 && flops[0] == flops[1]);
   assert_true(moved[1] - moved[0] == (4.0 * 125.0 + 2.0 * 2.0 * (double)cfg.enc_channels[0]) * n);
-  assert_true(bytes[2] == bytes[0] && flops[2] == flops[0] && moved[2] == moved[0]);
   cudaStreamDestroy(s);
   free_case(&t);
   net_params_free(&p);

@@ -30,9 +30,8 @@
  * 5, 16, 32, 40, 48, 72), and on its edges: rows without any neighbour (their output is the bias exactly, 0
  * without one), map entries outside [0, n) read as -1, 100003 rows (several passes of its persistent grid, a
  * 3-row last tile), x and y off 4-byte alignment (16-bit gathers and stores: the same bits), in = 9 refused.
- * The stem in one pass (spc_stem_gpu, and spc_stem_tc_gpu on the tensor cores) on 15 clouds and shapes against the
- * convolution in double with the affine and GELU, its k = 3 map and per-offset counts against the CPU's, two runs bit
- * for bit; what each refuses. Exits 77 without a CUDA device.
+ * The stem in one pass (spc_stem_gpu) on 15 clouds and shapes against the convolution in double with the affine and
+ * GELU, its k = 3 map and per-offset counts against the CPU's, two runs bit for bit; what it refuses. Exits 77 without a CUDA device.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -989,8 +988,7 @@ static void test_conv_v2(void **state) {
   for (int ci = 0; ci < NC; ++ci) tcloud_free(&cl[ci]);
 }
 
-/* The stem in one pass (spc_stem_gpu, and spc_stem_tc_gpu on the tensor cores, which refuses out > 32) against the
- * double reference: prob_make's convolution, then the affine and GELU in double; spc_stem_cpu against the same. Error
+/* The stem in one pass (spc_stem_gpu) against the double reference: prob_make's convolution, then the affine and GELU in double; spc_stem_cpu against the same. Error
  * model: the fp32 sum as conv_run's (2^-13 of the magnitude), scaled by |scale| and by GELU's slope (|GELU'| < 1.13),
  * a few fp32 roundings of the affine (2^-20 of its terms), and the one rounding to the dtype. */
 static double gelu_d(double v) { return 0.5 * v * (1.0 + erf(v * 0.70710678118654752440)); }
@@ -1003,13 +1001,8 @@ typedef struct stem_case {
   int act, affine, bias, misalign;
 } stem_case;
 
-typedef hx_status (*stem_fn)(void *, const void *, const spc_weights *, const float *, const float *, nl_act, spc_map *,
-                             spc_map *, int32_t *, void *, size_t *, const uint32_t *, const uint32_t *, uint32_t, int,
-                             net_dtype, struct CUstream_st *, hx_err *);
-
-/* One case, its reference built once, through both forms: the failures (the CPU reference's counted once); *refused
- * gets the forms that refuse the widths (HX_EUNSUPPORTED), bit f for form f (0 spc_stem_gpu, 1 spc_stem_tc_gpu). */
-static int stem_run(const stem_case *sc, uint64_t seed, unsigned *refused) {
+/* One case: the failures (the GPU's and the CPU reference's). */
+static int stem_run(const stem_case *sc, uint64_t seed) {
   hx_err err = {HX_OK, ""};
   const uint32_t base[6] = {3, 9, 1, 200, 4, 77};
   tcloud t;
@@ -1056,27 +1049,17 @@ static int stem_run(const stem_case *sc, uint64_t seed, unsigned *refused) {
   assert_int_equal(cudaMemcpy(d_xb + xoff, p.xh, (size_t)t.n * sc->in * 2u, cudaMemcpyHostToDevice), cudaSuccess);
   uint16_t *d_y = dev_alloc(ny * 2u);
   int32_t *d_n3 = dev_alloc((size_t)t.n * 27u * 4u);
-  static const struct {
-    stem_fn fn;
-    const char *name;
-  } forms[2] = {{spc_stem_gpu, "stem"}, {spc_stem_tc_gpu, "stem-tc"}};
   uint16_t *yh[2] = {malloc(ny * 2u + 2u), malloc(ny * 2u + 2u)};
   int32_t *n3 = malloc((size_t)t.n * 27u * 4u);
   assert_true(yh[0] && yh[1] && n3);
   int fails = bad_cpu != 0;
-  *refused = 0;
-  for (int f = 0; f < 2; ++f) {
+  {
     size_t bytes = 0;
     spc_map m5, m3;
     memset(&m5, 0, sizeof m5), memset(&m3, 0, sizeof m3);
-    const hx_status q = forms[f].fn(NULL, NULL, &sw, NULL, NULL, act, &m5, &m3, NULL, NULL, &bytes, NULL, NULL, t.n, 1,
-                                    sc->dt, NULL, &err);
-    if (q == HX_EUNSUPPORTED) {
-      printf("%s %zu->%zu: refused: %s\n", forms[f].name, sc->in, out, err.msg);
-      *refused |= 1u << f;
-      continue;
-    }
-    assert_int_equal(q, HX_OK);
+    assert_int_equal(spc_stem_gpu(NULL, NULL, &sw, NULL, NULL, act, &m5, &m3, NULL, NULL, &bytes, NULL, NULL, t.n, 1,
+                                  sc->dt, NULL, &err),
+                     HX_OK);
     void *d_s = dev_alloc(bytes);
     size_t map_bad = 0;
     for (int rep = 0; rep < 2; ++rep) { /* poisoned outputs; counts on the first run, kept on the second */
@@ -1084,7 +1067,7 @@ static int stem_run(const stem_case *sc, uint64_t seed, unsigned *refused) {
       assert_int_equal(cudaMemset(d_n3, 0x7F, (size_t)t.n * 27u * 4u), cudaSuccess);
       if (rep) m5.pairs = 12345u, m5.opairs[0] = 77u;
       const hx_status st =
-          forms[f].fn(d_y, d_xb + xoff, &sw, sc->affine ? d_sc : NULL, sc->affine ? d_sc + out : NULL, act, &m5, &m3,
+          spc_stem_gpu(d_y, d_xb + xoff, &sw, sc->affine ? d_sc : NULL, sc->affine ? d_sc + out : NULL, act, &m5, &m3,
                       d_n3, d_s, &bytes, d_grid, d_batch, t.n, !rep, sc->dt, NULL, &err);
       if (st != HX_OK) printf("%s\n", err.msg);
       assert_int_equal(st, HX_OK);
@@ -1115,8 +1098,8 @@ static int stem_run(const stem_case *sc, uint64_t seed, unsigned *refused) {
         worst = d / tol[e];
       }
     }
-    printf("%s %s %zu->%zu n=%u pairs=%llu%s%s%s%s%s: %zu bad, worst |err|/tol %.3f, k = 3 map %s, cpu %zu bad%s\n",
-           forms[f].name, net_dtype_name(sc->dt), sc->in, out, t.n, (unsigned long long)c5.pairs,
+    printf("stem %s %zu->%zu n=%u pairs=%llu%s%s%s%s%s: %zu bad, worst |err|/tol %.3f, k = 3 map %s, cpu %zu bad%s\n",
+           net_dtype_name(sc->dt), sc->in, out, t.n, (unsigned long long)c5.pairs,
            sc->act ? " gelu" : "", sc->affine ? " affine" : "", sc->bias ? " bias" : "",
            sc->no_batch ? " no-batch" : "", sc->misalign ? " x off 2 bytes" : "", bad, worst,
            map_bad ? "DIFFERS" : "equal", bad_cpu, same ? "" : ", RUNS DIFFER");
@@ -1147,16 +1130,9 @@ static void test_stem(void **state) {
       {2, {3000, 2000}, 40, 0, 2, 40, NET_BF16, 0, 0, 1, 0}, {2, {3000, 2000}, 40, 0, 4, 32, NET_F16, 1, 1, 1, 1},
       {2, {3000, 2000}, 40, 0, 8, 24, NET_F16, 1, 1, 0, 1},
   };
-  /* each case through both forms; the tensor-core form takes out <= 32 and refuses the rest, the other refuses none */
-  int fails = 0, refused = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-    unsigned r = 0;
-    fails += stem_run(&cases[i], 9100u + 17u * i, &r);
-    assert_int_equal(r, cases[i].out > 32 ? 2u : 0u);
-    refused += r != 0;
-  }
+  int fails = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) fails += stem_run(&cases[i], 9100u + 17u * i);
   assert_int_equal(fails, 0);
-  assert_int_equal(refused, 2);
 }
 
 /* What spc_stem_gpu refuses, and an input its count finds invalid. */
@@ -1176,14 +1152,10 @@ static void test_stem_refusals(void **state) {
               !spc_stem_takes(0, 32) && !spc_stem_takes(9, 1));
   spc_map m5;
   size_t bytes = 0;
-  /* 4 -> 40: the CUDA-core form takes it, the tensor-core form (out <= 32) does not */
+  /* 4 -> 40: taken (out <= 64 at in <= 4) */
   assert_int_equal(spc_stem_gpu(NULL, NULL, &s440, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL, NULL,
                                 100, 0, NET_F16, NULL, &err),
                    HX_OK);
-  assert_int_equal(spc_stem_tc_gpu(NULL, NULL, &s440, NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL,
-                                   NULL, 100, 0, NET_F16, NULL, &err),
-                   HX_EUNSUPPORTED);
-  assert_non_null(strstr(err.msg, "spc_stem_tc_gpu"));
   const spc_weights *unsup[3] = {&s9, &s465, &s833};
   for (int i = 0; i < 3; ++i) {
     assert_int_equal(spc_stem_gpu(NULL, NULL, unsup[i], NULL, NULL, NL_ACT_GELU, &m5, NULL, NULL, NULL, &bytes, NULL,

@@ -69,7 +69,7 @@ net_kernels=nets
 NETS_KERNELS="add_kernel affine_kernel from_f32_kernel to_f32_kernel ln_block_kernel ln_warp_kernel segmax_kernel
   windows_kernel swiglu_kernel mlp_kernel mlp_wg_kernel lnl_kernel lla_kernel lsw_kernel insert_kernel place_kernel
   lookup_kernel rule_kernel count_kernel gather_kernel scatter_add_kernel finalize_kernel conv_kernel
-  conv_wg_kernel mask_kernel steps_kernel sort_kernel stem_kernel stem_tc_kernel"
+  conv_wg_kernel mask_kernel steps_kernel sort_kernel stem_kernel"
 usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
