@@ -15,7 +15,7 @@
  *      the sub-problem of those rows and the inputs they name (f3d_spc_sample_map; the full reference at 600k x 256
  *      is 2 x 7M pairs x 65536 = 1 TFLOP of scalar fp32), and the same on |x|, |w|, |b| for each value's magnitude;
  *   4. per variant that takes the shape (v0: gather-GEMM-scatter through cuBLAS; v1: the fused implicit GEMM;
- *      v3-v7; spc_variant_main picks v6 on sm_90a, else v3): outputs poisoned (0xFFFF, an fp16 NaN), one launch,
+ *      v3-v8; spc_variant_main picks v6 on sm_90a, else v3): outputs poisoned (0xFFFF, an fp16 NaN), one launch,
  *      the sampled rows gathered on the device (nl_gather_rows_gpu) and compared: |gpu - ref| <= 2^-11 |ref|
  *      + 2^-13 mag (the fp16 rounding of the output, plus the two fp32 sums' orders: at most (in + K) 2^-24 mag
  *      each, 2^-15.9 mag at C = 256, so 8x margin). A variant that fails is reported and not timed;

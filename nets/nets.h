@@ -388,14 +388,17 @@ hx_status spc_launch_plan(int *tile_rows, int *stages, const spc_map *m, const s
  * rows runs in pages. HX_EUNSUPPORTED for widths v5 does not take (v1's: in and out multiples of 16). */
 hx_status spc_v5_halo_rows(uint32_t *rows, const spc_weights *w, int smem_optin, int smem_sm, hx_err *err);
 /* The best variant for (in, out) at K offsets on this build, whatever the device (spc_variant_main refines it): v2
- * where in <= 8; v7 at K = 27 and in = out = 32; where in and out are multiples of 16, v3 at K = 27 (k = 3, PTv3's
- * xCPE) and v1 at other K; else v0. A map whose convolutions all take a variant without needs_rule can be built without d_rule. */
+ * where in <= 8; v8 at K = 27 and in = 32 (out a multiple of 32); where in and out are multiples of 16, v3 at
+ * K = 27 (k = 3, PTv3's xCPE) and v1 at other K; else v0. A map whose convolutions all take a variant without
+ * needs_rule can be built without d_rule. */
 const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K);
 /* The main path's variant on the current device: v6 where spc_variant_best gives v3 and v6 takes the widths here
  * (multiples of 32, a compute capability 9.0 device running this build's sm_90a image, a driver with the TMA
  * descriptor encoder; it asks once per thread and device), else spc_variant_best. The PTv3 forward and the
  * sweep's spconv stage use it. */
 const spc_variant *spc_variant_main(size_t in, size_t out, uint32_t K);
+/* Whether v takes (in, out) at K by its channel rule alone (v6's device check aside; its size query asks that too). */
+int spc_variant_takes(const spc_variant *v, size_t in, size_t out, uint32_t K);
 
 /* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */
 /*
@@ -501,7 +504,8 @@ typedef struct net_config {
                           * ceil(rows / (bucket f)), every hashed level filled to about f (latency then grows in
                           * proportion to the points; docs/nets.md) */
   int spconv_force;      /* PTv3 on the GPU: 0 = spc_variant_main for every convolution (the default); 1 + id =
-                          * variant id for the k = 3 (xCPE) ones, an ablation (a width it refuses is an error) */
+                          * variant id for the k = 3 (xCPE) ones whose widths it takes, spc_variant_main's for the
+                          * others (an ablation; an unknown id is an error) */
   int mlp_fused;         /* on the GPU: 1 = nl_mlp_gpu for the blocks whose (C, 4C) it takes (PTv3's GELU MLP at C
                           * 32, 64, 128 and 256, Flash3D's SwiGLU MLP at C 32, 48, 64 and 80) and, for Flash3D's other
                           * blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width (C 96; the default,

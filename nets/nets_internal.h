@@ -66,11 +66,16 @@ hx_status net_ptv3_forward_cpu(net_output *out, const net_config *cfg, const net
 #define NET_PTV3_LN_EPS 1e-5f
 
 /* Whether a PTv3 convolution of (in, out) at K offsets reads a rulebook: its variant is the forced one for the k = 3
- * (xCPE) ones (spconv_force = 1 + id), else spc_variant_best's (spc_variant_main only swaps v3 for v6, neither of
- * which reads one). An unknown forced id reads none (the forward refuses it). */
+ * (xCPE) ones (spconv_force = 1 + id) where it takes the widths, else spc_variant_best's (spc_variant_main only swaps
+ * v3 for v6, neither of which reads one; a forced v6 the device refuses falls back to v3, which reads none either).
+ * An unknown forced id reads none (the forward refuses it). */
 static inline int net_ptv3_needs_rule(const net_config *cfg, size_t in, size_t out, uint32_t K) {
-  const spc_variant *v =
-      K == 27u && cfg->spconv_force > 0 ? spc_variant_by_id(cfg->spconv_force - 1) : spc_variant_best(in, out, K);
+  if (K == 27u && cfg->spconv_force > 0) {
+    const spc_variant *f = spc_variant_by_id(cfg->spconv_force - 1);
+    if (!f) return 0;
+    if (spc_variant_takes(f, in, out, K)) return f->needs_rule;
+  }
+  const spc_variant *v = spc_variant_best(in, out, K);
   return v && v->needs_rule;
 }
 /* Whether a k = 3 convolution on level l, its encoder's xCPE or its decoder's, reads a rulebook. */

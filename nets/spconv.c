@@ -287,21 +287,35 @@ const spc_variant *spc_variant_by_id(int id) {
   return NULL;
 }
 
-/* v2 (the small-input implicit GEMM) for inputs of at most 8 channels: the stem's 4 -> 32; v7 (register gathers,
- * every offset, the map's order) for k = 3 at 32 -> 32 channels (PTv3's level-0 encoder), where it measured faster
- * than v6 and v3 (H200, 600k points: enc0's xCPE 0.414 against 0.702 ms on v6; at 64 channels it is slower: 0.800
- * against 0.598 at enc1); v1's channel rule (every other xCPE width of PTv3, 64 .. 512): v3 (v1's kernel over
- * mask-sorted rows) at k = 3, where it measured faster than v1 at every level of PTv3's forward (H200, 600k
- * points: xCPE 17.1 -> 14.1 ms; spconv alone at C = 64 0.97 -> 0.70 ms, C = 256 8.64 -> 3.97 ms), and v1 at
+/* v2 (the small-input implicit GEMM) for inputs of at most 8 channels: the stem's 4 -> 32; v8 (v7's register
+ * gathers over the mask order, active offsets only) for k = 3 at 32 input channels (PTv3's level-0 encoder), where it
+ * measured faster than v7 and v6 (H200, 600k points: enc0's xCPE 0.445 against 0.480 ms on v7 and 0.649 on v6; at 64
+ * channels it is slower than v6: dec0 0.937 against 0.671, docs/nets.md "v8"); v1's channel rule (every other xCPE
+ * width of PTv3, 64 .. 512): v3 (v1's
+ * kernel over mask-sorted rows) at k = 3, where it measured faster than v1 at every level of PTv3's forward (H200,
+ * 600k points: xCPE 17.1 -> 14.1 ms; spconv alone at C = 64 0.97 -> 0.70 ms, C = 256 8.64 -> 3.97 ms), and v1 at
  * other K (v3 sorts 27-bit masks only); v0 otherwise. Looked up by id, so the rule does not depend on the
  * table's order. */
 const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K) {
   const int id = spc_v2_takes(in, out)                           ? 2
-                 : K == 27u && in == 32u && out == 32u           ? 7
+                 : K == 27u && in == 32u && spc_v7_takes(in, out) ? 8
                  : spc_v1_takes(in, out)                         ? (K == 27u ? 3 : 1)
                                                                  : 0;
   const spc_variant *v = spc_variant_by_id(id);
   return v ? v : &spc_table[0];
+}
+
+int spc_variant_takes(const spc_variant *v, size_t in, size_t out, uint32_t K) {
+  if (!v) return 0;
+  switch (v->id) { /* v0-v2 at any K (the launch refuses maps other than k = 3 and 5) */
+  case 0: return in && out;
+  case 1: return spc_v1_takes(in, out);
+  case 2: return spc_v2_takes(in, out);
+  case 3: case 4: case 5: return K == 27u && spc_v1_takes(in, out); /* 27-bit masks, 128 x 27 map tiles */
+  case 6: return K == 27u && spc_v6_takes(in, out);
+  case 7: case 8: return K == 27u && spc_v7_takes(in, out);
+  default: return 0;
+  }
 }
 
 /* v6's size query answers HX_OK exactly when it takes the widths on this device (its sm_90a check; the stub of a

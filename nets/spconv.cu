@@ -1301,36 +1301,50 @@ template <typename T> hx_status by_ci(const Params &p, bool exact, int smem_opti
 
 } // namespace v2
 
-/* ---- v7: narrow k = 3 convolutions, A fragments gathered straight into registers ----------------------- */
+/* ---- v7 and v8: narrow k = 3 convolutions, A fragments gathered straight into registers --------------- */
 namespace v7 {
 
-/* A CTA of kWarps warps owns one 32-channel output slice (blockIdx.y) and loops over 16-row tiles of the map's own
- * row order, one per warp at a time (a persistent grid: the slice's 27 weight slices are laid out in shared memory
- * once per CTA, 55 KB at 32 input channels, 110 KB at 64). */
+/* A CTA of kWarps warps owns one 32-channel output slice (blockIdx.y) and loops over 16-row tiles, one per warp at a
+ * time (a persistent grid: the slice's 27 weight slices are laid out in shared memory once per CTA, 55 KB at 32 input
+ * channels, 110 KB at 64). */
 constexpr int kWarps = 8, kThreads = 32 * kWarps, kBN = 32, kNT = kBN / 8, kRows = 16, kK = 27, kDepth = 2;
 
 struct Params {
-  void *y;            /* [n, out] dtype */
-  const uint16_t *x;  /* [n, CI] dtype bits, 16-byte aligned */
-  const uint16_t *w;  /* [27][out][CI] dtype bits (the upload shared with v0 and v1) */
-  const float *b;     /* [out] fp32 or NULL */
-  const int32_t *nbr; /* [n, 27]: input row or -1; entries outside [0, n) are read as -1 */
+  void *y;              /* [n, out] dtype */
+  const uint16_t *x;    /* [n, CI] dtype bits, 16-byte aligned */
+  const uint16_t *w;    /* [27][out][CI] dtype bits (the upload shared with v0 and v1) */
+  const float *b;       /* [out] fp32 or NULL */
+  const int32_t *nbr;   /* [n, 27]: input row or -1; entries outside [0, n) are read as -1 */
+  const uint32_t *perm; /* v8: [n] the rows in mask order (tile row t is row perm[t]); v7: NULL, the map's order */
   uint32_t n, out;
 };
 
+/* v[i] for a warp-uniform i in [0, 7): selects, so the array stays in registers when i is not a constant */
+__device__ __forceinline__ int32_t pick7(const int32_t (&v)[7], int i) {
+  int32_t r = v[0];
+#pragma unroll
+  for (int k = 1; k < 7; ++k) r = i == k ? v[k] : r;
+  return r;
+}
+
 /*
- * The convolution as one implicit GEMM per 16-row tile, y[16, 32] = sum over the 27 offsets o of A_o[16, CI]
- * W_o^T, A_o[r] = x[nbr[r, o]], on mma.sync m16n8k16 with fp32 accumulators, every offset multiplied (a row without
- * a neighbour there contributes zeros, and its gather is skipped). The input channels are permuted inside each
- * offset so that a lane's A fragments are whole 16-byte loads: in k16 step s, lane (g, t)'s k = 2t, 2t + 1 are
- * channels c, c + 1 and k = 2t + 8, 2t + 9 are c + 2, c + 3, c = 32 (s / 2) + 8 t + 4 (s % 2); the weights in shared
- * memory carry the same permutation (wf[((o S + s) kNT + nt) 32 + lane] = {b0, b1}), so the products are W_o x
- * whatever the order. Each lane loads the map entries of its two rows for the offsets o = t mod 4 at the tile's
- * start (7 words a row, all in flight at once) and takes the others from lanes (g, o mod 4) by shuffles; the
- * gathers of offsets o + 1 and o + 2 are in flight while offset o multiplies. Each output is summed over
- * increasing o in one fixed order: runs agree bit for bit.
+ * The convolution as one implicit GEMM per 16-row tile, y[16, 32] = sum over offsets o of A_o[16, CI] W_o^T,
+ * A_o[r] = x[nbr[r, o]], on mma.sync m16n8k16 with fp32 accumulators (a row without a neighbour at o contributes zeros,
+ * and its gather is skipped). The input channels are permuted inside each offset so that a lane's A fragments are
+ * whole 16-byte loads: in k16 step s, lane (g, t)'s k = 2t, 2t + 1 are channels c, c + 1 and k = 2t + 8, 2t + 9 are
+ * c + 2, c + 3, c = 32 (s / 2) + 8 t + 4 (s % 2); the weights in shared memory carry the same permutation
+ * (wf[((o S + s) kNT + nt) 32 + lane] = {b0, b1}), so the products are W_o x whatever the order. Each lane loads the
+ * map entries of its two rows for the offsets o = t mod 4 at the tile's start (7 words a row, all in flight at once)
+ * and takes the others from lanes (g, o mod 4) by shuffles; the gathers of the next two offsets are in flight while
+ * one multiplies.
+ * v7 (SORTED false): the map's own rows, every offset multiplied (a fully unrolled loop of 27).
+ * v8 (SORTED true): tile row t is row perm[t] of the mask order, so a tile's 16 rows mostly share one neighbour mask,
+ * and only the offsets where one of them has a neighbour are multiplied (the tile's OR of its masks, a warp
+ * reduction; ~7 of 27 at PTv3's level 0 against 24 in the map's order), in a loop of three register buffers.
+ * Either way each output is summed over increasing o in one fixed order, and an offset skipped adds only exact zeros
+ * where it is multiplied: v7 and v8 give the same bits, and runs agree bit for bit.
  */
-template <typename T, int CI> __global__ void __launch_bounds__(kThreads) conv_kernel(const Params p) {
+template <typename T, int CI, bool SORTED> __global__ void __launch_bounds__(kThreads) conv_kernel(const Params p) {
   constexpr int S = CI / 16, Q = CI / 32; /* k16 steps and 16-byte loads a row, per offset */
   extern __shared__ uint2 wf[];
   const uint32_t c0 = blockIdx.y * (uint32_t)kBN;
@@ -1349,8 +1363,14 @@ template <typename T, int CI> __global__ void __launch_bounds__(kThreads) conv_k
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   for (uint32_t tile = blockIdx.x * (uint32_t)kWarps + threadIdx.x / 32u; tile < tiles;
        tile += gridDim.x * (uint32_t)kWarps) {
-    const uint32_t ra = tile * (uint32_t)kRows + g, rb = ra + 8u;
+    /* rows ra and rb (p.n: none) */
+    uint32_t ra = tile * (uint32_t)kRows + g, rb = ra + 8u;
+    if constexpr (SORTED) {
+      ra = ra < p.n ? __ldg(p.perm + ra) : p.n;
+      rb = rb < p.n ? __ldg(p.perm + rb) : p.n;
+    }
     int32_t jr[2][7]; /* rows ra, rb at offsets t + 4 i */
+    uint32_t bits = 0; /* the offsets where this lane's entries have a neighbour */
 #pragma unroll
     for (int i = 0; i < 7; ++i) {
       const uint32_t o = t + 4u * (uint32_t)i;
@@ -1360,13 +1380,14 @@ template <typename T, int CI> __global__ void __launch_bounds__(kThreads) conv_k
         int32_t j = -1;
         if (r < p.n && o < (uint32_t)kK) j = __ldg(p.nbr + (size_t)r * kK + o);
         jr[h][i] = (uint32_t)j < p.n ? j : -1;
+        bits |= (uint32_t)(jr[h][i] >= 0) << o;
       }
     }
-    uint4 a[kDepth + 1][2][Q];
-    auto gather = [&](int o, uint4 (&buf)[2][Q]) {
+    using Buf = uint4[2][Q];
+    auto gather = [&](int o, Buf &buf) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int32_t j = __shfl_sync(0xFFFFFFFFu, jr[h][o / 4], (int)((lane & ~3u) | (uint32_t)(o & 3)));
+        const int32_t j = __shfl_sync(0xFFFFFFFFu, pick7(jr[h], o / 4), (int)((lane & ~3u) | (uint32_t)(o & 3)));
 #pragma unroll
         for (int q = 0; q < Q; ++q)
           buf[h][q] = j >= 0 ? __ldg(reinterpret_cast<const uint4 *>(p.x + (size_t)j * CI + 32u * (uint32_t)q + 8u * t))
@@ -1376,12 +1397,7 @@ template <typename T, int CI> __global__ void __launch_bounds__(kThreads) conv_k
     float acc[kNT][4];
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-#pragma unroll
-    for (int o = 0; o < kDepth; ++o) gather(o, a[o]);
-#pragma unroll
-    for (int o = 0; o < kK; ++o) {
-      if (o + kDepth < kK) gather(o + kDepth, a[(o + kDepth) % (kDepth + 1)]);
-      const uint4(&cur)[2][Q] = a[o % (kDepth + 1)];
+    auto multiply = [&](int o, const Buf &cur) {
 #pragma unroll
       for (int st = 0; st < S; ++st) {
         const int q = st / 2;
@@ -1393,6 +1409,42 @@ template <typename T, int CI> __global__ void __launch_bounds__(kThreads) conv_k
           const uint2 bb = bf[nt * 32];
           v1::mma(acc[nt], fr, bb.x, bb.y, T{});
         }
+      }
+    };
+    if constexpr (SORTED) {
+      uint32_t act = __reduce_or_sync(0xFFFFFFFFu, bits); /* the tile's active offsets, ascending */
+      auto next = [&]() -> int {
+        if (!act) return -1;
+        const int o = __ffs((int)act) - 1;
+        act &= act - 1u;
+        return o;
+      };
+      Buf a0, a1, a2; /* offsets o0, o1, o2 in turn: two gathered ahead of the one multiplied */
+      int o0 = next(), o1 = next(), o2 = -1;
+      if (o0 >= 0) gather(o0, a0);
+      if (o1 >= 0) gather(o1, a1);
+      while (o0 >= 0) {
+        o2 = next();
+        if (o2 >= 0) gather(o2, a2);
+        multiply(o0, a0);
+        if (o1 < 0) break;
+        o0 = next();
+        if (o0 >= 0) gather(o0, a0);
+        multiply(o1, a1);
+        if (o2 < 0) break;
+        o1 = next();
+        if (o1 >= 0) gather(o1, a1);
+        multiply(o2, a2);
+      }
+    } else {
+      (void)bits;
+      Buf a[kDepth + 1];
+#pragma unroll
+      for (int o = 0; o < kDepth; ++o) gather(o, a[o]);
+#pragma unroll
+      for (int o = 0; o < kK; ++o) {
+        if (o + kDepth < kK) gather(o + kDepth, a[(o + kDepth) % (kDepth + 1)]);
+        multiply(o, a[o % (kDepth + 1)]);
       }
     }
 
@@ -1412,18 +1464,32 @@ template <typename T, int CI> __global__ void __launch_bounds__(kThreads) conv_k
   }
 }
 
-template <typename T, int CI> hx_status launch(const Params &p, int smem_optin, int sms, cudaStream_t stream, hx_err *err) {
+template <typename T, int CI, bool SORTED>
+hx_status launch_ci(const Params &p, int smem_optin, int sms, cudaStream_t stream, hx_err *err) {
   const size_t smem = (size_t)kK * (CI / 16) * kNT * 32u * sizeof(uint2);
   if (smem > (size_t)smem_optin)
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v7: %zu bytes of shared memory per CTA (%d input channels), the device "
-                   "allows %d", smem, CI, smem_optin);
-  auto kern = conv_kernel<T, CI>;
+    return hx_errf(err, HX_EUNSUPPORTED, "spc %s: %zu bytes of shared memory per CTA (%d input channels), the device "
+                   "allows %d", SORTED ? "v8" : "v7", smem, CI, smem_optin);
+  auto kern = conv_kernel<T, CI, SORTED>;
   const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows;
   unsigned ctas = 0;
   HX_TRY(persistent_ctas(&ctas, kern, kThreads, smem, sms, (tiles + kWarps - 1u) / kWarps, err));
   kern<<<dim3(ctas, p.out / (uint32_t)kBN), kThreads, smem, stream>>>(p);
-  HX_LAUNCHED(err, "spc v7 conv_kernel");
+  HX_LAUNCHED(err, SORTED ? "spc v8 conv_kernel" : "spc v7 conv_kernel");
   return HX_OK;
+}
+
+/* v7 (p.perm NULL) or v8 at in = 32 or 64 */
+template <typename T> hx_status launch(const Params &p, uint32_t in, cudaStream_t stream, hx_err *err) {
+  int dev = 0, smem_optin = 0, sms = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  if (p.perm)
+    return in == 32u ? launch_ci<T, 32, true>(p, smem_optin, sms, stream, err)
+                     : launch_ci<T, 64, true>(p, smem_optin, sms, stream, err);
+  return in == 32u ? launch_ci<T, 32, false>(p, smem_optin, sms, stream, err)
+                   : launch_ci<T, 64, false>(p, smem_optin, sms, stream, err);
 }
 
 } // namespace v7
@@ -2185,8 +2251,19 @@ hx_status spc_mask_tiles_gpu(uint32_t *d_order, uint32_t *d_tiles, uint32_t tile
   return HX_OK;
 }
 
-/* conv_sorted's kernel: v1's with 3 stages (v3), v1's deep pipeline (v4), or v6's wgmma kernel. */
-enum { kStages3 = 0, kDeep = 1, kWgmma = 2 };
+/* v7's and v8's widths */
+static hx_status v7_widths(const char *who, size_t in, size_t out, uint32_t K, hx_err *err) {
+  if (K != 27u || !spc_v7_takes(in, out))
+    return hx_errf(err, HX_EUNSUPPORTED, "spc %s: %zu -> %zu channels over %u offsets: k = 3, 32 or 64 input "
+                   "channels and a multiple of 32 output channels only", who, in, out, K);
+  return HX_OK;
+}
+/* x by 16-byte loads, y and the weights by 32-bit ones */
+constexpr ConvRule kV7Rule{v7_widths, 16u, 4u, false};
+
+/* conv_sorted's kernel: v1's with 3 stages (v3), v1's deep pipeline (v4), v6's wgmma kernel, or v7's register
+ * gathers over the order (v8). */
+enum { kStages3 = 0, kDeep = 1, kWgmma = 2, kRegs = 3 };
 
 /* The map's order when it has one (m->order); else scratch holds the order (n uint32), then spc_mask_order_gpu's.
  * k = 5 maps are HX_EUNSUPPORTED (a 125-bit mask; v1 takes them); other K are refused by the checks v1 shares. */
@@ -2206,10 +2283,17 @@ static hx_status conv_sorted(const char *who, int kern, void *d_y, const void *d
   uint32_t *order = static_cast<uint32_t *>(take(c, n * 4u));
   uint32_t *tiles = static_cast<uint32_t *>(take(c, trows ? (n + trows - 1u) / trows * 4u : 0u));
   void *order_scratch = take(c, order_bytes);
-  HX_TRY(conv_implicit(who, d_y, d_x, w, m, d_scratch, scratch_bytes, c.used, dt, err));
+  HX_TRY(conv_implicit(who, d_y, d_x, w, m, d_scratch, scratch_bytes, c.used, dt, err,
+                       kern == kRegs ? kV7Rule : kV1Rule));
   if (!d_scratch || !m->n) return HX_OK;
   const uint32_t *perm = own ? order : m->order;
   if (own) HX_TRY(spc_mask_tiles_gpu(order, trows ? tiles : NULL, trows, m, order_scratch, &order_bytes, stream, err));
+  if (kern == kRegs) {
+    v7::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, m->nbr, perm,
+                 m->n, (uint32_t)w->out};
+    return dt == NET_BF16 ? v7::launch<__nv_bfloat16>(p, (uint32_t)w->in, stream, err)
+                          : v7::launch<__half>(p, (uint32_t)w->in, stream, err);
+  }
   if (kern == kWgmma)
     return spc_v6_launch(d_y, d_x, w->d_w, w->d_b, m->nbr, perm, own ? tiles : m->tiles, own ? trows : m->tile_rows,
                          m->n, (uint32_t)w->in, (uint32_t)w->out, dt, stream, err);
@@ -2249,15 +2333,6 @@ hx_status spc_conv_v6(void *d_y, const void *d_x, const spc_weights *w, const sp
 }
 
 /* ---- v7: narrow k = 3 convolutions on register gathers -------------------------------------------------- */
-static hx_status v7_widths(const char *who, size_t in, size_t out, uint32_t K, hx_err *err) {
-  if (K != 27u || !spc_v7_takes(in, out))
-    return hx_errf(err, HX_EUNSUPPORTED, "spc %s: %zu -> %zu channels over %u offsets: k = 3, 32 or 64 input "
-                   "channels and a multiple of 32 output channels only", who, in, out, K);
-  return HX_OK;
-}
-/* x by 16-byte loads, y and the weights by 32-bit ones */
-constexpr ConvRule kV7Rule{v7_widths, 16u, 4u, false};
-
 /* Needs no scratch, no rulebook and no order (only m->nbr, in the map's own row order). Takes k = 3 maps with
  * in = 32 or 64 and out a multiple of 32 (spc_v7_takes; HX_EUNSUPPORTED otherwise). */
 hx_status spc_conv_v7(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
@@ -2265,18 +2340,18 @@ hx_status spc_conv_v7(void *d_y, const void *d_x, const spc_weights *w, const sp
   (void)ctx;
   HX_TRY(conv_implicit("v7", d_y, d_x, w, m, d_scratch, scratch_bytes, 0, dt, err, kV7Rule));
   if (!d_scratch || !m->n) return HX_OK;
-  const size_t in = w->in, out = w->out, n = m->n;
-  int dev = 0, smem_optin = 0, sms = 0;
-  HX_CUDA(err, cudaGetDevice(&dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  v7::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, m->nbr,
-               (uint32_t)n, (uint32_t)out};
-  if (dt == NET_BF16)
-    return in == 32u ? v7::launch<__nv_bfloat16, 32>(p, smem_optin, sms, stream, err)
-                     : v7::launch<__nv_bfloat16, 64>(p, smem_optin, sms, stream, err);
-  return in == 32u ? v7::launch<__half, 32>(p, smem_optin, sms, stream, err)
-                   : v7::launch<__half, 64>(p, smem_optin, sms, stream, err);
+  v7::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, m->nbr, nullptr,
+               m->n, (uint32_t)w->out};
+  return dt == NET_BF16 ? v7::launch<__nv_bfloat16>(p, (uint32_t)w->in, stream, err)
+                        : v7::launch<__half>(p, (uint32_t)w->in, stream, err);
+}
+
+/* ---- v8: v7 over the rows in mask order, active offsets only ---------------------------------------------- */
+/* v7's widths and kernel over the map's mask order (m->order; else sorted in the call, in scratch, as v3 does). */
+hx_status spc_conv_v8(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, void *d_scratch,
+                      size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
+  (void)ctx;
+  return conv_sorted("v8", kRegs, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
 }
 
 /* ---- v5: the tile's input halo in shared memory ----------------------------------------------------- */

@@ -22,12 +22,13 @@ extern "C" {
  * k = 3, widths multiples of 32; HX_EUNSUPPORTED elsewhere; nets/spconv_wgmma.cu; the main path's k = 3 variant
  * where it runs), v7 narrow k = 3 convolutions (in = 32 or 64, out a multiple of 32) as an implicit GEMM on
  * mma.sync with the A fragments gathered straight into registers, every offset multiplied, in the map's own row
- * order (no sort, no shared-memory staging of rows; faster than v6 at 32 channels and slower at 64 on an H200:
- * an ablation for now, docs/nets.md). */
+ * order (no sort, no shared-memory staging of rows; an ablation), v8 v7's kernel over the rows in mask order (v3's),
+ * multiplying only the offsets where one of a 16-row tile's rows has a neighbour (the main path's k = 3 variant at
+ * 32 input channels; slower than v6 at 64 on an H200; docs/nets.md). */
 #define SPC_VARIANT_LIST(X)                                                                                   \
   X(0, "v0", spc_conv_v0, 1, 0) X(1, "v1", spc_conv_v1, 0, 0) X(2, "v2", spc_conv_v2, 0, 0)                   \
   X(3, "v3", spc_conv_v3, 0, 1) X(4, "v4", spc_conv_v4, 0, 1) X(5, "v5", spc_conv_v5, 0, 0)                   \
-  X(6, "v6", spc_conv_v6, 0, 1) X(7, "v7", spc_conv_v7, 0, 0)
+  X(6, "v6", spc_conv_v6, 0, 1) X(7, "v7", spc_conv_v7, 0, 0) X(8, "v8", spc_conv_v8, 0, 1)
 
 /* v1's channel rule, shared by the kernel's boundary check and spc_variant_best: both widths a multiple of the
  * mma's k16 / n16 granularity (16-byte cp.async rows need 8; the ldmatrix.x4 fragments take 16). */

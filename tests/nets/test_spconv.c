@@ -478,20 +478,42 @@ static void test_variants(void **state) {
   assert_true(spc_variant_count() >= 8);
   assert_string_equal(spc_variant_get(7)->name, "v7");
   assert_int_equal(spc_variant_get(7)->needs_rule, 0);
-  for (int i = 0; i < spc_variant_count(); ++i) { /* only v3, v4 and v6 read a map's row order */
+  assert_true(spc_variant_count() >= 9);
+  assert_string_equal(spc_variant_get(8)->name, "v8");
+  assert_int_equal(spc_variant_get(8)->needs_rule, 0);
+  for (int i = 0; i < spc_variant_count(); ++i) { /* only v3, v4, v6 and v8 read a map's row order */
     const int id = spc_variant_get(i)->id;
-    assert_int_equal(spc_variant_get(i)->uses_order, id == 3 || id == 4 || id == 6);
+    assert_int_equal(spc_variant_get(i)->uses_order, id == 3 || id == 4 || id == 6 || id == 8);
   }
   const struct {
     size_t in, out;
     uint32_t K;
     int id;
-  } best[] = {{32, 32, 27, 7},  {64, 64, 27, 3}, {128, 128, 27, 3}, {256, 256, 27, 3}, {512, 512, 27, 3},
+  } best[] = {{32, 32, 27, 8},  {64, 64, 27, 3}, {128, 128, 27, 3}, {256, 256, 27, 3}, {512, 512, 27, 3},
               {16, 16, 27, 3},  {48, 80, 27, 3}, {64, 32, 27, 3},   {32, 32, 125, 1}, {64, 64, 125, 1},
               {48, 80, 8, 1},   {4, 32, 125, 2}, {4, 32, 27, 2},    {32, 4, 27, 0},   {8, 8, 27, 2},
               {24, 32, 27, 0},  {32, 24, 27, 0}, {24, 32, 125, 0},  {3, 5, 27, 2},    {1, 1, 125, 2},
-              {32, 64, 27, 3},  {32, 32, 8, 1},
+              {32, 64, 27, 8},  {32, 32, 8, 1},   {64, 48, 27, 3},  {96, 96, 27, 3},
               {8, 512, 27, 2},  {9, 32, 27, 0},  {4, 0, 27, 0},     {0, 16, 27, 0},   {16, 0, 27, 0}};
+  /* each variant's channel rule: spc_variant_best's choice takes its widths, and the rules' edges */
+  for (size_t i = 0; i < sizeof best / sizeof best[0]; ++i)
+    assert_true(!best[i].in || !best[i].out ||
+                spc_variant_takes(spc_variant_best(best[i].in, best[i].out, best[i].K), best[i].in, best[i].out,
+                                  best[i].K));
+  const struct {
+    int id;
+    size_t in, out;
+    uint32_t K;
+    int takes;
+  } rules[] = {{0, 24, 5, 27, 1},   {0, 0, 5, 27, 0},     {1, 16, 48, 125, 1},  {1, 24, 32, 27, 0},
+               {2, 8, 512, 125, 1}, {2, 9, 32, 27, 0},    {3, 16, 16, 27, 1},   {3, 16, 16, 125, 0},
+               {5, 48, 80, 27, 1},  {6, 32, 96, 27, 1},   {6, 48, 64, 27, 0},   {6, 64, 64, 125, 0},
+               {7, 64, 96, 27, 1},  {7, 96, 96, 27, 0},   {8, 32, 64, 27, 1},   {8, 32, 48, 27, 0},
+               {8, 16, 32, 27, 0},  {8, 32, 32, 125, 0},  {1, 16, 16, 8, 1}};
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; ++i)
+    assert_int_equal(spc_variant_takes(spc_variant_by_id(rules[i].id), rules[i].in, rules[i].out, rules[i].K),
+                     rules[i].takes);
+  assert_false(spc_variant_takes(NULL, 32, 32, 27));
   for (size_t i = 0; i < sizeof best / sizeof best[0]; ++i) {
     const spc_variant *v = spc_variant_best(best[i].in, best[i].out, best[i].K);
     assert_non_null(v);

@@ -602,7 +602,7 @@ static void conv_three_clouds(const char *only, const size_t *widths, int nw, ui
   }
 }
 
-/* The fused variants (v1, v3-v7 where they take the width) at 32, 64 and 256 channels. Not in the default run
+/* The fused variants (v1, v3-v8 where they take the width) at 32, 64 and 256 channels. Not in the default run
  * (test_conv covers the same cases); tests/sanitize/run.sh names it. */
 static void test_conv_fused(void **state) {
   (void)state;
@@ -623,11 +623,16 @@ static void conv_one(const char *name, const size_t *widths, int nw) {
   assert_int_equal(runs, cases); /* it took every case: none refused */
   assert_int_equal(fails, 0);
 }
-/* v7 (32 and 64 channels) and v6 (64, 128, 256: one- and two-CTA tiles; sm_90a devices only) alone */
+/* v7 and v8 (32 and 64 channels) and v6 (64, 128, 256: one- and two-CTA tiles; sm_90a devices only) alone */
 static void test_conv_v7(void **state) {
   (void)state;
   const size_t w[2] = {32, 64};
   conv_one("v7", w, 2);
+}
+static void test_conv_v8(void **state) {
+  (void)state;
+  const size_t w[2] = {32, 64};
+  conv_one("v8", w, 2);
 }
 static void test_conv_v6(void **state) {
   (void)state;
@@ -736,17 +741,19 @@ static void test_conv_v1_boundary(void **state) {
   const spc_variant *v1 = spc_variant_by_id(1);
   assert_non_null(v1);
   assert_ptr_equal(spc_variant_best(32, 32, 125), v1);
-  assert_int_equal(spc_variant_best(32, 32, 27)->id, 7);
+  assert_int_equal(spc_variant_best(32, 32, 27)->id, 8);
   assert_int_equal(spc_variant_best(64, 64, 27)->id, 3);
+  assert_int_equal(spc_variant_best(64, 48, 27)->id, 3);
+  assert_int_equal(spc_variant_best(128, 128, 27)->id, 3);
   assert_int_equal(spc_variant_best(4, 32, 27)->id, 2);
   /* the main path: v6 on a compute capability 9.0 device where spc_variant_best gives v3 and the widths are
-   * multiples of 32 (v7 at 32 -> 32 on every device); spc_variant_best's choice elsewhere */
+   * multiples of 32 (v8 at 32 input channels on every device); spc_variant_best's choice elsewhere */
   const int major = dev_attr(cudaDevAttrComputeCapabilityMajor);
   const struct {
     size_t in, out;
     uint32_t K;
     int sm90;
-  } mains[] = {{32, 32, 27, 7}, {32, 64, 27, 6}, {64, 64, 27, 6}, {256, 512, 27, 6}, {96, 192, 27, 6}, {16, 16, 27, 3},
+  } mains[] = {{32, 32, 27, 8}, {32, 64, 27, 8}, {64, 64, 27, 6}, {256, 512, 27, 6}, {96, 192, 27, 6}, {16, 16, 27, 3},
                {48, 80, 27, 3}, {64, 48, 27, 3}, {32, 32, 125, 1}, {4, 32, 125, 2}, {24, 32, 27, 0}};
   for (size_t i = 0; i < sizeof mains / sizeof mains[0]; ++i) {
     const spc_variant *v = spc_variant_main(mains[i].in, mains[i].out, mains[i].K);
@@ -1257,6 +1264,8 @@ static size_t tile_order_check(const spc_map *c, const gmap *g, const uint32_t *
  * short and a map of K > 32 are refused; v3's and v4's outputs equal v1's bit for bit on both clouds (each output
  * sums the same products over increasing offsets; only exact zeros are added or left out; v4's deeper pipeline
  * changes when rows arrive, not the sums), and v3 and v4 refuse k = 5 maps with HX_EUNSUPPORTED (v1 takes them).
+ * v8's equal v7's bit for bit, sorting in the call and on the map's order (the same sums; v8 leaves out only the
+ * offsets where none of a 16-row tile's rows has a neighbour, exact zeros).
  * v6's tile orders (spc_mask_tiles_gpu) equal the CPU's (spc_tile_order_cpu) at 128- and 256-row tiles, and v6 on
  * sm_90a gives the same bits with either tile order in the map, and sorting and ordering its tiles in the call, as
  * last-first. */
@@ -1344,6 +1353,19 @@ static void test_mask_order_v3(void **state) {
         for (size_t e = 0; e < ny; ++e) diff += y1[e] != y3[e];
         printf("%s (%s) against v1, %u rows, %zu -> %zu: %zu of %zu outputs differ\n", v->name,
                with_order % 2 ? "the map's order" : "sorting in the call", p.n, C, C, diff, ny);
+        assert_int_equal(diff, 0);
+      }
+      g.m.order = NULL;
+      const spc_variant *v7 = spc_variant_by_id(7), *v8 = spc_variant_by_id(8);
+      assert_true(v7 && v8);
+      run_once(v7, NULL, &p, &g, &sw, y1);
+      for (int with_order = 0; with_order < 2; ++with_order) {
+        g.m.order = with_order ? d_order : NULL;
+        run_once(v8, NULL, &p, &g, &sw, y3);
+        size_t diff = 0;
+        for (size_t e = 0; e < ny; ++e) diff += y1[e] != y3[e];
+        printf("v8 (%s) against v7, %u rows, %zu -> %zu: %zu of %zu outputs differ\n",
+               with_order ? "the map's order" : "sorting in the call", p.n, C, C, diff, ny);
         assert_int_equal(diff, 0);
       }
       g.m.order = NULL;
@@ -1496,11 +1518,12 @@ int main(int argc, char **argv) {
       /* by name only (tests/sanitize/run.sh): test_conv covers them */
       cmocka_unit_test(test_conv_fused),
       cmocka_unit_test(test_conv_v7),
+      cmocka_unit_test(test_conv_v8),
       cmocka_unit_test(test_conv_v6),
   };
-  /* arguments: test names to run (default all but the last three; tests/sanitize/run.sh names some) */
+  /* arguments: test names to run (default all but the last four; tests/sanitize/run.sh names some) */
   const size_t n = sizeof tests / sizeof tests[0];
-  return ts_gpu_main("nets_spconv_gpu", tests, n, n - 3, argc, argv, NULL, NULL);
+  return ts_gpu_main("nets_spconv_gpu", tests, n, n - 4, argc, argv, NULL, NULL);
 }
 #else
 int main(void) {

@@ -36,7 +36,7 @@
 #                fused MLP, fc1 + SwiGLU, the LayerNorm inside the qkv and MLP kernels, affine, SwiGLU, add, gather,
 #                conversions, segment max, windows), each checked against its CPU reference
 #   nets-spconv  BUILD/tests/nets/test_nets_spconv_gpu's tests without cuBLAS: the kernel map and rulebook, v1's
-#                boundary cases, v2 (the stem's widths), v3's mask order, and test_conv_fused: v1 and v3-v7 where
+#                boundary cases, v2 (the stem's widths), v3's mask order, and test_conv_fused: v1 and v3-v8 where
 #                they take the widths, at k = 3 on 32, 64 and 256 channels, fp16 and bf16, v5's pages included
 # The nets-* lines check the networks' own kernels apart from cuBLAS. Under racecheck (compute-sanitizer
 # 2025.3.1, H200) both forwards stop at their first cuBLAS or cuBLASLt GEMM with "Internal Sanitizer Error: failed
