@@ -101,6 +101,10 @@
  *       row order: no sort, no shared-memory staging of rows, no rulebook. Measured against v6 in PTv3's forward
  *       (H200, 600k): faster at 32 channels (enc0's two xCPE 0.414 against 0.702 ms, with level 0's mask sort
  *       skipped), slower at 64 (enc1 0.800 against 0.598, dec0 1.256 against 0.762): an ablation (--spconv v7).
+ *   v8  v7's kernel over the rows in mask order (v3's; the map's, else sorted in the call), multiplying only the
+ *       offsets where one of a 16-row tile's rows has a neighbour (~7 of 27 at PTv3's level 0): v7's bits. The main
+ *       path at 32 input channels (H200, 600k: enc0's xCPE 0.447 against 0.649 ms on v6 and 0.480 on v7); slower
+ *       than v6 at 64 (dec0 0.937 against 0.671 ms).
  *
  * Napkin math (a conv of n rows, `pairs` real pairs, in -> out channels, 2-byte dtype):
  *   FLOPs = 2 * pairs * in * out (spc_map.pairs; the centre's n pairs included).
