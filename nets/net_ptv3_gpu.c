@@ -287,14 +287,7 @@ static const spc_variant *conv_variant(const p3g *g, size_t in, size_t out, uint
   if (K != 27u || g->cfg.spconv_force <= 0) return spc_variant_main(in, out, K);
   const spc_variant *f = spc_variant_by_id(g->cfg.spconv_force - 1);
   if (!f) return NULL;
-  spc_weights w;
-  spc_map m;
-  memset(&w, 0, sizeof w), memset(&m, 0, sizeof m);
-  w.in = in, w.out = out, w.K = K, m.K = K, m.k = 3;
-  size_t bytes = 0;
-  hx_err e = {HX_OK, ""};
-  const hx_status q = f->fn(NULL, NULL, &w, &m, NULL, &bytes, NULL, NET_F16, NULL, &e);
-  return q == HX_EUNSUPPORTED ? spc_variant_main(in, out, K) : f;
+  return spc_variant_query(f, in, out, K) == HX_EUNSUPPORTED ? spc_variant_main(in, out, K) : f;
 }
 
 static hx_status create_body(p3g *g, const net_params *p, hx_err *err) {

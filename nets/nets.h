@@ -399,6 +399,9 @@ const spc_variant *spc_variant_best(size_t in, size_t out, uint32_t K);
 const spc_variant *spc_variant_main(size_t in, size_t out, uint32_t K);
 /* Whether v takes (in, out) at K by its channel rule alone (v6's device check aside; its size query asks that too). */
 int spc_variant_takes(const spc_variant *v, size_t in, size_t out, uint32_t K);
+/* v's size query for (in, out) at K on the current device, an empty map: HX_OK where it runs them, HX_EUNSUPPORTED
+ * for widths (or a device) it does not take, HX_ENODEV in a build without CUDA, HX_EINVAL for v NULL. */
+hx_status spc_variant_query(const spc_variant *v, size_t in, size_t out, uint32_t K);
 
 /* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */
 /*

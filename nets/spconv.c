@@ -318,16 +318,21 @@ int spc_variant_takes(const spc_variant *v, size_t in, size_t out, uint32_t K) {
   }
 }
 
+hx_status spc_variant_query(const spc_variant *v, size_t in, size_t out, uint32_t K) {
+  if (!v) return HX_EINVAL;
+  spc_weights w;
+  spc_map m;
+  memset(&w, 0, sizeof w), memset(&m, 0, sizeof m);
+  w.in = in, w.out = out, w.K = K, m.K = K, m.k = K == 125u ? 5u : 3u;
+  size_t bytes = 0;
+  hx_err e = {HX_OK, ""};
+  return v->fn(NULL, NULL, &w, &m, NULL, &bytes, NULL, NET_F16, NULL, &e);
+}
+
 /* v6's size query answers HX_OK exactly when it takes the widths on this device (its sm_90a check; the stub of a
  * CPU-only build answers HX_ENODEV). */
 const spc_variant *spc_variant_main(size_t in, size_t out, uint32_t K) {
   const spc_variant *best = spc_variant_best(in, out, K), *v6 = spc_variant_by_id(6);
   if (best->id != 3 || !v6) return best;
-  spc_weights w;
-  spc_map m;
-  memset(&w, 0, sizeof w), memset(&m, 0, sizeof m);
-  w.in = in, w.out = out, w.K = K, m.K = K, m.k = 3;
-  size_t bytes = 0;
-  hx_err e = {HX_OK, ""};
-  return v6->fn(NULL, NULL, &w, &m, NULL, &bytes, NULL, NET_F16, NULL, &e) == HX_OK ? v6 : best;
+  return spc_variant_query(v6, in, out, K) == HX_OK ? v6 : best;
 }

@@ -538,10 +538,18 @@ static void test_variants(void **state) {
   assert_int_equal(bytes, 0u);
   assert_int_equal(st2, HX_OK);
   assert_int_equal(bytes2, 0u);
+  /* spc_variant_query: the same size query by widths (v1 and v7 ask no device) */
+  assert_int_equal(spc_variant_query(spc_variant_by_id(1), 16, 48, 27), HX_OK);
+  assert_int_equal(spc_variant_query(spc_variant_by_id(1), 24, 32, 27), HX_EUNSUPPORTED);
+  assert_int_equal(spc_variant_query(spc_variant_by_id(7), 64, 96, 27), HX_OK);
+  assert_int_equal(spc_variant_query(spc_variant_by_id(7), 128, 128, 27), HX_EUNSUPPORTED);
+  assert_int_equal(spc_variant_query(spc_variant_by_id(2), 4, 32, 125), HX_OK);
 #else
   assert_int_equal(st, HX_ENODEV);
   assert_int_equal(st2, HX_ENODEV);
+  assert_int_equal(spc_variant_query(spc_variant_by_id(1), 16, 48, 27), HX_ENODEV);
 #endif
+  assert_int_equal(spc_variant_query(NULL, 16, 16, 27), HX_EINVAL);
   /* spc_launch_plan for a given shared-memory size (no device asked, so this runs on any CUDA build): sm_90's
    * 227 KB and sm_80's 163 KB per CTA; HX_ENODEV without CUDA */
   int tile = -1, stages = -1;
