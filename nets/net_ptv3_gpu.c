@@ -535,11 +535,11 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
       NEED(&lv->map_order, m * 4, "ptv3 kernel map row order");
     else
       lv->map_order = NULL;
-    /* v6's tile order, for the tiles of the first convolution that reads the order (the encoder's where it
-     * does; a later one of other tile rows takes its tiles last-first) */
-    const spc_variant *first = ve->uses_order ? ve : vd;
-    const size_t Cf = (size_t)(ve->uses_order ? c->enc_channels[l] : c->dec_channels[l]);
-    lv->tile_rows = c->tile_order && lv->map_order && first->id == 6 ? spc_v6_tile_rows(Cf) : 0u;
+    /* v6's tile order, for the tiles of the level's first v6 convolution (the encoder's where it is v6; a later
+     * one of other tile rows takes its tiles last-first) */
+    const int e6 = ve->id == 6, d6 = dec_here && vd->id == 6;
+    const size_t Cf = (size_t)(e6 ? c->enc_channels[l] : c->dec_channels[l]);
+    lv->tile_rows = c->tile_order && lv->map_order && (e6 || d6) ? spc_v6_tile_rows(Cf) : 0u;
     if (lv->tile_rows)
       NEED(&lv->map_tiles, (m + lv->tile_rows - 1) / lv->tile_rows * 4, "ptv3 kernel map tile order");
     else
