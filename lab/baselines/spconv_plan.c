@@ -16,7 +16,7 @@
  *   span     the tiles' steps list-scheduled on 132 slots (one CTA an SM, each taking the next tile when it is
  *            free, as the block scheduler does) in the order's tile order, then last-first, over the ideal
  *            (all steps / 132): the tail a launch's waves leave; lpt: longest first (tiles sorted by steps)
- * Then the v6 launches themselves, per level at the channels v6 runs there (level 0: the decoder's 64; enc0 runs v7):
+ * Then the v6 launches themselves, per level at the channels v6 runs there (level 0: the decoder's 64; enc0 runs v8):
  * its tile rows (spc_v6_tile_rows), output slices (CTAs a tile), resident slots (132 SMs x 2 CTAs at slices of <= 64
  * channels, x 1 above), and the list-scheduled span over the ideal of the CTAs in three launch orders: last-first,
  * longest first by steps (spc_tile_order_cpu, the main path) and longest first by block steps; each priced two
