@@ -1171,10 +1171,8 @@ __device__ __forceinline__ int32_t nbr_at(const Params &p, uint32_t r, uint32_t 
 }
 
 /* Channels ci, ci + 1 of input row j as one A-fragment register (low half ci), zeros for j = -1 or past in.
- * EXACT: in == CI and x 4-byte aligned, one 32-bit load; else two 16-bit loads. P: any parameters with x and in
- * (v2's, the one-pass stem's). */
-template <int CI, bool EXACT, typename P>
-__device__ __forceinline__ uint32_t gather2(const P &p, int32_t j, uint32_t ci) {
+ * EXACT: in == CI and x 4-byte aligned, one 32-bit load; else two 16-bit loads. */
+template <int CI, bool EXACT> __device__ __forceinline__ uint32_t gather2(const Params &p, int32_t j, uint32_t ci) {
   if (j < 0) return 0u;
   if (EXACT) return __ldg(reinterpret_cast<const unsigned int *>(p.x + (size_t)j * (uint32_t)CI + ci));
   const unsigned short *xr = p.x + (size_t)j * p.in;
@@ -1870,12 +1868,11 @@ template <typename T> hx_status by_width(const Params &p, bool exact, int smem_o
 } // namespace stem
 } // namespace
 
-namespace {
-/* spc_stem_gpu's checks, table, kernel and report. */
-hx_status stem_run(const char *who, void *d_y, const void *d_x, const spc_weights *w, const float *d_scale,
-                   const float *d_shift, nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch,
-                   size_t *scratch_bytes, const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n,
-                   int count_pairs, net_dtype dt, cudaStream_t stream, hx_err *err) {
+hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const float *d_scale, const float *d_shift,
+                       nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch, size_t *scratch_bytes,
+                       const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, int count_pairs, net_dtype dt,
+                       cudaStream_t stream, hx_err *err) {
+  const char *who = "spc_stem_gpu";
   if (!m5 || !scratch_bytes || !w) return hx_errf(err, HX_EINVAL, "%s: NULL map, scratch size or weights", who);
   if (w->K != stem::kK) return hx_errf(err, HX_EINVAL, "%s: weights of %u offsets (the stem's k = 5: 125)", who, w->K);
   if (!spc_stem_takes(w->in, w->out))
@@ -1921,15 +1918,6 @@ hx_status stem_run(const char *who, void *d_y, const void *d_x, const spc_weight
                         : stem::by_width<__half>(p, exact, smem_optin, sms, stream, err));
   if (!count_pairs) return HX_OK;
   return table_report(who, m5, t.st, t.cnt, stem::kK, stream, err);
-}
-} // namespace
-
-hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const float *d_scale, const float *d_shift,
-                       nl_act act, spc_map *m5, spc_map *m3, int32_t *d_nbr3, void *d_scratch, size_t *scratch_bytes,
-                       const uint32_t *d_grid, const uint32_t *d_batch, uint32_t n, int count_pairs, net_dtype dt,
-                       cudaStream_t stream, hx_err *err) {
-  return stem_run("spc_stem_gpu", d_y, d_x, w, d_scale, d_shift, act, m5, m3, d_nbr3, d_scratch, scratch_bytes,
-                  d_grid, d_batch, n, count_pairs, dt, stream, err);
 }
 
 /* ---- Weights and context -------------------------------------------------------------------------- */
