@@ -188,6 +188,15 @@ void *take(Carve &c, size_t bytes) {
 
 unsigned blocks_for(size_t threads) { return (unsigned)((threads + kThreads - 1) / kThreads); }
 
+/* The current device's opt-in shared memory per CTA and its SM count (what the persistent grids are sized by). */
+hx_status device_limits(int *smem_optin, int *sms, hx_err *err) {
+  int dev = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  return HX_OK;
+}
+
 /* A persistent grid's CTAs: kern granted smem bytes of dynamic shared memory, then as many CTAs of `threads` as the
  * device holds at once (sms times the kernel's occupancy), at most `want`. */
 template <typename K>
@@ -1482,16 +1491,23 @@ hx_status launch_ci(const Params &p, int smem_optin, int sms, cudaStream_t strea
 }
 
 /* v7 (p.perm NULL) or v8 at in = 32 or 64 */
-template <typename T> hx_status launch(const Params &p, uint32_t in, cudaStream_t stream, hx_err *err) {
-  int dev = 0, smem_optin = 0, sms = 0;
-  HX_CUDA(err, cudaGetDevice(&dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+template <typename T> hx_status launch_t(const Params &p, uint32_t in, cudaStream_t stream, hx_err *err) {
+  int smem_optin = 0, sms = 0;
+  HX_TRY(device_limits(&smem_optin, &sms, err));
   if (p.perm)
     return in == 32u ? launch_ci<T, 32, true>(p, smem_optin, sms, stream, err)
                      : launch_ci<T, 64, true>(p, smem_optin, sms, stream, err);
   return in == 32u ? launch_ci<T, 32, false>(p, smem_optin, sms, stream, err)
                    : launch_ci<T, 64, false>(p, smem_optin, sms, stream, err);
+}
+
+/* y = conv(x) on v7's kernel: over the rows in perm's order, active offsets only (v8), or in the map's (perm NULL) */
+hx_status launch(void *d_y, const void *d_x, const spc_weights *w, const spc_map *m, const uint32_t *perm, net_dtype dt,
+                 cudaStream_t stream, hx_err *err) {
+  const Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, m->nbr, perm,
+                 m->n, (uint32_t)w->out};
+  return dt == NET_BF16 ? launch_t<__nv_bfloat16>(p, (uint32_t)w->in, stream, err)
+                        : launch_t<__half>(p, (uint32_t)w->in, stream, err);
 }
 
 } // namespace v7
@@ -1903,10 +1919,8 @@ hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const f
     return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, *scratch_bytes, c.used);
   if (!d_y || !d_x || !d_grid || !w->d_w || (m3 && !d_nbr3))
     return hx_errf(err, HX_EINVAL, "%s: NULL d_y, d_x, d_grid, weights%s for %u rows", who, m3 ? " or d_nbr3" : "", n);
-  int dev = 0, smem_optin = 0, sms = 0;
-  HX_CUDA(err, cudaGetDevice(&dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int smem_optin = 0, sms = 0;
+  HX_TRY(device_limits(&smem_optin, &sms, err));
   HX_TRY(table_fill(t, n, count_pairs ? stem::kK : 0u, d_grid, d_batch, stream, err));
   const uint32_t ci = w->in > 4u ? 8u : 4u;
   stem::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, d_scale,
@@ -2280,12 +2294,7 @@ static hx_status conv_sorted(const char *who, int kern, void *d_y, const void *d
   if (!d_scratch || !m->n) return HX_OK;
   const uint32_t *perm = own ? order : m->order;
   if (own) HX_TRY(spc_mask_tiles_gpu(order, trows ? tiles : NULL, trows, m, order_scratch, &order_bytes, stream, err));
-  if (kern == kRegs) {
-    v7::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, m->nbr, perm,
-                 m->n, (uint32_t)w->out};
-    return dt == NET_BF16 ? v7::launch<__nv_bfloat16>(p, (uint32_t)w->in, stream, err)
-                          : v7::launch<__half>(p, (uint32_t)w->in, stream, err);
-  }
+  if (kern == kRegs) return v7::launch(d_y, d_x, w, m, perm, dt, stream, err);
   if (kern == kWgmma)
     return spc_v6_launch(d_y, d_x, w->d_w, w->d_b, m->nbr, perm, own ? tiles : m->tiles, own ? trows : m->tile_rows,
                          m->n, (uint32_t)w->in, (uint32_t)w->out, dt, stream, err);
@@ -2332,10 +2341,7 @@ hx_status spc_conv_v7(void *d_y, const void *d_x, const spc_weights *w, const sp
   (void)ctx;
   HX_TRY(conv_implicit("v7", d_y, d_x, w, m, d_scratch, scratch_bytes, 0, dt, err, kV7Rule));
   if (!d_scratch || !m->n) return HX_OK;
-  v7::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, m->nbr, nullptr,
-               m->n, (uint32_t)w->out};
-  return dt == NET_BF16 ? v7::launch<__nv_bfloat16>(p, (uint32_t)w->in, stream, err)
-                        : v7::launch<__half>(p, (uint32_t)w->in, stream, err);
+  return v7::launch(d_y, d_x, w, m, nullptr, dt, stream, err);
 }
 
 /* ---- v8: v7 over the rows in mask order, active offsets only ---------------------------------------------- */
@@ -2401,10 +2407,8 @@ hx_status spc_conv_v2(void *d_y, const void *d_x, const spc_weights *w, const sp
   const size_t in = w->in, out = w->out, n = m->n;
   const uint32_t K = m->K;
   const uintptr_t ya = (uintptr_t)d_y, xa = (uintptr_t)d_x;
-  int dev = 0, smem_optin = 0, sms = 0;
-  HX_CUDA(err, cudaGetDevice(&dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int smem_optin = 0, sms = 0;
+  HX_TRY(device_limits(&smem_optin, &sms, err));
   const uint32_t ci = in > 4u ? 8u : 4u;
   v2::Params p{d_y, static_cast<const uint16_t *>(d_x), static_cast<const uint16_t *>(w->d_w), w->d_b, m->nbr,
                (uint32_t)n, K, (uint32_t)in, (uint32_t)out, (K * ci + 15u) / 16u, out % 2u == 0 && ya % 4u == 0};
