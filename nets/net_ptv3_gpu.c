@@ -127,6 +127,13 @@ typedef struct p3g {
   uint32_t *order_p, *inverse_p;
   void *scratch;
   size_t scratch_bytes;
+  /* net_config's overlap: the structure stream (created with the object, the device's highest priority), the
+   * event that forks it from the forward's stream, one a level that the forward's stream waits on, and its own
+   * scratch (the structure's launchers only; NULL without overlap) */
+  cudaStream_t side;
+  cudaEvent_t fork, done[G_L], join;
+  void *scratch2;
+  size_t scratch2_bytes;
   /* every net_alloc allocation of prepare, released by unprepare */
   void **held;
   size_t n_held, cap_held, held_bytes;
@@ -174,12 +181,13 @@ static hx_status g_hold(p3g *g, void **p, size_t bytes, const char *label, hx_er
 }
 
 static void unprepare(p3g *g) {
+  if (g->side) cudaStreamSynchronize(g->side); /* a failed forward may have left structure work queued there */
   for (size_t i = g->n_held; i > 0; i--) g_release(g, g->held[i - 1]);
   g->n_held = 0, g->held_bytes = 0;
   for (int l = 0; l < G_L; l++) battn_plan_free(&g->lv[l].plan);
   memset(g->lv, 0, sizeof g->lv);
   g->xyz = g->feat32 = g->logits32 = NULL;
-  g->feat = g->logits = g->t = g->u = g->big = g->pc3 = g->pc = g->scratch = NULL;
+  g->feat = g->logits = g->t = g->u = g->big = g->pc3 = g->pc = g->scratch = g->scratch2 = NULL;
   g->maxc = g->order_p = g->inverse_p = NULL;
   g->stem_nbr = g->stem_rule = NULL;
   memset(&g->stem_map, 0, sizeof g->stem_map);
@@ -274,6 +282,11 @@ static void destroy(void *impl) {
   unprepare(g);
   free(g->held);
   free_convs(g);
+  if (g->side) cudaStreamDestroy(g->side);
+  if (g->fork) cudaEventDestroy(g->fork);
+  if (g->join) cudaEventDestroy(g->join);
+  for (int l = 0; l < G_L; l++)
+    if (g->done[l]) cudaEventDestroy(g->done[l]);
   if (g->wblock) g_release(g, g->wblock);
   nl_blas_destroy(g->blas);
   spc_ctx_destroy(g->sctx);
@@ -288,6 +301,20 @@ static const spc_variant *conv_variant(const p3g *g, size_t in, size_t out, uint
   const spc_variant *f = spc_variant_by_id(g->cfg.spconv_force - 1);
   if (!f) return NULL;
   return spc_variant_query(f, in, out, K) == HX_EUNSUPPORTED ? spc_variant_main(in, out, K) : f;
+}
+
+/* The structure stream of net_config's overlap, at the device's highest priority (its kernels are short and each
+ * holds up the chain behind it; the block scheduler then starts their CTAs before the features' waiting ones), and
+ * its events (no timing). */
+static hx_status side_create(p3g *g, hx_err *err) {
+  int least = 0, greatest = 0;
+  HX_TRY(cu_st(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities", err));
+  HX_TRY(cu_st(cudaStreamCreateWithPriority(&g->side, cudaStreamNonBlocking, greatest), "structure stream", err));
+  HX_TRY(cu_st(cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming), "structure events", err));
+  HX_TRY(cu_st(cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming), "structure events", err));
+  for (int l = 0; l < g->cfg.levels; l++)
+    HX_TRY(cu_st(cudaEventCreateWithFlags(&g->done[l], cudaEventDisableTiming), "structure events", err));
+  return HX_OK;
 }
 
 static hx_status create_body(p3g *g, const net_params *p, hx_err *err) {
@@ -309,6 +336,7 @@ static hx_status create_body(p3g *g, const net_params *p, hx_err *err) {
   free(v);
   if (st == HX_OK) st = nl_blas_create(&g->blas, err);
   if (st == HX_OK) st = spc_ctx_create(&g->sctx, err);
+  if (st == HX_OK && g->cfg.overlap) st = side_create(g, err);
   return st;
 }
 
@@ -416,9 +444,9 @@ static hx_status map_scratch(size_t *sb, uint32_t n, uint32_t k, int rule, hx_er
   return spc_map_gpu(&m, NULL, rule ? &any : NULL, NULL, sb, NULL, NULL, n, k, 0, NULL, err);
 }
 
-static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
+static hx_status scratch_need(p3g *g, size_t *need, size_t *side_need, hx_err *err) {
   const net_config *c = &g->cfg;
-  size_t sb = 0, most = 0;
+  size_t sb = 0, most = 0, side = 0; /* side: the launchers on the structure stream (side_structure) */
   size_t off[SFC_MAX_CLOUDS + 1];
   memcpy(off, g->lv[0].off, sizeof off);
   HX_TRY(bl_st(sfc_grid_gpu(NULL, NULL, NULL, NULL, &sb, NULL, off, g->B, g->grid_size, NULL), "grid size query", err));
@@ -426,7 +454,7 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
   sfc_serial_args a = {NULL, NULL, NULL, NULL, NULL, g->n, g->B, g->lv[0].depth, NET_PTV3_ORDERS,
                        {g->orders[0], g->orders[1], g->orders[2], g->orders[3]}};
   HX_TRY(bl_st(g->serial->fn(NULL, &sb, &a, NULL), "serialization size query", err));
-  most = max_sz(most, sb);
+  most = max_sz(most, sb), side = max_sz(side, sb);
   spc_map m;
   spc_weights w = {.in = (size_t)c->in_channels, .out = (size_t)c->enc_channels[0], .K = 125};
   const spc_variant *sv = conv_variant(g, w.in, w.out, 125);
@@ -451,14 +479,16 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
       spool_out po;
       memset(&po, 0, sizeof po);
       HX_TRY(bl_st(spool_gpu(&po, NULL, &sb, &pin, NULL), "pooling size query", err));
-      most = max_sz(most, sb);
+      most = max_sz(most, sb), side = max_sz(side, sb);
     }
     HX_TRY(map_scratch(&sb, (uint32_t)lv->n, 3, net_ptv3_level_needs_rule(c, l), err));
     most = max_sz(most, sb);
+    if (l > 0) side = max_sz(side, sb);
     memset(&m, 0, sizeof m);
     m.n = (uint32_t)lv->n, m.k = 3, m.K = 27;
     HX_TRY(spc_mask_order_gpu(NULL, &m, NULL, &sb, NULL, err)); /* built when a variant uses it: sized always */
     most = max_sz(most, sb);
+    if (l > 0) side = max_sz(side, sb);
     for (int dec = 0; dec < 2; dec++) {
       if (dec && l == c->levels - 1) break;
       const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
@@ -479,6 +509,7 @@ static hx_status scratch_need(p3g *g, size_t *need, hx_err *err) {
     HX_TRY(attn_choose(g, lv, l, &most, err));
   }
   *need = most;
+  *side_need = c->overlap ? side : 0;
   return HX_OK;
 }
 
@@ -560,6 +591,8 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
   NEED(&g->logits, n * (size_t)c->classes * E, "ptv3 logits");
   NEED(&g->logits32, n * (size_t)c->classes * 4, "ptv3 logits fp32");
   NEED(&g->scratch, g->scratch_bytes, "ptv3 scratch");
+  if (g->scratch2_bytes) NEED(&g->scratch2, g->scratch2_bytes, "ptv3 structure scratch");
+  else g->scratch2 = NULL;
 #undef NEED
   return HX_OK;
 }
@@ -596,7 +629,7 @@ static hx_status plan_input(p3g *g, const net_input *in, net_ptv3_work *ws, hx_e
     net_ptv3_struct_free(s);
   }
   free(s);
-  if (st == HX_OK) st = scratch_need(g, &g->scratch_bytes, err);
+  if (st == HX_OK) st = scratch_need(g, &g->scratch_bytes, &g->scratch2_bytes, err);
   return st;
 }
 
@@ -620,13 +653,24 @@ static hx_status bytes(size_t *out, const net_config *cfg, const net_input *in, 
 
 /* ---- the forward's steps ---------------------------------------------------------------------------------- */
 
+/* A stream with the scratch its launchers use: work on one stream never shares a scratch with another's. */
+typedef struct g_lane {
+  struct CUstream_st *s;
+  void *scratch;
+  size_t bytes;
+} g_lane;
+
 typedef struct g_run {
   p3g *g;
   const net_hooks *h;
   cudaStream_t s;
   struct CUstream_st *cs;
-  int prepare;                   /* 1: the structural pass of prepare (read-backs allowed) */
-  int ready[G_L]; /* bits: 1 the level's kernel map (and its order), 2 its padding, 4 its map built with the stem's */
+  int prepare; /* 1: the structural pass of prepare (read-backs allowed) */
+  int side;    /* 1: the structure runs ahead on g->side (net_config's overlap, a forward without hooks) */
+  g_lane main, st; /* the features' stream (the forward's) and the structure's (g->side, or the forward's) */
+  /* bits: 1 the level's kernel map (and its order), 2 its padding, 4 its map built with the stem's, 8 the forward's
+   * stream waited for the level's structure, 16 its pooling structure */
+  int ready[G_L];
   hx_err *err;
 } g_run;
 
@@ -642,23 +686,101 @@ static hx_status conv_gpu(g_run *r, void *y, const void *x, const spc_weights *w
   return v->fn(y, x, w, m, r->g->scratch, &sb, r->g->sctx, r->g->dt, r->cs, r->err);
 }
 
-static hx_status map_gpu(g_run *r, spc_map *m, int32_t *nbr, int32_t *rule, const g_level *lv, uint32_t k) {
-  size_t sb = r->g->scratch_bytes;
-  return spc_map_gpu(m, nbr, rule, r->g->scratch, &sb, lv->grid, lv->batch, (uint32_t)lv->n, k, r->prepare, r->cs,
+static hx_status map_gpu(g_run *r, const g_lane *ln, spc_map *m, int32_t *nbr, int32_t *rule, const g_level *lv,
+                         uint32_t k) {
+  size_t sb = ln->bytes;
+  return spc_map_gpu(m, nbr, rule, ln->scratch, &sb, lv->grid, lv->batch, (uint32_t)lv->n, k, r->prepare, ln->s,
                      r->err);
 }
 
-/* Grid coordinates and the 4-order serialization of level 0. */
+/* ---- the structure: what the coordinates alone decide ------------------------------------------------------------
+ * Level 0's serialization and padding, and per level l >= 1 its pooling structure, kernel map (with its mask and
+ * tile orders) and padding read no feature. With overlap (g_run's side) they run ahead on the structure stream,
+ * forked from the forward's after the grid coordinates, done[l] recorded after each level's; the features wait for
+ * done[l] before they first read level l's structure (wait_level), and every done[] before the head, so the
+ * structure stream always joins the forward's (as a CUDA graph capture needs). Level 0's map is the stem's (on the
+ * forward's stream), so its mask and tile orders stay there. Without overlap each piece runs where the features
+ * first need it, on the forward's stream, which is how hooks (timing, counters, NVTX) see every range hold only its
+ * own work. */
+
+static hx_status wait_level(g_run *r, int l) {
+  if (!r->side || (r->ready[l] & 8)) return HX_OK;
+  r->ready[l] |= 8;
+  return cu_st(cudaStreamWaitEvent(r->s, r->g->done[l], 0), "structure wait", r->err);
+}
+
+/* Level l's kernel map (unless the stem built it) and, where a convolution reads them, its mask and tile orders. */
+static hx_status level_map(g_run *r, const g_lane *ln, int l) {
+  g_level *lv = &r->g->lv[l];
+  if (!(r->ready[l] & 4)) HX_TRY(map_gpu(r, ln, &lv->map, lv->nbr, lv->rule, lv, 3));
+  if (lv->map_order) {
+    size_t sb = ln->bytes;
+    HX_TRY(spc_mask_tiles_gpu(lv->map_order, lv->map_tiles, lv->tile_rows, &lv->map, ln->scratch, &sb, ln->s, r->err));
+    lv->map.order = lv->map_order;
+    lv->map.tiles = lv->map_tiles, lv->map.tile_rows = lv->tile_rows;
+  }
+  r->ready[l] |= 1;
+  return HX_OK;
+}
+
+static hx_status level_padding(g_run *r, const g_lane *ln, int l) {
+  g_level *lv = &r->g->lv[l];
+  HX_TRY(bl_st(shuf_padding_gpu(lv->pad, lv->unpad, lv->cu, lv->off, r->g->B, (uint32_t)r->g->cfg.patch, ln->s),
+               "padding", r->err));
+  r->ready[l] |= 2;
+  return HX_OK;
+}
+
+/* PTv3's pooling structure of level l from level l - 1's (prepare reads the pooled size back and checks it). */
+static hx_status pool_structure(g_run *r, const g_lane *ln, int l) {
+  p3g *g = r->g;
+  g_level *lv = &g->lv[l], *p = &g->lv[l - 1];
+  spool_in pin = {p->code, p->order, NULL, l == 1 ? g->xyz : p->coord, p->grid, p->batch, p->n, 0, NET_PTV3_ORDERS,
+                  p->depth, g->B, {0, 1, 2, 3}};
+  memcpy(pin.perm, lv->perm, sizeof pin.perm);
+  spool_out po = {0, 0, lv->cluster, lv->head, lv->idx_ptr, lv->code, lv->order, lv->inverse, NULL, lv->coord,
+                  lv->grid, lv->batch};
+  size_t sb = ln->bytes;
+  if (r->prepare) {
+    HX_TRY(bl_st(spool_gpu(&po, ln->scratch, &sb, &pin, ln->s), "pooling", r->err));
+    if (po.n_out != lv->n)
+      return hx_errf(r->err, HX_ECHECK, "ptv3 gpu: pooling into level %d gave %zu points, the host structure %zu", l,
+                     po.n_out, lv->n);
+  } else {
+    HX_TRY(bl_st(spool_gpu_sized(&po, ln->scratch, &sb, &pin, lv->n, ln->s), "pooling", r->err));
+  }
+  r->ready[l] |= 16;
+  return HX_OK;
+}
+
+/* Grid coordinates (the forward's stream) and the 4-order serialization of level 0 (the structure's). */
 static hx_status step_serialize(g_run *r) {
   p3g *g = r->g;
   g_level *l0 = &g->lv[0];
-  size_t sb = g->scratch_bytes;
-  HX_TRY(bl_st(sfc_grid_gpu(l0->grid, l0->batch, g->maxc, g->scratch, &sb, g->xyz, l0->off, g->B, g->grid_size, r->cs),
+  size_t sb = r->main.bytes;
+  HX_TRY(bl_st(sfc_grid_gpu(l0->grid, l0->batch, g->maxc, r->main.scratch, &sb, g->xyz, l0->off, g->B, g->grid_size,
+                            r->cs),
                "grid coordinates", r->err));
+  if (r->side) {
+    HX_TRY(cu_st(cudaEventRecord(g->fork, r->s), "structure fork", r->err));
+    HX_TRY(cu_st(cudaStreamWaitEvent(g->side, g->fork, 0), "structure fork", r->err));
+  }
   sfc_serial_args a = {l0->code, l0->order, l0->inverse, l0->grid, l0->batch, g->n, g->B, l0->depth, NET_PTV3_ORDERS,
                        {g->orders[0], g->orders[1], g->orders[2], g->orders[3]}};
-  sb = g->scratch_bytes;
-  return bl_st(g->serial->fn(g->scratch, &sb, &a, r->cs), "serialization", r->err);
+  sb = r->st.bytes;
+  return bl_st(g->serial->fn(r->st.scratch, &sb, &a, r->st.s), "serialization", r->err);
+}
+
+/* With overlap, after step_serialize: the rest of the structure, every level's, queued on the structure stream. */
+static hx_status structure_ahead(g_run *r) {
+  p3g *g = r->g;
+  for (int l = 0; l < g->cfg.levels; l++) {
+    if (l > 0) HX_TRY(pool_structure(r, &r->st, l));
+    if (l > 0) HX_TRY(level_map(r, &r->st, l));
+    HX_TRY(level_padding(r, &r->st, l));
+    HX_TRY(cu_st(cudaEventRecord(g->done[l], g->side), "structure event", r->err));
+  }
+  return HX_OK;
 }
 
 static hx_status step_embed(g_run *r) {
@@ -684,7 +806,7 @@ static hx_status step_embed(g_run *r) {
                             (uint32_t)g->n, r->cs, r->err));
     r->ready[0] |= 4;
   } else {
-    HX_TRY(map_gpu(r, &g->stem_map, g->stem_nbr, g->stem_rule, l0, 5));
+    HX_TRY(map_gpu(r, &r->main, &g->stem_map, g->stem_nbr, g->stem_rule, l0, 5));
   }
   HX_TRY(conv_gpu(r, l0->enc, g->feat, &g->stem, &g->stem_map));
   return nl_affine_act_gpu(l0->enc, l0->enc, g->stem_bn.scale, g->stem_bn.shift, g->n, g->stem_bn.C, NL_ACT_GELU,
@@ -697,20 +819,8 @@ static hx_status step_pool(g_run *r, int l) {
   g_level *lv = &g->lv[l], *p = &g->lv[l - 1];
   const size_t C = (size_t)g->cfg.enc_channels[l];
   HX_TRY(lin_gpu(r, g->big, p->enc, &g->down[l], p->n, NL_ACT_NONE, 0));
-  spool_in pin = {p->code, p->order, NULL, l == 1 ? g->xyz : p->coord, p->grid, p->batch, p->n, 0, NET_PTV3_ORDERS,
-                  p->depth, g->B, {0, 1, 2, 3}};
-  memcpy(pin.perm, lv->perm, sizeof pin.perm);
-  spool_out po = {0, 0, lv->cluster, lv->head, lv->idx_ptr, lv->code, lv->order, lv->inverse, NULL, lv->coord,
-                  lv->grid, lv->batch};
-  size_t sb = g->scratch_bytes;
-  if (r->prepare) {
-    HX_TRY(bl_st(spool_gpu(&po, g->scratch, &sb, &pin, r->cs), "pooling", r->err));
-    if (po.n_out != lv->n)
-      return hx_errf(r->err, HX_ECHECK, "ptv3 gpu: pooling into level %d gave %zu points, the host structure %zu", l,
-                     po.n_out, lv->n);
-  } else {
-    HX_TRY(bl_st(spool_gpu_sized(&po, g->scratch, &sb, &pin, lv->n, r->cs), "pooling", r->err));
-  }
+  if (!(r->ready[l] & 16)) HX_TRY(pool_structure(r, &r->main, l));
+  HX_TRY(wait_level(r, l));
   /* children of parent k: row-0 order positions [idx_ptr[k], idx_ptr[k+1]) of level l-1 */
   HX_TRY(nl_segment_max_gpu(lv->enc, g->big, p->order, lv->idx_ptr, lv->n, C, g->dt, r->cs, r->err));
   return nl_affine_act_gpu(lv->enc, lv->enc, g->down_bn[l].scale, g->down_bn[l].shift, lv->n, C, NL_ACT_GELU, g->dt,
@@ -728,17 +838,8 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
   p3g *g = r->g;
   g_level *lv = &g->lv[l];
   const size_t n = lv->n, C = (size_t)b->C;
-  if (!(r->ready[l] & 1)) {
-    if (!(r->ready[l] & 4)) HX_TRY(map_gpu(r, &lv->map, lv->nbr, lv->rule, lv, 3));
-    if (lv->map_order) {
-      size_t sb = g->scratch_bytes;
-      HX_TRY(spc_mask_tiles_gpu(lv->map_order, lv->map_tiles, lv->tile_rows, &lv->map, g->scratch, &sb, r->cs,
-                                r->err));
-      lv->map.order = lv->map_order;
-      lv->map.tiles = lv->map_tiles, lv->map.tile_rows = lv->tile_rows;
-    }
-    r->ready[l] |= 1;
-  }
+  if (!(r->ready[l] & 1)) HX_TRY(level_map(r, &r->main, l));
+  if (l > 0) HX_TRY(wait_level(r, l)); /* level 0's map is the stem's */
   HX_TRY(conv_gpu(r, g->t, src, &b->conv, &lv->map));
   if (net_ln_cpe_fused(&g->cfg, C)) { /* x += LN(Linear(t)) in one kernel; the unfused path where it cannot run */
     const hx_status st = nl_linear_ln_add_gpu(x, g->t, b->cpe_lin.w, b->cpe_lin.b, b->cpe_norm.g, b->cpe_norm.b,
@@ -755,11 +856,8 @@ static hx_status compose(g_run *r, int l, int row) {
   p3g *g = r->g;
   g_level *lv = &g->lv[l];
   const size_t n = lv->n;
-  if (!(r->ready[l] & 2)) {
-    HX_TRY(bl_st(shuf_padding_gpu(lv->pad, lv->unpad, lv->cu, lv->off, g->B, (uint32_t)g->cfg.patch, r->cs),
-                 "padding", r->err));
-    r->ready[l] |= 2;
-  }
+  if (!(r->ready[l] & 2)) HX_TRY(level_padding(r, &r->main, l));
+  HX_TRY(wait_level(r, l));
   return bl_st(shuf_compose_gpu(g->order_p, g->inverse_p, lv->order + (size_t)row * n, lv->inverse + (size_t)row * n,
                                 lv->pad, lv->unpad, n, lv->sum_p, r->cs),
                "index composition", r->err);
@@ -895,6 +993,7 @@ static hx_status run_all(g_run *r) {
     HX_TRY(st);                                                                                           \
   } while (0)
   TOP("serialize", step_serialize(r));
+  if (r->side) HX_TRY(structure_ahead(r));
   TOP("embed", step_embed(r));
   for (int l = 0; l < L; l++) {
     g_level *lv = &g->lv[l];
@@ -922,6 +1021,7 @@ static hx_status run_all(g_run *r) {
     }
     rng(r, path, 0);
   }
+  for (int l = 0; l < L; l++) HX_TRY(wait_level(r, l)); /* the join, whichever levels ran no block */
   TOP("head", step_head(r));
 #undef TOP
   return HX_OK;
@@ -948,6 +1048,7 @@ static hx_status prepare_body(p3g *g, const net_input *in, struct CUstream_st *s
   g_run r;
   memset(&r, 0, sizeof r);
   r.g = g, r.h = NULL, r.s = (cudaStream_t)stream, r.cs = stream, r.prepare = 1, r.err = err;
+  r.main = r.st = (g_lane){stream, g->scratch, g->scratch_bytes};
   HX_TRY(run_all(&r));
   return cu_st(cudaStreamSynchronize((cudaStream_t)stream), "prepare", err);
 }
@@ -971,7 +1072,15 @@ static hx_status forward(void *impl, const net_hooks *hooks, struct CUstream_st 
   g_run r;
   memset(&r, 0, sizeof r);
   r.g = g, r.h = hooks, r.s = (cudaStream_t)stream, r.cs = stream, r.prepare = 0, r.err = err;
-  return run_all(&r);
+  r.side = g->side && g->scratch2 && !(hooks && hooks->range);
+  r.main = (g_lane){stream, g->scratch, g->scratch_bytes};
+  r.st = r.side ? (g_lane){(struct CUstream_st *)g->side, g->scratch2, g->scratch2_bytes} : r.main;
+  const hx_status st = run_all(&r);
+  if (st != HX_OK && r.side) { /* the structure stream joins the forward's also after a failure */
+    cudaEventRecord(g->join, g->side);
+    cudaStreamWaitEvent(r.s, g->join, 0);
+  }
+  return st;
 }
 
 /* Device dtype values to host fp32. */

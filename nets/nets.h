@@ -525,6 +525,11 @@ typedef struct net_config {
   int tile_order;        /* PTv3 on the GPU: 1 = spconv v6 takes a level's tiles most active offsets first (the
                           * map's tile order, spc_mask_tiles_gpu, once per level; the default); 0 = last-first (an
                           * ablation) */
+  int overlap;           /* PTv3 on the GPU: 1 = the structure (serialization, pooling structure, kernel maps with their
+                          * orders, padding: what the coordinates alone decide) on a second stream of the device's
+                          * highest priority, ahead of the features, which wait for each level's (the default; a
+                          * forward with hooks runs on one stream, so each range holds its own work); 0 = one stream
+                          * (an ablation, docs/nets.md "The structure ahead") */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

@@ -42,6 +42,10 @@ expect_out 2 "--stem 'dense': fused or map" "$BIN" net --model ptv3-tiny --stem 
 expect_out 2 "--stem: flash3d-tiny has no sparse convolution stem" "$BIN" net --model flash3d-tiny --stem map --device cpu
 expect_out 0 'note: --stem has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 --stem map \
   --device cpu
+expect_out 2 "--overlap 'both': on or off" "$BIN" net --model ptv3-tiny --overlap both --device cpu
+expect_out 2 "--overlap: flash3d-tiny has no structure stream" "$BIN" net --model flash3d-tiny --overlap off --device cpu
+expect_out 0 'note: --overlap has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 \
+  --overlap off --device cpu
 # --rehash off reaches the forward: the header says so, and the logits differ from the default's (re-hashed)
 for r in on off; do
   expect_out 0 "pooled levels $( [ $r = on ] && echo 're-hashed' || echo 'in pooling order over fixed windows' )" \

@@ -313,6 +313,61 @@ static void test_ptv3_tiny_tile_order(void **state) {
   net_params_free(&p);
 }
 
+/* A hook that only counts its ranges: a forward with hooks runs on one stream. */
+static void count_range(void *ctx, const char *name, int begin, struct CUstream_st *stream) {
+  (void)name, (void)stream;
+  if (begin) ++*(size_t *)ctx;
+}
+
+/* PTv3's structure on its own stream ahead of the features (net_config's overlap, the default), on the forward's one
+ * stream (the ablation) and with hooks (one stream too): the same kernels on the same inputs, so the same logits bit
+ * for bit, each checked against the CPU forward; the estimate holds the structure stream's scratch. Two clouds. */
+static void test_ptv3_tiny_overlap(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  net_config cfg;
+  assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
+  assert_int_equal(cfg.overlap, 1);
+  assert_int_equal(net_config_named(&cfg, "ptv3-tiny", &err), HX_OK);
+  net_params p = {0};
+  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  tcase t;
+  memset(&t, 0, sizeof t);
+  make_case(&t, 2, 2500, g_seed + 13);
+  cudaStream_t s;
+  assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  net_output out[3] = {{0}, {0}, {0}};
+  size_t bytes[2] = {0, 0}, ranges = 0;
+  for (int k = 0; k < 2; k++) {
+    cfg.overlap = 1 - k;
+    assert_int_equal(net_gpu_bytes(&bytes[k], &cfg, &t.in, NET_F16, &err), HX_OK);
+    net_gpu *g = NULL;
+    assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err), HX_OK);
+    assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
+    assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
+    assert_int_equal(net_gpu_download(g, &out[k], 0, (struct CUstream_st *)s, &err), HX_OK);
+    check_run(g, &p, &t, s, k ? "ptv3-tiny, the structure on one stream" : "ptv3-tiny, the structure ahead");
+    if (k == 0) {
+      const net_hooks h = {count_range, &ranges};
+      assert_int_equal(net_gpu_forward(g, &h, (struct CUstream_st *)s, &err), HX_OK);
+      assert_int_equal(net_gpu_download(g, &out[2], 0, (struct CUstream_st *)s, &err), HX_OK);
+    }
+    net_gpu_destroy(g);
+  }
+  const size_t off = logits_differ(&out[0], &out[1]), hooked = logits_differ(&out[0], &out[2]);
+  printf("ptv3-tiny: the structure ahead differs from one stream in %zu, from the hooked forward (%zu ranges) in %zu "
+         "of %zu logits; estimates %zu and %zu bytes\n", off, ranges, hooked, out[0].n * out[0].classes, bytes[0],
+         bytes[1]);
+  assert_int_equal(off, 0);
+  assert_int_equal(hooked, 0);
+  assert_true(ranges > 0);
+  assert_true(bytes[0] > bytes[1]);
+  for (int k = 0; k < 3; k++) net_output_free(&out[k]);
+  cudaStreamDestroy(s);
+  free_case(&t);
+  net_params_free(&p);
+}
+
 /* PTv3's stem in one pass (the default) and through its stored map: each forward right against the CPU forward, the
  * same pairs counted (embed's FLOPs), the one pass's estimate without the 4 n 125 bytes of the k = 5 map and its
  * embed priced without writing it (and without the BN + GELU pass). */
@@ -436,7 +491,7 @@ int main(void) {
       cmocka_unit_test(test_ptv3_tiny_spconv_variants), cmocka_unit_test(test_ptv3_tiny_mlp_linear),
       cmocka_unit_test(test_flash3d_tiny_mlp_linear),
       cmocka_unit_test(test_tiny_ln_separate),       cmocka_unit_test(test_ptv3_tiny_tile_order),
-      cmocka_unit_test(test_ptv3_tiny_stem),
+      cmocka_unit_test(test_ptv3_tiny_stem),          cmocka_unit_test(test_ptv3_tiny_overlap),
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),
