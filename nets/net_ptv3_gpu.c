@@ -771,16 +771,15 @@ static hx_status step_serialize(g_run *r) {
   return bl_st(g->serial->fn(r->st.scratch, &sb, &a, r->st.s), "serialization", r->err);
 }
 
-/* With overlap, after step_serialize: the rest of the structure, every level's, queued on the structure stream. */
-static hx_status structure_ahead(g_run *r) {
-  p3g *g = r->g;
-  for (int l = 0; l < g->cfg.levels; l++) {
-    if (l > 0) HX_TRY(pool_structure(r, &r->st, l));
-    if (l > 0) HX_TRY(level_map(r, &r->st, l));
-    HX_TRY(level_padding(r, &r->st, l));
-    HX_TRY(cu_st(cudaEventRecord(g->done[l], g->side), "structure event", r->err));
-  }
-  return HX_OK;
+/* With overlap: level l's structure queued on the structure stream, done[l] recorded after it. The forward queues
+ * level 0's after the serialization and level l + 1's as level l starts: queued all at once, the host's ~100
+ * launches would hold back the features' first kernels in an eager forward. */
+static hx_status structure_ahead(g_run *r, int l) {
+  if (!r->side || l >= r->g->cfg.levels) return HX_OK;
+  if (l > 0) HX_TRY(pool_structure(r, &r->st, l));
+  if (l > 0) HX_TRY(level_map(r, &r->st, l));
+  HX_TRY(level_padding(r, &r->st, l));
+  return cu_st(cudaEventRecord(r->g->done[l], r->g->side), "structure event", r->err);
 }
 
 static hx_status step_embed(g_run *r) {
@@ -993,10 +992,11 @@ static hx_status run_all(g_run *r) {
     HX_TRY(st);                                                                                           \
   } while (0)
   TOP("serialize", step_serialize(r));
-  if (r->side) HX_TRY(structure_ahead(r));
+  HX_TRY(structure_ahead(r, 0));
   TOP("embed", step_embed(r));
   for (int l = 0; l < L; l++) {
     g_level *lv = &g->lv[l];
+    HX_TRY(structure_ahead(r, l + 1));
     snprintf(path, sizeof path, "enc%d", l);
     rng(r, path, 1);
     if (l > 0) {
