@@ -725,8 +725,6 @@ static hx_status wait_ev(g_run *r, int l, int which) {
 
 /* Level 0's map comes from the structure stream where the stem would write it in one pass. */
 static int map0_ahead(const g_run *r) { return r->side && net_ptv3_stem_fused(&r->g->cfg); }
-/* The decoder's skip branches run on the structure stream. */
-static int skip_ahead_on(const g_run *r) { return r->side; }
 
 /* Level l's kernel map (unless the stem built it) and, where a convolution reads them, its mask and tile orders. */
 static hx_status level_map(g_run *r, const g_lane *ln, int l) {
@@ -821,7 +819,7 @@ static hx_status skip_branch(g_run *r, const g_lane *ln, int l) {
 /* With overlap, when the encoder's level l is done: its skip branch on the structure stream. */
 static hx_status skip_ahead(g_run *r, int l) {
   p3g *g = r->g;
-  if (!skip_ahead_on(r) || l > g->cfg.levels - 2) return HX_OK;
+  if (!r->side || l > g->cfg.levels - 2) return HX_OK;
   HX_TRY(cu_st(cudaEventRecord(g->enc_done[l], r->s), "skip fork", r->err));
   HX_TRY(cu_st(cudaStreamWaitEvent(g->side, g->enc_done[l], 0), "skip fork", r->err));
   HX_TRY(skip_branch(r, &r->st, l));
@@ -1015,7 +1013,7 @@ static hx_status step_unpool(g_run *r, int l) {
   HX_TRY(nl_affine_act_gpu(g->t, g->t, g->up_bn[l].scale, g->up_bn[l].shift, ch->n, C, NL_ACT_GELU, g->dt, r->cs,
                            r->err));
   HX_TRY(nl_gather_rows_gpu(g->u, g->t, ch->cluster, lv->n, C, g->dt, r->cs, r->err));
-  HX_TRY(skip_ahead_on(r) ? wait_ev(r, l, W_SKIP) : skip_branch(r, &r->main, l));
+  HX_TRY(r->side ? wait_ev(r, l, W_SKIP) : skip_branch(r, &r->main, l));
   return g->cfg.dec_depth[l] > 0 ? HX_OK : nl_add_gpu(lv->dec, g->u, lv->n * C, g->dt, r->cs, r->err);
 }
 
@@ -1072,7 +1070,7 @@ static hx_status run_all(g_run *r) {
   }
   for (int l = 0; l < L; l++) { /* the join, whichever levels ran no block */
     HX_TRY(wait_ev(r, l, W_DONE));
-    if (l < L - 1 && skip_ahead_on(r)) HX_TRY(wait_ev(r, l, W_SKIP));
+    if (l < L - 1) HX_TRY(wait_ev(r, l, W_SKIP));
   }
   if (map0_ahead(r)) HX_TRY(wait_ev(r, 0, W_MAP0));
   TOP("head", step_head(r));
