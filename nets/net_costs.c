@@ -264,9 +264,7 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
     op_linear(&a, C_UNPOOL, nl, (double)cfg->enc_channels[l], C, 0);
     op_affine(&a, C_UNPOOL, nl, C);
     op_gather(&a, C_UNPOOL, nl, C);
-    /* the two branches added inside the first block's CPE range, after its convolution has read the skip's alone
-     * (net_ptv3_gpu.c's step_unpool) */
-    op_add(&a, cfg->dec_depth[l] > 0 ? C_CPE : C_UNPOOL, nl * C);
+    op_add(&a, C_UNPOOL, nl * C);
     for (int i = 0; i < cfg->dec_depth[l]; i++) ptv3_block(&a, cfg, lv, (size_t)cfg->dec_channels[l], &ready[l]);
   }
   op_linear(&a, C_HEAD, n, (double)cfg->dec_channels[0], K, 0); /* head: Linear, logits to fp32 */

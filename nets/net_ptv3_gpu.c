@@ -23,8 +23,7 @@
  *             k = 3 map, spc_stem_gpu; else its map, with level 0's in the same pass, spc_map_pair_gpu, unless a
  *             rulebook is needed, and convolution), per level the pooling (spool_gpu_sized: the pooled size from
  *             prepare, no read-back), kernel map, padding, and every layer; no allocation, no host synchronisation:
- *             graphable. With net_config's overlap the structure and the decoder's skip branches run on a second
- *             stream ("the second stream" below). The serialization depth is prepare's (PTv3 reads grid_coord.max() back each forward;
+ *             graphable. The serialization depth is prepare's (PTv3 reads grid_coord.max() back each forward;
  *             the input is the one prepared, so the depth is the same).
  *   download  logits (converted to fp32 on the device in the head) and, with keep_levels, every level's output
  *             (dtype bits converted on the host).
@@ -33,14 +32,12 @@
  *   per level, persistent: the structure (grid, batch, coordinates, codes/order/inverse of 4 rows, pooling
  *     cluster/head/idx_ptr, pad/unpad/cu_seqlens, kernel map and rulebook, attention plan tables) and two
  *     activations: the encoder output (the level's running activation, then the skip its decoder reads) and the
- *     decoder output (the skip branch from the encoder's end of the level on, then the decoder's running
- *     activation, kept for the next unpooling and for keep_levels);
+ *     decoder output (kept for the next unpooling and for keep_levels);
  *   shared work buffers, each sized for the largest level (net_ptv3_work): t and u [rows, C] (norm, conv and
- *     projection outputs, gathered attention output, the unpooled child branch), big [rows, max(3C, 4C)] (MLP hidden, pooling projection),
+ *     projection outputs, gathered attention output), big [rows, max(3C, 4C)] (MLP hidden, pooling projection),
  *     pc3 [slots, 3C] (qkv on the patch slots), pc [slots, C] (norm.1's output on the slots, then the attention
  *     output), order_p / inverse_p
- *     (composed indices), and one scratch block, the largest any launcher asks for (all run in stream order); with
- *     overlap a second for the structure stream's launchers, and that stream's cuBLASLt context (its workspace);
+ *     (composed indices), and one scratch block, the largest any launcher asks for (all run in stream order);
  *   the stem's k = 5 map (not with the stem in one pass) and the input (xyz, fp32 and dtype features), the logits
  *   in the dtype and in fp32.
  *
@@ -134,10 +131,9 @@ typedef struct p3g {
    * event that forks it from the forward's stream, one a level that the forward's stream waits on, and its own
    * scratch (the structure's launchers only; NULL without overlap) */
   cudaStream_t side;
-  cudaEvent_t fork, done[G_L], join, map0, enc_done[G_L], skip_done[G_L];
+  cudaEvent_t fork, done[G_L], join;
   void *scratch2;
   size_t scratch2_bytes;
-  nl_blas *blas2; /* the structure stream's cuBLASLt context (its own workspace): the skip branches' Linears */
   /* every net_alloc allocation of prepare, released by unprepare */
   void **held;
   size_t n_held, cap_held, held_bytes;
@@ -286,14 +282,11 @@ static void destroy(void *impl) {
   unprepare(g);
   free(g->held);
   free_convs(g);
-  nl_blas_destroy(g->blas2);
   if (g->side) cudaStreamDestroy(g->side);
-  cudaEvent_t *ev[3 + 3 * G_L];
-  int ne = 0;
-  ev[ne++] = &g->fork, ev[ne++] = &g->join, ev[ne++] = &g->map0;
-  for (int l = 0; l < G_L; l++) ev[ne++] = &g->done[l], ev[ne++] = &g->enc_done[l], ev[ne++] = &g->skip_done[l];
-  for (int i = 0; i < ne; i++)
-    if (*ev[i]) cudaEventDestroy(*ev[i]);
+  if (g->fork) cudaEventDestroy(g->fork);
+  if (g->join) cudaEventDestroy(g->join);
+  for (int l = 0; l < G_L; l++)
+    if (g->done[l]) cudaEventDestroy(g->done[l]);
   if (g->wblock) g_release(g, g->wblock);
   nl_blas_destroy(g->blas);
   spc_ctx_destroy(g->sctx);
@@ -317,13 +310,11 @@ static hx_status side_create(p3g *g, hx_err *err) {
   int least = 0, greatest = 0;
   HX_TRY(cu_st(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities", err));
   HX_TRY(cu_st(cudaStreamCreateWithPriority(&g->side, cudaStreamNonBlocking, greatest), "structure stream", err));
-  cudaEvent_t *ev[3 + 3 * G_L];
-  int ne = 0;
-  ev[ne++] = &g->fork, ev[ne++] = &g->join, ev[ne++] = &g->map0;
-  for (int l = 0; l < g->cfg.levels; l++) ev[ne++] = &g->done[l], ev[ne++] = &g->enc_done[l], ev[ne++] = &g->skip_done[l];
-  for (int i = 0; i < ne; i++)
-    HX_TRY(cu_st(cudaEventCreateWithFlags(ev[i], cudaEventDisableTiming), "structure events", err));
-  return nl_blas_create(&g->blas2, err);
+  HX_TRY(cu_st(cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming), "structure events", err));
+  HX_TRY(cu_st(cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming), "structure events", err));
+  for (int l = 0; l < g->cfg.levels; l++)
+    HX_TRY(cu_st(cudaEventCreateWithFlags(&g->done[l], cudaEventDisableTiming), "structure events", err));
+  return HX_OK;
 }
 
 static hx_status create_body(p3g *g, const net_params *p, hx_err *err) {
@@ -491,11 +482,13 @@ static hx_status scratch_need(p3g *g, size_t *need, size_t *side_need, hx_err *e
       most = max_sz(most, sb), side = max_sz(side, sb);
     }
     HX_TRY(map_scratch(&sb, (uint32_t)lv->n, 3, net_ptv3_level_needs_rule(c, l), err));
-    most = max_sz(most, sb), side = max_sz(side, sb);
+    most = max_sz(most, sb);
+    if (l > 0) side = max_sz(side, sb);
     memset(&m, 0, sizeof m);
     m.n = (uint32_t)lv->n, m.k = 3, m.K = 27;
     HX_TRY(spc_mask_order_gpu(NULL, &m, NULL, &sb, NULL, err)); /* built when a variant uses it: sized always */
-    most = max_sz(most, sb), side = max_sz(side, sb);
+    most = max_sz(most, sb);
+    if (l > 0) side = max_sz(side, sb);
     for (int dec = 0; dec < 2; dec++) {
       if (dec && l == c->levels - 1) break;
       const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
@@ -700,31 +693,21 @@ static hx_status map_gpu(g_run *r, const g_lane *ln, spc_map *m, int32_t *nbr, i
                      r->err);
 }
 
-/* ---- the second stream: what the coordinates alone decide, and the skip branches ---------------------------------
- * Level 0's serialization, kernel map (with its mask and tile orders) and padding, and per level l >= 1 its pooling
- * structure, kernel map and padding read no feature; the decoder's skip branch of level l, GELU(BN(skip(enc_l))),
- * reads only the encoder's output of level l. With overlap (g_run's side) they run on the structure stream, forked
- * from the forward's after the grid coordinates: level 0's map first (map0 recorded; the stem then writes none),
- * its serialization and padding (done[0]), level l + 1's structure as level l starts (done[l + 1]; queued all at
- * once, the host's ~100 launches would hold back the features' first kernels in an eager forward), and level l's
- * skip branch into dec_l once the encoder's level l is done (enc_done[l] -> skip_done[l]). The features wait for
- * each event before they first read what it guards (wait_ev), and for every one before the head, so the structure
- * stream always joins the forward's (as a CUDA graph capture needs). Without overlap each piece runs where the
- * features first need it, on the forward's stream, which is how hooks (timing, counters, NVTX) see every range hold
- * only its own work. */
+/* ---- the structure: what the coordinates alone decide ------------------------------------------------------------
+ * Level 0's serialization and padding, and per level l >= 1 its pooling structure, kernel map (with its mask and
+ * tile orders) and padding read no feature. With overlap (g_run's side) they run ahead on the structure stream,
+ * forked from the forward's after the grid coordinates, done[l] recorded after each level's; the features wait for
+ * done[l] before they first read level l's structure (wait_level), and every done[] before the head, so the
+ * structure stream always joins the forward's (as a CUDA graph capture needs). Level 0's map is the stem's (on the
+ * forward's stream), so its mask and tile orders stay there. Without overlap each piece runs where the features
+ * first need it, on the forward's stream, which is how hooks (timing, counters, NVTX) see every range hold only its
+ * own work. */
 
-enum { W_DONE = 8, W_MAP0 = 32, W_SKIP = 64 }; /* g_run's ready bits of the events waited for */
-
-static hx_status wait_ev(g_run *r, int l, int which) {
-  if (!r->side || (r->ready[l] & which)) return HX_OK;
-  r->ready[l] |= which;
-  const p3g *g = r->g;
-  const cudaEvent_t e = which == W_DONE ? g->done[l] : which == W_MAP0 ? g->map0 : g->skip_done[l];
-  return cu_st(cudaStreamWaitEvent(r->s, e, 0), "structure wait", r->err);
+static hx_status wait_level(g_run *r, int l) {
+  if (!r->side || (r->ready[l] & 8)) return HX_OK;
+  r->ready[l] |= 8;
+  return cu_st(cudaStreamWaitEvent(r->s, r->g->done[l], 0), "structure wait", r->err);
 }
-
-/* Level 0's map comes from the structure stream where the stem would write it in one pass. */
-static int map0_ahead(const g_run *r) { return r->side && net_ptv3_stem_fused(&r->g->cfg); }
 
 /* Level l's kernel map (unless the stem built it) and, where a convolution reads them, its mask and tile orders. */
 static hx_status level_map(g_run *r, const g_lane *ln, int l) {
@@ -770,8 +753,7 @@ static hx_status pool_structure(g_run *r, const g_lane *ln, int l) {
   return HX_OK;
 }
 
-/* Grid coordinates (the forward's stream) and the 4-order serialization of level 0 (the structure's; level 0's map
- * before it there, map0_ahead). */
+/* Grid coordinates (the forward's stream) and the 4-order serialization of level 0 (the structure's). */
 static hx_status step_serialize(g_run *r) {
   p3g *g = r->g;
   g_level *l0 = &g->lv[0];
@@ -783,47 +765,21 @@ static hx_status step_serialize(g_run *r) {
     HX_TRY(cu_st(cudaEventRecord(g->fork, r->s), "structure fork", r->err));
     HX_TRY(cu_st(cudaStreamWaitEvent(g->side, g->fork, 0), "structure fork", r->err));
   }
-  if (map0_ahead(r)) {
-    HX_TRY(level_map(r, &r->st, 0));
-    HX_TRY(cu_st(cudaEventRecord(g->map0, g->side), "structure event", r->err));
-  }
   sfc_serial_args a = {l0->code, l0->order, l0->inverse, l0->grid, l0->batch, g->n, g->B, l0->depth, NET_PTV3_ORDERS,
                        {g->orders[0], g->orders[1], g->orders[2], g->orders[3]}};
   sb = r->st.bytes;
   return bl_st(g->serial->fn(r->st.scratch, &sb, &a, r->st.s), "serialization", r->err);
 }
 
-/* With overlap: level l's structure queued on the structure stream, done[l] recorded after it. */
+/* With overlap: level l's structure queued on the structure stream, done[l] recorded after it. The forward queues
+ * level 0's after the serialization and level l + 1's as level l starts: queued all at once, the host's ~100
+ * launches would hold back the features' first kernels in an eager forward. */
 static hx_status structure_ahead(g_run *r, int l) {
   if (!r->side || l >= r->g->cfg.levels) return HX_OK;
   if (l > 0) HX_TRY(pool_structure(r, &r->st, l));
   if (l > 0) HX_TRY(level_map(r, &r->st, l));
   HX_TRY(level_padding(r, &r->st, l));
   return cu_st(cudaEventRecord(r->g->done[l], r->g->side), "structure event", r->err);
-}
-
-/* The decoder's skip branch of level l into dec_l: GELU(BN(skip(enc_l))) (step_unpool adds the child's branch after
- * the first block's CPE has convolved it, the m1 quirk). On ln with the structure stream's cuBLASLt context where
- * there is one, so its plans exist from prepare on. */
-static hx_status skip_branch(g_run *r, const g_lane *ln, int l) {
-  p3g *g = r->g;
-  g_level *lv = &g->lv[l];
-  const size_t C = (size_t)g->cfg.dec_channels[l];
-  const net_dlin *k = &g->up_skip[l];
-  HX_TRY(nl_linear_gpu(g->blas2 ? g->blas2 : g->blas, lv->dec, lv->enc, k->w, k->b, lv->n, k->in, k->out,
-                       NL_ACT_NONE, 0, g->dt, ln->s, r->err));
-  return nl_affine_act_gpu(lv->dec, lv->dec, g->skip_bn[l].scale, g->skip_bn[l].shift, lv->n, C, NL_ACT_GELU, g->dt,
-                           ln->s, r->err);
-}
-
-/* With overlap, when the encoder's level l is done: its skip branch on the structure stream. */
-static hx_status skip_ahead(g_run *r, int l) {
-  p3g *g = r->g;
-  if (!r->side || l > g->cfg.levels - 2) return HX_OK;
-  HX_TRY(cu_st(cudaEventRecord(g->enc_done[l], r->s), "skip fork", r->err));
-  HX_TRY(cu_st(cudaStreamWaitEvent(g->side, g->enc_done[l], 0), "skip fork", r->err));
-  HX_TRY(skip_branch(r, &r->st, l));
-  return cu_st(cudaEventRecord(g->skip_done[l], g->side), "skip event", r->err);
 }
 
 static hx_status step_embed(g_run *r) {
@@ -836,9 +792,9 @@ static hx_status step_embed(g_run *r) {
     size_t sb = g->scratch_bytes;
     HX_TRY(spc_stem_gpu(
         l0->enc, g->feat, &g->stem, g->stem_bn.scale, g->stem_bn.shift, NL_ACT_GELU, &g->stem_map,
-        r->prepare || map0_ahead(r) ? NULL : &l0->map, l0->nbr, g->scratch, &sb, l0->grid, l0->batch, (uint32_t)g->n,
-        r->prepare, g->dt, r->cs, r->err));
-    if (!r->prepare && !map0_ahead(r)) r->ready[0] |= 4;
+        r->prepare ? NULL : &l0->map, l0->nbr, g->scratch, &sb, l0->grid, l0->batch, (uint32_t)g->n, r->prepare, g->dt,
+        r->cs, r->err));
+    if (!r->prepare) r->ready[0] |= 4;
     return HX_OK;
   }
   if (!r->prepare && net_ptv3_maps_paired(&g->cfg)) {
@@ -863,7 +819,7 @@ static hx_status step_pool(g_run *r, int l) {
   const size_t C = (size_t)g->cfg.enc_channels[l];
   HX_TRY(lin_gpu(r, g->big, p->enc, &g->down[l], p->n, NL_ACT_NONE, 0));
   if (!(r->ready[l] & 16)) HX_TRY(pool_structure(r, &r->main, l));
-  HX_TRY(wait_ev(r, l, W_DONE));
+  HX_TRY(wait_level(r, l));
   /* children of parent k: row-0 order positions [idx_ptr[k], idx_ptr[k+1]) of level l-1 */
   HX_TRY(nl_segment_max_gpu(lv->enc, g->big, p->order, lv->idx_ptr, lv->n, C, g->dt, r->cs, r->err));
   return nl_affine_act_gpu(lv->enc, lv->enc, g->down_bn[l].scale, g->down_bn[l].shift, lv->n, C, NL_ACT_GELU, g->dt,
@@ -876,16 +832,14 @@ static hx_status gather(g_run *r, void *out, const void *in, const uint32_t *idx
   return bl_st(v->fn(out, in, idx, rows, width, g_shuf_dt(r->g->dt), r->cs), "row gather", r->err);
 }
 
-/* x += LN(Linear(conv(src))), and x += add after the convolution has read src (the decoder's first block: src = x
- * holds the skip branch, add the child's); the level's kernel map first if no block has built it in this forward. */
-static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src, const void *add) {
+/* x += LN(Linear(conv(src))); the level's kernel map first if no block has built it in this forward. */
+static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src) {
   p3g *g = r->g;
   g_level *lv = &g->lv[l];
   const size_t n = lv->n, C = (size_t)b->C;
   if (!(r->ready[l] & 1)) HX_TRY(level_map(r, &r->main, l));
-  HX_TRY(l ? wait_ev(r, l, W_DONE) : map0_ahead(r) ? wait_ev(r, 0, W_MAP0) : HX_OK);
+  if (l > 0) HX_TRY(wait_level(r, l)); /* level 0's map is the stem's */
   HX_TRY(conv_gpu(r, g->t, src, &b->conv, &lv->map));
-  if (add) HX_TRY(nl_add_gpu(x, add, n * C, g->dt, r->cs, r->err));
   if (net_ln_cpe_fused(&g->cfg, C)) { /* x += LN(Linear(t)) in one kernel; the unfused path where it cannot run */
     const hx_status st = nl_linear_ln_add_gpu(x, g->t, b->cpe_lin.w, b->cpe_lin.b, b->cpe_norm.g, b->cpe_norm.b,
                                               NET_PTV3_LN_EPS, n, C, g->dt, r->cs, r->err);
@@ -902,7 +856,7 @@ static hx_status compose(g_run *r, int l, int row) {
   g_level *lv = &g->lv[l];
   const size_t n = lv->n;
   if (!(r->ready[l] & 2)) HX_TRY(level_padding(r, &r->main, l));
-  HX_TRY(wait_ev(r, l, W_DONE));
+  HX_TRY(wait_level(r, l));
   return bl_st(shuf_compose_gpu(g->order_p, g->inverse_p, lv->order + (size_t)row * n, lv->inverse + (size_t)row * n,
                                 lv->pad, lv->unpad, n, lv->sum_p, r->cs),
                "index composition", r->err);
@@ -961,8 +915,8 @@ static hx_status norm_mlp(g_run *r, const g_block *b, void *x, size_t n) {
   return mlp(r, b, x, n);
 }
 
-/* One block on level l: x updated in place; add: cpe's. */
-static hx_status step_block(g_run *r, int l, const g_block *b, void *x, const void *add, int row, const char *path) {
+/* One block on level l: x updated in place; src is what the CPE convolves. */
+static hx_status step_block(g_run *r, int l, const g_block *b, void *x, const void *src, int row, const char *path) {
   p3g *g = r->g;
   g_level *lv = &g->lv[l];
   const size_t n = lv->n, C = (size_t)b->C;
@@ -975,7 +929,7 @@ static hx_status step_block(g_run *r, int l, const g_block *b, void *x, const vo
     rng(r, name, 0);                                                                                      \
     HX_TRY(rs_);                                                                                          \
   } while (0)
-  RANGE("cpe", cpe(r, l, b, x, x, add));
+  RANGE("cpe", cpe(r, l, b, x, src));
   /* PTv3 gathers the qkv rows (3C wide) into the patch slots; LN and the qkv Linear act row by row, so norm.1
    * reads x's rows in slot order instead and qkv runs on the slots: the same values, no 3C-wide gather */
   RANGE("gather.qkv", compose(r, l, row));
@@ -1000,10 +954,8 @@ static hx_status step_block(g_run *r, int l, const g_block *b, void *x, const vo
   return HX_OK;
 }
 
-/* Unpooling into level l: dec_l = GELU(BN(skip(enc_l))) + GELU(BN(proj(child)))[cluster], where the first block's
- * CPE convolves the skip branch alone (the m1 quirk, net_ptv3.c): dec_l holds the skip branch (skip_branch, here or
- * ahead on the structure stream) and u the child's, which that CPE adds after its convolution (the same sum, in the
- * same order, as adding them here); with no block on the level, added here. */
+/* Unpooling into level l: dec_l = GELU(BN(skip(enc_l))) + GELU(BN(proj(child)))[cluster]; the projected skip
+ * stays in u for the first block's CPE (the m1 quirk, net_ptv3.c). */
 static hx_status step_unpool(g_run *r, int l) {
   p3g *g = r->g;
   g_level *lv = &g->lv[l], *ch = &g->lv[l + 1];
@@ -1012,9 +964,11 @@ static hx_status step_unpool(g_run *r, int l) {
   HX_TRY(lin_gpu(r, g->t, cx, &g->up_proj[l], ch->n, NL_ACT_NONE, 0));
   HX_TRY(nl_affine_act_gpu(g->t, g->t, g->up_bn[l].scale, g->up_bn[l].shift, ch->n, C, NL_ACT_GELU, g->dt, r->cs,
                            r->err));
-  HX_TRY(nl_gather_rows_gpu(g->u, g->t, ch->cluster, lv->n, C, g->dt, r->cs, r->err));
-  HX_TRY(r->side ? wait_ev(r, l, W_SKIP) : skip_branch(r, &r->main, l));
-  return g->cfg.dec_depth[l] > 0 ? HX_OK : nl_add_gpu(lv->dec, g->u, lv->n * C, g->dt, r->cs, r->err);
+  HX_TRY(lin_gpu(r, g->u, lv->enc, &g->up_skip[l], lv->n, NL_ACT_NONE, 0));
+  HX_TRY(nl_affine_act_gpu(g->u, g->u, g->skip_bn[l].scale, g->skip_bn[l].shift, lv->n, C, NL_ACT_GELU, g->dt, r->cs,
+                           r->err));
+  HX_TRY(nl_gather_rows_gpu(lv->dec, g->t, ch->cluster, lv->n, C, g->dt, r->cs, r->err));
+  return nl_add_gpu(lv->dec, g->u, lv->n * C, g->dt, r->cs, r->err);
 }
 
 static hx_status step_head(g_run *r) {
@@ -1051,10 +1005,9 @@ static hx_status run_all(g_run *r) {
     }
     for (int i = 0; i < c->enc_depth[l]; i++) {
       snprintf(name, sizeof name, "%s/block%d", path, i);
-      TOP(name, step_block(r, l, &g->enc[l][i], lv->enc, NULL, i % NET_PTV3_ORDERS, name));
+      TOP(name, step_block(r, l, &g->enc[l][i], lv->enc, lv->enc, i % NET_PTV3_ORDERS, name));
     }
     rng(r, path, 0);
-    HX_TRY(skip_ahead(r, l));
   }
   for (int l = L - 2; l >= 0; l--) {
     g_level *lv = &g->lv[l];
@@ -1064,15 +1017,11 @@ static hx_status run_all(g_run *r) {
     TOP(name, step_unpool(r, l));
     for (int i = 0; i < c->dec_depth[l]; i++) {
       snprintf(name, sizeof name, "%s/block%d", path, i);
-      TOP(name, step_block(r, l, &g->dec[l][i], lv->dec, i == 0 ? g->u : NULL, i % NET_PTV3_ORDERS, name));
+      TOP(name, step_block(r, l, &g->dec[l][i], lv->dec, i == 0 ? g->u : lv->dec, i % NET_PTV3_ORDERS, name));
     }
     rng(r, path, 0);
   }
-  for (int l = 0; l < L; l++) { /* the join, whichever levels ran no block */
-    HX_TRY(wait_ev(r, l, W_DONE));
-    if (l < L - 1) HX_TRY(wait_ev(r, l, W_SKIP));
-  }
-  if (map0_ahead(r)) HX_TRY(wait_ev(r, 0, W_MAP0));
+  for (int l = 0; l < L; l++) HX_TRY(wait_level(r, l)); /* the join, whichever levels ran no block */
   TOP("head", step_head(r));
 #undef TOP
   return HX_OK;
