@@ -45,7 +45,8 @@
  *   PSH            bytes 32 n + 8 buckets: docs/psh.md's one-pass floor (xyz 12 read; slot 4, perm 4, packed xyz 12
  *                  written) and the bucket table (start, count)
  *   PTv3 padding   bytes 4 (sum_p + n + n_cu) written (pad, unpad, cu_seqlens), once per level
- *   PTv3 compose   bytes 8 sum_p + 16 n (order_p from pad and the order row; inverse_p from the inverse row and unpad)
+ *   PTv3 compose   bytes 8 sum_p + 16 n (order_p from pad and the order row; inverse_p from the inverse row and unpad),
+ *                  once per level and order row a block attends in
  *   PTv3 pooling   structure bytes 44 n_in + 100 n_out (read code 8, order 4, coordinates 12, grid 12, batch 4,
  *                  write cluster 4 per input point; head 4, idx_ptr 4, 4 codes 32, 4 orders 16, 4 inverses 16,
  *                  coordinates 12, grid 12, batch 4 per output point; no sort passes); segment max bytes
@@ -184,8 +185,10 @@ hx_status net_ptv3_cost_shape_get(net_ptv3_cost_shape *cs, const net_ptv3_struct
 
 /* One PTv3 block on level l (n points, C channels; its level's map and padding counted by the first block that
  * runs on the level, as the forward builds them there; *ready: 0 neither yet, 2 the map built with the stem's, 1
- * both). */
-static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_level *lv, size_t Cs, int *ready) {
+ * both), attending in order row `row` (its composed indices counted by the first block of the level in that row:
+ * bit `row` of *composed). */
+static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_level *lv, size_t Cs, int *ready,
+                       int row, int *composed) {
   const double n = (double)lv->n, C = (double)Cs, R = (double)cfg->mlp_ratio, P = (double)lv->sum_p;
   if (*ready != 1) {
     if (!*ready) op_map(a, C_CPE, n, 27.0);
@@ -199,7 +202,8 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
     op_linear(a, C_CPE, n, C, C, 0);
     op_layernorm_add(a, C_CPE, n, C);
   }
-  add(a, C_GATHER, 0.0, 0.0, 8.0 * P + 16.0 * n); /* gather.qkv: index composition */
+  if (!(*composed & (1 << row))) add(a, C_GATHER, 0.0, 0.0, 8.0 * P + 16.0 * n); /* gather.qkv: index composition */
+  *composed |= 1 << row;
   if (net_ln_qkv_fused(cfg, Cs)) {
     op_ln_linear_rows(a, C_QKV, P, C, 3.0 * C); /* norm.1 inside qkv, on the slots */
   } else {
@@ -242,7 +246,7 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
   op_conv(&a, C_EMBED, n, Cin, (double)cfg->enc_channels[0], 125.0, (double)cs->stem_pairs, 0);
   if (stem1) add(&a, C_EMBED, 0.0, 0.0, 8.0 * (double)cfg->enc_channels[0]);
   else op_affine(&a, C_EMBED, n, (double)cfg->enc_channels[0]);
-  int ready[NET_MAX_LEVELS] = {pair ? 2 : 0};
+  int ready[NET_MAX_LEVELS] = {pair ? 2 : 0}, composed[NET_MAX_LEVELS] = {0};
   for (int l = 0; l < L; l++) {
     const net_ptv3_cost_level *lv = &cs->lv[l];
     const size_t C = (size_t)cfg->enc_channels[l];
@@ -253,7 +257,7 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
       add(&a, C_POOL, 0.0, 0.0, E * (double)C * (np + no) + 4.0 * np + 4.0 * (no + 1.0));
       op_affine(&a, C_POOL, no, (double)C);
     }
-    for (int i = 0; i < cfg->enc_depth[l]; i++) ptv3_block(&a, cfg, lv, C, &ready[l]);
+    for (int i = 0; i < cfg->enc_depth[l]; i++) ptv3_block(&a, cfg, lv, C, &ready[l], i % NET_PTV3_ORDERS, &composed[l]);
   }
   for (int l = L - 2; l >= 0; l--) {
     const net_ptv3_cost_level *lv = &cs->lv[l];
@@ -265,7 +269,8 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
     op_affine(&a, C_UNPOOL, nl, C);
     op_gather(&a, C_UNPOOL, nl, C);
     op_add(&a, C_UNPOOL, nl * C);
-    for (int i = 0; i < cfg->dec_depth[l]; i++) ptv3_block(&a, cfg, lv, (size_t)cfg->dec_channels[l], &ready[l]);
+    for (int i = 0; i < cfg->dec_depth[l]; i++)
+      ptv3_block(&a, cfg, lv, (size_t)cfg->dec_channels[l], &ready[l], i % NET_PTV3_ORDERS, &composed[l]);
   }
   op_linear(&a, C_HEAD, n, (double)cfg->dec_channels[0], K, 0); /* head: Linear, logits to fp32 */
   op_convert(&a, C_HEAD, n * K, E, 4.0);

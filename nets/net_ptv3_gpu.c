@@ -36,8 +36,9 @@
  *   shared work buffers, each sized for the largest level (net_ptv3_work): t and u [rows, C] (norm, conv and
  *     projection outputs, gathered attention output), big [rows, max(3C, 4C)] (MLP hidden, pooling projection),
  *     pc3 [slots, 3C] (qkv on the patch slots), pc [slots, C] (norm.1's output on the slots, then the attention
- *     output), order_p / inverse_p
- *     (composed indices), and one scratch block, the largest any launcher asks for (all run in stream order);
+ *     output), and one scratch block, the largest any launcher asks for (all run in stream order); with overlap a
+ *     second for the structure stream's launchers;
+ *   per level and order row a block attends in: its composed indices order_p / inverse_p;
  *   the stem's k = 5 map (not with the stem in one pass) and the input (xyz, fp32 and dtype features), the logits
  *   in the dtype and in fp32.
  *
@@ -45,8 +46,8 @@
  * map, conv, BN, GELU);
  * "encS" around a level with "encS/pool" (projection, pooling structure, segment max, BN, GELU) and blocks
  * "encS/blockB" holding "cpe" (the level's kernel map in the first block that runs on it, conv, Linear, LN,
- * residual add), "gather.qkv" (the level's padding in its first block, order[pad] and unpad[inverse]
- * composition), "norm.1" (reading x's rows in the patch slots' order, order[pad], into pc), "qkv" (on the slots,
+ * residual add), "gather.qkv" (the level's padding in its first block, order[pad] and unpad[inverse] composition
+ * in the first block that attends in the order row), "norm.1" (reading x's rows in the patch slots' order, order[pad], into pc), "qkv" (on the slots,
  * into pc3), "attn", "gather.out", "proj" (with the residual add), "norm.2",
  * "mlp" (fc1 + GELU, fc2 + residual add); "decS" with "decS/unpool" and its blocks; "head" (Linear, fp32).
  */
@@ -88,6 +89,9 @@ typedef struct g_level {
   uint32_t *map_tiles; /* with net_config's tile_order, where the level's first convolution that reads map_order is
                         * v6: its tiles (tile_rows rows each) most active offsets first (spc_mask_tiles_gpu) */
   uint32_t tile_rows;
+  /* order[pad] and unpad[inverse] of each order row a block of the level attends in (compose_row), once per forward;
+   * NULL for a row no block uses */
+  uint32_t *order_p[NET_PTV3_ORDERS], *inverse_p[NET_PTV3_ORDERS];
   spc_map map;
   battn_plan plan;
   uint32_t *bstart, *bcount, *scope;
@@ -124,7 +128,6 @@ typedef struct p3g {
   int32_t *stem_nbr, *stem_rule;
   spc_map stem_map;
   void *t, *u, *big, *pc3, *pc;
-  uint32_t *order_p, *inverse_p;
   void *scratch;
   size_t scratch_bytes;
   /* net_config's overlap: the structure stream (created with the object, the device's highest priority), the
@@ -188,7 +191,7 @@ static void unprepare(p3g *g) {
   memset(g->lv, 0, sizeof g->lv);
   g->xyz = g->feat32 = g->logits32 = NULL;
   g->feat = g->logits = g->t = g->u = g->big = g->pc3 = g->pc = g->scratch = g->scratch2 = NULL;
-  g->maxc = g->order_p = g->inverse_p = NULL;
+  g->maxc = NULL;
   g->stem_nbr = g->stem_rule = NULL;
   memset(&g->stem_map, 0, sizeof g->stem_map);
   g->prepared = 0;
@@ -578,6 +581,13 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     NEED(&lv->bstart, (size_t)lv->plan.num_buckets * 4, "ptv3 attention buckets");
     NEED(&lv->bcount, (size_t)lv->plan.num_buckets * 4, "ptv3 attention bucket counts");
     NEED(&lv->scope, (size_t)lv->plan.num_scopes * lv->plan.buckets_per_scope * 4, "ptv3 attention scopes");
+    for (int row = 0; row < NET_PTV3_ORDERS; row++)
+      if (net_ptv3_row_used(c, l, row)) {
+        NEED(&lv->order_p[row], lv->sum_p * 4, "ptv3 order[pad]");
+        NEED(&lv->inverse_p[row], m * 4, "ptv3 unpad[inverse]");
+      } else {
+        lv->order_p[row] = lv->inverse_p[row] = NULL;
+      }
     NEED(&lv->enc, m * (size_t)c->enc_channels[l] * E, "ptv3 encoder output");
     if (l < c->levels - 1) NEED(&lv->dec, m * (size_t)c->dec_channels[l] * E, "ptv3 decoder output");
   }
@@ -586,8 +596,6 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
   NEED(&g->big, ws->big * E, "ptv3 work qkv/mlp");
   NEED(&g->pc3, ws->pc3 * E, "ptv3 gathered qkv");
   NEED(&g->pc, ws->pc * E, "ptv3 attention output");
-  NEED(&g->order_p, ws->slots * 4, "ptv3 order[pad]");
-  NEED(&g->inverse_p, n * 4, "ptv3 unpad[inverse]");
   NEED(&g->logits, n * (size_t)c->classes * E, "ptv3 logits");
   NEED(&g->logits32, n * (size_t)c->classes * 4, "ptv3 logits fp32");
   NEED(&g->scratch, g->scratch_bytes, "ptv3 scratch");
@@ -694,8 +702,8 @@ static hx_status map_gpu(g_run *r, const g_lane *ln, spc_map *m, int32_t *nbr, i
 }
 
 /* ---- the structure: what the coordinates alone decide ------------------------------------------------------------
- * Level 0's serialization and padding, and per level l >= 1 its pooling structure, kernel map (with its mask and
- * tile orders) and padding read no feature. With overlap (g_run's side) they run ahead on the structure stream,
+ * Level 0's serialization, padding and composed indices, and per level l >= 1 its pooling structure, kernel map (with
+ * its mask and tile orders), padding and composed indices read no feature. With overlap (g_run's side) they run ahead on the structure stream,
  * forked from the forward's after the grid coordinates, done[l] recorded after each level's; the features wait for
  * done[l] before they first read level l's structure (wait_level), and every done[] before the head, so the
  * structure stream always joins the forward's (as a CUDA graph capture needs). Level 0's map is the stem's (on the
@@ -728,6 +736,19 @@ static hx_status level_padding(g_run *r, const g_lane *ln, int l) {
   HX_TRY(bl_st(shuf_padding_gpu(lv->pad, lv->unpad, lv->cu, lv->off, r->g->B, (uint32_t)r->g->cfg.patch, ln->s),
                "padding", r->err));
   r->ready[l] |= 2;
+  return HX_OK;
+}
+
+/* order_p = order[pad] and inverse_p = unpad[inverse] of level l's order row `row` (the level's padding first): the
+ * patch slots' rows, which norm.1 reads x by, and the rows gather.out reads the slots by. */
+static hx_status compose_row(g_run *r, const g_lane *ln, int l, int row) {
+  g_level *lv = &r->g->lv[l];
+  const size_t n = lv->n;
+  if (!(r->ready[l] & 2)) HX_TRY(level_padding(r, ln, l));
+  HX_TRY(bl_st(shuf_compose_gpu(lv->order_p[row], lv->inverse_p[row], lv->order + (size_t)row * n,
+                                lv->inverse + (size_t)row * n, lv->pad, lv->unpad, n, lv->sum_p, ln->s),
+               "index composition", r->err));
+  r->ready[l] |= 128 << row;
   return HX_OK;
 }
 
@@ -779,6 +800,8 @@ static hx_status structure_ahead(g_run *r, int l) {
   if (l > 0) HX_TRY(pool_structure(r, &r->st, l));
   if (l > 0) HX_TRY(level_map(r, &r->st, l));
   HX_TRY(level_padding(r, &r->st, l));
+  for (int row = 0; row < NET_PTV3_ORDERS; row++)
+    if (r->g->lv[l].order_p[row]) HX_TRY(compose_row(r, &r->st, l, row));
   return cu_st(cudaEventRecord(r->g->done[l], r->g->side), "structure event", r->err);
 }
 
@@ -849,17 +872,11 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
   return nl_layernorm_add_gpu(x, g->u, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err);
 }
 
-/* order_p = order[pad] and inverse_p = unpad[inverse] of order row `row` (the level's padding first, once per
- * forward): the patch slots' rows, which norm.1 reads x by. */
+/* A block's composed indices: built by the first block of the level that attends in the row (or ahead, with the
+ * structure). */
 static hx_status compose(g_run *r, int l, int row) {
-  p3g *g = r->g;
-  g_level *lv = &g->lv[l];
-  const size_t n = lv->n;
-  if (!(r->ready[l] & 2)) HX_TRY(level_padding(r, &r->main, l));
-  HX_TRY(wait_level(r, l));
-  return bl_st(shuf_compose_gpu(g->order_p, g->inverse_p, lv->order + (size_t)row * n, lv->inverse + (size_t)row * n,
-                                lv->pad, lv->unpad, n, lv->sum_p, r->cs),
-               "index composition", r->err);
+  if (!(r->ready[l] & (128 << row))) HX_TRY(compose_row(r, &r->main, l, row));
+  return wait_level(r, l);
 }
 
 static hx_status attention(g_run *r, int l, const g_block *b) {
@@ -871,8 +888,8 @@ static hx_status attention(g_run *r, int l, const g_block *b) {
   return lv->attn->fn(&bp, g->scratch, &sb, r->s, r->err);
 }
 
-static hx_status gather_out(g_run *r, int l, size_t C) {
-  return gather(r, r->g->t, r->g->pc, r->g->inverse_p, r->g->lv[l].n, C);
+static hx_status gather_out(g_run *r, int l, int row, size_t C) {
+  return gather(r, r->g->t, r->g->pc, r->g->lv[l].inverse_p[row], r->g->lv[l].n, C);
 }
 
 /* x += fc2(GELU(fc1(t))): one nl_mlp_gpu kernel on net_mlp_path_of's NET_MLP_WHOLE (the hidden row on chip), else
@@ -891,13 +908,13 @@ static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
 
 /* norm.1 and qkv as one nl_ln_linear_gpu kernel reading x's rows in the slots' order (the LayerNorm's row never
  * stored); where the device cannot run it, the LayerNorm into g->pc and the cuBLASLt Linear. */
-static hx_status norm_qkv(g_run *r, const g_block *b, const void *x, size_t n, size_t slots) {
+static hx_status norm_qkv(g_run *r, const g_block *b, const void *x, const uint32_t *order_p, size_t n, size_t slots) {
   p3g *g = r->g;
   const size_t C = (size_t)b->C;
-  const hx_status st = nl_ln_linear_gpu(g->pc3, x, g->order_p, n, b->norm1.g, b->norm1.b, NET_PTV3_LN_EPS, b->qkv.w,
+  const hx_status st = nl_ln_linear_gpu(g->pc3, x, order_p, n, b->norm1.g, b->norm1.b, NET_PTV3_LN_EPS, b->qkv.w,
                                         b->qkv.b, slots, C, 3 * C, g->dt, r->cs, r->err);
   if (!net_unsupported(st, r->err)) return st;
-  HX_TRY(nl_layernorm_rows_gpu(g->pc, x, g->order_p, n, b->norm1.g, b->norm1.b, slots, C, NET_PTV3_LN_EPS, g->dt,
+  HX_TRY(nl_layernorm_rows_gpu(g->pc, x, order_p, n, b->norm1.g, b->norm1.b, slots, C, NET_PTV3_LN_EPS, g->dt,
                                r->cs, r->err));
   return lin_gpu(r, g->pc3, g->pc, &b->qkv, slots, NL_ACT_NONE, 0);
 }
@@ -935,14 +952,14 @@ static hx_status step_block(g_run *r, int l, const g_block *b, void *x, const vo
   RANGE("gather.qkv", compose(r, l, row));
   /* a LayerNorm inside the kernel that reads it is timed with that kernel (the cost model prices it so) */
   if (net_ln_qkv_fused(&g->cfg, C)) {
-    RANGE("qkv", norm_qkv(r, b, x, n, lv->sum_p));
+    RANGE("qkv", norm_qkv(r, b, x, lv->order_p[row], n, lv->sum_p));
   } else {
-    RANGE("norm.1", nl_layernorm_rows_gpu(g->pc, x, g->order_p, n, b->norm1.g, b->norm1.b, lv->sum_p, C,
+    RANGE("norm.1", nl_layernorm_rows_gpu(g->pc, x, lv->order_p[row], n, b->norm1.g, b->norm1.b, lv->sum_p, C,
                                           NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
     RANGE("qkv", lin_gpu(r, g->pc3, g->pc, &b->qkv, lv->sum_p, NL_ACT_NONE, 0));
   }
   RANGE("attn", attention(r, l, b));
-  RANGE("gather.out", gather_out(r, l, C));
+  RANGE("gather.out", gather_out(r, l, row, C));
   RANGE("proj", lin_gpu(r, x, g->t, &b->proj, n, NL_ACT_NONE, 1));
   if (net_ln_mlp_fused(&g->cfg, C, b->fc1.out)) {
     RANGE("mlp", norm_mlp(r, b, x, n));

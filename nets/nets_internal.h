@@ -91,6 +91,13 @@ static inline int net_ptv3_maps_paired(const net_config *cfg) {
          !net_ptv3_level_needs_rule(cfg, 0);
 }
 
+/* Whether a block of PTv3's level l attends in order row `row` (block i of the encoder or decoder in row i mod 4): the
+ * rows whose composed indices the GPU forward builds, once per forward, and the cost model prices. */
+static inline int net_ptv3_row_used(const net_config *cfg, int l, int row) {
+  const int enc = cfg->enc_depth[l], dec = l < cfg->levels - 1 ? cfg->dec_depth[l] : 0;
+  return row >= 0 && row < NET_PTV3_ORDERS && (row < enc || row < dec);
+}
+
 /* Whether the stem runs in one pass (spc_stem_gpu, net_config's stem_fused), the rule the GPU forward and the cost
  * model share: where its widths are taken and level 0's k = 3 map comes from the stem's probes (net_ptv3_maps_paired);
  * else the k = 5 map, the stem's convolution variant and the BatchNorm + GELU pass. */

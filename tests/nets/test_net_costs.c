@@ -114,6 +114,26 @@ static void test_ptv3_gemm(void **state) {
   }
   assert_true(find(t.cost, t.n, "qkv")->gemm_flops == qkv);
   assert_true(find(t.cost, t.n, "qkv")->bytes == qkv_bytes);
+  /* gather: per level its padding, the composed indices once per order row a block attends in (ptv3-tiny's level 0
+   * has an encoder and a decoder block, both in row 0: one composition), every block's gather.out */
+  {
+    double want = 0;
+    int rows0 = 0;
+    for (int l = 0; l < cfg->levels; l++) {
+      const double n = (double)t.s.lv[l].n, P = (double)t.s.lv[l].sum_p;
+      want += 4.0 * (P + n + (double)t.s.lv[l].n_cu);
+      for (int row = 0; row < NET_PTV3_ORDERS; row++) {
+        const int used = net_ptv3_row_used(cfg, l, row);
+        want += used ? 8.0 * P + 16.0 * n : 0.0;
+        if (l == 0) rows0 += used;
+      }
+      side sd[2];
+      const int ns = ptv3_sides(cfg, l, sd);
+      for (int k = 0; k < ns; k++) want += sd[k].depth * (2.0 * 2.0 * n * sd[k].C + 4.0 * n);
+    }
+    assert_int_equal(rows0, 1);
+    assert_true(fabs(find(t.cost, t.n, "gather")->bytes - want) <= 1e-12 * want);
+  }
   /* the MLP: 16 n C^2 FLOPs either way; bytes of one fused operation at C = 32 and 64 (the hidden row on chip), of
    * two Linears elsewhere and at every width with mlp_fused off. With ln_fused the fused MLP holds norm.2 (y read
    * once: 2 n C, + gamma and beta) and qkv holds norm.1 at C = 32 and 64, so the norm component has only the other
