@@ -50,6 +50,34 @@ static void dev_release(void *ctx, void *p) {
 }
 static const net_alloc g_alloc = {dev_alloc, dev_release, NULL};
 
+/* An allocator that counts what it holds as the harness's arena does (each request rounded up to 256 bytes): its
+ * peak is what net_gpu_bytes must cover. */
+typedef struct counted {
+  void *p[2048];
+  size_t bytes[2048];
+  size_t n, live, peak;
+} counted;
+static hx_status counted_alloc(void *ctx, void **p, size_t bytes, const char *label, hx_err *err) {
+  counted *c = ctx;
+  if (c->n == 2048) return hx_errf(err, HX_ENOMEM, "counted: more than 2048 allocations (%s)", label);
+  const size_t r = (bytes + 255) / 256 * 256;
+  HX_TRY(dev_alloc(NULL, p, r ? r : 256, label, err));
+  c->p[c->n] = *p, c->bytes[c->n++] = r ? r : 256;
+  c->live += r ? r : 256;
+  if (c->live > c->peak) c->peak = c->live;
+  return HX_OK;
+}
+static void counted_release(void *ctx, void *p) {
+  counted *c = ctx;
+  for (size_t i = 0; i < c->n; i++)
+    if (c->p[i] == p) {
+      c->live -= c->bytes[i];
+      c->p[i] = c->p[c->n - 1], c->bytes[i] = c->bytes[c->n - 1], c->n--;
+      break;
+    }
+  dev_release(NULL, p);
+}
+
 /* B lidar clouds of exactly n unique voxels each at 5 cm, features (x, y, z, intensity in [0, 1)). */
 static void make_case(tcase *t, uint32_t B, size_t n, uint64_t seed) {
   hx_err err = {HX_OK, ""};
@@ -321,7 +349,8 @@ static void count_range(void *ctx, const char *name, int begin, struct CUstream_
 
 /* PTv3's structure on its own stream ahead of the features (net_config's overlap, the default), on the forward's one
  * stream (the ablation) and with hooks (one stream too): the same kernels on the same inputs, so the same logits bit
- * for bit, each checked against the CPU forward; the estimate holds the structure stream's scratch. Two clouds. */
+ * for bit, each checked against the CPU forward; the estimate holds the structure stream's scratch and covers what
+ * each object held at its peak. Two clouds. */
 static void test_ptv3_tiny_overlap(void **state) {
   (void)state;
   hx_err err = {HX_OK, ""};
@@ -337,12 +366,15 @@ static void test_ptv3_tiny_overlap(void **state) {
   cudaStream_t s;
   assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   net_output out[3] = {{0}, {0}, {0}};
-  size_t bytes[2] = {0, 0}, ranges = 0;
+  size_t bytes[2] = {0, 0}, peak[2] = {0, 0}, ranges = 0;
   for (int k = 0; k < 2; k++) {
     cfg.overlap = 1 - k;
     assert_int_equal(net_gpu_bytes(&bytes[k], &cfg, &t.in, NET_F16, &err), HX_OK);
+    counted *cnt = calloc(1, sizeof *cnt);
+    assert_non_null(cnt);
+    const net_alloc ca = {counted_alloc, counted_release, cnt};
     net_gpu *g = NULL;
-    assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err), HX_OK);
+    assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &ca, &err), HX_OK);
     assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
     assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
     assert_int_equal(net_gpu_download(g, &out[k], 0, (struct CUstream_st *)s, &err), HX_OK);
@@ -352,12 +384,16 @@ static void test_ptv3_tiny_overlap(void **state) {
       assert_int_equal(net_gpu_forward(g, &h, (struct CUstream_st *)s, &err), HX_OK);
       assert_int_equal(net_gpu_download(g, &out[2], 0, (struct CUstream_st *)s, &err), HX_OK);
     }
+    peak[k] = cnt->peak;
     net_gpu_destroy(g);
+    assert_int_equal(cnt->live, 0);
+    free(cnt);
   }
   const size_t off = logits_differ(&out[0], &out[1]), hooked = logits_differ(&out[0], &out[2]);
   printf("ptv3-tiny: the structure ahead differs from one stream in %zu, from the hooked forward (%zu ranges) in %zu "
-         "of %zu logits; estimates %zu and %zu bytes\n", off, ranges, hooked, out[0].n * out[0].classes, bytes[0],
-         bytes[1]);
+         "of %zu logits; estimates %zu and %zu bytes, peaks held %zu and %zu\n", off, ranges, hooked,
+         out[0].n * out[0].classes, bytes[0], bytes[1], peak[0], peak[1]);
+  assert_true(peak[0] <= bytes[0] && peak[1] <= bytes[1]);
   assert_int_equal(off, 0);
   assert_int_equal(hooked, 0);
   assert_true(ranges > 0);
