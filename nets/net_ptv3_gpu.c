@@ -565,7 +565,8 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     else
       lv->rule = NULL;
     /* the rows in mask order, built once per forward with the map, where a convolution of the level reads it */
-    if (ve->uses_order || (dec_here && vd->uses_order))
+    const int ordered = ve->uses_order || (dec_here && vd->uses_order);
+    if (ordered)
       NEED(&lv->map_order, m * 4, "ptv3 kernel map row order");
     else
       lv->map_order = NULL;
@@ -573,7 +574,8 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
      * one of other tile rows takes its tiles last-first) */
     const int e6 = ve->id == 6, d6 = dec_here && vd->id == 6;
     const size_t Cf = (size_t)(e6 ? c->enc_channels[l] : c->dec_channels[l]);
-    lv->tile_rows = c->tile_order && lv->map_order && (e6 || d6) ? spc_v6_tile_rows(Cf) : 0u;
+    /* from the variants, not lv->map_order: the sizing pass sets no pointer */
+    lv->tile_rows = c->tile_order && ordered && (e6 || d6) ? spc_v6_tile_rows(Cf) : 0u;
     if (lv->tile_rows)
       NEED(&lv->map_tiles, (m + lv->tile_rows - 1) / lv->tile_rows * 4, "ptv3 kernel map tile order");
     else
