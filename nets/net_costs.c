@@ -257,7 +257,8 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
       add(&a, C_POOL, 0.0, 0.0, E * (double)C * (np + no) + 4.0 * np + 4.0 * (no + 1.0));
       op_affine(&a, C_POOL, no, (double)C);
     }
-    for (int i = 0; i < cfg->enc_depth[l]; i++) ptv3_block(&a, cfg, lv, C, &ready[l], i % NET_PTV3_ORDERS, &composed[l]);
+    for (int i = 0; i < cfg->enc_depth[l]; i++)
+      ptv3_block(&a, cfg, lv, C, &ready[l], i % NET_PTV3_ORDERS, &composed[l]);
   }
   for (int l = L - 2; l >= 0; l--) {
     const net_ptv3_cost_level *lv = &cs->lv[l];

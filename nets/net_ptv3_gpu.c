@@ -47,9 +47,9 @@
  * "encS" around a level with "encS/pool" (projection, pooling structure, segment max, BN, GELU) and blocks
  * "encS/blockB" holding "cpe" (the level's kernel map in the first block that runs on it, conv, Linear, LN,
  * residual add), "gather.qkv" (the level's padding in its first block, order[pad] and unpad[inverse] composition
- * in the first block that attends in the order row), "norm.1" (reading x's rows in the patch slots' order, order[pad], into pc), "qkv" (on the slots,
- * into pc3), "attn", "gather.out", "proj" (with the residual add), "norm.2",
- * "mlp" (fc1 + GELU, fc2 + residual add); "decS" with "decS/unpool" and its blocks; "head" (Linear, fp32).
+ * in the first block that attends in the order row), "norm.1" (reading x's rows in the patch slots' order,
+ * order[pad], into pc), "qkv" (on the slots, into pc3), "attn", "gather.out", "proj" (with the residual add),
+ * "norm.2", "mlp" (fc1 + GELU, fc2 + residual add); "decS" with "decS/unpool" and its blocks; "head" (Linear, fp32).
  */
 #include <math.h>
 #include <stdio.h>
@@ -449,7 +449,7 @@ static hx_status map_scratch(size_t *sb, uint32_t n, uint32_t k, int rule, hx_er
 
 static hx_status scratch_need(p3g *g, size_t *need, size_t *side_need, hx_err *err) {
   const net_config *c = &g->cfg;
-  size_t sb = 0, most = 0, side = 0; /* side: the launchers on the structure stream (side_structure) */
+  size_t sb = 0, most = 0, side = 0; /* side: the launchers on the structure stream (structure_ahead) */
   size_t off[SFC_MAX_CLOUDS + 1];
   memcpy(off, g->lv[0].off, sizeof off);
   HX_TRY(bl_st(sfc_grid_gpu(NULL, NULL, NULL, NULL, &sb, NULL, off, g->B, g->grid_size, NULL), "grid size query", err));
@@ -679,7 +679,7 @@ typedef struct g_run {
   int side;    /* 1: the structure runs ahead on g->side (net_config's overlap, a forward without hooks) */
   g_lane main, st; /* the features' stream (the forward's) and the structure's (g->side, or the forward's) */
   /* bits: 1 the level's kernel map (and its order), 2 its padding, 4 its map built with the stem's, 8 the forward's
-   * stream waited for the level's structure, 16 its pooling structure */
+   * stream waited for the level's structure, 16 its pooling structure, 128 << row order row row's composed indices */
   int ready[G_L];
   hx_err *err;
 } g_run;
@@ -705,13 +705,13 @@ static hx_status map_gpu(g_run *r, const g_lane *ln, spc_map *m, int32_t *nbr, i
 
 /* ---- the structure: what the coordinates alone decide ------------------------------------------------------------
  * Level 0's serialization, padding and composed indices, and per level l >= 1 its pooling structure, kernel map (with
- * its mask and tile orders), padding and composed indices read no feature. With overlap (g_run's side) they run ahead on the structure stream,
- * forked from the forward's after the grid coordinates, done[l] recorded after each level's; the features wait for
- * done[l] before they first read level l's structure (wait_level), and every done[] before the head, so the
- * structure stream always joins the forward's (as a CUDA graph capture needs). Level 0's map is the stem's (on the
- * forward's stream), so its mask and tile orders stay there. Without overlap each piece runs where the features
- * first need it, on the forward's stream, which is how hooks (timing, counters, NVTX) see every range hold only its
- * own work. */
+ * its mask and tile orders), padding and composed indices read no feature. With overlap (g_run's side) they run ahead
+ * on the structure stream, forked from the forward's after the grid coordinates, done[l] recorded after each level's;
+ * the features wait for done[l] before they first read level l's structure (wait_level), and every done[] before the
+ * head, so the structure stream always joins the forward's (as a CUDA graph capture needs). Level 0's map is the
+ * stem's (on the forward's stream), so its mask and tile orders stay there. Without overlap each piece runs where the
+ * features first need it, on the forward's stream, which is how hooks (timing, counters, NVTX) see every range hold
+ * only its own work. */
 
 static hx_status wait_level(g_run *r, int l) {
   if (!r->side || (r->ready[l] & 8)) return HX_OK;
