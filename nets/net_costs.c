@@ -196,7 +196,9 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
     *ready = 1;
   }
   op_conv(a, C_CPE, n, C, C, 27.0, (double)lv->pairs, 1); /* cpe: conv, Linear, LayerNorm, x += */
-  if (net_ln_cpe_fused(cfg, Cs)) {
+  if (cfg->cpe_fold) {
+    op_layernorm_add(a, C_CPE, n, C); /* the Linear folded into the convolution's weights */
+  } else if (net_ln_cpe_fused(cfg, Cs)) {
     op_linear_ln_add(a, C_CPE, n, C);
   } else {
     op_linear(a, C_CPE, n, C, C, 0);

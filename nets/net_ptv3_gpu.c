@@ -211,6 +211,21 @@ static size_t conv_bytes(size_t in, size_t out, uint32_t K, int bias) {
   return hx_align256((size_t)K * in * out * 2) + (bias ? hx_align256(out * 4) : 0);
 }
 
+/* A block's xCPE convolution uploaded: its own weights, or with net_config's cpe_fold its Linear folded in (the
+ * Linear's packed copy then unread). */
+static hx_status conv_upload(p3g *g, g_block *b, const net_ptv3_block *h, size_t C, hx_err *err) {
+  const net_alloc *al = g->have_alloc ? &g->alloc : NULL;
+  if (!g->cfg.cpe_fold)
+    return spc_weights_upload(&b->conv, h->cpe_conv.w, h->cpe_conv.b, C, C, 27, g->dt, al, err);
+  float *w2 = malloc((27 * C * C + C) * sizeof *w2);
+  if (!w2) return hx_errf(err, HX_ENOMEM, "ptv3 gpu: folded xCPE weights of %zu channels", C);
+  hx_status st = spc_fold_linear_cpu(w2, w2 + 27 * C * C, h->cpe_conv.w, h->cpe_conv.b, h->cpe_lin.w, h->cpe_lin.b,
+                                     C, C, C, 27, err);
+  if (st == HX_OK) st = spc_weights_upload(&b->conv, w2, w2 + 27 * C * C, C, C, 27, g->dt, al, err);
+  free(w2);
+  return st;
+}
+
 /* The walk over every layer: sizes from cfg; with v (filling pass) the values, and the convolutions uploaded. */
 static hx_status g_weights(p3g *g, const net_ptv3_view *v, net_pack *k, hx_err *err) {
   const net_config *c = &g->cfg;
@@ -248,7 +263,7 @@ static hx_status g_weights(p3g *g, const net_ptv3_view *v, net_pack *k, hx_err *
         pk_lin(k, &b->fc1, h ? &h->fc1 : NULL, C, (size_t)R * C);
         pk_lin(k, &b->fc2, h ? &h->fc2 : NULL, (size_t)R * C, C);
         g->conv_bytes += conv_bytes(C, C, 27, 1);
-        if (h) HX_TRY(spc_weights_upload(&b->conv, h->cpe_conv.w, h->cpe_conv.b, C, C, 27, g->dt, g->have_alloc ? &g->alloc : NULL, err));
+        if (h) HX_TRY(conv_upload(g, b, h, C, err));
       }
     }
   return HX_OK;
@@ -865,6 +880,8 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src
   if (!(r->ready[l] & 1)) HX_TRY(level_map(r, &r->main, l));
   if (l > 0) HX_TRY(wait_level(r, l)); /* level 0's map is the stem's */
   HX_TRY(conv_gpu(r, g->t, src, &b->conv, &lv->map));
+  if (g->cfg.cpe_fold) /* the Linear is in the convolution's weights */
+    return nl_layernorm_add_gpu(x, g->t, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err);
   if (net_ln_cpe_fused(&g->cfg, C)) { /* x += LN(Linear(t)) in one kernel; the unfused path where it cannot run */
     const hx_status st = nl_linear_ln_add_gpu(x, g->t, b->cpe_lin.w, b->cpe_lin.b, b->cpe_norm.g, b->cpe_norm.b,
                                               NET_PTV3_LN_EPS, n, C, g->dt, r->cs, r->err);

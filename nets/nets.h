@@ -292,6 +292,10 @@ hx_status spc_map_pair_gpu(spc_map *m5, int32_t *d_nbr5, spc_map *m3, int32_t *d
 /* CPU reference convolution: y [n, out] = conv(x [n, in]); w [out, K, in]; b [out] or NULL. */
 hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b, const spc_map *m, size_t in,
                        size_t out, hx_err *err);
+/* A Linear after a convolution folded into it: w2 [out2, K, in] = lw [out2, out] w [out, K, in], b2 [out2] = lw b + lb
+ * (b, lb NULL: zero), so that conv(x; w2, b2) = Linear(conv(x; w, b)) in real arithmetic (sums in double). */
+hx_status spc_fold_linear_cpu(float *w2, float *b2, const float *w, const float *b, const float *lw, const float *lb,
+                              size_t in, size_t out, size_t out2, uint32_t K, hx_err *err);
 /* GPU variants (device map, dtype activations, weights re-laid out by spc_weights_upload). */
 typedef struct spc_weights {
   void *d_w;      /* the variant's layout, dtype */
@@ -530,6 +534,9 @@ typedef struct net_config {
                           * highest priority, ahead of the features, which wait for each level's (the default; a
                           * forward with hooks runs on one stream, so each range holds its own work); 0 = one stream
                           * (an ablation, docs/nets.md "The structure ahead") */
+  int cpe_fold;          /* PTv3 on the GPU: 1 = each xCPE's Linear folded into its convolution's weights at create
+                          * (spc_fold_linear_cpu; x += LN(conv'(x)), one GEMM fewer a block); 0 = conv, then the Linear
+                          * (the default until a GPU run has checked and timed the fold, docs/nets.md) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

@@ -161,6 +161,25 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
   return HX_OK;
 }
 
+hx_status spc_fold_linear_cpu(float *w2, float *b2, const float *w, const float *b, const float *lw, const float *lb,
+                              size_t in, size_t out, size_t out2, uint32_t K, hx_err *err) {
+  if (!w2 || !b2 || !w || !lw) return hx_errf(err, HX_EINVAL, "spc_fold_linear_cpu: NULL weights");
+  if (!in || !out || !out2 || (K != 27u && K != 125u))
+    return hx_errf(err, HX_EINVAL, "spc_fold_linear_cpu: %zu -> %zu -> %zu channels, %u offsets", in, out, out2, K);
+  for (size_t c2 = 0; c2 < out2; ++c2) {
+    const float *l = lw + c2 * out;
+    for (size_t oi = 0; oi < (size_t)K * in; ++oi) { /* (offset, input channel) of w's row co: w[co][oi] */
+      double s = 0.0;
+      for (size_t co = 0; co < out; ++co) s += (double)l[co] * (double)w[co * K * in + oi];
+      w2[c2 * K * in + oi] = (float)s;
+    }
+    double s = lb ? (double)lb[c2] : 0.0;
+    for (size_t co = 0; b && co < out; ++co) s += (double)l[co] * (double)b[co];
+    b2[c2] = (float)s;
+  }
+  return HX_OK;
+}
+
 /* spc_stem_gpu's reference: the convolution on the k = 5 map, then the affine and the activation, in fp32. */
 hx_status spc_stem_cpu(float *y, const float *x, const float *w, const float *b, const float *scale, const float *shift,
                        nl_act act, const spc_map *m, size_t in, size_t out, hx_err *err) {

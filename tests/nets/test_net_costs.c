@@ -171,6 +171,31 @@ static void test_ptv3_gemm(void **state) {
       assert_true(fabs(find(cm, nm, "qkv")->bytes - qb) <= 1e-12 * qb);
     }
   assert_true(find(t.cost, t.n, "cpe")->gemm_flops == cpe);
+  /* the Linear folded into the convolution (cpe_fold): its 2 n C^2 FLOPs a block gone, its C^2 + C weights and its
+   * share of the fused kernel's bytes with them (x += LN(conv) reads t and x, writes x: 3 E n C + 8 C either way) */
+  {
+    net_config cf = t.cfg;
+    cf.cpe_fold = 1;
+    net_cost cc[NET_COSTS_MAX];
+    size_t nf = 0;
+    hx_err e;
+    assert_int_equal(net_ptv3_costs_from_shape(&cf, &t.cs, cc, NET_COSTS_MAX, &nf, &e), HX_OK);
+    double lin = 0, wbytes = 0;
+    for (int l = 0; l < cfg->levels; l++) {
+      side sd[2];
+      const int ns = ptv3_sides(cfg, l, sd);
+      for (int k = 0; k < ns; k++) {
+        const double C = sd[k].C, n = (double)t.s.lv[l].n;
+        lin += sd[k].depth * 2.0 * n * C * C;
+        /* ptv3-tiny's blocks all run the fused Linear + LN + add (C 16, 32, 64: ln_fused takes 32 and 64) or the
+         * Linear and the LN + add apart (16): either way the fold leaves y += LN(t) */
+        wbytes += sd[k].depth * (C == 32 || C == 64 ? 2.0 * (C * C + C) : 2.0 * (2.0 * n * C + C * C + C));
+      }
+    }
+    assert_true(find(cc, nf, "cpe")->gemm_flops == cpe - lin);
+    assert_true(fabs(find(t.cost, t.n, "cpe")->bytes - find(cc, nf, "cpe")->bytes - wbytes) <=
+                1e-12 * find(t.cost, t.n, "cpe")->bytes);
+  }
   /* cpe's bytes per block: the fused convolution's floor (each row in and out once, 27 C^2 weights, the fp32 bias),
    * the Linear (C -> C, bias), y += LN as one operation (x and y read, y written, gamma and beta), at C = 32 and 64
    * (ln_fused) the Linear, the LayerNorm and the add as one (its row never stored: 2 E n C fewer); per level past

@@ -341,6 +341,36 @@ static void test_ptv3_tiny_tile_order(void **state) {
   net_params_free(&p);
 }
 
+/* xCPE's Linear folded into its convolution (net_config's cpe_fold, off by default): checked against the CPU forward,
+ * which runs the two apart. Two clouds, fp16 and bf16. */
+static void test_ptv3_tiny_cpe_fold(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  net_config cfg;
+  assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
+  assert_int_equal(cfg.cpe_fold, 0);
+  assert_int_equal(net_config_named(&cfg, "ptv3-tiny", &err), HX_OK);
+  cfg.cpe_fold = 1;
+  net_params p = {0};
+  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  tcase t;
+  memset(&t, 0, sizeof t);
+  make_case(&t, 2, 2500, g_seed + 17);
+  cudaStream_t s;
+  assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  for (int d = 0; d < 2; d++) {
+    net_gpu *g = NULL;
+    assert_int_equal(net_gpu_create(&g, &cfg, &p, d ? NET_BF16 : NET_F16, &g_alloc, &err), HX_OK);
+    assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
+    assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
+    check_run(g, &p, &t, s, d ? "ptv3-tiny, xCPE folded, bf16" : "ptv3-tiny, xCPE folded, fp16");
+    net_gpu_destroy(g);
+  }
+  cudaStreamDestroy(s);
+  free_case(&t);
+  net_params_free(&p);
+}
+
 /* A hook that only counts its ranges: a forward with hooks runs on one stream. */
 static void count_range(void *ctx, const char *name, int begin, struct CUstream_st *stream) {
   (void)name, (void)stream;
@@ -528,6 +558,7 @@ int main(void) {
       cmocka_unit_test(test_flash3d_tiny_mlp_linear),
       cmocka_unit_test(test_tiny_ln_separate),       cmocka_unit_test(test_ptv3_tiny_tile_order),
       cmocka_unit_test(test_ptv3_tiny_stem),          cmocka_unit_test(test_ptv3_tiny_overlap),
+      cmocka_unit_test(test_ptv3_tiny_cpe_fold),
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),

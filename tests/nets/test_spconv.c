@@ -6,7 +6,8 @@
  * counts, the convolution against a dense 3D convolution on a small voxel grid, and the refusals (duplicate
  * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0 .. v4) and
  * spc_variant_best's rule (v2 for inputs of at most 8 channels; for widths that are multiples of 16 v3 at k = 3
- * and v1 at k = 5; v0 otherwise); the stem's reference (spc_stem_cpu) by hand on two neighbours.
+ * and v1 at k = 5; v0 otherwise); the stem's reference (spc_stem_cpu) by hand on two neighbours; a Linear folded
+ * into the convolution before it (spc_fold_linear_cpu) against the two in turn.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -443,6 +444,47 @@ static void test_stem_cpu(void **state) {
   spc_map_free_host(&m), spc_map_free_host(&m3);
 }
 
+/* A Linear folded into the convolution before it: conv(x; w2, b2) = Linear(conv(x; w, b)) on a random cloud (in 5,
+ * out 6, out2 4, k = 3, biases present and absent), to fp32 rounding; the refusals. */
+static void test_fold_linear(void **state) {
+  (void)state;
+  hx_err err = {HX_OK, ""};
+  const uint32_t per[2] = {120, 80}, base[6] = {0, 0, 0, 3, 3, 3};
+  tcloud t;
+  assert_true(tcloud_make(&t, 2, per, 6, base, 41u));
+  spc_map m;
+  assert_int_equal(spc_map_cpu(&m, t.grid, t.batch, t.n, 3, &err), HX_OK);
+  enum { IN = 5, OUT = 6, OUT2 = 4, K = 27 };
+  float w[OUT * K * IN], b[OUT], lw[OUT2 * OUT], lb[OUT2], w2[OUT2 * K * IN], b2[OUT2];
+  uint64_t r = 0x9E3779B97F4A7C15ull;
+#define RND() ((float)((double)((r = r * 6364136223846793005ull + 1442695040888963407ull) >> 11) / 9007199254740992.0) - 0.5f)
+  for (size_t i = 0; i < sizeof w / sizeof *w; ++i) w[i] = RND();
+  for (size_t i = 0; i < OUT; ++i) b[i] = RND();
+  for (size_t i = 0; i < sizeof lw / sizeof *lw; ++i) lw[i] = RND();
+  for (size_t i = 0; i < OUT2; ++i) lb[i] = RND();
+  float *x = malloc((size_t)t.n * IN * sizeof *x), *y = malloc((size_t)t.n * OUT * sizeof *y);
+  float *z = malloc((size_t)t.n * OUT2 * sizeof *z), *f = malloc((size_t)t.n * OUT2 * sizeof *f);
+  assert_true(x && y && z && f);
+  for (size_t i = 0; i < (size_t)t.n * IN; ++i) x[i] = RND();
+#undef RND
+  for (int with_bias = 1; with_bias >= 0; --with_bias) {
+    const float *bb = with_bias ? b : NULL, *lbb = with_bias ? lb : NULL;
+    assert_int_equal(spc_fold_linear_cpu(w2, b2, w, bb, lw, lbb, IN, OUT, OUT2, K, &err), HX_OK);
+    assert_int_equal(spc_conv_cpu(y, x, w, bb, &m, IN, OUT, &err), HX_OK);
+    assert_int_equal(nl_linear_cpu(z, y, lw, lbb, t.n, OUT, OUT2, NL_ACT_NONE, 0, &err), HX_OK);
+    assert_int_equal(spc_conv_cpu(f, x, w2, b2, &m, IN, OUT2, &err), HX_OK);
+    double worst = 0.0;
+    for (size_t i = 0; i < (size_t)t.n * OUT2; ++i) worst = fmax(worst, fabs((double)f[i] - (double)z[i]));
+    assert_true(worst <= 1e-5);
+    if (!with_bias) for (int c = 0; c < OUT2; ++c) assert_true(b2[c] == 0.0f);
+  }
+  assert_int_equal(spc_fold_linear_cpu(w2, b2, w, b, NULL, lb, IN, OUT, OUT2, K, &err), HX_EINVAL);
+  assert_int_equal(spc_fold_linear_cpu(w2, b2, w, b, lw, lb, IN, OUT, OUT2, 9, &err), HX_EINVAL);
+  free(x), free(y), free(z), free(f);
+  spc_map_free_host(&m);
+  tcloud_free(&t);
+}
+
 static void test_variants(void **state) {
   (void)state;
   assert_true(spc_variant_count() >= 1);
@@ -616,7 +658,7 @@ int main(void) {
       cmocka_unit_test(test_block),     cmocka_unit_test(test_offset_order), cmocka_unit_test(test_random),
       cmocka_unit_test(test_conv_dense), cmocka_unit_test(test_refusals),    cmocka_unit_test(test_variants),
       cmocka_unit_test(test_mask_order), cmocka_unit_test(test_tile_order), cmocka_unit_test(test_tile_halos),
-      cmocka_unit_test(test_stem_cpu),
+      cmocka_unit_test(test_stem_cpu),  cmocka_unit_test(test_fold_linear),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
