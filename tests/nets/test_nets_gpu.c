@@ -304,6 +304,23 @@ static size_t logits_differ(const net_output *a, const net_output *b) {
   return differ;
 }
 
+/* ptv3-tiny's parameters from the test seed, two clouds of ~2500 points (seed g_seed + salt) and a stream: the setup
+ * of the tests that compare the main path with an ablation. */
+static void tiny_setup(net_config *cfg, net_params *p, tcase *t, cudaStream_t *s, uint64_t salt) {
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(net_config_named(cfg, "ptv3-tiny", &err), HX_OK);
+  memset(p, 0, sizeof *p);
+  assert_int_equal(net_params_init(p, cfg, g_seed, &err), HX_OK);
+  memset(t, 0, sizeof *t);
+  make_case(t, 2, 2500, g_seed + salt);
+  assert_int_equal(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), cudaSuccess);
+}
+static void tiny_teardown(net_params *p, tcase *t, cudaStream_t s) {
+  cudaStreamDestroy(s);
+  free_case(t);
+  net_params_free(p);
+}
+
 /* v6's tiles most active offsets first are the main path (net_config's tile_order); the ablation, last-first
  * (f3dbench net --tile-order last), gives the same logits bit for bit (each tile's sums do not depend on when it
  * runs), both checked against the CPU forward; two clouds */
@@ -313,14 +330,10 @@ static void test_ptv3_tiny_tile_order(void **state) {
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
   assert_int_equal(cfg.tile_order, 1);
-  assert_int_equal(net_config_named(&cfg, "ptv3-tiny", &err), HX_OK);
-  net_params p = {0};
-  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  net_params p;
   tcase t;
-  memset(&t, 0, sizeof t);
-  make_case(&t, 2, 2500, g_seed + 7);
   cudaStream_t s;
-  assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  tiny_setup(&cfg, &p, &t, &s, 7);
   net_output out[2] = {{0}, {0}};
   for (int k = 0; k < 2; k++) {
     cfg.tile_order = 1 - k;
@@ -336,9 +349,7 @@ static void test_ptv3_tiny_tile_order(void **state) {
   printf("ptv3-tiny: tile orders differ in %zu of %zu logits\n", differ, out[0].n * out[0].classes);
   assert_int_equal(differ, 0);
   net_output_free(&out[0]), net_output_free(&out[1]);
-  cudaStreamDestroy(s);
-  free_case(&t);
-  net_params_free(&p);
+  tiny_teardown(&p, &t, s);
 }
 
 /* xCPE's Linear folded into its convolution (net_config's cpe_fold, off by default): checked against the CPU forward,
@@ -349,15 +360,11 @@ static void test_ptv3_tiny_cpe_fold(void **state) {
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
   assert_int_equal(cfg.cpe_fold, 0);
-  assert_int_equal(net_config_named(&cfg, "ptv3-tiny", &err), HX_OK);
-  cfg.cpe_fold = 1;
-  net_params p = {0};
-  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  net_params p;
   tcase t;
-  memset(&t, 0, sizeof t);
-  make_case(&t, 2, 2500, g_seed + 17);
   cudaStream_t s;
-  assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  tiny_setup(&cfg, &p, &t, &s, 17);
+  cfg.cpe_fold = 1;
   for (int d = 0; d < 2; d++) {
     net_gpu *g = NULL;
     assert_int_equal(net_gpu_create(&g, &cfg, &p, d ? NET_BF16 : NET_F16, &g_alloc, &err), HX_OK);
@@ -366,9 +373,7 @@ static void test_ptv3_tiny_cpe_fold(void **state) {
     check_run(g, &p, &t, s, d ? "ptv3-tiny, xCPE folded, bf16" : "ptv3-tiny, xCPE folded, fp16");
     net_gpu_destroy(g);
   }
-  cudaStreamDestroy(s);
-  free_case(&t);
-  net_params_free(&p);
+  tiny_teardown(&p, &t, s);
 }
 
 /* A hook that only counts its ranges: a forward with hooks runs on one stream. */
@@ -387,14 +392,10 @@ static void test_ptv3_tiny_overlap(void **state) {
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
   assert_int_equal(cfg.overlap, 1);
-  assert_int_equal(net_config_named(&cfg, "ptv3-tiny", &err), HX_OK);
-  net_params p = {0};
-  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  net_params p;
   tcase t;
-  memset(&t, 0, sizeof t);
-  make_case(&t, 2, 2500, g_seed + 13);
   cudaStream_t s;
-  assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  tiny_setup(&cfg, &p, &t, &s, 13);
   net_output out[3] = {{0}, {0}, {0}};
   size_t bytes[2] = {0, 0}, peak[2] = {0, 0}, ranges = 0;
   for (int k = 0; k < 2; k++) {
@@ -429,9 +430,7 @@ static void test_ptv3_tiny_overlap(void **state) {
   assert_true(ranges > 0);
   assert_true(bytes[0] > bytes[1]);
   for (int k = 0; k < 3; k++) net_output_free(&out[k]);
-  cudaStreamDestroy(s);
-  free_case(&t);
-  net_params_free(&p);
+  tiny_teardown(&p, &t, s);
 }
 
 /* PTv3's stem in one pass (the default) and through its stored map: each forward right against the CPU forward, the
@@ -443,14 +442,10 @@ static void test_ptv3_tiny_stem(void **state) {
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
   assert_int_equal(cfg.stem_fused, 1);
-  assert_int_equal(net_config_named(&cfg, "ptv3-tiny", &err), HX_OK);
-  net_params p = {0};
-  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  net_params p;
   tcase t;
-  memset(&t, 0, sizeof t);
-  make_case(&t, 2, 2500, g_seed + 11);
   cudaStream_t s;
-  assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  tiny_setup(&cfg, &p, &t, &s, 11);
   size_t bytes[2] = {0, 0};
   double flops[2] = {0, 0}, moved[2] = {0, 0};
   static const char *const what[2] = {"ptv3-tiny, the stem in one pass", "ptv3-tiny, the stem through its map"};
@@ -475,9 +470,7 @@ static void test_ptv3_tiny_stem(void **state) {
   assert_true(bytes[1] >= bytes[0] + t.in.n * 125u * 4u);
   assert_true(flops[0] > 0 && flops[0] == flops[1]);
   assert_true(moved[1] - moved[0] == (4.0 * 125.0 + 2.0 * 2.0 * (double)cfg.enc_channels[0]) * n);
-  cudaStreamDestroy(s);
-  free_case(&t);
-  net_params_free(&p);
+  tiny_teardown(&p, &t, s);
 }
 
 static void test_rerun_and_graph(void **state) {
