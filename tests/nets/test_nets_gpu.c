@@ -321,6 +321,18 @@ static void tiny_teardown(net_params *p, tcase *t, cudaStream_t s) {
   net_params_free(p);
 }
 
+/* A forward object of cfg on t, created through al, prepared and run once; its logits into out when out is given. */
+static net_gpu *forward_once(const net_config *cfg, const net_params *p, net_dtype dt, const net_alloc *al,
+                             const tcase *t, cudaStream_t s, net_output *out) {
+  hx_err err = {HX_OK, ""};
+  net_gpu *g = NULL;
+  assert_int_equal(net_gpu_create(&g, cfg, p, dt, al, &err), HX_OK);
+  assert_int_equal(net_gpu_prepare(g, &t->in, (struct CUstream_st *)s, &err), HX_OK);
+  assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
+  if (out) assert_int_equal(net_gpu_download(g, out, 0, (struct CUstream_st *)s, &err), HX_OK);
+  return g;
+}
+
 /* v6's tiles most active offsets first are the main path (net_config's tile_order); the ablation, last-first
  * (f3dbench net --tile-order last), gives the same logits bit for bit (each tile's sums do not depend on when it
  * runs), both checked against the CPU forward; two clouds */
@@ -337,11 +349,7 @@ static void test_ptv3_tiny_tile_order(void **state) {
   net_output out[2] = {{0}, {0}};
   for (int k = 0; k < 2; k++) {
     cfg.tile_order = 1 - k;
-    net_gpu *g = NULL;
-    assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err), HX_OK);
-    assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
-    assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
-    assert_int_equal(net_gpu_download(g, &out[k], 0, (struct CUstream_st *)s, &err), HX_OK);
+    net_gpu *g = forward_once(&cfg, &p, NET_F16, &g_alloc, &t, s, &out[k]);
     check_run(g, &p, &t, s, k ? "ptv3-tiny, v6 tiles last-first" : "ptv3-tiny, v6 tiles longest first");
     net_gpu_destroy(g);
   }
@@ -366,10 +374,7 @@ static void test_ptv3_tiny_cpe_fold(void **state) {
   tiny_setup(&cfg, &p, &t, &s, 17);
   cfg.cpe_fold = 1;
   for (int d = 0; d < 2; d++) {
-    net_gpu *g = NULL;
-    assert_int_equal(net_gpu_create(&g, &cfg, &p, d ? NET_BF16 : NET_F16, &g_alloc, &err), HX_OK);
-    assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
-    assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
+    net_gpu *g = forward_once(&cfg, &p, d ? NET_BF16 : NET_F16, &g_alloc, &t, s, NULL);
     check_run(g, &p, &t, s, d ? "ptv3-tiny, xCPE folded, bf16" : "ptv3-tiny, xCPE folded, fp16");
     net_gpu_destroy(g);
   }
@@ -404,11 +409,7 @@ static void test_ptv3_tiny_overlap(void **state) {
     counted *cnt = calloc(1, sizeof *cnt);
     assert_non_null(cnt);
     const net_alloc ca = {counted_alloc, counted_release, cnt};
-    net_gpu *g = NULL;
-    assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &ca, &err), HX_OK);
-    assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
-    assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
-    assert_int_equal(net_gpu_download(g, &out[k], 0, (struct CUstream_st *)s, &err), HX_OK);
+    net_gpu *g = forward_once(&cfg, &p, NET_F16, &ca, &t, s, &out[k]);
     check_run(g, &p, &t, s, k ? "ptv3-tiny, the structure on one stream" : "ptv3-tiny, the structure ahead");
     if (k == 0) {
       const net_hooks h = {count_range, &ranges};
@@ -452,10 +453,7 @@ static void test_ptv3_tiny_stem(void **state) {
   for (int k = 0; k < 2; k++) {
     cfg.stem_fused = 1 - k;
     assert_int_equal(net_gpu_bytes(&bytes[k], &cfg, &t.in, NET_F16, &err), HX_OK);
-    net_gpu *g = NULL;
-    assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err), HX_OK);
-    assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
-    assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
+    net_gpu *g = forward_once(&cfg, &p, NET_F16, &g_alloc, &t, s, NULL);
     check_run(g, &p, &t, s, what[k]);
     net_cost c[NET_COSTS_MAX];
     size_t nc = 0;
@@ -489,12 +487,8 @@ static void test_rerun_and_graph(void **state) {
     make_case(&t, 2, 2000, g_seed + 1);
     cudaStream_t s;
     assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-    net_gpu *g = NULL;
-    assert_int_equal(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err), HX_OK);
-    assert_int_equal(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err), HX_OK);
     net_output a = {0}, b = {0};
-    assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
-    assert_int_equal(net_gpu_download(g, &a, 0, (struct CUstream_st *)s, &err), HX_OK);
+    net_gpu *g = forward_once(&cfg, &p, NET_F16, &g_alloc, &t, s, &a);
     check_run(g, &p, &t, s, models[m]);
     assert_int_equal(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err), HX_OK);
     assert_int_equal(net_gpu_download(g, &b, 0, (struct CUstream_st *)s, &err), HX_OK);
