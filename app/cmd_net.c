@@ -111,6 +111,15 @@ typedef struct net_cli {
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
 } net_cli;
 
+/* A two-word option: *out = 1 for `one`, 0 for `zero`; otherwise the usage error naming both, and 2 (the exit
+ * code), which the caller returns. */
+static int two_words(const char *opt, const char *arg, const char *one, const char *zero, int *out) {
+  if (strcmp(arg, one) == 0) *out = 1;
+  else if (strcmp(arg, zero) == 0) *out = 0;
+  else return f3d_fail("net", "%s '%s': %s or %s", opt, arg, one, zero), 2;
+  return 0;
+}
+
 /* Clouds of the run: B synthetic lidar clouds of exactly `points` unique voxels each (seed + c), or the file's
  * deduplicated cloud B times. */
 static int make_batch(wl_batch *bt, const net_cli *o) {
@@ -416,36 +425,12 @@ int f3d_cmd_net(int argc, char **argv) {
       else if (strcmp(optarg, "linear") == 0) o.mlp = 0;
       else return f3d_fail("net", "--mlp '%s': fused, partial or linear", optarg), 2;
       break;
-    case 'L':
-      if (strcmp(optarg, "fused") == 0) o.ln = 1;
-      else if (strcmp(optarg, "separate") == 0) o.ln = 0;
-      else return f3d_fail("net", "--ln '%s': fused or separate", optarg), 2;
-      break;
-    case 'T':
-      if (strcmp(optarg, "longest") == 0) o.tiles = 1;
-      else if (strcmp(optarg, "last") == 0) o.tiles = 0;
-      else return f3d_fail("net", "--tile-order '%s': longest or last", optarg), 2;
-      break;
-    case 'E':
-      if (strcmp(optarg, "fused") == 0) o.stem = 1;
-      else if (strcmp(optarg, "map") == 0) o.stem = 0;
-      else return f3d_fail("net", "--stem '%s': fused or map", optarg), 2;
-      break;
-    case 'O':
-      if (strcmp(optarg, "on") == 0) o.overlap = 1;
-      else if (strcmp(optarg, "off") == 0) o.overlap = 0;
-      else return f3d_fail("net", "--overlap '%s': on or off", optarg), 2;
-      break;
-    case 'C':
-      if (strcmp(optarg, "on") == 0) o.fold = 1;
-      else if (strcmp(optarg, "off") == 0) o.fold = 0;
-      else return f3d_fail("net", "--cpe-fold '%s': on or off", optarg), 2;
-      break;
-    case 'H':
-      if (strcmp(optarg, "on") == 0) o.rehash = 1;
-      else if (strcmp(optarg, "off") == 0) o.rehash = 0;
-      else return f3d_fail("net", "--rehash '%s': on or off", optarg), 2;
-      break;
+    case 'L': if (two_words("--ln", optarg, "fused", "separate", &o.ln)) return 2; break;
+    case 'T': if (two_words("--tile-order", optarg, "longest", "last", &o.tiles)) return 2; break;
+    case 'E': if (two_words("--stem", optarg, "fused", "map", &o.stem)) return 2; break;
+    case 'O': if (two_words("--overlap", optarg, "on", "off", &o.overlap)) return 2; break;
+    case 'C': if (two_words("--cpe-fold", optarg, "on", "off", &o.fold)) return 2; break;
+    case 'H': if (two_words("--rehash", optarg, "on", "off", &o.rehash)) return 2; break;
     case 'F':
       if (f3d_parse_pos_double(optarg, &o.fill) || o.fill < 0.1 || o.fill > 1.0)
         return f3d_fail("net", "--bucket-fill '%s': a fraction from 0.1 to 1", optarg), 2;
