@@ -814,8 +814,10 @@ static hx_status step_serialize(g_run *r) {
  * launches would hold back the features' first kernels in an eager forward. */
 static hx_status structure_ahead(g_run *r, int l) {
   if (!r->side || l >= r->g->cfg.levels) return HX_OK;
-  if (l > 0) HX_TRY(pool_structure(r, &r->st, l));
-  if (l > 0) HX_TRY(level_map(r, &r->st, l));
+  if (l > 0) { /* level 0's grid is the forward's, its map the stem's */
+    HX_TRY(pool_structure(r, &r->st, l));
+    HX_TRY(level_map(r, &r->st, l));
+  }
   HX_TRY(level_padding(r, &r->st, l));
   for (int row = 0; row < NET_PTV3_ORDERS; row++)
     if (r->g->lv[l].order_p[row]) HX_TRY(compose_row(r, &r->st, l, row));
