@@ -81,8 +81,8 @@ static void net_usage(FILE *f) {
           "                     padding) on a second stream ahead of the features (on, the default) or on the\n"
           "                     forward's one stream (off); the per-component times run on one stream either way\n"
           "  --cpe-fold on|off  PTv3 on the GPU: each xCPE's Linear folded into its convolution's weights at\n"
-          "                     create (on; one GEMM fewer a block, checked against the CPU forward like every\n"
-          "                     forward) or run after it (off, the default)\n"
+          "                     create (on, the default: one GEMM fewer a block, checked against the CPU\n"
+          "                     forward like every forward) or run after it (off)\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
           "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
@@ -522,7 +522,7 @@ int f3d_cmd_net(int argc, char **argv) {
            !o.cpu && cfg.kind == 0 && !cfg.tile_order ? ", v6 tiles last-first (--tile-order last)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.stem_fused ? ", the stem through its map (--stem map)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.overlap ? ", the structure on one stream (--overlap off)" : "",
-           !o.cpu && cfg.kind == 0 && cfg.cpe_fold ? ", xCPE's Linear folded into its convolution (--cpe-fold on)" : "",
+           !o.cpu && cfg.kind == 0 && !cfg.cpe_fold ? ", xCPE's Linear after its convolution (--cpe-fold off)" : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

@@ -360,22 +360,22 @@ static void test_ptv3_tiny_tile_order(void **state) {
   tiny_teardown(&p, &t, s);
 }
 
-/* xCPE's Linear folded into its convolution (net_config's cpe_fold, off by default): checked against the CPU forward,
- * which runs the two apart. Two clouds, fp16 and bf16. */
-static void test_ptv3_tiny_cpe_fold(void **state) {
+/* xCPE's Linear after its convolution (net_config's cpe_fold off; folded, the default, in every other PTv3 test):
+ * checked against the CPU forward, which runs the two apart. Two clouds, fp16 and bf16. */
+static void test_ptv3_tiny_cpe_unfolded(void **state) {
   (void)state;
   hx_err err = {HX_OK, ""};
   net_config cfg;
   assert_int_equal(net_config_named(&cfg, "ptv3", &err), HX_OK);
-  assert_int_equal(cfg.cpe_fold, 0);
+  assert_int_equal(cfg.cpe_fold, 1);
   net_params p;
   tcase t;
   cudaStream_t s;
   tiny_setup(&cfg, &p, &t, &s, 17);
-  cfg.cpe_fold = 1;
+  cfg.cpe_fold = 0;
   for (int d = 0; d < 2; d++) {
     net_gpu *g = forward_once(&cfg, &p, d ? NET_BF16 : NET_F16, &g_alloc, &t, s, NULL);
-    check_run(g, &p, &t, s, d ? "ptv3-tiny, xCPE folded, bf16" : "ptv3-tiny, xCPE folded, fp16");
+    check_run(g, &p, &t, s, d ? "ptv3-tiny, xCPE unfolded, bf16" : "ptv3-tiny, xCPE unfolded, fp16");
     net_gpu_destroy(g);
   }
   tiny_teardown(&p, &t, s);
@@ -545,7 +545,7 @@ int main(void) {
       cmocka_unit_test(test_flash3d_tiny_mlp_linear),
       cmocka_unit_test(test_tiny_ln_separate),       cmocka_unit_test(test_ptv3_tiny_tile_order),
       cmocka_unit_test(test_ptv3_tiny_stem),          cmocka_unit_test(test_ptv3_tiny_overlap),
-      cmocka_unit_test(test_ptv3_tiny_cpe_fold),
+      cmocka_unit_test(test_ptv3_tiny_cpe_unfolded),
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),
