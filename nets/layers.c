@@ -272,6 +272,20 @@ hx_status nl_add_cpu(float *y, const float *x, size_t n, hx_err *err) {
   return HX_OK;
 }
 
+hx_status nl_gather_add_cpu(float *y, const float *x, const uint32_t *idx, const float *u, size_t rows, size_t C,
+                            hx_err *err) {
+  if (C == 0) return hx_errf(err, HX_EINVAL, "nl_gather_add_cpu: C = 0");
+  if (rows == 0) return HX_OK;
+  if (!y || !x || !idx || !u) return hx_errf(err, HX_EINVAL, "nl_gather_add_cpu: NULL y, x, idx or u");
+  if (y == x || y == u) return hx_errf(err, HX_EINVAL, "nl_gather_add_cpu: y is x or u (it cannot run in place)");
+  for (size_t r = 0; r < rows; ++r) {
+    const float *xr = x + (size_t)idx[r] * C, *ur = u + r * C;
+    float *yr = y + r * C;
+    for (size_t c = 0; c < C; ++c) yr[c] = xr[c] + ur[c];
+  }
+  return HX_OK;
+}
+
 /* ---- segment max --------------------------------------------------------------------------------- */
 
 /* An empty segment gives 0 (torch_scatter's segment_csr "max" fills empty segments with 0); a NaN in a

@@ -10,7 +10,7 @@
  *   nl_layernorm_rows_gpu the same kernels reading row idx[r] of x for row r of y (a gather fused into the read)
  *   nl_affine_act_gpu   folded BatchNorm (x * scale + shift) and an optional exact-erf GELU
  *   nl_swiglu_gpu       silu(a) * b over the (a | b) halves of a row
- *   nl_add_gpu, nl_gather_rows_gpu, nl_from_f32_gpu, nl_to_f32_gpu, nl_segment_max_gpu
+ *   nl_add_gpu, nl_gather_rows_gpu, nl_gather_add_gpu, nl_from_f32_gpu, nl_to_f32_gpu, nl_segment_max_gpu
  *
  * Elementwise kernels move 16 bytes (8 values) per thread and step wherever the row length is a multiple of
  * 8 and the pointers are 16-byte aligned, one value per step otherwise; all use grid-stride loops, so any
@@ -620,6 +620,33 @@ __global__ void gather_kernel(uint16_t *y, const uint16_t *x, const uint32_t *__
   }
 }
 
+/* ---- gather and add: y[i] = x[idx[i]] + u[i], one fp32 sum and one rounding, as nl_add_gpu ---- */
+
+template <typename T, int V>
+__global__ void gather_add_kernel(T *y, const T *x, const uint32_t *__restrict__ idx, const T *u, size_t groups,
+                                  size_t C) {
+  NL_GRID_STRIDE(gi, groups) {
+    const size_t e = gi * V, r = e / C, c = e - r * C;
+    float a[V], b[V];
+    load_v<T, V>(x + (size_t)idx[r] * C + c, a);
+    load_v<T, V>(u + e, b);
+#pragma unroll
+    for (int i = 0; i < V; ++i) a[i] += b[i];
+    store_v<T, V>(y + e, a);
+  }
+}
+
+template <typename T>
+hx_status gather_add_launch(T *y, const T *x, const uint32_t *idx, const T *u, size_t rows, size_t C, cudaStream_t s,
+                            hx_err *err) {
+  const size_t n = rows * C;
+  if (C % 8 == 0 && aligned16(y) && aligned16(x) && aligned16(u))
+    gather_add_kernel<T, 8><<<blocks_for(n / 8), kThreads, 0, s>>>(y, x, idx, u, n / 8, C);
+  else gather_add_kernel<T, 1><<<blocks_for(n), kThreads, 0, s>>>(y, x, idx, u, n, C);
+  HX_LAUNCHED(err, "nl_gather_add_gpu");
+  return HX_OK;
+}
+
 /* ---- segment max: one thread per (segment, V channels), members in order; the same comparisons as the
  * reference, so the result equals it exactly ---- */
 
@@ -778,6 +805,23 @@ hx_status nl_gather_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, 
   else gather_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>((uint16_t *)d_y, (const uint16_t *)d_x, d_idx, n, C);
   HX_LAUNCHED(err, "nl_gather_rows_gpu");
   return HX_OK;
+}
+
+/* Every d_idx[i] must be a row of x; x's rows are not bounded here, so y is only checked against u and x's first
+ * rows (an overlap elsewhere in x would need its row count). */
+hx_status nl_gather_add_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, const void *d_u, size_t rows, size_t C,
+                            net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  HX_TRY(check_dt(dt, "nl_gather_add_gpu", err));
+  if (C == 0) return hx_errf(err, HX_EINVAL, "nl_gather_add_gpu: C = 0");
+  if (rows == 0) return HX_OK;
+  if (!d_y || !d_x || !d_idx || !d_u) return hx_errf(err, HX_EINVAL, "nl_gather_add_gpu: NULL y, x, idx or u");
+  const size_t bytes = rows * C * 2;
+  if (d_y == d_x || ranges_overlap(d_y, bytes, d_u, bytes))
+    return hx_errf(err, HX_EINVAL, "nl_gather_add_gpu: y is x or overlaps u (it cannot run in place)");
+  if (dt == NET_F16)
+    return gather_add_launch((__half *)d_y, (const __half *)d_x, d_idx, (const __half *)d_u, rows, C, stream, err);
+  return gather_add_launch((__nv_bfloat16 *)d_y, (const __nv_bfloat16 *)d_x, d_idx, (const __nv_bfloat16 *)d_u, rows,
+                           C, stream, err);
 }
 
 hx_status nl_from_f32_gpu(void *d_y, const float *d_x, size_t n, net_dtype dt, struct CUstream_st *stream, hx_err *err) {

@@ -103,6 +103,12 @@ hx_status nl_gather_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, 
   return NL_NODEV("nl_gather_rows_gpu");
 }
 
+hx_status nl_gather_add_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, const void *d_u, size_t rows, size_t C,
+                            net_dtype dt, struct CUstream_st *stream, hx_err *err) {
+  (void)d_y, (void)d_x, (void)d_idx, (void)d_u, (void)rows, (void)C, (void)dt, (void)stream;
+  return NL_NODEV("nl_gather_add_gpu");
+}
+
 hx_status nl_from_f32_gpu(void *d_y, const float *d_x, size_t n, net_dtype dt, struct CUstream_st *stream,
                           hx_err *err) {
   (void)d_y, (void)d_x, (void)n, (void)dt, (void)stream;

@@ -27,7 +27,8 @@
  *   residual add   bytes 3 E n C (y += x: read both, write y); y += LN(x) as one operation (nl_layernorm_add_gpu,
  *                  the end of PTv3's xCPE): 3 E n C + 8 C; with the Linear before it (nl_linear_ln_add_gpu at C = 32
  *                  and 64 with ln_fused): gemm 2 n C^2, bytes E (3 n C + C^2 + C) + 8 C
- *   row gather     bytes 2 E n C + 4 n (rows read and written, one 32-bit index a row)
+ *   row gather     bytes 2 E n C + 4 n (rows read and written, one 32-bit index a row); gathered onto an addend
+ *                  (nl_gather_add_gpu, the unpoolings): 3 E n C + 4 n
  *   SwiGLU         bytes 3 E n H (2H read, H written)
  *   dtype convert  bytes n (in + out bytes per value)
  *   kernel map     bytes n (16 + 4 K): voxel keys (grid 12 + batch 4) read, neighbour table written once (PTv3's
@@ -126,7 +127,6 @@ static void op_layernorm_rows(cost_acc *a, int k, double rows, double C) {
   add(a, k, 0.0, 0.0, 2.0 * E * rows * C + 4.0 * rows + 8.0 * C);
 }
 static void op_affine(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 8.0 * C); }
-static void op_add(cost_acc *a, int k, double values) { add(a, k, 0.0, 0.0, 3.0 * E * values); }
 /* y += LN(x) as one operation (nl_layernorm_add_gpu): x and y read, y written, gamma and beta */
 static void op_layernorm_add(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 3.0 * E * n * C + 8.0 * C); }
 /* y += LN(x W^T + b), W [C, C], as one operation (nl_linear_ln_add_gpu): x read, y read and written, W, b, gamma, beta */
@@ -134,6 +134,7 @@ static void op_linear_ln_add(cost_acc *a, int k, double n, double C) {
   add(a, k, 2.0 * n * C * C, 0.0, E * (3.0 * n * C + C * C + C) + 8.0 * C);
 }
 static void op_gather(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 2.0 * E * n * C + 4.0 * n); }
+static void op_gather_add(cost_acc *a, int k, double n, double C) { add(a, k, 0.0, 0.0, 3.0 * E * n * C + 4.0 * n); }
 static void op_swiglu(cost_acc *a, int k, double n, double H) { add(a, k, 0.0, 0.0, 3.0 * E * n * H); }
 static void op_convert(cost_acc *a, int k, double values, double from, double to) {
   add(a, k, 0.0, 0.0, values * (from + to));
@@ -266,12 +267,9 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
     const net_ptv3_cost_level *lv = &cs->lv[l];
     const double nl = (double)lv->n, nc = (double)cs->lv[l + 1].n, C = (double)cfg->dec_channels[l];
     const double Cc = (double)(l == L - 2 ? cfg->enc_channels[L - 1] : cfg->dec_channels[l + 1]);
-    op_linear(&a, C_UNPOOL, nc, Cc, C, 0); /* unpool: coarse projection + BN + GELU, skip projection + BN + GELU, */
-    op_affine(&a, C_UNPOOL, nc, C);        /* the coarse rows gathered to their children, added */
-    op_linear(&a, C_UNPOOL, nl, (double)cfg->enc_channels[l], C, 0);
-    op_affine(&a, C_UNPOOL, nl, C);
-    op_gather(&a, C_UNPOOL, nl, C);
-    op_add(&a, C_UNPOOL, nl * C);
+    op_linear(&a, C_UNPOOL, nc, Cc, C, 0); /* unpool: coarse projection, skip projection (BN + GELU folded), */
+    op_linear(&a, C_UNPOOL, nl, (double)cfg->enc_channels[l], C, 0); /* the coarse rows gathered onto the skip's */
+    op_gather_add(&a, C_UNPOOL, nl, C);
     for (int i = 0; i < cfg->dec_depth[l]; i++)
       ptv3_block(&a, cfg, lv, (size_t)cfg->dec_channels[l], &ready[l], i % NET_PTV3_ORDERS, &composed[l]);
   }
@@ -360,13 +358,12 @@ hx_status net_flash3d_costs_from_layouts(const net_config *cfg, const net_f3d_sh
     const double nl = (double)ly->rows, C = (double)cfg->dec_channels[l];
     if (l == L - 1) {
       op_linear(&a, C_UNPOOL, nl, (double)cfg->enc_channels[l], C, 0); /* the last level's middle Linear */
-    } else { /* unpool: composed index, coarse projection (BN + GELU folded), gathered, skip projection, added */
+    } else { /* unpool: composed index, coarse projection and skip projection (BN + GELU folded), gathered, added */
       const double nc = (double)lay->lv[l + 1].rows;
       add(&a, C_UNPOOL, 0.0, 0.0, 12.0 * nl);
       op_linear(&a, C_UNPOOL, nc, (double)cfg->dec_channels[l + 1], C, 0);
-      op_gather(&a, C_UNPOOL, nl, C);
       op_linear(&a, C_UNPOOL, nl, (double)cfg->enc_channels[l + 1], C, 0);
-      op_add(&a, C_UNPOOL, nl * C);
+      op_gather_add(&a, C_UNPOOL, nl, C);
     }
     for (int b = 0; b < cfg->dec_depth[l]; b++) HX_TRY(f3d_block(&a, cfg, &s->lv[l], ly, B, 1, l, b, err));
   }

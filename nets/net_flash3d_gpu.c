@@ -653,9 +653,8 @@ static hx_status step_unpool(g_run *r, int l) {
   const size_t C = (size_t)g->cfg.dec_channels[l];
   HX_TRY(psh_gather_rows_gpu(lv->comp, nx->slot, lv->parent, (uint32_t)lv->R, 4, r->cs, r->err));
   HX_TRY(lin_gpu(r, g->g, nx->y, &g->up[l], nx->R, NL_ACT_GELU, 0));
-  HX_TRY(gather_rows(r, lv->y, g->g, lv->comp, lv->R, C));
   HX_TRY(lin_gpu(r, g->h1, lv->skip, &g->up_skip[l], lv->R, NL_ACT_GELU, 0));
-  return nl_add_gpu(lv->y, g->h1, lv->R * C, g->dt, r->cs, r->err);
+  return nl_gather_add_gpu(lv->y, g->g, lv->comp, g->h1, lv->R, C, g->dt, r->cs, r->err);
 }
 
 static hx_status step_head(g_run *r) {

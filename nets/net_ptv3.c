@@ -523,10 +523,7 @@ static hx_status forward_body(p3_fwd *f, net_output *out, int keep_levels, hx_er
     HX_TRY(lin(w->u, f->enc[l], &v->up_skip[l], lv->n, NL_ACT_NONE, 0, err));
     HX_TRY(bn_gelu(w, w->u, lv->n, &v->skip_bn[l], err));
     float *x = f->dec[l];
-    for (size_t i = 0; i < lv->n; i++) {
-      const float *cr = w->t + (size_t)child->cluster[i] * C, *sr = w->u + i * C;
-      for (size_t c = 0; c < C; c++) x[i * C + c] = sr[c] + cr[c];
-    }
+    HX_TRY(nl_gather_add_cpu(x, w->t, child->cluster, w->u, lv->n, C, err));
     /* m1 quirk: the first block's CPE convolves the projected skip (w->u), not the sum; block_cpu reads src
      * before it overwrites w->u */
     for (int i = 0; i < cfg->dec_depth[l]; i++)

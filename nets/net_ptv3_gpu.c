@@ -7,8 +7,9 @@
  * v5; the unfused v0 where neither takes the layout).
  *
  * Per call:
- *   create    weights uploaded once: Linear weights in the dtype, their biases, LayerNorm parameters and the
- *             folded BatchNorms (scale, shift) in fp32, all in one net_alloc block; the SubMConv3d weights through
+ *   create    weights uploaded once: Linear weights in the dtype, their biases (the unpoolings' BatchNorms folded
+ *             into their Linears), LayerNorm parameters and the pooling's folded BatchNorms (scale, shift) in fp32,
+ *             all in one net_alloc block; the SubMConv3d weights through
  *             spc_weights_upload (through the same net_alloc, in the layout of the spconv variant); a cuBLASLt context
  *             (nl_blas) and the spconv context.
  *   prepare   the host structure of the input (net_ptv3_struct_build: the exact level sizes, per-cloud offsets and
@@ -113,7 +114,7 @@ typedef struct p3g {
   spc_weights stem;
   net_daff stem_bn;
   net_dlin down[G_L], up_proj[G_L], up_skip[G_L], head;
-  net_daff down_bn[G_L], up_bn[G_L], skip_bn[G_L];
+  net_daff down_bn[G_L]; /* the unpoolings' BatchNorms are folded into up_proj and up_skip */
   g_block enc[G_L][G_D], dec[G_L][G_D];
   /* prepared */
   int prepared;
@@ -204,6 +205,12 @@ static void pk_lin(net_pack *k, net_dlin *l, const net_lin *h, size_t in, size_t
   net_pack_lin(k, l, h, in, in, out, NULL, 0.0f);
 }
 
+/* A Linear with the BatchNorm after it folded in (W' = scale W, b' = scale b + shift; the unpoolings' projections,
+ * as Flash3D's), so that cuBLASLt's GELU epilogue finishes GELU(BN(Linear(x))) with no pass of its own. */
+static void pk_lin_bn(net_pack *k, net_dlin *l, const net_lin *h, size_t in, size_t out, const net_norm *bn) {
+  net_pack_lin(k, l, h, in, in, out, bn, NET_PTV3_BN_EPS);
+}
+
 static void pk_bn(net_pack *k, net_daff *a, const net_norm *h, size_t C) { net_pack_bn(k, a, h, C, NET_PTV3_BN_EPS); }
 
 /* Bytes spc_weights_upload holds for one convolution (v0's layout: dtype weights, fp32 bias). */
@@ -245,10 +252,9 @@ static hx_status g_weights(p3g *g, const net_ptv3_view *v, net_pack *k, hx_err *
       }
       if (dec) {
         const size_t Cc = (size_t)(l == L - 2 ? c->enc_channels[L - 1] : c->dec_channels[l + 1]);
-        pk_lin(k, &g->up_proj[l], v ? &v->up_proj[l] : NULL, Cc, C);
-        pk_bn(k, &g->up_bn[l], v ? &v->up_bn[l] : NULL, C);
-        pk_lin(k, &g->up_skip[l], v ? &v->up_skip[l] : NULL, (size_t)c->enc_channels[l], C);
-        pk_bn(k, &g->skip_bn[l], v ? &v->skip_bn[l] : NULL, C);
+        pk_lin_bn(k, &g->up_proj[l], v ? &v->up_proj[l] : NULL, Cc, C, v ? &v->up_bn[l] : NULL);
+        pk_lin_bn(k, &g->up_skip[l], v ? &v->up_skip[l] : NULL, (size_t)c->enc_channels[l], C,
+                  v ? &v->skip_bn[l] : NULL);
       }
       for (int i = 0; i < depth; i++) {
         g_block *b = dec ? &g->dec[l][i] : &g->enc[l][i];
@@ -992,21 +998,17 @@ static hx_status step_block(g_run *r, int l, const g_block *b, void *x, const vo
   return HX_OK;
 }
 
-/* Unpooling into level l: dec_l = GELU(BN(skip(enc_l))) + GELU(BN(proj(child)))[cluster]; the projected skip
- * stays in u for the first block's CPE (the m1 quirk, net_ptv3.c). */
+/* Unpooling into level l: dec_l = GELU(BN(skip(enc_l))) + GELU(BN(proj(child)))[cluster], each BN folded into its
+ * Linear and the GELU in cuBLASLt's epilogue, the gather and the add one pass; the projected skip stays in u for the
+ * first block's CPE (the m1 quirk, net_ptv3.c). */
 static hx_status step_unpool(g_run *r, int l) {
   p3g *g = r->g;
   g_level *lv = &g->lv[l], *ch = &g->lv[l + 1];
   const size_t C = (size_t)g->cfg.dec_channels[l];
   const void *cx = l == g->cfg.levels - 2 ? ch->enc : ch->dec;
-  HX_TRY(lin_gpu(r, g->t, cx, &g->up_proj[l], ch->n, NL_ACT_NONE, 0));
-  HX_TRY(nl_affine_act_gpu(g->t, g->t, g->up_bn[l].scale, g->up_bn[l].shift, ch->n, C, NL_ACT_GELU, g->dt, r->cs,
-                           r->err));
-  HX_TRY(lin_gpu(r, g->u, lv->enc, &g->up_skip[l], lv->n, NL_ACT_NONE, 0));
-  HX_TRY(nl_affine_act_gpu(g->u, g->u, g->skip_bn[l].scale, g->skip_bn[l].shift, lv->n, C, NL_ACT_GELU, g->dt, r->cs,
-                           r->err));
-  HX_TRY(nl_gather_rows_gpu(lv->dec, g->t, ch->cluster, lv->n, C, g->dt, r->cs, r->err));
-  return nl_add_gpu(lv->dec, g->u, lv->n * C, g->dt, r->cs, r->err);
+  HX_TRY(lin_gpu(r, g->t, cx, &g->up_proj[l], ch->n, NL_ACT_GELU, 0));
+  HX_TRY(lin_gpu(r, g->u, lv->enc, &g->up_skip[l], lv->n, NL_ACT_GELU, 0));
+  return nl_gather_add_gpu(lv->dec, g->t, ch->cluster, g->u, lv->n, C, g->dt, r->cs, r->err);
 }
 
 static hx_status step_head(g_run *r) {

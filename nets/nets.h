@@ -198,6 +198,12 @@ hx_status nl_add_gpu(void *d_y, const void *d_x, size_t n, net_dtype dt, struct 
 /* Row gather y[i] = x[idx[i]] (C values a row) and the conversions in and out of the activation dtype. */
 hx_status nl_gather_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t rows, size_t C, net_dtype dt,
                              struct CUstream_st *stream, hx_err *err);
+/* Gather and add, y[i] = x[idx[i]] + u[i] (C values a row; the unpoolings' coarse rows onto their children's skip
+ * rows in one pass). y may not overlap x or u; every idx[i] must be a row of x. */
+hx_status nl_gather_add_cpu(float *y, const float *x, const uint32_t *idx, const float *u, size_t rows, size_t C,
+                            hx_err *err);
+hx_status nl_gather_add_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, const void *d_u, size_t rows, size_t C,
+                            net_dtype dt, struct CUstream_st *stream, hx_err *err);
 hx_status nl_from_f32_gpu(void *d_y, const float *d_x, size_t n, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 hx_status nl_to_f32_gpu(float *d_y, const void *d_x, size_t n, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 

@@ -4,7 +4,7 @@
  * and on exact ties, overflow, subnormals, NaN and Inf); GELU (known values, and the measured gap to the tanh
  * form that cuBLASLt's epilogue uses); Linear against a naive double loop with bias, GELU and accumulate;
  * LayerNorm (hand case, mean 0 / variance 1 before the affine, far-from-zero rows, in place); the BatchNorm
- * fold against the unfolded formula; SwiGLU's halves; residual add; segment max (member order through idx,
+ * fold against the unfolded formula; SwiGLU's halves; residual add; gather and add; segment max (member order through idx,
  * empty segments, all-negative rows, NaN); and HX_EINVAL on bad arguments.
  */
 #include <stdarg.h>
@@ -572,6 +572,27 @@ static void test_add(void **state) {
   assert_int_equal(nl_add_cpu(NULL, NULL, 0, NULL), HX_OK);
 }
 
+/* y[i] = x[idx[i]] + u[i]: rows of x taken twice, out of order and never, C = 2 */
+static void test_gather_add(void **state) {
+  (void)state;
+  const float x[6] = {1, 2, 10, 20, 100, 200}, u[8] = {0.5f, -1, 0, 0, -100, 1, 3, 4};
+  const uint32_t idx[4] = {2, 0, 2, 1};
+  float y[8] = {0};
+  assert_int_equal(nl_gather_add_cpu(y, x, idx, u, 4, 2, NULL), HX_OK);
+  const float want[8] = {100.5f, 199, 1, 2, 0, 201, 13, 24};
+  for (int i = 0; i < 8; ++i) assert_true(y[i] == want[i]);
+  assert_int_equal(nl_gather_add_cpu(NULL, NULL, NULL, NULL, 0, 2, NULL), HX_OK);
+  hx_err err = {HX_OK, ""};
+  float z[8] = {0};
+  assert_int_equal(nl_gather_add_cpu(z, x, idx, u, 4, 0, &err), HX_EINVAL);
+  assert_int_equal(nl_gather_add_cpu(z, x, NULL, u, 4, 2, &err), HX_EINVAL);
+  assert_int_equal(nl_gather_add_cpu(z, x, idx, NULL, 4, 2, &err), HX_EINVAL);
+  float w[8] = {0.5f, -1, 0, 0, -100, 1, 3, 4};
+  assert_int_equal(nl_gather_add_cpu(w, x, idx, w, 4, 2, &err), HX_EINVAL); /* in place */
+  assert_non_null(strstr(err.msg, "in place"));
+  for (int i = 0; i < 8; ++i) assert_true(z[i] == 0.0f);
+}
+
 /* ---- segment max ----------------------------------------------------------------------------------- */
 
 static void test_segment_max(void **state) {
@@ -670,6 +691,7 @@ int main(void) {
       cmocka_unit_test(test_layernorm_properties), cmocka_unit_test(test_bn_fold),
       cmocka_unit_test(test_swiglu),             cmocka_unit_test(test_mlp),
       cmocka_unit_test(test_ln_first),           cmocka_unit_test(test_add),
+      cmocka_unit_test(test_gather_add),
       cmocka_unit_test(test_segment_max),        cmocka_unit_test(test_windows),
       cmocka_unit_test(test_bad_args),
   };

@@ -1067,6 +1067,39 @@ static size_t run_gather(tctx *t, net_dtype dt, size_t rows, size_t C, int off) 
   return bad;
 }
 
+/* y[r] = x[idx[r]] + u[r]: one fp32 sum of two dtype values and one rounding, as the CPU does it on the same
+ * values: bit for bit. idx draws rows of x at random (repeats and rows never taken). */
+static size_t run_gather_add(tctx *t, net_dtype dt, size_t rows, size_t C, int off) {
+  const uint64_t seed = case_seed(t, 90 + (uint64_t)dt * 2 + (uint64_t)off, rows, C);
+  const size_t nx_rows = rows / 2 + 3, nx = nx_rows * C, n = rows * C, tot = n + C + (size_t)off;
+  uint16_t *hx = xmalloc(nx * 2), *hu = xmalloc(n * 2), *hy = xmalloc(tot * 2);
+  float *xf = xmalloc(nx * 4), *uf = xmalloc(n * 4), *yf = xmalloc(n * 4);
+  uint32_t *idx = xmalloc(rows * 4);
+  fill(dt, hx, xf, nx, seed, 1, 5.0f, 0.0f);
+  fill(dt, hu, uf, n, seed, 3, 5.0f, 0.0f);
+  for (size_t r = 0; r < rows; ++r) idx[r] = (uint32_t)(hx_rng_u64(seed, 2, r) % nx_rows);
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(nl_gather_add_cpu(yf, xf, idx, uf, rows, C, &err), HX_OK);
+  uint16_t *dbuf = dmalloc(tot * 2), *dxb = dmalloc((nx + 8) * 2), *dub = dmalloc((n + 8) * 2);
+  uint32_t *didx = dmalloc(rows * 4);
+  uint16_t *dx = dxb + off, *du = dub + off, *dy = dbuf + off;
+  poison(dbuf, tot * 2);
+  h2d(dx, hx, nx * 2), h2d(du, hu, n * 2), h2d(didx, idx, rows * 4);
+  tally ta;
+  tally_init(&ta, "gather add %s rows %zu C %zu%s", net_dtype_name(dt), rows, C, off ? " unaligned" : "");
+  size_t bad = 1;
+  if (sync_status(t, nl_gather_add_gpu(dy, dx, didx, du, rows, C, dt, t->stream, &err), &err, ta.what) == HX_OK) {
+    d2h(hy, dbuf, tot * 2);
+    tally_guard(&ta, hy, 0, (size_t)off);
+    tally_guard(&ta, hy, (size_t)off + n, tot);
+    for (size_t i = 0; i < n; ++i) tally_bits(&ta, dt, i, hy[(size_t)off + i], net_from_float(dt, yf[i]));
+    bad = tally_end(&ta, 0);
+  }
+  cudaFree(dbuf), cudaFree(dxb), cudaFree(dub), cudaFree(didx);
+  free(hx), free(hu), free(hy), free(xf), free(uf), free(yf), free(idx);
+  return bad;
+}
+
 /* fp32 -> dtype on values of every kind: random magnitudes over the whole exponent range, exact ties of the
  * dtype, subnormals, signed zeros, infinities, NaN; then dtype -> fp32 on all 65536 bit patterns. */
 static size_t run_convert(tctx *t, net_dtype dt, size_t n, int off) {
@@ -1165,7 +1198,10 @@ static void test_add_gather_convert(void **state) {
     bad += run_add(t, dt, 1000, 0, 1);
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri)
       for (size_t ci = 0; ci < sizeof kCs / sizeof kCs[0]; ++ci)
-        for (int off = 0; off < 2; ++off) bad += run_gather(t, dt, kRows[ri], kCs[ci], off);
+        for (int off = 0; off < 2; ++off) {
+          bad += run_gather(t, dt, kRows[ri], kCs[ci], off);
+          bad += run_gather_add(t, dt, kRows[ri], kCs[ci], off);
+        }
   }
   assert_int_equal(bad, 0);
 }
@@ -1411,6 +1447,11 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_add_gpu(d, d + 1, 4, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_gather_rows_gpu(d, d, (const uint32_t *)f, 4, 8, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_gather_rows_gpu(d, d + 2048, NULL, 4, 8, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_gather_add_gpu(d, d + 2048, (const uint32_t *)f, d + 16, 4, 8, NET_F16, s, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "in place")); /* y overlaps u */
+  assert_int_equal(nl_gather_add_gpu(d, d, (const uint32_t *)f, d + 1024, 4, 8, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_gather_add_gpu(d, d + 2048, NULL, d + 1024, 4, 8, NET_F16, s, &err), HX_EINVAL);
+  assert_int_equal(nl_gather_add_gpu(d, d + 2048, (const uint32_t *)f, d + 1024, 4, 0, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_from_f32_gpu(d, NULL, 4, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_to_f32_gpu(f, (const void *)f, 4, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_segment_max_gpu(d, d + 2048, NULL, NULL, 4, 8, NET_F16, s, &err), HX_EINVAL);

@@ -34,7 +34,7 @@
 #   net-flash3d  f3dbench net --model flash3d-tiny, likewise
 #   nets-layers  BUILD/tests/nets/test_nets_layers_gpu's tests without a cuBLAS GEMM (LayerNorm both kernels, the
 #                fused MLP, fc1 + SwiGLU, the LayerNorm inside the qkv and MLP kernels, affine, SwiGLU, add, gather,
-#                conversions, segment max, windows), each checked against its CPU reference
+#                gather and add, conversions, segment max, windows), each checked against its CPU reference
 #   nets-spconv  BUILD/tests/nets/test_nets_spconv_gpu's tests without cuBLAS: the kernel map and rulebook, v1's
 #                boundary cases, v2 (the stem's widths), v3's mask order, and test_conv_fused: v1 and v3-v8 where
 #                they take the widths, at k = 3 on 32, 64 and 256 channels, fp16 and bf16, v5's pages included
@@ -68,7 +68,7 @@ net_kernels=nets
 # the list)
 NETS_KERNELS="add_kernel affine_kernel from_f32_kernel to_f32_kernel ln_block_kernel ln_warp_kernel segmax_kernel
   windows_kernel swiglu_kernel mlp_kernel mlp_wg_kernel lnl_kernel lla_kernel lsw_kernel insert_kernel place_kernel
-  lookup_kernel rule_kernel count_kernel gather_kernel scatter_add_kernel finalize_kernel conv_kernel
+  lookup_kernel rule_kernel count_kernel gather_kernel gather_add_kernel scatter_add_kernel finalize_kernel conv_kernel
   conv_wg_kernel mask_kernel steps_kernel sort_kernel stem_kernel"
 usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
