@@ -178,6 +178,17 @@ static hx_status sync_status(const tctx *t, hx_status s, const hx_err *err, cons
   return HX_OK;
 }
 
+/* The output of an elementwise op read back from dbuf (tot elements, the n outputs at off between guards that must
+ * keep the poison), each equal bit for bit to the rounded fp32 reference yf; the tally's failures. */
+static size_t tally_exact(tally *ta, net_dtype dt, uint16_t *hy, const uint16_t *dbuf, size_t off, size_t n,
+                          size_t tot, const float *yf) {
+  d2h(hy, dbuf, tot * 2);
+  tally_guard(ta, hy, 0, off);
+  tally_guard(ta, hy, off + n, tot);
+  for (size_t i = 0; i < n; ++i) tally_bits(ta, dt, i, hy[off + i], net_from_float(dt, yf[i]));
+  return tally_end(ta, 0);
+}
+
 /* Rows whose values are checked (every row is checked for being written): all up to 96, else the first 32,
  * the last 32 and 32 from the middle. */
 static size_t pick_rows(size_t rows, size_t *sel, uint64_t seed) {
@@ -1026,12 +1037,8 @@ static size_t run_add(tctx *t, net_dtype dt, size_t n, int off, int in_place) {
   hx_err err = {HX_OK, ""};
   size_t bad = 1;
   if (sync_status(t, nl_add_gpu(dy, dx, n, dt, t->stream, &err), &err, ta.what) == HX_OK) {
-    d2h(hy, dbuf, tot * 2);
-    tally_guard(&ta, hy, 0, (size_t)off);
-    tally_guard(&ta, hy, (size_t)off + n, tot);
     /* two dtype values add exactly or within fp32 rounding, then one rounding: the CPU does the same ops */
-    for (size_t i = 0; i < n; ++i) tally_bits(&ta, dt, i, hy[(size_t)off + i], net_from_float(dt, yf[i]));
-    bad = tally_end(&ta, 0);
+    bad = tally_exact(&ta, dt, hy, dbuf, (size_t)off, n, tot, yf);
   }
   cudaFree(dbuf), cudaFree(dxb);
   free(hx), free(hy0), free(hy), free(xf), free(yf);
@@ -1089,11 +1096,7 @@ static size_t run_gather_add(tctx *t, net_dtype dt, size_t rows, size_t C, int o
   tally_init(&ta, "gather add %s rows %zu C %zu%s", net_dtype_name(dt), rows, C, off ? " unaligned" : "");
   size_t bad = 1;
   if (sync_status(t, nl_gather_add_gpu(dy, dx, didx, du, rows, C, dt, t->stream, &err), &err, ta.what) == HX_OK) {
-    d2h(hy, dbuf, tot * 2);
-    tally_guard(&ta, hy, 0, (size_t)off);
-    tally_guard(&ta, hy, (size_t)off + n, tot);
-    for (size_t i = 0; i < n; ++i) tally_bits(&ta, dt, i, hy[(size_t)off + i], net_from_float(dt, yf[i]));
-    bad = tally_end(&ta, 0);
+    bad = tally_exact(&ta, dt, hy, dbuf, (size_t)off, n, tot, yf);
   }
   cudaFree(dbuf), cudaFree(dxb), cudaFree(dub), cudaFree(didx);
   free(hx), free(hu), free(hy), free(xf), free(uf), free(yf), free(idx);
@@ -1138,11 +1141,7 @@ static size_t run_convert(tctx *t, net_dtype dt, size_t n, int off) {
   hx_err err = {HX_OK, ""};
   size_t bad = 1;
   if (sync_status(t, nl_from_f32_gpu(dbuf + off, dxb + off, n, dt, t->stream, &err), &err, ta.what) == HX_OK) {
-    d2h(hy, dbuf, tot * 2);
-    tally_guard(&ta, hy, 0, (size_t)off);
-    tally_guard(&ta, hy, (size_t)off + n, tot);
-    for (size_t i = 0; i < n; ++i) tally_bits(&ta, dt, i, hy[(size_t)off + i], net_from_float(dt, xf[i]));
-    bad = tally_end(&ta, 0);
+    bad = tally_exact(&ta, dt, hy, dbuf, (size_t)off, n, tot, xf);
   }
   cudaFree(dxb), cudaFree(dbuf);
   free(xf), free(hy);
@@ -1238,11 +1237,7 @@ static size_t run_segmax(tctx *t, net_dtype dt, size_t segments, size_t C, int u
   size_t bad = 1;
   if (sync_status(t, nl_segment_max_gpu(dy, dx, use_idx ? didx : NULL, dptr, segments, C, dt, t->stream, &err), &err,
                   ta.what) == HX_OK) {
-    d2h(hy, dbuf, tot * 2);
-    tally_guard(&ta, hy, 0, (size_t)off);
-    tally_guard(&ta, hy, (size_t)off + n, tot);
-    for (size_t i = 0; i < n; ++i) tally_bits(&ta, dt, i, hy[(size_t)off + i], net_from_float(dt, yf[i]));
-    bad = tally_end(&ta, 0);
+    bad = tally_exact(&ta, dt, hy, dbuf, (size_t)off, n, tot, yf);
   }
   cudaFree(dbuf), cudaFree(dxb), cudaFree(didx), cudaFree(dptr);
   free(ptr), free(idx), free(hx), free(hy), free(xf), free(yf);
