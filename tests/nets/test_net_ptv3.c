@@ -3,7 +3,8 @@
  * model (46,159,312 counted values, docs ptv3.md section 4), the fp32 patch attention against the kernels'
  * double reference, and the "ptv3-tiny" CPU forward: shapes, finiteness, determinism for a seed, equivariance
  * under a permutation of the input rows, refusal of bad inputs, and a safetensors round trip of a state_dict
- * with BatchNorm's num_batches_tracked entries (ignored, counted).
+ * with BatchNorm's num_batches_tracked entries (ignored, counted); the BatchNorm folded into a Linear as the GPU
+ * forwards pack it (pack.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -256,8 +257,65 @@ static void test_tiny_roundtrip(void **state) {
   tnet_state_dict_roundtrip(&t->cfg, &t->p, &in, 0, 1);
 }
 
+/* The BatchNorm folded into the Linear before it as the GPU forwards pack it (net_pack_lin with bn: the unpoolings'
+ * projections of both networks): W' x + b' against BN(W x + b) in double, within the dtype's rounding of W' and b'
+ * (2^-11 in fp16 relative to each term, 2^-8 in bf16); the padded input columns zero; the sizing pass (no host
+ * copy) lays out the same bytes. */
+static void test_pack_lin_bn(void **state) {
+  (void)state;
+  enum { IN = 12, PAD = 16, OUT = 24, R = 5 };
+  float w[OUT * IN], b[OUT], g[OUT], be[OUT], mu[OUT], var[OUT], x[R * IN];
+  for (int i = 0; i < OUT * IN; i++) w[i] = (float)(2.0 * hx_rng_unit(41, 1, (uint64_t)i) - 1.0);
+  for (int o = 0; o < OUT; o++) {
+    b[o] = (float)(2.0 * hx_rng_unit(41, 2, (uint64_t)o) - 1.0);
+    g[o] = (float)(0.5 + 2.0 * hx_rng_unit(41, 3, (uint64_t)o)) * (o % 3 ? 1.0f : -1.0f); /* some scales negative */
+    be[o] = (float)(2.0 * hx_rng_unit(41, 4, (uint64_t)o) - 1.0);
+    mu[o] = (float)(2.0 * hx_rng_unit(41, 5, (uint64_t)o) - 1.0);
+    var[o] = (float)(0.05 + hx_rng_unit(41, 6, (uint64_t)o));
+  }
+  for (int i = 0; i < R * IN; i++) x[i] = (float)(4.0 * hx_rng_unit(41, 7, (uint64_t)i) - 2.0);
+  const net_lin lin = {w, b, IN, OUT};
+  const net_norm bn = {g, be, mu, var, OUT};
+  const float eps = 1e-3f;
+  for (int d = 0; d < 2; d++) {
+    const net_dtype dt = d ? NET_BF16 : NET_F16;
+    net_pack size = {NULL, NULL, 0, dt};
+    net_dlin dl;
+    net_pack_lin(&size, &dl, &lin, IN, PAD, OUT, &bn, eps);
+    char *host = calloc(size.used, 1);
+    assert_non_null(host);
+    net_pack k = {host, NULL, 0, dt};
+    net_pack_lin(&k, &dl, &lin, IN, PAD, OUT, &bn, eps);
+    assert_int_equal(k.used, size.used);
+    assert_int_equal(dl.in, PAD), assert_int_equal(dl.out, OUT);
+    const uint16_t *wp = (const uint16_t *)(void *)host;
+    const uint16_t *bp = (const uint16_t *)(void *)(host + hx_align256(PAD * OUT * 2));
+    const double u = d ? 0x1p-8 : 0x1p-11;
+    double worst = 0.0;
+    for (int o = 0; o < OUT; o++) {
+      for (int i = IN; i < PAD; i++) assert_true(wp[o * PAD + i] == 0); /* +0 in either dtype */
+      const double s = (double)g[o] / sqrt((double)var[o] + (double)eps), t = (double)be[o] - (double)mu[o] * s;
+      for (int r = 0; r < R; r++) {
+        double lin_y = (double)b[o], got = (double)net_to_float(dt, bp[o]), bound = fabs(s * (double)b[o] + t);
+        for (int i = 0; i < IN; i++) {
+          const double xi = (double)x[r * IN + i];
+          lin_y += (double)w[o * IN + i] * xi;
+          got += (double)net_to_float(dt, wp[o * PAD + i]) * xi;
+          bound += fabs(s * (double)w[o * IN + i] * xi);
+        }
+        const double want = s * lin_y + t, err = fabs(got - want);
+        assert_true(err <= u * bound + 1e-6);
+        if (err / (u * bound) > worst) worst = err / (u * bound);
+      }
+    }
+    printf("pack lin + bn, %s: worst |err| / bound %.3f\n", net_dtype_name(dt), worst);
+    free(host);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pack_lin_bn),
       cmocka_unit_test(test_ptv3_params),
       cmocka_unit_test(test_patch_attention),
       cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tnet_tiny_teardown),
