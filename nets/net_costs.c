@@ -26,7 +26,8 @@
  *   BN (+ GELU)    bytes 2 E n C + 8 C (folded affine)
  *   residual add   bytes 3 E n C (y += x: read both, write y); y += LN(x) as one operation (nl_layernorm_add_gpu,
  *                  the end of PTv3's xCPE): 3 E n C + 8 C; with the Linear before it (nl_linear_ln_add_gpu at C = 32
- *                  and 64 with ln_fused): gemm 2 n C^2, bytes E (3 n C + C^2 + C) + 8 C
+ *                  and 64 with ln_fused): gemm 2 n C^2, bytes E (3 n C + C^2 + C) + 8 C; in the convolution's
+ *                  epilogue (net_ptv3_cpe_ln_conv): E n C + 8 C beside the convolution's (x's row, gamma, beta)
  *   row gather     bytes 2 E n C + 4 n (rows read and written, one 32-bit index a row); gathered onto an addend
  *                  (nl_gather_add_gpu, the unpoolings): 3 E n C + 4 n
  *   SwiGLU         bytes 3 E n H (2H read, H written)
@@ -197,7 +198,9 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
     *ready = 1;
   }
   op_conv(a, C_CPE, n, C, C, 27.0, (double)lv->pairs, 1); /* cpe: conv, Linear, LayerNorm, x += */
-  if (cfg->cpe_fold) {
+  if (net_ptv3_cpe_ln_conv(cfg, Cs)) { /* y = x + LN(conv'(x)) in the convolution's epilogue: x's row and gamma, beta */
+    add(a, C_CPE, 0.0, 0.0, E * n * C + 8.0 * C);
+  } else if (cfg->cpe_fold) {
     op_layernorm_add(a, C_CPE, n, C); /* the Linear folded into the convolution's weights */
   } else if (net_ln_cpe_fused(cfg, Cs)) {
     op_linear_ln_add(a, C_CPE, n, C);

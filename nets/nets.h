@@ -562,6 +562,10 @@ typedef struct net_config {
   int cpe_fold;          /* PTv3 on the GPU: 1 = each xCPE's Linear folded into its convolution's weights at create
                           * (spc_fold_linear_cpu; x += LN(conv'(x)), one GEMM fewer a block: the default, 0.34 ms less
                           * at 600k on an H200, docs/nets.md); 0 = conv, then the Linear (an ablation) */
+  int cpe_ln_conv;       /* PTv3 on the GPU, with cpe_fold: 1 = xCPE's LayerNorm and residual in its convolution's
+                          * epilogue where v6 runs it at one slice (spc_conv_ln_add_gpu, net_ptv3_cpe_ln_conv; a block's
+                          * x then alternates between the level's buffer and the scratch t); 0 = the LayerNorm-add
+                          * pass (the default until a GPU run has checked and timed it, docs/nets.md) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */
