@@ -894,8 +894,8 @@ static hx_status cpe(g_run *r, int l, const g_block *b, void **xp, const void *s
   void *x = *xp;
   if (!(r->ready[l] & 1)) HX_TRY(level_map(r, &r->main, l));
   if (l > 0) HX_TRY(wait_level(r, l)); /* level 0's map is the stem's */
-  const spc_variant *v = conv_variant(g, C, C, 27u);
-  if (net_ptv3_cpe_ln_conv(&g->cfg, C) && v && v->id == 6) {
+  const spc_variant *v = net_ptv3_cpe_ln_conv(&g->cfg, C) ? conv_variant(g, C, C, 27u) : NULL;
+  if (v && v->id == 6) {
     size_t sb = g->scratch_bytes;
     const hx_status st = spc_conv_ln_add_gpu(r->t, x, src, &b->conv, &lv->map, b->cpe_norm.g, b->cpe_norm.b,
                                              NET_PTV3_LN_EPS, g->scratch, &sb, g->dt, r->cs, r->err);
