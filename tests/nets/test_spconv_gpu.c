@@ -1634,12 +1634,12 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_mask_order_v3), cmocka_unit_test(test_tile_order_gpu),
       cmocka_unit_test(test_conv_v6_units),
       cmocka_unit_test(test_stem), cmocka_unit_test(test_stem_refusals),
+      cmocka_unit_test(test_conv_ln_add),
       /* by name only (tests/sanitize/run.sh): test_conv covers them */
       cmocka_unit_test(test_conv_fused),
       cmocka_unit_test(test_conv_v7),
       cmocka_unit_test(test_conv_v8),
       cmocka_unit_test(test_conv_v6),
-      cmocka_unit_test(test_conv_ln_add),
   };
   /* arguments: test names to run (default all but the last four; tests/sanitize/run.sh names some) */
   const size_t n = sizeof tests / sizeof tests[0];
