@@ -2342,7 +2342,7 @@ hx_status spc_conv_ln_add_gpu(void *d_y, const void *d_r, const void *d_x, const
     return hx_errf(err, HX_EUNSUPPORTED, "spc_conv_ln_add_gpu: %zu -> %zu channels (in a multiple of 32, out 32, 64, "
                    "128 or 256: one v6 slice holds a row)", w->in, w->out);
   if (!(eps >= 0.0f) || isinf(eps)) return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_gpu: eps %g", (double)eps);
-  if (d_scratch && m && m->n) {
+  if (d_scratch && w && m && m->n) { /* NULL w or m: conv_implicit's refusal below */
     if (!d_r || !d_gamma || !d_beta) return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_gpu: NULL r, gamma or beta");
     const size_t yb = (size_t)m->n * w->out * 2u;
     const uintptr_t ya = (uintptr_t)d_y, ra = (uintptr_t)d_r;
