@@ -533,7 +533,7 @@ int f3d_cmd_net(int argc, char **argv) {
            !o.cpu && cfg.kind == 0 && !cfg.stem_fused ? ", the stem through its map (--stem map)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.overlap ? ", the structure on one stream (--overlap off)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.cpe_fold ? ", xCPE's Linear after its convolution (--cpe-fold off)" : "",
-           !o.cpu && cfg.kind == 0 && cfg.cpe_ln_conv ? ", xCPE's LayerNorm in its convolution (--cpe-ln conv)" : "",
+           !o.cpu && cfg.kind == 0 && cfg.cpe_ln_conv && cfg.cpe_fold ? ", xCPE's LayerNorm in its convolution (--cpe-ln conv)" : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

@@ -229,6 +229,12 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
   }
 }
 
+/* A level whose xCPEs run out of place (net_ptv3_cpe_ln_conv) at an odd depth ends with x in the scratch: the copy
+ * back (2 E n C), priced with xCPE (the forward runs it after the level's last block, outside the blocks' ranges). */
+static void settle_copy(cost_acc *a, const net_config *cfg, double n, size_t C, int depth) {
+  if (depth % 2 && net_ptv3_cpe_ln_conv(cfg, C)) add(a, C_CPE, 0.0, 0.0, 2.0 * E * n * (double)C);
+}
+
 hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_shape *cs, net_cost *out, size_t cap,
                                     size_t *count, hx_err *err) {
   if (count) *count = 0;
@@ -265,6 +271,7 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
     }
     for (int i = 0; i < cfg->enc_depth[l]; i++)
       ptv3_block(&a, cfg, lv, C, &ready[l], i % NET_PTV3_ORDERS, &composed[l]);
+    settle_copy(&a, cfg, (double)lv->n, C, cfg->enc_depth[l]);
   }
   for (int l = L - 2; l >= 0; l--) {
     const net_ptv3_cost_level *lv = &cs->lv[l];
@@ -275,6 +282,7 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
     op_gather_add(&a, C_UNPOOL, nl, C);
     for (int i = 0; i < cfg->dec_depth[l]; i++)
       ptv3_block(&a, cfg, lv, (size_t)cfg->dec_channels[l], &ready[l], i % NET_PTV3_ORDERS, &composed[l]);
+    settle_copy(&a, cfg, nl, (size_t)cfg->dec_channels[l], cfg->dec_depth[l]);
   }
   op_linear(&a, C_HEAD, n, (double)cfg->dec_channels[0], K, 0); /* head: Linear, logits to fp32 */
   op_convert(&a, C_HEAD, n * K, E, 4.0);

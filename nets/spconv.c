@@ -171,6 +171,8 @@ hx_status spc_conv_ln_add_cpu(float *y, const float *r, const float *x, const fl
   if (y == x) return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_cpu: y is x (other rows read x's)");
   if (!out) return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_cpu: 0 output channels");
   const size_t n = m->n;
+  if (y != r && y < r + n * out && r < y + n * out)
+    return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_cpu: y overlaps r without being r");
   float *t = malloc((n ? n : 1) * out * sizeof *t);
   if (!t) return hx_errf(err, HX_ENOMEM, "spc_conv_ln_add_cpu: %zu x %zu floats", (size_t)n, out);
   hx_status st = spc_conv_cpu(t, x, w, b, m, in, out, err);

@@ -231,6 +231,12 @@ static void test_ptv3_gemm(void **state) {
     net_config c0 = cl;
     c0.cpe_fold = 0; /* the epilogue needs the fold */
     assert_true(!net_ptv3_cpe_ln_conv(&c0, 64));
+    /* an odd depth (3 blocks at level 2) ends with x in the scratch: one copy back, 2 E n C, less of the saving */
+    cf.enc_depth[2] = 3, cl.enc_depth[2] = 3;
+    assert_int_equal(net_ptv3_costs_from_shape(&cf, &t.cs, c1, NET_COSTS_MAX, &n1, &e), HX_OK);
+    assert_int_equal(net_ptv3_costs_from_shape(&cl, &t.cs, c2, NET_COSTS_MAX, &n2, &e), HX_OK);
+    const double n2l = (double)t.s.lv[2].n, want = (3.0 - 1.0) * 2.0 * 2.0 * n2l * 64.0;
+    assert_true(fabs(find(c1, n1, "cpe")->bytes - find(c2, n2, "cpe")->bytes - want) <= 1e-12 * want);
   }
   /* cpe's bytes per block: the fused convolution's floor (each row in and out once, 27 C^2 weights, the fp32 bias),
    * the Linear (C -> C, bias), y += LN as one operation (x and y read, y written, gamma and beta), at C = 32 and 64
