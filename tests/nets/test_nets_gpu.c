@@ -304,16 +304,21 @@ static size_t logits_differ(const net_output *a, const net_output *b) {
   return differ;
 }
 
-/* ptv3-tiny's parameters from the test seed, two clouds of ~2500 points (seed g_seed + salt) and a stream: the setup
- * of the tests that compare the main path with an ablation. */
-static void tiny_setup(net_config *cfg, net_params *p, tcase *t, cudaStream_t *s, uint64_t salt) {
+/* cfg's parameters from the test seed, two clouds of ~2500 points (seed g_seed + salt) and a stream; tiny_setup names
+ * cfg ptv3-tiny first (the setup of the tests that compare the main path with an ablation), a test that changes a
+ * shape calls this after its change. */
+static void tiny_prepare(const net_config *cfg, net_params *p, tcase *t, cudaStream_t *s, uint64_t salt) {
   hx_err err = {HX_OK, ""};
-  assert_int_equal(net_config_named(cfg, "ptv3-tiny", &err), HX_OK);
   memset(p, 0, sizeof *p);
   assert_int_equal(net_params_init(p, cfg, g_seed, &err), HX_OK);
   memset(t, 0, sizeof *t);
   make_case(t, 2, 2500, g_seed + salt);
   assert_int_equal(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), cudaSuccess);
+}
+static void tiny_setup(net_config *cfg, net_params *p, tcase *t, cudaStream_t *s, uint64_t salt) {
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(net_config_named(cfg, "ptv3-tiny", &err), HX_OK);
+  tiny_prepare(cfg, p, t, s, salt);
 }
 static void tiny_teardown(net_params *p, tcase *t, cudaStream_t s) {
   cudaStreamDestroy(s);
@@ -407,13 +412,9 @@ static void test_ptv3_tiny_cpe_ln_conv(void **state) {
     cfg.enc_depth[2] = depth;
     if (shape == 2) cfg.dec_channels[1] = 64, cfg.dec_heads[1] = 4, cfg.dec_depth[1] = 1;
     net_params p;
-    memset(&p, 0, sizeof p);
-    assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
     tcase t;
-    memset(&t, 0, sizeof t);
-    make_case(&t, 2, 2500, g_seed + 23u + (uint64_t)shape);
     cudaStream_t s;
-    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    tiny_prepare(&cfg, &p, &t, &s, 23u + (uint64_t)shape);
     for (int d = 0; d < 2; d++) {
       const net_dtype dt = d ? NET_BF16 : NET_F16;
       net_output out[2];
@@ -442,9 +443,7 @@ static void test_ptv3_tiny_cpe_ln_conv(void **state) {
       net_output_free(&out[0]), net_output_free(&out[1]), net_output_free(&oh);
       net_gpu_destroy(g);
     }
-    cudaStreamDestroy(s);
-    free_case(&t);
-    net_params_free(&p);
+    tiny_teardown(&p, &t, s);
   }
 }
 
