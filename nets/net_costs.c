@@ -26,8 +26,7 @@
  *   BN (+ GELU)    bytes 2 E n C + 8 C (folded affine)
  *   residual add   bytes 3 E n C (y += x: read both, write y); y += LN(x) as one operation (nl_layernorm_add_gpu,
  *                  the end of PTv3's xCPE): 3 E n C + 8 C; with the Linear before it (nl_linear_ln_add_gpu at C = 32
- *                  and 64 with ln_fused): gemm 2 n C^2, bytes E (3 n C + C^2 + C) + 8 C; in the convolution's
- *                  epilogue (net_ptv3_cpe_ln_conv): E n C + 8 C beside the convolution's (x's row, gamma, beta)
+ *                  and 64 with ln_fused): gemm 2 n C^2, bytes E (3 n C + C^2 + C) + 8 C
  *   row gather     bytes 2 E n C + 4 n (rows read and written, one 32-bit index a row); gathered onto an addend
  *                  (nl_gather_add_gpu, the unpoolings): 3 E n C + 4 n
  *   SwiGLU         bytes 3 E n H (2H read, H written)
@@ -198,9 +197,7 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
     *ready = 1;
   }
   op_conv(a, C_CPE, n, C, C, 27.0, (double)lv->pairs, 1); /* cpe: conv, Linear, LayerNorm, x += */
-  if (net_ptv3_cpe_ln_conv(cfg, Cs)) { /* y = x + LN(conv'(x)) in the convolution's epilogue: x's row and gamma, beta */
-    add(a, C_CPE, 0.0, 0.0, E * n * C + 8.0 * C);
-  } else if (cfg->cpe_fold) {
+  if (cfg->cpe_fold) {
     op_layernorm_add(a, C_CPE, n, C); /* the Linear folded into the convolution's weights */
   } else if (net_ln_cpe_fused(cfg, Cs)) {
     op_linear_ln_add(a, C_CPE, n, C);
@@ -227,12 +224,6 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
     op_linear(a, C_MLP, n, C, R * C, 0);
     op_linear(a, C_MLP, n, R * C, C, 1);
   }
-}
-
-/* A level whose xCPEs run out of place (net_ptv3_cpe_ln_conv) at an odd depth ends with x in the scratch: the copy
- * back (2 E n C), priced with xCPE (the forward runs it after the level's last block, outside the blocks' ranges). */
-static void settle_copy(cost_acc *a, const net_config *cfg, double n, size_t C, int depth) {
-  if (depth % 2 && net_ptv3_cpe_ln_conv(cfg, C)) add(a, C_CPE, 0.0, 0.0, 2.0 * E * n * (double)C);
 }
 
 hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_shape *cs, net_cost *out, size_t cap,
@@ -271,7 +262,6 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
     }
     for (int i = 0; i < cfg->enc_depth[l]; i++)
       ptv3_block(&a, cfg, lv, C, &ready[l], i % NET_PTV3_ORDERS, &composed[l]);
-    settle_copy(&a, cfg, (double)lv->n, C, cfg->enc_depth[l]);
   }
   for (int l = L - 2; l >= 0; l--) {
     const net_ptv3_cost_level *lv = &cs->lv[l];
@@ -282,7 +272,6 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
     op_gather_add(&a, C_UNPOOL, nl, C);
     for (int i = 0; i < cfg->dec_depth[l]; i++)
       ptv3_block(&a, cfg, lv, (size_t)cfg->dec_channels[l], &ready[l], i % NET_PTV3_ORDERS, &composed[l]);
-    settle_copy(&a, cfg, nl, (size_t)cfg->dec_channels[l], cfg->dec_depth[l]);
   }
   op_linear(&a, C_HEAD, n, (double)cfg->dec_channels[0], K, 0); /* head: Linear, logits to fp32 */
   op_convert(&a, C_HEAD, n * K, E, 4.0);

@@ -702,10 +702,6 @@ typedef struct g_run {
   /* bits: 1 the level's kernel map (and its order), 2 its padding, 4 its map built with the stem's, 8 the forward's
    * stream waited for the level's structure, 16 its pooling structure, 128 << row order row row's composed indices */
   int ready[G_L];
-  /* the block's scratch row buffer (the conv's output, gather.out, norm.2): g->t, except inside a level whose xCPE
-   * writes x' = x + LN(conv(x)) out of place (net_ptv3_cpe_ln_conv), where x and t trade buffers each block and
-   * {x, t} = {the level's buffer, g->t} throughout; settled (x back home) at the level's end */
-  void *t;
   hx_err *err;
 } g_run;
 
@@ -884,46 +880,23 @@ static hx_status gather(g_run *r, void *out, const void *in, const uint32_t *idx
   return bl_st(v->fn(out, in, idx, rows, width, g_shuf_dt(r->g->dt), r->cs), "row gather", r->err);
 }
 
-/* x += LN(Linear(conv(src))); the level's kernel map first if no block has built it in this forward. With
- * net_ptv3_cpe_ln_conv on v6, one operation writing x' into r->t (x's rows are still other tiles' input), and *xp and
- * r->t trade buffers. */
-static hx_status cpe(g_run *r, int l, const g_block *b, void **xp, const void *src) {
+/* x += LN(Linear(conv(src))); the level's kernel map first if no block has built it in this forward. */
+static hx_status cpe(g_run *r, int l, const g_block *b, void *x, const void *src) {
   p3g *g = r->g;
   g_level *lv = &g->lv[l];
   const size_t n = lv->n, C = (size_t)b->C;
-  void *x = *xp;
   if (!(r->ready[l] & 1)) HX_TRY(level_map(r, &r->main, l));
   if (l > 0) HX_TRY(wait_level(r, l)); /* level 0's map is the stem's */
-  const spc_variant *v = net_ptv3_cpe_ln_conv(&g->cfg, C) ? conv_variant(g, C, C, 27u) : NULL;
-  if (v && v->id == 6) {
-    size_t sb = g->scratch_bytes;
-    const hx_status st = spc_conv_ln_add_gpu(r->t, x, src, &b->conv, &lv->map, b->cpe_norm.g, b->cpe_norm.b,
-                                             NET_PTV3_LN_EPS, g->scratch, &sb, g->dt, r->cs, r->err);
-    if (!net_unsupported(st, r->err)) {
-      HX_TRY(st);
-      *xp = r->t, r->t = x;
-      return HX_OK;
-    }
-  }
-  HX_TRY(conv_gpu(r, r->t, src, &b->conv, &lv->map));
+  HX_TRY(conv_gpu(r, g->t, src, &b->conv, &lv->map));
   if (g->cfg.cpe_fold) /* the Linear is in the convolution's weights */
-    return nl_layernorm_add_gpu(x, r->t, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err);
+    return nl_layernorm_add_gpu(x, g->t, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err);
   if (net_ln_cpe_fused(&g->cfg, C)) { /* x += LN(Linear(t)) in one kernel; the unfused path where it cannot run */
-    const hx_status st = nl_linear_ln_add_gpu(x, r->t, b->cpe_lin.w, b->cpe_lin.b, b->cpe_norm.g, b->cpe_norm.b,
+    const hx_status st = nl_linear_ln_add_gpu(x, g->t, b->cpe_lin.w, b->cpe_lin.b, b->cpe_norm.g, b->cpe_norm.b,
                                               NET_PTV3_LN_EPS, n, C, g->dt, r->cs, r->err);
     if (!net_unsupported(st, r->err)) return st;
   }
-  HX_TRY(lin_gpu(r, g->u, r->t, &b->cpe_lin, n, NL_ACT_NONE, 0));
+  HX_TRY(lin_gpu(r, g->u, g->t, &b->cpe_lin, n, NL_ACT_NONE, 0));
   return nl_layernorm_add_gpu(x, g->u, b->cpe_norm.g, b->cpe_norm.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err);
-}
-
-/* A level's blocks done: x back in the level's buffer (home) if an odd number of out-of-place xCPEs left it in the
- * scratch, which is g->t again. */
-static hx_status settle(g_run *r, void *home, void **xp, size_t bytes) {
-  if (*xp == home) return HX_OK;
-  HX_TRY(cu_st(cudaMemcpyAsync(home, *xp, bytes, cudaMemcpyDeviceToDevice, r->s), "ptv3 level settle", r->err));
-  r->t = *xp, *xp = home;
-  return HX_OK;
 }
 
 /* A block's composed indices: built by the first block of the level that attends in the row (or ahead, with the
@@ -943,7 +916,7 @@ static hx_status attention(g_run *r, int l, const g_block *b) {
 }
 
 static hx_status gather_out(g_run *r, int l, int row, size_t C) {
-  return gather(r, r->t, r->g->pc, r->g->lv[l].inverse_p[row], r->g->lv[l].n, C);
+  return gather(r, r->g->t, r->g->pc, r->g->lv[l].inverse_p[row], r->g->lv[l].n, C);
 }
 
 /* x += fc2(GELU(fc1(t))): one nl_mlp_gpu kernel on net_mlp_path_of's NET_MLP_WHOLE (the hidden row on chip), else
@@ -952,11 +925,11 @@ static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
   const size_t C = b->fc1.in, H = b->fc1.out;
   if (net_mlp_path_of(&r->g->cfg, C, H) == NET_MLP_WHOLE) {
     size_t sb = r->g->scratch_bytes;
-    const hx_status st = nl_mlp_gpu(x, r->t, b->fc1.w, b->fc1.b, b->fc2.w, b->fc2.b, n, C, H, NL_MLP_GELU,
+    const hx_status st = nl_mlp_gpu(x, r->g->t, b->fc1.w, b->fc1.b, b->fc2.w, b->fc2.b, n, C, H, NL_MLP_GELU,
                                     r->g->scratch, &sb, r->g->dt, r->cs, r->err);
     if (!net_unsupported(st, r->err)) return st; /* else the two Linears */
   }
-  HX_TRY(lin_gpu(r, r->g->big, r->t, &b->fc1, n, NL_ACT_GELU, 0));
+  HX_TRY(lin_gpu(r, r->g->big, r->g->t, &b->fc1, n, NL_ACT_GELU, 0));
   return lin_gpu(r, x, r->g->big, &b->fc2, n, NL_ACT_NONE, 1);
 }
 
@@ -974,7 +947,7 @@ static hx_status norm_qkv(g_run *r, const g_block *b, const void *x, const uint3
 }
 
 /* norm.2 and the MLP as one nl_ln_mlp_gpu kernel (x normalised on chip); where the device cannot run it, the
- * LayerNorm into r->t and mlp(). */
+ * LayerNorm into g->t and mlp(). */
 static hx_status norm_mlp(g_run *r, const g_block *b, void *x, size_t n) {
   p3g *g = r->g;
   const size_t C = (size_t)b->C;
@@ -982,14 +955,12 @@ static hx_status norm_mlp(g_run *r, const g_block *b, void *x, size_t n) {
   const hx_status st = nl_ln_mlp_gpu(x, b->norm2.g, b->norm2.b, NET_PTV3_LN_EPS, b->fc1.w, b->fc1.b, b->fc2.w,
                                      b->fc2.b, n, C, b->fc1.out, NL_MLP_GELU, g->scratch, &sb, g->dt, r->cs, r->err);
   if (!net_unsupported(st, r->err)) return st;
-  HX_TRY(nl_layernorm_gpu(r->t, x, b->norm2.g, b->norm2.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
+  HX_TRY(nl_layernorm_gpu(g->t, x, b->norm2.g, b->norm2.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
   return mlp(r, b, x, n);
 }
 
-/* One block on level l: *xp is x, updated in place, except that cpe may move it to r->t (net_ptv3_cpe_ln_conv);
- * src is what the CPE convolves. */
-static hx_status step_block(g_run *r, int l, const g_block *b, void **xp, const void *src, int row,
-                            const char *path) {
+/* One block on level l: x updated in place; src is what the CPE convolves. */
+static hx_status step_block(g_run *r, int l, const g_block *b, void *x, const void *src, int row, const char *path) {
   p3g *g = r->g;
   g_level *lv = &g->lv[l];
   const size_t n = lv->n, C = (size_t)b->C;
@@ -1002,8 +973,7 @@ static hx_status step_block(g_run *r, int l, const g_block *b, void **xp, const 
     rng(r, name, 0);                                                                                      \
     HX_TRY(rs_);                                                                                          \
   } while (0)
-  RANGE("cpe", cpe(r, l, b, xp, src));
-  void *x = *xp; /* where x is from here on (cpe may have moved it) */
+  RANGE("cpe", cpe(r, l, b, x, src));
   /* PTv3 gathers the qkv rows (3C wide) into the patch slots; LN and the qkv Linear act row by row, so norm.1
    * reads x's rows in slot order instead and qkv runs on the slots: the same values, no 3C-wide gather */
   RANGE("gather.qkv", compose(r, l, row));
@@ -1017,11 +987,11 @@ static hx_status step_block(g_run *r, int l, const g_block *b, void **xp, const 
   }
   RANGE("attn", attention(r, l, b));
   RANGE("gather.out", gather_out(r, l, row, C));
-  RANGE("proj", lin_gpu(r, x, r->t, &b->proj, n, NL_ACT_NONE, 1));
+  RANGE("proj", lin_gpu(r, x, g->t, &b->proj, n, NL_ACT_NONE, 1));
   if (net_ln_mlp_fused(&g->cfg, C, b->fc1.out)) {
     RANGE("mlp", norm_mlp(r, b, x, n));
   } else {
-    RANGE("norm.2", nl_layernorm_gpu(r->t, x, b->norm2.g, b->norm2.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
+    RANGE("norm.2", nl_layernorm_gpu(g->t, x, b->norm2.g, b->norm2.b, n, C, NET_PTV3_LN_EPS, g->dt, r->cs, r->err));
     RANGE("mlp", mlp(r, b, x, n));
   }
 #undef RANGE
@@ -1073,12 +1043,10 @@ static hx_status run_all(g_run *r) {
       snprintf(name, sizeof name, "%s/pool", path);
       TOP(name, step_pool(r, l));
     }
-    void *x = lv->enc;
     for (int i = 0; i < c->enc_depth[l]; i++) {
       snprintf(name, sizeof name, "%s/block%d", path, i);
-      TOP(name, step_block(r, l, &g->enc[l][i], &x, x, i % NET_PTV3_ORDERS, name));
+      TOP(name, step_block(r, l, &g->enc[l][i], lv->enc, lv->enc, i % NET_PTV3_ORDERS, name));
     }
-    HX_TRY(settle(r, lv->enc, &x, lv->n * (size_t)c->enc_channels[l] * 2));
     rng(r, path, 0);
   }
   for (int l = L - 2; l >= 0; l--) {
@@ -1087,12 +1055,10 @@ static hx_status run_all(g_run *r) {
     rng(r, path, 1);
     snprintf(name, sizeof name, "%s/unpool", path);
     TOP(name, step_unpool(r, l));
-    void *x = lv->dec;
     for (int i = 0; i < c->dec_depth[l]; i++) {
       snprintf(name, sizeof name, "%s/block%d", path, i);
-      TOP(name, step_block(r, l, &g->dec[l][i], &x, i == 0 ? g->u : x, i % NET_PTV3_ORDERS, name));
+      TOP(name, step_block(r, l, &g->dec[l][i], lv->dec, i == 0 ? g->u : lv->dec, i % NET_PTV3_ORDERS, name));
     }
-    HX_TRY(settle(r, lv->dec, &x, lv->n * (size_t)c->dec_channels[l] * 2));
     rng(r, path, 0);
   }
   for (int l = 0; l < L; l++) HX_TRY(wait_level(r, l)); /* the join, whichever levels ran no block */
@@ -1121,7 +1087,7 @@ static hx_status prepare_body(p3g *g, const net_input *in, struct CUstream_st *s
   }
   g_run r;
   memset(&r, 0, sizeof r);
-  r.g = g, r.h = NULL, r.s = (cudaStream_t)stream, r.cs = stream, r.prepare = 1, r.t = g->t, r.err = err;
+  r.g = g, r.h = NULL, r.s = (cudaStream_t)stream, r.cs = stream, r.prepare = 1, r.err = err;
   r.main = r.st = (g_lane){stream, g->scratch, g->scratch_bytes};
   HX_TRY(run_all(&r));
   return cu_st(cudaStreamSynchronize((cudaStream_t)stream), "prepare", err);
@@ -1145,7 +1111,7 @@ static hx_status forward(void *impl, const net_hooks *hooks, struct CUstream_st 
   if (!g->prepared) return hx_errf(err, HX_EINVAL, "ptv3 gpu: forward before a successful prepare");
   g_run r;
   memset(&r, 0, sizeof r);
-  r.g = g, r.h = hooks, r.s = (cudaStream_t)stream, r.cs = stream, r.prepare = 0, r.t = g->t, r.err = err;
+  r.g = g, r.h = hooks, r.s = (cudaStream_t)stream, r.cs = stream, r.prepare = 0, r.err = err;
   r.side = g->side && g->scratch2 && !(hooks && hooks->range);
   r.main = (g_lane){stream, g->scratch, g->scratch_bytes};
   r.st = r.side ? (g_lane){(struct CUstream_st *)g->side, g->scratch2, g->scratch2_bytes} : r.main;

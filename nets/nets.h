@@ -302,12 +302,6 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
  * (b, lb NULL: zero), so that conv(x; w2, b2) = Linear(conv(x; w, b)) in real arithmetic (sums in double). */
 hx_status spc_fold_linear_cpu(float *w2, float *b2, const float *w, const float *b, const float *lw, const float *lb,
                               size_t in, size_t out, size_t out2, uint32_t K, hx_err *err);
-/* y [n, out] = r + LN(conv(x)) (gamma, beta [out], eps; r [n, out]): the end of PTv3's xCPE block (its Linear folded
- * into the convolution) in one operation. The reference: spc_conv_cpu, then nl_layernorm_add_cpu's row. y may be r,
- * not x. */
-hx_status spc_conv_ln_add_cpu(float *y, const float *r, const float *x, const float *w, const float *b,
-                              const spc_map *m, const float *gamma, const float *beta, float eps, size_t in, size_t out,
-                              hx_err *err);
 /* GPU variants (device map, dtype activations, weights re-laid out by spc_weights_upload). */
 typedef struct spc_weights {
   void *d_w;      /* the variant's layout, dtype */
@@ -321,19 +315,6 @@ typedef struct spc_weights {
 hx_status spc_weights_upload(spc_weights *w, const float *h_w, const float *h_b, size_t in, size_t out, uint32_t K,
                              net_dtype dt, const net_alloc *alloc, hx_err *err);
 void spc_weights_free(spc_weights *w);
-/* spc_conv_ln_add_cpu on the GPU: v6 with the LayerNorm and the residual in its epilogue, on the fp32 sums (the
- * convolution's row is never stored; one rounding, of r + LN). Takes k = 3 maps and v6's widths where one CTA holds
- * a row's outputs (spc_conv_ln_add_takes: in a multiple of 32, out one v6 slice, 32, 64, 128 or 256) on sm_90a
- * devices, else HX_EUNSUPPORTED (the caller runs the
- * convolution and nl_layernorm_add_gpu). The map's order and tiles as v6 (m->order NULL: sorted in the call, in
- * scratch); scratch by CUB's protocol. y may be r (each row's residual is read by the thread that writes it), not
- * x (other tiles gather x's rows). gamma and beta fp32 on the device; eps finite and >= 0. */
-static inline int spc_conv_ln_add_takes(size_t in, size_t out) {
-  return in && in % 32u == 0 && (out == 32u || out == 64u || out == 128u || out == 256u);
-}
-hx_status spc_conv_ln_add_gpu(void *d_y, const void *d_r, const void *d_x, const spc_weights *w, const spc_map *m,
-                              const float *d_gamma, const float *d_beta, float eps, void *d_scratch,
-                              size_t *scratch_bytes, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 /* PTv3's stem in one pass (spc_stem_gpu): the k = 5 convolution of in <= SPC_STEM_MAX_IN channels to out <= 32
  * (in <= 4: out <= 64), read straight from the voxel table, so its 125-entry map is never stored; then y =
  * act(scale (conv + b) + shift) on the fp32 sums (a folded inference BatchNorm; scale and shift both NULL: none), one
@@ -562,10 +543,6 @@ typedef struct net_config {
   int cpe_fold;          /* PTv3 on the GPU: 1 = each xCPE's Linear folded into its convolution's weights at create
                           * (spc_fold_linear_cpu; x += LN(conv'(x)), one GEMM fewer a block: the default, 0.34 ms less
                           * at 600k on an H200, docs/nets.md); 0 = conv, then the Linear (an ablation) */
-  int cpe_ln_conv;       /* PTv3 on the GPU, with cpe_fold: 1 = xCPE's LayerNorm and residual in its convolution's
-                          * epilogue where v6 runs it at one slice (spc_conv_ln_add_gpu, net_ptv3_cpe_ln_conv; a block's
-                          * x then alternates between the level's buffer and the scratch t); 0 = the LayerNorm-add
-                          * pass (the default until a GPU run has checked and timed it, docs/nets.md) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

@@ -91,17 +91,6 @@ static inline int net_ptv3_maps_paired(const net_config *cfg) {
          !net_ptv3_level_needs_rule(cfg, 0);
 }
 
-/* Whether PTv3's xCPE at C channels runs as one operation, x' = x + LN(conv'(x)) (spc_conv_ln_add_gpu): net_config's
- * cpe_ln_conv with cpe_fold, where the main path's variant is v6 (spc_variant_best's v3, or v6 forced) at one v6
- * slice. The rule the GPU forward and the cost model share; the forward runs the pass instead where the device
- * refuses v6 (the cost model, device-blind, still prices the one operation there). */
-static inline int net_ptv3_cpe_ln_conv(const net_config *cfg, size_t C) {
-  if (!cfg->cpe_ln_conv || !cfg->cpe_fold || !spc_conv_ln_add_takes(C, C)) return 0;
-  if (cfg->spconv_force > 0) return cfg->spconv_force - 1 == 6;
-  const spc_variant *v = spc_variant_best(C, C, 27u);
-  return v && v->id == 3;
-}
-
 /* Whether a block of PTv3's level l attends in order row `row` (block i of the encoder or decoder in row i mod 4): the
  * rows whose composed indices the GPU forward builds, once per forward, and the cost model prices. */
 static inline int net_ptv3_row_used(const net_config *cfg, int l, int row) {

@@ -11,7 +11,6 @@
  *
  * The convolution: y[i] = b + sum_o W[:, o, :] x[nbr[i*K + o]], plain fp32, offsets in index order.
  */
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,26 +159,6 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
   /* output rows are independent: split them over the CPUs */
   hx_par_for(m->n, 1 + 65536 / (K * in * out / 4 + 1), conv_rows, &c);
   return HX_OK;
-}
-
-hx_status spc_conv_ln_add_cpu(float *y, const float *r, const float *x, const float *w, const float *b,
-                              const spc_map *m, const float *gamma, const float *beta, float eps, size_t in, size_t out,
-                              hx_err *err) {
-  if (!y || !r || !x || !w || !m || !gamma || !beta)
-    return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_cpu: NULL y, r, x, weights, map, gamma or beta");
-  if (!(eps >= 0.0f) || isinf(eps)) return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_cpu: eps %g", (double)eps);
-  if (y == x) return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_cpu: y is x (other rows read x's)");
-  if (!out) return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_cpu: 0 output channels");
-  const size_t n = m->n;
-  if (y != r && y < r + n * out && r < y + n * out)
-    return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_cpu: y overlaps r without being r");
-  float *t = malloc((n ? n : 1) * out * sizeof *t);
-  if (!t) return hx_errf(err, HX_ENOMEM, "spc_conv_ln_add_cpu: %zu x %zu floats", (size_t)n, out);
-  hx_status st = spc_conv_cpu(t, x, w, b, m, in, out, err);
-  if (st == HX_OK && y != r) memcpy(y, r, n * out * sizeof *y);
-  if (st == HX_OK) st = nl_layernorm_add_cpu(y, t, gamma, beta, n, out, eps, err);
-  free(t);
-  return st;
 }
 
 hx_status spc_fold_linear_cpu(float *w2, float *b2, const float *w, const float *b, const float *lw, const float *lb,

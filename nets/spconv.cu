@@ -2275,7 +2275,7 @@ enum { kStages3 = 0, kDeep = 1, kWgmma = 2, kRegs = 3 };
  * k = 5 maps are HX_EUNSUPPORTED (a 125-bit mask; v1 takes them); other K are refused by the checks v1 shares. */
 static hx_status conv_sorted(const char *who, int kern, void *d_y, const void *d_x, const spc_weights *w,
                              const spc_map *m, void *d_scratch, size_t *scratch_bytes, net_dtype dt, cudaStream_t stream,
-                             hx_err *err, const spc_v6_ln *ln = nullptr) {
+                             hx_err *err) {
   if (m && m->K == 125u)
     return hx_errf(err, HX_EUNSUPPORTED, "spc %s: sorts the rows of k = 3 maps only (a 27-bit mask; v1 takes k = 5)",
                    who);
@@ -2297,7 +2297,7 @@ static hx_status conv_sorted(const char *who, int kern, void *d_y, const void *d
   if (kern == kRegs) return v7::launch(d_y, d_x, w, m, perm, dt, stream, err);
   if (kern == kWgmma)
     return spc_v6_launch(d_y, d_x, w->d_w, w->d_b, m->nbr, perm, own ? tiles : m->tiles, own ? trows : m->tile_rows,
-                         m->n, (uint32_t)w->in, (uint32_t)w->out, ln, dt, stream, err);
+                         m->n, (uint32_t)w->in, (uint32_t)w->out, dt, stream, err);
   return conv_launch(d_y, d_x, w, m, perm, kern == kDeep, dt, stream, err);
 }
 
@@ -2331,28 +2331,6 @@ hx_status spc_conv_v6(void *d_y, const void *d_x, const spc_weights *w, const sp
                       size_t *scratch_bytes, spc_ctx *ctx, net_dtype dt, cudaStream_t stream, hx_err *err) {
   (void)ctx;
   return conv_sorted("v6", kWgmma, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err);
-}
-
-/* y = r + LN(conv(x)) on v6 (nets.h). The checks are v6's (conv_implicit's: y against x) and the epilogue's own;
- * HX_EUNSUPPORTED where v6 or its one-slice epilogue cannot run. */
-hx_status spc_conv_ln_add_gpu(void *d_y, const void *d_r, const void *d_x, const spc_weights *w, const spc_map *m,
-                              const float *d_gamma, const float *d_beta, float eps, void *d_scratch,
-                              size_t *scratch_bytes, net_dtype dt, cudaStream_t stream, hx_err *err) {
-  if (w && !spc_conv_ln_add_takes(w->in, w->out))
-    return hx_errf(err, HX_EUNSUPPORTED, "spc_conv_ln_add_gpu: %zu -> %zu channels (in a multiple of 32, out 32, 64, "
-                   "128 or 256: one v6 slice holds a row)", w->in, w->out);
-  if (!(eps >= 0.0f) || isinf(eps)) return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_gpu: eps %g", (double)eps);
-  if (d_scratch && w && m && m->n) { /* NULL w or m: conv_implicit's refusal below */
-    if (!d_r || !d_gamma || !d_beta) return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_gpu: NULL r, gamma or beta");
-    const size_t yb = (size_t)m->n * w->out * 2u;
-    const uintptr_t ya = (uintptr_t)d_y, ra = (uintptr_t)d_r;
-    if (ya != ra && ya < ra + yb && ra < ya + yb)
-      return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_gpu: y overlaps r without being r");
-    if (ra % 4u || ((uintptr_t)d_gamma | (uintptr_t)d_beta) % 4u)
-      return hx_errf(err, HX_EINVAL, "spc_conv_ln_add_gpu: r, gamma and beta must be 4-byte aligned");
-  }
-  const spc_v6_ln ln{d_r, d_gamma, d_beta, eps};
-  return conv_sorted("conv_ln_add (v6)", kWgmma, d_y, d_x, w, m, d_scratch, scratch_bytes, dt, stream, err, &ln);
 }
 
 /* ---- v7: narrow k = 3 convolutions on register gathers -------------------------------------------------- */

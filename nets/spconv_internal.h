@@ -66,18 +66,11 @@ SPC_VARIANT_LIST(SPC_DECLARE_)
  * out), the device runs this build's sm_90a image (compute capability 9.0) and the driver has the TMA descriptor
  * encoder. spc_v6_launch: y = conv(x) over the rows in d_perm's order (a permutation of [0, n), v3's order),
  * its tiles in d_tiles' order when d_tiles is not NULL and tile_rows is the kernel's (spc_v6_tile_rows), else
- * last-first, with ln (not NULL) its LayerNorm epilogue (one output slice only, else HX_EUNSUPPORTED); arguments
- * checked by the caller as v3's. */
+ * last-first; arguments checked by the caller as v3's. */
 hx_status spc_v6_check(size_t in, size_t out, hx_err *err);
-/* v6's LayerNorm epilogue (spc_conv_ln_add_gpu): y = r + LN(conv) with gamma g, beta be (fp32), eps. */
-typedef struct spc_v6_ln {
-  const void *r;
-  const float *g, *be;
-  float eps;
-} spc_v6_ln;
 hx_status spc_v6_launch(void *d_y, const void *d_x, const void *d_w, const float *d_b, const int32_t *d_nbr,
                         const uint32_t *d_perm, const uint32_t *d_tiles, uint32_t tile_rows, uint32_t n, uint32_t in,
-                        uint32_t out, const spc_v6_ln *ln, net_dtype dt, struct CUstream_st *stream, hx_err *err);
+                        uint32_t out, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 
 #ifdef __cplusplus
 }

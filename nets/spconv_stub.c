@@ -88,12 +88,3 @@ hx_status spc_stem_gpu(void *d_y, const void *d_x, const spc_weights *w, const f
   if (scratch_bytes) *scratch_bytes = 0;
   return hx_errf(err, HX_ENODEV, "spc_stem_gpu: this build has no CUDA");
 }
-
-hx_status spc_conv_ln_add_gpu(void *d_y, const void *d_r, const void *d_x, const spc_weights *w, const spc_map *m,
-                              const float *d_gamma, const float *d_beta, float eps, void *d_scratch,
-                              size_t *scratch_bytes, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
-  (void)d_y, (void)d_r, (void)d_x, (void)w, (void)m, (void)d_gamma, (void)d_beta, (void)eps, (void)d_scratch;
-  (void)dt, (void)stream;
-  if (scratch_bytes) *scratch_bytes = 0;
-  return hx_errf(err, HX_ENODEV, "spc_conv_ln_add_gpu: this build has no CUDA");
-}

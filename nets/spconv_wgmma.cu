@@ -74,11 +74,6 @@ struct Params {
   const uint32_t *perm;  /* tile row t is output row perm[t] (a permutation of [0, n)) */
   const uint32_t *tiles; /* NULL (last-first), or the tiles in launch order (spc_mask_tiles_gpu, BM rows each) */
   uint32_t n, in, out, slices;
-  /* the LayerNorm epilogue (spc_conv_ln_add_gpu; g NULL: none): y = r + LN(conv + b) with gamma g, beta be, on the
-   * fp32 sums; one slice (BN == out), so a row's outputs are in one quad of lanes */
-  const void *r;         /* [n, out] dtype: the residual (may be y) */
-  const float *g, *be;   /* [out] fp32 */
-  float eps;
 };
 
 template <int BN_, int BK_> struct Tiles {
@@ -315,51 +310,6 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
   /* epilogue: + bias (fp32), one rounding, one store per value pair; a thread holds rows lane / 4 and
    * lane / 4 + 8 of its warp's 16 in each block, columns 8 nb + 2 (lane % 4) + {0, 1} */
   uint32_t *y = static_cast<uint32_t *>(p.y);
-  if (p.g) {
-    /* y = r + LN(conv + b): with one slice (BN == out) a row's BN values are in the 4 lanes of a quad, BN / 4 each:
-     * two-pass fp32 statistics over them and two shuffles a pass (nl_layernorm_add_gpu's arithmetic on the
-     * unrounded sums). Every lane runs the shuffles; rows past the tile's end compute on zeros and store nothing. */
-    const uint32_t *rr = static_cast<const uint32_t *>(p.r);
-    const float inv_c = 1.0f / (float)BN;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const uint32_t r = (uint32_t)((cwg * MI + mi) * 64 + wq * 16 + (lane >> 2) + hr * 8);
-        float s = 0.0f;
-#pragma unroll
-        for (int nb = 0; nb < BN / 8; ++nb) {
-          const uint32_t col = c0 + (uint32_t)(nb * 8 + 2 * (lane & 3));
-          float &a0 = acc[mi][nb * 4 + 2 * hr], &a1 = acc[mi][nb * 4 + 2 * hr + 1];
-          if (p.b) a0 += __ldg(p.b + col), a1 += __ldg(p.b + col + 1u);
-          s += a0 + a1;
-        }
-        s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
-        s += __shfl_xor_sync(0xFFFFFFFFu, s, 2);
-        const float mean = s * inv_c;
-        float q = 0.0f;
-#pragma unroll
-        for (int nb = 0; nb < BN / 8; ++nb) {
-          const float d0 = acc[mi][nb * 4 + 2 * hr] - mean, d1 = acc[mi][nb * 4 + 2 * hr + 1] - mean;
-          q += d0 * d0 + d1 * d1;
-        }
-        q += __shfl_xor_sync(0xFFFFFFFFu, q, 1);
-        q += __shfl_xor_sync(0xFFFFFFFFu, q, 2);
-        const float rstd = rsqrtf(q * inv_c + p.eps);
-        if (r >= rows) continue;
-        const size_t orow = (size_t)__ldg(p.perm + t0 + r) * p.out;
-#pragma unroll
-        for (int nb = 0; nb < BN / 8; ++nb) {
-          const uint32_t col = c0 + (uint32_t)(nb * 8 + 2 * (lane & 3));
-          const float2 res = spc_dev::unpack2<T>(rr[(orow + col) / 2u]);
-          const float v0 = res.x + ((acc[mi][nb * 4 + 2 * hr] - mean) * rstd * __ldg(p.g + col) + __ldg(p.be + col));
-          const float v1 =
-              res.y + ((acc[mi][nb * 4 + 2 * hr + 1] - mean) * rstd * __ldg(p.g + col + 1u) + __ldg(p.be + col + 1u));
-          y[(orow + col) / 2u] = pack2(v0, v1, T{});
-        }
-      }
-    return;
-  }
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -475,14 +425,10 @@ extern "C" hx_status spc_v6_check(size_t in, size_t out, hx_err *err) {
 
 extern "C" hx_status spc_v6_launch(void *d_y, const void *d_x, const void *d_w, const float *d_b, const int32_t *d_nbr,
                                    const uint32_t *d_perm, const uint32_t *d_tiles, uint32_t tile_rows, uint32_t n,
-                                   uint32_t in, uint32_t out, const spc_v6_ln *ln, net_dtype dt, cudaStream_t stream,
-                                   hx_err *err) {
+                                   uint32_t in, uint32_t out, net_dtype dt, cudaStream_t stream, hx_err *err) {
   /* spc_v6_tile_rows (spconv.c) states Tiles' BM for the slice by_bn picks; a map ordered for other tiles is
    * taken last-first */
   const uint32_t *tiles = d_tiles && tile_rows == spc_v6_tile_rows(out) ? d_tiles : nullptr;
-  if (ln && spc_v6_slice(out) != out)
-    return hx_errf(err, HX_EUNSUPPORTED, "spc v6: the LayerNorm epilogue needs one output slice (%u channels)", out);
-  const spc_v6::Params p{d_y,  d_x, d_w, d_b, d_nbr, d_perm, tiles, n, in, out, 1u, ln ? ln->r : nullptr,
-                         ln ? ln->g : nullptr, ln ? ln->be : nullptr, ln ? ln->eps : 0.0f};
+  const spc_v6::Params p{d_y, d_x, d_w, d_b, d_nbr, d_perm, tiles, n, in, out, 1u};
   return dt == NET_BF16 ? spc_v6::by_bn<__nv_bfloat16>(p, stream, err) : spc_v6::by_bn<__half>(p, stream, err);
 }

@@ -48,8 +48,6 @@ expect_out 0 'note: --overlap has no effect with --device cpu' "$BIN" net --mode
   --overlap off --device cpu
 expect_out 2 "--cpe-fold 'yes': on or off" "$BIN" net --model ptv3-tiny --cpe-fold yes --device cpu
 expect_out 2 "--cpe-fold: flash3d-tiny has no xCPE" "$BIN" net --model flash3d-tiny --cpe-fold on --device cpu
-expect_out 2 "--cpe-ln 'maybe': conv or pass" "$BIN" net --model ptv3-tiny --cpe-ln maybe --device cpu
-expect_out 2 "--cpe-ln: flash3d-tiny has no xCPE" "$BIN" net --model flash3d-tiny --cpe-ln conv --device cpu
 # --rehash off reaches the forward: the header says so, and the logits differ from the default's (re-hashed)
 for r in on off; do
   expect_out 0 "pooled levels $( [ $r = on ] && echo 're-hashed' || echo 'in pooling order over fixed windows' )" \

@@ -200,44 +200,6 @@ static void test_ptv3_gemm(void **state) {
     assert_true(fabs(find(t.cost, t.n, "cpe")->bytes - find(cc, nf, "cpe")->bytes - wbytes) <=
                 1e-12 * find(t.cost, t.n, "cpe")->bytes);
   }
-  /* xCPE's LayerNorm and residual in the convolution's epilogue (cpe_ln_conv, with the fold): where the rule holds
-   * (ptv3-tiny's 32- and 64-channel blocks: spc_variant_best's v3, one v6 slice; not 16, which v6 does not take, and
-   * not 32 either: v8 there), the pass's 3 E n C + 8 C becomes E n C + 8 C; the FLOPs unchanged */
-  {
-    net_config cf = t.cfg, cl = t.cfg;
-    cf.cpe_fold = 1, cl.cpe_fold = 1, cl.cpe_ln_conv = 1;
-    net_cost c1[NET_COSTS_MAX], c2[NET_COSTS_MAX];
-    size_t n1 = 0, n2 = 0;
-    hx_err e;
-    assert_int_equal(net_ptv3_costs_from_shape(&cf, &t.cs, c1, NET_COSTS_MAX, &n1, &e), HX_OK);
-    assert_int_equal(net_ptv3_costs_from_shape(&cl, &t.cs, c2, NET_COSTS_MAX, &n2, &e), HX_OK);
-    double saved = 0;
-    int fused = 0;
-    for (int l = 0; l < cfg->levels; l++) {
-      side sd[2];
-      const int ns = ptv3_sides(cfg, l, sd);
-      for (int k = 0; k < ns; k++) {
-        const size_t C = (size_t)sd[k].C;
-        const int on = net_ptv3_cpe_ln_conv(&cl, C);
-        assert_int_equal(on, C == 64); /* 16: not v6's; 32: v8 (spc_variant_best) */
-        assert_true(!net_ptv3_cpe_ln_conv(&cf, C));
-        fused += on;
-        if (on) saved += sd[k].depth * 2.0 * 2.0 * (double)t.s.lv[l].n * (double)C;
-      }
-    }
-    assert_true(fused > 0);
-    assert_true(find(c2, n2, "cpe")->gemm_flops == find(c1, n1, "cpe")->gemm_flops);
-    assert_true(fabs(find(c1, n1, "cpe")->bytes - find(c2, n2, "cpe")->bytes - saved) <= 1e-12 * saved);
-    net_config c0 = cl;
-    c0.cpe_fold = 0; /* the epilogue needs the fold */
-    assert_true(!net_ptv3_cpe_ln_conv(&c0, 64));
-    /* an odd depth (3 blocks at level 2) ends with x in the scratch: one copy back, 2 E n C, less of the saving */
-    cf.enc_depth[2] = 3, cl.enc_depth[2] = 3;
-    assert_int_equal(net_ptv3_costs_from_shape(&cf, &t.cs, c1, NET_COSTS_MAX, &n1, &e), HX_OK);
-    assert_int_equal(net_ptv3_costs_from_shape(&cl, &t.cs, c2, NET_COSTS_MAX, &n2, &e), HX_OK);
-    const double n2l = (double)t.s.lv[2].n, want = (3.0 - 1.0) * 2.0 * 2.0 * n2l * 64.0;
-    assert_true(fabs(find(c1, n1, "cpe")->bytes - find(c2, n2, "cpe")->bytes - want) <= 1e-12 * want);
-  }
   /* cpe's bytes per block: the fused convolution's floor (each row in and out once, 27 C^2 weights, the fp32 bias),
    * the Linear (C -> C, bias), y += LN as one operation (x and y read, y written, gamma and beta), at C = 32 and 64
    * (ln_fused) the Linear, the LayerNorm and the add as one (its row never stored: 2 E n C fewer); per level past

@@ -7,8 +7,7 @@
  * voxels, coordinates >= 2^18, batch >= 2^10, k not 3 or 5); the variant table (v0 .. v4) and
  * spc_variant_best's rule (v2 for inputs of at most 8 channels; for widths that are multiples of 16 v3 at k = 3
  * and v1 at k = 5; v0 otherwise); the stem's reference (spc_stem_cpu) by hand on two neighbours; a Linear folded
- * into the convolution before it (spc_fold_linear_cpu) against the two in turn; the convolution with the LayerNorm
- * and residual after it (spc_conv_ln_add_cpu) by the row statistics it must leave.
+ * into the convolution before it (spc_fold_linear_cpu) against the two in turn.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -486,68 +485,6 @@ static void test_fold_linear(void **state) {
   tcloud_free(&t);
 }
 
-/* y = r + LN(conv(x)): with gamma 1 and beta 0 every row of y - r has mean 0 and variance var / (var + eps) of its
- * convolution row (computed here in double from spc_conv_cpu); with gamma and beta, y - r is gamma-scaled and
- * beta-shifted from that; in place on r the same values; refusals. */
-static void test_conv_ln_add(void **state) {
-  (void)state;
-  hx_err err = {HX_OK, ""};
-  const uint32_t per[1] = {150}, base[3] = {0, 0, 0};
-  tcloud t;
-  assert_true(tcloud_make(&t, 1, per, 6, base, 43u));
-  spc_map m;
-  assert_int_equal(spc_map_cpu(&m, t.grid, t.batch, t.n, 3, &err), HX_OK);
-  enum { IN = 5, OUT = 8, K = 27 };
-  const size_t n = t.n;
-  float w[OUT * K * IN], b[OUT], g1[OUT], b0[OUT], g[OUT], be[OUT];
-  uint64_t r = 0x243F6A8885A308D3ull;
-#define RND() ((float)((double)((r = r * 6364136223846793005ull + 1442695040888963407ull) >> 11) / 9007199254740992.0) - 0.5f)
-  for (size_t i = 0; i < sizeof w / sizeof *w; ++i) w[i] = RND();
-  for (int c = 0; c < OUT; ++c) b[c] = RND(), g1[c] = 1.0f, b0[c] = 0.0f, g[c] = 2.0f * RND(), be[c] = RND();
-  float *x = malloc(n * IN * sizeof *x), *res = malloc(n * OUT * sizeof *res), *y = malloc(n * OUT * sizeof *y);
-  float *t0 = malloc(n * OUT * sizeof *t0), *y2 = malloc(n * OUT * sizeof *y2);
-  assert_true(x && res && y && t0 && y2);
-  for (size_t i = 0; i < n * IN; ++i) x[i] = RND();
-  for (size_t i = 0; i < n * OUT; ++i) res[i] = 4.0f * RND();
-#undef RND
-  const float eps = 1e-3f;
-  assert_int_equal(spc_conv_cpu(t0, x, w, b, &m, IN, OUT, &err), HX_OK);
-  assert_int_equal(spc_conv_ln_add_cpu(y, res, x, w, b, &m, g1, b0, eps, IN, OUT, &err), HX_OK);
-  assert_int_equal(spc_conv_ln_add_cpu(y2, res, x, w, b, &m, g, be, eps, IN, OUT, &err), HX_OK);
-  for (size_t i = 0; i < n; ++i) {
-    const float *ti = t0 + i * OUT, *yi = y + i * OUT, *y2i = y2 + i * OUT, *ri = res + i * OUT;
-    double mt = 0, vt = 0, my = 0, vy = 0;
-    for (size_t c = 0; c < OUT; ++c) mt += (double)ti[c], my += (double)yi[c] - (double)ri[c];
-    mt /= OUT, my /= OUT;
-    for (size_t c = 0; c < OUT; ++c) {
-      const double dt = (double)ti[c] - mt, dy = (double)yi[c] - (double)ri[c] - my;
-      vt += dt * dt, vy += dy * dy;
-    }
-    vt /= OUT, vy /= OUT;
-    assert_true(fabs(my) <= 1e-5);
-    assert_true(fabs(vy - vt / (vt + (double)eps)) <= 1e-4);
-    for (size_t c = 0; c < OUT; ++c) { /* the affine on the same normalised value */
-      const double z = (double)yi[c] - (double)ri[c];
-      assert_true(fabs((double)y2i[c] - (double)ri[c] - ((double)g[c] * z + (double)be[c])) <= 1e-4);
-    }
-  }
-  /* in place on r */
-  memcpy(y, res, n * OUT * sizeof *y);
-  assert_int_equal(spc_conv_ln_add_cpu(y, y, x, w, b, &m, g, be, eps, IN, OUT, &err), HX_OK);
-  assert_memory_equal(y, y2, n * OUT * sizeof *y);
-  /* refusals */
-  assert_int_equal(spc_conv_ln_add_cpu(y, res, x, w, b, &m, NULL, be, eps, IN, OUT, &err), HX_EINVAL);
-  assert_int_equal(spc_conv_ln_add_cpu(y, res, x, w, b, &m, g, be, -1.0f, IN, OUT, &err), HX_EINVAL);
-  assert_int_equal(spc_conv_ln_add_cpu(x, res, x, w, b, &m, g, be, eps, IN, OUT, &err), HX_EINVAL);
-  assert_non_null(strstr(err.msg, "y is x"));
-  /* the GPU entry's width rule: one v6 slice holds a row */
-  assert_true(spc_conv_ln_add_takes(32, 32) && spc_conv_ln_add_takes(64, 256) && spc_conv_ln_add_takes(512, 128));
-  assert_true(!spc_conv_ln_add_takes(32, 512) && !spc_conv_ln_add_takes(32, 96) && !spc_conv_ln_add_takes(16, 32));
-  free(x), free(res), free(y), free(t0), free(y2);
-  spc_map_free_host(&m);
-  tcloud_free(&t);
-}
-
 static void test_variants(void **state) {
   (void)state;
   assert_true(spc_variant_count() >= 1);
@@ -721,7 +658,7 @@ int main(void) {
       cmocka_unit_test(test_block),     cmocka_unit_test(test_offset_order), cmocka_unit_test(test_random),
       cmocka_unit_test(test_conv_dense), cmocka_unit_test(test_refusals),    cmocka_unit_test(test_variants),
       cmocka_unit_test(test_mask_order), cmocka_unit_test(test_tile_order), cmocka_unit_test(test_tile_halos),
-      cmocka_unit_test(test_stem_cpu),  cmocka_unit_test(test_fold_linear), cmocka_unit_test(test_conv_ln_add),
+      cmocka_unit_test(test_stem_cpu),  cmocka_unit_test(test_fold_linear),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
