@@ -343,11 +343,13 @@ static void test_gather_variants(void **state) {
 
 static void test_pool_gpu(void **state) {
   (void)state;
-  for (int ci = 0; ci < 3; ci++) {
+  /* case 3: 50000 points in a 1.5 m box, ~1.9 a voxel, so clusters of up to ~30 children (more than 8: the
+   * reduce's chunked path; duplicated voxels keep the pooled codes injective, so every field is compared) */
+  for (int ci = 0; ci < 4; ci++) {
     const size_t sizes[3] = {50000, 3, 20000};
-    const uint32_t B = ci == 0 ? 1 : 3;
+    const uint32_t B = ci == 0 || ci == 3 ? 1 : 3;
     batch b;
-    make_batch(&b, B, sizes, ci == 2 ? 500.0 : 30.0, 0.05, 200 + (uint64_t)ci);
+    make_batch(&b, B, sizes, ci == 2 ? 500.0 : ci == 3 ? 1.5 : 30.0, 0.05, 200 + (uint64_t)ci);
     const size_t n = b.n, C = ci == 1 ? 3 : 64;
     const int R = 4;
     sfc_order orders[4];
@@ -366,6 +368,14 @@ static void test_pool_gpu(void **state) {
                       malloc(n * 16), malloc(n * C * 4), malloc(n * 12), malloc(n * 12), malloc(n * 4)};
     assert_int_equal(spool_cpu(&want, &in, NULL), HX_OK);
     const size_t m = want.n_out;
+    if (ci == 3) {
+      uint32_t most = 0;
+      for (size_t k = 0; k < m; k++) {
+        const uint32_t kids = want.idx_ptr[k + 1] - want.idx_ptr[k];
+        if (kids > most) most = kids;
+      }
+      assert_true(most > 16); /* three chunks of 8 at least once */
+    }
     spool_in din = in;
     din.code = dup_to_dev(code, n * 32);
     din.order = dup_to_dev(order, n * 16);
