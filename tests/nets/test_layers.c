@@ -4,8 +4,8 @@
  * and on exact ties, overflow, subnormals, NaN and Inf); GELU (known values, and the measured gap to the tanh
  * form that cuBLASLt's epilogue uses); Linear against a naive double loop with bias, GELU and accumulate;
  * LayerNorm (hand case, mean 0 / variance 1 before the affine, far-from-zero rows, in place); the BatchNorm
- * fold against the unfolded formula; SwiGLU's halves; residual add; gather and add; segment max (member order through idx,
- * empty segments, all-negative rows, NaN); and HX_EINVAL on bad arguments.
+ * fold against the unfolded formula; SwiGLU's halves; residual add; gather and add; segment max (member order
+ * through idx, empty segments, all-negative rows, NaN); and HX_EINVAL on bad arguments.
  */
 #include <stdarg.h>
 #include <stddef.h>
