@@ -88,21 +88,15 @@ static __global__ void k_pool_reduce(spool_out o, spool_in in, pool_params p) {
 #pragma unroll
   for (uint32_t i = 0; i < 8; i++) kid[i] = __shfl_sync(0xFFFFFFFFu, mine, (int)(base + i));
   if (!live) return;
-  if (in.feat && cnt <= 8u) {
+  if (in.feat)
     for (size_t f = q; f < p.C; f += 8) {
       float mx = -FLT_MAX;
 #pragma unroll
       for (uint32_t i = 0; i < 8; i++)
         if (i < cnt) mx = fmaxf(mx, in.feat[(size_t)kid[i] * p.C + f]);
+      for (uint32_t j = j0 + 8u; j < j1; j++) mx = fmaxf(mx, in.feat[(size_t)in.order[j] * p.C + f]); /* past 8 */
       o.feat[k * p.C + f] = mx;
     }
-  } else if (in.feat) {
-    for (size_t f = q; f < p.C; f += 8) {
-      float mx = -FLT_MAX;
-      for (uint32_t j = j0; j < j1; j++) mx = fmaxf(mx, in.feat[(size_t)in.order[j] * p.C + f]);
-      o.feat[k * p.C + f] = mx;
-    }
-  }
   if (q < 3) {
     o.coord[k * 3 + q] = (float)(s / (double)cnt);
     o.grid[k * 3 + q] = in.grid[(size_t)head * 3 + q] >> 1;
