@@ -445,7 +445,8 @@ static void test_stem_cpu(void **state) {
 }
 
 /* A Linear folded into the convolution before it: conv(x; w2, b2) = Linear(conv(x; w, b)) on a random cloud (in 5,
- * out 6, out2 4, k = 3, biases present and absent), to fp32 rounding; the refusals. */
+ * out 6, out2 4, k = 3, biases present and absent), to fp32 rounding; the refusals; the folded weights' bits at a
+ * shape of several row groups and column tiles. */
 static void test_fold_linear(void **state) {
   (void)state;
   hx_err err = {HX_OK, ""};
@@ -481,6 +482,26 @@ static void test_fold_linear(void **state) {
   assert_int_equal(spc_fold_linear_cpu(w2, b2, w, b, NULL, lb, IN, OUT, OUT2, K, &err), HX_EINVAL);
   assert_int_equal(spc_fold_linear_cpu(w2, b2, w, b, lw, lb, IN, OUT, OUT2, 9, &err), HX_EINVAL);
   free(x), free(y), free(z), free(f);
+  /* Wider than one group of output rows and one column tile (19 rows: 8 + 8 + 3; 27 x 20 = 540 columns: 512 + 28),
+   * poisoned: every weight the bits of its dot product taken alone, in double, co ascending from 0.0. */
+  enum { IN3 = 20, OUT3 = 13, OUT23 = 19 };
+  float *w3 = malloc(sizeof(float) * OUT3 * K * IN3), *l3 = malloc(sizeof(float) * OUT23 * OUT3);
+  float *f3 = malloc(sizeof(float) * OUT23 * K * IN3), b3[OUT23];
+  assert_true(w3 && l3 && f3);
+  for (size_t i = 0; i < (size_t)OUT3 * K * IN3; ++i) w3[i] = (float)((int)(i * 7919u % 2001u) - 1000) / 997.0f;
+  for (size_t i = 0; i < (size_t)OUT23 * OUT3; ++i) l3[i] = (float)((int)(i * 104729u % 1001u) - 500) / 331.0f;
+  for (size_t i = 0; i < (size_t)OUT23 * K * IN3; ++i) f3[i] = NAN;
+  assert_int_equal(spc_fold_linear_cpu(f3, b3, w3, NULL, l3, NULL, IN3, OUT3, OUT23, K, &err), HX_OK);
+  size_t same = 0;
+  for (size_t c2 = 0; c2 < OUT23; ++c2)
+    for (size_t oi = 0; oi < (size_t)K * IN3; ++oi) {
+      double s = 0.0;
+      for (size_t co = 0; co < OUT3; ++co) s += (double)l3[c2 * OUT3 + co] * (double)w3[co * K * IN3 + oi];
+      const float want = (float)s, got = f3[c2 * K * IN3 + oi];
+      same += memcmp(&want, &got, sizeof got) == 0;
+    }
+  assert_int_equal(same, (size_t)OUT23 * K * IN3);
+  free(w3), free(l3), free(f3);
   spc_map_free_host(&m);
   tcloud_free(&t);
 }
