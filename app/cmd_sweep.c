@@ -29,8 +29,8 @@
  *   cases does not fit 9 minutes at 3 s: the budget lowers the caps there, as it always did).
  *   Not in these figures: the backbone pipelines (ptv3-net, flash3d-net, pipe_net.c), registered after them: 4
  *   whole forwards per case (5 at the largest size), each plainly and as a graph (tens to hundreds of ms a call),
- *   their set-up and their CPU checks. Measured with them: the default run took 278 s on an H200 (8950843:
- *   ptv3-net 37 s, flash3d-net 83 s), 42 s under the budget (docs/measurement.md has the runs).
+ *   their set-up and their CPU checks. Measured with them: the default run took 290 s on an H200 (1bb4b2f:
+ *   ptv3-net 44 s, flash3d-net 81 s), 30 s under the budget (docs/measurement.md has the runs).
  *
  * Invariant: the run directory is committed (INCOMPLETE removed, status complete) only when every case of every
  * selected pipeline succeeded or was skipped for want of device memory (skipped_bytes_needed/_free rows,
