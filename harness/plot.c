@@ -1468,14 +1468,27 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
     const char *g2 = hx_run_context(rr, "ceiling_gemm_fp16_tflops");
     const char *ct = hx_run_context(rr, "counters"), *why_not = hx_run_context(rr, "ceilings");
     const char *nm = "not measured";
+    /* a run whose time budget lowered the sampling caps says so on its line, where its numbers are read (the
+     * README's block) */
+    const char *cut = hx_run_context(rr, "time_budget_cut"), *cap = hx_run_context(rr, "stage_max_time_min_s");
+    const char *bud = hx_run_context(rr, "time_budget_s");
+    char cutnote[320] = "";
+    if (cut && !strcmp(cut, "yes"))
+      snprintf(cutnote, sizeof cutnote,
+               "; **the sweep's time budget (%s s) lowered the GPU stages' sampling cap to %s s**: medians from "
+               "fewer cold samples (`noise_reached` 0 where a stage stopped on it; `--time-budget 0` or fewer sizes "
+               "sample in full)",
+               bud ? bud : "?", cap ? cap : "?");
     if (cb || g1 || g2)
       fprintf(f, "%s%s: measured ceilings: copy %s GB/s (read + write), cuBLAS GEMM bf16 %s / fp16 %s TFLOP/s; "
-                 "counters: %s\n",
-              r ? "" : "\n", p->label[r], cb ? cb : nm, g1 ? g1 : nm, g2 ? g2 : nm, ct ? ct : nm);
+                 "counters: %s%s\n",
+              r ? "" : "\n", p->label[r], cb ? cb : nm, g1 ? g1 : nm, g2 ? g2 : nm, ct ? ct : nm, cutnote);
     else if (why_not || ct || cpu_only(rr))
-      fprintf(f, "%s%s: ceilings not measured (%s); counters: %s\n", r ? "" : "\n", p->label[r],
+      fprintf(f, "%s%s: ceilings not measured (%s); counters: %s%s\n", r ? "" : "\n", p->label[r],
               why_not ? why_not : cpu_only(rr) ? "no CUDA device: the run timed the CPU references" : "none in the run",
-              ct ? ct : "not recorded");
+              ct ? ct : "not recorded", cutnote);
+    else if (cutnote[0])
+      fprintf(f, "%s%s: %s\n", r ? "" : "\n", p->label[r], cutnote + 2);
   }
   fputc('\n', f);
   if (p->study->section) write_section(f, p, made_own, gnuplot_note);

@@ -416,6 +416,46 @@ static void test_memory_fastest(void **state) {
   hx_run_free(&run);
 }
 
+/* A run whose time budget lowered the sampling caps (context time_budget_cut yes) says so on its ceilings line, with
+ * the budget and the smallest cap; one whose budget cut nothing (no) says nothing of it. With or without gnuplot. */
+static void test_budget_note(void **state) {
+  (void)state;
+  for (int cut = 0; cut < 2; cut++) {
+    hx_results *r;
+    hx_err e;
+    const char *id = cut ? "budget-cut" : "budget-kept";
+    assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
+    assert_int_equal(hx_results_context(r, "device", "NVIDIA Test GPU", &e), HX_OK);
+    assert_int_equal(hx_results_context(r, "ceiling_copy_gbs", "3000.0", &e), HX_OK);
+    assert_int_equal(hx_results_context(r, "time_budget_s", "320", &e), HX_OK);
+    assert_int_equal(hx_results_context(r, "time_budget_cut", cut ? "yes" : "no", &e), HX_OK);
+    assert_int_equal(hx_results_context(r, "stage_max_time_min_s", cut ? "0.05" : "0.75", &e), HX_OK);
+    hx_key k = {"lidar", 100000, 1, "ptv3", "serialize", "v2"};
+    add_time(r, &k, 0.1);
+    assert_int_equal(hx_results_commit(r, &e), HX_OK);
+    hx_results_close(r);
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/%s", root, id);
+    hx_run run;
+    assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+    (void)hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e);
+    char *rep = slurp_at(dir, "REPORT.md");
+    assert_non_null(rep);
+    const char *line = strstr(rep, "NVIDIA Test GPU: measured ceilings: copy 3000.0 GB/s");
+    assert_non_null(line);
+    const char *note = strstr(rep, "**the sweep's time budget (320 s) lowered the GPU stages' sampling cap to 0.05 s**");
+    if (cut) {
+      assert_non_null(note);
+      assert_true(note > line && !memchr(line, '\n', (size_t)(note - line))); /* on the ceilings line */
+    } else {
+      assert_null(note);
+      assert_null(strstr(rep, "time budget"));
+    }
+    free(rep);
+    hx_run_free(&run);
+  }
+}
+
 /* The floor row (psh.floor) in the headline: recorded first (the sweep measures it before the hashes), its
  * column comes after every PSH hash's; the note names the fastest PSH at the largest size and its multiple of the
  * floor (xor-mod v10 0.030 ms against 0.015: 2.00x, not xor-div's); the series says it is no PSH (with gnuplot: the
@@ -1196,6 +1236,7 @@ int main(void) {
       cmocka_unit_test(test_memory_fastest),
       cmocka_unit_test(test_scope_note),
       cmocka_unit_test(test_floor_report),
+      cmocka_unit_test(test_budget_note),
       cmocka_unit_test(test_plot_args),
       cmocka_unit_test(test_study_data),
       cmocka_unit_test(test_linear_fit),
