@@ -274,6 +274,20 @@ static char *slurp_at(const char *dir, const char *rel) {
   return d;
 }
 
+/* r committed and closed as run id under root, its REPORT.md written (with or without gnuplot) and returned (free it). */
+static char *report_of(hx_results *r, const char *id) {
+  hx_err e;
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/%s", root, id);
+  hx_run run;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  (void)hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e);
+  hx_run_free(&run);
+  return slurp_at(dir, "REPORT.md");
+}
+
 /* A timing row: time_mean and time_median both t. */
 static void add_time(hx_results *r, const hx_key *k, double t) {
   hx_err e;
@@ -432,15 +446,7 @@ static void test_budget_note(void **state) {
     assert_int_equal(hx_results_context(r, "stage_max_time_min_s", cut ? "0.05" : "0.75", &e), HX_OK);
     hx_key k = {"lidar", 100000, 1, "ptv3", "serialize", "v2"};
     add_time(r, &k, 0.1);
-    assert_int_equal(hx_results_commit(r, &e), HX_OK);
-    hx_results_close(r);
-    char dir[400];
-    snprintf(dir, sizeof dir, "%s/%s", root, id);
-    hx_run run;
-    assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-    (void)hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e);
-    char *rep = slurp_at(dir, "REPORT.md");
-    assert_non_null(rep);
+    char *rep = report_of(r, id);
     const char *line = strstr(rep, "NVIDIA Test GPU: measured ceilings: copy 3000.0 GB/s");
     assert_non_null(line);
     const char *note = strstr(rep, "**the sweep's time budget (320 s) lowered the GPU stages' sampling cap to 0.05 s**");
@@ -452,7 +458,6 @@ static void test_budget_note(void **state) {
       assert_null(strstr(rep, "time budget"));
     }
     free(rep);
-    hx_run_free(&run);
   }
 }
 
@@ -484,14 +489,9 @@ static void test_floor_report(void **state) {
       hx_key kd = {"lidar", n, 1, "flash3d", "psh.xor-div", "v10"};
       add_time(r, &kd, 0.090 * sc);
     }
-    assert_int_equal(hx_results_commit(r, &e), HX_OK);
-    hx_results_close(r);
     char dir[400];
     snprintf(dir, sizeof dir, "%s/%s", root, id);
-    hx_run run;
-    assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-    (void)hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e);
-    char *rep = slurp_at(dir, "REPORT.md");
+    char *rep = report_of(r, id);
     if (with_floor) {
       assert_non_null(strstr(rep, "| n_points | PTv3 serialize | psh.xor-mod | psh.xor-div | psh.floor |"));
       assert_non_null(strstr(rep, "| 600000 | 0.3 (v2) | 0.03 (v10, 10.00x) | 0.09 (v10, 3.33x) | 0.015 (movement, 20.00x) |"));
@@ -507,7 +507,6 @@ static void test_floor_report(void **state) {
       assert_null(strstr(rep, "the floor"));
     }
     free(rep);
-    hx_run_free(&run);
   }
 }
 
@@ -535,16 +534,7 @@ static void test_scope_note(void **state) {
         assert_int_equal(hx_results_add(r, &k, "flops", rows[i].gflop * 1e9 * sc, "FLOP", &e), HX_OK);
         assert_int_equal(hx_results_add(r, &k, "tflops", rows[i].gflop / rows[i].ms, "TFLOP/s", &e), HX_OK);
       }
-    assert_int_equal(hx_results_commit(r, &e), HX_OK);
-    hx_results_close(r);
-    char dir[400], p[600];
-    snprintf(dir, sizeof dir, "%s/%s", root, id);
-    hx_run run;
-    assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
-    (void)hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e); /* the report is written with or without gnuplot */
-    snprintf(p, sizeof p, "%s/REPORT.md", dir);
-    char *rep = slurp(p);
-    assert_non_null(rep);
+    char *rep = report_of(r, id);
     if (with_ptv3 == 2) {
       assert_non_null(strstr(rep, "at 100000 points Flash3D's `attn.plain`"));
       assert_non_null(strstr(rep, "(4.00x the FLOPs)")); /* both halved at 100000 */
@@ -557,7 +547,6 @@ static void test_scope_note(void **state) {
       assert_null(strstr(rep, "not the same work"));
     }
     free(rep);
-    hx_run_free(&run);
   }
 }
 
