@@ -36,7 +36,7 @@ static void usage(FILE *f) {
           "                        the standard deviation of its median between them, relative, at its 90%%\n"
           "                        upper confidence bound\n"
           "      --include-cpu     gate CPU stages (variant cpu) too; by default they are gated only when\n"
-          "                        neither run had a GPU\n"
+          "                        neither run timed a GPU stage (no GPU, or CPU pipelines alone)\n"
           "      --keys PATTERNS   gate only keys whose pipeline/kernel/variant matches one of these\n"
           "                        comma-separated globs (e.g. 'flash3d/psh.*/*,ptv3/gather_*/*')\n"
           "      --normalize       scale NEW by the ratio of the runs' ceilings measured in each run (copy\n"

@@ -70,9 +70,15 @@ static int keys_match(const char *patterns, const char *label) {
 }
 
 /* A run made with a GPU: context device names one (absent or "none": no GPU). */
-static int run_has_gpu(const hx_run *r) {
+/* 1 when the run was made with a GPU and sampled a GPU stage (a key whose variant is not "cpu"). A run of CPU
+ * pipelines alone (workload, say) on a GPU machine measured nothing else, so its CPU stages are gated by default, as
+ * on a machine without one. */
+static int run_timed_gpu(const hx_run *r) {
   const char *d = hx_run_context(r, "device");
-  return d && d[0] && strcmp(d, "none") != 0;
+  if (!d || !d[0] || strcmp(d, "none") == 0) return 0;
+  for (size_t i = 0; i < r->n_samples; i++)
+    if (strcmp(r->samples[i].variant, "cpu") != 0) return 1;
+  return 0;
 }
 
 hx_gate_opts hx_gate_defaults(void) {
@@ -258,7 +264,7 @@ hx_status hx_gate_runs(hx_run *base, hx_run *cur, const hx_gate_opts *o, FILE *o
     HX_TRY(read_ceilings(base, &cb, err));
     HX_TRY(read_ceilings(cur, &cn, err));
   }
-  const int include_cpu = o->include_cpu >= 0 ? o->include_cpu : !run_has_gpu(base) && !run_has_gpu(cur);
+  const int include_cpu = o->include_cpu >= 0 ? o->include_cpu : !run_timed_gpu(base) && !run_timed_gpu(cur);
   HX_TRY(hx_run_groups(base, err));
   HX_TRY(hx_run_groups(cur, err));
   size_t maxn = 1;

@@ -8,8 +8,8 @@
  *     wanders as a random walk from the same start in each run (as clocks and heat do). The U test alone calls
  *     most drifting keys different and the old fixed 3% still many; the gate calls none slower or faster;
  *   - a 10% shift of a key is caught (independent noise and a small drift), and the table names the rule;
- *   - CPU stages are not gated by default in runs with a GPU (include_cpu adds them), are gated in runs without
- *     one; `keys` globs gate a subset;
+ *   - CPU stages are not gated by default in runs that timed GPU stages (include_cpu adds them), are gated in runs
+ *     without a GPU and in runs of CPU stages alone made with one; `keys` globs gate a subset;
  *   - normalize: a machine 5% slower as a whole (its copy ceiling) is not a regression of a memory-bound key, but
  *     a key that declares FLOPs is held to the GEMM ceiling; runs without ceilings are refused;
  *   - calibration: runs whose level differs from run to run (invisible inside a run) fail the plain gate; the A/A
@@ -267,6 +267,20 @@ static void test_cpu_and_keys(void **state) {
   o.include_cpu = 0;
   n = gate("cpu-base", "cpu-new", &o);
   assert_int_equal(n.slower + n.same + n.faster + n.unknown, 2);
+  /* a GPU machine's run of CPU stages alone (a workload sweep) measured nothing else: gated by default */
+  key_spec cs = k[2];
+  cs.scale = 1.0;
+  make_run("gpu-cpu-base", "NVIDIA H100", &cs, 1, 0, 0, 51);
+  cs.scale = 1.3;
+  make_run("gpu-cpu-new", "NVIDIA H100", &cs, 1, 0, 0, 52);
+  o = hx_gate_defaults();
+  n = gate("gpu-cpu-base", "gpu-cpu-new", &o);
+  assert_int_equal(n.slower, 1);
+  assert_int_equal(n.not_gated_cpu, 0);
+  o.include_cpu = 0;
+  n = gate("gpu-cpu-base", "gpu-cpu-new", &o);
+  assert_int_equal(n.not_gated_cpu, 1);
+  assert_int_equal(n.slower + n.same + n.faster + n.unknown, 0);
   /* --keys: a subset */
   o = hx_gate_defaults();
   o.include_cpu = 1;
