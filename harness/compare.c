@@ -69,10 +69,9 @@ static int keys_match(const char *patterns, const char *label) {
   return 0;
 }
 
-/* A run made with a GPU: context device names one (absent or "none": no GPU). */
-/* 1 when the run was made with a GPU and sampled a GPU stage (a key whose variant is not "cpu"). A run of CPU
- * pipelines alone (workload, say) on a GPU machine measured nothing else, so its CPU stages are gated by default, as
- * on a machine without one. */
+/* 1 when the run was made with a GPU (context device names one; absent or "none": no GPU) and sampled a GPU stage
+ * (a key whose variant is not "cpu"). A run of CPU pipelines alone (workload, say) on a GPU machine measured nothing
+ * else, so its CPU stages are gated by default, as on a machine without one. */
 static int run_timed_gpu(const hx_run *r) {
   const char *d = hx_run_context(r, "device");
   if (!d || !d[0] || strcmp(d, "none") == 0) return 0;

@@ -163,8 +163,8 @@ hx_status spc_conv_cpu(float *y, const float *x, const float *w, const float *b,
 
 /* The fold as a GEMM, w2 = lw w, in double: groups of FOLD_ROWS output rows over the CPUs, each walking w's rows
  * (co) once per FOLD_COLS-wide column tile with the tile's sums in acc, so w streams contiguously. Each sum adds
- * co = 0, 1, ... to 0.0 in turn: the bits of the dot product taken one output at a time. (That form read w with a
- * stride of K in: 27 C^3 strided loads, ~22 s per PTv3 create on an H200's host, most at C = 512.) */
+ * co = 0, 1, ... to 0.0 in turn: the bits of the dot product taken one output at a time. (That dot product walked w
+ * with a stride of K in: 27 C^3 strided loads, ~22 s per PTv3 create on an H200's host, most at C = 512.) */
 enum { FOLD_ROWS = 8, FOLD_COLS = 512 };
 typedef struct fold_job {
   float *w2;
