@@ -55,17 +55,29 @@ typedef struct lin_job {
   int accumulate;
 } lin_job;
 
+/* y[r][o] = act(b[o] + sum over i ascending of x[r][i] w[o][i]) in double. Four outputs at a time, each its own
+ * chain of adds in that order (the same bits as one output at a time): one serial chain kept the host at about one
+ * multiply-add per add latency, and this reference is the sweep's PTv3 check. */
 static void lin_rows(void *ctx, size_t r0, size_t r1) {
   const lin_job *j = ctx;
+  const size_t in = j->in;
   for (size_t r = r0; r < r1; ++r) {
-    const float *xr = j->x + r * j->in;
+    const float *xr = j->x + r * in;
     float *yr = j->y + r * j->out;
-    for (size_t o = 0; o < j->out; ++o) {
-      const float *wo = j->w + o * j->in;
-      double s = j->b ? (double)j->b[o] : 0.0;
-      for (size_t i = 0; i < j->in; ++i) s += (double)xr[i] * (double)wo[i];
-      const float v = act_apply(j->act, (float)s);
-      yr[o] = j->accumulate ? yr[o] + v : v;
+    for (size_t o = 0; o < j->out; o += 4) {
+      const size_t no = j->out - o < 4 ? j->out - o : 4;
+      double s[4];
+      for (size_t q = 0; q < 4; ++q) s[q] = j->b && q < no ? (double)j->b[o + q] : 0.0;
+      const float *w0 = j->w + o * in, *w1 = no > 1 ? w0 + in : w0, *w2 = no > 2 ? w0 + 2 * in : w0,
+                  *w3 = no > 3 ? w0 + 3 * in : w0; /* past out: row o again, its sums unused */
+      for (size_t i = 0; i < in; ++i) {
+        const double xi = (double)xr[i];
+        s[0] += xi * (double)w0[i], s[1] += xi * (double)w1[i], s[2] += xi * (double)w2[i], s[3] += xi * (double)w3[i];
+      }
+      for (size_t q = 0; q < no; ++q) {
+        const float v = act_apply(j->act, (float)s[q]);
+        yr[o + q] = j->accumulate ? yr[o + q] + v : v;
+      }
     }
   }
 }

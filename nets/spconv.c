@@ -132,11 +132,18 @@ static void conv_rows(void *ctx, size_t i0, size_t i1) {
       const int32_t j = c->m->nbr[i * K + o];
       if (j < 0) continue;
       const float *xj = c->x + (size_t)j * c->in;
-      for (size_t co = 0; co < c->out; ++co) {
-        const float *wr = c->w + (co * K + o) * c->in;
-        float acc = 0.0f;
-        for (size_t ci = 0; ci < c->in; ++ci) acc += wr[ci] * xj[ci];
-        yi[co] += acc;
+      /* four output channels at a time, each its own chain over ci ascending (the bits of one at a time) */
+      const size_t step = K * c->in; /* w[co + 1][o] - w[co][o] */
+      for (size_t co = 0; co < c->out; co += 4) {
+        const size_t nc = c->out - co < 4 ? c->out - co : 4;
+        const float *w0 = c->w + (co * K + o) * c->in, *w1 = nc > 1 ? w0 + step : w0,
+                    *w2 = nc > 2 ? w0 + 2 * step : w0, *w3 = nc > 3 ? w0 + 3 * step : w0; /* past out: unused */
+        float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (size_t ci = 0; ci < c->in; ++ci) {
+          const float xv = xj[ci];
+          a[0] += w0[ci] * xv, a[1] += w1[ci] * xv, a[2] += w2[ci] * xv, a[3] += w3[ci] * xv;
+        }
+        for (size_t q = 0; q < nc; ++q) yi[co + q] += a[q];
       }
     }
   }

@@ -265,6 +265,10 @@ static void test_linear_naive(void **state) {
             for (size_t o = 0; o < out; ++o) {
               double s = hb ? (double)b[o] : 0.0;
               for (size_t i = 0; i < in; ++i) s += (double)x[r * in + i] * (double)w[o * in + i];
+              if (!act && !acc) { /* the sums' order is the reference's: i ascending from the bias, in double */
+                const float want = (float)s;
+                assert_memory_equal(&y[r * out + o], &want, sizeof want);
+              }
               if (act) s = 0.5 * s * (1.0 + erf(s / sqrt(2.0)));
               if (acc) s += (double)y0[r * out + o];
               assert_true(fabs((double)y[r * out + o] - s) <= 1e-6 * (1.0 + fabs(s)));
