@@ -1475,20 +1475,21 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
     char cutnote[320] = "";
     if (cut && !strcmp(cut, "yes"))
       snprintf(cutnote, sizeof cutnote,
-               "; **the sweep's time budget (%s s) lowered the GPU stages' sampling cap to %s s**: medians from "
+               "**the sweep's time budget (%s s) lowered the GPU stages' sampling cap to %s s**: medians from "
                "fewer cold samples (`noise_reached` 0 where a stage stopped on it; `--time-budget 0` or fewer sizes "
                "sample in full)",
                bud ? bud : "?", cap ? cap : "?");
     if (cb || g1 || g2)
       fprintf(f, "%s%s: measured ceilings: copy %s GB/s (read + write), cuBLAS GEMM bf16 %s / fp16 %s TFLOP/s; "
-                 "counters: %s%s\n",
-              r ? "" : "\n", p->label[r], cb ? cb : nm, g1 ? g1 : nm, g2 ? g2 : nm, ct ? ct : nm, cutnote);
+                 "counters: %s%s%s\n",
+              r ? "" : "\n", p->label[r], cb ? cb : nm, g1 ? g1 : nm, g2 ? g2 : nm, ct ? ct : nm,
+              cutnote[0] ? "; " : "", cutnote);
     else if (why_not || ct || cpu_only(rr))
-      fprintf(f, "%s%s: ceilings not measured (%s); counters: %s%s\n", r ? "" : "\n", p->label[r],
+      fprintf(f, "%s%s: ceilings not measured (%s); counters: %s%s%s\n", r ? "" : "\n", p->label[r],
               why_not ? why_not : cpu_only(rr) ? "no CUDA device: the run timed the CPU references" : "none in the run",
-              ct ? ct : "not recorded", cutnote);
+              ct ? ct : "not recorded", cutnote[0] ? "; " : "", cutnote);
     else if (cutnote[0])
-      fprintf(f, "%s%s: %s\n", r ? "" : "\n", p->label[r], cutnote + 2);
+      fprintf(f, "%s%s: %s\n", r ? "" : "\n", p->label[r], cutnote);
   }
   fputc('\n', f);
   if (p->study->section) write_section(f, p, made_own, gnuplot_note);
