@@ -36,7 +36,7 @@ static void net_usage(FILE *f) {
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
           "                    [--mlp fused|partial|linear] [--ln fused|separate] [--tile-order longest|last]\n"
           "                    [--stem fused|map] [--overlap on|off] [--cpe-fold on|off] [--rehash on|off]\n"
-          "                    [--bucket-fill F] [--device-memory BYTES]\n"
+          "                    [--lt-tune on|off] [--bucket-fill F] [--device-memory BYTES]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -83,6 +83,9 @@ static void net_usage(FILE *f) {
           "  --cpe-fold on|off  PTv3 on the GPU: each xCPE's Linear folded into its convolution's weights at\n"
           "                     create (on, the default: one GEMM fewer a block, checked against the CPU\n"
           "                     forward like every forward) or run after it (off)\n"
+          "  --lt-tune on|off   on the GPU: each cuBLASLt Linear shape's algorithm timed among the heuristic's\n"
+          "                     first 8 when the forward first runs it, outside the timed forwards (on, the\n"
+          "                     default; accumulating Linears keep the first) or the heuristic's first (off)\n"
           "  --rehash on|off    Flash3D: each encoder level re-hashes its pooled points with PSH (on, the default,\n"
           "                     the paper's best ablation row) or keeps them in pooling order (off, as the public\n"
           "                     code: no PSH past level 0, attention over fixed windows of bucket rows per cloud)\n"
@@ -106,6 +109,7 @@ typedef struct net_cli {
   int stem;           /* --stem: -1 not given, 0 map, 1 fused */
   int overlap;        /* --overlap: -1 not given, 0 off, 1 on */
   int fold;           /* --cpe-fold: -1 not given, 0 off, 1 on */
+  int tune;           /* --lt-tune: -1 not given, 0 off, 1 on */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
@@ -373,13 +377,13 @@ int f3d_cmd_net(int argc, char **argv) {
       {"mlp", required_argument, NULL, 'P'},    {"ln", required_argument, NULL, 'L'},
       {"tile-order", required_argument, NULL, 'T'}, {"stem", required_argument, NULL, 'E'},
       {"overlap", required_argument, NULL, 'O'}, {"cpe-fold", required_argument, NULL, 'C'},
-      {NULL, 0, NULL, 0}};
+      {"lt-tune", required_argument, NULL, 'U'}, {NULL, 0, NULL, 0}};
   net_cli o = {NULL, NULL, NULL, NULL, 100000, 1,  20, 3000, 3407, 0.05, NET_F16,
-               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, 0.0,  0};
+               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -430,6 +434,7 @@ int f3d_cmd_net(int argc, char **argv) {
     case 'E': if (two_words("--stem", optarg, "fused", "map", &o.stem)) return 2; break;
     case 'O': if (two_words("--overlap", optarg, "on", "off", &o.overlap)) return 2; break;
     case 'C': if (two_words("--cpe-fold", optarg, "on", "off", &o.fold)) return 2; break;
+    case 'U': if (two_words("--lt-tune", optarg, "on", "off", &o.tune)) return 2; break;
     case 'H': if (two_words("--rehash", optarg, "on", "off", &o.rehash)) return 2; break;
     case 'F':
       if (f3d_parse_pos_double(optarg, &o.fill) || o.fill < 0.1 || o.fill > 1.0)
@@ -483,6 +488,7 @@ int f3d_cmd_net(int argc, char **argv) {
     if (cfg.kind != 0) return f3d_fail("net", "--cpe-fold: %s has no xCPE (PTv3 models only)", cfg.name), 2;
     cfg.cpe_fold = o.fold;
   }
+  if (o.tune >= 0) cfg.lt_tune = o.tune;
   if (o.rehash >= 0) {
     if (cfg.kind != 1) return f3d_fail("net", "--rehash: %s has no PSH levels (Flash3D models only)", cfg.name), 2;
     cfg.rehash = o.rehash;
@@ -497,6 +503,7 @@ int f3d_cmd_net(int argc, char **argv) {
   if (o.cpu && o.stem >= 0) fprintf(stderr, "f3dbench: net: note: --stem has no effect with --device cpu\n");
   if (o.cpu && o.overlap >= 0) fprintf(stderr, "f3dbench: net: note: --overlap has no effect with --device cpu\n");
   if (o.cpu && o.fold >= 0) fprintf(stderr, "f3dbench: net: note: --cpe-fold has no effect with --device cpu\n");
+  if (o.cpu && o.tune >= 0) fprintf(stderr, "f3dbench: net: note: --lt-tune has no effect with --device cpu\n");
   if (!o.cpu && f3d_gpu_ready("net: --device gpu", NULL)) return 1;
 
   net_params p = {0};
@@ -513,7 +520,7 @@ int f3d_cmd_net(int argc, char **argv) {
   if (!rc) rc = make_batch(&bt, &o);
   if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
   if (!rc) {
-    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s%s%s%s%s%s\n", cfg.name,
+    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s%s%s%s%s%s%s\n", cfg.name,
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
            o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
            o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
@@ -523,6 +530,7 @@ int f3d_cmd_net(int argc, char **argv) {
            !o.cpu && cfg.kind == 0 && !cfg.stem_fused ? ", the stem through its map (--stem map)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.overlap ? ", the structure on one stream (--overlap off)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.cpe_fold ? ", xCPE's Linear after its convolution (--cpe-fold off)" : "",
+           !o.cpu && !cfg.lt_tune ? ", cuBLASLt's first algorithm per shape (--lt-tune off)" : "",
            cfg.kind != 1 ? ""
            : cfg.rehash  ? ", pooled levels re-hashed by PSH"
                          : ", pooled levels in pooling order over fixed windows (--rehash off)");

@@ -46,6 +46,13 @@
                       __FILE__, __LINE__, #call);                                                        \
   } while (0)
 
+#define NL_CUDA(err, call)                                                                               \
+  do {                                                                                                   \
+    const cudaError_t nl_cu_e_ = (call);                                                                 \
+    if (nl_cu_e_ != cudaSuccess)                                                                         \
+      return hx_errf((err), HX_ECUDA, "%s: %s (%s:%d)", #call, cudaGetErrorString(nl_cu_e_), __FILE__, __LINE__); \
+  } while (0)
+
 /* ==== cuBLASLt context ================================================================================ */
 
 /* Matmul plans cached per shape: 256 covers every (rows, in, out) of a PTv3 or Flash3D forward (about 40
@@ -66,11 +73,21 @@ typedef struct nl_blas_plan {
   cublasLtMatmulAlgo_t algo;
 } nl_blas_plan;
 
+/* NL_BLAS_TUNED: the heuristic's first NL_TUNE_CANDIDATES algorithms timed on the call's own operands, each the
+ * better of two rounds of NL_TUNE_REPS back-to-back calls after one warm-up; the earliest in the heuristic's order
+ * within kTuneSlack of the fastest is taken, so candidates closer than that keep the heuristic's order and the
+ * pick moves only where timings cross the margin. PTv3-m1's 600k shapes on an H200 (lab/kernels/probe_lt_algos.cu
+ * "ptv3", 2026-11-30): the first is 1.53x the best at 143k x 128 -> 384 (qkv) and 1.13x at 52k x 256 -> 768. */
+enum { NL_TUNE_CANDIDATES = 8, NL_TUNE_REPS = 4 };
+static const double kTuneSlack = 1.03;
+
 struct nl_blas {
   cublasLtHandle_t lt;
   void *d_ws;
   size_t ws_bytes;
+  int pick;    /* NL_BLAS_FIRST, NL_BLAS_TUNED, or >= 0: that candidate of the heuristic's list (tests) */
   size_t next; /* round-robin slot once every slot is used */
+  nl_blas_stats stats;
   nl_blas_plan plan[NL_BLAS_PLANS];
 };
 
@@ -82,9 +99,12 @@ static void plan_clear(nl_blas_plan *p) {
   memset(p, 0, sizeof *p);
 }
 
-hx_status nl_blas_create(nl_blas **out, hx_err *err) {
+hx_status nl_blas_create(nl_blas **out, int pick, hx_err *err) {
   if (!out) return hx_errf(err, HX_EINVAL, "nl_blas_create: NULL out");
   *out = NULL;
+  if (pick < NL_BLAS_TUNED || pick >= NL_TUNE_CANDIDATES)
+    return hx_errf(err, HX_EINVAL, "nl_blas_create: pick %d (NL_BLAS_FIRST, NL_BLAS_TUNED or a candidate 0..%d)",
+                   pick, NL_TUNE_CANDIDATES - 1);
   nl_blas *b = (nl_blas *)calloc(1, sizeof *b);
   if (!b) return hx_errf(err, HX_ENOMEM, "nl_blas_create: no memory");
   cublasStatus_t s = cublasLtCreate(&b->lt);
@@ -100,8 +120,15 @@ hx_status nl_blas_create(nl_blas **out, hx_err *err) {
                    cudaGetErrorString(e));
   }
   b->ws_bytes = kBlasWorkspace;
+  b->pick = pick;
   *out = b;
   return HX_OK;
+}
+
+void nl_blas_stats_get(const nl_blas *b, nl_blas_stats *out) {
+  if (!out) return;
+  if (b) *out = b->stats;
+  else memset(out, 0, sizeof *out);
 }
 
 void nl_blas_destroy(nl_blas *b) {
@@ -125,9 +152,65 @@ static int ranges_overlap(const void *a, size_t abytes, const void *b, size_t bb
   return a0 < b0 + bbytes && b0 < a0 + abytes;
 }
 
-/* Descriptors, layouts and the heuristic's first algorithm for one plan's key (already stored in p). On
- * failure the caller clears the plan. */
-static hx_status plan_build(nl_blas *B, nl_blas_plan *p, const void *d_b, hx_err *err) {
+/* Candidate i of res timed on the call's operands (beta 0: every run writes the same Y): the mean of NL_TUNE_REPS
+ * back-to-back calls, or a negative time when cuBLASLt refuses the algorithm. */
+static hx_status tune_time(nl_blas *B, const nl_blas_plan *p, const cublasLtMatmulAlgo_t *algo, void *d_y,
+                           const void *d_x, const void *d_w, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1,
+                           float *ms, hx_err *err) {
+  const float alpha = 1.0f, beta = 0.0f;
+  *ms = -1.0f;
+  NL_CUDA(err, cudaEventRecord(e0, s));
+  for (int r = 0; r < NL_TUNE_REPS; ++r)
+    if (cublasLtMatmul(B->lt, p->op, &alpha, d_w, p->la, d_x, p->lb, &beta, d_y, p->lc, d_y, p->lc, algo, B->d_ws,
+                       B->ws_bytes, s) != CUBLAS_STATUS_SUCCESS)
+      return HX_OK; /* a refused launch queues nothing; what was queued drains with the next candidate */
+  NL_CUDA(err, cudaEventRecord(e1, s));
+  NL_CUDA(err, cudaEventSynchronize(e1));
+  NL_CUDA(err, cudaEventElapsedTime(ms, e0, e1));
+  *ms /= NL_TUNE_REPS;
+  return HX_OK;
+}
+
+/* The pick among found candidates (NL_BLAS_TUNED; nl_blas's comment above): index into res, the first's and the
+ * pick's times into *first_ms, *pick_ms. */
+static hx_status plan_tune(nl_blas *B, const nl_blas_plan *p, const cublasLtMatmulHeuristicResult_t *res, int found,
+                           void *d_y, const void *d_x, const void *d_w, cudaStream_t s, int *pick, double *first_ms,
+                           double *pick_ms, hx_err *err) {
+  float t[NL_TUNE_CANDIDATES];
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  hx_status st = HX_OK;
+  if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+    st = hx_errf(err, HX_ECUDA, "nl_linear_gpu: cudaEventCreate for the algorithm timing failed");
+  for (int i = 0; i < found; ++i) t[i] = -1.0f;
+  for (int round = 0; round < 2 && st == HX_OK; ++round)
+    for (int i = 0; i < found && st == HX_OK; ++i) {
+      if (res[i].state != CUBLAS_STATUS_SUCCESS || (round && t[i] < 0)) continue;
+      float ms = -1.0f;
+      if (round == 0) st = tune_time(B, p, &res[i].algo, d_y, d_x, d_w, s, e0, e1, &ms, err); /* warm-up */
+      if (st == HX_OK) st = tune_time(B, p, &res[i].algo, d_y, d_x, d_w, s, e0, e1, &ms, err);
+      if (st == HX_OK && ms >= 0 && (t[i] < 0 || ms < t[i])) t[i] = ms;
+    }
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (st != HX_OK) return st;
+  float best = -1.0f;
+  for (int i = 0; i < found; ++i)
+    if (t[i] >= 0 && (best < 0 || t[i] < best)) best = t[i];
+  *pick = 0;
+  for (int i = 0; i < found; ++i)
+    if (t[i] >= 0 && t[i] <= kTuneSlack * best) {
+      *pick = i;
+      break;
+    }
+  *first_ms = t[0], *pick_ms = t[*pick];
+  return HX_OK;
+}
+
+/* Descriptors, layouts and the algorithm for one plan's key (already stored in p): the heuristic's first, or with
+ * NL_BLAS_TUNED, where the call allows timing (Y overwritten, beta 0; its stream not capturing a graph), the pick
+ * of plan_tune; a forced candidate when B->pick >= 0. On failure the caller clears the plan. */
+static hx_status plan_build(nl_blas *B, nl_blas_plan *p, void *d_y, const void *d_x, const void *d_w,
+                            const void *d_b, cudaStream_t stream, hx_err *err) {
   const cudaDataType_t t = p->dt == NET_BF16 ? CUDA_R_16BF : CUDA_R_16F;
   NL_CUBLAS(err, cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -160,11 +243,12 @@ static hx_status plan_build(nl_blas *B, nl_blas_plan *p, const void *d_b, hx_err
     s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
   if (s == CUBLAS_STATUS_SUCCESS)
     s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
-  cublasLtMatmulHeuristicResult_t res;
-  memset(&res, 0, sizeof res);
+  cublasLtMatmulHeuristicResult_t res[NL_TUNE_CANDIDATES];
+  memset(res, 0, sizeof res);
   int found = 0;
+  const int want = B->pick == NL_BLAS_FIRST ? 1 : NL_TUNE_CANDIDATES;
   if (s == CUBLAS_STATUS_SUCCESS)
-    s = cublasLtMatmulAlgoGetHeuristic(B->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
+    s = cublasLtMatmulAlgoGetHeuristic(B->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, want, res, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS)
     return hx_errf(err, HX_ECUDA, "nl_linear_gpu: cuBLASLt heuristic for rows %zu, in %zu, out %zu: %s", p->rows,
@@ -173,7 +257,25 @@ static hx_status plan_build(nl_blas *B, nl_blas_plan *p, const void *d_b, hx_err
     return hx_errf(err, HX_EUNSUPPORTED,
                    "nl_linear_gpu: cuBLASLt has no algorithm for rows %zu, in %zu, out %zu, %s, epilogue %d", p->rows,
                    p->in, p->out, net_dtype_name((net_dtype)p->dt), (int)epi);
-  p->algo = res.algo;
+  int pick = 0;
+  if (B->pick >= 0) {
+    if (B->pick >= found)
+      return hx_errf(err, HX_EUNSUPPORTED, "nl_linear_gpu: candidate %d forced, the heuristic gave %d for rows %zu, "
+                     "in %zu, out %zu", B->pick, found, p->rows, p->in, p->out);
+    pick = B->pick;
+  } else if (B->pick == NL_BLAS_TUNED && !p->accumulate && found > 1) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    NL_CUDA(err, cudaStreamIsCapturing(stream, &cs));
+    if (cs == cudaStreamCaptureStatusNone) {
+      double first_ms = 0, pick_ms = 0;
+      HX_TRY(plan_tune(B, p, res, found, d_y, d_x, d_w, stream, &pick, &first_ms, &pick_ms, err));
+      B->stats.tuned++;
+      B->stats.moved += pick != 0;
+      B->stats.first_ms += first_ms, B->stats.pick_ms += pick_ms;
+    }
+  }
+  B->stats.plans++;
+  p->algo = res[pick].algo;
   return HX_OK;
 }
 
@@ -222,7 +324,7 @@ hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d
     }
     plan_clear(p);
     *p = key;
-    hx_status s = plan_build(blas, p, d_b, err);
+    hx_status s = plan_build(blas, p, d_y, d_x, d_w, d_b, stream, err);
     if (s != HX_OK) {
       plan_clear(p);
       return hx_trace(s, __FILE__, __LINE__, "plan_build");

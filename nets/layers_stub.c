@@ -6,12 +6,18 @@
 
 #define NL_NODEV(what) hx_errf(err, HX_ENODEV, "%s: built without CUDA", what)
 
-hx_status nl_blas_create(nl_blas **out, hx_err *err) {
+hx_status nl_blas_create(nl_blas **out, int pick, hx_err *err) {
+  (void)pick;
   if (out) *out = NULL;
   return NL_NODEV("nl_blas_create");
 }
 
 void nl_blas_destroy(nl_blas *b) { (void)b; }
+
+void nl_blas_stats_get(const nl_blas *b, nl_blas_stats *out) {
+  (void)b;
+  if (out) *out = (nl_blas_stats){0, 0, 0, 0.0, 0.0};
+}
 
 hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const void *d_b, size_t rows,
                         size_t in, size_t out, nl_act act, int accumulate, net_dtype dt, struct CUstream_st *stream,

@@ -268,7 +268,7 @@ static hx_status create_body(f3g *g, const net_params *p, hx_err *err) {
   }
   free(host);
   free(v);
-  if (st == HX_OK) st = nl_blas_create(&g->blas, err);
+  if (st == HX_OK) st = nl_blas_create(&g->blas, g->cfg.lt_tune ? NL_BLAS_TUNED : NL_BLAS_FIRST, err);
   return st;
 }
 

@@ -358,7 +358,7 @@ static hx_status create_body(p3g *g, const net_params *p, hx_err *err) {
   if (st == HX_OK) st = cu_st(cudaMemcpy(g->wblock, host, g->wbytes, cudaMemcpyHostToDevice), "weight upload", err);
   free(host);
   free(v);
-  if (st == HX_OK) st = nl_blas_create(&g->blas, err);
+  if (st == HX_OK) st = nl_blas_create(&g->blas, g->cfg.lt_tune ? NL_BLAS_TUNED : NL_BLAS_FIRST, err);
   if (st == HX_OK) st = spc_ctx_create(&g->sctx, err);
   if (st == HX_OK && g->cfg.overlap) st = side_create(g, err);
   return st;

@@ -57,8 +57,24 @@ float net_to_float(net_dtype t, uint16_t h);
 typedef enum nl_act { NL_ACT_NONE = 0, NL_ACT_GELU = 1 } nl_act;
 
 typedef struct nl_blas nl_blas; /* opaque */
-hx_status nl_blas_create(nl_blas **out, hx_err *err);
+/* How a shape's algorithm is picked the first time nl_linear_gpu runs it (its plan is cached after):
+ * NL_BLAS_TUNED (the networks' default): where the call overwrites Y (no accumulate) and its stream is not capturing
+ * a graph, the heuristic's first 8 algorithms are timed on the call's own operands and the earliest within 3% of
+ * the fastest is taken, otherwise the first. The pick is made per object on the device it runs on; Y's bits follow
+ * the algorithm, so two objects may differ in their last bits where their picks do (every candidate is checked
+ * against nl_linear_cpu in nets_layers_gpu). NL_BLAS_FIRST: always the heuristic's first (bits that depend only on
+ * the device and the library). 0..7: that candidate of the heuristic's list (tests; HX_EUNSUPPORTED from
+ * nl_linear_gpu where the list is shorter). */
+enum { NL_BLAS_TUNED = -2, NL_BLAS_FIRST = -1 };
+hx_status nl_blas_create(nl_blas **out, int pick, hx_err *err);
 void nl_blas_destroy(nl_blas *b);
+/* What the plans built so far did: plans built, how many were timed, how many of those took another algorithm than
+ * the heuristic's first, and the sums of the first's and the pick's times (ms a call) over the timed ones. */
+typedef struct nl_blas_stats {
+  size_t plans, tuned, moved;
+  double first_ms, pick_ms;
+} nl_blas_stats;
+void nl_blas_stats_get(const nl_blas *b, nl_blas_stats *out); /* zeros for a NULL b */
 
 /* CPU reference: y[rows, out] = act(x W^T + b) (+ y when accumulate). b may be NULL. */
 hx_status nl_linear_cpu(float *y, const float *x, const float *w, const float *b, size_t rows, size_t in,
@@ -543,6 +559,9 @@ typedef struct net_config {
   int cpe_fold;          /* PTv3 on the GPU: 1 = each xCPE's Linear folded into its convolution's weights at create
                           * (spc_fold_linear_cpu; x += LN(conv'(x)), one GEMM fewer a block: the default, 0.34 ms less
                           * at 600k on an H200, docs/nets.md); 0 = conv, then the Linear (an ablation) */
+  int lt_tune;           /* on the GPU: 1 = each cuBLASLt shape's algorithm timed among the heuristic's first 8 when the
+                          * forward first runs it (NL_BLAS_TUNED, in prepare; the default); 0 = the heuristic's first
+                          * (NL_BLAS_FIRST: an ablation, and bits that do not depend on timings) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */

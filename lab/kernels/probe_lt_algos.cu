@@ -7,7 +7,10 @@
  * bandwidth measured in the same run. No code of the project; nothing here is on the main path.
  *   nvcc -O2 -arch=sm_90 -o /tmp/plt lab/kernels/probe_lt_algos.cu -lcublasLt && /tmp/plt
  * Arguments: none (the PTv3-m1 and Flash3D-46m shapes at 600k points, level l with 600000 >> l rows), or
- * rows in out flags... with flags a string of b (bias), g (GELU), a (accumulate). */
+ * rows in out flags... with flags a string of b (bias), g (GELU), a (accumulate), or "ptv3": the shapes PTv3-m1's
+ * 600k forward runs on cuBLASLt, weighted by their launches a forward. Every candidate's time and config go to
+ * stdout as "cand" lines (tile, stages, split-K, reduction scheme, swizzle, cluster, waves), for rules that
+ * pick from the heuristic's list without timing. */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +40,40 @@ struct shape {
   const char *name;
   size_t rows, in, out;
   int bias, gelu, acc;
+  int launches; /* how often one forward runs it (the "ptv3" list; 1 elsewhere) */
 };
+
+static const char *reduction_name(int r) {
+  switch (r) {
+  case CUBLASLT_REDUCTION_SCHEME_NONE: return "none";
+  case CUBLASLT_REDUCTION_SCHEME_INPLACE: return "inplace";
+  case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: return "compute";
+  case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: return "output";
+  default: return "?";
+  }
+}
+
+/* the config attributes a rule may read (cublasLtMatmulAlgoConfigGetAttribute) */
+struct algo_cfg {
+  int id, tile, stages, splitk, reduction, swizzle, custom, cluster;
+};
+static algo_cfg cfg_of(const cublasLtMatmulAlgo_t *a) {
+  algo_cfg c;
+  std::memset(&c, 0, sizeof c);
+  size_t w;
+  uint32_t u = 0;
+  uint16_t h = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &c.id, sizeof c.id, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &u, sizeof u, &w), c.tile = (int)u;
+  cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &u, sizeof u, &w), c.stages = (int)u;
+  cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &c.splitk, sizeof c.splitk, &w);
+  u = 0, cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &u, sizeof u, &w);
+  c.reduction = (int)u;
+  cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &c.swizzle, sizeof c.swizzle, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &c.custom, sizeof c.custom, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &h, sizeof h, &w), c.cluster = h;
+  return c;
+}
 
 static float median_ms(std::vector<float> v) {
   std::sort(v.begin(), v.end());
@@ -67,24 +103,46 @@ template <class F> static float time_it(cudaStream_t st, F fn) {
 
 int main(int argc, char **argv) {
   std::vector<shape> shapes;
-  if (argc >= 4) {
+  if (argc == 2 && !std::strcmp(argv[1], "ptv3")) {
+    /* PTv3-m1 at 600k lidar points (rows per level as the forward's pooling gives them; qkv on the padded
+     * slots, rounded here to whole 1024-row patches): what nl_linear_gpu runs there */
+    static const size_t n[5] = {600000, 314655, 143324, 51714, 16532}, c[5] = {32, 64, 128, 256, 512};
+    static const size_t dc[4] = {64, 64, 128, 256}; /* decoder channels, levels 0-3 */
+    static const int enc_d[5] = {2, 2, 2, 6, 2};
+    for (int l = 0; l < 5; l++) {
+      const size_t slots = (n[l] + 1023) / 1024 * 1024;
+      shapes.push_back({"proj", n[l], c[l], c[l], 1, 0, 1, enc_d[l]});
+      if (c[l] >= 128) shapes.push_back({"qkv", slots, c[l], 3 * c[l], 1, 0, 0, enc_d[l]});
+      if (l > 0) shapes.push_back({"down", n[l - 1], c[l - 1], c[l], 1, 0, 0, 1});
+    }
+    for (int l = 3; l >= 0; l--) {
+      const size_t slots = (n[l] + 1023) / 1024 * 1024, cin = l == 3 ? 512 : dc[l + 1];
+      shapes.push_back({"up_proj", n[l + 1], cin, dc[l], 1, 1, 0, 1});
+      shapes.push_back({"up_skip", n[l], c[l], dc[l], 1, 1, 0, 1});
+      shapes.push_back({"dec proj", n[l], dc[l], dc[l], 1, 0, 1, 2});
+      if (dc[l] >= 128) shapes.push_back({"dec qkv", slots, dc[l], 3 * dc[l], 1, 0, 0, 2});
+    }
+    shapes.push_back({"fc1 512", n[4], 512, 2048, 1, 1, 0, 2});
+    shapes.push_back({"fc2 512", n[4], 2048, 512, 1, 0, 1, 2});
+    shapes.push_back({"head", n[0], 64, 16, 1, 0, 0, 1});
+  } else if (argc >= 4) {
     for (int i = 1; i + 2 < argc; i += 4) {
       const char *fl = i + 3 < argc ? argv[i + 3] : "";
       shapes.push_back({"arg", std::strtoull(argv[i], 0, 10), std::strtoull(argv[i + 1], 0, 10),
                         std::strtoull(argv[i + 2], 0, 10), !!std::strchr(fl, 'b'), !!std::strchr(fl, 'g'),
-                        !!std::strchr(fl, 'a')});
+                        !!std::strchr(fl, 'a'), 1});
     }
   } else {
     static const size_t f3d[5] = {48, 96, 192, 400, 784};
     for (int l = 0; l < 5; l++) {
       const size_t n = 600000u >> l, c = 32u << l, d = f3d[l];
-      shapes.push_back({"ptv3 qkv", n, c, 3 * c, 1, 0, 0});
-      shapes.push_back({"ptv3 proj", n, c, c, 1, 0, 1});
-      shapes.push_back({"ptv3 fc1", n, c, 4 * c, 1, 1, 0});
-      shapes.push_back({"ptv3 fc2", n, 4 * c, c, 1, 0, 1});
-      shapes.push_back({"f3d qkv", n, d, 3 * d, 1, 0, 0});
-      shapes.push_back({"f3d fc1", n, d, 8 * d, 1, 0, 0});
-      shapes.push_back({"f3d fc2", n, 4 * d, d, 1, 0, 1});
+      shapes.push_back({"ptv3 qkv", n, c, 3 * c, 1, 0, 0, 1});
+      shapes.push_back({"ptv3 proj", n, c, c, 1, 0, 1, 1});
+      shapes.push_back({"ptv3 fc1", n, c, 4 * c, 1, 1, 0, 1});
+      shapes.push_back({"ptv3 fc2", n, 4 * c, c, 1, 0, 1, 1});
+      shapes.push_back({"f3d qkv", n, d, 3 * d, 1, 0, 0, 1});
+      shapes.push_back({"f3d fc1", n, d, 8 * d, 1, 0, 0, 1});
+      shapes.push_back({"f3d fc2", n, 4 * d, d, 1, 0, 1, 1});
     }
   }
   size_t max_x = 0, max_y = 0, max_w = 0;
@@ -120,7 +178,7 @@ int main(int argc, char **argv) {
   std::printf("copy %.1f GB/s (read + write)\n", gbs);
   std::printf("%-10s %7s %5s %5s %4s | %8s %8s %4s %5s | %8s %6s %6s\n", "shape", "rows", "in", "out", "epi",
               "first ms", "best ms", "idx", "algos", "floor ms", "first/f", "best/f");
-  double sum_first = 0, sum_best = 0, sum_floor = 0;
+  double sum_first = 0, sum_best = 0, sum_floor = 0, sum_nosplit = 0; /* weighted by launches */
   for (const shape &s : shapes) {
     cublasLtMatmulDesc_t op;
     PL_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -147,28 +205,36 @@ int main(int argc, char **argv) {
     int found = 0;
     PL_LT(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 16, res, &found));
     const float alpha = 1.0f, beta = s.acc ? 1.0f : 0.0f;
-    float first = 0, best = 1e30f; /* first: the first usable entry, the one nl_linear_gpu would take */
+    float first = 0, best = 1e30f, nosplit = -1; /* first: the first usable entry, the one nl_linear_gpu takes */
     int bi = -1;
     for (int i = 0; i < found; i++) {
       if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
       const float t = time_it(st, [&] {
         PL_LT(cublasLtMatmul(lt, op, &alpha, w, la, x, lb, &beta, y, lc, y, lc, &res[i].algo, ws, ws_bytes, st));
       });
+      const algo_cfg c = cfg_of(&res[i].algo);
+      std::printf("cand %s %zu %zu %zu %d | %2d %8.4f | id %d tile %d stages %d splitk %d red %s swz %d custom %d "
+                  "cluster %d waves %.2f ws %zu\n", s.name, s.rows, s.in, s.out, s.launches, i, t, c.id, c.tile,
+                  c.stages, c.splitk, reduction_name(c.reduction), c.swizzle, c.custom, c.cluster, res[i].wavesCount,
+                  res[i].workspaceSize);
       if (bi < 0) first = t;
+      if (nosplit < 0 && c.splitk <= 1) nosplit = t;
       if (t < best) best = t, bi = i;
     }
     const double bytes = 2.0 * (s.rows * s.in + s.in * s.out + (s.bias ? s.out : 0) + s.rows * s.out * (s.acc ? 2 : 1));
     const double fl = bytes / (gbs * 1e6);
-    std::printf("%-10s %7zu %5zu %5zu %s%s%s | %8.4f %8.4f %4d %5d | %8.4f %6.2f %6.2f\n", s.name, s.rows, s.in, s.out,
-                s.bias ? "b" : "-", s.gelu ? "g" : "-", s.acc ? "a" : "-", first, best, bi, found, fl, first / fl,
-                best / fl);
-    sum_first += first, sum_best += best, sum_floor += fl;
+    std::printf("%-10s %7zu %5zu %5zu %s%s%s x%d | %8.4f %8.4f %4d %5d | %8.4f %6.2f %6.2f | nosplit %8.4f\n", s.name,
+                s.rows, s.in, s.out, s.bias ? "b" : "-", s.gelu ? "g" : "-", s.acc ? "a" : "-", s.launches, first, best,
+                bi, found, fl, first / fl, best / fl, nosplit);
+    sum_first += first * s.launches, sum_best += best * s.launches, sum_floor += fl * s.launches;
+    sum_nosplit += (nosplit < 0 ? first : nosplit) * s.launches;
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatmulDescDestroy(op);
   }
-  std::printf("sum: first %.3f ms, best %.3f ms, floor %.3f ms\n", sum_first, sum_best, sum_floor);
+  std::printf("sum x launches: first %.3f ms, best %.3f ms, first without split-K %.3f ms, floor %.3f ms\n",
+              sum_first, sum_best, sum_nosplit, sum_floor);
   return 0;
 }

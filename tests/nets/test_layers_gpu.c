@@ -54,6 +54,8 @@ typedef struct tctx {
   uint64_t seed;
   nl_blas *blas;
   cudaStream_t stream;
+  int forced;     /* t->blas forces a candidate of the heuristic's list: a shape whose list is shorter is skipped */
+  size_t skipped; /* such shapes (test_linear_candidates) */
 } tctx;
 
 static const size_t kRows[] = {1, 7, 1000, 65537};
@@ -253,9 +255,13 @@ static size_t run_linear(tctx *t, net_dtype dt, size_t rows, size_t in, size_t o
     poison(dy, (rows + 1) * out * 2);
     if (ep->acc) h2d(dy, hy0, rows * out * 2);
     hx_err err = {HX_OK, ""};
-    if (sync_status(t, nl_linear_gpu(t->blas, dy, dx, dw, ep->bias ? db : NULL, rows, in, out, ep->act, ep->acc, dt,
-                                     t->stream, &err),
-                    &err, ta.what) != HX_OK) {
+    const hx_status ls = nl_linear_gpu(t->blas, dy, dx, dw, ep->bias ? db : NULL, rows, in, out, ep->act, ep->acc, dt,
+                                       t->stream, &err);
+    if (ls == HX_EUNSUPPORTED && t->forced) { /* the heuristic lists fewer algorithms for this shape */
+      t->skipped++;
+      continue;
+    }
+    if (sync_status(t, ls, &err, ta.what) != HX_OK) {
       bad++;
       continue;
     }
@@ -313,6 +319,85 @@ static void test_linear(void **state) {
         bad += run_linear(t, (net_dtype)d, kRows[ri], exact_shapes[si][0], exact_shapes[si][1], 1);
     }
   assert_int_equal(bad, 0);
+}
+
+/* Every algorithm the tuner may pick (NL_BLAS_TUNED: the heuristic's first 8) against the CPU reference on its
+ * own, each forced in turn (nl_blas_create's pick 0..7) on the networks' kinds of shape: wide rows, 128 -> 384
+ * (PTv3's qkv at level 2, where the H200 took candidate 4), 256 -> 768, 64 -> 64 and the small-integer exact cases,
+ * every epilogue. At 65537 x 256 -> 768 the heuristic must offer more than one algorithm (else there is nothing to
+ * tune and the test says so by failing). */
+static void test_linear_candidates(void **state) {
+  tctx *t = *state;
+  nl_blas *keep = t->blas;
+  static const size_t shapes[][2] = {{128, 384}, {256, 768}, {64, 64}};
+  size_t bad = 0, ran_big = 0;
+  for (int c = 0; c < 8; ++c) {
+    hx_err err = {HX_OK, ""};
+    nl_blas *b = NULL;
+    assert_int_equal(nl_blas_create(&b, c, &err), HX_OK);
+    t->blas = b, t->forced = 1;
+    for (int d = 0; d < 2; ++d) {
+      for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+        const size_t skipped = t->skipped;
+        bad += run_linear(t, (net_dtype)d, 65537, shapes[si][0], shapes[si][1], 0);
+        if (si == 1 && d == 0 && t->skipped == skipped) ran_big++;
+      }
+      bad += run_linear(t, (net_dtype)d, 1000, 128, 128, 1);
+    }
+    nl_blas_stats bs;
+    nl_blas_stats_get(b, &bs);
+    assert_int_equal(bs.tuned, 0); /* a forced candidate is never timed */
+    nl_blas_destroy(b);
+  }
+  t->blas = keep, t->forced = 0;
+  printf("  candidates: 65537 x 256 -> 768 ran on %zu of 8; %zu shape and epilogue cases past their list's end\n",
+         ran_big, t->skipped);
+  assert_int_equal(bad, 0);
+  assert_true(ran_big >= 2);
+}
+
+/* NL_BLAS_TUNED times a shape once, when its plan is built, and only where it may: a Linear that overwrites Y,
+ * outside a graph capture; an accumulating one (beta 1 would add each timed run into Y) and one first run under
+ * capture keep the heuristic's first. The pick is never slower than the first as timed, and NL_BLAS_FIRST times
+ * nothing. Out-of-range picks are refused. */
+static void test_linear_tuned(void **state) {
+  tctx *t = *state;
+  hx_err err = {HX_OK, ""};
+  nl_blas *b = NULL;
+  assert_int_equal(nl_blas_create(&b, 8, &err), HX_EINVAL);
+  assert_null(b);
+  assert_int_equal(nl_blas_create(&b, -3, &err), HX_EINVAL);
+  const size_t rows = 65537, in = 128, out = 384;
+  void *dx = dmalloc(rows * 256 * 2), *dw = dmalloc(768 * 256 * 2), *dy = dmalloc(rows * 768 * 2), *db = dmalloc(768 * 2);
+  assert_int_equal(cudaMemset(dx, 0, rows * 256 * 2), cudaSuccess);
+  assert_int_equal(cudaMemset(dw, 0, 768 * 256 * 2), cudaSuccess);
+  assert_int_equal(cudaMemset(db, 0, 768 * 2), cudaSuccess);
+  for (int first = 0; first < 2; ++first) {
+    assert_int_equal(nl_blas_create(&b, first ? NL_BLAS_FIRST : NL_BLAS_TUNED, &err), HX_OK);
+    nl_blas_stats bs;
+    for (int k = 0; k < 2; ++k) /* the second call finds the plan */
+      assert_int_equal(nl_linear_gpu(b, dy, dx, dw, db, rows, in, out, NL_ACT_NONE, 0, NET_F16, t->stream, &err), HX_OK);
+    assert_int_equal(nl_linear_gpu(b, dy, dx, dw, db, rows, in, in, NL_ACT_NONE, 1, NET_F16, t->stream, &err), HX_OK);
+    cudaGraph_t graph = NULL;
+    assert_int_equal(cudaStreamBeginCapture(t->stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const hx_status cs = nl_linear_gpu(b, dy, dx, dw, db, rows, 256, 768, NL_ACT_GELU, 0, NET_F16, t->stream, &err);
+    assert_int_equal(cudaStreamEndCapture(t->stream, &graph), cudaSuccess);
+    assert_int_equal(cs, HX_OK);
+    cudaGraphExec_t exec = NULL;
+    assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    assert_int_equal(cudaGraphLaunch(exec, t->stream), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(t->stream), cudaSuccess);
+    cudaGraphExecDestroy(exec), cudaGraphDestroy(graph);
+    nl_blas_stats_get(b, &bs);
+    printf("  %s: %zu plans, %zu timed, %zu moved off the first; timed shapes %.4f ms first, %.4f ms picked\n",
+           first ? "NL_BLAS_FIRST" : "NL_BLAS_TUNED", bs.plans, bs.tuned, bs.moved, bs.first_ms, bs.pick_ms);
+    assert_int_equal(bs.plans, 3);
+    assert_int_equal(bs.tuned, first ? 0 : 1);
+    assert_true(bs.moved <= bs.tuned);
+    if (!first) assert_true(bs.pick_ms > 0 && bs.pick_ms <= bs.first_ms);
+    nl_blas_destroy(b);
+  }
+  cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(db);
 }
 
 /* ---- fused MLP --------------------------------------------------------------------------------------- */
@@ -1474,7 +1559,7 @@ static int setup(void **state) {
   printf("nets layers GPU: seed %llu (NETS_TEST_SEED=%llu repeats this run)\n", (unsigned long long)t->seed,
          (unsigned long long)t->seed);
   hx_err err = {HX_OK, ""};
-  if (cudaStreamCreate(&t->stream) != cudaSuccess || nl_blas_create(&t->blas, &err) != HX_OK) {
+  if (cudaStreamCreate(&t->stream) != cudaSuccess || nl_blas_create(&t->blas, NL_BLAS_TUNED, &err) != HX_OK) {
     fprintf(stderr, "set-up failed: %s\n", err.msg);
     free(t);
     return -1;
@@ -1494,6 +1579,7 @@ static int teardown(void **state) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_args),          cmocka_unit_test(test_linear),
+      cmocka_unit_test(test_linear_candidates), cmocka_unit_test(test_linear_tuned),
       cmocka_unit_test(test_mlp), cmocka_unit_test(test_mlp_split), cmocka_unit_test(test_linear_swiglu),
       cmocka_unit_test(test_ln_fused),
       cmocka_unit_test(test_layernorm),         cmocka_unit_test(test_affine_swiglu),
