@@ -47,6 +47,9 @@ expect_out 2 "--overlap: flash3d-tiny has no structure stream" "$BIN" net --mode
 expect_out 0 'note: --overlap has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 \
   --overlap off --device cpu
 expect_out 2 "--cpe-fold 'yes': on or off" "$BIN" net --model ptv3-tiny --cpe-fold yes --device cpu
+expect_out 2 "--lt-tune 'fast': on or off" "$BIN" net --model flash3d-tiny --lt-tune fast --device cpu
+expect_out 0 'note: --lt-tune has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 \
+  --lt-tune off --device cpu
 expect_out 2 "--cpe-fold: flash3d-tiny has no xCPE" "$BIN" net --model flash3d-tiny --cpe-fold on --device cpu
 # --rehash off reaches the forward: the header says so, and the logits differ from the default's (re-hashed)
 for r in on off; do

@@ -8,7 +8,8 @@
 # --device-memory below the estimate is refused before any allocation; the LayerNorms of ptv3-tiny's 32- and
 # 64-channel levels run inside their Linears' kernels (no `norm` part there, one at the 16-channel level 0) and
 # --ln separate puts them back as passes, checked; --tile-order last (v6's tiles last-first) passes its check and
-# says so; --overlap off (the structure on the forward's one stream) passes its check and says so. Exits 77 (skipped) without a CUDA device.
+# says so; --overlap off (the structure on the forward's one stream) passes its check and says so; --lt-tune off
+# (cuBLASLt's first algorithm per shape) passes its check and says so. Exits 77 (skipped) without a CUDA device.
 set -u
 BIN=${1:?usage: test_net_gpu_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -71,6 +72,11 @@ grep -q 'v6 tiles last-first (--tile-order last)' "$T/out-tiles" || fail "net --
 grep -q '^check: .*: pass$' "$T/out-overlap" || fail "net --overlap off: no passing check line"
 grep -q 'the structure on one stream (--overlap off)' "$T/out-overlap" ||
   fail "net --overlap off: the header does not say so"
+"$BIN" net --model flash3d-tiny --points 3000 --reps 3 --lt-tune off > "$T/out-first" 2>&1 ||
+  fail "net --lt-tune off exited $?: $(tail -3 "$T/out-first")"
+grep -q '^check: .*: pass$' "$T/out-first" || fail "net --lt-tune off: no passing check line"
+grep -q "cuBLASLt's first algorithm per shape (--lt-tune off)" "$T/out-first" ||
+  fail "net --lt-tune off: the header does not say so"
 O="$T/out-main"
 for part in serialize embed enc0 enc1 dec0 head; do
   grep -q "^  $part " "$O" || fail "no part '$part' in the time by part of the network"
