@@ -196,7 +196,8 @@ static hx_status plan_tune(nl_blas *B, const nl_blas_plan *p, const cublasLtMatm
   float best = -1.0f;
   for (int i = 0; i < found; ++i)
     if (t[i] >= 0 && (best < 0 || t[i] < best)) best = t[i];
-  *pick = 0;
+  *pick = 0, *first_ms = *pick_ms = 0.0;
+  if (t[0] < 0) return HX_OK; /* the first refused its launch: nothing to compare with, the first kept as untimed */
   for (int i = 0; i < found; ++i)
     if (t[i] >= 0 && t[i] <= kTuneSlack * best) {
       *pick = i;
@@ -269,7 +270,7 @@ static hx_status plan_build(nl_blas *B, nl_blas_plan *p, void *d_y, const void *
     if (cs == cudaStreamCaptureStatusNone) {
       double first_ms = 0, pick_ms = 0;
       HX_TRY(plan_tune(B, p, res, found, d_y, d_x, d_w, stream, &pick, &first_ms, &pick_ms, err));
-      B->stats.tuned++;
+      B->stats.tuned += first_ms > 0;
       B->stats.moved += pick != 0;
       B->stats.first_ms += first_ms, B->stats.pick_ms += pick_ms;
     }
