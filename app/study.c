@@ -650,6 +650,13 @@ static double comp_floor(const hx_run *r, const net_model *m, const char *comp, 
 
 /* A configuration's components against their floors at n: the sums (components without a floor add to sum_m
  * only), the time by which components exceed their floors (over) and the component that exceeds its floor most. */
+/* A ratio against a target's limit, as "1.49" (two decimals), or with four where two would read as the limit itself
+ * (1.4996 and 1.5003 both print 1.50, one met and one not). */
+static const char *ratio_text(char *buf, size_t cap, double ratio, double limit) {
+  snprintf(buf, cap, fabs(ratio - limit) < 0.005 ? "%.4f" : "%.2f", ratio);
+  return buf;
+}
+
 typedef struct net_floor_sum {
   double sum_m, sum_f, over, gap, gap_m, gap_f;
   const char *gap_c, *gap_b; /* gap_c NULL when no component exceeds its floor */
@@ -715,8 +722,10 @@ static void floor_table(FILE *f, const hx_run *r, const char *label, const net_m
     fprintf(f, "| sum of components | %.3f | | | | %.3f | | %.2fx |\n", s.sum_m, s.sum_f, s.sum_m / s.sum_f);
   else
     fprintf(f, "| sum of components | %.3f | | | | - | | - |\n", s.sum_m);
+  char rt[32];
   if (isfinite(fw) && s.sum_f > 0.0)
-    fprintf(f, "| **whole forward** (eager, median) | %.3f | | | | %.3f | | **%.2fx** |\n", fw, s.sum_f, fw / s.sum_f);
+    fprintf(f, "| **whole forward** (eager, median) | %.3f | | | | %.3f | | **%sx** |\n", fw, s.sum_f,
+            ratio_text(rt, sizeof rt, fw / s.sum_f, 1.5));
   else if (isfinite(fw))
     fprintf(f, "| **whole forward** (eager, median) | %.3f | | | | - | | - |\n", fw);
   const char *bound;
@@ -727,9 +736,10 @@ static void floor_table(FILE *f, const hx_run *r, const char *label, const net_m
             fwd(r, m, wl, n, "gemm_flops") / 1e9, fwd(r, m, wl, n, "attn_flops") / 1e9,
             fwd(r, m, wl, n, "floor_bytes") / 1e6, ff, bound, fw / ff);
   fputc('\n', f);
-  if (isfinite(fw) && s.sum_f > 0.0)
-    fprintf(f, "Target: the whole forward within 1.5x of the sum of its components' floors: %.2fx, %s.", fw / s.sum_f,
-            fw / s.sum_f <= 1.5 ? "met" : "NOT met");
+  if (isfinite(fw) && s.sum_f > 0.0) {
+    fprintf(f, "Target: the whole forward within 1.5x of the sum of its components' floors: %sx, %s.",
+            ratio_text(rt, sizeof rt, fw / s.sum_f, 1.5), fw / s.sum_f <= 1.5 ? "met" : "NOT met");
+  }
   if (s.gap_c)
     fprintf(f, " Largest gap: `%s`, %.3f ms measured against a %.3f ms floor (%s-bound), %.3f of the %.3f ms by "
                "which components exceed their floors.",
@@ -1046,7 +1056,8 @@ static int target_cell(char *buf, size_t cap, int t, const hx_run *r, const net_
     if (!isfinite(q.gemm) || !isfinite(q.attn) || !isfinite(q.copy)) return 0;
     const net_floor_sum s = floor_sum(r, m, wl, n, &q);
     if (!isfinite(fw) || !(s.sum_f > 0.0)) return 0;
-    int w = snprintf(buf, cap, "%.2fx at %.0fk: %s", fw / s.sum_f, (double)n / 1e3,
+    char rt[32];
+    int w = snprintf(buf, cap, "%sx at %.0fk: %s", ratio_text(rt, sizeof rt, fw / s.sum_f, 1.5), (double)n / 1e3,
                      fw / s.sum_f <= 1.5 ? "met" : "**NOT met**");
     if (s.gap_c && w > 0 && (size_t)w < cap)
       snprintf(buf + w, cap - (size_t)w, "; largest gap `%s`, %.2f ms against a %.2f ms floor", s.gap_c, s.gap_m,

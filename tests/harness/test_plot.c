@@ -1036,6 +1036,31 @@ static void test_nets_below_floor(void **state) {
   hx_run_free(&run);
 }
 
+/* A ratio within rounding of the 1.5x limit prints four decimals, so the verdict beside it never reads against it:
+ * the forward at 82.52 and 82.48 ms against floors of 55 ms (1.50036 and 1.49964, both "1.50" in two decimals). */
+static void test_nets_floor_edge(void **state) {
+  (void)state;
+  static const struct {
+    const char *id;
+    double fw;
+    const char *cell, *row, *target;
+  } c[] = {{"nets-edge-over", 82.52, "| Flash3D-46m | 1.5004x at 300k: **NOT met**;", "| **1.5004x** |\n",
+            "components' floors: 1.5004x, NOT met."},
+           {"nets-edge-under", 82.48, "| Flash3D-46m | 1.4996x at 300k: met;", "| **1.4996x** |\n",
+            "components' floors: 1.4996x, met."}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    make_nets_fixture(c[i].id, "NVIDIA H100 80GB HBM3", c[i].fw / 90.0, 1, 0);
+    hx_run run;
+    char *rep = plot_run(c[i].id, &run);
+    assert_non_null(strstr(rep, c[i].cell));
+    assert_non_null(strstr(rep, c[i].row));
+    assert_non_null(strstr(rep, c[i].target));
+    assert_null(strstr(rep, "| Flash3D-46m | 1.50x"));
+    free(rep);
+    hx_run_free(&run);
+  }
+}
+
 /* Flash3D faster: no SLOWER, no where-the-time-goes; two devices: one column group each. */
 static void test_nets_faster_devices(void **state) {
   (void)state;
@@ -1232,6 +1257,7 @@ int main(void) {
       cmocka_unit_test(test_nets_report),
       cmocka_unit_test(test_nets_fill),
       cmocka_unit_test(test_nets_floors),
+      cmocka_unit_test(test_nets_floor_edge),
       cmocka_unit_test(test_nets_below_floor),
       cmocka_unit_test(test_nets_faster_devices),
       cmocka_unit_test(test_nets_missing),
