@@ -345,6 +345,14 @@ static int run_gpu(const net_cli *o, const net_config *cfg, const net_params *p,
              "(cudaMemGetInfo, includes the CUDA libraries' workspaces), estimate before allocation %.1f MiB\n",
              (double)hx_arena_peak(&arena) / 1048576.0, (double)(used1 - (used1 > used0 ? used0 : used1)) / 1048576.0,
              (double)need / 1048576.0);
+    if (st == HX_OK && !rc) {
+      nl_blas_stats bs;
+      net_gpu_blas_stats(g, &bs);
+      printf("cuBLASLt: %zu shapes planned, %zu timed among the heuristic's first %d algorithms, %zu on another than "
+             "its first", bs.plans, bs.tuned, NL_BLAS_CANDIDATES, bs.moved);
+      if (bs.tuned) printf(" (the timed shapes %.3f ms a call on the first, %.3f on the picks)", bs.first_ms, bs.pick_ms);
+      printf("\n");
+    }
     if (st == HX_OK && !rc && o->save) {
       net_output out = {0};
       st = net_gpu_download(g, &out, 1, (struct CUstream_st *)s, &err);

@@ -648,15 +648,20 @@ static double comp_floor(const hx_run *r, const net_model *m, const char *comp, 
                   nrow(r, m->pipeline, comp, m->variant, wl, n, "floor_bytes"), q->gemm, q->attn, q->copy, bound);
 }
 
-/* A configuration's components against their floors at n: the sums (components without a floor add to sum_m
- * only), the time by which components exceed their floors (over) and the component that exceeds its floor most. */
-/* A ratio against a target's limit, as "1.49" (two decimals), or with four where two would read as the limit itself
- * (1.4996 and 1.5003 both print 1.50, one met and one not). */
+/* A ratio against a target's limit, to two decimals, or to as many more (up to six) as it takes not to read as the
+ * limit itself unless it is the limit: 1.4996 and 1.5003 both print 1.50 in two, one met and one not. */
 static const char *ratio_text(char *buf, size_t cap, double ratio, double limit) {
-  snprintf(buf, cap, fabs(ratio - limit) < 0.005 ? "%.4f" : "%.2f", ratio);
+  char lim[32];
+  for (int d = 2; d <= 6; d++) {
+    snprintf(buf, cap, "%.*f", d, ratio);
+    snprintf(lim, sizeof lim, "%.*f", d, limit);
+    if (strcmp(buf, lim) != 0 || ratio == limit) break;
+  }
   return buf;
 }
 
+/* A configuration's components against their floors at n: the sums (components without a floor add to sum_m
+ * only), the time by which components exceed their floors (over) and the component that exceeds its floor most. */
 typedef struct net_floor_sum {
   double sum_m, sum_f, over, gap, gap_m, gap_f;
   const char *gap_c, *gap_b; /* gap_c NULL when no component exceeds its floor */

@@ -78,7 +78,7 @@ typedef struct nl_blas_plan {
  * within kTuneSlack of the fastest is taken, so candidates closer than that keep the heuristic's order and the
  * pick moves only where timings cross the margin. PTv3-m1's 600k shapes on an H200 (lab/kernels/probe_lt_algos.cu
  * "ptv3", 2026-11-30): the first is 1.53x the best at 143k x 128 -> 384 (qkv) and 1.13x at 52k x 256 -> 768. */
-enum { NL_TUNE_CANDIDATES = 8, NL_TUNE_REPS = 4 };
+enum { NL_TUNE_CANDIDATES = NL_BLAS_CANDIDATES, NL_TUNE_REPS = 4 };
 static const double kTuneSlack = 1.03;
 
 struct nl_blas {
@@ -153,7 +153,8 @@ static int ranges_overlap(const void *a, size_t abytes, const void *b, size_t bb
 }
 
 /* Candidate i of res timed on the call's operands (beta 0: every run writes the same Y): the mean of NL_TUNE_REPS
- * back-to-back calls, or a negative time when cuBLASLt refuses the algorithm. */
+ * back-to-back calls, or a negative time when cuBLASLt refuses the algorithm (launches queued before the refusal
+ * run on; Y is the caller's to overwrite). A CUDA error is returned as is: the stream is then in no state to time. */
 static hx_status tune_time(nl_blas *B, const nl_blas_plan *p, const cublasLtMatmulAlgo_t *algo, void *d_y,
                            const void *d_x, const void *d_w, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1,
                            float *ms, hx_err *err) {
@@ -172,7 +173,9 @@ static hx_status tune_time(nl_blas *B, const nl_blas_plan *p, const cublasLtMatm
 }
 
 /* The pick among found candidates (NL_BLAS_TUNED; nl_blas's comment above): index into res, the first's and the
- * pick's times into *first_ms, *pick_ms. */
+ * pick's times into *first_ms, *pick_ms (0 where untimed). A candidate cuBLASLt refuses to launch is never picked;
+ * if none launched, the first is kept untimed (its real call then reports the refusal). Y holds some candidate's
+ * output on return: the caller's call runs the pick after it. */
 static hx_status plan_tune(nl_blas *B, const nl_blas_plan *p, const cublasLtMatmulHeuristicResult_t *res, int found,
                            void *d_y, const void *d_x, const void *d_w, cudaStream_t s, int *pick, double *first_ms,
                            double *pick_ms, hx_err *err) {
@@ -197,13 +200,13 @@ static hx_status plan_tune(nl_blas *B, const nl_blas_plan *p, const cublasLtMatm
   for (int i = 0; i < found; ++i)
     if (t[i] >= 0 && (best < 0 || t[i] < best)) best = t[i];
   *pick = 0, *first_ms = *pick_ms = 0.0;
-  if (t[0] < 0) return HX_OK; /* the first refused its launch: nothing to compare with, the first kept as untimed */
+  if (best < 0) return HX_OK; /* none launched */
   for (int i = 0; i < found; ++i)
     if (t[i] >= 0 && t[i] <= kTuneSlack * best) {
       *pick = i;
       break;
     }
-  *first_ms = t[0], *pick_ms = t[*pick];
+  *first_ms = t[0] > 0 ? t[0] : 0.0, *pick_ms = t[*pick];
   return HX_OK;
 }
 
@@ -270,7 +273,7 @@ static hx_status plan_build(nl_blas *B, nl_blas_plan *p, void *d_y, const void *
     if (cs == cudaStreamCaptureStatusNone) {
       double first_ms = 0, pick_ms = 0;
       HX_TRY(plan_tune(B, p, res, found, d_y, d_x, d_w, stream, &pick, &first_ms, &pick_ms, err));
-      B->stats.tuned += first_ms > 0;
+      B->stats.tuned += pick_ms > 0;
       B->stats.moved += pick != 0;
       B->stats.first_ms += first_ms, B->stats.pick_ms += pick_ms;
     }
@@ -298,8 +301,9 @@ hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d
   if (((uintptr_t)d_y | (uintptr_t)d_x | (uintptr_t)d_w | (uintptr_t)d_b) % 16)
     return hx_errf(err, HX_EINVAL, "nl_linear_gpu: y, x, w and b must be 16-byte aligned (%p %p %p %p)", d_y,
                    (const void *)d_x, (const void *)d_w, (const void *)d_b);
-  if (ranges_overlap(d_y, rows * out * 2, d_x, rows * in * 2) || ranges_overlap(d_y, rows * out * 2, d_w, out * in * 2))
-    return hx_errf(err, HX_EINVAL, "nl_linear_gpu: y overlaps x or w");
+  if (ranges_overlap(d_y, rows * out * 2, d_x, rows * in * 2) || ranges_overlap(d_y, rows * out * 2, d_w, out * in * 2) ||
+      (d_b && ranges_overlap(d_y, rows * out * 2, d_b, out * 2)))
+    return hx_errf(err, HX_EINVAL, "nl_linear_gpu: y overlaps x, w or b");
 
   nl_blas_plan key;
   memset(&key, 0, sizeof key);

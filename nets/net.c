@@ -325,6 +325,12 @@ int net_gpu_graphable(const net_gpu *g) { return g ? g->ops->graphable(g->impl) 
 
 size_t net_gpu_held_bytes(const net_gpu *g) { return g ? g->ops->held_bytes(g->impl) : 0; }
 
+void net_gpu_blas_stats(const net_gpu *g, nl_blas_stats *out) {
+  if (!out) return;
+  if (g && g->ops->blas_stats) g->ops->blas_stats(g->impl, out);
+  else nl_blas_stats_get(NULL, out);
+}
+
 hx_status net_gpu_costs(const net_gpu *g, net_cost *out, size_t cap, size_t *n, hx_err *err) {
   if (n) *n = 0;
   if (!g || !out || !n) return hx_errf(err, HX_EINVAL, "net_gpu_costs: missing forward object, output or count");

@@ -976,6 +976,8 @@ static hx_status costs(const void *impl, net_cost *out, size_t cap, size_t *n, h
   return st;
 }
 
+static void blas_stats(const void *impl, nl_blas_stats *out) { nl_blas_stats_get(((const f3g *)impl)->blas, out); }
+
 static const net_gpu_ops flash3d_ops = {
     .create = create,
     .destroy = destroy,
@@ -987,6 +989,7 @@ static const net_gpu_ops flash3d_ops = {
     .held_bytes = held,
     .cpu_reference = cpu_reference,
     .costs = costs,
+    .blas_stats = blas_stats,
 };
 
 const net_gpu_ops *net_flash3d_gpu_ops(void) { return &flash3d_ops; }

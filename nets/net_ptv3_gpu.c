@@ -1195,6 +1195,8 @@ static hx_status costs(const void *impl, net_cost *out, size_t cap, size_t *n, h
   return net_ptv3_costs_from_shape(&g->cfg, &cs, out, cap, n, err);
 }
 
+static void blas_stats(const void *impl, nl_blas_stats *out) { nl_blas_stats_get(((const p3g *)impl)->blas, out); }
+
 static const net_gpu_ops ptv3_ops = {
     .create = create,
     .destroy = destroy,
@@ -1206,6 +1208,7 @@ static const net_gpu_ops ptv3_ops = {
     .held_bytes = held,
     .cpu_reference = NULL, /* the GPU structure equals the host one: net_forward_cpu is the reference */
     .costs = costs,
+    .blas_stats = blas_stats,
 };
 
 const net_gpu_ops *net_ptv3_gpu_ops(void) { return &ptv3_ops; }

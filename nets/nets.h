@@ -59,13 +59,14 @@ typedef enum nl_act { NL_ACT_NONE = 0, NL_ACT_GELU = 1 } nl_act;
 typedef struct nl_blas nl_blas; /* opaque */
 /* How a shape's algorithm is picked the first time nl_linear_gpu runs it (its plan is cached after):
  * NL_BLAS_TUNED (the networks' default): where the call overwrites Y (no accumulate) and its stream is not capturing
- * a graph, the heuristic's first 8 algorithms are timed on the call's own operands and the earliest within 3% of
- * the fastest is taken, otherwise the first. The pick is made per object on the device it runs on; Y's bits follow
- * the algorithm, so two objects may differ in their last bits where their picks do (every candidate is checked
- * against nl_linear_cpu in nets_layers_gpu). NL_BLAS_FIRST: always the heuristic's first (bits that depend only on
- * the device and the library). 0..7: that candidate of the heuristic's list (tests; HX_EUNSUPPORTED from
- * nl_linear_gpu where the list is shorter). */
-enum { NL_BLAS_TUNED = -2, NL_BLAS_FIRST = -1 };
+ * a graph, the heuristic's first NL_BLAS_CANDIDATES algorithms are timed on the call's own operands and the
+ * earliest within 3% of the fastest is taken, otherwise the first. The pick is made per object on the device it runs
+ * on; Y's bits follow the algorithm, so two objects may differ in their last bits where their picks do
+ * (nets_layers_gpu checks each candidate against nl_linear_cpu on the networks' kinds of shape). NL_BLAS_FIRST:
+ * always the heuristic's first (bits that depend only on the device and the library). 0 .. NL_BLAS_CANDIDATES - 1:
+ * that candidate of the heuristic's list (tests; HX_EUNSUPPORTED from nl_linear_gpu, its message naming the forced
+ * candidate, where the list is shorter). */
+enum { NL_BLAS_TUNED = -2, NL_BLAS_FIRST = -1, NL_BLAS_CANDIDATES = 8 };
 hx_status nl_blas_create(nl_blas **out, int pick, hx_err *err);
 void nl_blas_destroy(nl_blas *b);
 /* What the plans built so far did: plans built, how many were timed, how many of those took another algorithm than
@@ -611,6 +612,9 @@ hx_status net_gpu_check(net_check_report *rep, net_gpu *g, const net_params *p, 
 int net_gpu_graphable(const net_gpu *g);
 /* Bytes the forward object holds after prepare (weights, plans, activations): the arena's view. */
 size_t net_gpu_held_bytes(const net_gpu *g);
+/* What its cuBLASLt plans did so far (nl_blas_stats: shapes planned, timed, moved off the heuristic's first); zeros
+ * for NULL. */
+void net_gpu_blas_stats(const net_gpu *g, nl_blas_stats *out);
 
 /* The cost model of a prepared forward (nets/net_costs.c states every formula): per component, named as the hook
  * categories of NET_COMPONENTS (only those the model runs, in that list's order), then one entry "forward" holding

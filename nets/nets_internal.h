@@ -306,6 +306,8 @@ typedef struct net_gpu_ops {
                              int keep_levels, hx_err *err);
   /* The cost model of the prepared forward (net_gpu_costs); NULL: HX_EUNSUPPORTED. */
   hx_status (*costs)(const void *impl, net_cost *out, size_t cap, size_t *n, hx_err *err);
+  /* Its cuBLASLt context's plan statistics (net_gpu_blas_stats). */
+  void (*blas_stats)(const void *impl, nl_blas_stats *out);
 } net_gpu_ops;
 /* The object behind net_gpu (net.c creates it; net_check.c reads it). */
 struct net_gpu {

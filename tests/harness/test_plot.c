@@ -1036,8 +1036,9 @@ static void test_nets_below_floor(void **state) {
   hx_run_free(&run);
 }
 
-/* A ratio within rounding of the 1.5x limit prints four decimals, so the verdict beside it never reads against it:
- * the forward at 82.52 and 82.48 ms against floors of 55 ms (1.50036 and 1.49964, both "1.50" in two decimals). */
+/* A ratio within rounding of the 1.5x limit prints as many decimals as it takes not to read as the limit, so the
+ * verdict beside it never reads against it: the forward at 82.52, 82.48 and 82.5004 ms against floors of 55 ms
+ * (1.50036, 1.49964 and 1.5000073: "1.50" in two decimals, the last "1.5000" in four). */
 static void test_nets_floor_edge(void **state) {
   (void)state;
   static const struct {
@@ -1047,7 +1048,9 @@ static void test_nets_floor_edge(void **state) {
   } c[] = {{"nets-edge-over", 82.52, "| Flash3D-46m | 1.5004x at 300k: **NOT met**;", "| **1.5004x** |\n",
             "components' floors: 1.5004x, NOT met."},
            {"nets-edge-under", 82.48, "| Flash3D-46m | 1.4996x at 300k: met;", "| **1.4996x** |\n",
-            "components' floors: 1.4996x, met."}};
+            "components' floors: 1.4996x, met."},
+           {"nets-edge-close", 82.5004, "| Flash3D-46m | 1.50001x at 300k: **NOT met**;", "| **1.50001x** |\n",
+            "components' floors: 1.50001x, NOT met."}};
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     make_nets_fixture(c[i].id, "NVIDIA H100 80GB HBM3", c[i].fw / 90.0, 1, 0);
     hx_run run;

@@ -9,7 +9,7 @@
 # 64-channel levels run inside their Linears' kernels (no `norm` part there, one at the 16-channel level 0) and
 # --ln separate puts them back as passes, checked; --tile-order last (v6's tiles last-first) passes its check and
 # says so; --overlap off (the structure on the forward's one stream) passes its check and says so; --lt-tune off
-# (cuBLASLt's first algorithm per shape) passes its check and says so. Exits 77 (skipped) without a CUDA device.
+# (cuBLASLt's first algorithm per shape) passes its check, says so and times no shape, where the default times some. Exits 77 (skipped) without a CUDA device.
 set -u
 BIN=${1:?usage: test_net_gpu_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -77,6 +77,10 @@ grep -q 'the structure on one stream (--overlap off)' "$T/out-overlap" ||
 grep -q '^check: .*: pass$' "$T/out-first" || fail "net --lt-tune off: no passing check line"
 grep -q "cuBLASLt's first algorithm per shape (--lt-tune off)" "$T/out-first" ||
   fail "net --lt-tune off: the header does not say so"
+grep -Eq "^cuBLASLt: [1-9][0-9]* shapes planned, 0 timed" "$T/out-first" ||
+  fail "net --lt-tune off: shapes timed, or none planned: $(grep '^cuBLASLt' "$T/out-first")"
+grep -Eq "^cuBLASLt: [1-9][0-9]* shapes planned, [1-9][0-9]* timed" "$T/out-main" ||
+  fail "net: no cuBLASLt shape timed by default: $(grep '^cuBLASLt' "$T/out-main")"
 O="$T/out-main"
 for part in serialize embed enc0 enc1 dec0 head; do
   grep -q "^  $part " "$O" || fail "no part '$part' in the time by part of the network"
