@@ -660,8 +660,6 @@ static const char *ratio_text(char *buf, size_t cap, double ratio, double limit)
   return buf;
 }
 
-/* A configuration's components against their floors at n: the sums (components without a floor add to sum_m
- * only), the time by which components exceed their floors (over) and the component that exceeds its floor most. */
 /* Whether the 1.5x limit on forward / floors lies within the forward's median +- std (sd <= 0 or not finite: no),
  * and the ratio's range over that spread into lo, hi. */
 static int within_spread(double fw, double sd, double floors, double limit, double *lo, double *hi) {
@@ -669,6 +667,8 @@ static int within_spread(double fw, double sd, double floors, double limit, doub
   return isfinite(sd) && sd > 0.0 && fabs(fw - limit * floors) <= sd;
 }
 
+/* A configuration's components against their floors at n: the sums (components without a floor add to sum_m
+ * only), the time by which components exceed their floors (over) and the component that exceeds its floor most. */
 typedef struct net_floor_sum {
   double sum_m, sum_f, over, gap, gap_m, gap_f;
   const char *gap_c, *gap_b; /* gap_c NULL when no component exceeds its floor */

@@ -152,7 +152,7 @@ static int ranges_overlap(const void *a, size_t abytes, const void *b, size_t bb
   return a0 < b0 + bbytes && b0 < a0 + abytes;
 }
 
-/* Candidate i of res timed on the call's operands (beta 0: every run writes the same Y): the mean of NL_TUNE_REPS
+/* One candidate algorithm timed on the call's operands (beta 0: every run writes the same Y): the mean of NL_TUNE_REPS
  * back-to-back calls, or a negative time when cuBLASLt refuses the algorithm (launches queued before the refusal
  * run on; Y is the caller's to overwrite). A CUDA error is returned as is: the stream is then in no state to time. */
 static hx_status tune_time(nl_blas *B, const nl_blas_plan *p, const cublasLtMatmulAlgo_t *algo, void *d_y,
