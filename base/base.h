@@ -147,4 +147,42 @@ void hx_par_for(size_t n, size_t grain, void (*body)(void *ctx, size_t begin, si
                       __FILE__, __LINE__, what);                                                         \
   } while (0)
 
+/* ---- Programmatic dependent launch (.cu files) ----------------------------------------------------- */
+/* hx_launch(kernel, grid, block, smem, stream, args...) launches as kernel<<<grid, block, smem, stream>>>(args...)
+ * does, made programmatic where the device has it (compute capability 9.0 and up): the grid may be placed on the
+ * SMs while the previous kernel in the stream drains, so the launch gap between dependent kernels hides under
+ * its tail (event waits and copies stay full dependencies). Invariant: every kernel launched through hx_launch
+ * calls hx_pdl_wait() before its first global memory access, read or write; hx_pdl_wait returns once the
+ * previous grid in the stream has completed and its writes are visible (a no-op in a plain launch, and below
+ * sm_90). A kernel launched through hx_launch may itself be launched plainly. Errors are returned and also reach
+ * cudaGetLastError, so HX_LAUNCHED after the call checks it as it checks <<<>>>. Measured per dependent launch
+ * (lab/kernels/probe_pdl.cu, H200, 2026-11-30): 1.6 us off the eager launch of a 70 us kernel, 0.3-0.7 us off
+ * kernels of 1-5 us (docs/nets.md, "Launch gaps"). */
+#if defined(__CUDACC__) && defined(__cplusplus)
+static __device__ __forceinline__ void hx_pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+template <typename... P, typename... A>
+static inline cudaError_t hx_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                    A &&...args) {
+  int dev = 0, major = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (e != cudaSuccess) return e;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = major >= 9 ? 1u : 0u;
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<A &&>(args)...);
+}
+#endif
+
 #endif /* F3D_BASE_H */

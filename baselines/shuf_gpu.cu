@@ -33,6 +33,7 @@ static __device__ uint32_t find_le(const uint32_t *a, uint32_t B, uint32_t v) {
 }
 
 static __global__ void k_padding(uint32_t *pad, uint32_t *unpad, int32_t *cu, pad_params p) {
+  hx_pdl_wait();
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (pad && t < p.sum_p) {
     /* a cloud with zero slots has offp[b] == offp[b+1]; the largest b with offp[b] <= t is non-empty */
@@ -85,7 +86,7 @@ extern "C" hx_status shuf_padding_gpu(uint32_t *d_pad, uint32_t *d_unpad, int32_
   p.n_cu = (uint32_t)n_cu;
   size_t work = sum_p > p.n ? sum_p : p.n;
   if (n_cu > work) work = n_cu;
-  k_padding<<<bl_blocks(work, 256), 256, 0, stream>>>(d_pad, d_unpad, d_cu_seqlens, p);
+  hx_launch(k_padding, bl_blocks(work, 256), 256, 0, stream, d_pad, d_unpad, d_cu_seqlens, p);
   BL_LAUNCHED("k_padding");
   return HX_OK;
 }
@@ -93,6 +94,7 @@ extern "C" hx_status shuf_padding_gpu(uint32_t *d_pad, uint32_t *d_unpad, int32_
 static __global__ void k_compose(uint32_t *order_p, uint32_t *inverse_p, const uint32_t *order_row,
                                  const uint32_t *inverse_row, const uint32_t *pad, const uint32_t *unpad, size_t n,
                                  size_t sum_p) {
+  hx_pdl_wait();
   const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (order_p && t < sum_p) order_p[t] = order_row[pad[t]];
   if (inverse_p && t < n) inverse_p[t] = unpad[inverse_row[t]];
@@ -103,7 +105,7 @@ extern "C" hx_status shuf_compose_gpu(uint32_t *d_order_p, uint32_t *d_inverse_p
                                       size_t n, size_t sum_p, cudaStream_t stream) {
   const size_t work = sum_p > n ? sum_p : n;
   if (work == 0) return HX_OK;
-  k_compose<<<bl_blocks(work, 256), 256, 0, stream>>>(d_order_p, d_inverse_p, d_order_row, d_inverse_row, d_pad,
+  hx_launch(k_compose, bl_blocks(work, 256), 256, 0, stream, d_order_p, d_inverse_p, d_order_row, d_inverse_row, d_pad,
                                                       d_unpad, n, sum_p);
   BL_LAUNCHED("k_compose");
   return HX_OK;
@@ -126,6 +128,7 @@ static __host__ __device__ inline size_t shuf_plant_rows(size_t rows) {
 
 static __global__ void k_gather_elem(uint16_t *out, const uint16_t *in, const uint32_t *idx, size_t rows,
                                      size_t width) {
+  hx_pdl_wait();
   const size_t total = rows * width;
   for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (size_t)gridDim.x * blockDim.x) {
     const size_t r = t / width, c = t - r * width;
@@ -134,6 +137,7 @@ static __global__ void k_gather_elem(uint16_t *out, const uint16_t *in, const ui
 }
 
 static __global__ void k_gather_warp(uint4 *out, const uint4 *in, const uint32_t *idx, size_t rows, uint32_t chunks) {
+  hx_pdl_wait();
   const size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const uint32_t lane = threadIdx.x & 31;
   if (r >= rows) return;
@@ -144,6 +148,7 @@ static __global__ void k_gather_warp(uint4 *out, const uint4 *in, const uint32_t
 template <int G, bool STREAM>
 static __global__ void k_gather_group(uint4 *out, const uint4 *in, const uint32_t *idx, size_t rows,
                                       uint32_t chunks) {
+  hx_pdl_wait();
   size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
   const uint32_t lane = threadIdx.x % G;
 #if SHUF_PLANT_DELAY_PCT > 0
@@ -179,7 +184,7 @@ static hx_status gather_v0(void *d_out, const void *d_in, const uint32_t *d_idx,
   if (rows == 0 || width == 0) return HX_OK;
   size_t blocks = (rows * width + 255) / 256;
   if (blocks > 65535u * 32u) blocks = 65535u * 32u;
-  k_gather_elem<<<(unsigned)blocks, 256, 0, stream>>>((uint16_t *)d_out, (const uint16_t *)d_in, d_idx, rows, width);
+  hx_launch(k_gather_elem, (unsigned)blocks, 256, 0, stream, (uint16_t *)d_out, (const uint16_t *)d_in, d_idx, rows, width);
   BL_LAUNCHED("k_gather_elem");
   return HX_OK;
 }
@@ -190,7 +195,7 @@ static hx_status gather_v1(void *d_out, const void *d_in, const uint32_t *d_idx,
   uint32_t chunks;
   HX_TRY(check_vec(d_out, d_in, width, &chunks));
   if (rows == 0 || chunks == 0) return HX_OK;
-  k_gather_warp<<<bl_blocks(rows * 32, 256), 256, 0, stream>>>((uint4 *)d_out, (const uint4 *)d_in, d_idx, rows, chunks);
+  hx_launch(k_gather_warp, bl_blocks(rows * 32, 256), 256, 0, stream, (uint4 *)d_out, (const uint4 *)d_in, d_idx, rows, chunks);
   BL_LAUNCHED("k_gather_warp");
   return HX_OK;
 }
@@ -206,7 +211,7 @@ static hx_status gather_group(void *d_out, const void *d_in, const uint32_t *d_i
   const size_t grid_rows = rows + (STREAM ? shuf_plant_rows(rows) : 0); /* rows but in a planted build */
 #define BL_GROUP(G)                                                                                   \
   if (chunks >= (G) || (G) == 1) {                                                                    \
-    k_gather_group<G, STREAM><<<bl_blocks(grid_rows * (G), 256), 256, 0, stream>>>(o, i, d_idx, rows, chunks); \
+    hx_launch(k_gather_group<G, STREAM>, bl_blocks(grid_rows * (G), 256), 256, 0, stream, o, i, d_idx, rows, chunks); \
     BL_LAUNCHED("k_gather_group");                                                                    \
     return HX_OK;                                                                                     \
   }

@@ -227,6 +227,7 @@ static __device__ __forceinline__ float tree_max(const float (&s)[NB][4], int hr
 template <typename T, int D, typename TR, bool EXP16, bool LAZY>
 __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     battn_fwd_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+  hx_pdl_wait();
   constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
   constexpr int NT = WARPS * 32, BM = 16 * MT * WARPS, KS = D / 16, NB = BN / 8, ND = D / 8;
   using ops = dt_ops<T>;
@@ -477,7 +478,7 @@ static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_e
   auto kern = battn_fwd_kernel<T, D, TR, EXP16, LAZY || TR::LAZY != 0>;
   BATTN_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   float c = p->scale * 1.4426950408889634f;
-  kern<<<dim3((unsigned)nx, (unsigned)p->heads), WARPS * 32, smem, stream>>>(*p, c, tpb);
+  hx_launch(kern, dim3((unsigned)nx, (unsigned)p->heads), WARPS * 32, smem, stream, *p, c, tpb);
   BATTN_LAUNCHED("battn_fwd_kernel");
   return HX_OK;
 }
@@ -524,6 +525,7 @@ extern "C" hx_status battn_v23_fn(const battn_params *p, void *d_scratch, size_t
  * len[s] = its number of rows. One block per scope. */
 static __global__ void v0_rowmap_kernel(const battn_params p, uint32_t s0, uint32_t L, int32_t *rowmap,
                                         int32_t *len) {
+  hx_pdl_wait();
   uint32_t s = blockIdx.x, sc = s0 + s;
   int32_t *rm = rowmap + (size_t)s * L;
   uint32_t off = 0;
@@ -542,6 +544,7 @@ static __global__ void v0_rowmap_kernel(const battn_params p, uint32_t s0, uint3
 template <typename T>
 static __global__ void v0_gather_kernel(const battn_params p, uint32_t ns, uint32_t L, const int32_t *rowmap,
                                         T *q, T *k, T *v) {
+  hx_pdl_wait();
   const int D = p.head_dim, H = p.heads, C = D / 8;
   uint64_t total = (uint64_t)ns * H * L * C;
   for (uint64_t idx = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; idx < total;
@@ -570,6 +573,7 @@ static __global__ void v0_gather_kernel(const battn_params p, uint32_t ns, uint3
 template <typename T>
 static __global__ void v0_softmax_kernel(const float *S, T *P, float *lse, const int32_t *len, uint32_t L,
                                          int H, float scale) {
+  hx_pdl_wait();
   size_t row = blockIdx.x; /* (s*H + h)*L + i */
   uint32_t i = (uint32_t)(row % L);
   uint32_t s = (uint32_t)(row / L / (uint32_t)H);
@@ -605,6 +609,7 @@ static __global__ void v0_softmax_kernel(const float *S, T *P, float *lse, const
 template <typename T>
 static __global__ void v0_scatter_kernel(const battn_params p, uint32_t ns, uint32_t L, const int32_t *rowmap,
                                          const float *og, const float *lse_g) {
+  hx_pdl_wait();
   const int D = p.head_dim, H = p.heads;
   uint64_t total = (uint64_t)ns * H * L * D;
   for (uint64_t idx = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; idx < total;
@@ -690,10 +695,10 @@ static hx_status v0_run(const battn_params *p, void *d_scratch, size_t *scratch_
   hx_status st = HX_OK;
   for (uint32_t s0 = 0; s0 < p->num_scopes && st == HX_OK; s0 += NS) {
     uint32_t ns = p->num_scopes - s0 < NS ? p->num_scopes - s0 : NS;
-    v0_rowmap_kernel<<<ns, 256, 0, stream>>>(*p, s0, L, rowmap, len);
+    hx_launch(v0_rowmap_kernel, ns, 256, 0, stream, *p, s0, L, rowmap, len);
     uint64_t tot = (uint64_t)ns * H * L * (D / 8);
     unsigned g = (unsigned)((tot + 255) / 256 < 65535 * 8 ? (tot + 255) / 256 : 65535 * 8);
-    v0_gather_kernel<T><<<g, 256, 0, stream>>>(*p, ns, L, rowmap, qg, kg, vg);
+    hx_launch(v0_gather_kernel<T>, g, 256, 0, stream, *p, ns, L, rowmap, qg, kg, vg);
     float one = 1.f, zero = 0.f;
     int batch = (int)(ns * (uint32_t)H);
     /* row-major S[i][j] = <q_i, k_j> is column-major S^T = K Q^T: op(A) = K (A = Kg^T col-major, T) */
@@ -705,7 +710,7 @@ static hx_status v0_run(const battn_params *p, void *d_scratch, size_t *scratch_
       st = hx_errf(err, HX_ECUDA, "attention v0: score GEMM failed (%d)", (int)cs);
       break;
     }
-    v0_softmax_kernel<T><<<(unsigned)((size_t)batch * L), 256, 0, stream>>>(S, P, lg, len, L, H, p->scale);
+    hx_launch(v0_softmax_kernel<T>, (unsigned)((size_t)batch * L), 256, 0, stream, S, P, lg, len, L, H, p->scale);
     /* row-major O = P V is column-major O^T = V^T P^T: both operands as stored, no transposes */
     cs = cublasGemmStridedBatchedEx(hnd, CUBLAS_OP_N, CUBLAS_OP_N, D, (int)L, (int)L, &one, vg, ct, D,
                                     (long long)L * D, P, ct, (int)L, (long long)L * L, &zero, og, CUDA_R_32F,
@@ -716,7 +721,7 @@ static hx_status v0_run(const battn_params *p, void *d_scratch, size_t *scratch_
     }
     uint64_t tot2 = (uint64_t)ns * H * L * D;
     unsigned g2 = (unsigned)((tot2 + 255) / 256 < 65535 * 8 ? (tot2 + 255) / 256 : 65535 * 8);
-    v0_scatter_kernel<T><<<g2, 256, 0, stream>>>(*p, ns, L, rowmap, og, lg);
+    hx_launch(v0_scatter_kernel<T>, g2, 256, 0, stream, *p, ns, L, rowmap, og, lg);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) st = hx_errf(err, HX_ECUDA, "attention v0: launch: %s", cudaGetErrorString(e));
   }

@@ -464,6 +464,7 @@ template <typename T, int D, int BM, int BN> struct v6_wg {
 template <typename T, int D, typename TR>
 __global__ void __launch_bounds__(TR::NWG * 128, 1)
     battn_v6_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+  hx_pdl_wait();
   constexpr int NWG = TR::NWG, BN = TR::BN, ST = TR::STAGES;
   constexpr int NT = NWG * 128, BM = 64 * NWG;
   constexpr uint32_t QBYTES = BM * D * 2, TBYTES = BN * D * 2;
@@ -648,6 +649,7 @@ template <int N> static __device__ __forceinline__ void setmaxnreg_inc() {
 template <typename T, int D, typename TR>
 __global__ void __launch_bounds__((TR::NWG + 1) * 128, 1)
     battn_v9_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+  hx_pdl_wait();
   constexpr int NWG = TR::NWG, BN = TR::BN, ST = TR::STAGES;
   constexpr int NC = NWG * 128, BM = 64 * NWG;
   constexpr uint32_t QBYTES = BM * D * 2, TBYTES = BN * D * 2;
@@ -780,12 +782,14 @@ __global__ void __launch_bounds__((TR::NWG + 1) * 128, 1)
 template <typename T, int D, typename TR>
 __global__ void __launch_bounds__(TR::NWG * 128, 1)
     battn_v6_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+  hx_pdl_wait();
   (void)p, (void)c_log2, (void)tiles_per_bucket;
 }
 
 template <typename T, int D, typename TR>
 __global__ void __launch_bounds__((TR::NWG + 1) * 128, 1)
     battn_v9_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
+  hx_pdl_wait();
   (void)p, (void)c_log2, (void)tiles_per_bucket;
 }
 
@@ -858,7 +862,7 @@ static hx_status wg_launch(const battn_params *p, cudaStream_t stream, hx_err *e
     kern = battn_v6_kernel<T, D, TR>;
   V6_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const float c = p->scale * 1.4426950408889634f;
-  kern<<<dim3((unsigned)nx, (unsigned)p->heads), (TR::NWG + (WS ? 1 : 0)) * 128, smem, stream>>>(*p, c, tpb);
+  hx_launch(kern, dim3((unsigned)nx, (unsigned)p->heads), (TR::NWG + (WS ? 1 : 0)) * 128, smem, stream, *p, c, tpb);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "%s: launch: %s", name, cudaGetErrorString(e));
   return HX_OK;

@@ -441,6 +441,7 @@ template <typename T, int VPL, int LPR, bool ADD, bool VEC>
 __global__ void __launch_bounds__(128, VPL == 1 ? 16 : 1) ln_warp_kernel(T *y, const T *x, const uint32_t *__restrict__ idx,
                                                       const float *__restrict__ g, const float *__restrict__ b,
                                                       size_t rows, int C, float eps) {
+  hx_pdl_wait();
   constexpr int RPW = 32 / LPR;
   const size_t warp_row = ((size_t)blockIdx.x * 4 + (threadIdx.x >> 5)) * RPW;
   if (warp_row >= rows) return; /* whole warps only: the shuffles below see every lane */
@@ -507,6 +508,7 @@ template <typename T, bool ADD>
 __global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const uint32_t *__restrict__ idx,
                                                        const float *__restrict__ g, const float *__restrict__ b,
                                                        size_t rows, int C, float eps) {
+  hx_pdl_wait();
   __shared__ float red[8];
   const int nv = C >> 3;
   for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -548,15 +550,15 @@ __global__ void __launch_bounds__(256) ln_block_kernel(T *y, const T *x, const u
 template <typename T, bool ADD, bool VEC, typename B>
 void ln_warp_launch(T *y, const T *x, const uint32_t *idx, const float *g, const float *b, size_t rows, int C,
                     float eps, cudaStream_t s, B blocks) {
-  if (C <= 8) ln_warp_kernel<T, 1, 1, ADD, VEC><<<blocks(1), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
-  else if (C <= 16) ln_warp_kernel<T, 1, 2, ADD, VEC><<<blocks(2), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
-  else if (C <= 32) ln_warp_kernel<T, 1, 4, ADD, VEC><<<blocks(4), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
-  else if (C <= 64) ln_warp_kernel<T, 1, 8, ADD, VEC><<<blocks(8), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
-  else if (C <= 128) ln_warp_kernel<T, 1, 16, ADD, VEC><<<blocks(16), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
-  else if (C <= 256) ln_warp_kernel<T, 1, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
-  else if (C <= 512) ln_warp_kernel<T, 2, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
-  else if (C <= 768) ln_warp_kernel<T, 3, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
-  else if (C <= 1024) ln_warp_kernel<T, 4, 32, ADD, VEC><<<blocks(32), 128, 0, s>>>(y, x, idx, g, b, rows, C, eps);
+  if (C <= 8) hx_launch(ln_warp_kernel<T, 1, 1, ADD, VEC>, blocks(1), 128, 0, s, y, x, idx, g, b, rows, C, eps);
+  else if (C <= 16) hx_launch(ln_warp_kernel<T, 1, 2, ADD, VEC>, blocks(2), 128, 0, s, y, x, idx, g, b, rows, C, eps);
+  else if (C <= 32) hx_launch(ln_warp_kernel<T, 1, 4, ADD, VEC>, blocks(4), 128, 0, s, y, x, idx, g, b, rows, C, eps);
+  else if (C <= 64) hx_launch(ln_warp_kernel<T, 1, 8, ADD, VEC>, blocks(8), 128, 0, s, y, x, idx, g, b, rows, C, eps);
+  else if (C <= 128) hx_launch(ln_warp_kernel<T, 1, 16, ADD, VEC>, blocks(16), 128, 0, s, y, x, idx, g, b, rows, C, eps);
+  else if (C <= 256) hx_launch(ln_warp_kernel<T, 1, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C, eps);
+  else if (C <= 512) hx_launch(ln_warp_kernel<T, 2, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C, eps);
+  else if (C <= 768) hx_launch(ln_warp_kernel<T, 3, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C, eps);
+  else if (C <= 1024) hx_launch(ln_warp_kernel<T, 4, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C, eps);
 }
 
 template <typename T, bool ADD>
@@ -569,7 +571,7 @@ hx_status ln_launch(T *y, const T *x, const uint32_t *idx, const float *g, const
   if (C <= 1024 && aligned16(g) && aligned16(b)) ln_warp_launch<T, ADD, true>(y, x, idx, g, b, rows, C, eps, s, blocks);
   else if (C <= 1024) ln_warp_launch<T, ADD, false>(y, x, idx, g, b, rows, C, eps, s, blocks);
   else
-    ln_block_kernel<T, ADD><<<(unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s>>>(y, x, idx, g, b, rows, C,
+    hx_launch(ln_block_kernel<T, ADD>, (unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s, y, x, idx, g, b, rows, C,
                                                                                               eps);
   HX_LAUNCHED(err, fn);
   return HX_OK;
@@ -580,6 +582,7 @@ hx_status ln_launch(T *y, const T *x, const uint32_t *idx, const float *g, const
 template <typename T, int V, bool GELU>
 __global__ void affine_kernel(T *y, const T *x, const float *__restrict__ scale, const float *__restrict__ shift,
                               size_t groups, size_t C) {
+  hx_pdl_wait();
   NL_GRID_STRIDE(gi, groups) {
     const size_t e = gi * V, c = e % C; /* V = 8 only when C % 8 == 0: the V values share a row */
     float v[V];
@@ -598,11 +601,11 @@ hx_status affine_launch(T *y, const T *x, const float *scale, const float *shift
                         cudaStream_t s, hx_err *err) {
   const size_t n = rows * C;
   if (C % 8 == 0 && aligned16(y) && aligned16(x)) {
-    if (act == NL_ACT_GELU) affine_kernel<T, 8, true><<<blocks_for(n / 8), kThreads, 0, s>>>(y, x, scale, shift, n / 8, C);
-    else affine_kernel<T, 8, false><<<blocks_for(n / 8), kThreads, 0, s>>>(y, x, scale, shift, n / 8, C);
+    if (act == NL_ACT_GELU) hx_launch(affine_kernel<T, 8, true>, blocks_for(n / 8), kThreads, 0, s, y, x, scale, shift, n / 8, C);
+    else hx_launch(affine_kernel<T, 8, false>, blocks_for(n / 8), kThreads, 0, s, y, x, scale, shift, n / 8, C);
   } else {
-    if (act == NL_ACT_GELU) affine_kernel<T, 1, true><<<blocks_for(n), kThreads, 0, s>>>(y, x, scale, shift, n, C);
-    else affine_kernel<T, 1, false><<<blocks_for(n), kThreads, 0, s>>>(y, x, scale, shift, n, C);
+    if (act == NL_ACT_GELU) hx_launch(affine_kernel<T, 1, true>, blocks_for(n), kThreads, 0, s, y, x, scale, shift, n, C);
+    else hx_launch(affine_kernel<T, 1, false>, blocks_for(n), kThreads, 0, s, y, x, scale, shift, n, C);
   }
   HX_LAUNCHED(err, "nl_affine_act_gpu");
   return HX_OK;
@@ -611,6 +614,7 @@ hx_status affine_launch(T *y, const T *x, const float *scale, const float *shift
 /* ---- SwiGLU ---- */
 
 template <typename T, int V> __global__ void swiglu_kernel(T *y, const T *x, size_t groups, size_t H) {
+  hx_pdl_wait();
   NL_GRID_STRIDE(gi, groups) {
     const size_t e = gi * V, r = e / H, h = e - r * H; /* V = 8 only when H % 8 == 0 */
     const T *a = x + r * 2 * H + h;
@@ -625,8 +629,8 @@ template <typename T, int V> __global__ void swiglu_kernel(T *y, const T *x, siz
 
 template <typename T> hx_status swiglu_launch(T *y, const T *x, size_t rows, size_t H, cudaStream_t s, hx_err *err) {
   const size_t n = rows * H;
-  if (H % 8 == 0 && aligned16(y) && aligned16(x)) swiglu_kernel<T, 8><<<blocks_for(n / 8), kThreads, 0, s>>>(y, x, n / 8, H);
-  else swiglu_kernel<T, 1><<<blocks_for(n), kThreads, 0, s>>>(y, x, n, H);
+  if (H % 8 == 0 && aligned16(y) && aligned16(x)) hx_launch(swiglu_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y, x, n / 8, H);
+  else hx_launch(swiglu_kernel<T, 1>, blocks_for(n), kThreads, 0, s, y, x, n, H);
   HX_LAUNCHED(err, "nl_swiglu_gpu");
   return HX_OK;
 }
@@ -634,6 +638,7 @@ template <typename T> hx_status swiglu_launch(T *y, const T *x, size_t rows, siz
 /* ---- add, conversions (flat arrays: 8 at a time over the aligned body, one at a time over the tail) ---- */
 
 template <typename T, int V> __global__ void add_kernel(T *y, const T *x, size_t groups) {
+  hx_pdl_wait();
   NL_GRID_STRIDE(gi, groups) {
     float a[V], b[V];
     load_v<T, V>(y + gi * V, a);
@@ -648,17 +653,18 @@ template <typename T> hx_status add_launch(T *y, const T *x, size_t n, cudaStrea
   size_t body = 0;
   if (aligned16(y) && aligned16(x) && n >= 8) {
     body = n / 8 * 8;
-    add_kernel<T, 8><<<blocks_for(n / 8), kThreads, 0, s>>>(y, x, n / 8);
+    hx_launch(add_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y, x, n / 8);
     HX_LAUNCHED(err, "nl_add_gpu");
   }
   if (n > body) {
-    add_kernel<T, 1><<<blocks_for(n - body), kThreads, 0, s>>>(y + body, x + body, n - body);
+    hx_launch(add_kernel<T, 1>, blocks_for(n - body), kThreads, 0, s, y + body, x + body, n - body);
     HX_LAUNCHED(err, "nl_add_gpu (tail)");
   }
   return HX_OK;
 }
 
 template <typename T, int V> __global__ void from_f32_kernel(T *y, const float *x, size_t groups) {
+  hx_pdl_wait();
   NL_GRID_STRIDE(gi, groups) {
     float v[V];
     if constexpr (V == 8) {
@@ -673,6 +679,7 @@ template <typename T, int V> __global__ void from_f32_kernel(T *y, const float *
 }
 
 template <typename T, int V> __global__ void to_f32_kernel(float *y, const T *x, size_t groups) {
+  hx_pdl_wait();
   NL_GRID_STRIDE(gi, groups) {
     float v[V];
     load_v<T, V>(x + gi * V, v);
@@ -690,11 +697,11 @@ template <typename T> hx_status from_f32_launch(T *y, const float *x, size_t n, 
   size_t body = 0;
   if (aligned16(y) && aligned16(x) && n >= 8) {
     body = n / 8 * 8;
-    from_f32_kernel<T, 8><<<blocks_for(n / 8), kThreads, 0, s>>>(y, x, n / 8);
+    hx_launch(from_f32_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y, x, n / 8);
     HX_LAUNCHED(err, "nl_from_f32_gpu");
   }
   if (n > body) {
-    from_f32_kernel<T, 1><<<blocks_for(n - body), kThreads, 0, s>>>(y + body, x + body, n - body);
+    hx_launch(from_f32_kernel<T, 1>, blocks_for(n - body), kThreads, 0, s, y + body, x + body, n - body);
     HX_LAUNCHED(err, "nl_from_f32_gpu (tail)");
   }
   return HX_OK;
@@ -704,11 +711,11 @@ template <typename T> hx_status to_f32_launch(float *y, const T *x, size_t n, cu
   size_t body = 0;
   if (aligned16(y) && aligned16(x) && n >= 8) {
     body = n / 8 * 8;
-    to_f32_kernel<T, 8><<<blocks_for(n / 8), kThreads, 0, s>>>(y, x, n / 8);
+    hx_launch(to_f32_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y, x, n / 8);
     HX_LAUNCHED(err, "nl_to_f32_gpu");
   }
   if (n > body) {
-    to_f32_kernel<T, 1><<<blocks_for(n - body), kThreads, 0, s>>>(y + body, x + body, n - body);
+    hx_launch(to_f32_kernel<T, 1>, blocks_for(n - body), kThreads, 0, s, y + body, x + body, n - body);
     HX_LAUNCHED(err, "nl_to_f32_gpu (tail)");
   }
   return HX_OK;
@@ -719,6 +726,7 @@ template <typename T> hx_status to_f32_launch(float *y, const T *x, size_t n, cu
 template <int V>
 __global__ void gather_kernel(uint16_t *y, const uint16_t *x, const uint32_t *__restrict__ idx, size_t groups,
                               size_t C) {
+  hx_pdl_wait();
   NL_GRID_STRIDE(gi, groups) {
     const size_t e = gi * V, r = e / C, c = e - r * C;
     const uint16_t *src = x + (size_t)idx[r] * C + c;
@@ -732,6 +740,7 @@ __global__ void gather_kernel(uint16_t *y, const uint16_t *x, const uint32_t *__
 template <typename T, int V>
 __global__ void gather_add_kernel(T *y, const T *x, const uint32_t *__restrict__ idx, const T *u, size_t groups,
                                   size_t C) {
+  hx_pdl_wait();
   NL_GRID_STRIDE(gi, groups) {
     const size_t e = gi * V, r = e / C, c = e - r * C;
     float a[V], b[V];
@@ -748,8 +757,8 @@ hx_status gather_add_launch(T *y, const T *x, const uint32_t *idx, const T *u, s
                             hx_err *err) {
   const size_t n = rows * C;
   if (C % 8 == 0 && aligned16(y) && aligned16(x) && aligned16(u))
-    gather_add_kernel<T, 8><<<blocks_for(n / 8), kThreads, 0, s>>>(y, x, idx, u, n / 8, C);
-  else gather_add_kernel<T, 1><<<blocks_for(n), kThreads, 0, s>>>(y, x, idx, u, n, C);
+    hx_launch(gather_add_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y, x, idx, u, n / 8, C);
+  else hx_launch(gather_add_kernel<T, 1>, blocks_for(n), kThreads, 0, s, y, x, idx, u, n, C);
   HX_LAUNCHED(err, "nl_gather_add_gpu");
   return HX_OK;
 }
@@ -760,6 +769,7 @@ hx_status gather_add_launch(T *y, const T *x, const uint32_t *idx, const T *u, s
 template <typename T, int V>
 __global__ void segmax_kernel(T *y, const T *x, const uint32_t *__restrict__ idx, const uint32_t *__restrict__ ptr,
                               size_t groups, size_t C) {
+  hx_pdl_wait();
   NL_GRID_STRIDE(gi, groups) {
     const size_t e = gi * V, s = e / C, c = e - s * C;
     const uint32_t j0 = ptr[s], j1 = ptr[s + 1];
@@ -785,8 +795,8 @@ template <typename T>
 hx_status segmax_launch(T *y, const T *x, const uint32_t *idx, const uint32_t *ptr, size_t segments, size_t C,
                         cudaStream_t s, hx_err *err) {
   const size_t n = segments * C;
-  if (C % 8 == 0 && aligned16(y) && aligned16(x)) segmax_kernel<T, 8><<<blocks_for(n / 8), kThreads, 0, s>>>(y, x, idx, ptr, n / 8, C);
-  else segmax_kernel<T, 1><<<blocks_for(n), kThreads, 0, s>>>(y, x, idx, ptr, n, C);
+  if (C % 8 == 0 && aligned16(y) && aligned16(x)) hx_launch(segmax_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y, x, idx, ptr, n / 8, C);
+  else hx_launch(segmax_kernel<T, 1>, blocks_for(n), kThreads, 0, s, y, x, idx, ptr, n, C);
   HX_LAUNCHED(err, "nl_segment_max_gpu");
   return HX_OK;
 }
@@ -796,6 +806,7 @@ hx_status segmax_launch(T *y, const T *x, const uint32_t *idx, const uint32_t *p
 
 __global__ void windows_kernel(uint32_t *start, uint32_t *count, const uint32_t *__restrict__ off, uint32_t B,
                                uint32_t nb, uint32_t S) {
+  hx_pdl_wait();
   NL_GRID_STRIDE(g, (size_t)B * nb + 1) {
     if (g == (size_t)B * nb) {
       start[g] = off[B], count[g] = 0;
@@ -908,8 +919,8 @@ hx_status nl_gather_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, 
   if (d_y == d_x) return hx_errf(err, HX_EINVAL, "nl_gather_rows_gpu: y is x (a gather cannot run in place)");
   const size_t n = rows * C;
   if (C % 8 == 0 && aligned16(d_y) && aligned16(d_x))
-    gather_kernel<8><<<blocks_for(n / 8), kThreads, 0, stream>>>((uint16_t *)d_y, (const uint16_t *)d_x, d_idx, n / 8, C);
-  else gather_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>((uint16_t *)d_y, (const uint16_t *)d_x, d_idx, n, C);
+    hx_launch(gather_kernel<8>, blocks_for(n / 8), kThreads, 0, stream, (uint16_t *)d_y, (const uint16_t *)d_x, d_idx, n / 8, C);
+  else hx_launch(gather_kernel<1>, blocks_for(n), kThreads, 0, stream, (uint16_t *)d_y, (const uint16_t *)d_x, d_idx, n, C);
   HX_LAUNCHED(err, "nl_gather_rows_gpu");
   return HX_OK;
 }
@@ -969,7 +980,7 @@ hx_status nl_windows_gpu(uint32_t *d_start, uint32_t *d_count, const uint32_t *d
   if (S == 0 || nb == 0) return hx_errf(err, HX_EINVAL, "nl_windows_gpu: %u windows of %u rows", nb, S);
   if ((uint64_t)B * nb >= UINT32_MAX) return hx_errf(err, HX_EINVAL, "nl_windows_gpu: %u x %u windows", B, nb);
   const size_t n = (size_t)B * nb + 1;
-  windows_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(d_start, d_count, d_off, B, nb, S);
+  hx_launch(windows_kernel, blocks_for(n), kThreads, 0, (cudaStream_t)stream, d_start, d_count, d_off, B, nb, S);
   HX_LAUNCHED(err, "nl_windows_gpu");
   return HX_OK;
 }

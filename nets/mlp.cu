@@ -230,6 +230,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 && !SWI ? 4 : 2)
     mlp_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
                const uint16_t *__restrict__ b1, const uint16_t *__restrict__ w2, const uint16_t *__restrict__ b2,
                size_t rows, size_t tiles, const float *__restrict__ lg, const float *__restrict__ lb, float eps) {
+  hx_pdl_wait();
   constexpr int CPR1 = C / 8, CPR2 = H / 8, KS1 = C / 16, NT2 = C / 8, H1 = SWI ? 2 * H : H;
   using L1 = lay<CPR1>;
   using L2 = lay<CPR2>;
@@ -390,7 +391,7 @@ hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, con
   const char *who = LN ? "nl_ln_mlp_gpu" : "nl_mlp_gpu";
   size_t tiles = 0, grid = 0;
   HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, who, rows, &tiles, &grid, err));
-  kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
+  hx_launch(kern, (unsigned)grid, kThreads, smem, s, static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
                                                static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1),
                                                static_cast<const uint16_t *>(w2), static_cast<const uint16_t *>(b2),
                                                rows, tiles, ln.g, ln.b, ln.eps);
@@ -459,6 +460,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
     lnl_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint32_t *__restrict__ ridx,
                const float *__restrict__ lg, const float *__restrict__ lb, float eps, const uint16_t *__restrict__ w,
                const uint16_t *__restrict__ b, size_t rows, size_t tiles) {
+  hx_pdl_wait();
   constexpr int KS = C / 16, N = NQ * C;
   extern __shared__ uint4 smem_raw[];
   uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
@@ -501,7 +503,7 @@ hx_status lnl_launch(void *y, const void *x, const uint32_t *ridx, const float *
   auto kern = lnl_kernel<T, C, NQ>;
   size_t tiles = 0, grid = 0;
   HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, "nl_ln_linear_gpu", rows, &tiles, &grid, err));
-  kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), ridx, g,
+  hx_launch(kern, (unsigned)grid, kThreads, smem, s, static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), ridx, g,
                                                beta, eps, static_cast<const uint16_t *>(w),
                                                static_cast<const uint16_t *>(b), rows, tiles);
   return launched("nl_ln_linear_gpu", err);
@@ -525,6 +527,7 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
     lla_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
                const uint16_t *__restrict__ b, const float *__restrict__ lg, const float *__restrict__ lb, float eps,
                size_t rows, size_t tiles) {
+  hx_pdl_wait();
   constexpr int KS = C / 16, NT = C / 8;
   extern __shared__ uint4 smem_raw[];
   uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
@@ -597,7 +600,7 @@ hx_status lla_launch(void *y, const void *x, const void *w, const void *b, const
   auto kern = lla_kernel<T, C>;
   size_t tiles = 0, grid = 0;
   HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, "nl_linear_ln_add_gpu", rows, &tiles, &grid, err));
-  kern<<<(unsigned)grid, kThreads, smem, s>>>(static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
+  hx_launch(kern, (unsigned)grid, kThreads, smem, s, static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
                                                static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(b), g,
                                                beta, eps, rows, tiles);
   return launched("nl_linear_ln_add_gpu", err);
@@ -625,6 +628,7 @@ template <typename T, int C>
 __global__ void __launch_bounds__(kThreads, lsw_ctas<C>())
     lsw_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w1,
                const uint16_t *__restrict__ b1, size_t rows, size_t tiles, int H) {
+  hx_pdl_wait();
   constexpr int CPR = C / 8, KS = C / 16, BH = 64; /* hidden columns a CTA */
   using L = lay<CPR>;
   constexpr int kStage = kBM * L::kStride;
@@ -715,7 +719,7 @@ hx_status lsw_launch(void *y, const void *x, const void *w1, const void *b1, siz
   HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_linear_swiglu_gpu", &most, err));
   const size_t tiles = (rows + kBM - 1) / kBM, cols = H / 64, want = (most + cols - 1) / cols;
   const size_t ry = tiles < want ? tiles : want < 65535u ? want : 65535u; /* row groups a column tile */
-  kern<<<dim3((unsigned)cols, (unsigned)ry), kThreads, smem, s>>>(
+  hx_launch(kern, dim3((unsigned)cols, (unsigned)ry), kThreads, smem, s,
       static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(w1),
       static_cast<const uint16_t *>(b1), rows, tiles, (int)H);
   return launched("nl_linear_swiglu_gpu", err);

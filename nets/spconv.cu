@@ -221,6 +221,7 @@ __global__ void __launch_bounds__(kThreads) insert_kernel(Slot *__restrict__ tab
                                                           const uint32_t *__restrict__ grid,
                                                           const uint32_t *__restrict__ batch, uint32_t n,
                                                           unsigned long long *__restrict__ st) {
+  hx_pdl_wait();
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   bool won = false;
   uint32_t slot = 0;
@@ -283,6 +284,7 @@ __global__ void __launch_bounds__(kThreads) place_kernel(int32_t *__restrict__ b
                                                          uint32_t mask, const uint32_t *__restrict__ grid,
                                                          const uint32_t *__restrict__ batch, uint32_t n,
                                                          unsigned long long *__restrict__ st) {
+  hx_pdl_wait();
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const uint32_t x = grid[3u * i], y = grid[3u * i + 1u], z = grid[3u * i + 2u], b = batch ? batch[i] : 0u;
@@ -322,6 +324,7 @@ __global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ 
                                                           const int32_t *__restrict__ brows,
                                                           const uint32_t *__restrict__ grid,
                                                           const uint32_t *__restrict__ batch, uint32_t n) {
+  hx_pdl_wait();
   constexpr uint32_t K = (uint32_t)(k * k * k);
   constexpr int r = k / 2, nb = k == 5 ? 3 : 2, NB = nb * nb * nb, G = k == 5 ? 32 : 8, GPB = (int)kThreads / G;
   static_assert(NB <= G && 32 % G == 0, "one lane a block, groups inside warps");
@@ -367,6 +370,7 @@ __global__ void __launch_bounds__(kThreads) lookup_kernel(int32_t *__restrict__ 
 __global__ void __launch_bounds__(kThreads) rule_kernel(int32_t *__restrict__ rule, const int32_t *__restrict__ nbr,
                                                         const uint32_t *__restrict__ flag,
                                                         const uint32_t *__restrict__ scan, uint32_t n, uint32_t K) {
+  hx_pdl_wait();
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= n * K || !flag[t]) return;
   const uint32_t o = t / n, i = t - o * n;
@@ -377,6 +381,7 @@ __global__ void __launch_bounds__(kThreads) rule_kernel(int32_t *__restrict__ ru
 
 __global__ void count_kernel(uint32_t *__restrict__ cnt, const uint32_t *__restrict__ flag,
                              const uint32_t *__restrict__ scan, uint32_t n, uint32_t K) {
+  hx_pdl_wait();
   const uint32_t o = blockIdx.x * blockDim.x + threadIdx.x;
   if (o >= K) return;
   const size_t first = (size_t)o * n, last = first + n - 1u;
@@ -391,6 +396,7 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(V *__restrict__ G, con
                                                           const int32_t *__restrict__ rin,
                                                           const uint32_t *__restrict__ dcnt, uint32_t rows,
                                                           uint32_t vpr) {
+  hx_pdl_wait();
   const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= (size_t)rows * vpr) return;
   const uint32_t p = (uint32_t)(t / vpr), v = (uint32_t)(t - (size_t)p * vpr);
@@ -412,6 +418,7 @@ __global__ void __launch_bounds__(kThreads) scatter_add_kernel(float *__restrict
                                                                const int32_t *__restrict__ rout,
                                                                const uint32_t *__restrict__ dcnt, uint32_t rows,
                                                                uint32_t vpr) {
+  hx_pdl_wait();
   const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= (size_t)rows * vpr) return;
   const uint32_t p = (uint32_t)(t / vpr), v = (uint32_t)(t - (size_t)p * vpr);
@@ -425,6 +432,7 @@ __device__ inline __nv_bfloat16 to_dtype(float v, __nv_bfloat16) { return __floa
 template <typename T>
 __global__ void __launch_bounds__(kThreads) finalize_kernel(T *__restrict__ y, const float *__restrict__ acc,
                                                             const float *__restrict__ b, size_t total, uint32_t out) {
+  hx_pdl_wait();
   const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= total) return;
   y[t] = to_dtype(acc[t] + (b ? b[t % out] : 0.0f), T{});
@@ -434,7 +442,7 @@ template <typename V>
 hx_status launch_gather(void *G, const void *x, const int32_t *rin, const uint32_t *dcnt, uint32_t rows, size_t in,
                         cudaStream_t stream, hx_err *err) {
   const uint32_t vpr = (uint32_t)(in * 2u / sizeof(V));
-  gather_kernel<V><<<blocks_for((size_t)rows * vpr), kThreads, 0, stream>>>(
+  hx_launch(gather_kernel<V>, blocks_for((size_t)rows * vpr), kThreads, 0, stream,
       static_cast<V *>(G), static_cast<const V *>(x), rin, dcnt, rows, vpr);
   HX_LAUNCHED(err, "spc v0 gather_kernel");
   return HX_OK;
@@ -453,9 +461,9 @@ hx_status scatter_add(float *acc, const float *P, const int32_t *rout, const uin
                       size_t out, cudaStream_t stream, hx_err *err) {
   if (out % 4u == 0) {
     const uint32_t vpr = (uint32_t)(out / 4u);
-    scatter_add_kernel<float4><<<blocks_for((size_t)rows * vpr), kThreads, 0, stream>>>(acc, P, rout, dcnt, rows, vpr);
+    hx_launch(scatter_add_kernel<float4>, blocks_for((size_t)rows * vpr), kThreads, 0, stream, acc, P, rout, dcnt, rows, vpr);
   } else {
-    scatter_add_kernel<float><<<blocks_for((size_t)rows * out), kThreads, 0, stream>>>(acc, P, rout, dcnt, rows,
+    hx_launch(scatter_add_kernel<float>, blocks_for((size_t)rows * out), kThreads, 0, stream, acc, P, rout, dcnt, rows,
                                                                                          (uint32_t)out);
   }
   HX_LAUNCHED(err, "spc v0 scatter_add_kernel");
@@ -592,6 +600,7 @@ __device__ __forceinline__ void store_acc(void *yv, const float (&acc)[Tr::MI][T
 template <typename T, int BM, int BN, int BK, int ST>
 __global__ void __launch_bounds__(Traits<BM, BN, BK, ST>::THREADS, Traits<BM, BN, BK, ST>::MIN_CTAS)
     conv_kernel(const Params p) {
+  hx_pdl_wait();
   using Tr = Traits<BM, BN, BK, ST>;
   constexpr int STAGES = Tr::STAGES, THREADS = Tr::THREADS, CPR = Tr::CPR, MI = Tr::MI, NI = Tr::NI;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -726,7 +735,7 @@ hx_status launch_st(const Params &p, int smem_optin, cudaStream_t stream, hx_err
   const size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices;
   auto kern = conv_kernel<T, BM, BN, BK, ST>;
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  kern<<<(unsigned)ctas, Tr::THREADS, smem, stream>>>(p);
+  hx_launch(kern, (unsigned)ctas, Tr::THREADS, smem, stream, p);
   HX_LAUNCHED(err, "spc v1 conv_kernel");
   return HX_OK;
 }
@@ -785,6 +794,7 @@ template <typename T> hx_status by_bm(Params p, int smem_optin, cudaStream_t str
 /* v3's sort keys: key[i] = the offsets at which row i has a neighbour (bit o, K <= 32), val[i] = i. */
 __global__ void __launch_bounds__(kThreads) mask_kernel(uint32_t *__restrict__ key, uint32_t *__restrict__ val,
                                                         const int32_t *__restrict__ nbr, uint32_t n, uint32_t K) {
+  hx_pdl_wait();
   const uint32_t i = blockIdx.x * kThreads + threadIdx.x;
   if (i >= n) return;
   uint32_t m = 0;
@@ -888,6 +898,7 @@ inline uint32_t halo_capacity(uint32_t bn, uint32_t bk, int smem_optin) {
  */
 template <typename T, int BN, int BK>
 __global__ void __launch_bounds__(THREADS, BN <= 64 ? 2 : 1) conv_kernel(const Params p) {
+  hx_pdl_wait();
   using Tr = v1::Traits<BM, BN, BK>;
   static_assert(Tr::THREADS == THREADS, "v1's warp layout at 128-row tiles is 8 warps");
   constexpr int CPR = Tr::CPR, MI = Tr::MI, NI = Tr::NI, GROUPS = BM / 16;
@@ -1121,7 +1132,7 @@ hx_status launch(Params p, int smem_optin, int smem_sm, cudaStream_t stream, hx_
   const size_t ctas = ((size_t)p.n + BM - 1u) / BM * p.slices;
   auto kern = conv_kernel<T, BN, BK>;
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  kern<<<(unsigned)ctas, THREADS, smem, stream>>>(p);
+  hx_launch(kern, (unsigned)ctas, THREADS, smem, stream, p);
   HX_LAUNCHED(err, "spc v5 conv_kernel");
   return HX_OK;
 }
@@ -1233,6 +1244,7 @@ __device__ __forceinline__ void k16_steps(float (&acc)[kNT][4], uint32_t ks, con
  * output is summed in one fixed order, so runs agree bit for bit.
  */
 template <typename T, int CI, bool EXACT> __global__ void __launch_bounds__(kThreads) conv_kernel(const Params p) {
+  hx_pdl_wait();
   constexpr uint32_t OPK = 16u / (uint32_t)CI, OHI = 8u / (uint32_t)CI; /* offsets per step; a2/a3's offset shift */
   extern __shared__ uint2 wf[];
   const uint32_t c0 = blockIdx.y * (uint32_t)kBN, entries = p.ksteps * (uint32_t)kNT * 32u;
@@ -1297,7 +1309,7 @@ hx_status launch(const Params &p, int smem_optin, int sms, cudaStream_t stream, 
   const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows;
   unsigned ctas = 0;
   HX_TRY(persistent_ctas(&ctas, kern, kThreads, smem, sms, (tiles + kWarps - 1u) / kWarps, err));
-  kern<<<dim3(ctas, (p.out + (uint32_t)kBN - 1u) / (uint32_t)kBN), kThreads, smem, stream>>>(p);
+  hx_launch(kern, dim3(ctas, (p.out + (uint32_t)kBN - 1u) / (uint32_t)kBN), kThreads, smem, stream, p);
   HX_LAUNCHED(err, "spc v2 conv_kernel");
   return HX_OK;
 }
@@ -1356,6 +1368,7 @@ __device__ __forceinline__ int32_t pick7(const int32_t (&v)[7], int i) {
  * where it is multiplied: v7 and v8 give the same bits, and runs agree bit for bit.
  */
 template <typename T, int CI, bool SORTED> __global__ void __launch_bounds__(kThreads) conv_kernel(const Params p) {
+  hx_pdl_wait();
   constexpr int S = CI / 16, Q = CI / 32; /* k16 steps and 16-byte loads a row, per offset */
   extern __shared__ uint2 wf[];
   const uint32_t c0 = blockIdx.y * (uint32_t)kBN;
@@ -1485,7 +1498,7 @@ hx_status launch_ci(const Params &p, int smem_optin, int sms, cudaStream_t strea
   const size_t tiles = ((size_t)p.n + kRows - 1u) / kRows;
   unsigned ctas = 0;
   HX_TRY(persistent_ctas(&ctas, kern, kThreads, smem, sms, (tiles + kWarps - 1u) / kWarps, err));
-  kern<<<dim3(ctas, p.out / (uint32_t)kBN), kThreads, smem, stream>>>(p);
+  hx_launch(kern, dim3(ctas, p.out / (uint32_t)kBN), kThreads, smem, stream, p);
   HX_LAUNCHED(err, SORTED ? "spc v8 conv_kernel" : "spc v7 conv_kernel");
   return HX_OK;
 }
@@ -1551,9 +1564,9 @@ hx_status table_fill(const VoxTable &t, uint32_t n, uint32_t K, const uint32_t *
   if (K) HX_CUDA(err, cudaMemsetAsync(t.cnt, 0, K * sizeof(uint32_t), stream));
   HX_CUDA(err, cudaMemsetAsync(t.st, 0xFF, 4 * sizeof(unsigned long long), stream));
   HX_CUDA(err, cudaMemsetAsync(t.st, 0, sizeof(unsigned long long), stream));
-  insert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t.table, t.mask, t.nblk, d_grid, d_batch, n, t.st);
+  hx_launch(insert_kernel, blocks_for(n), kThreads, 0, stream, t.table, t.mask, t.nblk, d_grid, d_batch, n, t.st);
   HX_LAUNCHED(err, "spc insert_kernel");
-  place_kernel<<<blocks_for(n), kThreads, 0, stream>>>(t.brows, t.table, t.mask, d_grid, d_batch, n, t.st);
+  hx_launch(place_kernel, blocks_for(n), kThreads, 0, stream, t.brows, t.table, t.mask, d_grid, d_batch, n, t.st);
   HX_LAUNCHED(err, "spc place_kernel");
   return HX_OK;
 }
@@ -1627,11 +1640,11 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
   HX_TRY(table_fill(t, n, counted ? K : 0u, d_grid, d_batch, stream, err));
   uint32_t *cnt = t.cnt;
   if (k == 5u)
-    lookup_kernel<5><<<(n + 7u) / 8u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr,
+    hx_launch(lookup_kernel<5>, (n + 7u) / 8u, kThreads, 0, stream, d_nbr, flag, counted ? cnt : nullptr,
                                                              m3 ? d_nbr3 : nullptr, t.table, t.mask, t.brows, d_grid,
                                                              d_batch, n);
   else
-    lookup_kernel<3><<<(n + 31u) / 32u, kThreads, 0, stream>>>(d_nbr, flag, counted ? cnt : nullptr, nullptr, t.table,
+    hx_launch(lookup_kernel<3>, (n + 31u) / 32u, kThreads, 0, stream, d_nbr, flag, counted ? cnt : nullptr, nullptr, t.table,
                                                                t.mask, t.brows, d_grid, d_batch, n);
   HX_LAUNCHED(err, "spc lookup kernel");
   m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL, m->tiles = NULL, m->tile_rows = 0;
@@ -1640,10 +1653,10 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
     m3->tile_rows = 0;
   if (d_rule) {
     HX_CUDA(err, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, (const uint32_t *)flag, scan, (int)nK, stream));
-    rule_kernel<<<blocks_for(nK), kThreads, 0, stream>>>(d_rule, d_nbr, flag, scan, n, K);
+    hx_launch(rule_kernel, blocks_for(nK), kThreads, 0, stream, d_rule, d_nbr, flag, scan, n, K);
     HX_LAUNCHED(err, "spc rule_kernel");
     cnt = reinterpret_cast<uint32_t *>(d_rule + 2u * nK); /* the rulebook's own count row */
-    count_kernel<<<1, 128, 0, stream>>>(cnt, flag, scan, n, K);
+    hx_launch(count_kernel, 1, 128, 0, stream, cnt, flag, scan, n, K);
     HX_LAUNCHED(err, "spc count_kernel");
   }
   if (!count_pairs) return HX_OK;
@@ -1741,6 +1754,7 @@ __device__ __forceinline__ uint32_t o5_of_o3(uint32_t l) {
  */
 template <typename T, int CI, int OPL, bool EXACT>
 __global__ void __launch_bounds__(kThreads) stem_kernel(const Params p) {
+  hx_pdl_wait();
   constexpr int NO = 32 * OPL, G = 32 / kR, PB = (kNB + G - 1) / G, CELLS = kNB * 8;
   extern __shared__ __align__(16) float smem[];
   float *wsm = smem;
@@ -1866,7 +1880,7 @@ hx_status launch(const Params &p, int smem_optin, int sms, cudaStream_t stream, 
   unsigned ctas = 0;
   HX_TRY(persistent_ctas(&ctas, kern, kThreads, smem, sms,
                          ((size_t)p.n + (size_t)kWarps * kR - 1u) / ((size_t)kWarps * kR), err));
-  kern<<<ctas, kThreads, smem, stream>>>(p);
+  hx_launch(kern, ctas, kThreads, smem, stream, p);
   HX_LAUNCHED(err, "spc stem_kernel");
   return HX_OK;
 }
@@ -2060,10 +2074,10 @@ hx_status spc_conv_v0(void *d_y, const void *d_x, const spc_weights *w, const sp
   }
   const size_t total = n * out;
   if (dt == NET_BF16)
-    finalize_kernel<__nv_bfloat16><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<__nv_bfloat16 *>(d_y),
+    hx_launch(finalize_kernel<__nv_bfloat16>, blocks_for(total), kThreads, 0, stream, static_cast<__nv_bfloat16 *>(d_y),
                                                                                acc, w->d_b, total, (uint32_t)out);
   else
-    finalize_kernel<__half><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<__half *>(d_y), acc, w->d_b,
+    hx_launch(finalize_kernel<__half>, blocks_for(total), kThreads, 0, stream, static_cast<__half *>(d_y), acc, w->d_b,
                                                                         total, (uint32_t)out);
   HX_LAUNCHED(err, "spc v0 finalize_kernel");
   return HX_OK;
@@ -2159,6 +2173,7 @@ namespace tile_order {
 __global__ void __launch_bounds__(kThreads) steps_kernel(unsigned char *__restrict__ steps,
                                                          const uint32_t *__restrict__ key, uint32_t n,
                                                          uint32_t tile_rows, uint32_t tiles) {
+  hx_pdl_wait();
   const uint32_t t = blockIdx.x * (kThreads / 32u) + threadIdx.x / 32u, lane = threadIdx.x & 31u;
   if (t >= tiles) return;
   const uint32_t r0 = t * tile_rows, r1 = n - r0 < tile_rows ? n : r0 + tile_rows;
@@ -2174,6 +2189,7 @@ __global__ void __launch_bounds__(kThreads) steps_kernel(unsigned char *__restri
 constexpr int kSortThreads = 1024, kBins = 33, kWarps = kSortThreads / 32;
 __global__ void __launch_bounds__(kSortThreads) sort_kernel(uint32_t *__restrict__ tiles,
                                                             const unsigned char *__restrict__ steps, uint32_t nt) {
+  hx_pdl_wait();
   __shared__ uint32_t start[kBins];
   __shared__ uint32_t wcount[kWarps][kBins];
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid / 32u;
@@ -2242,17 +2258,17 @@ hx_status spc_mask_tiles_gpu(uint32_t *d_order, uint32_t *d_tiles, uint32_t tile
     return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, *scratch_bytes, c.used);
   if (!n) return HX_OK;
   if (!d_order || !m->nbr) return hx_errf(err, HX_EINVAL, "%s: NULL order or map entries", who);
-  v1::mask_kernel<<<blocks_for(n), kThreads, 0, stream>>>(key_in, row_in, m->nbr, (uint32_t)n, m->K);
+  hx_launch(v1::mask_kernel, blocks_for(n), kThreads, 0, stream, key_in, row_in, m->nbr, (uint32_t)n, m->K);
   HX_LAUNCHED(err, "spc mask_kernel");
   HX_CUDA(err, cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, key_in, key_out, row_in, d_order, (int)n, 0,
                                                (int)m->K, stream));
   if (!d_tiles) return HX_OK;
   const size_t nt = (n + tile_rows - 1u) / tile_rows; /* <= n: the steps fit where the n keys were */
   unsigned char *steps = reinterpret_cast<unsigned char *>(key_in);
-  tile_order::steps_kernel<<<(unsigned)((nt + kThreads / 32u - 1u) / (kThreads / 32u)), kThreads, 0, stream>>>(
+  hx_launch(tile_order::steps_kernel, (unsigned)((nt + kThreads / 32u - 1u) / (kThreads / 32u)), kThreads, 0, stream,
       steps, key_out, (uint32_t)n, tile_rows, (uint32_t)nt);
   HX_LAUNCHED(err, "spc tile steps_kernel");
-  tile_order::sort_kernel<<<1, tile_order::kSortThreads, 0, stream>>>(d_tiles, steps, (uint32_t)nt);
+  hx_launch(tile_order::sort_kernel, 1, tile_order::kSortThreads, 0, stream, d_tiles, steps, (uint32_t)nt);
   HX_LAUNCHED(err, "spc tile sort_kernel");
   return HX_OK;
 }

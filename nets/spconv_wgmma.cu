@@ -130,6 +130,7 @@ using nwg::wg_wait;
 template <typename T, int BN, int BK>
 __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
     conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
+  hx_pdl_wait();
   using Tr = Tiles<BN, BK>;
   constexpr int BM = Tr::BM, MI = Tr::MI, BLOCKS = Tr::BLOCKS, ST = Tr::STAGES, CPR = Tr::CPR;
   constexpr int NACC = BN / 2;
@@ -331,6 +332,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
 template <typename T, int BN, int BK>
 __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
     conv_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm_w) {
+  hx_pdl_wait();
   (void)p, (void)tm_w;
 }
 
@@ -356,7 +358,7 @@ template <typename T, int BN, int BK> hx_status launch(const Params &p, cudaStre
     return hx_errf(err, HX_EINVAL, "spc v6: a tile order of %u-row tiles for %d-row tiles", spc_v6_tile_rows(p.out),
                    Tr::BM);
   const size_t ctas = ((size_t)p.n + Tr::BM - 1u) / Tr::BM * p.slices;
-  kern<<<(unsigned)ctas, 384, Tr::SMEM, stream>>>(p, tm_w);
+  hx_launch(kern, (unsigned)ctas, 384, Tr::SMEM, stream, p, tm_w);
   HX_LAUNCHED(err, "spc v6 conv_wg_kernel");
   return HX_OK;
 }
