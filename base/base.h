@@ -155,7 +155,9 @@ void hx_par_for(size_t n, size_t grain, void (*body)(void *ctx, size_t begin, si
  * calls hx_pdl_wait() before its first global memory access, read or write; hx_pdl_wait returns once the
  * previous grid in the stream has completed and its writes are visible (a no-op in a plain launch, and below
  * sm_90). A kernel launched through hx_launch may itself be launched plainly. Errors are returned and also reach
- * cudaGetLastError, so HX_LAUNCHED after the call checks it as it checks <<<>>>. Measured per dependent launch
+ * cudaGetLastError, so HX_LAUNCHED after the call checks it as it checks <<<>>>. The attribute follows the current
+ * device's compute capability, the wait the architecture the kernel was compiled for: sound because the build emits
+ * SASS only (meson.build's gencode, no PTX to JIT from an older architecture). Measured per dependent launch
  * (lab/kernels/probe_pdl.cu, H200, 2026-11-30): 1.6 us off the eager launch of a 70 us kernel, 0.3-0.7 us off
  * kernels of 1-5 us (docs/nets.md, "Launch gaps"). */
 #if defined(__CUDACC__) && defined(__cplusplus)

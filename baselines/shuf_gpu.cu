@@ -106,7 +106,7 @@ extern "C" hx_status shuf_compose_gpu(uint32_t *d_order_p, uint32_t *d_inverse_p
   const size_t work = sum_p > n ? sum_p : n;
   if (work == 0) return HX_OK;
   hx_launch(k_compose, bl_blocks(work, 256), 256, 0, stream, d_order_p, d_inverse_p, d_order_row, d_inverse_row, d_pad,
-                                                      d_unpad, n, sum_p);
+            d_unpad, n, sum_p);
   BL_LAUNCHED("k_compose");
   return HX_OK;
 }
@@ -184,7 +184,8 @@ static hx_status gather_v0(void *d_out, const void *d_in, const uint32_t *d_idx,
   if (rows == 0 || width == 0) return HX_OK;
   size_t blocks = (rows * width + 255) / 256;
   if (blocks > 65535u * 32u) blocks = 65535u * 32u;
-  hx_launch(k_gather_elem, (unsigned)blocks, 256, 0, stream, (uint16_t *)d_out, (const uint16_t *)d_in, d_idx, rows, width);
+  hx_launch(k_gather_elem, (unsigned)blocks, 256, 0, stream, (uint16_t *)d_out, (const uint16_t *)d_in, d_idx, rows,
+            width);
   BL_LAUNCHED("k_gather_elem");
   return HX_OK;
 }
@@ -195,7 +196,8 @@ static hx_status gather_v1(void *d_out, const void *d_in, const uint32_t *d_idx,
   uint32_t chunks;
   HX_TRY(check_vec(d_out, d_in, width, &chunks));
   if (rows == 0 || chunks == 0) return HX_OK;
-  hx_launch(k_gather_warp, bl_blocks(rows * 32, 256), 256, 0, stream, (uint4 *)d_out, (const uint4 *)d_in, d_idx, rows, chunks);
+  hx_launch(k_gather_warp, bl_blocks(rows * 32, 256), 256, 0, stream, (uint4 *)d_out, (const uint4 *)d_in, d_idx, rows,
+            chunks);
   BL_LAUNCHED("k_gather_warp");
   return HX_OK;
 }

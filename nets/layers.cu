@@ -554,11 +554,16 @@ void ln_warp_launch(T *y, const T *x, const uint32_t *idx, const float *g, const
   else if (C <= 16) hx_launch(ln_warp_kernel<T, 1, 2, ADD, VEC>, blocks(2), 128, 0, s, y, x, idx, g, b, rows, C, eps);
   else if (C <= 32) hx_launch(ln_warp_kernel<T, 1, 4, ADD, VEC>, blocks(4), 128, 0, s, y, x, idx, g, b, rows, C, eps);
   else if (C <= 64) hx_launch(ln_warp_kernel<T, 1, 8, ADD, VEC>, blocks(8), 128, 0, s, y, x, idx, g, b, rows, C, eps);
-  else if (C <= 128) hx_launch(ln_warp_kernel<T, 1, 16, ADD, VEC>, blocks(16), 128, 0, s, y, x, idx, g, b, rows, C, eps);
-  else if (C <= 256) hx_launch(ln_warp_kernel<T, 1, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C, eps);
-  else if (C <= 512) hx_launch(ln_warp_kernel<T, 2, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C, eps);
-  else if (C <= 768) hx_launch(ln_warp_kernel<T, 3, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C, eps);
-  else if (C <= 1024) hx_launch(ln_warp_kernel<T, 4, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C, eps);
+  else if (C <= 128) hx_launch(ln_warp_kernel<T, 1, 16, ADD, VEC>, blocks(16), 128, 0, s, y, x, idx, g, b, rows, C,
+                               eps);
+  else if (C <= 256) hx_launch(ln_warp_kernel<T, 1, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C,
+                               eps);
+  else if (C <= 512) hx_launch(ln_warp_kernel<T, 2, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C,
+                               eps);
+  else if (C <= 768) hx_launch(ln_warp_kernel<T, 3, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C,
+                               eps);
+  else if (C <= 1024) hx_launch(ln_warp_kernel<T, 4, 32, ADD, VEC>, blocks(32), 128, 0, s, y, x, idx, g, b, rows, C,
+                                eps);
 }
 
 template <typename T, bool ADD>
@@ -571,8 +576,8 @@ hx_status ln_launch(T *y, const T *x, const uint32_t *idx, const float *g, const
   if (C <= 1024 && aligned16(g) && aligned16(b)) ln_warp_launch<T, ADD, true>(y, x, idx, g, b, rows, C, eps, s, blocks);
   else if (C <= 1024) ln_warp_launch<T, ADD, false>(y, x, idx, g, b, rows, C, eps, s, blocks);
   else
-    hx_launch(ln_block_kernel<T, ADD>, (unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s, y, x, idx, g, b, rows, C,
-                                                                                              eps);
+    hx_launch(ln_block_kernel<T, ADD>, (unsigned)(rows < kMaxBlocks ? rows : kMaxBlocks), 256, 0, s, y, x, idx, g, b,
+              rows, C, eps);
   HX_LAUNCHED(err, fn);
   return HX_OK;
 }
@@ -601,10 +606,12 @@ hx_status affine_launch(T *y, const T *x, const float *scale, const float *shift
                         cudaStream_t s, hx_err *err) {
   const size_t n = rows * C;
   if (C % 8 == 0 && aligned16(y) && aligned16(x)) {
-    if (act == NL_ACT_GELU) hx_launch(affine_kernel<T, 8, true>, blocks_for(n / 8), kThreads, 0, s, y, x, scale, shift, n / 8, C);
+    if (act == NL_ACT_GELU) hx_launch(affine_kernel<T, 8, true>, blocks_for(n / 8), kThreads, 0, s, y, x, scale, shift,
+                                      n / 8, C);
     else hx_launch(affine_kernel<T, 8, false>, blocks_for(n / 8), kThreads, 0, s, y, x, scale, shift, n / 8, C);
   } else {
-    if (act == NL_ACT_GELU) hx_launch(affine_kernel<T, 1, true>, blocks_for(n), kThreads, 0, s, y, x, scale, shift, n, C);
+    if (act == NL_ACT_GELU) hx_launch(affine_kernel<T, 1, true>, blocks_for(n), kThreads, 0, s, y, x, scale, shift, n,
+                                      C);
     else hx_launch(affine_kernel<T, 1, false>, blocks_for(n), kThreads, 0, s, y, x, scale, shift, n, C);
   }
   HX_LAUNCHED(err, "nl_affine_act_gpu");
@@ -629,7 +636,8 @@ template <typename T, int V> __global__ void swiglu_kernel(T *y, const T *x, siz
 
 template <typename T> hx_status swiglu_launch(T *y, const T *x, size_t rows, size_t H, cudaStream_t s, hx_err *err) {
   const size_t n = rows * H;
-  if (H % 8 == 0 && aligned16(y) && aligned16(x)) hx_launch(swiglu_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y, x, n / 8, H);
+  if (H % 8 == 0 && aligned16(y) && aligned16(x)) hx_launch(swiglu_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y,
+                                                            x, n / 8, H);
   else hx_launch(swiglu_kernel<T, 1>, blocks_for(n), kThreads, 0, s, y, x, n, H);
   HX_LAUNCHED(err, "nl_swiglu_gpu");
   return HX_OK;
@@ -795,7 +803,8 @@ template <typename T>
 hx_status segmax_launch(T *y, const T *x, const uint32_t *idx, const uint32_t *ptr, size_t segments, size_t C,
                         cudaStream_t s, hx_err *err) {
   const size_t n = segments * C;
-  if (C % 8 == 0 && aligned16(y) && aligned16(x)) hx_launch(segmax_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y, x, idx, ptr, n / 8, C);
+  if (C % 8 == 0 && aligned16(y) && aligned16(x)) hx_launch(segmax_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y,
+                                                            x, idx, ptr, n / 8, C);
   else hx_launch(segmax_kernel<T, 1>, blocks_for(n), kThreads, 0, s, y, x, idx, ptr, n, C);
   HX_LAUNCHED(err, "nl_segment_max_gpu");
   return HX_OK;
@@ -919,8 +928,10 @@ hx_status nl_gather_rows_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, 
   if (d_y == d_x) return hx_errf(err, HX_EINVAL, "nl_gather_rows_gpu: y is x (a gather cannot run in place)");
   const size_t n = rows * C;
   if (C % 8 == 0 && aligned16(d_y) && aligned16(d_x))
-    hx_launch(gather_kernel<8>, blocks_for(n / 8), kThreads, 0, stream, (uint16_t *)d_y, (const uint16_t *)d_x, d_idx, n / 8, C);
-  else hx_launch(gather_kernel<1>, blocks_for(n), kThreads, 0, stream, (uint16_t *)d_y, (const uint16_t *)d_x, d_idx, n, C);
+    hx_launch(gather_kernel<8>, blocks_for(n / 8), kThreads, 0, stream, (uint16_t *)d_y, (const uint16_t *)d_x, d_idx,
+              n / 8, C);
+  else hx_launch(gather_kernel<1>, blocks_for(n), kThreads, 0, stream, (uint16_t *)d_y, (const uint16_t *)d_x, d_idx, n,
+                 C);
   HX_LAUNCHED(err, "nl_gather_rows_gpu");
   return HX_OK;
 }

@@ -392,9 +392,8 @@ hx_status mlp_launch(void *y, const void *x, const void *w1, const void *b1, con
   size_t tiles = 0, grid = 0;
   HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, who, rows, &tiles, &grid, err));
   hx_launch(kern, (unsigned)grid, kThreads, smem, s, static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
-                                               static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1),
-                                               static_cast<const uint16_t *>(w2), static_cast<const uint16_t *>(b2),
-                                               rows, tiles, ln.g, ln.b, ln.eps);
+            static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1), static_cast<const uint16_t *>(w2),
+            static_cast<const uint16_t *>(b2), rows, tiles, ln.g, ln.b, ln.eps);
   return launched(who, err);
 }
 
@@ -503,9 +502,8 @@ hx_status lnl_launch(void *y, const void *x, const uint32_t *ridx, const float *
   auto kern = lnl_kernel<T, C, NQ>;
   size_t tiles = 0, grid = 0;
   HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, "nl_ln_linear_gpu", rows, &tiles, &grid, err));
-  hx_launch(kern, (unsigned)grid, kThreads, smem, s, static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), ridx, g,
-                                               beta, eps, static_cast<const uint16_t *>(w),
-                                               static_cast<const uint16_t *>(b), rows, tiles);
+  hx_launch(kern, (unsigned)grid, kThreads, smem, s, static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), ridx,
+            g, beta, eps, static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(b), rows, tiles);
   return launched("nl_ln_linear_gpu", err);
 }
 
@@ -601,8 +599,7 @@ hx_status lla_launch(void *y, const void *x, const void *w, const void *b, const
   size_t tiles = 0, grid = 0;
   HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, "nl_linear_ln_add_gpu", rows, &tiles, &grid, err));
   hx_launch(kern, (unsigned)grid, kThreads, smem, s, static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x),
-                                               static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(b), g,
-                                               beta, eps, rows, tiles);
+            static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(b), g, beta, eps, rows, tiles);
   return launched("nl_linear_ln_add_gpu", err);
 }
 
@@ -719,9 +716,9 @@ hx_status lsw_launch(void *y, const void *x, const void *w1, const void *b1, siz
   HX_TRY(resident_ctas(reinterpret_cast<const void *>(kern), smem, "nl_linear_swiglu_gpu", &most, err));
   const size_t tiles = (rows + kBM - 1) / kBM, cols = H / 64, want = (most + cols - 1) / cols;
   const size_t ry = tiles < want ? tiles : want < 65535u ? want : 65535u; /* row groups a column tile */
-  hx_launch(kern, dim3((unsigned)cols, (unsigned)ry), kThreads, smem, s,
-      static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(w1),
-      static_cast<const uint16_t *>(b1), rows, tiles, (int)H);
+  hx_launch(kern, dim3((unsigned)cols, (unsigned)ry), kThreads, smem, s, static_cast<uint16_t *>(y),
+            static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(w1), static_cast<const uint16_t *>(b1),
+            rows, tiles, (int)H);
   return launched("nl_linear_swiglu_gpu", err);
 }
 

@@ -442,8 +442,8 @@ template <typename V>
 hx_status launch_gather(void *G, const void *x, const int32_t *rin, const uint32_t *dcnt, uint32_t rows, size_t in,
                         cudaStream_t stream, hx_err *err) {
   const uint32_t vpr = (uint32_t)(in * 2u / sizeof(V));
-  hx_launch(gather_kernel<V>, blocks_for((size_t)rows * vpr), kThreads, 0, stream,
-      static_cast<V *>(G), static_cast<const V *>(x), rin, dcnt, rows, vpr);
+  hx_launch(gather_kernel<V>, blocks_for((size_t)rows * vpr), kThreads, 0, stream, static_cast<V *>(G),
+            static_cast<const V *>(x), rin, dcnt, rows, vpr);
   HX_LAUNCHED(err, "spc v0 gather_kernel");
   return HX_OK;
 }
@@ -461,10 +461,11 @@ hx_status scatter_add(float *acc, const float *P, const int32_t *rout, const uin
                       size_t out, cudaStream_t stream, hx_err *err) {
   if (out % 4u == 0) {
     const uint32_t vpr = (uint32_t)(out / 4u);
-    hx_launch(scatter_add_kernel<float4>, blocks_for((size_t)rows * vpr), kThreads, 0, stream, acc, P, rout, dcnt, rows, vpr);
+    hx_launch(scatter_add_kernel<float4>, blocks_for((size_t)rows * vpr), kThreads, 0, stream, acc, P, rout, dcnt, rows,
+              vpr);
   } else {
     hx_launch(scatter_add_kernel<float>, blocks_for((size_t)rows * out), kThreads, 0, stream, acc, P, rout, dcnt, rows,
-                                                                                         (uint32_t)out);
+              (uint32_t)out);
   }
   HX_LAUNCHED(err, "spc v0 scatter_add_kernel");
   return HX_OK;
@@ -1641,11 +1642,10 @@ hx_status map_build(const char *who, spc_map *m, int32_t *d_nbr, int32_t *d_rule
   uint32_t *cnt = t.cnt;
   if (k == 5u)
     hx_launch(lookup_kernel<5>, (n + 7u) / 8u, kThreads, 0, stream, d_nbr, flag, counted ? cnt : nullptr,
-                                                             m3 ? d_nbr3 : nullptr, t.table, t.mask, t.brows, d_grid,
-                                                             d_batch, n);
+              m3 ? d_nbr3 : nullptr, t.table, t.mask, t.brows, d_grid, d_batch, n);
   else
-    hx_launch(lookup_kernel<3>, (n + 31u) / 32u, kThreads, 0, stream, d_nbr, flag, counted ? cnt : nullptr, nullptr, t.table,
-                                                               t.mask, t.brows, d_grid, d_batch, n);
+    hx_launch(lookup_kernel<3>, (n + 31u) / 32u, kThreads, 0, stream, d_nbr, flag, counted ? cnt : nullptr, nullptr,
+              t.table, t.mask, t.brows, d_grid, d_batch, n);
   HX_LAUNCHED(err, "spc lookup kernel");
   m->n = n, m->k = k, m->K = K, m->nbr = d_nbr, m->rule = d_rule, m->order = NULL, m->tiles = NULL, m->tile_rows = 0;
   if (m3)
@@ -2075,10 +2075,10 @@ hx_status spc_conv_v0(void *d_y, const void *d_x, const spc_weights *w, const sp
   const size_t total = n * out;
   if (dt == NET_BF16)
     hx_launch(finalize_kernel<__nv_bfloat16>, blocks_for(total), kThreads, 0, stream, static_cast<__nv_bfloat16 *>(d_y),
-                                                                               acc, w->d_b, total, (uint32_t)out);
+              acc, w->d_b, total, (uint32_t)out);
   else
     hx_launch(finalize_kernel<__half>, blocks_for(total), kThreads, 0, stream, static_cast<__half *>(d_y), acc, w->d_b,
-                                                                        total, (uint32_t)out);
+              total, (uint32_t)out);
   HX_LAUNCHED(err, "spc v0 finalize_kernel");
   return HX_OK;
 }
@@ -2266,7 +2266,7 @@ hx_status spc_mask_tiles_gpu(uint32_t *d_order, uint32_t *d_tiles, uint32_t tile
   const size_t nt = (n + tile_rows - 1u) / tile_rows; /* <= n: the steps fit where the n keys were */
   unsigned char *steps = reinterpret_cast<unsigned char *>(key_in);
   hx_launch(tile_order::steps_kernel, (unsigned)((nt + kThreads / 32u - 1u) / (kThreads / 32u)), kThreads, 0, stream,
-      steps, key_out, (uint32_t)n, tile_rows, (uint32_t)nt);
+            steps, key_out, (uint32_t)n, tile_rows, (uint32_t)nt);
   HX_LAUNCHED(err, "spc tile steps_kernel");
   hx_launch(tile_order::sort_kernel, 1, tile_order::kSortThreads, 0, stream, d_tiles, steps, (uint32_t)nt);
   HX_LAUNCHED(err, "spc tile sort_kernel");
