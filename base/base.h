@@ -3,8 +3,9 @@
  * only header a leaf folder (kernels/, baselines/, workloads/, nets/) includes from outside itself.
  *
  * Status codes and error reports (library code returns a status and never exits), HX_TRY, one CUDA error
- * check, one alignment helper, name lists, and a counter-based random generator that gives the same bits
- * on host and device. Plain C11; also compiles as CUDA C++ (device code uses hx_rng_* and HX_HD).
+ * check, the programmatic kernel launch (hx_launch, hx_pdl_wait), one alignment helper, name lists, and a
+ * counter-based random generator that gives the same bits on host and device. Plain C11; also compiles as CUDA
+ * C++ (device code uses hx_rng_* and HX_HD).
  */
 #ifndef F3D_BASE_H
 #define F3D_BASE_H
