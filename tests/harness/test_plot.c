@@ -992,7 +992,7 @@ static void test_nets_floors(void **state) {
   assert_non_null(strstr(rep, "| sum of components | 90.000 | | | | 55.000 | | 1.64x |\n"));
   assert_non_null(strstr(rep, "| **whole forward** (eager, median) | 90.000 | | | | 55.000 | | **1.64x** |\n"));
   assert_non_null(strstr(rep, "Target: the whole forward within 1.5x of the sum of its components' floors: 1.64x, NOT "
-                              "met. Largest gap: `attn`, 63.000 ms measured against a 42.000 ms floor (attention-bound), "
+                              "met (7.50 ms over the limit of 82.50 ms). Largest gap: `attn`, 63.000 ms measured against a 42.000 ms floor (attention-bound), "
                               "21.000 of the 35.000 ms by which components exceed their floors."));
   assert_null(strstr(rep, "Faster than its floor"));
   /* the targets: Flash3D-46m's floors (PTv3 has no cost rows: no row), its line, the convolution at C >= 64 */
@@ -1003,7 +1003,8 @@ static void test_nets_floors(void **state) {
   assert_non_null(tg_end);
   char *tg = strndup(tg0, (size_t)(tg_end - tg0 + 1));
   assert_non_null(strstr(tg, "| whole forward within 1.5x of the sum of its components' floors (the target: at 600k "
-                             "points) | Flash3D-46m | 1.64x at 300k: **NOT met**; largest gap `attn`, 63.00 ms against "
+                             "points) | Flash3D-46m | 1.64x at 300k: **NOT met**, 7.50 ms over the limit of 82.50 ms; largest "
+                             "gap `attn`, 63.00 ms against "
                              "a 42.00 ms floor |\n"));
   assert_null(strstr(tg, "| PTv3-m1 | 1."));
   assert_non_null(strstr(tg, "| latency linear in points: R^2 >= 0.99 (the target: over 100k to 600k) | Flash3D-46m | "
@@ -1040,21 +1041,29 @@ static void test_nets_below_floor(void **state) {
  * verdict beside it never reads against it: the forward at 82.52, 82.48 and 82.5004 ms against floors of 55 ms
  * (1.50036, 1.49964 and 1.5000073: "1.50" in two decimals, the last "1.5000" in four). The fixture's std is 1% of
  * the forward, so the limit lies within its spread, and both the cell and the sentence say so; at 1.64x (the
- * floors test) it does not, and neither does. */
+ * floors test) it does not, and neither does. Both give the margin to the limit in ms, with decimals enough not to
+ * read as zero (0.0004 ms over). */
 static void test_nets_floor_edge(void **state) {
   (void)state;
   static const struct {
     const char *id;
     double fw;
     const char *cell, *row, *target;
-  } c[] = {{"nets-edge-over", 82.52, "| Flash3D-46m | 1.5004x at 300k: **NOT met** (1.5x within the forward's +- std);",
+  } c[] = {{"nets-edge-over", 82.52,
+            "| Flash3D-46m | 1.5004x at 300k: **NOT met**, 0.02 ms over the limit of 82.50 ms (1.5x within the "
+            "forward's +- std);",
             "| **1.5004x** |\n",
-            "components' floors: 1.5004x, NOT met. The limit lies within the forward's median +- std (1.4854-1.5154x): "
-            "another run can read the other way. Largest gap"},
-           {"nets-edge-under", 82.48, "| Flash3D-46m | 1.4996x at 300k: met (1.5x within the forward's +- std);",
-            "| **1.4996x** |\n", "components' floors: 1.4996x, met. The limit lies within"},
-           {"nets-edge-close", 82.5004, "| Flash3D-46m | 1.50001x at 300k: **NOT met** (1.5x within",
-            "| **1.50001x** |\n", "components' floors: 1.50001x, NOT met. The limit"}};
+            "components' floors: 1.5004x, NOT met (0.02 ms over the limit of 82.50 ms). The limit lies within the "
+            "forward's median +- std (1.4854-1.5154x): another run can read the other way. Largest gap"},
+           {"nets-edge-under", 82.48,
+            "| Flash3D-46m | 1.4996x at 300k: met, 0.02 ms under the limit of 82.50 ms (1.5x within the forward's +- "
+            "std);",
+            "| **1.4996x** |\n", "components' floors: 1.4996x, met (0.02 ms under the limit of 82.50 ms). The limit lies "
+            "within"},
+           {"nets-edge-close", 82.5004,
+            "| Flash3D-46m | 1.50001x at 300k: **NOT met**, 0.0004 ms over the limit of 82.50 ms (1.5x within",
+            "| **1.50001x** |\n",
+            "components' floors: 1.50001x, NOT met (0.0004 ms over the limit of 82.50 ms). The limit"}};
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     make_nets_fixture(c[i].id, "NVIDIA H100 80GB HBM3", c[i].fw / 90.0, 1, 0);
     hx_run run;
