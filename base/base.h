@@ -167,23 +167,34 @@ static __device__ __forceinline__ void hx_pdl_wait(void) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-template <typename... P, typename... A>
-static inline cudaError_t hx_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                    A &&...args) {
+/* The launch configuration hx_launch uses, for callers that launch by hand (cudaLaunchKernelExC, or kernels that
+ * wait later than their first statement by design, as the in-bucket pooling's): attr is the programmatic attribute,
+ * set on the config only where the current device is compute capability 9.0 or later. */
+static inline cudaError_t hx_pdl_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, dim3 grid, dim3 block,
+                                        size_t smem, cudaStream_t stream) {
   int dev = 0, major = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e != cudaSuccess) return e;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = major >= 9 ? 1u : 0u;
+  *attr = cudaLaunchAttribute{};
+  attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr->val.programmaticStreamSerializationAllowed = 1;
+  *cfg = cudaLaunchConfig_t{};
+  cfg->gridDim = grid;
+  cfg->blockDim = block;
+  cfg->dynamicSmemBytes = smem;
+  cfg->stream = stream;
+  cfg->attrs = attr;
+  cfg->numAttrs = major >= 9 ? 1u : 0u;
+  return cudaSuccess;
+}
+template <typename... P, typename... A>
+static inline cudaError_t hx_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                    A &&...args) {
+  cudaLaunchConfig_t cfg;
+  cudaLaunchAttribute attr;
+  const cudaError_t e = hx_pdl_config(&cfg, &attr, grid, block, smem, stream);
+  if (e != cudaSuccess) return e;
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<A &&>(args)...);
 }
 #endif

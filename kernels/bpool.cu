@@ -65,34 +65,19 @@ namespace {
 constexpr int kT = BPOOL_TILE; /* threads per block = rows per tile */
 constexpr int kSlots = kT / 2; /* most sub-buckets of a tile (rho >= 2) */
 
-/* Programmatic dependent launch (sm_90): let the next launch in the stream be placed now / wait until the
- * previous launch has completed and its writes are visible. Both are no-ops without such a launch. */
+/* Programmatic dependent launch (sm_90): let the next launch in the stream be placed now (a no-op without such a
+ * launch); the wait is base.h's hx_pdl_wait. Kernels here trigger and wait where their design says, not first, so
+ * they launch through hx_pdl_config by hand rather than through hx_launch. */
 __device__ __forceinline__ void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
 /* The launch attribute that makes a launch programmatic where the device has it (sm_90 on), else none. */
 hx_status pdl_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, dim3 grid, dim3 block, cudaStream_t s,
                      hx_err *err) {
-  int dev = 0, major = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  const cudaError_t e = hx_pdl_config(cfg, attr, grid, block, 0, s);
   if (e != cudaSuccess) return hx_errf(err, HX_ECUDA, "bpool: device query for a programmatic launch: %s", cudaGetErrorString(e));
-  *attr = cudaLaunchAttribute{};
-  attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr->val.programmaticStreamSerializationAllowed = 1;
-  *cfg = cudaLaunchConfig_t{};
-  cfg->gridDim = grid;
-  cfg->blockDim = block;
-  cfg->stream = s;
-  cfg->attrs = attr;
-  cfg->numAttrs = major >= 9 ? 1 : 0;
   return HX_OK;
 }
 
@@ -966,7 +951,7 @@ __global__ void __launch_bounds__(Sh::kT, Sh::kBlocks) k_assign2(uint32_t *membe
   constexpr uint32_t kW = kT2 / 32;
   if constexpr (Sh::kPdl) { /* v9: the next launch may be placed; the previous one's outputs before any read */
     pdl_trigger();
-    pdl_wait();
+    hx_pdl_wait();
   }
   const uint32_t b = b_lo + blockIdx.x; /* b_lo: v6's halves */
   const uint32_t count = bucket_count[b];
@@ -1140,7 +1125,7 @@ struct RowRange {
 template <typename T, int RHO, int VEC, bool kWait = false>
 __global__ void k_reduce_vec(T *out, const T *in, const uint32_t *members, uint32_t n_out, uint32_t channels,
                              bpool_op op, RowRange rr) {
-  if (kWait) pdl_wait(); /* v9: launched programmatically behind the assignment */
+  if (kWait) hx_pdl_wait(); /* v9: launched programmatically behind the assignment */
   const uint32_t per_row = channels / VEC;
   const uint32_t lo = rr.lo_start ? rr.lo_start[0] + rr.lo_count[0] : 0u;
   const uint32_t hi = rr.hi_start ? rr.hi_start[0] + rr.hi_count[0] : n_out;
@@ -1604,7 +1589,7 @@ __global__ void __launch_bounds__(Shape2::kT, Shape2::kBlocks) k_reduce8(PoolP p
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(p.ctl + kC8Done, 1u) == gridDim.x - 1;
   __syncthreads();
-  if (last) pdl_wait(); /* the launch completes after k_assign8 has (its last blocks only exit by then) */
+  if (last) hx_pdl_wait(); /* the launch completes after k_assign8 has (its last blocks only exit by then) */
 }
 
 template <typename T>
