@@ -36,7 +36,7 @@ static void net_usage(FILE *f) {
           "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
           "                    [--mlp fused|partial|linear] [--ln fused|separate] [--tile-order longest|last]\n"
           "                    [--stem fused|map] [--overlap on|off] [--cpe-fold on|off] [--rehash on|off]\n"
-          "                    [--lt-tune on|off] [--bucket-fill F] [--device-memory BYTES]\n"
+          "                    [--lt-tune on|off] [--bucket-fill F] [--device-memory BYTES] [--memory]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -93,7 +93,10 @@ static void net_usage(FILE *f) {
           "                     0.1..1, instead of the public rule (the next power of two of rows / bucket: fill\n"
           "                     50-100%%, a step in latency at each power of two)\n"
           "  --device-memory B  device memory the forward may use (e.g. 512M, 2G): a forward whose estimate\n"
-          "                     is larger is refused before any allocation, as one larger than the free memory\n");
+          "                     is larger is refused before any allocation, as one larger than the free memory\n"
+          "  --memory           print where the GPU forward's device memory would go, by kind and by buffer\n"
+          "                     (the estimate checked before any allocation, which the arena's peak reaches),\n"
+          "                     and stop: no forward runs (the launchers' size queries need the device)\n");
 }
 
 typedef struct net_cli {
@@ -113,6 +116,7 @@ typedef struct net_cli {
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
+  int memory;             /* --memory: print the forward's memory breakdown, run nothing */
 } net_cli;
 
 /* A two-word option: *out = 1 for `one`, 0 for `zero`; otherwise the usage error naming both, and 2 (the exit
@@ -187,6 +191,36 @@ static int save_outputs(const char *dir, const net_input *in, const net_output *
   snprintf(path, sizeof path, "%s/offset.txt", dir);
   if (hx_write_file_atomic(path, text, (size_t)len, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
   printf("saved: %s (input, %zu level outputs, logits)\n", dir, o->n_levels);
+  return 0;
+}
+
+static int part_bytes_desc(const void *a, const void *b) {
+  const size_t x = ((const net_mem_part *)a)->bytes, y = ((const net_mem_part *)b)->bytes;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* --memory: net_gpu_memory's breakdown, the kinds on one line, then every buffer, largest first. */
+static int print_memory(const net_config *cfg, const net_input *in, net_dtype dt) {
+  hx_err err = {HX_OK, ""};
+  net_mem *m = malloc(sizeof *m);
+  if (!m) return f3d_fail("net", "out of memory"), 1;
+  if (net_gpu_memory(m, cfg, in, dt, &err) != HX_OK) {
+    free(m);
+    return f3d_fail_msg("net: --memory", err.msg), 1;
+  }
+  const double T = (double)m->total, MiB = 1048576.0;
+  printf("memory: %.1f MiB the forward holds at its peak (weights included; the sizing pass before any allocation, "
+         "what the arena's peak reaches)\n  by kind:",
+         T / MiB);
+  for (int k = 0; k < NET_MEM_KINDS; k++)
+    printf("%s %s %.1f MiB (%.1f%%)", k ? "," : "", net_mem_kind_name((net_mem_kind)k), (double)m->kind[k] / MiB,
+           T > 0 ? 100.0 * (double)m->kind[k] / T : 0.0);
+  printf("\n  %-34s %-9s %7s %11s %7s\n", "buffer", "kind", "count", "MiB", "share");
+  qsort(m->part, m->n_parts, sizeof m->part[0], part_bytes_desc);
+  for (uint32_t i = 0; i < m->n_parts; i++)
+    printf("  %-34s %-9s %7u %11.1f %6.1f%%\n", m->part[i].label, net_mem_kind_name(m->part[i].kind), m->part[i].count,
+           (double)m->part[i].bytes / MiB, T > 0 ? 100.0 * (double)m->part[i].bytes / T : 0.0);
+  free(m);
   return 0;
 }
 
@@ -282,7 +316,7 @@ static int run_gpu(const net_cli *o, const net_config *cfg, const net_params *p,
                    const net_input *in) {
   hx_err err = {HX_OK, ""};
   size_t need = 0;
-  if (f3d_net_fits(&need, cfg, in, o->dt, (size_t)o->device_memory, &err) != HX_OK) return f3d_fail_msg("net", err.msg), 1;
+  if (f3d_net_fits(&need, NULL, cfg, in, o->dt, (size_t)o->device_memory, &err) != HX_OK) return f3d_fail_msg("net", err.msg), 1;
   cudaStream_t s = NULL;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return f3d_fail("net", "cannot create a stream"), 1;
   int rc = gpu_check(o, cfg, p, bt, s);
@@ -385,13 +419,14 @@ int f3d_cmd_net(int argc, char **argv) {
       {"mlp", required_argument, NULL, 'P'},    {"ln", required_argument, NULL, 'L'},
       {"tile-order", required_argument, NULL, 'T'}, {"stem", required_argument, NULL, 'E'},
       {"overlap", required_argument, NULL, 'O'}, {"cpe-fold", required_argument, NULL, 'C'},
-      {"lt-tune", required_argument, NULL, 'U'}, {NULL, 0, NULL, 0}};
+      {"lt-tune", required_argument, NULL, 'U'}, {"memory", no_argument, NULL, 'Y'},
+      {NULL, 0, NULL, 0}};
   net_cli o = {NULL, NULL, NULL, NULL, 100000, 1,  20, 3000, 3407, 0.05, NET_F16,
-               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0};
+               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:Yh", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -411,6 +446,7 @@ int f3d_cmd_net(int argc, char **argv) {
     case 'w': o.weights = optarg; break;
     case 'o': o.save = optarg; break;
     case 'g': o.graph = 1; break;
+    case 'Y': o.memory = 1; break;
     case 'v':
       if (f3d_parse_pos_double(optarg, &o.voxel)) return f3d_fail("net", "--voxel '%s': a size > 0 in metres", optarg), 2;
       break;
@@ -505,6 +541,8 @@ int f3d_cmd_net(int argc, char **argv) {
     if (cfg.kind != 1) return f3d_fail("net", "--bucket-fill: %s has no buckets (Flash3D models only)", cfg.name), 2;
     cfg.bucket_fill = o.fill;
   }
+  if (o.memory && (o.cpu || !F3D_HAVE_CUDA))
+    return f3d_fail("net", "--memory reports the GPU forward's memory: not with --device cpu or a build without CUDA"), 2;
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
   if (o.cpu && o.device_memory) fprintf(stderr, "f3dbench: net: note: --device-memory has no effect with --device cpu\n");
   if (o.cpu && o.tiles >= 0) fprintf(stderr, "f3dbench: net: note: --tile-order has no effect with --device cpu\n");
@@ -512,7 +550,7 @@ int f3d_cmd_net(int argc, char **argv) {
   if (o.cpu && o.overlap >= 0) fprintf(stderr, "f3dbench: net: note: --overlap has no effect with --device cpu\n");
   if (o.cpu && o.fold >= 0) fprintf(stderr, "f3dbench: net: note: --cpe-fold has no effect with --device cpu\n");
   if (o.cpu && o.tune >= 0) fprintf(stderr, "f3dbench: net: note: --lt-tune has no effect with --device cpu\n");
-  if (!o.cpu && f3d_gpu_ready("net: --device gpu", NULL)) return 1;
+  if (!o.cpu && f3d_gpu_ready(o.memory ? "net: --memory" : "net: --device gpu", NULL)) return 1;
 
   net_params p = {0};
   wl_batch bt = {0};
@@ -556,7 +594,7 @@ int f3d_cmd_net(int argc, char **argv) {
     }
     fflush(stdout);
 #if F3D_HAVE_CUDA
-    rc = o.cpu ? run_cpu(&o, &cfg, &p, &in) : run_gpu(&o, &cfg, &p, &bt, &in);
+    rc = o.memory ? print_memory(&cfg, &in, o.dt) : o.cpu ? run_cpu(&o, &cfg, &p, &in) : run_gpu(&o, &cfg, &p, &bt, &in);
 #else
     rc = run_cpu(&o, &cfg, &p, &in);
 #endif

@@ -19,11 +19,11 @@ hx_status f3d_net_input(net_input *in, float **feat, const wl_batch *bt, double 
 /* A net_alloc over an hx_arena (every device buffer of a forward is an arena allocation, labelled). */
 net_alloc f3d_net_arena(hx_arena *a);
 
-/* Refuse, before any allocation, an input whose forward cannot fit: compares net_gpu_bytes with the device's
- * free memory (cudaMemGetInfo), or with cap where cap (bytes, 0: none) is less, and fails with HX_ENOMEM naming
- * both. *need receives the bytes asked. */
-hx_status f3d_net_fits(size_t *need, const net_config *cfg, const net_input *in, net_dtype dt, size_t cap,
-                       hx_err *err);
+/* Refuse, before any allocation, an input whose forward cannot fit: compares net_gpu_memory's total with the
+ * device's free memory (cudaMemGetInfo), or with cap where cap (bytes, 0: none) is less, and fails with HX_ENOMEM
+ * naming both. *need receives the bytes asked; parts (NULL: not wanted) the breakdown they come from. */
+hx_status f3d_net_fits(size_t *need, net_mem *parts, const net_config *cfg, const net_input *in, net_dtype dt,
+                       size_t cap, hx_err *err);
 
 /* Time per component of one forward: CUDA events at every innermost hook range, summed by component (the last
  * path element up to any '.', from NET_COMPONENTS); total_ms = first event to last. One extra forward is run, each

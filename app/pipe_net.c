@@ -9,7 +9,9 @@
  * Rows, variant = the configuration name ("<name>.graph" for the same forward replayed as one CUDA graph):
  *   forward      the whole forward (f3d_measure: timing, the counters over the whole forward, mem_peak = every
  *                buffer and weight the forward holds, from the sweep's arena), plus params (count), check (1 after
- *                the GPU forward matched the fp32 CPU forward), check_rel_l2, and prepare_ms (the untimed set-up)
+ *                the GPU forward matched the fp32 CPU forward), check_rel_l2, prepare_ms (the untimed set-up) and
+ *                mem_<kind> (B: net_gpu_memory's estimate by kind, weights, io, structure, levels, work, scratch;
+ *                they sum to what the arena's peak reaches)
  *   <component>  time per component (embed, serialize, psh, cpe, norm, qkv, gather, attn, proj, mlp, pool, unpool,
  *                head): CUDA events at the forward's hook ranges over NET_BREAKDOWN_RUNS forwards, one sample per
  *                forward, so each component has a median and a spread; share = its part of the summed components
@@ -216,7 +218,19 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
   if (st == HX_OK) {
     hx_err ferr = {HX_OK, ""};
     /* the arena is reset before each pipeline: its capacity (sweep --device-memory, 0: none) is the forward's cap */
-    hx_status fst = f3d_net_fits(&need, &cfg, &in, dt, ctx->arena->capacity, &ferr);
+    net_mem parts;
+    hx_status fst = f3d_net_fits(&need, &parts, &cfg, &in, dt, ctx->arena->capacity, &ferr);
+    /* where the estimate goes, by kind (also for a forward refused below: what it would have held) */
+    for (int k = 0; k < NET_MEM_KINDS && (fst == HX_OK || fst == HX_ENOMEM) && st == HX_OK; k++) {
+      char metric[32];
+      snprintf(metric, sizeof metric, "mem_%s", net_mem_kind_name((net_mem_kind)k));
+      st = f3d_record(ctx, pipe, "forward", model, metric, (double)parts.kind[k], "B", err);
+    }
+    if (st != HX_OK) {
+      free(feat);
+      net_params_free(&p);
+      return st;
+    }
     if (fst == HX_ENOMEM) { /* skipped with the bytes it needed and what was free, recorded in the run */
       const size_t avail = f3d_device_avail(ctx); /* the device's free memory, or less under sweep --device-memory */
       fprintf(stderr, "f3dbench: %s/%s: %s\n", pipe, model, ferr.msg);

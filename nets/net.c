@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NET_MAX_DIMS 5 /* net_tensor.shape */
 
@@ -297,13 +298,48 @@ void net_gpu_destroy(net_gpu *g) {
   free(g);
 }
 
-hx_status net_gpu_bytes(size_t *bytes, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
-  if (!bytes || !in) return hx_errf(err, HX_EINVAL, "net_gpu_bytes: missing output or input");
-  *bytes = 0;
+hx_status net_gpu_memory(net_mem *m, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
+  if (!m || !in) return hx_errf(err, HX_EINVAL, "net_gpu_memory: missing output or input");
+  memset(m, 0, sizeof *m);
   const net_gpu_ops *ops = NULL;
-  HX_TRY(gpu_ops(&ops, cfg, "net_gpu_bytes", err));
-  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "net_gpu_bytes: unknown dtype %d", (int)dt);
-  return ops->bytes(bytes, cfg, in, dt, err);
+  HX_TRY(gpu_ops(&ops, cfg, "net_gpu_memory", err));
+  if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "net_gpu_memory: unknown dtype %d", (int)dt);
+  const hx_status st = ops->bytes(m, cfg, in, dt, err);
+  if (st != HX_OK) memset(m, 0, sizeof *m);
+  return st;
+}
+
+hx_status net_gpu_bytes(size_t *bytes, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
+  if (!bytes) return hx_errf(err, HX_EINVAL, "net_gpu_bytes: missing output");
+  *bytes = 0;
+  net_mem *m = malloc(sizeof *m);
+  if (!m) return hx_errf(err, HX_ENOMEM, "net_gpu_bytes: out of memory");
+  const hx_status st = net_gpu_memory(m, cfg, in, dt, err);
+  if (st == HX_OK) *bytes = m->total;
+  free(m);
+  return st;
+}
+
+void net_mem_add(net_mem *m, const char *label, net_mem_kind kind, size_t bytes) {
+  if (!m || (unsigned)kind >= NET_MEM_KINDS) return;
+  bytes = hx_align256(bytes ? bytes : 1);
+  m->total += bytes, m->kind[kind] += bytes;
+  uint32_t i = 0;
+  while (i < m->n_parts && !(m->part[i].kind == kind && !strcmp(m->part[i].label, label))) i++;
+  if (i == m->n_parts) {
+    if (m->n_parts == NET_MEM_PARTS) { /* full: the last part becomes "other", of mixed kinds */
+      i = NET_MEM_PARTS - 1;
+      m->part[i].label = "other";
+    } else {
+      m->part[m->n_parts++] = (net_mem_part){label, kind, 0, 0};
+    }
+  }
+  m->part[i].count++, m->part[i].bytes += bytes;
+}
+
+const char *net_mem_kind_name(net_mem_kind k) {
+  static const char *const names[NET_MEM_KINDS] = {"weights", "io", "structure", "levels", "work", "scratch"};
+  return (unsigned)k < NET_MEM_KINDS ? names[k] : NULL;
 }
 
 hx_status net_gpu_prepare(net_gpu *g, const net_input *in, struct CUstream_st *stream, hx_err *err) {

@@ -134,6 +134,7 @@ typedef struct f3g {
   size_t scratch_bytes;
   void **held;
   size_t n_held, cap_held, held_bytes;
+  net_mem *mem; /* the sizing pass's breakdown (bytes); NULL in a forward object */
 } f3g;
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -403,7 +404,7 @@ static hx_status plan_levels(f3g *g, const net_input *in, hx_err *err) {
 }
 
 /* Every buffer prepare allocates, in one list: `need` allocates it (prepare) or adds its bytes (sizing). */
-typedef hx_status (*g_need_fn)(f3g *g, void **slot, size_t bytes, const char *label, hx_err *err);
+typedef hx_status (*g_need_fn)(f3g *g, void **slot, size_t bytes, net_mem_kind kind, const char *label, hx_err *err);
 
 static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   const net_config *c = &g->cfg;
@@ -421,71 +422,73 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
     }
   }
   g->nc = nc, g->ident_n = ident, g->p32a_n = p32a, g->p32b_n = p32b;
-#define NEED(slot, bytes, label) HX_TRY(need(g, (void **)(slot), (bytes), (label), err))
-  NEED(&g->xyz, g->n * 12, "flash3d xyz");
-  NEED(&g->off0, (B + 1) * 4, "flash3d cloud offsets");
-  NEED(&g->feat, g->n * g->inpad * E, "flash3d input features");
-  if (ident) NEED(&g->ident, ident * 4, "flash3d identity index");
+#define NEED(slot, bytes, kind, label) HX_TRY(need(g, (void **)(slot), (bytes), (kind), (label), err))
+  NEED(&g->xyz, g->n * 12, NET_MEM_IO, "flash3d xyz");
+  NEED(&g->off0, (B + 1) * 4, NET_MEM_IO, "flash3d cloud offsets");
+  NEED(&g->feat, g->n * g->inpad * E, NET_MEM_IO, "flash3d input features");
+  if (ident) NEED(&g->ident, ident * 4, NET_MEM_STRUCTURE, "flash3d identity index");
   for (int l = 0; l < L; l++) {
     g_level *lv = &g->lv[l];
     const size_t R = lv->R, nbt = (size_t)B * lv->ls.nb;
     const size_t ce = (size_t)c->enc_channels[l], cd = (size_t)c->dec_channels[l];
-    if (l > 0) NEED(&lv->xyz_pool, R * 12, "flash3d pooled xyz");
-    if (l > 0) NEED(&lv->off, (lv->clouds + 1) * 4, "flash3d level cloud offsets");
+    if (l > 0) NEED(&lv->xyz_pool, R * 12, NET_MEM_STRUCTURE, "flash3d pooled xyz");
+    if (l > 0) NEED(&lv->off, (lv->clouds + 1) * 4, NET_MEM_STRUCTURE, "flash3d level cloud offsets");
     if (!lv->ls.hashed && l > 0) {
-      NEED(&lv->start, (nbt + 1) * 4, "flash3d window starts");
-      NEED(&lv->count, (nbt + 1) * 4, "flash3d window counts");
+      NEED(&lv->start, (nbt + 1) * 4, NET_MEM_STRUCTURE, "flash3d window starts");
+      NEED(&lv->count, (nbt + 1) * 4, NET_MEM_STRUCTURE, "flash3d window counts");
     }
     if (lv->ls.hashed) {
-      NEED(&lv->perm, R * 4, "flash3d perm");
-      NEED(&lv->slot, R * 4, "flash3d slot");
-      NEED(&lv->start, ((size_t)lv->clouds * lv->ls.nb + 1) * 4, "flash3d bucket starts");
-      NEED(&lv->count, ((size_t)lv->clouds * lv->ls.nb + 1) * 4, "flash3d bucket counts");
-      NEED(&lv->xyzp, R * 12, "flash3d packed xyz");
-      NEED(&lv->ctr, PSH_NCOUNTERS * 4, "flash3d PSH counters");
-      if (l > 0 && l + 1 < L) NEED(&lv->cnt_pool, (nbt + 1) * 4, "flash3d pooling counts");
+      NEED(&lv->perm, R * 4, NET_MEM_STRUCTURE, "flash3d perm");
+      NEED(&lv->slot, R * 4, NET_MEM_STRUCTURE, "flash3d slot");
+      NEED(&lv->start, ((size_t)lv->clouds * lv->ls.nb + 1) * 4, NET_MEM_STRUCTURE, "flash3d bucket starts");
+      NEED(&lv->count, ((size_t)lv->clouds * lv->ls.nb + 1) * 4, NET_MEM_STRUCTURE, "flash3d bucket counts");
+      NEED(&lv->xyzp, R * 12, NET_MEM_STRUCTURE, "flash3d packed xyz");
+      NEED(&lv->ctr, PSH_NCOUNTERS * 4, NET_MEM_STRUCTURE, "flash3d PSH counters");
+      if (l > 0 && l + 1 < L) NEED(&lv->cnt_pool, (nbt + 1) * 4, NET_MEM_STRUCTURE, "flash3d pooling counts");
     }
     for (int side = 0; side < 2; side++)
       for (int b = 0; b < (side ? c->dec_depth[l] : c->enc_depth[l]); b++)
-        NEED(&lv->attn[side][b].scope, (size_t)lv->attn[side][b].num_scopes * lv->ls.scope * 4, "flash3d scopes");
+        NEED(&lv->attn[side][b].scope, (size_t)lv->attn[side][b].num_scopes * lv->ls.scope * 4, NET_MEM_STRUCTURE, "flash3d scopes");
     if (l + 1 < L) {
       const size_t R1 = g->lv[l + 1].R;
-      NEED(&lv->ostart, (nbt + 1) * 4, "flash3d pooling starts");
-      NEED(&lv->ocount, (nbt + 1) * 4, "flash3d pooling counts out");
-      NEED(&lv->members, R1 * NET_F3D_RHO * 4, "flash3d pooling members");
-      NEED(&lv->parent, R * 4, "flash3d pooling parents");
-      NEED(&lv->comp, R * 4, "flash3d unpooling index");
-      NEED(&lv->off_idx, (B + 1) * 4, "flash3d cloud offset index");
-      NEED(&lv->skip, R * (size_t)c->enc_channels[l + 1] * E, "flash3d skip");
+      NEED(&lv->ostart, (nbt + 1) * 4, NET_MEM_STRUCTURE, "flash3d pooling starts");
+      NEED(&lv->ocount, (nbt + 1) * 4, NET_MEM_STRUCTURE, "flash3d pooling counts out");
+      NEED(&lv->members, R1 * NET_F3D_RHO * 4, NET_MEM_STRUCTURE, "flash3d pooling members");
+      NEED(&lv->parent, R * 4, NET_MEM_STRUCTURE, "flash3d pooling parents");
+      NEED(&lv->comp, R * 4, NET_MEM_STRUCTURE, "flash3d unpooling index");
+      NEED(&lv->off_idx, (B + 1) * 4, NET_MEM_STRUCTURE, "flash3d cloud offset index");
+      NEED(&lv->skip, R * (size_t)c->enc_channels[l + 1] * E, NET_MEM_LEVELS, "flash3d skip");
     }
-    if (lv->ls.hashed) NEED(&lv->pooled, R * ce * E, "flash3d level input");
-    NEED(&lv->x, R * ce * E, "flash3d encoder stream");
-    NEED(&lv->y, R * cd * E, "flash3d decoder stream");
+    if (lv->ls.hashed) NEED(&lv->pooled, R * ce * E, NET_MEM_LEVELS, "flash3d level input");
+    NEED(&lv->x, R * ce * E, NET_MEM_LEVELS, "flash3d encoder stream");
+    NEED(&lv->y, R * cd * E, NET_MEM_LEVELS, "flash3d decoder stream");
   }
-  NEED(&g->t, nc * E, "flash3d work t");
-  NEED(&g->qkv, 3 * nc * E, "flash3d work qkv");
-  NEED(&g->o, nc * E, "flash3d work attention out");
-  NEED(&g->h1, 2 * r * nc * E, "flash3d work fc1");
-  NEED(&g->g, r * nc * E, "flash3d work swiglu");
+  NEED(&g->t, nc * E, NET_MEM_WORK, "flash3d work t");
+  NEED(&g->qkv, 3 * nc * E, NET_MEM_WORK, "flash3d work qkv");
+  NEED(&g->o, nc * E, NET_MEM_WORK, "flash3d work attention out");
+  NEED(&g->h1, 2 * r * nc * E, NET_MEM_WORK, "flash3d work fc1");
+  NEED(&g->g, r * nc * E, NET_MEM_WORK, "flash3d work swiglu");
   if (g->dt == NET_F16) {
-    NEED(&g->p32a, p32a * 4, "flash3d pooling fp32 in");
-    NEED(&g->p32b, p32b * 4, "flash3d pooling fp32 out");
+    NEED(&g->p32a, p32a * 4, NET_MEM_WORK, "flash3d pooling fp32 in");
+    NEED(&g->p32b, p32b * 4, NET_MEM_WORK, "flash3d pooling fp32 out");
   }
-  NEED(&g->logits_p, g->n * K * E, "flash3d logits (bucket order)");
-  NEED(&g->logits, g->n * K * E, "flash3d logits");
-  NEED(&g->logits32, g->n * K * 4, "flash3d logits fp32");
-  NEED(&g->scratch, g->scratch_bytes, "flash3d scratch");
+  NEED(&g->logits_p, g->n * K * E, NET_MEM_IO, "flash3d logits (bucket order)");
+  NEED(&g->logits, g->n * K * E, NET_MEM_IO, "flash3d logits");
+  NEED(&g->logits32, g->n * K * 4, NET_MEM_IO, "flash3d logits fp32");
+  NEED(&g->scratch, g->scratch_bytes, NET_MEM_SCRATCH, "flash3d scratch");
 #undef NEED
   return HX_OK;
 }
 
-static hx_status need_count(f3g *g, void **slot, size_t bytes, const char *label, hx_err *err) {
-  (void)slot, (void)label, (void)err;
+static hx_status need_count(f3g *g, void **slot, size_t bytes, net_mem_kind kind, const char *label, hx_err *err) {
+  (void)slot, (void)err;
   g->held_bytes += hx_align256(bytes ? bytes : 1);
+  net_mem_add(g->mem, label, kind, bytes);
   return HX_OK;
 }
 
-static hx_status need_alloc(f3g *g, void **slot, size_t bytes, const char *label, hx_err *err) {
+static hx_status need_alloc(f3g *g, void **slot, size_t bytes, net_mem_kind kind, const char *label, hx_err *err) {
+  (void)kind;
   return g_hold(g, slot, bytes, label, err);
 }
 
@@ -495,19 +498,19 @@ static void free_host_scopes(f3g *g) {
       for (int b = 0; b < G_D; b++) free(g->lv[l].attn[s][b].h_scope), g->lv[l].attn[s][b].h_scope = NULL;
 }
 
-static hx_status bytes(size_t *out, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
+static hx_status bytes(net_mem *out, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
   if (!out) return hx_errf(err, HX_EINVAL, "flash3d gpu bytes: NULL output");
   HX_TRY(check_gpu_config(cfg, err));
   f3g *g = calloc(1, sizeof *g);
   if (!g) return hx_errf(err, HX_ENOMEM, "flash3d gpu bytes: sizing object");
-  g->cfg = *cfg, g->dt = dt;
+  g->cfg = *cfg, g->dt = dt, g->mem = out;
   g->inpad = ((size_t)cfg->in_channels + 7) & ~(size_t)7;
   g->pool_v = bpool_variant_best();
   hx_status st = g->pool_v ? plan_levels(g, in, err) : hx_errf(err, HX_ENODEV, "flash3d gpu: no pooling variant");
   if (st == HX_OK) st = g_buffers(g, need_count, err);
   net_pack k = {NULL, NULL, 0, dt};
   g_weights(g, NULL, &k);
-  *out = g->held_bytes + hx_align256(k.used);
+  if (st == HX_OK) net_mem_add(out, "flash3d weights", NET_MEM_WEIGHTS, k.used); /* one block, at create */
   free_host_scopes(g);
   free(g);
   return st;

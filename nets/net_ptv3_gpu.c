@@ -141,6 +141,7 @@ typedef struct p3g {
   /* every net_alloc allocation of prepare, released by unprepare */
   void **held;
   size_t n_held, cap_held, held_bytes;
+  net_mem *mem; /* the sizing pass's breakdown (bytes); NULL in a forward object */
 } p3g;
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -538,43 +539,43 @@ static hx_status scratch_need(p3g *g, size_t *need, size_t *side_need, hx_err *e
 }
 
 /* Every buffer prepare allocates, in one list: `need` allocates it (prepare) or adds its bytes (sizing). */
-typedef hx_status (*g_need_fn)(p3g *g, void **slot, size_t bytes, const char *label, hx_err *err);
+typedef hx_status (*g_need_fn)(p3g *g, void **slot, size_t bytes, net_mem_kind kind, const char *label, hx_err *err);
 
 static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_err *err) {
   const net_config *c = &g->cfg;
   const size_t n = g->n, Cin = (size_t)c->in_channels, E = 2; /* bytes of a dtype value */
-#define NEED(slot, bytes, label) HX_TRY(need(g, (void **)(slot), (bytes), (label), err))
-  NEED(&g->xyz, n * 12, "ptv3 xyz");
-  NEED(&g->feat32, n * Cin * 4, "ptv3 input features fp32");
-  NEED(&g->feat, n * Cin * E, "ptv3 input features");
-  NEED(&g->maxc, 4, "ptv3 grid max");
+#define NEED(slot, bytes, kind, label) HX_TRY(need(g, (void **)(slot), (bytes), (kind), (label), err))
+  NEED(&g->xyz, n * 12, NET_MEM_IO, "ptv3 xyz");
+  NEED(&g->feat32, n * Cin * 4, NET_MEM_IO, "ptv3 input features fp32");
+  NEED(&g->feat, n * Cin * E, NET_MEM_IO, "ptv3 input features");
+  NEED(&g->maxc, 4, NET_MEM_STRUCTURE, "ptv3 grid max");
   /* the stem's k = 5 map (300 MB at 600k), unless the stem runs in one pass, which never stores it */
-  if (!net_ptv3_stem_fused(c)) NEED(&g->stem_nbr, n * 125 * 4, "ptv3 stem kernel map");
+  if (!net_ptv3_stem_fused(c)) NEED(&g->stem_nbr, n * 125 * 4, NET_MEM_STRUCTURE, "ptv3 stem kernel map");
   else g->stem_nbr = NULL;
   /* the stem's rulebook (8 * 125 * n bytes: 600 MB at 600k) only where its convolution reads it: v0 does, v2
    * (the stem's variant, in <= 8) reads the map alone */
   if (net_ptv3_needs_rule(c, Cin, (size_t)c->enc_channels[0], 125))
-    NEED(&g->stem_rule, spc_rule_elems((uint32_t)n, 5) * 4, "ptv3 stem rulebook");
+    NEED(&g->stem_rule, spc_rule_elems((uint32_t)n, 5) * 4, NET_MEM_STRUCTURE, "ptv3 stem rulebook");
   else
     g->stem_rule = NULL;
   for (int l = 0; l < c->levels; l++) {
     g_level *lv = &g->lv[l];
     const size_t m = lv->n;
-    NEED(&lv->grid, m * 12, "ptv3 grid");
-    NEED(&lv->batch, m * 4, "ptv3 batch");
-    if (l > 0) NEED(&lv->coord, m * 12, "ptv3 pooled coordinates");
-    NEED(&lv->code, NET_PTV3_ORDERS * m * 8, "ptv3 codes");
-    NEED(&lv->order, NET_PTV3_ORDERS * m * 4, "ptv3 order");
-    NEED(&lv->inverse, NET_PTV3_ORDERS * m * 4, "ptv3 inverse");
+    NEED(&lv->grid, m * 12, NET_MEM_STRUCTURE, "ptv3 grid");
+    NEED(&lv->batch, m * 4, NET_MEM_STRUCTURE, "ptv3 batch");
+    if (l > 0) NEED(&lv->coord, m * 12, NET_MEM_STRUCTURE, "ptv3 pooled coordinates");
+    NEED(&lv->code, NET_PTV3_ORDERS * m * 8, NET_MEM_STRUCTURE, "ptv3 codes");
+    NEED(&lv->order, NET_PTV3_ORDERS * m * 4, NET_MEM_STRUCTURE, "ptv3 order");
+    NEED(&lv->inverse, NET_PTV3_ORDERS * m * 4, NET_MEM_STRUCTURE, "ptv3 inverse");
     if (l > 0) {
-      NEED(&lv->cluster, g->lv[l - 1].n * 4, "ptv3 pooling cluster");
-      NEED(&lv->head, m * 4, "ptv3 pooling head");
-      NEED(&lv->idx_ptr, (m + 1) * 4, "ptv3 pooling idx_ptr");
+      NEED(&lv->cluster, g->lv[l - 1].n * 4, NET_MEM_STRUCTURE, "ptv3 pooling cluster");
+      NEED(&lv->head, m * 4, NET_MEM_STRUCTURE, "ptv3 pooling head");
+      NEED(&lv->idx_ptr, (m + 1) * 4, NET_MEM_STRUCTURE, "ptv3 pooling idx_ptr");
     }
-    NEED(&lv->pad, lv->sum_p * 4, "ptv3 pad");
-    NEED(&lv->unpad, m * 4, "ptv3 unpad");
-    NEED(&lv->cu, lv->n_cu * 4, "ptv3 cu_seqlens");
-    NEED(&lv->nbr, m * 27 * 4, "ptv3 kernel map");
+    NEED(&lv->pad, lv->sum_p * 4, NET_MEM_STRUCTURE, "ptv3 pad");
+    NEED(&lv->unpad, m * 4, NET_MEM_STRUCTURE, "ptv3 unpad");
+    NEED(&lv->cu, lv->n_cu * 4, NET_MEM_STRUCTURE, "ptv3 cu_seqlens");
+    NEED(&lv->nbr, m * 27 * 4, NET_MEM_STRUCTURE, "ptv3 kernel map");
     /* the rulebook (8 * 27 * n bytes, and a scan and a pass per forward) only where a convolution of the level
      * reads it: v0 does, the fused v1 reads the map alone */
     const int dec_here = l < c->levels - 1;
@@ -582,13 +583,13 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     const spc_variant *vd = conv_variant(g, (size_t)c->dec_channels[l], (size_t)c->dec_channels[l], 27);
     if (!ve || !vd) return hx_errf(err, HX_EINVAL, "ptv3 gpu: no sparse convolution variant v%d", c->spconv_force - 1);
     if (net_ptv3_level_needs_rule(c, l))
-      NEED(&lv->rule, spc_rule_elems((uint32_t)m, 3) * 4, "ptv3 rulebook");
+      NEED(&lv->rule, spc_rule_elems((uint32_t)m, 3) * 4, NET_MEM_STRUCTURE, "ptv3 rulebook");
     else
       lv->rule = NULL;
     /* the rows in mask order, built once per forward with the map, where a convolution of the level reads it */
     const int ordered = ve->uses_order || (dec_here && vd->uses_order);
     if (ordered)
-      NEED(&lv->map_order, m * 4, "ptv3 kernel map row order");
+      NEED(&lv->map_order, m * 4, NET_MEM_STRUCTURE, "ptv3 kernel map row order");
     else
       lv->map_order = NULL;
     /* v6's tile order, for the tiles of the level's first v6 convolution (the encoder's where it is v6; a later
@@ -598,43 +599,45 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     /* from the variants, not lv->map_order: the sizing pass sets no pointer */
     lv->tile_rows = c->tile_order && ordered && (e6 || d6) ? spc_v6_tile_rows(Cf) : 0u;
     if (lv->tile_rows)
-      NEED(&lv->map_tiles, (m + lv->tile_rows - 1) / lv->tile_rows * 4, "ptv3 kernel map tile order");
+      NEED(&lv->map_tiles, (m + lv->tile_rows - 1) / lv->tile_rows * 4, NET_MEM_STRUCTURE, "ptv3 kernel map tile order");
     else
       lv->map_tiles = NULL;
-    NEED(&lv->bstart, (size_t)lv->plan.num_buckets * 4, "ptv3 attention buckets");
-    NEED(&lv->bcount, (size_t)lv->plan.num_buckets * 4, "ptv3 attention bucket counts");
-    NEED(&lv->scope, (size_t)lv->plan.num_scopes * lv->plan.buckets_per_scope * 4, "ptv3 attention scopes");
+    NEED(&lv->bstart, (size_t)lv->plan.num_buckets * 4, NET_MEM_STRUCTURE, "ptv3 attention buckets");
+    NEED(&lv->bcount, (size_t)lv->plan.num_buckets * 4, NET_MEM_STRUCTURE, "ptv3 attention bucket counts");
+    NEED(&lv->scope, (size_t)lv->plan.num_scopes * lv->plan.buckets_per_scope * 4, NET_MEM_STRUCTURE, "ptv3 attention scopes");
     for (int row = 0; row < NET_PTV3_ORDERS; row++)
       if (net_ptv3_row_used(c, l, row)) {
-        NEED(&lv->order_p[row], lv->sum_p * 4, "ptv3 order[pad]");
-        NEED(&lv->inverse_p[row], m * 4, "ptv3 unpad[inverse]");
+        NEED(&lv->order_p[row], lv->sum_p * 4, NET_MEM_STRUCTURE, "ptv3 order[pad]");
+        NEED(&lv->inverse_p[row], m * 4, NET_MEM_STRUCTURE, "ptv3 unpad[inverse]");
       } else {
         lv->order_p[row] = lv->inverse_p[row] = NULL;
       }
-    NEED(&lv->enc, m * (size_t)c->enc_channels[l] * E, "ptv3 encoder output");
-    if (l < c->levels - 1) NEED(&lv->dec, m * (size_t)c->dec_channels[l] * E, "ptv3 decoder output");
+    NEED(&lv->enc, m * (size_t)c->enc_channels[l] * E, NET_MEM_LEVELS, "ptv3 encoder output");
+    if (l < c->levels - 1) NEED(&lv->dec, m * (size_t)c->dec_channels[l] * E, NET_MEM_LEVELS, "ptv3 decoder output");
   }
-  NEED(&g->t, ws->nc * E, "ptv3 work t");
-  NEED(&g->u, ws->nc * E, "ptv3 work u");
-  NEED(&g->big, ws->big * E, "ptv3 work qkv/mlp");
-  NEED(&g->pc3, ws->pc3 * E, "ptv3 gathered qkv");
-  NEED(&g->pc, ws->pc * E, "ptv3 attention output");
-  NEED(&g->logits, n * (size_t)c->classes * E, "ptv3 logits");
-  NEED(&g->logits32, n * (size_t)c->classes * 4, "ptv3 logits fp32");
-  NEED(&g->scratch, g->scratch_bytes, "ptv3 scratch");
-  if (g->scratch2_bytes) NEED(&g->scratch2, g->scratch2_bytes, "ptv3 structure scratch");
+  NEED(&g->t, ws->nc * E, NET_MEM_WORK, "ptv3 work t");
+  NEED(&g->u, ws->nc * E, NET_MEM_WORK, "ptv3 work u");
+  NEED(&g->big, ws->big * E, NET_MEM_WORK, "ptv3 work qkv/mlp");
+  NEED(&g->pc3, ws->pc3 * E, NET_MEM_WORK, "ptv3 gathered qkv");
+  NEED(&g->pc, ws->pc * E, NET_MEM_WORK, "ptv3 attention output");
+  NEED(&g->logits, n * (size_t)c->classes * E, NET_MEM_IO, "ptv3 logits");
+  NEED(&g->logits32, n * (size_t)c->classes * 4, NET_MEM_IO, "ptv3 logits fp32");
+  NEED(&g->scratch, g->scratch_bytes, NET_MEM_SCRATCH, "ptv3 scratch");
+  if (g->scratch2_bytes) NEED(&g->scratch2, g->scratch2_bytes, NET_MEM_SCRATCH, "ptv3 structure scratch");
   else g->scratch2 = NULL;
 #undef NEED
   return HX_OK;
 }
 
-static hx_status need_count(p3g *g, void **slot, size_t bytes, const char *label, hx_err *err) {
-  (void)slot, (void)label, (void)err;
+static hx_status need_count(p3g *g, void **slot, size_t bytes, net_mem_kind kind, const char *label, hx_err *err) {
+  (void)slot, (void)err;
   g->held_bytes += hx_align256(bytes ? bytes : 1);
+  net_mem_add(g->mem, label, kind, bytes);
   return HX_OK;
 }
 
-static hx_status need_alloc(p3g *g, void **slot, size_t bytes, const char *label, hx_err *err) {
+static hx_status need_alloc(p3g *g, void **slot, size_t bytes, net_mem_kind kind, const char *label, hx_err *err) {
+  (void)kind;
   return g_hold(g, slot, bytes, label, err);
 }
 
@@ -664,19 +667,22 @@ static hx_status plan_input(p3g *g, const net_input *in, net_ptv3_work *ws, hx_e
   return st;
 }
 
-static hx_status bytes(size_t *out, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
+static hx_status bytes(net_mem *out, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
   if (!out) return hx_errf(err, HX_EINVAL, "ptv3 gpu bytes: NULL output");
   HX_TRY(check_gpu_config(cfg, err));
   p3g *g = calloc(1, sizeof *g);
   if (!g) return hx_errf(err, HX_ENOMEM, "ptv3 gpu bytes: sizing object");
-  g->cfg = *cfg, g->dt = dt;
+  g->cfg = *cfg, g->dt = dt, g->mem = out;
   g->serial = sfc_serial_variant_best();
   net_ptv3_work ws;
   hx_status st = g->serial ? plan_input(g, in, &ws, err) : hx_errf(err, HX_ENODEV, "ptv3 gpu: no serialization");
   if (st == HX_OK) st = g_buffers(g, &ws, need_count, err);
   size_t dense = 0, convs = 0;
   weight_bytes(g, &dense, &convs);
-  *out = g->held_bytes + dense + convs;
+  if (st == HX_OK) { /* the forward allocates these two as the first buffers, at create */
+    net_mem_add(out, "ptv3 weights", NET_MEM_WEIGHTS, dense);
+    net_mem_add(out, "ptv3 convolution weights", NET_MEM_WEIGHTS, convs);
+  }
   for (int l = 0; l < G_L; l++) battn_plan_free(&g->lv[l].plan);
   free(g);
   return st;

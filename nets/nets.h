@@ -587,6 +587,33 @@ void net_gpu_destroy(net_gpu *g);
 /* Bytes the forward of `in` would hold at its peak (weights included), computed on the host before any
  * allocation: what the program compares with cudaMemGetInfo to refuse an input that cannot fit. */
 hx_status net_gpu_bytes(size_t *bytes, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err);
+/* Where those bytes go: the same sizing pass by kind of buffer and by buffer (each label summed over the levels,
+ * in the order the forward allocates them). Invariants: total == net_gpu_bytes, the kinds sum to total, the parts
+ * sum to total (a buffer past NET_MEM_PARTS labels is added to the last part, named "other"). */
+typedef enum net_mem_kind {
+  NET_MEM_WEIGHTS,   /* parameters in the dtype (folded BatchNorms, packed convolution weights) */
+  NET_MEM_IO,        /* the input points and features, the logits */
+  NET_MEM_STRUCTURE, /* per level: codes, orders, kernel maps, buckets, pooling plans, index arrays */
+  NET_MEM_LEVELS,    /* per level: activations held for the whole forward (what the decoder reads back) */
+  NET_MEM_WORK,      /* work buffers shared by the levels, each sized for the largest level that uses it */
+  NET_MEM_SCRATCH,   /* the launchers' scratch blocks (sorts, scans, partial sums) */
+  NET_MEM_KINDS
+} net_mem_kind;
+#define NET_MEM_PARTS 48
+typedef struct net_mem_part {
+  const char *label; /* a static string naming the buffer */
+  net_mem_kind kind;
+  uint32_t count; /* buffers under the label (one a level, say) */
+  size_t bytes;   /* each allocation rounded up to 256 bytes, as the forward allocates them */
+} net_mem_part;
+typedef struct net_mem {
+  size_t total, kind[NET_MEM_KINDS];
+  uint32_t n_parts;
+  net_mem_part part[NET_MEM_PARTS];
+} net_mem;
+hx_status net_gpu_memory(net_mem *m, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err);
+/* "weights", "io", "structure", "levels", "work", "scratch"; NULL past the kinds. */
+const char *net_mem_kind_name(net_mem_kind k);
 /* net_gpu_prepare uploads the input and runs the data-dependent structure once (serialization or PSH, pooled
  * sizes of every level, kernel maps) to learn every size, then allocates every buffer: untimed. net_gpu_forward
  * is the timed forward, everything from the uploaded points to the logits: serialization / PSH, kernel maps,

@@ -290,11 +290,13 @@ hx_status net_flash3d_costs_from_layouts(const net_config *cfg, const net_f3d_sh
                                          net_cost *out, size_t cap, size_t *n, hx_err *err);
 
 /* ---- GPU forward objects: one vtable per model (net.c's net_gpu_* call through it) ---- */
+/* Adds one allocation of `bytes` (rounded up to 256 as the forward allocates) under label and kind to m. */
+void net_mem_add(net_mem *m, const char *label, net_mem_kind kind, size_t bytes);
 typedef struct net_gpu_ops {
   hx_status (*create)(void **impl, const net_config *cfg, const net_params *p, net_dtype dt, const net_alloc *alloc,
                       hx_err *err);
   void (*destroy)(void *impl);
-  hx_status (*bytes)(size_t *bytes, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err);
+  hx_status (*bytes)(net_mem *m, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err);
   hx_status (*prepare)(void *impl, const net_input *in, struct CUstream_st *stream, hx_err *err);
   hx_status (*forward)(void *impl, const net_hooks *hooks, struct CUstream_st *stream, hx_err *err);
   hx_status (*download)(void *impl, net_output *out, int keep_levels, struct CUstream_st *stream, hx_err *err);

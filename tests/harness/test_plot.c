@@ -760,6 +760,15 @@ static void net_rows(hx_results *r, const char *pipe, const char *variant, uint6
   assert_int_equal(hx_results_add(r, &k, "mem_used", 3.0 * mib * 1048576.0, "B", &e), HX_OK);
   assert_int_equal(hx_results_add(r, &k, "params", params, "count", &e), HX_OK);
   assert_int_equal(hx_results_add(r, &k, "check", 1.0, "bool", &e), HX_OK);
+  /* the estimate by kind, summing to the peak: Flash3D's work buffers 32% of it, PTv3's 20% */
+  static const char *const kinds[6] = {"weights", "io", "structure", "levels", "work", "scratch"};
+  static const double ptv3_mem[6] = {0.1, 0.05, 0.25, 0.3, 0.2, 0.1}, f3d_mem[6] = {0.1, 0.05, 0.15, 0.28, 0.32, 0.1};
+  for (int i = 0; i < 6; i++) {
+    char metric[32];
+    snprintf(metric, sizeof metric, "mem_%s", kinds[i]);
+    const double share = strcmp(pipe, "ptv3-net") ? f3d_mem[i] : ptv3_mem[i];
+    assert_int_equal(hx_results_add(r, &k, metric, share * mib * 1048576.0, "B", &e), HX_OK);
+  }
   assert_int_equal(hx_results_add(r, &k, "sm_active", 80.0, "%", &e), HX_OK);
   assert_int_equal(hx_results_add(r, &k, "sm_issue", 40.0, "%", &e), HX_OK);
   assert_int_equal(hx_results_add(r, &k, "tensor_active", 20.0, "%", &e), HX_OK);
@@ -890,6 +899,15 @@ static void test_nets_report(void **state) {
   /* cudaMemGetInfo beside the arena: 3x the peak in the fixture (PTv3 300, Flash3D-46m 375, 129m 600 MiB) */
   assert_non_null(strstr(rep, "arena's peak above is the forward's own): PTv3-m1 900 MiB, Flash3D-46m 1125 MiB, "
                               "Flash3D-129m 1800 MiB.\n"));
+  /* where the memory goes at 300k: PTv3 300 MiB, Flash3D-46m 375, Flash3D-129m 600 by the fixture's shares */
+  assert_non_null(strstr(rep, "### Where the memory goes\n\nThe forwards' device memory at 300000 points (`lidar`)"));
+  assert_non_null(strstr(rep, "| kind | what | PTv3-m1 | Flash3D-46m | Flash3D-129m |\n|---|---|---:|---:|---:|\n"));
+  assert_non_null(strstr(rep, "largest level that uses it | 60.0 (20%) | 120.0 (32%) | 192.0 (32%) |\n"));
+  assert_non_null(strstr(rep, "| **total** | | **300.0** | **375.0** | **600.0** |\n"));
+  assert_non_null(strstr(rep, "- Flash3D-46m: +75 MiB against PTv3 (375 against 300 MiB); the kind that differs most: "
+                              "work, +60 MiB.\n"));
+  assert_non_null(strstr(rep, "- Flash3D-129m: +300 MiB against PTv3 (600 against 300 MiB); the kind that differs "
+                              "most: work, +132 MiB.\n"));
   /* the fits: PTv3 exactly linear, Flash3D-46m 30/62/90 (R^2 = 1 - 8/5408), Flash3D-129m at one size */
   assert_non_null(strstr(rep, "| PTv3-m1 | H100 80GB HBM3 | 3 (100k to 300k) | 20.000 | 0.00 | 1.0000 |\n"));
   assert_non_null(strstr(rep, "| Flash3D-46m | H100 80GB HBM3 | 3 (100k to 300k) | 30.000 | 0.67 | 0.9985 |\n"));
