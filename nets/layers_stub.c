@@ -53,6 +53,11 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
   return NL_NODEV("nl_affine_act_gpu");
 }
 
+int nl_mlp_gpu_runs(size_t C, size_t H, nl_mlp_kind kind, int ln) {
+  (void)C, (void)H, (void)kind, (void)ln;
+  return 0;
+}
+
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, void *d_scratch, size_t *scratch_bytes,
                      net_dtype dt, struct CUstream_st *stream, hx_err *err) {

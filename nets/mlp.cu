@@ -751,6 +751,31 @@ hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, con
   return lsw_dispatch<__nv_bfloat16>(d_y, d_x, d_w1, d_b1, rows, C, H, s, err);
 }
 
+namespace {
+template <int C, int H, bool SWI> size_t mlp_smem(int ln) {
+  return ln ? smem_bytes<C, H, SWI, true>() : smem_bytes<C, H, SWI, false>();
+}
+} // namespace
+
+int nl_mlp_gpu_runs(size_t C, size_t H, nl_mlp_kind kind, int ln) {
+  if (!nl_mlp_gpu_takes(C, H, kind)) return 0;
+  hx_err e = {HX_OK, ""};
+  if (C >= 128) return nwg_sm90a_check("nl_mlp_gpu_runs", &e) == HX_OK;
+  size_t smem = 0; /* mlp_dispatch's kernel for (C, kind) */
+  if (kind == NL_MLP_GELU) smem = C == 32 ? mlp_smem<32, 128, false>(ln) : mlp_smem<64, 256, false>(ln);
+  else if (C == 32) smem = mlp_smem<32, 128, true>(ln);
+  else if (C == 48) smem = mlp_smem<48, 192, true>(ln);
+  else if (C == 64) smem = mlp_smem<64, 256, true>(ln);
+  else smem = mlp_smem<80, 320, true>(ln);
+  int dev = 0, optin = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return smem <= (size_t)optin;
+}
+
 hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2, const void *d_b2,
                      size_t rows, size_t C, size_t H, nl_mlp_kind kind, void *d_scratch, size_t *scratch_bytes,
                      net_dtype dt, struct CUstream_st *stream, hx_err *err) {

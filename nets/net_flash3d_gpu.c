@@ -44,9 +44,10 @@
  *     and the level's activations: its input in pool order ("pooled": the embedded input at level 0), the encoder
  *     stream x (rows in bucket order), the skip (the pooling projection of x) and the decoder stream y; each level
  *     keeps its own, so keep_levels reads them after the forward;
- *   shared work buffers, each sized for the largest level and side: t [R, C] (LayerNorm outputs), qkv [R, 3C],
- *     o [R, C], h1 [R, 2rC] (fc1 outputs; the unpooling's skip projection), g [R, rC] (SwiGLU outputs; the
- *     unpooling's coarse projection); fp32 staging of the pooling in fp16 mode (bpool reduces fp32 and bf16 only:
+ *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs),
+ *     qkv [R, 3C], o [R, C], h1 [R, 2rC] (fc1 outputs where a block's MLP on this device is unfused,
+ *     net_mlp_path_run; the unpooling's skip projection), g [R, rC] (SwiGLU outputs where it is not one kernel;
+ *     the unpooling's coarse projection); fp32 staging of the pooling in fp16 mode (bpool reduces fp32 and bf16 only:
  *     the fp16 network converts the projection to fp32, reduces, converts back; bf16 reduces in place); one scratch
  *     block, the largest request of any PSH, attention or pooling launch (all run in stream order); an identity
  *     index (the slot of a level without a PSH of its own); logits in bucket and input order and in fp32.
@@ -129,7 +130,7 @@ typedef struct f3g {
   uint32_t *off0, *ident;
   void *feat, *t, *qkv, *o, *h1, *g, *logits_p, *logits;
   float *p32a, *p32b, *logits32;
-  size_t nc, p32a_n, p32b_n, ident_n;
+  size_t nc, h1_n, g_n, p32a_n, p32b_n, ident_n; /* element counts of the work buffers */
   void *scratch;
   size_t scratch_bytes;
   void **held;
@@ -411,17 +412,31 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   const int L = c->levels;
   const uint32_t B = g->B;
   const size_t E = 2, r = (size_t)c->mlp_ratio, K = (size_t)c->classes; /* E: bytes of a dtype value */
-  size_t nc = 0, ident = 0, p32a = 0, p32b = 0;
+  size_t nc = 0, h1 = 0, gw = 0, ident = 0, p32a = 0, p32b = 0;
   for (int l = 0; l < L; l++) {
     const size_t R = g->lv[l].R;
     nc = max_sz(nc, R * max_sz((size_t)c->enc_channels[l], (size_t)c->dec_channels[l]));
+    /* h1 and g for the levels that use them: a block's MLP off the one-kernel path writes SwiGLU's H-wide rows to g,
+     * and unfused its fc1's 2H-wide rows to h1 (net_mlp_path_run: the path on this device); the unpooling into
+     * level l writes its coarse projection (level l + 1's rows) to g and its skip projection to h1 */
+    for (int side = 0; side < 2; side++) {
+      const size_t C = (size_t)(side ? c->dec_channels[l] : c->enc_channels[l]), H = r * C;
+      if (!(side ? c->dec_depth[l] : c->enc_depth[l])) continue;
+      const net_mlp_path mp = net_mlp_path_run(c, C, H);
+      if (mp != NET_MLP_WHOLE) gw = max_sz(gw, R * H);
+      if (mp == NET_MLP_UNFUSED) h1 = max_sz(h1, R * 2 * H);
+    }
+    if (l + 1 < L) {
+      gw = max_sz(gw, g->lv[l + 1].R * (size_t)c->dec_channels[l]);
+      h1 = max_sz(h1, R * (size_t)c->dec_channels[l]);
+    }
     if (!g->lv[l].ls.hashed) ident = max_sz(ident, R);
     if (l + 1 < L) {
       p32a = max_sz(p32a, R * (size_t)c->enc_channels[l + 1]);
       p32b = max_sz(p32b, g->lv[l + 1].R * (size_t)c->enc_channels[l + 1]);
     }
   }
-  g->nc = nc, g->ident_n = ident, g->p32a_n = p32a, g->p32b_n = p32b;
+  g->nc = nc, g->h1_n = h1, g->g_n = gw, g->ident_n = ident, g->p32a_n = p32a, g->p32b_n = p32b;
 #define NEED(slot, bytes, kind, label) HX_TRY(need(g, (void **)(slot), (bytes), (kind), (label), err))
   NEED(&g->xyz, g->n * 12, NET_MEM_IO, "flash3d xyz");
   NEED(&g->off0, (B + 1) * 4, NET_MEM_IO, "flash3d cloud offsets");
@@ -466,8 +481,8 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   NEED(&g->t, nc * E, NET_MEM_WORK, "flash3d work t");
   NEED(&g->qkv, 3 * nc * E, NET_MEM_WORK, "flash3d work qkv");
   NEED(&g->o, nc * E, NET_MEM_WORK, "flash3d work attention out");
-  NEED(&g->h1, 2 * r * nc * E, NET_MEM_WORK, "flash3d work fc1");
-  NEED(&g->g, r * nc * E, NET_MEM_WORK, "flash3d work swiglu");
+  NEED(&g->h1, h1 * E, NET_MEM_WORK, "flash3d work fc1");
+  NEED(&g->g, gw * E, NET_MEM_WORK, "flash3d work swiglu");
   if (g->dt == NET_F16) {
     NEED(&g->p32a, p32a * 4, NET_MEM_WORK, "flash3d pooling fp32 in");
     NEED(&g->p32b, p32b * 4, NET_MEM_WORK, "flash3d pooling fp32 out");
@@ -557,12 +572,20 @@ static hx_status mlp(g_run *r, const g_block *bk, void *x, size_t n, size_t C, s
                                     g->scratch, &sb, g->dt, r->cs, r->err);
     if (!net_unsupported(st, r->err)) return st;
   }
+  /* g and h1 hold what net_mlp_path_run said this device's path writes; a kernel refused past it (never, by its
+   * rule) must not write past them */
+  if (n * hid > g->g_n)
+    return hx_errf(r->err, HX_EINVAL, "flash3d gpu: the MLP at C = %zu left its one kernel; its work buffer was "
+                   "sized for that kernel", C);
   hx_status st = HX_EUNSUPPORTED;
   if (path != NET_MLP_UNFUSED && nl_linear_swiglu_gpu_takes(C, hid)) {
     st = nl_linear_swiglu_gpu(g->g, g->t, bk->fc1.w, bk->fc1.b, n, C, hid, g->dt, r->cs, r->err);
     (void)net_unsupported(st, r->err); /* st stays HX_EUNSUPPORTED: the unfused path below */
   }
   if (st == HX_EUNSUPPORTED) {
+    if (n * 2 * hid > g->h1_n)
+      return hx_errf(r->err, HX_EINVAL, "flash3d gpu: the MLP at C = %zu left its fc1 + SwiGLU kernel; its work "
+                     "buffer was sized for that kernel", C);
     HX_TRY(lin_gpu(r, g->h1, g->t, &bk->fc1, n, NL_ACT_NONE, 0));
     st = nl_swiglu_gpu(g->g, g->h1, n, hid, g->dt, r->cs, r->err);
   }
@@ -779,12 +802,12 @@ static hx_status upload_input(f3g *g, const net_input *in, hx_err *err) {
     if (st == HX_OK && lv->skip) st = dev_fill(lv->skip, R * (size_t)c->enc_channels[l + 1] * 2, 0, "skip", err);
   }
   /* the work buffers too: attention leaves the rows of no bucket unwritten, so no stale NaN reaches a spare row */
-  const size_t nc2 = g->nc * 2, r = (size_t)c->mlp_ratio;
+  const size_t nc2 = g->nc * 2;
   if (st == HX_OK) st = dev_fill(g->t, nc2, 0, "work t", err);
   if (st == HX_OK) st = dev_fill(g->qkv, 3 * nc2, 0, "work qkv", err);
   if (st == HX_OK) st = dev_fill(g->o, nc2, 0, "work o", err);
-  if (st == HX_OK) st = dev_fill(g->h1, 2 * r * nc2, 0, "work fc1", err);
-  if (st == HX_OK) st = dev_fill(g->g, r * nc2, 0, "work swiglu", err);
+  if (st == HX_OK) st = dev_fill(g->h1, g->h1_n * 2, 0, "work fc1", err);
+  if (st == HX_OK) st = dev_fill(g->g, g->g_n * 2, 0, "work swiglu", err);
   free(h), free(f);
   return st;
 }

@@ -34,8 +34,9 @@
  *     cluster/head/idx_ptr, pad/unpad/cu_seqlens, kernel map and rulebook, attention plan tables) and two
  *     activations: the encoder output (the level's running activation, then the skip its decoder reads) and the
  *     decoder output (kept for the next unpooling and for keep_levels);
- *   shared work buffers, each sized for the largest level (net_ptv3_work): t and u [rows, C] (norm, conv and
- *     projection outputs, gathered attention output), big [rows, max(3C, 4C)] (MLP hidden, pooling projection),
+ *   shared work buffers, each sized for the largest level that uses it (net_ptv3_work): t and u [rows, C] (norm,
+ *     conv and projection outputs, gathered attention output), big (the pooling projection, and the MLP hidden
+ *     row [rows, 4C] of the blocks whose MLP on this device is not one kernel: net_mlp_path_run),
  *     pc3 [slots, 3C] (qkv on the patch slots), pc [slots, C] (norm.1's output on the slots, then the attention
  *     output), and one scratch block, the largest any launcher asks for (all run in stream order); with overlap a
  *     second for the structure stream's launchers;
@@ -141,6 +142,7 @@ typedef struct p3g {
   /* every net_alloc allocation of prepare, released by unprepare */
   void **held;
   size_t n_held, cap_held, held_bytes;
+  size_t big_n; /* elements of big */
   net_mem *mem; /* the sizing pass's breakdown (bytes); NULL in a forward object */
 } p3g;
 
@@ -617,7 +619,21 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
   }
   NEED(&g->t, ws->nc * E, NET_MEM_WORK, "ptv3 work t");
   NEED(&g->u, ws->nc * E, NET_MEM_WORK, "ptv3 work u");
-  NEED(&g->big, ws->big * E, NET_MEM_WORK, "ptv3 work qkv/mlp");
+  /* big for the levels that use it (the CPU forward's ws->big is larger: its MLPs are never one kernel): the
+   * pooling projection into level l (level l - 1's rows), and a block's MLP hidden row where its path on this
+   * device (net_mlp_path_run) is the two Linears */
+  size_t big = 0;
+  for (int l = 0; l < c->levels; l++) {
+    const size_t m = g->lv[l].n;
+    if (l > 0) big = max_sz(big, g->lv[l - 1].n * (size_t)c->enc_channels[l]);
+    for (int side = 0; side < 2; side++) {
+      const size_t C = (size_t)(side ? c->dec_channels[l] : c->enc_channels[l]), H = (size_t)c->mlp_ratio * C;
+      if ((side ? c->dec_depth[l] : c->enc_depth[l]) && net_mlp_path_run(c, C, H) != NET_MLP_WHOLE)
+        big = max_sz(big, m * H);
+    }
+  }
+  g->big_n = big;
+  NEED(&g->big, big * E, NET_MEM_WORK, "ptv3 work mlp/pool");
   NEED(&g->pc3, ws->pc3 * E, NET_MEM_WORK, "ptv3 gathered qkv");
   NEED(&g->pc, ws->pc * E, NET_MEM_WORK, "ptv3 attention output");
   NEED(&g->logits, n * (size_t)c->classes * E, NET_MEM_IO, "ptv3 logits");
@@ -935,6 +951,11 @@ static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
                                     r->g->scratch, &sb, r->g->dt, r->cs, r->err);
     if (!net_unsupported(st, r->err)) return st; /* else the two Linears */
   }
+  /* big holds what net_mlp_path_run said this device's path writes: a kernel refused past it (never, by its rule)
+   * must not write past it */
+  if (n * H > r->g->big_n)
+    return hx_errf(r->err, HX_EINVAL, "ptv3 gpu: the MLP at C = %zu left its one kernel; its work buffer was sized "
+                   "for that kernel", C);
   HX_TRY(lin_gpu(r, r->g->big, r->g->t, &b->fc1, n, NL_ACT_GELU, 0));
   return lin_gpu(r, x, r->g->big, &b->fc2, n, NL_ACT_NONE, 1);
 }

@@ -145,6 +145,11 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
  * 32, 64, 128 and 256 (128 and 256: HX_EUNSUPPORTED without sm_90a, above); SwiGLU H = 4C at C = 32, 48, 64 and 80
  * (the weights and tiles fit one sm_90 SM's shared memory; C = 80 is HX_EUNSUPPORTED on a device that grants less). */
 int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind);
+/* 1 when the current device runs nl_mlp_gpu (ln 0) or nl_ln_mlp_gpu (ln 1) at (C, H, kind): nl_mlp_gpu_takes, the
+ * sm_90a image at C >= 128 and a CTA's shared memory within what the device grants; 0 where either would return
+ * HX_EUNSUPPORTED for any reason but alignment (host; queries the device; 0 in a build without CUDA). The forwards
+ * size their work buffers by it. */
+int nl_mlp_gpu_runs(size_t C, size_t H, nl_mlp_kind kind, int ln);
 
 /* The same MLP after a LayerNorm of its own input, in one kernel: y[rows, C] += MLP(LN(y)) (LN: gamma g, beta, eps;
  * y is the residual stream, normalised on chip, so the LayerNorm's row is never stored). CPU reference: nl_ln_mlp_cpu

@@ -29,6 +29,17 @@ static inline net_mlp_path net_mlp_path_of(const net_config *cfg, size_t C, size
   return NET_MLP_UNFUSED;
 }
 
+/* The path a block's MLP takes on the current device: net_mlp_path_of's, where NET_MLP_WHOLE falls to the next path
+ * (as the forwards do at run time on HX_EUNSUPPORTED) when the device cannot run the whole-MLP kernel
+ * (nl_mlp_gpu_runs, with its LayerNorm where net_ln_mlp_fused). The forwards size their work buffers by it. */
+static inline net_mlp_path net_mlp_path_run(const net_config *cfg, size_t C, size_t H) {
+  const net_mlp_path p = net_mlp_path_of(cfg, C, H);
+  const nl_mlp_kind kind = cfg->kind == 1 ? NL_MLP_SWIGLU : NL_MLP_GELU;
+  if (p != NET_MLP_WHOLE || nl_mlp_gpu_runs(C, H, kind, cfg->ln_fused)) return p;
+  return kind == NL_MLP_SWIGLU && cfg->mlp_fused && nl_linear_swiglu_gpu_takes(C, H) ? NET_MLP_FC1_SWIGLU
+                                                                                     : NET_MLP_UNFUSED;
+}
+
 /* A fused kernel's status in a forward: 1, with err cleared, when the device cannot run it (HX_EUNSUPPORTED, nets.h),
  * so that the forward runs the unfused path; 0 otherwise (it ran, or failed: the caller returns st). */
 static inline int net_unsupported(hx_status st, hx_err *err) {

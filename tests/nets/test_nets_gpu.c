@@ -481,6 +481,17 @@ static void test_ptv3_tiny_stem(void **state) {
  * and folded norms). */
 static void test_memory_parts(void **state) {
   (void)state;
+  int dev = 0, major = 0;
+  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  /* the path rule the sizing uses: widths nl_mlp_gpu_takes refuses never run; the narrow kernels fit every device
+   * this project builds for; the wgmma ones run on compute capability 9.0 (this build's sm_90a image) */
+  assert_int_equal(nl_mlp_gpu_runs(96, 384, NL_MLP_SWIGLU, 0), 0);
+  assert_int_equal(nl_mlp_gpu_runs(64, 128, NL_MLP_GELU, 0), 0);
+  assert_int_equal(nl_mlp_gpu_runs(64, 256, NL_MLP_GELU, 1), 1);
+  assert_int_equal(nl_mlp_gpu_runs(48, 192, NL_MLP_SWIGLU, 1), 1);
+  if (major == 9 && strstr(F3D_CUDA_ARCH, "90")) assert_int_equal(nl_mlp_gpu_runs(256, 1024, NL_MLP_GELU, 1), 1);
+  if (major != 9) assert_int_equal(nl_mlp_gpu_runs(256, 1024, NL_MLP_GELU, 1), 0);
   static const char *const models[2] = {"ptv3", "flash3d-46m"};
   for (int mi = 0; mi < 2; mi++) {
     hx_err err = {HX_OK, ""};
@@ -530,6 +541,16 @@ static void test_memory_parts(void **state) {
     assert_int_equal(other, m->kind[NET_MEM_WEIGHTS]);
     assert_true(per_param >= 1.9 && per_param <= 2.6);
     assert_true(m->kind[NET_MEM_LEVELS] >= t.in.n * (size_t)cfg.enc_channels[0] * 2u); /* level 0's activations */
+    /* the work buffers follow the MLP's path: with every MLP unfused (--mlp linear) the hidden rows need more */
+    net_config lin = cfg;
+    lin.mlp_fused = 0;
+    net_mem *ml = calloc(1, sizeof *ml);
+    assert_non_null(ml);
+    assert_int_equal(net_gpu_memory(ml, &lin, &t.in, NET_F16, &err), HX_OK);
+    printf("%s: work %zu bytes on the main path, %zu with every MLP unfused\n", models[mi], m->kind[NET_MEM_WORK],
+           ml->kind[NET_MEM_WORK]);
+    assert_true(ml->kind[NET_MEM_WORK] > m->kind[NET_MEM_WORK]);
+    free(ml);
     net_gpu_destroy(g);
     assert_int_equal(cnt->live, 0);
     free(cnt);
