@@ -174,10 +174,23 @@ hx_status bpool_assign_cpu(uint32_t *members, uint32_t *parent, float *xyz_out, 
   return HX_OK;
 }
 
+/* A feature value of dtype dt (fp32, fp16 or bf16 bits) widened to fp32, and an fp32 value rounded to dt (nearest
+ * even): the conversions every GPU variant applies. */
+static float feat_get(const void *base, size_t at, psh_dtype dt) {
+  if (dt == PSH_F32) return ((const float *)base)[at];
+  const uint16_t h = ((const uint16_t *)base)[at];
+  return dt == PSH_F16 ? battn_to_float(BATTN_F16, h) : bpool_bf16_to_f(h);
+}
+static void feat_put(void *base, size_t at, psh_dtype dt, float v) {
+  if (dt == PSH_F32) ((float *)base)[at] = v;
+  else ((uint16_t *)base)[at] = dt == PSH_F16 ? battn_from_float(BATTN_F16, v) : bpool_f_to_bf16(v);
+}
+
 hx_status bpool_reduce_cpu(void *feat_out, const void *feat_in, const uint32_t *members, uint32_t n_out,
                            uint32_t rho, uint32_t channels, psh_dtype dt, bpool_op op, hx_err *err) {
   if (!rho_ok(rho)) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
-  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
+    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
   for (uint32_t r = 0; r < n_out; r++)
     for (uint32_t ch = 0; ch < channels; ch++) {
@@ -187,35 +200,26 @@ hx_status bpool_reduce_cpu(void *feat_out, const void *feat_in, const uint32_t *
         const uint32_t row = members[(size_t)r * rho + k];
         if (row == BPOOL_NONE) continue;
         const size_t at = (size_t)row * channels + ch;
-        const float x = dt == PSH_F32 ? ((const float *)feat_in)[at] : bpool_bf16_to_f(((const uint16_t *)feat_in)[at]);
+        const float x = feat_get(feat_in, at, dt);
         acc = size == 0 ? x : bpool_combine(op, acc, x);
         size++;
       }
       if (op == BPOOL_MEAN && size) acc = acc / (float)size;
-      const size_t o = (size_t)r * channels + ch;
-      if (dt == PSH_F32) ((float *)feat_out)[o] = acc;
-      else ((uint16_t *)feat_out)[o] = bpool_f_to_bf16(acc);
+      feat_put(feat_out, (size_t)r * channels + ch, dt, acc);
     }
   return HX_OK;
 }
 
 hx_status bpool_unpool_dt_cpu(void *up, const void *down, const void *residual, const uint32_t *parent,
                               uint32_t n_rows, uint32_t channels, psh_dtype dt, hx_err *err) {
-  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
+    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
   for (uint32_t r = 0; r < n_rows; r++)
     for (uint32_t ch = 0; ch < channels; ch++) {
       const size_t o = (size_t)r * channels + ch, d = (size_t)parent[r] * channels + ch;
-      float v = 0.0f, res = 0.0f;
-      if (dt == PSH_F32) {
-        if (parent[r] != BPOOL_NONE) v = ((const float *)down)[d];
-        if (residual) res = ((const float *)residual)[o];
-      } else {
-        if (parent[r] != BPOOL_NONE) v = bpool_bf16_to_f(((const uint16_t *)down)[d]);
-        if (residual) res = bpool_bf16_to_f(((const uint16_t *)residual)[o]);
-      }
-      if (residual) v = bpool_add(v, res);
-      if (dt == PSH_F32) ((float *)up)[o] = v;
-      else ((uint16_t *)up)[o] = bpool_f_to_bf16(v);
+      float v = parent[r] != BPOOL_NONE ? feat_get(down, d, dt) : 0.0f;
+      if (residual) v = bpool_add(v, feat_get(residual, o, dt));
+      feat_put(up, o, dt, v);
     }
   return HX_OK;
 }

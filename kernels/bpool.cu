@@ -41,6 +41,7 @@
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <float.h>
 #include <stdint.h>
@@ -279,10 +280,15 @@ template <> struct io<float> {
   static __device__ __forceinline__ float f(float x) { return x; }
   static __device__ __forceinline__ float st(float x) { return x; }
 };
-template <> struct io<uint16_t> {
+template <> struct io<uint16_t> { /* bf16 bits */
   static __device__ __forceinline__ float ld(const uint16_t *p) { return bpool_bf16_to_f(__ldg(p)); }
   static __device__ __forceinline__ float f(uint16_t x) { return bpool_bf16_to_f(x); }
   static __device__ __forceinline__ uint16_t st(float x) { return bpool_f_to_bf16(x); }
+};
+template <> struct io<__half> { /* IEEE binary16: exact widening, round to nearest even (battn_from_float's) */
+  static __device__ __forceinline__ float ld(const __half *p) { return __half2float(__ldg(p)); }
+  static __device__ __forceinline__ float f(__half x) { return __half2float(x); }
+  static __device__ __forceinline__ __half st(float x) { return __float2half_rn(x); }
 };
 
 template <typename T, int RHO>
@@ -1101,7 +1107,8 @@ hx_status pool_v4(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   HX_TRY(bpool_plan_gpu(d_scratch, scratch_bytes, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err));
   if (!d_scratch) return HX_OK;
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
+    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
   if (channels == 0)
     return assign_v3(d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count, d_out_start,
                      nbuckets, rho, stream, err);
@@ -1111,6 +1118,9 @@ hx_status pool_v4(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   if (dt == PSH_F32)
     return launch_pool4<float>(d_members, d_parent, d_xyz_out, d_feat_out, d_xyz_in, d_feat_in, channels, op,
                                d_bucket_start, d_bucket_count, d_out_start, nbuckets, rho, s, err);
+  if (dt == PSH_F16)
+    return launch_pool4<__half>(d_members, d_parent, d_xyz_out, d_feat_out, d_xyz_in, d_feat_in, channels, op,
+                                d_bucket_start, d_bucket_count, d_out_start, nbuckets, rho, s, err);
   return launch_pool4<uint16_t>(d_members, d_parent, d_xyz_out, d_feat_out, d_xyz_in, d_feat_in, channels, op,
                                 d_bucket_start, d_bucket_count, d_out_start, nbuckets, rho, s, err);
 }
@@ -1171,7 +1181,7 @@ hx_status launch_reduce_vec(T *out, const T *in, const uint32_t *members, uint32
   return HX_OK;
 }
 
-/* The 16-byte reduction takes fp32 / bf16 rows whose size and pointers are 16-byte multiples. */
+/* The 16-byte reduction takes fp32, fp16 or bf16 rows whose size and pointers are 16-byte multiples. */
 bool reduce_vec_ok(psh_dtype dt, uint32_t channels, const void *d_out, const void *d_in) {
   const size_t es = psh_dtype_size(dt);
   return es && channels && channels % (16 / es) == 0 && ((uintptr_t)d_out & 15u) == 0 && ((uintptr_t)d_in & 15u) == 0;
@@ -1185,7 +1195,10 @@ hx_status launch_reduce_vec_dt(void *d_out, const void *d_in, const uint32_t *d_
   if (dt == PSH_BF16)
     return launch_reduce_vec<uint16_t>((uint16_t *)d_out, (const uint16_t *)d_in, d_members, n_out, rho, channels, op,
                                        s, err, rr, pdl);
-  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (dt == PSH_F16)
+    return launch_reduce_vec<__half>((__half *)d_out, (const __half *)d_in, d_members, n_out, rho, channels, op, s, err,
+                                     rr, pdl);
+  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
 }
 
 hx_status unpool_v1(void *d_up, const void *d_down, const void *d_residual, const uint32_t *d_parent, uint32_t n_rows,
@@ -1198,7 +1211,10 @@ hx_status unpool_v1(void *d_up, const void *d_down, const void *d_residual, cons
   if (dt == PSH_BF16)
     return launch_unpool<uint16_t>((uint16_t *)d_up, (const uint16_t *)d_down, (const uint16_t *)d_residual, d_parent,
                                    n_rows, channels, s, err);
-  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (dt == PSH_F16)
+    return launch_unpool<__half>((__half *)d_up, (const __half *)d_down, (const __half *)d_residual, d_parent, n_rows,
+                                 channels, s, err);
+  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
 }
 
 hx_status assign_v1(uint32_t *d_members, uint32_t *d_parent, float *d_xyz_out, const float *d_xyz_in,
@@ -1226,7 +1242,10 @@ hx_status reduce_v1(void *d_feat_out, const void *d_feat_in, const uint32_t *d_m
   if (dt == PSH_BF16)
     return launch_reduce<uint16_t>((uint16_t *)d_feat_out, (const uint16_t *)d_feat_in, d_members, n_out, rho,
                                    channels, op, s, err);
-  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (dt == PSH_F16)
+    return launch_reduce<__half>((__half *)d_feat_out, (const __half *)d_feat_in, d_members, n_out, rho, channels, op,
+                                 s, err);
+  return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
 }
 
 hx_status reduce_v2(void *d_feat_out, const void *d_feat_in, const uint32_t *d_members, uint32_t n_out,
@@ -1261,7 +1280,8 @@ hx_status pool_v6(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   if (!d_scratch)
     return bpool_plan_gpu(NULL, scratch_bytes, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err);
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
+    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
   if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
   if (!aux || !aux->stream || !reduce_vec_ok(dt, channels, d_feat_out, d_feat_in) || nbuckets < 2 ||
       nbuckets > kPlanMaxBuckets) {
@@ -1490,7 +1510,8 @@ static hx_status fused_prologue(const char *who, size_t ctl_bytes, void *d_scrat
     return HX_OK;
   }
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-  if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
+    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
   if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
   if (scratch_bytes && *scratch_bytes < need)
     return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, *scratch_bytes, need);
@@ -1514,7 +1535,9 @@ hx_status pool_v7(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
                         nbuckets, rho, dt, op, stream, &query, err));
   if (query) return HX_OK;
   cudaStream_t s = (cudaStream_t)stream;
-  const void *kern = dt == PSH_F32 ? pool7_kernel<float>(rho) : pool7_kernel<uint16_t>(rho);
+  const void *kern = dt == PSH_F32   ? pool7_kernel<float>(rho)
+                     : dt == PSH_F16 ? pool7_kernel<__half>(rho)
+                                     : pool7_kernel<uint16_t>(rho);
   int dev = 0, sms = 0, coop = 0, per_sm = 0;
   BPOOL_CUDA(cudaGetDevice(&dev));
   BPOOL_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -1623,7 +1646,9 @@ hx_status pool_v8(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   cudaLaunchAttribute attr;
   HX_TRY(pdl_config(&cfg, &attr, dim3(nbuckets), dim3(kT2), s, err));
   void *args[] = {&p};
-  const void *kern = dt == PSH_F32 ? reduce8_kernel<float>(rho) : reduce8_kernel<uint16_t>(rho);
+  const void *kern = dt == PSH_F32   ? reduce8_kernel<float>(rho)
+                     : dt == PSH_F16 ? reduce8_kernel<__half>(rho)
+                                     : reduce8_kernel<uint16_t>(rho);
   BPOOL_CUDA(cudaLaunchKernelExC(&cfg, kern, args));
   return HX_OK;
 }
@@ -1643,7 +1668,8 @@ hx_status pool_v9(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   (void)aux;
   if (d_scratch) { /* the arguments, before anything is launched */
     if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-    if (dt != PSH_F32 && dt != PSH_BF16) return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32 or bf16");
+    if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
+      return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
   }
   HX_TRY(assign_plan_v9(d_scratch, scratch_bytes, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
                         d_bucket_count, d_out_start, d_out_count, nbuckets, rho, stream, err));
@@ -1681,8 +1707,8 @@ extern "C" hx_status bpool_pool(const bpool_variant *v, const bpool_params *p, v
   if (p->rho != 2 && p->rho != 4 && p->rho != 8) return hx_errf(err, HX_EINVAL, "bpool_pool: rho = %u (2, 4 or 8)", p->rho);
   if ((unsigned)p->op > BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool_pool: unknown reduction %d", (int)p->op);
   const bool reduce = p->op < BPOOL_OP_COUNT;
-  if (reduce && p->dt != PSH_F32 && p->dt != PSH_BF16)
-    return hx_errf(err, HX_EINVAL, "bpool_pool: features must be fp32 or bf16 (dt = %d)", (int)p->dt);
+  if (reduce && p->dt != PSH_F32 && p->dt != PSH_F16 && p->dt != PSH_BF16)
+    return hx_errf(err, HX_EINVAL, "bpool_pool: features must be fp32, fp16 or bf16 (dt = %d)", (int)p->dt);
   if (reduce && p->channels == 0) return hx_errf(err, HX_EINVAL, "bpool_pool: a reduction over 0 channels");
   if (d_scratch) { /* the real call: every pointer it writes or reads */
     const struct {

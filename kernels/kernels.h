@@ -383,15 +383,15 @@ hx_status bpool_plan_cpu(uint32_t *out_start, uint32_t *out_count, uint32_t *n_o
 hx_status bpool_assign_cpu(uint32_t *members, uint32_t *parent, float *xyz_out, const float *xyz_in,
                            uint32_t n_rows, const uint32_t *bucket_start, const uint32_t *bucket_count,
                            const uint32_t *out_start, uint32_t nbuckets, uint32_t rho, hx_err *err);
-/* Feature reduction over members, fp32 accumulation in member order: feat_out [n_out, C]. dtype PSH_F32
- * or PSH_BF16 (bf16 result = fp32 result rounded to nearest even). */
+/* Feature reduction over members, fp32 accumulation in member order: feat_out [n_out, C]. dtype PSH_F32,
+ * PSH_F16 or PSH_BF16 (a 16-bit result = the fp32 result rounded to nearest even). */
 hx_status bpool_reduce_cpu(void *feat_out, const void *feat_in, const uint32_t *members, uint32_t n_out,
                            uint32_t rho, uint32_t channels, psh_dtype dt, bpool_op op, hx_err *err);
 /* Unpool: up[row] = down[parent[row]] (+ residual[row] if not NULL), fp32, zero rows where parent is NONE. */
 hx_status bpool_unpool_cpu(float *up, const float *down, const float *residual, const uint32_t *parent,
                            uint32_t n_rows, uint32_t channels, hx_err *err);
-/* The same for fp32 or bf16 rows (PSH_F32 / PSH_BF16): the sum is taken in fp32 and a bf16 result is that
- * fp32 value rounded to nearest even; bpool_unpool_cpu is the PSH_F32 case. */
+/* The same for fp32, fp16 or bf16 rows (PSH_F32 / PSH_F16 / PSH_BF16): the sum is taken in fp32 and a 16-bit
+ * result is that fp32 value rounded to nearest even; bpool_unpool_cpu is the PSH_F32 case. */
 hx_status bpool_unpool_dt_cpu(void *up, const void *down, const void *residual, const uint32_t *parent,
                               uint32_t n_rows, uint32_t channels, psh_dtype dt, hx_err *err);
 
@@ -464,7 +464,7 @@ typedef struct bpool_params {
   uint32_t rho;                 /* 2, 4 or 8 */
   uint32_t channels;            /* feature columns; unused when op == BPOOL_OP_COUNT */
   uint32_t n_out;               /* the plan's output rows (bpool_plan_cpu or psh_gpu_pool_plan) */
-  psh_dtype dt;                 /* PSH_F32 or PSH_BF16 features */
+  psh_dtype dt;                 /* PSH_F32, PSH_F16 or PSH_BF16 features */
   bpool_op op;                  /* the reduction; BPOOL_OP_COUNT: plan and assignment only */
   uint32_t *out_start, *out_count; /* [nbuckets] the plan, written */
   uint32_t *members;            /* [n_out*rho] written */

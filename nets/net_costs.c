@@ -53,8 +53,7 @@
  *                  coordinates 12, grid 12, batch 4 per output point; no sort passes); segment max bytes
  *                  E C (n_in + n_out) + 4 n_in + 4 (n_out + 1)
  *   bpool          bytes E C (n_in + n_out) + 12 (n_in + n_out) + 16 buckets + 4 rho n_out + 4 n_in (features
- *                  and coordinates in and out, bucket table read and pooling plan written, members, parents; the
- *                  fp16 path's fp32 staging is an artefact of bpool's dtypes and not counted)
+ *                  and coordinates in and out, bucket table read and pooling plan written, members, parents)
  *   unpool index   bytes 12 n (Flash3D: parent read, slot of the parent read, composed index written)
  */
 #include <math.h>

@@ -47,10 +47,9 @@
  *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs),
  *     qkv [R, 3C], o [R, C], h1 [R, 2rC] (fc1 outputs where a block's MLP on this device is unfused,
  *     net_mlp_path_run; the unpooling's skip projection), g [R, rC] (SwiGLU outputs where it is not one kernel;
- *     the unpooling's coarse projection); fp32 staging of the pooling in fp16 mode (bpool reduces fp32 and bf16 only:
- *     the fp16 network converts the projection to fp32, reduces, converts back; bf16 reduces in place); one scratch
- *     block, the largest request of any PSH, attention or pooling launch (all run in stream order); an identity
- *     index (the slot of a level without a PSH of its own); logits in bucket and input order and in fp32.
+ *     the unpooling's coarse projection); one scratch block, the largest request of any PSH, attention or pooling
+ *     launch (all run in stream order); an identity index (the slot of a level without a PSH of its own); logits
+ *     in bucket and input order and in fp32.
  *
  * Ranges on the hooks (NET_COMPONENTS): "embed" (Linear of the input rows); "encL" around level L with "encL/pool"
  * (into level L from L-1: projection, bpool plan + assignment + mean, BN + GELU, next cloud offsets and windows),
@@ -129,8 +128,8 @@ typedef struct f3g {
   float *xyz;
   uint32_t *off0, *ident;
   void *feat, *t, *qkv, *o, *h1, *g, *logits_p, *logits;
-  float *p32a, *p32b, *logits32;
-  size_t nc, h1_n, g_n, p32a_n, p32b_n, ident_n; /* element counts of the work buffers */
+  float *logits32;
+  size_t nc, h1_n, g_n, ident_n; /* element counts of the work buffers */
   void *scratch;
   size_t scratch_bytes;
   void **held;
@@ -183,7 +182,7 @@ static void unprepare(f3g *g) {
     for (int s = 0; s < 2; s++)
       for (int b = 0; b < G_D; b++) free(g->lv[l].attn[s][b].h_scope);
   memset(g->lv, 0, sizeof g->lv);
-  g->xyz = g->p32a = g->p32b = g->logits32 = NULL;
+  g->xyz = g->logits32 = NULL;
   g->off0 = g->ident = NULL;
   g->feat = g->t = g->qkv = g->o = g->h1 = g->g = g->logits_p = g->logits = g->scratch = NULL;
   g->prepared = 0;
@@ -412,7 +411,7 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   const int L = c->levels;
   const uint32_t B = g->B;
   const size_t E = 2, r = (size_t)c->mlp_ratio, K = (size_t)c->classes; /* E: bytes of a dtype value */
-  size_t nc = 0, h1 = 0, gw = 0, ident = 0, p32a = 0, p32b = 0;
+  size_t nc = 0, h1 = 0, gw = 0, ident = 0;
   for (int l = 0; l < L; l++) {
     const size_t R = g->lv[l].R;
     nc = max_sz(nc, R * max_sz((size_t)c->enc_channels[l], (size_t)c->dec_channels[l]));
@@ -431,12 +430,8 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
       h1 = max_sz(h1, R * (size_t)c->dec_channels[l]);
     }
     if (!g->lv[l].ls.hashed) ident = max_sz(ident, R);
-    if (l + 1 < L) {
-      p32a = max_sz(p32a, R * (size_t)c->enc_channels[l + 1]);
-      p32b = max_sz(p32b, g->lv[l + 1].R * (size_t)c->enc_channels[l + 1]);
-    }
   }
-  g->nc = nc, g->h1_n = h1, g->g_n = gw, g->ident_n = ident, g->p32a_n = p32a, g->p32b_n = p32b;
+  g->nc = nc, g->h1_n = h1, g->g_n = gw, g->ident_n = ident;
 #define NEED(slot, bytes, kind, label) HX_TRY(need(g, (void **)(slot), (bytes), (kind), (label), err))
   NEED(&g->xyz, g->n * 12, NET_MEM_IO, "flash3d xyz");
   NEED(&g->off0, (B + 1) * 4, NET_MEM_IO, "flash3d cloud offsets");
@@ -483,10 +478,6 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   NEED(&g->o, nc * E, NET_MEM_WORK, "flash3d work attention out");
   NEED(&g->h1, h1 * E, NET_MEM_WORK, "flash3d work fc1");
   NEED(&g->g, gw * E, NET_MEM_WORK, "flash3d work swiglu");
-  if (g->dt == NET_F16) {
-    NEED(&g->p32a, p32a * 4, NET_MEM_WORK, "flash3d pooling fp32 in");
-    NEED(&g->p32b, p32b * 4, NET_MEM_WORK, "flash3d pooling fp32 out");
-  }
   NEED(&g->logits_p, g->n * K * E, NET_MEM_IO, "flash3d logits (bucket order)");
   NEED(&g->logits, g->n * K * E, NET_MEM_IO, "flash3d logits");
   NEED(&g->logits32, g->n * K * 4, NET_MEM_IO, "flash3d logits fp32");
@@ -654,15 +645,10 @@ static hx_status step_pool(g_run *r, int l) {
   pp.channels = (uint32_t)C1, pp.n_out = (uint32_t)nx->R, pp.op = BPOOL_MEAN;
   pp.out_start = lv->ostart, pp.out_count = lv->ocount, pp.members = lv->members, pp.parent = lv->parent;
   pp.xyz_out = nx->xyz_pool;
-  if (g->dt == NET_BF16) {
-    pp.dt = PSH_BF16, pp.feat_in = lv->skip, pp.feat_out = dst;
-  } else { /* bpool reduces fp32 and bf16 only */
-    HX_TRY(nl_to_f32_gpu(g->p32a, lv->skip, lv->R * C1, g->dt, r->cs, r->err));
-    pp.dt = PSH_F32, pp.feat_in = g->p32a, pp.feat_out = g->p32b;
-  }
+  /* bpool reduces the dtype's rows in fp32 and rounds the mean once */
+  pp.dt = g->dt == NET_BF16 ? PSH_BF16 : PSH_F16, pp.feat_in = lv->skip, pp.feat_out = dst;
   size_t sb = g->scratch_bytes;
   HX_TRY(bpool_pool(g->pool_v, &pp, g->scratch, &sb, r->cs, r->err));
-  if (g->dt != NET_BF16) HX_TRY(nl_from_f32_gpu(dst, g->p32b, nx->R * C1, g->dt, r->cs, r->err));
   HX_TRY(nl_affine_act_gpu(dst, dst, g->pool_bn[l].scale, g->pool_bn[l].shift, nx->R, C1, NL_ACT_GELU, g->dt, r->cs,
                            r->err));
   /* the next level's cloud offsets: out_start[c * nb] for c <= B (the last is the real rows' end); a PSH's spare

@@ -157,29 +157,33 @@ static void test_reduce(void **state) {
     float *xo = malloc((size_t)L.n_out * 12);
     assert_int_equal(bpool_assign_cpu(members, parent, xo, L.xyz, L.n_rows, L.start, L.count, L.out_start, L.nb, rho, NULL), HX_OK);
     float *f = malloc((size_t)L.n_rows * C * 4);
-    uint16_t *fb = malloc((size_t)L.n_rows * C * 2);
+    uint16_t *fb = malloc((size_t)L.n_rows * C * 2), *fh = malloc((size_t)L.n_rows * C * 2);
     for (uint32_t i = 0; i < L.n_rows * C; i++) {
-      /* bf16-representable values so the bf16 path sees the same inputs */
+      /* bf16- and fp16-representable values so the 16-bit paths see the same inputs */
       f[i] = (float)((int)(hx_rng_u64(3, i, 0) % 255) - 127) / 8.0f; /* 8 significant bits */
       uint32_t u;
       memcpy(&u, &f[i], 4);
       fb[i] = (uint16_t)(u >> 16);
+      fh[i] = battn_from_float(BATTN_F16, f[i]);
+      assert_true(battn_to_float(BATTN_F16, fh[i]) == f[i]);
     }
     float *out[BPOOL_OP_COUNT];
     for (int op = 0; op < BPOOL_OP_COUNT; op++) {
       out[op] = malloc((size_t)L.n_out * C * 4);
       assert_int_equal(bpool_reduce_cpu(out[op], f, members, L.n_out, rho, C, PSH_F32, (bpool_op)op, NULL), HX_OK);
-      uint16_t *ob = malloc((size_t)L.n_out * C * 2);
+      uint16_t *ob = malloc((size_t)L.n_out * C * 2), *oh = malloc((size_t)L.n_out * C * 2);
       assert_int_equal(bpool_reduce_cpu(ob, fb, members, L.n_out, rho, C, PSH_BF16, (bpool_op)op, NULL), HX_OK);
+      assert_int_equal(bpool_reduce_cpu(oh, fh, members, L.n_out, rho, C, PSH_F16, (bpool_op)op, NULL), HX_OK);
       for (uint32_t e = 0; e < L.n_out * C; e++) {
-        /* bf16 result = fp32 result rounded to nearest even */
+        /* a 16-bit result = the fp32 result rounded to nearest even */
         float x = out[op][e];
         uint32_t u;
         memcpy(&u, &x, 4);
         uint16_t want = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
         assert_int_equal(ob[e], want);
+        assert_int_equal(oh[e], battn_from_float(BATTN_F16, x));
       }
-      free(ob);
+      free(ob), free(oh);
     }
     /* sums preserved per channel (only bucket rows count) */
     for (uint32_t c = 0; c < C; c++) {
@@ -221,11 +225,14 @@ static void test_reduce(void **state) {
       outside += parent[e / C] == BPOOL_NONE;
     }
     assert_true(outside > 0); /* the layout has padding rows, so the NONE path is exercised */
-    assert_int_equal(bpool_unpool_dt_cpu(upb, ob, fb, parent, L.n_rows, C, PSH_F16, NULL), HX_EUNSUPPORTED);
+    /* fp16 the same way (the values are fp16-representable as well: 8 significant bits, |x| < 64) */
+    for (uint32_t e = 0; e < L.n_out * C; e++) ob[e] = battn_from_float(BATTN_F16, out[BPOOL_MIN][e]);
+    assert_int_equal(bpool_unpool_dt_cpu(upb, ob, fh, parent, L.n_rows, C, PSH_F16, NULL), HX_OK);
+    for (uint32_t e = 0; e < L.n_rows * C; e++) assert_int_equal(upb[e], battn_from_float(BATTN_F16, up[e]));
     free(ob), free(upb);
     free(up);
     for (int op = 0; op < BPOOL_OP_COUNT; op++) free(out[op]);
-    free(f), free(fb), free(members), free(parent), free(xo);
+    free(f), free(fb), free(fh), free(members), free(parent), free(xo);
     layout_free(&L);
   }
 }

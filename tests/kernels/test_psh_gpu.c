@@ -606,13 +606,17 @@ static void test_bpool_variants(void **state) {
     /* features [n, C] for C = 33 (per-element reduce paths) and C = 64 (16-byte paths), in one buffer */
     const uint32_t CMAX = 64, CS[2] = {33, 64};
     float *f = malloc((size_t)n * CMAX * 4);
-    uint16_t *fb = malloc((size_t)n * CMAX * 2);
+    uint16_t *fb = malloc((size_t)n * CMAX * 2), *fh = malloc((size_t)n * CMAX * 2);
     for (uint32_t i = 0; i < n * CMAX; i++) {
       f[i] = (float)hx_rng_unit(5, i, 0) * 10.0f - 5.0f;
       fb[i] = (uint16_t)(hx_rng_u64(6, i, 0) & 0x7F7F); /* finite bf16 patterns */
+      fh[i] = (uint16_t)(hx_rng_u64(7, i, 0) & 0xFBFF); /* finite fp16 patterns of either sign, subnormals too */
     }
     float *d_f = dup_to_dev(f, (size_t)n * CMAX * 4);
-    uint16_t *d_fb = dup_to_dev(fb, (size_t)n * CMAX * 2);
+    uint16_t *d_fb = dup_to_dev(fb, (size_t)n * CMAX * 2), *d_fh = dup_to_dev(fh, (size_t)n * CMAX * 2);
+    /* dtype k of the loops below: 0 fp32, 1 bf16, 2 fp16, with its host and device inputs */
+    const psh_dtype dts[3] = {PSH_F32, PSH_BF16, PSH_F16};
+    const void *h_in[3] = {f, fb, fh}, *d_in[3] = {d_f, d_fb, d_fh};
     for (size_t k = 0; k < nv; k++) {
       if (!pool_used(&vs[k], slow)) continue;
       uint32_t *d_m = dalloc((size_t)n_out * rho * 4), *d_p = dalloc((size_t)n * 4);
@@ -630,14 +634,13 @@ static void test_bpool_variants(void **state) {
       assert_memory_equal(xo, gx, (size_t)n_out * 12);
       for (int ci = 0; ci < 2; ci++)
       for (int op = 0; op < BPOOL_OP_COUNT; op++)
-        for (int dt = 0; dt < 2; dt++) {
+        for (int dt = 0; dt < 3; dt++) {
           const uint32_t C = CS[ci];
-          const psh_dtype t = dt ? PSH_BF16 : PSH_F32;
+          const psh_dtype t = dts[dt];
           const size_t es = psh_dtype_size(t), bytes = (size_t)n_out * C * es;
           void *want = malloc(bytes), *got = malloc(bytes), *d_o = dalloc(bytes);
-          assert_int_equal(bpool_reduce_cpu(want, dt ? (const void *)fb : (const void *)f, members, n_out, rho, C, t,
-                                            (bpool_op)op, NULL), HX_OK);
-          st = vs[k].reduce(d_o, dt ? (const void *)d_fb : (const void *)d_f, d_m, n_out, rho, C, t, (bpool_op)op, NULL, &err);
+          assert_int_equal(bpool_reduce_cpu(want, h_in[dt], members, n_out, rho, C, t, (bpool_op)op, NULL), HX_OK);
+          st = vs[k].reduce(d_o, d_in[dt], d_m, n_out, rho, C, t, (bpool_op)op, NULL, &err);
           if (st != HX_OK) fail_msg("bpool %s reduce (C=%u): %s", vs[k].name, C, err.msg);
           CK(cudaDeviceSynchronize());
           to_host(got, d_o, bytes);
@@ -652,13 +655,12 @@ static void test_bpool_variants(void **state) {
         for (int with_aux = 0; with_aux < 2; with_aux++)
         for (int ci = 0; ci < 2; ci++)
           for (int op = 0; op < BPOOL_OP_COUNT; op++)
-            for (int dt = 0; dt < 2; dt++) {
+            for (int dt = 0; dt < 3; dt++) {
               const uint32_t C = CS[ci];
-              const psh_dtype t = dt ? PSH_BF16 : PSH_F32;
+              const psh_dtype t = dts[dt];
               const size_t es = psh_dtype_size(t), bytes = (size_t)n_out * C * es;
               void *want = malloc(bytes), *got = malloc(bytes), *d_o = dalloc(bytes);
-              assert_int_equal(bpool_reduce_cpu(want, dt ? (const void *)fb : (const void *)f, members, n_out, rho, C,
-                                                t, (bpool_op)op, NULL), HX_OK);
+              assert_int_equal(bpool_reduce_cpu(want, h_in[dt], members, n_out, rho, C, t, (bpool_op)op, NULL), HX_OK);
               uint32_t *d_os2 = dalloc(nbt * 4), *d_oc2 = dalloc(nbt * 4);
               CK(cudaMemset(d_o, 0xFF, bytes));
               CK(cudaMemset(d_m, 0xAB, (size_t)n_out * rho * 4)); /* 0xAB: never BPOOL_NONE */
@@ -667,14 +669,12 @@ static void test_bpool_variants(void **state) {
               /* the poison (legacy stream) must land before work on a non-blocking stream starts */
               CK(cudaDeviceSynchronize());
               size_t psb = 0;
-              st = vs[k].pool(NULL, &psb, d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f, n,
-                              C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
+              st = vs[k].pool(NULL, &psb, d_m, d_p, d_xo, d_o, d_xyz, d_in[dt], n, C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
                               with_aux ? &aux : NULL, with_aux ? main_s : NULL, &err);
               if (st != HX_OK) fail_msg("bpool %s pool size: %s", vs[k].name, err.msg);
               void *d_psc = dalloc(psb);
               CK(cudaDeviceSynchronize());
-              st = vs[k].pool(d_psc, &psb, d_m, d_p, d_xo, d_o, d_xyz, dt ? (const void *)d_fb : (const void *)d_f,
-                              n, C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
+              st = vs[k].pool(d_psc, &psb, d_m, d_p, d_xo, d_o, d_xyz, d_in[dt], n, C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
                               with_aux ? &aux : NULL, with_aux ? main_s : NULL, &err);
               if (st != HX_OK) fail_msg("bpool %s pool (C=%u): %s", vs[k].name, C, err.msg);
               if (with_aux) CK(cudaStreamSynchronize(main_s));
@@ -694,23 +694,24 @@ static void test_bpool_variants(void **state) {
               cudaFree(d_o), cudaFree(d_os2), cudaFree(d_oc2), cudaFree(d_psc);
               free(want), free(got);
             }
-      /* unpool of random pooled rows through the CPU parent map, fp32 and bf16, with and without a residual;
+      /* unpool of random pooled rows through the CPU parent map, fp32, bf16 and fp16, with and without a residual;
        * C = 33 takes the per-element path, C = 64 the 16-byte one */
       const uint32_t uc[2] = {33, 64};
       uint32_t *d_par = dup_to_dev(parent, (size_t)n * 4);
       for (int ci = 0; ci < 2; ci++)
-        for (int dt = 0; dt < 2; dt++)
+        for (int dt = 0; dt < 3; dt++)
           for (int with_res = 0; with_res < 2; with_res++) {
-            const psh_dtype t = dt ? PSH_BF16 : PSH_F32;
+            const psh_dtype t = dts[dt];
             const uint32_t CU = uc[ci];
             const size_t es = psh_dtype_size(t), nd = (size_t)n_out * CU, nu = (size_t)n * CU;
             unsigned char *down = malloc(nd * es), *res = malloc(nu * es), *want = malloc(nu * es), *got = malloc(nu * es);
+            const uint16_t mask = dt == 2 ? 0xFBFF : 0x7F7F; /* finite fp16 / bf16 patterns */
             for (size_t i = 0; i < nd; i++) {
-              if (dt) ((uint16_t *)down)[i] = (uint16_t)(hx_rng_u64(11, i, 0) & 0x7F7F);
+              if (dt) ((uint16_t *)down)[i] = (uint16_t)(hx_rng_u64(11, i, 0) & mask);
               else ((float *)down)[i] = (float)hx_rng_unit(11, i, 0) * 4.0f - 2.0f;
             }
             for (size_t i = 0; i < nu; i++) {
-              if (dt) ((uint16_t *)res)[i] = (uint16_t)(hx_rng_u64(12, i, 0) & 0x7F7F);
+              if (dt) ((uint16_t *)res)[i] = (uint16_t)(hx_rng_u64(12, i, 0) & mask);
               else ((float *)res)[i] = (float)hx_rng_unit(12, i, 0) * 4.0f - 2.0f;
             }
             assert_int_equal(bpool_unpool_dt_cpu(want, down, with_res ? res : NULL, parent, n, CU, t, NULL), HX_OK);
@@ -727,8 +728,8 @@ static void test_bpool_variants(void **state) {
       cudaFree(d_m), cudaFree(d_p), cudaFree(d_xo);
       free(gm), free(gp), free(gx);
     }
-    cudaFree(d_f), cudaFree(d_fb), cudaFree(d_sc), cudaFree(d_os), cudaFree(d_oc), cudaFree(d_count), cudaFree(d_start), cudaFree(d_xyz);
-    free(f), free(fb), free(g_os), free(g_oc), free(os), free(oc), free(members), free(parent), free(xo);
+    cudaFree(d_f), cudaFree(d_fb), cudaFree(d_fh), cudaFree(d_sc), cudaFree(d_os), cudaFree(d_oc), cudaFree(d_count), cudaFree(d_start), cudaFree(d_xyz);
+    free(f), free(fb), free(fh), free(g_os), free(g_oc), free(os), free(oc), free(members), free(parent), free(xo);
   }
   aux_pair_destroy(&aux);
   CK(cudaStreamDestroy(main_s));
