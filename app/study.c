@@ -317,8 +317,6 @@ static void speed_words(char *buf, size_t cap, double ptv3_ms, double f3d_ms) {
 
 static void nets_targets(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels);
 
-/* Per run: the equal-parameter comparison in one sentence, where the time goes when Flash3D is not faster, the
- * memory and the equal-memory configuration; then the paper's table with one column group per run. */
 /* Where the peak memory goes: the forwards' estimate by kind (mem_<kind> rows, net_gpu_memory) in the first run
  * that has them, at its size, with the kind that differs most from PTv3's per configuration. */
 static void nets_memory(FILE *f, const hx_run *runs, size_t n_runs, size_t nrows) {
@@ -381,6 +379,9 @@ static void nets_memory(FILE *f, const hx_run *runs, size_t n_runs, size_t nrows
   }
 }
 
+/* Per run: the equal-parameter comparison in one sentence, where the time goes when Flash3D is not faster, the
+ * memory and the equal-memory configuration; then the paper's table with one column group per run, where the memory
+ * goes and the targets. */
 static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
   size_t with = 0;
   for (size_t ri = 0; ri < n_runs; ri++) {
