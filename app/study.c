@@ -358,7 +358,8 @@ static void nets_memory(FILE *f, const hx_run *runs, size_t n_runs, size_t nrows
     for (size_t k = 0; k < NK; k++) {
       fprintf(f, "| %s | %s |", kinds[k], what[k]);
       for (size_t mi = 0; mi < nrows && mi < 8; mi++)
-        if (with[mi]) fprintf(f, " %.1f (%.0f%%) |", v[mi][k] / 1048576.0, tot[mi] > 0 ? 100.0 * v[mi][k] / tot[mi] : 0.0);
+        if (with[mi])
+          fprintf(f, " %.1f (%.0f%%) |", v[mi][k] / 1048576.0, tot[mi] > 0 ? 100.0 * v[mi][k] / tot[mi] : 0.0);
       fputc('\n', f);
     }
     fputs("| **total** | |", f);

@@ -458,7 +458,8 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
     }
     for (int side = 0; side < 2; side++)
       for (int b = 0; b < (side ? c->dec_depth[l] : c->enc_depth[l]); b++)
-        NEED(&lv->attn[side][b].scope, (size_t)lv->attn[side][b].num_scopes * lv->ls.scope * 4, NET_MEM_STRUCTURE, "flash3d scopes");
+        NEED(&lv->attn[side][b].scope, (size_t)lv->attn[side][b].num_scopes * lv->ls.scope * 4, NET_MEM_STRUCTURE,
+             "flash3d scopes");
     if (l + 1 < L) {
       const size_t R1 = g->lv[l + 1].R;
       NEED(&lv->ostart, (nbt + 1) * 4, NET_MEM_STRUCTURE, "flash3d pooling starts");

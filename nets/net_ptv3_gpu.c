@@ -601,12 +601,14 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     /* from the variants, not lv->map_order: the sizing pass sets no pointer */
     lv->tile_rows = c->tile_order && ordered && (e6 || d6) ? spc_v6_tile_rows(Cf) : 0u;
     if (lv->tile_rows)
-      NEED(&lv->map_tiles, (m + lv->tile_rows - 1) / lv->tile_rows * 4, NET_MEM_STRUCTURE, "ptv3 kernel map tile order");
+      NEED(&lv->map_tiles, (m + lv->tile_rows - 1) / lv->tile_rows * 4, NET_MEM_STRUCTURE,
+           "ptv3 kernel map tile order");
     else
       lv->map_tiles = NULL;
     NEED(&lv->bstart, (size_t)lv->plan.num_buckets * 4, NET_MEM_STRUCTURE, "ptv3 attention buckets");
     NEED(&lv->bcount, (size_t)lv->plan.num_buckets * 4, NET_MEM_STRUCTURE, "ptv3 attention bucket counts");
-    NEED(&lv->scope, (size_t)lv->plan.num_scopes * lv->plan.buckets_per_scope * 4, NET_MEM_STRUCTURE, "ptv3 attention scopes");
+    NEED(&lv->scope, (size_t)lv->plan.num_scopes * lv->plan.buckets_per_scope * 4, NET_MEM_STRUCTURE,
+         "ptv3 attention scopes");
     for (int row = 0; row < NET_PTV3_ORDERS; row++)
       if (net_ptv3_row_used(c, l, row)) {
         NEED(&lv->order_p[row], lv->sum_p * 4, NET_MEM_STRUCTURE, "ptv3 order[pad]");
