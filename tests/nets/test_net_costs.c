@@ -5,7 +5,9 @@
  * clouds (4 n^2 C per block, n <= patch) and over padded multi-patch clouds (4 C K sum_p), Flash3D-tiny's Linear
  * FLOPs and PSH bytes, attention over one-bucket clouds (4 C n_c^2 per cloud and block) and its bound
  * (rows x scope rows) on larger clouds; on every case the components sum to the "forward" entry, the names are the
- * hook categories; bad arguments are refused.
+ * hook categories; bad arguments are refused. And the memory breakdown's bookkeeping (net_mem_add): parts merged by
+ * label and kind, allocations rounded as the arena rounds them, the overflow part, kinds and parts summing to the
+ * total.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -499,6 +501,47 @@ static void test_bad(void **state) {
   assert_int_equal(n, 0);
 }
 
+/* net_mem_add: what net_gpu_memory's sizing passes record, allocation by allocation. */
+static void test_mem_add(void **state) {
+  (void)state;
+  net_mem *m = calloc(1, sizeof *m);
+  assert_non_null(m);
+  net_mem_add(m, "a", NET_MEM_WORK, 1000);      /* 1024 */
+  net_mem_add(m, "a", NET_MEM_WORK, 0);         /* a zero-byte buffer is still one 256-byte allocation */
+  net_mem_add(m, "a", NET_MEM_LEVELS, 256);     /* the same label under another kind: its own part */
+  net_mem_add(m, "b", NET_MEM_WEIGHTS, 257);    /* 512 */
+  net_mem_add(m, "c", NET_MEM_KINDS, 4096);     /* no such kind: not recorded */
+  assert_int_equal(m->n_parts, 3);
+  assert_string_equal(m->part[0].label, "a");
+  assert_int_equal(m->part[0].count, 2);
+  assert_int_equal(m->part[0].bytes, 1280);
+  assert_int_equal(m->part[1].kind, NET_MEM_LEVELS);
+  assert_int_equal(m->part[1].bytes, 256);
+  assert_int_equal(m->part[2].bytes, 512);
+  assert_int_equal(m->kind[NET_MEM_WORK], 1280);
+  assert_int_equal(m->kind[NET_MEM_WEIGHTS], 512);
+  assert_int_equal(m->total, 1280 + 256 + 512);
+  /* past NET_MEM_PARTS labels the last part becomes "other" and keeps counting; totals stay whole */
+  static char names[NET_MEM_PARTS + 8][8];
+  for (int i = 0; i < NET_MEM_PARTS + 8; i++) {
+    snprintf(names[i], sizeof names[i], "x%d", i);
+    net_mem_add(m, names[i], NET_MEM_STRUCTURE, 256);
+  }
+  assert_int_equal(m->n_parts, NET_MEM_PARTS);
+  assert_string_equal(m->part[NET_MEM_PARTS - 1].label, "other");
+  size_t parts = 0, kinds = 0;
+  for (uint32_t i = 0; i < m->n_parts; i++) parts += m->part[i].bytes;
+  for (int k = 0; k < NET_MEM_KINDS; k++) kinds += m->kind[k];
+  assert_int_equal(m->total, 1280 + 256 + 512 + (NET_MEM_PARTS + 8) * 256);
+  assert_int_equal(parts, m->total);
+  assert_int_equal(kinds, m->total);
+  assert_string_equal(net_mem_kind_name(NET_MEM_WEIGHTS), "weights");
+  assert_string_equal(net_mem_kind_name(NET_MEM_SCRATCH), "scratch");
+  assert_null(net_mem_kind_name(NET_MEM_KINDS));
+  net_mem_add(NULL, "a", NET_MEM_WORK, 1); /* no breakdown wanted: nothing happens */
+  free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ptv3_gemm),
@@ -506,6 +549,7 @@ int main(void) {
       cmocka_unit_test(test_f3d_one_bucket),
       cmocka_unit_test(test_f3d_many_buckets),
       cmocka_unit_test(test_bad),
+      cmocka_unit_test(test_mem_add),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
