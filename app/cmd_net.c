@@ -202,12 +202,8 @@ static int part_bytes_desc(const void *a, const void *b) {
 /* --memory: net_gpu_memory's breakdown, the kinds on one line, then every buffer, largest first. */
 static int print_memory(const net_config *cfg, const net_input *in, net_dtype dt) {
   hx_err err = {HX_OK, ""};
-  net_mem *m = malloc(sizeof *m);
-  if (!m) return f3d_fail("net", "out of memory"), 1;
-  if (net_gpu_memory(m, cfg, in, dt, &err) != HX_OK) {
-    free(m);
-    return f3d_fail_msg("net: --memory", err.msg), 1;
-  }
+  net_mem mem, *m = &mem;
+  if (net_gpu_memory(m, cfg, in, dt, &err) != HX_OK) return f3d_fail_msg("net: --memory", err.msg), 1;
   const double T = (double)m->total, MiB = 1048576.0;
   printf("memory: %.1f MiB the forward holds at its peak (weights included; the sizing pass before any allocation, "
          "what the arena's peak reaches)\n  by kind:",
@@ -220,7 +216,6 @@ static int print_memory(const net_config *cfg, const net_input *in, net_dtype dt
   for (uint32_t i = 0; i < m->n_parts; i++)
     printf("  %-34s %-9s %7u %11.1f %6.1f%%\n", m->part[i].label, net_mem_kind_name(m->part[i].kind), m->part[i].count,
            (double)m->part[i].bytes / MiB, T > 0 ? 100.0 * (double)m->part[i].bytes / T : 0.0);
-  free(m);
   return 0;
 }
 

@@ -57,12 +57,10 @@ net_alloc f3d_net_arena(hx_arena *a) {
 
 hx_status f3d_net_fits(size_t *need, net_mem *parts, const net_config *cfg, const net_input *in, net_dtype dt,
                        size_t cap, hx_err *err) {
-  net_mem *m = parts ? parts : malloc(sizeof *m);
-  if (!m) return hx_errf(err, HX_ENOMEM, "net: out of memory");
-  const hx_status mst = net_gpu_memory(m, cfg, in, dt, err);
+  net_mem local;
+  net_mem *m = parts ? parts : &local;
+  HX_TRY(net_gpu_memory(m, cfg, in, dt, err));
   const size_t bytes = m->total;
-  if (!parts) free(m);
-  if (mst != HX_OK) return mst;
   if (need) *need = bytes;
 #if F3D_HAVE_CUDA
   size_t free_b = 0, total_b = 0;

@@ -226,12 +226,7 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
       snprintf(metric, sizeof metric, "mem_%s", net_mem_kind_name((net_mem_kind)k));
       st = f3d_record(ctx, pipe, "forward", model, metric, (double)parts.kind[k], "B", err);
     }
-    if (st != HX_OK) {
-      free(feat);
-      net_params_free(&p);
-      return st;
-    }
-    if (fst == HX_ENOMEM) { /* skipped with the bytes it needed and what was free, recorded in the run */
+    if (st == HX_OK && fst == HX_ENOMEM) { /* skipped with the bytes it needed and what was free, recorded in the run */
       const size_t avail = f3d_device_avail(ctx); /* the device's free memory, or less under sweep --device-memory */
       fprintf(stderr, "f3dbench: %s/%s: %s\n", pipe, model, ferr.msg);
       st = f3d_record(ctx, pipe, "forward", model, "skipped_bytes_needed", (double)need, "B", err);
@@ -240,7 +235,7 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
       net_params_free(&p);
       return st;
     }
-    if (fst != HX_OK) st = hx_errf(err, fst, "%s", ferr.msg);
+    if (st == HX_OK && fst != HX_OK) st = hx_errf(err, fst, "%s", ferr.msg);
   }
   if (st == HX_OK) st = net_gpu_create(&g, &cfg, &p, dt, &al, err);
   const double t0 = hx_now_ms();

@@ -320,24 +320,24 @@ static void nets_targets(FILE *f, const hx_run *runs, size_t n_runs, const char 
 /* Where the peak memory goes: the forwards' estimate by kind (mem_<kind> rows, net_gpu_memory) in the first run
  * that has them, at its size, with the kind that differs most from PTv3's per configuration. */
 static void nets_memory(FILE *f, const hx_run *runs, size_t n_runs, size_t nrows) {
-  static const char *const kinds[] = {"weights", "io", "structure", "levels", "work", "scratch"};
-  static const char *const what[] = {
+  /* what each net_mem_kind holds, in the enum's order */
+  static const char *const what[NET_MEM_KINDS] = {
       "parameters in the dtype", "input points and features, logits",
       "per level: codes, orders, kernel maps, buckets, pooling plans, indices",
       "per level: activations held for the whole forward", "work buffers shared by the levels, each sized for the "
       "largest level that uses it", "the launchers' scratch (sorts, scans, partial sums)"};
-  enum { NK = sizeof kinds / sizeof kinds[0] };
+  enum { NK = NET_MEM_KINDS, NMOD = sizeof net_models / sizeof net_models[0] };
   for (size_t ri = 0; ri < n_runs; ri++) {
     const char *wl = net_workload(&runs[ri]);
     if (!wl) continue;
     const uint64_t n = net_size(&runs[ri], wl);
-    double v[8][NK], tot[8];
-    int have = 0, with[8];
-    for (size_t mi = 0; mi < nrows && mi < 8; mi++) {
+    double v[NMOD][NK], tot[NMOD];
+    int have = 0, with[NMOD];
+    for (size_t mi = 0; mi < nrows; mi++) {
       tot[mi] = 0.0, with[mi] = 1;
       for (size_t k = 0; k < NK; k++) {
         char metric[32];
-        snprintf(metric, sizeof metric, "mem_%s", kinds[k]);
+        snprintf(metric, sizeof metric, "mem_%s", net_mem_kind_name((net_mem_kind)k));
         v[mi][k] = fwd(&runs[ri], &net_models[mi], wl, n, metric);
         if (!isfinite(v[mi][k])) with[mi] = 0;
         else tot[mi] += v[mi][k];
@@ -349,31 +349,31 @@ static void nets_memory(FILE *f, const hx_run *runs, size_t n_runs, size_t nrows
             "MiB: the estimate each forward is checked against before any allocation (`f3dbench net --memory` "
             "lists every buffer), which the arena's peak above reaches. One buffer policy for both networks "
             "(docs/nets.md, \"Memory\").\n\n| kind | what |", (unsigned long long)n, wl);
-    for (size_t mi = 0; mi < nrows && mi < 8; mi++)
+    for (size_t mi = 0; mi < nrows; mi++)
       if (with[mi]) fprintf(f, " %s |", net_models[mi].display);
     fputs("\n|---|---|", f);
-    for (size_t mi = 0; mi < nrows && mi < 8; mi++)
+    for (size_t mi = 0; mi < nrows; mi++)
       if (with[mi]) fputs("---:|", f);
     fputc('\n', f);
     for (size_t k = 0; k < NK; k++) {
-      fprintf(f, "| %s | %s |", kinds[k], what[k]);
-      for (size_t mi = 0; mi < nrows && mi < 8; mi++)
+      fprintf(f, "| %s | %s |", net_mem_kind_name((net_mem_kind)k), what[k]);
+      for (size_t mi = 0; mi < nrows; mi++)
         if (with[mi])
           fprintf(f, " %.1f (%.0f%%) |", v[mi][k] / 1048576.0, tot[mi] > 0 ? 100.0 * v[mi][k] / tot[mi] : 0.0);
       fputc('\n', f);
     }
     fputs("| **total** | |", f);
-    for (size_t mi = 0; mi < nrows && mi < 8; mi++)
+    for (size_t mi = 0; mi < nrows; mi++)
       if (with[mi]) fprintf(f, " **%.1f** |", tot[mi] / 1048576.0);
     fputs("\n\n", f);
-    for (size_t mi = 0; mi < nrows && mi < 8; mi++) {
+    for (size_t mi = 0; mi < nrows; mi++) {
       if (mi == NM_PTV3 || !with[mi]) continue;
       size_t kb = 0;
       for (size_t k = 1; k < NK; k++)
         if (fabs(v[mi][k] - v[NM_PTV3][k]) > fabs(v[mi][kb] - v[NM_PTV3][kb])) kb = k;
       fprintf(f, "- %s: %+.0f MiB against PTv3 (%.0f against %.0f MiB); the kind that differs most: %s, %+.0f MiB.\n",
               net_models[mi].display, (tot[mi] - tot[NM_PTV3]) / 1048576.0, tot[mi] / 1048576.0,
-              tot[NM_PTV3] / 1048576.0, kinds[kb], (v[mi][kb] - v[NM_PTV3][kb]) / 1048576.0);
+              tot[NM_PTV3] / 1048576.0, net_mem_kind_name((net_mem_kind)kb), (v[mi][kb] - v[NM_PTV3][kb]) / 1048576.0);
     }
     fputc('\n', f);
     return; /* the buffers do not depend on the device: one run's table */

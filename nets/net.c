@@ -312,11 +312,9 @@ hx_status net_gpu_memory(net_mem *m, const net_config *cfg, const net_input *in,
 hx_status net_gpu_bytes(size_t *bytes, const net_config *cfg, const net_input *in, net_dtype dt, hx_err *err) {
   if (!bytes) return hx_errf(err, HX_EINVAL, "net_gpu_bytes: missing output");
   *bytes = 0;
-  net_mem *m = malloc(sizeof *m);
-  if (!m) return hx_errf(err, HX_ENOMEM, "net_gpu_bytes: out of memory");
-  const hx_status st = net_gpu_memory(m, cfg, in, dt, err);
-  if (st == HX_OK) *bytes = m->total;
-  free(m);
+  net_mem m;
+  const hx_status st = net_gpu_memory(&m, cfg, in, dt, err);
+  if (st == HX_OK) *bytes = m.total;
   return st;
 }
 
