@@ -528,6 +528,7 @@ int f3d_cmd_net(int argc, char **argv) {
     cfg.cpe_fold = o.fold;
   }
   if (o.tune >= 0) cfg.lt_tune = o.tune;
+  if (o.save) cfg.keep_levels = 1; /* every level's own buffers, for the download after the forward */
   if (o.rehash >= 0) {
     if (cfg.kind != 1) return f3d_fail("net", "--rehash: %s has no PSH levels (Flash3D models only)", cfg.name), 2;
     cfg.rehash = o.rehash;

@@ -41,9 +41,13 @@
  * prepare or destroy):
  *   per level, persistent: the structure (PSH outputs perm / slot / bucket table / packed xyz and its cloud offsets,
  *     the pooling plan, members, parents, pooled xyz, the composed unpooling index, the scope table of every block)
- *     and the level's activations: its input in pool order ("pooled": the embedded input at level 0), the encoder
- *     stream x (rows in bucket order), the skip (the pooling projection of x) and the decoder stream y; each level
- *     keeps its own, so keep_levels reads them after the forward;
+ *     and the skip (the pooling projection of x, which the unpooling into the level reads);
+ *   the streams: a level's input in pool order ("pooled": the embedded input at level 0), its encoder stream x
+ *     (rows in bucket order) and its decoder stream y. With net_config's keep_levels each level keeps its own, so
+ *     download reads them after the forward; without (the default) each is held only while a later step reads it:
+ *     x_l dies in the pooling's projection into skip_l (the leaf Linear at the last level), the input in the
+ *     gather into x, y_{l+1} in the unpooling's coarse projection into g, so every level's x shares one buffer
+ *     [max R_l C_l] and every level's input and y another (the leaf reads x into y: two, never one);
  *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs),
  *     qkv [R, 3C], o [R, C], h1 [R, 2rC] (fc1 outputs where a block's MLP on this device is unfused,
  *     net_mlp_path_run; the unpooling's skip projection), g [R, rC] (SwiGLU outputs where it is not one kernel;
@@ -128,6 +132,7 @@ typedef struct f3g {
   float *xyz;
   uint32_t *off0, *ident;
   void *feat, *t, *qkv, *o, *h1, *g, *logits_p, *logits;
+  void *xs, *ys; /* without keep_levels: every level's encoder stream; every level's input and decoder stream */
   float *logits32;
   size_t nc, h1_n, g_n, ident_n; /* element counts of the work buffers */
   void *scratch;
@@ -470,9 +475,22 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
       NEED(&lv->off_idx, (B + 1) * 4, NET_MEM_STRUCTURE, "flash3d cloud offset index");
       NEED(&lv->skip, R * (size_t)c->enc_channels[l + 1] * E, NET_MEM_LEVELS, "flash3d skip");
     }
-    if (lv->ls.hashed) NEED(&lv->pooled, R * ce * E, NET_MEM_LEVELS, "flash3d level input");
-    NEED(&lv->x, R * ce * E, NET_MEM_LEVELS, "flash3d encoder stream");
-    NEED(&lv->y, R * cd * E, NET_MEM_LEVELS, "flash3d decoder stream");
+    if (c->keep_levels) {
+      if (lv->ls.hashed) NEED(&lv->pooled, R * ce * E, NET_MEM_LEVELS, "flash3d level input");
+      NEED(&lv->x, R * ce * E, NET_MEM_LEVELS, "flash3d encoder stream");
+      NEED(&lv->y, R * cd * E, NET_MEM_LEVELS, "flash3d decoder stream");
+    }
+  }
+  if (!c->keep_levels) { /* the streams shared by the levels (wire_levels; the policy at the top) */
+    size_t xs = 0, ys = 0;
+    for (int l = 0; l < L; l++) {
+      const size_t R = g->lv[l].R;
+      xs = max_sz(xs, R * (size_t)c->enc_channels[l]);
+      ys = max_sz(ys, R * (size_t)c->dec_channels[l]);
+      if (g->lv[l].ls.hashed) ys = max_sz(ys, R * (size_t)c->enc_channels[l]);
+    }
+    NEED(&g->xs, xs * E, NET_MEM_LEVELS, "flash3d encoder streams (one for the levels)");
+    NEED(&g->ys, ys * E, NET_MEM_LEVELS, "flash3d level inputs and decoder streams (one for the levels)");
   }
   NEED(&g->t, nc * E, NET_MEM_WORK, "flash3d work t");
   NEED(&g->qkv, 3 * nc * E, NET_MEM_WORK, "flash3d work qkv");
@@ -799,11 +817,13 @@ static hx_status upload_input(f3g *g, const net_input *in, hx_err *err) {
   return st;
 }
 
-/* Aliases of the levels without a PSH of their own (pool order is bucket order: no perm, identity slot). */
+/* The shared streams without keep_levels; the aliases of the levels without a PSH of their own (pool order is
+ * bucket order: no perm, identity slot, the input is the encoder stream). */
 static void wire_levels(f3g *g) {
   const int L = g->cfg.levels;
   for (int l = 0; l < L; l++) {
     g_level *lv = &g->lv[l];
+    if (!g->cfg.keep_levels) lv->x = g->xs, lv->y = g->ys, lv->pooled = g->ys;
     if (l == 0) lv->xyz_pool = g->xyz;
     if (!lv->ls.hashed) {
       lv->xyzp = lv->xyz_pool;
@@ -917,6 +937,9 @@ static hx_status download(void *impl, net_output *out, int keep_levels, struct C
   if (!out) return hx_errf(err, HX_EINVAL, "flash3d gpu: NULL output");
   memset(out, 0, sizeof *out);
   if (!g->prepared) return hx_errf(err, HX_EINVAL, "flash3d gpu: download before a successful prepare");
+  if (keep_levels && !g->cfg.keep_levels)
+    return hx_errf(err, HX_EINVAL, "flash3d gpu: the levels were not kept (the streams share buffers): create the "
+                   "forward with net_config's keep_levels to download them");
   const hx_status st = download_body(g, out, keep_levels, (cudaStream_t)stream, err);
   if (st != HX_OK) net_output_free(out);
   return st;

@@ -33,7 +33,8 @@
  *   per level, persistent: the structure (grid, batch, coordinates, codes/order/inverse of 4 rows, pooling
  *     cluster/head/idx_ptr, pad/unpad/cu_seqlens, kernel map and rulebook, attention plan tables) and two
  *     activations: the encoder output (the level's running activation, then the skip its decoder reads) and the
- *     decoder output (kept for the next unpooling and for keep_levels);
+ *     decoder output (held until the next unpooling's projection reads it; with net_config's keep_levels each
+ *     level keeps its own for download, without (the default) every level's shares one buffer [max n_l C_l]);
  *   shared work buffers, each sized for the largest level that uses it (net_ptv3_work): t and u [rows, C] (norm,
  *     conv and projection outputs, gathered attention output), big (the pooling projection, and the MLP hidden
  *     row [rows, 4C] of the blocks whose MLP on this device is not one kernel: net_mlp_path_run),
@@ -130,6 +131,7 @@ typedef struct p3g {
   int32_t *stem_nbr, *stem_rule;
   spc_map stem_map;
   void *t, *u, *big, *pc3, *pc;
+  void *dec_all; /* without keep_levels: every level's decoder output */
   void *scratch;
   size_t scratch_bytes;
   /* net_config's overlap: the structure stream (created with the object, the device's highest priority), the
@@ -617,7 +619,14 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
         lv->order_p[row] = lv->inverse_p[row] = NULL;
       }
     NEED(&lv->enc, m * (size_t)c->enc_channels[l] * E, NET_MEM_LEVELS, "ptv3 encoder output");
-    if (l < c->levels - 1) NEED(&lv->dec, m * (size_t)c->dec_channels[l] * E, NET_MEM_LEVELS, "ptv3 decoder output");
+    if (l < c->levels - 1 && c->keep_levels)
+      NEED(&lv->dec, m * (size_t)c->dec_channels[l] * E, NET_MEM_LEVELS, "ptv3 decoder output");
+  }
+  if (!c->keep_levels) { /* every level's decoder output in one buffer (the policy at the top) */
+    size_t d = 0;
+    for (int l = 0; l < c->levels - 1; l++) d = max_sz(d, g->lv[l].n * (size_t)c->dec_channels[l]);
+    NEED(&g->dec_all, d * E, NET_MEM_LEVELS, "ptv3 decoder outputs (one for the levels)");
+    for (int l = 0; l < c->levels - 1; l++) g->lv[l].dec = g->dec_all;
   }
   NEED(&g->t, ws->nc * E, NET_MEM_WORK, "ptv3 work t");
   NEED(&g->u, ws->nc * E, NET_MEM_WORK, "ptv3 work u");
@@ -1191,6 +1200,9 @@ static hx_status download(void *impl, net_output *out, int keep_levels, struct C
   if (!out) return hx_errf(err, HX_EINVAL, "ptv3 gpu: NULL output");
   memset(out, 0, sizeof *out);
   if (!g->prepared) return hx_errf(err, HX_EINVAL, "ptv3 gpu: download before a successful prepare");
+  if (keep_levels && !g->cfg.keep_levels)
+    return hx_errf(err, HX_EINVAL, "ptv3 gpu: the levels were not kept (the decoder outputs share a buffer): create "
+                   "the forward with net_config's keep_levels to download them");
   const hx_status st = download_body(g, out, keep_levels, (cudaStream_t)stream, err);
   if (st != HX_OK) net_output_free(out);
   return st;

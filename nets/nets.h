@@ -568,6 +568,11 @@ typedef struct net_config {
   int lt_tune;           /* on the GPU: 1 = each cuBLASLt shape's algorithm timed among the heuristic's first 8 when the
                           * forward first runs it (NL_BLAS_TUNED, in prepare; the default); 0 = the heuristic's first
                           * (NL_BLAS_FIRST: an ablation, and bits that do not depend on timings) */
+  int keep_levels;       /* on the GPU: 0 = the level activations held only while a later step reads them (the
+                          * default): PTv3's decoder outputs share one buffer, Flash3D's level inputs and decoder
+                          * streams one and its encoder streams another, each sized for the largest level; the skips
+                          * (PTv3's encoder outputs, Flash3D's pooling projections) stay per level. 1 = every level
+                          * keeps its own, so net_gpu_download can fetch them after the forward (net --save) */
 } net_config;
 
 hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* unknown name: HX_EINVAL listing all */
@@ -599,7 +604,7 @@ typedef enum net_mem_kind {
   NET_MEM_WEIGHTS,   /* parameters in the dtype (folded BatchNorms, packed convolution weights) */
   NET_MEM_IO,        /* the input points and features, the logits */
   NET_MEM_STRUCTURE, /* per level: codes, orders, kernel maps, buckets, pooling plans, index arrays */
-  NET_MEM_LEVELS,    /* per level: activations held for the whole forward (what the decoder reads back) */
+  NET_MEM_LEVELS,    /* activations: each level's skip the decoder reads back, the streams (net_config keep_levels) */
   NET_MEM_WORK,      /* work buffers shared by the levels, each sized for the largest level that uses it */
   NET_MEM_SCRATCH,   /* the launchers' scratch blocks (sorts, scans, partial sums) */
   NET_MEM_KINDS
@@ -624,8 +629,8 @@ const char *net_mem_kind_name(net_mem_kind k);
  * is the timed forward, everything from the uploaded points to the logits: serialization / PSH, kernel maps,
  * pooling, every layer, re-run from the input each call, with the sizes prepare found; no allocation, and no
  * host synchronisation, so it can be captured in a CUDA graph (a step that cannot avoid one says so in
- * net_gpu_graphable and docs/nets.md). net_gpu_download fetches logits (and levels when keep_levels) in input
- * row order. */
+ * net_gpu_graphable and docs/nets.md). net_gpu_download fetches logits (and, when keep_levels, every
+ * level's output: HX_EINVAL unless the object was created with net_config's keep_levels) in input row order. */
 hx_status net_gpu_prepare(net_gpu *g, const net_input *in, struct CUstream_st *stream, hx_err *err);
 hx_status net_gpu_forward(net_gpu *g, const net_hooks *hooks, struct CUstream_st *stream, hx_err *err);
 hx_status net_gpu_download(net_gpu *g, net_output *out, int keep_levels, struct CUstream_st *stream, hx_err *err);

@@ -568,6 +568,85 @@ static void test_memory_parts(void **state) {
   }
 }
 
+/* net_config's keep_levels. Off (the default) the streams share buffers across levels: the levels kind holds less,
+ * the shared buffers are one allocation each, every forward is right against the CPU forward (PTv3's logits the
+ * same bits as with every level kept: its forward is deterministic; Flash3D's PSH may race, so each is checked on its
+ * own structure), and a download of the levels is refused with the object left usable. On (net --save) every level's
+ * output comes back, finite. Two clouds; Flash3D also with every pooled level on windows (rehash off). */
+static void test_keep_levels(void **state) {
+  (void)state;
+  static const char *const models[3] = {"ptv3-tiny", "flash3d-tiny", "flash3d-tiny"};
+  static const char *const shared[3] = {"ptv3 decoder outputs (one for the levels)",
+                                        "flash3d encoder streams (one for the levels)",
+                                        "flash3d level inputs and decoder streams (one for the levels)"};
+  for (int mi = 0; mi < 3; mi++) {
+    hx_err err = {HX_OK, ""};
+    net_config cfg;
+    assert_int_equal(net_config_named(&cfg, models[mi], &err), HX_OK);
+    assert_int_equal(cfg.keep_levels, 0);
+    if (mi == 2) cfg.rehash = 0;
+    cfg.lt_tune = 0; /* two objects: the heuristic's first algorithms, so their GEMMs cannot differ by a timed pick */
+    net_params p = {0};
+    assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+    tcase t;
+    memset(&t, 0, sizeof t);
+    make_case(&t, 2, 2500, g_seed + 29u + (uint64_t)mi);
+    cudaStream_t s;
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    net_output out[2] = {{0}, {0}};
+    size_t levels[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+      cfg.keep_levels = k;
+      net_mem *m = calloc(1, sizeof *m);
+      assert_non_null(m);
+      assert_int_equal(net_gpu_memory(m, &cfg, &t.in, NET_F16, &err), HX_OK);
+      levels[k] = m->kind[NET_MEM_LEVELS];
+      for (int q = 0; q < 2; q++) { /* PTv3 has one shared buffer, Flash3D two */
+        const char *label = mi == 0 ? (q ? NULL : shared[0]) : shared[1 + q];
+        if (!label) continue;
+        uint32_t count = 0;
+        for (uint32_t i = 0; i < m->n_parts; i++)
+          if (!strcmp(m->part[i].label, label)) count = m->part[i].count;
+        assert_int_equal(count, k ? 0u : 1u);
+      }
+      free(m);
+      net_gpu *g = forward_once(&cfg, &p, NET_F16, &g_alloc, &t, s, &out[k]);
+      char what[96];
+      snprintf(what, sizeof what, "%s%s, levels %s", models[mi], mi == 2 ? " (rehash off)" : "",
+               k ? "kept" : "sharing buffers");
+      check_run(g, &p, &t, s, what);
+      net_output lv = {0};
+      const hx_status st = net_gpu_download(g, &lv, 1, (struct CUstream_st *)s, &err);
+      if (!k) {
+        assert_int_equal(st, HX_EINVAL);
+        assert_non_null(strstr(err.msg, "keep_levels"));
+        assert_null(lv.logits);
+        check_run(g, &p, &t, s, "  the same object after the refused download");
+      } else {
+        assert_int_equal(st, HX_OK);
+        assert_int_equal(lv.n_levels, (size_t)(2 * cfg.levels - (cfg.kind == 0)));
+        size_t bad = 0;
+        for (size_t l = 0; l < lv.n_levels; l++) {
+          assert_true(lv.level_rows[l] > 0);
+          for (size_t i = 0; i < lv.level_rows[l] * lv.level_C[l]; i++) bad += isfinite(lv.level[l][i]) ? 0u : 1u;
+        }
+        assert_int_equal(bad, 0);
+      }
+      net_output_free(&lv);
+      net_gpu_destroy(g);
+    }
+    const size_t differ = logits_differ(&out[0], &out[1]);
+    printf("%s%s: levels %zu bytes sharing, %zu kept; logits differ in %zu of %zu\n", models[mi],
+           mi == 2 ? " (rehash off)" : "", levels[0], levels[1], differ, out[0].n * out[0].classes);
+    assert_true(levels[0] < levels[1]);
+    if (cfg.kind == 0) assert_int_equal(differ, 0);
+    net_output_free(&out[0]), net_output_free(&out[1]);
+    cudaStreamDestroy(s);
+    free_case(&t);
+    net_params_free(&p);
+  }
+}
+
 static void test_rerun_and_graph(void **state) {
   (void)state;
   /* flash3d-tiny twice: re-hashed, and with rehash off, whose windows are cut on the device in every forward */
@@ -646,7 +725,7 @@ int main(void) {
       cmocka_unit_test(test_flash3d_tiny_f16),  cmocka_unit_test(test_flash3d_tiny_bf16),
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),
-      cmocka_unit_test(test_memory_parts),
+      cmocka_unit_test(test_memory_parts),           cmocka_unit_test(test_keep_levels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 #else
