@@ -211,10 +211,10 @@ static int print_memory(const net_config *cfg, const net_input *in, net_dtype dt
   for (int k = 0; k < NET_MEM_KINDS; k++)
     printf("%s %s %.1f MiB (%.1f%%)", k ? "," : "", net_mem_kind_name((net_mem_kind)k), (double)m->kind[k] / MiB,
            T > 0 ? 100.0 * (double)m->kind[k] / T : 0.0);
-  printf("\n  %-34s %-9s %7s %11s %7s\n", "buffer", "kind", "count", "MiB", "share");
+  printf("\n  %-40s %-9s %7s %11s %7s\n", "buffer", "kind", "count", "MiB", "share");
   qsort(m->part, m->n_parts, sizeof m->part[0], part_bytes_desc);
   for (uint32_t i = 0; i < m->n_parts; i++)
-    printf("  %-34s %-9s %7u %11.1f %6.1f%%\n", m->part[i].label, net_mem_kind_name(m->part[i].kind), m->part[i].count,
+    printf("  %-40s %-9s %7u %11.1f %6.1f%%\n", m->part[i].label, net_mem_kind_name(m->part[i].kind), m->part[i].count,
            (double)m->part[i].bytes / MiB, T > 0 ? 100.0 * (double)m->part[i].bytes / T : 0.0);
   return 0;
 }

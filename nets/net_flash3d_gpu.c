@@ -489,8 +489,8 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
       ys = max_sz(ys, R * (size_t)c->dec_channels[l]);
       if (g->lv[l].ls.hashed) ys = max_sz(ys, R * (size_t)c->enc_channels[l]);
     }
-    NEED(&g->xs, xs * E, NET_MEM_LEVELS, "flash3d encoder streams (one for the levels)");
-    NEED(&g->ys, ys * E, NET_MEM_LEVELS, "flash3d level inputs and decoder streams (one for the levels)");
+    NEED(&g->xs, xs * E, NET_MEM_LEVELS, "flash3d encoder streams (shared)");
+    NEED(&g->ys, ys * E, NET_MEM_LEVELS, "flash3d inputs/decoder streams (shared)");
   }
   NEED(&g->t, nc * E, NET_MEM_WORK, "flash3d work t");
   NEED(&g->qkv, 3 * nc * E, NET_MEM_WORK, "flash3d work qkv");

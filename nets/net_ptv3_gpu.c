@@ -625,7 +625,7 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
   if (!c->keep_levels) { /* every level's decoder output in one buffer (the policy at the top) */
     size_t d = 0;
     for (int l = 0; l < c->levels - 1; l++) d = max_sz(d, g->lv[l].n * (size_t)c->dec_channels[l]);
-    NEED(&g->dec_all, d * E, NET_MEM_LEVELS, "ptv3 decoder outputs (one for the levels)");
+    NEED(&g->dec_all, d * E, NET_MEM_LEVELS, "ptv3 decoder outputs (shared)");
     for (int l = 0; l < c->levels - 1; l++) g->lv[l].dec = g->dec_all;
   }
   NEED(&g->t, ws->nc * E, NET_MEM_WORK, "ptv3 work t");

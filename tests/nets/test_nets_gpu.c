@@ -576,9 +576,9 @@ static void test_memory_parts(void **state) {
 static void test_keep_levels(void **state) {
   (void)state;
   static const char *const models[3] = {"ptv3-tiny", "flash3d-tiny", "flash3d-tiny"};
-  static const char *const shared[3] = {"ptv3 decoder outputs (one for the levels)",
-                                        "flash3d encoder streams (one for the levels)",
-                                        "flash3d level inputs and decoder streams (one for the levels)"};
+  static const char *const shared[3] = {"ptv3 decoder outputs (shared)",
+                                        "flash3d encoder streams (shared)",
+                                        "flash3d inputs/decoder streams (shared)"};
   for (int mi = 0; mi < 3; mi++) {
     hx_err err = {HX_OK, ""};
     net_config cfg;
