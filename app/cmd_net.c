@@ -37,6 +37,7 @@ static void net_usage(FILE *f) {
           "                    [--mlp fused|partial|linear] [--ln fused|separate] [--tile-order longest|last]\n"
           "                    [--stem fused|map] [--overlap on|off] [--cpe-fold on|off] [--rehash on|off]\n"
           "                    [--lt-tune on|off] [--bucket-fill F] [--device-memory BYTES] [--memory]\n"
+          "                    [--mlp-chunk N]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -92,6 +93,9 @@ static void net_usage(FILE *f) {
           "  --bucket-fill F    Flash3D: ceil(rows / (bucket F)) buckets per cloud at every hashed level, F in\n"
           "                     0.1..1, instead of the public rule (the next power of two of rows / bucket: fill\n"
           "                     50-100%%, a step in latency at each power of two)\n"
+          "  --mlp-chunk N      on the GPU: an MLP that is not one kernel makes its hidden rows in chunks of at\n"
+          "                     most N elements ([rows, 4C]; e.g. 33554432, the default, or 16M), so its work\n"
+          "                     buffers are sized for a chunk, not a level; 0: every row at once\n"
           "  --device-memory B  device memory the forward may use (e.g. 512M, 2G): a forward whose estimate\n"
           "                     is larger is refused before any allocation, as one larger than the free memory\n"
           "  --memory           print where the GPU forward's device memory would go, by kind and by buffer\n"
@@ -117,6 +121,7 @@ typedef struct net_cli {
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
   int memory;             /* --memory: print the forward's memory breakdown, run nothing */
+  uint64_t mlp_chunk;     /* --mlp-chunk: hidden elements a chunk; UINT64_MAX not given (NET_MLP_CHUNK) */
 } net_cli;
 
 /* A two-word option: *out = 1 for `one`, 0 for `zero`; otherwise the usage error naming both, and 2 (the exit
@@ -415,13 +420,14 @@ int f3d_cmd_net(int argc, char **argv) {
       {"tile-order", required_argument, NULL, 'T'}, {"stem", required_argument, NULL, 'E'},
       {"overlap", required_argument, NULL, 'O'}, {"cpe-fold", required_argument, NULL, 'C'},
       {"lt-tune", required_argument, NULL, 'U'}, {"memory", no_argument, NULL, 'Y'},
+      {"mlp-chunk", required_argument, NULL, 'K'},
       {NULL, 0, NULL, 0}};
   net_cli o = {NULL, NULL, NULL, NULL, 100000, 1,  20, 3000, 3407, 0.05, NET_F16,
-               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0};
+               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0, UINT64_MAX};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:Yh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:YK:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -484,6 +490,11 @@ int f3d_cmd_net(int argc, char **argv) {
         return f3d_fail("net", "--device-memory '%s': bytes >= 1, e.g. 1048576, 512M or 2G (powers of 1024)",
                         optarg), 2;
       break;
+    case 'K':
+      if (f3d_parse_count(optarg, &o.mlp_chunk) || o.mlp_chunk == UINT64_MAX)
+        return f3d_fail("net", "--mlp-chunk '%s': a count of hidden elements, e.g. 33554432 or 16M (0: no chunks)",
+                        optarg), 2;
+      break;
     default: net_usage(stderr); return 2;
     }
   }
@@ -528,6 +539,7 @@ int f3d_cmd_net(int argc, char **argv) {
     cfg.cpe_fold = o.fold;
   }
   if (o.tune >= 0) cfg.lt_tune = o.tune;
+  if (o.mlp_chunk != UINT64_MAX) cfg.mlp_chunk = (size_t)o.mlp_chunk;
   if (o.save) cfg.keep_levels = 1; /* every level's own buffers, for the download after the forward */
   if (o.rehash >= 0) {
     if (cfg.kind != 1) return f3d_fail("net", "--rehash: %s has no PSH levels (Flash3D models only)", cfg.name), 2;
@@ -546,6 +558,8 @@ int f3d_cmd_net(int argc, char **argv) {
   if (o.cpu && o.overlap >= 0) fprintf(stderr, "f3dbench: net: note: --overlap has no effect with --device cpu\n");
   if (o.cpu && o.fold >= 0) fprintf(stderr, "f3dbench: net: note: --cpe-fold has no effect with --device cpu\n");
   if (o.cpu && o.tune >= 0) fprintf(stderr, "f3dbench: net: note: --lt-tune has no effect with --device cpu\n");
+  if (o.cpu && o.mlp_chunk != UINT64_MAX)
+    fprintf(stderr, "f3dbench: net: note: --mlp-chunk has no effect with --device cpu\n");
   if (!o.cpu && f3d_gpu_ready(o.memory ? "net: --memory" : "net: --device gpu", NULL)) return 1;
 
   net_params p = {0};

@@ -146,6 +146,7 @@ hx_status net_flash3d_config(net_config *cfg, const char *name, hx_err *err) {
   cfg->mlp_fused = 1;
   cfg->ln_fused = 1;
   cfg->lt_tune = 1;
+  cfg->mlp_chunk = NET_MLP_CHUNK;
   cfg->rehash = 1;
   if (strcmp(name, "flash3d-public") == 0) {
     config_public(cfg);

@@ -50,8 +50,8 @@
  *     [max R_l C_l] and every level's input and y another (the leaf reads x into y: two, never one);
  *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs),
  *     qkv [R, 3C], o [R, C], h1 [R, 2rC] (fc1 outputs where a block's MLP on this device is unfused,
- *     net_mlp_path_run; the unpooling's skip projection), g [R, rC] (SwiGLU outputs where it is not one kernel;
- *     the unpooling's coarse projection); one scratch block, the largest request of any PSH, attention or pooling
+ *     net_mlp_path_run, a chunk of net_mlp_chunk_rows at a time; the unpooling's skip projection), g [R, rC] (SwiGLU
+ *     outputs where it is not one kernel, a chunk at a time; the unpooling's coarse projection); one scratch block, the largest request of any PSH, attention or pooling
  *     launch (all run in stream order); an identity index (the slot of a level without a PSH of its own); logits
  *     in bucket and input order and in fp32.
  *
@@ -421,14 +421,16 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
     const size_t R = g->lv[l].R;
     nc = max_sz(nc, R * max_sz((size_t)c->enc_channels[l], (size_t)c->dec_channels[l]));
     /* h1 and g for the levels that use them: a block's MLP off the one-kernel path writes SwiGLU's H-wide rows to g,
-     * and unfused its fc1's 2H-wide rows to h1 (net_mlp_path_run: the path on this device); the unpooling into
+     * and unfused its fc1's 2H-wide rows to h1 (net_mlp_path_run: the path on this device), a chunk of rows at a time
+     * (net_mlp_chunk_rows); the unpooling into
      * level l writes its coarse projection (level l + 1's rows) to g and its skip projection to h1 */
     for (int side = 0; side < 2; side++) {
       const size_t C = (size_t)(side ? c->dec_channels[l] : c->enc_channels[l]), H = r * C;
       if (!(side ? c->dec_depth[l] : c->enc_depth[l])) continue;
       const net_mlp_path mp = net_mlp_path_run(c, C, H);
-      if (mp != NET_MLP_WHOLE) gw = max_sz(gw, R * H);
-      if (mp == NET_MLP_UNFUSED) h1 = max_sz(h1, R * 2 * H);
+      const size_t rows = net_mlp_chunk_rows(c, R, H);
+      if (mp != NET_MLP_WHOLE) gw = max_sz(gw, rows * H);
+      if (mp == NET_MLP_UNFUSED) h1 = max_sz(h1, rows * 2 * H);
     }
     if (l + 1 < L) {
       gw = max_sz(gw, g->lv[l + 1].R * (size_t)c->dec_channels[l]);
@@ -570,9 +572,35 @@ static hx_status step_psh(g_run *r, int l) {
   return lv->psh->fn(g->scratch, &sb, &o, &pi, &lv->ls.psh, r->cs, r->err);
 }
 
-/* x += fc2(SwiGLU(fc1(t))) on net_mlp_path_of's path: the whole MLP as one kernel (the hidden row on chip), fc1 +
- * SwiGLU as one (fc1's 2H-wide row on chip) into g->g, or fc1 into g->h1 and the SwiGLU pass; a kernel the device
- * cannot run (HX_EUNSUPPORTED, nets.h) falls to the next path. */
+/* x += fc2(SwiGLU(fc1(t))) over k rows off the one-kernel path: fc1 + SwiGLU as one kernel (fc1's 2H-wide row on
+ * chip) into g->g, or fc1 into g->h1 and the SwiGLU pass; then fc2 with the residual add. */
+static hx_status mlp_rows(g_run *r, const g_block *bk, void *x, const void *t, size_t k, size_t C, size_t hid,
+                          net_mlp_path path) {
+  f3g *g = r->g;
+  /* g and h1 hold what net_mlp_path_run said this device's path writes for a chunk; a kernel refused past it (never,
+   * by its rule) must not write past them */
+  if (k * hid > g->g_n)
+    return hx_errf(r->err, HX_EINVAL, "flash3d gpu: the MLP at C = %zu left its one kernel; its work buffer was "
+                   "sized for that kernel", C);
+  hx_status st = HX_EUNSUPPORTED;
+  if (path != NET_MLP_UNFUSED && nl_linear_swiglu_gpu_takes(C, hid)) {
+    st = nl_linear_swiglu_gpu(g->g, t, bk->fc1.w, bk->fc1.b, k, C, hid, g->dt, r->cs, r->err);
+    (void)net_unsupported(st, r->err); /* st stays HX_EUNSUPPORTED: the unfused path below */
+  }
+  if (st == HX_EUNSUPPORTED) {
+    if (k * 2 * hid > g->h1_n)
+      return hx_errf(r->err, HX_EINVAL, "flash3d gpu: the MLP at C = %zu left its fc1 + SwiGLU kernel; its work "
+                     "buffer was sized for that kernel", C);
+    HX_TRY(lin_gpu(r, g->h1, t, &bk->fc1, k, NL_ACT_NONE, 0));
+    st = nl_swiglu_gpu(g->g, g->h1, k, hid, g->dt, r->cs, r->err);
+  }
+  HX_TRY(st);
+  return lin_gpu(r, x, g->g, &bk->fc2, k, NL_ACT_NONE, 1);
+}
+
+/* x += fc2(SwiGLU(fc1(t))) on net_mlp_path_of's path: the whole MLP as one kernel (the hidden row on chip), else
+ * mlp_rows over chunks of net_mlp_chunk_rows rows; a kernel the device cannot run (HX_EUNSUPPORTED, nets.h) falls
+ * to the next path. */
 static hx_status mlp(g_run *r, const g_block *bk, void *x, size_t n, size_t C, size_t hid) {
   f3g *g = r->g;
   const net_mlp_path path = net_mlp_path_of(&g->cfg, C, hid);
@@ -582,25 +610,11 @@ static hx_status mlp(g_run *r, const g_block *bk, void *x, size_t n, size_t C, s
                                     g->scratch, &sb, g->dt, r->cs, r->err);
     if (!net_unsupported(st, r->err)) return st;
   }
-  /* g and h1 hold what net_mlp_path_run said this device's path writes; a kernel refused past it (never, by its
-   * rule) must not write past them */
-  if (n * hid > g->g_n)
-    return hx_errf(r->err, HX_EINVAL, "flash3d gpu: the MLP at C = %zu left its one kernel; its work buffer was "
-                   "sized for that kernel", C);
-  hx_status st = HX_EUNSUPPORTED;
-  if (path != NET_MLP_UNFUSED && nl_linear_swiglu_gpu_takes(C, hid)) {
-    st = nl_linear_swiglu_gpu(g->g, g->t, bk->fc1.w, bk->fc1.b, n, C, hid, g->dt, r->cs, r->err);
-    (void)net_unsupported(st, r->err); /* st stays HX_EUNSUPPORTED: the unfused path below */
-  }
-  if (st == HX_EUNSUPPORTED) {
-    if (n * 2 * hid > g->h1_n)
-      return hx_errf(r->err, HX_EINVAL, "flash3d gpu: the MLP at C = %zu left its fc1 + SwiGLU kernel; its work "
-                     "buffer was sized for that kernel", C);
-    HX_TRY(lin_gpu(r, g->h1, g->t, &bk->fc1, n, NL_ACT_NONE, 0));
-    st = nl_swiglu_gpu(g->g, g->h1, n, hid, g->dt, r->cs, r->err);
-  }
-  HX_TRY(st);
-  return lin_gpu(r, x, g->g, &bk->fc2, n, NL_ACT_NONE, 1);
+  const size_t rows = net_mlp_chunk_rows(&g->cfg, n, hid), row_bytes = C * 2; /* a dtype value: 2 bytes */
+  for (size_t r0 = 0; r0 < n; r0 += rows)
+    HX_TRY(mlp_rows(r, bk, (char *)x + r0 * row_bytes, (const char *)g->t + r0 * row_bytes,
+                    n - r0 < rows ? n - r0 : rows, C, hid, path));
+  return HX_OK;
 }
 
 static hx_status step_block(g_run *r, int l, int side, int b, void *x, const char *path) {

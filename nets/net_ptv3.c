@@ -52,6 +52,7 @@ hx_status net_ptv3_config(net_config *cfg, const char *name, hx_err *err) {
   cfg->overlap = 1;
   cfg->cpe_fold = 1;
   cfg->lt_tune = 1;
+  cfg->mlp_chunk = NET_MLP_CHUNK;
   if (strcmp(name, "ptv3") == 0) {
     /* configs/nuscenes/semseg-pt-v3m1-0-base.py */
     static const int ed[5] = {2, 2, 2, 6, 2}, ec[5] = {32, 64, 128, 256, 512}, eh[5] = {2, 4, 8, 16, 32};

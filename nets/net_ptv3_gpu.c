@@ -37,7 +37,8 @@
  *     level keeps its own for download, without (the default) every level's shares one buffer [max n_l C_l]);
  *   shared work buffers, each sized for the largest level that uses it (net_ptv3_work): t and u [rows, C] (norm,
  *     conv and projection outputs, gathered attention output), big (the pooling projection, and the MLP hidden
- *     row [rows, 4C] of the blocks whose MLP on this device is not one kernel: net_mlp_path_run),
+ *     rows [rows, 4C] of the blocks whose MLP on this device is not one kernel, net_mlp_path_run, a chunk of
+ *     net_mlp_chunk_rows rows at a time),
  *     pc3 [slots, 3C] (qkv on the patch slots), pc [slots, C] (norm.1's output on the slots, then the attention
  *     output), and one scratch block, the largest any launcher asks for (all run in stream order); with overlap a
  *     second for the structure stream's launchers;
@@ -640,7 +641,7 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     for (int side = 0; side < 2; side++) {
       const size_t C = (size_t)(side ? c->dec_channels[l] : c->enc_channels[l]), H = (size_t)c->mlp_ratio * C;
       if ((side ? c->dec_depth[l] : c->enc_depth[l]) && net_mlp_path_run(c, C, H) != NET_MLP_WHOLE)
-        big = max_sz(big, m * H);
+        big = max_sz(big, net_mlp_chunk_rows(c, m, H) * H);
     }
   }
   g->big_n = big;
@@ -953,7 +954,7 @@ static hx_status gather_out(g_run *r, int l, int row, size_t C) {
 }
 
 /* x += fc2(GELU(fc1(t))): one nl_mlp_gpu kernel on net_mlp_path_of's NET_MLP_WHOLE (the hidden row on chip), else
- * two cuBLASLt Linears through g->big (cuBLASLt's tanh GELU). */
+ * two cuBLASLt Linears through g->big (cuBLASLt's tanh GELU), a chunk of net_mlp_chunk_rows rows at a time. */
 static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
   const size_t C = b->fc1.in, H = b->fc1.out;
   if (net_mlp_path_of(&r->g->cfg, C, H) == NET_MLP_WHOLE) {
@@ -962,13 +963,18 @@ static hx_status mlp(g_run *r, const g_block *b, void *x, size_t n) {
                                     r->g->scratch, &sb, r->g->dt, r->cs, r->err);
     if (!net_unsupported(st, r->err)) return st; /* else the two Linears */
   }
-  /* big holds what net_mlp_path_run said this device's path writes: a kernel refused past it (never, by its rule)
-   * must not write past it */
-  if (n * H > r->g->big_n)
+  const size_t rows = net_mlp_chunk_rows(&r->g->cfg, n, H), row_bytes = C * 2; /* a dtype value: 2 bytes */
+  /* big holds what net_mlp_path_run said this device's path writes for a chunk: a kernel refused past it (never, by
+   * its rule) must not write past it */
+  if (rows * H > r->g->big_n)
     return hx_errf(r->err, HX_EINVAL, "ptv3 gpu: the MLP at C = %zu left its one kernel; its work buffer was sized "
                    "for that kernel", C);
-  HX_TRY(lin_gpu(r, r->g->big, r->g->t, &b->fc1, n, NL_ACT_GELU, 0));
-  return lin_gpu(r, x, r->g->big, &b->fc2, n, NL_ACT_NONE, 1);
+  for (size_t r0 = 0; r0 < n; r0 += rows) {
+    const size_t k = n - r0 < rows ? n - r0 : rows;
+    HX_TRY(lin_gpu(r, r->g->big, (const char *)r->g->t + r0 * row_bytes, &b->fc1, k, NL_ACT_GELU, 0));
+    HX_TRY(lin_gpu(r, (char *)x + r0 * row_bytes, r->g->big, &b->fc2, k, NL_ACT_NONE, 1));
+  }
+  return HX_OK;
 }
 
 /* norm.1 and qkv as one nl_ln_linear_gpu kernel reading x's rows in the slots' order (the LayerNorm's row never

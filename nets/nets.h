@@ -524,6 +524,8 @@ typedef struct net_hooks {
 } net_hooks;
 
 /* A model: named configuration, its parameters, CPU and GPU forwards. */
+/* net_config's mlp_chunk default: 2^25 hidden elements, 64 MiB of fp16 (128 MiB for an unfused SwiGLU's input). */
+#define NET_MLP_CHUNK ((size_t)1 << 25)
 typedef struct net_config {
   char name[32];         /* "ptv3", "ptv3-tiny", "flash3d-public", "flash3d-46m", "flash3d-129m", "flash3d-tiny" */
   int kind;              /* 0 PTv3-m1, 1 Flash3D */
@@ -568,6 +570,11 @@ typedef struct net_config {
   int lt_tune;           /* on the GPU: 1 = each cuBLASLt shape's algorithm timed among the heuristic's first 8 when the
                           * forward first runs it (NL_BLAS_TUNED, in prepare; the default); 0 = the heuristic's first
                           * (NL_BLAS_FIRST: an ablation, and bits that do not depend on timings) */
+  size_t mlp_chunk;      /* on the GPU: the most elements a block's MLP holds in its hidden rows outside one kernel
+                          * (fc1's [rows, H] output, or its [rows, 2H] SwiGLU input where unfused: twice that): the
+                          * rows go through fc1, the activation and fc2 in chunks of net_mlp_chunk_rows, so the work
+                          * buffers are sized for a chunk, not a level (NET_MLP_CHUNK, the default; 0 = every row at
+                          * once, an ablation). The one-kernel MLPs hold no hidden row and run whole */
   int keep_levels;       /* on the GPU: 0 = the level activations held only while a later step reads them (the
                           * default): PTv3's decoder outputs share one buffer, Flash3D's level inputs and decoder
                           * streams one and its encoder streams another, each sized for the largest level; the skips

@@ -40,6 +40,16 @@ static inline net_mlp_path net_mlp_path_run(const net_config *cfg, size_t C, siz
                                                                                      : NET_MLP_UNFUSED;
 }
 
+/* Rows of a chunk of an MLP over n rows with H hidden channels (net_config's mlp_chunk): n where mlp_chunk is 0 or
+ * n x H fits it; else the most rows, a multiple of 256, whose H-wide hidden rows fit mlp_chunk elements (256 at
+ * least, so a hidden width past mlp_chunk / 256 holds 256 x H). */
+static inline size_t net_mlp_chunk_rows(const net_config *cfg, size_t n, size_t H) {
+  if (!cfg->mlp_chunk || !H || n * H <= cfg->mlp_chunk) return n;
+  size_t rows = cfg->mlp_chunk / H / 256 * 256;
+  if (rows < 256) rows = 256;
+  return rows < n ? rows : n;
+}
+
 /* A fused kernel's status in a forward: 1, with err cleared, when the device cannot run it (HX_EUNSUPPORTED, nets.h),
  * so that the forward runs the unfused path; 0 otherwise (it ran, or failed: the caller returns st). */
 static inline int net_unsupported(hx_status st, hx_err *err) {

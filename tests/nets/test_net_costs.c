@@ -542,6 +542,34 @@ static void test_mem_add(void **state) {
   free(m);
 }
 
+/* net_mlp_chunk_rows: the rows of an MLP's hidden chunk under net_config's mlp_chunk. */
+static void test_mlp_chunk_rows(void **state) {
+  (void)state;
+  net_config c;
+  memset(&c, 0, sizeof c);
+  assert_int_equal(net_mlp_chunk_rows(&c, 600000, 384), 600000); /* 0: every row at once */
+  c.mlp_chunk = NET_MLP_CHUNK;
+  assert_int_equal(net_mlp_chunk_rows(&c, 1000, 384), 1000);     /* the level fits: one chunk */
+  assert_int_equal(net_mlp_chunk_rows(&c, 0, 384), 0);
+  const size_t r = net_mlp_chunk_rows(&c, 600000, 384);          /* 87381 rows fit: 87296, a multiple of 256 */
+  assert_int_equal(r, 87296);
+  assert_true(r * 384 <= NET_MLP_CHUNK && (r + 256) * 384 > NET_MLP_CHUNK);
+  for (size_t H = 64; H <= 8192; H *= 2) { /* every width: a multiple of 256 rows within the budget */
+    const size_t k = net_mlp_chunk_rows(&c, 10000000, H);
+    assert_int_equal(k % 256, 0);
+    assert_true(k * H <= NET_MLP_CHUNK && (k + 256) * H > NET_MLP_CHUNK);
+  }
+  c.mlp_chunk = 1; /* past the budget: 256 rows, fewer only where the level has fewer */
+  assert_int_equal(net_mlp_chunk_rows(&c, 5000, 64), 256);
+  assert_int_equal(net_mlp_chunk_rows(&c, 200, 64), 200);
+  net_config d;
+  hx_err err = {HX_OK, ""};
+  assert_int_equal(net_config_named(&d, "ptv3", &err), HX_OK);
+  assert_true(d.mlp_chunk == NET_MLP_CHUNK);
+  assert_int_equal(net_config_named(&d, "flash3d-46m", &err), HX_OK);
+  assert_true(d.mlp_chunk == NET_MLP_CHUNK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ptv3_gemm),
@@ -550,6 +578,7 @@ int main(void) {
       cmocka_unit_test(test_f3d_many_buckets),
       cmocka_unit_test(test_bad),
       cmocka_unit_test(test_mem_add),
+      cmocka_unit_test(test_mlp_chunk_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -297,6 +297,8 @@ static void check_run(net_gpu *g, const net_params *p, const tcase *t, cudaStrea
   assert_int_equal(st, HX_OK);
 }
 
+static size_t max_sz_t(size_t a, size_t b) { return a > b ? a : b; }
+
 /* The logits of two forwards of one case that differ in their bits (their counts asserted equal). */
 static size_t logits_differ(const net_output *a, const net_output *b) {
   assert_int_equal(a->n * a->classes, b->n * b->classes);
@@ -546,11 +548,12 @@ static void test_memory_parts(void **state) {
     tcase big;
     memset(&big, 0, sizeof big);
     make_case(&big, 1, 200000, g_seed + 23u);
-    net_config lin = cfg;
+    net_config main_path = cfg, lin = cfg;
+    main_path.mlp_chunk = lin.mlp_chunk = 0; /* every row at once: the levels' hidden rows, not chunks (test_mlp_chunks) */
     lin.mlp_fused = 0;
     net_mem *mm = calloc(1, sizeof *mm), *ml = calloc(1, sizeof *ml);
     assert_true(mm && ml);
-    assert_int_equal(net_gpu_memory(mm, &cfg, &big.in, NET_F16, &err), HX_OK);
+    assert_int_equal(net_gpu_memory(mm, &main_path, &big.in, NET_F16, &err), HX_OK);
     assert_int_equal(net_gpu_memory(ml, &lin, &big.in, NET_F16, &err), HX_OK);
     printf("%s on 200000 points: work %zu bytes on the main path, %zu with every MLP unfused\n", models[mi],
            mm->kind[NET_MEM_WORK], ml->kind[NET_MEM_WORK]);
@@ -647,6 +650,85 @@ static void test_keep_levels(void **state) {
   }
 }
 
+/* net_config's mlp_chunk: the MLPs that are not one kernel make their hidden rows in chunks. With mlp_chunk 1 every
+ * such MLP runs in chunks of 256 rows and a shorter tail (ptv3-tiny and flash3d-tiny with every MLP unfused; Flash3D
+ * also with fc1 + SwiGLU as one kernel), each forward checked against the CPU forward; its work buffers hold less than
+ * with every row at once. On flash3d-46m at 200000 points (sizing passes only) the default chunk holds the hidden
+ * rows to 2^25 elements (2^26 for fc1's 2H-wide rows): the work kind shrinks by at least what the level-wide rows
+ * held beyond that, and no other kind moves. */
+static void test_mlp_chunks(void **state) {
+  (void)state;
+  static const char *const models[3] = {"ptv3-tiny", "flash3d-tiny", "flash3d-tiny"};
+  static const int fused[3] = {0, 0, 2};
+  for (int mi = 0; mi < 3; mi++) {
+    hx_err err = {HX_OK, ""};
+    net_config cfg;
+    assert_int_equal(net_config_named(&cfg, models[mi], &err), HX_OK);
+    assert_true(cfg.mlp_chunk == NET_MLP_CHUNK);
+    cfg.mlp_fused = fused[mi];
+    net_params p = {0};
+    assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+    tcase t;
+    memset(&t, 0, sizeof t);
+    make_case(&t, 2, 2500, g_seed + 31u + (uint64_t)mi);
+    cudaStream_t s;
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    size_t work[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+      cfg.mlp_chunk = k ? 1u : 0u; /* 1: 256 rows a chunk at every width */
+      net_mem *m = calloc(1, sizeof *m);
+      assert_non_null(m);
+      assert_int_equal(net_gpu_memory(m, &cfg, &t.in, NET_F16, &err), HX_OK);
+      work[k] = m->kind[NET_MEM_WORK];
+      free(m);
+      net_gpu *g = forward_once(&cfg, &p, NET_F16, &g_alloc, &t, s, NULL);
+      char what[96];
+      snprintf(what, sizeof what, "%s (--mlp %s), %s", models[mi], fused[mi] ? "partial" : "linear",
+               k ? "hidden rows in chunks of 256" : "every row at once");
+      check_run(g, &p, &t, s, what);
+      net_gpu_destroy(g);
+    }
+    printf("%s: work %zu bytes every row at once, %zu in chunks of 256 rows\n", models[mi], work[0], work[1]);
+    assert_true(work[1] < work[0]);
+    cudaStreamDestroy(s);
+    free_case(&t);
+    net_params_free(&p);
+  }
+  hx_err err = {HX_OK, ""};
+  net_config cfg;
+  assert_int_equal(net_config_named(&cfg, "flash3d-46m", &err), HX_OK);
+  tcase big;
+  memset(&big, 0, sizeof big);
+  make_case(&big, 1, 200000, g_seed + 37u);
+  net_mem *m[2] = {calloc(1, sizeof(net_mem)), calloc(1, sizeof(net_mem))};
+  assert_true(m[0] && m[1]);
+  for (int k = 0; k < 2; k++) {
+    cfg.mlp_chunk = k ? NET_MLP_CHUNK : 0;
+    assert_int_equal(net_gpu_memory(m[k], &cfg, &big.in, NET_F16, &err), HX_OK);
+  }
+  size_t held[2][2] = {{0, 0}, {0, 0}}; /* [chunked][fc1 rows, SwiGLU rows] */
+  for (int k = 0; k < 2; k++)
+    for (uint32_t i = 0; i < m[k]->n_parts; i++) {
+      if (!strcmp(m[k]->part[i].label, "flash3d work fc1")) held[k][0] = m[k]->part[i].bytes;
+      if (!strcmp(m[k]->part[i].label, "flash3d work swiglu")) held[k][1] = m[k]->part[i].bytes;
+    }
+  printf("flash3d-46m on 200000 points: work %zu bytes every row at once (fc1 %zu, SwiGLU %zu), %zu in chunks (fc1 "
+         "%zu, SwiGLU %zu)\n", m[0]->kind[NET_MEM_WORK], held[0][0], held[0][1], m[1]->kind[NET_MEM_WORK], held[1][0],
+         held[1][1]);
+  /* fc1's buffer also holds the unpooling's skip projection [R_0, C_dec0], SwiGLU's its coarse one: each at least
+   * what the chunks need, at most the larger of the two */
+  const size_t R0 = big.in.n, cd0 = (size_t)cfg.dec_channels[0];
+  assert_true(held[1][0] <= hx_align256(max_sz_t(2 * NET_MLP_CHUNK, R0 * cd0) * 2));
+  assert_true(held[1][1] <= hx_align256(max_sz_t(NET_MLP_CHUNK, R0 * cd0) * 2));
+  assert_true(held[0][0] > held[1][0] && held[0][1] > held[1][1]);
+  assert_int_equal(m[0]->kind[NET_MEM_WORK] - m[1]->kind[NET_MEM_WORK],
+                   (held[0][0] - held[1][0]) + (held[0][1] - held[1][1]));
+  for (int k = 0; k < NET_MEM_KINDS; k++)
+    if (k != NET_MEM_WORK) assert_int_equal(m[0]->kind[k], m[1]->kind[k]);
+  free(m[0]), free(m[1]);
+  free_case(&big);
+}
+
 static void test_rerun_and_graph(void **state) {
   (void)state;
   /* flash3d-tiny twice: re-hashed, and with rehash off, whose windows are cut on the device in every forward */
@@ -726,6 +808,7 @@ int main(void) {
       cmocka_unit_test(test_flash3d_tiny_rehash_off_and_fill),
       cmocka_unit_test(test_check_catches_planted), cmocka_unit_test(test_rerun_and_graph),
       cmocka_unit_test(test_memory_parts),           cmocka_unit_test(test_keep_levels),
+      cmocka_unit_test(test_mlp_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 #else
