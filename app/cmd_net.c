@@ -52,6 +52,7 @@ static void net_usage(FILE *f) {
           "  --dtype T          activations fp16 (default) or bf16; fp32 accumulation either way\n"
           "  --weights FILE     safetensors with the PyTorch module names (default: seeded random weights)\n"
           "  --save DIR         write input_xyz.npy, input_feat.npy, offset.txt, <level>.npy and logits.npy\n"
+          "                     (on the GPU every level then keeps its own activations: more device memory)\n"
           "  --graph            also time the forward replayed as one CUDA graph (when it never syncs the host)\n"
           "  --voxel V          grid / voxel size in metres (default 0.05)\n"
           "  --seed S           cloud, intensity, weight and order-shuffle seed (default 3407)\n"

@@ -307,18 +307,18 @@ static size_t logits_differ(const net_output *a, const net_output *b) {
   return differ;
 }
 
-/* ptv3-tiny's parameters from the test seed, two clouds of ~2500 points (seed g_seed + salt) and a stream: the setup
- * of the tests that compare the main path with an ablation. */
-static void tiny_setup(net_config *cfg, net_params *p, tcase *t, cudaStream_t *s, uint64_t salt) {
+/* A model's configuration, its parameters from the test seed, two clouds of ~2500 points (seed g_seed + salt) and a
+ * stream: the setup of the tests that compare the main path with an ablation. */
+static void case_setup(const char *model, net_config *cfg, net_params *p, tcase *t, cudaStream_t *s, uint64_t salt) {
   hx_err err = {HX_OK, ""};
-  assert_int_equal(net_config_named(cfg, "ptv3-tiny", &err), HX_OK);
+  assert_int_equal(net_config_named(cfg, model, &err), HX_OK);
   memset(p, 0, sizeof *p);
   assert_int_equal(net_params_init(p, cfg, g_seed, &err), HX_OK);
   memset(t, 0, sizeof *t);
   make_case(t, 2, 2500, g_seed + salt);
   assert_int_equal(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), cudaSuccess);
 }
-static void tiny_teardown(net_params *p, tcase *t, cudaStream_t s) {
+static void case_teardown(net_params *p, tcase *t, cudaStream_t s) {
   cudaStreamDestroy(s);
   free_case(t);
   net_params_free(p);
@@ -348,7 +348,7 @@ static void test_ptv3_tiny_tile_order(void **state) {
   net_params p;
   tcase t;
   cudaStream_t s;
-  tiny_setup(&cfg, &p, &t, &s, 7);
+  case_setup("ptv3-tiny", &cfg, &p, &t, &s, 7);
   cfg.lt_tune = 0; /* two objects: the heuristic's first algorithms, so their GEMMs cannot differ by a timed pick */
   net_output out[2] = {{0}, {0}};
   for (int k = 0; k < 2; k++) {
@@ -361,7 +361,7 @@ static void test_ptv3_tiny_tile_order(void **state) {
   printf("ptv3-tiny: tile orders differ in %zu of %zu logits\n", differ, out[0].n * out[0].classes);
   assert_int_equal(differ, 0);
   net_output_free(&out[0]), net_output_free(&out[1]);
-  tiny_teardown(&p, &t, s);
+  case_teardown(&p, &t, s);
 }
 
 /* xCPE's Linear after its convolution (net_config's cpe_fold off; folded, the default, in every other PTv3 test):
@@ -375,14 +375,14 @@ static void test_ptv3_tiny_cpe_unfolded(void **state) {
   net_params p;
   tcase t;
   cudaStream_t s;
-  tiny_setup(&cfg, &p, &t, &s, 17);
+  case_setup("ptv3-tiny", &cfg, &p, &t, &s, 17);
   cfg.cpe_fold = 0;
   for (int d = 0; d < 2; d++) {
     net_gpu *g = forward_once(&cfg, &p, d ? NET_BF16 : NET_F16, &g_alloc, &t, s, NULL);
     check_run(g, &p, &t, s, d ? "ptv3-tiny, xCPE unfolded, bf16" : "ptv3-tiny, xCPE unfolded, fp16");
     net_gpu_destroy(g);
   }
-  tiny_teardown(&p, &t, s);
+  case_teardown(&p, &t, s);
 }
 
 /* A hook that only counts its ranges: a forward with hooks runs on one stream. */
@@ -404,7 +404,7 @@ static void test_ptv3_tiny_overlap(void **state) {
   net_params p;
   tcase t;
   cudaStream_t s;
-  tiny_setup(&cfg, &p, &t, &s, 13);
+  case_setup("ptv3-tiny", &cfg, &p, &t, &s, 13);
   cfg.lt_tune = 0; /* two objects: the heuristic's first algorithms, so their GEMMs cannot differ by a timed pick */
   net_output out[3] = {{0}, {0}, {0}};
   size_t bytes[2] = {0, 0}, peak[2] = {0, 0}, ranges = 0;
@@ -436,7 +436,7 @@ static void test_ptv3_tiny_overlap(void **state) {
   assert_true(ranges > 0);
   assert_true(bytes[0] > bytes[1]);
   for (int k = 0; k < 3; k++) net_output_free(&out[k]);
-  tiny_teardown(&p, &t, s);
+  case_teardown(&p, &t, s);
 }
 
 /* PTv3's stem in one pass (the default) and through its stored map: each forward right against the CPU forward, the
@@ -451,7 +451,7 @@ static void test_ptv3_tiny_stem(void **state) {
   net_params p;
   tcase t;
   cudaStream_t s;
-  tiny_setup(&cfg, &p, &t, &s, 11);
+  case_setup("ptv3-tiny", &cfg, &p, &t, &s, 11);
   size_t bytes[2] = {0, 0};
   double flops[2] = {0, 0}, moved[2] = {0, 0};
   static const char *const what[2] = {"ptv3-tiny, the stem in one pass", "ptv3-tiny, the stem through its map"};
@@ -473,7 +473,7 @@ static void test_ptv3_tiny_stem(void **state) {
   assert_true(bytes[1] >= bytes[0] + t.in.n * 125u * 4u);
   assert_true(flops[0] > 0 && flops[0] == flops[1]);
   assert_true(moved[1] - moved[0] == (4.0 * 125.0 + 2.0 * 2.0 * (double)cfg.enc_channels[0]) * n);
-  tiny_teardown(&p, &t, s);
+  case_teardown(&p, &t, s);
 }
 
 /* net_gpu_memory's breakdown is what the forward allocates: for PTv3-m1 and Flash3D-46m on two small clouds, its
@@ -585,17 +585,13 @@ static void test_keep_levels(void **state) {
   for (int mi = 0; mi < 3; mi++) {
     hx_err err = {HX_OK, ""};
     net_config cfg;
-    assert_int_equal(net_config_named(&cfg, models[mi], &err), HX_OK);
+    net_params p;
+    tcase t;
+    cudaStream_t s;
+    case_setup(models[mi], &cfg, &p, &t, &s, 29u + (uint64_t)mi);
     assert_int_equal(cfg.keep_levels, 0);
     if (mi == 2) cfg.rehash = 0;
     cfg.lt_tune = 0; /* two objects: the heuristic's first algorithms, so their GEMMs cannot differ by a timed pick */
-    net_params p = {0};
-    assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
-    tcase t;
-    memset(&t, 0, sizeof t);
-    make_case(&t, 2, 2500, g_seed + 29u + (uint64_t)mi);
-    cudaStream_t s;
-    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
     net_output out[2] = {{0}, {0}};
     size_t levels[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
@@ -644,18 +640,16 @@ static void test_keep_levels(void **state) {
     assert_true(levels[0] < levels[1]);
     if (cfg.kind == 0) assert_int_equal(differ, 0);
     net_output_free(&out[0]), net_output_free(&out[1]);
-    cudaStreamDestroy(s);
-    free_case(&t);
-    net_params_free(&p);
+    case_teardown(&p, &t, s);
   }
 }
 
 /* net_config's mlp_chunk: the MLPs that are not one kernel make their hidden rows in chunks. With mlp_chunk 1 every
  * such MLP runs in chunks of 256 rows and a shorter tail (ptv3-tiny and flash3d-tiny with every MLP unfused; Flash3D
  * also with fc1 + SwiGLU as one kernel), each forward checked against the CPU forward; its work buffers hold less than
- * with every row at once. On flash3d-46m at 200000 points (sizing passes only) the default chunk holds the hidden
- * rows to 2^25 elements (2^26 for fc1's 2H-wide rows): the work kind shrinks by at least what the level-wide rows
- * held beyond that, and no other kind moves. */
+ * with every row at once. On flash3d-46m at 200000 points (sizing passes only) the default chunk shrinks the fc1 and
+ * SwiGLU buffers to at most 2^26 and 2^25 elements (or the unpooling's projection each also holds), the work kind
+ * by exactly what those two lost, and no other kind moves. */
 static void test_mlp_chunks(void **state) {
   (void)state;
   static const char *const models[3] = {"ptv3-tiny", "flash3d-tiny", "flash3d-tiny"};
@@ -663,16 +657,12 @@ static void test_mlp_chunks(void **state) {
   for (int mi = 0; mi < 3; mi++) {
     hx_err err = {HX_OK, ""};
     net_config cfg;
-    assert_int_equal(net_config_named(&cfg, models[mi], &err), HX_OK);
+    net_params p;
+    tcase t;
+    cudaStream_t s;
+    case_setup(models[mi], &cfg, &p, &t, &s, 31u + (uint64_t)mi);
     assert_true(cfg.mlp_chunk == NET_MLP_CHUNK);
     cfg.mlp_fused = fused[mi];
-    net_params p = {0};
-    assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
-    tcase t;
-    memset(&t, 0, sizeof t);
-    make_case(&t, 2, 2500, g_seed + 31u + (uint64_t)mi);
-    cudaStream_t s;
-    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
     size_t work[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
       cfg.mlp_chunk = k ? 1u : 0u; /* 1: 256 rows a chunk at every width */
@@ -690,9 +680,7 @@ static void test_mlp_chunks(void **state) {
     }
     printf("%s: work %zu bytes every row at once, %zu in chunks of 256 rows\n", models[mi], work[0], work[1]);
     assert_true(work[1] < work[0]);
-    cudaStreamDestroy(s);
-    free_case(&t);
-    net_params_free(&p);
+    case_teardown(&p, &t, s);
   }
   hx_err err = {HX_OK, ""};
   net_config cfg;
