@@ -48,12 +48,12 @@
  *     x_l dies in the pooling's projection into skip_l (the leaf Linear at the last level), the input in the
  *     gather into x, y_{l+1} in the unpooling's coarse projection into g, so every level's x shares one buffer
  *     [max R_l C_l] and every level's input and y another (the leaf reads x into y: two, never one);
- *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs),
- *     qkv [R, 3C], o [R, C], h1 [R, 2rC] (fc1 outputs where a block's MLP on this device is unfused,
+ *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs, and
+ *     as o the attention's output: a block's LayerNorm rows are dead once qkv holds them), qkv [R, 3C], h1 [R, 2rC] (fc1 outputs where a block's MLP on this device is unfused,
  *     net_mlp_path_run, a chunk of net_mlp_chunk_rows at a time; the unpooling's skip projection), g [R, rC] (SwiGLU
  *     outputs where it is not one kernel, a chunk at a time; the unpooling's coarse projection); one scratch block, the largest request of any PSH, attention or pooling
  *     launch (all run in stream order); an identity index (the slot of a level without a PSH of its own); logits
- *     in bucket and input order and in fp32.
+ *     in fp32 (in the dtype, in bucket and input order, over t and qkv where they fit: the head runs last).
  *
  * Ranges on the hooks (NET_COMPONENTS): "embed" (Linear of the input rows); "encL" around level L with "encL/pool"
  * (into level L from L-1: projection, bpool plan + assignment + mean, BN + GELU, next cloud offsets and windows),
@@ -496,11 +496,16 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   }
   NEED(&g->t, nc * E, NET_MEM_WORK, "flash3d work t");
   NEED(&g->qkv, 3 * nc * E, NET_MEM_WORK, "flash3d work qkv");
-  NEED(&g->o, nc * E, NET_MEM_WORK, "flash3d work attention out");
+  g->o = g->t; /* the attention's output over the LayerNorm's rows, dead once qkv holds their projection */
   NEED(&g->h1, h1 * E, NET_MEM_WORK, "flash3d work fc1");
   NEED(&g->g, gw * E, NET_MEM_WORK, "flash3d work swiglu");
-  NEED(&g->logits_p, g->n * K * E, NET_MEM_IO, "flash3d logits (bucket order)");
-  NEED(&g->logits, g->n * K * E, NET_MEM_IO, "flash3d logits");
+  /* the head's logits in bucket order, then in input order, over work buffers the head leaves dead */
+  if (g->n * K <= nc) {
+    g->logits_p = g->t, g->logits = g->qkv;
+  } else {
+    NEED(&g->logits_p, g->n * K * E, NET_MEM_IO, "flash3d logits (bucket order)");
+    NEED(&g->logits, g->n * K * E, NET_MEM_IO, "flash3d logits");
+  }
   NEED(&g->logits32, g->n * K * 4, NET_MEM_IO, "flash3d logits fp32");
   NEED(&g->scratch, g->scratch_bytes, NET_MEM_SCRATCH, "flash3d scratch");
 #undef NEED
@@ -824,7 +829,6 @@ static hx_status upload_input(f3g *g, const net_input *in, hx_err *err) {
   const size_t nc2 = g->nc * 2;
   if (st == HX_OK) st = dev_fill(g->t, nc2, 0, "work t", err);
   if (st == HX_OK) st = dev_fill(g->qkv, 3 * nc2, 0, "work qkv", err);
-  if (st == HX_OK) st = dev_fill(g->o, nc2, 0, "work o", err);
   if (st == HX_OK) st = dev_fill(g->h1, g->h1_n * 2, 0, "work fc1", err);
   if (st == HX_OK) st = dev_fill(g->g, g->g_n * 2, 0, "work swiglu", err);
   free(h), free(f);

@@ -44,7 +44,7 @@
  *     second for the structure stream's launchers;
  *   per level and order row a block attends in: its composed indices order_p / inverse_p;
  *   the stem's k = 5 map (not with the stem in one pass) and the input (xyz, fp32 and dtype features), the logits
- *   in the dtype and in fp32.
+ *   in fp32 (in the dtype over t where they fit: the head runs last).
  *
  * Ranges on the hooks (NET_COMPONENTS): "serialize"; "embed" (feature conversion, stem map and level 0's k = 3
  * map, conv, BN, GELU);
@@ -648,7 +648,8 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
   NEED(&g->big, big * E, NET_MEM_WORK, "ptv3 work mlp/pool");
   NEED(&g->pc3, ws->pc3 * E, NET_MEM_WORK, "ptv3 gathered qkv");
   NEED(&g->pc, ws->pc * E, NET_MEM_WORK, "ptv3 attention output");
-  NEED(&g->logits, n * (size_t)c->classes * E, NET_MEM_IO, "ptv3 logits");
+  if (n * (size_t)c->classes <= ws->nc) g->logits = g->t; /* the head runs last: t is dead */
+  else NEED(&g->logits, n * (size_t)c->classes * E, NET_MEM_IO, "ptv3 logits");
   NEED(&g->logits32, n * (size_t)c->classes * 4, NET_MEM_IO, "ptv3 logits fp32");
   NEED(&g->scratch, g->scratch_bytes, NET_MEM_SCRATCH, "ptv3 scratch");
   if (g->scratch2_bytes) NEED(&g->scratch2, g->scratch2_bytes, NET_MEM_SCRATCH, "ptv3 structure scratch");
