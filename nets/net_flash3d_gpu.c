@@ -49,10 +49,11 @@
  *     gather into x, y_{l+1} in the unpooling's coarse projection into g, so every level's x shares one buffer
  *     [max R_l C_l] and every level's input and y another (the leaf reads x into y: two, never one);
  *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs, and
- *     as o the attention's output: a block's LayerNorm rows are dead once qkv holds them), qkv [R, 3C], h1 [R, 2rC] (fc1 outputs where a block's MLP on this device is unfused,
- *     net_mlp_path_run, a chunk of net_mlp_chunk_rows at a time; the unpooling's skip projection), g [R, rC] (SwiGLU
- *     outputs where it is not one kernel, a chunk at a time; the unpooling's coarse projection); one scratch block, the largest request of any PSH, attention or pooling
- *     launch (all run in stream order); an identity index (the slot of a level without a PSH of its own); logits
+ *     as o the attention's output: a block's LayerNorm rows are dead once qkv holds them), qkv [R, 3C], h1 [R, 2rC]
+ *     (fc1 outputs where a block's MLP on this device is unfused, net_mlp_path_run, a chunk of net_mlp_chunk_rows
+ *     at a time; the unpooling's skip projection), g [R, rC] (SwiGLU outputs where it is not one kernel, a chunk at
+ *     a time; the unpooling's coarse projection); one scratch block, the largest request of any PSH, attention or
+ *     pooling launch (all run in stream order); an identity index (the slot of a level without a PSH of its own); logits
  *     in fp32 (in the dtype, in bucket and input order, over t and qkv where they fit: the head runs last).
  *
  * Ranges on the hooks (NET_COMPONENTS): "embed" (Linear of the input rows); "encL" around level L with "encL/pool"
