@@ -324,8 +324,9 @@ static void nets_memory(FILE *f, const hx_run *runs, size_t n_runs, size_t nrows
   static const char *const what[NET_MEM_KINDS] = {
       "parameters in the dtype", "input points and features, logits",
       "per level: codes, orders, kernel maps, buckets, pooling plans, indices",
-      "activations: per level the skips the decoder reads back; the streams, one buffer for the levels", "work buffers shared by the levels, each sized for the "
-      "largest level that uses it", "the launchers' scratch (sorts, scans, partial sums)"};
+      "activations: per level the skips the decoder reads back; the streams, one buffer for the levels",
+      "work buffers shared by the levels, each sized for the largest level that uses it",
+      "the launchers' scratch (sorts, scans, partial sums)"};
   enum { NK = NET_MEM_KINDS, NMOD = sizeof net_models / sizeof net_models[0] };
   for (size_t ri = 0; ri < n_runs; ri++) {
     const char *wl = net_workload(&runs[ri]);

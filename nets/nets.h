@@ -523,9 +523,10 @@ typedef struct net_hooks {
   void *ctx;
 } net_hooks;
 
-/* A model: named configuration, its parameters, CPU and GPU forwards. */
 /* net_config's mlp_chunk default: 2^25 hidden elements, 64 MiB of fp16 (128 MiB for an unfused SwiGLU's input). */
 #define NET_MLP_CHUNK ((size_t)1 << 25)
+
+/* A model: named configuration, its parameters, CPU and GPU forwards. */
 typedef struct net_config {
   char name[32];         /* "ptv3", "ptv3-tiny", "flash3d-public", "flash3d-46m", "flash3d-129m", "flash3d-tiny" */
   int kind;              /* 0 PTv3-m1, 1 Flash3D */
