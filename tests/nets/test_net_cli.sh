@@ -51,6 +51,11 @@ expect_out 2 "--lt-tune 'fast': on or off" "$BIN" net --model flash3d-tiny --lt-
 expect_out 0 'note: --lt-tune has no effect with --device cpu' "$BIN" net --model ptv3-tiny --points 300 \
   --lt-tune off --device cpu
 expect_out 2 "--cpe-fold: flash3d-tiny has no xCPE" "$BIN" net --model flash3d-tiny --cpe-fold on --device cpu
+for c in x -1 18446744073709551615; do
+  expect_out 2 "--mlp-chunk '$c': a count of hidden elements" "$BIN" net --model ptv3-tiny --mlp-chunk "$c" --device cpu
+done
+expect_out 0 'note: --mlp-chunk has no effect with --device cpu' "$BIN" net --model flash3d-tiny --points 300 \
+  --mlp-chunk 0 --device cpu
 # --rehash off reaches the forward: the header says so, and the logits differ from the default's (re-hashed)
 for r in on off; do
   expect_out 0 "pooled levels $( [ $r = on ] && echo 're-hashed' || echo 'in pooling order over fixed windows' )" \
