@@ -339,10 +339,11 @@ hx_status net_flash3d_costs_from_layouts(const net_config *cfg, const net_f3d_sh
     const net_f3d_layout *ly = &lay->lv[l];
     const net_f3d_level_shape *ls = &s->lv[l];
     const double nl = (double)ly->rows, C = (double)cfg->enc_channels[l], nbt = (double)B * ls->nb;
-    if (l > 0) { /* pool out of level l-1: skip projection, bpool (plan, members, mean), BN + GELU */
+    if (l > 0) { /* pool out of level l-1: projection, level l-1's skip (BN + GELU folded), bpool, BN + GELU */
       const net_f3d_layout *up = &lay->lv[l - 1];
       const double np = (double)up->rows, nbu = (double)B * s->lv[l - 1].nb;
       op_linear(&a, C_POOL, np, (double)cfg->enc_channels[l - 1], C, 0);
+      op_linear(&a, C_POOL, np, C, (double)cfg->dec_channels[l - 1], 0);
       add(&a, C_POOL, 0.0, 0.0, E * C * (np + nl) + 12.0 * (np + nl) + 16.0 * nbu + 4.0 * rho * nl + 4.0 * np);
       op_affine(&a, C_POOL, nl, C);
     }
@@ -357,11 +358,10 @@ hx_status net_flash3d_costs_from_layouts(const net_config *cfg, const net_f3d_sh
     const double nl = (double)ly->rows, C = (double)cfg->dec_channels[l];
     if (l == L - 1) {
       op_linear(&a, C_UNPOOL, nl, (double)cfg->enc_channels[l], C, 0); /* the last level's middle Linear */
-    } else { /* unpool: composed index, coarse projection and skip projection (BN + GELU folded), gathered, added */
+    } else { /* unpool: composed index, coarse projection (BN + GELU folded), gathered, added to the pooling's skip */
       const double nc = (double)lay->lv[l + 1].rows;
       add(&a, C_UNPOOL, 0.0, 0.0, 12.0 * nl);
       op_linear(&a, C_UNPOOL, nc, (double)cfg->dec_channels[l + 1], C, 0);
-      op_linear(&a, C_UNPOOL, nl, (double)cfg->enc_channels[l + 1], C, 0);
       op_gather_add(&a, C_UNPOOL, nl, C);
     }
     for (int b = 0; b < cfg->dec_depth[l]; b++) HX_TRY(f3d_block(&a, cfg, &s->lv[l], ly, B, 1, l, b, err));

@@ -41,27 +41,28 @@
  * prepare or destroy):
  *   per level, persistent: the structure (PSH outputs perm / slot / bucket table / packed xyz and its cloud offsets,
  *     the pooling plan, members, parents, pooled xyz, the composed unpooling index, the scope table of every block)
- *     and the skip (the pooling projection of x, which the unpooling into the level reads);
+ *     and the skip [R, C_dec] (what the unpooling into the level adds: the pooling makes it from its projection);
  *   the streams: a level's input in pool order ("pooled": the embedded input at level 0), its encoder stream x
  *     (rows in bucket order) and its decoder stream y. With net_config's keep_levels each level keeps its own, so
  *     download reads them after the forward; without (the default) each is held only while a later step reads it:
- *     x_l dies in the pooling's projection into skip_l (the leaf Linear at the last level), the input in the
- *     gather into x, y_{l+1} in the unpooling's coarse projection into g, so every level's x shares one buffer
- *     [max R_l C_l] and every level's input and y another (the leaf reads x into y: two, never one);
+ *     x_l dies in the pooling's projection (the leaf Linear at the last level), the input in the gather into x,
+ *     y_{l+1} in the unpooling's coarse projection into g, so every level's x shares one buffer [max R_l C_l] and
+ *     every level's input and y another (the leaf reads x into y: two, never one);
  *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs, and
  *     as o the attention's output: a block's LayerNorm rows are dead once qkv holds them), qkv [R, 3C], h1 [R, 2rC]
  *     (fc1 outputs where a block's MLP on this device is unfused, net_mlp_path_run, a chunk of net_mlp_chunk_rows
- *     at a time; the unpooling's skip projection), g [R, rC] (SwiGLU outputs where it is not one kernel, a chunk at
- *     a time; the unpooling's coarse projection); one scratch block, the largest request of any PSH, attention or
- *     pooling launch (all run in stream order); an identity index (the slot of a level without a PSH of its own); logits
- *     in fp32 (in the dtype, in bucket and input order, over t and qkv where they fit: the head runs last).
+ *     at a time), g [R, rC] (SwiGLU outputs where it is not one kernel, a chunk at a time; the unpooling's coarse
+ *     projection), the pooling's projection [R_l, C_{l+1}] (over qkv where it fits); one scratch block, the largest
+ *     request of any PSH, attention or pooling launch (all run in stream order); an identity index (the slot of a
+ *     level without a PSH of its own); logits in fp32 (in the dtype, in bucket and input order, over t and qkv where
+ *     they fit: the head runs last).
  *
  * Ranges on the hooks (NET_COMPONENTS): "embed" (Linear of the input rows); "encL" around level L with "encL/pool"
- * (into level L from L-1: projection, bpool plan + assignment + mean, BN + GELU, next cloud offsets and windows),
- * "encL/psh", "encL/gather" (features into the new bucket order) and blocks "encL/blockB" holding "norm", "qkv",
- * "attn", "proj" (with the residual add) and "mlp" (LayerNormMLP: LayerNorm, fc1, SwiGLU, fc2 with the residual
- * add); "decL" with "decL/unpool" (at the last level: its middle Linear) and its blocks; "head" (Linear, rows back
- * to input order, fp32).
+ * (into level L from L-1: projection, level L-1's skip, bpool plan + assignment + mean, BN + GELU, next cloud
+ * offsets and windows), "encL/psh", "encL/gather" (features into the new bucket order) and blocks "encL/blockB"
+ * holding "norm", "qkv", "attn", "proj" (with the residual add) and "mlp" (LayerNormMLP: LayerNorm, fc1, SwiGLU, fc2
+ * with the residual add); "decL" with "decL/unpool" (coarse projection, gathered and added to the skip; at the last
+ * level its middle Linear) and its blocks; "head" (Linear, rows back to input order, fp32).
  */
 #include <math.h>
 #include <stdio.h>
@@ -134,6 +135,7 @@ typedef struct f3g {
   uint32_t *off0, *ident;
   void *feat, *t, *qkv, *o, *h1, *g, *logits_p, *logits;
   void *xs, *ys; /* without keep_levels: every level's encoder stream; every level's input and decoder stream */
+  void *pproj;   /* the pooling's projection of a level's rows, [R_l, C_{l+1}] (over qkv where it fits) */
   float *logits32;
   size_t nc, h1_n, g_n, ident_n; /* element counts of the work buffers */
   void *scratch;
@@ -191,6 +193,7 @@ static void unprepare(f3g *g) {
   g->xyz = g->logits32 = NULL;
   g->off0 = g->ident = NULL;
   g->feat = g->t = g->qkv = g->o = g->h1 = g->g = g->logits_p = g->logits = g->scratch = NULL;
+  g->xs = g->ys = g->pproj = NULL;
   g->prepared = 0;
 }
 
@@ -417,14 +420,13 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   const int L = c->levels;
   const uint32_t B = g->B;
   const size_t E = 2, r = (size_t)c->mlp_ratio, K = (size_t)c->classes; /* E: bytes of a dtype value */
-  size_t nc = 0, h1 = 0, gw = 0, ident = 0;
+  size_t nc = 0, h1 = 0, gw = 0, ident = 0, pp = 0;
   for (int l = 0; l < L; l++) {
     const size_t R = g->lv[l].R;
     nc = max_sz(nc, R * max_sz((size_t)c->enc_channels[l], (size_t)c->dec_channels[l]));
     /* h1 and g for the levels that use them: a block's MLP off the one-kernel path writes SwiGLU's H-wide rows to g,
      * and unfused its fc1's 2H-wide rows to h1 (net_mlp_path_run: the path on this device), a chunk of rows at a time
-     * (net_mlp_chunk_rows); the unpooling into
-     * level l writes its coarse projection (level l + 1's rows) to g and its skip projection to h1 */
+     * (net_mlp_chunk_rows); the unpooling into level l writes its coarse projection (level l + 1's rows) to g */
     for (int side = 0; side < 2; side++) {
       const size_t C = (size_t)(side ? c->dec_channels[l] : c->enc_channels[l]), H = r * C;
       if (!(side ? c->dec_depth[l] : c->enc_depth[l])) continue;
@@ -435,7 +437,7 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
     }
     if (l + 1 < L) {
       gw = max_sz(gw, g->lv[l + 1].R * (size_t)c->dec_channels[l]);
-      h1 = max_sz(h1, R * (size_t)c->dec_channels[l]);
+      pp = max_sz(pp, R * (size_t)c->enc_channels[l + 1]);
     }
     if (!g->lv[l].ls.hashed) ident = max_sz(ident, R);
   }
@@ -476,7 +478,7 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
       NEED(&lv->parent, R * 4, NET_MEM_STRUCTURE, "flash3d pooling parents");
       NEED(&lv->comp, R * 4, NET_MEM_STRUCTURE, "flash3d unpooling index");
       NEED(&lv->off_idx, (B + 1) * 4, NET_MEM_STRUCTURE, "flash3d cloud offset index");
-      NEED(&lv->skip, R * (size_t)c->enc_channels[l + 1] * E, NET_MEM_LEVELS, "flash3d skip");
+      NEED(&lv->skip, R * cd * E, NET_MEM_LEVELS, "flash3d skip");
     }
     if (c->keep_levels) {
       if (lv->ls.hashed) NEED(&lv->pooled, R * ce * E, NET_MEM_LEVELS, "flash3d level input");
@@ -498,6 +500,9 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   NEED(&g->t, nc * E, NET_MEM_WORK, "flash3d work t");
   NEED(&g->qkv, 3 * nc * E, NET_MEM_WORK, "flash3d work qkv");
   g->o = g->t; /* the attention's output over the LayerNorm's rows, dead once qkv holds their projection */
+  /* the pooling's projection over qkv where it fits (the blocks of the level are done when it pools) */
+  if (pp <= 3 * nc) g->pproj = g->qkv;
+  else NEED(&g->pproj, pp * E, NET_MEM_WORK, "flash3d pooling projection");
   NEED(&g->h1, h1 * E, NET_MEM_WORK, "flash3d work fc1");
   NEED(&g->g, gw * E, NET_MEM_WORK, "flash3d work swiglu");
   /* the head's logits in bucket order, then in input order, over work buffers the head leaves dead */
@@ -664,16 +669,18 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
   return st;
 }
 
-/* Pooling out of level l into level l+1: skip = Linear(x_l); bpool plan + sub-buckets + mean of skip; BN + GELU into
- * level l+1's input (its pool-order buffer, or its encoder stream when it runs no PSH); its cloud offsets, and
- * without a PSH its windows. */
+/* Pooling out of level l into level l+1: p = Linear(x_l); skip_l = GELU(BN(proj_skip(p))), what the unpooling into
+ * level l adds, made here so that the level keeps its C_dec-wide rows rather than p's C_{l+1}; bpool plan +
+ * sub-buckets + mean of p; BN + GELU into level l+1's input (its pool-order buffer, or its encoder stream when it runs
+ * no PSH); its cloud offsets, and without a PSH its windows. */
 static hx_status step_pool(g_run *r, int l) {
   f3g *g = r->g;
   g_level *lv = &g->lv[l], *nx = &g->lv[l + 1];
   const uint32_t B = g->B, nbt = B * lv->ls.nb;
   const size_t C1 = (size_t)g->cfg.enc_channels[l + 1];
   void *dst = nx->ls.hashed ? nx->pooled : nx->x;
-  HX_TRY(lin_gpu(r, lv->skip, lv->x, &g->pool[l], lv->R, NL_ACT_NONE, 0));
+  HX_TRY(lin_gpu(r, g->pproj, lv->x, &g->pool[l], lv->R, NL_ACT_NONE, 0));
+  HX_TRY(lin_gpu(r, lv->skip, g->pproj, &g->up_skip[l], lv->R, NL_ACT_GELU, 0));
   if (lv->cnt_pool != lv->count) /* the real clouds' counts, then the 0 the plan's total needs */
     HX_TRY(cu_st(cudaMemcpyAsync(lv->cnt_pool, lv->count, (size_t)nbt * 4, cudaMemcpyDeviceToDevice,
                                  (cudaStream_t)r->cs), "pooling counts", r->err));
@@ -685,7 +692,7 @@ static hx_status step_pool(g_run *r, int l) {
   pp.out_start = lv->ostart, pp.out_count = lv->ocount, pp.members = lv->members, pp.parent = lv->parent;
   pp.xyz_out = nx->xyz_pool;
   /* bpool reduces the dtype's rows in fp32 and rounds the mean once */
-  pp.dt = g->dt == NET_BF16 ? PSH_BF16 : PSH_F16, pp.feat_in = lv->skip, pp.feat_out = dst;
+  pp.dt = g->dt == NET_BF16 ? PSH_BF16 : PSH_F16, pp.feat_in = g->pproj, pp.feat_out = dst;
   size_t sb = g->scratch_bytes;
   HX_TRY(bpool_pool(g->pool_v, &pp, g->scratch, &sb, r->cs, r->err));
   HX_TRY(nl_affine_act_gpu(dst, dst, g->pool_bn[l].scale, g->pool_bn[l].shift, nx->R, C1, NL_ACT_GELU, g->dt, r->cs,
@@ -697,15 +704,14 @@ static hx_status step_pool(g_run *r, int l) {
   return nl_windows_gpu(nx->start, nx->count, nx->off, B, nx->ls.nb, nx->ls.max_bucket, r->cs, r->err);
 }
 
-/* Unpooling into level l: y_l = GELU(BN(proj_skip(skip_l))) + GELU(BN(proj(y_{l+1})))[slot_{l+1}[parent]]. */
+/* Unpooling into level l: y_l = skip_l + GELU(BN(proj(y_{l+1})))[slot_{l+1}[parent]] (skip_l made by the pooling). */
 static hx_status step_unpool(g_run *r, int l) {
   f3g *g = r->g;
   g_level *lv = &g->lv[l], *nx = &g->lv[l + 1];
   const size_t C = (size_t)g->cfg.dec_channels[l];
   HX_TRY(psh_gather_rows_gpu(lv->comp, nx->slot, lv->parent, (uint32_t)lv->R, 4, r->cs, r->err));
   HX_TRY(lin_gpu(r, g->g, nx->y, &g->up[l], nx->R, NL_ACT_GELU, 0));
-  HX_TRY(lin_gpu(r, g->h1, lv->skip, &g->up_skip[l], lv->R, NL_ACT_GELU, 0));
-  return nl_gather_add_gpu(lv->y, g->g, lv->comp, g->h1, lv->R, C, g->dt, r->cs, r->err);
+  return nl_gather_add_gpu(lv->y, g->g, lv->comp, lv->skip, lv->R, C, g->dt, r->cs, r->err);
 }
 
 static hx_status step_head(g_run *r) {
@@ -824,7 +830,7 @@ static hx_status upload_input(f3g *g, const net_input *in, hx_err *err) {
     if (st == HX_OK && lv->pooled && l > 0) st = dev_fill(lv->pooled, R * ce * 2, 0, "level input", err);
     if (st == HX_OK) st = dev_fill(lv->x, R * ce * 2, 0, "encoder stream", err);
     if (st == HX_OK) st = dev_fill(lv->y, R * cd * 2, 0, "decoder stream", err);
-    if (st == HX_OK && lv->skip) st = dev_fill(lv->skip, R * (size_t)c->enc_channels[l + 1] * 2, 0, "skip", err);
+    if (st == HX_OK && lv->skip) st = dev_fill(lv->skip, R * cd * 2, 0, "skip", err);
   }
   /* the work buffers too: attention leaves the rows of no bucket unwritten, so no stale NaN reaches a spare row */
   const size_t nc2 = g->nc * 2;

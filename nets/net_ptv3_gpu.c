@@ -197,7 +197,7 @@ static void unprepare(p3g *g) {
   for (int l = 0; l < G_L; l++) battn_plan_free(&g->lv[l].plan);
   memset(g->lv, 0, sizeof g->lv);
   g->xyz = g->feat32 = g->logits32 = NULL;
-  g->feat = g->logits = g->t = g->u = g->big = g->pc3 = g->pc = g->scratch = g->scratch2 = NULL;
+  g->feat = g->logits = g->t = g->u = g->big = g->pc3 = g->pc = g->scratch = g->scratch2 = g->dec_all = NULL;
   g->maxc = NULL;
   g->stem_nbr = g->stem_rule = NULL;
   memset(&g->stem_map, 0, sizeof g->stem_map);

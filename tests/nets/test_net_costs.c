@@ -399,6 +399,18 @@ static void test_f3d_one_bucket(void **state) {
   const double n0 = 97.0;
   assert_true(find(t.cost, t.n, "embed")->gemm_flops == 2.0 * n0 * 4.0 * cfg->enc_channels[0]);
   assert_true(find(t.cost, t.n, "head")->gemm_flops == 2.0 * n0 * cfg->dec_channels[0] * cfg->classes);
+  /* the pooling out of level l projects its rows to C_{l+1} and those to level l's skip (C_dec,l wide: the unpooling
+   * adds it); the unpooling projects the coarse level's decoder rows (the last level: its middle Linear) */
+  double pool = 0, unpool = 0;
+  const int L = cfg->levels;
+  for (int l = 0; l + 1 < L; l++) {
+    const double nl = t.lay.lv[l].rows, n1 = t.lay.lv[l + 1].rows;
+    pool += 2.0 * nl * cfg->enc_channels[l + 1] * (cfg->enc_channels[l] + cfg->dec_channels[l]);
+    unpool += 2.0 * n1 * cfg->dec_channels[l + 1] * cfg->dec_channels[l];
+  }
+  unpool += 2.0 * t.lay.lv[L - 1].rows * cfg->enc_channels[L - 1] * cfg->dec_channels[L - 1];
+  assert_true(find(t.cost, t.n, "pool")->gemm_flops == pool);
+  assert_true(find(t.cost, t.n, "unpool")->gemm_flops == unpool);
   /* the MLP: fc1 (C -> 2 r C) and fc2 (r C -> C) per block, 6 r n C^2 FLOPs */
   double mlp = 0;
   for (int l = 0; l < cfg->levels; l++)
