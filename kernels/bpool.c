@@ -189,8 +189,7 @@ static void feat_put(void *base, size_t at, psh_dtype dt, float v) {
 hx_status bpool_reduce_cpu(void *feat_out, const void *feat_in, const uint32_t *members, uint32_t n_out,
                            uint32_t rho, uint32_t channels, psh_dtype dt, bpool_op op, hx_err *err) {
   if (!rho_ok(rho)) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
-  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
-    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
+  HX_TRY(bpool_dt_check(dt, err));
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
   for (uint32_t r = 0; r < n_out; r++)
     for (uint32_t ch = 0; ch < channels; ch++) {
@@ -212,8 +211,7 @@ hx_status bpool_reduce_cpu(void *feat_out, const void *feat_in, const uint32_t *
 
 hx_status bpool_unpool_dt_cpu(void *up, const void *down, const void *residual, const uint32_t *parent,
                               uint32_t n_rows, uint32_t channels, psh_dtype dt, hx_err *err) {
-  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
-    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
+  HX_TRY(bpool_dt_check(dt, err));
   for (uint32_t r = 0; r < n_rows; r++)
     for (uint32_t ch = 0; ch < channels; ch++) {
       const size_t o = (size_t)r * channels + ch, d = (size_t)parent[r] * channels + ch;

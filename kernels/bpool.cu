@@ -1107,8 +1107,7 @@ hx_status pool_v4(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   HX_TRY(bpool_plan_gpu(d_scratch, scratch_bytes, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err));
   if (!d_scratch) return HX_OK;
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
-    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
+  HX_TRY(bpool_dt_check(dt, err));
   if (channels == 0)
     return assign_v3(d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start, d_bucket_count, d_out_start,
                      nbuckets, rho, stream, err);
@@ -1280,8 +1279,7 @@ hx_status pool_v6(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   if (!d_scratch)
     return bpool_plan_gpu(NULL, scratch_bytes, d_out_start, d_out_count, d_bucket_count, nbuckets, rho, stream, err);
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
-    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
+  HX_TRY(bpool_dt_check(dt, err));
   if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
   if (!aux || !aux->stream || !reduce_vec_ok(dt, channels, d_feat_out, d_feat_in) || nbuckets < 2 ||
       nbuckets > kPlanMaxBuckets) {
@@ -1510,8 +1508,7 @@ static hx_status fused_prologue(const char *who, size_t ctl_bytes, void *d_scrat
     return HX_OK;
   }
   if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-  if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
-    return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
+  HX_TRY(bpool_dt_check(dt, err));
   if (rho != 2 && rho != 4 && rho != 8) return hx_errf(err, HX_EINVAL, "bpool: rho = %u (2, 4 or 8)", rho);
   if (scratch_bytes && *scratch_bytes < need)
     return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, *scratch_bytes, need);
@@ -1668,8 +1665,7 @@ hx_status pool_v9(void *d_scratch, size_t *scratch_bytes, uint32_t *d_members, u
   (void)aux;
   if (d_scratch) { /* the arguments, before anything is launched */
     if ((unsigned)op >= BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool: unknown reduction %d", (int)op);
-    if (dt != PSH_F32 && dt != PSH_F16 && dt != PSH_BF16)
-      return hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
+    HX_TRY(bpool_dt_check(dt, err));
   }
   HX_TRY(assign_plan_v9(d_scratch, scratch_bytes, d_members, d_parent, d_xyz_out, d_xyz_in, n_rows, d_bucket_start,
                         d_bucket_count, d_out_start, d_out_count, nbuckets, rho, stream, err));
@@ -1707,7 +1703,7 @@ extern "C" hx_status bpool_pool(const bpool_variant *v, const bpool_params *p, v
   if (p->rho != 2 && p->rho != 4 && p->rho != 8) return hx_errf(err, HX_EINVAL, "bpool_pool: rho = %u (2, 4 or 8)", p->rho);
   if ((unsigned)p->op > BPOOL_OP_COUNT) return hx_errf(err, HX_EINVAL, "bpool_pool: unknown reduction %d", (int)p->op);
   const bool reduce = p->op < BPOOL_OP_COUNT;
-  if (reduce && p->dt != PSH_F32 && p->dt != PSH_F16 && p->dt != PSH_BF16)
+  if (reduce && !bpool_dt_ok(p->dt))
     return hx_errf(err, HX_EINVAL, "bpool_pool: features must be fp32, fp16 or bf16 (dt = %d)", (int)p->dt);
   if (reduce && p->channels == 0) return hx_errf(err, HX_EINVAL, "bpool_pool: a reduction over 0 channels");
   if (d_scratch) { /* the real call: every pointer it writes or reads */

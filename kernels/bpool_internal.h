@@ -80,6 +80,12 @@ static inline HX_HD uint32_t bpool_seed_l(uint32_t j, uint32_t L, uint32_t nn) {
   return j * L / nn;
 }
 
+/* The feature dtypes bpool reduces and unpools, fp32, fp16 and bf16; HX_EUNSUPPORTED naming them otherwise. */
+static inline int bpool_dt_ok(psh_dtype dt) { return dt == PSH_F32 || dt == PSH_F16 || dt == PSH_BF16; }
+static inline hx_status bpool_dt_check(psh_dtype dt, hx_err *err) {
+  return bpool_dt_ok(dt) ? HX_OK : hx_errf(err, HX_EUNSUPPORTED, "bpool: features must be fp32, fp16 or bf16");
+}
+
 /* fp32 <-> bf16 (round to nearest even; NaN kept quiet). */
 static inline HX_HD float bpool_bf16_to_f(uint16_t h) {
   union {

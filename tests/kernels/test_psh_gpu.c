@@ -669,12 +669,14 @@ static void test_bpool_variants(void **state) {
               /* the poison (legacy stream) must land before work on a non-blocking stream starts */
               CK(cudaDeviceSynchronize());
               size_t psb = 0;
-              st = vs[k].pool(NULL, &psb, d_m, d_p, d_xo, d_o, d_xyz, d_in[dt], n, C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
+              st = vs[k].pool(NULL, &psb, d_m, d_p, d_xo, d_o, d_xyz, d_in[dt], n, C, t, (bpool_op)op, d_start, d_count,
+                              d_os2, d_oc2, nbt, rho, n_out,
                               with_aux ? &aux : NULL, with_aux ? main_s : NULL, &err);
               if (st != HX_OK) fail_msg("bpool %s pool size: %s", vs[k].name, err.msg);
               void *d_psc = dalloc(psb);
               CK(cudaDeviceSynchronize());
-              st = vs[k].pool(d_psc, &psb, d_m, d_p, d_xo, d_o, d_xyz, d_in[dt], n, C, t, (bpool_op)op, d_start, d_count, d_os2, d_oc2, nbt, rho, n_out,
+              st = vs[k].pool(d_psc, &psb, d_m, d_p, d_xo, d_o, d_xyz, d_in[dt], n, C, t, (bpool_op)op, d_start, d_count,
+                              d_os2, d_oc2, nbt, rho, n_out,
                               with_aux ? &aux : NULL, with_aux ? main_s : NULL, &err);
               if (st != HX_OK) fail_msg("bpool %s pool (C=%u): %s", vs[k].name, C, err.msg);
               if (with_aux) CK(cudaStreamSynchronize(main_s));
