@@ -352,6 +352,12 @@ hx_status net_gpu_forward(net_gpu *g, const net_hooks *hooks, struct CUstream_st
 
 hx_status net_gpu_download(net_gpu *g, net_output *out, int keep_levels, struct CUstream_st *stream, hx_err *err) {
   if (!g || !out) return hx_errf(err, HX_EINVAL, "net_gpu_download: missing forward object or output");
+  /* without keep_levels the levels shared their buffers, each overwritten by the next */
+  if (keep_levels && !g->cfg.keep_levels) {
+    memset(out, 0, sizeof *out);
+    return hx_errf(err, HX_EINVAL, "net_gpu_download: %.32s: the levels were not kept (their buffers are shared "
+                   "across levels): create the forward with net_config's keep_levels to download them", g->cfg.name);
+  }
   return g->ops->download(g->impl, out, keep_levels, stream, err);
 }
 

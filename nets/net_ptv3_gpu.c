@@ -1207,9 +1207,6 @@ static hx_status download(void *impl, net_output *out, int keep_levels, struct C
   if (!out) return hx_errf(err, HX_EINVAL, "ptv3 gpu: NULL output");
   memset(out, 0, sizeof *out);
   if (!g->prepared) return hx_errf(err, HX_EINVAL, "ptv3 gpu: download before a successful prepare");
-  if (keep_levels && !g->cfg.keep_levels)
-    return hx_errf(err, HX_EINVAL, "ptv3 gpu: the levels were not kept (the decoder outputs share a buffer): create "
-                   "the forward with net_config's keep_levels to download them");
   const hx_status st = download_body(g, out, keep_levels, (cudaStream_t)stream, err);
   if (st != HX_OK) net_output_free(out);
   return st;
