@@ -52,7 +52,8 @@
  *     as o the attention's output: a block's LayerNorm rows are dead once qkv holds them), qkv [R, 3C], h1 [R, 2rC]
  *     (fc1 outputs where a block's MLP on this device is unfused, net_mlp_path_run, a chunk of net_mlp_chunk_rows
  *     at a time), g [R, rC] (SwiGLU outputs where it is not one kernel, a chunk at a time; the unpooling's coarse
- *     projection), the pooling's projection [R_l, C_{l+1}] (over qkv where it fits); one scratch block, the largest
+ *     projection), h1 and g over qkv where both fit (no qkv row is live in the MLP or the unpooling), the pooling's
+ *     projection [R_l, C_{l+1}] (over qkv where it fits: the level's blocks are done); one scratch block, the largest
  *     request of any PSH, attention or pooling launch (all run in stream order); an identity index (the slot of a
  *     level without a PSH of its own); logits in fp32 (in the dtype, in bucket and input order, over t and qkv where
  *     they fit: the head runs last).
@@ -503,8 +504,14 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   /* the pooling's projection over qkv where it fits (the blocks of the level are done when it pools) */
   if (pp <= 3 * nc) g->pproj = g->qkv;
   else NEED(&g->pproj, pp * E, NET_MEM_WORK, "flash3d pooling projection");
-  NEED(&g->h1, h1 * E, NET_MEM_WORK, "flash3d work fc1");
-  NEED(&g->g, gw * E, NET_MEM_WORK, "flash3d work swiglu");
+  /* h1 and g over qkv where both fit (h1 first, g from the next 256-byte boundary): the MLP and the unpooling run
+   * between a level's blocks' attention and the next block's qkv, so no qkv row is live while they write */
+  if (hx_align256(h1 * E) + gw * E <= 3 * nc * E) {
+    g->h1 = g->qkv, g->g = (char *)g->qkv + hx_align256(h1 * E);
+  } else {
+    NEED(&g->h1, h1 * E, NET_MEM_WORK, "flash3d work fc1");
+    NEED(&g->g, gw * E, NET_MEM_WORK, "flash3d work swiglu");
+  }
   /* the head's logits in bucket order, then in input order, over work buffers the head leaves dead */
   if (g->n * K <= nc) {
     g->logits_p = g->t, g->logits = g->qkv;

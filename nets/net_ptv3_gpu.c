@@ -38,7 +38,7 @@
  *   shared work buffers, each sized for the largest level that uses it (net_ptv3_work): t and u [rows, C] (norm,
  *     conv and projection outputs, gathered attention output), big (the pooling projection, and the MLP hidden
  *     rows [rows, 4C] of the blocks whose MLP on this device is not one kernel, net_mlp_path_run, a chunk of
- *     net_mlp_chunk_rows rows at a time),
+ *     net_mlp_chunk_rows rows at a time; over pc3 where it fits: no block's qkv is live in the MLP or the pooling),
  *     pc3 [slots, 3C] (qkv on the patch slots), pc [slots, C] (norm.1's output on the slots, then the attention
  *     output), and one scratch block, the largest any launcher asks for (all run in stream order); with overlap a
  *     second for the structure stream's launchers;
@@ -645,8 +645,10 @@ static hx_status g_buffers(p3g *g, const net_ptv3_work *ws, g_need_fn need, hx_e
     }
   }
   g->big_n = big;
-  NEED(&g->big, big * E, NET_MEM_WORK, "ptv3 work mlp/pool");
   NEED(&g->pc3, ws->pc3 * E, NET_MEM_WORK, "ptv3 gathered qkv");
+  /* big over the gathered qkv where it fits: the MLP and the pooling run where no block's qkv is live */
+  if (big <= ws->pc3) g->big = g->pc3;
+  else NEED(&g->big, big * E, NET_MEM_WORK, "ptv3 work mlp/pool");
   NEED(&g->pc, ws->pc * E, NET_MEM_WORK, "ptv3 attention output");
   if (n * (size_t)c->classes <= ws->nc) g->logits = g->t; /* the head runs last: t is dead */
   else NEED(&g->logits, n * (size_t)c->classes * E, NET_MEM_IO, "ptv3 logits");
