@@ -707,12 +707,9 @@ static void test_mlp_chunks(void **state) {
     cfg.mlp_chunk = k ? NET_MLP_CHUNK : 0;
     assert_int_equal(net_gpu_memory(m[k], &cfg, &big.in, NET_F16, &err), HX_OK);
   }
-  size_t held[2][2] = {{0, 0}, {0, 0}}; /* [chunked][fc1 rows, SwiGLU rows] */
+  size_t held[2][2]; /* [chunked][fc1 rows, SwiGLU rows] */
   for (int k = 0; k < 2; k++)
-    for (uint32_t i = 0; i < m[k]->n_parts; i++) {
-      if (!strcmp(m[k]->part[i].label, "flash3d work fc1")) held[k][0] = m[k]->part[i].bytes;
-      if (!strcmp(m[k]->part[i].label, "flash3d work swiglu")) held[k][1] = m[k]->part[i].bytes;
-    }
+    held[k][0] = part_bytes(m[k], "flash3d work fc1"), held[k][1] = part_bytes(m[k], "flash3d work swiglu");
   printf("flash3d-46m on 200000 points: work %zu bytes every row at once (fc1 %zu, SwiGLU %zu), %zu in chunks (fc1 "
          "%zu, SwiGLU %zu)\n", m[0]->kind[NET_MEM_WORK], held[0][0], held[0][1], m[1]->kind[NET_MEM_WORK], held[1][0],
          held[1][1]);
