@@ -507,7 +507,7 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   /* h1 and g over qkv where both fit (h1 first, g from the next 256-byte boundary): the MLP and the unpooling run
    * between a level's blocks' attention and the next block's qkv, so no qkv row is live while they write */
   if (hx_align256(h1 * E) + gw * E <= 3 * nc * E) {
-    g->h1 = g->qkv, g->g = (char *)g->qkv + hx_align256(h1 * E);
+    g->h1 = g->qkv, g->g = g->qkv ? (char *)g->qkv + hx_align256(h1 * E) : NULL; /* the sizing pass holds none */
   } else {
     NEED(&g->h1, h1 * E, NET_MEM_WORK, "flash3d work fc1");
     NEED(&g->g, gw * E, NET_MEM_WORK, "flash3d work swiglu");
