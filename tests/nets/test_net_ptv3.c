@@ -213,6 +213,35 @@ static void test_tiny_permutation(void **state) {
   free(pi), free(xyz), free(feat);
 }
 
+/* A cloud's logits do not depend on the other clouds of its batch where the batch's serialization depth is its own
+ * (the depth is the batch's largest grid coordinate's bit length, as Pointcept computes it; this fixture's clouds
+ * span the same 48-cell box): cloud 1 alone gives the logits it gets as the second cloud of the batch, bit for bit.
+ * nets_gpu_slow leans on this to check rows far into a batch against the CPU forward of their cloud alone. */
+static void test_tiny_batch_independence(void **state) {
+  tnet_tiny *t = *state;
+  const tnet_cloud *c = &t->c;
+  net_input in = tnet_cloud_input(c, 7), one = in;
+  const size_t o1 = c->offset[1];
+  const size_t off1[2] = {0, c->n - o1};
+  one.xyz = c->xyz + 3 * o1, one.feat = c->feat + 4 * o1, one.offset = off1, one.B = 1, one.n = c->n - o1;
+  uint32_t gmax_all = 0, gmax_one = 0;
+  uint32_t *g = malloc(c->n * 3 * sizeof *g);
+  assert_non_null(g);
+  assert_int_equal(sfc_grid_cpu(g, &gmax_all, in.xyz, in.offset, in.B, 0.05, NULL), HX_OK);
+  assert_int_equal(sfc_grid_cpu(g, &gmax_one, one.xyz, one.offset, 1, 0.05, NULL), HX_OK);
+  free(g);
+  int d_all = 0, d_one = 0;
+  assert_int_equal(sfc_depth(&d_all, gmax_all, in.B, 0.05, NULL), HX_OK);
+  assert_int_equal(sfc_depth(&d_one, gmax_one, 1, 0.05, NULL), HX_OK);
+  assert_int_equal(d_all, d_one);
+  net_output a, b;
+  assert_int_equal(net_forward_cpu(&a, &t->cfg, &t->p, &in, 0, NULL), HX_OK);
+  assert_int_equal(net_forward_cpu(&b, &t->cfg, &t->p, &one, 0, NULL), HX_OK);
+  assert_int_equal(b.n, one.n);
+  assert_memory_equal(a.logits + o1 * a.classes, b.logits, b.n * b.classes * sizeof(float));
+  net_output_free(&a), net_output_free(&b);
+}
+
 static void test_tiny_bad_inputs(void **state) {
   tnet_tiny *t = *state;
   const tnet_cloud *c = &t->c;
@@ -320,6 +349,7 @@ int main(void) {
       cmocka_unit_test(test_patch_attention),
       cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tnet_tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_permutation, tiny_setup, tnet_tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_batch_independence, tiny_setup, tnet_tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_bad_inputs, tiny_setup, tnet_tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_roundtrip, tiny_setup, tnet_tiny_teardown),
   };

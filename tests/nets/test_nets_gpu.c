@@ -4,8 +4,8 @@
  * in pooling order over fixed windows (--rehash off) and with buckets filled to 0.6 (--bucket-fill); a forward run
  * again and replayed as a CUDA graph is right each time (the forward recomputes everything from its input, so
  * nothing may carry over between calls), and PTv3's runs agree bit for bit; PTv3's stem in one pass and through its
- * map; and the check itself fails on a planted error (one weight changed after the GPU copy was made). Exits 77
- * without a CUDA device.
+ * map; and the check itself fails on a planted error (one weight changed after the GPU copy was made). With --slow
+ * (suite slow) only test_far_rows: a cloud's rows past 2^31 elements into a batch. Exits 77 without a CUDA device.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "f3d_config.h"
+#include "baselines/baselines.h"
 #include "nets/nets.h"
 #include "workloads/workloads.h"
 
@@ -793,9 +794,121 @@ static void test_rerun_and_graph(void **state) {
     net_params_free(&p);
   }
 }
+
+/* --slow: rows far into a batch. Cloud 0 is large enough that level 0's buffers pass 2^31 elements (PTv3's
+ * gathered qkv, [n, 3 x 32] in patch slots, at 24M points; Flash3D-46m's qkv, [n, 3 x 48], at 16M), so cloud 1's rows
+ * sit past every 32-bit element and byte offset: an index computed in 32 bits anywhere in the forward lands them on
+ * other rows. PTv3's forward of a cloud depends on the batch only through its serialization depth (the largest grid
+ * coordinate of the batch), so cloud 1, a 3000-point cloud scaled by a power of two (voxels stay distinct) to the
+ * depth of cloud 0, must give the logits of the CPU forward of cloud 1 alone, within the check's tolerance. Flash3D
+ * sizes every cloud's buckets by the batch's largest, which no CPU forward of cloud 1 alone reproduces: there the
+ * test asserts that the forward runs and every logit of both clouds is finite. Skipped where the device lacks the
+ * memory (~45 GB). */
+static int bit_length(uint64_t v) {
+  int b = 0;
+  while (v) b++, v >>= 1;
+  return b;
+}
+static uint32_t grid_max(const wl_cloud *c) {
+  hx_err err = {HX_OK, ""};
+  uint32_t *g = malloc(c->n * 3 * sizeof *g), gmax = 0;
+  assert_non_null(g);
+  const size_t off[2] = {0, c->n};
+  assert_int_equal(sfc_grid_cpu(g, &gmax, c->xyz, off, 1, 0.05, &err), HX_OK);
+  free(g);
+  return gmax;
+}
+static void far_rows(const char *model, size_t n_big) {
+  hx_err err = {HX_OK, ""};
+  net_config cfg;
+  assert_int_equal(net_config_named(&cfg, model, &err), HX_OK);
+  wl_cloud cl[2];
+  memset(cl, 0, sizeof cl);
+  assert_int_equal(wl_make_exact(&cl[0], WL_LIDAR, NULL, n_big, 0.05, g_seed, NULL, &err), HX_OK);
+  assert_int_equal(wl_make_exact(&cl[1], WL_LIDAR, NULL, 3000, 0.05, g_seed ^ 0xFA5u, NULL, &err), HX_OK);
+  const int want = bit_length((uint64_t)grid_max(&cl[0]) + 1), had = bit_length((uint64_t)grid_max(&cl[1]) + 1);
+  assert_true(had <= want);
+  for (size_t i = 0; i < 3 * cl[1].n; i++) cl[1].xyz[i] = ldexpf(cl[1].xyz[i], want - had); /* exact */
+  const int got = bit_length((uint64_t)grid_max(&cl[1]) + 1);
+  printf("%s: clouds of %zu and %zu points, serialization depth %d and %d (scaled by 2^%d)\n", model, cl[0].n,
+         cl[1].n, want, got, want - had);
+  assert_int_equal(got, want);
+  tcase t, small;
+  memset(&t, 0, sizeof t);
+  memset(&small, 0, sizeof small);
+  assert_int_equal(wl_batch_from_clouds(&t.bt, cl, 2, &err), HX_OK);
+  assert_int_equal(wl_batch_from_clouds(&small.bt, &cl[1], 1, &err), HX_OK);
+  wl_cloud_free(&cl[0]);
+  wl_cloud_free(&cl[1]);
+  tcase *both[2] = {&t, &small};
+  for (int k = 0; k < 2; k++) { /* features (x, y, z, intensity), cloud 1's the same in both inputs */
+    tcase *c = both[k];
+    c->feat = malloc(c->bt.n * 4 * sizeof(float));
+    assert_non_null(c->feat);
+    for (size_t i = 0; i < c->bt.n; i++) {
+      const size_t r = k ? i : (i < c->bt.offset[1] ? i : i - c->bt.offset[1]);
+      memcpy(c->feat + i * 4, c->bt.xyz + i * 3, 3 * sizeof(float));
+      c->feat[i * 4 + 3] = (float)hx_rng_unit(g_seed, (k || i >= c->bt.offset[1]) ? 0x1E : 0x1D, r);
+    }
+    c->in = (net_input){c->bt.xyz, c->feat, c->bt.offset, c->bt.b, c->bt.n, 0.05, g_seed};
+  }
+  size_t need = 0, freeb = 0, total = 0;
+  assert_int_equal(net_gpu_bytes(&need, &cfg, &t.in, NET_F16, &err), HX_OK);
+  assert_int_equal(cudaMemGetInfo(&freeb, &total), cudaSuccess);
+  net_params p = {0};
+  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  if (need + ((size_t)2 << 30) > freeb) {
+    printf("%s: the forward needs %zu MiB, the device has %zu MiB free: skipped\n", model, need >> 20, freeb >> 20);
+  } else {
+    cudaStream_t s;
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    net_output o = {0};
+    net_gpu *g = forward_once(&cfg, &p, NET_F16, &g_alloc, &t, s, &o);
+    size_t nonfinite = 0;
+    for (size_t i = 0; i < o.n * o.classes; i++) nonfinite += isfinite(o.logits[i]) ? 0u : 1u;
+    printf("%s: %zu MiB, %zu of %zu logits non-finite\n", model, need >> 20, nonfinite, o.n * o.classes);
+    assert_int_equal(nonfinite, 0);
+    if (cfg.kind == 0) {
+      net_output ref = {0};
+      assert_int_equal(net_forward_cpu(&ref, &cfg, &p, &small.in, 0, &err), HX_OK);
+      const float *tail = o.logits + t.bt.offset[1] * o.classes;
+      double d2 = 0, r2 = 0;
+      for (size_t i = 0; i < ref.n * ref.classes; i++) {
+        const double d = (double)tail[i] - (double)ref.logits[i];
+        d2 += d * d, r2 += (double)ref.logits[i] * (double)ref.logits[i];
+      }
+      const double rel = sqrt(d2 / r2), tol = net_check_tolerance(NET_F16);
+      printf("%s: cloud 1 (rows from %zu) against the CPU forward of it alone: rel L2 %.3e (tol %.1e)\n", model,
+             t.bt.offset[1], rel, tol);
+      assert_true(r2 > 0);
+      assert_true(rel <= tol);
+      net_output_free(&ref);
+    }
+    net_output_free(&o);
+    net_gpu_destroy(g);
+    cudaStreamDestroy(s);
+  }
+  net_params_free(&p);
+  free_case(&t);
+  free_case(&small);
+}
+static void test_far_rows(void **state) {
+  (void)state;
+  far_rows("ptv3", 24000000);
+  far_rows("flash3d-46m", 16000000);
+}
 #endif
 
-int main(void) {
+int main(int argc, char **argv) {
+  int slow = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--slow") == 0) {
+      slow = 1;
+    } else {
+      fprintf(stderr, "usage: %s [--slow]\n", argv[0]);
+      return 2;
+    }
+  }
 #if F3D_HAVE_CUDA
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -819,8 +932,10 @@ int main(void) {
       cmocka_unit_test(test_memory_parts),           cmocka_unit_test(test_keep_levels),
       cmocka_unit_test(test_mlp_chunks),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  const struct CMUnitTest slow_tests[] = {cmocka_unit_test(test_far_rows)};
+  return slow ? cmocka_run_group_tests(slow_tests, NULL, NULL) : cmocka_run_group_tests(tests, NULL, NULL);
 #else
+  (void)slow;
   printf("built without CUDA: skipped\n");
   return 77;
 #endif
