@@ -795,17 +795,18 @@ static void test_rerun_and_graph(void **state) {
   }
 }
 
-/* --slow: rows far into a batch. Cloud 0 is large enough that level 0's buffers pass 2^31 elements (PTv3's
- * gathered qkv, [n, 3 x 32] in patch slots, at 24M points; Flash3D-46m's qkv, [n, 3 x 48], at 16M), so cloud 1's rows
- * sit past every 32-bit element and byte offset: an index computed in 32 bits anywhere in the forward lands them on
- * other rows. Both clouds are uniform in the generator's 100 m box (lidar clouds of 24M points at 5 cm span more
- * than PTv3's 16 bits of depth, which it refuses). PTv3's forward of a cloud depends on the batch only through its
+/* --slow: rows far into a batch. Cloud 0 is large enough that cloud 1's rows sit past 2^31 bytes of level 0's
+ * widest buffers (PTv3 at 17M points: its gathered qkv, [n, 3 x 32] fp16 in patch slots, 3.3 GB; the k = 5 map's
+ * 2^31 entries cap a PTv3 batch at 17.18M rows, which net_gpu_bytes refuses past) and, for Flash3D-46m at 16M, past
+ * 2^31 elements (its qkv, [n, 3 x 48]): an offset computed in 32 bits anywhere in the forward lands them on other
+ * rows. Both clouds are uniform in the generator's 100 m box (a lidar cloud of 17M points at 5 cm spans more than
+ * PTv3's 16 bits of depth, which it refuses). PTv3's forward of a cloud depends on the batch only through its
  * serialization depth (the largest grid coordinate of the batch), so cloud 1, a 3000-point cloud scaled by a power
  * of two (voxels stay distinct) to the depth of cloud 0 where it needs it, must give the logits of the CPU forward
  * of cloud 1 alone, within the check's tolerance. Flash3D
  * sizes every cloud's buckets by the batch's largest, which no CPU forward of cloud 1 alone reproduces: there the
  * test asserts that the forward runs and every logit of both clouds is finite. Skipped where the device lacks the
- * memory (~45 GB). */
+ * memory (~30 GB). */
 static int bit_length(uint64_t v) {
   int b = 0;
   while (v) b++, v >>= 1;
@@ -904,7 +905,7 @@ static void far_rows(const char *model, size_t n_big) {
 }
 static void test_far_rows(void **state) {
   (void)state;
-  far_rows("ptv3", 24000000);
+  far_rows("ptv3", 17000000);
   far_rows("flash3d-46m", 16000000);
 }
 #endif
