@@ -7,10 +7,12 @@
  * device allocation when its forward cannot fit (net_gpu_bytes against cudaMemGetInfo). The check runs on a
  * cloud small enough for the CPU forward (the input itself when it has at most --check-points points per
  * cloud, else the first --check-points points of each of its clouds), on its own forward object, and a failing
- * check exits 1 before any timing. --save writes .npy files (input, every level, logits) of the timed input.
+ * check exits 1 before any timing; the timed input's logits must then be finite (else exit 1, nothing saved). --save
+ * writes .npy files (input, every level, logits) of the timed input.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +280,33 @@ static int report_times(const char *label, const double *ms, size_t n) {
   return 0;
 }
 
+/* The check runs on a small cloud; the timed input's own logits are asserted finite (a forward whose values leave the
+ * dtype's range on the larger input, e.g. coordinates far from the origin in fp16, is not a result). */
+static int logits_finite(const net_output *out, const net_input *in, const char *dtype) {
+  size_t bad = 0, first = 0;
+  double ss = 0;
+  for (size_t i = 0; i < out->n * out->classes; i++) {
+    if (!isfinite(out->logits[i])) {
+      if (!bad++) first = i;
+    } else {
+      ss += (double)out->logits[i] * (double)out->logits[i];
+    }
+  }
+  if (bad) {
+    const size_t row = first / out->classes;
+    uint32_t c = 0;
+    while (c + 1 < in->B && in->offset[c + 1] <= row) c++;
+    return f3d_fail("net", "the timed forward's logits hold %zu non-finite values of %zu (the first at point %zu of "
+                           "cloud %u, class %zu): activations left the range of %s (coordinates far from the origin? "
+                           "subtract one); no result",
+                    bad, out->n * out->classes, row - in->offset[c], c, first % out->classes, dtype),
+           1;
+  }
+  printf("logits: %zu points x %zu classes of the timed input, all finite (rms %.3g)\n", out->n, out->classes,
+         out->n ? sqrt(ss / (double)(out->n * out->classes)) : 0.0);
+  return 0;
+}
+
 /* Check on a small cloud: its own forward object, prepared, run, compared with the fp32 CPU forward. */
 static int gpu_check(const net_cli *o, const net_config *cfg, const net_params *p, const wl_batch *bt, cudaStream_t s) {
   hx_err err = {HX_OK, ""};
@@ -388,10 +417,11 @@ static int run_gpu(const net_cli *o, const net_config *cfg, const net_params *p,
       if (bs.tuned) printf(" (the timed shapes %.3f ms a call on the first, %.3f on the picks)", bs.first_ms, bs.pick_ms);
       printf("\n");
     }
-    if (st == HX_OK && !rc && o->save) {
+    if (st == HX_OK && !rc) { /* the timed input's logits: finite, or no result (and nothing saved) */
       net_output out = {0};
-      st = net_gpu_download(g, &out, 1, (struct CUstream_st *)s, &err);
-      if (st == HX_OK) rc = save_outputs(o->save, in, &out);
+      st = net_gpu_download(g, &out, o->save != NULL, (struct CUstream_st *)s, &err);
+      if (st == HX_OK) rc = logits_finite(&out, in, net_dtype_name(o->dt));
+      if (st == HX_OK && !rc && o->save) rc = save_outputs(o->save, in, &out);
       net_output_free(&out);
     }
     if (st != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);

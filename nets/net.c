@@ -340,8 +340,25 @@ const char *net_mem_kind_name(net_mem_kind k) {
   return (unsigned)k < NET_MEM_KINDS ? names[k] : NULL;
 }
 
+/* The GPU forward converts its input features to the activation dtype first: a feature past the dtype's largest
+ * finite value (fp16: 65504, so coordinates more than 65.5 km from the origin, as the features carry them) would
+ * enter as an infinity and reach every logit downstream of it. Refused, naming the point and the way out. */
+static hx_status input_fits_dtype(const net_gpu *g, const net_input *in, hx_err *err) {
+  const double lim = g->dt == NET_F16 ? 65504.0 : 3.3895313892515355e38; /* bf16's largest finite value */
+  const size_t C = (size_t)g->cfg.in_channels;
+  if (!in->feat) return HX_OK; /* the model's own prepare names it */
+  for (size_t k = 0; k < in->n * C; k++)
+    if (fabs((double)in->feat[k]) > lim)
+      return hx_errf(err, HX_EINVAL,
+                     "%.32s: input feature %zu of point %zu is %g, past the largest finite %s value (%g): subtract an "
+                     "origin from the coordinates (the features carry them)",
+                     g->cfg.name, k % C, k / C, (double)in->feat[k], net_dtype_name(g->dt), lim);
+  return HX_OK;
+}
+
 hx_status net_gpu_prepare(net_gpu *g, const net_input *in, struct CUstream_st *stream, hx_err *err) {
   if (!g || !in) return hx_errf(err, HX_EINVAL, "net_gpu_prepare: missing forward object or input");
+  HX_TRY(input_fits_dtype(g, in, err));
   return g->ops->prepare(g->impl, in, stream, err);
 }
 

@@ -9,7 +9,9 @@
 # 64-channel levels run inside their Linears' kernels (no `norm` part there, one at the 16-channel level 0) and
 # --ln separate puts them back as passes, checked; --tile-order last (v6's tiles last-first) passes its check and
 # says so; --overlap off (the structure on the forward's one stream) passes its check and says so; --lt-tune off
-# (cuBLASLt's first algorithm per shape) passes its check, says so and times no shape, where the default times some. Exits 77 (skipped) without a CUDA device.
+# (cuBLASLt's first algorithm per shape) passes its check, says so and times no shape, where the default times some;
+# the timed input's logits are said finite; a cloud 70 km from the origin (features past fp16's range) is refused
+# with the way out. Exits 77 (skipped) without a CUDA device.
 set -u
 BIN=${1:?usage: test_net_gpu_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -53,6 +55,18 @@ rc=$?
 grep -q 'needs [0-9.]* MiB of device memory, more than the 1.0 MiB of --device-memory .*refused before any allocation' \
   "$T/out-cap" || fail "net --device-memory 1M: $(tail -2 "$T/out-cap")"
 grep -q '^forward ' "$T/out-cap" && fail "net --device-memory 1M still timed a forward"
+# the timed input's logits are checked finite after the timing
+grep -q '^logits: 3000 points x 16 classes of the timed input, all finite' "$T/out-main" ||
+  fail "net: no finite-logits line: $(grep '^logits' "$T/out-main")"
+# a cloud 70 km from the origin: its coordinate features are past fp16's range, refused before any forward, exit 1
+awk 'BEGIN { for (i = 0; i < 2000; i++) printf "%.3f %.3f %.3f\n", 70000 + (i % 20) * 0.05 + 0.01,
+             (int(i / 20) % 20) * 0.05 + 0.01, int(i / 400) * 0.05 + 0.01 }' > "$T/far.xyz"
+"$BIN" net --model ptv3-tiny --input "$T/far.xyz" --reps 2 > "$T/out-far" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "net on a cloud 70 km out exited $rc, expected 1: $(tail -2 "$T/out-far")"
+grep -q 'input feature 0 of point [0-9]* is 70000.*past the largest finite fp16 value (65504): subtract an origin' \
+  "$T/out-far" || fail "net on a cloud 70 km out: $(tail -2 "$T/out-far")"
+grep -q '^forward ' "$T/out-far" && fail "net on a cloud 70 km out still timed a forward"
 # the LayerNorms inside the kernels at 32 and 64 channels (enc1, enc2), a pass of their own at 16 (enc0)
 grep -q '^  enc0 .* norm ' "$T/out-main" || fail "net: no norm part at enc0 (16 channels): $(grep '^  enc0 ' "$T/out-main")"
 for part in enc1 enc2; do
