@@ -346,9 +346,9 @@ const char *net_mem_kind_name(net_mem_kind k) {
 static hx_status input_fits_dtype(const net_gpu *g, const net_input *in, hx_err *err) {
   const double lim = g->dt == NET_F16 ? 65504.0 : 3.3895313892515355e38; /* bf16's largest finite value */
   const size_t C = (size_t)g->cfg.in_channels;
-  if (!in->feat) return HX_OK; /* the model's own prepare names it */
+  if (!in->feat) return HX_OK; /* the model's own prepare names it, as it names a NaN or infinite feature */
   for (size_t k = 0; k < in->n * C; k++)
-    if (fabs((double)in->feat[k]) > lim)
+    if (isfinite(in->feat[k]) && fabs((double)in->feat[k]) > lim)
       return hx_errf(err, HX_EINVAL,
                      "%.32s: input feature %zu of point %zu is %g, past the largest finite %s value (%g): subtract an "
                      "origin from the coordinates (the features carry them)",

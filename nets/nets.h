@@ -634,8 +634,8 @@ hx_status net_gpu_memory(net_mem *m, const net_config *cfg, const net_input *in,
 const char *net_mem_kind_name(net_mem_kind k);
 /* net_gpu_prepare refuses an input feature past the dtype's largest finite value (fp16: 65504; HX_EINVAL naming
  * the point: the forward converts the features to the dtype first), uploads the input and runs the data-dependent
- * structure once (serialization or PSH, pooled
- * sizes of every level, kernel maps) to learn every size, then allocates every buffer: untimed. net_gpu_forward
+ * structure once (serialization or PSH, pooled sizes of every level, kernel maps) to learn every size, then
+ * allocates every buffer: untimed. net_gpu_forward
  * is the timed forward, everything from the uploaded points to the logits: serialization / PSH, kernel maps,
  * pooling, every layer, re-run from the input each call, with the sizes prepare found; no allocation, and no
  * host synchronisation, so it can be captured in a CUDA graph (a step that cannot avoid one says so in

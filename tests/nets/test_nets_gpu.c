@@ -5,7 +5,8 @@
  * again and replayed as a CUDA graph is right each time (the forward recomputes everything from its input, so
  * nothing may carry over between calls), and PTv3's runs agree bit for bit; PTv3's stem in one pass and through its
  * map; and the check itself fails on a planted error (one weight changed after the GPU copy was made). With --slow
- * (suite slow) only test_far_rows: a cloud's rows past 2^31 elements into a batch. Exits 77 without a CUDA device.
+ * (suite slow) only test_far_rows_*: a cloud's rows past 2^31 bytes (PTv3) or elements (Flash3D) into a batch.
+ * Exits 77 without a CUDA device.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -795,31 +796,29 @@ static void test_rerun_and_graph(void **state) {
   }
 }
 
-/* --slow: rows far into a batch. Cloud 0 is large enough that cloud 1's rows sit past 2^31 bytes of level 0's
- * widest buffers (PTv3 at 17M points: its gathered qkv, [n, 3 x 32] fp16 in patch slots, 3.3 GB; the k = 5 map's
- * 2^31 entries cap a PTv3 batch at 17.18M rows, which net_gpu_bytes refuses past) and, for Flash3D-46m at 16M, past
- * 2^31 elements (its qkv, [n, 3 x 48]): an offset computed in 32 bits anywhere in the forward lands them on other
- * rows. Both clouds are uniform in the generator's 100 m box (a lidar cloud of 17M points at 5 cm spans more than
- * PTv3's 16 bits of depth, which it refuses). PTv3's forward of a cloud depends on the batch only through its
- * serialization depth (the largest grid coordinate of the batch), so cloud 1, a 3000-point cloud scaled by a power
- * of two (voxels stay distinct) to the depth of cloud 0 where it needs it, must give the logits of the CPU forward
- * of cloud 1 alone, within the check's tolerance. Flash3D
- * sizes every cloud's buckets by the batch's largest, which no CPU forward of cloud 1 alone reproduces: there the
- * test asserts that the forward runs and every logit of both clouds is finite. Skipped where the device lacks the
- * memory (~30 GB). */
-static int bit_length(uint64_t v) {
-  int b = 0;
-  while (v) b++, v >>= 1;
-  return b;
-}
-static uint32_t grid_max(const wl_cloud *c) {
+/* --slow: rows far into a batch. Cloud 0 is large enough that cloud 1's rows sit past 2^31 bytes of level 0's widest
+ * buffer (PTv3 at 17M points: its gathered qkv, [n, 3 x 32] fp16 in patch slots, 3.3 GB, 1.6e9 elements; the k = 5
+ * map's 2^31 entries cap a PTv3 batch at 17.18M rows, which net_gpu_bytes refuses past) or past 2^31 elements
+ * (Flash3D-46m at 16M: its qkv, [n, 3 x 48]): an offset computed in 32 bits anywhere in the forward lands them on
+ * other rows, or outside the buffer. Both clouds are uniform in the generator's 100 m box (a lidar cloud of 24M
+ * points at 5 cm spans 17 bits of grid, past PTv3's 16, which it refuses). PTv3's forward of a cloud depends on the
+ * batch only through its serialization depth (the largest grid coordinate of the batch; nets_ptv3's
+ * test_tiny_batch_independence), so cloud 1, a 3000-point cloud scaled by a power of two (voxels stay distinct) to
+ * the depth of cloud 0 where it needs it, must give the logits of the CPU forward of cloud 1 alone, within the
+ * check's tolerance. Flash3D sizes every cloud's buckets by the batch's largest, which no CPU forward of cloud 1
+ * alone reproduces: there the test asserts only that the forward runs without a CUDA error and every logit is
+ * finite, which catches an offset that leaves its buffer but not one that lands on other rows. Skipped (cmocka's
+ * skip) where the device lacks the memory, ~35 GB. */
+static int far_depth(const wl_cloud *c) {
   hx_err err = {HX_OK, ""};
   uint32_t *g = malloc(c->n * 3 * sizeof *g), gmax = 0;
   assert_non_null(g);
   const size_t off[2] = {0, c->n};
   assert_int_equal(sfc_grid_cpu(g, &gmax, c->xyz, off, 1, 0.05, &err), HX_OK);
   free(g);
-  return gmax;
+  int d = 0;
+  if (sfc_depth(&d, gmax, 2, 0.05, &err) != HX_OK) fail_msg("%s", err.msg);
+  return d;
 }
 #define FAR_OK(call)                                                                                                   \
   do {                                                                                                                 \
@@ -833,11 +832,11 @@ static void far_rows(const char *model, size_t n_big) {
   memset(cl, 0, sizeof cl);
   FAR_OK(wl_make_exact(&cl[0], WL_UNIFORM, NULL, n_big, 0.05, g_seed, NULL, &err));
   FAR_OK(wl_make_exact(&cl[1], WL_UNIFORM, NULL, 3000, 0.05, g_seed ^ 0xFA5u, NULL, &err));
-  const int want = bit_length((uint64_t)grid_max(&cl[0]) + 1), had = bit_length((uint64_t)grid_max(&cl[1]) + 1);
+  const int want = far_depth(&cl[0]), had = far_depth(&cl[1]);
   assert_true(had <= want);
   for (size_t i = 0; i < 3 * cl[1].n; i++) cl[1].xyz[i] = ldexpf(cl[1].xyz[i], want - had); /* exact */
-  const int got = bit_length((uint64_t)grid_max(&cl[1]) + 1);
-  printf("%s: clouds of %zu and %zu points, serialization depth %d and %d (scaled by 2^%d)\n", model, cl[0].n,
+  const int got = far_depth(&cl[1]);
+  printf("%s: clouds of %zu and %zu points, grid depth %d and %d (cloud 1 scaled by 2^%d)\n", model, cl[0].n,
          cl[1].n, want, got, want - had);
   assert_int_equal(got, want);
   tcase t, small;
@@ -862,50 +861,59 @@ static void far_rows(const char *model, size_t n_big) {
   size_t need = 0, freeb = 0, total = 0;
   FAR_OK(net_gpu_bytes(&need, &cfg, &t.in, NET_F16, &err));
   assert_int_equal(cudaMemGetInfo(&freeb, &total), cudaSuccess);
-  net_params p = {0};
-  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
   if (need + ((size_t)2 << 30) > freeb) {
     printf("%s: the forward needs %zu MiB, the device has %zu MiB free: skipped\n", model, need >> 20, freeb >> 20);
-  } else {
-    cudaStream_t s;
-    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-    net_output o = {0};
-    net_gpu *g = NULL;
-    FAR_OK(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err));
-    FAR_OK(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err));
-    FAR_OK(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err));
-    FAR_OK(net_gpu_download(g, &o, 0, (struct CUstream_st *)s, &err));
-    size_t nonfinite = 0;
-    for (size_t i = 0; i < o.n * o.classes; i++) nonfinite += isfinite(o.logits[i]) ? 0u : 1u;
-    printf("%s: %zu MiB, %zu of %zu logits non-finite\n", model, need >> 20, nonfinite, o.n * o.classes);
-    assert_int_equal(nonfinite, 0);
-    if (cfg.kind == 0) {
-      net_output ref = {0};
-      FAR_OK(net_forward_cpu(&ref, &cfg, &p, &small.in, 0, &err));
-      const float *tail = o.logits + t.bt.offset[1] * o.classes;
-      double d2 = 0, r2 = 0;
-      for (size_t i = 0; i < ref.n * ref.classes; i++) {
-        const double d = (double)tail[i] - (double)ref.logits[i];
-        d2 += d * d, r2 += (double)ref.logits[i] * (double)ref.logits[i];
-      }
-      const double rel = sqrt(d2 / r2), tol = net_check_tolerance(NET_F16);
-      printf("%s: cloud 1 (rows from %zu) against the CPU forward of it alone: rel L2 %.3e (tol %.1e)\n", model,
-             t.bt.offset[1], rel, tol);
-      assert_true(r2 > 0);
-      assert_true(rel <= tol);
-      net_output_free(&ref);
-    }
-    net_output_free(&o);
-    net_gpu_destroy(g);
-    cudaStreamDestroy(s);
+    free_case(&t);
+    free_case(&small);
+    skip();
   }
+  net_params p = {0};
+  assert_int_equal(net_params_init(&p, &cfg, g_seed, &err), HX_OK);
+  cudaStream_t s;
+  assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  net_output o = {0};
+  net_gpu *g = NULL;
+  FAR_OK(net_gpu_create(&g, &cfg, &p, NET_F16, &g_alloc, &err));
+  FAR_OK(net_gpu_prepare(g, &t.in, (struct CUstream_st *)s, &err));
+  FAR_OK(net_gpu_forward(g, NULL, (struct CUstream_st *)s, &err));
+  FAR_OK(net_gpu_download(g, &o, 0, (struct CUstream_st *)s, &err));
+  assert_int_equal(o.n, t.bt.n);
+  size_t nonfinite = 0;
+  for (size_t i = 0; i < o.n * o.classes; i++) nonfinite += isfinite(o.logits[i]) ? 0u : 1u;
+  printf("%s: %zu MiB, %zu of %zu logits non-finite\n", model, need >> 20, nonfinite, o.n * o.classes);
+  assert_int_equal(nonfinite, 0);
+  if (cfg.kind == 0) {
+    net_output ref = {0};
+    FAR_OK(net_forward_cpu(&ref, &cfg, &p, &small.in, 0, &err));
+    assert_int_equal(ref.n, t.bt.offset[2] - t.bt.offset[1]);
+    assert_int_equal(ref.classes, o.classes);
+    const float *tail = o.logits + t.bt.offset[1] * o.classes;
+    double d2 = 0, r2 = 0;
+    for (size_t i = 0; i < ref.n * ref.classes; i++) {
+      const double d = (double)tail[i] - (double)ref.logits[i];
+      d2 += d * d, r2 += (double)ref.logits[i] * (double)ref.logits[i];
+    }
+    const double rel = sqrt(d2 / r2), tol = net_check_tolerance(NET_F16);
+    printf("%s: cloud 1 (rows from %zu) against the CPU forward of it alone: rel L2 %.3e (tol %.1e)\n", model,
+           t.bt.offset[1], rel, tol);
+    assert_true(r2 > 0);
+    assert_true(rel <= tol);
+    net_output_free(&ref);
+  }
+  net_output_free(&o);
+  net_gpu_destroy(g);
+  cudaStreamDestroy(s);
   net_params_free(&p);
   free_case(&t);
   free_case(&small);
 }
-static void test_far_rows(void **state) {
+#undef FAR_OK
+static void test_far_rows_ptv3(void **state) {
   (void)state;
   far_rows("ptv3", 17000000);
+}
+static void test_far_rows_flash3d(void **state) {
+  (void)state;
   far_rows("flash3d-46m", 16000000);
 }
 #endif
@@ -943,7 +951,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_memory_parts),           cmocka_unit_test(test_keep_levels),
       cmocka_unit_test(test_mlp_chunks),
   };
-  const struct CMUnitTest slow_tests[] = {cmocka_unit_test(test_far_rows)};
+  const struct CMUnitTest slow_tests[] = {cmocka_unit_test(test_far_rows_ptv3),
+                                          cmocka_unit_test(test_far_rows_flash3d)};
   return slow ? cmocka_run_group_tests(slow_tests, NULL, NULL) : cmocka_run_group_tests(tests, NULL, NULL);
 #else
   (void)slow;
