@@ -30,6 +30,7 @@
 
 #include "f3d_config.h"
 #include "kernels/kernels.h"
+#include "tests/test_args.h"
 
 #if F3D_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -402,14 +403,7 @@ static void test_all_variants(void **state) {
 
 int main(int argc, char **argv) {
   static int slow = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--slow") == 0) {
-      slow = 1;
-    } else {
-      fprintf(stderr, "usage: %s [--slow]\n", argv[0]);
-      return 2;
-    }
-  }
+  if ((slow = t_slow_arg(argc, argv)) < 0) return 2;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     printf("no CUDA device: skipping\n");

@@ -31,6 +31,7 @@
 #include "f3d_config.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/test_psh_util.h"
+#include "tests/test_args.h"
 #include "workloads/workloads.h"
 
 #include <unistd.h>
@@ -881,14 +882,7 @@ static void test_bpool_layouts(void **state) {
 
 int main(int argc, char **argv) {
   static int slow = 0; /* --slow: every rung, and the 4M-point cloud */
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--slow") == 0) {
-      slow = 1;
-    } else {
-      fprintf(stderr, "usage: %s [--slow]\n", argv[0]);
-      return 2;
-    }
-  }
+  if ((slow = t_slow_arg(argc, argv)) < 0) return 2;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     fprintf(stderr, "test_psh_gpu: no CUDA device, skipping\n");

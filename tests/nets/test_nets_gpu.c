@@ -23,6 +23,7 @@
 #include "f3d_config.h"
 #include "baselines/baselines.h"
 #include "nets/nets.h"
+#include "tests/test_args.h"
 #include "workloads/workloads.h"
 
 #if F3D_HAVE_CUDA
@@ -919,15 +920,8 @@ static void test_far_rows_flash3d(void **state) {
 #endif
 
 int main(int argc, char **argv) {
-  int slow = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--slow") == 0) {
-      slow = 1;
-    } else {
-      fprintf(stderr, "usage: %s [--slow]\n", argv[0]);
-      return 2;
-    }
-  }
+  const int slow = t_slow_arg(argc, argv); /* --slow: test_far_rows_* alone */
+  if (slow < 0) return 2;
 #if F3D_HAVE_CUDA
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
