@@ -16,6 +16,25 @@
 
 double net_check_tolerance(net_dtype dt) { return dt == NET_BF16 ? 5e-2 : 1e-2; }
 
+int net_check_logits(net_check_report *rep, const float *got, const float *ref, size_t m, net_dtype dt) {
+  net_check_report r = {0, 0, 0, net_check_tolerance(dt), 0, m};
+  double d2 = 0, r2 = 0;
+  for (size_t i = 0; i < m; i++) {
+    const double a = got[i], b = ref[i];
+    if (!isfinite(a) || !isfinite(b)) {
+      r.nonfinite++;
+      continue;
+    }
+    d2 += (a - b) * (a - b);
+    r2 += b * b;
+    if (fabs(a - b) > r.max_abs) r.max_abs = fabs(a - b);
+  }
+  r.rel_l2 = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
+  r.ref_rms = m ? sqrt(r2 / (double)m) : 0;
+  *rep = r;
+  return !r.nonfinite && r.rel_l2 <= r.tol;
+}
+
 hx_status net_gpu_check(net_check_report *rep, net_gpu *g, const net_params *p, const net_input *in,
                         struct CUstream_st *stream, hx_err *err) {
   if (!rep || !g || !p || !in) return hx_errf(err, HX_EINVAL, "net check: NULL argument");
@@ -28,28 +47,11 @@ hx_status net_gpu_check(net_check_report *rep, net_gpu *g, const net_params *p, 
   if (st == HX_OK && (got.n != ref.n || got.classes != ref.classes))
     st = hx_errf(err, HX_ECHECK, "net check %s: GPU logits [%zu, %zu], CPU [%zu, %zu]", g->cfg.name, got.n,
                  got.classes, ref.n, ref.classes);
-  if (st == HX_OK) {
-    double d2 = 0, r2 = 0;
-    const size_t m = ref.n * ref.classes;
-    for (size_t i = 0; i < m; i++) {
-      const double a = got.logits[i], b = ref.logits[i];
-      if (!isfinite(a) || !isfinite(b)) {
-        r.nonfinite++;
-        continue;
-      }
-      d2 += (a - b) * (a - b);
-      r2 += b * b;
-      if (fabs(a - b) > r.max_abs) r.max_abs = fabs(a - b);
-    }
-    r.n = m;
-    r.rel_l2 = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
-    r.ref_rms = m ? sqrt(r2 / (double)m) : 0;
-    if (r.nonfinite || !(r.rel_l2 <= r.tol))
-      st = hx_errf(err, HX_ECHECK,
-                   "net check %s (%s): relative L2 error %.3g > tolerance %.3g (max |diff| %.3g, reference rms %.3g, "
-                   "%zu non-finite of %zu)",
-                   g->cfg.name, net_dtype_name(g->dt), r.rel_l2, r.tol, r.max_abs, r.ref_rms, r.nonfinite, m);
-  }
+  if (st == HX_OK && !net_check_logits(&r, got.logits, ref.logits, ref.n * ref.classes, g->dt))
+    st = hx_errf(err, HX_ECHECK,
+                 "net check %s (%s): relative L2 error %.3g > tolerance %.3g (max |diff| %.3g, reference rms %.3g, "
+                 "%zu non-finite of %zu)",
+                 g->cfg.name, net_dtype_name(g->dt), r.rel_l2, r.tol, r.max_abs, r.ref_rms, r.nonfinite, r.n);
   *rep = r;
   net_output_free(&got);
   net_output_free(&ref);

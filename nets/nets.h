@@ -653,6 +653,9 @@ typedef struct net_check_report {
   size_t nonfinite, n;
 } net_check_report;
 double net_check_tolerance(net_dtype dt);
+/* The check's arithmetic on m logits already in hand (got against ref, both fp32): the report net_gpu_check fills,
+ * tol that of dt; returns 1 when it passes (every logit finite, rel_l2 <= tol), else 0. */
+int net_check_logits(net_check_report *rep, const float *got, const float *ref, size_t m, net_dtype dt);
 hx_status net_gpu_check(net_check_report *rep, net_gpu *g, const net_params *p, const net_input *in,
                         struct CUstream_st *stream, hx_err *err);
 /* 1 when net_gpu_forward never synchronises the host (it may then be captured in a CUDA graph). */

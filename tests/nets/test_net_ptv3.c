@@ -4,7 +4,8 @@
  * double reference, and the "ptv3-tiny" CPU forward: shapes, finiteness, determinism for a seed, equivariance
  * under a permutation of the input rows, refusal of bad inputs, and a safetensors round trip of a state_dict
  * with BatchNorm's num_batches_tracked entries (ignored, counted); the BatchNorm folded into a Linear as the GPU
- * forwards pack it (pack.c).
+ * forwards pack it (pack.c); a cloud's logits independent of its batch at equal depth; and the check's arithmetic
+ * (net_check_logits, net_check.c) on logits in hand.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,22 +225,31 @@ static void test_tiny_batch_independence(void **state) {
   const size_t o1 = c->offset[1];
   const size_t off1[2] = {0, c->n - o1};
   one.xyz = c->xyz + 3 * o1, one.feat = c->feat + 4 * o1, one.offset = off1, one.B = 1, one.n = c->n - o1;
-  uint32_t gmax_all = 0, gmax_one = 0;
-  uint32_t *g = malloc(c->n * 3 * sizeof *g);
-  assert_non_null(g);
-  assert_int_equal(sfc_grid_cpu(g, &gmax_all, in.xyz, in.offset, in.B, 0.05, NULL), HX_OK);
-  assert_int_equal(sfc_grid_cpu(g, &gmax_one, one.xyz, one.offset, 1, 0.05, NULL), HX_OK);
-  free(g);
-  int d_all = 0, d_one = 0;
-  assert_int_equal(sfc_depth(&d_all, gmax_all, in.B, 0.05, NULL), HX_OK);
-  assert_int_equal(sfc_depth(&d_one, gmax_one, 1, 0.05, NULL), HX_OK);
-  assert_int_equal(d_all, d_one);
+  assert_int_equal(tnet_depth(in.xyz, in.offset, in.B, 0.05), tnet_depth(one.xyz, one.offset, 1, 0.05));
   net_output a, b;
   assert_int_equal(net_forward_cpu(&a, &t->cfg, &t->p, &in, 0, NULL), HX_OK);
   assert_int_equal(net_forward_cpu(&b, &t->cfg, &t->p, &one, 0, NULL), HX_OK);
   assert_int_equal(b.n, one.n);
   assert_memory_equal(a.logits + o1 * a.classes, b.logits, b.n * b.classes * sizeof(float));
   net_output_free(&a), net_output_free(&b);
+}
+
+/* net_check_logits: relative L2 against the reference, max |diff|, reference rms, non-finite values counted and
+ * failing, the dtype's tolerance as the limit on either side of it. */
+static void test_check_logits(void **state) {
+  (void)state;
+  const float ref[4] = {3.0f, 0.0f, -4.0f, 0.0f};
+  float got[4] = {3.0f, 0.0f, -4.0f, 0.04f}; /* |diff| 0.04 over ||ref|| 5: 8e-3 */
+  net_check_report r;
+  assert_true(net_check_logits(&r, got, ref, 4, NET_F16));
+  assert_true(fabs(r.rel_l2 - 8e-3) < 1e-6 && fabs(r.max_abs - 0.04) < 1e-6 && fabs(r.ref_rms - 2.5) < 1e-6);
+  assert_true(r.tol == net_check_tolerance(NET_F16) && r.n == 4 && r.nonfinite == 0);
+  got[3] = 0.06f; /* 1.2e-2: past fp16's 1e-2, within bf16's 5e-2 */
+  assert_false(net_check_logits(&r, got, ref, 4, NET_F16));
+  assert_true(net_check_logits(&r, got, ref, 4, NET_BF16));
+  got[3] = 0.0f, got[1] = NAN;
+  assert_false(net_check_logits(&r, got, ref, 4, NET_BF16));
+  assert_true(r.nonfinite == 1 && r.rel_l2 == 0.0);
 }
 
 static void test_tiny_bad_inputs(void **state) {
@@ -347,6 +357,7 @@ int main(void) {
       cmocka_unit_test(test_pack_lin_bn),
       cmocka_unit_test(test_ptv3_params),
       cmocka_unit_test(test_patch_attention),
+      cmocka_unit_test(test_check_logits),
       cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tnet_tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_permutation, tiny_setup, tnet_tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_batch_independence, tiny_setup, tnet_tiny_teardown),

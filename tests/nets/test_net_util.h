@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "baselines/baselines.h"
 #include "nets/nets_internal.h"
 
 /* ---- clouds ---------------------------------------------------------------------------------------------- */
@@ -79,6 +80,19 @@ static inline void tnet_cloud_uniform(tnet_cloud *c, const size_t *sizes, uint32
       }
       c->feat[4 * i + 3] = (float)hx_rng_unit(seed, 100 + b, i);
     }
+}
+
+/* PTv3's serialization depth of B clouds (their largest grid coordinate at `grid`, sfc_grid_cpu, then sfc_depth);
+ * the test fails with the library's message where either refuses. */
+static inline int tnet_depth(const float *xyz, const size_t *offset, uint32_t B, double grid) {
+  hx_err err = {HX_OK, ""};
+  uint32_t *g = malloc((offset[B] ? offset[B] : 1) * 3 * sizeof *g), gmax = 0;
+  assert_non_null(g);
+  const hx_status st = sfc_grid_cpu(g, &gmax, xyz, offset, B, grid, &err);
+  free(g);
+  int d = 0;
+  if (st != HX_OK || sfc_depth(&d, gmax, B, grid, &err) != HX_OK) fail_msg("%s", err.msg);
+  return d;
 }
 
 static inline void tnet_cloud_free(tnet_cloud *c) { free(c->xyz), free(c->feat), free(c->offset); }

@@ -23,6 +23,7 @@
 #include "f3d_config.h"
 #include "baselines/baselines.h"
 #include "nets/nets.h"
+#include "tests/nets/test_net_util.h"
 #include "tests/test_args.h"
 #include "workloads/workloads.h"
 
@@ -82,13 +83,9 @@ static void counted_release(void *ctx, void *p) {
   dev_release(NULL, p);
 }
 
-/* B lidar clouds of exactly n unique voxels each at 5 cm, features (x, y, z, intensity in [0, 1)). */
-static void make_case(tcase *t, uint32_t B, size_t n, uint64_t seed) {
+/* A case from clouds (freed here): their batch, features (x, y, z, intensity in [0, 1)), the input. */
+static void case_from_clouds(tcase *t, wl_cloud *cl, uint32_t B, uint64_t seed) {
   hx_err err = {HX_OK, ""};
-  wl_cloud cl[4];
-  memset(cl, 0, sizeof cl);
-  for (uint32_t c = 0; c < B; c++)
-    assert_int_equal(wl_make_exact(&cl[c], WL_LIDAR, NULL, n + 97 * c, 0.05, seed + c, NULL, &err), HX_OK);
   assert_int_equal(wl_batch_from_clouds(&t->bt, cl, B, &err), HX_OK);
   for (uint32_t c = 0; c < B; c++) wl_cloud_free(&cl[c]);
   t->feat = malloc(t->bt.n * 4 * sizeof(float));
@@ -98,6 +95,16 @@ static void make_case(tcase *t, uint32_t B, size_t n, uint64_t seed) {
     t->feat[i * 4 + 3] = (float)hx_rng_unit(seed, 0x1D, i);
   }
   t->in = (net_input){t->bt.xyz, t->feat, t->bt.offset, t->bt.b, t->bt.n, 0.05, seed};
+}
+
+/* B lidar clouds of exactly n unique voxels each at 5 cm. */
+static void make_case(tcase *t, uint32_t B, size_t n, uint64_t seed) {
+  hx_err err = {HX_OK, ""};
+  wl_cloud cl[4];
+  memset(cl, 0, sizeof cl);
+  for (uint32_t c = 0; c < B; c++)
+    assert_int_equal(wl_make_exact(&cl[c], WL_LIDAR, NULL, n + 97 * c, 0.05, seed + c, NULL, &err), HX_OK);
+  case_from_clouds(t, cl, B, seed);
 }
 static void free_case(tcase *t) {
   free(t->feat);
@@ -810,17 +817,6 @@ static void test_rerun_and_graph(void **state) {
  * alone reproduces: there the test asserts only that the forward runs without a CUDA error and every logit is
  * finite, which catches an offset that leaves its buffer but not one that lands on other rows. Skipped (cmocka's
  * skip) where the device lacks the memory, ~35 GB. */
-static int far_depth(const wl_cloud *c) {
-  hx_err err = {HX_OK, ""};
-  uint32_t *g = malloc(c->n * 3 * sizeof *g), gmax = 0;
-  assert_non_null(g);
-  const size_t off[2] = {0, c->n};
-  assert_int_equal(sfc_grid_cpu(g, &gmax, c->xyz, off, 1, 0.05, &err), HX_OK);
-  free(g);
-  int d = 0;
-  if (sfc_depth(&d, gmax, 2, 0.05, &err) != HX_OK) fail_msg("%s", err.msg);
-  return d;
-}
 #define FAR_OK(call)                                                                                                   \
   do {                                                                                                                 \
     if ((call) != HX_OK) fail_msg("%s: %s", #call, err.msg);                                                          \
@@ -833,39 +829,26 @@ static void far_rows(const char *model, size_t n_big) {
   memset(cl, 0, sizeof cl);
   FAR_OK(wl_make_exact(&cl[0], WL_UNIFORM, NULL, n_big, 0.05, g_seed, NULL, &err));
   FAR_OK(wl_make_exact(&cl[1], WL_UNIFORM, NULL, 3000, 0.05, g_seed ^ 0xFA5u, NULL, &err));
-  const int want = far_depth(&cl[0]), had = far_depth(&cl[1]);
+  const size_t off0[2] = {0, cl[0].n}, off1[2] = {0, cl[1].n};
+  const int want = tnet_depth(cl[0].xyz, off0, 1, 0.05), had = tnet_depth(cl[1].xyz, off1, 1, 0.05);
   assert_true(had <= want);
   for (size_t i = 0; i < 3 * cl[1].n; i++) cl[1].xyz[i] = ldexpf(cl[1].xyz[i], want - had); /* exact */
-  const int got = far_depth(&cl[1]);
+  const int got = tnet_depth(cl[1].xyz, off1, 1, 0.05);
   printf("%s: clouds of %zu and %zu points, grid depth %d and %d (cloud 1 scaled by 2^%d)\n", model, cl[0].n,
          cl[1].n, want, got, want - had);
   assert_int_equal(got, want);
-  tcase t, small;
+  tcase t;
   memset(&t, 0, sizeof t);
-  memset(&small, 0, sizeof small);
-  FAR_OK(wl_batch_from_clouds(&t.bt, cl, 2, &err));
-  FAR_OK(wl_batch_from_clouds(&small.bt, &cl[1], 1, &err));
-  wl_cloud_free(&cl[0]);
-  wl_cloud_free(&cl[1]);
-  tcase *both[2] = {&t, &small};
-  for (int k = 0; k < 2; k++) { /* features (x, y, z, intensity), cloud 1's the same in both inputs */
-    tcase *c = both[k];
-    c->feat = malloc(c->bt.n * 4 * sizeof(float));
-    assert_non_null(c->feat);
-    for (size_t i = 0; i < c->bt.n; i++) {
-      const size_t r = k ? i : (i < c->bt.offset[1] ? i : i - c->bt.offset[1]);
-      memcpy(c->feat + i * 4, c->bt.xyz + i * 3, 3 * sizeof(float));
-      c->feat[i * 4 + 3] = (float)hx_rng_unit(g_seed, (k || i >= c->bt.offset[1]) ? 0x1E : 0x1D, r);
-    }
-    c->in = (net_input){c->bt.xyz, c->feat, c->bt.offset, c->bt.b, c->bt.n, 0.05, g_seed};
-  }
+  case_from_clouds(&t, cl, 2, g_seed);
+  const size_t o1 = t.bt.offset[1];
+  /* cloud 1 alone: a view of the batch's rows and features */
+  const net_input small = {t.bt.xyz + 3 * o1, t.feat + 4 * o1, off1, 1, t.bt.n - o1, 0.05, g_seed};
   size_t need = 0, freeb = 0, total = 0;
   FAR_OK(net_gpu_bytes(&need, &cfg, &t.in, NET_F16, &err));
   assert_int_equal(cudaMemGetInfo(&freeb, &total), cudaSuccess);
   if (need + ((size_t)2 << 30) > freeb) {
     printf("%s: the forward needs %zu MiB, the device has %zu MiB free: skipped\n", model, need >> 20, freeb >> 20);
     free_case(&t);
-    free_case(&small);
     skip();
   }
   net_params p = {0};
@@ -885,20 +868,15 @@ static void far_rows(const char *model, size_t n_big) {
   assert_int_equal(nonfinite, 0);
   if (cfg.kind == 0) {
     net_output ref = {0};
-    FAR_OK(net_forward_cpu(&ref, &cfg, &p, &small.in, 0, &err));
-    assert_int_equal(ref.n, t.bt.offset[2] - t.bt.offset[1]);
+    FAR_OK(net_forward_cpu(&ref, &cfg, &p, &small, 0, &err));
+    assert_int_equal(ref.n, small.n);
     assert_int_equal(ref.classes, o.classes);
-    const float *tail = o.logits + t.bt.offset[1] * o.classes;
-    double d2 = 0, r2 = 0;
-    for (size_t i = 0; i < ref.n * ref.classes; i++) {
-      const double d = (double)tail[i] - (double)ref.logits[i];
-      d2 += d * d, r2 += (double)ref.logits[i] * (double)ref.logits[i];
-    }
-    const double rel = sqrt(d2 / r2), tol = net_check_tolerance(NET_F16);
-    printf("%s: cloud 1 (rows from %zu) against the CPU forward of it alone: rel L2 %.3e (tol %.1e)\n", model,
-           t.bt.offset[1], rel, tol);
-    assert_true(r2 > 0);
-    assert_true(rel <= tol);
+    net_check_report rep;
+    const int pass = net_check_logits(&rep, o.logits + o1 * o.classes, ref.logits, ref.n * ref.classes, NET_F16);
+    printf("%s: cloud 1 (rows from %zu) against the CPU forward of it alone: rel L2 %.3e (tol %.1e)\n", model, o1,
+           rep.rel_l2, rep.tol);
+    assert_true(rep.ref_rms > 0);
+    assert_true(pass);
     net_output_free(&ref);
   }
   net_output_free(&o);
@@ -906,7 +884,6 @@ static void far_rows(const char *model, size_t n_big) {
   cudaStreamDestroy(s);
   net_params_free(&p);
   free_case(&t);
-  free_case(&small);
 }
 #undef FAR_OK
 static void test_far_rows_ptv3(void **state) {
