@@ -21,7 +21,6 @@
 #include <cmocka.h>
 
 #include "f3d_config.h"
-#include "baselines/baselines.h"
 #include "nets/nets.h"
 #include "tests/nets/test_net_util.h"
 #include "tests/test_args.h"
