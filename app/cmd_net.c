@@ -8,7 +8,7 @@
  * cloud small enough for the CPU forward (the input itself when it has at most --check-points points per
  * cloud, else the first --check-points points of each of its clouds), on its own forward object, and a failing
  * check exits 1 before any timing; the timed input's logits must then be finite (else exit 1, nothing saved). --save
- * writes .npy files (input, every level, logits) of the timed input.
+ * writes .npy files (input, every level, logits) of the timed input, the weights it ran and PTv3's orders.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +20,7 @@
 
 #include "app/cli.h"
 #include "app/net_run.h"
+#include "baselines/baselines.h"
 #include "f3d_config.h"
 
 #if F3D_HAVE_CUDA
@@ -53,8 +54,10 @@ static void net_usage(FILE *f) {
           "  --batch B          clouds in the batch, 1..16 (default 1; with --input the file is repeated)\n"
           "  --dtype T          activations fp16 (default) or bf16; fp32 accumulation either way\n"
           "  --weights FILE     safetensors with the PyTorch module names (default: seeded random weights)\n"
-          "  --save DIR         write input_xyz.npy, input_feat.npy, offset.txt, <level>.npy and logits.npy\n"
-          "                     (on the GPU every level then keeps its own activations: more device memory)\n"
+          "  --save DIR         write input_xyz.npy, input_feat.npy, offset.txt, <level>.npy, logits.npy,\n"
+          "                     weights.safetensors (the parameters it ran, PyTorch names) and, PTv3, orders.txt\n"
+          "                     (each level's serialization orders after the shuffles); on the GPU every level\n"
+          "                     then keeps its own activations: more device memory\n"
           "  --graph            also time the forward replayed as one CUDA graph (when it never syncs the host)\n"
           "  --voxel V          grid / voxel size in metres (default 0.05)\n"
           "  --seed S           cloud, intensity, weight and order-shuffle seed (default 3407)\n"
@@ -172,7 +175,27 @@ static int make_batch(wl_batch *bt, const net_cli *o) {
 }
 
 
-static int save_outputs(const char *dir, const net_input *in, const net_output *o) {
+/* PTv3: orders.txt, each level's four code rows by order name (net_ptv3_orders), for a Pointcept run to match. */
+static int save_orders(const char *dir, const net_config *cfg, uint64_t seed) {
+  hx_err err = {HX_OK, ""};
+  char text[2048], path[4096];
+  int len = snprintf(text, sizeof text,
+                     "# PTv3's serialization orders after its shuffles (seed %llu): level, then the order of its code "
+                     "rows 0..3;\n# block i of a level, encoder and decoder, attends in row i %% 4\n",
+                     (unsigned long long)seed);
+  for (int l = 0; l < cfg->levels; l++) {
+    int o[4];
+    if (net_ptv3_orders(cfg, seed, l, o, &err) != HX_OK) return f3d_fail_msg("net: --save", err.msg), 1;
+    len += snprintf(text + len, sizeof text - (size_t)len, "%d %s %s %s %s\n", l, sfc_order_name((sfc_order)o[0]),
+                    sfc_order_name((sfc_order)o[1]), sfc_order_name((sfc_order)o[2]), sfc_order_name((sfc_order)o[3]));
+  }
+  snprintf(path, sizeof path, "%s/orders.txt", dir);
+  if (hx_write_file_atomic(path, text, (size_t)len, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
+  return 0;
+}
+
+static int save_outputs(const char *dir, const net_config *cfg, const net_params *p, const net_input *in,
+                        const net_output *o) {
   hx_err err = {HX_OK, ""};
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) return f3d_fail(dir, "cannot create: %s", strerror(errno)), 1;
   struct stat sb;
@@ -198,7 +221,11 @@ static int save_outputs(const char *dir, const net_input *in, const net_output *
   for (uint32_t c = 0; c <= in->B; c++) len += snprintf(text + len, sizeof text - (size_t)len, "%zu\n", in->offset[c]);
   snprintf(path, sizeof path, "%s/offset.txt", dir);
   if (hx_write_file_atomic(path, text, (size_t)len, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
-  printf("saved: %s (input, %zu level outputs, logits)\n", dir, o->n_levels);
+  snprintf(path, sizeof path, "%s/weights.safetensors", dir);
+  if (net_params_save(p, path, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
+  if (cfg->kind == 0 && save_orders(dir, cfg, in->seed)) return 1;
+  printf("saved: %s (input, %zu level outputs, logits, weights%s)\n", dir, o->n_levels,
+         cfg->kind == 0 ? ", orders" : "");
   return 0;
 }
 
@@ -233,7 +260,7 @@ static int run_cpu(const net_cli *o, const net_config *cfg, const net_params *p,
   const double t0 = hx_now_ms();
   if (net_forward_cpu(&out, cfg, p, in, o->save != NULL, &err) != HX_OK) return f3d_fail_msg("net: cpu", err.msg), 1;
   printf("cpu fp32 forward: %.1f ms (one run; the reference, not a benchmark)\n", hx_now_ms() - t0);
-  int rc = o->save ? save_outputs(o->save, in, &out) : 0;
+  int rc = o->save ? save_outputs(o->save, cfg, p, in, &out) : 0;
   net_output_free(&out);
   return rc;
 }
@@ -421,7 +448,7 @@ static int run_gpu(const net_cli *o, const net_config *cfg, const net_params *p,
       net_output out = {0};
       st = net_gpu_download(g, &out, o->save != NULL, (struct CUstream_st *)s, &err);
       if (st == HX_OK) rc = logits_finite(&out, in, net_dtype_name(o->dt));
-      if (st == HX_OK && !rc && o->save) rc = save_outputs(o->save, in, &out);
+      if (st == HX_OK && !rc && o->save) rc = save_outputs(o->save, cfg, p, in, &out);
       net_output_free(&out);
     }
     if (st != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);

@@ -241,10 +241,28 @@ static hx_status level_pad(net_ptv3_level *l, uint32_t B, uint32_t K, hx_err *er
   return shuf_padding_cpu(l->pad, l->unpad, l->cu, l->off, B, K, err);
 }
 
-static hx_status level0(net_ptv3_level *l, const net_input *in, uint64_t seed, hx_err *err) {
+/* Level 0's rows: the four orders permuted by sfc_row_perm(seed, 0); level s's: level s-1's permuted by
+ * sfc_row_perm(seed, s), as spool's pooled row r is the parent's row perm[r] (baselines.h). */
+hx_status net_ptv3_orders(const net_config *cfg, uint64_t seed, int s, int orders[4], hx_err *err) {
+  if (!cfg || !orders) return hx_errf(err, HX_EINVAL, "ptv3 orders: NULL argument");
+  if (cfg->kind != 0) return hx_errf(err, HX_EINVAL, "%s: not a PTv3 model (no serialization orders)", cfg->name);
+  if (s < 0 || s >= cfg->levels)
+    return hx_errf(err, HX_EINVAL, "%s: level %d of its %d has no orders", cfg->name, s, cfg->levels);
+  static const sfc_order base[NET_PTV3_ORDERS] = {SFC_Z, SFC_Z_TRANS, SFC_HILBERT, SFC_HILBERT_TRANS};
+  int perm[NET_PTV3_ORDERS], prev[NET_PTV3_ORDERS];
+  sfc_row_perm(perm, NET_PTV3_ORDERS, seed, 0);
+  for (int r = 0; r < NET_PTV3_ORDERS; r++) orders[r] = (int)base[perm[r]];
+  for (int l = 1; l <= s; l++) {
+    sfc_row_perm(perm, NET_PTV3_ORDERS, seed, (uint64_t)l);
+    memcpy(prev, orders, sizeof prev);
+    for (int r = 0; r < NET_PTV3_ORDERS; r++) orders[r] = prev[perm[r]];
+  }
+  return HX_OK;
+}
+
+static hx_status level0(net_ptv3_level *l, const net_config *cfg, const net_input *in, uint64_t seed, hx_err *err) {
   const size_t n = in->n;
   const uint32_t B = in->B;
-  static const sfc_order base[NET_PTV3_ORDERS] = {SFC_Z, SFC_Z_TRANS, SFC_HILBERT, SFC_HILBERT_TRANS};
   l->n = n;
   P3_ALLOC(l->off, B + 1);
   memcpy(l->off, in->offset, (B + 1) * sizeof *l->off);
@@ -268,10 +286,10 @@ static hx_status level0(net_ptv3_level *l, const net_input *in, uint64_t seed, h
                      "ptv3: %zu points share a voxel (grid %g) with another point of their cloud: the model takes "
                      "one point per voxel (deduplicate first, as GridSample does)", dropped, in->grid_size);
   }
-  int perm[NET_PTV3_ORDERS];
+  int o[NET_PTV3_ORDERS];
   sfc_order orders[NET_PTV3_ORDERS];
-  sfc_row_perm(perm, NET_PTV3_ORDERS, seed, 0);
-  for (int r = 0; r < NET_PTV3_ORDERS; r++) orders[r] = base[perm[r]];
+  HX_TRY(net_ptv3_orders(cfg, seed, 0, o, err));
+  for (int r = 0; r < NET_PTV3_ORDERS; r++) orders[r] = (sfc_order)o[r];
   P3_ALLOC(l->code, NET_PTV3_ORDERS * n);
   P3_ALLOC(l->order, NET_PTV3_ORDERS * n);
   P3_ALLOC(l->inverse, NET_PTV3_ORDERS * n);
@@ -334,7 +352,7 @@ static hx_status struct_build(net_ptv3_struct *s, const net_config *cfg, const n
   s->L = cfg->levels;
   s->B = in->B;
   s->n = in->n;
-  HX_TRY(level0(&s->lv[0], in, in->seed, err));
+  HX_TRY(level0(&s->lv[0], cfg, in, in->seed, err));
   for (int l = 1; l < s->L; l++) HX_TRY(level_pool(&s->lv[l], &s->lv[l - 1], s->B, l, in->seed, err));
   for (int l = 0; l < s->L; l++) HX_TRY(level_pad(&s->lv[l], s->B, (uint32_t)cfg->patch, err));
   if (!maps) return HX_OK;

@@ -444,10 +444,9 @@ static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err
 
 /* Host plans and sizes of every level from the host structure. */
 static hx_status levels_from_struct(p3g *g, const net_ptv3_struct *s, uint64_t seed, hx_err *err) {
-  static const sfc_order base[NET_PTV3_ORDERS] = {SFC_Z, SFC_Z_TRANS, SFC_HILBERT, SFC_HILBERT_TRANS};
-  int perm[NET_PTV3_ORDERS];
-  sfc_row_perm(perm, NET_PTV3_ORDERS, seed, 0);
-  for (int r = 0; r < NET_PTV3_ORDERS; r++) g->orders[r] = base[perm[r]];
+  int o[NET_PTV3_ORDERS];
+  HX_TRY(net_ptv3_orders(&g->cfg, seed, 0, o, err));
+  for (int r = 0; r < NET_PTV3_ORDERS; r++) g->orders[r] = (sfc_order)o[r];
   g->n = s->n, g->B = s->B;
   for (int l = 0; l < s->L; l++) {
     g_level *lv = &g->lv[l];

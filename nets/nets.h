@@ -588,6 +588,12 @@ hx_status net_config_named(net_config *cfg, const char *name, hx_err *err); /* u
  * bucket_fill rule (0: psh_auto_buckets; f: ceil(n / (S f)), at least 1; past PSH_NB_MAX psh_params_check refuses). */
 uint32_t net_f3d_buckets(size_t n, uint32_t S, double fill);
 const char *const *net_config_names(size_t *n);
+/* PTv3 models: the serialization order each of level s's four code rows holds after PTv3's shuffles (Pointcept
+ * draws torch.randperm(4) at the serialization and at every pooling; here sfc_row_perm(seed, s), s = 0 the
+ * serialization): orders[r] is row r's sfc_order (z, z-trans, hilbert, hilbert-trans), and block i of level s,
+ * encoder and decoder, attends in row i % 4. The forwards take their orders from here; net --save writes them
+ * (orders.txt) so a Pointcept run can be given the same. HX_EINVAL for a Flash3D model or a level out of range. */
+hx_status net_ptv3_orders(const net_config *cfg, uint64_t seed, int s, int orders[4], hx_err *err);
 
 /* Parameters with the configuration's exact names and shapes, seeded random values (PyTorch's default init
  * ranges; BatchNorm statistics drawn near mean 0, var 1 so the fold is exercised). */

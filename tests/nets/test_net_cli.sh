@@ -3,7 +3,7 @@
 # (exit 2, a message naming the option), bad weight files and inputs (exit 1, a message naming the file and the
 # problem, nothing written), --rehash off reaching the Flash3D forward (level 0 as with on, the logits not),
 # --bucket-fill's buckets, and --save writing the input, every level and the logits as .npy files that start with
-# NumPy's magic and hold float32 arrays of the stated shape.
+# NumPy's magic and hold float32 arrays of the stated shape, the weights the forward ran and PTv3's orders.
 set -u
 BIN=${1:?usage: test_net_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -100,4 +100,23 @@ head -c 128 "$T/out/logits.npy" | grep -q "'descr': '<f4', 'fortran_order': Fals
   fail "logits.npy's header is not float32 (1500, 16)"
 [ "$(wc -c < "$T/out/logits.npy")" -eq $((128 + 1500 * 16 * 4)) ] || fail "logits.npy is not 1500 x 16 float32 values"
 [ "$(tr '\n' ' ' < "$T/out/offset.txt")" = '0 1500 ' ] || fail "offset.txt is not '0 1500'"
+# --save's weights are the ones the forward ran: loaded into a run of another seed, they come back byte for byte
+# (every value read over the seed's own), and a run of their seed on them gives its logits bit for bit
+expect_out 0 "saved: $T/w5" "$BIN" net --model ptv3-tiny --device cpu --points 1500 --seed 5 --save "$T/w5"
+expect_out 0 "saved: $T/w5b" "$BIN" net --model ptv3-tiny --device cpu --points 1500 --seed 5 \
+  --weights "$T/w5/weights.safetensors" --save "$T/w5b"
+cmp -s "$T/w5/logits.npy" "$T/w5b/logits.npy" || fail "--save: its weights reloaded give other logits"
+expect_out 0 "saved: $T/w5c" "$BIN" net --model ptv3-tiny --device cpu --points 1500 \
+  --weights "$T/w5/weights.safetensors" --save "$T/w5c"
+cmp -s "$T/w5/weights.safetensors" "$T/w5c/weights.safetensors" || fail "--save: the loaded weights not saved as read"
+cmp -s "$T/out/weights.safetensors" "$T/w5/weights.safetensors" && fail "--save: seeds 3407 and 5 saved the same weights"
+# orders.txt (PTv3): a line per level, each a permutation of the four orders; other seeds, other shuffles
+[ "$(grep -c '^[0-9]' "$T/out/orders.txt")" -eq 3 ] || fail "orders.txt has not 3 levels: $(cat "$T/out/orders.txt")"
+grep '^[0-9]' "$T/out/orders.txt" | while read -r l a b c d; do
+  [ "$(printf '%s\n' $a $b $c $d | sort | tr '\n' ' ')" = 'hilbert hilbert-trans z z-trans ' ] ||
+    fail "orders.txt level $l is not a permutation of the four orders: $a $b $c $d"
+done
+cmp -s "$T/out/orders.txt" "$T/w5/orders.txt" && fail "orders.txt: seeds 3407 and 5 wrote the same orders"
+[ -e "$T/rehash-on/orders.txt" ] && fail "--save wrote orders.txt for flash3d-tiny (no serialization)"
+[ -s "$T/rehash-on/weights.safetensors" ] || fail "--save wrote no weights.safetensors for flash3d-tiny"
 t_done "net cli: all checks passed"

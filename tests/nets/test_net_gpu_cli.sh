@@ -4,7 +4,7 @@
 # (stem, every encoder and decoder level, head), and each component's time summed over the parts is its total
 # (within 1% + 0.01 ms: each part is printed to 0.001 ms); with --spconv v3 (and v0) the xCPE convolutions on another variant still pass
 # the check; flash3d-tiny with --rehash off passes its check; two clouds in bf16 with --graph and --save pass,
-# time the graph and write both clouds; the estimate before allocation is at least each run's arena peak; and
+# time the graph and write both clouds, and the weights and orders of the CPU run of the same seed; the estimate before allocation is at least each run's arena peak; and
 # --device-memory below the estimate is refused before any allocation; the LayerNorms of ptv3-tiny's 32- and
 # 64-channel levels run inside their Linears' kernels (no `norm` part there, one at the 16-channel level 0) and
 # --ln separate puts them back as passes, checked; --tile-order last (v6's tiles last-first) passes its check and
@@ -42,6 +42,12 @@ grep -q '^graph    median ' "$T/out-b2" || fail "net --graph: no graph latency"
 [ "$(tr '\n' ' ' < "$T/save/offset.txt" 2>/dev/null)" = '0 3000 6000 ' ] || fail "net --save: offset.txt is not '0 3000 6000'"
 [ "$(wc -c < "$T/save/logits.npy" 2>/dev/null || echo 0)" -eq $((128 + 6000 * 16 * 4)) ] ||
   fail "net --save: logits.npy is not 6000 x 16 float32"
+# the GPU run saves the weights it ran and the orders it attended in: those of the CPU forward of the same seed
+"$BIN" net --model ptv3-tiny --points 3000 --batch 2 --device cpu --save "$T/save-cpu" > "$T/out-b2-cpu" 2>&1 ||
+  fail "net --device cpu --batch 2 --save exited $?: $(tail -3 "$T/out-b2-cpu")"
+for f in weights.safetensors orders.txt; do
+  cmp -s "$T/save/$f" "$T/save-cpu/$f" || fail "net --save: the GPU run's $f is not the CPU run's"
+done
 # the estimate made before any allocation covers what each forward then held (the arena's peak)
 for f in out-main out-f3d out-b2; do
   awk '/^memory: arena peak/ { for (i = 1; i <= NF; i++) { if ($i == "peak") p = $(i + 1); if ($i == "allocation") e = $(i + 1) } }

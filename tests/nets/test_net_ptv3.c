@@ -5,7 +5,8 @@
  * under a permutation of the input rows, refusal of bad inputs, and a safetensors round trip of a state_dict
  * with BatchNorm's num_batches_tracked entries (ignored, counted); the BatchNorm folded into a Linear as the GPU
  * forwards pack it (pack.c); a cloud's logits independent of its batch at equal depth; and the check's arithmetic
- * (net_check_logits, net_check.c) on logits in hand.
+ * (net_check_logits, net_check.c) on logits in hand; the serialization orders net_ptv3_orders names for each
+ * level against the codes the structure holds.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -234,6 +235,53 @@ static void test_tiny_batch_independence(void **state) {
   net_output_free(&a), net_output_free(&b);
 }
 
+/* net_ptv3_orders names what each level's code rows hold, as net --save writes it for a Pointcept run: on a batch of
+ * two clouds, every row r of every level of the structure the forward builds equals sfc_encode_cpu of that level's
+ * grid in orders[r] (a pooled level's codes are its parents' >> 3, not re-encoded, so this also asserts both curves
+ * nest); two seeds name different rows; a Flash3D model and a level out of range are refused. */
+static void test_tiny_orders(void **state) {
+  tnet_tiny *t = *state;
+  for (uint64_t seed = 7; seed <= 8; seed++) {
+    net_input in = tnet_cloud_input(&t->c, seed);
+    net_ptv3_struct st;
+    hx_err e;
+    assert_int_equal(net_ptv3_struct_build(&st, &t->cfg, &in, 0, &e), HX_OK);
+    assert_int_equal(st.L, t->cfg.levels);
+    for (int l = 0; l < st.L; l++) {
+      const net_ptv3_level *lv = &st.lv[l];
+      int o[4], seen = 0;
+      assert_int_equal(net_ptv3_orders(&t->cfg, seed, l, o, &e), HX_OK);
+      uint64_t *code = malloc(lv->n * sizeof *code);
+      assert_non_null(code);
+      for (int r = 0; r < 4; r++) {
+        assert_true(o[r] >= 0 && o[r] < 4);
+        seen |= 1 << o[r];
+        const sfc_order one = (sfc_order)o[r];
+        assert_int_equal(sfc_encode_cpu(code, lv->grid, lv->batch, lv->n, lv->depth, &one, 1, &e), HX_OK);
+        assert_memory_equal(code, lv->code + (size_t)r * lv->n, lv->n * sizeof *code);
+      }
+      assert_int_equal(seen, 15); /* a permutation of the four orders */
+      free(code);
+    }
+    net_ptv3_struct_free(&st);
+  }
+  int a[4], b[4], diff = 0;
+  for (int l = 0; l < t->cfg.levels; l++) {
+    assert_int_equal(net_ptv3_orders(&t->cfg, 7, l, a, NULL), HX_OK);
+    assert_int_equal(net_ptv3_orders(&t->cfg, 8, l, b, NULL), HX_OK);
+    diff |= memcmp(a, b, sizeof a) != 0;
+  }
+  assert_true(diff);
+  hx_err e;
+  assert_int_equal(net_ptv3_orders(&t->cfg, 7, t->cfg.levels, a, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "level"));
+  assert_int_equal(net_ptv3_orders(&t->cfg, 7, -1, a, NULL), HX_EINVAL);
+  net_config f3d;
+  assert_int_equal(net_config_named(&f3d, "flash3d-tiny", NULL), HX_OK);
+  assert_int_equal(net_ptv3_orders(&f3d, 7, 0, a, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "not a PTv3 model"));
+}
+
 /* net_check_logits: relative L2 against the reference, max |diff|, reference rms, non-finite values counted and
  * failing, the dtype's tolerance as the limit on either side of it. */
 static void test_check_logits(void **state) {
@@ -361,6 +409,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tiny_forward, tiny_setup, tnet_tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_permutation, tiny_setup, tnet_tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_batch_independence, tiny_setup, tnet_tiny_teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_orders, tiny_setup, tnet_tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_bad_inputs, tiny_setup, tnet_tiny_teardown),
       cmocka_unit_test_setup_teardown(test_tiny_roundtrip, tiny_setup, tnet_tiny_teardown),
   };
