@@ -486,18 +486,21 @@ static hx_status scratch_need(p3g *g, size_t *need, size_t *side_need, hx_err *e
   most = max_sz(most, sb), side = max_sz(side, sb);
   spc_map m;
   spc_weights w = {.in = (size_t)c->in_channels, .out = (size_t)c->enc_channels[0], .K = 125};
-  const spc_variant *sv = conv_variant(g, w.in, w.out, 125);
-  if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant");
-  /* the stem's map (and spc_map_pair_gpu's, no larger) and convolution; in one pass, its voxel table */
-  HX_TRY(map_scratch(&sb, (uint32_t)g->n, 5, net_ptv3_needs_rule(c, w.in, w.out, 125), err));
-  most = max_sz(most, sb);
   memset(&m, 0, sizeof m);
-  m.n = (uint32_t)g->n, m.k = 5, m.K = 125;
-  HX_TRY(sv->fn(NULL, NULL, &w, &m, NULL, &sb, NULL, g->dt, NULL, err));
-  most = max_sz(most, sb);
   if (net_ptv3_stem_fused(c)) {
+    /* in one pass: its voxel table alone. No k = 5 map is built, so its 2^31 entries (17.18M rows) bound nothing
+     * here; the stem's own bound is level 0's k = 3 map it writes (n x 27) */
     HX_TRY(spc_stem_gpu(NULL, NULL, &w, NULL, NULL, NL_ACT_GELU, &m, NULL, NULL, NULL, &sb, NULL, NULL,
                         (uint32_t)g->n, 0, g->dt, NULL, err));
+    most = max_sz(most, sb);
+  } else {
+    /* the stem's map (and spc_map_pair_gpu's, no larger) and convolution */
+    const spc_variant *sv = conv_variant(g, w.in, w.out, 125);
+    if (!sv) return hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: no sparse convolution variant");
+    HX_TRY(map_scratch(&sb, (uint32_t)g->n, 5, net_ptv3_needs_rule(c, w.in, w.out, 125), err));
+    most = max_sz(most, sb);
+    m.n = (uint32_t)g->n, m.k = 5, m.K = 125;
+    HX_TRY(sv->fn(NULL, NULL, &w, &m, NULL, &sb, NULL, g->dt, NULL, err));
     most = max_sz(most, sb);
   }
   for (int l = 0; l < c->levels; l++) {
@@ -522,7 +525,7 @@ static hx_status scratch_need(p3g *g, size_t *need, size_t *side_need, hx_err *e
       if (dec && l == c->levels - 1) break;
       const size_t C = (size_t)(dec ? c->dec_channels[l] : c->enc_channels[l]);
       spc_weights wc = {.in = C, .out = C, .K = 27};
-      sv = conv_variant(g, C, C, 27);
+      const spc_variant *sv = conv_variant(g, C, C, 27);
       if (!sv)
         return hx_errf(err, HX_EINVAL, "ptv3 gpu: no sparse convolution variant v%d", g->cfg.spconv_force - 1);
       HX_TRY(sv->fn(NULL, NULL, &wc, &m, NULL, &sb, NULL, g->dt, NULL, err));

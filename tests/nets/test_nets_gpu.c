@@ -5,7 +5,7 @@
  * again and replayed as a CUDA graph is right each time (the forward recomputes everything from its input, so
  * nothing may carry over between calls), and PTv3's runs agree bit for bit; PTv3's stem in one pass and through its
  * map; and the check itself fails on a planted error (one weight changed after the GPU copy was made). With --slow
- * (suite slow) only test_far_rows_*: a cloud's rows past 2^31 bytes (PTv3) or elements (Flash3D) into a batch.
+ * (suite slow) only test_far_rows_*: a cloud's rows past 2^31 elements into a batch (PTv3 at 24M, Flash3D at 16M).
  * Exits 77 without a CUDA device.
  */
 #include <math.h>
@@ -803,10 +803,10 @@ static void test_rerun_and_graph(void **state) {
   }
 }
 
-/* --slow: rows far into a batch. Cloud 0 is large enough that cloud 1's rows sit past 2^31 bytes of level 0's widest
- * buffer (PTv3 at 17M points: its gathered qkv, [n, 3 x 32] fp16 in patch slots, 3.3 GB, 1.6e9 elements; the k = 5
- * map's 2^31 entries cap a PTv3 batch at 17.18M rows, which net_gpu_bytes refuses past) or past 2^31 elements
- * (Flash3D-46m at 16M: its qkv, [n, 3 x 48]): an offset computed in 32 bits anywhere in the forward lands them on
+/* --slow: rows far into a batch. Cloud 0 is large enough that cloud 1's rows sit past 2^31 elements of level 0's
+ * widest buffer (PTv3 at 24M points: its gathered qkv, [n, 3 x 32] fp16 in patch slots, 2.3e9 elements, 4.6 GB;
+ * past the 17.18M rows a stored k = 5 map would allow, which the one-pass stem does not store; Flash3D-46m at 16M:
+ * its qkv, [n, 3 x 48]): an offset computed in 32 bits anywhere in the forward lands them on
  * other rows, or outside the buffer. Both clouds are uniform in the generator's 100 m box (a lidar cloud of 24M
  * points at 5 cm spans 17 bits of grid, past PTv3's 16, which it refuses). PTv3's forward of a cloud depends on the
  * batch only through its serialization depth (the largest grid coordinate of the batch; nets_ptv3's
@@ -815,7 +815,7 @@ static void test_rerun_and_graph(void **state) {
  * check's tolerance. Flash3D sizes every cloud's buckets by the batch's largest, which no CPU forward of cloud 1
  * alone reproduces: there the test asserts only that the forward runs without a CUDA error and every logit is
  * finite, which catches an offset that leaves its buffer but not one that lands on other rows. Skipped (cmocka's
- * skip) where the device lacks the memory, ~35 GB. */
+ * skip) where the device lacks the memory, ~50 GB. */
 #define FAR_OK(call)                                                                                                   \
   do {                                                                                                                 \
     if ((call) != HX_OK) fail_msg("%s: %s", #call, err.msg);                                                          \
@@ -887,7 +887,7 @@ static void far_rows(const char *model, size_t n_big) {
 #undef FAR_OK
 static void test_far_rows_ptv3(void **state) {
   (void)state;
-  far_rows("ptv3", 17000000);
+  far_rows("ptv3", 24000000);
 }
 static void test_far_rows_flash3d(void **state) {
   (void)state;
