@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "app/cli.h"
 #include "app/net_run.h"
@@ -175,57 +176,125 @@ static int make_batch(wl_batch *bt, const net_cli *o) {
 }
 
 
-/* PTv3: orders.txt, each level's four code rows by order name (net_ptv3_orders), for a Pointcept run to match. */
-static int save_orders(const char *dir, const net_config *cfg, uint64_t seed) {
-  hx_err err = {HX_OK, ""};
-  char text[2048], path[4096];
-  int len = snprintf(text, sizeof text,
-                     "# PTv3's serialization orders after its shuffles (seed %llu): level, then the order of its code "
-                     "rows 0..3;\n# block i of a level, encoder and decoder, attends in row i %% 4\n",
-                     (unsigned long long)seed);
+/* --save's files are written into a staging folder inside DIR (DIR/.net-save.<pid>), then renamed into DIR once all
+ * are written and no destination is a folder: a failure leaves DIR as it was (earlier files of the same names kept,
+ * a DIR this call made removed), never part of a save. */
+#define SAVE_MAX_FILES (2 * NET_MAX_LEVELS + 8)
+typedef struct save_stage {
+  char dir[4096], stage[4200];
+  char name[SAVE_MAX_FILES][40];
+  int n, made_dir;
+} save_stage;
+
+static void stage_abort(save_stage *st) {
+  char path[4300];
+  for (int i = 0; i < st->n; i++) {
+    snprintf(path, sizeof path, "%s/%s", st->stage, st->name[i]);
+    (void)unlink(path);
+  }
+  (void)rmdir(st->stage);
+  if (st->made_dir) (void)rmdir(st->dir);
+}
+
+/* The staged path of the next file (named in st's list), or NULL past the list's room. */
+static const char *stage_path(save_stage *st, char *path, size_t cap, const char *name) {
+  if (st->n >= SAVE_MAX_FILES) return NULL;
+  snprintf(st->name[st->n], sizeof st->name[0], "%s", name);
+  snprintf(path, cap, "%s/%s", st->stage, st->name[st->n++]);
+  return path;
+}
+
+/* PTv3: orders.txt's text, each level's four code rows by order name (net_ptv3_orders), for a Pointcept run. */
+static hx_status orders_text(char *text, size_t cap, int *len, const net_config *cfg, uint64_t seed, hx_err *err) {
+  *len = snprintf(text, cap,
+                  "# PTv3's serialization orders after its shuffles (seed %llu): level, then the order of its code "
+                  "rows 0..3;\n# block i of a level, encoder and decoder, attends in row i %% 4\n",
+                  (unsigned long long)seed);
   for (int l = 0; l < cfg->levels; l++) {
     int o[4];
-    if (net_ptv3_orders(cfg, seed, l, o, &err) != HX_OK) return f3d_fail_msg("net: --save", err.msg), 1;
-    len += snprintf(text + len, sizeof text - (size_t)len, "%d %s %s %s %s\n", l, sfc_order_name((sfc_order)o[0]),
-                    sfc_order_name((sfc_order)o[1]), sfc_order_name((sfc_order)o[2]), sfc_order_name((sfc_order)o[3]));
+    HX_TRY(net_ptv3_orders(cfg, seed, l, o, err));
+    *len += snprintf(text + *len, cap - (size_t)*len, "%d %s %s %s %s\n", l, sfc_order_name((sfc_order)o[0]),
+                     sfc_order_name((sfc_order)o[1]), sfc_order_name((sfc_order)o[2]), sfc_order_name((sfc_order)o[3]));
   }
-  snprintf(path, sizeof path, "%s/orders.txt", dir);
-  if (hx_write_file_atomic(path, text, (size_t)len, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
-  return 0;
+  return HX_OK;
+}
+
+static hx_status stage_files(save_stage *st, const net_config *cfg, const net_params *p, const net_input *in,
+                             const net_output *o, hx_err *err) {
+  char path[4300], name[40];
+  const char *full = "net --save: more files than its list holds";
+  size_t shape[2] = {in->n, 3};
+  if (!stage_path(st, path, sizeof path, "input_xyz.npy")) return hx_errf(err, HX_EINVAL, "%s", full);
+  HX_TRY(f3d_npy_write(path, in->xyz, 2, shape, err));
+  shape[1] = 4;
+  if (!stage_path(st, path, sizeof path, "input_feat.npy")) return hx_errf(err, HX_EINVAL, "%s", full);
+  HX_TRY(f3d_npy_write(path, in->feat, 2, shape, err));
+  for (size_t l = 0; l < o->n_levels; l++) {
+    if (!o->level[l]) continue;
+    snprintf(name, sizeof name, "%s.npy", o->level_name[l]);
+    if (!stage_path(st, path, sizeof path, name)) return hx_errf(err, HX_EINVAL, "%s", full);
+    size_t s2[2] = {o->level_rows[l], o->level_C[l]};
+    HX_TRY(f3d_npy_write(path, o->level[l], 2, s2, err));
+  }
+  size_t s3[2] = {o->n, o->classes};
+  if (!stage_path(st, path, sizeof path, "logits.npy")) return hx_errf(err, HX_EINVAL, "%s", full);
+  HX_TRY(f3d_npy_write(path, o->logits, 2, s3, err));
+  char text[2048];
+  int len = 0;
+  for (uint32_t c = 0; c <= in->B; c++) len += snprintf(text + len, sizeof text - (size_t)len, "%zu\n", in->offset[c]);
+  if (!stage_path(st, path, sizeof path, "offset.txt")) return hx_errf(err, HX_EINVAL, "%s", full);
+  HX_TRY(hx_write_file_atomic(path, text, (size_t)len, err));
+  if (!stage_path(st, path, sizeof path, "weights.safetensors")) return hx_errf(err, HX_EINVAL, "%s", full);
+  HX_TRY(net_params_save(p, path, err));
+  if (cfg->kind == 0) {
+    HX_TRY(orders_text(text, sizeof text, &len, cfg, in->seed, err));
+    if (!stage_path(st, path, sizeof path, "orders.txt")) return hx_errf(err, HX_EINVAL, "%s", full);
+    HX_TRY(hx_write_file_atomic(path, text, (size_t)len, err));
+  }
+  return HX_OK;
 }
 
 static int save_outputs(const char *dir, const net_config *cfg, const net_params *p, const net_input *in,
                         const net_output *o) {
   hx_err err = {HX_OK, ""};
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) return f3d_fail(dir, "cannot create: %s", strerror(errno)), 1;
+  save_stage *st = calloc(1, sizeof *st);
+  if (!st) return f3d_fail(dir, "out of memory"), 1;
+  snprintf(st->dir, sizeof st->dir, "%s", dir);
+  if (mkdir(dir, 0777) == 0) st->made_dir = 1;
+  else if (errno != EEXIST) return free(st), f3d_fail(dir, "cannot create: %s", strerror(errno)), 1;
   struct stat sb;
-  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return f3d_fail(dir, "not a directory"), 1;
-  char path[4096];
-  size_t shape[2] = {in->n, 3};
-  snprintf(path, sizeof path, "%s/input_xyz.npy", dir);
-  if (f3d_npy_write(path, in->xyz, 2, shape, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
-  shape[1] = 4;
-  snprintf(path, sizeof path, "%s/input_feat.npy", dir);
-  if (f3d_npy_write(path, in->feat, 2, shape, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
-  for (size_t l = 0; l < o->n_levels; l++) {
-    if (!o->level[l]) continue;
-    snprintf(path, sizeof path, "%s/%s.npy", dir, o->level_name[l]);
-    size_t s2[2] = {o->level_rows[l], o->level_C[l]};
-    if (f3d_npy_write(path, o->level[l], 2, s2, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return free(st), f3d_fail(dir, "not a directory"), 1;
+  snprintf(st->stage, sizeof st->stage, "%s/.net-save.%ld", dir, (long)getpid());
+  if (mkdir(st->stage, 0777) != 0) {
+    f3d_fail(st->stage, "cannot create: %s", strerror(errno));
+    if (st->made_dir) (void)rmdir(dir);
+    return free(st), 1;
   }
-  snprintf(path, sizeof path, "%s/logits.npy", dir);
-  size_t s3[2] = {o->n, o->classes};
-  if (f3d_npy_write(path, o->logits, 2, s3, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
-  char text[64 * 17];
-  int len = 0;
-  for (uint32_t c = 0; c <= in->B; c++) len += snprintf(text + len, sizeof text - (size_t)len, "%zu\n", in->offset[c]);
-  snprintf(path, sizeof path, "%s/offset.txt", dir);
-  if (hx_write_file_atomic(path, text, (size_t)len, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
-  snprintf(path, sizeof path, "%s/weights.safetensors", dir);
-  if (net_params_save(p, path, &err) != HX_OK) return f3d_fail_msg(path, err.msg), 1;
-  if (cfg->kind == 0 && save_orders(dir, cfg, in->seed)) return 1;
+  char path[4300], from[4300];
+  if (stage_files(st, cfg, p, in, o, &err) != HX_OK) {
+    f3d_fail_msg(dir, err.msg);
+    return stage_abort(st), free(st), 1;
+  }
+  for (int i = 0; i < st->n; i++) { /* every destination free for a file before the first rename */
+    snprintf(path, sizeof path, "%s/%s", dir, st->name[i]);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      f3d_fail(path, "is a directory: nothing saved");
+      return stage_abort(st), free(st), 1;
+    }
+  }
+  for (int i = 0; i < st->n; i++) {
+    snprintf(from, sizeof from, "%s/%s", st->stage, st->name[i]);
+    snprintf(path, sizeof path, "%s/%s", dir, st->name[i]);
+    if (rename(from, path) != 0) {
+      f3d_fail(path, "cannot move the saved file into place: %s (%d of %d in place)", strerror(errno), i, st->n);
+      st->made_dir = 0; /* files of this save are in it */
+      return stage_abort(st), free(st), 1;
+    }
+  }
+  (void)rmdir(st->stage);
   printf("saved: %s (input, %zu level outputs, logits, weights%s)\n", dir, o->n_levels,
          cfg->kind == 0 ? ", orders" : "");
+  free(st);
   return 0;
 }
 

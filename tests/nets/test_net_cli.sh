@@ -3,7 +3,8 @@
 # (exit 2, a message naming the option), bad weight files and inputs (exit 1, a message naming the file and the
 # problem, nothing written), --rehash off reaching the Flash3D forward (level 0 as with on, the logits not),
 # --bucket-fill's buckets, and --save writing the input, every level and the logits as .npy files that start with
-# NumPy's magic and hold float32 arrays of the stated shape, the weights the forward ran and PTv3's orders.
+# NumPy's magic and hold float32 arrays of the stated shape, the weights the forward ran and PTv3's orders, all
+# or none of them (a save that fails leaves its folder as it was).
 set -u
 BIN=${1:?usage: test_net_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -100,6 +101,16 @@ head -c 128 "$T/out/logits.npy" | grep -q "'descr': '<f4', 'fortran_order': Fals
   fail "logits.npy's header is not float32 (1500, 16)"
 [ "$(wc -c < "$T/out/logits.npy")" -eq $((128 + 1500 * 16 * 4)) ] || fail "logits.npy is not 1500 x 16 float32 values"
 [ "$(tr '\n' ' ' < "$T/out/offset.txt")" = '0 1500 ' ] || fail "offset.txt is not '0 1500'"
+ls -A "$T/out" | grep -q '^\.net-save' && fail "--save left its staging folder in $T/out"
+# a save that cannot complete leaves its folder as it was: a folder where weights.safetensors goes is found before
+# any file moves in, so the earlier logits.npy stays and no file of this save appears
+mkdir -p "$T/keep/weights.safetensors"
+printf 'earlier' > "$T/keep/logits.npy"
+expect_out 1 "weights.safetensors: is a directory: nothing saved" "$BIN" net --model ptv3-tiny --device cpu \
+  --points 1500 --save "$T/keep"
+[ "$(cat "$T/keep/logits.npy")" = earlier ] || fail "a failed --save replaced the earlier logits.npy"
+[ "$(ls -A "$T/keep" | tr '\n' ' ')" = 'logits.npy weights.safetensors ' ] ||
+  fail "a failed --save left files behind: $(ls -A "$T/keep" | tr '\n' ' ')"
 # --save's weights are the ones the forward ran: loaded into a run of another seed, they come back byte for byte
 # (every value read over the seed's own), and a run of their seed on them gives its logits bit for bit
 expect_out 0 "saved: $T/w5" "$BIN" net --model ptv3-tiny --device cpu --points 1500 --seed 5 --save "$T/w5"
