@@ -176,12 +176,14 @@ static int make_batch(wl_batch *bt, const net_cli *o) {
 }
 
 
-/* --save's files are written into a staging folder inside DIR (DIR/.net-save.<pid>), then renamed into DIR once all
- * are written and no destination is a folder: a failure leaves DIR as it was (earlier files of the same names kept,
- * a DIR this call made removed), never part of a save. */
+/* --save's files are written into a staging folder inside DIR (DIR/.net-save.XXXXXX, mkdtemp), then renamed into
+ * DIR once all are written and no destination is a folder: a failure while writing or at that check leaves DIR as it
+ * was (earlier files of the same names kept, a DIR this call made removed). Only a rename failing after the check
+ * (the folder changed under us) leaves part of a save in place, and says how much. A killed run leaves its staging
+ * folder, which nothing reads. Files of an earlier save that this one does not write stay. */
 #define SAVE_MAX_FILES (2 * NET_MAX_LEVELS + 8)
 typedef struct save_stage {
-  char dir[4096], stage[4200];
+  char dir[4096], stage[4200]; /* stage: DIR/.net-save.XXXXXX, filled by mkdtemp */
   char name[SAVE_MAX_FILES][40];
   int n, made_dir;
 } save_stage;
@@ -210,15 +212,18 @@ static hx_status orders_text(char *text, size_t cap, int *len, const net_config 
                   "# PTv3's serialization orders after its shuffles (seed %llu): level, then the order of its code "
                   "rows 0..3;\n# block i of a level, encoder and decoder, attends in row i %% 4\n",
                   (unsigned long long)seed);
-  for (int l = 0; l < cfg->levels; l++) {
+  for (int l = 0; l < cfg->levels && *len >= 0 && (size_t)*len < cap; l++) {
     int o[4];
     HX_TRY(net_ptv3_orders(cfg, seed, l, o, err));
     *len += snprintf(text + *len, cap - (size_t)*len, "%d %s %s %s %s\n", l, sfc_order_name((sfc_order)o[0]),
                      sfc_order_name((sfc_order)o[1]), sfc_order_name((sfc_order)o[2]), sfc_order_name((sfc_order)o[3]));
   }
+  if (*len < 0 || (size_t)*len >= cap) return hx_errf(err, HX_EINVAL, "net --save: orders.txt longer than %zu bytes", cap);
   return HX_OK;
 }
 
+/* Every file of the save written into st->stage, each named in st's list as it is begun, so stage_abort removes
+ * whatever a failure leaves (the writers remove their own temporaries). */
 static hx_status stage_files(save_stage *st, const net_config *cfg, const net_params *p, const net_input *in,
                              const net_output *o, hx_err *err) {
   char path[4300], name[40];
@@ -241,7 +246,9 @@ static hx_status stage_files(save_stage *st, const net_config *cfg, const net_pa
   HX_TRY(f3d_npy_write(path, o->logits, 2, s3, err));
   char text[2048];
   int len = 0;
-  for (uint32_t c = 0; c <= in->B; c++) len += snprintf(text + len, sizeof text - (size_t)len, "%zu\n", in->offset[c]);
+  for (uint32_t c = 0; c <= in->B && (size_t)len < sizeof text; c++)
+    len += snprintf(text + len, sizeof text - (size_t)len, "%zu\n", in->offset[c]);
+  if (len < 0 || (size_t)len >= sizeof text) return hx_errf(err, HX_EINVAL, "net --save: offset.txt too long");
   if (!stage_path(st, path, sizeof path, "offset.txt")) return hx_errf(err, HX_EINVAL, "%s", full);
   HX_TRY(hx_write_file_atomic(path, text, (size_t)len, err));
   if (!stage_path(st, path, sizeof path, "weights.safetensors")) return hx_errf(err, HX_EINVAL, "%s", full);
@@ -264,8 +271,8 @@ static int save_outputs(const char *dir, const net_config *cfg, const net_params
   else if (errno != EEXIST) return free(st), f3d_fail(dir, "cannot create: %s", strerror(errno)), 1;
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return free(st), f3d_fail(dir, "not a directory"), 1;
-  snprintf(st->stage, sizeof st->stage, "%s/.net-save.%ld", dir, (long)getpid());
-  if (mkdir(st->stage, 0777) != 0) {
+  snprintf(st->stage, sizeof st->stage, "%s/.net-save.XXXXXX", dir);
+  if (!mkdtemp(st->stage)) {
     f3d_fail(st->stage, "cannot create: %s", strerror(errno));
     if (st->made_dir) (void)rmdir(dir);
     return free(st), 1;

@@ -591,8 +591,10 @@ const char *const *net_config_names(size_t *n);
 /* PTv3 models: the serialization order each of level s's four code rows holds after PTv3's shuffles (Pointcept
  * draws torch.randperm(4) at the serialization and at every pooling; here sfc_row_perm(seed, s), s = 0 the
  * serialization): orders[r] is row r's sfc_order (z, z-trans, hilbert, hilbert-trans), and block i of level s,
- * encoder and decoder, attends in row i % 4. The forwards take their orders from here; net --save writes them
- * (orders.txt) so a Pointcept run can be given the same. HX_EINVAL for a Flash3D model or a level out of range. */
+ * encoder and decoder, attends in row i % 4. Both forwards encode level 0 in these orders; their poolings apply
+ * the same sfc_row_perm(seed, s) to the parent's rows (nets_ptv3 asserts every level's codes agree with the names).
+ * net --save writes them (orders.txt) so a Pointcept run can be given the same. HX_EINVAL for a Flash3D model or a
+ * level out of range. */
 hx_status net_ptv3_orders(const net_config *cfg, uint64_t seed, int s, int orders[4], hx_err *err);
 
 /* Parameters with the configuration's exact names and shapes, seeded random values (PyTorch's default init

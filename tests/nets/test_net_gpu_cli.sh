@@ -2,9 +2,10 @@
 # test_net_gpu_cli.sh F3DBENCH - `f3dbench net` on a GPU as a user meets it: a PTv3 forward (ptv3-tiny, 3000
 # points) passes its check against the CPU, prints its latency, its components and the time by part of the network
 # (stem, every encoder and decoder level, head), and each component's time summed over the parts is its total
-# (within 1% + 0.01 ms: each part is printed to 0.001 ms); with --spconv v3 (and v0) the xCPE convolutions on another variant still pass
-# the check; flash3d-tiny with --rehash off passes its check; two clouds in bf16 with --graph and --save pass,
-# time the graph and write both clouds, and the weights and orders of the CPU run of the same seed; the estimate before allocation is at least each run's arena peak; and
+# (within 1% + 0.01 ms: each part is printed to 0.001 ms); with --spconv v3 (and v0) the xCPE convolutions on
+# another variant still pass the check; flash3d-tiny with --rehash off passes its check; two clouds in bf16 with
+# --graph and --save pass, time the graph and write both clouds, the weights and the orders (as the CPU run of the
+# seed does); the estimate before allocation is at least each run's arena peak; and
 # --device-memory below the estimate is refused before any allocation; the LayerNorms of ptv3-tiny's 32- and
 # 64-channel levels run inside their Linears' kernels (no `norm` part there, one at the 16-channel level 0) and
 # --ln separate puts them back as passes, checked; --tile-order last (v6's tiles last-first) passes its check and
@@ -42,7 +43,7 @@ grep -q '^graph    median ' "$T/out-b2" || fail "net --graph: no graph latency"
 [ "$(tr '\n' ' ' < "$T/save/offset.txt" 2>/dev/null)" = '0 3000 6000 ' ] || fail "net --save: offset.txt is not '0 3000 6000'"
 [ "$(wc -c < "$T/save/logits.npy" 2>/dev/null || echo 0)" -eq $((128 + 6000 * 16 * 4)) ] ||
   fail "net --save: logits.npy is not 6000 x 16 float32"
-# the GPU run saves the weights it ran and the orders it attended in: those of the CPU forward of the same seed
+# the GPU run's save holds the weights and orders files, the same bytes as the CPU run of the same seed writes
 "$BIN" net --model ptv3-tiny --points 3000 --batch 2 --device cpu --save "$T/save-cpu" > "$T/out-b2-cpu" 2>&1 ||
   fail "net --device cpu --batch 2 --save exited $?: $(tail -3 "$T/out-b2-cpu")"
 for f in weights.safetensors orders.txt; do

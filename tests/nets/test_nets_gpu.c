@@ -5,7 +5,7 @@
  * again and replayed as a CUDA graph is right each time (the forward recomputes everything from its input, so
  * nothing may carry over between calls), and PTv3's runs agree bit for bit; PTv3's stem in one pass and through its
  * map; and the check itself fails on a planted error (one weight changed after the GPU copy was made). With --slow
- * (suite slow) only test_far_rows_*: a cloud's rows past 2^31 elements into a batch (PTv3 at 24M, Flash3D at 16M).
+ * (suite slow) only test_far_rows_*: a cloud's rows past 2^32 (PTv3 at 24M) or 2^31 (Flash3D at 16M) elements into a batch.
  * Exits 77 without a CUDA device.
  */
 #include <math.h>
@@ -803,10 +803,10 @@ static void test_rerun_and_graph(void **state) {
   }
 }
 
-/* --slow: rows far into a batch. Cloud 0 is large enough that cloud 1's rows sit past 2^31 elements of level 0's
- * widest buffer (PTv3 at 24M points: its gathered qkv, [n, 3 x 32] fp16 in patch slots, 2.3e9 elements, 4.6 GB;
- * past the 17.18M rows a stored k = 5 map would allow, which the one-pass stem does not store; Flash3D-46m at 16M:
- * its qkv, [n, 3 x 48]): an offset computed in 32 bits anywhere in the forward lands them on
+/* --slow: rows far into a batch. Cloud 0 is large enough that cloud 1's rows sit past 2^32 elements of level 0's
+ * widest buffer (PTv3 at 24M points: the decoder's gathered qkv, [n, 3 x 64] fp16 in patch slots, 4.6e9 elements,
+ * 9.2 GB; past the 17.18M rows a stored k = 5 map would allow, which the one-pass stem does not store) or past 2^31
+ * (Flash3D-46m at 16M: its qkv, [n, 3 x 48]): an offset computed in 32 bits anywhere in the forward lands them on
  * other rows, or outside the buffer. Both clouds are uniform in the generator's 100 m box (a lidar cloud of 24M
  * points at 5 cm spans 17 bits of grid, past PTv3's 16, which it refuses). PTv3's forward of a cloud depends on the
  * batch only through its serialization depth (the largest grid coordinate of the batch; nets_ptv3's
