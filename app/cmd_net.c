@@ -198,12 +198,25 @@ static void stage_abort(save_stage *st) {
   if (st->made_dir) (void)rmdir(st->dir);
 }
 
-/* The staged path of the next file (named in st's list), or NULL past the list's room. */
-static const char *stage_path(save_stage *st, char *path, size_t cap, const char *name) {
-  if (st->n >= SAVE_MAX_FILES) return NULL;
+/* The staged path of the next file, named in st's list before it is written (HX_EINVAL past the list's room). */
+static hx_status stage_path(save_stage *st, char *path, size_t cap, const char *name, hx_err *err) {
+  if (st->n >= SAVE_MAX_FILES) return hx_errf(err, HX_EINVAL, "net --save: more files than its list holds");
   snprintf(st->name[st->n], sizeof st->name[0], "%s", name);
   snprintf(path, cap, "%s/%s", st->stage, st->name[st->n++]);
-  return path;
+  return HX_OK;
+}
+
+/* One staged file: a float32 [rows, cols] .npy, or text. */
+static hx_status stage_npy(save_stage *st, const char *name, const float *data, size_t rows, size_t cols, hx_err *err) {
+  char path[4300];
+  const size_t shape[2] = {rows, cols};
+  HX_TRY(stage_path(st, path, sizeof path, name, err));
+  return f3d_npy_write(path, data, 2, shape, err);
+}
+static hx_status stage_text(save_stage *st, const char *name, const char *text, int len, hx_err *err) {
+  char path[4300];
+  HX_TRY(stage_path(st, path, sizeof path, name, err));
+  return hx_write_file_atomic(path, text, (size_t)len, err);
 }
 
 /* PTv3: orders.txt's text, each level's four code rows by order name (net_ptv3_orders), for a Pointcept run. */
@@ -227,36 +240,25 @@ static hx_status orders_text(char *text, size_t cap, int *len, const net_config 
 static hx_status stage_files(save_stage *st, const net_config *cfg, const net_params *p, const net_input *in,
                              const net_output *o, hx_err *err) {
   char path[4300], name[40];
-  const char *full = "net --save: more files than its list holds";
-  size_t shape[2] = {in->n, 3};
-  if (!stage_path(st, path, sizeof path, "input_xyz.npy")) return hx_errf(err, HX_EINVAL, "%s", full);
-  HX_TRY(f3d_npy_write(path, in->xyz, 2, shape, err));
-  shape[1] = 4;
-  if (!stage_path(st, path, sizeof path, "input_feat.npy")) return hx_errf(err, HX_EINVAL, "%s", full);
-  HX_TRY(f3d_npy_write(path, in->feat, 2, shape, err));
+  HX_TRY(stage_npy(st, "input_xyz.npy", in->xyz, in->n, 3, err));
+  HX_TRY(stage_npy(st, "input_feat.npy", in->feat, in->n, 4, err));
   for (size_t l = 0; l < o->n_levels; l++) {
     if (!o->level[l]) continue;
     snprintf(name, sizeof name, "%s.npy", o->level_name[l]);
-    if (!stage_path(st, path, sizeof path, name)) return hx_errf(err, HX_EINVAL, "%s", full);
-    size_t s2[2] = {o->level_rows[l], o->level_C[l]};
-    HX_TRY(f3d_npy_write(path, o->level[l], 2, s2, err));
+    HX_TRY(stage_npy(st, name, o->level[l], o->level_rows[l], o->level_C[l], err));
   }
-  size_t s3[2] = {o->n, o->classes};
-  if (!stage_path(st, path, sizeof path, "logits.npy")) return hx_errf(err, HX_EINVAL, "%s", full);
-  HX_TRY(f3d_npy_write(path, o->logits, 2, s3, err));
+  HX_TRY(stage_npy(st, "logits.npy", o->logits, o->n, o->classes, err));
   char text[2048];
   int len = 0;
   for (uint32_t c = 0; c <= in->B && (size_t)len < sizeof text; c++)
     len += snprintf(text + len, sizeof text - (size_t)len, "%zu\n", in->offset[c]);
   if (len < 0 || (size_t)len >= sizeof text) return hx_errf(err, HX_EINVAL, "net --save: offset.txt too long");
-  if (!stage_path(st, path, sizeof path, "offset.txt")) return hx_errf(err, HX_EINVAL, "%s", full);
-  HX_TRY(hx_write_file_atomic(path, text, (size_t)len, err));
-  if (!stage_path(st, path, sizeof path, "weights.safetensors")) return hx_errf(err, HX_EINVAL, "%s", full);
+  HX_TRY(stage_text(st, "offset.txt", text, len, err));
+  HX_TRY(stage_path(st, path, sizeof path, "weights.safetensors", err));
   HX_TRY(net_params_save(p, path, err));
   if (cfg->kind == 0) {
     HX_TRY(orders_text(text, sizeof text, &len, cfg, in->seed, err));
-    if (!stage_path(st, path, sizeof path, "orders.txt")) return hx_errf(err, HX_EINVAL, "%s", full);
-    HX_TRY(hx_write_file_atomic(path, text, (size_t)len, err));
+    HX_TRY(stage_text(st, "orders.txt", text, len, err));
   }
   return HX_OK;
 }
