@@ -41,7 +41,7 @@ static void net_usage(FILE *f) {
           "                    [--mlp fused|partial|linear] [--ln fused|separate] [--tile-order longest|last]\n"
           "                    [--stem fused|map] [--overlap on|off] [--cpe-fold on|off] [--rehash on|off]\n"
           "                    [--lt-tune on|off] [--bucket-fill F] [--device-memory BYTES] [--memory]\n"
-          "                    [--mlp-chunk N]\n"
+          "                    [--mlp-chunk N] [--scope K]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -100,6 +100,9 @@ static void net_usage(FILE *f) {
           "  --bucket-fill F    Flash3D: ceil(rows / (bucket F)) buckets per cloud at every hashed level, F in\n"
           "                     0.1..1, instead of the public rule (the next power of two of rows / bucket: fill\n"
           "                     50-100%%, a step in latency at each power of two)\n"
+          "  --scope K          Flash3D: buckets per attention scope, 1..64 (default the configuration's: 8, so\n"
+          "                     4096 keys a query; 2 gives PTv3's 1024, as flash3d-46m-scope2): not the paper's\n"
+          "                     network, an ablation of its attention span on the same weights\n"
           "  --mlp-chunk N      on the GPU: an MLP that is not one kernel makes its hidden rows in chunks of at\n"
           "                     most N elements ([rows, 4C]; e.g. 33554432, the default, or 16M), so its work\n"
           "                     buffers are sized for a chunk, not a level; 0: every row at once\n"
@@ -126,6 +129,7 @@ typedef struct net_cli {
   int tune;           /* --lt-tune: -1 not given, 0 off, 1 on */
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
+  int scope;          /* --scope: buckets per attention scope; 0 not given (the configuration's) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
   int memory;             /* --memory: print the forward's memory breakdown, run nothing */
   uint64_t mlp_chunk;     /* --mlp-chunk: hidden elements a chunk; UINT64_MAX not given (NET_MLP_CHUNK) */
@@ -556,14 +560,14 @@ int f3d_cmd_net(int argc, char **argv) {
       {"tile-order", required_argument, NULL, 'T'}, {"stem", required_argument, NULL, 'E'},
       {"overlap", required_argument, NULL, 'O'}, {"cpe-fold", required_argument, NULL, 'C'},
       {"lt-tune", required_argument, NULL, 'U'}, {"memory", no_argument, NULL, 'Y'},
-      {"mlp-chunk", required_argument, NULL, 'K'},
+      {"mlp-chunk", required_argument, NULL, 'K'}, {"scope", required_argument, NULL, 'A'},
       {NULL, 0, NULL, 0}};
   net_cli o = {NULL, NULL, NULL, NULL, 100000, 1,  20, 3000, 3407, 0.05, NET_F16,
-               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0, UINT64_MAX};
+               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0, 0, UINT64_MAX};
   int points_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:YK:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:YK:A:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -621,6 +625,13 @@ int f3d_cmd_net(int argc, char **argv) {
       if (f3d_parse_pos_double(optarg, &o.fill) || o.fill < 0.1 || o.fill > 1.0)
         return f3d_fail("net", "--bucket-fill '%s': a fraction from 0.1 to 1", optarg), 2;
       break;
+    case 'A': {
+      uint64_t k = 0;
+      if (f3d_parse_u64(optarg, &k) || k < 1 || k > 64)
+        return f3d_fail("net", "--scope '%s': buckets per attention scope, 1 to 64", optarg), 2;
+      o.scope = (int)k;
+      break;
+    }
     case 'M':
       if (f3d_parse_bytes(optarg, &o.device_memory))
         return f3d_fail("net", "--device-memory '%s': bytes >= 1, e.g. 1048576, 512M or 2G (powers of 1024)",
@@ -685,6 +696,10 @@ int f3d_cmd_net(int argc, char **argv) {
     if (cfg.kind != 1) return f3d_fail("net", "--bucket-fill: %s has no buckets (Flash3D models only)", cfg.name), 2;
     cfg.bucket_fill = o.fill;
   }
+  if (o.scope > 0) {
+    if (cfg.kind != 1) return f3d_fail("net", "--scope: %s has no bucket scopes (Flash3D models only)", cfg.name), 2;
+    cfg.scope = o.scope;
+  }
   if (o.memory && (o.cpu || !F3D_HAVE_CUDA))
     return f3d_fail("net", "--memory reports the GPU forward's memory: not with --device cpu or a build without CUDA"), 2;
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
@@ -735,8 +750,10 @@ int f3d_cmd_net(int argc, char **argv) {
       const uint32_t nb = net_f3d_buckets(big, (uint32_t)cfg.bucket, cfg.bucket_fill);
       printf("buckets: %u of %d rows per cloud at level 0, %.0f%% full (", nb, cfg.bucket,
              100.0 * (double)big / ((double)nb * cfg.bucket));
-      if (cfg.bucket_fill > 0) printf("bucket fill %.2f)\n", cfg.bucket_fill);
-      else printf("the public rule)\n");
+      if (cfg.bucket_fill > 0) printf("bucket fill %.2f)", cfg.bucket_fill);
+      else printf("the public rule)");
+      printf("; attention scopes of %d bucket%s, %d rows\n", cfg.scope, cfg.scope == 1 ? "" : "s",
+             cfg.scope * cfg.bucket);
     }
     fflush(stdout);
 #if F3D_HAVE_CUDA

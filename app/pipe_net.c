@@ -4,8 +4,9 @@
  *   ptv3-net     PTv3-m1, nuScenes configuration ("ptv3", 46,159,312 parameters)
  *   flash3d-net  Flash3D at equal parameters ("flash3d-46m"; "flash3d-46m-fill75": its buckets 75% full at
  *                every size; "flash3d-46m-windows": no re-hash, the public code's 512-row windows past level 0),
- *                at the paper's equal-memory size ("flash3d-129m", on the run's largest size only unless
- *                --ladder), and with --ladder the public configuration ("flash3d-public")
+ *                at the paper's equal-memory size ("flash3d-129m") and at PTv3's attention span
+ *                ("flash3d-46m-scope2": scopes of 2 buckets, 1024 keys a query), these two on the run's largest
+ *                size only unless --ladder, and with --ladder the public configuration ("flash3d-public")
  * Rows, variant = the configuration name ("<name>.graph" for the same forward replayed as one CUDA graph):
  *   forward      the whole forward (f3d_measure: timing, the counters over the whole forward, mem_peak = every
  *                buffer and weight the forward holds, from the sweep's arena), plus params (count), check (1 after
@@ -347,14 +348,16 @@ hx_status f3d_pipe_ptv3_net(f3d_ctx *ctx, hx_err *err) {
  * network, buckets 75% full at every size: the latency at a fixed fill beside the public rule's steps) and
  * flash3d-46m-windows (the same network on the public code's layout: no re-hash, 512-row windows); flash3d-129m,
  * the equal-memory row of the paper's table, on the run's largest size (every case with --ladder): at 171 ms a
- * forward and 7 CPU-seconds a check it would otherwise cost the default run about a minute; flash3d-public with
- * --ladder. */
+ * forward and 7 CPU-seconds a check it would otherwise cost the default run about a minute; flash3d-46m-scope2
+ * (the same network attending to 1024 keys a query, PTv3's patch, not the paper's 4096) there too: what the
+ * attention span alone is worth; flash3d-public with --ladder. */
 hx_status f3d_pipe_flash3d_net(f3d_ctx *ctx, hx_err *err) {
-  const char *models[5];
+  const char *models[6];
   size_t n = 0;
   models[n++] = "flash3d-46m";
   models[n++] = "flash3d-46m-fill75";
   models[n++] = "flash3d-46m-windows";
+  if (ctx->ladder || ctx->c.n_points >= ctx->max_points) models[n++] = "flash3d-46m-scope2";
   if (ctx->ladder || ctx->c.n_points >= ctx->max_points) models[n++] = "flash3d-129m";
   if (ctx->ladder) models[n++] = "flash3d-public";
   return run_models(ctx, "flash3d-net", models, n, 0, err);

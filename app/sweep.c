@@ -26,8 +26,9 @@ const f3d_pipeline f3d_pipelines[] = {
      "time per component; at the largest size the k = 3 sparse convolution alone against its roofline",
      f3d_pipe_ptv3_net, SFC_MAX_CLOUDS < F3D_NET_CHECK_MAX_CLOUDS ? SFC_MAX_CLOUDS : F3D_NET_CHECK_MAX_CLOUDS},
     {"flash3d-net", "Flash3D whole forward at equal parameters (46m; 46m-fill75: buckets 75% full at every size; "
-     "46m-windows: the public code's 512-row windows, no re-hash) and equal memory (129m at the largest size; "
-     "every size and the public configuration with --ladder): checked, timed, memory, time per component",
+     "46m-windows: the public code's 512-row windows, no re-hash), equal memory (129m) and PTv3's attention span "
+     "(46m-scope2: 1024 keys a query), these two at the largest size (every size and the public configuration "
+     "with --ladder): checked, timed, memory, time per component",
      f3d_pipe_flash3d_net, F3D_NET_CHECK_MAX_CLOUDS}, /* the check's cloud prefixes (pipe_net.c) */
     /* one line per pipeline, in run order */
 };

@@ -90,7 +90,9 @@
  * bucket_fill 0.75 (ceil(rows / 384) buckets at every hashed level instead of the next power of two of rows / 512:
  * the same network and weights, latency in proportion to the points). "flash3d-46m-windows": flash3d-46m with
  * rehash 0 (no PSH past level 0, fixed windows of 512 rows: the public code's layout on the same network and
- * weights). "flash3d-tiny": 3 levels (16/32/64 encoder,
+ * weights). "flash3d-46m-scope2": flash3d-46m with scopes of 2 buckets (1024 keys a query, PTv3's patch, where
+ * the paper's configuration attends to 4096: not the paper's network, the same weights at PTv3's attention span,
+ * the one change the attention's share of the forward points to). "flash3d-tiny": 3 levels (16/32/64 encoder,
  * 32/32/64 decoder), bucket 64, scope 4, for tests.
  */
 #include <math.h>
@@ -151,11 +153,12 @@ hx_status net_flash3d_config(net_config *cfg, const char *name, hx_err *err) {
   if (strcmp(name, "flash3d-public") == 0) {
     config_public(cfg);
   } else if (strcmp(name, "flash3d-46m") == 0 || strcmp(name, "flash3d-46m-fill75") == 0 ||
-             strcmp(name, "flash3d-46m-windows") == 0) {
+             strcmp(name, "flash3d-46m-windows") == 0 || strcmp(name, "flash3d-46m-scope2") == 0) {
     config_public(cfg);
     config_widen(cfg, F3D_TARGET_46M);
     if (strcmp(name, "flash3d-46m-fill75") == 0) cfg->bucket_fill = 0.75; /* every hashed level 75% full */
     if (strcmp(name, "flash3d-46m-windows") == 0) cfg->rehash = 0;         /* the public code's windows */
+    if (strcmp(name, "flash3d-46m-scope2") == 0) cfg->scope = 2;           /* 1024 keys a query, PTv3's patch */
   } else if (strcmp(name, "flash3d-129m") == 0) {
     config_public(cfg);
     config_widen(cfg, F3D_TARGET_129M);
@@ -171,7 +174,7 @@ hx_status net_flash3d_config(net_config *cfg, const char *name, hx_err *err) {
     cfg->scope = 4;
   } else {
     return hx_errf(err, HX_EINVAL, "flash3d config: unknown name '%s' (flash3d-public, flash3d-46m, "
-                   "flash3d-46m-fill75, flash3d-46m-windows, flash3d-129m, flash3d-tiny)", name);
+                   "flash3d-46m-fill75, flash3d-46m-windows, flash3d-46m-scope2, flash3d-129m, flash3d-tiny)", name);
   }
   snprintf(cfg->name, sizeof cfg->name, "%s", name);
   return HX_OK;

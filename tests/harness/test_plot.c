@@ -795,7 +795,8 @@ static const double f3d_part[3] = {0.1, 0.7, 0.2};
 
 /* PTv3 20/40/60 ms at 100k/200k/300k (exactly linear), Flash3D-46m 30/62/90 ms (1.5x slower at 300k), Flash3D-129m at
  * 300k only; the component attention rows that give the floors' attention rate; cost rows when `costs`; with `fill`
- * Flash3D-46m-fill75 at 30/60/90 ms and Flash3D-46m-windows at 33/66/99 ms (both exactly linear); costs 2: norm's
+ * Flash3D-46m-fill75 at 30/60/90 ms and Flash3D-46m-windows at 33/66/99 ms (both exactly linear), Flash3D-46m-scope2
+ * at 300k (45 ms); costs 2: norm's
  * floor above its time. f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at
  * 300k). */
 static void make_nets_fixture(const char *id, const char *device, double f3d_scale, int costs, int fill) {
@@ -825,6 +826,9 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
   }
   net_rows(r, "flash3d-net", "flash3d-129m", 300000u, 150.0 * f3d_scale, 150.0 * f3d_scale, 600.0, 128410784,
            f3d_comps, f3d_part, 3);
+  if (fill) /* Flash3D-46m at PTv3's attention span, at 300k only */
+    net_rows(r, "flash3d-net", "flash3d-46m-scope2", 300000u, 45.0 * f3d_scale, 45.0 * f3d_scale, 370.0, 45891856,
+             f3d_comps, f3d_part, 3);
   if (costs) { /* Flash3D-46m at 300k: attn 4.2 TFLOP at 100 TFLOP/s = 42 ms, mlp 8 TFLOP at 800 = 10 ms, norm
                 * 9 GB at 3000 GB/s = 3 ms (and a little GEMM below it) */
     hx_key ka = {"lidar", 300000u, 1, "flash3d-net", "attn", "flash3d-46m"};
@@ -896,6 +900,7 @@ static void test_nets_report(void **state) {
   assert_non_null(strstr(rep, "| PTv3 / Flash3D-129m | 0.36x | 0.50x | 0.40x | 0.36x | the same memory (the budget), "
                               "1.88x faster with 2.8x the parameters |\n"));
   assert_null(strstr(rep, "Flash3D public")); /* no --ladder rows: no such row */
+  assert_null(strstr(rep, "At PTv3's attention span")); /* no flash3d-46m-scope2 rows: no such sentence */
   /* cudaMemGetInfo beside the arena: 3x the peak in the fixture (PTv3 300, Flash3D-46m 375, 129m 600 MiB) */
   assert_non_null(strstr(rep, "arena's peak above is the forward's own): PTv3-m1 900 MiB, Flash3D-46m 1125 MiB, "
                               "Flash3D-129m 1800 MiB.\n"));
@@ -970,7 +975,8 @@ static void test_nets_report(void **state) {
 
 /* flash3d-46m-fill75 (the same network, buckets 75% full at every size) and flash3d-46m-windows (the same network on
  * the public code's windows): each a line of the linearity table and of its target, the sentence that says what it
- * is, and no row of the paper's table (not one of its configurations). */
+ * is, and no row of the paper's table (not one of its configurations); flash3d-46m-scope2 (PTv3's attention span)
+ * its sentence in the summary, a one-size line and no row of the paper's table. */
 static void test_nets_fill(void **state) {
   (void)state;
   make_nets_fixture("nets-fill", "NVIDIA H100 80GB HBM3", 1.0, 0, 1);
@@ -988,6 +994,12 @@ static void test_nets_fill(void **state) {
                               "at every hashed level instead, 75% full at every size"));
   assert_non_null(strstr(rep, "| Flash3D-46m (`flash3d-46m`), equal parameters |"));
   assert_null(strstr(rep, "| Flash3D-46m-fill75 (`flash3d-46m-fill75`)"));
+  /* flash3d-46m-scope2 at 300k: the summary's sentence on the attention span (45 ms against PTv3's 60), a line of
+   * the fits with one size, no row of the paper's table */
+  assert_non_null(strstr(rep, " At PTv3's attention span (scopes of 2 x 512 = 1024 keys a query; not the paper's "
+                              "configuration), Flash3D-46m-scope2 is 1.33x faster than PTv3 (45.00 ms, its attention "));
+  assert_non_null(strstr(rep, "| Flash3D-46m-scope2 | H100 80GB HBM3 | 1 | - | - | - (fewer than 3 sizes) |\n"));
+  assert_null(strstr(rep, "| Flash3D-46m-scope2 (`flash3d-46m-scope2`)"));
   free(rep);
   hx_run_free(&run);
 }

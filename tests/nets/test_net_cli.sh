@@ -2,9 +2,9 @@
 # test_net_cli.sh F3DBENCH - `f3dbench net` as a user meets it, on the CPU path (--device cpu): --help, usage errors
 # (exit 2, a message naming the option), bad weight files and inputs (exit 1, a message naming the file and the
 # problem, nothing written), --rehash off reaching the Flash3D forward (level 0 as with on, the logits not),
-# --bucket-fill's buckets, and --save writing the input, every level and the logits as .npy files that start with
-# NumPy's magic and hold float32 arrays of the stated shape, the weights the forward ran and PTv3's orders, all
-# or none of them (a save that fails leaves its folder as it was).
+# --bucket-fill's buckets, --scope reaching the forward (the logits differ), and --save writing the input, every
+# level and the logits as .npy files that start with NumPy's magic and hold float32 arrays of the stated shape, the
+# weights the forward ran and PTv3's orders, all or none of them (a save that fails leaves its folder as it was).
 set -u
 BIN=${1:?usage: test_net_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -70,10 +70,19 @@ for f in 0.05 1.5 0 x; do
     "$BIN" net --model flash3d-tiny --bucket-fill "$f" --device cpu
 done
 expect_out 2 "--bucket-fill: ptv3-tiny has no buckets" "$BIN" net --model ptv3-tiny --bucket-fill 0.5 --device cpu
+for k in 0 65 x -1; do
+  expect_out 2 "--scope '$k': buckets per attention scope, 1 to 64" "$BIN" net --model flash3d-tiny --scope "$k" --device cpu
+done
+expect_out 2 "--scope: ptv3-tiny has no bucket scopes" "$BIN" net --model ptv3-tiny --scope 2 --device cpu
+# --scope reaches the forward: the header names it, and the logits differ from the configuration's scope of 4
+expect_out 0 "attention scopes of 2 buckets, 128 rows" \
+  "$BIN" net --model flash3d-tiny --points 1500 --scope 2 --device cpu --save "$T/scope-2"
+[ -s "$T/scope-2/logits.npy" ] || fail "--scope 2: logits.npy not written"
+cmp -s "$T/rehash-on/logits.npy" "$T/scope-2/logits.npy" && fail "--scope 2: the same logits as scopes of 4"
 expect_out 2 "--mlp 'fast': fused, partial or linear" "$BIN" net --model ptv3-tiny --mlp fast --device cpu
 expect_out 2 "--mlp partial: ptv3-tiny has no SwiGLU MLP" "$BIN" net --model ptv3-tiny --mlp partial --device cpu
 # flash3d-tiny's buckets hold 64 rows: 3000 points take 64 by the public rule, ceil(3000 / 48) = 63 at 0.75
-expect_out 0 "buckets: 64 of 64 rows per cloud at level 0, 73% full \(the public rule\)" \
+expect_out 0 "buckets: 64 of 64 rows per cloud at level 0, 73% full \(the public rule\); attention scopes of 4 buckets, 256 rows" \
   "$BIN" net --model flash3d-tiny --points 3000 --device cpu
 expect_out 0 "buckets: 63 of 64 rows per cloud at level 0, 74% full \(bucket fill 0.75\)" \
   "$BIN" net --model flash3d-tiny --points 3000 --device cpu --bucket-fill 0.75

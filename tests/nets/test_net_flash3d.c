@@ -78,6 +78,12 @@ static void test_counts(void **state) {
   assert_int_equal(net_flash3d_config(&win, "flash3d-46m-windows", &err), HX_OK);
   assert_int_equal(net_flash3d_count(&win), net_flash3d_count(&cfg));
   assert_true(win.rehash == 0 && win.bucket_fill == 0.0);
+  /* flash3d-46m-scope2: flash3d-46m's network attending over scopes of 2 buckets (PTv3's 1024 keys) */
+  net_config sc2;
+  assert_int_equal(net_flash3d_config(&sc2, "flash3d-46m-scope2", &err), HX_OK);
+  assert_int_equal(net_flash3d_count(&sc2), net_flash3d_count(&cfg));
+  assert_true(cfg.scope == 8 && sc2.scope == 2 && sc2.scope * sc2.bucket == 1024);
+  assert_true(sc2.rehash == 1 && sc2.bucket_fill == 0.0);
   assert_int_equal(net_flash3d_config(&cfg, "flash3d-huge", &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "flash3d-tiny"));
 }

@@ -3,9 +3,9 @@
 # points) passes its check against the CPU, prints its latency, its components and the time by part of the network
 # (stem, every encoder and decoder level, head), and each component's time summed over the parts is its total
 # (within 1% + 0.01 ms: each part is printed to 0.001 ms); with --spconv v3 (and v0) the xCPE convolutions on
-# another variant still pass the check; flash3d-tiny with --rehash off passes its check; two clouds in bf16 with
-# --graph and --save pass, time the graph and write both clouds, the weights and the orders (as the CPU run of the
-# seed does); the estimate before allocation is at least each run's arena peak; and
+# another variant still pass the check; flash3d-tiny with --rehash off, and with --scope 1 and 2, passes its check;
+# two clouds in bf16 with --graph and --save pass, time the graph and write both clouds, the weights and the orders
+# (as the CPU run of the seed does); the estimate before allocation is at least each run's arena peak; and
 # --device-memory below the estimate is refused before any allocation; the LayerNorms of ptv3-tiny's 32- and
 # 64-channel levels run inside their Linears' kernels (no `norm` part there, one at the 16-channel level 0) and
 # --ln separate puts them back as passes, checked; --tile-order last (v6's tiles last-first) passes its check and
@@ -34,6 +34,13 @@ done
 grep -q '^check: .*: pass$' "$T/out-f3d" || fail "net flash3d-tiny --rehash off: no passing check line"
 grep -q 'in pooling order over fixed windows' "$T/out-f3d" ||
   fail "net flash3d-tiny --rehash off: the header does not say so"
+# --scope: flash3d-tiny's attention over scopes of 1 and 2 buckets (the configuration's 4) passes its check
+for k in 1 2; do
+  "$BIN" net --model flash3d-tiny --points 3000 --reps 3 --scope $k > "$T/out-scope$k" 2>&1 ||
+    fail "net flash3d-tiny --scope $k exited $?: $(tail -3 "$T/out-scope$k")"
+  grep -q '^check: .*: pass$' "$T/out-scope$k" || fail "net flash3d-tiny --scope $k: no passing check line"
+  grep -q "attention scopes of $k bucket" "$T/out-scope$k" || fail "net flash3d-tiny --scope $k: the header does not say so"
+done
 # a batch of two clouds in bf16, also replayed as one CUDA graph, saved: checked, timed both ways, written
 "$BIN" net --model ptv3-tiny --points 3000 --reps 3 --batch 2 --dtype bf16 --graph --save "$T/save" > "$T/out-b2" 2>&1 ||
   fail "net --batch 2 --dtype bf16 --graph --save exited $?: $(tail -3 "$T/out-b2")"
