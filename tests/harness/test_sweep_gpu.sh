@@ -24,7 +24,7 @@ case "${2:-}" in
 esac
 if [ "$SLOW" -eq 1 ]; then MT=0.3 MT_MAIN=0.1 L=--ladder; else MT=0.05 MT_MAIN=0.05 L=; fi
 "$BIN" info 2>/dev/null | grep -q '^devices: no CUDA device' && { echo "no CUDA device: skipped"; exit 77; }
-"$BIN" info >/dev/null 2>&1 || { echo "f3dbench info failed: skipped"; exit 77; }
+"$BIN" info >/dev/null 2>&1 || { echo "FAIL: f3dbench info failed: $("$BIN" info 2>&1 | tail -2)"; exit 1; }
 . "$(dirname "$0")/../lib.sh"
 t_setup test-sweep-gpu
 row() { grep -q "^$2" "$1/results.csv" || fail "$(basename "$1"): no row $2"; }
