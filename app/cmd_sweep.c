@@ -823,7 +823,22 @@ int f3d_cmd_sweep(int argc, char **argv) {
     rc = 1;
     goto out;
   } else {
+    /* a pipeline with no CPU stage adds no row here: say which; with nothing else selected, there is no run */
+    char gpu_only[256] = "";
+    size_t n_gpu_only = 0;
+    for (size_t i = 0, len = 0; i < o.npipes; i++)
+      if (o.pipes[i]->gpu_only && len < sizeof gpu_only)
+        len += (size_t)snprintf(gpu_only + len, sizeof gpu_only - len, "%s%s", n_gpu_only++ ? ", " : "",
+                                o.pipes[i]->name);
+    if (n_gpu_only == o.npipes) {
+      f3d_fail("sweep", "%s need%s a CUDA device, and %s: nothing to measure, no run written", gpu_only,
+               n_gpu_only == 1 ? "s" : "", err.msg);
+      rc = 1;
+      goto out;
+    }
     fprintf(stderr, "f3dbench: sweep: note: %s: running CPU references only (variant \"cpu\")\n", err.msg);
+    if (n_gpu_only)
+      fprintf(stderr, "f3dbench: sweep: note: %s: GPU only, no rows without a CUDA device\n", gpu_only);
     snprintf(counters_off, sizeof counters_off, "off (%s)", err.msg);
     /* Names can only be checked against a device's counters; say that they were not, rather than let a
      * typo pass for a checked list. */

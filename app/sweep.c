@@ -17,19 +17,19 @@
 
 const f3d_pipeline f3d_pipelines[] = {
     {"workload", "workload preparation: generation, voxel dedup, exact-size sampling, file reading (CPU)",
-     f3d_pipe_workload, 0},
+     f3d_pipe_workload, 0, 0},
     {"ptv3", "PTv3 serialization (grid, 4 orders, sort, inverse), padding, qkv/output gathers, pooling (GPU variants vs CPU)",
-     f3d_pipe_ptv3, SFC_MAX_CLOUDS}, /* the GPU padding's per-cloud offsets */
+     f3d_pipe_ptv3, SFC_MAX_CLOUDS, 0}, /* the GPU padding's per-cloud offsets */
     {"flash3d", "Flash3D PSH (4 hashes, CPU + GPU variants checked first), feature scatter, in-bucket pooling, locality",
-     f3d_pipe_flash3d, 0},
+     f3d_pipe_flash3d, 0, 0},
     {"ptv3-net", "PTv3-m1 whole forward (nuScenes, 46.2M parameters): checked, timed (also as a CUDA graph), memory, "
      "time per component; at the largest size the k = 3 sparse convolution alone against its roofline",
-     f3d_pipe_ptv3_net, SFC_MAX_CLOUDS < F3D_NET_CHECK_MAX_CLOUDS ? SFC_MAX_CLOUDS : F3D_NET_CHECK_MAX_CLOUDS},
+     f3d_pipe_ptv3_net, SFC_MAX_CLOUDS < F3D_NET_CHECK_MAX_CLOUDS ? SFC_MAX_CLOUDS : F3D_NET_CHECK_MAX_CLOUDS, 1},
     {"flash3d-net", "Flash3D whole forward at equal parameters (46m; 46m-fill75: buckets 75% full at every size; "
      "46m-windows: the public code's 512-row windows, no re-hash), equal memory (129m) and PTv3's attention span "
      "(46m-scope2: 1024 keys a query), these two at the largest size (every size and the public configuration "
      "with --ladder): checked, timed, memory, time per component",
-     f3d_pipe_flash3d_net, F3D_NET_CHECK_MAX_CLOUDS}, /* the check's cloud prefixes (pipe_net.c) */
+     f3d_pipe_flash3d_net, F3D_NET_CHECK_MAX_CLOUDS, 1}, /* the check's cloud prefixes (pipe_net.c) */
     /* one line per pipeline, in run order */
 };
 const size_t f3d_pipeline_count = sizeof f3d_pipelines / sizeof f3d_pipelines[0];

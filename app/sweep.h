@@ -113,6 +113,7 @@ typedef struct f3d_pipeline {
   f3d_pipe_fn run;
   uint32_t max_batch; /* the most clouds a case may hold on a GPU (a CUDA build refuses --batch above it before
                        * the run); 0: any */
+  int gpu_only;       /* 1: no CPU stage (the pipeline adds no row without a CUDA device) */
 } f3d_pipeline;
 
 /* The registry (sweep.c): a const table, in run order. */

@@ -123,6 +123,8 @@ printf 'a\n<!-- results:end -->\nb\n<!-- results:begin -->\nc\n' >"$T/order.md"
 refuse "markers in the wrong order" "$T/order.md" "$T/run"
 mkdir "$T/nohead" && grep -v '^## Headline' "$T/run/REPORT.md" >"$T/nohead/REPORT.md"
 refuse "REPORT.md without a Headline section" "$T/README.md" "$T/nohead"
+mkdir "$T/notable" && grep -v '^|' "$T/run/REPORT.md" >"$T/notable/REPORT.md" # as plot writes for a run of no rows
+refuse "REPORT.md whose sections hold no table" "$T/README.md" "$T/notable"
 cp "$T/README.md" "$T/before"
 "$f3d" readme --readme "$T/README.md" >/dev/null 2>&1
 rc=$?

@@ -113,6 +113,18 @@ head -c 3 "$T/u.ply" | grep -q ply || fail "gen output is not PLY"
 expect 0 "$BIN" gen --kind lidar --points 1500 --out "$T/l.bin"
 [ "$(wc -c <"$T/l.bin")" -eq 24000 ] || fail "l.bin is not 1500 records of 16 bytes"
 
+# the backbones have no CPU stage: without a device, a sweep of them alone is refused with no run written, and
+# beside another pipeline they are named as adding no rows
+if [ "$GPU" -eq 0 ]; then
+  expect 1 "$BIN" sweep --pipelines ptv3-net,flash3d-net --sizes 1000 $B --out-dir "$T/res" --run-id gpuonly
+  grep -q '^f3dbench: sweep: ptv3-net, flash3d-net need a CUDA device, and .*no run written' "$T/err" ||
+    fail "sweep of the backbones alone without a device: $(cat "$T/err")"
+  [ -e "$T/res/gpuonly" ] && fail "sweep of the backbones alone without a device wrote a run"
+  expect 0 "$BIN" sweep --pipelines workload,ptv3-net --workloads uniform --sizes 1000 --reps 1 $B --out-dir "$T/res" \
+    --run-id gpumixed
+  grep -q '^f3dbench: sweep: note: ptv3-net: GPU only, no rows without a CUDA device' "$T/err" ||
+    fail "sweep with a backbone without a device does not name it: $(cat "$T/err")"
+fi
 expect 2 "$BIN" sweep --sizes abc
 expect 2 "$BIN" sweep --workloads nosuch
 expect 2 "$BIN" sweep --reps 0

@@ -78,10 +78,10 @@ static hx_status pipe_cuda_err(f3d_ctx *ctx, hx_err *err) {
   return hx_errf(err, HX_ECUDA, "an illegal address");
 }
 
-static const f3d_pipeline P_BIG = {"big", "asks for more than fits", pipe_big, 0};
-static const f3d_pipeline P_SMALL = {"small", "fits", pipe_small, 0};
-static const f3d_pipeline P_HOST = {"host", "host out of memory", pipe_host_oom, 0};
-static const f3d_pipeline P_CUDA = {"cuda", "a CUDA error", pipe_cuda_err, 0};
+static const f3d_pipeline P_BIG = {"big", "asks for more than fits", pipe_big, 0, 0};
+static const f3d_pipeline P_SMALL = {"small", "fits", pipe_small, 0, 0};
+static const f3d_pipeline P_HOST = {"host", "host out of memory", pipe_host_oom, 0, 0};
+static const f3d_pipeline P_CUDA = {"cuda", "a CUDA error", pipe_cuda_err, 0, 0};
 
 /* value of the one row (pipeline, kernel, variant, metric) of a loaded run, NAN when absent (-1 when twice) */
 static double row(const hx_run *r, const char *pipeline, const char *kernel, const char *variant, const char *metric) {
