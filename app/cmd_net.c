@@ -57,8 +57,9 @@ static void net_usage(FILE *f) {
           "  --weights FILE     safetensors with the PyTorch module names (default: seeded random weights)\n"
           "  --save DIR         write input_xyz.npy, input_feat.npy, offset.txt, <level>.npy, logits.npy,\n"
           "                     weights.safetensors (the parameters it ran, PyTorch names) and, PTv3, orders.txt\n"
-          "                     (each level's serialization orders after the shuffles); on the GPU every level\n"
-          "                     then keeps its own activations: more device memory\n"
+          "                     (each level's serialization orders after the shuffles), all or none of them;\n"
+          "                     files of an earlier save that this one does not write stay in DIR; on the\n"
+          "                     GPU every level then keeps its own activations: more device memory\n"
           "  --graph            also time the forward replayed as one CUDA graph (when it never syncs the host)\n"
           "  --voxel V          grid / voxel size in metres (default 0.05)\n"
           "  --seed S           cloud, intensity, weight and order-shuffle seed (default 3407)\n"
@@ -564,7 +565,7 @@ int f3d_cmd_net(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   net_cli o = {NULL, NULL, NULL, NULL, 100000, 1,  20, 3000, 3407, 0.05, NET_F16,
                0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0, 0, UINT64_MAX};
-  int points_given = 0, c;
+  int points_given = 0, dtype_given = 0, reps_given = 0, check_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
   while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:YK:A:h", opts, NULL)) != -1) {
@@ -583,9 +584,16 @@ int f3d_cmd_net(int argc, char **argv) {
       break;
     case 't':
       if (net_dtype_parse(optarg, &o.dt, &err) != HX_OK) return f3d_fail("net", "--dtype '%s': fp16 or bf16", optarg), 2;
+      dtype_given = 1;
       break;
-    case 'w': o.weights = optarg; break;
-    case 'o': o.save = optarg; break;
+    case 'w':
+      if (!*optarg) return f3d_fail("net", "--weights '': a safetensors file"), 2;
+      o.weights = optarg;
+      break;
+    case 'o':
+      if (!*optarg) return f3d_fail("net", "--save '': a directory"), 2;
+      o.save = optarg;
+      break;
     case 'g': o.graph = 1; break;
     case 'Y': o.memory = 1; break;
     case 'v':
@@ -597,10 +605,12 @@ int f3d_cmd_net(int argc, char **argv) {
     case 'r':
       if (f3d_parse_u64(optarg, &o.reps) || o.reps < 1 || o.reps > 10000)
         return f3d_fail("net", "--reps '%s': 1 to 10000", optarg), 2;
+      reps_given = 1;
       break;
     case 'c':
       if (f3d_parse_count(optarg, &o.check_points) || o.check_points == 0 || o.check_points > 200000)
         return f3d_fail("net", "--check-points '%s': 1 to 200k (the CPU forward checks them)", optarg), 2;
+      check_given = 1;
       break;
     case 'd':
       if (strcmp(optarg, "cpu") == 0) o.cpu = 1;
@@ -709,6 +719,9 @@ int f3d_cmd_net(int argc, char **argv) {
   if (o.cpu && o.overlap >= 0) fprintf(stderr, "f3dbench: net: note: --overlap has no effect with --device cpu\n");
   if (o.cpu && o.fold >= 0) fprintf(stderr, "f3dbench: net: note: --cpe-fold has no effect with --device cpu\n");
   if (o.cpu && o.tune >= 0) fprintf(stderr, "f3dbench: net: note: --lt-tune has no effect with --device cpu\n");
+  if (o.cpu && (dtype_given || o.graph || o.spconv || o.mlp >= 0 || o.ln >= 0 || reps_given || check_given))
+    fprintf(stderr, "f3dbench: net: note: --dtype, --graph, --spconv, --mlp, --ln, --reps and --check-points have no "
+            "effect with --device cpu (one fp32 forward, the reference)\n");
   if (o.cpu && o.mlp_chunk != UINT64_MAX)
     fprintf(stderr, "f3dbench: net: note: --mlp-chunk has no effect with --device cpu\n");
   if (!o.cpu && f3d_gpu_ready(o.memory ? "net: --memory" : "net: --device gpu", NULL)) return 1;

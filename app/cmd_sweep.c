@@ -397,7 +397,11 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
     case 'o':
       o->out_dir = optarg;
       break;
-    case OPT_RUN_ID:
+    case OPT_RUN_ID: /* hx_results_open's rule, checked here so that --check-args refuses what the run would */
+      if (!*optarg || strchr(optarg, '/') || !strcmp(optarg, ".") || !strcmp(optarg, "..")) {
+        f3d_fail("sweep", "--run-id '%s': a plain directory name (no '/', not empty, '.' or '..')", optarg);
+        return -1;
+      }
       o->run_id = optarg;
       break;
     case 's':

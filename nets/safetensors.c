@@ -74,6 +74,14 @@ typedef struct jcur {
   hx_err *err;
 } jcur;
 
+/* A control character (C0, DEL, or C1 as UTF-8) in a NUL-terminated name: it would reach the terminal through every
+ * message that names the tensor, and no module name holds one, so neither stf_read nor stf_write takes it. */
+static int has_control(const char *name) {
+  for (const unsigned char *q = (const unsigned char *)name; *q; q++)
+    if (*q < 0x20 || *q == 0x7f || (*q == 0xc2 && q[1] >= 0x80 && q[1] <= 0x9f)) return 1;
+  return 0;
+}
+
 static hx_status jfail(jcur *c, const char *what) {
   return hx_errf(c->err, HX_EFORMAT, "%s: malformed safetensors header at byte %zu: %s", c->path,
                  (size_t)(c->p - c->begin) + 8u, what);
@@ -388,6 +396,7 @@ static hx_status parse_header(jcur *c, stf_entry **ents, size_t *n) {
       } else {
         if (len == 0) return jfail(c, "empty tensor name");
         if (nul) return jfail(c, "tensor name holds a NUL character");
+        if (has_control(name)) return jfail(c, "tensor name holds an escaped control character");
         if (len >= STF_NAME_CAP)
           return hx_errf(c->err, HX_EFORMAT, "%s: tensor name longer than 127 bytes (%zu): %.60s...", c->path, len,
                          name);
@@ -666,6 +675,7 @@ static hx_status check_write(const stf_tensor *t, size_t n, uint64_t *numel, con
     if (!memchr(nm, 0, sizeof t[i].name))
       return hx_errf(err, HX_EINVAL, "%s: tensor %zu: name not NUL-terminated within 127 bytes", path, i);
     if (!nm[0]) return hx_errf(err, HX_EINVAL, "%s: tensor %zu: empty name", path, i);
+    if (has_control(nm)) return hx_errf(err, HX_EINVAL, "%s: tensor %zu: name holds a control character", path, i);
     if (t[i].ndim < 0 || t[i].ndim > STF_MAX_DIMS)
       return hx_errf(err, HX_EINVAL, "%s: tensor %s: %d dimensions (0..8 allowed)", path, nm, t[i].ndim);
     uint64_t m = 1;

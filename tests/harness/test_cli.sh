@@ -125,6 +125,12 @@ if [ "$GPU" -eq 0 ]; then
   grep -q '^f3dbench: sweep: note: ptv3-net: GPU only, no rows without a CUDA device' "$T/err" ||
     fail "sweep with a backbone without a device does not name it: $(cat "$T/err")"
 fi
+for id in '' a/b . .. ../x; do # refused as a usage error, by --check-args too, before anything is created
+  expect 2 "$BIN" sweep --check-args --run-id "$id" --out-dir "$T/res"
+  expect 2 "$BIN" sweep --pipelines workload --sizes 1000 --run-id "$id" --out-dir "$T/res-id"
+  grep -q "^f3dbench: sweep: --run-id '$id': a plain directory name" "$T/err" || fail "--run-id '$id': $(cat "$T/err")"
+done
+[ -e "$T/res-id" ] && fail "a refused --run-id created its output directory"
 expect 2 "$BIN" sweep --sizes abc
 expect 2 "$BIN" sweep --workloads nosuch
 expect 2 "$BIN" sweep --reps 0
@@ -264,6 +270,12 @@ grep -q 'already exists' "$T/err" || fail "merge into an input: $(cat "$T/err")"
 # machine may differ)
 expect 0 "$BIN" compare "$T/res/run1" "$T/res/run1"
 grep -q ' 0 slower, ' "$T/out" || fail "self-compare reports something slower: $(tail -n 1 "$T/out")"
+if [ -w /dev/full ]; then # compare's 1 means "slower": a verdict it could not write is an error, 2
+  "$BIN" compare "$T/res/run1" "$T/res/run1" >/dev/full 2>"$T/err"
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "compare >/dev/full exited $rc, expected 2"
+  grep -q '^f3dbench: standard output: write error' "$T/err" || fail "compare >/dev/full: $(cat "$T/err")"
+fi
 expect 0 "$BIN" compare "$M" "$M"
 grep -q ' 0 slower, ' "$T/out" || fail "self-compare of the main path reports something slower: $(tail -n 1 "$T/out")"
 # ... but a comparison that could test no key (samples.csv missing) must not pass the gate

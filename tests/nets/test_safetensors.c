@@ -168,7 +168,7 @@ static void test_roundtrip(void **state) {
   t[1].ndim = 0, t[1].data = s;
   snprintf(t[2].name, sizeof t[2].name, "empty");
   t[2].ndim = 3, t[2].shape[0] = 4, t[2].shape[1] = 0, t[2].shape[2] = 2, t[2].data = NULL;
-  snprintf(t[3].name, sizeof t[3].name, "q\"uote\\back\tslash\xc3\xa9");
+  snprintf(t[3].name, sizeof t[3].name, "q\"uote\\back/slash\xc3\xa9");
   t[3].ndim = 8;
   for (int d = 0; d < 8; d++) t[3].shape[d] = 1;
   t[3].shape[7] = 6, t[3].data = a;
@@ -369,6 +369,10 @@ static void test_malformed_header(void **state) {
       /* names */
       {"{\"\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "empty tensor name"},
       {"{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "NUL"},
+      {"{\"a\\u001b[2Jb\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "escaped control character"},
+      {"{\"a\\nb\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "escaped control character"},
+      {"{\"a\\u009bb\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "escaped control character"},
+      {"{\"a\\u007f\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "escaped control character"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
        "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", "duplicate name"},
       /* entries */
@@ -541,6 +545,9 @@ static void test_write_refusals(void **state) {
   assert_int_equal(stf_write(tpath("dup.out"), t, 2, &err), HX_EINVAL);
   t[1].name[0] = 0;
   assert_int_equal(stf_write(tpath("dup.out"), t, 2, &err), HX_EINVAL);
+  snprintf(t[1].name, sizeof t[1].name, "a\x1b[2Jb"); /* what the reader refuses, the writer does not write */
+  assert_int_equal(stf_write(tpath("dup.out"), t, 2, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "control character"));
   assert_int_equal(access(tpath("dup.out"), F_OK), -1);
   char bad[300];
   snprintf(bad, sizeof bad, "%s/no-such-dir/x.safetensors", g_dir);
