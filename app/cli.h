@@ -2,9 +2,10 @@
  * cli.h - private to the f3dbench program: subcommand entry points and the small helpers they share
  * (error printing, size and list parsing, git and build context).
  *
- * Every subcommand is `int f3d_cmd_<name>(int argc, char **argv)`: argv[0] is the subcommand name,
- * options are parsed with getopt_long, `--help` prints usage on stdout and returns 0, a usage error
- * returns 2 and any other failure 1, with "f3dbench: <what>: <why>" on stderr.
+ * Every subcommand is `int f3d_cmd_<name>(int argc, char **argv)`: argv[0] is "f3dbench: <name>" (so that
+ * getopt's own messages read as every error line does), options are parsed with getopt_long, `--help` prints
+ * usage on stdout and returns 0, a usage error returns 2 and any other failure 1, with "f3dbench: <what>: <why>"
+ * on stderr.
  */
 #ifndef F3D_CLI_H
 #define F3D_CLI_H

@@ -570,9 +570,9 @@ static hx_status write_context(hx_results *r, const sweep_opts *o, const hx_devi
   char buf[2048];
   size_t len = 0;
   buf[0] = '\0';
-  /* The command line as typed (argv[0] is "sweep"). */
-  len += (size_t)snprintf(buf, sizeof buf, "f3dbench");
-  for (int i = 0; i < argc && len < sizeof buf; i++) len += (size_t)snprintf(buf + len, sizeof buf - len, " %s", argv[i]);
+  /* The command line as typed (argv[0] is the dispatcher's label, not a word the user typed). */
+  len += (size_t)snprintf(buf, sizeof buf, "f3dbench sweep");
+  for (int i = 1; i < argc && len < sizeof buf; i++) len += (size_t)snprintf(buf + len, sizeof buf - len, " %s", argv[i]);
   HX_TRY(hx_results_context(r, "command_line", buf, err));
   time_t now = time(NULL);
   struct tm tm;

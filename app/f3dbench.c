@@ -68,7 +68,14 @@ int main(int argc, char **argv) {
     return finish(0, 1);
   }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (strcmp(name, cmds[i].name) == 0) return finish(cmds[i].fn(argc - 1, argv + 1), cmds[i].error_rc);
+    if (strcmp(name, cmds[i].name) == 0) {
+      /* getopt names argv[0] in its own messages ("unrecognized option"): "f3dbench: <command>" gives them the
+       * form of every other error line; commands read their name from nowhere else */
+      char label[64];
+      snprintf(label, sizeof label, "f3dbench: %s", cmds[i].name);
+      argv[1] = label;
+      return finish(cmds[i].fn(argc - 1, argv + 1), cmds[i].error_rc);
+    }
   f3d_fail(name, "unknown command (f3dbench --help lists them)");
   return 2;
 }

@@ -32,6 +32,7 @@ for c in $cmds; do
   expect 0 "$BIN" "$c" --help
   grep -qi 'usage' "$T/out" || fail "$c --help prints no usage on stdout"
   expect 2 "$BIN" "$c" --no-such-option
+  grep -q "^f3dbench: $c: unrecognized option '--no-such-option'" "$T/err" || fail "$c --no-such-option: $(head -1 "$T/err")"
 done
 
 # sweep: a repeated size, workload or pipeline would record every key twice

@@ -90,6 +90,9 @@ grep -q '^ptv3,gather_qkv_C64,v3,lidar,100000,1,time,.*,min,.*,slower$' "$T/gate
 
 # calibration: written from A/A runs, used, refused for another device
 expect 2 "$BIN" compare --calibrate "$T/cal.csv" "$R/base"
+expect 2 "$BIN" compare --calibrate "$T/cal.csv" "$R/base" "$R/same" "$R/base/" # one run twice: not an A/A pair
+grep -q 'are the same run directory' "$T/err" || fail "--calibrate with one run twice: $(cat "$T/err")"
+[ -e "$T/cal.csv" ] && fail "--calibrate with one run twice wrote a calibration"
 expect 0 "$BIN" compare --calibrate "$T/cal.csv" "$R/base" "$R/same" "$R/cpuslow"
 grep -q '^calibration of 3 runs: 3 keys' "$T/out" || fail "--calibrate: $(cat "$T/out")"
 expect 1 "$BIN" compare --calibration "$T/cal.csv" "$R/base" "$R/slow"
