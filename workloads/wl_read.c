@@ -16,41 +16,61 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #if F3D_HAVE_LZF
 #include <lzf.h>
 #endif
 
 /* ---- whole-file input ------------------------------------------------------------------------------ */
+/* Only a regular file is read: its size, known before the read, bounds the buffer. The open is non-blocking
+ * so that a FIFO (which would wait for a writer forever), a socket or a device (/dev/zero never ends) is
+ * refused by fstat instead of waited on or read; O_NONBLOCK changes nothing for a regular file. */
 hx_status wl_slurp(const char *path, unsigned char **data, size_t *size, hx_err *err) {
   *data = NULL;
   *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return hx_errf(err, HX_EIO, "%s: cannot open: %s", path, strerror(errno));
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return hx_errf(err, HX_EIO, "%s: cannot open: %s", path, strerror(errno));
   struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    fclose(f);
+  if (fstat(fd, &sb) != 0) {
+    hx_status st = hx_errf(err, HX_EIO, "%s: stat: %s", path, strerror(errno));
+    close(fd);
+    return st;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
     return hx_errf(err, HX_EIO, "%s: not a regular file", path);
   }
   if ((uintmax_t)sb.st_size >= (uintmax_t)SIZE_MAX) {
-    fclose(f);
+    close(fd);
     return hx_errf(err, HX_ENOMEM, "%s: file too large for memory", path);
   }
   size_t n = (size_t)sb.st_size;
   unsigned char *buf = malloc(n + 1);
   if (!buf) {
-    fclose(f);
+    close(fd);
     return hx_errf(err, HX_ENOMEM, "%s: cannot hold %zu bytes in memory", path, n);
   }
-  size_t got = n ? fread(buf, 1, n, f) : 0;
-  int bad = ferror(f);
-  fclose(f);
-  if (bad || got != n) {
+  size_t got = 0;
+  int e = 0;
+  while (got < n) { /* read() may return less than asked; 0 means the file shrank under us */
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      e = r < 0 ? errno : 0;
+      break;
+    }
+    got += (size_t)r;
+  }
+  close(fd);
+  if (got != n) {
     free(buf);
-    return hx_errf(err, HX_EIO, "%s: read failed (%zu of %zu bytes)", path, got, n);
+    return hx_errf(err, HX_EIO, "%s: read failed (%zu of %zu bytes)%s%s", path, got, n, e ? ": " : "",
+                   e ? strerror(e) : "");
   }
   buf[n] = 0;
   *data = buf;

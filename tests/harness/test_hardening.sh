@@ -7,6 +7,7 @@
 #     /dev is never written (as root, the old rename would have replaced /dev/null or /dev/stdout).
 #  3. One policy for huge coordinates in every command that reads a cloud (below).
 #  5. Arguments checked before any work: sweep --check-args, ./f3d (below).
+#  6. An input that is not a regular file (a FIFO, a device) is refused at once, naming it (below).
 # usage: test_hardening.sh PATH/TO/f3dbench [SOURCE_ROOT]
 set -u
 BIN=$1
@@ -221,5 +222,28 @@ if [ -n "$SRC" ] && [ -f "$SRC/f3d" ]; then
 else
   echo "note: no source root given: ./f3d's own checks not tested"
 fi
+
+# 6. An input that is not a regular file is refused at once with exit 1, "PATH: not a regular file": a FIFO
+#    without a writer once made net, sweep, plot and compare wait forever; /dev/zero would never end. timeout
+#    turns a hang into exit 124, a failed check.
+D="$T/special"
+mkdir "$D"
+mkfifo "$D/in.ply"
+for input in "$D/in.ply" /dev/zero; do
+  [ -c "$input" ] || [ -p "$input" ] || continue
+  expect 1 timeout 20 "$BIN" net --model flash3d-tiny --device cpu --input "$input"
+  grep -q "$input: not a regular file" "$T/err" || fail "net --input $input: $(cat "$T/err")"
+  expect 1 timeout 20 "$BIN" sweep --input "$input" --sizes 3 --timing basic --out-dir "$D/res"
+  grep -q "$input: not a regular file" "$T/err" || fail "sweep --input $input: $(cat "$T/err")"
+done
+"$BIN" sweep --reps 2 --warmup 0 --pipelines workload --sizes 1000 --timing basic --out-dir "$D" --run-id run \
+  >"$D/out" 2>&1 || die "a one-case sweep: $(cat "$D/out")"
+cp -r "$D/run" "$D/fifo-run"
+rm "$D/fifo-run/results.csv"
+mkfifo "$D/fifo-run/results.csv"
+expect 1 timeout 20 "$BIN" plot -o "$D/plot-out" "$D/fifo-run"
+grep -q "fifo-run/results.csv: not a regular file" "$T/err" || fail "plot of a run with a FIFO results.csv: $(cat "$T/err")"
+expect 2 timeout 20 "$BIN" compare "$D/run" "$D/fifo-run"
+grep -q "fifo-run/results.csv: not a regular file" "$T/err" || fail "compare with a FIFO results.csv: $(cat "$T/err")"
 
 t_done ok

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness/harness.h"
@@ -298,6 +299,34 @@ static void test_damaged_runs(void **state) {
   assert_non_null(strstr(e.msg, "not a directory"));
 }
 
+/* A run file that is not a regular file (a FIFO with no writer, a directory) is refused at once as "not a regular
+ * file" naming it: a FIFO results.csv once made plot and compare wait forever for a writer. alarm() turns such a
+ * hang into a failed test. */
+static void test_not_regular_files(void **state) {
+  (void)state;
+  static const char *const names[] = {"results.csv", "samples.csv", "context.csv"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    char id[32], p[512], q[600];
+    snprintf(id, sizeof id, "special%zu", i);
+    make_run(root, id, 1.0, "NVIDIA H100", NULL, 40 + i, 0);
+    path(p, sizeof p, id);
+    snprintf(q, sizeof q, "%s/%s", p, names[i]);
+    for (int kind = 0; kind < 2; kind++) {
+      assert_int_equal(unlink(q), 0); /* the file, then the FIFO */
+      assert_int_equal(kind ? mkdir(q, 0700) : mkfifo(q, 0600), 0);
+      hx_run r;
+      hx_err e = {0};
+      alarm(20);
+      hx_status st = hx_run_load(&r, p, &e);
+      alarm(0);
+      if (st != HX_EIO) fail_msg("%s as a %s: status %d (%s)", names[i], kind ? "directory" : "FIFO", st, e.msg);
+      assert_non_null(strstr(e.msg, q));
+      assert_non_null(strstr(e.msg, "not a regular file"));
+    }
+    assert_int_equal(rmdir(q), 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
@@ -305,6 +334,7 @@ int main(void) {
       cmocka_unit_test(test_merge),
       cmocka_unit_test(test_record_measurement),
       cmocka_unit_test(test_damaged_runs),
+      cmocka_unit_test(test_not_regular_files),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,7 +3,8 @@
  * byte by byte, including PCD binary_compressed through lzf_compress), NaN/Inf handling, malformed
  * and truncated inputs of each format (HX_EFORMAT with the file named, nothing returned, no crash),
  * random byte corruption (run under -Db_sanitize=address,undefined to catch any overread), size
- * claims far beyond the file, atomic writers, and the recorded clouds when workloads/recorded/ holds them.
+ * claims far beyond the file, atomic writers, inputs that are not regular files (a FIFO, /dev/zero, a directory:
+ * refused at once), and the recorded clouds when workloads/recorded/ holds them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -668,6 +669,48 @@ static void test_writers_atomic(void **state) {
   wl_cloud_free(&c);
 }
 
+/* ---- what is not a regular file ------------------------------------------------------------------ */
+/* A FIFO, a device or a directory is refused at once as "not a regular file", naming the path: a FIFO without
+ * a writer once blocked the open forever (net --input FIFO hung), /dev/zero would never end. alarm() turns a
+ * hang into a failed test (SIGALRM ends the program) instead of a test that waits for Meson's timeout. */
+static void expect_not_regular(const char *path) {
+  wl_cloud c;
+  hx_err err = {0};
+  alarm(20);
+  hx_status st = wl_read(&c, path, WL_FMT_AUTO, &err);
+  alarm(0);
+  if (st != HX_EIO) fail_msg("%s: got status %d (%s), wanted HX_EIO", path, st, err.msg);
+  assert_null(c.xyz);
+  assert_int_equal(c.n, 0);
+  assert_non_null(strstr(err.msg, path));
+  assert_non_null(strstr(err.msg, "not a regular file"));
+}
+
+static void test_not_regular(void **state) {
+  (void)state;
+  char fifo[sizeof g_dir + 256];
+  snprintf(fifo, sizeof fifo, "%s", tpath("fifo.ply"));
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  expect_not_regular(fifo);
+  unlink(fifo);
+  struct stat sb;
+  if (stat("/dev/zero", &sb) == 0 && S_ISCHR(sb.st_mode)) expect_not_regular("/dev/zero");
+  char dir[sizeof g_dir + 256];
+  snprintf(dir, sizeof dir, "%s", tpath("dir.xyz"));
+  assert_int_equal(mkdir(dir, 0700), 0);
+  wl_cloud c;
+  hx_err err = {0};
+  hx_status st = wl_read(&c, dir, WL_FMT_AUTO, &err);
+  rmdir(dir);
+  assert_int_not_equal(st, HX_OK);
+  assert_non_null(strstr(err.msg, dir));
+  /* and a regular file still reads */
+  write_file("regular.xyz", "1 2 3\n4 5 6\n", 12);
+  assert_int_equal(wl_read(&c, tpath("regular.xyz"), WL_FMT_AUTO, &err), HX_OK);
+  assert_int_equal(c.n, 2);
+  wl_cloud_free(&c);
+}
+
 /* ---- recorded clouds (workloads/fetch-recorded.sh) ------------------------------------------------- */
 static void test_recorded(void **state) {
   (void)state;
@@ -722,7 +765,7 @@ int main(void) {
       cmocka_unit_test(test_bin_roundtrip), cmocka_unit_test(test_xyz_roundtrip),
       cmocka_unit_test(test_malformed),     cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_corrupted),     cmocka_unit_test(test_writers_atomic),
-      cmocka_unit_test(test_recorded),
+      cmocka_unit_test(test_recorded),      cmocka_unit_test(test_not_regular),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
