@@ -9,7 +9,8 @@
  * On any failure the output cloud is left empty and nothing is leaked; the message names the file and
  * the problem. Points with a NaN/Inf coordinate are dropped and counted in dropped_nonfinite, and then
  * every kept point's position in the file is in src. A PLY file whose data outlasts its header's element
- * counts is refused (the counts, and so the points, would be wrong).
+ * counts is refused (the counts, and so the points, would be wrong). Numbers in text are decimal (hexadecimal
+ * is refused); an x y z text file may open with one header line, which starts with a name ("x y z").
  */
 #include "workloads/wl_internal.h"
 #include "f3d_config.h"
@@ -136,10 +137,15 @@ static int tok_size(const char *t, size_t tl, size_t *out) {
   return 1;
 }
 
-/* strtod over a token that ends at whitespace, a comma, or `end`; *next is set past the number. */
+/* strtod over a token that ends at whitespace, a comma, or `end`; *next is set past the number. Decimal only:
+ * strtod would also take hexadecimal ("0x10" = 16, "0x1p3" = 8), which no point cloud format writes and the
+ * command line refuses too, so a hex token is not a number here. "nan" and "inf" are kept: they parse, and the
+ * point is then dropped as non-finite (or refused by net), as a NaN written by a real scanner is. */
 static int parse_num(const char *p, const char *end, double *v, const char **next) {
   char *q;
   if (p >= end) return 0;
+  const char *t = p + (*p == '+' || *p == '-');
+  if (end - t >= 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) return 0;
   errno = 0;
   double x = strtod(p, &q);
   if (q == p || q > end) return 0;
@@ -741,6 +747,21 @@ static int xyz_line(const char *s, const char *e, double v[3]) {
   return 1;
 }
 
+/* Whether a line (its blanks skipped) starts like a number: an optional sign, then a digit, or a point and a
+ * digit; or a token strtod reads ("nan", "inf"). A header starts with a name ("x y z", "X,Y,Z,intensity"). */
+static int starts_numeric(const char *p, const char *e) {
+  const char *t = p + (p < e && (*p == '+' || *p == '-'));
+  if (t < e && *t >= '0' && *t <= '9') return 1;
+  if (e - t >= 2 && t[0] == '.' && t[1] >= '0' && t[1] <= '9') return 1;
+  double v;
+  const char *q;
+  return parse_num(p, e, &v, &q);
+}
+
+/* Invariant: every content line (not blank, not a '#' or '//' comment) is a point, except that the first one
+ * may be a header, and only when it starts with a name: a first line that starts with a number but is not
+ * three numbers ("1 2 zz", "1 2", "0x10 0x20 0x30") is an error naming line 1, as any other malformed line
+ * is, never skipped as a header (that silently lost a point). */
 hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const char *path, hx_err *err) {
   size_t lines = 1;
   for (size_t i = 0; i < size; i++) lines += d[i] == '\n';
@@ -757,14 +778,16 @@ hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const 
     if (p == e || *p == '#' || (e - p >= 2 && p[0] == '/' && p[1] == '/')) continue;
     double v[3];
     if (!xyz_line(p, e, v)) {
-      if (first) { /* one header line ("x,y,z", "X Y Z intensity") is allowed before the data */
+      const int numeric = starts_numeric(p, e);
+      if (first && !numeric) { /* one header line ("x,y,z", "X Y Z intensity") is allowed before the data */
         first = 0;
         continue;
       }
       char b1[40];
       wl_sink_free(&sk);
-      return hx_errf(err, HX_EFORMAT, "%s: line %zu: expected three numbers x y z, found '%s'", path, c.line,
-                     tok_str(b1, sizeof b1, s, len));
+      return hx_errf(err, HX_EFORMAT, "%s: line %zu: expected three decimal numbers x y z, found '%s'%s", path, c.line,
+                     tok_str(b1, sizeof b1, s, len),
+                     first ? " (a header line starts with a name, not a number)" : "");
     }
     first = 0;
     wl_sink_push(&sk, v[0], v[1], v[2]);

@@ -560,6 +560,57 @@ static void test_malformed(void **state) {
   wl_cloud_free(&c);
 }
 
+/* ---- the xyz header rule and decimal-only numbers -------------------------------------------------- */
+/* The first content line of an xyz/txt/csv file is a header only when it starts with a name: one that starts with
+ * a number but is not three numbers is an error naming line 1 (it was skipped as a header, losing a point with no
+ * word). Hexadecimal is no number in any text reader (strtod took "0x10" as 16); "nan" and "inf" still are, and
+ * their points are dropped. */
+static void test_xyz_first_line(void **state) {
+  (void)state;
+  static const struct {
+    const char *text, *line;
+  } bad[] = {
+      {"1 2 zz\n4 5 6\n7 8 9\n", "line 1:"},      {"1 2\n4 5 6\n7 8 9\n", "line 1:"},
+      {"-1 2\n4 5 6\n", "line 1:"},               {".5,2\n4,5,6\n", "line 1:"},
+      {"0x10 0x20 0x30\n4 5 6\n", "line 1:"},      {"# c\n\n1 2 q\n4 5 6\n", "line 3:"},
+      {"4 5 6\n0x10 2 3\n", "line 2:"},           {"x y z\n4 5 6\n1 0X1p3 2\n", "line 3:"},
+      {"x y z\n4 5 6\n1 -0x1 2\n", "line 3:"},
+  };
+  hx_err err = {0};
+  wl_cloud c;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    write_file("first.xyz", bad[i].text, strlen(bad[i].text));
+    hx_status st = wl_read(&c, tpath("first.xyz"), WL_FMT_AUTO, &err);
+    if (st != HX_EFORMAT) fail_msg("'%s': status %d (%s), n %zu: not refused", bad[i].text, st, err.msg, c.n);
+    if (!strstr(err.msg, bad[i].line) || !strstr(err.msg, "first.xyz"))
+      fail_msg("'%s': the message does not name %s: %s", bad[i].text, bad[i].line, err.msg);
+    assert_null(c.xyz);
+  }
+  static const struct {
+    const char *text;
+    size_t n, dropped;
+  } good[] = {
+      {"x y z\n1 2 3\n4 5 6\n", 2, 0},      {"X,Y,Z,intensity\n1,2,3,4\n4,5,6,7\n", 2, 0},
+      {"# a\n\nx y z\n1 2 3\n", 1, 0},      {"nan 1 2\n1 2 3\n4 5 6\n", 2, 1},
+      {"inf,1,2\n1,2,3\n", 1, 1},            {"-x -y -z\n+1 -2 .5\n", 1, 0},
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    write_file("first.xyz", good[i].text, strlen(good[i].text));
+    hx_status st = wl_read(&c, tpath("first.xyz"), WL_FMT_AUTO, &err);
+    if (st != HX_OK) fail_msg("'%s': %s", good[i].text, err.msg);
+    if (c.n != good[i].n || c.dropped_nonfinite != good[i].dropped)
+      fail_msg("'%s': %zu points, %zu dropped; wanted %zu, %zu", good[i].text, c.n, c.dropped_nonfinite, good[i].n,
+               good[i].dropped);
+    wl_cloud_free(&c);
+  }
+  /* hexadecimal in the other text readers */
+  const char *pcd = "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nDATA ascii\n1 0x2 3\n";
+  expect_fail("hex.pcd", pcd, strlen(pcd), WL_FMT_AUTO, HX_EFORMAT, "hexadecimal in PCD ascii");
+  const char *ply = "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\n"
+                    "property float z\nend_header\n1 2 0x3\n";
+  expect_fail("hex.ply", ply, strlen(ply), WL_FMT_AUTO, HX_EFORMAT, "hexadecimal in PLY ascii");
+}
+
 /* ---- truncation and corruption sweeps -------------------------------------------------------------- */
 typedef struct sample {
   const char *name;
@@ -766,6 +817,7 @@ int main(void) {
       cmocka_unit_test(test_malformed),     cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_corrupted),     cmocka_unit_test(test_writers_atomic),
       cmocka_unit_test(test_recorded),      cmocka_unit_test(test_not_regular),
+      cmocka_unit_test(test_xyz_first_line),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
