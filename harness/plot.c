@@ -1524,6 +1524,34 @@ static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, co
   if (p->n_runs > 1) ratio_table(f, p, 0);
 }
 
+/* What stands at out_dir/plots must be a figures directory plot may replace whole: nothing, or a real directory (not
+ * a symbolic link: its target's files would be removed) holding no subdirectory (remove_flat_dir would leave it
+ * behind, and with it a stray plots.old.<pid>). Anything else is the user's, never moved or deleted: an error
+ * naming it, before anything is drawn. */
+static hx_status check_plots_dir(const char *final, hx_err *err) {
+  struct stat sb;
+  if (lstat(final, &sb) != 0) {
+    if (errno == ENOENT) return HX_OK;
+    return hx_errf(err, HX_EIO, "%s: %s", final, strerror(errno));
+  }
+  if (!S_ISDIR(sb.st_mode))
+    return hx_errf(err, HX_EIO, "%s: exists and is not a directory (plot replaces plots/ with its figures): move it "
+                   "away", final);
+  DIR *d = opendir(final);
+  if (!d) return hx_errf(err, HX_EIO, "%s: %s", final, strerror(errno));
+  hx_status st = HX_OK;
+  char path[PL_PATH + 300];
+  for (struct dirent *e; st == HX_OK && (e = readdir(d)) != NULL;) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", final, e->d_name);
+    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+      st = hx_errf(err, HX_EIO, "%s: a directory inside plots/ (plot replaces plots/ whole, and would delete it): "
+                   "move it away", path);
+  }
+  closedir(d);
+  return st;
+}
+
 /* Remove a directory of plain files (a figures directory: no subdirectories). Best effort. */
 static void remove_flat_dir(const char *dir) {
   DIR *d = opendir(dir);
@@ -1703,6 +1731,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   char plots[PL_PATH], plots_final[PL_PATH];
   snprintf(plots_final, sizeof plots_final, "%s/plots", out_dir);
   snprintf(plots, sizeof plots, "%s/plots.tmp.%ld", out_dir, (long)getpid());
+  HX_TRY(check_plots_dir(plots_final, err));
   if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
   if (mkdir(plots, 0777) != 0) return hx_errf(err, HX_EIO, "%s: %s", plots, strerror(errno));
   plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0, study, NULL, NULL};

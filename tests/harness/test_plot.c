@@ -1285,6 +1285,79 @@ static void test_cpu_run(void **state) {
   for (int c = 0; c < 2; c++) hx_run_free(&runs[c]);
 }
 
+/* No stray of this process's plot beside plots/: plots.old.<pid>, plots.tmp.<pid>, REPORT.md.tmp.<pid>. */
+static void assert_no_strays(const char *dir) {
+  static const char *const names[] = {"plots.old", "plots.tmp", "REPORT.md.tmp"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s.%ld", dir, names[i], (long)getpid());
+    struct stat sb;
+    if (lstat(p, &sb) == 0) fail_msg("%s left behind", p);
+  }
+}
+
+/* A plots path plot may not replace whole is refused before anything is drawn, naming it, and left as it was: a
+ * file (it was renamed to a stray plots.old.<pid> file and plot exited 0), a symbolic link to a directory (the
+ * old files would have been removed from the link's target), a directory holding a subdirectory (left behind as
+ * plots.old.<pid>). With or without gnuplot: the check comes first. */
+static void test_plots_not_replaceable(void **state) {
+  (void)state;
+  make_fixture("plotsfile", "NVIDIA H100 80GB HBM3", 1.0);
+  char dir[400], plots[500], p[700];
+  snprintf(dir, sizeof dir, "%s/plotsfile", root);
+  snprintf(plots, sizeof plots, "%s/plots", dir);
+  hx_run run;
+  hx_err e;
+  assert_int_equal(hx_run_load(&run, dir, &e), HX_OK);
+  for (int kind = 0; kind < 3; kind++) {
+    if (kind == 0) { /* a file of the user's */
+      FILE *f = fopen(plots, "w");
+      assert_non_null(f);
+      assert_true(fputs("mine\n", f) >= 0);
+      assert_int_equal(fclose(f), 0);
+    } else if (kind == 1) { /* a link to a directory of the user's */
+      snprintf(p, sizeof p, "%s/elsewhere", root);
+      assert_int_equal(mkdir(p, 0700), 0);
+      snprintf(p, sizeof p, "%s/elsewhere/keep.png", root);
+      FILE *f = fopen(p, "w");
+      assert_non_null(f);
+      assert_int_equal(fclose(f), 0);
+      snprintf(p, sizeof p, "%s/elsewhere", root);
+      assert_int_equal(symlink(p, plots), 0);
+    } else { /* a directory with a subdirectory */
+      assert_int_equal(mkdir(plots, 0700), 0);
+      snprintf(p, sizeof p, "%s/sub", plots);
+      assert_int_equal(mkdir(p, 0700), 0);
+    }
+    const hx_status st = hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, &e);
+    if (st != HX_EIO) fail_msg("plots as kind %d: status %d (%s)", kind, st, e.msg);
+    assert_non_null(strstr(e.msg, "plots"));
+    assert_non_null(strstr(e.msg, "move it away"));
+    assert_no_strays(dir);
+    snprintf(p, sizeof p, "%s/REPORT.md", dir);
+    assert_int_not_equal(access(p, F_OK), 0); /* nothing written */
+    struct stat sb;
+    if (kind == 0) {
+      char *text = slurp(plots);
+      assert_non_null(text);
+      assert_string_equal(text, "mine\n");
+      free(text);
+      assert_int_equal(unlink(plots), 0);
+    } else if (kind == 1) {
+      assert_int_equal(lstat(plots, &sb), 0);
+      assert_true(S_ISLNK(sb.st_mode));
+      snprintf(p, sizeof p, "%s/elsewhere/keep.png", root);
+      assert_int_equal(access(p, F_OK), 0);
+      assert_int_equal(unlink(plots), 0);
+    } else {
+      snprintf(p, sizeof p, "%s/sub", plots);
+      assert_int_equal(stat(p, &sb), 0);
+      assert_true(S_ISDIR(sb.st_mode));
+    }
+  }
+  hx_run_free(&run);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_treemap),
@@ -1308,6 +1381,7 @@ int main(void) {
       cmocka_unit_test(test_nets_faster_devices),
       cmocka_unit_test(test_nets_missing),
       cmocka_unit_test(test_cpu_run),
+      cmocka_unit_test(test_plots_not_replaceable),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
