@@ -743,7 +743,11 @@ typedef struct hx_study {
  * each figure, series labelled by device, plus a ratio table. Without gnuplot the report and the data
  * files are still written and HX_EUNSUPPORTED says "gnuplot not found". HX_EINVAL, before anything is
  * created: no runs, a NULL directory, a path with a quote character (the gnuplot command line), or a
- * study with more than HX_STUDY_MAX_FIGURES figures. */
+ * study with more than HX_STUDY_MAX_FIGURES figures. All or nothing: plots/ and REPORT.md are staged whole and
+ * replace the previous ones together; on any failure (HX_EIO naming the file and the cause, e.g. a data file on a
+ * full disk) both previous ones stay, no staging file is left, and an out_dir created here is removed. A plots path
+ * that is not a directory of plain files (a file, a symbolic link, a directory holding a subdirectory) is refused
+ * with HX_EIO before anything is drawn, and left as it was. */
 hx_status hx_plot(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir, const char *out_dir,
                   hx_err *err);
 /* hx_plot with all_series = 0: each figure shows a few headline series (the fastest variant of each main

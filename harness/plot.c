@@ -539,6 +539,17 @@ hx_status hx_plot_have_gnuplot(hx_err *err) {
   return HX_OK;
 }
 
+/* Close a figure's data file, checking every write it took: a full disk fails the buffered writes at the flush,
+ * and an unchecked one showed as a gnuplot error about a cut-short .dat instead of its cause. */
+static hx_status dat_close(FILE *f, const char *path, hx_err *err) {
+  errno = 0;
+  int bad = fflush(f) != 0 || ferror(f);
+  int e = errno;
+  if (fclose(f) != 0 && !bad) bad = 1, e = errno;
+  if (bad) return hx_errf(err, HX_EIO, "%s: write failed: %s", path, strerror(e ? e : EIO));
+  return HX_OK;
+}
+
 /* gnuplot -e "<params>; fmt='png'; out='<base>.png'" <script>, then the same for svg. */
 static hx_status render(const char *scripts, const char *script, const char *params, const char *outdir,
                         const char *base, hx_err *err) {
@@ -581,7 +592,7 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
     for (size_t m = 0; m < nm; m++)
       blocks += write_series(f, &every, metrics[m], errs[m], scales[m], nm > 1 ? metrics[m] : NULL,
                              nm > 1 ? short_suffix[m] : NULL, want, &lo, &hi, &neg, NULL, NULL);
-    fclose(f);
+    HX_TRY(dat_close(f, path, err));
     if (blocks == 0) remove(path);
   }
   snprintf(path, sizeof path, "%s/%s.dat", outdir, base);
@@ -598,7 +609,11 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
     if (m < 2) per[m] = b;
     blocks += b;
   }
-  fclose(f);
+  const hx_status cs = dat_close(f, path, err);
+  if (cs != HX_OK) {
+    free(st);
+    return cs;
+  }
   if (blocks == 0) {
     remove(path);
     free(st);
@@ -751,8 +766,9 @@ static hx_status stages_figures(const plot_ctx *p, const char *scripts, const ch
       }
     }
   }
-  fclose(f);
-  fclose(t);
+  const hx_status cs = dat_close(f, path, err), ct = dat_close(t, tpath, cs == HX_OK ? err : NULL);
+  if (cs != HX_OK) return cs;
+  if (ct != HX_OK) return ct;
   char params[2 * PL_PATH];
   snprintf(params, sizeof params, "datafile='%s'; title='time per stage at the largest size'; ylabel='ms'; ncols=%zu",
            path, nl + 1);
@@ -927,7 +943,7 @@ static hx_status plot_lines(const plot_ctx *p, const hx_study_plot *sp, const ch
     const size_t at = strlen(fcols);
     snprintf(fcols + at, sizeof fcols - at, "%zu ", fits[i].colour);
   }
-  fclose(f);
+  HX_TRY(dat_close(f, path, err));
   if (blocks == 0) {
     remove(path);
     return HX_OK;
@@ -1026,7 +1042,7 @@ static hx_status plot_breakdown(const plot_ctx *p, const hx_study_plot *sp, cons
                 rect[s].y, rect[s].y + rect[s].h, s + 1, stacks[s], v[s], sp->unit ? sp->unit : "", 100.0 * v[s] / total);
     panels++;
   }
-  fclose(f);
+  HX_TRY(dat_close(f, path, err));
   if (sp->kind == HX_PLOT_TREEMAP && panels == 0) {
     remove(path);
     return HX_OK;
@@ -1567,19 +1583,38 @@ static void remove_flat_dir(const char *dir) {
   rmdir(dir);
 }
 
-/* Put the finished figures directory tmp in place of final: the old one (if any) is moved aside first and
- * removed only once tmp is in place, so a failure at any step leaves the previous figures whole. */
-static hx_status swap_dir(const char *tmp, const char *final, hx_err *err) {
-  char old[PL_PATH + 64];
-  snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
-  const int had = rename(final, old) == 0;
-  if (!had && errno != ENOENT) return hx_errf(err, HX_EIO, "%s: cannot move the previous figures aside: %s", final, strerror(errno));
+/* Put the finished figures directory tmp in place of final: the old one (if any) is moved aside to `old` first
+ * (*had says so) and stays there until the caller removes it, so swap_back can undo the swap while REPORT.md is put in place,
+ * and a failure at any step leaves the previous figures whole. */
+static hx_status swap_in(const char *tmp, const char *final, const char *old, int *had, hx_err *err) {
+  *had = rename(final, old) == 0;
+  if (!*had && errno != ENOENT) return hx_errf(err, HX_EIO, "%s: cannot move the previous figures aside: %s", final, strerror(errno));
   if (rename(tmp, final) != 0) {
     const int e = errno;
-    if (had) rename(old, final);
+    if (*had) rename(old, final);
     return hx_errf(err, HX_EIO, "%s: cannot put the new figures in place: %s", final, strerror(e));
   }
-  if (had) remove_flat_dir(old);
+  return HX_OK;
+}
+
+/* Undo swap_in: the new figures back to tmp (removed by the caller), the old ones back in place. */
+static void swap_back(const char *tmp, const char *final, const char *old, int had) {
+  if (rename(final, tmp) == 0 && had) rename(old, final);
+}
+
+/* Write a staged file whole (name: the file it stands for, in messages): data, flushed and synced, so that only a
+ * rename is left to do; removed again on failure. */
+static hx_status write_staged(const char *path, const char *name, const char *data, size_t len, hx_err *err) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return hx_errf(err, HX_EIO, "%s: cannot create %s: %s", name, path, strerror(errno));
+  errno = 0;
+  int bad = (len && fwrite(data, 1, len, f) != len) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+  int e = errno;
+  if (fclose(f) != 0 && !bad) bad = 1, e = errno;
+  if (bad) {
+    unlink(path);
+    return hx_errf(err, HX_EIO, "%s: write failed: %s", name, strerror(e ? e : EIO));
+  }
   return HX_OK;
 }
 
@@ -1732,8 +1767,13 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   snprintf(plots_final, sizeof plots_final, "%s/plots", out_dir);
   snprintf(plots, sizeof plots, "%s/plots.tmp.%ld", out_dir, (long)getpid());
   HX_TRY(check_plots_dir(plots_final, err));
-  if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
-  if (mkdir(plots, 0777) != 0) return hx_errf(err, HX_EIO, "%s: %s", plots, strerror(errno));
+  const int made_out = mkdir(out_dir, 0777) == 0; /* created here: removed again when plot fails */
+  if (!made_out && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
+  if (mkdir(plots, 0777) != 0) {
+    const hx_status ms = hx_errf(err, HX_EIO, "%s: %s", plots, strerror(errno));
+    if (made_out) rmdir(out_dir);
+    return ms;
+  }
   plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0, study, NULL, NULL};
   size_t total = 0;
   for (size_t r = 0; r < n_runs; r++) total += runs[r].n_rows;
@@ -1749,6 +1789,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     free(cpu_label);
     free(fig_ok);
     rmdir(plots);
+    if (made_out) rmdir(out_dir);
     return hx_errf(err, HX_ENOMEM, "plot: no memory");
   }
   size_t off = 0;
@@ -1841,7 +1882,6 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
                         any_mem_peak ? smib2 : smib, smem, any_mem_peak ? 2 : 1, want_memory, &made[F_MEM], err);
     if (st == HX_OK) st = stages_figures(&p, scripts_dir, plots, &made[F_STAGES], &made[F_STAGES + 1], err);
     if (st == HX_OK) st = study_plots(&p, scripts_dir, plots, made_own, err);
-    if (st == HX_OK) st = swap_dir(plots, plots_final, err);
     /* the reasons of the generic figures left out (a comparison figure has its own, above) */
     why_no_counters(why[F_SM], sizeof why[F_SM], &p, "sm_active");
     why_no_counters(why[F_TENSOR], sizeof why[F_TENSOR], &p, "tensor_active");
@@ -1851,24 +1891,57 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     for (size_t i = 0; i < 3; i++)
       if (!made[timed[i]]) why_no_times(why[timed[i]], sizeof why[timed[i]], &p);
   }
-  if (st != HX_OK || note) remove_flat_dir(plots); /* failed, or no gnuplot: the previous figures stay */
+  /* All or nothing: REPORT.md is written whole beside its final name (REPORT.md.tmp.<pid>, or beside the file its
+   * symbolic link ends at) before anything is replaced; then plots/ is swapped in and REPORT.md renamed over, and a
+   * failure of that rename swaps the previous figures back, so the figures and the report on disk always belong
+   * together. A REPORT.md that is written in place (a FIFO, a device: hx_out_resolve) is written last, and a failure
+   * of that write swaps the figures back the same way. Without gnuplot plots/ is left as it was. */
+  char report[PL_PATH + 64], report_dest[PL_PATH + 64], report_tmp[PL_PATH + 128], old[PL_PATH + 64];
+  snprintf(report, sizeof report, "%s/REPORT.md", out_dir);
+  snprintf(old, sizeof old, "%s.old.%ld", plots_final, (long)getpid());
+  report_tmp[0] = '\0';
+  char *mem = NULL;
+  size_t len = 0;
+  int in_place = 0, had_old = 0, swapped = 0;
   if (st == HX_OK) {
-    char path[PL_PATH + 64];
-    snprintf(path, sizeof path, "%s/REPORT.md", out_dir);
-    char *mem = NULL;
-    size_t len = 0;
     FILE *f = open_memstream(&mem, &len);
     if (!f) {
       st = hx_errf(err, HX_ENOMEM, "plot: open_memstream failed");
     } else {
       write_report(f, &p, figs, made, what, whyp, nf, made_own, note);
-      if (fclose(f) != 0)
-        st = hx_errf(err, HX_ENOMEM, "plot: report too large");
-      else
-        st = hx_write_file_atomic(path, mem, len, err);
-      free(mem);
+      if (fclose(f) != 0) st = hx_errf(err, HX_ENOMEM, "plot: report too large");
     }
   }
+  if (st == HX_OK) st = hx_out_resolve(report, report_dest, sizeof report_dest, &in_place, err);
+  if (st == HX_OK && !in_place) {
+    int n = snprintf(report_tmp, sizeof report_tmp, "%s.tmp.%ld", report_dest, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof report_tmp) {
+      report_tmp[0] = '\0';
+      st = hx_errf(err, HX_EINVAL, "%s: path too long", report);
+    } else {
+      st = write_staged(report_tmp, report, mem, len, err);
+      if (st != HX_OK) report_tmp[0] = '\0'; /* removed by write_staged */
+    }
+  }
+  if (st == HX_OK && !note) {
+    st = swap_in(plots, plots_final, old, &had_old, err);
+    swapped = st == HX_OK;
+  }
+  if (st == HX_OK) {
+    if (in_place) {
+      st = hx_write_file_atomic(report, mem, len, err); /* in place: no rename to fail after it */
+    } else if (rename(report_tmp, report_dest) != 0) {
+      st = hx_errf(err, HX_EIO, "%s: cannot put the new report in place: %s", report, strerror(errno));
+    } else {
+      report_tmp[0] = '\0';
+    }
+    if (st != HX_OK && swapped) swap_back(plots, plots_final, old, had_old);
+  }
+  if (report_tmp[0]) unlink(report_tmp);
+  free(mem);
+  if (st == HX_OK && swapped && had_old) remove_flat_dir(old);
+  if (st != HX_OK || note) remove_flat_dir(plots); /* failed, or no gnuplot: the previous figures stay */
+  if (st != HX_OK && made_out) rmdir(out_dir);        /* empty again: nothing of a failed plot is left */
   free(p.sorted);
   free((void *)p.label);
   free(p.mem_totals);

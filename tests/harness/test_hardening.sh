@@ -8,6 +8,7 @@
 #  3. One policy for huge coordinates in every command that reads a cloud (below).
 #  5. Arguments checked before any work: sweep --check-args, ./f3d (below).
 #  6. An input that is not a regular file (a FIFO, a device) is refused at once, naming it (below).
+#  7. plot is all or nothing: plots/ and REPORT.md are replaced together or not at all (below).
 # usage: test_hardening.sh PATH/TO/f3dbench [SOURCE_ROOT]
 set -u
 BIN=$1
@@ -245,5 +246,37 @@ expect 1 timeout 20 "$BIN" plot -o "$D/plot-out" "$D/fifo-run"
 grep -q "fifo-run/results.csv: not a regular file" "$T/err" || fail "plot of a run with a FIFO results.csv: $(cat "$T/err")"
 expect 2 timeout 20 "$BIN" compare "$D/run" "$D/fifo-run"
 grep -q "fifo-run/results.csv: not a regular file" "$T/err" || fail "compare with a FIFO results.csv: $(cat "$T/err")"
+
+# 7. plot writes plots/ and REPORT.md all or nothing: both are staged whole and swapped in together, so a failure
+#    leaves the previous figures and report as they were (no plots/ of a new plot beside an old or missing
+#    REPORT.md), names the real cause (a figure's data file that cannot be written, not gnuplot's error about it),
+#    exits 1 and leaves no staging files; an output directory it created is removed again.
+strays() { ls -a "$1" | grep -e '\.tmp\.' -e '\.old\.' || true; }
+"$BIN" plot "$D/run" >"$D/out" 2>&1 || fail "plot of a one-case run: $(cat "$D/out")"
+if [ -d "$D/run/plots" ]; then # gnuplot is here: figures were drawn
+  : >"$D/run/plots/marker"     # the previous figures, recognisable
+  mv "$D/run/REPORT.md" "$D/report.before"
+  mkdir "$D/run/REPORT.md"
+  expect 1 "$BIN" plot "$D/run"
+  grep -q 'REPORT.md: is a directory' "$T/err" || fail "plot with REPORT.md a directory: $(cat "$T/err")"
+  [ -e "$D/run/plots/marker" ] || fail "plot with REPORT.md a directory replaced plots/ all the same"
+  [ -z "$(strays "$D/run")" ] || fail "plot with REPORT.md a directory left: $(strays "$D/run")"
+  rmdir "$D/run/REPORT.md"
+  mv "$D/report.before" "$D/run/REPORT.md"
+  # no byte can be written to a file (ulimit -f 0, SIGXFSZ ignored): the first data file fails, and says so. The
+  # messages and the exit status go through a pipe, which the limit does not cover.
+  cp "$D/run/REPORT.md" "$D/report.before"
+  for o in "-o $D/new-out" ""; do
+    (trap '' XFSZ; ulimit -f 0; "$BIN" plot $o "$D/run" 2>&1; echo "rc=$?") | cat >"$D/err"
+    grep -q '^rc=1$' "$D/err" || fail "plot $o past the file-size limit: $(cat "$D/err"), expected rc=1"
+    grep -q '\.dat: write failed: File too large' "$D/err" || fail "plot $o past the file-size limit: $(cat "$D/err")"
+  done
+  [ ! -e "$D/new-out" ] || fail "plot past the file-size limit left $(ls -aR "$D/new-out")"
+  [ -e "$D/run/plots/marker" ] || fail "a failed plot replaced the run's figures"
+  cmp -s "$D/run/REPORT.md" "$D/report.before" || fail "a failed plot changed the run's REPORT.md"
+  [ -z "$(strays "$D/run")" ] || fail "plot past the file-size limit left: $(strays "$D/run")"
+else
+  echo "note: no gnuplot: plot's staging of figures not tested"
+fi
 
 t_done ok
