@@ -90,9 +90,10 @@ int f3d_read_batch(struct wl_cloud **clouds, uint32_t *nclouds, struct wl_batch 
  * writes, ORing any failed write into bad, then f3d_out_close closes the file and renames it to path
  * (removing it instead when bad or on any failure): 0 on success, else 1 after printing
  * "f3dbench: <path>: <step> failed: <strerror>". Either way tmp is freed. What is not a regular file is
- * not replaced (hx_out_target): "-", or a path naming standard output, returns stdout (flushed, never
- * closed; the command then prints its summary on stderr); a FIFO, device or symbolic link is opened and
- * written in place (*tmp NULL); a directory is refused. */
+ * not replaced (hx_out_resolve): "-", or a path naming standard output, returns stdout (flushed, never
+ * closed; the command then prints its summary on stderr); a FIFO or device is opened and written in place
+ * (*tmp NULL); a symbolic link is followed, the regular file it ends at replaced as above (the temporary beside
+ * it, the link kept); a directory is refused. */
 FILE *f3d_out_open(const char *what, const char *path, char **tmp);
 int f3d_out_close(FILE *f, char *tmp, const char *path, int bad);
 /* Give up on an output opened by f3d_out_open after a failure (already reported): close it, remove the

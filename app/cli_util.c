@@ -210,7 +210,8 @@ FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
   *tmp = NULL;
   hx_err err = {HX_OK, ""};
   int in_place = 0;
-  if (strcmp(path, "-") != 0 && hx_out_target(path, &in_place, &err) != HX_OK)
+  char dest[4096]; /* path, or the regular file its symbolic link ends at: the temporary goes beside it */
+  if (strcmp(path, "-") != 0 && hx_out_resolve(path, dest, sizeof dest, &in_place, &err) != HX_OK)
     return f3d_fail_msg(what, err.msg), NULL;
   if (in_place || strcmp(path, "-") == 0) {
     if (is_stdout(path)) return stdout;
@@ -218,10 +219,10 @@ FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
     if (!f) f3d_fail(path, "cannot open for writing: %s", strerror(errno));
     return f;
   }
-  size_t cap = strlen(path) + 32;
+  size_t cap = strlen(dest) + 32;
   *tmp = malloc(cap);
   if (!*tmp) return f3d_fail(what, "out of memory"), NULL;
-  snprintf(*tmp, cap, "%s.tmp.%ld", path, (long)getpid());
+  snprintf(*tmp, cap, "%s.tmp.%ld", dest, (long)getpid());
   FILE *f = fopen(*tmp, "w");
   if (!f) {
     f3d_fail(path, "cannot open %s for writing: %s", *tmp, strerror(errno));
@@ -250,7 +251,19 @@ int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
   const int e_close = out_finish(f);
   if (e_close && !e) e = e_close, bad = 1;
   const char *step = "write";
-  if (!bad && tmp && rename(tmp, path) != 0) e = errno, bad = 1, step = "rename of the finished file";
+  if (!bad && tmp) {
+    /* the file replaced is the one the temporary is named after ("<dest>.tmp.<pid>", f3d_out_open): path itself,
+     * or the regular file its symbolic link ends at */
+    char *dest = strdup(tmp), *cut = dest ? strstr(dest, ".tmp.") : NULL;
+    for (char *next; cut && (next = strstr(cut + 1, ".tmp.")); cut = next) /* the last one */
+      ;
+    if (!cut) e = ENOMEM, bad = 1, step = "rename of the finished file";
+    else {
+      *cut = '\0';
+      if (rename(tmp, dest) != 0) e = errno, bad = 1, step = "rename of the finished file";
+    }
+    free(dest);
+  }
   if (bad) {
     const char *left = tmp ? "nothing written" : "written in place: incomplete";
     if (tmp) remove(tmp);

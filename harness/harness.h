@@ -95,8 +95,9 @@ hx_status hx_results_stop(hx_results *r, const char *status, const char *reason,
 /* Free; a run neither committed nor aborted is aborted with status "abandoned". NULL is fine. */
 void hx_results_close(hx_results *r);
 
-/* Write `size` bytes to path atomically: path.tmp.<pid>, fflush + fsync, rename; a target that
- * hx_out_target (base.h) says is written in place is opened and written (no fsync, no rename). */
+/* Write `size` bytes to path atomically: path.tmp.<pid>, fflush + fsync, rename; a symbolic link is followed to
+ * the regular file it ends at, which is replaced so (the link kept); a target that hx_out_resolve (base.h) says
+ * is written in place is opened and written (no fsync, no rename). */
 hx_status hx_write_file_atomic(const char *path, const void *data, size_t size, hx_err *err);
 
 /* ---- timing (harness/timing.c, harness/timing_gpu.cu) ---- */

@@ -136,18 +136,19 @@ static hx_status write_in_place(const char *path, const void *data, size_t size,
 
 hx_status hx_write_file_atomic(const char *path, const void *data, size_t size, hx_err *err) {
   int in_place = 0;
-  hx_status st = hx_out_target(path, &in_place, err);
+  char dest[HX_PATH_MAX]; /* path, or the regular file its symbolic link ends at: the temporary goes beside it */
+  hx_status st = hx_out_resolve(path, dest, sizeof dest, &in_place, err);
   if (st != HX_OK) return st;
   if (in_place) return write_in_place(path, data, size, err);
   char tmp[HX_PATH_MAX];
-  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dest, (long)getpid());
   if (n < 0 || (size_t)n >= sizeof tmp) return hx_errf(err, HX_EINVAL, "%s: path too long", path);
   FILE *f = fopen(tmp, "wb");
   if (!f) return hx_errf(err, HX_EIO, "%s: %s", tmp, strerror(errno));
   int bad = (size && fwrite(data, 1, size, f) != size) || fflush(f) != 0 || fsync(fileno(f)) != 0;
   int saved = errno;
   if (fclose(f) != 0 && !bad) bad = 1, saved = errno;
-  if (!bad && rename(tmp, path) != 0) bad = 1, saved = errno;
+  if (!bad && rename(tmp, dest) != 0) bad = 1, saved = errno;
   if (bad) {
     unlink(tmp);
     return hx_errf(err, HX_EIO, "%s: %s", path, strerror(saved));

@@ -3,8 +3,9 @@
  *
  * Atomic: the file is written under a unique temporary name in the same folder (mkstemp), flushed,
  * synced and renamed over the target, so a reader never sees a half-written file and a failure leaves
- * the target untouched and no temporary behind. Only a regular file (or nothing) is replaced so: an existing
- * FIFO, device or symbolic link is written in place, a directory refused (hx_out_target, base.h).
+ * the target untouched and no temporary behind. Only a regular file (or nothing) is replaced so: a symbolic link
+ * is followed to the regular file it ends at, which is replaced (the link kept); an existing FIFO or device is
+ * written in place, a directory refused (hx_out_resolve, base.h).
  */
 #include "workloads/wl_internal.h"
 
@@ -16,14 +17,15 @@
 typedef struct tmpfile_ {
   char *tmp;
   FILE *f;
+  char dest[4096]; /* what the rename replaces: the path, or the regular file its symbolic link ends at */
 } tmpfile_;
 
 static hx_status tmp_open(tmpfile_ *t, const char *path, hx_err *err) {
-  size_t n = strlen(path);
   t->f = NULL;
   t->tmp = NULL;
   int in_place = 0;
-  HX_TRY(hx_out_target(path, &in_place, err));
+  HX_TRY(hx_out_resolve(path, t->dest, sizeof t->dest, &in_place, err));
+  size_t n = strlen(t->dest);
   if (in_place) {
     t->f = fopen(path, "wb");
     if (!t->f) return hx_errf(err, HX_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
@@ -31,7 +33,7 @@ static hx_status tmp_open(tmpfile_ *t, const char *path, hx_err *err) {
   }
   t->tmp = malloc(n + 16);
   if (!t->tmp) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
-  memcpy(t->tmp, path, n);
+  memcpy(t->tmp, t->dest, n);
   memcpy(t->tmp + n, ".tmp.XXXXXX", 12);
   int fd = mkstemp(t->tmp);
   if (fd < 0) {
@@ -67,7 +69,7 @@ static hx_status tmp_close(tmpfile_ *t, int ok, const char *path, hx_err *err) {
   if (ok && (fflush(t->f) != 0 || ferror(t->f) || fsync(fileno(t->f)) != 0))
     st = hx_errf(err, HX_EIO, "%s: write failed: %s", path, strerror(errno));
   if (fclose(t->f) != 0 && ok && st == HX_OK) st = hx_errf(err, HX_EIO, "%s: close failed: %s", path, strerror(errno));
-  if (ok && st == HX_OK && rename(t->tmp, path) != 0)
+  if (ok && st == HX_OK && rename(t->tmp, t->dest) != 0)
     st = hx_errf(err, HX_EIO, "%s: rename from %s failed: %s", path, t->tmp, strerror(errno));
   if (!ok || st != HX_OK) unlink(t->tmp);
   free(t->tmp);

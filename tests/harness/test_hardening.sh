@@ -108,6 +108,33 @@ rc=$?
 grep -q 'directory' "$D/err" || fail "gen --out DIR: the error does not say it is a directory: $(cat "$D/err")"
 no_leftovers "$D"
 
+# A symbolic link is followed to the regular file it ends at, which is replaced whole: the link stays a link, and a
+# write that fails (here past the file-size limit, `ulimit -f`, with SIGXFSZ ignored so it fails as EFBIG) leaves
+# the old target as it was and no temporary beside it or the link (writing through the link in place truncated it).
+D="$T/link"
+mkdir "$D" "$D/sub"
+"$BIN" gen --kind uniform --points 100 --out "$D/sub/target.ply" >/dev/null || die "gen of a small target"
+cp "$D/sub/target.ply" "$D/before.ply"
+ln -s sub/target.ply "$D/link.ply"
+for cmd in gen psh; do
+  case $cmd in
+  gen) args="gen --kind uniform --points 100k --out $D/link.ply" ;;
+  psh) args="psh --out $D/link.ply $T/c.ply" ;;
+  esac
+  (trap '' XFSZ; ulimit -f 16; exec "$BIN" $args) >"$D/out" 2>"$D/err"
+  rc=$?
+  [ $rc -eq 1 ] || fail "$cmd --out LINK past the file-size limit exited $rc, expected 1"
+  grep -q 'File too large' "$D/err" || fail "$cmd --out LINK past the file-size limit: $(cat "$D/err")"
+  cmp -s "$D/sub/target.ply" "$D/before.ply" || fail "$cmd --out LINK: a failed write changed the link's target"
+  [ -L "$D/link.ply" ] || fail "$cmd --out LINK: a failed write replaced the link"
+  no_leftovers "$D"
+  no_leftovers "$D/sub"
+done
+"$BIN" gen --kind uniform --points 2000 --out "$D/link.ply" >"$D/out" 2>"$D/err" || fail "gen --out LINK: $(cat "$D/err")"
+[ -L "$D/link.ply" ] || fail "gen --out LINK replaced the link"
+[ "$(wc -c <"$D/sub/target.ply")" -gt "$(wc -c <"$D/before.ply")" ] || fail "gen --out LINK did not write the target"
+no_leftovers "$D/sub"
+
 # 3. One policy for huge coordinates, in every command that reads a cloud: a finite coordinate beyond
 #    +-1e5 m is refused when the file is read (exit 1, the file, the point and the bound named), never
 #    turned into locality figures of 1e30 m; NaN/Inf points are dropped with a note, except by `net`, which
