@@ -125,6 +125,13 @@ hx_status hx_out_target(const char *path, int *in_place, hx_err *err);
  * a chain of more than 40 links; HX_EINVAL when a path does not fit in cap. */
 hx_status hx_out_resolve(const char *path, char *dest, size_t cap, int *in_place, hx_err *err);
 
+/* ---- Input paths (in.c) -------------------------------------------------------------------------- */
+/* Open path for reading only if it is a regular file: *fd (and *size, when given: its bytes), or HX_EIO naming the
+ * path, "not a regular file" for a FIFO, socket, device or directory (never waited on or read), HX_ENOMEM for a
+ * size past SIZE_MAX. hx_fopen_regular gives the same file as a FILE * ("rb"). */
+hx_status hx_open_regular(const char *path, int *fd, size_t *size, hx_err *err);
+hx_status hx_fopen_regular(const char *path, FILE **f, hx_err *err);
+
 /* ---- One parallel loop (par.c) ------------------------------------------------------------------ */
 /* body(ctx, begin, end) over [0, n) split into contiguous chunks of at least `grain`, one pthread per chunk
  * (at most one per online CPU, 64), the caller running the first; returns when all are done. Bodies must write

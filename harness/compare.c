@@ -579,8 +579,12 @@ static hx_status calib_record(hx_gate_calib *c, char **fld, size_t nf, size_t li
 hx_status hx_gate_calib_load(hx_gate_calib *out, const char *path, hx_err *err) {
   if (!out || !path) return hx_errf(err, HX_EINVAL, "calibration: NULL argument");
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (!f) return hx_errf(err, HX_EIO, "%s: cannot read the calibration file", path);
+  FILE *f;
+  if (hx_fopen_regular(path, &f, err) != HX_OK) {
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return hx_errf(err, HX_EIO, "cannot read the calibration file: %s", why);
+  }
   out->path = strdup(path);
   char *buf = malloc(65536);
   hx_status st = out->path && buf ? HX_OK : hx_errf(err, HX_ENOMEM, "%s: no memory", path);

@@ -14,7 +14,6 @@
 #include "harness/harness.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,29 +111,11 @@ static hx_status parse_double(const char *s, double *out) {
 }
 
 /* Open a CSV file for reading with a line buffer of RD_LINE bytes (the caller frees it and closes f). Only a
- * regular file is read: the open is non-blocking so that a FIFO (which would wait for a writer forever), a socket
- * or a device (/dev/zero never ends) is refused by fstat, "not a regular file", instead of waited on or read. */
+ * regular file is read (hx_fopen_regular: a FIFO, a socket or a device is refused, "not a regular file", instead
+ * of waited on or read). */
 static hx_status csv_open(const char *path, FILE **f, char **buf, hx_err *err) {
-  *f = NULL;
   *buf = NULL;
-  int fd = open(path, O_RDONLY | O_NONBLOCK);
-  if (fd < 0) return hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    const hx_status st = hx_errf(err, HX_EIO, "%s: stat: %s", path, strerror(errno));
-    close(fd);
-    return st;
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    close(fd);
-    return hx_errf(err, HX_EIO, "%s: not a regular file", path);
-  }
-  *f = fdopen(fd, "rb");
-  if (!*f) {
-    const hx_status st = hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));
-    close(fd);
-    return st;
-  }
+  HX_TRY(hx_fopen_regular(path, f, err));
   *buf = malloc(RD_LINE);
   if (!*buf) {
     fclose(*f);

@@ -550,11 +550,8 @@ void stf_free(stf_file *f) {
   f->n = 0;
 }
 
-static hx_status read_file(stf_file *out, int fd, const char *path, hx_err *err) {
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) return hx_errf(err, HX_EIO, "%s: stat: %s", path, strerror(errno));
-  if (!S_ISREG(sb.st_mode)) return hx_errf(err, HX_EIO, "%s: not a regular file", path);
-  const uint64_t size = (uint64_t)sb.st_size;
+/* fd: a regular file of `size` bytes (hx_open_regular) */
+static hx_status read_file(stf_file *out, int fd, uint64_t size, const char *path, hx_err *err) {
   if (size < 8) return hx_errf(err, HX_EFORMAT, "%s: truncated: %llu bytes, not even the 8-byte header length", path,
                                (unsigned long long)size);
   unsigned char lenb[8];
@@ -605,9 +602,10 @@ hx_status stf_read(stf_file *out, const char *path, hx_err *err) {
   if (!out || !path) return hx_errf(err, HX_EINVAL, "stf_read: missing output or path");
   out->t = NULL;
   out->n = 0;
-  int fd = open(path, O_RDONLY | O_NONBLOCK); /* non-blocking: a FIFO is refused by fstat, not waited on */
-  if (fd < 0) return hx_errf(err, HX_EIO, "%s: cannot open: %s", path, strerror(errno));
-  hx_status st = read_file(out, fd, path, err);
+  int fd;
+  size_t size;
+  HX_TRY(hx_open_regular(path, &fd, &size, err)); /* a FIFO is refused, not waited on */
+  hx_status st = read_file(out, fd, (uint64_t)size, path, err);
   close(fd);
   if (st != HX_OK) stf_free(out);
   return st;

@@ -17,10 +17,8 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #if F3D_HAVE_LZF
@@ -28,29 +26,14 @@
 #endif
 
 /* ---- whole-file input ------------------------------------------------------------------------------ */
-/* Only a regular file is read: its size, known before the read, bounds the buffer. The open is non-blocking
- * so that a FIFO (which would wait for a writer forever), a socket or a device (/dev/zero never ends) is
- * refused by fstat instead of waited on or read; O_NONBLOCK changes nothing for a regular file. */
+/* Only a regular file is read (hx_open_regular: a FIFO, socket or device is refused, never waited on): its size,
+ * known before the read, bounds the buffer. */
 hx_status wl_slurp(const char *path, unsigned char **data, size_t *size, hx_err *err) {
   *data = NULL;
   *size = 0;
-  int fd = open(path, O_RDONLY | O_NONBLOCK);
-  if (fd < 0) return hx_errf(err, HX_EIO, "%s: cannot open: %s", path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    hx_status st = hx_errf(err, HX_EIO, "%s: stat: %s", path, strerror(errno));
-    close(fd);
-    return st;
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    close(fd);
-    return hx_errf(err, HX_EIO, "%s: not a regular file", path);
-  }
-  if ((uintmax_t)sb.st_size >= (uintmax_t)SIZE_MAX) {
-    close(fd);
-    return hx_errf(err, HX_ENOMEM, "%s: file too large for memory", path);
-  }
-  size_t n = (size_t)sb.st_size;
+  int fd;
+  size_t n;
+  HX_TRY(hx_open_regular(path, &fd, &n, err));
   unsigned char *buf = malloc(n + 1);
   if (!buf) {
     close(fd);

@@ -106,6 +106,10 @@ one_line_err "calibration from another device"
 grep -q 'refusing the calibration: different devices' "$T/err" || fail "calibration device: $(cat "$T/err")"
 expect 2 "$BIN" compare --calibration "$T/no-such.csv" "$R/base" "$R/same"
 one_line_err "missing calibration"
+# a calibration that is not a regular file (a FIFO with no writer) is refused at once, never waited on
+mkfifo "$T/cal.fifo"
+expect 2 timeout 20 "$BIN" compare --calibration "$T/cal.fifo" "$R/base" "$R/same"
+grep -q 'cal.fifo: not a regular file' "$T/err" || fail "--calibration FIFO: $(cat "$T/err")"
 
 # bad input: one line, exit 2
 expect 2 "$BIN" compare --baseline "$R/a100" "$R/base"
