@@ -213,6 +213,10 @@ static int split_list(char *s, char **items, int cap) {
 
 /* "100k,200k" or "A..B:STEP" (inclusive). Appends to o->sizes. arg is not modified (argv is recorded
  * in the context as typed). */
+/* Points per cloud a size may ask for: above what any pipeline holds on a 141 GB device (PTv3's forward ~2 GB a
+ * million rows), so a typo such as 1e15 is a usage error before the run, not an allocation failure inside it. */
+#define SWEEP_MAX_POINTS 100000000ull
+
 static int parse_sizes(sweep_opts *o, const char *arg) {
   char buf[1024], *items[MAX_SIZES];
   if (strlen(arg) >= sizeof buf) return -1;
@@ -223,7 +227,7 @@ static int parse_sizes(sweep_opts *o, const char *arg) {
     char *dots = strstr(items[i], "..");
     if (!dots) {
       uint64_t v;
-      if (f3d_parse_count(items[i], &v) != 0 || v == 0 || o->nsizes == MAX_SIZES) return -1;
+      if (f3d_parse_count(items[i], &v) != 0 || v == 0 || v > SWEEP_MAX_POINTS || o->nsizes == MAX_SIZES) return -1;
       o->sizes[o->nsizes++] = v;
       continue;
     }
@@ -233,7 +237,7 @@ static int parse_sizes(sweep_opts *o, const char *arg) {
     *colon = '\0';
     uint64_t a, b, step;
     if (f3d_parse_count(items[i], &a) || f3d_parse_count(dots + 2, &b) || f3d_parse_count(colon + 1, &step) ||
-        a == 0 || step == 0 || b < a)
+        a == 0 || step == 0 || b < a || b > SWEEP_MAX_POINTS)
       return -1;
     for (uint64_t v = a; v <= b; v += step) {
       if (o->nsizes == MAX_SIZES) return -1;
@@ -299,7 +303,8 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       break;
     case 'n':
       if (parse_sizes(o, optarg) != 0) {
-        f3d_fail("sweep", "--sizes: expected counts like 100k,200k or 100k..600k:100k (at most %d)", MAX_SIZES);
+        f3d_fail("sweep", "--sizes '%s': expected counts from 1 to 100M like 100k,200k or 100k..600k:100k (at most %d)",
+                 optarg, MAX_SIZES);
         return -1;
       }
       break;

@@ -133,6 +133,9 @@ for id in '' a/b . .. ../x; do # refused as a usage error, by --check-args too, 
 done
 [ -e "$T/res-id" ] && fail "a refused --run-id created its output directory"
 expect 2 "$BIN" sweep --sizes abc
+grep -q "^f3dbench: sweep: --sizes 'abc': expected counts" "$T/err" || fail "--sizes error line: $(cat "$T/err")"
+expect 2 "$BIN" sweep --check-args --sizes 1e15 # past any device: a usage error, not a failed allocation in the run
+expect 2 "$BIN" sweep --check-args --sizes 1M..1e12:1M
 expect 2 "$BIN" sweep --workloads nosuch
 expect 2 "$BIN" sweep --reps 0
 expect 2 "$BIN" sweep --pipelines nosuch
