@@ -198,12 +198,14 @@ int f3d_read_batch(wl_cloud **clouds, uint32_t *nclouds, wl_batch *batch, size_t
   return 0;
 }
 
-/* Standard output is the output for "-" and for a path that names it (/dev/stdout, or a FIFO the shell
- * also redirected stdout to): the CSV goes there unmixed and the commands print their summary on stderr. */
+/* Standard output is the output for "-" and for a path written in place that names what it is (/dev/stdout, or a
+ * FIFO the shell also redirected stdout to), whatever that is (a regular file too: `--out /dev/stdout > f` opened
+ * anew would truncate f and write from its start under the summary): the CSV goes there unmixed and the commands
+ * print their summary on stderr. */
 static int is_stdout(const char *path) {
   struct stat a, b;
   return strcmp(path, "-") == 0 || (stat(path, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
-                                    a.st_ino == b.st_ino && !S_ISREG(a.st_mode));
+                                    a.st_ino == b.st_ino);
 }
 
 FILE *f3d_out_open(const char *what, const char *path, char **tmp) {

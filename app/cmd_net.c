@@ -101,9 +101,10 @@ static void net_usage(FILE *f) {
           "  --bucket-fill F    Flash3D: ceil(rows / (bucket F)) buckets per cloud at every hashed level, F in\n"
           "                     0.1..1, instead of the public rule (the next power of two of rows / bucket: fill\n"
           "                     50-100%%, a step in latency at each power of two)\n"
-          "  --scope K          Flash3D: buckets per attention scope, 1..64 (default the configuration's: 8, so\n"
-          "                     4096 keys a query; 2 gives PTv3's 1024, as flash3d-46m-scope2): not the paper's\n"
-          "                     network, an ablation of its attention span on the same weights\n"
+          "  --scope K          Flash3D: buckets per attention scope, 1..64 (default the configuration's: 8 for\n"
+          "                     flash3d-public/46m/129m, so 4096 keys a query; 4 for flash3d-tiny; 2 gives PTv3's\n"
+          "                     1024, as flash3d-46m-scope2): not the paper's network, an ablation of its\n"
+          "                     attention span on the same weights\n"
           "  --mlp-chunk N      on the GPU: an MLP that is not one kernel makes its hidden rows in chunks of at\n"
           "                     most N elements ([rows, 4C]; e.g. 33554432, the default, or 16M), so its work\n"
           "                     buffers are sized for a chunk, not a level; 0: every row at once\n"
@@ -719,9 +720,17 @@ int f3d_cmd_net(int argc, char **argv) {
   if (o.cpu && o.overlap >= 0) fprintf(stderr, "f3dbench: net: note: --overlap has no effect with --device cpu\n");
   if (o.cpu && o.fold >= 0) fprintf(stderr, "f3dbench: net: note: --cpe-fold has no effect with --device cpu\n");
   if (o.cpu && o.tune >= 0) fprintf(stderr, "f3dbench: net: note: --lt-tune has no effect with --device cpu\n");
-  if (o.cpu && (dtype_given || o.graph || o.spconv || o.mlp >= 0 || o.ln >= 0 || reps_given || check_given))
-    fprintf(stderr, "f3dbench: net: note: --dtype, --graph, --spconv, --mlp, --ln, --reps and --check-points have no "
-            "effect with --device cpu (one fp32 forward, the reference)\n");
+  if (o.cpu) { /* the GPU forward's options given: named, not silently dropped */
+    const int given[7] = {dtype_given, o.graph, o.spconv != NULL, o.mlp >= 0, o.ln >= 0, reps_given, check_given};
+    static const char *const names[7] = {"--dtype", "--graph", "--spconv", "--mlp", "--ln", "--reps", "--check-points"};
+    char list[128] = "";
+    int n = 0;
+    for (int i = 0, len = 0; i < 7; i++)
+      if (given[i]) len += snprintf(list + len, sizeof list - (size_t)len, "%s%s", n++ ? ", " : "", names[i]);
+    if (n)
+      fprintf(stderr, "f3dbench: net: note: %s ha%s no effect with --device cpu (one fp32 forward, the reference)\n",
+              list, n == 1 ? "s" : "ve");
+  }
   if (o.cpu && o.mlp_chunk != UINT64_MAX)
     fprintf(stderr, "f3dbench: net: note: --mlp-chunk has no effect with --device cpu\n");
   if (!o.cpu && f3d_gpu_ready(o.memory ? "net: --memory" : "net: --device gpu", NULL)) return 1;

@@ -29,8 +29,8 @@ static void psh_usage(FILE *f) {
           "  --probes P       probe offsets tried per overflowing point, 0..128 (default 128)\n"
           "  --device D       cpu (deterministic reference, default) or gpu\n"
           "  --seed S         probe order and jitter seed (default 3407)\n"
-          "  --out FILE       output CSV (written to a temporary name, then renamed; - is stdout, where a FIFO,\n"
-          "                   device or link is written in place)\n"
+          "  --out FILE       output CSV (written to a temporary name, then renamed over it, or over the file a\n"
+          "                   symbolic link names; - is stdout; a FIFO or device is written in place)\n"
           "  --variant NAME   GPU variant with --device gpu (default v9, the fastest from a warm L2; v10 is faster\n"
           "                   from a cold one at 600k, within a few %% of v9 at 100k-300k), one of:\n");
   size_t nv = 0;

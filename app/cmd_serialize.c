@@ -30,8 +30,8 @@ static void serialize_usage(FILE *f) {
           "  --dedup       keep the first point of each voxel per cloud (GridSample); dropped count on stderr\n"
           "  --device D    cpu (default) or gpu; both write identical files\n"
           "  --seed S      recorded for reproducibility; the codes themselves are deterministic\n"
-          "  --out FILE    output CSV (written to a temporary name, then renamed; - is stdout, where a FIFO,\n"
-          "                device or link is written in place)\n");
+          "  --out FILE    output CSV (written to a temporary name, then renamed over it, or over the file a\n"
+          "                symbolic link names; - is stdout; a FIFO or device is written in place)\n");
 }
 
 typedef struct ser_state {

@@ -185,7 +185,8 @@ static void usage(FILE *f) {
           "                        0/N, for 1-based job arrays); f3dbench merge joins the shards\n",
           HX_TIMING_DEFAULT_REPS, HX_TIMING_DEFAULT_WARMUP, LADDER_TIME_BUDGET_S, DEFAULT_STAGE_CAP_S,
           DEFAULT_TIME_BUDGET_S);
-  fputs("Without a CUDA device, pipelines run their CPU references (variant \"cpu\"), timed on the CPU.\n", f);
+  fputs("Without a CUDA device, pipelines run their CPU references (variant \"cpu\"), timed on the CPU; the GPU-only\n"
+        "ones (ptv3-net, flash3d-net) add no rows, and a sweep of them alone is refused.\n", f);
 }
 
 static void list_pipelines(FILE *f) {

@@ -431,12 +431,15 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
     }
     const net_model *msp = &net_models[NM_SPAN];
     const double tsp = fwd(r, msp, wl, n, "time_mean");
-    if (isfinite(tsp)) { /* the same weights at PTv3's attention span: what the span alone is worth */
+    net_config scfg;
+    hx_err serr;
+    if (isfinite(tsp) && net_config_named(&scfg, msp->variant, &serr) == HX_OK) {
+      /* the same weights at PTv3's attention span: what the span alone is worth */
       const double asp = nrow(r, msp->pipeline, "attn", msp->variant, wl, n, "time_median");
       speed_words(sp, sizeof sp, tp, tsp);
-      fprintf(f, " At PTv3's attention span (scopes of 2 x %d = %d keys a query; not the paper's configuration), %s is "
-                 "%s PTv3 (%.2f ms",
-              NET_F3D_BUCKET, 2 * NET_F3D_BUCKET, msp->display, sp, tsp);
+      fprintf(f, " At PTv3's attention span (scopes of %d x %d = %d keys a query; not the paper's configuration), %s "
+                 "is %s PTv3 (%.2f ms",
+              scfg.scope, scfg.bucket, scfg.scope * scfg.bucket, msp->display, sp, tsp);
       if (isfinite(asp)) fprintf(f, ", its attention %.2f ms", asp);
       fputs(").", f);
     }

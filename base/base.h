@@ -111,18 +111,14 @@ static inline HX_HD double hx_rng_unit(uint64_t seed, uint64_t stream, uint64_t 
 static inline HX_HD size_t hx_align256(size_t bytes) { return (bytes + (HX_ALIGN - 1u)) & ~(size_t)(HX_ALIGN - 1u); }
 
 /* ---- Output paths (out.c) ----------------------------------------------------------------------- */
-/* What a writer may do with an output path: *in_place 0 when it is absent or a regular file (write a
- * temporary beside it and rename that over it), 1 when it exists as anything else (a FIFO, a device, a
- * socket, a symbolic link such as /dev/stdout: open it and write, never replace it); HX_EIO naming the
- * path for a directory (or a link to one). */
-hx_status hx_out_target(const char *path, int *in_place, hx_err *err);
 /* The file a writer replaces for an output path, into dest (cap bytes): path itself when it is absent or a regular
  * file; for a symbolic link, or a chain of them, ending at a regular file or at nothing, the path of that end (write
  * the temporary beside dest and rename it over dest: the link stays a link, and a failed write leaves the old
- * target whole, where writing through the link in place truncated it first). *in_place 1, dest = path, for what
- * is not replaced: a FIFO, a device or a socket (named directly or through links) and a link in /proc
- * (/dev/stdout, /dev/fd/N: a stream of the process). HX_EIO naming the path for a directory (or a link to one) or
- * a chain of more than 40 links; HX_EINVAL when a path does not fit in cap. */
+ * target whole). *in_place 1, dest = path, for what is not replaced: a FIFO, a device or a socket (named directly
+ * or through links) and a link in /proc (/dev/stdout, /dev/fd/N: a stream of the process). HX_EIO naming the path
+ * for a directory (or a link to one), a chain of more than 40 links, or a link another user owns in a sticky
+ * world-writable folder (the kernel's protected_symlinks rule, which following by hand would skip); HX_EINVAL when
+ * a path does not fit in cap. */
 hx_status hx_out_resolve(const char *path, char *dest, size_t cap, int *in_place, hx_err *err);
 
 /* ---- Input paths (in.c) -------------------------------------------------------------------------- */

@@ -1,12 +1,13 @@
 /*
- * out.c - what a writer may do with an output path (base.h: hx_out_target, hx_out_resolve), for every writer of
- * every floor (the harness's atomic files, the program's --out, the workloads' cloud writers).
+ * out.c - what a writer may do with an output path (base.h: hx_out_resolve), for every writer of every floor (the
+ * harness's atomic files, the program's --out, the workloads' cloud writers).
  * Only a regular file (or nothing) is ours to replace: renaming over a FIFO, a device node or a symbolic link
  * would turn it into a regular file (as root, --out /dev/null would replace the system's /dev/null).
- * A symbolic link is followed instead (hx_out_resolve): the regular file at the end of its chain is replaced by a
- * temporary written beside it, so the link stays a link and a failed write leaves the old target whole (writing
- * through the link in place truncated the target first, and a full disk then left it cut short). Links that live in
+ * A symbolic link is followed (hx_out_resolve): the regular file at the end of its chain is replaced by a temporary
+ * written beside it, so the link stays a link and a failed write leaves the old target whole. Links that live in
  * /proc (/dev/stdout -> /proc/self/fd/1, /dev/fd/N) name a stream the process holds, not a file: written in place.
+ * Following a link by hand skips the kernel's fs.protected_symlinks check, so its rule is applied here: a link in a
+ * sticky, world-writable folder (/tmp) is followed only when the writer or the folder's owner owns it.
  */
 #include "base/base.h"
 
@@ -16,16 +17,22 @@
 #include <unistd.h>
 
 /* Linux's own limit on the links one lookup follows (ELOOP past it). */
+#define OUT_STICKY 01000 /* S_ISVTX, which POSIX (the build's _POSIX_C_SOURCE) leaves to the XSI option */
 #define OUT_MAX_LINKS 40
 
-hx_status hx_out_target(const char *path, int *in_place, hx_err *err) {
-  struct stat ls, ts;
-  *in_place = 0;
-  if (lstat(path, &ls) != 0 || S_ISREG(ls.st_mode)) return HX_OK; /* absent: creating the temporary says why not */
-  if (S_ISDIR(ls.st_mode) || (stat(path, &ts) == 0 && S_ISDIR(ts.st_mode)))
-    return hx_errf(err, HX_EIO, "%s: is a directory, not a file to write", path);
-  *in_place = 1;
-  return HX_OK;
+/* fs.protected_symlinks' rule for the link at `link` (lstat'ed into ls): 0 when it may be followed. */
+static int foreign_link(const char *link, const struct stat *ls) {
+  char dir[4096];
+  const char *slash = strrchr(link, '/');
+  const size_t n = slash ? (size_t)(slash - link) : 0;
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (n == 0) snprintf(dir, sizeof dir, "/");
+  else if (n < sizeof dir) memcpy(dir, link, n), dir[n] = '\0';
+  else return 1; /* a folder name this long: not followed */
+  struct stat ds;
+  if (stat(dir, &ds) != 0) return 1;
+  const int sticky_public = (ds.st_mode & OUT_STICKY) && (ds.st_mode & S_IWOTH);
+  return sticky_public && ls->st_uid != geteuid() && ls->st_uid != ds.st_uid;
 }
 
 /* dest (holding a symbolic link's path) becomes the path its target names: as is when absolute, else beside the
@@ -76,6 +83,9 @@ hx_status hx_out_resolve(const char *path, char *dest, size_t cap, int *in_place
     }
     if (hop == OUT_MAX_LINKS)
       st = hx_errf(err, HX_EIO, "%s: more than %d symbolic links in a row (a loop?)", path, OUT_MAX_LINKS);
+    else if (foreign_link(dest, &ls))
+      st = hx_errf(err, HX_EIO, "%s: %s is a symbolic link another user owns in a sticky world-writable folder: not "
+                   "followed (the kernel's protected_symlinks rule)", path, dest);
     else
       st = follow(dest, cap, t, path, err);
   }

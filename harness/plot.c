@@ -1597,9 +1597,11 @@ static hx_status swap_in(const char *tmp, const char *final, const char *old, in
   return HX_OK;
 }
 
-/* Undo swap_in: the new figures back to tmp (removed by the caller), the old ones back in place. */
-static void swap_back(const char *tmp, const char *final, const char *old, int had) {
-  if (rename(final, tmp) == 0 && had) rename(old, final);
+/* Undo swap_in: the new figures back to tmp (removed by the caller), the old ones back in place; 1 when that
+ * worked, 0 when a rename failed (the new figures may still be at final, the old ones at old). */
+static int swap_back(const char *tmp, const char *final, const char *old, int had) {
+  if (rename(final, tmp) != 0) return 0;
+  return !had || rename(old, final) == 0;
 }
 
 /* Write a staged file whole (name: the file it stands for, in messages): data, flushed and synced, so that only a
@@ -1935,7 +1937,13 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     } else {
       report_tmp[0] = '\0';
     }
-    if (st != HX_OK && swapped) swap_back(plots, plots_final, old, had_old);
+    if (st != HX_OK && swapped && !swap_back(plots, plots_final, old, had_old)) {
+      char said[sizeof err->msg];
+      snprintf(said, sizeof said, "%s", err->msg);
+      st = hx_errf(err, st, "%s; the figures could not be put back as they were: %s holds the new ones, %s the "
+                   "previous ones, if any", said, plots_final, old);
+      had_old = 0; /* kept where they are, never removed */
+    }
   }
   if (report_tmp[0]) unlink(report_tmp);
   free(mem);

@@ -126,6 +126,7 @@ static int tok_size(const char *t, size_t tl, size_t *out) {
  * point is then dropped as non-finite (or refused by net), as a NaN written by a real scanner is. */
 static int parse_num(const char *p, const char *end, double *v, const char **next) {
   char *q;
+  while (p < end && is_space(*p)) p++; /* as strtod would, so the hexadecimal test sees the token itself */
   if (p >= end) return 0;
   const char *t = p + (*p == '+' || *p == '-');
   if (end - t >= 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) return 0;
@@ -741,10 +742,19 @@ static int starts_numeric(const char *p, const char *e) {
   return parse_num(p, e, &v, &q);
 }
 
+/* Whether a line (its blanks skipped) is one unsigned decimal integer and nothing else: a point count. */
+static int count_line(const char *p, const char *e) {
+  const char *t = p;
+  while (t < e && *t >= '0' && *t <= '9') t++;
+  if (t == p) return 0;
+  while (t < e && is_space(*t)) t++;
+  return t == e;
+}
+
 /* Invariant: every content line (not blank, not a '#' or '//' comment) is a point, except that the first one
- * may be a header, and only when it starts with a name: a first line that starts with a number but is not
- * three numbers ("1 2 zz", "1 2", "0x10 0x20 0x30") is an error naming line 1, as any other malformed line
- * is, never skipped as a header (that silently lost a point). */
+ * may be a header: one that starts with a name ("x y z"), or a lone point count (the .pts layout's first line,
+ * "600000"). A first line that starts with a number but is neither three numbers nor a lone count ("1 2 zz",
+ * "1 2", "0x10 0x20 0x30") is an error naming line 1, as any other malformed line is, never skipped. */
 hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const char *path, hx_err *err) {
   size_t lines = 1;
   for (size_t i = 0; i < size; i++) lines += d[i] == '\n';
@@ -762,7 +772,7 @@ hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const 
     double v[3];
     if (!xyz_line(p, e, v)) {
       const int numeric = starts_numeric(p, e);
-      if (first && !numeric) { /* one header line ("x,y,z", "X Y Z intensity") is allowed before the data */
+      if (first && (!numeric || count_line(p, e))) { /* one header line ("x,y,z", "X Y Z intensity", "600000") */
         first = 0;
         continue;
       }
@@ -770,7 +780,7 @@ hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const 
       wl_sink_free(&sk);
       return hx_errf(err, HX_EFORMAT, "%s: line %zu: expected three decimal numbers x y z, found '%s'%s", path, c.line,
                      tok_str(b1, sizeof b1, s, len),
-                     first ? " (a header line starts with a name, not a number)" : "");
+                     first ? " (a header line starts with a name, or is a lone point count)" : "");
     }
     first = 0;
     wl_sink_push(&sk, v[0], v[1], v[2]);

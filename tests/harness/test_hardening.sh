@@ -62,6 +62,16 @@ for cmd in psh pool serialize; do
   [ "$(head -n 1 "$D/dash.got")" = "$H" ] || fail "$cmd --out -: standard output does not start with the CSV header"
   [ "$(wc -l <"$D/dash.got")" -eq 3001 ] || fail "$cmd --out -: $(wc -l <"$D/dash.got") lines on standard output, not 3001"
 
+  # /dev/stdout when standard output is a regular file: the CSV there whole, not truncated under the summary (the
+  # summary goes to standard error, as with `-`)
+  if [ -e /dev/stdout ]; then
+    "$BIN" $cmd --out /dev/stdout "$T/c.ply" >"$D/devout.got" 2>"$D/devout.err" ||
+      fail "$cmd --out /dev/stdout > FILE failed: $(cat "$D/devout.err")"
+    [ "$(head -n 1 "$D/devout.got")" = "$H" ] || fail "$cmd --out /dev/stdout > FILE: the file does not start with the CSV"
+    [ "$(wc -l <"$D/devout.got")" -eq 3001 ] ||
+      fail "$cmd --out /dev/stdout > FILE: $(wc -l <"$D/devout.got") lines, not the 3001 of the CSV"
+  fi
+
   # a symbolic link (what /dev/stdout is): written through, the link kept
   : >"$D/target.csv"
   ln -s target.csv "$D/link.csv"

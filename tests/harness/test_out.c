@@ -2,8 +2,8 @@
  * test_out.c - hx_out_resolve (base/out.c): which file a writer replaces for an output path. A regular file or
  * nothing is replaced as named; a symbolic link is followed to the regular file (or nothing) at the end of its
  * chain, so the writer's temporary and rename land beside that target and the link stays a link; a FIFO, a device,
- * a socket or a link in /proc (/dev/stdout) is written in place; a directory, a link to one and a link loop are
- * refused naming the path.
+ * a socket or a link in /proc (/dev/stdout) is written in place; a directory, a link to one, a link loop and (as
+ * root, who can make one) a link another user owns in a sticky world-writable folder are refused naming the path.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,6 +95,23 @@ static void test_resolve(void **state) {
   int in_place;
   hx_err e = {0};
   assert_int_equal(hx_out_resolve(at(a, sizeof a, "target.ply"), small, sizeof small, &in_place, &e), HX_EINVAL);
+  char longname[760], big[768]; /* the target fits in big; the link's folder in front of it does not */
+  memset(longname, 'x', sizeof longname - 1), longname[sizeof longname - 1] = '\0';
+  assert_int_equal(symlink(longname, at(a, sizeof a, "longlink")), 0);
+  assert_int_equal(hx_out_resolve(a, big, sizeof big, &in_place, &e), HX_EINVAL);
+  /* fs.protected_symlinks' rule: in a sticky world-writable folder a link another user owns is not followed (the
+   * writer must not replace what a planted link names); only root can make such a link here */
+  if (geteuid() == 0) {
+    char dir[512], lk[600];
+    assert_int_equal(mkdir(at(dir, sizeof dir, "public"), 0777), 0);
+    assert_int_equal(chmod(dir, 01777), 0);
+    snprintf(lk, sizeof lk, "%s/planted.csv", dir);
+    assert_int_equal(symlink(at(a, sizeof a, "target.ply"), lk), 0);
+    assert_int_equal(lchown(lk, 65534, 65534), 0);
+    expect(lk, HX_EIO, 0, NULL);
+    assert_int_equal(lchown(lk, 0, 0), 0); /* the writer's own link: followed */
+    expect(lk, HX_OK, 0, a);
+  }
   /* links in /proc name a stream of the process (/dev/stdout is one, whatever standard output is): in place, even
    * when standard output is a regular file */
   struct stat sb;

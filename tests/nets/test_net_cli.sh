@@ -77,8 +77,9 @@ expect_out 2 "--scope: ptv3-tiny has no bucket scopes" "$BIN" net --model ptv3-t
 expect_out 2 "--weights '': a safetensors file" "$BIN" net --model ptv3-tiny --weights '' --device cpu
 expect_out 2 "--save '': a directory" "$BIN" net --model ptv3-tiny --save '' --device cpu
 # the GPU forward's options are named as having no effect on the CPU forward, not silently dropped
-expect_out 0 "note: --dtype, --graph, --spconv, --mlp, --ln, --reps and --check-points have no effect with --device cpu" \
-  "$BIN" net --model ptv3-tiny --points 300 --reps 3 --device cpu
+expect_out 0 "note: --reps has no effect with --device cpu" "$BIN" net --model ptv3-tiny --points 300 --reps 3 --device cpu
+expect_out 0 "note: --dtype, --graph have no effect with --device cpu" \
+  "$BIN" net --model ptv3-tiny --points 300 --graph --dtype bf16 --device cpu
 # --scope reaches the forward: the header names it, and the logits differ from the configuration's scope of 4
 expect_out 0 "attention scopes of 2 buckets, 128 rows" \
   "$BIN" net --model flash3d-tiny --points 1500 --scope 2 --device cpu --save "$T/scope-2"

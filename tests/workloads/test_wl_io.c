@@ -574,7 +574,8 @@ static void test_xyz_first_line(void **state) {
       {"-1 2\n4 5 6\n", "line 1:"},               {".5,2\n4,5,6\n", "line 1:"},
       {"0x10 0x20 0x30\n4 5 6\n", "line 1:"},      {"# c\n\n1 2 q\n4 5 6\n", "line 3:"},
       {"4 5 6\n0x10 2 3\n", "line 2:"},           {"x y z\n4 5 6\n1 0X1p3 2\n", "line 3:"},
-      {"x y z\n4 5 6\n1 -0x1 2\n", "line 3:"},
+      {"x y z\n4 5 6\n1 -0x1 2\n", "line 3:"},  {"x y z\n1 \v0x10 3\n", "line 2:"},
+      {"2.5\n1 2 3\n", "line 1:"},               {"2\n3\n1 2 3\n", "line 2:"},
   };
   hx_err err = {0};
   wl_cloud c;
@@ -593,6 +594,7 @@ static void test_xyz_first_line(void **state) {
       {"x y z\n1 2 3\n4 5 6\n", 2, 0},      {"X,Y,Z,intensity\n1,2,3,4\n4,5,6,7\n", 2, 0},
       {"# a\n\nx y z\n1 2 3\n", 1, 0},      {"nan 1 2\n1 2 3\n4 5 6\n", 2, 1},
       {"inf,1,2\n1,2,3\n", 1, 1},            {"-x -y -z\n+1 -2 .5\n", 1, 0},
+      {"2\n1 2 3\n4 5 6\n", 2, 0},          {"  600000 \r\n1 2 3\n", 1, 0}, /* a .pts count line */
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     write_file("first.xyz", good[i].text, strlen(good[i].text));
