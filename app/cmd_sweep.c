@@ -212,12 +212,12 @@ static int split_list(char *s, char **items, int cap) {
   return n;
 }
 
-/* "100k,200k" or "A..B:STEP" (inclusive). Appends to o->sizes. arg is not modified (argv is recorded
- * in the context as typed). */
 /* Points per cloud a size may ask for: above what any pipeline holds on a 141 GB device (PTv3's forward ~2 GB a
  * million rows), so a typo such as 1e15 is a usage error before the run, not an allocation failure inside it. */
 #define SWEEP_MAX_POINTS 100000000ull
 
+/* "100k,200k" or "A..B:STEP" (inclusive), each at most SWEEP_MAX_POINTS. Appends to o->sizes. arg is not modified
+ * (argv is recorded in the context as typed). */
 static int parse_sizes(sweep_opts *o, const char *arg) {
   char buf[1024], *items[MAX_SIZES];
   if (strlen(arg) >= sizeof buf) return -1;
