@@ -714,25 +714,22 @@ int f3d_cmd_net(int argc, char **argv) {
   if (o.memory && (o.cpu || !F3D_HAVE_CUDA))
     return f3d_fail("net", "--memory reports the GPU forward's memory: not with --device cpu or a build without CUDA"), 2;
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
-  if (o.cpu && o.device_memory) fprintf(stderr, "f3dbench: net: note: --device-memory has no effect with --device cpu\n");
-  if (o.cpu && o.tiles >= 0) fprintf(stderr, "f3dbench: net: note: --tile-order has no effect with --device cpu\n");
-  if (o.cpu && o.stem >= 0) fprintf(stderr, "f3dbench: net: note: --stem has no effect with --device cpu\n");
-  if (o.cpu && o.overlap >= 0) fprintf(stderr, "f3dbench: net: note: --overlap has no effect with --device cpu\n");
-  if (o.cpu && o.fold >= 0) fprintf(stderr, "f3dbench: net: note: --cpe-fold has no effect with --device cpu\n");
-  if (o.cpu && o.tune >= 0) fprintf(stderr, "f3dbench: net: note: --lt-tune has no effect with --device cpu\n");
-  if (o.cpu) { /* the GPU forward's options given: named, not silently dropped */
-    const int given[7] = {dtype_given, o.graph, o.spconv != NULL, o.mlp >= 0, o.ln >= 0, reps_given, check_given};
-    static const char *const names[7] = {"--dtype", "--graph", "--spconv", "--mlp", "--ln", "--reps", "--check-points"};
-    char list[128] = "";
+  if (o.cpu) { /* the GPU forward's options given: named in one note, not silently dropped */
+    const int given[] = {dtype_given, o.graph, o.spconv != NULL, o.mlp >= 0, o.ln >= 0, reps_given, check_given,
+                         o.device_memory != 0, o.tiles >= 0, o.stem >= 0, o.overlap >= 0, o.fold >= 0, o.tune >= 0,
+                         o.mlp_chunk != UINT64_MAX};
+    static const char *const names[] = {"--dtype", "--graph",   "--spconv",  "--mlp",   "--ln", "--reps",
+                                        "--check-points", "--device-memory", "--tile-order", "--stem",
+                                        "--overlap", "--cpe-fold", "--lt-tune", "--mlp-chunk"};
+    _Static_assert(sizeof given / sizeof *given == sizeof names / sizeof *names, "one name per option");
+    char list[256] = "";
     int n = 0;
-    for (int i = 0, len = 0; i < 7; i++)
-      if (given[i]) len += snprintf(list + len, sizeof list - (size_t)len, "%s%s", n++ ? ", " : "", names[i]);
+    for (size_t i = 0, len = 0; i < sizeof names / sizeof *names; i++)
+      if (given[i]) len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", n++ ? ", " : "", names[i]);
     if (n)
       fprintf(stderr, "f3dbench: net: note: %s ha%s no effect with --device cpu (one fp32 forward, the reference)\n",
               list, n == 1 ? "s" : "ve");
   }
-  if (o.cpu && o.mlp_chunk != UINT64_MAX)
-    fprintf(stderr, "f3dbench: net: note: --mlp-chunk has no effect with --device cpu\n");
   if (!o.cpu && f3d_gpu_ready(o.memory ? "net: --memory" : "net: --device gpu", NULL)) return 1;
 
   net_params p = {0};
