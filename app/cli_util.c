@@ -256,14 +256,11 @@ int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
   if (!bad && tmp) {
     /* the file replaced is the one the temporary is named after ("<dest>.tmp.<pid>", f3d_out_open): path itself,
      * or the regular file its symbolic link ends at */
-    char *dest = strdup(tmp), *cut = dest ? strstr(dest, ".tmp.") : NULL;
-    for (char *next; cut && (next = strstr(cut + 1, ".tmp.")); cut = next) /* the last one */
-      ;
-    if (!cut) e = ENOMEM, bad = 1, step = "rename of the finished file";
-    else {
-      *cut = '\0';
-      if (rename(tmp, dest) != 0) e = errno, bad = 1, step = "rename of the finished file";
-    }
+    char suffix[32];
+    const size_t sl = (size_t)snprintf(suffix, sizeof suffix, ".tmp.%ld", (long)getpid());
+    char *dest = strdup(tmp);
+    if (dest) dest[strlen(dest) - sl] = '\0';
+    if (!dest || rename(tmp, dest) != 0) e = dest ? errno : ENOMEM, bad = 1, step = "rename of the finished file";
     free(dest);
   }
   if (bad) {
