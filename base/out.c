@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 /* Linux's own limit on the links one lookup follows (ELOOP past it). */
-#define OUT_STICKY 01000 /* S_ISVTX, which POSIX (the build's _POSIX_C_SOURCE) leaves to the XSI option */
 #define OUT_MAX_LINKS 40
+#define OUT_STICKY 01000 /* S_ISVTX, which POSIX (the build's _POSIX_C_SOURCE) leaves to the XSI option */
 
 /* fs.protected_symlinks' rule for the link at `link` (lstat'ed into ls): 0 when it may be followed. */
 static int foreign_link(const char *link, const struct stat *ls) {

@@ -99,6 +99,12 @@ void hx_results_close(hx_results *r);
  * the regular file it ends at, which is replaced so (the link kept); a target that hx_out_resolve (base.h) says
  * is written in place is opened and written (no fsync, no rename). */
 hx_status hx_write_file_atomic(const char *path, const void *data, size_t size, hx_err *err);
+/* hx_write_file_atomic's first half, for a caller that must put several things in place together: the bytes
+ * written whole and synced to tmp ("<dest>.tmp.<pid>", cap bytes each), dest the file the rename is to replace;
+ * the caller renames tmp over dest, or unlinks tmp. On failure nothing is left (tmp[0] = 0). *in_place 1, nothing
+ * written, tmp[0] = 0: path is one hx_write_file_atomic writes in place. */
+hx_status hx_stage_file(const char *path, const void *data, size_t size, char *tmp, char *dest, size_t cap,
+                        int *in_place, hx_err *err);
 
 /* ---- timing (harness/timing.c, harness/timing_gpu.cu) ---- */
 /* One interface for CPU and GPU timing. The timed work is a closure: run() does one repetition (on the

@@ -1604,22 +1604,6 @@ static int swap_back(const char *tmp, const char *final, const char *old, int ha
   return !had || rename(old, final) == 0;
 }
 
-/* Write a staged file whole (name: the file it stands for, in messages): data, flushed and synced, so that only a
- * rename is left to do; removed again on failure. */
-static hx_status write_staged(const char *path, const char *name, const char *data, size_t len, hx_err *err) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return hx_errf(err, HX_EIO, "%s: cannot create %s: %s", name, path, strerror(errno));
-  errno = 0;
-  int bad = (len && fwrite(data, 1, len, f) != len) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-  int e = errno;
-  if (fclose(f) != 0 && !bad) bad = 1, e = errno;
-  if (bad) {
-    unlink(path);
-    return hx_errf(err, HX_EIO, "%s: write failed: %s", name, strerror(e ? e : EIO));
-  }
-  return HX_OK;
-}
-
 /* ---- why a figure is left out ------------------------------------------------------------------------- */
 
 /* 1 when the run has a row of `metric` (metric_match) outside the study's own section whose "pipeline/kernel"
@@ -1898,7 +1882,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
    * failure of that rename swaps the previous figures back, so the figures and the report on disk always belong
    * together. A REPORT.md that is written in place (a FIFO, a device: hx_out_resolve) is written last, and a failure
    * of that write swaps the figures back the same way. Without gnuplot plots/ is left as it was. */
-  char report[PL_PATH + 64], report_dest[PL_PATH + 64], report_tmp[PL_PATH + 128], old[PL_PATH + 64];
+  char report[PL_PATH + 64], report_dest[PL_PATH + 128], report_tmp[PL_PATH + 128], old[PL_PATH + 64];
   snprintf(report, sizeof report, "%s/REPORT.md", out_dir);
   snprintf(old, sizeof old, "%s.old.%ld", plots_final, (long)getpid());
   report_tmp[0] = '\0';
@@ -1914,17 +1898,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
       if (fclose(f) != 0) st = hx_errf(err, HX_ENOMEM, "plot: report too large");
     }
   }
-  if (st == HX_OK) st = hx_out_resolve(report, report_dest, sizeof report_dest, &in_place, err);
-  if (st == HX_OK && !in_place) {
-    int n = snprintf(report_tmp, sizeof report_tmp, "%s.tmp.%ld", report_dest, (long)getpid());
-    if (n < 0 || (size_t)n >= sizeof report_tmp) {
-      report_tmp[0] = '\0';
-      st = hx_errf(err, HX_EINVAL, "%s: path too long", report);
-    } else {
-      st = write_staged(report_tmp, report, mem, len, err);
-      if (st != HX_OK) report_tmp[0] = '\0'; /* removed by write_staged */
-    }
-  }
+  if (st == HX_OK) st = hx_stage_file(report, mem, len, report_tmp, report_dest, sizeof report_tmp, &in_place, err);
   if (st == HX_OK && !note) {
     st = swap_in(plots, plots_final, old, &had_old, err);
     swapped = st == HX_OK;

@@ -134,22 +134,38 @@ static hx_status write_in_place(const char *path, const void *data, size_t size,
   return HX_OK;
 }
 
-hx_status hx_write_file_atomic(const char *path, const void *data, size_t size, hx_err *err) {
-  int in_place = 0;
-  char dest[HX_PATH_MAX]; /* path, or the regular file its symbolic link ends at: the temporary goes beside it */
-  hx_status st = hx_out_resolve(path, dest, sizeof dest, &in_place, err);
-  if (st != HX_OK) return st;
-  if (in_place) return write_in_place(path, data, size, err);
-  char tmp[HX_PATH_MAX];
-  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dest, (long)getpid());
-  if (n < 0 || (size_t)n >= sizeof tmp) return hx_errf(err, HX_EINVAL, "%s: path too long", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return hx_errf(err, HX_EIO, "%s: %s", tmp, strerror(errno));
+hx_status hx_stage_file(const char *path, const void *data, size_t size, char *tmp, char *dest, size_t cap,
+                        int *in_place, hx_err *err) {
+  tmp[0] = '\0';
+  *in_place = 0;
+  HX_TRY(hx_out_resolve(path, dest, cap, in_place, err)); /* dest: path, or the regular file its link ends at */
+  if (*in_place) return HX_OK;
+  int n = snprintf(tmp, cap, "%s.tmp.%ld", dest, (long)getpid());
+  FILE *f = n < 0 || (size_t)n >= cap ? NULL : fopen(tmp, "wb");
+  if (!f) {
+    const hx_status st = n < 0 || (size_t)n >= cap ? hx_errf(err, HX_EINVAL, "%s: path too long", path)
+                                                   : hx_errf(err, HX_EIO, "%s: %s", tmp, strerror(errno));
+    tmp[0] = '\0';
+    return st;
+  }
   int bad = (size && fwrite(data, 1, size, f) != size) || fflush(f) != 0 || fsync(fileno(f)) != 0;
   int saved = errno;
   if (fclose(f) != 0 && !bad) bad = 1, saved = errno;
-  if (!bad && rename(tmp, dest) != 0) bad = 1, saved = errno;
   if (bad) {
+    unlink(tmp);
+    tmp[0] = '\0';
+    return hx_errf(err, HX_EIO, "%s: %s", path, strerror(saved));
+  }
+  return HX_OK;
+}
+
+hx_status hx_write_file_atomic(const char *path, const void *data, size_t size, hx_err *err) {
+  int in_place = 0;
+  char dest[HX_PATH_MAX], tmp[HX_PATH_MAX];
+  HX_TRY(hx_stage_file(path, data, size, tmp, dest, sizeof tmp, &in_place, err));
+  if (in_place) return write_in_place(path, data, size, err);
+  if (rename(tmp, dest) != 0) {
+    const int saved = errno;
     unlink(tmp);
     return hx_errf(err, HX_EIO, "%s: %s", path, strerror(saved));
   }
