@@ -126,7 +126,7 @@ hx_status hx_out_resolve(const char *path, char *dest, size_t cap, int *in_place
  * path, "not a regular file" for a FIFO, socket, device or directory (never waited on or read), HX_ENOMEM for a
  * size past SIZE_MAX. hx_fopen_regular gives the same file as a FILE * ("rb"). */
 hx_status hx_open_regular(const char *path, int *fd, size_t *size, hx_err *err);
-hx_status hx_fopen_regular(const char *path, FILE **f, hx_err *err);
+hx_status hx_fopen_regular(const char *path, FILE **f, size_t *size, hx_err *err);
 
 /* ---- One parallel loop (par.c) ------------------------------------------------------------------ */
 /* body(ctx, begin, end) over [0, n) split into contiguous chunks of at least `grain`, one pthread per chunk

@@ -32,10 +32,10 @@ hx_status hx_open_regular(const char *path, int *fd, size_t *size, hx_err *err) 
   return HX_OK;
 }
 
-hx_status hx_fopen_regular(const char *path, FILE **f, hx_err *err) {
+hx_status hx_fopen_regular(const char *path, FILE **f, size_t *size, hx_err *err) {
   *f = NULL;
   int d;
-  HX_TRY(hx_open_regular(path, &d, NULL, err));
+  HX_TRY(hx_open_regular(path, &d, size, err));
   *f = fdopen(d, "rb");
   if (!*f) {
     const hx_status st = hx_errf(err, HX_EIO, "%s: %s", path, strerror(errno));

@@ -580,7 +580,7 @@ hx_status hx_gate_calib_load(hx_gate_calib *out, const char *path, hx_err *err) 
   if (!out || !path) return hx_errf(err, HX_EINVAL, "calibration: NULL argument");
   memset(out, 0, sizeof *out);
   FILE *f;
-  if (hx_fopen_regular(path, &f, err) != HX_OK) {
+  if (hx_fopen_regular(path, &f, NULL, err) != HX_OK) {
     char why[sizeof err->msg];
     snprintf(why, sizeof why, "%s", err->msg);
     return hx_errf(err, HX_EIO, "cannot read the calibration file: %s", why);

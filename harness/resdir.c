@@ -114,7 +114,7 @@ static hx_status parse_double(const char *s, double *out) {
  * of waited on or read). */
 static hx_status csv_open(const char *path, FILE **f, char **buf, hx_err *err) {
   *buf = NULL;
-  HX_TRY(hx_fopen_regular(path, f, err));
+  HX_TRY(hx_fopen_regular(path, f, NULL, err));
   *buf = malloc(RD_LINE);
   if (!*buf) {
     fclose(*f);

@@ -10,7 +10,7 @@
  * the problem. Points with a NaN/Inf coordinate are dropped and counted in dropped_nonfinite, and then
  * every kept point's position in the file is in src. A PLY file whose data outlasts its header's element
  * counts is refused (the counts, and so the points, would be wrong). Numbers in text are decimal (hexadecimal
- * is refused); an x y z text file may open with one header line, which starts with a name ("x y z").
+ * is refused); an x y z text file may open with one header line: names ("x y z") or a lone point count.
  */
 #include "workloads/wl_internal.h"
 #include "f3d_config.h"
@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #if F3D_HAVE_LZF
 #include <lzf.h>
@@ -31,30 +30,20 @@
 hx_status wl_slurp(const char *path, unsigned char **data, size_t *size, hx_err *err) {
   *data = NULL;
   *size = 0;
-  int fd;
+  FILE *f;
   size_t n;
-  HX_TRY(hx_open_regular(path, &fd, &n, err));
+  HX_TRY(hx_fopen_regular(path, &f, &n, err));
   unsigned char *buf = malloc(n + 1);
   if (!buf) {
-    close(fd);
+    fclose(f);
     return hx_errf(err, HX_ENOMEM, "%s: cannot hold %zu bytes in memory", path, n);
   }
-  size_t got = 0;
-  int e = 0;
-  while (got < n) { /* read() may return less than asked; 0 means the file shrank under us */
-    ssize_t r = read(fd, buf + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      e = r < 0 ? errno : 0;
-      break;
-    }
-    got += (size_t)r;
-  }
-  close(fd);
-  if (got != n) {
+  size_t got = n ? fread(buf, 1, n, f) : 0;
+  int bad = ferror(f);
+  fclose(f);
+  if (bad || got != n) {
     free(buf);
-    return hx_errf(err, HX_EIO, "%s: read failed (%zu of %zu bytes)%s%s", path, got, n, e ? ": " : "",
-                   e ? strerror(e) : "");
+    return hx_errf(err, HX_EIO, "%s: read failed (%zu of %zu bytes)", path, got, n);
   }
   buf[n] = 0;
   *data = buf;
