@@ -187,11 +187,19 @@ static const struct {
   double ms_a100, ms_h100;
 } paper_rows[3] = {{"46.2M", "1.2G", 45.0, 30.2}, {"46.2M", "0.5G", 20.0, 13.4}, {"129.4M", "1.2G", 24.0, 15.1}};
 
-/* The attention each network runs (nets.h, net_config: PTv3's patch 1024; Flash3D's buckets of 512 rows, scopes
- * of 8 buckets) and the component rows that time the same kernel on its own (the floors' attention rate). */
-#define NET_PTV3_PATCH 1024
-#define NET_F3D_BUCKET 512
-#define NET_F3D_SCOPE 8
+/* Keys a query of configuration m attends to, from its net_config (PTv3: its patch; Flash3D: scope x bucket rows,
+ * *scope and *bucket set); 0 when the name is not a configuration. */
+static int keys_a_query(const net_model *m, int *scope, int *bucket) {
+  net_config cfg;
+  hx_err e;
+  *scope = *bucket = 0;
+  if (net_config_named(&cfg, m->variant, &e) != HX_OK) return 0;
+  if (cfg.kind == 0) return cfg.patch;
+  *scope = cfg.scope, *bucket = cfg.bucket;
+  return cfg.scope * cfg.bucket;
+}
+
+/* The component rows that time each network's attention kernel on its own (the floors' attention rate). */
 static const struct {
   const char *net, *pipeline, *kernel_pattern;
 } net_attn_rates[] = {{"ptv3-net", "ptv3", "attn.patch1024"}, {"flash3d-net", "flash3d", "attn.*"}};
@@ -409,11 +417,13 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
     if (t46 > tp) { /* where the time goes */
       double s46, sp3, ms46, msp;
       const char *c46 = top_component(r, m46, wl, n, &s46, &ms46), *cp = top_component(r, mp, wl, n, &sp3, &msp);
-      if (c46 && !strcmp(c46, "attn")) {
+      int scope, bucket, unused;
+      const int keys = keys_a_query(m46, &scope, &bucket), patch = keys_a_query(mp, &unused, &unused);
+      if (c46 && !strcmp(c46, "attn") && keys > 0 && patch > 0) {
         const double pa = nrow(r, mp->pipeline, "attn", mp->variant, wl, n, "time_median");
         fprintf(f, " Its attention (scopes of %d x %d = %d keys per query, against PTv3's %d-point patches) is %.0f%% "
                    "of its components' time: %.2f ms",
-                NET_F3D_SCOPE, NET_F3D_BUCKET, NET_F3D_SCOPE * NET_F3D_BUCKET, NET_PTV3_PATCH, 100.0 * s46, ms46);
+                scope, bucket, keys, patch, 100.0 * s46, ms46);
         if (isfinite(pa)) fprintf(f, " against PTv3's %.2f ms", pa);
         fputc('.', f);
         uint64_t a1 = 0, a2 = 0;
@@ -423,7 +433,7 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
         if (isfinite(rf) && isfinite(rp) && a1 == n && a2 == n)
           fprintf(f, " The attention kernels alone run at %.0f (Flash3D `%s` %s) and %.0f TFLOP/s (PTv3 `%s` %s) at "
                      "this size: each query attends to %dx the keys.",
-                  rf, k1, v1, rp, k2, v2, NET_F3D_SCOPE * NET_F3D_BUCKET / NET_PTV3_PATCH);
+                  rf, k1, v1, rp, k2, v2, keys / patch);
       } else if (c46) {
         fprintf(f, " Its largest component is %s, %.0f%% of its components' time (%.2f ms).", c46, 100.0 * s46, ms46);
       }
@@ -431,15 +441,14 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
     }
     const net_model *msp = &net_models[NM_SPAN];
     const double tsp = fwd(r, msp, wl, n, "time_mean");
-    net_config scfg;
-    hx_err serr;
-    if (isfinite(tsp) && net_config_named(&scfg, msp->variant, &serr) == HX_OK) {
-      /* the same weights at PTv3's attention span: what the span alone is worth */
+    int sscope, sbucket;
+    const int skeys = keys_a_query(msp, &sscope, &sbucket);
+    if (isfinite(tsp) && skeys > 0) { /* the same weights at PTv3's attention span: what the span alone is worth */
       const double asp = nrow(r, msp->pipeline, "attn", msp->variant, wl, n, "time_median");
       speed_words(sp, sizeof sp, tp, tsp);
       fprintf(f, " At PTv3's attention span (scopes of %d x %d = %d keys a query; not the paper's configuration), %s "
                  "is %s PTv3 (%.2f ms",
-              scfg.scope, scfg.bucket, scfg.scope * scfg.bucket, msp->display, sp, tsp);
+              sscope, sbucket, skeys, msp->display, sp, tsp);
       if (isfinite(asp)) fprintf(f, ", its attention %.2f ms", asp);
       fputs(").", f);
     }
