@@ -186,7 +186,10 @@ static void usage(FILE *f) {
           HX_TIMING_DEFAULT_REPS, HX_TIMING_DEFAULT_WARMUP, LADDER_TIME_BUDGET_S, DEFAULT_STAGE_CAP_S,
           DEFAULT_TIME_BUDGET_S);
   fputs("Without a CUDA device, pipelines run their CPU references (variant \"cpu\"), timed on the CPU; the GPU-only\n"
-        "ones (ptv3-net, flash3d-net) add no rows, and a sweep of them alone is refused.\n", f);
+        "ones (", f);
+  for (size_t i = 0, k = 0; i < f3d_pipeline_count; i++)
+    if (f3d_pipelines[i].gpu_only) fprintf(f, "%s%s", k++ ? ", " : "", f3d_pipelines[i].name);
+  fputs(") add no rows, and a sweep of them alone is refused.\n", f);
 }
 
 static void list_pipelines(FILE *f) {
