@@ -97,11 +97,14 @@ static const char *const timing_names[] = {"nvbench", "paper", "basic"};
  * stages; without the counter pass a stage costs its cold cap plus ~0.2 s (warm-up, check, hot batches), so at
  * most 71 x 0.7 s = 50 s, ~30 s at the 0.2-0.5 s a stage takes to reach 0.5% noise; the host (attention checks
  * against the double reference, workload preparation, CPU references once) ~10 s per case, ceilings ~3 s, CUDA
- * start ~2 s: 55-75 s expected. The budget caps the worst case. */
+ * start ~2 s: 55-75 s expected. The backbones (ptv3-net, flash3d-net in the gate's form, pipe_net.c: PTv3-m1 and
+ * flash3d-46m, each forward plainly and as a graph, 20 forwards of breakdown) add 4 stages a case and, once per
+ * run, the two CPU checks (~2-4 s each); at 300k a forward takes ~12 and ~40 ms, so ~3 s a network and case: ~20 s
+ * more. The budget caps the worst case. */
 #define CI_SIZES "100k,300k"
-#define CI_PIPELINES "ptv3,flash3d"
+#define CI_PIPELINES "ptv3,flash3d,ptv3-net,flash3d-net"
 #define CI_STAGE_CAP_S 0.5
-#define CI_TIME_BUDGET_S 95.0
+#define CI_TIME_BUDGET_S 120.0
 #define MIN_STAGE_CAP_S 0.05        /* the budget never cuts a stage's sampling below this */
 
 typedef struct sweep_opts {
@@ -156,8 +159,9 @@ static void usage(FILE *f) {
           "                        split one into its parts) instead of the main path: the best variant\n"
           "                        of each operation, PTv3's path and the naive ablations (PSH v1 vs v2,\n"
           "                        attention v0 on small cases); also --max-time 3, --time-budget %.0f\n"
-          "      --preset ci       CI perf check (< 2 min on an H100): ptv3,flash3d at 100k,300k, no counters,\n"
-          "                        --max-time 0.5 --time-budget 95 unless given\n"
+          "      --preset ci       CI perf check (< 2 min on an H100): ptv3, flash3d and the backbones\n"
+          "                        (ptv3-net, flash3d-net: PTv3-m1 and flash3d-46m only) at 100k,300k, no\n"
+          "                        counters, --max-time 0.5 --time-budget 120 unless given\n"
           "  -l, --list-pipelines  list registered and planned pipelines and exit\n"
           "      --check-args      check the options and exit (0, or 2 naming the problem); nothing is\n"
           "                        read, created or run (./f3d run: before fetching recorded clouds)\n"
@@ -1025,6 +1029,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
       ctx.seed = o.seed;
       ctx.verbose = o.verbose;
       ctx.ladder = o.ladder;
+      ctx.gate = o.preset != NULL;
       ctx.max_points = 0;
       for (size_t q = 0; q < o.nsizes; q++)
         if (o.sizes[q] > ctx.max_points) ctx.max_points = (size_t)o.sizes[q];

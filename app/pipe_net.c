@@ -6,7 +6,8 @@
  *                every size; "flash3d-46m-windows": no re-hash, the public code's 512-row windows past level 0),
  *                at the paper's equal-memory size ("flash3d-129m") and at PTv3's attention span
  *                ("flash3d-46m-scope2": scopes of 2 buckets, 1024 keys a query), these two on the run's largest
- *                size only unless --ladder, and with --ladder the public configuration ("flash3d-public")
+ *                size only unless --ladder, and with --ladder the public configuration ("flash3d-public"); in
+ *                the regression gate's run (sweep --preset ci) flash3d-46m alone
  * Rows, variant = the configuration name ("<name>.graph" for the same forward replayed as one CUDA graph):
  *   forward      the whole forward (f3d_measure: timing, the counters over the whole forward, mem_peak = every
  *                buffer and weight the forward holds, from the sweep's arena), plus params (count), check (1 after
@@ -14,8 +15,8 @@
  *                mem_<kind> (B: net_gpu_memory's estimate by kind, weights, io, structure, levels, work, scratch;
  *                they sum to what the arena's peak reaches)
  *   <component>  time per component (embed, serialize, psh, cpe, norm, qkv, gather, attn, proj, mlp, pool, unpool,
- *                head): CUDA events at the forward's hook ranges over NET_BREAKDOWN_RUNS forwards, one sample per
- *                forward, so each component has a median and a spread; share = its part of the summed components
+ *                head): CUDA events at the forward's hook ranges over 5 forwards (20 in the gate's run), one
+ *                sample per forward, so each component has a median and a spread; share = its part of the summed components
  *   counters     per component (kernel = the component; "other" = work of a level or block outside its components)
  *                with the sweep's counters on: the forward's counter rows (sm_active, sm_issue, tensor_active,
  *                dram_read_bw, gpu_time by default) from one more forward under the range profiler, its hook ranges
@@ -25,7 +26,8 @@
  *                prepared input (the model of nets/net_costs.c): gemm_flops (FLOP), attn_flops (FLOP) and
  *                floor_bytes (B), and total_flops (FLOP, GEMM + attention) on "forward"; the study divides them by
  *                the run's measured cuBLAS, attention and copy rates for each component's floor
- *   spconv.k3_C64, spconv.k3_C256 (variants v0, v1; ptv3-net, on the run's largest size)
+ *   spconv.k3_C64, spconv.k3_C256 (every variant that takes them; ptv3-net, on the run's largest size; not in the
+ *                gate's run)
  *                PTv3's k = 3 sparse convolution alone on the case's level-0 map, checked, timed and set against
  *                its roofline (pipe_spconv.c)
  * The check runs before any timing of a configuration, on the first NET_CHECK_POINTS points of each cloud (the CPU
@@ -44,7 +46,11 @@
 #include "f3d_config.h"
 
 #define NET_CHECK_POINTS 600u
+/* Forwards of the breakdown: one sample of each component a forward. The regression gate's run (ctx->gate) takes
+ * 20, so that its U test on a component has 4 samples in each of compare's 5 batches; 5 elsewhere, where the medians
+ * are for the figures. */
 #define NET_BREAKDOWN_RUNS 5u
+#define NET_BREAKDOWN_RUNS_GATE 20u
 
 typedef struct net_job {
   net_gpu *g;
@@ -265,28 +271,30 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
     hx_closure cg = {.run = job_graph, .arg = &j};
     if (st == HX_OK) st = f3d_measure(ctx, pipe, "forward", v, HX_CLOCK_GPU, &cg, err);
   }
-  /* components: one sample per forward for each, NET_BREAKDOWN_RUNS forwards */
-  f3d_net_breakdown bd[NET_BREAKDOWN_RUNS];
-  for (unsigned r = 0; r < NET_BREAKDOWN_RUNS && st == HX_OK; r++) st = f3d_net_breakdown_run(&bd[r], g, ctx->stream, err);
+  /* components: one sample per forward for each, nbd forwards */
+  const unsigned nbd = ctx->gate ? NET_BREAKDOWN_RUNS_GATE : NET_BREAKDOWN_RUNS;
+  f3d_net_breakdown *bd = st == HX_OK ? calloc(nbd, sizeof *bd) : NULL;
+  if (st == HX_OK && !bd) st = hx_errf(err, HX_ENOMEM, "%s/%s: breakdown: out of host memory", pipe, model);
+  for (unsigned r = 0; r < nbd && st == HX_OK; r++) st = f3d_net_breakdown_run(&bd[r], g, ctx->stream, err);
   if (st == HX_OK) {
     double total = 0;
     for (size_t k = 0; k < bd[0].n; k++) total += bd[0].ms[k];
     for (size_t k = 0; k < bd[0].n && st == HX_OK; k++) {
-      double samples[NET_BREAKDOWN_RUNS];
-      for (unsigned r = 0; r < NET_BREAKDOWN_RUNS; r++) {
+      double samples[NET_BREAKDOWN_RUNS_GATE];
+      for (unsigned r = 0; r < nbd; r++) {
         samples[r] = 0;
         for (size_t q = 0; q < bd[r].n; q++)
           if (strcmp(bd[r].name[q], bd[0].name[k]) == 0) samples[r] = bd[r].ms[q];
       }
-      st = f3d_record_times(ctx, pipe, bd[0].name[k], model, samples, NET_BREAKDOWN_RUNS, err);
+      st = f3d_record_times(ctx, pipe, bd[0].name[k], model, samples, nbd, err);
       if (st == HX_OK && total > 0) st = f3d_record(ctx, pipe, bd[0].name[k], model, "share", bd[0].ms[k] / total, "ratio", err);
     }
     /* by part of the network: metric "part:<part>" of each component, the median over the forwards (ms) */
     for (size_t q = 0; q < bd[0].n_parts && st == HX_OK; q++)
       for (size_t k = 0; k < bd[0].n && st == HX_OK; k++) {
         if (!(bd[0].part_ms[q][k] > 0.0)) continue;
-        double samples[NET_BREAKDOWN_RUNS];
-        for (unsigned r = 0; r < NET_BREAKDOWN_RUNS; r++) {
+        double samples[NET_BREAKDOWN_RUNS_GATE];
+        for (unsigned r = 0; r < nbd; r++) {
           samples[r] = 0;
           for (size_t pq = 0; pq < bd[r].n_parts; pq++)
             for (size_t cj = 0; cj < bd[r].n; cj++)
@@ -295,13 +303,13 @@ static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx
         }
         char metric[24];
         snprintf(metric, sizeof metric, "part:%s", bd[0].part[q]);
-        st = f3d_record(ctx, pipe, bd[0].name[k], model, metric, hx_stats_median(samples, NET_BREAKDOWN_RUNS), "ms",
-                        err);
+        st = f3d_record(ctx, pipe, bd[0].name[k], model, metric, hx_stats_median(samples, nbd), "ms", err);
       }
   }
   if (st == HX_OK) st = record_costs(ctx, pipe, model, g, err);
   if (st == HX_OK && ctx->bench && ctx->bench->counters)
     st = record_counters(ctx, pipe, model, g, bd[0].ranges, forward_ms, err);
+  free(bd);
   if (j.exec) cudaGraphExecDestroy((cudaGraphExec_t)j.exec);
   if (graph) cudaGraphDestroy(graph);
   net_gpu_destroy(g);
@@ -338,10 +346,11 @@ static hx_status run_models(f3d_ctx *ctx, const char *pipe, const char *const *m
 #endif
 }
 
-/* PTv3-m1, then its k = 3 sparse convolution alone (pipe_spconv.c: the run's largest size, every case with --ladder). */
+/* PTv3-m1, then its k = 3 sparse convolution alone (pipe_spconv.c: the run's largest size, every case with --ladder;
+ * not in the regression gate's run, whose forward holds the main path's convolutions). */
 hx_status f3d_pipe_ptv3_net(f3d_ctx *ctx, hx_err *err) {
   static const char *const models[] = {"ptv3"};
-  return run_models(ctx, "ptv3-net", models, 1, 1, err);
+  return run_models(ctx, "ptv3-net", models, 1, !ctx->gate, err);
 }
 
 /* flash3d-46m on every case (the paper's main figure is at equal parameters), flash3d-46m-fill75 (the same
@@ -355,6 +364,7 @@ hx_status f3d_pipe_flash3d_net(f3d_ctx *ctx, hx_err *err) {
   const char *models[6];
   size_t n = 0;
   models[n++] = "flash3d-46m";
+  if (ctx->gate) return run_models(ctx, "flash3d-net", models, n, 0, err); /* the gate: the paper's configuration */
   models[n++] = "flash3d-46m-fill75";
   models[n++] = "flash3d-46m-windows";
   if (ctx->ladder || ctx->c.n_points >= ctx->max_points) models[n++] = "flash3d-46m-scope2";

@@ -79,6 +79,9 @@ typedef struct f3d_ctx {
                                * into its parts; 0: the main path (app/pipe_plan.h says which stages and variants) */
   size_t max_points;          /* the largest --sizes entry of the run (points per cloud): where a pipeline puts
                                * what the run needs at one size only (the paper's table is at the largest) */
+  int gate;                   /* sweep --preset ci, the regression gate's run: a pipeline measures its main path
+                               * and leaves out the studies beside it (pipe_net.c: flash3d-46m alone, no
+                               * convolution stage, more forwards in the breakdown) */
   f3d_case c;                 /* the case being measured */
   f3d_memo *memo;             /* sweep-lifetime values (owned by the sweep; NULL: nothing is kept) */
   const volatile sig_atomic_t *stop; /* non-zero once SIGINT/SIGTERM arrived: f3d_measure returns

@@ -745,11 +745,24 @@ __global__ void gather_kernel(uint16_t *y, const uint16_t *x, const uint32_t *__
 
 /* ---- gather and add: y[i] = x[idx[i]] + u[i], one fp32 sum and one rounding, as nl_add_gpu ---- */
 
+/* A planted slowdown for the regression gate's proof on the backbones (lab/harness/gate-proof.sh), never in a
+ * normal build: meson -Dplant_delay_pct=N passes NL_PLANT_DELAY_PCT=N to this file alone (0 by default: the grid is
+ * the plain one). The kernel then runs ceil(groups x N / 100) extra groups in the same launch, redoing the first
+ * ones (the same values to the same places: y never overlaps x or u, nl_gather_add_gpu refuses it), so this
+ * memory-bound pass of both networks' unpoolings moves ~N% more bytes. */
+#ifndef NL_PLANT_DELAY_PCT
+#define NL_PLANT_DELAY_PCT 0
+#endif
+static __host__ __device__ inline size_t nl_planted(size_t groups) {
+  return groups + (groups * (size_t)NL_PLANT_DELAY_PCT + 99) / 100;
+}
+
 template <typename T, int V>
 __global__ void gather_add_kernel(T *y, const T *x, const uint32_t *__restrict__ idx, const T *u, size_t groups,
                                   size_t C) {
   hx_pdl_wait();
-  NL_GRID_STRIDE(gi, groups) {
+  NL_GRID_STRIDE(gp, nl_planted(groups)) {
+    const size_t gi = gp < groups ? gp : gp - groups;
     const size_t e = gi * V, r = e / C, c = e - r * C;
     float a[V], b[V];
     load_v<T, V>(x + (size_t)idx[r] * C + c, a);
@@ -765,8 +778,8 @@ hx_status gather_add_launch(T *y, const T *x, const uint32_t *idx, const T *u, s
                             hx_err *err) {
   const size_t n = rows * C;
   if (C % 8 == 0 && aligned16(y) && aligned16(x) && aligned16(u))
-    hx_launch(gather_add_kernel<T, 8>, blocks_for(n / 8), kThreads, 0, s, y, x, idx, u, n / 8, C);
-  else hx_launch(gather_add_kernel<T, 1>, blocks_for(n), kThreads, 0, s, y, x, idx, u, n, C);
+    hx_launch(gather_add_kernel<T, 8>, blocks_for(nl_planted(n / 8)), kThreads, 0, s, y, x, idx, u, n / 8, C);
+  else hx_launch(gather_add_kernel<T, 1>, blocks_for(nl_planted(n)), kThreads, 0, s, y, x, idx, u, n, C);
   HX_LAUNCHED(err, "nl_gather_add_gpu");
   return HX_OK;
 }

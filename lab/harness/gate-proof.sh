@@ -4,7 +4,9 @@
 # From the repository root, .deps carried (cmocka/liblzf debs; device-common.sh unpacks them):
 #   1. build: one build dir ($BUILD), f3dbench built three times: normal, then meson -Dplant_delay_pct=10 and =5
 #      (baselines/shuf_gpu.cu: the main-path gather v3 of 384 B rows, ptv3/gather_qkv_C64/v3, does 10% / 5% more
-#      rows; only libbaselines' CUDA objects and the program are rebuilt between them); each binary is copied to
+#      rows; and nets/layers.cu: both backbones' unpooling gather-add, ptv3-net/unpool/ptv3 and
+#      flash3d-net/unpool/flash3d-46m, does as many more rows; only libbaselines' CUDA objects, layers.cu and the
+#      program are rebuilt between them); each binary is copied to
 #      $BUILD/gate-bin/ and the build dir is set back to 0, so it is never left planted;
 #   2. calibration: $CAL normal runs, `compare --calibrate` (kept in $BUILD/gate-bin/calibration.csv and reused by
 #      later calls on a warm machine unless RECALIBRATE=1);
@@ -25,7 +27,8 @@
 # N times the pairs in one call. Each GPU's A/A pairs are that GPU's own runs; the table adds them up.
 # Knobs: OUT (./gate-proof-out)  PAIRS (20)  CAL (8)  GPUS (1)  SIZES (300k)  PIPELINES (ptv3)  MAX_TIME (0.25)
 #        SWEEP_ARGS (extra sweep options)  DEADLINE_S (540)  NOISE_K, MIN_EFFECT (compare's defaults when empty)
-#        PLANTS ("10 5")  PLANT_RE (awk regex on pipeline/kernel/variant: ^ptv3/gather_qkv_C64/)  ARCH (90)
+#        PLANTS ("10 5")  PLANT_RE (awk regex on pipeline/kernel/variant: ^ptv3/gather_qkv_C64/; for the
+#        backbones, PIPELINES=ptv3-net,flash3d-net PLANT_RE='^(ptv3|flash3d)-net/unpool/')  ARCH (90)
 #        BUILD (build-gate-proof)  SKIP_BUILD (0)  RECALIBRATE (0)  WORK (/tmp/gate-proof: the runs, not returned)
 #        MESON_ARGS (extra meson setup options; -Dcuda=disabled runs the mechanics on a CPU: nothing is planted there)
 # usage: [knobs] sh lab/harness/gate-proof.sh            (on the device)
@@ -53,8 +56,10 @@ summary() {
     END {
       printf "%-12s %-6s %6s %10s %16s %14s %14s  %s\n", "pairs", "gate", "pairs", "keys/pair", "pairs w/ other", "other slower",
              "worst ratio", "planted key (time): caught, change median [min, max]"
-      split("aa p10 p5", order, " ")
-      for (o = 1; o <= 3; o++) for (g in gates) {
+      # A/A first, then the plants, largest first (any PLANTS, e.g. "10 5" or "50 20")
+      no = 0; if ("aa" in kinds) order[++no] = "aa"
+      for (kk in kinds) if (kk != "aa") { v0 = substr(kk, 2) + 0; j = no; while (j >= 1 && order[j] != "aa" && substr(order[j], 2) + 0 < v0) { order[j + 1] = order[j]; j-- } order[j + 1] = kk; no++ }
+      for (o = 1; o <= no; o++) for (g in gates) {
         kk = order[o]; k = kk SUBSEP g
         if (!(k in n)) continue
         line = sprintf("%-12s %-6s %6d %10.1f %16d %14d %14.2f", kk == "aa" ? "A/A" : "planted " substr(kk, 2) "%", g,

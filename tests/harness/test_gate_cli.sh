@@ -10,7 +10,8 @@
 #   - --calibrate / --calibration round trip; a calibration or baseline from another GPU model or build type,
 #     a directory that is not a run, an incomplete run, runs with no shared keys, --normalize without ceilings:
 #     one line on stderr, exit 2;
-#   - sweep --preset ci: its options and context (checked without running the GPU part).
+#   - sweep --preset ci: its options, context and pipelines, both backbones among them (checked without running
+#     the GPU part).
 # usage: test_gate_cli.sh PATH/TO/f3dbench
 set -u
 BIN=$1
@@ -148,5 +149,11 @@ expect 2 "$BIN" sweep --preset nightly --check-args
   fail "sweep --preset ci on the CPU failed"
 grep -q '^preset,ci$' "$T/res/ci/context.csv" || fail "preset not in the context"
 grep -q '^sizes,2000$' "$T/res/ci/context.csv" || fail "--sizes given did not win over the preset's"
+# the preset's own pipelines: the component pipelines and both backbones (GPU-only: nothing runs here), its
+# budget and cap
+"$BIN" sweep --preset ci --sizes 2k --out-dir "$T/res" --run-id ci2 >/dev/null 2>&1 ||
+  fail "sweep --preset ci (its own pipelines) on the CPU failed"
+grep -q '^pipelines,ptv3 flash3d ptv3-net flash3d-net$' "$T/res/ci2/context.csv" ||
+  fail "preset pipelines: $(grep '^pipelines,' "$T/res/ci2/context.csv")"
 
 t_done "gate CLI: all checks passed"
