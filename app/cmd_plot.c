@@ -5,7 +5,8 @@
  * --all-series every one). Figures go to
  * OUT/plots/, the report to OUT/REPORT.md; OUT is the run directory itself for one run. Without gnuplot the report is still written and the command says so (exit 0).
  * An incomplete run (interrupted, killed, failed: hx_run_incomplete_why says which) is refused, naming why,
- * unless --partial: then it is drawn from what it holds and REPORT.md says so under its title.
+ * unless --partial: then it is drawn from what it holds and REPORT.md says so under its title (hx_plot_sel writes
+ * that line with the report, all or nothing).
  */
 #include "app/cli.h"
 #include "app/study.h"
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #ifndef F3D_SOURCE_ROOT
 #define F3D_SOURCE_ROOT "."
@@ -37,51 +37,6 @@ static void usage(FILE *f) {
         "                       holds, REPORT.md saying so at its top; without it such a run is refused\n"
         "  -h, --help           this text\n",
         f);
-}
-
-/* Put one line per incomplete run under REPORT.md's title (its first line when that is a "# " heading, else at
- * the very top), so the report never passes for a whole run. */
-static hx_status note_incomplete(const char *out, const hx_run *runs, size_t n, hx_err *err) {
-  char path[4096], why[512];
-  snprintf(path, sizeof path, "%s/REPORT.md", out);
-  FILE *f = fopen(path, "rb");
-  if (!f) return hx_errf(err, HX_EIO, "%s: cannot reopen to note the incomplete run", path);
-  struct stat sb;
-  char *text = NULL;
-  size_t len = 0;
-  if (fstat(fileno(f), &sb) == 0 && sb.st_size >= 0 && (text = malloc((size_t)sb.st_size + 1)))
-    len = fread(text, 1, (size_t)sb.st_size, f);
-  fclose(f);
-  if (!text) return hx_errf(err, HX_ENOMEM, "%s: no memory to note the incomplete run", path);
-  text[len] = '\0';
-  size_t head = 0; /* the title line and the blank line after it */
-  if (strncmp(text, "# ", 2) == 0) {
-    const char *nl = strchr(text, '\n');
-    head = nl ? (size_t)(nl - text) + 1 : len;
-    if (head < len && text[head] == '\n') head++;
-  }
-  char *mem = NULL;
-  size_t mlen = 0;
-  FILE *m = open_memstream(&mem, &mlen);
-  if (!m) {
-    free(text);
-    return hx_errf(err, HX_ENOMEM, "%s: open_memstream failed", path);
-  }
-  fwrite(text, 1, head, m);
-  if (head && text[head - 1] != '\n') fputc('\n', m);
-  for (size_t i = 0; i < n; i++)
-    if (runs[i].incomplete)
-      fprintf(m, "> **%s: %s.** Drawn with `plot --partial`: the figures and tables show only the cases it holds.\n\n",
-              runs[i].dir, hx_run_incomplete_why(&runs[i], why, sizeof why));
-  fwrite(text + head, 1, len - head, m);
-  free(text);
-  if (fclose(m) != 0) {
-    free(mem);
-    return hx_errf(err, HX_ENOMEM, "%s: could not build the report in memory", path);
-  }
-  hx_status st = hx_write_file_atomic(path, mem, mlen, err);
-  free(mem);
-  return st;
 }
 
 int f3d_cmd_plot(int argc, char **argv) {
@@ -121,12 +76,10 @@ int f3d_cmd_plot(int argc, char **argv) {
   if (!runs) return 1;
   hx_err err;
   int rc = 0;
-  int any_incomplete = 0;
   for (size_t i = 0; i < n; i++) {
     if (!runs[i].incomplete) continue;
     char why[512];
     hx_run_incomplete_why(&runs[i], why, sizeof why);
-    any_incomplete = 1;
     if (partial) {
       fprintf(stderr, "f3dbench: plot: warning: %s: %s: drawing what it holds (--partial)\n", runs[i].dir, why);
     } else {
@@ -153,10 +106,6 @@ int f3d_cmd_plot(int argc, char **argv) {
       rc = 1;
     } else {
       printf("figures in %s/plots, report %s/REPORT.md\n", out, out);
-    }
-    if (rc == 0 && any_incomplete && note_incomplete(out, runs, n, &err) != HX_OK) {
-      f3d_fail_msg("plot", err.msg);
-      rc = 1;
     }
   }
   f3d_runs_free(runs, n);

@@ -754,7 +754,8 @@ typedef struct hx_study {
  * replace the previous ones together; on any failure (HX_EIO naming the file and the cause, e.g. a data file on a
  * full disk) both previous ones stay, no staging file is left, and an out_dir created here is removed. A plots path
  * that is not a directory of plain files (a file, a symbolic link, a directory holding a subdirectory) is refused
- * with HX_EIO before anything is drawn, and left as it was. */
+ * with HX_EIO before anything is drawn, and left as it was. An incomplete run (the caller decides whether to draw
+ * one) gets a line under REPORT.md's title saying why (hx_run_incomplete_why), written with the report. */
 hx_status hx_plot(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir, const char *out_dir,
                   hx_err *err);
 /* hx_plot with all_series = 0: each figure shows a few headline series (the fastest variant of each main

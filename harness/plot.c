@@ -1469,6 +1469,14 @@ static void write_section(FILE *f, const plot_ctx *p, const int *made, const cha
 static void write_report(FILE *f, const plot_ctx *p, const char *const *figs, const int *made, const char *const *what,
                          const char *const *why, size_t nf, const int *made_own, const char *gnuplot_note) {
   fprintf(f, "# %s\n\n", p->study->title ? p->study->title : "report");
+  /* an incomplete run (drawn only when the caller let it through) is said under the title, so the report never
+   * passes for a whole run; part of the report itself, so it is written with it, all or nothing */
+  for (size_t r = 0; r < p->n_runs; r++)
+    if (p->runs[r].incomplete) {
+      char inc[512];
+      fprintf(f, "> **%s: %s.** Drawn from the cases it holds: the figures and tables show only those.\n\n",
+              p->runs[r].dir, hx_run_incomplete_why(&p->runs[r], inc, sizeof inc));
+    }
   fputs("| run | device | git commit | date | status |\n|---|---|---|---|---|\n", f);
   for (size_t r = 0; r < p->n_runs; r++) {
     const char *c = hx_run_context(&p->runs[r], "git_commit"), *d = hx_run_context(&p->runs[r], "date_utc");
