@@ -167,7 +167,9 @@ static void usage(FILE *f) {
           "      --check-args      check the options and exit (0, or 2 naming the problem); nothing is\n"
           "                        read, created or run (./f3d run: before fetching recorded clouds)\n"
           "  -v, --verbose         one line per pipeline and case on stderr (-vv: per stage)\n"
-          "  -h, --help            this text\n"
+          "  -h, --help            this text\n",
+          HX_TIMING_DEFAULT_REPS, HX_TIMING_DEFAULT_WARMUP, LADDER_TIME_BUDGET_S);
+  fprintf(f,
           "GPU measurement (see README.md, \"Timing\"):\n"
           "  -t, --timing MODE     nvbench (default): warm-up, cold samples with the L2 flushed behind a\n"
           "                        blocking kernel until the noise (std/mean) is under 0.5%% or a cap, SM\n"
@@ -188,8 +190,7 @@ static void usage(FILE *f) {
           "                        on (so it is when the device itself runs out)\n"
           "      --shard I/N       run only the cases whose index is I modulo N (I = 0..N-1; N/N means\n"
           "                        0/N, for 1-based job arrays); f3dbench merge joins the shards\n",
-          HX_TIMING_DEFAULT_REPS, HX_TIMING_DEFAULT_WARMUP, LADDER_TIME_BUDGET_S, DEFAULT_STAGE_CAP_S,
-          DEFAULT_TIME_BUDGET_S);
+          DEFAULT_STAGE_CAP_S, DEFAULT_TIME_BUDGET_S);
   fputs("Without a CUDA device, pipelines run their CPU references (variant \"cpu\"), timed on the CPU; the GPU-only\n"
         "ones (", f);
   for (size_t i = 0, k = 0; i < f3d_pipeline_count; i++)
