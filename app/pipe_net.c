@@ -16,7 +16,8 @@
  *                they sum to what the arena's peak reaches)
  *   <component>  time per component (embed, serialize, psh, cpe, norm, qkv, gather, attn, proj, mlp, pool, unpool,
  *                head): CUDA events at the forward's hook ranges over 5 forwards (20 in the gate's run), one
- *                sample per forward, so each component has a median and a spread; share = its part of the summed components
+ *                sample per forward, so each component has a median and a spread; share = its part of the summed
+ *                components
  *   counters     per component (kernel = the component; "other" = work of a level or block outside its components)
  *                with the sweep's counters on: the forward's counter rows (sm_active, sm_issue, tensor_active,
  *                dram_read_bw, gpu_time by default) from one more forward under the range profiler, its hook ranges
