@@ -58,7 +58,12 @@ summary() {
              "worst ratio", "planted key (time): caught, change median [min, max]"
       # A/A first, then the plants, largest first (any PLANTS, e.g. "10 5" or "50 20")
       no = 0; if ("aa" in kinds) order[++no] = "aa"
-      for (kk in kinds) if (kk != "aa") { v0 = substr(kk, 2) + 0; j = no; while (j >= 1 && order[j] != "aa" && substr(order[j], 2) + 0 < v0) { order[j + 1] = order[j]; j-- } order[j + 1] = kk; no++ }
+      for (kk in kinds) {
+        if (kk == "aa") continue
+        v0 = substr(kk, 2) + 0; j = no
+        while (j >= 1 && order[j] != "aa" && substr(order[j], 2) + 0 < v0) { order[j + 1] = order[j]; j-- }
+        order[j + 1] = kk; no++
+      }
       for (o = 1; o <= no; o++) for (g in gates) {
         kk = order[o]; k = kk SUBSEP g
         if (!(k in n)) continue

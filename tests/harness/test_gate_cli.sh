@@ -149,8 +149,7 @@ expect 2 "$BIN" sweep --preset nightly --check-args
   fail "sweep --preset ci on the CPU failed"
 grep -q '^preset,ci$' "$T/res/ci/context.csv" || fail "preset not in the context"
 grep -q '^sizes,2000$' "$T/res/ci/context.csv" || fail "--sizes given did not win over the preset's"
-# the preset's own pipelines: the component pipelines and both backbones (GPU-only: nothing runs here), its
-# budget and cap
+# the preset's own pipelines: the component pipelines and both backbones (GPU-only: nothing runs here)
 "$BIN" sweep --preset ci --sizes 2k --out-dir "$T/res" --run-id ci2 >/dev/null 2>&1 ||
   fail "sweep --preset ci (its own pipelines) on the CPU failed"
 grep -q '^pipelines,ptv3 flash3d ptv3-net flash3d-net$' "$T/res/ci2/context.csv" ||
