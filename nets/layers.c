@@ -167,7 +167,8 @@ hx_status nl_affine_act_cpu(float *y, const float *x, const float *scale, const 
 
 int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind) {
   if (kind == NL_MLP_GELU) return (C == 32 || C == 64 || C == 128 || C == 256) && H == 4 * C;
-  return kind == NL_MLP_SWIGLU && H == 4 * C && (C == 32 || C == 48 || C == 64 || C == 80);
+  return kind == NL_MLP_SWIGLU && H == 4 * C &&
+         (C == 32 || C == 48 || C == 64 || C == 80 || C == 96 || C == 128 || C == 160 || C == 192);
 }
 
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,

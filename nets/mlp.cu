@@ -1,8 +1,8 @@
 /*
  * mlp.cu - nl_mlp_gpu: a block's MLP y += fc2(act(fc1(x))) for narrow rows in one kernel, the hidden row kept on
  * chip: PTv3's (act = GELU, hidden 4C) and Flash3D's LayerNormMLP after its LayerNorm (act = SwiGLU, fc1 8C wide,
- * hidden 4C). Reference: nl_mlp_cpu (layers.c); checked in tests/nets/test_layers_gpu.c. PTv3's C = 128 and 256 go
- * to the wgmma kernel of nets/mlp_wgmma.cu (nl_mlp_wg_launch).
+ * hidden 4C). Reference: nl_mlp_cpu (layers.c); checked in tests/nets/test_layers_gpu.c. The wider rows (PTv3's C = 128
+ * and 256, Flash3D's C = 96 to 192) go to the wgmma kernel of nets/mlp_wgmma.cu (nl_mlp_wg_launch).
  *
  * Why: at narrow C the unfused path's cuBLASLt Linears write the hidden row ([rows, 4C], and for SwiGLU [rows, 8C]
  * and a SwiGLU pass) and read it back, 11 (27) x 2 x C bytes a row against 3 x 2 x C for x in and y in and out,
@@ -29,7 +29,7 @@
  */
 #include "nets/nets.h"
 #include "nets/spconv_device.cuh"
-#include "nets/wgmma_device.cuh" /* nl_mlp_wg_launch: C = 128 and 256 */
+#include "nets/wgmma_device.cuh" /* nl_mlp_wg_launch: the widths nl_mlp_wg_takes */
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -48,7 +48,7 @@ using spc_dev::mma;
 using spc_dev::pack2;
 using spc_dev::smem_addr;
 using spc_dev::swz;
-using spc_dev::tanh_approx;
+using spc_dev::swiglu;
 using spc_dev::unpack2;
 
 constexpr int kWarps = 8, kThreads = kWarps * 32, kBM = 16 * kWarps; /* rows per tile */
@@ -62,12 +62,6 @@ template <int CPR> struct lay {
     return kPow2 ? swz<CPR>(r, c) : (uint32_t)(r * kStride + c * 16);
   }
 };
-
-/* silu(a) b, silu on the hardware tanh: a sigmoid(a) = a / 2 + a / 2 tanh(a / 2) */
-__device__ __forceinline__ float swiglu(float a, float b) {
-  const float ha = 0.5f * a;
-  return fmaf(ha, tanh_approx(ha), ha) * b;
-}
 
 /* Two shuffles summing s[0] and s[1] over the 4 lanes of a quad (rows g and g + 8 of the accumulator layout). */
 __device__ __forceinline__ void quad_sum2(float (&s)[2]) {
@@ -760,7 +754,7 @@ template <int C, int H, bool SWI> size_t mlp_smem(int ln) {
 int nl_mlp_gpu_runs(size_t C, size_t H, nl_mlp_kind kind, int ln) {
   if (!nl_mlp_gpu_takes(C, H, kind)) return 0;
   hx_err e = {HX_OK, ""};
-  if (C >= 128) return nwg_sm90a_check("nl_mlp_gpu_runs", &e) == HX_OK;
+  if (nl_mlp_wg_takes(C, kind)) return nwg_sm90a_check("nl_mlp_gpu_runs", &e) == HX_OK;
   size_t smem = 0; /* mlp_dispatch's kernel for (C, kind) */
   if (kind == NL_MLP_GELU) smem = C == 32 ? mlp_smem<32, 128, false>(ln) : mlp_smem<64, 256, false>(ln);
   else if (C == 32) smem = mlp_smem<32, 128, true>(ln);
@@ -784,9 +778,10 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
   if (!nl_mlp_gpu_takes(C, H, kind))
     return hx_errf(err, HX_EUNSUPPORTED,
                    "nl_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = 4C "
-                   "at C = 32, 48, 64, 80)", C, H);
+                   "at C = 32, 48, 64, 80, 96, 128, 160, 192)", C, H);
   if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL scratch size");
-  if (!d_scratch) return C >= 128 ? nl_mlp_wg_scratch(rows, C, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
+  if (!d_scratch)
+    return nl_mlp_wg_takes(C, kind) ? nl_mlp_wg_scratch(rows, C, kind, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_x || !d_w1 || !d_w2) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL y, x, w1 or w2");
   const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y, a1 = (uintptr_t)d_w1, a2 = (uintptr_t)d_w2;
@@ -794,9 +789,9 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
     return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: x, y, w1 and w2 must be 16-byte aligned");
   const size_t bytes = rows * C * 2;
   if (ax < ay + bytes && ay < ax + bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: x and y overlap");
-  if (C >= 128)
-    return nl_mlp_wg_launch(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, NULL, NULL, 0.f, d_scratch, *scratch_bytes, dt,
-                            stream, err);
+  if (nl_mlp_wg_takes(C, kind))
+    return nl_mlp_wg_launch(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, NULL, NULL, 0.f, d_scratch, *scratch_bytes,
+                            dt, stream, err);
   cudaStream_t s = (cudaStream_t)stream;
   const ln_args none = {NULL, NULL, 0.f};
   if (dt == NET_F16) return mlp_dispatch<__half, false>(d_y, d_x, d_w1, d_b1, d_w2, d_b2, rows, C, kind, none, s, err);
@@ -814,17 +809,18 @@ hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float 
   if (!nl_mlp_gpu_takes(C, H, kind))
     return hx_errf(err, HX_EUNSUPPORTED,
                    "nl_ln_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = "
-                   "4C at C = 32, 48, 64, 80)", C, H);
+                   "4C at C = 32, 48, 64, 80, 96, 128, 160, 192)", C, H);
   if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: NULL scratch size");
-  if (!d_scratch) return C >= 128 ? nl_mlp_wg_scratch(rows, C, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
+  if (!d_scratch)
+    return nl_mlp_wg_takes(C, kind) ? nl_mlp_wg_scratch(rows, C, kind, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_g || !d_beta || !d_w1 || !d_w2)
     return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: NULL y, gamma, beta, w1 or w2");
   if (((uintptr_t)d_y | (uintptr_t)d_w1 | (uintptr_t)d_w2) % 16)
     return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_mlp_gpu: y, w1 and w2 must be 16-byte aligned");
-  if (C >= 128)
-    return nl_mlp_wg_launch(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, d_g, d_beta, eps, d_scratch, *scratch_bytes, dt,
-                            stream, err);
+  if (nl_mlp_wg_takes(C, kind))
+    return nl_mlp_wg_launch(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, kind, d_g, d_beta, eps, d_scratch,
+                            *scratch_bytes, dt, stream, err);
   cudaStream_t s = (cudaStream_t)stream;
   const ln_args ln = {d_g, d_beta, eps};
   if (dt == NET_F16) return mlp_dispatch<__half, true>(d_y, NULL, d_w1, d_b1, d_w2, d_b2, rows, C, kind, ln, s, err);

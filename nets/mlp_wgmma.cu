@@ -1,36 +1,40 @@
 /*
- * mlp_wgmma.cu - nl_mlp_gpu and nl_ln_mlp_gpu at C = 128 and 256 (PTv3's GELU MLP, hidden 4C): the whole MLP as
- * one warp-specialised Hopper kernel, the hidden row on chip; sm_90a only. Reference: nl_mlp_cpu and nl_ln_mlp_cpu
+ * mlp_wgmma.cu - nl_mlp_gpu and nl_ln_mlp_gpu on the wider rows, hidden 4C: PTv3's GELU MLP at C = 128 and 256,
+ * Flash3D's SwiGLU MLP (fc1 8C wide: act | gate) at C = 96, 128, 160 and 192: the whole MLP as one
+ * warp-specialised Hopper kernel, the hidden row on chip; sm_90a only. Reference: nl_mlp_cpu and nl_ln_mlp_cpu
  * (layers.c); the host entries and their argument checks are mlp.cu's, which calls nl_mlp_wg_launch here.
  *
- * Why (docs/nets.md, "What bounds PTv3's ratio"): at these widths the unfused path is cuBLASLt's fc1 + GELU and fc2
- * with the 4C hidden row through DRAM, at 46% of the cuBLAS rate over PTv3's 12 blocks; mlp.cu's mma.sync kernel
- * keeps the weights in shared memory, which at C >= 128 (256 KB and 1 MB of them) they do not fit.
+ * Why (docs/nets.md, "What bounds PTv3's ratio", "What bounds Flash3D's MLP"): at these widths the unfused path is
+ * cuBLASLt's fc1 (+ GELU) and fc2 with the hidden row through DRAM (SwiGLU: fc1's 8C row, a SwiGLU pass, its 4C
+ * row), at 46% of the cuBLAS rate over PTv3's 12 blocks; mlp.cu's mma.sync kernel keeps the weights in shared
+ * memory, which at C >= 96 (221 KB for SwiGLU at 96, 1 MB for GELU at 256) they do not fit.
  *
  * Design: FlashAttention's back-to-back shape, persistent CTAs (one an SM) walking tiles of 64 NC rows of x (NC
- * consumer warpgroups: 3 at C = 128, 2 at 256, by the registers), NC + 1 warpgroups; each CTA a contiguous range
- * of tiles, or of (tile, chunk) units where a tile's chunks split between two CTAs (Stream-K, below). Warpgroup 0
- * (the producer; one thread) streams the weights through a ring of SLOTS slots by TMA, per tile (or segment of
- * one) in the order W1 chunk j, W2 chunk j, W1 chunk j + 1, ...: W1 chunk j is fc1's hidden rows [64 j, 64 j + 64)
- * ([64][C], C / 64 boxes of 64 x 64), W2 chunk j is fc2's columns [64 j, 64 j + 64) ([C][64], one box), each
- * K-major in the 128-byte swizzle; every tile streams the same weights (1 MB at C = 256), from L2. The consumers
- * (warpgroups 1 .. NC) own 64 rows of each tile each: they copy them into the swizzled x tile by cp.async (with LN,
- * normalise them there: fp32 statistics per row over a warp, the row rounded to the dtype as the unfused path
- * stores it), then per chunk j: S = x W1_j^T (m64n64, A and B from shared memory), + b1, GELU (tanh form,
- * cuBLASLt's epilogue's), rounded to the dtype and repacked in registers as the A operand of O += S W2_j^T (m64nC,
- * A from registers; the accumulator layout of two n8 blocks is the A fragment's). The loop issues S_{j+1} before
- * O_j, then waits for S_{j+1} alone (wgmma.wait_group 1): the GELU of chunk j + 1 runs while O_j is on the tensor
- * cores. Once a tile's last S is done, the warpgroup's rows of its next tile are copied into the x tile under the
- * last O and the epilogue, which adds b2 and the residual (y's values, loaded under the last O) and rounds once.
+ * consumer warpgroups: 3 at GELU's C = 128, else 2, by the registers), NC + 1 warpgroups; each CTA
+ * a contiguous range of tiles, or of (tile, chunk) units where a tile's chunks split between two CTAs (Stream-K,
+ * below). Warpgroup 0 (the producer; one thread) streams the weights through a ring of SLOTS slots by TMA, per tile
+ * (or segment of one) in the order W1 chunk j (SwiGLU: its act rows, then its gate rows), W2 chunk j, W1 chunk j +
+ * 1, ...: W1 chunk j is fc1's hidden rows [64 j, 64 j + 64) (the gate's: H further) ([64][C], ceil(C / 64) boxes of
+ * 64 x 64, zero-filled past C), W2 chunk j is fc2's columns [64 j, 64 j + 64) ([C][64], one box), each K-major in
+ * the 128-byte swizzle; every tile streams the same weights (1 MB at C = 256), from L2. The consumers (warpgroups
+ * 1 .. NC) own 64 rows of each tile each: they copy them into the swizzled x tile by cp.async (with LN, normalise
+ * them there: fp32 statistics per row over a warp, the row rounded to the dtype as the unfused path stores it), then
+ * per chunk j: S = x W1_j^T (m64n64, A and B from shared memory; SwiGLU a second, S2, of the gate rows), + b1, the
+ * activation (GELU's tanh form, cuBLASLt's epilogue's; SwiGLU's silu(S + b1) (S2 + b1'), silu on the hardware tanh
+ * as mlp.cu's), rounded to the dtype and repacked in registers as the A operand of O += act W2_j^T (m64nC, A from
+ * registers; the accumulator layout of two n8 blocks is the A fragment's). The loop issues S_{j+1} before O_j, then
+ * waits for S_{j+1} alone (wgmma.wait_group 1): the activation of chunk j + 1 runs while O_j is on the tensor cores.
+ * Once a tile's last S is done, the warpgroup's rows of its next tile are copied into the x tile under the last O
+ * and the epilogue, which adds b2 and the residual (y's values, loaded under the last O) and rounds once.
  * Measured (docs/nets.md, "The MLP at C = 128 and 256"): latency-bound, the tensor pipe busy a third of the time;
  * the persistence and the third consumer at C = 128 each took 7% off its time there; Stream-K 11% at C = 256.
  * Ring protocol (as v6's, spconv_wgmma.cu): item i uses slot i % SLOTS for the u = i / SLOTS-th time; "full"
- * completes phase u when the TMA's bytes have landed (one arrival: the producer's expect_tx), "empty" when all 4 NC
- * consumer warps have retired the wgmmas reading it (one lane each). A consumer releases W1_{j+1}'s slot before
- * W2_j's: every slot has its own barrier, and the producer refills in item order.
- * Registers a consumer thread: O C / 2 (128 at C = 256), S 32, its A fragments 16, under setmaxnreg (Cfg).
- * Invariant: each y value is (y + the sum over the hidden chunks in increasing j, k16 by k16) + b2 in fp32, rounded
- * once: runs agree bit for bit.
+ * completes phase u when the TMA's bytes have landed (one arrival: the producer's expect_tx of the whole boxes),
+ * "empty" when all 4 NC consumer warps have retired the wgmmas reading it (one lane each). A consumer releases
+ * W1_{j+1}'s slots before W2_j's: every slot has its own barrier, and the producer refills in item order.
+ * Registers a consumer thread: O C / 2 (128 at C = 256), S 32 (SwiGLU 64), its A fragments 16, under setmaxnreg
+ * (Cfg). Invariant: each y value is (y + the sum over the hidden chunks in increasing j, k16 by k16) + b2 in fp32,
+ * rounded once: runs agree bit for bit.
  */
 #include "nets/nets.h"
 #include "nets/spconv_device.cuh"
@@ -46,13 +50,20 @@ namespace nl_mlp_wg {
 
 constexpr int kSmemMax = 227 * 1024; /* sm_90: a CTA's dynamic shared memory */
 
-template <int C_> struct Cfg {
-  /* NC consumer warpgroups of 64 rows: three at C = 128, where a consumer needs ~150 registers; two at 256 */
-  static constexpr int NC = C_ == 128 ? 3 : 2, THREADS = 128 * (NC + 1);
-  static constexpr int C = C_, H = 4 * C, NJ = H / 64, KB = C / 64, BM = 64 * NC;
-  static constexpr int X_BYTES = BM * C * 2;       /* KB blocks of [BM][128 B] */
-  static constexpr int SLOT = 64 * C * 2;          /* a W1 chunk [64][C] or a W2 chunk [C][64] */
-  static constexpr int TAIL = (H + 3 * C) * 4 + 2 * 8 * 8; /* b1, b2, gamma, beta (fp32); the mbarriers */
+template <int C_, bool SW_> struct Cfg {
+  /* NC consumer warpgroups of 64 rows: three at GELU's C = 128, where a consumer needs ~150 registers, else two
+   * (SwiGLU's two S spilled 156-200 bytes at C = 96 under three consumers' 160; ptxas) */
+  static constexpr bool SW = SW_;
+  static constexpr int NC = !SW && C_ == 128 ? 3 : 2, THREADS = 128 * (NC + 1);
+  static constexpr int C = C_, H = 4 * C, NJ = H / 64, KB = (C + 63) / 64, BM = 64 * NC;
+  /* ring items a hidden chunk: W1's rows of it (SwiGLU: its act rows, then its gate rows H further), then W2's */
+  static constexpr int NI = SW ? 3 : 2;
+  static constexpr int X_BYTES = BM * KB * 128;    /* KB blocks of [BM][128 B], past C unused */
+  static constexpr int W1_BYTES = 64 * KB * 128;   /* a W1 item [64][KB 64], past C zero-filled by the TMA */
+  static constexpr int W2_BYTES = C * 128;         /* a W2 item [C][64] */
+  static constexpr int SLOT = W1_BYTES;            /* >= W2_BYTES */
+  static constexpr int NB1 = SW ? 2 * H : H;       /* b1's values */
+  static constexpr int TAIL = (NB1 + 3 * C) * 4 + 2 * 8 * 8; /* b1, b2, gamma, beta (fp32); the mbarriers */
   static constexpr int FIT = (kSmemMax - 1024 - X_BYTES - TAIL) / SLOT;
   static constexpr int SLOTS = FIT > 8 ? 8 : FIT;
   static constexpr size_t SMEM = 1024 + (size_t)X_BYTES + (size_t)SLOTS * SLOT + TAIL;
@@ -60,7 +71,7 @@ template <int C_> struct Cfg {
    * 128 at 512); the producer's release covers the consumers' increase: 128 x 24 + 256 x 240 = 384 x 168, 128 x 24 +
    * 384 x 160 = 512 x 126 (< 128) */
   static constexpr int PREG = 24, CREG = NC == 3 ? 160 : 240;
-  static_assert(C == 128 || C == 256, "O is m64nC: C / 2 accumulators a thread, N <= 256");
+  static_assert(C % 16 == 0 && C <= 256, "O is m64nC: C / 2 accumulators a thread, N <= 256; whole 16-byte chunk pairs");
   static_assert(SLOTS >= 2 && SLOTS <= 8, "W1_{j+1} and W2_j in the ring at once; TAIL's room for 8 slots");
   static_assert(SMEM <= (size_t)kSmemMax, "within a CTA's shared memory");
 };
@@ -126,6 +137,7 @@ using spc_dev::cp_async_wait;
 using spc_dev::gelu_tanh;
 using spc_dev::pack2;
 using spc_dev::smem_addr;
+using spc_dev::swiglu;
 using spc_dev::swz;
 using spc_dev::unpack2;
 
@@ -168,42 +180,47 @@ __device__ __forceinline__ void red_release(uint32_t *p) {
 
 /* Byte offset in the x tile of row r's 16-byte chunk ch: 64-value block ch / 8 (BM rows of 128 bytes each), inside
  * it swz<8>'s place, the 128-byte swizzle wgmma reads. */
-template <int C> __device__ __forceinline__ uint32_t x_at(int r, int ch) {
-  return (uint32_t)((ch / 8) * Cfg<C>::BM * 128) + swz<8>(r, ch % 8);
+template <class Cf> __device__ __forceinline__ uint32_t x_at(int r, int ch) {
+  return (uint32_t)((ch / 8) * Cf::BM * 128) + swz<8>(r, ch % 8);
 }
 
 /* cp.async of a warp's 16 rows of a tile (tile rows r0 .. r0 + 15, tile row 0 = x's row t0) into the x tile at sX;
  * rows past `rows` zero-filled (computed on, never stored). */
-template <int C>
+template <class Cf>
 __device__ __forceinline__ void rows_async(uint32_t sX, const uint16_t *x, uint32_t rows, uint32_t t0, int r0,
                                            int lane) {
-  constexpr int CPR = C / 8;
+  constexpr int C = Cf::C, CPR = C / 8;
 #pragma unroll
   for (int i = 0; i < 16 * CPR / 32; ++i) {
     const int idx = lane + i * 32, r = r0 + idx / CPR, ch = idx % CPR;
     const uint32_t gr = t0 + (uint32_t)r;
     const bool ok = gr < rows;
-    cp_async_cg(sX + x_at<C>(r, ch), x + (ok ? (size_t)gr * C + ch * 8 : 0), ok ? 16u : 0u);
+    cp_async_cg(sX + x_at<Cf>(r, ch), x + (ok ? (size_t)gr * C + ch * 8 : 0), ok ? 16u : 0u);
   }
 }
 
 /* LayerNorm of a warp's 16 rows of the x tile in place (rows of zeros give beta), by groups of 8 lanes: a pass
  * normalises 4 rows, lane group g (lanes 8 g .. 8 g + 7) row r0 + 4 pass + g, a lane its 16-byte chunks sub + 8 k
- * (k < C / 64: one swizzled 128-byte row of a 64-value block for the 8 lanes, no bank conflict), so a row's sums take
+ * below C / 8 (k < KB: one swizzled 128-byte row of a 64-value block for the 8 lanes, no bank conflict; at C = 96
+ * and 160 the last block's chunks 0-3 only, so lanes 4-7 of a group hold one chunk fewer), so a row's sums take
  * 3 shuffles where a whole warp a row took 5, and the four passes are independent for ptxas to interleave (a warp a
  * row spent ~17% of the kernel's stall samples at C = 256 in its chains of shuffles; Nsight Compute, H200).
  * nl_layernorm_gpu's arithmetic in fp32: the mean, then the mean of the squared deviations, (x - mean) rstd gamma +
  * beta rounded to T, as the unfused path stores the row (the sums' order differs). */
-template <typename T, int C>
+template <typename T, class Cf>
 __device__ __forceinline__ void ln_rows(uint32_t sX, int r0, int lane, const float *sG, const float *sBt, float eps) {
-  constexpr int CH = C / 64, EPL = 8 * CH; /* 16-byte chunks and values a lane */
+  constexpr int C = Cf::C, CPR = C / 8, CH = Cf::KB, EPL = 8 * CH; /* chunks a row; chunks and values a lane */
   const int sub = lane & 7, grp = lane >> 3;
+  /* whether the lane's chunk k is a chunk of the row (a compile-time 1 where C is a multiple of 64) */
+  auto has = [&](int k) { return CPR % 8 == 0 || sub + 8 * k < CPR; };
   uint4 v[4][CH];
 #pragma unroll
   for (int ps = 0; ps < 4; ++ps)
 #pragma unroll
     for (int k = 0; k < CH; ++k) {
-      const uint32_t a = sX + x_at<C>(r0 + 4 * ps + grp, sub + 8 * k);
+      v[ps][k] = make_uint4(0u, 0u, 0u, 0u); /* zeros: a missing chunk adds nothing to the sum */
+      if (!has(k)) continue;
+      const uint32_t a = sX + x_at<Cf>(r0 + 4 * ps + grp, sub + 8 * k);
       asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                    : "=r"(v[ps][k].x), "=r"(v[ps][k].y), "=r"(v[ps][k].z), "=r"(v[ps][k].w)
                    : "r"(a));
@@ -225,12 +242,13 @@ __device__ __forceinline__ void ln_rows(uint32_t sX, int r0, int lane, const flo
     for (int o = 4; o >= 1; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
     const float mean = sum / (float)C;
 #pragma unroll
-    for (int e = 0; e < EPL; ++e) q += (f[e] - mean) * (f[e] - mean);
+    for (int e = 0; e < EPL; ++e) q += has(e / 8) ? (f[e] - mean) * (f[e] - mean) : 0.f;
 #pragma unroll
     for (int o = 4; o >= 1; o >>= 1) q += __shfl_xor_sync(0xFFFFFFFFu, q, o);
     const float rstd = rsqrtf(q / (float)C + eps);
 #pragma unroll
     for (int k = 0; k < CH; ++k) {
+      if (!has(k)) continue;
       const int col = (sub + 8 * k) * 8; /* gamma and beta as float4: sG and sBt are 16-byte aligned */
       const float4 g0 = *reinterpret_cast<const float4 *>(sG + col);
       const float4 g1 = *reinterpret_cast<const float4 *>(sG + col + 4);
@@ -243,26 +261,26 @@ __device__ __forceinline__ void ln_rows(uint32_t sX, int r0, int lane, const flo
       for (int e = 0; e < 4; ++e)
         w[e] = pack2((f[8 * k + 2 * e] - mean) * rstd * gg[2 * e] + bb[2 * e],
                      (f[8 * k + 2 * e + 1] - mean) * rstd * gg[2 * e + 1] + bb[2 * e + 1], T());
-      const uint32_t a = sX + x_at<C>(r0 + 4 * ps + grp, sub + 8 * k);
+      const uint32_t a = sX + x_at<Cf>(r0 + 4 * ps + grp, sub + 8 * k);
       asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
                    : "memory");
     }
   }
 }
 
-template <typename T, int C, bool LN>
-__global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
+template <typename T, int C, bool LN, bool SW>
+__global__ void __launch_bounds__(Cfg<C, SW>::THREADS, 1)
     mlp_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm1, const __grid_constant__ CUtensorMap tm2) {
   hx_pdl_wait();
-  using Cf = Cfg<C>;
-  constexpr int H = Cf::H, NJ = Cf::NJ, KB = Cf::KB, BM = Cf::BM, SL = Cf::SLOTS;
+  using Cf = Cfg<C, SW>;
+  constexpr int H = Cf::H, NJ = Cf::NJ, KB = Cf::KB, BM = Cf::BM, SL = Cf::SLOTS, NI = Cf::NI;
   extern __shared__ uint4 smem_raw[];
   const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;
   unsigned char *g0 = reinterpret_cast<unsigned char *>(smem_raw) + (s0 - smem_addr(smem_raw));
   const uint32_t sX = s0, sW = s0 + (uint32_t)Cf::X_BYTES;
   float *sB1 = reinterpret_cast<float *>(g0 + Cf::X_BYTES + SL * Cf::SLOT);
-  float *sB2 = sB1 + H, *sG = sB2 + C, *sBt = sG + C;
-  const uint32_t sFull = smem_addr(sBt + C), sEmpty = sFull + 8u * SL; /* 8-byte aligned: (H + 3C) * 4 % 8 == 0 */
+  float *sB2 = sB1 + Cf::NB1, *sG = sB2 + C, *sBt = sG + C;
+  const uint32_t sFull = smem_addr(sBt + C), sEmpty = sFull + 8u * SL; /* 8-byte aligned: (NB1 + 3C) * 4 % 8 == 0 */
   const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7;
   const uint32_t tiles = (p.rows + (uint32_t)BM - 1u) / (uint32_t)BM;
   const Range rg = range_of(blockIdx.x, gridDim.x, tiles, NJ, p.split != 0u);
@@ -276,7 +294,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     /* the initialised barriers visible to the async proxy, whose TMA copies complete bytes on them */
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  for (int i = tid; i < H; i += Cf::THREADS) sB1[i] = unpack2<T>(p.b1 ? (uint32_t)__ldg(p.b1 + i) : 0u).x;
+  for (int i = tid; i < Cf::NB1; i += Cf::THREADS) sB1[i] = unpack2<T>(p.b1 ? (uint32_t)__ldg(p.b1 + i) : 0u).x;
   for (int i = tid; i < C; i += Cf::THREADS) {
     sB2[i] = unpack2<T>(p.b2 ? (uint32_t)__ldg(p.b2 + i) : 0u).x;
     if constexpr (LN) sG[i] = __ldg(p.g + i), sBt[i] = __ldg(p.bt + i);
@@ -284,7 +302,8 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   __syncthreads(); /* the only CTA-wide barrier */
 
   if (wg == 0) {
-    /* ---- producer: one thread streams W1_j and W2_j for every chunk j of the CTA's segments, in their order ---- */
+    /* ---- producer: one thread streams W1_j (SwiGLU: its act, then its gate rows) and W2_j for every chunk j of
+     * the CTA's segments, in their order ---- */
     setmaxnreg_dec<Cf::PREG>();
     if (tid == 0) {
       uint32_t it = 0; /* item count over the CTA's segments */
@@ -292,15 +311,18 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
       for (int sg_i = 0; sg_i < rg.nseg; ++sg_i) {
         const Seg sg = seg_of(rg, sg_i, NJ);
 #pragma unroll 1
-        for (int i = 2 * sg.j0; i < 2 * sg.j1; ++i, ++it) {
-          const uint32_t slot = it % SL, j = (uint32_t)i >> 1;
+        for (int i = NI * sg.j0; i < NI * sg.j1; ++i, ++it) {
+          const uint32_t slot = it % SL, j = (uint32_t)(i / NI), w = (uint32_t)(i % NI);
           const uint32_t full = sFull + 8u * slot, dst = sW + slot * (uint32_t)Cf::SLOT;
           mbar_wait(sEmpty + 8u * slot, ((it / SL) & 1u) ^ 1u);
-          mbar_expect_tx(full, (uint32_t)Cf::SLOT);
-          if (!(i & 1)) {
+          if (w + 1u < (uint32_t)NI) {
+            /* a box's bytes count whole, its columns past C zero-filled included */
+            mbar_expect_tx(full, (uint32_t)Cf::W1_BYTES);
+            const int row = (int)(w * (uint32_t)H + j * 64u);
 #pragma unroll
-            for (int kb = 0; kb < KB; ++kb) tma_2d(dst + (uint32_t)(kb * 64 * 128), &tm1, kb * 64, (int)j * 64, full);
+            for (int kb = 0; kb < KB; ++kb) tma_2d(dst + (uint32_t)(kb * 64 * 128), &tm1, kb * 64, row, full);
           } else {
+            mbar_expect_tx(full, (uint32_t)Cf::W2_BYTES);
             tma_2d(dst, &tm2, (int)j * 64, 0, full);
           }
         }
@@ -313,7 +335,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   /* ---- consumers: warpgroup cw owns tile rows [64 cw, 64 cw + 64), warp wq of it 16 of them ---- */
   setmaxnreg_inc<Cf::CREG>();
   const int cw = wg - 1, wq = warp & 3, r0 = cw * 64 + wq * 16;
-  float o[C / 2], s[32];
+  float o[C / 2], s[32], s2[SW ? 32 : 1]; /* s2: SwiGLU's gate half of S */
   uint32_t pa[4][4]; /* fc2's A fragments of the chunk */
   uint32_t base = 0;  /* the item of the segment's first W1 chunk */
   int jb = 0;         /* the segment's first chunk: local chunk j below is the tile's chunk jb + j */
@@ -322,19 +344,22 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   uint32_t y_t0 = 0;     /* the segment's tile's first row; y_want: its epilogue runs (not a PUBLISH) */
   bool y_want = false;
   const uint32_t xa = sX + (uint32_t)(cw * 64 * 128);
-  /* S = x W1_j^T from item 2j's slot: C / 16 k-steps, 4 inside each 128-byte swizzle row, then the next k-block */
+  /* S = x W1_j^T from item NI j's slot (SwiGLU: s2 from item NI j + 1's): C / 16 k-steps, 4 inside each 128-byte
+   * swizzle row, then the next k-block (the x tile's and the slot's columns past C are never read) */
   auto issue_s = [&](int j) {
-    const uint32_t wb = sW + ((base + 2u * (uint32_t)j) % SL) * (uint32_t)Cf::SLOT;
+    const uint32_t wb = sW + ((base + (uint32_t)(NI * j)) % SL) * (uint32_t)Cf::SLOT;
+    const uint32_t wg2 = sW + ((base + (uint32_t)(NI * j) + 1u) % SL) * (uint32_t)Cf::SLOT;
 #pragma unroll
     for (int ks = 0; ks < C / 16; ++ks) {
       const uint32_t ko = (uint32_t)(ks & 3) * 32u, kb = (uint32_t)(ks >> 2);
-      wg_ss<T, 64>(s, wg_desc(xa + kb * (uint32_t)(BM * 128) + ko, 16, 1024, 1),
-                   wg_desc(wb + kb * 64u * 128u + ko, 16, 1024, 1), ks > 0);
+      const uint64_t da = wg_desc(xa + kb * (uint32_t)(BM * 128) + ko, 16, 1024, 1);
+      wg_ss<T, 64>(s, da, wg_desc(wb + kb * 64u * 128u + ko, 16, 1024, 1), ks > 0);
+      if constexpr (SW) wg_ss<T, 64>(s2, da, wg_desc(wg2 + kb * 64u * 128u + ko, 16, 1024, 1), ks > 0);
     }
   };
-  /* O += GELU(S_j) W2_j^T from item 2j + 1's slot: the 64 hidden values in 4 k-steps */
+  /* O += act(S_j) W2_j^T from item NI j + NI - 1's slot: the 64 hidden values in 4 k-steps */
   auto issue_o = [&](int j) {
-    const uint32_t wb = sW + ((base + 2u * (uint32_t)j + 1u) % SL) * (uint32_t)Cf::SLOT;
+    const uint32_t wb = sW + ((base + (uint32_t)(NI * j + NI - 1)) % SL) * (uint32_t)Cf::SLOT;
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) wg_rs<T, C>(o, pa[kk], wg_desc(wb + (uint32_t)kk * 32u, 16, 1024, 1));
   };
@@ -348,7 +373,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   /* GELU(S_j + b1) in place: the thread's columns 8 nb + 2 (lane % 4) + {0, 1} of rows g and g + 8. fp16: S + b1 in
    * fp32, then the pair rounded once and GELU'd in half2 arithmetic (hh, ht: gelu_h2_parts; pack() joins them; the
    * fp32 form spent ~15 instructions a pair, a third of the kernel's); bf16: fp32 throughout, packed by pack(). */
-  constexpr bool H2 = std::is_same<T, __half>::value;
+  constexpr bool H2 = !SW && std::is_same<T, __half>::value;
   uint32_t hh[16], ht[16];
   auto act = [&](int j) {
 #pragma unroll
@@ -356,7 +381,13 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
       const int col = (jb + j) * 64 + nb * 8 + 2 * (lane & 3);
       const float2 cb = *reinterpret_cast<const float2 *>(sB1 + col); /* one 8-byte load: col is even */
       const float c0 = cb.x, c1 = cb.y;
-      if constexpr (H2) {
+      if constexpr (SW) { /* silu(a + b1[col]) (g + b1[H + col]) in fp32, the unfused SwiGLU's arithmetic */
+        const float2 gb = *reinterpret_cast<const float2 *>(sB1 + H + col);
+        s[nb * 4 + 0] = swiglu(s[nb * 4 + 0] + c0, s2[nb * 4 + 0] + gb.x);
+        s[nb * 4 + 1] = swiglu(s[nb * 4 + 1] + c1, s2[nb * 4 + 1] + gb.y);
+        s[nb * 4 + 2] = swiglu(s[nb * 4 + 2] + c0, s2[nb * 4 + 2] + gb.x);
+        s[nb * 4 + 3] = swiglu(s[nb * 4 + 3] + c1, s2[nb * 4 + 3] + gb.y);
+      } else if constexpr (H2) {
         gelu_h2_parts(s[nb * 4 + 0] + c0, s[nb * 4 + 1] + c1, hh[nb * 2 + 0], ht[nb * 2 + 0]);
         gelu_h2_parts(s[nb * 4 + 2] + c0, s[nb * 4 + 3] + c1, hh[nb * 2 + 1], ht[nb * 2 + 1]);
       } else {
@@ -398,6 +429,10 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
   auto pin_s = [&]() {
 #pragma unroll
     for (int e = 0; e < 32; ++e) pin(s[e]);
+    if constexpr (SW) {
+#pragma unroll
+      for (int e = 0; e < 32; ++e) pin(s2[e]);
+    }
   };
   /* chunk j: S_{j+1} issued first, then O_j; GELU(S_{j+1}) while O_j runs; its A fragments once O_j is done.
    * MORE (no S_{j+1} for the last chunk) is a compile-time flag: a run-time one made ptxas serialise every wgmma
@@ -408,25 +443,27 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     pin_o();
     wg_fence();
     if constexpr (decltype(more)::value) {
-      full_wait(2 * j + 2);
+      full_wait(NI * j + NI);
+      if constexpr (SW) full_wait(NI * j + NI + 1);
       issue_s(j + 1);
       wg_commit();
     }
-    full_wait(2 * j + 1);
+    full_wait(NI * j + NI - 1);
     issue_o(j);
     wg_commit();
     if constexpr (!decltype(more)::value) load_y();
     if constexpr (decltype(more)::value) {
       wg_wait<1>(); /* S_{j+1} done; O_j still on the tensor cores, reading pa */
       pin_s();
-      release(2 * j + 2);
+      release(NI * j + NI);
+      if constexpr (SW) release(NI * j + NI + 1);
       if constexpr (decltype(pre)::value) {
         /* every warp's view of the warpgroup's S wgmmas complete before any of its rows is overwritten (the PTX
          * model does not say that one warp's wait covers the warpgroup's reads of the others' rows) */
         wg_bar(1 + cw);
         if (next < tiles) {
           fence_proxy_async(); /* the x tile's async-proxy reads (complete) before these generic writes */
-          rows_async<C>(sX, p.x, p.rows, next * (uint32_t)BM, r0, lane);
+          rows_async<Cf>(sX, p.x, p.rows, next * (uint32_t)BM, r0, lane);
         }
         cp_async_commit();
       }
@@ -434,14 +471,14 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     }
     wg_wait<0>();
     pin_o();
-    release(2 * j + 1);
+    release(NI * j + NI - 1);
     if constexpr (decltype(more)::value) pack();
   };
   using yes = std::true_type;
   using no = std::false_type;
 
   constexpr uint32_t kNone = 0xFFFFFFFFu;
-  rows_async<C>(sX, p.x, p.rows, seg_of(rg, 0, NJ).tile * (uint32_t)BM, r0, lane);
+  rows_async<Cf>(sX, p.x, p.rows, seg_of(rg, 0, NJ).tile * (uint32_t)BM, r0, lane);
   cp_async_commit();
   const int t128 = tid & 127; /* the thread within its warpgroup: its O fragments' place in part */
   /* CTA cta's part and ready flag for this consumer: part[cta][cw][q][t128] is O[4 q .. 4 q + 3] */
@@ -455,16 +492,18 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     jb = sg.j0, y_t0 = t0, y_want = sg.kind != SEG_PUBLISH;
     cp_async_wait<0>();
     __syncwarp(); /* the warp's rows, copied by all its lanes */
-    if constexpr (LN) ln_rows<T, C>(sX, r0, lane, sG, sBt, p.eps);
+    if constexpr (LN) ln_rows<T, Cf>(sX, r0, lane, sG, sBt, p.eps);
     fence_proxy_async(); /* the generic-proxy writes visible to wgmma, then to the whole warpgroup */
     wg_bar(1 + cw);
     full_wait(0);
+    if constexpr (SW) full_wait(1);
     wg_fence();
     issue_s(0);
     wg_commit();
     wg_wait<0>();
     pin_s();
     release(0);
+    if constexpr (SW) release(1);
     act(0);
     pack();
     /* FINISH: O starts from the previous CTA's chunks [0, jb) of this tile (its PUBLISH, stored before its other
@@ -488,7 +527,7 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
     for (int j = 0; j < nj - 2; ++j) step(j, yes{}, no{}, next);
     step(nj - 2, yes{}, yes{}, next);
     step(nj - 1, no{}, no{}, next);
-    base += 2u * (uint32_t)nj;
+    base += (uint32_t)(NI * nj);
 
     if (sg.kind == SEG_PUBLISH) {
       /* the tile's first chunks for the next CTA's FINISH: fp32 O in fragment order, one float4 a thread a step */
@@ -519,8 +558,8 @@ __global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (the launcher is compiled for every image) but traps */
 
-template <typename T, int C, bool LN>
-__global__ void __launch_bounds__(Cfg<C>::THREADS, 1)
+template <typename T, int C, bool LN, bool SW>
+__global__ void __launch_bounds__(Cfg<C, SW>::THREADS, 1)
     mlp_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tm1, const __grid_constant__ CUtensorMap tm2) {
   hx_pdl_wait();
   (void)p, (void)tm1, (void)tm2;
@@ -536,8 +575,8 @@ struct Plan {
   uint32_t grid, split;
   size_t flags_bytes, bytes;
 };
-template <int C> Plan plan_of(uint32_t rows, int sms) {
-  using Cf = Cfg<C>;
+template <int C, bool SW> Plan plan_of(uint32_t rows, int sms) {
+  using Cf = Cfg<C, SW>;
   const uint32_t tiles = (rows + Cf::BM - 1u) / Cf::BM;
   Plan pl{tiles < (uint32_t)sms ? tiles : (uint32_t)sms, 0, 0, 0};
   /* measured (H200, PTv3 600k): C = 256, 405 tiles (last round 9 of 132): 139 -> 123 us split; C = 128, 747 tiles
@@ -558,14 +597,14 @@ static hx_status sm_count(int *sms, hx_err *err) {
   return HX_OK;
 }
 
-template <typename T, int C, bool LN> hx_status launch(Params p, const void *w1, const void *w2, void *scratch,
-                                                       size_t scratch_bytes, cudaStream_t stream, const char *who,
-                                                       hx_err *err) {
-  using Cf = Cfg<C>;
-  auto kern = mlp_wg_kernel<T, C, LN>;
+template <typename T, int C, bool LN, bool SW>
+hx_status launch(Params p, const void *w1, const void *w2, void *scratch, size_t scratch_bytes, cudaStream_t stream,
+                 const char *who, hx_err *err) {
+  using Cf = Cfg<C, SW>;
+  auto kern = mlp_wg_kernel<T, C, LN, SW>;
   int sms = 0;
   HX_TRY(sm_count(&sms, err));
-  const Plan pl = plan_of<C>(p.rows, sms);
+  const Plan pl = plan_of<C, SW>(p.rows, sms);
   if (scratch_bytes < pl.bytes)
     return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, scratch_bytes, pl.bytes);
   if (pl.bytes && (uintptr_t)scratch % 16u)
@@ -579,38 +618,52 @@ template <typename T, int C, bool LN> hx_status launch(Params p, const void *w1,
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Cf::SMEM));
   /* the descriptors travel by value as kernel parameters, so a captured graph keeps its own */
   CUtensorMap tm1, tm2;
-  HX_TRY(nwg::tensor_map(&tm1, w1, (uint64_t)Cf::H, (uint64_t)C, 64u, 64u, who, err));
+  HX_TRY(nwg::tensor_map(&tm1, w1, (uint64_t)(SW ? 2 * Cf::H : Cf::H), (uint64_t)C, 64u, 64u, who, err));
   HX_TRY(nwg::tensor_map(&tm2, w2, (uint64_t)C, (uint64_t)Cf::H, (uint32_t)C, 64u, who, err));
   hx_launch(kern, pl.grid, Cf::THREADS, Cf::SMEM, stream, p, tm1, tm2);
   HX_LAUNCHED(err, who);
   return HX_OK;
 }
 
-template <typename T, bool LN> hx_status by_c(const Params &p, const void *w1, const void *w2, size_t C, void *scratch,
-                                              size_t scratch_bytes, cudaStream_t stream, const char *who, hx_err *err) {
-  if (C == 128) return launch<T, 128, LN>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
-  if (C == 256) return launch<T, 256, LN>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
-  return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel takes C = 128 and 256, not %zu", who, C);
+template <typename T, bool LN>
+hx_status by_c(const Params &p, const void *w1, const void *w2, size_t C, nl_mlp_kind kind, void *scratch,
+               size_t scratch_bytes, cudaStream_t stream, const char *who, hx_err *err) {
+  if (kind == NL_MLP_GELU && C == 128) return launch<T, 128, LN, false>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
+  if (kind == NL_MLP_GELU && C == 256) return launch<T, 256, LN, false>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
+  if (kind == NL_MLP_SWIGLU && C == 96) return launch<T, 96, LN, true>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
+  if (kind == NL_MLP_SWIGLU && C == 128) return launch<T, 128, LN, true>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
+  if (kind == NL_MLP_SWIGLU && C == 160) return launch<T, 160, LN, true>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
+  if (kind == NL_MLP_SWIGLU && C == 192) return launch<T, 192, LN, true>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
+  return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel takes GELU at C = 128, 256 and SwiGLU at 96, 128, 160, 192, not "
+                 "kind %d at %zu", who, (int)kind, C);
+}
+
+/* plan_of's scratch bytes for (C, kind) */
+inline size_t plan_bytes(uint32_t rows, size_t C, nl_mlp_kind kind, int sms) {
+  if (kind == NL_MLP_GELU) return C == 128 ? plan_of<128, false>(rows, sms).bytes : plan_of<256, false>(rows, sms).bytes;
+  if (C == 96) return plan_of<96, true>(rows, sms).bytes;
+  if (C == 128) return plan_of<128, true>(rows, sms).bytes;
+  return C == 160 ? plan_of<160, true>(rows, sms).bytes : plan_of<192, true>(rows, sms).bytes;
 }
 
 } // namespace nl_mlp_wg
 
-extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, size_t *bytes, hx_err *err) {
+extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, nl_mlp_kind kind, size_t *bytes, hx_err *err) {
   *bytes = 0;
-  if (rows == 0 || rows > 0xFFFFFFFFu - 256u || (C != 128 && C != 256)) return HX_OK; /* the launch refuses these */
+  if (rows == 0 || rows > 0xFFFFFFFFu - 256u || !nl_mlp_wg_takes(C, kind)) return HX_OK; /* the launch refuses these */
   hx_err probe = {HX_OK, ""};
   if (nwg_sm90a_check("nl_mlp_gpu", &probe) != HX_OK) return HX_OK; /* the launch is HX_EUNSUPPORTED there */
   int sms = 0;
   HX_TRY(nl_mlp_wg::sm_count(&sms, err));
   const uint32_t r = (uint32_t)rows;
-  *bytes = C == 128 ? nl_mlp_wg::plan_of<128>(r, sms).bytes : nl_mlp_wg::plan_of<256>(r, sms).bytes;
+  *bytes = nl_mlp_wg::plan_bytes(r, C, kind, sms);
   return HX_OK;
 }
 
 extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2,
-                                      const void *d_b2, size_t rows, size_t C, const float *d_g, const float *d_beta,
-                                      float eps, void *d_scratch, size_t scratch_bytes, net_dtype dt,
-                                      struct CUstream_st *stream, hx_err *err) {
+                                      const void *d_b2, size_t rows, size_t C, nl_mlp_kind kind, const float *d_g,
+                                      const float *d_beta, float eps, void *d_scratch, size_t scratch_bytes,
+                                      net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   const int ln = d_g != NULL;
   const char *who = ln ? "nl_ln_mlp_gpu" : "nl_mlp_gpu";
   HX_TRY(nwg_sm90a_check(who, err)); /* first: HX_EUNSUPPORTED sends the caller to the unfused path */
@@ -629,8 +682,8 @@ extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_
                             0u};
   cudaStream_t s = (cudaStream_t)stream;
   if (dt == NET_BF16)
-    return ln ? nl_mlp_wg::by_c<__nv_bfloat16, true>(p, d_w1, d_w2, C, d_scratch, scratch_bytes, s, who, err)
-              : nl_mlp_wg::by_c<__nv_bfloat16, false>(p, d_w1, d_w2, C, d_scratch, scratch_bytes, s, who, err);
-  return ln ? nl_mlp_wg::by_c<__half, true>(p, d_w1, d_w2, C, d_scratch, scratch_bytes, s, who, err)
-            : nl_mlp_wg::by_c<__half, false>(p, d_w1, d_w2, C, d_scratch, scratch_bytes, s, who, err);
+    return ln ? nl_mlp_wg::by_c<__nv_bfloat16, true>(p, d_w1, d_w2, C, kind, d_scratch, scratch_bytes, s, who, err)
+              : nl_mlp_wg::by_c<__nv_bfloat16, false>(p, d_w1, d_w2, C, kind, d_scratch, scratch_bytes, s, who, err);
+  return ln ? nl_mlp_wg::by_c<__half, true>(p, d_w1, d_w2, C, kind, d_scratch, scratch_bytes, s, who, err)
+            : nl_mlp_wg::by_c<__half, false>(p, d_w1, d_w2, C, kind, d_scratch, scratch_bytes, s, who, err);
 }

@@ -408,7 +408,15 @@ static hx_status plan_levels(f3g *g, const net_input *in, hx_err *err) {
     HX_TRY(bpool_pool(g->pool_v, &pp, NULL, &sb, NULL, err));
     most = max_sz(most, sb);
   }
-  /* no MLP term: nl_mlp_gpu and nl_ln_mlp_gpu ask scratch only for GELU at C >= 128 (nets.h), and Flash3D's are SwiGLU */
+  /* the whole-MLP kernel's (its Stream-K partial sums on the wgmma kernel's widths; nets.h) */
+  for (int l = 0; l < L; l++)
+    for (int side = 0; side < 2; side++) {
+      const size_t C = (size_t)(side ? c->dec_channels[l] : c->enc_channels[l]), H = (size_t)c->mlp_ratio * C;
+      if ((side ? c->dec_depth[l] : c->enc_depth[l]) == 0 || net_mlp_path_of(c, C, H) != NET_MLP_WHOLE) continue;
+      HX_TRY(nl_ln_mlp_gpu(NULL, NULL, NULL, NET_F3D_LN_EPS, NULL, NULL, NULL, NULL, g->lv[l].R, C, H, NL_MLP_SWIGLU,
+                           NULL, &sb, g->dt, NULL, err));
+      most = max_sz(most, sb);
+    }
   g->scratch_bytes = most;
   return HX_OK;
 }

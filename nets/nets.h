@@ -126,12 +126,13 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
  * nl_mlp_gpu is one kernel that keeps the hidden row on chip (rounded to dtype before fc2, as the stored hidden of
  * the unfused path is), its GELU the tanh form that nl_linear_gpu's cuBLASLt epilogue also computes, its silu on the
  * hardware tanh: an mma.sync kernel with the weights in shared memory at C <= 80 (nets/mlp.cu), a wgmma kernel
- * streaming them by TMA at C = 128 and 256 (nets/mlp_wgmma.cu, sm_90a only). x, y, w1, w2, b1, b2 in dtype; x, y, w1
- * and w2 16-byte aligned, b1 and b2 2-byte aligned; x and y not overlapping (HX_EINVAL). HX_EUNSUPPORTED, so that
- * the caller runs the unfused path instead (both networks' forwards do), for a (C, H, kind) that nl_mlp_gpu_takes
- * refuses, for unaligned x, y, w1 or w2, at C = 128 and 256 on a device without the sm_90a image, and on a device
+ * streaming them by TMA at C >= 96 (GELU 128 and 256, SwiGLU 96 to 192; nets/mlp_wgmma.cu, sm_90a only). x, y, w1
+ * and w2 in dtype, b1 and b2 too; x, y, w1 and w2 16-byte aligned, b1 and b2 2-byte aligned; x and y not
+ * overlapping (HX_EINVAL). HX_EUNSUPPORTED, so that the caller runs the unfused path instead (both networks'
+ * forwards do), for a (C, H, kind) that nl_mlp_gpu_takes refuses, for unaligned x, y, w1 or w2, at C >= 96 on a
+ * device without the sm_90a image, and on a device
  * that grants a CTA less shared memory than the kernel needs (sm_80's 163 KB against the C = 80 SwiGLU kernel's
- * 208 KB; every other width fits). rows may be 0 (at most 2^32 - 257 at C >= 128). Scratch by CUB's protocol: the
+ * 208 KB; every other width fits). rows may be 0 (at most 2^32 - 257 at C >= 96). Scratch by CUB's protocol: the
  * wgmma kernel's Stream-K split (mlp_wgmma.cu) asks for the fp32 partial sums of one tile a CTA where its last
  * round of tiles on the current device would be at most half full (17 MB at C = 256 on 132 SMs; 16-byte aligned),
  * every other call for 0 bytes; a NULL d_scratch is a size query even then (it runs nothing). */
@@ -143,10 +144,11 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
                      net_dtype dt, struct CUstream_st *stream, hx_err *err);
 /* 1 when nl_mlp_gpu has a kernel for rows of C with a hidden row of H, else 0 (host; any build): GELU H = 4C at C =
  * 32, 64, 128 and 256 (128 and 256: HX_EUNSUPPORTED without sm_90a, above); SwiGLU H = 4C at C = 32, 48, 64 and 80
- * (the weights and tiles fit one sm_90 SM's shared memory; C = 80 is HX_EUNSUPPORTED on a device that grants less). */
+ * (the weights and tiles fit one sm_90 SM's shared memory; C = 80 is HX_EUNSUPPORTED on a device that grants less)
+ * and at 96, 128, 160 and 192 (the wgmma kernel: HX_EUNSUPPORTED without sm_90a). */
 int nl_mlp_gpu_takes(size_t C, size_t H, nl_mlp_kind kind);
 /* 1 when the current device runs nl_mlp_gpu (ln 0) or nl_ln_mlp_gpu (ln 1) at (C, H, kind): nl_mlp_gpu_takes, the
- * sm_90a image at C >= 128 and a CTA's shared memory within what the device grants; 0 where either would return
+ * sm_90a image at C >= 96 and a CTA's shared memory within what the device grants; 0 where either would return
  * HX_EUNSUPPORTED for any reason but alignment (host; queries the device; 0 in a build without CUDA). The forwards
  * size their work buffers by it. */
 int nl_mlp_gpu_runs(size_t C, size_t H, nl_mlp_kind kind, int ln);
@@ -545,9 +547,11 @@ typedef struct net_config {
                           * variant id for the k = 3 (xCPE) ones whose widths it takes, spc_variant_main's for the
                           * others (an ablation; an unknown id is an error) */
   int mlp_fused;         /* on the GPU: 1 = nl_mlp_gpu for the blocks whose (C, 4C) it takes (PTv3's GELU MLP at C
-                          * 32, 64, 128 and 256, Flash3D's SwiGLU MLP at C 32, 48, 64 and 80) and, for Flash3D's other
-                          * blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width (C 96; the default,
-                          * docs/nets.md "The fused MLP"); 2 = Flash3D: nl_linear_swiglu_gpu wherever it takes
+                          * 32, 64, 128 and 256, Flash3D's SwiGLU MLP at C 32, 48, 64, 80, 96, 128, 160 and 192) and,
+                          * for Flash3D's other blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width
+                          * (also where the device cannot run nl_mlp_gpu's wgmma kernel at C 96; the default,
+                          * docs/nets.md "The fused MLP"); 2 = Flash3D:
+                          * nl_linear_swiglu_gpu wherever it takes
                           * the width, never nl_mlp_gpu (an ablation); 0 = nl_linear_gpu calls (and Flash3D's
                           * nl_swiglu_gpu) at every width (an ablation) */
   int ln_fused;          /* on the GPU: 1 = a LayerNorm inside the kernel of the Linear next to it where one takes

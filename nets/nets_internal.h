@@ -20,7 +20,7 @@ typedef struct net_norm { const float *w, *b, *mean, *var; size_t C; } net_norm;
  * and the cost model share: the whole MLP as one kernel (nl_mlp_gpu: PTv3's GELU kind, Flash3D's SwiGLU), else
  * Flash3D's fc1 + SwiGLU as one (nl_linear_swiglu_gpu), else unfused. A forward whose kernel the device cannot run
  * (HX_EUNSUPPORTED) falls to the next path at run time, while the cost model still prices the fused kernel (the
- * wgmma MLP at C = 128 and 256 without sm_90a, the C = 80 SwiGLU MLP on sm_80). */
+ * wgmma MLP at C >= 96 without sm_90a, the C = 80 SwiGLU MLP on sm_80). */
 typedef enum net_mlp_path { NET_MLP_UNFUSED = 0, NET_MLP_WHOLE, NET_MLP_FC1_SWIGLU } net_mlp_path;
 static inline net_mlp_path net_mlp_path_of(const net_config *cfg, size_t C, size_t H) {
   const int swiglu = cfg->kind == 1;

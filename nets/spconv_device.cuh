@@ -82,6 +82,12 @@ __device__ __forceinline__ float gelu_tanh(float v) {
   return fmaf(hv, tanh_approx(u), hv);
 }
 
+/* SwiGLU's silu(a) b, silu on the hardware tanh: a sigmoid(a) = a / 2 + a / 2 tanh(a / 2) */
+__device__ __forceinline__ float swiglu(float a, float b) {
+  const float ha = 0.5f * a;
+  return fmaf(ha, tanh_approx(ha), ha) * b;
+}
+
 __device__ __forceinline__ void ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)

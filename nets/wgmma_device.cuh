@@ -30,15 +30,19 @@
  * otherwise. Cached per thread and device: the answer never flips within a process. (spconv_wgmma.cu) */
 extern "C" hx_status nwg_sm90a_check(const char *who, hx_err *err);
 
-/* nl_mlp_gpu (d_g NULL) and nl_ln_mlp_gpu (d_g, d_beta, eps: y += MLP(LN(y)), d_x unused) at C = 128 and 256, GELU,
- * hidden 4C, on the wgmma kernel (mlp_wgmma.cu); arguments checked by the callers (mlp.cu); HX_EUNSUPPORTED where
- * nwg_sm90a_check refuses; HX_EINVAL for scratch_bytes under nl_mlp_wg_scratch's. nl_mlp_wg_scratch: the scratch
- * the launch needs for rows of C on the current device (0 where it takes whole tiles or cannot run). */
+/* nl_mlp_gpu (d_g NULL) and nl_ln_mlp_gpu (d_g, d_beta, eps: y += MLP(LN(y)), d_x unused) on the wgmma kernel
+ * (mlp_wgmma.cu), hidden 4C: GELU at C = 128 and 256, SwiGLU at C = 96, 128, 160 and 192 (nl_mlp_wg_takes);
+ * arguments checked by the callers (mlp.cu); HX_EUNSUPPORTED where nwg_sm90a_check refuses; HX_EINVAL for
+ * scratch_bytes under nl_mlp_wg_scratch's. nl_mlp_wg_scratch: the scratch the launch needs for rows of C on the
+ * current device (0 where it takes whole tiles or cannot run). */
+static inline int nl_mlp_wg_takes(size_t C, nl_mlp_kind kind) {
+  return kind == NL_MLP_GELU ? C == 128 || C == 256 : C == 96 || C == 128 || C == 160 || C == 192;
+}
 extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2,
-                                      const void *d_b2, size_t rows, size_t C, const float *d_g, const float *d_beta,
-                                      float eps, void *d_scratch, size_t scratch_bytes, net_dtype dt,
-                                      struct CUstream_st *stream, hx_err *err);
-extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, size_t *bytes, hx_err *err);
+                                      const void *d_b2, size_t rows, size_t C, nl_mlp_kind kind, const float *d_g,
+                                      const float *d_beta, float eps, void *d_scratch, size_t scratch_bytes,
+                                      net_dtype dt, struct CUstream_st *stream, hx_err *err);
+extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, nl_mlp_kind kind, size_t *bytes, hx_err *err);
 
 namespace nwg {
 
@@ -105,6 +109,9 @@ template <typename T, int N> __device__ __forceinline__ void wg_rs(float *d, con
 #define WG_D16(i) WG_D8(i), WG_D8(i + 8)
 #define WG_D32(i) WG_D16(i), WG_D16(i + 16)
 #define WG_D64(i) WG_D32(i), WG_D32(i + 32)
+#define WG_D48(i) WG_D32(i), WG_D16(i + 32)
+#define WG_D80(i) WG_D64(i), WG_D16(i + 64)
+#define WG_D96(i) WG_D64(i), WG_D32(i + 64)
 #define WG_D128(i) WG_D64(i), WG_D64(i + 64)
 /* The accumulators' operand numbers %0 .. %(N/2 - 1): WG_R<k> 16 of them, WG_A<m> the first m; the other operands
  * follow them: the preprocessor cannot count, so each instance names their numbers. */
@@ -118,6 +125,9 @@ template <typename T, int N> __device__ __forceinline__ void wg_rs(float *d, con
 #define WG_R7 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 #define WG_A32 WG_R0 ", " WG_R1
 #define WG_A64 WG_A32 ", " WG_R2 ", " WG_R3
+#define WG_A48 WG_A32 ", " WG_R2
+#define WG_A80 WG_A64 ", " WG_R4
+#define WG_A96 WG_A80 ", " WG_R5
 #define WG_A128 WG_A64 ", " WG_R4 ", " WG_R5 ", " WG_R6 ", " WG_R7
 #define WG_SS(TY, PT, N, REGS, DOUT, IA, IB, IS) \
   template <> __device__ __forceinline__ void wg_ss<TY, N>(float *d, uint64_t da, uint64_t db, int scale_d) { \
@@ -145,13 +155,22 @@ WG_SS(__nv_bfloat16, "bf16", 64, WG_A32, WG_D32(0), "32", "33", "34")
 WG_SS(__nv_bfloat16, "bf16", 128, WG_A64, WG_D64(0), "64", "65", "66")
 WG_SS(__nv_bfloat16, "bf16", 256, WG_A128, WG_D128(0), "128", "129", "130")
 WG_RS(__half, "f16", 128, WG_A64, WG_D64(0), "64", "65", "66", "67", "68", "69")
+WG_RS(__half, "f16", 96, WG_A48, WG_D48(0), "48", "49", "50", "51", "52", "53")
+WG_RS(__half, "f16", 160, WG_A80, WG_D80(0), "80", "81", "82", "83", "84", "85")
+WG_RS(__half, "f16", 192, WG_A96, WG_D96(0), "96", "97", "98", "99", "100", "101")
 WG_RS(__half, "f16", 256, WG_A128, WG_D128(0), "128", "129", "130", "131", "132", "133")
 WG_RS(__nv_bfloat16, "bf16", 128, WG_A64, WG_D64(0), "64", "65", "66", "67", "68", "69")
+WG_RS(__nv_bfloat16, "bf16", 96, WG_A48, WG_D48(0), "48", "49", "50", "51", "52", "53")
+WG_RS(__nv_bfloat16, "bf16", 160, WG_A80, WG_D80(0), "80", "81", "82", "83", "84", "85")
+WG_RS(__nv_bfloat16, "bf16", 192, WG_A96, WG_D96(0), "96", "97", "98", "99", "100", "101")
 WG_RS(__nv_bfloat16, "bf16", 256, WG_A128, WG_D128(0), "128", "129", "130", "131", "132", "133")
 #undef WG_RS
 #undef WG_SS
 #undef WG_A128
 #undef WG_A64
+#undef WG_A48
+#undef WG_A80
+#undef WG_A96
 #undef WG_A32
 #undef WG_R0
 #undef WG_R1
@@ -162,6 +181,9 @@ WG_RS(__nv_bfloat16, "bf16", 256, WG_A128, WG_D128(0), "128", "129", "130", "131
 #undef WG_R6
 #undef WG_R7
 #undef WG_D128
+#undef WG_D48
+#undef WG_D80
+#undef WG_D96
 #undef WG_D64
 #undef WG_D32
 #undef WG_D16

@@ -495,8 +495,9 @@ static void test_mlp(void **state) {
     assert_int_equal(nl_mlp_gpu_takes(c, 4 * c, NL_MLP_GELU), c == 32 || c == 64 || c == 128 || c == 256);
   assert_false(nl_mlp_gpu_takes(64, 128, NL_MLP_GELU) || nl_mlp_gpu_takes(128, 256, NL_MLP_GELU) ||
                nl_mlp_gpu_takes(256, 512, NL_MLP_GELU));
-  for (size_t c = 16; c <= 128; c += 16)
-    assert_int_equal(nl_mlp_gpu_takes(c, 4 * c, NL_MLP_SWIGLU), c == 32 || c == 48 || c == 64 || c == 80);
+  for (size_t c = 16; c <= 512; c += 16)
+    assert_int_equal(nl_mlp_gpu_takes(c, 4 * c, NL_MLP_SWIGLU),
+                     c == 32 || c == 48 || c == 64 || c == 80 || c == 96 || c == 128 || c == 160 || c == 192);
   assert_false(nl_mlp_gpu_takes(48, 96, NL_MLP_SWIGLU) || nl_mlp_gpu_takes(32, 128, (nl_mlp_kind)7));
 }
 

@@ -485,8 +485,8 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
                          dt, t->stream, &err)
          : nl_mlp_gpu(dy, dx, dw1, nb ? NULL : db1, dw2, nb ? NULL : db2, rows, C, H, kind, scr, &sb, dt, t->stream,
                       &err);
-  /* the C = 80 SwiGLU kernel on sm_80; C = 128 and 256 (wgmma) on a device other than compute capability 9.0 (on
-   * 9.0 the refusal is a failure: the build's sm_90a image must run) */
+  /* the C = 80 SwiGLU kernel on sm_80; the wgmma kernel's widths (GELU 128 and 256, SwiGLU 96 to 192) on a device
+   * other than compute capability 9.0 (on 9.0 the refusal is a failure: the build's sm_90a image must run) */
   if (st == HX_EUNSUPPORTED &&
       (strstr(err.msg, "shared memory a CTA") || (strstr(err.msg, "sm_90a") && device_major() != 9))) {
     printf("  skip %s: %s\n", ta.what, err.msg);
@@ -685,7 +685,8 @@ static void test_ln_fused(void **state) {
   tctx *t = *state;
   static const struct { size_t C, H; nl_mlp_kind kind; } shapes[] = {
       {32, 128, NL_MLP_GELU},   {64, 256, NL_MLP_GELU},   {128, 512, NL_MLP_GELU},  {256, 1024, NL_MLP_GELU},
-      {32, 128, NL_MLP_SWIGLU}, {48, 192, NL_MLP_SWIGLU}, {64, 256, NL_MLP_SWIGLU}, {80, 320, NL_MLP_SWIGLU}};
+      {32, 128, NL_MLP_SWIGLU}, {48, 192, NL_MLP_SWIGLU}, {64, 256, NL_MLP_SWIGLU}, {80, 320, NL_MLP_SWIGLU},
+      {96, 384, NL_MLP_SWIGLU}, {128, 512, NL_MLP_SWIGLU}, {160, 640, NL_MLP_SWIGLU}, {192, 768, NL_MLP_SWIGLU}};
   size_t bad = 0;
   for (int d = 0; d < 2; ++d)
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri) {
@@ -700,6 +701,9 @@ static void test_ln_fused(void **state) {
   bad += run_linear_ln_add(t, NET_F16, 300000, 64, 0) + run_linear_ln_add(t, NET_BF16, 1000, 32, 1);
   bad += run_mlp(t, NET_F16, 300000, 64, 256, NL_MLP_GELU, 0, 1) + run_mlp(t, NET_BF16, 1000, 64, 256, NL_MLP_GELU, 1, 1);
   bad += run_mlp(t, NET_F16, 1000, 128, 512, NL_MLP_GELU, 1, 1) + run_mlp(t, NET_BF16, 129, 256, 1024, NL_MLP_GELU, 1, 1);
+  /* Flash3D's LayerNormMLP on the wgmma kernel: C = 96 and 160 normalise rows of a partial last 64-value block */
+  bad += run_mlp(t, NET_F16, 200000, 96, 384, NL_MLP_SWIGLU, 0, 1) + run_mlp(t, NET_F16, 150000, 192, 768, NL_MLP_SWIGLU, 0, 1);
+  bad += run_mlp(t, NET_BF16, 1000, 160, 640, NL_MLP_SWIGLU, 1, 1);
   assert_int_equal(bad, 0);
 }
 
@@ -707,7 +711,8 @@ static void test_mlp(void **state) {
   tctx *t = *state;
   static const struct { size_t C, H; nl_mlp_kind kind; } shapes[] = {
       {32, 128, NL_MLP_GELU},   {64, 256, NL_MLP_GELU},   {128, 512, NL_MLP_GELU},  {256, 1024, NL_MLP_GELU},
-      {32, 128, NL_MLP_SWIGLU}, {48, 192, NL_MLP_SWIGLU}, {64, 256, NL_MLP_SWIGLU}, {80, 320, NL_MLP_SWIGLU}};
+      {32, 128, NL_MLP_SWIGLU}, {48, 192, NL_MLP_SWIGLU}, {64, 256, NL_MLP_SWIGLU}, {80, 320, NL_MLP_SWIGLU},
+      {96, 384, NL_MLP_SWIGLU}, {128, 512, NL_MLP_SWIGLU}, {160, 640, NL_MLP_SWIGLU}, {192, 768, NL_MLP_SWIGLU}};
   const size_t ns = sizeof shapes / sizeof shapes[0];
   size_t bad = 0;
   for (int d = 0; d < 2; ++d)
@@ -722,6 +727,10 @@ static void test_mlp(void **state) {
   bad += run_mlp(t, NET_F16, 1000, 48, 192, NL_MLP_SWIGLU, 1, 0);
   bad += run_mlp(t, NET_BF16, 300, 80, 320, NL_MLP_SWIGLU, 1, 0);
   bad += run_mlp(t, NET_F16, 300, 128, 512, NL_MLP_GELU, 1, 0) + run_mlp(t, NET_BF16, 200000, 256, 1024, NL_MLP_GELU, 0, 0);
+  /* SwiGLU on the wgmma kernel: no biases; many 128-row tiles a CTA at C = 96 and 160 */
+  bad += run_mlp(t, NET_F16, 1000, 96, 384, NL_MLP_SWIGLU, 1, 0) + run_mlp(t, NET_BF16, 300, 192, 768, NL_MLP_SWIGLU, 1, 0);
+  bad += run_mlp(t, NET_F16, 128 * 700 + 33, 96, 384, NL_MLP_SWIGLU, 0, 0);
+  bad += run_mlp(t, NET_BF16, 128 * 400 + 65, 160, 640, NL_MLP_SWIGLU, 0, 0);
   /* C = 64 without LN (x's rows replaced by y's in the tile): several 128-row tiles a CTA, so the next tile's
    * copy is refilled many times, and a last tile of 77 rows */
   bad += run_mlp(t, NET_BF16, 128 * 1200 + 77, 64, 256, NL_MLP_GELU, 0, 0);
@@ -733,7 +742,8 @@ static void test_mlp(void **state) {
 /* The wgmma MLP's Stream-K split (mlp_wgmma.cu) gives the unsplit bits: a call 3.25 rounds of tiles long (one tile
  * a CTA of the persistent grid a round, SMs x BM rows; its last round a quarter full, so its CTAs split tiles and
  * scratch is asked for) equals, on every row, the same rows computed in slices of at most one round (whole tiles,
- * no scratch); a call 3.75 rounds long takes whole tiles (no scratch); both entries, both dtypes at one width each.
+ * no scratch); a call 3.75 rounds long takes whole tiles (no scratch); both entries, both dtypes at one width each
+ * (GELU), and SwiGLU at 96 (LN, fp16) and 192 (bf16).
  * The scratch is poisoned with words of 1, so a partial sum read before its CTA stored it would show; a FINISH
  * reading its flag before the PUBLISH it waits for is not provoked (the schedule puts them ~3 tiles apart). */
 static void test_mlp_split(void **state) {
@@ -745,48 +755,52 @@ static void test_mlp_split(void **state) {
   const int sms = device_attr(cudaDevAttrMultiProcessorCount);
   assert_true(sms > 0);
   size_t bad = 0;
-  for (int k = 0; k < 4; ++k) {
-    const size_t C = k & 1 ? 256 : 128, H = 4 * C, BM = C == 128 ? 192 : 128, r1 = (size_t)sms * BM;
+  for (int k = 0; k < 6; ++k) {
+    /* GELU at 128 and 256 (k < 4); SwiGLU at 96 with LN in fp16, at 192 without in bf16 */
+    const nl_mlp_kind kind = k < 4 ? NL_MLP_GELU : NL_MLP_SWIGLU;
+    const size_t C = k < 4 ? (k & 1 ? 256 : 128) : (k == 4 ? 96 : 192), H = 4 * C, H1 = k < 4 ? H : 2 * H;
+    /* tiles of 64 rows a consumer warpgroup: three at GELU's 128, else two (mlp_wgmma.cu's Cfg) */
+    const size_t BM = k < 4 && C == 128 ? 192 : 128, r1 = (size_t)sms * BM;
     const size_t rows = 3 * r1 + r1 / 4 + 5;
-    const int ln = k >> 1;
-    const net_dtype dt = k == 1 || k == 2 ? NET_BF16 : NET_F16;
+    const int ln = k < 4 ? k >> 1 : k == 4;
+    const net_dtype dt = k == 1 || k == 2 || k == 5 ? NET_BF16 : NET_F16;
     const uint64_t seed = case_seed(t, 131 + (uint64_t)k, rows, C);
     size_t sb1 = 0, sb = 0, sb3 = 0;
-    void *scr1 = mlp_scratch(r1, C, H, NL_MLP_GELU, dt, &sb1), *scr = mlp_scratch(rows, C, H, NL_MLP_GELU, dt, &sb);
+    void *scr1 = mlp_scratch(r1, C, H, kind, dt, &sb1), *scr = mlp_scratch(rows, C, H, kind, dt, &sb);
     hx_err qe = {HX_OK, ""};
-    assert_int_equal(nl_mlp_gpu(NULL, NULL, NULL, NULL, NULL, NULL, 3 * r1 + 3 * r1 / 4, C, H, NL_MLP_GELU, NULL, &sb3,
+    assert_int_equal(nl_mlp_gpu(NULL, NULL, NULL, NULL, NULL, NULL, 3 * r1 + 3 * r1 / 4, C, H, kind, NULL, &sb3,
                                 dt, NULL, &qe), HX_OK);
     if (sb1 != 0 || sb == 0 || sb3 != 0) {
       fprintf(stderr, "FAIL mlp split C %zu: scratch %zu bytes for one round, %zu for 3.25, %zu for 3.75\n", C, sb1,
               sb, sb3);
       ++bad;
     }
-    uint16_t *hx = xmalloc(rows * C * 2), *hw1 = xmalloc(H * C * 2), *hw2 = xmalloc(C * H * 2), *hb1 = xmalloc(H * 2);
+    uint16_t *hx = xmalloc(rows * C * 2), *hw1 = xmalloc(H1 * C * 2), *hw2 = xmalloc(C * H * 2), *hb1 = xmalloc(H1 * 2);
     uint16_t *hb2 = xmalloc(C * 2), *ha = xmalloc(rows * C * 2), *hb = xmalloc(rows * C * 2);
     float *lg = xmalloc(C * 4), *lb = xmalloc(C * 4);
     fill(dt, hx, NULL, rows * C, seed, 1, 1.0f, ln ? 2.0f : 0.0f);
-    fill(dt, hw1, NULL, H * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
+    fill(dt, hw1, NULL, H1 * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
     fill(dt, hw2, NULL, C * H, seed, 3, (float)(2.0 / sqrt((double)H)), 0.0f);
-    fill(dt, hb1, NULL, H, seed, 4, 0.5f, 0.0f);
+    fill(dt, hb1, NULL, H1, seed, 4, 0.5f, 0.0f);
     fill(dt, hb2, NULL, C, seed, 5, 0.5f, 0.0f);
     for (size_t c = 0; c < C; ++c) lg[c] = 1.0f + 0.5f * unit(seed, 8, c), lb[c] = 0.5f * unit(seed, 9, c);
     uint16_t *dx = dmalloc(rows * C * 2), *dya = dmalloc(rows * C * 2), *dyb = dmalloc(rows * C * 2);
-    void *dw1 = dmalloc(H * C * 2), *dw2 = dmalloc(C * H * 2), *db1 = dmalloc(H * 2), *db2 = dmalloc(C * 2);
+    void *dw1 = dmalloc(H1 * C * 2), *dw2 = dmalloc(C * H * 2), *db1 = dmalloc(H1 * 2), *db2 = dmalloc(C * 2);
     float *dlg = dmalloc(C * 4), *dlb = dmalloc(C * 4);
-    h2d(dx, hx, rows * C * 2), h2d(dw1, hw1, H * C * 2), h2d(dw2, hw2, C * H * 2), h2d(db1, hb1, H * 2);
+    h2d(dx, hx, rows * C * 2), h2d(dw1, hw1, H1 * C * 2), h2d(dw2, hw2, C * H * 2), h2d(db1, hb1, H1 * 2);
     h2d(db2, hb2, C * 2), h2d(dlg, lg, C * 4), h2d(dlb, lb, C * 4);
     /* y = x as the residual (and, with LN, as the input) */
     h2d(dya, hx, rows * C * 2), h2d(dyb, hx, rows * C * 2);
     hx_err err = {HX_OK, ""};
-    hx_status st = ln ? nl_ln_mlp_gpu(dya, dlg, dlb, 1e-5f, dw1, db1, dw2, db2, rows, C, H, NL_MLP_GELU, scr, &sb, dt,
+    hx_status st = ln ? nl_ln_mlp_gpu(dya, dlg, dlb, 1e-5f, dw1, db1, dw2, db2, rows, C, H, kind, scr, &sb, dt,
                                       t->stream, &err)
-                      : nl_mlp_gpu(dya, dx, dw1, db1, dw2, db2, rows, C, H, NL_MLP_GELU, scr, &sb, dt, t->stream, &err);
+                      : nl_mlp_gpu(dya, dx, dw1, db1, dw2, db2, rows, C, H, kind, scr, &sb, dt, t->stream, &err);
     if (st == HX_OK) st = sync_status(t, st, &err, "mlp split");
     for (size_t r0 = 0; st == HX_OK && r0 < rows; r0 += r1) { /* the slices: at most one round each */
       const size_t n = rows - r0 < r1 ? rows - r0 : r1;
-      st = ln ? nl_ln_mlp_gpu(dyb + r0 * C, dlg, dlb, 1e-5f, dw1, db1, dw2, db2, n, C, H, NL_MLP_GELU, scr1, &sb1, dt,
+      st = ln ? nl_ln_mlp_gpu(dyb + r0 * C, dlg, dlb, 1e-5f, dw1, db1, dw2, db2, n, C, H, kind, scr1, &sb1, dt,
                               t->stream, &err)
-              : nl_mlp_gpu(dyb + r0 * C, dx + r0 * C, dw1, db1, dw2, db2, n, C, H, NL_MLP_GELU, scr1, &sb1, dt,
+              : nl_mlp_gpu(dyb + r0 * C, dx + r0 * C, dw1, db1, dw2, db2, n, C, H, kind, scr1, &sb1, dt,
                            t->stream, &err);
     }
     if (st == HX_OK) st = sync_status(t, st, &err, "mlp slices");
@@ -1449,7 +1463,7 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_affine_act_gpu(d, d + 2048, f, f, 4, 8, (nl_act)2, NET_F16, s, &err), HX_EINVAL);
   assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 128, 256, NL_MLP_GELU, d, &sbig, NET_F16, s, &err),
                    HX_EUNSUPPORTED);
-  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 96, 384, NL_MLP_SWIGLU, d, &sbig, NET_F16, s, &err),
+  assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 112, 448, NL_MLP_SWIGLU, d, &sbig, NET_F16, s, &err),
                    HX_EUNSUPPORTED);
   assert_non_null(strstr(err.msg, "GELU H = 4C at C = 32, 64, 128, 256"));
   assert_int_equal(nl_mlp_gpu(d, d + 2048, d + 1024, NULL, d + 512, NULL, 4, 32, 64, NL_MLP_GELU, d, &sbig, NET_F16, s, &err), HX_EUNSUPPORTED);
