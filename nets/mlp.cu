@@ -751,6 +751,9 @@ template <int C, int H, bool SWI> size_t mlp_smem(int ln) {
 }
 } // namespace
 
+/* nl_mlp_gpu_takes' widths, for the refusals of both entries */
+static const char kTakes[] = "GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = 4C at C = 32, 48, 64, 80, 96, 128, 160, 192";
+
 int nl_mlp_gpu_runs(size_t C, size_t H, nl_mlp_kind kind, int ln) {
   if (!nl_mlp_gpu_takes(C, H, kind)) return 0;
   hx_err e = {HX_OK, ""};
@@ -776,9 +779,7 @@ hx_status nl_mlp_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: unknown dtype %d", (int)dt);
   if (kind != NL_MLP_GELU && kind != NL_MLP_SWIGLU) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: unknown kind %d", (int)kind);
   if (!nl_mlp_gpu_takes(C, H, kind))
-    return hx_errf(err, HX_EUNSUPPORTED,
-                   "nl_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = 4C "
-                   "at C = 32, 48, 64, 80, 96, 128, 160, 192)", C, H);
+    return hx_errf(err, HX_EUNSUPPORTED, "nl_mlp_gpu: C = %zu, H = %zu (the kernels take %s)", C, H, kTakes);
   if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "nl_mlp_gpu: NULL scratch size");
   if (!d_scratch)
     return nl_mlp_wg_takes(C, kind) ? nl_mlp_wg_scratch(rows, C, kind, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);
@@ -807,9 +808,7 @@ hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float 
     return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: eps = %g (must be finite, >= 0)", (double)eps);
   if (kind != NL_MLP_GELU && kind != NL_MLP_SWIGLU) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: unknown kind %d", (int)kind);
   if (!nl_mlp_gpu_takes(C, H, kind))
-    return hx_errf(err, HX_EUNSUPPORTED,
-                   "nl_ln_mlp_gpu: C = %zu, H = %zu (the kernels take GELU H = 4C at C = 32, 64, 128, 256, SwiGLU H = "
-                   "4C at C = 32, 48, 64, 80, 96, 128, 160, 192)", C, H);
+    return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_mlp_gpu: C = %zu, H = %zu (the kernels take %s)", C, H, kTakes);
   if (!scratch_bytes) return hx_errf(err, HX_EINVAL, "nl_ln_mlp_gpu: NULL scratch size");
   if (!d_scratch)
     return nl_mlp_wg_takes(C, kind) ? nl_mlp_wg_scratch(rows, C, kind, scratch_bytes, err) : (*scratch_bytes = 0, HX_OK);

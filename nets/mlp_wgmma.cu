@@ -625,25 +625,25 @@ hx_status launch(Params p, const void *w1, const void *w2, void *scratch, size_t
   return HX_OK;
 }
 
+/* f(Cfg<C, SW>{}) for the (C, kind) the kernel is built at, which the callers have checked with nl_mlp_wg_takes:
+ * the one list of instances that the launch and the scratch query share */
+template <class F> auto by_cfg(size_t C, nl_mlp_kind kind, F &&f) {
+  if (kind == NL_MLP_GELU) return C == 128 ? f(Cfg<128, false>{}) : f(Cfg<256, false>{});
+  if (C == 96) return f(Cfg<96, true>{});
+  if (C == 128) return f(Cfg<128, true>{});
+  return C == 160 ? f(Cfg<160, true>{}) : f(Cfg<192, true>{});
+}
+
 template <typename T, bool LN>
 hx_status by_c(const Params &p, const void *w1, const void *w2, size_t C, nl_mlp_kind kind, void *scratch,
                size_t scratch_bytes, cudaStream_t stream, const char *who, hx_err *err) {
-  if (kind == NL_MLP_GELU && C == 128) return launch<T, 128, LN, false>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
-  if (kind == NL_MLP_GELU && C == 256) return launch<T, 256, LN, false>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
-  if (kind == NL_MLP_SWIGLU && C == 96) return launch<T, 96, LN, true>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
-  if (kind == NL_MLP_SWIGLU && C == 128) return launch<T, 128, LN, true>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
-  if (kind == NL_MLP_SWIGLU && C == 160) return launch<T, 160, LN, true>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
-  if (kind == NL_MLP_SWIGLU && C == 192) return launch<T, 192, LN, true>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
-  return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel takes GELU at C = 128, 256 and SwiGLU at 96, 128, 160, 192, not "
-                 "kind %d at %zu", who, (int)kind, C);
-}
-
-/* plan_of's scratch bytes for (C, kind) */
-inline size_t plan_bytes(uint32_t rows, size_t C, nl_mlp_kind kind, int sms) {
-  if (kind == NL_MLP_GELU) return C == 128 ? plan_of<128, false>(rows, sms).bytes : plan_of<256, false>(rows, sms).bytes;
-  if (C == 96) return plan_of<96, true>(rows, sms).bytes;
-  if (C == 128) return plan_of<128, true>(rows, sms).bytes;
-  return C == 160 ? plan_of<160, true>(rows, sms).bytes : plan_of<192, true>(rows, sms).bytes;
+  if (!nl_mlp_wg_takes(C, kind))
+    return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel takes GELU at C = 128, 256 and SwiGLU at 96, 128, 160, 192, "
+                   "not kind %d at %zu", who, (int)kind, C);
+  return by_cfg(C, kind, [&](auto cf) {
+    using Cf = decltype(cf);
+    return launch<T, Cf::C, LN, Cf::SW>(p, w1, w2, scratch, scratch_bytes, stream, who, err);
+  });
 }
 
 } // namespace nl_mlp_wg
@@ -656,7 +656,10 @@ extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, nl_mlp_kind kind, 
   int sms = 0;
   HX_TRY(nl_mlp_wg::sm_count(&sms, err));
   const uint32_t r = (uint32_t)rows;
-  *bytes = nl_mlp_wg::plan_bytes(r, C, kind, sms);
+  *bytes = nl_mlp_wg::by_cfg(C, kind, [&](auto cf) {
+    using Cf = decltype(cf);
+    return nl_mlp_wg::plan_of<Cf::C, Cf::SW>(r, sms).bytes;
+  });
   return HX_OK;
 }
 

@@ -36,7 +36,7 @@ extern "C" hx_status nwg_sm90a_check(const char *who, hx_err *err);
  * scratch_bytes under nl_mlp_wg_scratch's. nl_mlp_wg_scratch: the scratch the launch needs for rows of C on the
  * current device (0 where it takes whole tiles or cannot run). */
 static inline int nl_mlp_wg_takes(size_t C, nl_mlp_kind kind) {
-  return kind == NL_MLP_GELU ? C == 128 || C == 256 : C == 96 || C == 128 || C == 160 || C == 192;
+  return nl_mlp_gpu_takes(C, 4 * C, kind) && C > 80; /* past 80 the weights leave mlp.cu's shared memory */
 }
 extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, const void *d_w2,
                                       const void *d_b2, size_t rows, size_t C, nl_mlp_kind kind, const float *d_g,
