@@ -245,7 +245,9 @@ hx_status nl_linear_ln_add_cpu(float *y, const float *x, const float *w, const f
 
 /* ---- fc1 + SwiGLU -------------------------------------------------------------------------------- */
 
-int nl_linear_swiglu_gpu_takes(size_t C, size_t H) { return (C == 32 || C == 64 || C == 96) && H >= 64 && H % 64 == 0; }
+int nl_linear_swiglu_gpu_takes(size_t C, size_t H) {
+  return (C == 32 || C == 64 || C == 96 || (C >= 128 && C % 16 == 0)) && H >= 64 && H % 64 == 0;
+}
 
 hx_status nl_linear_swiglu_cpu(float *y, const float *x, const float *w1, const float *b1, size_t rows, size_t C,
                                size_t H, hx_err *err) {

@@ -733,16 +733,24 @@ hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, con
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_linear_swiglu_gpu: unknown dtype %d", (int)dt);
   if (!nl_linear_swiglu_gpu_takes(C, H))
     return hx_errf(err, HX_EUNSUPPORTED,
-                   "nl_linear_swiglu_gpu: C = %zu, H = %zu (the kernel takes C = 32, 64 and 96, H a multiple of 64)",
+                   "nl_linear_swiglu_gpu: C = %zu, H = %zu (the kernels take C = 32, 64, 96 and the multiples of 16 from "
+                   "128, H a multiple of 64)",
                    C, H);
   if (rows == 0) return HX_OK;
   if (!d_y || !d_x || !d_w1) return hx_errf(err, HX_EINVAL, "nl_linear_swiglu_gpu: NULL y, x or w1");
   const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y, a1 = (uintptr_t)d_w1;
   if ((ax | ay | a1) % 16) return hx_errf(err, HX_EUNSUPPORTED, "nl_linear_swiglu_gpu: x, y and w1 must be 16-byte aligned");
   if (ax < ay + rows * H * 2 && ay < ax + rows * C * 2) return hx_errf(err, HX_EINVAL, "nl_linear_swiglu_gpu: x and y overlap");
+  if (nl_lsw_wg_takes(C, H)) return nl_lsw_wg_launch(d_y, d_x, d_w1, d_b1, rows, C, H, dt, stream, err);
   cudaStream_t s = (cudaStream_t)stream;
   if (dt == NET_F16) return lsw_dispatch<__half>(d_y, d_x, d_w1, d_b1, rows, C, H, s, err);
   return lsw_dispatch<__nv_bfloat16>(d_y, d_x, d_w1, d_b1, rows, C, H, s, err);
+}
+
+int nl_linear_swiglu_gpu_runs(size_t C, size_t H) {
+  if (!nl_linear_swiglu_gpu_takes(C, H)) return 0;
+  hx_err e = {HX_OK, ""};
+  return nl_lsw_wg_takes(C, H) ? nwg_sm90a_check("nl_linear_swiglu_gpu_runs", &e) == HX_OK : 1;
 }
 
 namespace {

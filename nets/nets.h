@@ -210,10 +210,12 @@ hx_status nl_linear_swiglu_cpu(float *y, const float *x, const float *w1, const 
                                size_t H, hx_err *err);
 hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, size_t rows, size_t C,
                                size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err);
-/* 1 when nl_linear_swiglu_gpu takes (C, H): C = 32, 64 or 96 (the reduction and two row tiles in shared memory,
- * two CTAs an SM; wider, one CTA an SM measured slower than the unfused path: docs/nets.md), H a multiple of 64
- * (host; any build). */
+/* 1 when nl_linear_swiglu_gpu takes (C, H) (host; any build), H a multiple of 64: C = 32, 64 or 96 on an mma.sync
+ * kernel (the reduction and two row tiles in shared memory, two CTAs an SM; at C = 160 and 192 it measured slower
+ * than the unfused path: docs/nets.md), and C >= 128, a multiple of 16, on a wgmma GEMM (sm_90a; HX_EUNSUPPORTED
+ * elsewhere). nl_linear_swiglu_gpu_runs: 1 when it takes (C, H) and the current device runs that kernel. */
 int nl_linear_swiglu_gpu_takes(size_t C, size_t H);
+int nl_linear_swiglu_gpu_runs(size_t C, size_t H);
 
 /* y += x (residual add), elementwise over n values. */
 hx_status nl_add_cpu(float *y, const float *x, size_t n, hx_err *err);

@@ -31,13 +31,15 @@ static inline net_mlp_path net_mlp_path_of(const net_config *cfg, size_t C, size
 
 /* The path a block's MLP takes on the current device: net_mlp_path_of's, where NET_MLP_WHOLE falls to the next path
  * (as the forwards do at run time on HX_EUNSUPPORTED) when the device cannot run the whole-MLP kernel
- * (nl_mlp_gpu_runs, with its LayerNorm where net_ln_mlp_fused). The forwards size their work buffers by it. */
+ * (nl_mlp_gpu_runs, with its LayerNorm where net_ln_mlp_fused), and NET_MLP_FC1_SWIGLU to the unfused one when it
+ * cannot run that kernel (nl_linear_swiglu_gpu_runs). The forwards size their work buffers by it. */
 static inline net_mlp_path net_mlp_path_run(const net_config *cfg, size_t C, size_t H) {
-  const net_mlp_path p = net_mlp_path_of(cfg, C, H);
+  net_mlp_path p = net_mlp_path_of(cfg, C, H);
   const nl_mlp_kind kind = cfg->kind == 1 ? NL_MLP_SWIGLU : NL_MLP_GELU;
-  if (p != NET_MLP_WHOLE || nl_mlp_gpu_runs(C, H, kind, cfg->ln_fused)) return p;
-  return kind == NL_MLP_SWIGLU && cfg->mlp_fused && nl_linear_swiglu_gpu_takes(C, H) ? NET_MLP_FC1_SWIGLU
-                                                                                     : NET_MLP_UNFUSED;
+  if (p == NET_MLP_WHOLE && !nl_mlp_gpu_runs(C, H, kind, cfg->ln_fused))
+    p = kind == NL_MLP_SWIGLU && cfg->mlp_fused && nl_linear_swiglu_gpu_takes(C, H) ? NET_MLP_FC1_SWIGLU
+                                                                                  : NET_MLP_UNFUSED;
+  return p == NET_MLP_FC1_SWIGLU && !nl_linear_swiglu_gpu_runs(C, H) ? NET_MLP_UNFUSED : p;
 }
 
 /* Rows of a chunk of an MLP over n rows with H hidden channels (net_config's mlp_chunk): n where mlp_chunk is 0 or

@@ -43,6 +43,14 @@ extern "C" hx_status nl_mlp_wg_launch(void *d_y, const void *d_x, const void *d_
                                       const float *d_beta, float eps, void *d_scratch, size_t scratch_bytes,
                                       net_dtype dt, struct CUstream_st *stream, hx_err *err);
 extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, nl_mlp_kind kind, size_t *bytes, hx_err *err);
+/* nl_linear_swiglu_gpu on the wgmma GEMM (swiglu_wgmma.cu): the widths nl_linear_swiglu_gpu_takes gives it, past
+ * mlp.cu's mma.sync kernel (C <= 96); arguments checked by the caller (mlp.cu); HX_EUNSUPPORTED where
+ * nwg_sm90a_check refuses. */
+static inline int nl_lsw_wg_takes(size_t C, size_t H) {
+  return nl_linear_swiglu_gpu_takes(C, H) && C > 96;
+}
+extern "C" hx_status nl_lsw_wg_launch(void *d_y, const void *d_x, const void *d_w1, const void *d_b1, size_t rows,
+                                      size_t C, size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 
 namespace nwg {
 

@@ -484,8 +484,12 @@ static void test_mlp(void **state) {
   assert_int_equal(nl_linear_swiglu_cpu(g1, sx, NULL, sb1, 1, 2, 1, &e), HX_EINVAL);
   assert_int_equal(nl_linear_swiglu_cpu(NULL, NULL, NULL, NULL, 0, 2, 1, &e), HX_OK); /* no rows */
   assert_true(nl_linear_swiglu_gpu_takes(96, 384) && nl_linear_swiglu_gpu_takes(32, 64));
-  assert_false(nl_linear_swiglu_gpu_takes(48, 192) || nl_linear_swiglu_gpu_takes(128, 512) ||
-               nl_linear_swiglu_gpu_takes(96, 96));
+  /* the wgmma GEMM's widths: flash3d-46m's 400 and 784, flash3d-public's 256 and 512 */
+  assert_true(nl_linear_swiglu_gpu_takes(128, 512) && nl_linear_swiglu_gpu_takes(400, 1600) &&
+              nl_linear_swiglu_gpu_takes(784, 3136) && nl_linear_swiglu_gpu_takes(256, 64));
+  assert_false(nl_linear_swiglu_gpu_takes(48, 192) || nl_linear_swiglu_gpu_takes(112, 448) ||
+               nl_linear_swiglu_gpu_takes(96, 96) || nl_linear_swiglu_gpu_takes(136, 544) ||
+               nl_linear_swiglu_gpu_takes(400, 1632) || nl_linear_swiglu_gpu_takes(0, 64));
   assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 0, 3, NL_MLP_GELU, &e), HX_EINVAL);
   assert_int_equal(nl_mlp_cpu(y, NULL, w1, b1, w2, b2, 1, 2, 3, NL_MLP_GELU, &e), HX_EINVAL);
   assert_int_equal(nl_mlp_cpu(y, x, w1, b1, w2, b2, 1, 2, 3, (nl_mlp_kind)7, &e), HX_EINVAL);

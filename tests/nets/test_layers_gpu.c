@@ -872,14 +872,22 @@ static size_t run_lsw(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, in
 
 static void test_linear_swiglu(void **state) {
   tctx *t = *state;
-  static const size_t shapes[][2] = {{32, 64}, {64, 256}, {96, 384}, {96, 128}};
+  /* mma.sync at C <= 96; the wgmma GEMM past it (sm_90a): flash3d-46m's 400 and 784 (k-blocks zero-filled past C),
+   * 128, and 144 with H = 64 (a k-block of 16 columns, a column tile half past H) */
+  static const size_t shapes[][2] = {{32, 64}, {64, 256}, {96, 384}, {96, 128},
+                                     {128, 512}, {144, 64}, {400, 1600}, {784, 3136}};
   size_t bad = 0;
   for (int d = 0; d < 2; ++d)
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri)
-      for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si)
+      for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+        if (nl_linear_swiglu_gpu_takes(shapes[si][0], shapes[si][1]) &&
+            !nl_linear_swiglu_gpu_runs(shapes[si][0], shapes[si][1]))
+          continue; /* the wgmma widths off sm_90a: HX_EUNSUPPORTED, test_bad_args */
         bad += run_lsw(t, (net_dtype)d, kRows[ri], shapes[si][0], shapes[si][1], 0);
+      }
   bad += run_lsw(t, NET_F16, 1000, 96, 384, 1);
   bad += run_lsw(t, NET_BF16, 300, 64, 256, 1);
+  if (nl_linear_swiglu_gpu_runs(400, 1600)) bad += run_lsw(t, NET_F16, 1000, 400, 1600, 1);
   assert_int_equal(bad, 0);
 }
 
@@ -1493,7 +1501,11 @@ static void test_bad_args(void **state) {
   }
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 48, 192, NET_F16, s, &err), HX_EUNSUPPORTED);
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 96, 96, NET_F16, s, &err), HX_EUNSUPPORTED);
-  assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 128, 512, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 136, 544, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 128, 96, NET_F16, s, &err), HX_EUNSUPPORTED);
+  /* the wgmma GEMM's widths: misaligned, or off sm_90a */
+  assert_int_equal(nl_linear_swiglu_gpu(d, d + 2049, d + 1024, NULL, 4, 128, 512, NET_F16, s, &err), HX_EUNSUPPORTED);
+  assert_int_equal(nl_linear_swiglu_gpu_runs(400, 1600), device_major() == 9);
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2049, d + 1024, NULL, 4, 96, 128, NET_F16, s, &err), HX_EUNSUPPORTED);
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 64, d + 1024, NULL, 4, 32, 64, NET_F16, s, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "overlap"));

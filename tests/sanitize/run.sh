@@ -64,10 +64,10 @@ forwards=0
 nets_progs=""
 excl=()
 net_kernels=nets
-# the __global__ functions of nets/layers.cu, nets/mlp*.cu and nets/spconv*.cu (tests/sanitize/test_run.sh checks
+# the __global__ functions of nets/layers.cu, nets/mlp*.cu, nets/swiglu_wgmma.cu and nets/spconv*.cu (tests/sanitize/test_run.sh checks
 # the list)
 NETS_KERNELS="add_kernel affine_kernel from_f32_kernel to_f32_kernel ln_block_kernel ln_warp_kernel segmax_kernel
-  windows_kernel swiglu_kernel mlp_kernel mlp_wg_kernel lnl_kernel lla_kernel lsw_kernel insert_kernel place_kernel
+  windows_kernel swiglu_kernel mlp_kernel mlp_wg_kernel lnl_kernel lla_kernel lsw_kernel lsw_wg_kernel insert_kernel place_kernel
   lookup_kernel rule_kernel count_kernel gather_kernel gather_add_kernel scatter_add_kernel finalize_kernel conv_kernel
   conv_wg_kernel mask_kernel steps_kernel sort_kernel stem_kernel"
 usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
