@@ -9,21 +9,23 @@
  * pre-activations, a SwiGLU pass reads them and writes H, fc2 reads those: 8H bytes a row more than fc1 with the
  * SwiGLU in its epilogue. mlp.cu's mma.sync kernel for that keeps the reduction in shared memory (C <= 96).
  *
- * Design: a GEMM of 128-row x tiles against 128 hidden columns, both halves: per tile its act rows of w1 [h0, h0 +
- * 128) and its gate rows (H further), so a thread holds the act and gate accumulators of the same outputs and the
- * epilogue is elementwise. Persistent CTAs (one an SM: 197 KB of shared memory) walk tiles t = blockIdx.x +
- * i gridDim.x, column tiles fastest, so the CTAs at work share their x row tiles in L2 (w1, 2.5 MB at C = 400 and
- * 9.8 MB at 784, stays there). Warpgroup 0 (the producer; one thread) streams per tile and 64-column k-block one
- * ring item: the x box [128][64] and the two w1 boxes [128][64], by TMA in the 128-byte swizzle (columns past C,
- * rows past `rows` and hidden rows past H zero-filled), into a ring of 4 slots; "full" completes when the item's
- * bytes land (the producer's expect_tx), "empty" when the 8 consumer warps have retired the wgmmas reading it (one
- * lane each). Warpgroups 1 and 2 (the consumers) own 64 rows of the tile each: per item, 4 k16 steps of one
- * m64n256k16 wgmma from shared memory (B: the act box and the gate box, back to back); the item's wgmmas committed as a group, then the previous
- * group waited for (wgmma.wait_group 1) and its slot released, so one item's copies and the next's wgmmas overlap
- * the current. The epilogue adds b1, takes silu(a) g in fp32 (silu on the hardware tanh, as mlp.cu), rounds once
- * and stores the pairs straight from the accumulators, while the producer already fills the ring for the next tile.
- * Registers a consumer thread: 128 accumulators under setmaxnreg 232. Invariant: each y value is the fp32 sum over
- * the k-blocks in increasing order, k16 by k16, + b1, rounded once: runs agree bit for bit.
+ * Design: a GEMM of 128-row x tiles against 128 hidden columns, both halves: per tile its act rows of w1 [h0, h0 + 128)
+ * and its gate rows (H further), so a thread holds the act and gate accumulators of the same outputs and the epilogue
+ * is elementwise. Persistent CTAs (one an SM: 197 KB of shared memory) walk tiles t = blockIdx.x + i gridDim.x, column
+ * tiles fastest, so the CTAs at work share their x row tiles in L2 (w1, 2.5 MB at C = 400 and 9.8 MB at 784, stays
+ * there). Warpgroup 0 (the producer; one thread) streams per tile and 64-column k-block one ring item: the x box
+ * [128][64] and the two w1 boxes [128][64], by TMA in the 128-byte swizzle (columns past C, rows past `rows` and hidden
+ * rows past H zero-filled), into a ring of 4 slots; "full" completes when the item's bytes land (the producer's
+ * expect_tx), "empty" when the 8 consumer warps have retired the wgmmas reading it (one lane each). Warpgroups 1 and 2
+ * (the consumers) own 64 rows of the tile each: per item, 4 k16 steps of one m64n256k16 wgmma from shared memory (B:
+ * the act box and the gate box, back to back); the item's wgmmas committed as a group, then the previous group waited
+ * for (wgmma.wait_group 1) and its slot released, so one item's copies and the next's wgmmas overlap the current. The
+ * epilogue adds b1 (the thread's 64 values loaded as the tile starts), takes silu(a) g in fp32 (silu on the hardware
+ * tanh, as mlp.cu), rounds once and stores the pairs straight from the accumulators, while the producer already fills
+ * the ring for the next tile. Registers a consumer thread: 128 accumulators and 32 bias pairs under setmaxnreg 232.
+ * Measured (docs/nets.md, "fc1 + SwiGLU on wgmma"): L2 76% and the tensor pipe 56% busy at C = 400, ~410 TFLOP/s.
+ * Invariant: each y value is the fp32 sum over the k-blocks in increasing order, k16 by k16, + b1, rounded once: runs
+ * agree bit for bit.
  */
 #include "nets/nets.h"
 #include "nets/spconv_device.cuh"
@@ -33,7 +35,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include <type_traits>
 
 namespace nl_lsw_wg {
 
@@ -46,8 +47,7 @@ static_assert(SMEM <= 227u * 1024u, "the ring fits a CTA's shared memory");
 struct Params {
   uint16_t *y;        /* [rows, H] */
   const uint16_t *b1; /* [2H] or NULL */
-  uint32_t rows, H, kb, col_tiles, tiles; /* kb: 64-column blocks of C */
-  uint32_t last_k16;                      /* k16 steps of the last block that hold columns of C (1 to 4) */
+  uint32_t rows, H, kb, col_tiles, tiles; /* kb: 64-column blocks of C (the last zero-filled past C) */
 };
 
 using spc_dev::pack2;
@@ -129,19 +129,10 @@ __global__ void __launch_bounds__(THREADS, 1)
       /* the act box and the gate box lie back to back: one B of 256 rows, so one m64n256 wgmma gives both halves
        * (two m64n128 from the one A read A twice: 12 KB of shared memory a k16 step against 10) */
       const uint32_t xa = base + (uint32_t)(cw * 64 * 128), wa = base + (uint32_t)X_BYTES;
-      /* n k16 steps of the block; the last block's steps past C (zeros) are skipped, n a compile-time count in each
-       * branch (a run-time test per wgmma made ptxas fence every one, C7519) */
-      auto steps = [&](auto n) {
 #pragma unroll
-        for (int kk = 0; kk < decltype(n)::value; ++kk)
-          wg_ss<T, 256>(d, wg_desc(xa + (uint32_t)kk * 32u, 16, 1024, 1),
-                        wg_desc(wa + (uint32_t)kk * 32u, 16, 1024, 1), k > 0 || kk > 0);
-      };
-      const uint32_t n = k + 1 < p.kb ? 4u : p.last_k16;
-      if (n == 4u) steps(std::integral_constant<int, 4>{});
-      else if (n == 3u) steps(std::integral_constant<int, 3>{});
-      else if (n == 2u) steps(std::integral_constant<int, 2>{});
-      else steps(std::integral_constant<int, 1>{});
+      for (int kk = 0; kk < 4; ++kk)
+        wg_ss<T, 256>(d, wg_desc(xa + (uint32_t)kk * 32u, 16, 1024, 1), wg_desc(wa + (uint32_t)kk * 32u, 16, 1024, 1),
+                      k > 0 || kk > 0);
       wg_commit();
       if (k > 0) {
         wg_wait<1>(); /* the previous item's wgmmas done: its slot back to the producer */
@@ -217,7 +208,7 @@ extern "C" hx_status nl_lsw_wg_launch(void *d_y, const void *d_x, const void *d_
     return hx_errf(err, HX_EINVAL, "%s: %zu rows of %zu hidden values (at most 2^31 - 256 rows, 2^31 tiles)", who, rows, H);
   const nl_lsw_wg::Params p{static_cast<uint16_t *>(d_y), static_cast<const uint16_t *>(d_b1), (uint32_t)rows,
                             (uint32_t)H,  (uint32_t)((C + 63) / 64),             (uint32_t)col_tiles,
-                            (uint32_t)(row_tiles * col_tiles), (uint32_t)((C % 64 ? C % 64 : 64) / 16)};
+                            (uint32_t)(row_tiles * col_tiles)};
   cudaStream_t s = (cudaStream_t)stream;
   if (dt == NET_BF16) return nl_lsw_wg::launch<__nv_bfloat16>(d_x, d_w1, p, C, s, err);
   return nl_lsw_wg::launch<__half>(d_x, d_w1, p, C, s, err);

@@ -667,9 +667,10 @@ static void test_keep_levels(void **state) {
  * also with fc1 + SwiGLU as one kernel), each forward checked against the CPU forward; its hidden rows then fit over
  * the attention's qkv (no buffer of their own: the forward writes them there), and its work buffers hold less than
  * with every row at once unless those fitted there too. On flash3d-46m at 200000 points (sizing passes only) the
- * default chunk shrinks the fc1 and SwiGLU buffers to at most 2^26 and 2^25 elements (SwiGLU's: or the unpooling's
- * projection it also holds), the work kind by exactly what those two lost, and no other kind moves; at 600000 points
- * both go over qkv, and the work kind is t and qkv alone. */
+ * main path holds no fc1 rows where the wgmma fc1 + SwiGLU runs; with every MLP unfused the default chunk shrinks the
+ * fc1 and SwiGLU buffers to at most 2^26 and 2^25 elements (SwiGLU's: or the unpooling's projection it also holds),
+ * the work kind by exactly what those two lost, and no other kind moves; at 600000 points on the main path both go
+ * over qkv, and the work kind is t and qkv alone. */
 static void test_mlp_chunks(void **state) {
   (void)state;
   static const char *const models[3] = {"ptv3-tiny", "flash3d-tiny", "flash3d-tiny"};
@@ -715,6 +716,11 @@ static void test_mlp_chunks(void **state) {
   make_case(&big, 1, 200000, g_seed + 37u);
   net_mem *m[2] = {calloc(1, sizeof(net_mem)), calloc(1, sizeof(net_mem))};
   assert_true(m[0] && m[1]);
+  /* the main path writes no fc1 rows where fc1 + SwiGLU runs as one kernel at every width off the whole-MLP kernel
+   * (C = 400 and 784 on the wgmma GEMM) */
+  assert_int_equal(net_gpu_memory(m[0], &cfg, &big.in, NET_F16, &err), HX_OK);
+  if (nl_linear_swiglu_gpu_runs(400, 1600)) assert_int_equal(part_bytes(m[0], "flash3d work fc1"), 0);
+  cfg.mlp_fused = 0; /* every MLP unfused (--mlp linear): fc1's and SwiGLU's rows at every width, chunked or not */
   for (int k = 0; k < 2; k++) {
     cfg.mlp_chunk = k ? NET_MLP_CHUNK : 0;
     assert_int_equal(net_gpu_memory(m[k], &cfg, &big.in, NET_F16, &err), HX_OK);
@@ -739,6 +745,7 @@ static void test_mlp_chunks(void **state) {
   free_case(&big);
   make_case(&big, 1, 600000, g_seed + 41u);
   cfg.mlp_chunk = NET_MLP_CHUNK;
+  cfg.mlp_fused = 1;
   assert_int_equal(net_gpu_memory(m[0], &cfg, &big.in, NET_F16, &err), HX_OK);
   const size_t t_b = part_bytes(m[0], "flash3d work t"), qkv_b = part_bytes(m[0], "flash3d work qkv");
   printf("flash3d-46m on 600000 points: work %zu bytes, t %zu, qkv %zu, fc1 %zu, SwiGLU %zu\n",
