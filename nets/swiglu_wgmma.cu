@@ -201,11 +201,14 @@ extern "C" hx_status nl_lsw_wg_launch(void *d_y, const void *d_x, const void *d_
                                       size_t C, size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   const char *who = "nl_linear_swiglu_gpu";
   HX_TRY(nwg_sm90a_check(who, err)); /* first: HX_EUNSUPPORTED sends the caller to the unfused path */
-  if (!nl_lsw_wg_takes(C, H)) return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel does not take C = %zu, H = %zu", who, C, H);
+  if (!nl_lsw_wg_takes(C, H))
+    return hx_errf(err, HX_EINVAL, "%s: the wgmma kernel does not take C = %zu, H = %zu", who, C, H);
   /* tile arithmetic in 32 bits: row tiles x column tiles, and TMA's coordinates, below 2^31 */
-  const uint64_t row_tiles = (rows + nl_lsw_wg::BM - 1) / nl_lsw_wg::BM, col_tiles = (H + nl_lsw_wg::BN - 1) / nl_lsw_wg::BN;
+  const uint64_t row_tiles = (rows + nl_lsw_wg::BM - 1) / nl_lsw_wg::BM;
+  const uint64_t col_tiles = (H + nl_lsw_wg::BN - 1) / nl_lsw_wg::BN;
   if (rows > 0x7FFFFF00u || H > 0x7FFFFF00u || row_tiles * col_tiles > 0x7FFFFFFFu)
-    return hx_errf(err, HX_EINVAL, "%s: %zu rows of %zu hidden values (at most 2^31 - 256 rows, 2^31 tiles)", who, rows, H);
+    return hx_errf(err, HX_EINVAL, "%s: %zu rows of %zu hidden values (at most 2^31 - 256 rows, 2^31 tiles)", who,
+                   rows, H);
   const nl_lsw_wg::Params p{static_cast<uint16_t *>(d_y), static_cast<const uint16_t *>(d_b1), (uint32_t)rows,
                             (uint32_t)H,  (uint32_t)((C + 63) / 64),             (uint32_t)col_tiles,
                             (uint32_t)(row_tiles * col_tiles)};
