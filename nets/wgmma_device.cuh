@@ -1,8 +1,8 @@
 /*
  * wgmma_device.cuh - private to nets/: what nets' Hopper kernels share (v6's convolution in spconv_wgmma.cu, the
- * whole MLP at C = 96-256 in mlp_wgmma.cu, fc1 + SwiGLU at C >= 128 in swiglu_wgmma.cu). Device side, only in the sm_90a image (NWG_ON): the wgmma
- * instructions (both operands from shared memory, or A from registers), their fences and waits, mbarriers, the
- * TMA tile copy, setmaxnreg and the shared-memory matrix descriptor. Host side: the driver's TMA descriptor
+ * whole MLP at C = 96-256 in mlp_wgmma.cu, fc1 + SwiGLU at C >= 128 in swiglu_wgmma.cu). Device side, only in the
+ * sm_90a image (NWG_ON): the wgmma instructions (both operands from shared memory, or A from registers), their
+ * fences and waits, mbarriers, the TMA tile copy, setmaxnreg and the shared-memory matrix descriptor. Host side: the driver's TMA descriptor
  * encoder, a 2-D tensor map in wgmma's swizzle, and the check that the device runs this build's sm_90a image.
  * The same wrappers as attention's (kernels/attn_wgmma.cu): .cuh files stay in their folder (STYLE.md).
  */
