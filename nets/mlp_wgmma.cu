@@ -291,8 +291,7 @@ __global__ void __launch_bounds__(Cfg<C, SW>::THREADS, 1)
       mbar_init(sFull + 8u * i, 1);  /* the producer's expect_tx */
       mbar_init(sEmpty + 8u * i, 4 * Cf::NC); /* one arrival per consumer warp */
     }
-    /* the initialised barriers visible to the async proxy, whose TMA copies complete bytes on them */
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    mbar_init_fence();
   }
   for (int i = tid; i < Cf::NB1; i += Cf::THREADS) sB1[i] = unpack2<T>(p.b1 ? (uint32_t)__ldg(p.b1 + i) : 0u).x;
   for (int i = tid; i < C; i += Cf::THREADS) {
@@ -590,20 +589,13 @@ template <int C, bool SW> Plan plan_of(uint32_t rows, int sms) {
   return pl;
 }
 
-static hx_status sm_count(int *sms, hx_err *err) {
-  int dev = 0;
-  HX_CUDA(err, cudaGetDevice(&dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
-  return HX_OK;
-}
-
 template <typename T, int C, bool LN, bool SW>
 hx_status launch(Params p, const void *w1, const void *w2, void *scratch, size_t scratch_bytes, cudaStream_t stream,
                  const char *who, hx_err *err) {
   using Cf = Cfg<C, SW>;
   auto kern = mlp_wg_kernel<T, C, LN, SW>;
   int sms = 0;
-  HX_TRY(sm_count(&sms, err));
+  HX_TRY(nwg::sm_count(&sms, err));
   const Plan pl = plan_of<C, SW>(p.rows, sms);
   if (scratch_bytes < pl.bytes)
     return hx_errf(err, HX_EINVAL, "%s: scratch of %zu bytes, %zu needed", who, scratch_bytes, pl.bytes);
@@ -654,7 +646,7 @@ extern "C" hx_status nl_mlp_wg_scratch(size_t rows, size_t C, nl_mlp_kind kind, 
   hx_err probe = {HX_OK, ""};
   if (nwg_sm90a_check("nl_mlp_gpu", &probe) != HX_OK) return HX_OK; /* the launch is HX_EUNSUPPORTED there */
   int sms = 0;
-  HX_TRY(nl_mlp_wg::sm_count(&sms, err));
+  HX_TRY(nwg::sm_count(&sms, err));
   const uint32_t r = (uint32_t)rows;
   *bytes = nl_mlp_wg::by_cfg(C, kind, [&](auto cf) {
     using Cf = decltype(cf);

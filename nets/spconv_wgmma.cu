@@ -116,6 +116,7 @@ using nwg::fence_proxy_async;
 using nwg::mbar_arrive;
 using nwg::mbar_expect_tx;
 using nwg::mbar_init;
+using nwg::mbar_init_fence;
 using nwg::mbar_wait;
 using nwg::pin;
 using nwg::setmaxnreg_dec;
@@ -165,8 +166,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
       mbar_init(sFull + 8u * i, 129);
       mbar_init(sEmpty + 8u * i, 8);  /* one arrival per consumer warp */
     }
-    /* the initialised barriers visible to the async proxy, whose TMA copies complete bytes on them */
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    mbar_init_fence();
   }
   {
     constexpr int PER = (BM * (int)kK + 383) / 384;

@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       mbar_init(sFull + 8u * i, 1);  /* the producer's expect_tx */
       mbar_init(sEmpty + 8u * i, 8); /* one arrival per consumer warp */
     }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    mbar_init_fence();
   }
   __syncthreads(); /* the only CTA-wide barrier */
 
@@ -176,12 +176,11 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif /* NWG_ON */
 
 template <typename T>
-hx_status launch(const void *x, const void *w1, Params p, size_t C, cudaStream_t stream, hx_err *err) {
-  const char *who = "nl_linear_swiglu_gpu";
+hx_status launch(const void *x, const void *w1, Params p, size_t C, cudaStream_t stream, const char *who,
+                 hx_err *err) {
   auto kern = lsw_wg_kernel<T>;
-  int dev = 0, sms = 0;
-  HX_CUDA(err, cudaGetDevice(&dev));
-  HX_CUDA(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int sms = 0;
+  HX_TRY(nwg::sm_count(&sms, err));
   HX_CUDA(err, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
   /* the descriptors travel by value as kernel parameters, so a captured graph keeps its own */
   CUtensorMap tx, ta, tg;
@@ -213,6 +212,6 @@ extern "C" hx_status nl_lsw_wg_launch(void *d_y, const void *d_x, const void *d_
                             (uint32_t)H,  (uint32_t)((C + 63) / 64),             (uint32_t)col_tiles,
                             (uint32_t)(row_tiles * col_tiles)};
   cudaStream_t s = (cudaStream_t)stream;
-  if (dt == NET_BF16) return nl_lsw_wg::launch<__nv_bfloat16>(d_x, d_w1, p, C, s, err);
-  return nl_lsw_wg::launch<__half>(d_x, d_w1, p, C, s, err);
+  if (dt == NET_BF16) return nl_lsw_wg::launch<__nv_bfloat16>(d_x, d_w1, p, C, s, who, err);
+  return nl_lsw_wg::launch<__half>(d_x, d_w1, p, C, s, who, err);
 }

@@ -1,9 +1,10 @@
 /*
- * wgmma_device.cuh - private to nets/: what nets' Hopper kernels share (v6's convolution in spconv_wgmma.cu, the
- * whole MLP at C = 96-256 in mlp_wgmma.cu, fc1 + SwiGLU at C >= 128 in swiglu_wgmma.cu). Device side, only in the
- * sm_90a image (NWG_ON): the wgmma instructions (both operands from shared memory, or A from registers), their
- * fences and waits, mbarriers, the TMA tile copy, setmaxnreg and the shared-memory matrix descriptor. Host side: the driver's TMA descriptor
- * encoder, a 2-D tensor map in wgmma's swizzle, and the check that the device runs this build's sm_90a image.
+ * wgmma_device.cuh - private to nets/: what nets' Hopper kernels share (v6's convolution in spconv_wgmma.cu, the whole
+ * MLP at C = 96-256 in mlp_wgmma.cu, fc1 + SwiGLU at C >= 128 in swiglu_wgmma.cu). Device side, only in the sm_90a
+ * image (NWG_ON): the wgmma instructions (both operands from shared memory, or A from registers), their fences and
+ * waits, mbarriers, the TMA tile copy, setmaxnreg and the shared-memory matrix descriptor. Host side: the driver's TMA
+ * descriptor encoder, a 2-D tensor map in wgmma's swizzle, the SM count, and the check that the device runs this
+ * build's sm_90a image.
  * The same wrappers as attention's (kernels/attn_wgmma.cu): .cuh files stay in their folder (STYLE.md).
  */
 #ifndef F3D_NETS_WGMMA_DEVICE_CUH
@@ -67,6 +68,10 @@ __device__ __forceinline__ void pin(float &x) { asm volatile("" : "+f"(x)::"memo
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/* the initialised barriers visible to the async proxy, whose TMA copies complete bytes on them (after mbar_init) */
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   asm volatile("{\n.reg .pred P1;\nNWG_WAIT:\n"
@@ -212,6 +217,14 @@ inline PFN_cuTensorMapEncodeTiled_v12000 encoder() {
     looked = 1;
   }
   return fn;
+}
+
+/* The current device's SM count: the persistent grids' size. */
+inline hx_status sm_count(int *sms, hx_err *err) {
+  int dev = 0;
+  HX_CUDA(err, cudaGetDevice(&dev));
+  HX_CUDA(err, cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  return HX_OK;
 }
 
 /* A 2-D row-major tensor [rows][cols] of 2-byte values as a TMA descriptor: boxes of box_rows x box_cols values
