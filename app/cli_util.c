@@ -336,7 +336,7 @@ hx_status f3d_context_build(hx_results *r, hx_err *err) {
   HX_TRY(hx_results_context(r, "build_type", F3D_BUILD_TYPE, err));
   HX_TRY(hx_results_context(r, "c_compiler", F3D_C_COMPILER, err));
   HX_TRY(hx_results_context(r, "cuda_compiler", F3D_CUDA_COMPILER, err));
-  HX_TRY(hx_results_context(r, "gpu_arch", F3D_HAVE_CUDA ? F3D_CUDA_ARCH : "none", err));
+  HX_TRY(hx_results_context(r, "gpu_arch", F3D_HAVE_CUDA ? F3D_GPU_ARCH_LABEL : "none", err));
   HX_TRY(hx_results_context(r, "have_cuda", F3D_HAVE_CUDA ? "yes" : "no", err));
   HX_TRY(hx_results_context(r, "have_lzf", F3D_HAVE_LZF ? "yes" : "no", err));
   HX_TRY(hx_results_context(r, "have_cupti", F3D_HAVE_CUPTI ? "yes" : "no", err));

@@ -38,7 +38,7 @@ int f3d_cmd_info(int argc, char **argv) {
   printf("  build type     %s\n", F3D_BUILD_TYPE);
   printf("  C compiler     %s\n", F3D_C_COMPILER);
   printf("  CUDA           %s\n", F3D_HAVE_CUDA ? F3D_CUDA_COMPILER : "off (CPU-only build)");
-  if (F3D_HAVE_CUDA) printf("  GPU arch       sm_%s\n", F3D_CUDA_ARCH);
+  if (F3D_HAVE_CUDA) printf("  GPU arch       sm_%s\n", F3D_GPU_ARCH_LABEL);
   printf("  CUPTI          %s\n", F3D_HAVE_CUPTI ? "yes" : "no");
   printf("  liblzf         %s\n", F3D_HAVE_LZF ? "yes" : "no (PCD binary_compressed unreadable)");
 

@@ -408,7 +408,7 @@ static void attn_params(battn_params *bp, const p3g *g, const g_level *lv, int C
   bp->bucket_start = lv->bstart, bp->bucket_count = lv->bcount, bp->scope = lv->scope;
 }
 
-/* The attention variant of a level (battn_variant_best: v9, which runs v23's kernel at D = 16, or v5; the unfused
+/* The attention variant of a level (battn_variant_best: v9, which runs v23's kernel at D = 16, or v23; the unfused
  * v0 where neither takes the layout) and the scratch of both widths (encoder and decoder). */
 static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err *err) {
   const battn_variant *best = NULL, *v0 = battn_variant_find("v0");
