@@ -55,7 +55,7 @@ static void usage(FILE *f) {
         "  --plan P            plain | swin:K | stride:S | patches (default plain)\n"
         "  --dtype T           fp16 | bf16 (default fp16)\n"
         "  --variant LIST      v0, v1, ... (comma-separated), cpu, all, or auto (default): v9, the fastest\n"
-        "                      measured on H100/H200, or v23 where v9 cannot run (no sm_90a image)\n"
+        "                      measured on H100/H200, or v24 where v9 cannot run (no sm_90a image)\n"
         "  --check / --no-check  compare with the double reference before timing (default --check)\n"
         "  --check-rows N      sampled rows for the check (0 = all rows), default 256\n"
         "  --packed            q, k, v as views of one [rows, 3, H, D] tensor\n"
@@ -413,14 +413,14 @@ int f3d_cmd_attn(int argc, char **argv) {
   const battn_variant *run[16];
   size_t nrun = 0;
   int want_cpu = strcmp(o.variant, "cpu") == 0;
-  /* auto: the recommended variant (README), v9, and v23 in its place where v9 reports it cannot run; a user
+  /* auto: the recommended variant (README), v9, and v24 in its place where v9 reports it cannot run; a user
    * who does not name a variant gets the fastest one, not the first kernel written */
   const int autov = strcmp(o.variant, "auto") == 0;
   if (autov) {
     run[nrun++] = battn_variant_find("v9");
-    run[nrun++] = battn_variant_find("v23");
+    run[nrun++] = battn_variant_find("v24");
     if (!run[0] || !run[1]) {
-      attn_fail("--variant auto: v9 or v23 is missing from the variant table");
+      attn_fail("--variant auto: v9 or v24 is missing from the variant table");
       return 1;
     }
   } else if (strcmp(o.variant, "all") == 0) {
@@ -519,7 +519,7 @@ int f3d_cmd_attn(int argc, char **argv) {
     const int last = autov || i + 1 == nrun;
     rc |= run_gpu(&o, &a, run[i], last, &skipped);
     if (!skipped) ran++, saveable = last;
-    if (autov && !skipped) break; /* v9 ran (or failed): v23 was only its stand-in */
+    if (autov && !skipped) break; /* v9 ran (or failed): v24 was only its stand-in */
     if (autov && i + 1 < nrun) printf("attn: --variant auto: running %s instead\n", run[i + 1]->name);
   }
   if (nrun && !ran && rc == 0) { /* every variant skipped: nothing was checked or timed */

@@ -23,6 +23,7 @@
 #include "app/net_run.h"
 #include "baselines/baselines.h"
 #include "f3d_config.h"
+#include "kernels/kernels.h"
 
 #if F3D_HAVE_CUDA
 #pragma GCC diagnostic push
@@ -37,7 +38,7 @@ static void net_usage(FILE *f) {
   fprintf(f,
           "usage: f3dbench net --model NAME [--points N | --input FILE] [--batch B] [--dtype fp16|bf16]\n"
           "                    [--weights FILE.safetensors] [--save DIR] [--graph] [--voxel V] [--seed S]\n"
-          "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT]\n"
+          "                    [--reps R] [--check-points N] [--device gpu|cpu] [--spconv VARIANT] [--attn VARIANT]\n"
           "                    [--mlp fused|partial|linear] [--ln fused|separate] [--tile-order longest|last]\n"
           "                    [--stem fused|map] [--overlap on|off] [--cpe-fold on|off] [--rehash on|off]\n"
           "                    [--lt-tune on|off] [--bucket-fill F] [--device-memory BYTES] [--memory]\n"
@@ -69,6 +70,8 @@ static void net_usage(FILE *f) {
           "  --spconv VARIANT   PTv3 on the GPU: the k = 3 (xCPE) convolutions' variant (v0, v1, v3 ...; default:\n"
           "                     the best for each width, the main path) where it takes their widths, the main\n"
           "                     path's elsewhere; an ablation, checked like the default\n"
+          "  --attn VARIANT     on the GPU: the attention variant of every level (v1 ... v24, `f3dbench attn --help`;\n"
+          "                     default: the best that runs here, v9 on sm_90a); an ablation, checked like the default\n"
           "  --mlp fused|partial|linear  on the GPU: the blocks' MLP as one kernel that keeps the hidden row on\n"
           "                     chip where it takes the width (fused, the default: PTv3 at C = 32 to 256, Flash3D\n"
           "                     at C = 32 to 192 (C >= 96 on sm_90a; without it, Flash3D's C = 96 runs fc1 +\n"
@@ -135,6 +138,7 @@ typedef struct net_cli {
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
   int memory;             /* --memory: print the forward's memory breakdown, run nothing */
   uint64_t mlp_chunk;     /* --mlp-chunk: hidden elements a chunk; UINT64_MAX not given (NET_MLP_CHUNK) */
+  const char *attn;       /* --attn: an attention variant name, or NULL */
 } net_cli;
 
 /* A two-word option: *out = 1 for `one`, 0 for `zero`; otherwise the usage error naming both, and 2 (the exit
@@ -563,13 +567,13 @@ int f3d_cmd_net(int argc, char **argv) {
       {"overlap", required_argument, NULL, 'O'}, {"cpe-fold", required_argument, NULL, 'C'},
       {"lt-tune", required_argument, NULL, 'U'}, {"memory", no_argument, NULL, 'Y'},
       {"mlp-chunk", required_argument, NULL, 'K'}, {"scope", required_argument, NULL, 'A'},
-      {NULL, 0, NULL, 0}};
+      {"attn", required_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
   net_cli o = {NULL, NULL, NULL, NULL, 100000, 1,  20, 3000, 3407, 0.05, NET_F16,
-               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0, 0, UINT64_MAX};
+               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0, 0, UINT64_MAX, NULL};
   int points_given = 0, dtype_given = 0, reps_given = 0, check_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:YK:A:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "m:n:i:B:t:w:o:gv:s:r:c:d:S:H:F:M:P:L:T:E:O:C:U:YK:A:V:h", opts, NULL)) != -1) {
     switch (c) {
     case 'h': net_usage(stdout); return 0;
     case 'm': o.model = optarg; break;
@@ -619,6 +623,7 @@ int f3d_cmd_net(int argc, char **argv) {
       else return f3d_fail("net", "--device '%s': gpu or cpu", optarg), 2;
       break;
     case 'S': o.spconv = optarg; break;
+    case 'V': o.attn = optarg; break;
     case 'P':
       if (strcmp(optarg, "fused") == 0) o.mlp = 1;
       else if (strcmp(optarg, "partial") == 0) o.mlp = 2;
@@ -672,6 +677,18 @@ int f3d_cmd_net(int argc, char **argv) {
       return f3d_fail("net", "--spconv '%s': one of %s", o.spconv, names), 2;
     }
   }
+  if (o.attn) {
+    const battn_variant *v = battn_variant_find(o.attn);
+    if (!v || v->id == 0) { /* v0 materialises whole scopes' scores: the forwards' scratch is not sized for it */
+      size_t nv = 0;
+      const battn_variant *t = battn_variants(&nv);
+      char names[256] = "";
+      for (size_t i = 1, len = 0; i < nv && len < sizeof names; i++)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i > 1 ? ", " : "", t[i].name);
+      return f3d_fail("net", "--attn '%s': one of %s", o.attn, names), 2;
+    }
+    cfg.attn_force = 1 + v->id;
+  }
   if (o.mlp >= 0) {
     if (o.mlp == 2 && cfg.kind != 1)
       return f3d_fail("net", "--mlp partial: %s has no SwiGLU MLP (Flash3D models only)", cfg.name), 2;
@@ -715,10 +732,10 @@ int f3d_cmd_net(int argc, char **argv) {
     return f3d_fail("net", "--memory reports the GPU forward's memory: not with --device cpu or a build without CUDA"), 2;
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
   if (o.cpu) { /* the GPU forward's options given: named in one note, not silently dropped */
-    const int given[] = {dtype_given, o.graph, o.spconv != NULL, o.mlp >= 0, o.ln >= 0, reps_given, check_given,
+    const int given[] = {dtype_given, o.graph, o.spconv != NULL, o.attn != NULL, o.mlp >= 0, o.ln >= 0, reps_given, check_given,
                          o.device_memory != 0, o.tiles >= 0, o.stem >= 0, o.overlap >= 0, o.fold >= 0, o.tune >= 0,
                          o.mlp_chunk != UINT64_MAX};
-    static const char *const names[] = {"--dtype", "--graph",   "--spconv",  "--mlp",   "--ln", "--reps",
+    static const char *const names[] = {"--dtype", "--graph",   "--spconv",  "--attn", "--mlp",   "--ln", "--reps",
                                         "--check-points", "--device-memory", "--tile-order", "--stem",
                                         "--overlap", "--cpe-fold", "--lt-tune", "--mlp-chunk"};
     _Static_assert(sizeof given / sizeof *given == sizeof names / sizeof *names, "one name per option");
@@ -746,10 +763,11 @@ int f3d_cmd_net(int argc, char **argv) {
   if (!rc) rc = make_batch(&bt, &o);
   if (!rc && f3d_net_input(&in, &feat, &bt, o.voxel, o.seed, &err) != HX_OK) rc = (f3d_fail_msg("net", err.msg), 1);
   if (!rc) {
-    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s%s%s%s%s%s%s\n", cfg.name,
+    printf("net: %s, %llu parameters, %zu points in %u cloud%s, voxel %g m, %s, weights %s%s%s%s%s%s%s%s%s%s%s%s%s\n", cfg.name,
            (unsigned long long)net_params_count(&p), in.n, in.B, in.B == 1 ? "" : "s", o.voxel,
            o.cpu ? "fp32 (cpu)" : net_dtype_name(o.dt), o.weights ? o.weights : "seeded random",
            o.spconv && !o.cpu ? ", xCPE convolutions on spconv " : "", o.spconv && !o.cpu ? o.spconv : "",
+           o.attn && !o.cpu ? ", attention on " : "", o.attn && !o.cpu ? o.attn : "",
            !o.cpu && cfg.mlp_fused != 1 ? (cfg.mlp_fused ? ", MLP partly fused (--mlp partial)" : ", MLP unfused (--mlp linear)") : "",
            !o.cpu && !cfg.ln_fused ? ", LayerNorms as separate passes (--ln separate)" : "",
            !o.cpu && cfg.kind == 0 && !cfg.tile_order ? ", v6 tiles last-first (--tile-order last)" : "",

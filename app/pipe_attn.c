@@ -2,7 +2,7 @@
  * pipe_attn.c - the attention stage of the sweep pipelines (declared in pipe_attn.h).
  *
  * For each plan (kernel row label "attn.<plan>") and each variant (the fused one: battn_variant_best's, v9, the
- * warp-specialised Hopper wgmma kernel, which runs v23's mma.sync kernel at D = 16 itself, or v23 where v9 cannot
+ * warp-specialised Hopper wgmma kernel, which runs v24's mma.sync kernel at D = 16 itself, or v24 where v9 cannot
  * run (not an sm_90a device or build); v0, the unfused cuBLAS library baseline and the naive ablation, only up to
  * F3D_ATTN_V0_MAX_ROWS rows; the main path and --ladder run the same two: the attention ladder's other rungs are
  * `f3dbench attn --variant all`'s, at the head dims where they differ):
@@ -44,8 +44,8 @@
 
 #if F3D_HAVE_CUDA
 
-/* Slot 0 runs battn_variant_best's fused variant (v9: the sm_90a wgmma kernel, which runs v23's kernel itself at
- * D = 16; v5 elsewhere); slot 1: the library baseline v0. */
+/* Slot 0 runs battn_variant_best's fused variant (v9: the sm_90a wgmma kernel, which runs v24's kernel itself at
+ * D = 16; v24 where v9 cannot run); slot 1: the library baseline v0. */
 #define ATTN_NVAR 2
 
 static double plan_flops(const battn_plan *pl, int H, int D) {
@@ -172,7 +172,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
     packed_params(&p, rows, H, D, items[0].plan);
     hx_err e;
     if (battn_variant_best(&vars[0], &p, &e) != HX_OK)
-      return hx_errf(err, HX_EUNSUPPORTED, "%s: attention: neither v9 nor v23 runs on this device: %s", pipeline, e.msg);
+      return hx_errf(err, HX_EUNSUPPORTED, "%s: attention: neither v9 nor v24 runs on this device: %s", pipeline, e.msg);
   }
   vars[1] = rows > F3D_ATTN_V0_MAX_ROWS ? NULL : battn_variant_find("v0");
 

@@ -25,7 +25,7 @@
  *   pool              assign + mean reduction of the packed fp32 features: bpool_variant_best's variant (v9),
  *                     every pooling variant with --ladder;
  *   attn.plain, attn.swin4, attn.stride2
- *                     bucket-swin attention (battn_variant_best's: v9 or v23, and v0 on small cases) in place
+ *                     bucket-swin attention (battn_variant_best's: v9 or v24, and v0 on small cases) in place
  *                     over the packed rows of the default hash's PSH result (CPU reference: deterministic),
  *                     scopes of 8 buckets, swin shift 4, stride 2; checked on sampled rows first, then timed; tflops
  *                     and rel_to_plain (pipe_attn.c). GPU only: without one the stage says why it skips.

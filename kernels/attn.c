@@ -642,9 +642,9 @@ const battn_variant *battn_variant_find(const char *name) {
   return NULL;
 }
 
-/* kernels.h says why v9, then v23; each variant's scratch query on p decides whether it runs here. */
+/* kernels.h says why v9, then v24; each variant's scratch query on p decides whether it runs here. */
 hx_status battn_variant_best(const battn_variant **out, const battn_params *p, hx_err *err) {
-  static const char *const order[] = {"v9", "v23"};
+  static const char *const order[] = {"v9", "v24"};
   *out = NULL;
   if (!p) return hx_errf(err, HX_EINVAL, "battn_variant_best: no parameters");
   hx_status st = HX_EUNSUPPORTED;
@@ -658,5 +658,5 @@ hx_status battn_variant_best(const battn_variant **out, const battn_params *p, h
       return HX_OK;
     }
   }
-  return st; /* the last query's status and message (v23's): neither runs here */
+  return st; /* the last query's status and message (v24's): neither runs here */
 }

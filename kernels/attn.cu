@@ -212,6 +212,35 @@ static __device__ __forceinline__ void load_tile(T *s, const T *g, int64_t row_s
   }
 }
 
+/* PACK (v24): a scope's rows as one sequence, its buckets end to end in scope-slot order; packed row v lies in
+ * the scope's bucket j with pre[j] <= v < pre[j + 1] (pre: the counts' prefix, an empty slot counting 0), at row
+ * start[j] + v - pre[j]. Loads rows v0 .. v0 + ROWS - 1 of it (zero-filled at n and past it) into a swizzled
+ * tile; j[i] is the bucket of this thread's i-th chunk and only grows, as v0 does from call to call (the K and V
+ * copies of one tile share it: the second call finds it in place). If rows is non-NULL it receives each row's
+ * global row (-1 past n). */
+template <typename T, int D, int ROWS, int NT>
+static __device__ __forceinline__ void load_tile_packed(T *s, const T *g, int64_t row_stride, uint32_t v0, uint32_t n,
+                                                        const uint32_t *pre, const uint32_t *start,
+                                                        int (&j)[(ROWS * (D / 8) + NT - 1) / NT], int tid,
+                                                        int64_t *rows) {
+  constexpr int C = D / 8, TOTAL = ROWS * C, ITERS = (TOTAL + NT - 1) / NT;
+#pragma unroll
+  for (int i = 0; i < ITERS; ++i) {
+    const int idx = tid + i * NT;
+    if (TOTAL % NT != 0 && idx >= TOTAL) break;
+    const int r = idx / C, c = idx % C;
+    const uint32_t v = v0 + (uint32_t)r;
+    const bool ok = v < n;
+    int64_t row = 0;
+    if (ok) {
+      while (v >= pre[j[i] + 1]) ++j[i]; /* ends at a bucket holding v: v < n = pre[K] */
+      row = (int64_t)start[j[i]] + (v - pre[j[i]]);
+    }
+    if (rows && c == 0) rows[r] = ok ? row : -1;
+    cp_async16(s + swz<D>(r, c), g + row * row_stride + c * 8, ok ? 16 : 0);
+  }
+}
+
 /* max over the scores of row half hr of a warp's NB S n-tiles, as a tree that pairs n-tile n with n + NB / 2, then
  * n + NB / 4, ...: tree_max<R, S> is the max over the n-tiles n = R mod S. Recursion, not a loop over halving
  * widths: at NB = 16 that loop was not unrolled and put its array in local memory (a 64-byte stack frame). */
@@ -224,12 +253,18 @@ static __device__ __forceinline__ float tree_max(const float (&s)[NB][4], int hr
 
 /* TR::RSUM: row sums of P on the tensor cores (an extra mma per 16 keys against a ones B fragment, of the
  * fp16/bf16 P that P V uses) instead of one FADD per score. */
-template <typename T, int D, typename TR, bool EXP16, bool LAZY>
+/* PACK (v24): a CTA takes BM rows of its scope's packed rows (load_tile_packed) instead of BM rows of one bucket, and
+ * the key loop walks the packed rows BN at a time, so only a scope's last query and key tiles are partial, not every
+ * bucket's; tiles_per_bucket is then the query tiles of a scope (max_scope_rows / BM) and buckets_per_scope at most
+ * PACK_KMAX. The sums are those of the unpacked kernel over the same keys in another order. */
+constexpr int PACK_KMAX = 32;
+template <typename T, int D, typename TR, bool EXP16, bool LAZY, bool PACK>
 __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     battn_fwd_kernel(const battn_params p, float c_log2, uint32_t tiles_per_bucket) {
   hx_pdl_wait();
   constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
   constexpr int NT = WARPS * 32, BM = 16 * MT * WARPS, KS = D / 16, NB = BN / 8, ND = D / 8;
+  constexpr int KV_ITERS = (BN * ND + NT - 1) / NT, Q_ITERS = (BM * ND + NT - 1) / NT;
   using ops = dt_ops<T>;
   extern __shared__ uint4 smem_raw[];
   T *sQ = reinterpret_cast<T *>(smem_raw);
@@ -242,26 +277,70 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
   const uint32_t qtile = flat % tiles_per_bucket;
   flat /= tiles_per_bucket;
   const uint32_t K = p.buckets_per_scope;
-  const uint32_t qslot = flat % K, scope = flat / K;
-  const uint32_t qb = __ldg(p.scope + (size_t)scope * K + qslot);
-  if (qb == BATTN_EMPTY) return;
-  const uint32_t qcount = __ldg(p.bucket_count + qb);
-  if (qtile * BM >= qcount) return; /* uniform over the CTA: no barrier has been reached yet */
-  const int64_t qrow0 = (int64_t)__ldg(p.bucket_start + qb) + qtile * BM;
+  /* PACK: the scope's bucket starts and count prefix (pre[K] = its rows), and each query row's global row */
+  __shared__ uint32_t s_pre[PACK ? PACK_KMAX + 1 : 1], s_start[PACK ? PACK_KMAX : 1];
+  __shared__ int64_t s_qrow[PACK ? BM : 1];
+  uint32_t scope, qcount;
+  int64_t qrow0 = 0;
+  if constexpr (PACK) {
+    scope = flat;
+    if (warp == 0) {
+      uint32_t c = 0, st = 0;
+      if ((uint32_t)lane < K) {
+        const uint32_t b = __ldg(p.scope + (size_t)scope * K + lane);
+        if (b != BATTN_EMPTY) st = __ldg(p.bucket_start + b), c = __ldg(p.bucket_count + b);
+      }
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, c, o);
+        if (lane >= o) c += y;
+      }
+      if ((uint32_t)lane < K) s_start[lane] = st, s_pre[lane + 1] = c;
+      if (lane == 0) s_pre[0] = 0;
+    }
+    __syncthreads();
+    qcount = s_pre[K];
+    if (qtile * BM >= qcount) return; /* uniform over the CTA; no barrier follows for these threads */
+  } else {
+    const uint32_t qslot = flat % K;
+    scope = flat / K;
+    const uint32_t qb = __ldg(p.scope + (size_t)scope * K + qslot);
+    if (qb == BATTN_EMPTY) return;
+    qcount = __ldg(p.bucket_count + qb);
+    if (qtile * BM >= qcount) return; /* uniform over the CTA: no barrier has been reached yet */
+    qrow0 = (int64_t)__ldg(p.bucket_start + qb) + qtile * BM;
+  }
   const int qn = (int)min((uint32_t)BM, qcount - qtile * BM);
 
   const T *gq = static_cast<const T *>(p.q) + (int64_t)h * p.q_head_stride;
   const T *gk = static_cast<const T *>(p.k) + (int64_t)h * p.k_head_stride;
   const T *gv = static_cast<const T *>(p.v) + (int64_t)h * p.v_head_stride;
 
-  load_tile<T, D, BM, NT>(sQ, gq, p.q_row_stride, qrow0, qn, tid);
-  cp_async_commit();
-  tile_walk cur = {-1, 0, 0, 0};
-  bool have = walk_next<BN>(p, scope, cur); /* always true: the query bucket is in its own scope */
-  if (have) {
-    int nv = walk_rows<BN>(cur);
-    load_tile<T, D, BN, NT>(sK, gk, p.k_row_stride, (int64_t)cur.start + cur.off, nv, tid);
-    load_tile<T, D, BN, NT>(sV, gv, p.v_row_stride, (int64_t)cur.start + cur.off, nv, tid);
+  tile_walk cur = {-1, 0, 0, 0};  /* !PACK: the bucket-by-bucket walk */
+  uint32_t kt = 0;                 /* PACK: the current key tile, rows kt * BN .. of the packed scope */
+  const uint32_t nkt = PACK ? (qcount + BN - 1) / BN : 0;
+  int kj[KV_ITERS];                /* PACK: load_tile_packed's buckets of this thread's key chunks */
+  bool have;
+  if constexpr (PACK) {
+    int qj[Q_ITERS];
+#pragma unroll
+    for (int i = 0; i < Q_ITERS; ++i) qj[i] = 0;
+#pragma unroll
+    for (int i = 0; i < KV_ITERS; ++i) kj[i] = 0;
+    load_tile_packed<T, D, BM, NT>(sQ, gq, p.q_row_stride, qtile * BM, qcount, s_pre, s_start, qj, tid, s_qrow);
+    cp_async_commit();
+    have = true; /* qcount > qtile * BM >= 0 */
+    load_tile_packed<T, D, BN, NT>(sK, gk, p.k_row_stride, 0, qcount, s_pre, s_start, kj, tid, NULL);
+    load_tile_packed<T, D, BN, NT>(sV, gv, p.v_row_stride, 0, qcount, s_pre, s_start, kj, tid, NULL);
+  } else {
+    load_tile<T, D, BM, NT>(sQ, gq, p.q_row_stride, qrow0, qn, tid);
+    cp_async_commit();
+    have = walk_next<BN>(p, scope, cur); /* always true: the query bucket is in its own scope */
+    if (have) {
+      int nv = walk_rows<BN>(cur);
+      load_tile<T, D, BN, NT>(sK, gk, p.k_row_stride, (int64_t)cur.start + cur.off, nv, tid);
+      load_tile<T, D, BN, NT>(sV, gv, p.v_row_stride, (int64_t)cur.start + cur.off, nv, tid);
+    }
   }
   cp_async_commit();
   cp_async_wait<1>();
@@ -293,20 +372,32 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
   int stage = 0;
   while (have) {
     tile_walk nxt = cur;
-    bool have_next = walk_next<BN>(p, scope, nxt);
-    if (have_next) {
-      int nv = (int)min((uint32_t)BN, nxt.count - nxt.off);
-      load_tile<T, D, BN, NT>(sK + (stage ^ 1) * BN * D, gk, p.k_row_stride, (int64_t)nxt.start + nxt.off,
-                              nv, tid);
-      load_tile<T, D, BN, NT>(sV + (stage ^ 1) * BN * D, gv, p.v_row_stride, (int64_t)nxt.start + nxt.off,
-                              nv, tid);
+    bool have_next;
+    if constexpr (PACK) {
+      have_next = kt + 1 < nkt;
+      if (have_next) {
+        const uint32_t v0 = (kt + 1) * BN;
+        load_tile_packed<T, D, BN, NT>(sK + (stage ^ 1) * BN * D, gk, p.k_row_stride, v0, qcount, s_pre, s_start,
+                                       kj, tid, NULL);
+        load_tile_packed<T, D, BN, NT>(sV + (stage ^ 1) * BN * D, gv, p.v_row_stride, v0, qcount, s_pre, s_start,
+                                       kj, tid, NULL);
+      }
+    } else {
+      have_next = walk_next<BN>(p, scope, nxt);
+      if (have_next) {
+        int nv = (int)min((uint32_t)BN, nxt.count - nxt.off);
+        load_tile<T, D, BN, NT>(sK + (stage ^ 1) * BN * D, gk, p.k_row_stride, (int64_t)nxt.start + nxt.off,
+                                nv, tid);
+        load_tile<T, D, BN, NT>(sV + (stage ^ 1) * BN * D, gv, p.v_row_stride, (int64_t)nxt.start + nxt.off,
+                                nv, tid);
+      }
     }
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
 
     const T *tK = sK + stage * BN * D, *tV = sV + stage * BN * D;
-    const int nvalid = walk_rows<BN>(cur);
+    const int nvalid = PACK ? (int)min((uint32_t)BN, qcount - kt * BN) : walk_rows<BN>(cur);
 
     float s[MT][NB][4];
 #pragma unroll
@@ -326,7 +417,7 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
           ops::mma(s[mt][2 * np + 1], qf[mt][ks], b[2], b[3]);
         }
       }
-    if (nvalid < BN) { /* partial tile at a bucket's end: masked keys */
+    if (nvalid < BN) { /* partial tile at a bucket's (PACK: the scope's) end: masked keys */
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -438,6 +529,7 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     __syncthreads(); /* the next prefetch overwrites this stage */
     stage ^= 1;
     cur = nxt;
+    ++kt;
     have = have_next;
   }
 
@@ -453,29 +545,33 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
       float inv = 1.f / sum;
       int r = warp * 16 * MT + mt * 16 + (lane >> 2) + hr * 8;
       if (r < qn) {
-        T *orow = go + (qrow0 + r) * p.o_row_stride;
+        const int64_t grow = PACK ? s_qrow[r] : qrow0 + r;
+        T *orow = go + grow * p.o_row_stride;
 #pragma unroll
         for (int n = 0; n < ND; ++n) {
           uint32_t v = ops::pack(o[mt][n][2 * hr] * inv, o[mt][n][2 * hr + 1] * inv);
           *reinterpret_cast<uint32_t *>(orow + n * 8 + 2 * (lane & 3)) = v;
         }
         if (p.lse && (lane & 3) == 0)
-          p.lse[(qrow0 + r) * p.heads + h] = (m[mt][hr] + __log2f(sum)) * 0.69314718055994531f;
+          p.lse[grow * p.heads + h] = (m[mt][hr] + __log2f(sum)) * 0.69314718055994531f;
       }
     }
 }
 
-template <typename T, int D, typename TR, bool EXP16, bool LAZY>
+template <typename T, int D, typename TR, bool EXP16, bool LAZY, bool PACK>
 static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_err *err) {
   constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
   constexpr int BM = 16 * MT * WARPS;
+  if constexpr (PACK) /* past the packed walk's tables: the bucket-by-bucket kernel */
+    if (p->buckets_per_scope > (uint32_t)PACK_KMAX) return launch_fused_t<T, D, TR, EXP16, LAZY, false>(p, stream, err);
   const size_t smem = (size_t)(BM * D + 4 * BN * D) * sizeof(T);
-  uint32_t tpb = (p->max_bucket_rows + BM - 1) / BM;
-  uint64_t nx = (uint64_t)p->num_scopes * p->buckets_per_scope * tpb;
+  /* query tiles per bucket, or (PACK) per scope */
+  uint32_t tpb = ((PACK ? p->max_scope_rows : p->max_bucket_rows) + BM - 1) / BM;
+  uint64_t nx = (uint64_t)p->num_scopes * (PACK ? 1u : p->buckets_per_scope) * tpb;
   if (nx == 0) return HX_OK;
   if (nx > 0x7FFFFFFFull) return hx_errf(err, HX_EINVAL, "attention: grid of %llu tiles too large",
                                          (unsigned long long)nx);
-  auto kern = battn_fwd_kernel<T, D, TR, EXP16, LAZY || TR::LAZY != 0>;
+  auto kern = battn_fwd_kernel<T, D, TR, EXP16, LAZY || TR::LAZY != 0, PACK>;
   BATTN_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   float c = p->scale * 1.4426950408889634f;
   hx_launch(kern, dim3((unsigned)nx, (unsigned)p->heads), WARPS * 32, smem, stream, *p, c, tpb);
@@ -483,8 +579,10 @@ static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_e
   return HX_OK;
 }
 
-/* One fused variant: its tile table, whether fp16 uses packed-half exp2, whether the rescale is lazy. */
-template <template <int> class TILES, bool EXP16, bool LAZY>
+/* One fused variant: its tile table, whether fp16 uses packed-half exp2, whether the rescale is lazy, whether a
+ * scope's rows are packed at D = 16 (v24; at D = 32 v23's 128-key tiles with the packed walk spill 76 bytes, ptxas
+ * sm_90, so the other head dims run unpacked). */
+template <template <int> class TILES, bool EXP16, bool LAZY, bool PACK = false>
 static hx_status fused_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                           hx_err *err) {
   HX_TRY(battn_validate(p, NULL, err));
@@ -497,14 +595,14 @@ static hx_status fused_fn(const battn_params *p, void *d_scratch, size_t *scratc
   typedef __nv_bfloat16 B;
   bool f16 = p->dtype == BATTN_F16;
   switch (p->head_dim) {
-  case 16: return f16 ? launch_fused_t<H, 16, TILES<16>, EXP16, LAZY>(p, st, err)
-                 : launch_fused_t<B, 16, TILES<16>, false, LAZY>(p, st, err);
-  case 32: return f16 ? launch_fused_t<H, 32, TILES<32>, EXP16, LAZY>(p, st, err)
-                 : launch_fused_t<B, 32, TILES<32>, false, LAZY>(p, st, err);
-  case 64: return f16 ? launch_fused_t<H, 64, TILES<64>, EXP16, LAZY>(p, st, err)
-                 : launch_fused_t<B, 64, TILES<64>, false, LAZY>(p, st, err);
-  default: return f16 ? launch_fused_t<H, 128, TILES<128>, EXP16, LAZY>(p, st, err)
-                 : launch_fused_t<B, 128, TILES<128>, false, LAZY>(p, st, err);
+  case 16: return f16 ? launch_fused_t<H, 16, TILES<16>, EXP16, LAZY, PACK>(p, st, err)
+                 : launch_fused_t<B, 16, TILES<16>, false, LAZY, PACK>(p, st, err);
+  case 32: return f16 ? launch_fused_t<H, 32, TILES<32>, EXP16, LAZY, false>(p, st, err)
+                 : launch_fused_t<B, 32, TILES<32>, false, LAZY, false>(p, st, err);
+  case 64: return f16 ? launch_fused_t<H, 64, TILES<64>, EXP16, LAZY, false>(p, st, err)
+                 : launch_fused_t<B, 64, TILES<64>, false, LAZY, false>(p, st, err);
+  default: return f16 ? launch_fused_t<H, 128, TILES<128>, EXP16, LAZY, false>(p, st, err)
+                 : launch_fused_t<B, 128, TILES<128>, false, LAZY, false>(p, st, err);
   }
 }
 
@@ -513,10 +611,15 @@ extern "C" hx_status battn_v5_fn(const battn_params *p, void *d_scratch, size_t 
                                  hx_err *err) {
   return fused_fn<v5_tiles, false, false>(p, d_scratch, scratch_bytes, stream, err);
 }
-/* v23 by name, for v9 at D = 16. */
+/* v23 by name. */
 extern "C" hx_status battn_v23_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                                   hx_err *err) {
   return fused_fn<v23_tiles, false, false>(p, d_scratch, scratch_bytes, stream, err);
+}
+/* v24 by name: v23 over each scope's packed rows at D = 16, v23 elsewhere. */
+extern "C" hx_status battn_v24_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                                  hx_err *err) {
+  return fused_fn<v23_tiles, false, false, true>(p, d_scratch, scratch_bytes, stream, err);
 }
 
 /* ---- v0: unfused cuBLAS reference ---------------------------------------------------------------- */

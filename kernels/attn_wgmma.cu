@@ -915,7 +915,7 @@ extern "C" hx_status battn_v9_fn(const battn_params *p, void *d_scratch, size_t 
                                  hx_err *err) {
   if (p && p->head_dim <= 16) {
     HX_TRY(v6_supported(err));
-    return battn_v23_fn(p, d_scratch, scratch_bytes, stream, err);
+    return battn_v24_fn(p, d_scratch, scratch_bytes, stream, err);
   }
   return wg_run<v9_tiles, true>(p, d_scratch, scratch_bytes, stream, err);
 }

@@ -145,9 +145,9 @@ const battn_variant *battn_variants(size_t *count);
 const battn_variant *battn_variant_find(const char *name);
 /* The best attention variant for p on this device: v9 where it runs (an sm_90a build on a compute capability 9.0
  * device: the warp-specialised wgmma kernel at D = 32/64/128, 254 / 421 / 606 TFLOP/s at scope 4096 on the H200,
- * cuDNN 238 / 443 at D = 32 / 64; at D = 16 it runs v23's mma.sync kernel itself, 162 TFLOP/s at 600k rows), else v23
- * (the mma.sync kernels of every sm_80+ device: v5's at D = 32/64/128, v23's own at D = 16, where v5 runs 154). Decided
- * by each variant's own scratch query on p (nothing launched).
+ * cuDNN 238 / 443 at D = 32 / 64; at D = 16 it runs v24's mma.sync kernel itself), else v24 (the mma.sync kernels of
+ * every sm_80+ device: v5's at D = 32/64/128, its own at D = 16). Decided by each variant's own scratch query on p
+ * (nothing launched).
  * HX_ENODEV in a CPU-only build, the query's status when neither runs; *out NULL then. */
 hx_status battn_variant_best(const battn_variant **out, const battn_params *p, hx_err *err);
 

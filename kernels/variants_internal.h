@@ -104,6 +104,10 @@
     "v5 with 4 CTAs per SM (128 registers) and the row sums of P on the tensor cores at D=16",                       \
     (fused_fn<v16_tiles, false, false>))                                                                              \
   X(17, "v17", "v16 without the tensor-core row sums (ablation)", (fused_fn<v17_tiles, false, false>))            \
-  X(23, "v23", "v16 with lazy rescaling at D=16 (v9 runs it at D=16)", battn_v23_fn)
+  X(23, "v23", "v16 with lazy rescaling at D=16", battn_v23_fn)                                                     \
+  X(24, "v24",                                                                                                        \
+    "v23 over each scope's rows packed end to end at D=16: query and key tiles cross bucket boundaries, only a "     \
+    "scope's last tiles are partial (v9 runs it at D=16); v23 at D=32/64/128",                                       \
+    battn_v24_fn)
 
 #endif /* F3D_VARIANTS_INTERNAL_H */

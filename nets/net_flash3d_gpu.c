@@ -376,7 +376,8 @@ static hx_status plan_levels(f3g *g, const net_input *in, hx_err *err) {
       battn_params bp;
       if (depth > 0) {
         attn_params(&bp, g, lv, side, 0, zero);
-        st = battn_variant_best(&lv->attn_v[side], &bp, err);
+        st = c->attn_force > 0 ? net_attn_forced(&lv->attn_v[side], c->attn_force - 1, err)
+                               : battn_variant_best(&lv->attn_v[side], &bp, err);
       }
       for (int b = 0; b < depth && st == HX_OK; b++) {
         attn_params(&bp, g, lv, side, b, zero);

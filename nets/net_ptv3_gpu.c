@@ -3,8 +3,8 @@
  * model as net_ptv3.c's fp32 reference, with fp16 (or bf16) activations and fp32 accumulation, composed from the
  * nets layers (nl_*, spc_*), PTv3's own serialization, padding, gathers and pooling (baselines/: sfc_, shuf_,
  * spool_) and the attention kernels (kernels/: battn_), each op through its "best" entry (sfc_serial_variant_best,
- * shuf_gather_variant_best by row width, battn_variant_best: v9, which runs v23's mma.sync kernel at head dim 16, or
- * v5; the unfused v0 where neither takes the layout).
+ * shuf_gather_variant_best by row width, battn_variant_best: v9, which runs v24's mma.sync kernel at head dim 16, or
+ * v24; the unfused v0 where neither takes the layout).
  *
  * Per call:
  *   create    weights uploaded once: Linear weights in the dtype, their biases (the unpoolings' BatchNorms folded
@@ -408,7 +408,7 @@ static void attn_params(battn_params *bp, const p3g *g, const g_level *lv, int C
   bp->bucket_start = lv->bstart, bp->bucket_count = lv->bcount, bp->scope = lv->scope;
 }
 
-/* The attention variant of a level (battn_variant_best: v9, which runs v23's kernel at D = 16, or v23; the unfused
+/* The attention variant of a level (battn_variant_best: v9, which runs v24's kernel at D = 16, or v24; the unfused
  * v0 where neither takes the layout) and the scratch of both widths (encoder and decoder). */
 static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err *err) {
   const battn_variant *best = NULL, *v0 = battn_variant_find("v0");
@@ -418,10 +418,14 @@ static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err
     bp.bucket_start = lv->plan.bucket_start, bp.bucket_count = lv->plan.bucket_count, bp.scope = lv->plan.scope;
     HX_TRY(battn_validate(&bp, &lv->plan, err)); /* the plan against the layout, on the host tables */
     hx_err e;
-    if (battn_variant_best(&best, &bp, &e) != HX_OK) best = NULL;
+    if (g->cfg.attn_force > 0) HX_TRY(net_attn_forced(&best, g->cfg.attn_force - 1, err));
+    else if (battn_variant_best(&best, &bp, &e) != HX_OK) best = NULL;
   }
   lv->attn = NULL;
-  for (int pass = 0; pass < 2 && !lv->attn; pass++) {
+  /* a forced variant (--attn) has no stand-in: where it does not take the layout the forward is refused */
+  const int passes = g->cfg.attn_force > 0 ? 1 : 2;
+  hx_err last = {HX_OK, ""};
+  for (int pass = 0; pass < passes && !lv->attn; pass++) {
     const battn_variant *v = pass ? v0 : best;
     if (!v) continue;
     size_t need = 0, most = 0;
@@ -438,8 +442,10 @@ static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err
       most = max_sz(most, need);
     }
     if (st == HX_OK) lv->attn = v, *scratch = max_sz(*scratch, most);
+    else last = e;
   }
-  return lv->attn ? HX_OK : hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: level %d: no attention variant runs", l);
+  return lv->attn ? HX_OK : hx_errf(err, HX_EUNSUPPORTED, "ptv3 gpu: level %d: no attention variant runs%s%s", l,
+                                    last.status != HX_OK ? ": " : "", last.msg);
 }
 
 /* Host plans and sizes of every level from the host structure. */

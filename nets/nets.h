@@ -548,6 +548,9 @@ typedef struct net_config {
   int spconv_force;      /* PTv3 on the GPU: 0 = spc_variant_main for every convolution (the default); 1 + id =
                           * variant id for the k = 3 (xCPE) ones whose widths it takes, spc_variant_main's for the
                           * others (an ablation; an unknown id is an error) */
+  int attn_force;        /* on the GPU: 0 = battn_variant_best at every level (the default); 1 + id = that attention
+                          * variant at every level (an ablation; one that does not run here, or whose id is unknown,
+                          * is an error at create) */
   int mlp_fused;         /* on the GPU: 1 = nl_mlp_gpu for the blocks whose (C, 4C) it takes (PTv3's GELU MLP at C
                           * 32, 64, 128 and 256, Flash3D's SwiGLU MLP at C 32, 48, 64, 80, 96, 128, 160 and 192) and,
                           * for Flash3D's other blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width

@@ -60,7 +60,7 @@ expect 2 "$BIN" attn --variant cpu --rows 64 --save ''
 ln -s "$T/nowhere" "$T/dangling"
 expect 2 "$BIN" attn --variant cpu --rows 64 --save "$T/dangling"
 grep -q "a link to nothing" "$T/err" || fail "attn --save to a dangling link: $(cat "$T/err")"
-# attn without --variant runs the recommended kernel (auto: v9, v23 where v9 cannot run), not the first one
+# attn without --variant runs the recommended kernel (auto: v9, v24 where v9 cannot run), not the first one
 # written; auto runs alone
 "$BIN" attn --help | grep -q 'auto (default)' || fail "attn --help does not name the auto default"
 expect 2 "$BIN" attn --variant auto,v1 --rows 64
@@ -70,7 +70,7 @@ if [ "$GPU" -eq 0 ]; then
   grep -q '^f3dbench: attn: v9: ' "$T/err" || fail "attn's default without a GPU does not name v9: $(cat "$T/err")"
 else
   expect 0 "$BIN" attn --rows 4096 --reps 2 --warmup 1 --check-rows 64
-  grep -Eq '^attn (v9 |v23 ).*median' "$T/out" || fail "attn's default timed neither v9 nor v23: $(cat "$T/out")"
+  grep -Eq '^attn (v9 |v24 ).*median' "$T/out" || fail "attn's default timed neither v9 nor v24: $(cat "$T/out")"
   grep -q '^attn v1 ' "$T/out" && fail "attn's default ran v1"
 fi
 

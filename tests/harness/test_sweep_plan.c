@@ -207,7 +207,7 @@ static void test_tables_and_best(void **state) {
   battn_params_init(&ap, 4096, 4, 16, BATTN_F16, NULL);
   const battn_variant *ab = at;
   if (battn_variant_best(&ab, &ap, &e) == HX_OK)
-    assert_true(!strcmp(ab->name, "v9") || !strcmp(ab->name, "v23"));
+    assert_true(!strcmp(ab->name, "v9") || !strcmp(ab->name, "v24"));
   else
     assert_null(ab);
 }

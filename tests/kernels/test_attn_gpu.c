@@ -7,8 +7,8 @@
  * Each (shape, dtype, head dim) gets one input and one reference (the exact and the naive same-precision pass of
  * battn_reference_rows), and every variant runs on that input: the double reference is what costs (the variants
  * take microseconds), so it is computed once instead of once per variant.
- *   default  the main path: v9 then v23 (battn_variant_best's order; v9 runs v23's kernel at D = 16), v5 (v23 at the
- *            other head dims, and the kernel v23 changes at 16), v0 (the unfused
+ *   default  the main path: v9 then v24 (battn_variant_best's order; v9 runs v24's kernel at D = 16), v23 (v24 without
+ *            the packed scopes), v5 (v23 at the other head dims, and the kernel v23 changes at 16), v0 (the unfused
  *            cuBLAS baseline the sweep runs as the naive ablation) and v1 (the first fused kernel, FA2 style, that
  *            the ladder starts from); the reference on every row within 2 of a bucket's ends and every third row
  *            of each bucket (3 is prime to the 16-, 64- and 128-row tiles, so every row position of a tile is
@@ -312,7 +312,7 @@ static gcase padded_case(const char *name, battn_plan_kind kind, uint32_t arg, u
 }
 
 /* The main path's variants (see the top of the file) */
-static const char main_path[] = "v0,v1,v5,v9,v23";
+static const char main_path[] = "v0,v1,v5,v9,v23,v24";
 
 static void test_all_variants(void **state) {
   const int slow = *(const int *)*state;

@@ -33,6 +33,9 @@ expect_out 2 "--device 'tpu'" "$BIN" net --model ptv3-tiny --device tpu
 expect_out 2 "unexpected argument" "$BIN" net --model ptv3-tiny --device cpu extra
 expect_out 2 "--spconv 'v9': one of v0, v1" "$BIN" net --model ptv3-tiny --spconv v9 --device cpu
 expect_out 2 "--spconv: flash3d-tiny has no sparse convolution" "$BIN" net --model flash3d-tiny --spconv v1 --device cpu
+# --attn names a fused attention variant (v0's whole-scope scores are not what the forwards size their scratch for)
+expect_out 2 "--attn 'v99': one of v1, v2" "$BIN" net --model flash3d-tiny --attn v99 --device cpu
+expect_out 2 "--attn 'v0': one of v1, v2" "$BIN" net --model ptv3-tiny --attn v0 --device cpu
 expect_out 2 "--rehash 'maybe': on or off" "$BIN" net --model flash3d-tiny --rehash maybe --device cpu
 expect_out 2 "--rehash: ptv3-tiny has no PSH levels" "$BIN" net --model ptv3-tiny --rehash off --device cpu
 expect_out 2 "--tile-order 'shortest': longest or last" "$BIN" net --model ptv3-tiny --tile-order shortest --device cpu

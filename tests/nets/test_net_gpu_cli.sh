@@ -91,6 +91,13 @@ done
 grep -q '^check: .*: pass$' "$T/out-ln" || fail "net --ln separate: no passing check line"
 grep -q 'LayerNorms as separate passes (--ln separate)' "$T/out-ln" || fail "net --ln separate: the header does not say so"
 grep '^  enc1 ' "$T/out-ln" | grep -q ' norm ' || fail "net --ln separate: no norm part at enc1"
+# --attn: both forwards on another attention variant (v23: the buckets one by one, v24 unforced's kernel), checked
+for m in ptv3-tiny flash3d-tiny; do
+  "$BIN" net --model $m --points 3000 --reps 3 --attn v23 > "$T/out-attn" 2>&1 ||
+    fail "net --model $m --attn v23 exited $?: $(tail -3 "$T/out-attn")"
+  grep -q '^check: .*: pass$' "$T/out-attn" || fail "net --model $m --attn v23: no passing check line"
+  grep -q ', attention on v23' "$T/out-attn" || fail "net --model $m --attn v23: the header does not say so"
+done
 "$BIN" net --model ptv3-tiny --points 3000 --reps 3 --tile-order last > "$T/out-tiles" 2>&1 ||
   fail "net --tile-order last exited $?: $(tail -3 "$T/out-tiles")"
 grep -q '^check: .*: pass$' "$T/out-tiles" || fail "net --tile-order last: no passing check line"
