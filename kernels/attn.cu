@@ -213,15 +213,26 @@ static __device__ __forceinline__ void load_tile(T *s, const T *g, int64_t row_s
 }
 
 /* PACK (v24): a scope's rows as one sequence, its buckets end to end in scope-slot order; packed row v lies in
- * the scope's bucket j with pre[j] <= v < pre[j + 1] (pre: the counts' prefix, an empty slot counting 0), at row
- * start[j] + v - pre[j]. Loads rows v0 .. v0 + ROWS - 1 of it (zero-filled at n and past it) into a swizzled
- * tile; j[i] is the bucket of this thread's i-th chunk and only grows, as v0 does from call to call (the K and V
- * copies of one tile share it: the second call finds it in place). If rows is non-NULL it receives each row's
- * global row (-1 past n). */
+ * the scope's bucket j with pre[j] <= v < pre[j + 1] (pre: the counts' prefix, an empty slot counting 0), at global
+ * row start[j] + v - pre[j] = base[j] + v (mod 2^32: bucket starts are 32-bit). A thread's place in that walk for one
+ * of its chunks is the bucket j of its row alone, advanced while its row passes pre[j + 1] (rows only grow from tile to
+ * tile): two shared-memory reads, a compare and an add a chunk and tile. Keeping pre[j + 1] and base[j] in registers
+ * as well made ptxas spill (sm_90, 12 bytes stored, 28 loaded); j alone spills nothing. */
+struct pack_pos {
+  int j;
+};
+static __device__ __forceinline__ uint32_t pack_row(pack_pos &ps, uint32_t v, const uint32_t *pre,
+                                                    const uint32_t *base) {
+  while (v >= pre[ps.j + 1]) ++ps.j; /* ends at a bucket holding v: the caller keeps v < n = pre[K] */
+  return base[ps.j] + v;
+}
+/* Rows v0 .. v0 + ROWS - 1 of the packed scope (zero-filled at n and past it) into swizzled tiles, from one global
+ * tensor (s1 == NULL) or from two sharing the rows (K and V). If rows is non-NULL it receives each row's global row. */
 template <typename T, int D, int ROWS, int NT>
-static __device__ __forceinline__ void load_tile_packed(T *s, const T *g, int64_t row_stride, uint32_t v0, uint32_t n,
-                                                        const uint32_t *pre, const uint32_t *start,
-                                                        int (&j)[(ROWS * (D / 8) + NT - 1) / NT], int tid,
+static __device__ __forceinline__ void load_tile_packed(T *s0, const T *g0, int64_t stride0, T *s1, const T *g1,
+                                                        int64_t stride1, uint32_t v0, uint32_t n, const uint32_t *pre,
+                                                        const uint32_t *base,
+                                                        pack_pos (&ps)[(ROWS * (D / 8) + NT - 1) / NT], int tid,
                                                         int64_t *rows) {
   constexpr int C = D / 8, TOTAL = ROWS * C, ITERS = (TOTAL + NT - 1) / NT;
 #pragma unroll
@@ -231,13 +242,10 @@ static __device__ __forceinline__ void load_tile_packed(T *s, const T *g, int64_
     const int r = idx / C, c = idx % C;
     const uint32_t v = v0 + (uint32_t)r;
     const bool ok = v < n;
-    int64_t row = 0;
-    if (ok) {
-      while (v >= pre[j[i] + 1]) ++j[i]; /* ends at a bucket holding v: v < n = pre[K] */
-      row = (int64_t)start[j[i]] + (v - pre[j[i]]);
-    }
+    const int64_t row = ok ? (int64_t)pack_row(ps[i], v, pre, base) : 0;
     if (rows && c == 0) rows[r] = ok ? row : -1;
-    cp_async16(s + swz<D>(r, c), g + row * row_stride + c * 8, ok ? 16 : 0);
+    cp_async16(s0 + swz<D>(r, c), g0 + row * stride0 + c * 8, ok ? 16 : 0);
+    if (s1) cp_async16(s1 + swz<D>(r, c), g1 + row * stride1 + c * 8, ok ? 16 : 0);
   }
 }
 
@@ -278,7 +286,7 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
   flat /= tiles_per_bucket;
   const uint32_t K = p.buckets_per_scope;
   /* PACK: the scope's bucket starts and count prefix (pre[K] = its rows), and each query row's global row */
-  __shared__ uint32_t s_pre[PACK ? PACK_KMAX + 1 : 1], s_start[PACK ? PACK_KMAX : 1];
+  __shared__ uint32_t s_pre[PACK ? PACK_KMAX + 1 : 1], s_base[PACK ? PACK_KMAX : 1];
   __shared__ int64_t s_qrow[PACK ? BM : 1];
   uint32_t scope, qcount;
   int64_t qrow0 = 0;
@@ -290,12 +298,13 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
         const uint32_t b = __ldg(p.scope + (size_t)scope * K + lane);
         if (b != BATTN_EMPTY) st = __ldg(p.bucket_start + b), c = __ldg(p.bucket_count + b);
       }
+      const uint32_t cnt = c;
 #pragma unroll
       for (int o = 1; o < 32; o <<= 1) {
         const uint32_t y = __shfl_up_sync(0xffffffffu, c, o);
         if (lane >= o) c += y;
       }
-      if ((uint32_t)lane < K) s_start[lane] = st, s_pre[lane + 1] = c;
+      if ((uint32_t)lane < K) s_base[lane] = st - (c - cnt), s_pre[lane + 1] = c; /* start - pre, mod 2^32 */
       if (lane == 0) s_pre[0] = 0;
     }
     __syncthreads();
@@ -318,20 +327,21 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
 
   tile_walk cur = {-1, 0, 0, 0};  /* !PACK: the bucket-by-bucket walk */
   uint32_t kt = 0;                 /* PACK: the current key tile, rows kt * BN .. of the packed scope */
-  const uint32_t nkt = PACK ? (qcount + BN - 1) / BN : 0;
-  int kj[KV_ITERS];                /* PACK: load_tile_packed's buckets of this thread's key chunks */
+  pack_pos kp[KV_ITERS];           /* PACK: this thread's key chunks' places in the packed walk */
   bool have;
   if constexpr (PACK) {
-    int qj[Q_ITERS];
+    const pack_pos p0 = {0};
+    pack_pos qp[Q_ITERS];
 #pragma unroll
-    for (int i = 0; i < Q_ITERS; ++i) qj[i] = 0;
+    for (int i = 0; i < Q_ITERS; ++i) qp[i] = p0;
 #pragma unroll
-    for (int i = 0; i < KV_ITERS; ++i) kj[i] = 0;
-    load_tile_packed<T, D, BM, NT>(sQ, gq, p.q_row_stride, qtile * BM, qcount, s_pre, s_start, qj, tid, s_qrow);
+    for (int i = 0; i < KV_ITERS; ++i) kp[i] = p0;
+    load_tile_packed<T, D, BM, NT>(sQ, gq, p.q_row_stride, (T *)NULL, gq, 0, qtile * BM, qcount, s_pre, s_base, qp,
+                                   tid, s_qrow);
     cp_async_commit();
     have = true; /* qcount > qtile * BM >= 0 */
-    load_tile_packed<T, D, BN, NT>(sK, gk, p.k_row_stride, 0, qcount, s_pre, s_start, kj, tid, NULL);
-    load_tile_packed<T, D, BN, NT>(sV, gv, p.v_row_stride, 0, qcount, s_pre, s_start, kj, tid, NULL);
+    load_tile_packed<T, D, BN, NT>(sK, gk, p.k_row_stride, sV, gv, p.v_row_stride, 0, qcount, s_pre, s_base, kp, tid,
+                                   NULL);
   } else {
     load_tile<T, D, BM, NT>(sQ, gq, p.q_row_stride, qrow0, qn, tid);
     cp_async_commit();
@@ -374,13 +384,11 @@ __global__ void __launch_bounds__(TR::WARPS * 32, TR::MINB)
     tile_walk nxt = cur;
     bool have_next;
     if constexpr (PACK) {
-      have_next = kt + 1 < nkt;
+      have_next = (kt + 1) * BN < qcount;
       if (have_next) {
         const uint32_t v0 = (kt + 1) * BN;
-        load_tile_packed<T, D, BN, NT>(sK + (stage ^ 1) * BN * D, gk, p.k_row_stride, v0, qcount, s_pre, s_start,
-                                       kj, tid, NULL);
-        load_tile_packed<T, D, BN, NT>(sV + (stage ^ 1) * BN * D, gv, p.v_row_stride, v0, qcount, s_pre, s_start,
-                                       kj, tid, NULL);
+        load_tile_packed<T, D, BN, NT>(sK + (stage ^ 1) * BN * D, gk, p.k_row_stride, sV + (stage ^ 1) * BN * D, gv,
+                                       p.v_row_stride, v0, qcount, s_pre, s_base, kp, tid, NULL);
       }
     } else {
       have_next = walk_next<BN>(p, scope, nxt);
@@ -562,8 +570,9 @@ template <typename T, int D, typename TR, bool EXP16, bool LAZY, bool PACK>
 static hx_status launch_fused_t(const battn_params *p, cudaStream_t stream, hx_err *err) {
   constexpr int WARPS = TR::WARPS, MT = TR::MT, BN = TR::BN;
   constexpr int BM = 16 * MT * WARPS;
-  if constexpr (PACK) /* past the packed walk's tables: the bucket-by-bucket kernel */
-    if (p->buckets_per_scope > (uint32_t)PACK_KMAX) return launch_fused_t<T, D, TR, EXP16, LAZY, false>(p, stream, err);
+  if constexpr (PACK) /* one bucket a scope (PTv3's patches: nothing to pack), or past the packed walk's tables */
+    if (p->buckets_per_scope < 2 || p->buckets_per_scope > (uint32_t)PACK_KMAX)
+      return launch_fused_t<T, D, TR, EXP16, LAZY, false>(p, stream, err);
   const size_t smem = (size_t)(BM * D + 4 * BN * D) * sizeof(T);
   /* query tiles per bucket, or (PACK) per scope */
   uint32_t tpb = ((PACK ? p->max_scope_rows : p->max_bucket_rows) + BM - 1) / BM;
