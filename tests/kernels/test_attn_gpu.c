@@ -311,12 +311,30 @@ static gcase padded_case(const char *name, battn_plan_kind kind, uint32_t arg, u
   return g;
 }
 
+/* A Flash3D-like layout: the buckets of padded_case's counts back to back (no gaps, as PSH's output packs them), so
+ * rows are the valid rows and the buckets are about half full on average: v24 (and v9 at D = 16) walk these scopes
+ * packed, where on padded_case's slots (rows counting every bucket's capacity) they take the bucket-by-bucket kernel. */
+static gcase dense_case(const char *name, battn_plan_kind kind, uint32_t arg, uint32_t K, uint32_t cap,
+                        const uint32_t *cloud_nb, uint32_t nc, int heads, uint64_t seed) {
+  gcase g = padded_case(name, kind, arg, K, cap, cloud_nb, nc, heads, seed);
+  uint32_t row = 0, full = 0;
+  for (uint32_t b = 0; b < g.plan.num_buckets; ++b) {
+    g.plan.bucket_start[b] = row;
+    row += g.plan.bucket_count[b];
+    full += g.plan.bucket_count[b] == cap;
+  }
+  assert_true(row > 0 && full > 0 && full < g.plan.num_buckets);
+  assert_true((double)row < 0.9 * g.plan.num_buckets * g.plan.max_bucket_rows); /* the packed walk's side of v24 */
+  g.rows = row;
+  return g;
+}
+
 /* The main path's variants (see the top of the file) */
 static const char main_path[] = "v0,v1,v5,v9,v23,v24";
 
 static void test_all_variants(void **state) {
   const int slow = *(const int *)*state;
-  enum { NCASES = 10 };
+  enum { NCASES = 12 };
   gcase cs[NCASES];
   int n = 0;
   gcase g1 = {"one-row", {0}, 1, 2, 0, 0};
@@ -350,6 +368,9 @@ static void test_all_variants(void **state) {
   gcase g10 = {"long-scope-6x136", {0}, 816, 1, 0, 0};
   assert_int_equal(battn_plan_uniform(&g10.plan, BATTN_PLAN_PLAIN, 0, 6, 816, 136, NULL), HX_OK);
   cs[n++] = g10;
+  const uint32_t dense_clouds[2] = {19, 6};
+  cs[n++] = dense_case("dense-2clouds-plain8", BATTN_PLAN_PLAIN, 0, 8, 200, dense_clouds, 2, 2, 7);
+  cs[n++] = dense_case("dense-2clouds-stride2", BATTN_PLAN_STRIDE, 2, 4, 96, dense_clouds, 2, 1, 8);
 
   size_t nv = 0;
   const battn_variant *vars = battn_variants(&nv);
