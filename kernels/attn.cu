@@ -30,7 +30,7 @@
  *   v9  warp-specialised wgmma kernel (kernels/attn_wgmma.cu, FlashAttention-3 style): a producer warpgroup
  *       (setmaxnreg down) fills the K/V ring with cp.async and signals per-slot "full" mbarriers, two
  *       consumer warpgroups (setmaxnreg up) compute as v6 and free slots through "empty" mbarriers, with
- *       ping-pong named barriers between them and no CTA-wide barrier in the loop; D=32/64/128, v23's kernel
+ *       ping-pong named barriers between them and no CTA-wide barrier in the loop; D=32/64/128, v24's kernel
  *       at D=16 (where the softmax, not the data movement, sets the pace). The recommended variant on
  *       sm_90a (H200, scope 4096 fp16: 255/421/587 TFLOP/s at D=32/64/128, 2026-11-22, af776f7; at D=16 v23's
  *       161-162 at 600k rows, 2026-11-29; docs/attention.md).
@@ -38,6 +38,9 @@
  *   v16 v5 with, at D=16, 4 CTAs per SM (128 registers) and the row sums of P on the tensor cores; v17 v16
  *       without the row sums (ablation); v23 v16 with lazy rescaling at D=16. Ids 12-15 and 18-22 were D=16
  *       experiments (docs/attention.md).
+ *   v24 v23 over each scope's rows packed end to end at D=16 where the layout's buckets are under 90% full on
+ *       average (only a scope's last tiles partial, not every bucket's: Flash3D-46m's attention at 600k -9%, H200,
+ *       2026-12-01); v23's walk elsewhere. v9 runs it at D=16, and it is the fallback where v9 cannot run.
  */
 #include "kernels/kernels.h"
 #include "kernels/attn_internal.h"

@@ -907,7 +907,7 @@ extern "C" hx_status battn_v8_fn(const battn_params *p, void *d_scratch, size_t 
                                  hx_err *err) {
   return wg_run<v6_tiles, false>(p, d_scratch, scratch_bytes, stream, err);
 }
-/* v9: the warp-specialised kernel (producer warpgroup, mbarrier ring, ping-pong) at D = 32, 64, 128; v23's
+/* v9: the warp-specialised kernel (producer warpgroup, mbarrier ring, ping-pong) at D = 32, 64, 128; v24's
  * mma.sync kernel at D = 16, where 16 warps of mma.sync per SM keep more exponentials in flight than the two
  * consumer warpgroups do (H200, 2026-11-22, scope 4096 fp16: D = 16 v5 142 vs v10 128 TFLOP/s; D = 32
  * v5 207 vs v10 255; v23 at D = 16 2026-11-29: 162.1 against v5's 154.7). */
