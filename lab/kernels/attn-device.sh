@@ -72,7 +72,7 @@ if [ "$MODE" = v9 ]; then # v9 mode = v6 mode over the warp-specialised variants
   # each; a variant that hangs, fails its check or errors is dropped from the rest of the call
   for V in v9 v10 v11; do
     for D in 16 64 128; do
-      [ $V = v9 ] && [ $D = 16 ] && continue # v9 runs v23 there
+      [ $V = v9 ] && [ $D = 16 ] && continue # v9 runs v24 there
       timeout 20 $B/attn --rows 3000 --heads 2 --head-dim $D --bucket-size 200 --scope-buckets 6 --variant $V \
         --reps 2 --warmup 1 --check-rows 64 > "$OUT/guard_${V}_$D.txt" 2>&1
       rc=$?

@@ -28,7 +28,7 @@
 #   psh          f3dbench psh --device gpu (variant v9, the main path's PSH) on 2 clouds
 #   serialize    f3dbench serialize --device gpu --dedup (PTv3's grid, dedup and four curve codes) on 2 clouds
 #   pool         f3dbench pool --device gpu (PSH v9, then in-bucket pooling v9) on 2 clouds
-#   attn         f3dbench attn --variant auto (v9 on sm_90a, else v5): 2 heads of 16, buckets of 128 rows (the
+#   attn         f3dbench attn --variant auto (v9 on sm_90a, else v24): 2 heads of 16, buckets of 128 rows (the
 #                last one partial), scopes of 4 buckets shifted by 2 (swin), checked, one timed launch
 #   net-ptv3     f3dbench net --model ptv3-tiny: one forward checked against the CPU (cuBLAS GEMMs inside)
 #   net-flash3d  f3dbench net --model flash3d-tiny, likewise
