@@ -21,7 +21,8 @@ static void psh_usage(FILE *f) {
           "                    [--voxel V] [--probes P] [--variant NAME] [--device cpu|gpu] [--seed S]\n"
           "                    --out FILE INPUT...\n"
           "  PSH bucketing of a batch (one INPUT per cloud) as CSV cloud,index,bucket,offset,slot in input\n"
-          "  order; balance statistics and bucket locality on stdout.\n"
+          "  order; balance statistics, bucket locality and what the buckets' fill costs attention over\n"
+          "  scopes of 8 of them (its tiles' work over the real pairs, bucket by bucket and packed) on stdout.\n"
           "  --hash H         bucket hash (default xor-div, as the official code's config)\n"
           "  --bucket-size S  bucket capacity, a multiple of 16 (default 512)\n"
           "  --buckets NB     buckets per cloud (default 0: next power of two >= largest cloud / S)\n"
@@ -110,6 +111,23 @@ static int psh_cli_run(psh_cli *s, char **inputs, uint32_t B, psh_params *p, int
           qb.diag_mean, qb.diag_max, qb.spread_mean, qb.spread_max);
   fprintf(say, "locality of z-order patches of 1024: diag %.3f / %.3f, spread %.3f / %.3f\n", qz.diag_mean,
           qz.diag_max, qz.spread_mean, qz.spread_max);
+  /* what the buckets' fill costs the attention over them: Flash3D's scopes of 8 buckets in v23's and v24's tiles */
+  {
+    uint32_t *cb = malloc(((size_t)B + 1) * sizeof *cb);
+    battn_plan pl;
+    if (!cb) return f3d_fail("psh", "out of memory"), 1;
+    for (uint32_t b = 0; b <= B; b++) cb[b] = b * p->nb;
+    const hx_status ps = battn_plan_plain(&pl, 8, s->start, s->count, cb, B, &err);
+    free(cb);
+    if (ps != HX_OK) return f3d_fail("psh: attention plan", "%s", err.msg), 1;
+    battn_tile_work w;
+    battn_tile_work_compute(&w, &pl, 128, 64);
+    battn_plan_free(&pl);
+    if (w.real > 0)
+      fprintf(say, "attention over scopes of 8 buckets, tiles of 128 queries x 64 keys: work / real pairs %.3f bucket "
+              "by bucket (v23), %.3f packed (v24's walk, below 90%% mean fill)\n", w.by_bucket / w.real,
+              w.packed / w.real);
+  }
   /* CSV (f3d_out_close renames it into place, or it was written in place) */
   *bad = fprintf(f, "cloud,index,bucket,offset,slot\n") < 0;
   for (uint32_t b = 0; b < B && !*bad; b++)

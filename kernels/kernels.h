@@ -105,6 +105,16 @@ hx_status battn_plan_uniform(battn_plan *plan, battn_plan_kind kind, uint32_t sh
                              uint32_t buckets_per_scope, int64_t rows, uint32_t bucket_rows, hx_err *err);
 void battn_plan_free(battn_plan *plan);
 
+/* The score work of a plan in the fused kernels' tiles, in (query, key) pairs: real = the sum over scopes of their
+ * rows squared; by_bucket = each bucket's rows in tiles of bm query rows against each of its scope's buckets' rows in
+ * tiles of bn keys (v23's walk, every bucket's last tiles padded); packed = each scope's rows in tiles of bm against
+ * them in tiles of bn (v24's walk, only the scope's last tiles padded). A partial tile costs a full one, so
+ * by_bucket / real is the kernel's work over the real work. Host only; bm, bn >= 1. */
+typedef struct battn_tile_work {
+  double real, by_bucket, packed;
+} battn_tile_work;
+void battn_tile_work_compute(battn_tile_work *w, const battn_plan *plan, uint32_t bm, uint32_t bn);
+
 /* fp16 / bf16 conversions (round to nearest even) used by references, tests and the CLI. */
 uint16_t battn_from_float(battn_dtype dt, float x);
 float battn_to_float(battn_dtype dt, uint16_t h);

@@ -203,6 +203,25 @@ static void test_patches(void **state) {
   battn_plan_free(&pl);
 }
 
+/* Tile work by hand: scope {64, 64} (two buckets of one 128-row query tile's half each), scope {100, empty}, and a
+ * lone bucket {0}. */
+static void test_tile_work(void **state) {
+  (void)state;
+  const uint32_t st[5] = {0, 64, 128, 228, 228}, ct[5] = {64, 64, 100, 0, 0}, cl[2] = {0, 5};
+  battn_plan pl;
+  assert_int_equal(battn_plan_plain(&pl, 2, st, ct, cl, 1, NULL), HX_OK);
+  assert_int_equal(pl.num_scopes, 3);
+  battn_tile_work w;
+  battn_tile_work_compute(&w, &pl, 128, 64);
+  /* real: 128^2 + 100^2 + 0; bucket by bucket: (128 + 128) x (64 + 64) + 128 x 128; packed: 128 x 128 + 128 x 128 */
+  assert_true(w.real == 16384.0 + 10000.0);
+  assert_true(w.by_bucket == 256.0 * 128.0 + 128.0 * 128.0);
+  assert_true(w.packed == 2.0 * 128.0 * 128.0);
+  battn_tile_work_compute(&w, &pl, 1, 1); /* tiles of one row: no padding either way */
+  assert_true(w.by_bucket == w.real && w.packed == w.real);
+  battn_plan_free(&pl);
+}
+
 static void test_validate(void **state) {
   (void)state;
   uint32_t st[3] = {0, 4, 8}, ct[3] = {4, 4, 4}, cl[2] = {0, 3};
@@ -265,7 +284,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_convert),  cmocka_unit_test(test_one_key), cmocka_unit_test(test_uniform_and_mask),
       cmocka_unit_test(test_plans),    cmocka_unit_test(test_patches), cmocka_unit_test(test_validate),
-      cmocka_unit_test(test_check),
+      cmocka_unit_test(test_check),    cmocka_unit_test(test_tile_work),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -192,6 +192,29 @@ static void test_reach_note(void **state) {
   assert_false(file_has(err, "note: cloud"));
 }
 
+/* psh's attention line: the tiles' work over the real pairs, bucket by bucket at least packed, packed at least 1,
+ * and both above 1 on a lidar cloud at S = 512, whose buckets PSH fills unevenly (battn_tile_work_compute). */
+static void test_tile_work_line(void **state) {
+  (void)state;
+  char out[300];
+  snprintf(out, sizeof out, "%s/stats.txt", dir);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' psh --out %s/t.csv %s/a.ply > '%s' 2>/dev/null", prog, dir, dir, out);
+  assert_int_equal(system(cmd), 0);
+  FILE *f = fopen(out, "r");
+  assert_non_null(f);
+  char line[512];
+  double by = 0, packed = 0;
+  int found = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "attention over scopes of 8 buckets, tiles of 128 queries x 64 keys: work / real pairs %lf "
+                     "bucket by bucket (v23), %lf packed", &by, &packed) == 2)
+      found = 1;
+  fclose(f);
+  assert_true(found);
+  assert_true(packed > 1.0 && by >= packed && by < 2.0);
+}
+
 static void test_psh_cpu_and_gpu(void **state) {
   (void)state;
   char a[300], b[300];
@@ -236,7 +259,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_usage), cmocka_unit_test(test_nonfinite_indices),
-                                     cmocka_unit_test(test_reach_note), cmocka_unit_test(test_psh_cpu_and_gpu)};
+                                     cmocka_unit_test(test_reach_note), cmocka_unit_test(test_tile_work_line),
+                                     cmocka_unit_test(test_psh_cpu_and_gpu)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
