@@ -662,6 +662,14 @@ const battn_variant *battn_variant_find(const char *name) {
   return NULL;
 }
 
+const battn_variant *battn_variant_by_id(int id) {
+  size_t n = 0;
+  const battn_variant *t = battn_variants(&n);
+  for (size_t i = 0; i < n; ++i)
+    if (t[i].id == id) return &t[i];
+  return NULL;
+}
+
 /* kernels.h says why v9, then v24; each variant's scratch query on p decides whether it runs here. */
 hx_status battn_variant_best(const battn_variant **out, const battn_params *p, hx_err *err) {
   static const char *const order[] = {"v9", "v24"};

@@ -153,6 +153,7 @@ typedef struct battn_variant {
 /* The const table of this build (a CPU-only build lists the same variants, each returning HX_ENODEV). */
 const battn_variant *battn_variants(size_t *count);
 const battn_variant *battn_variant_find(const char *name);
+const battn_variant *battn_variant_by_id(int id); /* NULL when no variant has that id */
 /* The best attention variant for p on this device: v9 where it runs (an sm_90a build on a compute capability 9.0
  * device: the warp-specialised wgmma kernel at D = 32/64/128, 254 / 421 / 606 TFLOP/s at scope 4096 on the H200,
  * cuDNN 238 / 443 at D = 32 / 64; at D = 16 it runs v24's mma.sync kernel itself), else v24 (the mma.sync kernels of

@@ -394,15 +394,3 @@ hx_status net_gpu_costs(const net_gpu *g, net_cost *out, size_t cap, size_t *n, 
   if (!g->ops->costs) return hx_errf(err, HX_EUNSUPPORTED, "net_gpu_costs: %.32s has no cost model", g->cfg.name);
   return g->ops->costs(g->impl, out, cap, n, err);
 }
-
-hx_status net_attn_forced(const battn_variant **out, int id, hx_err *err) {
-  size_t n = 0;
-  const battn_variant *t = battn_variants(&n);
-  *out = NULL;
-  for (size_t i = 0; i < n; i++)
-    if (t[i].id == id) {
-      *out = &t[i];
-      return HX_OK;
-    }
-  return hx_errf(err, HX_EINVAL, "no attention variant v%d", id);
-}

@@ -376,8 +376,9 @@ static hx_status plan_levels(f3g *g, const net_input *in, hx_err *err) {
       battn_params bp;
       if (depth > 0) {
         attn_params(&bp, g, lv, side, 0, zero);
-        st = c->attn_force > 0 ? net_attn_forced(&lv->attn_v[side], c->attn_force - 1, err)
-                               : battn_variant_best(&lv->attn_v[side], &bp, err);
+        if (c->attn_force <= 0) st = battn_variant_best(&lv->attn_v[side], &bp, err);
+        else if (!(lv->attn_v[side] = battn_variant_by_id(c->attn_force - 1)))
+          st = hx_errf(err, HX_EINVAL, "flash3d gpu: no attention variant v%d", c->attn_force - 1);
       }
       for (int b = 0; b < depth && st == HX_OK; b++) {
         attn_params(&bp, g, lv, side, b, zero);

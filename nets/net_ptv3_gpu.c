@@ -418,7 +418,7 @@ static hx_status attn_choose(p3g *g, g_level *lv, int l, size_t *scratch, hx_err
     bp.bucket_start = lv->plan.bucket_start, bp.bucket_count = lv->plan.bucket_count, bp.scope = lv->plan.scope;
     HX_TRY(battn_validate(&bp, &lv->plan, err)); /* the plan against the layout, on the host tables */
     hx_err e;
-    if (g->cfg.attn_force > 0) HX_TRY(net_attn_forced(&best, g->cfg.attn_force - 1, err));
+    if (g->cfg.attn_force > 0) best = battn_variant_by_id(g->cfg.attn_force - 1); /* NULL: refused below */
     else if (battn_variant_best(&best, &bp, &e) != HX_OK) best = NULL;
   }
   lv->attn = NULL;

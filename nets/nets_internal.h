@@ -343,9 +343,6 @@ struct net_gpu {
 };
 
 /* NULL in a CPU-only build (net_gpu_create then returns HX_ENODEV). */
-/* The attention variant of id `id` (net_config.attn_force - 1) for a forward: HX_EINVAL naming it when the table has
- * no such id. Whether it runs on a layout is its own size query's answer, asked by the caller. */
-hx_status net_attn_forced(const battn_variant **out, int id, hx_err *err);
 const net_gpu_ops *net_ptv3_gpu_ops(void);
 const net_gpu_ops *net_flash3d_gpu_ops(void);
 

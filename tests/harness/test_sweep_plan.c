@@ -190,7 +190,11 @@ static void test_tables_and_best(void **state) {
   for (size_t i = 0; i < n; i++) {
     snprintf(name, sizeof name, "v%d", at[i].id);
     assert_string_equal(at[i].name, name);
+    assert_ptr_equal(battn_variant_by_id(at[i].id), &at[i]);
+    assert_ptr_equal(battn_variant_find(name), &at[i]);
   }
+  assert_null(battn_variant_by_id(-1));
+  assert_null(battn_variant_by_id(12)); /* a dropped experiment's id */
   psh_params p;
   psh_params_default(&p);
   p.nb = psh_auto_buckets(600000, p.cap);
