@@ -632,9 +632,9 @@ extern "C" hx_status battn_v5_fn(const battn_params *p, void *d_scratch, size_t 
                                  hx_err *err) {
   return fused_fn<v5_tiles, false, false>(p, d_scratch, scratch_bytes, stream, err);
 }
-/* v23 by name. */
-extern "C" hx_status battn_v23_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
-                                  hx_err *err) {
+/* v23 by name (the variant table's). */
+static hx_status battn_v23_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
+                              hx_err *err) {
   return fused_fn<v23_tiles, false, false>(p, d_scratch, scratch_bytes, stream, err);
 }
 /* v24 by name: v23 over each scope's packed rows at D = 16, v23 elsewhere. */

@@ -15,10 +15,7 @@ extern "C" {
 /* v5 (attn.cu), for v6 to run at the head dims where wgmma does not pay. */
 hx_status battn_v5_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                       hx_err *err);
-/* v23 (attn.cu), for v9 at D = 16. */
-hx_status battn_v23_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
-                       hx_err *err);
-/* v24 (attn.cu): v23 over each scope's rows packed end to end. */
+/* v24 (attn.cu), for v9 at D = 16: v23 over each scope's rows packed end to end. */
 hx_status battn_v24_fn(const battn_params *p, void *d_scratch, size_t *scratch_bytes, void *stream,
                        hx_err *err);
 /* v6: wgmma (sm_90a) FlashAttention-3-style kernel. HX_EUNSUPPORTED (also for the scratch-size query)
