@@ -47,6 +47,7 @@
 #if F3D_HAVE_CUDA
 #include <cuda_runtime.h>
 #include "tests/nets/test_select.h"
+#include "tests/nets/test_sm90a.h"
 
 #define GELU_TANH_MAX_DIFF 4.74e-4
 
@@ -417,12 +418,6 @@ static int device_attr(enum cudaDeviceAttr a) {
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess) return 0;
   return v;
 }
-/* whether this build's sm_90a images (the wgmma kernels) run here: a compute capability 9.0 device and a build with
- * them (meson -Dsm90a=false leaves them out, and a Hopper GPU then takes the fallbacks an A100 takes) */
-static int sm90a_runs(void) {
-  return F3D_HAVE_SM90A && device_attr(cudaDevAttrComputeCapabilityMajor) == 9 &&
-         device_attr(cudaDevAttrComputeCapabilityMinor) == 0;
-}
 
 /* nl_mlp_gpu's scratch for the call (the size query; both entries ask the same), poisoned with words of 1: a ready
  * flag left unzeroed reads as set, and a partial sum read before it is written as ~0 */
@@ -493,7 +488,7 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
   /* the C = 80 SwiGLU kernel on sm_80; the wgmma kernel's widths (GELU 128 and 256, SwiGLU 96 to 192) on a device
    * other than compute capability 9.0 (on 9.0 the refusal is a failure: the build's sm_90a image must run) */
   if (st == HX_EUNSUPPORTED &&
-      (strstr(err.msg, "shared memory a CTA") || (strstr(err.msg, "sm_90a") && !sm90a_runs()))) {
+      (strstr(err.msg, "shared memory a CTA") || (strstr(err.msg, "sm_90a") && !t_sm90a_runs()))) {
     printf("  skip %s: %s\n", ta.what, err.msg);
   } else if (sync_status(t, st, &err, ta.what) != HX_OK) {
     bad = 1;
@@ -753,7 +748,7 @@ static void test_mlp(void **state) {
  * reading its flag before the PUBLISH it waits for is not provoked (the schedule puts them ~3 tiles apart). */
 static void test_mlp_split(void **state) {
   tctx *t = *state;
-  if (!sm90a_runs()) {
+  if (!t_sm90a_runs()) {
     printf("  skip mlp split: the wgmma kernel runs only where this build's sm_90a image does\n");
     return;
   }
@@ -1498,7 +1493,7 @@ static void test_bad_args(void **state) {
   const size_t split_rows = (3 * (size_t)sm_n + 1) * 192;
   const hx_status sc = nl_ln_mlp_gpu(d, f, f, 1e-5f, d + 1024, NULL, d + 512, NULL, split_rows, 128, 512, NL_MLP_GELU,
                                      d, &szero, NET_F16, s, &err);
-  if (sm90a_runs()) {
+  if (t_sm90a_runs()) {
     assert_int_equal(sc, HX_EINVAL);
     assert_non_null(strstr(err.msg, "scratch of 0 bytes"));
   } else {
@@ -1510,7 +1505,7 @@ static void test_bad_args(void **state) {
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2048, d + 1024, NULL, 4, 128, 96, NET_F16, s, &err), HX_EUNSUPPORTED);
   /* the wgmma GEMM's widths: misaligned, or off sm_90a */
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2049, d + 1024, NULL, 4, 128, 512, NET_F16, s, &err), HX_EUNSUPPORTED);
-  assert_int_equal(nl_linear_swiglu_gpu_runs(400, 1600), sm90a_runs());
+  assert_int_equal(nl_linear_swiglu_gpu_runs(400, 1600), t_sm90a_runs());
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 2049, d + 1024, NULL, 4, 96, 128, NET_F16, s, &err), HX_EUNSUPPORTED);
   assert_int_equal(nl_linear_swiglu_gpu(d, d + 64, d + 1024, NULL, 4, 32, 64, NET_F16, s, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "overlap"));

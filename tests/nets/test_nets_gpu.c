@@ -31,6 +31,7 @@
 #pragma GCC diagnostic ignored "-Wpedantic"
 #include <cuda_runtime_api.h>
 #pragma GCC diagnostic pop
+#include "tests/nets/test_sm90a.h"
 #endif
 
 #if F3D_HAVE_CUDA
@@ -498,20 +499,13 @@ static void test_ptv3_tiny_stem(void **state) {
  * and folded norms). */
 static void test_memory_parts(void **state) {
   (void)state;
-  int dev = 0, major = 0;
-  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
-  assert_int_equal(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
   /* the path rule the sizing uses: widths nl_mlp_gpu_takes refuses never run; the narrow kernels fit every device
-   * this project builds for; the wgmma ones run on compute capability 9.0 (this build's sm_90a image) */
+   * this project builds for; the wgmma ones run where this build's sm_90a image does (t_sm90a_runs) */
   assert_int_equal(nl_mlp_gpu_runs(112, 448, NL_MLP_SWIGLU, 0), 0);
   assert_int_equal(nl_mlp_gpu_runs(64, 128, NL_MLP_GELU, 0), 0);
   assert_int_equal(nl_mlp_gpu_runs(64, 256, NL_MLP_GELU, 1), 1);
   assert_int_equal(nl_mlp_gpu_runs(48, 192, NL_MLP_SWIGLU, 1), 1);
-  int minor = 0;
-  assert_int_equal(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), cudaSuccess);
-  /* this build's sm_90a image runs here (meson -Dsm90a=false leaves it out: a Hopper GPU then sizes as an A100) */
-  const int sm90a = F3D_HAVE_SM90A && major == 9 && minor == 0;
-  if (sm90a) {
+  if (t_sm90a_runs()) {
     assert_int_equal(nl_mlp_gpu_runs(256, 1024, NL_MLP_GELU, 1), 1);
     assert_int_equal(nl_mlp_gpu_runs(96, 384, NL_MLP_SWIGLU, 1) && nl_mlp_gpu_runs(192, 768, NL_MLP_SWIGLU, 0), 1);
   } else {

@@ -51,6 +51,7 @@
 #if F3D_HAVE_CUDA
 #include <cuda_runtime.h>
 #include "tests/nets/test_select.h"
+#include "tests/nets/test_sm90a.h"
 
 /* an attribute of the current device; the runtime failing to say fails the test */
 static int dev_attr(enum cudaDeviceAttr a) {
@@ -58,12 +59,6 @@ static int dev_attr(enum cudaDeviceAttr a) {
   assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
   assert_int_equal(cudaDeviceGetAttribute(&v, a, dev), cudaSuccess);
   return v;
-}
-/* whether this build's sm_90a image (v6) runs here: a compute capability 9.0 device and a build with the image
- * (meson -Dsm90a=false leaves it out, and a Hopper GPU then takes the fallbacks an A100 takes) */
-static int sm90a_runs(void) {
-  return F3D_HAVE_SM90A && dev_attr(cudaDevAttrComputeCapabilityMajor) == 9 &&
-         dev_attr(cudaDevAttrComputeCapabilityMinor) == 0;
 }
 
 static void *dev_alloc(size_t bytes) {
@@ -567,7 +562,7 @@ static void test_conv(void **state) {
   printf("submanifold convolution GPU: %d of %d cases failed\n", fails, runs);
   assert_int_equal(fails, 0);
   /* every variant ran somewhere; v6 where its sm_90a image runs */
-  const int sm90a = sm90a_runs();
+  const int sm90a = t_sm90a_runs();
   for (int vi = 0; vi < spc_variant_count(); ++vi) {
     const int id = spc_variant_get(vi)->id;
     printf("  %s ran %d cases\n", spc_variant_get(vi)->name, id < MAX_IDS ? id_runs[id] : -1);
@@ -642,7 +637,7 @@ static void test_conv_v8(void **state) {
 }
 static void test_conv_v6(void **state) {
   (void)state;
-  if (!sm90a_runs()) skip();
+  if (!t_sm90a_runs()) skip();
   const size_t w[3] = {64, 128, 256};
   conv_one("v6", w, 3);
 }
@@ -653,7 +648,7 @@ static void test_conv_v6(void **state) {
  * seconds. */
 static void test_conv_v6_units(void **state) {
   (void)state;
-  if (!sm90a_runs()) skip();
+  if (!t_sm90a_runs()) skip();
   const int sms = dev_attr(cudaDevAttrMultiProcessorCount);
   hx_err err = {HX_OK, ""};
   const uint32_t zero6[6] = {0, 0, 0, 3, 0, 0}, s17000[2] = {8500, 8500}, s40000[2] = {20000, 20000};
@@ -754,7 +749,7 @@ static void test_conv_v1_boundary(void **state) {
   assert_int_equal(spc_variant_best(4, 32, 27)->id, 2);
   /* the main path: v6 where its sm_90a image runs, spc_variant_best gives v3 and the widths are multiples of 32 (v8
    * at 32 input channels on every device); spc_variant_best's choice elsewhere */
-  const int sm90a = sm90a_runs();
+  const int sm90a = t_sm90a_runs();
   const struct {
     size_t in, out;
     uint32_t K;
