@@ -123,18 +123,17 @@ hx_status nl_affine_act_gpu(void *d_y, const void *d_x, const float *d_scale, co
  * may be NULL). NL_MLP_GELU (PTv3): fc1 w1 [H, C] + b1 [H], act = GELU. NL_MLP_SWIGLU (Flash3D's LayerNormMLP):
  * fc1 w1 [2H, C] + b1 [2H], act = SwiGLU (silu of the first H values times the second H, nl_swiglu_cpu). The CPU
  * reference is the Linears (and SwiGLU) it stands for, the hidden row in fp32, GELU the exact erf form.
- * nl_mlp_gpu is one kernel that keeps the hidden row on chip (rounded to dtype before fc2, as the stored hidden of
- * the unfused path is), its GELU the tanh form that nl_linear_gpu's cuBLASLt epilogue also computes, its silu on the
+ * nl_mlp_gpu is one kernel that keeps the hidden row on chip (rounded to dtype before fc2, as the stored hidden of the
+ * unfused path is), its GELU the tanh form that nl_linear_gpu's cuBLASLt epilogue also computes, its silu on the
  * hardware tanh: an mma.sync kernel with the weights in shared memory at C <= 80 (nets/mlp.cu), a wgmma kernel
- * streaming them by TMA at C >= 96 (GELU 128 and 256, SwiGLU 96 to 192; nets/mlp_wgmma.cu, sm_90a only). x, y, w1
- * and w2 in dtype, b1 and b2 too; x, y, w1 and w2 16-byte aligned, b1 and b2 2-byte aligned; x and y not
- * overlapping (HX_EINVAL). HX_EUNSUPPORTED, so that the caller runs the unfused path instead (both networks'
- * forwards do), for a (C, H, kind) that nl_mlp_gpu_takes refuses, for unaligned x, y, w1 or w2, at C >= 96 on a
- * device without the sm_90a image, and on a device
- * that grants a CTA less shared memory than the kernel needs (sm_80's 163 KB against the C = 80 SwiGLU kernel's
- * 208 KB; every other width fits). rows may be 0 (at most 2^32 - 257 at C >= 96). Scratch by CUB's protocol: the
- * wgmma kernel's Stream-K split (mlp_wgmma.cu) asks for the fp32 partial sums of one tile a CTA where its last
- * round of tiles on the current device would be at most half full (17 MB at C = 256 on 132 SMs; 16-byte aligned),
+ * streaming them by TMA at C >= 96 (GELU 128 and 256, SwiGLU 96 to 192; nets/mlp_wgmma.cu, sm_90a only). x, y, w1 and
+ * w2 in dtype, b1 and b2 too; x, y, w1 and w2 16-byte aligned, b1 and b2 2-byte aligned; x and y not overlapping
+ * (HX_EINVAL). HX_EUNSUPPORTED, so that the caller runs the unfused path instead (both networks' forwards do), for a
+ * (C, H, kind) that nl_mlp_gpu_takes refuses, for unaligned x, y, w1 or w2, at C >= 96 on a device without the sm_90a
+ * image, and on a device that grants a CTA less shared memory than the kernel needs (sm_80's 163 KB against the C = 80
+ * SwiGLU kernel's 208 KB; every other width fits). rows may be 0 (at most 2^32 - 257 at C >= 96). Scratch by CUB's
+ * protocol: the wgmma kernel's Stream-K split (mlp_wgmma.cu) asks for the fp32 partial sums of one tile a CTA where its
+ * last round of tiles on the current device would be at most half full (17 MB at C = 256 on 132 SMs; 16-byte aligned),
  * every other call for 0 bytes; a NULL d_scratch is a size query even then (it runs nothing). */
 typedef enum nl_mlp_kind { NL_MLP_GELU = 0, NL_MLP_SWIGLU = 1 } nl_mlp_kind;
 hx_status nl_mlp_cpu(float *y, const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
@@ -555,9 +554,8 @@ typedef struct net_config {
                           * 32, 64, 128 and 256, Flash3D's SwiGLU MLP at C 32, 48, 64, 80, 96, 128, 160 and 192) and,
                           * for Flash3D's other blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width
                           * (also where the device cannot run nl_mlp_gpu's wgmma kernel at C 96; the default,
-                          * docs/nets.md "The fused MLP"); 2 = Flash3D:
-                          * nl_linear_swiglu_gpu wherever it takes
-                          * the width, never nl_mlp_gpu (an ablation); 0 = nl_linear_gpu calls (and Flash3D's
+                          * docs/nets.md "The fused MLP"); 2 = Flash3D: nl_linear_swiglu_gpu wherever it takes the
+                          * width, never nl_mlp_gpu (an ablation); 0 = nl_linear_gpu calls (and Flash3D's
                           * nl_swiglu_gpu) at every width (an ablation) */
   int ln_fused;          /* on the GPU: 1 = a LayerNorm inside the kernel of the Linear next to it where one takes
                           * the width (PTv3's norm.1 in its qkv Linear and xCPE's LayerNorm + residual in its Linear at
