@@ -97,44 +97,6 @@ __device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap *tm, int 
                ::"r"(dst), "l"(reinterpret_cast<uint64_t>(tm)), "r"(c0), "r"(c1), "r"(bar)
                : "memory");
 }
-/* tma_2d into the same shared-memory offset of every CTA of the cluster in mask (bit i: rank i), completing its bytes
- * on the barrier at bar's offset in each of them */
-__device__ __forceinline__ void tma_2d_mc(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar,
-                                          uint16_t mask) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-               " [%0], [%1, {%2, %3}], [%4], %5;\n"
-               ::"r"(dst), "l"(reinterpret_cast<uint64_t>(tm)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
-               : "memory");
-}
-/* an arrival on the barrier at bar's offset in the cluster's CTA of rank cta (this CTA's own included); release at
- * the CTA's scope, as mbar_arrive: it hands back shared memory that completed wgmmas read, and a release at the
- * cluster's would first wait for the thread's global stores (the previous tile's outputs) */
-__device__ __forceinline__ void mbar_arrive_rank(uint32_t bar, uint32_t cta) {
-  asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-               "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-               "r"(cta)
-               : "memory");
-}
-/* the CTA's rank in its cluster, the cluster's index in the grid (x) and the clusters in the grid (x) */
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ uint32_t cluster_id() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ uint32_t cluster_count() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
-  return r;
-}
-/* every thread of the cluster that has not exited: writes before it (mbarrier inits, arrivals) seen by all after */
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
 template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
