@@ -23,7 +23,8 @@
  * epilogue adds b1 (the thread's 64 values loaded as the tile starts), takes silu(a) g in fp32 (silu on the hardware
  * tanh, as mlp.cu), rounds once and stores the pairs straight from the accumulators, while the producer already fills
  * the ring for the next tile. Registers a consumer thread: 128 accumulators and 32 bias pairs under setmaxnreg 232.
- * Measured (docs/nets.md, "fc1 + SwiGLU on wgmma"): L2 76% and the tensor pipe 56% busy at C = 400, ~410 TFLOP/s.
+ * Measured (docs/nets.md, "fc1 + SwiGLU on wgmma"): L2 76% and the tensor pipe 56% busy at C = 400, ~410 TFLOP/s;
+ * clusters of two CTAs sharing the w1 boxes by TMA multicast (a third less L2 traffic) ran no faster.
  * Invariant: each y value is the fp32 sum over the k-blocks in increasing order, k16 by k16, + b1, rounded once: runs
  * agree bit for bit.
  */
