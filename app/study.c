@@ -607,6 +607,56 @@ static size_t fit_points(const hx_run *r, const net_model *m, const char *wl, do
   return k;
 }
 
+/* Where each line bends: per configuration with its attention's cost rows at 3 sizes or more, the R^2 over the sizes
+ * of the attention's work (attn_flops of its attn component: the FLOPs of the real query-key pairs, which the layout
+ * decides), of the forward's time_mean less the attention's, and the attention's rate (attn_flops / its time_mean)
+ * from its least to its most. A work R^2 under the target beside a linear rest and a steady rate says the layout
+ * gives the attention a work per point that moves with the size, which no kernel would straighten. */
+static void nets_bends(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
+  int head = 0;
+  char said[1024] = "";
+  size_t sl = 0;
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const hx_run *r = &runs[ri];
+    const char *wl = net_workload(r);
+    if (!wl) continue;
+    for (size_t mi = 0; mi < NM_COUNT; mi++) {
+      const net_model *m = &net_models[mi];
+      double x[256], y[256], w[256], rest[256], lo, hi, b, a, rw, rr, rmin = INFINITY, rmax = 0.0;
+      const size_t k = fit_points(r, m, wl, x, y, 256, &lo, &hi);
+      if (k < 3) continue;
+      size_t i = 0;
+      for (; i < k; i++) {
+        const double fl = nrow(r, m->pipeline, "attn", m->variant, wl, (uint64_t)x[i], "attn_flops");
+        const double ms = nrow(r, m->pipeline, "attn", m->variant, wl, (uint64_t)x[i], "time_mean");
+        if (!(isfinite(fl) && fl > 0.0 && isfinite(ms) && ms > 0.0)) break;
+        w[i] = fl, rest[i] = y[i] - ms;
+        rmin = fmin(rmin, fl / ms * 1e-9), rmax = fmax(rmax, fl / ms * 1e-9); /* FLOP per ms -> TFLOP/s */
+      }
+      if (i < k || hx_plot_linear_fit(x, w, k, &b, &a, &rw) != HX_OK ||
+          hx_plot_linear_fit(x, rest, k, &b, &a, &rr) != HX_OK)
+        continue;
+      if (!head) {
+        fputs("Where each line bends: over the same sizes, the R^2 of the attention's work (its FLOPs over the real "
+              "query-key pairs, which the layout decides), of the forward's time less the attention's, and the "
+              "attention's rate.\n\n| configuration | device | attention FLOPs: R^2 | forward less attention: R^2 | "
+              "attention (TFLOP/s), least to most |\n|---|---|---:|---:|---|\n",
+              f);
+        head = 1;
+      }
+      fprintf(f, "| %s | %s | %.4f | %.4f | %.0f-%.0f |\n", m->display, short_dev(labels[ri]), rw, rr, rmin, rmax);
+      if (rw < 0.99 && rr >= 0.99 && sl < sizeof said)
+        sl += (size_t)snprintf(said + sl, sizeof said - sl,
+                               " %s%s%s: its attention's work per point moves with the size (R^2 %.4f), while the "
+                               "rest of its forward is linear (%.4f) and its attention runs at %.0f-%.0f TFLOP/s, so "
+                               "the layout bends its line, not the kernels.",
+                               m->display, n_runs > 1 ? " on " : "", n_runs > 1 ? short_dev(labels[ri]) : "", rw, rr,
+                               rmin, rmax);
+    }
+  }
+  if (head) fprintf(f, "\n%s%s", said + (said[0] == ' '), said[0] ? "\n\n" : "");
+}
+
 /* Under the latency figure: the least-squares line of each configuration's forward time_mean over the sizes, and
  * the linearity target for Flash3D (R^2 >= 0.99 over 100k..600k). */
 static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
@@ -671,6 +721,7 @@ static void nets_fits(FILE *f, const hx_run *runs, size_t n_runs, const char *co
     fputs("\nTarget: Flash3D's latency grows linearly with points (R^2 >= 0.99): no Flash3D configuration was timed "
           "at 3 sizes or more.\n\n",
           f);
+  nets_bends(f, runs, n_runs, labels);
 }
 
 /* The components of a configuration at n in the order the run recorded them (time_median rows). */

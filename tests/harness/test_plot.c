@@ -818,6 +818,14 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
     if (fill)
       net_rows(r, "flash3d-net", "flash3d-46m-windows", n, 33.0 * s * f3d_scale, 33.0 * s * f3d_scale, 120.0 * s,
                45891856, f3d_comps, f3d_part, 3);
+    if (fill) { /* the attention's work at every size: Flash3D-46m's bends (2.1, 5.0, 6.3 TFLOP against attention
+                 * times of 21, 43.4 and 63 ms), fill75's is a line (2.1, 4.2, 6.3 against 21, 42, 63) */
+      static const double w46[3] = {2.1e12, 5.0e12, 6.3e12};
+      hx_key k46 = {"lidar", n, 1, "flash3d-net", "attn", "flash3d-46m"};
+      hx_key k75 = {"lidar", n, 1, "flash3d-net", "attn", "flash3d-46m-fill75"};
+      assert_int_equal(hx_results_add(r, &k46, "attn_flops", w46[s - 1], "FLOP", &e), HX_OK);
+      assert_int_equal(hx_results_add(r, &k75, "attn_flops", 2.1e12 * s, "FLOP", &e), HX_OK);
+    }
     hx_key a = {"lidar", n, 1, "flash3d", "attn.plain", "v9"}, b = {"lidar", n, 1, "ptv3", "attn.patch1024", "v9"};
     add_time(r, &a, 1.0);
     add_time(r, &b, 1.0);
@@ -999,6 +1007,17 @@ static void test_nets_fill(void **state) {
   assert_non_null(strstr(rep, " At PTv3's attention span (scopes of 2 x 512 = 1024 keys a query; not the paper's "
                               "configuration), Flash3D-46m-scope2 is 1.33x faster than PTv3 (45.00 ms, its attention "));
   assert_non_null(strstr(rep, "| Flash3D-46m-scope2 | H100 80GB HBM3 | 1 | - | - | - (fewer than 3 sizes) |\n"));
+  /* where the lines bend: Flash3D-46m's work (R^2 0.9539) beside a linear rest (forward less attention: 9, 18.6, 27
+   * ms, 0.9985) and its attention at 100-115 TFLOP/s, said in a sentence; fill75 straight; no row without the
+   * attention's cost rows at 3 sizes (PTv3, windows, the one-size configurations) */
+  assert_non_null(strstr(rep, "| Flash3D-46m | H100 80GB HBM3 | 0.9539 | 0.9985 | 100-115 |\n"
+                              "| Flash3D-46m-fill75 | H100 80GB HBM3 | 1.0000 | 1.0000 | 100-100 |\n\n"));
+  assert_non_null(strstr(rep, "\nFlash3D-46m: its attention's work per point moves with the size (R^2 0.9539), while "
+                              "the rest of its forward is linear (0.9985) and its attention runs at 100-115 TFLOP/s, "
+                              "so the layout bends its line, not the kernels.\n"));
+  assert_null(strstr(rep, "Flash3D-46m-fill75: its attention's work"));
+  assert_null(strstr(rep, "| PTv3-m1 | H100 80GB HBM3 | 1.0000 |"));
+  assert_null(strstr(rep, "| Flash3D-46m-windows | H100 80GB HBM3 | 1.0000 | 1.0000 |"));
   assert_null(strstr(rep, "| Flash3D-46m-scope2 (`flash3d-46m-scope2`)"));
   free(rep);
   hx_run_free(&run);
@@ -1025,6 +1044,7 @@ static void test_nets_floors(void **state) {
                               "met (7.50 ms over the limit of 82.50 ms). Largest gap: `attn`, 63.000 ms measured against a 42.000 ms floor (attention-bound), "
                               "21.000 of the 35.000 ms by which components exceed their floors."));
   assert_null(strstr(rep, "Faster than its floor"));
+  assert_null(strstr(rep, "Where each line bends")); /* cost rows at one size of three: no line to bend */
   /* the targets: Flash3D-46m's floors (PTv3 has no cost rows: no row), its line, the convolution at C >= 64 */
   const char *tg0 = strstr(rep, "### Targets\n");
   assert_non_null(tg0);
