@@ -607,11 +607,28 @@ static size_t fit_points(const hx_run *r, const net_model *m, const char *wl, do
   return k;
 }
 
-/* Where each line bends: per configuration with its attention's cost rows at 3 sizes or more, the R^2 over the sizes
- * of the attention's work (attn_flops of its attn component: the FLOPs of the real query-key pairs, which the layout
- * decides), of the forward's time_mean less the attention's, and the attention's rate (attn_flops / its time_mean)
- * from its least to its most. A work R^2 under the target beside a linear rest and a steady rate says the layout
- * gives the attention a work per point that moves with the size, which no kernel would straighten. */
+/* Where a configuration's line bends, over its forwards' sizes x (y their time_mean, k of them): *rw the R^2 of its
+ * attention's work (attn_flops of its attn component: the FLOPs of the real query-key pairs, which the layout
+ * decides), *rr the R^2 of y less the attention's time_mean, and the attention's least and most rate (attn_flops /
+ * its time_mean, TFLOP/s). 0 when a size lacks those rows or a fit fails. */
+static int line_bend(const hx_run *r, const net_model *m, const char *wl, const double *x, const double *y, size_t k,
+                     double *rw, double *rr, double *rmin, double *rmax) {
+  double w[256], rest[256], b, a;
+  if (k < 3 || k > 256) return 0;
+  *rmin = INFINITY, *rmax = 0.0;
+  for (size_t i = 0; i < k; i++) {
+    const double fl = nrow(r, m->pipeline, "attn", m->variant, wl, (uint64_t)x[i], "attn_flops");
+    const double ms = nrow(r, m->pipeline, "attn", m->variant, wl, (uint64_t)x[i], "time_mean");
+    if (!(isfinite(fl) && fl > 0.0 && isfinite(ms) && ms > 0.0)) return 0;
+    w[i] = fl, rest[i] = y[i] - ms;
+    *rmin = fmin(*rmin, fl / ms * 1e-9), *rmax = fmax(*rmax, fl / ms * 1e-9); /* FLOP per ms -> TFLOP/s */
+  }
+  return hx_plot_linear_fit(x, w, k, &b, &a, rw) == HX_OK && hx_plot_linear_fit(x, rest, k, &b, &a, rr) == HX_OK;
+}
+
+/* Under the linearity table: line_bend's numbers per configuration, and a sentence for each whose attention's work
+ * alone bends (its R^2 under the target beside a linear rest): the layout then gives the attention a work per point
+ * that moves with the size, which no kernel would straighten. */
 static void nets_bends(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
   int head = 0;
   char said[1024] = "";
@@ -622,20 +639,9 @@ static void nets_bends(FILE *f, const hx_run *runs, size_t n_runs, const char *c
     if (!wl) continue;
     for (size_t mi = 0; mi < NM_COUNT; mi++) {
       const net_model *m = &net_models[mi];
-      double x[256], y[256], w[256], rest[256], lo, hi, b, a, rw, rr, rmin = INFINITY, rmax = 0.0;
+      double x[256], y[256], lo, hi, rw, rr, rmin, rmax;
       const size_t k = fit_points(r, m, wl, x, y, 256, &lo, &hi);
-      if (k < 3) continue;
-      size_t i = 0;
-      for (; i < k; i++) {
-        const double fl = nrow(r, m->pipeline, "attn", m->variant, wl, (uint64_t)x[i], "attn_flops");
-        const double ms = nrow(r, m->pipeline, "attn", m->variant, wl, (uint64_t)x[i], "time_mean");
-        if (!(isfinite(fl) && fl > 0.0 && isfinite(ms) && ms > 0.0)) break;
-        w[i] = fl, rest[i] = y[i] - ms;
-        rmin = fmin(rmin, fl / ms * 1e-9), rmax = fmax(rmax, fl / ms * 1e-9); /* FLOP per ms -> TFLOP/s */
-      }
-      if (i < k || hx_plot_linear_fit(x, w, k, &b, &a, &rw) != HX_OK ||
-          hx_plot_linear_fit(x, rest, k, &b, &a, &rr) != HX_OK)
-        continue;
+      if (!line_bend(r, m, wl, x, y, k, &rw, &rr, &rmin, &rmax)) continue;
       if (!head) {
         fputs("Where each line bends: over the same sizes, the R^2 of the attention's work (its FLOPs over the real "
               "query-key pairs, which the layout decides), of the forward's time less the attention's, and the "
@@ -1244,8 +1250,11 @@ static int target_cell(char *buf, size_t cap, int t, const hx_run *r, const net_
     double x[256], y[256], lo, hi, b, a, r2;
     const size_t k = wl ? fit_points(r, m, wl, x, y, 256, &lo, &hi) : 0;
     if (k < 3 || hx_plot_linear_fit(x, y, k, &b, &a, &r2) != HX_OK) return 0;
-    snprintf(buf, cap, "%.4f over %zu sizes, %.0fk to %.0fk: %s", r2, k, lo / 1e3, hi / 1e3,
-             r2 >= 0.99 ? "met" : "**NOT met**");
+    const int w = snprintf(buf, cap, "%.4f over %zu sizes, %.0fk to %.0fk: %s", r2, k, lo / 1e3, hi / 1e3,
+                           r2 >= 0.99 ? "met" : "**NOT met**");
+    double rw, rr, rmin, rmax; /* where a missed line bends (the table under the latency figure) */
+    if (r2 < 0.99 && w > 0 && (size_t)w < cap && line_bend(r, m, wl, x, y, k, &rw, &rr, &rmin, &rmax))
+      snprintf(buf + w, cap - (size_t)w, "; its attention's work R^2 %.4f, the rest of its forward %.4f", rw, rr);
     return 1;
   }
   uint64_t n;
