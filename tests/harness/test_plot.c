@@ -811,7 +811,8 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
   for (int s = 1; s <= 3; s++) {
     const uint64_t n = (uint64_t)s * 100000u;
     net_rows(r, "ptv3-net", "ptv3", n, 20.0 * s, 18.0 * s, 100.0 * s, 46159312, ptv3_comps, ptv3_part, 3);
-    net_rows(r, "flash3d-net", "flash3d-46m", n, (fill == 2 ? bent : f46)[s - 1] * f3d_scale, 30.0 * s * f3d_scale, 125.0 * s, 45891856,
+    const double ms46 = fill == 2 ? bent[s - 1] : f46[s - 1];
+    net_rows(r, "flash3d-net", "flash3d-46m", n, ms46 * f3d_scale, 30.0 * s * f3d_scale, 125.0 * s, 45891856,
              f3d_comps, f3d_part, 3);
     if (fill)
       net_rows(r, "flash3d-net", "flash3d-46m-fill75", n, 30.0 * s * f3d_scale, 30.0 * s * f3d_scale, 125.0 * s,
