@@ -227,23 +227,26 @@ hx_status battn_validate(const battn_params *p, const battn_plan *h_plan, hx_err
 
 /* ---- plans ------------------------------------------------------------------------------------- */
 
+/* n rows in whole tiles of t: a partial tile costs a full one */
+static double tiled_rows(uint64_t n, uint32_t t) { return (double)((n + t - 1) / t * t); }
+
 void battn_tile_work_compute(battn_tile_work *w, const battn_plan *plan, uint32_t bm, uint32_t bn) {
   w->real = w->by_bucket = w->packed = 0.0;
   const uint32_t K = plan->buckets_per_scope;
   for (uint32_t s = 0; s < plan->num_scopes; ++s) {
-    double rows = 0.0, qt = 0.0, kt = 0.0; /* the scope's rows, and its buckets' rows in padded tiles */
+    uint64_t n = 0;             /* the scope's rows */
+    double qt = 0.0, kt = 0.0; /* its buckets' rows in whole query and key tiles */
     for (uint32_t j = 0; j < K; ++j) {
       const uint32_t b = plan->scope[(size_t)s * K + j];
       if (b == BATTN_EMPTY) continue;
       const uint64_t c = plan->bucket_count[b];
-      rows += (double)c;
-      qt += (double)((c + bm - 1) / bm * bm);
-      kt += (double)((c + bn - 1) / bn * bn);
+      n += c;
+      qt += tiled_rows(c, bm);
+      kt += tiled_rows(c, bn);
     }
-    const uint64_t n = (uint64_t)rows;
-    w->real += rows * rows;
+    w->real += (double)n * (double)n;
     w->by_bucket += qt * kt;
-    w->packed += (double)((n + bm - 1) / bm * bm) * (double)((n + bn - 1) / bn * bn);
+    w->packed += tiled_rows(n, bm) * tiled_rows(n, bn);
   }
 }
 
