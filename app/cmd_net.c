@@ -732,12 +732,14 @@ int f3d_cmd_net(int argc, char **argv) {
     return f3d_fail("net", "--memory reports the GPU forward's memory: not with --device cpu or a build without CUDA"), 2;
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
   if (o.cpu) { /* the GPU forward's options given: named in one note, not silently dropped */
-    const int given[] = {dtype_given, o.graph, o.spconv != NULL, o.attn != NULL, o.mlp >= 0, o.ln >= 0, reps_given, check_given,
-                         o.device_memory != 0, o.tiles >= 0, o.stem >= 0, o.overlap >= 0, o.fold >= 0, o.tune >= 0,
+    const int given[] = {dtype_given,        o.graph,          o.spconv != NULL, o.attn != NULL, o.mlp >= 0,
+                         o.ln >= 0,          reps_given,       check_given,      o.device_memory != 0,
+                         o.tiles >= 0,       o.stem >= 0,      o.overlap >= 0,   o.fold >= 0,    o.tune >= 0,
                          o.mlp_chunk != UINT64_MAX};
-    static const char *const names[] = {"--dtype", "--graph",   "--spconv",  "--attn", "--mlp",   "--ln", "--reps",
-                                        "--check-points", "--device-memory", "--tile-order", "--stem",
-                                        "--overlap", "--cpe-fold", "--lt-tune", "--mlp-chunk"};
+    static const char *const names[] = {"--dtype",       "--graph",         "--spconv",     "--attn",   "--mlp",
+                                        "--ln",          "--reps",          "--check-points", "--device-memory",
+                                        "--tile-order",  "--stem",          "--overlap",    "--cpe-fold", "--lt-tune",
+                                        "--mlp-chunk"};
     _Static_assert(sizeof given / sizeof *given == sizeof names / sizeof *names, "one name per option");
     char list[256] = "";
     int n = 0;
