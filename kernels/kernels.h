@@ -34,7 +34,9 @@ typedef enum battn_dtype { BATTN_F16 = 0, BATTN_BF16 = 1 } battn_dtype;
  * Q/K/V/O hold raw fp16 or bf16 bit patterns (uint16). Validated once by battn_validate; kernels trust it. */
 typedef struct battn_params {
   const void *q, *k, *v; /* [rows, H, D] */
-  void *o;               /* [rows, H, D], same dtype */
+  void *o;               /* [rows, H, D], same dtype; may lie over q (the same rows and head stride): a variant
+                          * reads a row's q before it writes that row's o; q rows of other tiles it may read as
+                          * padding feed only results it never stores (test_attn_gpu's o-over-q cases) */
   float *lse;            /* [rows, H] contiguous, natural log; may be NULL (not written) */
   int64_t q_row_stride, q_head_stride; /* in elements; all strides multiples of 8, pointers 16-byte aligned */
   int64_t k_row_stride, k_head_stride;

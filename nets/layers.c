@@ -210,7 +210,7 @@ hx_status nl_ln_mlp_cpu(float *y, const float *g, const float *beta, float eps, 
 
 /* ---- LayerNorm + Linear ---------------------------------------------------------------------------- */
 
-int nl_ln_linear_gpu_takes(size_t C, size_t N) { return (C == 32 || C == 64) && N == 3 * C; }
+int nl_ln_linear_gpu_takes(size_t C, size_t N) { return (C == 32 || C == 48 || C == 64 || C == 96) && N == 3 * C; }
 
 hx_status nl_ln_linear_cpu(float *y, const float *x, const uint32_t *idx, size_t x_rows, const float *g,
                            const float *beta, float eps, const float *w, const float *b, size_t rows, size_t C, size_t N,
@@ -220,7 +220,13 @@ hx_status nl_ln_linear_cpu(float *y, const float *x, const uint32_t *idx, size_t
   if (!y || !w) return hx_errf(err, HX_EINVAL, "nl_ln_linear_cpu: NULL y or w");
   float *t = malloc(rows * C * sizeof *t);
   if (!t) return hx_errf(err, HX_ENOMEM, "nl_ln_linear_cpu: %zu x %zu floats", rows, C);
-  hx_status st = nl_layernorm_rows_cpu(t, x, idx, x_rows, g, beta, rows, C, eps, err);
+  hx_status st = HX_OK;
+  if (idx)
+    st = nl_layernorm_rows_cpu(t, x, idx, x_rows, g, beta, rows, C, eps, err);
+  else if (x_rows < rows)
+    st = hx_errf(err, HX_EINVAL, "nl_ln_linear_cpu: %zu rows in order from x's %zu", rows, x_rows);
+  else
+    st = nl_layernorm_cpu(t, x, g, beta, rows, C, eps, err);
   if (st == HX_OK) st = nl_linear_cpu(y, t, w, b, rows, C, N, NL_ACT_NONE, 0, err);
   free(t);
   return st;

@@ -65,7 +65,7 @@ static const size_t kBlasWorkspace = (size_t)32 << 20;
 
 typedef struct nl_blas_plan {
   int used;
-  size_t rows, in, out;
+  size_t rows, in, out, ldx; /* ldx: x's row stride in elements */
   int act, bias, accumulate, dt;
   unsigned align_x, align_w, align_y, align_b; /* pointer alignments the heuristic was told (16..256) */
   cublasLtMatmulDesc_t op;
@@ -231,7 +231,7 @@ static hx_status plan_build(nl_blas *B, nl_blas_plan *p, void *d_y, const void *
     NL_CUBLAS(err, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &d_b, sizeof d_b));
   }
   NL_CUBLAS(err, cublasLtMatrixLayoutCreate(&p->la, t, p->in, p->out, (int64_t)p->in));
-  NL_CUBLAS(err, cublasLtMatrixLayoutCreate(&p->lb, t, p->in, p->rows, (int64_t)p->in));
+  NL_CUBLAS(err, cublasLtMatrixLayoutCreate(&p->lb, t, p->in, p->rows, (int64_t)p->ldx));
   NL_CUBLAS(err, cublasLtMatrixLayoutCreate(&p->lc, t, p->out, p->rows, (int64_t)p->out));
 
   cublasLtMatmulPreference_t pref = NULL;
@@ -286,6 +286,12 @@ static hx_status plan_build(nl_blas *B, nl_blas_plan *p, void *d_y, const void *
 hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const void *d_b, size_t rows,
                         size_t in, size_t out, nl_act act, int accumulate, net_dtype dt, struct CUstream_st *stream,
                         hx_err *err) {
+  return nl_linear_ld_gpu(blas, d_y, d_x, in, d_w, d_b, rows, in, out, act, accumulate, dt, stream, err);
+}
+
+hx_status nl_linear_ld_gpu(nl_blas *blas, void *d_y, const void *d_x, size_t ldx, const void *d_w, const void *d_b,
+                           size_t rows, size_t in, size_t out, nl_act act, int accumulate, net_dtype dt,
+                           struct CUstream_st *stream, hx_err *err) {
   if (!blas) return hx_errf(err, HX_EINVAL, "nl_linear_gpu: NULL nl_blas");
   if (dt != NET_F16 && dt != NET_BF16) return hx_errf(err, HX_EINVAL, "nl_linear_gpu: unknown dtype %d", (int)dt);
   if (act != NL_ACT_NONE && act != NL_ACT_GELU)
@@ -293,6 +299,8 @@ hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d
   if (in == 0 || out == 0 || in % 8 || out % 8)
     return hx_errf(err, HX_EINVAL, "nl_linear_gpu: in = %zu, out = %zu (both must be positive multiples of 8)", in,
                    out);
+  if (ldx < in || ldx % 8)
+    return hx_errf(err, HX_EINVAL, "nl_linear_gpu: x's row stride %zu (a multiple of 8, at least in = %zu)", ldx, in);
   if (accumulate && act == NL_ACT_GELU)
     return hx_errf(err, HX_EUNSUPPORTED,
                    "nl_linear_gpu: GELU with accumulate (cuBLASLt's epilogue would apply GELU after adding Y)");
@@ -301,21 +309,22 @@ hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d
   if (((uintptr_t)d_y | (uintptr_t)d_x | (uintptr_t)d_w | (uintptr_t)d_b) % 16)
     return hx_errf(err, HX_EINVAL, "nl_linear_gpu: y, x, w and b must be 16-byte aligned (%p %p %p %p)", d_y,
                    (const void *)d_x, (const void *)d_w, (const void *)d_b);
-  if (ranges_overlap(d_y, rows * out * 2, d_x, rows * in * 2) || ranges_overlap(d_y, rows * out * 2, d_w, out * in * 2) ||
+  if (ranges_overlap(d_y, rows * out * 2, d_x, ((rows - 1) * ldx + in) * 2) || ranges_overlap(d_y, rows * out * 2, d_w, out * in * 2) ||
       (d_b && ranges_overlap(d_y, rows * out * 2, d_b, out * 2)))
     return hx_errf(err, HX_EINVAL, "nl_linear_gpu: y overlaps x, w or b");
 
   nl_blas_plan key;
   memset(&key, 0, sizeof key);
   key.used = 1;
-  key.rows = rows, key.in = in, key.out = out;
+  key.rows = rows, key.in = in, key.out = out, key.ldx = ldx;
   key.act = (int)act, key.bias = d_b != NULL, key.accumulate = accumulate != 0, key.dt = (int)dt;
   key.align_x = ptr_align(d_x), key.align_w = ptr_align(d_w), key.align_y = ptr_align(d_y);
   key.align_b = d_b ? ptr_align(d_b) : 0;
   nl_blas_plan *p = NULL;
   for (int i = 0; i < NL_BLAS_PLANS && !p; ++i) {
     nl_blas_plan *q = &blas->plan[i];
-    if (q->used && q->rows == rows && q->in == in && q->out == out && q->act == key.act && q->bias == key.bias &&
+    if (q->used && q->rows == rows && q->in == in && q->out == out && q->ldx == ldx && q->act == key.act &&
+        q->bias == key.bias &&
         q->accumulate == key.accumulate && q->dt == key.dt && q->align_x == key.align_x &&
         q->align_w == key.align_w && q->align_y == key.align_y && q->align_b == key.align_b)
       p = q;

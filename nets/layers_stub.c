@@ -27,6 +27,14 @@ hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d
   return NL_NODEV("nl_linear_gpu");
 }
 
+hx_status nl_linear_ld_gpu(nl_blas *blas, void *d_y, const void *d_x, size_t ldx, const void *d_w, const void *d_b,
+                           size_t rows, size_t in, size_t out, nl_act act, int accumulate, net_dtype dt,
+                           struct CUstream_st *stream, hx_err *err) {
+  (void)blas, (void)d_y, (void)d_x, (void)ldx, (void)d_w, (void)d_b, (void)rows, (void)in, (void)out, (void)act;
+  (void)accumulate, (void)dt, (void)stream;
+  return NL_NODEV("nl_linear_gpu");
+}
+
 hx_status nl_layernorm_gpu(void *d_y, const void *d_x, const float *d_g, const float *d_b, size_t rows, size_t C,
                            float eps, net_dtype dt, struct CUstream_st *stream, hx_err *err) {
   (void)d_y, (void)d_x, (void)d_g, (void)d_b, (void)rows, (void)C, (void)eps, (void)dt, (void)stream;

@@ -408,9 +408,10 @@ hx_status mlp_dispatch(void *y, const void *x, const void *w1, const void *b1, c
 /* ---- LayerNorm + Linear (nl_ln_linear_gpu) ------------------------------------------------------------ */
 
 /*
- * y[r, NQ C] = LN(x[ridx[r]]) W^T + b for narrow rows (PTv3's norm.1 + qkv at C = 32 and 64: NQ = 3). The mlp
+ * y[r, NQ C] = LN(x[ridx[r]]) W^T + b for narrow rows (a block's norm.1 + qkv, NQ = 3: PTv3's at C = 32 and 64 on
+ * its patch slots, IDX; Flash3D's at C = 48 and 96 on its rows in order, ridx unused). The mlp
  * kernel's frame: persistent CTAs of 8 warps, W ([NQ C, C]), its bias and the LayerNorm's gamma and beta in shared
- * memory once, 128-row tiles of x gathered through ridx by cp.async (the next tile's under the current one's math),
+ * memory once, 128-row tiles of x (gathered through ridx with IDX) by cp.async (the next tile's under the current one's math),
  * a warp's 16 rows moved into A fragments and normalised there (ln_frag). Then per C-wide slice q of the output:
  * C / 16 x C / 16 ldmatrix.x4 B loads and twice as many m16n8k16 mmas into [16, C] fp32 accumulators, + b, rounded
  * into the warp's 16 rows of the tile (free: their A fragments are in registers) and stored as whole 16-byte
@@ -448,7 +449,7 @@ __device__ __forceinline__ ln_frame<C, N> ln_frame_load(uint8_t *base, const uin
   return f;
 }
 
-template <typename T, int C, int NQ>
+template <typename T, int C, int NQ, bool IDX>
 __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
     lnl_kernel(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint32_t *__restrict__ ridx,
                const float *__restrict__ lg, const float *__restrict__ lb, float eps, const uint16_t *__restrict__ w,
@@ -459,13 +460,13 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
   uint8_t *base = reinterpret_cast<uint8_t *>(smem_raw);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   size_t tile = blockIdx.x;
-  const ln_frame<C, N> f = ln_frame_load<T, C, N, true>(base, w, b, lg, lb, x, ridx, rows, tile, tiles, tid);
+  const ln_frame<C, N> f = ln_frame_load<T, C, N, IDX>(base, w, b, lg, lb, x, ridx, rows, tile, tiles, tid);
   const uint32_t sW = f.sW, sX = f.sX;
   const float *sB = f.sB, *sG = f.sG, *sBt = f.sBt;
   int stage = 0;
 
   for (; tile < tiles; tile += gridDim.x) {
-    const uint32_t tx = tile_ready<C, true>(sX, x, ridx, tile + gridDim.x, tiles, rows, stage, tid);
+    const uint32_t tx = tile_ready<C, IDX>(sX, x, ridx, tile + gridDim.x, tiles, rows, stage, tid);
     uint32_t xa[KS][4];
     warp_a<C>(xa, tx, warp, lane);
     ln_frag<T, KS>(xa, sG, sBt, lane, eps);
@@ -488,17 +489,33 @@ __global__ void __launch_bounds__(kThreads, C <= 32 ? 4 : 2)
   }
 }
 
-template <typename T, int C, int NQ>
+template <typename T, int C, int NQ, bool IDX>
 hx_status lnl_launch(void *y, const void *x, const uint32_t *ridx, const float *g, const float *beta, float eps,
                      const void *w, const void *b, size_t rows, cudaStream_t s, hx_err *err) {
   constexpr size_t smem = lnl_smem<C, NQ>();
   static_assert(smem <= 227 * 1024, "the weights and tiles fit one SM's shared memory");
-  auto kern = lnl_kernel<T, C, NQ>;
+  auto kern = lnl_kernel<T, C, NQ, IDX>;
   size_t tiles = 0, grid = 0;
   HX_TRY(tile_grid(reinterpret_cast<const void *>(kern), smem, "nl_ln_linear_gpu", rows, &tiles, &grid, err));
   hx_launch(kern, (unsigned)grid, kThreads, smem, s, static_cast<uint16_t *>(y), static_cast<const uint16_t *>(x), ridx,
             g, beta, eps, static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(b), rows, tiles);
   return launched("nl_ln_linear_gpu", err);
+}
+
+/* nl_ln_linear_gpu's widths (nl_ln_linear_gpu_takes), N = 3C, rows by ridx or (NULL) in order. */
+template <typename T>
+hx_status lnl_dispatch(void *y, const void *x, const uint32_t *ridx, const float *g, const float *beta, float eps,
+                       const void *w, const void *b, size_t rows, size_t C, cudaStream_t s, hx_err *err) {
+#define LNL_(CC)                                                                                                \
+  return ridx ? lnl_launch<T, CC, 3, true>(y, x, ridx, g, beta, eps, w, b, rows, s, err)                       \
+              : lnl_launch<T, CC, 3, false>(y, x, ridx, g, beta, eps, w, b, rows, s, err)
+  switch (C) {
+  case 32: LNL_(32);
+  case 48: LNL_(48);
+  case 64: LNL_(64);
+  default: LNL_(96);
+  }
+#undef LNL_
 }
 
 /* ---- Linear + LayerNorm + residual (nl_linear_ln_add_gpu) ------------------------------------------------ */
@@ -841,22 +858,20 @@ hx_status nl_ln_linear_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, si
   if (!(eps >= 0.0f) || isinf(eps))
     return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: eps = %g (must be finite, >= 0)", (double)eps);
   if (!nl_ln_linear_gpu_takes(C, N))
-    return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_linear_gpu: C = %zu, N = %zu (the kernel takes C = 32 and 64, N = 3C)",
-                   C, N);
+    return hx_errf(err, HX_EUNSUPPORTED,
+                   "nl_ln_linear_gpu: C = %zu, N = %zu (the kernel takes C = 32, 48, 64 and 96, N = 3C)", C, N);
   if (rows == 0) return HX_OK;
-  if (!d_y || !d_x || !d_idx || !d_g || !d_beta || !d_w)
-    return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: NULL y, x, idx, gamma, beta or w");
+  if (!d_y || !d_x || !d_g || !d_beta || !d_w)
+    return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: NULL y, x, gamma, beta or w");
+  if (!d_idx && x_rows < rows)
+    return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: %zu rows in order from x's %zu", rows, x_rows);
   const uintptr_t ax = (uintptr_t)d_x, ay = (uintptr_t)d_y;
   if ((ax | ay | (uintptr_t)d_w) % 16)
     return hx_errf(err, HX_EUNSUPPORTED, "nl_ln_linear_gpu: x, y and w must be 16-byte aligned");
   if (ax < ay + rows * N * 2 && ay < ax + x_rows * C * 2) return hx_errf(err, HX_EINVAL, "nl_ln_linear_gpu: x and y overlap");
   cudaStream_t s = (cudaStream_t)stream;
-  const bool f16 = dt == NET_F16;
-  if (C == 32)
-    return f16 ? lnl_launch<__half, 32, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err)
-               : lnl_launch<__nv_bfloat16, 32, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err);
-  return f16 ? lnl_launch<__half, 64, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err)
-             : lnl_launch<__nv_bfloat16, 64, 3>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, s, err);
+  if (dt == NET_F16) return lnl_dispatch<__half>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, C, s, err);
+  return lnl_dispatch<__nv_bfloat16>(d_y, d_x, d_idx, d_g, d_beta, eps, d_w, d_b, rows, C, s, err);
 }
 
 hx_status nl_linear_ln_add_gpu(void *d_y, const void *d_x, const void *d_w, const void *d_b, const float *d_g,

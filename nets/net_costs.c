@@ -22,7 +22,8 @@
  *                  4 n + 8 C, n = the rows written. Inside the kernel that reads its row (net_config's ln_fused,
  *                  net_ln_qkv_fused / net_ln_mlp_fused): no operation of its own; the fused MLP then reads y once
  *                  (bytes 2 E n C in place of 3 E n C, + 8 C), and PTv3's norm.1 + qkv on P slots is one Linear reading
- *                  x's rows by the index: gemm 2 P C 3C; bytes E (P C + 3 P C + 3 C^2 + 3 C) + 4 P + 8 C
+ *                  x's rows by the index: gemm 2 P C 3C; bytes E (P C + 3 P C + 3 C^2 + 3 C) + 4 P + 8 C (Flash3D's
+ *                  norm + qkv on its n rows in order: the same less the index, 4 n)
  *   BN (+ GELU)    bytes 2 E n C + 8 C (folded affine)
  *   residual add   bytes 3 E n C (y += x: read both, write y); y += LN(x) as one operation (nl_layernorm_add_gpu,
  *                  the end of PTv3's xCPE): 3 E n C + 8 C; with the Linear before it (nl_linear_ln_add_gpu at C = 32
@@ -117,6 +118,10 @@ static void op_mlp(cost_acc *a, int k, double n, double C, double H, int swiglu,
 /* LayerNorm of x's rows by an index and the Linear that reads it, one operation (nl_ln_linear_gpu) */
 static void op_ln_linear_rows(cost_acc *a, int k, double rows, double C, double out) {
   add(a, k, 2.0 * rows * C * out, 0.0, E * (rows * C + rows * out + C * out + out) + 4.0 * rows + 8.0 * C);
+}
+/* LayerNorm of x's rows in order and the Linear that reads it, one operation (nl_ln_linear_gpu without an index) */
+static void op_ln_linear(cost_acc *a, int k, double n, double C, double out) {
+  add(a, k, 2.0 * n * C * out, 0.0, E * (n * C + n * out + C * out + out) + 8.0 * C);
 }
 static void op_linear_swiglu(cost_acc *a, int k, double n, double C, double H) {
   add(a, k, 4.0 * n * C * H, 0.0, E * (n * C + n * H + 2.0 * C * H + 2.0 * H));
@@ -296,8 +301,12 @@ static hx_status f3d_block(cost_acc *a, const net_config *cfg, const net_f3d_lev
   HX_TRY(st);
   const double sq = net_plan_sq_rows(&pl);
   battn_plan_free(&pl);
-  op_layernorm(a, C_NORM, n, C);
-  op_linear(a, C_QKV, n, C, 3.0 * C, 0);
+  if (net_ln_qkv_fused(cfg, (size_t)C)) {
+    op_ln_linear(a, C_QKV, n, C, 3.0 * C); /* norm inside qkv */
+  } else {
+    op_layernorm(a, C_NORM, n, C);
+    op_linear(a, C_QKV, n, C, 3.0 * C, 0);
+  }
   op_attn(a, C_ATTN, n, C, sq);
   op_linear(a, C_PROJ, n, C, C, 1);
   const int ln_in = net_ln_mlp_fused(cfg, (size_t)C, (size_t)(r * C));

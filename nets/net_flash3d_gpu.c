@@ -48,8 +48,9 @@
  *     x_l dies in the pooling's projection (the leaf Linear at the last level), the input in the gather into x,
  *     y_{l+1} in the unpooling's coarse projection into g, so every level's x shares one buffer [max R_l C_l] and
  *     every level's input and y another (the leaf reads x into y: two, never one);
- *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs, and
- *     as o the attention's output: a block's LayerNorm rows are dead once qkv holds them), qkv [R, 3C], h1 [R, 2rC]
+ *   shared work buffers, each sized for the largest level and side that uses it: t [R, C] (LayerNorm outputs, for
+ *     the sides whose norm is not inside qkv or whose MLP's LayerNorm is not inside its kernel), qkv [R, 3C] (and
+ *     the attention's output o over its q columns, rows 3C apart), h1 [R, 2rC]
  *     (fc1 outputs where a block's MLP on this device is unfused, net_mlp_path_run, a chunk of net_mlp_chunk_rows
  *     at a time), g [R, rC] (SwiGLU outputs where it is not one kernel, a chunk at a time; the unpooling's coarse
  *     projection), h1 and g over qkv where both fit (no qkv row is live in the MLP or the unpooling), the pooling's
@@ -61,7 +62,8 @@
  * Ranges on the hooks (NET_COMPONENTS): "embed" (Linear of the input rows); "encL" around level L with "encL/pool"
  * (into level L from L-1: projection, level L-1's skip, bpool plan + assignment + mean, BN + GELU, next cloud
  * offsets and windows), "encL/psh", "encL/gather" (features into the new bucket order) and blocks "encL/blockB"
- * holding "norm", "qkv", "attn", "proj" (with the residual add) and "mlp" (LayerNormMLP: LayerNorm, fc1, SwiGLU, fc2
+ * holding "norm", "qkv" (the norm inside it where net_ln_qkv_fused: no "norm"), "attn", "proj" (with the residual
+ * add) and "mlp" (LayerNormMLP: LayerNorm, fc1, SwiGLU, fc2
  * with the residual add); "decL" with "decL/unpool" (coarse projection, gathered and added to the skip; at the last
  * level its middle Linear) and its blocks; "head" (Linear, rows back to input order, fp32).
  */
@@ -138,7 +140,7 @@ typedef struct f3g {
   void *xs, *ys; /* without keep_levels: every level's encoder stream; every level's input and decoder stream */
   void *pproj;   /* the pooling's projection of a level's rows, [R_l, C_{l+1}] (over qkv where it fits) */
   float *logits32;
-  size_t nc, h1_n, g_n, ident_n; /* element counts of the work buffers */
+  size_t nc, t_n, h1_n, g_n, ident_n; /* element counts of the work buffers */
   void *scratch;
   size_t scratch_bytes;
   void **held;
@@ -321,7 +323,7 @@ static void attn_params(battn_params *bp, const f3g *g, const g_level *lv, int s
   bp->q_row_stride = bp->k_row_stride = bp->v_row_stride = 3 * (int64_t)Cs;
   const uint16_t *q = g->qkv;
   bp->q = q, bp->k = q ? q + Cs : NULL, bp->v = q ? q + 2 * Cs : NULL;
-  bp->o = g->o;
+  bp->o = g->o, bp->o_row_stride = 3 * (int64_t)Cs; /* over q's columns (g_buffers) */
   bp->lse = NULL;
   bp->bucket_start = host_table ? host_table : lv->start, bp->bucket_count = host_table ? host_table : lv->count;
   bp->scope = host_table ? a->h_scope : a->scope;
@@ -431,10 +433,18 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   const int L = c->levels;
   const uint32_t B = g->B;
   const size_t E = 2, r = (size_t)c->mlp_ratio, K = (size_t)c->classes; /* E: bytes of a dtype value */
-  size_t nc = 0, h1 = 0, gw = 0, ident = 0, pp = 0;
+  size_t nc = 0, tn = 0, h1 = 0, gw = 0, ident = 0, pp = 0;
   for (int l = 0; l < L; l++) {
     const size_t R = g->lv[l].R;
     nc = max_sz(nc, R * max_sz((size_t)c->enc_channels[l], (size_t)c->dec_channels[l]));
+    /* t for the sides whose block writes a LayerNorm's rows: norm.1 not inside qkv (net_ln_qkv_fused), or the
+     * MLP's LayerNorm not inside its kernel on this device (net_mlp_path_run; the forward falls back as sized) */
+    for (int side = 0; side < 2; side++) {
+      const size_t C = (size_t)(side ? c->dec_channels[l] : c->enc_channels[l]), H = r * C;
+      if (!(side ? c->dec_depth[l] : c->enc_depth[l])) continue;
+      const int mlp_ln = c->ln_fused && net_mlp_path_run(c, C, H) == NET_MLP_WHOLE;
+      if (!net_ln_qkv_fused(c, C) || !mlp_ln) tn = max_sz(tn, R * C);
+    }
     /* h1 and g for the levels that use them: a block's MLP off the one-kernel path writes SwiGLU's H-wide rows to g,
      * and unfused its fc1's 2H-wide rows to h1 (net_mlp_path_run: the path on this device), a chunk of rows at a time
      * (net_mlp_chunk_rows); the unpooling into level l writes its coarse projection (level l + 1's rows) to g */
@@ -452,7 +462,7 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
     }
     if (!g->lv[l].ls.hashed) ident = max_sz(ident, R);
   }
-  g->nc = nc, g->h1_n = h1, g->g_n = gw, g->ident_n = ident;
+  g->nc = nc, g->t_n = tn, g->h1_n = h1, g->g_n = gw, g->ident_n = ident;
 #define NEED(slot, bytes, kind, label) HX_TRY(need(g, (void **)(slot), (bytes), (kind), (label), err))
   NEED(&g->xyz, g->n * 12, NET_MEM_IO, "flash3d xyz");
   NEED(&g->off0, (B + 1) * 4, NET_MEM_IO, "flash3d cloud offsets");
@@ -508,9 +518,11 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
     NEED(&g->xs, xs * E, NET_MEM_LEVELS, "flash3d encoder streams (shared)");
     NEED(&g->ys, ys * E, NET_MEM_LEVELS, "flash3d inputs/decoder streams (shared)");
   }
-  NEED(&g->t, nc * E, NET_MEM_WORK, "flash3d work t");
+  if (tn) NEED(&g->t, tn * E, NET_MEM_WORK, "flash3d work t");
   NEED(&g->qkv, 3 * nc * E, NET_MEM_WORK, "flash3d work qkv");
-  g->o = g->t; /* the attention's output over the LayerNorm's rows, dead once qkv holds their projection */
+  /* the attention's output over q's columns of qkv (attn_params): a query row's q is read only by the CTA that
+   * writes its o, before it writes it */
+  g->o = g->qkv;
   /* the pooling's projection over qkv where it fits (the blocks of the level are done when it pools) */
   if (pp <= 3 * nc) g->pproj = g->qkv;
   else NEED(&g->pproj, pp * E, NET_MEM_WORK, "flash3d pooling projection");
@@ -523,7 +535,7 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
     NEED(&g->g, gw * E, NET_MEM_WORK, "flash3d work swiglu");
   }
   /* the head's logits in bucket order, then in input order, over work buffers the head leaves dead */
-  if (g->n * K <= nc) {
+  if (g->n * K <= tn) {
     g->logits_p = g->t, g->logits = g->qkv;
   } else {
     NEED(&g->logits_p, g->n * K * E, NET_MEM_IO, "flash3d logits (bucket order)");
@@ -662,22 +674,36 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
     HX_TRY(rs_);                                                                                          \
   } while (0)
   size_t sb = g->scratch_bytes;
-  RANGE("norm", nl_layernorm_gpu(g->t, x, bk->norm.g, bk->norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err));
-  RANGE("qkv", lin_gpu(r, g->qkv, g->t, &bk->qkv, n, NL_ACT_NONE, 0));
+  hx_status st = HX_EUNSUPPORTED;
+  if (net_ln_qkv_fused(&g->cfg, C)) { /* norm and qkv in one kernel (the LayerNorm's rows never leave the chip) */
+    RANGE("qkv", (st = nl_ln_linear_gpu(g->qkv, x, NULL, n, bk->norm.g, bk->norm.b, NET_F3D_LN_EPS, bk->qkv.w,
+                                        bk->qkv.b, n, C, 3 * C, g->dt, r->cs, r->err),
+                  net_unsupported(st, r->err) ? HX_OK : st));
+  }
+  if (st == HX_EUNSUPPORTED) { /* t was sized for the levels that take this path (g_buffers) */
+    if (n * C > g->t_n)
+      return hx_errf(r->err, HX_EINVAL, "flash3d gpu: norm and qkv at C = %zu left their kernel; t was sized for it", C);
+    RANGE("norm", nl_layernorm_gpu(g->t, x, bk->norm.g, bk->norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err));
+    RANGE("qkv", lin_gpu(r, g->qkv, g->t, &bk->qkv, n, NL_ACT_NONE, 0));
+  }
   RANGE("attn", lv->attn_v[side]->fn(&bp, g->scratch, &sb, r->cs, r->err));
-  RANGE("proj", lin_gpu(r, x, g->o, &bk->proj, n, NL_ACT_NONE, 1));
+  /* o over q's columns of qkv, rows 3C apart (g_buffers) */
+  RANGE("proj", nl_linear_ld_gpu(g->blas, x, g->o, 3 * C, bk->proj.w, bk->proj.b, n, bk->proj.in, bk->proj.out,
+                                 NL_ACT_NONE, 1, g->dt, r->cs, r->err));
   snprintf(name, sizeof name, "%s/mlp", path);
   rng(r, name, 1);
   /* LayerNormMLP: its LayerNorm inside the whole-MLP kernel where net_ln_mlp_fused (a device that cannot run that
    * kernel gets the separate pass), else a pass into g->t */
-  hx_status st = HX_EUNSUPPORTED;
+  st = HX_EUNSUPPORTED;
   if (net_ln_mlp_fused(&g->cfg, C, hid)) {
     sb = g->scratch_bytes;
     st = nl_ln_mlp_gpu(x, bk->mlp_norm.g, bk->mlp_norm.b, NET_F3D_LN_EPS, bk->fc1.w, bk->fc1.b, bk->fc2.w, bk->fc2.b, n,
                        C, hid, NL_MLP_SWIGLU, g->scratch, &sb, g->dt, r->cs, r->err);
     (void)net_unsupported(st, r->err); /* st stays HX_EUNSUPPORTED: the separate pass below */
   }
-  if (st == HX_EUNSUPPORTED) {
+  if (st == HX_EUNSUPPORTED && n * C > g->t_n)
+    st = hx_errf(r->err, HX_EINVAL, "flash3d gpu: the MLP's LayerNorm at C = %zu left its kernel; t was sized for it", C);
+  else if (st == HX_EUNSUPPORTED) {
     st = nl_layernorm_gpu(g->t, x, bk->mlp_norm.g, bk->mlp_norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err);
     if (st == HX_OK) st = mlp(r, bk, x, n, C, hid);
   }
@@ -851,7 +877,7 @@ static hx_status upload_input(f3g *g, const net_input *in, hx_err *err) {
   }
   /* the work buffers too: attention leaves the rows of no bucket unwritten, so no stale NaN reaches a spare row */
   const size_t nc2 = g->nc * 2;
-  if (st == HX_OK) st = dev_fill(g->t, nc2, 0, "work t", err);
+  if (st == HX_OK && g->t) st = dev_fill(g->t, g->t_n * 2, 0, "work t", err);
   if (st == HX_OK) st = dev_fill(g->qkv, 3 * nc2, 0, "work qkv", err);
   if (st == HX_OK) st = dev_fill(g->h1, g->h1_n * 2, 0, "work fc1", err);
   if (st == HX_OK) st = dev_fill(g->g, g->g_n * 2, 0, "work swiglu", err);

@@ -87,6 +87,11 @@ hx_status nl_linear_cpu(float *y, const float *x, const float *w, const float *b
 hx_status nl_linear_gpu(nl_blas *blas, void *d_y, const void *d_x, const void *d_w, const void *d_b, size_t rows,
                         size_t in, size_t out, nl_act act, int accumulate, net_dtype dt, struct CUstream_st *stream,
                         hx_err *err);
+/* The same with x's rows ldx elements apart (ldx >= in, a multiple of 8): Flash3D's projection reading the
+ * attention's output where it lies over q's columns of qkv (ldx = 3C). */
+hx_status nl_linear_ld_gpu(nl_blas *blas, void *d_y, const void *d_x, size_t ldx, const void *d_w, const void *d_b,
+                           size_t rows, size_t in, size_t out, nl_act act, int accumulate, net_dtype dt,
+                           struct CUstream_st *stream, hx_err *err);
 
 /* LayerNorm over the last dim (eps as given; PyTorch's default 1e-5): y = (x - mean) / sqrt(var + eps) * g + b.
  * y may equal x (in place). */
@@ -166,8 +171,9 @@ hx_status nl_ln_mlp_gpu(void *d_y, const float *d_g, const float *d_beta, float 
                         hx_err *err);
 
 /* A LayerNorm read through a row index and the Linear that follows it, in one kernel: y[r, N] = LN(x[idx[r]]) W^T +
- * b for r < rows (PTv3's norm.1 and qkv on the patch slots), W [N, C] and b [N] (NULL: none) as Linear's, g and
- * beta fp32 [C]. CPU reference: nl_ln_linear_cpu (nl_layernorm_rows_cpu then nl_linear_cpu; every idx[r] < x_rows
+ * b for r < rows (PTv3's norm.1 and qkv on the patch slots), or with idx NULL y[r] = LN(x[r]) W^T + b (Flash3D's
+ * norm and qkv; x_rows >= rows), W [N, C] and b [N] (NULL: none) as Linear's, g and beta fp32 [C]. CPU reference:
+ * nl_ln_linear_cpu (nl_layernorm_rows_cpu, or nl_layernorm_cpu in order, then nl_linear_cpu; every idx[r] < x_rows
  * checked). nl_ln_linear_gpu (nets/mlp.cu): one mma.sync kernel, the normalised row on chip, rounded to dtype
  * before the GEMM as the unfused path stores it, every idx[r] < x_rows trusted; x, y and w 16-byte aligned
  * (HX_EUNSUPPORTED otherwise, and for (C, N) nl_ln_linear_gpu_takes refuses, so the caller runs the unfused
@@ -178,7 +184,7 @@ hx_status nl_ln_linear_cpu(float *y, const float *x, const uint32_t *idx, size_t
 hx_status nl_ln_linear_gpu(void *d_y, const void *d_x, const uint32_t *d_idx, size_t x_rows, const float *d_g,
                            const float *d_beta, float eps, const void *d_w, const void *d_b, size_t rows, size_t C,
                            size_t N, net_dtype dt, struct CUstream_st *stream, hx_err *err);
-/* 1 when nl_ln_linear_gpu has a kernel for (C, N): C = 32 and 64, N = 3C (host; any build). */
+/* 1 when nl_ln_linear_gpu has a kernel for (C, N): C = 32, 48, 64 and 96, N = 3C (host; any build). */
 int nl_ln_linear_gpu_takes(size_t C, size_t N);
 
 /* A Linear, the LayerNorm of its row and a residual add, in one kernel: y[rows, C] += LN(x W^T + b), W [C, C] and b

@@ -61,12 +61,13 @@ static inline int net_unsupported(hx_status st, hx_err *err) {
 }
 
 /* Whether a LayerNorm runs inside the kernel of the Linear next to it (net_config's ln_fused), the rule the forwards
- * and the cost model share: PTv3's norm.1 inside its qkv Linear (nl_ln_linear_gpu, where it takes (C, 3C)); PTv3's
+ * and the cost model share: a block's norm.1 inside its qkv Linear (nl_ln_linear_gpu, where it takes (C, 3C): PTv3's
+ * on its patch slots, Flash3D's on its rows in order); PTv3's
  * xCPE LayerNorm and residual inside its Linear (nl_linear_ln_add_gpu, where it takes C); a block's MLP LayerNorm
  * (PTv3's norm.2, Flash3D's LayerNormMLP's) inside the whole-MLP kernel (nl_ln_mlp_gpu, on NET_MLP_WHOLE). A device
  * that cannot run the kernel (HX_EUNSUPPORTED) gets the separate LayerNorm at run time. */
 static inline int net_ln_qkv_fused(const net_config *cfg, size_t C) {
-  return cfg->ln_fused && cfg->kind == 0 && nl_ln_linear_gpu_takes(C, 3 * C);
+  return cfg->ln_fused && nl_ln_linear_gpu_takes(C, 3 * C);
 }
 static inline int net_ln_cpe_fused(const net_config *cfg, size_t C) {
   return cfg->ln_fused && cfg->kind == 0 && nl_linear_ln_add_gpu_takes(C);

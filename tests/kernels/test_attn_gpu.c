@@ -2,7 +2,9 @@
  * test_attn_gpu.c - bucket-swin attention GPU variants x dtype x head dim on tiny and odd shapes, against the
  * double reference with the flash-attention tolerance (kernels.h: battn_check_rows' rule). Outputs are poisoned
  * (0xFFFF is NaN in fp16 and bf16, LSE NaN) before each launch; every row in a bucket must be written and finite,
- * every row outside the buckets must still hold the poison. Exits 77 without a CUDA device.
+ * every row outside the buckets must still hold the poison. The o-over-q cases write O over Q's columns of the
+ * packed tensor (as Flash3D's forward does): Q is uploaded afresh before each launch instead of a poisoned O, and
+ * every row outside the buckets must still hold its Q. Exits 77 without a CUDA device.
  *
  * Each (shape, dtype, head dim) gets one input and one reference (the exact and the naive same-precision pass of
  * battn_reference_rows), and every variant runs on that input: the double reference is what costs (the variants
@@ -46,6 +48,7 @@ typedef struct gcase {
   int heads;
   int packed;    /* Q, K, V as views of one [rows, 3, H, D] tensor */
   int o_pad;     /* extra elements per O row (multiple of 8) */
+  int o_over_q;  /* packed, O written over Q's columns (o_pad unused) */
 } gcase;
 
 /* One (shape, dtype, head dim): inputs on the host and the device, the rows checked against the reference and
@@ -80,8 +83,9 @@ static void shape_make(shape *s, const gcase *c, battn_dtype dt, int D, uint64_t
   const int64_t rows = c->rows > 0 ? c->rows : 1;
   s->hd = (size_t)H * (size_t)D;
   const size_t in_row = c->packed ? 3 * s->hd : s->hd;
-  s->o_row = s->hd + (size_t)c->o_pad;
+  s->o_row = c->o_over_q ? in_row : s->hd + (size_t)c->o_pad;
   s->n_in = (size_t)rows * in_row, s->n_o = (size_t)rows * s->o_row;
+  assert_true(!c->o_over_q || c->packed);
   s->hq = malloc(s->n_in * 2);
   s->hk = c->packed ? s->hq : malloc(s->n_in * 2);
   s->hv = c->packed ? s->hq : malloc(s->n_in * 2);
@@ -101,7 +105,8 @@ static void shape_make(shape *s, const gcase *c, battn_dtype dt, int D, uint64_t
     CK(cudaMalloc(&s->dk, s->n_in * 2));
     CK(cudaMalloc(&s->dv, s->n_in * 2));
   }
-  CK(cudaMalloc(&s->d_o, s->n_o * 2));
+  if (c->o_over_q) s->d_o = s->dq;
+  else CK(cudaMalloc(&s->d_o, s->n_o * 2));
   CK(cudaMalloc((void **)&s->dl, (size_t)rows * (size_t)H * 4));
   size_t nb = pl->num_buckets ? pl->num_buckets : 1, nsc = (size_t)pl->num_scopes * pl->buckets_per_scope + 1;
   CK(cudaMalloc((void **)&s->dst, nb * 4));
@@ -158,7 +163,8 @@ static void shape_make(shape *s, const gcase *c, battn_dtype dt, int D, uint64_t
 }
 
 static void shape_free(shape *s) {
-  cudaFree(s->dq), cudaFree(s->dk), cudaFree(s->dv), cudaFree(s->d_o), cudaFree(s->dl);
+  cudaFree(s->dq), cudaFree(s->dk), cudaFree(s->dv), cudaFree(s->dl);
+  if (!s->c->o_over_q) cudaFree(s->d_o);
   cudaFree(s->dst), cudaFree(s->dct), cudaFree(s->dsc);
   free(s->hq);
   if (!s->c->packed) free(s->hk), free(s->hv);
@@ -200,7 +206,8 @@ static int run_one(shape *s, const battn_variant *var, double floor_abs) {
   const gcase *c = s->c;
   const int H = c->heads;
   const int64_t rows = c->rows > 0 ? c->rows : 1;
-  CK(cudaMemset(s->d_o, 0xFF, s->n_o * 2));                   /* NaN in fp16 and bf16 */
+  if (c->o_over_q) CK(cudaMemcpy(s->dq, s->hq, s->n_in * 2, cudaMemcpyHostToDevice)); /* Q afresh: O lies over it */
+  else CK(cudaMemset(s->d_o, 0xFF, s->n_o * 2));                                    /* NaN in fp16 and bf16 */
   CK(cudaMemset(s->dl, 0xFF, (size_t)rows * (size_t)H * 4)); /* NaN */
   hx_err err = {HX_OK, ""};
   size_t scratch = 0;
@@ -229,7 +236,7 @@ static int run_one(shape *s, const battn_variant *var, double floor_abs) {
       for (int h = 0; h < H; ++h) unwritten += !isfinite(s->hl[r * H + h]);
       continue;
     }
-    for (size_t e = 0; e < s->hd; ++e) stray += o[e] != 0xFFFF;
+    for (size_t e = 0; e < s->hd; ++e) stray += o[e] != (c->o_over_q ? s->hq[(size_t)r * s->o_row + e] : 0xFFFF);
     for (int h = 0; h < H; ++h) stray += !isnan(s->hl[r * H + h]);
   }
   const verdict v = compare(s, floor_abs);
@@ -259,7 +266,7 @@ static int run_one(shape *s, const battn_variant *var, double floor_abs) {
 /* The tolerance's absolute floor for dt, as battn_check_rows applies it: o_tol - 2 o_naive_err of a check of the
  * CPU forward on one bucket of 16 rows. */
 static double tol_floor(battn_dtype dt) {
-  gcase g = {"floor", {0}, 16, 1, 0, 0};
+  gcase g = {"floor", {0}, 16, 1, 0, 0, 0};
   assert_int_equal(battn_plan_uniform(&g.plan, BATTN_PLAN_PLAIN, 0, 1, 16, 16, NULL), HX_OK);
   uint16_t q[256], k[256], v[256], o[256];
   float l[16];
@@ -304,7 +311,7 @@ static gcase padded_case(const char *name, battn_plan_kind kind, uint32_t arg, u
     cl[c + 1] = b;
     row += 1;
   }
-  gcase g = {name, {0}, row, heads, 0, 0};
+  gcase g = {name, {0}, row, heads, 0, 0, 0};
   hx_status s = battn_plan_build(&g.plan, kind, arg, K, st, ct, cl, nc, NULL);
   assert_int_equal(s, HX_OK);
   free(st), free(ct), free(cl);
@@ -334,43 +341,50 @@ static const char main_path[] = "v0,v1,v5,v9,v23,v24";
 
 static void test_all_variants(void **state) {
   const int slow = *(const int *)*state;
-  enum { NCASES = 12 };
+  enum { NCASES = 14 };
   gcase cs[NCASES];
   int n = 0;
-  gcase g1 = {"one-row", {0}, 1, 2, 0, 0};
+  gcase g1 = {"one-row", {0}, 1, 2, 0, 0, 0};
   assert_int_equal(battn_plan_uniform(&g1.plan, BATTN_PLAN_PLAIN, 0, 1, 1, 512, NULL), HX_OK);
   cs[n++] = g1;
-  gcase g2 = {"one-bucket-37", {0}, 37, 3, 0, 0};
+  gcase g2 = {"one-bucket-37", {0}, 37, 3, 0, 0, 0};
   assert_int_equal(battn_plan_uniform(&g2.plan, BATTN_PLAN_PLAIN, 0, 4, 37, 64, NULL), HX_OK);
   cs[n++] = g2;
-  gcase g3 = {"uniform-plain-1000", {0}, 1000, 2, 0, 0};
+  gcase g3 = {"uniform-plain-1000", {0}, 1000, 2, 0, 0, 0};
   assert_int_equal(battn_plan_uniform(&g3.plan, BATTN_PLAN_PLAIN, 0, 4, 1000, 96, NULL), HX_OK);
   cs[n++] = g3;
-  gcase g4 = {"uniform-swin1-packed", {0}, 700, 2, 1, 8};
+  gcase g4 = {"uniform-swin1-packed", {0}, 700, 2, 1, 8, 0};
   assert_int_equal(battn_plan_uniform(&g4.plan, BATTN_PLAN_SWIN, 1, 3, 700, 64, NULL), HX_OK);
   cs[n++] = g4;
-  gcase g5 = {"uniform-stride2", {0}, 900, 1, 0, 0};
+  gcase g5 = {"uniform-stride2", {0}, 900, 1, 0, 0, 0};
   assert_int_equal(battn_plan_uniform(&g5.plan, BATTN_PLAN_STRIDE, 2, 4, 900, 80, NULL), HX_OK);
   cs[n++] = g5;
-  gcase g6 = {"scope-of-1", {0}, 300, 2, 0, 0};
+  gcase g6 = {"scope-of-1", {0}, 300, 2, 0, 0, 0};
   assert_int_equal(battn_plan_uniform(&g6.plan, BATTN_PLAN_PLAIN, 0, 1, 300, 128, NULL), HX_OK);
   cs[n++] = g6;
   const uint32_t clouds[3] = {7, 13, 2};
   cs[n++] = padded_case("padded-3clouds-swin2", BATTN_PLAN_SWIN, 2, 4, 64, clouds, 3, 2, 5);
   cs[n++] = padded_case("padded-3clouds-stride3", BATTN_PLAN_STRIDE, 3, 2, 160, clouds, 3, 1, 6);
   const int64_t cu[5] = {0, 100, 333, 334, 600};
-  gcase g9 = {"ptv3-patches", {0}, 600, 2, 0, 0};
+  gcase g9 = {"ptv3-patches", {0}, 600, 2, 0, 0, 0};
   assert_int_equal(battn_plan_patches(&g9.plan, cu, 4, 128, NULL), HX_OK);
   cs[n++] = g9;
   /* one scope of 6 buckets of 136 rows: 12 key tiles of 128 (every second one holds 8 valid keys), so the
    * K/V ring of the wgmma kernels (3 or 4 slots) wraps 3-4 times: slot reuse, mbarrier parity flips
    * (v9..v11), and query tiles of 8 rows (the second consumer warpgroup without a valid row) */
-  gcase g10 = {"long-scope-6x136", {0}, 816, 1, 0, 0};
+  gcase g10 = {"long-scope-6x136", {0}, 816, 1, 0, 0, 0};
   assert_int_equal(battn_plan_uniform(&g10.plan, BATTN_PLAN_PLAIN, 0, 6, 816, 136, NULL), HX_OK);
   cs[n++] = g10;
   const uint32_t dense_clouds[2] = {19, 6};
   cs[n++] = dense_case("dense-2clouds-plain8", BATTN_PLAN_PLAIN, 0, 8, 200, dense_clouds, 2, 2, 7);
   cs[n++] = dense_case("dense-2clouds-stride2", BATTN_PLAN_STRIDE, 2, 4, 96, dense_clouds, 2, 1, 8);
+  /* O over Q's columns, as Flash3D's forward writes it: on full-stride buckets and on the packed walk */
+  gcase g13 = {"o-over-q-swin1", {0}, 700, 3, 1, 0, 1};
+  assert_int_equal(battn_plan_uniform(&g13.plan, BATTN_PLAN_SWIN, 1, 3, 700, 64, NULL), HX_OK);
+  cs[n++] = g13;
+  cs[n] = dense_case("o-over-q-dense-plain8", BATTN_PLAN_PLAIN, 0, 8, 200, dense_clouds, 2, 2, 9);
+  cs[n].packed = cs[n].o_over_q = 1;
+  n++;
 
   size_t nv = 0;
   const battn_variant *vars = battn_variants(&nv);

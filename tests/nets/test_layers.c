@@ -510,8 +510,8 @@ static void test_mlp(void **state) {
 /* The LayerNorm-first forms. By hand: x = (1, 3) normalises to (-1, 1) (eps 0), gamma (2, 1), beta (0.5, -0.5):
  * (-1.5, 0.5); W = rows (1, 1), (2, 0), (0, -1) + b (0, 1, 2): y = (-1, -2, 1.5). Invariance: LN(a x + c) = LN(x)
  * for a > 0 at eps 0, so rows scaled by 3 and shifted by 5 give the same outputs to fp32 rounding; an index names
- * the rows read (repeats allowed); a row's outputs are nl_mlp_cpu's on the normalised row; idx past x's rows,
- * NULL idx and C = 0 are refused. */
+ * the rows read (repeats allowed), a NULL index the rows in order (the identity index's outputs); a row's outputs are
+ * nl_mlp_cpu's on the normalised row; idx past x's rows, more rows in order than x has and C = 0 are refused. */
 static void test_ln_first(void **state) {
   (void)state;
   const float xh[2] = {1, 3}, gh[2] = {2, 1}, bh[2] = {0.5f, -0.5f}, wh[6] = {1, 1, 2, 0, 0, -1}, bw[3] = {0, 1, 2};
@@ -548,7 +548,11 @@ static void test_ln_first(void **state) {
   hx_err e = {HX_OK, ""};
   const uint32_t far[1] = {R};
   assert_int_equal(nl_ln_linear_cpu(ya, x, far, R, g, b, 1e-5f, w, bb, 1, C, N, &e), HX_EINVAL);
-  assert_int_equal(nl_ln_linear_cpu(ya, x, NULL, R, g, b, 1e-5f, w, bb, 1, C, N, &e), HX_EINVAL);
+  assert_int_equal(nl_ln_linear_cpu(ya, x, NULL, R - 1, g, b, 1e-5f, w, bb, R, C, N, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "in order"));
+  assert_int_equal(nl_ln_linear_cpu(ya, x, NULL, R, g, b, 1e-5f, w, bb, R, C, N, NULL), HX_OK);
+  assert_int_equal(nl_ln_linear_cpu(yb, x, id, R, g, b, 1e-5f, w, bb, R, C, N, NULL), HX_OK);
+  assert_memory_equal(ya, yb, sizeof ya);
   assert_int_equal(nl_ln_linear_cpu(ya, x, idx, R, g, b, 1e-5f, w, bb, 1, 0, N, &e), HX_EINVAL);
   assert_int_equal(nl_ln_linear_cpu(ya, x, idx, R, g, b, 1e-5f, NULL, bb, 1, C, N, &e), HX_EINVAL);
   /* y += LN(x W^T + b): the Linear's row normalised, so W scaled by 3 with b scaled by 3 changes nothing (eps 0) */

@@ -220,22 +220,22 @@ static const lin_epi kEpis[] = {
 
 /* exact: x, w in {-1, 0, 1}, b in {-2..2}, y0 in {-8..8} and in <= 128, so every sum is an integer of at most
  * 138 in magnitude: exact in fp32 and in both dtypes. */
-static size_t run_linear(tctx *t, net_dtype dt, size_t rows, size_t in, size_t out, int exact) {
+static size_t run_linear_ld(tctx *t, net_dtype dt, size_t rows, size_t in, size_t ldx, size_t out, int exact) {
   const double eps = eps_of(dt);
-  const uint64_t seed = case_seed(t, (uint64_t)dt * 7 + (uint64_t)exact, rows, in * 4096 + out);
-  uint16_t *hx = xmalloc(rows * in * 2), *hw = xmalloc(out * in * 2), *hy0 = xmalloc(rows * out * 2);
+  const uint64_t seed = case_seed(t, (uint64_t)dt * 7 + (uint64_t)exact + 16 * (ldx - in), rows, in * 4096 + out);
+  uint16_t *hx = xmalloc(rows * ldx * 2), *hw = xmalloc(out * in * 2), *hy0 = xmalloc(rows * out * 2);
   uint16_t *hy = xmalloc((rows + 1) * out * 2);
   float *wf = xmalloc(out * in * 4), *bf = xmalloc(out * 4), *xr = xmalloc(in * 4), *yr = xmalloc(out * 4);
   size_t *sel = xmalloc(96 * sizeof *sel);
   const size_t nsel = pick_rows(rows, sel, seed);
   if (exact) {
-    for (size_t i = 0; i < rows * in; ++i) hx[i] = net_from_float(dt, (float)((int)(hx_rng_u64(seed, 1, i) % 3) - 1));
+    for (size_t i = 0; i < rows * ldx; ++i) hx[i] = net_from_float(dt, (float)((int)(hx_rng_u64(seed, 1, i) % 3) - 1));
     for (size_t i = 0; i < out * in; ++i) hw[i] = net_from_float(dt, (float)((int)(hx_rng_u64(seed, 2, i) % 3) - 1));
     for (size_t i = 0; i < out; ++i) bf[i] = (float)((int)(hx_rng_u64(seed, 3, i) % 5) - 2);
     for (size_t i = 0; i < rows * out; ++i) hy0[i] = net_from_float(dt, (float)((int)(hx_rng_u64(seed, 4, i) % 17) - 8));
     to_f32(dt, wf, hw, out * in);
   } else {
-    fill(dt, hx, NULL, rows * in, seed, 1, 1.0f, 0.0f);
+    fill(dt, hx, NULL, rows * ldx, seed, 1, 1.0f, 0.0f);
     fill(dt, hw, wf, out * in, seed, 2, (float)(2.0 / sqrt((double)in)), 0.0f); /* pre-activations of order 1 */
     for (size_t i = 0; i < out; ++i) bf[i] = 0.5f * unit(seed, 3, i);
     fill(dt, hy0, NULL, rows * out, seed, 4, 1.0f, 0.0f);
@@ -243,21 +243,21 @@ static size_t run_linear(tctx *t, net_dtype dt, size_t rows, size_t in, size_t o
   /* the bias lives in the activation dtype (nets.h): round it, and let the reference use the rounded values */
   uint16_t *hb = xmalloc(out * 2);
   for (size_t i = 0; i < out; ++i) hb[i] = net_from_float(dt, bf[i]), bf[i] = net_to_float(dt, hb[i]);
-  void *dx = dmalloc(rows * in * 2), *dw = dmalloc(out * in * 2), *dy = dmalloc((rows + 1) * out * 2);
+  void *dx = dmalloc(rows * ldx * 2), *dw = dmalloc(out * in * 2), *dy = dmalloc((rows + 1) * out * 2);
   void *db = dmalloc(out * 2);
-  h2d(dx, hx, rows * in * 2), h2d(dw, hw, out * in * 2), h2d(db, hb, out * 2);
+  h2d(dx, hx, rows * ldx * 2), h2d(dw, hw, out * in * 2), h2d(db, hb, out * 2);
   size_t bad = 0;
   for (size_t e = 0; e < sizeof kEpis / sizeof kEpis[0]; ++e) {
     const lin_epi *ep = &kEpis[e];
     if (exact && ep->act == NL_ACT_GELU) continue;
     tally ta;
-    tally_init(&ta, "linear%s %s rows %zu in %zu out %zu %s", exact ? " (exact)" : "", net_dtype_name(dt), rows, in,
-               out, ep->name);
+    tally_init(&ta, "linear%s %s rows %zu in %zu (rows %zu apart) out %zu %s", exact ? " (exact)" : "",
+               net_dtype_name(dt), rows, in, ldx, out, ep->name);
     poison(dy, (rows + 1) * out * 2);
     if (ep->acc) h2d(dy, hy0, rows * out * 2);
     hx_err err = {HX_OK, ""};
-    const hx_status ls = nl_linear_gpu(t->blas, dy, dx, dw, ep->bias ? db : NULL, rows, in, out, ep->act, ep->acc, dt,
-                                       t->stream, &err);
+    const hx_status ls = nl_linear_ld_gpu(t->blas, dy, dx, ldx, dw, ep->bias ? db : NULL, rows, in, out, ep->act,
+                                          ep->acc, dt, t->stream, &err);
     if (ls == HX_EUNSUPPORTED && t->forced && strstr(err.msg, "forced")) { /* a shorter list for this shape */
       t->skipped++;
       continue;
@@ -269,8 +269,8 @@ static size_t run_linear(tctx *t, net_dtype dt, size_t rows, size_t in, size_t o
     /* the plan is built now (a tuned one ran every candidate into y first): the checked output is one call's */
     poison(dy, (rows + 1) * out * 2);
     if (ep->acc) h2d(dy, hy0, rows * out * 2);
-    if (sync_status(t, nl_linear_gpu(t->blas, dy, dx, dw, ep->bias ? db : NULL, rows, in, out, ep->act, ep->acc, dt,
-                                     t->stream, &err),
+    if (sync_status(t, nl_linear_ld_gpu(t->blas, dy, dx, ldx, dw, ep->bias ? db : NULL, rows, in, out, ep->act,
+                                        ep->acc, dt, t->stream, &err),
                     &err, ta.what) != HX_OK) {
       bad++;
       continue;
@@ -281,7 +281,7 @@ static size_t run_linear(tctx *t, net_dtype dt, size_t rows, size_t in, size_t o
     double se = 0.0, sr = 0.0;
     for (size_t k = 0; k < nsel; ++k) {
       const size_t r = sel[k];
-      to_f32(dt, xr, hx + r * in, in);
+      to_f32(dt, xr, hx + r * ldx, in); /* the columns past in are never read */
       if (ep->acc) to_f32(dt, yr, hy0 + r * out, out);
       assert_int_equal(nl_linear_cpu(yr, xr, wf, ep->bias ? bf : NULL, 1, in, out, ep->act, ep->acc, NULL), HX_OK);
       for (size_t o = 0; o < out; ++o) {
@@ -316,6 +316,10 @@ static size_t run_linear(tctx *t, net_dtype dt, size_t rows, size_t in, size_t o
   return bad;
 }
 
+static size_t run_linear(tctx *t, net_dtype dt, size_t rows, size_t in, size_t out, int exact) {
+  return run_linear_ld(t, dt, rows, in, in, out, exact);
+}
+
 static void test_linear(void **state) {
   tctx *t = *state;
   static const size_t shapes[][2] = {{8, 8}, {32, 64}, {64, 32}, {256, 256}, {512, 2048}, {2048, 512}};
@@ -327,7 +331,17 @@ static void test_linear(void **state) {
         bad += run_linear(t, (net_dtype)d, kRows[ri], shapes[si][0], shapes[si][1], 0);
       for (size_t si = 0; si < sizeof exact_shapes / sizeof exact_shapes[0]; ++si)
         bad += run_linear(t, (net_dtype)d, kRows[ri], exact_shapes[si][0], exact_shapes[si][1], 1);
+      /* x's rows apart, as Flash3D's projection reads the attention's output over q's columns of qkv */
+      bad += run_linear_ld(t, (net_dtype)d, kRows[ri], 48, 144, 48, 0) + run_linear_ld(t, (net_dtype)d, kRows[ri], 96, 288, 96, 1);
     }
+  hx_err err = {HX_OK, ""};
+  void *d = dmalloc(4096);
+  assert_int_equal(nl_linear_ld_gpu(t->blas, d, (char *)d + 2048, 40, d, NULL, 4, 48, 8, NL_ACT_NONE, 0, NET_F16,
+                                    t->stream, &err), HX_EINVAL); /* a row stride under in */
+  assert_non_null(strstr(err.msg, "stride"));
+  assert_int_equal(nl_linear_ld_gpu(t->blas, d, (char *)d + 2048, 52, d, NULL, 4, 48, 8, NL_ACT_NONE, 0, NET_F16,
+                                    t->stream, &err), HX_EINVAL); /* not a multiple of 8 */
+  cudaFree(d);
   assert_int_equal(bad, 0);
 }
 
@@ -553,7 +567,7 @@ static size_t run_mlp(tctx *t, net_dtype dt, size_t rows, size_t C, size_t H, nl
  * rows (repeats, unread rows), x rows centred on 2 with spreads by row, y poisoned with a guard row past the end;
  * tolerance: y's rounding (eps |y|), the normalised row's rounding to dtype (eps sum |w| |ln|), fp32 sums (2^-18
  * sum |w| |ln| + |b|). */
-static size_t run_ln_linear(tctx *t, net_dtype dt, size_t rows, size_t x_rows, size_t C, int nb) {
+static size_t run_ln_linear(tctx *t, net_dtype dt, size_t rows, size_t x_rows, size_t C, int nb, int inorder) {
   const double eps = eps_of(dt);
   const float ln_eps = 1e-5f;
   const size_t N = 3 * C;
@@ -570,7 +584,7 @@ static size_t run_ln_linear(tctx *t, net_dtype dt, size_t rows, size_t x_rows, s
   fill(dt, hw, w, N * C, seed, 2, (float)(2.0 / sqrt((double)C)), 0.0f);
   fill(dt, hb, b, N, seed, 3, 0.5f, 0.0f);
   for (size_t c = 0; c < C; ++c) g[c] = 1.0f + 0.5f * unit(seed, 8, c), bt[c] = 0.5f * unit(seed, 9, c);
-  for (size_t r = 0; r < rows; ++r) idx[r] = (uint32_t)(hx_rng_u64(seed, 7, r) % x_rows);
+  for (size_t r = 0; r < rows; ++r) idx[r] = inorder ? (uint32_t)r : (uint32_t)(hx_rng_u64(seed, 7, r) % x_rows);
   idx[0] = 0; /* the constant row is read (row 0 is always among the checked rows) */
   void *dx = dmalloc(x_rows * C * 2), *dy = dmalloc((rows + 1) * N * 2), *dw = dmalloc(N * C * 2), *db = dmalloc(N * 2);
   float *dg = dmalloc(C * 4), *dbt = dmalloc(C * 4);
@@ -579,11 +593,12 @@ static size_t run_ln_linear(tctx *t, net_dtype dt, size_t rows, size_t x_rows, s
   h2d(didx, idx, rows * 4);
   poison(dy, (rows + 1) * N * 2);
   tally ta;
-  tally_init(&ta, "ln + linear %s rows %zu of %zu C %zu%s", net_dtype_name(dt), rows, x_rows, C, nb ? " no bias" : "");
+  tally_init(&ta, "ln + linear %s rows %zu of %zu%s C %zu%s", net_dtype_name(dt), rows, x_rows, inorder ? " in order" : "",
+             C, nb ? " no bias" : "");
   hx_err err = {HX_OK, ""};
   size_t bad = 0;
-  const hx_status st = nl_ln_linear_gpu(dy, dx, didx, x_rows, dg, dbt, ln_eps, dw, nb ? NULL : db, rows, C, N, dt,
-                                        t->stream, &err);
+  const hx_status st = nl_ln_linear_gpu(dy, dx, inorder ? NULL : didx, x_rows, dg, dbt, ln_eps, dw, nb ? NULL : db,
+                                        rows, C, N, dt, t->stream, &err);
   if (sync_status(t, st, &err, ta.what) != HX_OK) {
     bad = 1;
   } else {
@@ -690,14 +705,18 @@ static void test_ln_fused(void **state) {
   size_t bad = 0;
   for (int d = 0; d < 2; ++d)
     for (size_t ri = 0; ri < sizeof kRows / sizeof kRows[0]; ++ri) {
-      bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] + 5, 32, 0);
-      bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] / 2 + 1, 64, 0);
+      bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] + 5, 32, 0, 0);
+      bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] / 2 + 1, 64, 0, 0);
+      /* Flash3D's norm + qkv: its rows in order at C = 48 and 96 (and by an index, the same kernels') */
+      bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri], 48, 0, 1) + run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] + 3, 96, 0, 1);
+      bad += run_ln_linear(t, (net_dtype)d, kRows[ri], kRows[ri] / 3 + 1, 96, 0, 0);
       bad += run_linear_ln_add(t, (net_dtype)d, kRows[ri], 32, 0) + run_linear_ln_add(t, (net_dtype)d, kRows[ri], 64, 0);
       for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si)
         bad += run_mlp(t, (net_dtype)d, kRows[ri], shapes[si].C, shapes[si].H, shapes[si].kind, 0, 1);
     }
-  bad += run_ln_linear(t, NET_F16, 300000, 280000, 64, 0) + run_ln_linear(t, NET_BF16, 1000, 1000, 32, 1);
-  bad += run_ln_linear(t, NET_F16, 1000, 3, 64, 1);
+  bad += run_ln_linear(t, NET_F16, 300000, 280000, 64, 0, 0) + run_ln_linear(t, NET_BF16, 1000, 1000, 32, 1, 0);
+  bad += run_ln_linear(t, NET_F16, 1000, 3, 64, 1, 0);
+  bad += run_ln_linear(t, NET_F16, 600000, 600000, 96, 0, 1) + run_ln_linear(t, NET_BF16, 1000, 1000, 48, 1, 1);
   bad += run_linear_ln_add(t, NET_F16, 300000, 64, 0) + run_linear_ln_add(t, NET_BF16, 1000, 32, 1);
   bad += run_mlp(t, NET_F16, 300000, 64, 256, NL_MLP_GELU, 0, 1) + run_mlp(t, NET_BF16, 1000, 64, 256, NL_MLP_GELU, 1, 1);
   bad += run_mlp(t, NET_F16, 1000, 128, 512, NL_MLP_GELU, 1, 1) + run_mlp(t, NET_BF16, 129, 256, 1024, NL_MLP_GELU, 1, 1);
@@ -1525,14 +1544,14 @@ static void test_bad_args(void **state) {
                    HX_EINVAL);
   assert_int_equal(nl_linear_ln_add_gpu(NULL, NULL, NULL, NULL, NULL, NULL, 1e-5f, 0, 32, NET_F16, s, &err), HX_OK);
   const uint32_t *ix = (const uint32_t *)(f + 512);
-  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 48, 144, NET_F16, s, &err),
+  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 40, 120, NET_F16, s, &err),
                    HX_EUNSUPPORTED);
   assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 64, NET_F16, s, &err),
                    HX_EUNSUPPORTED);
   assert_int_equal(nl_ln_linear_gpu(d, d + 2049, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
                    HX_EUNSUPPORTED);
-  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, NULL, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
-                   HX_EINVAL);
+  assert_int_equal(nl_ln_linear_gpu(d, d + 2048, NULL, 3, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
+                   HX_EINVAL); /* 4 rows in order from 3 */
   assert_int_equal(nl_ln_linear_gpu(d, d + 2048, ix, 4, NULL, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
                    HX_EINVAL);
   assert_int_equal(nl_ln_linear_gpu(d, d + 64, ix, 4, f, f + 64, 1e-5f, d + 1024, NULL, 4, 32, 96, NET_F16, s, &err),
