@@ -4,10 +4,10 @@
  * warp-specialised Hopper kernel, the hidden row on chip; sm_90a only. Reference: nl_mlp_cpu and nl_ln_mlp_cpu
  * (layers.c); the host entries and their argument checks are mlp.cu's, which calls nl_mlp_wg_launch here.
  *
- * Why (docs/nets.md, "What bounds PTv3's ratio", "What bounds Flash3D's MLP"): at these widths the unfused path is
- * cuBLASLt's fc1 (+ GELU) and fc2 with the hidden row through DRAM (SwiGLU: fc1's 8C row, a SwiGLU pass, its 4C
- * row), at 46% of the cuBLAS rate over PTv3's 12 blocks; mlp.cu's mma.sync kernel keeps the weights in shared
- * memory, which at C >= 96 (221 KB for SwiGLU at 96, 1 MB for GELU at 256) they do not fit.
+ * Why (docs/nets.md, "What bounds PTv3's ratio"; docs/layers.md, "What bounds Flash3D's MLP"): at these widths
+ * the unfused path is cuBLASLt's fc1 (+ GELU) and fc2 with the hidden row through DRAM (SwiGLU: fc1's 8C row, a
+ * SwiGLU pass, its 4C row), at 46% of the cuBLAS rate over PTv3's 12 blocks; mlp.cu's mma.sync kernel keeps the
+ * weights in shared memory, which at C >= 96 (221 KB for SwiGLU at 96, 1 MB for GELU at 256) they do not fit.
  *
  * Design: FlashAttention's back-to-back shape, persistent CTAs (one an SM) walking tiles of 64 NC rows of x (NC
  * consumer warpgroups: 3 at GELU's C = 128, else 2, by the registers), NC + 1 warpgroups; each CTA
@@ -26,7 +26,7 @@
  * waits for S_{j+1} alone (wgmma.wait_group 1): the activation of chunk j + 1 runs while O_j is on the tensor cores.
  * Once a tile's last S is done, the warpgroup's rows of its next tile are copied into the x tile under the last O
  * and the epilogue, which adds b2 and the residual (y's values, loaded under the last O) and rounds once.
- * Measured (docs/nets.md, "The MLP at C = 128 and 256"): latency-bound, the tensor pipe busy a third of the time;
+ * Measured (docs/layers.md, "The MLP at C = 128 and 256"): latency-bound, the tensor pipe busy a third of the time;
  * the persistence and the third consumer at C = 128 each took 7% off its time there; Stream-K 11% at C = 256.
  * Ring protocol (as v6's, spconv_wgmma.cu): item i uses slot i % SLOTS for the u = i / SLOTS-th time; "full"
  * completes phase u when the TMA's bytes have landed (one arrival: the producer's expect_tx of the whole boxes),

@@ -349,7 +349,7 @@ const spc_variant *spc_variant_by_id(int id) {
 /* v2 (the small-input implicit GEMM) for inputs of at most 8 channels: the stem's 4 -> 32; v8 (v7's register
  * gathers over the mask order, active offsets only) for k = 3 at 32 input channels (PTv3's level-0 encoder), where it
  * measured faster than v7 and v6 (H200, 600k points: enc0's xCPE 0.445 against 0.480 ms on v7 and 0.649 on v6; at 64
- * channels it is slower than v6: dec0 0.937 against 0.671, docs/nets.md "v8"); v1's channel rule (every other xCPE
+ * channels it is slower than v6: dec0 0.937 against 0.671, docs/spconv.md "v8"); v1's channel rule (every other xCPE
  * width of PTv3, 64 .. 512): v3 (v1's kernel over mask-sorted rows) at k = 3, where it measured faster than v1 at
  * every level of PTv3's forward (H200, 600k points: xCPE 17.1 -> 14.1 ms; spconv alone at C = 64 0.97 -> 0.70 ms,
  * C = 256 8.64 -> 3.97 ms), and v1 at other K (v3 sorts 27-bit masks only); v0 otherwise. Looked up by id, so the

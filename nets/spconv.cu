@@ -6,7 +6,7 @@
  * table holds 2^3-voxel blocks, not voxels: a row's 5^3 (3^3) window lies in exactly 3^3 (2^3) blocks, so a row
  * costs 27 (8) probes and as many 32-byte reads instead of 125 (27) probes of a voxel table, whose random
  * 16-byte slots made the stem's k = 5 map the forward's largest kernel after the convolutions and attention
- * (750 us for 75M probes at 600k on an H200, ~10x the bytes of the map it writes; docs/nets.md);
+ * (750 us for 75M probes at 600k on an H200, ~10x the bytes of the map it writes; docs/spconv.md);
  *  1. insert: an open-addressing hash table in scratch, capacity the power of two >= 2n (load <= 1/2),
  *     16-byte slots {packed block key, block index}, home slot hx_mix64(key) & (cap - 1), linear probing. The
  *     first row of a block claims a slot by atomicCAS of the key into the key word (EMPTY = ~0: a block key
@@ -88,13 +88,13 @@
  *       output slices of <= 64 channels. k = 3 maps at v1's widths. Sums over pages, chunks, then increasing o
  *       (not v1's order: checked against the CPU within the tolerance, runs bit for bit). Measured slower than v3
  *       (H200, 600k: xCPE 13.4 -> 16.7 ms): both are latency-bound at 8-16 warps an SM, not bound by the copies
- *       v5 removes (docs/nets.md, "What the counters say"): an ablation.
+ *       v5 removes (docs/spconv.md, "What the counters say"): an ablation.
  *   v6  v3's rows on a warp-specialised sm_90a kernel (nets/spconv_wgmma.cu: a producer warpgroup gathering by
  *       cp.async into an mbarrier ring, two consumer warpgroups issuing wgmma from shared memory), widths
  *       multiples of 32. The main path's k = 3 variant where it runs (spc_variant_main): faster than v3 at every
  *       level of PTv3's forward (H200, 600k: xCPE 13.4 -> 11.1 ms). Its tiles run most active offsets first
  *       (spc_mask_tiles_gpu: the map's tile order, or one built in the call with the row order), so the lightest
- *       make the last wave: PTv3's 600k forward -0.40 ms against last-first (H200, docs/nets.md).
+ *       make the last wave: PTv3's 600k forward -0.40 ms against last-first (H200, docs/spconv.md).
  *   v7  narrow k = 3 convolutions (in = 32 or 64, out a multiple of 32): v2's scheme at k = 3, an implicit GEMM per
  *       16-row tile and warp on mma.sync with the A fragments gathered straight into registers (16-byte loads, the
  *       input channels permuted inside each offset to make them whole), every offset multiplied, in the map's own
@@ -1116,7 +1116,7 @@ __global__ void __launch_bounds__(THREADS, BN <= 64 ? 2 : 1) conv_kernel(const P
 }
 
 /* BN <= 64 (at most 128 registers a thread): two CTAs an SM where half the SM's shared memory still holds a halo
- * of 512 rows (p99 of PTv3's 128-row tiles: 589 rows at level 0, under 300 above; docs/nets.md), so one CTA's
+ * of 512 rows (p99 of PTv3's 128-row tiles: 589 rows at level 0, under 300 above; docs/spconv.md), so one CTA's
  * dedupe and halo loads overlap the other's multiplies; else one CTA with all it may take. */
 constexpr uint32_t kHaloTwoCtas = 512;
 inline uint32_t capacity(uint32_t bn, uint32_t bk, int smem_optin, int smem_sm) {

@@ -18,13 +18,13 @@ extern "C" {
  * rows sorted by their neighbour mask (k = 3 maps, v1's widths; the main path's k = 3 variant where v6 does not
  * run), v4 v3 with a deeper cp.async pipeline (no faster than v3 on an H200: an ablation), v5 v1's tiles in the
  * map's own order with each tile's input rows (its halo) held in shared memory across offsets (k = 3, v1's widths;
- * slower than v3 on an H200: an ablation; docs/nets.md), v6 v3's rows on a warp-specialised wgmma kernel (sm_90a,
+ * slower than v3 on an H200: an ablation; docs/spconv.md), v6 v3's rows on a warp-specialised wgmma kernel (sm_90a,
  * k = 3, widths multiples of 32; HX_EUNSUPPORTED elsewhere; nets/spconv_wgmma.cu; the main path's k = 3 variant
  * where it runs), v7 narrow k = 3 convolutions (in = 32 or 64, out a multiple of 32) as an implicit GEMM on
  * mma.sync with the A fragments gathered straight into registers, every offset multiplied, in the map's own row
  * order (no sort, no shared-memory staging of rows; an ablation), v8 v7's kernel over the rows in mask order (v3's),
  * multiplying only the offsets where one of a 16-row tile's rows has a neighbour (the main path's k = 3 variant at
- * 32 input channels; slower than v6 at 64 on an H200; docs/nets.md). */
+ * 32 input channels; slower than v6 at 64 on an H200; docs/spconv.md). */
 #define SPC_VARIANT_LIST(X)                                                                                   \
   X(0, "v0", spc_conv_v0, 1, 0) X(1, "v1", spc_conv_v1, 0, 0) X(2, "v2", spc_conv_v2, 0, 0)                   \
   X(3, "v3", spc_conv_v3, 0, 1) X(4, "v4", spc_conv_v4, 0, 1) X(5, "v5", spc_conv_v5, 0, 0)                   \

@@ -6,7 +6,7 @@
  * Computes what v1 and v3 compute: y[i] = b + sum over offsets o of x[nbr[i, o]] W_o^T (fp32 sums, one
  * rounding to the dtype), for k = 3 maps (K = 27) and widths in % 32 == 0, out % 32 == 0.
  *
- * Why (docs/nets.md, "What the counters say"): v3's mma.sync kernel is latency-bound at 16 warps an SM, each
+ * Why (docs/spconv.md, "What the counters say"): v3's mma.sync kernel is latency-bound at 16 warps an SM, each
  * warp waiting on its own ldmatrix -> mma chain; the tensor pipe is busy 4-28% of the cycles. Here the tensor
  * work is issued by two consumer warpgroups as wgmma, which read A and B from shared memory themselves (no
  * ldmatrix, no fragments in registers), and the gathers are issued by a third warpgroup, so neither waits on
@@ -20,7 +20,7 @@
  * wgmma K-major swizzled layout (128-byte swizzle at BK = 64, 64-byte at 32), then arrives on the slot's "full"
  * mbarrier with cp.async.mbarrier.arrive.noinc (128 arrivals, and the expect_tx's: 129). The weights came by
  * cp.async too at first: 16 of a producer thread's 24 copies a step at 256-channel slices, and the forward's
- * convolutions took 1.4 ms longer (docs/nets.md, "v6"). Warpgroups 1
+ * convolutions took 1.4 ms longer (docs/spconv.md, "Where v6's time goes"). Warpgroups 1
  * and 2 (the consumers, setmaxnreg up) own MI blocks of 64 rows each; per step they wait on "full", issue
  * m64nBNk16 wgmmas for each of their blocks that has a neighbour at o, commit, and wait for the previous
  * step's group (wgmma.wait_group 1) before one lane per warp arrives on that step's slot's "empty" mbarrier
@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(384, Tiles<BN, BK>::CTAS)
     /* Fixed over the steps: a thread copies chunk c of rows r0 + i RS (i < NI), and their swizzled places are
      * its first one's plus i RS rows, since RS is a multiple of the swizzle's 8-row period; block (i RS) / 64
      * is known for each unrolled i. Every instruction here is on the critical path: the copies set v6's time
-     * (docs/nets.md, "Where v6's time goes"); a build choosing the copy instruction at run time, three uniform
+     * (docs/spconv.md, "Where v6's time goes"); a build choosing the copy instruction at run time, three uniform
      * branches a copy more, ran PTv3's 600k forward 0.9 ms slower. */
     constexpr int RS = 128 / CPR, NI = BM / RS;
     static_assert(RS % 8 == 0 && 64 % RS == 0, "a thread's rows share the swizzle phase and stay in a block");

@@ -4,7 +4,7 @@
  * sm_90a only. Reference: nl_linear_swiglu_cpu (layers.c); the host entry and its argument checks are mlp.cu's,
  * which calls nl_lsw_wg_launch here.
  *
- * Why (docs/nets.md, "What bounds Flash3D's MLP"): at C = 400 and 784 (flash3d-46m's enc3, dec4, enc4) the whole
+ * Why (docs/layers.md, "What bounds Flash3D's MLP"): at C = 400 and 784 (flash3d-46m's enc3, dec4, enc4) the whole
  * MLP does not fit one kernel (O would be m64n400 a consumer), and the unfused fc1 writes the 2H-wide
  * pre-activations, a SwiGLU pass reads them and writes H, fc2 reads those: 8H bytes a row more than fc1 with the
  * SwiGLU in its epilogue. mlp.cu's mma.sync kernel for that keeps the reduction in shared memory (C <= 96).
@@ -23,7 +23,7 @@
  * epilogue adds b1 (the thread's 64 values loaded as the tile starts), takes silu(a) g in fp32 (silu on the hardware
  * tanh, as mlp.cu), rounds once and stores the pairs straight from the accumulators, while the producer already fills
  * the ring for the next tile. Registers a consumer thread: 128 accumulators and 32 bias pairs under setmaxnreg 232.
- * Measured (docs/nets.md, "fc1 + SwiGLU on wgmma"): L2 76% and the tensor pipe 56% busy at C = 400, ~410 TFLOP/s;
+ * Measured (docs/layers.md, "fc1 + SwiGLU on wgmma"): L2 76% and the tensor pipe 56% busy at C = 400, ~410 TFLOP/s;
  * clusters of two CTAs sharing the w1 boxes by TMA multicast (a third less L2 traffic) ran no faster.
  * Invariant: each y value is the fp32 sum over the k-blocks in increasing order, k16 by k16, + b1, rounded once: runs
  * agree bit for bit.

@@ -1,6 +1,6 @@
 /* probe_lt_algos.cu - how far the cuBLASLt heuristic's first algorithm is from the best of its list on the
  * backbones' Linear shapes (skinny GEMMs: hundreds of thousands of rows, 32-784 channels), which run at 1.4-1.7x
- * their bytes at the copy bandwidth in the forwards (docs/nets.md). nl_linear_gpu takes the first algorithm; this
+ * their bytes at the copy bandwidth in the forwards (docs/layers.md). nl_linear_gpu takes the first algorithm; this
  * asks for up to 16, times each on the same operands (fp16, fp32 accumulation, Y = X W^T [+ b] [GELU] [+ Y], the
  * layouts and epilogues nl_linear_gpu builds) and prints, per shape, the first's time, the best's time and index,
  * and the bytes floor (X, W, b read, Y written, Y read too when accumulating) at a device-to-device copy's
