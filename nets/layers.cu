@@ -309,7 +309,8 @@ hx_status nl_linear_ld_gpu(nl_blas *blas, void *d_y, const void *d_x, size_t ldx
   if (((uintptr_t)d_y | (uintptr_t)d_x | (uintptr_t)d_w | (uintptr_t)d_b) % 16)
     return hx_errf(err, HX_EINVAL, "nl_linear_gpu: y, x, w and b must be 16-byte aligned (%p %p %p %p)", d_y,
                    (const void *)d_x, (const void *)d_w, (const void *)d_b);
-  if (ranges_overlap(d_y, rows * out * 2, d_x, ((rows - 1) * ldx + in) * 2) || ranges_overlap(d_y, rows * out * 2, d_w, out * in * 2) ||
+  if (ranges_overlap(d_y, rows * out * 2, d_x, ((rows - 1) * ldx + in) * 2) ||
+      ranges_overlap(d_y, rows * out * 2, d_w, out * in * 2) ||
       (d_b && ranges_overlap(d_y, rows * out * 2, d_b, out * 2)))
     return hx_errf(err, HX_EINVAL, "nl_linear_gpu: y overlaps x, w or b");
 

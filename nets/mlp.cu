@@ -6,7 +6,7 @@
  *
  * Why: at narrow C the unfused path's cuBLASLt Linears write the hidden row ([rows, 4C], and for SwiGLU [rows, 8C]
  * and a SwiGLU pass) and read it back, 11 (27) x 2 x C bytes a row against 3 x 2 x C for x in and y in and out,
- * and their narrow GEMMs run well below the copy bandwidth (docs/nets.md, "The fused MLP").
+ * and their narrow GEMMs run well below the copy bandwidth (docs/layers.md, "The fused MLP").
  *
  * Design: persistent CTAs of 8 warps, each loading fc1's and fc2's weights and biases into shared memory once, then
  * walking 128-row tiles of x (16 rows a warp), the next tile's rows copied by cp.async under the current one's math.
@@ -24,7 +24,7 @@
  *
  * Activations: GELU in the tanh form on tanh.approx.f32 (~5 instructions a hidden value), the form of the unfused
  * path's cuBLASLt epilogue; with the exact erf form (erff, ~25 instructions) the kernel was issue-bound at C = 64
- * and slower than the two Linears (H200, 600k points: 0.585 against 0.549 ms at dec0; 61c43de, docs/nets.md).
+ * and slower than the two Linears (H200, 600k points: 0.585 against 0.549 ms at dec0; 61c43de, docs/layers.md).
  * SwiGLU's silu(a) = a / 2 (1 + tanh(a / 2)), one tanh.approx.
  */
 #include "nets/nets.h"
@@ -409,14 +409,14 @@ hx_status mlp_dispatch(void *y, const void *x, const void *w1, const void *b1, c
 
 /*
  * y[r, NQ C] = LN(x[ridx[r]]) W^T + b for narrow rows (a block's norm.1 + qkv, NQ = 3: PTv3's at C = 32 and 64 on
- * its patch slots, IDX; Flash3D's at C = 48 and 96 on its rows in order, ridx unused). The mlp
- * kernel's frame: persistent CTAs of 8 warps, W ([NQ C, C]), its bias and the LayerNorm's gamma and beta in shared
- * memory once, 128-row tiles of x (gathered through ridx with IDX) by cp.async (the next tile's under the current one's math),
+ * its patch slots, IDX; Flash3D's at C = 48 and 96 on its rows in order, ridx unused). The mlp kernel's frame:
+ * persistent CTAs of 8 warps, W ([NQ C, C]), its bias and the LayerNorm's gamma and beta in shared memory once,
+ * 128-row tiles of x (gathered through ridx with IDX) by cp.async (the next tile's under the current one's math),
  * a warp's 16 rows moved into A fragments and normalised there (ln_frag). Then per C-wide slice q of the output:
  * C / 16 x C / 16 ldmatrix.x4 B loads and twice as many m16n8k16 mmas into [16, C] fp32 accumulators, + b, rounded
  * into the warp's 16 rows of the tile (free: their A fragments are in registers) and stored as whole 16-byte
  * chunks. Bytes: x's rows read once (C values), y written once (NQ C), against the unfused path's LN row written
- * and read back (2 C more) and cuBLASLt's GEMM at K = 32 or 64 (docs/nets.md, "LayerNorm inside the kernels").
+ * and read back (2 C more) and cuBLASLt's GEMM at K = 32 or 64 (docs/layers.md, "LayerNorm inside the kernels").
  */
 template <int C, int NQ> constexpr size_t lnl_smem() {
   return (size_t)(NQ * C) * lay<C / 8>::kStride + (size_t)2 * kBM * lay<C / 8>::kStride + (size_t)(NQ * C + 2 * C) * 4;

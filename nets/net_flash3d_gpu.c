@@ -682,7 +682,8 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
   }
   if (st == HX_EUNSUPPORTED) { /* t was sized for the levels that take this path (g_buffers) */
     if (n * C > g->t_n)
-      return hx_errf(r->err, HX_EINVAL, "flash3d gpu: norm and qkv at C = %zu left their kernel; t was sized for it", C);
+      return hx_errf(r->err, HX_EINVAL, "flash3d gpu: norm and qkv at C = %zu left their kernel; t was sized for it",
+                     C);
     RANGE("norm", nl_layernorm_gpu(g->t, x, bk->norm.g, bk->norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err));
     RANGE("qkv", lin_gpu(r, g->qkv, g->t, &bk->qkv, n, NL_ACT_NONE, 0));
   }
@@ -702,7 +703,8 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
     (void)net_unsupported(st, r->err); /* st stays HX_EUNSUPPORTED: the separate pass below */
   }
   if (st == HX_EUNSUPPORTED && n * C > g->t_n)
-    st = hx_errf(r->err, HX_EINVAL, "flash3d gpu: the MLP's LayerNorm at C = %zu left its kernel; t was sized for it", C);
+    st = hx_errf(r->err, HX_EINVAL, "flash3d gpu: the MLP's LayerNorm at C = %zu left its kernel; t was sized for it",
+                 C);
   else if (st == HX_EUNSUPPORTED) {
     st = nl_layernorm_gpu(g->t, x, bk->mlp_norm.g, bk->mlp_norm.b, n, C, NET_F3D_LN_EPS, g->dt, r->cs, r->err);
     if (st == HX_OK) st = mlp(r, bk, x, n, C, hid);

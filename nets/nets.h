@@ -51,7 +51,7 @@ float net_to_float(net_dtype t, uint16_t h);
  *     Y[rows, out] (+)= act(X[rows, in] W^T + b)
  * with the bias, GELU and accumulate-into-Y (residual add: beta = 1) fused into cuBLASLt's epilogue where
  * it offers them. GELU: NL_ACT_GELU is the exact erf form of torch.nn.GELU in the CPU reference; cuBLASLt's
- * fused epilogue is the tanh approximation (|difference| < 1e-3 for |x| < 10), documented in docs/nets.md
+ * fused epilogue is the tanh approximation (|difference| < 1e-3 for |x| < 10), documented in docs/layers.md
  * and covered by the stated tolerance.
  */
 typedef enum nl_act { NL_ACT_NONE = 0, NL_ACT_GELU = 1 } nl_act;
@@ -217,7 +217,7 @@ hx_status nl_linear_swiglu_gpu(void *d_y, const void *d_x, const void *d_w1, con
                                size_t H, net_dtype dt, struct CUstream_st *stream, hx_err *err);
 /* 1 when nl_linear_swiglu_gpu takes (C, H) (host; any build), H a multiple of 64: C = 32, 64 or 96 on an mma.sync
  * kernel (the reduction and two row tiles in shared memory, two CTAs an SM; at C = 160 and 192 it measured slower
- * than the unfused path: docs/nets.md), and C >= 128, a multiple of 16, on a wgmma GEMM (sm_90a; HX_EUNSUPPORTED
+ * than the unfused path: docs/layers.md), and C >= 128, a multiple of 16, on a wgmma GEMM (sm_90a; HX_EUNSUPPORTED
  * elsewhere). nl_linear_swiglu_gpu_runs: 1 when it takes (C, H) and the current device runs that kernel. */
 int nl_linear_swiglu_gpu_takes(size_t C, size_t H);
 int nl_linear_swiglu_gpu_runs(size_t C, size_t H);
@@ -560,12 +560,13 @@ typedef struct net_config {
                           * 32, 64, 128 and 256, Flash3D's SwiGLU MLP at C 32, 48, 64, 80, 96, 128, 160 and 192) and,
                           * for Flash3D's other blocks, fc1 + SwiGLU as nl_linear_swiglu_gpu where it takes the width
                           * (also where the device cannot run nl_mlp_gpu's wgmma kernel at C 96; the default,
-                          * docs/nets.md "The fused MLP"); 2 = Flash3D: nl_linear_swiglu_gpu wherever it takes the
+                          * docs/layers.md "The fused MLP"); 2 = Flash3D: nl_linear_swiglu_gpu wherever it takes the
                           * width, never nl_mlp_gpu (an ablation); 0 = nl_linear_gpu calls (and Flash3D's
                           * nl_swiglu_gpu) at every width (an ablation) */
   int ln_fused;          /* on the GPU: 1 = a LayerNorm inside the kernel of the Linear next to it where one takes
-                          * the width (PTv3's norm.1 in its qkv Linear and xCPE's LayerNorm + residual in its Linear at
-                          * C 32 and 64; the MLP's LayerNorm in the whole-MLP kernel; the default, docs/nets.md
+                          * the width (a block's norm.1 in its qkv Linear at C 32 and 64, Flash3D's also at 48 and 96;
+                          * PTv3's xCPE LayerNorm + residual in its Linear at C 32 and 64; the MLP's LayerNorm in the
+                          * whole-MLP kernel; the default, docs/layers.md
                           * "LayerNorm inside the kernels"); 0 = separate LayerNorm passes (an ablation) */
   int stem_fused;        /* PTv3 on the GPU: 1 = the stem in one pass, spc_stem_gpu (its k = 5 map never stored), where
                           * it takes the widths and level 0's k = 3 map needs no rulebook (the default); 0 = the k = 5
