@@ -7,7 +7,8 @@
  * device allocation when its forward cannot fit (net_gpu_bytes against cudaMemGetInfo). The check runs on a
  * cloud small enough for the CPU forward (the input itself when it has at most --check-points points per
  * cloud, else the first --check-points points of each of its clouds), on its own forward object, and a failing
- * check exits 1 before any timing; the timed input's logits must then be finite (else exit 1, nothing saved). --save
+ * check exits 1 before any timing; the timed input's logits must then be finite (else exit 1, nothing saved), as
+ * must the --device cpu forward's (finite but huge weights overflow fp32 too). --save
  * writes .npy files (input, every level, logits) of the timed input, the weights it ran and PTv3's orders.
  */
 #include <errno.h>
@@ -343,13 +344,45 @@ static int print_memory(const net_config *cfg, const net_input *in, net_dtype dt
   return 0;
 }
 
+/* A forward's logits are a result only when all finite: a forward whose values leave the range of its arithmetic
+ * (fp16 on coordinates far from the origin; fp32 on finite but huge weights, e.g. +-3e38, whose products overflow)
+ * gives NaN or Inf, which no caller may save or report. 0 when all are finite (printing their rms when `report`),
+ * else 1 after naming how many are not, the first one's point and class, and `why` (what likely overflowed). */
+static int logits_finite(const net_output *out, const net_input *in, const char *forward, const char *why,
+                         int report) {
+  size_t bad = 0, first = 0;
+  double ss = 0;
+  for (size_t i = 0; i < out->n * out->classes; i++) {
+    if (!isfinite(out->logits[i])) {
+      if (!bad++) first = i;
+    } else {
+      ss += (double)out->logits[i] * (double)out->logits[i];
+    }
+  }
+  if (bad) {
+    const size_t row = first / out->classes;
+    uint32_t c = 0;
+    while (c + 1 < in->B && in->offset[c + 1] <= row) c++;
+    return f3d_fail("net", "%s's logits hold %zu non-finite values of %zu (the first at point %zu of cloud %u, class "
+                           "%zu): %s; no result, nothing saved",
+                    forward, bad, out->n * out->classes, row - in->offset[c], c, first % out->classes, why),
+           1;
+  }
+  if (report)
+    printf("logits: %zu points x %zu classes of the timed input, all finite (rms %.3g)\n", out->n, out->classes,
+           out->n ? sqrt(ss / (double)(out->n * out->classes)) : 0.0);
+  return 0;
+}
+
 static int run_cpu(const net_cli *o, const net_config *cfg, const net_params *p, const net_input *in) {
   hx_err err = {HX_OK, ""};
   net_output out = {0};
   const double t0 = hx_now_ms();
   if (net_forward_cpu(&out, cfg, p, in, o->save != NULL, &err) != HX_OK) return f3d_fail_msg("net: cpu", err.msg), 1;
   printf("cpu fp32 forward: %.1f ms (one run; the reference, not a benchmark)\n", hx_now_ms() - t0);
-  int rc = o->save ? save_outputs(o->save, cfg, p, in, &out) : 0;
+  int rc = logits_finite(&out, in, "the cpu forward",
+                         "activations left the range of fp32 (weights or inputs too large?)", 0);
+  if (!rc && o->save) rc = save_outputs(o->save, cfg, p, in, &out);
   net_output_free(&out);
   return rc;
 }
@@ -393,33 +426,6 @@ static int report_times(const char *label, const double *ms, size_t n) {
   if (hx_stats_describe(&d, ms, n, &err) != HX_OK) return f3d_fail_msg("net", err.msg), 1;
   printf("%-8s median %.3f ms  (min %.3f, q1 %.3f, q3 %.3f, max %.3f, std %.3f; %zu runs)\n", label, d.median, d.min,
          d.q1, d.q3, d.max, d.std, d.n);
-  return 0;
-}
-
-/* The check runs on a small cloud; the timed input's own logits are asserted finite (a forward whose values leave the
- * dtype's range on the larger input, e.g. coordinates far from the origin in fp16, is not a result). */
-static int logits_finite(const net_output *out, const net_input *in, const char *dtype) {
-  size_t bad = 0, first = 0;
-  double ss = 0;
-  for (size_t i = 0; i < out->n * out->classes; i++) {
-    if (!isfinite(out->logits[i])) {
-      if (!bad++) first = i;
-    } else {
-      ss += (double)out->logits[i] * (double)out->logits[i];
-    }
-  }
-  if (bad) {
-    const size_t row = first / out->classes;
-    uint32_t c = 0;
-    while (c + 1 < in->B && in->offset[c + 1] <= row) c++;
-    return f3d_fail("net", "the timed forward's logits hold %zu non-finite values of %zu (the first at point %zu of "
-                           "cloud %u, class %zu): activations left the range of %s (coordinates far from the origin? "
-                           "subtract one); no result",
-                    bad, out->n * out->classes, row - in->offset[c], c, first % out->classes, dtype),
-           1;
-  }
-  printf("logits: %zu points x %zu classes of the timed input, all finite (rms %.3g)\n", out->n, out->classes,
-         out->n ? sqrt(ss / (double)(out->n * out->classes)) : 0.0);
   return 0;
 }
 
@@ -536,7 +542,12 @@ static int run_gpu(const net_cli *o, const net_config *cfg, const net_params *p,
     if (st == HX_OK && !rc) { /* the timed input's logits: finite, or no result (and nothing saved) */
       net_output out = {0};
       st = net_gpu_download(g, &out, o->save != NULL, (struct CUstream_st *)s, &err);
-      if (st == HX_OK) rc = logits_finite(&out, in, net_dtype_name(o->dt));
+      if (st == HX_OK) {
+        char why[160];
+        snprintf(why, sizeof why, "activations left the range of %s (coordinates far from the origin? subtract one)",
+                 net_dtype_name(o->dt));
+        rc = logits_finite(&out, in, "the timed forward", why, 1);
+      }
       if (st == HX_OK && !rc && o->save) rc = save_outputs(o->save, cfg, p, in, &out);
       net_output_free(&out);
     }

@@ -139,6 +139,15 @@ expect_out 0 "saved: $T/w5c" "$BIN" net --model ptv3-tiny --device cpu --points 
   --weights "$T/w5/weights.safetensors" --save "$T/w5c"
 cmp -s "$T/w5/weights.safetensors" "$T/w5c/weights.safetensors" || fail "--save: the loaded weights not saved as read"
 cmp -s "$T/out/weights.safetensors" "$T/w5/weights.safetensors" && fail "--save: seeds 3407 and 5 saved the same weights"
+# finite but huge weights (every value 0x7e7e7e7e, 8.5e37, the header kept) overflow the fp32 forward: its logits
+# are not a result, so the run exits 1 naming how many are non-finite and --save writes nothing
+w=$T/w5/weights.safetensors
+hlen=$(od -An -t u8 -N 8 "$w" | tr -d ' ')
+size=$(wc -c < "$w")
+{ head -c $((8 + hlen)) "$w"; head -c $((size - 8 - hlen)) /dev/zero | tr '\000' '\176'; } > "$T/huge.safetensors"
+expect_out 1 "net: the cpu forward's logits hold 24000 non-finite values of 24000 .*nothing saved" \
+  "$BIN" net --model ptv3-tiny --device cpu --points 1500 --weights "$T/huge.safetensors" --save "$T/huge"
+[ -e "$T/huge" ] && fail "non-finite logits: --save left $T/huge behind"
 # orders.txt (PTv3): a line per level, each a permutation of the four orders; other seeds, other shuffles
 [ "$(grep -c '^[0-9]' "$T/out/orders.txt")" -eq 3 ] || fail "orders.txt has not 3 levels: $(cat "$T/out/orders.txt")"
 grep '^[0-9]' "$T/out/orders.txt" | while read -r l a b c d; do
