@@ -101,6 +101,11 @@ int f3d_out_close(FILE *f, char *tmp, const char *path, int bad);
  * unwritable path before its work rather than after. */
 int f3d_out_discard(FILE *f, char *tmp, int rc);
 
+/* A --save DIR of `attn` and `net`: an existing writable directory, or one mkdir can create (its parent an existing
+ * writable directory). Checked before any work, so a typo in the path or an unwritable folder costs no run (the
+ * save creates DIR at its end). HX_OK, or the reason in err, starting with DIR. */
+hx_status f3d_save_dir_check(const char *dir, hx_err *err);
+
 /* Git state of the source tree the program was built from: short hash ("" when unknown) and dirty
  * flag (-1 unknown, 0 clean, 1 tracked files modified). Where git cannot tell (a copy of the tree
  * without .git), F3D_GIT_COMMIT and F3D_GIT_DIRTY=yes|no from the environment are used instead. */

@@ -275,6 +275,30 @@ int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
   return 0;
 }
 
+hx_status f3d_save_dir_check(const char *dir, hx_err *err) {
+  struct stat st;
+  if (!dir[0]) return hx_errf(err, HX_EINVAL, "an empty directory name");
+  if (stat(dir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return hx_errf(err, HX_EINVAL, "%s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
+    return HX_OK;
+  }
+  if (errno != ENOENT) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
+  if (lstat(dir, &st) == 0) return hx_errf(err, HX_EINVAL, "%s: a link to nothing (mkdir would fail)", dir);
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%s", dir);
+  size_t n = strlen(parent);
+  while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0'; /* "out/" names "out" */
+  char *slash = strrchr(parent, '/');
+  if (!slash) snprintf(parent, sizeof parent, ".");
+  else if (slash == parent) parent[1] = '\0';
+  else *slash = '\0';
+  if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+    return hx_errf(err, HX_EIO, "%s: its parent %s is not an existing directory", dir, parent);
+  if (access(parent, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", dir, parent, strerror(errno));
+  return HX_OK;
+}
+
 /* Run a git command in the source tree and return its first output line ("" on any failure). */
 static void git_line(const char *args, char *out, size_t cap) {
   char cmd[4096];

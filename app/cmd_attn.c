@@ -297,32 +297,6 @@ done:
 }
 #endif
 
-/* --save's directory must exist and be writable, or be creatable: its parent an existing writable directory.
- * Checked before any work, so a typo in the path costs no run (save_all creates it at the end). */
-static hx_status save_dir_check(const char *dir, hx_err *err) {
-  struct stat st;
-  if (!dir[0]) return hx_errf(err, HX_EINVAL, "an empty directory name");
-  if (stat(dir, &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) return hx_errf(err, HX_EINVAL, "%s: not a directory", dir);
-    if (access(dir, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
-    return HX_OK;
-  }
-  if (errno != ENOENT) return hx_errf(err, HX_EIO, "%s: %s", dir, strerror(errno));
-  if (lstat(dir, &st) == 0) return hx_errf(err, HX_EINVAL, "%s: a link to nothing (mkdir would fail)", dir);
-  char parent[4096];
-  snprintf(parent, sizeof parent, "%s", dir);
-  size_t n = strlen(parent);
-  while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0'; /* "out/" names "out" */
-  char *slash = strrchr(parent, '/');
-  if (!slash) snprintf(parent, sizeof parent, ".");
-  else if (slash == parent) parent[1] = '\0';
-  else *slash = '\0';
-  if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
-    return hx_errf(err, HX_EIO, "%s: its parent %s is not an existing directory", dir, parent);
-  if (access(parent, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", dir, parent, strerror(errno));
-  return HX_OK;
-}
-
 static hx_status save_all(const attn_opts *o, attn_data *a, hx_err *err) {
   if (mkdir(o->save, 0777) != 0 && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", o->save, strerror(errno));
   const char *dt = o->dtype == BATTN_F16 ? "<f2" : "<u2"; /* numpy has no bf16: raw bits as uint16 */
@@ -446,7 +420,7 @@ int f3d_cmd_attn(int argc, char **argv) {
   attn_data a;
   memset(&a, 0, sizeof a);
   hx_err e = {HX_OK, ""};
-  if (o.save && save_dir_check(o.save, &e) != HX_OK) { /* before the run, not after it */
+  if (o.save && f3d_save_dir_check(o.save, &e) != HX_OK) { /* before the run, not after it */
     attn_fail("--save: %s", e.msg);
     return 2;
   }

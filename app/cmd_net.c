@@ -60,6 +60,7 @@ static void net_usage(FILE *f) {
           "  --save DIR         write input_xyz.npy, input_feat.npy, offset.txt, <level>.npy, logits.npy,\n"
           "                     weights.safetensors (the parameters it ran, PyTorch names) and, PTv3, orders.txt\n"
           "                     (each level's serialization orders after the shuffles), all or none of them;\n"
+          "                     DIR, or its parent, must exist and be writable (checked before the forward);\n"
           "                     files of an earlier save that this one does not write stay in DIR; on the\n"
           "                     GPU every level then keeps its own activations: more device memory\n"
           "  --graph            also time the forward replayed as one CUDA graph (when it never syncs the host)\n"
@@ -279,15 +280,17 @@ static int save_outputs(const char *dir, const net_config *cfg, const net_params
                         const net_output *o) {
   hx_err err = {HX_OK, ""};
   save_stage *st = calloc(1, sizeof *st);
-  if (!st) return f3d_fail(dir, "out of memory"), 1;
+  if (!st) return f3d_fail("net", "--save %s: out of memory", dir), 1;
   snprintf(st->dir, sizeof st->dir, "%s", dir);
+  /* f3d_save_dir_check passed before the forward: these fail only when DIR changed since (the user's path named,
+   * never the staging folder inside it) */
   if (mkdir(dir, 0777) == 0) st->made_dir = 1;
-  else if (errno != EEXIST) return free(st), f3d_fail(dir, "cannot create: %s", strerror(errno)), 1;
+  else if (errno != EEXIST) return free(st), f3d_fail("net", "--save %s: cannot create: %s", dir, strerror(errno)), 1;
   struct stat sb;
-  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return free(st), f3d_fail(dir, "not a directory"), 1;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return free(st), f3d_fail("net", "--save %s: not a directory", dir), 1;
   snprintf(st->stage, sizeof st->stage, "%s/.net-save.XXXXXX", dir);
   if (!mkdtemp(st->stage)) {
-    f3d_fail(st->stage, "cannot create: %s", strerror(errno));
+    f3d_fail("net", "--save %s: cannot write in it: %s", dir, strerror(errno));
     if (st->made_dir) (void)rmdir(dir);
     return free(st), 1;
   }
@@ -761,6 +764,8 @@ int f3d_cmd_net(int argc, char **argv) {
       fprintf(stderr, "f3dbench: net: note: %s ha%s no effect with --device cpu (one fp32 forward, the reference)\n",
               list, n == 1 ? "s" : "ve");
   }
+  if (o.save && f3d_save_dir_check(o.save, &err) != HX_OK) /* before the forward, not after it */
+    return f3d_fail("net", "--save %s", err.msg), 2;
   if (!o.cpu && f3d_gpu_ready(o.memory ? "net: --memory" : "net: --device gpu", NULL)) return 1;
 
   net_params p = {0};

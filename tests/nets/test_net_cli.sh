@@ -108,6 +108,21 @@ expect_out 1 "other.safetensors.*(missing|extra|'x')" "$BIN" net --model ptv3-ti
 printf 'nan nan nan\n' > "$T/empty.xyz"
 expect_out 1 "empty.xyz" "$BIN" net --model ptv3-tiny --device cpu --input "$T/empty.xyz" --save "$T/nosave"
 [ -e "$T/nosave" ] && fail "a refused input left $T/nosave behind"
+# --save's folder is checked before the forward (exit 2, the user's path named after "net:", nothing run or made):
+# a parent that does not exist, a file, and (not as root, whom permissions do not stop) a folder not writable
+expect_out 2 "^f3dbench: net: --save $T/no/such/dir: its parent $T/no/such is not an existing directory\$" \
+  "$BIN" net --model ptv3-tiny --device cpu --points 500 --save "$T/no/such/dir"
+[ -e "$T/no" ] && fail "--save with no parent made $T/no"
+printf 'x' > "$T/afile"
+expect_out 2 "^f3dbench: net: --save $T/afile: not a directory\$" \
+  "$BIN" net --model ptv3-tiny --device cpu --points 500 --save "$T/afile"
+if [ "$(id -u)" -ne 0 ]; then
+  mkdir "$T/ro" && chmod 555 "$T/ro"
+  expect_out 2 "^f3dbench: net: --save $T/ro: " "$BIN" net --model ptv3-tiny --device cpu --points 500 --save "$T/ro"
+  expect_out 2 "^f3dbench: net: --save $T/ro/sub: cannot create it in $T/ro" \
+    "$BIN" net --model ptv3-tiny --device cpu --points 500 --save "$T/ro/sub"
+  chmod 755 "$T/ro"
+fi
 # --save: the files, NumPy's magic, and the logits' shape in the header
 expect_out 0 "saved: $T/out" "$BIN" net --model ptv3-tiny --device cpu --points 1500 --save "$T/out"
 for f in input_xyz input_feat enc0 enc1 enc2 dec1 dec0 logits; do
