@@ -295,7 +295,8 @@ hx_status f3d_save_dir_check(const char *dir, hx_err *err) {
   else *slash = '\0';
   if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
     return hx_errf(err, HX_EIO, "%s: its parent %s is not an existing directory", dir, parent);
-  if (access(parent, W_OK | X_OK) != 0) return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", dir, parent, strerror(errno));
+  if (access(parent, W_OK | X_OK) != 0)
+    return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", dir, parent, strerror(errno));
   return HX_OK;
 }
 

@@ -287,7 +287,8 @@ static int save_outputs(const char *dir, const net_config *cfg, const net_params
   if (mkdir(dir, 0777) == 0) st->made_dir = 1;
   else if (errno != EEXIST) return free(st), f3d_fail("net", "--save %s: cannot create: %s", dir, strerror(errno)), 1;
   struct stat sb;
-  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return free(st), f3d_fail("net", "--save %s: not a directory", dir), 1;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return free(st), f3d_fail("net", "--save %s: not a directory", dir), 1;
   snprintf(st->stage, sizeof st->stage, "%s/.net-save.XXXXXX", dir);
   if (!mkdtemp(st->stage)) {
     f3d_fail("net", "--save %s: cannot write in it: %s", dir, strerror(errno));
