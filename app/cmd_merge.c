@@ -13,9 +13,11 @@
 static void usage(FILE *f) {
   fputs("usage: f3dbench merge -o OUT_DIR [--force] SHARD_DIR...\n"
         "Join the result directories of a sharded sweep (sweep --shard I/N) into OUT_DIR: rows and raw\n"
-        "samples concatenated, the first shard's context without its shard key plus merged_from, and a\n"
-        "results.json. Refuses incomplete shards, different devices/builds/commits, shards without\n"
-        "samples.csv, overlapping rows and missing shards unless --force.\n"
+        "samples concatenated, the first shard's context without its shard key plus merged_from (the case\n"
+        "counts and lists over all shards), and a results.json. Refuses incomplete shards, different\n"
+        "devices/builds/commits, shards without samples.csv, overlapping rows and missing shards unless\n"
+        "--force; a forced merge of missing or incomplete shards is marked incomplete (status partial, an\n"
+        "INCOMPLETE file) and says so on stderr.\n"
         "  -o, --output DIR   the merged run directory (created: an existing one is refused, even with --force)\n"
         "  -f, --force        merge anyway\n"
         "  -h, --help         this text\n",
@@ -61,6 +63,9 @@ int f3d_cmd_merge(int argc, char **argv) {
       rc = 1;
     } else {
       printf("merged %zu directories into %s (%zu rows, %zu samples)\n", n, out, m.n_rows, m.n_samples);
+      char why[600];
+      if (m.incomplete) /* only --force gets here: what it let through is said, not passed off as whole */
+        f3d_fail("merge", "warning: %s: %s", out, hx_run_incomplete_why(&m, why, sizeof why));
     }
     hx_run_free(&m);
   }

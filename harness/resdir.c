@@ -645,15 +645,65 @@ static hx_status parse_shard(const char *s, unsigned *i, unsigned *n) {
   return HX_OK;
 }
 
+/* The sum of a decimal count key over the runs into buf; 0 (nothing written) when a run lacks it or holds
+ * something else, so a merged count is never one shard's alone. */
+static int sum_key(const hx_run *runs, size_t n, const char *key, char *buf, size_t cap) {
+  uint64_t sum = 0;
+  for (size_t k = 0; k < n; k++) {
+    const char *v = hx_run_context(&runs[k], key);
+    uint64_t x;
+    if (!v || parse_u64(v, &x) != HX_OK || x > UINT64_MAX - sum) return 0;
+    sum += x;
+  }
+  snprintf(buf, cap, "%llu", (unsigned long long)sum);
+  return 1;
+}
+
+/* The space-separated lists of a key joined over the runs, in input order (malloc'd; NULL when no run has the
+ * key or there is no memory: *nomem says which). */
+static char *join_key(const hx_run *runs, size_t n, const char *key, int *nomem) {
+  size_t len = 1;
+  int any = 0;
+  for (size_t k = 0; k < n; k++) {
+    const char *v = hx_run_context(&runs[k], key);
+    if (v) len += strlen(v) + 1, any = 1;
+  }
+  if (!any) return NULL;
+  char *s = malloc(len);
+  if (!s) {
+    *nomem = 1;
+    return NULL;
+  }
+  s[0] = '\0';
+  for (size_t k = 0; k < n; k++) {
+    const char *v = hx_run_context(&runs[k], key);
+    if (!v || !*v) continue;
+    if (*s) strcat(s, " ");
+    strcat(s, v);
+  }
+  return s;
+}
+
+/* The context keys a merge computes over all shards instead of copying the first shard's: counts summed, lists
+ * joined (the sweep's per-case keys, app/sweep.c); status and status_reason say whether the merge is whole. */
+static const char *const merge_sum_keys[] = {"cases_total", "cases_done"};
+static const char *const merge_join_keys[] = {"cases_finished", "gpu_stages_per_case"};
+
 hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, hx_err *err) {
   if (n == 0) return hx_errf(err, HX_EINVAL, "no input directories");
   unsigned shard_n = 0;
-  unsigned char seen[4096] = {0};
+  int mixed = 0;      /* shards of different splits (only with --force): coverage cannot be judged */
+  int twice = 0;      /* a shard given twice (only with --force) */
+  const hx_run *incomplete = NULL; /* the first incomplete input (only with --force) */
+  unsigned char seen[4096] = {0}; /* by index modulo N: N/N is 0/N, as the sweep runs it */
   for (size_t k = 0; k < n; k++) {
-    if (runs[k].incomplete && !force) {
-      char why[512];
-      return hx_errf(err, HX_EINVAL, "%s: %s (use --force to merge it anyway)", runs[k].dir,
-                     hx_run_incomplete_why(&runs[k], why, sizeof why));
+    if (runs[k].incomplete) {
+      if (!force) {
+        char why[512];
+        return hx_errf(err, HX_EINVAL, "%s: %s (use --force to merge it anyway)", runs[k].dir,
+                       hx_run_incomplete_why(&runs[k], why, sizeof why));
+      }
+      if (!incomplete) incomplete = &runs[k];
     }
     if (k > 0 && !force) HX_TRY(hx_run_check_compatible(&runs[0], &runs[k], 1, err));
     if (runs[k].n_rows && !runs[k].n_samples && !force) /* a sweep writes both: samples.csv is missing */
@@ -664,21 +714,54 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
     if (!sh) continue;
     if (parse_shard(sh, &si, &sn) != HX_OK || sn > 4095)
       return hx_errf(err, HX_EFORMAT, "%s: shard \"%s\" is not I/N", runs[k].dir, sh);
-    if (shard_n && sn != shard_n && !force)
-      return hx_errf(err, HX_EINVAL, "%s: shard %s is not of the same split as the first (N = %u)", runs[k].dir,
-                     sh, shard_n);
+    if (shard_n && sn != shard_n) {
+      if (!force)
+        return hx_errf(err, HX_EINVAL, "%s: shard %s is not of the same split as the first (N = %u)", runs[k].dir,
+                       sh, shard_n);
+      mixed = 1;
+    }
     shard_n = sn;
-    if (seen[si] && !force) return hx_errf(err, HX_EINVAL, "%s: shard %s given twice", runs[k].dir, sh);
-    seen[si] = 1;
+    if (seen[si % sn]) {
+      if (!force) return hx_errf(err, HX_EINVAL, "%s: shard %s given twice", runs[k].dir, sh);
+      twice = 1;
+    }
+    seen[si % sn] = 1;
   }
-  if (shard_n && !force) {
-    /* accept 0-based (0..N-1) or 1-based (1..N) numbering */
-    unsigned have = 0;
-    for (unsigned i = 0; i <= shard_n; i++) have += seen[i];
-    if (have != shard_n)
-      return hx_errf(err, HX_EINVAL, "%u of %u shards given (use --force for a partial merge)", have,
-                     shard_n);
+  /* Whether the inputs make one whole sweep: every shard 0..N-1 of one split, each complete. What --force lets
+   * through is merged but marked (status partial, INCOMPLETE), never passed off as a complete run. */
+  char missing[256] = "";
+  unsigned have = 0;
+  if (shard_n && !mixed) {
+    size_t ml = 0;
+    for (unsigned i = 0; i < shard_n; i++) {
+      if (seen[i]) {
+        have++;
+        continue;
+      }
+      if (ml + 40 >= sizeof missing) {
+        if (!strstr(missing, "...")) strcat(missing, ", ...");
+        continue;
+      }
+      ml += (size_t)snprintf(missing + ml, sizeof missing - ml, "%s%u/%u", ml ? ", " : "", i, shard_n);
+      if (i == 0) ml += (size_t)snprintf(missing + ml, sizeof missing - ml, " (= %u/%u)", shard_n, shard_n);
+    }
+    if (have != shard_n && !force)
+      return hx_errf(err, HX_EINVAL, "%u of %u shards given, missing %s (use --force for a partial merge)", have,
+                     shard_n, missing);
   }
+  char reason[1024] = "";
+  if (shard_n && mixed)
+    snprintf(reason, sizeof reason, "merged with --force from shards of different splits");
+  else if (shard_n && have != shard_n)
+    snprintf(reason, sizeof reason, "merged with --force from %u of %u shards, missing %s", have, shard_n, missing);
+  else if (twice)
+    snprintf(reason, sizeof reason, "merged with --force from a shard given twice");
+  else if (incomplete) {
+    char why[512];
+    snprintf(reason, sizeof reason, "merged with --force from %.300s, an %s", incomplete->dir,
+             hx_run_incomplete_why(incomplete, why, sizeof why));
+  }
+  const int whole = reason[0] == '\0';
   /* concatenate rows (shallow copies; strings stay owned by the runs) and refuse overlaps */
   size_t nr = 0, ns = 0;
   for (size_t k = 0; k < n; k++) {
@@ -714,22 +797,45 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
   if (st == HX_OK) st = hx_run_write_rows(out_dir, rows, nr, 0, err);
   if (st == HX_OK) st = hx_run_write_rows(out_dir, samples, ns, 1, err);
   if (st == HX_OK) {
-    /* the first run's context without its shard key, plus where the rows came from */
-    size_t nc = runs[0].n_ctx;
-    const char **keys = malloc((nc + 2) * sizeof *keys), **vals = malloc((nc + 2) * sizeof *vals);
+    /* the first run's context without its shard key, plus where the rows came from; the case counts and lists
+     * over all shards (merge_sum_keys, merge_join_keys); status complete only for a whole merge */
+    size_t nc = runs[0].n_ctx, nk = sizeof merge_sum_keys / sizeof *merge_sum_keys,
+           nj = sizeof merge_join_keys / sizeof *merge_join_keys;
+    const char **keys = malloc((nc + nk + nj + 4) * sizeof *keys), **vals = malloc((nc + nk + nj + 4) * sizeof *vals);
+    char sums[2][24], *joined[2] = {NULL, NULL};
+    int have_sum[2], nomem = 0;
+    for (size_t i = 0; i < nk; i++) have_sum[i] = sum_key(runs, n, merge_sum_keys[i], sums[i], sizeof sums[i]);
+    /* without every shard the sweep's total is not known: cases_total would be the given shards' only */
+    if (!whole && shard_n && have != shard_n) have_sum[0] = 0;
+    for (size_t i = 0; i < nj; i++) joined[i] = join_key(runs, n, merge_join_keys[i], &nomem);
     char *from = NULL;
     size_t from_len = 1;
     for (size_t k = 0; k < n; k++) from_len += strlen(runs[k].dir) + 1;
     from = malloc(from_len);
-    if (!keys || !vals || !from) {
+    if (!keys || !vals || !from || nomem) {
       st = hx_errf(err, HX_ENOMEM, "no memory");
     } else {
       size_t m = 0;
+      int put_status = 0, put_sum[2] = {0, 0}, put_join[2] = {0, 0};
       for (size_t i = 0; i < nc; i++) {
-        if (!strcmp(runs[0].ctx_keys[i], "shard")) continue;
-        keys[m] = runs[0].ctx_keys[i];
-        vals[m++] = runs[0].ctx_vals[i];
+        const char *key = runs[0].ctx_keys[i], *val = runs[0].ctx_vals[i];
+        if (!strcmp(key, "shard") || !strcmp(key, "status_reason")) continue;
+        if (!strcmp(key, "status")) val = whole ? "complete" : "partial", put_status = 1;
+        int drop = 0;
+        for (size_t j = 0; j < nk; j++)
+          if (!strcmp(key, merge_sum_keys[j])) val = sums[j], drop = !have_sum[j], put_sum[j] = 1;
+        for (size_t j = 0; j < nj; j++)
+          if (!strcmp(key, merge_join_keys[j])) val = joined[j], drop = !joined[j], put_join[j] = 1;
+        if (drop) continue;
+        keys[m] = key;
+        vals[m++] = val;
       }
+      if (!put_status) keys[m] = "status", vals[m++] = whole ? "complete" : "partial";
+      if (!whole) keys[m] = "status_reason", vals[m++] = reason;
+      for (size_t j = 0; j < nk; j++)
+        if (!put_sum[j] && have_sum[j]) keys[m] = merge_sum_keys[j], vals[m++] = sums[j];
+      for (size_t j = 0; j < nj; j++)
+        if (!put_join[j] && joined[j]) keys[m] = merge_join_keys[j], vals[m++] = joined[j];
       from[0] = '\0';
       for (size_t k = 0; k < n; k++) {
         if (k) strcat(from, ";");
@@ -739,9 +845,17 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
       vals[m++] = from;
       st = hx_run_write_context(out_dir, keys, vals, m, err);
     }
+    /* a merge that is not whole keeps an INCOMPLETE file, as every run that did not finish does */
+    if (st == HX_OK && !whole) {
+      char p[RD_PATH], text[1100];
+      snprintf(p, sizeof p, "%s/INCOMPLETE", out_dir);
+      snprintf(text, sizeof text, "partial: %s\n", reason);
+      st = hx_write_file_atomic(p, text, strlen(text), err);
+    }
     free((void *)keys);
     free((void *)vals);
     free(from);
+    for (size_t i = 0; i < nj; i++) free(joined[i]);
   }
   free(rows);
   free(samples);

@@ -266,6 +266,14 @@ expect 0 "$BIN" merge -o "$T/sh/merged" "$T/sh/s0" "$T/sh/s1"
   fail "merged rows are not the sum of the shards' rows"
 expect 1 "$BIN" merge -o "$T/sh/half" "$T/sh/s0"
 grep -q 'shards given' "$T/err" || fail "merge of one shard of two: $(cat "$T/err")"
+# the merged context counts the cases of both shards; --force merges one shard of two but marks the result
+# incomplete and says so (it once said status complete, nothing on stderr)
+grep -q '^cases_total,6$' "$T/sh/merged/context.csv" || fail "merged cases_total: $(grep cases_total "$T/sh/merged/context.csv")"
+expect 0 "$BIN" merge --force -o "$T/sh/halfforced" "$T/sh/s0"
+grep -q '^f3dbench: merge: warning: .*incomplete run (partial: merged with --force from 1 of 2 shards, missing 1/2' \
+  "$T/err" || fail "forced merge of one shard of two: $(cat "$T/err")"
+grep -q '^status,partial$' "$T/sh/halfforced/context.csv" && [ -f "$T/sh/halfforced/INCOMPLETE" ] ||
+  fail "forced merge of one shard of two is not marked incomplete: $(ls "$T/sh/halfforced")"
 expect 1 "$BIN" merge -o "$T/sh/s0" "$T/sh/s0" "$T/sh/s1" # never over an existing directory (here an input)
 grep -q 'already exists' "$T/err" || fail "merge into an input: $(cat "$T/err")"
 

@@ -201,6 +201,72 @@ static void test_merge(void **state) {
   hx_run_free(&runs[1]);
 }
 
+/* Shard si of 3 as the sweep writes it: one case (lidar at 1000 (si + 1) points) and its context keys. */
+static void make_shard(const char *id, unsigned si) {
+  hx_results *r;
+  hx_err e;
+  char v[64];
+  assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "device_name", "NVIDIA H100", &e), HX_OK);
+  assert_int_equal(hx_results_contextf(r, &e, "shard", "%u/3", si), HX_OK);
+  assert_int_equal(hx_results_context(r, "cases_total", "1", &e), HX_OK);
+  assert_int_equal(hx_results_context(r, "cases_done", "1", &e), HX_OK);
+  snprintf(v, sizeof v, "lidar:%u", 1000 * (si + 1));
+  assert_int_equal(hx_results_context(r, "cases_finished", v, &e), HX_OK);
+  hx_key key = {"lidar", 1000 * (si + 1), 1, "workload", "generate", "cpu"};
+  const double x[3] = {1.0, 1.1, 0.9};
+  assert_int_equal(hx_results_add(r, &key, "time_median", 1.0, "ms", &e), HX_OK);
+  assert_int_equal(hx_results_add_samples(r, &key, "time", x, 3, "ms", &e), HX_OK);
+  assert_int_equal(hx_results_commit(r, &e), HX_OK);
+  hx_results_close(r);
+}
+
+/* The merged context counts every shard's cases, not the first shard's (it said cases_total 1 for 3 cases); a
+ * merge that --force let through without every shard is marked incomplete (status partial, an INCOMPLETE file
+ * naming the missing shard) instead of complete. */
+static void test_merge_context(void **state) {
+  (void)state;
+  hx_run runs[3];
+  hx_err e;
+  char p[512], out[512];
+  for (unsigned si = 0; si < 3; si++) {
+    char id[16];
+    snprintf(id, sizeof id, "cs%u", si);
+    make_shard(id, si);
+    path(p, sizeof p, id);
+    assert_int_equal(hx_run_load(&runs[si], p, &e), HX_OK);
+  }
+  path(out, sizeof out, "cs-all");
+  assert_int_equal(hx_run_merge(runs, 3, out, 0, &e), HX_OK);
+  hx_run m;
+  assert_int_equal(hx_run_load(&m, out, &e), HX_OK);
+  assert_false(m.incomplete);
+  assert_string_equal(hx_run_context(&m, "status"), "complete");
+  assert_string_equal(hx_run_context(&m, "cases_total"), "3");
+  assert_string_equal(hx_run_context(&m, "cases_done"), "3");
+  assert_string_equal(hx_run_context(&m, "cases_finished"), "lidar:1000 lidar:2000 lidar:3000");
+  hx_run_free(&m);
+
+  /* shards 0 and 2 of 3: refused without --force, marked incomplete with it */
+  hx_run two[2] = {runs[0], runs[2]};
+  path(out, sizeof out, "cs-part");
+  assert_int_equal(hx_run_merge(two, 2, out, 0, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "2 of 3 shards given, missing 1/3"));
+  assert_int_equal(hx_run_merge(two, 2, out, 1, &e), HX_OK);
+  assert_int_equal(hx_run_load(&m, out, &e), HX_OK);
+  assert_true(m.incomplete);
+  assert_string_equal(hx_run_context(&m, "status"), "partial");
+  assert_non_null(strstr(hx_run_context(&m, "status_reason"), "2 of 3 shards, missing 1/3"));
+  assert_null(hx_run_context(&m, "cases_total")); /* the whole sweep's total is not known without shard 1 */
+  assert_string_equal(hx_run_context(&m, "cases_done"), "2");
+  assert_string_equal(hx_run_context(&m, "cases_finished"), "lidar:1000 lidar:3000");
+  hx_run_free(&m);
+  char q[600];
+  snprintf(q, sizeof q, "%s/INCOMPLETE", out);
+  assert_int_equal(access(q, F_OK), 0);
+  for (int k = 0; k < 3; k++) hx_run_free(&runs[k]);
+}
+
 /* A hand-made measurement and counter values recorded as rows, read back. */
 static void test_record_measurement(void **state) {
   (void)state;
@@ -332,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_gate),
       cmocka_unit_test(test_merge),
+      cmocka_unit_test(test_merge_context),
       cmocka_unit_test(test_record_measurement),
       cmocka_unit_test(test_damaged_runs),
       cmocka_unit_test(test_not_regular_files),
