@@ -177,8 +177,12 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
       strncat(hdr, fld[i], sizeof hdr - strlen(hdr) - 1);
     }
     if (strcmp(hdr, want) != 0) st = hx_errf(err, HX_EFORMAT, "%s: header is not \"%s\"", path, want);
-  } else {
+  } else if (st == HX_EIO) {
     st = hx_errf(err, HX_EFORMAT, "%s: empty file (no header)", path);
+  } else { /* the header itself is malformed: say how, with the line */
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err ? err->msg : "malformed record");
+    st = hx_errf(err, HX_EFORMAT, "%s:1: %s", path, why);
   }
   while (st == HX_OK) {
     int got = csv_next_row(f, buf, fld, &nf, &line, path, &st, err);

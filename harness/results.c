@@ -64,6 +64,9 @@ hx_status hx_csv_read(FILE *f, char *buf, size_t buf_size, char **fields, size_t
       if (in_quotes) return hx_errf(err, HX_EFORMAT, "csv: end of file inside a quoted field");
       break;
     }
+    /* A NUL would end the field early in every C string that holds it ("0.09\0" "30500016" read as 0.09): no
+     * text this project writes holds one, so the file is damaged or not a CSV file. */
+    if (c == '\0') return hx_errf(err, HX_EFORMAT, "csv: NUL byte (damaged or not a text file)");
     if (in_quotes) {
       if (c == '"') {
         int d = getc(f);

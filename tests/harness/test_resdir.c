@@ -319,7 +319,7 @@ static void put_file(const char *dir, const char *name, const char *text) {
 }
 
 /* A damaged run directory is refused with a message that names what is wrong: no context.csv, a
- * context.csv without its status key, a NaN or infinite value in results.csv or samples.csv. Before, the
+ * context.csv without its status key, a NaN or infinite value or a NUL byte in results.csv or samples.csv. Before, the
  * first two loaded as complete runs (compare then blamed "different devices") and NaN values were taken. */
 static void test_damaged_runs(void **state) {
   (void)state;
@@ -359,6 +359,34 @@ static void test_damaged_runs(void **state) {
     put_file(p, "samples.csv", row);
     assert_int_equal(hx_run_load(&r, p, &e), HX_EFORMAT);
     assert_non_null(strstr(e.msg, "samples.csv:2: bad number"));
+  }
+  /* A NUL byte inside a value ("0.09\0" "30500016") once read as 0.09; in the header, the rows or the context, it is
+   * refused naming the file and line. */
+  static const char *const nul_files[] = {"results.csv", "samples.csv", "context.csv"};
+  static const char *const nul_text[] = {HX_RESULTS_HEADER "\nlidar,100000,1,flash3d,a,v1,time_median,0.09@3,ms\n",
+                                         HX_SAMPLES_HEADER "\nlidar,100000,1,flash3d,a,v1,time,0,0.09@3,ms\n",
+                                         "key,value\nstatus,complete\nschema_version,1\nbuild_type,rel@ease\n"};
+  static const char *const nul_line[] = {"results.csv:2: ", "samples.csv:2: ", "context.csv:4: "};
+  for (int i = 0; i < 4; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "dmg-nul%d", i);
+    make_run(root, id, 1.0, "NVIDIA H100", NULL, 30 + (uint64_t)i, 0);
+    path(p, sizeof p, id);
+    /* i = 3: the NUL in results.csv's header */
+    char text[512];
+    snprintf(text, sizeof text, "%s", i < 3 ? nul_text[i] : HX_RESULTS_HEADER "@\n");
+    const char *name = nul_files[i < 3 ? i : 0];
+    size_t len = strlen(text);
+    *strchr(text, '@') = '\0';
+    snprintf(q, sizeof q, "%s/%s", p, name);
+    FILE *f = fopen(q, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+    e.msg[0] = '\0';
+    assert_int_equal(hx_run_load(&r, p, &e), HX_EFORMAT);
+    if (!strstr(e.msg, i < 3 ? nul_line[i] : "results.csv:1: ") || !strstr(e.msg, "NUL byte"))
+      fail_msg("NUL in %s: %s", name, e.msg);
   }
   path(p, sizeof p, "dmg-val0/results.csv"); /* a file, not a directory */
   assert_int_equal(hx_run_load(&r, p, &e), HX_EIO);
