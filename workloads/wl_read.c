@@ -8,8 +8,9 @@
  * per value in text), so a header claiming 10^12 points fails as truncated instead of allocating.
  * On any failure the output cloud is left empty and nothing is leaked; the message names the file and
  * the problem. Points with a NaN/Inf coordinate are dropped and counted in dropped_nonfinite, and then
- * every kept point's position in the file is in src. A PLY file whose data outlasts its header's element
- * counts is refused (the counts, and so the points, would be wrong). Numbers in text are decimal (hexadecimal
+ * every kept point's position in the file is in src. A PLY or PCD file whose data outlasts its header's counts
+ * (element counts; POINTS) is refused (the counts, and so the points, would be wrong): past the last point only
+ * blank lines in text, nothing in binary. Numbers in text are decimal (hexadecimal
  * is refused); an x y z text file may open with one header line: names ("x y z") or a lone point count.
  */
 #include "workloads/wl_internal.h"
@@ -337,10 +338,26 @@ hx_status wl_read_pcd(wl_cloud *out, const unsigned char *d, size_t size, const 
       wl_sink_push(&sk, v[0], v[1], v[2]);
       done++;
     }
+    /* past the last point only blank lines (a writer's final newline): values there mean POINTS is below the
+     * points present, so the cloud read would not be the file's (as PLY's element counts) */
+    while (next_line(&c, &s, &len)) {
+      size_t i = 0;
+      while (i < len && is_space(s[i])) i++;
+      if (i < len) {
+        st = hx_errf(err, HX_EFORMAT, "%s: line %zu: data after the last of the header's POINTS %zu points: the "
+                     "header's point count does not match the data", path, c.line, h->points);
+        goto fail;
+      }
+    }
   } else if (h->data == 1) {
     if (!wl_mul_ok(h->points, h->point_size, &need) || need > avail) {
       st = hx_errf(err, HX_EFORMAT, "%s: truncated: %zu points of %zu bytes need more than the %zu bytes present",
                    path, h->points, h->point_size, avail);
+      goto fail;
+    }
+    if (need != avail) { /* records past POINTS: the header's count is wrong, so the points read are not the file's */
+      st = hx_errf(err, HX_EFORMAT, "%s: %zu bytes after the last of the header's POINTS %zu records of %zu bytes: the "
+                   "header's point count does not match the data", path, avail - need, h->points, h->point_size);
       goto fail;
     }
     if ((st = wl_sink_init(&sk, h->points, path, err)) != HX_OK) goto fail;
@@ -359,6 +376,11 @@ hx_status wl_read_pcd(wl_cloud *out, const unsigned char *d, size_t size, const 
     size_t csize = wl_get_u32(body, 0), usize = wl_get_u32(body + 4, 0);
     if (csize > avail - 8) {
       st = hx_errf(err, HX_EFORMAT, "%s: truncated: compressed block of %zu bytes, %zu present", path, csize, avail - 8);
+      goto fail;
+    }
+    if (csize < avail - 8) { /* a writer (PCL, Open3D) ends the file with the block */
+      st = hx_errf(err, HX_EFORMAT, "%s: %zu bytes after the compressed block of %zu bytes", path, avail - 8 - csize,
+                   csize);
       goto fail;
     }
     if (!wl_mul_ok(h->points, h->point_size, &need) || need != usize) {

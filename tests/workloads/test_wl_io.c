@@ -560,6 +560,63 @@ static void test_malformed(void **state) {
   wl_cloud_free(&c);
 }
 
+/* ---- PCD data past POINTS --------------------------------------------------------------------------- */
+/* A PCD whose data outlasts its POINTS (a header count below the points present) is refused, as PLY's element
+ * counts are: ascii values on a line past the last point, binary bytes past the last record, bytes after the
+ * binary_compressed block. Blank lines after the last ascii point (a writer's final newline, CRLF) stay valid. */
+static void test_pcd_past_points(void **state) {
+  (void)state;
+  const char *hdr = "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nDATA ";
+  static const struct {
+    const char *data;
+    hx_status want;
+    const char *msg;
+  } ascii[] = {
+      {"1 2 3\n4 5 6\n", HX_EFORMAT, "line 7: data after the last of the header's POINTS 1 points"},
+      {"1 2 3\n\n\n4 5 6", HX_EFORMAT, "line 9: data after the last of the header's POINTS 1 points"},
+      {"1 2 3\n", HX_OK, NULL},
+      {"1 2 3", HX_OK, NULL},
+      {"1 2 3\r\n\r\n \t\n", HX_OK, NULL},
+  };
+  for (size_t i = 0; i < sizeof ascii / sizeof ascii[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "%sascii\n%s", hdr, ascii[i].data);
+    write_file("past.pcd", text, strlen(text));
+    hx_err err = {0};
+    hx_status st = read_status("past.pcd", WL_FMT_AUTO, &err);
+    if (st != ascii[i].want) fail_msg("ascii case %zu: status %d (%s), wanted %d", i, st, err.msg, ascii[i].want);
+    if (ascii[i].msg && !strstr(err.msg, ascii[i].msg)) fail_msg("ascii case %zu: got '%s'", i, err.msg);
+  }
+  /* binary: one record of 12 bytes, then a second record, then a lone newline */
+  buf b = {0};
+  putf(&b, "%sbinary\n", hdr);
+  for (int a = 0; a < 3; a++) put_num(&b, a + 1.0, 'F', 4, 0);
+  write_file("past.pcd", b.p, b.n);
+  hx_err err = {0};
+  assert_int_equal(read_status("past.pcd", WL_FMT_AUTO, &err), HX_OK);
+  const size_t one = b.n;
+  for (int a = 0; a < 3; a++) put_num(&b, a + 4.0, 'F', 4, 0);
+  expect_fail("past.pcd", b.p, b.n, WL_FMT_AUTO, HX_EFORMAT, "a second record past POINTS 1");
+  assert_int_equal(read_status("past.pcd", WL_FMT_AUTO, &err), HX_EFORMAT);
+  assert_non_null(strstr(err.msg, "12 bytes after the last of the header's POINTS 1 records of 12 bytes"));
+  b.n = one;
+  put(&b, "\n", 1);
+  expect_fail("past.pcd", b.p, b.n, WL_FMT_AUTO, HX_EFORMAT, "a newline past the last record");
+  free(b.p);
+#if F3D_HAVE_LZF
+  /* binary_compressed: the round trip's file, then one byte past its block */
+  buf z = {0};
+  build_pcd(&z, xyz_f4, 3, 2, NP, 1, 0);
+  write_file("pastz.pcd", z.p, z.n);
+  read_ok("pastz.pcd", WL_FMT_AUTO, 0);
+  put(&z, "\0", 1);
+  expect_fail("pastz.pcd", z.p, z.n, WL_FMT_AUTO, HX_EFORMAT, "a byte past the compressed block");
+  assert_int_equal(read_status("pastz.pcd", WL_FMT_AUTO, &err), HX_EFORMAT);
+  assert_non_null(strstr(err.msg, "1 bytes after the compressed block"));
+  free(z.p);
+#endif
+}
+
 /* ---- the xyz header rule and decimal-only numbers -------------------------------------------------- */
 /* The first content line of an xyz/txt/csv file is a header only when it starts with a name: one that starts with
  * a number but is not three numbers is an error naming line 1 (it was skipped as a header, losing a point with no
@@ -819,7 +876,7 @@ int main(void) {
       cmocka_unit_test(test_malformed),     cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_corrupted),     cmocka_unit_test(test_writers_atomic),
       cmocka_unit_test(test_recorded),      cmocka_unit_test(test_not_regular),
-      cmocka_unit_test(test_xyz_first_line),
+      cmocka_unit_test(test_xyz_first_line), cmocka_unit_test(test_pcd_past_points),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
