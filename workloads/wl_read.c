@@ -11,7 +11,8 @@
  * every kept point's position in the file is in src. A PLY or PCD file whose data outlasts its header's counts
  * (element counts; POINTS) is refused (the counts, and so the points, would be wrong): past the last point only
  * blank lines in text, nothing in binary. Numbers in text are decimal (hexadecimal
- * is refused); an x y z text file may open with one header line: names ("x y z") or a lone point count.
+ * is refused); an x y z text file may open with one header line: names ("x y z") or a lone point count, which
+ * must equal the points that follow.
  */
 #include "workloads/wl_internal.h"
 #include "f3d_config.h"
@@ -764,8 +765,9 @@ static int count_line(const char *p, const char *e) {
 
 /* Invariant: every content line (not blank, not a '#' or '//' comment) is a point, except that the first one
  * may be a header: one that starts with a name ("x y z"), or a lone point count (the .pts layout's first line,
- * "600000"). A first line that starts with a number but is neither three numbers nor a lone count ("1 2 zz",
- * "1 2", "0x10 0x20 0x30") is an error naming line 1, as any other malformed line is, never skipped. */
+ * "600000"), which must then equal the point lines that follow. A first line that starts with a number but is
+ * neither three numbers nor a lone count ("1 2 zz", "1 2", "0x10 0x20 0x30") is an error naming line 1, as any
+ * other malformed line is, never skipped. */
 hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const char *path, hx_err *err) {
   size_t lines = 1;
   for (size_t i = 0; i < size; i++) lines += d[i] == '\n';
@@ -776,6 +778,8 @@ hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const 
   const char *s;
   size_t len;
   int first = 1;
+  size_t points = 0, declared = 0, count_at = 0; /* points: lines read as points, dropped ones included;
+                                                  * count_at: the line of a lone point count, 0 when none */
   while (next_line(&c, &s, &len)) {
     const char *e = s + len, *p = s;
     while (p < e && is_space(*p)) p++;
@@ -784,6 +788,13 @@ hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const 
     if (!xyz_line(p, e, v)) {
       const int numeric = starts_numeric(p, e);
       if (first && (!numeric || count_line(p, e))) { /* one header line ("x,y,z", "X Y Z intensity", "600000") */
+        if (numeric) { /* a count: saturated, so a count past SIZE_MAX still differs from the points */
+          count_at = c.line;
+          for (const char *t = p; t < e && *t >= '0' && *t <= '9'; t++) {
+            const size_t dg = (size_t)(*t - '0');
+            declared = declared > (SIZE_MAX - dg) / 10 ? SIZE_MAX : declared * 10 + dg;
+          }
+        }
         first = 0;
         continue;
       }
@@ -795,6 +806,12 @@ hx_status wl_read_xyz(wl_cloud *out, const unsigned char *d, size_t size, const 
     }
     first = 0;
     wl_sink_push(&sk, v[0], v[1], v[2]);
+    points++;
+  }
+  if (count_at && points != declared) { /* the count is the file's claim: a cloud that differs is not the file's */
+    wl_sink_free(&sk);
+    return hx_errf(err, HX_EFORMAT, "%s: line %zu: a point count of %zu, but %zu points follow", path, count_at,
+                   declared, points);
   }
   return wl_sink_finish(&sk, out, path, err);
 }

@@ -633,6 +633,11 @@ static void test_xyz_first_line(void **state) {
       {"4 5 6\n0x10 2 3\n", "line 2:"},           {"x y z\n4 5 6\n1 0X1p3 2\n", "line 3:"},
       {"x y z\n4 5 6\n1 -0x1 2\n", "line 3:"},  {"x y z\n1 \v0x10 3\n", "line 2:"},
       {"2.5\n1 2 3\n", "line 1:"},               {"2\n3\n1 2 3\n", "line 2:"},
+      /* a lone point count is the file's claim: more or fewer points than it says are refused, naming both */
+      {"5\n1 2 3\n", "line 1: a point count of 5, but 1 points follow"},
+      {"# c\n1\n1 2 3\n4 5 6\n", "line 2: a point count of 1, but 2 points follow"},
+      {"99999999999999999999999\n1 2 3\n", "line 1: a point count of 18446744073709551615, but 1 points follow"},
+      {"3\nnan 1 2\n1 2 3\n", "line 1: a point count of 3, but 2 points follow"},
   };
   hx_err err = {0};
   wl_cloud c;
@@ -651,7 +656,8 @@ static void test_xyz_first_line(void **state) {
       {"x y z\n1 2 3\n4 5 6\n", 2, 0},      {"X,Y,Z,intensity\n1,2,3,4\n4,5,6,7\n", 2, 0},
       {"# a\n\nx y z\n1 2 3\n", 1, 0},      {"nan 1 2\n1 2 3\n4 5 6\n", 2, 1},
       {"inf,1,2\n1,2,3\n", 1, 1},            {"-x -y -z\n+1 -2 .5\n", 1, 0},
-      {"2\n1 2 3\n4 5 6\n", 2, 0},          {"  600000 \r\n1 2 3\n", 1, 0}, /* a .pts count line */
+      {"2\n1 2 3\n4 5 6\n", 2, 0},          {"  1 \r\n1 2 3\n", 1, 0}, /* a .pts count line */
+      {"2\nnan 1 2\n1 2 3\n\n", 1, 1}, /* the count counts a dropped point's line */
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     write_file("first.xyz", good[i].text, strlen(good[i].text));
