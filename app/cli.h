@@ -70,9 +70,13 @@ struct wl_batch;
  * not one of these options (the caller prints its usage). */
 int f3d_psh_option(int c, const char *arg, const char *what, struct psh_params *p, const char **variant, int *gpu,
                    const char **out_path);
-/* After option parsing: --out is required and argv[optind..argc) holds 1..65535 INPUTs. 0 when so,
- * else 2 after printing the reason. */
-int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, int optind_);
+/* After option parsing: --out is required, argv[optind..argc) holds 1..65535 INPUTs and --out is none of them
+ * (f3d_out_not_input). 0 when so, else 2 after printing the reason. */
+int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, char **argv, int optind_);
+/* Whether an --out would replace one of the inputs[0..n): 0 when it names no existing regular file that is one of
+ * them (the same st_dev and st_ino, so another path to it, a hard or symbolic link, counts), else 2 after printing
+ * "f3dbench: <what>: --out FILE is the input INPUT: ..." (the usage error the caller returns). */
+int f3d_out_not_input(const char *what, const char *out_path, char *const *inputs, size_t n);
 struct psh_in;
 /* A note on stderr when a cloud's hash cannot reach all of its buckets (psh_reachable_buckets): the cloud
  * with the fewest reachable, its voxel bits, and how many points the overflow policy placed (`placed_overflow`,

@@ -170,10 +170,20 @@ int f3d_psh_option(int c, const char *arg, const char *what, psh_params *p, cons
   }
 }
 
-int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, int optind_) {
+int f3d_psh_inputs_check(const char *what, const char *out_path, int argc, char **argv, int optind_) {
   if (!out_path) return f3d_fail(what, "--out FILE is required"), 2;
   if (optind_ >= argc) return f3d_fail(what, "no INPUT given"), 2;
   if ((size_t)(argc - optind_) >= (1u << 16)) return f3d_fail(what, "too many inputs"), 2;
+  return f3d_out_not_input(what, out_path, argv + optind_, (size_t)(argc - optind_));
+}
+
+int f3d_out_not_input(const char *what, const char *out_path, char *const *inputs, size_t n) {
+  struct stat o, s;
+  /* a path that names no regular file yet cannot be an input; stat follows links, as the write does */
+  if (strcmp(out_path, "-") == 0 || stat(out_path, &o) != 0 || !S_ISREG(o.st_mode)) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (stat(inputs[i], &s) == 0 && s.st_dev == o.st_dev && s.st_ino == o.st_ino)
+      return f3d_fail(what, "--out %s is the input %s: the CSV would replace the cloud", out_path, inputs[i]), 2;
   return 0;
 }
 

@@ -219,7 +219,7 @@ int f3d_cmd_pool(int argc, char **argv) {
     }
     }
   }
-  int rc = f3d_psh_inputs_check("pool", out_path, argc, optind);
+  int rc = f3d_psh_inputs_check("pool", out_path, argc, argv, optind);
   if (rc) return rc;
   if (gpu && f3d_gpu_ready("pool: gpu", NULL)) return 1;
   char *tmp;

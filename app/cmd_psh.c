@@ -167,7 +167,7 @@ int f3d_cmd_psh(int argc, char **argv) {
     }
     }
   }
-  int rc = f3d_psh_inputs_check("psh", out_path, argc, optind);
+  int rc = f3d_psh_inputs_check("psh", out_path, argc, argv, optind);
   if (rc) return rc;
   if (gpu && f3d_gpu_ready("psh: gpu", NULL)) return 1;
   char *tmp;

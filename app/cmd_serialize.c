@@ -154,6 +154,7 @@ int f3d_cmd_serialize(int argc, char **argv) {
   if (optind >= argc) return f3d_fail("serialize", "no INPUT files (one per cloud)"), 2;
   const size_t B = (size_t)(argc - optind);
   if (B > UINT32_MAX) return f3d_fail("serialize", "too many inputs"), 2;
+  if (f3d_out_not_input("serialize", out, argv + optind, B)) return 2;
   ser_state s;
   memset(&s, 0, sizeof s);
   const int rc = ser_run(&s, argv + optind, (uint32_t)B, grid, orders, R, dedup, gpu, out);

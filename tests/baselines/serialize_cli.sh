@@ -42,4 +42,13 @@ head -1 "$T/d.csv" | grep -qx "cloud,index,gx,gy,gz,depth,hilbert" || die "heade
 "$bin" serialize --grid 0.0001 --out "$T/x.csv" "$T/a.xyz" 2> "$T/err" && die "depth overflow accepted"
 grep -q "grid size of" "$T/err" || die "depth error names no grid size"
 [ ! -e "$T/x.csv" ] || die "partial output left behind"
+# an --out that is an input (its path, or a link to it) is a usage error naming both; the cloud stays as it was
+cp "$T/b.xyz" "$T/keep.xyz"
+ln -s b.xyz "$T/link.csv"
+for o in "$T/b.xyz" "$T/link.csv"; do
+  "$bin" serialize --out "$o" "$T/a.xyz" "$T/b.xyz" 2> "$T/err"
+  [ $? -eq 2 ] || die "--out $o (an input) did not exit 2"
+  grep -q "serialize: --out $o is the input $T/b.xyz" "$T/err" || die "--out an input: $(cat "$T/err")"
+  cmp -s "$T/b.xyz" "$T/keep.xyz" || die "--out $o replaced the input"
+done
 exit 0

@@ -109,6 +109,29 @@ static void test_usage(void **state) {
   assert_int_not_equal(access(x, F_OK), 0); /* failures leave no output */
 }
 
+/* An --out that is one of the inputs (the same path, or a symbolic link to it) is a usage error naming both, and
+ * the cloud stays as it was (the CSV would have replaced it). */
+static void test_out_is_input(void **state) {
+  (void)state;
+  char cmd[4096], c[300], keep[300], link[300];
+  snprintf(c, sizeof c, "%s/self.bin", dir);
+  snprintf(keep, sizeof keep, "%s/self.keep", dir);
+  snprintf(link, sizeof link, "%s/self-link.csv", dir);
+  snprintf(cmd, sizeof cmd, "cp '%s/b.bin' '%s' && cp '%s' '%s' && ln -sf self.bin '%s'", dir, c, c, keep, link);
+  assert_int_equal(system(cmd), 0);
+  static const char *const cmds[] = {"psh", "pool"};
+  for (int k = 0; k < 2; k++) {
+    for (int l = 0; l < 2; l++) {
+      const char *out = l ? link : c;
+      snprintf(cmd, sizeof cmd, "'%s' %s --out '%s' '%s/a.ply' '%s' 2>&1 >/dev/null | grep -q -- '%s: --out %s is "
+               "the input %s: '", prog, cmds[k], out, dir, c, cmds[k], out, c);
+      assert_int_equal(system(cmd), 0);
+      assert_int_equal(run("%s --out '%s' '%s/a.ply' '%s'", cmds[k], out, dir, c), 2);
+      assert_true(same_file(c, keep));
+    }
+  }
+}
+
 /* A .bin cloud of 100 points with NaN/Inf coordinates at points 5, 7 and 50: both commands drop them, say so,
  * and keep `index` = the position in the file (97 rows: 0..99 without 5, 7, 50). */
 static void test_nonfinite_indices(void **state) {
@@ -258,7 +281,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "test_psh_cli: f3dbench gen failed\n");
     return 1;
   }
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_usage), cmocka_unit_test(test_nonfinite_indices),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_usage), cmocka_unit_test(test_out_is_input),
+                                     cmocka_unit_test(test_nonfinite_indices),
                                      cmocka_unit_test(test_reach_note), cmocka_unit_test(test_tile_work_line),
                                      cmocka_unit_test(test_psh_cpu_and_gpu)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
