@@ -520,8 +520,7 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   }
   if (tn) NEED(&g->t, tn * E, NET_MEM_WORK, "flash3d work t");
   NEED(&g->qkv, 3 * nc * E, NET_MEM_WORK, "flash3d work qkv");
-  /* the attention's output over q's columns of qkv (attn_params): a query row's q is read only by the CTA that
-   * writes its o, before it writes it */
+  /* the attention's output over q's columns of qkv (attn_params; battn_params' o may lie over q, kernels.h) */
   g->o = g->qkv;
   /* the pooling's projection over qkv where it fits (the blocks of the level are done when it pools) */
   if (pp <= 3 * nc) g->pproj = g->qkv;
@@ -675,7 +674,9 @@ static hx_status step_block(g_run *r, int l, int side, int b, void *x, const cha
   } while (0)
   size_t sb = g->scratch_bytes;
   hx_status st = HX_EUNSUPPORTED;
-  if (net_ln_qkv_fused(&g->cfg, C)) { /* norm and qkv in one kernel (the LayerNorm's rows never leave the chip) */
+  /* norm and qkv in one kernel where it takes C (the LayerNorm's rows never leave the chip); a device that cannot run
+   * it (HX_EUNSUPPORTED, its range then empty) gets the two passes below */
+  if (net_ln_qkv_fused(&g->cfg, C)) {
     RANGE("qkv", (st = nl_ln_linear_gpu(g->qkv, x, NULL, n, bk->norm.g, bk->norm.b, NET_F3D_LN_EPS, bk->qkv.w,
                                         bk->qkv.b, n, C, 3 * C, g->dt, r->cs, r->err),
                   net_unsupported(st, r->err) ? HX_OK : st));
