@@ -15,9 +15,9 @@ static void usage(FILE *f) {
         "Join the result directories of a sharded sweep (sweep --shard I/N) into OUT_DIR: rows and raw\n"
         "samples concatenated, the first shard's context without its shard key plus merged_from (the case\n"
         "counts and lists over all shards), and a results.json. Refuses incomplete shards, different\n"
-        "devices/builds/commits, shards without samples.csv, overlapping rows and missing shards unless\n"
-        "--force; a forced merge of missing or incomplete shards is marked incomplete (status partial, an\n"
-        "INCOMPLETE file) and says so on stderr.\n"
+        "devices/builds/commits, shards without samples.csv and missing shards unless --force; a forced\n"
+        "merge of missing or incomplete shards is marked incomplete (status partial, an INCOMPLETE file)\n"
+        "and says so on stderr. Overlapping rows are refused even with --force (a run holds each row once).\n"
         "  -o, --output DIR   the merged run directory (created: an existing one is refused, even with --force)\n"
         "  -f, --force        merge anyway\n"
         "  -h, --help         this text\n",

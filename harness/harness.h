@@ -267,7 +267,9 @@ typedef struct hx_run {
   hx_run_group *groups; /* filled by hx_run_groups */
   size_t n_groups;
 } hx_run;
-/* Load dir/{context,results,samples}.csv (samples optional). On failure nothing stays allocated. */
+/* Load dir/{context,results,samples}.csv (samples optional). Refused (HX_EFORMAT naming the file and line): a
+ * context key given twice, a schema_version missing or other than HX_RESULTS_SCHEMA, a results.csv without rows, a
+ * row key (in samples.csv with its sample index) given twice, a NUL byte. On failure nothing stays allocated. */
 hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err);
 void hx_run_free(hx_run *r);
 const char *hx_run_context(const hx_run *r, const char *key); /* NULL when absent */
@@ -288,9 +290,11 @@ hx_status hx_run_write_context(const char *dir, const char *const *keys, const c
 /* JSON in a schema close to NVBench's: meta{context}, devices[], benchmarks[] (one per pipeline/kernel/
  * variant) -> states[] (one per workload/n_points/batch) -> summaries[] (one per metric) + raw samples. */
 hx_status hx_run_write_json(hx_run *r, const char *path, hx_err *err);
-/* Join shard outputs into out_dir (created if missing): rows concatenated and sorted; refuses
- * incomplete runs, different devices/builds/commits, overlapping rows and missing shards (context key
- * "shard" = "I/N", 0- or 1-based) unless force. */
+/* Join shard outputs into out_dir (a new directory): rows concatenated and sorted; refuses incomplete runs,
+ * different devices/builds/commits and missing shards (context key "shard" = "I/N", 0- or 1-based) unless force,
+ * overlapping rows always. The context is the first run's without "shard", with the case counts summed and lists
+ * joined over the runs; what force let through (missing or incomplete shards) is written with status "partial",
+ * status_reason and an INCOMPLETE file. */
 hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, hx_err *err);
 
 /* The regression gate (compare.c). A key (pipeline, kernel, variant, workload, n_points, batch, metric) with raw

@@ -157,7 +157,8 @@ static int ends_torn(FILE *f, off_t *size) {
 /* Read one row file. with_sample: the samples layout (a `sample` column before value). torn_ok: a partial file of
  * a killed writer, whose last record, when the file does not end in a newline, is dropped (cut short, it could
  * read as a valid row with a wrong value: "12.5" cut to "12."). */
-static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_run_row **rows, size_t *n, hx_err *err) {
+static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_run_row **rows, size_t *n,
+                           size_t **lines, hx_err *err) {
   FILE *f;
   char *buf;
   const hx_status so = csv_open(path, &f, &buf, err);
@@ -198,13 +199,16 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
     if (*n == cap) {
       size_t nc = cap ? 2 * cap : 256;
       hx_run_row *nr = realloc(*rows, nc * sizeof *nr);
-      if (!nr) {
+      if (nr) *rows = nr;
+      size_t *nl = realloc(*lines, nc * sizeof *nl);
+      if (nl) *lines = nl;
+      if (!nr || !nl) {
         st = hx_errf(err, HX_ENOMEM, "%s: no memory for %zu rows", path, nc);
         break;
       }
-      *rows = nr;
       cap = nc;
     }
+    (*lines)[*n] = line;
     hx_run_row *r = &(*rows)[*n];
     memset(r, 0, sizeof *r);
     uint64_t batch = 0, sample = 0;
@@ -234,32 +238,82 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
   return st;
 }
 
-static hx_status read_context(hx_run *r, const char *path, hx_err *err) {
+typedef struct row_at {
+  const hx_run_row *row;
+  size_t line;
+} row_at;
+static int cmp_row_at(const void *x, const void *y) {
+  const row_at *a = x, *b = y;
+  int c = hx_run_row_key_cmp(a->row, b->row);
+  if (!c) c = (a->row->sample > b->row->sample) - (a->row->sample < b->row->sample);
+  if (!c) c = (a->line > b->line) - (a->line < b->line);
+  return c;
+}
+
+/* Refuse a row file that holds one key (and, in samples.csv, one sample index) twice: every reader would count
+ * the measurement twice (a table listing it twice, a gate testing it against itself); the writer never repeats a
+ * key, so a repeat is a hand edit or two files joined by hand. lines[i] is row i's line in path. */
+static hx_status check_unique_rows(const char *path, const hx_run_row *rows, const size_t *lines, size_t n,
+                                   hx_err *err) {
+  if (n < 2) return HX_OK;
+  row_at *v = malloc(n * sizeof *v);
+  if (!v) return hx_errf(err, HX_ENOMEM, "%s: no memory", path);
+  for (size_t i = 0; i < n; i++) v[i] = (row_at){&rows[i], lines[i]};
+  qsort(v, n, sizeof *v, cmp_row_at);
+  hx_status st = HX_OK;
+  for (size_t i = 1; i < n && st == HX_OK; i++) {
+    const hx_run_row *a = v[i - 1].row, *b = v[i].row;
+    if (hx_run_row_key_cmp(a, b) != 0 || a->sample != b->sample) continue;
+    char idx[48] = "";
+    if (b->sample >= 0) snprintf(idx, sizeof idx, " sample %lld", (long long)b->sample);
+    st = hx_errf(err, HX_EFORMAT, "%s:%zu: the same row as line %zu (%s,%llu,%u,%s,%s,%s,%s%s twice)", path, v[i].line,
+                 v[i - 1].line, b->workload, (unsigned long long)b->n_points, (unsigned)b->batch, b->pipeline,
+                 b->kernel, b->variant, b->metric, idx);
+  }
+  free(v);
+  return st;
+}
+
+/* Read context.csv into r: key,value records, each key once (a repeat is refused: which value counts would
+ * depend on the reader, e.g. status complete then interrupted); *schema_line receives schema_version's line. */
+static hx_status read_context(hx_run *r, const char *path, size_t *schema_line, hx_err *err) {
   FILE *f;
   char *buf;
   const hx_status so = csv_open(path, &f, &buf, err);
   if (so != HX_OK) return so; /* already says why, with the path */
   char *fld[RD_FIELDS];
-  size_t nf, cap = 0, line = 0;
+  size_t nf, cap = 0, line = 0, *key_line = NULL; /* key_line[i]: the line of ctx_keys[i] */
   hx_status st = HX_OK;
+  *schema_line = 0;
   while (csv_next_row(f, buf, fld, &nf, &line, path, &st, err)) {
     if (nf != 2) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: expected key,value", path, line);
       break;
     }
     if (line == 1 && strcmp(fld[0], "key") == 0) continue; /* header */
+    size_t seen = 0;
+    for (size_t i = 0; i < r->n_ctx && !seen; i++)
+      if (strcmp(r->ctx_keys[i], fld[0]) == 0) seen = key_line[i];
+    if (seen) {
+      st = hx_errf(err, HX_EFORMAT, "%s:%zu: key \"%s\" given twice (first on line %zu)", path, line, fld[0], seen);
+      break;
+    }
+    if (strcmp(fld[0], "schema_version") == 0) *schema_line = line;
     if (r->n_ctx == cap) {
       size_t nc = cap ? 2 * cap : 32;
       char **k = realloc(r->ctx_keys, nc * sizeof *k);
       if (k) r->ctx_keys = k;
       char **v = realloc(r->ctx_vals, nc * sizeof *v);
       if (v) r->ctx_vals = v;
-      if (!k || !v) {
+      size_t *kl = realloc(key_line, nc * sizeof *kl);
+      if (kl) key_line = kl;
+      if (!k || !v || !kl) {
         st = hx_errf(err, HX_ENOMEM, "%s: no memory", path);
         break;
       }
       cap = nc;
     }
+    key_line[r->n_ctx] = line;
     r->ctx_keys[r->n_ctx] = dupstr(fld[0]);
     r->ctx_vals[r->n_ctx] = dupstr(fld[1]);
     r->n_ctx++;
@@ -268,6 +322,7 @@ static hx_status read_context(hx_run *r, const char *path, hx_err *err) {
       break;
     }
   }
+  free(key_line);
   free(buf);
   fclose(f);
   return st;
@@ -293,9 +348,21 @@ hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err) {
    * and blame "different devices"; say what is wrong instead. */
   snprintf(p, sizeof p, "%s/context.csv", dir);
   if (!file_exists(p)) st = hx_errf(err, HX_EFORMAT, "%s: no context.csv (is this a result directory?)", dir);
-  if (st == HX_OK) st = read_context(out, p, err);
+  size_t schema_line = 0;
+  if (st == HX_OK) st = read_context(out, p, &schema_line, err);
   const char *status = hx_run_context(out, "status");
   if (st == HX_OK && !status) st = hx_errf(err, HX_EFORMAT, "%s: context.csv has no status key (damaged or written by hand)", dir);
+  /* The layout of the files is the one HX_RESULTS_SCHEMA names; a file of another (or none, written by hand) would
+   * be read as if it were this one. */
+  const char *schema = hx_run_context(out, "schema_version");
+  if (st == HX_OK && !schema)
+    st = hx_errf(err, HX_EFORMAT, "%s: no schema_version key (this build reads schema_version %d)", p,
+                 HX_RESULTS_SCHEMA);
+  char want_schema[16];
+  snprintf(want_schema, sizeof want_schema, "%d", HX_RESULTS_SCHEMA);
+  if (st == HX_OK && strcmp(schema, want_schema) != 0)
+    st = hx_errf(err, HX_EFORMAT, "%s:%zu: schema_version \"%.40s\" is not the one this build reads (%d)", p,
+                 schema_line, schema, HX_RESULTS_SCHEMA);
   if (status && strcmp(status, "complete") != 0) out->incomplete = 1;
   const char *names[2] = {"results.csv", "samples.csv"};
   for (int k = 0; k < 2 && st == HX_OK; k++) {
@@ -314,8 +381,19 @@ hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err) {
       out->incomplete = 1;
       out->from_partial = 1;
     }
-    st = k == 0 ? read_rows(p, 0, out->from_partial, &out->rows, &out->n_rows, err)
-                : read_rows(p, 1, out->from_partial, &out->samples, &out->n_samples, err);
+    size_t *lines = NULL;
+    st = k == 0 ? read_rows(p, 0, out->from_partial, &out->rows, &out->n_rows, &lines, err)
+                : read_rows(p, 1, out->from_partial, &out->samples, &out->n_samples, &lines, err);
+    if (st == HX_OK)
+      st = check_unique_rows(p, k == 0 ? out->rows : out->samples, lines, k == 0 ? out->n_rows : out->n_samples, err);
+    free(lines);
+    /* a run is read for its rows: one without any (a header alone) would plot and compare as empty, silently */
+    if (st == HX_OK && k == 0 && out->n_rows == 0) {
+      char why[512];
+      st = out->incomplete ? hx_errf(err, HX_EFORMAT, "%s: %s: no finished case to read", dir,
+                                     hx_run_incomplete_why(out, why, sizeof why))
+                           : hx_errf(err, HX_EFORMAT, "%s: no rows (a complete run holds at least one)", p);
+    }
   }
   if (st != HX_OK) hx_run_free(out);
   return st;
@@ -788,12 +866,19 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
   }
   hx_status st = HX_OK;
   qsort(rows, nr, sizeof *rows, cmp_rows_key);
+  /* overlaps are refused even with --force: a run holds each row (and sample) once, and hx_run_load refuses one
+   * that does not, so the merged directory would not read back */
   for (size_t i = 1; i < nr && st == HX_OK; i++)
-    if (hx_run_row_key_cmp(&rows[i - 1], &rows[i]) == 0 && !force)
+    if (hx_run_row_key_cmp(&rows[i - 1], &rows[i]) == 0)
       st = hx_errf(err, HX_EINVAL, "%s/%s/%s %s n=%llu metric %s appears in two inputs (shards overlap)",
                    rows[i].pipeline, rows[i].kernel, rows[i].variant, rows[i].workload,
                    (unsigned long long)rows[i].n_points, rows[i].metric);
   qsort(samples, ns, sizeof *samples, cmp_sample_rows);
+  for (size_t i = 1; i < ns && st == HX_OK; i++)
+    if (cmp_sample_rows(&samples[i - 1], &samples[i]) == 0)
+      st = hx_errf(err, HX_EINVAL, "%s/%s/%s %s n=%llu sample %lld of %s appears in two inputs (shards overlap)",
+                   samples[i].pipeline, samples[i].kernel, samples[i].variant, samples[i].workload,
+                   (unsigned long long)samples[i].n_points, (long long)samples[i].sample, samples[i].metric);
   /* a new directory only, --force or not: an existing one may be an input or another run */
   if (st == HX_OK && mkdir(out_dir, 0777) != 0)
     st = errno == EEXIST ? hx_errf(err, HX_EINVAL, "%s already exists: merge writes a new directory", out_dir)

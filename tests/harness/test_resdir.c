@@ -388,6 +388,38 @@ static void test_damaged_runs(void **state) {
     if (!strstr(e.msg, i < 3 ? nul_line[i] : "results.csv:1: ") || !strstr(e.msg, "NUL byte"))
       fail_msg("NUL in %s: %s", name, e.msg);
   }
+  /* Files that disagree with themselves once loaded silently (the first of two status keys won, so an interrupted run
+   * read as complete; an unknown or missing schema_version was taken; a header-only results.csv gave an empty report;
+   * a repeated row was listed twice): each is refused naming the file and line. */
+  static const struct {
+    const char *file, *text, *want;
+  } incons[] = {
+      {"context.csv", "key,value\nstatus,complete\nschema_version,1\nstatus,interrupted\n",
+       "context.csv:4: key \"status\" given twice (first on line 2)"},
+      {"context.csv", "key,value\nstatus,complete\nschema_version,99\n",
+       "context.csv:3: schema_version \"99\" is not the one this build reads (1)"},
+      {"context.csv", "key,value\nstatus,complete\n", "context.csv: no schema_version key (this build reads"},
+      {"results.csv", HX_RESULTS_HEADER "\n", "results.csv: no rows"},
+      {"results.csv",
+       HX_RESULTS_HEADER "\nlidar,100000,1,flash3d,a,v1,time_median,1.5,ms\n"
+                         "lidar,100000,1,flash3d,a,v1,time_mean,1.5,ms\n"
+                         "lidar,100000,1,flash3d,a,v1,time_median,1.5,ms\n",
+       "results.csv:4: the same row as line 2 (lidar,100000,1,flash3d,a,v1,time_median twice)"},
+      {"samples.csv",
+       HX_SAMPLES_HEADER "\nlidar,100000,1,flash3d,a,v1,time,0,1.5,ms\nlidar,100000,1,flash3d,a,v1,time,1,1.5,ms\n"
+                         "lidar,100000,1,flash3d,a,v1,time,0,1.6,ms\n",
+       "samples.csv:4: the same row as line 2 (lidar,100000,1,flash3d,a,v1,time sample 0 twice)"},
+  };
+  for (size_t i = 0; i < sizeof incons / sizeof *incons; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "dmg-incons%zu", i);
+    make_run(root, id, 1.0, "NVIDIA H100", NULL, 50 + i, 0);
+    path(p, sizeof p, id);
+    put_file(p, incons[i].file, incons[i].text);
+    e.msg[0] = '\0';
+    assert_int_equal(hx_run_load(&r, p, &e), HX_EFORMAT);
+    if (!strstr(e.msg, incons[i].want) || !strstr(e.msg, p)) fail_msg("case %zu: %s", i, e.msg);
+  }
   path(p, sizeof p, "dmg-val0/results.csv"); /* a file, not a directory */
   assert_int_equal(hx_run_load(&r, p, &e), HX_EIO);
   assert_non_null(strstr(e.msg, "not a directory"));
