@@ -110,6 +110,28 @@ int f3d_out_discard(FILE *f, char *tmp, int rc);
  * save creates DIR at its end). HX_OK, or the reason in err, starting with DIR. */
 hx_status f3d_save_dir_check(const char *dir, hx_err *err);
 
+/* A save of several files into a folder, all or none (`net --save`, `attn --save`): f3d_stage_open creates DIR when
+ * missing and a staging folder inside it (DIR/.TAG-save.XXXXXX, mkdtemp); each file is written at the path
+ * f3d_stage_path gives, which names it in the list first; f3d_stage_commit checks that no destination is a folder,
+ * then renames every file into DIR. Any failure before the first rename leaves DIR as it was (earlier files of the
+ * same names kept, a DIR that open made removed): f3d_stage_abort removes what was staged. Only a rename failing
+ * after the check (the folder changed under us) leaves part of a save in place, and the message says how much. A
+ * killed run leaves its staging folder, which nothing reads. Files of an earlier save that this one does not write
+ * stay. Messages start with DIR, or the destination file they are about. */
+#define F3D_STAGE_MAX 64
+typedef struct f3d_stage {
+  char dir[4096], stage[4200]; /* stage: DIR/.TAG-save.XXXXXX, filled by mkdtemp */
+  char name[F3D_STAGE_MAX][40];
+  int n, made_dir;
+} f3d_stage;
+hx_status f3d_stage_open(f3d_stage *st, const char *dir, const char *tag, hx_err *err);
+/* The staged path of the next file `name` (HX_EINVAL past F3D_STAGE_MAX files or a name too long). */
+hx_status f3d_stage_path(f3d_stage *st, char *path, size_t cap, const char *name, hx_err *err);
+/* Move every staged file into DIR (f3d_stage_abort's cleanup on failure, so only a call that returns HX_OK leaves
+ * files in DIR). */
+hx_status f3d_stage_commit(f3d_stage *st, hx_err *err);
+void f3d_stage_abort(f3d_stage *st);
+
 /* Git state of the source tree the program was built from: short hash ("" when unknown) and dirty
  * flag (-1 unknown, 0 clean, 1 tracked files modified). Where git cannot tell (a copy of the tree
  * without .git), F3D_GIT_COMMIT and F3D_GIT_DIRTY=yes|no from the environment are used instead. */

@@ -15,6 +15,7 @@
 
 #include "f3d_config.h"
 #include "app/cli.h"
+#include "app/stop.h"
 #include "kernels/kernels.h"
 #include "workloads/workloads.h"
 
@@ -235,9 +236,11 @@ FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
   *tmp = malloc(cap);
   if (!*tmp) return f3d_fail(what, "out of memory"), NULL;
   snprintf(*tmp, cap, "%s.tmp.%ld", dest, (long)getpid());
+  (void)f3d_tmp_add(*tmp, F3D_TMP_FILE); /* a signal removes it (stop.h); dropped once renamed or removed */
   FILE *f = fopen(*tmp, "w");
   if (!f) {
     f3d_fail(path, "cannot open %s for writing: %s", *tmp, strerror(errno));
+    f3d_tmp_drop(*tmp);
     free(*tmp);
     *tmp = NULL;
   }
@@ -252,7 +255,7 @@ static int out_finish(FILE *f) {
 
 int f3d_out_discard(FILE *f, char *tmp, int rc) {
   (void)out_finish(f);
-  if (tmp) remove(tmp);
+  if (tmp) remove(tmp), f3d_tmp_drop(tmp);
   free(tmp);
   return rc;
 }
@@ -273,6 +276,7 @@ int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
     if (!dest || rename(tmp, dest) != 0) e = dest ? errno : ENOMEM, bad = 1, step = "rename of the finished file";
     free(dest);
   }
+  if (tmp) f3d_tmp_drop(tmp); /* renamed, or removed just below */
   if (bad) {
     const char *left = tmp ? "nothing written" : "written in place: incomplete";
     if (tmp) remove(tmp);
@@ -307,6 +311,69 @@ hx_status f3d_save_dir_check(const char *dir, hx_err *err) {
     return hx_errf(err, HX_EIO, "%s: its parent %s is not an existing directory", dir, parent);
   if (access(parent, W_OK | X_OK) != 0)
     return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", dir, parent, strerror(errno));
+  return HX_OK;
+}
+
+hx_status f3d_stage_open(f3d_stage *st, const char *dir, const char *tag, hx_err *err) {
+  memset(st, 0, sizeof *st);
+  if ((size_t)snprintf(st->dir, sizeof st->dir, "%s", dir) >= sizeof st->dir)
+    return hx_errf(err, HX_EINVAL, "%.80s...: a path too long", dir);
+  if (mkdir(dir, 0777) == 0) st->made_dir = 1;
+  else if (errno != EEXIST) return hx_errf(err, HX_EIO, "%s: cannot create: %s", dir, strerror(errno));
+  struct stat sb;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return hx_errf(err, HX_EINVAL, "%s: not a directory", dir);
+  snprintf(st->stage, sizeof st->stage, "%s/.%s-save.XXXXXX", dir, tag);
+  if (!mkdtemp(st->stage)) { /* the user's folder named, not the staging folder inside it */
+    const int e = errno;
+    if (st->made_dir) (void)rmdir(dir);
+    st->made_dir = 0;
+    return hx_errf(err, HX_EIO, "%s: cannot write in it: %s", dir, strerror(e));
+  }
+  return HX_OK;
+}
+
+hx_status f3d_stage_path(f3d_stage *st, char *path, size_t cap, const char *name, hx_err *err) {
+  if (st->n >= F3D_STAGE_MAX) return hx_errf(err, HX_EINVAL, "%s: more than %d files to save", st->dir, F3D_STAGE_MAX);
+  if (strlen(name) >= sizeof st->name[0]) return hx_errf(err, HX_EINVAL, "%s: a file name too long: %s", st->dir, name);
+  snprintf(st->name[st->n], sizeof st->name[0], "%s", name);
+  if ((size_t)snprintf(path, cap, "%s/%s", st->stage, st->name[st->n]) >= cap)
+    return hx_errf(err, HX_EINVAL, "%s: a path too long", st->dir);
+  st->n++;
+  return HX_OK;
+}
+
+void f3d_stage_abort(f3d_stage *st) {
+  char path[4300];
+  for (int i = 0; i < st->n; i++) {
+    snprintf(path, sizeof path, "%s/%s", st->stage, st->name[i]);
+    (void)unlink(path);
+  }
+  (void)rmdir(st->stage);
+  if (st->made_dir) (void)rmdir(st->dir);
+}
+
+hx_status f3d_stage_commit(f3d_stage *st, hx_err *err) {
+  char path[4300], from[4300];
+  struct stat sb;
+  for (int i = 0; i < st->n; i++) { /* every destination free for a file before the first rename */
+    snprintf(path, sizeof path, "%s/%s", st->dir, st->name[i]);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      f3d_stage_abort(st);
+      return hx_errf(err, HX_EINVAL, "%s: is a directory: nothing saved", path);
+    }
+  }
+  for (int i = 0; i < st->n; i++) {
+    snprintf(from, sizeof from, "%s/%s", st->stage, st->name[i]);
+    snprintf(path, sizeof path, "%s/%s", st->dir, st->name[i]);
+    if (rename(from, path) != 0) {
+      const int e = errno;
+      st->made_dir = 0; /* files of this save are in it */
+      f3d_stage_abort(st);
+      return hx_errf(err, HX_EIO, "%s: cannot move the saved file into place: %s (%d of %d in place)", path,
+                     strerror(e), i, st->n);
+    }
+  }
+  (void)rmdir(st->stage);
   return HX_OK;
 }
 

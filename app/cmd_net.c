@@ -189,46 +189,20 @@ static int make_batch(wl_batch *bt, const net_cli *o) {
 }
 
 
-/* --save's files are written into a staging folder inside DIR (DIR/.net-save.XXXXXX, mkdtemp), then renamed into
- * DIR once all are written and no destination is a folder: a failure while writing or at that check leaves DIR as it
- * was (earlier files of the same names kept, a DIR this call made removed). Only a rename failing after the check
- * (the folder changed under us) leaves part of a save in place, and says how much. A killed run leaves its staging
- * folder, which nothing reads. Files of an earlier save that this one does not write stay. */
-#define SAVE_MAX_FILES (2 * NET_MAX_LEVELS + 8)
-typedef struct save_stage {
-  char dir[4096], stage[4200]; /* stage: DIR/.net-save.XXXXXX, filled by mkdtemp */
-  char name[SAVE_MAX_FILES][40];
-  int n, made_dir;
-} save_stage;
-
-static void stage_abort(save_stage *st) {
-  char path[4300];
-  for (int i = 0; i < st->n; i++) {
-    snprintf(path, sizeof path, "%s/%s", st->stage, st->name[i]);
-    (void)unlink(path);
-  }
-  (void)rmdir(st->stage);
-  if (st->made_dir) (void)rmdir(st->dir);
-}
-
-/* The staged path of the next file, named in st's list before it is written (HX_EINVAL past the list's room). */
-static hx_status stage_path(save_stage *st, char *path, size_t cap, const char *name, hx_err *err) {
-  if (st->n >= SAVE_MAX_FILES) return hx_errf(err, HX_EINVAL, "net --save: more files than its list holds");
-  snprintf(st->name[st->n], sizeof st->name[0], "%s", name);
-  snprintf(path, cap, "%s/%s", st->stage, st->name[st->n++]);
-  return HX_OK;
-}
+/* --save's files are written through f3d_stage (cli.h): into DIR/.net-save.XXXXXX, then renamed into DIR once all
+ * are written and no destination is a folder, so a failure leaves DIR as it was. */
+_Static_assert(2 * NET_MAX_LEVELS + 8 <= F3D_STAGE_MAX, "a save's files fit f3d_stage's list");
 
 /* One staged file: a float32 [rows, cols] .npy, or text. */
-static hx_status stage_npy(save_stage *st, const char *name, const float *data, size_t rows, size_t cols, hx_err *err) {
+static hx_status stage_npy(f3d_stage *st, const char *name, const float *data, size_t rows, size_t cols, hx_err *err) {
   char path[4300];
   const size_t shape[2] = {rows, cols};
-  HX_TRY(stage_path(st, path, sizeof path, name, err));
+  HX_TRY(f3d_stage_path(st, path, sizeof path, name, err));
   return f3d_npy_write(path, data, 2, shape, err);
 }
-static hx_status stage_text(save_stage *st, const char *name, const char *text, int len, hx_err *err) {
+static hx_status stage_text(f3d_stage *st, const char *name, const char *text, int len, hx_err *err) {
   char path[4300];
-  HX_TRY(stage_path(st, path, sizeof path, name, err));
+  HX_TRY(f3d_stage_path(st, path, sizeof path, name, err));
   return hx_write_file_atomic(path, text, (size_t)len, err);
 }
 
@@ -248,9 +222,9 @@ static hx_status orders_text(char *text, size_t cap, int *len, const net_config 
   return HX_OK;
 }
 
-/* Every file of the save written into st->stage, each named in st's list as it is begun, so stage_abort removes
+/* Every file of the save written into st->stage, each named in st's list as it is begun, so f3d_stage_abort removes
  * whatever a failure leaves (the writers remove their own temporaries). */
-static hx_status stage_files(save_stage *st, const net_config *cfg, const net_params *p, const net_input *in,
+static hx_status stage_files(f3d_stage *st, const net_config *cfg, const net_params *p, const net_input *in,
                              const net_output *o, hx_err *err) {
   char path[4300], name[40];
   HX_TRY(stage_npy(st, "input_xyz.npy", in->xyz, in->n, 3, err));
@@ -267,7 +241,7 @@ static hx_status stage_files(save_stage *st, const net_config *cfg, const net_pa
     len += snprintf(text + len, sizeof text - (size_t)len, "%zu\n", in->offset[c]);
   if (len < 0 || (size_t)len >= sizeof text) return hx_errf(err, HX_EINVAL, "net --save: offset.txt too long");
   HX_TRY(stage_text(st, "offset.txt", text, len, err));
-  HX_TRY(stage_path(st, path, sizeof path, "weights.safetensors", err));
+  HX_TRY(f3d_stage_path(st, path, sizeof path, "weights.safetensors", err));
   HX_TRY(net_params_save(p, path, err));
   if (cfg->kind == 0) {
     HX_TRY(orders_text(text, sizeof text, &len, cfg, in->seed, err));
@@ -279,44 +253,16 @@ static hx_status stage_files(save_stage *st, const net_config *cfg, const net_pa
 static int save_outputs(const char *dir, const net_config *cfg, const net_params *p, const net_input *in,
                         const net_output *o) {
   hx_err err = {HX_OK, ""};
-  save_stage *st = calloc(1, sizeof *st);
+  f3d_stage *st = calloc(1, sizeof *st);
   if (!st) return f3d_fail("net", "--save %s: out of memory", dir), 1;
-  snprintf(st->dir, sizeof st->dir, "%s", dir);
-  /* f3d_save_dir_check passed before the forward: these fail only when DIR changed since (the user's path named,
-   * never the staging folder inside it) */
-  if (mkdir(dir, 0777) == 0) st->made_dir = 1;
-  else if (errno != EEXIST) return free(st), f3d_fail("net", "--save %s: cannot create: %s", dir, strerror(errno)), 1;
-  struct stat sb;
-  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-    return free(st), f3d_fail("net", "--save %s: not a directory", dir), 1;
-  snprintf(st->stage, sizeof st->stage, "%s/.net-save.XXXXXX", dir);
-  if (!mkdtemp(st->stage)) {
-    f3d_fail("net", "--save %s: cannot write in it: %s", dir, strerror(errno));
-    if (st->made_dir) (void)rmdir(dir);
-    return free(st), 1;
-  }
-  char path[4300], from[4300];
+  /* f3d_save_dir_check passed before the forward: opening fails only when DIR changed since (messages name the
+   * user's path, never the staging folder inside it) */
+  if (f3d_stage_open(st, dir, "net", &err) != HX_OK) return free(st), f3d_fail("net", "--save %s", err.msg), 1;
   if (stage_files(st, cfg, p, in, o, &err) != HX_OK) {
-    f3d_fail_msg(dir, err.msg);
-    return stage_abort(st), free(st), 1;
+    f3d_fail("net", "--save %s: %s", dir, err.msg);
+    return f3d_stage_abort(st), free(st), 1;
   }
-  for (int i = 0; i < st->n; i++) { /* every destination free for a file before the first rename */
-    snprintf(path, sizeof path, "%s/%s", dir, st->name[i]);
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-      f3d_fail(path, "is a directory: nothing saved");
-      return stage_abort(st), free(st), 1;
-    }
-  }
-  for (int i = 0; i < st->n; i++) {
-    snprintf(from, sizeof from, "%s/%s", st->stage, st->name[i]);
-    snprintf(path, sizeof path, "%s/%s", dir, st->name[i]);
-    if (rename(from, path) != 0) {
-      f3d_fail(path, "cannot move the saved file into place: %s (%d of %d in place)", strerror(errno), i, st->n);
-      st->made_dir = 0; /* files of this save are in it */
-      return stage_abort(st), free(st), 1;
-    }
-  }
-  (void)rmdir(st->stage);
+  if (f3d_stage_commit(st, &err) != HX_OK) return free(st), f3d_fail("net", "--save %s", err.msg), 1;
   printf("saved: %s (input, %zu level outputs, logits, weights%s)\n", dir, o->n_levels,
          cfg->kind == 0 ? ", orders" : "");
   free(st);

@@ -60,6 +60,22 @@ expect 2 "$BIN" attn --variant cpu --rows 64 --save ''
 ln -s "$T/nowhere" "$T/dangling"
 expect 2 "$BIN" attn --variant cpu --rows 64 --save "$T/dangling"
 grep -q "a link to nothing" "$T/err" || fail "attn --save to a dangling link: $(cat "$T/err")"
+# --save writes all its files or none: a folder where o.npy goes is found before any file moves in, so the earlier
+# q.npy stays and no file of this save appears (q, k and v were once written in place first); a save that works
+# writes all eight and leaves no staging folder
+A="--variant cpu --rows 64 --bucket-size 16 --scope-buckets 2 --reps 1 --warmup 0"
+mkdir -p "$T/attn-keep/o.npy"
+printf 'earlier' > "$T/attn-keep/q.npy"
+expect 1 "$BIN" attn $A --save "$T/attn-keep"
+grep -q "^f3dbench: attn: --save: $T/attn-keep/o.npy: is a directory: nothing saved" "$T/err" ||
+  fail "attn --save onto a folder o.npy: $(cat "$T/err")"
+[ "$(cat "$T/attn-keep/q.npy")" = earlier ] || fail "a failed attn --save replaced the earlier q.npy"
+[ "$(ls -A "$T/attn-keep" | tr '\n' ' ')" = 'o.npy q.npy ' ] ||
+  fail "a failed attn --save left files behind: $(ls -A "$T/attn-keep" | tr '\n' ' ')"
+expect 0 "$BIN" attn $A --save "$T/attn-npy"
+[ "$(ls -A "$T/attn-npy" | tr '\n' ' ')" = \
+  'bucket_count.npy bucket_start.npy k.npy lse.npy o.npy q.npy scope.npy v.npy ' ] ||
+  fail "attn --save wrote: $(ls -A "$T/attn-npy" | tr '\n' ' ')"
 # attn without --variant runs the recommended kernel (auto: v9, v24 where v9 cannot run), not the first one
 # written; auto runs alone
 "$BIN" attn --help | grep -q 'auto (default)' || fail "attn --help does not name the auto default"
