@@ -6,8 +6,10 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/cli.h"
+#include "app/stop.h"
 #include "workloads/workloads.h"
 
 static void usage(FILE *f) {
@@ -94,7 +96,17 @@ int f3d_cmd_gen(int argc, char **argv) {
   int tiled = 0;
   hx_status st = voxel > 0.0 ? wl_make_exact(&cloud, kind, NULL, (size_t)points, voxel, seed, &tiled, &err)
                              : wl_generate(&cloud, kind, (size_t)points, seed, &err);
+  /* the writer's temporary, "<dest>.tmp.<pid>" (workloads.h), is removed if a signal ends the program (stop.h) */
+  char dest[4096], tmp[4200] = "";
+  int in_place = 0;
+  if (st == HX_OK && hx_out_resolve(out, dest, sizeof dest, &in_place, &err) == HX_OK && !in_place) {
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dest, (long)getpid());
+    (void)f3d_tmp_add(tmp, F3D_TMP_FILE);
+  }
+  err.status = HX_OK; /* the writer resolves the path again and says why it cannot write */
+  err.msg[0] = '\0';
   if (st == HX_OK) st = ply ? wl_write_ply(&cloud, out, &err) : wl_write_bin(&cloud, out, &err);
+  if (tmp[0]) f3d_tmp_drop(tmp);
   if (st != HX_OK) {
     f3d_fail("gen", "%s", err.msg[0] ? err.msg : hx_status_str(st));
     wl_cloud_free(&cloud);

@@ -9,12 +9,15 @@
  * that line with the report, all or nothing).
  */
 #include "app/cli.h"
+#include "app/stop.h"
 #include "app/study.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef F3D_SOURCE_ROOT
 #define F3D_SOURCE_ROOT "."
@@ -91,14 +94,30 @@ int f3d_cmd_plot(int argc, char **argv) {
     for (size_t i = 0; i < n && rc == 0; i++) {
       char path[4096];
       snprintf(path, sizeof path, "%s/results.json", runs[i].dir);
+      char tmp[4200]; /* hx_write_file_atomic's temporary: removed if a signal ends the program (stop.h) */
+      snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+      (void)f3d_tmp_add(tmp, F3D_TMP_FILE);
       if (hx_run_write_json(&runs[i], path, &err) != HX_OK) {
         f3d_fail_msg("plot", err.msg);
         rc = 1;
       }
+      f3d_tmp_drop(tmp);
     }
   }
   if (rc == 0) {
+    /* what hx_plot makes before its renames (plots.tmp.<pid>/, REPORT.md.tmp.<pid>, and OUT_DIR when it creates it)
+     * is removed if a signal ends the program (stop.h): files first, then the folders */
+    char out_tmp[3][4200];
+    struct stat sb;
+    snprintf(out_tmp[0], sizeof out_tmp[0], "%s", stat(out, &sb) == 0 ? "" : out);
+    snprintf(out_tmp[1], sizeof out_tmp[1], "%s/plots.tmp.%ld", out, (long)getpid());
+    snprintf(out_tmp[2], sizeof out_tmp[2], "%s/REPORT.md.tmp.%ld", out, (long)getpid());
+    if (out_tmp[0][0]) (void)f3d_tmp_add(out_tmp[0], F3D_TMP_EMPTY_DIR);
+    (void)f3d_tmp_add(out_tmp[1], F3D_TMP_DIR);
+    (void)f3d_tmp_add(out_tmp[2], F3D_TMP_FILE);
     hx_status st = hx_plot_sel(runs, n, f3d_study(), scripts, out, all, &err);
+    for (int k = 2; k >= 0; k--)
+      if (out_tmp[k][0]) f3d_tmp_drop(out_tmp[k]);
     if (st == HX_EUNSUPPORTED) {
       fprintf(stderr, "f3dbench: plot: %s; wrote %s/REPORT.md without figures\n", err.msg, out);
     } else if (st != HX_OK) {

@@ -51,33 +51,15 @@
 
 #include "f3d_config.h"
 #include "app/cli.h"
+#include "app/stop.h"
 #include "app/sweep.h"
 
 #define MAX_SIZES 64
 #define MAX_WORKLOADS 16
 #define MAX_PIPES 32
 
-/* The only mutable file-scope state of the program: a signal handler can do nothing but set flags of
- * this type, and the sweep loop polls stop_signal between measurements. stop_sec: CLOCK_MONOTONIC
- * seconds of the first signal. */
-static volatile sig_atomic_t stop_signal = 0, stop_sec = 0;
-
-/* The first SIGINT/SIGTERM asks for an orderly stop; a second one at least 2 s later (a user pressing
- * Ctrl-C again) kills at once, the run staying marked INCOMPLETE. Repeats within that window are the same
- * request: `timeout -s INT` and a terminal's Ctrl-C signal the process and then its group, so one stop
- * arrives twice in the same instant (with SA_RESETHAND the second one killed the run mid-write, leaving it
- * "running" with its .partial files). clock_gettime, signal and raise are async-signal-safe. */
-static void on_signal(int sig) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  if (!stop_signal) {
-    stop_sec = (sig_atomic_t)ts.tv_sec;
-    stop_signal = sig;
-  } else if ((sig_atomic_t)ts.tv_sec - stop_sec >= 2) {
-    signal(sig, SIG_DFL);
-    raise(sig);
-  }
-}
+/* Signals: f3d_signals_install(orderly) (stop.h): the handler sets f3d_stop_signal, which the sweep loop polls
+ * between measurements; a second signal 2 s or more later kills at once, the run staying marked INCOMPLETE. */
 
 typedef struct workload {
   char name[128];
@@ -926,13 +908,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
     }
   }
   /* Handlers first: once the run directory exists, a signal always ends in an orderly abort. */
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sa.sa_flags = 0; /* on_signal decides what a second signal means */
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  f3d_signals_install("sweep", 1);
   if (hx_results_open(&res, o.out_dir, run_id, &err) != HX_OK ||
       write_context(res, &o, have_gpu ? &dev : NULL, argc, argv, &err) != HX_OK) {
     f3d_fail("sweep", "%s", err.msg);
@@ -1044,9 +1020,9 @@ int f3d_cmd_sweep(int argc, char **argv) {
       ctx.c.kind = o.wl[w].kind;
       ctx.c.source = o.wl[w].path ? &o.wl[w].source : NULL;
       ctx.c.source_path = o.wl[w].path;
-      ctx.stop = &stop_signal;
+      ctx.stop = &f3d_stop_signal;
       for (size_t p = 0; p < o.npipes; p++) {
-        if (stop_signal) break;
+        if (f3d_stop_signal) break;
         progress(&run, &ctx, o.pipes[p]->name, NULL, NULL);
         err.status = HX_OK;
         err.msg[0] = '\0';
@@ -1067,7 +1043,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
         }
         hx_arena_release_all(&arena);
         if (pst != HX_OK) {
-          if (stop_signal) break; /* f3d_measure refused to start: reported as interrupted below */
+          if (f3d_stop_signal) break; /* f3d_measure refused to start: reported as interrupted below */
           clear_line(&run);
           f3d_fail("sweep", "%s n=%zu pipeline %s: %s", o.wl[w].name, n, o.pipes[p]->name,
                    err.msg[0] ? err.msg : hx_status_str(err.status));
@@ -1079,23 +1055,23 @@ int f3d_cmd_sweep(int argc, char **argv) {
       wl_batch_free(&cloud);
       /* A case is kept only when no stop was asked before its last pipeline returned: a pipeline cut short by
        * the signal may return without some of its rows. */
-      if (!stop_signal) {
+      if (!f3d_stop_signal) {
         if (f3d_case_finished(&cases, res, o.wl[w].name, n, &err) != HX_OK) {
           f3d_fail("sweep", "%s", err.msg);
           hx_results_abort(res, "failed", err.msg, NULL);
           goto out;
         }
-        if (o.stop_after_cases && cases.done == o.stop_after_cases) raise(SIGINT); /* handled at once: stop_signal */
+        if (o.stop_after_cases && cases.done == o.stop_after_cases) raise(SIGINT); /* handled at once */
       }
-      if (stop_signal) {
+      if (f3d_stop_signal) {
         clear_line(&run);
         hx_err serr = {HX_OK, ""};
-        hx_status ss = hx_results_stop(res, "interrupted", signal_status(stop_signal), &serr);
+        hx_status ss = hx_results_stop(res, "interrupted", signal_status(f3d_stop_signal), &serr);
         if (ss != HX_OK) f3d_fail("sweep", "%s", serr.msg);
         f3d_fail("sweep", "interrupted (%s) after %zu of %zu cases: %s, run marked incomplete in %s",
-                 signal_status(stop_signal), cases.done, cases.total,
+                 signal_status(f3d_stop_signal), cases.done, cases.total,
                  ss == HX_OK && cases.done ? "the finished cases are kept" : "nothing kept", hx_results_dir(res));
-        rc = 128 + stop_signal;
+        rc = 128 + f3d_stop_signal;
         goto out;
       }
     }

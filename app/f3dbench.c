@@ -10,6 +10,7 @@
 
 #include "f3d_config.h"
 #include "app/cli.h"
+#include "app/stop.h"
 
 typedef struct f3d_cmd {
   const char *name;
@@ -74,6 +75,9 @@ int main(int argc, char **argv) {
       char label[64];
       snprintf(label, sizeof label, "f3dbench: %s", cmds[i].name);
       argv[1] = label;
+      /* SIGINT/SIGTERM remove the temporaries the command registered and end it, 128 + signal (stop.h); the sweep
+       * installs its orderly stop once its run directory exists */
+      f3d_signals_install(cmds[i].name, 0);
       return finish(cmds[i].fn(argc - 1, argv + 1), cmds[i].error_rc);
     }
   f3d_fail(name, "unknown command (f3dbench --help lists them)");

@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1591,6 +1592,28 @@ static void remove_flat_dir(const char *dir) {
   rmdir(dir);
 }
 
+/* Remove the figures directories out_dir/plots.tmp.<pid> left by a plot that was killed (SIGKILL, or a signal to a
+ * program that does not remove them): those whose process no longer runs on this host (kill(pid, 0) says ESRCH).
+ * One still running (another plot into the same folder) keeps its own. Best effort. */
+static void remove_stale_plot_dirs(const char *out_dir) {
+  DIR *d = opendir(out_dir);
+  if (!d) return;
+  const long self = (long)getpid();
+  char path[PL_PATH + 300];
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    const char *pid_s = e->d_name + strlen("plots.tmp.");
+    if (strncmp(e->d_name, "plots.tmp.", strlen("plots.tmp.")) != 0 || !isdigit((unsigned char)*pid_s)) continue;
+    char *end;
+    errno = 0;
+    const long pid = strtol(pid_s, &end, 10);
+    if (*end || errno || pid <= 0 || pid == self || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    snprintf(path, sizeof path, "%s/%s", out_dir, e->d_name);
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_flat_dir(path);
+  }
+  closedir(d);
+}
+
 /* Put the finished figures directory tmp in place of final: the old one (if any) is moved aside to `old` first
  * (*had says so) and stays there until the caller removes it, so swap_back can undo the swap while REPORT.md is put in place,
  * and a failure at any step leaves the previous figures whole. */
@@ -1930,6 +1953,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   if (report_tmp[0]) unlink(report_tmp);
   free(mem);
   if (st == HX_OK && swapped && had_old) remove_flat_dir(old);
+  if (st == HX_OK) remove_stale_plot_dirs(out_dir);
   if (st != HX_OK || note) remove_flat_dir(plots); /* failed, or no gnuplot: the previous figures stay */
   if (st != HX_OK && made_out) rmdir(out_dir);        /* empty again: nothing of a failed plot is left */
   free(p.sorted);

@@ -1,7 +1,7 @@
 /*
  * wl_write.c - writers: binary little-endian PLY (x, y, z float) and KITTI .bin (x, y, z, intensity 0).
  *
- * Atomic: the file is written under a unique temporary name in the same folder (mkstemp), flushed,
+ * Atomic: the file is written under a temporary name in the same folder ("<dest>.tmp.<pid>"), flushed,
  * synced and renamed over the target, so a reader never sees a half-written file and a failure leaves
  * the target untouched and no temporary behind. Only a regular file (or nothing) is replaced so: a symbolic link
  * is followed to the regular file it ends at, which is replaced (the link kept); an existing FIFO or device is
@@ -10,6 +10,8 @@
 #include "workloads/wl_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,18 +33,18 @@ static hx_status tmp_open(tmpfile_ *t, const char *path, hx_err *err) {
     if (!t->f) return hx_errf(err, HX_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
     return HX_OK; /* in place: t->tmp stays NULL */
   }
-  t->tmp = malloc(n + 16);
+  t->tmp = malloc(n + 32);
   if (!t->tmp) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
-  memcpy(t->tmp, t->dest, n);
-  memcpy(t->tmp + n, ".tmp.XXXXXX", 12);
-  int fd = mkstemp(t->tmp);
+  /* "<dest>.tmp.<pid>": a name the caller can know before the file exists (workloads.h), so a program removing its
+   * temporaries on a signal can name it; one process writes one file at a time */
+  snprintf(t->tmp, n + 32, "%s.tmp.%ld", t->dest, (long)getpid());
+  int fd = open(t->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
   if (fd < 0) {
     hx_status st = hx_errf(err, HX_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
     free(t->tmp);
     t->tmp = NULL;
     return st;
   }
-  (void)fchmod(fd, 0644); /* mkstemp makes 0600; a point cloud is not a secret */
   t->f = fdopen(fd, "wb");
   if (!t->f) {
     hx_status st = hx_errf(err, HX_EIO, "%s: fdopen: %s", path, strerror(errno));

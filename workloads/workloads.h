@@ -107,7 +107,9 @@ typedef enum wl_format {
  * beyond +-WL_COORD_MAX is HX_EFORMAT naming the point (its position in the file) and the bound. */
 hx_status wl_read(wl_cloud *out, const char *path, wl_format fmt, hx_err *err);
 /* Write binary little-endian PLY (x,y,z float) or .bin (4 floats, intensity 0). Written to a temporary
- * name and renamed, so a failure never leaves a partial file. */
+ * name and renamed, so a failure never leaves a partial file. The temporary is "<dest>.tmp.<pid>" beside dest, the
+ * file the rename replaces (hx_out_resolve: path, or the regular file its symbolic link ends at): a caller that must
+ * remove it when a signal ends the program can name it before the write starts. */
 hx_status wl_write_ply(const wl_cloud *c, const char *path, hx_err *err);
 hx_status wl_write_bin(const wl_cloud *c, const char *path, hx_err *err);
 

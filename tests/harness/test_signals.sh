@@ -1,0 +1,99 @@
+#!/bin/sh
+# test_signals.sh - SIGINT/SIGTERM leave no temporary behind (app/stop.c): a command other than sweep, stopped while
+# its output is being written under a temporary name, removes that temporary (a file "<out>.tmp.<pid>", the folder
+# plots.tmp.<pid>/ and an OUT_DIR plot created), prints one line "f3dbench: <command>: interrupted (SIG... received),
+# its temporary files removed" and exits 128 + signal; an earlier output of the same name is kept. A later plot
+# removes the plots.tmp.<pid>/ of a plot whose process is gone (one killed outright). Before, gen left its 240 MB
+# g.ply.tmp.XXXXXX, serialize/psh/pool their "<out>.tmp.<pid>", plot its plots.tmp.<pid>/ for good.
+# usage: test_signals.sh PATH/TO/f3dbench SOURCE_ROOT
+set -u
+BIN=$1
+SRC=$2
+. "$(dirname "$0")/../lib.sh"
+t_setup test-signals
+pid=
+trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$T"' EXIT
+
+# gen: the cloud is made in memory, then written to g.ply.tmp.<pid>: stopped while writing
+echo old >"$T/g.ply"
+"$BIN" gen --kind uniform --points 30M --out "$T/g.ply" >"$T/out" 2>"$T/err" &
+pid=$!
+i=0
+while [ -z "$(ls "$T" | grep '^g\.ply\.tmp\.')" ] && [ "$i" -lt 6000 ] && kill -0 "$pid" 2>/dev/null; do
+  sleep 0.01
+  i=$((i + 1))
+done
+[ -n "$(ls "$T" | grep '^g\.ply\.tmp\.')" ] || fail "gen: no temporary appeared"
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+pid=
+[ "$rc" -eq 130 ] || fail "gen under SIGINT exited $rc, expected 130"
+[ "$(cat "$T/err")" = "f3dbench: gen: interrupted (SIGINT received), its temporary files removed" ] ||
+  fail "gen under SIGINT: $(cat "$T/err")"
+ls "$T" | grep -q '\.tmp\.' && fail "gen under SIGINT left $(ls "$T" | grep '\.tmp\.')"
+[ "$(cat "$T/g.ply")" = old ] || fail "gen under SIGINT replaced the earlier g.ply"
+
+# serialize and psh: "<out>.tmp.<pid>" exists from the start of the run; SIGTERM and SIGINT
+expect 0 "$BIN" gen --kind uniform --points 2M --out "$T/big.bin"
+for cmd in serialize psh; do
+  for sig in TERM INT; do
+    "$BIN" "$cmd" --out "$T/$cmd.csv" "$T/big.bin" >"$T/out" 2>"$T/err" &
+    pid=$!
+    i=0
+    while [ ! -e "$T/$cmd.csv.tmp.$pid" ] && [ "$i" -lt 6000 ] && kill -0 "$pid" 2>/dev/null; do
+      sleep 0.01
+      i=$((i + 1))
+    done
+    [ -e "$T/$cmd.csv.tmp.$pid" ] || fail "$cmd: no temporary appeared"
+    kill "-$sig" "$pid"
+    wait "$pid"
+    rc=$?
+    pid=
+    want=130
+    [ "$sig" = TERM ] && want=143
+    [ "$rc" -eq "$want" ] || fail "$cmd under SIG$sig exited $rc, expected $want"
+    grep -q "^f3dbench: $cmd: interrupted (SIG$sig received), its temporary files removed\$" "$T/err" ||
+      fail "$cmd under SIG$sig: $(cat "$T/err")"
+    ls "$T" | grep -q '\.tmp\.' && fail "$cmd under SIG$sig left $(ls "$T" | grep '\.tmp\.')"
+    [ -e "$T/$cmd.csv" ] && fail "$cmd under SIG$sig wrote $cmd.csv"
+  done
+done
+
+# plot: figures are drawn into OUT/plots.tmp.<pid>/ by gnuplot (seconds for a recorded H200 run); stopped then, the
+# folder and the OUT_DIR plot created are removed
+RUN=$(ls -d "$SRC"/results/h200-default-* 2>/dev/null | head -n 1)
+if command -v gnuplot >/dev/null 2>&1 && [ -n "$RUN" ]; then
+  "$BIN" plot -o "$T/pint" "$RUN" >"$T/out" 2>"$T/err" &
+  pid=$!
+  i=0
+  while [ ! -d "$T/pint/plots.tmp.$pid" ] && [ "$i" -lt 6000 ] && kill -0 "$pid" 2>/dev/null; do
+    sleep 0.01
+    i=$((i + 1))
+  done
+  [ -d "$T/pint/plots.tmp.$pid" ] || fail "plot: no plots.tmp.<pid> appeared"
+  kill -INT "$pid"
+  wait "$pid"
+  rc=$?
+  pid=
+  [ "$rc" -eq 130 ] || fail "plot under SIGINT exited $rc, expected 130"
+  grep -q '^f3dbench: plot: interrupted (SIGINT received), its temporary files removed$' "$T/err" ||
+    fail "plot under SIGINT: $(cat "$T/err")"
+  [ -e "$T/pint" ] && fail "plot under SIGINT left $(ls -a "$T/pint")"
+else
+  echo "no gnuplot or no recorded run in $SRC/results: the interrupted plot is not checked"
+fi
+
+# a plot killed outright leaves plots.tmp.<pid>/; the next plot into the folder removes it once that pid is gone
+expect 0 "$BIN" sweep --sizes 1000 --pipelines workload --reps 2 --timing basic --out-dir "$T/res" --run-id one
+sh -c 'exit 0' &
+dead=$!
+wait "$dead"
+mkdir "$T/res/one/plots.tmp.$dead" "$T/res/one/plots.tmp.$$" && touch "$T/res/one/plots.tmp.$dead/fig.png"
+"$BIN" plot "$T/res/one" >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -le 1 ] || fail "plot of a sweep exited $rc: $(cat "$T/err")"
+[ -e "$T/res/one/plots.tmp.$dead" ] && fail "plot kept the stale plots.tmp.$dead/ of a process that is gone"
+[ -d "$T/res/one/plots.tmp.$$" ] || fail "plot removed plots.tmp.$$/ of a process still running"
+
+t_done "signals: temporaries removed"
