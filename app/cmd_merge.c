@@ -4,11 +4,18 @@
  * different devices, builds or commits, overlapping rows and missing shards unless --force
  * (hx_run_merge). Also writes OUT/results.json.
  */
+#define _GNU_SOURCE /* renameat2 (RENAME_NOREPLACE) */
 #include "app/cli.h"
+#include "app/stop.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void usage(FILE *f) {
   fputs("usage: f3dbench merge -o OUT_DIR [--force] SHARD_DIR...\n"
@@ -18,7 +25,8 @@ static void usage(FILE *f) {
         "devices/builds/commits, shards without samples.csv and missing shards unless --force; a forced\n"
         "merge of missing or incomplete shards is marked incomplete (status partial, an INCOMPLETE file)\n"
         "and says so on stderr. Overlapping rows are refused even with --force (a run holds each row once).\n"
-        "  -o, --output DIR   the merged run directory (created: an existing one is refused, even with --force)\n"
+        "  -o, --output DIR   the merged run directory (created: an existing one is refused, even with --force;\n"
+        "                     written as DIR.tmp.<pid> and renamed at the end, so DIR appears whole or not at all)\n"
         "  -f, --force        merge anyway\n"
         "  -h, --help         this text\n",
         f);
@@ -45,30 +53,72 @@ int f3d_cmd_merge(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  /* Everything is written into OUT_DIR.tmp.<pid> (removed on failure, and by a signal: stop.h) and renamed to
+   * OUT_DIR at the end, so OUT_DIR appears whole or not at all: an interrupted merge once left part of its files
+   * there, no INCOMPLETE marker, and a name the next merge refused. */
+  char outd[4096], tmp[4200];
+  size_t ol = strlen(out);
+  while (ol > 1 && out[ol - 1] == '/') ol--; /* "m/": the temporary goes beside m, not inside it */
+  if (ol >= sizeof outd) {
+    f3d_fail("merge", "-o %.80s...: path too long", out);
+    return 2;
+  }
+  memcpy(outd, out, ol);
+  outd[ol] = '\0';
+  struct stat sb;
+  if (lstat(outd, &sb) == 0) {
+    f3d_fail("merge", "%s already exists: merge writes a new directory", outd);
+    return 1;
+  }
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", outd, (long)getpid());
   size_t n = (size_t)(argc - optind);
   hx_run *runs = f3d_runs_load("merge", argv + optind, n);
   if (!runs) return 1;
   hx_err err;
   int rc = 0;
-  if (rc == 0 && hx_run_merge(runs, n, out, force, &err) != HX_OK) {
+  (void)f3d_tmp_add(tmp, F3D_TMP_DIR);
+  if (hx_run_merge(runs, n, tmp, force, &err) != HX_OK) {
     f3d_fail_msg("merge", err.msg);
     rc = 1;
   }
   if (rc == 0) {
     hx_run m;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/results.json", out);
-    if (hx_run_load(&m, out, &err) != HX_OK || hx_run_write_json(&m, path, &err) != HX_OK) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/results.json", tmp);
+    hx_status st = hx_run_load(&m, tmp, &err);
+    char *final_dir = st == HX_OK ? strdup(outd) : NULL; /* the JSON's source: where the run will be */
+    if (st == HX_OK && final_dir) free(m.dir), m.dir = final_dir;
+    if (st == HX_OK) st = hx_run_write_json(&m, path, &err);
+    if (st == HX_OK && renameat2(AT_FDCWD, tmp, AT_FDCWD, outd, RENAME_NOREPLACE) != 0) {
+      /* never over a directory that appeared meanwhile; without renameat2 (ENOSYS, EINVAL) a plain rename after
+       * a second look */
+      const int e = errno;
+      if ((e != ENOSYS && e != EINVAL) || lstat(outd, &sb) == 0 || rename(tmp, outd) != 0)
+        st = hx_errf(&err, HX_EIO, "%s: cannot put the merged run in place: %s", outd,
+                     strerror(e == ENOSYS || e == EINVAL ? errno : e));
+    }
+    if (st == HX_OK) f3d_tmp_drop(tmp); /* renamed: a signal from here on leaves the finished run */
+    if (st != HX_OK) {
       f3d_fail_msg("merge", err.msg);
       rc = 1;
     } else {
-      printf("merged %zu directories into %s (%zu rows, %zu samples)\n", n, out, m.n_rows, m.n_samples);
+      printf("merged %zu directories into %s (%zu rows, %zu samples)\n", n, outd, m.n_rows, m.n_samples);
       char why[600];
       if (m.incomplete) /* only --force gets here: what it let through is said, not passed off as whole */
-        f3d_fail("merge", "warning: %s: %s", out, hx_run_incomplete_why(&m, why, sizeof why));
+        f3d_fail("merge", "warning: %s: %s", outd, hx_run_incomplete_why(&m, why, sizeof why));
     }
     hx_run_free(&m);
   }
+  if (rc != 0) { /* the merge's own new folder: its files, then the folder */
+    static const char *const names[] = {"results.csv", "samples.csv", "context.csv", "INCOMPLETE", "results.json"};
+    char p[4300];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+      snprintf(p, sizeof p, "%s/%s", tmp, names[i]);
+      unlink(p);
+    }
+    rmdir(tmp);
+  }
+  f3d_tmp_drop(tmp);
   f3d_runs_free(runs, n);
   return rc;
 }

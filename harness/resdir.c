@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define RD_PATH 4096
 #define RD_LINE 65536
@@ -880,9 +881,12 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
                    samples[i].pipeline, samples[i].kernel, samples[i].variant, samples[i].workload,
                    (unsigned long long)samples[i].n_points, (long long)samples[i].sample, samples[i].metric);
   /* a new directory only, --force or not: an existing one may be an input or another run */
+  int made = 0;
   if (st == HX_OK && mkdir(out_dir, 0777) != 0)
     st = errno == EEXIST ? hx_errf(err, HX_EINVAL, "%s already exists: merge writes a new directory", out_dir)
                          : hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));
+  else if (st == HX_OK)
+    made = 1;
   if (st == HX_OK) st = hx_run_write_rows(out_dir, rows, nr, 0, err);
   if (st == HX_OK) st = hx_run_write_rows(out_dir, samples, ns, 1, err);
   if (st == HX_OK) {
@@ -945,6 +949,17 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
     free((void *)vals);
     free(from);
     for (size_t i = 0; i < nj; i++) free(joined[i]);
+  }
+  /* a failed merge leaves nothing: what it wrote is removed with the directory it created (the files are written
+   * whole or not at all: hx_write_file_atomic) */
+  if (st != HX_OK && made) {
+    static const char *const names[] = {"results.csv", "samples.csv", "context.csv", "INCOMPLETE"};
+    char p[RD_PATH];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+      snprintf(p, sizeof p, "%s/%s", out_dir, names[i]);
+      unlink(p);
+    }
+    rmdir(out_dir);
   }
   free(rows);
   free(samples);

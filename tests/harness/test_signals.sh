@@ -4,7 +4,8 @@
 # plots.tmp.<pid>/ and an OUT_DIR plot created), prints one line "f3dbench: <command>: interrupted (SIG... received),
 # its temporary files removed" and exits 128 + signal; an earlier output of the same name is kept. A later plot
 # removes the plots.tmp.<pid>/ of a plot whose process is gone (one killed outright). Before, gen left its 240 MB
-# g.ply.tmp.XXXXXX, serialize/psh/pool their "<out>.tmp.<pid>", plot its plots.tmp.<pid>/ for good.
+# g.ply.tmp.XXXXXX, serialize/psh/pool their "<out>.tmp.<pid>", plot its plots.tmp.<pid>/ for good. merge writes
+# OUT.tmp.<pid>/ and renames it at the end: stopped before, nothing of it is left.
 # usage: test_signals.sh PATH/TO/f3dbench SOURCE_ROOT
 set -u
 BIN=$1
@@ -83,6 +84,43 @@ if command -v gnuplot >/dev/null 2>&1 && [ -n "$RUN" ]; then
 else
   echo "no gnuplot or no recorded run in $SRC/results: the interrupted plot is not checked"
 fi
+
+# merge: written into OUT.tmp.<pid>/ and renamed to OUT at the end; stopped before that, neither is left, and the
+# same merge then runs (it once left OUT with part of its files, no INCOMPLETE, and refused the next merge)
+mkshard() { # DIR I: shard I/2 of a made-up sweep, 300 keys x 1000 samples
+  mkdir -p "$1"
+  printf 'key,value\nstatus,complete\nschema_version,1\ndevice,none\nbuild_type,release\nshard,%s/2\n' "$2" \
+    >"$1/context.csv"
+  awk -v s="$2" -v dir="$1" 'BEGIN {
+    print "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit" > (dir "/results.csv")
+    print "workload,n_points,batch,pipeline,kernel,variant,metric,sample,value,unit" > (dir "/samples.csv")
+    for (k = 0; k < 300; k++) {
+      printf "lidar,%d,1,workload,generate,cpu,time_median,1.5,ms\n", 1000 * (2 * k + s + 1) > (dir "/results.csv")
+      for (i = 0; i < 1000; i++)
+        printf "lidar,%d,1,workload,generate,cpu,time,%d,1.%d,ms\n", 1000 * (2 * k + s + 1), i, i > (dir "/samples.csv")
+    }
+  }'
+}
+mkshard "$T/sh0" 0
+mkshard "$T/sh1" 1
+"$BIN" merge -o "$T/m" "$T/sh0" "$T/sh1" >"$T/out" 2>"$T/err" &
+pid=$!
+i=0
+while [ ! -d "$T/m.tmp.$pid" ] && [ "$i" -lt 6000 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; i=$((i + 1)); done
+[ -d "$T/m.tmp.$pid" ] || fail "merge: no m.tmp.<pid> appeared"
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+pid=
+[ "$rc" -eq 130 ] || fail "merge under SIGINT exited $rc, expected 130"
+grep -q '^f3dbench: merge: interrupted (SIGINT received), its temporary files removed$' "$T/err" ||
+  fail "merge under SIGINT: $(cat "$T/err")"
+ls "$T" | grep -q '^m' && fail "merge under SIGINT left $(ls "$T" | grep '^m')"
+expect 0 "$BIN" merge -o "$T/m" "$T/sh0" "$T/sh1"
+[ "$(wc -l <"$T/m/samples.csv")" -eq 600001 ] ||
+  fail "merge after an interrupted one: $(wc -l <"$T/m/samples.csv") lines"
+grep -q '"source": "'"$T"'/m"' "$T/m/results.json" || fail "merged results.json does not name $T/m as its source"
+ls "$T" | grep -q '^m\.tmp' && fail "merge left $(ls "$T" | grep '^m\.tmp')"
 
 # a plot killed outright leaves plots.tmp.<pid>/; the next plot into the folder removes it once that pid is gone
 expect 0 "$BIN" sweep --sizes 1000 --pipelines workload --reps 2 --timing basic --out-dir "$T/res" --run-id one
