@@ -1,7 +1,7 @@
 /*
  * safetensors.c - reader and writer of the safetensors format (stf_):
  *     [u64 little-endian N][N bytes of JSON header, may end in spaces][data area]
- * The header is one object: "__metadata__" (an object, skipped) and one entry per tensor,
+ * The header is one object: "__metadata__" (a map of string to string, checked and skipped) and one entry per tensor,
  *     "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}
  * with offsets relative to the start of the data area.
  *
@@ -15,9 +15,12 @@
  * data area's size, end - begin == numel * dtype size, and no two non-empty tensors share a byte. So every
  * allocation is bounded by the file's size (at most 4 times it, U8 -> fp32) and every read lies inside the
  * file. Every value is converted to fp32 (integers beyond 2^24 rounded); the file's dtype stays on the tensor,
- * so a caller can refuse integers where it needs floats. Gaps between tensors are allowed (the reference implementation
- * refuses them; accepting them loses nothing). On failure the output is empty, nothing leaks, and the
- * message names the file and, where there is one, the tensor.
+ * so a caller can refuse integers where it needs floats. As the reference loader (Hugging Face safetensors)
+ * requires, the non-empty tensors cover the data area exactly (no byte before, between or after them that no
+ * tensor holds: such bytes mean offsets that are not the writer's), every string of the header is UTF-8, and
+ * __metadata__'s values are strings. On failure the output is empty, nothing leaks, and the message names the
+ * file and, where there is one, the tensor; bytes of the header that are not printable ASCII are shown escaped
+ * (\xNN) so a message never carries raw bytes of the file to the terminal.
  *
  * The writer writes fp32 tensors in the given order with the header padded with spaces to a multiple of 8
  * bytes (so the data area starts 8-byte aligned), atomically: PATH.tmp.<pid>, fsync, rename over PATH.
@@ -35,7 +38,7 @@
 #endif
 
 #define STF_MAX_HEADER ((uint64_t)100 << 20) /* 100 MiB: ~1M tensors' entries; real headers are < 1 MiB */
-#define STF_MAX_DEPTH 64                     /* JSON nesting inside __metadata__ */
+#define STF_MAX_DEPTH 64                     /* JSON nesting inside a tensor entry's unknown fields */
 #define STF_MAX_DIMS 8                       /* stf_tensor.shape */
 #define STF_NAME_CAP 128                     /* stf_tensor.name, NUL included */
 
@@ -80,6 +83,39 @@ static int has_control(const char *name) {
   for (const unsigned char *q = (const unsigned char *)name; *q; q++)
     if (*q < 0x20 || *q == 0x7f || (*q == 0xc2 && q[1] >= 0x80 && q[1] <= 0x9f)) return 1;
   return 0;
+}
+
+/* The length of the valid UTF-8 sequence at p (at most n bytes), or 0 when it is not one: no overlong form, no
+ * surrogate, nothing past U+10FFFF (what a JSON text must be, and the reference loader requires). */
+static size_t utf8_len(const unsigned char *p, size_t n) {
+  if (n == 0) return 0;
+  if (p[0] < 0x80) return 1;
+  size_t k;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (p[0] >= 0xC2 && p[0] <= 0xDF) k = 2;
+  else if (p[0] >= 0xE0 && p[0] <= 0xEF) k = 3, lo = p[0] == 0xE0 ? 0xA0 : 0x80, hi = p[0] == 0xED ? 0x9F : 0xBF;
+  else if (p[0] >= 0xF0 && p[0] <= 0xF4) k = 4, lo = p[0] == 0xF0 ? 0x90 : 0x80, hi = p[0] == 0xF4 ? 0x8F : 0xBF;
+  else return 0;
+  if (n < k || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < k; i++)
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  return k;
+}
+
+/* Up to n bytes of s for a message, NUL-terminated in out (cap >= 8): printable ASCII as it is, '\\' and every
+ * other byte as \xNN, "..." when cut. A name from the file reaches the terminal only so. */
+static const char *shown(char *out, size_t cap, const char *s, size_t n) {
+  size_t k = 0, i = 0;
+  for (; i < n; i++) {
+    const unsigned char ch = (unsigned char)s[i];
+    const int plain = ch >= 0x20 && ch < 0x7f && ch != '\\';
+    if (k + (plain ? 1u : 4u) + 4u > cap) break;
+    if (plain) out[k++] = (char)ch;
+    else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
+  }
+  if (i < n) k += (size_t)snprintf(out + k, cap - k, "...");
+  out[k] = 0;
+  return out;
 }
 
 static hx_status jfail(jcur *c, const char *what) {
@@ -134,11 +170,26 @@ static hx_status jstring(jcur *c, char *out, size_t cap, size_t *len, int *has_n
   size_t n = 0;
   int nul = 0;
   HX_TRY(jexpect(c, '"', "expected a string"));
+  const char *start = c->p;
   for (;;) {
     if (c->p >= c->end) return jfail(c, "unterminated string");
     unsigned char ch = (unsigned char)*c->p++;
     if (ch == '"') break;
     if (ch < 0x20) return jfail(c, "control character inside a string");
+    if (ch >= 0x80) { /* a raw multi-byte character: valid UTF-8, or the string is refused, shown escaped */
+      const size_t k = utf8_len((const unsigned char *)c->p - 1, (size_t)(c->end - c->p) + 1u);
+      if (!k) {
+        const char *q = c->p;
+        while (q < c->end && *q != '"') q++;
+        char b[200], msg[240];
+        c->p--;
+        snprintf(msg, sizeof msg, "a string that is not UTF-8: \"%s\"", shown(b, sizeof b, start, (size_t)(q - start)));
+        return jfail(c, msg);
+      }
+      for (size_t i = 0; i < k; i++) jput(out, cap, &n, (unsigned char)c->p[(ptrdiff_t)i - 1]);
+      c->p += k - 1;
+      continue;
+    }
     if (ch != '\\') {
       jput(out, cap, &n, ch);
       continue;
@@ -282,6 +333,35 @@ static hx_status jskip(jcur *c, int depth) {
   }
 }
 
+/* __metadata__: an object whose values are strings (the reference loader's map of string to string). */
+static hx_status jmeta(jcur *c) {
+  HX_TRY(jexpect(c, '{', "__metadata__ must be an object"));
+  jws(c);
+  if (c->p < c->end && *c->p == '}') {
+    c->p++;
+    return HX_OK;
+  }
+  for (;;) {
+    char key[64], b[100], msg[200];
+    size_t klen = 0;
+    HX_TRY(jstring(c, key, sizeof key, &klen, NULL));
+    HX_TRY(jexpect(c, ':', "expected ':' after a key"));
+    jws(c);
+    if (c->p >= c->end || *c->p != '"') {
+      snprintf(msg, sizeof msg, "__metadata__ value of \"%s\" is not a string (a map of string to string)",
+               shown(b, sizeof b, key, klen < sizeof key ? klen : sizeof key - 1));
+      return jfail(c, msg);
+    }
+    HX_TRY(jstring(c, NULL, 0, NULL, NULL));
+    jws(c);
+    if (c->p < c->end && *c->p == ',') {
+      c->p++;
+      continue;
+    }
+    return jexpect(c, '}', "expected ',' or '}'");
+  }
+}
+
 /* An array of non-negative integers into v (at most cap; more is "too many"): the shape and offsets. */
 static hx_status jint_array(jcur *c, uint64_t *v, int cap, int *count, const char *what, const char *too_many) {
   int n = 0;
@@ -390,16 +470,17 @@ static hx_status parse_header(jcur *c, stf_entry **ents, size_t *n) {
       if (len == 12 && strcmp(name, "__metadata__") == 0) {
         if (have_meta) return jfail(c, "__metadata__ given twice");
         have_meta = 1;
-        jws(c);
-        if (c->p >= c->end || *c->p != '{') return jfail(c, "__metadata__ must be an object");
-        HX_TRY(jskip(c, 1));
+        HX_TRY(jmeta(c));
       } else {
         if (len == 0) return jfail(c, "empty tensor name");
         if (nul) return jfail(c, "tensor name holds a NUL character");
         if (has_control(name)) return jfail(c, "tensor name holds an escaped control character");
         if (len >= STF_NAME_CAP)
-          return hx_errf(c->err, HX_EFORMAT, "%s: tensor name longer than 127 bytes (%zu): %.60s...", c->path, len,
-                         name);
+        {
+          char b[100];
+          return hx_errf(c->err, HX_EFORMAT, "%s: tensor name longer than 127 bytes (%zu): %s", c->path, len,
+                         shown(b, sizeof b, name, 61));
+        }
         if (*n == cap) {
           size_t nc = cap ? 2 * cap : 64;
           stf_entry *grown = realloc(*ents, nc * sizeof *grown);
@@ -438,7 +519,9 @@ static int cmp_begin(const void *a, const void *b) {
   return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* Sizes, offsets inside the data area, no duplicate names, no overlap. */
+/* Sizes, offsets inside the data area, no duplicate names, no overlap, and the non-empty tensors cover the data
+ * area exactly: a byte no tensor holds (a gap, or data past the last tensor) means offsets that are not the
+ * writer's, so the values read may not be the tensors' (the reference loader refuses both). */
 static hx_status check_entries(stf_entry *e, size_t n, uint64_t data_size, const char *path, hx_err *err) {
   for (size_t i = 0; i < n; i++) {
     uint64_t numel = 1;
@@ -466,7 +549,11 @@ static hx_status check_entries(stf_entry *e, size_t n, uint64_t data_size, const
                      "%llu (%llu x %s)", path, e[i].name, (unsigned long long)(e[i].end - e[i].begin),
                      (unsigned long long)(numel * es), (unsigned long long)numel, stf_dtypes[e[i].dtype].name);
   }
-  if (n < 2) return HX_OK;
+  if (n == 0) {
+    if (data_size == 0) return HX_OK;
+    return hx_errf(err, HX_EFORMAT, "%s: %llu bytes of data and no tensor to hold them", path,
+                   (unsigned long long)data_size);
+  }
   const stf_entry **ix = malloc(n * sizeof *ix);
   if (!ix) return hx_errf(err, HX_ENOMEM, "%s: out of memory for %zu tensors", path, n);
   for (size_t i = 0; i < n; i++) ix[i] = &e[i];
@@ -487,6 +574,24 @@ static hx_status check_entries(stf_entry *e, size_t n, uint64_t data_size, const
                      (unsigned long long)ix[i]->begin, (unsigned long long)ix[i]->end);
       if (!far || ix[i]->end > far->end) far = ix[i];
     }
+  }
+  if (st == HX_OK) { /* no overlap: in begin order, each non-empty tensor starts where the one before ends */
+    const stf_entry *prev = NULL;
+    uint64_t pos = 0;
+    for (size_t i = 0; i < n && st == HX_OK; i++) {
+      if (ix[i]->begin == ix[i]->end) continue;
+      if (ix[i]->begin != pos)
+        st = hx_errf(err, HX_EFORMAT, "%s: bytes [%llu, %llu) of the data area belong to no tensor (%s%s%s%s): "
+                     "the tensors' data_offsets must cover it without gaps", path, (unsigned long long)pos,
+                     (unsigned long long)ix[i]->begin, prev ? "between " : "before ", prev ? prev->name : "",
+                     prev ? " and " : "", ix[i]->name);
+      pos = ix[i]->end;
+      prev = ix[i];
+    }
+    if (st == HX_OK && pos != data_size)
+      st = hx_errf(err, HX_EFORMAT, "%s: %llu bytes after the last tensor's data (%s ends at %llu of %llu): the "
+                   "tensors' data_offsets must cover the data area", path, (unsigned long long)(data_size - pos),
+                   prev ? prev->name : "none", (unsigned long long)pos, (unsigned long long)data_size);
   }
   free(ix);
   return st;
@@ -674,6 +779,9 @@ static hx_status check_write(const stf_tensor *t, size_t n, uint64_t *numel, con
       return hx_errf(err, HX_EINVAL, "%s: tensor %zu: name not NUL-terminated within 127 bytes", path, i);
     if (!nm[0]) return hx_errf(err, HX_EINVAL, "%s: tensor %zu: empty name", path, i);
     if (has_control(nm)) return hx_errf(err, HX_EINVAL, "%s: tensor %zu: name holds a control character", path, i);
+    for (size_t q = 0, k; nm[q]; q += k) /* the reader takes UTF-8 names only: what it would refuse is not written */
+      if (!(k = utf8_len((const unsigned char *)nm + q, strlen(nm + q))))
+        return hx_errf(err, HX_EINVAL, "%s: tensor %zu: name is not UTF-8 (byte %zu)", path, i, q);
     if (t[i].ndim < 0 || t[i].ndim > STF_MAX_DIMS)
       return hx_errf(err, HX_EINVAL, "%s: tensor %s: %d dimensions (0..8 allowed)", path, nm, t[i].ndim);
     uint64_t m = 1;

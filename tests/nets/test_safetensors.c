@@ -226,21 +226,21 @@ static void test_dtypes(void **state) {
   static const uint16_t b16[5] = {0x3F80, 0xC060, 0x4049, 0x0000, 0x7F7F};
   static const float b16f[5] = {1.0f, -3.5f, 3.140625f, 0.0f, 3.3895313892515355e38f};
   static const double f64[2] = {1.5, -0.25};
-  /* F16 [7] at 0..14, a 2-byte gap, BF16 [5] at 16..26, F64 [2] at 32..48; unknown fields and a nested
-   * metadata object (arrays, numbers, literals, escapes) are accepted and skipped; names use \u escapes */
+  /* F16 [7] at 0..14, BF16 [5] at 14..24, F64 [2] at 24..40 (the data area covered exactly, as the format
+   * requires); unknown fields of an entry (arrays, numbers, literals, escapes) are accepted and skipped, and
+   * string values of __metadata__ with escapes; names use \u escapes */
   const char *hdr =
       "{ \"__metadata__\" : {\"format\":\"pt\",\n"
-      "    \"nested\": [1, -2.5e3, true, false, null, {\"k\": \"v\\\"\\u00e9\"}]},\n"
-      "  \"h\\u00e9\": {\"dtype\": \"F16\", \"shape\": [7], \"data_offsets\": [0, 14], \"extra\": [1, {\"x\": 2}]},\n"
-      "  \"b\\ud83d\\ude00\": {\"shape\": [5, 1], \"dtype\": \"BF16\", \"data_offsets\": [16, 26]},\n"
-      "  \"d\": {\"dtype\": \"F64\", \"shape\": [2], \"data_offsets\": [32, 48]}\t}    ";
+      "    \"k\": \"v\\\"\\u00e9\"},\n"
+      "  \"h\\u00e9\": {\"dtype\": \"F16\", \"shape\": [7], \"data_offsets\": [0, 14],\n"
+      "    \"extra\": [1, -2.5e3, true, false, null, {\"x\": 2}]},\n"
+      "  \"b\\ud83d\\ude00\": {\"shape\": [5, 1], \"dtype\": \"BF16\", \"data_offsets\": [14, 24]},\n"
+      "  \"d\": {\"dtype\": \"F64\", \"shape\": [2], \"data_offsets\": [24, 40]}\t}    ";
   buf b = {0};
   put_u64(&b, strlen(hdr));
   put(&b, hdr, strlen(hdr));
   for (int i = 0; i < 7; i++) put_u16(&b, h16[i]);
-  put_u16(&b, 0xFFFF); /* the gap */
   for (int i = 0; i < 5; i++) put_u16(&b, b16[i]);
-  put(&b, "\0\0\0\0\0\0", 6);
   for (int i = 0; i < 2; i++) {
     uint64_t u;
     memcpy(&u, &f64[i], 8);
@@ -360,9 +360,24 @@ static void test_malformed_header(void **state) {
       {"{\"__metadata__\":[1],\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
        "__metadata__ must be an object"},
       {"{\"__metadata__\":{},\"__metadata__\":{}}", "__metadata__ given twice"},
-      {"{\"__metadata__\":{\"x\":tru}}", "unexpected character"},
-      {"{\"__metadata__\":{\"x\":1.}}", "no digits after '.'"},
-      {"{\"__metadata__\":{\"x\":1e}}", "no exponent digits"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],\"x\":tru}}", "unexpected character"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],\"x\":1.}}", "no digits after '.'"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],\"x\":1e}}", "no exponent digits"},
+      /* __metadata__ is a map of string to string (the reference loader's HashMap<String, String>) */
+      {"{\"__metadata__\":{\"format\":5}}", "__metadata__ value of \"format\" is not a string"},
+      {"{\"__metadata__\":{\"format\":\"pt\",\"n\":{\"k\":\"v\"}}}", "value of \"n\" is not a string"},
+      {"{\"__metadata__\":{\"a\\u001bb\":null}}", "value of \"a\\x1bb\" is not a string"},
+      {"{\"__metadata__\":{\"x\":[\"y\"]}}", "value of \"x\" is not a string"},
+      /* every string is UTF-8; a name that is not is shown escaped, never raw */
+      {"{\"a\xff\xfe\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+       "a string that is not UTF-8: \"a\\xff\\xfe\""},
+      {"{\"a\\\\\xff\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "not UTF-8: \"a\\x5c\\x5c\\xff\""},
+      {"{\"\xc0\xaf\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "not UTF-8: \"\\xc0\\xaf\""},
+      {"{\"\xed\xa0\x80\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "not UTF-8"},
+      {"{\"\xf4\x90\x80\x80\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "not UTF-8"},
+      {"{\"h\xc3\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "not UTF-8: \"h\\xc3\""},
+      {"{\"__metadata__\":{\"format\":\"p\x80t\"}}", "not UTF-8: \"p\\x80t\""},
+      {"{\"a\":{\"dtype\":\"F3\xb2\",\"shape\":[2],\"data_offsets\":[0,8]}}", "not UTF-8"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[01],\"data_offsets\":[0,4]}}", "leading zero"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[true],\"data_offsets\":[0,4]}}", "expected a number"},
       {"{\"a\":{\"dtype\":7,\"shape\":[1],\"data_offsets\":[0,4]}}", "expected a string"},
@@ -406,6 +421,17 @@ static void test_malformed_header(void **state) {
        "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", "overlap"},
       {"{\"c\":{\"dtype\":\"F32\",\"shape\":[8],\"data_offsets\":[16,48]},"
        "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[20,24]}}", "overlap"},
+      /* the tensors cover the 64 bytes of data exactly: no gap before, between or after them */
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[14],\"data_offsets\":[8,64]}}",
+       "bytes [0, 8) of the data area belong to no tensor (before a)"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+       "\"b\":{\"dtype\":\"F32\",\"shape\":[12],\"data_offsets\":[16,64]}}",
+       "bytes [8, 16) of the data area belong to no tensor (between a and b)"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[15],\"data_offsets\":[0,60]}}",
+       "4 bytes after the last tensor's data (a ends at 60 of 64)"},
+      {"{\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}", "64 bytes after the last tensor's data"},
+      {"{}", "64 bytes of data and no tensor to hold them"},
+      {"{\"__metadata__\":{\"format\":\"pt\"}}", "64 bytes of data and no tensor"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) expect_bad_header(cases[i].hdr, cases[i].needle);
 
@@ -418,24 +444,26 @@ static void test_malformed_header(void **state) {
   expect_bad_header("{\"enc.w\":{\"dtype\":\"U4\",\"shape\":[1],\"data_offsets\":[0,1]}}", "enc.w");
   expect_bad_header("{\"enc.w\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", "enc.w");
 
-  /* a 128-byte name, and nesting deeper than the limit inside the metadata */
+  /* a 128-byte name, and nesting deeper than the limit inside an entry's unknown field */
   char hdr[1024];
   char n128[129];
   memset(n128, 'x', 128);
   n128[128] = 0;
   snprintf(hdr, sizeof hdr, "{\"%s\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", n128);
   expect_bad_header(hdr, "longer than 127");
-  size_t k = (size_t)snprintf(hdr, sizeof hdr, "{\"__metadata__\":{\"x\":");
+  size_t k = (size_t)snprintf(hdr, sizeof hdr, "{\"a\":{\"dtype\":\"U8\",\"shape\":[64],\"data_offsets\":[0,64],"
+                                                "\"x\":");
   for (int i = 0; i < 100; i++) hdr[k++] = '[';
   for (int i = 0; i < 100; i++) hdr[k++] = ']';
   snprintf(hdr + k, sizeof hdr - k, "}}");
   expect_bad_header(hdr, "nested more than 64");
 }
 
-/* A header + 64 zero bytes of data that must be read. */
-static void expect_ok_header(const char *hdr) {
+/* A header + ndata (<= 64) zero bytes of data that must be read. */
+static void expect_ok_header(const char *hdr, size_t ndata) {
   static const unsigned char zeros[64];
-  buf b = compose(hdr, zeros, sizeof zeros);
+  assert_true(ndata <= sizeof zeros);
+  buf b = compose(hdr, zeros, ndata);
   write_bytes("ok.safetensors", b.p, b.n);
   free(b.p);
   expect_read("ok.safetensors", HX_OK, NULL);
@@ -443,23 +471,28 @@ static void expect_ok_header(const char *hdr) {
 
 static void test_accepted_headers(void **state) {
   (void)state;
-  expect_ok_header("{}");
-  expect_ok_header("  {  }  ");
+  expect_ok_header("{}", 0);
+  expect_ok_header("  {  }  ", 0);
+  expect_ok_header("{\"__metadata__\":{}}", 0);
+  expect_ok_header("{\"__metadata__\":{\"format\":\"pt\",\"e\\u00e9\":\"\\u00e9\\\"\"}}", 0);
   /* -0 is the integer 0 */
-  expect_ok_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[-0,8]}}");
+  expect_ok_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[-0,8]}}", 8);
   /* empty tensors hold no bytes: they overlap nothing, wherever they sit */
   expect_ok_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
-                   "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]}}");
-  /* the last bytes of the data area; tensors in any header order; gaps allowed */
-  expect_ok_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[56,64]},"
-                   "\"b\":{\"dtype\":\"BF16\",\"shape\":[2,1],\"data_offsets\":[4,8]}}");
-  /* nesting within the limit */
+                   "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]}}", 16);
+  /* tensors in any header order, covering the data area */
+  expect_ok_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[14],\"data_offsets\":[8,64]},"
+                   "\"b\":{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[0,8]}}", 64);
+  /* raw UTF-8 in a name (2-, 3- and 4-byte characters) */
+  expect_ok_header("{\"h\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\":{\"dtype\":\"F32\",\"shape\":[2],"
+                   "\"data_offsets\":[0,8]}}", 8);
+  /* nesting within the limit, in an entry's unknown field */
   char hdr[1024];
-  size_t k = (size_t)snprintf(hdr, sizeof hdr, "{\"__metadata__\":{\"x\":");
+  size_t k = (size_t)snprintf(hdr, sizeof hdr, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":");
   for (int i = 0; i < 60; i++) hdr[k++] = '[';
   for (int i = 0; i < 60; i++) hdr[k++] = ']';
   snprintf(hdr + k, sizeof hdr - k, "}}");
-  expect_ok_header(hdr);
+  expect_ok_header(hdr, 4);
 }
 
 static void test_malformed_file(void **state) {
@@ -548,6 +581,9 @@ static void test_write_refusals(void **state) {
   snprintf(t[1].name, sizeof t[1].name, "a\x1b[2Jb"); /* what the reader refuses, the writer does not write */
   assert_int_equal(stf_write(tpath("dup.out"), t, 2, &err), HX_EINVAL);
   assert_non_null(strstr(err.msg, "control character"));
+  snprintf(t[1].name, sizeof t[1].name, "a\xff"); /* nor a name that is not UTF-8 */
+  assert_int_equal(stf_write(tpath("dup.out"), t, 2, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "not UTF-8"));
   assert_int_equal(access(tpath("dup.out"), F_OK), -1);
   char bad[300];
   snprintf(bad, sizeof bad, "%s/no-such-dir/x.safetensors", g_dir);
@@ -881,9 +917,9 @@ static void test_mutations(void **state) {
       "\"h\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[24,32]},"
       "\"s\":{\"dtype\":\"BF16\",\"shape\":[],\"data_offsets\":[32,34]},"
       "\"e\":{\"dtype\":\"F64\",\"shape\":[1,0],\"data_offsets\":[34,34]},"
-      "\"d\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[40,48]}}";
-  unsigned char data[48];
-  for (int i = 0; i < 48; i++) data[i] = (unsigned char)(i * 7 + 3);
+      "\"d\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[34,42]}}";
+  unsigned char data[42];
+  for (int i = 0; i < 42; i++) data[i] = (unsigned char)(i * 7 + 3);
   buf base = compose(hdr, data, sizeof data);
   const size_t hend = 8 + strlen(hdr);
   write_bytes("mut.safetensors", base.p, base.n);
