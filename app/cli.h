@@ -60,6 +60,14 @@ int f3d_parse_nonneg_double(const char *s, double *out);
 /* The same, > 0. */
 int f3d_parse_pos_double(const char *s, double *out);
 
+/* An option's value checked against what it takes, the usage error naming the option, the value and the accepted
+ * range or words: "f3dbench: WHAT: OPT 'VALUE': <what it takes>". 0 when *out holds the value, else 2 (the exit
+ * code the caller returns) after printing. f3d_opt_count takes f3d_parse_count's forms (k/M suffixes), f3d_opt_u64
+ * digits only, both from lo to hi; f3d_opt_word one of words[0..n) (*out its index). */
+int f3d_opt_count(const char *what, const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
+int f3d_opt_u64(const char *what, const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
+int f3d_opt_word(const char *what, const char *opt, const char *arg, const char *const *words, size_t n, int *out);
+
 /* ---- options and inputs shared by `psh` and `pool` (PSH bucketing of a batch of recorded clouds) ---- */
 struct psh_params;
 struct wl_cloud;

@@ -108,6 +108,29 @@ int f3d_parse_pos_double(const char *s, double *out) {
   return 0;
 }
 
+int f3d_opt_count(const char *what, const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out) {
+  uint64_t v = 0;
+  if (f3d_parse_count(arg, &v) == 0 && v >= lo && v <= hi) return *out = v, 0;
+  return f3d_fail(what, "%s '%s': a whole count from %llu to %llu (digits, or with a k or M suffix: 64k, 1.5M)", opt,
+                  arg, (unsigned long long)lo, (unsigned long long)hi), 2;
+}
+
+int f3d_opt_u64(const char *what, const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out) {
+  uint64_t v = 0;
+  if (f3d_parse_u64(arg, &v) == 0 && v >= lo && v <= hi) return *out = v, 0;
+  return f3d_fail(what, "%s '%s': an integer from %llu to %llu (decimal digits)", opt, arg, (unsigned long long)lo,
+                  (unsigned long long)hi), 2;
+}
+
+int f3d_opt_word(const char *what, const char *opt, const char *arg, const char *const *words, size_t n, int *out) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(arg, words[i]) == 0) return *out = (int)i, 0;
+  char list[256] = "";
+  for (size_t i = 0, len = 0; i < n && len < sizeof list; i++)
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ", words[i]);
+  return f3d_fail(what, "%s '%s': %s%s", opt, arg, n > 2 ? "one of " : "", list), 2;
+}
+
 void f3d_psh_reach_note(const char *what, const psh_in *in, const psh_params *p, uint64_t placed_overflow) {
   uint32_t worst = 0, reach = p->nb, bits = 0;
   for (uint32_t c = 0; c < in->nclouds; c++) {
@@ -129,41 +152,45 @@ int f3d_psh_option(int c, const char *arg, const char *what, psh_params *p, cons
   uint64_t u;
   double d;
   switch (c) {
-  case 'H':
-    if (psh_hash_parse(arg, &p->hash) != HX_OK) return f3d_fail(what, "unknown hash '%s'", arg), 2;
+  case 'H': {
+    const char *names[PSH_HASH_COUNT];
+    for (int h = 0; h < PSH_HASH_COUNT; h++) names[h] = psh_hash_name((psh_hash)h);
+    int h = 0;
+    if (f3d_opt_word(what, "--hash", arg, names, PSH_HASH_COUNT, &h)) return 2;
+    p->hash = (psh_hash)h;
     return 0;
-  case 'S':
+  }
+  case 'S': /* the kernels tile a bucket by 16 rows; past 2^20 rows a bucket's arrays outgrow their indices */
     if (f3d_parse_u64(arg, &u) || u == 0 || u % 16 || u > (1u << 20))
-      return f3d_fail(what, "--bucket-size must be a positive multiple of 16"), 2;
+      return f3d_fail(what, "--bucket-size '%s': a multiple of 16 from 16 to %u", arg, 1u << 20), 2;
     p->cap = (uint32_t)u;
     return 0;
   case 'b':
-    if (f3d_parse_count(arg, &u)) return f3d_fail(what, "bad --buckets '%s'", arg), 2;
-    if (u > PSH_NB_MAX) return f3d_fail(what, "--buckets %s exceeds the limit of %u per cloud", arg, PSH_NB_MAX), 2;
+    if (f3d_parse_count(arg, &u) || u > PSH_NB_MAX)
+      return f3d_fail(what, "--buckets '%s': buckets per cloud, 0 (the default: from the largest cloud) to %u "
+                      "(k/M suffixes)", arg, PSH_NB_MAX), 2;
     p->nb = (uint32_t)u;
     return 0;
-  case 'v':
-    if (f3d_parse_pos_double(arg, &d)) return f3d_fail(what, "bad --voxel '%s'", arg), 2;
+  case 'v': /* the kernels use it as a float: a value that rounds to 0 or Inf there is refused too */
+    if (f3d_parse_pos_double(arg, &d) || d > (double)FLT_MAX || !((float)d > 0.0f))
+      return f3d_fail(what, "--voxel '%s': a voxel edge in metres, a decimal number from %g to %g", arg,
+                      (double)FLT_TRUE_MIN, (double)FLT_MAX), 2;
     p->voxel = (float)d;
-    if (!(p->voxel > 0.0f) || isinf(p->voxel)) /* the kernels use it as a float */
-      return f3d_fail(what, "--voxel %s is outside the range of a float (%g to %g)", arg, (double)FLT_TRUE_MIN,
-                      (double)FLT_MAX), 2;
     return 0;
   case 'p':
-    if (f3d_parse_u64(arg, &u) || u > PSH_NPROBE_MAX) return f3d_fail(what, "--probes must be 0..128"), 2;
+    if (f3d_opt_u64(what, "--probes", arg, 0, PSH_NPROBE_MAX, &u)) return 2;
     p->nprobe = (uint32_t)u;
     return 0;
   case 'V':
-    if (!psh_variant_find(arg)) return f3d_fail(what, "unknown PSH variant '%s' (--help lists them)", arg), 2;
+    if (!psh_variant_find(arg)) return f3d_fail(what, "--variant '%s': not a PSH variant (--help lists them)", arg), 2;
     *variant = arg;
     return 0;
-  case 'd':
-    if (strcmp(arg, "cpu") == 0) *gpu = 0;
-    else if (strcmp(arg, "gpu") == 0) *gpu = 1;
-    else return f3d_fail(what, "--device must be cpu or gpu"), 2;
-    return 0;
+  case 'd': {
+    static const char *const devices[] = {"cpu", "gpu"};
+    return f3d_opt_word(what, "--device", arg, devices, 2, gpu);
+  }
   case 's':
-    if (f3d_parse_u64(arg, &u)) return f3d_fail(what, "bad --seed '%s'", arg), 2;
+    if (f3d_opt_u64(what, "--seed", arg, 0, UINT64_MAX, &u)) return 2;
     p->seed = u;
     return 0;
   case 'o': *out_path = arg; return 0;

@@ -365,37 +365,37 @@ int f3d_cmd_attn(int argc, char **argv) {
       {"help", no_argument, 0, O_HELP},              {0, 0, 0, 0}};
   optind = 1;
   int c;
-  uint64_t u;
+  uint64_t u = 0;
+  static const char *const dtypes[] = {"fp16", "bf16"}; /* in battn_dtype's order */
+  _Static_assert(BATTN_F16 == 0 && BATTN_BF16 == 1, "dtypes[] follows battn_dtype");
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-    int bad = 0;
+    int bad = 0, dt = 0; /* bad: 2 after a message naming the option, its value and what it takes */
     switch (c) {
-    case O_ROWS: bad = f3d_parse_count(optarg, &o.rows) || o.rows < 1 || o.rows > INT32_MAX; break;
-    case O_HEADS: bad = f3d_parse_count(optarg, &u) || u < 1 || u > 65535, o.heads = (int)u; break;
-    case O_HD: bad = f3d_parse_count(optarg, &u) || u < 1 || u > 1024, o.head_dim = (int)u; break;
-    case O_BS: bad = f3d_parse_count(optarg, &u) || u < 1 || u > (1u << 30), o.bucket = (int)u; break;
-    case O_SB: bad = f3d_parse_count(optarg, &u) || u < 1 || u > BATTN_MAX_SCOPE_BUCKETS, o.scope_buckets = (int)u; break;
-    case O_PLAN: o.plan = optarg; break;
-    case O_DT:
-      if (strcmp(optarg, "fp16") == 0) o.dtype = BATTN_F16;
-      else if (strcmp(optarg, "bf16") == 0) o.dtype = BATTN_BF16;
-      else bad = 1;
+    case O_ROWS: bad = f3d_opt_count("attn", "--rows", optarg, 1, INT32_MAX, &o.rows); break;
+    case O_HEADS: bad = f3d_opt_count("attn", "--heads", optarg, 1, 65535, &u), o.heads = (int)u; break;
+    case O_HD: bad = f3d_opt_count("attn", "--head-dim", optarg, 1, 1024, &u), o.head_dim = (int)u; break;
+    case O_BS: bad = f3d_opt_count("attn", "--bucket-size", optarg, 1, 1u << 30, &u), o.bucket = (int)u; break;
+    case O_SB:
+      bad = f3d_opt_count("attn", "--scope-buckets", optarg, 1, BATTN_MAX_SCOPE_BUCKETS, &u);
+      o.scope_buckets = (int)u;
       break;
+    case O_PLAN: o.plan = optarg; break;
+    case O_DT: bad = f3d_opt_word("attn", "--dtype", optarg, dtypes, 2, &dt), o.dtype = (battn_dtype)dt; break;
     case O_VAR: o.variant = optarg; break;
     case O_CHECK: o.check = 1; break;
     case O_NOCHECK: o.check = 0; break;
-    case O_CROWS: bad = f3d_parse_count(optarg, &u) || u > INT32_MAX, o.check_rows = (int64_t)u; break;
+    case O_CROWS:
+      bad = f3d_opt_count("attn", "--check-rows", optarg, 0, INT32_MAX, &u), o.check_rows = (int64_t)u;
+      break;
     case O_PACKED: o.packed = 1; break;
-    case O_REPS: bad = f3d_parse_count(optarg, &u) || u < 1 || u > 100000, o.reps = (int)u; break;
-    case O_WARM: bad = f3d_parse_count(optarg, &u) || u > 100000, o.warmup = (int)u; break;
-    case O_SEED: bad = f3d_parse_count(optarg, &o.seed); break;
+    case O_REPS: bad = f3d_opt_count("attn", "--reps", optarg, 1, 100000, &u), o.reps = (int)u; break;
+    case O_WARM: bad = f3d_opt_count("attn", "--warmup", optarg, 0, 100000, &u), o.warmup = (int)u; break;
+    case O_SEED: bad = f3d_opt_count("attn", "--seed", optarg, 0, (uint64_t)1e15, &o.seed); break;
     case O_SAVE: o.save = optarg; break;
     case O_HELP: usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
-    if (bad) {
-      attn_fail("bad value '%s' for --%s", optarg, lo[c - O_ROWS].name);
-      return 2;
-    }
+    if (bad) return 2;
   }
   if (optind < argc) {
     attn_fail("unexpected argument '%s'", argv[optind]);

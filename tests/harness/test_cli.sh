@@ -47,7 +47,16 @@ expect 2 "$BIN" attn --variant cpu,v1
 expect 2 "$BIN" attn --variant cpu --rows 0
 expect 2 "$BIN" attn --variant cpu --rows 0x10
 expect 2 "$BIN" attn --variant cpu --check-rows nan
-grep -q "bad value 'nan' for --check-rows" "$T/err" || fail "attn --check-rows nan: $(cat "$T/err")"
+grep -q "^f3dbench: attn: --check-rows 'nan': a whole count from 0 to 2147483647" "$T/err" ||
+  fail "attn --check-rows nan: $(cat "$T/err")"
+# a bad value's message names the option, the value and what the option takes
+for a in "--rows 1G:--rows '1G': a whole count from 1 to 2147483647" \
+         "--heads 100000:--heads '100000': a whole count from 1 to 65535" \
+         "--bucket-size 1e30:--bucket-size '1e30': a whole count from 1 to 1073741824" \
+         "--dtype fp32:--dtype 'fp32': fp16 or bf16"; do
+  expect 2 "$BIN" attn --variant cpu ${a%%:*}
+  grep -qF "f3dbench: attn: ${a#*:}" "$T/err" || fail "attn ${a%%:*}: $(cat "$T/err")"
+done
 # a plan argument is a decimal count (strtoul wrapped -1, and cut 2^32+1 down to a valid 1)
 expect 2 "$BIN" attn --variant cpu --rows 64 --plan swin:-1
 expect 2 "$BIN" attn --variant cpu --rows 64 --plan swin:4294967297
@@ -284,7 +293,8 @@ expect 1 "$BIN" merge -o "$T/sh/half" "$T/sh/s0"
 grep -q 'shards given' "$T/err" || fail "merge of one shard of two: $(cat "$T/err")"
 # the merged context counts the cases of both shards; --force merges one shard of two but marks the result
 # incomplete and says so (it once said status complete, nothing on stderr)
-grep -q '^cases_total,6$' "$T/sh/merged/context.csv" || fail "merged cases_total: $(grep cases_total "$T/sh/merged/context.csv")"
+grep -q '^cases_total,6$' "$T/sh/merged/context.csv" ||
+  fail "merged cases_total: $(grep cases_total "$T/sh/merged/context.csv")"
 expect 0 "$BIN" merge --force -o "$T/sh/halfforced" "$T/sh/s0"
 grep -q '^f3dbench: merge: warning: .*incomplete run (partial: merged with --force from 1 of 2 shards, missing 1/2' \
   "$T/err" || fail "forced merge of one shard of two: $(cat "$T/err")"
@@ -365,17 +375,25 @@ wait "$pid"
 rc=$?
 D="$T/res/run2"
 [ "$rc" -eq 130 ] || fail "interrupted sweep exited $rc, expected 130"
-[ -f "$D/INCOMPLETE" ] || fail "interrupted run not marked INCOMPLETE"
-[ -f "$D/results.csv" ] && fail "interrupted run has a results.csv"
-ls "$D" | grep -q partial && fail "interrupted run left partial files: $(ls "$D")"
-grep -q '^status,interrupted$' "$D/context.csv" || fail "context status of interrupted run: $(grep status "$D/context.csv")"
+# stopped_run DIR WHAT: the sweep's line says how many cases it kept; with none the run directory, which holds
+# nothing measured, is removed; with some it stays marked INCOMPLETE, status interrupted, no .partial files
+stopped_run() {
+  if grep -q "interrupted (SIGINT received) after 0 of 5 cases: nothing kept, removed the run directory $1\$" "$T/err"
+  then
+    [ -e "$1" ] && fail "$2: a run that kept no case left its directory: $(ls "$1")"
+  elif grep -q "interrupted (SIGINT received) after [1-9][0-9]* of 5 cases: the finished cases are kept" "$T/err"; then
+    [ -f "$1/INCOMPLETE" ] || fail "$2: run not marked INCOMPLETE"
+    ls "$1" | grep -q partial && fail "$2: run left partial files: $(ls "$1")"
+    grep -q '^status,interrupted$' "$1/context.csv" || fail "$2: context status: $(grep status "$1/context.csv")"
+  else
+    fail "$2: $(cat "$T/err")"
+  fi
+}
+stopped_run "$D" "interrupted sweep"
 
 # The same stop delivered twice at once (`timeout -s INT` signals the sweep, then its process group, as a
 # terminal's Ctrl-C does) is one orderly stop, not a kill that leaves the run "running" with .partial files.
 timeout -s INT 4 "$BIN" sweep $SL --out-dir "$T/res" --run-id run4 >"$T/out" 2>"$T/err"
-D="$T/res/run4"
-[ -f "$D/context.csv" ] || fail "the sweep under timeout did not start its run within 4 s"
-ls "$D" | grep -q partial && fail "sweep interrupted by timeout -s INT left partial files: $(ls "$D")"
-grep -q '^status,interrupted$' "$D/context.csv" || fail "context status after timeout -s INT: $(grep status "$D/context.csv")"
+stopped_run "$T/res/run4" "sweep under timeout -s INT"
 
 t_done "all CLI checks passed"

@@ -104,6 +104,28 @@ static void test_usage(void **state) {
   assert_int_equal(run("pool --buckets 16777217 --out %s/x.csv %s/a.ply", dir, dir), 2);
   assert_int_equal(run("psh --voxel 1e-300 --out %s/x.csv %s/a.ply", dir, dir), 2); /* 0 as a float */
   assert_int_equal(run("psh --out %s/nodir/x.csv %s/a.ply", dir, dir), 1);
+  /* a bad value's message names the option, the value and what the option takes (the limit, not a rule the
+   * value keeps: 2147483632 is a multiple of 16) */
+  static const struct {
+    const char *args, *msg;
+  } msgs[] = {
+      {"psh --bucket-size 2147483632", "psh: --bucket-size '2147483632': a multiple of 16 from 16 to 1048576"},
+      {"psh --probes 999", "psh: --probes '999': an integer from 0 to 128"},
+      {"psh --device x", "psh: --device 'x': cpu or gpu"},
+      {"pool --device x", "pool: --device 'x': cpu or gpu"},
+      {"psh --voxel abc", "psh: --voxel 'abc': a voxel edge in metres, a decimal number from"},
+      {"psh --voxel 1e39", "psh: --voxel '1e39': a voxel edge in metres"},
+      {"psh --hash xor", "psh: --hash 'xor': one of xor-mod, xor-div, zorder-mod or zorder-div"},
+      {"psh --buckets 2147483647", "psh: --buckets '2147483647': buckets per cloud, 0 (the default"},
+      {"psh --seed ' -1'", "psh: --seed ' -1': an integer from 0 to 18446744073709551615"},
+  };
+  for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++) {
+    char cmd[1024];
+    assert_int_equal(run("%s --out %s/x.csv %s/a.ply", msgs[i].args, dir, dir), 2);
+    snprintf(cmd, sizeof cmd, "'%s' %s --out '%s/x.csv' '%s/a.ply' 2>&1 >/dev/null | grep -qF \"f3dbench: %s\"", prog,
+             msgs[i].args, dir, dir, msgs[i].msg);
+    if (system(cmd) != 0) fail_msg("%s: the message does not start '%s'", msgs[i].args, msgs[i].msg);
+  }
   char x[300];
   snprintf(x, sizeof x, "%s/x.csv", dir);
   assert_int_not_equal(access(x, F_OK), 0); /* failures leave no output */
