@@ -799,6 +799,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
   hx_arena arena;
   hx_arena_init(&arena, "sweep", (size_t)o.device_memory, NULL);
   int rc = 1;
+  int discarded = 0; /* the run directory was removed (hx_results_discard) */
   /* Recorded inputs are read once, before anything is created. */
   for (size_t i = 0; i < o.nwl; i++) {
     if (!o.wl[i].path) continue;
@@ -1068,9 +1069,14 @@ int f3d_cmd_sweep(int argc, char **argv) {
         hx_err serr = {HX_OK, ""};
         hx_status ss = hx_results_stop(res, "interrupted", signal_status(f3d_stop_signal), &serr);
         if (ss != HX_OK) f3d_fail("sweep", "%s", serr.msg);
-        f3d_fail("sweep", "interrupted (%s) after %zu of %zu cases: %s, run marked incomplete in %s",
-                 signal_status(f3d_stop_signal), cases.done, cases.total,
-                 ss == HX_OK && cases.done ? "the finished cases are kept" : "nothing kept", hx_results_dir(res));
+        /* nothing measured kept: the run directory goes too (hx_results_discard), so it blocks no run-id */
+        discarded = !cases.done && hx_results_discard(res, &serr) == HX_OK;
+        f3d_fail("sweep", "interrupted (%s) after %zu of %zu cases: %s %s", signal_status(f3d_stop_signal),
+                 cases.done, cases.total,
+                 discarded                    ? "nothing kept, removed the run directory"
+                 : ss == HX_OK && cases.done ? "the finished cases are kept, run marked incomplete in"
+                                             : "nothing kept, run marked incomplete in",
+                 hx_results_dir(res));
         rc = 128 + f3d_stop_signal;
         goto out;
       }
@@ -1103,6 +1109,13 @@ int f3d_cmd_sweep(int argc, char **argv) {
   printf("results: %s\n", hx_results_dir(res));
   rc = 0;
 out:
+  /* a run that failed before keeping any case holds nothing measured (INCOMPLETE and context.csv): removed, so it
+   * blocks no run-id; its error was said above */
+  if (rc != 0 && res && !discarded) {
+    hx_err derr;
+    if (hx_results_discard(res, &derr) == HX_OK)
+      f3d_fail("sweep", "nothing measured was kept: removed the run directory %s", hx_results_dir(res));
+  }
   hx_arena_destroy(&arena);
   wl_batch_free(&cloud);
   hx_results_close(res);

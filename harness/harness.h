@@ -92,6 +92,11 @@ hx_status hx_results_checkpoint(hx_results *r, hx_err *err);
  * (INCOMPLETE holding "<status>: <reason>", context status and status_reason), so it reads as incomplete.
  * Without a checkpoint, or when keeping fails, it is hx_results_abort (no rows kept). */
 hx_status hx_results_stop(hx_results *r, const char *status, const char *reason, hx_err *err);
+/* Remove the run directory of a run that keeps nothing measured (open, aborted, or stopped before any checkpoint: no
+ * results.csv): its files and the directory itself, so a run that measured nothing leaves no directory (nor blocks
+ * its run-id). HX_EINVAL for a committed run or one that kept rows; HX_EIO when the directory holds anything else
+ * (it stays). Close it after. */
+hx_status hx_results_discard(hx_results *r, hx_err *err);
 /* Free; a run neither committed nor aborted is aborted with status "abandoned". NULL is fine. */
 void hx_results_close(hx_results *r);
 

@@ -424,6 +424,26 @@ hx_status hx_results_abort(hx_results *r, const char *status, const char *reason
   return st != HX_OK ? st : st2;
 }
 
+hx_status hx_results_discard(hx_results *r, hx_err *err) {
+  if (!r || r->state == 1) return hx_errf(err, HX_EINVAL, "results: run is not open or aborted");
+  char path[HX_PATH_MAX];
+  if (path_in(r, "results.csv", path, sizeof path, err) != HX_OK) return err ? err->status : HX_EINVAL;
+  if (access(path, F_OK) == 0) return hx_errf(err, HX_EINVAL, "%s: the run kept rows: not removed", r->dir);
+  if (r->state == 0) hx_results_abort(r, "abandoned", "discarded", NULL); /* closes and deletes the partial files */
+  /* what the writer puts in a run directory, and the temporaries of its atomic writes ("<name>.tmp.<pid>") */
+  static const char *const names[] = {"INCOMPLETE", "context.csv", "results.csv.partial", "samples.csv.partial",
+                                      "samples.csv"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    char tmp[HX_PATH_MAX + 32];
+    if (path_in(r, names[i], path, sizeof path, NULL) != HX_OK) continue;
+    unlink(path);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    unlink(tmp);
+  }
+  if (rmdir(r->dir) != 0) return hx_errf(err, HX_EIO, "%s: not removed: %s", r->dir, strerror(errno));
+  return HX_OK;
+}
+
 void hx_results_close(hx_results *r) {
   if (!r) return;
   if (r->state == 0) hx_results_abort(r, "abandoned", "closed without commit", NULL);

@@ -293,7 +293,8 @@ expect 1 "$BIN" merge -o "$T/sh/half" "$T/sh/s0"
 grep -q 'shards given' "$T/err" || fail "merge of one shard of two: $(cat "$T/err")"
 # the merged context counts the cases of both shards; --force merges one shard of two but marks the result
 # incomplete and says so (it once said status complete, nothing on stderr)
-grep -q '^cases_total,6$' "$T/sh/merged/context.csv" || fail "merged cases_total: $(grep cases_total "$T/sh/merged/context.csv")"
+grep -q '^cases_total,6$' "$T/sh/merged/context.csv" ||
+  fail "merged cases_total: $(grep cases_total "$T/sh/merged/context.csv")"
 expect 0 "$BIN" merge --force -o "$T/sh/halfforced" "$T/sh/s0"
 grep -q '^f3dbench: merge: warning: .*incomplete run (partial: merged with --force from 1 of 2 shards, missing 1/2' \
   "$T/err" || fail "forced merge of one shard of two: $(cat "$T/err")"
@@ -374,17 +375,25 @@ wait "$pid"
 rc=$?
 D="$T/res/run2"
 [ "$rc" -eq 130 ] || fail "interrupted sweep exited $rc, expected 130"
-[ -f "$D/INCOMPLETE" ] || fail "interrupted run not marked INCOMPLETE"
-[ -f "$D/results.csv" ] && fail "interrupted run has a results.csv"
-ls "$D" | grep -q partial && fail "interrupted run left partial files: $(ls "$D")"
-grep -q '^status,interrupted$' "$D/context.csv" || fail "context status of interrupted run: $(grep status "$D/context.csv")"
+# stopped_run DIR WHAT: the sweep's line says how many cases it kept; with none the run directory, which holds
+# nothing measured, is removed; with some it stays marked INCOMPLETE, status interrupted, no .partial files
+stopped_run() {
+  if grep -q "interrupted (SIGINT received) after 0 of 5 cases: nothing kept, removed the run directory $1\$" "$T/err"
+  then
+    [ -e "$1" ] && fail "$2: a run that kept no case left its directory: $(ls "$1")"
+  elif grep -q "interrupted (SIGINT received) after [1-9][0-9]* of 5 cases: the finished cases are kept" "$T/err"; then
+    [ -f "$1/INCOMPLETE" ] || fail "$2: run not marked INCOMPLETE"
+    ls "$1" | grep -q partial && fail "$2: run left partial files: $(ls "$1")"
+    grep -q '^status,interrupted$' "$1/context.csv" || fail "$2: context status: $(grep status "$1/context.csv")"
+  else
+    fail "$2: $(cat "$T/err")"
+  fi
+}
+stopped_run "$D" "interrupted sweep"
 
 # The same stop delivered twice at once (`timeout -s INT` signals the sweep, then its process group, as a
 # terminal's Ctrl-C does) is one orderly stop, not a kill that leaves the run "running" with .partial files.
 timeout -s INT 4 "$BIN" sweep $SL --out-dir "$T/res" --run-id run4 >"$T/out" 2>"$T/err"
-D="$T/res/run4"
-[ -f "$D/context.csv" ] || fail "the sweep under timeout did not start its run within 4 s"
-ls "$D" | grep -q partial && fail "sweep interrupted by timeout -s INT left partial files: $(ls "$D")"
-grep -q '^status,interrupted$' "$D/context.csv" || fail "context status after timeout -s INT: $(grep status "$D/context.csv")"
+stopped_run "$T/res/run4" "sweep under timeout -s INT"
 
 t_done "all CLI checks passed"

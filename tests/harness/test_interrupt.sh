@@ -7,8 +7,8 @@
 #     compares it with a warning; plot --partial draws it and REPORT.md says so under its title.
 #  2. SIGINT and SIGTERM from outside in the middle of the second case: the first is kept, the second's rows
 #     (some already written) are cut away: every row of results.csv and samples.csv belongs to a listed case.
-#  3. SIGINT before any case finished: nothing is kept, and plot says why ("after 0 of N cases"), not "no
-#     results.csv (is this a result directory?)".
+#  3. SIGINT before any case finished, or a failure: nothing is kept, and the run directory, which holds nothing
+#     measured, is removed (the sweep says so), so the run-id can be used again.
 #  4. SIGKILL after a case: the .partial files stay with status running; compare refuses the run ("killed while
 #     running"), compare --force uses it with a warning naming the .partial files.
 # Correct with and without a GPU: every sweep here runs CPU pipelines (workload, and ptv3 on small cases).
@@ -116,13 +116,17 @@ wait "$pid"
 rc=$?
 pid=
 [ "$rc" -eq 130 ] || fail "early SIGINT: exit $rc, expected 130"
-[ -f "$D/results.csv" ] && fail "a run stopped before any case finished has a results.csv"
-ls "$D" | grep -q partial && fail "early SIGINT left .partial files: $(ls "$D")"
-[ "$(ctx "$D" cases_done)" = 0 ] || fail "early SIGINT: cases_done $(ctx "$D" cases_done)"
-expect 1 "$BIN" plot --partial "$D"
-grep -q "incomplete run (interrupted after 0 of 2 cases.*no finished case to read" "$T/err" ||
-  fail "plot of a run with no finished case: $(cat "$T/err")"
-grep -q 'is this a result directory' "$T/err" && fail "plot still asks whether it is a result directory"
+grep -q "interrupted (SIGINT received) after 0 of 2 cases: nothing kept, removed the run directory $D\$" "$T/err" ||
+  fail "early SIGINT: $(cat "$T/err")"
+# it holds nothing measured: removed (it once stayed with INCOMPLETE and context.csv, blocking the run-id)
+[ -e "$D" ] && fail "a run stopped before any case finished left its directory: $(ls "$D")"
+expect 0 "$BIN" sweep --sizes 1000 --pipelines workload --reps 2 --timing basic --out-dir "$T/res" --run-id none
+# the same for a run that fails before any case: the error, then the directory removed
+expect 1 "$BIN" sweep --sizes 1000 --pipelines workload --voxel 1e30 --reps 2 --timing basic --out-dir "$T/res" \
+  --run-id failed
+grep -q "^f3dbench: sweep: nothing measured was kept: removed the run directory $T/res/failed\$" "$T/err" ||
+  fail "failed sweep: $(cat "$T/err")"
+[ -e "$T/res/failed" ] && fail "a run that failed before any case finished left its directory: $(ls "$T/res/failed")"
 
 # ---- 4. SIGKILL: the .partial files are not taken for a finished run ------------------------------------------
 D="$T/res/killed"
