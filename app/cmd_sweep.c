@@ -399,6 +399,11 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
         f3d_fail("sweep", "--run-id '%s': a plain directory name (no '/', not empty, '.' or '..')", optarg);
         return -1;
       }
+      if (strlen(optarg) > 255) { /* a directory name's limit (NAME_MAX); it was cut to 255 bytes silently */
+        f3d_fail("sweep", "--run-id '%.40s...': %zu bytes, a directory name holds at most 255", optarg,
+                 strlen(optarg));
+        return -1;
+      }
       o->run_id = optarg;
       break;
     case 's':

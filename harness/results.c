@@ -302,6 +302,9 @@ hx_status hx_results_open(hx_results **out, const char *root, const char *run_id
   if (!run_id || !*run_id || strchr(run_id, '/') || !strcmp(run_id, ".") || !strcmp(run_id, ".."))
     return hx_errf(err, HX_EINVAL, "run id '%s': must be a plain directory name (no '/', not empty, '.' or '..')",
                    run_id ? run_id : "");
+  if (strlen(run_id) > 255) /* NAME_MAX: mkdir would fail with ENAMETOOLONG, and callers' buffers cut it */
+    return hx_errf(err, HX_EINVAL, "run id '%.40s...': %zu bytes, a directory name holds at most 255", run_id,
+                   strlen(run_id));
   hx_status ms = make_dirs(root, err);
   if (ms != HX_OK) return ms;
   hx_results *r = calloc(1, sizeof *r);

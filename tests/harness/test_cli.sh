@@ -156,7 +156,13 @@ for id in '' a/b . .. ../x; do # refused as a usage error, by --check-args too, 
   expect 2 "$BIN" sweep --pipelines workload --sizes 1000 --run-id "$id" --out-dir "$T/res-id"
   grep -q "^f3dbench: sweep: --run-id '$id': a plain directory name" "$T/err" || fail "--run-id '$id': $(cat "$T/err")"
 done
+# a run-id of 256 bytes is a usage error too (it was cut to 255 bytes silently); 255 is a directory name
+long=$(printf 'a%.0s' $(seq 1 256))
+expect 2 "$BIN" sweep --pipelines workload --sizes 1000 --run-id "$long" --out-dir "$T/res-id"
+grep -q "^f3dbench: sweep: --run-id 'a\{40\}\.\.\.': 256 bytes, a directory name holds at most 255\$" "$T/err" ||
+  fail "--run-id of 256 bytes: $(cat "$T/err")"
 [ -e "$T/res-id" ] && fail "a refused --run-id created its output directory"
+expect 0 "$BIN" sweep --check-args --run-id "${long#a}" --out-dir "$T/res"
 expect 2 "$BIN" sweep --sizes abc
 grep -q "^f3dbench: sweep: --sizes 'abc': expected counts" "$T/err" || fail "--sizes error line: $(cat "$T/err")"
 expect 2 "$BIN" sweep --check-args --sizes 1e15 # past any device: a usage error, not a failed allocation in the run

@@ -193,6 +193,15 @@ static void test_run_id(void **state) {
   /* 16 + 1 + 7 characters do not fit in 24 bytes with the terminator */
   assert_int_equal(hx_run_id(id, 24, 0, "abc1234", NULL), HX_EINVAL);
   assert_int_equal(hx_run_id(id, 25, 0, "abc1234", NULL), HX_OK);
+  /* a run directory's name holds at most 255 bytes (NAME_MAX): one longer is refused, not cut */
+  char longid[300];
+  memset(longid, 'a', 256);
+  longid[256] = '\0';
+  hx_results *r = NULL;
+  hx_err err;
+  assert_int_equal(hx_results_open(&r, "/tmp/f3d-test-results-unused", longid, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "256 bytes, a directory name holds at most 255"));
+  assert_null(r);
 }
 
 /* ---- atomic writes ---------------------------------------------------------------------------------- */
