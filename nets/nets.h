@@ -447,8 +447,8 @@ hx_status spc_variant_query(const spc_variant *v, size_t in, size_t out, uint32_
 /* ==== safetensors (stf_: nets/safetensors.c) ========================================================== */
 /*
  * Reader and writer of the safetensors format: 8-byte little-endian header length, a JSON header
- * {"name": {"dtype": "F32"|"F16"|"BF16"|.., "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}},
- * then raw little-endian data. The reader takes F32, F16, BF16, F64 and the integer dtypes of a state_dict
+ * {"name": {"dtype": "F32"|"F16"|"BF16"|.., "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {string:
+ * string}} in UTF-8, then raw little-endian data that the tensors' offsets cover exactly (no gap, nothing after). The reader takes F32, F16, BF16, F64 and the integer dtypes of a state_dict
  * (I64 .. I8, U64 .. U8, BOOL), every value converted to fp32. Every malformed header, offset outside the file,
  * overlap, shape/size mismatch or unsupported dtype is HX_EFORMAT naming the file and the tensor; never a crash.
  */
