@@ -247,9 +247,24 @@ int f3d_cmd_compare(int argc, char **argv) {
       if (quiet) hx_gate_print_verdict(stdout, &n);
       rc = n.slower > 0 ? 1 : 0;
       if (n.faster + n.slower + n.same == 0) {
-        fprintf(stderr, "f3dbench: compare: no key could be tested (%zu unknown: no shared keys with raw samples%s); "
-                        "the gate does not pass\n", n.unknown,
-                n.not_gated_cpu || n.not_gated_keys ? ", or every key left out by --keys or as a CPU stage" : "");
+        /* the reasons the keys were not tested, with their counts (a run of --reps 2 shares every key, but has too
+         * few samples for the U test: "no shared keys" would send the user looking for the wrong problem) */
+        char why[512] = "";
+        size_t wl = 0;
+        if (n.unknown_few_samples)
+          wl += (size_t)snprintf(why + wl, sizeof why - wl,
+                                 "%s%zu with fewer than %d raw samples on a side (sweep --reps %d or more)",
+                                 wl ? "; " : "", n.unknown_few_samples, HX_COMPARE_MIN_SAMPLES, HX_COMPARE_MIN_SAMPLES);
+        if (n.unknown_one_side && wl < sizeof why)
+          wl += (size_t)snprintf(why + wl, sizeof why - wl, "%s%zu with raw samples in one run only", wl ? "; " : "",
+                                 n.unknown_one_side);
+        if (n.unknown_other && wl < sizeof why)
+          wl += (size_t)snprintf(why + wl, sizeof why - wl, "%s%zu with different units or a median not positive",
+                                 wl ? "; " : "", n.unknown_other);
+        if (!n.unknown) snprintf(why, sizeof why, "no key with raw samples");
+        fprintf(stderr, "f3dbench: compare: no key could be tested (%zu unknown: %s%s); the gate does not pass\n",
+                n.unknown, why,
+                n.not_gated_cpu || n.not_gated_keys ? "; other keys left out by --keys or as CPU stages" : "");
         rc = 2;
       }
     }

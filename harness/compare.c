@@ -329,7 +329,13 @@ hx_status hx_gate_runs(hx_run *base, hx_run *cur, const hx_gate_opts *o, FILE *o
     case HX_VERDICT_FASTER: counts->faster++; break;
     case HX_VERDICT_SLOWER: counts->slower++; break;
     case HX_VERDICT_SAME: counts->same++; break;
-    case HX_VERDICT_UNKNOWN: counts->unknown++; break;
+    case HX_VERDICT_UNKNOWN:
+      counts->unknown++;
+      /* the reason judge() or the one-side branch above put first in the note */
+      if (!strncmp(row->note, "(missing in", 11)) counts->unknown_one_side++;
+      else if (!strncmp(row->note, "(fewer than", 11)) counts->unknown_few_samples++;
+      else counts->unknown_other++;
+      break;
     }
     if (row->rule >= 0) counts->by_rule[row->rule]++;
     if (row->v != HX_VERDICT_UNKNOWN && isfinite(row->rel) &&

@@ -356,6 +356,9 @@ hx_gate_opts hx_gate_defaults(void);
 typedef struct hx_compare_counts {
   size_t faster, slower, same, unknown;
   size_t not_gated_cpu, not_gated_keys; /* left out: CPU stages, keys outside opts.keys */
+  /* why the unknown keys are unknown: on one side only, fewer than HX_COMPARE_MIN_SAMPLES samples on a side, other
+   * (units differ, a median not positive); they add up to unknown */
+  size_t unknown_one_side, unknown_few_samples, unknown_other;
   size_t by_rule[3];      /* gated keys whose threshold came from min_effect, batch noise, the calibration */
   double largest_change;  /* the gated key's change of largest magnitude (NaN when none had one) */
   double largest_threshold;
