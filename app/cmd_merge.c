@@ -53,6 +53,10 @@ int f3d_cmd_merge(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (!*out) { /* mkdir("") said "No such file or directory" under the name "" */
+    f3d_fail("merge", "-o '': an empty directory name");
+    return 2;
+  }
   /* Everything is written into OUT_DIR.tmp.<pid> (removed on failure, and by a signal: stop.h) and renamed to
    * OUT_DIR at the end, so OUT_DIR appears whole or not at all: an interrupted merge once left part of its files
    * there, no INCOMPLETE marker, and a name the next merge refused. */

@@ -306,6 +306,8 @@ grep -q '^f3dbench: merge: warning: .*incomplete run (partial: merged with --for
   "$T/err" || fail "forced merge of one shard of two: $(cat "$T/err")"
 grep -q '^status,partial$' "$T/sh/halfforced/context.csv" && [ -f "$T/sh/halfforced/INCOMPLETE" ] ||
   fail "forced merge of one shard of two is not marked incomplete: $(ls "$T/sh/halfforced")"
+expect 2 "$BIN" merge -o "" "$T/sh/s0" "$T/sh/s1"
+grep -q "^f3dbench: merge: -o '': an empty directory name\$" "$T/err" || fail "merge -o '': $(cat "$T/err")"
 expect 1 "$BIN" merge -o "$T/sh/s0" "$T/sh/s0" "$T/sh/s1" # never over an existing directory (here an input)
 grep -q 'already exists' "$T/err" || fail "merge into an input: $(cat "$T/err")"
 
