@@ -3,7 +3,8 @@
 # headline of a fake REPORT.md (the backbones' summary, the paper's table and the targets, the first device's kernel
 # tables up to its gathers, a line for the rest), every byte outside the markers is kept, a second run changes nothing, and
 # each refusal (no REPORT.md, no markers, two begin markers, markers in the wrong order, a report without its
-# Headline section, no RUN_DIR) exits 2 and leaves the README as it was. The real README.md is only read.
+# Headline section, no RUN_DIR, a --readme that is a directory or missing, each named so) exits 2 and leaves the
+# README as it was. The real README.md is only read.
 set -u
 src=${1:?usage: test_f3d_readme.sh SRC_ROOT}
 f3d="$src/f3d"
@@ -125,6 +126,16 @@ mkdir "$T/nohead" && grep -v '^## Headline' "$T/run/REPORT.md" >"$T/nohead/REPOR
 refuse "REPORT.md without a Headline section" "$T/README.md" "$T/nohead"
 mkdir "$T/notable" && grep -v '^|' "$T/run/REPORT.md" >"$T/notable/REPORT.md" # as plot writes for a run of no rows
 refuse "REPORT.md whose sections hold no table" "$T/README.md" "$T/notable"
+# --readme naming a directory: said so (it said "no such file"), exit 2
+mkdir "$T/readme-dir"
+"$f3d" readme --readme "$T/readme-dir" "$T/run" >"$T/out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q "^f3d: readme: $T/readme-dir: is a directory" "$T/out"; then ok "refused: --readme DIR"
+else fail "--readme DIR: exit $rc: $(cat "$T/out")"; fi
+"$f3d" readme --readme "$T/no-such.md" "$T/run" >"$T/out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q "^f3d: readme: $T/no-such.md: no such file" "$T/out"; then ok "refused: --readme missing"
+else fail "--readme missing: exit $rc: $(cat "$T/out")"; fi
 cp "$T/README.md" "$T/before"
 "$f3d" readme --readme "$T/README.md" >/dev/null 2>&1
 rc=$?
