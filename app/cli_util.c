@@ -345,17 +345,25 @@ hx_status f3d_stage_open(f3d_stage *st, const char *dir, const char *tag, hx_err
   memset(st, 0, sizeof *st);
   if ((size_t)snprintf(st->dir, sizeof st->dir, "%s", dir) >= sizeof st->dir)
     return hx_errf(err, HX_EINVAL, "%.80s...: a path too long", dir);
-  if (mkdir(dir, 0777) == 0) st->made_dir = 1;
-  else if (errno != EEXIST) return hx_errf(err, HX_EIO, "%s: cannot create: %s", dir, strerror(errno));
+  /* a signal removes the staging folder and a DIR this save made (stop.h), as f3d_stage_abort does */
+  (void)f3d_tmp_add(dir, F3D_TMP_EMPTY_DIR); /* before mkdir: rmdir never removes a folder holding anything */
+  if (mkdir(dir, 0777) == 0) {
+    st->made_dir = 1;
+  } else {
+    const int e = errno;
+    f3d_tmp_drop(dir);
+    if (e != EEXIST) return hx_errf(err, HX_EIO, "%s: cannot create: %s", dir, strerror(e));
+  }
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return hx_errf(err, HX_EINVAL, "%s: not a directory", dir);
   snprintf(st->stage, sizeof st->stage, "%s/.%s-save.XXXXXX", dir, tag);
   if (!mkdtemp(st->stage)) { /* the user's folder named, not the staging folder inside it */
     const int e = errno;
-    if (st->made_dir) (void)rmdir(dir);
+    if (st->made_dir) (void)rmdir(dir), f3d_tmp_drop(dir);
     st->made_dir = 0;
     return hx_errf(err, HX_EIO, "%s: cannot write in it: %s", dir, strerror(e));
   }
+  (void)f3d_tmp_add(st->stage, F3D_TMP_DIR); /* its name is made by mkdtemp: registered as soon as it exists */
   return HX_OK;
 }
 
@@ -376,7 +384,9 @@ void f3d_stage_abort(f3d_stage *st) {
     (void)unlink(path);
   }
   (void)rmdir(st->stage);
+  f3d_tmp_drop(st->stage);
   if (st->made_dir) (void)rmdir(st->dir);
+  f3d_tmp_drop(st->dir);
 }
 
 hx_status f3d_stage_commit(f3d_stage *st, hx_err *err) {
@@ -401,6 +411,7 @@ hx_status f3d_stage_commit(f3d_stage *st, hx_err *err) {
     }
   }
   (void)rmdir(st->stage);
+  f3d_tmp_drop(st->stage), f3d_tmp_drop(st->dir); /* saved: a signal from here on leaves DIR */
   return HX_OK;
 }
 

@@ -134,4 +134,29 @@ rc=$?
 [ -e "$T/res/one/plots.tmp.$dead" ] && fail "plot kept the stale plots.tmp.$dead/ of a process that is gone"
 [ -d "$T/res/one/plots.tmp.$$" ] || fail "plot removed plots.tmp.$$/ of a process still running"
 
+# net --save: the files are written into DIR/.net-save.XXXXXX and moved in at the end; stopped while they are written,
+# the staging folder and the DIR this save created are removed (up to 3 tries: the window is the ~0.2 s of writing)
+seen=0
+for try in 1 2 3; do
+  rm -rf "$T/sv"
+  "$BIN" net --device cpu --model flash3d-public --points 2k --save "$T/sv" >"$T/out" 2>"$T/err" &
+  pid=$!
+  while [ -z "$(ls -A "$T/sv" 2>/dev/null | grep '^\.net-save\.')" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
+  if [ -n "$(ls -A "$T/sv" 2>/dev/null | grep '^\.net-save\.')" ]; then
+    kill -INT "$pid"
+    wait "$pid"
+    rc=$?
+    pid=
+    seen=1
+    break
+  fi
+  wait "$pid"
+  pid=
+done
+[ "$seen" -eq 1 ] || fail "net --save: no staging folder seen in 3 runs"
+[ "$rc" -eq 130 ] || fail "net --save under SIGINT exited $rc, expected 130: $(cat "$T/err")"
+grep -q '^f3dbench: net: interrupted (SIGINT received), its temporary files removed$' "$T/err" ||
+  fail "net --save under SIGINT: $(cat "$T/err")"
+[ -e "$T/sv" ] && fail "net --save under SIGINT left $(ls -A "$T/sv" | head -3)"
+
 t_done "signals: temporaries removed"
