@@ -295,6 +295,8 @@ static hx_status read_context(hx_run *r, const char *path, size_t *schema_line, 
     size_t seen = 0;
     for (size_t i = 0; i < r->n_ctx && !seen; i++)
       if (strcmp(r->ctx_keys[i], fld[0]) == 0) seen = key_line[i];
+    /* merged_from: a merge of merged runs before 2026-12-01 copied the input's and added its own; the first is kept */
+    if (seen && strcmp(fld[0], "merged_from") == 0) continue;
     if (seen) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: key \"%s\" given twice (first on line %zu)", path, line, fld[0], seen);
       break;
@@ -388,8 +390,10 @@ hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err) {
     if (st == HX_OK)
       st = check_unique_rows(p, k == 0 ? out->rows : out->samples, lines, k == 0 ? out->n_rows : out->n_samples, err);
     free(lines);
-    /* a run is read for its rows: one without any (a header alone) would plot and compare as empty, silently */
-    if (st == HX_OK && k == 0 && out->n_rows == 0) {
+    /* a run is read for its rows: one without any (a header alone) would plot and compare as empty, silently; but a
+     * shard whose sweep had no case (cases_total 0: more shards than cases) is whole, and a merge needs it */
+    const char *total = hx_run_context(out, "cases_total");
+    if (st == HX_OK && k == 0 && out->n_rows == 0 && !(total && strcmp(total, "0") == 0)) {
       char why[512];
       st = out->incomplete ? hx_errf(err, HX_EFORMAT, "%s: %s: no finished case to read", dir,
                                      hx_run_incomplete_why(out, why, sizeof why))
@@ -912,7 +916,7 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
       int put_status = 0, put_sum[2] = {0, 0}, put_join[2] = {0, 0};
       for (size_t i = 0; i < nc; i++) {
         const char *key = runs[0].ctx_keys[i], *val = runs[0].ctx_vals[i];
-        if (!strcmp(key, "shard") || !strcmp(key, "status_reason")) continue;
+        if (!strcmp(key, "shard") || !strcmp(key, "status_reason") || !strcmp(key, "merged_from")) continue;
         if (!strcmp(key, "status")) val = whole ? "complete" : "partial", put_status = 1;
         int drop = 0;
         for (size_t j = 0; j < nk; j++)

@@ -310,6 +310,16 @@ expect 2 "$BIN" merge -o "" "$T/sh/s0" "$T/sh/s1"
 grep -q "^f3dbench: merge: -o '': an empty directory name\$" "$T/err" || fail "merge -o '': $(cat "$T/err")"
 expect 1 "$BIN" merge -o "$T/sh/s0" "$T/sh/s0" "$T/sh/s1" # never over an existing directory (here an input)
 grep -q 'already exists' "$T/err" || fail "merge into an input: $(cat "$T/err")"
+# more shards than cases: a shard without a case (cases_total 0, a header-only results.csv) is whole and merges;
+# a merged run merges again, naming its inputs once (merged_from is not copied from the first input)
+for sh in 0/3 1/3 2/3; do
+  expect 0 "$BIN" sweep --sizes 1000 --reps 2 $B --pipelines workload --out-dir "$T/sh3" --run-id "s${sh%/*}" --shard "$sh"
+done
+grep -q '^cases_total,0$' "$T/sh3/s2/context.csv" || fail "shard 2/3 of one case: $(grep cases_total "$T/sh3/s2/context.csv")"
+expect 0 "$BIN" merge -o "$T/sh3/m" "$T/sh3/s0" "$T/sh3/s1" "$T/sh3/s2"
+grep -q '^status,complete$' "$T/sh3/m/context.csv" || fail "merge of 3 shards of one case: $(cat "$T/sh3/m/context.csv")"
+expect 0 "$BIN" merge -o "$T/sh3/mm" "$T/sh3/m" "$T/sh/merged"
+[ "$(grep -c '^merged_from,' "$T/sh3/mm/context.csv")" -eq 1 ] || fail "a merge of a merged run: merged_from twice"
 
 # compare: a run against itself is all "same" (exit 0), the main-path run too (its GPU keys with a GPU); two
 # sweeps of the same options give one verdict per key with raw samples (exit 0 or 1: CPU timings on a shared
