@@ -780,6 +780,22 @@ static void print_summary(const char *dir) {
   fclose(f);
 }
 
+/* A run that fails after `done` finished cases keeps them, as an interrupted one does (hx_results_stop: the rows up
+ * to the last finished case, status failed, INCOMPLETE); with none it is aborted, and the caller removes it. */
+static void end_failed(hx_results *res, size_t done, const char *why) {
+  hx_err e = {HX_OK, ""};
+  if (!done) {
+    hx_results_abort(res, "failed", why, NULL);
+    return;
+  }
+  if (hx_results_stop(res, "failed", why, &e) != HX_OK) {
+    f3d_fail("sweep", "%s", e.msg);
+    return;
+  }
+  f3d_fail("sweep", "the %zu finished case%s kept, run marked incomplete in %s", done, done == 1 ? " is" : "s are",
+           hx_results_dir(res));
+}
+
 static const char *signal_status(int sig) { return sig == SIGTERM ? "SIGTERM received" : "SIGINT received"; }
 
 int f3d_cmd_sweep(int argc, char **argv) {
@@ -995,7 +1011,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
       if (build_case(&cloud, &o.wl[w], n, &o, &err) != HX_OK) {
         clear_line(&run);
         f3d_fail("sweep", "%s n=%zu: %s", o.wl[w].name, n, err.msg);
-        hx_results_abort(res, "failed", err.msg, NULL);
+        end_failed(res, cases.done, err.msg);
         goto out;
       }
       f3d_ctx ctx;
@@ -1053,7 +1069,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
           clear_line(&run);
           f3d_fail("sweep", "%s n=%zu pipeline %s: %s", o.wl[w].name, n, o.pipes[p]->name,
                    err.msg[0] ? err.msg : hx_status_str(err.status));
-          hx_results_abort(res, "failed", err.msg, NULL);
+          end_failed(res, cases.done, err.msg);
           goto out;
         }
       }
@@ -1064,7 +1080,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
       if (!f3d_stop_signal) {
         if (f3d_case_finished(&cases, res, o.wl[w].name, n, &err) != HX_OK) {
           f3d_fail("sweep", "%s", err.msg);
-          hx_results_abort(res, "failed", err.msg, NULL);
+          end_failed(res, cases.done, err.msg);
           goto out;
         }
         if (o.stop_after_cases && cases.done == o.stop_after_cases) raise(SIGINT); /* handled at once */

@@ -414,4 +414,14 @@ stopped_run "$D" "interrupted sweep"
 timeout -s INT 4 "$BIN" sweep $SL --out-dir "$T/res" --run-id run4 >"$T/out" 2>"$T/err"
 stopped_run "$T/res/run4" "sweep under timeout -s INT"
 
+# A sweep that fails after a finished case keeps it, as an interrupted one does (its second case cannot be made:
+# uniform at a 2 m voxel holds 10,001 voxels): exit 1, status failed, INCOMPLETE, the first case's rows, readable
+expect 1 "$BIN" sweep --workloads uniform --voxel 2 --sizes 1000,3000000 $B --pipelines workload --reps 2 \
+  --out-dir "$T/res" --run-id failed2
+grep -q "the 1 finished case is kept, run marked incomplete in $T/res/failed2\$" "$T/err" ||
+  fail "a sweep failing at its second case: $(cat "$T/err")"
+[ -f "$T/res/failed2/INCOMPLETE" ] && grep -q '^status,failed$' "$T/res/failed2/context.csv" &&
+  grep -q '^cases_done,1$' "$T/res/failed2/context.csv" || fail "failed sweep's run: $(ls "$T/res/failed2")"
+expect 0 "$BIN" plot --partial "$T/res/failed2"
+
 t_done "all CLI checks passed"
