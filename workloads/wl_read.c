@@ -356,7 +356,9 @@ hx_status wl_read_pcd(wl_cloud *out, const unsigned char *d, size_t size, const 
                    path, h->points, h->point_size, avail);
       goto fail;
     }
-    if (need != avail) { /* records past POINTS: the header's count is wrong, so the points read are not the file's */
+    /* a whole record past POINTS: the header's count is wrong, so the points read would not be the file's; fewer
+     * bytes are a writer's trailer (a newline; CloudCompare is reported to leave some), which PCL ignores too */
+    if (h->point_size && avail - need >= h->point_size) {
       st = hx_errf(err, HX_EFORMAT, "%s: %zu bytes after the last of the header's POINTS %zu records of %zu bytes: the "
                    "header's point count does not match the data", path, avail - need, h->points, h->point_size);
       goto fail;
@@ -379,11 +381,8 @@ hx_status wl_read_pcd(wl_cloud *out, const unsigned char *d, size_t size, const 
       st = hx_errf(err, HX_EFORMAT, "%s: truncated: compressed block of %zu bytes, %zu present", path, csize, avail - 8);
       goto fail;
     }
-    if (csize < avail - 8) { /* a writer (PCL, Open3D) ends the file with the block */
-      st = hx_errf(err, HX_EFORMAT, "%s: %zu bytes after the compressed block of %zu bytes", path, avail - 8 - csize,
-                   csize);
-      goto fail;
-    }
+    /* bytes after the block are a writer's trailer: the block's own size, checked against POINTS below, says how
+     * many points the file holds */
     if (!wl_mul_ok(h->points, h->point_size, &need) || need != usize) {
       st = hx_errf(err, HX_EFORMAT, "%s: uncompressed size %zu differs from POINTS x point size (%zu x %zu)", path,
                    usize, h->points, h->point_size);
