@@ -155,6 +155,27 @@ static int ends_torn(FILE *f, off_t *size) {
   return torn;
 }
 
+/* Where the run of NUL bytes that ends the file f (size bytes) starts, or -1 when it ends in another byte: a file
+ * system may leave the blocks past a crashed writer's last sync zero-filled. f is left at its start. */
+static off_t nul_tail(FILE *f, off_t size) {
+  unsigned char blk[4096];
+  off_t end = size;
+  while (end > 0) {
+    const off_t at = end > (off_t)sizeof blk ? end - (off_t)sizeof blk : 0;
+    const size_t want = (size_t)(end - at);
+    if (fseeko(f, at, SEEK_SET) != 0 || fread(blk, 1, want, f) != want) break;
+    size_t i = want;
+    while (i > 0 && blk[i - 1] == 0) i--;
+    if (i > 0) {
+      end = at + (off_t)i;
+      break;
+    }
+    end = at;
+  }
+  rewind(f);
+  return end < size ? end : -1;
+}
+
 /* Read one row file. with_sample: the samples layout (a `sample` column before value). torn_ok: a partial file of
  * a killed writer, whose last record, when the file does not end in a newline, is dropped (cut short, it could
  * read as a valid row with a wrong value: "12.5" cut to "12."). */
@@ -166,6 +187,7 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
   if (so != HX_OK) return so; /* already says why, with the path */
   off_t size;
   const int torn = torn_ok && ends_torn(f, &size);
+  const off_t nul_from = torn ? nul_tail(f, size) : -1; /* a zero-filled tail: torn there */
   const char *want = with_sample ? HX_SAMPLES_HEADER : HX_RESULTS_HEADER;
   size_t want_n = with_sample ? 10 : 9;
   char *fld[RD_FIELDS];
@@ -188,7 +210,8 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
   }
   while (st == HX_OK) {
     int got = csv_next_row(f, buf, fld, &nf, &line, path, &st, err);
-    if (torn && ftello(f) == size) { /* the record that ran to the cut end of the file: dropped, read or not */
+    /* the record that ran to the cut end of the file, or into its zero-filled tail: dropped, read or not */
+    if (torn && (ftello(f) == size || (nul_from >= 0 && ftello(f) > nul_from))) {
       st = HX_OK;
       break;
     }

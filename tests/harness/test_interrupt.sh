@@ -157,5 +157,14 @@ grep -q ' 0 slower,' "$T/out" || fail "compare of torn partial files: $(cat "$T/
 expect 0 "$BIN" plot --partial --json "$T/res/torn"
 [ -f "$T/res/torn/results.json" ] || fail "plot --json of torn partial files wrote no results.json"
 grep -q torn_metric "$T/res/torn/results.json" && fail "the row cut short at the end of results.csv.partial was read"
+# The same cut row followed by a zero-filled tail (blocks past the writer's last sync after a crash): torn there too
+cp -r "$D" "$T/res/nul"
+printf 'lidar,1000,1,workload,generate,cpu,nul_metric,12.5,m' >>"$T/res/nul/results.csv.partial"
+head -c 4096 /dev/zero >>"$T/res/nul/results.csv.partial"
+head -c 100 /dev/zero >>"$T/res/nul/samples.csv.partial"
+expect 0 "$BIN" plot --partial --json "$T/res/nul"
+grep -q nul_metric "$T/res/nul/results.json" && fail "the row before the zero-filled tail was read"
+[ "$(grep -c '"name"' "$T/res/nul/results.json")" -eq "$(grep -c '"name"' "$T/res/torn/results.json")" ] ||
+  fail "a zero-filled tail lost rows before it"
 
 t_done "all interruption checks passed"
