@@ -345,15 +345,10 @@ hx_status f3d_stage_open(f3d_stage *st, const char *dir, const char *tag, hx_err
   memset(st, 0, sizeof *st);
   if ((size_t)snprintf(st->dir, sizeof st->dir, "%s", dir) >= sizeof st->dir)
     return hx_errf(err, HX_EINVAL, "%.80s...: a path too long", dir);
-  /* a signal removes the staging folder and a DIR this save made (stop.h), as f3d_stage_abort does */
-  (void)f3d_tmp_add(dir, F3D_TMP_EMPTY_DIR); /* before mkdir: rmdir never removes a folder holding anything */
-  if (mkdir(dir, 0777) == 0) {
-    st->made_dir = 1;
-  } else {
-    const int e = errno;
-    f3d_tmp_drop(dir);
-    if (e != EEXIST) return hx_errf(err, HX_EIO, "%s: cannot create: %s", dir, strerror(e));
-  }
+  /* a signal removes the staging folder and a DIR this save made (stop.h), as f3d_stage_abort does; DIR is registered
+   * once made, so a signal never rmdirs an empty folder the user had (one arriving before leaves DIR, empty) */
+  if (mkdir(dir, 0777) == 0) st->made_dir = 1, (void)f3d_tmp_add(dir, F3D_TMP_EMPTY_DIR);
+  else if (errno != EEXIST) return hx_errf(err, HX_EIO, "%s: cannot create: %s", dir, strerror(errno));
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return hx_errf(err, HX_EINVAL, "%s: not a directory", dir);
   snprintf(st->stage, sizeof st->stage, "%s/.%s-save.XXXXXX", dir, tag);
