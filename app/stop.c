@@ -3,8 +3,9 @@
  *
  * Invariant: the handler calls only async-signal-safe functions (unlink, rmdir, open, close, lseek, unlinkat, the
  * getdents64 system call, write, _exit, clock_gettime, signal, raise). A slot's path is written before its kind is
- * set (with a signal fence between), so the handler never reads a path being written; a slot is freed by setting its
- * kind to 0 first.
+ * set, with a release fence between and an acquire fence after the handler reads the kind (lock-free fences, safe in
+ * a handler), so the handler never reads a path being written, even when it runs on another thread than the one that
+ * registered it (psh and pool start worker threads); a slot is freed by setting its kind to 0 first.
  */
 #define _GNU_SOURCE
 #include "app/stop.h"
@@ -32,7 +33,7 @@ int f3d_tmp_add(const char *path, f3d_tmp_kind kind) {
   for (int i = 0; i < F3D_TMP_SLOTS; i++) {
     if (slots[i].kind) continue;
     memcpy(slots[i].path, path, n + 1);
-    atomic_signal_fence(memory_order_seq_cst);
+    atomic_thread_fence(memory_order_release);
     slots[i].kind = (sig_atomic_t)kind;
     return 0;
   }
@@ -77,6 +78,7 @@ static void remove_temporaries(void) {
   for (int i = F3D_TMP_SLOTS - 1; i >= 0; i--) {
     const sig_atomic_t kind = slots[i].kind;
     if (!kind) continue;
+    atomic_thread_fence(memory_order_acquire); /* the path written before kind was set */
     if (kind == F3D_TMP_FILE) {
       unlink(slots[i].path);
     } else {
