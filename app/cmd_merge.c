@@ -75,6 +75,10 @@ int f3d_cmd_merge(int argc, char **argv) {
     return 1;
   }
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", outd, (long)getpid());
+  if (lstat(tmp, &sb) == 0) { /* a killed merge's, whose pid this one has: not this merge's to write into or remove */
+    f3d_fail("merge", "%s already exists (left by an earlier merge that was killed): remove it", tmp);
+    return 1;
+  }
   size_t n = (size_t)(argc - optind);
   hx_run *runs = f3d_runs_load("merge", argv + optind, n);
   if (!runs) return 1;
