@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PL_PATH 4096
@@ -1608,8 +1609,9 @@ static void remove_stale_plot_dirs(const char *out_dir) {
     const long pid = strtol(pid_s, &end, 10);
     if (*end || errno || pid <= 0 || pid == self || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
     snprintf(path, sizeof path, "%s/%s", out_dir, e->d_name);
+    /* and untouched for an hour: on a file system shared by hosts the pid may be a live plot's on another one */
     struct stat sb;
-    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_flat_dir(path);
+    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && time(NULL) - sb.st_mtime > 3600) remove_flat_dir(path);
   }
   closedir(d);
 }

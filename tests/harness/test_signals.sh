@@ -128,17 +128,24 @@ expect 0 "$BIN" merge -o "$T/m" "$T/sh0" "$T/sh1"
 grep -q '"source": "'"$T"'/m"' "$T/m/results.json" || fail "merged results.json does not name $T/m as its source"
 ls "$T" | grep -q '^m\.tmp' && fail "merge left $(ls "$T" | grep '^m\.tmp')"
 
-# a plot killed outright leaves plots.tmp.<pid>/; the next plot into the folder removes it once that pid is gone
+# a plot killed outright leaves plots.tmp.<pid>/; the next plot into the folder removes it once that pid is gone and
+# the folder is an hour old (a younger one may be a live plot's on another host sharing the file system)
 expect 0 "$BIN" sweep --sizes 1000 --pipelines workload --reps 2 --timing basic --out-dir "$T/res" --run-id one
 sh -c 'exit 0' &
 dead=$!
 wait "$dead"
-mkdir "$T/res/one/plots.tmp.$dead" "$T/res/one/plots.tmp.$$" && touch "$T/res/one/plots.tmp.$dead/fig.png"
+sh -c 'exit 0' &
+young=$!
+wait "$young"
+mkdir "$T/res/one/plots.tmp.$dead" "$T/res/one/plots.tmp.$$" "$T/res/one/plots.tmp.$young"
+touch "$T/res/one/plots.tmp.$dead/fig.png"
+touch -d '2 hours ago' "$T/res/one/plots.tmp.$dead" "$T/res/one/plots.tmp.$$"
 "$BIN" plot "$T/res/one" >"$T/out" 2>"$T/err"
 rc=$?
 [ "$rc" -le 1 ] || fail "plot of a sweep exited $rc: $(cat "$T/err")"
 [ -e "$T/res/one/plots.tmp.$dead" ] && fail "plot kept the stale plots.tmp.$dead/ of a process that is gone"
 [ -d "$T/res/one/plots.tmp.$$" ] || fail "plot removed plots.tmp.$$/ of a process still running"
+[ -d "$T/res/one/plots.tmp.$young" ] || fail "plot removed plots.tmp.$young/, under an hour old"
 
 # net --save: the files are written into DIR/.net-save.XXXXXX and moved in at the end; stopped while they are written,
 # the staging folder and the DIR this save created are removed (up to 3 tries: the window is the ~0.2 s of writing)
