@@ -123,8 +123,9 @@ hx_status f3d_save_dir_check(const char *dir, hx_err *err);
  * f3d_stage_path gives, which names it in the list first; f3d_stage_commit checks that no destination is a folder,
  * then renames every file into DIR. Any failure before the first rename leaves DIR as it was (earlier files of the
  * same names kept, a DIR that open made removed): f3d_stage_abort removes what was staged. Only a rename failing
- * after the check (the folder changed under us) leaves part of a save in place, and the message says how much. A
- * killed run leaves its staging folder, which nothing reads. Files of an earlier save that this one does not write
+ * after the check (the folder changed under us) leaves part of a save in place, and the message says how much.
+ * SIGINT/SIGTERM remove the staging folder and a DIR the save made (stop.h); a run killed outright leaves the
+ * staging folder, which nothing reads. Files of an earlier save that this one does not write
  * stay. Messages start with DIR, or the destination file they are about. */
 #define F3D_STAGE_MAX 64
 typedef struct f3d_stage {
@@ -139,6 +140,17 @@ hx_status f3d_stage_path(f3d_stage *st, char *path, size_t cap, const char *name
  * files in DIR). */
 hx_status f3d_stage_commit(f3d_stage *st, hx_err *err);
 void f3d_stage_abort(f3d_stage *st);
+/* A whole save in one call: f3d_stage_open, files(st, arg) writing every file at f3d_stage_path's paths, then
+ * f3d_stage_commit, or f3d_stage_abort when files fails; its message then reads "DIR: <why>", with the staging
+ * folder's paths in it named as the destinations they were staged for. */
+typedef hx_status (*f3d_stage_files_fn)(f3d_stage *st, void *arg, hx_err *err);
+hx_status f3d_stage_save(const char *dir, const char *tag, f3d_stage_files_fn files, void *arg, hx_err *err);
+
+/* A NumPy .npy file (format 1.0) of an ndim-dimensional array (1..4; NumPy's own header: "(n,)", "(a, b)"), its
+ * elements `size` bytes (2 or 4) of the type descr ("<f4", "<f2", "<u2", "<u4"), written little endian whatever
+ * the host, atomically (hx_write_file_atomic). */
+hx_status f3d_npy_write(const char *path, const char *descr, size_t size, const void *data, int ndim,
+                        const size_t *shape, hx_err *err);
 
 /* Git state of the source tree the program was built from: short hash ("" when unknown) and dirty
  * flag (-1 unknown, 0 clean, 1 tracked files modified). Where git cannot tell (a copy of the tree

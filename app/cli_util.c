@@ -410,6 +410,83 @@ hx_status f3d_stage_commit(f3d_stage *st, hx_err *err) {
   return HX_OK;
 }
 
+/* err's message with every "STAGE/" in it (st's staging folder) put as "DIR/": the file it was staged for. */
+static void stage_names(const f3d_stage *st, hx_err *err) {
+  char out[sizeof err->msg], from[4300];
+  const size_t fl = (size_t)snprintf(from, sizeof from, "%s/", st->stage);
+  size_t o = 0;
+  for (const char *m = err->msg; *m && o + 1 < sizeof out;) {
+    if (strncmp(m, from, fl) == 0) {
+      const int w = snprintf(out + o, sizeof out - o, "%s/", st->dir);
+      o = w > 0 && (size_t)w < sizeof out - o ? o + (size_t)w : sizeof out - 1;
+      m += fl;
+    } else {
+      out[o++] = *m++;
+    }
+  }
+  out[o] = '\0';
+  memcpy(err->msg, out, o + 1);
+}
+
+hx_status f3d_stage_save(const char *dir, const char *tag, f3d_stage_files_fn files, void *arg, hx_err *err) {
+  f3d_stage *st = calloc(1, sizeof *st);
+  if (!st) return hx_errf(err, HX_ENOMEM, "%s: out of memory", dir);
+  hx_status s = f3d_stage_open(st, dir, tag, err);
+  if (s == HX_OK && (s = files(st, arg, err)) != HX_OK) {
+    stage_names(st, err);
+    hx_err e2;
+    hx_errf(&e2, s, "%s: %s", dir, err->msg);
+    *err = e2;
+    f3d_stage_abort(st);
+  } else if (s == HX_OK) {
+    s = f3d_stage_commit(st, err);
+  }
+  free(st);
+  return s;
+}
+
+hx_status f3d_npy_write(const char *path, const char *descr, size_t size, const void *data, int ndim,
+                        const size_t *shape, hx_err *err) {
+  if (ndim < 1 || ndim > 4) return hx_errf(err, HX_EINVAL, "%s: %d dimensions (1..4 supported)", path, ndim);
+  if (size != 2 && size != 4) return hx_errf(err, HX_EINVAL, "%s: elements of %zu bytes (2 or 4)", path, size);
+  char dict[256];
+  int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+  size_t count = 1;
+  for (int d = 0; d < ndim; d++) {
+    /* NumPy's own form: "(n,)" for one dimension, "(a, b)" for more */
+    len += snprintf(dict + len, sizeof dict - (size_t)len, "%zu%s", shape[d],
+                    ndim == 1 ? "," : d + 1 < ndim ? ", " : "");
+    count *= shape[d];
+  }
+  len += snprintf(dict + len, sizeof dict - (size_t)len, "), }");
+  /* magic (6) + version (2) + header length (2) + dict padded with spaces and a final '\n' to a multiple of 64 */
+  const size_t head = ((10 + (size_t)len + 1 + 63) / 64) * 64;
+  const size_t total = head + count * size;
+  unsigned char *buf = malloc(total);
+  if (!buf) return hx_errf(err, HX_ENOMEM, "%s: %zu bytes", path, total);
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  const size_t hl = head - 10;
+  buf[8] = (unsigned char)(hl & 0xFF);
+  buf[9] = (unsigned char)(hl >> 8);
+  memset(buf + 10, ' ', hl);
+  memcpy(buf + 10, dict, (size_t)len);
+  buf[head - 1] = '\n';
+  for (size_t i = 0; i < count; i++) { /* each element little endian */
+    uint32_t u = 0;
+    if (size == 4) memcpy(&u, (const unsigned char *)data + i * 4, 4);
+    else {
+      uint16_t h;
+      memcpy(&h, (const unsigned char *)data + i * 2, 2);
+      u = h;
+    }
+    unsigned char *q = buf + head + i * size;
+    for (size_t b = 0; b < size; b++) q[b] = (unsigned char)(u >> (8 * b));
+  }
+  hx_status st = hx_write_file_atomic(path, buf, total, err);
+  free(buf);
+  return st;
+}
+
 /* Run a git command in the source tree and return its first output line ("" on any failure). */
 static void git_line(const char *args, char *out, size_t cap) {
   char cmd[4096];

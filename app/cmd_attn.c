@@ -66,31 +66,14 @@ static void usage(FILE *f) {
         f);
 }
 
-/* ---- .npy (format 1.0, little endian) ---------------------------------------------------------------- */
-
-/* NAME.npy staged in st (f3d_stage_path names it in the list before it is written, so an abort removes it). */
-static hx_status npy_write(f3d_stage *st, const char *name, const char *descr, const uint64_t *shape,
-                           int ndim, const void *data, size_t bytes, hx_err *err) {
-  char path[4300], file[40], hdr[256], dims[160] = "";
+/* NAME.npy staged in st (f3d_stage_path names it in the list before it is written, so an abort removes it), its
+ * elements `size` bytes of the type descr (f3d_npy_write). */
+static hx_status npy_write(f3d_stage *st, const char *name, const char *descr, size_t size, const size_t *shape,
+                           int ndim, const void *data, hx_err *err) {
+  char path[4300], file[40];
   snprintf(file, sizeof file, "%s.npy", name);
   HX_TRY(f3d_stage_path(st, path, sizeof path, file, err));
-  size_t dl = 0;
-  for (int i = 0; i < ndim; ++i)
-    dl += (size_t)snprintf(dims + dl, sizeof dims - dl, "%llu,%s", (unsigned long long)shape[i],
-                           (ndim > 1 && i < ndim - 1) ? " " : "");
-  if (ndim > 1) dims[dl - 1] = '\0'; /* drop the trailing comma of a multi-dim tuple */
-  int n = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
-  size_t total = 10 + (size_t)n + 1;
-  size_t pad = (64 - total % 64) % 64;
-  FILE *f = fopen(path, "wb");
-  if (!f) return hx_errf(err, HX_EIO, "%s: %s", file, strerror(errno)); /* the file, not its staged path */
-  uint16_t hl = (uint16_t)((size_t)n + pad + 1);
-  unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xFF), (unsigned char)(hl >> 8)};
-  int ok = fwrite(magic, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)n, f) == (size_t)n;
-  for (size_t i = 0; i < pad && ok; ++i) ok = fputc(' ', f) != EOF;
-  ok = ok && fputc('\n', f) != EOF && fwrite(data, 1, bytes, f) == bytes;
-  if (fclose(f) != 0) ok = 0;
-  return ok ? HX_OK : hx_errf(err, HX_EIO, "%s: write failed", file);
+  return f3d_npy_write(path, descr, size, data, ndim, shape, err);
 }
 
 /* ---- configuration -------------------------------------------------------------------------------- */
@@ -299,54 +282,51 @@ done:
 }
 #endif
 
-/* Every file written into st's staging folder (the caller commits them together or aborts). */
-static hx_status save_files(f3d_stage *st, const attn_opts *o, attn_data *a, hx_err *err) {
+/* What a save writes (f3d_stage_save's arg). */
+typedef struct attn_save {
+  const attn_opts *o;
+  attn_data *a;
+} attn_save;
+
+/* Every file written into st's staging folder (f3d_stage_save commits them together or aborts). */
+static hx_status save_files(f3d_stage *st, void *arg, hx_err *err) {
+  const attn_opts *o = ((const attn_save *)arg)->o;
+  attn_data *a = ((const attn_save *)arg)->a;
   const char *dt = o->dtype == BATTN_F16 ? "<f2" : "<u2"; /* numpy has no bf16: raw bits as uint16 */
-  uint64_t R = o->rows, H = (uint64_t)o->heads, D = (uint64_t)o->head_dim;
+  const size_t R = (size_t)o->rows, H = (size_t)o->heads, D = (size_t)o->head_dim;
   size_t blk = (size_t)(R * H * D);
   uint16_t *tmp = malloc(blk * 2 + 2);
   if (!tmp) return hx_errf(err, HX_ENOMEM, "no memory");
   const void *srcs[3] = {a->hp.q, a->hp.k, a->hp.v};
   const int64_t rs[3] = {a->hp.q_row_stride, a->hp.k_row_stride, a->hp.v_row_stride};
   const char *names[3] = {"q", "k", "v"};
-  uint64_t shape[3] = {R, H, D};
+  const size_t shape[3] = {R, H, D};
   for (int t = 0; t < 3; ++t) {
-    for (uint64_t r = 0; r < R; ++r)
+    for (size_t r = 0; r < R; ++r)
       memcpy(tmp + r * H * D, (const uint16_t *)srcs[t] + (int64_t)r * rs[t], H * D * 2);
-    hx_status s = npy_write(st, names[t], dt, shape, 3, tmp, blk * 2, err);
+    hx_status s = npy_write(st, names[t], dt, 2, shape, 3, tmp, err);
     if (s != HX_OK) {
       free(tmp);
       return s;
     }
   }
   free(tmp);
-  HX_TRY(npy_write(st, "o", dt, shape, 3, a->h_o, blk * 2, err));
-  uint64_t ls[2] = {R, H};
-  HX_TRY(npy_write(st, "lse", "<f4", ls, 2, a->h_lse, (size_t)(R * H) * 4, err));
-  uint64_t nb[1] = {a->plan.num_buckets};
-  HX_TRY(npy_write(st, "bucket_start", "<u4", nb, 1, a->plan.bucket_start, (size_t)nb[0] * 4, err));
-  HX_TRY(npy_write(st, "bucket_count", "<u4", nb, 1, a->plan.bucket_count, (size_t)nb[0] * 4, err));
-  uint64_t ss[2] = {a->plan.num_scopes, a->plan.buckets_per_scope};
-  HX_TRY(npy_write(st, "scope", "<u4", ss, 2, a->plan.scope, (size_t)(ss[0] * ss[1]) * 4, err));
+  HX_TRY(npy_write(st, "o", dt, 2, shape, 3, a->h_o, err));
+  const size_t ls[2] = {R, H};
+  HX_TRY(npy_write(st, "lse", "<f4", 4, ls, 2, a->h_lse, err));
+  const size_t nb[1] = {a->plan.num_buckets};
+  HX_TRY(npy_write(st, "bucket_start", "<u4", 4, nb, 1, a->plan.bucket_start, err));
+  HX_TRY(npy_write(st, "bucket_count", "<u4", 4, nb, 1, a->plan.bucket_count, err));
+  const size_t ss[2] = {a->plan.num_scopes, a->plan.buckets_per_scope};
+  HX_TRY(npy_write(st, "scope", "<u4", 4, ss, 2, a->plan.scope, err));
   return HX_OK;
 }
 
-/* --save: all of q, k, v, o, lse, bucket_start, bucket_count and scope, or none of them (f3d_stage, cli.h): a
+/* --save: all of q, k, v, o, lse, bucket_start, bucket_count and scope, or none of them (f3d_stage_save, cli.h): a
  * failure while writing, or a destination that is a folder, leaves DIR as it was. */
 static hx_status save_all(const attn_opts *o, attn_data *a, hx_err *err) {
-  f3d_stage *st = calloc(1, sizeof *st);
-  if (!st) return hx_errf(err, HX_ENOMEM, "%s: out of memory", o->save);
-  hx_status s = f3d_stage_open(st, o->save, "attn", err);
-  if (s == HX_OK && (s = save_files(st, o, a, err)) != HX_OK) {
-    hx_err e2;
-    hx_errf(&e2, s, "%s: %s", o->save, err->msg);
-    *err = e2;
-    f3d_stage_abort(st);
-  } else if (s == HX_OK) {
-    s = f3d_stage_commit(st, err);
-  }
-  free(st);
-  return s;
+  attn_save sv = {o, a};
+  return f3d_stage_save(o->save, "attn", save_files, &sv, err);
 }
 
 int f3d_cmd_attn(int argc, char **argv) {

@@ -198,7 +198,7 @@ static hx_status stage_npy(f3d_stage *st, const char *name, const float *data, s
   char path[4300];
   const size_t shape[2] = {rows, cols};
   HX_TRY(f3d_stage_path(st, path, sizeof path, name, err));
-  return f3d_npy_write(path, data, 2, shape, err);
+  return f3d_npy_write(path, "<f4", 4, data, 2, shape, err);
 }
 static hx_status stage_text(f3d_stage *st, const char *name, const char *text, int len, hx_err *err) {
   char path[4300];
@@ -222,10 +222,22 @@ static hx_status orders_text(char *text, size_t cap, int *len, const net_config 
   return HX_OK;
 }
 
+/* What a save writes (f3d_stage_save's arg). */
+typedef struct net_save {
+  const net_config *cfg;
+  const net_params *p;
+  const net_input *in;
+  const net_output *o;
+} net_save;
+
 /* Every file of the save written into st->stage, each named in st's list as it is begun, so f3d_stage_abort removes
  * whatever a failure leaves (the writers remove their own temporaries). */
-static hx_status stage_files(f3d_stage *st, const net_config *cfg, const net_params *p, const net_input *in,
-                             const net_output *o, hx_err *err) {
+static hx_status stage_files(f3d_stage *st, void *arg, hx_err *err) {
+  const net_save *sv = arg;
+  const net_config *cfg = sv->cfg;
+  const net_params *p = sv->p;
+  const net_input *in = sv->in;
+  const net_output *o = sv->o;
   char path[4300], name[40];
   HX_TRY(stage_npy(st, "input_xyz.npy", in->xyz, in->n, 3, err));
   HX_TRY(stage_npy(st, "input_feat.npy", in->feat, in->n, 4, err));
@@ -253,19 +265,12 @@ static hx_status stage_files(f3d_stage *st, const net_config *cfg, const net_par
 static int save_outputs(const char *dir, const net_config *cfg, const net_params *p, const net_input *in,
                         const net_output *o) {
   hx_err err = {HX_OK, ""};
-  f3d_stage *st = calloc(1, sizeof *st);
-  if (!st) return f3d_fail("net", "--save %s: out of memory", dir), 1;
+  net_save sv = {cfg, p, in, o};
   /* f3d_save_dir_check passed before the forward: opening fails only when DIR changed since (messages name the
    * user's path, never the staging folder inside it) */
-  if (f3d_stage_open(st, dir, "net", &err) != HX_OK) return free(st), f3d_fail("net", "--save %s", err.msg), 1;
-  if (stage_files(st, cfg, p, in, o, &err) != HX_OK) {
-    f3d_fail("net", "--save %s: %s", dir, err.msg);
-    return f3d_stage_abort(st), free(st), 1;
-  }
-  if (f3d_stage_commit(st, &err) != HX_OK) return free(st), f3d_fail("net", "--save %s", err.msg), 1;
+  if (f3d_stage_save(dir, "net", stage_files, &sv, &err) != HX_OK) return f3d_fail("net", "--save %s", err.msg), 1;
   printf("saved: %s (input, %zu level outputs, logits, weights%s)\n", dir, o->n_levels,
          cfg->kind == 0 ? ", orders" : "");
-  free(st);
   return 0;
 }
 

@@ -325,39 +325,3 @@ hx_status f3d_net_counters_run(f3d_net_counters *out, net_gpu *g, hx_bench *b, v
   return hx_errf(err, HX_ENODEV, "net counters: built without CUDA");
 #endif
 }
-
-/* ---- .npy ------------------------------------------------------------------------------------------ */
-hx_status f3d_npy_write(const char *path, const float *data, int ndim, const size_t *shape, hx_err *err) {
-  if (ndim < 1 || ndim > 4) return hx_errf(err, HX_EINVAL, "%s: %d dimensions (1..4 supported)", path, ndim);
-  char dict[256];
-  int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
-  size_t count = 1;
-  for (int d = 0; d < ndim; d++) {
-    /* NumPy's own form: "(n,)" for one dimension, "(a, b)" for more */
-    len += snprintf(dict + len, sizeof dict - (size_t)len, "%zu%s", shape[d],
-                    ndim == 1 ? "," : d + 1 < ndim ? ", " : "");
-    count *= shape[d];
-  }
-  len += snprintf(dict + len, sizeof dict - (size_t)len, "), }");
-  /* magic (6) + version (2) + header length (2) + dict padded with spaces and a final '\n' to a multiple of 64 */
-  const size_t head = ((10 + (size_t)len + 1 + 63) / 64) * 64;
-  const size_t total = head + count * 4;
-  unsigned char *buf = malloc(total);
-  if (!buf) return hx_errf(err, HX_ENOMEM, "%s: %zu bytes", path, total);
-  memcpy(buf, "\x93NUMPY\x01\x00", 8);
-  const size_t hl = head - 10;
-  buf[8] = (unsigned char)(hl & 0xFF);
-  buf[9] = (unsigned char)(hl >> 8);
-  memset(buf + 10, ' ', hl);
-  memcpy(buf + 10, dict, (size_t)len);
-  buf[head - 1] = '\n';
-  for (size_t i = 0; i < count; i++) { /* little-endian float32 */
-    uint32_t u;
-    memcpy(&u, &data[i], 4);
-    unsigned char *q = buf + head + i * 4;
-    q[0] = (unsigned char)u, q[1] = (unsigned char)(u >> 8), q[2] = (unsigned char)(u >> 16), q[3] = (unsigned char)(u >> 24);
-  }
-  hx_status st = hx_write_file_atomic(path, buf, total, err);
-  free(buf);
-  return st;
-}

@@ -65,7 +65,5 @@ typedef struct f3d_net_counters {
 hx_status f3d_net_counters_run(f3d_net_counters *out, net_gpu *g, hx_bench *b, void *stream, size_t hook_ranges,
                                hx_err *err);
 
-/* Write a float32 array as a NumPy .npy file (shape of ndim <= 4), atomically (temporary name, rename). */
-hx_status f3d_npy_write(const char *path, const float *data, int ndim, const size_t *shape, hx_err *err);
 
 #endif /* F3D_APP_NET_RUN_H */
