@@ -437,21 +437,16 @@ static hx_status g_buffers(f3g *g, g_need_fn need, hx_err *err) {
   for (int l = 0; l < L; l++) {
     const size_t R = g->lv[l].R;
     nc = max_sz(nc, R * max_sz((size_t)c->enc_channels[l], (size_t)c->dec_channels[l]));
-    /* t for the sides whose block writes a LayerNorm's rows: norm.1 not inside qkv (net_ln_qkv_fused), or the
-     * MLP's LayerNorm not inside its kernel on this device (net_mlp_path_run; the forward falls back as sized) */
-    for (int side = 0; side < 2; side++) {
-      const size_t C = (size_t)(side ? c->dec_channels[l] : c->enc_channels[l]), H = r * C;
-      if (!(side ? c->dec_depth[l] : c->enc_depth[l])) continue;
-      const int mlp_ln = c->ln_fused && net_mlp_path_run(c, C, H) == NET_MLP_WHOLE;
-      if (!net_ln_qkv_fused(c, C) || !mlp_ln) tn = max_sz(tn, R * C);
-    }
-    /* h1 and g for the levels that use them: a block's MLP off the one-kernel path writes SwiGLU's H-wide rows to g,
-     * and unfused its fc1's 2H-wide rows to h1 (net_mlp_path_run: the path on this device), a chunk of rows at a time
+    /* Per side with blocks, by the MLP's path on this device (net_mlp_path_run; the forward falls back as sized):
+     * t for a side whose block writes a LayerNorm's rows (norm.1 not inside qkv, net_ln_qkv_fused, or the MLP's
+     * LayerNorm not inside its kernel); h1 and g for the levels that use them: a block's MLP off the one-kernel path
+     * writes SwiGLU's H-wide rows to g, and unfused its fc1's 2H-wide rows to h1, a chunk of rows at a time
      * (net_mlp_chunk_rows); the unpooling into level l writes its coarse projection (level l + 1's rows) to g */
     for (int side = 0; side < 2; side++) {
       const size_t C = (size_t)(side ? c->dec_channels[l] : c->enc_channels[l]), H = r * C;
       if (!(side ? c->dec_depth[l] : c->enc_depth[l])) continue;
       const net_mlp_path mp = net_mlp_path_run(c, C, H);
+      if (!net_ln_qkv_fused(c, C) || !(c->ln_fused && mp == NET_MLP_WHOLE)) tn = max_sz(tn, R * C);
       const size_t rows = net_mlp_chunk_rows(c, R, H);
       if (mp != NET_MLP_WHOLE) gw = max_sz(gw, rows * H);
       if (mp == NET_MLP_UNFUSED) h1 = max_sz(h1, rows * 2 * H);
