@@ -262,16 +262,22 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
   return st;
 }
 
+/* Rows by key, then sample index (-1 in results.csv's rows). */
+static int cmp_sample_rows(const void *x, const void *y) {
+  const hx_run_row *a = x, *b = y;
+  int c = hx_run_row_key_cmp(a, b);
+  if (c) return c;
+  return (a->sample > b->sample) - (a->sample < b->sample);
+}
+
 typedef struct row_at {
   const hx_run_row *row;
   size_t line;
 } row_at;
 static int cmp_row_at(const void *x, const void *y) {
   const row_at *a = x, *b = y;
-  int c = hx_run_row_key_cmp(a->row, b->row);
-  if (!c) c = (a->row->sample > b->row->sample) - (a->row->sample < b->row->sample);
-  if (!c) c = (a->line > b->line) - (a->line < b->line);
-  return c;
+  const int c = cmp_sample_rows(a->row, b->row);
+  return c ? c : (a->line > b->line) - (a->line < b->line);
 }
 
 /* Refuse a row file that holds one key (and, in samples.csv, one sample index) twice: every reader would count
@@ -287,7 +293,7 @@ static hx_status check_unique_rows(const char *path, const hx_run_row *rows, con
   hx_status st = HX_OK;
   for (size_t i = 1; i < n && st == HX_OK; i++) {
     const hx_run_row *a = v[i - 1].row, *b = v[i].row;
-    if (hx_run_row_key_cmp(a, b) != 0 || a->sample != b->sample) continue;
+    if (cmp_sample_rows(a, b) != 0) continue;
     char idx[48] = "";
     if (b->sample >= 0) snprintf(idx, sizeof idx, " sample %lld", (long long)b->sample);
     st = hx_errf(err, HX_EFORMAT, "%s:%zu: the same row as line %zu (%s,%llu,%u,%s,%s,%s,%s%s twice)", path, v[i].line,
@@ -438,13 +444,6 @@ int hx_run_row_key_cmp(const hx_run_row *a, const hx_run_row *b) {
   if (a->n_points != b->n_points) return a->n_points < b->n_points ? -1 : 1;
   if (a->batch != b->batch) return a->batch < b->batch ? -1 : 1;
   return strcmp(a->metric, b->metric);
-}
-
-static int cmp_sample_rows(const void *x, const void *y) {
-  const hx_run_row *a = x, *b = y;
-  int c = hx_run_row_key_cmp(a, b);
-  if (c) return c;
-  return (a->sample > b->sample) - (a->sample < b->sample);
 }
 
 hx_status hx_run_groups(hx_run *r, hx_err *err) {
