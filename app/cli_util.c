@@ -262,7 +262,7 @@ FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
   size_t cap = strlen(dest) + 32;
   *tmp = malloc(cap);
   if (!*tmp) return f3d_fail(what, "out of memory"), NULL;
-  snprintf(*tmp, cap, "%s.tmp.%ld", dest, (long)getpid());
+  hx_tmp_path(*tmp, cap, dest);
   (void)f3d_tmp_add(*tmp, F3D_TMP_FILE); /* a signal removes it (stop.h); dropped once renamed or removed */
   FILE *f = fopen(*tmp, "w");
   if (!f) {
@@ -297,7 +297,7 @@ int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
     /* the file replaced is the one the temporary is named after ("<dest>.tmp.<pid>", f3d_out_open): path itself,
      * or the regular file its symbolic link ends at */
     char suffix[32];
-    const size_t sl = (size_t)snprintf(suffix, sizeof suffix, ".tmp.%ld", (long)getpid());
+    const size_t sl = (size_t)hx_tmp_path(suffix, sizeof suffix, ""); /* ".tmp.<pid>" */
     char *dest = strdup(tmp);
     if (dest) dest[strlen(dest) - sl] = '\0';
     if (!dest || rename(tmp, dest) != 0) e = dest ? errno : ENOMEM, bad = 1, step = "rename of the finished file";

@@ -100,7 +100,7 @@ int f3d_cmd_gen(int argc, char **argv) {
   char dest[4096], tmp[4200] = "";
   int in_place = 0;
   if (st == HX_OK && hx_out_resolve(out, dest, sizeof dest, &in_place, &err) == HX_OK && !in_place) {
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dest, (long)getpid());
+    hx_tmp_path(tmp, sizeof tmp, dest);
     (void)f3d_tmp_add(tmp, F3D_TMP_FILE);
   }
   err.status = HX_OK; /* the writer resolves the path again and says why it cannot write */

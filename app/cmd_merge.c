@@ -74,7 +74,7 @@ int f3d_cmd_merge(int argc, char **argv) {
     f3d_fail("merge", "%s already exists: merge writes a new directory", outd);
     return 1;
   }
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", outd, (long)getpid());
+  hx_tmp_path(tmp, sizeof tmp, outd);
   if (lstat(tmp, &sb) == 0) { /* a killed merge's, whose pid this one has: not this merge's to write into or remove */
     f3d_fail("merge", "%s already exists (left by an earlier merge that was killed): remove it", tmp);
     return 1;

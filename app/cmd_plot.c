@@ -95,7 +95,7 @@ int f3d_cmd_plot(int argc, char **argv) {
       char path[4096];
       snprintf(path, sizeof path, "%s/results.json", runs[i].dir);
       char tmp[4200]; /* hx_write_file_atomic's temporary: removed if a signal ends the program (stop.h) */
-      snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+      hx_tmp_path(tmp, sizeof tmp, path);
       (void)f3d_tmp_add(tmp, F3D_TMP_FILE);
       if (hx_run_write_json(&runs[i], path, &err) != HX_OK) {
         f3d_fail_msg("plot", err.msg);
@@ -110,8 +110,11 @@ int f3d_cmd_plot(int argc, char **argv) {
     char out_tmp[3][4200];
     struct stat sb;
     snprintf(out_tmp[0], sizeof out_tmp[0], "%s", stat(out, &sb) == 0 ? "" : out);
-    snprintf(out_tmp[1], sizeof out_tmp[1], "%s/plots.tmp.%ld", out, (long)getpid());
-    snprintf(out_tmp[2], sizeof out_tmp[2], "%s/REPORT.md.tmp.%ld", out, (long)getpid());
+    char final[4100];
+    snprintf(final, sizeof final, "%s/plots", out);
+    hx_tmp_path(out_tmp[1], sizeof out_tmp[1], final);
+    snprintf(final, sizeof final, "%s/REPORT.md", out);
+    hx_tmp_path(out_tmp[2], sizeof out_tmp[2], final);
     if (out_tmp[0][0]) (void)f3d_tmp_add(out_tmp[0], F3D_TMP_EMPTY_DIR);
     (void)f3d_tmp_add(out_tmp[1], F3D_TMP_DIR);
     (void)f3d_tmp_add(out_tmp[2], F3D_TMP_FILE);

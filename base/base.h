@@ -120,6 +120,10 @@ static inline HX_HD size_t hx_align256(size_t bytes) { return (bytes + (HX_ALIGN
  * world-writable folder (the kernel's protected_symlinks rule, which following by hand would skip); HX_EINVAL when
  * a path does not fit in cap. */
 hx_status hx_out_resolve(const char *path, char *dest, size_t cap, int *in_place, hx_err *err);
+/* The temporary a write of dest goes through before its rename into place, "<dest>.tmp.<pid>": the one name every
+ * writer of this project uses, so a program that removes its temporaries on a signal can name them before they
+ * exist. snprintf's count: >= cap when it did not fit. */
+int hx_tmp_path(char *buf, size_t cap, const char *dest);
 
 /* ---- Input paths (in.c) -------------------------------------------------------------------------- */
 /* Open path for reading only if it is a regular file: *fd (and *size, when given: its bytes), or HX_EIO naming the

@@ -52,6 +52,10 @@ static hx_status follow(char *dest, size_t cap, char *t, const char *path, hx_er
   return HX_OK;
 }
 
+int hx_tmp_path(char *buf, size_t cap, const char *dest) {
+  return snprintf(buf, cap, "%s.tmp.%ld", dest, (long)getpid());
+}
+
 hx_status hx_out_resolve(const char *path, char *dest, size_t cap, int *in_place, hx_err *err) {
   *in_place = 0;
   if (!path || !dest || cap == 0) return hx_errf(err, HX_EINVAL, "output: no path");

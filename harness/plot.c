@@ -1784,7 +1784,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
    * plot (a bad --scripts, a gnuplot error) leaves the previous figures as they were, not half overwritten */
   char plots[PL_PATH], plots_final[PL_PATH];
   snprintf(plots_final, sizeof plots_final, "%s/plots", out_dir);
-  snprintf(plots, sizeof plots, "%s/plots.tmp.%ld", out_dir, (long)getpid());
+  hx_tmp_path(plots, sizeof plots, plots_final);
   HX_TRY(check_plots_dir(plots_final, err));
   const int made_out = mkdir(out_dir, 0777) == 0; /* created here: removed again when plot fails */
   if (!made_out && errno != EEXIST) return hx_errf(err, HX_EIO, "%s: %s", out_dir, strerror(errno));

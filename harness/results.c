@@ -143,7 +143,7 @@ hx_status hx_stage_file(const char *path, const void *data, size_t size, char *t
   *in_place = 0;
   HX_TRY(hx_out_resolve(path, dest, cap, in_place, err)); /* dest: path, or the regular file its link ends at */
   if (*in_place) return HX_OK;
-  int n = snprintf(tmp, cap, "%s.tmp.%ld", dest, (long)getpid());
+  int n = hx_tmp_path(tmp, cap, dest);
   FILE *f = n < 0 || (size_t)n >= cap ? NULL : fopen(tmp, "wb");
   if (!f) {
     const hx_status st = n < 0 || (size_t)n >= cap ? hx_errf(err, HX_EINVAL, "%s: path too long", path)
@@ -440,7 +440,7 @@ hx_status hx_results_discard(hx_results *r, hx_err *err) {
     char tmp[HX_PATH_MAX + 32];
     if (path_in(r, names[i], path, sizeof path, NULL) != HX_OK) continue;
     unlink(path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    hx_tmp_path(tmp, sizeof tmp, path);
     unlink(tmp);
   }
   if (rmdir(r->dir) != 0) return hx_errf(err, HX_EIO, "%s: not removed: %s", r->dir, strerror(errno));

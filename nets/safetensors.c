@@ -860,7 +860,7 @@ hx_status stf_write(const char *path, const stf_tensor *t, size_t n, hx_err *err
   if (!tmp) {
     st = hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
   } else {
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    hx_tmp_path(tmp, plen + 32, path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) st = hx_errf(err, HX_EIO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
     else if (!(f = fdopen(fd, "wb"))) {

@@ -37,7 +37,7 @@ static hx_status tmp_open(tmpfile_ *t, const char *path, hx_err *err) {
   if (!t->tmp) return hx_errf(err, HX_ENOMEM, "%s: out of memory", path);
   /* "<dest>.tmp.<pid>": a name the caller can know before the file exists (workloads.h), so a program removing its
    * temporaries on a signal can name it; one process writes one file at a time */
-  snprintf(t->tmp, n + 32, "%s.tmp.%ld", t->dest, (long)getpid());
+  hx_tmp_path(t->tmp, n + 32, t->dest);
   /* a stale one of a killed process with this pid goes first; O_EXCL then never writes through a link made to it */
   (void)unlink(t->tmp);
   int fd = open(t->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
