@@ -10,7 +10,8 @@
  * the problem. Points with a NaN/Inf coordinate are dropped and counted in dropped_nonfinite, and then
  * every kept point's position in the file is in src. A PLY or PCD file whose data outlasts its header's counts
  * (element counts; POINTS) is refused (the counts, and so the points, would be wrong): past the last point only
- * blank lines in text, nothing in binary. Numbers in text are decimal (hexadecimal
+ * blank lines in text; in binary nothing in a PLY, less than a record in a PCD (a writer's trailer, which PCL reads
+ * past too). Numbers in text are decimal (hexadecimal
  * is refused); an x y z text file may open with one header line: names ("x y z") or a lone point count, which
  * must equal the points that follow.
  */
