@@ -43,7 +43,7 @@ static void net_usage(FILE *f) {
           "                    [--mlp fused|partial|linear] [--ln fused|separate] [--tile-order longest|last]\n"
           "                    [--stem fused|map] [--overlap on|off] [--cpe-fold on|off] [--rehash on|off]\n"
           "                    [--lt-tune on|off] [--bucket-fill F] [--device-memory BYTES] [--memory]\n"
-          "                    [--mlp-chunk N] [--scope K]\n"
+          "                    [--mlp-chunk N] [--scope K] [--patch K]\n"
           "  One backbone forward: checked against the fp32 CPU forward, then timed (median of R forwards after\n"
           "  warm-up); prints latency, peak device memory, parameters and the time per component.\n"
           "  --model NAME       one of:");
@@ -111,6 +111,9 @@ static void net_usage(FILE *f) {
           "                     flash3d-public/46m/129m, so 4096 keys a query; 4 for flash3d-tiny; 2 gives PTv3's\n"
           "                     1024, as flash3d-46m-scope2): not the paper's network, an ablation of its\n"
           "                     attention span on the same weights\n"
+          "  --patch K          PTv3: rows per attention patch, 1..16384 (default the configuration's: 1024 for\n"
+          "                     ptv3, the nuScenes config; 4096 for ptv3-patch4096, the scope at which the\n"
+          "                     paper's Table 2 fixes every model; 64 for ptv3-tiny); the same weights\n"
           "  --mlp-chunk N      on the GPU: an MLP that is not one kernel makes its hidden rows in chunks of at\n"
           "                     most N elements ([rows, 4C]; e.g. 33554432, the default, or 16M), so its work\n"
           "                     buffers are sized for a chunk, not a level; 0: every row at once\n"
@@ -138,6 +141,7 @@ typedef struct net_cli {
   int rehash;         /* --rehash: -1 the configuration's (on), 0 off, 1 on */
   double fill;        /* --bucket-fill: 0 not given (the configuration's rule) */
   int scope;          /* --scope: buckets per attention scope; 0 not given (the configuration's) */
+  int patch;          /* --patch: PTv3's rows per attention patch; 0 not given (the configuration's) */
   uint64_t device_memory; /* --device-memory: bytes the forward may use; 0: the device's free memory */
   int memory;             /* --memory: print the forward's memory breakdown, run nothing */
   uint64_t mlp_chunk;     /* --mlp-chunk: hidden elements a chunk; UINT64_MAX not given (NET_MLP_CHUNK) */
@@ -534,9 +538,9 @@ int f3d_cmd_net(int argc, char **argv) {
       {"overlap", required_argument, NULL, 'O'}, {"cpe-fold", required_argument, NULL, 'C'},
       {"lt-tune", required_argument, NULL, 'U'}, {"memory", no_argument, NULL, 'Y'},
       {"mlp-chunk", required_argument, NULL, 'K'}, {"scope", required_argument, NULL, 'A'},
-      {"attn", required_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+      {"attn", required_argument, NULL, 'V'}, {"patch", required_argument, NULL, 'Q'}, {NULL, 0, NULL, 0}};
   net_cli o = {NULL, NULL, NULL, NULL, 100000, 1,  20, 3000, 3407, 0.05, NET_F16,
-               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0, 0, UINT64_MAX, NULL};
+               0,    !F3D_HAVE_CUDA, NULL, -1, -1, -1, -1, -1, -1, -1, -1, 0.0,  0, 0, 0, 0, UINT64_MAX, NULL};
   int points_given = 0, dtype_given = 0, reps_given = 0, check_given = 0, c;
   hx_err err = {HX_OK, ""};
   optind = 1;
@@ -613,6 +617,13 @@ int f3d_cmd_net(int argc, char **argv) {
       if (f3d_parse_u64(optarg, &k) || k < 1 || k > 64)
         return f3d_fail("net", "--scope '%s': buckets per attention scope, 1 to 64", optarg), 2;
       o.scope = (int)k;
+      break;
+    }
+    case 'Q': {
+      uint64_t k = 0;
+      if (f3d_parse_u64(optarg, &k) || k < 1 || k > 16384)
+        return f3d_fail("net", "--patch '%s': rows per attention patch, 1 to 16384", optarg), 2;
+      o.patch = (int)k;
       break;
     }
     case 'M':
@@ -695,6 +706,10 @@ int f3d_cmd_net(int argc, char **argv) {
     if (cfg.kind != 1) return f3d_fail("net", "--scope: %s has no bucket scopes (Flash3D models only)", cfg.name), 2;
     cfg.scope = o.scope;
   }
+  if (o.patch > 0) {
+    if (cfg.kind != 0) return f3d_fail("net", "--patch: %s has no patches (PTv3 models only; Flash3D: --scope)", cfg.name), 2;
+    cfg.patch = o.patch;
+  }
   if (o.memory && (o.cpu || !F3D_HAVE_CUDA))
     return f3d_fail("net", "--memory reports the GPU forward's memory: not with --device cpu or a build without CUDA"), 2;
   if (!o.cpu && !F3D_HAVE_CUDA) return f3d_fail("net", "--device gpu: this build has no CUDA (use --device cpu)"), 2;
@@ -762,6 +777,8 @@ int f3d_cmd_net(int argc, char **argv) {
       else printf("the public rule)");
       printf("; attention scopes of %d bucket%s, %d rows\n", cfg.scope, cfg.scope == 1 ? "" : "s",
              cfg.scope * cfg.bucket);
+    } else {
+      printf("attention: patches of %d rows along each serialization order\n", cfg.patch);
     }
     fflush(stdout);
 #if F3D_HAVE_CUDA

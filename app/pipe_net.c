@@ -1,7 +1,9 @@
 /*
  * pipe_net.c - the "ptv3-net" and "flash3d-net" sweep pipelines: whole backbone forwards (nets/) on the case's
  * batch, the paper's scalability figure and its table.
- *   ptv3-net     PTv3-m1, nuScenes configuration ("ptv3", 46,159,312 parameters)
+ *   ptv3-net     PTv3-m1, nuScenes configuration ("ptv3", 46,159,312 parameters), and on the run's largest size
+ *                only unless --ladder the same network over patches of 4096 ("ptv3-patch4096": the attention scope
+ *                at which the paper's Table 2 fixes every model); in the gate's run "ptv3" alone
  *   flash3d-net  Flash3D at equal parameters ("flash3d-46m"; "flash3d-46m-fill75": its buckets 75% full at
  *                every size; "flash3d-46m-windows": no re-hash, the public code's 512-row windows past level 0),
  *                at the paper's equal-memory size ("flash3d-129m") and at PTv3's attention span
@@ -347,11 +349,16 @@ static hx_status run_models(f3d_ctx *ctx, const char *pipe, const char *const *m
 #endif
 }
 
-/* PTv3-m1, then its k = 3 sparse convolution alone (pipe_spconv.c: the run's largest size, every case with --ladder;
- * not in the regression gate's run, whose forward holds the main path's convolutions). */
+/* PTv3-m1 on every case; ptv3-patch4096 (the same network and weights over patches of 4096, the paper's Table 2
+ * scope, ~50 ms a forward at 600k) on the run's largest size (every case with --ladder; not in the gate's run); then
+ * the k = 3 sparse convolution alone (pipe_spconv.c: the run's largest size, every case with --ladder; not in the
+ * gate's run, whose forward holds the main path's convolutions). */
 hx_status f3d_pipe_ptv3_net(f3d_ctx *ctx, hx_err *err) {
-  static const char *const models[] = {"ptv3"};
-  return run_models(ctx, "ptv3-net", models, 1, !ctx->gate, err);
+  const char *models[2];
+  size_t n = 0;
+  models[n++] = "ptv3";
+  if (!ctx->gate && (ctx->ladder || ctx->c.n_points >= ctx->max_points)) models[n++] = "ptv3-patch4096";
+  return run_models(ctx, "ptv3-net", models, n, !ctx->gate, err);
 }
 
 /* flash3d-46m on every case (the paper's main figure is at equal parameters), flash3d-46m-fill75 (the same

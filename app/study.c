@@ -164,7 +164,8 @@ typedef struct net_model {
 /* the paper's table: its three rows, then the public code's configuration (--ladder); then flash3d-46m with its
  * buckets filled alike at every size, on the public code's layout and over scopes of 2 buckets (not rows of the
  * paper's table: the same network under another bucket rule, without re-hashing, and attending to PTv3's 1024 keys a
- * query where the paper's attends to 4096) */
+ * query where the paper's attends to 4096); then PTv3-m1 over patches of 4096, the scope at which the paper's Table 2
+ * fixes every model (rows of their own under the paper's table: its PTv3 attends to 4096 keys a query) */
 static const net_model net_models[] = {
     {"ptv3-net", "ptv3", "PTv3-m1", "PTv3"},
     {"flash3d-net", "flash3d-46m", "Flash3D-46m", "equal parameters"},
@@ -173,8 +174,9 @@ static const net_model net_models[] = {
     {"flash3d-net", "flash3d-46m-fill75", "Flash3D-46m-fill75", "equal parameters, buckets 75% full"},
     {"flash3d-net", "flash3d-46m-windows", "Flash3D-46m-windows", "equal parameters, the public code's windows"},
     {"flash3d-net", "flash3d-46m-scope2", "Flash3D-46m-scope2", "equal parameters, PTv3's attention span"},
+    {"ptv3-net", "ptv3-patch4096", "PTv3-m1-patch4096", "the paper's attention scope"},
 };
-enum { NM_PTV3, NM_EQ_PARAMS, NM_EQ_MEMORY, NM_PUBLIC, NM_FILL, NM_WINDOWS, NM_SPAN, NM_COUNT };
+enum { NM_PTV3, NM_EQ_PARAMS, NM_EQ_MEMORY, NM_PUBLIC, NM_FILL, NM_WINDOWS, NM_SPAN, NM_SCOPE4096, NM_COUNT };
 _Static_assert(NM_COUNT == sizeof net_models / sizeof *net_models, "one enum entry per configuration");
 
 /* The paper's Table 2 (A100, nuScenes, attention scopes of 4096; its text: "2.25x inference speed", "PTv3 uses
@@ -199,10 +201,11 @@ static int keys_a_query(const net_model *m, int *scope, int *bucket) {
   return cfg.scope * cfg.bucket;
 }
 
-/* The component rows that time each network's attention kernel on its own (the floors' attention rate). */
+/* The component rows that time each network's attention kernel on its own (the floors' attention rate); PTv3's
+ * pattern (NULL) is attn.patch<K> of the configuration's patch K (1024 or 4096: the ptv3 pipeline times both). */
 static const struct {
   const char *net, *pipeline, *kernel_pattern;
-} net_attn_rates[] = {{"ptv3-net", "ptv3", "attn.patch1024"}, {"flash3d-net", "flash3d", "attn.*"}};
+} net_attn_rates[] = {{"ptv3-net", "ptv3", NULL}, {"flash3d-net", "flash3d", "attn.*"}};
 
 /* The row (pipeline, kernel, variant, workload, n, batch 1, metric); NAN when absent. */
 static double nrow(const hx_run *r, const char *pipeline, const char *kernel, const char *variant, const char *workload,
@@ -285,13 +288,19 @@ static const char *top_component(const hx_run *r, const net_model *m, const char
   return best;
 }
 
-/* The best tflops of the component rows timing a network's attention kernel at n (any size when none at n);
+/* The best tflops of the component rows timing configuration m's attention kernel at n (any size when none at n);
  * *at gets the size it came from, *kernel and *variant its row. NAN when the run has none. */
-static double attn_rate(const hx_run *r, const char *net, const char *wl, uint64_t n, uint64_t *at, const char **kernel,
-                        const char **variant) {
+static double attn_rate(const hx_run *r, const net_model *m, const char *wl, uint64_t n, uint64_t *at,
+                        const char **kernel, const char **variant) {
   const char *pipe = NULL, *pat = NULL;
+  char patch[32];
   for (size_t i = 0; i < sizeof net_attn_rates / sizeof *net_attn_rates; i++)
-    if (!strcmp(net_attn_rates[i].net, net)) pipe = net_attn_rates[i].pipeline, pat = net_attn_rates[i].kernel_pattern;
+    if (!strcmp(net_attn_rates[i].net, m->pipeline)) pipe = net_attn_rates[i].pipeline, pat = net_attn_rates[i].kernel_pattern;
+  if (pipe && !pat) {
+    int unused;
+    snprintf(patch, sizeof patch, "attn.patch%d", keys_a_query(m, &unused, &unused));
+    pat = patch;
+  }
   double best = NAN;
   for (int any = 0; any < 2 && !isfinite(best); any++)
     for (size_t i = 0; pipe && i < r->n_rows; i++) {
@@ -391,6 +400,91 @@ static void nets_memory(FILE *f, const hx_run *runs, size_t n_runs, size_t nrows
   }
 }
 
+/* The paper's scope for both networks: PTv3-m1 over patches of 4096 (the scope at which its Table 2 fixes every
+ * model), against Flash3D-46m (t46) and Flash3D-129m (t129) at n; nothing when the run has no such forward. */
+static void scope4096_sentence(FILE *f, const hx_run *r, const char *wl, uint64_t n, double t46, double t129) {
+  const net_model *m = &net_models[NM_SCOPE4096];
+  const double t = fwd(r, m, wl, n, "time_mean"), a = nrow(r, m->pipeline, "attn", m->variant, wl, n, "time_median");
+  const double mem = fwd(r, m, wl, n, "mem_peak");
+  int unused;
+  const int keys = keys_a_query(m, &unused, &unused);
+  if (!isfinite(t) || keys <= 0) return;
+  char sp[64];
+  fprintf(f, " At the scope the paper's Table 2 fixes for every model (%d keys a query), %s (the same network over "
+             "patches of %d) takes %.2f ms",
+          keys, m->display, keys, t);
+  if (isfinite(a)) fprintf(f, ", its attention %.2f ms", a);
+  if (isfinite(mem)) fprintf(f, ", %.0f MiB", mem / 1048576.0);
+  if (isfinite(t46)) {
+    speed_words(sp, sizeof sp, t, t46);
+    fprintf(f, ": %s is %s it", net_models[NM_EQ_PARAMS].display, sp);
+    if (isfinite(t129)) {
+      speed_words(sp, sizeof sp, t, t129);
+      fprintf(f, " and %s %s it", net_models[NM_EQ_MEMORY].display, sp);
+    }
+    fputs(" (the paper: 2.25x and 1.88x faster)", f);
+  }
+  fputc('.', f);
+}
+
+/* One ratio row of the paper's table: base / m (params, then per run peak memory, eager and graph latency) with the
+ * paper's ratio text last. */
+static void ratio_row(FILE *f, const hx_run *runs, size_t n_runs, const net_model *base, const char *base_name,
+                      const net_model *m, const char *paper) {
+  double pp = NAN, pm = NAN;
+  for (size_t ri = 0; ri < n_runs && !(isfinite(pp) && isfinite(pm)); ri++) {
+    const char *wl = net_workload(&runs[ri]);
+    if (!wl) continue;
+    const uint64_t n = net_size(&runs[ri], wl);
+    pp = fwd(&runs[ri], base, wl, n, "params"), pm = fwd(&runs[ri], m, wl, n, "params");
+  }
+  if (isfinite(pp) && isfinite(pm) && pm > 0.0)
+    fprintf(f, "| %s / %s | %.2fx |", base_name, m->display, pp / pm);
+  else
+    fprintf(f, "| %s / %s | - |", base_name, m->display);
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const char *wl = net_workload(&runs[ri]);
+    if (!wl) continue;
+    const uint64_t n = net_size(&runs[ri], wl);
+    const double a[3] = {fwd(&runs[ri], base, wl, n, "mem_peak"), fwd(&runs[ri], base, wl, n, "time_mean"),
+                         fwd_graph(&runs[ri], base, wl, n, "time_mean")};
+    const double b[3] = {fwd(&runs[ri], m, wl, n, "mem_peak"), fwd(&runs[ri], m, wl, n, "time_mean"),
+                         fwd_graph(&runs[ri], m, wl, n, "time_mean")};
+    for (int c = 0; c < 3; c++)
+      if (isfinite(a[c]) && isfinite(b[c]) && b[c] > 0.0) fprintf(f, " %.2fx |", a[c] / b[c]);
+      else fputs(" - |", f);
+  }
+  fprintf(f, " %s |\n", paper);
+}
+
+/* One configuration's row of the paper's table: params, then per run peak memory, eager and graph latency; the
+ * paper's cell last. */
+static void config_row(FILE *f, const hx_run *runs, size_t n_runs, const net_model *m, int named_role,
+                       const char *paper) {
+  double params = NAN;
+  for (size_t ri = 0; ri < n_runs && !isfinite(params); ri++) {
+    const char *wl = net_workload(&runs[ri]);
+    if (wl) params = fwd(&runs[ri], m, wl, net_size(&runs[ri], wl), "params");
+  }
+  char pc[40] = "-";
+  if (isfinite(params)) with_commas(pc, sizeof pc, params);
+  if (named_role)
+    fprintf(f, "| %s (`%s`), %s | %s |", m->display, m->variant, m->role, pc);
+  else
+    fprintf(f, "| %s (`%s`) | %s |", m->display, m->variant, pc);
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const char *wl = net_workload(&runs[ri]);
+    if (!wl) continue;
+    const uint64_t n = net_size(&runs[ri], wl);
+    const double v[3] = {fwd(&runs[ri], m, wl, n, "mem_peak") / 1048576.0, fwd(&runs[ri], m, wl, n, "time_mean"),
+                         fwd_graph(&runs[ri], m, wl, n, "time_mean")};
+    for (int c = 0; c < 3; c++)
+      if (isfinite(v[c])) fprintf(f, c ? " %.2f |" : " %.1f |", v[c]);
+      else fputs(" - |", f);
+  }
+  fprintf(f, " %s |\n", paper);
+}
+
 /* Per run: the equal-parameter comparison in one sentence, where the time goes when Flash3D is not faster, the
  * memory and the equal-memory configuration; then the paper's table with one column group per run, where the memory
  * goes and the targets. */
@@ -428,8 +522,8 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
         fputc('.', f);
         uint64_t a1 = 0, a2 = 0;
         const char *k1 = "", *v1 = "", *k2 = "", *v2 = "";
-        const double rf = attn_rate(r, m46->pipeline, wl, n, &a1, &k1, &v1);
-        const double rp = attn_rate(r, mp->pipeline, wl, n, &a2, &k2, &v2);
+        const double rf = attn_rate(r, m46, wl, n, &a1, &k1, &v1);
+        const double rp = attn_rate(r, mp, wl, n, &a2, &k2, &v2);
         if (isfinite(rf) && isfinite(rp) && a1 == n && a2 == n)
           fprintf(f, " The attention kernels alone run at %.0f (Flash3D `%s` %s) and %.0f TFLOP/s (PTv3 `%s` %s) at "
                      "this size: each query attends to %dx the keys.",
@@ -474,6 +568,7 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
       why_missing(f, r, m129, wl, n);
       fputc('.', f);
     }
+    scope4096_sentence(f, r, wl, n, t46, t129);
     fputc('\n', f);
   }
   if (!with) {
@@ -506,70 +601,41 @@ static void nets_summary(FILE *f, const hx_run *runs, size_t n_runs, const char 
       public_rows = 1;
   }
   const size_t nrows = public_rows ? NM_PUBLIC + 1 : NM_EQ_MEMORY + 1;
+  char cell[64];
   for (size_t mi = 0; mi < nrows; mi++) {
-    const net_model *m = &net_models[mi];
-    double params = NAN;
-    for (size_t ri = 0; ri < n_runs && !isfinite(params); ri++) {
-      const char *wl = net_workload(&runs[ri]);
-      if (wl) params = fwd(&runs[ri], m, wl, net_size(&runs[ri], wl), "params");
-    }
-    char pc[40] = "-";
-    if (isfinite(params)) with_commas(pc, sizeof pc, params);
-    if (mi == NM_PTV3)
-      fprintf(f, "| %s (`%s`) | %s |", m->display, m->variant, pc);
-    else
-      fprintf(f, "| %s (`%s`), %s | %s |", m->display, m->variant, m->role, pc);
-    for (size_t ri = 0; ri < n_runs; ri++) {
-      const char *wl = net_workload(&runs[ri]);
-      if (!wl) continue;
-      const uint64_t n = net_size(&runs[ri], wl);
-      const double v[3] = {fwd(&runs[ri], m, wl, n, "mem_peak") / 1048576.0, fwd(&runs[ri], m, wl, n, "time_mean"),
-                           fwd_graph(&runs[ri], m, wl, n, "time_mean")};
-      for (int c = 0; c < 3; c++)
-        if (isfinite(v[c])) fprintf(f, c ? " %.2f |" : " %.1f |", v[c]);
-        else fputs(" - |", f);
-    }
     if (mi <= NM_EQ_MEMORY)
-      fprintf(f, " %s, %s, %.0f ms |\n", paper_rows[mi].params, paper_rows[mi].mem, paper_rows[mi].ms_a100);
-    else
-      fputs(" - |\n", f);
+      snprintf(cell, sizeof cell, "%s, %s, %.0f ms", paper_rows[mi].params, paper_rows[mi].mem, paper_rows[mi].ms_a100);
+    config_row(f, runs, n_runs, &net_models[mi], mi != NM_PTV3, mi <= NM_EQ_MEMORY ? cell : "-");
   }
   static const char *const paper_ratio[2] = {"2.4x less memory, 2.25x faster",
                                              "the same memory (the budget), 1.88x faster with 2.8x the parameters"};
-  for (size_t mi = NM_EQ_PARAMS; mi <= NM_EQ_MEMORY; mi++) {
-    const net_model *m = &net_models[mi], *mp = &net_models[NM_PTV3];
-    double pp = NAN, pm = NAN;
-    for (size_t ri = 0; ri < n_runs && !(isfinite(pp) && isfinite(pm)); ri++) {
-      const char *wl = net_workload(&runs[ri]);
-      if (!wl) continue;
-      const uint64_t n = net_size(&runs[ri], wl);
-      pp = fwd(&runs[ri], mp, wl, n, "params"), pm = fwd(&runs[ri], m, wl, n, "params");
-    }
-    if (isfinite(pp) && isfinite(pm) && pm > 0.0)
-      fprintf(f, "| PTv3 / %s | %.2fx |", m->display, pp / pm);
-    else
-      fprintf(f, "| PTv3 / %s | - |", m->display);
-    for (size_t ri = 0; ri < n_runs; ri++) {
-      const char *wl = net_workload(&runs[ri]);
-      if (!wl) continue;
-      const uint64_t n = net_size(&runs[ri], wl);
-      const double a[3] = {fwd(&runs[ri], mp, wl, n, "mem_peak"), fwd(&runs[ri], mp, wl, n, "time_mean"),
-                           fwd_graph(&runs[ri], mp, wl, n, "time_mean")};
-      const double b[3] = {fwd(&runs[ri], m, wl, n, "mem_peak"), fwd(&runs[ri], m, wl, n, "time_mean"),
-                           fwd_graph(&runs[ri], m, wl, n, "time_mean")};
-      for (int c = 0; c < 3; c++)
-        if (isfinite(a[c]) && isfinite(b[c]) && b[c] > 0.0) fprintf(f, " %.2fx |", a[c] / b[c]);
-        else fputs(" - |", f);
-    }
-    fprintf(f, " %s |\n", paper_ratio[mi - NM_EQ_PARAMS]);
+  for (size_t mi = NM_EQ_PARAMS; mi <= NM_EQ_MEMORY; mi++)
+    ratio_row(f, runs, n_runs, &net_models[NM_PTV3], "PTv3", &net_models[mi], paper_ratio[mi - NM_EQ_PARAMS]);
+  int scope_rows = 0; /* PTv3 at the paper's scope: its row and ratios under the paper's three */
+  for (size_t ri = 0; ri < n_runs; ri++) {
+    const char *wl = net_workload(&runs[ri]);
+    if (wl && isfinite(fwd(&runs[ri], &net_models[NM_SCOPE4096], wl, net_size(&runs[ri], wl), "time_mean")))
+      scope_rows = 1;
+  }
+  if (scope_rows) {
+    config_row(f, runs, n_runs, &net_models[NM_SCOPE4096], 1, "PTv3's row above: its scopes are 4096");
+    for (size_t mi = NM_EQ_PARAMS; mi <= NM_EQ_MEMORY; mi++)
+      ratio_row(f, runs, n_runs, &net_models[NM_SCOPE4096], "PTv3-patch4096", &net_models[mi],
+                paper_ratio[mi - NM_EQ_PARAMS]);
   }
   fputs("\nThe paper's numbers: its Table 2 on an A100 (nuScenes scenes, whose point count it does not state; attention "
         "scopes of 4096): PTv3 45 ms and 1.2G; Flash3D at equal parameters 20 ms and 0.5G (45 / 20 = 2.25x faster, "
         "1.2 / 0.5 = 2.4x less memory); Flash3D-129.4M within the same 1.2G 24 ms (45 / 24 = 1.88x faster, with 2.8x "
         "the parameters). Its H100 appendix table: 30.2, 13.4 and 15.1 ms (2.25x and 2.00x), the same memory. The "
         "runs above time clouds of their own workload (named in each line above) at the stated size, not nuScenes "
-        "scenes.\n\n",
+        "scenes.",
         f);
+  if (scope_rows)
+    fputs(" Table 2 fixes every model's attention scope at 4096, so its PTv3 row is, like for like, PTv3-m1-patch4096 "
+          "(the same network and weights over patches of 4096); PTv3-m1 is Pointcept's nuScenes configuration, "
+          "patches of 1024.",
+          f);
+  fputs("\n\n", f);
   for (size_t ri = 0; ri < n_runs; ri++) { /* cudaMemGetInfo beside the arena (mem_used rows, where recorded) */
     const char *wl = net_workload(&runs[ri]);
     if (!wl) continue;
@@ -783,7 +849,7 @@ static net_rates rates_of(const hx_run *r, const net_model *m, const char *wl, u
                  0, "", ""};
   q.gemm = q.gemm_s ? strtod(q.gemm_s, NULL) : (double)NAN;
   q.copy = q.copy_s ? strtod(q.copy_s, NULL) : (double)NAN;
-  q.attn = attn_rate(r, m->pipeline, wl, n, &q.attn_at, &q.attn_kernel, &q.attn_variant);
+  q.attn = attn_rate(r, m, wl, n, &q.attn_at, &q.attn_kernel, &q.attn_variant);
   return q;
 }
 

@@ -22,8 +22,9 @@ const f3d_pipeline f3d_pipelines[] = {
      f3d_pipe_ptv3, SFC_MAX_CLOUDS, 0}, /* the GPU padding's per-cloud offsets */
     {"flash3d", "Flash3D PSH (4 hashes, CPU + GPU variants checked first), feature scatter, in-bucket pooling, locality",
      f3d_pipe_flash3d, 0, 0},
-    {"ptv3-net", "PTv3-m1 whole forward (nuScenes, 46.2M parameters): checked, timed (also as a CUDA graph), memory, "
-     "time per component; at the largest size the k = 3 sparse convolution alone against its roofline",
+    {"ptv3-net", "PTv3-m1 whole forward (nuScenes, 46.2M parameters), and over patches of 4096 (patch4096: the "
+     "paper's Table 2 scope) at the largest size (every size with --ladder): checked, timed (also as a CUDA graph), "
+     "memory, time per component; at the largest size the k = 3 sparse convolution alone against its roofline",
      f3d_pipe_ptv3_net, SFC_MAX_CLOUDS < F3D_NET_CHECK_MAX_CLOUDS ? SFC_MAX_CLOUDS : F3D_NET_CHECK_MAX_CLOUDS, 1},
     {"flash3d-net", "Flash3D whole forward at equal parameters (46m; 46m-fill75: buckets 75% full at every size; "
      "46m-windows: the public code's 512-row windows, no re-hash), equal memory (129m) and PTv3's attention span "

@@ -209,9 +209,10 @@ void net_output_free(net_output *o) {
 
 /* ---- configurations ------------------------------------------------------------------------------------ */
 /* Every name the model files accept (a model file that adds a configuration adds its name here). */
-static const char *const net_names[] = {"ptv3",         "ptv3-tiny",    "flash3d-public", "flash3d-46m",
-                                        "flash3d-46m-fill75", "flash3d-46m-windows", "flash3d-46m-scope2",
-                                        "flash3d-129m", "flash3d-tiny", NULL};
+static const char *const net_names[] = {"ptv3",         "ptv3-patch4096",     "ptv3-tiny",
+                                        "flash3d-public", "flash3d-46m",      "flash3d-46m-fill75",
+                                        "flash3d-46m-windows", "flash3d-46m-scope2", "flash3d-129m",
+                                        "flash3d-tiny", NULL};
 
 const char *const *net_config_names(size_t *n) {
   if (n) *n = sizeof net_names / sizeof net_names[0] - 1;

@@ -53,14 +53,16 @@ hx_status net_ptv3_config(net_config *cfg, const char *name, hx_err *err) {
   cfg->cpe_fold = 1;
   cfg->lt_tune = 1;
   cfg->mlp_chunk = NET_MLP_CHUNK;
-  if (strcmp(name, "ptv3") == 0) {
-    /* configs/nuscenes/semseg-pt-v3m1-0-base.py */
+  if (strcmp(name, "ptv3") == 0 || strcmp(name, "ptv3-patch4096") == 0) {
+    /* configs/nuscenes/semseg-pt-v3m1-0-base.py; "ptv3-patch4096": the same network and weights over patches of
+     * 4096, the scope at which the Flash3D paper's Table 2 fixes every model ("We fix attention scopes of all models
+     * at 4096"), so its PTv3 row attends to as many keys a query as its Flash3D rows */
     static const int ed[5] = {2, 2, 2, 6, 2}, ec[5] = {32, 64, 128, 256, 512}, eh[5] = {2, 4, 8, 16, 32};
     static const int dd[4] = {2, 2, 2, 2}, dc[4] = {64, 64, 128, 256}, dh[4] = {4, 4, 8, 16};
     cfg->levels = 5;
     for (int s = 0; s < 5; s++) cfg->enc_depth[s] = ed[s], cfg->enc_channels[s] = ec[s], cfg->enc_heads[s] = eh[s];
     for (int s = 0; s < 4; s++) cfg->dec_depth[s] = dd[s], cfg->dec_channels[s] = dc[s], cfg->dec_heads[s] = dh[s];
-    cfg->patch = 1024;
+    cfg->patch = strcmp(name, "ptv3") == 0 ? 1024 : 4096;
   } else if (strcmp(name, "ptv3-tiny") == 0) {
     /* the same structure, small: 3 levels, head dim 16, two blocks on the last level (order rows 0 and 1) */
     static const int ed[3] = {1, 1, 2}, ec[3] = {16, 32, 64}, eh[3] = {1, 2, 4};
@@ -70,7 +72,7 @@ hx_status net_ptv3_config(net_config *cfg, const char *name, hx_err *err) {
     for (int s = 0; s < 2; s++) cfg->dec_depth[s] = dd[s], cfg->dec_channels[s] = dc[s], cfg->dec_heads[s] = dh[s];
     cfg->patch = 64;
   } else {
-    return hx_errf(err, HX_EINVAL, "ptv3 config: unknown name '%s' (ptv3, ptv3-tiny)", name);
+    return hx_errf(err, HX_EINVAL, "ptv3 config: unknown name '%s' (ptv3, ptv3-patch4096, ptv3-tiny)", name);
   }
   snprintf(cfg->name, sizeof cfg->name, "%s", name);
   return HX_OK;

@@ -537,7 +537,7 @@ typedef struct net_hooks {
 
 /* A model: named configuration, its parameters, CPU and GPU forwards. */
 typedef struct net_config {
-  char name[32];         /* "ptv3", "ptv3-tiny", "flash3d-public", "flash3d-46m", "flash3d-129m", "flash3d-tiny" */
+  char name[32];         /* "ptv3", "ptv3-patch4096", "ptv3-tiny", "flash3d-public", "flash3d-46m", ... (net_config_names) */
   int kind;              /* 0 PTv3-m1, 1 Flash3D */
   int levels;            /* encoder levels */
   int enc_depth[NET_MAX_LEVELS], enc_channels[NET_MAX_LEVELS], enc_heads[NET_MAX_LEVELS];

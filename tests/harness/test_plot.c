@@ -797,7 +797,7 @@ static const double f3d_part[3] = {0.1, 0.7, 0.2};
  * fill 2, a line that misses the target), Flash3D-129m at
  * 300k only; the component attention rows that give the floors' attention rate; cost rows when `costs`; with `fill`
  * Flash3D-46m-fill75 at 30/60/90 ms and Flash3D-46m-windows at 33/66/99 ms (both exactly linear), Flash3D-46m-scope2
- * at 300k (45 ms); costs 2: norm's
+ * at 300k (45 ms) and PTv3-m1-patch4096 at 300k (100 ms); costs 2: norm's
  * floor above its time. f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at
  * 300k). */
 static void make_nets_fixture(const char *id, const char *device, double f3d_scale, int costs, int fill) {
@@ -839,6 +839,8 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
   if (fill) /* Flash3D-46m at PTv3's attention span, at 300k only */
     net_rows(r, "flash3d-net", "flash3d-46m-scope2", 300000u, 45.0 * f3d_scale, 45.0 * f3d_scale, 370.0, 45891856,
              f3d_comps, f3d_part, 3);
+  if (fill) /* PTv3 at the paper's scope, patches of 4096, at 300k only: 100 ms (graph 95), 320 MiB */
+    net_rows(r, "ptv3-net", "ptv3-patch4096", 300000u, 100.0, 95.0, 320.0, 46159312, ptv3_comps, ptv3_part, 3);
   if (costs) { /* Flash3D-46m at 300k: attn 4.2 TFLOP at 100 TFLOP/s = 42 ms, mlp 8 TFLOP at 800 = 10 ms, norm
                 * 9 GB at 3000 GB/s = 3 ms (and a little GEMM below it) */
     hx_key ka = {"lidar", 300000u, 1, "flash3d-net", "attn", "flash3d-46m"};
@@ -911,6 +913,8 @@ static void test_nets_report(void **state) {
                               "1.88x faster with 2.8x the parameters |\n"));
   assert_null(strstr(rep, "Flash3D public")); /* no --ladder rows: no such row */
   assert_null(strstr(rep, "At PTv3's attention span")); /* no flash3d-46m-scope2 rows: no such sentence */
+  assert_null(strstr(rep, "PTv3-m1-patch4096"));         /* no ptv3-patch4096 rows: no sentence, no row */
+  assert_null(strstr(rep, "Table 2 fixes every model's attention scope"));
   /* cudaMemGetInfo beside the arena: 3x the peak in the fixture (PTv3 300, Flash3D-46m 375, 129m 600 MiB) */
   assert_non_null(strstr(rep, "arena's peak above is the forward's own): PTv3-m1 900 MiB, Flash3D-46m 1125 MiB, "
                               "Flash3D-129m 1800 MiB.\n"));
@@ -1021,6 +1025,25 @@ static void test_nets_fill(void **state) {
   assert_null(strstr(rep, "| PTv3-m1 | H100 80GB HBM3 | 1.0000 |"));
   assert_null(strstr(rep, "| Flash3D-46m-windows | H100 80GB HBM3 | 1.0000 | 1.0000 |"));
   assert_null(strstr(rep, "| Flash3D-46m-scope2 (`flash3d-46m-scope2`)"));
+  /* ptv3-patch4096 at 300k (100 ms, graph 95, 320 MiB): its sentence after the equal-memory one, its row and two ratio
+   * rows under the paper's table (memory 320 / 375 and 320 / 600, eager 100 / 90 and 100 / 150, graph 95 / 90 and
+   * 95 / 150), the sentence under the table, a one-size line of the fits */
+  assert_non_null(strstr(rep, "(the paper: 1.88x faster, with 2.8x the parameters, at the same 1.2G). At the scope the "
+                              "paper's Table 2 fixes for every model (4096 keys a query), PTv3-m1-patch4096 (the same "
+                              "network over patches of 4096) takes 100.00 ms, its attention 20.00 ms, 320 MiB: "
+                              "Flash3D-46m is 1.11x faster than it and Flash3D-129m 1.50x SLOWER than it (the paper: "
+                              "2.25x and 1.88x faster).\n"));
+  assert_non_null(strstr(rep, "| PTv3 / Flash3D-129m | 0.36x | 0.50x | 0.40x | 0.36x | the same memory (the budget), "
+                              "1.88x faster with 2.8x the parameters |\n"
+                              "| PTv3-m1-patch4096 (`ptv3-patch4096`), the paper's attention scope | 46,159,312 | 320.0 "
+                              "| 100.00 | 95.00 | PTv3's row above: its scopes are 4096 |\n"
+                              "| PTv3-patch4096 / Flash3D-46m | 1.01x | 0.85x | 1.11x | 1.06x | 2.4x less memory, 2.25x "
+                              "faster |\n"
+                              "| PTv3-patch4096 / Flash3D-129m | 0.36x | 0.53x | 0.67x | 0.63x | the same memory (the "
+                              "budget), 1.88x faster with 2.8x the parameters |\n"));
+  assert_non_null(strstr(rep, "scenes. Table 2 fixes every model's attention scope at 4096, so its PTv3 row is, like for "
+                              "like, PTv3-m1-patch4096"));
+  assert_non_null(strstr(rep, "| PTv3-m1-patch4096 | H100 80GB HBM3 | 1 | - | - | - (fewer than 3 sizes) |\n"));
   free(rep);
   hx_run_free(&run);
 }

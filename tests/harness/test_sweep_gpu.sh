@@ -149,12 +149,13 @@ done
 
 # the backbones: every model checked against its fp32 CPU forward (the first 600 points of the cloud), then timed;
 # PTv3-m1, Flash3D at equal parameters (the public bucket rule, buckets 75% full, the public code's windows) and,
-# at the run's largest size, at equal memory and at PTv3's attention span (with --slow: --ladder, every
-# configuration, the public one too)
+# at the run's largest size, PTv3 over patches of 4096 (the paper's scope), Flash3D at equal memory and at PTv3's
+# attention span (with --slow: --ladder, every configuration, the public one too)
 "$BIN" sweep $L --pipelines ptv3-net,flash3d-net --workloads uniform --sizes 2k --out-dir "$T" --run-id nets \
   --timing basic --reps 2 >/dev/null 2>"$T/err" || { fail "backbone sweep failed"; cat "$T/err"; }
-for m in ptv3-net,forward,ptv3 flash3d-net,forward,flash3d-46m flash3d-net,forward,flash3d-46m-fill75 \
-  flash3d-net,forward,flash3d-46m-windows flash3d-net,forward,flash3d-129m flash3d-net,forward,flash3d-46m-scope2; do
+for m in ptv3-net,forward,ptv3 ptv3-net,forward,ptv3-patch4096 flash3d-net,forward,flash3d-46m \
+  flash3d-net,forward,flash3d-46m-fill75 flash3d-net,forward,flash3d-46m-windows flash3d-net,forward,flash3d-129m \
+  flash3d-net,forward,flash3d-46m-scope2; do
   row "$T/nets" "uniform,2000,1,$m,check,1,bool"
   row "$T/nets" "uniform,2000,1,$m,time_median,"
 done

@@ -2,7 +2,7 @@
 # test_net_cli.sh F3DBENCH - `f3dbench net` as a user meets it, on the CPU path (--device cpu): --help, usage errors
 # (exit 2, a message naming the option), bad weight files and inputs (exit 1, a message naming the file and the
 # problem, nothing written), --rehash off reaching the Flash3D forward (level 0 as with on, the logits not),
-# --bucket-fill's buckets, --scope reaching the forward (the logits differ), and --save writing the input, every
+# --bucket-fill's buckets, --scope and --patch reaching the forward (the logits differ), and --save writing the input, every
 # level and the logits as .npy files that start with NumPy's magic and hold float32 arrays of the stated shape, the
 # weights the forward ran and PTv3's orders, all or none of them (a save that fails leaves its folder as it was).
 set -u
@@ -77,6 +77,19 @@ for k in 0 65 x -1; do
   expect_out 2 "--scope '$k': buckets per attention scope, 1 to 64" "$BIN" net --model flash3d-tiny --scope "$k" --device cpu
 done
 expect_out 2 "--scope: ptv3-tiny has no bucket scopes" "$BIN" net --model ptv3-tiny --scope 2 --device cpu
+for k in 0 16385 x -1; do
+  expect_out 2 "--patch '$k': rows per attention patch, 1 to 16384" "$BIN" net --model ptv3-tiny --patch "$k" --device cpu
+done
+expect_out 2 "--patch: flash3d-tiny has no patches" "$BIN" net --model flash3d-tiny --patch 256 --device cpu
+# --patch reaches the forward: the header names it, and the logits differ from the configuration's patches of 64
+expect_out 0 "attention: patches of 64 rows" "$BIN" net --model ptv3-tiny --points 1500 --device cpu --save "$T/patch-64"
+expect_out 0 "attention: patches of 256 rows" \
+  "$BIN" net --model ptv3-tiny --points 1500 --patch 256 --device cpu --save "$T/patch-256"
+[ -s "$T/patch-64/logits.npy" ] && [ -s "$T/patch-256/logits.npy" ] || fail "--patch: logits.npy not written"
+cmp -s "$T/patch-64/logits.npy" "$T/patch-256/logits.npy" && fail "--patch 256: the same logits as patches of 64"
+# ptv3-patch4096: PTv3-m1's parameters over patches of 4096 (a cloud of 200 points is one short patch)
+expect_out 0 "attention: patches of 4096 rows" "$BIN" net --model ptv3-patch4096 --points 200 --device cpu
+expect_out 0 "net: ptv3-patch4096, 46159312 parameters" "$BIN" net --model ptv3-patch4096 --points 200 --device cpu
 expect_out 2 "--weights '': a safetensors file" "$BIN" net --model ptv3-tiny --weights '' --device cpu
 expect_out 2 "--save '': a directory" "$BIN" net --model ptv3-tiny --save '' --device cpu
 # the GPU forward's options are named as having no effect on the CPU forward, not silently dropped

@@ -4,6 +4,7 @@
 # (stem, every encoder and decoder level, head), and each component's time summed over the parts is its total
 # (within 1% + 0.01 ms: each part is printed to 0.001 ms); with --spconv v3 (and v0) the xCPE convolutions on
 # another variant still pass the check; flash3d-tiny with --rehash off, and with --scope 1 and 2, passes its check;
+# ptv3-tiny with --patch 256 and ptv3-patch4096 on 9000 points (several patches of 4096) pass theirs;
 # two clouds in bf16 with --graph and --save pass, time the graph and write both clouds, the weights and the orders
 # (as the CPU run of the seed does); the estimate before allocation is at least each run's arena peak; and
 # --device-memory below the estimate is refused before any allocation; the LayerNorms of ptv3-tiny's 32- and
@@ -41,6 +42,15 @@ for k in 1 2; do
   grep -q '^check: .*: pass$' "$T/out-scope$k" || fail "net flash3d-tiny --scope $k: no passing check line"
   grep -q "attention scopes of $k bucket" "$T/out-scope$k" || fail "net flash3d-tiny --scope $k: the header does not say so"
 done
+# --patch: ptv3-tiny over patches of 256 (the configuration's 64), and ptv3-patch4096 checked on 9000 points (two
+# whole patches of 4096 and a last one that re-reads the points before it at level 0), pass their checks
+"$BIN" net --model ptv3-tiny --points 3000 --reps 3 --patch 256 > "$T/out-patch" 2>&1 ||
+  fail "net ptv3-tiny --patch 256 exited $?: $(tail -3 "$T/out-patch")"
+grep -q '^check: .*: pass$' "$T/out-patch" || fail "net ptv3-tiny --patch 256: no passing check line"
+grep -q 'attention: patches of 256 rows' "$T/out-patch" || fail "net ptv3-tiny --patch 256: the header does not say so"
+"$BIN" net --model ptv3-patch4096 --points 9000 --check-points 9000 --reps 2 > "$T/out-p4k" 2>&1 ||
+  fail "net ptv3-patch4096 exited $?: $(tail -3 "$T/out-p4k")"
+grep -q '^check: .*: pass$' "$T/out-p4k" || fail "net ptv3-patch4096: no passing check line"
 # a batch of two clouds in bf16, also replayed as one CUDA graph, saved: checked, timed both ways, written
 "$BIN" net --model ptv3-tiny --points 3000 --reps 3 --batch 2 --dtype bf16 --graph --save "$T/save" > "$T/out-b2" 2>&1 ||
   fail "net --batch 2 --dtype bf16 --graph --save exited $?: $(tail -3 "$T/out-b2")"

@@ -36,6 +36,24 @@ static void test_ptv3_params(void **state) {
   /* ptv3.md section 4, counted from Pointcept's code: stem 16,064 + encoder 38,648,576 + decoder 7,493,632 +
    * head 1,040; BatchNorm running statistics are buffers, not parameters */
   assert_int_equal(net_params_count(&p), 46159312ull);
+  assert_int_equal(cfg.patch, 1024);
+  /* ptv3-patch4096: the same network (every tensor's name and shape, so the same weights load) over patches of 4096 */
+  net_config c4;
+  assert_int_equal(net_config_named(&c4, "ptv3-patch4096", NULL), HX_OK);
+  assert_int_equal(c4.patch, 4096);
+  net_config same = c4;
+  same.patch = cfg.patch;
+  memcpy(same.name, cfg.name, sizeof same.name);
+  assert_memory_equal(&same, &cfg, sizeof cfg); /* nothing else differs */
+  net_params p4 = {0};
+  assert_int_equal(net_params_init(&p4, &c4, 7, NULL), HX_OK);
+  assert_int_equal(p4.n, p.n);
+  for (size_t i = 0; i < p.n; i++) {
+    assert_string_equal(p4.t[i].name, p.t[i].name);
+    assert_int_equal(p4.t[i].ndim, p.t[i].ndim);
+    assert_memory_equal(p4.t[i].shape, p.t[i].shape, (size_t)p.t[i].ndim * sizeof p.t[i].shape[0]);
+  }
+  net_params_free(&p4);
   /* 449 parameter tensors (head 2, stem 3, 22 blocks x 18, 4 poolings x 4, 4 unpoolings x 8) and 13 BatchNorms
    * x 2 statistics (num_batches_tracked omitted) */
   assert_int_equal(p.n, 449 + 26);
