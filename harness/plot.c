@@ -971,7 +971,18 @@ typedef struct plot_bar {
   uint64_t n;
 } plot_bar;
 
-/* The bars of sp and their stacks (kernels, in the order the runs recorded them). */
+/* The index of sp's first include pattern that row r matches (n_include when none). */
+static size_t plot_pattern(const hx_study_plot *sp, const hx_run_row *r) {
+  char key[512];
+  snprintf(key, sizeof key, "%s/%s/%s", r->pipeline, r->kernel, r->variant);
+  size_t i = 0;
+  while (i < sp->n_include && fnmatch(sp->include[i], key, 0) != 0) i++;
+  return i;
+}
+
+/* The bars of sp and their stacks (kernels, in the order the runs recorded them). Bars follow the runs, then the
+ * include patterns they match (a study lists one pattern a pipeline: its configurations stand together however the
+ * sizes interleaved them), then the order recorded. */
 static size_t plot_bars(const plot_ctx *p, const hx_study_plot *sp, plot_bar *bars, size_t cap, const char **stacks,
                         size_t *nst, size_t scap) {
   size_t nb = 0;
@@ -990,6 +1001,16 @@ static size_t plot_bars(const plot_ctx *p, const hx_study_plot *sp, plot_bar *ba
       while (s < *nst && strcmp(stacks[s], w->kernel)) s++;
       if (s == *nst && *nst < scap) stacks[(*nst)++] = w->kernel;
     }
+  for (size_t i = 1; i < nb; i++) { /* stable insertion sort by (run, pattern) */
+    const plot_bar b = bars[i];
+    const size_t pb = plot_pattern(sp, b.k);
+    size_t j = i;
+    while (j > 0 && (bars[j - 1].run > b.run || (bars[j - 1].run == b.run && plot_pattern(sp, bars[j - 1].k) > pb))) {
+      bars[j] = bars[j - 1];
+      j--;
+    }
+    bars[j] = b;
+  }
   return nb;
 }
 
