@@ -9,26 +9,22 @@
  * pre-activations, a SwiGLU pass reads them and writes H, fc2 reads those: 8H bytes a row more than fc1 with the
  * SwiGLU in its epilogue. mlp.cu's mma.sync kernel for that keeps the reduction in shared memory (C <= 96).
  *
- * Design: a GEMM of 64-row x tiles against 128 hidden columns, both halves: per tile its act rows of w1 [h0, h0 + 128)
+ * Design: a GEMM of 128-row x tiles against 128 hidden columns, both halves: per tile its act rows of w1 [h0, h0 + 128)
  * and its gate rows (H further), so a thread holds the act and gate accumulators of the same outputs and the epilogue
- * is elementwise. Persistent CTAs (one an SM: 201 KB of shared memory) walk tiles t = blockIdx.x + j gridDim.x, column
+ * is elementwise. Persistent CTAs (one an SM: 197 KB of shared memory) walk tiles t = blockIdx.x + i gridDim.x, column
  * tiles fastest, so the CTAs at work share their x row tiles in L2 (w1, 2.5 MB at C = 400 and 9.8 MB at 784, stays
  * there). Warpgroup 0 (the producer; one thread) streams per tile and 64-column k-block one ring item: the x box
- * [64][64] and the two w1 boxes [128][64], by TMA in the 128-byte swizzle (columns past C, rows past `rows` and hidden
- * rows past H zero-filled), into a ring of 5 slots; "full" completes when the item's bytes land (the producer's
- * expect_tx), "empty" when the 4 warps of the consumer the item is for have retired the wgmmas reading it (one lane
- * each). Warpgroups 1 and 2 (the consumers) take the CTA's tiles in turn, ping-pong as in CUTLASS's and
- * FlashAttention-3's kernels: consumer c the tiles j = c, c + 2, ...; it waits for its turn (a named barrier the other
- * consumer arrives at once it has issued its tile's last wgmma), issues per item 4 k16 steps of one m64n256k16 wgmma
- * from shared memory (B: the act box and the gate box, back to back), the item's wgmmas committed as a group, then the
- * previous group waited for (wgmma.wait_group 1) and its slot released; after its last item it passes the turn, so
- * its epilogue runs under the other consumer's wgmmas and the tensor pipe does not wait for it. The epilogue adds b1
- * (the thread's 64 values loaded as the tile starts), takes silu(a) g in fp32 (silu on the hardware tanh, as mlp.cu),
- * rounds once and stores the pairs straight from the accumulators. Registers a consumer thread: 128 accumulators and
- * 32 bias pairs under setmaxnreg 232.
- * Measured (docs/layers.md, "fc1 + SwiGLU on wgmma"): before the ping-pong, both consumers on one 128-row tile, L2 76%
- * and the tensor pipe 56% busy at C = 400, ~410 TFLOP/s; clusters of two CTAs sharing the w1 boxes by TMA multicast (a
- * third less L2 traffic) ran no faster.
+ * [128][64] and the two w1 boxes [128][64], by TMA in the 128-byte swizzle (columns past C, rows past `rows` and hidden
+ * rows past H zero-filled), into a ring of 4 slots; "full" completes when the item's bytes land (the producer's
+ * expect_tx), "empty" when the 8 consumer warps have retired the wgmmas reading it (one lane each). Warpgroups 1 and 2
+ * (the consumers) own 64 rows of the tile each: per item, 4 k16 steps of one m64n256k16 wgmma from shared memory (B:
+ * the act box and the gate box, back to back); the item's wgmmas committed as a group, then the previous group waited
+ * for (wgmma.wait_group 1) and its slot released, so one item's copies and the next's wgmmas overlap the current. The
+ * epilogue adds b1 (the thread's 64 values loaded as the tile starts), takes silu(a) g in fp32 (silu on the hardware
+ * tanh, as mlp.cu), rounds once and stores the pairs straight from the accumulators, while the producer already fills
+ * the ring for the next tile. Registers a consumer thread: 128 accumulators and 32 bias pairs under setmaxnreg 232.
+ * Measured (docs/layers.md, "fc1 + SwiGLU on wgmma"): L2 76% and the tensor pipe 56% busy at C = 400, ~410 TFLOP/s;
+ * clusters of two CTAs sharing the w1 boxes by TMA multicast (a third less L2 traffic) ran no faster.
  * Invariant: each y value is the fp32 sum over the k-blocks in increasing order, k16 by k16, + b1, rounded once: runs
  * agree bit for bit.
  */
@@ -43,9 +39,9 @@
 
 namespace nl_lsw_wg {
 
-constexpr int BM = 64, BN = 128, STAGES = 5, THREADS = 384; /* rows and hidden columns a tile; ring slots */
-constexpr int X_BYTES = BM * 128, W_BYTES = BN * 128;      /* [64][64] and [128][64] boxes of 2-byte values */
-constexpr int STAGE = X_BYTES + 2 * W_BYTES;               /* x, act rows, gate rows: 40 KB */
+constexpr int BM = 128, BN = 128, STAGES = 4, THREADS = 384; /* rows and hidden columns a tile; ring slots */
+constexpr int X_BYTES = BM * 128, W_BYTES = BN * 128;     /* a [128][64] box of 2-byte values */
+constexpr int STAGE = X_BYTES + 2 * W_BYTES;              /* x, act rows, gate rows: 48 KB */
 constexpr size_t SMEM = 1024 + (size_t)STAGES * STAGE + 2u * STAGES * 8u;
 static_assert(SMEM <= 227u * 1024u, "the ring fits a CTA's shared memory");
 
@@ -66,11 +62,6 @@ using namespace nwg;
 /* setmaxnreg: 168 registers a thread at entry (65536 / 384); 128 x 40 + 256 x 232 <= 384 x 168 */
 constexpr int PREG = 40, CREG = 232;
 
-/* The consumers' turns (named barriers 1 and 2; 0 is __syncthreads'): consumer c waits on 1 + c for the other's
- * arrival after it issued its tile's last wgmmas; 256 threads, the waiting warpgroup's and the arriving one's. */
-__device__ __forceinline__ void named_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
-__device__ __forceinline__ void named_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
-
 template <typename T>
 __global__ void __launch_bounds__(THREADS, 1)
     lsw_wg_kernel(const Params p, const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap ta,
@@ -84,7 +75,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
     for (int i = 0; i < STAGES; ++i) {
       mbar_init(sFull + 8u * i, 1);  /* the producer's expect_tx */
-      mbar_init(sEmpty + 8u * i, 4); /* one arrival per warp of the consumer the item is for */
+      mbar_init(sEmpty + 8u * i, 8); /* one arrival per consumer warp */
     }
     mbar_init_fence();
   }
@@ -112,19 +103,14 @@ __global__ void __launch_bounds__(THREADS, 1)
   }
 
   setmaxnreg_inc<CREG>();
-  /* the consumer, as a warp-uniform value: its ring position decides the mbarrier waits, and one that ptxas takes as
-   * divergent (threadIdx-derived) puts every wgmma on a divergent path, which it serialises (C7520) */
-  const int cw = __shfl_sync(0xffffffffu, wg - 1, 0), wq = warp & 3;
+  const int cw = wg - 1, wq = warp & 3;
   float d[128]; /* [0, 64): the act accumulators, [64, 128): the gate's of the same outputs */
-  /* the consumer's tiles: the CTA's j-th tile t = blockIdx.x + j gridDim.x for j = cw, cw + 2, ...; its ring items
-   * start at j kb */
-  const uint32_t step = 2u * gridDim.x;
-  uint32_t j = (uint32_t)cw, it = (uint32_t)cw * p.kb;
+  uint32_t it = 0;
 #pragma unroll 1
-  for (uint32_t t = blockIdx.x + (uint32_t)cw * gridDim.x; t < p.tiles; t += step, j += 2u, it += 2u * p.kb) {
+  for (uint32_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     /* the thread's biases, act and gate pairs of its columns 8 nb + 2 (lane % 4) + {0, 1}, loaded before the
      * mainloop, which hides their latency (in the epilogue they were its first stall) */
-    const uint32_t r0 = (t / p.col_tiles) * BM + (uint32_t)(wq * 16 + (lane >> 2));
+    const uint32_t r0 = (t / p.col_tiles) * BM + (uint32_t)(cw * 64 + wq * 16 + (lane >> 2));
     const uint32_t c0 = (t % p.col_tiles) * BN + (uint32_t)(2 * (lane & 3));
     uint32_t bia[16], big[16];
 #pragma unroll
@@ -134,18 +120,16 @@ __global__ void __launch_bounds__(THREADS, 1)
       bia[nb] = ok ? __ldg(reinterpret_cast<const uint32_t *>(p.b1 + col)) : 0u;
       big[nb] = ok ? __ldg(reinterpret_cast<const uint32_t *>(p.b1 + p.H + col)) : 0u;
     }
-    /* the turn: the other consumer has issued its whole tile (its wgmmas may still run) */
-    if (j > 0) named_sync(1 + cw);
 #pragma unroll
     for (int e = 0; e < 128; ++e) pin(d[e]);
     wg_fence();
 #pragma unroll 1
-    for (uint32_t k = 0; k < p.kb; ++k) {
-      const uint32_t item = it + k, slot = item % STAGES, base = s0 + slot * (uint32_t)STAGE;
-      mbar_wait(sFull + 8u * slot, (item / STAGES) & 1u);
+    for (uint32_t k = 0; k < p.kb; ++k, ++it) {
+      const uint32_t slot = it % STAGES, base = s0 + slot * (uint32_t)STAGE;
+      mbar_wait(sFull + 8u * slot, (it / STAGES) & 1u);
       /* the act box and the gate box lie back to back: one B of 256 rows, so one m64n256 wgmma gives both halves
        * (two m64n128 from the one A read A twice: 12 KB of shared memory a k16 step against 10) */
-      const uint32_t xa = base, wa = base + (uint32_t)X_BYTES;
+      const uint32_t xa = base + (uint32_t)(cw * 64 * 128), wa = base + (uint32_t)X_BYTES;
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
         wg_ss<T, 256>(d, wg_desc(xa + (uint32_t)kk * 32u, 16, 1024, 1), wg_desc(wa + (uint32_t)kk * 32u, 16, 1024, 1),
@@ -153,14 +137,13 @@ __global__ void __launch_bounds__(THREADS, 1)
       wg_commit();
       if (k > 0) {
         wg_wait<1>(); /* the previous item's wgmmas done: its slot back to the producer */
-        if (lane == 0) mbar_arrive(sEmpty + 8u * ((item - 1u) % STAGES));
+        if (lane == 0) mbar_arrive(sEmpty + 8u * ((it - 1u) % STAGES));
       }
     }
-    if (t + gridDim.x < p.tiles) named_arrive(2 - cw); /* the other consumer's turn: its mainloop under our epilogue */
     wg_wait<0>();
 #pragma unroll
     for (int e = 0; e < 128; ++e) pin(d[e]);
-    if (lane == 0) mbar_arrive(sEmpty + 8u * ((it + p.kb - 1u) % STAGES));
+    if (lane == 0) mbar_arrive(sEmpty + 8u * ((it - 1u) % STAGES));
 
     /* epilogue: the thread's columns 8 nb + 2 (lane % 4) + {0, 1} of rows lane / 4 and + 8 of its warp's 16 */
 #pragma unroll
