@@ -707,7 +707,8 @@ int f3d_cmd_net(int argc, char **argv) {
     cfg.scope = o.scope;
   }
   if (o.patch > 0) {
-    if (cfg.kind != 0) return f3d_fail("net", "--patch: %s has no patches (PTv3 models only; Flash3D: --scope)", cfg.name), 2;
+    if (cfg.kind != 0)
+      return f3d_fail("net", "--patch: %s has no patches (PTv3 models only; Flash3D: --scope)", cfg.name), 2;
     cfg.patch = o.patch;
   }
   if (o.memory && (o.cpu || !F3D_HAVE_CUDA))
