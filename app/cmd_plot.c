@@ -106,7 +106,8 @@ int f3d_cmd_plot(int argc, char **argv) {
   }
   if (rc == 0) {
     /* what hx_plot makes before its renames (plots.tmp.<pid>/, REPORT.md.tmp.<pid>, and OUT_DIR when it creates it)
-     * is removed if a signal ends the program (stop.h): files first, then the folders */
+     * is removed if a signal ends the program (stop.h): files first, then the folders, after the gnuplot drawing into
+     * plots.tmp.<pid>/ is killed and reaped (f3d_child_watch) */
     char out_tmp[3][4200];
     struct stat sb;
     snprintf(out_tmp[0], sizeof out_tmp[0], "%s", stat(out, &sb) == 0 ? "" : out);
@@ -118,7 +119,7 @@ int f3d_cmd_plot(int argc, char **argv) {
     if (out_tmp[0][0]) (void)f3d_tmp_add(out_tmp[0], F3D_TMP_EMPTY_DIR);
     (void)f3d_tmp_add(out_tmp[1], F3D_TMP_DIR);
     (void)f3d_tmp_add(out_tmp[2], F3D_TMP_FILE);
-    hx_status st = hx_plot_sel(runs, n, f3d_study(), scripts, out, all, &err);
+    hx_status st = hx_plot_sel(runs, n, f3d_study(), scripts, out, all, &f3d_child_watch, &err);
     for (int k = 2; k >= 0; k--)
       if (out_tmp[k][0]) f3d_tmp_drop(out_tmp[k]);
     if (st == HX_EUNSUPPORTED) {

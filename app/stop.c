@@ -1,8 +1,11 @@
 /*
  * stop.c - the program's SIGINT/SIGTERM handling and the table of temporaries it removes (stop.h).
  *
- * Invariant: the handler calls only async-signal-safe functions (unlink, rmdir, open, close, lseek, unlinkat, the
- * getdents64 system call, write, _exit, clock_gettime, signal, raise). A slot's path is written before its kind is
+ * Invariant: the handler calls only async-signal-safe functions (kill, waitpid, unlink, rmdir, open, close, lseek,
+ * unlinkat, the getdents64 system call, write, _exit, clock_gettime, signal, raise). It ends and reaps the registered
+ * children before it removes a temporary, so none of them writes into one after it is emptied; a child slot is one
+ * sig_atomic_t (the pid, 0 when free), set and cleared with signals blocked (hx_child_watch), so the handler never
+ * sees a child that runs unregistered nor a pid already reaped and reused. A slot's path is written before its kind is
  * set, with a release fence between and an acquire fence after the handler reads the kind (lock-free fences, safe in
  * a handler), so the handler never reads a path being written, even when it runs on another thread than the one that
  * registered it (psh and pool start worker threads); a slot is freed by setting its kind to 0 first.
@@ -10,11 +13,13 @@
 #define _GNU_SOURCE
 #include "app/stop.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +31,7 @@ static struct {
   volatile sig_atomic_t kind; /* 0: free, else an f3d_tmp_kind */
   char path[F3D_TMP_PATH];
 } slots[F3D_TMP_SLOTS];
+static volatile sig_atomic_t children[F3D_CHILD_SLOTS]; /* pids, each leading its own process group; 0: free */
 
 int f3d_tmp_add(const char *path, f3d_tmp_kind kind) {
   const size_t n = strlen(path);
@@ -46,6 +52,38 @@ void f3d_tmp_drop(const char *path) {
       slots[i].kind = 0;
       return;
     }
+}
+
+static void child_started(void *arg, pid_t pid) {
+  (void)arg;
+  for (int i = 0; i < F3D_CHILD_SLOTS; i++)
+    if (!children[i]) {
+      children[i] = (sig_atomic_t)pid;
+      return;
+    }
+}
+
+static void child_ended(void *arg, pid_t pid) {
+  (void)arg;
+  for (int i = 0; i < F3D_CHILD_SLOTS; i++)
+    if (children[i] == (sig_atomic_t)pid) children[i] = 0;
+}
+
+const hx_child_watch f3d_child_watch = {child_started, child_ended, NULL};
+
+/* SIGKILL to each registered child's process group, then the child reaped: once waitpid returns it has made its last
+ * system call, so nothing it does lands in a temporary emptied after. */
+static void end_children(void) {
+  const int saved = errno;
+  for (int i = 0; i < F3D_CHILD_SLOTS; i++) {
+    const pid_t pid = (pid_t)children[i];
+    if (pid <= 0) continue;
+    (void)kill(-pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    children[i] = 0;
+  }
+  errno = saved;
 }
 
 /* The entries of the folder fd, unlinked (files, then empty folders); getdents64 since readdir may allocate. Passes
@@ -99,6 +137,7 @@ static void remove_temporaries(void) {
  * .partial files). Otherwise: the temporaries are removed and the program ends, 128 + signal. */
 static void on_signal(int sig) {
   if (!orderly_stop) {
+    end_children();
     remove_temporaries();
     put("f3dbench: ");
     put(stop_what);
@@ -112,6 +151,7 @@ static void on_signal(int sig) {
     stop_sec = (sig_atomic_t)ts.tv_sec;
     f3d_stop_signal = sig;
   } else if ((sig_atomic_t)ts.tv_sec - stop_sec >= 2) {
+    end_children();
     remove_temporaries();
     signal(sig, SIG_DFL);
     raise(sig);

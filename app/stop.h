@@ -1,16 +1,20 @@
 /*
  * stop.h - SIGINT and SIGTERM for the whole program, and the temporary files and folders a signal removes.
  *
- * The program's one signal state (the library keeps none): f3d_stop_signal, and a fixed table of the temporaries
- * the program has made and not yet renamed or removed. Every command but sweep stops at once: the handler removes
- * each registered temporary (unlink; a folder's entries, then the folder), says so in one line and exits 128 +
- * signal. The sweep stops in order (f3d_signals_install orderly): the handler only sets f3d_stop_signal, which the
- * sweep polls between measurements to keep its finished cases; a second signal 2 s or more later kills it.
+ * The program's one signal state (the library keeps none): f3d_stop_signal, a fixed table of the temporaries
+ * the program has made and not yet renamed or removed, and one of the child processes that may write into them
+ * (gnuplot, told through f3d_child_watch). Every command but sweep stops at once: the handler kills and reaps each
+ * registered child, removes each registered temporary (unlink; a folder's entries, then the folder), says so in one
+ * line and exits 128 + signal. The sweep stops in order (f3d_signals_install orderly): the handler only sets
+ * f3d_stop_signal, which the sweep polls between measurements to keep its finished cases; a second signal 2 s or
+ * more later kills it.
  */
 #ifndef F3D_STOP_H
 #define F3D_STOP_H
 
 #include <signal.h>
+
+#include "harness/harness.h"
 
 /* The first SIGINT/SIGTERM received (0: none); set by the handler only. */
 extern volatile sig_atomic_t f3d_stop_signal;
@@ -30,5 +34,12 @@ typedef enum f3d_tmp_kind { F3D_TMP_FILE = 1, F3D_TMP_DIR, F3D_TMP_EMPTY_DIR } f
 int f3d_tmp_add(const char *path, f3d_tmp_kind kind);
 /* The temporary at path was renamed into place or removed: forget it (nothing when it is not registered). */
 void f3d_tmp_drop(const char *path);
+
+/* Hand this to the library (hx_plot_sel) so that a signal ends its children: each one it starts, leading a process
+ * group of its own, is registered until it has exited (not yet reaped); the handler sends SIGKILL to that group and
+ * reaps the child before removing the temporaries, so nothing the child writes lands in them afterwards. A child
+ * started while all F3D_CHILD_SLOTS are taken is left running by a signal, as before. */
+#define F3D_CHILD_SLOTS 4
+extern const hx_child_watch f3d_child_watch;
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "base/base.h"
 
@@ -770,11 +771,22 @@ typedef struct hx_study {
  * one) gets a line under REPORT.md's title saying why (hx_run_incomplete_why), written with the report. */
 hx_status hx_plot(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir, const char *out_dir,
                   hx_err *err);
+/* A caller told of each process the library starts (gnuplot) while it may still write into the staged output:
+ * started(arg, pid) once it exists, ended(arg, pid) once it has exited and before it is reaped (so pid names it and no
+ * other process in between), both with every signal blocked on the calling thread. With a watch the process leads a
+ * process group of its own (kill(-pid, ...) ends it and anything it started; a Ctrl-C to the terminal's group no
+ * longer reaches it: the watcher ends it), so a signal handler that records these can end and reap it before it
+ * removes the temporaries the process writes into. Either function may be NULL. */
+typedef struct hx_child_watch {
+  void (*started)(void *arg, pid_t pid);
+  void (*ended)(void *arg, pid_t pid);
+  void *arg;
+} hx_child_watch;
 /* hx_plot with all_series = 0: each figure shows a few headline series (the fastest variant of each main
  * stage; the study's comparison figures by their patterns), every series kept in plots/<figure>_all.dat;
- * all_series = 1 draws every series as recorded. */
+ * all_series = 1 draws every series as recorded. watch: told of each gnuplot process, or NULL (hx_plot). */
 hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir,
-                      const char *out_dir, int all_series, hx_err *err);
+                      const char *out_dir, int all_series, const hx_child_watch *watch, hx_err *err);
 /* The value of `metric` at n_points of the fastest variant of (pipeline, kernel) among a run's rows of
  * `workload` at batch 1 (the variant the figures draw: GPU before "cpu" variants, then the one timed at
  * the most sizes, then the lowest geometric mean of time_median over sizes). NAN when absent; *variant

@@ -1,8 +1,9 @@
 /*
  * plot.c - figures and REPORT.md from result directories only (never from stdout): data files for the
  * gnuplot scripts in plots/ (lines.gp, stacked.gp, treemap.gp, fit.gp, bars.gp, tiles.gp), PNG and SVG
- * rendered by gnuplot, and a markdown report with the figures, headline tables, a summary table and, for
- * several runs (devices), a ratio table. What is specific to a study (its pipelines and their headline stages, legends, comparison
+ * rendered by gnuplot (started without a shell, each process told to the caller's hx_child_watch), and a
+ * markdown report with the figures, headline tables, a summary table and, for several runs (devices), a ratio
+ * table. What is specific to a study (its pipelines and their headline stages, legends, comparison
  * figures, headline tables and their notes) comes in as data (hx_study, harness.h); this file knows only
  * the sweep's conventions: the metrics, the kernel "total", variant "all" and "cpu" variants.
  *
@@ -34,17 +35,22 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PL_PATH 4096
+
+extern char **environ;
 
 /* ---- squarified treemap ---------------------------------------------------------------------------- */
 
@@ -141,6 +147,7 @@ typedef struct plot_ctx {
   const hx_study *study;     /* never NULL (an empty study stands in) */
   const hx_study_figure *fig; /* the comparison figure being drawn (want_figure) */
   const int *fig_ok;          /* per run: 1 when each of fig's patterns selects a series of it */
+  const hx_child_watch *watch; /* told of each gnuplot process, or NULL */
 } plot_ctx;
 
 static int cmp_rowp(const void *x, const void *y) {
@@ -529,17 +536,79 @@ static int want_memory(const plot_ctx *p, size_t run, const hx_run_row *r) {
 
 static int safe_for_shell(const char *s) { return strchr(s, '\'') == NULL && strchr(s, '"') == NULL; }
 
-hx_status hx_plot_have_gnuplot(hx_err *err) {
-  FILE *pp = popen("gnuplot --version 2>/dev/null", "r");
-  char buf[128] = "";
-  if (pp) {
-    if (!fgets(buf, sizeof buf, pp)) buf[0] = '\0';
-    pclose(pp);
+/* Run argv[0] (searched on PATH) with argv as a child, standard input /dev/null, reading its standard output, and its
+ * standard error unless drop_stderr (then /dev/null), into out (cut at cap, always terminated); *status gets its wait
+ * status. Without a watch the child stays in the caller's process group (a Ctrl-C to it reaches the child too). With
+ * one, the child leads a process group of its own (kill(-pid, ...) ends it and anything it started) and the watch is
+ * told of it once it exists and again once it has exited but before it is reaped (until then its pid names no other
+ * process), each time with every signal blocked on this thread: a signal handler that ends the watched children never
+ * misses one that is running, nor kills a reused pid. HX_EIO when it cannot be started (why, from errno). */
+static hx_status run_child(char *const argv[], int drop_stderr, char *out, size_t cap, int *status,
+                           const hx_child_watch *watch, hx_err *err) {
+  int fds[2];
+  if (pipe(fds) != 0) return hx_errf(err, HX_EIO, "plot: cannot run %s: %s", argv[0], strerror(errno));
+  (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC); /* the child has only its dup2'ed copies */
+  (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  sigset_t all, old;
+  sigfillset(&all);
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&at);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0); /* never the terminal (a group of
+                                                                                  * its own would stop on reading it) */
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  if (drop_stderr) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  else posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  posix_spawnattr_setpgroup(&at, 0);
+  posix_spawnattr_setsigmask(&at, &old); /* the child runs with the mask this thread had, not the full one */
+  posix_spawnattr_setflags(&at, (short)(POSIX_SPAWN_SETSIGMASK | (watch ? POSIX_SPAWN_SETPGROUP : 0)));
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
+  if (rc == 0 && watch && watch->started) watch->started(watch->arg, pid);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return hx_errf(err, HX_EIO, "plot: cannot run %s: %s", argv[0], strerror(rc));
   }
-  if (strncmp(buf, "gnuplot", 7) != 0)
+  size_t n = 0;
+  char buf[256];
+  for (;;) {
+    const ssize_t got = read(fds[0], buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    for (ssize_t i = 0; i < got && n + 1 < cap; i++) out[n++] = buf[i];
+  }
+  if (cap) out[n] = '\0';
+  close(fds[0]);
+  siginfo_t si;
+  while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  }
+  int ws = 0;
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  if (watch && watch->ended) watch->ended(watch->arg, pid);
+  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  *status = ws;
+  return HX_OK;
+}
+
+static hx_status have_gnuplot(const hx_child_watch *watch, hx_err *err) {
+  char *const argv[] = {"gnuplot", "--version", NULL};
+  char buf[128] = "";
+  int ws = 0;
+  hx_err ignored;
+  if (run_child(argv, 1, buf, sizeof buf, &ws, watch, &ignored) != HX_OK || strncmp(buf, "gnuplot", 7) != 0)
     return hx_errf(err, HX_EUNSUPPORTED, "gnuplot not found (install gnuplot-nox): figures skipped");
   return HX_OK;
 }
+
+hx_status hx_plot_have_gnuplot(hx_err *err) { return have_gnuplot(NULL, err); }
 
 /* Close a figure's data file, checking every write it took: a full disk fails the buffered writes at the flush,
  * and an unchecked one showed as a gnuplot error about a cut-short .dat instead of its cause. */
@@ -552,22 +621,22 @@ static hx_status dat_close(FILE *f, const char *path, hx_err *err) {
   return HX_OK;
 }
 
-/* gnuplot -e "<params>; fmt='png'; out='<base>.png'" <script>, then the same for svg. */
-static hx_status render(const char *scripts, const char *script, const char *params, const char *outdir,
-                        const char *base, hx_err *err) {
+/* gnuplot -e "<params>; fmt='png'; out='<base>.png'" <script>, then the same for svg; no shell between (the watch
+ * sees gnuplot itself: run_child). */
+static hx_status render(const plot_ctx *p, const char *scripts, const char *script, const char *params,
+                        const char *outdir, const char *base, hx_err *err) {
   const char *fmts[2] = {"png", "svg"};
   for (int k = 0; k < 2; k++) {
-    char cmd[3 * PL_PATH];
-    int n = snprintf(cmd, sizeof cmd, "gnuplot -e \"%s; fmt='%s'; out='%s/%s.%s'\" '%s/%s' 2>&1", params, fmts[k],
-                     outdir, base, fmts[k], scripts, script);
-    if (n < 0 || (size_t)n >= sizeof cmd) return hx_errf(err, HX_EINVAL, "plot: command too long");
-    FILE *pp = popen(cmd, "r");
-    if (!pp) return hx_errf(err, HX_EIO, "plot: cannot run gnuplot: %s", strerror(errno));
-    char msg[1024] = "", line[256];
-    while (fgets(line, sizeof line, pp))
-      if (strlen(msg) + strlen(line) < sizeof msg) strcat(msg, line);
-    int rc = pclose(pp);
-    if (rc != 0) return hx_errf(err, HX_EIO, "plot: gnuplot failed on %s (%s.%s): %s", script, base, fmts[k], msg);
+    char expr[3 * PL_PATH], path[PL_PATH + 64];
+    int n = snprintf(expr, sizeof expr, "%s; fmt='%s'; out='%s/%s.%s'", params, fmts[k], outdir, base, fmts[k]);
+    int m = snprintf(path, sizeof path, "%s/%s", scripts, script);
+    if (n < 0 || (size_t)n >= sizeof expr || m < 0 || (size_t)m >= sizeof path)
+      return hx_errf(err, HX_EINVAL, "plot: command too long");
+    char *const argv[] = {"gnuplot", "-e", expr, path, NULL};
+    char msg[1024];
+    int ws = 0;
+    HX_TRY(run_child(argv, 0, msg, sizeof msg, &ws, p->watch, err));
+    if (ws != 0) return hx_errf(err, HX_EIO, "plot: gnuplot failed on %s (%s.%s): %s", script, base, fmts[k], msg);
   }
   return HX_OK;
 }
@@ -634,7 +703,7 @@ static hx_status lines_figure(const plot_ctx *p, const char *scripts, const char
   if (st && !paired && at > 0 && (size_t)at < sizeof params)
     snprintf(params + at, sizeof params - (size_t)at, "; cols='%s'; dts='%s'; pts='%s'", st->cols, st->dts, st->pts);
   free(st);
-  HX_TRY(render(scripts, "lines.gp", params, outdir, base, err));
+  HX_TRY(render(p, scripts, "lines.gp", params, outdir, base, err));
   *made = 1;
   return HX_OK;
 }
@@ -774,12 +843,12 @@ static hx_status stages_figures(const plot_ctx *p, const char *scripts, const ch
   char params[2 * PL_PATH];
   snprintf(params, sizeof params, "datafile='%s'; title='time per stage at the largest size'; ylabel='ms'; ncols=%zu",
            path, nl + 1);
-  HX_TRY(render(scripts, "stacked.gp", params, outdir, "stages", err));
+  HX_TRY(render(p, scripts, "stacked.gp", params, outdir, "stages", err));
   *made_bars = 1;
   if (panel > 0.0) {
     snprintf(params, sizeof params, "datafile='%s'; title='share of each stage (area = time) at the largest size'",
              tpath);
-    HX_TRY(render(scripts, "treemap.gp", params, outdir, "treemap", err));
+    HX_TRY(render(p, scripts, "treemap.gp", params, outdir, "treemap", err));
     *made_tree = 1;
   }
   return HX_OK;
@@ -959,7 +1028,7 @@ static hx_status plot_lines(const plot_ctx *p, const hx_study_plot *sp, const ch
     snprintf(params, sizeof params,
              "datafile='%s'; title='%s'; ylabel='%s'; logy=0; errors=%d; paired=%zu; ymin0=1%s", path, sp->title,
              sp->ylabel, sp->err_metric != NULL, sp->metric2 ? nser : (size_t)0, xt);
-  HX_TRY(render(scripts, sp->fit ? "fit.gp" : "lines.gp", params, outdir, sp->name, err));
+  HX_TRY(render(p, scripts, sp->fit ? "fit.gp" : "lines.gp", params, outdir, sp->name, err));
   *made = 1;
   return HX_OK;
 }
@@ -1081,7 +1150,7 @@ static hx_status plot_breakdown(const plot_ctx *p, const hx_study_plot *sp, cons
              nst + 1);
   else
     snprintf(params, sizeof params, "datafile='%s'; title='%s'; panels=%zu; names='%s'", path, sp->title, panels, names);
-  HX_TRY(render(scripts, sp->kind == HX_PLOT_STACKED ? "bars.gp" : "tiles.gp", params, outdir, sp->name, err));
+  HX_TRY(render(p, scripts, sp->kind == HX_PLOT_STACKED ? "bars.gp" : "tiles.gp", params, outdir, sp->name, err));
   *made = 1;
   return HX_OK;
 }
@@ -1758,11 +1827,11 @@ static void figure_runs(char *buf, size_t cap, int *ok, const plot_ctx *p, const
 
 hx_status hx_plot(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir, const char *out_dir,
                   hx_err *err) {
-  return hx_plot_sel(runs, n_runs, study, scripts_dir, out_dir, 0, err);
+  return hx_plot_sel(runs, n_runs, study, scripts_dir, out_dir, 0, NULL, err);
 }
 
 hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const char *scripts_dir,
-                      const char *out_dir, int all_series, hx_err *err) {
+                      const char *out_dir, int all_series, const hx_child_watch *watch, hx_err *err) {
   static const hx_study no_study = {NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, {NULL, NULL}, NULL, NULL, NULL, NULL, 0};
   if (!study) study = &no_study;
   if (study->n_figures > HX_STUDY_MAX_FIGURES)
@@ -1814,7 +1883,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     if (made_out) rmdir(out_dir);
     return ms;
   }
-  plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0, study, NULL, NULL};
+  plot_ctx p = {runs, n_runs, NULL, NULL, all_series != 0, NULL, 0, study, NULL, NULL, watch};
   size_t total = 0;
   for (size_t r = 0; r < n_runs; r++) total += runs[r].n_rows;
   p.sorted = malloc((total ? total : 1) * sizeof *p.sorted);
@@ -1882,7 +1951,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   hx_err gerr;
   const char *note = NULL;
   char note_buf[600];
-  if (hx_plot_have_gnuplot(&gerr) != HX_OK) {
+  if (have_gnuplot(watch, &gerr) != HX_OK) {
     snprintf(note_buf, sizeof note_buf, "**%s**: run `f3dbench plot` on this directory again after installing it.",
              gerr.msg);
     note = note_buf;

@@ -339,7 +339,7 @@ static void test_select(void **state) {
   free(dat);
   hx_run_free(&run);
   assert_int_equal(hx_run_load(&run, dir, &e), HX_OK); /* --all-series: every variant drawn */
-  assert_int_equal(hx_plot_sel(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, 1, &e), HX_OK);
+  assert_int_equal(hx_plot_sel(&run, 1, f3d_study(), F3D_PLOTS_DIR, dir, 1, NULL, &e), HX_OK);
   snprintf(p, sizeof p, "%s/plots/latency.dat", dir);
   dat = slurp(p);
   assert_non_null(dat);
@@ -628,7 +628,7 @@ static void test_plot_args(void **state) {
   assert_non_null(strstr(e.msg, "no result directories"));
   assert_int_equal(hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, NULL, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "no output directory"));
-  assert_int_equal(hx_plot_sel(&run, 1, f3d_study(), NULL, out, 1, &e), HX_EINVAL);
+  assert_int_equal(hx_plot_sel(&run, 1, f3d_study(), NULL, out, 1, NULL, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "no scripts directory"));
   assert_int_equal(hx_plot(&run, 1, f3d_study(), F3D_PLOTS_DIR, quoted, &e), HX_EINVAL);
   assert_non_null(strstr(e.msg, "quote"));

@@ -4,8 +4,9 @@
 # plots.tmp.<pid>/ and an OUT_DIR plot created), prints one line "f3dbench: <command>: interrupted (SIG... received),
 # its temporary files removed" and exits 128 + signal; an earlier output of the same name is kept. A later plot
 # removes the plots.tmp.<pid>/ of a plot whose process is gone (one killed outright). Before, gen left its 240 MB
-# g.ply.tmp.XXXXXX, serialize/psh/pool their "<out>.tmp.<pid>", plot its plots.tmp.<pid>/ for good. merge writes
-# OUT.tmp.<pid>/ and renames it at the end: stopped before, nothing of it is left.
+# g.ply.tmp.XXXXXX, serialize/psh/pool their "<out>.tmp.<pid>", plot its plots.tmp.<pid>/ for good. A plot signalled
+# alone (not its process group) kills and reaps the gnuplot it runs first, so nothing writes into the removed folder.
+# merge writes OUT.tmp.<pid>/ and renames it at the end: stopped before, nothing of it is left.
 # usage: test_signals.sh PATH/TO/f3dbench SOURCE_ROOT
 set -u
 BIN=$1
@@ -13,7 +14,8 @@ SRC=$2
 . "$(dirname "$0")/../lib.sh"
 t_setup test-signals
 pid=
-trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$T"' EXIT
+gp=
+trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; [ -n "$gp" ] && kill -KILL "$gp" 2>/dev/null; rm -rf "$T"' EXIT
 
 # gen: the cloud is made in memory, then written to g.ply.tmp.<pid>: stopped while writing
 echo old >"$T/g.ply"
@@ -146,6 +148,44 @@ rc=$?
 [ -e "$T/res/one/plots.tmp.$dead" ] && fail "plot kept the stale plots.tmp.$dead/ of a process that is gone"
 [ -d "$T/res/one/plots.tmp.$$" ] || fail "plot removed plots.tmp.$$/ of a process still running"
 [ -d "$T/res/one/plots.tmp.$young" ] || fail "plot removed plots.tmp.$young/, under an hour old"
+
+# plot stopped by a signal to its process alone (a supervisor's kill, not a terminal's Ctrl-C to the whole group): the
+# gnuplot it runs is killed and reaped before plots.tmp.<pid>/ is emptied, so it writes nothing after (one left running
+# wrote its figure into the emptied folder, which then stayed). The stand-in gnuplot on PATH says when it starts,
+# sleeps, then writes a file of its own: that file must never appear.
+mkdir "$T/fakebin"
+cat >"$T/fakebin/gnuplot" <<'EOF'
+#!/bin/sh
+[ "$1" = --version ] && { echo "gnuplot 5.4 patchlevel 4 (a test's stand-in)"; exit 0; }
+echo $$ >"$FAKE_GP.pid.tmp" && mv "$FAKE_GP.pid.tmp" "$FAKE_GP.pid"
+sleep 2
+echo late >"$FAKE_GP.late"
+EOF
+chmod +x "$T/fakebin/gnuplot"
+FAKE_GP="$T/gp" PATH="$T/fakebin:$PATH" "$BIN" plot -a -o "$T/pfake" "$T/res/one" >"$T/out" 2>"$T/err" &
+pid=$!
+i=0
+while [ ! -e "$T/gp.pid" ] && [ "$i" -lt 3000 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; i=$((i + 1)); done
+if [ -e "$T/gp.pid" ]; then
+  gp=$(cat "$T/gp.pid")
+  kill -TERM "$pid"
+  wait "$pid"
+  rc=$?
+  pid=
+  [ "$rc" -eq 143 ] || fail "plot under SIGTERM (gnuplot running) exited $rc, expected 143: $(cat "$T/err")"
+  grep -q '^f3dbench: plot: interrupted (SIGTERM received), its temporary files removed$' "$T/err" ||
+    fail "plot under SIGTERM (gnuplot running): $(cat "$T/err")"
+  kill -0 "$gp" 2>/dev/null && fail "plot under SIGTERM left its gnuplot (pid $gp) running"
+  sleep 3
+  [ -e "$T/gp.late" ] && fail "plot under SIGTERM: its gnuplot went on and wrote after the plot had ended"
+  [ -e "$T/pfake" ] && fail "plot under SIGTERM (gnuplot running) left $(ls -aR "$T/pfake")"
+  kill -KILL "$gp" 2>/dev/null
+  gp=
+else
+  fail "plot: the stand-in gnuplot never ran: $(cat "$T/err")"
+  wait "$pid"
+  pid=
+fi
 
 # net --save: the files are written into DIR/.net-save.XXXXXX and moved in at the end; stopped while they are written,
 # the staging folder and the DIR this save created are removed (up to 3 tries: the window is the ~0.2 s of writing)
