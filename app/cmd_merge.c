@@ -32,6 +32,34 @@ static void usage(FILE *f) {
         f);
 }
 
+/* Rename the finished run tmp to outd, never over anything: renameat2(RENAME_NOREPLACE), or where the file system or
+ * kernel has none (EINVAL, ENOSYS) mkdir(outd) and then rename(tmp, outd): the mkdir fails on a name that exists, and
+ * rename(2) replaces only that empty folder (one something wrote into meanwhile is refused, ENOTEMPTY). On failure
+ * outd is as it was (a folder made here removed again) and the message names outd and why; the caller removes tmp. */
+static hx_status put_in_place(const char *tmp, const char *outd, hx_err *err) {
+  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, outd, RENAME_NOREPLACE) == 0) return HX_OK;
+  int e = errno;
+  if (e != EINVAL && e != ENOSYS)
+    return hx_errf(err, HX_EIO, "%s: cannot put the merged run in place: %s%s; the merged run was removed", outd,
+                   e == EEXIST || e == ENOTEMPTY ? "it appeared while merging: " : "", strerror(e));
+  (void)f3d_tmp_add(outd, F3D_TMP_EMPTY_DIR); /* a signal before the rename removes it again (rmdir: only if empty) */
+  int made = 0;
+  if (mkdir(outd, 0777) == 0) {
+    made = 1;
+    if (rename(tmp, outd) == 0) {
+      f3d_tmp_drop(outd);
+      return HX_OK;
+    }
+  }
+  e = errno;
+  if (made) rmdir(outd);
+  f3d_tmp_drop(outd);
+  return hx_errf(err, HX_EIO, "%s: cannot put the merged run in place: %s%s (this file system has no atomic rename "
+                 "that refuses to replace, so merge creates the folder first, then renames the run onto it); the "
+                 "merged run was removed", outd, e == EEXIST || e == ENOTEMPTY ? "it appeared while merging: " : "",
+                 strerror(e));
+}
+
 int f3d_cmd_merge(int argc, char **argv) {
   static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                        {"force", no_argument, NULL, 'f'},
@@ -97,14 +125,7 @@ int f3d_cmd_merge(int argc, char **argv) {
     char *final_dir = st == HX_OK ? strdup(outd) : NULL; /* the JSON's source: where the run will be */
     if (st == HX_OK && final_dir) free(m.dir), m.dir = final_dir;
     if (st == HX_OK) st = hx_run_write_json(&m, path, &err);
-    if (st == HX_OK && renameat2(AT_FDCWD, tmp, AT_FDCWD, outd, RENAME_NOREPLACE) != 0) {
-      /* never over a directory that appeared meanwhile; without renameat2 (ENOSYS, EINVAL) a plain rename after
-       * a second look */
-      const int e = errno;
-      if ((e != ENOSYS && e != EINVAL) || lstat(outd, &sb) == 0 || rename(tmp, outd) != 0)
-        st = hx_errf(&err, HX_EIO, "%s: cannot put the merged run in place: %s", outd,
-                     strerror(e == ENOSYS || e == EINVAL ? errno : e));
-    }
+    if (st == HX_OK) st = put_in_place(tmp, outd, &err);
     if (st == HX_OK) f3d_tmp_drop(tmp); /* renamed: a signal from here on leaves the finished run */
     if (st != HX_OK) {
       f3d_fail_msg("merge", err.msg);

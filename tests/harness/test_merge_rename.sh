@@ -1,0 +1,54 @@
+#!/bin/sh
+# test_merge_rename.sh - merge where the file system or kernel has no renameat2 RENAME_NOREPLACE (it answers EINVAL or
+# ENOSYS; renameat2_shim.so, preloaded, answers so): the merged run still appears whole, never over anything, and when
+# its name appeared meanwhile the one error line names it, says the file system has no rename that refuses to replace
+# and that the merged run was removed, instead of a bare "Invalid argument"; the folder that appeared is left as it
+# was and no OUT.tmp.<pid>/ stays.
+# usage: test_merge_rename.sh PATH/TO/f3dbench PATH/TO/renameat2_shim.so
+set -u
+BIN=$1
+SHIM=$2
+. "$(dirname "$0")/../lib.sh"
+t_setup test-merge-rename
+
+mkshard() { # DIR I: shard I/2 of a made-up sweep, 4 keys x 3 samples
+  mkdir -p "$1"
+  printf 'key,value\nstatus,complete\nschema_version,1\ndevice,none\nbuild_type,release\nshard,%s/2\n' "$2" \
+    >"$1/context.csv"
+  awk -v s="$2" -v dir="$1" 'BEGIN {
+    print "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit" > (dir "/results.csv")
+    print "workload,n_points,batch,pipeline,kernel,variant,metric,sample,value,unit" > (dir "/samples.csv")
+    for (k = 0; k < 4; k++) {
+      printf "lidar,%d,1,workload,generate,cpu,time_median,1.5,ms\n", 1000 * (2 * k + s + 1) > (dir "/results.csv")
+      for (i = 0; i < 3; i++)
+        printf "lidar,%d,1,workload,generate,cpu,time,%d,1.%d,ms\n", 1000 * (2 * k + s + 1), i, i > (dir "/samples.csv")
+    }
+  }'
+}
+mkshard "$T/s0" 0
+mkshard "$T/s1" 1
+
+# no RENAME_NOREPLACE, nothing in the way: the merge creates OUT, then renames the run onto it
+for e in EINVAL ENOSYS; do
+  LD_PRELOAD=$SHIM F3D_SHIM_ERRNO=$e "$BIN" merge -o "$T/m$e" "$T/s0" "$T/s1" >"$T/out" 2>"$T/err"
+  rc=$?
+  [ "$rc" -eq 0 ] || fail "merge without RENAME_NOREPLACE ($e) exited $rc: $(cat "$T/err")"
+  [ "$(wc -l <"$T/m$e/samples.csv" 2>/dev/null)" = 25 ] ||
+    fail "merge without RENAME_NOREPLACE ($e): not whole: $(ls "$T/m$e")"
+  [ -s "$T/err" ] && fail "merge without RENAME_NOREPLACE ($e) said: $(cat "$T/err")"
+done
+
+# no RENAME_NOREPLACE, and OUT appears (an empty folder) after merge's first look: refused in words, OUT untouched
+LD_PRELOAD=$SHIM F3D_SHIM_APPEAR=1 "$BIN" merge -o "$T/mb" "$T/s0" "$T/s1" >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "merge onto a folder that appeared exited $rc, expected 1: $(cat "$T/err")"
+[ "$(wc -l <"$T/err")" -eq 1 ] || fail "merge onto a folder that appeared: not one line: $(cat "$T/err")"
+want="^f3dbench: merge: $T/mb: cannot put the merged run in place: it appeared while merging: .*(this file system"
+want="$want has no atomic rename that refuses to replace, .*); the merged run was removed\$"
+grep -q "$want" "$T/err" ||
+  fail "merge onto a folder that appeared: $(cat "$T/err")"
+grep -q 'Invalid argument' "$T/err" && fail "merge onto a folder that appeared names EINVAL: $(cat "$T/err")"
+[ -d "$T/mb" ] && [ -z "$(ls -A "$T/mb")" ] || fail "the folder that appeared was changed: $(ls -A "$T/mb" 2>&1)"
+ls "$T" | grep -q '\.tmp\.' && fail "merge onto a folder that appeared left $(ls "$T" | grep '\.tmp\.')"
+
+t_done "merge_rename: no RENAME_NOREPLACE: whole or refused in words"
