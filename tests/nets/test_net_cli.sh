@@ -4,7 +4,8 @@
 # problem, nothing written), --rehash off reaching the Flash3D forward (level 0 as with on, the logits not),
 # --bucket-fill's buckets, --scope and --patch reaching the forward (the logits differ), and --save writing the input, every
 # level and the logits as .npy files that start with NumPy's magic and hold float32 arrays of the stated shape, the
-# weights the forward ran and PTv3's orders, all or none of them (a save that fails leaves its folder as it was).
+# weights the forward ran and PTv3's orders, all or none of them (a save that fails, at a rename or mid-write, leaves
+# its folder as it was; a failed write is named by its destination file).
 set -u
 BIN=${1:?usage: test_net_cli.sh F3DBENCH}
 . "$(dirname "$0")/../lib.sh"
@@ -157,6 +158,26 @@ expect_out 1 "weights.safetensors: is a directory: nothing saved" "$BIN" net --m
 [ "$(cat "$T/keep/logits.npy")" = earlier ] || fail "a failed --save replaced the earlier logits.npy"
 [ "$(ls -A "$T/keep" | tr '\n' ' ')" = 'logits.npy weights.safetensors ' ] ||
   fail "a failed --save left files behind: $(ls -A "$T/keep" | tr '\n' ' ')"
+# a write that fails mid-save (past the file size limit: EFBIG, as a full disk fails one; root too, unlike a folder's
+# permissions): exit 1, the message names the file's destination in DIR and never the staging folder it was written in,
+# and DIR is left as it was: the earlier logits.npy kept, no file of this save, no staging folder; a DIR the save made
+# is removed again. ulimit -f counts 512-byte blocks in dash, 1024 in bash: the inputs (18 and 24 KB) fit either way
+# and enc0 (96 KB and more) does not
+mkdir "$T/efbig"
+printf 'earlier' > "$T/efbig/logits.npy"
+out=$( (trap '' XFSZ; ulimit -f 64; exec "$BIN" net --model ptv3-tiny --device cpu --points 1500 --save "$T/efbig") 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] || fail "--save past the file size limit exited $rc, expected 1: $out"
+printf '%s\n' "$out" | grep -Eq "^f3dbench: net: --save $T/efbig: $T/efbig/[a-z0-9_]+\.npy: File too large\$" ||
+  fail "--save past the file size limit: the message names no destination file: $out"
+printf '%s' "$out" | grep -q 'net-save' && fail "--save past the file size limit names its staging folder: $out"
+[ "$(cat "$T/efbig/logits.npy")" = earlier ] || fail "a --save that failed mid-write replaced the earlier logits.npy"
+[ "$(ls -A "$T/efbig" | tr '\n' ' ')" = 'logits.npy ' ] ||
+  fail "a --save that failed mid-write left files behind: $(ls -A "$T/efbig" | tr '\n' ' ')"
+out=$( (trap '' XFSZ; ulimit -f 64; exec "$BIN" net --model ptv3-tiny --device cpu --points 1500 --save "$T/efbig2") 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] || fail "--save into a new folder past the file size limit exited $rc, expected 1: $out"
+[ -e "$T/efbig2" ] && fail "a --save that failed mid-write left the folder it made: $(ls -A "$T/efbig2" | tr '\n' ' ')"
 # --save's weights are the ones the forward ran: loaded into a run of another seed, they come back byte for byte
 # (every value read over the seed's own), and a run of their seed on them gives its logits bit for bit
 expect_out 0 "saved: $T/w5" "$BIN" net --model ptv3-tiny --device cpu --points 1500 --seed 5 --save "$T/w5"
