@@ -12,6 +12,7 @@
 #   has_gpu BIN          true when `BIN info` lists a CUDA device ("devices: N", N >= 1)
 #   need_gpu BIN         exit 77 unless has_gpu; exit 1 instead when a check before it failed
 #   t_done MSG           "MSG" and exit 0 when no check failed, else "N check(s) failed" and exit 1
+#   t_shard DIR I K S    DIR: shard I/2 of a made-up sweep (what merge reads), K keys of S samples each
 
 t_setup() {
   T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-$1-XXXXXX") || { echo "FAIL: mktemp -d in ${TMPDIR:-/tmp}"; exit 1; }
@@ -43,4 +44,19 @@ t_done() {
   [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
   echo "$*"
   exit 0
+}
+
+t_shard() {
+  mkdir -p "$1"
+  printf 'key,value\nstatus,complete\nschema_version,1\ndevice,none\nbuild_type,release\nshard,%s/2\n' "$2" \
+    >"$1/context.csv"
+  awk -v s="$2" -v dir="$1" -v keys="$3" -v samples="$4" 'BEGIN {
+    print "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit" > (dir "/results.csv")
+    print "workload,n_points,batch,pipeline,kernel,variant,metric,sample,value,unit" > (dir "/samples.csv")
+    for (k = 0; k < keys; k++) {
+      printf "lidar,%d,1,workload,generate,cpu,time_median,1.5,ms\n", 1000 * (2 * k + s + 1) > (dir "/results.csv")
+      for (i = 0; i < samples; i++)
+        printf "lidar,%d,1,workload,generate,cpu,time,%d,1.%d,ms\n", 1000 * (2 * k + s + 1), i, i > (dir "/samples.csv")
+    }
+  }'
 }

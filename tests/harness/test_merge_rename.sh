@@ -11,22 +11,8 @@ SHIM=$2
 . "$(dirname "$0")/../lib.sh"
 t_setup test-merge-rename
 
-mkshard() { # DIR I: shard I/2 of a made-up sweep, 4 keys x 3 samples
-  mkdir -p "$1"
-  printf 'key,value\nstatus,complete\nschema_version,1\ndevice,none\nbuild_type,release\nshard,%s/2\n' "$2" \
-    >"$1/context.csv"
-  awk -v s="$2" -v dir="$1" 'BEGIN {
-    print "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit" > (dir "/results.csv")
-    print "workload,n_points,batch,pipeline,kernel,variant,metric,sample,value,unit" > (dir "/samples.csv")
-    for (k = 0; k < 4; k++) {
-      printf "lidar,%d,1,workload,generate,cpu,time_median,1.5,ms\n", 1000 * (2 * k + s + 1) > (dir "/results.csv")
-      for (i = 0; i < 3; i++)
-        printf "lidar,%d,1,workload,generate,cpu,time,%d,1.%d,ms\n", 1000 * (2 * k + s + 1), i, i > (dir "/samples.csv")
-    }
-  }'
-}
-mkshard "$T/s0" 0
-mkshard "$T/s1" 1
+t_shard "$T/s0" 0 4 3
+t_shard "$T/s1" 1 4 3
 
 # no RENAME_NOREPLACE, nothing in the way: the merge creates OUT, then renames the run onto it
 for e in EINVAL ENOSYS; do

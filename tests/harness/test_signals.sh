@@ -95,22 +95,8 @@ fi
 
 # merge: written into OUT.tmp.<pid>/ and renamed to OUT at the end; stopped before that, neither is left, and the
 # same merge then runs (it once left OUT with part of its files, no INCOMPLETE, and refused the next merge)
-mkshard() { # DIR I: shard I/2 of a made-up sweep, 300 keys x 1000 samples
-  mkdir -p "$1"
-  printf 'key,value\nstatus,complete\nschema_version,1\ndevice,none\nbuild_type,release\nshard,%s/2\n' "$2" \
-    >"$1/context.csv"
-  awk -v s="$2" -v dir="$1" 'BEGIN {
-    print "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit" > (dir "/results.csv")
-    print "workload,n_points,batch,pipeline,kernel,variant,metric,sample,value,unit" > (dir "/samples.csv")
-    for (k = 0; k < 300; k++) {
-      printf "lidar,%d,1,workload,generate,cpu,time_median,1.5,ms\n", 1000 * (2 * k + s + 1) > (dir "/results.csv")
-      for (i = 0; i < 1000; i++)
-        printf "lidar,%d,1,workload,generate,cpu,time,%d,1.%d,ms\n", 1000 * (2 * k + s + 1), i, i > (dir "/samples.csv")
-    }
-  }'
-}
-mkshard "$T/sh0" 0
-mkshard "$T/sh1" 1
+t_shard "$T/sh0" 0 300 1000
+t_shard "$T/sh1" 1 300 1000
 "$BIN" merge -o "$T/m" "$T/sh0" "$T/sh1" >"$T/out" 2>"$T/err" &
 pid=$!
 i=0
