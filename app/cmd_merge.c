@@ -42,18 +42,19 @@ static hx_status put_in_place(const char *tmp, const char *outd, hx_err *err) {
   if (e != EINVAL && e != ENOSYS)
     return hx_errf(err, HX_EIO, "%s: cannot put the merged run in place: %s%s; the merged run was removed", outd,
                    e == EEXIST || e == ENOTEMPTY ? "it appeared while merging: " : "", strerror(e));
-  (void)f3d_tmp_add(outd, F3D_TMP_EMPTY_DIR); /* a signal before the rename removes it again (rmdir: only if empty) */
   int made = 0;
   if (mkdir(outd, 0777) == 0) {
     made = 1;
+    /* registered once made, so a signal never removes an empty folder someone else made under that name; a signal
+     * before the rename removes ours (rmdir: only while empty) */
+    (void)f3d_tmp_add(outd, F3D_TMP_EMPTY_DIR);
     if (rename(tmp, outd) == 0) {
       f3d_tmp_drop(outd);
       return HX_OK;
     }
   }
   e = errno;
-  if (made) rmdir(outd);
-  f3d_tmp_drop(outd);
+  if (made) rmdir(outd), f3d_tmp_drop(outd);
   return hx_errf(err, HX_EIO, "%s: cannot put the merged run in place: %s%s (this file system has no atomic rename "
                  "that refuses to replace, so merge creates the folder first, then renames the run onto it); the "
                  "merged run was removed", outd, e == EEXIST || e == ENOTEMPTY ? "it appeared while merging: " : "",
