@@ -422,7 +422,7 @@ static void scope4096_sentence(FILE *f, const hx_run *r, const char *wl, uint64_
       speed_words(sp, sizeof sp, t, t129);
       fprintf(f, " and %s %s it", net_models[NM_EQ_MEMORY].display, sp);
     }
-    fputs(" (the paper: 2.25x and 1.88x faster)", f);
+    fputs(isfinite(t129) ? " (the paper: 2.25x and 1.88x faster)" : " (the paper: 2.25x faster)", f);
   }
   fputc('.', f);
 }
