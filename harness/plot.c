@@ -30,6 +30,7 @@
  * worst aspect ratio. Invariant: rectangle i has area proportional to weight i and all lie inside the
  * given box without overlapping.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include "harness/harness.h"
 
 #include <ctype.h>
@@ -546,9 +547,8 @@ static int safe_for_shell(const char *s) { return strchr(s, '\'') == NULL && str
 static hx_status run_child(char *const argv[], int drop_stderr, char *out, size_t cap, int *status,
                            const hx_child_watch *watch, hx_err *err) {
   int fds[2];
-  if (pipe(fds) != 0) return hx_errf(err, HX_EIO, "plot: cannot run %s: %s", argv[0], strerror(errno));
-  (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC); /* the child has only its dup2'ed copies */
-  (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  /* close-on-exec from the start: the child has only its dup2'ed copies, and no other thread's exec inherits them */
+  if (pipe2(fds, O_CLOEXEC) != 0) return hx_errf(err, HX_EIO, "plot: cannot run %s: %s", argv[0], strerror(errno));
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
   sigset_t all, old;
