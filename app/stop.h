@@ -38,7 +38,9 @@ void f3d_tmp_drop(const char *path);
 /* Hand this to the library (hx_plot_sel) so that a signal ends its children: each one it starts, leading a process
  * group of its own, is registered until it has exited (not yet reaped); the handler sends SIGKILL to that group and
  * reaps the child before removing the temporaries, so nothing the child writes lands in them afterwards. A child
- * started while all F3D_CHILD_SLOTS are taken is left running by a signal, as before. */
+ * started while all F3D_CHILD_SLOTS are taken is left running by a signal, as before. Only for a command that starts
+ * its children from one thread (plot): the library blocks signals around each registration on the starting thread
+ * only, so a handler running on another thread could see a child not yet registered. */
 #define F3D_CHILD_SLOTS 4
 extern const hx_child_watch f3d_child_watch;
 
