@@ -43,15 +43,21 @@ static hx_status put_in_place(const char *tmp, const char *outd, hx_err *err) {
     return hx_errf(err, HX_EIO, "%s: cannot put the merged run in place: %s%s; the merged run was removed", outd,
                    e == EEXIST || e == ENOTEMPTY ? "it appeared while merging: " : "", strerror(e));
   int made = 0;
-  if (mkdir(outd, 0777) == 0) {
-    made = 1;
-    /* registered once made, so a signal never removes an empty folder someone else made under that name; a signal
-     * before the rename removes ours (rmdir: only while empty) */
-    (void)f3d_tmp_add(outd, F3D_TMP_EMPTY_DIR);
-    if (rename(tmp, outd) == 0) {
-      f3d_tmp_drop(outd);
-      return HX_OK;
-    }
+  /* made and registered with SIGINT and SIGTERM held off: a signal never leaves an empty OUT behind, nor removes an
+   * empty folder someone else made under that name; once registered, a signal before the rename removes ours (rmdir:
+   * only while empty) */
+  sigset_t stop, old;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop, &old);
+  if (mkdir(outd, 0777) == 0) made = 1, (void)f3d_tmp_add(outd, F3D_TMP_EMPTY_DIR);
+  const int mkdir_errno = errno;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  errno = mkdir_errno;
+  if (made && rename(tmp, outd) == 0) {
+    f3d_tmp_drop(outd);
+    return HX_OK;
   }
   e = errno;
   if (made) rmdir(outd), f3d_tmp_drop(outd);

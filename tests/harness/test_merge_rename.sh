@@ -41,4 +41,14 @@ grep -q 'Invalid argument' "$T/err" && fail "merge onto a folder that appeared n
 [ -d "$T/mb" ] && [ -z "$(ls -A "$T/mb")" ] || fail "the folder that appeared was changed: $(ls -A "$T/mb" 2>&1)"
 ls "$T" | grep -q '\.tmp\.' && fail "merge onto a folder that appeared left $(ls "$T" | grep '\.tmp\.')"
 
+# no RENAME_NOREPLACE, and the rename onto the folder merge made fails (EXDEV): that folder and the run are removed,
+# the one error line says so
+LD_PRELOAD=$SHIM F3D_SHIM_RENAME_EXDEV=$T/mx "$BIN" merge -o "$T/mx" "$T/s0" "$T/s1" >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "merge whose last rename fails exited $rc, expected 1: $(cat "$T/err")"
+grep -q "^f3dbench: merge: $T/mx: cannot put the merged run in place: .*; the merged run was removed\$" "$T/err" ||
+  fail "merge whose last rename fails: $(cat "$T/err")"
+[ -e "$T/mx" ] && fail "merge whose last rename fails left $T/mx: $(ls -A "$T/mx" 2>&1)"
+ls "$T" | grep -q '\.tmp\.' && fail "merge whose last rename fails left $(ls "$T" | grep '\.tmp\.')"
+
 t_done "merge_rename: no RENAME_NOREPLACE: whole or refused in words"
