@@ -13,6 +13,8 @@
 #   need_gpu BIN         exit 77 unless has_gpu; exit 1 instead when a check before it failed
 #   t_done MSG           "MSG" and exit 0 when no check failed, else "N check(s) failed" and exit 1
 #   t_shard DIR I K S    DIR: shard I/2 of a made-up sweep (what merge reads), K keys of S samples each
+#   t_await PID N CMD... run CMD every 0.01 s until it succeeds, at most N more times and only while PID runs (a
+#                        command's temporary appearing); the status of CMD's last run
 
 t_setup() {
   T=$(mktemp -d "${TMPDIR:-/tmp}/f3d-$1-XXXXXX") || { echo "FAIL: mktemp -d in ${TMPDIR:-/tmp}"; exit 1; }
@@ -59,4 +61,14 @@ t_shard() {
         printf "lidar,%d,1,workload,generate,cpu,time,%d,1.%d,ms\n", 1000 * (2 * k + s + 1), i, i > (dir "/samples.csv")
     }
   }'
+}
+
+t_await() {
+  _pid=$1 _n=$2 _i=0
+  shift 2
+  until "$@"; do
+    [ "$_i" -lt "$_n" ] && kill -0 "$_pid" 2>/dev/null || return 1
+    sleep 0.01
+    _i=$((_i + 1))
+  done
 }

@@ -21,12 +21,8 @@ trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; [ -n "$gp" ] && kill -KILL
 echo old >"$T/g.ply"
 "$BIN" gen --kind uniform --points 30M --out "$T/g.ply" >"$T/out" 2>"$T/err" &
 pid=$!
-i=0
-while [ -z "$(ls "$T" | grep '^g\.ply\.tmp\.')" ] && [ "$i" -lt 6000 ] && kill -0 "$pid" 2>/dev/null; do
-  sleep 0.01
-  i=$((i + 1))
-done
-[ -n "$(ls "$T" | grep '^g\.ply\.tmp\.')" ] || fail "gen: no temporary appeared"
+has_gen_tmp() { ls "$T" | grep -q '^g\.ply\.tmp\.'; }
+t_await "$pid" 6000 has_gen_tmp || fail "gen: no temporary appeared"
 kill -INT "$pid"
 wait "$pid"
 rc=$?
@@ -46,11 +42,7 @@ for cmd in serialize psh; do
       rm -f "$T/$cmd.csv"
       "$BIN" "$cmd" --out "$T/$cmd.csv" "$T/big.bin" >"$T/out" 2>"$T/err" &
       pid=$!
-      i=0
-      while [ ! -e "$T/$cmd.csv.tmp.$pid" ] && [ "$i" -lt 6000 ] && kill -0 "$pid" 2>/dev/null; do
-        sleep 0.01
-        i=$((i + 1))
-      done
+      t_await "$pid" 6000 test -e "$T/$cmd.csv.tmp.$pid"
       kill "-$sig" "$pid" 2>/dev/null && break
       wait "$pid"
       pid=
@@ -75,12 +67,7 @@ RUN=$(ls -d "$SRC"/results/h200-default-* 2>/dev/null | head -n 1)
 if command -v gnuplot >/dev/null 2>&1 && [ -n "$RUN" ]; then
   "$BIN" plot -o "$T/pint" "$RUN" >"$T/out" 2>"$T/err" &
   pid=$!
-  i=0
-  while [ ! -d "$T/pint/plots.tmp.$pid" ] && [ "$i" -lt 6000 ] && kill -0 "$pid" 2>/dev/null; do
-    sleep 0.01
-    i=$((i + 1))
-  done
-  [ -d "$T/pint/plots.tmp.$pid" ] || fail "plot: no plots.tmp.<pid> appeared"
+  t_await "$pid" 6000 test -d "$T/pint/plots.tmp.$pid" || fail "plot: no plots.tmp.<pid> appeared"
   kill -INT "$pid"
   wait "$pid"
   rc=$?
@@ -99,9 +86,7 @@ t_shard "$T/sh0" 0 300 1000
 t_shard "$T/sh1" 1 300 1000
 "$BIN" merge -o "$T/m" "$T/sh0" "$T/sh1" >"$T/out" 2>"$T/err" &
 pid=$!
-i=0
-while [ ! -d "$T/m.tmp.$pid" ] && [ "$i" -lt 6000 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; i=$((i + 1)); done
-[ -d "$T/m.tmp.$pid" ] || fail "merge: no m.tmp.<pid> appeared"
+t_await "$pid" 6000 test -d "$T/m.tmp.$pid" || fail "merge: no m.tmp.<pid> appeared"
 kill -INT "$pid"
 wait "$pid"
 rc=$?
@@ -150,9 +135,7 @@ EOF
 chmod +x "$T/fakebin/gnuplot"
 FAKE_GP="$T/gp" PATH="$T/fakebin:$PATH" "$BIN" plot -a -o "$T/pfake" "$T/res/one" >"$T/out" 2>"$T/err" &
 pid=$!
-i=0
-while [ ! -e "$T/gp.pid" ] && [ "$i" -lt 3000 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; i=$((i + 1)); done
-if [ -e "$T/gp.pid" ]; then
+if t_await "$pid" 3000 test -e "$T/gp.pid"; then
   gp=$(cat "$T/gp.pid")
   kill -TERM "$pid"
   wait "$pid"
@@ -176,12 +159,12 @@ fi
 # net --save: the files are written into DIR/.net-save.XXXXXX and moved in at the end; stopped while they are written,
 # the staging folder and the DIR this save created are removed (up to 3 tries: the window is the ~0.2 s of writing)
 seen=0
+has_staging() { ls -A "$T/sv" 2>/dev/null | grep -q '^\.net-save\.'; }
 for try in 1 2 3; do
   rm -rf "$T/sv"
   "$BIN" net --device cpu --model flash3d-public --points 2k --save "$T/sv" >"$T/out" 2>"$T/err" &
   pid=$!
-  while [ -z "$(ls -A "$T/sv" 2>/dev/null | grep '^\.net-save\.')" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
-  if [ -n "$(ls -A "$T/sv" 2>/dev/null | grep '^\.net-save\.')" ]; then
+  if t_await "$pid" 6000 has_staging; then
     kill -INT "$pid"
     wait "$pid"
     rc=$?
