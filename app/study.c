@@ -427,6 +427,11 @@ static void scope4096_sentence(FILE *f, const hx_run *r, const char *wl, uint64_
   fputc('.', f);
 }
 
+/* A configuration's cells of the paper's table at n: peak memory (B), eager and graph latency (ms); NAN when absent. */
+static void table_cells(const hx_run *r, const net_model *m, const char *wl, uint64_t n, double v[3]) {
+  v[0] = fwd(r, m, wl, n, "mem_peak"), v[1] = fwd(r, m, wl, n, "time_mean"), v[2] = fwd_graph(r, m, wl, n, "time_mean");
+}
+
 /* One ratio row of the paper's table: base / m (params, then per run peak memory, eager and graph latency) with the
  * paper's ratio text last. */
 static void ratio_row(FILE *f, const hx_run *runs, size_t n_runs, const net_model *base, const char *base_name,
@@ -446,10 +451,9 @@ static void ratio_row(FILE *f, const hx_run *runs, size_t n_runs, const net_mode
     const char *wl = net_workload(&runs[ri]);
     if (!wl) continue;
     const uint64_t n = net_size(&runs[ri], wl);
-    const double a[3] = {fwd(&runs[ri], base, wl, n, "mem_peak"), fwd(&runs[ri], base, wl, n, "time_mean"),
-                         fwd_graph(&runs[ri], base, wl, n, "time_mean")};
-    const double b[3] = {fwd(&runs[ri], m, wl, n, "mem_peak"), fwd(&runs[ri], m, wl, n, "time_mean"),
-                         fwd_graph(&runs[ri], m, wl, n, "time_mean")};
+    double a[3], b[3];
+    table_cells(&runs[ri], base, wl, n, a);
+    table_cells(&runs[ri], m, wl, n, b);
     for (int c = 0; c < 3; c++)
       if (isfinite(a[c]) && isfinite(b[c]) && b[c] > 0.0) fprintf(f, " %.2fx |", a[c] / b[c]);
       else fputs(" - |", f);
@@ -476,10 +480,10 @@ static void config_row(FILE *f, const hx_run *runs, size_t n_runs, const net_mod
     const char *wl = net_workload(&runs[ri]);
     if (!wl) continue;
     const uint64_t n = net_size(&runs[ri], wl);
-    const double v[3] = {fwd(&runs[ri], m, wl, n, "mem_peak") / 1048576.0, fwd(&runs[ri], m, wl, n, "time_mean"),
-                         fwd_graph(&runs[ri], m, wl, n, "time_mean")};
+    double v[3];
+    table_cells(&runs[ri], m, wl, n, v);
     for (int c = 0; c < 3; c++)
-      if (isfinite(v[c])) fprintf(f, c ? " %.2f |" : " %.1f |", v[c]);
+      if (isfinite(v[c])) fprintf(f, c ? " %.2f |" : " %.1f |", c ? v[c] : v[c] / 1048576.0);
       else fputs(" - |", f);
   }
   fprintf(f, " %s |\n", paper);
