@@ -1,0 +1,40 @@
+#!/bin/sh
+# test_pointcept.sh F3DBENCH CHECK_PY - the PTv3 forward against Pointcept's own PT-v3m1 (PyTorch, fp32, CPU) through
+# lab/nets/pointcept_check.py: weights written by torch (PyTorch's initialisation, with BatchNorm's
+# num_batches_tracked) go through `net --weights`, `net --device cpu --save` writes every level and the logits, and
+# Pointcept's forward of the same cloud, weights and order shuffles must match each within 1e-4 relative L2 (it
+# reads ~1e-6). The check can fail: a save whose level 2 orders are swapped, or the seeded weights in place of the
+# loaded ones, must exit 1.
+# Needs software CI does not have, so it is skipped (77) unless F3D_POINTCEPT names a Pointcept clone and
+# ${F3D_PYTHON:-python3} imports torch, spconv (its CPU wheel), timm, addict, safetensors and numpy.
+set -u
+BIN=${1:?usage: test_pointcept.sh F3DBENCH CHECK_PY}
+CHECK=${2:?usage: test_pointcept.sh F3DBENCH CHECK_PY}
+PY=${F3D_PYTHON:-python3}
+. "$(dirname "$0")/../lib.sh"
+[ -n "${F3D_POINTCEPT:-}" ] || { echo "F3D_POINTCEPT (a clone of Pointcept) is unset: skipped"; exit 77; }
+"$PY" -c 'import torch, spconv.pytorch, timm, addict, safetensors, numpy' 2>/dev/null ||
+  { echo "$PY cannot import torch, spconv, timm, addict, safetensors and numpy: skipped"; exit 77; }
+t_setup pointcept
+pc() { "$PY" "$CHECK" --pointcept "$F3D_POINTCEPT" "$@"; }
+
+expect 0 pc --init-weights "$T/w.safetensors" --seed 5
+[ -s "$T/w.safetensors" ] || die "--init-weights wrote no $T/w.safetensors"
+expect 0 "$BIN" net --model ptv3 --device cpu --points 3000 --seed 7 --weights "$T/w.safetensors" --save "$T/a"
+grep -q 'ignored.*num_batches_tracked' "$T/out" "$T/err" ||
+  fail "net --weights did not note the ignored num_batches_tracked of a torch-written file"
+expect 0 pc --weights "$T/w.safetensors" "$T/a"
+grep -q '^PASS' "$T/out" || fail "the check of a matching save printed no PASS: $(cat "$T/out")"
+[ "$(grep -cE '^(enc[0-4]|dec[0-3]|logits) ' "$T/out")" -eq 10 ] ||
+  fail "the check did not compare the 9 levels and the logits: $(cat "$T/out")"
+
+cp -r "$T/a" "$T/b"
+awk '$1 == "2" { t = $2; $2 = $3; $3 = t } { print }' "$T/a/orders.txt" >"$T/b/orders.txt"
+expect 1 pc --weights "$T/w.safetensors" "$T/b"
+grep -q '^FAIL' "$T/out" || fail "a save with level 2's orders swapped did not FAIL: $(cat "$T/out")"
+rm "$T/b/weights.safetensors"
+expect 2 pc "$T/b"
+grep -q 'missing weights.safetensors' "$T/err" || fail "a save without its weights: $(cat "$T/err")"
+expect 0 "$BIN" net --model ptv3 --device cpu --points 3000 --seed 7 --save "$T/c"
+expect 1 pc --weights "$T/w.safetensors" "$T/c"
+t_done "ptv3's CPU forward matches Pointcept's PT-v3m1; a swapped order and other weights are caught"
