@@ -256,7 +256,8 @@ static uint64_t net_size(const hx_run *r, const char *wl) {
 /* "NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3" */
 static const char *short_dev(const char *label) { return strncmp(label, "NVIDIA ", 7) ? label : label + 7; }
 
-/* Why a configuration has no timed forward at n: its check failed, it did not fit, or the run has no rows. */
+/* Why a configuration has no timed forward at n: its check failed, it did not fit, or the run has no rows; a clause
+ * that starts with the configuration's name, so it can open a sentence. */
 static void why_missing(FILE *f, const hx_run *r, const net_model *m, const char *wl, uint64_t n) {
   const double chk = fwd(r, m, wl, n, "check"), need = fwd(r, m, wl, n, "skipped_bytes_needed");
   if (isfinite(need))
@@ -266,7 +267,7 @@ static void why_missing(FILE *f, const hx_run *r, const net_model *m, const char
     fprintf(f, "%s failed its check against the CPU forward at %llu points and was not timed", m->display,
             (unsigned long long)n);
   else
-    fprintf(f, "the run has no forward of %s (`%s`) at %llu points", m->display, m->variant, (unsigned long long)n);
+    fprintf(f, "%s has no forward in the run (`%s`) at %llu points", m->display, m->variant, (unsigned long long)n);
 }
 
 /* The component with the largest time_median of a configuration at n; its share of the summed components. */
@@ -400,15 +401,41 @@ static void nets_memory(FILE *f, const hx_run *runs, size_t n_runs, size_t nrows
   }
 }
 
+/* The largest size at which m has a timed forward; 0 when none. */
+static uint64_t fwd_largest(const hx_run *r, const net_model *m, const char *wl) {
+  uint64_t at = 0;
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const hx_run_row *w = &r->rows[i];
+    if (w->n_points > at && w->batch == 1 && !strcmp(w->workload, wl) && !strcmp(w->pipeline, m->pipeline) &&
+        !strcmp(w->kernel, "forward") && !strcmp(w->variant, m->variant) && !strcmp(w->metric, "time_mean"))
+      at = w->n_points;
+  }
+  return at;
+}
+
 /* The paper's scope for both networks: PTv3-m1 over patches of 4096 (the scope at which its Table 2 fixes every
- * model), against Flash3D-46m (t46) and Flash3D-129m (t129) at n; nothing when the run has no such forward. */
+ * model), against Flash3D-46m (t46) and Flash3D-129m (t129) at n; nothing when the run has no such forward. The sweep
+ * records it at its largest size only, so when the comparison's size n is smaller (Flash3D-46m skipped or failed at
+ * the largest), the sentence says why there is none. */
 static void scope4096_sentence(FILE *f, const hx_run *r, const char *wl, uint64_t n, double t46, double t129) {
   const net_model *m = &net_models[NM_SCOPE4096];
   const double t = fwd(r, m, wl, n, "time_mean"), a = nrow(r, m->pipeline, "attn", m->variant, wl, n, "time_median");
   const double mem = fwd(r, m, wl, n, "mem_peak");
   int unused;
   const int keys = keys_a_query(m, &unused, &unused);
-  if (!isfinite(t) || keys <= 0) return;
+  if (keys <= 0) return;
+  if (!isfinite(t)) {
+    const uint64_t at = fwd_largest(r, m, wl);
+    if (!at) return;
+    fprintf(f, " %s (the paper's scope, %d keys a query) has a forward at %llu points only, where ", m->display, keys,
+            (unsigned long long)at);
+    const net_model *other = isfinite(fwd(r, &net_models[NM_EQ_PARAMS], wl, at, "time_mean"))
+                                 ? &net_models[NM_PTV3]
+                                 : &net_models[NM_EQ_PARAMS];
+    why_missing(f, r, other, wl, at);
+    fputs(": no comparison at the paper's scope.", f);
+    return;
+  }
   char sp[64];
   fprintf(f, " At the scope the paper's Table 2 fixes for every model (%d keys a query), %s (the same network over "
              "patches of %d) takes %.2f ms",

@@ -1210,17 +1210,18 @@ static void test_nets_faster_devices(void **state) {
 }
 
 /* Missing rows give a stated reason, never a crash: a run with PTv3 only, one whose Flash3D failed its check, one
- * whose Flash3D-129m did not fit, and one with no backbone rows at all. */
+ * whose Flash3D-129m did not fit, one with no backbone rows at all, and one whose Flash3D-46m did not fit at the
+ * largest size, the only one with PTv3 at the paper's scope (as the sweep records it). */
 static void test_nets_missing(void **state) {
   (void)state;
-  for (int c = 0; c < 4; c++) {
-    static const char *const ids[4] = {"nets-ptv3", "nets-check", "nets-fit", "nets-none"};
+  for (int c = 0; c < 5; c++) {
+    static const char *const ids[5] = {"nets-ptv3", "nets-check", "nets-fit", "nets-none", "nets-skip"};
     hx_results *r;
     hx_err e;
     assert_int_equal(hx_results_open(&r, root, ids[c], &e), HX_OK);
     hx_key s = {"lidar", 100000u, 1, "ptv3", "serialize", "v2"};
     add_time(r, &s, 0.1);
-    if (c < 3)
+    if (c != 3)
       for (int k = 1; k <= 2; k++)
         net_rows(r, "ptv3-net", "ptv3", (uint64_t)k * 100000u, 20.0 * k, 18.0 * k, 100.0 * k, 46159312, ptv3_comps,
                  ptv3_part, 3);
@@ -1234,12 +1235,18 @@ static void test_nets_missing(void **state) {
       assert_int_equal(hx_results_add(r, &k, "skipped_bytes_needed", 90.0 * 1073741824.0, "B", &e), HX_OK);
       net_rows(r, "ptv3-net", "ptv3-patch4096", 200000u, 80.0, 80.0, 200.0, 46159312, ptv3_comps, ptv3_part, 3);
     }
+    if (c == 4) {
+      net_rows(r, "flash3d-net", "flash3d-46m", 100000u, 15.0, 15.0, 125.0, 45891856, f3d_comps, f3d_part, 3);
+      hx_key k = {"lidar", 200000u, 1, "flash3d-net", "forward", "flash3d-46m"};
+      assert_int_equal(hx_results_add(r, &k, "skipped_bytes_needed", 3.0 * 1073741824.0, "B", &e), HX_OK);
+      net_rows(r, "ptv3-net", "ptv3-patch4096", 200000u, 80.0, 80.0, 200.0, 46159312, ptv3_comps, ptv3_part, 3);
+    }
     assert_int_equal(hx_results_commit(r, &e), HX_OK);
     hx_results_close(r);
     hx_run run;
     char *rep = plot_run(ids[c], &run);
     if (c == 0)
-      assert_non_null(strstr(rep, "the run has no forward of Flash3D-46m (`flash3d-46m`) at 200000 points: no "
+      assert_non_null(strstr(rep, ": Flash3D-46m has no forward in the run (`flash3d-46m`) at 200000 points: no "
                                   "comparison."));
     if (c == 1)
       assert_non_null(strstr(rep, "Flash3D-46m failed its check against the CPU forward at 200000 points and was not "
@@ -1252,7 +1259,15 @@ static void test_nets_missing(void **state) {
       assert_non_null(strstr(rep, "takes 80.00 ms, its attention 16.00 ms, 200 MiB: Flash3D-46m is 2.67x faster than it "
                                   "(the paper: 2.25x faster).\n"));
     }
-    if (c < 3) {
+    if (c == 4) { /* the comparison is at 100k, where both ran; PTv3 at the paper's scope ran at 200k only */
+      assert_non_null(strstr(rep, ", 100000 points (`lidar`): **Flash3D-46m is 1.33x faster than PTv3-m1**"));
+      assert_non_null(strstr(rep, "2.4x less. Flash3D-129m has no forward in the run (`flash3d-129m`) at 100000 "
+                                  "points. PTv3-m1-patch4096"));
+      assert_non_null(strstr(rep, " PTv3-m1-patch4096 (the paper's scope, 4096 keys a query) has a forward at 200000 "
+                                  "points only, where Flash3D-46m was skipped at 200000 points: it needs 3072 MiB of "
+                                  "device memory: no comparison at the paper's scope.\n"));
+    }
+    if (c != 3) {
       assert_non_null(strstr(rep, "| Flash3D-46m (`flash3d-46m`), equal parameters |"));
       assert_non_null(strstr(rep, "- (fewer than 3 sizes)"));
     } else {
