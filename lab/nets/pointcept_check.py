@@ -8,11 +8,14 @@ shuffles; torch.randperm is made to return those permutations, so both forwards 
 Pointcept is used from a clone (--pointcept), never copied: only the PT-v3m1 module, its Point structure,
 serialization and modules are imported; the registry, hooks and PDNorm are stubbed, torch_scatter.segment_csr
 falls back to torch.segment_reduce when the extension is absent, and flash_attn is absent, so the attention runs
-Pointcept's plain path (with one cloud whose levels all hold at least 1024 rows it forms the same padded patches
-of 1024 as the flash path).
+Pointcept's plain path; it forms the flash path's patches of --patch rows for one cloud, or for a batch whose
+clouds each hold at least --patch rows at every level (other batches are refused).
 spconv's SubMConv3d sums differ from run to run with more than one thread (spconv issue 679, Pointcept issue
 405; at 20k points two runs of the stem differed by 7.8% relative L2 on the CPU), so torch runs on one thread
 unless --threads says otherwise.
+
+--serialize CSV compares the codes of `f3dbench serialize` (every order, the batch bits included) with
+Pointcept's own encode() of the same grid coordinates and depth, bit for bit.
 
 --init-weights FILE writes the PyTorch initialisation of the same modules instead (state_dict names, with
 BatchNorm's num_batches_tracked; the norms' scales, shifts and running statistics drawn at random so that a swapped
@@ -95,17 +98,17 @@ def read_orders(path):
     return perms
 
 
-def build_net(torch, m1):
-    """PT-v3m1 in the nuScenes configuration (the project's `ptv3`) with DefaultSegmentorV2's names (backbone.*,
-    seg_head.*); patches of 1024, Pointcept's plain attention (no flash_attn)."""
+def build_net(torch, m1, patch):
+    """PT-v3m1 in the nuScenes configuration (the project's `ptv3`; `ptv3-patch4096` with patch 4096) with
+    DefaultSegmentorV2's names (backbone.*, seg_head.*); Pointcept's plain attention (no flash_attn)."""
     class Segmentor(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.backbone = m1.PointTransformerV3(
                 in_channels=4, order=ORDERS, stride=(2, 2, 2, 2), enc_depths=(2, 2, 2, 6, 2),
                 enc_channels=(32, 64, 128, 256, 512), enc_num_head=(2, 4, 8, 16, 32),
-                enc_patch_size=(1024,) * 5, dec_depths=(2, 2, 2, 2), dec_channels=(64, 64, 128, 256),
-                dec_num_head=(4, 4, 8, 16), dec_patch_size=(1024,) * 4, mlp_ratio=4, qkv_bias=True,
+                enc_patch_size=(patch,) * 5, dec_depths=(2, 2, 2, 2), dec_channels=(64, 64, 128, 256),
+                dec_num_head=(4, 4, 8, 16), dec_patch_size=(patch,) * 4, mlp_ratio=4, qkv_bias=True,
                 drop_path=0.3, shuffle_orders=True, pre_norm=True, enable_rpe=False, enable_flash=False,
                 upcast_attention=False, upcast_softmax=False)
             self.seg_head = torch.nn.Linear(64, 16)
@@ -113,10 +116,10 @@ def build_net(torch, m1):
     return Segmentor()
 
 
-def init_weights(torch, m1, path, seed):
+def init_weights(torch, m1, path, seed):  # the weights do not depend on the patch size
     from safetensors.torch import save_file
     torch.manual_seed(seed)
-    net = build_net(torch, m1)
+    net = build_net(torch, m1, 1024)
     with torch.no_grad():
         for mod in net.modules():
             if isinstance(mod, (torch.nn.BatchNorm1d, torch.nn.LayerNorm)):
@@ -129,15 +132,51 @@ def init_weights(torch, m1, path, seed):
     print(f"{path}: PT-v3m1's {len(net.state_dict())} tensors, torch's initialisation (seed {seed})")
 
 
+def check_serialize(torch, path):
+    """`f3dbench serialize --out CSV`'s codes against Pointcept's encode(): 0 when every code is equal."""
+    import numpy as np
+    from pointcept.models.utils.serialization import encode
+    with open(path) as fh:
+        head = fh.readline().strip().split(",")
+    if head[:6] != ["cloud", "index", "gx", "gy", "gz", "depth"] or not head[6:] or \
+            any(o not in ORDERS for o in head[6:]):
+        fail(f"{path}: not a `f3dbench serialize` CSV (header {','.join(head)})")
+    try:
+        t = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+    except ValueError as e:
+        fail(f"{path}: {e}")
+    if t.shape[0] == 0 or t.shape[1] != len(head):
+        fail(f"{path}: no rows, or rows of other than {len(head)} columns")
+    depth = int(t[0, 5])
+    if (t[:, 5] != depth).any():
+        fail(f"{path}: more than one depth")
+    grid = torch.from_numpy(t[:, 2:5].copy())
+    batch = torch.from_numpy(t[:, 0].copy())
+    # Pointcept's Point.serialization: depth = bit_length(max grid coordinate + 1) over the batch
+    want = int(grid.max() + 1).bit_length()
+    print(f"{path}: {t.shape[0]} points in {int(batch.max()) + 1} cloud(s), depth {depth} (Pointcept's rule: {want})")
+    bad = int(depth != want)
+    for j, o in enumerate(head[6:]):
+        ref = encode(grid, batch, depth, order=o).numpy()
+        diff = int((ref != t[:, 6 + j]).sum())
+        bad += diff
+        print(f"{o:14} {t.shape[0] - diff:9d} codes equal, {diff} differ")
+    print("PASS: bit for bit" if not bad else "FAIL")
+    return 0 if not bad else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("save_dir", nargs="?", help="the folder `f3dbench net --model ptv3 --save DIR` wrote")
+    ap.add_argument("--serialize", metavar="CSV", help="compare `f3dbench serialize --out CSV`'s codes and stop")
     ap.add_argument("--init-weights", metavar="FILE", help="write PyTorch-initialised weights to FILE and stop")
     ap.add_argument("--seed", type=int, default=0, help="torch seed of --init-weights (default 0)")
     ap.add_argument("--weights", metavar="FILE",
                     help="run Pointcept with FILE's weights instead of the save's weights.safetensors (the file "
                     "`net --weights FILE` was given: proof that f3dbench ran it)")
     ap.add_argument("--pointcept", required=True, help="a clone of Pointcept (d74c646 was checked)")
+    ap.add_argument("--patch", type=int, default=1024,
+                    help="the run's attention patch (default 1024; 4096 for ptv3-patch4096, or net's --patch K)")
     ap.add_argument("--voxel", type=float, default=0.05, help="the run's --voxel (default 0.05)")
     ap.add_argument("--rtol", type=float, default=1e-4,
                     help="largest relative L2 error of an array (default 1e-4)")
@@ -149,17 +188,22 @@ def main():
     import torch
     from safetensors.torch import load_file
 
+    if a.serialize:
+        import_ptv3(a.pointcept)
+        return check_serialize(torch, a.serialize)
     if a.init_weights:
         init_weights(torch, import_ptv3(a.pointcept), a.init_weights, a.seed)
         return 0
     if not a.save_dir:
-        fail("give the folder a ptv3 save wrote, or --init-weights FILE")
+        fail("give the folder a ptv3 save wrote, --serialize CSV or --init-weights FILE")
     d = pathlib.Path(a.save_dir)
     need = ["input_xyz.npy", "input_feat.npy", "offset.txt", "orders.txt", "weights.safetensors", "logits.npy"]
     need += [f"{lv}.npy" for lv in LEVELS]
     missing = [n for n in need if not (d / n).is_file()]
     if missing:
         fail(f"{d}: missing {', '.join(missing)} (a ptv3 save writes them all)")
+    if a.patch < 1:
+        fail(f"--patch {a.patch}: at least 1")
     if a.threads < 1:
         fail(f"--threads {a.threads}: at least 1")
     torch.set_num_threads(a.threads)
@@ -189,7 +233,7 @@ def main():
 
     torch.randperm = randperm
 
-    net = build_net(torch, m1).eval()
+    net = build_net(torch, m1, a.patch).eval()
     # spconv's CPU build refuses a bias inside the convolution (only its CUDA kernels fuse one); in training mode it
     # adds the bias after the sum instead, and nothing else in a SubMConv3d depends on the mode
     import spconv.pytorch as spconv
@@ -225,10 +269,10 @@ def main():
     if next(calls, None) is not None:
         fail("Pointcept drew fewer order shuffles than orders.txt holds")
     # Pointcept's plain attention shrinks every patch to the level's smallest cloud; the flash path (and f3dbench)
-    # keeps 1024 and gives a smaller cloud one patch of its own: the two agree on one cloud, or on patches of 1024
-    short = sorted({m.patch_size for m in net.modules() if isinstance(m, m1.SerializedAttention)} - {1024})
+    # keeps --patch and gives a smaller cloud one patch of its own: the two agree on one cloud, or on full patches
+    short = sorted({m.patch_size for m in net.modules() if isinstance(m, m1.SerializedAttention)} - {a.patch})
     if len(offset) > 2 and short:
-        fail(f"a level of some cloud holds under 1024 rows (patches of {short[0]} in Pointcept's plain "
+        fail(f"a level of some cloud holds under {a.patch} rows (patches of {short[0]} in Pointcept's plain "
              "attention, which flash_attn would not form): save a larger cloud or one cloud")
 
     print(f"Pointcept PT-v3m1: {nparams} parameters, {len(xyz)} points in {len(offset) - 1} cloud(s); "
@@ -252,4 +296,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception:  # an error (Pointcept's code, a file), not a verdict: exit 2, as for bad input
+        import traceback
+        traceback.print_exc()
+        sys.exit(2)

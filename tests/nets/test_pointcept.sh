@@ -3,8 +3,9 @@
 # lab/nets/pointcept_check.py: weights written by torch (PyTorch's initialisation, with BatchNorm's
 # num_batches_tracked) go through `net --weights`, `net --device cpu --save` writes every level and the logits, and
 # Pointcept's forward of the same cloud, weights and order shuffles must match each within 1e-4 relative L2 (it
-# reads ~1e-6). The check can fail: a save whose level 2 orders are swapped, or the seeded weights in place of the
-# loaded ones, must exit 1.
+# reads ~1e-6). `f3dbench serialize`'s codes of a batch of two clouds must equal Pointcept's encode() bit for bit.
+# The checks can fail: a save whose level 2 orders are swapped, the seeded weights in place of the loaded ones, or
+# one code changed must exit 1.
 # Needs software CI does not have, so it is skipped (77) unless F3D_POINTCEPT names a Pointcept clone and
 # ${F3D_PYTHON:-python3} imports torch, spconv (its CPU wheel), timm, addict, safetensors and numpy.
 set -u
@@ -37,4 +38,19 @@ expect 2 pc "$T/b"
 grep -q 'missing weights.safetensors' "$T/err" || fail "a save without its weights: $(cat "$T/err")"
 expect 0 "$BIN" net --model ptv3 --device cpu --points 3000 --seed 7 --save "$T/c"
 expect 1 pc --weights "$T/w.safetensors" "$T/c"
-t_done "ptv3's CPU forward matches Pointcept's PT-v3m1; a swapped order and other weights are caught"
+
+expect 0 "$BIN" gen --kind lidar --points 20k --seed 1 --out "$T/l.ply"
+expect 0 "$BIN" gen --kind uniform --points 5k --seed 2 --out "$T/u.ply"
+expect 0 "$BIN" serialize --grid 0.01 --out "$T/codes.csv" "$T/l.ply" "$T/u.ply"
+expect 0 pc --serialize "$T/codes.csv"
+grep -q '^PASS' "$T/out" && [ "$(grep -c ' 0 differ$' "$T/out")" -eq 4 ] ||
+  fail "serialize's codes against Pointcept's encode(): $(cat "$T/out")"
+# the last digit of row 1000's last code changed as text (awk's numbers would print 2.19834e+12)
+awk 'NR == 1000 { d = substr($0, length($0)); sub(/.$/, d == "9" ? "8" : d + 1) } { print }' "$T/codes.csv" \
+  >"$T/bad.csv"
+expect 1 pc --serialize "$T/bad.csv"
+grep -q '^hilbert-trans .* 1 differ$' "$T/out" || fail "one changed code was not found: $(cat "$T/out" "$T/err")"
+printf 'cloud,index,gx,gy,gz,depth,z\n0,0,1,2,3,2,x\n' >"$T/text.csv"
+expect 2 pc --serialize "$T/text.csv"
+grep -q 'text.csv: could not convert' "$T/err" || fail "a code that is not a number: $(cat "$T/err")"
+t_done "ptv3's CPU forward and serialize's codes match Pointcept's; a swapped order, other weights and a changed code are caught"
