@@ -4,8 +4,8 @@
 # num_batches_tracked) go through `net --weights`, `net --device cpu --save` writes every level and the logits, and
 # Pointcept's forward of the same cloud, weights and order shuffles must match each within 1e-4 relative L2 (it
 # reads ~1e-6). `f3dbench serialize`'s codes of a batch of two clouds must equal Pointcept's encode() bit for bit.
-# The checks can fail: a save whose level 2 orders are swapped, the seeded weights in place of the loaded ones, or
-# one code changed must exit 1.
+# The checks can fail: a save whose level 2 orders are swapped or with a NaN in a level, the seeded weights in place
+# of the loaded ones, or one code changed must exit 1.
 # Needs software CI does not have, so it is skipped (77) unless F3D_POINTCEPT names a Pointcept clone and
 # ${F3D_PYTHON:-python3} imports torch, spconv (its CPU wheel), timm, addict, safetensors and numpy.
 set -u
@@ -33,6 +33,11 @@ cp -r "$T/a" "$T/b"
 awk '$1 == "2" { t = $2; $2 = $3; $3 = t } { print }' "$T/a/orders.txt" >"$T/b/orders.txt"
 expect 1 pc --weights "$T/w.safetensors" "$T/b"
 grep -q '^FAIL' "$T/out" || fail "a save with level 2's orders swapped did not FAIL: $(cat "$T/out")"
+cp "$T/a/orders.txt" "$T/b/orders.txt"
+"$PY" -c 'import sys, numpy as np; a = np.load(sys.argv[1]); a[5, 3] = np.nan; np.save(sys.argv[1], a)' \
+  "$T/b/dec1.npy" || die "could not write a NaN into $T/b/dec1.npy"
+expect 1 pc --weights "$T/w.safetensors" "$T/b"
+grep -q '^FAIL' "$T/out" || fail "a save with a NaN in dec1 did not FAIL: $(cat "$T/out")"
 rm "$T/b/weights.safetensors"
 expect 2 pc "$T/b"
 grep -q 'missing weights.safetensors' "$T/err" || fail "a save without its weights: $(cat "$T/err")"
@@ -53,4 +58,4 @@ grep -q '^hilbert-trans .* 1 differ$' "$T/out" || fail "one changed code was not
 printf 'cloud,index,gx,gy,gz,depth,z\n0,0,1,2,3,2,x\n' >"$T/text.csv"
 expect 2 pc --serialize "$T/text.csv"
 grep -q 'text.csv: could not convert' "$T/err" || fail "a code that is not a number: $(cat "$T/err")"
-t_done "ptv3's CPU forward and serialize's codes match Pointcept's; a swapped order, other weights and a changed code are caught"
+t_done "ptv3's CPU forward and serialize's codes match Pointcept's; a swapped order, a NaN, other weights and a changed code are caught"
