@@ -6,10 +6,13 @@ The saved folder holds what the PyTorch run needs (docs/nets.md, "Comparing with
 weights.safetensors under Pointcept's state_dict names, and orders.txt, the order each code row holds after the
 shuffles; torch.randperm is made to return those permutations, so both forwards attend in the same patches.
 Pointcept is used from a clone (--pointcept), never copied: only the PT-v3m1 module, its Point structure,
-serialization and modules are imported; the registry, hooks and PDNorm are stubbed, torch_scatter.segment_csr
-falls back to torch.segment_reduce when the extension is absent, and flash_attn is absent, so the attention runs
-Pointcept's plain path; it forms the flash path's patches of --patch rows for one cloud, or for a batch whose
-clouds each hold at least --patch rows at every level (other batches are refused).
+serialization and modules are imported; the registry, hooks and PDNorm are stubbed, and torch_scatter.segment_csr
+falls back to torch.segment_reduce when the extension is absent. The attention takes Pointcept's flash path, as the
+nuScenes configuration does (enable_flash): its padding, cu_seqlens and packed qkv, with flash_attn's
+flash_attn_varlen_qkvpacked_func done in plain torch on the CPU (softmax(q k^T scale) v per sequence) and the path's
+cast of qkv to bf16 made a no-op, so the comparison stays in fp32. --attention plain takes Pointcept's other path
+instead, which shrinks every patch to the level's smallest cloud: it forms the flash path's patches for one cloud, or
+for a batch whose clouds each hold at least --patch rows at every level (other batches are refused).
 spconv's SubMConv3d sums differ from run to run with more than one thread (spconv issue 679, Pointcept issue
 405; at 20k points two runs of the stem differed by 7.8% relative L2 on the CPU), so torch runs on one thread
 unless --threads says otherwise.
@@ -80,6 +83,31 @@ def import_ptv3(root):
     return importlib.import_module("pointcept.models.point_transformer_v3.point_transformer_v3m1_base")
 
 
+def flash_on_cpu(torch, m1):
+    """Give the module flash_attn's varlen function in plain torch (fp32) and a torch whose bfloat16 is float32 (the
+    flash path casts qkv to bf16 first: here a no-op)."""
+    def varlen_qkvpacked(qkv, cu_seqlens, max_seqlen=None, dropout_p=0.0, softmax_scale=None, **kw):
+        out = torch.empty(qkv.shape[0], qkv.shape[2], qkv.shape[3], dtype=qkv.dtype)
+        cu = cu_seqlens.tolist()
+        for a, b in zip(cu, cu[1:]):
+            q, k, v = qkv[a:b].permute(1, 2, 0, 3).unbind(0)  # (H, L, D) each
+            w = torch.softmax((q * softmax_scale) @ k.transpose(-2, -1), dim=-1)
+            out[a:b] = (w @ v).permute(1, 0, 2)
+        return out
+
+    fa = types.ModuleType("flash_attn")
+    fa.flash_attn_varlen_qkvpacked_func = varlen_qkvpacked
+    m1.flash_attn = fa
+
+    class Torch(types.ModuleType):
+        bfloat16 = torch.float32
+
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+    m1.torch = Torch("torch")
+
+
 def read_orders(path):
     """orders.txt -> the permutations Pointcept's randperm calls must return, in call order: level 0's row
     names as positions in the configured list, then each level's names as positions in its parent's row."""
@@ -98,9 +126,10 @@ def read_orders(path):
     return perms
 
 
-def build_net(torch, m1, patch):
+def build_net(torch, m1, patch, flash=True):
     """PT-v3m1 in the nuScenes configuration (the project's `ptv3`; `ptv3-patch4096` with patch 4096) with
-    DefaultSegmentorV2's names (backbone.*, seg_head.*); Pointcept's plain attention (no flash_attn)."""
+    DefaultSegmentorV2's names (backbone.*, seg_head.*); flash: the flash path (flash_on_cpu first), else the plain
+    one."""
     class Segmentor(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -109,7 +138,7 @@ def build_net(torch, m1, patch):
                 enc_channels=(32, 64, 128, 256, 512), enc_num_head=(2, 4, 8, 16, 32),
                 enc_patch_size=(patch,) * 5, dec_depths=(2, 2, 2, 2), dec_channels=(64, 64, 128, 256),
                 dec_num_head=(4, 4, 8, 16), dec_patch_size=(patch,) * 4, mlp_ratio=4, qkv_bias=True,
-                drop_path=0.3, shuffle_orders=True, pre_norm=True, enable_rpe=False, enable_flash=False,
+                drop_path=0.3, shuffle_orders=True, pre_norm=True, enable_rpe=False, enable_flash=flash,
                 upcast_attention=False, upcast_softmax=False)
             self.seg_head = torch.nn.Linear(64, 16)
 
@@ -119,7 +148,7 @@ def build_net(torch, m1, patch):
 def init_weights(torch, m1, path, seed):  # the weights do not depend on the patch size
     from safetensors.torch import save_file
     torch.manual_seed(seed)
-    net = build_net(torch, m1, 1024)
+    net = build_net(torch, m1, 1024, flash=False)
     with torch.no_grad():
         for mod in net.modules():
             if isinstance(mod, (torch.nn.BatchNorm1d, torch.nn.LayerNorm)):
@@ -177,6 +206,8 @@ def main():
     ap.add_argument("--pointcept", required=True, help="a clone of Pointcept (d74c646 was checked)")
     ap.add_argument("--patch", type=int, default=1024,
                     help="the run's attention patch (default 1024; 4096 for ptv3-patch4096, or net's --patch K)")
+    ap.add_argument("--attention", choices=["flash", "plain"], default="flash",
+                    help="Pointcept's attention path (default flash, the nuScenes configuration's, done in fp32 torch)")
     ap.add_argument("--voxel", type=float, default=0.05, help="the run's --voxel (default 0.05)")
     ap.add_argument("--rtol", type=float, default=1e-4,
                     help="largest relative L2 error of an array (default 1e-4)")
@@ -208,6 +239,8 @@ def main():
         fail(f"--threads {a.threads}: at least 1")
     torch.set_num_threads(a.threads)
     m1 = import_ptv3(a.pointcept)
+    if a.attention == "flash":
+        flash_on_cpu(torch, m1)
 
     xyz = np.load(d / "input_xyz.npy")
     feat = np.load(d / "input_feat.npy")
@@ -233,7 +266,7 @@ def main():
 
     torch.randperm = randperm
 
-    net = build_net(torch, m1, a.patch).eval()
+    net = build_net(torch, m1, a.patch, flash=a.attention == "flash").eval()
     # spconv's CPU build refuses a bias inside the convolution (only its CUDA kernels fuse one); in training mode it
     # adds the bias after the sum instead, and nothing else in a SubMConv3d depends on the mode
     import spconv.pytorch as spconv
@@ -271,7 +304,7 @@ def main():
     # Pointcept's plain attention shrinks every patch to the level's smallest cloud; the flash path (and f3dbench)
     # keeps --patch and gives a smaller cloud one patch of its own: the two agree on one cloud, or on full patches
     short = sorted({m.patch_size for m in net.modules() if isinstance(m, m1.SerializedAttention)} - {a.patch})
-    if len(offset) > 2 and short:
+    if a.attention == "plain" and len(offset) > 2 and short:
         fail(f"a level of some cloud holds under {a.patch} rows (patches of {short[0]} in Pointcept's plain "
              "attention, which flash_attn would not form): save a larger cloud or one cloud")
 
