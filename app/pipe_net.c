@@ -28,7 +28,10 @@
  *   cost rows    per component (kernel = the component) and on "forward" (their sums), from net_gpu_costs on the
  *                prepared input (the model of nets/net_costs.c): gemm_flops (FLOP), attn_flops (FLOP) and
  *                floor_bytes (B), and total_flops (FLOP, GEMM + attention) on "forward"; the study divides them by
- *                the run's measured cuBLAS, attention and copy rates for each component's floor
+ *                the run's measured cuBLAS, attention and copy rates for each component's floor; with the run's
+ *                ceilings also floor_gemm_ms and floor_mem_ms (ms: the floors of the operations bound by GEMM and
+ *                by memory at those ceilings, summed operation by operation) and attn_bytes (B, the attention
+ *                operations' bytes), from which the study takes each floor
  *   spconv.k3_C64, spconv.k3_C256 (every variant that takes them; ptv3-net, on the run's largest size; not in the
  *                gate's run)
  *                PTv3's k = 3 sparse convolution alone on the case's level-0 map, checked, timed and set against
@@ -188,12 +191,27 @@ static hx_status record_counters(f3d_ctx *ctx, const char *pipe, const char *mod
   return f3d_record(ctx, pipe, "forward", model, "counter_ranges", (double)nc.ranges, "count", err);
 }
 
-/* The cost rows of a prepared forward (net_gpu_costs: the components, then "forward"). */
+/* The cost rows of a prepared forward (net_gpu_costs: the components, then "forward"); with the run's ceilings also
+ * the floors summed operation by operation at them: floor_gemm_ms and floor_mem_ms (the operations each bounds) and
+ * attn_bytes (the attention operations' bytes, priced by the study at the attention rate). */
 static hx_status record_costs(f3d_ctx *ctx, const char *pipe, const char *model, const net_gpu *g, hx_err *err) {
   net_cost c[NET_COSTS_MAX];
   size_t n = 0;
-  HX_TRY(net_gpu_costs(g, c, NET_COSTS_MAX, &n, err));
+  /* the ceilings as the context holds them (%.1f), so the study prices the rest of each floor at the same rates */
+  net_cost_rates q = {0.0, 0.0};
+  const net_cost_rates *qp = NULL;
+  if (ctx->bench && isfinite(ctx->bench->ceilings.gemm_fp16_tflops) && isfinite(ctx->bench->ceilings.copy_gbs)) {
+    q.gemm_flops_s = round(ctx->bench->ceilings.gemm_fp16_tflops * 10.0) / 10.0 * 1e12;
+    q.copy_bytes_s = round(ctx->bench->ceilings.copy_gbs * 10.0) / 10.0 * 1e9;
+    qp = &q;
+  }
+  HX_TRY(net_gpu_costs(g, qp, c, NET_COSTS_MAX, &n, err));
   for (size_t k = 0; k < n; k++) {
+    if (isfinite(c[k].op_gemm_s) && isfinite(c[k].op_mem_s) && isfinite(c[k].attn_bytes)) {
+      HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "floor_gemm_ms", c[k].op_gemm_s * 1e3, "ms", err));
+      HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "floor_mem_ms", c[k].op_mem_s * 1e3, "ms", err));
+      HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "attn_bytes", c[k].attn_bytes, "B", err));
+    }
     HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "gemm_flops", c[k].gemm_flops, "FLOP", err));
     HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "attn_flops", c[k].attn_flops, "FLOP", err));
     HX_TRY(f3d_record(ctx, pipe, c[k].name, model, "floor_bytes", c[k].bytes, "B", err));

@@ -389,9 +389,10 @@ void net_gpu_blas_stats(const net_gpu *g, nl_blas_stats *out) {
   else nl_blas_stats_get(NULL, out);
 }
 
-hx_status net_gpu_costs(const net_gpu *g, net_cost *out, size_t cap, size_t *n, hx_err *err) {
+hx_status net_gpu_costs(const net_gpu *g, const net_cost_rates *rates, net_cost *out, size_t cap, size_t *n,
+                        hx_err *err) {
   if (n) *n = 0;
   if (!g || !out || !n) return hx_errf(err, HX_EINVAL, "net_gpu_costs: missing forward object, output or count");
   if (!g->ops->costs) return hx_errf(err, HX_EUNSUPPORTED, "net_gpu_costs: %.32s has no cost model", g->cfg.name);
-  return g->ops->costs(g->impl, out, cap, n, err);
+  return g->ops->costs(g->impl, rates, out, cap, n, err);
 }

@@ -2,7 +2,10 @@
  * net_costs.c - the cost model of both forwards: per component (the hook categories of NET_COMPONENTS) the GEMM
  * FLOPs, the attention FLOPs and the fewest bytes its operations must move through DRAM, from the prepared shapes
  * only (host arithmetic, no device). The sweep divides them by the run's measured cuBLAS rate, attention rate and
- * copy bandwidth to get each component's floor (app/study.c: the most of the three).
+ * copy bandwidth to get each component's floor. With the run's GEMM rate and bandwidth (net_cost_rates) it also sums
+ * the floors operation by operation (the more of each operation's GEMM and memory time), which app/study.c takes when
+ * a run has them: a component's operations run as separate kernels, so one bound by memory on level 0 is not hidden
+ * under one bound by GEMM on level 3, as the most of the component's summed FLOPs and bytes would hide it.
  *
  * A component's cost is the sum over the operations the forward runs in its hook range (net_ptv3_gpu.c and
  * net_flash3d_gpu.c list them), each operation moving its own inputs and outputs once: fusion across the
@@ -77,17 +80,28 @@ typedef struct cost_acc {
   net_cost c[C_COUNT];
   int used[C_COUNT];
   net_cost total; /* accumulated op by op, apart from the components */
+  double gemm_s, copy_s; /* the rates of the per-operation floors (FLOP/s, B/s); 0: none */
 } cost_acc;
 
-static void acc_init(cost_acc *a) {
+static void acc_init(cost_acc *a, const net_cost_rates *r) {
   memset(a, 0, sizeof *a);
   for (int k = 0; k < C_COUNT; k++) snprintf(a->c[k].name, sizeof a->c[k].name, "%s", comp_names[k]);
   snprintf(a->total.name, sizeof a->total.name, "forward");
+  if (r && r->gemm_flops_s > 0.0 && r->copy_bytes_s > 0.0 && isfinite(r->gemm_flops_s) && isfinite(r->copy_bytes_s))
+    a->gemm_s = r->gemm_flops_s, a->copy_s = r->copy_bytes_s;
 }
 
+/* One operation: its costs into component k and the total and, with rates, its floor: an attention operation's bytes
+ * apart (its FLOPs need the attention rate), any other the more of its GEMM time and its memory time. */
 static void add(cost_acc *a, int k, double gemm, double attn, double bytes) {
-  a->c[k].gemm_flops += gemm, a->c[k].attn_flops += attn, a->c[k].bytes += bytes;
-  a->total.gemm_flops += gemm, a->total.attn_flops += attn, a->total.bytes += bytes;
+  net_cost *t[2] = {&a->c[k], &a->total};
+  const double tg = a->gemm_s > 0.0 ? gemm / a->gemm_s : 0.0, tm = a->copy_s > 0.0 ? bytes / a->copy_s : 0.0;
+  for (int i = 0; i < 2; i++) {
+    t[i]->gemm_flops += gemm, t[i]->attn_flops += attn, t[i]->bytes += bytes;
+    if (attn > 0.0) t[i]->attn_bytes += bytes;
+    else if (tg >= tm) t[i]->op_gemm_s += tg;
+    else t[i]->op_mem_s += tm;
+  }
   a->used[k] = 1;
 }
 
@@ -101,6 +115,8 @@ static hx_status acc_out(const cost_acc *a, net_cost *out, size_t cap, size_t *n
   for (int k = 0; k < C_COUNT; k++)
     if (a->used[k]) out[m++] = a->c[k];
   out[m] = a->total;
+  if (!(a->gemm_s > 0.0))
+    for (size_t i = 0; i <= m; i++) out[i].op_gemm_s = out[i].op_mem_s = out[i].attn_bytes = NAN;
   return HX_OK;
 }
 
@@ -230,8 +246,8 @@ static void ptv3_block(cost_acc *a, const net_config *cfg, const net_ptv3_cost_l
   }
 }
 
-hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_shape *cs, net_cost *out, size_t cap,
-                                    size_t *count, hx_err *err) {
+hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_shape *cs, const net_cost_rates *rates,
+                                    net_cost *out, size_t cap, size_t *count, hx_err *err) {
   if (count) *count = 0;
   if (!cfg || !cs || !out || !count) return hx_errf(err, HX_EINVAL, "ptv3 costs: NULL argument");
   const int L = cfg->levels;
@@ -241,7 +257,7 @@ hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_s
     if (cs->lv[l].n == 0 || cs->lv[l].sum_p < cs->lv[l].n)
       return hx_errf(err, HX_EINVAL, "ptv3 costs: level %d: %zu points in %zu slots", l, cs->lv[l].n, cs->lv[l].sum_p);
   cost_acc a;
-  acc_init(&a);
+  acc_init(&a, rates);
   const double n = (double)cs->lv[0].n, Cin = (double)cfg->in_channels, K = (double)cfg->classes;
   const double passes = ceil((double)sfc_key_bits(cs->depth, cs->B) / 8.0);
   add(&a, C_SERIALIZE, 0.0, 0.0, n * (12.0 + 32.0 + 96.0 * passes + 16.0));
@@ -326,7 +342,8 @@ static hx_status f3d_block(cost_acc *a, const net_config *cfg, const net_f3d_lev
 }
 
 hx_status net_flash3d_costs_from_layouts(const net_config *cfg, const net_f3d_shape *s, const net_f3d_layouts *lay,
-                                         net_cost *out, size_t cap, size_t *count, hx_err *err) {
+                                         const net_cost_rates *rates, net_cost *out, size_t cap, size_t *count,
+                                         hx_err *err) {
   if (count) *count = 0;
   if (!cfg || !s || !lay || !out || !count) return hx_errf(err, HX_EINVAL, "flash3d costs: NULL argument");
   const int L = cfg->levels;
@@ -341,7 +358,7 @@ hx_status net_flash3d_costs_from_layouts(const net_config *cfg, const net_f3d_sh
                      l, ly->rows, ly->nb, s->lv[l].nb);
   }
   cost_acc a;
-  acc_init(&a);
+  acc_init(&a, rates);
   const double n = (double)lay->lv[0].rows, K = (double)cfg->classes, rho = (double)NET_F3D_RHO;
   op_linear(&a, C_EMBED, n, (double)cfg->in_channels, (double)cfg->enc_channels[0], 0);
   for (int l = 0; l < L; l++) {

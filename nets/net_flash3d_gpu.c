@@ -1066,11 +1066,12 @@ static size_t held(const void *impl) {
 
 /* The cost model on the level shapes and the bucket layouts of the last forward (real rows and bucket counts, read
  * back: waits for the device; net_costs.c). */
-static hx_status costs(const void *impl, net_cost *out, size_t cap, size_t *n, hx_err *err) {
+static hx_status costs(const void *impl, const net_cost_rates *rates, net_cost *out, size_t cap, size_t *n,
+                       hx_err *err) {
   const f3g *g = impl;
   net_f3d_layouts lay;
   HX_TRY(net_flash3d_gpu_layouts(impl, &lay, err));
-  const hx_status st = net_flash3d_costs_from_layouts(&g->cfg, &g->shape, &lay, out, cap, n, err);
+  const hx_status st = net_flash3d_costs_from_layouts(&g->cfg, &g->shape, &lay, rates, out, cap, n, err);
   net_flash3d_layouts_free(&lay);
   return st;
 }

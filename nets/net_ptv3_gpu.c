@@ -1235,7 +1235,8 @@ static size_t held(const void *impl) {
 
 /* The cost model on the prepared shapes: level sizes and padding from the host structure, patch rows from the
  * attention plans, pair counts from the kernel maps prepare counted (net_costs.c). */
-static hx_status costs(const void *impl, net_cost *out, size_t cap, size_t *n, hx_err *err) {
+static hx_status costs(const void *impl, const net_cost_rates *rates, net_cost *out, size_t cap, size_t *n,
+                       hx_err *err) {
   const p3g *g = impl;
   if (!g->prepared) return hx_errf(err, HX_EINVAL, "ptv3 gpu costs: no forward prepared");
   net_ptv3_cost_shape cs;
@@ -1247,7 +1248,7 @@ static hx_status costs(const void *impl, net_cost *out, size_t cap, size_t *n, h
     c->n = lv->n, c->sum_p = lv->sum_p, c->n_cu = lv->n_cu, c->pairs = lv->map.pairs;
     c->patch_sq = net_plan_sq_rows(&lv->plan);
   }
-  return net_ptv3_costs_from_shape(&g->cfg, &cs, out, cap, n, err);
+  return net_ptv3_costs_from_shape(&g->cfg, &cs, rates, out, cap, n, err);
 }
 
 static void blas_stats(const void *impl, nl_blas_stats *out) { nl_blas_stats_get(((const p3g *)impl)->blas, out); }

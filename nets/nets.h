@@ -698,11 +698,21 @@ void net_gpu_blas_stats(const net_gpu *g, nl_blas_stats *out);
  * device). out has room for cap entries (NET_COSTS_MAX always suffices); *n gets the count. HX_EUNSUPPORTED where
  * the model has no cost model, HX_EINVAL before a successful prepare or when cap is too small. */
 #define NET_COSTS_MAX 16
+/* With rates (a GEMM rate in FLOP/s and a copy bandwidth in B/s, both > 0) each entry also gets its floor summed
+ * operation by operation: an operation without attention FLOPs takes the more of its GEMM FLOPs at the GEMM rate and
+ * its bytes at the bandwidth, as its own kernel would at best, and op_gemm_s and op_mem_s sum the operations each
+ * bounds (seconds); attn_bytes holds the attention operations' bytes, whose floor needs the attention kernel's rate
+ * (the caller's). Without rates (NULL) those three are NaN. */
+typedef struct net_cost_rates {
+  double gemm_flops_s, copy_bytes_s;
+} net_cost_rates;
 typedef struct net_cost {
   char name[16];
   double gemm_flops, attn_flops, bytes;
+  double op_gemm_s, op_mem_s, attn_bytes;
 } net_cost;
-hx_status net_gpu_costs(const net_gpu *g, net_cost *out, size_t cap, size_t *n, hx_err *err);
+hx_status net_gpu_costs(const net_gpu *g, const net_cost_rates *rates, net_cost *out, size_t cap, size_t *n,
+                        hx_err *err);
 
 #ifdef __cplusplus
 }

@@ -307,11 +307,12 @@ typedef struct net_ptv3_cost_shape {
 /* The shape of a host structure built with its kernel maps (HX_EINVAL naming the level when a map is missing). */
 hx_status net_ptv3_cost_shape_get(net_ptv3_cost_shape *cs, const net_ptv3_struct *s, hx_err *err);
 /* The costs (net_gpu_costs' entries) of PTv3 configuration cfg on shape cs. */
-hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_shape *cs, net_cost *out, size_t cap,
-                                    size_t *n, hx_err *err);
+hx_status net_ptv3_costs_from_shape(const net_config *cfg, const net_ptv3_cost_shape *cs, const net_cost_rates *rates,
+                                    net_cost *out, size_t cap, size_t *n, hx_err *err);
 /* The costs of Flash3D configuration cfg on level shapes s and bucket layouts lay (real rows per level). */
 hx_status net_flash3d_costs_from_layouts(const net_config *cfg, const net_f3d_shape *s, const net_f3d_layouts *lay,
-                                         net_cost *out, size_t cap, size_t *n, hx_err *err);
+                                         const net_cost_rates *rates, net_cost *out, size_t cap, size_t *n,
+                                         hx_err *err);
 
 /* ---- GPU forward objects: one vtable per model (net.c's net_gpu_* call through it) ---- */
 /* Adds one allocation of `bytes` (rounded up to 256 as the forward allocates) under label and kind to m. */
@@ -331,7 +332,7 @@ typedef struct net_gpu_ops {
   hx_status (*cpu_reference)(const void *impl, net_output *out, const net_params *p, const net_input *in,
                              int keep_levels, hx_err *err);
   /* The cost model of the prepared forward (net_gpu_costs); NULL: HX_EUNSUPPORTED. */
-  hx_status (*costs)(const void *impl, net_cost *out, size_t cap, size_t *n, hx_err *err);
+  hx_status (*costs)(const void *impl, const net_cost_rates *rates, net_cost *out, size_t cap, size_t *n, hx_err *err);
   /* Its cuBLASLt context's plan statistics (net_gpu_blas_stats). */
   void (*blas_stats)(const void *impl, nl_blas_stats *out);
 } net_gpu_ops;

@@ -798,7 +798,8 @@ static const double f3d_part[3] = {0.1, 0.7, 0.2};
  * 300k only; the component attention rows that give the floors' attention rate; cost rows when `costs`; with `fill`
  * Flash3D-46m-fill75 at 30/60/90 ms and Flash3D-46m-windows at 33/66/99 ms (both exactly linear), Flash3D-46m-scope2
  * at 300k (45 ms) and PTv3-m1-patch4096 at 300k (100 ms); costs 2: norm's
- * floor above its time. f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at
+ * floor above its time; costs 3: also the floors summed operation by operation (mlp 10 ms of GEMM-bound and 2 of
+ * memory-bound operations, norm 3 of memory-bound ones, attn's bytes 3 GB). f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at
  * 300k). */
 static void make_nets_fixture(const char *id, const char *device, double f3d_scale, int costs, int fill) {
   hx_results *r;
@@ -852,6 +853,16 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
     assert_int_equal(hx_results_add(r, &km, "floor_bytes", 3e9, "B", &e), HX_OK);
     assert_int_equal(hx_results_add(r, &kn, "floor_bytes", costs == 2 ? 36e9 : 9e9, "B", &e), HX_OK);
     assert_int_equal(hx_results_add(r, &kn, "gemm_flops", 1e9, "FLOP", &e), HX_OK);
+    if (costs == 3) {
+      hx_key kf = {"lidar", 300000u, 1, "flash3d-net", "forward", "flash3d-46m"};
+      const hx_key *ks[4] = {&ka, &km, &kn, &kf};
+      static const double og[4] = {0.0, 10.0, 0.0, 10.0}, om[4] = {0.0, 2.0, 3.0, 5.0}, ab[4] = {3e9, 0.0, 0.0, 3e9};
+      for (int i = 0; i < 4; i++) {
+        assert_int_equal(hx_results_add(r, ks[i], "floor_gemm_ms", og[i], "ms", &e), HX_OK);
+        assert_int_equal(hx_results_add(r, ks[i], "floor_mem_ms", om[i], "ms", &e), HX_OK);
+        assert_int_equal(hx_results_add(r, ks[i], "attn_bytes", ab[i], "B", &e), HX_OK);
+      }
+    }
     /* the k = 3 convolution alone at 300k: C = 32 (below the target's C >= 64), C = 64 with v6 the best entry at
      * 30% of its roofline (v3 at 40% is not the best), C = 256 without a best entry: v1 failed its check (its 90%
      * does not count), v3 60%, v6 55% */
@@ -1085,6 +1096,7 @@ static void test_nets_floors(void **state) {
   hx_run run;
   char *rep = plot_run("nets-cost", &run);
   assert_null(strstr(rep, "No cost rows in this run"));
+  assert_non_null(strstr(rep, "This run's cost rows predate the floors summed operation by operation"));
   assert_non_null(strstr(rep, "**Flash3D-46m** (`flash3d-46m`), NVIDIA H100 80GB HBM3, 300000 points: floors at cuBLAS "
                               "fp16 800 TFLOP/s, attention 100.0 TFLOP/s (`attn.plain` v9 at 300000 points), copy 3000 "
                               "GB/s."));
@@ -1121,6 +1133,25 @@ static void test_nets_floors(void **state) {
   /* PTv3 in the same run has no cost rows: no floor, said so */
   assert_non_null(strstr(rep, "| cpe | 36.000 | - | - | - | - | - | - |\n"));
   assert_non_null(strstr(rep, "Without cost rows (no floor, left out of the sum): `cpe`, `attn`, `mlp`."));
+  free(rep);
+  hx_run_free(&run);
+}
+
+/* The floors summed operation by operation, where the run has them: mlp 10 + 2 = 12 ms (the most of its summed FLOPs
+ * and bytes would say 10), norm 3, attn the more of 42 ms of FLOPs and 1 ms of bytes; their sum 57 ms, 1.58x. */
+static void test_nets_op_floors(void **state) {
+  (void)state;
+  make_nets_fixture("nets-opfl", "NVIDIA H100 80GB HBM3", 1.0, 3, 0);
+  hx_run run;
+  char *rep = plot_run("nets-opfl", &run);
+  assert_non_null(strstr(rep, "Each component's floor sums its operations' floors"));
+  assert_null(strstr(rep, "predate"));
+  assert_non_null(strstr(rep, "| attn | 63.000 | 0 | 4200 | - | 42.000 | attention | 1.50x |\n"));
+  assert_non_null(strstr(rep, "| mlp | 18.000 | 8000 | - | 3000 | 12.000 | GEMM | 1.50x |\n"));
+  assert_non_null(strstr(rep, "| norm | 9.000 | 1 | - | 9000 | 3.000 | memory | 3.00x |\n"));
+  assert_non_null(strstr(rep, "| sum of components | 90.000 | | | | 57.000 | | 1.58x |\n"));
+  assert_non_null(strstr(rep, "Target: the whole forward within 1.5x of the sum of its components' floors: 1.58x, NOT "
+                              "met (4.50 ms over the limit of 85.50 ms)."));
   free(rep);
   hx_run_free(&run);
 }
@@ -1468,6 +1499,7 @@ int main(void) {
       cmocka_unit_test(test_nets_report),
       cmocka_unit_test(test_nets_fill), cmocka_unit_test(test_nets_bend_target),
       cmocka_unit_test(test_nets_floors),
+      cmocka_unit_test(test_nets_op_floors),
       cmocka_unit_test(test_nets_floor_edge),
       cmocka_unit_test(test_nets_below_floor),
       cmocka_unit_test(test_nets_faster_devices),

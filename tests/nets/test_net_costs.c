@@ -7,7 +7,10 @@
  * (rows x scope rows) on larger clouds; on every case the components sum to the "forward" entry, the names are the
  * hook categories; bad arguments are refused. And the memory breakdown's bookkeeping (net_mem_add): parts merged by
  * label and kind, allocations rounded as the arena rounds them, the overflow part, kinds and parts summing to the
- * total.
+ * total. With rates, the floors summed operation by operation: the same FLOPs and bytes, every non-attention
+ * operation's floor counted once under the bound that takes it (so a component's sum lies between the most and the
+ * sum of its GEMM and memory times, and reaches past the most where its operations are bound differently), the
+ * attention operations' bytes apart, and NaN without rates.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,7 +81,8 @@ static void ptv3_run(ptv3_case *t, const size_t *sizes, uint32_t B) {
   const net_input in = tnet_cloud_input(&t->c, 5);
   if (net_ptv3_struct_build(&t->s, &t->cfg, &in, 1, &err) != HX_OK) fail_msg("%s", err.msg);
   assert_int_equal(net_ptv3_cost_shape_get(&t->cs, &t->s, &err), HX_OK);
-  if (net_ptv3_costs_from_shape(&t->cfg, &t->cs, t->cost, NET_COSTS_MAX, &t->n, &err) != HX_OK) fail_msg("%s", err.msg);
+  if (net_ptv3_costs_from_shape(&t->cfg, &t->cs, NULL, t->cost, NET_COSTS_MAX, &t->n, &err) != HX_OK)
+    fail_msg("%s", err.msg);
   check_list(t->cost, t->n, ptv3_names, sizeof ptv3_names / sizeof *ptv3_names);
 }
 
@@ -151,7 +155,7 @@ static void test_ptv3_gemm(void **state) {
       net_cost cm[NET_COSTS_MAX];
       size_t nm = 0;
       hx_err e;
-      assert_int_equal(net_ptv3_costs_from_shape(&c, &t.cs, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
+      assert_int_equal(net_ptv3_costs_from_shape(&c, &t.cs, NULL, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
       double mf = 0, mb = 0, nb = 0, qb = 0;
       int seen = 0;
       for (int l = 0; l < cfg->levels; l++) {
@@ -185,7 +189,7 @@ static void test_ptv3_gemm(void **state) {
     net_cost cc[NET_COSTS_MAX];
     size_t nf = 0;
     hx_err e;
-    assert_int_equal(net_ptv3_costs_from_shape(&cf, &t.cs, cc, NET_COSTS_MAX, &nf, &e), HX_OK);
+    assert_int_equal(net_ptv3_costs_from_shape(&cf, &t.cs, NULL, cc, NET_COSTS_MAX, &nf, &e), HX_OK);
     double lin = 0, wbytes = 0;
     for (int l = 0; l < cfg->levels; l++) {
       side sd[2];
@@ -233,7 +237,7 @@ static void test_ptv3_gemm(void **state) {
   net_cost c2[NET_COSTS_MAX];
   size_t n2 = 0;
   hx_err err;
-  assert_int_equal(net_ptv3_costs_from_shape(cfg, &more, c2, NET_COSTS_MAX, &n2, &err), HX_OK);
+  assert_int_equal(net_ptv3_costs_from_shape(cfg, &more, NULL, c2, NET_COSTS_MAX, &n2, &err), HX_OK);
   assert_true(find(c2, n2, "qkv")->gemm_flops - find(t.cost, t.n, "qkv")->gemm_flops == 2.0 * (2.0 * 16 * 48));
   assert_true(find(c2, n2, "attn")->attn_flops == find(t.cost, t.n, "attn")->attn_flops); /* patch_sq unchanged */
   /* the stem in one pass (stem_fused, the default, which takes ptv3-tiny's 4 -> 16): its k = 5 map (4 n 125 bytes)
@@ -245,7 +249,7 @@ static void test_ptv3_gemm(void **state) {
   {
     hx_err e;
     assert_true(net_ptv3_stem_fused(&t.cfg) && !net_ptv3_stem_fused(&cs1));
-    assert_int_equal(net_ptv3_costs_from_shape(&cs1, &t.cs, cu, NET_COSTS_MAX, &nu, &e), HX_OK);
+    assert_int_equal(net_ptv3_costs_from_shape(&cs1, &t.cs, NULL, cu, NET_COSTS_MAX, &nu, &e), HX_OK);
     assert_true(find(cu, nu, "embed")->bytes - find(t.cost, t.n, "embed")->bytes == (4.0 * 125.0 + 4.0 * 16.0) * n0);
     assert_true(find(cu, nu, "embed")->gemm_flops == find(t.cost, t.n, "embed")->gemm_flops);
     assert_true(find(cu, nu, "cpe")->bytes == find(t.cost, t.n, "cpe")->bytes);
@@ -260,7 +264,7 @@ static void test_ptv3_gemm(void **state) {
     net_cost cv[NET_COSTS_MAX];
     size_t nv = 0;
     hx_err e;
-    assert_int_equal(net_ptv3_costs_from_shape(&c0, &t.cs, cv, NET_COSTS_MAX, &nv, &e), HX_OK);
+    assert_int_equal(net_ptv3_costs_from_shape(&c0, &t.cs, NULL, cv, NET_COSTS_MAX, &nv, &e), HX_OK);
     assert_true(find(cu, nu, "embed")->bytes - find(cv, nv, "embed")->bytes == 4.0 * 27.0 * n0);
     assert_true(find(cv, nv, "cpe")->bytes - find(t.cost, t.n, "cpe")->bytes == (16.0 + 4.0 * 27.0) * n0);
     c0.stem_fused = 1; /* asked for: the one pass writes level 0's map, which needs a rulebook here */
@@ -269,7 +273,7 @@ static void test_ptv3_gemm(void **state) {
     c0 = cs1;
     c0.dec_channels[0] = 24;
     assert_true(spc_variant_best(24, 24, 27)->needs_rule);
-    assert_int_equal(net_ptv3_costs_from_shape(&c0, &t.cs, cv, NET_COSTS_MAX, &nv, &e), HX_OK);
+    assert_int_equal(net_ptv3_costs_from_shape(&c0, &t.cs, NULL, cv, NET_COSTS_MAX, &nv, &e), HX_OK);
     assert_true(find(cu, nu, "embed")->bytes - find(cv, nv, "embed")->bytes == 4.0 * 27.0 * n0);
   }
   /* the stem: SubMConv3d(4, 16, k = 5) on the stem map's pairs */
@@ -357,7 +361,7 @@ static void f3d_run(f3d_case *t, const size_t *sizes, uint32_t B) {
   const net_input in = tnet_cloud_input(&t->c, 8);
   if (net_flash3d_shape_get(&t->s, &t->cfg, &in, &err) != HX_OK) fail_msg("%s", err.msg);
   if (net_flash3d_layouts_cpu(&t->lay, &t->cfg, &in, &err) != HX_OK) fail_msg("%s", err.msg);
-  if (net_flash3d_costs_from_layouts(&t->cfg, &t->s, &t->lay, t->cost, NET_COSTS_MAX, &t->n, &err) != HX_OK)
+  if (net_flash3d_costs_from_layouts(&t->cfg, &t->s, &t->lay, NULL, t->cost, NET_COSTS_MAX, &t->n, &err) != HX_OK)
     fail_msg("%s", err.msg);
   check_list(t->cost, t->n, f3d_names, sizeof f3d_names / sizeof *f3d_names);
 }
@@ -429,7 +433,7 @@ static void test_f3d_one_bucket(void **state) {
     net_cost cm[NET_COSTS_MAX];
     size_t nm = 0;
     hx_err e;
-    assert_int_equal(net_flash3d_costs_from_layouts(&c, &t.s, &t.lay, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
+    assert_int_equal(net_flash3d_costs_from_layouts(&c, &t.s, &t.lay, NULL, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
     assert_true(find(cm, nm, "mlp")->gemm_flops == mlp);
     bytes[f] = find(cm, nm, "mlp")->bytes;
   }
@@ -443,7 +447,7 @@ static void test_f3d_one_bucket(void **state) {
     net_cost cm[NET_COSTS_MAX];
     size_t nm = 0;
     hx_err e;
-    assert_int_equal(net_flash3d_costs_from_layouts(&c, &t.s, &t.lay, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
+    assert_int_equal(net_flash3d_costs_from_layouts(&c, &t.s, &t.lay, NULL, cm, NET_COSTS_MAX, &nm, &e), HX_OK);
     double saved = 0;
     for (int l = 0; l < cfg->levels; l++)
       for (int dec = 0; dec < 2; dec++) {
@@ -494,14 +498,14 @@ static void test_bad(void **state) {
   ptv3_run(&t, sizes, 1);
   net_cost small[4];
   size_t n = 99;
-  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &t.cs, small, 4, &n, &err), HX_EINVAL);
+  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &t.cs, NULL, small, 4, &n, &err), HX_EINVAL);
   assert_int_equal(n, 13); /* 12 components and "forward" */
   net_ptv3_cost_shape cs = t.cs;
   cs.L = 2;
-  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &cs, t.cost, NET_COSTS_MAX, &n, &err), HX_EINVAL);
+  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &cs, NULL, t.cost, NET_COSTS_MAX, &n, &err), HX_EINVAL);
   net_config f3d;
   assert_int_equal(net_config_named(&f3d, "flash3d-tiny", &err), HX_OK);
-  assert_int_equal(net_ptv3_costs_from_shape(&f3d, &t.cs, t.cost, NET_COSTS_MAX, &n, &err), HX_EINVAL);
+  assert_int_equal(net_ptv3_costs_from_shape(&f3d, &t.cs, NULL, t.cost, NET_COSTS_MAX, &n, &err), HX_EINVAL);
   /* a structure without kernel maps */
   net_ptv3_struct bare;
   const net_input in = tnet_cloud_input(&t.c, 5);
@@ -509,8 +513,80 @@ static void test_bad(void **state) {
   assert_int_equal(net_ptv3_cost_shape_get(&cs, &bare, &err), HX_EINVAL);
   net_ptv3_struct_free(&bare);
   ptv3_free(&t);
-  assert_int_equal(net_gpu_costs(NULL, small, 4, &n, &err), HX_EINVAL);
+  assert_int_equal(net_gpu_costs(NULL, NULL, small, 4, &n, &err), HX_EINVAL);
   assert_int_equal(n, 0);
+}
+
+/* The per-operation floors of one cost list c (with rates q) against the same list without rates (c0). Returns the
+ * largest (op sum - the most of the component's GEMM and memory times) / op sum over the components: > 0 where a
+ * component's operations are bound differently. */
+static double op_floor_props(const net_cost *c, const net_cost *c0, size_t n, const net_cost_rates *q) {
+  double fwd_g = 0.0, fwd_m = 0.0, fwd_a = 0.0, most_gap = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    assert_string_equal(c[i].name, c0[i].name);
+    assert_true(c[i].gemm_flops == c0[i].gemm_flops && c[i].attn_flops == c0[i].attn_flops &&
+                c[i].bytes == c0[i].bytes);
+    assert_true(isnan(c0[i].op_gemm_s) && isnan(c0[i].op_mem_s) && isnan(c0[i].attn_bytes));
+    assert_true(c[i].op_gemm_s >= 0.0 && c[i].op_mem_s >= 0.0 && c[i].attn_bytes >= 0.0);
+    if (i + 1 == n) break;
+    fwd_g += c[i].op_gemm_s, fwd_m += c[i].op_mem_s, fwd_a += c[i].attn_bytes;
+    const double tg = c[i].gemm_flops / q->gemm_flops_s, tm = (c[i].bytes - c[i].attn_bytes) / q->copy_bytes_s;
+    const double op = c[i].op_gemm_s + c[i].op_mem_s, most = tg > tm ? tg : tm;
+    if (strcmp(c[i].name, "attn") == 0) { /* attention operations: their bytes apart, no GEMM or memory floor */
+      assert_true(c[i].attn_bytes == c[i].bytes && op == 0.0);
+      continue;
+    }
+    assert_true(c[i].attn_bytes == 0.0);
+    assert_true(op >= most * (1.0 - 1e-12) && op <= (tg + tm) * (1.0 + 1e-12));
+    assert_true(c[i].op_gemm_s <= tg * (1.0 + 1e-12) && c[i].op_mem_s <= tm * (1.0 + 1e-12));
+    if ((op - most) / op > most_gap) most_gap = (op - most) / op;
+  }
+  const net_cost *f = &c[n - 1];
+  assert_string_equal(f->name, "forward");
+  assert_true(fabs(f->op_gemm_s - fwd_g) <= 1e-12 * f->op_gemm_s && fabs(f->op_mem_s - fwd_m) <= 1e-12 * f->op_mem_s);
+  assert_true(fabs(f->attn_bytes - fwd_a) <= 1e-12 * f->attn_bytes && f->attn_bytes > 0.0);
+  return most_gap;
+}
+
+static void test_op_floors(void **state) {
+  (void)state;
+  static const size_t sizes[2] = {3000, 1200};
+  /* an H200's measured balance (858 TFLOP/s, 4157 GB/s), then a GEMM rate so high that every operation is bound by
+   * memory, then a bandwidth so high that every operation with GEMM FLOPs is bound by them */
+  const net_cost_rates real = {858.3e12, 4157.1e9}, gemm_free = {1e30, 4157.1e9}, copy_free = {858.3e12, 1e30};
+  ptv3_case t;
+  memset(&t, 0, sizeof t);
+  ptv3_run(&t, sizes, 2);
+  net_cost c[NET_COSTS_MAX];
+  size_t n = 0;
+  hx_err err;
+  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &t.cs, &real, c, NET_COSTS_MAX, &n, &err), HX_OK);
+  assert_int_equal(n, t.n);
+  /* PTv3's xCPE: convolutions bound by GEMM beside LayerNorm passes bound by memory */
+  assert_true(op_floor_props(c, t.cost, n, &real) > 0.0);
+  assert_true(find(c, n, "cpe")->op_gemm_s > 0.0 && find(c, n, "cpe")->op_mem_s > 0.0);
+  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &t.cs, &gemm_free, c, NET_COSTS_MAX, &n, &err), HX_OK);
+  op_floor_props(c, t.cost, n, &gemm_free);
+  for (size_t i = 0; i + 1 < n; i++)
+    assert_true(c[i].op_gemm_s < 1e-12 &&
+                fabs(c[i].op_mem_s - (c[i].bytes - c[i].attn_bytes) / gemm_free.copy_bytes_s) <= 1e-12 * c[i].op_mem_s);
+  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &t.cs, &copy_free, c, NET_COSTS_MAX, &n, &err), HX_OK);
+  op_floor_props(c, t.cost, n, &copy_free);
+  for (size_t i = 0; i + 1 < n; i++)
+    assert_true(fabs(c[i].op_gemm_s - c[i].gemm_flops / copy_free.gemm_flops_s) <= 1e-12 * c[i].op_gemm_s);
+  /* a rate that is not positive leaves the floors NaN */
+  const net_cost_rates bad = {0.0, 4157.1e9};
+  assert_int_equal(net_ptv3_costs_from_shape(&t.cfg, &t.cs, &bad, c, NET_COSTS_MAX, &n, &err), HX_OK);
+  assert_true(isnan(c[0].op_gemm_s) && isnan(c[n - 1].attn_bytes));
+  ptv3_free(&t);
+
+  f3d_case u;
+  memset(&u, 0, sizeof u);
+  f3d_run(&u, sizes, 2);
+  assert_int_equal(net_flash3d_costs_from_layouts(&u.cfg, &u.s, &u.lay, &real, c, NET_COSTS_MAX, &n, &err), HX_OK);
+  assert_int_equal(n, u.n);
+  op_floor_props(c, u.cost, n, &real);
+  f3d_free(&u);
 }
 
 /* net_mem_add: what net_gpu_memory's sizing passes record, allocation by allocation. */
@@ -589,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_f3d_one_bucket),
       cmocka_unit_test(test_f3d_many_buckets),
       cmocka_unit_test(test_bad),
+      cmocka_unit_test(test_op_floors),
       cmocka_unit_test(test_mem_add),
       cmocka_unit_test(test_mlp_chunk_rows),
   };
