@@ -481,6 +481,17 @@ static void test_ptv3_tiny_stem(void **state) {
     assert_int_equal(net_gpu_costs(g, NULL, c, NET_COSTS_MAX, &nc, &err), HX_OK);
     for (size_t i = 0; i < nc; i++)
       if (strcmp(c[i].name, "embed") == 0) flops[k] = c[i].gemm_flops, moved[k] = c[i].bytes;
+    /* through the vtable with rates: the per-operation floors come back, the same FLOPs and bytes */
+    const net_cost_rates q = {800e12, 3e12};
+    net_cost cq[NET_COSTS_MAX];
+    size_t nq = 0;
+    assert_int_equal(net_gpu_costs(g, &q, cq, NET_COSTS_MAX, &nq, &err), HX_OK);
+    assert_int_equal(nq, nc);
+    for (size_t i = 0; i < nc; i++) {
+      assert_true(isnan(c[i].op_gemm_s) && cq[i].gemm_flops == c[i].gemm_flops && cq[i].bytes == c[i].bytes);
+      assert_true(cq[i].op_gemm_s + cq[i].op_mem_s >= 0.0 && cq[i].attn_bytes >= 0.0);
+    }
+    assert_true(cq[nq - 1].op_gemm_s > 0.0 && cq[nq - 1].op_mem_s > 0.0 && cq[nq - 1].attn_bytes > 0.0);
     net_gpu_destroy(g);
   }
   const double n = (double)t.in.n;
