@@ -157,6 +157,15 @@ static int two_words(const char *opt, const char *arg, const char *one, const ch
   return 0;
 }
 
+/* An integer option from lo to hi, `what` naming what it counts: 0, or 2 after the message. */
+static int int_in(const char *opt, const char *arg, int lo, int hi, const char *what, int *out) {
+  uint64_t k = 0;
+  if (f3d_parse_u64(arg, &k) || k < (uint64_t)lo || k > (uint64_t)hi)
+    return f3d_fail("net", "%s '%s': %s, %d to %d", opt, arg, what, lo, hi), 2;
+  *out = (int)k;
+  return 0;
+}
+
 /* Clouds of the run: B synthetic lidar clouds of exactly `points` unique voxels each (seed + c), or the file's
  * deduplicated cloud B times. */
 static int make_batch(wl_batch *bt, const net_cli *o) {
@@ -612,20 +621,8 @@ int f3d_cmd_net(int argc, char **argv) {
       if (f3d_parse_pos_double(optarg, &o.fill) || o.fill < 0.1 || o.fill > 1.0)
         return f3d_fail("net", "--bucket-fill '%s': a fraction from 0.1 to 1", optarg), 2;
       break;
-    case 'A': {
-      uint64_t k = 0;
-      if (f3d_parse_u64(optarg, &k) || k < 1 || k > 64)
-        return f3d_fail("net", "--scope '%s': buckets per attention scope, 1 to 64", optarg), 2;
-      o.scope = (int)k;
-      break;
-    }
-    case 'Q': {
-      uint64_t k = 0;
-      if (f3d_parse_u64(optarg, &k) || k < 1 || k > 16384)
-        return f3d_fail("net", "--patch '%s': rows per attention patch, 1 to 16384", optarg), 2;
-      o.patch = (int)k;
-      break;
-    }
+    case 'A': if (int_in("--scope", optarg, 1, 64, "buckets per attention scope", &o.scope)) return 2; break;
+    case 'Q': if (int_in("--patch", optarg, 1, 16384, "rows per attention patch", &o.patch)) return 2; break;
     case 'M':
       if (f3d_parse_bytes(optarg, &o.device_memory))
         return f3d_fail("net", "--device-memory '%s': bytes >= 1, e.g. 1048576, 512M or 2G (powers of 1024)",
