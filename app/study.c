@@ -401,15 +401,17 @@ static void nets_memory(FILE *f, const hx_run *runs, size_t n_runs, size_t nrows
   }
 }
 
+/* Whether w is configuration m's eager forward time (time_mean) of batch 1 on wl. */
+static int is_fwd_time(const hx_run_row *w, const net_model *m, const char *wl) {
+  return w->batch == 1 && !strcmp(w->metric, "time_mean") && !strcmp(w->kernel, "forward") &&
+         !strcmp(w->variant, m->variant) && !strcmp(w->pipeline, m->pipeline) && !strcmp(w->workload, wl);
+}
+
 /* The largest size at which m has a timed forward; 0 when none. */
 static uint64_t fwd_largest(const hx_run *r, const net_model *m, const char *wl) {
   uint64_t at = 0;
-  for (size_t i = 0; i < r->n_rows; i++) {
-    const hx_run_row *w = &r->rows[i];
-    if (w->n_points > at && w->batch == 1 && !strcmp(w->workload, wl) && !strcmp(w->pipeline, m->pipeline) &&
-        !strcmp(w->kernel, "forward") && !strcmp(w->variant, m->variant) && !strcmp(w->metric, "time_mean"))
-      at = w->n_points;
-  }
+  for (size_t i = 0; i < r->n_rows; i++)
+    if (r->rows[i].n_points > at && is_fwd_time(&r->rows[i], m, wl)) at = r->rows[i].n_points;
   return at;
 }
 
@@ -694,8 +696,7 @@ static size_t fit_points(const hx_run *r, const net_model *m, const char *wl, do
   *lo = *hi = 0.0;
   for (size_t i = 0; i < r->n_rows && k < cap; i++) {
     const hx_run_row *w = &r->rows[i];
-    if (w->batch == 1 && !strcmp(w->metric, "time_mean") && !strcmp(w->kernel, "forward") &&
-        !strcmp(w->variant, m->variant) && !strcmp(w->pipeline, m->pipeline) && !strcmp(w->workload, wl)) {
+    if (is_fwd_time(w, m, wl)) {
       x[k] = (double)w->n_points, y[k] = w->value;
       *lo = k ? fmin(*lo, x[k]) : x[k], *hi = k ? fmax(*hi, x[k]) : x[k];
       k++;
