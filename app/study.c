@@ -906,10 +906,8 @@ static double comp_floor(const hx_run *r, const net_model *m, const char *comp, 
     const double ab = nrow(r, m->pipeline, comp, m->variant, wl, n, "attn_bytes");
     double ta = 0.0;
     const char *ta_name = "attention";
-    if (af > 0.0 || ab > 0.0) { /* without an attention rate, its bytes alone (as floor_ms drops a missing term) */
-      const double tf = af / (q->attn * 1e9), tb = ab / (q->copy * 1e6);
-      if (isfinite(tf) && tf >= tb) ta = tf;
-      else ta = tb, ta_name = "memory";
+    if (af > 0.0 || ab > 0.0) { /* the more of FLOPs and bytes (no GEMM term); without an attention rate, the bytes */
+      ta = floor_ms(0.0, af, ab, NAN, q->attn, q->copy, &ta_name);
       if (!isfinite(ta)) return NAN;
     }
     const double part[3] = {og, om, ta};
