@@ -1038,6 +1038,7 @@ typedef struct plot_bar {
   size_t run;
   const hx_run_row *k;
   uint64_t n;
+  size_t pattern; /* the first of the plot's include patterns that it matches (plot_pattern) */
 } plot_bar;
 
 /* The index of sp's first include pattern that row r matches (n_include when none). */
@@ -1064,7 +1065,7 @@ static size_t plot_bars(const plot_ctx *p, const hx_study_plot *sp, plot_bar *ba
       while (b < nb && !(bars[b].run == r && !strcmp(bars[b].k->pipeline, w->pipeline) &&
                          !strcmp(bars[b].k->variant, w->variant) && !strcmp(bars[b].k->workload, w->workload)))
         b++;
-      if (b == nb && nb < cap) bars[nb++] = (plot_bar){r, w, 0};
+      if (b == nb && nb < cap) bars[nb++] = (plot_bar){r, w, 0, plot_pattern(sp, w)};
       if (b < nb && w->n_points > bars[b].n) bars[b].n = w->n_points;
       size_t s = 0;
       while (s < *nst && strcmp(stacks[s], w->kernel)) s++;
@@ -1072,9 +1073,8 @@ static size_t plot_bars(const plot_ctx *p, const hx_study_plot *sp, plot_bar *ba
     }
   for (size_t i = 1; i < nb; i++) { /* stable insertion sort by (run, pattern) */
     const plot_bar b = bars[i];
-    const size_t pb = plot_pattern(sp, b.k);
     size_t j = i;
-    while (j > 0 && (bars[j - 1].run > b.run || (bars[j - 1].run == b.run && plot_pattern(sp, bars[j - 1].k) > pb))) {
+    while (j > 0 && (bars[j - 1].run > b.run || (bars[j - 1].run == b.run && bars[j - 1].pattern > b.pattern))) {
       bars[j] = bars[j - 1];
       j--;
     }
