@@ -3,7 +3,7 @@
  * directories, and `compare --calibrate FILE RUN RUN...`: the A/A calibration the gate may use.
  *
  * Exit status: 0 nothing slower; 1 at least one key slower; 2 usage or input error (including runs, or a
- * calibration, from different devices or builds, or incomplete runs, unless --force, and runs of which no key
+ * calibration, from different devices, builds or dtypes, or incomplete runs, unless --force, and runs of which no key
  * could be tested: a gate that tested nothing must not pass). The verdict logic is hx_gate_runs (harness/compare.c);
  * docs/measurement.md, "Regression gate", has the rule and the CI recipe.
  */
@@ -43,8 +43,8 @@ static void usage(FILE *f) {
           "      --normalize       scale NEW by the ratio of the runs' ceilings measured in each run (copy\n"
           "                        bandwidth; cuBLAS GEMM for stages that declare FLOPs) before gating\n"
           "      --csv FILE        every compared key as CSV too (- for stdout)\n"
-          "  -f, --force           compare runs (or a calibration) from different devices or builds, or\n"
-          "                        incomplete runs\n"
+          "  -f, --force           compare runs (or a calibration) from different devices, builds or\n"
+          "                        dtypes (sweep --dtype), or incomplete runs\n"
           "  -q, --quiet           print only the verdict line\n"
           "  -h, --help            this text\n",
           HX_GATE_BATCHES);
@@ -213,7 +213,7 @@ int f3d_cmd_compare(int argc, char **argv) {
       fprintf(stderr, "f3dbench: compare: warning: %s (compared anyway: --force)\n", err.msg);
     } else {
       fprintf(stderr, "f3dbench: compare: refusing to compare: %s%s (--force compares anyway)\n",
-              baseline ? "the baseline is from another device or build: " : "", err.msg);
+              baseline ? "the baseline is from another device, build or setting: " : "", err.msg);
       rc = 2;
     }
   }

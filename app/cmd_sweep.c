@@ -115,6 +115,7 @@ typedef struct sweep_opts {
   uint64_t device_memory;    /* --device-memory: the pipelines' arena capacity in bytes; 0: the device's */
   size_t stop_after_cases;   /* --stop-after-cases (tests only): raise SIGINT once this many cases finished */
   const char *preset;        /* --preset: NULL or "ci" */
+  f3d_dtype dtype;           /* --dtype */
 } sweep_opts;
 
 static void usage(FILE *f) {
@@ -171,7 +172,11 @@ static void usage(FILE *f) {
           "                        needs more is skipped with skipped_bytes_needed/_free rows, the sweep goes\n"
           "                        on (so it is when the device itself runs out)\n"
           "      --shard I/N       run only the cases whose index is I modulo N (I = 0..N-1; N/N means\n"
-          "                        0/N, for 1-based job arrays); f3dbench merge joins the shards\n",
+          "                        0/N, for 1-based job arrays); f3dbench merge joins the shards\n"
+          "      --dtype fp16|bf16 the 16-bit type of the backbones, the attention stages and the\n"
+          "                        convolution stage (default fp16; fp32 accumulation either way); their\n"
+          "                        floors take that type's cuBLAS ceiling. compare and merge refuse runs\n"
+          "                        of different types\n",
           DEFAULT_STAGE_CAP_S, DEFAULT_TIME_BUDGET_S);
   fputs("Without a CUDA device, pipelines run their CPU references (variant \"cpu\"), timed on the CPU; the GPU-only\n"
         "ones (", f);
@@ -257,7 +262,7 @@ static void stem_of(const char *path, char *out, size_t cap) {
 
 static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
   enum { OPT_RUN_ID = 256, OPT_WARMUP, OPT_NO_COUNTERS, OPT_METRICS, OPT_MAX_TIME, OPT_BUDGET, OPT_SHARD,
-         OPT_DEVICE_MEMORY, OPT_STOP_AFTER, OPT_PRESET };
+         OPT_DEVICE_MEMORY, OPT_STOP_AFTER, OPT_PRESET, OPT_DTYPE };
   static const struct option longopts[] = {
       {"workloads", required_argument, NULL, 'w'}, {"input", required_argument, NULL, 'i'},
       {"sizes", required_argument, NULL, 'n'},     {"batch", required_argument, NULL, 'b'},
@@ -272,7 +277,7 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       {"time-budget", required_argument, NULL, OPT_BUDGET}, {"shard", required_argument, NULL, OPT_SHARD},
       {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
       {"stop-after-cases", required_argument, NULL, OPT_STOP_AFTER}, /* for tests; not in --help */
-      {"preset", required_argument, NULL, OPT_PRESET},
+      {"preset", required_argument, NULL, OPT_PRESET}, {"dtype", required_argument, NULL, OPT_DTYPE},
       {NULL, 0, NULL, 0}};
   const char *workloads = NULL;
   char *pipes = NULL;
@@ -420,6 +425,16 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       break;
     case 'C':
       o->check_args = 1;
+      break;
+    case OPT_DTYPE:
+      if (strcmp(optarg, "fp16") == 0) {
+        o->dtype = F3D_F16;
+      } else if (strcmp(optarg, "bf16") == 0) {
+        o->dtype = F3D_BF16;
+      } else {
+        f3d_fail("sweep", "--dtype '%s': expected fp16 or bf16", optarg);
+        return -1;
+      }
       break;
     case 'L':
       o->ladder = 1;
@@ -586,6 +601,7 @@ static hx_status write_context(hx_results *r, const sweep_opts *o, const hx_devi
   HX_TRY(hx_results_contextf(r, err, "seed", "%llu", (unsigned long long)o->seed));
   HX_TRY(hx_results_context(r, "seed_rule", "cloud b of a case is generated or resampled with seed + b", err));
   HX_TRY(hx_results_contextf(r, err, "voxel_m", "%g", o->voxel));
+  HX_TRY(hx_results_context(r, "dtype", f3d_dtype_name(o->dtype), err));
   HX_TRY(hx_results_contextf(r, err, "batch", "%u", o->batch));
   HX_TRY(hx_results_contextf(r, err, "reps", "%u", o->timing.reps));
   HX_TRY(hx_results_contextf(r, err, "warmup", "%u", o->timing.warmup));
@@ -1030,6 +1046,7 @@ int f3d_cmd_sweep(int argc, char **argv) {
       ctx.verbose = o.verbose;
       ctx.ladder = o.ladder;
       ctx.gate = o.preset != NULL;
+      ctx.dtype = o.dtype;
       ctx.max_points = 0;
       for (size_t q = 0; q < o.nsizes; q++)
         if (o.sizes[q] > ctx.max_points) ctx.max_points = (size_t)o.sizes[q];

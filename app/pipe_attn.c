@@ -22,7 +22,8 @@
  *      measurement layer writes flops (FLOP) and tflops (TFLOP/s) at the time_median row's median.
  *   3. scopes (count), and rel_to_plain (median / the base plan's median, same variant, same run) for every
  *      plan but the base.
- * Inputs: packed qkv [rows, 3, H, D] fp16 (what a qkv projection writes and PTv3's gather produces),
+ * Inputs: packed qkv [rows, 3, H, D] in the sweep's dtype (fp16 or bf16, sweep --dtype; what a qkv projection
+ * writes and PTv3's gather produces),
  * uniform random (q, k in [-2, 2), v in [-1, 1)) from the sweep seed; O [rows, H, D]; LSE fp32.
  * Device buffers come from the sweep's arena (ctx->arena: the mem_peak rows); v0's cuBLAS handle and its
  * workspace are created inside kernels/attn.cu, once per device, and are not in the arena.
@@ -61,9 +62,9 @@ static double plan_flops(const battn_plan *pl, int H, int D) {
   return 4.0 * f * H * D;
 }
 
-/* Parameters of one forward over packed qkv [rows, 3, H, D] fp16 (the stage's only layout). */
-static void packed_params(battn_params *p, int64_t rows, int H, int D, const battn_plan *plan) {
-  battn_params_init(p, rows, H, D, BATTN_F16, plan);
+/* Parameters of one forward over packed qkv [rows, 3, H, D] (the stage's only layout) in dt. */
+static void packed_params(battn_params *p, int64_t rows, int H, int D, f3d_dtype dt, const battn_plan *plan) {
+  battn_params_init(p, rows, H, D, dt == F3D_BF16 ? BATTN_BF16 : BATTN_F16, plan);
   p->q_row_stride = p->k_row_stride = p->v_row_stride = (int64_t)3 * H * D;
 }
 
@@ -146,7 +147,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
    * of every 600k case on one thread; the values do not depend on the thread count) */
   const uint64_t seed = hx_rng_u64(ctx->seed, 0xA77, 0);
   static const double amp[3] = {2.0, 2.0, 1.0}; /* q, k in [-2, 2), v in [-1, 1) */
-  f3d_fill_f16_uniform(b->h_qkv, 3 * R * hd, seed, hd, amp, 3);
+  f3d_fill_uniform16(b->h_qkv, 3 * R * hd, seed, hd, amp, 3, ctx->dtype);
   for (int64_t i = 0; i < n_sel; i++)
     b->sel[i] = i == 0 ? 0 : i == 1 ? rows - 1 : (int64_t)(hx_rng_u64(seed, 1, (uint64_t)i) % R);
   /* device buffers: qkv, o, lse, the largest scope tables of any plan, the largest scratch */
@@ -169,7 +170,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
   const battn_variant *vars[ATTN_NVAR];
   {
     battn_params p;
-    packed_params(&p, rows, H, D, items[0].plan);
+    packed_params(&p, rows, H, D, ctx->dtype, items[0].plan);
     hx_err e;
     if (battn_variant_best(&vars[0], &p, &e) != HX_OK)
       return hx_errf(err, HX_EUNSUPPORTED, "%s: attention: neither v9 nor v24 runs on this device: %s", pipeline, e.msg);
@@ -184,7 +185,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
     size_t scratch = 16;
     for (size_t k = 0; k < n_items; k++) {
       battn_params p;
-      packed_params(&p, rows, H, D, items[k].plan);
+      packed_params(&p, rows, H, D, ctx->dtype, items[k].plan);
       size_t need = 0;
       HX_TRY(vars[vi]->fn(&p, NULL, &need, b->s, err));
       if (need > scratch) scratch = need;
@@ -193,7 +194,7 @@ static hx_status attn_gpu(f3d_ctx *ctx, const char *pipeline, int64_t rows, cons
     for (size_t k = 0; k < n_items; k++) {
       const battn_plan *pl = items[k].plan;
       const char *kernel = items[k].kernel;
-      packed_params(&hp, rows, H, D, pl);
+      packed_params(&hp, rows, H, D, ctx->dtype, pl);
       hp.q = b->h_qkv, hp.k = b->h_qkv + hd, hp.v = b->h_qkv + 2 * hd;
       hp.o = b->h_o, hp.lse = b->h_lse;
       HX_TRY(battn_validate(&hp, pl, err)); /* the plan against the layout, on the host tables */

@@ -10,6 +10,8 @@
  *                ("flash3d-46m-scope2": scopes of 2 buckets, 1024 keys a query), these two on the run's largest
  *                size only unless --ladder, and with --ladder the public configuration ("flash3d-public"); in
  *                the regression gate's run (sweep --preset ci) flash3d-46m alone
+ * Each forward computes in the sweep's dtype (fp16, or bf16 with sweep --dtype bf16; fp32 accumulation), its floors
+ * priced at that dtype's cuBLAS ceiling.
  * Rows, variant = the configuration name ("<name>.graph" for the same forward replayed as one CUDA graph):
  *   forward      the whole forward (f3d_measure: timing, the counters over the whole forward, mem_peak = every
  *                buffer and weight the forward holds, from the sweep's arena), plus params (count), check (1 after
@@ -200,8 +202,9 @@ static hx_status record_costs(f3d_ctx *ctx, const char *pipe, const char *model,
   /* the ceilings as the context holds them (%.1f), so the study prices the rest of each floor at the same rates */
   net_cost_rates q = {0.0, 0.0};
   const net_cost_rates *qp = NULL;
-  if (ctx->bench && isfinite(ctx->bench->ceilings.gemm_fp16_tflops) && isfinite(ctx->bench->ceilings.copy_gbs)) {
-    q.gemm_flops_s = round(ctx->bench->ceilings.gemm_fp16_tflops * 10.0) / 10.0 * 1e12;
+  const double gemm = f3d_gemm_ceiling(ctx->bench, ctx->dtype); /* the cuBLAS rate of the forward's dtype */
+  if (ctx->bench && isfinite(gemm) && isfinite(ctx->bench->ceilings.copy_gbs)) {
+    q.gemm_flops_s = round(gemm * 10.0) / 10.0 * 1e12;
     q.copy_bytes_s = round(ctx->bench->ceilings.copy_gbs * 10.0) / 10.0 * 1e9;
     qp = &q;
   }
@@ -222,7 +225,7 @@ static hx_status record_costs(f3d_ctx *ctx, const char *pipe, const char *model,
 }
 
 static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx_err *err) {
-  const net_dtype dt = NET_F16;
+  const net_dtype dt = ctx->dtype == F3D_BF16 ? NET_BF16 : NET_F16;
   net_config cfg;
   HX_TRY(net_config_named(&cfg, model, err));
   net_params p = {0};

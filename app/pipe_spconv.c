@@ -9,16 +9,17 @@
  *      sampled rows come from it;
  *   2. per width C (64, then 256: v1's widest output slice, BN = 128, and BK = 64), in = out = C: features uniform in
  *      [-1, 1) (four 16-bit uniforms per counter-based draw, drawn in parallel: 600k x 256 values), weights and bias
- *      uniform in +-1/sqrt(27 C) (PyTorch's default range), all rounded to fp16 on the host so the CPU reference
- *      sees the values the GPU reads;
+ *      uniform in +-1/sqrt(27 C) (PyTorch's default range), all rounded to the sweep's dtype (fp16, or bf16 with
+ *      sweep --dtype bf16) on the host so the CPU reference sees the values the GPU reads;
  *   3. the reference on SPC_CHECK_ROWS sampled output rows (row 0, the last row, the rest uniform): spc_conv_cpu on
  *      the sub-problem of those rows and the inputs they name (f3d_spc_sample_map; the full reference at 600k x 256
  *      is 2 x 7M pairs x 65536 = 1 TFLOP of scalar fp32), and the same on |x|, |w|, |b| for each value's magnitude;
  *   4. per variant that takes the shape (v0: gather-GEMM-scatter through cuBLAS; v1: the fused implicit GEMM;
- *      v3-v8; spc_variant_main picks v6 on sm_90a, else v3): outputs poisoned (0xFFFF, an fp16 NaN), one launch,
- *      the sampled rows gathered on the device (nl_gather_rows_gpu) and compared: |gpu - ref| <= 2^-11 |ref|
- *      + 2^-13 mag (the fp16 rounding of the output, plus the two fp32 sums' orders: at most (in + K) 2^-24 mag
- *      each, 2^-15.9 mag at C = 256, so 8x margin). A variant that fails is reported and not timed;
+ *      v3-v8; spc_variant_main picks v6 on sm_90a, else v3): outputs poisoned (0xFFFF, a NaN in either dtype), one
+ *      launch, the sampled rows gathered on the device (nl_gather_rows_gpu) and compared: |gpu - ref| <= u |ref|
+ *      + 2^-13 mag (u = 2^-11 in fp16, 2^-8 in bf16: the one rounding of the output, plus the two fp32 sums'
+ *      orders: at most (in + K) 2^-24 mag each, 2^-15.9 mag at C = 256, so 8x margin). A variant that fails is
+ *      reported and not timed;
  *   5. timed through f3d_measure_median with the roofline's FLOPs and bytes declared (the measurement layer writes
  *      flops/tflops and bytes/bandwidth at the median), then roofline_ms and roofline_share from the run's ceilings.
  * The ceilings: hx_bench_context measured them before the first case (ctx->bench->ceilings, the context's
@@ -63,16 +64,18 @@ typedef struct conv_run {
   void *d_scratch;
   size_t scratch;
   spc_ctx *sctx;
+  net_dtype dt;
 } conv_run;
 static hx_status conv_closure(void *arg, void *stream, hx_err *err) {
   const conv_run *r = arg;
   size_t s = r->scratch;
-  return r->v->fn(r->d_y, r->d_x, r->w, r->m, r->d_scratch, &s, r->sctx, NET_F16, (struct CUstream_st *)stream, err);
+  return r->v->fn(r->d_y, r->d_x, r->w, r->m, r->d_scratch, &s, r->sctx, r->dt, (struct CUstream_st *)stream, err);
 }
 
 /* Everything the stage holds; freed by stage_free whatever happened. */
 typedef struct stage {
   hx_arena *arena;
+  net_dtype dt; /* the sweep's dtype */
   cudaStream_t s;
   spc_ctx *sctx;
   uint32_t n, S, *sel, *d_sel, *d_grid, *d_batch;
@@ -163,11 +166,11 @@ static hx_status make_width(stage *g, f3d_ctx *ctx, size_t C, hx_err *err) {
   if (!g->hx || !g->hys || !g->w || !g->aw || !g->b || !g->ab || !g->xs || !g->axs || !g->ref || !g->mag)
     return hx_errf(err, HX_ENOMEM, "spconv stage: host buffers for %zu rows x %zu channels", n, C);
   static const double one = 1.0; /* uniform in [-1, 1) */
-  f3d_fill_f16_uniform(g->hx, n * C, hx_rng_u64(ctx->seed, 0x5C0, 2 * C), n * C, &one, 1);
+  f3d_fill_uniform16(g->hx, n * C, hx_rng_u64(ctx->seed, 0x5C0, 2 * C), n * C, &one, 1, ctx->dtype);
   const uint64_t ws = hx_rng_u64(ctx->seed, 0x5C0, 2 * C + 1);
   const double range = 1.0 / sqrt((double)(K * C));
   for (size_t i = 0; i < nw; i++) {
-    g->w[i] = net_to_float(NET_F16, net_from_float(NET_F16, (float)(range * (2.0 * hx_rng_unit(ws, 0, i) - 1.0))));
+    g->w[i] = net_to_float(g->dt, net_from_float(g->dt, (float)(range * (2.0 * hx_rng_unit(ws, 0, i) - 1.0))));
     g->aw[i] = fabsf(g->w[i]);
   }
   for (size_t i = 0; i < C; i++) {
@@ -176,13 +179,13 @@ static hx_status make_width(stage *g, f3d_ctx *ctx, size_t C, hx_err *err) {
   }
   for (size_t r = g->S; r < ns; r++)
     for (size_t c = 0; c < C; c++) {
-      const float v = net_to_float(NET_F16, g->hx[(size_t)g->sub.src[r] * C + c]);
+      const float v = net_to_float(g->dt, g->hx[(size_t)g->sub.src[r] * C + c]);
       g->xs[r * C + c] = v, g->axs[r * C + c] = fabsf(v);
     }
   HX_TRY(spc_conv_cpu(g->ref, g->xs, g->w, g->b, &g->sub.m, C, C, err));
   HX_TRY(spc_conv_cpu(g->mag, g->axs, g->aw, g->ab, &g->sub.m, C, C, err));
   net_alloc al = f3d_net_arena(g->arena);
-  HX_TRY(spc_weights_upload(&g->sw, g->w, g->b, C, C, (uint32_t)K, NET_F16, &al, err));
+  HX_TRY(spc_weights_upload(&g->sw, g->w, g->b, C, C, (uint32_t)K, g->dt, &al, err));
   HX_TRY(hx_arena_alloc(g->arena, &g->d_x, n * C * 2, "spconv x", err));
   HX_TRY(hx_arena_alloc(g->arena, &g->d_y, n * C * 2, "spconv y", err));
   HX_TRY(hx_arena_alloc(g->arena, &g->d_ys, (size_t)g->S * C * 2, "spconv sampled y", err));
@@ -194,14 +197,15 @@ static hx_status check_variant(stage *g, f3d_ctx *ctx, const char *pipeline, con
                                size_t C, int *ok, hx_err *err) {
   HX_TRY(cu(cudaMemsetAsync(r->d_y, 0xFF, (size_t)g->n * C * 2, g->s), "poison", err));
   HX_TRY(conv_closure(r, g->s, err));
-  HX_TRY(nl_gather_rows_gpu(g->d_ys, r->d_y, g->d_sel, g->S, C, NET_F16, (struct CUstream_st *)g->s, err));
+  HX_TRY(nl_gather_rows_gpu(g->d_ys, r->d_y, g->d_sel, g->S, C, g->dt, (struct CUstream_st *)g->s, err));
   HX_TRY(cu(cudaStreamSynchronize(g->s), kernel, err));
   HX_TRY(cu(cudaMemcpy(g->hys, g->d_ys, (size_t)g->S * C * 2, cudaMemcpyDeviceToHost), "download", err));
   size_t bad = 0, first = 0;
   double worst = 0.0;
+  const double u = g->dt == NET_BF16 ? 0x1p-8 : 0x1p-11; /* the output's one rounding to the dtype */
   for (size_t e = 0; e < (size_t)g->S * C; e++) {
-    const double y = (double)net_to_float(NET_F16, g->hys[e]), ref = (double)g->ref[e];
-    const double tol = 0x1p-11 * fabs(ref) + 0x1p-13 * (double)g->mag[e];
+    const double y = (double)net_to_float(g->dt, g->hys[e]), ref = (double)g->ref[e];
+    const double tol = u * fabs(ref) + 0x1p-13 * (double)g->mag[e];
     const double d = fabs(y - ref);
     if (!isfinite(y) || !(d <= tol)) {
       if (bad++ == 0) first = e;
@@ -217,7 +221,7 @@ static hx_status check_variant(stage *g, f3d_ctx *ctx, const char *pipeline, con
   if (!*ok)
     fprintf(stderr, "f3dbench: %s: %s %s failed its check, not timed: %zu of %zu sampled values wrong, first at row "
             "%u channel %zu: %g, expected %g\n", pipeline, kernel, v, bad, (size_t)g->S * C, g->sel[first / C],
-            first % C, (double)net_to_float(NET_F16, g->hys[first]), (double)g->ref[first]);
+            first % C, (double)net_to_float(g->dt, g->hys[first]), (double)g->ref[first]);
   return HX_OK;
 }
 
@@ -235,11 +239,11 @@ static hx_status run_width(stage *g, f3d_ctx *ctx, const char *pipeline, size_t 
     const spc_variant *v = spc_variant_get(vi);
     size_t need = 0;
     hx_err qerr = {HX_OK, ""};
-    const hx_status q = v->fn(NULL, NULL, &g->sw, &g->m, NULL, &need, g->sctx, NET_F16, NULL, &qerr);
+    const hx_status q = v->fn(NULL, NULL, &g->sw, &g->m, NULL, &need, g->sctx, g->dt, NULL, &qerr);
     if (q == HX_EUNSUPPORTED) continue; /* v2 takes in <= 8 only */
     if (q != HX_OK) return hx_errf(err, q, "%s", qerr.msg);
     HX_TRY(hx_arena_alloc(g->arena, &g->d_scratch, need ? need : 16, "spconv scratch", err));
-    conv_run r = {v, g->d_y, g->d_x, &g->sw, &g->m, g->d_scratch, need ? need : 16, g->sctx};
+    conv_run r = {v, g->d_y, g->d_x, &g->sw, &g->m, g->d_scratch, need ? need : 16, g->sctx, g->dt};
     const char *vn = v->name;
     HX_TRY(f3d_record(ctx, pipeline, kernel, vn, "pairs", cost.pairs, "count", err));
     HX_TRY(f3d_record(ctx, pipeline, kernel, vn, "halo", cost.halo, "ratio", err));
@@ -274,9 +278,10 @@ hx_status f3d_spconv_stage(f3d_ctx *ctx, const char *pipeline, hx_err *err) {
   stage g;
   memset(&g, 0, sizeof g);
   g.arena = ctx->arena;
+  g.dt = ctx->dtype == F3D_BF16 ? NET_BF16 : NET_F16;
   if (!ctx->stream) return hx_errf(err, HX_EINVAL, "%s: spconv stage: no stream (pipe_net gives it one)", pipeline);
   g.s = (cudaStream_t)ctx->stream;
-  const double tflops = ctx->bench ? ctx->bench->ceilings.gemm_fp16_tflops : (double)NAN;
+  const double tflops = f3d_gemm_ceiling(ctx->bench, ctx->dtype); /* the dtype's cuBLAS rate */
   const double gbs = ctx->bench ? ctx->bench->ceilings.copy_gbs : (double)NAN;
   hx_status st = spc_ctx_create(&g.sctx, err);
   if (st == HX_OK) st = build_map(&g, ctx, pipeline, err);

@@ -255,6 +255,15 @@ static uint64_t net_size(const hx_run *r, const char *wl) {
 
 /* "NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3" */
 static const char *short_dev(const char *label) { return strncmp(label, "NVIDIA ", 7) ? label : label + 7; }
+/* The 16-bit type the run's GPU stages computed in (sweep --dtype; a run without the key: fp16) and the context key of
+ * its cuBLAS ceiling, at which its floors and rooflines are priced. */
+static const char *run_dtype(const hx_run *r) {
+  const char *d = hx_run_context(r, "dtype");
+  return d && strcmp(d, "bf16") == 0 ? "bf16" : "fp16";
+}
+static const char *gemm_ceiling_key(const hx_run *r) {
+  return strcmp(run_dtype(r), "bf16") == 0 ? "ceiling_gemm_bf16_tflops" : "ceiling_gemm_fp16_tflops";
+}
 
 /* Why a configuration has no timed forward at n: its check failed, it did not fit, or the run has no rows; a clause
  * that starts with the configuration's name, so it can open a sentence. */
@@ -867,7 +876,7 @@ static double floor_ms(double gemm, double attn, double bytes, double gemm_tflop
   return best;
 }
 
-/* The rates a configuration's floors take: the run's cuBLAS fp16 and copy ceilings (NAN without them) and its
+/* The rates a configuration's floors take: the run's cuBLAS ceiling of its dtype and its copy ceiling (NAN without them) and its
  * network's attention kernel's best rate (attn_rate). */
 typedef struct net_rates {
   const char *gemm_s, *copy_s; /* the context values as written; NULL when absent */
@@ -877,7 +886,7 @@ typedef struct net_rates {
 } net_rates;
 
 static net_rates rates_of(const hx_run *r, const net_model *m, const char *wl, uint64_t n) {
-  net_rates q = {hx_run_context(r, "ceiling_gemm_fp16_tflops"), hx_run_context(r, "ceiling_copy_gbs"), NAN, NAN, NAN,
+  net_rates q = {hx_run_context(r, gemm_ceiling_key(r)), hx_run_context(r, "ceiling_copy_gbs"), NAN, NAN, NAN,
                  0, "", ""};
   q.gemm = q.gemm_s ? strtod(q.gemm_s, NULL) : (double)NAN;
   q.copy = q.copy_s ? strtod(q.copy_s, NULL) : (double)NAN;
@@ -983,8 +992,9 @@ static void floor_table(FILE *f, const hx_run *r, const char *label, const net_m
   const double fw = fwd(r, m, wl, n, "time_median");
   if (nc == 0 && !isfinite(fw)) return;
   const net_rates q = rates_of(r, m, wl, n);
-  fprintf(f, "**%s** (`%s`), %s, %llu points: floors at cuBLAS fp16 %s TFLOP/s, attention %.1f TFLOP/s", m->display,
-          m->variant, label, (unsigned long long)n, q.gemm_s ? q.gemm_s : "(no ceiling in the run)", q.attn);
+  fprintf(f, "**%s** (`%s`), %s, %llu points: floors at cuBLAS %s %s TFLOP/s, attention %.1f TFLOP/s", m->display,
+          m->variant, label, (unsigned long long)n, run_dtype(r), q.gemm_s ? q.gemm_s : "(no ceiling in the run)",
+          q.attn);
   if (isfinite(q.attn))
     fprintf(f, " (`%s` %s at %llu points%s)", q.attn_kernel, q.attn_variant, (unsigned long long)q.attn_at,
             q.attn_at == n ? "" : ", the best in the run");
@@ -1177,13 +1187,13 @@ static void nets_floors(FILE *f, const hx_run *runs, size_t n_runs, const char *
     for (size_t mi = 0; mi < NM_COUNT && !op; mi++) op = has_op_floors(r, &net_models[mi], wl, n);
     if (op)
       fputs("Each component's floor sums its operations' floors, each the more of its GEMM FLOPs at the run's cuBLAS "
-            "fp16 rate and its bytes at the measured copy bandwidth (an attention operation: the more of its FLOPs at "
+            "rate in its dtype and its bytes at the measured copy bandwidth (an attention operation: the more of its FLOPs at "
             "the attention kernel's rate measured in the same run and its bytes): the operations run as separate "
             "kernels, so one bound by memory is not hidden under another bound by GEMM. \"bound by\" names the "
             "largest part.\n\n",
             f);
     else
-      fputs("Each component's floor is the most of its GEMM FLOPs at the run's cuBLAS fp16 rate, its attention FLOPs "
+      fputs("Each component's floor is the most of its GEMM FLOPs at the run's cuBLAS rate in its dtype, its attention FLOPs "
             "at the attention kernel's rate measured in the same run and its bytes at the measured copy bandwidth. "
             "This run's cost rows predate the floors summed operation by operation, which later runs record: "
             "summed over a component, an operation bound by memory can hide under another bound by GEMM, so these "
@@ -1278,7 +1288,7 @@ static const char *spconv_case(const hx_run *r, uint64_t *n) {
 }
 
 /* Under the treemap: PTv3's k = 3 sparse convolution timed alone (pipe_spconv.c, kernels "spconv.k3_C<C>" of ptv3-net
- * at the run's largest size) against its roofline: the most of its real pairs' FLOPs at the cuBLAS fp16 ceiling and
+ * at the run's largest size) against its roofline: the most of its real pairs' FLOPs at the run's dtype's cuBLAS ceiling and
  * the bytes a fused kernel must move (each input row once per tile, each output row once, the map, the weights) at
  * the copy ceiling; the issue's target for v1 is >= 50% of it at C >= 64 and 600k points. */
 static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
@@ -1290,8 +1300,9 @@ static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char 
     if (!wl) continue;
     if (!head) {
       fputs("### Sparse convolution alone\n\nPTv3's k = 3 submanifold convolution (xCPE's) timed on its own on the "
-            "case's level-0 map at the run's largest size, in = out = C, fp16, checked first on 2048 sampled rows "
-            "against the CPU reference. Roofline = the most of 2 x pairs x C^2 FLOPs at the run's cuBLAS fp16 ceiling "
+            "case's level-0 map at the run's largest size, in = out = C, in the run's dtype, checked first on 2048 "
+            "sampled rows against the CPU reference. Roofline = the most of 2 x pairs x C^2 FLOPs at the run's cuBLAS "
+            "ceiling in that dtype "
             "and, at its copy ceiling, the bytes a fused kernel must move: each input row once per output tile of v1 "
             "(256 rows; 128 on maps under 16384 rows or where 256 do not fit the device) it is a neighbour of, each "
             "output row once, the map (27 x 4 B a "
@@ -1300,13 +1311,13 @@ static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char 
             f);
       head = 1;
     }
-    const char *g = hx_run_context(r, "ceiling_gemm_fp16_tflops"), *c = hx_run_context(r, "ceiling_copy_gbs");
+    const char *g = hx_run_context(r, gemm_ceiling_key(r)), *c = hx_run_context(r, "ceiling_copy_gbs");
     const double gemm = g ? strtod(g, NULL) : (double)NAN, copy = c ? strtod(c, NULL) : (double)NAN;
     if (n_runs > 1) fprintf(f, "**%s**, ", short_dev(labels[ri]));
-    fprintf(f, "%llu points, ceilings: cuBLAS fp16 %s TFLOP/s, copy %s GB/s.\n\n| kernel | variant | median (ms) | "
+    fprintf(f, "%llu points, %s, ceilings: cuBLAS %s %s TFLOP/s, copy %s GB/s.\n\n| kernel | variant | median (ms) | "
                "TFLOP/s | GB/s | roofline (ms) | bound by | share of roofline | target 50%% |\n"
                "|---|---|---:|---:|---:|---:|---|---:|---|\n",
-            (unsigned long long)n, g ? g : "(none in the run)", c ? c : "(none in the run)");
+            (unsigned long long)n, run_dtype(r), run_dtype(r), g ? g : "(none in the run)", c ? c : "(none in the run)");
     const char *kv[32][2];
     size_t nk = 0;
     for (size_t i = 0; i < r->n_rows && nk < 32; i++) { /* (kernel, variant) in the order recorded */

@@ -231,23 +231,35 @@ hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload,
   return hx_results_checkpoint(res, err);
 }
 
-typedef struct f16_fill {
+const char *f3d_dtype_name(f3d_dtype dt) { return dt == F3D_BF16 ? "bf16" : "fp16"; }
+
+double f3d_gemm_ceiling(const hx_bench *bench, f3d_dtype dt) {
+  if (!bench) return NAN;
+  return dt == F3D_BF16 ? bench->ceilings.gemm_bf16_tflops : bench->ceilings.gemm_fp16_tflops;
+}
+const char *f3d_gemm_ceiling_key(f3d_dtype dt) {
+  return dt == F3D_BF16 ? "ceiling_gemm_bf16_tflops" : "ceiling_gemm_fp16_tflops";
+}
+
+typedef struct u16_fill {
   uint16_t *dst;
   size_t n, run, namp;
   uint64_t seed;
   const double *amp;
-} f16_fill;
-static void fill_f16(void *arg, size_t begin, size_t end) { /* draws [begin, end): values 4 d .. 4 d + 3 */
-  const f16_fill *f = arg;
+  battn_dtype dt;
+} u16_fill;
+static void fill_u16(void *arg, size_t begin, size_t end) { /* draws [begin, end): values 4 d .. 4 d + 3 */
+  const u16_fill *f = arg;
   for (size_t d = begin; d < end; d++) {
     const uint64_t u = hx_rng_u64(f->seed, 0, d);
     for (size_t i = 4 * d; i < 4 * d + 4 && i < f->n; i++) {
       const double x = (double)((u >> (16 * (i % 4))) & 0xFFFFu) / 65536.0; /* [0, 1) */
-      f->dst[i] = battn_from_float(BATTN_F16, (float)(f->amp[(i / f->run) % f->namp] * (2.0 * x - 1.0)));
+      f->dst[i] = battn_from_float(f->dt, (float)(f->amp[(i / f->run) % f->namp] * (2.0 * x - 1.0)));
     }
   }
 }
-void f3d_fill_f16_uniform(uint16_t *dst, size_t n, uint64_t seed, size_t run, const double *amp, size_t namp) {
-  f16_fill f = {dst, n, run ? run : 1, namp ? namp : 1, seed, amp};
-  hx_par_for((n + 3) / 4, 1u << 16, fill_f16, &f);
+void f3d_fill_uniform16(uint16_t *dst, size_t n, uint64_t seed, size_t run, const double *amp, size_t namp,
+                        f3d_dtype dt) {
+  u16_fill f = {dst, n, run ? run : 1, namp ? namp : 1, seed, amp, dt == F3D_BF16 ? BATTN_BF16 : BATTN_F16};
+  hx_par_for((n + 3) / 4, 1u << 16, fill_u16, &f);
 }

@@ -63,6 +63,13 @@ typedef struct f3d_memo {
   size_t n;
 } f3d_memo;
 
+/* The 16-bit type of what a sweep's GPU stages compute in (sweep --dtype; fp32 accumulation either way): the backbones'
+ * activations and weights, the attention stage's q, k, v and o, the convolution stage's features and weights. The
+ * other stages move 16-bit values whatever their type (the gathers) or compute in fp32 (pooling). The context key
+ * "dtype" holds f3d_dtype_name's word; a run without the key was made in fp16. */
+typedef enum f3d_dtype { F3D_F16 = 0, F3D_BF16 = 1 } f3d_dtype;
+const char *f3d_dtype_name(f3d_dtype dt); /* "fp16", "bf16" */
+
 /* Per-case context: everything a pipeline may use. Read-only for pipelines except through the helpers. */
 typedef struct f3d_ctx {
   hx_results *results;        /* where rows go (hx_results_add / f3d_measure) */
@@ -82,6 +89,7 @@ typedef struct f3d_ctx {
   int gate;                   /* sweep --preset ci, the regression gate's run: a pipeline measures its main path
                                * and leaves out the studies beside it (pipe_net.c: flash3d-46m alone, no
                                * convolution stage, more forwards in the breakdown) */
+  f3d_dtype dtype;            /* sweep --dtype (F3D_F16 by default) */
   f3d_case c;                 /* the case being measured */
   f3d_memo *memo;             /* sweep-lifetime values (owned by the sweep; NULL: nothing is kept) */
   const volatile sig_atomic_t *stop; /* non-zero once SIGINT/SIGTERM arrived: f3d_measure returns
@@ -194,10 +202,15 @@ typedef struct f3d_cases {
 hx_status f3d_cases_begin(f3d_cases *c, hx_results *res, size_t total, hx_err *err);
 hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload, size_t n_points, hx_err *err);
 
-/* dst[i], i < n: amp[(i / run) % namp] x (2u - 1) rounded to fp16 bits, u in [0, 1) the (i % 4)-th 16-bit part
- * of hx_rng_u64(seed, 0, i / 4); drawn in parallel (hx_par_for), the values independent of the thread count.
- * The pipelines' random fp16 inputs (attention's q, k, v: run = H x D, amp {2, 2, 1}; features: amp {1}). */
-void f3d_fill_f16_uniform(uint16_t *dst, size_t n, uint64_t seed, size_t run, const double *amp, size_t namp);
+/* dst[i], i < n: amp[(i / run) % namp] x (2u - 1) rounded to dt's bits (round to nearest even), u in [0, 1) the
+ * (i % 4)-th 16-bit part of hx_rng_u64(seed, 0, i / 4); drawn in parallel (hx_par_for), the values independent of
+ * the thread count, and of dt but for the rounding. The pipelines' random 16-bit inputs (attention's q, k, v: run =
+ * H x D, amp {2, 2, 1}; features: amp {1}). */
+void f3d_fill_uniform16(uint16_t *dst, size_t n, uint64_t seed, size_t run, const double *amp, size_t namp,
+                        f3d_dtype dt);
+/* The run's cuBLAS GEMM ceiling of dt (TFLOP/s; NAN without a bench or its ceilings) and its context key. */
+double f3d_gemm_ceiling(const hx_bench *bench, f3d_dtype dt);
+const char *f3d_gemm_ceiling_key(f3d_dtype dt); /* "ceiling_gemm_fp16_tflops", "ceiling_gemm_bf16_tflops" */
 
 /* ---- pipelines (one declaration per pipe_<name>.c) ---- */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err); /* pipe_workload.c */

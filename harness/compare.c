@@ -93,11 +93,14 @@ hx_gate_opts hx_gate_defaults(void) {
 /* ---- normalization: ceilings of the run and the keys with declared FLOPs ------------------------------------ */
 
 typedef struct ceilings {
-  double copy, gemm; /* context ceiling_copy_gbs, ceiling_gemm_fp16_tflops */
+  double copy, gemm; /* context ceiling_copy_gbs, ceiling_gemm_<dtype>_tflops */
 } ceilings;
 
+/* The GEMM ceiling is the run's dtype's (context dtype, fp16 where absent: sweep --dtype). */
 static hx_status read_ceilings(const hx_run *r, ceilings *c, hx_err *err) {
-  const char *names[2] = {"ceiling_copy_gbs", "ceiling_gemm_fp16_tflops"};
+  const char *dt = hx_run_context(r, "dtype");
+  const char *names[2] = {"ceiling_copy_gbs",
+                          dt && strcmp(dt, "bf16") == 0 ? "ceiling_gemm_bf16_tflops" : "ceiling_gemm_fp16_tflops"};
   double *dst[2] = {&c->copy, &c->gemm};
   for (int i = 0; i < 2; i++) {
     const char *v = hx_run_context(r, names[i]);

@@ -287,8 +287,9 @@ const char *hx_run_incomplete_why(const hx_run *r, char *buf, size_t cap);
 int hx_run_row_key_cmp(const hx_run_row *a, const hx_run_row *b);
 /* Sort the samples by key and sample index and fill groups (one per key). */
 hx_status hx_run_groups(hx_run *r, hx_err *err);
-/* HX_OK when device and build context keys agree (and git commit too when same_commit); otherwise
- * HX_EINVAL with the first differing key in err. */
+/* HX_OK when device and build context keys agree, and the settings that change what every key measures (dtype, "fp16"
+ * where a run has none), and git commit too when same_commit; otherwise HX_EINVAL with the first differing key in
+ * err. */
 hx_status hx_run_check_compatible(const hx_run *a, const hx_run *b, int same_commit, hx_err *err);
 hx_status hx_run_write_rows(const char *dir, const hx_run_row *rows, size_t n, int with_sample, hx_err *err);
 hx_status hx_run_write_context(const char *dir, const char *const *keys, const char *const *vals, size_t n,

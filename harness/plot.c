@@ -1889,13 +1889,13 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   p.sorted = malloc((total ? total : 1) * sizeof *p.sorted);
   p.label = malloc(n_runs * sizeof *p.label);
   p.mem_totals = calloc(n_runs, sizeof *p.mem_totals);
-  char(*cpu_label)[160] = calloc(n_runs, sizeof *cpu_label);
+  char(*run_label)[160] = calloc(n_runs, sizeof *run_label);
   int *fig_ok = calloc(n_runs, sizeof *fig_ok);
-  if (!p.sorted || !p.label || !p.mem_totals || !cpu_label || !fig_ok) {
+  if (!p.sorted || !p.label || !p.mem_totals || !run_label || !fig_ok) {
     free(p.sorted);
     free((void *)p.label);
     free(p.mem_totals);
-    free(cpu_label);
+    free(run_label);
     free(fig_ok);
     rmdir(plots);
     if (made_out) rmdir(out_dir);
@@ -1919,11 +1919,17 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     /* the device; a run without one names its CPU (the sweep's context device "none", cpu_model) */
     const char *d = hx_run_context(&runs[r], "device"), *cpu = hx_run_context(&runs[r], "cpu_model");
     if (cpu_only(&runs[r])) {
-      if (cpu && *cpu) snprintf(cpu_label[r], sizeof cpu_label[r], "CPU: %s", cpu);
-      else snprintf(cpu_label[r], sizeof cpu_label[r], "CPU (no CUDA device)");
-      d = cpu_label[r];
+      if (cpu && *cpu) snprintf(run_label[r], sizeof run_label[r], "CPU: %s", cpu);
+      else snprintf(run_label[r], sizeof run_label[r], "CPU (no CUDA device)");
+      d = run_label[r];
     } else if (!d || !*d) {
       d = runs[r].dir;
+    }
+    /* a run in another 16-bit type than fp16 (sweep --dtype) says so wherever it is named */
+    const char *dt = hx_run_context(&runs[r], "dtype");
+    if (dt && *dt && strcmp(dt, "fp16") != 0 && d != run_label[r]) {
+      snprintf(run_label[r], sizeof run_label[r], "%s, %s", d, dt);
+      d = run_label[r];
     }
     p.label[r] = d;
     for (size_t q = 0; q < r; q++) /* two runs on the same device model: tell them apart by directory */
@@ -2051,7 +2057,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   free(p.sorted);
   free((void *)p.label);
   free(p.mem_totals);
-  free(cpu_label);
+  free(run_label);
   free(fig_ok);
   if (st == HX_OK && note) return hx_errf(err, HX_EUNSUPPORTED, "%s", gerr.msg);
   return st;

@@ -480,7 +480,20 @@ static const char *const hx_same_build_keys[] = {
     "schema_version",
 };
 
+/* Settings that change what every key measures, with the value a run that predates the key was made with: sweep
+ * --dtype (the backbones', attention's and convolution's 16-bit type). */
+static const char *const hx_same_setting_keys[][2] = {{"dtype", "fp16"}};
+
 hx_status hx_run_check_compatible(const hx_run *a, const hx_run *b, int same_commit, hx_err *err) {
+  for (size_t i = 0; i < sizeof hx_same_setting_keys / sizeof hx_same_setting_keys[0]; i++) {
+    const char *key = hx_same_setting_keys[i][0], *dflt = hx_same_setting_keys[i][1];
+    const char *va = hx_run_context(a, key), *vb = hx_run_context(b, key);
+    if (!va) va = dflt;
+    if (!vb) vb = dflt;
+    if (strcmp(va, vb) != 0)
+      return hx_errf(err, HX_EINVAL, "different settings: %s = \"%s\" in %s but \"%s\" in %s", key, va, a->dir, vb,
+                     b->dir);
+  }
   const char *const *lists[2] = {hx_same_device_keys, hx_same_build_keys};
   const size_t lens[2] = {sizeof hx_same_device_keys / sizeof *hx_same_device_keys,
                           sizeof hx_same_build_keys / sizeof *hx_same_build_keys};

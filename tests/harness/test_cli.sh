@@ -168,6 +168,9 @@ grep -q "^f3dbench: sweep: --sizes 'abc': expected counts" "$T/err" || fail "--s
 expect 2 "$BIN" sweep --check-args --sizes 1e15 # past any device: a usage error, not a failed allocation in the run
 expect 2 "$BIN" sweep --check-args --sizes 1M..1e12:1M
 expect 2 "$BIN" sweep --workloads nosuch
+expect 2 "$BIN" sweep --check-args --dtype fp32
+grep -q "^f3dbench: sweep: --dtype 'fp32': expected fp16 or bf16\$" "$T/err" || fail "--dtype fp32: $(cat "$T/err")"
+expect 0 "$BIN" sweep --check-args --dtype bf16
 expect 2 "$BIN" sweep --reps 0
 expect 2 "$BIN" sweep --pipelines nosuch
 grep -q "'nosuch' is not a pipeline" "$T/err" || fail "unknown pipeline message: $(cat "$T/err")"
@@ -186,6 +189,7 @@ grep -q '^clusters,3000,1,workload,make_exact,cpu,time_median,' "$D/results.csv"
 [ "$(grep -c ',workload,generate,cpu,time,' "$D/samples.csv")" -eq 12 ] || fail "samples: 2 workloads x 2 sizes x 3 reps"
 grep -q '^status,complete$' "$D/context.csv" || fail "context status not complete"
 grep -q '^seed,1$' "$D/context.csv" || fail "context has no seed"
+grep -q '^dtype,fp16$' "$D/context.csv" || fail "context has no dtype (fp16 by default)"
 grep -q "^results: $D" "$T/out" || fail "sweep does not name its directory"
 tr -d '\n' <"$T/err" | grep -q "$(printf '\r')" && fail "progress line written to a non-terminal"
 expect 1 "$BIN" sweep --sizes 2k --reps 1 $B --out-dir "$T/res" --run-id run1 # never rewrites a run

@@ -52,6 +52,8 @@ mkrun "$R/slow" "NVIDIA H100 80GB HBM3" release 3 1.1 1.0
 mkrun "$R/cpuslow" "NVIDIA H100 80GB HBM3" release 4 1.0 1.3
 mkrun "$R/a100" "NVIDIA A100-SXM4-80GB" release 5 1.0 1.0
 mkrun "$R/debug" "NVIDIA H100 80GB HBM3" debug 6 1.0 1.0
+mkrun "$R/bf16" "NVIDIA H100 80GB HBM3" release 2 1.0 1.0 # base's runs with another --dtype
+echo "dtype,bf16" >>"$R/bf16/context.csv"
 
 # pass: verdict first, table, totals last
 expect 0 "$BIN" compare "$R/base" "$R/same"
@@ -115,11 +117,17 @@ grep -q 'cal.fifo: not a regular file' "$T/err" || fail "--calibration FIFO: $(c
 # bad input: one line, exit 2
 expect 2 "$BIN" compare --baseline "$R/a100" "$R/base"
 one_line_err "baseline from another GPU model"
-grep -q 'the baseline is from another device or build: different devices: device = "NVIDIA A100-SXM4-80GB"' "$T/err" ||
+grep -q 'the baseline is from another device, build or setting: different devices: device = "NVIDIA A100-SXM4-80GB"' "$T/err" ||
   fail "baseline device: $(cat "$T/err")"
 expect 2 "$BIN" compare --baseline "$R/debug" "$R/base"
 one_line_err "baseline of another build type"
 grep -q 'different builds: build_type' "$T/err" || fail "baseline build: $(cat "$T/err")"
+# a run in bf16 against one without the key (fp16): refused; --force compares them
+expect 2 "$BIN" compare --baseline "$R/base" "$R/bf16"
+one_line_err "runs of different dtypes"
+grep -q 'different settings: dtype = "fp16" in .*/base but "bf16" in .*/bf16' "$T/err" || fail "dtype: $(cat "$T/err")"
+expect 0 "$BIN" compare --force --baseline "$R/base" "$R/bf16"
+grep -q 'warning: different settings: dtype' "$T/err" || fail "dtype --force: $(cat "$T/err")"
 expect 2 "$BIN" compare --baseline "$R/base"
 expect 2 "$BIN" compare --baseline "$R/base" "$R/same" "$R/slow"
 expect 2 "$BIN" compare "$T" "$R/base"

@@ -801,12 +801,19 @@ static const double f3d_part[3] = {0.1, 0.7, 0.2};
  * floor above its time; costs 3: also the floors summed operation by operation (mlp 10 ms of GEMM-bound and 2 of
  * memory-bound operations, norm 3 of memory-bound ones, attn's bytes 3 GB). f3d_scale scales Flash3D's times (0.25: 2x faster than PTv3 at
  * 300k). */
-static void make_nets_fixture(const char *id, const char *device, double f3d_scale, int costs, int fill) {
+/* dtype: NULL writes no dtype key (a run from before sweep --dtype); any other value is written with a bf16 cuBLAS
+ * ceiling of 400 TFLOP/s, half the fp16 one, so a floor priced at the wrong one reads 2x off. */
+static void make_nets_fixture_dt(const char *id, const char *device, double f3d_scale, int costs, int fill,
+                                 const char *dtype) {
   hx_results *r;
   hx_err e;
   assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
   assert_int_equal(hx_results_context(r, "device", device, &e), HX_OK);
   assert_int_equal(hx_results_context(r, "ceiling_gemm_fp16_tflops", "800", &e), HX_OK);
+  if (dtype) {
+    assert_int_equal(hx_results_context(r, "dtype", dtype, &e), HX_OK);
+    assert_int_equal(hx_results_context(r, "ceiling_gemm_bf16_tflops", "400", &e), HX_OK);
+  }
   assert_int_equal(hx_results_context(r, "ceiling_copy_gbs", "3000", &e), HX_OK);
   static const double f46[3] = {30, 62, 90}, bent[3] = {30, 70, 90};
   for (int s = 1; s <= 3; s++) {
@@ -881,6 +888,9 @@ static void make_nets_fixture(const char *id, const char *device, double f3d_sca
   }
   assert_int_equal(hx_results_commit(r, &e), HX_OK);
   hx_results_close(r);
+}
+static void make_nets_fixture(const char *id, const char *device, double f3d_scale, int costs, int fill) {
+  make_nets_fixture_dt(id, device, f3d_scale, costs, fill, NULL);
 }
 
 /* Plots run `id` (with gnuplot or without: the report is written either way) and returns its REPORT.md. */
@@ -1152,6 +1162,33 @@ static void test_nets_op_floors(void **state) {
   assert_non_null(strstr(rep, "| sum of components | 90.000 | | | | 57.000 | | 1.58x |\n"));
   assert_non_null(strstr(rep, "Target: the whole forward within 1.5x of the sum of its components' floors: 1.58x, NOT "
                               "met (4.50 ms over the limit of 85.50 ms)."));
+  free(rep);
+  hx_run_free(&run);
+}
+
+/* A bf16 run (sweep --dtype bf16) prices its GEMMs at the bf16 ceiling, 400 TFLOP/s here against fp16's 800: the
+ * MLP's 8 TFLOP floor reads 20 ms, not 10, and the convolution's roofline names the same ceiling. The run is named
+ * "<device>, bf16" wherever it is named; an fp16 run (test_nets_floors) is not. */
+static void test_nets_bf16(void **state) {
+  (void)state;
+  make_nets_fixture_dt("nets-bf16", "NVIDIA H100 80GB HBM3", 1.0, 1, 0, "bf16");
+  hx_run run;
+  char *rep = plot_run("nets-bf16", &run);
+  assert_non_null(strstr(rep, "**Flash3D-46m** (`flash3d-46m`), NVIDIA H100 80GB HBM3, bf16, 300000 points: floors at "
+                              "cuBLAS bf16 400 TFLOP/s, attention 100.0 TFLOP/s"));
+  assert_non_null(strstr(rep, "| mlp | 18.000 | 8000 | - | 3000 | 20.000 | GEMM | 0.90x |\n"));
+  assert_non_null(strstr(rep, "| sum of components | 90.000 | | | | 65.000 | | 1.38x |\n"));
+  assert_non_null(strstr(rep, "300000 points, bf16, ceilings: cuBLAS bf16 400 TFLOP/s, copy 3000 GB/s."));
+  assert_non_null(strstr(rep, "| NVIDIA H100 80GB HBM3, bf16 | ?"));
+  assert_null(strstr(rep, "at cuBLAS fp16")); /* the run line names both ceilings; no floor takes fp16 */
+  free(rep);
+  hx_run_free(&run);
+  make_nets_fixture_dt("nets-fp16", "NVIDIA H100 80GB HBM3", 1.0, 1, 0, "fp16");
+  rep = plot_run("nets-fp16", &run);
+  assert_non_null(strstr(rep, "**Flash3D-46m** (`flash3d-46m`), NVIDIA H100 80GB HBM3, 300000 points: floors at cuBLAS "
+                              "fp16 800 TFLOP/s"));
+  assert_non_null(strstr(rep, "| mlp | 18.000 | 8000 | - | 3000 | 10.000 | GEMM | 1.80x |\n"));
+  assert_null(strstr(rep, ", bf16"));
   free(rep);
   hx_run_free(&run);
 }
@@ -1499,6 +1536,7 @@ int main(void) {
       cmocka_unit_test(test_nets_report),
       cmocka_unit_test(test_nets_fill), cmocka_unit_test(test_nets_bend_target),
       cmocka_unit_test(test_nets_floors),
+      cmocka_unit_test(test_nets_bf16),
       cmocka_unit_test(test_nets_op_floors),
       cmocka_unit_test(test_nets_floor_edge),
       cmocka_unit_test(test_nets_below_floor),

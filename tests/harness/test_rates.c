@@ -4,7 +4,8 @@
  * (TFLOP/s) at the given median; no rate without a usable median; nothing for a closure that declares
  * nothing; a negative or non-finite declaration refused with no row written. Then the sweep's path
  * (app/sweep.c, f3d_measure on the CPU clock): the rates come out at the median its time_median row
- * reports, and a pipeline never sees the median. The pipelines of the registry are stubs here.
+ * reports, and a pipeline never sees the median. Last, the sweep's random 16-bit inputs in either dtype and the GEMM
+ * ceiling each dtype's floors take. The pipelines of the registry are stubs here.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <time.h>
 
 #include "app/sweep.h"
+#include "kernels/kernels.h"
 #include "tests/harness/test_run_util.h"
 
 /* the registry in sweep.c names these; nothing runs them here */
@@ -163,10 +165,45 @@ static void test_sweep_path(void **state) {
   hx_run_free(&r);
 }
 
+/* The sweep's random 16-bit inputs in either dtype (sweep --dtype): value i is amp x (2u - 1) rounded to the dtype,
+ * u the (i % 4)-th 16-bit part of draw i / 4, as sweep.h states; and the GEMM ceiling a dtype's floors take. */
+static void test_fill16(void **state) {
+  (void)state;
+  enum { N = 1003 }; /* not a multiple of 4: the last draw is cut */
+  static const double amp[3] = {2.0, 2.0, 1.0};
+  uint16_t got[2][N + 1];
+  for (int d = 0; d < 2; d++) {
+    got[d][N] = 0xABCD; /* past the end: untouched */
+    f3d_fill_uniform16(got[d], N, 77, 5, amp, 3, d ? F3D_BF16 : F3D_F16);
+    assert_int_equal(got[d][N], 0xABCD);
+    const battn_dtype bt = d ? BATTN_BF16 : BATTN_F16;
+    for (size_t i = 0; i < N; i++) {
+      const double u = (double)((hx_rng_u64(77, 0, i / 4) >> (16 * (i % 4))) & 0xFFFFu) / 65536.0;
+      const double a = amp[(i / 5) % 3], v = a * (2.0 * u - 1.0);
+      assert_int_equal(got[d][i], battn_from_float(bt, (float)v));
+      const double back = (double)battn_to_float(bt, got[d][i]);
+      assert_true(back >= -a && back <= a);
+    }
+  }
+  size_t differ = 0;
+  for (size_t i = 0; i < N; i++) differ += got[0][i] != got[1][i];
+  assert_true(differ > N / 2); /* two encodings, not one */
+  hx_bench b;
+  memset(&b, 0, sizeof b);
+  b.ceilings.gemm_fp16_tflops = 800.0, b.ceilings.gemm_bf16_tflops = 790.0;
+  assert_true(f3d_gemm_ceiling(&b, F3D_F16) == 800.0);
+  assert_true(f3d_gemm_ceiling(&b, F3D_BF16) == 790.0);
+  assert_true(isnan(f3d_gemm_ceiling(NULL, F3D_BF16)));
+  assert_string_equal(f3d_gemm_ceiling_key(F3D_BF16), "ceiling_gemm_bf16_tflops");
+  assert_string_equal(f3d_dtype_name(F3D_BF16), "bf16");
+  assert_string_equal(f3d_dtype_name(F3D_F16), "fp16");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_record),
       cmocka_unit_test(test_sweep_path),
+      cmocka_unit_test(test_fill16),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

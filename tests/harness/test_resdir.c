@@ -145,6 +145,34 @@ static void test_gate(void **state) {
   hx_run_free(&other);
 }
 
+/* Runs of different 16-bit types (sweep --dtype) measure different things under the same keys: compare and merge
+ * refuse them. A run without the key was made in fp16. */
+static void test_dtype_compat(void **state) {
+  (void)state;
+  static const char *const ids[3] = {"dt-none", "dt-fp16", "dt-bf16"}, *const dts[3] = {NULL, "fp16", "bf16"};
+  hx_run runs[3];
+  hx_err e;
+  for (int i = 0; i < 3; i++) {
+    hx_results *r;
+    assert_int_equal(hx_results_open(&r, root, ids[i], &e), HX_OK);
+    assert_int_equal(hx_results_context(r, "device_name", "NVIDIA H200", &e), HX_OK);
+    if (dts[i]) assert_int_equal(hx_results_context(r, "dtype", dts[i], &e), HX_OK);
+    hx_key key = {"lidar", 100000u, 1, "ptv3-net", "forward", "ptv3"};
+    assert_int_equal(hx_results_add(r, &key, "time_median", 20.0 + i, "ms", &e), HX_OK);
+    assert_int_equal(hx_results_commit(r, &e), HX_OK);
+    hx_results_close(r);
+    char p[512];
+    path(p, sizeof p, ids[i]);
+    assert_int_equal(hx_run_load(&runs[i], p, &e), HX_OK);
+  }
+  assert_int_equal(hx_run_check_compatible(&runs[0], &runs[1], 1, &e), HX_OK);
+  assert_int_equal(hx_run_check_compatible(&runs[1], &runs[2], 0, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "dtype = \"fp16\""));
+  assert_non_null(strstr(e.msg, "\"bf16\""));
+  assert_int_equal(hx_run_check_compatible(&runs[2], &runs[0], 0, &e), HX_EINVAL);
+  for (int i = 0; i < 3; i++) hx_run_free(&runs[i]);
+}
+
 static void test_merge(void **state) {
   (void)state;
   /* shard 0 holds size index 0 only (sizes_from = 1 means size 1 only): build disjoint shards by hand */
@@ -457,6 +485,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_gate),
+      cmocka_unit_test(test_dtype_compat),
       cmocka_unit_test(test_merge),
       cmocka_unit_test(test_merge_context),
       cmocka_unit_test(test_record_measurement),

@@ -10,7 +10,8 @@
 # rung, copy and dedup stages included); one main-path run of both pipelines checks what the default sweep
 # measures: the main path's stage count per case, the keys it keeps, and that its time budget cut nothing; one
 # run of the backbone pipelines checks each model's forward against the CPU before timing it, and PTv3's sparse
-# convolution alone (checked, timed; with nvbench timing its roofline rows and REPORT.md's table).
+# convolution alone (checked, timed; with nvbench timing its roofline rows and REPORT.md's table); one run in bf16
+# (sweep --dtype bf16: its checks, floors and report, and compare refusing it against an fp16 run).
 # Default (suite gpu): sampling caps of 0.05 s and the other ptv3 runs on the main path; --slow (suite slow): caps of
 # 0.3 s (0.1 s on the main-path run) and --ladder for every ptv3 run, plus every backbone configuration (--ladder).
 # usage: test_sweep_gpu.sh PATH/TO/f3dbench [--slow]
@@ -203,6 +204,34 @@ if grep -q '^ceiling_copy_gbs,' "$T/spc/context.csv"; then
   grep -Eq '^\| spconv.k3_C256 \| v[36] \(best\) \|' "$T/spc/REPORT.md" || fail "REPORT.md: no best spconv.k3_C256 row"
 else
   echo "note: no ceilings in the nvbench run: $(grep '^ceilings,' "$T/spc/context.csv")"
+fi
+
+# sweep --dtype bf16: the backbones, both pipelines' attention and the convolution alone in bf16, each checked
+# against its CPU reference at bf16's tolerance before it is timed; the floors and rooflines at the bf16 cuBLAS
+# ceiling; the run named "<device>, bf16" in its report; compare refuses it against an fp16 run
+"$BIN" sweep --dtype bf16 --pipelines ptv3,flash3d,ptv3-net,flash3d-net --workloads uniform --sizes 2k --out-dir "$T" \
+  --run-id bf16 --max-time "$MT" --time-budget 0 --no-counters >/dev/null 2>"$T/err" ||
+  { fail "bf16 sweep failed"; cat "$T/err"; }
+ctx "$T/bf16" 'dtype,bf16$'
+grep -q ',check,0,bool' "$T/bf16/results.csv" && fail "bf16: a stage failed its check: $(grep ',check,0,bool' "$T/bf16/results.csv")"
+for m in ptv3-net,forward,ptv3 ptv3-net,forward,ptv3-patch4096 flash3d-net,forward,flash3d-46m \
+  flash3d-net,forward,flash3d-129m; do
+  row "$T/bf16" "uniform,2000,1,$m,check,1,bool"
+  row "$T/bf16" "uniform,2000,1,$m,time_median,"
+done
+for k in flash3d,attn.plain ptv3,attn.patch1024 ptv3-net,spconv.k3_C64 ptv3-net,spconv.k3_C256; do
+  row "$T/bf16" "uniform,2000,1,$k,[^,]*,check,1,bool"
+  row "$T/bf16" "uniform,2000,1,$k,[^,]*,time_median,"
+done
+if grep -q '^ceiling_gemm_bf16_tflops,' "$T/bf16/context.csv"; then
+  "$BIN" plot "$T/bf16" >/dev/null 2>"$T/err" || { fail "plot of the bf16 run"; cat "$T/err"; }
+  grep -q '^| [^|]*/bf16 | [^|]*, bf16 |' "$T/bf16/REPORT.md" || fail "REPORT.md: the bf16 run is not named so"
+  grep -q 'floors at cuBLAS bf16 ' "$T/bf16/REPORT.md" || fail "REPORT.md: floors not at the bf16 ceiling"
+  grep -q 'points, bf16, ceilings: cuBLAS bf16 ' "$T/bf16/REPORT.md" || fail "REPORT.md: convolution not at bf16's"
+  if [ -d "$T/spc" ]; then
+    "$BIN" compare --baseline "$T/spc" "$T/bf16" >/dev/null 2>"$T/err"
+    [ $? -eq 2 ] && grep -q 'dtype = "fp16"' "$T/err" || fail "compare of an fp16 and a bf16 run: $(cat "$T/err")"
+  fi
 fi
 
 "$BIN" plot --json "$D" >/dev/null 2>"$T/err" || { fail "plot of the GPU run"; cat "$T/err"; }
