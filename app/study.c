@@ -876,8 +876,8 @@ static double floor_ms(double gemm, double attn, double bytes, double gemm_tflop
   return best;
 }
 
-/* The rates a configuration's floors take: the run's cuBLAS ceiling of its dtype and its copy ceiling (NAN without them) and its
- * network's attention kernel's best rate (attn_rate). */
+/* The rates a configuration's floors take: the run's cuBLAS ceiling in its dtype and its copy ceiling (NAN without
+ * them) and its network's attention kernel's best rate (attn_rate). */
 typedef struct net_rates {
   const char *gemm_s, *copy_s; /* the context values as written; NULL when absent */
   double gemm, attn, copy;
@@ -1187,14 +1187,14 @@ static void nets_floors(FILE *f, const hx_run *runs, size_t n_runs, const char *
     for (size_t mi = 0; mi < NM_COUNT && !op; mi++) op = has_op_floors(r, &net_models[mi], wl, n);
     if (op)
       fputs("Each component's floor sums its operations' floors, each the more of its GEMM FLOPs at the run's cuBLAS "
-            "rate in its dtype and its bytes at the measured copy bandwidth (an attention operation: the more of its FLOPs at "
-            "the attention kernel's rate measured in the same run and its bytes): the operations run as separate "
-            "kernels, so one bound by memory is not hidden under another bound by GEMM. \"bound by\" names the "
-            "largest part.\n\n",
+            "rate in its dtype and its bytes at the measured copy bandwidth (an attention operation: the more of its "
+            "FLOPs at the attention kernel's rate measured in the same run and its bytes): the operations run as "
+            "separate kernels, so one bound by memory is not hidden under another bound by GEMM. \"bound by\" names "
+            "the largest part.\n\n",
             f);
     else
-      fputs("Each component's floor is the most of its GEMM FLOPs at the run's cuBLAS rate in its dtype, its attention FLOPs "
-            "at the attention kernel's rate measured in the same run and its bytes at the measured copy bandwidth. "
+      fputs("Each component's floor is the most of its GEMM FLOPs at the run's cuBLAS rate in its dtype, its attention "
+            "FLOPs at the attention kernel's rate measured in the same run and its bytes at the measured copy bandwidth. "
             "This run's cost rows predate the floors summed operation by operation, which later runs record: "
             "summed over a component, an operation bound by memory can hide under another bound by GEMM, so these "
             "floors are lower.\n\n",
@@ -1288,9 +1288,9 @@ static const char *spconv_case(const hx_run *r, uint64_t *n) {
 }
 
 /* Under the treemap: PTv3's k = 3 sparse convolution timed alone (pipe_spconv.c, kernels "spconv.k3_C<C>" of ptv3-net
- * at the run's largest size) against its roofline: the most of its real pairs' FLOPs at the run's dtype's cuBLAS ceiling and
- * the bytes a fused kernel must move (each input row once per tile, each output row once, the map, the weights) at
- * the copy ceiling; the issue's target for v1 is >= 50% of it at C >= 64 and 600k points. */
+ * at the run's largest size) against its roofline: the most of its real pairs' FLOPs at the run's cuBLAS ceiling in its
+ * dtype and the bytes a fused kernel must move (each input row once per tile, each output row once, the map, the
+ * weights) at the copy ceiling; the issue's target for v1 is >= 50% of it at C >= 64 and 600k points. */
 static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char *const *labels) {
   int head = 0;
   for (size_t ri = 0; ri < n_runs; ri++) {
@@ -1317,7 +1317,8 @@ static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char 
     fprintf(f, "%llu points, %s, ceilings: cuBLAS %s %s TFLOP/s, copy %s GB/s.\n\n| kernel | variant | median (ms) | "
                "TFLOP/s | GB/s | roofline (ms) | bound by | share of roofline | target 50%% |\n"
                "|---|---|---:|---:|---:|---:|---|---:|---|\n",
-            (unsigned long long)n, run_dtype(r), run_dtype(r), g ? g : "(none in the run)", c ? c : "(none in the run)");
+            (unsigned long long)n, run_dtype(r), run_dtype(r), g ? g : "(none in the run)",
+            c ? c : "(none in the run)");
     const char *kv[32][2];
     size_t nk = 0;
     for (size_t i = 0; i < r->n_rows && nk < 32; i++) { /* (kernel, variant) in the order recorded */
