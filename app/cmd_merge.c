@@ -1,7 +1,7 @@
 /*
  * cmd_merge.c - `f3dbench merge -o OUT SHARD_DIR...`: join the result directories of a sharded sweep
  * (`sweep --shard I/N`, e.g. one Slurm array task per GPU) into one run directory, refusing shards from
- * different devices, builds or commits, overlapping rows and missing shards unless --force
+ * different devices, builds, dtypes (sweep --dtype) or commits, overlapping rows and missing shards unless --force
  * (hx_run_merge). Also writes OUT/results.json.
  */
 #define _GNU_SOURCE /* renameat2 (RENAME_NOREPLACE) */
@@ -22,7 +22,7 @@ static void usage(FILE *f) {
         "Join the result directories of a sharded sweep (sweep --shard I/N) into OUT_DIR: rows and raw\n"
         "samples concatenated, the first shard's context without its shard key plus merged_from (the case\n"
         "counts and lists over all shards), and a results.json. Refuses incomplete shards, different\n"
-        "devices/builds/commits, shards without samples.csv and missing shards unless --force; a forced\n"
+        "devices/builds/dtypes/commits, shards without samples.csv and missing shards unless --force; a forced\n"
         "merge of missing or incomplete shards is marked incomplete (status partial, an INCOMPLETE file)\n"
         "and says so on stderr. Overlapping rows are refused even with --force (a run holds each row once).\n"
         "  -o, --output DIR   the merged run directory (created: an existing one is refused, even with --force;\n"

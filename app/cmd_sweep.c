@@ -875,6 +875,12 @@ int f3d_cmd_sweep(int argc, char **argv) {
       rc = 1;
       goto out;
     }
+    if (o.dtype != F3D_F16) { /* a run that says bf16 and measured nothing in it would be refused beside its twin */
+      f3d_fail("sweep", "--dtype %s applies to the GPU stages, and %s: the CPU references compute in fp32, no run "
+               "written", f3d_dtype_name(o.dtype), err.msg);
+      rc = 1;
+      goto out;
+    }
     fprintf(stderr, "f3dbench: sweep: note: %s: running CPU references only (variant \"cpu\")\n", err.msg);
     if (n_gpu_only)
       fprintf(stderr, "f3dbench: sweep: note: %s: GPU only, no rows without a CUDA device\n", gpu_only);

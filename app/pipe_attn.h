@@ -3,7 +3,7 @@
  *
  * The paper's question is "same attention engine, different data movement": Flash3D attends in place
  * over PSH buckets (scope plans redirect tile addresses), PTv3 gathers q/k/v into padded patches first.
- * So both pipelines call f3d_attn_stage with the same engine (battn variant v5, fp16, H x D = 4 x 16,
+ * So both pipelines call f3d_attn_stage with the same engine (battn variant v5, the sweep's dtype, H x D = 4 x 16,
  * packed qkv [rows, 3, H, D] as a qkv projection writes it) and differ only in the plans they pass.
  *
  * attn_plans.c holds the host-only part (bucket table of a PSH result -> scope plans), so a CPU test can

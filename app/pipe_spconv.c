@@ -201,12 +201,13 @@ static hx_status check_variant(stage *g, f3d_ctx *ctx, const char *pipeline, con
   HX_TRY(cu(cudaStreamSynchronize(g->s), kernel, err));
   HX_TRY(cu(cudaMemcpy(g->hys, g->d_ys, (size_t)g->S * C * 2, cudaMemcpyDeviceToHost), "download", err));
   size_t bad = 0, first = 0;
-  double worst = 0.0;
+  double worst = 0.0, worst_abs = 0.0;
   const double u = g->dt == NET_BF16 ? 0x1p-8 : 0x1p-11; /* the output's one rounding to the dtype */
   for (size_t e = 0; e < (size_t)g->S * C; e++) {
     const double y = (double)net_to_float(g->dt, g->hys[e]), ref = (double)g->ref[e];
     const double tol = u * fabs(ref) + 0x1p-13 * (double)g->mag[e];
     const double d = fabs(y - ref);
+    if (isfinite(y) && d > worst_abs) worst_abs = d;
     if (!isfinite(y) || !(d <= tol)) {
       if (bad++ == 0) first = e;
     } else if (tol > 0.0 && d / tol > worst) {
@@ -218,6 +219,7 @@ static hx_status check_variant(stage *g, f3d_ctx *ctx, const char *pipeline, con
   HX_TRY(f3d_record(ctx, pipeline, kernel, v, "check", *ok ? 1.0 : 0.0, "bool", err));
   HX_TRY(f3d_record(ctx, pipeline, kernel, v, "check_rows", (double)g->S, "count", err));
   if (*ok) HX_TRY(f3d_record(ctx, pipeline, kernel, v, "check_err_over_tol", worst, "ratio", err));
+  if (*ok) HX_TRY(f3d_record(ctx, pipeline, kernel, v, "check_err", worst_abs, "abs", err));
   if (!*ok)
     fprintf(stderr, "f3dbench: %s: %s %s failed its check, not timed: %zu of %zu sampled values wrong, first at row "
             "%u channel %zu: %g, expected %g\n", pipeline, kernel, v, bad, (size_t)g->S * C, g->sel[first / C],

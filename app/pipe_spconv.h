@@ -4,7 +4,8 @@
  * sub-problem that checks sampled output rows against the CPU reference).
  *
  * The roofline (issue #36's definition for sparse convolution v1) of y [n, out] = conv(x [n, in]) on a map of n
- * rows and K offsets with `pairs` real neighbour pairs, fp16 activations and weights (2 bytes), fp32 bias:
+ * rows and K offsets with `pairs` real neighbour pairs, 16-bit activations and weights (fp16 or bf16, sweep --dtype:
+ * 2 bytes either way), fp32 bias:
  *     flops    = 2 * pairs * in * out
  *     bytes    = x_reads * in * 2      each input row once per output tile it is a neighbour of: x_reads = sum over
  *                                      tiles of `tile` consecutive output rows of the distinct input rows their map
@@ -13,7 +14,7 @@
  *              + n * K * 4            the map, read once
  *              + K * in * out * 2 + out * 4   the weights and the bias, once
  *     roofline_ms = max(flops / gemm rate, bytes / copy bandwidth): the lower of the two attainable rates, at the
- *                   run's own ceilings (ceiling_gemm_fp16_tflops, ceiling_copy_gbs); share = roofline_ms / median.
+ *                   run's own ceilings (ceiling_gemm_<dtype>_tflops, ceiling_copy_gbs); share = roofline_ms / median.
  * The tile is v1's: BM = 256 output rows for maps of >= 16384 rows at k = 3, else 128 (nets/spconv.cu), all out
  * channels of a tile counted as one (a fused kernel that keeps its tile's neighbour rows on chip reads each once,
  * whatever its output-channel slicing). halo = x_reads / n: 1 for a map whose tiles share no input row.
@@ -60,11 +61,12 @@ hx_status f3d_spc_sample_map(f3d_spc_sample *s, const int32_t *nbr, uint32_t n, 
 void f3d_spc_sample_free(f3d_spc_sample *s);
 
 /* The stage (pipe_spconv.c): on the run's largest size only (ctx->c.n_points >= ctx->max_points), with a GPU, the
- * case's level-0 voxels at ctx->c.voxel (PTv3's grid coordinates), one k = 3 map with its pair counts, random fp16
- * features and weights from the sweep seed, for C = 64 and 256 (in = out = C): every convolution variant that takes
- * the shape (v0, v1, v3-v6), each checked on sampled rows against spc_conv_cpu with poisoned outputs, then timed.
- * Rows under (pipeline, "spconv.k3_C<C>", variant): check (bool), check_rows (count), check_err_over_tol (ratio:
- * the worst |gpu - ref| / tolerance over the sampled values), the time rows with flops/tflops and bytes/bandwidth
+ * case's level-0 voxels at ctx->c.voxel (PTv3's grid coordinates), one k = 3 map with its pair counts, random
+ * features and weights in ctx->dtype from the sweep seed, for C = 64 and 256 (in = out = C): every convolution variant
+ * that takes the shape (v0, v1, v3-v8), each checked on sampled rows against spc_conv_cpu with poisoned outputs, then
+ * timed. Rows under (pipeline, "spconv.k3_C<C>", variant): check (bool), check_rows (count), check_err_over_tol
+ * (ratio: the worst |gpu - ref| / tolerance over the sampled values) and check_err (abs: the worst |gpu - ref|), both
+ * for a variant that passed, the time rows with flops/tflops and bytes/bandwidth
  * (the roofline's FLOPs and bytes, declared by the closure), pairs (count), halo (ratio), map_bytes (B),
  * tile_rows (count), best_entry (1 on the variant spc_variant_main picks), and with the run's ceilings in its
  * context roofline_ms (ms) and roofline_share (ratio: roofline_ms / the measured median). Nothing without a GPU. */

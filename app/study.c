@@ -139,9 +139,9 @@ static const hx_study_table tables[] = {
      "PTv3 serialization vs Flash3D PSH per hash: time_mean (ms), and PTv3 serialize / PSH (> 1: PSH faster).", NULL,
      floor_note, NO_SERIALIZE},
     {attn_cols, 2, 0, NULL, HX_CELL_TFLOPS, NULL,
-     "Attention throughput (TFLOP/s; flash3d in place over PSH buckets, ptv3 over padded patches; cuBLAS fp16 GEMM "
+     "Attention throughput (TFLOP/s; flash3d in place over PSH buckets, ptv3 over padded patches; cuBLAS {dtype} GEMM "
      "ceiling in TFLOP/s: {ctx}).",
-     "ceiling_gemm_fp16_tflops", scope_note,
+     "ceiling_gemm_{dtype}_tflops", scope_note,
      "the sweep runs attention on a CUDA device only, as its CPU path, the double-precision reference, is too slow "
      "for a sweep; `f3dbench attn --variant cpu` runs it on one small case"},
     {gather_cols, 1, 0, NULL, HX_CELL_GBS, NULL,
@@ -255,15 +255,6 @@ static uint64_t net_size(const hx_run *r, const char *wl) {
 
 /* "NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3" */
 static const char *short_dev(const char *label) { return strncmp(label, "NVIDIA ", 7) ? label : label + 7; }
-/* The 16-bit type the run's GPU stages computed in (sweep --dtype; a run without the key: fp16) and the context key of
- * its cuBLAS ceiling, at which its floors and rooflines are priced. */
-static const char *run_dtype(const hx_run *r) {
-  const char *d = hx_run_context(r, "dtype");
-  return d && strcmp(d, "bf16") == 0 ? "bf16" : "fp16";
-}
-static const char *gemm_ceiling_key(const hx_run *r) {
-  return strcmp(run_dtype(r), "bf16") == 0 ? "ceiling_gemm_bf16_tflops" : "ceiling_gemm_fp16_tflops";
-}
 
 /* Why a configuration has no timed forward at n: its check failed, it did not fit, or the run has no rows; a clause
  * that starts with the configuration's name, so it can open a sentence. */
@@ -886,8 +877,9 @@ typedef struct net_rates {
 } net_rates;
 
 static net_rates rates_of(const hx_run *r, const net_model *m, const char *wl, uint64_t n) {
-  net_rates q = {hx_run_context(r, gemm_ceiling_key(r)), hx_run_context(r, "ceiling_copy_gbs"), NAN, NAN, NAN,
-                 0, "", ""};
+  char gk[64];
+  net_rates q = {hx_run_context(r, hx_run_gemm_ceiling_key(r, gk, sizeof gk)), hx_run_context(r, "ceiling_copy_gbs"),
+                 NAN, NAN, NAN, 0, "", ""};
   q.gemm = q.gemm_s ? strtod(q.gemm_s, NULL) : (double)NAN;
   q.copy = q.copy_s ? strtod(q.copy_s, NULL) : (double)NAN;
   q.attn = attn_rate(r, m, wl, n, &q.attn_at, &q.attn_kernel, &q.attn_variant);
@@ -993,7 +985,7 @@ static void floor_table(FILE *f, const hx_run *r, const char *label, const net_m
   if (nc == 0 && !isfinite(fw)) return;
   const net_rates q = rates_of(r, m, wl, n);
   fprintf(f, "**%s** (`%s`), %s, %llu points: floors at cuBLAS %s %s TFLOP/s, attention %.1f TFLOP/s", m->display,
-          m->variant, label, (unsigned long long)n, run_dtype(r), q.gemm_s ? q.gemm_s : "(no ceiling in the run)",
+          m->variant, label, (unsigned long long)n, hx_run_dtype(r), q.gemm_s ? q.gemm_s : "(no ceiling in the run)",
           q.attn);
   if (isfinite(q.attn))
     fprintf(f, " (`%s` %s at %llu points%s)", q.attn_kernel, q.attn_variant, (unsigned long long)q.attn_at,
@@ -1311,13 +1303,15 @@ static void spconv_alone(FILE *f, const hx_run *runs, size_t n_runs, const char 
             f);
       head = 1;
     }
-    const char *g = hx_run_context(r, gemm_ceiling_key(r)), *c = hx_run_context(r, "ceiling_copy_gbs");
+    char gk[64];
+    const char *g = hx_run_context(r, hx_run_gemm_ceiling_key(r, gk, sizeof gk));
+    const char *c = hx_run_context(r, "ceiling_copy_gbs");
     const double gemm = g ? strtod(g, NULL) : (double)NAN, copy = c ? strtod(c, NULL) : (double)NAN;
     if (n_runs > 1) fprintf(f, "**%s**, ", short_dev(labels[ri]));
     fprintf(f, "%llu points, %s, ceilings: cuBLAS %s %s TFLOP/s, copy %s GB/s.\n\n| kernel | variant | median (ms) | "
                "TFLOP/s | GB/s | roofline (ms) | bound by | share of roofline | target 50%% |\n"
                "|---|---|---:|---:|---:|---:|---|---:|---|\n",
-            (unsigned long long)n, run_dtype(r), run_dtype(r), g ? g : "(none in the run)",
+            (unsigned long long)n, hx_run_dtype(r), hx_run_dtype(r), g ? g : "(none in the run)",
             c ? c : "(none in the run)");
     const char *kv[32][2];
     size_t nk = 0;

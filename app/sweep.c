@@ -237,9 +237,6 @@ double f3d_gemm_ceiling(const hx_bench *bench, f3d_dtype dt) {
   if (!bench) return NAN;
   return dt == F3D_BF16 ? bench->ceilings.gemm_bf16_tflops : bench->ceilings.gemm_fp16_tflops;
 }
-const char *f3d_gemm_ceiling_key(f3d_dtype dt) {
-  return dt == F3D_BF16 ? "ceiling_gemm_bf16_tflops" : "ceiling_gemm_fp16_tflops";
-}
 
 typedef struct u16_fill {
   uint16_t *dst;

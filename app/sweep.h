@@ -208,9 +208,9 @@ hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload,
  * H x D, amp {2, 2, 1}; features: amp {1}). */
 void f3d_fill_uniform16(uint16_t *dst, size_t n, uint64_t seed, size_t run, const double *amp, size_t namp,
                         f3d_dtype dt);
-/* The run's cuBLAS GEMM ceiling of dt (TFLOP/s; NAN without a bench or its ceilings) and its context key. */
+/* The run's cuBLAS GEMM ceiling in dt (TFLOP/s; NAN without a bench or its ceilings): the context's
+ * ceiling_gemm_<dtype>_tflops, which the study reads back through hx_run_gemm_ceiling_key. */
 double f3d_gemm_ceiling(const hx_bench *bench, f3d_dtype dt);
-const char *f3d_gemm_ceiling_key(f3d_dtype dt); /* "ceiling_gemm_fp16_tflops", "ceiling_gemm_bf16_tflops" */
 
 /* ---- pipelines (one declaration per pipe_<name>.c) ---- */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err); /* pipe_workload.c */

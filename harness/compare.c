@@ -96,11 +96,10 @@ typedef struct ceilings {
   double copy, gemm; /* context ceiling_copy_gbs, ceiling_gemm_<dtype>_tflops */
 } ceilings;
 
-/* The GEMM ceiling is the run's dtype's (context dtype, fp16 where absent: sweep --dtype). */
+/* The GEMM ceiling is the one of the run's dtype (hx_run_dtype: sweep --dtype). */
 static hx_status read_ceilings(const hx_run *r, ceilings *c, hx_err *err) {
-  const char *dt = hx_run_context(r, "dtype");
-  const char *names[2] = {"ceiling_copy_gbs",
-                          dt && strcmp(dt, "bf16") == 0 ? "ceiling_gemm_bf16_tflops" : "ceiling_gemm_fp16_tflops"};
+  char gk[64];
+  const char *names[2] = {"ceiling_copy_gbs", hx_run_gemm_ceiling_key(r, gk, sizeof gk)};
   double *dst[2] = {&c->copy, &c->gemm};
   for (int i = 0; i < 2; i++) {
     const char *v = hx_run_context(r, names[i]);

@@ -279,6 +279,11 @@ typedef struct hx_run {
 hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err);
 void hx_run_free(hx_run *r);
 const char *hx_run_context(const hx_run *r, const char *key); /* NULL when absent */
+/* The 16-bit type the run's GPU stages computed in (context "dtype", written by sweep --dtype; "fp16" where absent)
+ * and the context key of the cuBLAS ceiling in that type ("ceiling_gemm_<dtype>_tflops", into buf), at which its
+ * floors and rooflines are priced. */
+const char *hx_run_dtype(const hx_run *r);
+const char *hx_run_gemm_ceiling_key(const hx_run *r, char *buf, size_t cap);
 /* Why a run is incomplete, for messages, into buf: "incomplete run (interrupted after N of M cases)",
  * "incomplete run (killed while running: ...)", "incomplete run (failed: <reason>)"; "" for a complete run.
  * Returns buf. */
@@ -318,8 +323,8 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
  * for rates (unit ending in "/s", or "%"). Keys on one side only are unknown, never slower. Keys not gated get
  * no verdict and are counted apart: CPU stages (variant "cpu") unless include_cpu, keys outside `keys`.
  * normalize: NEW's samples are scaled by the ratio of the two runs' ceilings (context ceiling_copy_gbs, or
- * ceiling_gemm_fp16_tflops for a key with declared FLOPs: a flops row in results.csv), time x new/base and rate x
- * base/new, so a machine that is slower as a whole (its copy or GEMM ceiling) does not read as a regression. */
+ * the GEMM ceiling in the runs' dtype, hx_run_gemm_ceiling_key, for a key with declared FLOPs: a flops row in
+ * results.csv), time x new/base and rate x base/new, so a machine that is slower as a whole (its copy or GEMM ceiling) does not read as a regression. */
 #define HX_GATE_BATCHES 5
 #define HX_GATE_AA_Z 3.72
 /* sqrt((runs - 1) / chi2_{0.10}(runs - 1)): an sd from `runs` values times this is above the true sd 90% of the
@@ -332,13 +337,13 @@ typedef struct hx_gate_calib {
   char **ctx_keys, **ctx_vals; /* the context every calibration run shared (device, build, ...) */
   size_t n_ctx;
 } hx_gate_calib;
-/* Write the calibration of runs[0..n) (n >= 2, complete, from one device and build; 8 or more keep the bound near
+/* Write the calibration of runs[0..n) (n >= 2, complete, from one device, build and dtype; 8 or more keep the bound near
  * the sd) to path: per key with raw samples in every run, aa_sigma = hx_gate_sigma_bound(n) x the sample standard
  * deviation of the runs' medians over their mean. HX_EINVAL naming the problem. */
 hx_status hx_gate_calibrate(hx_run *runs, size_t n, const char *path, hx_err *err);
 hx_status hx_gate_calib_load(hx_gate_calib *out, const char *path, hx_err *err); /* nothing left allocated on failure */
 void hx_gate_calib_free(hx_gate_calib *c);
-/* HX_OK when the calibration's device and build context agree with the run's (hx_run_check_compatible). */
+/* HX_OK when the calibration's device, build and dtype agree with the run's (hx_run_check_compatible). */
 hx_status hx_gate_calib_check(const hx_gate_calib *c, const hx_run *r, hx_err *err);
 
 typedef struct hx_gate_opts {
@@ -703,7 +708,7 @@ typedef struct hx_study_table {
   hx_study_cell cell;
   const char *first_head; /* written before the first column's kernel name, or NULL */
   const char *intro;      /* the paragraph above the table; "{ctx}" takes the run's context value of
-                           * intro_key ("?" when absent) */
+                           * intro_key ("?" when absent), "{dtype}" the run's hx_run_dtype, in both */
   const char *intro_key;
   /* optional, below the table: tried from the largest size down until it writes (returns 1) */
   int (*note)(FILE *f, const hx_run *r, const char *workload, uint64_t n_points, const hx_study_col *cols,

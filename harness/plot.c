@@ -1237,12 +1237,15 @@ static double cell_value(const hx_run *r, const hx_study_col *c, const char *wor
   return isfinite(gbs) && t > 0.0 ? gbs : (double)NAN;
 }
 
-/* text with each "{ctx}" replaced by value */
-static void put_with(FILE *f, const char *text, const char *value) {
+/* text with each "{ctx}" replaced by value and each "{dtype}" by dtype */
+static void put_with(FILE *f, const char *text, const char *value, const char *dtype) {
   for (const char *c = text; *c; c++) {
     if (!strncmp(c, "{ctx}", 5)) {
       fputs(value, f);
       c += 4;
+    } else if (!strncmp(c, "{dtype}", 7)) {
+      fputs(dtype, f);
+      c += 6;
     } else {
       fputc(*c, f);
     }
@@ -1495,9 +1498,17 @@ static void study_table(FILE *f, const hx_run *rr, const hx_study_table *t, cons
     fputs(".\n\n", f);
     return;
   }
-  const char *v = t->intro_key ? hx_run_context(rr, t->intro_key) : NULL;
+  char key[128] = ""; /* intro_key with its "{dtype}" filled in */
+  if (t->intro_key) {
+    const char *dt = strstr(t->intro_key, "{dtype}");
+    if (dt)
+      snprintf(key, sizeof key, "%.*s%s%s", (int)(dt - t->intro_key), t->intro_key, hx_run_dtype(rr), dt + 7);
+    else
+      snprintf(key, sizeof key, "%s", t->intro_key);
+  }
+  const char *v = t->intro_key ? hx_run_context(rr, key) : NULL;
   if (t->intro) {
-    put_with(f, t->intro, v ? v : cpu_only(rr) ? "not measured (no CUDA device)" : "not measured");
+    put_with(f, t->intro, v ? v : cpu_only(rr) ? "not measured (no CUDA device)" : "not measured", hx_run_dtype(rr));
     fputs("\n\n", f);
   }
   if (t->last) column_last(cols, nc, t->last);
@@ -1889,7 +1900,7 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
   p.sorted = malloc((total ? total : 1) * sizeof *p.sorted);
   p.label = malloc(n_runs * sizeof *p.label);
   p.mem_totals = calloc(n_runs, sizeof *p.mem_totals);
-  char(*run_label)[160] = calloc(n_runs, sizeof *run_label);
+  char(*run_label)[512] = calloc(n_runs, sizeof *run_label); /* each run's name, p.label's unless its directory */
   int *fig_ok = calloc(n_runs, sizeof *fig_ok);
   if (!p.sorted || !p.label || !p.mem_totals || !run_label || !fig_ok) {
     free(p.sorted);
@@ -1918,22 +1929,28 @@ hx_status hx_plot_sel(hx_run *runs, size_t n_runs, const hx_study *study, const 
     off += runs[r].n_rows;
     /* the device; a run without one names its CPU (the sweep's context device "none", cpu_model) */
     const char *d = hx_run_context(&runs[r], "device"), *cpu = hx_run_context(&runs[r], "cpu_model");
+    char base[256];
     if (cpu_only(&runs[r])) {
-      if (cpu && *cpu) snprintf(run_label[r], sizeof run_label[r], "CPU: %s", cpu);
-      else snprintf(run_label[r], sizeof run_label[r], "CPU (no CUDA device)");
-      d = run_label[r];
+      if (cpu && *cpu) snprintf(base, sizeof base, "CPU: %s", cpu);
+      else snprintf(base, sizeof base, "CPU (no CUDA device)");
+      d = base;
     } else if (!d || !*d) {
       d = runs[r].dir;
     }
     /* a run in another 16-bit type than fp16 (sweep --dtype) says so wherever it is named */
-    const char *dt = hx_run_context(&runs[r], "dtype");
-    if (dt && *dt && strcmp(dt, "fp16") != 0 && d != run_label[r]) {
-      snprintf(run_label[r], sizeof run_label[r], "%s, %s", d, dt);
-      d = run_label[r];
+    const char *dt = hx_run_dtype(&runs[r]);
+    const int other = strcmp(dt, "fp16") != 0;
+    p.label[r] = d; /* the context's own string, or the run's directory */
+    if (other || d == base) {
+      snprintf(run_label[r], sizeof run_label[r], "%s%s%s", d, other ? ", " : "", other ? dt : "");
+      p.label[r] = run_label[r];
     }
-    p.label[r] = d;
-    for (size_t q = 0; q < r; q++) /* two runs on the same device model: tell them apart by directory */
-      if (!strcmp(p.label[q], d)) p.label[r] = runs[r].dir;
+    for (size_t q = 0; q < r; q++) /* two runs on the same device model and type: tell them apart by directory */
+      if (!strcmp(p.label[q], p.label[r])) {
+        if (other) snprintf(run_label[r], sizeof run_label[r], "%s, %s", runs[r].dir, dt);
+        else p.label[r] = runs[r].dir;
+        break;
+      }
   }
   hx_status st = HX_OK;
   /* latency, the study's comparison figures, then the counters, memory and stage figures */

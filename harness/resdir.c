@@ -63,6 +63,16 @@ const char *hx_run_context(const hx_run *r, const char *key) {
   return NULL;
 }
 
+const char *hx_run_dtype(const hx_run *r) {
+  const char *d = hx_run_context(r, "dtype");
+  return d && *d ? d : "fp16";
+}
+
+const char *hx_run_gemm_ceiling_key(const hx_run *r, char *buf, size_t cap) {
+  snprintf(buf, cap, "ceiling_gemm_%s_tflops", hx_run_dtype(r));
+  return buf;
+}
+
 const char *hx_run_incomplete_why(const hx_run *r, char *buf, size_t cap) {
   if (!cap) return buf;
   buf[0] = '\0';
@@ -480,20 +490,12 @@ static const char *const hx_same_build_keys[] = {
     "schema_version",
 };
 
-/* Settings that change what every key measures, with the value a run that predates the key was made with: sweep
- * --dtype (the backbones', attention's and convolution's 16-bit type). */
-static const char *const hx_same_setting_keys[][2] = {{"dtype", "fp16"}};
-
 hx_status hx_run_check_compatible(const hx_run *a, const hx_run *b, int same_commit, hx_err *err) {
-  for (size_t i = 0; i < sizeof hx_same_setting_keys / sizeof hx_same_setting_keys[0]; i++) {
-    const char *key = hx_same_setting_keys[i][0], *dflt = hx_same_setting_keys[i][1];
-    const char *va = hx_run_context(a, key), *vb = hx_run_context(b, key);
-    if (!va) va = dflt;
-    if (!vb) vb = dflt;
-    if (strcmp(va, vb) != 0)
-      return hx_errf(err, HX_EINVAL, "different settings: %s = \"%s\" in %s but \"%s\" in %s", key, va, a->dir, vb,
-                     b->dir);
-  }
+  /* a setting that changes what every key measures: sweep --dtype (fp16 where a run predates the key) */
+  const char *da = hx_run_dtype(a), *db = hx_run_dtype(b);
+  if (strcmp(da, db) != 0)
+    return hx_errf(err, HX_EINVAL, "different settings: dtype = \"%s\" in %s but \"%s\" in %s", da, a->dir, db,
+                   b->dir);
   const char *const *lists[2] = {hx_same_device_keys, hx_same_build_keys};
   const size_t lens[2] = {sizeof hx_same_device_keys / sizeof *hx_same_device_keys,
                           sizeof hx_same_build_keys / sizeof *hx_same_build_keys};

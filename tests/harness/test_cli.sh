@@ -150,6 +150,11 @@ if [ "$GPU" -eq 0 ]; then
     --run-id gpumixed
   grep -q '^f3dbench: sweep: note: ptv3-net: GPU only, no rows without a CUDA device' "$T/err" ||
     fail "sweep with a backbone without a device does not name it: $(cat "$T/err")"
+  # bf16 applies to GPU stages only: without a device a run that says bf16 would hold fp32 CPU rows
+  expect 1 "$BIN" sweep --dtype bf16 --pipelines workload --sizes 1000 --reps 1 $B --out-dir "$T/res" --run-id bf16cpu
+  grep -q '^f3dbench: sweep: --dtype bf16 applies to the GPU stages, and .*no run written$' "$T/err" ||
+    fail "sweep --dtype bf16 without a device: $(cat "$T/err")"
+  [ -e "$T/res/bf16cpu" ] && fail "sweep --dtype bf16 without a device wrote a run"
 fi
 for id in '' a/b . .. ../x; do # refused as a usage error, by --check-args too, before anything is created
   expect 2 "$BIN" sweep --check-args --run-id "$id" --out-dir "$T/res"

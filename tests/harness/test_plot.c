@@ -1181,8 +1181,28 @@ static void test_nets_bf16(void **state) {
   assert_non_null(strstr(rep, "300000 points, bf16, ceilings: cuBLAS bf16 400 TFLOP/s, copy 3000 GB/s."));
   assert_non_null(strstr(rep, "| NVIDIA H100 80GB HBM3, bf16 | ?"));
   assert_null(strstr(rep, "at cuBLAS fp16")); /* the run line names both ceilings; no floor takes fp16 */
+  assert_non_null(strstr(rep, "cuBLAS bf16 GEMM ceiling in TFLOP/s: 400)")); /* the attention table's reference */
   free(rep);
   hx_run_free(&run);
+  /* two bf16 runs on one device model: the second is named by its directory, still ", bf16" */
+  make_nets_fixture_dt("nets-bf16b", "NVIDIA H100 80GB HBM3", 1.0, 1, 0, "bf16");
+  hx_run two[2];
+  hx_err e;
+  char d[2][400], out[400];
+  snprintf(d[0], sizeof d[0], "%s/nets-bf16", root);
+  snprintf(d[1], sizeof d[1], "%s/nets-bf16b", root);
+  snprintf(out, sizeof out, "%s/nets-bf16-two", root);
+  for (int i = 0; i < 2; i++) assert_int_equal(hx_run_load(&two[i], d[i], &e), HX_OK);
+  const hx_status st = hx_plot(two, 2, f3d_study(), F3D_PLOTS_DIR, out, &e);
+  assert_true(st == HX_OK || (st == HX_EUNSUPPORTED && hx_plot_have_gnuplot(NULL) != HX_OK));
+  rep = slurp_at(out, "REPORT.md");
+  char want[1024];
+  snprintf(want, sizeof want, "| %s | NVIDIA H100 80GB HBM3, bf16 |", d[0]);
+  assert_non_null(strstr(rep, want));
+  snprintf(want, sizeof want, "| %s | %s, bf16 |", d[1], d[1]);
+  assert_non_null(strstr(rep, want));
+  free(rep);
+  for (int i = 0; i < 2; i++) hx_run_free(&two[i]);
   make_nets_fixture_dt("nets-fp16", "NVIDIA H100 80GB HBM3", 1.0, 1, 0, "fp16");
   rep = plot_run("nets-fp16", &run);
   assert_non_null(strstr(rep, "**Flash3D-46m** (`flash3d-46m`), NVIDIA H100 80GB HBM3, 300000 points: floors at cuBLAS "

@@ -194,7 +194,6 @@ static void test_fill16(void **state) {
   assert_true(f3d_gemm_ceiling(&b, F3D_F16) == 800.0);
   assert_true(f3d_gemm_ceiling(&b, F3D_BF16) == 790.0);
   assert_true(isnan(f3d_gemm_ceiling(NULL, F3D_BF16)));
-  assert_string_equal(f3d_gemm_ceiling_key(F3D_BF16), "ceiling_gemm_bf16_tflops");
   assert_string_equal(f3d_dtype_name(F3D_BF16), "bf16");
   assert_string_equal(f3d_dtype_name(F3D_F16), "fp16");
 }

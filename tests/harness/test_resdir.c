@@ -170,6 +170,11 @@ static void test_dtype_compat(void **state) {
   assert_non_null(strstr(e.msg, "dtype = \"fp16\""));
   assert_non_null(strstr(e.msg, "\"bf16\""));
   assert_int_equal(hx_run_check_compatible(&runs[2], &runs[0], 0, &e), HX_EINVAL);
+  /* the ceiling a run's floors take: its dtype's, fp16's where it has none */
+  char k[64];
+  assert_string_equal(hx_run_dtype(&runs[0]), "fp16");
+  assert_string_equal(hx_run_gemm_ceiling_key(&runs[0], k, sizeof k), "ceiling_gemm_fp16_tflops");
+  assert_string_equal(hx_run_gemm_ceiling_key(&runs[2], k, sizeof k), "ceiling_gemm_bf16_tflops");
   for (int i = 0; i < 3; i++) hx_run_free(&runs[i]);
 }
 

@@ -189,7 +189,8 @@ for k in spconv.k3_C64 spconv.k3_C256; do
   [ "$best" = "$main_spc" ] || fail "spconv $k: best entry '$best', expected $main_spc (the main path's)"
 done
 # with nvbench timing the run's ceilings are in its context: roofline_ms and roofline_share = roofline_ms / median
-"$BIN" sweep --pipelines ptv3-net --workloads uniform --sizes 2k --out-dir "$T" --run-id spc --max-time "$MT" \
+# (ptv3 beside it: its attention at this size in fp16, which the bf16 run below is set against)
+"$BIN" sweep --pipelines ptv3,ptv3-net --workloads uniform --sizes 2k --out-dir "$T" --run-id spc --max-time "$MT" \
   --time-budget 0 --no-counters >/dev/null 2>"$T/err" || { fail "ptv3-net nvbench sweep failed"; cat "$T/err"; }
 if grep -q '^ceiling_copy_gbs,' "$T/spc/context.csv"; then
   for k in spconv.k3_C64 spconv.k3_C256; do
@@ -222,6 +223,20 @@ done
 for k in flash3d,attn.plain ptv3,attn.patch1024 ptv3-net,spconv.k3_C64 ptv3-net,spconv.k3_C256; do
   row "$T/bf16" "uniform,2000,1,$k,[^,]*,check,1,bool"
   row "$T/bf16" "uniform,2000,1,$k,[^,]*,time_median,"
+done
+# what only bf16 gives, against the fp16 runs of the same case and seed: errors of a type with 8 bits of mantissa
+# where fp16 has 11 (about 8x; 3x asserted), so a stage that ignored --dtype fails here. The backbone's logits
+# against the CPU forward, the convolution's worst sampled error, the attention check's bound (twice the naive
+# pass's error in the dtype, plus a floor)
+val() { awk -F, -v k="$2" -v m="$3" 'index($0, k) == 1 && $7 == m { print $8; exit }' "$1/results.csv"; }
+for s in "nets uniform,2000,1,ptv3-net,forward,ptv3, check_rel_l2" \
+  "nets uniform,2000,1,ptv3-net,spconv.k3_C64,$main_spc, check_err" \
+  "nets uniform,2000,1,ptv3-net,spconv.k3_C256,$main_spc, check_err" \
+  "spc uniform,2000,1,ptv3,attn.patch1024,v0, check_tol"; do
+  set -- $s
+  a=$(val "$T/bf16" "$2" "$3") b=$(val "$T/$1" "$2" "$3")
+  awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(a > 0 && b > 0 && a > 3 * b) }' ||
+    fail "bf16 against fp16: $2 $3 reads ${a:-none} against ${b:-none}, not 3x: not computed in bf16?"
 done
 if grep -q '^ceiling_gemm_bf16_tflops,' "$T/bf16/context.csv"; then
   "$BIN" plot "$T/bf16" >/dev/null 2>"$T/err" || { fail "plot of the bf16 run"; cat "$T/err"; }
