@@ -235,6 +235,7 @@ for s in "nets uniform,2000,1,ptv3-net,forward,ptv3, check_rel_l2" \
   "spc uniform,2000,1,ptv3,attn.patch1024,v0, check_tol"; do
   set -- $s
   a=$(val "$T/bf16" "$2" "$3") b=$(val "$T/$1" "$2" "$3")
+  echo "bf16 against fp16: $2 $3: ${a:-none} against ${b:-none}"
   awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(a > 0 && b > 0 && a > 3 * b) }' ||
     fail "bf16 against fp16: $2 $3 reads ${a:-none} against ${b:-none}, not 3x: not computed in bf16?"
 done
