@@ -225,9 +225,9 @@ for k in flash3d,attn.plain ptv3,attn.patch1024 ptv3-net,spconv.k3_C64 ptv3-net,
   row "$T/bf16" "uniform,2000,1,$k,[^,]*,time_median,"
 done
 # what only bf16 gives, against the fp16 runs of the same case and seed: errors of a type with 8 bits of mantissa
-# where fp16 has 11 (about 8x; 3x asserted), so a stage that ignored --dtype fails here. The backbone's logits
-# against the CPU forward, the convolution's worst sampled error, the attention check's bound (twice the naive
-# pass's error in the dtype, plus a floor)
+# where fp16 has 11, so a stage that ignored --dtype fails here (2x asserted). The backbone's logits against the CPU
+# forward and the convolution's worst sampled error read about 8x fp16's, the attention check's bound (twice the
+# naive pass's error in the dtype, plus a floor) 3.7x (H200, 678be9f)
 val() { awk -F, -v k="$2" -v m="$3" 'index($0, k) == 1 && $7 == m { print $8; exit }' "$1/results.csv"; }
 for s in "nets uniform,2000,1,ptv3-net,forward,ptv3, check_rel_l2" \
   "nets uniform,2000,1,ptv3-net,spconv.k3_C64,$main_spc, check_err" \
@@ -236,8 +236,8 @@ for s in "nets uniform,2000,1,ptv3-net,forward,ptv3, check_rel_l2" \
   set -- $s
   a=$(val "$T/bf16" "$2" "$3") b=$(val "$T/$1" "$2" "$3")
   echo "bf16 against fp16: $2 $3: ${a:-none} against ${b:-none}"
-  awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(a > 0 && b > 0 && a > 3 * b) }' ||
-    fail "bf16 against fp16: $2 $3 reads ${a:-none} against ${b:-none}, not 3x: not computed in bf16?"
+  awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(a > 0 && b > 0 && a > 2 * b) }' ||
+    fail "bf16 against fp16: $2 $3 reads ${a:-none} against ${b:-none}, not 2x: not computed in bf16?"
 done
 if grep -q '^ceiling_gemm_bf16_tflops,' "$T/bf16/context.csv"; then
   "$BIN" plot "$T/bf16" >/dev/null 2>"$T/err" || { fail "plot of the bf16 run"; cat "$T/err"; }
