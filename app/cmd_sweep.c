@@ -175,8 +175,8 @@ static void usage(FILE *f) {
           "                        0/N, for 1-based job arrays); f3dbench merge joins the shards\n"
           "      --dtype fp16|bf16 the 16-bit type of the backbones, the attention stages and the\n"
           "                        convolution stage (default fp16; fp32 accumulation either way); their\n"
-          "                        floors take that type's cuBLAS ceiling. compare and merge refuse runs\n"
-          "                        of different types\n",
+          "                        floors take that type's cuBLAS ceiling; bf16 needs a CUDA device.\n"
+          "                        compare and merge refuse runs of different types\n",
           DEFAULT_STAGE_CAP_S, DEFAULT_TIME_BUDGET_S);
   fputs("Without a CUDA device, pipelines run their CPU references (variant \"cpu\"), timed on the CPU; the GPU-only\n"
         "ones (", f);
