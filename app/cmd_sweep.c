@@ -115,7 +115,7 @@ typedef struct sweep_opts {
   uint64_t device_memory;    /* --device-memory: the pipelines' arena capacity in bytes; 0: the device's */
   size_t stop_after_cases;   /* --stop-after-cases (tests only): raise SIGINT once this many cases finished */
   const char *preset;        /* --preset: NULL or "ci" */
-  f3d_dtype dtype;           /* --dtype */
+  net_dtype dtype;           /* --dtype */
 } sweep_opts;
 
 static void usage(FILE *f) {
@@ -426,16 +426,14 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
     case 'C':
       o->check_args = 1;
       break;
-    case OPT_DTYPE:
-      if (strcmp(optarg, "fp16") == 0) {
-        o->dtype = F3D_F16;
-      } else if (strcmp(optarg, "bf16") == 0) {
-        o->dtype = F3D_BF16;
-      } else {
+    case OPT_DTYPE: {
+      hx_err derr;
+      if (net_dtype_parse(optarg, &o->dtype, &derr) != HX_OK) {
         f3d_fail("sweep", "--dtype '%s': expected fp16 or bf16", optarg);
         return -1;
       }
       break;
+    }
     case 'L':
       o->ladder = 1;
       break;
@@ -601,7 +599,7 @@ static hx_status write_context(hx_results *r, const sweep_opts *o, const hx_devi
   HX_TRY(hx_results_contextf(r, err, "seed", "%llu", (unsigned long long)o->seed));
   HX_TRY(hx_results_context(r, "seed_rule", "cloud b of a case is generated or resampled with seed + b", err));
   HX_TRY(hx_results_contextf(r, err, "voxel_m", "%g", o->voxel));
-  HX_TRY(hx_results_context(r, "dtype", f3d_dtype_name(o->dtype), err));
+  HX_TRY(hx_results_context(r, "dtype", net_dtype_name(o->dtype), err));
   HX_TRY(hx_results_contextf(r, err, "batch", "%u", o->batch));
   HX_TRY(hx_results_contextf(r, err, "reps", "%u", o->timing.reps));
   HX_TRY(hx_results_contextf(r, err, "warmup", "%u", o->timing.warmup));
@@ -875,9 +873,9 @@ int f3d_cmd_sweep(int argc, char **argv) {
       rc = 1;
       goto out;
     }
-    if (o.dtype != F3D_F16) { /* a run that says bf16 and measured nothing in it would be refused beside its twin */
+    if (o.dtype != NET_F16) { /* a run that says bf16 and measured nothing in it would be refused beside its twin */
       f3d_fail("sweep", "--dtype %s applies to the GPU stages, and %s: the CPU references compute in fp32, no run "
-               "written", f3d_dtype_name(o.dtype), err.msg);
+               "written", net_dtype_name(o.dtype), err.msg);
       rc = 1;
       goto out;
     }

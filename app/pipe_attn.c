@@ -63,8 +63,8 @@ static double plan_flops(const battn_plan *pl, int H, int D) {
 }
 
 /* Parameters of one forward over packed qkv [rows, 3, H, D] (the stage's only layout) in dt. */
-static void packed_params(battn_params *p, int64_t rows, int H, int D, f3d_dtype dt, const battn_plan *plan) {
-  battn_params_init(p, rows, H, D, dt == F3D_BF16 ? BATTN_BF16 : BATTN_F16, plan);
+static void packed_params(battn_params *p, int64_t rows, int H, int D, net_dtype dt, const battn_plan *plan) {
+  battn_params_init(p, rows, H, D, dt == NET_BF16 ? BATTN_BF16 : BATTN_F16, plan);
   p->q_row_stride = p->k_row_stride = p->v_row_stride = (int64_t)3 * H * D;
 }
 

@@ -225,7 +225,7 @@ static hx_status record_costs(f3d_ctx *ctx, const char *pipe, const char *model,
 }
 
 static hx_status run_model(f3d_ctx *ctx, const char *pipe, const char *model, hx_err *err) {
-  const net_dtype dt = ctx->dtype == F3D_BF16 ? NET_BF16 : NET_F16;
+  const net_dtype dt = ctx->dtype;
   net_config cfg;
   HX_TRY(net_config_named(&cfg, model, err));
   net_params p = {0};

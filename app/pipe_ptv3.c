@@ -21,11 +21,12 @@
  *                        torch.unique: one 2 s hold time-out of the nvbench timing per case)
  *   attn.patch1024       attention over the padded patches the qkv gather wrote (this padding's
  *                        cu_seqlens, K = 1024: PTv3's default), same engine as flash3d's attn.*
- *                        (battn_variant_best's, and v0 on small cases; fp16 or sweep --dtype's, H x D = 4 x 16, packed qkv), each
- *                        patch one scope of 512-row pieces; attn.patch4096 the same with K = 4096 patches, the
- *                        scope size of flash3d's plans, so the attention work per row matches; rows as in
- *                        pipe_attn.c. So gather_qkv + attn.patch* + gather_out is PTv3's attention path, to set
- *                        against flash3d's attn.* in place. GPU only (without one the stage says why it skips).
+ *                        (battn_variant_best's, and v0 on small cases; the sweep's dtype, H x D = 4 x 16,
+ *                        packed qkv), each patch one scope of 512-row pieces; attn.patch4096 the same with
+ *                        K = 4096 patches, the scope size of flash3d's plans, so the attention work per row
+ *                        matches; rows as in pipe_attn.c. So gather_qkv + attn.patch* + gather_out is PTv3's
+ *                        attention path, to set against flash3d's attn.* in place. GPU only (without one the
+ *                        stage says why it skips).
  * Rows beside the times: bytes (moved per call, declared on the closure) and bandwidth (GB/s at the median,
  * written by the measurement layer), bytes_per_row, and
  * check = 1 after a variant matched the CPU reference on this case (done before it is timed; a variant

@@ -280,7 +280,7 @@ hx_status f3d_spconv_stage(f3d_ctx *ctx, const char *pipeline, hx_err *err) {
   stage g;
   memset(&g, 0, sizeof g);
   g.arena = ctx->arena;
-  g.dt = ctx->dtype == F3D_BF16 ? NET_BF16 : NET_F16;
+  g.dt = ctx->dtype;
   if (!ctx->stream) return hx_errf(err, HX_EINVAL, "%s: spconv stage: no stream (pipe_net gives it one)", pipeline);
   g.s = (cudaStream_t)ctx->stream;
   const double tflops = f3d_gemm_ceiling(ctx->bench, ctx->dtype); /* the dtype's cuBLAS rate */

@@ -231,11 +231,9 @@ hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload,
   return hx_results_checkpoint(res, err);
 }
 
-const char *f3d_dtype_name(f3d_dtype dt) { return dt == F3D_BF16 ? "bf16" : "fp16"; }
-
-double f3d_gemm_ceiling(const hx_bench *bench, f3d_dtype dt) {
+double f3d_gemm_ceiling(const hx_bench *bench, net_dtype dt) {
   if (!bench) return NAN;
-  return dt == F3D_BF16 ? bench->ceilings.gemm_bf16_tflops : bench->ceilings.gemm_fp16_tflops;
+  return dt == NET_BF16 ? bench->ceilings.gemm_bf16_tflops : bench->ceilings.gemm_fp16_tflops;
 }
 
 typedef struct u16_fill {
@@ -256,7 +254,7 @@ static void fill_u16(void *arg, size_t begin, size_t end) { /* draws [begin, end
   }
 }
 void f3d_fill_uniform16(uint16_t *dst, size_t n, uint64_t seed, size_t run, const double *amp, size_t namp,
-                        f3d_dtype dt) {
-  u16_fill f = {dst, n, run ? run : 1, namp ? namp : 1, seed, amp, dt == F3D_BF16 ? BATTN_BF16 : BATTN_F16};
+                        net_dtype dt) {
+  u16_fill f = {dst, n, run ? run : 1, namp ? namp : 1, seed, amp, dt == NET_BF16 ? BATTN_BF16 : BATTN_F16};
   hx_par_for((n + 3) / 4, 1u << 16, fill_u16, &f);
 }

@@ -40,6 +40,7 @@
 #include <signal.h>
 
 #include "harness/harness.h"
+#include "nets/nets.h"
 #include "workloads/workloads.h"
 
 /* One sweep case: what every pipeline sees. */
@@ -63,13 +64,6 @@ typedef struct f3d_memo {
   size_t n;
 } f3d_memo;
 
-/* The 16-bit type of what a sweep's GPU stages compute in (sweep --dtype; fp32 accumulation either way): the backbones'
- * activations and weights, the attention stage's q, k, v and o, the convolution stage's features and weights. The
- * other stages move 16-bit values whatever their type (the gathers) or compute in fp32 (pooling). The context key
- * "dtype" holds f3d_dtype_name's word; a run without the key was made in fp16. */
-typedef enum f3d_dtype { F3D_F16 = 0, F3D_BF16 = 1 } f3d_dtype;
-const char *f3d_dtype_name(f3d_dtype dt); /* "fp16", "bf16" */
-
 /* Per-case context: everything a pipeline may use. Read-only for pipelines except through the helpers. */
 typedef struct f3d_ctx {
   hx_results *results;        /* where rows go (hx_results_add / f3d_measure) */
@@ -89,7 +83,11 @@ typedef struct f3d_ctx {
   int gate;                   /* sweep --preset ci, the regression gate's run: a pipeline measures its main path
                                * and leaves out the studies beside it (pipe_net.c: flash3d-46m alone, no
                                * convolution stage, more forwards in the breakdown) */
-  f3d_dtype dtype;            /* sweep --dtype (F3D_F16 by default) */
+  net_dtype dtype;            /* sweep --dtype (NET_F16 by default; fp32 accumulation either way): what the GPU stages
+                               * compute in: the backbones' activations and weights, the attention stage's q, k, v
+                               * and o, the convolution stage's features and weights. The other stages move 16-bit
+                               * values whatever their type (the gathers) or compute in fp32 (pooling). The context
+                               * key "dtype" holds net_dtype_name's word; a run without it was made in fp16 */
   f3d_case c;                 /* the case being measured */
   f3d_memo *memo;             /* sweep-lifetime values (owned by the sweep; NULL: nothing is kept) */
   const volatile sig_atomic_t *stop; /* non-zero once SIGINT/SIGTERM arrived: f3d_measure returns
@@ -207,10 +205,10 @@ hx_status f3d_case_finished(f3d_cases *c, hx_results *res, const char *workload,
  * the thread count, and of dt but for the rounding. The pipelines' random 16-bit inputs (attention's q, k, v: run =
  * H x D, amp {2, 2, 1}; features: amp {1}). */
 void f3d_fill_uniform16(uint16_t *dst, size_t n, uint64_t seed, size_t run, const double *amp, size_t namp,
-                        f3d_dtype dt);
+                        net_dtype dt);
 /* The run's cuBLAS GEMM ceiling in dt (TFLOP/s; NAN without a bench or its ceilings): the context's
  * ceiling_gemm_<dtype>_tflops, which the study reads back through hx_run_gemm_ceiling_key. */
-double f3d_gemm_ceiling(const hx_bench *bench, f3d_dtype dt);
+double f3d_gemm_ceiling(const hx_bench *bench, net_dtype dt);
 
 /* ---- pipelines (one declaration per pipe_<name>.c) ---- */
 hx_status f3d_pipe_workload(f3d_ctx *ctx, hx_err *err); /* pipe_workload.c */

@@ -324,7 +324,8 @@ hx_status hx_run_merge(hx_run *runs, size_t n, const char *out_dir, int force, h
  * no verdict and are counted apart: CPU stages (variant "cpu") unless include_cpu, keys outside `keys`.
  * normalize: NEW's samples are scaled by the ratio of the two runs' ceilings (context ceiling_copy_gbs, or
  * the GEMM ceiling in the runs' dtype, hx_run_gemm_ceiling_key, for a key with declared FLOPs: a flops row in
- * results.csv), time x new/base and rate x base/new, so a machine that is slower as a whole (its copy or GEMM ceiling) does not read as a regression. */
+ * results.csv), time x new/base and rate x base/new, so a machine that is slower as a whole (its copy or GEMM
+ * ceiling) does not read as a regression. */
 #define HX_GATE_BATCHES 5
 #define HX_GATE_AA_Z 3.72
 /* sqrt((runs - 1) / chi2_{0.10}(runs - 1)): an sd from `runs` values times this is above the true sd 90% of the
@@ -337,8 +338,8 @@ typedef struct hx_gate_calib {
   char **ctx_keys, **ctx_vals; /* the context every calibration run shared (device, build, ...) */
   size_t n_ctx;
 } hx_gate_calib;
-/* Write the calibration of runs[0..n) (n >= 2, complete, from one device, build and dtype; 8 or more keep the bound near
- * the sd) to path: per key with raw samples in every run, aa_sigma = hx_gate_sigma_bound(n) x the sample standard
+/* Write the calibration of runs[0..n) (n >= 2, complete, from one device, build and dtype; 8 or more keep the bound
+ * near the sd) to path: per key with raw samples in every run, aa_sigma = hx_gate_sigma_bound(n) x the sample standard
  * deviation of the runs' medians over their mean. HX_EINVAL naming the problem. */
 hx_status hx_gate_calibrate(hx_run *runs, size_t n, const char *path, hx_err *err);
 hx_status hx_gate_calib_load(hx_gate_calib *out, const char *path, hx_err *err); /* nothing left allocated on failure */
