@@ -228,7 +228,7 @@ int f3d_read_batch(wl_cloud **clouds, uint32_t *nclouds, wl_batch *batch, size_t
   *nmax = 0;
   for (uint32_t b = 0; b < B; b++) {
     wl_cloud *cl = &(*clouds)[b];
-    if (wl_read(cl, inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail_msg(inputs[b], err.msg), 1;
+    if (wl_read(cl, inputs[b], WL_FMT_AUTO, &err) != HX_OK) return f3d_fail_msg(what, err.msg), 1; /* "PATH: ..." */
     if (cl->dropped_nonfinite) f3d_warn_dropped(inputs[b], cl->dropped_nonfinite);
     *nmax = cl->n > *nmax ? cl->n : *nmax;
   }

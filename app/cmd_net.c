@@ -731,7 +731,12 @@ int f3d_cmd_net(int argc, char **argv) {
   }
   if (o.save && f3d_save_dir_check(o.save, &err) != HX_OK) /* before the forward, not after it */
     return f3d_fail("net", "--save %s", err.msg), 2;
-  if (!o.cpu && f3d_gpu_ready(o.memory ? "net: --memory" : "net: --device gpu", NULL)) return 1;
+  if (!o.cpu) { /* the device first, with the way out: the CPU forward runs without one */
+    hx_err ge = {HX_OK, ""};
+    if (f3d_gpu_check(NULL, &ge) != HX_OK)
+      return f3d_fail("net", "%s: %s%s", o.memory ? "--memory" : "--device gpu", ge.msg,
+                      o.memory ? "" : " (try --device cpu: the fp32 reference forward alone)"), 1;
+  }
 
   net_params p = {0};
   wl_batch bt = {0};

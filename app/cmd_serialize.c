@@ -130,19 +130,19 @@ int f3d_cmd_serialize(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
       case 'g':
-        if (f3d_parse_pos_double(optarg, &grid) != 0) return f3d_fail("--grid", "'%s': want a positive number", optarg), 2;
+        if (f3d_parse_pos_double(optarg, &grid) != 0) return f3d_fail("serialize", "--grid '%s': want a positive number", optarg), 2;
         break;
       case 'o':
-        if (sfc_orders_parse(optarg, orders, &R, &err) != HX_OK) return f3d_fail("--orders", "%s", err.msg), 2;
+        if (sfc_orders_parse(optarg, orders, &R, &err) != HX_OK) return f3d_fail("serialize", "--%s", err.msg) /* "orders: ..." */, 2;
         break;
       case 'd': dedup = 1; break;
       case 'D':
         if (strcmp(optarg, "cpu") == 0) gpu = 0;
         else if (strcmp(optarg, "gpu") == 0) gpu = 1;
-        else return f3d_fail("--device", "'%s': want cpu or gpu", optarg), 2;
+        else return f3d_fail("serialize", "--device '%s': want cpu or gpu", optarg), 2;
         break;
       case 's':
-        if (f3d_parse_u64(optarg, &seed) != 0) return f3d_fail("--seed", "'%s': want an unsigned integer", optarg), 2;
+        if (f3d_parse_u64(optarg, &seed) != 0) return f3d_fail("serialize", "--seed '%s': want an unsigned integer", optarg), 2;
         break;
       case 'O': out = optarg; break;
       case 'h': serialize_usage(stdout); return 0;

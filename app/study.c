@@ -143,7 +143,7 @@ static const hx_study_table tables[] = {
      "ceiling in TFLOP/s: {ctx}).",
      "ceiling_gemm_{dtype}_tflops", scope_note,
      "the sweep runs attention on a CUDA device only, as its CPU path, the double-precision reference, is too slow "
-     "for a sweep; `f3dbench attn --variant cpu` runs it on one small case"},
+     "for a sweep; `f3dbench attn --variant cpu --rows 4k` runs it on one small case"},
     {gather_cols, 1, 0, NULL, HX_CELL_GBS, NULL,
      "PTv3 gathers: bytes moved / median time (GB/s) and % of the measured copy ceiling (in GB/s: {ctx}).",
      "ceiling_copy_gbs", NULL,

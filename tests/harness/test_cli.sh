@@ -90,6 +90,19 @@ expect 0 "$BIN" attn $A --save "$T/attn-npy"
 "$BIN" attn --help | grep -q 'auto (default)' || fail "attn --help does not name the auto default"
 expect 2 "$BIN" attn --variant auto,v1 --rows 64
 grep -q "'auto' runs alone" "$T/err" || fail "attn --variant auto,v1: $(cat "$T/err")"
+# a head dim no kernel takes is a usage error before any device is opened (it was the no-device error)
+expect 2 "$BIN" attn --head-dim 24
+grep -q "^f3dbench: attn: --head-dim '24': one of 16, 32, 64 or 128" "$T/err" || fail "attn --head-dim 24: $(cat "$T/err")"
+# every command's errors name the command, options and unreadable inputs included
+expect 2 "$BIN" serialize --out "$T/ser.csv" --orders z,foo "$T/none.ply"
+grep -q "^f3dbench: serialize: --orders: unknown order 'foo'" "$T/err" || fail "serialize --orders foo: $(cat "$T/err")"
+expect 2 "$BIN" serialize --out "$T/ser.csv" --grid x "$T/none.ply"
+grep -q "^f3dbench: serialize: --grid 'x'" "$T/err" || fail "serialize --grid x: $(cat "$T/err")"
+for c in serialize psh pool; do
+  expect 1 "$BIN" $c --out "$T/ser.csv" "$T/none.ply"
+  grep -q "^f3dbench: $c: $T/none.ply: cannot open" "$T/err" || fail "$c on a missing input: $(cat "$T/err")"
+  [ -e "$T/ser.csv" ] && fail "$c on a missing input left $T/ser.csv"
+done
 if [ "$GPU" -eq 0 ]; then
   expect 1 "$BIN" attn --rows 4096
   grep -q '^f3dbench: attn: v9: ' "$T/err" || fail "attn's default without a GPU does not name v9: $(cat "$T/err")"
