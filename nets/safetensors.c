@@ -14,13 +14,15 @@
  * most 8 non-negative dimensions whose product (and its size in bytes) does not overflow; begin <= end <= the
  * data area's size, end - begin == numel * dtype size, and no two non-empty tensors share a byte. So every
  * allocation is bounded by the file's size (at most 4 times it, U8 -> fp32) and every read lies inside the
- * file. Every value is converted to fp32 (integers beyond 2^24 rounded); the file's dtype stays on the tensor,
+ * file. Every value is converted to fp32 (integers beyond 2^24 rounded; a finite F64 beyond fp32's range is
+ * refused, naming the tensor and the value, rather than read as infinite); the file's dtype stays on the tensor,
  * so a caller can refuse integers where it needs floats. As the reference loader (Hugging Face safetensors)
  * requires, the non-empty tensors cover the data area exactly (no byte before, between or after them that no
  * tensor holds: such bytes mean offsets that are not the writer's), every string of the header is UTF-8, and
  * __metadata__'s values are strings. On failure the output is empty, nothing leaks, and the message names the
- * file and, where there is one, the tensor; bytes of the header that are not printable ASCII are shown escaped
- * (\xNN) so a message never carries raw bytes of the file to the terminal.
+ * file and, where there is one, the tensor; bytes of a header string a message quotes (a dtype, a key, a name
+ * that is refused) that are not printable ASCII, an embedded NUL included, are shown escaped (\xNN) so a message
+ * never carries raw bytes of the file to the terminal.
  *
  * The writer writes fp32 tensors in the given order with the header padded with spaces to a multiple of 8
  * bytes (so the data area starts 8-byte aligned), atomically: PATH.tmp.<pid>, fsync, rename over PATH.
@@ -29,6 +31,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -103,8 +107,9 @@ static size_t utf8_len(const unsigned char *p, size_t n) {
 }
 
 /* Up to n bytes of s for a message, NUL-terminated in out (cap >= 8): printable ASCII as it is, '\\' and every
- * other byte as \xNN, "..." when cut. A name from the file reaches the terminal only so. */
-static const char *shown(char *out, size_t cap, const char *s, size_t n) {
+ * other byte (an embedded NUL too) as \xNN, "..." when cut here or when `cut` says s is already a prefix. Every
+ * string from the header that a message quotes (a name, a key, a dtype) reaches the terminal only so. */
+static const char *shown(char *out, size_t cap, const char *s, size_t n, int cut) {
   size_t k = 0, i = 0;
   for (; i < n; i++) {
     const unsigned char ch = (unsigned char)s[i];
@@ -113,7 +118,7 @@ static const char *shown(char *out, size_t cap, const char *s, size_t n) {
     if (plain) out[k++] = (char)ch;
     else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
   }
-  if (i < n) k += (size_t)snprintf(out + k, cap - k, "...");
+  if (i < n || cut) k += (size_t)snprintf(out + k, cap - k, "...");
   out[k] = 0;
   return out;
 }
@@ -183,7 +188,8 @@ static hx_status jstring(jcur *c, char *out, size_t cap, size_t *len, int *has_n
         while (q < c->end && *q != '"') q++;
         char b[200], msg[240];
         c->p--;
-        snprintf(msg, sizeof msg, "a string that is not UTF-8: \"%s\"", shown(b, sizeof b, start, (size_t)(q - start)));
+        snprintf(msg, sizeof msg, "a string that is not UTF-8: \"%s\"",
+                 shown(b, sizeof b, start, (size_t)(q - start), 0));
         return jfail(c, msg);
       }
       for (size_t i = 0; i < k; i++) jput(out, cap, &n, (unsigned char)c->p[(ptrdiff_t)i - 1]);
@@ -349,7 +355,7 @@ static hx_status jmeta(jcur *c) {
     jws(c);
     if (c->p >= c->end || *c->p != '"') {
       snprintf(msg, sizeof msg, "__metadata__ value of \"%s\" is not a string (a map of string to string)",
-               shown(b, sizeof b, key, klen < sizeof key ? klen : sizeof key - 1));
+               shown(b, sizeof b, key, klen < sizeof key ? klen : sizeof key - 1, klen >= sizeof key));
       return jfail(c, msg);
     }
     HX_TRY(jstring(c, NULL, 0, NULL, NULL));
@@ -406,10 +412,12 @@ static hx_status jentry(jcur *c, stf_entry *e) {
         e->dtype = -1;
         for (int i = 0; i < STF_NDTYPES; i++)
           if (dlen == strlen(stf_dtypes[i].name) && strcmp(dt, stf_dtypes[i].name) == 0) e->dtype = i;
-        if (e->dtype < 0)
-          return hx_errf(c->err, HX_EFORMAT, "%s: tensor %s: dtype %s%s not supported (F32, F16, BF16, F64, "
-                         "I64, I32, I16, I8, U64, U32, U16, U8, BOOL)", c->path, e->name, dt,
-                         dlen >= sizeof dt ? "..." : "");
+        if (e->dtype < 0) { /* shown escaped as a name is: an ESC or C1 from a \u escape, an embedded NUL */
+          char b[64];
+          return hx_errf(c->err, HX_EFORMAT, "%s: tensor %s: dtype \"%s\" not supported (F32, F16, BF16, F64, "
+                         "I64, I32, I16, I8, U64, U32, U16, U8, BOOL)", c->path, e->name,
+                         shown(b, sizeof b, dt, dlen < sizeof dt ? dlen : sizeof dt - 1u, dlen >= sizeof dt));
+        }
       }
     } else if (klen == 5 && strcmp(key, "shape") == 0) {
       seen = &have_shape;
@@ -479,7 +487,7 @@ static hx_status parse_header(jcur *c, stf_entry **ents, size_t *n) {
         {
           char b[100];
           return hx_errf(c->err, HX_EFORMAT, "%s: tensor name longer than 127 bytes (%zu): %s", c->path, len,
-                         shown(b, sizeof b, name, 61));
+                         shown(b, sizeof b, name, 61, 1));
         }
         if (*n == cap) {
           size_t nc = cap ? 2 * cap : 64;
@@ -631,7 +639,10 @@ static hx_status read_tensor(int fd, float *dst, const stf_entry *e, uint64_t ba
       if (e->dtype == STF_F64) {
         double d;
         memcpy(&d, b, sizeof d);
-        dst[i + k] = (float)d;
+        dst[i + k] = (float)d; /* IEEE: a finite d beyond fp32's range rounds to +-inf, refused below */
+        if (isfinite(d) && isinf(dst[i + k]))
+          return hx_errf(err, HX_EFORMAT, "%s: tensor %s: value %llu (%.9g, F64) is out of fp32's range "
+                         "(|x| <= %.9g)", path, e->name, (unsigned long long)(i + k), d, (double)FLT_MAX);
       } else if (e->dtype >= STF_I64) { /* little-endian integers, sign-extended from es bytes */
         uint64_t u = 0;
         for (size_t q = es; q > 0; q--) u = u << 8 | b[q - 1u];

@@ -2,7 +2,8 @@
  * test_safetensors.c - the safetensors reader and writer (stf_) and the model-independent part of net.c:
  * round trips (0-d scalar, a 0-size dimension, names with escapes, the header's 8-byte padding), F16 / BF16 /
  * F64 and integer (I64 .. U8, BOOL) files composed byte by byte here, every malformation the reader must
- * refuse (HX_EFORMAT with the file and the problem named, the output left empty), writer refusals (a FIFO
+ * refuse (HX_EFORMAT with the file and the problem named, the output left empty; a refused dtype quoted with
+ * ESC, C1 and NUL escaped; a finite F64 beyond fp32's range named with its value), writer refusals (a FIFO
  * target is not replaced, no temporary left behind), the parameter store (add/find/count, buffers not
  * counted), net_params_load's refusals (missing, extra, mis-shaped, integer-typed, NaN/Inf: each naming the
  * tensor, the store unchanged) and the state_dict keys it ignores and counts (.num_batches_tracked,
@@ -391,10 +392,10 @@ static void test_malformed_header(void **state) {
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
        "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", "duplicate name"},
       /* entries */
-      {"{\"a\":{\"dtype\":\"C64\",\"shape\":[1],\"data_offsets\":[0,8]}}", "dtype C64"},
-      {"{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[1],\"data_offsets\":[0,1]}}", "dtype F8_E4M3"},
+      {"{\"a\":{\"dtype\":\"C64\",\"shape\":[1],\"data_offsets\":[0,8]}}", "dtype \"C64\""},
+      {"{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[1],\"data_offsets\":[0,1]}}", "dtype \"F8_E4M3\""},
       {"{\"a\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,8]}}", "size mismatch"},
-      {"{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", "dtype f32"},
+      {"{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", "dtype \"f32\""},
       {"{\"a\":{}}", "empty entry"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", "no data_offsets"},
       {"{\"a\":{\"shape\":[2],\"data_offsets\":[0,8]}}", "no dtype"},
@@ -542,6 +543,78 @@ static void test_malformed_file(void **state) {
   hx_err err = {0};
   assert_int_equal(stf_read(NULL, "x", &err), HX_EINVAL);
   stf_free(NULL);
+}
+
+/* A message holds no byte outside printable ASCII (no ESC, no C1 as UTF-8, no raw bytes of the file). */
+static void expect_printable(const char *msg) {
+  for (const unsigned char *q = (const unsigned char *)msg; *q; q++)
+    if (*q < 0x20 || *q >= 0x7f)
+      fail_msg("byte 0x%02x at %zu of the message: %s", *q, (size_t)(q - (const unsigned char *)msg), msg);
+}
+
+/* A dtype the reader refuses is quoted as a name is (shown): an ESC or C1 from a \u escape and an embedded NUL
+ * appear as \xNN, a dtype longer than the reader keeps ends in "...". */
+static void test_dtype_shown(void **state) {
+  (void)state;
+  static const struct {
+    const char *dtype, *needle;
+  } cases[] = {
+      {"\\u001b[2J\\u001b[31mX", "dtype \"\\x1b[2J\\x1b[31mX\" not supported"},
+      {"\\u009b31mX", "dtype \"\\xc2\\x9b31mX\" not supported"},
+      {"F32\\u0000junk", "dtype \"F32\\x00junk\" not supported"},
+      {"F32\\u0000", "dtype \"F32\\x00\" not supported"},
+      {"\\u001bXXXXXXXXXXXXXXXXXXXXXXXX", "dtype \"\\x1bXXXXXXXXXXXXXX...\" not supported"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char hdr[256];
+    snprintf(hdr, sizeof hdr, "{\"a\":{\"dtype\":\"%s\",\"shape\":[16],\"data_offsets\":[0,64]}}",
+             cases[i].dtype);
+    static const unsigned char zeros[64];
+    buf b = compose(hdr, zeros, sizeof zeros);
+    write_bytes("dt.safetensors", b.p, b.n);
+    free(b.p);
+    stf_file f;
+    hx_err err = {0};
+    assert_int_equal(stf_read(&f, tpath("dt.safetensors"), &err), HX_EFORMAT);
+    if (!strstr(err.msg, cases[i].needle)) fail_msg("case %zu: message lacks %s: %s", i, cases[i].needle, err.msg);
+    expect_printable(err.msg);
+  }
+}
+
+/* A finite F64 beyond fp32's range is refused naming the tensor, the value's index and the value, not read as
+ * infinite; F64's own infinity and NaN are read (net_params_load refuses those, naming them so); the largest
+ * finite fp32 and values that round to it are read. */
+static void test_f64_range(void **state) {
+  (void)state;
+  static const struct {
+    double v[2];
+    const char *needle; /* NULL: read */
+  } cases[] = {
+      {{1.0, 1e300}, "tensor w: value 1 (1e+300, F64) is out of fp32's range"},
+      {{-1e39, 0.0}, "tensor w: value 0 (-1e+39, F64) is out of fp32's range"},
+      {{3.4028234663852886e38, -3.4028234663852886e38}, NULL}, /* FLT_MAX exactly */
+      {{3.4028235e38, 1.0}, NULL},                             /* below FLT_MAX + ulp/2: rounds to FLT_MAX */
+      {{INFINITY, NAN}, NULL},
+  };
+  const char *hdr = "{\"w\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}";
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    buf b = compose(hdr, cases[i].v, sizeof cases[i].v);
+    write_bytes("f64.safetensors", b.p, b.n);
+    free(b.p);
+    stf_file f;
+    hx_err err = {0};
+    const hx_status st = stf_read(&f, tpath("f64.safetensors"), &err);
+    if (!cases[i].needle) {
+      if (st != HX_OK) fail_msg("case %zu: %s", i, err.msg);
+      assert_true(isinf(f.t[0].data[0]) || f.t[0].data[0] == (float)cases[i].v[0]);
+      stf_free(&f);
+      continue;
+    }
+    assert_int_equal(st, HX_EFORMAT);
+    assert_null(f.t);
+    if (!strstr(err.msg, cases[i].needle) || !strstr(err.msg, "f64.safetensors"))
+      fail_msg("case %zu: message lacks %s: %s", i, cases[i].needle, err.msg);
+  }
 }
 
 /* ---- writer refusals ---------------------------------------------------------------------------------- */
@@ -981,6 +1054,7 @@ int main(void) {
       cmocka_unit_test(test_malformed_file),  cmocka_unit_test(test_write_refusals),
       cmocka_unit_test(test_params_store),    cmocka_unit_test(test_params_load),
       cmocka_unit_test(test_registry),        cmocka_unit_test(test_mutations),
+      cmocka_unit_test(test_dtype_shown),     cmocka_unit_test(test_f64_range),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
