@@ -112,6 +112,13 @@ static int ignorable_key(const char *name) {
   return 0;
 }
 
+/* A BatchNorm buffer of variances ("<module>.running_var", or the bare name): every value must be >= 0. */
+static int is_running_var(const char *name) {
+  static const char suffix[] = "running_var";
+  const size_t n = strlen(name), m = sizeof suffix - 1u;
+  return n >= m && strcmp(name + n - m, suffix) == 0 && (n == m || name[n - m - 1u] == '.');
+}
+
 static int float_dtype(const char *dt) {
   return strcmp(dt, "F32") == 0 || strcmp(dt, "F16") == 0 || strcmp(dt, "BF16") == 0 || strcmp(dt, "F64") == 0;
 }
@@ -157,12 +164,20 @@ static hx_status match_file(const stf_tensor **match, const net_params *p, const
     }
   for (size_t i = 0; i < p->n && st == HX_OK; i++) {
     const uint64_t m = tensor_numel(&p->t[i]);
-    for (uint64_t k = 0; k < m; k++)
-      if (!isfinite(match[i]->data[k])) {
+    const int var = is_running_var(p->t[i].name);
+    for (uint64_t k = 0; k < m; k++) {
+      const float v = match[i]->data[k];
+      if (!isfinite(v)) {
         st = hx_errf(err, HX_EFORMAT, "%s: tensor %s: value %llu is %s", path, p->t[i].name, (unsigned long long)k,
-                     isnan(match[i]->data[k]) ? "NaN" : "infinite");
+                     isnan(v) ? "NaN" : "infinite");
         break;
       }
+      if (var && v < 0.0f) { /* 1 / sqrt(var + eps) would be NaN, blamed on the activations far downstream */
+        st = hx_errf(err, HX_EFORMAT, "%s: tensor %s: value %llu is %.9g: a BatchNorm running variance is never "
+                     "negative", path, p->t[i].name, (unsigned long long)k, (double)v);
+        break;
+      }
+    }
   }
   free(ix);
   return st;

@@ -489,7 +489,7 @@ uint64_t net_params_count(const net_params *p);
 void net_params_free(net_params *p);
 /* Replace every tensor's values with those of a safetensors file: every expected name present with its exact
  * shape and a float dtype, no extra names (HX_EFORMAT naming the first missing, extra, mis-shaped or integer
- * tensor), and no NaN/Inf. The state_dict entries no forward reads are ignored, counted in *ignored (NULL: not
+ * tensor), no NaN/Inf, and no negative value in a BatchNorm running_var. The state_dict entries no forward reads are ignored, counted in *ignored (NULL: not
  * reported): keys ending in ".num_batches_tracked" (BatchNorm's counter, Pointcept and Flash3D) or
  * "._extra_state" (TransformerEngine modules' FP8 metadata, Flash3D); any other extra key is refused. */
 hx_status net_params_load(net_params *p, const char *path, size_t *ignored, hx_err *err);

@@ -5,11 +5,11 @@
  * refuse (HX_EFORMAT with the file and the problem named, the output left empty; a refused dtype quoted with
  * ESC, C1 and NUL escaped; a finite F64 beyond fp32's range named with its value), writer refusals (a FIFO
  * target is not replaced, no temporary left behind), the parameter store (add/find/count, buffers not
- * counted), net_params_load's refusals (missing, extra, mis-shaped, integer-typed, NaN/Inf: each naming the
- * tensor, the store unchanged) and the state_dict keys it ignores and counts (.num_batches_tracked,
- * ._extra_state; not their near misses), the name registry and the CPU-only GPU dispatch, and a mutation loop
- * over a valid file (run under ASan/UBSan to catch any overread: every read must return OK, HX_EFORMAT or
- * HX_EIO).
+ * counted), net_params_load's refusals (missing, extra, mis-shaped, integer-typed, NaN/Inf, a negative BatchNorm
+ * running_var: each naming the tensor, the store unchanged) and the state_dict keys it ignores and counts
+ * (.num_batches_tracked, ._extra_state; not their near misses), the name registry and the CPU-only GPU dispatch,
+ * and a mutation loop over a valid file (run under ASan/UBSan to catch any overread: every read must return OK,
+ * HX_EFORMAT or HX_EIO).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -914,6 +914,48 @@ static void test_params_load(void **state) {
   net_params_free(&p);
 }
 
+/* A BatchNorm running_var with a negative value is refused at load, naming the tensor and the value (the forward
+ * would give NaN and blame the activations); zero and -0 are variances, and a running_mean may be negative. */
+static void test_running_var(void **state) {
+  (void)state;
+  static const struct {
+    const char *name;
+    float bad;
+    const char *needle; /* NULL: loads */
+  } cases[] = {
+      {"bn.running_var", -0.5f,
+       "tensor bn.running_var: value 2 is -0.5: a BatchNorm running variance is never negative"},
+      {"running_var", -1e-30f, "tensor running_var: value 2 is -1e-30"},
+      {"bn.running_var", 0.0f, NULL},
+      {"bn.running_var", -0.0f, NULL},
+      {"bn.running_mean", -0.5f, NULL},
+      {"bn.running_variance", -0.5f, NULL}, /* not a BatchNorm buffer's name */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int64_t s4[1] = {4};
+    net_params p = {0}, q = {0};
+    net_tensor *t = NULL;
+    hx_err err = {0};
+    assert_int_equal(net_params_add(&p, cases[i].name, 1, s4, 0, &t, NULL), HX_OK);
+    for (int k = 0; k < 4; k++) t->data[k] = 1.0f + (float)k;
+    t->data[2] = cases[i].bad;
+    assert_int_equal(net_params_save(&p, tpath("var.safetensors"), &err), HX_OK);
+    assert_int_equal(net_params_add(&q, cases[i].name, 1, s4, 0, NULL, NULL), HX_OK);
+    const hx_status st = net_params_load(&q, tpath("var.safetensors"), NULL, &err);
+    if (!cases[i].needle) {
+      if (st != HX_OK) fail_msg("case %zu: %s", i, err.msg);
+      assert_memory_equal(q.t[0].data, p.t[0].data, 4 * sizeof(float));
+    } else {
+      assert_int_equal(st, HX_EFORMAT);
+      if (!strstr(err.msg, cases[i].needle) || !strstr(err.msg, "var.safetensors"))
+        fail_msg("case %zu: message lacks %s: %s", i, cases[i].needle, err.msg);
+      assert_true(q.t[0].data[2] == 0.0f); /* the store unchanged */
+    }
+    net_params_free(&p);
+    net_params_free(&q);
+  }
+}
+
 /* ---- registry and dispatch ------------------------------------------------------------------------------ */
 static void test_registry(void **state) {
   (void)state;
@@ -1055,6 +1097,7 @@ int main(void) {
       cmocka_unit_test(test_params_store),    cmocka_unit_test(test_params_load),
       cmocka_unit_test(test_registry),        cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_dtype_shown),     cmocka_unit_test(test_f64_range),
+      cmocka_unit_test(test_running_var),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
