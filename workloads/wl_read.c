@@ -11,9 +11,9 @@
  * every kept point's position in the file is in src. A PLY or PCD file whose data outlasts its header's counts
  * (element counts; POINTS) is refused (the counts, and so the points, would be wrong): past the last point only
  * blank lines in text; in binary nothing in a PLY, less than a record in a PCD (a writer's trailer, which PCL reads
- * past too). Numbers in text are decimal (hexadecimal
- * is refused); an x y z text file may open with one header line: names ("x y z") or a lone point count, which
- * must equal the points that follow.
+ * past too). A PCD header gives each keyword once (a repeated FIELDS, SIZE, WIDTH ... is refused). Numbers in text
+ * are decimal (hexadecimal is refused); an x y z text file may open with one header line: names ("x y z") or a
+ * lone point count, which must equal the points that follow.
  */
 #include "workloads/wl_internal.h"
 #include "f3d_config.h"
@@ -152,6 +152,7 @@ typedef struct pcd_hdr {
   pcd_field f[PCD_MAX_FIELDS];
   size_t nf, width, height, points, point_size;
   int have_points, have_width, have_height, have_size, have_type, have_count, have_fields;
+  unsigned seen; /* bit i: keyword kw[i] of pcd_header given */
   int data; /* 0 ascii, 1 binary, 2 binary_compressed */
   size_t ix[3]; /* field index of x, y, z */
   size_t col[3]; /* ascii column of x, y, z */
@@ -172,6 +173,17 @@ static hx_status pcd_header(pcd_hdr *h, cur *c, const char *path, hx_err *err) {
     if (nt > maxtok) return hx_errf(err, HX_EFORMAT, "%s: line %zu: more than %d fields", path, c->line, PCD_MAX_FIELDS);
     const char *k = tok[0];
     size_t kl = tl[0], na = nt - 1;
+    /* each keyword once (COLUMNS is FIELDS' old name): a second FIELDS would leave fields with no SIZE or TYPE
+     * and a second WIDTH or POINTS would bypass the count checks, so a repeat is refused, never overwritten */
+    static const char *const kw[] = {"VERSION", "FIELDS", "SIZE", "TYPE", "COUNT", "WIDTH", "HEIGHT", "VIEWPOINT",
+                                     "POINTS"};
+    for (unsigned i = 0; i < sizeof kw / sizeof kw[0]; i++) {
+      if (!tok_is(k, kl, kw[i]) && !(i == 1 && tok_is(k, kl, "COLUMNS"))) continue;
+      if (h->seen & (1u << i))
+        return hx_errf(err, HX_EFORMAT, "%s: line %zu: a second %s line (each PCD header keyword is given once%s)",
+                       path, c->line, tok_str(b1, sizeof b1, k, kl), i == 1 ? "; COLUMNS is FIELDS' old name" : "");
+      h->seen |= 1u << i;
+    }
     if (tok_is(k, kl, "VERSION") || tok_is(k, kl, "VIEWPOINT")) continue;
     if (tok_is(k, kl, "FIELDS") || tok_is(k, kl, "COLUMNS")) {
       if (na == 0) return hx_errf(err, HX_EFORMAT, "%s: line %zu: FIELDS lists no field", path, c->line);

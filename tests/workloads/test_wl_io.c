@@ -1,7 +1,8 @@
 /*
  * test_wl_io.c - readers and writers: round trips for every format and encoding (files built here,
  * byte by byte, including PCD binary_compressed through lzf_compress), NaN/Inf handling, malformed
- * and truncated inputs of each format (HX_EFORMAT with the file named, nothing returned, no crash),
+ * and truncated inputs of each format (HX_EFORMAT with the file named, nothing returned, no crash; a PCD header
+ * keyword given twice),
  * random byte corruption (run under -Db_sanitize=address,undefined to catch any overread), size
  * claims far beyond the file, atomic writers, inputs that are not regular files (a FIFO, /dev/zero, a directory:
  * refused at once), and the recorded clouds when workloads/recorded/ holds them.
@@ -561,6 +562,53 @@ static void test_malformed(void **state) {
 }
 
 /* ---- PCD data past POINTS --------------------------------------------------------------------------- */
+/* A PCD header keyword given twice is refused naming the line and the keyword: a second FIELDS (or COLUMNS,
+ * its old name) would leave fields with no SIZE or TYPE, a second WIDTH or POINTS would bypass the count checks. */
+static void test_pcd_repeated_keyword(void **state) {
+  (void)state;
+  static const struct {
+    const char *text, *want;
+  } cases[] = {
+      {"FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nFIELDS x y z w\nWIDTH 1\nPOINTS 1\nDATA ascii\n1 2 3 4\n",
+       "line 4: a second FIELDS line"},
+      {"FIELDS x y z w\nSIZE 4 4 4 4\nTYPE F F F F\nFIELDS x y z\nWIDTH 1\nPOINTS 1\nDATA ascii\n1 2 3\n",
+       "line 4: a second FIELDS line"},
+      {"FIELDS x y z\nCOLUMNS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nDATA ascii\n1 2 3\n",
+       "line 2: a second COLUMNS line"},
+      {"FIELDS x y z\nSIZE 4 4 4\nSIZE 8 8 8\nTYPE F F F\nWIDTH 1\nDATA ascii\n1 2 3\n", "line 3: a second SIZE line"},
+      {"FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nTYPE F F F\nWIDTH 1\nDATA ascii\n1 2 3\n", "line 4: a second TYPE line"},
+      {"FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nCOUNT 1 1 1\nWIDTH 1\nDATA ascii\n1 2 3\n",
+       "line 5: a second COUNT line"},
+      {"FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 2\nWIDTH 1\nDATA ascii\n1 2 3\n", "line 5: a second WIDTH line"},
+      {"FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nHEIGHT 1\nHEIGHT 1\nDATA ascii\n1 2 3\n",
+       "line 6: a second HEIGHT line"},
+      {"FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nPOINTS 2\nPOINTS 1\nDATA ascii\n1 2 3\n",
+       "line 6: a second POINTS line"},
+      {"VERSION 0.7\nVERSION .7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nDATA ascii\n1 2 3\n",
+       "line 2: a second VERSION line"},
+      {"FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nVIEWPOINT 0 0 0 1 0 0 0\nVIEWPOINT 0 0 0 1 0 0 0\n"
+       "DATA ascii\n1 2 3\n", "line 6: a second VIEWPOINT line"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_cloud c;
+    hx_err err = {0};
+    write_file("rep.pcd", cases[i].text, strlen(cases[i].text));
+    assert_int_equal(wl_read(&c, tpath("rep.pcd"), WL_FMT_AUTO, &err), HX_EFORMAT);
+    assert_null(c.xyz);
+    if (!strstr(err.msg, cases[i].want) || !strstr(err.msg, "rep.pcd"))
+      fail_msg("case %zu: message lacks '%s': %s", i, cases[i].want, err.msg);
+  }
+  /* each keyword once, every one of them: read */
+  const char *ok = "# .PCD v0.7\nVERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nWIDTH 1\nHEIGHT 1\n"
+                   "VIEWPOINT 0 0 0 1 0 0 0\nPOINTS 1\nDATA ascii\n1 2 3\n";
+  write_file("once.pcd", ok, strlen(ok));
+  wl_cloud c;
+  hx_err err = {0};
+  if (wl_read(&c, tpath("once.pcd"), WL_FMT_AUTO, &err) != HX_OK) fail_msg("%s", err.msg);
+  assert_int_equal(c.n, 1);
+  wl_cloud_free(&c);
+}
+
 /* A PCD whose data outlasts its POINTS (a header count below the points present) is refused, as PLY's element
  * counts are: ascii values on a line past the last point, binary bytes past the last record, bytes after the
  * binary_compressed block. Blank lines after the last ascii point (a writer's final newline, CRLF) stay valid. */
@@ -889,6 +937,7 @@ int main(void) {
       cmocka_unit_test(test_corrupted),     cmocka_unit_test(test_writers_atomic),
       cmocka_unit_test(test_recorded),      cmocka_unit_test(test_not_regular),
       cmocka_unit_test(test_xyz_first_line), cmocka_unit_test(test_pcd_past_points),
+      cmocka_unit_test(test_pcd_repeated_keyword),
   };
   return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
