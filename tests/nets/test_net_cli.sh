@@ -92,7 +92,17 @@ cmp -s "$T/patch-64/logits.npy" "$T/patch-256/logits.npy" && fail "--patch 256: 
 expect_out 0 "attention: patches of 4096 rows" "$BIN" net --model ptv3-patch4096 --points 200 --device cpu
 expect_out 0 "net: ptv3-patch4096, 46159312 parameters" "$BIN" net --model ptv3-patch4096 --points 200 --device cpu
 expect_out 2 "--weights '': a safetensors file" "$BIN" net --model ptv3-tiny --weights '' --device cpu
-expect_out 2 "--save '': a directory" "$BIN" net --model ptv3-tiny --save '' --device cpu
+expect_out 2 "^f3dbench: net: --save '': an empty path \(name the directory to write into\)\$" \
+  "$BIN" net --model ptv3-tiny --save '' --device cpu
+# a --save path too long for its files to be named inside it, or with a component past NAME_MAX: the message names
+# the problem with the path quoted cut to 60 bytes (a whole 5000-byte path once filled the message before its reason)
+long=$T
+while [ ${#long} -lt 5000 ]; do long=$long/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done
+expect_out 2 "^f3dbench: net: --save '.{60}\.\.\.': a path too long \(${#long} bytes; at most 4000, so its files can be named inside it\)\$" \
+  "$BIN" net --model ptv3-tiny --save "$long" --device cpu
+comp=$(printf '%0300d' 0)
+expect_out 2 "^f3dbench: net: --save '.{60}\.\.\.': a path too long: a component of 300 bytes \(at most 255\)\$" \
+  "$BIN" net --model ptv3-tiny --save "$T/$comp" --device cpu
 # the GPU forward's options are named as having no effect on the CPU forward, not silently dropped
 expect_out 0 "note: --reps has no effect with --device cpu" "$BIN" net --model ptv3-tiny --points 300 --reps 3 --device cpu
 expect_out 0 "note: --dtype, --graph have no effect with --device cpu" \
