@@ -3,8 +3,9 @@
 # headline of a fake REPORT.md (the backbones' summary, the paper's table and the targets, the first device's kernel
 # tables up to its gathers, a line for the rest), every byte outside the markers is kept, a second run changes nothing, and
 # each refusal (no REPORT.md, no markers, two begin markers, markers in the wrong order, a report without its
-# Headline section, no RUN_DIR, a --readme that is a directory or missing, each named so) exits 2 and leaves the
-# README as it was. The real README.md is only read.
+# Headline section, no RUN_DIR, a --readme that is a directory, missing or a link to nothing, each named so) exits 2
+# and leaves the README as it was; a --readme that is a link is written through to its target, the link kept. The
+# real README.md is only read.
 set -u
 src=${1:?usage: test_f3d_readme.sh SRC_ROOT}
 f3d="$src/f3d"
@@ -136,6 +137,27 @@ else fail "--readme DIR: exit $rc: $(cat "$T/out")"; fi
 rc=$?
 if [ $rc -eq 2 ] && grep -q "^f3d: readme: $T/no-such.md: no such file" "$T/out"; then ok "refused: --readme missing"
 else fail "--readme missing: exit $rc: $(cat "$T/out")"; fi
+# --readme a symbolic link: written through to its target (the link stays a link, the target gets the table);
+# a link to nothing is named so; no temporary left beside the link or the target
+mkdir "$T/real" "$T/links"
+cp "$src/README.md" "$T/real/README.md"
+ln -s ../real/README.md "$T/links/link.md"
+ln -s link.md "$T/links/link2.md"
+if "$f3d" readme --readme "$T/links/link2.md" "$T/run" >"$T/out" 2>&1; then ok "readme through a link exits 0"
+else fail "readme through a link failed: $(cat "$T/out")"; fi
+[ -L "$T/links/link.md" ] && [ -L "$T/links/link2.md" ] && ok "the links stay links" || fail "a link was replaced"
+if cmp -s "$T/real/README.md" "$T/README.md"; then ok "the link's target got the table"
+else fail "the link's target was not rewritten"; fi
+grep -q "^f3d: readme: $T/links/link2.md (-> $T/real/README.md): results table" "$T/out" && ok "the link and its target named" ||
+  fail "link: message: $(cat "$T/out")"
+ln -s no-such-target.md "$T/links/dangling.md"
+"$f3d" readme --readme "$T/links/dangling.md" "$T/run" >"$T/out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q "^f3d: readme: $T/links/dangling.md: no such file (a link to nothing)" "$T/out" &&
+  [ -L "$T/links/dangling.md" ] && [ ! -e "$T/links/no-such-target.md" ]; then ok "refused: --readme a link to nothing"
+else fail "--readme dangling link: exit $rc: $(cat "$T/out")"; fi
+if ls "$T"/links/*.f3d-readme.* "$T"/real/*.f3d-readme.* >/dev/null 2>&1; then fail "temporary left beside a link"
+else ok "no temporary beside the link or its target"; fi
 cp "$T/README.md" "$T/before"
 "$f3d" readme --readme "$T/README.md" >/dev/null 2>&1
 rc=$?
