@@ -3,9 +3,9 @@
 # headline of a fake REPORT.md (the backbones' summary, the paper's table and the targets, the first device's kernel
 # tables up to its gathers, a line for the rest), every byte outside the markers is kept, a second run changes nothing, and
 # each refusal (no REPORT.md, no markers, two begin markers, markers in the wrong order, a report without its
-# Headline section, no RUN_DIR, a --readme that is a directory, missing or a link to nothing, each named so) exits 2
-# and leaves the README as it was; a --readme that is a link is written through to its target, the link kept. The
-# real README.md is only read.
+# Headline section, a REPORT.md whose copied part holds a marker line, no RUN_DIR, a --readme that is a directory,
+# missing or a link to nothing, each named so) exits 2 and leaves the README as it was; a --readme that is a link is
+# written through to its target, the link kept. The real README.md is only read.
 set -u
 src=${1:?usage: test_f3d_readme.sh SRC_ROOT}
 f3d="$src/f3d"
@@ -137,6 +137,21 @@ else fail "--readme DIR: exit $rc: $(cat "$T/out")"; fi
 rc=$?
 if [ $rc -eq 2 ] && grep -q "^f3d: readme: $T/no-such.md: no such file" "$T/out"; then ok "refused: --readme missing"
 else fail "--readme missing: exit $rc: $(cat "$T/out")"; fi
+# a REPORT.md whose copied part holds a marker line (its Headline section here): refused, naming the file and the
+# line, the README as it was (copied between the markers it left two, and every later readme run refused it)
+for m in '<!-- results:end -->' '<!-- results:begin -->'; do
+  rm -rf "$T/marker" && mkdir "$T/marker"
+  awk -v m="$m" '{ print } /^PTv3 gathers:/ { exit } /^\| 600000 \| 0.315/ { print m }' "$T/run/REPORT.md" >"$T/marker/REPORT.md"
+  at=$(grep -n -x -F -- "$m" "$T/marker/REPORT.md" | cut -d: -f1)
+  refuse "REPORT.md holding the line $m" "$T/README.md" "$T/marker"
+  grep -q "^f3d: readme: $T/marker/REPORT.md: a results marker line (line $at: " "$T/out" && ok "the marker's line named" ||
+    fail "marker $m: message does not name the line: $(cat "$T/out")"
+done
+# a marker in a part left out of the block (after the Headline's first device) changes nothing: accepted
+mkdir "$T/marker-out" && awk '{ print } /^## Figures/ { print "<!-- results:end -->" }' "$T/run/REPORT.md" >"$T/marker-out/REPORT.md"
+cp "$T/README.md" "$T/mo.md"
+if "$f3d" readme --readme "$T/mo.md" "$T/marker-out" >"$T/out" 2>&1 && [ "$(grep -c -x -F '<!-- results:end -->' "$T/mo.md")" -eq 1 ]
+then ok "a marker outside the copied part is no harm"; else fail "marker outside the block: $(cat "$T/out")"; fi
 # --readme a symbolic link: written through to its target (the link stays a link, the target gets the table);
 # a link to nothing is named so; no temporary left beside the link or the target
 mkdir "$T/real" "$T/links"
