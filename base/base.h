@@ -56,6 +56,11 @@ hx_status hx_errf(hx_err *err, hx_status status, const char *fmt, ...)
 #endif
     ;
 
+/* src copied into dst (cap >= 1, always NUL-terminated, cut at a whole character) for a terminal: a control byte
+ * (below 0x20, 0x7f) or a UTF-8 C1 control (0xc2 0x80..0x9f) as \xNN, everything else as it is. hx_errf passes
+ * its messages through it, so a value read from a file never reaches stderr as an escape sequence. */
+void hx_str_printable(char *dst, size_t cap, const char *src);
+
 /* Return the status unchanged (for HX_TRY); with F3D_TRACE=1 in the environment also log
  * "file:line: expr: status" on stderr, so a developer sees the path an error took. */
 hx_status hx_trace(hx_status s, const char *file, int line, const char *expr);

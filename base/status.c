@@ -2,6 +2,7 @@
 #include "base/base.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 const char *hx_status_str(hx_status s) {
@@ -20,13 +21,40 @@ const char *hx_status_str(hx_status s) {
   return "unknown status";
 }
 
+void hx_str_printable(char *dst, size_t cap, const char *src) {
+  size_t k = 0;
+  for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+    const int c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+    if (*p < 0x20 || *p == 0x7f || c1) {
+      const unsigned ch = c1 ? p[1] : *p;
+      if (k + 4 >= cap) break;
+      snprintf(dst + k, 5, "\\x%02x", ch);
+      k += 4;
+      p += c1;
+    } else {
+      if (k + 1 >= cap) break;
+      dst[k++] = (char)*p;
+    }
+  }
+  size_t j = k; /* a last character cut short (here or by the caller's buffer) goes whole */
+  while (j > 0 && ((unsigned char)dst[j - 1] & 0xc0) == 0x80) j--;
+  if (j > 0) {
+    const unsigned char lead = (unsigned char)dst[j - 1];
+    const size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+    if (k - (j - 1) < need) k = j - 1;
+  }
+  dst[k] = '\0';
+}
+
 hx_status hx_errf(hx_err *err, hx_status status, const char *fmt, ...) {
   if (err) {
+    char raw[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
     err->status = status;
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    hx_str_printable(err->msg, sizeof err->msg, raw);
   }
   return status;
 }

@@ -21,10 +21,12 @@
  * never count as slower.
  *
  * Calibration file (hx_gate_calibrate), RFC 4180 CSV, one record type per line, the type first:
- *   f3dbench-gate-calibration,2,<runs>                 (format 1, the largest change, is refused: calibrate again)
- *   run,<directory>                                   (each calibration run)
- *   context,<key>,<value>                             (the context every calibration run shared)
- *   key,<pipeline>,<kernel>,<variant>,<workload>,<n_points>,<batch>,<metric>,<runs>,<aa_sigma>
+ *   f3dbench-gate-calibration,3,<runs>                 (formats 1 and 2 are refused: calibrate again)
+ *   run,<directory>                                   (each calibration run: <runs> of them)
+ *   context,<key>,<value>                             (the context every calibration run shared, each key once)
+ *   key,<pipeline>,<kernel>,<variant>,<workload>,<n_points>,<batch>,<metric>,<runs>,<aa_sigma>   (at least one)
+ *   end,<keys>                                        (last: a file cut at a line boundary lacks it or miscounts)
+ * Format 2 had no end record, so a calibration cut short read as one with fewer keys, those gated without it.
  */
 #include "harness/harness.h"
 
@@ -418,7 +420,7 @@ double hx_gate_sigma_bound(size_t runs) {
 }
 
 static hx_status calib_text(FILE *f, hx_run *runs, size_t n, hx_err *err) {
-  fprintf(f, "f3dbench-gate-calibration,2,%zu\n", n);
+  fprintf(f, "f3dbench-gate-calibration,3,%zu\n", n);
   for (size_t r = 0; r < n; r++) {
     fputs("run,", f);
     hx_csv_field(f, runs[r].dir);
@@ -447,6 +449,7 @@ static hx_status calib_text(FILE *f, hx_run *runs, size_t n, hx_err *err) {
     free(med);
     return hx_errf(err, HX_ENOMEM, "calibration: no memory for %zu samples", maxn);
   }
+  size_t n_keys = 0;
   for (size_t g = 0; g < runs[0].n_groups; g++) {
     const hx_run_row *k = &runs[0].samples[runs[0].groups[g].first];
     int usable = 1;
@@ -471,9 +474,14 @@ static hx_status calib_text(FILE *f, hx_run *runs, size_t n, hx_err *err) {
     fputs("key,", f);
     csv_key(f, k);
     fprintf(f, ",%zu,%.6g\n", n, hx_gate_sigma_bound(n) * d.rel_noise);
+    n_keys++;
   }
   free(x);
   free(med);
+  if (n_keys == 0)
+    return hx_errf(err, HX_EINVAL, "calibration: no key has %d or more raw samples and a positive median in every run: "
+                   "nothing to calibrate", HX_COMPARE_MIN_SAMPLES);
+  fprintf(f, "end,%zu\n", n_keys);
   return HX_OK;
 }
 
@@ -532,10 +540,17 @@ static int parse_u64(const char *s, unsigned long long max, unsigned long long *
 
 static int cmp_calib(const void *x, const void *y) { return hx_run_row_key_cmp(x, y); }
 
+/* The largest aa_sigma hx_gate_calibrate can write from `runs` runs: the bound's factor times the largest relative sd
+ * of `runs` positive medians, sqrt(runs) (one median large, the others near 0). A larger value is a damaged file. */
+static double calib_sigma_max(size_t runs) { return hx_gate_sigma_bound(runs) * sqrt((double)runs) * (1.0 + 1e-5); }
+
 static hx_status calib_record(hx_gate_calib *c, char **fld, size_t nf, size_t line, size_t *cap_keys,
-                              size_t *cap_ctx, hx_err *err) {
-  if (strcmp(fld[0], "run") == 0 && nf == 2) return HX_OK;
+                              size_t *cap_ctx, size_t *n_run, hx_err *err) {
+  if (strcmp(fld[0], "run") == 0 && nf == 2) return ++*n_run, HX_OK;
   if (strcmp(fld[0], "context") == 0 && nf == 3) {
+    for (size_t i = 0; i < c->n_ctx; i++)
+      if (strcmp(c->ctx_keys[i], fld[1]) == 0)
+        return hx_errf(err, HX_EFORMAT, "%s: record %zu: context key %s given twice", c->path, line, fld[1]);
     if (c->n_ctx == *cap_ctx) {
       size_t cap = *cap_ctx ? 2 * *cap_ctx : 32;
       char **k = realloc(c->ctx_keys, cap * sizeof *k);
@@ -559,6 +574,12 @@ static hx_status calib_record(hx_gate_calib *c, char **fld, size_t nf, size_t li
   if (parse_u64(fld[5], UINT64_MAX, &n_points) || parse_u64(fld[6], UINT32_MAX, &batch) ||
       parse_u64(fld[8], 1000000, &runs) || runs < 2 || end == fld[9] || *end != '\0' || !isfinite(aa) || aa < 0.0)
     return hx_errf(err, HX_EFORMAT, "%s: record %zu: bad n_points, batch, runs or aa_sigma", c->path, line);
+  if (runs != c->runs)
+    return hx_errf(err, HX_EFORMAT, "%s: record %zu: a key of %llu runs in a calibration of %zu", c->path, line, runs,
+                   c->runs);
+  if (aa > calib_sigma_max(c->runs))
+    return hx_errf(err, HX_EFORMAT, "%s: record %zu: aa_sigma %s is more than %zu runs can give (%.4g)", c->path, line,
+                   fld[9], c->runs, calib_sigma_max(c->runs));
   if (c->n_keys == *cap_keys) {
     size_t cap = *cap_keys ? 2 * *cap_keys : 256;
     hx_run_row *k = realloc(c->keys, cap * sizeof *k);
@@ -597,7 +618,8 @@ hx_status hx_gate_calib_load(hx_gate_calib *out, const char *path, hx_err *err) 
   char *buf = malloc(65536);
   hx_status st = out->path && buf ? HX_OK : hx_errf(err, HX_ENOMEM, "%s: no memory", path);
   char *fld[16];
-  size_t nf = 0, line = 0, cap_keys = 0, cap_ctx = 0;
+  size_t nf = 0, line = 0, cap_keys = 0, cap_ctx = 0, n_run = 0;
+  int ended = 0; /* the end record was read: nothing may follow it */
   while (st == HX_OK) {
     hx_status rs = hx_csv_read(f, buf, 65536, fld, 16, &nf, err);
     if (rs == HX_EIO) break; /* end of file */
@@ -608,22 +630,42 @@ hx_status hx_gate_calib_load(hx_gate_calib *out, const char *path, hx_err *err) 
       break;
     }
     line++;
+    if (ended) {
+      st = hx_errf(err, HX_EFORMAT, "%s: record %zu after the end record", path, line);
+      break;
+    }
     if (line == 1) {
       unsigned long long runs;
       if (nf == 3 && strcmp(fld[0], "f3dbench-gate-calibration") == 0 && strcmp(fld[1], "1") == 0)
         st = hx_errf(err, HX_EFORMAT, "%s: a calibration of format 1 (the largest A/A change), which this gate no "
                      "longer reads: write it again with f3dbench compare --calibrate", path);
-      else if (nf != 3 || strcmp(fld[0], "f3dbench-gate-calibration") != 0 || strcmp(fld[1], "2") != 0 ||
+      else if (nf == 3 && strcmp(fld[0], "f3dbench-gate-calibration") == 0 && strcmp(fld[1], "2") == 0)
+        st = hx_errf(err, HX_EFORMAT, "%s: a calibration of format 2 (no end record: a file cut short read as whole), "
+                     "which this gate no longer reads: write it again with f3dbench compare --calibrate", path);
+      else if (nf != 3 || strcmp(fld[0], "f3dbench-gate-calibration") != 0 || strcmp(fld[1], "3") != 0 ||
                parse_u64(fld[2], 1000000, &runs) || runs < 2)
         st = hx_errf(err, HX_EFORMAT, "%s: not a gate calibration (written by f3dbench compare --calibrate)", path);
       else
         out->runs = (size_t)runs;
       continue;
     }
-    st = calib_record(out, fld, nf, line, &cap_keys, &cap_ctx, err);
+    if (strcmp(fld[0], "end") == 0 && nf == 2) {
+      unsigned long long keys;
+      ended = 1;
+      if (parse_u64(fld[1], UINT64_MAX, &keys) || keys != out->n_keys)
+        st = hx_errf(err, HX_EFORMAT, "%s: the end record counts %s keys, the file holds %zu: a damaged calibration, "
+                     "write it again", path, fld[1], out->n_keys);
+      continue;
+    }
+    st = calib_record(out, fld, nf, line, &cap_keys, &cap_ctx, &n_run, err);
   }
   if (st == HX_OK && line == 0)
     st = hx_errf(err, HX_EFORMAT, "%s: empty file, not a gate calibration", path);
+  if (st == HX_OK && !ended)
+    st = hx_errf(err, HX_EFORMAT, "%s: no end record after %zu keys: cut short, write it again", path, out->n_keys);
+  if (st == HX_OK && n_run != out->runs)
+    st = hx_errf(err, HX_EFORMAT, "%s: %zu run records for a calibration of %zu runs", path, n_run, out->runs);
+  if (st == HX_OK && out->n_keys == 0) st = hx_errf(err, HX_EFORMAT, "%s: a calibration without keys", path);
   fclose(f);
   free(buf);
   if (st != HX_OK) {

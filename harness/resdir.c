@@ -73,8 +73,18 @@ const char *hx_run_gemm_ceiling_key(const hx_run *r, char *buf, size_t cap) {
   return buf;
 }
 
+static const char *incomplete_why(const hx_run *r, char *buf, size_t cap);
+
+/* The status and reason come from the run's context.csv: shown printable (hx_str_printable), as an error would be. */
 const char *hx_run_incomplete_why(const hx_run *r, char *buf, size_t cap) {
   if (!cap) return buf;
+  char raw[1024];
+  incomplete_why(r, raw, sizeof raw);
+  hx_str_printable(buf, cap, raw);
+  return buf;
+}
+
+static const char *incomplete_why(const hx_run *r, char *buf, size_t cap) {
   buf[0] = '\0';
   if (!r->incomplete) return buf;
   const char *status = hx_run_context(r, "status"), *reason = hx_run_context(r, "status_reason");
@@ -111,13 +121,25 @@ static hx_status parse_u64(const char *s, uint64_t *out) {
 
 /* A finite decimal number: the writer refuses NaN and infinities (README, results/README.md), so one in a
  * file is damage or a hand edit, and it would poison every mean, ratio and test computed from it. */
+/* Decimal only, as the writers print (%.17g): strtod alone would also take blanks, hexadecimal ("0x10" = 16),
+ * "infinity" and "nan". */
 static hx_status parse_double(const char *s, double *out) {
   char *end;
+  const char *d = s + (s[0] == '-' || s[0] == '+');
+  if (!((d[0] >= '0' && d[0] <= '9') || d[0] == '.') || strpbrk(s, "xXpP")) return HX_EFORMAT;
   errno = 0;
   double v = strtod(s, &end);
   if (errno || end == s || *end || !isfinite(v)) return HX_EFORMAT;
   *out = v;
   return HX_OK;
+}
+
+/* Units of quantities that cannot be below zero: a time, a size, a count, a rate. */
+static int unit_not_negative(const char *unit) {
+  static const char *const units[] = {"ms", "ns", "s", "B", "count", "FLOP", "MHz", "%"};
+  for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+    if (strcmp(unit, units[i]) == 0) return 1;
+  return strstr(unit, "/s") != NULL;
 }
 
 /* Open a CSV file for reading with a line buffer of RD_LINE bytes (the caller frees it and closes f). Only a
@@ -251,6 +273,10 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
         batch > UINT32_MAX || (with_sample && (parse_u64(fld[7], &sample) != HX_OK || sample > (uint64_t)INT64_MAX)) ||
         parse_double(fld[vi], &r->value) != HX_OK) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: bad number (n_points, batch and sample are decimal counts; value is a finite number)", path, line);
+      break;
+    }
+    if (r->value < 0.0 && unit_not_negative(fld[vi + 1])) {
+      st = hx_errf(err, HX_EFORMAT, "%s:%zu: %s %s %s is negative", path, line, fld[6], fld[vi], fld[vi + 1]);
       break;
     }
     r->batch = (uint32_t)batch;
@@ -406,6 +432,23 @@ hx_status hx_run_load(hx_run *out, const char *dir, hx_err *err) {
     st = hx_errf(err, HX_EFORMAT, "%s:%zu: schema_version \"%.40s\" is not the one this build reads (%d)", p,
                  schema_line, schema, HX_RESULTS_SCHEMA);
   if (status && strcmp(status, "complete") != 0) out->incomplete = 1;
+  /* the case counts, which merge sums and the reports quote: counts, done <= total, and all done when complete */
+  const char *ck[2] = {"cases_total", "cases_done"};
+  uint64_t cv[2] = {0, 0};
+  int has[2] = {0, 0};
+  for (int k = 0; k < 2 && st == HX_OK; k++) {
+    const char *v = hx_run_context(out, ck[k]);
+    if (!v) continue;
+    has[k] = 1;
+    if (parse_u64(v, &cv[k]) != HX_OK || cv[k] > (uint64_t)1 << 40)
+      st = hx_errf(err, HX_EFORMAT, "%s: %s \"%.40s\" is not a count of cases", p, ck[k], v);
+  }
+  if (st == HX_OK && has[0] && has[1] && cv[1] > cv[0])
+    st = hx_errf(err, HX_EFORMAT, "%s: cases_done %llu is more than cases_total %llu", p, (unsigned long long)cv[1],
+                 (unsigned long long)cv[0]);
+  if (st == HX_OK && has[0] && has[1] && !out->incomplete && cv[1] != cv[0])
+    st = hx_errf(err, HX_EFORMAT, "%s: a complete run with %llu of %llu cases done", p, (unsigned long long)cv[1],
+                 (unsigned long long)cv[0]);
   const char *names[2] = {"results.csv", "samples.csv"};
   for (int k = 0; k < 2 && st == HX_OK; k++) {
     snprintf(p, sizeof p, "%s/%s", dir, names[k]);

@@ -430,21 +430,47 @@ static void test_calibration(void **state) {
   assert_non_null(strstr(e.msg, "different devices"));
   hx_run_free(&runs[0]);
   hx_run_free(&runs[1]);
-  /* damaged files: refused, naming the problem */
+  /* a calibration written by hand in format 3 loads: the records the damaged ones below break */
+#define CAL_HEAD "f3dbench-gate-calibration,3,3\nrun,a\nrun,b\nrun,c\ncontext,device,H200\n"
+#define CAL_KEY "key,a,b,v1,lidar,100,1,time,3,0.1\n"
+  write_text("good.csv", CAL_HEAD CAL_KEY "end,1\n");
+  snprintf(cal, sizeof cal, "%s/good.csv", root);
+  assert_int_equal(hx_gate_calib_load(&c, cal, &e), HX_OK);
+  assert_int_equal(c.n_keys, 1);
+  assert_int_equal(c.runs, 3);
+  assert_true(c.keys[0].value == 0.1);
+  hx_gate_calib_free(&c);
+  write_text("good.csv", CAL_HEAD "key,a,b,v1,lidar,100,1,time,3,5.33\nend,1\n");
+  assert_int_equal(hx_gate_calib_load(&c, cal, &e), HX_OK);
+  hx_gate_calib_free(&c);
+  /* damaged files: refused, naming the problem (a file cut anywhere lacks its end record or miscounts it; the
+   * largest aa_sigma 3 runs can give is sigma_bound(3) sqrt(3) = 5.336; 5.33 loads) */
   static const struct {
     const char *text, *want;
   } bad[] = {
       {"", "empty file"},
       {"workload,n_points\n", "not a gate calibration"},
-      {"f3dbench-gate-calibration,3,3\n", "not a gate calibration"},
+      {"f3dbench-gate-calibration,4,3\n", "not a gate calibration"},
       {"f3dbench-gate-calibration,1,3\nkey,a,b,v1,lidar,100,1,time,3,0.1\n", "format 1"},
-      {"f3dbench-gate-calibration,2,3\nkey,a,b,v1,lidar,100,1,time,3,nan\n", "record 2"},
-      {"f3dbench-gate-calibration,2,3\nkey,a,b,v1,lidar,100,1,time,3,-0.1\n", "record 2"},
-      {"f3dbench-gate-calibration,2,3\nkey,a,b,v1,lidar,x,1,time,3,0.1\n", "record 2"},
-      {"f3dbench-gate-calibration,2,3\nwhat,a\n", "record 2"},
-      {"f3dbench-gate-calibration,2,3\nkey,a,b,v1,lidar,100,1,time,3,0.1\nkey,a,b,v1,lidar,100,1,time,3,0.2\n",
-       "given twice"},
+      {"f3dbench-gate-calibration,2,3\nrun,a\nrun,b\nrun,c\nkey,a,b,v1,lidar,100,1,time,3,0.1\n", "format 2"},
+      {"f3dbench-gate-calibration,3,3\n", "no end record after 0 keys"},
+      {CAL_HEAD "end,0\n", "without keys"},
+      {CAL_HEAD CAL_KEY, "no end record after 1 keys"},
+      {CAL_HEAD "key,a,b,v1,lidar,100,1,time,3,0.0", "no end record"}, /* cut inside its last number */
+      {CAL_HEAD CAL_KEY "end,2\n", "the end record counts 2 keys, the file holds 1"},
+      {CAL_HEAD CAL_KEY "end,1\n" CAL_KEY, "record 8 after the end record"},
+      {CAL_HEAD "key,a,b,v1,lidar,100,1,time,3,nan\nend,1\n", "record 6"},
+      {CAL_HEAD "key,a,b,v1,lidar,100,1,time,3,-0.1\nend,1\n", "record 6"},
+      {CAL_HEAD "key,a,b,v1,lidar,x,1,time,3,0.1\nend,1\n", "record 6"},
+      {CAL_HEAD "key,a,b,v1,lidar,100,1,time,4,0.1\nend,1\n", "a key of 4 runs in a calibration of 3"},
+      {CAL_HEAD "key,a,b,v1,lidar,100,1,time,3,5.34\nend,1\n", "more than 3 runs can give"},
+      {CAL_HEAD "what,a\nend,0\n", "record 6"},
+      {CAL_HEAD "context,device,H100\n" CAL_KEY "end,1\n", "context key device given twice"},
+      {"f3dbench-gate-calibration,3,3\nrun,a\nrun,b\n" CAL_KEY "end,1\n", "2 run records for a calibration of 3"},
+      {CAL_HEAD CAL_KEY "key,a,b,v1,lidar,100,1,time,3,0.2\nend,2\n", "given twice"},
   };
+#undef CAL_HEAD
+#undef CAL_KEY
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     write_text("bad.csv", bad[i].text);
     char p[512];

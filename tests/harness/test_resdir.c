@@ -374,7 +374,7 @@ static void test_damaged_runs(void **state) {
   assert_int_equal(hx_run_load(&r, p, &e), HX_EFORMAT);
   assert_non_null(strstr(e.msg, "no status key"));
 
-  const char *bad[] = {"nan", "NaN", "inf", "-inf", "1e999"};
+  const char *bad[] = {"nan", "NaN", "inf", "-inf", "1e999", "0x10", " 1.5", "infinity"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char id[32], row[256];
     snprintf(id, sizeof id, "dmg-val%zu", i);
@@ -433,6 +433,18 @@ static void test_damaged_runs(void **state) {
        "context.csv:3: schema_version \"99\" is not the one this build reads (1)"},
       {"context.csv", "key,value\nstatus,complete\n", "context.csv: no schema_version key (this build reads"},
       {"results.csv", HX_RESULTS_HEADER "\n", "results.csv: no rows"},
+      {"results.csv", HX_RESULTS_HEADER "\nlidar,100000,1,flash3d,a,v1,time_median,-5,ms\n",
+       "results.csv:2: time_median -5 ms is negative"},
+      {"results.csv", HX_RESULTS_HEADER "\nlidar,100000,1,flash3d,a,v1,bandwidth,-1e9,B/s\n",
+       "results.csv:2: bandwidth -1e9 B/s is negative"},
+      {"context.csv", "key,value\nstatus,complete\nschema_version,1\ncases_total,abc\ncases_done,1\n",
+       "context.csv: cases_total \"abc\" is not a count of cases"},
+      {"context.csv", "key,value\nstatus,complete\nschema_version,1\ncases_total,2\ncases_done,-1\n",
+       "context.csv: cases_done \"-1\" is not a count of cases"},
+      {"context.csv", "key,value\nstatus,interrupted\nschema_version,1\ncases_total,2\ncases_done,7\n",
+       "context.csv: cases_done 7 is more than cases_total 2"},
+      {"context.csv", "key,value\nstatus,complete\nschema_version,1\ncases_total,2\ncases_done,1\n",
+       "context.csv: a complete run with 1 of 2 cases done"},
       {"results.csv",
        HX_RESULTS_HEADER "\nlidar,100000,1,flash3d,a,v1,time_median,1.5,ms\n"
                          "lidar,100000,1,flash3d,a,v1,time_mean,1.5,ms\n"
@@ -456,6 +468,35 @@ static void test_damaged_runs(void **state) {
   path(p, sizeof p, "dmg-val0/results.csv"); /* a file, not a directory */
   assert_int_equal(hx_run_load(&r, p, &e), HX_EIO);
   assert_non_null(strstr(e.msg, "not a directory"));
+}
+
+/* A value read from a file reaches stderr printable: every error message (hx_errf) and an incomplete run's reason
+ * show control bytes and UTF-8 C1 controls as \xNN, keep other UTF-8 whole, and cut at a whole character. */
+static void test_printable(void **state) {
+  (void)state;
+  const char *raw = "a\x1b[2Jb\x7f c\xc2\x9b" "d\t\xc2\xb2";
+  const char *want = "a\\x1b[2Jb\\x7f c\\x9bd\\x09\xc2\xb2";
+  char out[64];
+  hx_str_printable(out, sizeof out, raw);
+  assert_string_equal(out, want);
+  hx_err e;
+  assert_int_equal(hx_errf(&e, HX_EFORMAT, "key %s given twice", raw), HX_EFORMAT);
+  assert_non_null(strstr(e.msg, want));
+  assert_null(strchr(e.msg, 0x1b));
+  hx_str_printable(out, 6, "ab\xc2\xb2\xc2\xb2"); /* room for 5 bytes: the second character would be cut */
+  assert_string_equal(out, "ab\xc2\xb2");
+  hx_str_printable(out, 6, "ab\x1b"); /* an escape does not fit whole: left out */
+  assert_string_equal(out, "ab");
+  char *keys[2] = {"status", "status_reason"}, *vals[2] = {"failed", "x\x1b]0;owned\x07y"};
+  hx_run r;
+  memset(&r, 0, sizeof r);
+  r.incomplete = 1;
+  r.ctx_keys = keys;
+  r.ctx_vals = vals;
+  r.n_ctx = 2;
+  char why[256];
+  hx_run_incomplete_why(&r, why, sizeof why);
+  assert_string_equal(why, "incomplete run (failed: x\\x1b]0;owned\\x07y)");
 }
 
 /* A run file that is not a regular file (a FIFO with no writer, a directory) is refused at once as "not a regular
@@ -495,6 +536,7 @@ int main(void) {
       cmocka_unit_test(test_merge_context),
       cmocka_unit_test(test_record_measurement),
       cmocka_unit_test(test_damaged_runs),
+      cmocka_unit_test(test_printable),
       cmocka_unit_test(test_not_regular_files),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
