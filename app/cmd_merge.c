@@ -110,6 +110,17 @@ int f3d_cmd_merge(int argc, char **argv) {
     f3d_fail("merge", "%s already exists: merge writes a new directory", outd);
     return 1;
   }
+  { /* OUT's folder must exist: merge makes OUT only (the temporary beside it would fail naming itself) */
+    char parent[4096];
+    const char *slash = strrchr(outd, '/');
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else if (slash == outd) snprintf(parent, sizeof parent, "/");
+    else snprintf(parent, sizeof parent, "%.*s", (int)(slash - outd), outd);
+    if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+      f3d_fail("merge", "-o %s: %s is not an existing folder (merge makes OUT, not the folders above it)", outd, parent);
+      return 2;
+    }
+  }
   hx_tmp_path(tmp, sizeof tmp, outd);
   if (lstat(tmp, &sb) == 0) { /* a killed merge's, whose pid this one has: not this merge's to write into or remove */
     f3d_fail("merge", "%s already exists (left by an earlier merge that was killed): remove it", tmp);

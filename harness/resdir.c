@@ -23,6 +23,7 @@
 #define RD_PATH 4096
 #define RD_LINE 65536
 #define RD_FIELDS 16
+#define RD_MAX_POINTS 1000000000000ull
 
 static char *dupstr(const char *s) {
   size_t n = strlen(s) + 1;
@@ -273,6 +274,10 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
         batch > UINT32_MAX || (with_sample && (parse_u64(fld[7], &sample) != HX_OK || sample > (uint64_t)INT64_MAX)) ||
         parse_double(fld[vi], &r->value) != HX_OK) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: bad number (n_points, batch and sample are decimal counts; value is a finite number)", path, line);
+      break;
+    }
+    if (r->n_points > RD_MAX_POINTS) { /* a damaged count (2^64 - 1 reached gnuplot as a script error) */
+      st = hx_errf(err, HX_EFORMAT, "%s:%zu: n_points %s is more than any cloud (at most 10^12)", path, line, fld[1]);
       break;
     }
     if (r->value < 0.0 && unit_not_negative(fld[vi + 1])) {

@@ -319,6 +319,10 @@ expect 0 "$BIN" merge -o "$T/sh/merged" "$T/sh/s0" "$T/sh/s1"
   fail "merged rows are not the sum of the shards' rows"
 expect 1 "$BIN" merge -o "$T/sh/half" "$T/sh/s0"
 grep -q 'shards given' "$T/err" || fail "merge of one shard of two: $(cat "$T/err")"
+# OUT's folder must exist; the message names it, not merge's temporary
+expect 2 "$BIN" merge -o "$T/sh/no-such/m" "$T/sh/s0" "$T/sh/s1"
+grep -q "^f3dbench: merge: -o $T/sh/no-such/m: $T/sh/no-such is not an existing folder" "$T/err" ||
+  fail "merge -o into a missing folder: $(cat "$T/err")"
 # the merged context counts the cases of both shards; --force merges one shard of two but marks the result
 # incomplete and says so (it once said status complete, nothing on stderr)
 grep -q '^cases_total,6$' "$T/sh/merged/context.csv" ||

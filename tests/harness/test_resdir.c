@@ -437,6 +437,8 @@ static void test_damaged_runs(void **state) {
        "results.csv:2: time_median -5 ms is negative"},
       {"results.csv", HX_RESULTS_HEADER "\nlidar,100000,1,flash3d,a,v1,bandwidth,-1e9,B/s\n",
        "results.csv:2: bandwidth -1e9 B/s is negative"},
+      {"results.csv", HX_RESULTS_HEADER "\nlidar,18446744073709551615,1,flash3d,a,v1,time_median,1,ms\n",
+       "results.csv:2: n_points 18446744073709551615 is more than any cloud"},
       {"context.csv", "key,value\nstatus,complete\nschema_version,1\ncases_total,abc\ncases_done,1\n",
        "context.csv: cases_total \"abc\" is not a count of cases"},
       {"context.csv", "key,value\nstatus,complete\nschema_version,1\ncases_total,2\ncases_done,-1\n",
