@@ -73,17 +73,21 @@ static void draw(double *x, const key_spec *k, uint64_t seed) {
   }
 }
 
-/* Run `id` under root: context (device, build, optional ceilings), then samples (and a time_median row) per key. */
-static void make_run(const char *id, const char *device, const key_spec *keys, size_t nk, double copy_gbs,
-                     double gemm_tflops, uint64_t seed) {
+/* Run `id` under root: context (device, build, optional ceilings), then samples (and a time_median row) per key.
+ * dtype "bf16": the run's GEMM ceiling is ceiling_gemm_bf16_tflops, and its fp16 one a constant 700 beside it. */
+static void make_run_dt(const char *id, const char *device, const key_spec *keys, size_t nk, double copy_gbs,
+                        double gemm_tflops, uint64_t seed, const char *dtype) {
   hx_results *r;
   hx_err e;
   assert_int_equal(hx_results_open(&r, root, id, &e), HX_OK);
   assert_int_equal(hx_results_context(r, "device", device, &e), HX_OK);
   assert_int_equal(hx_results_context(r, "build_type", "release", &e), HX_OK);
+  const int bf16 = dtype && strcmp(dtype, "bf16") == 0;
+  if (dtype) assert_int_equal(hx_results_context(r, "dtype", dtype, &e), HX_OK);
   if (copy_gbs > 0.0) {
     assert_int_equal(hx_results_contextf(r, &e, "ceiling_copy_gbs", "%.1f", copy_gbs), HX_OK);
-    assert_int_equal(hx_results_contextf(r, &e, "ceiling_gemm_fp16_tflops", "%.1f", gemm_tflops), HX_OK);
+    assert_int_equal(hx_results_contextf(r, &e, "ceiling_gemm_fp16_tflops", "%.1f", bf16 ? 700.0 : gemm_tflops), HX_OK);
+    if (bf16) assert_int_equal(hx_results_contextf(r, &e, "ceiling_gemm_bf16_tflops", "%.1f", gemm_tflops), HX_OK);
   }
   double *x = malloc(NS * sizeof *x);
   assert_non_null(x);
@@ -99,6 +103,11 @@ static void make_run(const char *id, const char *device, const key_spec *keys, s
   free(x);
   assert_int_equal(hx_results_commit(r, &e), HX_OK);
   hx_results_close(r);
+}
+
+static void make_run(const char *id, const char *device, const key_spec *keys, size_t nk, double copy_gbs,
+                     double gemm_tflops, uint64_t seed) {
+  make_run_dt(id, device, keys, nk, copy_gbs, gemm_tflops, seed, NULL);
 }
 
 static void load(hx_run *r, const char *id) {
@@ -319,6 +328,19 @@ static void test_normalize(void **state) {
   assert_int_equal(n.slower, 1);
   assert_int_equal(n.same, 1);
   assert_non_null(strstr(n.largest_key, "flash3d/attn.swin/v9"));
+  /* bf16 runs are held to the bf16 ceiling: it fell 5% with the attention, the fp16 one beside it did not */
+  k[0].scale = 1.0;
+  k[1].scale = 1.0;
+  make_run_dt("norm-bf16-base", "NVIDIA H100", k, 2, 3000.0, 800.0, 64, "bf16");
+  k[1].scale = 1.0 / 0.95;
+  make_run_dt("norm-bf16-new", "NVIDIA H100", k, 2, 3000.0, 760.0, 65, "bf16");
+  n = gate("norm-bf16-base", "norm-bf16-new", &o);
+  assert_int_equal(n.slower, 0);
+  assert_int_equal(n.same, 2);
+  o.normalize = 0;
+  n = gate("norm-bf16-base", "norm-bf16-new", &o);
+  assert_int_equal(n.slower, 1); /* not normalized, the attention is 5% slower */
+  o.normalize = 1;
   /* a run without ceilings cannot be normalized */
   hx_run a, b;
   hx_err e;

@@ -885,6 +885,11 @@ static void make_nets_fixture_dt(const char *id, const char *device, double f3d_
       assert_int_equal(hx_results_add(r, &k, "roofline_share", spc[i].share, "ratio", &e), HX_OK);
       if (spc[i].best) assert_int_equal(hx_results_add(r, &k, "best_entry", 1.0, "bool", &e), HX_OK);
     }
+    /* C = 64's v6 declares 1.2 TFLOP and 6 GB: 3 ms at bf16's 400 TFLOP/s and 1.5 ms at fp16's 800, against 2 ms of
+     * bytes at 3000 GB/s, so its roofline is bound by FLOPs in a bf16 run and by bytes in an fp16 one */
+    hx_key k64 = {"lidar", 300000u, 1, "ptv3-net", "spconv.k3_C64", "v6"};
+    assert_int_equal(hx_results_add(r, &k64, "flops", 1.2e12, "FLOP", &e), HX_OK);
+    assert_int_equal(hx_results_add(r, &k64, "bytes", 6e9, "B", &e), HX_OK);
   }
   assert_int_equal(hx_results_commit(r, &e), HX_OK);
   hx_results_close(r);
@@ -1113,6 +1118,8 @@ static void test_nets_floors(void **state) {
   assert_non_null(strstr(rep, "| attn | 63.000 | 0 | 4200 | - | 42.000 | attention | 1.50x |\n"));
   assert_non_null(strstr(rep, "| mlp | 18.000 | 8000 | - | 3000 | 10.000 | GEMM | 1.80x |\n"));
   assert_non_null(strstr(rep, "| norm | 9.000 | 1 | - | 9000 | 3.000 | memory | 3.00x |\n"));
+  /* the convolution's roofline at fp16's 800 TFLOP/s: bound by its bytes (test_nets_bf16: by FLOPs at bf16's 400) */
+  assert_non_null(strstr(rep, "| spconv.k3_C64 | v6 (best) | - | - | - | - | bytes | 30.0% | **not met** |\n"));
   assert_non_null(strstr(rep, "| sum of components | 90.000 | | | | 55.000 | | 1.64x |\n"));
   assert_non_null(strstr(rep, "| **whole forward** (eager, median) | 90.000 | | | | 55.000 | | **1.64x** |\n"));
   assert_non_null(strstr(rep, "Target: the whole forward within 1.5x of the sum of its components' floors: 1.64x, NOT "
@@ -1167,7 +1174,7 @@ static void test_nets_op_floors(void **state) {
 }
 
 /* A bf16 run (sweep --dtype bf16) prices its GEMMs at the bf16 ceiling, 400 TFLOP/s here against fp16's 800: the
- * MLP's 8 TFLOP floor reads 20 ms, not 10, and the convolution's roofline names the same ceiling. The run is named
+ * MLP's 8 TFLOP floor reads 20 ms, not 10, and the convolution's roofline takes the same ceiling. The run is named
  * "<device>, bf16" wherever it is named; an fp16 run (test_nets_floors) is not. */
 static void test_nets_bf16(void **state) {
   (void)state;
@@ -1180,7 +1187,7 @@ static void test_nets_bf16(void **state) {
   assert_non_null(strstr(rep, "| sum of components | 90.000 | | | | 65.000 | | 1.38x |\n"));
   assert_non_null(strstr(rep, "300000 points, bf16, ceilings: cuBLAS bf16 400 TFLOP/s, copy 3000 GB/s."));
   assert_non_null(strstr(rep, "| NVIDIA H100 80GB HBM3, bf16 | ?"));
-  assert_null(strstr(rep, "at cuBLAS fp16")); /* the run line names both ceilings; no floor takes fp16 */
+  assert_non_null(strstr(rep, "| spconv.k3_C64 | v6 (best) | - | - | - | - | FLOPs | 30.0% | **not met** |\n"));
   assert_non_null(strstr(rep, "cuBLAS bf16 GEMM ceiling in TFLOP/s: 400)")); /* the attention table's reference */
   free(rep);
   hx_run_free(&run);
