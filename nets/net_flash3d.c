@@ -616,65 +616,101 @@ hx_status net_flash3d_gpu_layouts(const void *impl, net_f3d_layouts *l, hx_err *
 
 /* ---- fp32 bucket-swin attention ---------------------------------------------------------------------- */
 
+/* One (scope, head) unit after another: the scope's rows gathered in idx, a query's scores in s (both the longest
+ * scope's length). A bucket is in one scope at most (battn_validate's rule, checked below), so units write disjoint
+ * outputs and any split over threads gives the serial bits. */
+typedef struct f3d_attn_job {
+  float *o;
+  const float *qkv;
+  const battn_plan *pl;
+  size_t C, cap;
+  int H, D;
+  unsigned char *oom; /* oom[u0] = 1: the range starting at unit u0 had no memory for its scope */
+} f3d_attn_job;
+
+static void f3d_attn_units(void *ctx, size_t u0, size_t u1) {
+  const f3d_attn_job *j = ctx;
+  const battn_plan *pl = j->pl;
+  const size_t C = j->C, stride = 3 * C, K = pl->buckets_per_scope, D = (size_t)j->D;
+  const float scale = 1.0f / sqrtf((float)j->D);
+  size_t *idx = malloc(j->cap * sizeof *idx);
+  float *s = malloc(j->cap * sizeof *s);
+  if (!idx || !s) {
+    free(idx), free(s);
+    j->oom[u0] = 1;
+    return;
+  }
+  for (size_t u = u0; u < u1; u++) {
+    const size_t sc = u / (size_t)j->H, ho = (u % (size_t)j->H) * D;
+    size_t m = 0;
+    for (size_t b0 = 0; b0 < K; b0++) {
+      const uint32_t b = pl->scope[sc * K + b0];
+      if (b == BATTN_EMPTY) continue;
+      for (uint32_t r = 0; r < pl->bucket_count[b]; r++) idx[m++] = (size_t)pl->bucket_start[b] + r;
+    }
+    for (size_t qi = 0; qi < m; qi++) {
+      const float *q = j->qkv + idx[qi] * stride + ho;
+      float mx = -INFINITY;
+      for (size_t kj = 0; kj < m; kj++) {
+        const float *k = j->qkv + idx[kj] * stride + C + ho;
+        float dot = 0.0f;
+        for (size_t d = 0; d < D; d++) dot += q[d] * k[d];
+        s[kj] = dot * scale;
+        if (s[kj] > mx) mx = s[kj];
+      }
+      float acc[128], sum = 0.0f;
+      for (size_t d = 0; d < D; d++) acc[d] = 0.0f;
+      for (size_t kj = 0; kj < m; kj++) {
+        const float p = expf(s[kj] - mx);
+        const float *vv = j->qkv + idx[kj] * stride + 2 * C + ho;
+        sum += p;
+        for (size_t d = 0; d < D; d++) acc[d] += p * vv[d];
+      }
+      float *out = j->o + idx[qi] * C + ho;
+      for (size_t d = 0; d < D; d++) out[d] = acc[d] / sum;
+    }
+  }
+  free(idx), free(s);
+}
+
 hx_status net_flash3d_attn_cpu(float *o, const float *qkv, size_t rows, int H, int D, const battn_plan *pl,
                                hx_err *err) {
   if (!o || !qkv || !pl || H < 1 || D < 1 || D > 128)
     return hx_errf(err, HX_EINVAL, "flash3d attention: bad arguments (H %d, D %d)", H, D);
-  const size_t C = (size_t)H * (size_t)D, stride = 3 * C, K = pl->buckets_per_scope;
-  const float scale = 1.0f / sqrtf((float)D);
+  const size_t C = (size_t)H * (size_t)D, K = pl->buckets_per_scope;
   memset(o, 0, rows * C * sizeof(float));
   size_t cap = 1;
+  unsigned char *in_scope = calloc(pl->num_buckets ? pl->num_buckets : 1, 1);
+  if (!in_scope) return hx_errf(err, HX_ENOMEM, "flash3d attention: %u buckets", pl->num_buckets);
   for (uint32_t sc = 0; sc < pl->num_scopes; sc++) {
     size_t m = 0;
     for (size_t j = 0; j < K; j++) {
       const uint32_t b = pl->scope[sc * K + j];
       if (b == BATTN_EMPTY) continue;
-      if (b >= pl->num_buckets || (uint64_t)pl->bucket_start[b] + pl->bucket_count[b] > rows)
+      if (b >= pl->num_buckets || (uint64_t)pl->bucket_start[b] + pl->bucket_count[b] > rows) {
+        free(in_scope);
         return hx_errf(err, HX_EINVAL, "flash3d attention: scope %u names bucket %u outside the %zu rows", sc, b, rows);
+      }
+      if (in_scope[b]) {
+        free(in_scope);
+        return hx_errf(err, HX_EINVAL, "flash3d attention: bucket %u is in two scopes (scope %u the second)", b, sc);
+      }
+      in_scope[b] = 1;
       m += pl->bucket_count[b];
     }
     cap = max_sz(cap, m);
   }
-  size_t *idx = malloc(cap * sizeof *idx);
-  float *s = malloc(cap * sizeof *s);
-  if (!idx || !s) {
-    free(idx), free(s);
-    return hx_errf(err, HX_ENOMEM, "flash3d attention: scope of %zu rows", cap);
-  }
-  for (uint32_t sc = 0; sc < pl->num_scopes; sc++) {
-    size_t m = 0;
-    for (size_t j = 0; j < K; j++) {
-      const uint32_t b = pl->scope[sc * K + j];
-      if (b == BATTN_EMPTY) continue;
-      for (uint32_t r = 0; r < pl->bucket_count[b]; r++) idx[m++] = (size_t)pl->bucket_start[b] + r;
-    }
-    for (int h = 0; h < H; h++) {
-      const size_t ho = (size_t)h * (size_t)D;
-      for (size_t qi = 0; qi < m; qi++) {
-        const float *q = qkv + idx[qi] * stride + ho;
-        float mx = -INFINITY;
-        for (size_t kj = 0; kj < m; kj++) {
-          const float *k = qkv + idx[kj] * stride + C + ho;
-          float dot = 0.0f;
-          for (int d = 0; d < D; d++) dot += q[d] * k[d];
-          s[kj] = dot * scale;
-          if (s[kj] > mx) mx = s[kj];
-        }
-        float acc[128], sum = 0.0f;
-        for (int d = 0; d < D; d++) acc[d] = 0.0f;
-        for (size_t kj = 0; kj < m; kj++) {
-          const float p = expf(s[kj] - mx);
-          const float *vv = qkv + idx[kj] * stride + 2 * C + ho;
-          sum += p;
-          for (int d = 0; d < D; d++) acc[d] += p * vv[d];
-        }
-        float *out = o + idx[qi] * C + ho;
-        for (int d = 0; d < D; d++) out[d] = acc[d] / sum;
-      }
-    }
-  }
-  free(idx), free(s);
-  return HX_OK;
+  free(in_scope);
+  const size_t units = (size_t)pl->num_scopes * (size_t)H;
+  if (units == 0) return HX_OK;
+  unsigned char *oom = calloc(units, 1);
+  if (!oom) return hx_errf(err, HX_ENOMEM, "flash3d attention: %zu units", units);
+  f3d_attn_job j = {o, qkv, pl, C, cap, H, D, oom};
+  hx_par_for(units, 1, f3d_attn_units, &j); /* a unit is a scope's rows x its keys: worth a thread each */
+  int failed = 0;
+  for (size_t u = 0; u < units && !failed; u++) failed = oom[u];
+  free(oom);
+  return failed ? hx_errf(err, HX_ENOMEM, "flash3d attention: scope of %zu rows", cap) : HX_OK;
 }
 
 /* ---- CPU forward --------------------------------------------------------------------------------------- */

@@ -393,46 +393,74 @@ void net_ptv3_work_sizes(net_ptv3_work *w, const net_config *cfg, const net_ptv3
 
 /* ---- attention over patches (fp32) --------------------------------------------------------------------- */
 
+/* One (patch, head) unit after another: the scores of a query row in sc (the patch's length), its sums in double.
+ * Units write disjoint outputs, so any split over threads gives the serial bits. */
+typedef struct p3_attn_job {
+  float *o;
+  const float *qkv;
+  const int32_t *cu;
+  size_t C, longest;
+  int H, D;
+  float scale;
+  unsigned char *oom; /* oom[u0] = 1: the range starting at unit u0 had no memory for its scores */
+} p3_attn_job;
+
+static void p3_attn_units(void *ctx, size_t u0, size_t u1) {
+  const p3_attn_job *j = ctx;
+  const size_t C = j->C, rs = 3 * C, D = (size_t)j->D;
+  float *sc = malloc(j->longest * sizeof *sc);
+  if (!sc) {
+    j->oom[u0] = 1;
+    return;
+  }
+  double acc[128];
+  for (size_t u = u0; u < u1; u++) {
+    const size_t p = u / (size_t)j->H, ho = (u % (size_t)j->H) * D;
+    const size_t a = (size_t)j->cu[p], b = (size_t)j->cu[p + 1];
+    for (size_t i = a; i < b; i++) {
+      const float *q = j->qkv + i * rs + ho;
+      float mx = -INFINITY;
+      for (size_t k = a; k < b; k++) {
+        const float *kr = j->qkv + k * rs + C + ho;
+        float dot = 0.0f;
+        for (size_t d = 0; d < D; d++) dot += q[d] * kr[d];
+        sc[k - a] = dot * j->scale;
+        if (sc[k - a] > mx) mx = sc[k - a];
+      }
+      double sum = 0.0;
+      for (size_t d = 0; d < D; d++) acc[d] = 0.0;
+      for (size_t k = a; k < b; k++) {
+        const double e = exp((double)(sc[k - a] - mx));
+        const float *v = j->qkv + k * rs + 2 * C + ho;
+        sum += e;
+        for (size_t d = 0; d < D; d++) acc[d] += e * (double)v[d];
+      }
+      float *y = j->o + i * C + ho;
+      for (size_t d = 0; d < D; d++) y[d] = (float)(acc[d] / sum);
+    }
+  }
+  free(sc);
+}
+
 hx_status net_ptv3_patch_attn_cpu(float *o, const float *qkv, const int32_t *cu, size_t n_patches, int H, int D,
                                   float scale, hx_err *err) {
   if (!o || !qkv || !cu || H < 1 || D < 1 || D > 128)
     return hx_errf(err, HX_EINVAL, "ptv3 attention: bad arguments (H %d, D %d; D <= 128)", H, D);
-  const size_t C = (size_t)H * (size_t)D, rs = 3 * C;
-  size_t longest = 0;
+  size_t longest = 1;
   for (size_t p = 0; p < n_patches; p++) {
     if (cu[p + 1] < cu[p]) return hx_errf(err, HX_EINVAL, "ptv3 attention: cu_seqlens decrease at %zu", p);
     longest = max_sz(longest, (size_t)(cu[p + 1] - cu[p]));
   }
-  float *sc = malloc((longest ? longest : 1) * sizeof *sc);
-  if (!sc) return hx_errf(err, HX_ENOMEM, "ptv3 attention: scores");
-  double acc[128];
-  for (size_t p = 0; p < n_patches; p++) {
-    const size_t a = (size_t)cu[p], b = (size_t)cu[p + 1];
-    for (size_t i = a; i < b; i++)
-      for (int h = 0; h < H; h++) {
-        const float *q = qkv + i * rs + (size_t)h * (size_t)D;
-        float mx = -INFINITY;
-        for (size_t j = a; j < b; j++) {
-          const float *k = qkv + j * rs + C + (size_t)h * (size_t)D;
-          float dot = 0.0f;
-          for (int d = 0; d < D; d++) dot += q[d] * k[d];
-          sc[j - a] = dot * scale;
-          if (sc[j - a] > mx) mx = sc[j - a];
-        }
-        double sum = 0.0;
-        for (int d = 0; d < D; d++) acc[d] = 0.0;
-        for (size_t j = a; j < b; j++) {
-          const double e = exp((double)(sc[j - a] - mx));
-          const float *v = qkv + j * rs + 2 * C + (size_t)h * (size_t)D;
-          sum += e;
-          for (int d = 0; d < D; d++) acc[d] += e * (double)v[d];
-        }
-        float *y = o + i * C + (size_t)h * (size_t)D;
-        for (int d = 0; d < D; d++) y[d] = (float)(acc[d] / sum);
-      }
-  }
-  free(sc);
-  return HX_OK;
+  const size_t units = n_patches * (size_t)H;
+  if (units == 0) return HX_OK;
+  unsigned char *oom = calloc(units, 1);
+  if (!oom) return hx_errf(err, HX_ENOMEM, "ptv3 attention: %zu units", units);
+  p3_attn_job j = {o, qkv, cu, (size_t)H * (size_t)D, longest, H, D, scale, oom};
+  hx_par_for(units, 1, p3_attn_units, &j); /* a unit is a patch's rows x its keys: worth a thread each */
+  int failed = 0;
+  for (size_t u = 0; u < units && !failed; u++) failed = oom[u];
+  free(oom);
+  return failed ? hx_errf(err, HX_ENOMEM, "ptv3 attention: scores of %zu rows", longest) : HX_OK;
 }
 
 /* ---- CPU forward -------------------------------------------------------------------------------------- */

@@ -179,6 +179,11 @@ static void test_attention(void **state) {
     assert_true(worst < 2e-3); /* the reference's output is rounded to fp16 (|o| <= 2: half an ulp 1e-3) */
     battn_plan_free(&pl);
   }
+  /* a bucket in two scopes (battn_validate's rule) is refused: the scopes run in parallel, each writing its rows */
+  uint32_t two[4] = {0, 2, 0, 3};
+  battn_plan bad = {10, 2, 2, start, (uint32_t *)counts, two, 17, 34};
+  assert_int_equal(net_flash3d_attn_cpu(o, f, rows, H, D, &bad, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "bucket 0 is in two scopes"));
   free(h), free(ho), free(f), free(o), free(lse);
 }
 
