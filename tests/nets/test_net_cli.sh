@@ -103,6 +103,10 @@ expect_out 2 "^f3dbench: net: --save '.{60}\.\.\.': a path too long \(${#long} b
 comp=$(printf '%0300d' 0)
 expect_out 2 "^f3dbench: net: --save '.{60}\.\.\.': a path too long: a component of 300 bytes \(at most 255\)\$" \
   "$BIN" net --model ptv3-tiny --save "$T/$comp" --device cpu
+# a path under that length whose parent is missing: both paths cut to their last 117 bytes, so the reason is whole
+mid=$T/$(printf 'b%.0s' $(seq 200))/$(printf 'c%.0s' $(seq 200))/out
+expect_out 2 "^f3dbench: net: --save \.\.\.c+/out: its parent \.\.\.c+ is not an existing directory\$" \
+  "$BIN" net --model ptv3-tiny --save "$mid" --device cpu
 # the GPU forward's options are named as having no effect on the CPU forward, not silently dropped
 expect_out 0 "note: --reps has no effect with --device cpu" "$BIN" net --model ptv3-tiny --points 300 --reps 3 --device cpu
 expect_out 0 "note: --dtype, --graph have no effect with --device cpu" \
