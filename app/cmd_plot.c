@@ -12,6 +12,7 @@
 #include "app/stop.h"
 #include "app/study.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,8 @@ static void usage(FILE *f) {
         "ratio table against the first.\n"
         "  -o, --out DIR        where plots/ and REPORT.md go (default: the run directory when there is\n"
         "                       one, required for several)\n"
-        "  -s, --scripts DIR    gnuplot scripts (default " F3D_SOURCE_ROOT "/plots)\n"
+        "  -s, --scripts DIR    gnuplot scripts (default " F3D_SOURCE_ROOT "/plots, or where that tree\n"
+        "                       has moved, the plots/ two folders above this binary: build/app/../../plots)\n"
         "  -j, --json           also write results.json (NVBench-like schema) into each run directory\n"
         "  -a, --all-series     draw every recorded series (every variant of every kernel); by default each\n"
         "                       figure shows the fastest variant of each main stage (all series stay in\n"
@@ -51,12 +53,13 @@ int f3d_cmd_plot(int argc, char **argv) {
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   const char *out = NULL, *scripts = F3D_SOURCE_ROOT "/plots";
+  int user_scripts = 0;
   int json = 0, all = 0, partial = 0, c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "o:s:japh", opts, NULL)) != -1) {
     switch (c) {
     case 'o': out = optarg; break;
-    case 's': scripts = optarg; break;
+    case 's': scripts = optarg, user_scripts = 1; break;
     case 'j': json = 1; break;
     case 'a': all = 1; break;
     case 'p': partial = 1; break;
@@ -75,6 +78,29 @@ int f3d_cmd_plot(int argc, char **argv) {
     return 2;
   }
   if (!out) out = argv[optind];
+  char moved[4200], probe[4300];
+  snprintf(probe, sizeof probe, "%s/lines.gp", scripts);
+  if (!user_scripts && access(probe, R_OK) != 0) {
+    /* the tree was moved or copied since the build: its scripts beside this binary's, build/app/../../plots */
+    char exe[4096];
+    const ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = NULL;
+    if (k > 0) exe[k] = '\0', slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = '\0';
+      snprintf(moved, sizeof moved, "%s/../../plots", exe);
+      snprintf(probe, sizeof probe, "%s/lines.gp", moved);
+      if (access(probe, R_OK) == 0) scripts = moved;
+    }
+  }
+  snprintf(probe, sizeof probe, "%s/lines.gp", scripts);
+  const int no_scripts = access(probe, R_OK) != 0 ? errno : 0;
+  hx_err gerr;
+  if (no_scripts && hx_plot_have_gnuplot(&gerr) == HX_OK) { /* without gnuplot no script is read */
+    f3d_fail("plot", "no gnuplot scripts in %s (its lines.gp: %s): name the repository's plots/ with -s DIR", scripts,
+             strerror(no_scripts));
+    return 2;
+  }
   hx_run *runs = f3d_runs_load("plot", argv + optind, n);
   if (!runs) return 1;
   hx_err err;

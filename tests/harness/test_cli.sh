@@ -380,9 +380,15 @@ expect 0 "$BIN" plot --json "$M"
 [ -s "$M/REPORT.md" ] || fail "plot wrote no REPORT.md"
 if command -v gnuplot >/dev/null 2>&1; then
   [ -s "$M/plots/latency.png" ] || fail "plot wrote no latency.png although gnuplot exists"
-  # a failed plot (scripts missing) keeps the previous figures whole and leaves no temporary directory
+  # scripts missing: refused before anything is drawn, naming -s
   before=$(cksum <"$M/plots/latency.dat")
-  expect 1 "$BIN" plot -a --scripts "$T/no-such-scripts" "$M"
+  expect 2 "$BIN" plot -a --scripts "$T/no-such-scripts" "$M"
+  grep -q "^f3dbench: plot: no gnuplot scripts in $T/no-such-scripts (its lines.gp: No such file or directory): .* -s DIR" \
+    "$T/err" || fail "plot with scripts missing: $(cat "$T/err")"
+  # a failed plot (a script gnuplot cannot run) keeps the previous figures whole and leaves no temporary directory
+  mkdir -p "$T/bad-scripts"
+  echo 'this is not gnuplot' >"$T/bad-scripts/lines.gp"
+  expect 1 "$BIN" plot -a --scripts "$T/bad-scripts" "$M"
   head -n 1 "$T/err" | grep -q '^f3dbench: plot: gnuplot failed' || fail "plot failure's first line: $(head -n 1 "$T/err")"
   [ "$(cksum <"$M/plots/latency.dat")" = "$before" ] || fail "a failed plot changed the previous figures"
   ls "$M" | grep -q 'plots\.' && fail "a failed plot left $(ls "$M" | grep 'plots\.')"
