@@ -41,17 +41,8 @@ void f3d_fail_msg(const char *what, const char *msg) {
 
 /* Numbers are decimal digits only: strtoull and strtod would also take leading blanks, a sign (" -1" wraps
  * to 2^64 - 1), octal ("010" = 8) and hexadecimal, none of which a user means. */
-static int starts_decimal(const char *s, int dot) { return s && ((*s >= '0' && *s <= '9') || (dot && *s == '.')); }
 
-int f3d_parse_u64(const char *s, uint64_t *out) {
-  if (!starts_decimal(s, 0)) return -1;
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end) return -1;
-  *out = (uint64_t)v;
-  return 0;
-}
+int f3d_parse_u64(const char *s, uint64_t *out) { return hx_parse_dec_u64(s, UINT64_MAX, out); }
 
 int f3d_parse_bytes(const char *s, uint64_t *out) {
   if (!s || !((*s >= '0' && *s <= '9') || *s == '.') || strpbrk(s, "xXpPeE")) return -1;
@@ -75,7 +66,7 @@ int f3d_parse_bytes(const char *s, uint64_t *out) {
 }
 
 int f3d_parse_count(const char *s, uint64_t *out) {
-  if (!starts_decimal(s, 1) || strpbrk(s, "xXpP")) return -1; /* no hexadecimal floats either */
+  if (!(s && ((*s >= '0' && *s <= '9') || *s == '.')) || strpbrk(s, "xXpP")) return -1; /* no hexadecimal floats either */
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
@@ -92,7 +83,7 @@ int f3d_parse_count(const char *s, uint64_t *out) {
 }
 
 int f3d_parse_nonneg_double(const char *s, double *out) {
-  if (!starts_decimal(s, 1) || strpbrk(s, "xXpP")) return -1;
+  if (!(s && ((*s >= '0' && *s <= '9') || *s == '.')) || strpbrk(s, "xXpP")) return -1;
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);

@@ -56,9 +56,14 @@ hx_status hx_errf(hx_err *err, hx_status status, const char *fmt, ...)
 #endif
     ;
 
-/* src copied into dst (cap >= 1, always NUL-terminated, cut at a whole character) for a terminal: a control byte
- * (below 0x20, 0x7f) or a UTF-8 C1 control (0xc2 0x80..0x9f) as \xNN, everything else as it is. hx_errf passes
- * its messages through it, so a value read from a file never reaches stderr as an escape sequence. */
+/* s as a decimal count into *out: digits only (no blank, sign or 0x, which strtoull would take: " -1" wraps to
+ * 2^64 - 1), at most max. 0 when it is one, -1 otherwise (*out untouched). */
+int hx_parse_dec_u64(const char *s, uint64_t max, uint64_t *out);
+
+/* src copied into dst (cap >= 1, always NUL-terminated, cut at a whole character) for a terminal: well-formed UTF-8
+ * as it is, but a control byte (below 0x20, 0x7f), a UTF-8 C1 control (0xc2 0x80..0x9f, by its code point) and any
+ * byte that is not part of a well-formed character (a raw 0x9b too) as \xNN. hx_errf passes its messages through it,
+ * so no escape sequence from a file's values reaches the terminal through an error message. */
 void hx_str_printable(char *dst, size_t cap, const char *src);
 
 /* Return the status unchanged (for HX_TRY); with F3D_TRACE=1 in the environment also log

@@ -21,27 +21,37 @@ const char *hx_status_str(hx_status s) {
   return "unknown status";
 }
 
+int hx_parse_dec_u64(const char *s, uint64_t max, uint64_t *out) {
+  if (!s || *s < '0' || *s > '9') return -1;
+  uint64_t v = 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return -1;
+    const uint64_t d = (uint64_t)(*s - '0');
+    if (v > (max - d) / 10) return -1;
+    v = 10 * v + d;
+  }
+  *out = v;
+  return 0;
+}
+
 void hx_str_printable(char *dst, size_t cap, const char *src) {
   size_t k = 0;
-  for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
-    const int c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
-    if (*p < 0x20 || *p == 0x7f || c1) {
-      const unsigned ch = c1 ? p[1] : *p;
-      if (k + 4 >= cap) break;
-      snprintf(dst + k, 5, "\\x%02x", ch);
-      k += 4;
-      p += c1;
+  for (const unsigned char *p = (const unsigned char *)src; *p;) {
+    const unsigned c = *p;
+    size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    int ok = len > 0 && (c >= 0x80 || (c >= 0x20 && c != 0x7f));
+    for (size_t i = 1; ok && i < len; i++) ok = (p[i] & 0xc0) == 0x80;
+    const int c1 = ok && c == 0xc2 && p[1] <= 0x9f; /* a C1 control, shown by its code point */
+    if (ok && !c1) {
+      if (k + len >= cap) break; /* a character goes whole or not at all */
+      for (size_t i = 0; i < len; i++) dst[k++] = (char)p[i];
+      p += len;
     } else {
-      if (k + 1 >= cap) break;
-      dst[k++] = (char)*p;
+      if (k + 4 >= cap) break;
+      snprintf(dst + k, 5, "\\x%02x", c1 ? p[1] : c);
+      k += 4;
+      p += c1 ? 2 : 1;
     }
-  }
-  size_t j = k; /* a last character cut short (here or by the caller's buffer) goes whole */
-  while (j > 0 && ((unsigned char)dst[j - 1] & 0xc0) == 0x80) j--;
-  if (j > 0) {
-    const unsigned char lead = (unsigned char)dst[j - 1];
-    const size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-    if (k - (j - 1) < need) k = j - 1;
   }
   dst[k] = '\0';
 }

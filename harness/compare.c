@@ -39,9 +39,7 @@ enum { RULE_MIN = 0, RULE_BATCH, RULE_AA };
 static const char *const rule_names[3] = {"min", "batch", "aa"};
 
 static int higher_is_better(const char *unit) {
-  size_t n = strlen(unit);
-  if (n >= 2 && strcmp(unit + n - 2, "/s") == 0) return 1;
-  return strcmp(unit, "%") == 0 || strcmp(unit, "pct") == 0;
+  return hx_unit_is_rate(unit) || strcmp(unit, "%") == 0 || strcmp(unit, "pct") == 0;
 }
 
 static void gather(const hx_run *r, size_t g, double *out) {
@@ -530,11 +528,9 @@ void hx_gate_calib_free(hx_gate_calib *c) {
 }
 
 static int parse_u64(const char *s, unsigned long long max, unsigned long long *out) {
-  char *end = NULL;
-  if (!s[0] || s[0] == '-') return -1;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*end != '\0' || v > max) return -1;
-  *out = v;
+  uint64_t v;
+  if (hx_parse_dec_u64(s, (uint64_t)max, &v) != 0) return -1;
+  *out = (unsigned long long)v;
   return 0;
 }
 

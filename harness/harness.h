@@ -34,6 +34,13 @@ extern "C" {
 #define HX_RESULTS_SCHEMA 1
 #define HX_RESULTS_HEADER "workload,n_points,batch,pipeline,kernel,variant,metric,value,unit"
 #define HX_SAMPLES_HEADER "workload,n_points,batch,pipeline,kernel,variant,metric,sample,value,unit"
+/* What a row may hold, checked when it is written (hx_results_add) and when it is read (hx_run_load): n_points at most
+ * HX_MAX_POINTS (no cloud is larger), and no negative value in a unit that cannot go below zero (hx_unit_not_negative:
+ * a time, a size, a count, a percentage or a rate). A rate is a unit ending in "/s" (hx_unit_is_rate), higher being
+ * better for the gate. */
+#define HX_MAX_POINTS 1000000000000ull
+int hx_unit_is_rate(const char *unit);
+int hx_unit_not_negative(const char *unit);
 
 /* Write one CSV field with RFC 4180 quoting (NULL writes an empty field). Returns 0 or EOF. */
 int hx_csv_field(FILE *f, const char *s);

@@ -636,7 +636,16 @@ static hx_status render(const plot_ctx *p, const char *scripts, const char *scri
     char msg[1024];
     int ws = 0;
     HX_TRY(run_child(argv, 0, msg, sizeof msg, &ws, p->watch, err));
-    if (ws != 0) return hx_errf(err, HX_EIO, "plot: gnuplot failed on %s (%s.%s): %s", script, base, fmts[k], msg);
+    if (ws != 0) { /* gnuplot's lines (its caret line too) as one line: " | " between them, no blank ones */
+      char one[1024];
+      size_t o = 0;
+      for (const char *c = msg; *c && o + 4 < sizeof one; c++) {
+        if (*c != '\n') one[o++] = *c;
+        else if (o > 0 && c[1] && c[1] != '\n' && o + 3 < sizeof one) one[o++] = ' ', one[o++] = '|', one[o++] = ' ';
+      }
+      one[o] = '\0';
+      return hx_errf(err, HX_EIO, "plot: gnuplot failed on %s (%s.%s): %s", script, base, fmts[k], one);
+    }
   }
   return HX_OK;
 }

@@ -23,7 +23,6 @@
 #define RD_PATH 4096
 #define RD_LINE 65536
 #define RD_FIELDS 16
-#define RD_MAX_POINTS 1000000000000ull
 
 static char *dupstr(const char *s) {
   size_t n = strlen(s) + 1;
@@ -112,12 +111,7 @@ static int file_exists(const char *p) {
 }
 
 static hx_status parse_u64(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end || s[0] == '-') return HX_EFORMAT;
-  *out = (uint64_t)v;
-  return HX_OK;
+  return hx_parse_dec_u64(s, UINT64_MAX, out) == 0 ? HX_OK : HX_EFORMAT;
 }
 
 /* A finite decimal number: the writer refuses NaN and infinities (README, results/README.md), so one in a
@@ -135,13 +129,6 @@ static hx_status parse_double(const char *s, double *out) {
   return HX_OK;
 }
 
-/* Units of quantities that cannot be below zero: a time, a size, a count, a rate. */
-static int unit_not_negative(const char *unit) {
-  static const char *const units[] = {"ms", "ns", "s", "B", "count", "FLOP", "MHz", "%"};
-  for (size_t i = 0; i < sizeof units / sizeof *units; i++)
-    if (strcmp(unit, units[i]) == 0) return 1;
-  return strstr(unit, "/s") != NULL;
-}
 
 /* Open a CSV file for reading with a line buffer of RD_LINE bytes (the caller frees it and closes f). Only a
  * regular file is read (hx_fopen_regular: a FIFO, a socket or a device is refused, "not a regular file", instead
@@ -218,7 +205,7 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
   char *buf;
   const hx_status so = csv_open(path, &f, &buf, err);
   if (so != HX_OK) return so; /* already says why, with the path */
-  off_t size;
+  off_t size = 0; /* set by ends_torn where torn */
   const int torn = torn_ok && ends_torn(f, &size);
   const off_t nul_from = torn ? nul_tail(f, size) : -1; /* a zero-filled tail: torn there */
   const char *want = with_sample ? HX_SAMPLES_HEADER : HX_RESULTS_HEADER;
@@ -276,11 +263,11 @@ static hx_status read_rows(const char *path, int with_sample, int torn_ok, hx_ru
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: bad number (n_points, batch and sample are decimal counts; value is a finite number)", path, line);
       break;
     }
-    if (r->n_points > RD_MAX_POINTS) { /* a damaged count (2^64 - 1 reached gnuplot as a script error) */
+    if (r->n_points > HX_MAX_POINTS) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: n_points %s is more than any cloud (at most 10^12)", path, line, fld[1]);
       break;
     }
-    if (r->value < 0.0 && unit_not_negative(fld[vi + 1])) {
+    if (r->value < 0.0 && hx_unit_not_negative(fld[vi + 1])) {
       st = hx_errf(err, HX_EFORMAT, "%s:%zu: %s %s %s is negative", path, line, fld[6], fld[vi], fld[vi + 1]);
       break;
     }

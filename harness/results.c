@@ -347,6 +347,29 @@ static hx_status check_row(const hx_results *r, const hx_key *k, const char *met
   if (!r || r->state != 0) return hx_errf(err, HX_EINVAL, "results: run is not open");
   if (!k || !k->workload || !k->pipeline || !k->kernel || !k->variant || !metric || !*metric || !unit)
     return hx_errf(err, HX_EINVAL, "results: row with a missing key field");
+  if (k->n_points > HX_MAX_POINTS)
+    return hx_errf(err, HX_EINVAL, "results: %s/%s/%s: n_points %llu is more than any cloud", k->pipeline, k->kernel,
+                   metric, (unsigned long long)k->n_points);
+  return HX_OK;
+}
+
+int hx_unit_is_rate(const char *unit) {
+  const size_t n = strlen(unit);
+  return n >= 2 && strcmp(unit + n - 2, "/s") == 0;
+}
+
+int hx_unit_not_negative(const char *unit) {
+  static const char *const units[] = {"ms", "ns", "s", "B", "count", "FLOP", "MHz", "%"};
+  for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+    if (strcmp(unit, units[i]) == 0) return 1;
+  return hx_unit_is_rate(unit);
+}
+
+/* a value the reader would refuse (hx_run_load) is refused here, where the pipeline that made it is still known */
+static hx_status check_value(const hx_key *k, const char *metric, double v, const char *unit, hx_err *err) {
+  if (!isfinite(v)) return hx_errf(err, HX_EINVAL, "results: %s/%s/%s: value is not finite", k->pipeline, k->kernel, metric);
+  if (v < 0.0 && hx_unit_not_negative(unit))
+    return hx_errf(err, HX_EINVAL, "results: %s/%s/%s: %g %s is negative", k->pipeline, k->kernel, metric, v, unit);
   return HX_OK;
 }
 
@@ -354,8 +377,7 @@ hx_status hx_results_add(hx_results *r, const hx_key *k, const char *metric, dou
                          const char *unit, hx_err *err) {
   hx_status cs = check_row(r, k, metric, unit, err);
   if (cs != HX_OK) return cs; /* caller error: reported in err, not traced */
-  if (!isfinite(value))
-    return hx_errf(err, HX_EINVAL, "results: %s/%s/%s: value is not finite", k->pipeline, k->kernel, metric);
+  HX_TRY(check_value(k, metric, value, unit, err));
   FILE *f = r->rows;
   if (write_key(f, k) || hx_csv_field(f, metric) || fprintf(f, ",%.10g,", value) < 0 || hx_csv_field(f, unit) ||
       putc('\n', f) == EOF)
@@ -367,8 +389,7 @@ hx_status hx_results_add_samples(hx_results *r, const hx_key *k, const char *met
                                  size_t n, const char *unit, hx_err *err) {
   hx_status cs = check_row(r, k, metric, unit, err);
   if (cs != HX_OK) return cs; /* caller error: reported in err, not traced */
-  for (size_t i = 0; i < n; i++)
-    if (!isfinite(v[i])) return hx_errf(err, HX_EINVAL, "results: %s: sample %zu is not finite", metric, i);
+  for (size_t i = 0; i < n; i++) HX_TRY(check_value(k, metric, v[i], unit, err));
   FILE *f = r->samples;
   for (size_t i = 0; i < n; i++)
     if (write_key(f, k) || hx_csv_field(f, metric) || fprintf(f, ",%zu,%.10g,", i, v[i]) < 0 ||

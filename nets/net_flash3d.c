@@ -617,8 +617,8 @@ hx_status net_flash3d_gpu_layouts(const void *impl, net_f3d_layouts *l, hx_err *
 /* ---- fp32 bucket-swin attention ---------------------------------------------------------------------- */
 
 /* One (scope, head) unit after another: the scope's rows gathered in idx, a query's scores in s (both the longest
- * scope's length). A bucket is in one scope at most (battn_validate's rule, checked below), so units write disjoint
- * outputs and any split over threads gives the serial bits. */
+ * scope's length). A row is in one scope at most (battn_validate's rules: a bucket in one scope, buckets that do not
+ * overlap; checked below), so units write disjoint outputs and any split over threads gives the serial bits. */
 typedef struct f3d_attn_job {
   float *o;
   const float *qkv;
@@ -680,27 +680,32 @@ hx_status net_flash3d_attn_cpu(float *o, const float *qkv, size_t rows, int H, i
   const size_t C = (size_t)H * (size_t)D, K = pl->buckets_per_scope;
   memset(o, 0, rows * C * sizeof(float));
   size_t cap = 1;
-  unsigned char *in_scope = calloc(pl->num_buckets ? pl->num_buckets : 1, 1);
-  if (!in_scope) return hx_errf(err, HX_ENOMEM, "flash3d attention: %u buckets", pl->num_buckets);
+  unsigned char *in_scope = calloc(pl->num_buckets ? pl->num_buckets : 1, 1), *row_in = calloc(rows ? rows : 1, 1);
+  if (!in_scope || !row_in) {
+    free(in_scope), free(row_in);
+    return hx_errf(err, HX_ENOMEM, "flash3d attention: %u buckets, %zu rows", pl->num_buckets, rows);
+  }
   for (uint32_t sc = 0; sc < pl->num_scopes; sc++) {
     size_t m = 0;
     for (size_t j = 0; j < K; j++) {
       const uint32_t b = pl->scope[sc * K + j];
       if (b == BATTN_EMPTY) continue;
-      if (b >= pl->num_buckets || (uint64_t)pl->bucket_start[b] + pl->bucket_count[b] > rows) {
-        free(in_scope);
-        return hx_errf(err, HX_EINVAL, "flash3d attention: scope %u names bucket %u outside the %zu rows", sc, b, rows);
-      }
-      if (in_scope[b]) {
-        free(in_scope);
-        return hx_errf(err, HX_EINVAL, "flash3d attention: bucket %u is in two scopes (scope %u the second)", b, sc);
+      const char *bad = b >= pl->num_buckets || (uint64_t)pl->bucket_start[b] + pl->bucket_count[b] > rows
+                            ? "outside the rows"
+                        : in_scope[b] ? "in two scopes"
+                                      : NULL;
+      for (uint32_t r = 0; !bad && r < pl->bucket_count[b]; r++)
+        if (row_in[pl->bucket_start[b] + r]++) bad = "overlapping another bucket";
+      if (bad) {
+        free(in_scope), free(row_in);
+        return hx_errf(err, HX_EINVAL, "flash3d attention: bucket %u of scope %u is %s (%zu rows)", b, sc, bad, rows);
       }
       in_scope[b] = 1;
       m += pl->bucket_count[b];
     }
     cap = max_sz(cap, m);
   }
-  free(in_scope);
+  free(in_scope), free(row_in);
   const size_t units = (size_t)pl->num_scopes * (size_t)H;
   if (units == 0) return HX_OK;
   unsigned char *oom = calloc(units, 1);

@@ -484,6 +484,8 @@ static void test_calibration(void **state) {
       {CAL_HEAD "key,a,b,v1,lidar,100,1,time,3,nan\nend,1\n", "record 6"},
       {CAL_HEAD "key,a,b,v1,lidar,100,1,time,3,-0.1\nend,1\n", "record 6"},
       {CAL_HEAD "key,a,b,v1,lidar,x,1,time,3,0.1\nend,1\n", "record 6"},
+      {CAL_HEAD "key,a,b,v1,lidar, 100,1,time,3,0.1\nend,1\n", "record 6"},
+      {CAL_HEAD "key,a,b,v1,lidar,100,1,time,3,0.1\nend, 1\n", "the end record counts  1 keys"},
       {CAL_HEAD "key,a,b,v1,lidar,100,1,time,4,0.1\nend,1\n", "a key of 4 runs in a calibration of 3"},
       {CAL_HEAD "key,a,b,v1,lidar,100,1,time,3,5.34\nend,1\n", "more than 3 runs can give"},
       {CAL_HEAD "what,a\nend,0\n", "record 6"},

@@ -439,6 +439,10 @@ static void test_damaged_runs(void **state) {
        "results.csv:2: bandwidth -1e9 B/s is negative"},
       {"results.csv", HX_RESULTS_HEADER "\nlidar,18446744073709551615,1,flash3d,a,v1,time_median,1,ms\n",
        "results.csv:2: n_points 18446744073709551615 is more than any cloud"},
+      {"results.csv", HX_RESULTS_HEADER "\nlidar, 100000,1,flash3d,a,v1,time_median,1,ms\n", "results.csv:2: bad number"},
+      {"results.csv", HX_RESULTS_HEADER "\nlidar,+100000,1,flash3d,a,v1,time_median,1,ms\n", "results.csv:2: bad number"},
+      {"context.csv", "key,value\nstatus,complete\nschema_version,1\ncases_total, 2\ncases_done,2\n",
+       "context.csv: cases_total \" 2\" is not a count of cases"},
       {"context.csv", "key,value\nstatus,complete\nschema_version,1\ncases_total,abc\ncases_done,1\n",
        "context.csv: cases_total \"abc\" is not a count of cases"},
       {"context.csv", "key,value\nstatus,complete\nschema_version,1\ncases_total,2\ncases_done,-1\n",
@@ -489,6 +493,8 @@ static void test_printable(void **state) {
   assert_string_equal(out, "ab\xc2\xb2");
   hx_str_printable(out, 6, "ab\x1b"); /* an escape does not fit whole: left out */
   assert_string_equal(out, "ab");
+  hx_str_printable(out, sizeof out, "a\x9b" "b\xc2" "c\xe2\x82\xac"); /* a raw C1 byte, a lead byte cut short, a euro */
+  assert_string_equal(out, "a\\x9bb\\xc2c\xe2\x82\xac");
   char *keys[2] = {"status", "status_reason"}, *vals[2] = {"failed", "x\x1b]0;owned\x07y"};
   hx_run r;
   memset(&r, 0, sizeof r);

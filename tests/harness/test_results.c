@@ -266,6 +266,22 @@ static void test_results_commit(void **state) {
   hx_key bad = key_a;
   bad.kernel = NULL;
   assert_int_equal(hx_results_add(r, &bad, "x", 1.0, "ms", NULL), HX_EINVAL);
+  /* what hx_run_load would refuse is refused as it is written: a negative time, size or rate, a cloud past 10^12
+   * points; a ratio may be negative */
+  hx_err e;
+  assert_int_equal(hx_results_add(r, &key_a, "time_median", -1.5, "ms", &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "-1.5 ms is negative"));
+  const double neg[] = {1.0, -2.0};
+  assert_int_equal(hx_results_add_samples(r, &key_a, "time", neg, 2, "ms", NULL), HX_EINVAL);
+  assert_int_equal(hx_results_add(r, &key_a, "bandwidth", -1.0, "GB/s", NULL), HX_EINVAL);
+  bad = key_a;
+  bad.n_points = HX_MAX_POINTS + 1;
+  assert_int_equal(hx_results_add(r, &bad, "time_median", 1.0, "ms", &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "is more than any cloud"));
+  assert_int_equal(hx_unit_is_rate("GB/s"), 1);
+  assert_int_equal(hx_unit_is_rate("ms/step"), 0);
+  assert_int_equal(hx_unit_not_negative("ms/step"), 0);
+  assert_int_equal(hx_unit_not_negative("ratio"), 0);
   assert_false(exists(dir, "results.csv"));
   assert_int_equal(hx_results_commit(r, NULL), HX_OK);
   assert_false(exists(dir, "INCOMPLETE"));

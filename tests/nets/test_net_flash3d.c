@@ -183,7 +183,15 @@ static void test_attention(void **state) {
   uint32_t two[4] = {0, 2, 0, 3};
   battn_plan bad = {10, 2, 2, start, (uint32_t *)counts, two, 17, 34};
   assert_int_equal(net_flash3d_attn_cpu(o, f, rows, H, D, &bad, &err), HX_EINVAL);
-  assert_non_null(strstr(err.msg, "bucket 0 is in two scopes"));
+  assert_non_null(strstr(err.msg, "bucket 0 of scope 1 is in two scopes"));
+  /* buckets whose rows overlap (battn_validate's rule too) are refused: two units would write the same rows */
+  uint32_t ov_start[10];
+  memcpy(ov_start, start, sizeof ov_start);
+  ov_start[2] = 1; /* bucket 2's 17 rows from row 1: rows 1-4 are bucket 0's */
+  uint32_t sep[4] = {0, 1, 2, 3};
+  battn_plan ov = {10, 2, 2, ov_start, (uint32_t *)counts, sep, 17, 34};
+  assert_int_equal(net_flash3d_attn_cpu(o, f, rows, H, D, &ov, &err), HX_EINVAL);
+  assert_non_null(strstr(err.msg, "bucket 2 of scope 1 is overlapping another bucket"));
   free(h), free(ho), free(f), free(o), free(lse);
 }
 

@@ -142,6 +142,13 @@ static void test_patch_attention(void **state) {
     worst = fmax(worst, fabs((double)o[k] - ref) / (1.0 + fabs(ref)));
   }
   assert_true(worst < 1e-3); /* fp16 rounding of the reference's output: 2^-11 relative */
+  /* the (patch, head) units run over the CPUs: each patch on its own gives the same bits as all of them at once */
+  float *o1 = malloc(sum_p * (size_t)C * sizeof *o1);
+  memset(o1, 0xff, sum_p * (size_t)C * sizeof *o1);
+  for (size_t p = 0; p + 1 < n_cu; p++)
+    assert_int_equal(net_ptv3_patch_attn_cpu(o1, qkv, cu + p, 1, H, D, scale, NULL), HX_OK);
+  assert_memory_equal(o, o1, sum_p * (size_t)C * sizeof *o);
+  free(o1);
   /* a patch boundary matters: attention over the whole cloud instead gives a different result */
   const int32_t whole[3] = {0, 192, (int32_t)sum_p};
   float *o2 = malloc(sum_p * (size_t)C * sizeof *o2);
