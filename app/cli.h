@@ -117,6 +117,11 @@ int f3d_out_discard(FILE *f, char *tmp, int rc);
  * writable directory). Checked before any work, so a typo in the path or an unwritable folder costs no run (the
  * save creates DIR at its end). HX_OK, or the reason in err, starting with DIR. */
 hx_status f3d_save_dir_check(const char *dir, hx_err *err);
+/* s for a message: whole up to 120 bytes, else "..." and its last 117 (from a whole UTF-8 character), the end being
+ * what tells a long path from its parent; so the reason after it is never cut. Returns s or buf. */
+const char *f3d_cut_path(char buf[128], const char *s);
+/* The folder path is in, into out: "a/b/" -> "a", "b" -> ".", "/b" -> "/". */
+void f3d_parent_dir(char *out, size_t cap, const char *path);
 
 /* A save of several files into a folder, all or none (`net --save`, `attn --save`): f3d_stage_open creates DIR when
  * missing and a staging folder inside it (DIR/.TAG-save.XXXXXX, mkdtemp); each file is written at the path

@@ -307,9 +307,17 @@ int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
   return 0;
 }
 
-/* s for a message: whole up to 120 bytes, else "..." and its last 117 (from a whole UTF-8 character), the end being
- * what tells a long path from its parent; so the reason after it is never cut */
-static const char *cut_path(char buf[128], const char *s) {
+void f3d_parent_dir(char *out, size_t cap, const char *path) {
+  snprintf(out, cap, "%s", path);
+  size_t n = strlen(out);
+  while (n > 1 && out[n - 1] == '/') out[--n] = '\0'; /* "out/" names "out" */
+  char *slash = strrchr(out, '/');
+  if (!slash) snprintf(out, cap, ".");
+  else if (slash == out) out[1] = '\0';
+  else *slash = '\0';
+}
+
+const char *f3d_cut_path(char buf[128], const char *s) {
   const size_t n = strlen(s);
   if (n <= 120) return s;
   const char *t = s + n - 117;
@@ -321,7 +329,7 @@ static const char *cut_path(char buf[128], const char *s) {
 hx_status f3d_save_dir_check(const char *dir, hx_err *err) {
   struct stat st;
   char db[128], pb[128];
-  const char *d = cut_path(db, dir);
+  const char *d = f3d_cut_path(db, dir);
   if (!dir[0]) return hx_errf(err, HX_EINVAL, "an empty directory name");
   if (stat(dir, &st) == 0) {
     if (!S_ISDIR(st.st_mode)) return hx_errf(err, HX_EINVAL, "%s: not a directory", d);
@@ -331,17 +339,11 @@ hx_status f3d_save_dir_check(const char *dir, hx_err *err) {
   if (errno != ENOENT) return hx_errf(err, HX_EIO, "%s: %s", d, strerror(errno));
   if (lstat(dir, &st) == 0) return hx_errf(err, HX_EINVAL, "%s: a link to nothing (mkdir would fail)", d);
   char parent[4096];
-  snprintf(parent, sizeof parent, "%s", dir);
-  size_t n = strlen(parent);
-  while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0'; /* "out/" names "out" */
-  char *slash = strrchr(parent, '/');
-  if (!slash) snprintf(parent, sizeof parent, ".");
-  else if (slash == parent) parent[1] = '\0';
-  else *slash = '\0';
+  f3d_parent_dir(parent, sizeof parent, dir);
   if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
-    return hx_errf(err, HX_EIO, "%s: its parent %s is not an existing directory", d, cut_path(pb, parent));
+    return hx_errf(err, HX_EIO, "%s: its parent %s is not an existing directory", d, f3d_cut_path(pb, parent));
   if (access(parent, W_OK | X_OK) != 0)
-    return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", d, cut_path(pb, parent), strerror(errno));
+    return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", d, f3d_cut_path(pb, parent), strerror(errno));
   return HX_OK;
 }
 

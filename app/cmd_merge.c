@@ -110,15 +110,16 @@ int f3d_cmd_merge(int argc, char **argv) {
     f3d_fail("merge", "%s already exists: merge writes a new directory", outd);
     return 1;
   }
-  { /* OUT's folder must exist: merge makes OUT only (the temporary beside it would fail naming itself) */
+  { /* OUT's folder must exist and take a new entry: merge makes OUT only (its temporary would fail naming itself) */
     char parent[4096];
-    const char *slash = strrchr(outd, '/');
-    if (!slash) snprintf(parent, sizeof parent, ".");
-    else if (slash == outd) snprintf(parent, sizeof parent, "/");
-    else snprintf(parent, sizeof parent, "%.*s", (int)(slash - outd), outd);
+    f3d_parent_dir(parent, sizeof parent, outd);
     if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
       f3d_fail("merge", "-o %s: %s is not an existing folder (merge makes OUT, not the folders above it)", outd, parent);
       return 2;
+    }
+    if (access(parent, W_OK | X_OK) != 0) {
+      f3d_fail("merge", "-o %s: cannot create it in %s: %s", outd, parent, strerror(errno));
+      return 1;
     }
   }
   hx_tmp_path(tmp, sizeof tmp, outd);

@@ -278,21 +278,21 @@ static hx_status stage_files(f3d_stage *st, void *arg, hx_err *err) {
 /* --save DIR's own limits, checked with the options: a file of the save is staged at
  * DIR/.net-save.XXXXXX/<name of up to 39 bytes>.tmp.<pid>, 17 + 1 + 39 + 15 + NUL = 73 bytes past DIR, which
  * must all fit PATH_MAX (4096) and f3d_stage's dir[4096]: DIR up to 4000 bytes, each of its components up to
- * NAME_MAX (255). The message quotes at most DIR's first 60 bytes, so the reason always fits hx_err's 512. */
-enum { SAVE_DIR_MAX = 4000, SAVE_NAME_MAX = 255, SAVE_QUOTE = 60 };
+ * NAME_MAX (255). The message quotes DIR by f3d_cut_path, so the reason always follows it whole. */
+enum { SAVE_DIR_MAX = 4000, SAVE_NAME_MAX = 255 };
 static int save_dir_usable(const char *dir) {
   const size_t n = strlen(dir);
-  const int q = n > SAVE_QUOTE ? SAVE_QUOTE : (int)n;
-  const char *more = n > SAVE_QUOTE ? "..." : "";
+  char qb[128];
+  const char *q = f3d_cut_path(qb, dir);
   if (n == 0) return f3d_fail("net", "--save '': an empty path (name the directory to write into)"), 0;
   if (n > SAVE_DIR_MAX)
-    return f3d_fail("net", "--save '%.*s%s': a path too long (%zu bytes; at most %d, so its files can be named "
-                    "inside it)", q, dir, more, n, SAVE_DIR_MAX), 0;
+    return f3d_fail("net", "--save '%s': a path too long (%zu bytes; at most %d, so its files can be named inside it)",
+                    q, n, SAVE_DIR_MAX), 0;
   for (const char *c = dir; *c;) {
     const size_t len = strcspn(c, "/");
     if (len > SAVE_NAME_MAX)
-      return f3d_fail("net", "--save '%.*s%s': a path too long: a component of %zu bytes (at most %d)", q, dir, more,
-                      len, SAVE_NAME_MAX), 0;
+      return f3d_fail("net", "--save '%s': a path too long: a component of %zu bytes (at most %d)", q, len,
+                      SAVE_NAME_MAX), 0;
     c += len + (c[len] == '/');
   }
   return 1;

@@ -26,7 +26,8 @@
  *   context,<key>,<value>                             (the context every calibration run shared, each key once)
  *   key,<pipeline>,<kernel>,<variant>,<workload>,<n_points>,<batch>,<metric>,<runs>,<aa_sigma>   (at least one)
  *   end,<keys>                                        (last: a file cut at a line boundary lacks it or miscounts)
- * Format 2 had no end record, so a calibration cut short read as one with fewer keys, those gated without it.
+ * With the end record a file cut anywhere is refused, never read as a calibration of fewer keys (the others then
+ * gated without their A/A term); formats without it are refused for that reason.
  */
 #include "harness/harness.h"
 

@@ -452,6 +452,19 @@ static void test_calibration(void **state) {
   assert_non_null(strstr(e.msg, "different devices"));
   hx_run_free(&runs[0]);
   hx_run_free(&runs[1]);
+  /* runs whose keys have too few samples to gate calibrate nothing: refused, no file written */
+  key_spec few[1] = {{"ptv3", "serialize", "v2", 0.1, 1.0, 0.01, 0.0, 9, 0, HX_COMPARE_MIN_SAMPLES - 1}};
+  make_run("few-a", "NVIDIA H100", few, 1, 3000.0, 700.0, 71);
+  make_run("few-b", "NVIDIA H100", few, 1, 3000.0, 700.0, 72);
+  load(&runs[0], "few-a");
+  load(&runs[1], "few-b");
+  char few_cal[512];
+  snprintf(few_cal, sizeof few_cal, "%s/few.cal", root);
+  assert_int_equal(hx_gate_calibrate(runs, 2, few_cal, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "nothing to calibrate"));
+  assert_int_equal(access(few_cal, F_OK), -1);
+  hx_run_free(&runs[0]);
+  hx_run_free(&runs[1]);
   /* a calibration written by hand in format 3 loads: the records the damaged ones below break */
 #define CAL_HEAD "f3dbench-gate-calibration,3,3\nrun,a\nrun,b\nrun,c\ncontext,device,H200\n"
 #define CAL_KEY "key,a,b,v1,lidar,100,1,time,3,0.1\n"
