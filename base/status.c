@@ -27,7 +27,7 @@ int hx_parse_dec_u64(const char *s, uint64_t max, uint64_t *out) {
   for (; *s; s++) {
     if (*s < '0' || *s > '9') return -1;
     const uint64_t d = (uint64_t)(*s - '0');
-    if (v > (max - d) / 10) return -1;
+    if (d > max || v > (max - d) / 10) return -1; /* 10 v + d > max, without wrapping */
     v = 10 * v + d;
   }
   *out = v;

@@ -476,6 +476,27 @@ static void test_damaged_runs(void **state) {
   assert_non_null(strstr(e.msg, "not a directory"));
 }
 
+/* hx_parse_dec_u64, the counts' one parser (run files, calibrations, the command line): digits only, up to max. */
+static void test_parse_dec(void **state) {
+  (void)state;
+  uint64_t v = 7;
+  assert_int_equal(hx_parse_dec_u64("0", UINT64_MAX, &v), 0);
+  assert_true(v == 0);
+  assert_int_equal(hx_parse_dec_u64("18446744073709551615", UINT64_MAX, &v), 0);
+  assert_true(v == UINT64_MAX);
+  static const char *const bad[] = {"18446744073709551616", "99999999999999999999", " 1", "+1", "-1", "1 ", "0x10",
+                                    "1e3", "", "1.0"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    v = 7;
+    if (hx_parse_dec_u64(bad[i], UINT64_MAX, &v) != -1 || v != 7) fail_msg("'%s' taken as %llu", bad[i], (unsigned long long)v);
+  }
+  assert_int_equal(hx_parse_dec_u64("5", 5, &v), 0);
+  assert_int_equal(hx_parse_dec_u64("7", 5, &v), -1); /* a digit above a small max */
+  assert_int_equal(hx_parse_dec_u64("10", 9, &v), -1);
+  assert_int_equal(hx_parse_dec_u64("1000000", 1000000, &v), 0);
+  assert_int_equal(hx_parse_dec_u64("1000001", 1000000, &v), -1);
+}
+
 /* A value read from a file reaches stderr printable: every error message (hx_errf) and an incomplete run's reason
  * show control bytes and UTF-8 C1 controls as \xNN, keep other UTF-8 whole, and cut at a whole character. */
 static void test_printable(void **state) {
@@ -545,6 +566,7 @@ int main(void) {
       cmocka_unit_test(test_record_measurement),
       cmocka_unit_test(test_damaged_runs),
       cmocka_unit_test(test_printable),
+      cmocka_unit_test(test_parse_dec),
       cmocka_unit_test(test_not_regular_files),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
