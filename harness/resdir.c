@@ -114,10 +114,9 @@ static hx_status parse_u64(const char *s, uint64_t *out) {
   return hx_parse_dec_u64(s, UINT64_MAX, out) == 0 ? HX_OK : HX_EFORMAT;
 }
 
-/* A finite decimal number: the writer refuses NaN and infinities (README, results/README.md), so one in a
- * file is damage or a hand edit, and it would poison every mean, ratio and test computed from it. */
-/* Decimal only, as the writers print (%.17g): strtod alone would also take blanks, hexadecimal ("0x10" = 16),
- * "infinity" and "nan". */
+/* A finite decimal number, as the writers print it (%.10g): they refuse NaN and infinities (README,
+ * results/README.md), so one in a file is damage or a hand edit, and it would poison every mean, ratio and test
+ * computed from it; strtod alone would also take blanks, hexadecimal ("0x10" = 16), "infinity" and "nan". */
 static hx_status parse_double(const char *s, double *out) {
   char *end;
   const char *d = s + (s[0] == '-' || s[0] == '+');
@@ -128,7 +127,6 @@ static hx_status parse_double(const char *s, double *out) {
   *out = v;
   return HX_OK;
 }
-
 
 /* Open a CSV file for reading with a line buffer of RD_LINE bytes (the caller frees it and closes f). Only a
  * regular file is read (hx_fopen_regular: a FIFO, a socket or a device is refused, "not a regular file", instead

@@ -376,8 +376,8 @@ static hx_status check_value(const hx_key *k, const char *metric, double v, cons
 hx_status hx_results_add(hx_results *r, const hx_key *k, const char *metric, double value,
                          const char *unit, hx_err *err) {
   hx_status cs = check_row(r, k, metric, unit, err);
+  if (cs == HX_OK) cs = check_value(k, metric, value, unit, err);
   if (cs != HX_OK) return cs; /* caller error: reported in err, not traced */
-  HX_TRY(check_value(k, metric, value, unit, err));
   FILE *f = r->rows;
   if (write_key(f, k) || hx_csv_field(f, metric) || fprintf(f, ",%.10g,", value) < 0 || hx_csv_field(f, unit) ||
       putc('\n', f) == EOF)
@@ -388,8 +388,8 @@ hx_status hx_results_add(hx_results *r, const hx_key *k, const char *metric, dou
 hx_status hx_results_add_samples(hx_results *r, const hx_key *k, const char *metric, const double *v,
                                  size_t n, const char *unit, hx_err *err) {
   hx_status cs = check_row(r, k, metric, unit, err);
+  for (size_t i = 0; i < n && cs == HX_OK; i++) cs = check_value(k, metric, v[i], unit, err);
   if (cs != HX_OK) return cs; /* caller error: reported in err, not traced */
-  for (size_t i = 0; i < n; i++) HX_TRY(check_value(k, metric, v[i], unit, err));
   FILE *f = r->samples;
   for (size_t i = 0; i < n; i++)
     if (write_key(f, k) || hx_csv_field(f, metric) || fprintf(f, ",%zu,%.10g,", i, v[i]) < 0 ||
