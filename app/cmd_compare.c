@@ -8,12 +8,14 @@
  * docs/measurement.md, "Regression gate", has the rule and the CI recipe.
  */
 #include "app/cli.h"
+#include "app/stop.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -226,11 +228,25 @@ int f3d_cmd_compare(int argc, char **argv) {
       rc = 2;
     }
   }
+  /* --csv FILE is written whole when the gate reaches a verdict (exit 0 or 1), through a temporary and a rename; on
+   * any other exit an existing FILE is left as it was. Its folder is checked first, so a typo costs no gate. */
   FILE *csv = NULL;
+  char *csv_mem = NULL;
+  size_t csv_len = 0;
+  const int csv_file = csv_path && strcmp(csv_path, "-") != 0;
+  if (rc == 0 && csv_file) {
+    char parent[4096];
+    f3d_parent_dir(parent, sizeof parent, csv_path);
+    struct stat ps;
+    if (!csv_path[0] || stat(parent, &ps) != 0 || !S_ISDIR(ps.st_mode) || access(parent, W_OK | X_OK) != 0) {
+      fprintf(stderr, "f3dbench: compare: --csv '%s': %s is not a folder this user can write in\n", csv_path, parent);
+      rc = 2;
+    }
+  }
   if (rc == 0 && csv_path) {
-    csv = strcmp(csv_path, "-") == 0 ? stdout : fopen(csv_path, "w");
+    csv = csv_file ? open_memstream(&csv_mem, &csv_len) : stdout;
     if (!csv) {
-      fprintf(stderr, "f3dbench: compare: --csv %s: cannot write\n", csv_path);
+      fprintf(stderr, "f3dbench: compare: --csv %s: no memory\n", csv_path);
       rc = 2;
     }
     go.csv = csv;
@@ -269,9 +285,22 @@ int f3d_cmd_compare(int argc, char **argv) {
       }
     }
   }
-  if (csv && csv != stdout && fclose(csv) != 0 && rc != 2) {
-    fprintf(stderr, "f3dbench: compare: --csv %s: write failed\n", csv_path);
-    rc = 2;
+  if (csv && csv != stdout) {
+    const int mem_ok = fclose(csv) == 0;
+    if (rc != 2 && !mem_ok) {
+      fprintf(stderr, "f3dbench: compare: --csv %s: no memory\n", csv_path);
+      rc = 2;
+    } else if (rc != 2) {
+      char tmp[4200]; /* hx_write_file_atomic's temporary: removed if a signal ends the program (stop.h) */
+      hx_tmp_path(tmp, sizeof tmp, csv_path);
+      (void)f3d_tmp_add(tmp, F3D_TMP_FILE);
+      if (hx_write_file_atomic(csv_path, csv_mem, csv_len, &err) != HX_OK) {
+        fprintf(stderr, "f3dbench: compare: --csv: %s\n", err.msg);
+        rc = 2;
+      }
+      f3d_tmp_drop(tmp);
+    }
+    free(csv_mem);
   }
   if (have_calib) hx_gate_calib_free(&calib);
   hx_run_free(&base);

@@ -12,12 +12,15 @@
 #include "app/stop.h"
 #include "workloads/workloads.h"
 
+/* the sweep's largest size (cmd_sweep.c SWEEP_MAX_POINTS): a cloud past it is a typo, not a workload */
+#define GEN_MAX_POINTS 100000000ull
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: f3dbench gen --out FILE.ply|FILE.bin [--kind K] [--points N] [--seed S] [--voxel V]\n"
           "Write a synthetic point cloud (binary little-endian PLY, or KITTI-style .bin of 4 float32).\n"
           "  -k, --kind K     lidar (default), uniform, indoor, clusters\n"
-          "  -n, --points N   point count, k/M suffixes allowed (default 100k)\n"
+          "  -n, --points N   point count up to 100M, k/M suffixes allowed (default 100k)\n"
           "  -s, --seed S     seed (default 1); the same (kind, points, seed, voxel) gives the same file\n"
           "  -x, --voxel V    deduplicate at voxel size V metres and keep exactly N points\n"
           "                   (`sweep` uses 0.05, so --voxel 0.05 --seed S reproduces its first cloud)\n"
@@ -50,8 +53,8 @@ int f3d_cmd_gen(int argc, char **argv) {
       }
       break;
     case 'n':
-      if (f3d_parse_count(optarg, &points) != 0 || points == 0) {
-        f3d_fail("gen", "--points '%s': expected a positive count such as 100000 or 100k", optarg);
+      if (f3d_parse_count(optarg, &points) != 0 || points == 0 || points > GEN_MAX_POINTS) {
+        f3d_fail("gen", "--points '%s': expected a positive count up to 100M, such as 100000 or 100k", optarg);
         return 2;
       }
       break;
@@ -103,8 +106,11 @@ int f3d_cmd_gen(int argc, char **argv) {
     hx_tmp_path(tmp, sizeof tmp, dest);
     (void)f3d_tmp_add(tmp, F3D_TMP_FILE);
   }
-  err.status = HX_OK; /* the writer resolves the path again and says why it cannot write */
-  err.msg[0] = '\0';
+  if (st == HX_OK) { /* the writer resolves the path again and says why it cannot write; a failed generation's
+                      * message stays */
+    err.status = HX_OK;
+    err.msg[0] = '\0';
+  }
   if (st == HX_OK) st = ply ? wl_write_ply(&cloud, out, &err) : wl_write_bin(&cloud, out, &err);
   if (tmp[0]) f3d_tmp_drop(tmp);
   if (st != HX_OK) {

@@ -63,6 +63,8 @@ static int pool_cli_run(pool_cli *s, char **inputs, uint32_t B, psh_params *p, u
   if (!s->off) return f3d_fail("pool", "out of memory"), 1;
   for (uint32_t b = 0; b <= B; b++) s->off[b] = (uint32_t)s->batch.offset[b];
   if (psh_params_check(p, s->off, B, &err) != HX_OK) return f3d_fail_msg("pool", err.msg), 2;
+  const psh_in span = {s->batch.xyz, s->off, B, n};
+  if (psh_span_check(&span, p->voxel, &err) != HX_OK) return f3d_fail_msg("pool", err.msg), 1;
   const size_t nbt = (size_t)B * p->nb, max_out = (size_t)n / 2 + nbt + 1;
   s->bucket = malloc((size_t)n * 4 + 4), s->offset = malloc((size_t)n * 4 + 4), s->slot = malloc((size_t)n * 4 + 4);
   s->perm = malloc((size_t)n * 4 + 4), s->count = malloc(nbt * 4 + 4), s->start = malloc(nbt * 4 + 4);

@@ -444,7 +444,8 @@ hx_status f3d_pipe_flash3d(f3d_ctx *ctx, hx_err *err) {
   }
   psh_in in = {bt->xyz, off, bt->b, (uint32_t)bt->n};
   f3d_table def = {NULL, NULL};
-  hx_status st = run_case(ctx, &in, nmax, &def, err);
+  hx_status st = psh_span_check(&in, (float)ctx->c.voxel, err); /* a recorded cloud past the hashes' grid */
+  if (st == HX_OK) st = run_case(ctx, &in, nmax, &def, err);
   if (st == HX_OK) st = run_attention(ctx, &in, nmax, &def, err);
   free(def.start), free(def.count);
   free(off);

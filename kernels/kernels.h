@@ -237,6 +237,11 @@ typedef struct psh_in {
   uint32_t n;
 } psh_in;
 
+/* Each cloud of in (host pointers) within the voxel grid the hashes index: at most 2^21 - 1 voxels of `voxel` m along
+ * every axis from its lowest point (105 km at 5 cm). Past it every hash would fold the far points into the last
+ * voxel; HX_EINVAL naming the cloud, the axis and its span. */
+hx_status psh_span_check(const psh_in *in, float voxel, hx_err *err);
+
 /* Outputs (host pointers for *_cpu, device pointers for GPU variants). xyz may be NULL. So may bucket and offset
  * together for the GPU variants and the floor (psh_run_cpu and psh_check need them): the per-point pair is then
  * not an output, since slot and the bucket table imply it (psh_bo_from_slot_cpu); a variant keeps what it needs of

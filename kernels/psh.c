@@ -76,6 +76,24 @@ hx_status psh_params_check(const psh_params *p, const uint32_t *cloud_offset, ui
   return HX_OK;
 }
 
+hx_status psh_span_check(const psh_in *in, float voxel, hx_err *err) {
+  if (!(voxel > 0.0f) || !isfinite(voxel)) return hx_errf(err, HX_EINVAL, "psh: voxel size must be positive");
+  for (uint32_t c = 0; c < in->nclouds; c++) {
+    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (uint32_t i = in->cloud_offset[c]; i < in->cloud_offset[c + 1]; i++)
+      for (int d = 0; d < 3; d++) {
+        const float x = in->xyz[3 * (size_t)i + (size_t)d];
+        lo[d] = x < lo[d] ? x : lo[d], hi[d] = x > hi[d] ? x : hi[d];
+      }
+    for (int d = 0; d < 3 && in->cloud_offset[c + 1] > in->cloud_offset[c]; d++)
+      if (floorf((hi[d] - lo[d]) / voxel) >= (float)PSH_VOX_MAX)
+        return hx_errf(err, HX_EINVAL, "psh: cloud %u spans %.0f m along %c: more than %u voxels of %g m, the hashes' "
+                       "grid (a larger voxel, or the cloud cut into parts)", c, (double)(hi[d] - lo[d]), "xyz"[d],
+                       PSH_VOX_MAX, (double)voxel);
+  }
+  return HX_OK;
+}
+
 uint64_t psh_morton3(uint32_t vx, uint32_t vy, uint32_t vz) { return psh_morton(vx, vy, vz); }
 
 uint32_t psh_hash_voxel(psh_hash h, uint32_t vx, uint32_t vy, uint32_t vz, uint32_t bits, uint32_t nb) {

@@ -413,6 +413,11 @@ hx_status net_flash3d_shape_get(net_f3d_shape *s, const net_config *cfg, const n
       ls->psh.seed = hx_rng_u64(in->seed, NET_F3D_SEED_STREAM, (uint64_t)l);
       ls->nb = ls->psh.nb, ls->scope = K, ls->max_bucket = S;
       st = psh_params_check(&ls->psh, NULL, in->B, err);
+      for (uint32_t c = 0; l == 0 && c < in->B && st == HX_OK; c++) { /* deeper levels' voxels are larger */
+        const uint32_t off[2] = {0, (uint32_t)(in->offset[c + 1] - in->offset[c])};
+        const psh_in one = {in->xyz + 3 * in->offset[c], off, 1, off[1]};
+        st = in->xyz ? psh_span_check(&one, ls->psh.voxel, err) : HX_OK;
+      }
     } else { /* fixed windows of S rows over the cloud's pooled rows (nl_windows_cpu), enough for its bound */
       const size_t w = (ls->max_cloud + S - 1) / S;
       ls->nb = w ? (uint32_t)w : 1u, ls->scope = K, ls->max_bucket = S;

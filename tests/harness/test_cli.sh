@@ -98,6 +98,13 @@ expect 2 "$BIN" serialize --out "$T/ser.csv" --orders z,foo "$T/none.ply"
 grep -q "^f3dbench: serialize: --orders: unknown order 'foo'" "$T/err" || fail "serialize --orders foo: $(cat "$T/err")"
 expect 2 "$BIN" serialize --out "$T/ser.csv" --grid x "$T/none.ply"
 grep -q "^f3dbench: serialize: --grid 'x'" "$T/err" || fail "serialize --grid x: $(cat "$T/err")"
+# a cloud past the hashes' grid (2^21 voxels an axis) is refused by name, not folded into the last voxel
+printf -- '-100000 0 0\n1 1 1\n100000 0 0\n' >"$T/far.xyz"
+for c in psh pool; do
+  expect 1 "$BIN" $c --out "$T/far.csv" "$T/far.xyz"
+  grep -q "spans 200000 m along x: more than 2097151 voxels of 0.05 m" "$T/err" || fail "$c on a far cloud: $(cat "$T/err")"
+  [ -e "$T/far.csv" ] && fail "$c on a far cloud left $T/far.csv"
+done
 for c in serialize psh pool; do
   expect 1 "$BIN" $c --out "$T/ser.csv" "$T/none.ply"
   grep -q "^f3dbench: $c: $T/none.ply: cannot open" "$T/err" || fail "$c on a missing input: $(cat "$T/err")"
@@ -145,6 +152,11 @@ fi
 expect 2 "$BIN" gen
 grep -q '^f3dbench: gen: ' "$T/err" || fail "gen without --out: $(cat "$T/err")"
 expect 2 "$BIN" gen --out "$T/x.ply" --points abc
+expect 2 "$BIN" gen --out "$T/x.ply" --points 2e9 # past the sweep's largest size
+# a generation that fails says why (the message was dropped for the bare status)
+expect 1 "$BIN" gen --out "$T/x.ply" --voxel 100 --points 100
+grep -q "^f3dbench: gen: make_exact: lidar gives only .* unique voxels" "$T/err" || fail "gen at voxel 100: $(cat "$T/err")"
+[ -e "$T/x.ply" ] && fail "a failed gen left $T/x.ply"
 expect 2 "$BIN" gen --out "$T/x.txt"
 expect 0 "$BIN" gen --kind uniform --points 2000 --voxel 0.05 --seed 3 --out "$T/u.ply"
 [ -s "$T/u.ply" ] || fail "gen wrote no file"

@@ -90,6 +90,12 @@ expect 1 "$BIN" compare --csv "$T/gate.csv" "$R/base" "$R/slow"
   fail "--csv header: $(head -n 1 "$T/gate.csv")"
 [ "$(wc -l <"$T/gate.csv")" -eq 3 ] || fail "--csv rows: $(cat "$T/gate.csv")"
 grep -q '^ptv3,gather_qkv_C64,v3,lidar,100000,1,time,.*,min,.*,slower$' "$T/gate.csv" || fail "--csv slower row: $(cat "$T/gate.csv")"
+# a compare that reaches no verdict (exit 2) leaves an existing --csv file as it was; a missing folder is named first
+cp "$T/gate.csv" "$T/gate.keep"
+expect 2 "$BIN" compare --csv "$T/gate.csv" --keys 'nothing/*' "$R/base" "$R/slow"
+cmp -s "$T/gate.csv" "$T/gate.keep" || fail "compare --csv with no verdict replaced the file: $(cat "$T/gate.csv")"
+expect 2 "$BIN" compare --csv "$T/no-such/g.csv" "$R/base" "$R/slow"
+grep -q "^f3dbench: compare: --csv '$T/no-such/g.csv': $T/no-such is not a folder" "$T/err" || fail "--csv into a missing folder: $(cat "$T/err")"
 
 # calibration: written from A/A runs, used, refused for another device
 expect 2 "$BIN" compare --calibrate "$T/cal.csv" "$R/base"

@@ -56,6 +56,28 @@ static void test_hash_values(void **state) {
   }
 }
 
+/* psh_span_check: a cloud is refused only past 2^21 - 1 voxels along an axis, naming the cloud and the axis; the span
+ * counts from each cloud's own lowest point, so clouds far apart in one batch are each within it */
+static void test_span_check(void **state) {
+  (void)state;
+  const float v = 0.05f;
+  float xyz[12] = {0, 0, 0, 0, 0, 0, 5e6f, 0, 0, 5e6f, 0, 0};
+  uint32_t off2[3] = {0, 2, 4}, off1[2] = {0, 4};
+  hx_err e;
+  xyz[4] = 104857.0f; /* cloud 0: 2,097,140 voxels along y, inside */
+  psh_in two = {xyz, off2, 2, 4};
+  assert_int_equal(psh_span_check(&two, v, &e), HX_OK);
+  xyz[4] = 104858.0f; /* 2,097,160 voxels: past 2^21 - 1 */
+  assert_int_equal(psh_span_check(&two, v, &e), HX_EINVAL);
+  assert_non_null(strstr(e.msg, "cloud 0 spans 104858 m along y"));
+  xyz[4] = 0.0f;
+  assert_int_equal(psh_span_check(&two, v, &e), HX_OK); /* two clouds 5000 km apart, each a point or two */
+  psh_in one = {xyz, off1, 1, 4};
+  assert_int_equal(psh_span_check(&one, v, &e), HX_EINVAL); /* as one cloud: 5000 km along x */
+  assert_non_null(strstr(e.msg, "along x"));
+  assert_int_equal(psh_span_check(&one, 1e6f, &e), HX_OK); /* at 1000 km voxels it fits */
+}
+
 static void test_hash_names(void **state) {
   (void)state;
   for (int h = 0; h < PSH_HASH_COUNT; h++) {
@@ -1139,7 +1161,7 @@ static void test_params_check(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_hash_values),    cmocka_unit_test(test_hash_names),
+      cmocka_unit_test(test_hash_values),    cmocka_unit_test(test_hash_names),     cmocka_unit_test(test_span_check),
       cmocka_unit_test(test_probe_order),    cmocka_unit_test(test_invariants_kinds),
       cmocka_unit_test(test_exact_capacity), cmocka_unit_test(test_small_and_batch),
       cmocka_unit_test(test_over_capacity),  cmocka_unit_test(test_big_nb),
