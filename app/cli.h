@@ -107,7 +107,7 @@ int f3d_read_batch(struct wl_cloud **clouds, uint32_t *nclouds, struct wl_batch 
  * (*tmp NULL); a symbolic link is followed, the regular file it ends at replaced as above (the temporary beside
  * it, the link kept); a directory is refused. */
 FILE *f3d_out_open(const char *what, const char *path, char **tmp);
-int f3d_out_close(FILE *f, char *tmp, const char *path, int bad);
+int f3d_out_close(const char *what, FILE *f, char *tmp, const char *path, int bad);
 /* Give up on an output opened by f3d_out_open after a failure (already reported): close it, remove the
  * temporary file, free tmp; returns rc. Opening first and discarding on failure lets a command refuse an
  * unwritable path before its work rather than after. */

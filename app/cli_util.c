@@ -247,7 +247,7 @@ FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
   if (in_place || strcmp(path, "-") == 0) {
     if (is_stdout(path)) return stdout;
     FILE *f = fopen(path, "w");
-    if (!f) f3d_fail(path, "cannot open for writing: %s", strerror(errno));
+    if (!f) f3d_fail(what, "%s: cannot open for writing: %s", path, strerror(errno));
     return f;
   }
   size_t cap = strlen(dest) + 32;
@@ -256,8 +256,11 @@ FILE *f3d_out_open(const char *what, const char *path, char **tmp) {
   hx_tmp_path(*tmp, cap, dest);
   (void)f3d_tmp_add(*tmp, F3D_TMP_FILE); /* a signal removes it (stop.h); dropped once renamed or removed */
   FILE *f = fopen(*tmp, "w");
-  if (!f) {
-    f3d_fail(path, "cannot open %s for writing: %s", *tmp, strerror(errno));
+  if (!f) { /* the folder named, not the temporary in it */
+    const int e = errno;
+    char folder[4096];
+    f3d_parent_dir(folder, sizeof folder, dest);
+    f3d_fail(what, "%s: cannot write in %s: %s", path, folder, strerror(e));
     f3d_tmp_drop(*tmp);
     free(*tmp);
     *tmp = NULL;
@@ -278,7 +281,7 @@ int f3d_out_discard(FILE *f, char *tmp, int rc) {
   return rc;
 }
 
-int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
+int f3d_out_close(const char *what, FILE *f, char *tmp, const char *path, int bad) {
   /* the reason of the first failure: a write (ferror, e.g. ENOSPC), the flush in fclose, or the rename */
   int e = bad && ferror(f) ? errno : 0;
   const int e_close = out_finish(f);
@@ -299,8 +302,8 @@ int f3d_out_close(FILE *f, char *tmp, const char *path, int bad) {
     const char *left = tmp ? "nothing written" : "written in place: incomplete";
     if (tmp) remove(tmp);
     free(tmp);
-    return f3d_fail(strcmp(path, "-") == 0 ? "standard output" : path, "%s failed%s%s (%s)", step, e ? ": " : "",
-                    e ? strerror(e) : "", left),
+    return f3d_fail(what, "%s: %s failed%s%s (%s)", strcmp(path, "-") == 0 ? "standard output" : path, step,
+                    e ? ": " : "", e ? strerror(e) : "", left),
            1;
   }
   free(tmp);

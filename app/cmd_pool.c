@@ -232,5 +232,5 @@ int f3d_cmd_pool(int argc, char **argv) {
   int bad = 0;
   rc = pool_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, rho, gpu, variant, pool_variant, f, &bad);
   pool_cli_free(&s);
-  return rc ? f3d_out_discard(f, tmp, rc) : f3d_out_close(f, tmp, out_path, bad);
+  return rc ? f3d_out_discard(f, tmp, rc) : f3d_out_close("pool", f, tmp, out_path, bad);
 }

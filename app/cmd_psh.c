@@ -180,5 +180,5 @@ int f3d_cmd_psh(int argc, char **argv) {
   int bad = 0;
   rc = psh_cli_run(&s, argv + optind, (uint32_t)(argc - optind), &p, gpu, variant, f, &bad);
   psh_cli_free(&s);
-  return rc ? f3d_out_discard(f, tmp, rc) : f3d_out_close(f, tmp, out_path, bad);
+  return rc ? f3d_out_discard(f, tmp, rc) : f3d_out_close("psh", f, tmp, out_path, bad);
 }

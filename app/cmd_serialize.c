@@ -110,7 +110,7 @@ static int ser_run(ser_state *s, char **inputs, uint32_t B, double grid, const s
     for (int r = 0; r < R; r++) fprintf(out, ",%" PRIu64, s->code[(size_t)r * m + k]);
     fputc('\n', out);
   }
-  return f3d_out_close(out, tmp, out_path, ferror(out) != 0);
+  return f3d_out_close("serialize", out, tmp, out_path, ferror(out) != 0);
 }
 
 int f3d_cmd_serialize(int argc, char **argv) {

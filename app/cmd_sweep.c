@@ -198,14 +198,18 @@ static void list_pipelines(FILE *f) {
     }
 }
 
-/* Split a comma list in place; returns the count or -1 when more than cap. */
+/* Split a comma list in place; returns the count, or -1 for more than cap items or an empty one ("a,,b", a comma
+ * first or last, an empty list), which strtok would have skipped without a word. */
 static int split_list(char *s, char **items, int cap) {
   int n = 0;
-  for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
-    if (n == cap) return -1;
-    items[n++] = tok;
+  for (char *p = s;;) {
+    char *c = strchr(p, ',');
+    if (c) *c = '\0';
+    if (!*p || n == cap) return -1;
+    items[n++] = p;
+    if (!c) return n;
+    p = c + 1;
   }
-  return n;
 }
 
 /* Points per cloud a size may ask for: above what any pipeline holds on a 141 GB device (PTv3's forward ~2 GB a
@@ -397,6 +401,10 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       pipes = optarg;
       break;
     case 'o':
+      if (!*optarg) {
+        f3d_fail("sweep", "--out-dir '': an empty path (name the folder the run directory goes in)");
+        return -1;
+      }
       o->out_dir = optarg;
       break;
     case OPT_RUN_ID: /* hx_results_open's rule, checked here so that --check-args refuses what the run would */
@@ -484,10 +492,11 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
   if (!workloads && o->nwl == 0) workloads = "lidar";
   if (workloads) {
     char buf[512], *items[MAX_WORKLOADS];
+    const int fits = strlen(workloads) < sizeof buf; /* a longer list would be cut, not refused */
     snprintf(buf, sizeof buf, "%s", workloads);
-    int n = split_list(buf, items, MAX_WORKLOADS);
+    int n = fits ? split_list(buf, items, MAX_WORKLOADS) : -1;
     if (n <= 0) {
-      f3d_fail("sweep", "--workloads: empty or too long list");
+      f3d_fail("sweep", "--workloads '%.60s%s': an empty item, or too long a list", workloads, fits ? "" : "...");
       return -1;
     }
     for (int i = 0; i < n; i++) {
@@ -508,10 +517,11 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
   if (o->nsizes == 0) parse_sizes(o, "100k..600k:100k");
   if (pipes) {
     char pbuf[1024], *items[MAX_PIPES];
+    const int fits = strlen(pipes) < sizeof pbuf;
     snprintf(pbuf, sizeof pbuf, "%s", pipes);
-    int n = split_list(pbuf, items, MAX_PIPES);
+    int n = fits ? split_list(pbuf, items, MAX_PIPES) : -1;
     if (n <= 0) {
-      f3d_fail("sweep", "--pipelines: empty or too long list");
+      f3d_fail("sweep", "--pipelines '%.60s%s': an empty item, or too long a list", pipes, fits ? "" : "...");
       return -1;
     }
     for (int i = 0; i < n; i++) {

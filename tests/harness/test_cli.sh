@@ -40,6 +40,13 @@ expect 2 "$BIN" sweep --sizes 2k,2k --reps 1 $B --out-dir "$T/res"
 grep -q 'given twice' "$T/err" || fail "sweep with a repeated size: $(cat "$T/err")"
 expect 2 "$BIN" sweep --workloads lidar,lidar --sizes 2k --reps 1 $B --out-dir "$T/res"
 expect 2 "$BIN" sweep --pipelines workload,workload --sizes 2k --reps 1 $B --out-dir "$T/res"
+# an empty item in a list is refused (it was skipped), as is an empty --out-dir (exit 1, naming "results")
+for a in "--sizes 1k,,2k" "--workloads lidar,,uniform" "--pipelines workload," "--workloads ,"; do
+  expect 2 "$BIN" sweep --check-args $a
+done
+grep -q "^f3dbench: sweep: --workloads ',': an empty item" "$T/err" || fail "sweep --workloads ,: $(cat "$T/err")"
+expect 2 "$BIN" sweep --check-args --out-dir ''
+grep -q "^f3dbench: sweep: --out-dir '': an empty path" "$T/err" || fail "sweep --out-dir '': $(cat "$T/err")"
 
 # attn: values that would run nothing, or check nothing, are refused before any work
 expect 2 "$BIN" attn --variant ''
@@ -105,6 +112,17 @@ for c in psh pool; do
   grep -q "spans 200000 m along x: more than 2097151 voxels of 0.05 m" "$T/err" || fail "$c on a far cloud: $(cat "$T/err")"
   [ -e "$T/far.csv" ] && fail "$c on a far cloud left $T/far.csv"
 done
+# an output that cannot be written names the command and the folder, not the temporary
+"$BIN" gen --kind uniform --points 500 --out "$T/small.ply" >/dev/null 2>&1 || fail "gen small.ply"
+for c in serialize psh pool; do
+  expect 1 "$BIN" $c --out "$T/no-such/o.csv" "$T/small.ply"
+  grep -q "^f3dbench: $c: $T/no-such/o.csv: cannot write in $T/no-such: No such file or directory" "$T/err" ||
+    fail "$c --out into a missing folder: $(cat "$T/err")"
+done
+if [ -w /dev/full ]; then
+  expect 1 "$BIN" psh --out /dev/full "$T/small.ply"
+  grep -q "^f3dbench: psh: /dev/full: write failed: No space left on device" "$T/err" || fail "psh --out /dev/full: $(cat "$T/err")"
+fi
 for c in serialize psh pool; do
   expect 1 "$BIN" $c --out "$T/ser.csv" "$T/none.ply"
   grep -q "^f3dbench: $c: $T/none.ply: cannot open" "$T/err" || fail "$c on a missing input: $(cat "$T/err")"
