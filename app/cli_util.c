@@ -310,6 +310,12 @@ int f3d_out_close(const char *what, FILE *f, char *tmp, const char *path, int ba
   return 0;
 }
 
+int f3d_out_folder_ok(const char *path, char *parent, size_t cap) {
+  f3d_parent_dir(parent, cap, path);
+  struct stat ps;
+  return path[0] && stat(parent, &ps) == 0 && S_ISDIR(ps.st_mode) && access(parent, W_OK | X_OK) == 0;
+}
+
 void f3d_parent_dir(char *out, size_t cap, const char *path) {
   snprintf(out, cap, "%s", path);
   size_t n = strlen(out);

@@ -166,6 +166,12 @@ int f3d_cmd_compare(int argc, char **argv) {
       fprintf(stderr, "f3dbench: compare: --calibrate writes a calibration: --baseline and --calibration do not apply\n");
       return 2;
     }
+    char parent[4096]; /* its folder first: the temporary written beside the file would be named instead */
+    if (!f3d_out_folder_ok(calibrate_path, parent, sizeof parent)) {
+      fprintf(stderr, "f3dbench: compare: --calibrate '%s': %s is not a folder this user can write in\n",
+              calibrate_path, parent);
+      return 2;
+    }
     return calibrate(calibrate_path, argv + optind, (size_t)(argc - optind));
   }
   const int npos = baseline ? 1 : 2;
@@ -236,9 +242,7 @@ int f3d_cmd_compare(int argc, char **argv) {
   const int csv_file = csv_path && strcmp(csv_path, "-") != 0;
   if (rc == 0 && csv_file) {
     char parent[4096];
-    f3d_parent_dir(parent, sizeof parent, csv_path);
-    struct stat ps;
-    if (!csv_path[0] || stat(parent, &ps) != 0 || !S_ISDIR(ps.st_mode) || access(parent, W_OK | X_OK) != 0) {
+    if (!f3d_out_folder_ok(csv_path, parent, sizeof parent)) {
       fprintf(stderr, "f3dbench: compare: --csv '%s': %s is not a folder this user can write in\n", csv_path, parent);
       rc = 2;
     }

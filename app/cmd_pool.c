@@ -201,7 +201,7 @@ int f3d_cmd_pool(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "r:H:S:b:v:p:V:P:d:s:o:h", opts, NULL)) != -1) {
     switch (c) {
     case 'r':
-      if (f3d_parse_u64(optarg, &u) || (u != 2 && u != 4 && u != 8)) return f3d_fail("pool", "--rho must be 2, 4 or 8"), 2;
+      if (f3d_parse_u64(optarg, &u) || (u != 2 && u != 4 && u != 8)) return f3d_fail("pool", "--rho '%s': 2, 4 or 8", optarg), 2;
       rho = (uint32_t)u;
       break;
     case 'P':

@@ -294,6 +294,10 @@ static int parse_args(sweep_opts *o, int argc, char **argv, int *exit_code) {
       workloads = optarg;
       break;
     case 'i':
+      if (!*optarg) {
+        f3d_fail("sweep", "--input '': an empty path (name a point-cloud file)");
+        return -1;
+      }
       if (o->nwl == MAX_WORKLOADS) {
         f3d_fail("sweep", "at most %d workloads", MAX_WORKLOADS);
         return -1;

@@ -47,6 +47,8 @@ done
 grep -q "^f3dbench: sweep: --workloads ',': an empty item" "$T/err" || fail "sweep --workloads ,: $(cat "$T/err")"
 expect 2 "$BIN" sweep --check-args --out-dir ''
 grep -q "^f3dbench: sweep: --out-dir '': an empty path" "$T/err" || fail "sweep --out-dir '': $(cat "$T/err")"
+expect 2 "$BIN" sweep --check-args --input ''
+grep -q "^f3dbench: sweep: --input '': an empty path" "$T/err" || fail "sweep --input '': $(cat "$T/err")"
 
 # attn: values that would run nothing, or check nothing, are refused before any work
 expect 2 "$BIN" attn --variant ''

@@ -96,6 +96,9 @@ expect 2 "$BIN" compare --csv "$T/gate.csv" --keys 'nothing/*' "$R/base" "$R/slo
 cmp -s "$T/gate.csv" "$T/gate.keep" || fail "compare --csv with no verdict replaced the file: $(cat "$T/gate.csv")"
 expect 2 "$BIN" compare --csv "$T/no-such/g.csv" "$R/base" "$R/slow"
 grep -q "^f3dbench: compare: --csv '$T/no-such/g.csv': $T/no-such is not a folder" "$T/err" || fail "--csv into a missing folder: $(cat "$T/err")"
+expect 2 "$BIN" compare --calibrate "$T/no-such/c.cal" "$R/base" "$R/same"
+grep -q "^f3dbench: compare: --calibrate '$T/no-such/c.cal': $T/no-such is not a folder" "$T/err" ||
+  fail "--calibrate into a missing folder: $(cat "$T/err")"
 
 # calibration: written from A/A runs, used, refused for another device
 expect 2 "$BIN" compare --calibrate "$T/cal.csv" "$R/base"
