@@ -40,12 +40,16 @@ void f3d_fail_msg(const char *what, const char *msg) {
 }
 
 /* Numbers are decimal digits only: strtoull and strtod would also take leading blanks, a sign (" -1" wraps
- * to 2^64 - 1), octal ("010" = 8) and hexadecimal, none of which a user means. */
+ * to 2^64 - 1), octal ("010" = 8) and hexadecimal, none of which a user means. Counts go through
+ * hx_parse_dec_u64; a number strtod reads must start with a digit or '.' and hold no hexadecimal mark. */
+static int decimal_number(const char *s, const char *marks) {
+  return s && ((*s >= '0' && *s <= '9') || *s == '.') && !strpbrk(s, marks);
+}
 
 int f3d_parse_u64(const char *s, uint64_t *out) { return hx_parse_dec_u64(s, UINT64_MAX, out); }
 
 int f3d_parse_bytes(const char *s, uint64_t *out) {
-  if (!s || !((*s >= '0' && *s <= '9') || *s == '.') || strpbrk(s, "xXpPeE")) return -1;
+  if (!decimal_number(s, "xXpPeE")) return -1;
   char *end = NULL;
   double v = strtod(s, &end);
   if (end == s || !isfinite(v)) return -1;
@@ -66,7 +70,7 @@ int f3d_parse_bytes(const char *s, uint64_t *out) {
 }
 
 int f3d_parse_count(const char *s, uint64_t *out) {
-  if (!(s && ((*s >= '0' && *s <= '9') || *s == '.')) || strpbrk(s, "xXpP")) return -1; /* no hexadecimal floats either */
+  if (!decimal_number(s, "xXpP")) return -1; /* no hexadecimal floats either */
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
@@ -83,7 +87,7 @@ int f3d_parse_count(const char *s, uint64_t *out) {
 }
 
 int f3d_parse_nonneg_double(const char *s, double *out) {
-  if (!(s && ((*s >= '0' && *s <= '9') || *s == '.')) || strpbrk(s, "xXpP")) return -1;
+  if (!decimal_number(s, "xXpP")) return -1;
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
