@@ -122,8 +122,9 @@ hx_status f3d_save_dir_check(const char *dir, hx_err *err);
 const char *f3d_cut_path(char buf[128], const char *s);
 /* The folder path is in, into out: "a/b/" -> "a", "b" -> ".", "/b" -> "/". */
 void f3d_parent_dir(char *out, size_t cap, const char *path);
-/* 1 when path is not empty and its folder (into parent) exists and this user can make files in it. */
-int f3d_out_folder_ok(const char *path, char *parent, size_t cap);
+/* Whether a file can be made at path: its folder into parent, and 0 when path is not empty and this user can make
+ * files in that folder; else ENOENT (no such folder, or an empty path), ENOTDIR (not a folder) or access's errno. */
+int f3d_out_folder(const char *path, char *parent, size_t cap);
 
 /* A save of several files into a folder, all or none (`net --save`, `attn --save`): f3d_stage_open creates DIR when
  * missing and a staging folder inside it (DIR/.TAG-save.XXXXXX, mkdtemp); each file is written at the path

@@ -314,10 +314,12 @@ int f3d_out_close(const char *what, FILE *f, char *tmp, const char *path, int ba
   return 0;
 }
 
-int f3d_out_folder_ok(const char *path, char *parent, size_t cap) {
+int f3d_out_folder(const char *path, char *parent, size_t cap) {
   f3d_parent_dir(parent, cap, path);
   struct stat ps;
-  return path[0] && stat(parent, &ps) == 0 && S_ISDIR(ps.st_mode) && access(parent, W_OK | X_OK) == 0;
+  if (!path[0] || stat(parent, &ps) != 0) return ENOENT;
+  if (!S_ISDIR(ps.st_mode)) return ENOTDIR;
+  return access(parent, W_OK | X_OK) == 0 ? 0 : errno ? errno : EACCES;
 }
 
 void f3d_parent_dir(char *out, size_t cap, const char *path) {
@@ -352,11 +354,10 @@ hx_status f3d_save_dir_check(const char *dir, hx_err *err) {
   if (errno != ENOENT) return hx_errf(err, HX_EIO, "%s: %s", d, strerror(errno));
   if (lstat(dir, &st) == 0) return hx_errf(err, HX_EINVAL, "%s: a link to nothing (mkdir would fail)", d);
   char parent[4096];
-  f3d_parent_dir(parent, sizeof parent, dir);
-  if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+  const int e = f3d_out_folder(dir, parent, sizeof parent);
+  if (e == ENOENT || e == ENOTDIR)
     return hx_errf(err, HX_EIO, "%s: its parent %s is not an existing directory", d, f3d_cut_path(pb, parent));
-  if (access(parent, W_OK | X_OK) != 0)
-    return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", d, f3d_cut_path(pb, parent), strerror(errno));
+  if (e) return hx_errf(err, HX_EIO, "%s: cannot create it in %s: %s", d, f3d_cut_path(pb, parent), strerror(e));
   return HX_OK;
 }
 

@@ -167,7 +167,7 @@ int f3d_cmd_compare(int argc, char **argv) {
       return 2;
     }
     char parent[4096]; /* its folder first: the temporary written beside the file would be named instead */
-    if (!f3d_out_folder_ok(calibrate_path, parent, sizeof parent)) {
+    if (f3d_out_folder(calibrate_path, parent, sizeof parent) != 0) {
       fprintf(stderr, "f3dbench: compare: --calibrate '%s': %s is not a folder this user can write in\n",
               calibrate_path, parent);
       return 2;
@@ -242,7 +242,7 @@ int f3d_cmd_compare(int argc, char **argv) {
   const int csv_file = csv_path && strcmp(csv_path, "-") != 0;
   if (rc == 0 && csv_file) {
     char parent[4096];
-    if (!f3d_out_folder_ok(csv_path, parent, sizeof parent)) {
+    if (f3d_out_folder(csv_path, parent, sizeof parent) != 0) {
       fprintf(stderr, "f3dbench: compare: --csv '%s': %s is not a folder this user can write in\n", csv_path, parent);
       rc = 2;
     }

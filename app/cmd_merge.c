@@ -112,13 +112,13 @@ int f3d_cmd_merge(int argc, char **argv) {
   }
   { /* OUT's folder must exist and take a new entry: merge makes OUT only (its temporary would fail naming itself) */
     char parent[4096];
-    f3d_parent_dir(parent, sizeof parent, outd);
-    if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    const int e = f3d_out_folder(outd, parent, sizeof parent);
+    if (e == ENOENT || e == ENOTDIR) {
       f3d_fail("merge", "-o %s: %s is not an existing folder (merge makes OUT, not the folders above it)", outd, parent);
       return 2;
     }
-    if (access(parent, W_OK | X_OK) != 0) {
-      f3d_fail("merge", "-o %s: cannot create it in %s: %s", outd, parent, strerror(errno));
+    if (e) {
+      f3d_fail("merge", "-o %s: cannot create it in %s: %s", outd, parent, strerror(e));
       return 1;
     }
   }
